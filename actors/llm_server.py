@@ -1,0 +1,118 @@
+"""One local model copy per node: a named Ray actor that owns Gemma and MiniLM for its node.
+
+Contracts:
+- ``get_node_server(config)`` returns the handle of actor ``ratchet-llm-<node id>-<config
+  digest>`` (namespace ``ratchet``) pinned to the caller's node, creating it on first use
+  (``get_if_exists``), so every solver/critic/synthesizer on a node shares one model.
+- The server is detached: a non-detached named actor would die with whichever task happened to
+  create it. ``release_llm_actors()`` (call it when a run ends) kills every model server and rate
+  limiter of namespace ``ratchet``; a later call simply starts them again.
+- The actor runs generations one at a time (llama.cpp contexts are not thread-safe) and
+  embeddings one at a time, in two concurrency groups, so an embedding never waits behind a long
+  generation.
+- ``NodeLLMClient`` / ``NodeEmbedderClient`` are the thin ``LLMClient`` / ``Embedder`` that
+  ``make_llm`` / ``make_embedder`` return inside Ray. They pickle without their handle and
+  re-resolve it on the node where they are used; if the server died (released, or its node's
+  worker crashed), one new server is started and the call is sent once more.
+- ``Reply.latency_s`` is the server-side generation time; ``extra["wall_s"]`` adds queueing.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import numpy as np
+import ray
+from ray.exceptions import RayActorError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from ratchet_ray.llm.base import InputType, Message, Reply
+from ratchet_ray.llm.local import LocalConfig, LocalLLM, LocalModelServer, MiniLMEmbedder
+
+NAMESPACE = "ratchet"
+
+
+# num_cpus=0: the server must never wait for a CPU slot held by the very actors it serves.
+@ray.remote(num_cpus=0, concurrency_groups={"generate": 1, "embed": 1})
+class LLMServerActor(LocalModelServer):
+    @ray.method(concurrency_group="generate")
+    def complete(self, messages: Sequence[Message], **kwargs: Any) -> Reply:
+        return super().complete(messages, **kwargs)
+
+    @ray.method(concurrency_group="embed")
+    def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray:
+        return super().embed(texts, input_type)
+
+
+def server_name(node_id: str, config: LocalConfig) -> str:
+    return f"ratchet-llm-{node_id}-{config.digest()}"
+
+
+def get_node_server(config: LocalConfig):
+    node_id = ray.get_runtime_context().get_node_id()
+    return LLMServerActor.options(
+        name=server_name(node_id, config), namespace=NAMESPACE, get_if_exists=True, lifetime="detached",
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
+    ).remote(config)
+
+
+def release_llm_actors() -> list[str]:
+    """Kill every local model server and rate limiter (namespace ``ratchet``); returns their names."""
+    released = []
+    for entry in ray.util.list_named_actors(all_namespaces=True):
+        name = entry["name"]
+        if entry["namespace"] == NAMESPACE and name.startswith(("ratchet-llm-", "ratchet-ratelimit-")):
+            try:
+                ray.kill(ray.get_actor(name, namespace=NAMESPACE))
+            except ValueError:  # released by someone else in between
+                continue
+            released.append(name)
+    return released
+
+
+class _NodeClient:
+    def __init__(self, config: LocalConfig):
+        self.config = config
+        self._handle = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_handle": None}
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        if self._handle is None:
+            self._handle = get_node_server(self.config)
+        try:
+            return ray.get(getattr(self._handle, method).remote(*args, **kwargs))
+        except RayActorError:
+            self._handle = get_node_server(self.config)
+            return ray.get(getattr(self._handle, method).remote(*args, **kwargs))
+
+    def server_info(self) -> dict:
+        return self._call("info")
+
+
+class NodeLLMClient(_NodeClient):
+    backend = "local"
+    supports_prefill = True  # the server's LocalLLM continues a trailing assistant message
+
+    def __init__(self, config: LocalConfig):
+        super().__init__(config)
+        self.model = LocalLLM(config).model
+
+    def complete(self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0,
+                 stop: Sequence[str] | None = None, json_schema: dict[str, Any] | None = None) -> Reply:
+        started = time.perf_counter()
+        reply = self._call("complete", list(messages), max_tokens=max_tokens, temperature=temperature,
+                           stop=list(stop) if stop else None, json_schema=json_schema)
+        reply.extra["wall_s"] = time.perf_counter() - started
+        return reply
+
+
+class NodeEmbedderClient(_NodeClient):
+    def __init__(self, config: LocalConfig):
+        super().__init__(config)
+        self.name = MiniLMEmbedder(config).name
+
+    def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray:
+        return self._call("embed", list(texts), input_type)

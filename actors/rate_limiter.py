@@ -1,0 +1,66 @@
+"""One cluster-wide rate limiter per (backend, model): a named Ray actor every caller shares.
+
+Contracts:
+- ``ratchet_ray.llm.ratelimit.make_limiter`` hands out a ``SharedLimiter`` when Ray is running
+  in the calling process.
+- The actor ``ratchet-ratelimit-<key>-<rpm>-<tpm>`` lives in namespace ``ratchet``; the first
+  caller creates it and later callers reuse it (``get_if_exists``), so every solver, critic and
+  synthesizer of a run draws on one budget. Callers sleep in their own process; the actor only
+  books. It is detached (a non-detached named actor dies with the task that happened to create
+  it); ``actors.llm_server.release_llm_actors()`` removes it at the end of a run.
+- ``SharedLimiter`` pickles without its actor handle and re-resolves it where it lands.
+"""
+
+from __future__ import annotations
+
+import time
+
+import ray
+from ray.exceptions import RayActorError
+
+from ratchet_ray.llm.ratelimit import RateLimiter
+
+NAMESPACE = "ratchet"
+
+RateLimiterActor = ray.remote(num_cpus=0)(RateLimiter)
+
+
+def limiter_name(key: str, requests_per_minute: int, tokens_per_minute: int) -> str:
+    return f"ratchet-ratelimit-{key}-{requests_per_minute}-{tokens_per_minute}".replace("/", "_")
+
+
+class SharedLimiter:
+    def __init__(self, key: str, requests_per_minute: int, tokens_per_minute: int):
+        self.key = key
+        self.rpm = requests_per_minute
+        self.tpm = tokens_per_minute
+        self._handle = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_handle": None}
+
+    def _actor(self, fresh: bool = False):
+        if self._handle is None or fresh:
+            self._handle = RateLimiterActor.options(
+                name=limiter_name(self.key, self.rpm, self.tpm), namespace=NAMESPACE,
+                get_if_exists=True, lifetime="detached",
+            ).remote(self.rpm, self.tpm)
+        return self._handle
+
+    def acquire(self, tokens: int) -> float:
+        try:
+            wait = ray.get(self._actor().reserve.remote(tokens))
+        except RayActorError:
+            # Someone released the actor (end of a run) while this client lived on; make a new one.
+            wait = ray.get(self._actor(fresh=True).reserve.remote(tokens))
+        if wait > 0:
+            time.sleep(wait)
+        return wait
+
+    def settle(self, delta_tokens: int) -> None:
+        if delta_tokens:
+            self._actor().settle.remote(delta_tokens)
+
+    def limits(self) -> tuple[int, int]:
+        return tuple(ray.get(self._actor().limits.remote()))
+

@@ -1,0 +1,60 @@
+"""The SkillBank as a Ray actor: one per run (arm), the only writer of skills/ and meta-skills/.
+
+Contracts:
+- ``launch_skill_bank(run_dir, embedder=..., config=..., run_id=...)`` returns a handle to the
+  named actor ``skill_bank:<run_id>`` (an existing one is reused, so a restarted driver reattaches).
+  Its methods are ``SkillBank``'s (``add``, ``active``, ``curate``, ``snapshot``, ``restore``...).
+- ``embedder`` may be an ``Embedder`` or a zero-argument factory (or class) returning one, so a
+  heavy local model is built inside the actor process instead of being pickled from the driver.
+- Calls run one at a time (``max_concurrency=1``): the bank is a single writer. All state lives
+  on disk, so a restarted actor (``max_restarts``) re-reads it; a call in flight when the actor
+  died is not retried (an add must not be applied twice).
+
+Example::
+
+    bank = launch_skill_bank(run_dir, embedder=lambda: make_embedder(cfg.llm), config=cfg, run_id=rid)
+    result = ray.get(bank.add.remote(skill, round_=3))
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import ray
+
+from ratchet_ray.bank.skill_bank import SkillBank
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.llm.base import Embedder
+
+EmbedderOrFactory = Embedder | Callable[[], Embedder] | None
+
+
+class SkillBankProcess(SkillBank):
+    """``SkillBank`` that may build its embedder in-process from a factory."""
+
+    def __init__(self, run_dir: str | Path, *, embedder: EmbedderOrFactory, config: LoopConfig,
+                 run_id: str):
+        # A class also "has" name/embed, so it counts as a factory, like any non-Embedder callable.
+        if embedder is not None and (isinstance(embedder, type) or not isinstance(embedder, Embedder)):
+            embedder = embedder()
+        super().__init__(run_dir, embedder=embedder, config=config, run_id=run_id)
+
+    def ping(self) -> str:
+        """Liveness probe; returns the run id."""
+        return self.run_id
+
+
+def actor_name(run_id: str) -> str:
+    return f"skill_bank:{run_id}"
+
+
+def launch_skill_bank(run_dir: str | Path, *, embedder: EmbedderOrFactory, config: LoopConfig,
+                      run_id: str, max_restarts: int = 3) -> ray.actor.ActorHandle:
+    """Start (or reattach to) the run's SkillBank actor; see module contracts."""
+    remote_cls = ray.remote(SkillBankProcess)
+    handle = remote_cls.options(
+        name=actor_name(run_id), get_if_exists=True, num_cpus=0, max_concurrency=1,
+        max_restarts=max_restarts, max_task_retries=0,
+    ).remote(str(run_dir), embedder=embedder, config=config, run_id=run_id)
+    return handle

@@ -1,0 +1,178 @@
+"""Deterministic hard-subset selection from a direct-LLM baseline.
+
+    python -m jobs.select_subset --source results/baselines/mbpp.jsonl --suite mbpp \\
+        --n-hard 100 --n-train 60 --n-eval 40 [--seed 42] [--probes 5] [--out-dir results/subsets]
+
+writes ``results/subsets/<suite>_hard<N>_t<T>_e<E>_seed<S>.json`` with ``train_ids`` / ``eval_ids``.
+
+Contracts:
+- A task is *hard* when it was not solved on every one of its ``probes`` baseline calls.
+- Selection is stratified by difficulty (how many probes solved the task): each stratum gets its
+  share of ``n_hard`` (largest remainder), and so does each stratum of the train/eval split. For
+  swebench every pick takes the least-picked repository (``owner__repo`` of the instance id)
+  available in its stratum, so repositories end up as balanced as the strata allow.
+- Same baseline content, suite, sizes, probes and seed -> a byte-identical file (no timestamps,
+  no paths; the source is identified by its SHA-256).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterable
+
+import click
+
+
+def _rows(source: Path) -> list[dict[str, Any]]:
+    rows = []
+    for n, line in enumerate(source.read_text().splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                raise click.ClickException(f"{source}:{n}: not JSON ({err}); the baseline file is "
+                                           "written by `python -m jobs.baseline`") from err
+    return rows
+
+
+def repo_of(task_id: str) -> str:
+    """``django__django-11099`` -> ``django__django`` (SWE-bench instance ids end in -<number>)."""
+    return task_id.rsplit("-", 1)[0]
+
+
+def solve_counts(rows: Iterable[dict[str, Any]], probes: int) -> dict[str, int]:
+    """task id -> probes passed, over the first ``probes`` probes of every task."""
+    seen: dict[str, dict[int, bool]] = defaultdict(dict)
+    for row in rows:
+        seen[row["task_id"]].setdefault(int(row["probe"]), bool(row["passed"]))
+    short = sorted(t for t, p in seen.items() if len([i for i in p if i < probes]) < probes)
+    if short:
+        raise click.ClickException(
+            f"{len(short)} task(s) have fewer than {probes} baseline probes (e.g. {short[:3]}); "
+            "finish the baseline (rerun `python -m jobs.baseline`, it resumes) or lower --probes")
+    return {t: sum(ok for i, ok in p.items() if i < probes) for t, p in seen.items()}
+
+
+def _largest_remainder(total: int, sizes: dict[int, int]) -> dict[int, int]:
+    """Split ``total`` over strata proportionally to ``sizes`` (ties: lower stratum first)."""
+    whole = sum(sizes.values())
+    quotas = {k: total * v / whole for k, v in sizes.items()}
+    shares = {k: min(sizes[k], int(q)) for k, q in quotas.items()}
+    for k in sorted(quotas, key=lambda k: (-(quotas[k] - int(quotas[k])), k)):
+        if sum(shares.values()) >= total:
+            break
+        if shares[k] < sizes[k]:
+            shares[k] += 1
+    while sum(shares.values()) < total:  # a stratum ran dry: top up from the others in order
+        k = next(k for k in sorted(sizes) if shares[k] < sizes[k])
+        shares[k] += 1
+    return shares
+
+
+def _group(task_id: str, suite: str) -> str:
+    return repo_of(task_id) if suite == "swebench" else ""
+
+
+def _seeded(ids: list[str], rng: random.Random) -> list[str]:
+    ids = sorted(ids)
+    rng.shuffle(ids)
+    return ids
+
+
+def _balanced_pick(strata: dict[int, list[str]], quotas: dict[int, int], suite: str,
+                   seed: int, label: str) -> dict[int, list[str]]:
+    """Fill every stratum's quota. Each pick serves the least-picked repository (swebench; one
+    group for mbpp) that an unfilled stratum still offers, from the stratum with the most picks
+    left, taking that stratum's first such task in its seeded order."""
+    pools = {k: _seeded(v, random.Random(f"{seed}:{label}:{k}")) for k, v in strata.items()}
+    chosen: dict[int, list[str]] = {k: [] for k in sorted(strata) if quotas.get(k)}
+    per_group: dict[str, int] = defaultdict(int)
+    group_order = {g: i for i, g in enumerate(_seeded(
+        sorted({_group(t, suite) for v in strata.values() for t in v}),
+        random.Random(f"{seed}:{label}:groups")))}
+    while True:
+        open_strata = [k for k in chosen if len(chosen[k]) < quotas[k]]
+        if not open_strata:
+            return chosen
+        offered = {_group(t, suite) for k in open_strata for t in pools[k]}
+        group = min(offered, key=lambda g: (per_group[g], group_order[g]))
+        k = max((k for k in open_strata if any(_group(t, suite) == group for t in pools[k])),
+                key=lambda k: (quotas[k] - len(chosen[k]), -k))
+        task_id = next(t for t in pools[k] if _group(t, suite) == group)
+        pools[k].remove(task_id)
+        chosen[k].append(task_id)
+        per_group[group] += 1
+
+
+def select_subset(rows: list[dict[str, Any]], *, suite: str, n_hard: int, n_train: int,
+                  n_eval: int, seed: int, probes: int) -> dict[str, Any]:
+    """The subset document (see module docstring); raises ClickException when it cannot be met."""
+    if n_train + n_eval != n_hard:
+        raise click.ClickException(f"--n-train {n_train} + --n-eval {n_eval} must equal "
+                                   f"--n-hard {n_hard}")
+    counts = solve_counts(rows, probes)
+    hard = {t: c for t, c in counts.items() if c < probes}
+    if len(hard) < n_hard:
+        raise click.ClickException(f"only {len(hard)} of {len(counts)} tasks are hard (not solved "
+                                   f"on all {probes} probes); lower --n-hard to <= {len(hard)}")
+    strata: dict[int, list[str]] = defaultdict(list)
+    for task_id, solved in hard.items():
+        strata[solved].append(task_id)
+    picks = _largest_remainder(n_hard, {k: len(v) for k, v in strata.items()})
+    chosen = _balanced_pick(strata, picks, suite, seed, "pick")
+    eval_share = _largest_remainder(n_eval, {k: len(v) for k, v in chosen.items()})
+    evals = _balanced_pick(chosen, eval_share, suite, seed, "split")
+    eval_ids = [t for ids in evals.values() for t in ids]
+    train_ids = [t for ids in chosen.values() for t in ids if t not in set(eval_ids)]
+    doc: dict[str, Any] = {
+        "suite": suite, "seed": seed, "probes": probes, "n_hard": n_hard,
+        "n_train": n_train, "n_eval": n_eval, "hard_available": len(hard),
+        "strata": {f"solved_{k}_of_{probes}": len(v) for k, v in chosen.items()},
+        "train_ids": sorted(train_ids), "eval_ids": sorted(eval_ids),
+    }
+    if suite == "swebench":
+        repos: dict[str, int] = defaultdict(int)
+        for task_id in train_ids + eval_ids:
+            repos[repo_of(task_id)] += 1
+        doc["repos"] = dict(sorted(repos.items()))
+    return doc
+
+
+def subset_path(out_dir: Path, suite: str, n_hard: int, n_train: int, n_eval: int, seed: int) -> Path:
+    return out_dir / f"{suite}_hard{n_hard}_t{n_train}_e{n_eval}_seed{seed}.json"
+
+
+@click.command("select-subset")
+@click.option("--source", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              required=True, help="Baseline JSONL written by `python -m jobs.baseline`.")
+@click.option("--suite", type=click.Choice(["mbpp", "swebench"]), required=True)
+@click.option("--n-hard", type=click.IntRange(min=1), required=True)
+@click.option("--n-train", type=click.IntRange(min=0), required=True)
+@click.option("--n-eval", type=click.IntRange(min=0), required=True)
+@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--probes", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Baseline calls per task that count.")
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("results/subsets"), show_default=True)
+def main(source: Path, suite: str, n_hard: int, n_train: int, n_eval: int, seed: int,
+         probes: int, out_dir: Path) -> None:
+    """Pick a deterministic hard subset and split it into train and eval ids."""
+    data = source.read_bytes()
+    rows = [r for r in _rows(source) if r.get("suite", suite) == suite]
+    doc = select_subset(rows, suite=suite, n_hard=n_hard, n_train=n_train, n_eval=n_eval,
+                        seed=seed, probes=probes)
+    doc["source_sha256"] = hashlib.sha256(data).hexdigest()
+    out = subset_path(out_dir, suite, n_hard, n_train, n_eval, seed)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    click.echo(f"{out}: {len(doc['train_ids'])} train / {len(doc['eval_ids'])} eval "
+               f"from {doc['hard_available']} hard tasks; strata {doc['strata']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Meta-skill files: Markdown with a YAML front matter block, and the shipped defaults.
+
+File format (``meta-skills/<id>.md``)::
+
+    ---
+    id: default_mbpp
+    suite: mbpp
+    version: 0.1.0
+    status: active
+    created_round: -1
+    ---
+    <Markdown body: schema lock + Do/Don't authoring prior>
+
+Contracts:
+- ``dump_metaskill`` / ``parse_metaskill`` round-trip byte-stably, like skills.
+- ``default_metaskill(suite)`` reads ``configs/meta_skills/default_<suite>.md`` (plain Markdown,
+  no front matter) and returns it as the ACTIVE MetaSkill ``default_<suite>``; an unknown suite
+  or a missing file raises ``MetaSkillFileError`` naming the valid suites / the expected path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from ratchet_ray.bank.skill_io import dump_yaml
+from ratchet_ray.types import MetaSkill
+
+DEFAULTS_DIR = Path(__file__).resolve().parents[2] / "configs" / "meta_skills"
+SHIPPED_SUITES = ("mbpp", "swebench")
+_FENCE = "---\n"
+
+
+class MetaSkillFileError(ValueError):
+    """A meta-skill file is malformed; the message names the file and the field."""
+
+
+def dump_metaskill(meta: MetaSkill) -> str:
+    header = meta.model_dump(mode="json", exclude={"body"})
+    body = meta.body if meta.body.endswith("\n") else meta.body + "\n"
+    return f"{_FENCE}{dump_yaml(header)}{_FENCE}{body}"
+
+
+def parse_metaskill(text: str, source: str = "<meta-skill>") -> MetaSkill:
+    if not text.startswith(_FENCE):
+        raise MetaSkillFileError(f"{source}: missing front matter; start the file with '---', "
+                                 "then id/suite/status lines, then '---' and the Markdown body")
+    header_text, sep, body = text[len(_FENCE):].partition("\n" + _FENCE)
+    if not sep:
+        raise MetaSkillFileError(f"{source}: front matter is not closed by a '---' line")
+    try:
+        header = yaml.safe_load(header_text + "\n") or {}
+    except yaml.YAMLError as exc:
+        raise MetaSkillFileError(f"{source}: malformed YAML front matter: {exc}") from exc
+    if not isinstance(header, dict):
+        raise MetaSkillFileError(f"{source}: front matter must be a mapping (id, suite, status)")
+    try:
+        return MetaSkill.model_validate({**header, "body": body})
+    except ValidationError as exc:
+        problems = "; ".join(f"field {'.'.join(map(str, e['loc']))!r}: {e['msg']}" for e in exc.errors())
+        raise MetaSkillFileError(f"{source}: {problems}") from exc
+
+
+def load_metaskill(path: str | Path) -> MetaSkill:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MetaSkillFileError(f"{path}: cannot read file: {exc}") from exc
+    return parse_metaskill(text, str(path))
+
+
+def default_metaskill(suite: str, defaults_dir: Path = DEFAULTS_DIR) -> MetaSkill:
+    """The shipped authoring prior for ``suite`` as an ACTIVE MetaSkill ``default_<suite>``."""
+    path = defaults_dir / f"default_{suite}.md"
+    if not path.is_file():
+        raise MetaSkillFileError(
+            f"{path}: no default meta-skill for suite {suite!r}; shipped suites: "
+            f"{', '.join(SHIPPED_SUITES)} (add that file to ship one)")
+    try:
+        body = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MetaSkillFileError(f"{path}: cannot read the default meta-skill: {exc}") from exc
+    return MetaSkill(id=f"default_{suite}", suite=suite, body=body, created_round=-1)

@@ -1,0 +1,308 @@
+"""SkillBank: the only writer of a run's ``skills/`` and ``meta-skills/`` folders.
+
+Contracts:
+- Nothing is ever deleted: retirement, eviction and rollback flip ``status``; every state change
+  (and every rejected add) is a ``skill_event`` row written through ``EvidenceStore``.
+- ``add`` checks, in order: schema (``invalid``), id already used (``duplicate``, duplicate_of =
+  that id), serialised length > ``synth.max_skill_chars`` (``too_long``), cosine of full-YAML
+  embeddings >= ``synth.dedup_threshold`` against any bank skill (``duplicate``, duplicate_of =
+  the nearest skill, for the re-prompt), then the active cap: a full bank evicts the
+  lowest-contribution ACTIVE skill that is not ``do_not_retire`` (``curator.eviction_order``);
+  if every ACTIVE skill is exempt the add is rejected with ``cap_full`` and the bank is unchanged.
+- The number of ACTIVE skills never exceeds ``curator.active_cap`` through any method, except
+  when the user's own ``do_not_retire`` skills alone exceed it (``load`` then imports the excess
+  as ``candidate``).
+- ``load(folder)`` validates every file first (one bad file: ``SkillFileError`` naming file and
+  field, bank unchanged), then imports the skills not yet in the bank; no dedup (the user's bank
+  is authoritative). Pointing it at the bank's own ``skills/`` registers files dropped there.
+- One ACTIVE MetaSkill per suite; ``ensure_default_metaskill`` copies the shipped default in on
+  first use. With ``meta.enabled`` false (ablation A3) no meta-skill is served.
+- The embedder is only needed for dedup; a bank built with ``embedder=None`` (CLI) refuses ``add``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ratchet_ray.bank import checkpoints
+from ratchet_ray.bank.metaskills import default_metaskill, dump_metaskill, load_metaskill
+from ratchet_ray.bank.skill_events import AddResult, BankError, EventLog
+from ratchet_ray.bank.skill_io import (SkillFileError, dump_skill, load_skill_folder, parse_skill,
+                                       validate_skill, write_text_atomic)
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.evidence.queries import EMPTY_STATS, SkillStats, skill_stats
+from ratchet_ray.governance import curator
+from ratchet_ray.llm.base import Embedder, cosine_matrix
+from ratchet_ray.types import MetaSkill, Skill, SkillStatus
+
+__all__ = ["AddResult", "BankError", "SkillBank"]
+ACTIVE, DEPRECATED, CANDIDATE = SkillStatus.ACTIVE, SkillStatus.DEPRECATED, SkillStatus.CANDIDATE
+
+
+class SkillBank:
+    """The governed skill library of one run (see module contracts)."""
+
+    def __init__(self, run_dir: str | Path, *, embedder: Embedder | None, config: LoopConfig,
+                 run_id: str):
+        self.run_dir = Path(run_dir)
+        self.skills_dir = self.run_dir / "skills"
+        self.meta_dir = self.run_dir / "meta-skills"
+        self.embedder, self.config, self.run_id = embedder, config, run_id
+        self.log = EventLog(self.run_dir, run_id)
+        skills = (load_skill_folder(self.skills_dir, require_id_filenames=True)
+                  if self.skills_dir.is_dir() else [])
+        metas = [load_metaskill(p) for p in sorted(self.meta_dir.glob("*.md"))]
+        self._skills: dict[str, Skill] = {s.id: s for s in skills}
+        self._metas: dict[str, MetaSkill] = {m.id: m for m in metas}
+        self._vectors: dict[str, np.ndarray] = {}
+
+    # ------------------------------------------------------------------ reading
+    def active(self) -> list[Skill]:
+        return [s for s in self.all() if s.is_active]
+
+    def all(self) -> list[Skill]:
+        return [self._skills[k] for k in sorted(self._skills)]
+
+    def get(self, skill_id: str) -> Skill:
+        if skill_id not in self._skills:
+            raise BankError(f"unknown skill id {skill_id!r}; `ratchet skill list` shows the bank")
+        return self._skills[skill_id]
+
+    def status_counts(self) -> dict[str, int]:
+        counts = {s.value: 0 for s in SkillStatus}
+        for skill in self._skills.values():
+            counts[skill.status.value] += 1
+        return counts
+
+    def stats(self) -> dict[str, SkillStats]:
+        """Per-skill contribution over TRAIN capsules, from the evidence."""
+        con = self.log.store.connect()
+        try:
+            return skill_stats(con, "train")
+        finally:
+            con.close()
+
+    # ------------------------------------------------------------------ writing skills
+    def _write(self, skill: Skill) -> None:
+        write_text_atomic(self.skills_dir / f"{skill.id}.yaml", dump_skill(skill))
+        self._skills[skill.id] = skill
+
+    def _set_status(self, skill_id: str, status: SkillStatus) -> None:
+        self._write(self._skills[skill_id].model_copy(update={"status": status}))
+
+    def _make_room(self, round_: int, stats: dict[str, SkillStats] | None, extra: int = 1
+                   ) -> list[str] | None:
+        """Evict until ``extra`` more ACTIVE skills fit; None (and no change) if impossible."""
+        need = len(self.active()) + extra - self.config.curator.active_cap
+        if need <= 0:
+            return []
+        stats = self.stats() if stats is None else stats
+        order = curator.eviction_order(self.active(), stats)
+        if len(order) < need:
+            return None
+        for skill_id in order[:need]:
+            s = stats.get(skill_id, EMPTY_STATS)
+            self._set_status(skill_id, DEPRECATED)
+            self.log.emit(round_, skill_id, "evicted", DEPRECATED, s,
+                          f"active cap {self.config.curator.active_cap} reached; lowest contribution")
+        return order[:need]
+
+    def _embed(self, skills: list[Skill]) -> np.ndarray:
+        if self.embedder is None:
+            raise BankError("this SkillBank was opened without an embedder, so it cannot dedup new "
+                            "skills; construct it with embedder=make_embedder(config.llm)")
+        return self.embedder.embed([dump_skill(s) for s in skills])
+
+    def _nearest(self, skill: Skill) -> tuple[str | None, float]:
+        missing = [s for s in self.all() if s.id not in self._vectors]
+        if missing:
+            self._vectors.update(zip((s.id for s in missing), self._embed(missing)))
+        if not self._skills:
+            return None, 0.0
+        ids = sorted(self._vectors)
+        sims = cosine_matrix(self._embed([skill]), np.stack([self._vectors[i] for i in ids]))[0]
+        best = int(np.argmax(sims))
+        return ids[best], float(sims[best])
+
+    def _reject(self, round_: int, skill_id: str, status: str, reason: str,
+                duplicate_of: str | None = None) -> AddResult:
+        self.log.emit(round_, skill_id, "rejected", None, None, f"{status}: {reason}")
+        self.log.flush()
+        return AddResult(status=status, skill_id=skill_id, duplicate_of=duplicate_of, reason=reason)
+
+    def add(self, skill: Skill | dict | str, *, round_: int,
+            stats: dict[str, SkillStats] | None = None) -> AddResult:
+        """Validate, length-cap, dedup and cap-check one proposed skill (see module contracts)."""
+        try:
+            if isinstance(skill, str):
+                skill = parse_skill(skill, "proposed skill")
+            elif not isinstance(skill, Skill):
+                skill = validate_skill(skill, "proposed skill")
+        except SkillFileError as exc:
+            proposed = skill.get("id", "?") if isinstance(skill, dict) else "?"
+            return self._reject(round_, str(proposed), "invalid", str(exc))
+        if skill.id in self._skills:
+            status = self._skills[skill.id].status.value
+            return self._reject(round_, skill.id, "duplicate", f"id {skill.id!r} is already in the "
+                                f"bank ({status}); choose a new id", skill.id)
+        size, cap = len(dump_skill(skill)), self.config.synth.max_skill_chars
+        if size > cap:
+            return self._reject(round_, skill.id, "too_long", f"{size} chars > cap {cap}; shorten it")
+        nearest, cosine = self._nearest(skill)
+        bar = self.config.synth.dedup_threshold
+        if nearest is not None and cosine >= bar:
+            return self._reject(round_, skill.id, "duplicate", f"cosine {cosine:.3f} to {nearest!r} "
+                                f">= {bar}; write a different skill", nearest)
+        evicted = self._make_room(round_, stats) if skill.is_active else []
+        if evicted is None:
+            return self._reject(round_, skill.id, "cap_full", "every ACTIVE skill is do_not_retire "
+                                f"and the cap {self.config.curator.active_cap} is reached")
+        self._write(skill)
+        self.log.emit(round_, skill.id, "added", skill.status, None, f"author={skill.author}")
+        self.log.flush()
+        return AddResult(status="added", skill_id=skill.id, evicted=evicted)
+
+    def retire(self, skill_id: str, *, round_: int, contribution: float | None = None,
+               trials: int | None = None, reason: str = "") -> None:
+        skill = self.get(skill_id)
+        if not skill.is_active:
+            raise BankError(f"skill {skill_id!r} is {skill.status.value}, only ACTIVE skills retire")
+        if skill.do_not_retire:
+            raise BankError(f"skill {skill_id!r} is do_not_retire; set do_not_retire: false "
+                            "in its YAML to let it retire")
+        self._set_status(skill_id, DEPRECATED)
+        self.log.emit_raw(round_, skill_id, "retired", DEPRECATED, contribution, trials, reason)
+        self.log.flush()
+
+    def reinstate(self, skill_id: str, *, round_: int,
+                  stats: dict[str, SkillStats] | None = None) -> AddResult:
+        """Make a deprecated/candidate skill ACTIVE again, evicting if the cap is full."""
+        if self.get(skill_id).is_active:
+            return AddResult(status="added", skill_id=skill_id, reason="already active")
+        evicted = self._make_room(round_, stats)
+        if evicted is None:
+            return self._reject(round_, skill_id, "cap_full",
+                                "cannot reinstate: the cap is full of do_not_retire skills")
+        self._set_status(skill_id, ACTIVE)
+        self.log.emit(round_, skill_id, "reinstated", ACTIVE, None, "")
+        self.log.flush()
+        return AddResult(status="added", skill_id=skill_id, evicted=evicted)
+
+    def curate(self, round_: int, stats: dict[str, SkillStats] | None = None
+               ) -> list[curator.CurationDecision]:
+        """Apply the retirement rule to every ACTIVE skill; returns every decision (incl. exempt)."""
+        decisions = curator.curate(self.all(), self.stats() if stats is None else stats,
+                                   self.config.curator)
+        for d in decisions:
+            if d.action == "retire":
+                self._set_status(d.skill_id, DEPRECATED)
+                self.log.emit_raw(round_, d.skill_id, "retired", DEPRECATED, d.contribution,
+                                  d.trials, d.reason)
+        self.log.flush()
+        return decisions
+
+    # ------------------------------------------------------------------ snapshots
+    def snapshot(self, round_: int) -> Path:
+        return checkpoints.write_snapshot(self.run_dir, round_, self.all(),
+                                          self._metas.values(), self.run_id)
+
+    def restore(self, round_: int, *, current_round: int | None = None, reason: str = "rollback"
+                ) -> list[str]:
+        """Bring back round ``round_``'s bank; skills born later become deprecated. Events are
+        recorded in ``current_round`` (default ``round_``). Returns the ids whose status changed."""
+        at = round_ if current_round is None else current_round
+        skills, metas = checkpoints.read_snapshot(self.run_dir, round_)
+        wanted = {s.id: s for s in skills}
+        changed = []
+        for skill_id in sorted(set(self._skills) | set(wanted)):
+            target = wanted.get(skill_id) or self._skills[skill_id].model_copy(
+                update={"status": DEPRECATED})
+            if self._skills.get(skill_id) != target:
+                before = self._skills.get(skill_id)
+                self._write(target)
+                if before is None or before.status != target.status:
+                    changed.append(skill_id)
+                    self.log.emit(at, skill_id, "restored", target.status, None,
+                                  f"{reason}: bank of round {round_}")
+        snap_metas = {m.id: m for m in metas}
+        for meta_id in sorted(set(self._metas) | set(snap_metas)):
+            target = snap_metas.get(meta_id) or self._metas[meta_id].model_copy(
+                update={"status": DEPRECATED})
+            if self._metas.get(meta_id) != target:
+                self._write_meta(target)
+                self.log.emit(at, meta_id, "meta_restored", target.status, None,
+                              f"{reason}: meta-skills of round {round_}")
+        self.log.flush()
+        return changed
+
+    # ------------------------------------------------------------------ import
+    def load(self, folder: str | Path, *, round_: int = 0) -> list[str]:
+        """Import a user's YAML bank (see module contracts); returns the ids imported."""
+        return [r.skill_id for r in self.load_results(folder, round_=round_) if r.status == "added"]
+
+    def load_results(self, folder: str | Path, *, round_: int = 0) -> list[AddResult]:
+        folder = Path(folder)
+        incoming = load_skill_folder(folder)
+        own = folder.resolve() == self.skills_dir.resolve()
+        registered = self.log.registered_ids()
+        conflicts = [s.id for s in incoming if not own and s.id in self._skills
+                     and self._skills[s.id] != s]
+        if conflicts:
+            raise BankError(f"{folder}: skill id(s) {conflicts} already in the bank with different "
+                            "content; rename them (ids are never reused)")
+        todo = [s for s in incoming if (s.id not in registered if own else s.id not in self._skills)]
+        for skill in todo if own else []:
+            self._skills.pop(skill.id)  # dropped-in files count toward the cap once registered
+        results = [self._import(skill, round_, own) for skill in todo]
+        self.log.flush()
+        return results
+
+    def _import(self, skill: Skill, round_: int, own: bool) -> AddResult:
+        size, cap = len(dump_skill(skill)), self.config.synth.max_skill_chars
+        if size > cap and not own:
+            return self._reject(round_, skill.id, "too_long", f"{size} chars > cap {cap}; shorten it")
+        note, evicted = "imported", []
+        if skill.is_active:
+            evicted = self._make_room(round_, None) if size <= cap else None
+            if evicted is None:  # a file already in skills/ is never dropped: it waits as candidate
+                skill = skill.model_copy(update={"status": CANDIDATE})
+                why = f"{size} chars > cap {cap}" if size > cap else "cap full of do_not_retire skills"
+                note = f"{why}; imported as candidate"
+        self._write(skill)
+        self.log.emit(round_, skill.id, "loaded", skill.status, None, note)
+        return AddResult(status="added", skill_id=skill.id, evicted=evicted or [], reason=note)
+
+    # ------------------------------------------------------------------ meta-skills
+    def _write_meta(self, meta: MetaSkill) -> None:
+        write_text_atomic(self.meta_dir / f"{meta.id}.md", dump_metaskill(meta))
+        self._metas[meta.id] = meta
+
+    def metaskills(self) -> list[MetaSkill]:
+        return [self._metas[k] for k in sorted(self._metas)]
+
+    def active_metaskill(self, suite: str) -> MetaSkill | None:
+        if not self.config.meta.enabled:
+            return None
+        active = [m for m in self._metas.values() if m.suite == suite and m.status is ACTIVE]
+        return max(active, key=lambda m: (m.created_round, m.id)) if active else None
+
+    def add_metaskill(self, meta: MetaSkill, *, round_: int) -> None:
+        """Store ``meta`` as the suite's ACTIVE meta-skill, deprecating the previous one."""
+        if meta.id in self._metas:
+            raise BankError(f"meta-skill id {meta.id!r} already exists; choose a new id")
+        for old in [m for m in self._metas.values() if m.suite == meta.suite and m.status is ACTIVE]:
+            self._write_meta(old.model_copy(update={"status": DEPRECATED}))
+            self.log.emit(round_, old.id, "meta_retired", DEPRECATED, None, f"replaced by {meta.id}")
+        self._write_meta(meta.model_copy(update={"status": ACTIVE}))
+        self.log.emit(round_, meta.id, "meta_added", ACTIVE, None, f"suite={meta.suite}")
+        self.log.flush()
+
+    def ensure_default_metaskill(self, suite: str, *, round_: int = 0) -> MetaSkill | None:
+        """Copy the shipped default in when the suite has no meta-skill yet; return the active one."""
+        if self.config.meta.enabled and not any(m.suite == suite for m in self._metas.values()):
+            self.add_metaskill(default_metaskill(suite), round_=round_)
+        return self.active_metaskill(suite)
+
+

@@ -1,0 +1,79 @@
+"""What the SkillBank returns and records: ``AddResult``, ``BankError`` and the skill-event log.
+
+Contract: ``EventLog`` buffers ``skill_event`` rows and ``flush`` writes them as one evidence part
+per round (through ``EvidenceStore.append``), so a multi-skill change (curate, restore) is one
+atomic write. Event names: added, rejected, evicted, retired, reinstated, restored, loaded,
+meta_added, meta_retired, meta_restored.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from ratchet_ray.evidence.queries import SkillStats, registered_skill_ids
+from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.types import SkillStatus
+
+AddStatus = Literal["added", "duplicate", "too_long", "cap_full", "invalid"]
+
+
+class BankError(ValueError):
+    """A bank operation is not allowed; the message says why and what to do instead."""
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """Outcome of ``SkillBank.add`` (also of ``reinstate`` / ``load``).
+
+    ``duplicate_of`` names the bank skill a ``duplicate`` collides with (feed it to the re-prompt);
+    ``evicted`` lists the skills deprecated to make room.
+    """
+
+    status: AddStatus
+    skill_id: str
+    duplicate_of: str | None = None
+    evicted: list[str] = field(default_factory=list)
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "added"
+
+
+class EventLog:
+    """Buffered writer of ``skill_event`` rows for one run."""
+
+    def __init__(self, run_dir: Path, run_id: str):
+        self.store = EvidenceStore(run_dir)
+        self.run_id = run_id
+        self._pending: list[dict] = []
+
+    def emit_raw(self, round_: int, skill_id: str, event: str, status_after: SkillStatus | None,
+                 contribution: float | None, trials: int | None, reason: str) -> None:
+        self._pending.append({
+            "run_id": self.run_id, "round": round_, "skill_id": skill_id, "event": event,
+            "status_after": status_after.value if status_after is not None else "",
+            "contribution": contribution, "trials": trials, "reason": reason,
+            "created_at": time.time(),
+        })
+
+    def emit(self, round_: int, skill_id: str, event: str, status_after: SkillStatus | None,
+             stats: SkillStats | None, reason: str) -> None:
+        self.emit_raw(round_, skill_id, event, status_after,
+                      stats.contribution if stats else None, stats.trials if stats else None, reason)
+
+    def flush(self) -> None:
+        pending, self._pending = self._pending, []
+        for r in sorted({row["round"] for row in pending}):
+            self.store.append("skill_event", r, [row for row in pending if row["round"] == r])
+
+    def registered_ids(self) -> set[str]:
+        """Ids that entered the bank through the SkillBank (any event except a rejection)."""
+        con = self.store.connect()
+        try:
+            return registered_skill_ids(con)
+        finally:
+            con.close()

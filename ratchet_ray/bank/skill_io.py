@@ -1,0 +1,175 @@
+"""Skill YAML files: parse with errors that name the file and the field; dump byte-stably.
+
+Contracts:
+- ``dump_skill(skill)`` is canonical: fields in schema order (DESIGN.md section 1), every field
+  written, multi-line strings as literal blocks, no line folding. ``dump_skill(parse_skill(text))``
+  equals ``text`` for any ``text`` produced by ``dump_skill`` (byte-stable round trip), and
+  ``parse_skill(dump_skill(s)) == s``.
+- ``parse_skill`` / ``load_skill`` raise ``SkillFileError`` for malformed YAML, a non-mapping
+  document, a missing required field (``intent``, ``description``, ...), an unknown field or an
+  unknown ``status``; the message names the file and the field and says how to fix it.
+- ``write_text_atomic`` writes through a temp file + rename, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from ratchet_ray.types import Guidance, Skill, SkillStatus
+
+SKILL_SUFFIXES = (".yaml", ".yml")
+_HINTS = {
+    "intent": "add one short imperative sentence, e.g. intent: Sum a list of numbers",
+    "description": "add one line saying when the skill applies",
+    "status": f"use one of: {', '.join(s.value for s in SkillStatus)}",
+    "id": "use lowercase letters, digits, '_' or '-', e.g. id: sliding_window",
+}
+
+
+class SkillFileError(ValueError):
+    """A skill file (or text) is not a valid skill. ``problems`` holds one line per bad field."""
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source = source
+        self.problems = problems
+        super().__init__("\n".join(f"{source}: {p}" for p in problems))
+
+
+class _SkillDumper(yaml.SafeDumper):
+    """Indented block lists and literal blocks for multi-line text (readable diffs)."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False):
+        return super().increase_indent(flow, False)
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_SkillDumper.add_representer(str, _represent_str)
+
+
+def dump_yaml(data: Any) -> str:
+    """The canonical YAML text used for skills (and meta-skill front matter)."""
+    return yaml.dump(data, Dumper=_SkillDumper, sort_keys=False, allow_unicode=True,
+                     default_flow_style=False, width=1_000_000)
+
+
+def dump_skill(skill: Skill) -> str:
+    """Canonical YAML of ``skill`` (see module contract)."""
+    return dump_yaml(skill.model_dump(mode="json"))
+
+
+def _field_name(loc: tuple) -> str:
+    return ".".join(str(part) for part in loc) or "(document)"
+
+
+def _describe(error: dict[str, Any]) -> str:
+    field = _field_name(error["loc"])
+    leaf = str(error["loc"][-1]) if error["loc"] else ""
+    kind = error["type"]
+    if kind == "missing":
+        hint = _HINTS.get(leaf, "add it")
+        return f"field {field!r}: required field is missing; {hint}"
+    if kind == "extra_forbidden":
+        parent = Guidance if error["loc"][:1] == ("guidance",) else Skill
+        valid = ", ".join(parent.model_fields)
+        return f"field {field!r}: unknown field; remove it or rename it to one of: {valid}"
+    hint = _HINTS.get(leaf)
+    return f"field {field!r}: {error['msg']}" + (f"; {hint}" if hint else "")
+
+
+def parse_skill(text: str, source: str = "<skill>") -> Skill:
+    """Parse one skill document; ``source`` (usually the file path) prefixes every error."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise SkillFileError(source, [f"malformed YAML{where}: {getattr(exc, 'problem', exc)}"]) from exc
+    return validate_skill(data, source)
+
+
+def validate_skill(data: Any, source: str = "<skill>") -> Skill:
+    """A mapping (parsed YAML/JSON) as a Skill, or ``SkillFileError`` naming source and field."""
+    if not isinstance(data, dict):
+        raise SkillFileError(source, [
+            f"expected a mapping of skill fields (id, intent, description, guidance, ...), "
+            f"got {type(data).__name__}"])
+    try:
+        return Skill.model_validate(data)
+    except ValidationError as exc:
+        raise SkillFileError(source, [_describe(e) for e in exc.errors()]) from exc
+
+
+def load_skill(path: str | Path) -> Skill:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SkillFileError(str(path), [f"cannot read file: {exc}"]) from exc
+    return parse_skill(text, str(path))
+
+
+def skill_files(folder: str | Path) -> list[Path]:
+    """YAML files directly inside ``folder``, sorted by name (hidden files skipped)."""
+    folder = Path(folder)
+    return sorted(p for p in folder.iterdir()
+                  if p.is_file() and p.suffix in SKILL_SUFFIXES and not p.name.startswith("."))
+
+
+def load_skill_folder(folder: str | Path, *, require_id_filenames: bool = False) -> list[Skill]:
+    """Every skill in ``folder``; all files are checked and every problem is reported at once.
+
+    Raises ``SkillFileError`` listing each bad file and field, a duplicated id, or (with
+    ``require_id_filenames``, as in a bank's own ``skills/``) a file not named ``<id>.yaml``.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise SkillFileError(str(folder), ["not a folder of skill YAML files"])
+    skills, problems, seen = [], [], {}
+    for path in skill_files(folder):
+        try:
+            skill = load_skill(path)
+        except SkillFileError as exc:
+            problems.extend(f"{path}: {p}" for p in exc.problems)
+            continue
+        if skill.id in seen:
+            problems.append(f"{path}: field 'id': {skill.id!r} is also used by {seen[skill.id]}; "
+                            "give each skill a unique id")
+            continue
+        if require_id_filenames and path.name != f"{skill.id}.yaml":
+            problems.append(f"{path}: field 'id': skill {skill.id!r} must live in {skill.id}.yaml; "
+                            "rename the file")
+            continue
+        seen[skill.id] = path
+        skills.append(skill)
+    if problems:
+        raise SkillFileError(str(folder), problems)
+    return skills
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file in the same folder and an atomic rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
+    try:
+        with open(temp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def write_skill(skill: Skill, path: str | Path) -> None:
+    write_text_atomic(path, dump_skill(skill))

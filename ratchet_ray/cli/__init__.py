@@ -1,0 +1,34 @@
+"""``ratchet`` command line: one click group; each module under ``ratchet_ray.cli`` adds commands.
+
+Contract: every module listed in ``_COMMAND_MODULES`` exposes ``COMMANDS: list[click.Command]``.
+Modules import lazily-heavy dependencies (Ray, llama.cpp) inside the command bodies so that
+``ratchet --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import click
+
+_COMMAND_MODULES = (
+    "ratchet_ray.cli.skills",      # skill list|show|load, meta list, audit, curate
+    "ratchet_ray.cli.evidence",    # query, capsule prune
+    "ratchet_ray.cli.llm",         # doctor, solver-cache
+    "ratchet_ray.cli.run",         # run, plot
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", "run_dir", type=click.Path(path_type=Path), default=None,
+              help="Run directory (results/<suite>/<run-id>) the command works on.")
+@click.pass_context
+def main(ctx: click.Context, run_dir: Path | None) -> None:
+    """Ratchet on Ray: evolve, audit and query a governed skill library."""
+    ctx.obj = {"run_dir": run_dir}
+
+
+for _name in _COMMAND_MODULES:
+    for _command in importlib.import_module(_name).COMMANDS:
+        main.add_command(_command)

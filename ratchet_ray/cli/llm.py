@@ -1,0 +1,101 @@
+"""``ratchet doctor`` and ``ratchet solver-cache list|clear``.
+
+Contracts:
+- ``doctor`` prints one ``PASS``/``FAIL`` line per check (with a fix hint on FAIL) and exits 1
+  when any check failed. ``--llm`` picks the backend, ``--config`` reads LLM settings from a run
+  config (``load_config``), ``--suite swebench`` adds Docker and git.
+- ``solver-cache`` works on ``<run dir>/solver_cache`` (``ratchet --db RUN_DIR solver-cache ...``)
+  or on ``--cache-dir``.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from ratchet_ray.llm.cache import CACHE_DIRNAME
+
+
+@click.command()
+@click.option("--llm", "backend", type=click.Choice(["local", "bedrock", "openai"]), default=None,
+              help="Backend to check (default: the config's, else local).")
+@click.option("--suite", type=click.Choice(["mbpp", "swebench"]), default="mbpp",
+              help="swebench adds Docker and git checks.")
+@click.option("--config", "config_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Run config YAML(s) whose llm section is checked.")
+@click.option("--base-url", default=None, help="Server URL for --llm openai.")
+def doctor(backend: str | None, suite: str, config_files: tuple[str, ...], base_url: str | None) -> None:
+    """Pre-flight: Ray, model or credentials + a one-token call, an embedding, dataset, Docker."""
+    from ratchet_ray.config import load_config
+    from ratchet_ray.llm.doctor import run_checks
+
+    settings = load_config(config_files).llm
+    updates = {k: v for k, v in {"backend": backend, "base_url": base_url}.items() if v}
+    if backend and backend != settings.backend:
+        updates["embedder"] = None  # an explicit --llm checks that backend's embedder too
+    settings = settings.model_copy(update=updates)
+    started = time.perf_counter()
+    checks = run_checks(settings, suite)
+    for check in checks:
+        status = click.style("PASS", fg="green") if check.ok else click.style("FAIL", fg="red")
+        line = f"{status} {check.name:<20} {check.detail} ({check.seconds:.1f}s)"
+        if not check.ok:
+            line += f"\n     fix: {check.hint}"
+        click.echo(line)
+    failed = sum(not c.ok for c in checks)
+    click.echo(f"{len(checks) - failed} passed, {failed} failed in {time.perf_counter() - started:.1f}s")
+    if failed:
+        raise SystemExit(1)
+
+
+def _cache_dir(ctx: click.Context, cache_dir: Path | None) -> Path:
+    if cache_dir is not None:
+        return cache_dir
+    run_dir = (ctx.obj or {}).get("run_dir")
+    if run_dir is None:
+        raise click.UsageError("which cache? pass `ratchet --db RUN_DIR solver-cache ...` or --cache-dir DIR")
+    return Path(run_dir) / CACHE_DIRNAME
+
+
+_CACHE_DIR_OPTION = click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+                                 default=None, help="Cache folder (default: RUN_DIR/solver_cache).")
+
+
+@click.group("solver-cache")
+def solver_cache() -> None:
+    """Eval-pass generation cache keyed by (model, prompt, params)."""
+
+
+@solver_cache.command("list")
+@_CACHE_DIR_OPTION
+@click.pass_context
+def cache_list(ctx: click.Context, cache_dir: Path | None) -> None:
+    """List cached generations (key, model, age, size)."""
+    from ratchet_ray.llm.cache import SolverCache
+
+    folder = _cache_dir(ctx, cache_dir)
+    entries = list(SolverCache(folder).entries())
+    for entry in entries:
+        created = datetime.fromtimestamp(entry.created_at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        click.echo(f"{entry.key[:16]}  {entry.model:<40} {created}  {entry.output_chars} chars")
+    click.echo(f"{len(entries)} entries in {folder}")
+
+
+@solver_cache.command("clear")
+@_CACHE_DIR_OPTION
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def cache_clear(ctx: click.Context, cache_dir: Path | None, yes: bool) -> None:
+    """Delete every cached generation."""
+    from ratchet_ray.llm.cache import SolverCache
+
+    folder = _cache_dir(ctx, cache_dir)
+    if not yes:
+        click.confirm(f"Delete every entry of {folder}?", abort=True)
+    click.echo(f"removed {SolverCache(folder).clear()} entries from {folder}")
+
+
+COMMANDS: list[click.Command] = [doctor, solver_cache]

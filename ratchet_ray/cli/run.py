@@ -1,0 +1,114 @@
+"""``ratchet run`` (the skill loop; the same command as ``python -m jobs.skill_loop``) and
+``ratchet plot RUN``.
+
+Config precedence, lowest first: the paper's Default, ``--config`` files in order, the flags of
+this command, then ``--set key.sub=value`` overrides. ``--resume RUN_DIR`` takes everything from
+that run's ``config.yaml`` and accepts no other config flag.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+_CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config_files", "sets",
+                 "llm", "no_synth", "meta_every", "dataset_path", "workers")
+
+
+def build_overrides(suite: str, *, rounds: int | None = None, n_train: int | None = None,
+                    n_eval: int | None = None, subset: Path | None = None, seed: int | None = None,
+                    tag: str | None = None, llm: str | None = None, no_synth: bool = False,
+                    meta_every: int | None = None, dataset_path: Path | None = None,
+                    workers: int | None = None) -> list[str]:
+    """The ``key=value`` overrides the flags stand for (only flags that were given)."""
+    values = {"suite": suite, "rounds": rounds, "n_train": n_train, "n_eval": n_eval,
+              "subset": subset and str(subset.resolve()), "seed": seed, "tag": tag,
+              "llm.backend": llm, "meta.refresh_every_rounds": meta_every,
+              "dataset_path": dataset_path and str(dataset_path.resolve()),
+              "workers.solvers": workers, "workers.graders": workers,
+              "synth.enabled": False if no_synth else None}
+    # JSON quoting keeps YAML from reading a tag such as "no" or "007" as a bool or a number.
+    return [f"{k}={json.dumps(v) if isinstance(v, str) else v}"
+            for k, v in values.items() if v is not None]
+
+
+@click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("suite", required=False, type=click.Choice(["mbpp", "swebench"]))
+@click.option("--rounds", type=click.IntRange(min=0), help="Rounds to run (Default 10).")
+@click.option("--n-train", type=click.IntRange(min=0), help="Random train slice size.")
+@click.option("--n-eval", type=click.IntRange(min=0), help="Random eval slice size.")
+@click.option("--subset", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Hard-subset file from jobs.select_subset (overrides --n-train/--n-eval).")
+@click.option("--seed", type=int, help="Seed for the task split and clustering order (42).")
+@click.option("--tag", help="Suffix of the run dir name.")
+@click.option("--config", "config_files", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="YAML config file(s), applied in order (e.g. configs/ablations/A4.yaml).")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Config override, e.g. --set curator.active_cap=100 (repeatable).")
+@click.option("--llm", type=click.Choice(["local", "bedrock", "openai"]), help="LLM backend.")
+@click.option("--no-synth", is_flag=True, help="No new skills; capsules, critic, curator still run.")
+@click.option("--meta-every", type=click.IntRange(min=1), help="Meta-synth every N rounds.")
+@click.option("--resume", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Continue this run dir (its config.yaml is used as is).")
+@click.option("--dataset-path", type=click.Path(exists=True, path_type=Path),
+              help="Local dataset file (offline use).")
+@click.option("--workers", type=click.IntRange(min=1), help="Solver and grader actors each.")
+@click.option("--quiet", is_flag=True, help="No progress display.")
+def run(suite: str | None, resume: Path | None, quiet: bool, **flags) -> None:
+    """Run the Ratchet skill loop on SUITE (mbpp or swebench), or --resume a run."""
+    from ratchet_ray.config import ConfigError, load_config
+    from ratchet_ray.loop.driver import run_loop
+
+    given = [k for k in _CONFIG_FLAGS if flags.get(k) not in (None, False, ())]
+    if resume is not None:
+        if given:
+            raise click.UsageError(f"--resume continues {resume} with its own config.yaml; drop "
+                                   f"{', '.join('--' + k.replace('_', '-') for k in given)}")
+        config = None
+        if suite is not None and resume is not None:
+            from ratchet_ray.loop.rundir import RunDir
+
+            saved = RunDir.open(resume).config().suite
+            if saved != suite:
+                raise click.UsageError(f"{resume} is a {saved} run, not {suite}")
+    else:
+        if suite is None:
+            raise click.UsageError("give a SUITE (mbpp or swebench) or --resume RUN_DIR")
+        files = flags.pop("config_files")
+        sets = flags.pop("sets")
+        try:
+            config = load_config(files, [*build_overrides(suite, **flags), *sets])
+        except ConfigError as exc:
+            raise click.UsageError(str(exc)) from exc
+
+    def announce(path: Path) -> None:
+        click.echo(f"run dir: {path}", err=True)
+
+    path = run_loop(config, resume=resume, show_progress=not quiet, announce=announce)
+    click.echo(str(path))
+
+
+@click.command("plot")
+@click.argument("run_dir", required=False, type=click.Path(exists=True, path_type=Path))
+@click.pass_context
+def plot(ctx: click.Context, run_dir: Path | None) -> None:
+    """Write loop_curve.png and loop_summary.md for RUN_DIR (or --db)."""
+    from ratchet_ray.plot import plot_run
+
+    target = run_dir or (ctx.obj or {}).get("run_dir")
+    if target is None:
+        raise click.UsageError("give RUN_DIR (a run dir or its loop.json) or --db RUN_DIR")
+    try:
+        png, md, metrics = plot_run(target)
+    except (FileNotFoundError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"{png}\n{md}")
+    if metrics.round0 is not None:
+        click.echo(f"round 0 {metrics.round0:.3f}, peak {metrics.peak:.3f} (round "
+                   f"{metrics.peak_round}), rolling gain {metrics.rolling_gain:+.3f}")
+
+
+COMMANDS = [run, plot]

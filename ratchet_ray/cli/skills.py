@@ -1,0 +1,172 @@
+"""``ratchet skill list|show|load``, ``ratchet meta list``, ``ratchet audit``, ``ratchet curate``.
+
+Contracts:
+- Every command works on ``--db RUN_DIR``; the run's ``config.yaml`` supplies the thresholds
+  (the paper's Default when the file is absent); the run id is the folder name.
+- Read-only commands (list, show, meta list, audit, ``curate --dry-run``) change nothing.
+- ``skill load [FOLDER]`` imports a user's YAML bank (default: the run's own ``skills/``, which
+  registers files dropped there); a bad file is reported with its field and nothing is imported.
+- ``curate`` re-runs retirement on the current evidence and records it as skill events of
+  ``--round`` (default: the latest round in the evidence).
+Errors from bad files or config surface as one readable message, never a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ratchet_ray.bank.metaskills import MetaSkillFileError
+from ratchet_ray.bank.skill_bank import BankError, SkillBank
+from ratchet_ray.bank.skill_io import SkillFileError, dump_skill
+from ratchet_ray.cli.evidence import FORMATS, emit_rows, require_run_dir
+from ratchet_ray.config import ConfigError, LoopConfig, load_config
+from ratchet_ray.evidence.queries import EMPTY_STATS, recent_skill_events
+from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
+from ratchet_ray.governance import curator
+
+_USER_ERRORS = (SkillFileError, MetaSkillFileError, BankError, ConfigError, EvidenceSchemaError,
+                FileNotFoundError)
+STATUS_CHOICE = click.Choice(["all", "active", "deprecated", "candidate"])
+
+
+def run_config(run_dir: Path) -> LoopConfig:
+    path = run_dir / "config.yaml"
+    return load_config([path]) if path.is_file() else LoopConfig()
+
+
+def open_bank(ctx: click.Context) -> SkillBank:
+    """A SkillBank without an embedder (the CLI never dedups), or a ClickException."""
+    run_dir = require_run_dir(ctx)
+    try:
+        return SkillBank(run_dir, embedder=None, config=run_config(run_dir), run_id=run_dir.name)
+    except _USER_ERRORS as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def latest_round(run_dir: Path) -> int:
+    con = EvidenceStore(run_dir).connect()
+    try:
+        value = con.execute("SELECT max(round) FROM (SELECT round FROM capsule UNION ALL "
+                            "SELECT round FROM skill_event)").fetchone()[0]
+    finally:
+        con.close()
+    return 0 if value is None else int(value)
+
+
+@click.group("skill")
+def skill() -> None:
+    """Inspect and import skills."""
+
+
+@skill.command("list")
+@click.option("--status", type=STATUS_CHOICE, default="all", show_default=True)
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.pass_context
+def skill_list(ctx: click.Context, status: str, fmt: str) -> None:
+    """Skills with their status and live train contribution."""
+    bank = open_bank(ctx)
+    stats = bank.stats()
+    rows = []
+    for s in bank.all():
+        if status != "all" and s.status.value != status:
+            continue
+        st = stats.get(s.id, EMPTY_STATS)
+        rows.append({"id": s.id, "status": s.status.value, "do_not_retire": s.do_not_retire,
+                     "trials": st.trials, "contribution": round(st.contribution, 4),
+                     "intent": s.intent})
+    emit_rows(rows, ["id", "status", "do_not_retire", "trials", "contribution", "intent"], fmt)
+
+
+@skill.command("show")
+@click.argument("skill_id")
+@click.pass_context
+def skill_show(ctx: click.Context, skill_id: str) -> None:
+    """Print one skill's YAML and its live score."""
+    bank = open_bank(ctx)
+    try:
+        found = bank.get(skill_id)
+    except BankError as exc:
+        raise click.ClickException(str(exc)) from exc
+    st = bank.stats().get(skill_id, EMPTY_STATS)
+    click.echo(dump_skill(found).rstrip("\n"))
+    click.echo(f"# train: {st.trials} trials, {st.successes} passed, contribution {st.contribution:+.3f}")
+
+
+@skill.command("load")
+@click.argument("folder", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--round", "round_", type=int, default=None, help="Round to record (default: latest).")
+@click.pass_context
+def skill_load(ctx: click.Context, folder: Path | None, round_: int | None) -> None:
+    """Import YAML skills from FOLDER (default: the run's skills/ folder)."""
+    bank = open_bank(ctx)
+    folder = folder or bank.skills_dir
+    at = latest_round(bank.run_dir) if round_ is None else round_
+    try:
+        results = bank.load_results(folder, round_=at)
+    except _USER_ERRORS as exc:
+        raise click.ClickException(str(exc)) from exc
+    for r in results:
+        extra = f" (evicted {', '.join(r.evicted)})" if r.evicted else ""
+        click.echo(f"{r.status:9} {r.skill_id}{extra} {r.reason}".rstrip())
+    click.echo(f"imported {sum(r.ok for r in results)} skill(s) from {folder}")
+
+
+@click.group("meta")
+def meta() -> None:
+    """Inspect meta-skills (authoring priors)."""
+
+
+@meta.command("list")
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.pass_context
+def meta_list(ctx: click.Context, fmt: str) -> None:
+    """Meta-skills of the run, one ACTIVE per suite."""
+    bank = open_bank(ctx)
+    rows = [{"id": m.id, "suite": m.suite, "status": m.status.value, "version": m.version,
+             "created_round": m.created_round, "first_line": m.body.strip().splitlines()[0]}
+            for m in bank.metaskills()]
+    emit_rows(rows, ["id", "suite", "status", "version", "created_round", "first_line"], fmt)
+
+
+@click.command("audit")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.pass_context
+def audit(ctx: click.Context, limit: int, fmt: str) -> None:
+    """The latest skill events (adds, evictions, retirements...) with contributions."""
+    con = EvidenceStore(require_run_dir(ctx)).connect()
+    try:
+        rows = recent_skill_events(con, limit)
+    finally:
+        con.close()
+    emit_rows(rows, ["round", "skill_id", "event", "status_after", "contribution", "trials",
+                     "reason"], fmt)
+
+
+@click.command("curate")
+@click.option("--round", "round_", type=int, default=None, help="Round to record (default: latest).")
+@click.option("--dry-run", is_flag=True, help="Show the decisions without retiring anything.")
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.pass_context
+def curate(ctx: click.Context, round_: int | None, dry_run: bool, fmt: str) -> None:
+    """Re-run retirement over the current evidence (do_not_retire skills are reported, kept)."""
+    bank = open_bank(ctx)
+    at = latest_round(bank.run_dir) if round_ is None else round_
+    try:
+        if dry_run:
+            decisions = curator.curate(bank.all(), bank.stats(), bank.config.curator)
+        else:
+            decisions = bank.curate(at)
+    except _USER_ERRORS as exc:
+        raise click.ClickException(str(exc)) from exc
+    emit_rows([d.to_dict() for d in decisions],
+              ["skill_id", "action", "contribution", "trials", "reason"], fmt)
+    if fmt == "table":
+        retired = [d.skill_id for d in decisions if d.action == "retire"]
+        verb = "would retire" if dry_run else f"retired (round {at})"
+        click.echo(f"{verb}: {', '.join(retired) or 'none'}")
+
+
+COMMANDS: list[click.Command] = [skill, meta, audit, curate]

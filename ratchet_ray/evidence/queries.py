@@ -1,0 +1,102 @@
+"""Read-side helpers over the DuckDB views of ``EvidenceStore.connect()``.
+
+Contracts:
+- ``skill_stats(con, split)`` counts, per skill id, the capsules of ``split`` routed to that skill
+  (the NONE route excluded). Skill ids are never reused, so "since it was added" is every capsule
+  carrying the id. Infrastructure failures are excluded: they say nothing about the skill (they
+  still count in pass@1, see ``pass_at_1_by_round``). The writer guarantees one row per capsule id
+  (a resumed run skips ids in ``EvidenceStore.capsule_ids``), so rows are counted as they are.
+- ``recent_verdicts(con, current_round, window)`` returns the verdicts of rounds
+  ``current_round - window + 1 .. current_round`` in a stable order (round, created_at, capsule).
+- ``pass_at_1_by_round(con)`` gives one dict per (round, split) with infra failures in the
+  denominator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from ratchet_ray.types import NONE_SKILL, Verdict
+
+
+@dataclass(frozen=True)
+class SkillStats:
+    """Outcome balance of one skill on its routed capsules: c = (successes - failures) / trials."""
+
+    trials: int
+    successes: int
+    failures: int
+    contribution: float
+
+    @classmethod
+    def from_counts(cls, successes: int, failures: int) -> "SkillStats":
+        trials = successes + failures
+        # One correctly rounded division of exact integers: a score of exactly -1/10 becomes the
+        # same double as the literal -0.10.
+        score = (successes - failures) / trials if trials else 0.0
+        return cls(trials=trials, successes=successes, failures=failures, contribution=score)
+
+
+EMPTY_STATS = SkillStats(trials=0, successes=0, failures=0, contribution=0.0)
+
+SKILL_STATS_SQL = """
+SELECT skill_id, count(*) AS trials, count_if(passed) AS successes
+FROM capsule
+WHERE split = ? AND skill_id <> ? AND NOT coalesce(infra_failure, false)
+GROUP BY skill_id
+"""
+
+
+def skill_stats(con: duckdb.DuckDBPyConnection, split: str = "train") -> dict[str, SkillStats]:
+    """Per-skill contribution over the ``split`` capsules routed to each skill."""
+    rows = con.execute(SKILL_STATS_SQL, [split, NONE_SKILL]).fetchall()
+    return {skill_id: SkillStats.from_counts(int(ok), int(trials) - int(ok))
+            for skill_id, trials, ok in rows}
+
+
+def _rows_as_dicts(relation: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    names = [d[0] for d in relation.description]
+    return [dict(zip(names, row)) for row in relation.fetchall()]
+
+
+def recent_verdicts(con: duckdb.DuckDBPyConnection, current_round: int, window: int) -> list[Verdict]:
+    """Verdicts of the last ``window`` rounds up to and including ``current_round``."""
+    if window <= 0:
+        raise ValueError(f"window must be a positive number of rounds, got {window}")
+    cursor = con.execute(
+        "SELECT * FROM verdict WHERE round > ? AND round <= ? ORDER BY round, created_at, capsule_id",
+        [current_round - window, current_round])
+    verdicts = []
+    for row in _rows_as_dicts(cursor):
+        verdicts.append(Verdict(**{k: v for k, v in row.items() if v is not None}))
+    return verdicts
+
+
+def pass_at_1_by_round(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """One dict per (round, split): total, resolved, infra_failures, pass_at_1."""
+    cursor = con.execute(
+        "SELECT round, split, count(*) AS total, count_if(passed) AS resolved, "
+        "count_if(coalesce(infra_failure, false)) AS infra_failures "
+        "FROM capsule GROUP BY round, split ORDER BY round, split")
+    out = []
+    for row in _rows_as_dicts(cursor):
+        row["pass_at_1"] = row["resolved"] / row["total"] if row["total"] else 0.0
+        out.append(row)
+    return out
+
+
+def recent_skill_events(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[dict[str, Any]]:
+    """The latest ``limit`` skill events, newest first (the ``audit`` command)."""
+    cursor = con.execute(
+        "SELECT round, skill_id, event, status_after, contribution, trials, reason, created_at "
+        "FROM skill_event ORDER BY created_at DESC, round DESC LIMIT ?", [limit])
+    return _rows_as_dicts(cursor)
+
+
+def registered_skill_ids(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Ids that entered the bank through the SkillBank (any skill event except a rejection)."""
+    rows = con.execute("SELECT DISTINCT skill_id FROM skill_event WHERE event <> 'rejected'").fetchall()
+    return {row[0] for row in rows}

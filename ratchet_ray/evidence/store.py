@@ -1,0 +1,194 @@
+"""Append-only evidence: one Parquet part per write, DuckDB views for reading.
+
+Layout: ``<run_dir>/evidence/<kind>/round=NN/part-<uuid>.parquet`` (kinds in ``KINDS``).
+
+Contracts:
+- ``append`` writes one new part atomically: the bytes go to a hidden temp file in the same folder,
+  are fsynced, then published under the final name with ``os.link`` (which refuses to replace an
+  existing file), so a part is never rewritten and a crash leaves at most a ``.tmp`` file, which
+  no reader globs. An empty ``rows`` writes nothing and returns None.
+- Every row's ``round`` must equal ``round_`` (the partition); a mismatch raises before writing.
+- ``connect`` returns an in-memory DuckDB connection with one view per kind (named as the kind)
+  over ``read_parquet(..., hive_partitioning=true)``, which sees every part present when a query
+  runs; a kind with no parts at connect time gets an empty view with the same typed columns
+  (connect again to see its first parts). ``sandboxed=True`` additionally limits file access to
+  the evidence folder and locks the configuration (used for user-supplied SQL).
+- ``prune_parts`` is the only code path that deletes evidence; it removes whole parts whose newest
+  ``created_at`` is older than the cutoff and never edits a part.
+
+Example::
+
+    store = EvidenceStore(run_dir)
+    store.append("skill_event", 3, [{"run_id": "r1", "round": 3, "skill_id": "s", "event": "added"}])
+    store.connect().execute("select count(*) from skill_event").fetchone()
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Sequence
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pydantic import BaseModel
+
+from ratchet_ray.evidence.schema import (KINDS, SCHEMAS, EvidenceSchemaError, check_kind,
+                                         duckdb_type, to_records)
+
+EVIDENCE_DIR = "evidence"
+PART_GLOB = "round=*/part-*.parquet"
+_NO_HARDLINKS = {errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP}
+
+
+def _sql_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+class EvidenceStore:
+    """The run's append-only evidence log (see module docstring for the contracts)."""
+
+    KINDS = KINDS
+
+    def __init__(self, run_dir: str | Path):
+        self.run_dir = Path(run_dir)
+        self.root = self.run_dir / EVIDENCE_DIR
+
+    # ------------------------------------------------------------------ writing
+    def partition_dir(self, kind: str, round_: int) -> Path:
+        check_kind(kind)
+        return self.root / kind / f"round={round_:02d}"
+
+    def append(self, kind: str, round_: int, rows: Sequence[dict | BaseModel]) -> Path | None:
+        """Validate ``rows`` against the kind's schema and write them as one new part."""
+        records = to_records(kind, rows)
+        if not records:
+            return None
+        wrong = sorted({r["round"] for r in records if r["round"] != round_})
+        if wrong:
+            raise EvidenceSchemaError(
+                f"{kind}: rows carry round(s) {wrong} but are appended to round {round_}; "
+                "append each round's rows separately")
+        try:
+            table = pa.Table.from_pylist(records, schema=SCHEMAS[kind])
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
+            raise EvidenceSchemaError(f"{kind}: a value does not fit its column type: {exc}") from exc
+        return self.append_table(kind, round_, table)
+
+    def append_table(self, kind: str, round_: int, table: pa.Table) -> Path | None:
+        """Bulk path: write an Arrow table that already has the kind's columns (cast if needed)."""
+        check_kind(kind)
+        schema = SCHEMAS[kind]
+        if table.num_rows == 0:
+            return None
+        if set(table.column_names) != set(schema.names):
+            raise EvidenceSchemaError(
+                f"{kind}: table columns {sorted(table.column_names)} differ from the schema's "
+                f"{sorted(schema.names)}")
+        table = table.select(schema.names).cast(schema)
+        rounds = set(table.column("round").unique().to_pylist())
+        if rounds != {round_}:
+            raise EvidenceSchemaError(f"{kind}: table holds rounds {sorted(rounds)}, expected only {round_}")
+        return self._write_part(self.partition_dir(kind, round_), table)
+
+    def _write_part(self, folder: Path, table: pa.Table) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        final = folder / f"part-{uuid.uuid4().hex}.parquet"
+        temp = folder / f".{final.name}.tmp"
+        try:
+            with open(temp, "xb") as handle:
+                pq.write_table(table, handle, compression="zstd")
+                handle.flush()
+                os.fsync(handle.fileno())
+            self._publish(temp, final)
+        finally:
+            # Only reached on a Python-level error (a hard crash leaves the .tmp, which no reader globs).
+            temp.unlink(missing_ok=True)
+        dir_fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        return final
+
+    @staticmethod
+    def _publish(temp: Path, final: Path) -> None:
+        try:
+            os.link(temp, final)  # atomic and never replaces an existing part
+        except OSError as exc:
+            if exc.errno not in _NO_HARDLINKS:
+                raise
+            if final.exists():
+                raise FileExistsError(f"refusing to overwrite evidence part {final}") from exc
+            os.rename(temp, final)
+
+    # ------------------------------------------------------------------ reading
+    def part_paths(self, kind: str) -> list[Path]:
+        check_kind(kind)
+        return sorted((self.root / kind).glob(PART_GLOB))
+
+    def view_sql(self, kind: str) -> str:
+        """The SELECT behind the ``kind`` view (typed and empty when the kind has no parts)."""
+        schema = SCHEMAS[kind]
+        if not self.part_paths(kind):
+            typed = ", ".join(f"CAST(NULL AS {duckdb_type(f.type)}) AS {f.name}" for f in schema)
+            return f"SELECT {typed} WHERE false"
+        pattern = _sql_literal(str(self.root.resolve() / kind / PART_GLOB))
+        return (f"SELECT {', '.join(schema.names)} FROM read_parquet({pattern}, "
+                "hive_partitioning=true, hive_types={'round': INTEGER}, union_by_name=true)")
+
+    def connect(self, *, sandboxed: bool = False) -> duckdb.DuckDBPyConnection:
+        """A fresh in-memory DuckDB connection with one view per kind (see module docstring)."""
+        con = duckdb.connect(":memory:")
+        for kind in KINDS:
+            con.execute(f'CREATE VIEW "{kind}" AS {self.view_sql(kind)}')
+        if sandboxed:
+            allowed = _sql_literal(str(self.root.resolve()) + os.sep)
+            con.execute(f"SET allowed_directories=[{allowed}]")
+            con.execute("SET enable_external_access=false")
+            con.execute("SET lock_configuration=true")
+        return con
+
+    def capsule_ids(self, round_: int | None = None) -> set[str]:
+        """Capsule ids already recorded (all rounds, or one): a resumed run skips them."""
+        con = self.connect()
+        try:
+            if round_ is None:
+                rows = con.execute("SELECT capsule_id FROM capsule").fetchall()
+            else:
+                rows = con.execute("SELECT capsule_id FROM capsule WHERE round = ?", [round_]).fetchall()
+        finally:
+            con.close()
+        return {row[0] for row in rows}
+
+    def row_count(self, kind: str) -> int:
+        check_kind(kind)
+        return sum(pq.ParquetFile(p).metadata.num_rows for p in self.part_paths(kind))
+
+    # ------------------------------------------------------------------ pruning
+    def prune_parts(self, kind: str, *, keep_days: float, dry_run: bool = False,
+                    now: float | None = None) -> list[Path]:
+        """Delete whole parts of ``kind`` whose every row is older than ``keep_days``.
+
+        A part holding any newer row is kept intact (parts are never edited). Returns the parts
+        removed (or, with ``dry_run``, the parts that would be removed).
+        """
+        if keep_days < 0:
+            raise ValueError(f"keep_days must be >= 0, got {keep_days}")
+        cutoff = (time.time() if now is None else now) - keep_days * 86400.0
+        doomed = [p for p in self.part_paths(kind) if self._newest_created_at(p) < cutoff]
+        if not dry_run:
+            for path in doomed:
+                path.unlink()
+        return doomed
+
+    @staticmethod
+    def _newest_created_at(path: Path) -> float:
+        column = pq.read_table(path, columns=["created_at"]).column("created_at")
+        newest = pc.max(column).as_py()
+        return float("inf") if newest is None else float(newest)

@@ -1,0 +1,116 @@
+"""Cost accounting: a price table and the ``llm_call`` evidence row built from a ``Reply``.
+
+Contracts:
+- ``PriceTable.cost(model, input_tokens, output_tokens)`` is USD from per-million-token prices;
+  the entry whose pattern is the longest substring of the model id wins; an unknown model costs
+  0.0 (local models are free; an unpriced remote model is reported by ``unpriced``).
+- ``load_price_table(path=None)`` starts from ``DEFAULT_PRICES`` and overlays a YAML/JSON file
+  (``path`` or ``$RATCHET_PRICE_TABLE``) of ``{pattern: {input: usd_per_mtok, output: usd_per_mtok}}``.
+- ``llm_call_row(reply | None, ...)`` returns a dict with exactly ``LLM_CALL_COLUMNS``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Mapping
+
+import yaml
+
+from ratchet_ray.llm.base import Reply
+
+LLM_CALL_COLUMNS = (
+    "run_id", "round", "role", "backend", "model", "input_tokens", "output_tokens",
+    "latency_s", "retries", "cost_usd", "cached", "ok", "error", "created_at",
+)
+
+# USD per million tokens (input, output). Patterns match substrings of the provider's model id,
+# so one entry covers "anthropic.claude-sonnet-4-6", "global.anthropic.claude-sonnet-4-6", ...
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "claude-opus-4-7": (5.0, 25.0),
+    "claude-opus-4-6": (5.0, 25.0),
+    "claude-opus-4-5": (5.0, 25.0),
+    "claude-opus-4-1": (15.0, 75.0),
+    "claude-opus-4": (15.0, 75.0),
+    "claude-sonnet-4": (3.0, 15.0),
+    "claude-haiku-4": (1.0, 5.0),
+    "cohere.embed-v4": (0.12, 0.0),
+    "gemma": (0.0, 0.0),
+    "minilm": (0.0, 0.0),
+}
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    def _match(self, model: str) -> tuple[float, float] | None:
+        model_l = model.lower()
+        hits = [p for p in self.prices if p.lower() in model_l]
+        return self.prices[max(hits, key=len)] if hits else None
+
+    def unpriced(self, model: str) -> bool:
+        return self._match(model) is None
+
+    def cost(self, model: str, input_tokens: int, output_tokens: int) -> float:
+        price = self._match(model)
+        if price is None:
+            return 0.0
+        return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
+
+
+def load_price_table(path: str | Path | None = None) -> PriceTable:
+    """Default prices overlaid with ``path`` (or ``$RATCHET_PRICE_TABLE``) when given."""
+    source = path or os.environ.get("RATCHET_PRICE_TABLE")
+    prices = dict(DEFAULT_PRICES)
+    if not source:
+        return PriceTable(prices)
+    file = Path(source)
+    try:
+        text = file.read_text()
+        data = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        raise ValueError(f"price table {file}: cannot read it ({exc}); expected YAML/JSON "
+                         "{model_pattern: {input: usd_per_mtok, output: usd_per_mtok}}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"price table {file}: expected a mapping of model pattern -> prices")
+    for pattern, entry in data.items():
+        if not isinstance(entry, dict) or "input" not in entry:
+            raise ValueError(f"price table {file}: entry {pattern!r} needs keys input and output "
+                             "(USD per million tokens)")
+        prices[str(pattern)] = (float(entry["input"]), float(entry.get("output", 0.0)))
+    return PriceTable(prices)
+
+
+def llm_call_row(
+    reply: Reply | None,
+    *,
+    run_id: str,
+    round_: int,
+    role: str,
+    ok: bool = True,
+    error: str = "",
+    backend: str = "",
+    model: str = "",
+) -> dict:
+    """One ``llm_call`` evidence row. With ``reply=None`` (the call failed before any reply)
+    tokens and cost are zero and ``backend``/``model`` name what was attempted."""
+    return {
+        "run_id": run_id,
+        "round": int(round_),
+        "role": role,
+        "backend": reply.backend if reply else backend,
+        "model": reply.model if reply else model,
+        "input_tokens": int(reply.input_tokens) if reply else 0,
+        "output_tokens": int(reply.output_tokens) if reply else 0,
+        "latency_s": float(reply.latency_s) if reply else 0.0,
+        "retries": int(reply.retries) if reply else 0,
+        "cost_usd": float(reply.cost_usd) if reply else 0.0,
+        "cached": bool(reply.cached) if reply else False,
+        "ok": bool(ok),
+        "error": error[:2000],
+        "created_at": datetime.now(timezone.utc),
+    }

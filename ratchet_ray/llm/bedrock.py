@@ -1,0 +1,253 @@
+"""Amazon Bedrock: Converse for generation (primary + fallback model), Cohere embed-v4 for embeddings.
+
+Contracts:
+- Configuration (``BedrockConfig.from_settings``): ``RATCHET_BEDROCK_MODEL_ID`` (or
+  ``LLMSettings.model``), ``RATCHET_BEDROCK_FALLBACK_MODEL_ID`` (empty = no fallback),
+  ``RATCHET_BEDROCK_EMBED_MODEL_ID``, ``AWS_REGION``, optional ``RATCHET_BEDROCK_ENDPOINT_URL``.
+  Credentials come from the usual boto3 chain.
+- Retries: exactly one layer, botocore's ``standard`` mode (exponential backoff with jitter on
+  throttling and transient errors). ``Reply.retries`` is botocore's ``RetryAttempts`` summed over
+  the attempted models.
+- Fallback: when the primary model is unavailable (not found, no access, not ready, overloaded
+  after retries), the same request goes to the fallback model; a permanent refusal (not found,
+  access denied, invalid model id) makes this client skip the primary from then on.
+- Rate: every call first books the cluster-wide limiter (``ratelimit.make_limiter``).
+- Embeddings: at most 96 texts per ``invoke_model`` call, ``input_type`` passed through; both the
+  ``{"embeddings": {"float": [...]}}`` and the plain ``{"embeddings": [[...]]}`` shapes parse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from ratchet_ray.config import LLMSettings
+from ratchet_ray.llm.accounting import PriceTable, load_price_table
+from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
+from ratchet_ray.llm.ratelimit import Limiter, estimate_tokens, make_limiter
+from ratchet_ray.llm.structured import schema_instruction
+
+DEFAULT_MODEL_ID = "global.anthropic.claude-opus-4-7"
+DEFAULT_FALLBACK_MODEL_ID = "global.anthropic.claude-sonnet-4-6"
+DEFAULT_EMBED_MODEL_ID = "global.cohere.embed-v4:0"
+MAX_EMBED_BATCH = 96
+
+# Errors that mean "this model cannot serve now" -> try the fallback model.
+_UNAVAILABLE = {"ResourceNotFoundException", "AccessDeniedException", "ModelNotReadyException",
+                "ServiceUnavailableException", "ThrottlingException", "ModelTimeoutException",
+                "InternalServerException", "ModelErrorException"}
+# Of those, the ones that will not change during a run -> stop trying the primary.
+_PERMANENT = {"ResourceNotFoundException", "AccessDeniedException"}
+
+
+class BedrockConfig(BaseModel):
+    model_id: str = DEFAULT_MODEL_ID
+    fallback_model_id: str | None = DEFAULT_FALLBACK_MODEL_ID
+    embed_model_id: str = DEFAULT_EMBED_MODEL_ID
+    region: str = "us-east-1"
+    endpoint_url: str | None = None
+    max_attempts: int = Field(default=8, ge=1)
+    """botocore standard-mode attempts per call, first attempt included."""
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 300.0
+    requests_per_minute: int = 0
+    tokens_per_minute: int = 0
+    embed_batch: int = Field(default=MAX_EMBED_BATCH, ge=1, le=MAX_EMBED_BATCH)
+    embed_dimension: int | None = None
+    """Cohere v4 ``output_dimension`` (256, 512, 1024 or 1536); None = the model's default."""
+
+    @classmethod
+    def from_settings(cls, settings: LLMSettings, env: Mapping[str, str] = os.environ) -> "BedrockConfig":
+        fallback = env.get("RATCHET_BEDROCK_FALLBACK_MODEL_ID", DEFAULT_FALLBACK_MODEL_ID)
+        return cls(
+            model_id=settings.model or env.get("RATCHET_BEDROCK_MODEL_ID", DEFAULT_MODEL_ID),
+            fallback_model_id=fallback or None,
+            embed_model_id=env.get("RATCHET_BEDROCK_EMBED_MODEL_ID", DEFAULT_EMBED_MODEL_ID),
+            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+            endpoint_url=env.get("RATCHET_BEDROCK_ENDPOINT_URL") or None,
+            max_attempts=int(env.get("RATCHET_BEDROCK_MAX_ATTEMPTS", 8)),
+            requests_per_minute=settings.requests_per_minute,
+            tokens_per_minute=settings.tokens_per_minute,
+        )
+
+
+def _runtime_client(config: BedrockConfig):
+    import boto3
+    from botocore.config import Config
+
+    retry_config = Config(retries={"mode": "standard", "total_max_attempts": config.max_attempts},
+                          connect_timeout=config.connect_timeout_s, read_timeout=config.read_timeout_s)
+    return boto3.client("bedrock-runtime", region_name=config.region,
+                        endpoint_url=config.endpoint_url, config=retry_config)
+
+
+class _BedrockBase:
+    """Shared lazy state: the boto3 client and the limiter are built per process (not pickled)."""
+
+    def __init__(self, config: BedrockConfig, limiter_model: str):
+        self.config = config
+        self._limiter_key = f"bedrock-{limiter_model}"
+        self._client = None
+        self._limiter: Limiter | None = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_client": None, "_limiter": None}
+
+    @property
+    def client(self):
+        if self._client is None:
+            self._client = _runtime_client(self.config)
+        return self._client
+
+    @property
+    def limiter(self) -> Limiter:
+        if self._limiter is None:
+            self._limiter = make_limiter(self._limiter_key, self.config.requests_per_minute,
+                                         self.config.tokens_per_minute)
+        return self._limiter
+
+
+def to_converse(messages: Sequence[Message], json_schema: dict[str, Any] | None):
+    """(system blocks, alternating user/assistant messages) for the Converse API."""
+    system = [{"text": m.content} for m in messages if m.role == "system"]
+    if json_schema is not None:
+        system.append({"text": schema_instruction(json_schema)})
+    turns: list[dict] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        if turns and turns[-1]["role"] == m.role:  # Converse requires alternating roles
+            turns[-1]["content"].append({"text": m.content})
+        else:
+            turns.append({"role": m.role, "content": [{"text": m.content}]})
+    if not turns or turns[0]["role"] != "user":
+        raise LLMError("Bedrock Converse needs the first non-system message to be from the user")
+    return system, turns
+
+
+def _error_code(exc: Exception) -> str:
+    return getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
+
+
+def _retries(obj: Any) -> int:
+    """botocore's retry count, from a response dict or a ``ClientError``."""
+    response = obj if isinstance(obj, dict) else getattr(obj, "response", {})
+    return int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0))
+
+
+def _model_unavailable(exc: Exception) -> bool:
+    code = _error_code(exc)
+    if code == "ValidationException":
+        return "model" in str(exc).lower()
+    return code in _UNAVAILABLE
+
+
+class BedrockLLM(_BedrockBase):
+    backend = "bedrock"
+
+    def __init__(self, config: BedrockConfig, prices: PriceTable | None = None):
+        super().__init__(config, config.model_id)
+        self.model = config.model_id
+        self.prices = prices or load_price_table()
+        self.primary_disabled = False
+
+    def _converse(self, model_id: str, system, turns, inference: dict) -> dict:
+        kwargs: dict[str, Any] = {"modelId": model_id, "messages": turns, "inferenceConfig": inference}
+        if system:
+            kwargs["system"] = system
+        return self.client.converse(**kwargs)
+
+    def complete(self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0,
+                 stop: Sequence[str] | None = None, json_schema: dict[str, Any] | None = None) -> Reply:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        system, turns = to_converse(messages, json_schema)
+        inference: dict[str, Any] = {"maxTokens": max_tokens, "temperature": temperature}
+        if stop:
+            inference["stopSequences"] = list(stop)
+        estimate = estimate_tokens(messages, max_tokens)
+        self.limiter.acquire(estimate)
+        models = [self.config.model_id] if not self.primary_disabled else []
+        if self.config.fallback_model_id:
+            models.append(self.config.fallback_model_id)
+        started, retries, errors, last_error = time.perf_counter(), 0, [], None
+        for model_id in models:
+            try:
+                response = self._converse(model_id, system, turns, inference)
+            except ClientError as exc:
+                last_error = exc
+                retries += _retries(exc) + 1
+                errors.append(f"{model_id}: {_error_code(exc)}: {exc}")
+                if model_id == self.config.model_id and _error_code(exc) in _PERMANENT:
+                    self.primary_disabled = True
+                if not _model_unavailable(exc):
+                    break
+                continue
+            except BotoCoreError as exc:
+                raise LLMError(f"Bedrock {model_id}: {exc}; check AWS_REGION, network and "
+                               "RATCHET_BEDROCK_ENDPOINT_URL") from exc
+            usage = response.get("usage", {})
+            blocks = response.get("output", {}).get("message", {}).get("content", [])
+            tokens_in, tokens_out = int(usage.get("inputTokens", 0)), int(usage.get("outputTokens", 0))
+            self.limiter.settle(tokens_in + tokens_out - estimate)
+            return Reply(
+                text="".join(b.get("text", "") for b in blocks),
+                input_tokens=tokens_in, output_tokens=tokens_out,
+                latency_s=time.perf_counter() - started,
+                cost_usd=self.prices.cost(model_id, tokens_in, tokens_out),
+                model=model_id, backend=self.backend, retries=retries + _retries(response),
+                extra={"stop_reason": response.get("stopReason", ""),
+                       **({"fallback_from": self.config.model_id} if model_id != self.config.model_id else {})},
+            )
+        self.limiter.settle(-estimate)
+        raise LLMError("Bedrock Converse failed: " + " | ".join(errors)) from last_error
+
+
+def parse_embeddings(payload: dict) -> list[list[float]]:
+    """Cohere on Bedrock answers ``{"embeddings": {"float": [...]}}`` when ``embedding_types`` is
+    sent and ``{"embeddings": [[...]]}`` otherwise; accept both."""
+    embeddings = payload.get("embeddings")
+    if isinstance(embeddings, dict):
+        embeddings = embeddings.get("float")
+    if not isinstance(embeddings, list):
+        raise LLMError(f"unexpected Cohere embed response keys: {sorted(payload)}")
+    return embeddings
+
+
+class BedrockEmbedder(_BedrockBase):
+    def __init__(self, config: BedrockConfig):
+        super().__init__(config, config.embed_model_id)
+        self.name = config.embed_model_id
+
+    def _invoke(self, texts: list[str], input_type: str) -> list[list[float]]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        body: dict[str, Any] = {"texts": texts, "input_type": input_type, "embedding_types": ["float"]}
+        if self.config.embed_dimension:
+            body["output_dimension"] = self.config.embed_dimension
+        self.limiter.acquire(sum(len(t) for t in texts) // 4 + 1)
+        try:
+            response = self.client.invoke_model(modelId=self.config.embed_model_id, body=json.dumps(body),
+                                                contentType="application/json", accept="application/json")
+        except (ClientError, BotoCoreError) as exc:
+            raise LLMError(f"Bedrock embed {self.config.embed_model_id}: {exc}") from exc
+        vectors = parse_embeddings(json.loads(response["body"].read()))
+        if len(vectors) != len(texts):
+            raise LLMError(f"Bedrock embed returned {len(vectors)} vectors for {len(texts)} texts")
+        return vectors
+
+    def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray:
+        rows: list[list[float]] = []
+        batch = self.config.embed_batch
+        for start in range(0, len(texts), batch):
+            rows.extend(self._invoke(list(texts[start : start + batch]), input_type))
+        if not rows:
+            return np.zeros((0, self.config.embed_dimension or 0), dtype=np.float32)
+        matrix = np.asarray(rows, dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        return matrix / np.where(norms == 0, 1.0, norms)

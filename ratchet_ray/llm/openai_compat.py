@@ -1,0 +1,236 @@
+"""Any OpenAI-compatible server (vLLM, Ray Serve LLM, llama.cpp's server, Ollama) by base URL.
+
+Contracts:
+- Configuration (``OpenAIConfig.from_settings``): ``LLMSettings.base_url`` or ``OPENAI_BASE_URL``
+  (required), ``LLMSettings.model`` or ``RATCHET_OPENAI_MODEL`` (default: the server's first
+  listed model), ``RATCHET_OPENAI_EMBED_MODEL`` (default: the generation model),
+  ``OPENAI_API_KEY`` (self-hosted servers usually ignore it).
+- Retries: one layer, the ``openai`` client's own (``max_retries``, backoff on 429/5xx);
+  ``Reply.retries`` is the client's ``retries_taken``.
+- Structured output: ``json_schema`` is sent as ``response_format={"type": "json_schema", ...}``;
+  a server that rejects that response_format (HTTP 400/422, or 500 from llama.cpp's server) is
+  asked again with llama.cpp's ``{"type": "json_object", "schema": ...}``, then with only an
+  instruction in the prompt; the client remembers the first mode that worked
+  (``RATCHET_OPENAI_SCHEMA_MODE`` pins one). Callers validate either way
+  (``structured.complete_structured``).
+- Embeddings: a server answering one vector per token (llama.cpp, models without pooling) gets
+  last-token pooling; rows are L2-normalised.
+- Every call books the cluster-wide limiter first (``ratelimit.make_limiter``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Literal, Mapping, Sequence
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from ratchet_ray.config import LLMSettings
+from ratchet_ray.llm.accounting import PriceTable, load_price_table
+from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
+from ratchet_ray.llm.ratelimit import Limiter, estimate_tokens, make_limiter
+from ratchet_ray.llm.structured import schema_instruction
+
+
+class OpenAIConfig(BaseModel):
+    base_url: str
+    model: str | None = None
+    embed_model: str | None = None
+    api_key: str = "not-needed"
+    max_retries: int = Field(default=4, ge=0)
+    timeout_s: float = 300.0
+    requests_per_minute: int = 0
+    tokens_per_minute: int = 0
+    embed_batch: int = Field(default=64, ge=1)
+    """Texts per embeddings request (llama-cpp-python's server mixes up per-token outputs of
+    batched requests; use 1 there)."""
+    schema_mode: Literal["auto", "json_schema", "json_object", "none"] = "auto"
+    """How to ask for JSON-schema output; "auto" tries json_schema, then json_object, then none."""
+
+    @classmethod
+    def from_settings(cls, settings: LLMSettings, env: Mapping[str, str] = os.environ) -> "OpenAIConfig":
+        base_url = settings.base_url or env.get("OPENAI_BASE_URL")
+        if not base_url:
+            raise LLMError("the openai backend needs a server URL: set llm.base_url "
+                           "(e.g. llm.base_url=http://127.0.0.1:8000/v1) or OPENAI_BASE_URL")
+        return cls(
+            base_url=base_url,
+            model=settings.model or env.get("RATCHET_OPENAI_MODEL") or None,
+            embed_model=env.get("RATCHET_OPENAI_EMBED_MODEL") or None,
+            api_key=env.get("OPENAI_API_KEY") or "not-needed",
+            max_retries=int(env.get("RATCHET_OPENAI_MAX_RETRIES", 4)),
+            schema_mode=env.get("RATCHET_OPENAI_SCHEMA_MODE", "auto"),
+            embed_batch=int(env.get("RATCHET_OPENAI_EMBED_BATCH", 64)),
+            requests_per_minute=settings.requests_per_minute,
+            tokens_per_minute=settings.tokens_per_minute,
+        )
+
+
+class _OpenAIBase:
+    def __init__(self, config: OpenAIConfig):
+        self.config = config
+        self._client = None
+        self._limiter: Limiter | None = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_client": None, "_limiter": None}
+
+    @property
+    def client(self):
+        if self._client is None:
+            from openai import OpenAI
+
+            self._client = OpenAI(base_url=self.config.base_url, api_key=self.config.api_key,
+                                  max_retries=self.config.max_retries, timeout=self.config.timeout_s)
+        return self._client
+
+    @property
+    def limiter(self) -> Limiter:
+        if self._limiter is None:
+            self._limiter = make_limiter(f"openai-{self.config.base_url}", self.config.requests_per_minute,
+                                         self.config.tokens_per_minute)
+        return self._limiter
+
+    def _first_model(self) -> str:
+        import openai
+
+        try:
+            models = [m.id for m in self.client.models.list()]
+        except openai.OpenAIError as exc:
+            raise LLMError(f"{self.config.base_url}: cannot list models ({exc}); is the server up?") from exc
+        if not models:
+            raise LLMError(f"{self.config.base_url} serves no model; set llm.model")
+        return models[0]
+
+
+def _with_instruction(chat: list[dict], instruction: str) -> list[dict]:
+    """Append ``instruction`` to the last user turn (strict chat templates reject two user turns
+    in a row or a system turn after the first)."""
+    if chat and chat[-1]["role"] == "user":
+        return [*chat[:-1], {"role": "user", "content": f"{chat[-1]['content']}\n\n{instruction}"}]
+    return [*chat, {"role": "user", "content": instruction}]
+
+
+SCHEMA_MODES = ("json_schema", "json_object", "none")
+
+
+def _with_format(request: dict[str, Any], chat: list[dict], json_schema: dict[str, Any] | None,
+                 mode: str) -> dict[str, Any]:
+    """``request`` with the structured-output ask of ``mode``: OpenAI/vLLM ``json_schema``,
+    llama.cpp-style ``json_object`` + ``schema``, or only an instruction in the prompt."""
+    if json_schema is None:
+        return request
+    if mode == "json_schema":
+        return {**request, "response_format": {"type": "json_schema", "json_schema": {
+            "name": str(json_schema.get("title", "reply")), "schema": json_schema}}}
+    shaped = {**request, "messages": _with_instruction(chat, schema_instruction(json_schema))}
+    if mode == "json_object":
+        shaped["response_format"] = {"type": "json_object", "schema": json_schema}
+    return shaped
+
+
+class OpenAICompatLLM(_OpenAIBase):
+    backend = "openai"
+
+    def __init__(self, config: OpenAIConfig, prices: PriceTable | None = None):
+        super().__init__(config)
+        self._model = config.model
+        self.prices = prices or load_price_table()
+        self.schema_modes = list(SCHEMA_MODES[SCHEMA_MODES.index(config.schema_mode):]
+                                 if config.schema_mode != "auto" else SCHEMA_MODES)
+        """Structured-output modes still believed to work on this server, best first."""
+
+    @property
+    def model(self) -> str:
+        if self._model is None:
+            self._model = self._first_model()
+        return self._model
+
+    def _create(self, request: dict[str, Any]):
+        raw = self.client.chat.completions.with_raw_response.create(**request)
+        return raw.parse(), raw.retries_taken
+
+    def complete(self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0,
+                 stop: Sequence[str] | None = None, json_schema: dict[str, Any] | None = None) -> Reply:
+        import openai
+
+        chat = [{"role": m.role, "content": m.content} for m in messages]
+        request: dict[str, Any] = {"model": self.model, "messages": chat, "max_tokens": max_tokens,
+                                   "temperature": temperature}
+        if stop:
+            request["stop"] = list(stop)
+        estimate = estimate_tokens(messages, max_tokens)
+        self.limiter.acquire(estimate)
+        started = time.perf_counter()
+        try:
+            while True:
+                mode = self.schema_modes[0] if json_schema is not None else "none"
+                try:
+                    response, retries = self._create(_with_format(request, chat, json_schema, mode))
+                    break
+                except openai.APIStatusError as exc:
+                    # 400/422, or 500 from llama.cpp's server, naming the response_format.
+                    if mode == "none" or exc.status_code not in (400, 422, 500) or "response_format" not in str(exc):
+                        raise
+                    # This server rejects that response_format: step down for good.
+                    self.schema_modes.pop(0)
+        except openai.OpenAIError as exc:
+            self.limiter.settle(-estimate)
+            raise LLMError(f"{self.config.base_url} model {self.model}: {exc}") from exc
+        usage = response.usage
+        tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
+        tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
+        self.limiter.settle(tokens_in + tokens_out - estimate)
+        choice = response.choices[0] if response.choices else None
+        return Reply(
+            text=(choice.message.content or "") if choice else "",
+            input_tokens=tokens_in, output_tokens=tokens_out,
+            latency_s=time.perf_counter() - started,
+            cost_usd=self.prices.cost(response.model or self.model, tokens_in, tokens_out),
+            model=response.model or self.model, backend=self.backend, retries=retries,
+            extra={"finish_reason": choice.finish_reason if choice else ""},
+        )
+
+
+def _pooled(embedding: Any) -> np.ndarray:
+    """One vector per text. llama.cpp's server answers one vector per *token* for models without
+    a pooling layer (e.g. Gemma); a causal model's last token has seen the whole text, so it is
+    the one kept (llama.cpp's own ``--pooling last``)."""
+    vector = np.asarray(embedding, dtype=np.float32)
+    return vector[-1] if vector.ndim == 2 else vector
+
+
+class OpenAICompatEmbedder(_OpenAIBase):
+    def __init__(self, config: OpenAIConfig):
+        super().__init__(config)
+        self._model = config.embed_model or config.model
+
+    @property
+    def name(self) -> str:
+        if self._model is None:
+            self._model = self._first_model()
+        return self._model
+
+    def _embed_batch(self, texts: list[str]) -> list[np.ndarray]:
+        import openai
+
+        self.limiter.acquire(sum(len(t) for t in texts) // 4 + 1)
+        try:
+            response = self.client.embeddings.create(model=self.name, input=texts)
+        except openai.OpenAIError as exc:
+            raise LLMError(f"{self.config.base_url} embeddings with {self.name}: {exc}") from exc
+        if len(response.data) != len(texts):
+            raise LLMError(f"{self.config.base_url} returned {len(response.data)} embeddings for {len(texts)} texts")
+        return [_pooled(row.embedding) for row in sorted(response.data, key=lambda item: item.index)]
+
+    def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        vectors: list[np.ndarray] = []
+        for start in range(0, len(texts), self.config.embed_batch):
+            vectors.extend(self._embed_batch(list(texts[start : start + self.config.embed_batch])))
+        matrix = np.stack(vectors)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        return matrix / np.where(norms == 0, 1.0, norms)

@@ -1,0 +1,107 @@
+"""Requests-per-minute and tokens-per-minute limiter (two token buckets with reservations).
+
+Contracts:
+- ``RateLimiter.reserve(tokens)`` books one request of ``tokens`` tokens and returns how many
+  seconds the caller must wait before sending it (0.0 when within budget). Booking first and
+  sleeping outside means a shared limiter (a Ray actor, see ``actors/rate_limiter.py``) never
+  blocks while callers wait.
+- ``RateLimiter.settle(delta_tokens)`` corrects the token booking once the real usage is known
+  (negative refunds an over-estimate).
+- A limit of 0 means unlimited. A single request larger than the per-minute token budget is
+  booked as the whole budget, so it waits at most a minute instead of forever.
+- ``estimate_tokens`` is the pre-call estimate: prompt characters / 4 plus ``max_tokens`` (the
+  way Bedrock reserves quota before a call).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Protocol, Sequence
+
+from ratchet_ray.llm.base import Message
+
+
+class Limiter(Protocol):
+    def acquire(self, tokens: int) -> float: ...
+
+    def settle(self, delta_tokens: int) -> None: ...
+
+
+class RateLimiter:
+    """Two buckets of one minute's budget each, refilled continuously; levels may go negative,
+    and a negative level is the wait (deficit / refill rate) that the booking implies."""
+
+    def __init__(self, requests_per_minute: int = 0, tokens_per_minute: int = 0,
+                 clock: Callable[[], float] = time.monotonic):
+        if requests_per_minute < 0 or tokens_per_minute < 0:
+            raise ValueError("rate limits must be >= 0 (0 = unlimited)")
+        self.rpm = requests_per_minute
+        self.tpm = tokens_per_minute
+        self._clock = clock
+        self._requests = float(requests_per_minute)
+        self._tokens = float(tokens_per_minute)
+        self._last = clock()
+
+    def limits(self) -> tuple[int, int]:
+        return self.rpm, self.tpm
+
+    def _refill(self) -> None:
+        now = self._clock()
+        elapsed = max(0.0, now - self._last)
+        self._last = now
+        if self.rpm:
+            self._requests = min(float(self.rpm), self._requests + elapsed * self.rpm / 60.0)
+        if self.tpm:
+            self._tokens = min(float(self.tpm), self._tokens + elapsed * self.tpm / 60.0)
+
+    def reserve(self, tokens: int) -> float:
+        self._refill()
+        wait = 0.0
+        if self.rpm:
+            self._requests -= 1.0
+            wait = max(wait, -self._requests * 60.0 / self.rpm)
+        if self.tpm:
+            self._tokens -= float(min(max(tokens, 0), self.tpm))
+            wait = max(wait, -self._tokens * 60.0 / self.tpm)
+        return wait
+
+    def settle(self, delta_tokens: int) -> None:
+        if self.tpm:
+            self._refill()
+            self._tokens = min(float(self.tpm), self._tokens - float(delta_tokens))
+
+
+class LocalLimiter:
+    """In-process limiter for code running outside Ray: reserve, then sleep here."""
+
+    def __init__(self, requests_per_minute: int = 0, tokens_per_minute: int = 0,
+                 sleep: Callable[[float], None] = time.sleep):
+        self._limiter = RateLimiter(requests_per_minute, tokens_per_minute)
+        self._sleep = sleep
+
+    def acquire(self, tokens: int) -> float:
+        wait = self._limiter.reserve(tokens)
+        if wait > 0:
+            self._sleep(wait)
+        return wait
+
+    def settle(self, delta_tokens: int) -> None:
+        self._limiter.settle(delta_tokens)
+
+
+def estimate_tokens(messages: Sequence[Message], max_tokens: int) -> int:
+    return sum(len(m.content) for m in messages) // 4 + max_tokens
+
+
+def make_limiter(key: str, requests_per_minute: int, tokens_per_minute: int) -> Limiter:
+    """The cluster-wide limiter for ``key`` when Ray runs in this process, else an in-process
+    one; a no-op limiter when both limits are 0."""
+    if not requests_per_minute and not tokens_per_minute:
+        return LocalLimiter(0, 0)
+    from ratchet_ray.llm.registry import inside_ray
+
+    if inside_ray():
+        from actors.rate_limiter import SharedLimiter
+
+        return SharedLimiter(key, requests_per_minute, tokens_per_minute)
+    return LocalLimiter(requests_per_minute, tokens_per_minute)

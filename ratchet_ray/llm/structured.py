@@ -1,0 +1,107 @@
+"""Structured replies: generate JSON for a pydantic model, validate, repair once, else a typed error.
+
+Contract of ``complete_structured(llm, messages, schema_model, *, max_tokens, temperature)``:
+- asks ``llm`` for JSON matching ``schema_model``'s JSON schema (constrained decoding where the
+  backend can do it) and validates the reply with pydantic;
+- on a reply that does not validate, asks once more with the bad reply and the validation error
+  appended (the repair attempt);
+- returns ``Structured(value, replies)`` where ``replies`` are all generations made (1 or 2), so
+  the caller can account every call;
+- otherwise raises ``StructuredOutputError`` carrying the last raw text and all replies. An
+  ``LLMError`` during the repair attempt also becomes a ``StructuredOutputError`` (the first reply
+  is kept for accounting); an ``LLMError`` on the first attempt propagates unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Generic, Sequence, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ratchet_ray.llm.base import LLMClient, LLMError, Message, Reply, StructuredOutputError
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+@dataclass
+class Structured(Generic[ModelT]):
+    value: ModelT
+    replies: list[Reply]
+
+
+def extract_json(text: str) -> str:
+    """The JSON object in ``text``: the whole text, a fenced block, or the outermost braces.
+    Models often wrap JSON in prose or code fences even when asked not to."""
+    stripped = text.strip()
+    if stripped.startswith("{") or stripped.startswith("["):
+        return stripped
+    fenced = _FENCE.search(text)
+    if fenced:
+        return fenced.group(1).strip()
+    start, end = text.find("{"), text.rfind("}")
+    if start != -1 and end > start:
+        return text[start : end + 1]
+    return stripped
+
+
+def parse_reply(text: str, schema_model: type[ModelT]) -> ModelT:
+    """Validate ``text`` against ``schema_model``; raises ``ValidationError`` or ``ValueError``."""
+    return schema_model.model_validate_json(extract_json(text))
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        parts = []
+        for err in exc.errors()[:8]:
+            loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+            parts.append(f"{loc}: {err['msg']}")
+        return "; ".join(parts)
+    return str(exc)
+
+
+def schema_instruction(schema: dict[str, Any]) -> str:
+    return ("Reply with only a JSON object (no prose, no code fences) that matches this JSON "
+            f"schema:\n{json.dumps(schema, separators=(',', ':'))}")
+
+
+def complete_structured(
+    llm: LLMClient,
+    messages: Sequence[Message],
+    schema_model: type[ModelT],
+    *,
+    max_tokens: int,
+    temperature: float = 0.0,
+) -> Structured[ModelT]:
+    schema = schema_model.model_json_schema()
+    first = llm.complete(messages, max_tokens=max_tokens, temperature=temperature, json_schema=schema)
+    replies = [first]
+    try:
+        return Structured(parse_reply(first.text, schema_model), replies)
+    except (ValidationError, ValueError) as exc:
+        problem = _describe(exc)
+    repair = [
+        *messages,
+        Message("assistant", first.text),
+        Message("user", f"That reply is invalid: {problem}\n{schema_instruction(schema)}"),
+    ]
+    try:
+        second = llm.complete(repair, max_tokens=max_tokens, temperature=temperature,
+                              json_schema=schema)
+    except LLMError as exc:
+        raise StructuredOutputError(
+            f"{schema_model.__name__}: first reply invalid ({problem}); repair call failed: {exc}",
+            raw=first.text, replies=replies,
+        ) from exc
+    replies.append(second)
+    try:
+        return Structured(parse_reply(second.text, schema_model), replies)
+    except (ValidationError, ValueError) as exc:
+        raise StructuredOutputError(
+            f"{schema_model.__name__}: reply invalid after one repair attempt: {_describe(exc)}",
+            raw=second.text, replies=replies,
+        ) from exc

@@ -1,0 +1,176 @@
+"""The skill loop driver: orchestration only; state lives in the actors and the evidence.
+
+One round is the list ``ROUND_PHASES``, run in order::
+
+    eval -> rollback -> train -> critic -> metasynth -> synth -> curate -> snapshot
+
+Contracts:
+- ``run_loop(config)`` creates ``results/<suite>/<run-id>/`` and runs ``config.rounds`` rounds;
+  ``run_loop(None, resume=RUN_DIR)`` reloads that run's ``config.yaml`` and task ids, rebuilds
+  the rollback gate from the finished rounds' eval pass@1, and continues from the first round
+  without a ``summary.json`` (see ``phases`` for what each phase skips). An uninterrupted run and
+  a killed-and-resumed one end with the same capsules, each task once per split and round.
+- A *critical* phase (eval, rollback, train, snapshot) that fails stops the run (resume it
+  later); any other phase that fails is logged and listed in the round's ``failed_steps``.
+- After each round: ``round_NN/summary.json``, a ``round`` evidence row and ``loop.json``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import ray
+
+from ratchet_ray.bank.checkpoints import available_rounds
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.evidence.schema import to_records
+from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.governance.rollback import RollbackGate
+from ratchet_ray.loop import phases
+from ratchet_ray.loop.phases import LoopContext
+from ratchet_ray.loop.progress import LoopProgress
+from ratchet_ray.loop.rundir import RunDir
+from ratchet_ray.loop.runtime import Models, connect_ray, start_runtime
+from ratchet_ray.suites import get_suite, split_tasks
+from ratchet_ray.types import RoundSummary, Task
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    run: Callable[[LoopContext, int, RoundSummary], str]
+    critical: bool = False
+
+
+ROUND_PHASES: tuple[Phase, ...] = (
+    Phase("eval", phases.evaluate, critical=True),
+    Phase("rollback", phases.rollback_check, critical=True),
+    Phase("train", phases.train, critical=True),
+    Phase("critic", phases.critic),
+    Phase("metasynth", phases.metasynth),
+    Phase("synth", phases.synth),
+    Phase("curate", phases.curate),
+    Phase("snapshot", phases.snapshot, critical=True),
+)
+
+
+def run_round(ctx: LoopContext, round_: int) -> RoundSummary:
+    """Run every phase of ``round_`` and record the round."""
+    started = time.monotonic()
+    summary = RoundSummary(round=round_)
+    for phase in ROUND_PHASES:
+        ctx.progress.phase(round_, phase.name)
+        log.info("round %d: %s", round_, phase.name)
+        try:
+            note = phase.run(ctx, round_, summary)
+        except Exception as exc:  # a soft phase's failure is recorded and the round goes on
+            if phase.critical:
+                raise
+            log.exception("round %d: phase %s failed", round_, phase.name)
+            summary.failed_steps.append(f"{phase.name}: {type(exc).__name__}: {exc}"[:500])
+            note = f"FAILED ({type(exc).__name__})"
+        ctx.progress.end_phase(note)
+        log.info("round %d: %s: %s", round_, phase.name, note)
+    finish_round(ctx, summary, time.monotonic() - started)
+    return summary
+
+
+def finish_round(ctx: LoopContext, summary: RoundSummary, wall_s: float) -> None:
+    """Usage totals from the evidence, then the round row, summary.json and loop.json."""
+    con = ctx.store.connect()
+    try:
+        tokens_in, tokens_out, cost = con.execute(
+            "SELECT coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
+            "coalesce(sum(cost_usd), 0) FROM llm_call WHERE round = ?", [summary.round]).fetchone()
+        recorded = con.execute("SELECT count(*) FROM round WHERE round = ?",
+                               [summary.round]).fetchone()[0]
+    finally:
+        con.close()
+    summary.input_tokens, summary.output_tokens = int(tokens_in), int(tokens_out)
+    summary.cost_usd, summary.wall_s = float(cost), wall_s
+    if not recorded:  # a resumed round may have written its row just before the driver died
+        row = to_records("round", [summary])[0] | {"run_id": ctx.run.run_id}
+        ctx.store.append("round", summary.round, [row])
+    ctx.run.write_summary(summary)  # last: its presence marks the round finished
+    ctx.run.write_loop_json(ctx.config, ctx.run.summaries())
+    ctx.progress.round_done(summary)
+
+
+# ---- run setup ---------------------------------------------------------------------------------
+def _pick(tasks: list[Task], ids: list[str], where: str) -> list[Task]:
+    by_id = {t.task_id: t for t in tasks}
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise ValueError(f"{where}: {len(missing)} task id(s) are not in the suite (e.g. "
+                         f"{missing[:3]}); was the dataset changed? use the original --dataset-path")
+    return [by_id[i] for i in ids]
+
+
+def open_run(config: LoopConfig | None, resume: Path | None) -> tuple[RunDir, LoopConfig,
+                                                                      list[Task], list[Task]]:
+    """Create a new run dir from ``config`` or reopen ``resume``; returns the run and its tasks."""
+    if resume is not None:
+        run = RunDir.open(resume)
+        config = run.config()
+        tasks = get_suite(config.suite).load_tasks(config)
+        train = _pick(tasks, run.train_ids(), str(run.path / "train_ids.json"))
+        eval_ = _pick(tasks, run.eval_ids(), str(run.path / "eval_ids.json"))
+        return run, config, train, eval_
+    if config is None:
+        raise ValueError("run_loop needs a config for a new run (or resume=RUN_DIR)")
+    tasks = get_suite(config.suite).load_tasks(config)
+    train, eval_ = split_tasks(tasks, config)
+    run = RunDir.create(config, [t.task_id for t in train], [t.task_id for t in eval_])
+    return run, config, train, eval_
+
+
+def resume_point(run: RunDir, config: LoopConfig) -> tuple[int, RollbackGate]:
+    """The first unfinished round and the rollback gate as it stood before it."""
+    done = run.summaries()
+    history = [(s.round, s.eval.pass_at_1) for s in done if s.eval is not None]
+    gate = RollbackGate.from_history(history, config.rollback.threshold,
+                                     config.rollback.consecutive, config.rollback.enabled)
+    return (done[-1].round + 1 if done else 0), gate
+
+
+def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: Models = Models(),
+             show_progress: bool = True, announce: Callable[[Path], None] | None = None) -> Path:
+    """Run (or resume) a skill loop; returns the run dir. See the module contracts.
+
+    ``models`` replaces the LLM and the embedder of every actor (tests inject doubles there);
+    ``announce`` is called with the run dir as soon as it exists.
+    """
+    run, config, train_tasks, eval_tasks = open_run(config, resume)
+    if announce is not None:
+        announce(run.path)
+    handler = run.attach_log()
+    started_ray = connect_ray()
+    log.info("%s run %s: %d train / %d eval tasks, %d rounds", "resuming" if resume else "starting",
+             run.path, len(train_tasks), len(eval_tasks), config.rounds)
+    runtime = None
+    try:
+        runtime = start_runtime(config, run.path, run.run_id, train_tasks, models)
+        if not available_rounds(run.path):  # the bank round 0 starts from
+            ray.get(runtime.bank.ensure_default_metaskill.remote(config.suite, round_=0))
+            ray.get(runtime.bank.snapshot.remote(0))
+        next_round, gate = resume_point(run, config)
+        with LoopProgress(config.rounds, enabled=show_progress) as progress:
+            ctx = LoopContext(config=config, run=run, store=EvidenceStore(run.path), rt=runtime,
+                              train_tasks=train_tasks, eval_tasks=eval_tasks, gate=gate,
+                              progress=progress)
+            for round_ in range(next_round, config.rounds):
+                run_round(ctx, round_)
+        log.info("run %s finished %d rounds", run.path, config.rounds)
+        return run.path
+    finally:
+        if runtime is not None:
+            runtime.shutdown()
+        if started_ray:
+            ray.shutdown()
+        run.detach_log(handler)

@@ -1,0 +1,243 @@
+"""The phases of one round, in order: eval, rollback, train, critic, metasynth, synth, curate, snapshot.
+
+Every phase is ``phase(ctx, round_, summary) -> note`` and fills its part of the ``RoundSummary``.
+
+Contracts:
+- Snapshots: ``checkpoints/round_NN`` is the bank round NN starts from (the driver writes
+  round 00 when the run is created; the snapshot phase of round R writes round R+1), so the bank
+  that earned a round's eval pass@1 is exactly that round's checkpoint.
+- The rollback check reads this round's eval pass@1, so it runs right after eval: on firing it
+  restores the best round's bank (the one that round was evaluated with) and this round's
+  metasynth, synth and curate are skipped; train already uses the restored bank.
+- Resume: eval/train skip capsules already in the evidence and the critic skips capsules that
+  already have a verdict; metasynth, synth and curate (not idempotent) write their output file
+  last and are skipped, with the summary refilled from that file, when it exists. The rollback
+  decision is a pure function of the eval history, so recomputing it is safe.
+- ``llm_call`` rows are written for every reply of every role (tokens and cost in the evidence).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+import ray
+
+from actors.pools import PoolResult, ResilientPool, drain
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.evidence.queries import recent_verdicts
+from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.governance.rollback import RollbackGate
+from ratchet_ray.llm.accounting import llm_call_row
+from ratchet_ray.loop.execute import SplitRunner, plain_call_row
+from ratchet_ray.loop.progress import LoopProgress
+from ratchet_ray.loop.rundir import RunDir, bench_json
+from ratchet_ray.loop.runtime import Runtime
+from ratchet_ray.roles.critic import is_critiquable
+from ratchet_ray.types import BenchResult, Capsule, RoundSummary, Task
+
+CRITIC_BATCH = 4
+EVAL_FILE, TRAIN_FILE, ROLLBACK_FILE = "eval.json", "train.json", "rollback.json"
+META_FILE, SYNTH_FILE, CURATE_FILE = "synth_metaskills.json", "synth_skills.json", "curate.json"
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LoopContext:
+    """What the phases work with; the state itself lives in the actors and the evidence."""
+
+    config: LoopConfig
+    run: RunDir
+    store: EvidenceStore
+    rt: Runtime
+    train_tasks: list[Task]
+    eval_tasks: list[Task]
+    gate: RollbackGate
+    progress: LoopProgress
+
+    def task(self, task_id: str) -> Task:
+        return self._tasks[task_id]
+
+    def __post_init__(self) -> None:
+        self._tasks = {t.task_id: t for t in [*self.train_tasks, *self.eval_tasks]}
+
+    def append_calls(self, round_: int, role: str, replies: Sequence[Any]) -> None:
+        rows = [plain_call_row(llm_call_row(r, run_id=self.run.run_id, round_=round_, role=role))
+                for r in replies]
+        self.store.append("llm_call", round_, rows)
+        for reply in replies:
+            self.progress.add_usage(reply.input_tokens + reply.output_tokens, reply.cost_usd)
+
+
+# ---- eval / rollback / train ------------------------------------------------------------------
+def _run_split(ctx: LoopContext, tasks: list[Task], split: str, round_: int) -> BenchResult:
+    active = ray.get(ctx.rt.bank.active.remote())
+    ctx.rt.solvers.broadcast("set_bank", active)  # replacement solvers replay it
+    ctx.progress.set_total(len(tasks))
+
+    def shown(capsule: Capsule) -> None:
+        ctx.progress.advance(passed=capsule.passed, failed=capsule.infra_failure,
+                             tokens=capsule.input_tokens + capsule.output_tokens,
+                             cost_usd=capsule.cost_usd)
+
+    runner = SplitRunner(run_id=ctx.run.run_id, arm=ctx.config.arm, seed=ctx.config.seed,
+                         store=ctx.store, solvers=ctx.rt.solvers, graders=ctx.rt.graders,
+                         on_capsule=shown)
+    bench = runner.run(tasks, split, round_)
+    ctx.run.write_round_json(round_, f"{split}.json", bench_json(bench))
+    return bench
+
+
+def evaluate(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
+    summary.eval = _run_split(ctx, ctx.eval_tasks, "eval", round_)
+    return f"pass@1 {summary.eval.pass_at_1:.3f}"
+
+
+def rollback_check(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
+    decision = ctx.gate.observe(round_, summary.eval.pass_at_1 if summary.eval else 0.0)
+    record: dict[str, Any] = asdict(decision)
+    if decision.fire:
+        record["changed"] = ray.get(ctx.rt.bank.restore.remote(
+            decision.restore_round, current_round=round_, reason="rollback"))
+        summary.rollback_fired, summary.restored_round = True, decision.restore_round
+        log.warning("round %d: rollback fired; restored the bank of round %d",
+                    round_, decision.restore_round)
+    ctx.run.write_round_json(round_, ROLLBACK_FILE, record)
+    if decision.fire:
+        return f"FIRED: restored round {decision.restore_round}"
+    return f"regressed streak {decision.regressed_streak}"
+
+
+def train(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
+    summary.train = _run_split(ctx, ctx.train_tasks, "train", round_)
+    return f"pass@1 {summary.train.pass_at_1:.3f}"
+
+
+# ---- critic ----------------------------------------------------------------------------------
+def _capsules(ctx: LoopContext, where: str, params: list[Any]) -> list[Capsule]:
+    con = ctx.store.connect()
+    try:
+        cursor = con.execute(f"SELECT * FROM capsule WHERE {where} ORDER BY task_id", params)
+        names = [d[0] for d in cursor.description]
+        return [Capsule(**dict(zip(names, row))) for row in cursor.fetchall()]
+    finally:
+        con.close()
+
+
+def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
+    pending = [c for c in _capsules(
+        ctx, "round = ? AND split = 'train' AND NOT passed AND capsule_id NOT IN "
+             "(SELECT capsule_id FROM verdict WHERE round = ?)", [round_, round_])
+        if is_critiquable(c)]
+    skills = {s.id: s for s in ray.get(ctx.rt.bank.all.remote())}
+    items = [(ctx.task(c.task_id), c, skills.get(c.skill_id)) for c in pending]
+    ctx.progress.set_total(len(items))
+    errors: list[str] = []
+
+    def handle(_pool: ResilientPool, result: PoolResult) -> None:
+        if not result.ok:
+            errors.extend(f"{item[1].capsule_id}: {result.exit_status}" for item in result.item)
+            for _ in result.item:
+                ctx.progress.advance(failed=True)
+            return
+        verdicts = [r.verdict for r in result.value if r.verdict is not None]
+        errors.extend(r.error for r in result.value if r.verdict is None)
+        ctx.store.append("verdict", round_, verdicts)
+        ctx.append_calls(round_, "critic", [reply for r in result.value for reply in r.replies])
+        for r in result.value:
+            ctx.progress.advance(failed=r.verdict is None)
+
+    for start in range(0, len(items), CRITIC_BATCH):
+        ctx.rt.critics.submit("critique_batch", items[start:start + CRITIC_BATCH])
+    drain([ctx.rt.critics], handle)
+    for error in errors:
+        log.warning("round %d critic: %s", round_, error)
+    con = ctx.store.connect()
+    try:
+        summary.verdicts = con.execute("SELECT count(*) FROM verdict WHERE round = ?",
+                                       [round_]).fetchone()[0]
+    finally:
+        con.close()
+    return f"{summary.verdicts} verdicts, {len(errors)} without one"
+
+
+# ---- metasynth / synth / curate / snapshot ---------------------------------------------------
+def _window(ctx: LoopContext, round_: int) -> list:
+    con = ctx.store.connect()
+    try:
+        return recent_verdicts(con, round_, ctx.config.synth.window_rounds)
+    finally:
+        con.close()
+
+
+def metasynth_due(config: LoopConfig, round_: int) -> bool:
+    """Meta-synth runs after every ``meta.refresh_every_rounds`` rounds (never in the Default)."""
+    return config.meta.enabled and (round_ + 1) % config.meta.refresh_every_rounds == 0
+
+
+def metasynth(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
+    if not metasynth_due(ctx.config, round_) or summary.rollback_fired:
+        return "not due" if not summary.rollback_fired else "skipped: rollback"
+    done = ctx.run.read_round_json(round_, META_FILE)
+    if done is None:
+        bank, suite = ctx.rt.bank, ctx.config.suite
+        current = ray.get(bank.ensure_default_metaskill.remote(suite, round_=round_))
+        result = ray.get(ctx.rt.synthesizer.refresh_metaskill.remote(
+            current, _window(ctx, round_), round_))
+        created = None
+        if result.metaskill is not None:
+            ray.get(bank.add_metaskill.remote(result.metaskill, round_=round_))
+            created = result.metaskill.id
+        ctx.append_calls(round_, "metasynth", result.replies)
+        done = {"created": created, "replaced": current.id, "error": result.error}
+        ctx.run.write_round_json(round_, META_FILE, done)
+    summary.metaskill_created = done["created"]
+    return f"new meta-skill {done['created']}" if done["created"] else f"none: {done['error']}"
+
+
+def synth(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
+    if not ctx.config.synth.enabled:
+        return "disabled (--no-synth)"
+    if summary.rollback_fired:
+        return "skipped: rollback"
+    done = ctx.run.read_round_json(round_, SYNTH_FILE)
+    if done is None:
+        bank = ctx.rt.bank
+        verdicts = _window(ctx, round_)
+        every = ray.get(bank.all.remote())
+        meta = ray.get(bank.ensure_default_metaskill.remote(ctx.config.suite, round_=round_))
+        ids = sorted({v.capsule_id for v in verdicts})
+        capsules = {c.capsule_id: c for c in _capsules(
+            ctx, "list_contains(?, capsule_id)", [ids])} if ids else {}
+        outcome = ray.get(ctx.rt.synthesizer.run.remote(
+            verdicts, [s for s in every if s.is_active], meta, bank, round_,
+            capsules=capsules, known_ids=[s.id for s in every]))
+        ctx.append_calls(round_, "synthesizer", outcome.replies)
+        done = {k: v for k, v in asdict(outcome).items() if k != "replies"}
+        done["verdicts_in_window"] = len(verdicts)
+        ctx.run.write_round_json(round_, SYNTH_FILE, done)
+    summary.skills_created = list(done["created"])
+    summary.skills_evicted = list(done["evicted"])
+    summary.skills_skipped = list(done["skipped_clusters"])
+    return (f"+{len(done['created'])} skills, {len(done['skipped_clusters'])} clusters covered, "
+            f"{len(done['duplicates'])} duplicates, {len(done['failed'])} failed")
+
+
+def curate(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
+    if summary.rollback_fired:
+        return "skipped: rollback"
+    done = ctx.run.read_round_json(round_, CURATE_FILE)
+    if done is None:
+        decisions = ray.get(ctx.rt.bank.curate.remote(round_))
+        done = {"decisions": [d.to_dict() for d in decisions]}
+        ctx.run.write_round_json(round_, CURATE_FILE, done)
+    summary.skills_retired = [d["skill_id"] for d in done["decisions"] if d["action"] == "retire"]
+    return f"{len(summary.skills_retired)} retired of {len(done['decisions'])} reviewed"
+
+
+def snapshot(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
+    ray.get(ctx.rt.bank.snapshot.remote(round_ + 1))  # the bank the next round starts from
+    counts = ray.get(ctx.rt.bank.status_counts.remote())
+    summary.active_skills, summary.deprecated_skills = counts["active"], counts["deprecated"]
+    return f"{summary.active_skills} active, {summary.deprecated_skills} deprecated"

@@ -1,0 +1,166 @@
+"""The run directory: one self-contained folder per run (one arm, one seed).
+
+Layout (DESIGN.md section 2)::
+
+    results/<suite>/<suite>_r<R>_t<N>_e<M>_<UTCts>[_<tag>]/
+      config.yaml  train_ids.json  eval_ids.json  run.log  loop.json
+      evidence/<kind>/round=NN/part-*.parquet     (EvidenceStore)
+      skills/  meta-skills/  checkpoints/round_NN/  (SkillBank)
+      round_NN/summary.json  eval.json  train.json  synth_skills.json  curate.json ...
+
+Contracts:
+- ``RunDir.create`` refuses to reuse an existing folder; ``RunDir.open`` refuses a folder without
+  ``config.yaml`` and says how to start a fresh run instead.
+- Every JSON file is written atomically (temp file + rename), so a killed driver never leaves a
+  half-written summary behind; a phase's output file doubles as its "done" marker on resume.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ratchet_ray.config import LoopConfig, dump_config, load_config
+from ratchet_ray.types import BenchResult, RoundSummary
+
+CONFIG_FILE = "config.yaml"
+TRAIN_IDS_FILE = "train_ids.json"
+EVAL_IDS_FILE = "eval_ids.json"
+RUN_LOG_FILE = "run.log"
+LOOP_FILE = "loop.json"
+SUMMARY_FILE = "summary.json"
+_TAG_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+
+
+def run_name(config: LoopConfig, n_train: int, n_eval: int, now: datetime | None = None) -> str:
+    """``<suite>_r<R>_t<N>_e<M>_<UTCts>[_<tag>]``, e.g. ``mbpp_r10_t60_e40_20260101T120000Z_smoke``."""
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    name = f"{config.suite}_r{config.rounds}_t{n_train}_e{n_eval}_{stamp}"
+    if config.tag:
+        if not _TAG_OK.match(config.tag):
+            raise ValueError(f"tag {config.tag!r}: use letters, digits, '_', '.', '-' "
+                             "(at most 64 characters), e.g. --tag smoke")
+        name += f"_{config.tag}"
+    return name
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON atomically: readers see the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as handle:
+        json.dump(data, handle, indent=2, sort_keys=True, default=str)
+        handle.write("\n")
+    os.replace(tmp, path)
+
+
+def bench_json(bench: BenchResult) -> dict[str, Any]:
+    """A BenchResult with its pass@1 spelled out (it is a property, not a field)."""
+    return {**bench.model_dump(mode="json"), "pass_at_1": bench.pass_at_1}
+
+
+class RunDir:
+    """Paths and small files of one run; the evidence and the bank live in their own stores."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    # ---- creation / opening ----------------------------------------------------------------
+    @classmethod
+    def create(cls, config: LoopConfig, train_ids: list[str], eval_ids: list[str],
+               now: datetime | None = None) -> "RunDir":
+        parent = Path(config.results_dir) / config.suite
+        path = parent / run_name(config, len(train_ids), len(eval_ids), now)
+        if path.exists():
+            raise FileExistsError(f"run dir {path} already exists; resume it with --resume {path} "
+                                  "or give this run a --tag")
+        path.mkdir(parents=True)
+        run = cls(path)
+        dump_config(config, path / CONFIG_FILE)
+        write_json(path / TRAIN_IDS_FILE, list(train_ids))
+        write_json(path / EVAL_IDS_FILE, list(eval_ids))
+        return run
+
+    @classmethod
+    def open(cls, path: str | Path) -> "RunDir":
+        run = cls(Path(path))
+        if not (run.path / CONFIG_FILE).is_file():
+            raise FileNotFoundError(
+                f"{run.path} is not a run dir (no {CONFIG_FILE}); pass the folder printed when the "
+                "run started, e.g. results/mbpp/mbpp_r10_t60_e40_<ts>, or start a new run without "
+                "--resume")
+        return run
+
+    def config(self) -> LoopConfig:
+        return load_config([self.path / CONFIG_FILE])
+
+    def train_ids(self) -> list[str]:
+        return json.loads((self.path / TRAIN_IDS_FILE).read_text())
+
+    def eval_ids(self) -> list[str]:
+        return json.loads((self.path / EVAL_IDS_FILE).read_text())
+
+    # ---- per-round files -------------------------------------------------------------------
+    def round_dir(self, round_: int) -> Path:
+        return self.path / f"round_{round_:02d}"
+
+    def round_file(self, round_: int, name: str) -> Path:
+        return self.round_dir(round_) / name
+
+    def write_round_json(self, round_: int, name: str, data: Any) -> None:
+        write_json(self.round_file(round_, name), data)
+
+    def read_round_json(self, round_: int, name: str) -> Any | None:
+        """The phase output ``name`` of ``round_``, or None when that phase has not finished."""
+        path = self.round_file(round_, name)
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    def write_summary(self, summary: RoundSummary) -> None:
+        self.write_round_json(summary.round, SUMMARY_FILE, summary.model_dump(mode="json"))
+
+    def summaries(self) -> list[RoundSummary]:
+        """Summaries of every finished round, in round order."""
+        found = []
+        for folder in sorted(self.path.glob("round_*")):
+            path = folder / SUMMARY_FILE
+            if path.is_file():
+                found.append(RoundSummary.model_validate_json(path.read_text()))
+        return sorted(found, key=lambda s: s.round)
+
+    def write_loop_json(self, config: LoopConfig, summaries: list[RoundSummary]) -> None:
+        """``loop.json``: the run's identity and one row per finished round (what ``plot`` reads)."""
+        rows = []
+        for s in summaries:
+            row = s.model_dump(mode="json")
+            row["eval_pass_at_1"] = s.eval.pass_at_1 if s.eval else None
+            row["train_pass_at_1"] = s.train.pass_at_1 if s.train else None
+            rows.append(row)
+        write_json(self.path / LOOP_FILE, {
+            "run_id": self.run_id, "suite": config.suite, "arm": config.arm, "seed": config.seed,
+            "rounds_planned": config.rounds, "rounds": rows})
+
+    # ---- logging ---------------------------------------------------------------------------
+    def attach_log(self) -> logging.Handler:
+        """Send this process's ``ratchet_ray``/``actors``/``jobs`` log records to ``run.log``."""
+        handler = logging.FileHandler(self.path / RUN_LOG_FILE)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        for name in ("ratchet_ray", "actors", "jobs"):
+            logger = logging.getLogger(name)
+            logger.setLevel(logging.INFO)
+            logger.addHandler(handler)
+        return handler
+
+    def detach_log(self, handler: logging.Handler) -> None:
+        for name in ("ratchet_ray", "actors", "jobs"):
+            logging.getLogger(name).removeHandler(handler)
+        handler.close()

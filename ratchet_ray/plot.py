@@ -1,0 +1,143 @@
+"""``ratchet plot RUN``: the learning curve and headline metrics of one run.
+
+Contracts:
+- Input: a run dir or its ``loop.json``. Output, next to ``loop.json``: ``loop_curve.png`` (eval and
+  train pass@1 per round, ACTIVE and deprecated bank size, rollback markers) and
+  ``loop_summary.md`` (round 0, peak, rolling gain).
+- Rolling gain = mean eval pass@1 of the last ``window`` (10) rounds minus round 0's, the paper's
+  headline number; with fewer rounds the window is every round after round 0 (and the summary
+  says so).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROLLING_WINDOW = 10
+CURVE_FILE = "loop_curve.png"
+SUMMARY_MD_FILE = "loop_summary.md"
+
+
+@dataclass(frozen=True)
+class LoopMetrics:
+    rounds: int
+    round0: float | None
+    peak: float | None
+    peak_round: int | None
+    rolling_mean: float | None
+    rolling_gain: float | None
+    window_rounds: list[int]
+    rollbacks: list[int]
+    final_active: int
+    final_deprecated: int
+
+
+def _load(path: Path) -> tuple[Path, dict[str, Any]]:
+    loop_file = path / "loop.json" if path.is_dir() else path
+    if not loop_file.is_file():
+        raise FileNotFoundError(f"{loop_file} not found: pass a run dir written by `ratchet run` "
+                                "(it holds loop.json once a round has finished)")
+    return loop_file, json.loads(loop_file.read_text())
+
+
+def loop_metrics(rows: list[dict[str, Any]], window: int = ROLLING_WINDOW) -> LoopMetrics:
+    """Headline metrics from ``loop.json`` rounds (rows without an eval pass are ignored)."""
+    evals = [(r["round"], r["eval_pass_at_1"]) for r in rows if r.get("eval_pass_at_1") is not None]
+    rollbacks = [r["round"] for r in rows if r.get("rollback_fired")]
+    last = rows[-1] if rows else {}
+    if not evals:
+        return LoopMetrics(len(rows), None, None, None, None, None, [], rollbacks,
+                           last.get("active_skills", 0), last.get("deprecated_skills", 0))
+    round0 = dict(evals).get(0, evals[0][1])
+    peak_round, peak = max(evals, key=lambda e: (e[1], -e[0]))
+    later = [e for e in evals if e[0] != evals[0][0]] or evals
+    tail = later[-window:]
+    rolling = sum(v for _, v in tail) / len(tail)
+    return LoopMetrics(len(rows), round0, peak, peak_round, rolling, rolling - round0,
+                       [r for r, _ in tail], rollbacks,
+                       last.get("active_skills", 0), last.get("deprecated_skills", 0))
+
+
+def _summary_markdown(data: dict[str, Any], m: LoopMetrics, window: int) -> str:
+    def fmt(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.3f}"
+
+    note = "" if len(m.window_rounds) >= window else (
+        f" (only {len(m.window_rounds)} round(s) after round 0; the window is shorter than {window})")
+    lines = [
+        f"# {data.get('run_id', 'run')}",
+        "",
+        f"suite `{data.get('suite')}`, arm `{data.get('arm')}`, seed {data.get('seed')}, "
+        f"{m.rounds} of {data.get('rounds_planned')} rounds finished",
+        "",
+        "| metric | value |",
+        "|---|---|",
+        f"| round-0 eval pass@1 | {fmt(m.round0)} |",
+        f"| peak eval pass@1 | {fmt(m.peak)} (round {m.peak_round}) |",
+        f"| mean eval pass@1, last {window} rounds | {fmt(m.rolling_mean)} |",
+        f"| rolling gain | {fmt(m.rolling_gain)}{note} |",
+        f"| rollbacks | {len(m.rollbacks)} {m.rollbacks if m.rollbacks else ''} |",
+        f"| final bank | {m.final_active} active, {m.final_deprecated} deprecated |",
+        "",
+        "| round | eval pass@1 | train pass@1 | active | deprecated | created | retired | rollback |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in data.get("rounds", []):
+        lines.append(
+            f"| {r['round']} | {fmt(r.get('eval_pass_at_1'))} | {fmt(r.get('train_pass_at_1'))} | "
+            f"{r.get('active_skills', 0)} | {r.get('deprecated_skills', 0)} | "
+            f"{len(r.get('skills_created', []))} | {len(r.get('skills_retired', []))} | "
+            f"{'restored round %s' % r.get('restored_round') if r.get('rollback_fired') else ''} |")
+    return "\n".join(lines) + "\n"
+
+
+def _draw(rows: list[dict[str, Any]], m: LoopMetrics, title: str, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; never needs a display
+    import matplotlib.pyplot as plt
+
+    rounds = [r["round"] for r in rows]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True,
+                                      gridspec_kw={"height_ratios": [3, 2]})
+    for key, label, style in (("eval_pass_at_1", "eval pass@1", "o-"),
+                              ("train_pass_at_1", "train pass@1", "s--")):
+        pts = [(r["round"], r[key]) for r in rows if r.get(key) is not None]
+        if pts:
+            top.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label, markersize=4)
+    if m.round0 is not None:
+        top.axhline(m.round0, color="grey", linewidth=0.8, linestyle=":", label="round 0")
+    for i, rb in enumerate(m.rollbacks):
+        for ax in (top, bottom):
+            ax.axvline(rb, color="red", alpha=0.6, linewidth=1.2,
+                       label="rollback" if (i == 0 and ax is top) else None)
+    top.set_ylabel("pass@1")
+    top.set_ylim(-0.02, 1.02)
+    top.legend(loc="best", fontsize=8)
+    top.set_title(title, fontsize=10)
+    bottom.step(rounds, [r.get("active_skills", 0) for r in rows], where="mid", label="ACTIVE")
+    bottom.step(rounds, [r.get("deprecated_skills", 0) for r in rows], where="mid",
+                label="deprecated", linestyle="--")
+    bottom.set_ylabel("skills")
+    bottom.set_xlabel("round")
+    bottom.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+
+
+def plot_run(path: str | Path, window: int = ROLLING_WINDOW) -> tuple[Path, Path, LoopMetrics]:
+    """Write ``loop_curve.png`` and ``loop_summary.md`` next to the run's ``loop.json``."""
+    loop_file, data = _load(Path(path))
+    rows = sorted(data.get("rounds", []), key=lambda r: r["round"])
+    if not rows:
+        raise ValueError(f"{loop_file} has no finished rounds yet; plot again after round 0")
+    metrics = loop_metrics(rows, window)
+    png = loop_file.parent / CURVE_FILE
+    md = loop_file.parent / SUMMARY_MD_FILE
+    _draw(rows, metrics, data.get("run_id", loop_file.parent.name), png)
+    md.write_text(_summary_markdown(data, metrics, window))
+    return png, md, metrics

@@ -1,0 +1,78 @@
+"""The Critic: one Verdict per train-failure capsule.
+
+API:
+- ``is_critiquable(capsule) -> bool``: True for a failed, non-infrastructure, train capsule.
+  Callers filter with it (the Critic never learns from infrastructure failures, DESIGN.md).
+- ``critique(llm, task, capsule, skill) -> CritiqueResult(verdict, replies, error)``
+  - ``skill`` is the skill the capsule was routed to (None for NONE).
+  - A capsule that is not critiquable is refused WITHOUT an LLM call: ``verdict`` None,
+    ``error`` ``"NotCritiquable: ..."`` naming why.
+  - The LLM answers ``VerdictOut`` (rationale, attribution, pattern, confidence level) under a
+    JSON-schema constraint; with no skill injected the attribution is fixed to ``inapplicable``.
+  - Never raises for LLM trouble: a garbled reply gives ``error`` ``"StructuredOutputError: ..."``
+    and keeps the failed replies for accounting; a backend failure gives ``"<ExcName>: ..."``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ratchet_ray.llm.base import LLMClient, LLMError, Reply, StructuredOutputError
+from ratchet_ray.llm.structured import complete_structured
+from ratchet_ray.roles.prompts import CONFIDENCE, CRITIC_MAX_TOKENS, critic_messages, verdict_model
+from ratchet_ray.types import NONE_SKILL, Capsule, Skill, Task, Verdict
+
+
+@dataclass
+class CritiqueResult:
+    verdict: Verdict | None
+    replies: list[Reply] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict is not None
+
+
+def refusal_reason(capsule: Capsule) -> str:
+    """Why a capsule may not be critiqued ("" when it may)."""
+    if capsule.infra_failure:
+        return (f"capsule {capsule.capsule_id} is an infrastructure failure "
+                f"({capsule.exit_status}); the Critic never learns from those")
+    if capsule.passed:
+        return f"capsule {capsule.capsule_id} passed; only failures get verdicts"
+    if capsule.split != "train":
+        return f"capsule {capsule.capsule_id} is from split {capsule.split!r}; only train failures"
+    return ""
+
+
+def is_critiquable(capsule: Capsule) -> bool:
+    return not refusal_reason(capsule)
+
+
+def critique(llm: LLMClient, task: Task, capsule: Capsule, skill: Skill | None) -> CritiqueResult:
+    reason = refusal_reason(capsule)
+    if reason:
+        return CritiqueResult(None, [], f"NotCritiquable: {reason}")
+    if task.task_id != capsule.task_id:
+        return CritiqueResult(None, [], f"NotCritiquable: task {task.task_id} does not match "
+                                        f"capsule task {capsule.task_id}")
+    # A skill id on the capsule with no skill object (e.g. retired since) still gets a verdict,
+    # judged as if no guidance were visible.
+    shown = skill if skill is not None and capsule.skill_id != NONE_SKILL else None
+    try:
+        result = complete_structured(llm, critic_messages(task, capsule, shown),
+                                     verdict_model(shown is not None),
+                                     max_tokens=CRITIC_MAX_TOKENS, temperature=0.0)
+    except StructuredOutputError as exc:
+        return CritiqueResult(None, list(exc.replies), f"StructuredOutputError: {exc}")
+    except LLMError as exc:
+        return CritiqueResult(None, [], f"{type(exc).__name__}: {exc}")
+    out = result.value
+    verdict = Verdict(
+        capsule_id=capsule.capsule_id, run_id=capsule.run_id, round=capsule.round,
+        task_id=capsule.task_id, skill_id=capsule.skill_id, attribution=out.attribution,
+        pattern=" ".join(out.pattern.split())[:200], confidence=CONFIDENCE[out.confidence],
+        rationale=out.rationale.strip(),
+    )
+    return CritiqueResult(verdict, list(result.replies))

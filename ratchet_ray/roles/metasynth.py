@@ -1,0 +1,72 @@
+"""The Meta-Synthesizer: rewrite a suite's authoring prior (MetaSkill) from recent verdicts.
+
+Runs on its own cadence (``MetaSettings.refresh_every_rounds``; pinned off in the Default,
+ablation A8 turns it on).
+
+API:
+- ``refresh(llm, suite, current, verdicts, *, round_=-1) -> MetaRefresh(metaskill, replies, error)``
+  - ``metaskill``: a NEW ``MetaSkill`` (status active, minor version bumped, id
+    ``<base>_v<major>_<minor>_<patch>``, ``created_round=round_``) or None when the LLM failed;
+    the caller stores it with ``SkillBank.add_metaskill`` (which retires the previous one).
+  - ``verdicts``: the window's verdicts; their patterns, counted, are what the rewrite targets.
+  - Never raises for LLM trouble: ``error`` is ``"<ExcName>: ..."``; ``replies`` keeps every
+    generation for cost accounting. A ``current`` for another suite is a caller bug (ValueError).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ratchet_ray.llm.base import LLMClient, LLMError, Reply, StructuredOutputError
+from ratchet_ray.llm.structured import complete_structured
+from ratchet_ray.roles.prompts import META_MAX_TOKENS, MetaSkillDraft, metasynth_messages
+from ratchet_ray.types import MetaSkill, SkillStatus, Verdict
+
+
+@dataclass
+class MetaRefresh:
+    metaskill: MetaSkill | None
+    replies: list[Reply] = field(default_factory=list)
+    error: str = ""
+
+
+def bump_version(version: str) -> str:
+    """``0.1.0`` -> ``0.2.0``; anything unparsable restarts at ``0.2.0``."""
+    parts = version.split(".")
+    if len(parts) == 3 and all(p.isdigit() for p in parts):
+        return f"{parts[0]}.{int(parts[1]) + 1}.0"
+    return "0.2.0"
+
+
+def versioned_id(base_id: str, version: str) -> str:
+    base = re.sub(r"_v\d+(_\d+)*$", "", base_id)[:60]
+    return f"{base}_v{version.replace('.', '_')}"
+
+
+def pattern_counts(verdicts: Sequence[Verdict]) -> list[tuple[str, int]]:
+    """Patterns by frequency (ties alphabetical, so the prompt is deterministic)."""
+    counts = Counter(" ".join(v.pattern.lower().split()) for v in verdicts)
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def refresh(llm: LLMClient, suite: str, current: MetaSkill, verdicts: Sequence[Verdict], *,
+            round_: int = -1) -> MetaRefresh:
+    if current.suite != suite:
+        raise ValueError(f"refresh: meta-skill {current.id} is for suite {current.suite!r}, "
+                         f"not {suite!r}; pass SkillBank.active_metaskill({suite!r})")
+    messages = metasynth_messages(suite, current, pattern_counts(verdicts))
+    try:
+        result = complete_structured(llm, messages, MetaSkillDraft,
+                                     max_tokens=META_MAX_TOKENS, temperature=0.0)
+    except StructuredOutputError as exc:
+        return MetaRefresh(None, list(exc.replies), f"StructuredOutputError: {exc}")
+    except LLMError as exc:
+        return MetaRefresh(None, [], f"{type(exc).__name__}: {exc}")
+    version = bump_version(current.version)
+    meta = MetaSkill(id=versioned_id(current.id, version), suite=suite, version=version,
+                     status=SkillStatus.ACTIVE, body=result.value.body.strip(),
+                     created_round=round_)
+    return MetaRefresh(meta, list(result.replies))

@@ -1,0 +1,102 @@
+"""The Router: pick one ACTIVE skill for a task, or NONE.
+
+API:
+- ``Router(llm, embedder, settings: RouterSettings)``
+- ``Router.route(task, active_skills, index=None) -> RouteDecision(skill_id, replies, reason)``
+
+Behaviour (DESIGN.md section 1):
+- ``settings.inject`` False (ablation A1): always NONE, no LLM call.
+- no ACTIVE skill: NONE, no LLM call.
+- ``settings.mode == "retrieval_only"`` (ablation A2): the top retrieved skill, no LLM call.
+- ``len(active_skills) <= settings.full_bank_max``: every active skill goes to the LLM.
+- larger: the ``SkillIndex`` shortlist (tf-idf top-K union embedding top-K, K =
+  ``settings.shortlist_k``) goes to the LLM.
+- The LLM answers ``{"skill_id": ...}`` constrained to the candidate ids plus NONE; NONE is always
+  allowed. A garbled or failed reply routes to NONE with the error in ``reason``; ``route`` never
+  raises for LLM trouble, and ``replies`` keeps every reply (including failed attempts) for cost
+  accounting.
+- ``index``: pass the round's prebuilt ``SkillIndex`` over ``active_skills`` (the Solver worker
+  builds one per bank snapshot); when None and one is needed it is built on the fly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ratchet_ray.config import RouterSettings
+from ratchet_ray.llm.base import Embedder, LLMClient, LLMError, Reply, StructuredOutputError
+from ratchet_ray.llm.structured import complete_structured
+from ratchet_ray.roles.prompts import ROUTER_MAX_TOKENS, router_choice_model, router_messages
+from ratchet_ray.roles.retrieval import SkillIndex
+from ratchet_ray.types import NONE_SKILL, Skill, Task
+
+
+@dataclass
+class RouteDecision:
+    skill_id: str
+    replies: list[Reply] = field(default_factory=list)
+    reason: str = ""
+
+    @property
+    def injected(self) -> bool:
+        return self.skill_id != NONE_SKILL
+
+
+class Router:
+    def __init__(self, llm: LLMClient | None, embedder: Embedder | None, settings: RouterSettings):
+        self.llm = llm
+        self.embedder = embedder
+        self.settings = settings
+
+    def _index(self, active: Sequence[Skill], index: SkillIndex | None) -> SkillIndex:
+        if index is not None:
+            return index
+        if self.embedder is None:
+            raise ValueError("Router needs an embedder to shortlist a bank of "
+                             f"{len(active)} skills; pass one or a prebuilt SkillIndex")
+        return SkillIndex.build(active, self.embedder)
+
+    def candidates(self, task: Task, active: Sequence[Skill],
+                   index: SkillIndex | None = None) -> list[Skill]:
+        """The skills the LLM chooses among: the whole bank when small, else the shortlist."""
+        if len(active) <= self.settings.full_bank_max:
+            return list(active)
+        by_id = {s.id: s for s in active}
+        shortlist = self._index(active, index).query(task.prompt, self.settings.shortlist_k)
+        # An index built for an older snapshot may name skills retired since: skip them.
+        return [by_id[i] for i in shortlist if i in by_id]
+
+    def route(self, task: Task, active_skills: Sequence[Skill],
+              index: SkillIndex | None = None) -> RouteDecision:
+        active = [s for s in active_skills if s.is_active]
+        if not self.settings.inject:
+            return RouteDecision(NONE_SKILL, reason="injection disabled (A1)")
+        if not active:
+            return RouteDecision(NONE_SKILL, reason="no active skills")
+        if self.settings.mode == "retrieval_only":
+            by_id = {s.id for s in active}
+            ranked = [i for i in self._index(active, index).query(task.prompt, 1) if i in by_id]
+            if not ranked:
+                return RouteDecision(NONE_SKILL, reason="retrieval-only: nothing retrieved")
+            return RouteDecision(ranked[0], reason="retrieval-only top-1 (A2)")
+        candidates = self.candidates(task, active, index)
+        if not candidates:
+            return RouteDecision(NONE_SKILL, reason="empty shortlist")
+        return self._ask_llm(task, candidates, shortlisted=len(candidates) < len(active))
+
+    def _ask_llm(self, task: Task, candidates: list[Skill], shortlisted: bool) -> RouteDecision:
+        if self.llm is None:
+            raise ValueError("Router in mode 'llm' needs an LLM client")
+        scope = f"{'shortlist' if shortlisted else 'bank'} of {len(candidates)}"
+        schema = router_choice_model([s.id for s in candidates])
+        try:
+            result = complete_structured(self.llm, router_messages(task, candidates), schema,
+                                         max_tokens=ROUTER_MAX_TOKENS, temperature=0.0)
+        except StructuredOutputError as exc:
+            return RouteDecision(NONE_SKILL, list(exc.replies),
+                                 f"garbled router reply -> NONE ({scope}): {exc}")
+        except LLMError as exc:
+            return RouteDecision(NONE_SKILL, [], f"router LLM failed -> NONE ({scope}): "
+                                 f"{type(exc).__name__}: {exc}")
+        return RouteDecision(result.value.skill_id, list(result.replies), f"llm pick from {scope}")

@@ -1,0 +1,83 @@
+"""The Solver: one attempt at a task with 0 or 1 skill's guidance injected into the prompt.
+
+API:
+- ``solve(llm, task, skill, *, output_kind, max_tokens, temperature, patch_settings=None)
+  -> SolveResult(output, replies, exit_status, error)``
+  - ``output_kind == "code"`` (MBPP+): ONE completion call asking for the ``entry_point``
+    function in a ```python block; ``output`` is that block's code (``extract_code``). When the
+    client declares ``supports_prefill`` (a base-model completion backend), the answer's fence
+    and ``def <entry_point>(`` header are prefilled and re-attached to the continuation.
+  - ``output_kind == "patch"`` (SWE-bench): delegates to
+    ``ratchet_ray.suites.swebench.agent.solve_patch(llm, task, skill, patch_settings)``
+    (imported lazily so MBPP workers never import the SWE-bench stack).
+- Never raises for a failing backend or agent: ``exit_status`` is the exception's class name
+  (mini-swe-agent style), ``error`` its message, ``output`` empty; the caller still grades and
+  records the attempt, so every task yields a capsule. ``exit_status == "ok"`` otherwise.
+  An unknown ``output_kind`` is a caller bug and raises ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ratchet_ray.llm.base import LLMClient, Reply
+from ratchet_ray.roles.prompts import CODE_STOP, code_messages, code_prefill
+from ratchet_ray.types import Skill, Task
+
+OUTPUT_KINDS = ("code", "patch")
+
+
+@dataclass
+class SolveResult:
+    output: str
+    replies: list[Reply] = field(default_factory=list)
+    exit_status: str = "ok"
+    error: str = ""
+
+
+_FENCE_OPEN = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n", re.IGNORECASE)
+
+
+def extract_code(text: str) -> str:
+    """The code of a reply: the first fenced block (closed or cut off by a stop sequence), else
+    the whole text. Graders extract again; this keeps the capsule's ``output`` readable."""
+    opening = _FENCE_OPEN.search(text)
+    if opening is None:
+        return text.strip("\n").rstrip()
+    body = text[opening.end():]
+    closing = body.find("```")
+    return (body if closing == -1 else body[:closing]).rstrip()
+
+
+def supports_prefill(llm: LLMClient) -> bool:
+    """Backends that continue a trailing assistant message declare ``supports_prefill = True``."""
+    return bool(getattr(llm, "supports_prefill", False))
+
+
+def solve_code(llm: LLMClient, task: Task, skill: Skill | None, *, max_tokens: int,
+               temperature: float) -> SolveResult:
+    prefill = code_prefill(task) if supports_prefill(llm) else ""
+    reply = llm.complete(code_messages(task, skill, prefill=prefill), max_tokens=max_tokens,
+                         temperature=temperature, stop=list(CODE_STOP))
+    # A chat model may restate the whole answer despite the prefill; keep it whole then.
+    text = reply.text if reply.text.lstrip().startswith("```") else prefill + reply.text
+    return SolveResult(extract_code(text), [reply])
+
+
+def solve(llm: LLMClient, task: Task, skill: Skill | None, *, output_kind: str,
+          max_tokens: int, temperature: float, patch_settings: Any = None) -> SolveResult:
+    if output_kind not in OUTPUT_KINDS:
+        raise ValueError(f"solve: unknown output_kind {output_kind!r}; valid: {OUTPUT_KINDS}")
+    try:
+        if output_kind == "code":
+            return solve_code(llm, task, skill, max_tokens=max_tokens, temperature=temperature)
+        from ratchet_ray.suites.swebench.agent import solve_patch
+
+        patch, replies = solve_patch(llm, task, skill, patch_settings)
+        return SolveResult(patch, list(replies))
+    # Every attempt must become a graded capsule; the failure is recorded, not swallowed.
+    except Exception as exc:  # noqa: BLE001
+        replies = list(getattr(exc, "replies", []) or [])
+        return SolveResult("", replies, type(exc).__name__, str(exc)[:2000])

@@ -1,0 +1,192 @@
+"""The Synthesizer: turn clustered failure verdicts into new ACTIVE skills.
+
+API:
+- ``Synthesizer(llm, embedder, synth_settings: SynthSettings, suite: str, *, tasks=None)``;
+  ``tasks`` (``{task_id: Task}``) lets examples show the task text.
+- ``Synthesizer.run(verdicts, active_skills, metaskill, add_skill, round_, *, capsules=None,
+  known_ids=()) -> SynthOutcome(created, skipped_clusters, duplicates, evicted, failed, deferred,
+  replies)``
+  - ``verdicts``: the window's verdicts (the caller selects the last W rounds).
+  - ``metaskill``: the suite's active MetaSkill, or None (meta disabled, ablation A3: the prompt
+    then carries no authoring prior; the schema lock always stays).
+  - ``add_skill(skill) -> AddResult`` (``status`` added | duplicate | too_long | cap_full |
+    invalid, ``duplicate_of``, ``evicted``, ``reason``), e.g. ``SkillBank.add`` or, under Ray,
+    ``lambda s: ray.get(bank.add.remote(s, round_=r))``.
+  - ``capsules`` (``{capsule_id: Capsule}``) adds the failed output and grader trace to examples.
+  - ``known_ids``: every id already in the bank (deprecated too), so new ids never collide.
+  - ``round_``: the current round (logged; the bank call carries it via ``add_skill``).
+- Steps: ``synthesis.preprocess.cluster_verdicts`` (canonicalise per ``synth_settings.canonicalize``,
+  clusters >= ``min_cluster_size``, largest first) -> ``cover_guard`` (per
+  ``synth_settings.cover_guard``) -> for the first ``max_new_per_round`` kept clusters: prompt,
+  validate into ``types.Skill`` (id slugified and made unique, author "synthesized", status
+  active), ``add_skill``. A ``duplicate`` re-prompts with the duplicate's id as feedback, a
+  ``too_long`` with a length note, a copy of the schema's placeholders with a note, up to
+  ``max_reprompts`` times; anything else ends the cluster.
+- Never raises for LLM trouble (the cluster goes to ``failed`` as ``"<pattern>: <reason>"``);
+  errors from ``add_skill`` (the bank) propagate. ``synth_settings.enabled`` False does nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Collection, Mapping, Sequence
+
+from pydantic import ValidationError
+
+from ratchet_ray.config import SynthSettings
+from ratchet_ray.llm.base import Embedder, LLMClient, LLMError, Reply, StructuredOutputError
+from ratchet_ray.llm.structured import complete_structured
+from ratchet_ray.roles.prompts import (SYNTH_MAX_TOKENS, SkillDraft, copies_template,
+                                      synth_messages)
+from ratchet_ray.synthesis.preprocess import cluster_verdicts, cover_guard
+from ratchet_ray.types import Capsule, Guidance, MetaSkill, Skill, SkillStatus, Task, Verdict
+
+EXAMPLES_PER_CLUSTER = 3
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SynthOutcome:
+    created: list[str] = field(default_factory=list)
+    skipped_clusters: list[str] = field(default_factory=list)  # covered by an ACTIVE skill
+    duplicates: list[str] = field(default_factory=list)  # bank ids a draft duplicated
+    evicted: list[str] = field(default_factory=list)  # evicted by the bank to make room
+    failed: list[str] = field(default_factory=list)  # "<pattern>: <reason>"
+    deferred: list[str] = field(default_factory=list)  # kept clusters beyond max_new_per_round
+    replies: list[Reply] = field(default_factory=list)
+
+
+def slugify(text: str) -> str:
+    """A valid skill id (``^[a-z0-9][a-z0-9_-]{0,79}$``) from free text; never empty."""
+    slug = re.sub(r"[^a-z0-9_\-]+", "_", text.lower()).strip("_-")
+    slug = re.sub(r"_+", "_", slug)[:60].strip("_-")
+    return slug or "skill"
+
+
+def unique_id(slug: str, taken: Collection[str]) -> str:
+    if slug not in taken:
+        return slug
+    n = 2
+    while f"{slug}_{n}" in taken:
+        n += 1
+    return f"{slug}_{n}"
+
+
+def draft_to_skill(draft: SkillDraft, taken: Collection[str], suite: str) -> Skill:
+    """Validate an LLM draft into an ACTIVE synthesized ``Skill`` with a fresh unique id."""
+    skill_id = unique_id(slugify(draft.id or draft.name), taken)
+    tags = list(dict.fromkeys([*(t.strip() for t in draft.tags if t.strip()), "auto", suite]))
+    g = draft.guidance
+    return Skill(
+        id=skill_id, name=skill_id, description=draft.description, intent=draft.intent,
+        signals_match=[s.strip() for s in draft.signals_match if s.strip()], tags=tags,
+        status=SkillStatus.ACTIVE, author="synthesized",
+        guidance=Guidance(applies_when=g.applies_when, key_insight=g.key_insight,
+                          common_pitfalls=[p.strip() for p in g.common_pitfalls if p.strip()],
+                          verify_before_returning=g.verify_before_returning),
+    )
+
+
+class Synthesizer:
+    def __init__(self, llm: LLMClient, embedder: Embedder, synth_settings: SynthSettings,
+                 suite: str, *, tasks: Mapping[str, Task] | None = None):
+        self.llm = llm
+        self.embedder = embedder
+        self.settings = synth_settings
+        self.suite = suite
+        self.tasks = dict(tasks or {})
+
+    def _example(self, verdict: Verdict, capsules: Mapping[str, Capsule]) -> str:
+        lines = []
+        task = self.tasks.get(verdict.task_id)
+        if task is not None:
+            lines.append("Task: " + task.prompt.strip().strip('"').strip()[:600])
+        capsule = capsules.get(verdict.capsule_id)
+        if capsule is not None:
+            lines.append("Failed output:\n" + capsule.output.strip()[:700])
+            lines.append("Grader: " + capsule.grader_trace.strip()[-400:])
+        lines.append(f"Critic ({verdict.attribution}): {verdict.rationale.strip()[:400]}")
+        return "\n".join(lines)
+
+    def run(self, verdicts: Sequence[Verdict], active_skills: Sequence[Skill],
+            metaskill: MetaSkill | None, add_skill: Callable[[Skill], Any], round_: int, *,
+            capsules: Mapping[str, Capsule] | None = None,
+            known_ids: Collection[str] = ()) -> SynthOutcome:
+        outcome = SynthOutcome()
+        if not self.settings.enabled or not verdicts:
+            return outcome
+        clusters = cluster_verdicts(list(verdicts), self.embedder, self.settings)
+        kept, skipped = cover_guard(clusters, list(active_skills), self.embedder,
+                                    self.settings.cover_threshold,
+                                    enabled=self.settings.cover_guard)
+        outcome.skipped_clusters = [c.pattern for c in skipped]
+        budget = self.settings.max_new_per_round
+        outcome.deferred = [c.pattern for c in kept[budget:]]
+        taken = set(known_ids) | {s.id for s in active_skills}
+        existing = list(active_skills)
+        for cluster in kept[:budget]:
+            # Most confident verdicts first: they are the clearest examples of the pattern.
+            chosen = sorted(cluster.verdicts, key=lambda v: -v.confidence)[:EXAMPLES_PER_CLUSTER]
+            examples = [self._example(v, capsules or {}) for v in chosen]
+            skill = self._author(cluster.pattern, len(cluster.verdicts), examples, existing,
+                                 metaskill, add_skill, taken, outcome)
+            if skill is not None:
+                taken.add(skill.id)
+                existing.append(skill)
+        log.info("round %d synth: %d clusters, created %s, skipped %d, failed %d, deferred %d",
+                 round_, len(clusters), outcome.created, len(outcome.skipped_clusters),
+                 len(outcome.failed), len(outcome.deferred))
+        return outcome
+
+    def _author(self, pattern: str, size: int, examples: list[str], existing: list[Skill],
+                metaskill: MetaSkill | None, add_skill: Callable[[Skill], Any],
+                taken: set[str], outcome: SynthOutcome) -> Skill | None:
+        """Prompt -> validate -> add, re-prompting on duplicate/too_long. Returns the added skill."""
+        feedback: list[str] = []
+        label = f"{pattern} (x{size})"
+        for _attempt in range(1 + self.settings.max_reprompts):
+            messages = synth_messages(self.suite, metaskill, label, examples, existing, feedback)
+            try:
+                result = complete_structured(self.llm, messages, SkillDraft,
+                                             max_tokens=SYNTH_MAX_TOKENS, temperature=0.0)
+            except StructuredOutputError as exc:
+                outcome.replies.extend(exc.replies)
+                outcome.failed.append(f"{pattern}: StructuredOutputError: {exc}")
+                return None
+            except LLMError as exc:
+                outcome.failed.append(f"{pattern}: {type(exc).__name__}: {exc}")
+                return None
+            outcome.replies.extend(result.replies)
+            if copies_template(result.value):
+                feedback.append("Your draft repeated the schema's placeholder text. Write real "
+                                f"guidance about this failure: {pattern}.")
+                continue
+            try:
+                skill = draft_to_skill(result.value, taken, self.suite)
+            except ValidationError as exc:
+                outcome.failed.append(f"{pattern}: invalid skill: {exc.errors()[:3]}")
+                return None
+            added = add_skill(skill)
+            if added.status == "added":
+                outcome.created.append(added.skill_id or skill.id)
+                outcome.evicted.extend(added.evicted)
+                return skill
+            if added.status == "duplicate" and added.duplicate_of:
+                outcome.duplicates.append(added.duplicate_of)
+                if added.duplicate_of == skill.id:  # an id clash (e.g. a deprecated skill's id)
+                    taken.add(skill.id)
+                feedback.append(
+                    f"Your draft `{skill.id}` duplicates the existing skill `{added.duplicate_of}`."
+                    " Write a skill for a different aspect of the failure, with a different id, "
+                    "intent and key insight.")
+            elif added.status == "too_long":
+                feedback.append(f"Your draft `{skill.id}` was too long ({added.reason}). Keep "
+                                f"the whole skill under {self.settings.max_skill_chars} characters.")
+            else:
+                outcome.failed.append(f"{pattern}: {added.status}: {added.reason}")
+                return None
+        outcome.failed.append(f"{pattern}: still rejected after {self.settings.max_reprompts} "
+                              f"re-prompts ({feedback[-1] if feedback else 'no feedback'})")
+        return None

@@ -1,0 +1,185 @@
+"""Worker classes behind the Solver, Critic and Synthesizer actors (plain classes; ``actors/*.py``
+applies ``ray.remote``, unit tests use them directly).
+
+Each worker builds its clients from ``config.llm`` with ``llm.registry.make_llm`` /
+``make_embedder`` unless an ``llm`` / ``embedder`` object is injected (tests inject
+``tests/fakes.ScriptedLLM`` / ``HashEmbedder``; a deployment may inject a shared client). The
+embedder is built lazily: a worker that never needs one (small bank, no synthesis) never loads it.
+
+API:
+- ``SolverWorker(config, *, llm=None, embedder=None, output_kind=None, solver_cache_dir=None,
+  patch_settings=None)``
+  - ``set_bank(skills) -> int``: the round's snapshot; keeps the ACTIVE ones, builds the
+    ``SkillIndex`` once when routing will need it; returns the number of active skills.
+  - ``run(task, split, round_) -> SolveOutcome`` (route + solve; never raises for LLM trouble).
+    Eval-split generations go through ``CachedLLM`` when ``solver_cache_dir`` is given; the train
+    pass is always fresh.
+- ``CriticWorker(config, *, llm=None)``
+  - ``critique_batch(items) -> list[CritiqueResult]``: one result per ``(task, capsule, skill)``
+    item, in order; infrastructure failures are refused per item (``error`` NotCritiquable).
+- ``SynthesizerWorker(config, *, llm=None, embedder=None, tasks=())``
+  - ``run(verdicts, active_skills, metaskill, bank, round_, *, capsules=None, known_ids=())
+    -> SynthOutcome``: ``bank`` is a ``SkillBank`` or its Ray actor handle (``bank.add.remote``
+    is then awaited with ``ray.get``); ``metaskill`` is dropped when ``config.meta.enabled`` is
+    False (ablation A3).
+  - ``refresh_metaskill(current, verdicts, round_) -> MetaRefresh``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
+
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.llm.base import Embedder, LLMClient, Reply
+from ratchet_ray.roles.critic import CritiqueResult, critique
+from ratchet_ray.roles.metasynth import MetaRefresh, refresh
+from ratchet_ray.roles.retrieval import SkillIndex
+from ratchet_ray.roles.router import Router
+from ratchet_ray.roles.solver import solve, supports_prefill
+from ratchet_ray.roles.synthesizer import SynthOutcome, Synthesizer
+from ratchet_ray.types import Capsule, MetaSkill, Skill, Task, Verdict
+
+
+def _make_llm(config: LoopConfig) -> LLMClient:
+    from ratchet_ray.llm.registry import make_llm
+
+    return make_llm(config.llm)
+
+
+def _make_embedder(config: LoopConfig) -> Embedder:
+    from ratchet_ray.llm.registry import make_embedder
+
+    return make_embedder(config.llm)
+
+
+class _LazyEmbedder:
+    """Builds the configured embedder on first use (loading MiniLM costs seconds and memory)."""
+
+    def __init__(self, config: LoopConfig, embedder: Embedder | None):
+        self._config = config
+        self._embedder = embedder
+
+    @property
+    def name(self) -> str:
+        return self.get().name
+
+    def get(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = _make_embedder(self._config)
+        return self._embedder
+
+    def embed(self, texts: Sequence[str], input_type: str = "search_document") -> Any:
+        return self.get().embed(texts, input_type)
+
+
+@dataclass
+class SolveOutcome:
+    """One routed attempt, ready to be graded and recorded as a capsule."""
+
+    task_id: str
+    split: str
+    round: int
+    skill_id: str
+    route_reason: str
+    output: str
+    exit_status: str
+    error: str = ""
+    router_replies: list[Reply] = field(default_factory=list)
+    solver_replies: list[Reply] = field(default_factory=list)
+    latency_s: float = 0.0
+
+
+class SolverWorker:
+    def __init__(self, config: LoopConfig, *, llm: LLMClient | None = None,
+                 embedder: Embedder | None = None, output_kind: str | None = None,
+                 solver_cache_dir: str | Path | None = None, patch_settings: Any = None):
+        self.config = config
+        self.llm = llm if llm is not None else _make_llm(config)
+        self.embedder = _LazyEmbedder(config, embedder)
+        if output_kind is None:
+            from ratchet_ray.suites import get_suite
+
+            output_kind = get_suite(config.suite).output_kind
+        self.output_kind = output_kind
+        self.patch_settings = patch_settings
+        self.eval_llm = self.llm
+        if solver_cache_dir is not None:
+            from ratchet_ray.llm.cache import CachedLLM
+
+            self.eval_llm = CachedLLM(self.llm, solver_cache_dir)
+        self.skills: list[Skill] = []
+        self.index: SkillIndex | None = None
+
+    def set_bank(self, skills: Sequence[Skill]) -> int:
+        self.skills = [s for s in skills if s.is_active]
+        router = self.config.router
+        needs_index = bool(self.skills) and router.inject and (
+            router.mode == "retrieval_only" or len(self.skills) > router.full_bank_max)
+        self.index = SkillIndex.build(self.skills, self.embedder) if needs_index else None
+        return len(self.skills)
+
+    def run(self, task: Task, split: str, round_: int) -> SolveOutcome:
+        started = time.perf_counter()
+        llm = self.eval_llm if split == "eval" else self.llm
+        decision = Router(llm, self.embedder, self.config.router).route(task, self.skills,
+                                                                         self.index)
+        skill = next((s for s in self.skills if s.id == decision.skill_id), None)
+        result = solve(llm, task, skill, output_kind=self.output_kind,
+                       max_tokens=self.config.llm.max_tokens,
+                       temperature=self.config.llm.temperature,
+                       patch_settings=self.patch_settings)
+        return SolveOutcome(task_id=task.task_id, split=split, round=round_,
+                            skill_id=decision.skill_id, route_reason=decision.reason,
+                            output=result.output, exit_status=result.exit_status,
+                            error=result.error, router_replies=decision.replies,
+                            solver_replies=result.replies,
+                            latency_s=time.perf_counter() - started)
+
+
+class CritiqueItem(NamedTuple):
+    task: Task
+    capsule: Capsule
+    skill: Skill | None
+
+
+class CriticWorker:
+    def __init__(self, config: LoopConfig, *, llm: LLMClient | None = None):
+        self.config = config
+        self.llm = llm if llm is not None else _make_llm(config)
+
+    def critique_batch(self, items: Sequence[CritiqueItem | tuple]) -> list[CritiqueResult]:
+        return [critique(self.llm, *CritiqueItem(*item)) for item in items]
+
+
+def bank_adder(bank: Any, round_: int) -> Callable[[Skill], Any]:
+    """``add_skill`` for the Synthesizer from a SkillBank or a SkillBank actor handle."""
+    if hasattr(bank.add, "remote"):
+        import ray
+
+        return lambda skill: ray.get(bank.add.remote(skill, round_=round_))
+    return lambda skill: bank.add(skill, round_=round_)
+
+
+class SynthesizerWorker:
+    def __init__(self, config: LoopConfig, *, llm: LLMClient | None = None,
+                 embedder: Embedder | None = None, tasks: Sequence[Task] = ()):
+        self.config = config
+        self.llm = llm if llm is not None else _make_llm(config)
+        self.embedder = _LazyEmbedder(config, embedder)
+        self.synthesizer = Synthesizer(self.llm, self.embedder, config.synth, config.suite,
+                                       tasks={t.task_id: t for t in tasks})
+
+    def run(self, verdicts: Sequence[Verdict], active_skills: Sequence[Skill],
+            metaskill: MetaSkill | None, bank: Any, round_: int, *,
+            capsules: Mapping[str, Capsule] | None = None,
+            known_ids: Sequence[str] = ()) -> SynthOutcome:
+        prior = metaskill if self.config.meta.enabled else None
+        return self.synthesizer.run(verdicts, active_skills, prior, bank_adder(bank, round_),
+                                    round_, capsules=capsules, known_ids=known_ids)
+
+    def refresh_metaskill(self, current: MetaSkill, verdicts: Sequence[Verdict],
+                          round_: int) -> MetaRefresh:
+        return refresh(self.llm, self.config.suite, current, verdicts, round_=round_)

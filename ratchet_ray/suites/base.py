@@ -1,0 +1,54 @@
+"""What a benchmark suite provides to the loop: tasks, a grader and the kind of output it grades.
+
+Contract: ``Suite.load_tasks(config)`` returns every task of the suite (deterministic order);
+``split_tasks`` picks train/eval ids deterministically from the seed (or from a subset file);
+``Grader.grade`` never raises for anything the solver produced: every failure is a ``GradeResult``
+with ``passed=False`` and ``exit_status`` naming the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol, Sequence
+
+from ratchet_ray.types import GradeResult, Task
+
+if TYPE_CHECKING:  # config imports the swebench settings, which live under this package
+    from ratchet_ray.config import LoopConfig
+
+OutputKind = Literal["code", "patch"]
+
+
+class Grader(Protocol):
+    def grade(self, task: Task, output: str) -> GradeResult: ...
+
+
+class Suite(Protocol):
+    name: str
+    output_kind: OutputKind
+
+    def load_tasks(self, config: LoopConfig) -> list[Task]: ...
+
+    def make_grader(self, config: LoopConfig, run_dir: Path) -> Grader: ...
+
+
+def split_tasks(tasks: Sequence[Task], config: LoopConfig) -> tuple[list[Task], list[Task]]:
+    """Train and eval tasks: from ``config.subset`` when given, else a seeded random disjoint slice."""
+    by_id = {t.task_id: t for t in tasks}
+    if config.subset:
+        data = json.loads(Path(config.subset).read_text())
+        missing = [i for i in data["train_ids"] + data["eval_ids"] if i not in by_id]
+        if missing:
+            raise ValueError(f"subset {config.subset}: {len(missing)} task ids not in the suite, "
+                             f"e.g. {missing[:3]}; regenerate it with jobs.select_subset")
+        return [by_id[i] for i in data["train_ids"]], [by_id[i] for i in data["eval_ids"]]
+    if config.n_train + config.n_eval > len(tasks):
+        raise ValueError(f"n_train + n_eval = {config.n_train + config.n_eval} exceeds the "
+                         f"{len(tasks)} tasks of suite {config.suite}; lower --n-train/--n-eval")
+    order = sorted(by_id)
+    random.Random(config.seed).shuffle(order)
+    train = order[: config.n_train]
+    eval_ = order[config.n_train : config.n_train + config.n_eval]
+    return [by_id[i] for i in train], [by_id[i] for i in eval_]

@@ -1,0 +1,40 @@
+"""MBPP+ (evalplus v0.2.0, 378 tasks): tasks for the loop and sandboxed evalplus grading.
+
+``MbppSuite`` implements the ``Suite`` protocol of ``ratchet_ray.suites.base``:
+- ``load_tasks(config)`` -> one ``Task`` per problem (``task_id`` like ``"Mbpp/2"``, ``prompt`` = the
+  description with its example assert, ``payload`` = ``entry_point``, ``example_tests``,
+  ``dataset_hash``), read from ``config.dataset_path``, else ``MBPP_OVERRIDE_PATH``, else
+  evalplus's download;
+- ``make_grader(config, run_dir)`` -> ``MbppGrader`` (see grader.py for exit statuses and
+  sandbox.py / confine.py for the isolation).
+
+Example::
+
+    suite = MbppSuite()
+    tasks = suite.load_tasks(LoopConfig(dataset_path="MbppPlus-v0.2.0.jsonl.gz"))
+    grader = suite.make_grader(LoopConfig(dataset_path=...), run_dir)
+    grader.grade(tasks[0], "```python\\ndef similar_elements(a, b): ...\\n```")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus, to_tasks
+from ratchet_ray.suites.mbpp.grader import MbppGrader
+from ratchet_ray.types import Task
+
+
+class MbppSuite:
+    name = "mbpp"
+    output_kind = "code"
+
+    def load_tasks(self, config: LoopConfig) -> list[Task]:
+        return to_tasks(load_mbpp_plus(config.dataset_path), suite=self.name)
+
+    def make_grader(self, config: LoopConfig, run_dir: Path) -> MbppGrader:
+        return MbppGrader.from_config(config, run_dir)
+
+
+__all__ = ["MbppGrader", "MbppSuite"]

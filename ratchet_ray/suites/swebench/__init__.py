@@ -1,0 +1,52 @@
+"""SWE-bench suite: instances as tasks, a Docker harness grader, and a patch Solver agent.
+
+    suite = SwebenchSuite()
+    tasks = suite.load_tasks(config)              # config.dataset_path or settings.dataset_name
+    grader = suite.make_grader(config, run_dir)   # one Docker harness per worker
+    result = grader.grade(tasks[0], patch_text)   # GradeResult; never raises for a bad patch
+    patch, replies = solve_patch(llm, tasks[0], skill, suite.solver_settings(config))
+
+Modules: ``settings`` (pydantic settings), ``dataset`` (loading/normalising instances),
+``images`` (naming, pull/build, cache levels), ``container`` (locked-down containers and timed
+exec), ``infra`` (infrastructure-failure classification), ``grader`` (the harness), ``agent``
+(the Solver), ``doctor`` (environment checks).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ratchet_ray.suites.swebench.dataset import load_instances, to_task
+from ratchet_ray.suites.swebench.settings import AgentSettings, SwebenchSettings, settings_from_config
+from ratchet_ray.types import Task
+
+
+class SwebenchSuite:
+    """The ``swebench`` suite of the Suite protocol (output kind: a unified diff)."""
+
+    name = "swebench"
+    output_kind = "patch"
+
+    def load_tasks(self, config: Any) -> list[Task]:
+        return [to_task(i) for i in load_instances(settings_from_config(config))]
+
+    def make_grader(self, config: Any, run_dir: Path):
+        from ratchet_ray.suites.swebench.grader import SwebenchGrader
+
+        return SwebenchGrader(settings_from_config(config), config.grader, run_dir)
+
+    def solver_settings(self, config: Any) -> SwebenchSettings:
+        """What the Solver passes to ``solve_patch`` as its settings."""
+        return settings_from_config(config)
+
+
+def solve_patch(llm, task, skill, settings=None, **kwargs):
+    """Lazy alias of ``ratchet_ray.suites.swebench.agent.solve_patch``."""
+    from ratchet_ray.suites.swebench.agent import solve_patch as _solve_patch
+
+    return _solve_patch(llm, task, skill, settings, **kwargs)
+
+
+__all__ = ["AgentSettings", "SwebenchSettings", "SwebenchSuite", "settings_from_config",
+           "solve_patch"]

@@ -1,0 +1,199 @@
+"""The patch Solver: an agentic shell loop inside the task's container, or one completion.
+
+API (the Solver role calls exactly this)::
+
+    patch, replies = solve_patch(llm, task, skill, settings)   # settings: SwebenchSettings | None
+    run = run_agent(llm, task, skill, settings, log_dir=path)   # the full record
+
+Contracts:
+- ``agent`` mode: each step asks ``llm.complete`` for one action (``AgentAction``, JSON schema
+  passed as ``json_schema``) and runs its command in a fresh container of the instance image
+  (network off, limits as for grading). A reply that is not a valid action is a failed step (the
+  model is told why), never a crash; ``max_format_errors`` consecutive ones end the attempt. The
+  attempt ends at ``done``, at ``max_steps``, at ``max_time_s`` or at ``max_cost_usd``; in every
+  case the patch is the repository's ``git diff`` (new files included) at that moment.
+- ``single_call`` mode: one completion with the issue, the file list and the files the issue
+  names; the diff in the reply is applied leniently (``git apply --recount``, then ``patch``) so
+  the returned patch is the well-formed ``git diff``; a diff that applies nowhere is returned as
+  written (the grader then reports it).
+- The routed skill's guidance is the preamble of the system prompt; ``skill=None`` injects nothing.
+- Every reply is returned for accounting. An exception (LLM backend, Docker) propagates with the
+  replies so far attached as ``exc.replies``; the container is removed in ``finally`` and, when
+  ``log_dir`` is given, ``trajectory.json`` is written there in ``finally`` too.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ratchet_ray.llm.base import LLMClient, Reply
+from ratchet_ray.llm.structured import parse_reply
+from ratchet_ray.suites.swebench.agent_prompts import (
+    ACTION_SCHEMA, AgentAction, Step, agent_messages, clip_middle, extract_diff, single_call_messages)
+from ratchet_ray.suites.swebench.container import InstanceContainer, docker_client, instance_container
+from ratchet_ray.suites.swebench.images import InstanceImages
+from ratchet_ray.suites.swebench.settings import SwebenchSettings
+from ratchet_ray.types import Skill, Task
+
+DIFF_COMMAND = "git add -A >/dev/null 2>&1; git -c core.fileMode=false diff --cached --no-color 2>/dev/null"
+SETUP_TIMEOUT_S = 120.0
+
+
+@dataclass
+class AgentRun:
+    """One attempt: the patch, every reply, why it stopped and the steps taken."""
+
+    patch: str
+    replies: list[Reply] = field(default_factory=list)
+    exit_status: str = "submitted"
+    steps: list[Step] = field(default_factory=list)
+    duration_s: float = 0.0
+
+
+def solve_patch(llm: LLMClient, task: Task, skill: Skill | None,
+                settings: SwebenchSettings | None = None, *, client: Any = None,
+                log_dir: str | Path | None = None) -> tuple[str, list[Reply]]:
+    """``(patch, replies)`` for one attempt at ``task`` (see the module contract)."""
+    run = run_agent(llm, task, skill, settings, client=client, log_dir=log_dir)
+    return run.patch, run.replies
+
+
+def run_agent(llm: LLMClient, task: Task, skill: Skill | None,
+              settings: SwebenchSettings | None = None, *, client: Any = None,
+              log_dir: str | Path | None = None) -> AgentRun:
+    settings = settings or SwebenchSettings()
+    run = AgentRun(patch="", exit_status="error")
+    started = time.monotonic()
+    try:
+        client = client or docker_client(settings)
+        image = InstanceImages(client, settings).ensure(task.payload, lambda _msg: None)
+        with instance_container(client, image, task.task_id, settings, purpose="agent") as box:
+            if settings.agent.mode == "single_call":
+                _single_call(llm, task, skill, settings, box, run)
+            else:
+                _loop(llm, task, skill, settings, box, run, started)
+            run.patch = _diff(box) or run.patch
+    except Exception as exc:
+        # The caller records the failure; these replies still cost tokens and must be counted.
+        exc.replies = list(run.replies)  # type: ignore[attr-defined]
+        run.exit_status = type(exc).__name__
+        raise
+    finally:
+        run.duration_s = time.monotonic() - started
+        if log_dir is not None:
+            _save(run, task, Path(log_dir))
+    return run
+
+
+def _loop(llm: LLMClient, task: Task, skill: Skill | None, settings: SwebenchSettings,
+          box: InstanceContainer, run: AgentRun, started: float) -> None:
+    agent = settings.agent
+    format_errors = 0
+    cost = 0.0
+    for _ in range(agent.max_steps):
+        remaining = agent.max_time_s - (time.monotonic() - started)
+        if remaining <= 1:
+            run.exit_status = "time_limit"
+            return
+        if agent.max_cost_usd and cost >= agent.max_cost_usd:
+            run.exit_status = "cost_limit"
+            return
+        reply = llm.complete(agent_messages(task, skill, run.steps, agent, box.workdir),
+                             max_tokens=agent.max_tokens, temperature=agent.temperature,
+                             json_schema=ACTION_SCHEMA)
+        run.replies.append(reply)
+        cost += reply.cost_usd
+        try:
+            action = parse_reply(reply.text, AgentAction)
+        except (ValidationError, ValueError) as exc:
+            format_errors += 1
+            run.steps.append(Step(thought="(invalid reply)", command=clip_middle(reply.text, 300),
+                                  observation=f"Rejected: not a valid action ({_problem(exc)}). "
+                                              'Reply with {"thought": ..., "command": ..., "done": ...}.'))
+            if format_errors >= agent.max_format_errors:
+                run.exit_status = "format_errors"
+                return
+            continue
+        format_errors = 0
+        if action.done:
+            run.exit_status = "submitted"
+            return
+        result = box.run(action.command, min(agent.command_timeout_s, max(1.0, remaining)))
+        note = f"\n(killed after {agent.command_timeout_s:g}s time limit)" if result.timed_out else ""
+        if run.steps and run.steps[-1].command == action.command:
+            # Small models loop on one command; saying so is the cheapest way out.
+            note += "\n(you ran this same command last step; try a different one)"
+        run.steps.append(Step(action.thought, action.command,
+                              clip_middle(result.output, agent.max_observation_chars) + note,
+                              result.exit_code))
+    run.exit_status = "step_limit"
+
+
+def _problem(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(e["msg"] for e in exc.errors()[:3])
+    return str(exc)[:200]
+
+
+def _single_call(llm: LLMClient, task: Task, skill: Skill | None, settings: SwebenchSettings,
+                 box: InstanceContainer, run: AgentRun) -> None:
+    agent = settings.agent
+    listing = box.run("git ls-files", SETUP_TIMEOUT_S).output
+    files = clip_middle(listing, 3000)
+    context = _issue_files(task.prompt, listing.split(), box, agent.context_files_chars)
+    reply = llm.complete(single_call_messages(task, skill, files, context),
+                         max_tokens=max(agent.max_tokens, 1024), temperature=agent.temperature)
+    run.replies.append(reply)
+    diff = extract_diff(reply.text)
+    run.patch = diff
+    run.steps.append(Step("single call", "(write a diff)", clip_middle(reply.text, 2000)))
+    if not diff:
+        run.exit_status = "no_diff"
+        return
+    box.write_file("/tmp/model.diff", diff)
+    for command in ("git apply --recount --whitespace=nowarn /tmp/model.diff",
+                    "patch --batch --forward --fuzz=5 -p1 -i /tmp/model.diff"):
+        if box.run(command, SETUP_TIMEOUT_S).exit_code == 0:
+            run.exit_status = "submitted"
+            return
+        box.run("git checkout -- . ; git clean -fdq", SETUP_TIMEOUT_S)
+    run.exit_status = "diff_does_not_apply"
+
+
+def _issue_files(issue: str, paths: list[str], box: InstanceContainer, budget: int) -> str:
+    """Contents of repository files the issue names (by path, file name or dotted module)."""
+    text = issue.lower()
+    named = [p for p in paths if p.endswith(".py") and (
+        p.lower() in text or p.rsplit("/", 1)[-1].lower() in text
+        or p[:-3].replace("/", ".").lower() in text)]
+    parts: list[str] = []
+    for path in named:
+        if budget <= 0:
+            break
+        content = box.run(f"cat -- {json.dumps(path)}", SETUP_TIMEOUT_S).output
+        block = f"--- {path}\n{clip_middle(content, budget)}"
+        parts.append(block)
+        budget -= len(block)
+    return "\n".join(parts)
+
+
+def _diff(box: InstanceContainer) -> str:
+    diff = box.run(DIFF_COMMAND, SETUP_TIMEOUT_S).output
+    return diff if diff.strip() else ""
+
+
+def _save(run: AgentRun, task: Task, log_dir: Path) -> None:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    record = {"instance_id": task.task_id, "exit_status": run.exit_status,
+              "duration_s": run.duration_s, "patch": run.patch,
+              "steps": [asdict(s) for s in run.steps],
+              "replies": [{"text": r.text, "input_tokens": r.input_tokens,
+                           "output_tokens": r.output_tokens, "cost_usd": r.cost_usd}
+                          for r in run.replies]}
+    (log_dir / "trajectory.json").write_text(json.dumps(record, indent=1))

@@ -1,0 +1,142 @@
+"""Instance images: named as the swebench harness names them, pulled or built, cleaned per cache level.
+
+Contracts:
+- ``image_name(instance_id, settings)`` is swebench's ``ImageSpec.name``:
+  ``sweb.eval.x86_64.<id>:<tag>`` (lower case) for local images (``namespace`` None) and
+  ``<namespace>/sweb.eval.x86_64.<id with __ -> _1776_>:<tag>`` for registry images.
+- ``InstanceImages.ensure(instance, log)`` makes the image present: already local -> nothing;
+  ``namespace`` set -> pull; ``namespace`` None -> build from the instance's ``dockerfile`` with
+  the classic builder (no BuildKit needed). Failures raise ``InfraFailure`` (image_missing /
+  image_build_failed / daemon errors). One build or pull per image at a time per object.
+- ``InstanceImages.release(name, log)`` applies the cache level after an instance: below
+  ``instance`` it removes the instance image if this object's client did not find it present
+  when the object was created; an image still used by a running container is kept (not forced).
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import threading
+from typing import Any, Callable
+
+from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
+from ratchet_ray.suites.swebench.settings import SwebenchSettings
+
+Log = Callable[[str], None]
+
+
+def image_name(instance_id: str, settings: SwebenchSettings) -> str:
+    from swebench.image_builder.image_spec import ImageSpec
+
+    # ImageSpec validates a Dockerfile it never uses for naming; the placeholder only satisfies it.
+    spec = ImageSpec(instance_id=instance_id, dockerfile="(naming only)",
+                     namespace=settings.namespace, tag=settings.tag, arch=settings.arch)
+    return spec.name
+
+
+def _dockerfile_context(dockerfile: str) -> io.BytesIO:
+    """A build context holding only the Dockerfile (instances carry everything in RUN steps)."""
+    data = dockerfile.encode()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    return buf
+
+
+class InstanceImages:
+    """Ensures and releases the images of one worker (one per Grader/Solver object)."""
+
+    def __init__(self, client: Any, settings: SwebenchSettings):
+        self.client = client
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._image_locks: dict[str, threading.Lock] = {}
+        # Images present before this worker touched anything are never removed by it.
+        self.prior: set[str] = {tag for image in client.images.list() for tag in image.tags}
+
+    def name(self, instance: dict[str, Any]) -> str:
+        return image_name(instance["instance_id"], self.settings)
+
+    def _image_lock(self, name: str) -> threading.Lock:
+        with self._lock:
+            return self._image_locks.setdefault(name, threading.Lock())
+
+    def exists(self, name: str) -> bool:
+        import docker.errors
+
+        try:
+            self.client.images.get(name)
+            return True
+        except docker.errors.ImageNotFound:
+            return False
+
+    def ensure(self, instance: dict[str, Any], log: Log) -> str:
+        """The instance's image name, after making sure the daemon has it (module contract)."""
+        import docker.errors
+
+        name = self.name(instance)
+        with self._image_lock(name):
+            try:
+                if self.exists(name):
+                    return name
+                if self.settings.namespace is not None:
+                    log(f"pulling {name}")
+                    self.client.images.pull(name)
+                    return name
+                return self._build(name, instance, log)
+            except InfraFailure:
+                raise
+            except docker.errors.ImageNotFound as exc:
+                raise InfraFailure("image_missing", f"image {name} not found in registry "
+                                   f"namespace {self.settings.namespace!r}: {exc}") from exc
+            except docker.errors.DockerException as exc:
+                raise InfraFailure(classify_exception(exc) or "docker_error",
+                                   f"cannot obtain image {name}: {exc}") from exc
+
+    def _build(self, name: str, instance: dict[str, Any], log: Log) -> str:
+        import docker.errors
+
+        dockerfile = instance.get("dockerfile")
+        if not dockerfile:
+            raise InfraFailure("image_missing", f"image {name} is not present and instance "
+                               f"{instance['instance_id']} has no `dockerfile` to build it from; "
+                               f"set swebench.namespace to pull it, or add a dockerfile field")
+        log(f"building {name} locally")
+        try:
+            for event in self.client.api.build(fileobj=_dockerfile_context(dockerfile),
+                                               custom_context=True, tag=name, rm=True,
+                                               forcerm=True, decode=True, network_mode=self.settings.build_network):
+                if "error" in event:
+                    raise InfraFailure("image_build_failed", f"building {name} failed: "
+                                       f"{event['error'].strip()}")
+                if "stream" in event and event["stream"].strip():
+                    log(event["stream"].rstrip())
+        except docker.errors.APIError as exc:
+            raise InfraFailure("image_build_failed", f"building {name} failed: {exc}") from exc
+        if not self.exists(name):
+            raise InfraFailure("image_build_failed", f"building {name} reported success but the "
+                               f"image is absent")
+        return name
+
+    def release(self, name: str, log: Log) -> bool:
+        """Apply the cache level to ``name``; True when the image was removed."""
+        import docker.errors
+
+        if self.settings.cache_level == "instance" or name in self.prior:
+            return False
+        with self._image_lock(name):
+            try:
+                self.client.images.remove(name, force=False, noprune=False)
+                log(f"removed image {name} (cache level {self.settings.cache_level})")
+                return True
+            except docker.errors.ImageNotFound:
+                return False
+            except docker.errors.APIError as exc:
+                # 409: another container (a concurrent grader) still uses it; the next release
+                # or `ratchet doctor` cleans it up.
+                log(f"kept image {name}: {exc}")
+                return False

@@ -1,0 +1,97 @@
+"""Settings of the SWE-bench suite: dataset, instance images, containers and the patch agent.
+
+Contracts:
+- ``SwebenchSettings()`` is a working default for the real benchmark (images pulled from the
+  ``swebench`` namespace, cache level ``env``, the agentic solver).
+- ``settings_from_config(config)`` reads a ``swebench`` section of ``LoopConfig`` when the config
+  has one (a dict or a model with these fields) and otherwise returns the defaults;
+  ``config.dataset_path`` always wins over ``dataset_name``.
+- This module imports nothing but pydantic, so ``ratchet_ray.config`` may import it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_STRICT = ConfigDict(extra="forbid", validate_assignment=True)
+
+# Which images survive an instance, from least to most kept (the swebench harness's levels).
+CACHE_LEVELS = ("none", "base", "env", "instance")
+CacheLevel = Literal["none", "base", "env", "instance"]
+
+
+class AgentSettings(BaseModel):
+    """The patch Solver: an agentic shell loop in the task's container, or one call."""
+
+    model_config = _STRICT
+    mode: Literal["agent", "single_call"] = "agent"
+    """'agent': shell actions in the container ending with ``git diff``; 'single_call': one
+    completion asked for a unified diff."""
+    max_steps: int = Field(default=30, ge=1)
+    """LLM calls (actions) per attempt; at the limit the current ``git diff`` is the patch."""
+    max_time_s: float = Field(default=900.0, gt=0)
+    """Wall-clock budget of one attempt, container start included."""
+    max_cost_usd: float = Field(default=0.0, ge=0)
+    """Budget of one attempt summed from the replies' cost fields (0 = unlimited)."""
+    max_format_errors: int = Field(default=3, ge=1)
+    """Consecutive replies that are not a valid action before the attempt stops."""
+    command_timeout_s: float = Field(default=60.0, gt=0)
+    """Per shell command; the process group is killed at the limit and the model is told."""
+    max_tokens: int = Field(default=384, gt=0)
+    """Generation cap per action."""
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_observation_chars: int = Field(default=3000, gt=0)
+    """Each command's output is clipped to this (head and tail kept) before it enters the prompt."""
+    max_prompt_chars: int = Field(default=12000, gt=0)
+    """The transcript keeps the newest steps that fit in this many characters (small contexts)."""
+    context_files_chars: int = Field(default=6000, ge=0)
+    """single_call: characters of repository files named in the issue shown to the model."""
+
+
+class SwebenchSettings(BaseModel):
+    """Dataset, images and containers of the SWE-bench suite."""
+
+    model_config = _STRICT
+    dataset_name: str = "SWE-bench/SWE-bench_Verified"
+    """Hugging Face dataset id. swebench>=5 grades with the ``eval_script``/``log_parser`` columns
+    that this dataset ships; an id without them fails at load with the missing columns named."""
+    split: str = "test"
+    namespace: str | None = "swebench"
+    """Registry namespace the instance images are pulled from; None builds them locally from the
+    instance's ``dockerfile`` field (swebench's ``--namespace none``)."""
+    tag: str = "latest"
+    arch: Literal["amd64", "arm64"] = "amd64"
+    cache_level: CacheLevel = "env"
+    """Images kept after an instance: 'instance' keeps everything; lower levels remove the
+    instance images this process pulled or built (swebench>=5 has no separate env images, so
+    'env' and 'base' keep the base images that existed before the run)."""
+    docker_host: str | None = None
+    """Docker daemon URL (e.g. unix:///var/run/docker.sock); None reads DOCKER_HOST/the default."""
+    build_network: str = "none"
+    """Network of local image builds ('none' on machines without a bridge; 'host' or 'bridge'
+    when a Dockerfile must download)."""
+    memory_mb: int = Field(default=4096, gt=0)
+    """Memory limit of every instance container."""
+    pids_limit: int = Field(default=1024, gt=0)
+    """Process limit of every instance container (fork bombs stay inside)."""
+    max_log_bytes: int = Field(default=20_000_000, gt=0)
+    """Command output kept per exec; beyond it the middle is dropped (runaway output)."""
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+
+
+def settings_from_config(config: Any) -> SwebenchSettings:
+    """The suite's settings for a ``LoopConfig`` (its ``swebench`` section when present)."""
+    section = getattr(config, "swebench", None)
+    if section is None:
+        settings = SwebenchSettings()
+    elif isinstance(section, SwebenchSettings):
+        settings = section.model_copy(deep=True)
+    elif isinstance(section, BaseModel):
+        settings = SwebenchSettings.model_validate(section.model_dump())
+    else:
+        settings = SwebenchSettings.model_validate(section)
+    if getattr(config, "dataset_path", None):
+        settings.dataset_name = str(config.dataset_path)
+    return settings

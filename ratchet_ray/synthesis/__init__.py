@@ -1,0 +1,1 @@
+"""Synthesis pre-processing (pure functions): pattern canonicalisation, clustering, cover guard."""

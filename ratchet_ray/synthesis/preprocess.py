@@ -1,0 +1,120 @@
+"""Synthesis pre-processing as pure functions (DESIGN.md section 1, step 5).
+
+Contracts:
+- ``canonicalize(patterns, embedder, threshold, enabled)`` returns one canonical label per input.
+  Patterns whose pairwise cosine is >= ``threshold`` are merged by union-find, so merging is
+  transitive (a~b and b~c put a, b, c together even if a and c are far apart). A component's
+  label is its most frequent pattern (ties: first seen). Identical strings always share a label.
+  ``enabled=False`` (ablation A5) returns the patterns verbatim. Cosines within ``COS_EPS`` below
+  the threshold count as meeting it (float32 noise).
+- ``cluster_verdicts`` groups verdicts by canonical pattern and keeps clusters with at least
+  ``min_cluster_size`` verdicts, largest first (ties by label).
+- ``cover_guard`` splits clusters into (kept, skipped): a cluster is skipped when its pattern has
+  cosine >= ``threshold`` to some ACTIVE skill, and the skipped copy names that skill in
+  ``covered_by``. ``enabled=False`` (ablation A6) keeps every cluster.
+The embedder is only called when there is something to compare.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ratchet_ray.config import SynthSettings
+from ratchet_ray.llm.base import Embedder, cosine_matrix
+from ratchet_ray.types import Skill, Verdict
+
+COS_EPS = 1e-6
+
+
+@dataclass(frozen=True)
+class Cluster:
+    pattern: str
+    verdicts: list[Verdict] = field(default_factory=list)
+    covered_by: str | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.verdicts)
+
+
+class _UnionFind:
+    def __init__(self, n: int):
+        self.parent = list(range(n))
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]  # path halving
+            i = self.parent[i]
+        return i
+
+    def union(self, i: int, j: int) -> None:
+        ri, rj = self.find(i), self.find(j)
+        if ri != rj:
+            self.parent[max(ri, rj)] = min(ri, rj)
+
+
+def canonicalize(patterns: Sequence[str], embedder: Embedder, threshold: float,
+                 enabled: bool = True) -> list[str]:
+    """Canonical label per pattern (see module contract)."""
+    patterns = list(patterns)
+    if not enabled or len(set(patterns)) < 2:
+        return patterns
+    unique = list(dict.fromkeys(patterns))
+    vectors = embedder.embed(unique, input_type="clustering")
+    sims = cosine_matrix(vectors, vectors)
+    uf = _UnionFind(len(unique))
+    rows, cols = np.nonzero(np.triu(sims >= threshold - COS_EPS, k=1))
+    for i, j in zip(rows.tolist(), cols.tolist()):
+        uf.union(i, j)
+    counts = Counter(patterns)
+    first_seen = {p: i for i, p in enumerate(unique)}
+    members: dict[int, list[str]] = {}
+    for index, pattern in enumerate(unique):
+        members.setdefault(uf.find(index), []).append(pattern)
+    label_of: dict[str, str] = {}
+    for group in members.values():
+        label = min(group, key=lambda p: (-counts[p], first_seen[p]))
+        label_of.update({p: label for p in group})
+    return [label_of[p] for p in patterns]
+
+
+def cluster_verdicts(verdicts: Iterable[Verdict], embedder: Embedder,
+                     synth_settings: SynthSettings) -> list[Cluster]:
+    """Clusters of verdicts by canonical pattern, >= ``min_cluster_size``, largest first."""
+    verdicts = list(verdicts)
+    labels = canonicalize([v.pattern for v in verdicts], embedder,
+                          synth_settings.canon_threshold, synth_settings.canonicalize)
+    groups: dict[str, list[Verdict]] = {}
+    for label, verdict in zip(labels, verdicts):
+        groups.setdefault(label, []).append(verdict)
+    clusters = [Cluster(pattern=label, verdicts=members) for label, members in groups.items()
+                if len(members) >= synth_settings.min_cluster_size]
+    return sorted(clusters, key=lambda c: (-c.size, c.pattern))
+
+
+def skill_cover_text(skill: Skill) -> str:
+    """What a cluster pattern is compared against: the routing surface plus ``applies_when``."""
+    return f"{skill.retrieval_text()} \n{skill.guidance.applies_when}"
+
+
+def cover_guard(clusters: Sequence[Cluster], active_skills: Sequence[Skill], embedder: Embedder,
+                threshold: float, enabled: bool = True) -> tuple[list[Cluster], list[Cluster]]:
+    """(kept, skipped) -- skipped clusters are already covered by an ACTIVE skill."""
+    clusters = list(clusters)
+    active = [s for s in active_skills if s.is_active]
+    if not enabled or not clusters or not active:
+        return clusters, []
+    sims = cosine_matrix(embedder.embed([c.pattern for c in clusters]),
+                         embedder.embed([skill_cover_text(s) for s in active]))
+    kept, skipped = [], []
+    for cluster, row in zip(clusters, sims):
+        best = int(np.argmax(row))
+        if row[best] >= threshold - COS_EPS:
+            skipped.append(replace(cluster, covered_by=active[best].id))
+        else:
+            kept.append(cluster)
+    return kept, skipped

@@ -1,0 +1,31 @@
+"""Builders shared by the core tests (skills with distinct vocabularies, routed capsules)."""
+
+from __future__ import annotations
+
+from ratchet_ray.types import Capsule, Guidance, Skill, capsule_id
+
+TOPICS = [
+    "sliding window subarray span", "prime divisor sqrt factor", "reverse words sentence split",
+    "dictionary frequency counter tally", "sort tuples key order", "binary search sorted midpoint",
+    "regex pattern match substring", "matrix transpose rows columns", "recursion base case depth",
+    "integer overflow modulo arithmetic", "date parsing iso calendar", "heap priority queue smallest",
+]
+
+
+def make_skill(skill_id: str, topic: str, **update) -> Skill:
+    skill = Skill(id=skill_id, name=skill_id, description=f"tasks about {topic}",
+                  intent=f"Solve {topic}", signals_match=topic.split()[:2],
+                  guidance=Guidance(applies_when=f"the task mentions {topic}",
+                                    key_insight=f"think about {topic} {topic}",
+                                    common_pitfalls=[f"forgetting {topic}"],
+                                    verify_before_returning=f"check {topic}"))
+    return Skill.model_validate({**skill.model_dump(), **update})  # validated, unlike model_copy
+
+
+def routed_capsules(run_id: str, skill_id: str, round_: int, passed: int, failed: int,
+                    split: str = "train") -> list[Capsule]:
+    """``passed + failed`` capsules of one round routed to ``skill_id``."""
+    outcomes = [True] * passed + [False] * failed
+    return [Capsule(capsule_id=capsule_id(run_id, round_, split, f"{skill_id}/{i}"), run_id=run_id,
+                    round=round_, split=split, task_id=f"{skill_id}/{i}", skill_id=skill_id,
+                    passed=ok) for i, ok in enumerate(outcomes)]

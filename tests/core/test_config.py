@@ -1,0 +1,115 @@
+"""configs/default.yaml mirrors LoopConfig; each ablation arm changes exactly one knob; bad config
+files and overrides fail with messages naming the file, the key and the valid choices."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ratchet_ray.config import ConfigError, LoopConfig, dump_config, load_config
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+DEFAULT = CONFIGS / "default.yaml"
+ARMS = {
+    "A1": {"router.inject": False},
+    "A2": {"router.mode": "retrieval_only"},
+    "A3": {"meta.enabled": False},
+    "A4": {"curator.min_trials": 20, "curator.retire_tau": 0.0},
+    "A5": {"synth.canonicalize": False},
+    "A6": {"synth.cover_guard": False},
+    "A7": {"curator.active_cap": 100},
+    "A8": {"meta.refresh_every_rounds": 10},
+}
+
+
+def flat(tree: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def test_default_yaml_lists_every_key_with_the_paper_defaults():
+    written = flat(yaml.safe_load(DEFAULT.read_text()))
+    expected = flat(LoopConfig().model_dump(mode="json"))
+    assert written == expected
+    assert load_config([DEFAULT]) == LoopConfig()
+
+
+def test_paper_default_values():
+    c = LoopConfig()
+    assert (c.curator.retire_tau, c.curator.min_trials, c.curator.active_cap) == (0.10, 100, 50)
+    assert (c.rollback.threshold, c.rollback.consecutive) == (0.10, 5)
+    assert (c.synth.window_rounds, c.synth.min_cluster_size) == (6, 3)
+    assert c.synth.canon_threshold == c.synth.cover_threshold == c.synth.dedup_threshold == 0.85
+    assert (c.router.full_bank_max, c.router.shortlist_k) == (20, 10)
+    assert c.meta.refresh_every_rounds >= 1_000_000
+
+
+@pytest.mark.parametrize("arm", sorted(ARMS))
+def test_each_ablation_changes_exactly_its_knob_and_names_the_arm(arm):
+    config = load_config([DEFAULT, CONFIGS / "ablations" / f"{arm}.yaml"])
+    changed = {k: v for k, v in flat(config.model_dump(mode="json")).items()
+               if flat(LoopConfig().model_dump(mode="json"))[k] != v}
+    assert changed == {"arm": arm, **ARMS[arm]}
+
+
+def test_there_are_exactly_eight_arms():
+    assert sorted(p.stem for p in (CONFIGS / "ablations").glob("*.yaml")) == sorted(ARMS)
+
+
+def test_unknown_key_names_file_key_and_valid_keys(tmp_path):
+    path = tmp_path / "typo.yaml"
+    path.write_text("curator:\n  active_cpa: 10\n")
+    with pytest.raises(ConfigError) as err:
+        load_config([DEFAULT, path])
+    message = str(err.value)
+    assert str(path) in message and "curator.active_cpa" in message
+    assert "active_cap" in message and "min_trials" in message
+
+
+def test_unknown_top_level_section(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("curation:\n  active_cap: 10\n")
+    with pytest.raises(ConfigError, match=r"unknown key 'curation' at top level; valid keys: .*curator"):
+        load_config([path])
+
+
+def test_bad_value_lists_valid_values(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("router:\n  mode: vibes\n")
+    with pytest.raises(ConfigError, match=r"router\.mode.*'llm' or 'retrieval_only'"):
+        load_config([path])
+
+
+def test_malformed_yaml_and_non_mapping_name_the_file(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("curator: [\n")
+    with pytest.raises(ConfigError, match=f"{broken}: cannot read YAML"):
+        load_config([broken])
+    listing = tmp_path / "list.yaml"
+    listing.write_text("- a\n")
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        load_config([listing])
+
+
+def test_overrides_apply_last_and_are_validated():
+    config = load_config([DEFAULT], ["curator.active_cap=100", "router.inject=false"])
+    assert config.curator.active_cap == 100 and config.router.inject is False
+    with pytest.raises(ConfigError, match="override 'curator.cap=3': unknown key 'curator.cap'"):
+        load_config([DEFAULT], ["curator.cap=3"])
+    with pytest.raises(ConfigError, match="expected key.sub=value"):
+        load_config([], ["curator.active_cap"])
+    with pytest.raises(ConfigError, match="curator.active_cap"):
+        load_config([], ["curator.active_cap=0"])
+
+
+def test_resolved_config_round_trips(tmp_path):
+    config = load_config([DEFAULT, CONFIGS / "ablations" / "A4.yaml"], ["seed=7"])
+    dump_config(config, tmp_path / "config.yaml")
+    assert load_config([tmp_path / "config.yaml"]) == config

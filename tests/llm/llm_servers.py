@@ -1,0 +1,170 @@
+"""Real loopback servers for the backend tests.
+
+- ``start_katan``: the ``llm-katan`` server (echo backend) speaking the Bedrock runtime and OpenAI
+  protocols on 127.0.0.1.
+- ``WireProxy``: a tiny HTTP proxy on 127.0.0.1 placed between the real boto3 client and
+  llm-katan. It plays the network: scripted error replies (a 429 ThrottlingException once, a 404
+  for an unavailable model) and Cohere embed-v4 ``invoke_model`` replies (llm-katan has no
+  embedding models), forwarding everything else byte for byte.
+- ``start_llama_server``: llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_http(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode} before {url} answered")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"{url} did not answer within {timeout}s")
+
+
+def start_katan(tmp_dir: Path, model: str = "echo-model") -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    script = Path(sys.executable).parent / "llm-katan"
+    proc = subprocess.Popen(
+        [str(script), "--model", model, "--backend", "echo", "--providers", "bedrock,openai",
+         "--host", "127.0.0.1", "--port", str(port), "--stats-file", str(tmp_dir / "katan-stats.json"),
+         "--disable-dashboard", "--log-level", "warning"],
+        stdout=subprocess.DEVNULL, stderr=(tmp_dir / "katan.log").open("w"),
+    )
+    url = f"http://127.0.0.1:{port}"
+    wait_http(f"{url}/health", proc)
+    return proc, url
+
+
+def start_llama_server(tmp_dir: Path, config: dict, timeout: float = 120.0) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    config = {**config, "host": "127.0.0.1", "port": port}
+    config_file = tmp_dir / "llama-server.json"
+    config_file.write_text(json.dumps(config))
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--config_file", str(config_file)],
+                            stdout=subprocess.DEVNULL, stderr=(tmp_dir / "llama-server.log").open("w"))
+    url = f"http://127.0.0.1:{port}"
+    wait_http(f"{url}/v1/models", proc, timeout)
+    return proc, url
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@dataclass
+class Rule:
+    path_contains: str
+    status: int
+    error_type: str
+    message: str
+    times: int | None  # None = every time
+
+
+class WireProxy:
+    def __init__(self, upstream: str | None, embedder=None, embed_shape: str = "by_type"):
+        self.upstream = urlsplit(upstream) if upstream else None
+        self.embedder = embedder
+        self.embed_shape = embed_shape  # "by_type" -> {"float": [...]}, "plain" -> [[...]]
+        self.rules: list[Rule] = []
+        self.seen: list[str] = []
+        self.embed_batches: list[int] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def fail(self, path_contains: str, status: int, error_type: str, message: str, times: int | None = 1):
+        self.rules.append(Rule(path_contains, status, error_type, message, times))
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _scripted(self, path: str) -> Rule | None:
+        for rule in self.rules:
+            if rule.path_contains in path and (rule.times is None or rule.times > 0):
+                if rule.times is not None:
+                    rule.times -= 1
+                return rule
+        return None
+
+    def _embed_reply(self, body: bytes) -> bytes:
+        request = json.loads(body)
+        texts = request["texts"]
+        self.embed_batches.append(len(texts))
+        vectors = self.embedder.embed(texts, request.get("input_type", "search_document")).tolist()
+        embeddings = {"float": vectors} if self.embed_shape == "by_type" else vectors
+        return json.dumps({"id": "e1", "texts": texts, "embeddings": embeddings,
+                           "response_type": "embeddings_by_type" if self.embed_shape == "by_type"
+                           else "embeddings_floats"}).encode()
+
+    def _handler(self):
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                return
+
+            def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self):
+                path = unquote(self.path)
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                proxy.seen.append(path)
+                rule = proxy._scripted(path)
+                if rule is not None:
+                    payload = json.dumps({"message": rule.message}).encode()
+                    self._send(rule.status, payload, {"Content-Type": "application/json",
+                                                      "x-amzn-ErrorType": rule.error_type})
+                    return
+                if proxy.embedder is not None and "embed" in path and path.endswith("/invoke"):
+                    self._send(200, proxy._embed_reply(body), {"Content-Type": "application/json"})
+                    return
+                conn = http.client.HTTPConnection(proxy.upstream.hostname, proxy.upstream.port, timeout=60)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+                conn.request("POST", self.path, body=body, headers=headers)
+                response = conn.getresponse()
+                data = response.read()
+                passed = {k: v for k, v in response.getheaders()
+                          if k.lower() not in ("transfer-encoding", "connection", "content-length")}
+                conn.close()
+                self._send(response.status, data, passed)
+
+        return Handler

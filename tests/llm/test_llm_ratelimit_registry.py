@@ -1,0 +1,111 @@
+"""Rate limiter (in-process and the cluster-wide Ray actor) and the backend registry."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from ratchet_ray.config import LLMSettings
+from ratchet_ray.llm.base import LLMError, Message
+from ratchet_ray.llm.ratelimit import LocalLimiter, RateLimiter, estimate_tokens, make_limiter
+from ratchet_ray.llm.registry import BACKENDS, make_embedder, make_llm
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_requests_per_minute_budget_then_wait():
+    clock = Clock()
+    limiter = RateLimiter(requests_per_minute=3, clock=clock)
+    assert [limiter.reserve(0) for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert limiter.reserve(0) == pytest.approx(20.0)  # 60 s / 3 requests per slot
+    clock.now += 40.0  # two slots refilled, one already booked by the waiting request
+    assert limiter.reserve(0) == pytest.approx(0.0)
+
+
+def test_tokens_per_minute_budget_and_settle_refunds():
+    clock = Clock()
+    limiter = RateLimiter(tokens_per_minute=1000, clock=clock)
+    assert limiter.reserve(800) == 0.0
+    assert limiter.reserve(400) == pytest.approx(12.0)  # 200 short at 1000/60 tokens per second
+    limiter.settle(-400)  # the first call used 400 tokens, not 800
+    assert limiter.reserve(0) == 0.0
+    assert limiter.reserve(10**9) == pytest.approx(48.0)  # booked as 1000 (one minute), 200 were left
+
+
+def test_unlimited_limiter_never_waits_and_negative_limits_are_rejected():
+    slept: list[float] = []
+    limiter = LocalLimiter(0, 0, sleep=slept.append)
+    assert all(limiter.acquire(10**6) == 0.0 for _ in range(100)) and slept == []
+    with pytest.raises(ValueError, match=">= 0"):
+        RateLimiter(requests_per_minute=-1)
+
+
+def test_local_limiter_sleeps_for_the_booked_wait():
+    slept: list[float] = []
+    limiter = LocalLimiter(requests_per_minute=60, sleep=slept.append)
+    for _ in range(61):
+        limiter.acquire(1)
+    assert len(slept) == 1 and 0.9 < slept[0] <= 1.0
+
+
+def test_estimate_counts_prompt_and_reply_budget():
+    assert estimate_tokens([Message("user", "x" * 400)], max_tokens=50) == 150
+
+
+def test_cluster_wide_limiter_is_shared_by_all_workers(ray_local):
+    from actors.rate_limiter import SharedLimiter
+
+    assert isinstance(make_limiter("shared-test", 3, 0), SharedLimiter)
+
+    @ray_local.remote
+    def book(times: int) -> list[float]:
+        from ratchet_ray.llm.ratelimit import make_limiter
+
+        limiter = make_limiter("shared-test", 3, 0)
+        return [ray_local.get(limiter._actor().reserve.remote(1)) for _ in range(times)]
+
+    waits = sorted(w for ws in ray_local.get([book.remote(2), book.remote(2)]) for w in ws)
+    assert waits[:3] == [0.0, 0.0, 0.0] and waits[3] > 15.0  # 4 bookings on one 3/min budget
+    assert make_limiter("shared-test", 3, 0).limits() == (3, 0)
+    from actors.llm_server import release_llm_actors
+
+    assert "ratchet-ratelimit-shared-test-3-0" in release_llm_actors()
+    assert make_limiter("shared-test", 3, 0).acquire(1) == 0.0  # a fresh budget after release
+
+
+def test_unknown_backend_lists_the_valid_ones():
+    with pytest.raises(LLMError, match="valid backends: local, bedrock, openai"):
+        make_llm(LLMSettings(), backend="vertex")
+    with pytest.raises(LLMError, match="unknown LLM backend 'x'"):
+        make_embedder(LLMSettings(), backend="x")
+    assert BACKENDS == ("local", "bedrock", "openai")
+
+
+def test_openai_backend_without_url_says_how_to_set_it(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(LLMError, match="llm.base_url"):
+        make_llm(LLMSettings(backend="openai"))
+
+
+def test_backends_import_lazily():
+    code = ("import sys; from ratchet_ray.config import LLMSettings; from ratchet_ray.llm.registry import make_llm;"
+            "llm = make_llm(LLMSettings(backend='bedrock'));"
+            "assert 'llama_cpp' not in sys.modules and 'openai' not in sys.modules, sorted(sys.modules);"
+            "assert 'boto3' not in sys.modules;"  # the boto3 client is built on first call
+            "print(llm.model)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "global.anthropic.claude-opus-4-7"
+
+
+def test_embedder_follows_backend_unless_set():
+    settings = LLMSettings(backend="bedrock", embedder="openai", base_url="http://127.0.0.1:9/v1")
+    assert type(make_embedder(settings)).__name__ == "OpenAICompatEmbedder"
+    assert type(make_embedder(LLMSettings(backend="bedrock"))).__name__ == "BedrockEmbedder"

@@ -1,0 +1,198 @@
+"""Helper actors and scripted-LLM responders of the loop tests (shipped to Ray workers by value)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+class Worker:
+    """A stateless worker: ``work`` sleeps a little and returns (x*x, pid, setup value)."""
+
+    def __init__(self):
+        self.setup = None
+
+    def configure(self, value):
+        self.setup = value
+
+    def work(self, x, delay=0.05):
+        if x == "boom":
+            raise KeyError("no such thing")
+        time.sleep(delay)
+        return x * x, os.getpid(), self.setup
+
+
+class Suicidal:
+    """Its worker process dies under every call."""
+
+    def work(self, x):
+        os._exit(1)
+
+
+# ---- the governance scenario of test_loop_governance.py ------------------------------------
+WRONG_CODE = "```python\ndef {ep}(*args, **kwargs):\n    return None\n```"
+GENERIC_ID = "generic_fix"
+P_EMPTY, P_OFF_BY_ONE, P_MISREAD = ("ignores empty input", "off by one in range bounds",
+                                    "misreads the task statement")
+UNIQUE_PATTERNS = ("alpha bravo charlie", "delta echo foxtrot", "golf hotel india",
+                   "juliet kilo lima", "mike november oscar", "papa quebec romeo")
+
+
+def specific_id(pattern: str) -> str:
+    return "fix_" + "_".join(pattern.split())
+
+
+GOOD_ID = specific_id(P_OFF_BY_ONE)
+BAD_ID = specific_id(P_MISREAD)
+
+
+class Scenario:
+    """Scripted answers, a pure function of the prompt (each actor holds its own copy).
+
+    Groups of entry points: ``group1`` train tasks fail whatever happens; ``group2`` train tasks
+    pass only with the GOOD skill; eval tasks pass with no skill and fail with one.
+    Router: eval -> GOOD only when it is the sole candidate (else NONE); group1 -> the first
+    candidate that is not GOOD; group2 -> GOOD when offered.
+    Critic: no skill -> P_EMPTY (group1) / P_OFF_BY_ONE (group2); GENERIC -> P_MISREAD; any other
+    skill -> a pattern unique to the task (no cluster forms).
+    Synthesizer: a first draft is always the same generic skill; after feedback (a dedup
+    re-prompt) the draft is specific to the cluster's pattern.
+    """
+
+    def __init__(self, solutions: dict[str, str], group1: list[str], group2: list[str],
+                 eval_eps: list[str]):
+        self.solutions, self.group1, self.group2 = solutions, group1, group2
+        self.eval_eps = eval_eps
+
+    def __call__(self, messages, json_schema=None) -> str:
+        text = "\n".join(m.content for m in messages)
+        for marker, answer in (("# Python programming task", self.solve),
+                               ("# Skill routing", self.route), ("# Failure review", self.critique),
+                               ("# Skill authoring", self.author),
+                               ("# Meta-skill revision", self.revise)):
+            if text.startswith(marker):
+                return answer(text)
+        raise ValueError(f"unscripted prompt: {text[:80]!r}")
+
+    def _entry_point(self, text: str) -> str:
+        import re
+
+        found = [ep for ep in self.solutions if re.search(rf"\b{ep}\(", text)
+                 or f"`{ep}`" in text]
+        if len(found) != 1:
+            raise ValueError(f"cannot tell the task from the prompt (matches {found})")
+        return found[0]
+
+    @staticmethod
+    def _skill(text: str) -> str | None:
+        import re
+
+        match = re.search(r"Guidance \(skill `([^`]+)`\)", text)
+        return match.group(1) if match else None
+
+    def solve(self, text: str) -> str:
+        ep, skill = self._entry_point(text), self._skill(text)
+        good = (skill == GOOD_ID and ep in self.group2) or (skill is None and ep in self.eval_eps)
+        return f"```python\n{self.solutions[ep]}\n```" if good else WRONG_CODE.format(ep=ep)
+
+    def route(self, text: str) -> str:
+        import json
+        import re
+
+        ep = self._entry_point(text)
+        ids = [i for i in re.findall(r"^- ([a-z0-9_\-]+): ", text, re.M) if i != "NONE"]
+        if ep in self.eval_eps:
+            pick = GOOD_ID if ids == [GOOD_ID] else "NONE"
+        elif ep in self.group1:
+            pick = next((i for i in ids if i != GOOD_ID), "NONE")
+        else:
+            pick = GOOD_ID if GOOD_ID in ids else "NONE"
+        return json.dumps({"skill_id": pick})
+
+    def critique(self, text: str) -> str:
+        import json
+
+        ep, skill = self._entry_point(text), self._skill(text)
+        if skill is None:
+            pattern = P_EMPTY if ep in self.group1 else P_OFF_BY_ONE
+        elif skill == GENERIC_ID:
+            pattern = P_MISREAD
+        else:
+            pattern = UNIQUE_PATTERNS[sorted(self.solutions).index(ep) % len(UNIQUE_PATTERNS)]
+        return json.dumps({"rationale": "scripted", "pattern": pattern, "confidence": "high",
+                           "attribution": "inapplicable" if skill is None else "hurt"})
+
+    def author(self, text: str) -> str:
+        import json
+        import re
+
+        pattern = re.search(r"Recurring failure pattern \(\d+ examples shown\): (.+?)"
+                            r"(?: \(x\d+\))?$", text, re.M).group(1)
+        if "Feedback on your previous draft" not in text:
+            words, skill_id = "generic careful reasoning checklist", GENERIC_ID
+        else:
+            words, skill_id = pattern.strip(), specific_id(pattern.strip())
+        filler = " ".join([words] * 4)
+        return json.dumps({
+            "id": skill_id, "name": skill_id, "description": f"tasks prone to {words}",
+            "intent": f"Avoid {words}", "signals_match": words.split()[:3], "tags": ["auto"],
+            "guidance": {"applies_when": filler, "key_insight": filler,
+                         "common_pitfalls": [words], "verify_before_returning": filler}})
+
+    def revise(self, text: str) -> str:
+        import json
+
+        return json.dumps({"body": "# Authoring guide (revised)\n\nDo: name the failure. "
+                                   "Don't: write code. " * 2})
+
+
+
+class SlowCanonical:
+    """Answers every code prompt with the task's canonical solution after ``delay`` seconds."""
+
+    def __init__(self, solutions: dict[str, str], delay: float):
+        self.solutions, self.delay = solutions, delay
+
+    def __call__(self, messages, json_schema=None) -> str:
+        import re
+        import time
+
+        text = messages[-1].content
+        ep = re.search(r"The function must be named `([^`]+)`", text).group(1)
+        time.sleep(self.delay)
+        return f"```python\n{self.solutions[ep]}\n```"
+
+
+# ---- the scenario as a run config (shared by the governance and resume tests) --------------
+GROUP1 = ["Mbpp/2", "Mbpp/3", "Mbpp/4", "Mbpp/6"]   # fail whatever skill they get
+GROUP2 = ["Mbpp/7", "Mbpp/8", "Mbpp/9"]             # pass only with the GOOD skill
+EVAL = ["Mbpp/11", "Mbpp/12", "Mbpp/14", "Mbpp/16"]  # pass with no skill, fail with one
+
+
+def scenario_config(tmp_path, rounds: int):
+    """The scenario's LoopConfig: tiny cap, N_min 3, window 1, rollback after one regression."""
+    import json
+
+    from ratchet_ray.config import load_config
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    subset = tmp_path / "subset.json"
+    subset.write_text(json.dumps({"train_ids": GROUP1 + GROUP2, "eval_ids": EVAL}))
+    return load_config([], [
+        f"results_dir={tmp_path / 'results'}", f"subset={subset}", f"rounds={rounds}",
+        "curator.active_cap=2", "curator.min_trials=3", "synth.window_rounds=1",
+        "rollback.consecutive=1", "workers.solvers=2", "workers.graders=2", "tag=scenario"])
+
+
+def scenario_models():
+    """Models(ScriptedLLM(Scenario), HashEmbedder) for the scenario's tasks."""
+    from fakes import HashEmbedder, ScriptedLLM
+    from ratchet_ray.loop.runtime import Models
+    from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus
+
+    dataset = load_mbpp_plus(None)
+    entry = {t: dataset.problem(t)["entry_point"] for t in GROUP1 + GROUP2 + EVAL}
+    solutions = {entry[t]: dataset.problem(t)["canonical_solution"] for t in entry}
+    llm = ScriptedLLM(Scenario(solutions, [entry[t] for t in GROUP1],
+                               [entry[t] for t in GROUP2], [entry[t] for t in EVAL]))
+    return Models(llm=llm, embedder=HashEmbedder())

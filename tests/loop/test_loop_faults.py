@@ -1,0 +1,60 @@
+"""Fault tolerance on a real local Ray: Solver and Grader actors killed mid-round."""
+
+from __future__ import annotations
+
+import ray
+
+from actors.pools import ResilientPool
+from actors.solver import SolverActor
+from fakes import HashEmbedder, ScriptedLLM
+from loop_helpers import SlowCanonical
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.loop.execute import SplitRunner
+from ratchet_ray.loop.runtime import make_grader_factory
+from ratchet_ray.suites import get_suite
+from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus
+
+TASK_IDS = ["Mbpp/2", "Mbpp/3", "Mbpp/4", "Mbpp/6", "Mbpp/7", "Mbpp/8", "Mbpp/9", "Mbpp/11"]
+
+
+def test_killing_a_solver_and_a_grader_mid_round_loses_nothing(ray_local, tmp_path):
+    config = LoopConfig()
+    by_id = {t.task_id: t for t in get_suite("mbpp").load_tasks(config)}
+    tasks = [by_id[t] for t in TASK_IDS]
+    dataset = load_mbpp_plus(None)
+    solutions = {t.payload["entry_point"]: dataset.problem(t.task_id)["canonical_solution"]
+                 for t in tasks}
+    llm = ScriptedLLM(SlowCanonical(solutions, delay=0.4))
+    solvers = ResilientPool(lambda: SolverActor.options(num_cpus=0).remote(
+        config, llm=llm, embedder=HashEmbedder(), output_kind="code"), 2, name="solver")
+    graders = ResilientPool(make_grader_factory(config, tmp_path), 2, name="grader")
+    solvers.broadcast("set_bank", [])
+    killed: dict[str, object] = {}
+
+    def kill_once(capsule) -> None:
+        # At the first recorded capsule both pools still have jobs in flight: kill one actor of
+        # each while it works on a task.
+        if killed:
+            return
+        killed["solver"] = solvers.running()[0]
+        killed["grader"] = graders.running()[0]
+        ray.kill(killed["solver"])
+        ray.kill(killed["grader"])
+
+    store = EvidenceStore(tmp_path / "run")
+    runner = SplitRunner(run_id="faults", arm="default", seed=42, store=store, solvers=solvers,
+                         graders=graders, on_capsule=kill_once)
+    bench = runner.run(tasks, "eval", 0)
+
+    assert set(killed) == {"solver", "grader"}
+    assert killed["solver"] not in solvers.actors and killed["grader"] not in graders.actors
+    assert solvers.stats.actors_replaced == 1 and graders.stats.actors_replaced == 1
+    assert solvers.stats.resubmitted == 1 and graders.stats.resubmitted == 1
+    # The round completed and every task was graded exactly once, correctly.
+    assert (bench.total, bench.resolved, bench.infra_failures) == (8, 8, 0)
+    rows = store.connect().execute(
+        "SELECT task_id, count(*), bool_and(passed) FROM capsule GROUP BY task_id").fetchall()
+    assert sorted(rows) == sorted((t, 1, True) for t in TASK_IDS)
+    solvers.shutdown()
+    graders.shutdown()

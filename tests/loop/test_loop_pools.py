@@ -1,0 +1,83 @@
+"""ResilientPool on a real local Ray: results, in-method errors, and actors killed mid-job."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import ray
+
+from actors.pools import ResilientPool, drain, map_unordered
+from loop_helpers import Suicidal, Worker
+
+
+RemoteWorker = ray.remote(num_cpus=0)(Worker)
+
+
+def make_pool(size: int) -> ResilientPool:
+    return ResilientPool(lambda: RemoteWorker.remote(), size, name="test")
+
+
+def test_every_item_yields_one_result_and_in_method_errors_are_results(ray_local):
+    pool = make_pool(3)
+    results = map_unordered(pool, "work", [1, 2, "boom", 3, 4])
+    assert sorted(str(r.item) for r in results) == ["1", "2", "3", "4", "boom"]
+    failed = [r for r in results if not r.ok]
+    assert [(r.item, r.exit_status) for r in failed] == [("boom", "KeyError")]
+    assert sorted(r.value[0] for r in results if r.ok) == [1, 4, 9, 16]
+    pool.shutdown()
+
+
+def test_killed_actor_is_replaced_and_its_job_resubmitted_with_setup_replayed(ray_local):
+    pool = make_pool(2)
+    pool.broadcast("configure", "bank-v1")
+    for x in range(8):
+        pool.submit("work", x, 0.5)
+    victim = pool.actors[0]
+
+    def handle(_pool, result):
+        results.append(result)
+
+    results: list = []
+    # Kill one actor while its first job runs; the pool must notice, replace it and resubmit.
+    time.sleep(0.2)
+    ray.kill(victim)
+    drain([pool], handle)
+    assert sorted(r.item for r in results) == list(range(8))  # each item exactly once
+    assert all(r.ok for r in results)
+    assert {r.value[2] for r in results} == {"bank-v1"}  # the replacement got the setup call
+    assert pool.stats.actors_replaced == 1 and pool.stats.resubmitted == 1
+    assert victim not in pool.actors and pool.size == 2
+    pool.shutdown()
+
+
+def test_two_pools_chain_through_one_wait_loop(ray_local):
+    first, second = make_pool(2), make_pool(2)
+    for x in range(5):
+        first.submit("work", x)
+    finals = []
+
+    def handle(pool, result):
+        if pool is first:
+            second.submit("work", result.value[0])  # square again in the second pool
+        else:
+            finals.append(result.value[0])
+
+    drain([first, second], handle)
+    assert sorted(finals) == [x ** 4 for x in range(5)]
+    first.shutdown()
+    second.shutdown()
+
+
+def test_job_on_an_actor_that_keeps_dying_comes_back_failed(ray_local):
+    remote = ray.remote(num_cpus=0, max_restarts=0)(Suicidal)
+    pool = ResilientPool(lambda: remote.remote(), 1, name="dying", max_attempts=2)
+    results = map_unordered(pool, "work", [7])
+    assert len(results) == 1 and not results[0].ok
+    assert results[0].attempts == 2 and results[0].exit_status.endswith("Error")
+    pool.shutdown()
+
+
+def test_size_must_be_positive():
+    with pytest.raises(ValueError, match="size must be >= 1"):
+        ResilientPool(lambda: None, 0, name="empty")

@@ -1,0 +1,47 @@
+"""Meta-synth: a new versioned, active MetaSkill from recent verdict patterns."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fakes import ScriptedLLM
+
+from ratchet_ray.roles.metasynth import bump_version, pattern_counts, refresh
+from ratchet_ray.types import MetaSkill
+
+BODY = "# Authoring guide\n- DO: name the boundary case.\n- DON'T: paste code into skills."
+
+
+@pytest.fixture
+def current() -> MetaSkill:
+    return MetaSkill(id="default_mbpp", suite="mbpp", body="- DO: be specific.")
+
+
+def test_refresh_writes_a_new_version_from_the_patterns(current, verdict_factory):
+    verdicts = [verdict_factory("Mbpp/1", "Off by one"), verdict_factory("Mbpp/2", "off  by one"),
+                verdict_factory("Mbpp/3", "ignores empty input")]
+    llm = ScriptedLLM(lambda messages, schema: json.dumps({"body": BODY}))
+    result = refresh(llm, "mbpp", current, verdicts, round_=7)
+    meta = result.metaskill
+    assert (meta.id, meta.version, meta.status.value, meta.created_round) == (
+        "default_mbpp_v0_2_0", "0.2.0", "active", 7)
+    assert meta.body == BODY and result.error == "" and len(result.replies) == 1
+    prompt = llm.calls[0][0][-1].content
+    assert "off by one (x2)" in prompt and "DO: be specific." in prompt
+
+
+def test_refresh_failure_keeps_replies_and_returns_no_metaskill(current):
+    result = refresh(ScriptedLLM(lambda m, s: "sure!"), "mbpp", current, [])
+    assert result.metaskill is None and result.error.startswith("StructuredOutputError")
+    assert len(result.replies) == 2
+
+
+def test_wrong_suite_is_a_caller_error(current):
+    with pytest.raises(ValueError, match="active_metaskill"):
+        refresh(ScriptedLLM(lambda m, s: ""), "swebench", current, [])
+
+
+def test_helpers():
+    assert bump_version("0.2.0") == "0.3.0" and bump_version("x") == "0.2.0"
+    assert pattern_counts([]) == []

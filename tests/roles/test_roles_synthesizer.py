@@ -1,0 +1,157 @@
+"""Synthesizer against the real SkillBank: cluster -> skill, dedup re-prompt, cover guard, A3."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fakes import HashEmbedder, ScriptedLLM
+
+from ratchet_ray.bank.skill_bank import SkillBank
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.roles.synthesizer import Synthesizer, slugify, unique_id
+from ratchet_ray.roles.workers import SynthesizerWorker
+from ratchet_ray.types import MetaSkill
+
+PATTERN = "treats one as a prime number"
+
+
+@pytest.fixture
+def config() -> LoopConfig:
+    return LoopConfig()
+
+
+@pytest.fixture
+def bank(tmp_path, config) -> SkillBank:
+    return SkillBank(tmp_path / "run", embedder=HashEmbedder(), config=config, run_id="run1")
+
+
+@pytest.fixture
+def cluster(verdict_factory):
+    return [verdict_factory(f"Mbpp/{n}", PATTERN) for n in range(3)]
+
+
+def add_to(bank: SkillBank, round_: int = 1):
+    return lambda skill: bank.add(skill, round_=round_)
+
+
+def test_a_cluster_becomes_an_active_synthesized_skill(bank, config, cluster, skill_reply,
+                                                       prime_task, capsule_factory):
+    llm = ScriptedLLM(lambda messages, schema: skill_reply("Edge Numbers!"))
+    capsule = capsule_factory("Mbpp/0")
+    synth = Synthesizer(llm, HashEmbedder(), config.synth, "mbpp",
+                        tasks={"Mbpp/0": prime_task.model_copy(update={"task_id": "Mbpp/0"})})
+    outcome = synth.run(cluster, bank.active(), None, add_to(bank), 1,
+                        capsules={capsule.capsule_id: capsule})
+    assert outcome.created == ["edge_numbers"] and outcome.failed == []
+    skill = bank.get("edge_numbers")
+    assert skill.is_active and skill.author == "synthesized" and "auto" in skill.tags
+    prompt = llm.calls[0][0][-1].content
+    assert PATTERN in prompt and "(x3)" in prompt
+    assert "is_prime(9) returned True" in prompt  # the capsule snippet
+    assert "whether a number is prime" in prompt  # the task text
+    assert '"verify_before_returning"' in prompt  # the schema lock
+
+
+def test_dedup_hit_reprompts_with_the_duplicates_id(bank, config, cluster, skill_reply):
+    assert bank.add(json.loads(skill_reply("existing_edges")) | {"status": "active"},
+                    round_=0).status == "added"
+    different = json.dumps({
+        "id": "string_bounds", "name": "string_bounds", "description": "slicing text safely",
+        "intent": "Strip and bound-check string slices", "signals_match": ["slice"],
+        "tags": ["auto"], "guidance": {"applies_when": "indexes into strings by position",
+                                       "key_insight": "clamp indices to len(s) before slicing",
+                                       "common_pitfalls": [], "verify_before_returning": ""}})
+    replies = iter([skill_reply("edge_again"), different])  # the first is a near-copy
+    llm = ScriptedLLM(lambda messages, schema: next(replies))
+    outcome = Synthesizer(llm, HashEmbedder(), config.synth, "mbpp").run(
+        cluster, bank.active(), None, add_to(bank), 1)
+    assert outcome.duplicates == ["existing_edges"]
+    assert outcome.created == ["string_bounds"]
+    first, second = (call[0][-1].content for call in llm.calls)
+    assert "existing_edges" in second and "duplicates the existing skill" in second
+    assert "duplicates the existing skill" not in first
+
+
+def test_a_copied_schema_template_is_reprompted(bank, config, cluster, skill_reply):
+    from ratchet_ray.roles.prompts import SKILL_SCHEMA_LOCK
+
+    template = SKILL_SCHEMA_LOCK[SKILL_SCHEMA_LOCK.index("{"):]
+    replies = iter([template, skill_reply("edge_numbers")])
+    llm = ScriptedLLM(lambda messages, schema: next(replies))
+    outcome = Synthesizer(llm, HashEmbedder(), config.synth, "mbpp").run(
+        cluster, [], None, add_to(bank), 1)
+    assert outcome.created == ["edge_numbers"] and "snake_case_id" not in bank.active()[0].id
+    assert "placeholder" in llm.calls[1][0][-1].content
+
+
+def test_gives_up_after_max_reprompts(bank, config, cluster, skill_reply):
+    bank.add(json.loads(skill_reply("existing_edges")), round_=0)
+    llm = ScriptedLLM(lambda messages, schema: skill_reply("edge_again"))
+    outcome = Synthesizer(llm, HashEmbedder(), config.synth, "mbpp").run(
+        cluster, bank.active(), None, add_to(bank), 1)
+    assert outcome.created == [] and len(llm.calls) == 1 + config.synth.max_reprompts
+    assert outcome.failed and "re-prompts" in outcome.failed[0]
+
+
+def test_cover_guard_skips_a_covered_cluster(bank, config, cluster, make_skill, skill_reply):
+    covering = make_skill("prime_one", PATTERN).model_copy(
+        update={"description": PATTERN, "name": "treats_one_as_a_prime_number"})
+    covering = covering.model_copy(update={"guidance": covering.guidance.model_copy(
+        update={"applies_when": PATTERN})})
+    llm = ScriptedLLM(lambda messages, schema: skill_reply("edge_numbers"))
+    synth = Synthesizer(llm, HashEmbedder(), config.synth, "mbpp")
+    outcome = synth.run(cluster, [covering], None, add_to(bank), 1)
+    assert outcome.skipped_clusters == [PATTERN] and outcome.created == [] and llm.calls == []
+    # A6: the guard off synthesises the same cluster.
+    no_guard = Synthesizer(llm, HashEmbedder(), config.synth.model_copy(
+        update={"cover_guard": False}), "mbpp")
+    assert no_guard.run(cluster, [covering], None, add_to(bank), 1).created == ["edge_numbers"]
+
+
+def test_small_clusters_are_not_targets(bank, config, verdict_factory, skill_reply):
+    llm = ScriptedLLM(lambda messages, schema: skill_reply("edge_numbers"))
+    verdicts = [verdict_factory("Mbpp/1", PATTERN), verdict_factory("Mbpp/2", PATTERN)]
+    outcome = Synthesizer(llm, HashEmbedder(), config.synth, "mbpp").run(
+        verdicts, [], None, add_to(bank), 1)
+    assert outcome.created == [] and llm.calls == []
+
+
+def test_metaskill_is_the_authoring_prior_and_a3_drops_it(bank, cluster, skill_reply):
+    meta = MetaSkill(id="mbpp_meta", suite="mbpp", body="DO: name the failure. DON'T: write code.")
+    llm = ScriptedLLM(lambda messages, schema: skill_reply(f"skill_{len(llm.calls)}"))
+    with_meta = SynthesizerWorker(LoopConfig(), llm=llm, embedder=HashEmbedder())
+    with_meta.run(cluster, [], meta, bank, 1)
+    assert "Authoring guide" in llm.calls[-1][0][-1].content
+    assert "DON'T: write code." in llm.calls[-1][0][-1].content
+    a3 = SynthesizerWorker(LoopConfig(meta={"enabled": False}), llm=llm, embedder=HashEmbedder())
+    a3.run(cluster, [], meta, bank, 2)
+    prompt = llm.calls[-1][0][-1].content
+    assert "Authoring guide" not in prompt and "DON'T: write code." not in prompt
+    assert '"key_insight"' in prompt  # the schema lock is not part of the meta-skill
+
+
+def test_at_most_max_new_per_round_largest_first(bank, config, verdict_factory, skill_reply):
+    other = "reverses the output list order"
+    verdicts = ([verdict_factory(f"Mbpp/{n}", PATTERN) for n in range(4)]
+                + [verdict_factory(f"Mbpp/{n}", other) for n in range(10, 13)])
+    llm = ScriptedLLM(lambda messages, schema: skill_reply("edge_numbers"))
+    settings = config.synth.model_copy(update={"max_new_per_round": 1})
+    outcome = Synthesizer(llm, HashEmbedder(), settings, "mbpp").run(
+        verdicts, [], None, add_to(bank), 1)
+    assert outcome.created == ["edge_numbers"] and outcome.deferred == [other]
+    assert "(x4)" in llm.calls[0][0][-1].content
+
+
+def test_garbled_drafts_fail_the_cluster_without_raising(bank, config, cluster):
+    llm = ScriptedLLM(lambda messages, schema: "Here is a great skill: be careful.")
+    outcome = Synthesizer(llm, HashEmbedder(), config.synth, "mbpp").run(
+        cluster, [], None, add_to(bank), 1)
+    assert outcome.created == [] and len(outcome.replies) == 2
+    assert outcome.failed[0].startswith(PATTERN + ": StructuredOutputError")
+
+
+def test_ids_are_slugified_and_unique():
+    assert slugify("Edge Numbers!  (v2)") == "edge_numbers_v2"
+    assert slugify("***") == "skill"
+    assert unique_id("edge", {"edge", "edge_2"}) == "edge_3"

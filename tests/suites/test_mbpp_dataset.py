@@ -1,0 +1,88 @@
+"""MBPP+ loading, Task rows, and the per-task ground-truth cache (real evalplus)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import pickle
+
+import pytest
+
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.suites import get_suite
+from ratchet_ray.suites.mbpp.dataset import MBPP_PLUS_TASKS, DatasetError, load_mbpp_plus
+
+
+def test_suite_loads_all_378_tasks_in_numeric_order(mbpp_dataset):
+    suite = get_suite("mbpp")
+    assert (suite.name, suite.output_kind) == ("mbpp", "code")
+    tasks = suite.load_tasks(LoopConfig(dataset_path=mbpp_dataset.source))
+    assert len(tasks) == MBPP_PLUS_TASKS
+    assert tasks[0].task_id == "Mbpp/2" and tasks[1].task_id == "Mbpp/3"
+    first = tasks[0]
+    assert first.suite == "mbpp"
+    assert first.prompt.startswith("Write a function to find the shared elements")
+    assert first.payload["entry_point"] == "similar_elements"
+    assert first.payload["example_tests"][0].startswith("assert set(similar_elements(")
+    assert first.payload["dataset_hash"] == mbpp_dataset.dataset_hash
+    assert "canonical_solution" not in first.payload and '"""' not in first.prompt
+
+
+def test_hash_matches_evalplus(mbpp_dataset):
+    from evalplus.data.mbpp import get_mbpp_plus_hash
+
+    # conftest sets MBPP_OVERRIDE_PATH before evalplus is imported, so evalplus hashes the same file
+    assert mbpp_dataset.dataset_hash == get_mbpp_plus_hash()
+
+
+def test_inputs_are_deserialised_like_evalplus(mbpp_dataset):
+    # Mbpp/2 takes tuples; the JSON file stores lists
+    assert isinstance(mbpp_dataset.problem("Mbpp/2")["base_input"][0][0], tuple)
+
+
+def test_missing_or_malformed_file_names_path_and_fix(tmp_path):
+    with pytest.raises(DatasetError, match="does not exist.*dataset_path"):
+        load_mbpp_plus(str(tmp_path / "nope.jsonl.gz"))
+    bad = tmp_path / "bad.jsonl.gz"
+    with gzip.open(bad, "wt") as handle:
+        handle.write(json.dumps({"task_id": "Mbpp/2"}) + "\n")
+    with pytest.raises(DatasetError, match="record 1: missing fields"):
+        load_mbpp_plus(str(bad))
+
+
+def test_unknown_task_id_names_the_dataset(mbpp_dataset):
+    with pytest.raises(KeyError, match="not in the MBPP\\+ dataset"):
+        mbpp_dataset.problem("Mbpp/999999")
+
+
+def test_groundtruth_is_per_task_and_never_under_the_full_hash(groundtruth_store, mbpp_dataset):
+    files = sorted(p.name for p in groundtruth_store.cache_dir.glob("*.pkl"))
+    assert f"{mbpp_dataset.dataset_hash}.pkl" not in files
+    assert f"{mbpp_dataset.dataset_hash}-Mbpp_2.pkl" in files
+    with open(groundtruth_store.path("Mbpp/2"), "rb") as handle:
+        oracle = pickle.load(handle)
+    assert list(oracle) == ["Mbpp/2"]
+    assert set(oracle["Mbpp/2"]) == {"base", "base_time", "plus", "plus_time"}
+    assert oracle["Mbpp/2"]["base"][0] == (4, 5)
+    assert not list(groundtruth_store.cache_dir.glob(".staging-*"))  # staging cleaned up
+
+
+def test_groundtruth_matches_evalplus_get_groundtruth(groundtruth_store, mbpp_dataset, tmp_path, monkeypatch):
+    import evalplus.evaluate
+    from evalplus.eval._special_oracle import MBPP_OUTPUT_NOT_NONE_TASKS
+    from evalplus.evaluate import get_groundtruth
+
+    monkeypatch.setattr(evalplus.evaluate, "CACHE_DIR", str(tmp_path))  # keep ~/.cache clean
+
+    problem = {"Mbpp/3": mbpp_dataset.problem("Mbpp/3")}
+    direct = get_groundtruth(problem, "direct-Mbpp_3", MBPP_OUTPUT_NOT_NONE_TASKS)["Mbpp/3"]
+    stored = groundtruth_store.load("Mbpp/3")
+    assert stored["base"] == direct["base"] and stored["plus"] == direct["plus"]
+
+
+def test_second_ensure_is_memoised_and_computes_nothing(groundtruth_store):
+    before = dict(groundtruth_store.timings)
+    paths = groundtruth_store.ensure(["Mbpp/2", "Mbpp/3"])
+    assert groundtruth_store.timings == before
+    assert all(path.is_file() for path in paths.values())
+    assert all(seconds >= 0 for seconds in before.values()) and before  # measured per task
