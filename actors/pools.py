@@ -1,7 +1,7 @@
 """Fault-tolerant actor pools: fan work out over N stateless actors with ``ray.wait`` loops.
 
 Contracts:
-- ``ResilientPool(make_actor, size, name=...)`` owns ``size`` actor handles made by ``make_actor()``.
+- ``ResilientPool(make_actor, size, name=...)`` owns ``size`` actor handles from ``make_actor()``.
   ``submit(method, item, *args)`` queues one call ``actor.<method>(item, *args)``; at most one call
   is in flight per actor, so work spreads evenly and a dead actor takes at most one job with it.
 - ``complete(ref)`` turns a finished object ref into a ``PoolResult`` (value or error). When the
@@ -53,7 +53,7 @@ class PoolResult:
 
     @property
     def exit_status(self) -> str:
-        """``"ok"`` or the name of the exception that ended the job (the user's, not Ray's wrapper)."""
+        """``"ok"`` or the name of the exception that ended the job (its cause, not a wrapper)."""
         return "ok" if self.error is None else type(self.error).__name__
 
 
@@ -132,7 +132,7 @@ class ResilientPool:
         self._dispatch()
 
     def broadcast(self, method: str, *args: Any) -> None:
-        """Call ``method(*args)`` on every actor and wait; replacement actors replay the latest call.
+        """Call ``method(*args)`` on every actor and wait; replacements replay the latest call.
 
         Used for per-round setup such as ``set_bank(skills)``: a Solver that replaces a dead one
         must see the same bank snapshot as its peers.
@@ -148,8 +148,9 @@ class ResilientPool:
                 try:
                     ray.get(ref)  # ready already: this only surfaces the outcome
                 except RayActorError as err:
-                    log.warning("pool %s: actor died during %s (%s); replacing", self.name, method, err)
-                    self._replace(slot)  # the replacement replays every setup call, this one included
+                    log.warning("pool %s: actor died during %s (%s); replacing",
+                                self.name, method, err)
+                    self._replace(slot)  # the replacement replays every setup call, this one too
 
     def complete(self, ref: Any) -> PoolResult | None:
         """Resolve a finished ref. ``None`` means its actor died and the job was resubmitted."""

@@ -26,7 +26,7 @@ from ratchet_ray.cli.run import build_overrides
 
 
 def done_probes(out: Path) -> set[tuple[str, int]]:
-    """(task_id, probe) pairs already in ``out``; a torn final line (killed mid-write) is removed."""
+    """(task_id, probe) pairs already in ``out``; a torn last line (killed mid-write) is removed."""
     if not out.is_file():
         return set()
     data = out.read_bytes()
@@ -48,18 +48,25 @@ def _row(suite: str, task_id: str, probe: int, outcome: Any, grade: Any, failure
         "output_tokens": sum(r.output_tokens for r in replies),
         "cost_usd": sum(r.cost_usd for r in replies),
         "latency_s": round(outcome.latency_s if outcome is not None else 0.0, 3),
-        "backend": replies[-1].backend if replies else "", "model": replies[-1].model if replies else "",
+        "backend": replies[-1].backend if replies else "",
+        "model": replies[-1].model if replies else "",
     }
 
 
-def run_baseline(config: Any, out: Path, probes: int, limit: int | None) -> tuple[int, int]:
-    """Fill ``out`` up to ``probes`` probes per task; returns (probes run now, probes passed now)."""
+def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
+                 models: Any = None) -> tuple[int, int]:
+    """Fill ``out`` up to ``probes`` probes per task; returns (probes run now, probes passed now).
+
+    ``models`` (a ``loop.runtime.Models``) replaces the LLM, as in ``run_loop``.
+    """
     import ray
 
     from actors.pools import ResilientPool, drain
     from actors.solver import SolverActor
-    from ratchet_ray.loop.runtime import ROLE_RESOURCES, connect_ray, make_grader_factory
+    from ratchet_ray.loop.runtime import ROLE_RESOURCES, Models, connect_ray, make_grader_factory
     from ratchet_ray.suites import get_suite
+
+    models = models or Models()
 
     tasks = get_suite(config.suite).load_tasks(config)[:limit]
     done = done_probes(out)
@@ -69,9 +76,10 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None) -> tupl
     started_ray = connect_ray()
     workdir = out.parent / f"{out.stem}_workdir"
     workdir.mkdir(parents=True, exist_ok=True)
-    solvers = ResilientPool(lambda: SolverActor.options(**ROLE_RESOURCES["solver"]).remote(config),
-                            config.workers.solvers, name="solver")
-    graders = ResilientPool(make_grader_factory(config, workdir), config.workers.graders, name="grader")
+    solvers = ResilientPool(lambda: SolverActor.options(**ROLE_RESOURCES["solver"]).remote(
+        config, llm=models.llm, embedder=models.embedder), config.workers.solvers, name="solver")
+    graders = ResilientPool(make_grader_factory(config, workdir), config.workers.graders,
+                            name="grader")
     solvers.broadcast("set_bank", [])
     outcomes: dict[tuple[str, int], Any] = {}
     counts = [0, 0]

@@ -143,7 +143,8 @@ def select_subset(rows: list[dict[str, Any]], *, suite: str, n_hard: int, n_trai
     return doc
 
 
-def subset_path(out_dir: Path, suite: str, n_hard: int, n_train: int, n_eval: int, seed: int) -> Path:
+def subset_path(out_dir: Path, suite: str, n_hard: int, n_train: int, n_eval: int,
+                seed: int) -> Path:
     return out_dir / f"{suite}_hard{n_hard}_t{n_train}_e{n_eval}_seed{seed}.json"
 
 

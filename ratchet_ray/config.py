@@ -117,9 +117,10 @@ class WorkerSettings(BaseModel):
 class GraderSettings(BaseModel):
     model_config = _STRICT
     timeout_s: float = Field(default=20.0, gt=0)
-    """Wall-clock limit per MBPP+ task (per SWE-bench command for Docker)."""
-    memory_mb: int = Field(default=1024, gt=0)
-    """Address-space limit of the sandboxed process."""
+    """MBPP+: time budget floor per task; tasks whose reference solution is slow get what
+    evalplus's per-test limits allow (up to 136 s). SWE-bench: the limit of each Docker command."""
+    memory_mb: int = Field(default=4096, gt=0)
+    """Address-space limit of the sandboxed process (evalplus's own default)."""
     instance_deadline_s: float = Field(default=1800.0, gt=0)
     """SWE-bench: whole-instance deadline, separate from per-command timeouts."""
 

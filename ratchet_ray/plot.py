@@ -66,7 +66,8 @@ def _summary_markdown(data: dict[str, Any], m: LoopMetrics, window: int) -> str:
         return "n/a" if x is None else f"{x:.3f}"
 
     note = "" if len(m.window_rounds) >= window else (
-        f" (only {len(m.window_rounds)} round(s) after round 0; the window is shorter than {window})")
+        f" (only {len(m.window_rounds)} round(s) after round 0; the window is shorter "
+        f"than {window})")
     lines = [
         f"# {data.get('run_id', 'run')}",
         "",
@@ -82,7 +83,8 @@ def _summary_markdown(data: dict[str, Any], m: LoopMetrics, window: int) -> str:
         f"| rollbacks | {len(m.rollbacks)} {m.rollbacks if m.rollbacks else ''} |",
         f"| final bank | {m.final_active} active, {m.final_deprecated} deprecated |",
         "",
-        "| round | eval pass@1 | train pass@1 | active | deprecated | created | retired | rollback |",
+        "| round | eval pass@1 | train pass@1 | active | deprecated | created | retired "
+        "| rollback |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in data.get("rounds", []):

@@ -49,7 +49,8 @@ def build_overrides(suite: str, *, rounds: int | None = None, n_train: int | Non
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Config override, e.g. --set curator.active_cap=100 (repeatable).")
 @click.option("--llm", type=click.Choice(["local", "bedrock", "openai"]), help="LLM backend.")
-@click.option("--no-synth", is_flag=True, help="No new skills; capsules, critic, curator still run.")
+@click.option("--no-synth", is_flag=True,
+              help="No new skills; capsules, critic and curator still run.")
 @click.option("--meta-every", type=click.IntRange(min=1), help="Meta-synth every N rounds.")
 @click.option("--resume", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Continue this run dir (its config.yaml is used as is).")
@@ -60,7 +61,7 @@ def build_overrides(suite: str, *, rounds: int | None = None, n_train: int | Non
 def run(suite: str | None, resume: Path | None, quiet: bool, **flags) -> None:
     """Run the Ratchet skill loop on SUITE (mbpp or swebench), or --resume a run."""
     from ratchet_ray.config import ConfigError, load_config
-    from ratchet_ray.loop.driver import run_loop
+    from ratchet_ray.loop.driver import RunSetupError, run_loop
 
     given = [k for k in _CONFIG_FLAGS if flags.get(k) not in (None, False, ())]
     if resume is not None:
@@ -68,10 +69,13 @@ def run(suite: str | None, resume: Path | None, quiet: bool, **flags) -> None:
             raise click.UsageError(f"--resume continues {resume} with its own config.yaml; drop "
                                    f"{', '.join('--' + k.replace('_', '-') for k in given)}")
         config = None
-        if suite is not None and resume is not None:
+        if suite is not None:
             from ratchet_ray.loop.rundir import RunDir
 
-            saved = RunDir.open(resume).config().suite
+            try:
+                saved = RunDir.open(resume).config().suite
+            except FileNotFoundError as exc:
+                raise click.UsageError(str(exc)) from exc
             if saved != suite:
                 raise click.UsageError(f"{resume} is a {saved} run, not {suite}")
     else:
@@ -86,8 +90,15 @@ def run(suite: str | None, resume: Path | None, quiet: bool, **flags) -> None:
 
     def announce(path: Path) -> None:
         click.echo(f"run dir: {path}", err=True)
+        if "runtime_resources" in path.parts:
+            # `ray job submit --working-dir .` runs in a temporary copy that Ray deletes later.
+            click.echo("warning: the run dir is inside this job's temporary working dir; pass "
+                       "--set results_dir=/an/absolute/path on the head node to keep it", err=True)
 
-    path = run_loop(config, resume=resume, show_progress=not quiet, announce=announce)
+    try:
+        path = run_loop(config, resume=resume, show_progress=not quiet, announce=announce)
+    except RunSetupError as exc:
+        raise click.UsageError(str(exc)) from exc
     click.echo(str(path))
 
 

@@ -17,8 +17,8 @@ Contracts:
 
 from __future__ import annotations
 
-import hashlib
 import atexit
+import hashlib
 import json
 import os
 import tempfile

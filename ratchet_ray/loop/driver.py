@@ -108,13 +108,29 @@ def _pick(tasks: list[Task], ids: list[str], where: str) -> list[Task]:
     missing = [i for i in ids if i not in by_id]
     if missing:
         raise ValueError(f"{where}: {len(missing)} task id(s) are not in the suite (e.g. "
-                         f"{missing[:3]}); was the dataset changed? use the original --dataset-path")
+                         f"{missing[:3]}); was the dataset changed? use the original "
+                         "--dataset-path")
     return [by_id[i] for i in ids]
+
+
+class RunSetupError(ValueError):
+    """The run cannot start (bad run dir, suite, dataset or split); the message says the fix."""
 
 
 def open_run(config: LoopConfig | None, resume: Path | None) -> tuple[RunDir, LoopConfig,
                                                                       list[Task], list[Task]]:
-    """Create a new run dir from ``config`` or reopen ``resume``; returns the run and its tasks."""
+    """Create a new run dir from ``config`` or reopen ``resume``; returns the run and its tasks.
+
+    Raises ``RunSetupError`` for anything the user can fix (nothing has been run yet).
+    """
+    try:
+        return _open_run(config, resume)
+    except (FileNotFoundError, FileExistsError, ValueError, KeyError) as exc:
+        raise RunSetupError(str(exc).strip("'\"")) from exc
+
+
+def _open_run(config: LoopConfig | None, resume: Path | None) -> tuple[RunDir, LoopConfig,
+                                                                       list[Task], list[Task]]:
     if resume is not None:
         run = RunDir.open(resume)
         config = run.config()
@@ -168,6 +184,9 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
                 run_round(ctx, round_)
         log.info("run %s finished %d rounds", run.path, config.rounds)
         return run.path
+    except BaseException:
+        log.exception("run stopped; continue it with --resume %s", run.path)
+        raise
     finally:
         if runtime is not None:
             runtime.shutdown()

@@ -158,7 +158,8 @@ class SplitRunner:
             outcome = outcomes.pop(task.task_id)
             calls = call_rows(outcome, run_id=self.run_id, round_=round_)
             if result.ok:
-                record(self._capsule(task, split, round_, outcome=outcome, grade=result.value), calls)
+                record(self._capsule(task, split, round_, outcome=outcome, grade=result.value),
+                       calls)
             else:
                 record(self._capsule(task, split, round_, outcome=outcome,
                                      failure=result.exit_status), calls)
@@ -187,7 +188,8 @@ def bench_from_evidence(store: EvidenceStore, round_: int, split: str,
     missing = sorted(set(task_ids) - set(counts))
     if twice or missing:
         raise RuntimeError(f"round {round_} {split}: evidence holds {len(twice)} task(s) more than "
-                           f"once (e.g. {twice[:3]}) and lacks {len(missing)} (e.g. {missing[:3]}); "
+                           f"once (e.g. {twice[:3]}) and lacks {len(missing)} "
+                           f"(e.g. {missing[:3]}); "
                            f"inspect {store.root / 'capsule'}")
     wanted = set(task_ids)
     return BenchResult(split=split, round=round_, total=len(wanted),

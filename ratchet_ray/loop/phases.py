@@ -1,4 +1,5 @@
-"""The phases of one round, in order: eval, rollback, train, critic, metasynth, synth, curate, snapshot.
+"""The phases of one round, in order:
+eval, rollback, train, critic, metasynth, synth, curate, snapshot.
 
 Every phase is ``phase(ctx, round_, summary) -> note`` and fills its part of the ``RoundSummary``.
 

@@ -39,7 +39,7 @@ _TAG_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 
 
 def run_name(config: LoopConfig, n_train: int, n_eval: int, now: datetime | None = None) -> str:
-    """``<suite>_r<R>_t<N>_e<M>_<UTCts>[_<tag>]``, e.g. ``mbpp_r10_t60_e40_20260101T120000Z_smoke``."""
+    """``<suite>_r<R>_t<N>_e<M>_<UTCts>[_<tag>]``, e.g. ``mbpp_r10_t60_e40_20260101T120000Z``."""
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
     name = f"{config.suite}_r{config.rounds}_t{n_train}_e{n_eval}_{stamp}"
     if config.tag:
@@ -79,7 +79,7 @@ class RunDir:
     @classmethod
     def create(cls, config: LoopConfig, train_ids: list[str], eval_ids: list[str],
                now: datetime | None = None) -> "RunDir":
-        parent = Path(config.results_dir) / config.suite
+        parent = Path(config.results_dir).resolve() / config.suite
         path = parent / run_name(config, len(train_ids), len(eval_ids), now)
         if path.exists():
             raise FileExistsError(f"run dir {path} already exists; resume it with --resume {path} "
@@ -138,7 +138,7 @@ class RunDir:
         return sorted(found, key=lambda s: s.round)
 
     def write_loop_json(self, config: LoopConfig, summaries: list[RoundSummary]) -> None:
-        """``loop.json``: the run's identity and one row per finished round (what ``plot`` reads)."""
+        """``loop.json``: the run's identity and one row per finished round (``plot`` reads it)."""
         rows = []
         for s in summaries:
             row = s.model_dump(mode="json")

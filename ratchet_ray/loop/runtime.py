@@ -53,7 +53,7 @@ class Models:
 
 
 def connect_ray() -> bool:
-    """Join ``RAY_ADDRESS`` if set, else start a loopback-only local Ray. True if Ray was started."""
+    """Join ``RAY_ADDRESS`` if set, else start a loopback-only local Ray; True if it started Ray."""
     if ray.is_initialized():
         return False
     if os.environ.get("RAY_ADDRESS"):

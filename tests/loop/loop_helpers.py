@@ -170,7 +170,8 @@ EVAL = ["Mbpp/11", "Mbpp/12", "Mbpp/14", "Mbpp/16"]  # pass with no skill, fail 
 
 
 def scenario_config(tmp_path, rounds: int):
-    """The scenario's LoopConfig: tiny cap, N_min 3, window 1, rollback after one regression."""
+    """The scenario's LoopConfig: tiny cap, N_min 3, window 1, rollback after one regression,
+    meta-synth after every second round."""
     import json
 
     from ratchet_ray.config import load_config
@@ -181,7 +182,8 @@ def scenario_config(tmp_path, rounds: int):
     return load_config([], [
         f"results_dir={tmp_path / 'results'}", f"subset={subset}", f"rounds={rounds}",
         "curator.active_cap=2", "curator.min_trials=3", "synth.window_rounds=1",
-        "rollback.consecutive=1", "workers.solvers=2", "workers.graders=2", "tag=scenario"])
+        "rollback.consecutive=1", "meta.refresh_every_rounds=2", "workers.solvers=2",
+        "workers.graders=2", "tag=scenario"])
 
 
 def scenario_models():
@@ -196,3 +198,19 @@ def scenario_models():
     llm = ScriptedLLM(Scenario(solutions, [entry[t] for t in GROUP1],
                                [entry[t] for t in GROUP2], [entry[t] for t in EVAL]))
     return Models(llm=llm, embedder=HashEmbedder())
+
+
+class CanonicalFor:
+    """Answers a code prompt with the canonical solution for the entry points in ``solutions``
+    and with wrong code for every other task."""
+
+    def __init__(self, solutions: dict[str, str]):
+        self.solutions = solutions
+
+    def __call__(self, messages, json_schema=None) -> str:
+        import re
+
+        ep = re.search(r"The function must be named `([^`]+)`", messages[-1].content).group(1)
+        if ep in self.solutions:
+            return f"```python\n{self.solutions[ep]}\n```"
+        return WRONG_CODE.format(ep=ep)

@@ -51,7 +51,7 @@ def test_scripted_loop_walks_through_every_governance_mechanism(ray_local, tmp_p
                             "GROUP BY ALL ORDER BY ALL").fetchall()
     assert per_round == [(r, s, n, n) for r in range(4) for s, n in (("eval", 4), ("train", 7))]
     roles = {r for (r,) in con.execute("SELECT DISTINCT role FROM llm_call").fetchall()}
-    assert roles == {"router", "solver", "critic", "synthesizer"}
+    assert roles == {"router", "solver", "critic", "synthesizer", "metasynth"}
     assert checkpoint_active(run_dir, 0) == []
 
     # Round 0: no skills; 7 train failures -> 7 verdicts -> two clusters. The second cluster's
@@ -75,6 +75,10 @@ def test_scripted_loop_walks_through_every_governance_mechanism(ray_local, tmp_p
     assert s1["skills_created"] == [BAD_ID] and s1["skills_evicted"] == [GENERIC_ID]
     assert ("evicted", GENERIC_ID) in events(store, 1)
     assert checkpoint_active(run_dir, 2) == sorted([BAD_ID, GOOD_ID])
+    # Meta-synth is due after round 1 (every 2 rounds): a new meta-skill replaces the default.
+    meta = s1["metaskill_created"]
+    assert meta and ("meta_added", meta) in events(store, 1)
+    assert sum(e == "meta_retired" for e, _ in events(store, 1)) == 1
 
     # Round 2: BAD takes group1 and fails 4 of 4 trials -> contribution -1 -> retired.
     s2 = summary(run_dir, 2)
@@ -89,6 +93,8 @@ def test_scripted_loop_walks_through_every_governance_mechanism(ray_local, tmp_p
     s3 = summary(run_dir, 3)
     assert s3["eval"]["resolved"] == 0 and s3["rollback_fired"] and s3["restored_round"] == 0
     assert ("restored", GOOD_ID) in events(store, 3)
+    assert ("meta_restored", meta) in events(store, 3)  # round 0's meta-skill is back
+    assert s3["metaskill_created"] is None  # due after round 3, but skipped by the rollback
     assert not (run_dir / "round_03" / "synth_skills.json").exists()
     assert not (run_dir / "round_03" / "curate.json").exists()
     assert checkpoint_active(run_dir, 4) == []

@@ -64,7 +64,8 @@ def test_plot_of_a_folder_without_loop_json_names_the_fix(tmp_path):
 def _baseline(path: Path, suite: str, n_tasks: int, probes: int = 5) -> None:
     lines = []
     for i in range(n_tasks):
-        task = f"repo{i // 6 % 4}__repo{i // 6 % 4}-{1000 + i}" if suite == "swebench" else f"Mbpp/{i}"
+        repo = f"repo{i // 6 % 4}"
+        task = f"{repo}__{repo}-{1000 + i}" if suite == "swebench" else f"Mbpp/{i}"
         for probe in range(probes):
             # solved on (i % 6) probes: i % 6 == 5 means solved on every probe (not hard)
             lines.append(json.dumps({"suite": suite, "task_id": task, "probe": probe,

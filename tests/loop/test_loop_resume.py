@@ -30,8 +30,10 @@ def totals(run_dir: Path) -> dict:
     run = RunDir(run_dir)
     return {
         "capsules": con.execute("SELECT round, split, count(*), count(DISTINCT capsule_id), "
-                                "count_if(passed) FROM capsule GROUP BY ALL ORDER BY ALL").fetchall(),
-        "routes": con.execute("SELECT round, task_id, skill_id FROM capsule ORDER BY ALL").fetchall(),
+                                "count_if(passed) FROM capsule GROUP BY ALL ORDER BY ALL"
+                                ).fetchall(),
+        "routes": con.execute("SELECT round, task_id, skill_id FROM capsule ORDER BY ALL"
+                              ).fetchall(),
         "verdicts": con.execute("SELECT round, count(*), count(DISTINCT capsule_id) FROM verdict "
                                 "GROUP BY ALL ORDER BY ALL").fetchall(),
         "rounds": con.execute("SELECT round, eval_resolved, train_resolved, rollback_fired "

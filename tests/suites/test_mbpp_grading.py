@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import GRADED_TASKS  # tests/suites/conftest.py
+from mbpp_cases import GRADED_TASKS
 
 
 def fenced(code: str) -> str:

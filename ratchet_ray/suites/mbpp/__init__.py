@@ -1,10 +1,10 @@
 """MBPP+ (evalplus v0.2.0, 378 tasks): tasks for the loop and sandboxed evalplus grading.
 
 ``MbppSuite`` implements the ``Suite`` protocol of ``ratchet_ray.suites.base``:
-- ``load_tasks(config)`` -> one ``Task`` per problem (``task_id`` like ``"Mbpp/2"``, ``prompt`` = the
-  description with its example assert, ``payload`` = ``entry_point``, ``example_tests``,
-  ``dataset_hash``), read from ``config.dataset_path``, else ``MBPP_OVERRIDE_PATH``, else
-  evalplus's download;
+- ``load_tasks(config)`` -> one ``Task`` per problem (``task_id`` like ``"Mbpp/2"``,
+  ``prompt`` = the description with its example assert, ``payload`` = ``entry_point``,
+  ``example_tests``, ``dataset_hash``), read from ``config.dataset_path``, else
+  ``MBPP_OVERRIDE_PATH``, else evalplus's download;
 - ``make_grader(config, run_dir)`` -> ``MbppGrader`` (see grader.py for exit statuses and
   sandbox.py / confine.py for the isolation).
 

@@ -165,7 +165,7 @@ def confine_forks(uid: int | None) -> None:
 
     def after_fork_in_child() -> None:
         try:
-            if uid is not None:
+            if uid is not None and os.getuid() != uid:  # nested forks are already confined
                 os.setgroups([])
                 os.setgid(uid)
                 os.setuid(uid)

@@ -5,7 +5,8 @@ Contracts:
   builds them (inputs deserialised per task) plus the dataset hash evalplus uses (md5 of the file's
   bytes). Source, in order: ``dataset_path`` (config ``dataset_path``), else the
   ``MBPP_OVERRIDE_PATH`` environment variable, else evalplus's own cached download. A given
-  path that does not exist or is not an MBPP+ file raises ``DatasetError`` naming the path and the fix.
+  path that does not exist or is not an MBPP+ file raises ``DatasetError`` naming the path and
+  the fix.
 - ``to_tasks(dataset)`` gives one ``Task`` per problem, ordered by numeric id (``Mbpp/2`` first);
   the payload never carries the canonical solution or the hidden tests.
 """

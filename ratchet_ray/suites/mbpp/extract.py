@@ -1,9 +1,9 @@
 """Turn a model's free-form answer into the Python module that MBPP+ grades.
 
-Contract: ``extract_code(output, entry_point)`` never raises. It returns ``Extracted(code, reason)``:
-``code`` is a parsable module that defines ``entry_point`` at top level, or ``None`` with
-``reason`` = ``"no_code"`` (nothing parsable) or ``"missing_entry_point"`` (code, but no such
-function). Only the standard ``ast`` module parses the text; nothing is executed.
+Contract: ``extract_code(output, entry_point)`` never raises. It returns ``Extracted(code,
+reason)``: ``code`` is a parsable module that defines ``entry_point`` at top level, or ``None``
+with ``reason`` = ``"no_code"`` (no code definitions found) or ``"missing_entry_point"`` (code,
+but no such function). Only the standard ``ast`` module parses the text; nothing is executed.
 
 What is kept mirrors ``evalplus.sanitize``: imports, plus the top-level functions, classes and
 assignments reachable from the entry point. Demo calls, prints, asserts and ``__main__`` blocks are
@@ -78,8 +78,12 @@ def prune_to_entry_point(code: str, entry_point: str) -> str:
     tree = ast.parse(code)
     defined: dict[str, list[ast.stmt]] = {}
     for node in tree.body:
-        names = ([node.name] if isinstance(node, _DEFINITIONS)
-                 else _assigned_names(node) if isinstance(node, (ast.Assign, ast.AnnAssign)) else [])
+        if isinstance(node, _DEFINITIONS):
+            names = [node.name]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            names = _assigned_names(node)
+        else:
+            names = []
         for name in names:
             defined.setdefault(name, []).append(node)
     reachable: set[str] = set()

@@ -78,7 +78,7 @@ class MbppGrader:
         except Exception as exc:  # grade() never raises: the row still counts, as infra failure
             log.exception("MBPP+ grading of %s failed inside the grader", task.task_id)
             return GradeResult(passed=False, exit_status=type(exc).__name__, infra_failure=True,
-                               trace=f"[grader error] {type(exc).__name__}: {exc}"[:MAX_TRACE_CHARS],
+                               trace=f"[grader error] {type(exc).__name__}: {exc}"[:2000],
                                duration_s=time.monotonic() - started)
 
     def _grade(self, task: Task, output: str, started: float) -> GradeResult:

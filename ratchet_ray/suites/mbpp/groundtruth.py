@@ -3,8 +3,8 @@
 Contracts:
 - ``GroundTruthStore(dataset).ensure(task_ids)`` returns ``{task_id: Path}`` of pickles in
   evalplus's cache directory, each ``{task_id: {"base", "base_time", "plus", "plus_time"}}`` as
-  ``evalplus.evaluate.get_groundtruth`` produces them. Missing ones are computed in ONE child process
-  (``oracle.py``) per call, under an exclusive file lock, so concurrent graders on a machine
+  ``evalplus.evaluate.get_groundtruth`` produces them. Missing ones are computed in ONE child
+  process (``oracle.py``) per call, under an exclusive file lock, so concurrent graders on a machine
   compute each task once and never read a half-written file (files land by ``os.replace``).
 - File names are ``<dataset_hash>-<Mbpp_N>.pkl``: a per-task hash. The full-dataset hash is never
   used for a subset, so evalplus's own full cache (``<dataset_hash>.pkl``) is never poisoned.
@@ -89,8 +89,8 @@ class GroundTruthStore:
             log_path = staging / "oracle.log"
             started = time.monotonic()
             with open(log_path, "wb") as log_file:
-                proc = subprocess.run([sys.executable, "-I", "-B", str(ORACLE_SCRIPT), str(job_path)],
-                                      stdout=subprocess.PIPE, stderr=log_file, env=env,
+                argv = [sys.executable, "-I", "-B", str(ORACLE_SCRIPT), str(job_path)]
+                proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log_file, env=env,
                                       timeout=self.timeout_s, check=False)
             errors = self._collect(proc.stdout, staging)
             log.info("MBPP+ ground truth: %d task(s) computed in %.1fs", len(task_ids),

@@ -30,7 +30,9 @@ import sys
 import time
 from pathlib import Path
 
-_spec = importlib.util.spec_from_file_location("ratchet_confine", Path(__file__).with_name("confine.py"))
+# -I keeps this directory off sys.path, so the sibling is loaded by file location.
+_spec = importlib.util.spec_from_file_location("ratchet_confine",
+                                               Path(__file__).with_name("confine.py"))
 confine = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(confine)
 
@@ -90,7 +92,8 @@ def diagnose(code: str, entry_point: str, args: tuple, expected, seconds: float)
         os.close(read_end)
         try:
             report = _probe(code, entry_point, args, expected, seconds)
-            os.write(write_end, json.dumps(report).encode()[:16000])
+            # newline-terminated: a grandchild the code forked may hold the pipe open (no EOF)
+            os.write(write_end, json.dumps(report).encode()[:16000] + b"\n")
         finally:
             os._exit(0)
     os.close(write_end)
@@ -99,11 +102,12 @@ def diagnose(code: str, entry_point: str, args: tuple, expected, seconds: float)
         while time.monotonic() < deadline:
             ready, _, _ = select.select([read_end], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
-                return {"stage": "call", "exception": "TimeoutException", "message": "probe timed out"}
+                return {"stage": "call", "input": _args_repr(args), "exception": "TimeoutException",
+                        "message": f"no answer within {2 * seconds + 2:.0f}s"}
             chunk = os.read(read_end, 65536)
-            if not chunk:
-                break
             chunks.append(chunk)
+            if not chunk or b"\n" in chunk:
+                break
     finally:
         os.close(read_end)
         try:
@@ -111,9 +115,10 @@ def diagnose(code: str, entry_point: str, args: tuple, expected, seconds: float)
         except ProcessLookupError:
             pass
     try:
-        return json.loads(b"".join(chunks).decode())
+        return json.loads(b"".join(chunks).split(b"\n")[0].decode())
     except ValueError:
-        return {"stage": "call", "exception": "crashed", "message": "probe died without answer"}
+        return {"stage": "call", "input": _args_repr(args), "exception": "crashed",
+                "message": "the process died without an answer"}
 
 
 def _classify(report: dict, evalplus_status: str) -> str:
@@ -138,12 +143,12 @@ def _describe(report: dict, entry_point: str) -> str:
     return f"{call} returned {report.get('got')}, expected {report.get('expected')}"
 
 
-def grade(job: dict) -> dict:
+def grade(job: dict, trace: list[str]) -> dict:
+    """evalplus's check, split by split; progress lines go to ``trace`` as they happen."""
     from evalplus.eval import PASS, untrusted_check
 
     problem, entry_point, code = job["problem"], job["problem"]["entry_point"], job["solution"]
     expected = job["expected"]
-    trace: list[str] = []
     result = {"passed": False, "exit_status": "failed_tests", "base": None, "plus": None}
     for split in ("base", "plus"):
         inputs = problem[f"{split}_input"]
@@ -159,7 +164,8 @@ def grade(job: dict) -> dict:
         done = len(details)
         index = min(max(done - 1 if status == "fail" and done else done, 0), len(inputs) - 1)
         trace.append(f"{split}: {status} at test {index + 1}/{len(inputs)}")
-        limit = max(job["min_time_limit"], job["gt_time_limit_factor"] * expected[f"{split}_time"][index])
+        reference_s = expected[f"{split}_time"][index]
+        limit = max(job["min_time_limit"], job["gt_time_limit_factor"] * reference_s)
         report = diagnose(code, entry_point, inputs[index], expected[split][index], min(limit, 5.0))
         confine.sweep(job["mode"] == "namespaces", job["uid"])
         result["exit_status"] = _classify(report, status)
@@ -167,7 +173,6 @@ def grade(job: dict) -> dict:
         break
     else:
         result.update(passed=True, exit_status="ok")
-    result["trace"] = "\n".join(trace)
     return result
 
 
@@ -235,14 +240,17 @@ def main(job_path: str) -> int:
     signal.signal(signal.SIGALRM, out_of_budget)
     signal.setitimer(signal.ITIMER_REAL, budget)
     _emit(STAGE_MARK)
+    trace: list[str] = []
     try:
-        result = grade(job)
+        result = grade(job, trace)
     except BudgetExceeded as exc:
-        result = {"passed": False, "exit_status": "timeout", "trace": str(exc)}
+        result = {"passed": False, "exit_status": "timeout"}
+        trace.append(str(exc))
     except MemoryError:
-        result = {"passed": False, "exit_status": "memory", "trace": "grader ran out of memory"}
+        result = {"passed": False, "exit_status": "memory"}
+        trace.append("the grading process ran out of memory")
     signal.setitimer(signal.ITIMER_REAL, 0)
-    result.update(infra=False, notes=notes)
+    result.update(infra=False, notes=notes, trace="\n".join(trace))
     _emit(RESULT_MARK + json.dumps(result))
     confine.sweep(job["mode"] == "namespaces", job["uid"])
     return 0

@@ -1,4 +1,4 @@
-"""Start the sandbox process (``harness.py``) for one grade and collect its verdict, whatever it does.
+"""Start the sandbox process (``harness.py``) for one grade; collect its verdict, whatever it does.
 
 Isolation modes, probed once per ``Sandbox``:
 - ``namespaces`` (root and ``unshare`` permitted): new network namespace (only a downed loopback),
@@ -183,14 +183,16 @@ class Sandbox:
                               "cpu_s": int(backstop) + 1}}
             job_path = scratch / "job.pkl"
             job_path.write_bytes(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
-            job_path.chmod(0o600)
             # Only a backstop: the harness enforces the real (per-task) budget itself.
             deadline = started + backstop + extra_grace_s
             return self._execute(self._argv(job_path), workdir, deadline, started)
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            shutil.rmtree(scratch, ignore_errors=True)  # the code may have left odd permissions
+            if scratch.exists():
+                log.warning("could not remove sandbox scratch dir %s", scratch)
 
-    def _execute(self, argv: list[str], workdir: Path, deadline: float, started: float) -> SandboxRun:
+    def _execute(self, argv: list[str], workdir: Path, deadline: float,
+                 started: float) -> SandboxRun:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=self._environment(workdir),
                                 cwd=str(workdir), start_new_session=True, close_fds=True)
@@ -214,7 +216,8 @@ class Sandbox:
                           wall_s=time.monotonic() - started, mode=self.mode,
                           notes=list((result or {}).get("notes", [])))
 
-    def _pump(self, proc: subprocess.Popen, out: bytearray, err: bytearray, deadline: float) -> bool:
+    def _pump(self, proc: subprocess.Popen, out: bytearray, err: bytearray,
+              deadline: float) -> bool:
         """Read stdout/stderr until both close (True) or the deadline passes (False); keep tails."""
         selector = selectors.DefaultSelector()
         selector.register(proc.stdout, selectors.EVENT_READ, (out, self.limits.output_cap))

@@ -1,0 +1,42 @@
+"""The direct-LLM baseline job on real Ray and real grading: resumable, and it feeds
+``jobs.select_subset``."""
+
+from __future__ import annotations
+
+import json
+
+from fakes import HashEmbedder, ScriptedLLM
+from jobs.baseline import done_probes, run_baseline
+from jobs.select_subset import select_subset
+from loop_helpers import CanonicalFor
+from ratchet_ray.config import load_config
+from ratchet_ray.loop.runtime import Models
+from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus
+
+
+def test_baseline_resumes_without_redoing_probes_and_feeds_subset_selection(ray_local, tmp_path):
+    dataset = load_mbpp_plus(None)
+    solved = {dataset.problem(t)["entry_point"]: dataset.problem(t)["canonical_solution"]
+              for t in ("Mbpp/2", "Mbpp/4")}
+    models = Models(llm=ScriptedLLM(CanonicalFor(solved)), embedder=HashEmbedder())
+    config = load_config([], ["workers.solvers=2", "workers.graders=2"])
+    out = tmp_path / "baselines" / "mbpp.jsonl"
+    out.parent.mkdir()
+
+    assert run_baseline(config, out, probes=3, limit=2, models=models) == (6, 3)
+    out.write_text(out.read_text() + '{"suite": "mbpp", "task_id": "Mbpp/3", "pro')  # torn write
+    ran, passed = run_baseline(config, out, probes=3, limit=4, models=models)
+    assert (ran, passed) == (6, 3)  # only the two new tasks; the torn line was cut off
+    assert run_baseline(config, out, probes=3, limit=4, models=models) == (0, 0)
+
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 12 and len(done_probes(out)) == 12
+    by_task = {}
+    for row in rows:
+        by_task.setdefault(row["task_id"], []).append(row["passed"])
+    assert by_task == {"Mbpp/2": [True] * 3, "Mbpp/3": [False] * 3, "Mbpp/4": [True] * 3,
+                       "Mbpp/6": [False] * 3}
+    assert all(r["backend"] == "scripted" and r["exit_status"] for r in rows)
+    # Tasks solved on every probe are not hard; the two unsolved ones make the subset.
+    doc = select_subset(rows, suite="mbpp", n_hard=2, n_train=1, n_eval=1, seed=42, probes=3)
+    assert sorted(doc["train_ids"] + doc["eval_ids"]) == ["Mbpp/3", "Mbpp/6"]
