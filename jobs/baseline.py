@@ -9,7 +9,9 @@ Contracts:
   flushed as soon as that probe is graded, so a killed job loses only probes in flight; a rerun
   skips every (task, probe) already in the file (a torn last line is cut off first).
 - The Solver is the loop's own (an empty bank, so the Router injects nothing and makes no call);
-  probes differ only through sampling at ``--temperature``. Grading is the suite's grader.
+  probes differ only through sampling at ``--temperature`` (for swebench also the agent's
+  ``swebench.agent.temperature``). Grading is the suite's grader; SWE-bench grader logs and agent
+  trajectories go to ``<out stem>_workdir/logs/swebench/``.
 - ``jobs.select_subset`` reads this file.
 """
 
@@ -62,8 +64,8 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     import ray
 
     from actors.pools import ResilientPool, drain
-    from actors.solver import SolverActor
-    from ratchet_ray.loop.runtime import ROLE_RESOURCES, Models, connect_ray, make_grader_factory
+    from ratchet_ray.loop.runtime import (Models, connect_ray, make_grader_factory,
+                                          make_solver_factory)
     from ratchet_ray.suites import get_suite
 
     models = models or Models()
@@ -76,8 +78,8 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     started_ray = connect_ray()
     workdir = out.parent / f"{out.stem}_workdir"
     workdir.mkdir(parents=True, exist_ok=True)
-    solvers = ResilientPool(lambda: SolverActor.options(**ROLE_RESOURCES["solver"]).remote(
-        config, llm=models.llm, embedder=models.embedder), config.workers.solvers, name="solver")
+    solvers = ResilientPool(make_solver_factory(config, workdir, models, solver_cache=False),
+                            config.workers.solvers, name="solver")
     graders = ResilientPool(make_grader_factory(config, workdir), config.workers.graders,
                             name="grader")
     solvers.broadcast("set_bank", [])
@@ -95,7 +97,7 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
                 task, probe = result.key
                 if pool is solvers:
                     outcome = result.value
-                    if not result.ok or (outcome.exit_status != "ok" and not outcome.output):
+                    if not result.ok or outcome.exit_status != "ok":  # nothing to grade
                         status = result.exit_status if not result.ok else outcome.exit_status
                         write(_row(config.suite, task.task_id, probe, outcome, None, status))
                     else:
@@ -138,8 +140,11 @@ def main(suite: str, out: Path | None, probes: int, limit: int | None, temperatu
     from ratchet_ray.config import ConfigError, load_config
 
     overrides = build_overrides(suite, llm=llm, dataset_path=dataset_path, workers=workers)
+    overrides.append(f"llm.temperature={temperature}")
+    if suite == "swebench":  # the patch agent samples with its own temperature
+        overrides.append(f"swebench.agent.temperature={temperature}")
     try:
-        config = load_config(config_files, [*overrides, f"llm.temperature={temperature}", *sets])
+        config = load_config(config_files, [*overrides, *sets])
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from exc
     out = out or Path(config.results_dir) / "baselines" / f"{suite}.jsonl"

@@ -4,6 +4,8 @@ Contracts:
 - Input: a run dir or its ``loop.json``. Output, next to ``loop.json``: ``loop_curve.png`` (eval and
   train pass@1 per round, ACTIVE and deprecated bank size, rollback markers) and
   ``loop_summary.md`` (round 0, peak, rolling gain).
+- ``load_loop`` + ``loop_metrics`` are the one definition of the headline metrics; the ablation
+  report (``ratchet_ray/ablations.py``) uses them too.
 - Rolling gain = mean eval pass@1 of the last ``window`` (10) rounds minus round 0's, the paper's
   headline number; with fewer rounds the window is every round after round 0 (and the summary
   says so).
@@ -35,7 +37,8 @@ class LoopMetrics:
     final_deprecated: int
 
 
-def _load(path: Path) -> tuple[Path, dict[str, Any]]:
+def load_loop(path: Path) -> tuple[Path, dict[str, Any]]:
+    """``(loop.json path, its content)`` for a run dir or a ``loop.json`` path."""
     loop_file = path / "loop.json" if path.is_dir() else path
     if not loop_file.is_file():
         raise FileNotFoundError(f"{loop_file} not found: pass a run dir written by `ratchet run` "
@@ -133,7 +136,7 @@ def _draw(rows: list[dict[str, Any]], m: LoopMetrics, title: str, out: Path) -> 
 
 def plot_run(path: str | Path, window: int = ROLLING_WINDOW) -> tuple[Path, Path, LoopMetrics]:
     """Write ``loop_curve.png`` and ``loop_summary.md`` next to the run's ``loop.json``."""
-    loop_file, data = _load(Path(path))
+    loop_file, data = load_loop(Path(path))
     rows = sorted(data.get("rounds", []), key=lambda r: r["round"])
     if not rows:
         raise ValueError(f"{loop_file} has no finished rounds yet; plot again after round 0")

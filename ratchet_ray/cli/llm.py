@@ -3,7 +3,8 @@
 Contracts:
 - ``doctor`` prints one ``PASS``/``FAIL`` line per check (with a fix hint on FAIL) and exits 1
   when any check failed. ``--llm`` picks the backend, ``--config`` reads LLM settings from a run
-  config (``load_config``), ``--suite swebench`` adds Docker and git.
+  config (``load_config``), ``--suite swebench`` adds the suite's Docker checks (daemon, free
+  disk, leftover containers, images of the config's local dataset) and git.
 - ``solver-cache`` works on ``<run dir>/solver_cache`` (``ratchet --db RUN_DIR solver-cache ...``)
   or on ``--cache-dir``.
 """
@@ -31,14 +32,16 @@ def doctor(backend: str | None, suite: str, config_files: tuple[str, ...], base_
     """Pre-flight: Ray, model or credentials + a one-token call, an embedding, dataset, Docker."""
     from ratchet_ray.config import load_config
     from ratchet_ray.llm.doctor import run_checks
+    from ratchet_ray.suites.swebench.settings import settings_from_config
 
-    settings = load_config(config_files).llm
+    config = load_config(config_files)
+    settings = config.llm
     updates = {k: v for k, v in {"backend": backend, "base_url": base_url}.items() if v}
     if backend and backend != settings.backend:
         updates["embedder"] = None  # an explicit --llm checks that backend's embedder too
     settings = settings.model_copy(update=updates)
     started = time.perf_counter()
-    checks = run_checks(settings, suite)
+    checks = run_checks(settings, suite, settings_from_config(config))
     for check in checks:
         status = click.style("PASS", fg="green") if check.ok else click.style("FAIL", fg="red")
         line = f"{status} {check.name:<20} {check.detail} ({check.seconds:.1f}s)"

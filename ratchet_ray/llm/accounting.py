@@ -11,10 +11,11 @@ Contracts:
 
 from __future__ import annotations
 
+import time
+
 import json
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping
 
@@ -112,5 +113,5 @@ def llm_call_row(
         "cached": bool(reply.cached) if reply else False,
         "ok": bool(ok),
         "error": error[:2000],
-        "created_at": datetime.now(timezone.utc),
+        "created_at": time.time(),  # epoch seconds, like every evidence column
     }

@@ -1,8 +1,10 @@
 """Pre-flight checks behind ``ratchet doctor``: each check is PASS or FAIL with a fix hint.
 
-Contract: ``run_checks(settings, suite)`` returns one ``Check`` per item, in order: Ray, the
-generation backend (credentials where relevant, model load, a one-token call), the embedder (one
-embedding), the dataset (MBPP) or Docker and git (SWE-bench). No check raises; a failure is a
+Contract: ``run_checks(settings, suite, swebench=None)`` returns one ``Check`` per item, in order:
+Ray, the generation backend (credentials where relevant, model load, a one-token call), the
+embedder (one embedding), then the dataset (MBPP) or, for SWE-bench, the suite's own environment
+checks (``suites.swebench.doctor.check_environment`` with ``swebench`` settings: daemon, free
+disk, leftover containers, instance images of a local dataset) and git. No check raises; a failure is a
 ``Check`` with ``ok=False``. The Ray check runs in a subprocess started first, so its start-up
 overlaps the model checks and the whole run stays well under 30 s.
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ratchet_ray.config import LLMSettings
+from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 RAY_PROBE = """
 import ray
@@ -120,12 +123,43 @@ def _check_mbpp() -> str:
     return f"evalplus cache {cached[-1]}"
 
 
-def _check_docker() -> str:
-    import docker
+# Fix hints of the SWE-bench environment checks, by check name.
+SWEBENCH_HINTS = {
+    "docker daemon": "start the daemon (CI: bash .ci/docker_setup.sh) and check DOCKER_HOST or "
+                     "swebench.docker_host / permissions on /var/run/docker.sock",
+    "free disk": "free space under the Docker data root (docker image prune) or lower "
+                 "swebench.cache_level so fewer instance images are kept",
+    "leftover containers": "a killed run left them: docker rm -f $(docker ps -aq --filter "
+                           "label=ratchet-ray.suite)",
+}
 
-    client = docker.from_env(timeout=5)
-    client.ping()
-    return f"Docker daemon {client.version().get('Version', '?')} answered"
+
+def _swebench_checks(swebench: SwebenchSettings | None) -> list[Check]:
+    """``check_environment`` as doctor checks; a local dataset file is read first (a check of
+    its own) so the instance images can be looked up."""
+    from ratchet_ray.suites.swebench.dataset import load_instances
+    from ratchet_ray.suites.swebench.doctor import check_environment
+
+    settings = swebench if swebench is not None else SwebenchSettings()
+    checks: list[Check] = []
+    ids: list[str] = []
+
+    def read_dataset() -> str:
+        ids.extend(i["instance_id"] for i in load_instances(settings))
+        return f"{len(ids)} instances in {settings.dataset_name}"
+
+    if Path(settings.dataset_name).expanduser().is_file():
+        checks.append(_timed("dataset (SWE-bench)", "give dataset_path a JSON, JSONL or Parquet "
+                             "file of SWE-bench instances", read_dataset))
+    started = time.perf_counter()
+    try:
+        found = check_environment(settings, ids)
+    except Exception as exc:  # a doctor reports every failure as a FAIL line instead of crashing
+        return [*checks, Check("docker daemon", False, f"{type(exc).__name__}: {exc}"[:300],
+                               SWEBENCH_HINTS["docker daemon"], time.perf_counter() - started)]
+    seconds = (time.perf_counter() - started) / max(1, len(found))
+    return [*checks, *(Check(c.name, c.ok, c.detail, "" if c.ok else SWEBENCH_HINTS.get(c.name, ""),
+                             seconds) for c in found)]
 
 
 def _check_git() -> str:
@@ -135,7 +169,8 @@ def _check_git() -> str:
     return path
 
 
-def run_checks(settings: LLMSettings, suite: str = "mbpp") -> list[Check]:
+def run_checks(settings: LLMSettings, suite: str = "mbpp",
+               swebench: SwebenchSettings | None = None) -> list[Check]:
     started = time.perf_counter()
     ray_probe = _start_ray_probe()
     checks: list[Check] = []
@@ -151,7 +186,6 @@ def run_checks(settings: LLMSettings, suite: str = "mbpp") -> list[Check]:
                              "once online: python -c 'from evalplus.data import get_mbpp_plus; get_mbpp_plus()'",
                              _check_mbpp))
     if suite == "swebench":
-        checks.append(_timed("docker", "start the daemon (CI: bash .ci/docker_setup.sh) and check "
-                             "DOCKER_HOST / permissions on /var/run/docker.sock", _check_docker))
+        checks.extend(_swebench_checks(swebench))
         checks.append(_timed("git", "apt-get install git", _check_git))
     return [_finish_ray_probe(ray_probe, started), *checks]

@@ -5,9 +5,11 @@ Contracts:
   evidence (resume), fans the rest out with one ``ray.wait`` loop over both pools, and returns the
   split's ``BenchResult`` read back from the evidence, after checking that every task of the
   split has exactly one capsule.
-- Every task yields a capsule even when something fails: a solver that produced no output, or a
-  pool job that died ``max_attempts`` times, is recorded with ``exit_status`` = the exception's
-  name and ``infra_failure=True`` (it counts in pass@1, the Critic never sees it).
+- Every task yields a capsule even when something fails: a solver that failed (``exit_status``
+  not ``"ok"``: the LLM backend broke, or Docker did while the SWE-bench agent worked, which is
+  ``"InfraFailure"``), or a pool job that died ``max_attempts`` times, is recorded ungraded with
+  ``exit_status`` = the exception's name, its message in ``grader_trace`` and
+  ``infra_failure=True`` (it counts in pass@1, the Critic never sees it).
 - Capsules and their ``llm_call`` rows are written in small parts (``FLUSH_EVERY`` capsules or
   ``FLUSH_AFTER_S`` seconds) so a killed driver loses at most one part's worth of work, which a
   resumed run redoes; ``EvidenceSink`` drops a capsule id it has already written.
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime
 from typing import Any, Callable, Sequence
 
 from actors.pools import PoolResult, ResilientPool, drain
@@ -70,15 +71,9 @@ class EvidenceSink:
             self.store.append("capsule", self.round, self._capsules)
             self.written += len(self._capsules)
         if self._calls:
-            self.store.append("llm_call", self.round, [plain_call_row(r) for r in self._calls])
+            self.store.append("llm_call", self.round, self._calls)
         self._capsules, self._calls = [], []
         self._last_flush = time.monotonic()
-
-
-def plain_call_row(row: dict[str, Any]) -> dict[str, Any]:
-    # llm_call_row stamps a datetime while the evidence column is epoch seconds.
-    stamp = row.get("created_at")
-    return {**row, "created_at": stamp.timestamp()} if isinstance(stamp, datetime) else row
 
 
 def call_rows(outcome: Any, *, run_id: str, round_: int) -> list[dict[str, Any]]:
@@ -108,7 +103,8 @@ class SplitRunner:
         self.on_capsule = on_capsule
 
     def _capsule(self, task: Task, split: str, round_: int, *, outcome: Any = None,
-                 grade: GradeResult | None = None, failure: str = "") -> Capsule:
+                 grade: GradeResult | None = None, failure: str = "",
+                 failure_trace: str = "") -> Capsule:
         replies = replies_of(outcome) if outcome is not None else []
         passed = bool(grade and grade.passed and not failure)
         if failure:
@@ -121,7 +117,7 @@ class SplitRunner:
             skill_id=outcome.skill_id if outcome is not None else NONE_SKILL, passed=passed,
             exit_status=exit_status, infra_failure=infra,
             output=outcome.output if outcome is not None else "",
-            grader_trace=(grade.trace if grade else "")[:20000],
+            grader_trace=(grade.trace if grade else failure_trace)[:20000],
             input_tokens=sum(r.input_tokens for r in replies),
             output_tokens=sum(r.output_tokens for r in replies),
             latency_s=(outcome.latency_s if outcome is not None else 0.0)
@@ -146,11 +142,13 @@ class SplitRunner:
             if pool is self.solvers:
                 outcome = result.value
                 if not result.ok:  # the solver actor died max_attempts times on this task
-                    record(self._capsule(task, split, round_, failure=result.exit_status), [])
-                elif outcome.exit_status != "ok" and not outcome.output:
+                    record(self._capsule(task, split, round_, failure=result.exit_status,
+                                         failure_trace=f"[solver actor] {result.error}"), [])
+                elif outcome.exit_status != "ok":  # a failed attempt has nothing to grade
                     calls = call_rows(outcome, run_id=self.run_id, round_=round_)
-                    record(self._capsule(task, split, round_, outcome=outcome,
-                                         failure=outcome.exit_status), calls)
+                    record(self._capsule(
+                        task, split, round_, outcome=outcome, failure=outcome.exit_status,
+                        failure_trace=f"[solver] {outcome.exit_status}: {outcome.error}"), calls)
                 else:
                     outcomes[task.task_id] = outcome
                     self.graders.submit("grade", task, outcome.output)
@@ -162,7 +160,8 @@ class SplitRunner:
                        calls)
             else:
                 record(self._capsule(task, split, round_, outcome=outcome,
-                                     failure=result.exit_status), calls)
+                                     failure=result.exit_status,
+                                     failure_trace=f"[grader actor] {result.error}"), calls)
 
         for task in todo:
             self.solvers.submit("run", task, split, round_)

@@ -31,7 +31,7 @@ from ratchet_ray.evidence.queries import recent_verdicts
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.llm.accounting import llm_call_row
-from ratchet_ray.loop.execute import SplitRunner, plain_call_row
+from ratchet_ray.loop.execute import SplitRunner
 from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.rundir import RunDir, bench_json
 from ratchet_ray.loop.runtime import Runtime
@@ -64,7 +64,7 @@ class LoopContext:
         self._tasks = {t.task_id: t for t in [*self.train_tasks, *self.eval_tasks]}
 
     def append_calls(self, round_: int, role: str, replies: Sequence[Any]) -> None:
-        rows = [plain_call_row(llm_call_row(r, run_id=self.run.run_id, round_=round_, role=role))
+        rows = [llm_call_row(r, run_id=self.run.run_id, round_=round_, role=role)
                 for r in replies]
         self.store.append("llm_call", round_, rows)
         for reply in replies:

@@ -8,6 +8,8 @@ Contracts:
   lives), the Solver / Grader / Critic pools and the Synthesizer. ``Models`` is the one injection
   point for the LLM and the embedder: ``Models()`` (production) lets every actor build its client
   from ``config.llm``; tests pass picklable doubles.
+- Resources: every actor asks for its role's ``ROLE_RESOURCES``; SWE-bench Solvers and Graders
+  also ask for one ``docker`` unit when the cluster advertises that resource (``actor_options``).
 """
 
 from __future__ import annotations
@@ -42,6 +44,27 @@ ROLE_RESOURCES: dict[str, dict[str, Any]] = {
     "critic": {"num_cpus": 0.25},
     "synthesizer": {"num_cpus": 0.25},
 }
+
+# Custom resources per (suite, role), requested only where the cluster advertises them (a local
+# Ray has none, so everything schedules as above). cluster.yaml's docker_worker nodes offer
+# `docker`, one SWE-bench harness per unit: the Grader runs the eval in a container, and the
+# Solver's agent works in the instance's container too.
+SUITE_RESOURCES: dict[tuple[str, str], dict[str, float]] = {
+    ("swebench", "grader"): {"docker": 1},
+    ("swebench", "solver"): {"docker": 1},
+}
+
+
+def actor_options(role: str, suite: str) -> dict[str, Any]:
+    """Ray options of one ``role`` actor: ``ROLE_RESOURCES`` plus the ``SUITE_RESOURCES`` that
+    ``ray.cluster_resources()`` advertises (Ray must be initialised)."""
+    options = dict(ROLE_RESOURCES[role])
+    advertised = ray.cluster_resources()
+    custom = {name: amount for name, amount in SUITE_RESOURCES.get((suite, role), {}).items()
+              if advertised.get(name, 0) >= amount}
+    if custom:
+        options["resources"] = custom
+    return options
 
 
 @dataclass(frozen=True)
@@ -83,8 +106,27 @@ def make_grader_factory(config: LoopConfig, run_dir: Path) -> Callable[[], Any]:
     """Makes one of the suite's grader actors (their scratch space lives under ``run_dir``)."""
     from actors.grader import GraderActor
 
-    options = ROLE_RESOURCES["grader"]
+    options = actor_options("grader", config.suite)
     return lambda: GraderActor.options(**options).remote(config, str(run_dir))
+
+
+def make_solver_factory(config: LoopConfig, run_dir: Path, models: Models = Models(), *,
+                        solver_cache: bool = True) -> Callable[[], Any]:
+    """Makes one Solver actor. A patch suite's Solver gets ``suite.solver_settings(config)`` and
+    writes each agent trajectory to ``run_dir/logs/<suite>/<task>/<split>_<NN>/trajectory.json``;
+    ``solver_cache`` puts eval generations through ``run_dir/solver_cache``."""
+    from ratchet_ray.suites import get_suite
+
+    suite = get_suite(config.suite)
+    extra: dict[str, Any] = {"llm": models.llm, "embedder": models.embedder}
+    if solver_cache:
+        extra["solver_cache_dir"] = str(run_dir / "solver_cache")
+    solver_settings = getattr(suite, "solver_settings", None)
+    if solver_settings is not None:
+        extra["patch_settings"] = solver_settings(config)
+        extra["trajectory_root"] = str(run_dir / "logs" / config.suite)
+    options = actor_options("solver", config.suite)
+    return lambda: SolverActor.options(**options).remote(config, **extra)
 
 
 @dataclass
@@ -105,19 +147,30 @@ class Runtime:
             ray.kill(handle)
 
 
+def warn_if_oversized(config: LoopConfig) -> float:
+    """Log a warning when the pools ask for more CPUs than the cluster has now (an actor that
+    cannot be placed holds its jobs until a node joins); returns the CPUs asked for."""
+    workers = config.workers
+    wanted = sum(n * ROLE_RESOURCES[role]["num_cpus"] for role, n in (
+        ("solver", workers.solvers), ("grader", workers.graders), ("critic", workers.critics),
+        ("synthesizer", 1)))
+    have = ray.cluster_resources().get("CPU", 0.0)
+    if wanted > have:
+        log.warning("the actors ask for %.2f CPUs but the cluster has %.2f now; without an "
+                    "autoscaler some never start and the run waits: lower --workers or "
+                    "workers.solvers/graders/critics", wanted, have)
+    return wanted
+
+
 def start_runtime(config: LoopConfig, run_dir: Path, run_id: str, train_tasks: Sequence[Task],
                   models: Models = Models()) -> Runtime:
     """Launch every actor of a run (see module contracts)."""
+    warn_if_oversized(config)
     bank = ray.remote(SkillBankProcess).options(
         name=actor_name(run_id), get_if_exists=True, max_concurrency=1, max_restarts=3,
         max_task_retries=0, scheduling_strategy=pin_to_this_node(), **ROLE_RESOURCES["bank"],
     ).remote(str(run_dir), embedder=_bank_embedder(config, models), config=config, run_id=run_id)
     injected = {"llm": models.llm, "embedder": models.embedder}
-    cache_dir = str(run_dir / "solver_cache")
-
-    def make_solver() -> Any:
-        return SolverActor.options(**ROLE_RESOURCES["solver"]).remote(
-            config, solver_cache_dir=cache_dir, **injected)
 
     def make_critic() -> Any:
         return CriticActor.options(**ROLE_RESOURCES["critic"]).remote(config, llm=models.llm)
@@ -125,7 +178,8 @@ def start_runtime(config: LoopConfig, run_dir: Path, run_id: str, train_tasks: S
     workers = config.workers
     runtime = Runtime(
         bank=bank,
-        solvers=ResilientPool(make_solver, workers.solvers, name="solver"),
+        solvers=ResilientPool(make_solver_factory(config, run_dir, models), workers.solvers,
+                              name="solver"),
         graders=ResilientPool(make_grader_factory(config, run_dir),
                               workers.graders, name="grader"),
         critics=ResilientPool(make_critic, workers.critics, name="critic"),

@@ -1,15 +1,16 @@
 """The Solver: one attempt at a task with 0 or 1 skill's guidance injected into the prompt.
 
 API:
-- ``solve(llm, task, skill, *, output_kind, max_tokens, temperature, patch_settings=None)
-  -> SolveResult(output, replies, exit_status, error)``
+- ``solve(llm, task, skill, *, output_kind, max_tokens, temperature, patch_settings=None,
+  log_dir=None) -> SolveResult(output, replies, exit_status, error)``
   - ``output_kind == "code"`` (MBPP+): ONE completion call asking for the ``entry_point``
     function in a ```python block; ``output`` is that block's code (``extract_code``). When the
     client declares ``supports_prefill`` (a base-model completion backend), the answer's fence
     and ``def <entry_point>(`` header are prefilled and re-attached to the continuation.
   - ``output_kind == "patch"`` (SWE-bench): delegates to
-    ``ratchet_ray.suites.swebench.agent.solve_patch(llm, task, skill, patch_settings)``
-    (imported lazily so MBPP workers never import the SWE-bench stack).
+    ``ratchet_ray.suites.swebench.agent.solve_patch(llm, task, skill, patch_settings,
+    log_dir=log_dir)`` (imported lazily so MBPP workers never import the SWE-bench stack); the
+    agent writes ``log_dir/trajectory.json`` when ``log_dir`` is given.
 - Never raises for a failing backend or agent: ``exit_status`` is the exception's class name
   (mini-swe-agent style), ``error`` its message, ``output`` empty; the caller still grades and
   records the attempt, so every task yields a capsule. ``exit_status == "ok"`` otherwise.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ratchet_ray.llm.base import LLMClient, Reply
@@ -67,7 +69,8 @@ def solve_code(llm: LLMClient, task: Task, skill: Skill | None, *, max_tokens: i
 
 
 def solve(llm: LLMClient, task: Task, skill: Skill | None, *, output_kind: str,
-          max_tokens: int, temperature: float, patch_settings: Any = None) -> SolveResult:
+          max_tokens: int, temperature: float, patch_settings: Any = None,
+          log_dir: str | Path | None = None) -> SolveResult:
     if output_kind not in OUTPUT_KINDS:
         raise ValueError(f"solve: unknown output_kind {output_kind!r}; valid: {OUTPUT_KINDS}")
     try:
@@ -75,7 +78,7 @@ def solve(llm: LLMClient, task: Task, skill: Skill | None, *, output_kind: str,
             return solve_code(llm, task, skill, max_tokens=max_tokens, temperature=temperature)
         from ratchet_ray.suites.swebench.agent import solve_patch
 
-        patch, replies = solve_patch(llm, task, skill, patch_settings)
+        patch, replies = solve_patch(llm, task, skill, patch_settings, log_dir=log_dir)
         return SolveResult(patch, list(replies))
     # Every attempt must become a graded capsule; the failure is recorded, not swallowed.
     except Exception as exc:  # noqa: BLE001

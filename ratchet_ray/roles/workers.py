@@ -8,12 +8,13 @@ embedder is built lazily: a worker that never needs one (small bank, no synthesi
 
 API:
 - ``SolverWorker(config, *, llm=None, embedder=None, output_kind=None, solver_cache_dir=None,
-  patch_settings=None)``
+  patch_settings=None, trajectory_root=None)``
   - ``set_bank(skills) -> int``: the round's snapshot; keeps the ACTIVE ones, builds the
     ``SkillIndex`` once when routing will need it; returns the number of active skills.
   - ``run(task, split, round_) -> SolveOutcome`` (route + solve; never raises for LLM trouble).
     Eval-split generations go through ``CachedLLM`` when ``solver_cache_dir`` is given; the train
-    pass is always fresh.
+    pass is always fresh. With ``trajectory_root``, a patch agent writes
+    ``<trajectory_root>/<task_id>/<split>_<round:02d>/trajectory.json``.
 - ``CriticWorker(config, *, llm=None)``
   - ``critique_batch(items) -> list[CritiqueResult]``: one result per ``(task, capsule, skill)``
     item, in order; infrastructure failures are refused per item (``error`` NotCritiquable).
@@ -38,7 +39,7 @@ from ratchet_ray.roles.critic import CritiqueResult, critique
 from ratchet_ray.roles.metasynth import MetaRefresh, refresh
 from ratchet_ray.roles.retrieval import SkillIndex
 from ratchet_ray.roles.router import Router
-from ratchet_ray.roles.solver import solve, supports_prefill
+from ratchet_ray.roles.solver import solve
 from ratchet_ray.roles.synthesizer import SynthOutcome, Synthesizer
 from ratchet_ray.types import Capsule, MetaSkill, Skill, Task, Verdict
 
@@ -95,7 +96,8 @@ class SolveOutcome:
 class SolverWorker:
     def __init__(self, config: LoopConfig, *, llm: LLMClient | None = None,
                  embedder: Embedder | None = None, output_kind: str | None = None,
-                 solver_cache_dir: str | Path | None = None, patch_settings: Any = None):
+                 solver_cache_dir: str | Path | None = None, patch_settings: Any = None,
+                 trajectory_root: str | Path | None = None):
         self.config = config
         self.llm = llm if llm is not None else _make_llm(config)
         self.embedder = _LazyEmbedder(config, embedder)
@@ -105,6 +107,7 @@ class SolverWorker:
             output_kind = get_suite(config.suite).output_kind
         self.output_kind = output_kind
         self.patch_settings = patch_settings
+        self.trajectory_root = Path(trajectory_root) if trajectory_root is not None else None
         self.eval_llm = self.llm
         if solver_cache_dir is not None:
             from ratchet_ray.llm.cache import CachedLLM
@@ -130,13 +133,20 @@ class SolverWorker:
         result = solve(llm, task, skill, output_kind=self.output_kind,
                        max_tokens=self.config.llm.max_tokens,
                        temperature=self.config.llm.temperature,
-                       patch_settings=self.patch_settings)
+                       patch_settings=self.patch_settings,
+                       log_dir=self._trajectory_dir(task, split, round_))
         return SolveOutcome(task_id=task.task_id, split=split, round=round_,
                             skill_id=decision.skill_id, route_reason=decision.reason,
                             output=result.output, exit_status=result.exit_status,
                             error=result.error, router_replies=decision.replies,
                             solver_replies=result.replies,
                             latency_s=time.perf_counter() - started)
+
+
+    def _trajectory_dir(self, task: Task, split: str, round_: int) -> Path | None:
+        if self.trajectory_root is None:
+            return None
+        return self.trajectory_root / task.task_id / f"{split}_{round_:02d}"
 
 
 class CritiqueItem(NamedTuple):

@@ -91,10 +91,16 @@ def _free_port() -> int:
 def test_ray_job_submit_to_a_real_head_on_loopback(tmp_path):
     temp = Path(tempfile.mkdtemp(prefix="rh", dir="/tmp"))  # Ray's socket paths must stay short
     port, dashboard = _free_port(), _free_port()
+    # Every port of the head's own, so it never collides with the session's ray_local runtime
+    # (the dashboard agent's default ports are fixed and would leave the job server agentless).
+    own_ports = [f"--{name}={_free_port()}" for name in (
+        "dashboard-agent-listen-port", "dashboard-agent-grpc-port", "metrics-export-port",
+        "runtime-env-agent-port", "node-manager-port", "object-manager-port",
+        "ray-client-server-port")]
     head = subprocess.Popen(
         [str(BIN / "ray"), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
          f"--port={port}", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
-         "--disable-usage-stats", "--num-cpus=2", f"--temp-dir={temp}"],
+         *own_ports, "--disable-usage-stats", "--num-cpus=2", f"--temp-dir={temp}"],
         cwd=temp, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
         start_new_session=True)
     try:

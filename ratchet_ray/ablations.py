@@ -1,0 +1,261 @@
+"""The ablation report: per arm, the headline metrics and bank stats as mean ± std over seeds.
+
+Pure functions over run dirs (no Ray, no LLM): ``jobs/ablations.py`` runs the sweep, this module
+reads what the runs left behind.
+
+Contracts:
+- ``find_run_dirs(root)`` returns every folder below ``root`` that holds a ``loop.json``.
+- ``run_result(run_dir)`` reads ``loop.json`` through ``plot.load_loop`` / ``plot.loop_metrics`` (so
+  round 0, peak and rolling gain are the numbers ``ratchet plot`` prints) and the bank stats from
+  the evidence through DuckDB: skills created (distinct skills with an ``added`` event), skills
+  deprecated (distinct skills ever ``retired`` or ``evicted``), ACTIVE at the end (the last
+  round's count) and router engagement on eval (share of eval capsules routed to a skill, not
+  NONE, over every round).
+- ``summarize(runs)`` groups the *complete* runs (every planned round finished) by arm; each
+  number is the mean and the sample std (n - 1) over seeds; with one seed the std is None.
+  ``gain_vs_default`` is the arm's mean rolling gain minus the Default's.
+- ``write_report(sweep_dir)`` writes ``ablations.md`` and ``ablations.json`` into ``sweep_dir``;
+  incomplete runs and the failures the caller passes are listed, never averaged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable
+
+from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.plot import ROLLING_WINDOW, load_loop, loop_metrics
+from ratchet_ray.types import NONE_SKILL
+
+REPORT_MD = "ablations.md"
+REPORT_JSON = "ablations.json"
+DEFAULT_ARM = "default"
+# One line per arm, as in DESIGN.md section 1 (each arm changes one knob of the Default).
+ARM_LABELS = {
+    "default": "Default (full Ratchet)", "A1": "no skill injection",
+    "A2": "retrieval-only routing", "A3": "no meta-skill",
+    "A4": "harsh retirement (N_min 20, tau 0.0)", "A5": "no canonicalisation",
+    "A6": "no cover-guard", "A7": "active cap 100", "A8": "meta-synth refresh on",
+}
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One run (one arm, one seed): headline metrics and bank stats."""
+
+    run_dir: str
+    arm: str
+    seed: int | None
+    rounds_done: int
+    rounds_planned: int | None
+    round0: float | None
+    peak: float | None
+    rolling_gain: float | None
+    skills_created: int
+    skills_deprecated: int
+    active_at_end: int
+    eval_capsules: int
+    eval_routed: int
+
+    @property
+    def complete(self) -> bool:
+        return self.rounds_planned is not None and self.rounds_done >= self.rounds_planned
+
+    @property
+    def router_engagement(self) -> float | None:
+        return self.eval_routed / self.eval_capsules if self.eval_capsules else None
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Mean and sample std of one number over seeds (``std`` is None with fewer than 2)."""
+
+    mean: float | None
+    std: float | None
+    n: int
+
+
+@dataclass(frozen=True)
+class ArmSummary:
+    arm: str
+    label: str
+    seeds: list[int | None]
+    round0: Stat
+    peak: Stat
+    rolling_gain: Stat
+    skills_created: Stat
+    skills_deprecated: Stat
+    active_at_end: Stat
+    router_engagement: Stat
+    gain_vs_default: float | None = None
+    run_dirs: list[str] = field(default_factory=list)
+
+
+def mean_std(values: Iterable[float | None]) -> Stat:
+    """Mean and sample std of the values that are not None."""
+    kept = [float(v) for v in values if v is not None]
+    if not kept:
+        return Stat(None, None, 0)
+    return Stat(statistics.fmean(kept), statistics.stdev(kept) if len(kept) > 1 else None,
+                len(kept))
+
+
+def find_run_dirs(root: str | Path) -> list[Path]:
+    """Every folder below ``root`` (or ``root`` itself) holding a ``loop.json``, sorted."""
+    return sorted(p.parent for p in Path(root).rglob("loop.json") if p.is_file())
+
+
+def bank_stats(run_dir: Path) -> dict[str, int]:
+    """Skills created and deprecated (skill_event) and eval routing counts (capsule), via DuckDB."""
+    con = EvidenceStore(run_dir).connect()
+    try:
+        created, deprecated = con.execute(
+            "SELECT count(DISTINCT skill_id) FILTER (WHERE event = 'added'), "
+            "count(DISTINCT skill_id) FILTER (WHERE event IN ('retired', 'evicted')) "
+            "FROM skill_event").fetchone()
+        capsules, routed = con.execute(
+            "SELECT count(*), count(*) FILTER (WHERE skill_id <> ?) FROM capsule "
+            "WHERE split = 'eval'", [NONE_SKILL]).fetchone()
+    finally:
+        con.close()
+    return {"skills_created": int(created), "skills_deprecated": int(deprecated),
+            "eval_capsules": int(capsules), "eval_routed": int(routed)}
+
+
+def run_result(run_dir: str | Path, window: int = ROLLING_WINDOW) -> RunResult:
+    """The metrics of one run dir (see module contracts)."""
+    loop_file, data = load_loop(Path(run_dir))
+    rows = sorted(data.get("rounds", []), key=lambda r: r["round"])
+    metrics = loop_metrics(rows, window)
+    return RunResult(
+        run_dir=str(loop_file.parent), arm=str(data.get("arm") or DEFAULT_ARM),
+        seed=data.get("seed"), rounds_done=len(rows), rounds_planned=data.get("rounds_planned"),
+        round0=metrics.round0, peak=metrics.peak, rolling_gain=metrics.rolling_gain,
+        active_at_end=metrics.final_active, **bank_stats(loop_file.parent))
+
+
+def arm_sort_key(arm: str) -> tuple[int, int, str]:
+    """Default first, then A1, A2, ... A10 in numeric order, then any other name."""
+    if arm == DEFAULT_ARM:
+        return (0, 0, arm)
+    found = re.fullmatch(r"A(\d+)", arm)
+    return (1, int(found.group(1)), arm) if found else (2, 0, arm)
+
+
+def summarize(runs: Iterable[RunResult]) -> list[ArmSummary]:
+    """One ``ArmSummary`` per arm over its complete runs, Default first (see module contracts)."""
+    by_arm: dict[str, list[RunResult]] = {}
+    for run in runs:
+        if run.complete:
+            by_arm.setdefault(run.arm, []).append(run)
+    summaries = []
+    for arm in sorted(by_arm, key=arm_sort_key):
+        group = sorted(by_arm[arm], key=lambda r: (r.seed is None, r.seed))
+
+        def stat(name: str, group: list[RunResult] = group) -> Stat:
+            return mean_std(getattr(r, name) for r in group)
+
+        summaries.append(ArmSummary(
+            arm=arm, label=ARM_LABELS.get(arm, arm), seeds=[r.seed for r in group],
+            round0=stat("round0"), peak=stat("peak"), rolling_gain=stat("rolling_gain"),
+            skills_created=stat("skills_created"), skills_deprecated=stat("skills_deprecated"),
+            active_at_end=stat("active_at_end"), router_engagement=stat("router_engagement"),
+            run_dirs=[r.run_dir for r in group]))
+    default = next((s for s in summaries if s.arm == DEFAULT_ARM), None)
+    if default is None or default.rolling_gain.mean is None:
+        return summaries
+    base = default.rolling_gain.mean
+    return [replace(s, gain_vs_default=None if s.rolling_gain.mean is None
+                    else s.rolling_gain.mean - base) for s in summaries]
+
+
+# ---- report ------------------------------------------------------------------------------------
+def _fmt(value: float | None, digits: int = 3, signed: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def _fmt_stat(stat: Stat, digits: int = 3, signed: bool = False) -> str:
+    if stat.mean is None:
+        return "n/a"
+    text = _fmt(stat.mean, digits, signed)
+    return text if stat.std is None else f"{text} ± {stat.std:.{digits}f}"
+
+
+def _relative(path: str, root: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(root.resolve()))
+    except ValueError:
+        return path
+
+
+def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Path,
+                    failures: dict[str, str] | None = None, window: int = ROLLING_WINDOW) -> str:
+    """``ablations.md``: the arm table, the per-run table, then incomplete and failed runs."""
+    lines = [
+        f"# Ablations: {root.name}", "",
+        f"Mean ± sample std over seeds (complete runs only). Rolling gain = mean eval pass@1 of "
+        f"the last {window} rounds minus round 0 (with fewer rounds: every round after round 0). "
+        "Router engagement = share of eval capsules routed to a skill (not NONE).", "",
+        "| arm | change | seeds | round-0 pass@1 | peak | rolling gain | gain vs Default "
+        "| created | deprecated | active at end | router engagement (eval) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in summaries:
+        lines.append(
+            f"| {s.arm} | {s.label} | {', '.join(str(x) for x in s.seeds)} "
+            f"| {_fmt_stat(s.round0)} | {_fmt_stat(s.peak)} "
+            f"| {_fmt_stat(s.rolling_gain, signed=True)} | {_fmt(s.gain_vs_default, signed=True)} "
+            f"| {_fmt_stat(s.skills_created, 1)} | {_fmt_stat(s.skills_deprecated, 1)} "
+            f"| {_fmt_stat(s.active_at_end, 1)} | {_fmt_stat(s.router_engagement)} |")
+    lines += ["", "## Runs", "",
+              "| arm | seed | rounds | round-0 | peak | rolling gain | created | deprecated "
+              "| active | engagement | run dir |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(runs, key=lambda r: (arm_sort_key(r.arm), str(r.seed))):
+        lines.append(
+            f"| {r.arm} | {r.seed} | {r.rounds_done}/{r.rounds_planned} | {_fmt(r.round0)} "
+            f"| {_fmt(r.peak)} | {_fmt(r.rolling_gain, signed=True)} | {r.skills_created} "
+            f"| {r.skills_deprecated} | {r.active_at_end} | {_fmt(r.router_engagement)} "
+            f"| {_relative(r.run_dir, root)} |")
+    incomplete = [r for r in runs if not r.complete]
+    if incomplete:
+        lines += ["", "## Incomplete runs (not averaged)", ""]
+        lines += [f"- {r.arm} seed {r.seed}: {r.rounds_done} of {r.rounds_planned} rounds "
+                  f"({_relative(r.run_dir, root)})" for r in incomplete]
+    if failures:
+        lines += ["", "## Failed", ""]
+        lines += [f"- {name}: {message}" for name, message in sorted(failures.items())]
+    return "\n".join(lines) + "\n"
+
+
+def report_json(summaries: list[ArmSummary], runs: list[RunResult],
+                failures: dict[str, str] | None = None,
+                window: int = ROLLING_WINDOW) -> dict[str, Any]:
+    """``ablations.json``: the same numbers as the Markdown, machine-readable."""
+    return {
+        "rolling_window": window, "std": "sample (n - 1); null with one seed",
+        "arms": [asdict(s) for s in summaries],
+        "runs": [asdict(r) | {"complete": r.complete, "router_engagement": r.router_engagement}
+                 for r in runs],
+        "failed": dict(sorted((failures or {}).items())),
+    }
+
+
+def write_report(sweep_dir: str | Path, runs: list[RunResult] | None = None,
+                 failures: dict[str, str] | None = None,
+                 window: int = ROLLING_WINDOW) -> tuple[Path, Path, list[ArmSummary]]:
+    """Write ``ablations.md`` and ``ablations.json`` into ``sweep_dir`` from the runs below it."""
+    root = Path(sweep_dir)
+    if runs is None:
+        runs = [run_result(d, window) for d in find_run_dirs(root)]
+    summaries = summarize(runs)
+    md, js = root / REPORT_MD, root / REPORT_JSON
+    md.write_text(report_markdown(summaries, runs, root, failures, window))
+    js.write_text(json.dumps(report_json(summaries, runs, failures, window), indent=2) + "\n")
+    return md, js, summaries

@@ -1,0 +1,113 @@
+"""A Ray head on 127.0.0.1 for the length of a ``with`` block (used by ``jobs/ablations.py``).
+
+Contracts:
+- ``ray_cluster(...)`` yields the environment variables its children need to join the cluster:
+  ``RAY_ADDRESS`` when it is set (that cluster is reused and left alone), else the address of a
+  head it starts itself with ``ray start --head --block`` bound to 127.0.0.1 (no dashboard), in
+  its own process group. Ray starts such a head with token authentication, which its clients
+  only use under ``RAY_AUTH_MODE=token`` (the token is ``~/.ray/auth_token``); that mode is set for
+  the head and yielded for the children unless the caller's environment names a mode.
+- The yielded head is ready: ``ray status`` answers before the block starts. A head that dies or
+  does not answer within ``ready_timeout_s`` raises ``RayHeadError`` quoting its log.
+- On leaving the block the head it started gets SIGTERM (``--block`` then stops every Ray
+  process it started), SIGKILL to its group if it lingers; nothing else is touched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Mapping
+
+
+class RayHeadError(RuntimeError):
+    """The local Ray head could not start; the message quotes its log."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def ray_executable() -> str:
+    """The ``ray`` CLI next to this Python (a venv), else the one on PATH."""
+    beside = Path(sys.executable).parent / "ray"
+    found = str(beside) if beside.is_file() else shutil.which("ray")
+    if found is None:
+        raise RayHeadError("the `ray` command is not installed next to this Python or on PATH; "
+                           "pip install 'ray[default]' or set RAY_ADDRESS to a running cluster")
+    return found
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    if not path.is_file():
+        return "(no log)"
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _wait_ready(address: str, head: subprocess.Popen, log: Path, env: Mapping[str, str],
+                timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if head.poll() is not None:
+            raise RayHeadError(f"the local Ray head exited with {head.returncode}; its log "
+                               f"{log} ends with:\n{_tail(log)}")
+        probe = subprocess.run([ray_executable(), "status", f"--address={address}"], env=dict(env),
+                               capture_output=True, text=True, timeout=60)
+        if probe.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            said = (probe.stderr.strip().splitlines() or ["(nothing)"])[-1][:500]
+            raise RayHeadError(f"the local Ray head at {address} did not answer `ray status` "
+                               f"within {timeout_s:.0f}s (last answer: {said}); its log {log} "
+                               f"ends with:\n{_tail(log)}")
+        time.sleep(1.0)
+
+
+def _stop(head: subprocess.Popen) -> None:
+    if head.poll() is not None:
+        return
+    head.send_signal(signal.SIGTERM)
+    try:
+        head.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(head.pid, signal.SIGKILL)  # its own group: only what this head started
+        head.wait(timeout=30)
+
+
+@contextmanager
+def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
+                ready_timeout_s: float = 180.0) -> Iterator[dict[str, str]]:
+    """``RAY_ADDRESS`` (and ``RAY_AUTH_MODE``) of the given cluster or of a local head started
+    here (see module contracts)."""
+    env = dict(os.environ if env is None else env)
+    if env.get("RAY_ADDRESS"):
+        yield {"RAY_ADDRESS": env["RAY_ADDRESS"]}
+        return
+    env.setdefault("RAY_AUTH_MODE", "token")
+    # Ray's socket paths must stay short, hence a fresh folder directly under /tmp.
+    temp = Path(tempfile.mkdtemp(prefix="rh", dir="/tmp"))
+    port = free_port()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a") as handle:
+        head = subprocess.Popen(
+            [ray_executable(), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+             f"--port={port}", "--include-dashboard=false", "--disable-usage-stats",
+             f"--num-cpus={num_cpus}", f"--temp-dir={temp}"],
+            cwd=temp, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        address = f"127.0.0.1:{port}"
+        _wait_ready(address, head, log, env, ready_timeout_s)
+        yield {"RAY_ADDRESS": address, "RAY_AUTH_MODE": env["RAY_AUTH_MODE"]}
+    finally:
+        _stop(head)
+        shutil.rmtree(temp, ignore_errors=True)  # Ray's session files; the logs we keep are ours
