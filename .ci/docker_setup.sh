@@ -10,7 +10,13 @@ set -euo pipefail
 
 IMAGE="${RATCHET_SWE_BASE_IMAGE:-ratchet-swe-base}"
 DOCKERD_LOG="${DOCKERD_LOG:-/var/log/ratchet-dockerd.log}"
-MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+# The Debian mirror apt is already configured with (deb822 .sources or one-line sources.list).
+apt_mirror() {
+  { grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}'
+    grep -hs '^deb ' /etc/apt/sources.list | awk '{print $2}'; } \
+    | grep '/debian/*$' | head -n 1
+}
+MIRROR="${DEBIAN_MIRROR:-$(apt_mirror)}"
 SUDO=""
 if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
 
@@ -45,6 +51,10 @@ if docker image inspect "$IMAGE" >/dev/null 2>&1; then
   exit 0
 fi
 
+if [ -z "$MIRROR" ]; then
+  log "no Debian mirror found in apt's sources; set DEBIAN_MIRROR to one"
+  exit 1
+fi
 rootfs="$(mktemp -d /tmp/ratchet-swe-rootfs.XXXXXX)"
 trap '$SUDO rm -rf "$rootfs"' EXIT
 log "debootstrap bookworm minbase into $rootfs (mirror $MIRROR)"
