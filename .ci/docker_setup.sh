@@ -12,9 +12,10 @@ IMAGE="${RATCHET_SWE_BASE_IMAGE:-ratchet-swe-base}"
 DOCKERD_LOG="${DOCKERD_LOG:-/var/log/ratchet-dockerd.log}"
 # The Debian mirror apt is already configured with (deb822 .sources or one-line sources.list).
 apt_mirror() {
-  { grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}'
-    grep -hs '^deb ' /etc/apt/sources.list | awk '{print $2}'; } \
-    | grep '/debian/*$' | head -n 1
+  # Either file may be missing: no match is not an error here (pipefail and set -e are on).
+  { grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources || true
+    grep -hs '^deb ' /etc/apt/sources.list || true; } \
+    | awk '{print $2}' | grep '/debian/*$' | head -n 1 || true
 }
 MIRROR="${DEBIAN_MIRROR:-$(apt_mirror)}"
 SUDO=""
