@@ -19,16 +19,29 @@ if _MBPP.exists():
 
 
 @pytest.fixture(scope="session")
-def ray_local():
-    """A real local Ray runtime bound to 127.0.0.1, shared by the whole test session."""
+def _ray_session():
+    """Shuts the shared runtime down once, at the end of the test session."""
+    yield
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+@pytest.fixture
+def ray_local(_ray_session):
+    """A real local Ray runtime bound to 127.0.0.1, shared by the tests that ask for it.
+
+    Started on first use, and again when an earlier test's own driver (``run_loop`` without this
+    fixture starts and stops its own Ray) shut it down: a stale handle would let Ray auto-start
+    a runtime with none of these settings."""
     import ray
 
     if not ray.is_initialized():
         ray.init(num_cpus=4, _node_ip_address="127.0.0.1", include_dashboard=False,
                  configure_logging=False, runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1"}},
                  log_to_driver=False)
-    yield ray
-    ray.shutdown()
+    return ray
 
 
 @pytest.fixture

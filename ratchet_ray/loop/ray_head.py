@@ -84,6 +84,16 @@ def _stop(head: subprocess.Popen) -> None:
         head.wait(timeout=30)
 
 
+def own_port_flags() -> list[str]:
+    """``ray start`` flags giving every service of a head a free port of its own: the defaults of
+    the dashboard agent and metrics exporter are fixed, so a second runtime on this machine
+    would otherwise collide with the first and come up without a working agent."""
+    services = ("dashboard-agent-listen-port", "dashboard-agent-grpc-port", "metrics-export-port",
+                "runtime-env-agent-port", "node-manager-port", "object-manager-port",
+                "ray-client-server-port")
+    return [f"--{name}={free_port()}" for name in services]
+
+
 @contextmanager
 def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
                 ready_timeout_s: float = 180.0) -> Iterator[dict[str, str]]:
@@ -101,7 +111,8 @@ def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
     with open(log, "a") as handle:
         head = subprocess.Popen(
             [ray_executable(), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
-             f"--port={port}", "--include-dashboard=false", "--disable-usage-stats",
+             f"--port={port}", *own_port_flags(), "--include-dashboard=false",
+             "--disable-usage-stats",
              f"--num-cpus={num_cpus}", f"--temp-dir={temp}"],
             cwd=temp, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
     try:

@@ -7,8 +7,13 @@ API:
   - ``skill`` is the skill the capsule was routed to (None for NONE).
   - A capsule that is not critiquable is refused WITHOUT an LLM call: ``verdict`` None,
     ``error`` ``"NotCritiquable: ..."`` naming why.
-  - The LLM answers ``VerdictOut`` (rationale, attribution, pattern, confidence level) under a
+  - The LLM answers ``VerdictOut`` (pattern, rationale, attribution, confidence level) under a
     JSON-schema constraint; with no skill injected the attribution is fixed to ``inapplicable``.
+    The prompt carries the grader's concrete finding (``prompts.failure_summary``). A pattern
+    that is not 2-10 snake_case words, names no concrete mistake (only attribution labels or
+    generic words like 'wrong output'), repeats itself or contains the task's entry point, or a
+    rationale that is a bare label, fails validation and gets the one repair retry.
+  - ``verdict.pattern`` is the label with ``_`` turned into spaces (``'off by one in range'``).
   - Never raises for LLM trouble: a garbled reply gives ``error`` ``"StructuredOutputError: ..."``
     and keeps the failed replies for accounting; a backend failure gives ``"<ExcName>: ..."``.
 """
@@ -50,6 +55,10 @@ def is_critiquable(capsule: Capsule) -> bool:
     return not refusal_reason(capsule)
 
 
+def _entry_point(task: Task) -> str:
+    return str(task.payload.get("entry_point") or "")
+
+
 def critique(llm: LLMClient, task: Task, capsule: Capsule, skill: Skill | None) -> CritiqueResult:
     reason = refusal_reason(capsule)
     if reason:
@@ -61,8 +70,11 @@ def critique(llm: LLMClient, task: Task, capsule: Capsule, skill: Skill | None) 
     # judged as if no guidance were visible.
     shown = skill if skill is not None and capsule.skill_id != NONE_SKILL else None
     try:
-        result = complete_structured(llm, critic_messages(task, capsule, shown),
-                                     verdict_model(shown is not None),
+        # Base-model backends continue a trailing assistant message: the review opens there.
+        prefill = bool(getattr(llm, "supports_prefill", False))
+        result = complete_structured(llm, critic_messages(task, capsule, shown, prefill=prefill),
+                                     verdict_model(shown is not None,
+                                                   entry_point=_entry_point(task)),
                                      max_tokens=CRITIC_MAX_TOKENS, temperature=0.0)
     except StructuredOutputError as exc:
         return CritiqueResult(None, list(exc.replies), f"StructuredOutputError: {exc}")
@@ -72,7 +84,8 @@ def critique(llm: LLMClient, task: Task, capsule: Capsule, skill: Skill | None) 
     verdict = Verdict(
         capsule_id=capsule.capsule_id, run_id=capsule.run_id, round=capsule.round,
         task_id=capsule.task_id, skill_id=capsule.skill_id, attribution=out.attribution,
-        pattern=" ".join(out.pattern.split())[:200], confidence=CONFIDENCE[out.confidence],
+        # Stored as plain words: the embedder clusters and the Synthesizer reads them as text.
+        pattern=out.pattern.replace("_", " ")[:200], confidence=CONFIDENCE[out.confidence],
         rationale=out.rationale.strip(),
     )
     return CritiqueResult(verdict, list(result.replies))

@@ -15,19 +15,28 @@ API (other roles code against exactly these):
 - ``router_messages(task, candidates) -> list[Message]``;
   ``router_choice_model(candidate_ids) -> type[RouterChoice]`` (``skill_id`` is an enum of the
   candidate ids plus ``"NONE"``).
-- ``critic_messages(task, capsule, skill) -> list[Message]``;
-  ``verdict_model(skill_used: bool) -> type[VerdictOut]`` (no skill: attribution fixed to
-  ``inapplicable``); ``CONFIDENCE`` maps the confidence level to a float.
-- ``synth_messages(suite, metaskill, pattern, examples, existing, feedback)``;
-  ``SkillDraft`` (the Skill fields an author writes; ``SKILL_SCHEMA_LOCK`` shows them).
+- ``critic_messages(task, capsule, skill, *, prefill=False) -> list[Message]`` (the task, then
+  worked examples, the output and the grader's concrete finding, ``failure_summary(capsule)``,
+  last; with ``prefill`` the part from the examples on is a trailing assistant message);
+  ``verdict_model(skill_used: bool, *, entry_point="") -> type[VerdictOut]`` (no skill:
+  attribution fixed to ``inapplicable``; ``pattern`` is 2-10 snake_case words,
+  ``PATTERN_REGEX``, normalised from spaced/hyphenated text, and rejected when it names no
+  concrete mistake, repeats itself or contains ``entry_point``: ``pattern_problem``);
+  ``CONFIDENCE`` maps the confidence level to a float.
+- ``synth_messages(suite, metaskill, pattern, examples, existing, feedback, *, prefill=False)``;
+  ``SkillDraft`` (the Skill fields an author writes; ``SKILL_SCHEMA_LOCK`` shows them as a worked
+  example skill, ``EXAMPLE_SKILL``); ``copies_template(draft)`` detects a copied example.
 - ``metasynth_messages(suite, current, pattern_counts)``; ``MetaSkillDraft``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Sequence
+import json
+import re
+from typing import Annotated, ClassVar, Literal, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
+from pydantic import (BaseModel, ConfigDict, Field, StringConstraints, create_model,
+                      field_validator)
 
 from ratchet_ray.llm.base import Message
 from ratchet_ray.types import NONE_SKILL, Attribution, Capsule, MetaSkill, Skill, Task
@@ -136,39 +145,152 @@ def router_messages(task: Task, candidates: Sequence[Skill]) -> list[Message]:
 
 
 # ----------------------------------------------------------------------------- critic
+# A pattern is a snake_case label of 2-10 words. The grammar makes a base model write a compact
+# label instead of prose or a copy of the attribution; the validator also accepts spaced or
+# hyphenated words (chat backends) by normalising them first.
+PATTERN_REGEX = r"^[a-z][a-z0-9]*(_[a-z0-9]+){1,9}$"
+# Words that say nothing about the mistake: a pattern made only of these (an attribution label,
+# 'wrong output', a copy of the instructions) is rejected, so the repair retry asks again.
+GENERIC_PATTERN_WORDS = frozenset({
+    "helped", "hurt", "neutral", "inapplicable", "not", "applicable", "none", "unknown", "other",
+    "a", "an", "the", "of", "in", "to", "is", "and", "or", "no", "failure", "failures", "failed",
+    "fail", "fails", "error", "errors", "wrong", "bad", "incorrect", "bug", "buggy", "issue",
+    "problem", "mistake", "code", "solution", "output", "answer", "result", "test", "tests",
+    "task", "general", "generic", "short", "label", "pattern", "word", "words", "snake", "case"})
+# Example labels shown to the critic: general mistakes, none tied to one task.
+EXAMPLE_PATTERNS = ("off_by_one_in_range_bounds", "ignores_empty_input", "wrong_parameter_count",
+                    "returns_bool_instead_of_list", "treats_int_as_iterable",
+                    "prints_instead_of_returning")
+
+
+def normalize_pattern(text: str) -> str:
+    """``'  Off-by-one in Range '`` -> ``'off_by_one_in_range'`` (lowercase, words joined by _)."""
+    return "_".join(re.split(r"[\s_\-]+", text.strip().lower())).strip("_")
+
+
+def pattern_problem(pattern: str, task_names: Sequence[str] = ()) -> str:
+    """Why a normalised pattern is useless ('' when it is fine): only generic words (an
+    attribution label, 'wrong output'), a degenerate repetition, or a task's own name."""
+    words = [w for w in pattern.split("_") if w]
+    if all(w in GENERIC_PATTERN_WORDS or len(w) < 3 for w in words):
+        return (f"pattern {pattern!r} names no concrete mistake; write 2-10 snake_case words that "
+                "say what the code did wrong, e.g. " + ", ".join(EXAMPLE_PATTERNS[:3]))
+    if max(words.count(w) for w in words) >= 3:
+        return f"pattern {pattern!r} repeats itself; name the mistake in 2-10 different words"
+    for name in task_names:
+        if len(name) >= 3 and name in pattern:
+            return (f"pattern {pattern!r} contains the task's name {name!r}; describe the mistake "
+                    "so it fits other tasks too")
+    return ""
+
+
 class VerdictOut(BaseModel):
-    """The Critic's structured answer for one failed attempt (rationale first: think, then label)."""
+    """The Critic's structured answer for one failed attempt. ``rationale`` comes first: the
+    model restates the concrete failure, then labels it (``pattern``) from what it just wrote."""
 
     model_config = _STRUCTURED
-    rationale: str = Field(min_length=1, max_length=400)
+    # Normalised task names a pattern must not contain (set per task by ``verdict_model``).
+    task_names: ClassVar[tuple[str, ...]] = ()
+    rationale: str = Field(min_length=1, max_length=300)
+    pattern: str = Field(min_length=3, max_length=80, pattern=PATTERN_REGEX)
     attribution: Attribution
-    pattern: str = Field(min_length=3, max_length=120)
     confidence: Literal["low", "medium", "high"]
 
+    @field_validator("pattern", mode="before")
+    @classmethod
+    def _specific_pattern(cls, value: object) -> object:
+        # Before the regex check, so a bare 'inapplicable' gets the helpful message.
+        if not isinstance(value, str):
+            return value
+        value = normalize_pattern(value)
+        problem = pattern_problem(value, cls.task_names) if value else ""
+        if problem:
+            raise ValueError(problem)
+        return value
 
-def verdict_model(skill_used: bool) -> type[VerdictOut]:
-    """With no skill injected the only honest attribution is ``inapplicable``: fix it in the grammar."""
-    if skill_used:
+    @field_validator("rationale")
+    @classmethod
+    def _real_rationale(cls, value: str) -> str:
+        # A bare attribution word ('Inapplicable') explains nothing about the failure.
+        if value.lower().strip(" .") in GENERIC_PATTERN_WORDS:
+            raise ValueError(f"rationale {value!r} explains nothing; say why the code fails "
+                             "its failing test")
+        return value
+
+
+def verdict_model(skill_used: bool, *, entry_point: str = "") -> type[VerdictOut]:
+    """With no skill injected the only honest attribution is ``inapplicable``: fix it in the
+    grammar. ``entry_point`` (the task's function name) may not appear in the pattern."""
+    if skill_used and not entry_point:
         return VerdictOut
-    return create_model("VerdictOut", __base__=VerdictOut,
-                        attribution=(Literal["inapplicable"], ...))
+    fields = {} if skill_used else {"attribution": (Literal["inapplicable"], ...)}
+    model = create_model("VerdictOut", __base__=VerdictOut, **fields)  # type: ignore[call-overload]
+    model.task_names = (normalize_pattern(entry_point),) if entry_point.strip() else ()
+    return model
 
 
-def critic_messages(task: Task, capsule: Capsule, skill: Skill | None) -> list[Message]:
-    skill_text = (guidance_block(skill) if skill is not None
-                  else "No skill was injected (attribution must be inapplicable).")
-    text = ("# Failure review\n"
-            "A solver attempted the task below and FAILED the hidden tests. Diagnose why.\n"
-            "attribution: did the injected skill help, hurt, stay neutral, or not apply "
-            "(inapplicable)?\n"
-            "pattern: a short, GENERAL failure label of 3-10 words that would fit other tasks "
-            "too (e.g. 'off-by-one in range bounds', 'ignores empty input'); no task names.\n\n"
-            f"Task:\n{_task_text(task, 1500)}\n\n{skill_text}\n\n"
-            f"Solver output:\n{_clip(capsule.output, 1500) or '(empty)'}\n\n"
-            f"Grader result ({capsule.exit_status}):\n{_tail(capsule.grader_trace, 1000) or '(none)'}"
-            "\n\nAnswer with JSON: {\"rationale\": ..., \"attribution\": ..., \"pattern\": ..., "
-            "\"confidence\": \"low|medium|high\"}")
-    return [Message("user", text)]
+# Worked answers for made-up failures. A base model copies a single shown answer (or a schema
+# placeholder) verbatim; several different ones make it map THIS failure to its own label.
+CRITIC_EXAMPLES = (
+    ("def last(xs): return xs[len(xs)]",
+     "last([4, 5]) raised IndexError: list index out of range",
+     "IndexError: list index out of range, it reads xs[len(xs)], one past the end.",
+     "index_out_of_range_off_by_one"),
+    ("def count_vowels(s):\n    for c in s: ...",
+     "count_vowels('') returned None, expected 0",
+     "It returned None, expected 0: the function has no return statement.",
+     "returns_none_instead_of_count"),
+    ("def area(r):\n    return 3.14 * r * r",
+     "area(2, 3) raised TypeError: area() takes 1 positional argument but 2 were given",
+     "TypeError: the test passes 2 arguments but the function takes 1.",
+     "missing_second_parameter"),
+)
+
+
+def _critic_example(output: str, failure: str, rationale: str, pattern: str) -> str:
+    answer = json.dumps({"rationale": rationale, "pattern": pattern,
+                         "attribution": "inapplicable", "confidence": "high"})
+    return f"Solver output:\n{output}\nFailing test: {failure}\nAnswer: {answer}"
+
+
+def failure_summary(capsule: Capsule, limit: int = 600) -> str:
+    """The grader's concrete finding (failing call, expected vs got, exception), without the
+    sandbox banner lines that carry no information about the mistake."""
+    lines = [ln for ln in capsule.grader_trace.strip().splitlines()
+             if ln.strip() and not (ln.startswith("[") and ln.rstrip().endswith("]"))
+             and not re.match(r"^\w+: fail at test \d+/\d+$", ln.strip())]
+    return f"{capsule.exit_status}: " + (_tail("\n".join(lines), limit) or "(no details)")
+
+
+def _anonymize(text: str, name: str) -> str:
+    return re.sub(rf"\b{re.escape(name)}\b", "f", text) if name else text
+
+
+def critic_messages(task: Task, capsule: Capsule, skill: Skill | None, *,
+                    prefill: bool = False) -> list[Message]:
+    """The review prompt. With ``prefill`` (backends that continue a trailing assistant message)
+    the worked examples and the concrete failure open the answer itself, ending in ``Answer: ``:
+    a base model labels what it read last, and otherwise the schema section that the backend
+    appends sits in between (measured: with it there Gemma 270M copied the schema's
+    'inapplicable' or an example's label for nearly every failure)."""
+    attribution = ("attribution: did the injected guidance help, hurt, stay neutral, or not "
+                   "apply (inapplicable)?\n" if skill is not None else "")
+    head = ("# Failure review\n"
+            "A solver wrote code for a Python task and it FAILED a test. First say why it fails "
+            "(rationale), then name the mistake (pattern): 2-10 lowercase snake_case words "
+            "general enough to fit other tasks with the same mistake, never the function's "
+            "name.\n" + attribution + "\n"
+            f"Task:\n{_task_text(task, 1200)}"
+            + (f"\n\n{guidance_block(skill)}" if skill is not None else ""))
+    # The function is called `f` in the review: a small model otherwise copies its name into
+    # the pattern ('check_k_not_in_tuple'), which no other task's failure can share.
+    entry_point = str(task.payload.get("entry_point") or "").strip()
+    review = ("\n\n".join(_critic_example(*ex) for ex in CRITIC_EXAMPLES) + "\n\n"
+              f"Solver output:\n{_anonymize(_clip(capsule.output, 1000), entry_point) or '(empty)'}"
+              f"\nFailing test: {_anonymize(failure_summary(capsule), entry_point)}")
+    if prefill:
+        return [Message("user", head), Message("assistant", review + "\nAnswer: ")]
+    return [Message("user", f"{head}\n\n{review}")]
 
 
 # ----------------------------------------------------------------------------- synthesizer
@@ -198,29 +320,60 @@ class SkillDraft(BaseModel):
     guidance: GuidanceDraft
 
 
-SKILL_SCHEMA_LOCK = """\
-Skill schema (fixed; fill every field, natural language only, never code):
-{"id": "snake_case_id",
- "name": "snake_case_id",
- "description": "one line: when the skill applies",
- "intent": "imperative match phrase, e.g. Sum a list of numbers",
- "signals_match": ["short", "keywords"],
- "tags": ["auto"],
- "guidance": {"applies_when": "the kind of task",
-              "key_insight": "the one idea that avoids the failure",
-              "common_pitfalls": ["mistake to avoid", "another"],
-              "verify_before_returning": "a check to run mentally before answering"}}"""
+# Worked skills for made-up failure patterns. A base model copies schema placeholders (measured:
+# every Gemma 270M draft repeated them) and a single example verbatim; two different ones, with
+# the real pattern last, make it map the pattern to its own skill.
+EXAMPLE_SKILLS = {
+    "returns none for empty input": {
+        "id": "handle_empty_input_first", "name": "handle_empty_input_first",
+        "description": "tasks whose input list or string may be empty",
+        "intent": "Return the right value for an empty input",
+        "signals_match": ["empty", "list", "string"], "tags": ["edge_cases"],
+        "guidance": {"applies_when": "the function loops over a list or string argument",
+                     "key_insight": "decide the answer for an empty input before the loop and "
+                                    "return it explicitly",
+                     "common_pitfalls": ["falling off the end and returning None"],
+                     "verify_before_returning": "call the function on an empty input in your head"}},
+    "off by one in range bounds": {
+        "id": "check_range_end_points", "name": "check_range_end_points",
+        "description": "tasks that loop over index ranges",
+        "intent": "Get the first and last index of a loop right",
+        "signals_match": ["range", "index", "loop"], "tags": ["indexing"],
+        "guidance": {"applies_when": "the code uses range() or indexes with computed positions",
+                     "key_insight": "range(a, b) stops at b - 1; include the end when the task "
+                                    "says up to and including",
+                     "common_pitfalls": ["skipping the last element", "reading one past the end"],
+                     "verify_before_returning": "trace the loop for a two-element input"}},
+}
+EXAMPLE_SKILL_PATTERN, EXAMPLE_SKILL = next(iter(EXAMPLE_SKILLS.items()))
+
+SKILL_SCHEMA_LOCK = (
+    "Skill schema (fixed; fill every field for YOUR pattern, natural language only, never "
+    "code). Examples:\n" + "\n".join(f"Pattern: {p}\nSkill: {json.dumps(skill)}"
+                                      for p, skill in EXAMPLE_SKILLS.items()))
 
 
-# Values of the schema lock a weak model may copy verbatim instead of writing a skill.
+def _leaf_values(value: object) -> list[str]:
+    if isinstance(value, dict):
+        return [v for item in value.values() for v in _leaf_values(item)]
+    if isinstance(value, list):
+        return [v for item in value for v in _leaf_values(item)]
+    return [value] if isinstance(value, str) else []
+
+
+# Values a weak model may copy verbatim instead of writing a skill: the example skill's and the
+# placeholders an earlier schema lock showed.
 TEMPLATE_VALUES = frozenset({
     "snake_case_id", "one line: when the skill applies",
     "imperative match phrase, e.g. Sum a list of numbers", "the kind of task",
-    "the one idea that avoids the failure", "a check to run mentally before answering"})
+    "the one idea that avoids the failure", "a check to run mentally before answering",
+    *(v for skill in EXAMPLE_SKILLS.values()
+      for v in _leaf_values({k: v for k, v in skill.items() if k not in ("signals_match", "tags")}))})
 
 
 def copies_template(draft: "SkillDraft") -> bool:
-    """True when the draft repeats the schema lock's placeholders instead of real guidance."""
+    """True when the draft repeats the schema lock's example or placeholders instead of real
+    guidance for its own pattern."""
     g = draft.guidance
     fields = (draft.id, draft.description, draft.intent, g.applies_when, g.key_insight,
               g.verify_before_returning)
@@ -229,9 +382,11 @@ def copies_template(draft: "SkillDraft") -> bool:
 
 def synth_messages(suite: str, metaskill: MetaSkill | None, pattern: str,
                    examples: Sequence[str], existing: Sequence[Skill],
-                   feedback: Sequence[str] = ()) -> list[Message]:
+                   feedback: Sequence[str] = (), *, prefill: bool = False) -> list[Message]:
     """Ask for one skill that addresses a failure cluster. ``metaskill`` None is ablation A3:
-    no authoring prior at all (the schema lock stays, it is not part of the meta-skill)."""
+    no authoring prior at all (the schema lock stays, it is not part of the meta-skill).
+    With ``prefill`` (backends that continue a trailing assistant message) the schema lock and
+    the pattern open the answer, so a base model reads them last, after the backend's schema."""
     parts = [f"# Skill authoring ({suite})",
              "Write ONE reusable skill: natural-language guidance (never code) that would help "
              "a solver avoid the recurring failure below on future, different tasks."]
@@ -245,8 +400,16 @@ def synth_messages(suite: str, metaskill: MetaSkill | None, pattern: str,
                      + "\n".join(f"- {s.id}: {s.intent}" for s in existing[:30]))
     if feedback:
         parts.append("Feedback on your previous draft:\n" + "\n".join(f"- {f}" for f in feedback))
-    parts.append(SKILL_SCHEMA_LOCK + "\nAnswer with the JSON object of the new skill.")
+    closing = SKILL_SCHEMA_LOCK + f"\nPattern: {_bare(pattern)}\nSkill: "
+    if prefill:
+        return [Message("user", "\n\n".join(parts)), Message("assistant", closing)]
+    parts.append(closing + "Answer with the JSON object of the new skill.")
     return [Message("user", "\n\n".join(parts))]
+
+
+def _bare(pattern: str) -> str:
+    """The pattern without the cluster size suffix the Synthesizer adds (' (x3)')."""
+    return re.sub(r" \(x\d+\)$", "", pattern)
 
 
 # ----------------------------------------------------------------------------- meta-synth

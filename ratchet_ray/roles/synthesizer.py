@@ -20,7 +20,8 @@ API:
   ``synth_settings.cover_guard``) -> for the first ``max_new_per_round`` kept clusters: prompt,
   validate into ``types.Skill`` (id slugified and made unique, author "synthesized", status
   active), ``add_skill``. A ``duplicate`` re-prompts with the duplicate's id as feedback, a
-  ``too_long`` with a length note, a copy of the schema's placeholders with a note, up to
+  ``too_long`` with a length note, a copy of the schema's example or placeholders
+  (``prompts.copies_template``) with a note, up to
   ``max_reprompts`` times; anything else ends the cluster.
 - Never raises for LLM trouble (the cluster goes to ``failed`` as ``"<pattern>: <reason>"``);
   errors from ``add_skill`` (the bank) propagate. ``synth_settings.enabled`` False does nothing.
@@ -97,6 +98,8 @@ class Synthesizer:
         self.settings = synth_settings
         self.suite = suite
         self.tasks = dict(tasks or {})
+        # Base-model backends continue a trailing assistant message: the draft opens there.
+        self.prefill = bool(getattr(llm, "supports_prefill", False))
 
     def _example(self, verdict: Verdict, capsules: Mapping[str, Capsule]) -> str:
         lines = []
@@ -147,7 +150,8 @@ class Synthesizer:
         feedback: list[str] = []
         label = f"{pattern} (x{size})"
         for _attempt in range(1 + self.settings.max_reprompts):
-            messages = synth_messages(self.suite, metaskill, label, examples, existing, feedback)
+            messages = synth_messages(self.suite, metaskill, label, examples, existing, feedback,
+                                      prefill=self.prefill)
             try:
                 result = complete_structured(self.llm, messages, SkillDraft,
                                              max_tokens=SYNTH_MAX_TOKENS, temperature=0.0)
@@ -160,8 +164,8 @@ class Synthesizer:
                 return None
             outcome.replies.extend(result.replies)
             if copies_template(result.value):
-                feedback.append("Your draft repeated the schema's placeholder text. Write real "
-                                f"guidance about this failure: {pattern}.")
+                feedback.append("Your draft repeated the schema's example or placeholder text. "
+                                f"Write real guidance about this failure: {pattern}.")
                 continue
             try:
                 skill = draft_to_skill(result.value, taken, self.suite)

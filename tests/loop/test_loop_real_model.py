@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,6 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from ratchet_ray.loop.ray_head import free_port, own_port_flags
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -81,26 +82,14 @@ def test_local_model_loop_end_to_end_with_evalplus_grading_and_query(tmp_path):
 TRANSIENT = ("Failed to connect", "No available agent", "try again later")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_ray_job_submit_to_a_real_head_on_loopback(tmp_path):
     temp = Path(tempfile.mkdtemp(prefix="rh", dir="/tmp"))  # Ray's socket paths must stay short
-    port, dashboard = _free_port(), _free_port()
-    # Every port of the head's own, so it never collides with the session's ray_local runtime
-    # (the dashboard agent's default ports are fixed and would leave the job server agentless).
-    own_ports = [f"--{name}={_free_port()}" for name in (
-        "dashboard-agent-listen-port", "dashboard-agent-grpc-port", "metrics-export-port",
-        "runtime-env-agent-port", "node-manager-port", "object-manager-port",
-        "ray-client-server-port")]
+    port, dashboard = free_port(), free_port()
     head = subprocess.Popen(
         [str(BIN / "ray"), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
          f"--port={port}", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
-         *own_ports, "--disable-usage-stats", "--num-cpus=2", f"--temp-dir={temp}"],
+         *own_port_flags(), "--disable-usage-stats", "--num-cpus=2", f"--temp-dir={temp}"],
         cwd=temp, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
         start_new_session=True)
     try:

@@ -46,3 +46,25 @@ def test_gemma_solver_writes_code(gemma, prime_task, small_bank):
     result = solve(gemma, prime_task, skill, output_kind="code", max_tokens=160, temperature=0.0)
     assert result.exit_status == "ok" and result.output.strip()
     assert result.replies[0].output_tokens > 0
+
+
+def test_gemma_critic_names_a_concrete_pattern_not_an_attribution(gemma, capsule_factory):
+    """A real MBPP+ failure (Mbpp/808 from a quickstart run): the pattern must be a real label."""
+    from ratchet_ray.roles.prompts import GENERIC_PATTERN_WORDS
+    from ratchet_ray.types import Task
+
+    task = Task(task_id="Mbpp/808", suite="mbpp",
+                prompt='"""\nWrite a function to check if the given tuples contain the k or not.\n'
+                       'assert check_K((10, 4, 5, 6, 8), 6) == True\n"""\n',
+                payload={"entry_point": "check_K"})
+    capsule = capsule_factory(task.task_id).model_copy(update={
+        "exit_status": "TypeError",
+        "output": "def check_K(tuple1, tuple2):\n    if tuple1 in tuple2:\n        return True\n"
+                  "    else:\n        return False",
+        "grader_trace": "[sandbox namespaces]\nbase: fail at test 1/3\ncheck_K((10, 4, 5, 6, 8), "
+                        "6) raised TypeError: argument of type 'int' is not iterable"})
+    result = critique(gemma, task, capsule, None)
+    assert result.ok, result.error
+    words = result.verdict.pattern.split()
+    assert 2 <= len(words) <= 10 and not set(words) <= GENERIC_PATTERN_WORDS, words
+    assert "check_k" not in result.verdict.pattern.replace(" ", "_")

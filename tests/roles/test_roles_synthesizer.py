@@ -74,15 +74,33 @@ def test_dedup_hit_reprompts_with_the_duplicates_id(bank, config, cluster, skill
 
 
 def test_a_copied_schema_template_is_reprompted(bank, config, cluster, skill_reply):
-    from ratchet_ray.roles.prompts import SKILL_SCHEMA_LOCK
+    from ratchet_ray.roles.prompts import EXAMPLE_SKILL, SKILL_SCHEMA_LOCK
 
-    template = SKILL_SCHEMA_LOCK[SKILL_SCHEMA_LOCK.index("{"):]
-    replies = iter([template, skill_reply("edge_numbers")])
+    assert json.dumps(EXAMPLE_SKILL) in SKILL_SCHEMA_LOCK
+    old_placeholders = json.dumps({
+        "id": "snake_case_id", "name": "snake_case_id",
+        "description": "one line: when the skill applies", "intent": "x",
+        "signals_match": [], "tags": [], "guidance": {
+            "applies_when": "the kind of task", "key_insight": "the one idea that avoids the failure",
+            "common_pitfalls": [], "verify_before_returning": ""}})
+    replies = iter([json.dumps(EXAMPLE_SKILL), old_placeholders, skill_reply("edge_numbers")])
     llm = ScriptedLLM(lambda messages, schema: next(replies))
     outcome = Synthesizer(llm, HashEmbedder(), config.synth, "mbpp").run(
         cluster, [], None, add_to(bank), 1)
     assert outcome.created == ["edge_numbers"] and "snake_case_id" not in bank.active()[0].id
-    assert "placeholder" in llm.calls[1][0][-1].content
+    assert "placeholder" in llm.calls[1][0][-1].content and len(llm.calls) == 3
+
+
+def test_prefill_backends_get_the_pattern_as_the_draft_opening(bank, config, cluster,
+                                                               skill_reply):
+    llm = ScriptedLLM(lambda messages, schema: skill_reply("edge_numbers"))
+    llm.supports_prefill = True
+    outcome = Synthesizer(llm, HashEmbedder(), config.synth, "mbpp").run(
+        cluster, [], None, add_to(bank), 1)
+    assert outcome.created == ["edge_numbers"]
+    messages = llm.calls[0][0]
+    assert [m.role for m in messages] == ["user", "assistant"]
+    assert messages[-1].content.endswith(f"Pattern: {PATTERN}\nSkill: ")
 
 
 def test_gives_up_after_max_reprompts(bank, config, cluster, skill_reply):

@@ -96,12 +96,12 @@ def test_actors_run_the_workers_under_ray(ray_with_fakes, tmp_path, prime_task, 
     outcomes = ray.get([s.run.remote(prime_task, "train", 1) for s in solvers])
     assert [o.skill_id for o in outcomes] == ["prime_check", "prime_check"]
 
-    verdict = {"rationale": "r", "attribution": "inapplicable", "pattern": "p q r",
+    verdict = {"rationale": "r", "attribution": "inapplicable", "pattern": "skips zero input",
                "confidence": "low"}
     critic, = launch_critics(config, 1, num_cpus=0.5,
                              llm=ScriptedLLM(lambda m, s: json.dumps(verdict)))
     results = ray.get(critic.critique_batch.remote([(prime_task, capsule_factory("Mbpp/3"), None)]))
-    assert results[0].verdict.pattern == "p q r"
+    assert results[0].verdict.pattern == "skips zero input"
 
     draft = {"id": "one_is_not_prime", "name": "x", "description": "primality tasks",
              "intent": "Decide primality", "signals_match": [], "tags": [],
