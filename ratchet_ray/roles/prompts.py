@@ -31,65 +31,60 @@ API (other roles code against exactly these):
 
 from __future__ import annotations
 
-import json
-import re
-from typing import Annotated, ClassVar, Literal, Sequence
+from typing import Literal, Sequence
 
-from pydantic import (BaseModel, ConfigDict, Field, StringConstraints, create_model,
-                      field_validator)
+from pydantic import (BaseModel, Field, create_model)
 
 from ratchet_ray.llm.base import Message
-from ratchet_ray.types import NONE_SKILL, Attribution, Capsule, MetaSkill, Skill, Task
+from ratchet_ray.types import NONE_SKILL, MetaSkill, Skill, Task
+from ratchet_ray.roles.critic_prompts import (CRITIC_EXAMPLES, EXAMPLE_PATTERNS,
+                                              GENERIC_PATTERN_WORDS, PATTERN_REGEX, VerdictOut,
+                                              critic_messages, failure_summary, normalize_pattern,
+                                              pattern_problem, verdict_model)
+from ratchet_ray.roles.prompt_base import (CODE_STOP, CONFIDENCE, CRITIC_MAX_TOKENS,
+                                           META_MAX_TOKENS, ROUTER_MAX_TOKENS, SYNTH_MAX_TOKENS,
+                                           _STRUCTURED, _clip, _task_text, guidance_block)
+from ratchet_ray.roles.synth_prompts import (EXAMPLE_SKILL, EXAMPLE_SKILLS,
+                                             SKILL_SCHEMA_LOCK, TEMPLATE_VALUES, GuidanceDraft,
+                                             SkillDraft, copies_template, synth_messages)
 
-# Generation caps per structured role (the Solver uses LLMSettings.max_tokens).
-ROUTER_MAX_TOKENS = 48
-CRITIC_MAX_TOKENS = 320
-SYNTH_MAX_TOKENS = 640
-META_MAX_TOKENS = 1200
-# A base model keeps writing after the function; these end the completion at the usual places.
-CODE_STOP = ("\n```\n", "\nassert ", "\nprint(", "\nif __name__", "\n# Test", "\n# Example",
-             "\n    \n    \n")
-CONFIDENCE = {"low": 0.3, "medium": 0.6, "high": 0.9}
-
-
-def _drop_description(schema: dict) -> None:
-    # The schema is shown to the model; class docstrings there are noise (and tokens).
-    schema.pop("description", None)
-
-
-_STRUCTURED = ConfigDict(extra="forbid", str_strip_whitespace=True,
-                         json_schema_extra=_drop_description)
-
-
-def _clip(text: str, limit: int) -> str:
-    """Keep the head of ``text`` and say how much was cut, so the model knows it is partial."""
-    text = text.strip()
-    return text if len(text) <= limit else f"{text[:limit]}\n...[{len(text) - limit} chars cut]"
-
-
-def _tail(text: str, limit: int) -> str:
-    """Keep the end of ``text`` (tracebacks and test failures put the cause last)."""
-    text = text.strip()
-    return text if len(text) <= limit else f"[{len(text) - limit} chars cut]...\n{text[-limit:]}"
-
-
-def _task_text(task: Task, limit: int = 3000) -> str:
-    # MBPP+ prompts are wrapped in a docstring; the quotes are noise to the model.
-    return _clip(task.prompt.strip().strip('"').strip(), limit)
+__all__ = [
+    "CRITIC_EXAMPLES",
+    "EXAMPLE_PATTERNS",
+    "GENERIC_PATTERN_WORDS",
+    "PATTERN_REGEX",
+    "VerdictOut",
+    "critic_messages",
+    "failure_summary",
+    "normalize_pattern",
+    "pattern_problem",
+    "verdict_model",
+    "CODE_STOP",
+    "CONFIDENCE",
+    "CRITIC_MAX_TOKENS",
+    "META_MAX_TOKENS",
+    "ROUTER_MAX_TOKENS",
+    "SYNTH_MAX_TOKENS",
+    "guidance_block",
+    "EXAMPLE_SKILL",
+    "EXAMPLE_SKILLS",
+    "SKILL_SCHEMA_LOCK",
+    "TEMPLATE_VALUES",
+    "GuidanceDraft",
+    "SkillDraft",
+    "copies_template",
+    "synth_messages",
+    "code_prefill",
+    "code_messages",
+    "RouterChoice",
+    "router_choice_model",
+    "router_messages",
+    "MetaSkillDraft",
+    "metasynth_messages",
+]
 
 
 # ----------------------------------------------------------------------------- solver (code)
-def guidance_block(skill: Skill) -> str:
-    g = skill.guidance
-    lines = [f"Guidance (skill `{skill.id}`):", f"- Applies when: {g.applies_when}",
-             f"- Key insight: {g.key_insight}"]
-    if g.common_pitfalls:
-        lines.append("- Pitfalls: " + "; ".join(g.common_pitfalls))
-    if g.verify_before_returning:
-        lines.append(f"- Verify before returning: {g.verify_before_returning}")
-    return "\n".join(lines)
-
-
 def code_prefill(task: Task) -> str:
     """The start of the answer (fence + function header) for backends that continue a prefill."""
     entry_point = str(task.payload.get("entry_point") or "").strip()
@@ -142,274 +137,6 @@ def router_messages(task: Task, candidates: Sequence[Skill]) -> list[Message]:
             f"Skills:\n{cards}\n- {NONE_SKILL}: no skill applies\n\n"
             'Answer with JSON: {"skill_id": "<one id from the list, or NONE>"}')
     return [Message("user", text)]
-
-
-# ----------------------------------------------------------------------------- critic
-# A pattern is a snake_case label of 2-10 words. The grammar makes a base model write a compact
-# label instead of prose or a copy of the attribution; the validator also accepts spaced or
-# hyphenated words (chat backends) by normalising them first.
-PATTERN_REGEX = r"^[a-z][a-z0-9]*(_[a-z0-9]+){1,9}$"
-# Words that say nothing about the mistake: a pattern made only of these (an attribution label,
-# 'wrong output', a copy of the instructions) is rejected, so the repair retry asks again.
-GENERIC_PATTERN_WORDS = frozenset({
-    "helped", "hurt", "neutral", "inapplicable", "not", "applicable", "none", "unknown", "other",
-    "a", "an", "the", "of", "in", "to", "is", "and", "or", "no", "failure", "failures", "failed",
-    "fail", "fails", "error", "errors", "wrong", "bad", "incorrect", "bug", "buggy", "issue",
-    "problem", "mistake", "code", "solution", "output", "answer", "result", "test", "tests",
-    "task", "general", "generic", "short", "label", "pattern", "word", "words", "snake", "case"})
-# Example labels shown to the critic: general mistakes, none tied to one task.
-EXAMPLE_PATTERNS = ("off_by_one_in_range_bounds", "ignores_empty_input", "wrong_parameter_count",
-                    "returns_bool_instead_of_list", "treats_int_as_iterable",
-                    "prints_instead_of_returning")
-
-
-def normalize_pattern(text: str) -> str:
-    """``'  Off-by-one in Range '`` -> ``'off_by_one_in_range'`` (lowercase, words joined by _)."""
-    return "_".join(re.split(r"[\s_\-]+", text.strip().lower())).strip("_")
-
-
-def pattern_problem(pattern: str, task_names: Sequence[str] = ()) -> str:
-    """Why a normalised pattern is useless ('' when it is fine): only generic words (an
-    attribution label, 'wrong output'), a degenerate repetition, or a task's own name."""
-    words = [w for w in pattern.split("_") if w]
-    if all(w in GENERIC_PATTERN_WORDS or len(w) < 3 for w in words):
-        return (f"pattern {pattern!r} names no concrete mistake; write 2-10 snake_case words that "
-                "say what the code did wrong, e.g. " + ", ".join(EXAMPLE_PATTERNS[:3]))
-    if max(words.count(w) for w in words) >= 3:
-        return f"pattern {pattern!r} repeats itself; name the mistake in 2-10 different words"
-    for name in task_names:
-        if len(name) >= 3 and name in pattern:
-            return (f"pattern {pattern!r} contains the task's name {name!r}; describe the mistake "
-                    "so it fits other tasks too")
-    return ""
-
-
-class VerdictOut(BaseModel):
-    """The Critic's structured answer for one failed attempt. ``rationale`` comes first: the
-    model restates the concrete failure, then labels it (``pattern``) from what it just wrote."""
-
-    model_config = _STRUCTURED
-    # Normalised task names a pattern must not contain (set per task by ``verdict_model``).
-    task_names: ClassVar[tuple[str, ...]] = ()
-    rationale: str = Field(min_length=1, max_length=300)
-    pattern: str = Field(min_length=3, max_length=80, pattern=PATTERN_REGEX)
-    attribution: Attribution
-    confidence: Literal["low", "medium", "high"]
-
-    @field_validator("pattern", mode="before")
-    @classmethod
-    def _specific_pattern(cls, value: object) -> object:
-        # Before the regex check, so a bare 'inapplicable' gets the helpful message.
-        if not isinstance(value, str):
-            return value
-        value = normalize_pattern(value)
-        problem = pattern_problem(value, cls.task_names) if value else ""
-        if problem:
-            raise ValueError(problem)
-        return value
-
-    @field_validator("rationale")
-    @classmethod
-    def _real_rationale(cls, value: str) -> str:
-        # A bare attribution word ('Inapplicable') explains nothing about the failure.
-        if value.lower().strip(" .") in GENERIC_PATTERN_WORDS:
-            raise ValueError(f"rationale {value!r} explains nothing; say why the code fails "
-                             "its failing test")
-        return value
-
-
-def verdict_model(skill_used: bool, *, entry_point: str = "") -> type[VerdictOut]:
-    """With no skill injected the only honest attribution is ``inapplicable``: fix it in the
-    grammar. ``entry_point`` (the task's function name) may not appear in the pattern."""
-    if skill_used and not entry_point:
-        return VerdictOut
-    fields = {} if skill_used else {"attribution": (Literal["inapplicable"], ...)}
-    model = create_model("VerdictOut", __base__=VerdictOut, **fields)  # type: ignore[call-overload]
-    model.task_names = (normalize_pattern(entry_point),) if entry_point.strip() else ()
-    return model
-
-
-# Worked answers for made-up failures. A base model copies a single shown answer (or a schema
-# placeholder) verbatim; several different ones make it map THIS failure to its own label.
-CRITIC_EXAMPLES = (
-    ("def last(xs): return xs[len(xs)]",
-     "last([4, 5]) raised IndexError: list index out of range",
-     "IndexError: list index out of range, it reads xs[len(xs)], one past the end.",
-     "index_out_of_range_off_by_one"),
-    ("def count_vowels(s):\n    for c in s: ...",
-     "count_vowels('') returned None, expected 0",
-     "It returned None, expected 0: the function has no return statement.",
-     "returns_none_instead_of_count"),
-    ("def area(r):\n    return 3.14 * r * r",
-     "area(2, 3) raised TypeError: area() takes 1 positional argument but 2 were given",
-     "TypeError: the test passes 2 arguments but the function takes 1.",
-     "missing_second_parameter"),
-)
-
-
-def _critic_example(output: str, failure: str, rationale: str, pattern: str) -> str:
-    answer = json.dumps({"rationale": rationale, "pattern": pattern,
-                         "attribution": "inapplicable", "confidence": "high"})
-    return f"Solver output:\n{output}\nFailing test: {failure}\nAnswer: {answer}"
-
-
-def failure_summary(capsule: Capsule, limit: int = 600) -> str:
-    """The grader's concrete finding (failing call, expected vs got, exception), without the
-    sandbox banner lines that carry no information about the mistake."""
-    lines = [ln for ln in capsule.grader_trace.strip().splitlines()
-             if ln.strip() and not (ln.startswith("[") and ln.rstrip().endswith("]"))
-             and not re.match(r"^\w+: fail at test \d+/\d+$", ln.strip())]
-    return f"{capsule.exit_status}: " + (_tail("\n".join(lines), limit) or "(no details)")
-
-
-def _anonymize(text: str, name: str) -> str:
-    return re.sub(rf"\b{re.escape(name)}\b", "f", text) if name else text
-
-
-def critic_messages(task: Task, capsule: Capsule, skill: Skill | None, *,
-                    prefill: bool = False) -> list[Message]:
-    """The review prompt. With ``prefill`` (backends that continue a trailing assistant message)
-    the worked examples and the concrete failure open the answer itself, ending in ``Answer: ``:
-    a base model labels what it read last, and otherwise the schema section that the backend
-    appends sits in between (measured: with it there Gemma 270M copied the schema's
-    'inapplicable' or an example's label for nearly every failure)."""
-    attribution = ("attribution: did the injected guidance help, hurt, stay neutral, or not "
-                   "apply (inapplicable)?\n" if skill is not None else "")
-    head = ("# Failure review\n"
-            "A solver wrote code for a Python task and it FAILED a test. First say why it fails "
-            "(rationale), then name the mistake (pattern): 2-10 lowercase snake_case words "
-            "general enough to fit other tasks with the same mistake, never the function's "
-            "name.\n" + attribution + "\n"
-            f"Task:\n{_task_text(task, 1200)}"
-            + (f"\n\n{guidance_block(skill)}" if skill is not None else ""))
-    # The function is called `f` in the review: a small model otherwise copies its name into
-    # the pattern ('check_k_not_in_tuple'), which no other task's failure can share.
-    entry_point = str(task.payload.get("entry_point") or "").strip()
-    review = ("\n\n".join(_critic_example(*ex) for ex in CRITIC_EXAMPLES) + "\n\n"
-              f"Solver output:\n{_anonymize(_clip(capsule.output, 1000), entry_point) or '(empty)'}"
-              f"\nFailing test: {_anonymize(failure_summary(capsule), entry_point)}")
-    if prefill:
-        return [Message("user", head), Message("assistant", review + "\nAnswer: ")]
-    return [Message("user", f"{head}\n\n{review}")]
-
-
-# ----------------------------------------------------------------------------- synthesizer
-# Every field is required and bounded so a grammar-constrained base model writes each one and
-# cannot ramble inside a single string until the token cap cuts the JSON.
-_Item = Annotated[str, StringConstraints(min_length=1, max_length=120)]
-
-
-class GuidanceDraft(BaseModel):
-    model_config = _STRUCTURED
-    applies_when: str = Field(min_length=1, max_length=300)
-    key_insight: str = Field(min_length=1, max_length=400)
-    common_pitfalls: list[_Item] = Field(max_length=5)
-    verify_before_returning: str = Field(max_length=300)
-
-
-class SkillDraft(BaseModel):
-    """The part of ``types.Skill`` an author writes; status, author and version are set by us."""
-
-    model_config = _STRUCTURED
-    id: str = Field(min_length=1, max_length=60)
-    name: str = Field(min_length=1, max_length=80)
-    description: str = Field(min_length=1, max_length=200)
-    intent: str = Field(min_length=1, max_length=160)
-    signals_match: list[_Item] = Field(max_length=6)
-    tags: list[_Item] = Field(max_length=4)
-    guidance: GuidanceDraft
-
-
-# Worked skills for made-up failure patterns. A base model copies schema placeholders (measured:
-# every Gemma 270M draft repeated them) and a single example verbatim; two different ones, with
-# the real pattern last, make it map the pattern to its own skill.
-EXAMPLE_SKILLS = {
-    "returns none for empty input": {
-        "id": "handle_empty_input_first", "name": "handle_empty_input_first",
-        "description": "tasks whose input list or string may be empty",
-        "intent": "Return the right value for an empty input",
-        "signals_match": ["empty", "list", "string"], "tags": ["edge_cases"],
-        "guidance": {"applies_when": "the function loops over a list or string argument",
-                     "key_insight": "decide the answer for an empty input before the loop and "
-                                    "return it explicitly",
-                     "common_pitfalls": ["falling off the end and returning None"],
-                     "verify_before_returning": "call the function on an empty input in your head"}},
-    "off by one in range bounds": {
-        "id": "check_range_end_points", "name": "check_range_end_points",
-        "description": "tasks that loop over index ranges",
-        "intent": "Get the first and last index of a loop right",
-        "signals_match": ["range", "index", "loop"], "tags": ["indexing"],
-        "guidance": {"applies_when": "the code uses range() or indexes with computed positions",
-                     "key_insight": "range(a, b) stops at b - 1; include the end when the task "
-                                    "says up to and including",
-                     "common_pitfalls": ["skipping the last element", "reading one past the end"],
-                     "verify_before_returning": "trace the loop for a two-element input"}},
-}
-EXAMPLE_SKILL_PATTERN, EXAMPLE_SKILL = next(iter(EXAMPLE_SKILLS.items()))
-
-SKILL_SCHEMA_LOCK = (
-    "Skill schema (fixed; fill every field for YOUR pattern, natural language only, never "
-    "code). Examples:\n" + "\n".join(f"Pattern: {p}\nSkill: {json.dumps(skill)}"
-                                      for p, skill in EXAMPLE_SKILLS.items()))
-
-
-def _leaf_values(value: object) -> list[str]:
-    if isinstance(value, dict):
-        return [v for item in value.values() for v in _leaf_values(item)]
-    if isinstance(value, list):
-        return [v for item in value for v in _leaf_values(item)]
-    return [value] if isinstance(value, str) else []
-
-
-# Values a weak model may copy verbatim instead of writing a skill: the example skill's and the
-# placeholders an earlier schema lock showed.
-TEMPLATE_VALUES = frozenset({
-    "snake_case_id", "one line: when the skill applies",
-    "imperative match phrase, e.g. Sum a list of numbers", "the kind of task",
-    "the one idea that avoids the failure", "a check to run mentally before answering",
-    *(v for skill in EXAMPLE_SKILLS.values()
-      for v in _leaf_values({k: v for k, v in skill.items() if k not in ("signals_match", "tags")}))})
-
-
-def copies_template(draft: "SkillDraft") -> bool:
-    """True when the draft repeats the schema lock's example or placeholders instead of real
-    guidance for its own pattern."""
-    g = draft.guidance
-    fields = (draft.id, draft.description, draft.intent, g.applies_when, g.key_insight,
-              g.verify_before_returning)
-    return sum(f in TEMPLATE_VALUES for f in fields) >= 2
-
-
-def synth_messages(suite: str, metaskill: MetaSkill | None, pattern: str,
-                   examples: Sequence[str], existing: Sequence[Skill],
-                   feedback: Sequence[str] = (), *, prefill: bool = False) -> list[Message]:
-    """Ask for one skill that addresses a failure cluster. ``metaskill`` None is ablation A3:
-    no authoring prior at all (the schema lock stays, it is not part of the meta-skill).
-    With ``prefill`` (backends that continue a trailing assistant message) the schema lock and
-    the pattern open the answer, so a base model reads them last, after the backend's schema."""
-    parts = [f"# Skill authoring ({suite})",
-             "Write ONE reusable skill: natural-language guidance (never code) that would help "
-             "a solver avoid the recurring failure below on future, different tasks."]
-    if metaskill is not None:
-        parts.append("Authoring guide:\n" + _clip(metaskill.body, 3000))
-    parts.append(f"Recurring failure pattern ({len(examples)} examples shown): {pattern}")
-    if examples:
-        parts.append("Examples:\n" + "\n---\n".join(examples))
-    if existing:
-        parts.append("Existing skills (do not repeat them):\n"
-                     + "\n".join(f"- {s.id}: {s.intent}" for s in existing[:30]))
-    if feedback:
-        parts.append("Feedback on your previous draft:\n" + "\n".join(f"- {f}" for f in feedback))
-    closing = SKILL_SCHEMA_LOCK + f"\nPattern: {_bare(pattern)}\nSkill: "
-    if prefill:
-        return [Message("user", "\n\n".join(parts)), Message("assistant", closing)]
-    parts.append(closing + "Answer with the JSON object of the new skill.")
-    return [Message("user", "\n\n".join(parts))]
-
-
-def _bare(pattern: str) -> str:
-    """The pattern without the cluster size suffix the Synthesizer adds (' (x3)')."""
-    return re.sub(r" \(x\d+\)$", "", pattern)
 
 
 # ----------------------------------------------------------------------------- meta-synth

@@ -1,0 +1,161 @@
+"""Critic prompt and verdict model (see ``ratchet_ray.roles.prompts`` for the API)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import ClassVar, Literal, Sequence
+
+from pydantic import (BaseModel, Field, create_model, field_validator)
+
+from ratchet_ray.llm.base import Message
+from ratchet_ray.types import Attribution, Capsule, Skill, Task
+from ratchet_ray.roles.prompt_base import (_STRUCTURED, _clip, _tail, _task_text, guidance_block)
+
+# ----------------------------------------------------------------------------- critic
+# A pattern is a snake_case label of 2-10 words. The grammar makes a base model write a compact
+# label instead of prose or a copy of the attribution; the validator also accepts spaced or
+# hyphenated words (chat backends) by normalising them first.
+PATTERN_REGEX = r"^[a-z][a-z0-9]*(_[a-z0-9]+){1,9}$"
+# Words that say nothing about the mistake: a pattern made only of these (an attribution label,
+# 'wrong output', a copy of the instructions) is rejected, so the repair retry asks again.
+GENERIC_PATTERN_WORDS = frozenset({
+    "helped", "hurt", "neutral", "inapplicable", "not", "applicable", "none", "unknown", "other",
+    "a", "an", "the", "of", "in", "to", "is", "and", "or", "no", "failure", "failures", "failed",
+    "fail", "fails", "error", "errors", "wrong", "bad", "incorrect", "bug", "buggy", "issue",
+    "problem", "mistake", "code", "solution", "output", "answer", "result", "test", "tests",
+    "task", "general", "generic", "short", "label", "pattern", "word", "words", "snake", "case"})
+# Example labels shown to the critic: general mistakes, none tied to one task.
+EXAMPLE_PATTERNS = ("off_by_one_in_range_bounds", "ignores_empty_input", "wrong_parameter_count",
+                    "returns_bool_instead_of_list", "treats_int_as_iterable",
+                    "prints_instead_of_returning")
+
+
+def normalize_pattern(text: str) -> str:
+    """``'  Off-by-one in Range '`` -> ``'off_by_one_in_range'`` (lowercase, words joined by _)."""
+    return "_".join(re.split(r"[\s_\-]+", text.strip().lower())).strip("_")
+
+
+def pattern_problem(pattern: str, task_names: Sequence[str] = ()) -> str:
+    """Why a normalised pattern is useless ('' when it is fine): only generic words (an
+    attribution label, 'wrong output'), a degenerate repetition, or a task's own name."""
+    words = [w for w in pattern.split("_") if w]
+    if all(w in GENERIC_PATTERN_WORDS or len(w) < 3 for w in words):
+        return (f"pattern {pattern!r} names no concrete mistake; write 2-10 snake_case words that "
+                "say what the code did wrong, e.g. " + ", ".join(EXAMPLE_PATTERNS[:3]))
+    if max(words.count(w) for w in words) >= 3:
+        return f"pattern {pattern!r} repeats itself; name the mistake in 2-10 different words"
+    for name in task_names:
+        if len(name) >= 3 and name in pattern:
+            return (f"pattern {pattern!r} contains the task's name {name!r}; describe the mistake "
+                    "so it fits other tasks too")
+    return ""
+
+
+class VerdictOut(BaseModel):
+    """The Critic's structured answer for one failed attempt. ``rationale`` comes first: the
+    model restates the concrete failure, then labels it (``pattern``) from what it just wrote."""
+
+    model_config = _STRUCTURED
+    # Normalised task names a pattern must not contain (set per task by ``verdict_model``).
+    task_names: ClassVar[tuple[str, ...]] = ()
+    rationale: str = Field(min_length=1, max_length=300)
+    pattern: str = Field(min_length=3, max_length=80, pattern=PATTERN_REGEX)
+    attribution: Attribution
+    confidence: Literal["low", "medium", "high"]
+
+    @field_validator("pattern", mode="before")
+    @classmethod
+    def _specific_pattern(cls, value: object) -> object:
+        # Before the regex check, so a bare 'inapplicable' gets the helpful message.
+        if not isinstance(value, str):
+            return value
+        value = normalize_pattern(value)
+        problem = pattern_problem(value, cls.task_names) if value else ""
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("rationale")
+    @classmethod
+    def _real_rationale(cls, value: str) -> str:
+        # A bare attribution word ('Inapplicable') explains nothing about the failure.
+        if value.lower().strip(" .") in GENERIC_PATTERN_WORDS:
+            raise ValueError(f"rationale {value!r} explains nothing; say why the code fails "
+                             "its failing test")
+        return value
+
+
+def verdict_model(skill_used: bool, *, entry_point: str = "") -> type[VerdictOut]:
+    """With no skill injected the only honest attribution is ``inapplicable``: fix it in the
+    grammar. ``entry_point`` (the task's function name) may not appear in the pattern."""
+    if skill_used and not entry_point:
+        return VerdictOut
+    fields = {} if skill_used else {"attribution": (Literal["inapplicable"], ...)}
+    model = create_model("VerdictOut", __base__=VerdictOut, **fields)  # type: ignore[call-overload]
+    model.task_names = (normalize_pattern(entry_point),) if entry_point.strip() else ()
+    return model
+
+
+# Worked answers for made-up failures. A base model copies a single shown answer (or a schema
+# placeholder) verbatim; several different ones make it map THIS failure to its own label.
+CRITIC_EXAMPLES = (
+    ("def last(xs): return xs[len(xs)]",
+     "last([4, 5]) raised IndexError: list index out of range",
+     "IndexError: list index out of range, it reads xs[len(xs)], one past the end.",
+     "index_out_of_range_off_by_one"),
+    ("def count_vowels(s):\n    for c in s: ...",
+     "count_vowels('') returned None, expected 0",
+     "It returned None, expected 0: the function has no return statement.",
+     "returns_none_instead_of_count"),
+    ("def area(r):\n    return 3.14 * r * r",
+     "area(2, 3) raised TypeError: area() takes 1 positional argument but 2 were given",
+     "TypeError: the test passes 2 arguments but the function takes 1.",
+     "missing_second_parameter"),
+)
+
+
+def _critic_example(output: str, failure: str, rationale: str, pattern: str) -> str:
+    answer = json.dumps({"rationale": rationale, "pattern": pattern,
+                         "attribution": "inapplicable", "confidence": "high"})
+    return f"Solver output:\n{output}\nFailing test: {failure}\nAnswer: {answer}"
+
+
+def failure_summary(capsule: Capsule, limit: int = 600) -> str:
+    """The grader's concrete finding (failing call, expected vs got, exception), without the
+    sandbox banner lines that carry no information about the mistake."""
+    lines = [ln for ln in capsule.grader_trace.strip().splitlines()
+             if ln.strip() and not (ln.startswith("[") and ln.rstrip().endswith("]"))
+             and not re.match(r"^\w+: fail at test \d+/\d+$", ln.strip())]
+    return f"{capsule.exit_status}: " + (_tail("\n".join(lines), limit) or "(no details)")
+
+
+def _anonymize(text: str, name: str) -> str:
+    return re.sub(rf"\b{re.escape(name)}\b", "f", text) if name else text
+
+
+def critic_messages(task: Task, capsule: Capsule, skill: Skill | None, *,
+                    prefill: bool = False) -> list[Message]:
+    """The review prompt. With ``prefill`` (backends that continue a trailing assistant message)
+    the worked examples and the concrete failure open the answer itself, ending in ``Answer: ``:
+    a base model labels what it read last, and otherwise the schema section that the backend
+    appends sits in between (measured: with it there Gemma 270M copied the schema's
+    'inapplicable' or an example's label for nearly every failure)."""
+    attribution = ("attribution: did the injected guidance help, hurt, stay neutral, or not "
+                   "apply (inapplicable)?\n" if skill is not None else "")
+    head = ("# Failure review\n"
+            "A solver wrote code for a Python task and it FAILED a test. First say why it fails "
+            "(rationale), then name the mistake (pattern): 2-10 lowercase snake_case words "
+            "general enough to fit other tasks with the same mistake, never the function's "
+            "name.\n" + attribution + "\n"
+            f"Task:\n{_task_text(task, 1200)}"
+            + (f"\n\n{guidance_block(skill)}" if skill is not None else ""))
+    # The function is called `f` in the review: a small model otherwise copies its name into
+    # the pattern ('check_k_not_in_tuple'), which no other task's failure can share.
+    entry_point = str(task.payload.get("entry_point") or "").strip()
+    review = ("\n\n".join(_critic_example(*ex) for ex in CRITIC_EXAMPLES) + "\n\n"
+              f"Solver output:\n{_anonymize(_clip(capsule.output, 1000), entry_point) or '(empty)'}"
+              f"\nFailing test: {_anonymize(failure_summary(capsule), entry_point)}")
+    if prefill:
+        return [Message("user", head), Message("assistant", review + "\nAnswer: ")]
+    return [Message("user", f"{head}\n\n{review}")]

@@ -1,0 +1,55 @@
+"""Shared pieces of the role prompts: generation caps, stop sequences and text clipping."""
+
+from __future__ import annotations
+
+
+from pydantic import ConfigDict
+
+from ratchet_ray.types import Skill, Task
+
+# Generation caps per structured role (the Solver uses LLMSettings.max_tokens).
+ROUTER_MAX_TOKENS = 48
+CRITIC_MAX_TOKENS = 320
+SYNTH_MAX_TOKENS = 640
+META_MAX_TOKENS = 1200
+# A base model keeps writing after the function; these end the completion at the usual places.
+CODE_STOP = ("\n```\n", "\nassert ", "\nprint(", "\nif __name__", "\n# Test", "\n# Example",
+             "\n    \n    \n")
+CONFIDENCE = {"low": 0.3, "medium": 0.6, "high": 0.9}
+
+
+def _drop_description(schema: dict) -> None:
+    # The schema is shown to the model; class docstrings there are noise (and tokens).
+    schema.pop("description", None)
+
+
+_STRUCTURED = ConfigDict(extra="forbid", str_strip_whitespace=True,
+                         json_schema_extra=_drop_description)
+
+
+def _clip(text: str, limit: int) -> str:
+    """Keep the head of ``text`` and say how much was cut, so the model knows it is partial."""
+    text = text.strip()
+    return text if len(text) <= limit else f"{text[:limit]}\n...[{len(text) - limit} chars cut]"
+
+
+def _tail(text: str, limit: int) -> str:
+    """Keep the end of ``text`` (tracebacks and test failures put the cause last)."""
+    text = text.strip()
+    return text if len(text) <= limit else f"[{len(text) - limit} chars cut]...\n{text[-limit:]}"
+
+
+def _task_text(task: Task, limit: int = 3000) -> str:
+    # MBPP+ prompts are wrapped in a docstring; the quotes are noise to the model.
+    return _clip(task.prompt.strip().strip('"').strip(), limit)
+
+
+def guidance_block(skill: Skill) -> str:
+    g = skill.guidance
+    lines = [f"Guidance (skill `{skill.id}`):", f"- Applies when: {g.applies_when}",
+             f"- Key insight: {g.key_insight}"]
+    if g.common_pitfalls:
+        lines.append("- Pitfalls: " + "; ".join(g.common_pitfalls))
+    if g.verify_before_returning:
+        lines.append(f"- Verify before returning: {g.verify_before_returning}")
+    return "\n".join(lines)
