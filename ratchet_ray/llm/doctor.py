@@ -12,6 +12,7 @@ overlaps the model checks and the whole run stays well under 30 s.
 from __future__ import annotations
 
 import os
+import signal
 import shutil
 import subprocess
 import sys
@@ -53,8 +54,9 @@ def _timed(name: str, hint: str, probe) -> Check:
 
 def _start_ray_probe() -> subprocess.Popen:
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    # Its own session: on a timeout the whole group goes, the Ray processes it started included.
     return subprocess.Popen([sys.executable, "-c", RAY_PROBE], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env)
+                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
 
 
 def _finish_ray_probe(proc: subprocess.Popen, started: float, timeout: float = 28.0) -> Check:
@@ -62,7 +64,7 @@ def _finish_ray_probe(proc: subprocess.Popen, started: float, timeout: float = 2
     try:
         output, _ = proc.communicate(timeout=max(1.0, timeout - (time.perf_counter() - started)))
     except subprocess.TimeoutExpired:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         return Check("ray", False, f"local Ray did not start within {timeout:.0f}s", hint,
                      time.perf_counter() - started)
