@@ -152,6 +152,26 @@ class ResilientPool:
                                 self.name, method, err)
                     self._replace(slot)  # the replacement replays every setup call, this one too
 
+    def heal(self) -> int:
+        """Replace the actors that died while idle; returns how many were replaced.
+
+        A dead actor is noticed when a job or setup call reaches it, so one that died between
+        jobs could sit in the pool unused; call this between phases (no jobs in flight).
+        """
+        if self._inflight:
+            raise RuntimeError(f"pool {self.name!r}: heal while jobs are in flight")
+        replaced = 0
+        pending = {slot.actor.__ray_ready__.remote(): slot for slot in self._slots}
+        ready, _ = ray.wait(list(pending), num_returns=len(pending))
+        for ref in ready:
+            try:
+                ray.get(ref)
+            except RayActorError as err:
+                log.warning("pool %s: idle actor found dead (%s); replacing", self.name, err)
+                self._replace(pending[ref])
+                replaced += 1
+        return replaced
+
     def complete(self, ref: Any) -> PoolResult | None:
         """Resolve a finished ref. ``None`` means its actor died and the job was resubmitted."""
         slot = self._inflight.pop(ref)

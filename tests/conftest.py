@@ -18,6 +18,19 @@ if _MBPP.exists():
     os.environ.setdefault("MBPP_OVERRIDE_PATH", str(_MBPP))
 
 
+def _ship_test_doubles_by_value() -> None:
+    # Ray workers cannot import tests/ modules: the doubles travel inside the pickles instead.
+    # Registered once for the session; unregistering would break every later test.
+    import ray.cloudpickle
+
+    import fakes
+
+    ray.cloudpickle.register_pickle_by_value(fakes)
+
+
+_ship_test_doubles_by_value()
+
+
 @pytest.fixture(scope="session")
 def _ray_session():
     """Shuts the shared runtime down once, at the end of the test session."""

@@ -75,6 +75,7 @@ class LoopContext:
 def _run_split(ctx: LoopContext, tasks: list[Task], split: str, round_: int) -> BenchResult:
     active = ray.get(ctx.rt.bank.active.remote())
     ctx.rt.solvers.broadcast("set_bank", active)  # replacement solvers replay it
+    ctx.rt.graders.heal()  # graders have no setup call that would reveal one that died idle
     ctx.progress.set_total(len(tasks))
 
     def shown(capsule: Capsule) -> None:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import ray.cloudpickle
 
-import fakes
 import loop_helpers
 
-ray.cloudpickle.register_pickle_by_value(fakes)
 ray.cloudpickle.register_pickle_by_value(loop_helpers)

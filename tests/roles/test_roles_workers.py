@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sys
 
-import fakes
 import pytest
 from fakes import HashEmbedder, ScriptedLLM
 
@@ -74,11 +73,9 @@ def test_critic_batch_returns_one_result_per_item(prime_task, capsule_factory):
 def ray_with_fakes(ray_local):
     # Actors unpickle the injected test doubles and responders: ship those modules by value
     # (Ray workers do not have tests/ on their import path).
-    ray_local.cloudpickle.register_pickle_by_value(fakes)
     ray_local.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     yield ray_local
     ray_local.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-    ray_local.cloudpickle.unregister_pickle_by_value(fakes)
 
 
 def test_actors_run_the_workers_under_ray(ray_with_fakes, tmp_path, prime_task, small_bank,

@@ -36,7 +36,6 @@ TRAIN, EVAL = ["ratchet__calc-1", "ratchet__calc-2", BROKEN], ["ratchet__calc-3"
 PATTERN = "edits an unrelated line instead of the bug"
 
 # Ray workers cannot import this test module or tests/fakes.py by name: ship them by value.
-ray.cloudpickle.register_pickle_by_value(fakes)
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
