@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from ratchet_ray.bank import checkpoints
-from ratchet_ray.bank.metaskills import default_metaskill, dump_metaskill, load_metaskill
+from ratchet_ray.bank.metaskill_shelf import MetaSkillShelf
+from ratchet_ray.bank.metaskills import load_metaskill
 from ratchet_ray.bank.skill_events import AddResult, BankError, EventLog
 from ratchet_ray.bank.skill_io import (SkillFileError, dump_skill, load_skill_folder, parse_skill,
                                        validate_skill, write_text_atomic)
@@ -41,7 +42,7 @@ __all__ = ["AddResult", "BankError", "SkillBank"]
 ACTIVE, DEPRECATED, CANDIDATE = SkillStatus.ACTIVE, SkillStatus.DEPRECATED, SkillStatus.CANDIDATE
 
 
-class SkillBank:
+class SkillBank(MetaSkillShelf):
     """The governed skill library of one run (see module contracts)."""
 
     def __init__(self, run_dir: str | Path, *, embedder: Embedder | None, config: LoopConfig,
@@ -273,36 +274,3 @@ class SkillBank:
         self._write(skill)
         self.log.emit(round_, skill.id, "loaded", skill.status, None, note)
         return AddResult(status="added", skill_id=skill.id, evicted=evicted or [], reason=note)
-
-    # ------------------------------------------------------------------ meta-skills
-    def _write_meta(self, meta: MetaSkill) -> None:
-        write_text_atomic(self.meta_dir / f"{meta.id}.md", dump_metaskill(meta))
-        self._metas[meta.id] = meta
-
-    def metaskills(self) -> list[MetaSkill]:
-        return [self._metas[k] for k in sorted(self._metas)]
-
-    def active_metaskill(self, suite: str) -> MetaSkill | None:
-        if not self.config.meta.enabled:
-            return None
-        active = [m for m in self._metas.values() if m.suite == suite and m.status is ACTIVE]
-        return max(active, key=lambda m: (m.created_round, m.id)) if active else None
-
-    def add_metaskill(self, meta: MetaSkill, *, round_: int) -> None:
-        """Store ``meta`` as the suite's ACTIVE meta-skill, deprecating the previous one."""
-        if meta.id in self._metas:
-            raise BankError(f"meta-skill id {meta.id!r} already exists; choose a new id")
-        for old in [m for m in self._metas.values() if m.suite == meta.suite and m.status is ACTIVE]:
-            self._write_meta(old.model_copy(update={"status": DEPRECATED}))
-            self.log.emit(round_, old.id, "meta_retired", DEPRECATED, None, f"replaced by {meta.id}")
-        self._write_meta(meta.model_copy(update={"status": ACTIVE}))
-        self.log.emit(round_, meta.id, "meta_added", ACTIVE, None, f"suite={meta.suite}")
-        self.log.flush()
-
-    def ensure_default_metaskill(self, suite: str, *, round_: int = 0) -> MetaSkill | None:
-        """Copy the shipped default in when the suite has no meta-skill yet; return the active one."""
-        if self.config.meta.enabled and not any(m.suite == suite for m in self._metas.values()):
-            self.add_metaskill(default_metaskill(suite), round_=round_)
-        return self.active_metaskill(suite)
-
-
