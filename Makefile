@@ -9,7 +9,7 @@ ifneq ($(MBPP_DATA),)
 export MBPP_OVERRIDE_PATH ?= $(abspath $(MBPP_DATA))
 endif
 
-.PHONY: setup run test test-fast bench clean
+.PHONY: setup run test test-fast bench chaos clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -21,8 +21,13 @@ $(BIN)/.installed: pyproject.toml
 
 setup: $(BIN)/.installed
 
-run: setup  ## a short MBPP+ loop on the local Gemma model: 2 rounds, 6 train / 4 eval tasks
-	$(BIN)/python -m jobs.skill_loop mbpp --rounds 2 --n-train 6 --n-eval 4 --tag quickstart
+# The quickstart keeps itself small through its own flags (the Default is the paper's 100 rounds):
+# the tasks of configs/subsets/mbpp_quickstart.json (how they were found is written in the file),
+# 2 rounds, the Solver sampling at the temperature the subset was measured at, 256-token answers.
+QUICKSTART_FLAGS ?= --rounds 2 --subset configs/subsets/mbpp_quickstart.json --tag quickstart \
+	--set llm.temperature=0.7 --set llm.max_tokens=256
+run: setup  ## the quickstart: a short MBPP+ loop on the local Gemma model over the quickstart subset
+	$(BIN)/python -m jobs.skill_loop mbpp $(QUICKSTART_FLAGS)
 
 test: setup  ## the whole suite, real components (Docker tests need `bash .ci/docker_setup.sh`)
 	$(BIN)/python -m pytest -q -rs
@@ -30,10 +35,17 @@ test: setup  ## the whole suite, real components (Docker tests need `bash .ci/do
 test-fast: setup  ## skip the heavy (real-model, many-round) tests
 	$(BIN)/python -m pytest -q -m "not slow and not docker"
 
+CHAOS_SEEDS ?= 1-10
+CHAOS_ROUNDS ?= 3
+chaos: setup  ## every chaos scenario x CHAOS_SEEDS (default 1-10) over 3-round runs, then the report
+	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(BIN)/python -m pytest -q -rs -m chaos tests/chaos
+
 bench: setup
 	$(BIN)/python bench/evidence_query.py
 	$(BIN)/python bench/llm_local.py
 	$(BIN)/python bench/round_scaling.py
+	$(BIN)/python bench/sim_speed.py
+	$(BIN)/python bench/grader_agreement.py --workers 2
 
 clean:
 	rm -rf $(VENV) results/*/quickstart* .pytest_cache

@@ -56,6 +56,12 @@ class GraderWorker:
         return {"suite": self.suite_name, "pid": os.getpid(),
                 "isolation": str(getattr(self.grader, "isolation", "n/a"))}
 
+    def reap(self) -> list[str]:
+        """Remove what graders of this run left on this node (SWE-bench: containers of this run
+        and of dead owners); names removed, [] for suites with nothing to reap."""
+        reap = getattr(self.grader, "reap", None)
+        return reap() if reap else []
+
     def ping(self) -> str:
         return "ok"
 

@@ -11,9 +11,12 @@ Contracts:
   embeddings one at a time, in two concurrency groups, so an embedding never waits behind a long
   generation.
 - ``NodeLLMClient`` / ``NodeEmbedderClient`` are the thin ``LLMClient`` / ``Embedder`` that
-  ``make_llm`` / ``make_embedder`` return inside Ray. They pickle without their handle and
-  re-resolve it on the node where they are used; if the server died (released, or its node's
-  worker crashed), one new server is started and the call is sent once more.
+  ``make_llm`` / ``make_embedder`` return for the ``local`` backend when given
+  ``cluster_services()`` (the loop runtime does; the plain library never looks for Ray). That
+  bundle also carries the run-wide rate limiter (``actors.rate_limiter.cluster_limiter``).
+  The clients pickle without their handle and re-resolve it on the node where they are used; if
+  the server died (released, or its node's worker crashed), one new server is started and the
+  call is sent once more.
 - ``Reply.latency_s`` is the server-side generation time; ``extra["wall_s"]`` adds queueing.
 """
 
@@ -27,8 +30,10 @@ import ray
 from ray.exceptions import RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from actors.rate_limiter import cluster_limiter
 from ratchet_ray.llm.base import InputType, Message, Reply
 from ratchet_ray.llm.local import LocalConfig, LocalLLM, LocalModelServer, MiniLMEmbedder
+from ratchet_ray.llm.services import LLMServices
 
 NAMESPACE = "ratchet"
 
@@ -95,16 +100,18 @@ class _NodeClient:
 class NodeLLMClient(_NodeClient):
     backend = "local"
     supports_prefill = True  # the server's LocalLLM continues a trailing assistant message
+    supports_seed = True  # and samples with the seed it is given
 
     def __init__(self, config: LocalConfig):
         super().__init__(config)
         self.model = LocalLLM(config).model
 
     def complete(self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0,
-                 stop: Sequence[str] | None = None, json_schema: dict[str, Any] | None = None) -> Reply:
+                 stop: Sequence[str] | None = None, json_schema: dict[str, Any] | None = None,
+                 seed: int | None = None) -> Reply:
         started = time.perf_counter()
         reply = self._call("complete", list(messages), max_tokens=max_tokens, temperature=temperature,
-                           stop=list(stop) if stop else None, json_schema=json_schema)
+                           stop=list(stop) if stop else None, json_schema=json_schema, seed=seed)
         reply.extra["wall_s"] = time.perf_counter() - started
         return reply
 
@@ -116,3 +123,9 @@ class NodeEmbedderClient(_NodeClient):
 
     def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray:
         return self._call("embed", list(texts), input_type)
+
+
+def cluster_services() -> LLMServices:
+    """What clients share inside a Ray cluster: the node's model server, the run-wide limiter."""
+    return LLMServices(limiters=cluster_limiter, local_llm=NodeLLMClient,
+                       local_embedder=NodeEmbedderClient)

@@ -9,10 +9,21 @@ Contracts:
   replays the setup calls recorded by ``broadcast`` on the new one, resubmits the job and returns
   ``None``; after ``max_attempts`` deaths the job comes back as a failed result instead. An
   exception raised *inside* the method is a failed result at once (no retry): it is the job's
-  outcome, not the actor's.
+  outcome, not the actor's. Each death of an actor under a job is kept in ``pool.lost`` (what
+  was being run, the attempt and the error) so a caller can account for the work it lost.
+- Start-up: every actor's ``__ray_ready__`` is watched. An actor whose constructor raised stops
+  the pool's caller with ``ActorStartError`` carrying the constructor's own exception (it is
+  never retried: a bad base URL or a missing image fails the same way every time); an actor not
+  started within ``start_timeout_s`` (e.g. it asks for a resource no node has) raises
+  ``ActorStartTimeout`` naming the resources it asks for and what the cluster has.
+- Every wait is bounded: ``broadcast`` and ``heal`` by the start bound plus ``setup_timeout_s``,
+  ``drain`` by the start bound of the actors its jobs wait on (a running job itself may take as
+  long as it takes: its own deadline belongs to the suite).
 - ``drain(pools, handle)`` is the one ``ray.wait`` loop: it hands every finished result to
   ``handle(pool, result)``, which may submit more work (e.g. solver result -> grader job), until
   all pools are idle. Every submitted job yields exactly one result.
+- ``call_one(pool, method, *args)``: one call on a (typically one-actor) pool, healed first; how
+  the loop drives its stateful helpers (the Synthesizer) so a dead one is replaced, not fatal.
 
 Example::
 
@@ -26,6 +37,7 @@ Example::
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
@@ -33,7 +45,15 @@ from typing import Any, Callable, Iterable, Sequence
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
+from actors.pool_errors import (ActorStartError, ActorStartTimeout, LostAttempt, PoolError,
+                                init_failure, init_failure_text)
+
 log = logging.getLogger(__name__)
+__all__ = ["ActorStartError", "ActorStartTimeout", "LostAttempt", "PoolError", "PoolResult",
+           "ResilientPool", "call_one", "drain", "init_failure", "init_failure_text",
+           "map_unordered"]
+START_TIMEOUT_S = 300.0
+SETUP_TIMEOUT_S = 600.0
 
 
 @dataclass
@@ -71,6 +91,9 @@ class _Job:
 class _Slot:
     actor: Any
     job: _Job | None = None
+    ready: Any = None
+    """``actor.__ray_ready__`` ref until the actor is known to have started (then None)."""
+    made_at: float = 0.0
 
 
 @dataclass
@@ -87,16 +110,22 @@ class ResilientPool:
     """N interchangeable actors; dead ones are replaced and their job resubmitted."""
 
     def __init__(self, make_actor: Callable[[], Any], size: int, *, name: str,
-                 max_attempts: int = 3):
+                 max_attempts: int = 3, resources: dict[str, Any] | None = None,
+                 start_timeout_s: float = START_TIMEOUT_S,
+                 setup_timeout_s: float = SETUP_TIMEOUT_S):
         if size < 1:
             raise ValueError(f"pool {name!r}: size must be >= 1, got {size}")
         self.name = name
         self.max_attempts = max_attempts
+        self.resources = dict(resources or {})
+        """What each actor asks Ray for (named in start-up errors)."""
+        self.start_timeout_s, self.setup_timeout_s = start_timeout_s, setup_timeout_s
         self._make_actor = make_actor
-        self._slots = [_Slot(make_actor()) for _ in range(size)]
+        self._slots = [self._start(_Slot(None)) for _ in range(size)]
         self._queue: deque[_Job] = deque()
         self._inflight: dict[Any, _Slot] = {}
         self.stats = PoolStats()
+        self.lost: list[LostAttempt] = []
 
     # ---- state -------------------------------------------------------------------------------
     @property
@@ -135,22 +164,17 @@ class ResilientPool:
         """Call ``method(*args)`` on every actor and wait; replacements replay the latest call.
 
         Used for per-round setup such as ``set_bank(skills)``: a Solver that replaces a dead one
-        must see the same bank snapshot as its peers.
+        must see the same bank snapshot as its peers. Bounded (see the module contracts).
         """
         if self._inflight:
             raise RuntimeError(f"pool {self.name!r}: broadcast while jobs are in flight")
         self.stats.setup_calls[method] = args
         pending = {getattr(slot.actor, method).remote(*args): slot for slot in self._slots}
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=len(pending))
-            for ref in ready:
-                slot = pending.pop(ref)
-                try:
-                    ray.get(ref)  # ready already: this only surfaces the outcome
-                except RayActorError as err:
-                    log.warning("pool %s: actor died during %s (%s); replacing",
-                                self.name, method, err)
-                    self._replace(slot)  # the replacement replays every setup call, this one too
+        for ref, slot, err in self._wait_all(pending, method):
+            if err is not None:
+                log.warning("pool %s: actor died during %s (%s); replacing",
+                            self.name, method, err)
+                self._replace(slot)  # the replacement replays every setup call, this one too
 
     def heal(self) -> int:
         """Replace the actors that died while idle; returns how many were replaced.
@@ -162,15 +186,80 @@ class ResilientPool:
             raise RuntimeError(f"pool {self.name!r}: heal while jobs are in flight")
         replaced = 0
         pending = {slot.actor.__ray_ready__.remote(): slot for slot in self._slots}
-        ready, _ = ray.wait(list(pending), num_returns=len(pending))
-        for ref in ready:
-            try:
-                ray.get(ref)
-            except RayActorError as err:
+        for _ref, slot, err in self._wait_all(pending, "__ray_ready__"):
+            if err is not None:
                 log.warning("pool %s: idle actor found dead (%s); replacing", self.name, err)
-                self._replace(pending[ref])
+                self._replace(slot)
                 replaced += 1
         return replaced
+
+    def check_started(self) -> None:
+        """Raise ``ActorStartError`` / ``ActorStartTimeout`` for actors that cannot start;
+        cheap (no blocking), called by every wait loop."""
+        waiting = [slot for slot in self._slots if slot.ready is not None]
+        if not waiting:
+            return
+        ready, _ = ray.wait([slot.ready for slot in waiting], num_returns=len(waiting),
+                            timeout=0)
+        done = set(ready)
+        for slot in waiting:
+            if slot.ready in done:
+                ref, slot.ready = slot.ready, None
+                try:
+                    ray.get(ref)
+                except (RayActorError, RayTaskError) as err:
+                    self._raise_if_init_failed(err)  # else killed before it started: a job sees it
+        late = [slot for slot in self._slots if slot.ready is not None
+                and time.monotonic() - slot.made_at > self.start_timeout_s]
+        if late:
+            raise ActorStartTimeout(self._not_started(len(late)))
+
+    def _not_started(self, count: int) -> str:
+        asked = self.resources or {"(default)": "1 CPU"}
+        have = {k: v for k, v in sorted(ray.cluster_resources().items())
+                if not k.startswith(("node:", "memory", "object_store_memory"))}
+        free = {k: round(v, 2) for k, v in sorted(ray.available_resources().items())
+                if k in have}
+        return (f"pool {self.name!r}: {count} actor(s) did not start within "
+                f"{self.start_timeout_s:.0f}s; each asks for {asked}, the cluster has {have} "
+                f"({free} free). Add a node that offers these resources, or lower the pool's "
+                f"size (workers.*) or its resources")
+
+    def _raise_if_init_failed(self, err: BaseException) -> None:
+        cause = init_failure(err)
+        if cause is not None:
+            raise ActorStartError(self.name, cause, init_failure_text(err, cause)) from cause
+
+    def _wait_all(self, pending: dict[Any, _Slot], what: str, tick_s: float = 1.0):
+        """Wait for every ref of ``pending``; yields (ref, slot, RayActorError or None).
+
+        Bounded: start-up problems raise through ``check_started``; once every actor is up,
+        ``setup_timeout_s`` bounds the calls themselves."""
+        pending = dict(pending)
+        up_since: float | None = None
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=tick_s)
+            for ref in ready:
+                slot = pending.pop(ref)
+                try:
+                    ray.get(ref)  # ready already: this only surfaces the outcome
+                except RayActorError as err:
+                    self._raise_if_init_failed(err)
+                    yield ref, slot, err
+                    continue
+                except RayTaskError as err:
+                    self._raise_if_init_failed(err)
+                    raise  # the setup call itself failed: a bug to see, not to heal
+                yield ref, slot, None
+            if not pending:
+                return
+            self.check_started()
+            if all(slot.ready is None for slot in pending.values()):
+                up_since = up_since if up_since is not None else time.monotonic()
+                if time.monotonic() - up_since > self.setup_timeout_s:
+                    raise PoolError(f"pool {self.name!r}: {what} did not return within "
+                                    f"{self.setup_timeout_s:.0f}s on {len(pending)} started "
+                                    "actor(s); see run.log and the Ray worker logs")
 
     def complete(self, ref: Any) -> PoolResult | None:
         """Resolve a finished ref. ``None`` means its actor died and the job was resubmitted."""
@@ -181,8 +270,11 @@ class ResilientPool:
         try:
             value = ray.get(ref)  # ``ref`` came out of ray.wait: already finished, no blocking
         except RayActorError as err:
+            self._raise_if_init_failed(err)
             log.warning("pool %s: actor died running %s (attempt %d): %s",
                         self.name, job.method, job.attempts, err)
+            self.lost.append(LostAttempt(job.method, job.item, job.key, job.attempts,
+                                         f"{type(err).__name__}: {err}"[:2000]))
             self._replace(slot)
             if job.attempts < self.max_attempts:
                 self.stats.resubmitted += 1
@@ -191,6 +283,7 @@ class ResilientPool:
                 return None
             return self._finish(PoolResult(job.item, error=err, attempts=job.attempts, key=job.key))
         except RayTaskError as err:
+            self._raise_if_init_failed(err)  # the actor never started: every job would fail
             cause = err.cause if isinstance(err.cause, BaseException) else err
             self._dispatch()
             return self._finish(PoolResult(job.item, error=cause, attempts=job.attempts,
@@ -211,9 +304,20 @@ class ResilientPool:
         self.stats.failed += 0 if result.ok else 1
         return result
 
+    def take_lost(self) -> list[LostAttempt]:
+        """The attempts lost to dead actors since the last call (and forget them)."""
+        lost, self.lost = self.lost, []
+        return lost
+
+    def _start(self, slot: _Slot) -> _Slot:
+        slot.actor = self._make_actor()
+        slot.ready = slot.actor.__ray_ready__.remote()  # runs before any job: tells "started"
+        slot.made_at = time.monotonic()
+        return slot
+
     def _replace(self, slot: _Slot) -> None:
         ray.kill(slot.actor)  # a no-op for a dead actor; stops a half-alive one from lingering
-        slot.actor = self._make_actor()
+        self._start(slot)
         self.stats.actors_replaced += 1
         # Actor calls from one caller run in submission order, so setup precedes the next job.
         for method, args in self.stats.setup_calls.items():
@@ -239,7 +343,11 @@ def drain(pools: Sequence[ResilientPool], handle: Callable[[ResilientPool, PoolR
     while any(pool.busy for pool in pools):
         refs = [ref for pool in pools for ref in pool.refs()]
         if not refs:
-            raise RuntimeError("drain: pools report queued work but nothing in flight")
+            raise PoolError("drain: pools report queued work but nothing in flight: "
+                            + "; ".join(f"{p.name}: {len(p._queue)} queued, {p.size} actors"
+                                        for p in pools))
+        for pool in pools:
+            pool.check_started()
         ready, _ = ray.wait(refs, num_returns=1, timeout=tick_s)
         if ready:
             # Take every other ref that is also done, so a burst is handled in one pass.
@@ -261,3 +369,18 @@ def map_unordered(pool: ResilientPool, method: str, items: Iterable[Any],
         pool.submit(method, item, *args)
     drain([pool], lambda _pool, result: results.append(result))
     return results
+
+
+def call_one(pool: ResilientPool, method: str, *args: Any, **kwargs: Any) -> Any:
+    """Run one call ``method(*args, **kwargs)`` on ``pool`` and return its value, or raise the
+    error that ended it. Actors that died idle are replaced first (``heal``), so a stateful
+    helper held as a pool of one (the Synthesizer) survives a crash between calls."""
+    if not args:
+        raise ValueError(f"call_one({pool.name!r}, {method!r}): give the call's arguments")
+    pool.heal()
+    pool.submit(method, *args, **kwargs)
+    results: list[PoolResult] = []
+    drain([pool], lambda _pool, result: results.append(result))
+    if not results[0].ok:
+        raise results[0].error
+    return results[0].value

@@ -1,8 +1,10 @@
 """One cluster-wide rate limiter per (backend, model): a named Ray actor every caller shares.
 
 Contracts:
-- ``ratchet_ray.llm.ratelimit.make_limiter`` hands out a ``SharedLimiter`` when Ray is running
-  in the calling process.
+- ``cluster_limiter`` is the ``LimiterFactory`` (``ratchet_ray.llm.ratelimit``) of clients used
+  inside a Ray cluster: a ``SharedLimiter`` per budget, a no-op in-process limiter when both
+  limits are 0 (no actor for nothing). The loop hands it to ``make_llm`` through
+  ``actors.llm_server.cluster_services()``; the library never looks for it.
 - The actor ``ratchet-ratelimit-<key>-<rpm>-<tpm>`` lives in namespace ``ratchet``; the first
   caller creates it and later callers reuse it (``get_if_exists``), so every solver, critic and
   synthesizer of a run draws on one budget. Callers sleep in their own process; the actor only
@@ -18,7 +20,7 @@ import time
 import ray
 from ray.exceptions import RayActorError
 
-from ratchet_ray.llm.ratelimit import RateLimiter
+from ratchet_ray.llm.ratelimit import Limiter, LocalLimiter, RateLimiter
 
 NAMESPACE = "ratchet"
 
@@ -64,3 +66,9 @@ class SharedLimiter:
     def limits(self) -> tuple[int, int]:
         return tuple(ray.get(self._actor().limits.remote()))
 
+
+def cluster_limiter(key: str, requests_per_minute: int, tokens_per_minute: int) -> Limiter:
+    """The run-wide limiter of budget ``key`` (see module contracts)."""
+    if not requests_per_minute and not tokens_per_minute:
+        return LocalLimiter(0, 0)
+    return SharedLimiter(key, requests_per_minute, tokens_per_minute)

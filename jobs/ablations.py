@@ -1,6 +1,8 @@
 """The paper's ablation sweep: ``python -m jobs.ablations SUITE --arms default,A1,...,A8
 --seeds 42,7,13 --rounds R [--n-train N --n-eval M | --subset FILE] [--parallel N] [--set k=v]``.
 
+Each run resolves the paper's Default, then the suite's file (``configs/swebench.yaml``), then
+the arm's file (``configs/ablations/<arm>.yaml``), then the flags and ``--set``.
 Every (arm, seed) runs as its own ``python -m jobs.skill_loop`` driver, all on ONE Ray cluster:
 ``RAY_ADDRESS`` when set, else a head this job starts on 127.0.0.1 and stops at the end. At most
 ``--parallel`` drivers run at once. Rerunning the same command resumes the sweep: finished
@@ -23,7 +25,8 @@ import click
 from ratchet_ray.ablations import write_report
 from ratchet_ray.loop.ray_head import RayHeadError, ray_cluster
 from ratchet_ray.loop.sweep import (ARMS, JobOutcome, SweepError, SweepSpec, check_sweep_file,
-                                    child_config, cpus_per_run, plan_jobs, run_jobs, write_status)
+                                    child_config, cpus_per_run, lock_sweep, plan_jobs, run_jobs,
+                                    write_status)
 
 
 def _csv(kind: type):
@@ -39,11 +42,12 @@ def _csv(kind: type):
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("suite", type=click.Choice(["mbpp", "swebench"]))
+@click.argument("suite", type=click.Choice(["mbpp", "swebench", "sim"]))
 @click.option("--arms", default=",".join(ARMS), show_default=True, callback=_csv(str),
               help="Arms to run: default and/or A1..A8 (configs/ablations/<arm>.yaml).")
 @click.option("--seeds", default="42,7,13", show_default=True, callback=_csv(int))
-@click.option("--rounds", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--rounds", type=click.IntRange(min=1),
+              help="Rounds per run (default: the suite's paper value, 100 MBPP+ / 20 SWE-bench).")
 @click.option("--n-train", type=click.IntRange(min=0), help="Random train slice size.")
 @click.option("--n-eval", type=click.IntRange(min=0), help="Random eval slice size.")
 @click.option("--subset", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -71,6 +75,7 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
                                "--tag) of a sweep that has run")
     if not report_only:
         try:
+            held = lock_sweep(out_dir)  # noqa: F841 (one sweep per --out until this exits)
             jobs, skipped = plan_jobs(spec, arms, seeds)
             check_sweep_file(spec)
         except SweepError as exc:
@@ -81,7 +86,7 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
         if jobs:
             outcomes += _run(spec, jobs, parallel, arms, seeds)
         write_status(out_dir, outcomes)
-    failures = {o.name: o.message for o in outcomes if not o.ok}
+    failures = {o.name: o.cause or o.message for o in outcomes if not o.ok}
     md, js, summaries = write_report(out_dir, failures=failures)
     for s in summaries:
         gain = s.rolling_gain
@@ -109,7 +114,7 @@ def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int]
     def report(outcome: JobOutcome) -> None:
         state = "done  " if outcome.ok else "FAILED"
         click.echo(f"{state} {outcome.name} ({outcome.action}, {outcome.wall_s:.0f}s) "
-                   f"{outcome.message}", err=True)
+                   f"{outcome.cause or outcome.message}", err=True)
 
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:

@@ -12,6 +12,13 @@ Contracts:
   probes differ only through sampling at ``--temperature`` (for swebench also the agent's
   ``swebench.agent.temperature``). Grading is the suite's grader; SWE-bench grader logs and agent
   trajectories go to ``<out stem>_workdir/logs/swebench/``.
+- Config layers: Default -> suite file (``configs/<suite>.yaml``) -> ``--config`` -> flags and
+  ``--set``.
+- Every probe samples with its own seed, derived from ``seed`` and the probe number, on backends
+  that take one, so a rerun draws the same numbers.
+- Failing loudly, as ``ratchet run``: the preflight checks first, and a job whose share of
+  infrastructure-failure probes exceeds ``infra.max_failure_rate`` stops with the root cause
+  (non-zero exit); its infra-failure rows are not written, so a rerun retries them.
 - ``jobs.select_subset`` reads this file.
 """
 
@@ -64,7 +71,9 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     import ray
 
     from actors.pools import ResilientPool, drain
-    from ratchet_ray.loop.runtime import (Models, connect_ray, make_grader_factory,
+    from ratchet_ray.loop.breaker import InfraBreaker
+    from ratchet_ray.loop.preflight import preflight
+    from ratchet_ray.loop.runtime import (Models, connect_ray, make_grader_factory, make_pool,
                                           make_solver_factory)
     from ratchet_ray.suites import get_suite
 
@@ -78,16 +87,29 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     started_ray = connect_ray()
     workdir = out.parent / f"{out.stem}_workdir"
     workdir.mkdir(parents=True, exist_ok=True)
-    solvers = ResilientPool(make_solver_factory(config, workdir, models, solver_cache=False),
-                            config.workers.solvers, name="solver")
-    graders = ResilientPool(make_grader_factory(config, workdir), config.workers.graders,
-                            name="grader")
-    solvers.broadcast("set_bank", [])
+    pools: list[ResilientPool] = []
     outcomes: dict[tuple[str, int], Any] = {}
     counts = [0, 0]
+    # Infra-failure rows wait until the job ends below the breaker's threshold; a tripped job
+    # leaves none behind, so the rerun retries those probes instead of skipping them.
+    breaker = InfraBreaker("baseline", -1, len(todo), config.infra.max_failure_rate,
+                           retry="rerun the same command")
+    held: list[dict] = []
     try:
+        preflight(config, models)
+        solvers = make_pool("solver", config, make_solver_factory(
+            config, workdir, models, solver_cache=False), config.workers.solvers)
+        pools.append(solvers)
+        graders = make_pool("grader", config, make_grader_factory(config, workdir),
+                            config.workers.graders)
+        pools.append(graders)
+        solvers.broadcast("set_bank", [])
         with out.open("a") as sink:
-            def write(row: dict) -> None:
+            def write(row: dict, cause: str = "") -> None:
+                if row["infra_failure"] and cause:
+                    held.append(row)
+                    breaker.observe_failure(row["task_id"], cause)
+                    return
                 sink.write(json.dumps(row, sort_keys=True) + "\n")
                 sink.flush()
                 counts[0] += 1
@@ -99,21 +121,28 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
                     outcome = result.value
                     if not result.ok or outcome.exit_status != "ok":  # nothing to grade
                         status = result.exit_status if not result.ok else outcome.exit_status
-                        write(_row(config.suite, task.task_id, probe, outcome, None, status))
+                        error = result.error if not result.ok else outcome.error
+                        write(_row(config.suite, task.task_id, probe, outcome, None, status),
+                              f"{status}: {error}")
                     else:
                         outcomes[(task.task_id, probe)] = outcome
                         graders.submit("grade", task, outcome.output, key=(task, probe))
                     return
                 outcome = outcomes.pop((task.task_id, probe))
-                write(_row(config.suite, task.task_id, probe, outcome, result.value,
-                           "" if result.ok else result.exit_status))
+                grade = result.value if result.ok else None
+                cause = (f"{result.exit_status}: {result.error}" if not result.ok
+                         else f"{grade.exit_status}: {grade.trace}")
+                write(_row(config.suite, task.task_id, probe, outcome, grade,
+                           "" if result.ok else result.exit_status), cause)
 
             for task, probe in todo:
                 solvers.submit("run", task, "baseline", probe, key=(task, probe))
             drain([solvers, graders], handle)
+            for row in held:
+                write(row)
     finally:
-        solvers.shutdown()
-        graders.shutdown()
+        for pool in pools:
+            pool.shutdown()
         if started_ray:
             ray.shutdown()
     return counts[0], counts[1]
@@ -137,19 +166,25 @@ def main(suite: str, out: Path | None, probes: int, limit: int | None, temperatu
          llm: str | None, config_files: tuple, sets: tuple, dataset_path: Path | None,
          workers: int | None) -> None:
     """Direct-LLM baseline of SUITE (no skills), resumable."""
-    from ratchet_ray.config import ConfigError, load_config
+    from ratchet_ray.config import ConfigError, layered_files, load_config
 
     overrides = build_overrides(suite, llm=llm, dataset_path=dataset_path, workers=workers)
     overrides.append(f"llm.temperature={temperature}")
     if suite == "swebench":  # the patch agent samples with its own temperature
         overrides.append(f"swebench.agent.temperature={temperature}")
     try:
-        config = load_config(config_files, [*overrides, *sets])
+        config = load_config(layered_files(suite, config_files), [*overrides, *sets])
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from exc
     out = out or Path(config.results_dir) / "baselines" / f"{suite}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
-    ran, passed = run_baseline(config, out, probes, limit)
+    from actors.pools import PoolError
+    from ratchet_ray.loop.breaker import RunStopped
+
+    try:
+        ran, passed = run_baseline(config, out, probes, limit)
+    except (RunStopped, PoolError) as exc:  # the cause and its fix; lost probes are redone
+        raise click.ClickException(f"baseline stopped: {exc}") from exc
     total = len(done_probes(out))
     click.echo(f"{out}: {ran} probe(s) run now ({passed} passed); {total} in the file")
 

@@ -1,18 +1,26 @@
 """Deterministic hard-subset selection from a direct-LLM baseline.
 
     python -m jobs.select_subset --source results/baselines/mbpp.jsonl --suite mbpp \\
-        --n-hard 100 --n-train 60 --n-eval 40 [--seed 42] [--probes 5] [--out-dir results/subsets]
+        [--n-hard 100 --n-train 60 --n-eval 40] [--seed 42] [--probes 5] [--min-solved 0]
+        [--config FILE] [--set key=value] [--out-dir results/subsets]
 
 writes ``results/subsets/<suite>_hard<N>_t<T>_e<E>_seed<S>.json`` with ``train_ids`` / ``eval_ids``.
 
 Contracts:
-- A task is *hard* when it was not solved on every one of its ``probes`` baseline calls.
+- Sizes and seed not given as flags come from the config, resolved like every job's: Default ->
+  suite file (``configs/<suite>.yaml``: SWE-bench's 90 / 60) -> ``--config`` -> ``--set``;
+  ``--n-hard`` defaults to ``n_train + n_eval``.
+- A task is *hard* when it was not solved on every one of its ``probes`` baseline calls, and it
+  qualifies when it was solved on at least ``min_solved`` of them (0: every hard task; 1: only
+  tasks the model sometimes solves, e.g. a quickstart for a small model).
 - Selection is stratified by difficulty (how many probes solved the task): each stratum gets its
   share of ``n_hard`` (largest remainder), and so does each stratum of the train/eval split. For
   swebench every pick takes the least-picked repository (``owner__repo`` of the instance id)
   available in its stratum, so repositories end up as balanced as the strata allow.
 - Same baseline content, suite, sizes, probes and seed -> a byte-identical file (no timestamps,
   no paths; the source is identified by its SHA-256).
+- The selection functions raise ``SubsetError`` (a ``ValueError``) naming the problem and the
+  fix; only the command (``main``) turns it into a click error.
 """
 
 from __future__ import annotations
@@ -28,6 +36,10 @@ from typing import Any, Iterable
 import click
 
 
+class SubsetError(ValueError):
+    """The baseline cannot give the requested subset; the message says what to change."""
+
+
 def _rows(source: Path) -> list[dict[str, Any]]:
     rows = []
     for n, line in enumerate(source.read_text().splitlines(), start=1):
@@ -35,8 +47,8 @@ def _rows(source: Path) -> list[dict[str, Any]]:
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as err:
-                raise click.ClickException(f"{source}:{n}: not JSON ({err}); the baseline file is "
-                                           "written by `python -m jobs.baseline`") from err
+                raise SubsetError(f"{source}:{n}: not JSON ({err}); the baseline file is "
+                                  "written by `python -m jobs.baseline`") from err
     return rows
 
 
@@ -52,7 +64,7 @@ def solve_counts(rows: Iterable[dict[str, Any]], probes: int) -> dict[str, int]:
         seen[row["task_id"]].setdefault(int(row["probe"]), bool(row["passed"]))
     short = sorted(t for t, p in seen.items() if len([i for i in p if i < probes]) < probes)
     if short:
-        raise click.ClickException(
+        raise SubsetError(
             f"{len(short)} task(s) have fewer than {probes} baseline probes (e.g. {short[:3]}); "
             "finish the baseline (rerun `python -m jobs.baseline`, it resumes) or lower --probes")
     return {t: sum(ok for i, ok in p.items() if i < probes) for t, p in seen.items()}
@@ -110,16 +122,16 @@ def _balanced_pick(strata: dict[int, list[str]], quotas: dict[int, int], suite: 
 
 
 def select_subset(rows: list[dict[str, Any]], *, suite: str, n_hard: int, n_train: int,
-                  n_eval: int, seed: int, probes: int) -> dict[str, Any]:
-    """The subset document (see module docstring); raises ClickException when it cannot be met."""
+                  n_eval: int, seed: int, probes: int, min_solved: int = 0) -> dict[str, Any]:
+    """The subset document (see module docstring); raises SubsetError when it cannot be met."""
     if n_train + n_eval != n_hard:
-        raise click.ClickException(f"--n-train {n_train} + --n-eval {n_eval} must equal "
-                                   f"--n-hard {n_hard}")
+        raise SubsetError(f"--n-train {n_train} + --n-eval {n_eval} must equal --n-hard {n_hard}")
     counts = solve_counts(rows, probes)
-    hard = {t: c for t, c in counts.items() if c < probes}
+    hard = {t: c for t, c in counts.items() if min_solved <= c < probes}
     if len(hard) < n_hard:
-        raise click.ClickException(f"only {len(hard)} of {len(counts)} tasks are hard (not solved "
-                                   f"on all {probes} probes); lower --n-hard to <= {len(hard)}")
+        raise SubsetError(f"only {len(hard)} of {len(counts)} tasks are hard (not solved "
+                          f"on all {probes} probes, solved on at least {min_solved}); "
+                          f"lower --n-hard to <= {len(hard)}")
     strata: dict[int, list[str]] = defaultdict(list)
     for task_id, solved in hard.items():
         strata[solved].append(task_id)
@@ -130,7 +142,8 @@ def select_subset(rows: list[dict[str, Any]], *, suite: str, n_hard: int, n_trai
     eval_ids = [t for ids in evals.values() for t in ids]
     train_ids = [t for ids in chosen.values() for t in ids if t not in set(eval_ids)]
     doc: dict[str, Any] = {
-        "suite": suite, "seed": seed, "probes": probes, "n_hard": n_hard,
+        "suite": suite, "seed": seed, "probes": probes, "min_solved": min_solved,
+        "n_hard": n_hard,
         "n_train": n_train, "n_eval": n_eval, "hard_available": len(hard),
         "strata": {f"solved_{k}_of_{probes}": len(v) for k, v in chosen.items()},
         "train_ids": sorted(train_ids), "eval_ids": sorted(eval_ids),
@@ -152,21 +165,40 @@ def subset_path(out_dir: Path, suite: str, n_hard: int, n_train: int, n_eval: in
 @click.option("--source", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               required=True, help="Baseline JSONL written by `python -m jobs.baseline`.")
 @click.option("--suite", type=click.Choice(["mbpp", "swebench"]), required=True)
-@click.option("--n-hard", type=click.IntRange(min=1), required=True)
-@click.option("--n-train", type=click.IntRange(min=0), required=True)
-@click.option("--n-eval", type=click.IntRange(min=0), required=True)
-@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--n-hard", type=click.IntRange(min=1), help="Default: n_train + n_eval.")
+@click.option("--n-train", type=click.IntRange(min=0), help="Default: the config's n_train.")
+@click.option("--n-eval", type=click.IntRange(min=0), help="Default: the config's n_eval.")
+@click.option("--seed", type=int, help="Default: the config's seed (42).")
 @click.option("--probes", type=click.IntRange(min=1), default=5, show_default=True,
               help="Baseline calls per task that count.")
+@click.option("--min-solved", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Keep only tasks solved on at least this many probes.")
+@click.option("--config", "config_files", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE")
 @click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path),
               default=Path("results/subsets"), show_default=True)
-def main(source: Path, suite: str, n_hard: int, n_train: int, n_eval: int, seed: int,
-         probes: int, out_dir: Path) -> None:
+def main(source: Path, suite: str, n_hard: int | None, n_train: int | None, n_eval: int | None,
+         seed: int | None, probes: int, min_solved: int, config_files: tuple, sets: tuple,
+         out_dir: Path) -> None:
     """Pick a deterministic hard subset and split it into train and eval ids."""
+    from ratchet_ray.config import ConfigError, layered_files, load_config
+
+    try:
+        config = load_config(layered_files(suite, config_files), [f"suite={suite}", *sets])
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from exc
+    n_train = config.n_train if n_train is None else n_train
+    n_eval = config.n_eval if n_eval is None else n_eval
+    n_hard = n_train + n_eval if n_hard is None else n_hard
+    seed = config.seed if seed is None else seed
     data = source.read_bytes()
-    rows = [r for r in _rows(source) if r.get("suite", suite) == suite]
-    doc = select_subset(rows, suite=suite, n_hard=n_hard, n_train=n_train, n_eval=n_eval,
-                        seed=seed, probes=probes)
+    try:
+        rows = [r for r in _rows(source) if r.get("suite", suite) == suite]
+        doc = select_subset(rows, suite=suite, n_hard=n_hard, n_train=n_train, n_eval=n_eval,
+                            seed=seed, probes=probes, min_solved=min_solved)
+    except SubsetError as exc:
+        raise click.ClickException(str(exc)) from exc
     doc["source_sha256"] = hashlib.sha256(data).hexdigest()
     out = subset_path(out_dir, suite, n_hard, n_train, n_eval, seed)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,10 @@ Contracts:
 - ``load_config(files, overrides)`` merges the files in order, then the overrides, and validates;
   any problem raises ``ConfigError`` naming the file or override, the key, and the valid keys or
   values.
+- ``suite_files(suite)`` is the suite's own layer (``configs/<suite>.yaml`` when it exists);
+  every entry point resolves Default -> suite file -> ``--config`` / arm files -> flags and
+  ``--set`` (``layered_files``), so a suite's paper values (e.g. 20 SWE-bench rounds) hold under
+  every arm, the baseline and the subset selection.
 - ``dump_config`` writes the resolved config (``config.yaml`` in the run dir) so that
   ``load_config([that file])`` reproduces it exactly.
 """
@@ -15,27 +19,56 @@ from pathlib import Path
 from typing import Any, Iterable, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ratchet_ray import resources
+from ratchet_ray.suites.sim.settings import SimSettings, SimWorld
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 _STRICT = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+class RoleLimits(BaseModel):
+    model_config = _STRICT
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    """Sampling temperature of this role's calls."""
+    max_tokens: int = Field(gt=0)
+    """Generation cap of one call of this role."""
+
+
+class RoleSettings(BaseModel):
+    """Temperature and generation cap of each structured role (the Solver's are
+    ``llm.temperature`` and ``llm.max_tokens``). The caps fit what each role writes: a skill id,
+    a verdict, a skill, a meta-skill."""
+
+    model_config = _STRICT
+    router: RoleLimits = Field(default_factory=lambda: RoleLimits(max_tokens=48))
+    critic: RoleLimits = Field(default_factory=lambda: RoleLimits(max_tokens=320))
+    synth: RoleLimits = Field(default_factory=lambda: RoleLimits(max_tokens=640))
+    metasynth: RoleLimits = Field(default_factory=lambda: RoleLimits(max_tokens=1200))
+
+
 class LLMSettings(BaseModel):
     model_config = _STRICT
-    backend: Literal["local", "bedrock", "openai"] = "local"
-    """Generation backend: local llama.cpp Gemma (default), Amazon Bedrock, or an OpenAI-compatible server."""
-    embedder: Literal["local", "bedrock", "openai"] | None = None
+    backend: Literal["local", "bedrock", "openai", "sim"] = "local"
+    """Generation backend: local llama.cpp Gemma (default), Amazon Bedrock, or an OpenAI-compatible server
+    (``sim``: the simulated world of the ``sim`` suite)."""
+    embedder: Literal["local", "bedrock", "openai", "sim"] | None = None
     """Embedding backend; None means the same as ``backend``."""
     model: str | None = None
     """Model id override (backend default when None)."""
     base_url: str | None = None
     """Server URL for the ``openai`` backend, e.g. http://127.0.0.1:8000/v1."""
+    world: SimWorld | None = Field(default=None, exclude=True)
+    """The ``sim`` backend's world, derived from the run's ``sim`` section and seed by
+    ``LoopConfig`` (never set it; not dumped: a reloaded config derives it again)."""
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    """Sampling temperature for every role."""
+    """Sampling temperature of the Solver (the other roles: ``roles.<role>.temperature``)."""
     max_tokens: int = Field(default=512, gt=0)
-    """Generation cap for the Solver; structured roles use their own smaller caps."""
+    """Generation cap of the Solver (the other roles: ``roles.<role>.max_tokens``)."""
+    roles: RoleSettings = Field(default_factory=RoleSettings)
+    """Per-role temperature and generation cap of the Router, Critic, Synthesizer and
+    Meta-Synthesizer."""
     requests_per_minute: int = Field(default=0, ge=0)
     """Cluster-wide request budget shared by every actor of a run (0 = unlimited)."""
     tokens_per_minute: int = Field(default=0, ge=0)
@@ -52,6 +85,10 @@ class RouterSettings(BaseModel):
     """Up to this many ACTIVE skills, every one goes to the LLM; above it, a shortlist does."""
     shortlist_k: int = Field(default=10, gt=0)
     """Top-K from tf-idf and top-K from embeddings form the shortlist (union)."""
+    bootstrap_rounds: int = Field(default=0, ge=0)
+    """Rounds 0..bootstrap_rounds-1 route CANDIDATE skills too on the train split, so they
+    accumulate evidence before anyone promotes them; eval always routes ACTIVE only. 0 (the
+    Default) is off: synthesis promotes straight to ACTIVE, so only imported candidates exist."""
 
 
 class SynthSettings(BaseModel):
@@ -78,6 +115,10 @@ class SynthSettings(BaseModel):
     """Length cap on a skill's serialised YAML."""
     max_new_per_round: int = Field(default=5, gt=0)
     """At most this many skills are authored per round (largest clusters first)."""
+    draft_mode: Literal["auto", "whole", "fieldwise"] = "auto"
+    """'whole': one structured call writes the skill; 'fieldwise': one small call per field
+    (small base models copy a whole-skill example instead of writing their own); 'auto':
+    fieldwise on base-model backends (``supports_prefill``, the local Gemma), else whole."""
 
 
 class MetaSettings(BaseModel):
@@ -85,7 +126,23 @@ class MetaSettings(BaseModel):
     enabled: bool = True
     """False is ablation A3: the Synthesizer writes skills with no authoring prior."""
     refresh_every_rounds: int = Field(default=1_000_000, gt=0)
-    """Meta-synth cadence; the Default pins it off (ablation A8 turns it on)."""
+    """Meta-synth every N rounds; the Default pins it off (ablation A8 turns it on)."""
+    refresh_every_tasks: int = Field(default=1_000_000, gt=0)
+    """... or as soon as M train tasks have been attempted since the last meta-synth (or the
+    start), whichever comes first; pinned off in the Default too."""
+
+
+class CounterfactualSettings(BaseModel):
+    """Counterfactual probes: routed train tasks also attempted with NONE, so a skill's
+    contribution can be measured causally, c_cf = pass(skill) - pass(NONE) on the same tasks."""
+
+    model_config = _STRICT
+    fraction: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Share of the train tasks routed to a skill that also get a NONE attempt (0 = off); each
+    probe is one more Solver call, booked in ``llm_call`` with role ``probe``."""
+    retire_on: Literal["c_hat", "c_cf"] = "c_hat"
+    """What the Curator retires and evicts on: the paper's c-hat (outcome balance on the routed
+    tasks) or c_cf over the probed pairs (``min_trials`` then counts pairs)."""
 
 
 class CuratorSettings(BaseModel):
@@ -96,6 +153,8 @@ class CuratorSettings(BaseModel):
     """... and at least this many routed train trials have accumulated (N_min)."""
     active_cap: int = Field(default=50, ge=1)
     """Hard cap C on ACTIVE skills; a full bank evicts the lowest-contribution skill."""
+    counterfactual: CounterfactualSettings = Field(default_factory=CounterfactualSettings)
+    """Opt-in counterfactual probes and retirement on c_cf (off in the Default)."""
 
 
 class RollbackSettings(BaseModel):
@@ -120,19 +179,41 @@ class GraderSettings(BaseModel):
     """MBPP+: time budget floor per task; tasks whose reference solution is slow get what
     evalplus's per-test limits allow (up to 136 s). SWE-bench: the limit of each Docker command."""
     memory_mb: int = Field(default=4096, gt=0)
-    """Address-space limit of the sandboxed process (evalplus's own default)."""
+    """Address-space limit of each sandboxed process (evalplus's own default)."""
+    allow_weak_sandbox: bool = False
+    """MBPP+: without bubblewrap, grade anyway in a rlimits-only sandbox (logged as a warning).
+    Off by default: grading refuses to start and names the fix."""
     instance_deadline_s: float = Field(default=1800.0, gt=0)
     """SWE-bench: whole-instance deadline, separate from per-command timeouts."""
+
+
+class InfraSettings(BaseModel):
+    model_config = _STRICT
+    max_failure_rate: float = Field(default=0.5, ge=0.0, le=1.0)
+    """Circuit breaker: a split whose share of infrastructure failures (model unreachable, dead
+    Docker daemon, broken sandbox) exceeds this stops the run; the round is not recorded."""
+    preflight: bool = True
+    """Run the ``ratchet doctor`` checks of the backend and suite before a run starts or resumes."""
+    preflight_timeout_s: float = Field(default=30.0, gt=0)
+    """Bound on each preflight check (a down server fails at once; a slow one fails here)."""
+    actor_start_timeout_s: float = Field(default=300.0, gt=0)
+    """An actor not started by then (e.g. it asks for a resource no node has) stops the run."""
+    setup_timeout_s: float = Field(default=600.0, gt=0)
+    """Bound on a pool's setup call (``set_bank``) once its actors are up."""
 
 
 class LoopConfig(BaseModel):
     """Everything one run (one arm, one seed) needs. Defaults are the paper's Default."""
 
     model_config = _STRICT
-    suite: Literal["mbpp", "swebench"] = "mbpp"
+    suite: Literal["mbpp", "swebench", "sim"] = "mbpp"
     arm: str = "default"
     seed: int = 42
-    rounds: int = Field(default=10, ge=0)
+    """Decides the split (without a subset), the order tasks are attempted and batched, the
+    order verdicts enter canonicalisation and clustering, and the sampling seed of every LLM
+    call on backends that take one (``ratchet_ray.seeding``)."""
+    rounds: int = Field(default=100, ge=0)
+    """The paper's 100 for MBPP+; ``configs/swebench.yaml`` sets SWE-bench's 20."""
     n_train: int = Field(default=60, ge=0)
     n_eval: int = Field(default=40, ge=0)
     subset: str | None = None
@@ -151,6 +232,37 @@ class LoopConfig(BaseModel):
     grader: GraderSettings = Field(default_factory=GraderSettings)
     swebench: SwebenchSettings = Field(default_factory=SwebenchSettings)
     """Dataset, instance images, containers and the patch agent of the SWE-bench suite."""
+    infra: InfraSettings = Field(default_factory=InfraSettings)
+    """Preflight checks, the infrastructure-failure circuit breaker and pool wait bounds."""
+    sim: SimSettings = Field(default_factory=SimSettings)
+    """The simulated world of the ``sim`` suite (tasks, skill-effect prior, LLM noise)."""
+
+    @model_validator(mode="after")
+    def _sim_world(self) -> "LoopConfig":
+        # The sim backend answers from the world of THIS run: its settings and its seed.
+        uses_sim = self.suite == "sim" or self.llm.backend == "sim"
+        if uses_sim and (self.suite != "sim" or self.llm.backend != "sim"):
+            raise ValueError(f"suite {self.suite!r} with llm.backend {self.llm.backend!r}: the sim "
+                             "backend only answers the sim suite and the sim suite needs it; "
+                             "use configs/sim.yaml (llm.backend: sim) or another suite")
+        world = SimWorld(seed=self.seed, **self.sim.model_dump()) if uses_sim else None
+        if self.llm.world != world:
+            self.llm.world = world
+        return self
+
+
+CONFIGS_DIR = resources.configs_dir()  # the checkout's, or the copy a wheel ships
+
+
+def suite_files(suite: str, configs_dir: Path = CONFIGS_DIR) -> list[Path]:
+    """The suite's layer on top of the Default: ``configs/<suite>.yaml`` if it exists."""
+    path = configs_dir / f"{suite}.yaml"
+    return [path] if path.is_file() else []
+
+
+def layered_files(suite: str, files: Iterable[str | Path] = ()) -> list[Path]:
+    """Default -> suite file -> ``files`` (``--config`` or an arm's file), in that order."""
+    return [*suite_files(suite), *(Path(f) for f in files)]
 
 
 class ConfigError(ValueError):
@@ -227,4 +339,6 @@ def load_config(files: Iterable[str | Path] = (), overrides: Iterable[str] = ())
 
 def dump_config(config: LoopConfig, path: str | Path) -> None:
     """Write the resolved config; ``load_config([path])`` gives back an equal config."""
-    Path(path).write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
+    from ratchet_ray.fsutil import atomic_write_text
+
+    atomic_write_text(path, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))

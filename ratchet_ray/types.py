@@ -7,6 +7,10 @@ Contracts:
 - ``Capsule`` and ``Verdict`` are evidence rows: append-only, one per (task, skill, attempt) and one
   per train-failure capsule respectively. Their field names are the Parquet column names.
 - ``NONE_SKILL`` is the skill id recorded when the Router injects nothing.
+- The field descriptions of ``Skill`` and ``Guidance`` are the one skill contract: the
+  Synthesizer's structured-output schema and the meta-skill's schema lock are both generated
+  from them (``ratchet_ray.skill_contract``). ``AUTHORED_FIELDS`` are what an author writes;
+  ``SYSTEM_FIELDS`` are set by the loop (version, status, author, do_not_retire).
 """
 
 from __future__ import annotations
@@ -34,24 +38,33 @@ class Guidance(BaseModel):
     """The natural-language payload injected into the Solver's prompt."""
 
     model_config = ConfigDict(extra="forbid")
-    applies_when: str = Field(min_length=1)
-    key_insight: str = Field(min_length=1)
-    common_pitfalls: list[str] = Field(default_factory=list)
-    verify_before_returning: str = ""
+    applies_when: str = Field(min_length=1, description=(
+        "the observable feature of a task statement that triggers this skill"))
+    key_insight: str = Field(min_length=1, description=(
+        "the one idea that avoids the failure, stated so it transfers to new tasks"))
+    common_pitfalls: list[str] = Field(default_factory=list, description=(
+        "concrete mistakes seen in the failures, one short sentence each"))
+    verify_before_returning: str = Field(default="", description=(
+        "one concrete check the solver can do mentally before answering"))
 
 
 class Skill(BaseModel):
     """A natural-language skill (never executable code)."""
 
     model_config = ConfigDict(extra="forbid", use_enum_values=False)
-    id: str = Field(pattern=_ID_PATTERN)
-    name: str = Field(min_length=1)
+    id: str = Field(pattern=_ID_PATTERN, description=(
+        "new, unique snake_case name of the idea (lowercase letters, digits, _)"))
+    name: str = Field(min_length=1, description="the same as id")
     version: str = "0.1.0"
-    description: str = Field(min_length=1, description="One line: when the skill applies.")
-    intent: str = Field(min_length=1, description="Imperative match phrase, e.g. 'Sum a list'.")
-    signals_match: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
-    preconditions: list[str] = Field(default_factory=list)
+    description: str = Field(min_length=1, description=(
+        "one line: which tasks this skill applies to"))
+    intent: str = Field(min_length=1, description=(
+        "one imperative sentence a task statement would match"))
+    signals_match: list[str] = Field(default_factory=list, description=(
+        "short lowercase cue words that appear in matching task statements"))
+    tags: list[str] = Field(default_factory=list, description="short lowercase topic labels")
+    preconditions: list[str] = Field(default_factory=list, description=(
+        "what must hold before the skill applies; often empty"))
     status: SkillStatus = SkillStatus.ACTIVE
     author: str = "synthesized"
     do_not_retire: bool = False
@@ -70,6 +83,23 @@ class Skill(BaseModel):
         """The surface the Router scores: intent, name, description and signals (empties dropped)."""
         parts = [self.intent, self.name.replace("_", " "), self.description, *self.signals_match]
         return " \n".join(p for p in parts if p)
+
+    def guidance_text(self) -> str:
+        """The 'Guidance' block a solver prompt injects (every suite's solver renders it alike)."""
+        g = self.guidance
+        lines = [f"Guidance (skill `{self.id}`):", f"- Applies when: {g.applies_when}",
+                 f"- Key insight: {g.key_insight}"]
+        if g.common_pitfalls:
+            lines.append("- Pitfalls: " + "; ".join(g.common_pitfalls))
+        if g.verify_before_returning:
+            lines.append(f"- Verify before returning: {g.verify_before_returning}")
+        return "\n".join(lines)
+
+
+# What a skill's author writes, and what the loop sets itself (see the module contract).
+AUTHORED_FIELDS = ("id", "name", "description", "intent", "signals_match", "tags",
+                   "preconditions", "guidance")
+SYSTEM_FIELDS = ("version", "status", "author", "do_not_retire")
 
 
 class MetaSkill(BaseModel):

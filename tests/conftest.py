@@ -13,6 +13,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Ray 2.60 turns `_node_ip_address="127.0.0.1"` into the host's routable address unless cluster
+# mode is off; off, every test Ray (and each driver or worker it spawns, which inherit this
+# environment) binds loopback only. Must be set before Ray is first imported.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 _MBPP = ROOT.parent / "shared" / "data" / "MbppPlus-v0.2.0.jsonl.gz"
 if _MBPP.exists():
     os.environ.setdefault("MBPP_OVERRIDE_PATH", str(_MBPP))
@@ -29,6 +33,41 @@ def _ship_test_doubles_by_value() -> None:
 
 
 _ship_test_doubles_by_value()
+
+
+def ci_forbids_skips() -> bool:
+    """Under ``CI=true`` every test must run: a missing Docker, dataset or model fails the run."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    return longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+
+
+def _fail_skip(report) -> None:
+    report.outcome = "failed"
+    report.longrepr = (f"skipped under CI=true, which runs every test; fix the environment "
+                       f"(.ci/run sets it up): {_skip_reason(report)}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under CI a skip (``pytest.skip``, ``importorskip``, a ``skipif`` marker) is a failure that
+    keeps the skip's reason; an ``xfail`` stays what it is."""
+    outcome = yield
+    report = outcome.get_result()
+    if ci_forbids_skips() and report.skipped and not hasattr(report, "wasxfail"):
+        _fail_skip(report)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """The same for a whole module skipped while being collected."""
+    outcome = yield
+    report = outcome.get_result()
+    if ci_forbids_skips() and report.skipped:
+        _fail_skip(report)
 
 
 @pytest.fixture(scope="session")

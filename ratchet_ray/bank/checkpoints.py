@@ -1,8 +1,11 @@
 """Bank snapshots: ``checkpoints/round_NN/{skills/, meta-skills/, manifest.json}``.
 
 Contracts:
-- ``write_snapshot`` builds the snapshot in a hidden temp folder and renames it into place, so a
-  reader sees either the previous snapshot of that round or the new one, never half of one.
+- ``write_snapshot`` builds the snapshot in a hidden temp folder (every file and folder fsynced)
+  and swaps it into place with ``fsutil.swap_dir``: a crash at any point leaves a complete
+  snapshot of that round, the previous one or the new one, never half of one and never none
+  (between the swap's two renames the previous one sits at ``round_NN.prev``, which
+  ``read_snapshot`` and ``available_rounds`` use and the next ``write_snapshot`` moves back).
   Re-snapshotting a round (a resumed run) replaces that round's checkpoint only.
 - ``read_snapshot`` returns the skills and meta-skills of a round, or raises ``FileNotFoundError``
   naming the available rounds.
@@ -11,7 +14,6 @@ Contracts:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 import uuid
@@ -20,9 +22,11 @@ from typing import Iterable
 
 from ratchet_ray.bank.metaskills import dump_metaskill, load_metaskill
 from ratchet_ray.bank.skill_io import dump_skill, load_skill_folder
+from ratchet_ray.fsutil import PREV_SUFFIX, swap_dir, write_tree
 from ratchet_ray.types import MetaSkill, Skill
 
 CHECKPOINTS_DIR = "checkpoints"
+MANIFEST = "manifest.json"
 
 
 def checkpoint_dir(run_dir: Path, round_: int) -> Path:
@@ -33,8 +37,12 @@ def available_rounds(run_dir: Path) -> list[int]:
     root = Path(run_dir) / CHECKPOINTS_DIR
     if not root.is_dir():
         return []
-    return sorted(int(p.name.split("_", 1)[1]) for p in root.glob("round_*")
-                  if p.is_dir() and p.name.split("_", 1)[1].isdigit())
+    found = set()
+    for p in root.glob("round_*"):
+        number = p.name.split("_", 1)[1].removesuffix(PREV_SUFFIX)
+        if p.is_dir() and number.isdigit():
+            found.add(int(number))
+    return sorted(found)
 
 
 def write_snapshot(run_dir: Path, round_: int, skills: Iterable[Skill],
@@ -43,36 +51,47 @@ def write_snapshot(run_dir: Path, round_: int, skills: Iterable[Skill],
     target.parent.mkdir(parents=True, exist_ok=True)
     temp = target.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"
     skills, metas = list(skills), list(metas)
+    manifest = {"round": round_, "run_id": run_id, "created_at": time.time(),
+                "active": sorted(s.id for s in skills if s.is_active),
+                "skills": len(skills), "meta_skills": len(metas)}
+    files = {f"skills/{s.id}.yaml": dump_skill(s).encode("utf-8") for s in skills}
+    files.update({f"meta-skills/{m.id}.md": dump_metaskill(m).encode("utf-8") for m in metas})
+    files[MANIFEST] = json.dumps(manifest, indent=2).encode("utf-8")
     try:
-        (temp / "skills").mkdir(parents=True)
+        temp.mkdir()
+        (temp / "skills").mkdir()
         (temp / "meta-skills").mkdir()
-        for skill in skills:
-            (temp / "skills" / f"{skill.id}.yaml").write_text(dump_skill(skill), encoding="utf-8")
-        for meta in metas:
-            (temp / "meta-skills" / f"{meta.id}.md").write_text(dump_metaskill(meta), encoding="utf-8")
-        manifest = {"round": round_, "run_id": run_id, "created_at": time.time(),
-                    "active": sorted(s.id for s in skills if s.is_active),
-                    "skills": len(skills), "meta_skills": len(metas)}
-        (temp / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-        if target.exists():
-            retired = target.parent / f".{target.name}.{uuid.uuid4().hex}.old"
-            os.rename(target, retired)
-            os.rename(temp, target)
-            shutil.rmtree(retired)
-        else:
-            os.rename(temp, target)
+        write_tree(temp, files)
+        swap_dir(temp, target)
     finally:
         if temp.exists():
             shutil.rmtree(temp)
     return target
 
 
-def read_snapshot(run_dir: Path, round_: int) -> tuple[list[Skill], list[MetaSkill]]:
+def _readable_dir(run_dir: Path, round_: int) -> Path:
+    """The snapshot folder to read: ``round_NN``, or its ``.prev`` copy when a crash cut a swap."""
     folder = checkpoint_dir(run_dir, round_)
+    prev = folder.with_name(folder.name + PREV_SUFFIX)
+    return prev if not folder.is_dir() and prev.is_dir() else folder
+
+
+def read_snapshot(run_dir: Path, round_: int) -> tuple[list[Skill], list[MetaSkill]]:
+    folder = _readable_dir(run_dir, round_)
     if not folder.is_dir():
         raise FileNotFoundError(
             f"no bank snapshot for round {round_} at {folder}; available rounds: "
             f"{available_rounds(run_dir) or 'none'}")
-    skills = load_skill_folder(folder / "skills")
-    metas = [load_metaskill(p) for p in sorted((folder / "meta-skills").glob("*.md"))]
+    try:
+        skills = load_skill_folder(folder / "skills")
+        metas = [load_metaskill(p) for p in sorted((folder / "meta-skills").glob("*.md"))]
+    except ValueError as exc:  # SkillFileError / MetaSkillFileError, naming file and field
+        raise CheckpointError(
+            f"the bank snapshot of round {round_} is damaged: {exc}\nsnapshots are written "
+            f"whole, so something else changed {folder}: restore it from a copy of the run dir "
+            "(the bank files under skills/ and the skill_event evidence are unaffected)") from exc
     return skills, metas
+
+
+class CheckpointError(ValueError):
+    """A snapshot folder holds a malformed file; the message names it and the fix."""

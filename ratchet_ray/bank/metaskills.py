@@ -14,7 +14,9 @@ File format (``meta-skills/<id>.md``)::
 Contracts:
 - ``dump_metaskill`` / ``parse_metaskill`` round-trip byte-stably, like skills.
 - ``default_metaskill(suite)`` reads ``configs/meta_skills/default_<suite>.md`` (plain Markdown,
-  no front matter) and returns it as the ACTIVE MetaSkill ``default_<suite>``; an unknown suite
+  no front matter), writes the schema lock generated from ``types.Skill``
+  (``skill_contract.schema_lock``) in place of its ``{{SKILL_SCHEMA_LOCK}}`` line, and returns
+  it as the ACTIVE MetaSkill ``default_<suite>``; an unknown suite
   or a missing file raises ``MetaSkillFileError`` naming the valid suites / the expected path.
 """
 
@@ -26,9 +28,11 @@ import yaml
 from pydantic import ValidationError
 
 from ratchet_ray.bank.skill_io import dump_yaml
+from ratchet_ray.resources import configs_dir
+from ratchet_ray.skill_contract import SCHEMA_LOCK_MARKER, render_schema_lock
 from ratchet_ray.types import MetaSkill
 
-DEFAULTS_DIR = Path(__file__).resolve().parents[2] / "configs" / "meta_skills"
+DEFAULTS_DIR = configs_dir() / "meta_skills"
 SHIPPED_SUITES = ("mbpp", "swebench")
 _FENCE = "---\n"
 
@@ -83,4 +87,8 @@ def default_metaskill(suite: str, defaults_dir: Path = DEFAULTS_DIR) -> MetaSkil
         body = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise MetaSkillFileError(f"{path}: cannot read the default meta-skill: {exc}") from exc
-    return MetaSkill(id=f"default_{suite}", suite=suite, body=body, created_round=-1)
+    if SCHEMA_LOCK_MARKER not in body:
+        raise MetaSkillFileError(f"{path}: no {SCHEMA_LOCK_MARKER} line; put it where the schema "
+                                 "lock goes (it is generated from types.Skill)")
+    return MetaSkill(id=f"default_{suite}", suite=suite, body=render_schema_lock(body),
+                     created_round=-1)

@@ -17,6 +17,13 @@ Contracts:
   is authoritative). Pointing it at the bank's own ``skills/`` registers files dropped there.
 - One ACTIVE MetaSkill per suite; ``ensure_default_metaskill`` copies the shipped default in on
   first use. With ``meta.enabled`` false (ablation A3) no meta-skill is served.
+- ``begin_batch`` / ``commit_batch`` (``bank.batch``) make many changes (the synth phase's
+  adds and evictions) commit together with their events or not at all.
+- Status flips (evict, retire, reinstate, curate, restore) write their events first, as one
+  part, then the files; opening a bank (``recover=True``, the writer) applies a logged flip a
+  crash cut short
+  (``recovered`` lists those skills), so events and files always agree and nothing is logged
+  twice.
 - The embedder is only needed for dedup; a bank built with ``embedder=None`` (CLI) refuses ``add``.
 """
 
@@ -27,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ratchet_ray.bank import checkpoints
+from ratchet_ray.bank.batch import SkillBatch
 from ratchet_ray.bank.metaskill_shelf import MetaSkillShelf
 from ratchet_ray.bank.metaskills import load_metaskill
 from ratchet_ray.bank.skill_events import AddResult, BankError, EventLog
@@ -34,7 +42,7 @@ from ratchet_ray.bank.skill_io import (SkillFileError, dump_skill, load_skill_fo
                                        validate_skill, write_text_atomic)
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.evidence.queries import EMPTY_STATS, SkillStats, skill_stats
-from ratchet_ray.governance import curator
+from ratchet_ray.governance import counterfactual, curator
 from ratchet_ray.llm.base import Embedder, cosine_matrix
 from ratchet_ray.types import MetaSkill, Skill, SkillStatus
 
@@ -42,22 +50,25 @@ __all__ = ["AddResult", "BankError", "SkillBank"]
 ACTIVE, DEPRECATED, CANDIDATE = SkillStatus.ACTIVE, SkillStatus.DEPRECATED, SkillStatus.CANDIDATE
 
 
-class SkillBank(MetaSkillShelf):
+class SkillBank(SkillBatch, MetaSkillShelf):
     """The governed skill library of one run (see module contracts)."""
 
     def __init__(self, run_dir: str | Path, *, embedder: Embedder | None, config: LoopConfig,
-                 run_id: str):
+                 run_id: str, recover: bool = True):
         self.run_dir = Path(run_dir)
         self.skills_dir = self.run_dir / "skills"
         self.meta_dir = self.run_dir / "meta-skills"
         self.embedder, self.config, self.run_id = embedder, config, run_id
         self.log = EventLog(self.run_dir, run_id)
+        self.batch_recovery = self.finish_batch() if recover else ""
         skills = (load_skill_folder(self.skills_dir, require_id_filenames=True)
                   if self.skills_dir.is_dir() else [])
         metas = [load_metaskill(p) for p in sorted(self.meta_dir.glob("*.md"))]
         self._skills: dict[str, Skill] = {s.id: s for s in skills}
         self._metas: dict[str, MetaSkill] = {m.id: m for m in metas}
         self._vectors: dict[str, np.ndarray] = {}
+        # Only a writer finishes cut flips (a read-only CLI command opens with recover=False).
+        self.recovered = self._finish_logged_flips() if recover else []
 
     # ------------------------------------------------------------------ reading
     def active(self) -> list[Skill]:
@@ -78,15 +89,48 @@ class SkillBank(MetaSkillShelf):
         return counts
 
     def stats(self) -> dict[str, SkillStats]:
-        """Per-skill contribution over TRAIN capsules, from the evidence."""
+        """Per-skill contribution over TRAIN capsules, from the evidence: c-hat, or c_cf over the
+        counterfactual probes when ``curator.counterfactual.retire_on`` is ``c_cf``."""
         con = self.log.store.connect()
         try:
+            if self.config.curator.counterfactual.retire_on == "c_cf":
+                return counterfactual.counterfactual_stats(con)
             return skill_stats(con, "train")
         finally:
             con.close()
 
+    # ------------------------------------------------------------------ crash recovery
+    def _finish_logged_flips(self) -> list[str]:
+        """Apply status flips whose events were written but whose files a crash cut short.
+
+        Status flips are logged first (``_flip``), so an event newer than its skill's file with
+        another ``status_after`` is a flip the crash interrupted: its file is rewritten now and
+        nothing is logged twice. A file written after its last event (a hand edit) is left alone.
+        """
+        if not self._skills or not any(self.log.store.part_paths("skill_event")):
+            return []
+        con = self.log.store.connect()
+        try:
+            rows = con.execute(
+                "SELECT skill_id, arg_max(status_after, created_at), max(created_at) "
+                "FROM skill_event WHERE event IN ('retired', 'evicted', 'restored', 'reinstated') "
+                "AND status_after <> '' GROUP BY skill_id").fetchall()
+        finally:
+            con.close()
+        fixed = []
+        for skill_id, status, logged_at in rows:
+            skill = self._skills.get(skill_id)
+            path = self.skills_dir / f"{skill_id}.yaml"
+            if skill is None or skill.status.value == status or path.stat().st_mtime > logged_at:
+                continue
+            self._write(skill.model_copy(update={"status": SkillStatus(status)}))
+            fixed.append(skill_id)
+        return fixed
+
     # ------------------------------------------------------------------ writing skills
     def _write(self, skill: Skill) -> None:
+        if self.in_batch(skill):  # an open batch commits it later, with its events
+            return
         write_text_atomic(self.skills_dir / f"{skill.id}.yaml", dump_skill(skill))
         self._skills[skill.id] = skill
 
@@ -105,10 +149,17 @@ class SkillBank(MetaSkillShelf):
             return None
         for skill_id in order[:need]:
             s = stats.get(skill_id, EMPTY_STATS)
-            self._set_status(skill_id, DEPRECATED)
             self.log.emit(round_, skill_id, "evicted", DEPRECATED, s,
                           f"active cap {self.config.curator.active_cap} reached; lowest contribution")
+        self._flip({skill_id: DEPRECATED for skill_id in order[:need]})
         return order[:need]
+
+    def _flip(self, statuses: dict[str, SkillStatus]) -> None:
+        """Write the events emitted so far (one part), then the skills' new statuses: a crash in
+        between leaves events that ``_finish_logged_flips`` applies on the next open."""
+        self.log.flush()
+        for skill_id, status in statuses.items():
+            self._set_status(skill_id, status)
 
     def _embed(self, skills: list[Skill]) -> np.ndarray:
         if self.embedder is None:
@@ -173,9 +224,8 @@ class SkillBank(MetaSkillShelf):
         if skill.do_not_retire:
             raise BankError(f"skill {skill_id!r} is do_not_retire; set do_not_retire: false "
                             "in its YAML to let it retire")
-        self._set_status(skill_id, DEPRECATED)
         self.log.emit_raw(round_, skill_id, "retired", DEPRECATED, contribution, trials, reason)
-        self.log.flush()
+        self._flip({skill_id: DEPRECATED})
 
     def reinstate(self, skill_id: str, *, round_: int,
                   stats: dict[str, SkillStats] | None = None) -> AddResult:
@@ -186,9 +236,8 @@ class SkillBank(MetaSkillShelf):
         if evicted is None:
             return self._reject(round_, skill_id, "cap_full",
                                 "cannot reinstate: the cap is full of do_not_retire skills")
-        self._set_status(skill_id, ACTIVE)
         self.log.emit(round_, skill_id, "reinstated", ACTIVE, None, "")
-        self.log.flush()
+        self._flip({skill_id: ACTIVE})
         return AddResult(status="added", skill_id=skill_id, evicted=evicted)
 
     def curate(self, round_: int, stats: dict[str, SkillStats] | None = None
@@ -196,12 +245,11 @@ class SkillBank(MetaSkillShelf):
         """Apply the retirement rule to every ACTIVE skill; returns every decision (incl. exempt)."""
         decisions = curator.curate(self.all(), self.stats() if stats is None else stats,
                                    self.config.curator)
-        for d in decisions:
-            if d.action == "retire":
-                self._set_status(d.skill_id, DEPRECATED)
-                self.log.emit_raw(round_, d.skill_id, "retired", DEPRECATED, d.contribution,
-                                  d.trials, d.reason)
-        self.log.flush()
+        retired = [d for d in decisions if d.action == "retire"]
+        for d in retired:
+            self.log.emit_raw(round_, d.skill_id, "retired", DEPRECATED, d.contribution,
+                              d.trials, d.reason)
+        self._flip({d.skill_id: DEPRECATED for d in retired})  # events and files commit together
         return decisions
 
     # ------------------------------------------------------------------ snapshots
@@ -216,26 +264,34 @@ class SkillBank(MetaSkillShelf):
         at = round_ if current_round is None else current_round
         skills, metas = checkpoints.read_snapshot(self.run_dir, round_)
         wanted = {s.id: s for s in skills}
-        changed = []
+        changed, targets = [], []
         for skill_id in sorted(set(self._skills) | set(wanted)):
             target = wanted.get(skill_id) or self._skills[skill_id].model_copy(
                 update={"status": DEPRECATED})
             if self._skills.get(skill_id) != target:
                 before = self._skills.get(skill_id)
-                self._write(target)
+                targets.append(target)
                 if before is None or before.status != target.status:
                     changed.append(skill_id)
                     self.log.emit(at, skill_id, "restored", target.status, None,
                                   f"{reason}: bank of round {round_}")
         snap_metas = {m.id: m for m in metas}
+        meta_targets = []
         for meta_id in sorted(set(self._metas) | set(snap_metas)):
             target = snap_metas.get(meta_id) or self._metas[meta_id].model_copy(
                 update={"status": DEPRECATED})
             if self._metas.get(meta_id) != target:
-                self._write_meta(target)
+                meta_targets.append(target)
                 self.log.emit(at, meta_id, "meta_restored", target.status, None,
                               f"{reason}: meta-skills of round {round_}")
+        # Events first (one part), then the files: a crash in between is finished by
+        # _finish_logged_flips on the next open, and a rerun of the same restore finds the
+        # files already equal and logs nothing twice.
         self.log.flush()
+        for target in targets:
+            self._write(target)
+        for target in meta_targets:
+            self._write_meta(target)
         return changed
 
     # ------------------------------------------------------------------ import

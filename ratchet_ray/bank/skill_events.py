@@ -2,8 +2,9 @@
 
 Contract: ``EventLog`` buffers ``skill_event`` rows and ``flush`` writes them as one evidence part
 per round (through ``EvidenceStore.append``), so a multi-skill change (curate, restore) is one
-atomic write. Event names: added, rejected, evicted, retired, reinstated, restored, loaded,
-meta_added, meta_retired, meta_restored.
+atomic write; while ``held`` (a bank batch is open) ``flush`` keeps buffering. Event names:
+added, rejected, evicted, retired, reinstated, restored, loaded, meta_added, meta_retired,
+meta_restored.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class EventLog:
         self.store = EvidenceStore(run_dir)
         self.run_id = run_id
         self._pending: list[dict] = []
+        self.held = False  # a batch is open (``bank.batch``): flush waits for its commit
 
     def emit_raw(self, round_: int, skill_id: str, event: str, status_after: SkillStatus | None,
                  contribution: float | None, trials: int | None, reason: str) -> None:
@@ -66,9 +68,28 @@ class EventLog:
                       stats.contribution if stats else None, stats.trials if stats else None, reason)
 
     def flush(self) -> None:
+        if self.held:
+            return
         pending, self._pending = self._pending, []
         for r in sorted({row["round"] for row in pending}):
             self.store.append("skill_event", r, [row for row in pending if row["round"] == r])
+
+    def pending_keys(self) -> list[list]:
+        """``[skill_id, created_at]`` of every buffered row (they identify them once written)."""
+        return [[row["skill_id"], row["created_at"]] for row in self._pending]
+
+    def discard(self) -> None:
+        self._pending = []
+
+    def recorded_keys(self) -> set[tuple[str, float]]:
+        """``(skill_id, created_at)`` of every written row."""
+        if not self.store.part_paths("skill_event"):
+            return set()
+        con = self.store.connect()
+        try:
+            return set(con.execute("SELECT skill_id, created_at FROM skill_event").fetchall())
+        finally:
+            con.close()
 
     def registered_ids(self) -> set[str]:
         """Ids that entered the bank through the SkillBank (any event except a rejection)."""

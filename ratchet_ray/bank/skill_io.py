@@ -13,14 +13,13 @@ Contracts:
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from ratchet_ray.fsutil import atomic_write_text
 from ratchet_ray.types import Guidance, Skill, SkillStatus
 
 SKILL_SUFFIXES = (".yaml", ".yml")
@@ -157,18 +156,8 @@ def load_skill_folder(folder: str | Path, *, require_id_filenames: bool = False)
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file in the same folder and an atomic rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
-    try:
-        with open(temp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    finally:
-        temp.unlink(missing_ok=True)
+    """Write ``text`` to ``path`` atomically and durably (``fsutil.atomic_write_text``)."""
+    atomic_write_text(path, text)
 
 
 def write_skill(skill: Skill, path: str | Path) -> None:

@@ -14,9 +14,11 @@ import click
 
 _COMMAND_MODULES = (
     "ratchet_ray.cli.skills",      # skill list|show|load, meta list, audit, curate
-    "ratchet_ray.cli.evidence",    # query, capsule prune
+    "ratchet_ray.cli.evidence",    # query, capsule prune, evidence verify|repair
     "ratchet_ray.cli.llm",         # doctor, solver-cache
     "ratchet_ray.cli.run",         # run, plot
+    "ratchet_ray.cli.sim",         # sim-report
+    "ratchet_ray.cli.experiment",  # experiment run|eval-skill-loop
 )
 
 

@@ -7,7 +7,13 @@ Contracts:
 - ``capsule prune --keep-days N`` is the only command that removes evidence: it deletes whole
   capsule parts whose every row is older than N days, after confirmation (or ``--yes``);
   ``--dry-run`` only lists them.
-- ``emit_rows`` / ``require_run_dir`` are shared with ``ratchet_ray.cli.skills``.
+- ``evidence verify [--quick]`` lists unreadable parts (exit 1 if any); ``evidence repair`` moves
+  them to ``<run>/quarantine/`` (deletes nothing) under the run's writer lock and says what each
+  held; a resume refuses to start over a bad part and names both commands.
+- Commands that change a run (``capsule prune``, ``evidence repair``, and ``skill load`` /
+  ``curate`` in ``ratchet_ray.cli.skills``) take the run dir's writer lock (``writer_lock``) and
+  are refused, naming the holder, while a run writes there; read-only commands never lock.
+- ``emit_rows`` / ``require_run_dir`` / ``writer_lock`` are shared with ``ratchet_ray.cli.skills``.
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ from typing import Any, Sequence
 import click
 import duckdb
 
+from ratchet_ray.evidence import integrity
 from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.runlock import RunDirBusy, RunLock
 
 FORMATS = click.Choice(["table", "csv", "json"])
 _READ_ONLY = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
@@ -123,7 +131,8 @@ def prune(ctx: click.Context, keep_days: float, dry_run: bool, yes: bool) -> Non
         return
     if not yes:
         click.confirm("Permanently delete these capsule parts?", abort=True)
-    removed = store.prune_parts("capsule", keep_days=keep_days)
+    with writer_lock(store.run_dir, "ratchet capsule prune"):
+        removed = store.prune_parts("capsule", keep_days=keep_days)
     click.echo(f"removed {len(removed)} part(s)")
 
 
@@ -133,4 +142,54 @@ def _rows_in(path: Path) -> int:
     return pq.ParquetFile(path).metadata.num_rows
 
 
-COMMANDS: list[click.Command] = [query, capsule]
+@click.group("evidence")
+def evidence() -> None:
+    """Check the evidence parts and move unreadable ones aside."""
+
+
+@evidence.command("verify")
+@click.option("--quick", is_flag=True, help="Read only each part's footer (what a resume checks).")
+@click.pass_context
+def verify_cmd(ctx: click.Context, quick: bool) -> None:
+    """List the parts that cannot be read (exit 1 when there is any)."""
+    store = EvidenceStore(require_run_dir(ctx))
+    bad = integrity.verify(store, full=not quick)
+    parts = sum(len(store.part_paths(k)) for k in store.KINDS)
+    for part in bad:
+        click.echo(f"BAD  {part.path}  {part.reason}")
+    leftovers = integrity.leftover_temp_files(store)
+    if leftovers:
+        click.echo(f"{len(leftovers)} leftover temp file(s) of interrupted writes (harmless, "
+                   "ignored by every reader)")
+    click.echo(f"{parts} part(s) checked, {len(bad)} unreadable")
+    if bad:
+        click.echo(f"fix: ratchet --db {store.run_dir} evidence repair  (moves them to "
+                   f"{store.run_dir / integrity.QUARANTINE_DIR}, deletes nothing)")
+        raise SystemExit(1)
+
+
+@evidence.command("repair")
+@click.pass_context
+def repair_cmd(ctx: click.Context) -> None:
+    """Move unreadable parts to <run>/quarantine/ (never deletes) and say what they held."""
+    run_dir = require_run_dir(ctx)
+    store = EvidenceStore(run_dir)
+    with writer_lock(run_dir, "ratchet evidence repair"):
+        moved = integrity.quarantine(store, integrity.verify(store, full=True))
+        store.migrate_partitions()
+    for part, target in moved:
+        click.echo(f"moved {part.path} -> {target}")
+        click.echo(f"  lost: {integrity.describe_loss(part)}")
+    click.echo(f"{len(moved)} part(s) quarantined; the evidence views read again"
+               + (f"; continue the run with --resume {run_dir}" if moved else ""))
+
+
+def writer_lock(run_dir: Path, purpose: str) -> RunLock:
+    """The run dir's writer lock for a CLI command that changes it (ClickException if busy)."""
+    try:
+        return RunLock(run_dir, purpose).acquire()
+    except RunDirBusy as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+COMMANDS: list[click.Command] = [query, capsule, evidence]

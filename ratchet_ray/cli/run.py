@@ -1,47 +1,34 @@
 """``ratchet run`` (the skill loop; the same command as ``python -m jobs.skill_loop``) and
 ``ratchet plot RUN``.
 
-Config precedence, lowest first: the paper's Default, ``--config`` files in order, the flags of
-this command, then ``--set key.sub=value`` overrides. ``--resume RUN_DIR`` takes everything from
+Config precedence, lowest first: the paper's Default, the suite's file (``configs/<suite>.yaml``,
+e.g. SWE-bench's 20 rounds), ``--config`` files in order, the flags of this command, then
+``--set key.sub=value`` overrides. ``--resume RUN_DIR`` takes everything from
 that run's ``config.yaml`` and accepts no other config flag.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
+
+from ratchet_ray.loop.flags import build_overrides
 
 _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config_files", "sets",
                  "llm", "no_synth", "meta_every", "dataset_path", "workers")
 
 
-def build_overrides(suite: str, *, rounds: int | None = None, n_train: int | None = None,
-                    n_eval: int | None = None, subset: Path | None = None, seed: int | None = None,
-                    tag: str | None = None, llm: str | None = None, no_synth: bool = False,
-                    meta_every: int | None = None, dataset_path: Path | None = None,
-                    workers: int | None = None) -> list[str]:
-    """The ``key=value`` overrides the flags stand for (only flags that were given)."""
-    values = {"suite": suite, "rounds": rounds, "n_train": n_train, "n_eval": n_eval,
-              "subset": subset and str(subset.resolve()), "seed": seed, "tag": tag,
-              "llm.backend": llm, "meta.refresh_every_rounds": meta_every,
-              "dataset_path": dataset_path and str(dataset_path.resolve()),
-              "workers.solvers": workers, "workers.graders": workers,
-              "synth.enabled": False if no_synth else None}
-    # JSON quoting keeps YAML from reading a tag such as "no" or "007" as a bool or a number.
-    return [f"{k}={json.dumps(v) if isinstance(v, str) else v}"
-            for k, v in values.items() if v is not None]
-
-
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("suite", required=False, type=click.Choice(["mbpp", "swebench"]))
-@click.option("--rounds", type=click.IntRange(min=0), help="Rounds to run (Default 10).")
+@click.argument("suite", required=False, type=click.Choice(["mbpp", "swebench", "sim"]))
+@click.option("--rounds", type=click.IntRange(min=0),
+              help="Rounds to run (the suite's paper value: 100 MBPP+, 20 SWE-bench).")
 @click.option("--n-train", type=click.IntRange(min=0), help="Random train slice size.")
 @click.option("--n-eval", type=click.IntRange(min=0), help="Random eval slice size.")
 @click.option("--subset", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Hard-subset file from jobs.select_subset (overrides --n-train/--n-eval).")
-@click.option("--seed", type=int, help="Seed for the task split and clustering order (42).")
+@click.option("--seed", type=int, help="Seed of the split, task and verdict order and LLM "
+              "sampling (42).")
 @click.option("--tag", help="Suffix of the run dir name.")
 @click.option("--config", "config_files", multiple=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -59,8 +46,8 @@ def build_overrides(suite: str, *, rounds: int | None = None, n_train: int | Non
 @click.option("--workers", type=click.IntRange(min=1), help="Solver and grader actors each.")
 @click.option("--quiet", is_flag=True, help="No progress display.")
 def run(suite: str | None, resume: Path | None, quiet: bool, **flags) -> None:
-    """Run the Ratchet skill loop on SUITE (mbpp or swebench), or --resume a run."""
-    from ratchet_ray.config import ConfigError, load_config
+    """Run the Ratchet skill loop on SUITE (mbpp, swebench or sim), or --resume a run."""
+    from ratchet_ray.config import ConfigError, layered_files, load_config
     from ratchet_ray.loop.driver import RunSetupError, run_loop
 
     given = [k for k in _CONFIG_FLAGS if flags.get(k) not in (None, False, ())]
@@ -80,11 +67,12 @@ def run(suite: str | None, resume: Path | None, quiet: bool, **flags) -> None:
                 raise click.UsageError(f"{resume} is a {saved} run, not {suite}")
     else:
         if suite is None:
-            raise click.UsageError("give a SUITE (mbpp or swebench) or --resume RUN_DIR")
+            raise click.UsageError("give a SUITE (mbpp, swebench or sim) or --resume RUN_DIR")
         files = flags.pop("config_files")
         sets = flags.pop("sets")
         try:
-            config = load_config(files, [*build_overrides(suite, **flags), *sets])
+            config = load_config(layered_files(suite, files),
+                                 [*build_overrides(suite, **flags), *sets])
         except ConfigError as exc:
             raise click.UsageError(str(exc)) from exc
 
@@ -95,10 +83,14 @@ def run(suite: str | None, resume: Path | None, quiet: bool, **flags) -> None:
             click.echo("warning: the run dir is inside this job's temporary working dir; pass "
                        "--set results_dir=/an/absolute/path on the head node to keep it", err=True)
 
+    from ratchet_ray.loop.breaker import RunStopped
+
     try:
         path = run_loop(config, resume=resume, show_progress=not quiet, announce=announce)
     except RunSetupError as exc:
         raise click.UsageError(str(exc)) from exc
+    except RunStopped as exc:  # the cause and its fix, on one line, and a non-zero exit
+        raise click.ClickException(f"run stopped: {exc}") from exc
     click.echo(str(path))
 
 

@@ -4,6 +4,8 @@ Contracts:
 - Every command works on ``--db RUN_DIR``; the run's ``config.yaml`` supplies the thresholds
   (the paper's Default when the file is absent); the run id is the folder name.
 - Read-only commands (list, show, meta list, audit, ``curate --dry-run``) change nothing.
+- ``skill load`` and ``curate`` take the run dir's writer lock: while a run (or another command)
+  writes there they are refused with a message naming the holder.
 - ``skill load [FOLDER]`` imports a user's YAML bank (default: the run's own ``skills/``, which
   registers files dropped there); a bad file is reported with its field and nothing is imported.
 - ``curate`` re-runs retirement on the current evidence and records it as skill events of
@@ -20,7 +22,7 @@ import click
 from ratchet_ray.bank.metaskills import MetaSkillFileError
 from ratchet_ray.bank.skill_bank import BankError, SkillBank
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill
-from ratchet_ray.cli.evidence import FORMATS, emit_rows, require_run_dir
+from ratchet_ray.cli.evidence import FORMATS, emit_rows, require_run_dir, writer_lock
 from ratchet_ray.config import ConfigError, LoopConfig, load_config
 from ratchet_ray.evidence.queries import EMPTY_STATS, recent_skill_events
 from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
@@ -36,11 +38,13 @@ def run_config(run_dir: Path) -> LoopConfig:
     return load_config([path]) if path.is_file() else LoopConfig()
 
 
-def open_bank(ctx: click.Context) -> SkillBank:
-    """A SkillBank without an embedder (the CLI never dedups), or a ClickException."""
+def open_bank(ctx: click.Context, *, writer: bool = False) -> SkillBank:
+    """A SkillBank without an embedder (the CLI never dedups), or a ClickException. Only a
+    ``writer`` (holding the run's lock) finishes status flips a crash cut short."""
     run_dir = require_run_dir(ctx)
     try:
-        return SkillBank(run_dir, embedder=None, config=run_config(run_dir), run_id=run_dir.name)
+        return SkillBank(run_dir, embedder=None, config=run_config(run_dir), run_id=run_dir.name,
+                         recover=writer)
     except _USER_ERRORS as exc:
         raise click.ClickException(str(exc)) from exc
 
@@ -104,7 +108,9 @@ def skill_load(ctx: click.Context, folder: Path | None, round_: int | None) -> N
     folder = folder or bank.skills_dir
     at = latest_round(bank.run_dir) if round_ is None else round_
     try:
-        results = bank.load_results(folder, round_=at)
+        with writer_lock(bank.run_dir, "ratchet skill load"):
+            bank = open_bank(ctx, writer=True)  # reread under the lock: files may have changed
+            results = bank.load_results(folder, round_=at)
     except _USER_ERRORS as exc:
         raise click.ClickException(str(exc)) from exc
     for r in results:
@@ -158,7 +164,9 @@ def curate(ctx: click.Context, round_: int | None, dry_run: bool, fmt: str) -> N
         if dry_run:
             decisions = curator.curate(bank.all(), bank.stats(), bank.config.curator)
         else:
-            decisions = bank.curate(at)
+            with writer_lock(bank.run_dir, "ratchet curate"):
+                bank = open_bank(ctx, writer=True)  # reread under the lock
+                decisions = bank.curate(at)
     except _USER_ERRORS as exc:
         raise click.ClickException(str(exc)) from exc
     emit_rows([d.to_dict() for d in decisions],

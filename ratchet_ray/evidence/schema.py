@@ -6,7 +6,8 @@ Contracts:
 - ``to_records(kind, rows)`` turns dicts or pydantic models into plain dicts with exactly the
   schema's columns. Unknown columns and missing required columns raise ``EvidenceSchemaError``
   naming the kind, the column and the valid columns; other missing columns become null, and
-  ``created_at`` defaults to now.
+  ``created_at`` defaults to now. Every text value passes through ``redact.redact``: no URL
+  credentials or API key reaches the evidence (nor, through capsule traces, a critic prompt).
 - A ``RoundSummary`` is flattened into ``eval_*`` / ``train_*`` columns for the ``round`` kind.
 """
 
@@ -19,6 +20,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 from pydantic import BaseModel
 
+from ratchet_ray.redact import redact
 from ratchet_ray.types import RoundSummary
 
 KINDS = ("capsule", "verdict", "skill_event", "llm_call", "round")
@@ -105,7 +107,14 @@ def _flatten_round(summary: RoundSummary) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    return value.value if isinstance(value, enum.Enum) else value
+    """Enums as their values; every text (and list of texts) without credentials."""
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [redact(v) if isinstance(v, str) else v for v in value]
+    return value
 
 
 def to_records(kind: str, rows: Iterable[dict | BaseModel]) -> list[dict[str, Any]]:

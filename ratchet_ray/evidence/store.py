@@ -1,6 +1,9 @@
 """Append-only evidence: one Parquet part per write, DuckDB views for reading.
 
-Layout: ``<run_dir>/evidence/<kind>/round=NN/part-<uuid>.parquet`` (kinds in ``KINDS``).
+Layout: ``<run_dir>/evidence/<kind>/round=<R>/part-<uuid>.parquet`` (kinds in ``KINDS``; ``R``
+unpadded, e.g. ``round=3``, so a raw ``read_parquet(..., hive_partitioning=true)`` types the
+partition ``round`` as an integer; run dirs written with padded ``round=03`` folders stay
+readable through ``connect`` and are renamed by ``migrate_partitions`` when a writer opens them).
 
 Contracts:
 - ``append`` writes one new part atomically: the bytes go to a hidden temp file in the same folder,
@@ -25,7 +28,6 @@ Example::
 
 from __future__ import annotations
 
-import errno
 import os
 import time
 import uuid
@@ -40,10 +42,10 @@ from pydantic import BaseModel
 
 from ratchet_ray.evidence.schema import (KINDS, SCHEMAS, EvidenceSchemaError, check_kind,
                                          duckdb_type, to_records)
+from ratchet_ray.fsutil import atomic_write_with, fsync_dir
 
 EVIDENCE_DIR = "evidence"
 PART_GLOB = "round=*/part-*.parquet"
-_NO_HARDLINKS = {errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP}
 
 
 def _sql_literal(text: str) -> str:
@@ -62,7 +64,7 @@ class EvidenceStore:
     # ------------------------------------------------------------------ writing
     def partition_dir(self, kind: str, round_: int) -> Path:
         check_kind(kind)
-        return self.root / kind / f"round={round_:02d}"
+        return self.root / kind / f"round={round_}"
 
     def append(self, kind: str, round_: int, rows: Sequence[dict | BaseModel]) -> Path | None:
         """Validate ``rows`` against the kind's schema and write them as one new part."""
@@ -97,35 +99,35 @@ class EvidenceStore:
         return self._write_part(self.partition_dir(kind, round_), table)
 
     def _write_part(self, folder: Path, table: pa.Table) -> Path:
-        folder.mkdir(parents=True, exist_ok=True)
         final = folder / f"part-{uuid.uuid4().hex}.parquet"
-        temp = folder / f".{final.name}.tmp"
-        try:
-            with open(temp, "xb") as handle:
-                pq.write_table(table, handle, compression="zstd")
-                handle.flush()
-                os.fsync(handle.fileno())
-            self._publish(temp, final)
-        finally:
-            # Only reached on a Python-level error (a hard crash leaves the .tmp, which no reader globs).
-            temp.unlink(missing_ok=True)
-        dir_fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-        return final
+        # Temp file, fsync, link (never replaces a part), folder fsync: see fsutil.
+        return atomic_write_with(
+            final, lambda handle: pq.write_table(table, handle, compression="zstd"),
+            replace=False)
 
-    @staticmethod
-    def _publish(temp: Path, final: Path) -> None:
-        try:
-            os.link(temp, final)  # atomic and never replaces an existing part
-        except OSError as exc:
-            if exc.errno not in _NO_HARDLINKS:
-                raise
-            if final.exists():
-                raise FileExistsError(f"refusing to overwrite evidence part {final}") from exc
-            os.rename(temp, final)
+    def migrate_partitions(self) -> list[Path]:
+        """Rename zero-padded partition folders (``round=03``, the layout before unpadded ones)
+        to ``round=3``; returns the folders renamed. Writers call it once when they take the run
+        dir, so raw DuckDB reads of a resumed old run see one integer ``round`` (mixed padded and
+        unpadded values would make DuckDB type the partition as VARCHAR)."""
+        moved: list[Path] = []
+        for kind in KINDS:
+            before = len(moved)
+            for folder in sorted((self.root / kind).glob("round=0*")):
+                value = folder.name.split("=", 1)[1]
+                if not folder.is_dir() or not value.isdigit() or value == "0":
+                    continue
+                target = folder.with_name(f"round={int(value)}")
+                if target.exists():
+                    for part in folder.iterdir():
+                        os.rename(part, target / part.name)  # uuid names never collide
+                    folder.rmdir()
+                else:
+                    os.rename(folder, target)
+                moved.append(folder)
+            if len(moved) > before:
+                fsync_dir(self.root / kind)
+        return moved
 
     # ------------------------------------------------------------------ reading
     def part_paths(self, kind: str) -> list[Path]:

@@ -11,7 +11,8 @@ Contracts:
 - Fallback: when the primary model is unavailable (not found, no access, not ready, overloaded
   after retries), the same request goes to the fallback model; a permanent refusal (not found,
   access denied, invalid model id) makes this client skip the primary from then on.
-- Rate: every call first books the cluster-wide limiter (``ratelimit.make_limiter``).
+- Rate: every call first books the limiter of its budget, made by the ``limiters`` factory it
+  was given (default: in-process ``ratelimit.make_limiter``; the loop passes the cluster's).
 - Embeddings: at most 96 texts per ``invoke_model`` call, ``input_type`` passed through; both the
   ``{"embeddings": {"float": [...]}}`` and the plain ``{"embeddings": [[...]]}`` shapes parse.
 """
@@ -29,7 +30,7 @@ from pydantic import BaseModel, Field
 from ratchet_ray.config import LLMSettings
 from ratchet_ray.llm.accounting import PriceTable, load_price_table
 from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
-from ratchet_ray.llm.ratelimit import Limiter, estimate_tokens, make_limiter
+from ratchet_ray.llm.ratelimit import Limiter, LimiterFactory, estimate_tokens, make_limiter
 from ratchet_ray.llm.structured import schema_instruction
 
 DEFAULT_MODEL_ID = "global.anthropic.claude-opus-4-7"
@@ -87,11 +88,14 @@ def _runtime_client(config: BedrockConfig):
 
 
 class _BedrockBase:
-    """Shared lazy state: the boto3 client and the limiter are built per process (not pickled)."""
+    """Shared lazy state: the boto3 client and the limiter are built per process (not pickled;
+    the ``limiters`` factory is, so a shared budget stays shared where the client lands)."""
 
-    def __init__(self, config: BedrockConfig, limiter_model: str):
+    def __init__(self, config: BedrockConfig, limiter_model: str,
+                 limiters: LimiterFactory = make_limiter):
         self.config = config
         self._limiter_key = f"bedrock-{limiter_model}"
+        self._limiters = limiters
         self._client = None
         self._limiter: Limiter | None = None
 
@@ -107,8 +111,8 @@ class _BedrockBase:
     @property
     def limiter(self) -> Limiter:
         if self._limiter is None:
-            self._limiter = make_limiter(self._limiter_key, self.config.requests_per_minute,
-                                         self.config.tokens_per_minute)
+            self._limiter = self._limiters(self._limiter_key, self.config.requests_per_minute,
+                                           self.config.tokens_per_minute)
         return self._limiter
 
 
@@ -150,8 +154,9 @@ def _model_unavailable(exc: Exception) -> bool:
 class BedrockLLM(_BedrockBase):
     backend = "bedrock"
 
-    def __init__(self, config: BedrockConfig, prices: PriceTable | None = None):
-        super().__init__(config, config.model_id)
+    def __init__(self, config: BedrockConfig, prices: PriceTable | None = None, *,
+                 limiters: LimiterFactory = make_limiter):
+        super().__init__(config, config.model_id, limiters)
         self.model = config.model_id
         self.prices = prices or load_price_table()
         self.primary_disabled = False
@@ -220,8 +225,8 @@ def parse_embeddings(payload: dict) -> list[list[float]]:
 
 
 class BedrockEmbedder(_BedrockBase):
-    def __init__(self, config: BedrockConfig):
-        super().__init__(config, config.embed_model_id)
+    def __init__(self, config: BedrockConfig, *, limiters: LimiterFactory = make_limiter):
+        super().__init__(config, config.embed_model_id, limiters)
         self.name = config.embed_model_id
 
     def _invoke(self, texts: list[str], input_type: str) -> list[list[float]]:

@@ -2,7 +2,8 @@
 
 Contracts:
 - ``cache_key(backend, model, messages, params)`` is a sha256 over a canonical JSON of all four;
-  any change of prompt text, skill text, temperature, max_tokens, stop or schema changes the key.
+  any change of prompt text, skill text, temperature, max_tokens, stop, schema or sampling seed
+  changes the key.
 - ``SolverCache(dir)`` stores one JSON file per key (written to a temp file, then renamed), so
   concurrent Ray actors on one filesystem never see half-written entries; a corrupt entry reads
   as a miss.
@@ -15,13 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from ratchet_ray.fsutil import atomic_write_text
 from ratchet_ray.llm.base import LLMClient, Message, Reply
 
 CACHE_DIRNAME = "solver_cache"
@@ -61,12 +61,7 @@ class SolverCache:
             return None
 
     def put(self, key: str, record: dict) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w") as handle:
-            json.dump(record, handle)
-        os.replace(tmp, path)
+        atomic_write_text(self._path(key), json.dumps(record))
 
     def entries(self) -> Iterator[CacheEntry]:
         if not self.directory.is_dir():
@@ -95,6 +90,7 @@ class CachedLLM:
         self.backend = client.backend
         self.model = client.model
         self.supports_prefill = bool(getattr(client, "supports_prefill", False))
+        self.supports_seed = bool(getattr(client, "supports_seed", False))
 
     def complete(
         self,
@@ -104,9 +100,12 @@ class CachedLLM:
         temperature: float = 0.0,
         stop: Sequence[str] | None = None,
         json_schema: dict[str, Any] | None = None,
+        seed: int | None = None,
     ) -> Reply:
         params = {"max_tokens": max_tokens, "temperature": temperature,
                   "stop": list(stop) if stop else None, "json_schema": json_schema}
+        seeded = {"seed": seed} if seed is not None else {}
+        params.update(seeded)  # absent when unseeded, so earlier cache keys stay valid
         key = cache_key(self.backend, self.model, messages, params)
         started = time.perf_counter()
         record = self.cache.get(key)
@@ -116,7 +115,7 @@ class CachedLLM:
                          model=original.get("model", self.model), backend=self.backend,
                          cached=True, extra={"original": original, "cache_key": key})
         reply = self.client.complete(messages, max_tokens=max_tokens, temperature=temperature,
-                                     stop=stop, json_schema=json_schema)
+                                     stop=stop, json_schema=json_schema, **seeded)
         stored = {k: v for k, v in asdict(reply).items() if k != "extra"}
         self.cache.put(key, {"created_at": time.time(), "params": params, "reply": stored})
         return reply

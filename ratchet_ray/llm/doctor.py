@@ -2,11 +2,15 @@
 
 Contract: ``run_checks(settings, suite, swebench=None)`` returns one ``Check`` per item, in order:
 Ray, the generation backend (credentials where relevant, model load, a one-token call), the
-embedder (one embedding), then the dataset (MBPP) or, for SWE-bench, the suite's own environment
+embedder (one embedding), then the dataset and the sandbox's mode (MBPP) or, for SWE-bench, the suite's own environment
 checks (``suites.swebench.doctor.check_environment`` with ``swebench`` settings: daemon, free
 disk, leftover containers, instance images of a local dataset) and git. No check raises; a failure is a
 ``Check`` with ``ok=False``. The Ray check runs in a subprocess started first, so its start-up
 overlaps the model checks and the whole run stays well under 30 s.
+
+The run's preflight (``ratchet_ray.loop.preflight``) reuses the pieces: ``check_llm_client`` and
+``check_embedder_client`` on the run's own clients (``few_retries`` keeps a down server quick)
+and ``suite_checks``.
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ def _llm_hint(backend: str) -> str:
         "bedrock": "set AWS_REGION and credentials (AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY); "
                    "enable model access; override ids with RATCHET_BEDROCK_MODEL_ID/_FALLBACK_MODEL_ID",
         "openai": "start the server and set llm.base_url=http://HOST:PORT/v1 (and llm.model if it serves several)",
+        "sim": "the sim backend answers the sim suite only: run suite sim (configs/sim.yaml)",
     }[backend]
 
 
@@ -93,10 +98,28 @@ def _check_credentials() -> str:
 
 
 def _check_llm(settings: LLMSettings) -> str:
-    from ratchet_ray.llm.base import Message
     from ratchet_ray.llm.registry import make_llm
 
-    llm = make_llm(settings)
+    return check_llm_client(make_llm(settings))
+
+
+def few_retries(client):
+    """``client`` with at most one retry when its config has a ``max_retries`` (the openai
+    backend): a preflight must fail in seconds on a server that is down, not back off for long."""
+    config = getattr(client, "config", None)
+    if getattr(config, "max_retries", 0) > 1 and hasattr(config, "model_copy"):
+        import copy
+
+        client = copy.copy(client)
+        client.config = config.model_copy(update={"max_retries": 1})
+        client._client = None  # built again, lazily, from the new config
+    return client
+
+
+def check_llm_client(llm) -> str:
+    """One one-token call on ``llm``; raises what the call raised."""
+    from ratchet_ray.llm.base import Message
+
     reply = llm.complete([Message("user", "Reply with OK.")], max_tokens=1, temperature=0.0)
     return f"{llm.backend}:{reply.model} answered ({reply.output_tokens} token, {reply.latency_s:.2f}s)"
 
@@ -104,7 +127,11 @@ def _check_llm(settings: LLMSettings) -> str:
 def _check_embedder(settings: LLMSettings) -> str:
     from ratchet_ray.llm.registry import make_embedder
 
-    embedder = make_embedder(settings)
+    return check_embedder_client(make_embedder(settings))
+
+
+def check_embedder_client(embedder) -> str:
+    """One embedding of unit norm from ``embedder``; raises otherwise."""
     vectors = embedder.embed(["ratchet doctor"], input_type="search_query")
     if vectors.shape[0] != 1 or not np.isclose(np.linalg.norm(vectors[0]), 1.0, atol=1e-3):
         raise RuntimeError(f"bad embedding shape/norm {vectors.shape}")
@@ -164,6 +191,20 @@ def _swebench_checks(swebench: SwebenchSettings | None) -> list[Check]:
                              seconds) for c in found)]
 
 
+SANDBOX_HINT = ("install bubblewrap >= 0.8 (`bash .ci/bwrap_setup.sh` as root) and allow "
+                "unprivileged user namespaces, or set grader.allow_weak_sandbox=true")
+
+
+def check_sandbox() -> str:
+    """The MBPP+ sandbox's isolation mode here; raises when it refuses to run generated code."""
+    from ratchet_ray.suites.mbpp.sandbox import Sandbox
+
+    sandbox = Sandbox()
+    if sandbox.refusal:
+        raise RuntimeError(f"sandbox refuses to run generated code: {sandbox.refusal}")
+    return f"mode {sandbox.description}"
+
+
 def _check_git() -> str:
     path = shutil.which("git")
     if not path:
@@ -187,7 +228,14 @@ def run_checks(settings: LLMSettings, suite: str = "mbpp",
         checks.append(_timed("dataset (MBPP+)", "set MBPP_OVERRIDE_PATH=/path/MbppPlus-v0.2.0.jsonl.gz, or run "
                              "once online: python -c 'from evalplus.data import get_mbpp_plus; get_mbpp_plus()'",
                              _check_mbpp))
-    if suite == "swebench":
-        checks.extend(_swebench_checks(swebench))
-        checks.append(_timed("git", "apt-get install git", _check_git))
+    checks.extend(suite_checks(suite, swebench))
     return [_finish_ray_probe(ray_probe, started), *checks]
+
+
+def suite_checks(suite: str, swebench: SwebenchSettings | None = None) -> list[Check]:
+    """The suite's environment checks: the sandbox (MBPP+); Docker, images and git (SWE-bench)."""
+    if suite == "mbpp":
+        return [_timed("sandbox", SANDBOX_HINT, check_sandbox)]
+    if suite == "swebench":
+        return [*_swebench_checks(swebench), _timed("git", "apt-get install git", _check_git)]
+    return []

@@ -9,6 +9,10 @@ Contracts:
 - Gemma is a base model: ``LocalLLM`` renders messages as a completion prompt
   (``prompting.completion_prompt``) and, given ``json_schema``, constrains decoding with a
   llama.cpp grammar built from the schema, so the text always parses as JSON of that shape.
+- ``complete(..., seed=N)`` samples with llama.cpp seed N (``supports_seed``): the same prompt,
+  temperature and seed give the same text, and callers derive N per call
+  (``ratchet_ray.seeding``) so a run's seed decides its draws. Without ``seed`` the model's own
+  RNG continues (``LocalConfig.seed`` at load).
 - A prompt too long for the context shrinks ``max_tokens`` to what fits; a prompt that does not
   fit at all raises ``LLMError``.
 - Models load on first use. ``LocalModelServer`` holds one of each for a whole node (see
@@ -21,7 +25,6 @@ import atexit
 import hashlib
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -30,6 +33,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ratchet_ray.config import LLMSettings
+from ratchet_ray.fsutil import fsync_dir, temp_path
 from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
 from ratchet_ray.llm.prompting import STOP_SEQUENCES, completion_prompt
 
@@ -74,13 +78,15 @@ def gemma_model_path() -> Path:
     expected_size = sum(p.stat().st_size for p in gemma.chunk_paths())
     if target.exists() and target.stat().st_size == expected_size:
         return target
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".assemble-", suffix=".gguf")
-    os.close(fd)
+    tmp = temp_path(target)
     try:
-        gemma.assemble(output_path=tmp, overwrite=True)  # verifies the sha256
+        gemma.assemble(output_path=str(tmp), overwrite=True)  # verifies the sha256
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
         os.replace(tmp, target)
+        fsync_dir(target.parent)
     finally:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
     return target
 
 
@@ -101,6 +107,7 @@ def default_threads() -> int:
 class LocalLLM:
     backend = "local"
     supports_prefill = True  # a trailing assistant message is continued, not answered
+    supports_seed = True  # complete(seed=...) fixes llama.cpp's sampling draws
 
     def __init__(self, config: LocalConfig | None = None):
         self.config = config or LocalConfig()
@@ -148,13 +155,15 @@ class LocalLLM:
         return min(max_tokens, room)
 
     def complete(self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0,
-                 stop: Sequence[str] | None = None, json_schema: dict[str, Any] | None = None) -> Reply:
+                 stop: Sequence[str] | None = None, json_schema: dict[str, Any] | None = None,
+                 seed: int | None = None) -> Reply:
         prompt = completion_prompt(messages, json_schema)
         started = time.perf_counter()
         result = self.llama.create_completion(
             prompt, max_tokens=self._fit(prompt, max_tokens), temperature=temperature,
             stop=[*(stop or ()), *STOP_SEQUENCES],
             grammar=self.grammar(json_schema) if json_schema is not None else None,
+            seed=seed,
         )
         usage = result.get("usage", {})
         choice = result["choices"][0]

@@ -5,6 +5,10 @@ Contracts:
   (required), ``LLMSettings.model`` or ``RATCHET_OPENAI_MODEL`` (default: the server's first
   listed model), ``RATCHET_OPENAI_EMBED_MODEL`` (default: the generation model),
   ``OPENAI_API_KEY`` (self-hosted servers usually ignore it).
+- Secrets: the key is a ``SecretStr`` (never in a repr, dump or message) and is registered with
+  ``redact``; every message and the limiter's (actor) name use the URL without user info, and
+  ``LLMError`` texts pass through ``redact`` (they end up in capsule traces and critic prompts).
+  The key itself still travels, pickled, to the actors that call the server.
 - Retries: one layer, the ``openai`` client's own (``max_retries``, backoff on 429/5xx);
   ``Reply.retries`` is the client's ``retries_taken``.
 - Structured output: ``json_schema`` is sent as ``response_format={"type": "json_schema", ...}``;
@@ -15,7 +19,8 @@ Contracts:
   (``structured.complete_structured``).
 - Embeddings: a server answering one vector per token (llama.cpp, models without pooling) gets
   last-token pooling; rows are L2-normalised.
-- Every call books the cluster-wide limiter first (``ratelimit.make_limiter``).
+- Every call books the limiter of its budget first, made by the ``limiters`` factory it was
+  given (default: in-process ``ratelimit.make_limiter``; the loop passes the cluster's).
 """
 
 from __future__ import annotations
@@ -25,20 +30,22 @@ import time
 from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 
 from ratchet_ray.config import LLMSettings
 from ratchet_ray.llm.accounting import PriceTable, load_price_table
 from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
-from ratchet_ray.llm.ratelimit import Limiter, estimate_tokens, make_limiter
+from ratchet_ray.llm.ratelimit import Limiter, LimiterFactory, estimate_tokens, make_limiter
 from ratchet_ray.llm.structured import schema_instruction
+from ratchet_ray.redact import redact, redact_url, register_secret
 
 
 class OpenAIConfig(BaseModel):
     base_url: str
     model: str | None = None
     embed_model: str | None = None
-    api_key: str = "not-needed"
+    api_key: SecretStr = SecretStr("not-needed")
+    """Never printed: ``repr``, ``model_dump`` and every message show ``**********``."""
     max_retries: int = Field(default=4, ge=0)
     timeout_s: float = 300.0
     requests_per_minute: int = 0
@@ -59,7 +66,7 @@ class OpenAIConfig(BaseModel):
             base_url=base_url,
             model=settings.model or env.get("RATCHET_OPENAI_MODEL") or None,
             embed_model=env.get("RATCHET_OPENAI_EMBED_MODEL") or None,
-            api_key=env.get("OPENAI_API_KEY") or "not-needed",
+            api_key=SecretStr(env.get("OPENAI_API_KEY") or "not-needed"),
             max_retries=int(env.get("RATCHET_OPENAI_MAX_RETRIES", 4)),
             schema_mode=env.get("RATCHET_OPENAI_SCHEMA_MODE", "auto"),
             embed_batch=int(env.get("RATCHET_OPENAI_EMBED_BATCH", 64)),
@@ -69,28 +76,45 @@ class OpenAIConfig(BaseModel):
 
 
 class _OpenAIBase:
-    def __init__(self, config: OpenAIConfig):
+    def __init__(self, config: OpenAIConfig, limiters: LimiterFactory = make_limiter):
         self.config = config
+        register_secret(config.api_key.get_secret_value())
+        self._limiters = limiters  # pickled with the client; the limiter itself is per process
         self._client = None
         self._limiter: Limiter | None = None
 
+    @property
+    def where(self) -> str:
+        """The server URL without user info, for messages and names."""
+        return redact_url(self.config.base_url)
+
+    def _error(self, text: str) -> LLMError:
+        """An ``LLMError`` whose message holds no credential (it may reach a capsule trace)."""
+        return LLMError(redact(text))
+
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_client": None, "_limiter": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        register_secret(self.config.api_key.get_secret_value())  # redact it in this process too
 
     @property
     def client(self):
         if self._client is None:
             from openai import OpenAI
 
-            self._client = OpenAI(base_url=self.config.base_url, api_key=self.config.api_key,
+            self._client = OpenAI(base_url=self.config.base_url,
+                                  api_key=self.config.api_key.get_secret_value(),
                                   max_retries=self.config.max_retries, timeout=self.config.timeout_s)
         return self._client
 
     @property
     def limiter(self) -> Limiter:
         if self._limiter is None:
-            self._limiter = make_limiter(f"openai-{self.config.base_url}", self.config.requests_per_minute,
-                                         self.config.tokens_per_minute)
+            self._limiter = self._limiters(f"openai-{self.where}",
+                                           self.config.requests_per_minute,
+                                           self.config.tokens_per_minute)
         return self._limiter
 
     def _first_model(self) -> str:
@@ -99,9 +123,9 @@ class _OpenAIBase:
         try:
             models = [m.id for m in self.client.models.list()]
         except openai.OpenAIError as exc:
-            raise LLMError(f"{self.config.base_url}: cannot list models ({exc}); is the server up?") from exc
+            raise self._error(f"{self.where}: cannot list models ({exc}); is the server up?") from exc
         if not models:
-            raise LLMError(f"{self.config.base_url} serves no model; set llm.model")
+            raise self._error(f"{self.where} serves no model; set llm.model")
         return models[0]
 
 
@@ -133,9 +157,11 @@ def _with_format(request: dict[str, Any], chat: list[dict], json_schema: dict[st
 
 class OpenAICompatLLM(_OpenAIBase):
     backend = "openai"
+    supports_seed = True  # the chat API's `seed` (vLLM and llama.cpp servers honour it)
 
-    def __init__(self, config: OpenAIConfig, prices: PriceTable | None = None):
-        super().__init__(config)
+    def __init__(self, config: OpenAIConfig, prices: PriceTable | None = None, *,
+                 limiters: LimiterFactory = make_limiter):
+        super().__init__(config, limiters)
         self._model = config.model
         self.prices = prices or load_price_table()
         self.schema_modes = list(SCHEMA_MODES[SCHEMA_MODES.index(config.schema_mode):]
@@ -153,12 +179,15 @@ class OpenAICompatLLM(_OpenAIBase):
         return raw.parse(), raw.retries_taken
 
     def complete(self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0,
-                 stop: Sequence[str] | None = None, json_schema: dict[str, Any] | None = None) -> Reply:
+                 stop: Sequence[str] | None = None, json_schema: dict[str, Any] | None = None,
+                 seed: int | None = None) -> Reply:
         import openai
 
         chat = [{"role": m.role, "content": m.content} for m in messages]
         request: dict[str, Any] = {"model": self.model, "messages": chat, "max_tokens": max_tokens,
                                    "temperature": temperature}
+        if seed is not None:
+            request["seed"] = seed
         if stop:
             request["stop"] = list(stop)
         estimate = estimate_tokens(messages, max_tokens)
@@ -178,7 +207,7 @@ class OpenAICompatLLM(_OpenAIBase):
                     self.schema_modes.pop(0)
         except openai.OpenAIError as exc:
             self.limiter.settle(-estimate)
-            raise LLMError(f"{self.config.base_url} model {self.model}: {exc}") from exc
+            raise self._error(f"{self.where} model {self.model}: {exc}") from exc
         usage = response.usage
         tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
         tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
@@ -203,8 +232,8 @@ def _pooled(embedding: Any) -> np.ndarray:
 
 
 class OpenAICompatEmbedder(_OpenAIBase):
-    def __init__(self, config: OpenAIConfig):
-        super().__init__(config)
+    def __init__(self, config: OpenAIConfig, *, limiters: LimiterFactory = make_limiter):
+        super().__init__(config, limiters)
         self._model = config.embed_model or config.model
 
     @property
@@ -220,9 +249,10 @@ class OpenAICompatEmbedder(_OpenAIBase):
         try:
             response = self.client.embeddings.create(model=self.name, input=texts)
         except openai.OpenAIError as exc:
-            raise LLMError(f"{self.config.base_url} embeddings with {self.name}: {exc}") from exc
+            raise self._error(f"{self.where} embeddings with {self.name}: {exc}") from exc
         if len(response.data) != len(texts):
-            raise LLMError(f"{self.config.base_url} returned {len(response.data)} embeddings for {len(texts)} texts")
+            raise self._error(f"{self.where} returned {len(response.data)} embeddings for "
+                              f"{len(texts)} texts")
         return [_pooled(row.embedding) for row in sorted(response.data, key=lambda item: item.index)]
 
     def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray:

@@ -11,6 +11,10 @@ Contracts:
   booked as the whole budget, so it waits at most a minute instead of forever.
 - ``estimate_tokens`` is the pre-call estimate: prompt characters / 4 plus ``max_tokens`` (the
   way Bedrock reserves quota before a call).
+- A client never looks for a limiter: it is handed a ``LimiterFactory`` (``key, rpm, tpm ->
+  Limiter``). ``make_limiter`` (the default) gives each client its own in-process limiter; the
+  cluster-wide one is ``actors.rate_limiter.cluster_limiter``, which the loop passes in
+  (``ratchet_ray.llm.services``).
 """
 
 from __future__ import annotations
@@ -22,9 +26,17 @@ from ratchet_ray.llm.base import Message
 
 
 class Limiter(Protocol):
+    """A rate-limit handle: ``acquire`` books a request and returns once it may be sent (the
+    seconds it waited); ``settle`` corrects the booking with the real token count."""
+
     def acquire(self, tokens: int) -> float: ...
 
     def settle(self, delta_tokens: int) -> None: ...
+
+
+LimiterFactory = Callable[[str, int, int], Limiter]
+"""``(key, requests_per_minute, tokens_per_minute) -> Limiter``; ``key`` names the budget
+(backend and model) so a shared implementation can give one limiter per budget."""
 
 
 class RateLimiter:
@@ -94,14 +106,6 @@ def estimate_tokens(messages: Sequence[Message], max_tokens: int) -> int:
 
 
 def make_limiter(key: str, requests_per_minute: int, tokens_per_minute: int) -> Limiter:
-    """The cluster-wide limiter for ``key`` when Ray runs in this process, else an in-process
-    one; a no-op limiter when both limits are 0."""
-    if not requests_per_minute and not tokens_per_minute:
-        return LocalLimiter(0, 0)
-    from ratchet_ray.llm.registry import inside_ray
-
-    if inside_ray():
-        from actors.rate_limiter import SharedLimiter
-
-        return SharedLimiter(key, requests_per_minute, tokens_per_minute)
+    """An in-process limiter of its own for one client (``key`` is not needed: nothing is shared);
+    a no-op limiter when both limits are 0. The default ``LimiterFactory``."""
     return LocalLimiter(requests_per_minute, tokens_per_minute)

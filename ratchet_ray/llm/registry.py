@@ -4,26 +4,22 @@ Contracts:
 - ``BACKENDS`` names every backend; an unknown name raises ``LLMError`` listing the valid ones.
 - A backend's module is imported only when that backend is built, so ``bedrock`` needs no
   llama.cpp and ``local`` needs no boto3.
-- ``local`` inside a running Ray (driver or worker): the returned client talks to the one model
-  server of the node it runs on (``actors/llm_server.py``), so N actors on a node share one model
-  copy. Outside Ray it loads the model in this process.
+- ``services`` (``llm.services.LLMServices``, default ``IN_PROCESS``) is the only source of
+  shared state: the rate limiter a remote backend books, and for ``local`` the model (with
+  ``services.local_llm`` / ``local_embedder`` set, e.g. the node's model server of
+  ``actors/llm_server.py``; else the model loads in this process). The same arguments always
+  give the same kind of client, whatever runs in the process.
 """
 
 from __future__ import annotations
 
-import sys
 from typing import Callable
 
 from ratchet_ray.config import LLMSettings
 from ratchet_ray.llm.base import Embedder, LLMClient, LLMError
+from ratchet_ray.llm.services import IN_PROCESS, LLMServices
 
-BACKENDS = ("local", "bedrock", "openai")
-
-
-def inside_ray() -> bool:
-    """True when Ray is initialised in this process (a driver after ``ray.init`` or a worker)."""
-    ray = sys.modules.get("ray")
-    return bool(ray is not None and ray.is_initialized())
+BACKENDS = ("local", "bedrock", "openai", "sim")
 
 
 def _check(name: str) -> str:
@@ -32,65 +28,75 @@ def _check(name: str) -> str:
     return name
 
 
-def _local_llm(settings: LLMSettings) -> LLMClient:
+def _local_llm(settings: LLMSettings, services: LLMServices) -> LLMClient:
     from ratchet_ray.llm.local import LocalConfig, LocalLLM
 
-    config = LocalConfig.from_settings(settings)
-    if inside_ray():
-        from actors.llm_server import NodeLLMClient
-
-        return NodeLLMClient(config)
-    return LocalLLM(config)
+    return (services.local_llm or LocalLLM)(LocalConfig.from_settings(settings))
 
 
-def _local_embedder(settings: LLMSettings) -> Embedder:
+def _local_embedder(settings: LLMSettings, services: LLMServices) -> Embedder:
     from ratchet_ray.llm.local import LocalConfig, MiniLMEmbedder
 
-    config = LocalConfig.from_settings(settings)
-    if inside_ray():
-        from actors.llm_server import NodeEmbedderClient
-
-        return NodeEmbedderClient(config)
-    return MiniLMEmbedder(config)
+    return (services.local_embedder or MiniLMEmbedder)(LocalConfig.from_settings(settings))
 
 
-def _bedrock_llm(settings: LLMSettings) -> LLMClient:
+def _bedrock_llm(settings: LLMSettings, services: LLMServices) -> LLMClient:
     from ratchet_ray.llm.bedrock import BedrockConfig, BedrockLLM
 
-    return BedrockLLM(BedrockConfig.from_settings(settings))
+    return BedrockLLM(BedrockConfig.from_settings(settings), limiters=services.limiters)
 
 
-def _bedrock_embedder(settings: LLMSettings) -> Embedder:
+def _bedrock_embedder(settings: LLMSettings, services: LLMServices) -> Embedder:
     from ratchet_ray.llm.bedrock import BedrockConfig, BedrockEmbedder
 
-    return BedrockEmbedder(BedrockConfig.from_settings(settings))
+    return BedrockEmbedder(BedrockConfig.from_settings(settings), limiters=services.limiters)
 
 
-def _openai_llm(settings: LLMSettings) -> LLMClient:
+def _openai_llm(settings: LLMSettings, services: LLMServices) -> LLMClient:
     from ratchet_ray.llm.openai_compat import OpenAICompatLLM, OpenAIConfig
 
-    return OpenAICompatLLM(OpenAIConfig.from_settings(settings))
+    return OpenAICompatLLM(OpenAIConfig.from_settings(settings), limiters=services.limiters)
 
 
-def _openai_embedder(settings: LLMSettings) -> Embedder:
+def _openai_embedder(settings: LLMSettings, services: LLMServices) -> Embedder:
     from ratchet_ray.llm.openai_compat import OpenAICompatEmbedder, OpenAIConfig
 
-    return OpenAICompatEmbedder(OpenAIConfig.from_settings(settings))
+    return OpenAICompatEmbedder(OpenAIConfig.from_settings(settings), limiters=services.limiters)
 
 
-_LLM_FACTORIES: dict[str, Callable[[LLMSettings], LLMClient]] = {
-    "local": _local_llm, "bedrock": _bedrock_llm, "openai": _openai_llm,
+def _sim_llm(settings: LLMSettings, services: LLMServices) -> LLMClient:
+    from ratchet_ray.suites.sim.llm import SimLLM
+
+    if settings.world is None:
+        raise LLMError("the sim backend needs llm.world, which LoopConfig derives for suite sim; "
+                       "build the settings through load_config with suite sim")
+    return SimLLM(settings.world)
+
+
+def _sim_embedder(settings: LLMSettings, services: LLMServices) -> Embedder:
+    from ratchet_ray.suites.sim.embedder import SimEmbedder
+
+    return SimEmbedder()
+
+
+_LLM_FACTORIES: dict[str, Callable[[LLMSettings, LLMServices], LLMClient]] = {
+    "local": _local_llm, "bedrock": _bedrock_llm, "openai": _openai_llm, "sim": _sim_llm,
 }
-_EMBEDDER_FACTORIES: dict[str, Callable[[LLMSettings], Embedder]] = {
+_EMBEDDER_FACTORIES: dict[str, Callable[[LLMSettings, LLMServices], Embedder]] = {
     "local": _local_embedder, "bedrock": _bedrock_embedder, "openai": _openai_embedder,
+    "sim": _sim_embedder,
 }
 
 
-def make_llm(settings: LLMSettings, backend: str | None = None) -> LLMClient:
-    """The generation client for ``backend`` (default ``settings.backend``)."""
-    return _LLM_FACTORIES[_check(backend or settings.backend)](settings)
+def make_llm(settings: LLMSettings, backend: str | None = None, *,
+             services: LLMServices = IN_PROCESS) -> LLMClient:
+    """The generation client for ``backend`` (default ``settings.backend``) over ``services``."""
+    return _LLM_FACTORIES[_check(backend or settings.backend)](settings, services)
 
 
-def make_embedder(settings: LLMSettings, backend: str | None = None) -> Embedder:
-    """The embedder for ``backend`` (default ``settings.embedder``, else ``settings.backend``)."""
-    return _EMBEDDER_FACTORIES[_check(backend or settings.embedder or settings.backend)](settings)
+def make_embedder(settings: LLMSettings, backend: str | None = None, *,
+                  services: LLMServices = IN_PROCESS) -> Embedder:
+    """The embedder for ``backend`` (default ``settings.embedder``, else ``settings.backend``)
+    over ``services``."""
+    backend = _check(backend or settings.embedder or settings.backend)
+    return _EMBEDDER_FACTORIES[backend](settings, services)

@@ -1,10 +1,13 @@
 """Structured replies: generate JSON for a pydantic model, validate, repair once, else a typed error.
 
-Contract of ``complete_structured(llm, messages, schema_model, *, max_tokens, temperature)``:
+Contract of ``complete_structured(llm, messages, schema_model, *, max_tokens, temperature,
+seed=None)``:
 - asks ``llm`` for JSON matching ``schema_model``'s JSON schema (constrained decoding where the
   backend can do it) and validates the reply with pydantic;
 - on a reply that does not validate, asks once more with the bad reply and the validation error
   appended (the repair attempt);
+- ``seed``: the first call's sampling seed and, derived from it, the repair call's; passed only
+  to backends that accept one (``seeding.sampling_kwargs``);
 - returns ``Structured(value, replies)`` where ``replies`` are all generations made (1 or 2), so
   the caller can account every call;
 - otherwise raises ``StructuredOutputError`` carrying the last raw text and all replies. An
@@ -22,6 +25,7 @@ from typing import Any, Generic, Sequence, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ratchet_ray.llm.base import LLMClient, LLMError, Message, Reply, StructuredOutputError
+from ratchet_ray.seeding import derive_seed, sampling_kwargs
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -76,9 +80,11 @@ def complete_structured(
     *,
     max_tokens: int,
     temperature: float = 0.0,
+    seed: int | None = None,
 ) -> Structured[ModelT]:
     schema = schema_model.model_json_schema()
-    first = llm.complete(messages, max_tokens=max_tokens, temperature=temperature, json_schema=schema)
+    first = llm.complete(messages, max_tokens=max_tokens, temperature=temperature, json_schema=schema,
+                         **sampling_kwargs(llm, seed))
     replies = [first]
     try:
         return Structured(parse_reply(first.text, schema_model), replies)
@@ -91,7 +97,8 @@ def complete_structured(
     ]
     try:
         second = llm.complete(repair, max_tokens=max_tokens, temperature=temperature,
-                              json_schema=schema)
+                              json_schema=schema,
+                              **sampling_kwargs(llm, None if seed is None else derive_seed(seed, "repair")))
     except LLMError as exc:
         raise StructuredOutputError(
             f"{schema_model.__name__}: first reply invalid ({problem}); repair call failed: {exc}",

@@ -13,6 +13,12 @@ Contracts:
 - A *critical* phase (eval, rollback, train, snapshot) that fails stops the run (resume it
   later); any other phase that fails is logged and listed in the round's ``failed_steps``.
 - After each round: ``round_NN/summary.json``, a ``round`` evidence row and ``loop.json``.
+- Failing loudly: a preflight (``loop.preflight``: the ``ratchet doctor`` checks of the backend
+  and suite) runs before any round; a split whose infrastructure failures exceed
+  ``infra.max_failure_rate`` (``loop.breaker``) and actors that cannot start (``actors.pools``)
+  stop the run in any phase with ``RunStopped`` naming the root cause. The round is not
+  recorded, ``stopped.json`` in the run dir keeps the cause until a later run of it finishes,
+  and ``--resume`` retries.
 """
 
 from __future__ import annotations
@@ -25,20 +31,26 @@ from typing import Callable
 
 import ray
 
+from actors.pools import PoolError
 from ratchet_ray.bank.checkpoints import available_rounds
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.evidence.schema import to_records
 from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.fsutil import disk_full
 from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.loop import phases
+from ratchet_ray.loop.breaker import RunStopped
 from ratchet_ray.loop.phases import LoopContext
+from ratchet_ray.loop.preflight import preflight
 from ratchet_ray.loop.progress import LoopProgress
-from ratchet_ray.loop.rundir import RunDir
+from ratchet_ray.loop.reaper import reap_after_round
+from ratchet_ray.loop.rundir import RunDir, write_json
 from ratchet_ray.loop.runtime import Models, connect_ray, start_runtime
 from ratchet_ray.suites import get_suite, split_tasks
 from ratchet_ray.types import RoundSummary, Task
 
 log = logging.getLogger(__name__)
+STOPPED_FILE = "stopped.json"
 
 
 @dataclass(frozen=True)
@@ -70,13 +82,15 @@ def run_round(ctx: LoopContext, round_: int) -> RoundSummary:
         try:
             note = phase.run(ctx, round_, summary)
         except Exception as exc:  # a soft phase's failure is recorded and the round goes on
-            if phase.critical:
-                raise
+            if phase.critical or isinstance(exc, (RunStopped, PoolError)) or disk_full(exc):
+                raise  # ... unless the run itself cannot go on (actors that cannot start)
             log.exception("round %d: phase %s failed", round_, phase.name)
             summary.failed_steps.append(f"{phase.name}: {type(exc).__name__}: {exc}"[:500])
             note = f"FAILED ({type(exc).__name__})"
         ctx.progress.end_phase(note)
         log.info("round %d: %s: %s", round_, phase.name, note)
+    # [swebench reaper] containers that killed graders/agents of this run left (issue 8).
+    reap_after_round(ctx.rt.graders)
     finish_round(ctx, summary, time.monotonic() - started)
     return summary
 
@@ -124,7 +138,9 @@ def open_run(config: LoopConfig | None, resume: Path | None) -> tuple[RunDir, Lo
     Raises ``RunSetupError`` for anything the user can fix (nothing has been run yet).
     """
     try:
-        return _open_run(config, resume)
+        opened = _open_run(config, resume)
+        opened[0].acquire("ratchet run --resume" if resume else "ratchet run")  # the one writer
+        return opened
     except (FileNotFoundError, FileExistsError, ValueError, KeyError) as exc:
         raise RunSetupError(str(exc).strip("'\"")) from exc
 
@@ -171,6 +187,7 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
              run.path, len(train_tasks), len(eval_tasks), config.rounds)
     runtime = None
     try:
+        preflight(config, models)
         runtime = start_runtime(config, run.path, run.run_id, train_tasks, models)
         if not available_rounds(run.path):  # the bank round 0 starts from
             ray.get(runtime.bank.ensure_default_metaskill.remote(config.suite, round_=0))
@@ -183,7 +200,15 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
             for round_ in range(next_round, config.rounds):
                 run_round(ctx, round_)
         log.info("run %s finished %d rounds", run.path, config.rounds)
+        (run.path / STOPPED_FILE).unlink(missing_ok=True)
         return run.path
+    except (RunStopped, PoolError) as exc:
+        write_json(run.path / STOPPED_FILE, {"cause": str(exc), "kind": type(exc).__name__,
+                                             "at": time.time()})
+        log.error("run stopped: %s; continue it with --resume %s", exc, run.path)
+        if isinstance(exc, RunStopped):
+            raise
+        raise RunStopped(str(exc)) from exc
     except BaseException:
         log.exception("run stopped; continue it with --resume %s", run.path)
         raise
@@ -193,3 +218,4 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
         if started_ray:
             ray.shutdown()
         run.detach_log(handler)
+        run.release()

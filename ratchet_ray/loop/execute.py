@@ -5,14 +5,22 @@ Contracts:
   evidence (resume), fans the rest out with one ``ray.wait`` loop over both pools, and returns the
   split's ``BenchResult`` read back from the evidence, after checking that every task of the
   split has exactly one capsule.
+- Tasks are submitted (and so attempted and batched onto the pools) in an order the run's seed
+  decides, per round and split (``seeding.seeded_order`` over task ids), not in split order.
 - Every task yields a capsule even when something fails: a solver that failed (``exit_status``
   not ``"ok"``: the LLM backend broke, or Docker did while the SWE-bench agent worked, which is
   ``"InfraFailure"``), or a pool job that died ``max_attempts`` times, is recorded ungraded with
   ``exit_status`` = the exception's name, its message in ``grader_trace`` and
   ``infra_failure=True`` (it counts in pass@1, the Critic never sees it).
+- Counterfactual probes (``probe_fraction`` > 0, train only): a task routed to a skill and picked
+  by ``governance.counterfactual.probe_selected`` is solved once more with NONE; its capsule has
+  ``attempt`` 1 and its calls role ``probe``. Probes never count in the split's pass@1, never
+  trip the breaker, and a probe lost to a crash is not redone on resume.
 - Capsules and their ``llm_call`` rows are written in small parts (``FLUSH_EVERY`` capsules or
   ``FLUSH_AFTER_S`` seconds) so a killed driver loses at most one part's worth of work, which a
-  resumed run redoes; ``EvidenceSink`` drops a capsule id it has already written.
+  resumed run redoes; ``EvidenceSink`` drops a capsule id it has already written and clears each
+  kind's buffer exactly when that kind's part is published (a failed write is retried, never
+  doubled).
 """
 
 from __future__ import annotations
@@ -23,10 +31,14 @@ from typing import Any, Callable, Sequence
 
 from actors.pools import PoolResult, ResilientPool, drain
 from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.governance.counterfactual import PROBE_ATTEMPT, probe_selected
 from ratchet_ray.llm.accounting import llm_call_row
+from ratchet_ray.seeding import seeded_order
+from ratchet_ray.loop.breaker import InfraBreaker
 from ratchet_ray.types import BenchResult, Capsule, GradeResult, NONE_SKILL, Task, capsule_id
 
 FLUSH_EVERY = 8
+PROBE_KEY = "probe"
 FLUSH_AFTER_S = 5.0
 log = logging.getLogger(__name__)
 
@@ -65,14 +77,21 @@ class EvidenceSink:
             self.flush()
 
     def flush(self) -> None:
-        # Capsules first: they are the unit of resume; a crash before the llm_call part only
-        # under-counts tokens, it never duplicates a capsule.
+        """Write the buffered capsules, then the buffered llm_call rows, one part each.
+
+        Each buffer is emptied right after its own part is published and only then, so a failed
+        append (a full disk) keeps exactly the rows not yet written for the next flush, and a
+        retried flush never writes a published row twice. Capsules go first: they are the unit
+        of resume; a crash before the llm_call part only under-counts tokens.
+        """
         if self._capsules:
-            self.store.append("capsule", self.round, self._capsules)
-            self.written += len(self._capsules)
+            capsules = self._capsules
+            self.store.append("capsule", self.round, capsules)
+            self._capsules = []
+            self.written += len(capsules)
         if self._calls:
             self.store.append("llm_call", self.round, self._calls)
-        self._capsules, self._calls = [], []
+            self._calls = []
         self._last_flush = time.monotonic()
 
 
@@ -85,7 +104,18 @@ def call_rows(outcome: Any, *, run_id: str, round_: int) -> list[dict[str, Any]]
     if outcome.exit_status != "ok" and not outcome.solver_replies:
         rows.append(llm_call_row(None, run_id=run_id, round_=round_, role="solver", ok=False,
                                  error=f"{outcome.exit_status}: {outcome.error}"))
+    route_error = getattr(outcome, "route_error", "")
+    if route_error and not outcome.router_replies:  # the router's call failed: no reply to book
+        rows.append(llm_call_row(None, run_id=run_id, round_=round_, role="router", ok=False,
+                                 error=route_error))
     return rows
+
+
+def _route_note(outcome: Any) -> str:
+    """The router's failure, first in the capsule's trace (the task was solved without a skill
+    because the router's LLM call failed, not because none applied)."""
+    error = getattr(outcome, "route_error", "") if outcome is not None else ""
+    return f"[router] {error}\n" if error else ""
 
 
 def replies_of(outcome: Any) -> list[Any]:
@@ -97,14 +127,19 @@ class SplitRunner:
 
     def __init__(self, *, run_id: str, arm: str, seed: int, store: EvidenceStore,
                  solvers: ResilientPool, graders: ResilientPool,
-                 on_capsule: Callable[[Capsule], None] = lambda c: None):
+                 on_capsule: Callable[[Capsule], None] = lambda c: None,
+                 max_failure_rate: float | None = None, probe_fraction: float = 0.0):
         self.run_id, self.arm, self.seed = run_id, arm, seed
+        self.probe_fraction = probe_fraction
+        """Share of routed train tasks that also get a NONE attempt (``curator.counterfactual``)."""
         self.store, self.solvers, self.graders = store, solvers, graders
         self.on_capsule = on_capsule
+        self.max_failure_rate = max_failure_rate
+        """The circuit breaker's threshold (``loop.breaker``); None: no breaker."""
 
     def _capsule(self, task: Task, split: str, round_: int, *, outcome: Any = None,
                  grade: GradeResult | None = None, failure: str = "",
-                 failure_trace: str = "") -> Capsule:
+                 failure_trace: str = "", attempt: int = 0) -> Capsule:
         replies = replies_of(outcome) if outcome is not None else []
         passed = bool(grade and grade.passed and not failure)
         if failure:
@@ -112,12 +147,14 @@ class SplitRunner:
         else:
             exit_status, infra = grade.exit_status, grade.infra_failure
         return Capsule(
-            capsule_id=capsule_id(self.run_id, round_, split, task.task_id), run_id=self.run_id,
-            arm=self.arm, seed=self.seed, round=round_, split=split, task_id=task.task_id,
+            capsule_id=capsule_id(self.run_id, round_, split, task.task_id, attempt),
+            run_id=self.run_id, arm=self.arm, seed=self.seed, round=round_, split=split,
+            task_id=task.task_id, attempt=attempt,
             skill_id=outcome.skill_id if outcome is not None else NONE_SKILL, passed=passed,
             exit_status=exit_status, infra_failure=infra,
             output=outcome.output if outcome is not None else "",
-            grader_trace=(grade.trace if grade else failure_trace)[:20000],
+            grader_trace=(_route_note(outcome)
+                          + (grade.trace if grade else failure_trace))[:20000],
             input_tokens=sum(r.input_tokens for r in replies),
             output_tokens=sum(r.output_tokens for r in replies),
             latency_s=(outcome.latency_s if outcome is not None else 0.0)
@@ -127,20 +164,40 @@ class SplitRunner:
     def run(self, tasks: Sequence[Task], split: str, round_: int) -> BenchResult:
         known = self.store.capsule_ids(round_)
         sink = EvidenceSink(self.store, round_, known)
-        todo = [t for t in tasks if capsule_id(self.run_id, round_, split, t.task_id) not in known]
+        todo = seeded_order((t for t in tasks
+                             if capsule_id(self.run_id, round_, split, t.task_id) not in known),
+                            lambda t: t.task_id, self.seed, round_, split, "tasks")
         if len(todo) < len(tasks):
             log.info("round %d %s: %d of %d tasks already recorded, resuming with the rest",
                      round_, split, len(tasks) - len(todo), len(tasks))
         outcomes: dict[str, Any] = {}
+        breaker = (None if self.max_failure_rate is None
+                   else InfraBreaker(split, round_, len(tasks), self.max_failure_rate))
+        held: list[Capsule] = []
 
         def record(capsule: Capsule, calls: Sequence[dict[str, Any]]) -> None:
+            if breaker is not None and capsule.infra_failure:
+                # Held back until the split ends below the breaker's threshold: a tripped split
+                # leaves no infra-failure capsule behind, so --resume retries those tasks. The
+                # calls are spend already made: they are written either way.
+                sink.add_calls(calls)
+                held.append(capsule)
+                self.on_capsule(capsule)
+                breaker.observe(capsule)  # raises InfraFailureStop once the split must trip
+                return
             if sink.add(capsule, calls):
                 self.on_capsule(capsule)
 
         def handle(pool: ResilientPool, result: PoolResult) -> None:
             task: Task = result.item
+            if isinstance(result.key, tuple) and result.key[0] == PROBE_KEY:
+                return handle_probe(pool, result)
             if pool is self.solvers:
                 outcome = result.value
+                if result.ok and outcome.exit_status == "ok" and self._probes(task, split,
+                                                                              round_, outcome):
+                    self.solvers.submit("run", task, split, round_, probe=True,
+                                        key=(PROBE_KEY, task.task_id))
                 if not result.ok:  # the solver actor died max_attempts times on this task
                     record(self._capsule(task, split, round_, failure=result.exit_status,
                                          failure_trace=f"[solver actor] {result.error}"), [])
@@ -163,13 +220,46 @@ class SplitRunner:
                                      failure=result.exit_status,
                                      failure_trace=f"[grader actor] {result.error}"), calls)
 
+        probes: dict[str, Any] = {}
+
+        def handle_probe(pool: ResilientPool, result: PoolResult) -> None:
+            # A probe's capsule (attempt 1, NONE) never trips the breaker and never counts in
+            # pass@1; a probe that failed to run is recorded like any attempt.
+            task: Task = result.item
+            key = (PROBE_KEY, task.task_id)
+            if pool is self.solvers and result.ok and result.value.exit_status == "ok":
+                probes[task.task_id] = result.value
+                self.graders.submit("grade", task, result.value.output, key=key)
+                return
+            outcome = result.value if pool is self.solvers else probes.pop(task.task_id)
+            calls = [{**row, "role": PROBE_KEY}
+                     for row in (call_rows(outcome, run_id=self.run_id, round_=round_)
+                                 if outcome is not None else [])]
+            if pool is self.graders and result.ok:
+                capsule = self._capsule(task, split, round_, outcome=outcome, grade=result.value,
+                                        attempt=PROBE_ATTEMPT)
+            else:
+                status = (result.exit_status if not result.ok else outcome.exit_status)
+                capsule = self._capsule(task, split, round_, outcome=outcome, failure=status,
+                                        failure_trace=f"[probe] {status}: {result.error or ''}",
+                                        attempt=PROBE_ATTEMPT)
+            sink.add(capsule, calls)  # not shown as progress: the split's total is its tasks
+
         for task in todo:
             self.solvers.submit("run", task, split, round_)
         try:
             drain([self.solvers, self.graders], handle, tick=sink.flush_if_due)
         finally:
             sink.flush()  # even on an error, keep what was graded (resume skips it)
+        for capsule in held:
+            sink.add(capsule)
+        sink.flush()
         return bench_from_evidence(self.store, round_, split, [t.task_id for t in tasks])
+
+    def _probes(self, task: Task, split: str, round_: int, outcome: Any) -> bool:
+        """Whether this routed train attempt also gets a counterfactual NONE attempt."""
+        return (split == "train" and outcome.skill_id != NONE_SKILL
+                and probe_selected(self.seed, round_, task.task_id, self.probe_fraction))
 
 
 def bench_from_evidence(store: EvidenceStore, round_: int, split: str,
@@ -177,8 +267,10 @@ def bench_from_evidence(store: EvidenceStore, round_: int, split: str,
     """Pass@1 of ``split`` in ``round_`` from the capsules; every task exactly once or an error."""
     con = store.connect()
     try:
+        # First attempts only: counterfactual probes (attempt >= 1) are not the loop's pass@1.
         rows = con.execute("SELECT task_id, count(*), bool_or(passed), bool_or(infra_failure) "
-                           "FROM capsule WHERE round = ? AND split = ? GROUP BY task_id",
+                           "FROM capsule WHERE round = ? AND split = ? "
+                           "AND coalesce(attempt, 0) = 0 GROUP BY task_id",
                            [round_, split]).fetchall()
     finally:
         con.close()

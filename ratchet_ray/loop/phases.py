@@ -12,8 +12,11 @@ Contracts:
   metasynth, synth and curate are skipped; train already uses the restored bank.
 - Resume: eval/train skip capsules already in the evidence and the critic skips capsules that
   already have a verdict; metasynth, synth and curate (not idempotent) write their output file
-  last and are skipped, with the summary refilled from that file, when it exists. The rollback
-  decision is a pure function of the eval history, so recomputing it is safe.
+  last and are skipped, with the summary refilled from that file, when it exists; metasynth and
+  synth mark their start first, so an attempt a crash cut short is replayed from the bank's
+  events (``replay``), never rerun. Curate's retirements are logged before they are applied
+  (``SkillBank``), so rerunning it retires nothing twice. The rollback decision is a pure
+  function of the eval history, so recomputing it is safe.
 - ``llm_call`` rows are written for every reply of every role (tokens and cost in the evidence).
 """
 
@@ -25,18 +28,19 @@ from typing import Any, Sequence
 
 import ray
 
-from actors.pools import PoolResult, ResilientPool, drain
+from actors.pools import PoolResult, ResilientPool, call_one, drain
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.evidence.queries import recent_verdicts
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.llm.accounting import llm_call_row
+from ratchet_ray.loop import replay
 from ratchet_ray.loop.execute import SplitRunner
 from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.rundir import RunDir, bench_json
 from ratchet_ray.loop.runtime import Runtime
 from ratchet_ray.roles.critic import is_critiquable
-from ratchet_ray.types import BenchResult, Capsule, RoundSummary, Task
+from ratchet_ray.types import BenchResult, Capsule, RoundSummary, SkillStatus, Task
 
 CRITIC_BATCH = 4
 EVAL_FILE, TRAIN_FILE, ROLLBACK_FILE = "eval.json", "train.json", "rollback.json"
@@ -72,8 +76,18 @@ class LoopContext:
 
 
 # ---- eval / rollback / train ------------------------------------------------------------------
-def _run_split(ctx: LoopContext, tasks: list[Task], split: str, round_: int) -> BenchResult:
+def routable_skills(ctx: LoopContext, split: str, round_: int) -> list:
+    """ACTIVE skills; on a train pass during the bootstrap period (``router.bootstrap_rounds``)
+    CANDIDATE skills too, so they accumulate evidence. Eval only ever routes ACTIVE skills."""
     active = ray.get(ctx.rt.bank.active.remote())
+    if split != "train" or round_ >= ctx.config.router.bootstrap_rounds:
+        return active
+    every = ray.get(ctx.rt.bank.all.remote())
+    return [*active, *(s for s in every if s.status is SkillStatus.CANDIDATE)]
+
+
+def _run_split(ctx: LoopContext, tasks: list[Task], split: str, round_: int) -> BenchResult:
+    active = routable_skills(ctx, split, round_)
     ctx.rt.solvers.broadcast("set_bank", active)  # replacement solvers replay it
     ctx.rt.graders.heal()  # graders have no setup call that would reveal one that died idle
     ctx.progress.set_total(len(tasks))
@@ -85,10 +99,32 @@ def _run_split(ctx: LoopContext, tasks: list[Task], split: str, round_: int) -> 
 
     runner = SplitRunner(run_id=ctx.run.run_id, arm=ctx.config.arm, seed=ctx.config.seed,
                          store=ctx.store, solvers=ctx.rt.solvers, graders=ctx.rt.graders,
-                         on_capsule=shown)
-    bench = runner.run(tasks, split, round_)
+                         on_capsule=shown, max_failure_rate=ctx.config.infra.max_failure_rate,
+                         probe_fraction=(ctx.config.curator.counterfactual.fraction
+                                         if split == "train" else 0.0))
+    try:
+        bench = runner.run(tasks, split, round_)
+    finally:
+        record_lost_attempts(ctx, round_)
     ctx.run.write_round_json(round_, f"{split}.json", bench_json(bench))
     return bench
+
+
+def record_lost_attempts(ctx: LoopContext, round_: int) -> None:
+    """One failed ``llm_call`` row per solver attempt lost with its actor: what it spent died
+    with the process, but the attempt (and that it was lost) stays in the evidence."""
+    lost = ctx.rt.solvers.take_lost()
+    ctx.rt.graders.take_lost()  # grading makes no LLM calls: nothing to account
+    if not lost:
+        return
+    backend, model = ctx.config.llm.backend, ctx.config.llm.model or ""
+    rows = [llm_call_row(None, run_id=ctx.run.run_id, round_=round_, role="solver", ok=False,
+                         backend=backend, model=model,
+                         error=f"lost: the solver actor died running "
+                               f"{getattr(a.item, 'task_id', a.item)} (attempt {a.attempt}); "
+                               f"tokens unknown: {a.error}")
+            for a in lost]
+    ctx.store.append("llm_call", round_, rows)
 
 
 def evaluate(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
@@ -128,8 +164,10 @@ def _capsules(ctx: LoopContext, where: str, params: list[Any]) -> list[Capsule]:
 
 
 def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
+    # First attempts only: a counterfactual probe measures a skill, it is not substrate.
     pending = [c for c in _capsules(
-        ctx, "round = ? AND split = 'train' AND NOT passed AND capsule_id NOT IN "
+        ctx, "round = ? AND split = 'train' AND NOT passed AND coalesce(attempt, 0) = 0 "
+             "AND capsule_id NOT IN "
              "(SELECT capsule_id FROM verdict WHERE round = ?)", [round_, round_])
         if is_critiquable(c)]
     skills = {s.id: s for s in ray.get(ctx.rt.bank.all.remote())}
@@ -173,20 +211,37 @@ def _window(ctx: LoopContext, round_: int) -> list:
         con.close()
 
 
-def metasynth_due(config: LoopConfig, round_: int) -> bool:
-    """Meta-synth runs after every ``meta.refresh_every_rounds`` rounds (never in the Default)."""
-    return config.meta.enabled and (round_ + 1) % config.meta.refresh_every_rounds == 0
+def metasynth_due(config: LoopConfig, round_: int, *, train_tasks: int = 0,
+                  last_refresh: int = -1) -> bool:
+    """Meta-synth runs after every ``meta.refresh_every_rounds`` rounds, or once
+    ``meta.refresh_every_tasks`` train tasks have been attempted since the last meta-synth round
+    ``last_refresh`` (-1: the start), ``train_tasks`` per round. Never in the Default."""
+    if not config.meta.enabled:
+        return False
+    tasks_since = (round_ - last_refresh) * train_tasks
+    return ((round_ + 1) % config.meta.refresh_every_rounds == 0
+            or tasks_since >= config.meta.refresh_every_tasks)
+
+
+def last_metasynth_round(ctx: LoopContext, round_: int) -> int:
+    """The last round before ``round_`` whose meta-synth ran (its file exists), else -1."""
+    return next((r for r in range(round_ - 1, -1, -1)
+                 if ctx.run.read_round_json(r, META_FILE) is not None), -1)
 
 
 def metasynth(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
-    if not metasynth_due(ctx.config, round_) or summary.rollback_fired:
+    due = metasynth_due(ctx.config, round_, train_tasks=len(ctx.train_tasks),
+                        last_refresh=last_metasynth_round(ctx, round_))
+    if not due or summary.rollback_fired:
         return "not due" if not summary.rollback_fired else "skipped: rollback"
-    done = ctx.run.read_round_json(round_, META_FILE)
+    done = (ctx.run.read_round_json(round_, META_FILE)
+            or replay.recover_metasynth(ctx.run, ctx.store, round_, META_FILE))
     if done is None:
+        replay.begin(ctx.run, round_, META_FILE)  # a cut attempt is replayed, never rerun
         bank, suite = ctx.rt.bank, ctx.config.suite
         current = ray.get(bank.ensure_default_metaskill.remote(suite, round_=round_))
-        result = ray.get(ctx.rt.synthesizer.refresh_metaskill.remote(
-            current, _window(ctx, round_), round_))
+        result = call_one(ctx.rt.synthesizer, "refresh_metaskill", current,
+                          _window(ctx, round_), round_)
         created = None
         if result.metaskill is not None:
             ray.get(bank.add_metaskill.remote(result.metaskill, round_=round_))
@@ -203,8 +258,10 @@ def synth(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
         return "disabled (--no-synth)"
     if summary.rollback_fired:
         return "skipped: rollback"
-    done = ctx.run.read_round_json(round_, SYNTH_FILE)
+    done = (ctx.run.read_round_json(round_, SYNTH_FILE)
+            or replay.recover_synth(ctx.run, ctx.store, round_, SYNTH_FILE))
     if done is None:
+        replay.begin(ctx.run, round_, SYNTH_FILE)  # a cut attempt is never doubled
         bank = ctx.rt.bank
         verdicts = _window(ctx, round_)
         every = ray.get(bank.all.remote())
@@ -212,10 +269,11 @@ def synth(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
         ids = sorted({v.capsule_id for v in verdicts})
         capsules = {c.capsule_id: c for c in _capsules(
             ctx, "list_contains(?, capsule_id)", [ids])} if ids else {}
-        outcome = ray.get(ctx.rt.synthesizer.run.remote(
-            verdicts, [s for s in every if s.is_active], meta, bank, round_,
-            capsules=capsules, known_ids=[s.id for s in every]))
-        ctx.append_calls(round_, "synthesizer", outcome.replies)
+        outcome = replay.batched(  # its skills commit with their events and llm_calls, or not
+            bank, ctx.run, round_, SYNTH_FILE, lambda: call_one(
+                ctx.rt.synthesizer, "run", verdicts, [s for s in every if s.is_active], meta,
+                bank, round_, capsules=capsules, known_ids=[s.id for s in every]),
+            lambda result: ctx.append_calls(round_, "synthesizer", result.replies))
         done = {k: v for k, v in asdict(outcome).items() if k != "replies"}
         done["verdicts_in_window"] = len(verdicts)
         ctx.run.write_round_json(round_, SYNTH_FILE, done)

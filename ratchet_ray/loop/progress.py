@@ -113,6 +113,9 @@ class LoopProgress:
             parts.append(f"eval pass@1 {summary.eval.pass_at_1:.3f}")
         if summary.train:
             parts.append(f"train pass@1 {summary.train.pass_at_1:.3f}")
+        infra = sum(b.infra_failures for b in (summary.eval, summary.train) if b is not None)
+        if infra:  # below the breaker's threshold: counted as failed tasks, shown, not hidden
+            parts.append(f"infra failures {infra}")
         parts.append(f"bank {summary.active_skills} active / {summary.deprecated_skills} "
                      f"deprecated, +{len(summary.skills_created)} new, "
                      f"-{len(summary.skills_retired)} retired")

@@ -4,29 +4,36 @@ Layout (DESIGN.md section 2)::
 
     results/<suite>/<suite>_r<R>_t<N>_e<M>_<UTCts>[_<tag>]/
       config.yaml  train_ids.json  eval_ids.json  run.log  loop.json
-      evidence/<kind>/round=NN/part-*.parquet     (EvidenceStore)
+      evidence/<kind>/round=<R>/part-*.parquet    (EvidenceStore)
+      .lock                                       (the writer lock, see ``acquire``)
       skills/  meta-skills/  checkpoints/round_NN/  (SkillBank)
       round_NN/summary.json  eval.json  train.json  synth_skills.json  curate.json ...
 
 Contracts:
 - ``RunDir.create`` refuses to reuse an existing folder; ``RunDir.open`` refuses a folder without
   ``config.yaml`` and says how to start a fresh run instead.
-- Every JSON file is written atomically (temp file + rename), so a killed driver never leaves a
-  half-written summary behind; a phase's output file doubles as its "done" marker on resume.
+- Every JSON file is written atomically and durably (``fsutil``), so a killed driver never leaves
+  a half-written summary behind; a phase's output file doubles as its "done" marker on resume.
+- ``acquire`` makes this process the run's only writer (see its docstring); ``release`` ends it.
+- A file that cannot be parsed raises ``RunFileError`` naming the file and the fix.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ratchet_ray.config import LoopConfig, dump_config, load_config
+from ratchet_ray.evidence.integrity import require_readable
+from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.fsutil import atomic_write_json
+from ratchet_ray.runlock import RunLock
 from ratchet_ray.types import BenchResult, RoundSummary
 
 CONFIG_FILE = "config.yaml"
@@ -35,6 +42,8 @@ EVAL_IDS_FILE = "eval_ids.json"
 RUN_LOG_FILE = "run.log"
 LOOP_FILE = "loop.json"
 SUMMARY_FILE = "summary.json"
+_IDS_FIX = ("the file is written once when the run starts; restore it from a copy of the run "
+            "dir (it lists the task ids of the split)")
 _TAG_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 
 
@@ -51,13 +60,8 @@ def run_name(config: LoopConfig, n_train: int, n_eval: int, now: datetime | None
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically: readers see the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        json.dump(data, handle, indent=2, sort_keys=True, default=str)
-        handle.write("\n")
-    os.replace(tmp, path)
+    """Write JSON atomically and durably (``fsutil.atomic_write_json``)."""
+    atomic_write_json(path, data)
 
 
 def bench_json(bench: BenchResult) -> dict[str, Any]:
@@ -65,11 +69,45 @@ def bench_json(bench: BenchResult) -> dict[str, Any]:
     return {**bench.model_dump(mode="json"), "pass_at_1": bench.pass_at_1}
 
 
+class RunFileError(ValueError):
+    """A file of the run dir cannot be read; the message names the file and the fix."""
+
+
+def _read_json(path: Path, fix: str) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RunFileError(f"{path} is not valid JSON ({exc}); {fix}") from exc
+
+
 class RunDir:
     """Paths and small files of one run; the evidence and the bank live in their own stores."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
+        self._lock: RunLock | None = None
+
+    # ---- the single writer -----------------------------------------------------------------
+    def acquire(self, purpose: str) -> None:
+        """Become the run's only writer: take its lock (``RunDirBusy`` naming the holder when
+        another process has it), refuse evidence with an unreadable part (``CorruptEvidence``
+        naming ``evidence verify`` / ``evidence repair``) and rename old zero-padded evidence
+        partitions. Both errors are ``ValueError``s raised before anything is written."""
+        lock = RunLock(self.path, purpose).acquire()
+        try:
+            store = EvidenceStore(self.path)
+            require_readable(store, self.path)
+            store.migrate_partitions()
+        except BaseException:
+            lock.release()
+            raise
+        self._lock = lock
+
+    def release(self) -> None:
+        """Drop the writer lock (idempotent; a dead process drops it anyway)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     @property
     def run_id(self) -> str:
@@ -105,10 +143,10 @@ class RunDir:
         return load_config([self.path / CONFIG_FILE])
 
     def train_ids(self) -> list[str]:
-        return json.loads((self.path / TRAIN_IDS_FILE).read_text())
+        return _read_json(self.path / TRAIN_IDS_FILE, _IDS_FIX)
 
     def eval_ids(self) -> list[str]:
-        return json.loads((self.path / EVAL_IDS_FILE).read_text())
+        return _read_json(self.path / EVAL_IDS_FILE, _IDS_FIX)
 
     # ---- per-round files -------------------------------------------------------------------
     def round_dir(self, round_: int) -> Path:
@@ -123,7 +161,10 @@ class RunDir:
     def read_round_json(self, round_: int, name: str) -> Any | None:
         """The phase output ``name`` of ``round_``, or None when that phase has not finished."""
         path = self.round_file(round_, name)
-        return json.loads(path.read_text()) if path.is_file() else None
+        if not path.is_file():
+            return None
+        return _read_json(path, f"move it out of {path.parent} and resume with --resume "
+                                f"{self.path}: the phase that wrote it runs again")
 
     def write_summary(self, summary: RoundSummary) -> None:
         self.write_round_json(summary.round, SUMMARY_FILE, summary.model_dump(mode="json"))
@@ -134,7 +175,17 @@ class RunDir:
         for folder in sorted(self.path.glob("round_*")):
             path = folder / SUMMARY_FILE
             if path.is_file():
-                found.append(RoundSummary.model_validate_json(path.read_text()))
+                try:
+                    found.append(RoundSummary.model_validate_json(path.read_text()))
+                except (ValidationError, UnicodeDecodeError) as exc:
+                    first = str(exc).splitlines()[0][:200]
+                    raise RunFileError(
+                        f"{path} is not a valid round summary ({first}); move it out of "
+                        f"{folder} and resume with --resume {self.path}: the round's work is in "
+                        "the evidence, so the resumed run rewrites the summary without redoing "
+                        "or double-counting anything; when a later round has finished too, "
+                        "rebuild it from a copy instead (the `round` view of `ratchet query` "
+                        "holds its numbers)") from exc
         return sorted(found, key=lambda s: s.round)
 
     def write_loop_json(self, config: LoopConfig, summaries: list[RoundSummary]) -> None:

@@ -5,9 +5,11 @@ Contracts:
   when there is none, starts a local Ray bound to 127.0.0.1. It returns True when this call
   started Ray (the caller then shuts it down).
 - ``start_runtime`` launches the SkillBank (pinned to the driver's node, where the run dir
-  lives), the Solver / Grader / Critic pools and the Synthesizer. ``Models`` is the one injection
-  point for the LLM and the embedder: ``Models()`` (production) lets every actor build its client
-  from ``config.llm``; tests pass picklable doubles.
+  lives), the Solver / Grader / Critic pools and the Synthesizer (a healing pool of one).
+  ``Models`` is the one injection
+  point for the LLM and the embedder: ``Models()`` (production) is filled on the driver with the
+  clients of ``config.llm`` over the cluster's shared services (``Models.filled``), which then
+  travel to every actor; tests pass picklable doubles.
 - Resources: every actor asks for its role's ``ROLE_RESOURCES``; SWE-bench Solvers and Graders
   also ask for one ``docker`` unit when the cluster advertises that resource (``actor_options``).
 """
@@ -24,7 +26,8 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.critic import CriticActor
-from actors.pools import ResilientPool
+from actors.pools import ActorStartError, ActorStartTimeout, ResilientPool, init_failure, \
+    init_failure_text
 from actors.skill_bank import SkillBankProcess, actor_name
 from actors.solver import SolverActor
 from actors.synthesizer import SynthesizerActor
@@ -74,6 +77,21 @@ class Models:
     llm: LLMClient | None = None
     embedder: Embedder | None = None
 
+    def filled(self, config: LoopConfig) -> "Models":
+        """These models with each None replaced by the client of ``config.llm`` over the cluster's
+        shared services (``actors.llm_server.cluster_services``: the node's model server, the
+        run-wide rate limiter). The clients are light: models load in the servers, on first use."""
+        if self.llm is not None and self.embedder is not None:
+            return self
+        from actors.llm_server import cluster_services
+        from ratchet_ray.llm.registry import make_embedder, make_llm
+
+        services = cluster_services()
+        return Models(
+            llm=self.llm if self.llm is not None else make_llm(config.llm, services=services),
+            embedder=(self.embedder if self.embedder is not None
+                      else make_embedder(config.llm, services=services)))
+
 
 def connect_ray() -> bool:
     """Join ``RAY_ADDRESS`` if set, else start a loopback-only local Ray; True if it started Ray."""
@@ -93,15 +111,6 @@ def pin_to_this_node() -> NodeAffinitySchedulingStrategy:
                                           soft=False)
 
 
-def _bank_embedder(config: LoopConfig, models: Models) -> Embedder | Callable[[], Embedder]:
-    if models.embedder is not None:
-        return models.embedder
-    from ratchet_ray.llm.registry import make_embedder
-
-    settings = config.llm
-    return lambda: make_embedder(settings)  # built inside the bank's process, never pickled
-
-
 def make_grader_factory(config: LoopConfig, run_dir: Path) -> Callable[[], Any]:
     """Makes one of the suite's grader actors (their scratch space lives under ``run_dir``)."""
     from actors.grader import GraderActor
@@ -118,6 +127,7 @@ def make_solver_factory(config: LoopConfig, run_dir: Path, models: Models = Mode
     from ratchet_ray.suites import get_suite
 
     suite = get_suite(config.suite)
+    models = models.filled(config)
     extra: dict[str, Any] = {"llm": models.llm, "embedder": models.embedder}
     if solver_cache:
         extra["solver_cache_dir"] = str(run_dir / "solver_cache")
@@ -137,14 +147,40 @@ class Runtime:
     solvers: ResilientPool
     graders: ResilientPool
     critics: ResilientPool
-    synthesizer: Any
+    synthesizer: ResilientPool
     extra: list[Any] = field(default_factory=list)
 
     def shutdown(self) -> None:
-        for pool in (self.solvers, self.graders, self.critics):
+        for pool in (self.solvers, self.graders, self.critics, self.synthesizer):
             pool.shutdown()
-        for handle in (self.bank, self.synthesizer, *self.extra):
+        for handle in (self.bank, *self.extra):
             ray.kill(handle)
+
+
+def make_pool(role: str, config: LoopConfig, make_actor: Callable[[], Any], size: int,
+              **kwargs: Any) -> ResilientPool:
+    """A ``ResilientPool`` of ``role`` actors with the run's start-up and setup bounds
+    (``config.infra``) and the role's resources (named when an actor cannot be placed)."""
+    return ResilientPool(make_actor, size, name=role, resources=actor_options(role, config.suite),
+                         start_timeout_s=config.infra.actor_start_timeout_s,
+                         setup_timeout_s=config.infra.setup_timeout_s, **kwargs)
+
+
+def wait_bank(bank: Any, config: LoopConfig) -> None:
+    """Wait (bounded) until the SkillBank actor answers; its constructor's error, if any, is
+    raised as ``ActorStartError`` with that exception (e.g. a broken skills/ folder)."""
+    try:
+        ray.get(bank.ping.remote(), timeout=config.infra.actor_start_timeout_s)
+    except ray.exceptions.GetTimeoutError as exc:
+        raise ActorStartTimeout(
+            f"the SkillBank actor did not start within {config.infra.actor_start_timeout_s:.0f}s"
+            " (it is pinned to the driver's node and asks for no CPU); see the Ray worker logs"
+        ) from exc
+    except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as err:
+        cause = init_failure(err)
+        if cause is None:
+            raise
+        raise ActorStartError("bank", cause, init_failure_text(err, cause)) from cause
 
 
 def warn_if_oversized(config: LoopConfig) -> float:
@@ -166,25 +202,32 @@ def start_runtime(config: LoopConfig, run_dir: Path, run_id: str, train_tasks: S
                   models: Models = Models()) -> Runtime:
     """Launch every actor of a run (see module contracts)."""
     warn_if_oversized(config)
+    models = models.filled(config)
     bank = ray.remote(SkillBankProcess).options(
         name=actor_name(run_id), get_if_exists=True, max_concurrency=1, max_restarts=3,
         max_task_retries=0, scheduling_strategy=pin_to_this_node(), **ROLE_RESOURCES["bank"],
-    ).remote(str(run_dir), embedder=_bank_embedder(config, models), config=config, run_id=run_id)
+    ).remote(str(run_dir), embedder=models.embedder, config=config, run_id=run_id)
     injected = {"llm": models.llm, "embedder": models.embedder}
 
     def make_critic() -> Any:
         return CriticActor.options(**ROLE_RESOURCES["critic"]).remote(config, llm=models.llm)
 
+    def make_synthesizer() -> Any:
+        return SynthesizerActor.options(**ROLE_RESOURCES["synthesizer"]).remote(
+            config, tasks=list(train_tasks), **injected)
+
     workers = config.workers
     runtime = Runtime(
         bank=bank,
-        solvers=ResilientPool(make_solver_factory(config, run_dir, models), workers.solvers,
-                              name="solver"),
-        graders=ResilientPool(make_grader_factory(config, run_dir),
-                              workers.graders, name="grader"),
-        critics=ResilientPool(make_critic, workers.critics, name="critic"),
-        synthesizer=SynthesizerActor.options(**ROLE_RESOURCES["synthesizer"]).remote(
-            config, tasks=list(train_tasks), **injected),
+        solvers=make_pool("solver", config, make_solver_factory(config, run_dir, models),
+                          workers.solvers),
+        graders=make_pool("grader", config, make_grader_factory(config, run_dir),
+                          workers.graders),
+        critics=make_pool("critic", config, make_critic, workers.critics),
+        # A pool of one: a Synthesizer that died is replaced (its constructor reloads its state:
+        # config and train tasks) instead of failing every later synth phase. One attempt per
+        # call: synthesis adds skills as it goes, so a blind retry could add a batch twice.
+        synthesizer=make_pool("synthesizer", config, make_synthesizer, 1, max_attempts=1),
     )
-    ray.get(bank.ping.remote())  # fail early (e.g. a broken skills/ folder) with the bank's error
+    wait_bank(bank, config)  # fail early with the bank's own error
     return runtime

@@ -12,13 +12,19 @@ Layout of a sweep folder (``jobs/ablations.py --out``)::
 Contracts:
 - ``plan_jobs``: an arm-seed whose run dir has finished every round is skipped; one with
   unfinished rounds is continued with ``--resume RUN_DIR``; one without a run dir starts with
-  ``--config <arm file> --seed S --tag <arm>_s<S>``, the shared flags and
-  ``--set results_dir=runs/<arm>_s<S>``. Each new config is validated before anything runs.
+  ``[--config <arm file>] --seed S --tag <arm>_s<S>``, the shared flags and
+  ``--set results_dir=runs/<arm>_s<S>``; the child resolves Default -> suite file -> arm file
+  -> flags and ``--set`` (the Default arm adds no file). Each new config is validated before
+  anything runs.
 - ``check_sweep_file``: the first invocation records the shared flags; a later one with other
   flags is refused (the runs would not be comparable) and told how to proceed.
+- ``lock_sweep``: one sweep per ``--out`` at a time (an exclusive lock on ``<out>/.lock``, held
+  until the process exits); each child driver also locks its own run dir.
 - ``run_jobs``: at most ``parallel`` children at once, each in its own process group. A child
   that fails is recorded (exit code, the last line of its log, the log path) and the others go
-  on. If the caller is interrupted, the running children get SIGTERM (then SIGKILL) and nothing
+  on; ``status.json`` gives it ``ok: false`` and its ``cause`` (the root cause its driver
+  recorded in ``stopped.json``: an unreachable model, a dead Docker daemon...). If the caller is
+  interrupted, the running children get SIGTERM (then SIGKILL) and nothing
   else is touched; a rerun resumes them.
 """
 
@@ -36,6 +42,8 @@ from typing import Callable, Literal, Mapping, Sequence
 
 from ratchet_ray.config import ConfigError, LoopConfig, load_config
 from ratchet_ray.loop.rundir import RunDir, write_json
+from ratchet_ray.resources import configs_dir
+from ratchet_ray.runlock import RunDirBusy, RunLock
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARMS = ("default", "A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8")
@@ -55,7 +63,8 @@ class SweepSpec:
 
     suite: str
     out_dir: Path
-    rounds: int
+    rounds: int | None = None
+    """None: the suite's paper value (100 MBPP+, 20 SWE-bench)."""
     n_train: int | None = None
     n_eval: int | None = None
     subset: Path | None = None
@@ -66,8 +75,8 @@ class SweepSpec:
 
     def shared_flags(self) -> list[str]:
         """The ``jobs.skill_loop`` flags of every new child, paths absolute."""
-        flags = ["--rounds", str(self.rounds)]
-        for name, value in (("--n-train", self.n_train), ("--n-eval", self.n_eval),
+        flags: list[str] = []
+        for name, value in (("--rounds", self.rounds), ("--n-train", self.n_train), ("--n-eval", self.n_eval),
                             ("--subset", self.subset and self.subset.resolve()),
                             ("--llm", self.llm),
                             ("--dataset-path", self.dataset_path and self.dataset_path.resolve()),
@@ -85,6 +94,8 @@ class Job:
     action: Literal["new", "resume"]
     argv: list[str]
     log: Path
+    results_dir: Path | None = None
+    """The child's results_dir: a run that stopped leaves its cause there (``stopped.json``)."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +106,9 @@ class JobOutcome:
     wall_s: float
     log: str
     message: str = ""
+    cause: str = ""
+    """Why a failed child stopped: its run's ``stopped.json`` (the root cause the driver named,
+    e.g. the model server was unreachable), else the last line of its log."""
 
     @property
     def ok(self) -> bool:
@@ -107,13 +121,19 @@ def job_name(arm: str, seed: int) -> str:
 
 def arm_config_file(arm: str) -> Path:
     """``configs/default.yaml`` for the Default, ``configs/ablations/<arm>.yaml`` otherwise."""
-    path = REPO_ROOT / "configs" / ("default.yaml" if arm == "default"
-                                    else f"ablations/{arm}.yaml")
+    configs = configs_dir()
+    path = configs / ("default.yaml" if arm == "default" else f"ablations/{arm}.yaml")
     if not path.is_file():
-        files = (REPO_ROOT / "configs" / "ablations").glob("*.yaml")
+        files = (configs / "ablations").glob("*.yaml")
         known = ["default", *sorted((p.stem for p in files), key=lambda s: (len(s), s))]
         raise SweepError(f"arm {arm!r} has no config file {path}; known arms: {', '.join(known)}")
     return path
+
+
+def arm_files(arm: str) -> list[Path]:
+    """The arm's layer above the suite file: none for the Default (``configs/default.yaml`` is
+    ``LoopConfig()`` itself, and layering it again would undo the suite file), else its file."""
+    return [] if arm == "default" else [arm_config_file(arm)]
 
 
 def check_sets(sets: Sequence[str]) -> None:
@@ -126,14 +146,16 @@ def check_sets(sets: Sequence[str]) -> None:
 
 def child_config(spec: SweepSpec, arm: str, seed: int) -> LoopConfig:
     """The config a new child of ``arm``/``seed`` will resolve (validates the flags early)."""
-    from ratchet_ray.cli.run import build_overrides
+    from ratchet_ray.loop.flags import build_overrides
+    from ratchet_ray.config import layered_files
 
     overrides = build_overrides(spec.suite, rounds=spec.rounds, n_train=spec.n_train,
                                 n_eval=spec.n_eval, subset=spec.subset, seed=seed,
                                 tag=job_name(arm, seed), llm=spec.llm,
                                 dataset_path=spec.dataset_path, workers=spec.workers)
     try:
-        return load_config([arm_config_file(arm)], [*overrides, *spec.sets])
+        arm_config_file(arm)  # an unknown arm fails here, naming the known ones
+        return load_config(layered_files(spec.suite, arm_files(arm)), [*overrides, *spec.sets])
     except ConfigError as exc:
         raise SweepError(f"arm {arm}, seed {seed}: {exc}") from exc
 
@@ -182,13 +204,15 @@ def plan_jobs(spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int],
                 skipped.append(JobOutcome(name, "skipped", None, 0.0, str(log),
                                           f"finished: {existing}"))
             elif existing is not None:
-                jobs.append(Job(name, "resume", [*base, "--resume", str(existing), "--quiet"], log))
+                jobs.append(Job(name, "resume", [*base, "--resume", str(existing), "--quiet"],
+                                log, results_dir))
             else:
                 child_config(spec, arm, seed)
-                argv = [*base, spec.suite, "--config", str(arm_config_file(arm)), "--seed",
+                configs = [flag for path in arm_files(arm) for flag in ("--config", str(path))]
+                argv = [*base, spec.suite, *configs, "--seed",
                         str(seed), "--tag", name, *spec.shared_flags(),
                         "--set", f"results_dir={results_dir.resolve()}", "--quiet"]
-                jobs.append(Job(name, "new", argv, log))
+                jobs.append(Job(name, "new", argv, log, results_dir))
     return jobs, skipped
 
 
@@ -196,6 +220,20 @@ def plan_jobs(spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int],
 def _last_line(log: Path) -> str:
     lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
     return lines[-1][:300] if lines else "(empty log)"
+
+
+def stop_cause(job: Job, since: float = 0.0) -> str:
+    """The root cause a failed child's run recorded (``stopped.json`` written after ``since``,
+    epoch seconds), else its log's last line."""
+    if job.results_dir is not None:
+        for stopped in sorted(Path(job.results_dir).glob("*/*/stopped.json")):
+            if stopped.stat().st_mtime < since:
+                continue  # left by an earlier attempt
+            try:
+                return str(json.loads(stopped.read_text())["cause"])
+            except (OSError, ValueError, KeyError) as exc:
+                return f"{stopped} is unreadable ({exc}); see {job.log}"
+    return _last_line(job.log) if job.log.is_file() else f"no log at {job.log}"
 
 
 def _terminate(proc: subprocess.Popen) -> None:
@@ -239,18 +277,29 @@ def run_jobs(jobs: Sequence[Job], parallel: int, env: Mapping[str, str],
                         finish(JobOutcome(job.name, job.action, None, 0.0, str(job.log),
                                           f"cannot start: {type(exc).__name__}: {exc}"))
                         continue
-                running[proc] = (job, time.monotonic())
+                running[proc] = (job, time.monotonic(), time.time())
             time.sleep(poll_s)
             for proc in [p for p in running if p.poll() is not None]:
-                job, started = running.pop(proc)
+                job, started, started_at = running.pop(proc)
                 message = "" if proc.returncode == 0 else (
                     f"exit {proc.returncode}: {_last_line(job.log)} (log: {job.log})")
+                cause = "" if proc.returncode == 0 else stop_cause(job, started_at)
                 finish(JobOutcome(job.name, job.action, proc.returncode,
-                                  time.monotonic() - started, str(job.log), message))
+                                  time.monotonic() - started, str(job.log), message, cause))
     finally:
         for proc in running:
             _terminate(proc)
     return outcomes
+
+
+def lock_sweep(out_dir: Path) -> RunLock:
+    """The sweep folder's writer lock (held until released or this process exits): a second
+    sweep with the same ``--out`` is refused with a ``SweepError`` naming the holder."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        return RunLock(out_dir, "python -m jobs.ablations").acquire()
+    except RunDirBusy as exc:
+        raise SweepError(f"another sweep writes to this --out: {exc}") from exc
 
 
 def write_status(out_dir: Path, outcomes: Sequence[JobOutcome]) -> Path:

@@ -3,7 +3,10 @@
 API:
 - ``is_critiquable(capsule) -> bool``: True for a failed, non-infrastructure, train capsule.
   Callers filter with it (the Critic never learns from infrastructure failures, DESIGN.md).
-- ``critique(llm, task, capsule, skill) -> CritiqueResult(verdict, replies, error)``
+- ``critique(llm, task, capsule, skill, *, limits=None, seed=None) -> CritiqueResult(verdict,
+  replies, error)``; ``limits`` (``llm.roles.critic``) sets temperature and token cap, ``seed``
+  the sampling seed on backends that take one. The prompt follows the task's suite: MBPP+ code
+  and its failing test, or a SWE-bench patch and its test log (``critic_prompts``).
   - ``skill`` is the skill the capsule was routed to (None for NONE).
   - A capsule that is not critiquable is refused WITHOUT an LLM call: ``verdict`` None,
     ``error`` ``"NotCritiquable: ..."`` naming why.
@@ -22,10 +25,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ratchet_ray.config import RoleLimits, RoleSettings
 from ratchet_ray.llm.base import LLMClient, LLMError, Reply, StructuredOutputError
 from ratchet_ray.llm.structured import complete_structured
-from ratchet_ray.roles.prompts import CONFIDENCE, CRITIC_MAX_TOKENS, critic_messages, verdict_model
+from ratchet_ray.roles.prompts import CONFIDENCE, critic_messages, verdict_model
 from ratchet_ray.types import NONE_SKILL, Capsule, Skill, Task, Verdict
+
+DEFAULT_LIMITS = RoleSettings().critic
 
 
 @dataclass
@@ -59,7 +65,9 @@ def _entry_point(task: Task) -> str:
     return str(task.payload.get("entry_point") or "")
 
 
-def critique(llm: LLMClient, task: Task, capsule: Capsule, skill: Skill | None) -> CritiqueResult:
+def critique(llm: LLMClient, task: Task, capsule: Capsule, skill: Skill | None, *,
+             limits: RoleLimits | None = None, seed: int | None = None) -> CritiqueResult:
+    limits = limits or DEFAULT_LIMITS
     reason = refusal_reason(capsule)
     if reason:
         return CritiqueResult(None, [], f"NotCritiquable: {reason}")
@@ -75,7 +83,8 @@ def critique(llm: LLMClient, task: Task, capsule: Capsule, skill: Skill | None) 
         result = complete_structured(llm, critic_messages(task, capsule, shown, prefill=prefill),
                                      verdict_model(shown is not None,
                                                    entry_point=_entry_point(task)),
-                                     max_tokens=CRITIC_MAX_TOKENS, temperature=0.0)
+                                     max_tokens=limits.max_tokens,
+                                     temperature=limits.temperature, seed=seed)
     except StructuredOutputError as exc:
         return CritiqueResult(None, list(exc.replies), f"StructuredOutputError: {exc}")
     except LLMError as exc:

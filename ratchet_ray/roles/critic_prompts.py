@@ -1,4 +1,9 @@
-"""Critic prompt and verdict model (see ``ratchet_ray.roles.prompts`` for the API)."""
+"""Critic prompts and verdict model (see ``ratchet_ray.roles.prompts`` for the API).
+
+``critic_messages`` follows the task's suite: MBPP+ shows the function and its failing test;
+SWE-bench (``PATCH_SUITES``) shows the agent's patch and the tail of the test log, with worked
+answers about patches, never about Python functions.
+"""
 
 from __future__ import annotations
 
@@ -115,10 +120,11 @@ CRITIC_EXAMPLES = (
 )
 
 
-def _critic_example(output: str, failure: str, rationale: str, pattern: str) -> str:
+def _critic_example(output: str, failure: str, rationale: str, pattern: str, *,
+                    kind: str = "Solver output", check: str = "Failing test") -> str:
     answer = json.dumps({"rationale": rationale, "pattern": pattern,
                          "attribution": "inapplicable", "confidence": "high"})
-    return f"Solver output:\n{output}\nFailing test: {failure}\nAnswer: {answer}"
+    return f"{kind}:\n{output}\n{check}: {failure}\nAnswer: {answer}"
 
 
 def failure_summary(capsule: Capsule, limit: int = 600) -> str:
@@ -134,13 +140,57 @@ def _anonymize(text: str, name: str) -> str:
     return re.sub(rf"\b{re.escape(name)}\b", "f", text) if name else text
 
 
+# Worked answers for made-up failed patches (same shape as CRITIC_EXAMPLES).
+PATCH_CRITIC_EXAMPLES = (
+    ("--- a/pkg/io.py\n+++ b/pkg/io.py\n-    return parse(text)\n+    return parse(text.strip())",
+     "FAILED tests/test_io.py::test_bytes_input - AttributeError: 'bytes' object has no "
+     "attribute 'strip'",
+     "The fix only handles str input; the failing test passes bytes to the same helper.",
+     "fix_misses_bytes_input_path"),
+    ("(empty patch)", "empty patch: nothing to apply, FAIL_TO_PASS tests cannot pass",
+     "The agent changed nothing, so the failing tests still fail.",
+     "no_patch_submitted"),
+    ("--- a/pkg/core.py\n+++ b/pkg/core.py\n-    raise ValueError('bad')\n+    return None",
+     "FAILED tests/test_core.py::test_invalid_raises - DID NOT RAISE ValueError",
+     "The patch silenced the error the tests expect instead of fixing its cause.",
+     "suppresses_expected_exception"),
+)
+PATCH_SUITES = frozenset({"swebench"})
+
+
+def patch_critic_messages(task: Task, capsule: Capsule, skill: Skill | None, *,
+                          prefill: bool = False) -> list[Message]:
+    """The review prompt of a failed repository patch: the issue, the patch and the test log's
+    tail (where pytest prints the failing tests and their errors)."""
+    attribution = ("attribution: did the injected guidance help, hurt, stay neutral, or not "
+                   "apply (inapplicable)?\n" if skill is not None else "")
+    head = ("# Failure review\n"
+            "A coding agent wrote a patch to resolve a GitHub issue in a Python repository and "
+            "the repository's tests FAILED on it. First say why the patch fails (rationale), "
+            "then name the mistake (pattern): 2-10 lowercase snake_case words general enough "
+            "to fit other issues with the same mistake, never a file, test or project name.\n"
+            + attribution + "\n"
+            f"Issue:\n{_task_text(task, 2000)}"
+            + (f"\n\n{guidance_block(skill)}" if skill is not None else ""))
+    review = ("\n\n".join(_critic_example(*ex, kind="Patch", check="Test log")
+                          for ex in PATCH_CRITIC_EXAMPLES) + "\n\n"
+              f"Patch:\n{_clip(capsule.output, 2500) or '(empty patch)'}"
+              f"\nTest log: {capsule.exit_status}: {_tail(capsule.grader_trace, 1500)}")
+    if prefill:
+        return [Message("user", head), Message("assistant", review + "\nAnswer: ")]
+    return [Message("user", f"{head}\n\n{review}")]
+
+
 def critic_messages(task: Task, capsule: Capsule, skill: Skill | None, *,
                     prefill: bool = False) -> list[Message]:
     """The review prompt. With ``prefill`` (backends that continue a trailing assistant message)
     the worked examples and the concrete failure open the answer itself, ending in ``Answer: ``:
     a base model labels what it read last, and otherwise the schema section that the backend
     appends sits in between (measured: with it there Gemma 270M copied the schema's
-    'inapplicable' or an example's label for nearly every failure)."""
+    'inapplicable' or an example's label for nearly every failure). A SWE-bench task gets
+    ``patch_critic_messages``."""
+    if task.suite in PATCH_SUITES:
+        return patch_critic_messages(task, capsule, skill, prefill=prefill)
     attribution = ("attribution: did the injected guidance help, hurt, stay neutral, or not "
                    "apply (inapplicable)?\n" if skill is not None else "")
     head = ("# Failure review\n"

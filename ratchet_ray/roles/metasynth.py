@@ -1,10 +1,11 @@
 """The Meta-Synthesizer: rewrite a suite's authoring prior (MetaSkill) from recent verdicts.
 
-Runs on its own cadence (``MetaSettings.refresh_every_rounds``; pinned off in the Default,
-ablation A8 turns it on).
+Runs on its own cadence (every ``MetaSettings.refresh_every_rounds`` rounds or
+``refresh_every_tasks`` train tasks; pinned off in the Default, ablation A8 turns it on).
 
 API:
-- ``refresh(llm, suite, current, verdicts, *, round_=-1) -> MetaRefresh(metaskill, replies, error)``
+- ``refresh(llm, suite, current, verdicts, *, round_=-1, limits=None, seed=None) ->
+  MetaRefresh(metaskill, replies, error)``; ``limits`` is ``llm.roles.metasynth``.
   - ``metaskill``: a NEW ``MetaSkill`` (status active, minor version bumped, id
     ``<base>_v<major>_<minor>_<patch>``, ``created_round=round_``) or None when the LLM failed;
     the caller stores it with ``SkillBank.add_metaskill`` (which retires the previous one).
@@ -20,9 +21,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from ratchet_ray.config import RoleLimits, RoleSettings
 from ratchet_ray.llm.base import LLMClient, LLMError, Reply, StructuredOutputError
 from ratchet_ray.llm.structured import complete_structured
-from ratchet_ray.roles.prompts import META_MAX_TOKENS, MetaSkillDraft, metasynth_messages
+from ratchet_ray.roles.prompts import MetaSkillDraft, metasynth_messages
 from ratchet_ray.types import MetaSkill, SkillStatus, Verdict
 
 
@@ -53,14 +55,17 @@ def pattern_counts(verdicts: Sequence[Verdict]) -> list[tuple[str, int]]:
 
 
 def refresh(llm: LLMClient, suite: str, current: MetaSkill, verdicts: Sequence[Verdict], *,
-            round_: int = -1) -> MetaRefresh:
+            round_: int = -1, limits: RoleLimits | None = None,
+            seed: int | None = None) -> MetaRefresh:
+    limits = limits or RoleSettings().metasynth
     if current.suite != suite:
         raise ValueError(f"refresh: meta-skill {current.id} is for suite {current.suite!r}, "
                          f"not {suite!r}; pass SkillBank.active_metaskill({suite!r})")
     messages = metasynth_messages(suite, current, pattern_counts(verdicts))
     try:
         result = complete_structured(llm, messages, MetaSkillDraft,
-                                     max_tokens=META_MAX_TOKENS, temperature=0.0)
+                                     max_tokens=limits.max_tokens,
+                                     temperature=limits.temperature, seed=seed)
     except StructuredOutputError as exc:
         return MetaRefresh(None, list(exc.replies), f"StructuredOutputError: {exc}")
     except LLMError as exc:

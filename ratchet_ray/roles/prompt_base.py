@@ -1,4 +1,5 @@
-"""Shared pieces of the role prompts: generation caps, stop sequences and text clipping."""
+"""Shared pieces of the role prompts: stop sequences and text clipping (temperatures and
+generation caps per role are config: ``LLMSettings.roles``)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,6 @@ from pydantic import ConfigDict
 
 from ratchet_ray.types import Skill, Task
 
-# Generation caps per structured role (the Solver uses LLMSettings.max_tokens).
-ROUTER_MAX_TOKENS = 48
-CRITIC_MAX_TOKENS = 320
-SYNTH_MAX_TOKENS = 640
-META_MAX_TOKENS = 1200
 # A base model keeps writing after the function; these end the completion at the usual places.
 CODE_STOP = ("\n```\n", "\nassert ", "\nprint(", "\nif __name__", "\n# Test", "\n# Example",
              "\n    \n    \n")
@@ -45,11 +41,6 @@ def _task_text(task: Task, limit: int = 3000) -> str:
 
 
 def guidance_block(skill: Skill) -> str:
-    g = skill.guidance
-    lines = [f"Guidance (skill `{skill.id}`):", f"- Applies when: {g.applies_when}",
-             f"- Key insight: {g.key_insight}"]
-    if g.common_pitfalls:
-        lines.append("- Pitfalls: " + "; ".join(g.common_pitfalls))
-    if g.verify_before_returning:
-        lines.append(f"- Verify before returning: {g.verify_before_returning}")
-    return "\n".join(lines)
+    """``skill.guidance_text()``: defined on ``Skill`` so suites' own agents render it too
+    without importing the roles."""
+    return skill.guidance_text()

@@ -23,9 +23,11 @@ API (other roles code against exactly these):
   ``PATTERN_REGEX``, normalised from spaced/hyphenated text, and rejected when it names no
   concrete mistake, repeats itself or contains ``entry_point``: ``pattern_problem``);
   ``CONFIDENCE`` maps the confidence level to a float.
-- ``synth_messages(suite, metaskill, pattern, examples, existing, feedback, *, prefill=False)``;
-  ``SkillDraft`` (the Skill fields an author writes; ``SKILL_SCHEMA_LOCK`` shows them as a worked
-  example skill, ``EXAMPLE_SKILL``); ``copies_template(draft)`` detects a copied example.
+- ``synth_messages(suite, metaskill, pattern, examples, existing, feedback, *, prefill=False)``
+  (a whole draft); ``field_messages(...)`` / ``field_model(name)`` / ``assemble_draft(fields)``
+  (a fieldwise draft, ``FIELD_ORDER``); ``SkillDraft`` and ``schema_lock()`` come from
+  ``ratchet_ray.skill_contract`` (generated from ``types.Skill``); no prompt shows a worked
+  example skill; ``copies_template(draft)`` detects copied schema placeholders.
 - ``metasynth_messages(suite, current, pattern_counts)``; ``MetaSkillDraft``.
 """
 
@@ -41,12 +43,12 @@ from ratchet_ray.roles.critic_prompts import (CRITIC_EXAMPLES, EXAMPLE_PATTERNS,
                                               GENERIC_PATTERN_WORDS, PATTERN_REGEX, VerdictOut,
                                               critic_messages, failure_summary, normalize_pattern,
                                               pattern_problem, verdict_model)
-from ratchet_ray.roles.prompt_base import (CODE_STOP, CONFIDENCE, CRITIC_MAX_TOKENS,
-                                           META_MAX_TOKENS, ROUTER_MAX_TOKENS, SYNTH_MAX_TOKENS,
-                                           _STRUCTURED, _clip, _task_text, guidance_block)
-from ratchet_ray.roles.synth_prompts import (EXAMPLE_SKILL, EXAMPLE_SKILLS,
-                                             SKILL_SCHEMA_LOCK, TEMPLATE_VALUES, GuidanceDraft,
-                                             SkillDraft, copies_template, synth_messages)
+from ratchet_ray.roles.prompt_base import (CODE_STOP, CONFIDENCE, _STRUCTURED, _clip, _task_text,
+                                           guidance_block)
+from ratchet_ray.roles.synth_prompts import (FIELD_ORDER, TEMPLATE_VALUES, assemble_draft,
+                                             copies_template, field_max_tokens, field_messages,
+                                             field_model, synth_messages)
+from ratchet_ray.skill_contract import GuidanceDraft, SkillDraft, schema_lock
 
 __all__ = [
     "CRITIC_EXAMPLES",
@@ -61,18 +63,17 @@ __all__ = [
     "verdict_model",
     "CODE_STOP",
     "CONFIDENCE",
-    "CRITIC_MAX_TOKENS",
-    "META_MAX_TOKENS",
-    "ROUTER_MAX_TOKENS",
-    "SYNTH_MAX_TOKENS",
     "guidance_block",
-    "EXAMPLE_SKILL",
-    "EXAMPLE_SKILLS",
-    "SKILL_SCHEMA_LOCK",
+    "FIELD_ORDER",
     "TEMPLATE_VALUES",
     "GuidanceDraft",
     "SkillDraft",
+    "assemble_draft",
     "copies_template",
+    "field_max_tokens",
+    "field_messages",
+    "field_model",
+    "schema_lock",
     "synth_messages",
     "code_prefill",
     "code_messages",

@@ -1,8 +1,13 @@
 """The Router: pick one ACTIVE skill for a task, or NONE.
 
 API:
-- ``Router(llm, embedder, settings: RouterSettings)``
-- ``Router.route(task, active_skills, index=None) -> RouteDecision(skill_id, replies, reason)``
+- ``Router(llm, embedder, settings: RouterSettings, limits: RoleLimits | None = None)``
+  (``limits``: the router's temperature and token cap, ``llm.roles.router``)
+- ``Router.route(task, active_skills, index=None, *, seed=None) -> RouteDecision(skill_id,
+  replies, reason)``; ``seed`` is the call's sampling seed (backends that take one).
+- ``active_skills`` are the skills the caller lets this split route to: ACTIVE ones, plus
+  CANDIDATE ones on a train split during the bootstrap period (``router.bootstrap_rounds``);
+  DEPRECATED skills are never routed.
 
 Behaviour (DESIGN.md section 1):
 - ``settings.inject`` False (ablation A1): always NONE, no LLM call.
@@ -15,6 +20,7 @@ Behaviour (DESIGN.md section 1):
   allowed. A garbled or failed reply routes to NONE with the error in ``reason``; ``route`` never
   raises for LLM trouble, and ``replies`` keeps every reply (including failed attempts) for cost
   accounting.
+  Such a fallback also sets ``error``, which the caller records as evidence.
 - ``index``: pass the round's prebuilt ``SkillIndex`` over ``active_skills`` (the Solver worker
   builds one per bank snapshot); when None and one is needed it is built on the fly.
 """
@@ -24,12 +30,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ratchet_ray.config import RouterSettings
+from ratchet_ray.config import RoleLimits, RoleSettings, RouterSettings
 from ratchet_ray.llm.base import Embedder, LLMClient, LLMError, Reply, StructuredOutputError
 from ratchet_ray.llm.structured import complete_structured
-from ratchet_ray.roles.prompts import ROUTER_MAX_TOKENS, router_choice_model, router_messages
+from ratchet_ray.roles.prompts import router_choice_model, router_messages
 from ratchet_ray.roles.retrieval import SkillIndex
-from ratchet_ray.types import NONE_SKILL, Skill, Task
+from ratchet_ray.types import NONE_SKILL, Skill, SkillStatus, Task
+
+DEFAULT_LIMITS = RoleSettings().router
+ROUTABLE = (SkillStatus.ACTIVE, SkillStatus.CANDIDATE)  # never DEPRECATED
 
 
 @dataclass
@@ -37,6 +46,10 @@ class RouteDecision:
     skill_id: str
     replies: list[Reply] = field(default_factory=list)
     reason: str = ""
+    error: str = ""
+    """Why the router fell back to NONE because its LLM call failed or its reply was unusable
+    ("" when it chose normally); the caller records it (a failed ``llm_call`` row, the capsule's
+    trace) so an outage is visible in the evidence."""
 
     @property
     def injected(self) -> bool:
@@ -44,10 +57,12 @@ class RouteDecision:
 
 
 class Router:
-    def __init__(self, llm: LLMClient | None, embedder: Embedder | None, settings: RouterSettings):
+    def __init__(self, llm: LLMClient | None, embedder: Embedder | None, settings: RouterSettings,
+                 limits: RoleLimits | None = None):
         self.llm = llm
         self.embedder = embedder
         self.settings = settings
+        self.limits = limits or DEFAULT_LIMITS
 
     def _index(self, active: Sequence[Skill], index: SkillIndex | None) -> SkillIndex:
         if index is not None:
@@ -68,8 +83,8 @@ class Router:
         return [by_id[i] for i in shortlist if i in by_id]
 
     def route(self, task: Task, active_skills: Sequence[Skill],
-              index: SkillIndex | None = None) -> RouteDecision:
-        active = [s for s in active_skills if s.is_active]
+              index: SkillIndex | None = None, *, seed: int | None = None) -> RouteDecision:
+        active = [s for s in active_skills if s.status in ROUTABLE]
         if not self.settings.inject:
             return RouteDecision(NONE_SKILL, reason="injection disabled (A1)")
         if not active:
@@ -83,20 +98,23 @@ class Router:
         candidates = self.candidates(task, active, index)
         if not candidates:
             return RouteDecision(NONE_SKILL, reason="empty shortlist")
-        return self._ask_llm(task, candidates, shortlisted=len(candidates) < len(active))
+        return self._ask_llm(task, candidates, shortlisted=len(candidates) < len(active),
+                             seed=seed)
 
-    def _ask_llm(self, task: Task, candidates: list[Skill], shortlisted: bool) -> RouteDecision:
+    def _ask_llm(self, task: Task, candidates: list[Skill], shortlisted: bool,
+                 seed: int | None = None) -> RouteDecision:
         if self.llm is None:
             raise ValueError("Router in mode 'llm' needs an LLM client")
         scope = f"{'shortlist' if shortlisted else 'bank'} of {len(candidates)}"
         schema = router_choice_model([s.id for s in candidates])
         try:
             result = complete_structured(self.llm, router_messages(task, candidates), schema,
-                                         max_tokens=ROUTER_MAX_TOKENS, temperature=0.0)
+                                         max_tokens=self.limits.max_tokens,
+                                         temperature=self.limits.temperature, seed=seed)
         except StructuredOutputError as exc:
-            return RouteDecision(NONE_SKILL, list(exc.replies),
-                                 f"garbled router reply -> NONE ({scope}): {exc}")
+            reason = f"garbled router reply -> NONE ({scope}): {exc}"
+            return RouteDecision(NONE_SKILL, list(exc.replies), reason, error=reason)
         except LLMError as exc:
-            return RouteDecision(NONE_SKILL, [], f"router LLM failed -> NONE ({scope}): "
-                                 f"{type(exc).__name__}: {exc}")
+            reason = f"router LLM failed -> NONE ({scope}): {type(exc).__name__}: {exc}"
+            return RouteDecision(NONE_SKILL, [], reason, error=reason)
         return RouteDecision(result.value.skill_id, list(result.replies), f"llm pick from {scope}")

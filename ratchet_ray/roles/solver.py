@@ -2,7 +2,8 @@
 
 API:
 - ``solve(llm, task, skill, *, output_kind, max_tokens, temperature, patch_settings=None,
-  log_dir=None) -> SolveResult(output, replies, exit_status, error)``
+  log_dir=None, seed=None) -> SolveResult(output, replies, exit_status, error)``; ``seed`` is
+  the code call's sampling seed on backends that take one (the patch agent samples unseeded).
   - ``output_kind == "code"`` (MBPP+): ONE completion call asking for the ``entry_point``
     function in a ```python block; ``output`` is that block's code (``extract_code``). When the
     client declares ``supports_prefill`` (a base-model completion backend), the answer's fence
@@ -26,6 +27,7 @@ from typing import Any
 
 from ratchet_ray.llm.base import LLMClient, Reply
 from ratchet_ray.roles.prompts import CODE_STOP, code_messages, code_prefill
+from ratchet_ray.seeding import sampling_kwargs
 from ratchet_ray.types import Skill, Task
 
 OUTPUT_KINDS = ("code", "patch")
@@ -59,10 +61,11 @@ def supports_prefill(llm: LLMClient) -> bool:
 
 
 def solve_code(llm: LLMClient, task: Task, skill: Skill | None, *, max_tokens: int,
-               temperature: float) -> SolveResult:
+               temperature: float, seed: int | None = None) -> SolveResult:
     prefill = code_prefill(task) if supports_prefill(llm) else ""
     reply = llm.complete(code_messages(task, skill, prefill=prefill), max_tokens=max_tokens,
-                         temperature=temperature, stop=list(CODE_STOP))
+                         temperature=temperature, stop=list(CODE_STOP),
+                         **sampling_kwargs(llm, seed))
     # A chat model may restate the whole answer despite the prefill; keep it whole then.
     text = reply.text if reply.text.lstrip().startswith("```") else prefill + reply.text
     return SolveResult(extract_code(text), [reply])
@@ -70,12 +73,13 @@ def solve_code(llm: LLMClient, task: Task, skill: Skill | None, *, max_tokens: i
 
 def solve(llm: LLMClient, task: Task, skill: Skill | None, *, output_kind: str,
           max_tokens: int, temperature: float, patch_settings: Any = None,
-          log_dir: str | Path | None = None) -> SolveResult:
+          log_dir: str | Path | None = None, seed: int | None = None) -> SolveResult:
     if output_kind not in OUTPUT_KINDS:
         raise ValueError(f"solve: unknown output_kind {output_kind!r}; valid: {OUTPUT_KINDS}")
     try:
         if output_kind == "code":
-            return solve_code(llm, task, skill, max_tokens=max_tokens, temperature=temperature)
+            return solve_code(llm, task, skill, max_tokens=max_tokens, temperature=temperature,
+                              seed=seed)
         from ratchet_ray.suites.swebench.agent import solve_patch
 
         patch, replies = solve_patch(llm, task, skill, patch_settings, log_dir=log_dir)

@@ -1,131 +1,176 @@
-"""Skill-authoring prompt and draft model (see ``ratchet_ray.roles.prompts`` for the API)."""
+"""Skill-authoring prompts (see ``ratchet_ray.roles.prompts`` for the API).
+
+Two ways to draft a skill, one contract (``ratchet_ray.skill_contract``):
+- whole: one structured call for the complete ``SkillDraft`` (chat and hosted models);
+- fieldwise: one small call per field (``FIELD_ORDER``), with the cluster's pattern and examples
+  in every prompt and the fields written so far; lists and the id under their own JSON-schema
+  grammar (``field_model``), free-text fields on a base-model backend as the continuation of an
+  opening (``field_opening``); for small base models, which copy whatever worked example or
+  description a prompt shows instead of writing a skill for their own pattern.
+No prompt shows a worked example skill.
+"""
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Annotated, Sequence
+from typing import Annotated, Any, Sequence
 
-from pydantic import (BaseModel, Field, StringConstraints)
+from pydantic import BaseModel, Field, StringConstraints, create_model
 
 from ratchet_ray.llm.base import Message
+from ratchet_ray.roles.prompt_base import _clip
+from ratchet_ray.skill_contract import (DRAFT_CONFIG, DRAFT_LIMITS, GuidanceDraft, SkillDraft,
+                                        bare_schema, placeholder_texts, schema_lock)
 from ratchet_ray.types import MetaSkill, Skill
-from ratchet_ray.roles.prompt_base import (_STRUCTURED, _clip)
 
-# ----------------------------------------------------------------------------- synthesizer
-# Every field is required and bounded so a grammar-constrained base model writes each one and
-# cannot ramble inside a single string until the token cap cuts the JSON.
-_Item = Annotated[str, StringConstraints(min_length=1, max_length=120)]
-
-
-class GuidanceDraft(BaseModel):
-    model_config = _STRUCTURED
-    applies_when: str = Field(min_length=1, max_length=300)
-    key_insight: str = Field(min_length=1, max_length=400)
-    common_pitfalls: list[_Item] = Field(max_length=5)
-    verify_before_returning: str = Field(max_length=300)
-
-
-class SkillDraft(BaseModel):
-    """The part of ``types.Skill`` an author writes; status, author and version are set by us."""
-
-    model_config = _STRUCTURED
-    id: str = Field(min_length=1, max_length=60)
-    name: str = Field(min_length=1, max_length=80)
-    description: str = Field(min_length=1, max_length=200)
-    intent: str = Field(min_length=1, max_length=160)
-    signals_match: list[_Item] = Field(max_length=6)
-    tags: list[_Item] = Field(max_length=4)
-    guidance: GuidanceDraft
-
-
-# Worked skills for made-up failure patterns. A base model copies schema placeholders (measured:
-# every Gemma 270M draft repeated them) and a single example verbatim; two different ones, with
-# the real pattern last, make it map the pattern to its own skill.
-EXAMPLE_SKILLS = {
-    "returns none for empty input": {
-        "id": "handle_empty_input_first", "name": "handle_empty_input_first",
-        "description": "tasks whose input list or string may be empty",
-        "intent": "Return the right value for an empty input",
-        "signals_match": ["empty", "list", "string"], "tags": ["edge_cases"],
-        "guidance": {"applies_when": "the function loops over a list or string argument",
-                     "key_insight": "decide the answer for an empty input before the loop and "
-                                    "return it explicitly",
-                     "common_pitfalls": ["falling off the end and returning None"],
-                     "verify_before_returning": "call the function on an empty input in your head"}},
-    "off by one in range bounds": {
-        "id": "check_range_end_points", "name": "check_range_end_points",
-        "description": "tasks that loop over index ranges",
-        "intent": "Get the first and last index of a loop right",
-        "signals_match": ["range", "index", "loop"], "tags": ["indexing"],
-        "guidance": {"applies_when": "the code uses range() or indexes with computed positions",
-                     "key_insight": "range(a, b) stops at b - 1; include the end when the task "
-                                    "says up to and including",
-                     "common_pitfalls": ["skipping the last element", "reading one past the end"],
-                     "verify_before_returning": "trace the loop for a two-element input"}},
+# Fields a fieldwise draft writes, in order: the fix first, then when it applies, then the
+# routing surface (which a small model words best once the fix is written), the id last.
+FIELD_ORDER = ("key_insight", "applies_when", "common_pitfalls", "verify_before_returning",
+               "intent", "description", "signals_match", "id")
+GUIDANCE_FIELDS = frozenset(GuidanceDraft.model_fields)
+_ID_REGEX = r"^[a-z][a-z0-9]*(_[a-z0-9]+){1,5}$"
+_FIELD_ITEMS = {"common_pitfalls": 3, "signals_match": 4}  # fewer than the contract allows
+# Each field is asked as a question about the failure, never with the schema lock's wording: a
+# base model copies whatever description it is shown (measured: with the lock's descriptions in
+# the field prompts, Gemma 270M wrote them back verbatim on 3 of 3 drafts).
+FIELD_QUESTIONS = {
+    "key_insight": "In one sentence, how should a solver avoid '{p}' on a new task?",
+    "applies_when": "In one sentence, what in a task statement shows that '{p}' can happen?",
+    "common_pitfalls": "List up to 3 concrete mistakes from the failed examples above.",
+    "verify_before_returning": "In one sentence, what should the solver check before answering, "
+                               "so that '{p}' does not happen?",
+    "intent": "Write one sentence starting with a verb that names the kind of task this skill "
+              "helps with.",
+    "description": "In one line, which tasks does this skill help with?",
+    "signals_match": "List up to 4 lowercase words from the task statements above that hint at "
+                     "'{p}'.",
+    "id": "Name the skill: 2-6 lowercase words joined by underscores.",
 }
-EXAMPLE_SKILL_PATTERN, EXAMPLE_SKILL = next(iter(EXAMPLE_SKILLS.items()))
 
-SKILL_SCHEMA_LOCK = (
-    "Skill schema (fixed; fill every field for YOUR pattern, natural language only, never "
-    "code). Examples:\n" + "\n".join(f"Pattern: {p}\nSkill: {json.dumps(skill)}"
-                                      for p, skill in EXAMPLE_SKILLS.items()))
-
-
-def _leaf_values(value: object) -> list[str]:
-    if isinstance(value, dict):
-        return [v for item in value.values() for v in _leaf_values(item)]
-    if isinstance(value, list):
-        return [v for item in value for v in _leaf_values(item)]
-    return [value] if isinstance(value, str) else []
-
-
-# Values a weak model may copy verbatim instead of writing a skill: the example skill's and the
-# placeholders an earlier schema lock showed.
+# Placeholder values a weak model may copy instead of writing a skill: the schema lock's field
+# descriptions and the placeholders earlier schema locks showed.
 TEMPLATE_VALUES = frozenset({
-    "snake_case_id", "one line: when the skill applies",
+    "snake_case_id", "snake_case_name", "one line: when the skill applies",
     "imperative match phrase, e.g. Sum a list of numbers", "the kind of task",
     "the one idea that avoids the failure", "a check to run mentally before answering",
-    *(v for skill in EXAMPLE_SKILLS.values()
-      for v in _leaf_values({k: v for k, v in skill.items() if k not in ("signals_match", "tags")}))})
+    *placeholder_texts()})
 
 
-def copies_template(draft: "SkillDraft") -> bool:
-    """True when the draft repeats the schema lock's example or placeholders instead of real
-    guidance for its own pattern."""
+def copies_template(draft: BaseModel) -> bool:
+    """True when the draft repeats the schema lock's placeholders instead of real guidance."""
     g = draft.guidance
     fields = (draft.id, draft.description, draft.intent, g.applies_when, g.key_insight,
               g.verify_before_returning)
-    return sum(f in TEMPLATE_VALUES for f in fields) >= 2
-
-
-def synth_messages(suite: str, metaskill: MetaSkill | None, pattern: str,
-                   examples: Sequence[str], existing: Sequence[Skill],
-                   feedback: Sequence[str] = (), *, prefill: bool = False) -> list[Message]:
-    """Ask for one skill that addresses a failure cluster. ``metaskill`` None is ablation A3:
-    no authoring prior at all (the schema lock stays, it is not part of the meta-skill).
-    With ``prefill`` (backends that continue a trailing assistant message) the schema lock and
-    the pattern open the answer, so a base model reads them last, after the backend's schema."""
-    parts = [f"# Skill authoring ({suite})",
-             "Write ONE reusable skill: natural-language guidance (never code) that would help "
-             "a solver avoid the recurring failure below on future, different tasks."]
-    if metaskill is not None:
-        parts.append("Authoring guide:\n" + _clip(metaskill.body, 3000))
-    parts.append(f"Recurring failure pattern ({len(examples)} examples shown): {pattern}")
-    if examples:
-        parts.append("Examples:\n" + "\n---\n".join(examples))
-    if existing:
-        parts.append("Existing skills (do not repeat them):\n"
-                     + "\n".join(f"- {s.id}: {s.intent}" for s in existing[:30]))
-    if feedback:
-        parts.append("Feedback on your previous draft:\n" + "\n".join(f"- {f}" for f in feedback))
-    closing = SKILL_SCHEMA_LOCK + f"\nPattern: {_bare(pattern)}\nSkill: "
-    if prefill:
-        return [Message("user", "\n\n".join(parts)), Message("assistant", closing)]
-    parts.append(closing + "Answer with the JSON object of the new skill.")
-    return [Message("user", "\n\n".join(parts))]
+    return sum(f.strip().lower() in TEMPLATE_VALUES for f in fields) >= 2
 
 
 def _bare(pattern: str) -> str:
     """The pattern without the cluster size suffix the Synthesizer adds (' (x3)')."""
     return re.sub(r" \(x\d+\)$", "", pattern)
+
+
+def _guide(metaskill: MetaSkill | None, *, whole: bool) -> str:
+    """The authoring prior, or under A3 (``metaskill`` None) only the bare schema. A meta-skill
+    rewritten without the schema lock gets it back; a fieldwise draft needs no lock at all."""
+    if metaskill is None:
+        return bare_schema() if whole else ""
+    lock, body = schema_lock(), metaskill.body
+    if not whole:  # one field is asked for, not the JSON object the lock describes
+        body = body.replace(f"## Schema lock\n\n{lock}", "").replace(lock, "")
+    elif lock not in body:
+        body = f"{body.rstrip()}\n\n## Schema lock\n\n{lock}"
+    return "Authoring guide:\n" + _clip(body, 4000)
+
+
+def _evidence(suite: str, pattern: str, examples: Sequence[str], existing: Sequence[Skill],
+              feedback: Sequence[str]) -> tuple[list[str], list[str]]:
+    parts = [f"# Skill authoring ({suite})",
+             "Write ONE reusable skill: natural-language guidance (never code) that would help "
+             "a solver avoid the recurring failure below on future, different tasks."]
+    return parts, [f"Recurring failure pattern ({len(examples)} examples shown): {pattern}",
+                   *(["Examples:\n" + "\n---\n".join(examples)] if examples else []),
+                   *(["Existing skills (do not repeat them):\n"
+                      + "\n".join(f"- {s.id}: {s.intent}" for s in existing[:30])]
+                     if existing else []),
+                   *(["Feedback on your previous draft:\n" + "\n".join(f"- {f}" for f in feedback)]
+                     if feedback else [])]
+
+
+def synth_messages(suite: str, metaskill: MetaSkill | None, pattern: str,
+                   examples: Sequence[str], existing: Sequence[Skill],
+                   feedback: Sequence[str] = (), *, prefill: bool = False) -> list[Message]:
+    """Ask for one whole skill that addresses a failure cluster. ``metaskill`` None is ablation
+    A3: no authoring prior, only the bare schema. With ``prefill`` (backends that continue a
+    trailing assistant message) the pattern opens the answer."""
+    head, evidence = _evidence(suite, pattern, examples, existing, feedback)
+    parts = [*head, _guide(metaskill, whole=True), *evidence]
+    if prefill:
+        return [Message("user", "\n\n".join(parts)),
+                Message("assistant", f"Pattern: {_bare(pattern)}\nSkill: ")]
+    parts.append("Answer with the JSON object of the new skill.")
+    return [Message("user", "\n\n".join(parts))]
+
+
+def field_model(name: str) -> type[BaseModel]:
+    """A one-key model for drafting field ``name``: the contract's bounds (lists shorter, the id
+    a snake_case phrase of 2-6 words)."""
+    limit = DRAFT_LIMITS[name]
+    if isinstance(limit, tuple):
+        item = Annotated[str, StringConstraints(min_length=2, max_length=limit[1])]
+        spec: Any = (list[item], Field(min_length=1, max_length=_FIELD_ITEMS.get(name, limit[0])))
+    elif name == "id":
+        spec = (str, Field(min_length=3, max_length=limit, pattern=_ID_REGEX))
+    else:
+        spec = (str, Field(min_length=8, max_length=limit))
+    # No descriptions: the backend shows this schema to the model, which would copy them.
+    return create_model(f"Draft_{name}", __config__=DRAFT_CONFIG, **{name: spec})
+
+
+# A base-model backend (``supports_prefill``) writes a free-text field as the continuation of an
+# opening, ending at the line break, instead of under a JSON grammar: measured, Gemma 270M under
+# the grammar wrote the key's own name as its value ('{"key_insight": "key_insight"}').
+FIELD_OPENINGS = {
+    "key_insight": "To avoid {p}, ",
+    "applies_when": "When the task ",
+    "verify_before_returning": "Before answering, check that ",
+    "intent": "Write a function that ",
+    "description": "Tasks that ",
+}
+
+
+def field_opening(name: str, pattern: str) -> str:
+    """The opening a prefill backend continues for field ``name`` ('' when it has none)."""
+    return FIELD_OPENINGS.get(name, "").format(p=_bare(pattern))
+
+
+def field_max_tokens(name: str, cap: int) -> int:
+    """A field's generation cap: what its length bound needs (about 3 characters per token)."""
+    limit = DRAFT_LIMITS[name]
+    chars = limit[0] * limit[1] if isinstance(limit, tuple) else limit
+    return min(cap, chars // 3 + 24)
+
+
+def field_messages(suite: str, metaskill: MetaSkill | None, pattern: str,
+                   examples: Sequence[str], existing: Sequence[Skill],
+                   feedback: Sequence[str], drafted: dict[str, Any], name: str) -> list[Message]:
+    """Ask for field ``name`` of the skill, given the fields ``drafted`` so far. Every field's
+    prompt starts with the same text (guide, pattern, examples), so a backend that reuses a
+    cached prompt prefix pays for it once per skill."""
+    head, evidence = _evidence(suite, pattern, examples, existing, feedback)
+    guide = _guide(metaskill, whole=False)
+    parts = [*head, *([guide] if guide else []), *evidence]
+    if drafted:
+        parts.append("The skill so far:\n" + "\n".join(
+            f"- {k}: {'; '.join(v) if isinstance(v, list) else v}"
+            for k, v in drafted.items()))
+    parts.append(f"{FIELD_QUESTIONS[name].format(p=_bare(pattern))} Plain words, no code.")
+    return [Message("user", "\n\n".join(parts))]
+
+
+def assemble_draft(fields: dict[str, Any]) -> BaseModel:
+    """The ``SkillDraft`` of a fieldwise draft (``name`` is the id; no tags or preconditions);
+    raises ``pydantic.ValidationError`` like a whole draft would."""
+    guidance = {k: fields[k] for k in GuidanceDraft.model_fields}
+    top = {k: fields.get(k, []) for k in SkillDraft.model_fields if k != "guidance"}
+    top["name"] = fields["id"]
+    return SkillDraft.model_validate({**top, "guidance": guidance})

@@ -1,14 +1,18 @@
 """The Synthesizer: turn clustered failure verdicts into new ACTIVE skills.
 
 API:
-- ``Synthesizer(llm, embedder, synth_settings: SynthSettings, suite: str, *, tasks=None)``;
-  ``tasks`` (``{task_id: Task}``) lets examples show the task text.
+- ``Synthesizer(llm, embedder, synth_settings: SynthSettings, suite: str, *, tasks=None,
+  seed=42, limits=None)``; ``tasks`` (``{task_id: Task}``) lets examples show the task text;
+  ``seed`` is the run's seed (verdict order and sampling seeds); ``limits`` is
+  ``llm.roles.synth`` (temperature, token cap).
 - ``Synthesizer.run(verdicts, active_skills, metaskill, add_skill, round_, *, capsules=None,
   known_ids=()) -> SynthOutcome(created, skipped_clusters, duplicates, evicted, failed, deferred,
   replies)``
-  - ``verdicts``: the window's verdicts (the caller selects the last W rounds).
+  - ``verdicts``: the window's verdicts (the caller selects the last W rounds). They enter
+    canonicalisation and clustering in an order the seed decides (``seeding.seeded_order`` over
+    capsule ids, per round), never in storage order.
   - ``metaskill``: the suite's active MetaSkill, or None (meta disabled, ablation A3: the prompt
-    then carries no authoring prior; the schema lock always stays).
+    then carries no authoring prior, only the bare schema of ``skill_contract``).
   - ``add_skill(skill) -> AddResult`` (``status`` added | duplicate | too_long | cap_full |
     invalid, ``duplicate_of``, ``evicted``, ``reason``), e.g. ``SkillBank.add`` or, under Ray,
     ``lambda s: ray.get(bank.add.remote(s, round_=r))``.
@@ -17,10 +21,11 @@ API:
   - ``round_``: the current round (logged; the bank call carries it via ``add_skill``).
 - Steps: ``synthesis.preprocess.cluster_verdicts`` (canonicalise per ``synth_settings.canonicalize``,
   clusters >= ``min_cluster_size``, largest first) -> ``cover_guard`` (per
-  ``synth_settings.cover_guard``) -> for the first ``max_new_per_round`` kept clusters: prompt,
-  validate into ``types.Skill`` (id slugified and made unique, author "synthesized", status
+  ``synth_settings.cover_guard``) -> for the first ``max_new_per_round`` kept clusters: draft
+  (``synth_settings.draft_mode``: one whole-skill call, or one call per field for base models;
+  see ``synth_prompts``), validate into ``types.Skill`` (id slugified and made unique, author "synthesized", status
   active), ``add_skill``. A ``duplicate`` re-prompts with the duplicate's id as feedback, a
-  ``too_long`` with a length note, a copy of the schema's example or placeholders
+  ``too_long`` with a length note, a copy of the schema lock's placeholders
   (``prompts.copies_template``) with a note, up to
   ``max_reprompts`` times; anything else ends the cluster.
 - Never raises for LLM trouble (the cluster goes to ``failed`` as ``"<pattern>: <reason>"``);
@@ -36,11 +41,15 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 from pydantic import ValidationError
 
-from ratchet_ray.config import SynthSettings
-from ratchet_ray.llm.base import Embedder, LLMClient, LLMError, Reply, StructuredOutputError
+from ratchet_ray.config import RoleLimits, RoleSettings, SynthSettings
+from ratchet_ray.llm.base import (Embedder, LLMClient, LLMError, Message, Reply,
+                                  StructuredOutputError)
 from ratchet_ray.llm.structured import complete_structured
-from ratchet_ray.roles.prompts import (SYNTH_MAX_TOKENS, SkillDraft, copies_template,
+from ratchet_ray.roles.prompts import (FIELD_ORDER, SkillDraft, assemble_draft, copies_template,
+                                      field_max_tokens, field_messages, field_model,
                                       synth_messages)
+from ratchet_ray.roles.synth_prompts import field_opening
+from ratchet_ray.seeding import derive_seed, sampling_kwargs, seeded_order
 from ratchet_ray.synthesis.preprocess import cluster_verdicts, cover_guard
 from ratchet_ray.types import Capsule, Guidance, MetaSkill, Skill, SkillStatus, Task, Verdict
 
@@ -75,6 +84,14 @@ def unique_id(slug: str, taken: Collection[str]) -> str:
     return f"{slug}_{n}"
 
 
+class DraftError(Exception):
+    """A draft could not be written; ``replies`` keeps every generation for accounting."""
+
+    def __init__(self, message: str, replies: list[Reply]):
+        super().__init__(message)
+        self.replies = replies
+
+
 def draft_to_skill(draft: SkillDraft, taken: Collection[str], suite: str) -> Skill:
     """Validate an LLM draft into an ACTIVE synthesized ``Skill`` with a fresh unique id."""
     skill_id = unique_id(slugify(draft.id or draft.name), taken)
@@ -83,6 +100,7 @@ def draft_to_skill(draft: SkillDraft, taken: Collection[str], suite: str) -> Ski
     return Skill(
         id=skill_id, name=skill_id, description=draft.description, intent=draft.intent,
         signals_match=[s.strip() for s in draft.signals_match if s.strip()], tags=tags,
+        preconditions=[p.strip() for p in draft.preconditions if p.strip()],
         status=SkillStatus.ACTIVE, author="synthesized",
         guidance=Guidance(applies_when=g.applies_when, key_insight=g.key_insight,
                           common_pitfalls=[p.strip() for p in g.common_pitfalls if p.strip()],
@@ -92,14 +110,19 @@ def draft_to_skill(draft: SkillDraft, taken: Collection[str], suite: str) -> Ski
 
 class Synthesizer:
     def __init__(self, llm: LLMClient, embedder: Embedder, synth_settings: SynthSettings,
-                 suite: str, *, tasks: Mapping[str, Task] | None = None):
+                 suite: str, *, tasks: Mapping[str, Task] | None = None, seed: int = 42,
+                 limits: RoleLimits | None = None):
         self.llm = llm
         self.embedder = embedder
         self.settings = synth_settings
         self.suite = suite
         self.tasks = dict(tasks or {})
+        self.seed = seed
+        self.limits = limits or RoleSettings().synth
         # Base-model backends continue a trailing assistant message: the draft opens there.
         self.prefill = bool(getattr(llm, "supports_prefill", False))
+        mode = synth_settings.draft_mode
+        self.fieldwise = mode == "fieldwise" or (mode == "auto" and self.prefill)
 
     def _example(self, verdict: Verdict, capsules: Mapping[str, Capsule]) -> str:
         lines = []
@@ -120,7 +143,8 @@ class Synthesizer:
         outcome = SynthOutcome()
         if not self.settings.enabled or not verdicts:
             return outcome
-        clusters = cluster_verdicts(list(verdicts), self.embedder, self.settings)
+        ordered = seeded_order(verdicts, lambda v: v.capsule_id, self.seed, round_, "synth")
+        clusters = cluster_verdicts(ordered, self.embedder, self.settings)
         kept, skipped = cover_guard(clusters, list(active_skills), self.embedder,
                                     self.settings.cover_threshold,
                                     enabled=self.settings.cover_guard)
@@ -134,7 +158,7 @@ class Synthesizer:
             chosen = sorted(cluster.verdicts, key=lambda v: -v.confidence)[:EXAMPLES_PER_CLUSTER]
             examples = [self._example(v, capsules or {}) for v in chosen]
             skill = self._author(cluster.pattern, len(cluster.verdicts), examples, existing,
-                                 metaskill, add_skill, taken, outcome)
+                                 metaskill, add_skill, taken, outcome, round_)
             if skill is not None:
                 taken.add(skill.id)
                 existing.append(skill)
@@ -145,30 +169,24 @@ class Synthesizer:
 
     def _author(self, pattern: str, size: int, examples: list[str], existing: list[Skill],
                 metaskill: MetaSkill | None, add_skill: Callable[[Skill], Any],
-                taken: set[str], outcome: SynthOutcome) -> Skill | None:
-        """Prompt -> validate -> add, re-prompting on duplicate/too_long. Returns the added skill."""
+                taken: set[str], outcome: SynthOutcome, round_: int = 0) -> Skill | None:
+        """Draft -> validate -> add, re-prompting on duplicate/too_long. Returns the added skill."""
         feedback: list[str] = []
         label = f"{pattern} (x{size})"
-        for _attempt in range(1 + self.settings.max_reprompts):
-            messages = synth_messages(self.suite, metaskill, label, examples, existing, feedback,
-                                      prefill=self.prefill)
+        for attempt in range(1 + self.settings.max_reprompts):
+            seed = derive_seed(self.seed, round_, pattern, attempt, "synth")
             try:
-                result = complete_structured(self.llm, messages, SkillDraft,
-                                             max_tokens=SYNTH_MAX_TOKENS, temperature=0.0)
-            except StructuredOutputError as exc:
+                draft = self._draft(label, examples, existing, metaskill, feedback, seed, outcome)
+            except DraftError as exc:
                 outcome.replies.extend(exc.replies)
-                outcome.failed.append(f"{pattern}: StructuredOutputError: {exc}")
+                outcome.failed.append(f"{pattern}: {exc}")
                 return None
-            except LLMError as exc:
-                outcome.failed.append(f"{pattern}: {type(exc).__name__}: {exc}")
-                return None
-            outcome.replies.extend(result.replies)
-            if copies_template(result.value):
-                feedback.append("Your draft repeated the schema's example or placeholder text. "
+            if copies_template(draft):
+                feedback.append("Your draft repeated the schema lock's placeholder text. "
                                 f"Write real guidance about this failure: {pattern}.")
                 continue
             try:
-                skill = draft_to_skill(result.value, taken, self.suite)
+                skill = draft_to_skill(draft, taken, self.suite)
             except ValidationError as exc:
                 outcome.failed.append(f"{pattern}: invalid skill: {exc.errors()[:3]}")
                 return None
@@ -194,3 +212,58 @@ class Synthesizer:
         outcome.failed.append(f"{pattern}: still rejected after {self.settings.max_reprompts} "
                               f"re-prompts ({feedback[-1] if feedback else 'no feedback'})")
         return None
+
+    def _draft(self, label: str, examples: list[str], existing: list[Skill],
+               metaskill: MetaSkill | None, feedback: list[str], seed: int,
+               outcome: SynthOutcome) -> SkillDraft:
+        """One draft, whole or field by field; its replies go to ``outcome``. Raises
+        ``DraftError`` when the LLM fails or a field/whole draft does not validate."""
+        limits = self.limits
+        if not self.fieldwise:
+            messages = synth_messages(self.suite, metaskill, label, examples, existing,
+                                      feedback, prefill=self.prefill)
+            result = self._structured(messages, SkillDraft, limits.max_tokens, seed)
+            outcome.replies.extend(result.replies)
+            return result.value
+        fields: dict[str, Any] = {}
+        for name in FIELD_ORDER:
+            messages = field_messages(self.suite, metaskill, label, examples, existing,
+                                      feedback, fields, name)
+            cap, field_seed = field_max_tokens(name, limits.max_tokens), derive_seed(seed, name)
+            opening = field_opening(name, label) if self.prefill else ""
+            if opening:
+                fields[name] = self._continue(messages, opening, name, cap, field_seed, outcome)
+                continue
+            result = self._structured(messages, field_model(name), cap, field_seed)
+            outcome.replies.extend(result.replies)
+            fields[name] = getattr(result.value, name)
+        try:
+            return assemble_draft(fields)
+        except ValidationError as exc:
+            raise DraftError(f"invalid fieldwise draft: {exc.errors()[:3]}", []) from exc
+
+    def _continue(self, messages: list, opening: str, name: str, max_tokens: int, seed: int,
+                  outcome: SynthOutcome) -> str:
+        """A free-text field written as the continuation of ``opening`` up to the line break,
+        validated against the field's bounds (``DraftError`` otherwise)."""
+        try:
+            reply = self.llm.complete([*messages, Message("assistant", opening)],
+                                      max_tokens=max_tokens, temperature=self.limits.temperature,
+                                      stop=["\n"], **sampling_kwargs(self.llm, seed))
+        except LLMError as exc:
+            raise DraftError(f"{type(exc).__name__}: {exc}", []) from exc
+        outcome.replies.append(reply)
+        text = " ".join((opening + reply.text).split())
+        try:
+            return getattr(field_model(name).model_validate({name: text}), name)
+        except ValidationError as exc:
+            raise DraftError(f"field {name}: {exc.errors()[:1]}", []) from exc
+
+    def _structured(self, messages: list, model: type, max_tokens: int, seed: int) -> Any:
+        try:
+            return complete_structured(self.llm, messages, model, max_tokens=max_tokens,
+                                       temperature=self.limits.temperature, seed=seed)
+        except StructuredOutputError as exc:
+            raise DraftError(f"StructuredOutputError: {exc}", list(exc.replies)) from exc
+        except LLMError as exc:
+            raise DraftError(f"{type(exc).__name__}: {exc}", []) from exc

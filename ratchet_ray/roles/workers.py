@@ -9,20 +9,25 @@ embedder is built lazily: a worker that never needs one (small bank, no synthesi
 API:
 - ``SolverWorker(config, *, llm=None, embedder=None, output_kind=None, solver_cache_dir=None,
   patch_settings=None, trajectory_root=None)``
-  - ``set_bank(skills) -> int``: the round's snapshot; keeps the ACTIVE ones, builds the
-    ``SkillIndex`` once when routing will need it; returns the number of active skills.
+  - ``set_bank(skills) -> int``: what the caller lets the split route to (the round's ACTIVE
+    skills, plus CANDIDATE ones on a bootstrap train pass; DEPRECATED ones are dropped); builds
+    the ``SkillIndex`` once when routing will need it; returns the number of routable skills.
   - ``run(task, split, round_) -> SolveOutcome`` (route + solve; never raises for LLM trouble).
+    The router and solver calls sample with seeds derived from ``config.seed``, the round, the
+    split and the task (``seeding.derive_seed``), so a resumed run draws the same numbers.
     Eval-split generations go through ``CachedLLM`` when ``solver_cache_dir`` is given; the train
     pass is always fresh. With ``trajectory_root``, a patch agent writes
     ``<trajectory_root>/<task_id>/<split>_<round:02d>/trajectory.json``.
 - ``CriticWorker(config, *, llm=None)``
   - ``critique_batch(items) -> list[CritiqueResult]``: one result per ``(task, capsule, skill)``
     item, in order; infrastructure failures are refused per item (``error`` NotCritiquable).
+    Each call samples with a seed derived from ``config.seed`` and the capsule's round, split,
+    task and attempt (not its run id, so two runs of one seed draw alike).
 - ``SynthesizerWorker(config, *, llm=None, embedder=None, tasks=())``
   - ``run(verdicts, active_skills, metaskill, bank, round_, *, capsules=None, known_ids=())
-    -> SynthOutcome``: ``bank`` is a ``SkillBank`` or its Ray actor handle (``bank.add.remote``
-    is then awaited with ``ray.get``); ``metaskill`` is dropped when ``config.meta.enabled`` is
-    False (ablation A3).
+    -> SynthOutcome``: ``bank`` is a ``SkillBank`` or anything with its ``add(skill, *,
+    round_)`` (``actors/synthesizer.py`` wraps the bank actor's handle so); ``metaskill`` is
+    dropped when ``config.meta.enabled`` is False (ablation A3).
   - ``refresh_metaskill(current, verdicts, round_) -> MetaRefresh``.
 """
 
@@ -38,10 +43,11 @@ from ratchet_ray.llm.base import Embedder, LLMClient, Reply
 from ratchet_ray.roles.critic import CritiqueResult, critique
 from ratchet_ray.roles.metasynth import MetaRefresh, refresh
 from ratchet_ray.roles.retrieval import SkillIndex
-from ratchet_ray.roles.router import Router
+from ratchet_ray.roles.router import ROUTABLE, RouteDecision, Router
 from ratchet_ray.roles.solver import solve
 from ratchet_ray.roles.synthesizer import SynthOutcome, Synthesizer
-from ratchet_ray.types import Capsule, MetaSkill, Skill, Task, Verdict
+from ratchet_ray.seeding import derive_seed
+from ratchet_ray.types import NONE_SKILL, Capsule, MetaSkill, Skill, Task, Verdict
 
 
 def _make_llm(config: LoopConfig) -> LLMClient:
@@ -91,6 +97,8 @@ class SolveOutcome:
     router_replies: list[Reply] = field(default_factory=list)
     solver_replies: list[Reply] = field(default_factory=list)
     latency_s: float = 0.0
+    route_error: str = ""
+    """The router's failure when it fell back to NONE (``RouteDecision.error``), else ""."""
 
 
 class SolverWorker:
@@ -117,26 +125,37 @@ class SolverWorker:
         self.index: SkillIndex | None = None
 
     def set_bank(self, skills: Sequence[Skill]) -> int:
-        self.skills = [s for s in skills if s.is_active]
+        self.skills = [s for s in skills if s.status in ROUTABLE]
         router = self.config.router
         needs_index = bool(self.skills) and router.inject and (
             router.mode == "retrieval_only" or len(self.skills) > router.full_bank_max)
         self.index = SkillIndex.build(self.skills, self.embedder) if needs_index else None
         return len(self.skills)
 
-    def run(self, task: Task, split: str, round_: int) -> SolveOutcome:
+    def run(self, task: Task, split: str, round_: int, *, probe: bool = False) -> SolveOutcome:
+        """Route and solve ``task``; ``probe`` (a counterfactual probe, ``curator.counterfactual``)
+        solves it with NONE, no router call, under its own sampling seed."""
         started = time.perf_counter()
         llm = self.eval_llm if split == "eval" else self.llm
-        decision = Router(llm, self.embedder, self.config.router).route(task, self.skills,
-                                                                         self.index)
+        seed = self.config.seed
+        if probe:
+            decision = RouteDecision(NONE_SKILL, reason="counterfactual probe (NONE)")
+        else:
+            decision = Router(llm, self.embedder, self.config.router,
+                              self.config.llm.roles.router).route(
+                task, self.skills, self.index,
+                seed=derive_seed(seed, round_, split, task.task_id, "router"))
         skill = next((s for s in self.skills if s.id == decision.skill_id), None)
         result = solve(llm, task, skill, output_kind=self.output_kind,
                        max_tokens=self.config.llm.max_tokens,
                        temperature=self.config.llm.temperature,
                        patch_settings=self.patch_settings,
-                       log_dir=self._trajectory_dir(task, split, round_))
+                       log_dir=self._trajectory_dir(task, split, round_),
+                       seed=derive_seed(seed, round_, split, task.task_id,
+                                        "probe" if probe else "solver"))
         return SolveOutcome(task_id=task.task_id, split=split, round=round_,
                             skill_id=decision.skill_id, route_reason=decision.reason,
+                            route_error=decision.error,
                             output=result.output, exit_status=result.exit_status,
                             error=result.error, router_replies=decision.replies,
                             solver_replies=result.replies,
@@ -161,15 +180,19 @@ class CriticWorker:
         self.llm = llm if llm is not None else _make_llm(config)
 
     def critique_batch(self, items: Sequence[CritiqueItem | tuple]) -> list[CritiqueResult]:
-        return [critique(self.llm, *CritiqueItem(*item)) for item in items]
+        results = []
+        for item in items:
+            task, capsule, skill = CritiqueItem(*item)
+            results.append(critique(self.llm, task, capsule, skill,
+                                    limits=self.config.llm.roles.critic,
+                                    seed=derive_seed(self.config.seed, capsule.round,
+                                                     capsule.split, capsule.task_id,
+                                                     capsule.attempt, "critic")))
+        return results
 
 
 def bank_adder(bank: Any, round_: int) -> Callable[[Skill], Any]:
-    """``add_skill`` for the Synthesizer from a SkillBank or a SkillBank actor handle."""
-    if hasattr(bank.add, "remote"):
-        import ray
-
-        return lambda skill: ray.get(bank.add.remote(skill, round_=round_))
+    """``add_skill`` for the Synthesizer: ``bank.add(skill, round_=round_)``."""
     return lambda skill: bank.add(skill, round_=round_)
 
 
@@ -180,7 +203,8 @@ class SynthesizerWorker:
         self.llm = llm if llm is not None else _make_llm(config)
         self.embedder = _LazyEmbedder(config, embedder)
         self.synthesizer = Synthesizer(self.llm, self.embedder, config.synth, config.suite,
-                                       tasks={t.task_id: t for t in tasks})
+                                       tasks={t.task_id: t for t in tasks}, seed=config.seed,
+                                       limits=config.llm.roles.synth)
 
     def run(self, verdicts: Sequence[Verdict], active_skills: Sequence[Skill],
             metaskill: MetaSkill | None, bank: Any, round_: int, *,
@@ -192,4 +216,6 @@ class SynthesizerWorker:
 
     def refresh_metaskill(self, current: MetaSkill, verdicts: Sequence[Verdict],
                           round_: int) -> MetaRefresh:
-        return refresh(self.llm, self.config.suite, current, verdicts, round_=round_)
+        return refresh(self.llm, self.config.suite, current, verdicts, round_=round_,
+                       limits=self.config.llm.roles.metasynth,
+                       seed=derive_seed(self.config.seed, round_, "metasynth"))

@@ -9,6 +9,7 @@ from ratchet_ray.suites.base import Grader, Suite, split_tasks
 SUITES = {
     "mbpp": "ratchet_ray.suites.mbpp:MbppSuite",
     "swebench": "ratchet_ray.suites.swebench:SwebenchSuite",
+    "sim": "ratchet_ray.suites.sim:SimSuite",
 }
 
 

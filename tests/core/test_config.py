@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ratchet_ray.config import ConfigError, LoopConfig, dump_config, load_config
+from ratchet_ray.config import (ConfigError, LoopConfig, dump_config, layered_files, load_config,
+                                suite_files)
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 DEFAULT = CONFIGS / "default.yaml"
@@ -48,7 +49,30 @@ def test_paper_default_values():
     assert (c.synth.window_rounds, c.synth.min_cluster_size) == (6, 3)
     assert c.synth.canon_threshold == c.synth.cover_threshold == c.synth.dedup_threshold == 0.85
     assert (c.router.full_bank_max, c.router.shortlist_k) == (20, 10)
-    assert c.meta.refresh_every_rounds >= 1_000_000
+    assert c.meta.refresh_every_rounds >= 1_000_000 and c.meta.refresh_every_tasks >= 1_000_000
+    assert c.rounds == 100 and c.router.bootstrap_rounds == 0
+
+
+def test_suite_file_layers_between_the_default_and_the_arm():
+    assert suite_files("mbpp") == [] and suite_files("swebench") == [CONFIGS / "swebench.yaml"]
+    files = layered_files("swebench", [CONFIGS / "ablations" / "A4.yaml"])
+    config = load_config(files, ["suite=swebench", "curator.min_trials=7"])
+    assert config.rounds == 20 and config.workers.solvers == 12  # the suite file
+    assert config.grader.timeout_s == 1800.0 and config.swebench.agent.max_steps == 60
+    assert config.arm == "A4" and config.curator.retire_tau == 0.0  # the arm
+    assert config.curator.min_trials == 7  # --set last
+    assert load_config(layered_files("mbpp")).rounds == 100
+
+
+@pytest.mark.parametrize("arm", ["default", "A3"])
+def test_a_sweep_child_keeps_the_suite_defaults_under_every_arm(tmp_path, arm):
+    from ratchet_ray.loop.sweep import SweepSpec, child_config
+
+    config = child_config(SweepSpec(suite="swebench", out_dir=tmp_path), arm, 7)
+    assert (config.suite, config.arm, config.seed, config.rounds) == ("swebench", arm, 7, 20)
+    assert config.workers.solvers == 12 and config.grader.timeout_s == 1800.0
+    assert config.meta.enabled is (arm != "A3")
+    assert child_config(SweepSpec(suite="swebench", out_dir=tmp_path, rounds=3), arm, 7).rounds == 3
 
 
 @pytest.mark.parametrize("arm", sorted(ARMS))
@@ -113,3 +137,14 @@ def test_resolved_config_round_trips(tmp_path):
     config = load_config([DEFAULT, CONFIGS / "ablations" / "A4.yaml"], ["seed=7"])
     dump_config(config, tmp_path / "config.yaml")
     assert load_config([tmp_path / "config.yaml"]) == config
+
+
+def test_make_run_points_at_the_quickstart_subset_which_says_how_it_was_made():
+    import json
+
+    makefile = (CONFIGS.parent / "Makefile").read_text()
+    assert "--subset configs/subsets/mbpp_quickstart.json" in makefile
+    subset = json.loads((CONFIGS / "subsets" / "mbpp_quickstart.json").read_text())
+    assert subset["suite"] == "mbpp" and subset["how_made"]
+    assert subset["train_ids"] and subset["eval_ids"]
+    assert not set(subset["train_ids"]) & set(subset["eval_ids"])

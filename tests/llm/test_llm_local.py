@@ -75,15 +75,15 @@ def test_minilm_paraphrase_scores_above_unrelated(minilm):
 
 @pytest.mark.slow
 def test_one_model_copy_per_node_under_ray(ray_local):
-    from actors.llm_server import NodeLLMClient, release_llm_actors
+    from actors.llm_server import NodeLLMClient, cluster_services, release_llm_actors
 
     @ray_local.remote(num_cpus=0)
     class RoleWorker:
         def __init__(self):
             from ratchet_ray.llm.registry import make_embedder, make_llm
 
-            self.llm = make_llm(LLMSettings())
-            self.embedder = make_embedder(LLMSettings())
+            self.llm = make_llm(LLMSettings(), services=cluster_services())
+            self.embedder = make_embedder(LLMSettings(), services=cluster_services())
 
         def work(self):
             reply = self.llm.complete([Message("user", "Name a colour.")], max_tokens=6)
@@ -98,7 +98,7 @@ def test_one_model_copy_per_node_under_ray(ray_local):
     assert all(r[2] > 0 and r[3] == (2, 384) for r in results)
     from ratchet_ray.llm.registry import make_llm
 
-    driver_client = make_llm(LLMSettings())  # the driver, inside Ray, uses the same server
+    driver_client = make_llm(LLMSettings(), services=cluster_services())  # the same server
     assert isinstance(driver_client, NodeLLMClient)
     assert driver_client.server_info()["pid"] in server_pids
     assert any(name.startswith("ratchet-llm-") for name in release_llm_actors())

@@ -61,32 +61,49 @@ def test_estimate_counts_prompt_and_reply_budget():
 
 
 def test_cluster_wide_limiter_is_shared_by_all_workers(ray_local):
-    from actors.rate_limiter import SharedLimiter
+    from actors.rate_limiter import SharedLimiter, cluster_limiter
 
-    assert isinstance(make_limiter("shared-test", 3, 0), SharedLimiter)
+    assert isinstance(cluster_limiter("shared-test", 3, 0), SharedLimiter)
+    assert isinstance(cluster_limiter("shared-test", 0, 0), LocalLimiter)  # no actor for no limit
 
     @ray_local.remote
     def book(times: int) -> list[float]:
-        from ratchet_ray.llm.ratelimit import make_limiter
-
-        limiter = make_limiter("shared-test", 3, 0)
+        limiter = cluster_limiter("shared-test", 3, 0)
         return [ray_local.get(limiter._actor().reserve.remote(1)) for _ in range(times)]
 
     waits = sorted(w for ws in ray_local.get([book.remote(2), book.remote(2)]) for w in ws)
     assert waits[:3] == [0.0, 0.0, 0.0] and waits[3] > 15.0  # 4 bookings on one 3/min budget
-    assert make_limiter("shared-test", 3, 0).limits() == (3, 0)
+    assert cluster_limiter("shared-test", 3, 0).limits() == (3, 0)
     from actors.llm_server import release_llm_actors
 
     assert "ratchet-ratelimit-shared-test-3-0" in release_llm_actors()
-    assert make_limiter("shared-test", 3, 0).acquire(1) == 0.0  # a fresh budget after release
+    assert cluster_limiter("shared-test", 3, 0).acquire(1) == 0.0  # a fresh budget after release
+
+
+def test_running_ray_changes_nothing_the_services_decide(ray_local):
+    """``make_llm`` never peeks at the process: inside Ray the default is still in-process, and
+    the cluster's limiter is used only when handed in (and travels with the pickled client)."""
+    import pickle
+
+    from actors.llm_server import cluster_services
+    from actors.rate_limiter import SharedLimiter
+
+    settings = LLMSettings(backend="bedrock", requests_per_minute=5)
+    assert isinstance(make_limiter("k", 5, 0), LocalLimiter)
+    assert isinstance(make_llm(settings).limiter, LocalLimiter)
+    shared = make_llm(settings, services=cluster_services())
+    assert isinstance(pickle.loads(pickle.dumps(shared)).limiter, SharedLimiter)
+    assert type(make_llm(LLMSettings())).__name__ == "LocalLLM"
+    assert type(make_llm(LLMSettings(), services=cluster_services())).__name__ == "NodeLLMClient"
+    assert type(make_embedder(LLMSettings(), services=cluster_services())).__name__ == "NodeEmbedderClient"
 
 
 def test_unknown_backend_lists_the_valid_ones():
-    with pytest.raises(LLMError, match="valid backends: local, bedrock, openai"):
+    with pytest.raises(LLMError, match="valid backends: local, bedrock, openai, sim"):
         make_llm(LLMSettings(), backend="vertex")
     with pytest.raises(LLMError, match="unknown LLM backend 'x'"):
         make_embedder(LLMSettings(), backend="x")
-    assert BACKENDS == ("local", "bedrock", "openai")
+    assert BACKENDS == ("local", "bedrock", "openai", "sim")
 
 
 def test_openai_backend_without_url_says_how_to_set_it(monkeypatch):

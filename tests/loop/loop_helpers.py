@@ -29,6 +29,38 @@ class Suicidal:
         os._exit(1)
 
 
+class BadBaseUrl:
+    """Its constructor raises, as a client built for an unreachable model would."""
+
+    def __init__(self):
+        raise ConnectionError("http://127.0.0.1:9/v1: connection refused (constructor)")
+
+    def work(self, x):
+        return x
+
+
+class FailingRouterLLM:
+    """Routing calls raise ``LLMError``; code prompts get the canonical solution."""
+
+    backend, model = "scripted", "scripted-1"
+
+    def __init__(self, solutions: dict[str, str]):
+        self.solutions = solutions
+
+    def complete(self, messages, **kwargs):
+        import re
+
+        from ratchet_ray.llm.base import LLMError, Reply
+
+        text = messages[-1].content
+        if "# Skill routing" in "\n".join(m.content for m in messages):
+            raise LLMError("http://127.0.0.1:9/v1 model m: Connection error.")
+        ep = re.search(r"The function must be named `([^`]+)`", text).group(1)
+        answer = f"```python\n{self.solutions[ep]}\n```"
+        return Reply(text=answer, input_tokens=3, output_tokens=5, backend=self.backend,
+                     model=self.model)
+
+
 # ---- the governance scenario of test_loop_governance.py ------------------------------------
 WRONG_CODE = "```python\ndef {ep}(*args, **kwargs):\n    return None\n```"
 GENERIC_ID = "generic_fix"

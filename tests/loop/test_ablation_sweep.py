@@ -47,8 +47,7 @@ def test_plan_skips_finished_resumes_partial_and_starts_the_rest(tmp_path: Path)
                          "--quiet"]
     assert ["--set", "curator.active_cap=7"] == argv[argv.index("curator.active_cap=7") - 1:
                                                      argv.index("curator.active_cap=7") + 1]
-    assert by_name["default_s7"].argv[by_name["default_s7"].argv.index("--config") + 1].endswith(
-        "configs/default.yaml")
+    assert "--config" not in by_name["default_s7"].argv  # the Default adds no layer
     assert by_name["A4_s7"].log == tmp_path / "logs" / "A4_s7.log"
 
 

@@ -66,7 +66,7 @@ def test_driver_killed_mid_round_then_resumed_matches_an_uninterrupted_run(ray_l
                               cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     try:
         run_dir = Path(driver.stdout.readline().strip())
-        round1 = run_dir / "evidence" / "capsule" / "round=01"
+        round1 = run_dir / "evidence" / "capsule" / "round=1"
         # Round 1's first capsule part is on disk: the driver is inside round 1.
         wait_for(lambda: any(round1.glob("part-*.parquet")), 600, "round 1's first capsules")
         os.kill(driver.pid, signal.SIGKILL)

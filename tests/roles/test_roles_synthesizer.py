@@ -74,16 +74,25 @@ def test_dedup_hit_reprompts_with_the_duplicates_id(bank, config, cluster, skill
 
 
 def test_a_copied_schema_template_is_reprompted(bank, config, cluster, skill_reply):
-    from ratchet_ray.roles.prompts import EXAMPLE_SKILL, SKILL_SCHEMA_LOCK
+    from ratchet_ray.skill_contract import GuidanceDraft, SkillDraft
 
-    assert json.dumps(EXAMPLE_SKILL) in SKILL_SCHEMA_LOCK
+    def desc(model, name):
+        return model.model_fields[name].description
+
+    lock_copy = json.dumps({
+        "id": "copied_lock", "name": "copied_lock",
+        "description": desc(SkillDraft, "description"), "intent": desc(SkillDraft, "intent"),
+        "signals_match": [], "tags": [], "guidance": {
+            "applies_when": desc(GuidanceDraft, "applies_when"),
+            "key_insight": desc(GuidanceDraft, "key_insight"),
+            "common_pitfalls": [], "verify_before_returning": ""}})
     old_placeholders = json.dumps({
         "id": "snake_case_id", "name": "snake_case_id",
         "description": "one line: when the skill applies", "intent": "x",
         "signals_match": [], "tags": [], "guidance": {
             "applies_when": "the kind of task", "key_insight": "the one idea that avoids the failure",
             "common_pitfalls": [], "verify_before_returning": ""}})
-    replies = iter([json.dumps(EXAMPLE_SKILL), old_placeholders, skill_reply("edge_numbers")])
+    replies = iter([lock_copy, old_placeholders, skill_reply("edge_numbers")])
     llm = ScriptedLLM(lambda messages, schema: next(replies))
     outcome = Synthesizer(llm, HashEmbedder(), config.synth, "mbpp").run(
         cluster, [], None, add_to(bank), 1)
@@ -95,7 +104,8 @@ def test_prefill_backends_get_the_pattern_as_the_draft_opening(bank, config, clu
                                                                skill_reply):
     llm = ScriptedLLM(lambda messages, schema: skill_reply("edge_numbers"))
     llm.supports_prefill = True
-    outcome = Synthesizer(llm, HashEmbedder(), config.synth, "mbpp").run(
+    whole = config.synth.model_copy(update={"draft_mode": "whole"})
+    outcome = Synthesizer(llm, HashEmbedder(), whole, "mbpp").run(
         cluster, [], None, add_to(bank), 1)
     assert outcome.created == ["edge_numbers"]
     messages = llm.calls[0][0]

@@ -56,15 +56,16 @@ def test_unknown_task_id_names_the_dataset(mbpp_dataset):
 
 
 def test_groundtruth_is_per_task_and_never_under_the_full_hash(groundtruth_store, mbpp_dataset):
-    files = sorted(p.name for p in groundtruth_store.cache_dir.glob("*.pkl"))
+    # One folder per dataset hash, one verified file per task: a subset is never cached under the
+    # full dataset's hash (evalplus would then KeyError on every later full-dataset run).
+    assert groundtruth_store.dir.name == mbpp_dataset.dataset_hash
+    files = sorted(p.name for p in groundtruth_store.dir.glob("*.pkl"))
     assert f"{mbpp_dataset.dataset_hash}.pkl" not in files
-    assert f"{mbpp_dataset.dataset_hash}-Mbpp_2.pkl" in files
-    with open(groundtruth_store.path("Mbpp/2"), "rb") as handle:
-        oracle = pickle.load(handle)
-    assert list(oracle) == ["Mbpp/2"]
-    assert set(oracle["Mbpp/2"]) == {"base", "base_time", "plus", "plus_time"}
-    assert oracle["Mbpp/2"]["base"][0] == (4, 5)
-    assert not list(groundtruth_store.cache_dir.glob(".staging-*"))  # staging cleaned up
+    assert "Mbpp_2.pkl" in files
+    oracle = groundtruth_store.load("Mbpp/2")
+    assert set(oracle) >= {"base", "base_time", "plus", "plus_time"}
+    assert oracle["base"][0] == (4, 5)
+    assert not list(groundtruth_store.dir.glob(".staging-*"))  # staging cleaned up
 
 
 def test_groundtruth_matches_evalplus_get_groundtruth(groundtruth_store, mbpp_dataset, tmp_path, monkeypatch):
@@ -82,7 +83,7 @@ def test_groundtruth_matches_evalplus_get_groundtruth(groundtruth_store, mbpp_da
 
 def test_second_ensure_is_memoised_and_computes_nothing(groundtruth_store):
     before = dict(groundtruth_store.timings)
-    paths = groundtruth_store.ensure(["Mbpp/2", "Mbpp/3"])
+    groundtruth_store.ensure(["Mbpp/2", "Mbpp/3"])
     assert groundtruth_store.timings == before
-    assert all(path.is_file() for path in paths.values())
+    assert all(groundtruth_store.path(t).is_file() for t in ("Mbpp/2", "Mbpp/3"))
     assert all(seconds >= 0 for seconds in before.values()) and before  # measured per task

@@ -78,9 +78,10 @@ def test_unknown_task_is_an_infra_failure_not_an_exception(mbpp_grader):
 def test_sandbox_runs_in_the_strongest_mode_this_machine_allows(mbpp_grader):
     import os
 
-    from ratchet_ray.suites.mbpp.sandbox import probe_namespaces
+    from ratchet_ray.suites.mbpp.sandbox import probe_bwrap
 
-    if os.geteuid() == 0 and probe_namespaces()[0]:
-        assert mbpp_grader.isolation.startswith("namespaces (uid: unique")
+    assert probe_bwrap(mbpp_grader.sandbox.limits)[0] or os.environ.get("CI") != "true"
+    if probe_bwrap(mbpp_grader.sandbox.limits)[0]:
+        assert mbpp_grader.isolation.startswith("bwrap")
     else:
-        assert not mbpp_grader.isolation.startswith("namespaces")
+        assert mbpp_grader.sandbox.mode == "refused"

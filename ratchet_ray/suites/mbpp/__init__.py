@@ -5,8 +5,9 @@
   ``prompt`` = the description with its example assert, ``payload`` = ``entry_point``,
   ``example_tests``, ``dataset_hash``), read from ``config.dataset_path``, else
   ``MBPP_OVERRIDE_PATH``, else evalplus's download;
-- ``make_grader(config, run_dir)`` -> ``MbppGrader`` (see grader.py for exit statuses and
-  sandbox.py / confine.py for the isolation).
+- ``make_grader(config, run_dir)`` -> ``MbppGrader`` (see grader.py for exit statuses,
+  session.py / verdict.py / wire.py for the verdict computed outside the sandbox, sandbox.py /
+  runner.py / confine.py for the bubblewrap isolation, groundtruth.py for expected outputs).
 
 Example::
 

@@ -2,25 +2,27 @@
 
 Contract: ``grade(task, output)`` never raises. Every failure is ``passed=False`` with
 ``exit_status`` naming the reason:
-- ``no_code`` / ``missing_entry_point``: nothing gradable was extracted (nothing was run);
+- ``no_code`` / ``missing_entry_point``: nothing gradable was extracted (nothing was run), or the
+  module defines no such function;
 - ``syntax_error``: the extracted module does not compile;
-- ``failed_tests``: a test returned the wrong value (the trace shows input, got and expected);
+- ``failed_tests``: a test returned the wrong value (the trace shows input, got and expected), a
+  value the sandbox cannot send as plain data (any object that is not a plain builtin value, a
+  subclass of one included), or anything that breaks the sandbox's protocol;
 - ``timeout`` / ``memory``: a time or memory limit was hit;
-- an exception's name (``TypeError``, ``RecursionError``...) raised by the solution, or
-  ``crashed`` when its process died without one (``os._exit``, a segfault);
-- ``killed_by_SIG...`` / ``sandbox_crash``: the sandbox process died without a verdict;
+- an exception's name (``TypeError``, ``RecursionError``, ``SystemExit``...) raised by the
+  solution, or ``crashed`` when its process died without one (``os._exit``, a segfault);
 - ``infra_failure=True`` rows (``sandbox_setup_error``, ``sandbox_unavailable``, a grader
   exception's name): the infrastructure failed before any generated code ran; they stay in the
   denominator but the Critic must not learn from them.
-``trace`` is short (<= 2000 chars) and starts with the sandbox mode, e.g. ``[sandbox namespaces]``.
-Expected outputs are computed once per machine per task (``GroundTruthStore``) and the store's
-readiness is memoised per grader (one per process / actor); ``warm`` precomputes them.
+The verdict is computed here, outside the sandbox, from the outputs it sends back (session.py);
+the expected outputs never enter it. ``trace`` is short (<= 2000 chars) and starts with the
+sandbox mode, e.g. ``[sandbox bwrap]``. Expected outputs come from ``GroundTruthStore``
+(computed once per dataset in one batch, hash-verified on every load); ``warm`` precomputes them.
 """
 
 from __future__ import annotations
 
 import logging
-import signal
 import time
 from pathlib import Path
 from typing import Iterable
@@ -29,14 +31,12 @@ from ratchet_ray.config import GraderSettings, LoopConfig
 from ratchet_ray.suites.mbpp.dataset import MbppDataset, load_mbpp_plus
 from ratchet_ray.suites.mbpp.extract import extract_code
 from ratchet_ray.suites.mbpp.groundtruth import GroundTruthStore
-from ratchet_ray.suites.mbpp.sandbox import Sandbox, SandboxLimits, SandboxRun, SandboxUnavailable
+from ratchet_ray.suites.mbpp.sandbox import Sandbox, SandboxLimits, SandboxUnavailable
+from ratchet_ray.suites.mbpp.session import grade_in_sandbox
 from ratchet_ray.types import GradeResult, Task
 
 log = logging.getLogger(__name__)
 MAX_TRACE_CHARS = 2000
-# evalplus's defaults (evalplus.config): per-test limit = max(min, factor * canonical time)
-MIN_TIME_LIMIT_S = 1.0
-GT_TIME_LIMIT_FACTOR = 4.0
 _EXTRACT_TRACE = {"no_code": "no Python code found in the model output",
                   "missing_entry_point": "the code defines no top-level function {entry}()"}
 
@@ -44,13 +44,14 @@ _EXTRACT_TRACE = {"no_code": "no Python code found in the model output",
 class MbppGrader:
     def __init__(self, dataset: MbppDataset, settings: GraderSettings | None = None, *,
                  groundtruth: GroundTruthStore | None = None, limits: SandboxLimits | None = None,
-                 work_root: Path | None = None):
+                 allow_weak: bool | None = None):
         settings = settings or GraderSettings()
         self.dataset = dataset
         self.groundtruth = groundtruth or GroundTruthStore(dataset)
         self.sandbox = Sandbox(limits or SandboxLimits(budget_s=settings.timeout_s,
                                                        memory_mb=settings.memory_mb),
-                               work_root=work_root)
+                               allow_weak=settings.allow_weak_sandbox if allow_weak is None
+                               else allow_weak)
 
     @classmethod
     def from_config(cls, config: LoopConfig, run_dir: Path | None = None) -> "MbppGrader":
@@ -89,36 +90,14 @@ class MbppGrader:
             return GradeResult(passed=False, exit_status=extracted.reason,
                                trace=_EXTRACT_TRACE[extracted.reason].format(entry=entry_point),
                                duration_s=time.monotonic() - started)
-        groundtruth_path = self.groundtruth.ensure([task.task_id])[task.task_id]
-        job = {"solution": extracted.code, "groundtruth_path": str(groundtruth_path),
-               "min_time_limit": MIN_TIME_LIMIT_S, "gt_time_limit_factor": GT_TIME_LIMIT_FACTOR,
-               "problem": {key: problem[key] for key in
-                           ("task_id", "entry_point", "base_input", "plus_input", "atol")}}
-        # Loading big expected outputs (Mbpp/255: ~780 MB) takes time before grading starts.
-        extra_grace = groundtruth_path.stat().st_size / 50e6
-        run = self.sandbox.run(job, extra_grace_s=extra_grace)
-        return _to_result(run, time.monotonic() - started)
-
-
-def _to_result(run: SandboxRun, duration_s: float) -> GradeResult:
-    header = f"[sandbox {run.mode}]" + (f" notes: {'; '.join(run.notes)}" if run.notes else "")
-    if run.result is not None:
-        result = run.result
-        trace = f"{header}\n{result.get('trace', '')}"
-        return GradeResult(passed=bool(result.get("passed")), trace=trace[:MAX_TRACE_CHARS],
-                           exit_status=str(result.get("exit_status", "sandbox_crash")),
-                           infra_failure=bool(result.get("infra")), duration_s=duration_s)
-    infra = not run.reached_untrusted  # died before any generated code ran: our failure
-    if run.timed_out:
-        status = "sandbox_setup_timeout" if infra else "timeout"
-        detail = f"killed after {run.wall_s:.1f}s without a verdict"
-    elif run.returncode is not None and run.returncode < 0:
-        name = signal.Signals(-run.returncode).name
-        status = "timeout" if name == "SIGXCPU" else f"killed_by_{name}"
-        detail = f"sandbox process died from {name}"
-    else:
-        status = "sandbox_setup_error" if infra else "sandbox_crash"
-        detail = f"sandbox process exited {run.returncode} without a verdict"
-    trace = f"{header}\n{detail}\n{run.stderr_tail[-800:]}".rstrip()
-    return GradeResult(passed=False, exit_status=status, infra_failure=infra,
-                       trace=trace[:MAX_TRACE_CHARS], duration_s=duration_s)
+        expected = self.groundtruth.load(task.task_id)
+        outcome = grade_in_sandbox(self.sandbox, problem, expected, extracted.code,
+                                   self.sandbox.limits.budget_s)
+        header = f"[sandbox {self.sandbox.mode}]"
+        trace = "\n".join([header, *outcome.trace])
+        infra = not outcome.passed and not outcome.reached_untrusted
+        status = outcome.exit_status
+        if infra:
+            status = "sandbox_setup_timeout" if status == "timeout" else "sandbox_setup_error"
+        return GradeResult(passed=outcome.passed, exit_status=status, infra_failure=infra,
+                           trace=trace[:MAX_TRACE_CHARS], duration_s=time.monotonic() - started)

@@ -1,21 +1,27 @@
-"""Expected outputs of MBPP+ tasks: computed once per machine, per task, and cached on disk.
+"""Expected outputs of MBPP+ tasks: computed in one batch, stored once per dataset hash, verified.
 
 Contracts:
-- ``GroundTruthStore(dataset).ensure(task_ids)`` returns ``{task_id: Path}`` of pickles in
-  evalplus's cache directory, each ``{task_id: {"base", "base_time", "plus", "plus_time"}}`` as
-  ``evalplus.evaluate.get_groundtruth`` produces them. Missing ones are computed in ONE child
-  process (``oracle.py``) per call, under an exclusive file lock, so concurrent graders on a machine
-  compute each task once and never read a half-written file (files land by ``os.replace``).
-- File names are ``<dataset_hash>-<Mbpp_N>.pkl``: a per-task hash. The full-dataset hash is never
-  used for a subset, so evalplus's own full cache (``<dataset_hash>.pkl``) is never poisoned.
-- ``timings`` maps each task computed by this store to its seconds (measured in the child).
-  Measured on the shared 2-core dev box: all 378 tasks take ~93 s; the median task well under 1 s;
-  ``Mbpp/255`` dominates (its expected output pickles to ~780 MB).
+- ``GroundTruthStore(dataset, cache_dir).ensure(task_ids)`` makes sure the expected outputs of
+  ``task_ids`` are stored; the missing ones are computed together in ONE child process
+  (``oracle.py``: evalplus's ``get_groundtruth`` over all of them), under an exclusive file lock so
+  that graders sharing ``cache_dir`` compute each task once. ``ensure_all()`` (what ``warm``
+  amounts to for a whole run) computes the full dataset in one go, as evalplus itself does.
+- Layout: ``cache_dir/<dataset_hash>/<Mbpp_N>.pkl`` (one task each: ``{"base", "base_time",
+  "plus", "plus_time"}``) and ``manifest.json`` mapping each task id to its file, size and
+  sha256. Files land by ``os.replace``; the manifest is rewritten atomically under the lock.
+- ``load(task_id)`` reads the file, checks its sha256 against the manifest and only then
+  unpickles it, in the grader (trusted) process; no sandbox ever sees these files (they are not
+  bound into it). A mismatch raises ``GroundTruthError`` naming the file and the fix.
+- ``blob(task_id) -> (bytes, sha256)`` and ``add_blob(task_id, data, sha256)`` move verified
+  entries between stores (e.g. through Ray's object store) without recomputing them.
+- ``timings`` maps each task computed by this store to its share of the batch's seconds.
+- evalplus's own cache is never touched: the child runs with a private ``XDG_CACHE_HOME``.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -35,94 +41,139 @@ ORACLE_SCRIPT = Path(__file__).with_name("oracle.py")
 
 
 class GroundTruthError(RuntimeError):
-    """Expected outputs could not be computed; the message names the tasks and the log."""
+    """Expected outputs could not be computed or failed verification; the message says why."""
 
 
 def default_cache_dir() -> Path:
-    """evalplus's cache directory (``~/.cache/evalplus`` on Linux, honouring XDG_CACHE_HOME)."""
+    """``~/.cache/ratchet-ray/mbpp-groundtruth`` on Linux (honours XDG_CACHE_HOME)."""
     from appdirs import user_cache_dir
 
-    return Path(user_cache_dir("evalplus"))
+    return Path(user_cache_dir("ratchet-ray")) / "mbpp-groundtruth"
 
 
 class GroundTruthStore:
-    def __init__(self, dataset: MbppDataset, cache_dir: Path | None = None,
+    def __init__(self, dataset: MbppDataset, cache_dir: Path | str | None = None,
                  timeout_s: float = 3600.0):
         self.dataset = dataset
-        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        self.root = Path(cache_dir) if cache_dir else default_cache_dir()
+        self.dir = self.root / dataset.dataset_hash
         self.timeout_s = timeout_s
         self.timings: dict[str, float] = {}
-        self._ready: set[str] = set()  # per-process memo: files already known to exist
-
-    def task_hash(self, task_id: str) -> str:
-        return f"{self.dataset.dataset_hash}-{task_id.replace('/', '_')}"
+        self._manifest: dict[str, dict] = {}
 
     def path(self, task_id: str) -> Path:
-        return self.cache_dir / f"{self.task_hash(task_id)}.pkl"
+        return self.dir / (task_id.replace("/", "_") + ".pkl")
 
-    def ensure(self, task_ids: Iterable[str]) -> dict[str, Path]:
-        """Paths of the expected outputs of ``task_ids``, computing the missing ones."""
+    def _read_manifest(self) -> dict[str, dict]:
+        try:
+            return json.loads((self.dir / "manifest.json").read_text())
+        except FileNotFoundError:
+            return {}
+        except ValueError as exc:
+            raise GroundTruthError(f"{self.dir / 'manifest.json'} is corrupt ({exc}); delete "
+                                   f"{self.dir} to recompute") from exc
+
+    def _write_manifest(self, manifest: dict[str, dict]) -> None:
+        staged = self.dir / f".manifest-{os.getpid()}.tmp"
+        staged.write_text(json.dumps(manifest, sort_keys=True))
+        os.replace(staged, self.dir / "manifest.json")
+        self._manifest = manifest
+
+    def ensure_all(self) -> None:
+        self.ensure(self.dataset.problems)
+
+    def ensure(self, task_ids: Iterable[str]) -> None:
         wanted = list(dict.fromkeys(task_ids))
         for task_id in wanted:
             self.dataset.problem(task_id)  # unknown ids fail here, with the dataset named
-        missing = [t for t in wanted if t not in self._ready and not self.path(t).is_file()]
-        if missing:
-            self.cache_dir.mkdir(parents=True, exist_ok=True)
-            lock_path = self.cache_dir / f"{self.dataset.dataset_hash}.ratchet.lock"
-            with open(lock_path, "a") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)  # another grader may be computing the same tasks
-                still_missing = [t for t in missing if not self.path(t).is_file()]
-                if still_missing:
-                    self._compute(still_missing)
-        self._ready.update(wanted)
-        return {t: self.path(t) for t in wanted}
+        if all(t in self._manifest for t in wanted):
+            return
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.dir / ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # another grader may be computing the same tasks
+            manifest = self._read_manifest()
+            missing = [t for t in wanted if t not in manifest or not self.path(t).is_file()]
+            if missing:
+                manifest.update(self._compute(missing))
+                self._write_manifest(manifest)
+            self._manifest = manifest
 
-    def _compute(self, task_ids: list[str]) -> None:
-        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=self.cache_dir))
+    def _compute(self, task_ids: list[str]) -> dict[str, dict]:
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=self.dir))
         try:
+            full = len(task_ids) == len(self.dataset.problems)
+            subset_id = hashlib.sha256("\n".join(sorted(task_ids)).encode()).hexdigest()[:16]
             job = {"problems": {t: self.dataset.problem(t) for t in task_ids},
-                   "hashes": {t: self.task_hash(t) for t in task_ids}}
-            job_path = staging / "job.pkl"
-            job_path.write_bytes(pickle.dumps(job))
-            env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME", "TMPDIR")}
-            env["XDG_CACHE_HOME"] = str(staging)
-            log_path = staging / "oracle.log"
+                   "hash": self.dataset.dataset_hash if full
+                   else f"{self.dataset.dataset_hash}-subset-{subset_id}"}
+            (staging / "job.pkl").write_bytes(pickle.dumps(job))
+            (staging / "out").mkdir()
+            env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME")}
+            env.update(XDG_CACHE_HOME=str(staging / "cache"), TMPDIR=str(staging))
             started = time.monotonic()
-            with open(log_path, "wb") as log_file:
-                argv = [sys.executable, "-I", "-B", str(ORACLE_SCRIPT), str(job_path)]
+            with open(staging / "oracle.log", "wb") as log_file:
+                argv = [sys.executable, "-I", "-B", str(ORACLE_SCRIPT), str(staging / "job.pkl"),
+                        str(staging / "out")]
                 proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log_file, env=env,
                                       timeout=self.timeout_s, check=False)
-            errors = self._collect(proc.stdout, staging)
-            log.info("MBPP+ ground truth: %d task(s) computed in %.1fs", len(task_ids),
-                     time.monotonic() - started)
-            if errors or proc.returncode != 0:
-                tail = log_path.read_text(errors="replace")[-1500:]
-                raise GroundTruthError(f"evalplus ground truth failed for {errors or task_ids} "
-                                       f"(exit {proc.returncode}); oracle log tail:\n{tail}")
+            seconds = time.monotonic() - started
+            rows = self._collect(proc.stdout, staging / "out")
+            log.info("MBPP+ ground truth: %d task(s) computed in one batch in %.1fs",
+                     len(task_ids), seconds)
+            if proc.returncode != 0 or set(rows) != set(task_ids):
+                tail = (staging / "oracle.log").read_text(errors="replace")[-1500:]
+                raise GroundTruthError(f"evalplus ground truth failed for "
+                                       f"{sorted(set(task_ids) - set(rows))[:10]} (exit "
+                                       f"{proc.returncode}); oracle log tail:\n{tail}")
+            for task_id in task_ids:
+                self.timings[task_id] = seconds / len(task_ids)
+            return rows
         except subprocess.TimeoutExpired as exc:
             raise GroundTruthError(f"evalplus ground truth for {len(task_ids)} task(s) exceeded "
-                                   f"{self.timeout_s}s; compute fewer tasks per call") from exc
+                                   f"{self.timeout_s}s") from exc
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
-    def _collect(self, stdout: bytes, staging: Path) -> list[str]:
-        """Move finished pickles into the cache; return the ids that failed."""
-        errors = []
+    def _collect(self, stdout: bytes, out_dir: Path) -> dict[str, dict]:
+        """Verify and move finished files into the store; the manifest rows by task id."""
+        rows = {}
         for line in stdout.decode(errors="replace").splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            task_id = row["task_id"]
-            produced = staging / "evalplus" / f"{self.task_hash(task_id)}.pkl"
-            if row["error"] or not produced.is_file():
-                errors.append(f"{task_id}: {row['error'] or 'no file written'}")
-                continue
-            os.replace(produced, self.path(task_id))
-            self.timings[task_id] = float(row["seconds"])
-        return errors
+            row = json.loads(line)
+            data = (out_dir / row["file"]).read_bytes()
+            if hashlib.sha256(data).hexdigest() != row["sha256"]:
+                continue  # not what the oracle reported: treated as not computed
+            os.replace(out_dir / row["file"], self.path(row["task_id"]))
+            rows[row["task_id"]] = {"file": self.path(row["task_id"]).name,
+                                    "sha256": row["sha256"], "bytes": row["bytes"]}
+        return rows
+
+    def blob(self, task_id: str) -> tuple[bytes, str]:
+        """The verified stored bytes of one task and their sha256."""
+        self.ensure([task_id])
+        entry = self._manifest[task_id]
+        data = self.path(task_id).read_bytes()
+        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            raise GroundTruthError(f"{self.path(task_id)} does not match its sha256 in "
+                                   f"{self.dir / 'manifest.json'}; delete {self.dir} to recompute")
+        return data, entry["sha256"]
+
+    def add_blob(self, task_id: str, data: bytes, sha256: str) -> None:
+        """Store bytes computed elsewhere (checked against ``sha256`` first)."""
+        self.dataset.problem(task_id)
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise GroundTruthError(f"expected outputs of {task_id} do not match their sha256")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.dir / ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            staged = self.dir / f".{task_id.replace('/', '_')}-{os.getpid()}.tmp"
+            staged.write_bytes(data)
+            os.replace(staged, self.path(task_id))
+            manifest = self._read_manifest()
+            manifest[task_id] = {"file": self.path(task_id).name, "sha256": sha256,
+                                 "bytes": len(data)}
+            self._write_manifest(manifest)
 
     def load(self, task_id: str) -> dict:
-        """The expected outputs of one task (for tests and tools; graders hand the path on)."""
-        with open(self.ensure([task_id])[task_id], "rb") as handle:
-            return pickle.load(handle)[task_id]
+        """The expected outputs of one task, hash-verified before unpickling."""
+        data, _ = self.blob(task_id)
+        return pickle.loads(data)

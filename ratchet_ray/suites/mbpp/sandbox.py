@@ -1,263 +1,226 @@
-"""Start the sandbox process (``harness.py``) for one grade; collect its verdict, whatever it does.
+"""Start the sandboxed runner (``runner.py``) for one grade and read its frames, whatever it does.
 
-Isolation modes, probed once per ``Sandbox``:
-- ``namespaces`` (root and ``unshare`` permitted): new network namespace (only a downed loopback),
-  pid namespace (killing its init kills every process the code made) and mount namespace (all
-  mounts read-only, private tmpfs scratch, /root and other closed dirs hidden; see confine.py);
-  the code runs under a uid allotted to this grade alone, with no_new_privs.
-- ``uid`` (root, namespaces refused, e.g. Docker's default capabilities): the per-grade uid and
-  rlimits; the network is reachable and world-writable dirs are writable.
-- ``rlimits`` (not root): the grader's own user with rlimits; the weakest, logged as a warning.
-- ``refused`` (root, but no unprivileged uid can run the interpreter and no namespaces): nothing
-  is run; ``run`` raises ``SandboxUnavailable`` naming the fix (fail closed).
-In every mode: a fresh temporary working dir, an environment rebuilt from an allowlist (no
-credentials can leak: nothing from the grader's environment is copied), rlimits on address
-space, CPU, processes and file size, a wall-clock deadline after which the whole process group
-is SIGKILLed, and capped reads of the child's output.
+Modes, probed once per ``Sandbox``:
+- ``bwrap`` (the strong mode; needs bubblewrap >= 0.8 and unprivileged user namespaces, no root):
+  fresh user, pid, ipc, uts, cgroup, mount and network namespaces (no network at all: a loopback
+  of its own), ``--die-with-parent``, no capabilities, no further user namespaces, a new session;
+  the filesystem is an empty read-only root holding read-only binds of /usr (and its /bin, /lib
+  links), the Python runtime, the venv's site-packages and this package's directory only: no
+  home, no run dir, no expected outputs, no /tmp/ray sockets, no host /proc (its own /proc shows
+  only the sandbox's processes); writable are only a size-bounded private /tmp and /dev/shm
+  tmpfs that vanish with it. The environment is rebuilt from an allowlist. As root, the runner
+  is started through ``confine.py`` under a uid allotted to this grade alone.
+- ``weak`` (only with ``allow_weak=True``, i.e. config ``grader.allow_weak_sandbox``; logged as a
+  warning on every start): the runner as the grader's own user with rlimits and a scrubbed
+  environment; the code can read what that user can read and reach the network.
+- ``refused``: nothing is run; ``start`` raises ``SandboxUnavailable`` naming the fix.
+
+Limits in every mode (``runner.apply_limits``): RLIMIT_AS ``memory_mb`` per process on top of the
+interpreter, RLIMIT_NPROC ``nproc`` extra tasks (counted per user namespace, so per grade in the
+bwrap mode: all of a grade's processes together hold at most (nproc + 2) x (memory_mb + the
+interpreter)), CPU seconds, file size, open files; the grader SIGKILLs the whole sandbox at the
+end of every grade (bwrap's pid namespace dies with its init).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import pickle
 import secrets
-import selectors
 import shutil
-import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from ratchet_ray.suites.mbpp.channel import SandboxProcess, reap_sandbox
+
 log = logging.getLogger(__name__)
-HARNESS_SCRIPT = Path(__file__).with_name("harness.py")
-RESULT_MARK = b"RATCHET-RESULT "
-STAGE_MARK = b"RATCHET-STAGE untrusted"
-NAMESPACE_FLAGS = ("--net", "--pid", "--mount", "--fork", "--kill-child", "--mount-proc")
+PACKAGE_DIR = Path(__file__).resolve().parent
+CONFINE_SCRIPT = PACKAGE_DIR / "confine.py"
+SANDBOX_PACKAGE = "/ratchet"  # where PACKAGE_DIR appears inside the sandbox
 UNIQUE_UID_FLOOR = 1_000_000_000  # same floor as confine.py; never a real account
 UNIQUE_UID_SPAN = 100_000_000
-NOBODY_UID = 65534
-# The most the harness may extend a budget for a slow reference solution (harness.time_budget):
-# two evalplus splits of at most 60 + 2 s, plus the failure probe.
-MAX_TASK_BUDGET_S = 2 * (60.0 + 2.0) + 12.0
-_SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+BWRAP_FIX = ("install bubblewrap >= 0.8 (`apt-get install -y bubblewrap`; `make setup` and "
+             "cluster.yaml do this) and allow unprivileged user namespaces "
+             "(sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1 where it "
+             "exists), or set grader.allow_weak_sandbox=true to accept rlimits-only isolation")
+_SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass(frozen=True)
 class SandboxLimits:
     budget_s: float = 20.0
-    """Wall-clock budget for grading inside the sandbox (base + plus tests + diagnosis); raised
-    per task up to ``MAX_TASK_BUDGET_S`` when evalplus itself would allow more (slow references)."""
+    """Floor of the wall-clock budget of one grade; evalplus's per-split caps may allow more."""
     memory_mb: int = 1024
-    """Address space the solution may add on top of the loaded test data."""
-    nproc: int = 32
-    """Processes the sandbox uid may own at once (bounds fork bombs)."""
+    """Address space each sandboxed process may add on top of the interpreter and inputs."""
+    nproc: int = 4
+    """Tasks (processes or threads) the sandbox may add beyond the runner's own."""
     fsize_mb: int = 16
-    """Largest file the code may write."""
+    """Largest file the code may write; also the size of the private /tmp and /dev/shm."""
     grace_s: float = 10.0
-    """Extra wall-clock time for interpreter start-up and loading test data."""
-    output_cap: int = 256 * 1024
-    """Bytes of the child's stdout kept (the tail, where the result line is)."""
-
-
-@dataclass
-class SandboxRun:
-    result: dict | None
-    timed_out: bool
-    returncode: int | None
-    reached_untrusted: bool
-    stderr_tail: str
-    wall_s: float
-    mode: str
-    notes: list[str] = field(default_factory=list)
-
-
-def probe_namespaces() -> tuple[bool, str]:
-    """Whether ``unshare`` can give us net+pid+mount namespaces here."""
-    if os.geteuid() != 0:
-        return False, "not root"
-    unshare = shutil.which("unshare")
-    if not unshare:
-        return False, "unshare(1) not installed"
-    try:
-        probe = subprocess.run([unshare, *NAMESPACE_FLAGS, "--", "true"], capture_output=True,
-                               timeout=15, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"unshare failed: {exc}"
-    if probe.returncode != 0:
-        return False, f"unshare refused: {probe.stderr.decode(errors='replace').strip()[:200]}"
-    return True, "ok"
-
-
-def probe_uid_switch(uid: int) -> bool:
-    """Whether a child can switch to ``uid`` (fails in user namespaces that do not map it)."""
-    try:
-        return subprocess.run(["true"], user=uid, group=uid, extra_groups=[], timeout=15,
-                              check=False, env={"PATH": _SAFE_PATH}).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
+    """Extra wall-clock time for starting the sandbox and the interpreter."""
+    io_slack_s: float = 1.0
+    """Per test, on top of evalplus's limit: encoding and sending the output (the runner itself
+    enforces evalplus's limit on the call)."""
+    max_frame_mb: int = 512
+    """Largest encoded output of one test the grader accepts."""
 
 
 class SandboxUnavailable(RuntimeError):
     """No safe way to run untrusted code here; the message names what is missing and the fix."""
 
 
-def _runtime_reachable_by_others() -> bool:
-    from ratchet_ray.suites.mbpp.confine import runtime_reachable
+def _runtime_paths() -> list[str]:
+    """What the runner's interpreter needs: its prefix, plus the venv's site-packages."""
+    paths = [sys.base_prefix, sys.base_exec_prefix, sysconfig.get_paths()["purelib"],
+             sysconfig.get_paths()["platlib"], os.path.dirname(os.path.realpath(sys.executable))]
+    return sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)})
 
-    return runtime_reachable([sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path])
+
+def _minimal(paths: list[str]) -> list[str]:
+    from ratchet_ray.suites.mbpp.confine import minimal_roots
+
+    return minimal_roots(paths)
+
+
+def bwrap_argv(bwrap: str, limits: SandboxLimits) -> list[str]:
+    size = str(limits.fsize_mb * 1024 * 1024)
+    argv = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+            "--new-session", "--clearenv", "--hostname", "sandbox"]
+    for name, value in _environment("/tmp").items():
+        argv += ["--setenv", name, value]
+    # scratch first: a runtime that lives under /tmp is then bound on top of it, not hidden
+    argv += ["--size", size, "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            argv += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            argv += ["--ro-bind", top, top]
+    argv += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    for path in _minimal(_runtime_paths()):
+        if not path.startswith("/usr/"):
+            argv += ["--ro-bind", path, path]
+    argv += ["--ro-bind", str(PACKAGE_DIR), SANDBOX_PACKAGE,
+             "--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm",
+             "--remount-ro", "/dev", "--chdir", "/tmp",
+             "--remount-ro", "/", "--"]
+    return argv
+
+
+def _environment(home: str) -> dict[str, str]:
+    """Built from scratch: nothing of the grader's environment (credentials!) is copied."""
+    return {"PATH": _SAFE_PATH, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": home,
+            "TMPDIR": home, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1"}
+
+
+def probe_bwrap(limits: SandboxLimits) -> tuple[bool, str]:
+    """Whether the strong mode works here: run the interpreter inside the full sandbox once."""
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return False, "bubblewrap (bwrap) is not installed"
+    help_text = subprocess.run([bwrap, "--help"], capture_output=True, text=True,
+                               check=False).stdout
+    missing = [flag for flag in ("--disable-userns", "--size", "--die-with-parent")
+               if flag not in help_text]
+    if missing:
+        return False, f"{bwrap} is too old (no {', '.join(missing)})"
+    _become_subreaper()
+    info_read, info_write = os.pipe()
+    probe = [bwrap, "--info-fd", str(info_write), *bwrap_argv(bwrap, limits)[1:],
+             _interpreter(), "-I", "-S", "-B", "-c", "pass"]
+    try:
+        done = subprocess.run(_as_grade_user(probe), capture_output=True, timeout=30,
+                              check=False, env={"PATH": _SAFE_PATH}, pass_fds=(info_write,))
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"bwrap failed to start: {exc}"
+    finally:
+        os.close(info_write)
+        reap_sandbox(info_read)
+    if done.returncode != 0:
+        return False, f"bwrap refused: {done.stderr.decode(errors='replace').strip()[:300]}"
+    return True, "ok"
+
+
+def _interpreter() -> str:
+    return os.path.realpath(sys.executable)
+
+
+def _as_grade_user(argv: list[str]) -> list[str]:
+    """As root: through confine.py under a fresh per-grade uid; otherwise unchanged."""
+    if os.geteuid() != 0:
+        return argv
+    uid = UNIQUE_UID_FLOOR + secrets.randbelow(UNIQUE_UID_SPAN)
+    return [_interpreter(), "-I", "-S", "-B", str(CONFINE_SCRIPT), str(uid), *_runtime_paths(),
+            str(PACKAGE_DIR), "--", *argv]
+
+
+def _become_subreaper() -> None:
+    """Orphans of this process (the sandbox's init once bwrap is killed) are re-parented to it,
+    so ``close`` reaps them itself instead of leaving zombies to a pid 1 that may not reap."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 class Sandbox:
-    """One per grader; ``run(job)`` may be called repeatedly, from one thread at a time.
+    """One per grader; ``start(job)`` may be called repeatedly, from one thread at a time."""
 
-    Fails closed: as root without namespaces, code could only run as root if the Python runtime
-    is not reachable by an unprivileged uid (root ignores RLIMIT_NPROC, so a fork bomb would be
-    unbounded); then ``run`` raises ``SandboxUnavailable`` instead of running anything."""
-
-    def __init__(self, limits: SandboxLimits | None = None, work_root: Path | None = None):
+    def __init__(self, limits: SandboxLimits | None = None, allow_weak: bool = False):
+        _become_subreaper()
         self.limits = limits or SandboxLimits()
-        self.work_root = work_root
         self.refusal = ""
-        namespaces, why = probe_namespaces()
-        self.uid_kind: str | None = None
-        if os.geteuid() != 0:
-            self.mode = "rlimits"
+        strong, why = probe_bwrap(self.limits)
+        if strong:
+            self.mode = "bwrap"
+        elif allow_weak:
+            self.mode = "weak"
         else:
-            probe = UNIQUE_UID_FLOOR + secrets.randbelow(UNIQUE_UID_SPAN)
-            self.uid_kind = ("unique" if probe_uid_switch(probe)
-                             else "nobody" if probe_uid_switch(NOBODY_UID) else None)
-            self.mode = "namespaces" if namespaces else "uid"
-            if self.uid_kind is None:
-                self.refusal = "cannot switch to an unprivileged uid"
-            elif not namespaces and not _runtime_reachable_by_others():
-                self.refusal = (f"the Python runtime ({sys.base_prefix}) is not reachable by an "
-                                f"unprivileged uid and namespaces are unavailable ({why})")
-            if self.refusal:
-                self.mode = "refused"
-                self.refusal += ("; fix: allow unshare(1) (CAP_SYS_ADMIN), install Python in a "
-                                 "world-readable location, or run the grader as a non-root user")
-        self.description = f"{self.mode} (uid: {self.uid_kind or 'unchanged'}; namespaces: {why})"
-        if self.refusal:
-            log.error("MBPP+ sandbox refuses to run generated code as root: %s", self.refusal)
-        elif self.mode != "namespaces" or self.uid_kind != "unique":
-            log.warning("MBPP+ sandbox is weaker than full isolation: %s", self.description)
+            self.mode = "refused"
+            self.refusal = f"no strong sandbox for generated code: {why}; fix: {BWRAP_FIX}"
+            log.error("MBPP+ grading refuses to run generated code: %s", self.refusal)
+        user = "root -> per-grade uid" if os.geteuid() == 0 else f"uid {os.geteuid()}"
+        self.description = f"{self.mode} ({user}; bwrap: {why})"
+        if self.mode == "weak":
+            log.warning("MBPP+ sandbox is WEAK by explicit opt-in (grader.allow_weak_sandbox): "
+                        "%s; generated code runs as this user with rlimits only", why)
 
-    def _uid(self) -> int | None:
-        if self.uid_kind == "unique":
-            return UNIQUE_UID_FLOOR + secrets.randbelow(UNIQUE_UID_SPAN)
-        return NOBODY_UID if self.uid_kind == "nobody" else None
-
-    def _argv(self, job_path: Path) -> list[str]:
-        python = [sys.executable, "-I", "-B", str(HARNESS_SCRIPT), str(job_path)]
-        if self.mode == "namespaces":
-            return [shutil.which("unshare") or "unshare", *NAMESPACE_FLAGS, "--", *python]
-        return python
-
-    @staticmethod
-    def _environment(workdir: Path) -> dict[str, str]:
-        """Built from scratch: nothing of the grader's environment (credentials!) is copied."""
-        return {"PATH": _SAFE_PATH, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": str(workdir),
-                "TMPDIR": str(workdir), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-                "MKL_NUM_THREADS": "1"}
-
-    def run(self, job: dict, extra_grace_s: float = 0.0) -> SandboxRun:
-        """Grade ``job`` (see harness.py for its keys) in a fresh sandbox process."""
+    def start(self, job: dict) -> "SandboxProcess":
+        """Start the runner on ``job`` (see runner.py for its keys; limits are added here)."""
         if self.refusal:
             raise SandboxUnavailable(self.refusal)
-        started = time.monotonic()
-        scratch = Path(tempfile.mkdtemp(prefix="ratchet-mbpp-", dir=self.work_root))
+        limits = self.limits
+        strong = self.mode == "bwrap"
+        job = {**job, "sweep": strong, "limits": {
+            "memory_mb": limits.memory_mb, "nproc": limits.nproc, "fsize_mb": limits.fsize_mb,
+            "cpu_s": int(job.pop("cpu_s")) + 1, "count_tasks": strong}}
+        read_end, write_end = os.pipe()
+        info_read, info_write = os.pipe()  # bwrap reports the pid of the sandbox's init here
+        package = SANDBOX_PACKAGE if strong else str(PACKAGE_DIR)
+        runner = [_interpreter(), "-I", "-S", "-B", f"{package}/runner.py", str(write_end)]
+        bwrap = [*bwrap_argv(shutil.which("bwrap") or "bwrap", limits)]
+        bwrap[1:1] = ["--info-fd", str(info_write)]
+        argv = _as_grade_user([*bwrap, *runner] if strong else runner)
+        if not strong:
+            log.warning("MBPP+ grade in the WEAK sandbox (explicit opt-in)")
+        # the weak mode has no private /tmp: a fresh directory stands in for it
+        scratch = None if strong else tempfile.mkdtemp(prefix="ratchet-mbpp-weak-")
         try:
-            workdir = scratch / "work"
-            workdir.mkdir(mode=0o700)
-            limits = self.limits
-            backstop = max(limits.budget_s, MAX_TASK_BUDGET_S) + limits.grace_s
-            job = {**job, "mode": "namespaces" if self.mode == "namespaces" else "fallback",
-                   "uid": self._uid(), "workdir": str(workdir), "budget_s": limits.budget_s,
-                   "limits": {"memory_mb": limits.memory_mb, "nproc": limits.nproc,
-                              "fsize_mb": limits.fsize_mb,
-                              "cpu_s": int(backstop) + 1}}
-            job_path = scratch / "job.pkl"
-            job_path.write_bytes(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
-            # Only a backstop: the harness enforces the real (per-task) budget itself.
-            deadline = started + backstop + extra_grace_s
-            return self._execute(self._argv(job_path), workdir, deadline, started)
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, env=_environment(scratch or "/tmp"),
+                                    cwd=scratch or "/", start_new_session=True,
+                                    pass_fds=(write_end, info_write))
+        except OSError:
+            if scratch:
+                shutil.rmtree(scratch, ignore_errors=True)
+            raise
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)  # the code may have left odd permissions
-            if scratch.exists():
-                log.warning("could not remove sandbox scratch dir %s", scratch)
-
-    def _execute(self, argv: list[str], workdir: Path, deadline: float,
-                 started: float) -> SandboxRun:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=self._environment(workdir),
-                                cwd=str(workdir), start_new_session=True, close_fds=True)
-        out, err, timed_out = bytearray(), bytearray(), False
-        try:
-            timed_out = not self._pump(proc, out, err, deadline)
-            if not timed_out:
-                try:
-                    proc.wait(timeout=max(0.5, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-        finally:
-            self._kill_group(proc)
-        result, reached = None, STAGE_MARK in out
-        for line in bytes(out).splitlines():
-            if line.startswith(RESULT_MARK):
-                result = self._parse(line[len(RESULT_MARK):])
-        return SandboxRun(result=result, timed_out=timed_out and result is None,
-                          returncode=proc.returncode, reached_untrusted=reached,
-                          stderr_tail=bytes(err[-4000:]).decode(errors="replace"),
-                          wall_s=time.monotonic() - started, mode=self.mode,
-                          notes=list((result or {}).get("notes", [])))
-
-    def _pump(self, proc: subprocess.Popen, out: bytearray, err: bytearray,
-              deadline: float) -> bool:
-        """Read stdout/stderr until both close (True) or the deadline passes (False); keep tails."""
-        selector = selectors.DefaultSelector()
-        selector.register(proc.stdout, selectors.EVENT_READ, (out, self.limits.output_cap))
-        selector.register(proc.stderr, selectors.EVENT_READ, (err, 8000))
-        try:
-            while selector.get_map():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                for key, _ in selector.select(timeout=remaining):
-                    chunk = os.read(key.fd, 65536)
-                    if not chunk:
-                        selector.unregister(key.fileobj)
-                        continue
-                    buffer, cap = key.data
-                    buffer.extend(chunk)
-                    if len(buffer) > cap:
-                        del buffer[: len(buffer) - cap]
-            return True
-        finally:
-            selector.close()
-
-    @staticmethod
-    def _kill_group(proc: subprocess.Popen) -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the child leads its own session/group
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            log.error("sandbox process %d did not exit after SIGKILL", proc.pid)
-        for stream in (proc.stdout, proc.stderr):
-            if stream:
-                stream.close()
-
-    @staticmethod
-    def _parse(payload: bytes) -> dict | None:
-        try:
-            value = json.loads(payload.decode(errors="replace"))
-        except ValueError:
-            return None
-        return value if isinstance(value, dict) else None
+            os.close(write_end)
+            os.close(info_write)
+        return SandboxProcess(proc, read_end, pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL),
+                              limits.max_frame_mb * 1024 * 1024, self.mode, info_read, scratch)

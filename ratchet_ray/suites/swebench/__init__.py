@@ -7,9 +7,11 @@
     patch, replies = solve_patch(llm, tasks[0], skill, suite.solver_settings(config))
 
 Modules: ``settings`` (pydantic settings), ``dataset`` (loading/normalising instances),
-``images`` (naming, pull/build, cache levels), ``container`` (locked-down containers and timed
-exec), ``infra`` (infrastructure-failure classification), ``grader`` (the harness), ``agent``
-(the Solver), ``doctor`` (environment checks).
+``images`` (naming, pull/build, cache levels, per-image locks), ``container`` (locked-down
+containers, the reaper), ``execbox`` (timed, bounded commands in a container), ``infra`` (infrastructure-failure classification),
+``protect`` / ``guard`` (the test-harness paths a patch may not change, restored in the
+container), ``verdict`` (secret markers, JUnit cross-check), ``grader`` (the harness, with
+``grading_support``), ``agent`` (the Solver), ``doctor`` (environment checks).
 """
 
 from __future__ import annotations

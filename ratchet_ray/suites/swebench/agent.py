@@ -8,7 +8,9 @@ API (the Solver role calls exactly this)::
 Contracts:
 - ``agent`` mode: each step asks ``llm.complete`` for one action (``AgentAction``, JSON schema
   passed as ``json_schema``) and runs its command in a fresh container of the instance image
-  (network off, limits as for grading). A reply that is not a valid action is a failed step (the
+  (network off, limits as for grading; the commands run as ``settings.untrusted_uid`` where the
+  image has ``setpriv``, the repository handed to that uid; the image is held against removal
+  by a grader on the same machine while the container lives). A reply that is not a valid action is a failed step (the
   model is told why), never a crash; ``max_format_errors`` consecutive ones end the attempt. The
   attempt ends at ``done``, at ``max_steps``, at ``max_time_s`` or at ``max_cost_usd``; in every
   case the patch is the repository's ``git diff`` (new files included) at that moment.
@@ -58,22 +60,26 @@ class AgentRun:
 
 def solve_patch(llm: LLMClient, task: Task, skill: Skill | None,
                 settings: SwebenchSettings | None = None, *, client: Any = None,
-                log_dir: str | Path | None = None) -> tuple[str, list[Reply]]:
-    """``(patch, replies)`` for one attempt at ``task`` (see the module contract)."""
-    run = run_agent(llm, task, skill, settings, client=client, log_dir=log_dir)
+                log_dir: str | Path | None = None,
+                run_label: str | None = None) -> tuple[str, list[Reply]]:
+    """``(patch, replies)`` for one attempt at ``task`` (see the module contract); ``run_label``
+    labels the container so the end-of-round reaper of that run removes it if it leaks."""
+    run = run_agent(llm, task, skill, settings, client=client, log_dir=log_dir, run_label=run_label)
     return run.patch, run.replies
 
 
 def run_agent(llm: LLMClient, task: Task, skill: Skill | None,
               settings: SwebenchSettings | None = None, *, client: Any = None,
-              log_dir: str | Path | None = None) -> AgentRun:
+              log_dir: str | Path | None = None, run_label: str | None = None) -> AgentRun:
     settings = settings or SwebenchSettings()
     run = AgentRun(patch="", exit_status="error")
     started = time.monotonic()
     try:
         client = client or docker_client(settings)
-        image = InstanceImages(client, settings).ensure(task.payload, lambda _msg: None)
-        with instance_container(client, image, task.task_id, settings, purpose="agent") as box:
+        images = InstanceImages(client, settings)
+        with images.use(task.payload, lambda _msg: None) as image, instance_container(
+                client, image, task.task_id, settings, purpose="agent", run_label=run_label) as box:
+            box.become_untrusted(whole_repo=True)  # the model's commands run as a plain uid
             if settings.agent.mode == "single_call":
                 _single_call(llm, task, skill, settings, box, run)
             else:

@@ -77,9 +77,7 @@ def clip_middle(text: str, limit: int) -> str:
 def skill_preamble(skill: Skill | None) -> str:
     if skill is None:
         return ""
-    from ratchet_ray.roles.prompts import guidance_block
-
-    return ("# Project guidance (follow it where it applies)\n" + guidance_block(skill) + "\n\n")
+    return ("# Project guidance (follow it where it applies)\n" + skill.guidance_text() + "\n\n")
 
 
 def _rules(workdir: str) -> str:

@@ -1,55 +1,50 @@
-"""One instance container: started with networking off and resource limits, removed in ``finally``.
+"""One instance container: locked down, labelled, removed in ``finally``, reaped if its owner dies.
 
 Contracts:
 - ``docker_client(settings)`` connects to the configured daemon or raises
   ``InfraFailure("daemon_unreachable")`` naming the address and how to start one.
-- ``instance_container(client, image, instance_id, settings, purpose)`` is a context manager
-  yielding an ``InstanceContainer``; the container runs ``tail -f /dev/null`` as root in
-  ``/testbed`` with ``network_mode="none"``, the memory and pids limits, and the labels
-  ``LABELS``; it is force-removed when the block exits, whatever happened inside.
-- ``InstanceContainer.run(command, timeout_s)`` runs ``bash -c command`` under coreutils
-  ``timeout -s KILL`` (the whole process group dies at the limit) and returns
-  ``CommandResult(exit_code, output, timed_out)``; stdout and stderr are interleaved; output
-  beyond ``settings.max_log_bytes`` loses its middle. A daemon that stops answering for
-  ``timeout_s + EXEC_GRACE_S`` raises ``InfraFailure("exec_hung")``.
+- ``instance_container(client, image, instance_id, settings, purpose, run_label)`` is a context
+  manager yielding an ``InstanceContainer``. The container runs ``tail -f /dev/null`` under
+  Docker's init (it reaps what is killed) in ``/testbed`` with ``network_mode="none"``, every
+  capability dropped except ``HARNESS_CAPS``, ``no-new-privileges``, the memory, pids and CPU
+  limits, a writable-layer bound (``storage_opt`` where the driver has one, the disk watchdog of
+  ``run`` always) and the labels
+  ``LABEL_KEY`` / ``OWNER_KEY`` (host and pid of this process) / ``RUN_KEY`` (when given). It is
+  force-removed when the block exits, whatever happened inside.
+- What runs inside a started container: ``execbox.InstanceContainer``.
+- ``reap_containers(client, run_label)`` removes this suite's containers of that run (call it
+  when none is in use, e.g. at the end of a round) and those whose owner process on this host is
+  gone (a killed actor cannot run its ``finally``); a container the daemon refuses to remove now
+  is left for the next reap.
 """
 
 from __future__ import annotations
 
-import io
-import math
-import tarfile
-import threading
-import time
+import os
+import socket
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import Any, Iterator
 
+from ratchet_ray.suites.swebench.execbox import InstanceContainer, container_workdir
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 LABEL_KEY = "ratchet-ray.suite"
 LABELS = {LABEL_KEY: "swebench"}
-# Extra seconds the host waits for an exec beyond its in-container timeout (daemon hiccups).
-EXEC_GRACE_S = 30.0
-# Exit status of `timeout -s KILL` when the limit is hit (128 + SIGKILL).
-KILLED_EXIT = 137
+OWNER_KEY = "ratchet-ray.owner"
+RUN_KEY = "ratchet-ray.run"
+INSTANCE_KEY = "ratchet-ray.instance"
+# Root inside the container keeps only what the harness's own steps need: CHOWN (hand the
+# repository to the untrusted uid), DAC_OVERRIDE and FOWNER (reset files that uid now owns),
+# SETUID/SETGID (setpriv and docker exec drop to that uid), KILL (end processes it left behind).
+HARNESS_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "KILL")
+_NO_STORAGE_OPT = "--storage-opt is supported only"
 
 
-@dataclass
-class CommandResult:
-    exit_code: int
-    output: str
-    timed_out: bool = False
-    duration_s: float = 0.0
-
-
-def container_workdir() -> str:
-    from swebench.image_builder.constants import CONTAINER_WORKDIR
-
-    return CONTAINER_WORKDIR
+def owner_label() -> str:
+    """``<hostname>/<pid>`` of this process: the reaper's test for a dead owner."""
+    return f"{socket.gethostname()}/{os.getpid()}"
 
 
 def docker_client(settings: SwebenchSettings) -> Any:
@@ -68,107 +63,56 @@ def docker_client(settings: SwebenchSettings) -> Any:
                            f"start one with `bash .ci/docker_setup.sh`") from exc
 
 
-def _clip_bytes(data: bytearray, limit: int) -> bytes:
-    if len(data) <= limit:
-        return bytes(data)
-    half = limit // 2
-    cut = len(data) - 2 * half
-    return bytes(data[:half]) + f"\n...[{cut} bytes cut]...\n".encode() + bytes(data[-half:])
+def _create(client: Any, settings: SwebenchSettings, **kwargs: Any) -> Any:
+    """Create with a ``storage_opt`` size when the daemon's storage driver supports one."""
+    import docker.errors
 
-
-class InstanceContainer:
-    """A started container for one instance; use through ``instance_container``."""
-
-    def __init__(self, container: Any, settings: SwebenchSettings):
-        self.container = container
-        self.settings = settings
-        self.workdir = container_workdir()
-
-    @property
-    def name(self) -> str:
-        return self.container.name
-
-    def run(self, command: str, timeout_s: float, *, workdir: str | None = None) -> CommandResult:
-        """Run ``command`` with bash under a hard in-container time limit (see module contract)."""
-        limit = max(1, math.ceil(timeout_s))
-        argv = ["timeout", "-s", "KILL", str(limit), "/bin/bash", "-c", command]
-        api = self.container.client.api
-        started = time.monotonic()
-        state: dict[str, Any] = {"chunks": bytearray(), "error": None, "dropped": 0}
-
-        def pump() -> None:
-            try:
-                exec_id = api.exec_create(self.container.id, argv, workdir=workdir or self.workdir,
-                                          user="root")["Id"]
-                state["exec_id"] = exec_id
-                for chunk in api.exec_start(exec_id, stream=True):
-                    buf = state["chunks"]
-                    buf += chunk
-                    if len(buf) > 2 * self.settings.max_log_bytes:
-                        # Keep head and tail only; a runaway command must not exhaust memory.
-                        state["chunks"] = bytearray(_clip_bytes(buf, self.settings.max_log_bytes))
-            except Exception as exc:  # noqa: BLE001 - re-raised in the caller's thread below
-                state["error"] = exc
-
-        worker = threading.Thread(target=pump, name=f"exec-{self.name}", daemon=True)
-        worker.start()
-        worker.join(limit + EXEC_GRACE_S)
-        duration = time.monotonic() - started
-        if worker.is_alive():
-            raise InfraFailure("exec_hung", f"container {self.name}: exec of {command[:80]!r} "
-                                            f"gave no result {limit + EXEC_GRACE_S:.0f}s")
-        if state["error"] is not None:
-            exc = state["error"]
-            raise InfraFailure(classify_exception(exc) or "docker_error",
-                               f"container {self.name}: exec failed: {exc}") from exc
-        exit_code = api.exec_inspect(state["exec_id"]).get("ExitCode")
-        exit_code = -1 if exit_code is None else int(exit_code)
-        output = _clip_bytes(state["chunks"], self.settings.max_log_bytes).decode(errors="replace")
-        return CommandResult(exit_code, output, exit_code == KILLED_EXIT and duration >= limit - 1,
-                             duration)
-
-    def write_file(self, path: str, content: str) -> None:
-        """Put ``content`` at absolute ``path`` inside the container (parents created)."""
-        target = PurePosixPath(path)
-        data = content.encode()
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo(name=target.name)
-            info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
-            tar.addfile(info, io.BytesIO(data))
-        self.run(f"mkdir -p {target.parent}", 60)
-        if not self.container.put_archive(str(target.parent), buf.getvalue()):
-            raise InfraFailure("docker_error", f"container {self.name}: could not write {path}")
+    if getattr(client, "_ratchet_storage_opt", True):
+        try:
+            return client.containers.create(storage_opt={"size": f"{settings.disk_mb}M"}, **kwargs)
+        except docker.errors.APIError as exc:
+            if _NO_STORAGE_OPT not in str(exc):
+                raise
+            client._ratchet_storage_opt = False  # the disk watchdog of `run` is the bound then
+    return client.containers.create(**kwargs)
 
 
 @contextmanager
 def instance_container(client: Any, image: str, instance_id: str, settings: SwebenchSettings,
-                       purpose: str = "eval") -> Iterator[InstanceContainer]:
+                       purpose: str = "eval", run_label: str | None = None
+                       ) -> Iterator[InstanceContainer]:
     """Start a locked-down container of ``image``; always removed on exit (see module contract)."""
     import docker.errors
 
     # A random suffix: several graders/solvers may work on the same instance at once.
     name = f"sweb.{purpose}.{instance_id.lower()}.{uuid.uuid4().hex[:8]}"
+    labels = {**LABELS, INSTANCE_KEY: instance_id, OWNER_KEY: owner_label()}
+    if run_label:
+        labels[RUN_KEY] = run_label
     container = None
     try:
         try:
-            container = client.containers.create(
-                image=image, name=name, command="tail -f /dev/null", user="root",
+            container = _create(
+                client, settings, image=image, name=name, command="tail -f /dev/null", user="root",
                 working_dir=container_workdir(), detach=True, network_mode="none",
                 mem_limit=f"{settings.memory_mb}m", memswap_limit=f"{settings.memory_mb}m",
-                pids_limit=settings.pids_limit, labels={**LABELS, "ratchet-ray.instance": instance_id},
+                pids_limit=settings.pids_limit, nano_cpus=int(settings.cpus * 1e9), init=True,
+                cap_drop=["ALL"], cap_add=list(HARNESS_CAPS),
+                security_opt=["no-new-privileges:true"], labels=labels,
             )
             container.start()
         except docker.errors.DockerException as exc:
             raise InfraFailure(classify_exception(exc) or "docker_error",
                                f"cannot start container {name} from {image}: {exc}") from exc
-        yield InstanceContainer(container, settings)
+        box = InstanceContainer(container, settings)
+        box.find_main_pid()
+        yield box
     finally:
         if container is not None:
-            _remove(container)
+            remove_container(container)
 
 
-def _remove(container: Any) -> None:
+def remove_container(container: Any) -> None:
     """Force-remove (SIGKILL + delete); a container that is already gone is fine."""
     import docker.errors
 
@@ -176,6 +120,41 @@ def _remove(container: Any) -> None:
         container.remove(force=True)
     except docker.errors.NotFound:
         return
+    except docker.errors.APIError as exc:
+        if exc.status_code == 409 and "already in progress" in str(exc):
+            return  # a reaper removes it right now
+        raise
+
+
+def _owner_gone(owner: str) -> bool:
+    """True when ``owner`` (``host/pid``) names a process of this host that no longer exists."""
+    host, _, pid = owner.rpartition("/")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def reap_containers(client: Any, run_label: str | None = None) -> list[str]:
+    """Remove this suite's containers labelled with ``run_label`` and those whose owner process
+    on this host is gone; the names removed."""
+    import docker.errors
+
+    removed = []
+    for container in client.containers.list(all=True, filters={"label": LABEL_KEY}):
+        labels = container.labels or {}
+        if (run_label and labels.get(RUN_KEY) == run_label) or _owner_gone(labels.get(OWNER_KEY, "")):
+            try:
+                remove_container(container)
+            except docker.errors.APIError:
+                continue  # the daemon refused now; the next reap tries again
+            removed.append(container.name)
+    return removed
 
 
 def leftover_containers(client: Any) -> list[str]:

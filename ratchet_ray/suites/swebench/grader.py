@@ -2,110 +2,56 @@
 
 Per ``grade(task, patch)`` (idempotent per instance and patch: a finished report is reused):
 1. an empty patch is unresolved at once (``exit_status="empty_patch"``; no container);
-2. the instance image is ensured (pulled or built, see ``images``), a container is started with
-   networking off (see ``container``);
+2. the instance image is ensured (pulled or built, see ``images``) and held against removal, a
+   locked-down container is started (see ``container``);
 3. the patch is applied with the swebench harness's fallback commands (``GIT_APPLY_CMDS``), each
    retried from a clean tree, then a reverse check; none applies -> ``patch_apply_failed``;
-4. the instance's eval script runs under ``config.grader.timeout_s`` (per command) and within
-   ``config.grader.instance_deadline_s`` (whole instance, setup included); a kill -> ``timeout``;
-5. swebench's ``get_eval_report`` parses the log with the instance's log parser and grades
-   FAIL_TO_PASS / PASS_TO_PASS; resolved -> ``passed=True``, else ``unresolved`` or
-   ``tests_errored`` (no parseable test output).
-Infrastructure faults (image missing, daemon errors, setup past the deadline, swebench's
-environment-tier log signatures) return ``infra_failure=True`` with the reason as ``exit_status``.
-The container is removed in ``finally`` and the cache level applied to the image. Every trace names
-the per-instance log directory ``run_dir/logs/swebench/<instance>/<patch-key>/``.
+4. every harness path the patch changed is restored (``guard``/``protect``; the trace lists them);
+   one that cannot be -> ``test_tampering``;
+5. the eval script, instrumented (``verdict``: secret markers, a JUnit report, the test block as
+   the untrusted uid), runs under ``config.grader.timeout_s`` (per command) and within
+   ``config.grader.instance_deadline_s`` (whole instance, setup included); a kill -> ``timeout``,
+   the writable layer past ``swebench.disk_mb`` -> ``disk_budget_exceeded``;
+6. the output between the real markers is parsed by swebench's ``get_eval_report`` (the log
+   imitates a marker -> ``test_tampering``; no markers -> ``tests_errored``); for pytest runners
+   every test the log counts as passing must pass in the JUnit report too, else
+   ``results_mismatch``; resolved -> ``passed=True``, else ``unresolved`` / ``tests_errored``.
+Every failure above is the patch's (``infra_failure=False``). Infrastructure faults (image missing,
+daemon errors, setup past the deadline, an eval script without markers, swebench's environment-tier
+log signatures) return ``infra_failure=True`` with the reason as ``exit_status``. The container is
+removed in ``finally`` and the cache level applied to the image; ``reap()`` removes this run's
+containers (and those of dead owners). Every trace names the per-instance log directory
+``run_dir/logs/swebench/<instance>/<patch-key>/``; ``report.json`` there is written atomically.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 from ratchet_ray.config import GraderSettings
-from ratchet_ray.suites.swebench.container import InstanceContainer, docker_client, instance_container
+from ratchet_ray.suites.swebench.container import (
+    InstanceContainer, docker_client, instance_container, reap_containers)
+from ratchet_ray.suites.swebench.grading_support import (
+    Deadline, InstanceLog, git_apply_commands, patch_key, read_report, tail, write_report)
+from ratchet_ray.suites.swebench.guard import HarnessGuard
 from ratchet_ray.suites.swebench.images import InstanceImages
+from ratchet_ray.suites.swebench.protect import patch_paths, unsafe_paths
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception, infra_reason_from_report
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
+from ratchet_ray.suites.swebench.verdict import (
+    MAX_JUNIT_BYTES, Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check, instrument,
+    junit_statuses, pytest_parser, split_log)
 from ratchet_ray.types import GradeResult, Task
 
 LOG_SUBDIR = Path("logs") / "swebench"
-TRACE_TAIL_CHARS = 2000
-T = TypeVar("T")
+EVAL_SCRIPT = "/var/lib/ratchet/eval.sh"
 
 
-def git_apply_commands() -> list[str]:
-    """The harness's patch-apply fallbacks (their home moved from constants in swebench 5)."""
-    try:
-        from swebench.harness.constants import GIT_APPLY_CMDS  # type: ignore[attr-defined]
-    except ImportError:
-        from swebench.harness.run_evaluation import GIT_APPLY_CMDS
-    return list(GIT_APPLY_CMDS)
-
-
-def patch_key(patch: str) -> str:
-    return hashlib.sha1(patch.encode()).hexdigest()[:12]
-
-
-class InstanceLog:
-    """Timestamped lines appended to ``run_instance.log`` (thread-safe, flushed per line)."""
-
-    def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self._lock = threading.Lock()
-        self._fh = path.open("a", encoding="utf-8")
-
-    def __call__(self, message: str) -> None:
-        with self._lock:
-            self._fh.write(f"{time.strftime('%H:%M:%S')} {message}\n")
-            self._fh.flush()
-
-    def close(self) -> None:
-        self._fh.close()
-
-
-class Deadline:
-    def __init__(self, seconds: float):
-        self.end = time.monotonic() + seconds
-        self.seconds = seconds
-
-    def remaining(self) -> float:
-        return self.end - time.monotonic()
-
-    def check(self, stage: str) -> None:
-        if self.remaining() <= 0:
-            raise InfraFailure("setup_timeout", f"instance deadline of {self.seconds:g}s passed "
-                                                f"before {stage}")
-
-    def run(self, stage: str, fn: Callable[[], T]) -> T:
-        """``fn()`` unless it outlives the deadline (it then finishes in the background)."""
-        self.check(stage)
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["value"] = fn()
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-                box["error"] = exc
-
-        worker = threading.Thread(target=target, name=f"deadline-{stage}", daemon=True)
-        worker.start()
-        worker.join(max(0.0, self.remaining()))
-        if worker.is_alive():
-            raise InfraFailure("setup_timeout", f"{stage} did not finish within the instance "
-                                                f"deadline of {self.seconds:g}s")
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
-
-
-def _tail(text: str, limit: int = TRACE_TAIL_CHARS) -> str:
-    return text if len(text) <= limit else f"...[{len(text) - limit} chars cut]\n{text[-limit:]}"
+def _fail(status: str, trace: str) -> GradeResult:
+    return GradeResult(passed=False, exit_status=status, trace=trace)
 
 
 class SwebenchGrader:
@@ -116,29 +62,36 @@ class SwebenchGrader:
         self.settings = settings
         self.limits = limits
         self.log_root = Path(run_dir) / LOG_SUBDIR
+        self.run_label = str(Path(run_dir).resolve())
         self._client = client
         self._images: InstanceImages | None = None
         self._connect_lock = threading.Lock()
 
     def _harness(self) -> InstanceImages:
-        """Connect lazily, so a worker without a daemon grades every task as an infra failure."""
+        """Connect lazily, so a worker without a daemon grades every task as an infra failure;
+        on connecting, reap what killed graders and agents on this machine left behind."""
         with self._connect_lock:
             if self._images is None:
                 client = self._client or docker_client(self.settings)
+                reap_containers(client)
                 self._images = InstanceImages(client, self.settings)
             return self._images
+
+    def reap(self) -> list[str]:
+        """Remove this run's containers and those of dead owners (call when nothing is grading,
+        e.g. at the end of a round); the names removed."""
+        return reap_containers(self._harness().client, self.run_label)
 
     def grade(self, task: Task, output: str) -> GradeResult:
         started = time.monotonic()
         instance_id = task.task_id
         if not output.strip():
-            return GradeResult(passed=False, exit_status="empty_patch",
-                               trace="empty patch: nothing to apply, FAIL_TO_PASS tests cannot pass")
+            return _fail("empty_patch", "empty patch: nothing to apply, FAIL_TO_PASS tests cannot pass")
         patch = output if output.endswith("\n") else output + "\n"
         log_dir = self.log_root / instance_id / patch_key(patch)
         report_path = log_dir / "report.json"
-        if report_path.exists():
-            cached = json.loads(report_path.read_text())["grade"]
+        cached = read_report(report_path)
+        if cached is not None:
             return GradeResult(**{**cached, "trace": f"(cached report {report_path})\n{cached['trace']}"})
         log = InstanceLog(log_dir / "run_instance.log")
         try:
@@ -156,59 +109,120 @@ class SwebenchGrader:
         result.duration_s = time.monotonic() - started
         result.trace = f"{result.trace}\nlog: {log_dir}"
         if swe_report is not None:
-            report_path.write_text(json.dumps({"grade": result.model_dump(), "swebench": swe_report},
-                                              indent=2))
+            write_report(report_path, {"grade": result.model_dump(), "swebench": swe_report})
         return result
 
     def _grade(self, task: Task, patch: str, log_dir: Path,
                log: InstanceLog) -> tuple[GradeResult, dict | None]:
-        """The graded result and, for a completed (cacheable) grade, swebench's report."""
+        """The graded result and, for a completed (cacheable) grade, the report to keep."""
         from swebench.harness.constants import CONTAINER_PATCH_FILE, LOG_TEST_OUTPUT
         from swebench.harness.grading import get_eval_report
         from swebench.harness.utils import make_test_spec
 
         instance = task.payload
         instance_id = task.task_id
+        escaping = unsafe_paths(patch_paths(patch))
+        if escaping:  # before any apply command, which might follow such a path
+            return _fail("test_tampering", "test_tampering: the patch writes outside the work "
+                         f"tree or into .git: {', '.join(escaping[:10])}"), {"test_tampering": escaping}
         deadline = Deadline(self.limits.instance_deadline_s)
         images = deadline.run("connecting to Docker", self._harness)
         image = deadline.run("obtaining the image", lambda: images.ensure(instance, log))
         spec = make_test_spec({**instance, "image": image})
+        runs_pytest, options_form = pytest_parser(instance["log_parser"])
         (log_dir / "patch.diff").write_text(patch)
+        markers = Markers.fresh()
+        junit: bytes | None = None
         try:
             deadline.check("starting the container")
-            with instance_container(images.client, image, instance_id, self.settings) as box:
+            with images.use(instance, log), instance_container(
+                    images.client, image, instance_id, self.settings, run_label=self.run_label) as box:
                 log(f"container {box.name} started from {image}")
+                guard = HarnessGuard(box, instance, self.limits.timeout_s)
+                guard.snapshot()
                 box.write_file(CONTAINER_PATCH_FILE, patch)
                 applied, apply_output = self._apply(box, CONTAINER_PATCH_FILE, log)
                 if not applied:
-                    trace = f"patch_apply_failed: no fallback command applied the patch\n{_tail(apply_output)}"
-                    return GradeResult(passed=False, exit_status="patch_apply_failed", trace=trace), \
-                        {"patch_successfully_applied": False, "apply_output": _tail(apply_output)}
+                    trace = f"patch_apply_failed: no fallback command applied the patch\n{tail(apply_output)}"
+                    return _fail("patch_apply_failed", trace), \
+                        {"patch_successfully_applied": False, "apply_output": tail(apply_output)}
+                outcome = guard.restore(patch)
+                restored = outcome.describe()
+                if restored:
+                    log(restored)
+                if outcome.tampering:
+                    log(f"test_tampering: {outcome.tampering}")
+                    return _fail("test_tampering", f"test_tampering: {outcome.tampering}\n{restored}"), \
+                        {"test_tampering": outcome.tampering, "restored": outcome.restored}
+                uid = self.settings.untrusted_uid if box.become_untrusted(whole_repo=False) else None
+                if uid is None:
+                    log("the image has no setpriv: the tests run as root")
+                try:
+                    script = instrument(spec.eval_script, markers, uid)
+                except ScriptShapeError as exc:
+                    raise InfraFailure("bad_eval_script", f"instance {instance_id}: {exc}") from exc
                 deadline.check("running the eval script")
-                (log_dir / "eval.sh").write_text(spec.eval_script)
-                box.write_file("/eval.sh", spec.eval_script)
+                (log_dir / "eval.sh").write_text(script)
+                box.write_file(EVAL_SCRIPT, script, mode=0o700)  # root only: it holds the markers
                 timeout = min(self.limits.timeout_s, deadline.remaining())
-                run = box.run("/bin/bash /eval.sh", timeout)
-                log(f"eval script exit {run.exit_code} after {run.duration_s:.1f}s")
+                run = box.run(f"/bin/bash {EVAL_SCRIPT}", timeout, user="root")
+                log(f"eval script exit {run.exit_code} after {run.duration_s:.1f}s"
+                    + (" (leftover processes killed)" if run.lingering else ""))
+                # The watchdog samples; a burst between two samples is caught here.
+                run.disk_exceeded = run.disk_exceeded or (
+                    box.writable_bytes() > self.settings.disk_mb * 2**20)
+                if runs_pytest and not (run.timed_out or run.disk_exceeded):
+                    try:
+                        junit = box.read_file(markers.junit_path, MAX_JUNIT_BYTES)
+                    except ValueError as exc:
+                        return _fail("test_tampering", f"test_tampering: {exc}\n{restored}"), {}
         finally:
             images.release(image, log)
-        output_path = log_dir / LOG_TEST_OUTPUT
-        output_path.write_text(run.output + (f"\n\nTimeout error: {timeout:.0f} seconds exceeded."
-                                             if run.timed_out else ""))
+        (log_dir / "eval_output.txt").write_text(run.output)
+        prefix = f"{restored}\n" if restored else ""
+        if run.disk_exceeded:
+            return _fail("disk_budget_exceeded", f"{prefix}disk_budget_exceeded: the container wrote "
+                         f"more than {self.settings.disk_mb} MB; its processes were killed\n"
+                         f"{tail(run.output)}"), None
         if run.timed_out:
+            (log_dir / LOG_TEST_OUTPUT).write_text(f"{run.output}\n\nTimeout error: {timeout:.0f} "
+                                                   f"seconds exceeded.")
             which = ("per-command timeout" if timeout >= self.limits.timeout_s
                      else "instance deadline")
-            return GradeResult(passed=False, exit_status="timeout",
-                               trace=f"timeout: eval script killed after {timeout:.0f}s ({which})\n"
-                                     f"{_tail(run.output)}"), None
+            return _fail("timeout", f"{prefix}timeout: eval script killed after {timeout:.0f}s "
+                         f"({which})\n{tail(run.output)}"), None
+        try:
+            swe_log, section = split_log(run.stdout, run.output, markers)
+        except Forgery as exc:
+            status = "tests_errored" if isinstance(exc, MarkersMissing) else "test_tampering"
+            return _fail(status, f"{prefix}{status}: {exc}\n{tail(run.output)}"), {"forgery": str(exc)}
+        output_path = log_dir / LOG_TEST_OUTPUT
+        output_path.write_text(swe_log)
         pred = {"instance_id": instance_id, "model_patch": patch, "model_name_or_path": "ratchet"}
         report = get_eval_report(spec, pred, str(output_path), include_tests_status=True)[instance_id]
         infra = infra_reason_from_report(report)
         if infra is not None:
             return GradeResult(passed=False, exit_status=infra, infra_failure=True,
                                trace=f"infrastructure failure ({infra}) in the eval log\n"
-                                     f"{_tail(run.output)}"), None
-        return self._verdict(report, run.output), report
+                                     f"{tail(section)}"), None
+        result = self._verdict(report, section)
+        if runs_pytest:
+            statuses = None
+            if junit is not None:
+                try:
+                    statuses = junit_statuses(junit)
+                except Forgery as exc:
+                    return _fail("test_tampering", f"{prefix}test_tampering: {exc}"), report
+            check = cross_check(report, statuses, options_form)
+            report["junit_disagreements"] = check.disagreements
+            if not check.agree:
+                log("log and JUnit report disagree: " + "; ".join(check.disagreements[:5]))
+                note = ("results_mismatch: the test log and the JUnit report disagree, so the log "
+                        "is not trusted:\n  " + "\n  ".join(check.disagreements[:10]))
+                result = _fail("results_mismatch" if result.passed else result.exit_status,
+                               f"{note}\n{result.trace}")
+        result.trace = prefix + result.trace
+        return result, report
 
     def _apply(self, box: InstanceContainer, patch_file: str, log: InstanceLog) -> tuple[bool, str]:
         """swebench's apply chain: each fallback from a pristine tree, then a reverse check."""
@@ -232,8 +246,7 @@ class SwebenchGrader:
     @staticmethod
     def _verdict(report: dict, test_output: str) -> GradeResult:
         if not report.get("patch_successfully_applied"):
-            return GradeResult(passed=False, exit_status="tests_errored",
-                               trace=f"tests_errored: no parseable test results\n{_tail(test_output)}")
+            return _fail("tests_errored", f"tests_errored: no parseable test results\n{tail(test_output)}")
         status = report.get("tests_status", {})
         lines = []
         for kind in ("FAIL_TO_PASS", "PASS_TO_PASS"):
@@ -243,5 +256,4 @@ class SwebenchGrader:
                          + (f"; failing: {', '.join(bad[:10])}" if bad else ""))
         if report.get("resolved"):
             return GradeResult(passed=True, exit_status="ok", trace="resolved\n" + "\n".join(lines))
-        return GradeResult(passed=False, exit_status="unresolved",
-                           trace="unresolved\n" + "\n".join(lines) + "\n" + _tail(test_output))
+        return _fail("unresolved", "unresolved\n" + "\n".join(lines) + "\n" + tail(test_output))

@@ -8,17 +8,27 @@ Contracts:
   ``namespace`` set -> pull; ``namespace`` None -> build from the instance's ``dockerfile`` with
   the classic builder (no BuildKit needed). Failures raise ``InfraFailure`` (image_missing /
   image_build_failed / daemon errors). One build or pull per image at a time per object.
+- ``InstanceImages.use(instance, log)`` is a context manager yielding the image name with the
+  image present and held: one lock file per image under ``settings.lock_dir`` (``ImageLock``) is
+  held shared for the block, so no grader or agent on this machine removes the image between its
+  ``ensure`` and the end of its container; building or pulling takes it exclusively.
 - ``InstanceImages.release(name, log)`` applies the cache level after an instance: below
   ``instance`` it removes the instance image if this object's client did not find it present
-  when the object was created; an image still used by a running container is kept (not forced).
+  when the object was created, and only when it gets the image's lock exclusively at once (a
+  grader or agent that uses it keeps it); an image a running container uses is kept (not forced).
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import io
+import os
 import tarfile
 import threading
-from typing import Any, Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
@@ -45,6 +55,41 @@ def _dockerfile_context(dockerfile: str) -> io.BytesIO:
         tar.addfile(info, io.BytesIO(data))
     buf.seek(0)
     return buf
+
+
+class ImageLock:
+    """A lock between processes on one image name: ``flock`` on ``<lock_dir>/<hash>.lock``.
+
+    Every ``shared()``/``exclusive()`` opens its own file description, so threads of one
+    process exclude each other exactly as separate processes do.
+    """
+
+    def __init__(self, lock_dir: str | Path, name: str):
+        folder = Path(lock_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / f"{hashlib.sha1(name.encode()).hexdigest()[:20]}.lock"
+        self.name = name
+
+    @contextmanager
+    def _held(self, how: int) -> Iterator[bool]:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            try:
+                fcntl.flock(fd, how)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)  # closing the description releases its lock
+
+    def shared(self):
+        """Held while a container of the image may be started or running (blocks for a build)."""
+        return self._held(fcntl.LOCK_SH)
+
+    def exclusive(self, wait: bool = True):
+        """Held to build, pull or remove the image; ``wait=False`` yields False when busy."""
+        return self._held(fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
 
 
 class InstanceImages:
@@ -74,12 +119,29 @@ class InstanceImages:
         except docker.errors.ImageNotFound:
             return False
 
+    def lock(self, name: str) -> ImageLock:
+        return ImageLock(self.settings.lock_dir, name)
+
+    @contextmanager
+    def use(self, instance: dict[str, Any], log: Log) -> Iterator[str]:
+        """The image name, present and held against removal for the block (module contract)."""
+        name = self.name(instance)
+        lock = self.lock(name)
+        while True:
+            with lock.shared():
+                if self.exists(name):
+                    yield name
+                    return
+            # Absent: build or pull it under the exclusive lock, then take the shared one again
+            # (flock cannot convert atomically, so a remover may win in between: loop).
+            self.ensure(instance, log)
+
     def ensure(self, instance: dict[str, Any], log: Log) -> str:
         """The instance's image name, after making sure the daemon has it (module contract)."""
         import docker.errors
 
         name = self.name(instance)
-        with self._image_lock(name):
+        with self._image_lock(name), self.lock(name).exclusive():
             try:
                 if self.exists(name):
                     return name
@@ -128,7 +190,10 @@ class InstanceImages:
 
         if self.settings.cache_level == "instance" or name in self.prior:
             return False
-        with self._image_lock(name):
+        with self._image_lock(name), self.lock(name).exclusive(wait=False) as free:
+            if not free:
+                log(f"kept image {name}: another grader or agent on this machine uses it")
+                return False
             try:
                 self.client.images.remove(name, force=False, noprune=False)
                 log(f"removed image {name} (cache level {self.settings.cache_level})")

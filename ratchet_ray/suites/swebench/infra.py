@@ -21,7 +21,9 @@ REASONS = (
     "daemon_unreachable",   # no Docker daemon at the configured address
     "docker_error",         # the daemon answered with an error (create/start/exec/copy)
     "setup_timeout",        # the instance deadline passed before the tests could start
-    "exec_hung",            # the daemon stopped answering an exec past its timeout
+    "exec_hung",            # the daemon stopped answering, even after the container's processes
+                            # were killed (a process holding the output open is the model's)
+    "bad_eval_script",      # the instance's eval script has no swebench start/end test markers
 )
 
 

@@ -76,6 +76,19 @@ class SwebenchSettings(BaseModel):
     """Memory limit of every instance container."""
     pids_limit: int = Field(default=1024, gt=0)
     """Process limit of every instance container (fork bombs stay inside)."""
+    cpus: float = Field(default=2.0, gt=0)
+    """CPU quota of every instance container (CFS quota, in CPUs)."""
+    disk_mb: int = Field(default=4096, gt=0)
+    """Writable-layer budget of every instance container: a ``storage_opt`` size where the
+    storage driver supports one (overlay2 on xfs with pquota), and always a watchdog that kills
+    the running command once the container's writable layer grows past it."""
+    untrusted_uid: int | None = Field(default=65534, gt=0)
+    """Uid (and gid) the code under test and the agent's commands run as, where the image allows
+    (``setpriv`` present); the harness's own steps run as root with few capabilities. None runs
+    them as root (weaker: the code under test can then read the run's secret markers)."""
+    lock_dir: str = "/tmp/ratchet-swebench-locks"
+    """Folder of the per-image lock files shared by every grader and agent on one machine
+    (a folder on local disk, the same for all of them)."""
     max_log_bytes: int = Field(default=20_000_000, gt=0)
     """Command output kept per exec; beyond it the middle is dropped (runaway output)."""
     agent: AgentSettings = Field(default_factory=AgentSettings)

@@ -1,0 +1,65 @@
+"""How fast the ``sim`` suite runs the real loop, and what a parallel sweep buys over a serial one.
+
+    python bench/sim_speed.py [--rounds 100] [--sweep-rounds 20] [--arms default,A1,...,A8]
+                              [--seeds 42] [--parallel 3] [--skip-sweep]
+
+1. One arm: ``python -m jobs.skill_loop sim --rounds R`` (60 train + 40 eval tasks, the Default
+   governance, real Ray actors and Parquet evidence); prints the wall time and rounds per second
+   (target: 100 rounds x 100 tasks in under 2 minutes).
+2. The sweep: ``python -m jobs.ablations sim`` over ``--arms`` x ``--seeds`` at ``--sweep-rounds``,
+   once with ``--parallel 1`` and once with ``--parallel P``; prints both wall times and the
+   speed-up (bounded by the machine's cores: every sim driver is CPU-bound).
+Wall times include Ray and actor start-up, as a user sees them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def timed(argv: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, env={**os.environ, "RAY_ADDRESS": ""})
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--sweep-rounds", type=int, default=20)
+    parser.add_argument("--arms", default="default,A1,A2,A3,A4,A5,A6,A7,A8")
+    parser.add_argument("--seeds", default="42")
+    parser.add_argument("--parallel", type=int, default=3)
+    parser.add_argument("--skip-sweep", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        wall = timed([sys.executable, "-m", "jobs.skill_loop", "sim", "--rounds", str(args.rounds),
+                      "--quiet", "--set", f"results_dir={tmp}/one"])
+        print(f"sim one arm: {args.rounds} rounds x 100 tasks in {wall:.1f} s "
+              f"= {args.rounds / wall:.2f} rounds/s (cores: {os.cpu_count()})")
+        if args.skip_sweep:
+            return
+        runs = len(args.arms.split(",")) * len(args.seeds.split(","))
+        walls = {}
+        for parallel in (1, args.parallel):
+            walls[parallel] = timed([sys.executable, "-m", "jobs.ablations", "sim",
+                                     "--arms", args.arms, "--seeds", args.seeds,
+                                     "--rounds", str(args.sweep_rounds),
+                                     "--parallel", str(parallel),
+                                     "--out", f"{tmp}/sweep_p{parallel}"])
+        print(f"sim sweep: {runs} runs x {args.sweep_rounds} rounds: serial {walls[1]:.1f} s, "
+              f"--parallel {args.parallel} {walls[args.parallel]:.1f} s, speed-up "
+              f"{walls[1] / walls[args.parallel]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+"""``ratchet experiment run`` (the keep/revert loop) and ``ratchet experiment eval-skill-loop``
+(the built-in frozen evaluator: the skill loop on a fixed subset and seeds, one contract line).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import tempfile
+from pathlib import Path
+
+import click
+
+
+def _make_proposer(spec: str, llm: str, model: str | None, base_url: str | None,
+                   temperature: float, max_tokens: int):
+    from ratchet_ray.experiment.proposals import ProposalError, ScriptProposer
+
+    if spec.startswith("script:"):
+        try:
+            return ScriptProposer(Path(spec[len("script:"):]))
+        except ProposalError as exc:
+            raise click.UsageError(str(exc)) from exc
+    if spec != "llm":
+        raise click.UsageError(f"--proposer {spec!r}: use llm or script:FILE")
+    from ratchet_ray.config import LLMSettings
+    from ratchet_ray.experiment.llm_proposer import LLMProposer
+    from ratchet_ray.llm.registry import make_llm
+
+    settings = LLMSettings(backend=llm, model=model, base_url=base_url)
+    return LLMProposer(make_llm(settings), max_tokens=max_tokens, temperature=temperature)
+
+
+@click.group("experiment", context_settings={"help_option_names": ["-h", "--help"]})
+def experiment() -> None:
+    """Keep/revert experiments against a frozen evaluator (see the README section)."""
+
+
+@experiment.command("run")
+@click.option("--repo", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Target git worktree (the experiment commits there, on experiment/<name>).")
+@click.option("--editable", multiple=True, required=True, help="Glob a proposal may change (repeat).")
+@click.option("--protected", multiple=True, help="Glob no proposal may change (repeat).")
+@click.option("--evaluator", required=True, help="Shell command printing the contract JSON line.")
+@click.option("--evaluator-path", multiple=True,
+              help="Evaluator file besides those its command names (hashed and frozen; repeat).")
+@click.option("--name", default="default", show_default=True, help="Experiment name (branch).")
+@click.option("--spec", help="Spec file in the repo (default program.md when present).")
+@click.option("--max-iterations", type=click.IntRange(min=1), default=25, show_default=True)
+@click.option("--budget-s", type=click.FloatRange(min=1), default=3600, show_default=True,
+              help="Wall-clock budget of the whole run (resumes continue it).")
+@click.option("--eval-timeout-s", type=click.FloatRange(min=1), help="Limit of one evaluation.")
+@click.option("--patience", type=click.IntRange(min=0), default=10, show_default=True,
+              help="Stop after this many iterations without a keep (0: never).")
+@click.option("--noise-margin", type=click.FloatRange(min=0),
+              help="Fixed improvement margin (default: from the evaluator's per-seed scalars).")
+@click.option("--max-fix-attempts", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Follow-up fixes a crashed or timed-out candidate gets before `crash`.")
+@click.option("--lower-is-better/--higher-is-better", default=None,
+              help="Expected metric direction (default: the evaluator's).")
+@click.option("--proposer", default="llm", show_default=True, help="llm or script:FILE.")
+@click.option("--llm", type=click.Choice(["local", "bedrock", "openai"]), default="local",
+              show_default=True, help="Backend of the llm proposer.")
+@click.option("--llm-model", help="Model id (backend default when omitted).")
+@click.option("--llm-base-url", help="Server URL for the openai backend.")
+@click.option("--temperature", type=click.FloatRange(0, 2), default=0.0, show_default=True)
+@click.option("--max-tokens", type=click.IntRange(min=16), default=400, show_default=True)
+def run(repo: Path, editable, protected, evaluator, evaluator_path, name, spec, max_iterations,
+        budget_s, eval_timeout_s, patience, noise_margin, max_fix_attempts, lower_is_better,
+        proposer, llm, llm_model, llm_base_url, temperature, max_tokens) -> None:
+    """Propose, evaluate, keep or revert, log: until the cap, the budget or a plateau."""
+    from ratchet_ray.experiment.engine import ExperimentEngine, ExperimentError, ExperimentSettings
+    from ratchet_ray.experiment.evaluator import EvaluatorChanged
+    from ratchet_ray.experiment.gitops import GitError
+    from ratchet_ray.experiment.ledger import LEDGER_FILE, LedgerError
+    from ratchet_ray.experiment.paths import PolicyError
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    settings = ExperimentSettings(
+        repo=repo, editable=list(editable), protected=list(protected), evaluator=evaluator,
+        evaluator_paths=list(evaluator_path), name=name, spec=spec, max_iterations=max_iterations,
+        budget_s=budget_s, eval_timeout_s=eval_timeout_s, patience=patience or None,
+        noise_margin=noise_margin, max_fix_attempts=max_fix_attempts,
+        lower_is_better=lower_is_better)
+    chosen = _make_proposer(proposer, llm, llm_model, llm_base_url, temperature, max_tokens)
+    try:
+        report = ExperimentEngine(settings, chosen).run()
+    except (ExperimentError, EvaluatorChanged, GitError, LedgerError, PolicyError,
+            ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    for row in report.rows:
+        scalar = "" if row.scalar is None else f" scalar={row.scalar:.6g}"
+        click.echo(f"#{row.iteration} {row.status}{scalar} {row.note}".rstrip())
+    best = "n/a" if report.best_scalar is None else f"{report.best_scalar:.6g}"
+    click.echo(f"stopped: {report.stop_reason}; best {best} at {report.head[:10]} on "
+               f"{report.branch}; ledger {Path(repo) / LEDGER_FILE}")
+
+
+def evaluator_sha() -> str:
+    """Hash of the evaluator's own code, reported in its metrics for audit."""
+    from ratchet_ray.experiment import contract, skill_eval
+
+    h = hashlib.sha256()
+    for module in (contract, skill_eval):
+        h.update(Path(module.__file__).read_bytes())
+    h.update(Path(__file__).read_bytes())
+    return h.hexdigest()[:16]
+
+
+@experiment.command("eval-skill-loop")
+@click.option("--suite", type=click.Choice(["mbpp", "swebench"]), default="mbpp", show_default=True)
+@click.option("--subset", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Fixed hard-subset file (jobs.select_subset).")
+@click.option("--seeds", default="42,7,13", show_default=True, help="Comma-separated seeds.")
+@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--config-overlay", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Candidate config YAML (knobs), applied over the Default.")
+@click.option("--meta-skill", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Candidate meta-skill Markdown (like configs/meta_skills/default_mbpp.md).")
+@click.option("--scalar", type=click.Choice(["rolling_gain", "final_pass"]), default="rolling_gain",
+              show_default=True)
+@click.option("--cost-budget-usd", type=click.FloatRange(min=0), help="Veto above this total cost.")
+@click.option("--floor-tau", type=float, default=0.10, show_default=True)
+@click.option("--floor-n-min", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--floor-cap", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--floor-delta", type=click.FloatRange(min=1e-12, max=1), default=1e-3,
+              show_default=True)
+@click.option("--dataset-path", type=click.Path(exists=True, path_type=Path))
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Keep the run dirs here (default: a temporary folder, removed after).")
+def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, scalar,
+                    cost_budget_usd, floor_tau, floor_n_min, floor_cap, floor_delta,
+                    dataset_path, results_dir) -> None:
+    """Run the skill loop per seed with the candidate overlay; print the contract line."""
+    from ratchet_ray.config import ConfigError
+    from ratchet_ray.experiment.contract import format_contract
+    from ratchet_ray.experiment.skill_eval import FloorParams, skill_loop_contract
+
+    try:
+        seed_list = [int(s) for s in seeds.split(",") if s.strip()]
+    except ValueError as exc:
+        raise click.UsageError(f"--seeds {seeds!r}: expected comma-separated integers") from exc
+    if not seed_list:
+        raise click.UsageError("--seeds: give at least one seed")
+    import ray
+
+    from ratchet_ray.loop.runtime import connect_ray
+
+    started_ray = connect_ray()  # one Ray for every seed (run_loop leaves a running Ray up)
+    try:
+        with tempfile.TemporaryDirectory(prefix="ratchet-eval-") as tmp:
+            out_dir = results_dir or Path(tmp)
+            runs = {}
+            for seed in seed_list:
+                try:
+                    runs[seed] = _run_seed(suite, subset, seed, rounds, config_overlay,
+                                           meta_skill, dataset_path, out_dir)
+                except (ConfigError, ValueError) as exc:
+                    raise click.ClickException(f"seed {seed}: {exc}") from exc
+    finally:
+        if started_ray:
+            ray.shutdown()
+    result = skill_loop_contract(runs, scalar=scalar, cost_budget_usd=cost_budget_usd,
+                                 floor=FloorParams(floor_tau, floor_n_min, floor_cap, floor_delta))
+    result.metrics["evaluator_sha"] = evaluator_sha()
+    click.echo(format_contract(result))
+
+
+def _run_seed(suite, subset, seed, rounds, overlay, meta_skill, dataset_path, out_dir) -> list:
+    import json
+
+    from ratchet_ray.bank.metaskills import default_metaskill, dump_metaskill
+    from ratchet_ray.cli.run import build_overrides
+    from ratchet_ray.config import load_config
+    from ratchet_ray.loop.driver import open_run, run_loop
+
+    overrides = build_overrides(suite, rounds=rounds, subset=subset, seed=seed,
+                                tag=f"experiment-s{seed}", dataset_path=dataset_path)
+    config = load_config([overlay] if overlay else [],
+                         [*overrides, f"results_dir={json.dumps(str(Path(out_dir).resolve()))}"])
+    run, config, _, _ = open_run(config, None)  # creates the run dir, holding its writer lock
+    try:
+        if meta_skill is not None:
+            # The candidate's authoring prior replaces the shipped default: the bank loads every
+            # meta-skill in the run dir and only copies the default in when the suite has none.
+            with tempfile.TemporaryDirectory() as tmp:
+                (Path(tmp) / f"default_{suite}.md").write_text(Path(meta_skill).read_text())
+                meta = default_metaskill(suite, Path(tmp)).model_copy(
+                    update={"id": f"candidate_{suite}"})
+            (run.path / "meta-skills").mkdir(exist_ok=True)
+            (run.path / "meta-skills" / f"{meta.id}.md").write_text(dump_metaskill(meta))
+    finally:
+        run.release()  # run_loop takes the lock again to run it
+    path = run_loop(None, resume=run.path, show_progress=False)
+    return json.loads((path / "loop.json").read_text())["rounds"]
+
+
+COMMANDS = [experiment]

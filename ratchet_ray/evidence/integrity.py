@@ -1,0 +1,121 @@
+"""Checking evidence parts and moving unreadable ones aside (``ratchet evidence verify|repair``).
+
+Contracts:
+- ``verify(store, full=True)`` returns one ``BadPart`` per part that cannot be read (truncated,
+  garbage, a schema that is not its kind's); ``full=False`` reads only each footer (what the
+  driver does before a resume: fast, and it catches the truncated part a crash or a full disk
+  leaves), ``full=True`` also decodes every row. Leftover hidden ``.tmp`` files of interrupted
+  writes are harmless (no reader globs them) and reported by ``leftover_temp_files``.
+- ``quarantine(store, bad)`` moves each bad part to
+  ``<run_dir>/quarantine/<UTCts>/evidence/<kind>/round=<R>/`` (never deletes anything), so the
+  views work again; ``describe_loss`` says what the moved parts held as far as it is known.
+- ``CorruptEvidence`` (a ``ValueError``) is what a writer raises when it will not resume over a
+  bad part; its message names both commands.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ratchet_ray.evidence.schema import KINDS, SCHEMAS
+from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.fsutil import fsync_dir
+
+QUARANTINE_DIR = "quarantine"
+
+
+class CorruptEvidence(ValueError):
+    """An evidence part is unreadable; the message names it and the two commands that fix it."""
+
+
+@dataclass(frozen=True)
+class BadPart:
+    kind: str
+    round: int | None
+    path: Path
+    size: int
+    reason: str
+
+
+def _round_of(path: Path) -> int | None:
+    value = path.parent.name.split("=", 1)[-1]
+    return int(value) if value.isdigit() else None
+
+
+def check_part(path: Path, kind: str, *, full: bool = True) -> str | None:
+    """Why ``path`` is not a readable part of ``kind``, or None when it is."""
+    try:
+        parquet = pq.ParquetFile(path)
+        names = set(parquet.schema_arrow.names)
+        if not names <= set(SCHEMAS[kind].names):
+            return f"unexpected columns {sorted(names - set(SCHEMAS[kind].names))}"
+        if full:
+            parquet.read()
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"[:300]
+    return None
+
+
+def verify(store: EvidenceStore, *, full: bool = True) -> list[BadPart]:
+    """Every unreadable part of every kind (see module contracts)."""
+    bad = []
+    for kind in KINDS:
+        for path in store.part_paths(kind):
+            reason = check_part(path, kind, full=full)
+            if reason is not None:
+                bad.append(BadPart(kind, _round_of(path), path, path.stat().st_size, reason))
+    return bad
+
+
+def leftover_temp_files(store: EvidenceStore) -> list[Path]:
+    """Hidden temp files of writes a crash interrupted (ignored by every reader)."""
+    return sorted(store.root.glob("*/round=*/.*.tmp")) if store.root.is_dir() else []
+
+
+def quarantine(store: EvidenceStore, bad: list[BadPart]) -> list[tuple[BadPart, Path]]:
+    """Move ``bad`` parts out of the evidence into a quarantine folder; returns (part, new path)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    base = store.run_dir / QUARANTINE_DIR / stamp / "evidence"
+    moved = []
+    for part in bad:
+        target_dir = base / part.path.relative_to(store.root).parent
+        target_dir.mkdir(parents=True, exist_ok=True)
+        target = target_dir / part.path.name
+        os.rename(part.path, target)  # same filesystem: one atomic move, the bytes are kept
+        fsync_dir(part.path.parent)
+        fsync_dir(target_dir)
+        moved.append((part, target))
+    return moved
+
+
+def describe_loss(part: BadPart) -> str:
+    """What the part held, in words (its rows cannot be read, so the kind and round say it)."""
+    where = f"round {part.round}" if part.round is not None else "an unknown round"
+    what = {
+        "capsule": "solved-and-graded tasks (a resumed run redoes those of an unfinished round; "
+                   "a finished round keeps its summary.json but loses these capsules)",
+        "verdict": "critic verdicts (a resumed run re-critiques the train failures of an "
+                   "unfinished round)",
+        "skill_event": "skill events (the bank files still hold the skills' state)",
+        "llm_call": "LLM call accounting rows (tokens and cost are under-counted)",
+        "round": "the round's summary row (round_NN/summary.json still holds it)",
+    }[part.kind]
+    return f"{part.kind} part of {where}, {part.size} bytes: {what}"
+
+
+def require_readable(store: EvidenceStore, run_dir: Path) -> None:
+    """Raise ``CorruptEvidence`` naming the bad parts and the fix when any footer is unreadable."""
+    bad = verify(store, full=False)
+    if bad:
+        listed = "; ".join(f"{b.path} ({b.reason})" for b in bad[:3])
+        raise CorruptEvidence(
+            f"{len(bad)} evidence part(s) of {run_dir} cannot be read, e.g. {listed}. Resuming "
+            f"over them would break every view. Run `ratchet --db {run_dir} evidence verify` to "
+            f"list them and `ratchet --db {run_dir} evidence repair` to move them to "
+            f"{run_dir / QUARANTINE_DIR} (nothing is deleted), then resume")

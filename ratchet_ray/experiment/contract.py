@@ -1,0 +1,105 @@
+"""The evaluator contract: one JSON line ``{"scalar", "vetoes", "metrics", "seeds", "lower_is_better"}``.
+
+Contracts:
+- ``format_contract(result)`` is the line an evaluator prints (last line of its output, by
+  convention); ``parse_contract(text)`` finds the LAST line of ``text`` that is a JSON object
+  holding a ``scalar`` key and validates it. A missing or malformed line raises
+  ``ContractError`` naming the problem: the engine treats that run as a crash.
+- ``scalar`` is a finite number; ``vetoes`` a list of strings (any entry vetoes the candidate);
+  ``metrics`` a JSON object; ``seeds`` a list of ints; ``lower_is_better`` a bool.
+- Noise: an evaluator that averages over seeds may report its per-seed scalars as
+  ``metrics["scalar_per_seed"]`` (a list of numbers). ``noise_margin(baseline, candidate)`` is
+  then the standard error of the difference of the two means, sqrt(var_b/n_b + var_c/n_c)
+  (sample variances); with fewer than two per-seed values on either side it is 0.0, so any
+  strict improvement counts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from statistics import variance
+from typing import Any
+
+CONTRACT_KEYS = ("scalar", "vetoes", "metrics", "seeds", "lower_is_better")
+PER_SEED_KEY = "scalar_per_seed"
+
+
+class ContractError(ValueError):
+    """The evaluator's output holds no valid contract line; the message says what is wrong."""
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    scalar: float
+    vetoes: list[str] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    seeds: list[int] = field(default_factory=list)
+    lower_is_better: bool = False
+
+    def per_seed(self) -> list[float]:
+        values = self.metrics.get(PER_SEED_KEY)
+        if not isinstance(values, list):
+            return []
+        return [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+
+
+def format_contract(result: EvalResult) -> str:
+    return json.dumps({"scalar": result.scalar, "vetoes": list(result.vetoes),
+                       "metrics": result.metrics, "seeds": list(result.seeds),
+                       "lower_is_better": result.lower_is_better}, sort_keys=False)
+
+
+def _validate(data: dict[str, Any]) -> EvalResult:
+    missing = [k for k in CONTRACT_KEYS if k not in data]
+    if missing:
+        raise ContractError(f"contract line lacks {', '.join(missing)}; an evaluator prints "
+                            '{"scalar": 0.5, "vetoes": [], "metrics": {}, "seeds": [42], '
+                            '"lower_is_better": false}')
+    scalar = data["scalar"]
+    if isinstance(scalar, bool) or not isinstance(scalar, (int, float)) or not math.isfinite(scalar):
+        raise ContractError(f"contract scalar must be a finite number, got {scalar!r}")
+    vetoes = data["vetoes"]
+    if not isinstance(vetoes, list) or not all(isinstance(v, str) for v in vetoes):
+        raise ContractError(f"contract vetoes must be a list of strings, got {vetoes!r}")
+    if not isinstance(data["metrics"], dict):
+        raise ContractError(f"contract metrics must be a JSON object, got {data['metrics']!r}")
+    seeds = data["seeds"]
+    if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool)
+                                              for s in seeds):
+        raise ContractError(f"contract seeds must be a list of ints, got {seeds!r}")
+    if not isinstance(data["lower_is_better"], bool):
+        raise ContractError("contract lower_is_better must be true or false, got "
+                            f"{data['lower_is_better']!r}")
+    return EvalResult(float(scalar), list(vetoes), dict(data["metrics"]), list(seeds),
+                      data["lower_is_better"])
+
+
+def parse_contract(text: str) -> EvalResult:
+    """The last contract line of ``text`` (an evaluator's output tail), validated."""
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if not (line.startswith("{") and line.endswith("}")):
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict) and "scalar" in data:
+            return _validate(data)
+    raise ContractError("no contract line in the evaluator output: the evaluator must print one "
+                        'JSON line with "scalar", "vetoes", "metrics", "seeds", "lower_is_better"')
+
+
+def noise_margin(baseline: EvalResult, candidate: EvalResult) -> float:
+    """Standard error of ``candidate - baseline`` from the per-seed scalars (0.0 without them)."""
+    b, c = baseline.per_seed(), candidate.per_seed()
+    if len(b) < 2 or len(c) < 2:
+        return 0.0
+    return math.sqrt(variance(b) / len(b) + variance(c) / len(c))
+
+
+def improves(candidate: float, best: float, margin: float, lower_is_better: bool) -> bool:
+    """True when ``candidate`` beats ``best`` by more than ``margin`` in the metric's direction."""
+    return candidate < best - margin if lower_is_better else candidate > best + margin

@@ -1,0 +1,267 @@
+"""The keep/revert experiment loop against a frozen evaluator (``ratchet experiment run``).
+
+One iteration: propose ONE change -> apply it -> only editable paths changed? (else
+``policy_violation``, reverted, no commit) -> commit the candidate -> evaluator hash unchanged?
+-> run the evaluator under the budget (crash/timeout: up to ``max_fix_attempts`` follow-up
+fixes, then ``crash``) -> keep if no veto and the scalar beats the best by more than the noise
+margin, else reset to the pre-experiment commit -> append the ledger row.
+
+Contracts:
+- ``ExperimentEngine(settings, proposer).run()`` works in ``settings.repo`` only, on the branch
+  ``experiment/<name>`` (created from HEAD when missing). It refuses to start (``DirtyWorktree``)
+  when the worktree has changes, naming protected and evaluator paths first; the ledger
+  ``results.tsv`` and ``.ratchet-experiment/`` are git-excluded so they never count as dirt.
+- Iteration 0 evaluates the starting commit (the baseline, a ``keep`` row); its metrics pin the
+  run's metric direction and the evaluator's hash (``_engine``): a resumed run whose evaluator
+  files differ stops with ``EvaluatorChanged``. Between
+  iterations the worktree equals HEAD, and HEAD is the last ``keep`` row's commit: a rejected
+  attempt is reset to its base commit and the untracked files it created are deleted.
+- Stops at ``max_iterations`` finished iterations, when ``budget_s`` (summed over the branch's
+  ledger rows, so a resumed run continues the same budget) is spent, after ``patience``
+  iterations without a keep, or when the proposer is exhausted.
+- Resume: a run killed mid-attempt left ``attempt.json``; the next ``run()`` kills the
+  evaluator it may have left running, restores the attempt's base commit, appends a ``discard`` row noted ``interrupted`` and runs that iteration
+  again. Nothing is kept without its ledger row.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ratchet_ray.experiment.contract import EvalResult
+from ratchet_ray.experiment.evaluator import (EvalRun, EvaluatorChanged, FrozenEvaluator,
+                                              run_evaluator, stop_stray)
+from ratchet_ray.experiment.gitops import Git
+from ratchet_ray.experiment.iteration import IterationSteps
+from ratchet_ray.experiment.ledger import INTERRUPTED, LEDGER_FILE, Ledger, LedgerRow
+from ratchet_ray.experiment.paths import PathPolicy, matches_any
+from ratchet_ray.experiment.proposals import Proposer, ProposerExhausted
+from ratchet_ray.experiment.state import ARTIFACTS_DIR, Attempt, RunArtifacts
+
+log = logging.getLogger(__name__)
+ENGINE_KEY = "_engine"
+"""Key of the baseline row's metrics holding what the run is pinned to."""
+
+
+class ExperimentError(RuntimeError):
+    """The experiment cannot start or continue; the message says what to fix."""
+
+
+class DirtyWorktree(ExperimentError):
+    """The target worktree has uncommitted changes."""
+
+
+@dataclass
+class ExperimentSettings:
+    repo: Path
+    editable: list[str]
+    evaluator: str
+    protected: list[str] = field(default_factory=list)
+    evaluator_paths: list[str] = field(default_factory=list)
+    """Files the evaluator is made of besides those its command names (globs or absolute paths)."""
+    name: str = "default"
+    spec: str | None = None
+    """Spec file in the repo (goal, constraints); None = ``program.md`` when it exists."""
+    max_iterations: int = 25
+    budget_s: float = 3600.0
+    eval_timeout_s: float | None = None
+    """Per-evaluation limit; None = whatever is left of the budget."""
+    patience: int | None = 10
+    noise_margin: float | None = None
+    """Fixed margin; None = from the evaluator's per-seed scalars (``contract.noise_margin``)."""
+    max_fix_attempts: int = 2
+    lower_is_better: bool | None = None
+    """Expected direction; None = whatever the evaluator's contract line says."""
+    recent_rows: int = 8
+
+
+@dataclass
+class ExperimentReport:
+    branch: str
+    stop_reason: str
+    rows: list[LedgerRow]
+    best_scalar: float | None
+    head: str
+
+
+class ExperimentEngine(IterationSteps):
+    def __init__(self, settings: ExperimentSettings, proposer: Proposer):
+        s = self.settings = settings
+        self.proposer = proposer
+        self.git = Git(s.repo)
+        self.repo = self.git.repo
+        self.branch = f"experiment/{s.name}"
+        spec = s.spec or ("program.md" if (self.repo / "program.md").is_file() else None)
+        if spec is not None and not (self.repo / spec).is_file():
+            raise ExperimentError(f"spec file {spec} not found in {self.repo}")
+        self.spec_path = spec
+        self.evaluator = FrozenEvaluator(self.repo, s.evaluator, s.evaluator_paths, s.editable)
+        frozen = sorted(self.evaluator.in_repo | ({spec} if spec else set()))
+        bad = [p for p in frozen if matches_any(p, s.editable)]
+        if bad:
+            raise ExperimentError(f"{', '.join(bad)} match an --editable glob, but the evaluator "
+                                  "and the spec are frozen: narrow the editable globs (a file "
+                                  "the evaluator command names is frozen unless it follows an "
+                                  "option flag, e.g. --meta-skill FILE)")
+        self.policy = PathPolicy.of(s.editable, [*s.protected, *frozen, LEDGER_FILE,
+                                                 f"{ARTIFACTS_DIR}/**"])
+        self.git.exclude([f"/{LEDGER_FILE}", f"/{ARTIFACTS_DIR}/"])
+        self.ledger = Ledger(self.repo / LEDGER_FILE)
+        self.art = RunArtifacts(self.repo, s.name)
+        self.new_rows: list[LedgerRow] = []
+
+    # ---- start / resume -----------------------------------------------------------------------
+    def _prepare(self) -> None:
+        attempt = self.art.in_flight()
+        changed = self.git.changed_paths()
+        if changed and attempt is None:
+            frozen = [p for p in changed if matches_any(p, self.policy.protected)]
+            what = (f"protected/evaluator path(s) {', '.join(frozen)} are dirty" if frozen
+                    else f"uncommitted changes in {', '.join(changed[:5])}")
+            raise DirtyWorktree(f"{self.repo}: {what}; commit or discard them first (the "
+                                "experiment needs a clean worktree)")
+        if self.git.branch() != self.branch:
+            if changed:
+                raise DirtyWorktree(f"{self.repo} is dirty and not on {self.branch}; clean it")
+            self.git.switch(self.branch, create=not self.git.has_branch(self.branch))
+        if attempt is not None:
+            self._recover(attempt)
+        expected = self._kept_head()
+        if expected and self.git.head() != expected:
+            raise ExperimentError(f"{self.branch} is at {self.git.head()[:10]} but the ledger's "
+                                  f"last keep is {expected[:10]}; reset the branch to it or use "
+                                  "another --name")
+
+    def _recover(self, attempt: Attempt) -> None:
+        if attempt.evaluator_pgid and stop_stray(attempt.evaluator_pgid, self.repo):
+            log.warning("killed the evaluator (process group %d) the interrupted run left behind",
+                        attempt.evaluator_pgid)
+        finished = any(r.iteration == attempt.iteration and r.note != INTERRUPTED
+                       for r in self._rows())
+        target = self._kept_head() if finished else attempt.base
+        self.git.restore(target or attempt.base, attempt.untracked_before)
+        if not finished:
+            log.warning("iteration %d was interrupted; restored %s and running it again",
+                        attempt.iteration, attempt.base[:10])
+            self._append(LedgerRow(attempt.iteration, "discard", base_commit=attempt.base,
+                                   candidate_commit=attempt.candidate, head_commit=attempt.base,
+                                   note=INTERRUPTED))
+        self.art.end()
+
+    def _rows(self) -> list[LedgerRow]:
+        return [r for r in self.ledger.rows() if r.branch == self.branch]
+
+    def _final_rows(self) -> list[LedgerRow]:
+        return [r for r in self._rows() if r.note != INTERRUPTED]
+
+    def _kept_head(self) -> str:
+        keeps = [r for r in self._final_rows() if r.status == "keep"]
+        return keeps[-1].head_commit if keeps else ""
+
+    def _append(self, row: LedgerRow) -> LedgerRow:
+        row.branch = self.branch
+        row.proposer = row.proposer or self.proposer.name
+        self.ledger.append(row)
+        self.new_rows.append(row)
+        log.info("iteration %d: %s %s", row.iteration, row.status, row.note)
+        return row
+
+    # ---- the loop -----------------------------------------------------------------------------
+    def run(self) -> ExperimentReport:
+        self._prepare()
+        self.digest = self.evaluator.digest()
+        pinned = self._pinned().get("evaluator_sha256")
+        if pinned and pinned != self.digest:
+            raise EvaluatorChanged(f"the evaluator's files ({', '.join(map(str, self.evaluator.files()))}"
+                                   f") differ from those {self.branch} started with; restore them "
+                                   "or start a new experiment (--name)")
+        if not any(r.iteration == 0 for r in self._final_rows()):
+            self._baseline()
+        reason = self._loop()
+        best = self._best()
+        return ExperimentReport(self.branch, reason, self.new_rows, best.scalar if best else None,
+                                self.git.head())
+
+    def _loop(self) -> str:
+        s = self.settings
+        while True:
+            final = [r for r in self._final_rows() if r.iteration >= 1]
+            if len(final) >= s.max_iterations:
+                return f"iteration cap ({s.max_iterations}) reached"
+            since_keep = 0
+            for row in reversed(final):
+                if row.status == "keep":
+                    break
+                since_keep += 1
+            if s.patience and since_keep >= s.patience:
+                return f"no improvement in the last {s.patience} iterations"
+            if self._remaining() <= 0:
+                return f"budget of {s.budget_s:.0f} s spent"
+            iteration = max((r.iteration for r in self._final_rows()), default=0) + 1
+            try:
+                self._iterate(iteration)
+            except ProposerExhausted as exc:
+                return f"proposer exhausted: {exc}"
+
+    def _remaining(self) -> float:
+        return self.settings.budget_s - sum(r.wall_s for r in self._rows())
+
+    def _best(self) -> EvalResult | None:
+        keeps = [r for r in self._final_rows() if r.status == "keep" and r.scalar is not None]
+        if not keeps:
+            return None
+        k = keeps[-1]
+        return EvalResult(k.scalar, k.vetoes, k.metrics, k.seeds, self.direction)
+
+    def _pinned(self) -> dict:
+        """What the baseline row pinned the run to: metric direction and evaluator hash."""
+        base = [r for r in self._final_rows() if r.iteration == 0 and r.status == "keep"]
+        return base[0].metrics.get(ENGINE_KEY, {}) if base else {}
+
+    @property
+    def direction(self) -> bool:
+        pinned = self._pinned()
+        if "lower_is_better" in pinned:
+            return bool(pinned["lower_is_better"])
+        return bool(self.settings.lower_is_better)
+
+    def _baseline(self) -> None:
+        head = self.git.head()
+        before = sorted(self.git.untracked())
+        self.art.begin(Attempt(0, head, before))
+        run = self._evaluate(0, 1)
+        self.git.restore(head, before)
+        if run.outcome != "ok":
+            self._append(LedgerRow(0, "crash", base_commit=head, head_commit=head,
+                                   wall_s=run.wall_s, note=run.problem,
+                                   log=self.art.rel(run.log, self.repo)))
+            self.art.end()
+            raise ExperimentError(f"the baseline evaluation of {head[:10]} failed: {run.problem}; "
+                                  f"fix the evaluator (log: {run.log})")
+        result = run.result
+        wanted = self.settings.lower_is_better
+        if wanted is not None and wanted != result.lower_is_better:
+            self.art.end()
+            raise ExperimentError(f"the evaluator reports lower_is_better={result.lower_is_better}"
+                                  f" but the run was started with lower_is_better={wanted}")
+        metrics = {**result.metrics, ENGINE_KEY: {"lower_is_better": result.lower_is_better,
+                                                  "evaluator_sha256": self.digest}}
+        self._append(LedgerRow(0, "keep", base_commit=head, candidate_commit=head,
+                               head_commit=head, scalar=result.scalar, vetoes=result.vetoes,
+                               metrics=metrics, seeds=result.seeds, wall_s=run.wall_s,
+                               note="baseline", log=self.art.rel(run.log, self.repo)))
+        self.art.end()
+
+    def _evaluate(self, iteration: int, try_no: int) -> EvalRun:
+        if self.evaluator.digest() != self.digest:
+            raise EvaluatorChanged("the evaluator's files changed during the run ("
+                                   f"{', '.join(str(p) for p in self.evaluator.files())}); the "
+                                   "yardstick is frozen: restore them, or start a new experiment")
+        limit = self._remaining()
+        if self.settings.eval_timeout_s is not None:
+            limit = min(limit, self.settings.eval_timeout_s)
+        return run_evaluator(self.evaluator.command, self.repo,
+                             self.art.log_path(iteration, try_no), limit,
+                             on_start=self.art.record_evaluator)

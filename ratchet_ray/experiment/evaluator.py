@@ -1,0 +1,151 @@
+"""The frozen evaluator: which files it is made of, their hash, and one bounded run of it.
+
+Contracts:
+- ``FrozenEvaluator(repo, command, paths, inputs)``: ``paths`` are globs inside the repo or
+  absolute files outside it; files the command names (tokens that are existing files in the
+  repo) are added: a file right after an option flag (``--meta-skill prior.md``) is an input and
+  is left out when it matches an ``inputs`` glob (the editable candidate files); any other file
+  (the evaluator's script, positional arguments) is always frozen. ``digest()`` hashes every file's path and bytes; the engine compares it before each
+  run, so an evaluator that changed mid-run stops the run (``EvaluatorChanged``).
+- ``run_evaluator(command, cwd, log_path, timeout_s)`` runs ``command`` through the shell in
+  its own process group with stdout and stderr going to ``log_path`` (never into memory), kills
+  the whole group when ``timeout_s`` passes, and parses the contract line from the log's last
+  64 KiB only. Outcome ``ok`` needs exit status 0 and a valid contract line; anything else is
+  ``crash`` or ``timeout`` with ``problem`` saying why. ``on_start(pgid)`` is called once the
+  process runs, so a caller can record it; ``stop_stray(pgid, cwd)`` kills such a recorded
+  group later if it still runs in ``cwd``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Literal, Sequence
+
+from ratchet_ray.experiment.contract import ContractError, EvalResult, parse_contract
+from ratchet_ray.experiment.paths import glob_match
+
+TAIL_BYTES = 64 * 1024
+
+
+class EvaluatorChanged(RuntimeError):
+    """The evaluator's files differ from when the run started: the yardstick moved."""
+
+
+class FrozenEvaluator:
+    def __init__(self, repo: Path, command: str, paths: Sequence[str] = (),
+                 inputs: Sequence[str] = ()):
+        if not command.strip():
+            raise ValueError("--evaluator is empty; give the command that prints the contract line")
+        self.repo, self.command = Path(repo).resolve(), command
+        self.in_repo: set[str] = set()
+        self.outside: set[Path] = set()
+        files = [p.relative_to(self.repo).as_posix() for p in self.repo.rglob("*")
+                 if p.is_file() and ".git" not in p.relative_to(self.repo).parts] if paths else []
+        for pattern in paths:
+            if Path(pattern).is_absolute() and not Path(pattern).resolve().is_relative_to(self.repo):
+                if not Path(pattern).is_file():
+                    raise ValueError(f"--evaluator-path {pattern}: no such file")
+                self.outside.add(Path(pattern).resolve())
+                continue
+            rel = (Path(pattern).resolve().relative_to(self.repo).as_posix()
+                   if Path(pattern).is_absolute() else pattern)
+            hits = [p for p in files if glob_match(p, rel)]
+            if not hits:
+                raise ValueError(f"--evaluator-path {pattern}: matches no file in {self.repo}")
+            self.in_repo.update(hits)
+        tokens = shlex.split(command)
+        for i, token in enumerate(tokens):
+            candidate = (self.repo / token) if not Path(token).is_absolute() else Path(token)
+            if candidate.is_file() and candidate.resolve().is_relative_to(self.repo):
+                rel = candidate.resolve().relative_to(self.repo).as_posix()
+                after_flag = i > 0 and tokens[i - 1].startswith("-")
+                if not (after_flag and any(glob_match(rel, p) for p in inputs)):
+                    self.in_repo.add(rel)
+
+    def files(self) -> list[Path]:
+        return sorted({self.repo / p for p in self.in_repo} | self.outside)
+
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for path in self.files():
+            h.update(str(path).encode() + b"\0")
+            h.update(path.read_bytes() if path.is_file() else b"<missing>")
+        return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    outcome: Literal["ok", "crash", "timeout"]
+    result: EvalResult | None
+    returncode: int | None
+    wall_s: float
+    log: Path
+    problem: str = ""
+
+    def tail(self, limit: int = 4000) -> str:
+        return read_tail(self.log, limit)
+
+
+def read_tail(path: Path, limit: int = TAIL_BYTES) -> str:
+    with Path(path).open("rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, fh.tell() - limit))
+        return fh.read().decode(errors="replace")
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def stop_stray(pgid: int, cwd: Path) -> bool:
+    """Kill the process group ``pgid`` if its leader still runs in ``cwd``: the evaluator of an
+    engine that was killed. The cwd check keeps a reused pid of another program safe."""
+    try:
+        if Path(f"/proc/{pgid}/cwd").resolve() != Path(cwd).resolve():
+            return False
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:  # gone already, not ours, or no /proc on this system
+        return False
+    return True
+
+
+def run_evaluator(command: str, cwd: Path, log_path: Path, timeout_s: float,
+                  on_start: Callable[[int], None] | None = None) -> EvalRun:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(command, shell=True, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        if on_start is not None:
+            on_start(proc.pid)  # its own session: the pid is the process group id
+        try:
+            code = proc.wait(timeout=max(timeout_s, 0.001))
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            return EvalRun("timeout", None, None, time.monotonic() - started, log_path,
+                           f"the evaluator ran past its {timeout_s:.0f} s budget and was killed")
+    wall = time.monotonic() - started
+    if code != 0:
+        return EvalRun("crash", None, code, wall, log_path,
+                       f"the evaluator exited with status {code} (log: {log_path})")
+    try:
+        result = parse_contract(read_tail(log_path))
+    except ContractError as exc:
+        return EvalRun("crash", None, code, wall, log_path, str(exc))
+    return EvalRun("ok", result, code, wall, log_path)

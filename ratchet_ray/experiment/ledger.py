@@ -1,0 +1,131 @@
+"""``results.tsv``: the append-only ledger of every experiment attempt, in the target worktree.
+
+Contracts:
+- One header line (``COLUMNS``), then one row per outcome; a row is written with a single
+  ``write`` + ``fsync`` and the file is only ever opened for appending, so earlier bytes never
+  change. An existing ledger with another header raises ``LedgerError`` (never rewritten).
+- ``status`` is one of ``STATUSES``. Iteration 0 is the baseline evaluation of the starting
+  commit (status ``keep``). A row whose ``note`` is ``interrupted`` records an attempt cut short
+  by a kill; its iteration is run again on resume and it counts toward nothing.
+- Free text (reasoning, notes) has tabs and newlines folded to spaces; ``vetoes`` and
+  ``metrics`` are compact JSON; ``seeds`` is comma-separated.
+- ``rows()`` skips a torn last line (a kill during a write) instead of failing: the next
+  ``append`` starts on a fresh line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+LEDGER_FILE = "results.tsv"
+STATUSES = ("keep", "revert", "veto", "crash", "policy_violation", "discard")
+INTERRUPTED = "interrupted"
+
+
+class LedgerError(RuntimeError):
+    """The ledger file is not one this engine wrote; the message names the file and the fix."""
+
+
+@dataclass
+class LedgerRow:
+    iteration: int
+    status: str
+    branch: str = ""
+    base_commit: str = ""
+    candidate_commit: str = ""
+    head_commit: str = ""
+    scalar: float | None = None
+    best_scalar: float | None = None
+    noise_margin: float | None = None
+    vetoes: list[str] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    seeds: list[int] = field(default_factory=list)
+    wall_s: float = 0.0
+    fix_attempts: int = 0
+    proposer: str = ""
+    reasoning: str = ""
+    note: str = ""
+    patch: str = ""
+    log: str = ""
+    time: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown ledger status {self.status!r}; valid: {', '.join(STATUSES)}")
+
+
+COLUMNS = tuple(f.name for f in fields(LedgerRow))
+
+
+def _flat(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _cell(name: str, value: Any) -> str:
+    if value is None:
+        return ""
+    if name in ("vetoes", "metrics"):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    if name == "seeds":
+        return ",".join(str(s) for s in value)
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return _flat(value)
+
+
+def _parse(name: str, text: str) -> Any:
+    if name in ("vetoes", "metrics"):
+        return json.loads(text) if text else ([] if name == "vetoes" else {})
+    if name == "seeds":
+        return [int(s) for s in text.split(",") if s]
+    if name in ("iteration", "fix_attempts"):
+        return int(text)
+    if name in ("scalar", "best_scalar", "noise_margin"):
+        return float(text) if text else None
+    if name == "wall_s":
+        return float(text) if text else 0.0
+    return text
+
+
+class Ledger:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        if self.path.exists() and self.path.stat().st_size:
+            with self.path.open() as fh:
+                header = fh.readline().rstrip("\n").split("\t")
+            if tuple(header) != COLUMNS:
+                raise LedgerError(f"{self.path} has the header {header[:6]}..., not this engine's "
+                                  f"({', '.join(COLUMNS[:6])}, ...); move it away or pass another "
+                                  "--repo: a ledger is never rewritten")
+
+    def rows(self) -> list[LedgerRow]:
+        if not self.path.exists():
+            return []
+        out = []
+        lines = self.path.read_text().split("\n")
+        for line in lines[1:-1]:  # the part after the last "\n" is empty or a torn write
+            cells = line.split("\t")
+            if len(cells) != len(COLUMNS):
+                continue
+            out.append(LedgerRow(**{n: _parse(n, c) for n, c in zip(COLUMNS, cells)}))
+        return out
+
+    def append(self, row: LedgerRow) -> None:
+        row.time = row.time or datetime.now(timezone.utc).isoformat(timespec="seconds")
+        values = asdict(row)
+        line = "\t".join(_cell(n, values[n]) for n in COLUMNS) + "\n"
+        new = not self.path.exists() or self.path.stat().st_size == 0
+        torn = False
+        if not new:
+            with self.path.open("rb") as fh:
+                fh.seek(-1, os.SEEK_END)
+                torn = fh.read(1) != b"\n"
+        with self.path.open("a") as fh:
+            fh.write(("\t".join(COLUMNS) + "\n" if new else "\n" if torn else "") + line)
+            fh.flush()
+            os.fsync(fh.fileno())

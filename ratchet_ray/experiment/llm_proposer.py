@@ -1,0 +1,144 @@
+"""An LLM as the proposer: one edit to one editable file, with its reasoning.
+
+Contracts:
+- The prompt holds the spec (goal and constraints), the editable files, the ledger's recent
+  rows and the best scalar so far, and asks for ONE focused change.
+- The reply is a JSON object constrained by a JSON schema; backends that can constrain decoding
+  (llama.cpp grammars for the local Gemma, OpenAI ``response_format``) do so, so even a 270M base
+  model returns a well-formed, applicable edit:
+  - line mode (the editable files have at most ``MAX_LINE_CHOICES`` non-blank lines whose text
+    occurs once in their file): ``{"reasoning", "line", "replace"}`` where ``line`` is one of
+    the labels ``"<path>:<line number>: <line text>"`` (the text shortened, and double quotes
+    and backslashes shown as ``'`` and ``/``: llama.cpp's schema-to-grammar converter cannot
+    escape them) and ``replace`` is that line's new text (may be several lines);
+  - search mode (larger files): ``{"reasoning", "path", "search", "replace"}`` with ``path``
+    one of the editable files and ``search`` a verbatim excerpt of it.
+- Whether a search-mode edit applies is checked when it is applied; one that does not becomes
+  a ``discard`` row, never a crash of the run.
+- ``fix`` shows the crash's log tail and asks for an edit that repairs the candidate.
+- Any ``LLMError`` (including invalid structured output after the repair attempt) is raised as
+  ``ProposalError``; the replies' tokens and cost go to ``Proposal.extra`` (ledger metrics).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Literal, Sequence
+
+from pydantic import BaseModel, Field, create_model
+
+from ratchet_ray.experiment.ledger import LedgerRow
+from ratchet_ray.experiment.proposals import Edit, Proposal, ProposalContext, ProposalError
+from ratchet_ray.llm.base import LLMClient, LLMError, Message
+from ratchet_ray.llm.structured import complete_structured
+
+SPEC_CHARS = 3000
+FILE_CHARS = 6000
+FAILURE_CHARS = 1500
+
+MAX_LINE_CHOICES = 300
+LABEL_CHARS = 100
+
+SYSTEM = (
+    "You run careful experiments on a code base. Each experiment changes ONE thing in ONE "
+    "editable file; a frozen evaluator scores it and the change is kept only if the score "
+    "improves. Prefer a structural idea over a blind numeric tweak. `reasoning` says in one or "
+    "two sentences why the change should help."
+)
+LINE_ASK = ("Answer with one edit: `line` is the line to change, chosen from the list (written "
+            "`<file>:<line number>: <line>`), and `replace` is the new text for that line "
+            "(several lines are allowed).")
+SEARCH_ASK = ("Answer with one search/replace edit: `search` is an exact, contiguous excerpt of "
+              "the file (one or more whole lines copied verbatim) and `replace` is the new text "
+              "for it.")
+
+
+def line_choices(files: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """Label -> (path, line) for every non-blank line whose text occurs once in its file."""
+    choices = {}
+    for path, text in files.items():
+        lines = text.split("\n")
+        counts = Counter(lines)
+        for number, line in enumerate(lines, start=1):
+            if line.strip() and counts[line] == 1 and text.count(line) == 1:
+                shown = line.replace('"', "'").replace("\\", "/")[:LABEL_CHARS]
+                choices[f"{path}:{number}: {shown}"] = (path, line)
+    return choices
+
+
+def edit_schema(files: dict[str, str]) -> type[BaseModel]:
+    """The reply model for ``files`` (line mode when it fits, else search mode)."""
+    if not files:
+        raise ProposalError("no editable file exists in the repo; check the --editable globs")
+    # No maxLength (llama.cpp nests the grammar that many levels deep) and no descriptions (a
+    # small model copies them into its answer): the prompt explains the fields, max_tokens
+    # bounds the reply.
+    choices = line_choices(files)
+    if 0 < len(choices) <= MAX_LINE_CHOICES:
+        return create_model("ProposedLineEdit", reasoning=(str, ...),
+                            line=(Literal[tuple(choices)], ...), replace=(str, ...))
+    return create_model("ProposedEdit", reasoning=(str, ...),
+                        path=(Literal[tuple(sorted(files))], ...),
+                        search=(str, Field(min_length=1)), replace=(str, ...))
+
+
+def _ledger_lines(rows: Sequence[LedgerRow]) -> str:
+    if not rows:
+        return "(no experiments yet)"
+    lines = ["iteration | status | scalar | reasoning / note"]
+    for r in rows:
+        scalar = "-" if r.scalar is None else f"{r.scalar:.4g}"
+        text = (r.reasoning or r.note or "")[:160]
+        lines.append(f"{r.iteration} | {r.status} | {scalar} | {text}")
+    return "\n".join(lines)
+
+
+def build_messages(ctx: ProposalContext, failure: str | None = None,
+                   line_mode: bool = False) -> list[Message]:
+    files = "\n\n".join(f"File: {path}\n```\n{text[:FILE_CHARS]}\n```"
+                        for path, text in ctx.files.items())
+    direction = "lower" if ctx.lower_is_better else "higher"
+    best = "unknown" if ctx.best_scalar is None else f"{ctx.best_scalar:.6g}"
+    parts = [f"Spec:\n{ctx.spec[:SPEC_CHARS] or '(none)'}",
+             f"Editable files:\n{files}",
+             f"Recent experiments (the ledger):\n{_ledger_lines(ctx.recent)}",
+             f"Best score so far: {best} ({direction} is better)."]
+    if failure is None:
+        parts.append("Propose ONE focused change that should beat the best score.")
+    else:
+        parts.append(f"Your last change made the evaluator fail:\n{failure[-FAILURE_CHARS:]}\n"
+                     "Propose ONE edit to the file as shown above that fixes this failure.")
+    parts.append(LINE_ASK if line_mode else SEARCH_ASK)
+    return [Message("system", SYSTEM), Message("user", "\n\n".join(parts))]
+
+
+class LLMProposer:
+    def __init__(self, llm: LLMClient, *, max_tokens: int = 400, temperature: float = 0.0):
+        self.llm, self.max_tokens, self.temperature = llm, max_tokens, temperature
+        self.name = f"llm:{llm.backend}:{llm.model}"
+
+    def _ask(self, ctx: ProposalContext, failure: str | None) -> Proposal:
+        schema = edit_schema(ctx.files)
+        line_mode = "line" in schema.model_fields
+        try:
+            out = complete_structured(self.llm, build_messages(ctx, failure, line_mode), schema,
+                                      max_tokens=self.max_tokens, temperature=self.temperature)
+        except LLMError as exc:
+            raise ProposalError(f"the LLM gave no usable edit: {exc}") from exc
+        reply = out.value
+        if line_mode:
+            path, line = line_choices(ctx.files)[reply.line]
+            edit = Edit(path, search=line, replace=reply.replace.rstrip("\n"))
+        else:
+            edit = Edit(reply.path, search=reply.search, replace=reply.replace)
+        extra = {"model": self.llm.model,
+                 "input_tokens": sum(r.input_tokens for r in out.replies),
+                 "output_tokens": sum(r.output_tokens for r in out.replies),
+                 "cost_usd": sum(r.cost_usd for r in out.replies)}
+        return Proposal(reply.reasoning.strip(), (edit,), extra=extra)
+
+    def propose(self, ctx: ProposalContext) -> Proposal:
+        return self._ask(ctx, None)
+
+    def fix(self, ctx: ProposalContext, failure: str, attempt: int) -> Proposal | None:
+        return self._ask(ctx, failure)

@@ -1,0 +1,86 @@
+"""The contract line of the built-in evaluator ``ratchet experiment eval-skill-loop``.
+
+The command runs the skill loop once per seed on a fixed subset; this module turns the runs'
+``loop.json`` rows into the contract line, so the yardstick is one small, testable function.
+
+Contracts:
+- ``scalar``: per seed, the rolling gain (``plot.loop_metrics``: mean eval pass@1 of the last
+  rounds minus round 0) or the final round's eval pass@1; the scalar is the mean over seeds and
+  the per-seed values go to ``metrics["scalar_per_seed"]`` (the engine's default noise margin).
+  Higher is better.
+- Vetoes: the mean final eval pass@1 below the Proposition 1 floor
+  ``E[p0] - (tau + eps) - C * delta`` with ``eps = sqrt(ln(2/delta) / (2 * N_min))``, where
+  E[p0] is the mean round-0 eval pass@1 (round 0 runs with an empty bank: the no-skill rate);
+  total cost over ``cost_budget_usd``; a seed whose run finished no round.
+- The floor's tau, N_min, C and delta are the evaluator's own parameters (``FloorParams``,
+  default the paper's Default), never the candidate's config: a candidate that loosens its
+  governance knobs does not move its own floor.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal, Sequence
+
+from ratchet_ray.experiment.contract import PER_SEED_KEY, EvalResult
+from ratchet_ray.plot import loop_metrics
+
+ScalarKind = Literal["rolling_gain", "final_pass"]
+SCALAR_KINDS: tuple[str, ...] = ("rolling_gain", "final_pass")
+
+
+@dataclass(frozen=True)
+class FloorParams:
+    tau: float = 0.10
+    n_min: int = 100
+    cap: int = 50
+    delta: float = 1e-3
+
+    def epsilon(self) -> float:
+        return math.sqrt(math.log(2.0 / self.delta) / (2.0 * self.n_min))
+
+    def floor(self, p0: float) -> float:
+        """Proposition 1's lower bound on expected eval pass@1 given the no-skill rate ``p0``."""
+        return p0 - (self.tau + self.epsilon()) - self.cap * self.delta
+
+
+def skill_loop_contract(runs: dict[int, list[dict[str, Any]]], *, scalar: ScalarKind,
+                        floor: FloorParams = FloorParams(),
+                        cost_budget_usd: float | None = None) -> EvalResult:
+    """The contract for ``runs`` (seed -> that seed's ``loop.json`` rounds)."""
+    if scalar not in SCALAR_KINDS:
+        raise ValueError(f"unknown scalar {scalar!r}; valid: {', '.join(SCALAR_KINDS)}")
+    vetoes: list[str] = []
+    per_seed: list[float] = []
+    round0: list[float] = []
+    final: list[float] = []
+    cost = 0.0
+    for seed, rows in runs.items():
+        m = loop_metrics(rows)
+        cost += sum(float(r.get("cost_usd") or 0.0) for r in rows)
+        evals = [r["eval_pass_at_1"] for r in rows if r.get("eval_pass_at_1") is not None]
+        if m.round0 is None or not evals:
+            vetoes.append(f"seed {seed}: no round with an eval pass finished")
+            continue
+        round0.append(m.round0)
+        final.append(evals[-1])
+        per_seed.append(m.rolling_gain if scalar == "rolling_gain" else evals[-1])
+    metrics: dict[str, Any] = {PER_SEED_KEY: per_seed, "scalar_kind": scalar,
+                               "cost_usd": round(cost, 6)}
+    if round0:
+        p0, final_mean = _mean(round0), _mean(final)
+        bound = floor.floor(p0)
+        metrics.update({"round0_pass_at_1": p0, "final_pass_at_1": final_mean,
+                        "prop1_floor": bound, "prop1_epsilon": floor.epsilon()})
+        if final_mean < bound:
+            vetoes.append(f"final eval pass@1 {final_mean:.3f} is below the Proposition 1 floor "
+                          f"{bound:.3f}")
+    if cost_budget_usd is not None and cost > cost_budget_usd:
+        vetoes.append(f"cost ${cost:.4f} is over the budget ${cost_budget_usd:.4f}")
+    return EvalResult(_mean(per_seed) if per_seed else 0.0, vetoes, metrics,
+                      sorted(runs), lower_is_better=False)
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)

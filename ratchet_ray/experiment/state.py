@@ -1,0 +1,73 @@
+"""The in-flight marker of an attempt and the run's artifact folder, for resuming after a kill.
+
+Contracts:
+- ``ARTIFACTS_DIR/<name>/`` (in the target worktree, git-excluded) holds ``patches/`` (the diff
+  of every committed candidate), ``logs/`` (one evaluator log per run) and ``attempt.json``.
+- ``attempt.json`` exists exactly while an attempt may have changed the worktree: it is written
+  (atomically) before the proposal is applied and removed after the ledger row is appended.
+  It names the iteration, the commit the attempt started from, the untracked files that
+  existed then and the running evaluator's process group: what a resumed run needs to stop a
+  stray evaluator and undo the attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ARTIFACTS_DIR = ".ratchet-experiment"
+
+
+@dataclass
+class Attempt:
+    iteration: int
+    base: str
+    untracked_before: list[str] = field(default_factory=list)
+    candidate: str = ""
+    started: float = field(default_factory=time.time)
+    evaluator_pgid: int = 0
+    """Process group of the evaluator run in flight (0: none): a resumed run kills a stray one."""
+
+
+class RunArtifacts:
+    def __init__(self, repo: Path, name: str):
+        self.root = Path(repo) / ARTIFACTS_DIR / name
+        self.patches = self.root / "patches"
+        self.logs = self.root / "logs"
+        self.marker = self.root / "attempt.json"
+        for folder in (self.patches, self.logs):
+            folder.mkdir(parents=True, exist_ok=True)
+
+    def begin(self, attempt: Attempt) -> None:
+        tmp = self.marker.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(attempt)))
+        os.replace(tmp, self.marker)
+
+    def in_flight(self) -> Attempt | None:
+        if not self.marker.exists():
+            return None
+        return Attempt(**json.loads(self.marker.read_text()))
+
+    def record_evaluator(self, pgid: int) -> None:
+        attempt = self.in_flight()
+        if attempt is not None:
+            attempt.evaluator_pgid = pgid
+            self.begin(attempt)
+
+    def end(self) -> None:
+        self.marker.unlink(missing_ok=True)
+
+    def log_path(self, iteration: int, try_no: int) -> Path:
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        return self.logs / f"iter{iteration:03d}_try{try_no}_{stamp}.log"
+
+    def save_patch(self, iteration: int, try_no: int, diff: str) -> Path:
+        path = self.patches / f"iter{iteration:03d}_try{try_no}.diff"
+        path.write_text(diff)
+        return path
+
+    def rel(self, path: Path, repo: Path) -> str:
+        return Path(path).relative_to(repo).as_posix()

@@ -1,0 +1,157 @@
+"""Crash-safe file writes: the one atomic-write helper of the package.
+
+Contracts:
+- ``atomic_write_bytes`` / ``atomic_write_text`` / ``atomic_write_json`` write to a hidden temp
+  file in the target's folder, fsync it, ``os.replace`` it over the target and fsync the folder.
+  After a crash at any point a reader sees the old file or the new one, never a mix, and once the
+  call returns the new file survives a power cut. The temp file is removed on a Python error; a
+  hard crash may leave a ``.<name>.*.tmp`` file that nothing reads.
+- ``atomic_write_with(path, write)`` is the same for a writer that needs a binary file handle
+  (e.g. ``pyarrow.parquet.write_table``); ``replace=False`` publishes with ``os.link`` and
+  raises ``FileExistsError`` instead of replacing an existing file (append-only data).
+- ``fsync_dir(folder)`` makes a rename or a new entry in ``folder`` durable; ``disk_full(exc)``
+  tells a full disk (or quota) from other errors.
+- ``swap_dir(new, target)`` puts the fully written folder ``new`` at ``target`` so that a crash
+  at any point leaves a complete folder at ``target`` or at its sibling ``<target>.prev``
+  (``recover_dir(target)`` moves that one back); see its docstring.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any, BinaryIO, Callable
+
+_NO_HARDLINKS = {errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP}
+PREV_SUFFIX = ".prev"
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it wraps) is a full disk or quota: a run must stop there, not
+    go on with evidence missing; free space and resume."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def fsync_dir(folder: str | Path) -> None:
+    """fsync a folder so the entries just renamed or created in it are durable."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def temp_path(path: Path) -> Path:
+    """A hidden temp name next to ``path`` (same filesystem, so the rename is atomic)."""
+    return path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
+
+
+def atomic_write_with(path: str | Path, write: Callable[[BinaryIO], None], *,
+                      replace: bool = True) -> Path:
+    """Create ``path`` from what ``write(handle)`` writes, atomically and durably (module doc)."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fsync_dir(path.parent.parent)  # the new folder's own entry must survive a power cut too
+    temp = temp_path(path)
+    try:
+        with open(temp, "xb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if replace:
+            os.replace(temp, path)
+        else:
+            _link_new(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)  # only left after an error (or after the link above)
+    fsync_dir(path.parent)
+    return path
+
+
+def _link_new(temp: Path, final: Path) -> None:
+    try:
+        os.link(temp, final)  # atomic, and refuses to replace an existing file
+    except OSError as exc:
+        if exc.errno == errno.EEXIST:
+            raise FileExistsError(f"refusing to overwrite {final}") from exc
+        if exc.errno not in _NO_HARDLINKS:
+            raise
+        if final.exists():
+            raise FileExistsError(f"refusing to overwrite {final}") from exc
+        os.rename(temp, final)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    return atomic_write_with(path, lambda handle: handle.write(data))
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | Path, data: Any) -> Path:
+    """JSON with sorted keys and a trailing newline (values it cannot encode become ``str``)."""
+    text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
+    return atomic_write_text(path, text)
+
+
+def swap_dir(new: Path, target: Path) -> None:
+    """Put the complete folder ``new`` at ``target`` (same parent), crash-safe at every step.
+
+    Steps: ``target`` -> ``target.prev`` (rename), ``new`` -> ``target`` (rename), delete
+    ``target.prev``. Whatever step a crash interrupts, one complete copy exists: at ``target``,
+    or (between the two renames) at ``target.prev``, which ``recover_dir`` renames back. A stale
+    ``target.prev`` next to a present ``target`` is garbage from a finished swap and is removed
+    first.
+    """
+    prev = target.with_name(target.name + PREV_SUFFIX)
+    recover_dir(target)
+    if prev.exists():
+        shutil.rmtree(prev)
+    if target.exists():
+        os.rename(target, prev)
+        fsync_dir(target.parent)
+    os.rename(new, target)
+    fsync_dir(target.parent)
+    if prev.exists():
+        shutil.rmtree(prev)
+
+
+def recover_dir(target: Path) -> bool:
+    """Finish a ``swap_dir`` cut between its renames: move ``target.prev`` back to ``target``.
+
+    Returns True when it did. Safe to call at any time (a no-op when ``target`` exists).
+    """
+    prev = target.with_name(target.name + PREV_SUFFIX)
+    if target.exists() or not prev.is_dir():
+        return False
+    os.rename(prev, target)
+    fsync_dir(target.parent)
+    return True
+
+
+def write_tree(root: Path, files: dict[str, bytes]) -> None:
+    """Write ``files`` (relative path -> bytes) under a new folder ``root``, each fsynced, then
+    every folder fsynced: the tree is durable once this returns."""
+    folders = {root}
+    for rel, data in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        folders.add(path.parent)
+        with open(path, "xb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+        fsync_dir(folder)

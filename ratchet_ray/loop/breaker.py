@@ -1,0 +1,120 @@
+"""The infrastructure circuit breaker of one split of one round, and the run's stop errors.
+
+Contracts:
+- ``InfraBreaker(split, round_, total, max_rate)`` watches the capsules of one split as they are
+  recorded (``observe``). An infrastructure failure (``Capsule.infra_failure``: the model was
+  unreachable, the Docker daemon died, the sandbox could not start, an actor died) is counted;
+  the breaker trips as soon as the split's share of them must end above ``max_rate``
+  (``failures > max_rate * total``), without waiting for the rest, and ``observe`` then raises
+  ``InfraFailureStop``.
+- ``InfraFailureStop`` names the root cause: the first failure's underlying exception (for a
+  dead actor, the reason it died, not the pool's symptom) and the most common message with its
+  count, plus the fix for that kind of failure. Every ``RunStopped`` is a reason to stop the run
+  with a non-zero exit; the round is not recorded and ``--resume`` retries.
+- Below the threshold nothing happens here: the failures stay in the denominator as always.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ratchet_ray.types import Capsule
+
+# Fix hints by the kind of failure, matched on the exit status and message (lower case).
+FIXES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("docker", "containerd"), "start the Docker daemon (CI: bash .ci/docker_setup.sh), check "
+                               "DOCKER_HOST / swebench.docker_host, then `ratchet doctor "
+                               "--suite swebench`"),
+    (("sandbox",), "the MBPP+ sandbox cannot run code here; see `ratchet doctor` (sandbox) for "
+                   "the mode and its fix"),
+    (("llmerror", "connection", "apiconnectionerror", "base_url", "model", "throttl", "timeout"),
+     "check that the model server answers (`ratchet doctor --llm BACKEND`) and llm.base_url / "
+     "llm.model"),
+    (("actordied", "rayactorerror", "worker process"), "an actor process died; read run.log and "
+                                                       "the Ray worker logs (OOM, crash)"),
+)
+
+
+class RunStopped(RuntimeError):
+    """The run cannot go on; the message names the cause and the fix. Resume once fixed."""
+
+
+class PreflightFailed(RunStopped):
+    """A preflight check failed before any round ran."""
+
+
+class InfraFailureStop(RunStopped):
+    """Too many infrastructure failures in one split: the round is not recorded."""
+
+
+def _cause_of(capsule: Capsule) -> str:
+    """The underlying message of one infra-failure capsule, without the pool's wrapping."""
+    lines = [ln.strip() for ln in (capsule.grader_trace or "").splitlines()
+             if ln.strip() and not ln.startswith("[router]")]  # the router's note is not the cause
+    if not lines:
+        return capsule.exit_status
+    if re.match(r"^\[(solver|grader) actor\]", lines[0]) and len(lines) > 1:
+        # Ray's "actor died" text is boilerplate; its last line says why the process died.
+        text = lines[-1]
+    else:
+        text = re.sub(r"^\[(solver|grader)( actor)?\]\s*", "", lines[0])
+        if text.startswith("[") and len(lines) > 1:  # a header such as "[sandbox namespaces]"
+            text = f"{text} {lines[1]}" + (f" ... {lines[-1]}" if len(lines) > 2 else "")
+    if not text.lower().startswith(capsule.exit_status.lower()):
+        text = f"{capsule.exit_status}: {text}"
+    return text[:500]
+
+
+def _normalise(message: str) -> str:
+    """The message with numbers, ids and paths blurred, so repeats of one cause group together."""
+    message = re.sub(r"0x[0-9a-f]+|[0-9a-f]{16,}", "<id>", message, flags=re.I)
+    message = re.sub(r"Mbpp/\d+|[\w.-]+__[\w.-]+-\d+", "<task>", message)
+    return re.sub(r"\d+(\.\d+)?", "N", message)
+
+
+def fix_for(message: str) -> str:
+    low = message.lower()
+    for keys, fix in FIXES:
+        if any(k in low for k in keys):
+            return fix
+    return "read run.log for the full traces"
+
+
+@dataclass
+class InfraBreaker:
+    split: str
+    round: int
+    total: int
+    max_rate: float
+    retry: str = "continue with --resume"
+    """How the user retries once the cause is fixed."""
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    """(task_id, underlying message) per infra failure, in the order they were recorded."""
+
+    @property
+    def tripped(self) -> bool:
+        return len(self.failures) > self.max_rate * self.total
+
+    def observe(self, capsule: Capsule) -> None:
+        """Count ``capsule``; raise ``InfraFailureStop`` once the split must end above the rate."""
+        if capsule.infra_failure:
+            self.observe_failure(capsule.task_id, _cause_of(capsule))
+
+    def observe_failure(self, task_id: str, message: str) -> None:
+        """Count one infra failure of ``task_id`` (``message``: its underlying error)."""
+        self.failures.append((task_id, message[:500]))
+        if self.tripped:
+            raise InfraFailureStop(self.message())
+
+    def message(self) -> str:
+        first_task, first = self.failures[0]
+        common, count = Counter(_normalise(m) for _, m in self.failures).most_common(1)[0]
+        example = next(m for _, m in self.failures if _normalise(m) == common)
+        where = f"round {self.round} {self.split}" if self.round >= 0 else self.split
+        return (f"{where}: {len(self.failures)} of {self.total} tasks "
+                f"failed on infrastructure, above infra.max_failure_rate {self.max_rate:.2f}; "
+                f"the round is not recorded. Root cause (first, on {first_task}): {first}. "
+                f"Most common ({count} of {len(self.failures)}): {example}. "
+                f"Fix: {fix_for(first)}; then {self.retry}")

@@ -1,0 +1,118 @@
+"""Preflight of a run: the ``ratchet doctor`` checks this run depends on, bounded in time.
+
+Contracts:
+- ``preflight(config, models)`` runs when a run starts or resumes, before any round:
+  - with ``models.llm`` / ``models.embedder`` None (production), one one-token call on the
+    run's own LLM client and one embedding on its embedder (``Models.filled``: the clients every
+    actor gets), each in a thread bounded by ``config.infra.preflight_timeout_s``; injected
+    clients (test doubles, a deployment's shared client) are the caller's business and skipped;
+  - the suite's checks (``doctor.suite_checks``: the MBPP+ sandbox's mode; the Docker daemon,
+    free disk, leftover containers, instance images and git for SWE-bench) as one Ray task with
+    the Grader's resources, so they run where grading will run (on a cluster: a Docker node).
+- A failed *blocking* check (the model, the embedder, the sandbox, the Docker daemon, the
+  SWE-bench dataset, git) raises ``PreflightFailed`` with each failed check's detail and fix, as
+  ``ratchet doctor`` prints them; the others (free disk, leftover containers) are warnings.
+- ``config.infra.preflight`` False skips it all.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable
+
+import ray
+
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.llm import doctor
+from ratchet_ray.llm.doctor import Check
+from ratchet_ray.loop.breaker import PreflightFailed
+
+log = logging.getLogger(__name__)
+# Checks (by name prefix) whose failure stops the run; the others are warnings.
+BLOCKING = ("llm", "embedding", "sandbox", "docker daemon", "dataset", "git", "mbpp environment",
+            "swebench environment")
+
+
+def _bounded(name: str, hint: str, probe: Callable[[], str],
+             timeout_s: float) -> Callable[[], Check]:
+    """Start ``probe`` in a daemon thread; the returned join gives its Check, or a FAIL once
+    ``timeout_s`` has passed (a hung call is left behind, never waited on)."""
+    box: dict[str, Check] = {}
+
+    def target() -> None:
+        box["check"] = doctor._timed(name, hint, probe)
+
+    thread = threading.Thread(target=target, name=f"preflight-{name}", daemon=True)
+    thread.start()
+
+    def join() -> Check:
+        thread.join(timeout_s)
+        return box.get("check") or Check(name, False, f"no answer within {timeout_s:.0f}s", hint,
+                                         timeout_s)
+    return join
+
+
+def model_checks(config: LoopConfig, models: Any) -> list[Check]:
+    """The LLM and embedder checks on the run's own clients (see module contracts)."""
+    from ratchet_ray.loop.runtime import Models
+
+    if models.llm is not None and models.embedder is not None:
+        return []
+    filled = Models(llm=models.llm, embedder=models.embedder).filled(config)
+    timeout = config.infra.preflight_timeout_s
+    settings = config.llm
+    joins = []
+    if models.llm is None:
+        llm = doctor.few_retries(filled.llm)
+        joins.append(_bounded(f"llm ({settings.backend})", doctor._llm_hint(settings.backend),
+                              lambda: doctor.check_llm_client(llm), timeout))
+    if models.embedder is None:
+        backend = settings.embedder or settings.backend
+        embedder = doctor.few_retries(filled.embedder)
+        joins.append(_bounded(f"embedding ({backend})", doctor._llm_hint(backend),
+                              lambda: doctor.check_embedder_client(embedder), timeout))
+    return [join() for join in joins]
+
+
+def suite_checks(config: LoopConfig) -> list[Check]:
+    """``doctor.suite_checks`` as a Ray task placed like a Grader (bounded)."""
+    from ratchet_ray.loop.runtime import actor_options
+
+    options = {k: v for k, v in actor_options("grader", config.suite).items()
+               if k in ("num_cpus", "resources")}
+    timeout = config.infra.preflight_timeout_s
+    task = ray.remote(doctor.suite_checks).options(**options, max_retries=0)
+    from ratchet_ray.suites.swebench.settings import settings_from_config
+
+    ref = task.remote(config.suite, settings_from_config(config))
+    try:
+        return ray.get(ref, timeout=timeout)
+    except ray.exceptions.GetTimeoutError:
+        ray.cancel(ref, force=True)
+        return [Check(f"{config.suite} environment", False,
+                      f"the checks did not finish within {timeout:.0f}s on a node with the "
+                      f"grader's resources {options}",
+                      "make sure a node offers those resources (e.g. docker) and is idle enough, "
+                      "or raise infra.preflight_timeout_s")]
+
+
+def preflight(config: LoopConfig, models: Any) -> list[Check]:
+    """Run the checks; raise ``PreflightFailed`` on a blocking failure (module contracts)."""
+    if not config.infra.preflight:
+        return []
+    checks = [*model_checks(config, models), *suite_checks(config)]
+    for check in checks:
+        log.info("preflight %s %s: %s (%.1fs)", "PASS" if check.ok else "FAIL", check.name,
+                 check.detail, check.seconds)
+    failed = [c for c in checks if not c.ok]
+    blocking = [c for c in failed if c.name.startswith(BLOCKING)]
+    for check in failed:
+        if check not in blocking:
+            log.warning("preflight: %s: %s (fix: %s); going on", check.name, check.detail,
+                        check.hint)
+    if blocking:
+        lines = "; ".join(f"FAIL {c.name}: {c.detail} (fix: {c.hint})" for c in blocking)
+        raise PreflightFailed(f"preflight failed, no round was run: {lines}. Check again with "
+                              f"`ratchet doctor --llm {config.llm.backend} --suite {config.suite}`")
+    return checks

@@ -1,0 +1,121 @@
+"""Crash-safe soft phases that change the bank (synth, metasynth): start marker, batch, replay.
+
+The Synthesizer adds skills to the bank while it works and its result file is written at the
+end, so a driver killed in between used to find no result file on resume, run the phase again
+and add a second batch. Now:
+
+Contracts:
+- ``begin(run, round_, result_file)`` writes ``round_NN/<result_file>.started`` (the time the
+  attempt starts) before the phase touches the bank.
+- ``batched(bank, run, round_, result_file, attempt, record_calls)`` runs ``attempt()`` inside a
+  bank batch (``SkillBank.begin_batch``): its skill changes commit together with their events
+  after ``record_calls(result)`` has written the attempt's ``llm_call`` rows, or not at all. So a
+  synth cut anywhere before the commit left nothing in the bank and runs again from scratch
+  (the same inputs give the same skills), and one cut after it is rebuilt below.
+- ``recover_synth`` / ``recover_metasynth`` return None when no attempt started without
+  finishing. Otherwise, unless the attempt had written its own ``llm_call`` rows, they record
+  one failed row saying its replies were lost with it (tokens unknown: the spend is marked, not
+  silently dropped), and look at the ``skill_event`` rows written since the marker. None: the
+  attempt's batch never committed, so the phase runs again (nothing can be doubled). Some: the
+  batch committed whole; the result is rebuilt from those events (what it added or evicted),
+  written as the result file and returned, and the phase does not run again.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, TypeVar
+
+import ray
+
+from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.llm.accounting import llm_call_row
+from ratchet_ray.loop.rundir import RunDir
+
+STARTED_SUFFIX = ".started"
+LOST_NOTE = ("attempt cut short (the driver stopped) after it started; its replies were lost "
+             "with it, so tokens and cost are unknown; the skills it added are kept")
+
+
+T = TypeVar("T")
+
+
+def begin(run: RunDir, round_: int, result_file: str, *, calls_recorded: bool = False) -> None:
+    run.write_round_json(round_, result_file + STARTED_SUFFIX,
+                         {"started_at": time.time(), "calls_recorded": calls_recorded})
+
+
+def batched(bank: Any, run: RunDir, round_: int, result_file: str, attempt: Callable[[], T],
+            record_calls: Callable[[T], None]) -> T:
+    """``attempt()`` with its bank changes committed as one batch (module contracts)."""
+    ray.get(bank.begin_batch.remote())
+    try:
+        result = attempt()
+    except Exception:
+        ray.get(bank.abort_batch.remote())
+        raise
+    record_calls(result)
+    marker = run.read_round_json(round_, result_file + STARTED_SUFFIX) or {}
+    run.write_round_json(round_, result_file + STARTED_SUFFIX, {**marker, "calls_recorded": True})
+    ray.get(bank.commit_batch.remote())
+    return result
+
+
+def _events_since(store: EvidenceStore, round_: int, since: float) -> list[tuple[str, str]]:
+    con = store.connect()
+    try:
+        return con.execute("SELECT event, skill_id FROM skill_event WHERE round = ? AND "
+                           "created_at >= ? ORDER BY created_at, skill_id",
+                           [round_, since]).fetchall()
+    finally:
+        con.close()
+
+
+def _started(run: RunDir, round_: int, result_file: str) -> float | None:
+    marker = run.read_round_json(round_, result_file + STARTED_SUFFIX)
+    return None if marker is None else float(marker["started_at"])
+
+
+def _record_lost(store: EvidenceStore, run: RunDir, round_: int, role: str,
+                 result_file: str = "") -> None:
+    marker = run.read_round_json(round_, result_file + STARTED_SUFFIX) if result_file else None
+    if marker and marker.get("calls_recorded"):
+        return  # the attempt got as far as writing its own llm_call rows
+    store.append("llm_call", round_, [llm_call_row(None, run_id=run.run_id, round_=round_,
+                                                   role=role, ok=False, error=LOST_NOTE)])
+
+
+def recover_synth(run: RunDir, store: EvidenceStore, round_: int, result_file: str
+                  ) -> dict[str, Any] | None:
+    """The synth result of a cut attempt, rebuilt from the bank's events (module contracts)."""
+    since = _started(run, round_, result_file)
+    if since is None:
+        return None
+    _record_lost(store, run, round_, "synthesizer", result_file)
+    events = _events_since(store, round_, since)
+    if not events:  # its batch never committed: nothing happened, run it again
+        return None
+    done = {"created": [s for e, s in events if e == "added"],
+            "evicted": [s for e, s in events if e == "evicted"],
+            "skipped_clusters": [], "duplicates": [], "failed": [], "deferred": [],
+            "verdicts_in_window": None, "recovered": LOST_NOTE}
+    run.write_round_json(round_, result_file, done)
+    return done
+
+
+def recover_metasynth(run: RunDir, store: EvidenceStore, round_: int, result_file: str
+                      ) -> dict[str, Any] | None:
+    """The metasynth result of a cut attempt, rebuilt from the bank's events."""
+    since = _started(run, round_, result_file)
+    if since is None:
+        return None
+    _record_lost(store, run, round_, "metasynth")
+    events = _events_since(store, round_, since)
+    added = [s for e, s in events if e == "meta_added"]
+    if not added:
+        return None
+    retired = [s for e, s in events if e == "meta_retired"]
+    done = {"created": added[-1], "replaced": retired[-1] if retired else None, "error": None,
+            "recovered": LOST_NOTE}
+    run.write_round_json(round_, result_file, done)
+    return done

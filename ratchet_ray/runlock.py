@@ -1,0 +1,126 @@
+"""One writer per run dir (or sweep folder): an exclusive lock on ``<folder>/.lock``.
+
+Contracts:
+- ``RunLock(folder, purpose).acquire()`` takes an exclusive ``flock`` on ``<folder>/.lock``
+  without waiting and then writes the holder (pid, host, start time, purpose) into that file.
+  The kernel releases the lock when the holder's process dies, however it dies (SIGKILL
+  included), so a crashed run never needs manual cleanup; the stale holder text left behind is
+  overwritten by the next writer. ``flock`` works on local filesystems and, on Linux, on NFS
+  (emulated with byte-range locks); the file descriptor is close-on-exec, so children never
+  inherit it.
+- A second writer, in this process or another, on this host or another that shares the
+  filesystem, gets ``RunDirBusy`` naming the holder and what to do; it never waits.
+- ``release()`` is idempotent; ``RunLock`` is a context manager. Readers never lock:
+  ``holder(folder)`` reports the current holder (or None) for messages and ``ratchet`` commands.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+LOCK_FILE = ".lock"
+
+
+class RunDirBusy(ValueError):
+    """Another process holds the folder's writer lock; the message names it and the fix."""
+
+
+def _describe(folder: Path, info: dict[str, Any] | None) -> str:
+    if not info:
+        return f"{folder} is locked by another writer (holder unknown: {folder / LOCK_FILE} is empty)"
+    since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(info.get("since", 0)))
+    return (f"{folder} is in use by pid {info.get('pid')} on host {info.get('host')} "
+            f"({info.get('purpose', '?')}, since {since})")
+
+
+def _read_info(path: Path) -> dict[str, Any] | None:
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    try:
+        info = json.loads(text)
+    except ValueError:
+        return None
+    return info if isinstance(info, dict) else None
+
+
+class RunLock:
+    """Exclusive writer lock of one folder (see module contracts)."""
+
+    def __init__(self, folder: str | Path, purpose: str = ""):
+        self.folder = Path(folder)
+        self.path = self.folder / LOCK_FILE
+        self.purpose = purpose or " ".join(sys.argv[:3])
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self) -> "RunLock":
+        if self._fd is not None:
+            return self
+        if not self.folder.is_dir():
+            raise FileNotFoundError(f"{self.folder}: no such folder to lock")
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            info = _read_info(self.path)
+            raise RunDirBusy(
+                f"{_describe(self.folder, info)}: only one writer at a time (two would record "
+                "the same work twice). Wait for it to finish, or stop it "
+                f"(kill {info.get('pid') if info else '<pid>'} on that host) and run this again; "
+                "read-only commands (ratchet query, skill list, audit) work meanwhile") from None
+        except OSError:
+            os.close(fd)
+            raise
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time(),
+                "purpose": self.purpose}
+        data = (json.dumps(info) + "\n").encode()
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, data, 0)
+        os.fsync(fd)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            os.ftruncate(fd, 0)  # an empty file says "nobody" to a reader racing the unlock
+        finally:
+            os.close(fd)  # closing the only descriptor drops the flock
+
+    def __enter__(self) -> "RunLock":
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+def holder(folder: str | Path) -> dict[str, Any] | None:
+    """The live holder of ``folder``'s lock (pid, host, since, purpose), or None when free."""
+    path = Path(folder) / LOCK_FILE
+    if not path.is_file():
+        return None
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _read_info(path) or {}
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)

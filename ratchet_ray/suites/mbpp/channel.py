@@ -1,0 +1,147 @@
+"""The running sandbox, seen from the grader: its frames, its stderr tail, and its end.
+
+``SandboxProcess(proc, frames_fd, job, max_frame, mode, info_fd, scratch)`` writes the job to the
+runner's stdin, then ``next_frame(deadline)`` returns each length-prefixed frame in order (None
+once the sandbox side closed; ``FrameTimeout`` past the deadline; ``FrameTooLarge`` above
+``max_frame`` bytes, before reading it) while draining a capped stderr tail. ``close()`` SIGKILLs
+the sandbox's session and returns only once ``reap_sandbox`` saw its pid namespace gone.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import select
+import selectors
+import shutil
+import signal
+import subprocess
+import time
+
+log = logging.getLogger(__name__)
+
+
+class FrameTimeout(Exception):
+    """No frame arrived before the deadline."""
+
+
+class FrameTooLarge(Exception):
+    """The runner announced a frame above ``max_frame_mb``."""
+
+
+
+def reap_sandbox(info_fd: int, timeout_s: float = 5.0) -> None:
+    """Return once the sandbox's pid namespace is gone (closes ``info_fd``): its init, whose pid
+    bwrap wrote to the info fd, exits only after the kernel killed every other process in it."""
+    try:
+        ready = select.select([info_fd], [], [], 0)[0]
+        info = os.read(info_fd, 4096) if ready else b""
+    finally:
+        os.close(info_fd)
+    try:
+        init_pid = int(json.loads(info.decode())["child-pid"])
+    except (ValueError, KeyError, TypeError):
+        return  # bwrap never got as far as starting the sandbox (or the weak mode)
+    deadline, zombie_since = time.monotonic() + timeout_s, 0.0
+    while time.monotonic() < deadline:
+        try:  # ours to reap when we are the subreaper (see sandbox._become_subreaper)
+            if os.waitpid(init_pid, os.WNOHANG)[0] == init_pid:
+                return
+            time.sleep(0.005)
+            continue
+        except ChildProcessError:
+            pass
+        try:
+            with open(f"/proc/{init_pid}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            return
+        if fields[0] in ("Z", "X"):  # every process of the sandbox is gone
+            zombie_since = zombie_since or time.monotonic()
+            # not ours (yet): being re-parented to us, or to another reaper after a while
+            if int(fields[1]) != os.getpid() and time.monotonic() - zombie_since > 0.5:
+                return
+        time.sleep(0.005)
+    log.error("sandbox init %d still alive %.0fs after SIGKILL", init_pid, timeout_s)
+
+
+class SandboxProcess:
+    """The running sandbox: frames in order, a capped stderr tail, and ``close`` (SIGKILL)."""
+
+    def __init__(self, proc: subprocess.Popen, frames_fd: int, job: bytes, max_frame: int,
+                 mode: str, info_fd: int, scratch: str | None = None):
+        self.proc, self.frames_fd, self.max_frame, self.mode = proc, frames_fd, max_frame, mode
+        self.info_fd, self.scratch = info_fd, scratch
+        self.stderr = bytearray()
+        self._buffer = bytearray()
+        self._eof = False
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(frames_fd, selectors.EVENT_READ, "frames")
+        self._selector.register(proc.stderr, selectors.EVENT_READ, "stderr")
+        os.set_blocking(frames_fd, False)
+        try:  # the runner reads all of stdin before anything else
+            proc.stdin.write(job)
+            proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass  # died at start-up: next_frame sees EOF and the stderr says why
+
+    def next_frame(self, deadline: float) -> bytes | None:
+        """The next frame's bytes; None once the runner side closed (exited or was killed)."""
+        while True:
+            if len(self._buffer) >= 4:
+                size = int.from_bytes(self._buffer[:4], "big")
+                if size > self.max_frame:
+                    raise FrameTooLarge(f"{size} bytes")
+                if len(self._buffer) >= 4 + size:
+                    frame = bytes(self._buffer[4:4 + size])
+                    del self._buffer[:4 + size]
+                    return frame
+            if self._eof:
+                return None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise FrameTimeout()
+            for key, _ in self._selector.select(timeout=remaining):
+                if key.data == "frames":
+                    chunk = self._read(self.frames_fd)
+                    if chunk:
+                        self._buffer.extend(chunk)
+                    elif chunk is not None:
+                        self._eof = True
+                else:
+                    chunk = self._read(key.fd)
+                    if chunk:
+                        self.stderr.extend(chunk)
+                        del self.stderr[:-8000]
+                    elif chunk is not None:
+                        self._selector.unregister(key.fileobj)
+
+    @staticmethod
+    def _read(fd: int) -> bytes | None:
+        try:
+            return os.read(fd, 1 << 20)
+        except BlockingIOError:
+            return None
+
+    def close(self) -> int | None:
+        """SIGKILL the sandbox (its whole session; bwrap's pid namespace dies with it); reap."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            log.error("sandbox process %d did not exit after SIGKILL", self.proc.pid)
+        reap_sandbox(self.info_fd)
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        self._selector.close()
+        os.close(self.frames_fd)
+        if self.proc.stderr:
+            self.proc.stderr.close()
+        return self.proc.returncode
+
+    def stderr_tail(self) -> str:
+        return bytes(self.stderr[-2000:]).decode(errors="replace")

@@ -1,0 +1,208 @@
+"""One grade, trusted side: feed the sandbox, read its frames, and decide the verdict here.
+
+``grade_in_sandbox(sandbox, problem, expected, code)`` -> ``Outcome``. The sandbox receives the
+code, the entry point, the inputs and evalplus's per-test limits; never the expected outputs.
+Each frame is checked against the protocol (split, index, kind). An output whose pickle digest
+equals the expected output's (computed by oracle.py; absent where a NaN makes equal values
+unequal) is evalplus's exact match; otherwise it is decoded by ``wire.decode`` (plain values
+only) and judged by ``verdict.SplitChecker`` as evalplus would. Outputs over ``MAX_NODES``
+values travel as the digest alone, so they pass only when identical to the expected value.
+Deadlines are the grader's own clock: per test, evalplus's limit plus ``io_slack_s`` after the
+previous frame; per split, evalplus's cap (``verdict.split_timeout``); the first split also gets
+``grace_s`` for start-up. The first failing test ends the grade (evalplus's fast check), and the
+sandbox is killed whatever happened. Nothing the sandbox sends can make a test pass unless the
+output it carries is the right one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import reprlib
+import signal
+import sysconfig
+import time
+from dataclasses import dataclass, field
+
+from ratchet_ray.suites.mbpp import wire
+from ratchet_ray.suites.mbpp.channel import FrameTimeout, FrameTooLarge
+from ratchet_ray.suites.mbpp.sandbox import Sandbox
+from ratchet_ray.suites.mbpp.verdict import SplitChecker, split_timeout, time_limits
+
+SPLITS = ("base", "plus")
+MAX_NODES = 2_000_000  # larger outputs travel as a digest only
+ENCODE_BYTES_PER_S = 20e6  # slack per byte of the expected output's pickle (hash + encode)
+MAX_DEPTH = 100
+_short = reprlib.Repr()
+_short.maxstring, _short.maxother, _short.maxlist, _short.maxtuple = 100, 100, 6, 6
+_short.maxdict, _short.maxset, _short.maxlevel = 6, 6, 3
+_TIMEOUT_NAMES = ("TimeoutException", "TimeoutError")
+
+
+@dataclass
+class Outcome:
+    passed: bool
+    exit_status: str
+    trace: list[str] = field(default_factory=list)
+    reached_untrusted: bool = True
+    """False when the sandbox died before any generated code ran (an infrastructure failure)."""
+
+
+def _evalplus_utils() -> str:
+    spec = importlib.util.find_spec("evalplus.eval.utils")
+    return spec.origin if spec and spec.origin else ""
+
+
+def _call(entry_point: str, args) -> str:
+    return f"{entry_point}({', '.join(_short.repr(a) for a in list(args)[:8])})"
+
+
+class _Failure(Exception):
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def grade_in_sandbox(sandbox: Sandbox, problem: dict, expected: dict, code: str,
+                     budget_floor_s: float) -> Outcome:
+    entry_point = problem["entry_point"]
+    limits = {s: time_limits(expected[f"{s}_time"]) for s in SPLITS}
+    caps = {s: split_timeout(limits[s]) + sandbox.limits.io_slack_s
+            + sum(expected.get(f"{s}_bytes") or [0]) / ENCODE_BYTES_PER_S for s in SPLITS}
+    budget = max(budget_floor_s, sum(caps.values())) + sandbox.limits.grace_s
+    job = {"code": code, "entry_point": entry_point, "max_nodes": MAX_NODES,
+           "max_depth": MAX_DEPTH, "evalplus_utils": _evalplus_utils(),
+           "site_packages": sysconfig.get_paths()["purelib"], "cpu_s": budget,
+           "splits": [{"name": s, "inputs": problem[f"{s}_input"], "limits": limits[s]}
+                      for s in SPLITS]}
+    started = time.monotonic()
+    process = sandbox.start(job)
+    outcome = Outcome(passed=False, exit_status="failed_tests", reached_untrusted=False)
+    returncode = None
+    try:
+        reader = _Reader(process, started + budget, sandbox.limits.io_slack_s)
+        for number, split in enumerate(SPLITS):
+            grace = sandbox.limits.grace_s if number == 0 else 0.0
+            _run_split(reader, split, problem, expected, limits[split],
+                       time.monotonic() + caps[split] + grace, outcome)
+            outcome.trace.append(f"{split}: pass ({len(problem[f'{split}_input'])} tests)")
+        outcome.passed, outcome.exit_status = True, "ok"
+    except _Failure as failure:
+        outcome.exit_status = failure.status
+        outcome.trace.append(failure.message)
+    finally:
+        returncode = process.close()
+    if not outcome.passed and not outcome.reached_untrusted:
+        outcome.trace.append(f"sandbox exited {returncode} before running the code: "
+                             f"{process.stderr_tail()[-800:]}")
+    return outcome
+
+
+class _Reader:
+    def __init__(self, process, hard_deadline: float, slack: float):
+        self.process, self.hard_deadline, self.slack = process, hard_deadline, slack
+
+    def frame(self, deadline: float, what: str) -> dict:
+        try:
+            raw = self.process.next_frame(min(deadline, self.hard_deadline))
+        except FrameTimeout:
+            raise _Failure("timeout", f"no answer within the time limit ({what})") from None
+        except FrameTooLarge as exc:
+            raise _Failure("failed_tests", f"output too large to check ({exc}; {what})") from None
+        if raw is None:
+            raise _Failure("crashed", f"the process died without an answer ({what})")
+        try:
+            message = json.loads(raw)
+        except (ValueError, RecursionError):
+            message = None
+        if type(message) is not dict or type(message.get("k")) is not str:
+            raise _Failure("failed_tests", f"malformed message from the sandbox ({what})")
+        return message
+
+
+def _exception(message: dict, entry_point: str, call: str) -> _Failure:
+    name = str(message.get("name", "BaseException"))[:80]
+    text = str(message.get("msg", ""))[:200]
+    stage = message.get("stage")
+    if name in _TIMEOUT_NAMES:
+        status = "timeout"
+    elif name == "MemoryError":
+        status = "memory"
+    elif name == "Unencodable":  # the value is too big or too deep to send: a wrong answer
+        status = "failed_tests"
+    elif stage == "lookup" and name == "KeyError":
+        status = "missing_entry_point"
+    else:
+        status = name
+    where = {"exec": "defining the module", "lookup": f"looking up {entry_point}"}.get(stage, call)
+    return _Failure(status, f"{where} raised {name}: {text}")
+
+
+def _died(message: dict, where: str) -> _Failure:
+    """The split's process ended without an answer: ``crashed`` (``timeout`` for SIGXCPU)."""
+    number, name = message.get("signal"), ""
+    if type(number) is int and number > 0:
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+    status = "timeout" if name == "SIGXCPU" else "crashed"
+    return _Failure(status, f"the process died without an answer ({where})"
+                            + (f", killed by {name}" if name else ""))
+
+
+def _run_split(reader: _Reader, split: str, problem: dict, expected: dict, limits: list[float],
+               split_deadline: float, outcome: Outcome) -> None:
+    entry_point = problem["entry_point"]
+    inputs, outputs = problem[f"{split}_input"], expected[split]
+    first = reader.frame(split_deadline, f"{split}: loading the module")
+    while first.get("k") == "exit" and first.get("split") != split:  # the previous split's end
+        first = reader.frame(split_deadline, f"{split}: loading the module")
+    outcome.reached_untrusted = True
+    if first.get("k") == "exit":
+        raise _died(first, f"{split}: loading the module")
+    kind = first.get("k")
+    if kind == "syntax":
+        raise _Failure("syntax_error", f"{first.get('name')}: {str(first.get('msg'))[:300]}")
+    if kind == "exc" and first.get("split") == split:
+        raise _exception(first, entry_point, entry_point)
+    if kind != "ready" or first.get("split") != split:
+        raise _Failure("failed_tests", f"protocol violation before {split} tests")
+    checker = SplitChecker(entry_point, problem["atol"])
+    digests = expected.get(f"{split}_digest") or [None] * len(outputs)
+    sizes = expected.get(f"{split}_bytes") or [0] * len(outputs)
+    last = time.monotonic()
+    for index, (args, exp, limit) in enumerate(zip(inputs, outputs, limits)):
+        call = _call(entry_point, args)
+        where = f"{split} test {index + 1}/{len(inputs)}"
+        # hashing/encoding a big output takes time outside evalplus's limit on the call
+        slack = reader.slack + sizes[index] / ENCODE_BYTES_PER_S
+        message = reader.frame(min(split_deadline, last + limit + slack), where)
+        last = time.monotonic()
+        if message.get("k") == "exit" and message.get("split") == split:
+            outcome.trace.append(f"{split}: fail at test {index + 1}/{len(inputs)}")
+            raise _died(message, call)
+        if message.get("split") != split or message.get("i") != index:
+            raise _Failure("failed_tests", f"protocol violation at {where}")
+        if message["k"] == "exc":
+            outcome.trace.append(f"{split}: fail at test {index + 1}/{len(inputs)}")
+            raise _exception(message, entry_point, call)
+        text, digest = message.get("v"), message.get("h")
+        if message["k"] != "out" or type(text) not in (str, type(None)):
+            raise _Failure("failed_tests", f"protocol violation at {where}")
+        if digests[index] is not None and digest == digests[index]:
+            checker.matched_exactly(exp)  # byte-identical pickle: evalplus's exact match
+            continue
+        if text is None:  # too big for the wire and not identical: no rule of evalplus can pass
+            outcome.trace.append(f"{split}: fail at test {index + 1}/{len(inputs)}")
+            raise _Failure("failed_tests", f"{call} returned a value too big to compare (over "
+                                           f"{MAX_NODES} values) that is not the expected one")
+        try:
+            out = wire.decode(text, MAX_DEPTH)
+        except wire.WireError as exc:
+            raise _Failure("failed_tests",
+                           f"{call} returned an undecodable value ({exc})") from None
+        if not checker.check(args, out, exp):
+            outcome.trace.append(f"{split}: fail at test {index + 1}/{len(inputs)}")
+            raise _Failure("failed_tests",
+                           f"{call} returned {_short.repr(out)}, expected {_short.repr(exp)}")

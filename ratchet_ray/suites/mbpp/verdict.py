@@ -1,0 +1,92 @@
+"""evalplus's MBPP+ pass/fail rules, applied in the trusted grader to decoded plain values.
+
+evalplus compares inside the process that runs the untrusted function (``unsafe_execute``), where
+a returned object can lie through ``__eq__`` and the code can read the expected values. Here the
+same rules run outside the sandbox on values ``wire.decode`` built (plain builtins only), with
+evalplus's own constants and helpers: ``MBPP_OUTPUT_SET_EQ_TASKS``, ``MBPP_OUTPUT_NOT_NONE_TASKS``,
+the per-task oracles of ``evalplus.eval._special_oracle`` (evaluated on the trusted copy of the
+inputs), ``is_floats``, the ``atol`` rules and the time limits of ``untrusted_check``.
+
+Contracts:
+- ``SplitChecker(entry_point, atol)``: ``check(inp, out, exp) -> bool`` for consecutive tests of
+  one split. Like evalplus, once a float expected output forces ``atol = 1e-6`` the forced value
+  stays for the rest of the split (``matched_exactly(exp)`` records a test passed by digest).
+  Never raises: any error while comparing is a failed test.
+- ``time_limits(ref_times, min_time_limit, factor)``: evalplus's per-test limits;
+  ``split_timeout(limits)``: evalplus's wall-clock cap for one split's process.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from evalplus.config import DEFAULT_GT_TIME_LIMIT_FACTOR, DEFAULT_MIN_TIME_LIMIT
+from evalplus.eval import is_floats
+from evalplus.eval._special_oracle import (
+    MBPP_OUTPUT_NOT_NONE_TASKS,
+    MBPP_OUTPUT_SET_EQ_TASKS,
+    _digit_distance_nums,
+    _surface_Area,
+)
+
+MIN_TIME_LIMIT_S = DEFAULT_MIN_TIME_LIMIT
+GT_TIME_LIMIT_FACTOR = DEFAULT_GT_TIME_LIMIT_FACTOR
+EVALPLUS_SPLIT_CAP_S = 60.0  # untrusted_check: min(EVALPLUS_TIMEOUT_PER_TASK or 60, sum) + 1
+
+
+def time_limits(ref_times: list[float], min_time_limit: float = MIN_TIME_LIMIT_S,
+                factor: float = GT_TIME_LIMIT_FACTOR) -> list[float]:
+    return [max(min_time_limit, factor * t) for t in ref_times]
+
+
+def split_timeout(limits: list[float]) -> float:
+    """evalplus joins the split's process after ``min(cap, sum) + 1`` and then ``+ 1`` more."""
+    cap = float(os.environ.get("EVALPLUS_TIMEOUT_PER_TASK", EVALPLUS_SPLIT_CAP_S))
+    return min(cap, sum(limits)) + 2.0
+
+
+class SplitChecker:
+    def __init__(self, entry_point: str, atol: float):
+        self.entry_point = entry_point
+        self.atol = atol
+
+    def matched_exactly(self, exp) -> None:
+        """A test passed by identity with ``exp`` (digest match): keep evalplus's atol state."""
+        if self.atol == 0 and is_floats(exp):
+            self.atol = 1e-6
+
+    def check(self, inp, out, exp) -> bool:
+        try:
+            return self._check(inp, out, exp)
+        except Exception:  # evalplus: any exception while checking fails the test
+            return False
+
+    def _check(self, inp, out, exp) -> bool:
+        # Mirrors the mbpp branch of evalplus.eval.unsafe_execute line by line.
+        entry_point = self.entry_point
+        exact_match = out == exp
+        if entry_point == "are_equivalent":  # Mbpp/164
+            exact_match = exact_match or True
+        elif entry_point == "sum_div":  # Mbpp/295
+            exact_match = exact_match or out == 0
+        elif entry_point == "surface_Area":  # Mbpp/581
+            exact_match = exact_match or abs(out - _surface_Area(*inp)) <= self.atol
+        elif entry_point == "digit_distance_nums":  # Mbpp/558
+            exact_match = exact_match or out == _digit_distance_nums(*inp)
+        elif entry_point in MBPP_OUTPUT_SET_EQ_TASKS:
+            exact_match = set(out) == set(exp)
+        elif entry_point in MBPP_OUTPUT_NOT_NONE_TASKS:
+            if isinstance(out, bool):
+                exact_match = out == exp
+            else:
+                exact_match = exp == (out is not None)
+        if self.atol == 0 and is_floats(exp):
+            self.atol = 1e-6  # evalplus enforces atol for float comparison (for the split)
+        if not exact_match and self.atol != 0:
+            if type(out) != type(exp):
+                return False
+            if isinstance(exp, (list, tuple)) and len(out) != len(exp):
+                return False
+            return bool(np.allclose(out, exp, rtol=1e-07, atol=self.atol))
+        return bool(exact_match)

@@ -1,0 +1,46 @@
+"""The ``sim`` suite: a seeded world with known skill effects that drives the real governance.
+
+    suite = SimSuite()
+    tasks = suite.load_tasks(config)              # config.suite == "sim"; world from sim + seed
+    grader = suite.make_grader(config, run_dir)   # reads the sim Solver's drawn outcome
+
+The LLM and the embedder are the ``sim`` backends of ``ratchet_ray.llm.registry`` (``llm.py``,
+``embedder.py``), selected by ``configs/sim.yaml``. Modules: ``settings`` (the ``sim`` config
+section), ``lexicon`` (themes and words), ``world`` (tasks and skill truth), ``grader``,
+``truth`` (a run against the truth), ``report`` (``ratchet sim-report``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ratchet_ray.suites.sim.settings import SimSettings, SimWorld
+from ratchet_ray.types import Task
+
+
+def world_spec(config: Any) -> SimWorld:
+    """The world of a run: its ``sim`` settings and its seed."""
+    return SimWorld(seed=config.seed, **config.sim.model_dump())
+
+
+class SimSuite:
+    """The ``sim`` suite of the Suite protocol (output kind: code, graded from its outcome line)."""
+
+    name = "sim"
+    output_kind = "code"
+
+    def load_tasks(self, config: Any) -> list[Task]:
+        from ratchet_ray.suites.sim.world import World
+
+        return [Task(task_id=t.task_id, suite=self.name, prompt=t.prompt)
+                for t in World(world_spec(config)).tasks]
+
+    def make_grader(self, config: Any, run_dir: Path):
+        from ratchet_ray.suites.sim.grader import SimGrader
+        from ratchet_ray.suites.sim.world import World
+
+        return SimGrader.for_run(World(world_spec(config)), Path(run_dir))
+
+
+__all__ = ["SimSettings", "SimSuite", "SimWorld", "world_spec"]

@@ -1,0 +1,60 @@
+"""The ``sim`` grader: reads the outcome the ``sim`` Solver drew and turns it into a grade.
+
+Contract (``Grader``): ``grade`` never raises; a passing attempt is ``exit_status`` ``"ok"``, a
+failing one ``"AssertionError"`` with the symptom in the trace, an output without an outcome
+line ``"NoOutcome"`` (failed, not an infrastructure failure). ``SimGrader.for_run`` also writes
+the world's task truth (type and p0 per task, the phrases per type) to ``<run_dir>/sim/world.json``
+so the run dir carries the truth the report compares against (the skill truth follows from each
+skill's token and the same world).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+from ratchet_ray.bank.skill_io import write_text_atomic
+from ratchet_ray.suites.sim.world import World
+from ratchet_ray.types import GradeResult, Task
+
+_OUTCOME = re.compile(r"# outcome: (pass|fail)(?: \(([a-z0-9]+)\))?")
+WORLD_FILE = Path("sim") / "world.json"
+
+
+def world_table(world: World) -> dict:
+    """The task truth of ``world`` as JSON-ready data."""
+    return {"seed": world.seed, "n_types": world.k, "median_p0": world.median_p0,
+            "phrases": world.phrases,
+            "tasks": [{"task_id": t.task_id, "type": t.type, "p0": t.p0} for t in world.tasks]}
+
+
+class SimGrader:
+    def __init__(self, world: World):
+        self.world = world
+
+    @classmethod
+    def for_run(cls, world: World, run_dir: Path) -> "SimGrader":
+        path = Path(run_dir) / WORLD_FILE
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(path, json.dumps(world_table(world), indent=1))
+        return cls(world)
+
+    def grade(self, task: Task, output: str) -> GradeResult:
+        started = time.perf_counter()
+        found = _OUTCOME.search(output)
+        if found is None:
+            return GradeResult(passed=False, exit_status="NoOutcome",
+                               trace="the output has no '# outcome:' line; only the sim backend "
+                                     "writes sim answers (is llm.backend 'sim'?)",
+                               duration_s=time.perf_counter() - started)
+        if found.group(1) == "pass":
+            return GradeResult(passed=True, trace="all tests passed",
+                               duration_s=time.perf_counter() - started)
+        symptom = found.group(2) or "edge"
+        return GradeResult(passed=False, exit_status="AssertionError",
+                           trace=f"transform(records) returned the wrong records for the "
+                                 f"{symptom} case",
+                           duration_s=time.perf_counter() - started)

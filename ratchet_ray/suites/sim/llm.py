@@ -1,0 +1,229 @@
+"""The ``sim`` LLM backend: answers every role's prompt from the simulated world's truth.
+
+It implements ``LLMClient`` exactly like the real backends and reads only what a real model
+reads: the prompt text the roles build (``ratchet_ray.roles.prompts``). It recognises the role by
+the prompt's heading, the task by its ``[sim/NNN]`` tag and an injected skill by the token in its
+``applies_when``, and answers:
+
+- Router (``# Skill routing``): ``{"skill_id": ...}`` sampled from ``World.route_probs``.
+- Solver (``# Python programming task``): a code block whose ``# outcome:`` line is a draw of
+  Bernoulli(p(task | skill)); the ``sim`` grader reads it.
+- Critic (``# Failure review``): a verdict whose pattern is a paraphrase of the task's latent
+  type (of a random other type with probability ``pattern_noise``) and whose attribution follows
+  the skill's true effect on that type (uniformly random with probability ``attribution_noise``).
+- Synthesizer (``# Skill authoring``): a skill draft about the cluster's theme carrying a fresh
+  token (``World.make_token``); the world fixes its true effect from the token.
+- Meta-Synthesizer (``# Meta-skill revision``): a revised guide.
+- The liveness ping of ``ratchet doctor`` / the preflight (``Reply with OK.``): ``OK``.
+
+Every draw is fixed by the world seed, the call's sampling ``seed`` (``supports_seed``: the
+workers derive it from the run seed, round, split, task and role) and what the call is about, so
+equal runs give equal evidence in any process layout. An unseeded call falls back to a
+per-client counter of identical calls (deterministic for one client and one call order).
+A prompt it cannot place raises ``LLMError`` naming the heading it expected.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any, Sequence
+
+from ratchet_ray.llm.base import LLMError, Message, Reply
+from ratchet_ray.suites.sim.lexicon import ASPECTS, THEMES, theme_votes
+from ratchet_ray.suites.sim.settings import SimWorld
+from ratchet_ray.suites.sim.world import TASK_RE, SimTask, World, parse_token
+
+ROLE_HEADINGS = {
+    "# Skill routing": "router",
+    "# Python programming task": "solver",
+    "# Failure review": "critic",
+    "# Skill authoring": "synth",
+    "# Meta-skill revision": "metasynth",
+}
+_CARD = re.compile(r"^- ([a-z0-9][a-z0-9_\-]*): (.*)$", re.MULTILINE)
+_PATTERN = re.compile(r"Recurring failure pattern \(\d+ examples shown\): (.*?)(?: \(x\d+\))?$",
+                      re.MULTILINE)
+# The health check of ``ratchet doctor`` and the run's preflight.
+LIVENESS_PROMPT = "Reply with OK."
+_SIZE = re.compile(r"Recurring failure pattern .*? \(x(\d+)\)$", re.MULTILINE)
+_CARD_ID = re.compile(r"^- ([a-z0-9][a-z0-9_\-]*): ", re.MULTILINE)
+ATTRIBUTIONS = ("helped", "hurt", "neutral", "inapplicable")
+
+
+class SimLLM:
+    """``LLMClient`` of the simulated world (see module docstring)."""
+
+    backend = "sim"
+    model = "sim-world"
+    supports_seed = True
+
+    def __init__(self, world: SimWorld):
+        self.spec = world
+        self._world: World | None = None
+        self._counts: dict[tuple, int] = {}
+
+    @property
+    def world(self) -> World:
+        if self._world is None:  # built on first use: the client travels to actors unbuilt
+            self._world = World(self.spec)
+        return self._world
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"spec": self.spec, "_world": None, "_counts": {}}
+
+    # ---- LLMClient ------------------------------------------------------------------------------
+    def complete(self, messages: Sequence[Message], *, max_tokens: int = 512,
+                 temperature: float = 0.0, stop: Sequence[str] | None = None,
+                 json_schema: dict[str, Any] | None = None, seed: int | None = None) -> Reply:
+        started = time.perf_counter()
+        prompt = "\n".join(m.content for m in messages if m.role == "user")
+        role = next((r for head, r in ROLE_HEADINGS.items() if prompt.lstrip().startswith(head)),
+                    None)
+        if role is None and prompt.strip() == LIVENESS_PROMPT:
+            return Reply(text="OK", input_tokens=3, output_tokens=1, model=self.model,
+                         backend=self.backend)
+        if role is None:
+            raise LLMError("sim backend: the prompt starts with none of the role headings "
+                           f"{sorted(ROLE_HEADINGS)}; it only answers the prompts of "
+                           "ratchet_ray.roles.prompts (was a heading renamed?)")
+        text = getattr(self, f"_{role}")(prompt, seed)
+        return Reply(text=text, input_tokens=len(prompt.split()), output_tokens=len(text.split()),
+                     latency_s=time.perf_counter() - started, model=self.model,
+                     backend=self.backend)
+
+    # ---- helpers --------------------------------------------------------------------------------
+    def _rng(self, seed: int | None, *about: object):
+        if seed is None:
+            key = about
+            self._counts[key] = self._counts.get(key, -1) + 1
+            return self.world.rng("call", *about, "n", self._counts[key])
+        return self.world.rng("call", seed, *about)
+
+    def _task(self, prompt: str, role: str) -> SimTask:
+        task = self.world.task_of_text(prompt)
+        if task is None:
+            raise LLMError(f"sim backend ({role}): no [sim/NNN] task tag in the prompt; the sim "
+                           "backend only answers tasks of the sim suite")
+        return task
+
+    @staticmethod
+    def _guidance_token(prompt: str) -> str | None:
+        start = prompt.find("Guidance (skill `")
+        return parse_token(prompt[start:]) if start != -1 else None
+
+    # ---- roles ----------------------------------------------------------------------------------
+    def _router(self, prompt: str, seed: int | None) -> str:
+        task = self._task(prompt, "router")
+        cards = [(skill_id, parse_token(rest)) for skill_id, rest in _CARD.findall(prompt)
+                 if skill_id != "NONE"]
+        probs = self.world.route_probs(task.task_id, [tok for _, tok in cards])
+        u = self._rng(seed, "router", task.task_id, tuple(i for i, _ in cards)).random()
+        choice = "NONE"
+        for (skill_id, _), p in zip(cards, probs):
+            if u < p:
+                choice = skill_id
+                break
+            u -= p
+        return json.dumps({"skill_id": choice})
+
+    def _solver(self, prompt: str, seed: int | None) -> str:
+        task = self._task(prompt, "solver")
+        token = self._guidance_token(prompt)
+        rng = self._rng(seed, "solver", task.task_id, token)
+        passed = rng.random() < self.world.p(task.task_id, token)
+        symptom = rng.choice(THEMES[task.type][1])
+        outcome = "pass" if passed else f"fail ({symptom})"
+        return ("```python\n"
+                "def transform(records):\n"
+                f"    # {task.task_id} with guidance {token or 'none'}\n"
+                f"    # outcome: {outcome}\n"
+                "    return [dict(r) for r in records]\n"
+                "```")
+
+    def _critic(self, prompt: str, seed: int | None) -> str:
+        task = self._task(prompt, "critic")
+        token = self._guidance_token(prompt)
+        spec, world = self.spec, self.world
+        rng = self._rng(seed, "critic", task.task_id, token)
+        type_ = task.type
+        if world.k > 1 and rng.random() < spec.pattern_noise:
+            type_ = rng.choice([t for t in range(world.k) if t != task.type])
+        pattern = rng.choice(world.phrases[type_])
+        answer: dict[str, Any] = {
+            "rationale": f"The code {pattern.split()[0]} the {pattern.split()[-1]} case, so the "
+                         "failing test gets the wrong records back.",
+            "pattern": pattern.replace(" ", "_"),
+            "attribution": "inapplicable",
+            "confidence": "high",
+        }
+        if "Guidance (skill `" in prompt:
+            answer["attribution"] = self._attribution(task, token)
+            if rng.random() < spec.attribution_noise:
+                answer["attribution"] = rng.choice(ATTRIBUTIONS)
+                answer["confidence"] = "medium"
+        return json.dumps(answer)
+
+    def _attribution(self, task: SimTask, token: str | None) -> str:
+        if token is None:
+            return "inapplicable"
+        truth = self.world.skill_truth(token)
+        delta = truth.delta(task.type)
+        if delta < 0:
+            return "hurt"
+        if delta > 0:
+            return "helped"
+        return "neutral" if truth.target == task.type else "inapplicable"
+
+    def _synth(self, prompt: str, seed: int | None) -> str:
+        world = self.world
+        found = _PATTERN.search(prompt)
+        pattern = found.group(1).strip() if found else ""
+        votes = theme_votes(pattern.replace("_", " ").split())
+        if votes:
+            target = min(votes, key=lambda t: (-votes[t], t))
+        else:  # no theme word in the label: the examples' most common latent type
+            types = [world.by_id[i].type for i in TASK_RE.findall(prompt) if i in world.by_id]
+            target = max(sorted(set(types)), key=types.count) if types else 0
+        target = min(target, world.k - 1)
+        guided = "Authoring guide:" in prompt
+        # The draft depends only on what does not hang on the order verdicts arrive in: the
+        # theme, the cluster's size, the re-prompt count and the bank's ids (a canonical label
+        # is the first-seen of equally frequent paraphrases, so its words may not be used).
+        size = _SIZE.search(prompt)
+        feedback, existing = 0, []
+        if "Feedback on your previous draft:" in prompt:
+            feedback = prompt.split("Feedback on your previous draft:", 1)[1].count("\n- ")
+        if "Existing skills (do not repeat them):" in prompt:
+            existing = sorted(_CARD_ID.findall(
+                prompt.split("Existing skills (do not repeat them):", 1)[1]))
+        token = world.make_token(target, guided, size.group(1) if size else "?", feedback,
+                                 ",".join(existing), seed)
+        rng = world.rng("draft", token)
+        theme, words = THEMES[target]
+        picked = rng.sample(words, 4)
+        a0, a1, a2 = aspects = rng.sample(ASPECTS, 3)
+        draft = {
+            "id": f"{theme}_{aspects[0]}_{token[-4:]}",
+            "name": f"{theme} {aspects[0]}",
+            "description": f"tasks where {picked[0]} {picked[1]} {picked[2]} matter",
+            "intent": f"Handle {' '.join(picked[:3])} {picked[3]}",
+            "signals_match": picked[:3],
+            "tags": [theme],
+            "guidance": {
+                "applies_when": f"the task involves {picked[0]} {picked[1]} {picked[3]} "
+                                f"(ref {token})",
+                "key_insight": f"keep a {a0} {a1} {a2} check on {picked[2]}",
+                "common_pitfalls": [f"{a1} {a2} drift", f"{a2} {a1} skew"],
+                "verify_before_returning": f"trace the {a0} once",
+            },
+        }
+        return json.dumps(draft)
+
+    def _metasynth(self, prompt: str, seed: int | None) -> str:
+        body = ("# Authoring guide (revised)\n"
+                "- Do: name the failure's theme words in intent and applies_when.\n"
+                "- Do: give one concrete check in verify_before_returning.\n"
+                "- Don't: write code or repeat an existing skill.")
+        return json.dumps({"body": body})

@@ -1,0 +1,226 @@
+"""What the truth says about one finished (or partly finished) ``sim`` run.
+
+Pure reads of a run dir (config, capsules, skill events, skill files) plus the world rebuilt from
+the run's config; no Ray, no LLM.
+
+Contracts:
+- ``analyze_run(run_dir, delta)`` -> ``RunTruth``: one ``RoundTruth`` per round with eval
+  capsules (measured pass@1; *true* pass@1 = mean over the eval capsules of p(task | the skill
+  it was routed to), i.e. the expected pass@1 of the decisions taken; *oracle* = mean over the
+  eval tasks of the best p the skills written before that round allow, NONE included, cap
+  ignored) and one ``SkillTruth`` row per skill of the bank.
+- Only first attempts (``attempt == 0``) count as the loop's pass@1 and as the Curator's c-hat;
+  counterfactual probes (``attempt >= 1``, routed to NONE) feed ``c_cf`` only.
+- A skill is *harmful* when its true contribution on the tasks it was routed to (train, first
+  attempts) is below zero, *helpful* when above; a skill never routed is judged on every task
+  of the world. Retirement metrics use the FIRST ``retired`` event of each skill.
+- ``prop1_floor(e_p0, tau, n_min, cap, delta)`` = E[p0] - (tau + eps) - C * delta with
+  eps = sqrt(ln(2 / delta) / (2 N_min)) (Proposition 1 with its Hoeffding tolerance).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ratchet_ray.bank.skill_io import load_skill_folder
+from ratchet_ray.config import load_config
+from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.suites.sim import world_spec
+from ratchet_ray.suites.sim.world import World, parse_token
+from ratchet_ray.types import NONE_SKILL
+
+DEFAULT_DELTA = 1e-3
+
+
+def hoeffding_eps(n_min: int, delta: float) -> float:
+    return math.sqrt(math.log(2.0 / delta) / (2.0 * n_min))
+
+
+def prop1_floor(e_p0: float, tau: float, n_min: int, cap: int, delta: float) -> float:
+    """Proposition 1's lower bound on expected eval pass@1 (see module contract)."""
+    return e_p0 - (tau + hoeffding_eps(n_min, delta)) - cap * delta
+
+
+@dataclass(frozen=True)
+class RoundTruth:
+    round: int
+    measured: float
+    true: float
+    oracle: float
+    routed_share: float
+
+
+@dataclass
+class SkillRow:
+    skill_id: str
+    token: str | None
+    effect_class: str
+    target: int | None
+    added_round: int | None
+    retired_round: int | None = None
+    evicted_round: int | None = None
+    trials: int = 0
+    c_hat: float | None = None
+    c_true_routed: float | None = None
+    c_true_world: float = 0.0
+    probes: int = 0
+    c_cf: float | None = None
+
+    @property
+    def c_true(self) -> float:
+        return self.c_true_routed if self.c_true_routed is not None else self.c_true_world
+
+    @property
+    def harmful(self) -> bool:
+        return self.c_true < -1e-12
+
+    @property
+    def helpful(self) -> bool:
+        return self.c_true > 1e-12
+
+
+@dataclass
+class RunTruth:
+    run_dir: Path
+    arm: str
+    seed: int
+    rounds: list[RoundTruth]
+    skills: list[SkillRow]
+    e_p0: float
+    tau: float
+    n_min: int
+    cap: int
+    delta: float
+    floor: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.floor = prop1_floor(self.e_p0, self.tau, self.n_min, self.cap, self.delta)
+
+    @property
+    def eps(self) -> float:
+        return hoeffding_eps(self.n_min, self.delta)
+
+    def below_floor(self, which: str = "true") -> list[int]:
+        return [r.round for r in self.rounds if getattr(r, which) < self.floor]
+
+    def retirement(self) -> dict[str, float | int | None]:
+        """Precision / recall of retirement against the truth, helpful kept, evictions."""
+        retired = [s for s in self.skills if s.retired_round is not None]
+        harmful = [s for s in self.skills if s.harmful]
+        eligible = [s for s in harmful if s.trials >= self.n_min]
+        helpful = [s for s in self.skills if s.helpful]
+        evicted = [s for s in self.skills if s.evicted_round is not None]
+        hit = [s for s in retired if s.harmful]
+        delays = [s.retired_round - s.added_round for s in hit if s.added_round is not None]
+        return {
+            "skills": len(self.skills), "harmful": len(harmful), "helpful": len(helpful),
+            "retired": len(retired), "retired_harmful": len(hit),
+            "precision": len(hit) / len(retired) if retired else None,
+            "recall": len(hit) / len(harmful) if harmful else None,
+            "recall_eligible": (len([s for s in eligible if s.retired_round is not None])
+                                / len(eligible)) if eligible else None,
+            "helpful_kept": (len([s for s in helpful if s.retired_round is None]) / len(helpful)
+                             if helpful else None),
+            "rounds_to_retire": statistics.fmean(delays) if delays else None,
+            "evicted": len(evicted), "evicted_helpful": len([s for s in evicted if s.helpful]),
+        }
+
+
+def _rows(con, sql: str) -> list[tuple]:
+    return con.execute(sql).fetchall()
+
+
+def analyze_run(run_dir: str | Path, delta: float = DEFAULT_DELTA) -> RunTruth:
+    """The truth of one sim run (see module contracts); raises ValueError for a non-sim run."""
+    path = Path(run_dir)
+    if not (path / "config.yaml").is_file():
+        raise FileNotFoundError(f"{path} is not a run dir (no config.yaml)")
+    config = load_config([path / "config.yaml"])
+    if config.suite != "sim":
+        raise ValueError(f"{path} is a {config.suite} run; sim-report needs a sim run "
+                         "(python -m jobs.skill_loop sim ...)")
+    world = World(world_spec(config))
+    skills_dir = path / "skills"
+    tokens = {s.id: parse_token(s.guidance.applies_when)
+              for s in (load_skill_folder(skills_dir) if skills_dir.is_dir() else [])}
+
+    def p(task_id: str, skill_id: str) -> float:
+        return world.p(task_id, tokens.get(skill_id) if skill_id != NONE_SKILL else None)
+
+    con = EvidenceStore(path).connect()
+    try:
+        capsules = _rows(con, "SELECT round, split, task_id, skill_id, passed, "
+                              "coalesce(attempt, 0) FROM capsule ORDER BY round, task_id")
+        events = _rows(con, "SELECT round, skill_id, event FROM skill_event "
+                            "ORDER BY round, created_at")
+    finally:
+        con.close()
+    first: dict[tuple[str, str], int] = {}
+    for round_, skill_id, event in events:
+        first.setdefault((skill_id, event), int(round_))
+    eval_ids = json.loads((path / "eval_ids.json").read_text())
+    e_p0 = statistics.fmean(world.task(t).p0 for t in eval_ids) if eval_ids else 0.0
+
+    by_round: dict[int, list[tuple]] = {}
+    for c in capsules:
+        if c[1] == "eval" and c[5] == 0:
+            by_round.setdefault(int(c[0]), []).append(c)
+    rounds = []
+    for round_, rows in sorted(by_round.items()):
+        written = [tok for sid, tok in tokens.items()
+                   if tok is not None and first.get((sid, "added"), 10**9) < round_]
+        oracle = statistics.fmean(max([world.p(t, None), *(world.p(t, tok) for tok in written)])
+                                  for t in eval_ids)
+        rounds.append(RoundTruth(
+            round=round_, measured=statistics.fmean(float(c[4]) for c in rows),
+            true=statistics.fmean(p(c[2], c[3]) for c in rows), oracle=oracle,
+            routed_share=statistics.fmean(float(c[3] != NONE_SKILL) for c in rows)))
+
+    train_routed: dict[str, list[tuple]] = {}
+    for c in capsules:
+        if c[1] == "train" and c[5] == 0 and c[3] != NONE_SKILL:
+            train_routed.setdefault(c[3], []).append(c)
+    skills = []
+    for skill_id, token in sorted(tokens.items()):
+        truth = world.skill_truth(token) if token else None
+        row = SkillRow(skill_id=skill_id, token=token,
+                       effect_class=truth.effect_class if truth else "unknown",
+                       target=truth.target if truth else None,
+                       added_round=first.get((skill_id, "added")),
+                       retired_round=first.get((skill_id, "retired")),
+                       evicted_round=first.get((skill_id, "evicted")),
+                       c_true_world=statistics.fmean(world.p(t.task_id, token) - t.p0
+                                                     for t in world.tasks) if token else 0.0)
+        routed = train_routed.get(skill_id, [])
+        if routed:
+            row.trials = len(routed)
+            wins = sum(1 for c in routed if c[4])
+            row.c_hat = (2 * wins - len(routed)) / len(routed)
+            row.c_true_routed = statistics.fmean(p(c[2], skill_id) - world.p(c[2], None)
+                                                 for c in routed)
+        skills.append(row)
+    _attach_probes(skills, capsules)
+    return RunTruth(run_dir=path, arm=config.arm, seed=config.seed, rounds=rounds,
+                    skills=skills, e_p0=e_p0, tau=config.curator.retire_tau,
+                    n_min=config.curator.min_trials, cap=config.curator.active_cap, delta=delta)
+
+
+def _attach_probes(skills: list[SkillRow], capsules: list[tuple]) -> None:
+    """c_cf per skill: pass(skill) - pass(NONE) over the train tasks that have both a first
+    attempt routed to the skill and a NONE probe (attempt >= 1) in the same round."""
+    probes = {(int(c[0]), c[2]): bool(c[4]) for c in capsules
+              if c[1] == "train" and c[5] >= 1 and c[3] == NONE_SKILL}
+    if not probes:
+        return
+    by_id = {s.skill_id: s for s in skills}
+    pairs: dict[str, list[tuple[bool, bool]]] = {}
+    for c in capsules:
+        if c[1] == "train" and c[5] == 0 and c[3] in by_id and (int(c[0]), c[2]) in probes:
+            pairs.setdefault(c[3], []).append((bool(c[4]), probes[(int(c[0]), c[2])]))
+    for skill_id, pair in pairs.items():
+        by_id[skill_id].probes = len(pair)
+        by_id[skill_id].c_cf = statistics.fmean(float(a) - float(b) for a, b in pair)

@@ -1,0 +1,164 @@
+"""The simulated world: tasks with a base solve probability and a latent failure type, paraphrased
+pattern phrases per type, and the true effect of every skill the Synthesizer writes.
+
+Contracts:
+- ``World(SimWorld)`` is a pure function of the settings and the seed: the same seed gives the
+  same tasks, phrases and skill truths in every process (``seeding.derive_seed``, never a counter).
+- Tasks are ``sim/NNN``; a task's prompt starts with ``[sim/NNN]`` and names two words of its
+  type's theme (retrieval has a signal to find, the latent type stays hidden).
+- A skill is known to the world by its token ``sim-k<type>-<g|n>-<8 hex>`` (written into its
+  ``applies_when`` by the ``sim`` LLM): its target type, whether an authoring guide was in the
+  prompt, and a hash. ``skill_truth(token)`` draws the effect class from the prior (with the
+  A3 shift when unguided) and the per-type deltas; ``p(task, token)`` is
+  ``clip(p0 + delta[type])``; a missing token (NONE, or a skill the world did not write) is p0.
+- ``route_probs(task, tokens)``: the Router's choice distribution over the offered skills and
+  NONE (see ``SimSettings`` route_*); the ``sim`` LLM samples from it and the report uses it.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import statistics
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Sequence
+
+from ratchet_ray.seeding import derive_seed
+from ratchet_ray.suites.sim.lexicon import THEMES, VERBS
+from ratchet_ray.suites.sim.settings import SimWorld
+
+TASK_RE = re.compile(r"\[(sim/\d+)\]")
+TOKEN_RE = re.compile(r"\b(sim-k(\d+)-([gn])-[0-9a-f]{8})\b")
+CLASSES = ("helpful", "neutral", "harmful", "off_target")
+
+
+@dataclass(frozen=True)
+class SimTask:
+    task_id: str
+    type: int
+    p0: float
+    prompt: str
+
+
+@dataclass(frozen=True)
+class SkillTruth:
+    token: str
+    target: int
+    guided: bool
+    effect_class: str
+    deltas: tuple[float, ...]
+
+    def delta(self, type_: int) -> float:
+        return self.deltas[type_]
+
+
+def parse_token(text: str) -> str | None:
+    """The first skill token in ``text`` (None when there is none)."""
+    found = TOKEN_RE.search(text)
+    return found.group(1) if found else None
+
+
+class World:
+    """See the module contracts."""
+
+    def __init__(self, spec: SimWorld):
+        self.spec = spec
+        self.seed = spec.seed
+        self.k = spec.n_types
+        rng = self.rng("tasks")
+        self.phrases = [self._phrases(t) for t in range(self.k)]
+        self.tasks: list[SimTask] = []
+        for i in range(spec.n_tasks):
+            type_ = rng.randrange(self.k)
+            p0 = rng.betavariate(spec.base_alpha, spec.base_beta)
+            w1, w2 = rng.sample(THEMES[type_][1], 2)
+            task_id = f"sim/{i:03d}"
+            prompt = (f"[{task_id}] Write a function that transforms a batch of records. "
+                      f"Make sure it handles the {w1} and {w2} cases correctly.")
+            self.tasks.append(SimTask(task_id, type_, p0, prompt))
+        self.by_id = {t.task_id: t for t in self.tasks}
+        self.median_p0 = statistics.median(t.p0 for t in self.tasks)
+        self._truths: dict[str, SkillTruth] = {}
+
+    # ---- randomness ----------------------------------------------------------------------------
+    def rng(self, *parts: object) -> random.Random:
+        """A generator fixed by the world seed and ``parts`` (the identity of one draw)."""
+        return random.Random(derive_seed("sim-world", self.seed, *parts))
+
+    def _phrases(self, type_: int) -> list[str]:
+        words = THEMES[type_][1]
+        triples = list(combinations(words, 3))
+        rng = self.rng("phrases", type_)
+        rng.shuffle(triples)
+        return [" ".join((rng.choice(VERBS), *triple))
+                for triple in triples[: self.spec.phrases_per_type]]
+
+    # ---- tasks -----------------------------------------------------------------------------------
+    def task(self, task_id: str) -> SimTask:
+        try:
+            return self.by_id[task_id]
+        except KeyError:
+            raise KeyError(f"task {task_id!r} is not in this sim world ({len(self.tasks)} "
+                           "tasks); was sim.n_tasks changed after the run started?") from None
+
+    def task_of_text(self, text: str) -> SimTask | None:
+        found = TASK_RE.search(text)
+        return self.by_id.get(found.group(1)) if found else None
+
+    # ---- skills ---------------------------------------------------------------------------
+    def make_token(self, target: int, guided: bool, *identity: object) -> str:
+        digest = derive_seed("sim-skill", self.seed, target, guided, *identity)
+        return f"sim-k{target}-{'g' if guided else 'n'}-{digest:08x}"
+
+    def skill_truth(self, token: str) -> SkillTruth:
+        if token not in self._truths:
+            self._truths[token] = self._skill_truth(token)
+        return self._truths[token]
+
+    def _skill_truth(self, token: str) -> SkillTruth:
+        found = TOKEN_RE.fullmatch(token)
+        if found is None or int(found.group(2)) >= self.k:
+            raise ValueError(f"{token!r} is not a skill token of this world (K={self.k})")
+        target, guided = int(found.group(2)), found.group(3) == "g"
+        s = self.spec
+        weights = [s.p_helpful, s.p_neutral, s.p_harmful, s.p_off_target]
+        if not guided:
+            moved = weights[0] * s.no_guide_helpful_drop
+            weights[0] -= moved
+            weights[1] += moved
+        rng = self.rng("truth", token)
+        effect_class = rng.choices(CLASSES, weights=weights)[0]
+        deltas = [0.0] * self.k
+        scale = rng.uniform(0.6, 1.4)
+        if effect_class in ("helpful", "off_target"):
+            deltas[target] = s.helpful_effect * scale
+        if effect_class == "harmful":
+            deltas[target] = -s.harmful_effect * scale
+        if effect_class == "off_target":
+            deltas = [d if t == target else -s.off_target_harm for t, d in enumerate(deltas)]
+        return SkillTruth(token, target, guided, effect_class, tuple(deltas))
+
+    def p(self, task_id: str, token: str | None) -> float:
+        """True pass probability of ``task_id`` with the skill ``token`` injected (None: NONE)."""
+        task = self.task(task_id)
+        if token is None:
+            return task.p0
+        return min(1.0, max(0.0, task.p0 + self.skill_truth(token).delta(task.type)))
+
+    # ---- routing ---------------------------------------------------------------------------------
+    def route_probs(self, task_id: str, tokens: Sequence[str | None]) -> list[float]:
+        """P(pick offered skill i) for each of ``tokens`` (the rest of the mass is NONE)."""
+        task = self.task(task_id)
+        n = len(tokens)
+        if n == 0:
+            return []
+        engage = 1.0
+        if task.p0 >= self.median_p0:
+            engage = 1.0 - self.spec.route_hard_bias
+        aimed = [i for i, tok in enumerate(tokens)
+                 if tok is not None and self.skill_truth(tok).target == task.type]
+        probs = [engage * self.spec.route_noise / n] * n
+        for i in aimed:
+            probs[i] += engage * self.spec.route_accuracy / len(aimed)
+        return probs

@@ -1,0 +1,279 @@
+"""A started instance container and the commands run in it: timed, bounded, and cleaned up.
+
+Contracts:
+- ``InstanceContainer.run(command, timeout_s, user=...)`` runs ``bash -c command`` under coreutils
+  ``timeout -s KILL`` as ``user`` (root, or the untrusted uid after ``become_untrusted``) and
+  returns ``CommandResult``; stdout and stderr are interleaved (``stdout`` alone too); output
+  beyond ``settings.max_log_bytes`` loses its middle. Processes the command leaves behind that
+  keep the output open are killed (``LINGER_S`` after the command exits: ``lingering``; past the
+  limit: ``timed_out``, the model's timeout), as is everything once the writable layer passes
+  ``settings.disk_mb`` (``disk_exceeded``). Only a daemon that stops answering even then raises
+  ``InfraFailure("exec_hung")``.
+- ``become_untrusted`` hands the repository to ``settings.untrusted_uid`` (False where the image
+  has no ``setpriv``); ``kill_all`` ends every process but init and the keep-alive command.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import tarfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any, Callable
+
+from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
+from ratchet_ray.suites.swebench.settings import SwebenchSettings
+
+# Extra seconds the host waits for an exec beyond its in-container timeout, and again after it
+# killed what was left running, before calling the daemon hung.
+EXEC_GRACE_S = 30.0
+# Seconds the output may stay open after the command itself exited (a background process holds
+# it) before the leftovers are killed.
+LINGER_S = 3.0
+# How often the host looks at an exec and, every DISK_POLL_S, at the writable layer's size.
+POLL_S = 0.5
+DISK_POLL_S = 3.0
+# Exit status of `timeout -s KILL` when the limit is hit (128 + SIGKILL).
+KILLED_EXIT = 137
+
+
+@dataclass
+class CommandResult:
+    exit_code: int
+    output: str
+    timed_out: bool = False
+    duration_s: float = 0.0
+    lingering: bool = False
+    """A process the command started kept its output open after it exited, and was killed."""
+    disk_exceeded: bool = False
+    """The writable layer grew past ``settings.disk_mb``; everything running was killed."""
+    stdout: str = ""
+    """The standard output alone, in the order it was written (``output`` interleaves stderr
+    at the daemon's whim, even mid-line)."""
+
+
+def container_workdir() -> str:
+    from swebench.image_builder.constants import CONTAINER_WORKDIR
+
+    return CONTAINER_WORKDIR
+
+
+def _clip_bytes(data: bytearray, limit: int) -> bytes:
+    if len(data) <= limit:
+        return bytes(data)
+    half = limit // 2
+    cut = len(data) - 2 * half
+    return bytes(data[:half]) + f"\n...[{cut} bytes cut]...\n".encode() + bytes(data[-half:])
+
+
+def _in_thread(fn: Callable[[], Any], seconds: float, what: str) -> Any:
+    """``fn()`` in a daemon thread; ``InfraFailure("exec_hung")`` if it outlives ``seconds``."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except Exception as exc:  # noqa: BLE001 - re-raised in the caller's thread below
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name=f"docker-{what}", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise InfraFailure("exec_hung", f"the Docker daemon did not answer {what} within {seconds:.0f}s")
+    if "error" in box:
+        exc = box["error"]
+        raise InfraFailure(classify_exception(exc) or "docker_error", f"{what} failed: {exc}") from exc
+    return box.get("value")
+
+
+class InstanceContainer:
+    """A started container for one instance; use through ``instance_container``."""
+
+    def __init__(self, container: Any, settings: SwebenchSettings):
+        self.container = container
+        self.settings = settings
+        self.workdir = container_workdir()
+        self.user = "root"
+        """Who ``run`` runs as by default; ``become_untrusted`` switches it."""
+        self.main_pid: int | None = None
+        """Pid of the keep-alive command (init's only child at start; ``kill_all`` spares it)."""
+
+    def find_main_pid(self) -> None:
+        children = self.run("cat /proc/1/task/1/children", 60, user="root").output.split()
+        self.main_pid = int(children[0]) if len(children) == 1 and children[0].isdigit() else None
+
+    @property
+    def name(self) -> str:
+        return self.container.name
+
+    @property
+    def untrusted_user(self) -> str:
+        uid = self.settings.untrusted_uid
+        return f"{uid}:{uid}"
+
+    def has_setpriv(self) -> bool:
+        """Whether the image can drop root inside a script (util-linux ``setpriv``)."""
+        return self.run("command -v setpriv >/dev/null", 60, user="root").exit_code == 0
+
+    def become_untrusted(self, *, whole_repo: bool = True) -> bool:
+        """Hand the repository to ``settings.untrusted_uid`` and run later commands as that uid.
+
+        ``whole_repo`` chowns every file (an agent edits files in place); otherwise only the
+        folders (tests may create files; root-owned files stay unmodifiable, and no file is
+        copied up). False, with nothing changed, when the image has no ``setpriv``.
+        """
+        uid = self.settings.untrusted_uid
+        if uid is None or not self.has_setpriv():
+            return False
+        # Grading keeps .git root-owned: the untrusted uid must not plant hooks or config.
+        which = "-print0" if whole_repo else f"-path {self.workdir}/.git -prune -o -type d -print0"
+        setup = (f"git config --system --add safe.directory '*' && "
+                 f"mkdir -p /tmp/ratchet-home && chown {uid}:{uid} /tmp/ratchet-home && "
+                 f"find {self.workdir} {which} | xargs -0 -r chown -h {uid}:{uid}")
+        result = self.run(setup, 600, user="root")
+        if result.exit_code != 0:
+            raise InfraFailure("docker_error", f"container {self.name}: could not hand "
+                               f"{self.workdir} to uid {uid}: {result.output[-500:]}")
+        self.user = self.untrusted_user
+        return True
+
+    def run(self, command: str, timeout_s: float, *, workdir: str | None = None,
+            user: str | None = None) -> CommandResult:
+        """Run ``command`` with bash under a hard in-container time limit (see module contract)."""
+        limit = max(1, math.ceil(timeout_s))
+        argv = ["timeout", "-s", "KILL", str(limit), "/bin/bash", "-c", command]
+        user = user or self.user
+        env = ({"HOME": "/tmp/ratchet-home", "USER": "ratchet", "LOGNAME": "ratchet"}
+               if user != "root" else None)
+        api = self.container.client.api
+        started = time.monotonic()
+        state: dict[str, Any] = {"chunks": bytearray(), "stdout": bytearray(), "error": None}
+        limit_bytes = self.settings.max_log_bytes
+
+        def keep(key: str, data: bytes) -> None:
+            buf = state[key]
+            buf += data
+            if len(buf) > 2 * limit_bytes:
+                # Keep head and tail only; a runaway command must not exhaust memory.
+                state[key] = bytearray(_clip_bytes(buf, limit_bytes))
+
+        def pump() -> None:
+            try:
+                exec_id = api.exec_create(self.container.id, argv, workdir=workdir or self.workdir,
+                                          user=user, environment=env)["Id"]
+                state["exec_id"] = exec_id
+                for out, err in api.exec_start(exec_id, stream=True, demux=True):
+                    if out:
+                        keep("chunks", out)
+                        keep("stdout", out)
+                    if err:
+                        keep("chunks", err)
+            except Exception as exc:  # noqa: BLE001 - re-raised in the caller's thread below
+                state["error"] = exc
+
+        worker = threading.Thread(target=pump, name=f"exec-{self.name}", daemon=True)
+        worker.start()
+        why = self._watch(worker, state, started, limit)
+        duration = time.monotonic() - started
+        if state["error"] is not None:
+            exc = state["error"]
+            raise InfraFailure(classify_exception(exc) or "docker_error",
+                               f"container {self.name}: exec failed: {exc}") from exc
+        exit_code = _in_thread(lambda: api.exec_inspect(state["exec_id"]).get("ExitCode"),
+                               EXEC_GRACE_S, f"inspecting an exec in {self.name}")
+        exit_code = -1 if exit_code is None else int(exit_code)
+        output = _clip_bytes(state["chunks"], limit_bytes).decode(errors="replace")
+        stdout = _clip_bytes(state["stdout"], limit_bytes).decode(errors="replace")
+        timed_out = why == "timeout" or (exit_code == KILLED_EXIT and duration >= limit - 1)
+        return CommandResult(exit_code, output, timed_out, duration, lingering=why == "lingering",
+                             disk_exceeded=why == "disk", stdout=stdout)
+
+    def _watch(self, worker: threading.Thread, state: dict[str, Any], started: float,
+               limit: int) -> str | None:
+        """Wait for the exec's output to close; kill what keeps it open. Why it killed, or None."""
+        api = self.container.client.api
+        killed_at: float | None = None
+        why: str | None = None
+        exited_at: float | None = None
+        next_disk = started + DISK_POLL_S
+        while True:
+            worker.join(POLL_S)
+            if not worker.is_alive():
+                return why
+            now = time.monotonic()
+            if killed_at is not None:
+                if now - killed_at > EXEC_GRACE_S:
+                    raise InfraFailure("exec_hung", f"container {self.name}: the exec's output "
+                                       f"stayed open {EXEC_GRACE_S:.0f}s after every process in "
+                                       f"the container was killed")
+                continue
+            if now - started >= limit + LINGER_S:
+                why = "timeout"  # timeout(1) killed its group; something outside it holds on
+            elif "exec_id" in state and exited_at is None and not _in_thread(
+                    lambda: api.exec_inspect(state["exec_id"]).get("Running"), EXEC_GRACE_S,
+                    f"inspecting an exec in {self.name}"):
+                exited_at = now
+            elif exited_at is not None and now - exited_at >= LINGER_S:
+                why = "lingering"
+            elif now >= next_disk:
+                next_disk = now + DISK_POLL_S
+                if self.writable_bytes() > self.settings.disk_mb * 2**20:
+                    why = "disk"
+            if why is not None:
+                self.kill_all()
+                killed_at = time.monotonic()
+
+    def writable_bytes(self) -> int:
+        """Size of the container's writable layer (what its processes wrote), in bytes."""
+        api = self.container.client.api
+        rows = _in_thread(lambda: api.containers(all=True, size=True,
+                                                 filters={"id": self.container.id}),
+                          EXEC_GRACE_S, f"sizing {self.name}")
+        return int((rows[0] if rows else {}).get("SizeRw") or 0)
+
+    def kill_all(self) -> None:
+        """SIGKILL every process in the container but init (``docker --init``, which reaps them)
+        and the keep-alive command; the shell doing it uses builtins only."""
+        keep = self.main_pid or 1
+        script = (f"for p in /proc/[0-9]*; do n=${{p#/proc/}}; case $n in 1|{keep}|$$) ;; "
+                  f"*) kill -KILL $n 2>/dev/null ;; esac; done; true")
+        _in_thread(lambda: self.container.exec_run(["/bin/sh", "-c", script], user="root"),
+                   EXEC_GRACE_S, f"killing the processes in {self.name}")
+
+    def write_file(self, path: str, content: str, mode: int = 0o644) -> None:
+        """Put ``content`` at absolute ``path`` inside the container (parents created, owned by
+        root)."""
+        target = PurePosixPath(path)
+        data = content.encode()
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(name=target.name)
+            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+        self.run(f"mkdir -p {target.parent}", 60, user="root")
+        if not self.container.put_archive(str(target.parent), buf.getvalue()):
+            raise InfraFailure("docker_error", f"container {self.name}: could not write {path}")
+
+
+    def read_file(self, path: str, limit: int) -> bytes | None:
+        """The bytes of regular file ``path`` (None when absent or not a regular file); raises
+        ``ValueError`` when it is larger than ``limit``."""
+        import docker.errors
+
+        try:
+            stream, stat = self.container.get_archive(path)
+        except docker.errors.NotFound:
+            return None
+        if int(stat.get("size", 0)) > limit:
+            raise ValueError(f"{path} is {stat.get('size')} bytes (limit {limit})")
+        raw = b"".join(stream)
+        with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
+            member = tar.next()
+            if member is None or not member.isreg():
+                return None
+            handle = tar.extractfile(member)
+            return handle.read() if handle is not None else None

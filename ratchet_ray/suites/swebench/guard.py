@@ -1,0 +1,111 @@
+"""The harness guard inside an instance container: what a patch changed, and the harness put back.
+
+Contracts (policy and path list: ``protect``):
+- ``HarnessGuard(box, instance, timeout_s)``; call ``snapshot()`` before the patch is applied and
+  ``restore(patch)`` after. ``restore`` returns ``GuardOutcome``: ``restored`` lists
+  ``(path, reason)`` put back to the base commit or deleted; ``tampering`` is a message when the
+  attempt must fail instead (a path in ``.git``/outside the tree, a harness file that existed
+  untracked before the patch and so has no base version, or a restore that did not hold).
+- It runs only git, ``cat`` and ``rm`` as root in the container: nothing of the repository runs
+  before the tests start, so nothing the patch added can undo the restore.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from ratchet_ray.suites.swebench.container import InstanceContainer
+from ratchet_ray.suites.swebench.infra import InfraFailure
+from ratchet_ray.suites.swebench.protect import (
+    CONTENT_CHECKED, harness_reason, patch_paths, test_files, unsafe_paths)
+
+
+@dataclass
+class GuardOutcome:
+    restored: list[tuple[str, str]] = field(default_factory=list)
+    tampering: str | None = None
+
+    def describe(self) -> str:
+        if not self.restored:
+            return ""
+        listed = "; ".join(f"{path} ({reason})" for path, reason in self.restored)
+        return (f"harness restored: the patch changed {len(self.restored)} path(s) that decide "
+                f"how tests run or report, put back as at the base commit before grading: {listed}")
+
+
+class HarnessGuard:
+    def __init__(self, box: InstanceContainer, instance: dict, timeout_s: float):
+        self.box = box
+        self.base = instance["base_commit"]
+        self.tests = test_files(instance)
+        self.timeout_s = timeout_s
+        self._changed0: set[str] = set()
+        self._untracked0: set[str] = set()
+
+    def _git(self, args: str) -> str:
+        result = self.box.run(f"git {args}", self.timeout_s, user="root")
+        if result.exit_code != 0:
+            raise InfraFailure("docker_error", f"container {self.box.name}: `git {args}` failed "
+                               f"(exit {result.exit_code}): {result.output[-500:]}")
+        return result.output
+
+    def _names(self, args: str) -> set[str]:
+        return {p for p in self._git(f"{args} -z").split("\0") if p.strip()}
+
+    def _state(self) -> tuple[set[str], set[str]]:
+        """(tracked paths differing from the base commit, untracked paths, ignored ones too)."""
+        changed = self._names(f"-c core.quotepath=off diff --name-only --no-renames {self.base}")
+        return changed, self._names("ls-files --others")
+
+    def snapshot(self) -> None:
+        self._changed0, self._untracked0 = self._state()
+
+    def _read(self, command: str) -> str | None:
+        result = self.box.run(command, self.timeout_s, user="root")
+        return result.output if result.exit_code == 0 else None
+
+    def _harness(self, paths: set[str]) -> list[tuple[str, str]]:
+        found = []
+        for path in sorted(paths):
+            quoted = shlex.quote(path)
+            before = after = None
+            if path.rsplit("/", 1)[-1] in CONTENT_CHECKED:
+                before = self._read(f"git show {self.base}:{quoted} 2>/dev/null")
+                after = self._read(f"cat -- {quoted} 2>/dev/null")
+            reason = harness_reason(path, self.tests, before, after)
+            if reason:
+                found.append((path, reason))
+        return found
+
+    def _touched(self, named: set[str]) -> set[str]:
+        changed, untracked = self._state()
+        return ((changed - self._changed0) | (untracked - self._untracked0)
+                | (named & self._untracked0))
+
+    def restore(self, patch: str) -> GuardOutcome:
+        named = patch_paths(patch)
+        bad = unsafe_paths(named)
+        if bad:
+            return GuardOutcome(tampering=f"the patch writes outside the work tree or into .git: "
+                                          f"{', '.join(bad[:10])}")
+        harness = self._harness(self._touched(named))
+        if not harness:
+            return GuardOutcome()
+        untracked_before = [p for p, _ in harness if p in self._untracked0]
+        if untracked_before:
+            return GuardOutcome(tampering="the patch changed harness files that are not in the "
+                                          "repository's history, so they cannot be restored: "
+                                          + ", ".join(untracked_before[:10]))
+        steps = []
+        for path, _ in harness:
+            q = shlex.quote(path)
+            steps.append(f"if git cat-file -e {self.base}:{q} 2>/dev/null; then rm -rf -- {q}; "
+                         f"git checkout -q {self.base} -- {q}; else rm -rf -- {q}; fi")
+        result = self.box.run(" && ".join(f"( {s} )" for s in steps), self.timeout_s, user="root")
+        left = self._harness(self._touched(set()))
+        if result.exit_code != 0 or left:
+            return GuardOutcome(restored=harness, tampering=(
+                f"harness paths could not be restored ({', '.join(p for p, _ in left[:10]) or 'git'}"
+                f" failed): {result.output[-300:]}"))
+        return GuardOutcome(restored=harness)

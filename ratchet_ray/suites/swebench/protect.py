@@ -1,0 +1,163 @@
+"""Which paths of a patch belong to the test harness: the grader restores them before the tests run.
+
+A graded patch may fix the code; it may not change how the tests run or what they report. The
+policy (the README's "how verdicts are protected") is *restore*: after the patch is applied, every
+harness path it changed is put back as it is at the base commit, or deleted when the patch created
+it; the rest of the patch is graded as usual and the trace names every restored path. So a patch
+that only tampers is graded on the untouched tests (unresolved), a real fix that also edits a test
+file (an agent's scratch test) still resolves, and the Critic reads what was undone. Paths that
+cannot be restored (inside ``.git``, absolute, with ``..``) fail the attempt as ``test_tampering``.
+
+Contracts:
+- ``patch_paths(patch)`` every path a unified/git diff names (old and new sides, renames, copies).
+- ``unsafe_paths(paths)`` the ones that escape the work tree or reach into ``.git``.
+- ``test_files(instance)`` the test files named by FAIL_TO_PASS / PASS_TO_PASS and the test patch.
+- ``harness_reason(path, tests, before, after)`` why ``path`` is harness (None when it is not);
+  ``before``/``after`` are its text at the base commit and after the patch (None: absent), read
+  only for files whose test sections are compared (``CONTENT_CHECKED``).
+"""
+
+from __future__ import annotations
+
+import configparser
+import re
+import tomllib
+from pathlib import PurePosixPath
+from typing import Any, Iterable
+
+# File names that are harness wherever they are.
+HARNESS_NAMES = {
+    "conftest.py": "pytest conftest",
+    "pytest.ini": "pytest configuration",
+    ".pytest.ini": "pytest configuration",
+    "pytest.toml": "pytest configuration",
+    ".pytest.toml": "pytest configuration",
+    "tox.ini": "tox configuration",
+    "noxfile.py": "nox configuration",
+    "sitecustomize.py": "interpreter start-up hook",
+    "usercustomize.py": "interpreter start-up hook",
+    "entry_points.txt": "plugin entry points",
+}
+HARNESS_SUFFIXES = {".pth": "interpreter start-up hook (.pth)"}
+# Files that are harness only where their test sections changed.
+CONTENT_CHECKED = ("setup.cfg", "pyproject.toml", "setup.py")
+INI_TEST_SECTIONS = re.compile(r"^(pytest|tool:pytest|tox|tox:.*|testenv.*)$")
+TOML_TEST_KEYS = (("tool", "pytest"), ("tool", "tox"), ("project", "entry-points", "pytest11"),
+                  ("project", "entry_points", "pytest11"), ("tool", "poetry", "plugins", "pytest11"))
+_DIFF_GIT = re.compile(r'^diff --git (?:"?a/(.+?)"?) (?:"?b/(.+?)"?)$')
+_FILE_LINE = re.compile(r"^(?:---|\+\+\+) (?:\"?[ab]/)?(.+?)\"?(?:\t.*)?$")
+_RENAME = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
+_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+
+
+def patch_paths(patch: str) -> set[str]:
+    """Every path ``patch`` names in its headers (hunk bodies skipped), without ``a/``/``b/``."""
+    paths: set[str] = set()
+    old_left = new_left = 0
+    for line in patch.splitlines():
+        if old_left > 0 or new_left > 0:  # inside a hunk: a body line such as "--- x" is text
+            tag = line[:1]
+            if tag in ("-", " ", ""):
+                old_left -= 1
+            if tag in ("+", " ", ""):
+                new_left -= 1
+            continue
+        if m := _HUNK.match(line):
+            old_left, new_left = int(m.group(1) or 1), int(m.group(2) or 1)
+        elif m := _DIFF_GIT.match(line):
+            paths.update(m.groups())
+        elif line.startswith(("--- ", "+++ ")) and (m := _FILE_LINE.match(line)):
+            if m.group(1) != "/dev/null":
+                paths.add(m.group(1))
+        elif m := _RENAME.match(line):
+            paths.add(m.group(1))
+    return {p.strip() for p in paths if p.strip()}
+
+
+def unsafe_paths(paths: Iterable[str]) -> list[str]:
+    """Paths outside the work tree or inside ``.git`` (nothing can restore those)."""
+    bad = []
+    for path in paths:
+        parts = PurePosixPath(path).parts
+        if path.startswith("/") or ".." in parts or ".git" in parts:
+            bad.append(path)
+    return sorted(bad)
+
+
+def _module_files(dotted: str) -> set[str]:
+    parts = [p for p in dotted.split(".") if p]
+    files = set()
+    for k in range(len(parts), 1, -1):
+        rel = "/".join(parts[:k]) + ".py"
+        files.update({rel, f"tests/{rel}"})
+    return files
+
+
+def test_files(instance: dict[str, Any]) -> set[str]:
+    """Test files the instance grades with: F2P/P2P ids (pytest ``path::name``, unittest
+    ``name (module.Class)``) and every file its test patch touches."""
+    files = set(patch_paths(instance.get("test_patch") or ""))
+    for test in [*instance.get("FAIL_TO_PASS", []), *instance.get("PASS_TO_PASS", [])]:
+        head = test.split("::", 1)[0]
+        if head.endswith(".py"):
+            files.add(head[2:] if head.startswith("./") else head)
+        elif m := re.search(r"\(([\w.]+)\)\s*$", test):
+            files.update(_module_files(m.group(1)))
+    return files
+
+
+def _ini_sections(text: str) -> dict[str, dict[str, str]]:
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    parser.read_string(text)
+    found = {name: dict(parser[name]) for name in parser.sections() if INI_TEST_SECTIONS.match(name)}
+    if parser.has_option("options.entry_points", "pytest11"):
+        found["options.entry_points/pytest11"] = {"pytest11": parser["options.entry_points"]["pytest11"]}
+    return found
+
+
+def _toml_sections(text: str) -> dict[str, Any]:
+    data = tomllib.loads(text)
+    found = {}
+    for key in TOML_TEST_KEYS:
+        node: Any = data
+        for part in key:
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None:
+            found[".".join(key)] = node
+    return found
+
+
+def _test_sections(name: str, text: str | None) -> Any:
+    """The test-relevant part of a ``CONTENT_CHECKED`` file (raises on a file that will not parse)."""
+    if text is None:
+        return None
+    if name == "setup.cfg":
+        return _ini_sections(text)
+    if name == "pyproject.toml":
+        return _toml_sections(text)
+    return sorted(line.strip() for line in text.splitlines() if "pytest11" in line)  # setup.py
+
+
+def harness_reason(path: str, tests: set[str], before: str | None = None,
+                   after: str | None = None) -> str | None:
+    """Why ``path`` is part of the test harness, or None (see the module contract)."""
+    name = PurePosixPath(path).name
+    if name in HARNESS_NAMES:
+        return HARNESS_NAMES[name]
+    for suffix, reason in HARNESS_SUFFIXES.items():
+        if name.endswith(suffix):
+            return reason
+    if path in tests:
+        return "test file the instance is graded with"
+    if name in CONTENT_CHECKED:
+        try:
+            old = _test_sections(name, before)
+        except (configparser.Error, tomllib.TOMLDecodeError):
+            old = before  # the base file does not parse: compare it whole
+        try:
+            new = _test_sections(name, after)
+        except (configparser.Error, tomllib.TOMLDecodeError):
+            return f"{name} no longer parses (its test settings cannot be read)"
+        if old != new:
+            return f"test settings in {name} (pytest/tox sections or pytest11 entry points)"
+    return None

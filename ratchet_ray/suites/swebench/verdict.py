@@ -1,0 +1,222 @@
+"""Where the verdict is read from: per-run secret markers and a JUnit report, cross-checked.
+
+The eval script's test block is rewritten (``instrument``):
+- swebench's fixed markers become lines printing ``Markers.start``/``end``, 128 random bits made
+  by the host for this run. They exist only in the script (root-only inside the container) and in
+  the trusted bash; the test block runs as the untrusted uid, which cannot read either.
+- the block runs under ``setpriv`` as that uid (when the image has it), its stderr joined to
+  stdout (so the section is in write order), with ``PYTEST_ADDOPTS`` adding ``--junitxml`` at a
+  random path inside a root-owned folder it may create files in but not list; then every process
+  of that uid is killed, the end marker and the exit code are printed, and the script ends (no
+  root step runs in the tree after the untrusted code).
+
+``split_log(stdout, output, markers)`` cuts the standard output at the real markers and rebuilds
+the log swebench parses; output that imitates swebench's own markers, or secret markers that are
+missing or repeated, raise ``Forgery``. ``junit_statuses(xml)`` reads the report into ``{node id: status}``
+and ``cross_check`` lists the tests the log counts as passing that the report does not.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+from xml.etree import ElementTree
+
+MAX_JUNIT_BYTES = 64 * 2**20
+PASSING = ("PASSED", "XFAIL")
+
+
+class Forgery(ValueError):
+    """The output contradicts how the trusted side ran the tests (the message says how)."""
+
+
+class MarkersMissing(Forgery):
+    """The secret markers are not both in the output: the test block did not run to its end."""
+
+
+class ScriptShapeError(ValueError):
+    """The eval script has no swebench start/end markers around its test command."""
+
+
+@dataclass(frozen=True)
+class Markers:
+    start: str
+    end: str
+    junit_dir: str
+    junit_path: str
+
+    @classmethod
+    def fresh(cls) -> "Markers":
+        token = secrets.token_hex(16)
+        folder = f"/var/tmp/ratchet-{secrets.token_hex(16)}"
+        return cls(start=f"@@ratchet-tests-start-{token}@@", end=f"@@ratchet-tests-end-{token}@@",
+                   junit_dir=folder, junit_path=f"{folder}/{secrets.token_hex(16)}.xml")
+
+
+def _constants() -> tuple[str, str, str, str]:
+    from swebench.harness.constants import (
+        END_TEST_OUTPUT, START_TEST_OUTPUT, TEST_EXIT_CODE, TEST_EXIT_CODE_VAR)
+
+    return START_TEST_OUTPUT, END_TEST_OUTPUT, TEST_EXIT_CODE, TEST_EXIT_CODE_VAR
+
+
+def instrument(script: str, markers: Markers, uid: int | None) -> str:
+    """The eval script with secret markers, the JUnit report and (``uid``) the privilege drop."""
+    start_mark, end_mark, exit_mark, exit_var = _constants()
+    lines = script.split("\n")
+    starts = [i for i, line in enumerate(lines) if start_mark in line]
+    ends = [i for i, line in enumerate(lines) if end_mark in line]
+    if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
+        raise ScriptShapeError(f"eval script: expected one {start_mark!r} line before one "
+                               f"{end_mark!r} line, found {len(starts)} and {len(ends)}")
+    begin, stop = starts[0], ends[0]
+    body = lines[begin + 1:stop]
+    capture = [line for line in body if line.startswith(f"{exit_var}=")]
+    tests = "\n".join(line for line in body if not line.startswith(f"{exit_var}="))
+    addopts = f"--junitxml={markers.junit_path} -o junit_family=xunit1"
+    env = f'PYTEST_ADDOPTS="${{PYTEST_ADDOPTS:-}} {addopts}"'
+    if uid is not None:
+        env += " HOME=/tmp/ratchet-home USER=ratchet LOGNAME=ratchet"
+        drop = f"setpriv --reuid={uid} --regid={uid} --clear-groups --"
+        run = f"env {env} {drop} /bin/bash -c {shlex.quote(tests)} 2>&1"
+        # Whatever the tests left running (holding the output open, or writing the report
+        # late) dies before the end marker; `kill -1` as that uid reaches only its processes.
+        reap = f"{drop} /bin/bash -c 'kill -KILL -1' 2>/dev/null"
+    else:
+        run = f"env {env} /bin/bash -c {shlex.quote(tests)} 2>&1"
+        reap = ":"
+    # No xtrace from here: traced lines go to stderr, which interleaves with stdout in any order,
+    # so a traced marker or exit-code echo could land inside the test section.
+    block = ["{ set +x; } 2>/dev/null", f"mkdir -p -m 0733 {markers.junit_dir}",
+             f"echo {shlex.quote(markers.start)}", run,
+             *(capture or [f"{exit_var}=$?"]), reap, f"echo {shlex.quote(markers.end)}",
+             f'echo "{exit_mark}: ${exit_var}"']
+    # Nothing after the tests: the script's final reset of the test files does not change the
+    # verdict, and root must not run git in a tree the untrusted uid has written to.
+    return "\n".join([*lines[:begin], *block, ""])
+
+
+def split_log(stdout: str, output: str, markers: Markers) -> tuple[str, str]:
+    """``(log for swebench, test section)``: the standard output between the real markers (the
+    test block writes its stderr there too, in order), wrapped in swebench's markers; ``output``
+    (stdout and stderr) is only searched for imitations (see the module contract)."""
+    start_mark, end_mark, exit_mark, _ = _constants()
+    lines = stdout.split("\n")
+    starts = [i for i, line in enumerate(lines) if line.strip() == markers.start]
+    ends = [i for i, line in enumerate(lines) if line.strip() == markers.end]
+    if len(starts) > 1 or len(ends) > 1:
+        raise Forgery("the run's secret test markers appear more than once in the output")
+    if not starts or not ends or ends[0] < starts[0]:
+        raise MarkersMissing("the run's secret test markers are missing from the output (the "
+                             "test block did not run to its end)")
+    head, section, tail = lines[:starts[0]], lines[starts[0] + 1:ends[0]], lines[ends[0] + 1:]
+    for mark in (start_mark, end_mark):
+        if mark in output:
+            raise Forgery(f"the output imitates swebench's marker {mark!r}")
+    if any(exit_mark in line for line in head + section):
+        raise Forgery(f"the output imitates swebench's marker {exit_mark!r}")
+    text = "\n".join(section)
+    log = "\n".join([*head, start_mark, text, end_mark, *tail])
+    return log, text
+
+
+def _status(case: ElementTree.Element) -> str:
+    kinds = {child.tag: child for child in case}
+    if "failure" in kinds:
+        return "FAILED"
+    if "error" in kinds:
+        return "ERROR"
+    if "skipped" in kinds:
+        return "XFAIL" if kinds["skipped"].get("type") == "pytest.xfail" else "SKIPPED"
+    return "PASSED"
+
+
+def junit_statuses(xml: bytes) -> dict[str, str]:
+    """``{pytest node id: PASSED | FAILED | ERROR | SKIPPED | XFAIL}`` from an xunit1 report
+    (raises ``Forgery`` for a report that is too big or not JUnit XML)."""
+    if len(xml) > MAX_JUNIT_BYTES:
+        raise Forgery(f"the JUnit report is {len(xml)} bytes (limit {MAX_JUNIT_BYTES})")
+    try:
+        root = ElementTree.fromstring(xml)
+    except ElementTree.ParseError as exc:
+        raise Forgery(f"the JUnit report is not XML ({exc})") from exc
+    statuses: dict[str, str] = {}
+    for case in root.iter("testcase"):
+        path, classname, name = case.get("file"), case.get("classname", ""), case.get("name", "")
+        if not path or not name:
+            continue
+        module = path[:-3].replace("/", ".") if path.endswith(".py") else path.replace("/", ".")
+        rest = classname[len(module) + 1:] if classname.startswith(module + ".") else ""
+        node = "::".join([path, *[p for p in rest.split(".") if p], name])
+        status = _status(case)
+        # A test reported twice (call and teardown errors) keeps its worst outcome.
+        if statuses.get(node) in (None, "PASSED", "XFAIL", "SKIPPED"):
+            statuses[node] = status
+    return statuses
+
+
+_OPTION = re.compile(r"(.*?)\[(.*)\]")
+
+
+def _options_form(node: str) -> str:
+    """swebench's ``parse_log_pytest_options`` spelling of a node id (path parameters shortened)."""
+    m = _OPTION.search(node)
+    if not m:
+        return node
+    main, option = m.groups()
+    if option.startswith("/") and not option.startswith("//") and "*" not in option:
+        option = "/" + option.split("/")[-1]
+    return f"{main}[{option}]"
+
+
+def resolve(test: str, statuses: dict[str, str], options_form: bool = False) -> str | None:
+    """The report's status of test id ``test`` (node ids relative to another folder match by
+    suffix; a truncated parametrised id by prefix, as swebench does), or None."""
+    table = {(_options_form(k) if options_form else k): v for k, v in statuses.items()}
+    if test in table:
+        return table[test]
+    hits = [v for k, v in table.items() if k.endswith("/" + test) or test.endswith("/" + k)]
+    if not hits and test.count("[") > test.count("]"):
+        hits = [v for k, v in table.items() if k.startswith(test)]
+    if len(set(hits)) == 1:
+        return hits[0]
+    return None
+
+
+@dataclass
+class CrossCheck:
+    disagreements: list[str] = field(default_factory=list)
+
+    @property
+    def agree(self) -> bool:
+        return not self.disagreements
+
+
+def cross_check(report: dict[str, Any], statuses: dict[str, str] | None,
+                options_form: bool = False) -> CrossCheck:
+    """Every F2P/P2P test the log counts as a success must pass in the JUnit report too (a P2P
+    test may also be skipped); a missing report disagrees with every success."""
+    check = CrossCheck()
+    tests_status = report.get("tests_status", {})
+    for kind, allowed in (("FAIL_TO_PASS", PASSING), ("PASS_TO_PASS", (*PASSING, "SKIPPED"))):
+        for test in tests_status.get(kind, {}).get("success", []):
+            status = None if statuses is None else resolve(test, statuses, options_form)
+            if status not in allowed:
+                check.disagreements.append(
+                    f"{test}: the log says passed, the JUnit report says "
+                    f"{'nothing (no report)' if statuses is None else status or 'nothing'}")
+    return check
+
+
+def pytest_parser(name: str) -> tuple[bool, bool]:
+    """``(runs pytest, uses the options spelling)`` for a swebench log parser name."""
+    from swebench.harness.log_parsers import PARSER_REGISTRY
+    from swebench.harness.log_parsers import python as py
+
+    fn = PARSER_REGISTRY.get(name)
+    pytest_family = {py.parse_log_pytest, py.parse_log_pytest_options, py.parse_log_pytest_v2,
+                     py.parse_log_matplotlib, py.parse_log_seaborn}
+    return fn in pytest_family, fn is py.parse_log_pytest_options

@@ -1,0 +1,122 @@
+"""``ratchet experiment run`` as a process: SIGKILL mid-attempt and resume; the shipped demo."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from experiment_helpers import git, make_repo, params, rows, write_script
+from ratchet_ray.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cli_args(repo: Path, script: Path, *extra: str) -> list[str]:
+    return ["experiment", "run", "--repo", str(repo), "--editable", "params.txt",
+            "--protected", "data/**", "--evaluator", f"{sys.executable} evaluate.py",
+            "--proposer", f"script:{script}", "--name", "t", "--budget-s", "300", *extra]
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, limit_s: float = 60) -> None:
+    deadline = time.monotonic() + limit_s
+    while not path.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"the engine exited ({proc.returncode}) before the evaluator "
+                                 f"started: {proc.stdout.read()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path} never appeared")
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def _reaped_or_gone(pid: int) -> None:
+    for _ in range(50):
+        if not _alive(pid):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the stray evaluator {pid} still runs after the resume")
+
+
+def test_run_resumes_after_sigkill_mid_evaluation(tmp_path):
+    repo = make_repo(tmp_path)
+    script = write_script(tmp_path, [params(2), params(3, mode="hang"), params(4)])
+    (tmp_path / "HANG_FLAG").write_text("hang while this exists")
+    proc = subprocess.Popen([sys.executable, "-m", "ratchet_ray.cli", *_cli_args(repo, script)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        _wait_for(tmp_path / "eval.pid", proc)  # iteration 2's candidate is being evaluated
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    evaluator_pid = int((tmp_path / "eval.pid").read_text())
+    assert _alive(evaluator_pid)  # its own session: the engine's kill did not reach it
+    (tmp_path / "HANG_FLAG").unlink()
+    before = (repo / "results.tsv").read_bytes()
+    assert [(r.iteration, r.status) for r in rows(repo)] == [(0, "keep"), (1, "keep")]
+    assert git(repo, "status", "--porcelain") != ""  # the killed attempt left the tree dirty
+    kept_1 = rows(repo)[1].head_commit
+    assert git(repo, "rev-parse", "HEAD") != kept_1  # its candidate commit is still checked out
+
+    try:
+        result = CliRunner().invoke(main, _cli_args(repo, script))
+    finally:
+        if _alive(evaluator_pid):
+            os.kill(evaluator_pid, signal.SIGKILL)
+    assert result.exit_code == 0, result.output
+    _reaped_or_gone(evaluator_pid)  # the resumed run killed the stray evaluator first
+    ledger = rows(repo)
+    assert [(r.iteration, r.status, r.note) for r in ledger] == [
+        (0, "keep", "baseline"), (1, "keep", ""), (2, "discard", "interrupted"),
+        (2, "keep", ""), (3, "keep", "")]
+    assert ledger[2].head_commit == kept_1 and ledger[3].base_commit == kept_1
+    assert (repo / "results.tsv").read_bytes().startswith(before)
+    assert (repo / "params.txt").read_text() == "value = 4\n"
+    assert git(repo, "status", "--porcelain") == ""
+    assert not (repo / ".ratchet-experiment" / "t" / "attempt.json").exists()
+    # the branch holds exactly the kept lineage: start + three keeps
+    assert git(repo, "rev-list", "--count", "HEAD") == "4"
+    assert "stopped: proposer exhausted" in result.output
+
+
+def test_demo_runs_through_the_cli_with_every_status(tmp_path):
+    demo = tmp_path / "experiment_demo"
+    shutil.copytree(ROOT / "examples" / "experiment_demo", demo,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    git(demo, "init", "-q")
+    git(demo, "add", "-A")
+    git(demo, "commit", "-qm", "demo start")
+    result = CliRunner().invoke(main, [
+        "experiment", "run", "--repo", str(demo), "--editable", "model.py",
+        "--protected", "proposals.yaml", "--evaluator", f"{sys.executable} evaluate.py",
+        "--proposer", f"script:{demo / 'proposals.yaml'}", "--max-iterations", "6",
+        "--budget-s", "120", "--name", "demo"])
+    assert result.exit_code == 0, result.output
+    ledger = rows(demo)
+    assert [r.status for r in ledger] == ["keep", "keep", "revert", "veto", "policy_violation",
+                                          "revert"]
+    assert ledger[1].scalar > ledger[0].scalar + ledger[1].noise_margin
+    assert ledger[5].fix_attempts == 1  # the inverse-distance vote crashed once, then was fixed
+    assert "K = 5" in (demo / "model.py").read_text()
+    assert git(demo, "status", "--porcelain") == ""
+
+
+def test_cli_reports_a_dirty_worktree_as_a_usage_problem(tmp_path):
+    repo = make_repo(tmp_path)
+    (repo / "params.txt").write_text("value = 5\n")
+    result = CliRunner().invoke(main, _cli_args(repo, write_script(tmp_path, [params(2)])))
+    assert result.exit_code == 1 and "uncommitted changes in params.txt" in result.output

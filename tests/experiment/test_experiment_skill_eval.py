@@ -1,0 +1,59 @@
+"""``ratchet experiment eval-skill-loop``: the built-in evaluator, end to end on the real loop."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ratchet_ray.cli import main
+from ratchet_ray.experiment.contract import parse_contract
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
+ENV.pop("RAY_ADDRESS", None)
+
+
+def test_bad_seeds_are_a_usage_error(tmp_path):
+    subset = tmp_path / "subset.json"
+    subset.write_text(json.dumps({"train_ids": ["Mbpp/2"], "eval_ids": ["Mbpp/3"]}))
+    result = CliRunner().invoke(main, ["experiment", "eval-skill-loop", "--subset", str(subset),
+                                       "--seeds", "42,x"])
+    assert result.exit_code == 2 and "expected comma-separated integers" in result.output
+
+
+@pytest.mark.slow
+def test_eval_skill_loop_prints_the_contract_for_a_candidate_overlay(tmp_path):
+    subset = tmp_path / "subset.json"
+    subset.write_text(json.dumps({"train_ids": ["Mbpp/2", "Mbpp/3"],
+                                  "eval_ids": ["Mbpp/4", "Mbpp/6"]}))
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("workers:\n  solvers: 1\n  graders: 1\nsynth:\n  min_cluster_size: 2\n")
+    meta = tmp_path / "meta.md"
+    meta.write_text((ROOT / "configs" / "meta_skills" / "default_mbpp.md").read_text()
+                    + "\n- Candidate rule: name the input type in applies_when.\n")
+    runs = tmp_path / "runs"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ratchet_ray.cli", "experiment", "eval-skill-loop",
+         "--subset", str(subset), "--seeds", "42", "--rounds", "2",
+         "--config-overlay", str(overlay), "--meta-skill", str(meta), "--scalar", "final_pass",
+         "--cost-budget-usd", "1", "--results-dir", str(runs)],
+        cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = parse_contract(proc.stdout)
+    assert result.seeds == [42] and result.lower_is_better is False
+    assert 0.0 <= result.scalar <= 1.0 and len(result.metrics["scalar_per_seed"]) == 1
+    assert result.scalar == result.metrics["final_pass_at_1"]
+    assert result.metrics["prop1_floor"] == pytest.approx(
+        result.metrics["round0_pass_at_1"] - 0.345, abs=1e-3)
+    assert result.metrics["cost_usd"] == 0.0 and len(result.metrics["evaluator_sha"]) == 16
+    (run_dir,) = (runs / "mbpp").iterdir()
+    metas = sorted(p.name for p in (run_dir / "meta-skills").glob("*.md"))
+    assert metas == ["candidate_mbpp.md"]  # the candidate's prior replaced the shipped default
+    assert "Candidate rule" in (run_dir / "meta-skills" / "candidate_mbpp.md").read_text()
+    assert json.loads((run_dir / "train_ids.json").read_text()) == ["Mbpp/2", "Mbpp/3"]

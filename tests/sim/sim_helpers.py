@@ -1,0 +1,31 @@
+"""Helpers of the sim tests: a sim config under a tmp results dir, a run, its evidence rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ratchet_ray.config import LoopConfig, layered_files, load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def sim_config(results_dir: Path, *sets: str, arm: str | None = None) -> LoopConfig:
+    """``configs/sim.yaml`` (+ the arm's file) with ``sets`` on top, under ``results_dir``."""
+    files = layered_files("sim", [ROOT / "configs" / "ablations" / f"{arm}.yaml"] if arm else [])
+    return load_config(files, [f"results_dir={results_dir}", *sets])
+
+
+def run_sim(config: LoopConfig) -> Path:
+    from ratchet_ray.loop.driver import run_loop
+
+    return run_loop(config, show_progress=False)
+
+
+def rows(run_dir: Path, sql: str) -> list[tuple]:
+    from ratchet_ray.evidence.store import EvidenceStore
+
+    con = EvidenceStore(run_dir).connect()
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()

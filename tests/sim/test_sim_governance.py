@@ -1,0 +1,111 @@
+"""The governance against the sim world's truth: the ablation knobs move outcomes the way the paper
+reports, the Default retires clearly harmful skills, and Proposition 1's floor holds over seeds.
+
+Sizes: 60 train / 40 eval tasks; rounds as few as the property needs (each run is seconds to a
+minute on two cores), so these are ``slow``.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from ratchet_ray.config import load_config
+from ratchet_ray.evidence.queries import recent_verdicts
+from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.suites.sim.embedder import SimEmbedder
+from ratchet_ray.suites.sim.truth import analyze_run
+from ratchet_ray.synthesis.preprocess import cluster_verdicts
+
+from sim_helpers import rows, run_sim, sim_config
+
+pytestmark = pytest.mark.slow
+ARMS_ROUNDS = 10
+
+
+@pytest.fixture(scope="module")
+def arm_runs(tmp_path_factory, _ray_session):
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=4, _node_ip_address="127.0.0.1", include_dashboard=False,
+                 configure_logging=False, log_to_driver=False)
+    root = tmp_path_factory.mktemp("arms")
+    return {arm: run_sim(sim_config(root / arm, f"rounds={ARMS_ROUNDS}",
+                                    arm=None if arm == "default" else arm))
+            for arm in ("default", "A1", "A4", "A5")}
+
+
+def _clusters(run_dir) -> tuple[float, float]:
+    """Mean number and mean size of the synthesis clusters the run formed per round."""
+    config = load_config([run_dir / "config.yaml"])
+    con = EvidenceStore(run_dir).connect()
+    counts, sizes = [], []
+    try:
+        for round_ in range(config.rounds):
+            clusters = cluster_verdicts(recent_verdicts(con, round_, config.synth.window_rounds),
+                                        SimEmbedder(), config.synth)
+            counts.append(len(clusters))
+            sizes += [c.size for c in clusters]
+    finally:
+        con.close()
+    return statistics.fmean(counts), statistics.fmean(sizes)
+
+
+def test_a1_never_routes(arm_runs):
+    assert rows(arm_runs["A1"], "SELECT count(*) FROM capsule WHERE skill_id <> 'NONE'") == [(0,)]
+    assert rows(arm_runs["default"],
+                "SELECT count(*) FROM capsule WHERE skill_id <> 'NONE'")[0][0] > 100
+
+
+def test_a4_retires_more_and_ends_with_fewer_active_skills(arm_runs):
+    default, harsh = analyze_run(arm_runs["default"]), analyze_run(arm_runs["A4"])
+    assert harsh.retirement()["retired"] > default.retirement()["retired"]
+    assert (len([s for s in harsh.skills if s.retired_round is None])
+            < len([s for s in default.skills if s.retired_round is None]))
+
+
+def test_a5_forms_more_smaller_clusters(arm_runs):
+    default_n, default_size = _clusters(arm_runs["default"])
+    a5_n, a5_size = _clusters(arm_runs["A5"])
+    assert a5_n > default_n and a5_size < default_size
+
+
+# A world where c-hat's bar separates the classes: E[p0] ~ 0.73, so a neutral skill scores
+# c-hat ~ 2 * 0.73 - 1 = +0.45 and a harmful one (-0.5) ~ -0.55. With N_min = 40 and
+# delta = 1e-3, eps = sqrt(ln(2000) / 80) = 0.31: a harmful skill's score stays <= -(tau + eps)
+# = -0.41 and a non-harmful one's >= -tau + eps = +0.21 with probability >= 1 - delta each once
+# it has N_min trials, so retirement should be right about every skill that got there. We allow
+# 10% slack (routing noise mixes in tasks of other types, and an off-target skill's routed
+# contribution can sit near zero).
+CLEAR_WORLD = ("sim.n_types=4", "sim.base_alpha=8", "sim.base_beta=3", "sim.harmful_effect=0.5",
+               "sim.helpful_effect=0.2", "sim.p_harmful=0.35", "sim.p_helpful=0.35",
+               "curator.min_trials=40", "rounds=14")
+
+
+@pytest.fixture(scope="module")
+def clear_runs(tmp_path_factory, _ray_session):
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=4, _node_ip_address="127.0.0.1", include_dashboard=False,
+                 configure_logging=False, log_to_driver=False)
+    root = tmp_path_factory.mktemp("clear")
+    return [analyze_run(run_sim(sim_config(root / str(seed), *CLEAR_WORLD, f"seed={seed}")))
+            for seed in (42, 7, 13)]
+
+
+def test_default_retires_clearly_harmful_skills(clear_runs):
+    assert sum(t.retirement()["harmful"] for t in clear_runs) >= 4  # the prior made some
+    for truth in clear_runs:
+        stats = truth.retirement()
+        assert stats["precision"] is None or stats["precision"] >= 0.9, stats
+        assert stats["recall_eligible"] is None or stats["recall_eligible"] >= 0.9, stats
+        assert stats["helpful_kept"] is None or stats["helpful_kept"] >= 0.9, stats
+
+
+def test_proposition_1_floor_holds_over_seeds(clear_runs):
+    for truth in clear_runs:
+        assert truth.floor > 0.2  # informative: E[p0] ~ 0.73, margin 0.1 + 0.31 + 50 * 0.001
+        assert truth.below_floor("true") == [], (truth.seed, truth.floor)

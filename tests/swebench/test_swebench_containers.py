@@ -1,0 +1,201 @@
+"""Locked-down SWE-bench containers on the local images (issue 8, item 4): capabilities, privileges,
+CPU and disk bounds, leftover processes, atomic reports, the reaper and the per-image lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ratchet_ray.config import GraderSettings
+from ratchet_ray.suites.swebench.container import (
+    HARNESS_CAPS, OWNER_KEY, RUN_KEY, instance_container, leftover_containers, reap_containers)
+from ratchet_ray.suites.swebench.execbox import LINGER_S
+from ratchet_ray.suites.swebench.grader import SwebenchGrader
+from ratchet_ray.suites.swebench.images import InstanceImages, image_name
+from ratchet_ray.suites.swebench.settings import SwebenchSettings
+
+pytestmark = pytest.mark.docker
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def calc1_image(docker_client, instances, local_settings):
+    images = InstanceImages(docker_client, local_settings)
+    return images.ensure(next(i for i in instances if i["instance_id"] == "ratchet__calc-1"),
+                         lambda _m: None)
+
+
+def test_the_container_is_locked_down(docker_client, calc1_image, local_settings):
+    with instance_container(docker_client, calc1_image, "ratchet__calc-1", local_settings,
+                            run_label="run-a") as box:
+        box.container.reload()
+        host = box.container.attrs["HostConfig"]
+        assert host["CapDrop"] == ["ALL"] and host["NetworkMode"] == "none"
+        assert {c.removeprefix("CAP_") for c in host["CapAdd"]} == set(HARNESS_CAPS)
+        assert "no-new-privileges:true" in host["SecurityOpt"]
+        assert host["NanoCpus"] == int(local_settings.cpus * 1e9)
+        assert host["Memory"] == local_settings.memory_mb * 2**20
+        assert host["PidsLimit"] == local_settings.pids_limit
+        labels = box.container.labels
+        assert labels[RUN_KEY] == "run-a" and labels[OWNER_KEY].endswith(f"/{os.getpid()}")
+        status = box.run("grep -E '^(NoNewPrivs|CapEff)' /proc/self/status", 30).output
+        # CHOWN(0) DAC_OVERRIDE(1) FOWNER(3) KILL(5) SETGID(6) SETUID(7): 0xeb, nothing else.
+        assert "NoNewPrivs:\t1" in status and "CapEff:\t00000000000000eb" in status, status
+        quota = box.run("cat /sys/fs/cgroup/cpu.max 2>/dev/null || "
+                        "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us",
+                        30).output.split()
+        assert int(quota[0]) / int(quota[1]) == pytest.approx(local_settings.cpus), quota
+        assert box.run("mount -t tmpfs none /mnt", 30).exit_code != 0, "no CAP_SYS_ADMIN"
+        assert box.run("ls /sys/class/net", 30).output.split() == ["lo"]
+        assert box.become_untrusted(whole_repo=True)
+        assert box.run("id -u", 30).output.strip() == str(local_settings.untrusted_uid)
+        assert box.run("touch calc/new.py && touch /etc/owned", 30).exit_code != 0
+        assert box.run("test -e calc/new.py", 30).exit_code == 0, "the repository is writable"
+
+
+def test_processes_left_running_are_the_models_not_infra(docker_client, calc1_image, local_settings):
+    with instance_container(docker_client, calc1_image, "ratchet__calc-1", local_settings) as box:
+        started = time.monotonic()
+        # The sleep inherits the output. Some daemons close the stream when the command exits,
+        # others only when the sleep does: then it is killed LINGER_S after the exit.
+        left = box.run("sleep 300 & echo started", 60)
+        assert (left.exit_code, left.timed_out, left.output) == (0, False, "started\n")
+        assert time.monotonic() - started < 10 + LINGER_S
+        started = time.monotonic()
+        # Its own session: out of timeout(1)'s reach; the model's timeout, not exec_hung.
+        escaped = box.run("setsid sleep 300 & sleep 100", 3)
+        assert escaped.timed_out and time.monotonic() - started < 20
+        assert int(box.run("cat /proc/[0-9]*/comm | grep -c '^sleep$'", 30).output) >= 1
+        box.kill_all()
+        assert box.run("cat /proc/[0-9]*/comm | grep -c '^sleep$'", 30).output.strip() == "0"
+        assert box.run("echo alive", 30).output.strip() == "alive"
+
+
+def test_disk_budget_kills_a_writer(docker_client, calc1_image, local_settings):
+    local_settings.disk_mb = 40
+    with instance_container(docker_client, calc1_image, "ratchet__calc-1", local_settings) as box:
+        started = time.monotonic()
+        result = box.run("for i in $(seq 200); do head -c 2M /dev/zero > /tmp/f$i; sleep 0.05; done",
+                         120)
+        assert result.disk_exceeded and not result.timed_out, result
+        assert time.monotonic() - started < 60
+
+
+def _ops_import(lines: str) -> str:
+    """Gold fix of calc-1 plus ``lines`` run when calc.ops is imported (during the tests)."""
+    added = lines.count("\n")
+    return (f"diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n"
+            f"@@ -1,7 +1,{7 + added} @@\n \"\"\"Tiny arithmetic helpers.\"\"\"\n{lines} \n \n"
+            f" def add(a, b):\n-    return a - b\n+    return a + b\n \n \n def mul(a, b):\n")
+
+
+def test_grading_a_patch_that_leaves_a_process_or_fills_the_disk(docker_client, tasks,
+                                                                 local_settings, tmp_path):
+    limits = GraderSettings(timeout_s=30, instance_deadline_s=200)
+    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
+    daemon = _ops_import("+import subprocess\n+subprocess.Popen(['sleep', '300'], start_new_session=True)\n")
+    result = grader.grade(tasks["ratchet__calc-1"], daemon)
+    assert result.passed and result.duration_s < 30, result.trace
+    local_settings.disk_mb = 40
+    filler = _ops_import("+open('/tmp/blob', 'wb').write(b'0' * (60 << 20))\n")
+    full = SwebenchGrader(local_settings, limits, tmp_path / "disk", client=docker_client).grade(
+        tasks["ratchet__calc-1"], filler)
+    assert (full.passed, full.exit_status, full.infra_failure) == (False, "disk_budget_exceeded", False)
+
+
+def test_a_truncated_report_is_graded_again(docker_client, tasks, gold, local_settings, limits,
+                                            tmp_path):
+    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
+    first = grader.grade(tasks["ratchet__calc-1"], gold["ratchet__calc-1"])
+    report = Path(first.trace.rsplit("log: ", 1)[1].strip()) / "report.json"
+    text = report.read_text()
+    report.write_text(text[: len(text) // 2])
+    again = grader.grade(tasks["ratchet__calc-1"], gold["ratchet__calc-1"])
+    assert again.passed and "cached report" not in again.trace
+    assert json.loads(report.read_text())["grade"]["passed"] is True
+    assert [p.name for p in report.parent.iterdir() if p.name.startswith(".report-")] == []
+
+
+HOLDER = """
+import sys, time
+sys.path[:0] = {paths!r}
+import docker
+from ratchet_ray.suites.swebench.container import instance_container
+from ratchet_ray.suites.swebench.images import InstanceImages
+from ratchet_ray.suites.swebench.settings import SwebenchSettings
+import swebench_instances
+settings = SwebenchSettings(namespace=None, cache_level="instance", memory_mb=256)
+client = docker.from_env()
+instance = [i for i in swebench_instances.make_instances() if i["instance_id"] == "ratchet__calc-1"][0]
+with InstanceImages(client, settings).use(instance, print) as image:
+    {body}
+"""
+
+
+def _holder(body: str) -> subprocess.Popen:
+    paths = [str(ROOT), str(ROOT / "tests" / "swebench")]
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER.format(paths=paths, body=body)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_the_reaper_removes_containers_of_dead_owners_and_of_the_run(docker_client, calc1_image,
+                                                                     local_settings, tmp_path):
+    proc = _holder("with instance_container(client, image, 'ratchet__calc-1', settings):\n"
+                   "        print('ready', flush=True); time.sleep(600)")
+    try:
+        left = leftover_containers(docker_client)
+        assert len(left) == 1
+    finally:
+        proc.send_signal(signal.SIGKILL)  # no `finally` runs in a killed actor either
+        proc.wait()
+    assert leftover_containers(docker_client) == left, "the killed owner leaked its container"
+    assert reap_containers(docker_client) == left and leftover_containers(docker_client) == []
+
+    grader = SwebenchGrader(local_settings, GraderSettings(), tmp_path, client=docker_client)
+    with instance_container(docker_client, calc1_image, "ratchet__calc-1", local_settings,
+                            run_label="another-run"):
+        with instance_container(docker_client, calc1_image, "ratchet__calc-1", local_settings,
+                                run_label=grader.run_label) as mine:
+            assert grader.reap() == [mine.name]  # live owner, this run: the end of a round
+            assert len(leftover_containers(docker_client)) == 1
+
+
+def test_one_lock_per_image_between_agent_and_grader(docker_client, calc1_image, tmp_path):
+    proc = _holder("print('ready', flush=True); time.sleep(600)")  # an agent using the image
+    remover = InstanceImages(docker_client, SwebenchSettings(namespace=None, cache_level="none"))
+    remover.prior.discard(calc1_image)  # as if this grader had built it
+    try:
+        assert not remover.release(calc1_image, lambda _m: None)
+        assert remover.exists(calc1_image), "an image in use elsewhere is kept"
+    finally:
+        proc.terminate()
+        proc.wait()
+    assert remover.release(calc1_image, lambda _m: None) and not remover.exists(calc1_image)
+    assert image_name("ratchet__calc-1", SwebenchSettings(namespace=None)) == calc1_image
+
+
+def test_the_end_of_a_round_reaps_on_every_grader(ray_local, docker_client, calc1_image,
+                                                  local_settings, limits, tmp_path):
+    from types import SimpleNamespace
+
+    from actors.grader import GraderWorker
+    from ratchet_ray.loop.reaper import reap_after_round
+
+    ray = ray_local
+    actor = ray.remote(GraderWorker).options(num_cpus=0.25).remote(
+        SimpleNamespace(suite="swebench", swebench=local_settings, grader=limits), str(tmp_path))
+    run_label = str(tmp_path.resolve())
+    with instance_container(docker_client, calc1_image, "ratchet__calc-1", local_settings,
+                            run_label=run_label) as leaked:
+        assert reap_after_round(SimpleNamespace(actors=[actor])) == [leaked.name]
+    assert leftover_containers(docker_client) == []
+    ray.kill(actor)

@@ -1,0 +1,78 @@
+"""Verdicts a patch cannot forge, on the local instances: harness paths restored, results read
+from secret markers and a JUnit report (issue 14)."""
+
+from __future__ import annotations
+
+import pytest
+
+from forgeries import FORCE_PASS_HOOK, FORGERIES, new_file
+from ratchet_ray.suites.swebench.grader import SwebenchGrader
+
+pytestmark = pytest.mark.docker
+
+# What each forgery must come to: the exit status, and a phrase of the trace saying why.
+EXPECTED = {
+    "root_conftest": ("unresolved", "conftest.py (pytest conftest)"),
+    "nested_conftest": ("unresolved", "tests/conftest.py (pytest conftest)"),
+    "pytest_ini_deselect": ("unresolved", "pytest.ini (pytest configuration)"),
+    "f2p_test_file_edit": ("unresolved", "tests/test_ops.py (test file the instance is graded with)"),
+    "sitecustomize": ("unresolved", "sitecustomize.py (interpreter start-up hook)"),
+    "fake_passed_lines": ("results_mismatch", "the log says passed, the JUnit report says FAILED"),
+    "imitated_markers": ("test_tampering", "imitates swebench's marker"),
+}
+
+
+@pytest.fixture
+def grader(docker_client, local_settings, limits, tmp_path):
+    return SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_each_forgery_is_not_resolved(grader, tasks, name):
+    result = grader.grade(tasks["ratchet__calc-1"], FORGERIES[name])
+    status, why = EXPECTED[name]
+    assert (result.passed, result.infra_failure) == (False, False), result.trace
+    assert result.exit_status == status and why in result.trace, result.trace
+
+
+def test_gold_still_resolves_and_harness_edits_next_to_a_fix_are_undone(grader, tasks, gold):
+    assert grader.grade(tasks["ratchet__calc-1"], gold["ratchet__calc-1"]).passed
+    # A fix plus a forcing conftest: graded on the real tests, the conftest named in the trace.
+    both = grader.grade(tasks["ratchet__calc-1"],
+                        gold["ratchet__calc-1"] + new_file("conftest.py", FORCE_PASS_HOOK))
+    assert both.passed and "conftest.py (pytest conftest)" in both.trace, both.trace
+
+
+def test_a_non_test_file_in_a_test_folder_is_kept(grader, tasks, gold):
+    # A data file the fix needs next to the tests is no harness: the grade sees it.
+    fixture = new_file("tests/data/expected.txt", "+5\n")
+    result = grader.grade(tasks["ratchet__calc-1"], gold["ratchet__calc-1"] + fixture)
+    assert result.passed and "harness restored" not in result.trace, result.trace
+
+
+def test_a_patch_into_git_internals_fails_as_tampering(grader, tasks, gold):
+    hook = new_file(".git/hooks/post-checkout", "+#!/bin/sh\n+touch /tmp/owned\n")
+    result = grader.grade(tasks["ratchet__calc-1"], gold["ratchet__calc-1"] + hook)
+    assert (result.passed, result.exit_status, result.infra_failure) == (False, "test_tampering", False)
+    assert ".git/hooks/post-checkout" in result.trace
+
+
+def test_tests_run_as_the_untrusted_uid(grader, tasks):
+    # Resolves only when the tests do not run as root.
+    as_user = """diff --git a/calc/ops.py b/calc/ops.py
+--- a/calc/ops.py
++++ b/calc/ops.py
+@@ -1,8 +1,9 @@
+ \"\"\"Tiny arithmetic helpers.\"\"\"
++import os
+ 
+ 
+ def add(a, b):
+-    return a - b
++    return a + b if os.getuid() == 65534 else a - b
+ 
+ 
+ def mul(a, b):
+"""
+    result = grader.grade(tasks["ratchet__calc-1"], as_user)
+    assert result.passed, result.trace

@@ -1,0 +1,148 @@
+"""The verdict's protections without Docker: harness paths, the script rewrite, the log split,
+the JUnit cross-check and atomic reports."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from forgeries import FORGERIES
+from ratchet_ray.suites.swebench import grading_support
+from ratchet_ray.suites.swebench.protect import harness_reason, patch_paths, unsafe_paths
+from ratchet_ray.suites.swebench.protect import test_files as graded_test_files
+from ratchet_ray.suites.swebench.verdict import (
+    Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check, instrument, junit_statuses,
+    split_log)
+
+TESTS = {"tests/test_ops.py"}
+
+
+def test_patch_paths_reads_headers_not_hunk_bodies():
+    patch = ("diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n"
+             "@@ -1 +1 @@\n--- conftest.py\n+++ pytest.ini\n"
+             "diff --git a/old.py b/new.py\nrename from old.py\nrename to new.py\n")
+    assert patch_paths(patch) == {"calc/ops.py", "old.py", "new.py"}
+    assert patch_paths(FORGERIES["sitecustomize"]) == {"sitecustomize.py", "calc/force.pth"}
+    assert unsafe_paths({"a/.git/hooks/x", "../up", "/abs", "fine/x.py"}) == ["../up", "/abs",
+                                                                               "a/.git/hooks/x"]
+
+
+@pytest.mark.parametrize("path, reason", [
+    ("conftest.py", "pytest conftest"), ("pkg/tests/deep/conftest.py", "pytest conftest"),
+    ("pytest.ini", "pytest configuration"), ("tox.ini", "tox configuration"),
+    ("noxfile.py", "nox configuration"), ("sitecustomize.py", "interpreter start-up hook"),
+    ("lib/usercustomize.py", "interpreter start-up hook"), ("x/evil.pth", "(.pth)"),
+    ("pkg.egg-info/entry_points.txt", "plugin entry points"),
+    ("tests/test_ops.py", "test file the instance is graded with"),
+])
+def test_harness_paths(path, reason):
+    assert reason in harness_reason(path, TESTS)
+
+
+@pytest.mark.parametrize("path", ["calc/ops.py", "tests/helpers.py", "tests/data/expected.txt",
+                                  "docs/conftest.rst", "tests/test_other.py"])
+def test_other_paths_are_the_patchs_own(path):
+    assert harness_reason(path, TESTS) is None
+
+
+def test_config_files_count_only_their_test_sections():
+    cfg = "[metadata]\nname = calc\n\n[tool:pytest]\naddopts = -q\n"
+    assert harness_reason("setup.cfg", TESTS, cfg, cfg.replace("calc", "calc2")) is None
+    assert "setup.cfg" in harness_reason("setup.cfg", TESTS, cfg, cfg.replace("-q", "-q -k nope"))
+    entry = cfg + "\n[options.entry_points]\npytest11 =\n    evil = calc.evil\n"
+    assert harness_reason("setup.cfg", TESTS, cfg, entry)
+    toml = '[project]\nname = "calc"\n\n[tool.pytest.ini_options]\naddopts = "-q"\n'
+    assert harness_reason("pyproject.toml", TESTS, toml, toml.replace('"calc"', '"c2"')) is None
+    assert harness_reason("pyproject.toml", TESTS, toml, toml.replace('"-q"', '"-p evil"'))
+    assert harness_reason("pyproject.toml", TESTS, None,
+                          '[project.entry-points.pytest11]\nevil = "calc.evil"\n')
+    assert "no longer parses" in harness_reason("pyproject.toml", TESTS, toml, "[[[")
+    setup = "setup(name='calc')\n"
+    assert harness_reason("setup.py", TESTS, setup, setup + "# more\n") is None
+    assert harness_reason("setup.py", TESTS, setup,
+                          "setup(entry_points={'pytest11': ['e = calc.e']})\n")
+
+
+def test_test_files_come_from_ids_and_the_test_patch():
+    instance = {"test_patch": "diff --git a/tests/t.py b/tests/t.py\n--- a/tests/t.py\n+++ b/tests/t.py\n",
+                "FAIL_TO_PASS": ["tests/test_a.py::test_x[1]", "test_y (admin.tests.Case)"],
+                "PASS_TO_PASS": ["test_plain_name"]}
+    files = graded_test_files(instance)
+    assert {"tests/t.py", "tests/test_a.py", "admin/tests.py", "tests/admin/tests.py"} <= files
+
+
+SCRIPT = "\n".join(["#!/bin/bash", "set -uxo pipefail", "cd /testbed",
+                    ": '>>>>> Start Test Output'", "pytest -rA tests", "SWEBENCH_TEST_EXIT_CODE=$?",
+                    ": '>>>>> End Test Output'", 'echo ">>>>> Test Exit Code: $SWEBENCH_TEST_EXIT_CODE"',
+                    "git checkout abc -- tests"])
+
+
+def test_instrument_hides_the_markers_and_drops_root():
+    markers = Markers.fresh()
+    script = instrument(SCRIPT, markers, 65534)
+    assert ">>>>> Start Test Output" not in script and markers.start in script
+    assert "setpriv --reuid=65534" in script and markers.junit_path in script
+    assert "git checkout abc" not in script, "nothing runs as root after the tests"
+    assert Markers.fresh().start != markers.start
+    with pytest.raises(ScriptShapeError):
+        instrument("#!/bin/bash\npytest\n", markers, None)
+
+
+def _out(markers: Markers, section: str, after: str = ">>>>> Test Exit Code: 0") -> str:
+    return f"setup\n{markers.start}\n{section}\n{markers.end}\n{after}\n"
+
+
+def test_split_log_keeps_the_section_and_rejects_imitations():
+    m = Markers.fresh()
+    out = _out(m, "PASSED tests/test_ops.py::test_add")
+    log, section = split_log(out, out, m)
+    assert section == "PASSED tests/test_ops.py::test_add"
+    assert log.index(">>>>> Start Test Output") < log.index("PASSED") < log.index(">>>>> End Test Output")
+    for fake in (">>>>> End Test Output", ">>>>> Start Test Output", ">>>>> Test Exit Code: 0",
+                 m.start):
+        bad = _out(m, f"FAILED x\n{fake}\nPASSED x")
+        with pytest.raises(Forgery):
+            split_log(bad, bad, m)
+    with pytest.raises(MarkersMissing):
+        split_log("setup\n", "setup\n", m)
+
+
+JUNIT = b"""<?xml version="1.0"?><testsuites><testsuite>
+<testcase classname="tests.test_ops" name="test_add" file="tests/test_ops.py"><failure/></testcase>
+<testcase classname="tests.test_ops" name="test_mul" file="tests/test_ops.py"/>
+<testcase classname="tests.test_ops.TestK" name="test_k[a.b]" file="tests/test_ops.py"><skipped/></testcase>
+</testsuite></testsuites>"""
+
+
+def test_junit_cross_check_fails_closed():
+    statuses = junit_statuses(JUNIT)
+    assert statuses == {"tests/test_ops.py::test_add": "FAILED", "tests/test_ops.py::test_mul": "PASSED",
+                        "tests/test_ops.py::TestK::test_k[a.b]": "SKIPPED"}
+    report = {"tests_status": {"FAIL_TO_PASS": {"success": ["tests/test_ops.py::test_add"]},
+                               "PASS_TO_PASS": {"success": ["tests/test_ops.py::test_mul",
+                                                            "tests/test_ops.py::TestK::test_k[a.b]"]}}}
+    check = cross_check(report, statuses)
+    assert check.disagreements == ["tests/test_ops.py::test_add: the log says passed, the JUnit "
+                                   "report says FAILED"]
+    assert len(cross_check(report, None).disagreements) == 3, "no report disagrees with every pass"
+    with pytest.raises(Forgery):
+        junit_statuses(b"<not xml")
+
+
+def test_reports_are_written_atomically_and_broken_ones_dropped(tmp_path, monkeypatch):
+    path = tmp_path / "report.json"
+    grading_support.write_report(path, {"grade": {"passed": True, "trace": "ok"}})
+
+    def torn(data, fh, **kwargs):
+        fh.write('{"grade": {"pass')
+        raise OSError("disk full")
+
+    monkeypatch.setattr(grading_support.json, "dump", torn)
+    with pytest.raises(OSError):
+        grading_support.write_report(path, {"grade": {"passed": False, "trace": "x"}})
+    monkeypatch.undo()
+    assert json.loads(path.read_text())["grade"]["passed"] is True
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+    path.write_text('{"grade": {"pass')
+    assert grading_support.read_report(path) is None and not path.exists()
