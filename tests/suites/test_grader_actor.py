@@ -47,7 +47,10 @@ def test_actor_survives_hostile_code_then_grades_a_good_solution(ray_local, mbpp
     task = mbpp_tasks[TASK]
 
     hostile = ray.get(actor.grade.remote(task, FORK_BOMB_THAT_ALSO_SHOOTS), timeout=120)
-    assert not hostile.passed and not hostile.infra_failure and hostile.exit_status == "timeout"
+    # Killing every process it can see ends its own sandbox ("crashed") or it forks until the
+    # budget ends ("timeout"): either way a wrong answer, never an infra failure.
+    assert not hostile.passed and not hostile.infra_failure
+    assert hostile.exit_status in ("timeout", "crashed"), hostile
     leak = ray.get(actor.grade.remote(task, "def square_perimeter(a):\n    import os\n    return os.environ.get('AWS_SECRET_ACCESS_KEY', 'none')\n"), timeout=120)
     assert not leak.passed and "fake-in-actor" not in leak.trace and "'none'" in leak.trace
 
