@@ -24,13 +24,18 @@ pytestmark = pytest.mark.slow
 ARMS_ROUNDS = 10
 
 
-@pytest.fixture(scope="module")
-def arm_runs(tmp_path_factory, _ray_session):
+def _start_ray() -> None:
+    """The module-scoped fixtures share the session's loopback Ray (``ray_local`` is per test)."""
     import ray
 
     if not ray.is_initialized():
         ray.init(num_cpus=4, _node_ip_address="127.0.0.1", include_dashboard=False,
                  configure_logging=False, log_to_driver=False)
+
+
+@pytest.fixture(scope="module")
+def arm_runs(tmp_path_factory, _ray_session):
+    _start_ray()
     root = tmp_path_factory.mktemp("arms")
     return {arm: run_sim(sim_config(root / arm, f"rounds={ARMS_ROUNDS}",
                                     arm=None if arm == "default" else arm))
@@ -87,11 +92,7 @@ CLEAR_WORLD = ("sim.n_types=4", "sim.base_alpha=8", "sim.base_beta=3", "sim.harm
 
 @pytest.fixture(scope="module")
 def clear_runs(tmp_path_factory, _ray_session):
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(num_cpus=4, _node_ip_address="127.0.0.1", include_dashboard=False,
-                 configure_logging=False, log_to_driver=False)
+    _start_ray()
     root = tmp_path_factory.mktemp("clear")
     return [analyze_run(run_sim(sim_config(root / str(seed), *CLEAR_WORLD, f"seed={seed}")))
             for seed in (42, 7, 13)]
