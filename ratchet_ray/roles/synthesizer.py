@@ -84,6 +84,12 @@ def unique_id(slug: str, taken: Collection[str]) -> str:
     return f"{slug}_{n}"
 
 
+def _verdict_order_key(verdict: Verdict) -> tuple:
+    """What a verdict says, in a run-independent order (ties fall to the capsule id)."""
+    return (verdict.round, verdict.task_id, verdict.skill_id, verdict.pattern,
+            verdict.attribution, verdict.confidence, verdict.rationale, verdict.capsule_id)
+
+
 class DraftError(Exception):
     """A draft could not be written; ``replies`` keeps every generation for accounting."""
 
@@ -143,7 +149,9 @@ class Synthesizer:
         outcome = SynthOutcome()
         if not self.settings.enabled or not verdicts:
             return outcome
-        ordered = seeded_order(verdicts, lambda v: v.capsule_id, self.seed, round_, "synth")
+        # The sort key names what the verdict is about, never its capsule id: that hashes the
+        # run id (a timestamp), so two runs of one seed would otherwise cluster in two orders.
+        ordered = seeded_order(verdicts, _verdict_order_key, self.seed, round_, "synth")
         clusters = cluster_verdicts(ordered, self.embedder, self.settings)
         kept, skipped = cover_guard(clusters, list(active_skills), self.embedder,
                                     self.settings.cover_threshold,

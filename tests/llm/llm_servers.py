@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -58,16 +59,33 @@ def start_katan(tmp_dir: Path, model: str = "echo-model") -> tuple[subprocess.Po
     return proc, url
 
 
-def start_llama_server(tmp_dir: Path, config: dict, timeout: float = 120.0) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    config = {**config, "host": "127.0.0.1", "port": port}
-    config_file = tmp_dir / "llama-server.json"
-    config_file.write_text(json.dumps(config))
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--config_file", str(config_file)],
-                            stdout=subprocess.DEVNULL, stderr=(tmp_dir / "llama-server.log").open("w"))
-    url = f"http://127.0.0.1:{port}"
-    wait_http(f"{url}/v1/models", proc, timeout)
-    return proc, url
+def start_llama_server(tmp_dir: Path, config: dict, timeout: float = 120.0,
+                       tries: int = 3) -> tuple[subprocess.Popen, str]:
+    """Start llama.cpp's server on a free loopback port; a failed start raises with its log.
+
+    The server lets ``HOST``/``PORT``/``CONFIG_FILE`` in the environment override the config
+    file, so they are removed; a port taken between ``free_port`` and the bind is retried.
+    """
+    env = {k: v for k, v in os.environ.items() if k not in ("HOST", "PORT", "CONFIG_FILE")}
+    for attempt in range(tries):
+        port = free_port()
+        config_file = tmp_dir / "llama-server.json"
+        config_file.write_text(json.dumps({**config, "host": "127.0.0.1", "port": port}))
+        log = tmp_dir / f"llama-server-{attempt}.log"
+        proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--config_file",
+                                 str(config_file)], stdout=subprocess.DEVNULL,
+                                stderr=log.open("w"), env=env)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_http(f"{url}/v1/models", proc, timeout)
+            return proc, url
+        except (RuntimeError, TimeoutError) as err:
+            stop(proc)
+            tail = log.read_text(errors="replace")[-3000:]
+            if "address already in use" in tail.lower() and attempt + 1 < tries:
+                continue
+            raise RuntimeError(f"{err}; llama_cpp.server log ({log}):\n{tail}") from err
+    raise AssertionError("unreachable")
 
 
 def stop(proc: subprocess.Popen) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -35,6 +36,17 @@ RemoteWorker = ray.remote(num_cpus=0)(Worker)
 def _tasks(ids):
     by_id = {t.task_id: t for t in get_suite("mbpp").load_tasks(LoopConfig())}
     return [by_id[t] for t in ids]
+
+
+def wait_dead(actor, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.__ray_ready__.remote(), timeout=timeout_s)
+        except RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"actor still answers {timeout_s}s after ray.kill")
 
 
 def test_a_constructor_error_surfaces_as_itself_and_is_not_retried(ray_local):
@@ -69,7 +81,9 @@ def test_an_actor_no_node_can_place_fails_with_the_missing_resource(ray_local):
 def test_a_pool_of_one_heals_between_calls_and_reports_a_death_mid_call(ray_local):
     pool = ResilientPool(lambda: RemoteWorker.remote(), 1, name="synthesizer", max_attempts=1)
     assert call_one(pool, "work", 3, 0.0)[0] == 9
-    ray.kill(pool.actors[0])  # dies idle, between two synth phases
+    dead = pool.actors[0]
+    ray.kill(dead)  # dies idle, between two synth phases
+    wait_dead(dead)  # ray.kill is asynchronous: a call sent at once may still reach it alive
     assert call_one(pool, "work", 4, 0.0)[0] == 16, "replaced, state rebuilt by the constructor"
     assert pool.stats.actors_replaced == 1
     pool.submit("work", 5, 5.0)
