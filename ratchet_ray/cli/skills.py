@@ -24,7 +24,7 @@ from ratchet_ray.bank.skill_bank import BankError, SkillBank
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill
 from ratchet_ray.cli.evidence import FORMATS, emit_rows, require_run_dir, writer_lock
 from ratchet_ray.config import ConfigError, LoopConfig, load_config
-from ratchet_ray.evidence.queries import EMPTY_STATS, recent_skill_events
+from ratchet_ray.evidence.queries import EMPTY_STATS, failed_llm_calls, recent_skill_events
 from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
 from ratchet_ray.governance import curator
 
@@ -141,14 +141,21 @@ def meta_list(ctx: click.Context, fmt: str) -> None:
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @click.pass_context
 def audit(ctx: click.Context, limit: int, fmt: str) -> None:
-    """The latest skill events (adds, evictions, retirements...) with contributions."""
+    """The latest skill events (adds, evictions, retirements...) with contributions, then the
+    failed LLM calls per role (in table format), so an outage of e.g. the router is visible."""
     con = EvidenceStore(require_run_dir(ctx)).connect()
     try:
         rows = recent_skill_events(con, limit)
+        failures = failed_llm_calls(con)
     finally:
         con.close()
     emit_rows(rows, ["round", "skill_id", "event", "status_after", "contribution", "trials",
                      "reason"], fmt)
+    if fmt == "table":
+        for row in failures:
+            latest = (row["last_error"] or "?").splitlines()[0][:200]
+            click.echo(f"failed LLM calls ({row['role']}): {row['failed']} in rounds "
+                       f"{row['first_round']}-{row['last_round']}; latest: {latest}")
 
 
 @click.command("curate")

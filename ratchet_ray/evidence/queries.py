@@ -96,6 +96,16 @@ def recent_skill_events(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list
     return _rows_as_dicts(cursor)
 
 
+def failed_llm_calls(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Failed LLM calls per role (the ``audit`` command's outage summary): how many, over which
+    rounds, and the latest error. A router outage shows here, not as a silent NONE route."""
+    cursor = con.execute(
+        "SELECT role, count(*) AS failed, min(round) AS first_round, max(round) AS last_round, "
+        "arg_max(error, round) AS last_error FROM llm_call WHERE NOT ok "
+        "GROUP BY role ORDER BY failed DESC, role")
+    return _rows_as_dicts(cursor)
+
+
 def registered_skill_ids(con: duckdb.DuckDBPyConnection) -> set[str]:
     """Ids that entered the bank through the SkillBank (any skill event except a rejection)."""
     rows = con.execute("SELECT DISTINCT skill_id FROM skill_event WHERE event <> 'rejected'").fetchall()

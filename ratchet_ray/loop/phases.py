@@ -35,6 +35,7 @@ from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.llm.accounting import llm_call_row
 from ratchet_ray.loop import replay
+from ratchet_ray.loop.budget import RunBudget
 from ratchet_ray.loop.execute import SplitRunner
 from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.rundir import RunDir, bench_json
@@ -60,6 +61,8 @@ class LoopContext:
     eval_tasks: list[Task]
     gate: RollbackGate
     progress: LoopProgress
+    budget: RunBudget | None = None
+    """The run's spending limits (``loop.budget``), charged with every recorded call."""
 
     def task(self, task_id: str) -> Task:
         return self._tasks[task_id]
@@ -68,11 +71,18 @@ class LoopContext:
         self._tasks = {t.task_id: t for t in [*self.train_tasks, *self.eval_tasks]}
 
     def append_calls(self, round_: int, role: str, replies: Sequence[Any]) -> None:
+        self.store.append("llm_call", round_, self.charge_calls(round_, role, replies))
+
+    def charge_calls(self, round_: int, role: str, replies: Sequence[Any]) -> list[dict]:
+        """The ``llm_call`` rows of ``replies``, charged to the budget and shown as usage now;
+        the caller writes them (``append_calls`` at once, the critic in parts)."""
         rows = [llm_call_row(r, run_id=self.run.run_id, round_=round_, role=role)
                 for r in replies]
-        self.store.append("llm_call", round_, rows)
+        if self.budget is not None:
+            self.budget.charge_rows(rows)
         for reply in replies:
             self.progress.add_usage(reply.input_tokens + reply.output_tokens, reply.cost_usd)
+        return rows
 
 
 # ---- eval / rollback / train ------------------------------------------------------------------
@@ -101,7 +111,8 @@ def _run_split(ctx: LoopContext, tasks: list[Task], split: str, round_: int) -> 
                          store=ctx.store, solvers=ctx.rt.solvers, graders=ctx.rt.graders,
                          on_capsule=shown, max_failure_rate=ctx.config.infra.max_failure_rate,
                          probe_fraction=(ctx.config.curator.counterfactual.fraction
-                                         if split == "train" else 0.0))
+                                         if split == "train" else 0.0),
+                         budget=ctx.budget, flush_every=ctx.config.infra.evidence_flush_every)
     try:
         bench = runner.run(tasks, split, round_)
     finally:
@@ -174,6 +185,19 @@ def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
     items = [(ctx.task(c.task_id), c, skills.get(c.skill_id)) for c in pending]
     ctx.progress.set_total(len(items))
     errors: list[str] = []
+    # Verdicts and their calls are written in parts of ``infra.evidence_flush_every`` verdicts
+    # (and whatever is left when the phase ends, even on an error): a killed driver redoes at
+    # most one part's reviews on resume (it skips capsules that have a verdict).
+    buffered_verdicts: list[Any] = []
+    buffered_calls: list[dict] = []
+
+    def flush() -> None:
+        if buffered_verdicts:
+            ctx.store.append("verdict", round_, buffered_verdicts)
+            buffered_verdicts.clear()
+        if buffered_calls:
+            ctx.store.append("llm_call", round_, buffered_calls)
+            buffered_calls.clear()
 
     def handle(_pool: ResilientPool, result: PoolResult) -> None:
         if not result.ok:
@@ -181,16 +205,27 @@ def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
             for _ in result.item:
                 ctx.progress.advance(failed=True)
             return
-        verdicts = [r.verdict for r in result.value if r.verdict is not None]
+        buffered_verdicts.extend(r.verdict for r in result.value if r.verdict is not None)
         errors.extend(r.error for r in result.value if r.verdict is None)
-        ctx.store.append("verdict", round_, verdicts)
-        ctx.append_calls(round_, "critic", [reply for r in result.value for reply in r.replies])
+        buffered_calls.extend(ctx.charge_calls(round_, "critic",
+                                               [reply for r in result.value for reply in r.replies]))
+        if len(buffered_verdicts) >= ctx.config.infra.evidence_flush_every:
+            flush()
         for r in result.value:
             ctx.progress.advance(failed=r.verdict is None)
+        if ctx.budget is not None and ctx.budget.exhausted:  # batches in flight finish
+            cancelled.extend(ctx.rt.critics.cancel_queued())
 
+    cancelled: list[Any] = []
     for start in range(0, len(items), CRITIC_BATCH):
         ctx.rt.critics.submit("critique_batch", items[start:start + CRITIC_BATCH])
-    drain([ctx.rt.critics], handle)
+    try:
+        drain([ctx.rt.critics], handle)
+    finally:
+        flush()
+    if cancelled:  # resume reviews exactly the capsules without a verdict
+        raise ctx.budget.error(f"in round {round_} critic ({sum(map(len, cancelled))} of "
+                               f"{len(items)} failures not reviewed)")
     for error in errors:
         log.warning("round %d critic: %s", round_, error)
     con = ctx.store.connect()
@@ -242,11 +277,12 @@ def metasynth(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
         current = ray.get(bank.ensure_default_metaskill.remote(suite, round_=round_))
         result = call_one(ctx.rt.synthesizer, "refresh_metaskill", current,
                           _window(ctx, round_), round_)
+        ctx.append_calls(round_, "metasynth", result.replies)  # before the bank changes
+        replay.mark_calls_recorded(ctx.run, round_, META_FILE)
         created = None
         if result.metaskill is not None:
             ray.get(bank.add_metaskill.remote(result.metaskill, round_=round_))
             created = result.metaskill.id
-        ctx.append_calls(round_, "metasynth", result.replies)
         done = {"created": created, "replaced": current.id, "error": result.error}
         ctx.run.write_round_json(round_, META_FILE, done)
     summary.metaskill_created = done["created"]

@@ -12,6 +12,8 @@ Contracts:
   after ``record_calls(result)`` has written the attempt's ``llm_call`` rows, or not at all. So a
   synth cut anywhere before the commit left nothing in the bank and runs again from scratch
   (the same inputs give the same skills), and one cut after it is rebuilt below.
+- Metasynth records its ``llm_call`` rows (``mark_calls_recorded``) before it adds the new
+  meta-skill, so every cut point either lost the replies (one 'lost' row) or kept them (none).
 - ``recover_synth`` / ``recover_metasynth`` return None when no attempt started without
   finishing. Otherwise, unless the attempt had written its own ``llm_call`` rows, they record
   one failed row saying its replies were lost with it (tokens unknown: the spend is marked, not
@@ -55,10 +57,16 @@ def batched(bank: Any, run: RunDir, round_: int, result_file: str, attempt: Call
         ray.get(bank.abort_batch.remote())
         raise
     record_calls(result)
-    marker = run.read_round_json(round_, result_file + STARTED_SUFFIX) or {}
-    run.write_round_json(round_, result_file + STARTED_SUFFIX, {**marker, "calls_recorded": True})
+    mark_calls_recorded(run, round_, result_file)
     ray.get(bank.commit_batch.remote())
     return result
+
+
+def mark_calls_recorded(run: RunDir, round_: int, result_file: str) -> None:
+    """Note on the start marker that the attempt's ``llm_call`` rows are in the evidence, so a
+    cut after this point records no 'lost' row for them."""
+    marker = run.read_round_json(round_, result_file + STARTED_SUFFIX) or {}
+    run.write_round_json(round_, result_file + STARTED_SUFFIX, {**marker, "calls_recorded": True})
 
 
 def _events_since(store: EvidenceStore, round_: int, since: float) -> list[tuple[str, str]]:
@@ -109,7 +117,7 @@ def recover_metasynth(run: RunDir, store: EvidenceStore, round_: int, result_fil
     since = _started(run, round_, result_file)
     if since is None:
         return None
-    _record_lost(store, run, round_, "metasynth")
+    _record_lost(store, run, round_, "metasynth", result_file)
     events = _events_since(store, round_, since)
     added = [s for e, s in events if e == "meta_added"]
     if not added:

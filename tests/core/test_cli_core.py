@@ -125,3 +125,23 @@ def test_commands_need_an_existing_run_dir(tmp_path):
     assert no_db.exit_code == 2 and "--db RUN_DIR" in no_db.output
     missing = ratchet(tmp_path / "nowhere", "audit")
     assert missing.exit_code == 2 and "no such run directory" in missing.output
+
+
+def test_audit_shows_an_outage_of_the_router(run):
+    from ratchet_ray.llm.accounting import llm_call_row
+
+    quiet = ratchet(run, "audit")
+    assert quiet.exit_code == 0 and "failed LLM calls" not in quiet.output
+    down = "router LLM failed -> NONE: LLMError: http://h:1/v1: Connection error."
+    store = EvidenceStore(run)
+    for round_, routers in ((1, 1), (2, 2)):
+        store.append("llm_call", round_, [
+            llm_call_row(None, run_id="run1", round_=round_, role="router", ok=False, error=down)
+            for _ in range(routers)] + [llm_call_row(None, run_id="run1", round_=round_,
+                                                     role="solver")])
+    audit = ratchet(run, "audit")
+    assert audit.exit_code == 0, audit.output
+    assert f"failed LLM calls (router): 3 in rounds 1-2; latest: {down}" in audit.output
+    assert "(solver)" not in audit.output  # its one call succeeded
+    as_json = json.loads(ratchet(run, "audit", "--format", "json").output)
+    assert all("skill_id" in row for row in as_json), "machine formats stay pure rows"
