@@ -28,9 +28,12 @@ sandbox:
 
 # The quickstart keeps itself small through its own flags (the Default is the paper's 100 rounds):
 # the tasks of configs/subsets/mbpp_quickstart.json (how they were found is written in the file),
-# 2 rounds, the Solver sampling at the temperature the subset was measured at, 256-token answers.
+# 2 rounds, the Solver sampling at the temperature the subset was measured at, 256-token answers,
+# clusters of 2 verdicts (6 train tasks x 2 rounds rarely give 3 alike before the last round), and
+# 160-token verdicts (a verdict needs ~110; a base model's runaway string otherwise runs to 320).
 QUICKSTART_FLAGS ?= --rounds 2 --subset configs/subsets/mbpp_quickstart.json --tag quickstart \
-	--set llm.temperature=0.7 --set llm.max_tokens=256
+	--set llm.temperature=0.7 --set llm.max_tokens=256 --set synth.min_cluster_size=2 \
+	--set llm.roles.critic.max_tokens=160
 run: setup sandbox  ## the quickstart: a short MBPP+ loop on the local Gemma model over the quickstart subset
 	$(BIN)/python -m jobs.skill_loop mbpp $(QUICKSTART_FLAGS)
 

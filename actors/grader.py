@@ -23,7 +23,7 @@ from typing import Iterable
 import ray
 
 from ratchet_ray.config import LoopConfig
-from ratchet_ray.suites import get_suite
+from ratchet_ray.suites import suite_for
 from ratchet_ray.types import GradeResult, Task
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ class GraderWorker:
 
     def __init__(self, config: LoopConfig, run_dir: str | Path):
         self.suite_name = config.suite
-        self.grader = get_suite(config.suite).make_grader(config, Path(run_dir))
+        self.grader = suite_for(config).make_grader(config, Path(run_dir))
 
     def grade(self, task: Task, output: str) -> GradeResult:
         started = time.monotonic()

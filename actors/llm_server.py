@@ -1,19 +1,24 @@
 """One local model copy per node: a named Ray actor that owns Gemma and MiniLM for its node.
 
 Contracts:
-- ``get_node_server(config)`` returns the handle of actor ``ratchet-llm-<node id>-<config
-  digest>`` (namespace ``ratchet``) pinned to the caller's node, creating it on first use
-  (``get_if_exists``), so every solver/critic/synthesizer on a node shares one model.
+- Run-scoped: ``get_node_server(config, scope)`` returns the handle of actor
+  ``ratchet-llm-<scope>-<node id>-<config digest>`` (namespace ``ratchet``) pinned to the
+  caller's node, creating it on first use (``get_if_exists``), so every solver/critic/
+  synthesizer of one run (``scope``: its run id) on a node shares one model, and two runs in one
+  cluster never share (or release) each other's servers.
 - The server is detached: a non-detached named actor would die with whichever task happened to
-  create it. ``release_llm_actors()`` (call it when a run ends) kills every model server and rate
-  limiter of namespace ``ratchet``; a later call simply starts them again.
+  create it. ``release_llm_actors(scope)`` kills the model servers and rate limiters of that
+  scope (the loop calls it when a run ends: normal exit, failure or Ctrl-C; a killed driver's
+  servers are reused and then released by ``--resume``); ``release_llm_actors()`` kills every
+  one of namespace ``ratchet`` (clean-up after crashed runs). A later call starts them again.
 - The actor runs generations one at a time (llama.cpp contexts are not thread-safe) and
   embeddings one at a time, in two concurrency groups, so an embedding never waits behind a long
   generation.
 - ``NodeLLMClient`` / ``NodeEmbedderClient`` are the thin ``LLMClient`` / ``Embedder`` that
   ``make_llm`` / ``make_embedder`` return for the ``local`` backend when given
-  ``cluster_services()`` (the loop runtime does; the plain library never looks for Ray). That
-  bundle also carries the run-wide rate limiter (``actors.rate_limiter.cluster_limiter``).
+  ``cluster_services(scope)`` (the loop runtime does, with the run id; the plain library never
+  looks for Ray). That bundle also carries the rate limiter of the scope
+  (``actors.rate_limiter.cluster_limiter``; ``limiter_scope`` shares one across runs).
   The clients pickle without their handle and re-resolve it on the node where they are used; if
   the server died (released, or its node's worker crashed), one new server is started and the
   call is sent once more.
@@ -23,6 +28,7 @@ Contracts:
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any, Sequence
 
 import numpy as np
@@ -30,7 +36,7 @@ import ray
 from ray.exceptions import RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from actors.rate_limiter import cluster_limiter
+from actors.rate_limiter import DEFAULT_SCOPE, cluster_limiter, scope_token
 from ratchet_ray.llm.base import InputType, Message, Reply
 from ratchet_ray.llm.local import LocalConfig, LocalLLM, LocalModelServer, MiniLMEmbedder
 from ratchet_ray.llm.services import LLMServices
@@ -50,24 +56,28 @@ class LLMServerActor(LocalModelServer):
         return super().embed(texts, input_type)
 
 
-def server_name(node_id: str, config: LocalConfig) -> str:
-    return f"ratchet-llm-{node_id}-{config.digest()}"
+def server_name(node_id: str, config: LocalConfig, scope: str = DEFAULT_SCOPE) -> str:
+    return f"ratchet-llm-{scope_token(scope)}-{node_id}-{config.digest()}"
 
 
-def get_node_server(config: LocalConfig):
+def get_node_server(config: LocalConfig, scope: str = DEFAULT_SCOPE):
     node_id = ray.get_runtime_context().get_node_id()
     return LLMServerActor.options(
-        name=server_name(node_id, config), namespace=NAMESPACE, get_if_exists=True, lifetime="detached",
+        name=server_name(node_id, config, scope), namespace=NAMESPACE, get_if_exists=True,
+        lifetime="detached",
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
     ).remote(config)
 
 
-def release_llm_actors() -> list[str]:
-    """Kill every local model server and rate limiter (namespace ``ratchet``); returns their names."""
+def release_llm_actors(scope: str | None = None) -> list[str]:
+    """Kill the local model servers and rate limiters of ``scope`` (None: every one of
+    namespace ``ratchet``); returns their names."""
+    prefixes = (("ratchet-llm-", "ratchet-ratelimit-") if scope is None else
+                (f"ratchet-llm-{scope_token(scope)}-", f"ratchet-ratelimit-{scope_token(scope)}-"))
     released = []
     for entry in ray.util.list_named_actors(all_namespaces=True):
         name = entry["name"]
-        if entry["namespace"] == NAMESPACE and name.startswith(("ratchet-llm-", "ratchet-ratelimit-")):
+        if entry["namespace"] == NAMESPACE and name.startswith(prefixes):
             try:
                 ray.kill(ray.get_actor(name, namespace=NAMESPACE))
             except ValueError:  # released by someone else in between
@@ -77,8 +87,9 @@ def release_llm_actors() -> list[str]:
 
 
 class _NodeClient:
-    def __init__(self, config: LocalConfig):
+    def __init__(self, config: LocalConfig, scope: str = DEFAULT_SCOPE):
         self.config = config
+        self.scope = scope
         self._handle = None
 
     def __getstate__(self) -> dict:
@@ -86,11 +97,11 @@ class _NodeClient:
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         if self._handle is None:
-            self._handle = get_node_server(self.config)
+            self._handle = get_node_server(self.config, self.scope)
         try:
             return ray.get(getattr(self._handle, method).remote(*args, **kwargs))
         except RayActorError:
-            self._handle = get_node_server(self.config)
+            self._handle = get_node_server(self.config, self.scope)
             return ray.get(getattr(self._handle, method).remote(*args, **kwargs))
 
     def server_info(self) -> dict:
@@ -102,8 +113,8 @@ class NodeLLMClient(_NodeClient):
     supports_prefill = True  # the server's LocalLLM continues a trailing assistant message
     supports_seed = True  # and samples with the seed it is given
 
-    def __init__(self, config: LocalConfig):
-        super().__init__(config)
+    def __init__(self, config: LocalConfig, scope: str = DEFAULT_SCOPE):
+        super().__init__(config, scope)
         self.model = LocalLLM(config).model
 
     def complete(self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0,
@@ -117,15 +128,18 @@ class NodeLLMClient(_NodeClient):
 
 
 class NodeEmbedderClient(_NodeClient):
-    def __init__(self, config: LocalConfig):
-        super().__init__(config)
+    def __init__(self, config: LocalConfig, scope: str = DEFAULT_SCOPE):
+        super().__init__(config, scope)
         self.name = MiniLMEmbedder(config).name
 
     def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray:
         return self._call("embed", list(texts), input_type)
 
 
-def cluster_services() -> LLMServices:
-    """What clients share inside a Ray cluster: the node's model server, the run-wide limiter."""
-    return LLMServices(limiters=cluster_limiter, local_llm=NodeLLMClient,
-                       local_embedder=NodeEmbedderClient)
+def cluster_services(scope: str = DEFAULT_SCOPE, limiter_scope: str | None = None
+                     ) -> LLMServices:
+    """What clients of one run (``scope``: its run id) share inside a Ray cluster: the node's
+    model server and the rate limiter of ``limiter_scope`` (default: ``scope``)."""
+    return LLMServices(limiters=partial(cluster_limiter, scope=limiter_scope or scope),
+                       local_llm=partial(NodeLLMClient, scope=scope),
+                       local_embedder=partial(NodeEmbedderClient, scope=scope))

@@ -2,7 +2,8 @@
 
 - ``ActorStartError``: an actor's constructor raised; ``cause`` is that exception (or, when Ray
   did not keep the object, Ray's error whose message ends with the constructor's traceback).
-- ``ActorStartTimeout``: actors not started within the bound (e.g. a resource no node has).
+- ``ActorStartTimeout``: actors not started within the bound (e.g. a resource no node has);
+  ``who_offers(resources)`` names the cluster.yaml node type that offers each custom one.
 - ``init_failure(err)``: the constructor's exception inside a ``RayActorError``, or None when
   the actor died for another reason (killed, crashed, out of memory).
 - ``LostAttempt``: one job's run that died with its actor.
@@ -30,6 +31,20 @@ class ActorStartError(PoolError):
 
 class ActorStartTimeout(PoolError):
     """Actors were not started within the bound; the message names what they ask for."""
+
+
+# Which cluster.yaml node type offers each custom resource an actor may ask for (tests/cluster
+# checks this table against cluster.yaml), so a run stuck waiting names the node to add.
+NODE_TYPE_OFFERING = {"docker": "docker_worker"}
+
+
+def who_offers(resources: dict[str, Any]) -> str:
+    """`` (resource 'docker' is offered by cluster.yaml node type 'docker_worker')`` for each
+    custom resource in ``resources`` the table knows; "" when none."""
+    named = [f"resource {name!r} is offered by cluster.yaml node type "
+             f"{NODE_TYPE_OFFERING[name]!r} (give it min_workers >= 1, or let the autoscaler "
+             f"add one)" for name in sorted(resources) if name in NODE_TYPE_OFFERING]
+    return f" ({'; '.join(named)})" if named else ""
 
 
 def init_failure(err: BaseException) -> BaseException | None:

@@ -21,7 +21,8 @@ Contracts:
   long as it takes: its own deadline belongs to the suite).
 - ``drain(pools, handle)`` is the one ``ray.wait`` loop: it hands every finished result to
   ``handle(pool, result)``, which may submit more work (e.g. solver result -> grader job), until
-  all pools are idle. Every submitted job yields exactly one result.
+  all pools are idle. Every submitted job yields exactly one result, unless ``cancel_queued``
+  dropped it before it started.
 - ``call_one(pool, method, *args)``: one call on a (typically one-actor) pool, healed first; how
   the loop drives its stateful helpers (the Synthesizer) so a dead one is replaced, not fatal.
 
@@ -46,7 +47,7 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from actors.pool_errors import (ActorStartError, ActorStartTimeout, LostAttempt, PoolError,
-                                init_failure, init_failure_text)
+                                init_failure, init_failure_text, who_offers)
 
 log = logging.getLogger(__name__)
 __all__ = ["ActorStartError", "ActorStartTimeout", "LostAttempt", "PoolError", "PoolResult",
@@ -103,6 +104,7 @@ class PoolStats:
     failed: int = 0
     actors_replaced: int = 0
     resubmitted: int = 0
+    cancelled: int = 0
     setup_calls: dict[str, tuple] = field(default_factory=dict)
 
 
@@ -220,9 +222,11 @@ class ResilientPool:
                 if not k.startswith(("node:", "memory", "object_store_memory"))}
         free = {k: round(v, 2) for k, v in sorted(ray.available_resources().items())
                 if k in have}
+        missing = {name for name in self.resources.get("resources", {}) if not have.get(name)}
         return (f"pool {self.name!r}: {count} actor(s) did not start within "
                 f"{self.start_timeout_s:.0f}s; each asks for {asked}, the cluster has {have} "
-                f"({free} free). Add a node that offers these resources, or lower the pool's "
+                f"({free} free). Add a node that offers these resources"
+                f"{who_offers({name: 1 for name in missing})}, or lower the pool's "
                 f"size (workers.*) or its resources")
 
     def _raise_if_init_failed(self, err: BaseException) -> None:
@@ -290,6 +294,21 @@ class ResilientPool:
                                            key=job.key))
         self._dispatch()
         return self._finish(PoolResult(job.item, value=value, attempts=job.attempts, key=job.key))
+
+    def cancel_queued(self, keep: Callable[[Any], bool] = lambda key: False) -> list[Any]:
+        """Drop the jobs no actor has started yet, except those whose key ``keep(key)`` holds,
+        and return their items; jobs in flight run on and yield their results as usual. How a
+        run that must stop (its budget spent) finishes only the work in flight."""
+        kept: deque[_Job] = deque()
+        dropped: list[Any] = []
+        for job in self._queue:
+            if keep(job.key):
+                kept.append(job)
+            else:
+                dropped.append(job.item)
+        self._queue = kept
+        self.stats.cancelled += len(dropped)
+        return dropped
 
     def shutdown(self) -> None:
         """Kill every actor (running jobs are abandoned)."""

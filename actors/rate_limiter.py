@@ -5,16 +5,18 @@ Contracts:
   inside a Ray cluster: a ``SharedLimiter`` per budget, a no-op in-process limiter when both
   limits are 0 (no actor for nothing). The loop hands it to ``make_llm`` through
   ``actors.llm_server.cluster_services()``; the library never looks for it.
-- The actor ``ratchet-ratelimit-<key>-<rpm>-<tpm>`` lives in namespace ``ratchet``; the first
-  caller creates it and later callers reuse it (``get_if_exists``), so every solver, critic and
-  synthesizer of a run draws on one budget. Callers sleep in their own process; the actor only
-  books. It is detached (a non-detached named actor dies with the task that happened to create
-  it); ``actors.llm_server.release_llm_actors()`` removes it at the end of a run.
+- The actor ``ratchet-ratelimit-<scope>-<key>-<rpm>-<tpm>`` lives in namespace ``ratchet``;
+  the first caller creates it and later callers reuse it (``get_if_exists``), so every solver,
+  critic and synthesizer of a run (``scope``: its run id, or a scope several runs share, e.g.
+  a sweep's ``llm.limiter_scope``) draws on one budget. Callers sleep in their own process; the
+  actor only books. It is detached (a non-detached named actor dies with the task that happened
+  to create it); ``actors.llm_server.release_llm_actors(scope)`` removes it when its run ends.
 - ``SharedLimiter`` pickles without its actor handle and re-resolves it where it lands.
 """
 
 from __future__ import annotations
 
+import re
 import time
 
 import ray
@@ -23,17 +25,28 @@ from ray.exceptions import RayActorError
 from ratchet_ray.llm.ratelimit import Limiter, LocalLimiter, RateLimiter
 
 NAMESPACE = "ratchet"
+DEFAULT_SCOPE = "shared"
+"""The scope of clients built outside a run (tools, tests); a run uses its run id."""
 
 RateLimiterActor = ray.remote(num_cpus=0)(RateLimiter)
 
 
-def limiter_name(key: str, requests_per_minute: int, tokens_per_minute: int) -> str:
-    return f"ratchet-ratelimit-{key}-{requests_per_minute}-{tokens_per_minute}".replace("/", "_")
+def scope_token(scope: str) -> str:
+    """``scope`` as it appears in actor names (no '-': it separates the name's parts)."""
+    return re.sub(r"[^A-Za-z0-9_.]", "_", scope)
+
+
+def limiter_name(key: str, requests_per_minute: int, tokens_per_minute: int,
+                 scope: str = DEFAULT_SCOPE) -> str:
+    return (f"ratchet-ratelimit-{scope_token(scope)}-{key}-{requests_per_minute}-"
+            f"{tokens_per_minute}").replace("/", "_")
 
 
 class SharedLimiter:
-    def __init__(self, key: str, requests_per_minute: int, tokens_per_minute: int):
+    def __init__(self, key: str, requests_per_minute: int, tokens_per_minute: int,
+                 scope: str = DEFAULT_SCOPE):
         self.key = key
+        self.scope = scope
         self.rpm = requests_per_minute
         self.tpm = tokens_per_minute
         self._handle = None
@@ -44,7 +57,7 @@ class SharedLimiter:
     def _actor(self, fresh: bool = False):
         if self._handle is None or fresh:
             self._handle = RateLimiterActor.options(
-                name=limiter_name(self.key, self.rpm, self.tpm), namespace=NAMESPACE,
+                name=limiter_name(self.key, self.rpm, self.tpm, self.scope), namespace=NAMESPACE,
                 get_if_exists=True, lifetime="detached",
             ).remote(self.rpm, self.tpm)
         return self._handle
@@ -67,8 +80,9 @@ class SharedLimiter:
         return tuple(ray.get(self._actor().limits.remote()))
 
 
-def cluster_limiter(key: str, requests_per_minute: int, tokens_per_minute: int) -> Limiter:
-    """The run-wide limiter of budget ``key`` (see module contracts)."""
+def cluster_limiter(key: str, requests_per_minute: int, tokens_per_minute: int,
+                    scope: str = DEFAULT_SCOPE) -> Limiter:
+    """The limiter of budget ``key`` shared within ``scope`` (see module contracts)."""
     if not requests_per_minute and not tokens_per_minute:
         return LocalLimiter(0, 0)
-    return SharedLimiter(key, requests_per_minute, tokens_per_minute)
+    return SharedLimiter(key, requests_per_minute, tokens_per_minute, scope)

@@ -4,8 +4,11 @@
                               [--seeds 42] [--parallel 3] [--skip-sweep]
 
 1. One arm: ``python -m jobs.skill_loop sim --rounds R`` (60 train + 40 eval tasks, the Default
-   governance, real Ray actors and Parquet evidence); prints the wall time and rounds per second
-   (target: 100 rounds x 100 tasks in under 2 minutes).
+   governance, real Ray actors and Parquet evidence); prints the wall time, rounds per second,
+   the start-up (wall minus the rounds' own ``wall_s``), the mean round of the first and the last
+   tenth of the rounds (a per-round cost that grows with the evidence shows there), and the
+   ratio to the target (100 rounds x 100 tasks in under 2 minutes, start-up included; a ratio
+   below 1 meets it, scaled to R rounds).
 2. The sweep: ``python -m jobs.ablations sim`` over ``--arms`` x ``--seeds`` at ``--sweep-rounds``,
    once with ``--parallel 1`` and once with ``--parallel P``; prints both wall times and the
    speed-up (bounded by the machine's cores: every sim driver is CPU-bound).
@@ -15,6 +18,7 @@ Wall times include Ray and actor start-up, as a user sees them.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -23,6 +27,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+TARGET_S_PER_100_ROUNDS = 120.0
+
+
+def round_walls(results_dir: Path) -> list[float]:
+    """``wall_s`` of every round of the one run under ``results_dir``, in round order."""
+    summaries = sorted(results_dir.glob("sim/*/round_*/summary.json"),
+                       key=lambda p: int(p.parent.name.split("_")[1]))
+    return [float(json.loads(p.read_text())["wall_s"]) for p in summaries]
 
 
 def timed(argv: list[str]) -> float:
@@ -44,8 +56,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         wall = timed([sys.executable, "-m", "jobs.skill_loop", "sim", "--rounds", str(args.rounds),
                       "--quiet", "--set", f"results_dir={tmp}/one"])
+        walls = round_walls(Path(tmp) / "one")
+        tenth = max(1, len(walls) // 10)
+        target = TARGET_S_PER_100_ROUNDS * args.rounds / 100
         print(f"sim one arm: {args.rounds} rounds x 100 tasks in {wall:.1f} s "
-              f"= {args.rounds / wall:.2f} rounds/s (cores: {os.cpu_count()})")
+              f"= {args.rounds / wall:.2f} rounds/s (cores: {os.cpu_count()}, load "
+              f"{os.getloadavg()[0]:.1f}); start-up {wall - sum(walls):.1f} s, mean round "
+              f"{sum(walls) / len(walls):.2f} s (first {tenth}: "
+              f"{sum(walls[:tenth]) / tenth:.2f} s, last {tenth}: "
+              f"{sum(walls[-tenth:]) / tenth:.2f} s); target {target:.0f} s, ratio "
+              f"{wall / target:.2f} ({'meets' if wall <= target else 'misses'} the target)")
         if args.skip_sweep:
             return
         runs = len(args.arms.split(",")) * len(args.seeds.split(","))

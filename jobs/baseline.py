@@ -31,7 +31,7 @@ from typing import Any
 
 import click
 
-from ratchet_ray.cli.run import build_overrides
+from ratchet_ray.loop.flags import build_overrides
 
 
 def done_probes(out: Path) -> set[tuple[str, int]]:
@@ -75,11 +75,11 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     from ratchet_ray.loop.preflight import preflight
     from ratchet_ray.loop.runtime import (Models, connect_ray, make_grader_factory, make_pool,
                                           make_solver_factory)
-    from ratchet_ray.suites import get_suite
+    from ratchet_ray.suites import suite_for
 
     models = models or Models()
 
-    tasks = get_suite(config.suite).load_tasks(config)[:limit]
+    tasks = suite_for(config).load_tasks(config)[:limit]
     done = done_probes(out)
     todo = [(t, p) for t in tasks for p in range(probes) if (t.task_id, p) not in done]
     if not todo:

@@ -19,9 +19,13 @@ from pathlib import Path
 from typing import Any, Iterable, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
 
 from ratchet_ray import resources
+from ratchet_ray.backend_settings import (BedrockBackendSettings, LocalBackendSettings,
+                                      OpenAIBackendSettings, PriceEntry, _env, _env_float,
+                                      prices_from_env)
 from ratchet_ray.suites.sim.settings import SimSettings, SimWorld
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
@@ -73,6 +77,21 @@ class LLMSettings(BaseModel):
     """Cluster-wide request budget shared by every actor of a run (0 = unlimited)."""
     tokens_per_minute: int = Field(default=0, ge=0)
     """Cluster-wide token budget (0 = unlimited)."""
+    limiter_scope: str | None = None
+    """Scope of the run's rate limiters: None = the run's own, released when it ends; a name
+    several runs share (e.g. every arm of a sweep) makes them draw on one budget, released by
+    whoever set it (``actors.llm_server.release_llm_actors(scope)``)."""
+    local: LocalBackendSettings = Field(default_factory=LocalBackendSettings)
+    """The ``local`` backend's settings (defaults: ``$RATCHET_LOCAL_*``)."""
+    openai: OpenAIBackendSettings = Field(default_factory=OpenAIBackendSettings)
+    """The ``openai`` backend's settings (defaults: ``$RATCHET_OPENAI_*``; the API key is never
+    a setting: ``$OPENAI_API_KEY``)."""
+    bedrock: BedrockBackendSettings = Field(default_factory=BedrockBackendSettings)
+    """The ``bedrock`` backend's settings (defaults: ``$RATCHET_BEDROCK_*``, ``$AWS_REGION``;
+    credentials: the boto3 chain)."""
+    prices: dict[str, PriceEntry] = Field(default_factory=prices_from_env)
+    """Prices overlaid on the built-in table, ``{model pattern: {input, output}}`` in USD per
+    million tokens (default: the file ``$RATCHET_PRICE_TABLE`` names)."""
 
 
 class RouterSettings(BaseModel):
@@ -130,6 +149,9 @@ class MetaSettings(BaseModel):
     refresh_every_tasks: int = Field(default=1_000_000, gt=0)
     """... or as soon as M train tasks have been attempted since the last meta-synth (or the
     start), whichever comes first; pinned off in the Default too."""
+    default_file: str | None = None
+    """The run suite's default authoring prior when not ``configs/meta_skills/default_<suite>.md``;
+    filled from the file a plugin suite registered (``register(..., metaskill=...)``)."""
 
 
 class CounterfactualSettings(BaseModel):
@@ -185,6 +207,10 @@ class GraderSettings(BaseModel):
     Off by default: grading refuses to start and names the fix."""
     instance_deadline_s: float = Field(default=1800.0, gt=0)
     """SWE-bench: whole-instance deadline, separate from per-command timeouts."""
+    evalplus_timeout_per_task_s: float = Field(
+        default_factory=lambda: _env_float("EVALPLUS_TIMEOUT_PER_TASK", 60.0), gt=0)
+    """MBPP+: evalplus's cap on one test split's process (default
+    ``$EVALPLUS_TIMEOUT_PER_TASK`` or 60); graders get it as that variable."""
 
 
 class InfraSettings(BaseModel):
@@ -200,13 +226,38 @@ class InfraSettings(BaseModel):
     """An actor not started by then (e.g. it asks for a resource no node has) stops the run."""
     setup_timeout_s: float = Field(default=600.0, gt=0)
     """Bound on a pool's setup call (``set_bank``) once its actors are up."""
+    evidence_flush_every: int = Field(default=8, ge=1)
+    """Capsules (train/eval) or verdicts (critic) buffered before they are written as one
+    evidence part, besides a flush every few seconds and at the end of each phase: a killed
+    driver redoes at most this many on resume. The ``sim`` suite raises it (its calls are free,
+    and fewer parts are less disk work per round)."""
+
+
+class BudgetSettings(BaseModel):
+    """Spending limits of one run, over every LLM call of every round (the ``llm_call``
+    evidence). A run whose spend reaches a limit finishes the tasks in flight, records why it
+    stopped and exits non-zero; ``--resume RUN --set budget.<limit>=<higher>`` continues it."""
+
+    model_config = _STRICT
+    max_cost_usd: float | None = Field(default=None, ge=0.0)
+    """USD limit (prices of ``llm.price_table`` / the defaults; None = no limit)."""
+    max_tokens: int | None = Field(default=None, ge=0)
+    """Input plus output tokens limit (None = no limit)."""
 
 
 class LoopConfig(BaseModel):
     """Everything one run (one arm, one seed) needs. Defaults are the paper's Default."""
 
     model_config = _STRICT
-    suite: Literal["mbpp", "swebench", "sim"] = "mbpp"
+    suite: str = "mbpp"
+    """A registered suite (``ratchet_ray.suites.suite_names()``): mbpp, swebench, sim, or one
+    added by a plugin (``suite_plugins``, ``$RATCHET_SUITES``, an entry point)."""
+    suite_plugins: list[str] = Field(default_factory=list)
+    """Modules that register suites (``ratchet_ray.suites.register``): ``.py`` paths (relative to
+    the working directory; stored absolute) or dotted module names, loaded in every process."""
+    suite_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Config sections of plugin suites by suite name, each checked against the settings model
+    the suite registered (read them with ``ratchet_ray.suites.settings_for(config)``)."""
     arm: str = "default"
     seed: int = 42
     """Decides the split (without a subset), the order tasks are attempted and batched, the
@@ -219,7 +270,8 @@ class LoopConfig(BaseModel):
     subset: str | None = None
     """Path of a hard-subset file (results/subsets/...json); overrides n_train/n_eval."""
     dataset_path: str | None = None
-    """Local dataset file for offline use."""
+    """Local dataset file for offline use; for the ``mbpp`` suite the default is
+    ``$MBPP_OVERRIDE_PATH`` (that variable names an MBPP+ file, never another suite's data)."""
     results_dir: str = "results"
     tag: str | None = None
     llm: LLMSettings = Field(default_factory=LLMSettings)
@@ -236,6 +288,39 @@ class LoopConfig(BaseModel):
     """Preflight checks, the infrastructure-failure circuit breaker and pool wait bounds."""
     sim: SimSettings = Field(default_factory=SimSettings)
     """The simulated world of the ``sim`` suite (tasks, skill-effect prior, LLM noise)."""
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    """Cost and token limits of the run (off by default)."""
+
+    @field_validator("suite_plugins")
+    @classmethod
+    def _absolute_plugins(cls, specs: list[str]) -> list[str]:
+        from ratchet_ray.suites.registry import resolve_plugin
+
+        return [resolve_plugin(s) for s in specs]
+
+    @model_validator(mode="after")
+    def _registered_suite(self) -> "LoopConfig":
+        # Config knows suites only through the registry; plugins register on import.
+        from ratchet_ray.suites import registry
+
+        registry.load_plugins(self.suite_plugins)
+        names = registry.suite_names()
+        if self.suite not in names:
+            raise ValueError(f"suite {self.suite!r} is not registered; valid suites: "
+                             f"{', '.join(names)} (a plugin suite needs its module in "
+                             f"suite_plugins or ${registry.ENV_VAR})")
+        for name, section in self.suite_settings.items():
+            registry.validate_settings(name, section)
+        registered = registry.registration(self.suite).metaskill
+        if self.meta.default_file is None and registered is not None:
+            self.meta.default_file = str(registered)
+        return self
+
+    @model_validator(mode="after")
+    def _mbpp_dataset_default(self) -> "LoopConfig":
+        if self.suite == "mbpp" and "dataset_path" not in self.model_fields_set:
+            self.dataset_path = _env("MBPP_OVERRIDE_PATH")
+        return self
 
     @model_validator(mode="after")
     def _sim_world(self) -> "LoopConfig":
@@ -250,6 +335,11 @@ class LoopConfig(BaseModel):
             self.llm.world = world
         return self
 
+
+# Keys whose default comes from the environment when a config is built (see
+# ``backend_settings``): configs/default.yaml leaves them out so that layering it never pins them.
+ENV_DEFAULTED = ("dataset_path", "llm.local", "llm.openai", "llm.bedrock", "llm.prices",
+                 "grader.evalplus_timeout_per_task_s")
 
 CONFIGS_DIR = resources.configs_dir()  # the checkout's, or the copy a wheel ships
 
@@ -287,6 +377,10 @@ def _set_path(tree: dict, path: list[str], value: Any, origin: str) -> None:
                 f"valid keys: {', '.join(sorted(fields))}"
             )
         annotation = fields[part].annotation
+        if getattr(annotation, "__origin__", None) is dict:
+            # Free-form section (suite_settings): its keys are checked by the model validator.
+            _set_free(tree, path[i:], value, origin)
+            return
         model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
         if i == len(path) - 1:
             tree[part] = value
@@ -296,11 +390,32 @@ def _set_path(tree: dict, path: list[str], value: Any, origin: str) -> None:
                 raise ConfigError(f"{origin}: {'.'.join(path[: i + 1])} is not a section")
 
 
-def _flatten(data: dict, prefix: tuple[str, ...] = ()) -> Iterable[tuple[list[str], Any]]:
+def _set_free(tree: dict, path: list[str], value: Any, origin: str) -> None:
+    for i, part in enumerate(path[:-1]):
+        tree = tree.setdefault(part, {})
+        if not isinstance(tree, dict):
+            raise ConfigError(f"{origin}: {'.'.join(path[: i + 1])} is not a section")
+    tree[path[-1]] = value
+
+
+def _section(model: type[BaseModel] | None, key: str) -> type[BaseModel] | None:
+    """The settings model of field ``key`` of ``model`` when it is a section, else None."""
+    field = model.model_fields.get(key) if model else None
+    annotation = field.annotation if field else None
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
+def _flatten(data: dict, prefix: tuple[str, ...] = (),
+             model: type[BaseModel] | None = None) -> Iterable[tuple[list[str], Any]]:
+    # Sections are walked key by key; a mapping-valued field (llm.prices) is one value, and so
+    # is anything under an unknown key (``_set_path`` names it).
+    model = LoopConfig if not prefix and model is None else model
     for key, value in data.items():
         path = (*prefix, str(key))
-        if isinstance(value, dict) and value:
-            yield from _flatten(value, path)
+        section = _section(model, str(key))
+        if isinstance(value, dict) and value and (section is not None or model is None
+                                                  or str(key) not in model.model_fields):
+            yield from _flatten(value, path, section)
         else:
             yield list(path), value
 
@@ -335,10 +450,18 @@ def load_config(files: Iterable[str | Path] = (), overrides: Iterable[str] = ())
         return LoopConfig.model_validate(tree)
     except ValidationError as exc:
         raise _explain(exc, "config") from exc
+    except ValueError as exc:  # an environment default that cannot be used (it names itself)
+        raise ConfigError(f"config: {exc}") from exc
 
 
 def dump_config(config: LoopConfig, path: str | Path) -> None:
-    """Write the resolved config; ``load_config([path])`` gives back an equal config."""
+    """Write the resolved config, backend settings included; ``load_config([path])`` gives back
+    an equal config, except that a ``llm.base_url`` with user info is written without it (no
+    secret is ever written; see ``ratchet_ray.backend_settings``)."""
     from ratchet_ray.fsutil import atomic_write_text
+    from ratchet_ray.redact import redact_url
 
-    atomic_write_text(path, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
+    data = config.model_dump(mode="json")
+    if data["llm"].get("base_url"):
+        data["llm"]["base_url"] = redact_url(data["llm"]["base_url"])
+    atomic_write_text(path, yaml.safe_dump(data, sort_keys=False))

@@ -90,7 +90,9 @@ def ray_local(_ray_session):
     import ray
 
     if not ray.is_initialized():
-        ray.init(num_cpus=4, _node_ip_address="127.0.0.1", include_dashboard=False,
+        # `docker`: this machine, as a local run's Ray offers it (SWE-bench actors ask for it).
+        ray.init(num_cpus=4, resources={"docker": 4}, _node_ip_address="127.0.0.1",
+                 include_dashboard=False,
                  configure_logging=False, runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1"}},
                  log_to_driver=False)
     return ray

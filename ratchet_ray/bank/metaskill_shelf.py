@@ -44,5 +44,6 @@ class MetaSkillShelf:
     def ensure_default_metaskill(self, suite: str, *, round_: int = 0) -> MetaSkill | None:
         """Copy the shipped default in when the suite has no meta-skill yet; return the active one."""
         if self.config.meta.enabled and not any(m.suite == suite for m in self._metas.values()):
-            self.add_metaskill(default_metaskill(suite), round_=round_)
+            source = self.config.meta.default_file if suite == self.config.suite else None
+            self.add_metaskill(default_metaskill(suite, source=source), round_=round_)
         return self.active_metaskill(suite)

@@ -13,7 +13,8 @@ File format (``meta-skills/<id>.md``)::
 
 Contracts:
 - ``dump_metaskill`` / ``parse_metaskill`` round-trip byte-stably, like skills.
-- ``default_metaskill(suite)`` reads ``configs/meta_skills/default_<suite>.md`` (plain Markdown,
+- ``default_metaskill(suite)`` reads ``configs/meta_skills/default_<suite>.md`` (or the
+  ``source`` file a plugin suite registered; plain Markdown,
   no front matter), writes the schema lock generated from ``types.Skill``
   (``skill_contract.schema_lock``) in place of its ``{{SKILL_SCHEMA_LOCK}}`` line, and returns
   it as the ACTIVE MetaSkill ``default_<suite>``; an unknown suite
@@ -76,13 +77,16 @@ def load_metaskill(path: str | Path) -> MetaSkill:
     return parse_metaskill(text, str(path))
 
 
-def default_metaskill(suite: str, defaults_dir: Path = DEFAULTS_DIR) -> MetaSkill:
-    """The shipped authoring prior for ``suite`` as an ACTIVE MetaSkill ``default_<suite>``."""
-    path = defaults_dir / f"default_{suite}.md"
+def default_metaskill(suite: str, defaults_dir: Path = DEFAULTS_DIR, *,
+                      source: str | Path | None = None) -> MetaSkill:
+    """The shipped authoring prior for ``suite`` as an ACTIVE MetaSkill ``default_<suite>``, read
+    from ``source`` when given (a plugin suite's registered file: ``config.meta.default_file``)."""
+    path = Path(source) if source else defaults_dir / f"default_{suite}.md"
     if not path.is_file():
         raise MetaSkillFileError(
             f"{path}: no default meta-skill for suite {suite!r}; shipped suites: "
-            f"{', '.join(SHIPPED_SUITES)} (add that file to ship one)")
+            f"{', '.join(SHIPPED_SUITES)} (add that file to ship one; a plugin suite passes "
+            "metaskill=<file> to ratchet_ray.suites.register, or runs with meta.enabled=false)")
     try:
         body = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -48,7 +48,7 @@ class EventLog:
     """Buffered writer of ``skill_event`` rows for one run."""
 
     def __init__(self, run_dir: Path, run_id: str):
-        self.store = EvidenceStore(run_dir)
+        self.store = EvidenceStore(run_dir, cached=True)  # the bank reads it every round
         self.run_id = run_id
         self._pending: list[dict] = []
         self.held = False  # a batch is open (``bank.batch``): flush waits for its commit

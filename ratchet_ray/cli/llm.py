@@ -30,11 +30,12 @@ from ratchet_ray.llm.cache import CACHE_DIRNAME
 @click.option("--base-url", default=None, help="Server URL for --llm openai.")
 def doctor(backend: str | None, suite: str, config_files: tuple[str, ...], base_url: str | None) -> None:
     """Pre-flight: Ray, model or credentials + a one-token call, an embedding, dataset, Docker."""
-    from ratchet_ray.config import load_config
+    from ratchet_ray.config import layered_files, load_config
     from ratchet_ray.llm.doctor import run_checks
     from ratchet_ray.suites.swebench.settings import settings_from_config
 
-    config = load_config(config_files)
+    # The suite's own layer and name: suite defaults (e.g. the MBPP+ dataset path) follow it.
+    config = load_config(layered_files(suite, config_files), [f"suite={suite}"])
     settings = config.llm
     updates = {k: v for k, v in {"backend": backend, "base_url": base_url}.items() if v}
     if backend and backend != settings.backend:

@@ -4,7 +4,8 @@
 Config precedence, lowest first: the paper's Default, the suite's file (``configs/<suite>.yaml``,
 e.g. SWE-bench's 20 rounds), ``--config`` files in order, the flags of this command, then
 ``--set key.sub=value`` overrides. ``--resume RUN_DIR`` takes everything from
-that run's ``config.yaml`` and accepts no other config flag.
+that run's ``config.yaml`` and accepts no other config flag, except ``--set budget.*=...`` to
+continue a run that stopped at its budget with a higher limit.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("suite", required=False, type=click.Choice(["mbpp", "swebench", "sim"]))
+@click.argument("suite", required=False)  # checked by the config against the suite registry
 @click.option("--rounds", type=click.IntRange(min=0),
               help="Rounds to run (the suite's paper value: 100 MBPP+, 20 SWE-bench).")
 @click.option("--n-train", type=click.IntRange(min=0), help="Random train slice size.")
@@ -40,21 +41,27 @@ _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config
               help="No new skills; capsules, critic and curator still run.")
 @click.option("--meta-every", type=click.IntRange(min=1), help="Meta-synth every N rounds.")
 @click.option("--resume", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Continue this run dir (its config.yaml is used as is).")
+              help="Continue this run dir (its config.yaml is used as is; only --set "
+                   "budget.*=... may raise its budget).")
 @click.option("--dataset-path", type=click.Path(exists=True, path_type=Path),
               help="Local dataset file (offline use).")
 @click.option("--workers", type=click.IntRange(min=1), help="Solver and grader actors each.")
 @click.option("--quiet", is_flag=True, help="No progress display.")
 def run(suite: str | None, resume: Path | None, quiet: bool, **flags) -> None:
-    """Run the Ratchet skill loop on SUITE (mbpp, swebench or sim), or --resume a run."""
+    """Run the Ratchet skill loop on SUITE (mbpp, swebench, sim, or a plugin suite named with
+    --set suite_plugins=[path.py] or $RATCHET_SUITES), or --resume a run."""
     from ratchet_ray.config import ConfigError, layered_files, load_config
     from ratchet_ray.loop.driver import RunSetupError, run_loop
 
     given = [k for k in _CONFIG_FLAGS if flags.get(k) not in (None, False, ())]
+    resume_sets: tuple[str, ...] = ()
     if resume is not None:
+        if given == ["sets"] and all(s.strip().startswith("budget.") for s in flags["sets"]):
+            resume_sets, given = flags["sets"], []  # a higher budget for a stopped run
         if given:
             raise click.UsageError(f"--resume continues {resume} with its own config.yaml; drop "
-                                   f"{', '.join('--' + k.replace('_', '-') for k in given)}")
+                                   f"{', '.join('--' + k.replace('_', '-') for k in given)}"
+                                   " (only --set budget.*=... may change)")
         config = None
         if suite is not None:
             from ratchet_ray.loop.rundir import RunDir
@@ -86,7 +93,8 @@ def run(suite: str | None, resume: Path | None, quiet: bool, **flags) -> None:
     from ratchet_ray.loop.breaker import RunStopped
 
     try:
-        path = run_loop(config, resume=resume, show_progress=not quiet, announce=announce)
+        path = run_loop(config, resume=resume, show_progress=not quiet, announce=announce,
+                        resume_sets=resume_sets)
     except RunSetupError as exc:
         raise click.UsageError(str(exc)) from exc
     except RunStopped as exc:  # the cause and its fix, on one line, and a non-zero exit

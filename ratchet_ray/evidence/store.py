@@ -16,6 +16,13 @@ Contracts:
   runs; a kind with no parts at connect time gets an empty view with the same typed columns
   (connect again to see its first parts). ``sandboxed=True`` additionally limits file access to
   the evidence folder and locks the configuration (used for user-supplied SQL).
+- ``EvidenceStore(run_dir, cached=True)`` (the loop's long-lived readers: the driver, the
+  SkillBank) keeps one in-memory DuckDB database per store with one *table* per kind; each
+  ``connect`` first loads the parts that appeared since the last one (parts are immutable, so a
+  loaded part never changes; a part that disappeared, i.e. was pruned, reloads its kind) and
+  returns a cursor on it. It sees every part present at connect time, and a query costs the
+  rows it reads instead of opening every part of every kind, so reads stay flat over a long run.
+  Writing is unchanged: every ``append`` is on disk before it returns.
 - ``prune_parts`` is the only code path that deletes evidence; it removes whole parts whose newest
   ``created_at`` is older than the cutoff and never edits a part.
 
@@ -29,6 +36,7 @@ Example::
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -57,9 +65,20 @@ class EvidenceStore:
 
     KINDS = KINDS
 
-    def __init__(self, run_dir: str | Path):
+    def __init__(self, run_dir: str | Path, *, cached: bool = False):
         self.run_dir = Path(run_dir)
         self.root = self.run_dir / EVIDENCE_DIR
+        self.cached = cached
+        self._cache: _PartCache | None = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict:
+        # A DuckDB database and a lock do not pickle; a copy rebuilds its cache on first use.
+        return {**self.__dict__, "_cache": None, "_lock": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ writing
     def partition_dir(self, kind: str, round_: int) -> Path:
@@ -145,7 +164,13 @@ class EvidenceStore:
                 "hive_partitioning=true, hive_types={'round': INTEGER}, union_by_name=true)")
 
     def connect(self, *, sandboxed: bool = False) -> duckdb.DuckDBPyConnection:
-        """A fresh in-memory DuckDB connection with one view per kind (see module docstring)."""
+        """A DuckDB connection with one view (or, ``cached``, one table) per kind (module doc)."""
+        if self.cached and not sandboxed:
+            with self._lock:
+                if self._cache is None:
+                    self._cache = _PartCache(self)
+                self._cache.refresh()
+                return self._cache.con.cursor()
         con = duckdb.connect(":memory:")
         for kind in KINDS:
             con.execute(f'CREATE VIEW "{kind}" AS {self.view_sql(kind)}')
@@ -194,3 +219,42 @@ class EvidenceStore:
         column = pq.read_table(path, columns=["created_at"]).column("created_at")
         newest = pc.max(column).as_py()
         return float("inf") if newest is None else float(newest)
+
+
+class _PartCache:
+    """The parts of every kind loaded into one in-memory DuckDB database (``cached=True``)."""
+
+    def __init__(self, store: EvidenceStore):
+        self.store = store
+        self.con = duckdb.connect(":memory:")
+        self.loaded: dict[str, set[Path]] = {kind: set() for kind in KINDS}
+        for kind in KINDS:
+            self._create(kind)
+
+    def _create(self, kind: str) -> None:
+        columns = ", ".join(f"{f.name} {duckdb_type(f.type)}" for f in SCHEMAS[kind])
+        self.con.execute(f'CREATE OR REPLACE TABLE "{kind}" ({columns})')
+
+    def refresh(self) -> None:
+        """Load the parts that appeared since the last refresh (all of a kind that lost one)."""
+        for kind in KINDS:
+            present = set(self.store.part_paths(kind))
+            if not self.loaded[kind] <= present:  # pruned: rebuild from what is left
+                self._create(kind)
+                self.loaded[kind] = set()
+            new = sorted(present - self.loaded[kind])
+            if new:
+                self._load(kind, new)
+                self.loaded[kind].update(new)
+
+    def _load(self, kind: str, paths: list[Path]) -> None:
+        files = "[" + ", ".join(_sql_literal(str(p.resolve())) for p in paths) + "]"
+        source = (f"read_parquet({files}, hive_partitioning=true, "
+                  "hive_types={'round': INTEGER}, union_by_name=true)")
+        present = {row[0] for row in self.con.execute(f"DESCRIBE SELECT * FROM {source}")
+                   .fetchall()}
+        # Parts written before a column existed read it as null, as the views do.
+        columns = ", ".join(f.name if f.name in present
+                            else f"CAST(NULL AS {duckdb_type(f.type)}) AS {f.name}"
+                            for f in SCHEMAS[kind])
+        self.con.execute(f'INSERT INTO "{kind}" SELECT {columns} FROM {source}')

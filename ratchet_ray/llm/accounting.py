@@ -5,23 +5,24 @@ Contracts:
   the entry whose pattern is the longest substring of the model id wins; an unknown model costs
   0.0 (local models are free; an unpriced remote model is reported by ``unpriced``).
 - ``load_price_table(path=None)`` starts from ``DEFAULT_PRICES`` and overlays a YAML/JSON file
-  (``path`` or ``$RATCHET_PRICE_TABLE``) of ``{pattern: {input: usd_per_mtok, output: usd_per_mtok}}``.
+  ``path`` of ``{pattern: {input: usd_per_mtok, output: usd_per_mtok}}``; ``price_table(llm)``
+  overlays the run's ``llm.prices`` instead (its default: the file ``$RATCHET_PRICE_TABLE``
+  names, read once when the config is built, so a resumed run keeps its prices).
 - ``llm_call_row(reply | None, ...)`` returns a dict with exactly ``LLM_CALL_COLUMNS``.
 """
 
 from __future__ import annotations
 
 import time
-
-import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
-
-import yaml
+from typing import TYPE_CHECKING, Mapping
 
 from ratchet_ray.llm.base import Reply
+from ratchet_ray.backend_settings import read_price_overlay
+
+if TYPE_CHECKING:
+    from ratchet_ray.config import LLMSettings
 
 LLM_CALL_COLUMNS = (
     "run_id", "round", "role", "backend", "model", "input_tokens", "output_tokens",
@@ -64,25 +65,19 @@ class PriceTable:
 
 
 def load_price_table(path: str | Path | None = None) -> PriceTable:
-    """Default prices overlaid with ``path`` (or ``$RATCHET_PRICE_TABLE``) when given."""
-    source = path or os.environ.get("RATCHET_PRICE_TABLE")
+    """Default prices, overlaid with the price file ``path`` when given."""
     prices = dict(DEFAULT_PRICES)
-    if not source:
-        return PriceTable(prices)
-    file = Path(source)
-    try:
-        text = file.read_text()
-        data = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        raise ValueError(f"price table {file}: cannot read it ({exc}); expected YAML/JSON "
-                         "{model_pattern: {input: usd_per_mtok, output: usd_per_mtok}}") from exc
-    if not isinstance(data, dict):
-        raise ValueError(f"price table {file}: expected a mapping of model pattern -> prices")
-    for pattern, entry in data.items():
-        if not isinstance(entry, dict) or "input" not in entry:
-            raise ValueError(f"price table {file}: entry {pattern!r} needs keys input and output "
-                             "(USD per million tokens)")
-        prices[str(pattern)] = (float(entry["input"]), float(entry.get("output", 0.0)))
+    if path:
+        prices.update(read_price_overlay(path))
+    return PriceTable(prices)
+
+
+def price_table(settings: "LLMSettings") -> PriceTable:
+    """Default prices overlaid with the run's ``llm.prices`` (whose default is the file
+    ``$RATCHET_PRICE_TABLE`` named when the config was built)."""
+    prices = dict(DEFAULT_PRICES)
+    prices.update({pattern: (entry.input, entry.output)
+                   for pattern, entry in settings.prices.items()})
     return PriceTable(prices)
 
 

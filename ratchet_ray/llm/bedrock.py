@@ -1,10 +1,9 @@
 """Amazon Bedrock: Converse for generation (primary + fallback model), Cohere embed-v4 for embeddings.
 
 Contracts:
-- Configuration (``BedrockConfig.from_settings``): ``RATCHET_BEDROCK_MODEL_ID`` (or
-  ``LLMSettings.model``), ``RATCHET_BEDROCK_FALLBACK_MODEL_ID`` (empty = no fallback),
-  ``RATCHET_BEDROCK_EMBED_MODEL_ID``, ``AWS_REGION``, optional ``RATCHET_BEDROCK_ENDPOINT_URL``.
-  Credentials come from the usual boto3 chain.
+- Configuration (``BedrockConfig.from_settings``): ``llm.model`` or ``llm.bedrock.model_id``,
+  and the rest of ``llm.bedrock`` (defaults from ``$RATCHET_BEDROCK_*`` and ``$AWS_REGION``,
+  see ``ratchet_ray.backend_settings``). Credentials come from the boto3 chain, never the config.
 - Retries: exactly one layer, botocore's ``standard`` mode (exponential backoff with jitter on
   throttling and transient errors). ``Reply.retries`` is botocore's ``RetryAttempts`` summed over
   the attempted models.
@@ -20,9 +19,8 @@ Contracts:
 from __future__ import annotations
 
 import json
-import os
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -31,11 +29,11 @@ from ratchet_ray.config import LLMSettings
 from ratchet_ray.llm.accounting import PriceTable, load_price_table
 from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
 from ratchet_ray.llm.ratelimit import Limiter, LimiterFactory, estimate_tokens, make_limiter
+from ratchet_ray.backend_settings import DEFAULT_BEDROCK_EMBED_MODEL_ID as DEFAULT_EMBED_MODEL_ID
+from ratchet_ray.backend_settings import DEFAULT_BEDROCK_FALLBACK_MODEL_ID as DEFAULT_FALLBACK_MODEL_ID
+from ratchet_ray.backend_settings import DEFAULT_BEDROCK_MODEL_ID as DEFAULT_MODEL_ID
 from ratchet_ray.llm.structured import schema_instruction
 
-DEFAULT_MODEL_ID = "global.anthropic.claude-opus-4-7"
-DEFAULT_FALLBACK_MODEL_ID = "global.anthropic.claude-sonnet-4-6"
-DEFAULT_EMBED_MODEL_ID = "global.cohere.embed-v4:0"
 MAX_EMBED_BATCH = 96
 
 # Errors that mean "this model cannot serve now" -> try the fallback model.
@@ -63,15 +61,17 @@ class BedrockConfig(BaseModel):
     """Cohere v4 ``output_dimension`` (256, 512, 1024 or 1536); None = the model's default."""
 
     @classmethod
-    def from_settings(cls, settings: LLMSettings, env: Mapping[str, str] = os.environ) -> "BedrockConfig":
-        fallback = env.get("RATCHET_BEDROCK_FALLBACK_MODEL_ID", DEFAULT_FALLBACK_MODEL_ID)
+    def from_settings(cls, settings: LLMSettings) -> "BedrockConfig":
+        """From ``llm.model`` and ``llm.bedrock`` (whose defaults came from
+        ``$RATCHET_BEDROCK_*`` / ``$AWS_REGION`` when the config was built)."""
+        bedrock = settings.bedrock
         return cls(
-            model_id=settings.model or env.get("RATCHET_BEDROCK_MODEL_ID", DEFAULT_MODEL_ID),
-            fallback_model_id=fallback or None,
-            embed_model_id=env.get("RATCHET_BEDROCK_EMBED_MODEL_ID", DEFAULT_EMBED_MODEL_ID),
-            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
-            endpoint_url=env.get("RATCHET_BEDROCK_ENDPOINT_URL") or None,
-            max_attempts=int(env.get("RATCHET_BEDROCK_MAX_ATTEMPTS", 8)),
+            model_id=settings.model or bedrock.model_id,
+            fallback_model_id=bedrock.fallback_model_id or None,
+            embed_model_id=bedrock.embed_model_id,
+            region=bedrock.region,
+            endpoint_url=bedrock.endpoint_url,
+            max_attempts=bedrock.max_attempts,
             requests_per_minute=settings.requests_per_minute,
             tokens_per_minute=settings.tokens_per_minute,
         )

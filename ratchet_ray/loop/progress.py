@@ -2,13 +2,16 @@
 
 Contract: ``LoopProgress`` is display only (the run log and the evidence are the record). On a
 terminal it draws a live ``rich`` bar; elsewhere (``ray job submit`` logs, CI) it prints one line
-per finished phase so the job log stays readable. ``enabled=False`` shows nothing.
+per finished phase so the job log stays readable. ``enabled=False`` shows nothing. Given the
+run's ``budget`` (``loop.budget.RunBudget``), the token and cost totals are the run's (spend
+before a resume included) against its limits, e.g. ``tokens 1200/5000, $0.0100``.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -32,8 +35,10 @@ class PhaseCounters:
 class LoopProgress:
     """One bar for the current phase; run-wide tokens and cost in its description."""
 
-    def __init__(self, rounds: int, *, enabled: bool = True, console: Console | None = None):
+    def __init__(self, rounds: int, *, enabled: bool = True, console: Console | None = None,
+                 budget: Any = None):
         self.rounds = rounds
+        self.budget = budget
         self.enabled = enabled
         self.console = console or Console(stderr=True)
         self.live = enabled and self.console.is_terminal
@@ -102,7 +107,8 @@ class LoopProgress:
         c = self.counters
         took = time.monotonic() - self._started
         counts = f"{c.done} done, {c.failed} failed; " if c.done else ""
-        self.console.print(f"round {self._round} {self._phase}: {counts}{note} ({took:.1f}s)",
+        self.console.print(f"round {self._round} {self._phase}: {counts}{note} ({took:.1f}s)"
+                           f" | {self.usage_text()}",
                            markup=False, highlight=False, soft_wrap=True)
 
     def round_done(self, summary: RoundSummary) -> None:
@@ -121,10 +127,16 @@ class LoopProgress:
                      f"-{len(summary.skills_retired)} retired")
         if summary.rollback_fired:
             parts.append(f"ROLLBACK to round {summary.restored_round}")
-        parts.append(f"tokens {self.total_tokens}, ${self.total_cost:.4f}")
+        parts.append(self.usage_text())
         self.console.print(" ".join(parts), markup=False, highlight=False, soft_wrap=True)
 
     # ---- text --------------------------------------------------------------------------------
+    def usage_text(self) -> str:
+        """Run-wide tokens and cost (against the budget's limits when there is a budget)."""
+        if self.budget is not None:
+            return self.budget.describe()
+        return f"tokens {self.total_tokens}, ${self.total_cost:.4f}"
+
     def _pass_text(self) -> str:
         if self._phase in ("eval", "train") and self.counters.done:
             return f", pass@1 {self.counters.pass_at_1:.3f}"
@@ -133,4 +145,4 @@ class LoopProgress:
     def _describe(self) -> str:
         c = self.counters
         return (f"round {self._round}/{self.rounds - 1} {self._phase:<9} failed {c.failed}"
-                f"{self._pass_text()} | tokens {self.total_tokens} ${self.total_cost:.4f}")
+                f"{self._pass_text()} | {self.usage_text()}")

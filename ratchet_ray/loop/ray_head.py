@@ -113,6 +113,8 @@ def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
             [ray_executable(), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
              f"--port={port}", *own_port_flags(), "--include-dashboard=false",
              "--disable-usage-stats",
+             # `docker`: this machine, as a local run's Ray offers it (runtime.actor_options)
+             f"--resources={{\"docker\": {num_cpus}}}",
              f"--num-cpus={num_cpus}", f"--temp-dir={temp}"],
             cwd=temp, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
     try:

@@ -188,8 +188,10 @@ class RunDir:
                         "holds its numbers)") from exc
         return sorted(found, key=lambda s: s.round)
 
-    def write_loop_json(self, config: LoopConfig, summaries: list[RoundSummary]) -> None:
-        """``loop.json``: the run's identity and one row per finished round (``plot`` reads it)."""
+    def write_loop_json(self, config: LoopConfig, summaries: list[RoundSummary],
+                        stopped: dict[str, Any] | None = None) -> None:
+        """``loop.json``: the run's identity and one row per finished round (``plot`` reads it);
+        ``stopped``: why the run stopped early (the next finished round drops it)."""
         rows = []
         for s in summaries:
             row = s.model_dump(mode="json")
@@ -198,7 +200,8 @@ class RunDir:
             rows.append(row)
         write_json(self.path / LOOP_FILE, {
             "run_id": self.run_id, "suite": config.suite, "arm": config.arm, "seed": config.seed,
-            "rounds_planned": config.rounds, "rounds": rows})
+            "rounds_planned": config.rounds, "rounds": rows,
+            **({"stopped": stopped} if stopped else {})})
 
     # ---- logging ---------------------------------------------------------------------------
     def attach_log(self) -> logging.Handler:

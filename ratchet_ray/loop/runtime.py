@@ -8,10 +8,18 @@ Contracts:
   lives), the Solver / Grader / Critic pools and the Synthesizer (a healing pool of one).
   ``Models`` is the one injection
   point for the LLM and the embedder: ``Models()`` (production) is filled on the driver with the
-  clients of ``config.llm`` over the cluster's shared services (``Models.filled``), which then
-  travel to every actor; tests pass picklable doubles.
+  clients of ``config.llm`` over the run's shared services (``Models.filled``: per-node model
+  servers and rate limiters named by the run id), which then travel to every actor; tests pass
+  picklable doubles.
+- Lifecycle: ``release_run(run_id)`` kills every named actor of the run (SkillBank, model
+  servers, the run's limiters); the driver calls it when the run ends, by normal exit, failure
+  or Ctrl-C. Another run in the same cluster keeps its own.
+- Settings: every actor gets the run's config (resolved once on the driver, env defaults
+  included); graders also get ``worker_env(config)`` through their ``runtime_env``, so a worker
+  on another node runs with the driver's settings, not its own environment's.
 - Resources: every actor asks for its role's ``ROLE_RESOURCES``; SWE-bench Solvers and Graders
-  also ask for one ``docker`` unit when the cluster advertises that resource (``actor_options``).
+  always ask for one ``docker`` unit too (``actor_options``), which a local Ray started here
+  offers and a cluster offers on its ``docker_worker`` nodes (cluster.yaml).
 """
 
 from __future__ import annotations
@@ -48,23 +56,27 @@ ROLE_RESOURCES: dict[str, dict[str, Any]] = {
     "synthesizer": {"num_cpus": 0.25},
 }
 
-# Custom resources per (suite, role), requested only where the cluster advertises them (a local
-# Ray has none, so everything schedules as above). cluster.yaml's docker_worker nodes offer
-# `docker`, one SWE-bench harness per unit: the Grader runs the eval in a container, and the
-# Solver's agent works in the instance's container too.
+# Custom resources per (suite, role), always requested: an actor waits for (and an autoscaler
+# adds) a node that offers them, and a run that waits longer than infra.actor_start_timeout_s
+# stops naming the cluster.yaml node type that provides them (actors.pool_errors). cluster.yaml's
+# docker_worker nodes offer `docker`, one SWE-bench harness per unit: the Grader runs the eval in
+# a container, and the Solver's agent works in the instance's container too. A local Ray started
+# by ``connect_ray`` is this machine, whose Docker daemon the preflight checks: it offers
+# ``LOCAL_DOCKER_SLOTS`` units.
 SUITE_RESOURCES: dict[tuple[str, str], dict[str, float]] = {
     ("swebench", "grader"): {"docker": 1},
     ("swebench", "solver"): {"docker": 1},
 }
 
 
+LOCAL_DOCKER_SLOTS = max(1, os.cpu_count() or 1)
+
+
 def actor_options(role: str, suite: str) -> dict[str, Any]:
-    """Ray options of one ``role`` actor: ``ROLE_RESOURCES`` plus the ``SUITE_RESOURCES`` that
-    ``ray.cluster_resources()`` advertises (Ray must be initialised)."""
+    """Ray options of one ``role`` actor: ``ROLE_RESOURCES`` plus the role's ``SUITE_RESOURCES``
+    (whether or not a node offers them yet)."""
     options = dict(ROLE_RESOURCES[role])
-    advertised = ray.cluster_resources()
-    custom = {name: amount for name, amount in SUITE_RESOURCES.get((suite, role), {}).items()
-              if advertised.get(name, 0) >= amount}
+    custom = dict(SUITE_RESOURCES.get((suite, role), {}))
     if custom:
         options["resources"] = custom
     return options
@@ -77,16 +89,17 @@ class Models:
     llm: LLMClient | None = None
     embedder: Embedder | None = None
 
-    def filled(self, config: LoopConfig) -> "Models":
+    def filled(self, config: LoopConfig, scope: str | None = None) -> "Models":
         """These models with each None replaced by the client of ``config.llm`` over the cluster's
-        shared services (``actors.llm_server.cluster_services``: the node's model server, the
-        run-wide rate limiter). The clients are light: models load in the servers, on first use."""
+        shared services of run ``scope`` (``actors.llm_server.cluster_services``: the node's model
+        server, the run's rate limiter). The clients are light: models load in the servers, on
+        first use."""
         if self.llm is not None and self.embedder is not None:
             return self
-        from actors.llm_server import cluster_services
+        from actors.llm_server import DEFAULT_SCOPE, cluster_services
         from ratchet_ray.llm.registry import make_embedder, make_llm
 
-        services = cluster_services()
+        services = cluster_services(scope or DEFAULT_SCOPE, config.llm.limiter_scope)
         return Models(
             llm=self.llm if self.llm is not None else make_llm(config.llm, services=services),
             embedder=(self.embedder if self.embedder is not None
@@ -101,7 +114,7 @@ def connect_ray() -> bool:
         ray.init(configure_logging=False, log_to_driver=True)
         return True
     ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, configure_logging=False,
-             log_to_driver=False)
+             log_to_driver=False, resources={"docker": LOCAL_DOCKER_SLOTS})
     return True
 
 
@@ -111,11 +124,24 @@ def pin_to_this_node() -> NodeAffinitySchedulingStrategy:
                                           soft=False)
 
 
+def worker_env(config: LoopConfig) -> dict[str, str]:
+    """The environment variables a worker process needs, from the run's config (resolved on the
+    driver): graders of any node see the same values, whatever their node's environment holds.
+    Everything else reaches the actors inside the pickled config; no secret is ever put here
+    (runtime_env values are visible in the Ray dashboard)."""
+    env = {"EVALPLUS_TIMEOUT_PER_TASK": f"{config.grader.evalplus_timeout_per_task_s:g}"}
+    if config.dataset_path:
+        env["MBPP_OVERRIDE_PATH"] = config.dataset_path
+    return env
+
+
 def make_grader_factory(config: LoopConfig, run_dir: Path) -> Callable[[], Any]:
-    """Makes one of the suite's grader actors (their scratch space lives under ``run_dir``)."""
+    """Makes one of the suite's grader actors (their scratch space lives under ``run_dir``);
+    their ``runtime_env`` carries ``worker_env(config)``."""
     from actors.grader import GraderActor
 
-    options = actor_options("grader", config.suite)
+    options = {**actor_options("grader", config.suite),
+               "runtime_env": {"env_vars": worker_env(config)}}
     return lambda: GraderActor.options(**options).remote(config, str(run_dir))
 
 
@@ -124,9 +150,9 @@ def make_solver_factory(config: LoopConfig, run_dir: Path, models: Models = Mode
     """Makes one Solver actor. A patch suite's Solver gets ``suite.solver_settings(config)`` and
     writes each agent trajectory to ``run_dir/logs/<suite>/<task>/<split>_<NN>/trajectory.json``;
     ``solver_cache`` puts eval generations through ``run_dir/solver_cache``."""
-    from ratchet_ray.suites import get_suite
+    from ratchet_ray.suites import suite_for
 
-    suite = get_suite(config.suite)
+    suite = suite_for(config)
     models = models.filled(config)
     extra: dict[str, Any] = {"llm": models.llm, "embedder": models.embedder}
     if solver_cache:
@@ -155,6 +181,21 @@ class Runtime:
             pool.shutdown()
         for handle in (self.bank, *self.extra):
             ray.kill(handle)
+
+
+def release_run(run_id: str) -> list[str]:
+    """Kill every named actor of run ``run_id`` that outlives its creator: the SkillBank, the
+    per-node model servers and the run's own rate limiters (a shared ``llm.limiter_scope`` is
+    left to whoever set it). Called when a run ends, however it ends; returns their names."""
+    from actors.llm_server import release_llm_actors
+
+    released = release_llm_actors(run_id)
+    try:
+        ray.kill(ray.get_actor(actor_name(run_id)))
+        released.append(actor_name(run_id))
+    except ValueError:  # no such actor: never started, or already gone
+        pass
+    return released
 
 
 def make_pool(role: str, config: LoopConfig, make_actor: Callable[[], Any], size: int,
@@ -202,7 +243,7 @@ def start_runtime(config: LoopConfig, run_dir: Path, run_id: str, train_tasks: S
                   models: Models = Models()) -> Runtime:
     """Launch every actor of a run (see module contracts)."""
     warn_if_oversized(config)
-    models = models.filled(config)
+    models = models.filled(config, scope=run_id)
     bank = ray.remote(SkillBankProcess).options(
         name=actor_name(run_id), get_if_exists=True, max_concurrency=1, max_restarts=3,
         max_task_retries=0, scheduling_strategy=pin_to_this_node(), **ROLE_RESOURCES["bank"],
@@ -219,8 +260,11 @@ def start_runtime(config: LoopConfig, run_dir: Path, run_id: str, train_tasks: S
     workers = config.workers
     runtime = Runtime(
         bank=bank,
-        solvers=make_pool("solver", config, make_solver_factory(config, run_dir, models),
-                          workers.solvers),
+        solvers=make_pool("solver", config, make_solver_factory(
+            config, run_dir, models,
+            # A backend that replays a seeded call for free (``free_replay``) gains nothing
+            # from the eval cache, which costs a durable file write per call.
+            solver_cache=not getattr(models.llm, "free_replay", False)), workers.solvers),
         graders=make_pool("grader", config, make_grader_factory(config, run_dir),
                           workers.graders),
         critics=make_pool("critic", config, make_critic, workers.critics),

@@ -7,6 +7,7 @@ answers about patches, never about Python functions.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import ClassVar, Literal, Sequence
@@ -91,6 +92,7 @@ class VerdictOut(BaseModel):
         return value
 
 
+@functools.lru_cache(maxsize=1024)  # one model per (task, skill used): not rebuilt per call
 def verdict_model(skill_used: bool, *, entry_point: str = "") -> type[VerdictOut]:
     """With no skill injected the only honest attribution is ``inapplicable``: fix it in the
     grammar. ``entry_point`` (the task's function name) may not appear in the pattern."""
@@ -103,19 +105,23 @@ def verdict_model(skill_used: bool, *, entry_point: str = "") -> type[VerdictOut
 
 
 # Worked answers for made-up failures. A base model copies a single shown answer (or a schema
-# placeholder) verbatim; several different ones make it map THIS failure to its own label.
+# placeholder) verbatim; several different ones make it map THIS failure to its own label. Each
+# rationale opens with its failing test's own words, so what a base model copies into its
+# rationale is the real failure it is shown (measured: with rationales that only paraphrased,
+# Gemma 270M copied an example's 'the function has no return statement' onto a RecursionError).
 CRITIC_EXAMPLES = (
     ("def last(xs): return xs[len(xs)]",
      "last([4, 5]) raised IndexError: list index out of range",
-     "IndexError: list index out of range, it reads xs[len(xs)], one past the end.",
+     "last([4, 5]) raised IndexError: list index out of range; the index is one past the end.",
      "index_out_of_range_off_by_one"),
     ("def count_vowels(s):\n    for c in s: ...",
      "count_vowels('') returned None, expected 0",
-     "It returned None, expected 0: the function has no return statement.",
+     "count_vowels('') returned None, expected 0; the count is never returned.",
      "returns_none_instead_of_count"),
     ("def area(r):\n    return 3.14 * r * r",
      "area(2, 3) raised TypeError: area() takes 1 positional argument but 2 were given",
-     "TypeError: the test passes 2 arguments but the function takes 1.",
+     "area(2, 3) raised TypeError: area() takes 1 positional argument but 2 were given; the "
+     "second parameter is missing.",
      "missing_second_parameter"),
 )
 
@@ -127,13 +133,26 @@ def _critic_example(output: str, failure: str, rationale: str, pattern: str, *,
     return f"{kind}:\n{output}\n{check}: {failure}\nAnswer: {answer}"
 
 
+# Grader statuses that only restate that tests failed. Shown before the finding, a base model
+# took one for the pattern (measured: 5 of 6 quickstart verdicts in one round answered
+# 'failed_tests', which the pattern check rejects, so those failures got no verdict).
+_BARE_STATUSES = frozenset({"failed_tests"})
+
+
 def failure_summary(capsule: Capsule, limit: int = 600) -> str:
     """The grader's concrete finding (failing call, expected vs got, exception), without the
-    sandbox banner lines that carry no information about the mistake."""
+    sandbox banner lines that carry no information about the mistake. The exit status leads only
+    when it adds something: never a bare 'failed_tests' before a finding, nor a status the
+    finding already names ('raised TypeError')."""
     lines = [ln for ln in capsule.grader_trace.strip().splitlines()
              if ln.strip() and not (ln.startswith("[") and ln.rstrip().endswith("]"))
              and not re.match(r"^\w+: fail at test \d+/\d+$", ln.strip())]
-    return f"{capsule.exit_status}: " + (_tail("\n".join(lines), limit) or "(no details)")
+    details, status = _tail("\n".join(lines), limit), capsule.exit_status
+    if not details:
+        return f"{status}: (no details)"
+    if status in _BARE_STATUSES or status in details:
+        return details
+    return f"{status}: {details}"
 
 
 def _anonymize(text: str, name: str) -> str:

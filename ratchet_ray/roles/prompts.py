@@ -33,6 +33,7 @@ API (other roles code against exactly these):
 
 from __future__ import annotations
 
+import functools
 from typing import Literal, Sequence
 
 from pydantic import (BaseModel, Field, create_model)
@@ -119,7 +120,12 @@ class RouterChoice(BaseModel):
 
 def router_choice_model(candidate_ids: Sequence[str]) -> type[RouterChoice]:
     """A RouterChoice whose ``skill_id`` is constrained to the candidates plus NONE."""
-    allowed = tuple(dict.fromkeys([*candidate_ids, NONE_SKILL]))
+    return _router_choice_model(tuple(dict.fromkeys([*candidate_ids, NONE_SKILL])))
+
+
+@functools.lru_cache(maxsize=256)
+def _router_choice_model(allowed: tuple[str, ...]) -> type[RouterChoice]:
+    # Building a pydantic model costs milliseconds; a round routes every task over one bank.
     return create_model("RouterChoice", __base__=RouterChoice,
                         skill_id=(Literal[allowed], ...))  # type: ignore[valid-type]
 

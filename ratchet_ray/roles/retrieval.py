@@ -22,7 +22,6 @@ from typing import Any, Sequence
 
 import faiss
 import numpy as np
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from ratchet_ray.llm.base import Embedder
 from ratchet_ray.types import Skill
@@ -32,7 +31,7 @@ from ratchet_ray.types import Skill
 class SkillIndex:
     ids: list[str]
     embedder: Embedder
-    vectorizer: TfidfVectorizer | None
+    vectorizer: Any  # sklearn TfidfVectorizer, or None without vocabulary
     tfidf: Any  # scipy sparse matrix (n_skills x vocab), rows L2-normalised; None without vocab
     faiss_index: faiss.IndexFlatIP | None
 
@@ -44,8 +43,11 @@ class SkillIndex:
                              "(e.g. the bank's active() list)")
         if not skills:
             return cls([], embedder, None, None, None)
+        # Imported here: sklearn costs seconds at import, and most actors never build an index.
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
         texts = [s.retrieval_text() for s in skills]
-        vectorizer: TfidfVectorizer | None = TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2))
+        vectorizer: Any = TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2))
         try:
             tfidf = vectorizer.fit_transform(texts)
         except ValueError:  # empty vocabulary (texts of punctuation only): embeddings still work

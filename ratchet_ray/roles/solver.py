@@ -15,7 +15,10 @@ API:
 - Never raises for a failing backend or agent: ``exit_status`` is the exception's class name
   (mini-swe-agent style), ``error`` its message, ``output`` empty; the caller still grades and
   records the attempt, so every task yields a capsule. ``exit_status == "ok"`` otherwise.
-  An unknown ``output_kind`` is a caller bug and raises ``ValueError``.
+  - any other ``output_kind`` (a suite's own, e.g. ``"json"``): ONE completion call with the
+    messages of ``turn.solver_messages(task, skill)``; ``output`` is
+    ``turn.parse_output(reply.text)`` (``turn``: the suite, a ``suites.base.SolverTurn``).
+  An unknown ``output_kind`` without a ``turn`` is a caller bug and raises ``ValueError``.
 """
 
 from __future__ import annotations
@@ -71,12 +74,26 @@ def solve_code(llm: LLMClient, task: Task, skill: Skill | None, *, max_tokens: i
     return SolveResult(extract_code(text), [reply])
 
 
+def solve_turn(llm: LLMClient, task: Task, skill: Skill | None, turn: Any, *, max_tokens: int,
+               temperature: float, seed: int | None = None) -> SolveResult:
+    """One call with a suite's own prompt; its ``parse_output`` makes the graded output."""
+    stop = list(getattr(turn, "solver_stop", ()) or ()) or None
+    reply = llm.complete(turn.solver_messages(task, skill), max_tokens=max_tokens,
+                         temperature=temperature, stop=stop, **sampling_kwargs(llm, seed))
+    return SolveResult(turn.parse_output(reply.text), [reply])
+
+
 def solve(llm: LLMClient, task: Task, skill: Skill | None, *, output_kind: str,
           max_tokens: int, temperature: float, patch_settings: Any = None,
-          log_dir: str | Path | None = None, seed: int | None = None) -> SolveResult:
-    if output_kind not in OUTPUT_KINDS:
-        raise ValueError(f"solve: unknown output_kind {output_kind!r}; valid: {OUTPUT_KINDS}")
+          log_dir: str | Path | None = None, seed: int | None = None,
+          turn: Any = None) -> SolveResult:
+    if output_kind not in OUTPUT_KINDS and turn is None:
+        raise ValueError(f"solve: unknown output_kind {output_kind!r}; valid: {OUTPUT_KINDS}, "
+                         "or pass the suite as turn= (a SolverTurn) for its own output kind")
     try:
+        if output_kind not in OUTPUT_KINDS:
+            return solve_turn(llm, task, skill, turn, max_tokens=max_tokens,
+                              temperature=temperature, seed=seed)
         if output_kind == "code":
             return solve_code(llm, task, skill, max_tokens=max_tokens, temperature=temperature,
                               seed=seed)

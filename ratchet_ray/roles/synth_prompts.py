@@ -143,6 +143,23 @@ def field_opening(name: str, pattern: str) -> str:
     return FIELD_OPENINGS.get(name, "").format(p=_bare(pattern))
 
 
+def fit_field(name: str, text: str) -> str:
+    """A free-text continuation cut to field ``name``'s length bound at its last clause (or, failing
+    that, word) boundary: a base model's line can run on past one sentence (measured: Gemma 270M
+    wrote a numbered list repeating one clause, 'Write a function that 1) returns ... 2) ...',
+    and the whole draft failed on the intent's 160-character bound). Text within the bound is
+    returned as it is."""
+    limit = DRAFT_LIMITS[name]
+    if not isinstance(limit, int) or len(text) <= limit:
+        return text
+    cut = text[:limit]
+    for sep in (". ", "; ", ", "):
+        at = cut.rfind(sep)
+        if at >= limit // 2:
+            return cut[:at].rstrip() + ("." if sep == ". " else "")
+    return cut[:max(cut.rfind(" "), 1)].rstrip(" ,;:")
+
+
 def field_max_tokens(name: str, cap: int) -> int:
     """A field's generation cap: what its length bound needs (about 3 characters per token)."""
     limit = DRAFT_LIMITS[name]

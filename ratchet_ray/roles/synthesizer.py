@@ -27,7 +27,9 @@ API:
   active), ``add_skill``. A ``duplicate`` re-prompts with the duplicate's id as feedback, a
   ``too_long`` with a length note, a copy of the schema lock's placeholders
   (``prompts.copies_template``) with a note, up to
-  ``max_reprompts`` times; anything else ends the cluster.
+  ``max_reprompts`` times; anything else ends the cluster. A free-text field a base model writes
+  past its length bound is cut at its last clause boundary (``synth_prompts.fit_field``); a
+  fieldwise id the model cannot write is the cluster's pattern (first 6 words, slugified).
 - Never raises for LLM trouble (the cluster goes to ``failed`` as ``"<pattern>: <reason>"``);
   errors from ``add_skill`` (the bank) propagate. ``synth_settings.enabled`` False does nothing.
 """
@@ -48,7 +50,7 @@ from ratchet_ray.llm.structured import complete_structured
 from ratchet_ray.roles.prompts import (FIELD_ORDER, SkillDraft, assemble_draft, copies_template,
                                       field_max_tokens, field_messages, field_model,
                                       synth_messages)
-from ratchet_ray.roles.synth_prompts import field_opening
+from ratchet_ray.roles.synth_prompts import _bare, field_opening, fit_field
 from ratchet_ray.seeding import derive_seed, sampling_kwargs, seeded_order
 from ratchet_ray.synthesis.preprocess import cluster_verdicts, cover_guard
 from ratchet_ray.types import Capsule, Guidance, MetaSkill, Skill, SkillStatus, Task, Verdict
@@ -242,7 +244,16 @@ class Synthesizer:
             if opening:
                 fields[name] = self._continue(messages, opening, name, cap, field_seed, outcome)
                 continue
-            result = self._structured(messages, field_model(name), cap, field_seed)
+            try:
+                result = self._structured(messages, field_model(name), cap, field_seed)
+            except DraftError as exc:
+                if name != "id":
+                    raise
+                # The id is only a handle: when a base model cannot write one (measured: Gemma
+                # 270M ran a snake_case id into its token cap), the cluster's pattern names it.
+                outcome.replies.extend(exc.replies)
+                fields[name] = "_".join(slugify(_bare(label)).split("_")[:6])
+                continue
             outcome.replies.extend(result.replies)
             fields[name] = getattr(result.value, name)
         try:
@@ -261,7 +272,7 @@ class Synthesizer:
         except LLMError as exc:
             raise DraftError(f"{type(exc).__name__}: {exc}", []) from exc
         outcome.replies.append(reply)
-        text = " ".join((opening + reply.text).split())
+        text = fit_field(name, " ".join((opening + reply.text).split()))
         try:
             return getattr(field_model(name).model_validate({name: text}), name)
         except ValidationError as exc:

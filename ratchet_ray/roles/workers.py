@@ -44,7 +44,7 @@ from ratchet_ray.roles.critic import CritiqueResult, critique
 from ratchet_ray.roles.metasynth import MetaRefresh, refresh
 from ratchet_ray.roles.retrieval import SkillIndex
 from ratchet_ray.roles.router import ROUTABLE, RouteDecision, Router
-from ratchet_ray.roles.solver import solve
+from ratchet_ray.roles.solver import OUTPUT_KINDS, solve
 from ratchet_ray.roles.synthesizer import SynthOutcome, Synthesizer
 from ratchet_ray.seeding import derive_seed
 from ratchet_ray.types import NONE_SKILL, Capsule, MetaSkill, Skill, Task, Verdict
@@ -109,10 +109,13 @@ class SolverWorker:
         self.config = config
         self.llm = llm if llm is not None else _make_llm(config)
         self.embedder = _LazyEmbedder(config, embedder)
+        self.turn = None  # the suite itself when it brings its own output kind (SolverTurn)
         if output_kind is None:
-            from ratchet_ray.suites import get_suite
+            from ratchet_ray.suites import suite_for
 
-            output_kind = get_suite(config.suite).output_kind
+            suite = suite_for(config)
+            output_kind = suite.output_kind
+            self.turn = suite if output_kind not in OUTPUT_KINDS else None
         self.output_kind = output_kind
         self.patch_settings = patch_settings
         self.trajectory_root = Path(trajectory_root) if trajectory_root is not None else None
@@ -149,7 +152,7 @@ class SolverWorker:
         result = solve(llm, task, skill, output_kind=self.output_kind,
                        max_tokens=self.config.llm.max_tokens,
                        temperature=self.config.llm.temperature,
-                       patch_settings=self.patch_settings,
+                       patch_settings=self.patch_settings, turn=self.turn,
                        log_dir=self._trajectory_dir(task, split, round_),
                        seed=derive_seed(seed, round_, split, task.task_id,
                                         "probe" if probe else "solver"))

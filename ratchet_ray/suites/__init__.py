@@ -1,24 +1,20 @@
-"""Suite registry: a short name maps to an import path, imported lazily."""
+"""Suites: the registry (built-in ``mbpp``, ``swebench``, ``sim`` plus user suites) and the protocol.
+
+    from ratchet_ray.suites import register, get_suite, suite_for
+    register("records", RecordsSuite, settings=RecordsSettings)   # in a user's plugin module
+    suite = suite_for(config)          # loads config.suite_plugins, then config.suite
+
+See ``registry.py`` for discovery (entry points, ``$RATCHET_SUITES``, ``suite_plugins``) and
+``base.py`` for what a suite provides.
+"""
 
 from __future__ import annotations
 
-import importlib
+from ratchet_ray.suites.base import Grader, SolverTurn, Suite, split_tasks
+from ratchet_ray.suites.registry import (ENTRY_POINT_GROUP, ENV_VAR, SuitePluginError,
+                                         SuiteRegistryError, get_suite, load_plugins, register,
+                                         settings_for, suite_for, suite_names, unregister)
 
-from ratchet_ray.suites.base import Grader, Suite, split_tasks
-
-SUITES = {
-    "mbpp": "ratchet_ray.suites.mbpp:MbppSuite",
-    "swebench": "ratchet_ray.suites.swebench:SwebenchSuite",
-    "sim": "ratchet_ray.suites.sim:SimSuite",
-}
-
-
-def get_suite(name: str) -> Suite:
-    """Instantiate the suite called ``name``; unknown names list the valid ones."""
-    if name not in SUITES:
-        raise KeyError(f"unknown suite {name!r}; valid suites: {', '.join(sorted(SUITES))}")
-    module, _, attr = SUITES[name].partition(":")
-    return getattr(importlib.import_module(module), attr)()
-
-
-__all__ = ["Grader", "Suite", "SUITES", "get_suite", "split_tasks"]
+__all__ = ["ENTRY_POINT_GROUP", "ENV_VAR", "Grader", "SolverTurn", "Suite", "SuitePluginError",
+           "SuiteRegistryError", "get_suite", "load_plugins", "register", "settings_for",
+           "split_tasks", "suite_for", "suite_names", "unregister"]

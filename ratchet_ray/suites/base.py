@@ -4,6 +4,14 @@ Contract: ``Suite.load_tasks(config)`` returns every task of the suite (determin
 ``split_tasks`` picks train/eval ids deterministically from the seed (or from a subset file);
 ``Grader.grade`` never raises for anything the solver produced: every failure is a ``GradeResult``
 with ``passed=False`` and ``exit_status`` naming the reason.
+
+Output kinds: ``"code"`` (a Python function, the built-in code Solver) and ``"patch"`` (a
+unified diff, the SWE-bench agent) are built in. A suite with any other output kind (e.g.
+``"json"``) is also a ``SolverTurn``: it writes the Solver's prompt for a task and the injected
+skill (``solver_messages``) and turns the model's reply into the output its grader reads
+(``parse_output``); the router, critic, synthesis and governance stay the same. A grader that
+executes model-written code must run it in the sandbox of ``ratchet_ray.suites.mbpp.sandbox``.
+Suites are added with ``ratchet_ray.suites.register`` (see ``registry.py``).
 """
 
 from __future__ import annotations
@@ -11,14 +19,16 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
-from ratchet_ray.types import GradeResult, Task
+from ratchet_ray.types import GradeResult, Skill, Task
 
-if TYPE_CHECKING:  # config imports the swebench settings, which live under this package
+if TYPE_CHECKING:  # config imports the suite registry, which lives under this package
     from ratchet_ray.config import LoopConfig
+    from ratchet_ray.llm.base import Message
 
-OutputKind = Literal["code", "patch"]
+OutputKind = str
+""""code" or "patch" (built in), or a suite's own kind served by its ``SolverTurn``."""
 
 
 class Grader(Protocol):
@@ -32,6 +42,19 @@ class Suite(Protocol):
     def load_tasks(self, config: LoopConfig) -> list[Task]: ...
 
     def make_grader(self, config: LoopConfig, run_dir: Path) -> Grader: ...
+
+
+class SolverTurn(Protocol):
+    """The Solver's turn of a suite whose output kind is its own: one completion call.
+
+    ``solver_messages`` must render ``skill.guidance_text()`` when a skill is injected (the
+    Router's choice reaches the model only through it); ``parse_output`` never raises (an
+    unusable reply becomes an output the grader fails). ``solver_stop`` (optional attribute):
+    stop sequences of the call."""
+
+    def solver_messages(self, task: Task, skill: Skill | None) -> list[Message]: ...
+
+    def parse_output(self, reply_text: str) -> str: ...
 
 
 def split_tasks(tasks: Sequence[Task], config: LoopConfig) -> tuple[list[Task], list[Task]]:

@@ -28,10 +28,21 @@ def test_price_table_longest_pattern_wins_and_unknown_is_free():
 def test_price_table_file_overlays_defaults(tmp_path, monkeypatch):
     path = tmp_path / "prices.yaml"
     path.write_text("my-model: {input: 2.0, output: 4.0}\nclaude-sonnet-4: {input: 1.0, output: 1.0}\n")
+    for table in (load_price_table(path), _env_table(monkeypatch, path)):
+        assert table.cost("vendor/my-model-7b", 500_000, 250_000) == pytest.approx(2.0)
+        assert table.cost("global.anthropic.claude-sonnet-4-6", 10**6, 10**6) == pytest.approx(2.0)
+
+
+def _env_table(monkeypatch, path):
+    """The table of a config built while $RATCHET_PRICE_TABLE named ``path``."""
+    from ratchet_ray.config import LLMSettings
+    from ratchet_ray.llm.accounting import price_table
+
     monkeypatch.setenv("RATCHET_PRICE_TABLE", str(path))
-    table = load_price_table()
-    assert table.cost("vendor/my-model-7b", 500_000, 250_000) == pytest.approx(2.0)
-    assert table.cost("global.anthropic.claude-sonnet-4-6", 10**6, 10**6) == pytest.approx(2.0)
+    settings = LLMSettings()
+    monkeypatch.delenv("RATCHET_PRICE_TABLE")
+    path.unlink()  # the prices live in the settings now, not in the file
+    return price_table(settings)
 
 
 def test_bad_price_file_names_the_problem(tmp_path):

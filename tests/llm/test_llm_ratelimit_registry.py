@@ -76,7 +76,7 @@ def test_cluster_wide_limiter_is_shared_by_all_workers(ray_local):
     assert cluster_limiter("shared-test", 3, 0).limits() == (3, 0)
     from actors.llm_server import release_llm_actors
 
-    assert "ratchet-ratelimit-shared-test-3-0" in release_llm_actors()
+    assert "ratchet-ratelimit-shared-shared-test-3-0" in release_llm_actors("shared")
     assert cluster_limiter("shared-test", 3, 0).acquire(1) == 0.0  # a fresh budget after release
 
 

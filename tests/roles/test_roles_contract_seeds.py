@@ -267,3 +267,19 @@ def test_workers_sample_with_seeds_of_the_run_seed_round_split_and_task(prime_ta
     assert first == evidence(42)  # one seed: the same draws, also after a restart
     assert first != evidence(7)  # another seed: other draws
     assert first[0] != first[1] and first != evidence(42, round_=1)  # per split and per round
+
+
+def test_fieldwise_an_id_the_model_cannot_write_comes_from_the_pattern(bank, verdict_factory):
+    def answer(messages, schema):
+        if schema is not None and list(schema["properties"]) == ["id"]:
+            return '{"id": "guard_small_numbers_and_then_some_more'  # ran into its token cap
+        return _field_answer(messages, schema)
+
+    llm = ScriptedLLM(answer)
+    llm.supports_prefill = True
+    cluster = [verdict_factory(f"Mbpp/{n}", PATTERN) for n in range(3)]
+    outcome = Synthesizer(llm, HashEmbedder(), SynthSettings(), "mbpp").run(
+        cluster, [], default_metaskill("mbpp"), lambda s: bank.add(s, round_=1), 1)
+    expected = "_".join(PATTERN.split()[:6])
+    assert outcome.created == [expected] and outcome.failed == []
+    assert len(outcome.replies) == len(FIELD_ORDER) + 1  # the id's repair attempt is counted

@@ -110,7 +110,8 @@ def test_prompt_shows_the_concrete_failure_and_hides_the_function_name(prime_tas
     llm = _reply_sequence({"pattern": "odd_numbers_assumed_prime"})
     critique(llm, prime_task, capsule, None)
     prompt = llm.calls[0][0][-1].content
-    assert "Failing test: failed_tests: f(9) returned True, expected False" in prompt
+    assert "Failing test: f(9) returned True, expected False" in prompt
+    assert "failed_tests" not in prompt  # a bare status a base model copies as its pattern
     assert "[sandbox namespaces]" not in prompt and "fail at test 1/3" not in prompt
     assert "def f(n):" in prompt and "is_prime" in prompt  # the task text keeps the name
 

@@ -68,3 +68,72 @@ def test_gemma_critic_names_a_concrete_pattern_not_an_attribution(gemma, capsule
     words = result.verdict.pattern.split()
     assert 2 <= len(words) <= 10 and not set(words) <= GENERIC_PATTERN_WORDS, words
     assert "check_k" not in result.verdict.pattern.replace(" ", "_")
+
+
+# Three train failures recorded in a quickstart run (seed 42, round 0): the Solver called its own
+# function, and the Critic's verdicts on them cluster (canonicalised 'maximum recursion depth').
+RECORDED_FAILURES = (
+    ("Mbpp/441", "surfacearea_cube",
+     "Write a function to find the surface area of a cube of a given size.\n"
+     "assert surfacearea_cube(5)==150",
+     "def surfacearea_cube(a):\n    assert surfacearea_cube(a) == 150\n    \n    return a",
+     "surfacearea_cube(5) raised RecursionError: maximum recursion depth exceeded",
+     "maximum recursion depth over 5"),
+    ("Mbpp/600", "is_Even",
+     "Write a python function to check whether the given number is even or not.\n"
+     "assert is_Even(1) == False",
+     "def is_Even(num):\n    if is_Even(num):\n        return True\n    else:\n        return False",
+     "is_Even(1) raised RecursionError: maximum recursion depth exceeded",
+     "maximum recursion depth over 1"),
+    ("Mbpp/624", "is_upper",
+     'Write a python function to convert a given string to uppercase.\n'
+     'assert is_upper("person") =="PERSON"',
+     'def is_upper(s):\n    if is_upper(s) == "person":\n        print(s)\n    else:\n'
+     '        print(s)',
+     "is_upper('person') raised RecursionError: maximum recursion depth exceeded",
+     "maximum recursion depth exceeded"),
+)
+
+
+def test_gemma_synthesizer_writes_a_skill_the_bank_accepts_from_a_recorded_cluster(gemma,
+                                                                                  tmp_path):
+    """The real Synthesizer on the local base model (fieldwise drafting, no worked example to
+    copy) turns a recorded cluster into an ACTIVE skill that the real bank accepts: schema,
+    length cap and dedup, and not a copy of the schema lock's placeholders."""
+    from ratchet_ray.bank.metaskills import default_metaskill
+    from ratchet_ray.bank.skill_bank import SkillBank
+    from ratchet_ray.config import LoopConfig
+    from ratchet_ray.llm.local import MiniLMEmbedder
+    from ratchet_ray.roles.prompts import TEMPLATE_VALUES
+    from ratchet_ray.roles.synthesizer import Synthesizer
+    from ratchet_ray.types import Capsule, Task, Verdict, capsule_id
+
+    config = LoopConfig()
+    embedder = MiniLMEmbedder(gemma.config)
+    tasks, capsules, verdicts = {}, {}, []
+    for task_id, entry, prompt, output, finding, pattern in RECORDED_FAILURES:
+        tasks[task_id] = Task(task_id=task_id, suite="mbpp", prompt=f'"""\n{prompt}\n"""\n',
+                              payload={"entry_point": entry})
+        cid = capsule_id("run1", 0, "train", task_id)
+        capsules[cid] = Capsule(capsule_id=cid, run_id="run1", round=0, split="train",
+                                task_id=task_id, skill_id="NONE", passed=False,
+                                exit_status="RecursionError", output=output,
+                                grader_trace=f"[sandbox bwrap]\nbase: fail at test 1/3\n{finding}")
+        verdicts.append(Verdict(capsule_id=cid, run_id="run1", round=0, task_id=task_id,
+                                skill_id="NONE", attribution="inapplicable", pattern=pattern,
+                                confidence=0.9, rationale=finding.replace(entry, "f")))
+    bank = SkillBank(tmp_path / "run", embedder=embedder, config=config, run_id="run1")
+    synth = Synthesizer(gemma, embedder, config.synth, "mbpp", tasks=tasks, seed=42,
+                        limits=config.llm.roles.synth)
+    assert synth.fieldwise  # a base-model backend drafts field by field
+    outcome = synth.run(verdicts, [], default_metaskill("mbpp"),
+                        lambda skill: bank.add(skill, round_=0), 0, capsules=capsules)
+    assert len(outcome.created) == 1, (outcome.failed, outcome.duplicates)
+    skill = bank.get(outcome.created[0])
+    assert skill.is_active and skill.author == "synthesized" and "auto" in skill.tags
+    g = skill.guidance
+    for text in (skill.intent, skill.description, g.applies_when, g.key_insight,
+                 g.verify_before_returning):
+        assert len(text) >= 8 and text.strip().lower() not in TEMPLATE_VALUES, text
+    assert g.key_insight.startswith("To avoid maximum recursion depth")  # its own pattern
+    assert len(outcome.replies) >= 8 and {r.backend for r in outcome.replies} == {"local"}

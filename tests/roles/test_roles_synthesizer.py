@@ -183,3 +183,15 @@ def test_ids_are_slugified_and_unique():
     assert slugify("Edge Numbers!  (v2)") == "edge_numbers_v2"
     assert slugify("***") == "skill"
     assert unique_id("edge", {"edge", "edge_2"}) == "edge_3"
+
+
+def test_a_runaway_free_text_field_is_cut_at_a_clause_within_its_bound():
+    from ratchet_ray.roles.synth_prompts import fit_field
+    from ratchet_ray.skill_contract import DRAFT_LIMITS
+
+    clause = "returns the length of the longest word in a given string"
+    runaway = "Write a function that " + ", ".join(f"{n}) {clause}" for n in range(1, 6))
+    cut = fit_field("intent", runaway)
+    assert len(runaway) > DRAFT_LIMITS["intent"] >= len(cut)
+    assert cut == f"Write a function that 1) {clause}, 2) {clause}"  # whole clauses only
+    assert fit_field("intent", "Sum a list of numbers") == "Sum a list of numbers"

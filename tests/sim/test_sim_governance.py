@@ -64,11 +64,15 @@ def test_a1_never_routes(arm_runs):
                 "SELECT count(*) FROM capsule WHERE skill_id <> 'NONE'")[0][0] > 100
 
 
-def test_a4_retires_more_and_ends_with_fewer_active_skills(arm_runs):
+def test_a4_retires_more_and_its_noise_kills_helpful_skills(arm_runs):
+    # The paper's reading of A4 (N_min 20, tau 0): without the evidence floor, retirement acts
+    # on noise and kills useful skills. (Its hollowed-out library takes ~100 rounds; in 10 the
+    # freed slots are still being refilled, so the count of active skills is no test.)
     default, harsh = analyze_run(arm_runs["default"]), analyze_run(arm_runs["A4"])
     assert harsh.retirement()["retired"] > default.retirement()["retired"]
-    assert (len([s for s in harsh.skills if s.retired_round is None])
-            < len([s for s in default.skills if s.retired_round is None]))
+    killed = [s for s in harsh.skills if s.retired_round is not None and s.helpful]
+    assert killed, "A4 retired no truly helpful skill"
+    assert harsh.retirement()["helpful_kept"] < default.retirement()["helpful_kept"]
 
 
 def test_a5_forms_more_smaller_clusters(arm_runs):

@@ -58,6 +58,9 @@ class SimLLM:
     backend = "sim"
     model = "sim-world"
     supports_seed = True
+    free_replay = True
+    """A call repeated with its seed gets the same reply at no cost: an eval solver cache
+    (``llm.cache``) would only add a durable file write per call (``loop.runtime``)."""
 
     def __init__(self, world: SimWorld):
         self.spec = world

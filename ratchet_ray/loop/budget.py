@@ -1,0 +1,124 @@
+"""The run's spending budget: tokens and USD over every LLM call, stopped cleanly when spent.
+
+Contracts:
+- ``RunBudget.for_run(settings, store)`` starts from what the run's evidence already holds
+  (every ``llm_call`` row of every round), so a resumed run counts what it spent before.
+- ``charge(tokens, cost_usd)`` / ``charge_rows(llm_call rows)`` add spend as it is recorded;
+  ``exhausted`` is true once the spend reaches ``budget.max_tokens`` or ``budget.max_cost_usd``
+  (a limit of None is no limit).
+- ``check(where)`` raises ``BudgetExhausted`` (a ``RunStopped``: the driver records it in
+  ``stopped.json`` and ``loop.json`` and the CLI exits non-zero) naming the spend, the limit
+  and the command that continues the run with a higher limit. The phases call it between
+  work: a split or the critic stops handing out work once the budget is spent, lets the tasks
+  in flight finish and be recorded, then raises (``stop``), so nothing is lost or doubled and
+  ``--resume`` picks up exactly the tasks that were not started.
+- ``resume_config(config_file, sets)`` applies ``--set budget.*=...`` to a resumed run's
+  config; any other key is refused (a resumed run keeps the settings it started with).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from ratchet_ray.config import BudgetSettings, ConfigError, LoopConfig, load_config
+from ratchet_ray.loop.breaker import RunStopped
+
+BUDGET_PREFIX = "budget."
+
+
+class BudgetExhausted(RunStopped):
+    """The run spent its budget; ``details`` holds the spend and the limits (for the record)."""
+
+    def __init__(self, message: str, details: dict[str, Any]):
+        super().__init__(message)
+        self.details = details
+
+
+@dataclass
+class RunBudget:
+    settings: BudgetSettings
+    tokens: int = 0
+    cost_usd: float = 0.0
+    run_dir: str = "RUN_DIR"
+    """Named in the message's resume command."""
+
+    @classmethod
+    def for_run(cls, settings: BudgetSettings, store: Any, run_dir: str) -> "RunBudget":
+        """The budget with the spend ``store`` (an ``EvidenceStore``) already records."""
+        con = store.connect()
+        try:
+            tokens, cost = con.execute(
+                "SELECT coalesce(sum(input_tokens + output_tokens), 0), "
+                "coalesce(sum(cost_usd), 0) FROM llm_call").fetchone()
+        finally:
+            con.close()
+        return cls(settings, int(tokens), float(cost), run_dir)
+
+    @property
+    def limited(self) -> bool:
+        return self.settings.max_tokens is not None or self.settings.max_cost_usd is not None
+
+    def charge(self, tokens: int, cost_usd: float) -> None:
+        self.tokens += int(tokens)
+        self.cost_usd += float(cost_usd)
+
+    def charge_rows(self, rows: Iterable[dict[str, Any]]) -> None:
+        """Add the spend of ``llm_call`` evidence rows."""
+        for row in rows:
+            self.charge(row["input_tokens"] + row["output_tokens"], row["cost_usd"])
+
+    def charge_replies(self, replies: Sequence[Any]) -> None:
+        for reply in replies:
+            self.charge(reply.input_tokens + reply.output_tokens, reply.cost_usd)
+
+    @property
+    def exhausted(self) -> str | None:
+        """Which limit is reached (``"max_tokens"`` / ``"max_cost_usd"``), None when neither."""
+        s = self.settings
+        if s.max_tokens is not None and self.tokens >= s.max_tokens:
+            return "max_tokens"
+        if s.max_cost_usd is not None and self.cost_usd >= s.max_cost_usd:
+            return "max_cost_usd"
+        return None
+
+    def details(self) -> dict[str, Any]:
+        return {"limit": self.exhausted, "tokens": self.tokens, "cost_usd": round(self.cost_usd, 6),
+                "max_tokens": self.settings.max_tokens,
+                "max_cost_usd": self.settings.max_cost_usd}
+
+    def describe(self) -> str:
+        """``tokens 1200/5000, $0.0100/$1.0000`` (no ``/limit`` where there is none)."""
+        s = self.settings
+        tokens = f"tokens {self.tokens}" + (f"/{s.max_tokens}" if s.max_tokens is not None else "")
+        cost = f"${self.cost_usd:.4f}" + (f"/${s.max_cost_usd:.4f}"
+                                           if s.max_cost_usd is not None else "")
+        return f"{tokens}, {cost}"
+
+    def error(self, where: str) -> BudgetExhausted:
+        limit = self.exhausted or "max_tokens"
+        spent = (f"{self.tokens} tokens" if limit == "max_tokens" else f"${self.cost_usd:.4f}")
+        limit_value = getattr(self.settings, limit)
+        return BudgetExhausted(
+            f"budget exhausted {where}: spent {spent} of budget.{limit} {limit_value} "
+            f"({self.describe()}); the tasks in flight were finished and recorded, nothing "
+            f"else was started. Continue with: ratchet run --resume {self.run_dir} "
+            f"--set budget.{limit}=<a higher limit>", self.details())
+
+    def check(self, where: str) -> None:
+        """Raise ``BudgetExhausted`` when a limit is reached (``where``: e.g. "before round 2
+        train")."""
+        if self.exhausted:
+            raise self.error(where)
+
+
+def resume_config(config_file: Path, sets: Sequence[str]) -> LoopConfig:
+    """The resumed run's config: ``config_file`` (its config.yaml) with the ``budget.*``
+    overrides ``sets`` applied; any other key is refused."""
+    other = [s for s in sets if not s.strip().startswith(BUDGET_PREFIX)]
+    if other:
+        raise ConfigError(f"--resume keeps the settings the run started with ({config_file}); "
+                          f"only budget.max_tokens / budget.max_cost_usd may change, not "
+                          f"{', '.join(other)}")
+    return load_config([config_file], sets)

@@ -1,0 +1,296 @@
+"""The suite registry: built-in suites, suites of installed packages, and suites of user modules.
+
+Contracts:
+- ``register(name, factory, *, settings=None, metaskill=None, replace=False)`` adds a suite.
+  ``factory`` is a zero-argument callable returning an object of the ``Suite`` protocol (a
+  class usually) or a lazy ``"module:attr"`` string naming one. ``settings`` is the pydantic
+  model of the suite's config section (``suite_settings.<name>`` in a LoopConfig), ``metaskill``
+  the Markdown file of its default authoring prior (see ``bank.metaskills``). A bad name or
+  object raises ``SuiteRegistryError`` at once; registering a taken name raises it too unless
+  it is the same factory again (a module imported twice) or ``replace=True``.
+- Discovery (``discover()``, once per process before the first lookup): every entry point of the
+  group ``ratchet_ray.suites`` (entry-point name = suite name, value = ``module:Factory``) and
+  every plugin named in ``$RATCHET_SUITES`` (``os.pathsep``-separated).
+- ``load_plugins(specs)`` imports user modules that call ``register`` at import time; a spec is
+  a ``.py`` file path or a dotted module name, each loaded once per process. A missing file, a
+  failing import or a module that registers nothing raises ``SuitePluginError`` naming the spec
+  and the fix. ``LoopConfig.suite_plugins`` goes through it, and ``suite_for(config)`` loads
+  them again in each Ray worker, so a suite named in the config works on every process.
+- ``get_suite(name)`` / ``suite_for(config)`` instantiate a suite and check its shape; an
+  unknown name lists the registered ones and how to add one.
+- ``settings_for(config)`` is the run suite's ``suite_settings`` section validated by the model
+  it registered (``LoopConfig`` validates every section the same way when it is built); a
+  registered ``metaskill`` becomes ``config.meta.default_file``, which the SkillBank reads.
+- Registrations, loaded plugins and discovery are per process (module state); a failed
+  discovery is retried, and reported, on the next lookup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import re
+import sys
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+ENTRY_POINT_GROUP = "ratchet_ray.suites"
+ENV_VAR = "RATCHET_SUITES"
+BUILTIN_OUTPUT_KINDS = ("code", "patch")
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+_MODULE = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
+_SUITE_METHODS = ("load_tasks", "make_grader")
+_TURN_METHODS = ("solver_messages", "parse_output")
+
+
+class SuiteRegistryError(ValueError):
+    """A registration or lookup is invalid; the message names the suite and the fix."""
+
+
+class SuitePluginError(ImportError):
+    """A suite plugin (path, module or entry point) cannot be loaded; names it and the fix."""
+
+
+@dataclass(frozen=True)
+class Registration:
+    name: str
+    factory: Callable[[], Any] | str
+    settings: type | None = None
+    metaskill: Path | None = None
+    origin: str = "register()"
+
+
+_REGISTRY: dict[str, Registration] = {}
+_LOADED: dict[str, tuple[str, ...]] = {}  # plugin key -> suite names it registered
+_DISCOVERED = False
+
+
+def _target(factory: Callable[[], Any] | str) -> str:
+    """``module:attr`` of a factory; an entry point's loader names the target it loads."""
+    if isinstance(factory, str):
+        return factory
+    return getattr(factory, "suite_target", None) or (
+        f"{getattr(factory, '__module__', None)}:{getattr(factory, '__qualname__', id(factory))}")
+
+
+def _same_factory(a: Callable[[], Any] | str, b: Callable[[], Any] | str) -> bool:
+    # The same target again: a module imported twice, or an entry point's module that also
+    # calls register() for itself when the entry point loads it.
+    return a is b or _target(a) == _target(b)
+
+
+def register(name: str, factory: Callable[[], Any] | str, *, settings: type | None = None,
+             metaskill: str | Path | None = None, replace: bool = False,
+             origin: str = "register()") -> None:
+    """Add the suite ``name`` (module contracts)."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise SuiteRegistryError(f"suite name {name!r}: use 1-40 lowercase letters, digits or '_', "
+                                 "starting with a letter (it names results/<suite>/ folders)")
+    old = _REGISTRY.get(name)
+    if old is not None and not replace and not _same_factory(old.factory, factory):
+        raise SuiteRegistryError(f"suite {name!r} is already registered by {old.origin}; choose "
+                                 "another name, or pass replace=True to override it on purpose")
+    if isinstance(factory, str):
+        if not re.fullmatch(rf"{_MODULE.pattern}:[A-Za-z_]\w*", factory):
+            raise SuiteRegistryError(f"suite {name!r}: factory {factory!r} is not 'module:attr'")
+    elif not callable(factory):
+        raise SuiteRegistryError(f"suite {name!r}: factory {factory!r} is not callable; pass the "
+                                 "Suite class (or a zero-argument function returning a suite)")
+    elif isinstance(factory, type):
+        _check_shape(name, factory)
+    if settings is not None and not (isinstance(settings, type) and
+                                     hasattr(settings, "model_validate")):
+        raise SuiteRegistryError(f"suite {name!r}: settings must be a pydantic model class, "
+                                 f"got {settings!r}")
+    meta = Path(metaskill).resolve() if metaskill is not None else None
+    if meta is not None and not meta.is_file():
+        raise SuiteRegistryError(f"suite {name!r}: meta-skill file {meta} does not exist; pass "
+                                 "the path of a Markdown authoring prior (see configs/meta_skills)")
+    _REGISTRY[name] = Registration(name, factory, settings, meta, origin)
+
+
+def unregister(name: str) -> None:
+    """Remove ``name`` (tests and interactive sessions); unknown names raise ``SuiteRegistryError``."""
+    if _REGISTRY.pop(name, None) is None:
+        raise SuiteRegistryError(f"suite {name!r} is not registered")
+
+
+def _check_shape(name: str, obj: Any) -> None:
+    missing = [a for a in ("name", "output_kind", *_SUITE_METHODS) if not hasattr(obj, a)]
+    kind = getattr(obj, "output_kind", None)
+    if not missing and getattr(obj, "name") != name:
+        raise SuiteRegistryError(f"suite {name!r}: its name attribute is {obj.name!r}; make them "
+                                 "equal (tasks, evidence and results/<suite>/ are filed under it)")
+    if not missing and not (isinstance(kind, str) and kind):
+        raise SuiteRegistryError(f"suite {name!r}: output_kind {kind!r} must be a non-empty "
+                                 f"string ({', '.join(BUILTIN_OUTPUT_KINDS)} or the suite's own)")
+    if not missing and kind not in BUILTIN_OUTPUT_KINDS:
+        missing = [a for a in _TURN_METHODS if not callable(getattr(obj, a, None))]
+        if missing:
+            raise SuiteRegistryError(
+                f"suite {name!r}: output kind {kind!r} is its own, so the suite must define "
+                f"{', '.join(missing)} (see ratchet_ray.suites.base.SolverTurn); or use one of "
+                f"{BUILTIN_OUTPUT_KINDS}")
+    if missing:
+        raise SuiteRegistryError(f"suite {name!r}: {obj!r} lacks {', '.join(missing)}; a suite "
+                                 "follows ratchet_ray.suites.base.Suite")
+
+
+def _plugin_key(spec: str) -> tuple[str, Path | None]:
+    if spec.endswith(".py") or os.sep in spec or "/" in spec:
+        path = Path(spec).expanduser().resolve()
+        return str(path), path
+    if not _MODULE.fullmatch(spec):
+        raise SuitePluginError(f"suite plugin {spec!r}: neither a .py file path nor a dotted "
+                               "module name; name e.g. path/to/my_suite.py or my_pkg.suite")
+    return spec, None
+
+
+def resolve_plugin(spec: str) -> str:
+    """The canonical form of a plugin spec: an absolute path for files, else the module name."""
+    return _plugin_key(str(spec).strip())[0]
+
+
+def load_plugins(specs: Iterable[str], *, source: str = "suite_plugins") -> list[str]:
+    """Import each plugin once; return the suite names they registered (module contracts)."""
+    names: list[str] = []
+    for spec in specs:
+        key, path = _plugin_key(str(spec).strip())
+        if key not in _LOADED:
+            before = set(_REGISTRY)
+            module_name = _import_plugin(key, path, source)
+            # A module imported before (by the user's own code) registered its suites then.
+            added = tuple(sorted(set(_REGISTRY) - before)) or tuple(sorted(
+                n for n, r in _REGISTRY.items()
+                if getattr(r.factory, "__module__", None) == module_name))
+            if not added:
+                raise SuitePluginError(
+                    f"suite plugin {key} (from {source}) registered no suite; call "
+                    "ratchet_ray.suites.register('<name>', <SuiteClass>) at module level")
+            _LOADED[key] = added
+        names.extend(_LOADED[key])
+    return names
+
+
+def _import_plugin(key: str, path: Path | None, source: str) -> str:
+    """Import the plugin; return its module name."""
+    origin = f"plugin {key} (from {source})"
+    try:
+        if path is None:
+            importlib.import_module(key)
+            return key
+        if not path.is_file():
+            raise SuitePluginError(f"suite plugin {path} (from {source}): no such file; fix the "
+                                   "path (relative paths are taken from the working directory)")
+        digest = hashlib.sha1(str(path).encode()).hexdigest()[:8]
+        module_name = f"ratchet_suite_plugin_{path.stem}_{digest}"
+        if module_name in sys.modules:
+            return module_name
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(module_name, None)
+            raise
+        return module_name
+    except SuitePluginError:
+        raise
+    except Exception as exc:  # a user's module may fail in any way; name it and the cause
+        raise SuitePluginError(f"suite {origin} failed to import: {type(exc).__name__}: {exc}; "
+                               "fix the module (run `python -c 'import ...'` on it) or remove "
+                               "it from " + source) from exc
+
+
+def discover(*, force: bool = False) -> None:
+    """Register entry-point suites and load ``$RATCHET_SUITES`` plugins (once per process)."""
+    global _DISCOVERED
+    if _DISCOVERED and not force:
+        return
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(getattr(ep, "dist", None), "name", "?")
+        origin = f"entry point {ep.name} = {ep.value} of package {dist}"
+        try:
+            register(ep.name, _entry_point_factory(ep, dist), origin=origin)
+        except SuiteRegistryError as exc:
+            raise SuitePluginError(f"{origin} (group {ENTRY_POINT_GROUP}): {exc}") from exc
+    specs = [s for s in os.environ.get(ENV_VAR, "").split(os.pathsep) if s.strip()]
+    load_plugins(specs, source=f"${ENV_VAR}")
+    _DISCOVERED = True  # only once everything loaded: a failure is reported on every lookup
+
+
+def _entry_point_factory(ep: Any, dist: str) -> Callable[[], Any]:
+    def load() -> Any:
+        try:
+            factory = ep.load()
+        except Exception as exc:  # the installed package's module may fail in any way
+            raise SuitePluginError(
+                f"suite entry point {ep.name} = {ep.value} (package {dist}, group "
+                f"{ENTRY_POINT_GROUP}) failed to load: {type(exc).__name__}: {exc}; reinstall "
+                "or fix that package") from exc
+        return factory()
+
+    load.suite_target = ep.value  # type: ignore[attr-defined]
+    return load
+
+
+def suite_names() -> list[str]:
+    """Every registered suite name, sorted (after discovery)."""
+    discover()
+    return sorted(_REGISTRY)
+
+
+def registration(name: str) -> Registration:
+    discover()
+    if name not in _REGISTRY:
+        raise SuiteRegistryError(
+            f"unknown suite {name!r}; valid suites: {', '.join(sorted(_REGISTRY))}. Add one with "
+            f"ratchet_ray.suites.register() in a module named in the config's suite_plugins, in "
+            f"${ENV_VAR}, or in an entry point of group {ENTRY_POINT_GROUP}")
+    return _REGISTRY[name]
+
+
+def get_suite(name: str) -> Any:
+    """Instantiate the suite called ``name``; unknown names list the valid ones."""
+    reg = registration(name)
+    factory = reg.factory
+    if isinstance(factory, str):
+        module, _, attr = factory.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+    suite = factory()
+    _check_shape(name, suite)
+    return suite
+
+
+def suite_for(config: Any) -> Any:
+    """The suite of a run: loads ``config.suite_plugins`` in this process, then ``get_suite``."""
+    load_plugins(getattr(config, "suite_plugins", ()))
+    return get_suite(config.suite)
+
+
+def validate_settings(name: str, section: Any) -> Any:
+    """The suite's settings model validated from ``section`` (a dict, or None for defaults)."""
+    reg = registration(name)
+    if reg.settings is None:
+        raise SuiteRegistryError(f"suite_settings.{name}: suite {name!r} registered no settings "
+                                 "model; remove the section or pass settings= to register()")
+    return reg.settings.model_validate(section or {})
+
+
+def settings_for(config: Any, name: str | None = None) -> Any:
+    """The validated ``suite_settings.<name>`` section of ``config`` (``name``: the run's suite)."""
+    load_plugins(getattr(config, "suite_plugins", ()))
+    name = name or config.suite
+    return validate_settings(name, config.suite_settings.get(name))
+
+
+BUILTIN_SUITES = {"mbpp": "ratchet_ray.suites.mbpp:MbppSuite",
+                  "swebench": "ratchet_ray.suites.swebench:SwebenchSuite",
+                  "sim": "ratchet_ray.suites.sim:SimSuite"}
+for _suite, _factory in BUILTIN_SUITES.items():
+    register(_suite, _factory, origin="ratchet_ray (built in)")

@@ -1,0 +1,38 @@
+"""Fixtures of the multi-node tests: one real local cluster for the whole module.
+
+Nodes (names are also custom resources ``node_<name>``, so each node can be told apart):
+- ``head``: no CPUs, the driver's node (runs the SkillBank and the run-dir services);
+- ``dock``: 3 CPUs and ``docker: 2`` (the node type SWE-bench graders and solvers need);
+- ``cpu``: 3 CPUs only.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import ray.cloudpickle
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "loop")]
+
+import loop_helpers  # noqa: E402
+from local_cluster import LocalCluster, NodeSpec  # noqa: E402
+
+ray.cloudpickle.register_pickle_by_value(loop_helpers)
+
+# 3 logical CPUs per worker: either one alone can hold every actor of a round (the kill test).
+NODES = [NodeSpec("head", 0), NodeSpec("dock", 3, {"docker": 2}), NodeSpec("cpu", 3)]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A started ``LocalCluster`` (head, dock, cpu). Tests talk to it from driver processes of
+    their own (``LocalCluster.query``, ``round_driver.py``), as ``ray job submit`` would."""
+    local = LocalCluster(NODES, tmp_path_factory.mktemp("cluster_logs"))
+    local.start()
+    try:
+        yield local
+    finally:
+        local.stop()

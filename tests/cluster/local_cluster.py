@@ -1,0 +1,190 @@
+"""A real multi-node Ray cluster on this machine: one head and N worker nodes, each its own
+``ray start --block`` process (its own process group), all bound to 127.0.0.1.
+
+Contracts:
+- ``LocalCluster(nodes, temp_root)`` starts nothing; ``start()`` starts the head (no CPUs: the
+  driver's node, as on cluster.yaml) and then each ``NodeSpec`` as a worker node joining it,
+  and returns once ``ray.nodes()`` (seen from a throwaway client) lists them all alive.
+- Every node gets ports of its own (``own_port_flags`` and a worker-port range of its own):
+  several raylets on one host would otherwise collide on the dashboard agent, metrics and
+  object/node manager ports.
+- ``env`` is what a driver needs to join (``RAY_ADDRESS``, ``RAY_AUTH_MODE`` and loopback-only
+  cluster mode), ``node_id(name)`` the Ray node id of a started node, ``kill(name)`` SIGKILLs
+  that node's whole process group (a node crash), ``stop()`` stops every node it started, even
+  half-started ones, and removes its temp dir; nothing else on the machine is touched (no
+  ``ray stop``, which would stop every Ray of this user).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ratchet_ray.loop.ray_head import free_port, own_port_flags, ray_executable
+
+
+class ClusterError(RuntimeError):
+    """The local cluster could not start; the message quotes the node's log."""
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    num_cpus: float
+    resources: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Node:
+    spec: NodeSpec
+    proc: subprocess.Popen
+    log: Path
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) \
+        if path.is_file() else "(no log)"
+
+
+class LocalCluster:
+    def __init__(self, nodes: list[NodeSpec], log_dir: Path, *, ready_timeout_s: float = 120.0):
+        self.specs = nodes
+        self.log_dir = log_dir
+        self.ready_timeout_s = ready_timeout_s
+        self.nodes: dict[str, _Node] = {}
+        self.port = free_port()
+        # Ray's socket paths must stay short: a fresh folder directly under /tmp.
+        self.temp = Path(tempfile.mkdtemp(prefix="rc", dir="/tmp"))
+        self.env = {**os.environ, "RAY_AUTH_MODE": os.environ.get("RAY_AUTH_MODE", "token"),
+                    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+        self.env.pop("RAY_ADDRESS", None)
+        self._node_ids: dict[str, str] = {}
+        self._worker_ports = 20000
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def driver_env(self) -> dict[str, str]:
+        return {**self.env, "RAY_ADDRESS": self.address}
+
+    def _launch(self, spec: NodeSpec, head: bool) -> None:
+        log = self.log_dir / f"{spec.name}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        low, self._worker_ports = self._worker_ports, self._worker_ports + 200
+        # A worker node joins through node_start.py, which keeps it on loopback (see there).
+        launcher = [ray_executable()] if head else [
+            str(Path(ray_executable()).parent / "python"), str(Path(__file__).with_name(
+                "node_start.py"))]
+        argv = [*launcher, "start", "--block", "--node-ip-address=127.0.0.1",
+                "--disable-usage-stats", *own_port_flags(), f"--num-cpus={spec.num_cpus}",
+                f"--min-worker-port={low}", f"--max-worker-port={low + 199}",
+                f"--resources={json.dumps({'node_' + spec.name: 1, **spec.resources})}"]
+        if head:
+            argv += ["--head", f"--port={self.port}", "--include-dashboard=false",
+                     f"--temp-dir={self.temp}"]
+        else:
+            argv += [f"--address={self.address}"]
+        with open(log, "a") as handle:
+            proc = subprocess.Popen(argv, cwd=self.temp, env=self.env, stdout=handle,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        self.nodes[spec.name] = _Node(spec, proc, log)
+
+    def query(self, body: str, *, check: bool = True) -> object:
+        """Run ``body`` in a fresh driver joined to the cluster (``ray`` imported and connected,
+        ``json`` imported; ``body`` sets ``result``) and return ``result`` as JSON gives it back.
+        A fresh process, because a test process's own Ray keeps the auth mode it first saw."""
+        code = ("import json, ray\nray.init(configure_logging=False, log_to_driver=False)\n"
+                f"{body}\nprint('RESULT=' + json.dumps(result))\n")
+        probe = subprocess.run([str(Path(ray_executable()).parent / "python"), "-c", code],
+                               env=self.driver_env(), capture_output=True, text=True, timeout=180)
+        lines = [line for line in probe.stdout.splitlines() if line.startswith("RESULT=")]
+        if probe.returncode != 0 or not lines:
+            if not check:
+                return None
+            raise ClusterError(f"a driver on the cluster failed ({probe.returncode}):\n"
+                               f"{probe.stderr[-3000:]}")
+        return json.loads(lines[-1][len("RESULT="):])
+
+    def _alive_nodes(self) -> list[dict]:
+        found = self.query("result = [{'id': n['NodeID'], 'res': n['Resources']} "
+                           "for n in ray.nodes() if n['Alive']]", check=False)
+        return found or []
+
+    def actors(self) -> list[dict]:
+        """Every actor the GCS knows (alive or dead): class, node id and state."""
+        return self.query(
+            "from ray._private import state\n"
+            "result = [{'class': a['ActorClassName'], 'node': a['Address']['NodeID'], "
+            "'state': a['State']} for a in state.actors().values()]")
+
+    def _wait(self, names: list[str]) -> None:
+        deadline = time.monotonic() + self.ready_timeout_s
+        while True:
+            for name in names:
+                node = self.nodes[name]
+                if node.proc.poll() is not None:
+                    raise ClusterError(f"node {name} exited with {node.proc.returncode}; "
+                                       f"{node.log} ends with:\n{_tail(node.log)}")
+            for found in self._alive_nodes():
+                for name in names:
+                    if found["res"].get(f"node_{name}"):
+                        self._node_ids[name] = found["id"]
+            if all(name in self._node_ids for name in names):
+                return
+            if time.monotonic() > deadline:
+                missing = [n for n in names if n not in self._node_ids]
+                raise ClusterError(f"nodes {missing} did not join within "
+                                   f"{self.ready_timeout_s:.0f}s; logs under {self.log_dir}")
+            time.sleep(1.0)
+
+    def start(self) -> "LocalCluster":
+        try:
+            head, *workers = self.specs
+            self._launch(head, head=True)
+            self._wait([head.name])
+            for spec in workers:  # one at a time: two raylets starting at once on 2 cores
+                self._launch(spec, head=False)  # can miss Ray's 30 s registration bound
+                self._wait([spec.name])
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def node_id(self, name: str) -> str:
+        return self._node_ids[name]
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the node's raylet, its workers and everything else it started: a crash."""
+        node = self.nodes[name]
+        try:
+            os.killpg(node.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        node.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        # Workers first, the head last (its GCS must outlive the raylets' goodbyes).
+        for name in reversed(list(self.nodes)):
+            proc = self.nodes[name].proc
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for name in reversed(list(self.nodes)):
+            proc = self.nodes[name].proc
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                pass
+            try:  # whatever the node started and left behind (its own group only)
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=30)
+        shutil.rmtree(self.temp, ignore_errors=True)

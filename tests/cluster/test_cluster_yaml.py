@@ -1,0 +1,45 @@
+"""cluster.yaml against what the code asks for (no Ray): the node types that offer the custom
+resources actors request, and the install every node gets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from actors.pool_errors import NODE_TYPE_OFFERING, who_offers
+from ratchet_ray.loop.runtime import SUITE_RESOURCES
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER = yaml.safe_load((ROOT / "cluster.yaml").read_text())
+TYPES = CLUSTER["available_node_types"]
+
+
+def test_every_requested_custom_resource_is_offered_by_the_node_type_the_errors_name():
+    requested = {name for wanted in SUITE_RESOURCES.values() for name in wanted}
+    assert requested <= set(NODE_TYPE_OFFERING)
+    for name in requested:
+        node_type = TYPES[NODE_TYPE_OFFERING[name]]
+        assert node_type["resources"].get(name, 0) >= 1
+        # A fresh cluster has one, so SWE-bench actors never wait on a scale-up to start.
+        assert node_type["min_workers"] >= 1
+
+
+def test_the_waiting_message_names_the_resource_and_its_node_type():
+    said = who_offers({"docker": 1, "CPU": 1})
+    assert "'docker'" in said and "'docker_worker'" in said and "CPU" not in said
+    assert who_offers({"CPU": 1}) == ""
+
+
+def test_every_node_gets_the_makefiles_install_and_the_sandbox():
+    makefile = (ROOT / "Makefile").read_text()
+    torch = next(word for word in makefile.split() if word.startswith("torch=="))
+    setup = "\n".join(CLUSTER["setup_commands"])
+    assert f"pip install -q {torch}" in setup
+    assert setup.index(torch) < setup.index("pip install -q -e")  # torch first, as there
+    for extra in ("local", "bedrock", "openai", "swebench"):
+        assert extra in setup.split("ratchet-ray[")[1].split("]")[0]
+    assert "bwrap_setup.sh" in setup
+    for name, node_type in TYPES.items():
+        disks = node_type["node_config"].get("BlockDeviceMappings", [])
+        assert disks and disks[0]["Ebs"]["VolumeSize"] >= 100, name

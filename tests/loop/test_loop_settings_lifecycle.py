@@ -1,0 +1,67 @@
+"""Run-scoped lifecycles: model servers and rate limiters are named per run, shared within it,
+invisible to another run in the same Ray, and released when the run ends, even by an error or
+Ctrl-C."""
+
+from __future__ import annotations
+
+import pytest
+import ray
+
+from actors.llm_server import NodeLLMClient, release_llm_actors
+from actors.rate_limiter import NAMESPACE, cluster_limiter, scope_token
+from loop_helpers import scenario_config, scenario_models
+from ratchet_ray.llm.local import LocalConfig
+from ratchet_ray.loop import driver
+from ratchet_ray.loop.driver import run_loop
+
+
+def named(token: str) -> list[str]:
+    return sorted(e["name"] for e in ray.util.list_named_actors(all_namespaces=True)
+                  if e["namespace"] == NAMESPACE and f"-{scope_token(token)}-" in e["name"])
+
+
+def test_two_runs_in_one_ray_never_share_or_release_each_others_servers(ray_local):
+    config = LocalConfig()
+    try:
+        a1, a2 = NodeLLMClient(config, scope="run-a"), NodeLLMClient(config, scope="run-a")
+        b = NodeLLMClient(config, scope="run-b")
+        pid_a = a1.server_info()["pid"]
+        assert a2.server_info()["pid"] == pid_a  # one model copy per node within a run
+        pid_b = b.server_info()["pid"]
+        assert pid_b != pid_a
+        cluster_limiter("k", 5, 0, scope="run-a").limits()
+        before = named("run-a")
+        assert len(before) == 2 and len(named("run-b")) == 1
+
+        assert sorted(release_llm_actors("run-a")) == before
+        assert named("run-a") == []
+        assert b.server_info()["pid"] == pid_b  # run b's server was not touched
+    finally:
+        release_llm_actors("run-a")
+        release_llm_actors("run-b")
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, RuntimeError])
+def test_a_run_that_raises_releases_its_actors(ray_local, tmp_path, monkeypatch, interrupt):
+    other = NodeLLMClient(LocalConfig(), scope="another-run")
+    other_pid = other.server_info()["pid"]
+    seen: dict[str, list[str]] = {}
+
+    def preflight_then_interrupt(config, models):
+        # What a run's actors create on first use: its node's model server and its limiter.
+        run_id = next((tmp_path / "results" / "mbpp").iterdir()).name
+        NodeLLMClient(LocalConfig(), scope=run_id).server_info()
+        cluster_limiter("k", 5, 0, scope=run_id).limits()
+        seen[run_id] = named(run_id)
+        raise interrupt("stopped by the test")
+
+    monkeypatch.setattr(driver, "preflight", preflight_then_interrupt)
+    try:
+        with pytest.raises(interrupt):
+            run_loop(scenario_config(tmp_path, 1), models=scenario_models(), show_progress=False)
+        (run_id, before), = seen.items()
+        assert len(before) == 2
+        assert named(run_id) == []  # released on the way out
+        assert other.server_info()["pid"] == other_pid  # another run's server lives on
+    finally:
+        release_llm_actors("another-run")

@@ -1,0 +1,182 @@
+"""The open suite registry: registration rules, discovery (config path, ``$RATCHET_SUITES``,
+entry points) and the errors a user sees, without Ray."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from fakes import ScriptedLLM
+from ratchet_ray.config import ConfigError, load_config
+from ratchet_ray.roles.solver import solve
+from ratchet_ray.suites import (SuitePluginError, SuiteRegistryError, get_suite, load_plugins,
+                                register, settings_for, suite_for, suite_names, unregister)
+from ratchet_ray.suites import registry
+from ratchet_ray.types import Task
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "custom_task" / "records_suite.py"
+
+TOY = '''
+from ratchet_ray.suites import register
+
+
+class ToySuite:
+    name = "{name}"
+    output_kind = "code"
+
+    def load_tasks(self, config):
+        return []
+
+    def make_grader(self, config, run_dir):
+        return None
+
+
+register("{name}", ToySuite)
+'''
+
+
+@pytest.fixture(autouse=True)
+def clean_registry(monkeypatch):
+    """Each test starts from the built-in suites and leaves nothing registered behind."""
+    saved = (dict(registry._REGISTRY), dict(registry._LOADED), registry._DISCOVERED)
+    modules = set(sys.modules)
+    monkeypatch.delenv(registry.ENV_VAR, raising=False)
+    yield
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(saved[0])
+    registry._LOADED.clear()
+    registry._LOADED.update(saved[1])
+    registry._DISCOVERED = saved[2]
+    for name in set(sys.modules) - modules:
+        if name.startswith(("ratchet_suite_plugin_", "toy_")):
+            del sys.modules[name]
+
+
+def write_toy(folder: Path, name: str, module: str | None = None) -> Path:
+    path = folder / f"{module or name}.py"
+    path.write_text(TOY.format(name=name))
+    return path
+
+
+def test_builtin_suites_stay_registered():
+    assert {"mbpp", "swebench", "sim"} <= set(suite_names())
+    assert (get_suite("sim").name, get_suite("sim").output_kind) == ("sim", "code")
+
+
+def test_register_rejects_bad_names_objects_and_duplicates():
+    class Good:
+        name, output_kind = "good", "code"
+        load_tasks = make_grader = lambda self, *a: None
+
+    class NoTurn(Good):
+        output_kind = "json"
+
+    with pytest.raises(SuiteRegistryError, match="lowercase letters"):
+        register("Bad Name", Good)
+    with pytest.raises(SuiteRegistryError, match="not callable"):
+        register("good", 42)
+    with pytest.raises(SuiteRegistryError, match="lacks load_tasks, make_grader"):
+        register("good", type("Half", (), {"name": "x", "output_kind": "code"}))
+    with pytest.raises(SuiteRegistryError, match="solver_messages, parse_output"):
+        register("good", NoTurn)
+    with pytest.raises(SuiteRegistryError, match="already registered by ratchet_ray"):
+        register("mbpp", Good)
+    with pytest.raises(SuiteRegistryError, match="its name attribute is 'good'; make them equal"):
+        register("other", Good)
+    register("good", Good)
+    register("good", Good)  # the same class again (a module imported twice) is fine
+    Good.name = "mbpp"
+    register("mbpp", Good, replace=True)
+    assert isinstance(get_suite("mbpp"), Good)
+    Good.name = "good"
+    unregister("good")
+    with pytest.raises(SuiteRegistryError, match="unknown suite 'good'; valid suites: .*mbpp.*"
+                                                 "suite_plugins.*RATCHET_SUITES"):
+        get_suite("good")
+
+
+def test_plugins_load_from_a_path_or_a_module_once(tmp_path, monkeypatch):
+    path = write_toy(tmp_path, "toy_path")
+    assert load_plugins([str(path)]) == ["toy_path"]
+    assert load_plugins([str(path)]) == ["toy_path"]  # once per process
+    monkeypatch.syspath_prepend(str(tmp_path))
+    write_toy(tmp_path, "toy_mod")
+    assert load_plugins(["toy_mod"]) == ["toy_mod"]
+    assert get_suite("toy_mod").name == "toy_mod"
+
+
+def test_plugin_errors_name_the_plugin_and_the_fix(tmp_path):
+    with pytest.raises(SuitePluginError, match=r"nope\.py \(from suite_plugins\): no such file; "
+                                               "fix the path"):
+        load_plugins([str(tmp_path / "nope.py")])
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise RuntimeError('boom')\n")
+    with pytest.raises(SuitePluginError, match=r"broken\.py .*failed to import: RuntimeError: boom"):
+        load_plugins([str(broken)])
+    silent = tmp_path / "silent.py"
+    silent.write_text("X = 1\n")
+    with pytest.raises(SuitePluginError, match=r"silent\.py .*registered no suite; call "
+                                               r"ratchet_ray\.suites\.register"):
+        load_plugins([str(silent)])
+    with pytest.raises(SuitePluginError, match="neither a .py file path nor a dotted module"):
+        load_plugins(["not a module!"])
+
+
+def test_env_var_plugins_are_discovered(tmp_path, monkeypatch):
+    monkeypatch.setenv(registry.ENV_VAR, str(write_toy(tmp_path, "toy_env")))
+    registry.discover(force=True)
+    assert "toy_env" in suite_names()
+    monkeypatch.setenv(registry.ENV_VAR, str(tmp_path / "gone.py"))
+    with pytest.raises(SuitePluginError, match=r"gone\.py \(from \$RATCHET_SUITES\): no such"):
+        registry.discover(force=True)
+
+
+def test_entry_point_suites_are_discovered_lazily(tmp_path, monkeypatch):
+    write_toy(tmp_path, "toy_ep")
+    dist = tmp_path / "toy_suites-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-suites\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        f"[{registry.ENTRY_POINT_GROUP}]\ntoy_ep = toy_ep:ToySuite\n"
+        "toy_gone = toy_missing_module:Suite\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry.discover(force=True)
+    assert {"toy_ep", "toy_gone"} <= set(suite_names())
+    assert get_suite("toy_ep").name == "toy_ep"
+    with pytest.raises(SuitePluginError, match=r"suite entry point toy_gone = toy_missing_module:"
+                                               r"Suite \(package toy-suites, group ratchet_ray"
+                                               r"\.suites\) failed to load: ModuleNotFound"):
+        get_suite("toy_gone")
+
+
+def test_config_names_plugins_and_checks_their_settings(tmp_path, monkeypatch):
+    monkeypatch.chdir(EXAMPLE.parents[2])
+    config = load_config([], ["suite=records", "suite_plugins=[examples/custom_task/records_suite.py]",
+                              "suite_settings.records.max_output_chars=5"])
+    assert config.suite_plugins == [str(EXAMPLE)]  # stored absolute for every worker
+    assert settings_for(config).max_output_chars == 5
+    assert suite_for(config).output_kind == "json"
+    with pytest.raises(ConfigError, match="max_outputs"):
+        load_config([], ["suite=records", f"suite_plugins=[{EXAMPLE}]",
+                         "suite_settings.records.max_outputs=5"])
+    with pytest.raises(ConfigError, match="suite 'recordz' is not registered; valid suites: "
+                                          ".*records.*suite_plugins"):
+        load_config([], ["suite=recordz", f"suite_plugins=[{EXAMPLE}]"])
+
+
+def test_a_suite_turn_writes_the_prompt_and_parses_the_reply(tmp_path):
+    config = load_config([], ["suite=records", f"suite_plugins=[{EXAMPLE}]"])
+    suite = suite_for(config)
+    task = suite.load_tasks(config)[0]
+    llm = ScriptedLLM(lambda messages, schema: 'Here:\n```json\n[{"a": 1}]\n```\ndone')
+    result = solve(llm, task, None, output_kind="json", turn=suite, max_tokens=64,
+                   temperature=0.0)
+    assert (result.output, result.exit_status) == ('[{"a": 1}]', "ok")
+    assert llm.calls[0][0][0].content.startswith("# Record extraction task")
+    grade = suite.make_grader(config, tmp_path).grade(task, result.output)
+    assert (grade.passed, grade.exit_status) == (False, "wrong_count")
+    with pytest.raises(ValueError, match="pass the suite as turn="):
+        solve(llm, task, None, output_kind="json", max_tokens=64, temperature=0.0)
+    assert isinstance(task, Task)
