@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Callable, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
@@ -40,24 +40,22 @@ def _env(name: str, default: str | None = None) -> str | None:
     return value if value else default
 
 
-def _env_int(name: str, default: int | None) -> int | None:
+def _env_number(name: str, default: Any, kind: Callable[[str], Any], what: str) -> Any:
     value = _env(name)
     if value is None:
         return default
     try:
-        return int(value)
+        return kind(value)
     except ValueError as exc:
-        raise ValueError(f"${name}={value!r} is not an integer; fix or unset it") from exc
+        raise ValueError(f"${name}={value!r} is not {what}; fix or unset it") from exc
+
+
+def _env_int(name: str, default: int | None) -> int | None:
+    return _env_number(name, default, int, "an integer")
 
 
 def _env_float(name: str, default: float) -> float:
-    value = _env(name)
-    if value is None:
-        return default
-    try:
-        return float(value)
-    except ValueError as exc:
-        raise ValueError(f"${name}={value!r} is not a number; fix or unset it") from exc
+    return _env_number(name, default, float, "a number")
 
 
 class LocalBackendSettings(BaseModel):

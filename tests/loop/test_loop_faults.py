@@ -25,7 +25,7 @@ def test_killing_a_solver_and_a_grader_mid_round_loses_nothing(ray_local, tmp_pa
     dataset = load_mbpp_plus(None)
     solutions = {t.payload["entry_point"]: dataset.problem(t.task_id)["canonical_solution"]
                  for t in tasks}
-    llm = ScriptedLLM(SlowCanonical(solutions, delay=0.4))
+    llm = ScriptedLLM(SlowCanonical(solutions, delay=1.5))  # solvers stay busy past the first grade
     solvers = ResilientPool(lambda: SolverActor.options(num_cpus=0).remote(
         config, llm=llm, embedder=HashEmbedder(), output_kind="code"), 2, name="solver")
     graders = ResilientPool(make_grader_factory(config, tmp_path), 2, name="grader")
@@ -33,14 +33,13 @@ def test_killing_a_solver_and_a_grader_mid_round_loses_nothing(ray_local, tmp_pa
     killed: dict[str, object] = {}
 
     def kill_once(capsule) -> None:
-        # At the first recorded capsule both pools still have jobs in flight: kill one actor of
-        # each while it works on a task.
-        if killed:
-            return
-        killed["solver"] = solvers.running()[0]
-        killed["grader"] = graders.running()[0]
-        ray.kill(killed["solver"])
-        ray.kill(killed["grader"])
+        # Kill one actor of each pool while it works on a task, at the first recorded capsule
+        # that finds that pool busy (the first grade may outlast a fast solve: the grader's
+        # start-up probes the sandbox), so each kill lands mid-job.
+        for name, pool in (("solver", solvers), ("grader", graders)):
+            if name not in killed and pool.running():
+                killed[name] = pool.running()[0]
+                ray.kill(killed[name])
 
     store = EvidenceStore(tmp_path / "run")
     runner = SplitRunner(run_id="faults", arm="default", seed=42, store=store, solvers=solvers,

@@ -40,6 +40,7 @@ from ratchet_ray.suites.swebench.agent_prompts import (
     ACTION_SCHEMA, AgentAction, Step, agent_messages, clip_middle, extract_diff, single_call_messages)
 from ratchet_ray.suites.swebench.container import InstanceContainer, docker_client, instance_container
 from ratchet_ray.suites.swebench.images import InstanceImages
+from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 from ratchet_ray.types import Skill, Task
 
@@ -87,14 +88,35 @@ def run_agent(llm: LLMClient, task: Task, skill: Skill | None,
             run.patch = _diff(box) or run.patch
     except Exception as exc:
         # The caller records the failure; these replies still cost tokens and must be counted.
-        exc.replies = list(run.replies)  # type: ignore[attr-defined]
-        run.exit_status = type(exc).__name__
+        lost = _daemon_lost(exc, settings)
+        failure = lost or exc
+        failure.replies = list(run.replies)  # type: ignore[attr-defined]
+        run.exit_status = type(failure).__name__
+        if lost is not None:
+            raise lost from exc
         raise
     finally:
         run.duration_s = time.monotonic() - started
         if log_dir is not None:
             _save(run, task, Path(log_dir))
     return run
+
+
+def _daemon_lost(exc: BaseException, settings: SwebenchSettings) -> InfraFailure | None:
+    """The Docker daemon failing mid-attempt (the SDK's requests/docker errors, never an LLM
+    backend's) as the ``daemon_unreachable`` infrastructure failure naming its address, so the
+    run's circuit breaker names Docker and its fix rather than a bare ``ConnectionError``."""
+    import docker.errors
+    import requests.exceptions
+
+    if not isinstance(exc, (requests.exceptions.RequestException, docker.errors.DockerException)):
+        return None
+    if classify_exception(exc) != "daemon_unreachable":
+        return None
+    where = settings.docker_host or "DOCKER_HOST / unix:///var/run/docker.sock"
+    return InfraFailure("daemon_unreachable",
+                        f"the Docker daemon at {where} went away mid-attempt "
+                        f"({type(exc).__name__}: {exc}); start one with `bash .ci/docker_setup.sh`")
 
 
 def _loop(llm: LLMClient, task: Task, skill: Skill | None, settings: SwebenchSettings,
