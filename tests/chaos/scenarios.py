@@ -8,8 +8,10 @@ the caller against the reference run.
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
+import signal
 import time
 from pathlib import Path
 from typing import Callable
@@ -160,19 +162,27 @@ def second_writer(rng: random.Random, work: Path, drivers: list[Driver]) -> Path
     run_dir = driver.run_dir
     lib.wait_for_phase(driver, rng.randrange(lib.ROUNDS), rng.choice(["eval", "train", "critic"]))
     holder = f"pid {driver.proc.pid}"
-    if driver.proc.poll() is None:
-        second = _start(drivers, work, ["--resume", str(run_dir)])
-        assert second.wait() != 0
-        assert holder in second.log_tail(), second.log_tail()
-        load = CliRunner().invoke(ratchet, ["--db", str(run_dir), "skill", "load"])
-        curate = CliRunner().invoke(ratchet, ["--db", str(run_dir), "curate"])
-        if driver.proc.poll() is None:  # still the holder while both commands ran
+    # Paused, the first driver keeps its lock but cannot finish while the others try: without
+    # the pause it may end between the check and the second --resume, which then rightly runs.
+    paused = driver.proc.poll() is None
+    if paused:
+        os.kill(driver.proc.pid, signal.SIGSTOP)
+    try:
+        if paused and driver.proc.poll() is None:
+            second = _start(drivers, work, ["--resume", str(run_dir)])
+            assert second.wait() != 0
+            assert holder in second.log_tail(), second.log_tail()
+            load = CliRunner().invoke(ratchet, ["--db", str(run_dir), "skill", "load"])
+            curate = CliRunner().invoke(ratchet, ["--db", str(run_dir), "curate"])
             assert load.exit_code != 0 and holder in load.output, load.output
             assert curate.exit_code != 0 and holder in curate.output, curate.output
-        query = CliRunner().invoke(ratchet, ["--db", str(run_dir), "query",
-                                             "select count(*) from capsule"])
-        assert query.exit_code == 0, query.output
-        REPORT.fault("second writer", 3)
+            query = CliRunner().invoke(ratchet, ["--db", str(run_dir), "query",
+                                                 "select count(*) from capsule"])
+            assert query.exit_code == 0, query.output
+            REPORT.fault("second writer", 3)
+    finally:
+        if paused and driver.proc.returncode is None:  # not reaped: the pid is still its own
+            os.kill(driver.proc.pid, signal.SIGCONT)
     _finish(drivers, work, run_dir, driver)
     return run_dir
 
