@@ -100,6 +100,7 @@ def side_evalplus(task_ids: list[str], workers: int, cache_dir: str) -> dict:
     started = time.monotonic()
     get_groundtruth(problems, get_mbpp_plus_hash(), MBPP_OUTPUT_NOT_NONE_TASKS)
     groundtruth_s = time.monotonic() - started
+    Path(cache_dir).mkdir(parents=True, exist_ok=True)  # get_groundtruth makes only its subdir
     work = Path(tempfile.mkdtemp(prefix="evalplus-bench-", dir=cache_dir))
     samples = work / "samples.jsonl"
     identity = {}
