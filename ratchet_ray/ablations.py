@@ -111,8 +111,7 @@ def find_run_dirs(root: str | Path) -> list[Path]:
 
 def bank_stats(run_dir: Path) -> dict[str, int]:
     """Skills created and deprecated (skill_event) and eval routing counts (capsule), via DuckDB."""
-    con = EvidenceStore(run_dir).connect()
-    try:
+    with EvidenceStore(run_dir).connect() as con:
         created, deprecated = con.execute(
             "SELECT count(DISTINCT skill_id) FILTER (WHERE event = 'added'), "
             "count(DISTINCT skill_id) FILTER (WHERE event IN ('retired', 'evicted')) "
@@ -120,8 +119,6 @@ def bank_stats(run_dir: Path) -> dict[str, int]:
         capsules, routed = con.execute(
             "SELECT count(*), count(*) FILTER (WHERE skill_id <> ?) FROM capsule "
             "WHERE split = 'eval'", [NONE_SKILL]).fetchone()
-    finally:
-        con.close()
     return {"skills_created": int(created), "skills_deprecated": int(deprecated),
             "eval_capsules": int(capsules), "eval_routed": int(routed)}
 

@@ -91,13 +91,10 @@ class SkillBank(SkillBatch, MetaSkillShelf):
     def stats(self) -> dict[str, SkillStats]:
         """Per-skill contribution over TRAIN capsules, from the evidence: c-hat, or c_cf over the
         counterfactual probes when ``curator.counterfactual.retire_on`` is ``c_cf``."""
-        con = self.log.store.connect()
-        try:
+        with self.log.store.connect() as con:
             if self.config.curator.counterfactual.retire_on == "c_cf":
                 return counterfactual.counterfactual_stats(con)
             return skill_stats(con, "train")
-        finally:
-            con.close()
 
     # ------------------------------------------------------------------ crash recovery
     def _finish_logged_flips(self) -> list[str]:
@@ -109,14 +106,11 @@ class SkillBank(SkillBatch, MetaSkillShelf):
         """
         if not self._skills or not any(self.log.store.part_paths("skill_event")):
             return []
-        con = self.log.store.connect()
-        try:
+        with self.log.store.connect() as con:
             rows = con.execute(
                 "SELECT skill_id, arg_max(status_after, created_at), max(created_at) "
                 "FROM skill_event WHERE event IN ('retired', 'evicted', 'restored', 'reinstated') "
                 "AND status_after <> '' GROUP BY skill_id").fetchall()
-        finally:
-            con.close()
         fixed = []
         for skill_id, status, logged_at in rows:
             skill = self._skills.get(skill_id)

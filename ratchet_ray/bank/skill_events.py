@@ -85,16 +85,10 @@ class EventLog:
         """``(skill_id, created_at)`` of every written row."""
         if not self.store.part_paths("skill_event"):
             return set()
-        con = self.store.connect()
-        try:
+        with self.store.connect() as con:
             return set(con.execute("SELECT skill_id, created_at FROM skill_event").fetchall())
-        finally:
-            con.close()
 
     def registered_ids(self) -> set[str]:
         """Ids that entered the bank through the SkillBank (any event except a rejection)."""
-        con = self.store.connect()
-        try:
+        with self.store.connect() as con:
             return registered_skill_ids(con)
-        finally:
-            con.close()

@@ -50,12 +50,9 @@ def open_bank(ctx: click.Context, *, writer: bool = False) -> SkillBank:
 
 
 def latest_round(run_dir: Path) -> int:
-    con = EvidenceStore(run_dir).connect()
-    try:
+    with EvidenceStore(run_dir).connect() as con:
         value = con.execute("SELECT max(round) FROM (SELECT round FROM capsule UNION ALL "
                             "SELECT round FROM skill_event)").fetchone()[0]
-    finally:
-        con.close()
     return 0 if value is None else int(value)
 
 
@@ -143,12 +140,9 @@ def meta_list(ctx: click.Context, fmt: str) -> None:
 def audit(ctx: click.Context, limit: int, fmt: str) -> None:
     """The latest skill events (adds, evictions, retirements...) with contributions, then the
     failed LLM calls per role (in table format), so an outage of e.g. the router is visible."""
-    con = EvidenceStore(require_run_dir(ctx)).connect()
-    try:
+    with EvidenceStore(require_run_dir(ctx)).connect() as con:
         rows = recent_skill_events(con, limit)
         failures = failed_llm_calls(con)
-    finally:
-        con.close()
     emit_rows(rows, ["round", "skill_id", "event", "status_after", "contribution", "trials",
                      "reason"], fmt)
     if fmt == "table":

@@ -183,14 +183,11 @@ class EvidenceStore:
 
     def capsule_ids(self, round_: int | None = None) -> set[str]:
         """Capsule ids already recorded (all rounds, or one): a resumed run skips them."""
-        con = self.connect()
-        try:
+        with self.connect() as con:
             if round_ is None:
                 rows = con.execute("SELECT capsule_id FROM capsule").fetchall()
             else:
                 rows = con.execute("SELECT capsule_id FROM capsule WHERE round = ?", [round_]).fetchall()
-        finally:
-            con.close()
         return {row[0] for row in rows}
 
     def row_count(self, kind: str) -> int:

@@ -47,13 +47,10 @@ class RunBudget:
     @classmethod
     def for_run(cls, settings: BudgetSettings, store: Any, run_dir: str) -> "RunBudget":
         """The budget with the spend ``store`` (an ``EvidenceStore``) already records."""
-        con = store.connect()
-        try:
+        with store.connect() as con:
             tokens, cost = con.execute(
                 "SELECT coalesce(sum(input_tokens + output_tokens), 0), "
                 "coalesce(sum(cost_usd), 0) FROM llm_call").fetchone()
-        finally:
-            con.close()
         return cls(settings, int(tokens), float(cost), run_dir)
 
     @property

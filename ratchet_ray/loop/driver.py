@@ -108,15 +108,12 @@ def run_round(ctx: LoopContext, round_: int) -> RoundSummary:
 
 def finish_round(ctx: LoopContext, summary: RoundSummary, wall_s: float) -> None:
     """Usage totals from the evidence, then the round row, summary.json and loop.json."""
-    con = ctx.store.connect()
-    try:
+    with ctx.store.connect() as con:
         tokens_in, tokens_out, cost = con.execute(
             "SELECT coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
             "coalesce(sum(cost_usd), 0) FROM llm_call WHERE round = ?", [summary.round]).fetchone()
         recorded = con.execute("SELECT count(*) FROM round WHERE round = ?",
                                [summary.round]).fetchone()[0]
-    finally:
-        con.close()
     summary.input_tokens, summary.output_tokens = int(tokens_in), int(tokens_out)
     summary.cost_usd, summary.wall_s = float(cost), wall_s
     if not recorded:  # a resumed round may have written its row just before the driver died

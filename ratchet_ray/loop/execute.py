@@ -291,15 +291,12 @@ class SplitRunner:
 def bench_from_evidence(store: EvidenceStore, round_: int, split: str,
                         task_ids: Sequence[str]) -> BenchResult:
     """Pass@1 of ``split`` in ``round_`` from the capsules; every task exactly once or an error."""
-    con = store.connect()
-    try:
+    with store.connect() as con:
         # First attempts only: counterfactual probes (attempt >= 1) are not the loop's pass@1.
         rows = con.execute("SELECT task_id, count(*), bool_or(passed), bool_or(infra_failure) "
                            "FROM capsule WHERE round = ? AND split = ? "
                            "AND coalesce(attempt, 0) = 0 GROUP BY task_id",
                            [round_, split]).fetchall()
-    finally:
-        con.close()
     counts = {r[0]: r[1] for r in rows}
     twice = sorted(t for t, n in counts.items() if n != 1)
     missing = sorted(set(task_ids) - set(counts))

@@ -165,13 +165,10 @@ def train(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
 
 # ---- critic ----------------------------------------------------------------------------------
 def _capsules(ctx: LoopContext, where: str, params: list[Any]) -> list[Capsule]:
-    con = ctx.store.connect()
-    try:
+    with ctx.store.connect() as con:
         cursor = con.execute(f"SELECT * FROM capsule WHERE {where} ORDER BY task_id", params)
         names = [d[0] for d in cursor.description]
         return [Capsule(**dict(zip(names, row))) for row in cursor.fetchall()]
-    finally:
-        con.close()
 
 
 def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
@@ -228,22 +225,16 @@ def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
                                f"{len(items)} failures not reviewed)")
     for error in errors:
         log.warning("round %d critic: %s", round_, error)
-    con = ctx.store.connect()
-    try:
+    with ctx.store.connect() as con:
         summary.verdicts = con.execute("SELECT count(*) FROM verdict WHERE round = ?",
                                        [round_]).fetchone()[0]
-    finally:
-        con.close()
     return f"{summary.verdicts} verdicts, {len(errors)} without one"
 
 
 # ---- metasynth / synth / curate / snapshot ---------------------------------------------------
 def _window(ctx: LoopContext, round_: int) -> list:
-    con = ctx.store.connect()
-    try:
+    with ctx.store.connect() as con:
         return recent_verdicts(con, round_, ctx.config.synth.window_rounds)
-    finally:
-        con.close()
 
 
 def metasynth_due(config: LoopConfig, round_: int, *, train_tasks: int = 0,

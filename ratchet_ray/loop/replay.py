@@ -70,13 +70,10 @@ def mark_calls_recorded(run: RunDir, round_: int, result_file: str) -> None:
 
 
 def _events_since(store: EvidenceStore, round_: int, since: float) -> list[tuple[str, str]]:
-    con = store.connect()
-    try:
+    with store.connect() as con:
         return con.execute("SELECT event, skill_id FROM skill_event WHERE round = ? AND "
                            "created_at >= ? ORDER BY created_at, skill_id",
                            [round_, since]).fetchall()
-    finally:
-        con.close()
 
 
 def _started(run: RunDir, round_: int, result_file: str) -> float | None:

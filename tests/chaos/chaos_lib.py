@@ -183,8 +183,7 @@ def ray_actor_processes(kind: str | None = None) -> list[psutil.Process]:
 # ---- invariants ----------------------------------------------------------------------------
 def _facts(run_dir: Path) -> dict:
     run = RunDir(run_dir)
-    con = EvidenceStore(run_dir).connect()
-    try:
+    with EvidenceStore(run_dir).connect() as con:
         capsules = con.execute("SELECT round, split, task_id, count(*) FROM capsule "
                                "GROUP BY ALL").fetchall()
         failures = set(con.execute(
@@ -199,8 +198,6 @@ def _facts(run_dir: Path) -> dict:
         pass_by_round = con.execute(
             "SELECT round, split, count_if(passed), count(*) FROM capsule GROUP BY ALL "
             "ORDER BY ALL").fetchall()
-    finally:
-        con.close()
     bank = {}
     for path in sorted((run_dir / "skills").glob("*.yaml")):
         status = next(line.split(":", 1)[1].strip() for line in path.read_text().splitlines()

@@ -15,12 +15,9 @@ from ratchet_ray.types import RoundSummary
 
 
 def _all_rows(store: EvidenceStore) -> dict[str, list]:
-    con = store.connect()
-    try:
+    with store.connect() as con:
         return {kind: con.execute(f'SELECT * FROM "{kind}" ORDER BY ALL').fetchall()
                 for kind in KINDS}
-    finally:
-        con.close()
 
 
 def test_cached_reads_equal_the_views_and_see_every_new_part(run_dir):

@@ -77,12 +77,9 @@ def test_cli_resume_accepts_only_budget_overrides(tmp_path):
 
 # ---- a real run on local Ray ------------------------------------------------------------------
 def spend(run_dir: Path, where: str = "true") -> int:
-    con = EvidenceStore(run_dir).connect()
-    try:
+    with EvidenceStore(run_dir).connect() as con:
         return con.execute(f"SELECT coalesce(sum(input_tokens + output_tokens), 0) FROM llm_call "
                            f"WHERE {where}").fetchone()[0]
-    finally:
-        con.close()
 
 
 @pytest.mark.slow

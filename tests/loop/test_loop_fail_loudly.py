@@ -49,12 +49,9 @@ def _run_dir(tmp_path: Path) -> Path:
 
 
 def _capsules(run_dir: Path) -> list[tuple]:
-    con = EvidenceStore(run_dir).connect()
-    try:
+    with EvidenceStore(run_dir).connect() as con:
         return con.execute("SELECT split, task_id, infra_failure, exit_status FROM capsule "
                            "ORDER BY split, task_id").fetchall()
-    finally:
-        con.close()
 
 
 @pytest.fixture

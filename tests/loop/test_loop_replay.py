@@ -12,12 +12,9 @@ META = "metasynth.json"
 
 
 def _lost_rows(store: EvidenceStore) -> int:
-    con = store.connect()
-    try:
+    with store.connect() as con:
         return con.execute("SELECT count(*) FROM llm_call WHERE NOT ok AND role = 'metasynth'"
                            ).fetchone()[0]
-    finally:
-        con.close()
 
 
 def _meta_added(store: EvidenceStore, round_: int, skill_id: str) -> None:

@@ -93,8 +93,7 @@ def _run(root: Path, seed: int) -> Path:
 
 def evidence(run_dir: Path) -> dict:
     """Everything a seed may change, without run ids or timestamps."""
-    con = EvidenceStore(run_dir).connect()
-    try:
+    with EvidenceStore(run_dir).connect() as con:
         return {
             "capsules": con.execute("SELECT round, split, task_id, skill_id, passed, output "
                                     "FROM capsule ORDER BY ALL").fetchall(),
@@ -102,8 +101,6 @@ def evidence(run_dir: Path) -> dict:
                                     "ORDER BY ALL").fetchall(),
             "skills": sorted(p.name for p in (run_dir / "skills").glob("*.yaml")),
         }
-    finally:
-        con.close()
 
 
 @pytest.mark.slow

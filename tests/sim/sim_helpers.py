@@ -24,8 +24,5 @@ def run_sim(config: LoopConfig) -> Path:
 def rows(run_dir: Path, sql: str) -> list[tuple]:
     from ratchet_ray.evidence.store import EvidenceStore
 
-    con = EvidenceStore(run_dir).connect()
-    try:
+    with EvidenceStore(run_dir).connect() as con:
         return con.execute(sql).fetchall()
-    finally:
-        con.close()

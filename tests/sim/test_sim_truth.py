@@ -55,11 +55,8 @@ def run_dir(tmp_path):
 
 def test_counterfactual_stats_are_pass_skill_minus_pass_none(run_dir):
     path, _, _ = run_dir
-    con = EvidenceStore(path).connect()
-    try:
+    with EvidenceStore(path).connect() as con:
         stats = counterfactual_stats(con)
-    finally:
-        con.close()
     # pairs: (pass, fail) and (fail, fail): c_cf = 1/2 - 0/2 = +0.5
     assert stats["s1"].trials == 2 and stats["s1"].contribution == 0.5
     assert (stats["s1"].successes, stats["s1"].failures) == (1, 0)

@@ -79,13 +79,10 @@ def _write_run_inputs(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _capsules(run_dir: Path) -> dict[str, dict]:
-    con = EvidenceStore(run_dir).connect()
-    try:
+    with EvidenceStore(run_dir).connect() as con:
         cursor = con.execute("SELECT * FROM capsule")
         names = [d[0] for d in cursor.description]
         return {row[names.index("task_id")]: dict(zip(names, row)) for row in cursor.fetchall()}
-    finally:
-        con.close()
 
 
 @pytest.mark.docker

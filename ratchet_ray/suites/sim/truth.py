@@ -151,14 +151,11 @@ def analyze_run(run_dir: str | Path, delta: float = DEFAULT_DELTA) -> RunTruth:
     def p(task_id: str, skill_id: str) -> float:
         return world.p(task_id, tokens.get(skill_id) if skill_id != NONE_SKILL else None)
 
-    con = EvidenceStore(path).connect()
-    try:
+    with EvidenceStore(path).connect() as con:
         capsules = _rows(con, "SELECT round, split, task_id, skill_id, passed, "
                               "coalesce(attempt, 0) FROM capsule ORDER BY round, task_id")
         events = _rows(con, "SELECT round, skill_id, event FROM skill_event "
                             "ORDER BY round, created_at")
-    finally:
-        con.close()
     first: dict[tuple[str, str], int] = {}
     for round_, skill_id, event in events:
         first.setdefault((skill_id, event), int(round_))
