@@ -166,7 +166,7 @@ def main(suite: str, out: Path | None, probes: int, limit: int | None, temperatu
          llm: str | None, config_files: tuple, sets: tuple, dataset_path: Path | None,
          workers: int | None) -> None:
     """Direct-LLM baseline of SUITE (no skills), resumable."""
-    from ratchet_ray.config import ConfigError, layered_files, load_config
+    from ratchet_ray.config_files import ConfigError, layered_files, load_config
 
     overrides = build_overrides(suite, llm=llm, dataset_path=dataset_path, workers=workers)
     overrides.append(f"llm.temperature={temperature}")

@@ -132,7 +132,7 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, sc
                     cost_budget_usd, floor_tau, floor_n_min, floor_cap, floor_delta,
                     dataset_path, results_dir) -> None:
     """Run the skill loop per seed with the candidate overlay; print the contract line."""
-    from ratchet_ray.config import ConfigError
+    from ratchet_ray.config_files import ConfigError
     from ratchet_ray.experiment.contract import format_contract
     from ratchet_ray.experiment.skill_eval import FloorParams, skill_loop_contract
 
@@ -171,7 +171,7 @@ def _run_seed(suite, subset, seed, rounds, overlay, meta_skill, dataset_path, ou
 
     from ratchet_ray.bank.metaskills import default_metaskill, dump_metaskill
     from ratchet_ray.cli.run import build_overrides
-    from ratchet_ray.config import load_config
+    from ratchet_ray.config_files import load_config
     from ratchet_ray.loop.driver import open_run, run_loop
 
     overrides = build_overrides(suite, rounds=rounds, subset=subset, seed=seed,

@@ -30,7 +30,7 @@ from ratchet_ray.llm.cache import CACHE_DIRNAME
 @click.option("--base-url", default=None, help="Server URL for --llm openai.")
 def doctor(backend: str | None, suite: str, config_files: tuple[str, ...], base_url: str | None) -> None:
     """Pre-flight: Ray, model or credentials + a one-token call, an embedding, dataset, Docker."""
-    from ratchet_ray.config import layered_files, load_config
+    from ratchet_ray.config_files import layered_files, load_config
     from ratchet_ray.llm.doctor import run_checks
     from ratchet_ray.suites.swebench.settings import settings_from_config
 

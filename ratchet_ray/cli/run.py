@@ -50,7 +50,7 @@ _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config
 def run(suite: str | None, resume: Path | None, quiet: bool, **flags) -> None:
     """Run the Ratchet skill loop on SUITE (mbpp, swebench, sim, or a plugin suite named with
     --set suite_plugins=[path.py] or $RATCHET_SUITES), or --resume a run."""
-    from ratchet_ray.config import ConfigError, layered_files, load_config
+    from ratchet_ray.config_files import ConfigError, layered_files, load_config
     from ratchet_ray.loop.driver import RunSetupError, run_loop
 
     given = [k for k in _CONFIG_FLAGS if flags.get(k) not in (None, False, ())]

@@ -23,7 +23,8 @@ from ratchet_ray.bank.metaskills import MetaSkillFileError
 from ratchet_ray.bank.skill_bank import BankError, SkillBank
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill
 from ratchet_ray.cli.evidence import FORMATS, emit_rows, require_run_dir, writer_lock
-from ratchet_ray.config import ConfigError, LoopConfig, load_config
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.config_files import ConfigError, load_config
 from ratchet_ray.evidence.queries import EMPTY_STATS, failed_llm_calls, recent_skill_events
 from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
 from ratchet_ray.governance import curator

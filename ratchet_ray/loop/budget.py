@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from ratchet_ray.config import BudgetSettings, ConfigError, LoopConfig, load_config
+from ratchet_ray.config import BudgetSettings, LoopConfig
+from ratchet_ray.config_files import ConfigError, load_config
 from ratchet_ray.loop.breaker import RunStopped
 
 BUDGET_PREFIX = "budget."

@@ -39,7 +39,8 @@ import ray
 
 from actors.pools import PoolError
 from ratchet_ray.bank.checkpoints import available_rounds
-from ratchet_ray.config import LoopConfig, dump_config
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.config_files import dump_config
 from ratchet_ray.evidence.schema import to_records
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.fsutil import disk_full

@@ -40,7 +40,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Literal, Mapping, Sequence
 
-from ratchet_ray.config import ConfigError, LoopConfig, load_config
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.config_files import ConfigError, load_config
 from ratchet_ray.loop.rundir import RunDir, write_json
 from ratchet_ray.resources import configs_dir
 from ratchet_ray.runlock import RunDirBusy, RunLock
@@ -147,7 +148,7 @@ def check_sets(sets: Sequence[str]) -> None:
 def child_config(spec: SweepSpec, arm: str, seed: int) -> LoopConfig:
     """The config a new child of ``arm``/``seed`` will resolve (validates the flags early)."""
     from ratchet_ray.loop.flags import build_overrides
-    from ratchet_ray.config import layered_files
+    from ratchet_ray.config_files import layered_files
 
     overrides = build_overrides(spec.suite, rounds=spec.rounds, n_train=spec.n_train,
                                 n_eval=spec.n_eval, subset=spec.subset, seed=seed,

@@ -23,7 +23,7 @@ from chaos_lib import REPORT, Driver
 from chaos_llm_server import ChaosLLMServer
 from loop_helpers import scenario_config, scenario_models
 from ratchet_ray.cli import main as ratchet
-from ratchet_ray.config import dump_config
+from ratchet_ray.config_files import dump_config
 
 
 def _config(work: Path) -> str:

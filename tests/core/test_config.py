@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ratchet_ray.config import (ENV_DEFAULTED, ConfigError, LoopConfig, dump_config, layered_files,
-                                load_config, suite_files)
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.config_files import (ENV_DEFAULTED, ConfigError, dump_config, layered_files, load_config, suite_files)
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 DEFAULT = CONFIGS / "default.yaml"

@@ -206,7 +206,7 @@ def scenario_config(tmp_path, rounds: int):
     meta-synth after every second round."""
     import json
 
-    from ratchet_ray.config import load_config
+    from ratchet_ray.config_files import load_config
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     subset = tmp_path / "subset.json"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.config import load_config
+from ratchet_ray.config_files import load_config
 from ratchet_ray.loop.rundir import RunDir
 from ratchet_ray.loop.sweep import (Job, SweepError, SweepSpec, check_sweep_file, cpus_per_run,
                                     plan_jobs, run_jobs)

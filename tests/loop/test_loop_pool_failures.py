@@ -19,7 +19,8 @@ from actors.pools import (ActorStartError, ActorStartTimeout, ResilientPool, cal
 from actors.solver import SolverActor
 from fakes import HashEmbedder, ScriptedLLM
 from loop_helpers import BadBaseUrl, FailingRouterLLM, SlowCanonical, Worker
-from ratchet_ray.config import LoopConfig, load_config
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.config_files import load_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.breaker import InfraBreaker, InfraFailureStop, RunStopped
 from ratchet_ray.loop.execute import SplitRunner, call_rows

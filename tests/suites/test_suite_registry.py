@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fakes import ScriptedLLM
-from ratchet_ray.config import ConfigError, load_config
+from ratchet_ray.config_files import ConfigError, load_config
 from ratchet_ray.roles.solver import solve
 from ratchet_ray.suites import (SuitePluginError, SuiteRegistryError, get_suite, load_plugins,
                                 register, settings_for, suite_for, suite_names, unregister)

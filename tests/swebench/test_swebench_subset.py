@@ -15,7 +15,7 @@ import swebench_instances
 from jobs.baseline import run_baseline
 from jobs.select_subset import repo_of, select_subset
 from ratchet_ray.cli.run import build_overrides
-from ratchet_ray.config import load_config
+from ratchet_ray.config_files import load_config
 from ratchet_ray.loop.runtime import Models
 from ratchet_ray.suites.swebench.container import leftover_containers
 from test_swebench_loop import AgentScript

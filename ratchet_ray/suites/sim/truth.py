@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ratchet_ray.bank.skill_io import load_skill_folder
-from ratchet_ray.config import load_config
+from ratchet_ray.config_files import load_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.suites.sim import world_spec
 from ratchet_ray.suites.sim.world import World, parse_token

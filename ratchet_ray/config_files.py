@@ -1,0 +1,156 @@
+"""Config files: the layering of YAML files and ``key.sub=value`` overrides into one ``LoopConfig``.
+
+Contracts:
+- ``load_config(files, overrides)`` merges the files in order, then the overrides, and validates;
+  any problem raises ``ConfigError`` naming the file or override, the key, and the valid keys or
+  values.
+- ``suite_files(suite)`` is the suite's own layer (``configs/<suite>.yaml`` when it exists);
+  every entry point resolves Default -> suite file -> ``--config`` / arm files -> flags and
+  ``--set`` (``layered_files``), so a suite's paper values (e.g. 20 SWE-bench rounds) hold under
+  every arm, the baseline and the subset selection.
+- ``dump_config`` writes the resolved config (``config.yaml`` in the run dir) so that
+  ``load_config([that file])`` reproduces it exactly.
+
+The schema itself (``LoopConfig`` and its sections) is ``ratchet_ray.config``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from ratchet_ray import resources
+from ratchet_ray.config import LoopConfig
+
+# Keys whose default comes from the environment when a config is built (see
+# ``backend_settings``): configs/default.yaml leaves them out so that layering it never pins them.
+ENV_DEFAULTED = ("dataset_path", "llm.local", "llm.openai", "llm.bedrock", "llm.prices",
+                 "grader.evalplus_timeout_per_task_s")
+
+CONFIGS_DIR = resources.configs_dir()  # the checkout's, or the copy a wheel ships
+
+
+def suite_files(suite: str, configs_dir: Path = CONFIGS_DIR) -> list[Path]:
+    """The suite's layer on top of the Default: ``configs/<suite>.yaml`` if it exists."""
+    path = configs_dir / f"{suite}.yaml"
+    return [path] if path.is_file() else []
+
+
+def layered_files(suite: str, files: Iterable[str | Path] = ()) -> list[Path]:
+    """Default -> suite file -> ``files`` (``--config`` or an arm's file), in that order."""
+    return [*suite_files(suite), *(Path(f) for f in files)]
+
+
+class ConfigError(ValueError):
+    """A config file or override is invalid; the message names where, what and the valid choices."""
+
+
+def _parse_override(text: str) -> tuple[list[str], Any]:
+    if "=" not in text:
+        raise ConfigError(f"override {text!r}: expected key.sub=value, e.g. curator.active_cap=100")
+    key, raw = text.split("=", 1)
+    return key.strip().split("."), yaml.safe_load(raw) if raw.strip() else None
+
+
+def _set_path(tree: dict, path: list[str], value: Any, origin: str) -> None:
+    model: type[BaseModel] | None = LoopConfig
+    for i, part in enumerate(path):
+        fields = model.model_fields if model else {}
+        if part not in fields:
+            where = ".".join(path[:i]) or "top level"
+            raise ConfigError(
+                f"{origin}: unknown key {'.'.join(path[: i + 1])!r} at {where}; "
+                f"valid keys: {', '.join(sorted(fields))}"
+            )
+        annotation = fields[part].annotation
+        if getattr(annotation, "__origin__", None) is dict:
+            # Free-form section (suite_settings): its keys are checked by the model validator.
+            _set_free(tree, path[i:], value, origin)
+            return
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        if i == len(path) - 1:
+            tree[part] = value
+        else:
+            tree = tree.setdefault(part, {})
+            if not isinstance(tree, dict):
+                raise ConfigError(f"{origin}: {'.'.join(path[: i + 1])} is not a section")
+
+
+def _set_free(tree: dict, path: list[str], value: Any, origin: str) -> None:
+    for i, part in enumerate(path[:-1]):
+        tree = tree.setdefault(part, {})
+        if not isinstance(tree, dict):
+            raise ConfigError(f"{origin}: {'.'.join(path[: i + 1])} is not a section")
+    tree[path[-1]] = value
+
+
+def _section(model: type[BaseModel] | None, key: str) -> type[BaseModel] | None:
+    """The settings model of field ``key`` of ``model`` when it is a section, else None."""
+    field = model.model_fields.get(key) if model else None
+    annotation = field.annotation if field else None
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
+def _flatten(data: dict, prefix: tuple[str, ...] = (),
+             model: type[BaseModel] | None = None) -> Iterable[tuple[list[str], Any]]:
+    # Sections are walked key by key; a mapping-valued field (llm.prices) is one value, and so
+    # is anything under an unknown key (``_set_path`` names it).
+    model = LoopConfig if not prefix and model is None else model
+    for key, value in data.items():
+        path = (*prefix, str(key))
+        section = _section(model, str(key))
+        if isinstance(value, dict) and value and (section is not None or model is None
+                                                  or str(key) not in model.model_fields):
+            yield from _flatten(value, path, section)
+        else:
+            yield list(path), value
+
+
+def _explain(err: ValidationError, origin: str) -> ConfigError:
+    lines = []
+    for item in err.errors():
+        loc = ".".join(str(p) for p in item["loc"])
+        expected = item.get("ctx", {}).get("expected")
+        hint = f" (valid: {expected})" if expected else ""
+        lines.append(f"{origin}: {loc}: {item['msg']}{hint}")
+    return ConfigError("\n".join(lines))
+
+
+def load_config(files: Iterable[str | Path] = (), overrides: Iterable[str] = ()) -> LoopConfig:
+    """Merge YAML ``files`` in order, then ``overrides`` (``key.sub=value``); validate once."""
+    tree: dict[str, Any] = {}
+    for file in files:
+        path = Path(file)
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{path}: cannot read YAML: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping of config keys at the top level")
+        for key_path, value in _flatten(data):
+            _set_path(tree, key_path, value, str(path))
+    for text in overrides:
+        key_path, value = _parse_override(text)
+        _set_path(tree, key_path, value, f"override {text!r}")
+    try:
+        return LoopConfig.model_validate(tree)
+    except ValidationError as exc:
+        raise _explain(exc, "config") from exc
+    except ValueError as exc:  # an environment default that cannot be used (it names itself)
+        raise ConfigError(f"config: {exc}") from exc
+
+
+def dump_config(config: LoopConfig, path: str | Path) -> None:
+    """Write the resolved config, backend settings included; ``load_config([path])`` gives back
+    an equal config, except that a ``llm.base_url`` with user info is written without it (no
+    secret is ever written; see ``ratchet_ray.backend_settings``)."""
+    from ratchet_ray.fsutil import atomic_write_text
+    from ratchet_ray.redact import redact_url
+
+    data = config.model_dump(mode="json")
+    if data["llm"].get("base_url"):
+        data["llm"]["base_url"] = redact_url(data["llm"]["base_url"])
+    atomic_write_text(path, yaml.safe_dump(data, sort_keys=False))
