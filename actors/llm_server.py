@@ -9,7 +9,8 @@ Contracts:
 - The server is detached: a non-detached named actor would die with whichever task happened to
   create it. ``release_llm_actors(scope)`` kills the model servers and rate limiters of that
   scope (the loop calls it when a run ends: normal exit, failure or Ctrl-C; a killed driver's
-  servers are reused and then released by ``--resume``); ``release_llm_actors()`` kills every
+  servers leave by themselves once its lease is gone, ``actors.run_lease``, unless a
+  ``--resume`` takes the lease again first); ``release_llm_actors()`` kills every
   one of namespace ``ratchet`` (clean-up after crashed runs). A later call starts them again.
 - The actor runs generations one at a time (llama.cpp contexts are not thread-safe) and
   embeddings one at a time, in two concurrency groups, so an embedding never waits behind a long
@@ -37,6 +38,7 @@ from ray.exceptions import RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.rate_limiter import DEFAULT_SCOPE, cluster_limiter, scope_token
+from actors.run_lease import watch_run_lease
 from ratchet_ray.llm.base import InputType, Message, Reply
 from ratchet_ray.llm.local import LocalConfig, LocalLLM, LocalModelServer, MiniLMEmbedder
 from ratchet_ray.llm.services import LLMServices
@@ -47,6 +49,10 @@ NAMESPACE = "ratchet"
 # num_cpus=0: the server must never wait for a CPU slot held by the very actors it serves.
 @ray.remote(num_cpus=0, concurrency_groups={"generate": 1, "embed": 1})
 class LLMServerActor(LocalModelServer):
+    def __init__(self, config: LocalConfig, scope: str = DEFAULT_SCOPE):
+        super().__init__(config)
+        watch_run_lease(scope)
+
     @ray.method(concurrency_group="generate")
     def complete(self, messages: Sequence[Message], **kwargs: Any) -> Reply:
         return super().complete(messages, **kwargs)
@@ -66,7 +72,7 @@ def get_node_server(config: LocalConfig, scope: str = DEFAULT_SCOPE):
         name=server_name(node_id, config, scope), namespace=NAMESPACE, get_if_exists=True,
         lifetime="detached",
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
-    ).remote(config)
+    ).remote(config, scope)
 
 
 def release_llm_actors(scope: str | None = None) -> list[str]:

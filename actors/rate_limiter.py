@@ -10,7 +10,8 @@ Contracts:
   critic and synthesizer of a run (``scope``: its run id, or a scope several runs share, e.g.
   a sweep's ``llm.limiter_scope``) draws on one budget. Callers sleep in their own process; the
   actor only books. It is detached (a non-detached named actor dies with the task that happened
-  to create it); ``actors.llm_server.release_llm_actors(scope)`` removes it when its run ends.
+  to create it); ``actors.llm_server.release_llm_actors(scope)`` removes it when its run ends,
+  and it leaves by itself when the driver of its run dies (``actors.run_lease``).
 - ``SharedLimiter`` pickles without its actor handle and re-resolves it where it lands.
 """
 
@@ -22,13 +23,25 @@ import time
 import ray
 from ray.exceptions import RayActorError
 
+from actors.run_lease import watch_run_lease
 from ratchet_ray.llm.ratelimit import Limiter, LocalLimiter, RateLimiter
 
 NAMESPACE = "ratchet"
 DEFAULT_SCOPE = "shared"
 """The scope of clients built outside a run (tools, tests); a run uses its run id."""
 
-RateLimiterActor = ray.remote(num_cpus=0)(RateLimiter)
+
+
+class RateLimiterProcess(RateLimiter):
+    """The limiter as a run's actor: it leaves when its run's driver is gone (``run_lease``)."""
+
+    def __init__(self, requests_per_minute: int, tokens_per_minute: int,
+                 scope: str = DEFAULT_SCOPE):
+        super().__init__(requests_per_minute, tokens_per_minute)
+        watch_run_lease(scope)
+
+
+RateLimiterActor = ray.remote(num_cpus=0)(RateLimiterProcess)
 
 
 def scope_token(scope: str) -> str:
@@ -59,7 +72,7 @@ class SharedLimiter:
             self._handle = RateLimiterActor.options(
                 name=limiter_name(self.key, self.rpm, self.tpm, self.scope), namespace=NAMESPACE,
                 get_if_exists=True, lifetime="detached",
-            ).remote(self.rpm, self.tpm)
+            ).remote(self.rpm, self.tpm, self.scope)
         return self._handle
 
     def acquire(self, tokens: int) -> float:

@@ -38,6 +38,7 @@ from typing import Callable, Sequence
 import ray
 
 from actors.pools import PoolError
+from actors.run_lease import hold_run_lease
 from ratchet_ray.bank.checkpoints import available_rounds
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import dump_config
@@ -200,6 +201,7 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
     log.info("%s run %s: %d train / %d eval tasks, %d rounds", "resuming" if resume else "starting",
              run.path, len(train_tasks), len(eval_tasks), config.rounds)
     runtime = None
+    lease = hold_run_lease(run.run_id)  # the run's detached servers leave if this driver dies
     try:
         preflight(config, models)
         runtime = start_runtime(config, run.path, run.run_id, train_tasks, models)
@@ -238,6 +240,7 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
         if runtime is not None:
             runtime.shutdown()
         release_run(run.run_id)  # its model servers, limiters and bank, however the run ended
+        ray.kill(lease)
         if started_ray:
             ray.shutdown()
         run.detach_log(handler)

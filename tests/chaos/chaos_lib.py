@@ -29,7 +29,7 @@ DRIVER = Path(__file__).resolve().parent / "chaos_driver.py"
 ROUNDS = int(os.environ.get("CHAOS_ROUNDS", "2"))  # `make chaos`: 3
 PHASES = ("eval", "rollback", "train", "critic", "metasynth", "synth", "curate", "snapshot")
 ACTOR_KINDS = ("SolverWorker", "GraderWorker", "CriticWorker", "SynthesizerWorker",
-               "SkillBankProcess", "LLMServerActor", "RateLimiter")
+               "SkillBankProcess", "LLMServerActor", "RateLimiterProcess")
 INVARIANTS = ("capsule exactly once", "one verdict per train failure", "skill events = bank files",
               "bank = reference bank", "every round summary", "pass@1 per round = reference",
               "no orphan processes")
