@@ -4,9 +4,13 @@
 dataset, the sandbox probe and the ground-truth memo) and then grades many outputs; every grade
 runs the generated code in its own sandbox process, so nothing the code does reaches the actor::
 
-    grader = GraderActor.options(num_cpus=0.5).remote(config, str(run_dir))
+    grader = GraderActor.options(num_cpus=0.5).remote(config, artifacts)  # or a run-dir path
     ray.get(grader.warm.remote([t.task_id for t in tasks]))   # optional: precompute test oracles
     result = ray.get(grader.grade.remote(task, output))         # a GradeResult, never an exception
+
+The second argument is where the grader's artifacts go (SWE-bench logs and reports, the sim
+world): the run's ``ratchet_ray.artifacts.Artifacts`` (``actors.artifacts.RemoteArtifacts`` on a
+cluster, so they reach the head's run dir), or a folder of this node (single-node tests).
 
 ``grade`` never raises: a grader that breaks its own contract still yields a ``GradeResult``
 (``infra_failure=True``, ``exit_status`` = the exception's name), so every task gets a row.
@@ -22,6 +26,8 @@ from typing import Iterable
 
 import ray
 
+from actors.batching import BatchCalls
+from ratchet_ray.artifacts import Artifacts
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.suites import suite_for
 from ratchet_ray.types import GradeResult, Task
@@ -29,12 +35,14 @@ from ratchet_ray.types import GradeResult, Task
 log = logging.getLogger(__name__)
 
 
-class GraderWorker:
-    """Plain class behind ``GraderActor`` (unit tests use it without Ray)."""
+class GraderWorker(BatchCalls):
+    """Plain class behind ``GraderActor`` (unit tests use it without Ray); ``call_batch``
+    grades several outputs in one call (``actors.batching``)."""
 
-    def __init__(self, config: LoopConfig, run_dir: str | Path):
+    def __init__(self, config: LoopConfig, run_dir: str | Path | Artifacts):
         self.suite_name = config.suite
-        self.grader = suite_for(config).make_grader(config, Path(run_dir))
+        artifacts = run_dir if isinstance(run_dir, Artifacts) else Path(run_dir)
+        self.grader = suite_for(config).make_grader(config, artifacts)
 
     def grade(self, task: Task, output: str) -> GradeResult:
         started = time.monotonic()

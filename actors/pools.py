@@ -4,13 +4,15 @@ Contracts:
 - ``ResilientPool(make_actor, size, name=...)`` owns ``size`` actor handles from ``make_actor()``.
   ``submit(method, item, *args)`` queues one call ``actor.<method>(item, *args)``; at most one call
   is in flight per actor, so work spreads evenly and a dead actor takes at most one job with it.
-- ``complete(ref)`` turns a finished object ref into a ``PoolResult`` (value or error). When the
-  actor died (``RayActorError``: killed, crashed, out of memory) the pool replaces the actor,
-  replays the setup calls recorded by ``broadcast`` on the new one, resubmits the job and returns
-  ``None``; after ``max_attempts`` deaths the job comes back as a failed result instead. An
-  exception raised *inside* the method is a failed result at once (no retry): it is the job's
-  outcome, not the actor's. Each death of an actor under a job is kept in ``pool.lost`` (what
-  was being run, the attempt and the error) so a caller can account for the work it lost.
+- ``complete(ref)`` turns a finished object ref into its ``PoolResult`` (value or error), one per
+  job of the call. When the actor died (``RayActorError``: killed, crashed, out of memory) the
+  pool replaces the actor, replays the setup calls recorded by ``broadcast`` on the new one (the
+  loop's actors need none: what they work on travels with each call), resubmits the job and
+  returns no result for it; after ``max_attempts`` deaths the job comes back as a failed result
+  instead. An exception raised *inside* the method is a failed result at once (no retry): it
+  is the job's outcome, not the actor's. Each death of an actor under a job is kept in
+  ``pool.lost`` (what was being run, the attempt and the error) so a caller can account for the
+  work it lost.
 - Start-up: every actor's ``__ray_ready__`` is watched. An actor whose constructor raised stops
   the pool's caller with ``ActorStartError`` carrying the constructor's own exception (it is
   never retried: a bad base URL or a missing image fails the same way every time); an actor not
@@ -25,6 +27,15 @@ Contracts:
   dropped it before it started.
 - ``call_one(pool, method, *args)``: one call on a (typically one-actor) pool, healed first; how
   the loop drives its stateful helpers (the Synthesizer) so a dead one is replaced, not fatal.
+- Batching (``batch`` other than 1; the actors must offer ``actors.batching.BatchCalls``):
+  queued jobs of one method with equal keyword arguments travel together, in queue order, as
+  one ``call_batch`` (``actors.batching.BatchSizer`` decides how many: ``batch`` N at most N,
+  None adaptive). Each job still yields its own ``PoolResult``; an exception of one job is that
+  job's result. An actor that dies mid-call loses the whole call: every job in it counts the
+  attempt (one ``LostAttempt`` each) and goes back to the front of the queue, so each job still
+  yields exactly one result (no job of a lost call returned one). ``drain`` dispatches after it
+  has handled every finished result of a wait, and ``held()`` lets a caller queue many jobs
+  before the first call leaves, so calls fill up (both only on a batching pool).
 
 Example::
 
@@ -40,12 +51,14 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
+from actors.batching import BatchSizer
 from actors.pool_errors import (ActorStartError, ActorStartTimeout, LostAttempt, PoolError,
                                 init_failure, init_failure_text, who_offers)
 
@@ -91,7 +104,10 @@ class _Job:
 @dataclass
 class _Slot:
     actor: Any
-    job: _Job | None = None
+    jobs: list[_Job] = field(default_factory=list)
+    """The jobs of the call in flight on this actor (empty when idle)."""
+    batched: bool = False
+    """Whether that call is a ``call_batch`` (else one plain method call)."""
     ready: Any = None
     """``actor.__ray_ready__`` ref until the actor is known to have started (then None)."""
     made_at: float = 0.0
@@ -114,7 +130,7 @@ class ResilientPool:
     def __init__(self, make_actor: Callable[[], Any], size: int, *, name: str,
                  max_attempts: int = 3, resources: dict[str, Any] | None = None,
                  start_timeout_s: float = START_TIMEOUT_S,
-                 setup_timeout_s: float = SETUP_TIMEOUT_S):
+                 setup_timeout_s: float = SETUP_TIMEOUT_S, batch: int | None = 1):
         if size < 1:
             raise ValueError(f"pool {name!r}: size must be >= 1, got {size}")
         self.name = name
@@ -123,6 +139,9 @@ class ResilientPool:
         """What each actor asks Ray for (named in start-up errors)."""
         self.start_timeout_s, self.setup_timeout_s = start_timeout_s, setup_timeout_s
         self._make_actor = make_actor
+        self._sizer = None if batch == 1 else BatchSizer(batch)
+        """How many jobs a call carries; None: one plain method call per job."""
+        self._held = 0
         self._slots = [self._start(_Slot(None)) for _ in range(size)]
         self._queue: deque[_Job] = deque()
         self._inflight: dict[Any, _Slot] = {}
@@ -144,7 +163,7 @@ class ResilientPool:
 
     def running(self) -> list[Any]:
         """Actors with a job in flight right now."""
-        return [slot.actor for slot in self._slots if slot.job is not None]
+        return [slot.actor for slot in self._slots if slot.jobs]
 
     def refs(self) -> list[Any]:
         return list(self._inflight)
@@ -161,6 +180,18 @@ class ResilientPool:
         self._queue.append(_Job(method, item, args, kwargs, item if key is None else key))
         self.stats.submitted += 1
         self._dispatch()
+
+    @contextmanager
+    def held(self):
+        """On a batching pool, queue jobs without starting any until the block ends (then they
+        leave in calls as full as batching allows); nests. A pool of plain calls starts each job
+        at once, as outside the block."""
+        self._held += 1
+        try:
+            yield self
+        finally:
+            self._held -= 1
+            self._dispatch()
 
     def broadcast(self, method: str, *args: Any) -> None:
         """Call ``method(*args)`` on every actor and wait; replacements replay the latest call.
@@ -265,35 +296,52 @@ class ResilientPool:
                                     f"{self.setup_timeout_s:.0f}s on {len(pending)} started "
                                     "actor(s); see run.log and the Ray worker logs")
 
-    def complete(self, ref: Any) -> PoolResult | None:
-        """Resolve a finished ref. ``None`` means its actor died and the job was resubmitted."""
+    def complete(self, ref: Any) -> list[PoolResult]:
+        """Resolve a finished ref: one result per job of its call, in the call's order. An
+        empty list means its actor died and the jobs were resubmitted."""
         slot = self._inflight.pop(ref)
-        job = slot.job
-        slot.job = None
-        job.attempts += 1
+        jobs, batched = slot.jobs, slot.batched
+        slot.jobs, slot.batched = [], False
+        for job in jobs:
+            job.attempts += 1
         try:
             value = ray.get(ref)  # ``ref`` came out of ray.wait: already finished, no blocking
         except RayActorError as err:
             self._raise_if_init_failed(err)
-            log.warning("pool %s: actor died running %s (attempt %d): %s",
-                        self.name, job.method, job.attempts, err)
-            self.lost.append(LostAttempt(job.method, job.item, job.key, job.attempts,
-                                         f"{type(err).__name__}: {err}"[:2000]))
+            log.warning("pool %s: actor died running %s on %d job(s) (attempt %d): %s",
+                        self.name, jobs[0].method, len(jobs), jobs[0].attempts, err)
             self._replace(slot)
-            if job.attempts < self.max_attempts:
-                self.stats.resubmitted += 1
-                self._queue.appendleft(job)
-                self._dispatch()
-                return None
-            return self._finish(PoolResult(job.item, error=err, attempts=job.attempts, key=job.key))
+            failed: list[PoolResult] = []
+            retry: list[_Job] = []
+            for job in jobs:
+                self.lost.append(LostAttempt(job.method, job.item, job.key, job.attempts,
+                                             f"{type(err).__name__}: {err}"[:2000]))
+                if job.attempts < self.max_attempts:
+                    retry.append(job)
+                else:
+                    failed.append(self._finish(PoolResult(job.item, error=err,
+                                                          attempts=job.attempts, key=job.key)))
+            self.stats.resubmitted += len(retry)
+            self._queue.extendleft(reversed(retry))  # first again, in their order
+            self._dispatch()
+            return failed
         except RayTaskError as err:
             self._raise_if_init_failed(err)  # the actor never started: every job would fail
             cause = err.cause if isinstance(err.cause, BaseException) else err
             self._dispatch()
-            return self._finish(PoolResult(job.item, error=cause, attempts=job.attempts,
-                                           key=job.key))
+            return [self._finish(PoolResult(job.item, error=cause, attempts=job.attempts,
+                                            key=job.key)) for job in jobs]
         self._dispatch()
-        return self._finish(PoolResult(job.item, value=value, attempts=job.attempts, key=job.key))
+        if not batched:
+            (job,) = jobs
+            return [self._finish(PoolResult(job.item, value=value, attempts=job.attempts,
+                                            key=job.key))]
+        outcomes, seconds = value
+        self._sizer.observe(jobs[0].method, len(jobs), seconds)
+        return [self._finish(PoolResult(job.item, value=out if ok else None,
+                                        error=None if ok else out, attempts=job.attempts,
+                                        key=job.key))
+                for job, (ok, out) in zip(jobs, outcomes)]
 
     def cancel_queued(self, keep: Callable[[Any], bool] = lambda key: False) -> list[Any]:
         """Drop the jobs no actor has started yet, except those whose key ``keep(key)`` holds,
@@ -343,14 +391,29 @@ class ResilientPool:
             getattr(slot.actor, method).remote(*args)
 
     def _dispatch(self) -> None:
+        if self._held and self._sizer is not None:  # plain calls gain nothing from waiting
+            return
+        queued = len(self._queue)  # the fair share is of the queue as this pass found it
         for slot in self._slots:
             if not self._queue:
                 return
-            if slot.job is None:
-                job = self._queue.popleft()
-                slot.job = job
-                ref = getattr(slot.actor, job.method).remote(job.item, *job.args, **job.kwargs)
-                self._inflight[ref] = slot
+            if slot.jobs:
+                continue
+            head = self._queue.popleft()
+            slot.jobs = [head]
+            if self._sizer is None:
+                ref = getattr(slot.actor, head.method).remote(head.item, *head.args,
+                                                              **head.kwargs)
+            else:
+                size = self._sizer.size(head.method, queued, len(self._slots))
+                while (len(slot.jobs) < size and self._queue
+                       and self._queue[0].method == head.method
+                       and self._queue[0].kwargs == head.kwargs):
+                    slot.jobs.append(self._queue.popleft())
+                slot.batched = True
+                ref = slot.actor.call_batch.remote(
+                    head.method, [(job.item, job.args) for job in slot.jobs], **head.kwargs)
+            self._inflight[ref] = slot
 
 
 def drain(pools: Sequence[ResilientPool], handle: Callable[[ResilientPool, PoolResult], None],
@@ -371,11 +434,13 @@ def drain(pools: Sequence[ResilientPool], handle: Callable[[ResilientPool, PoolR
         if ready:
             # Take every other ref that is also done, so a burst is handled in one pass.
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
-        for ref in ready:
-            pool = next(p for p in pools if p.owns(ref))
-            result = pool.complete(ref)
-            if result is not None:
-                handle(pool, result)
+        with ExitStack() as hold:  # the work these results submit leaves in full calls
+            for pool in pools:
+                hold.enter_context(pool.held())
+            for ref in ready:
+                pool = next(p for p in pools if p.owns(ref))
+                for result in pool.complete(ref):
+                    handle(pool, result)
         if tick is not None:
             tick()
 

@@ -17,13 +17,12 @@ Contracts:
 
 from __future__ import annotations
 
-import re
 import time
 
 import ray
 from ray.exceptions import RayActorError
 
-from actors.run_lease import watch_run_lease
+from actors.run_lease import scope_token, watch_run_lease
 from ratchet_ray.llm.ratelimit import Limiter, LocalLimiter, RateLimiter
 
 NAMESPACE = "ratchet"
@@ -42,11 +41,6 @@ class RateLimiterProcess(RateLimiter):
 
 
 RateLimiterActor = ray.remote(num_cpus=0)(RateLimiterProcess)
-
-
-def scope_token(scope: str) -> str:
-    """``scope`` as it appears in actor names (no '-': it separates the name's parts)."""
-    return re.sub(r"[^A-Za-z0-9_.]", "_", scope)
 
 
 def limiter_name(key: str, requests_per_minute: int, tokens_per_minute: int,

@@ -19,6 +19,7 @@ Contracts:
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 
@@ -42,9 +43,12 @@ class RunLease:
         return self.run_id
 
 
-def lease_name(scope: str) -> str:
-    from actors.rate_limiter import scope_token
+def scope_token(scope: str) -> str:
+    """``scope`` as it appears in actor names (no '-': it separates the name's parts)."""
+    return re.sub(r"[^A-Za-z0-9_.]", "_", scope)
 
+
+def lease_name(scope: str) -> str:
     return f"ratchet-lease-{scope_token(scope)}"
 
 

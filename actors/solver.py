@@ -1,10 +1,16 @@
-"""Ray actor for the Solver pool: route + solve one task against the round's bank snapshot.
+"""Ray actor for the Solver pool: route + solve tasks against the bank snapshot each call carries.
 
-``SolverActor = ray.remote(SolverWorker)``; see ``ratchet_ray.roles.workers.SolverWorker``::
+``SolverActor``: ``ratchet_ray.roles.workers.SolverWorker`` plus ``actors.batching.BatchCalls``
+(several tasks per call), under the same class name (process titles, the Ray dashboard and the
+chaos tests name actors by it). The actor holds no state a replacement would need: the split's
+bank travels as an object ref with every call, and the worker only memoizes the last
+snapshot's index::
 
     solver = SolverActor.remote(config)            # builds its LLM from config.llm
-    ray.get(solver.set_bank.remote(active_skills))  # once per round
-    outcome = ray.get(solver.run.remote(task, "train", round_))
+    bank = ray.put(BankSnapshot.of(active_skills))  # once per split, on the driver
+    outcome = ray.get(solver.run.remote(task, "train", round_, bank=bank))
+    outcomes, seconds = ray.get(solver.call_batch.remote("run", [(task, ("train", round_))],
+                                                         bank=bank))
 
 ``launch_solvers`` starts ``n`` of them with the given per-actor resources.
 """
@@ -15,8 +21,14 @@ from typing import Any
 
 import ray
 
+from actors.batching import BatchCalls
 from ratchet_ray.config import LoopConfig
-from ratchet_ray.roles.workers import SolverWorker
+from ratchet_ray.roles import workers
+
+
+class SolverWorker(workers.SolverWorker, BatchCalls):
+    """The Solver as a pool actor: one task per ``run``, or several per ``call_batch``."""
+
 
 SolverActor = ray.remote(SolverWorker)
 

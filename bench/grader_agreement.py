@@ -4,8 +4,10 @@
 
 Solutions per task: the canonical solution (evalplus's ``prompt + canonical_solution``), a
 known-wrong one (returns None), and a forgery (returns an object whose ``__eq__`` is always True).
-Each side runs in its own process with a private cache dir: first its ground truth (ours: the
-batch ``GroundTruthStore.ensure_all``; evalplus: ``get_groundtruth``), timed apart, then the
+Each side runs in its own process with a private cache dir (evalplus's through
+``XDG_CACHE_HOME``, set before it is imported: a ground truth left in ``~/.cache/evalplus`` would
+be loaded instead of computed): first its ground truth (ours: one ``GroundTruthStore`` batch with
+``--workers`` processes; evalplus: ``get_groundtruth``, sequential), timed apart, then the
 grading of every solution with ``--workers`` processes (ours: one ``MbppGrader`` per worker
 process; evalplus: ``evaluate(parallel=workers)``, its fast-check mode; with ``--tasks`` the
 per-sample ``check_correctness`` that ``evaluate`` calls, in the same kind of pool). Prints the
@@ -73,7 +75,7 @@ def side_ours(task_ids: list[str], workers: int, cache_dir: str) -> dict:
 
     dataset = load_mbpp_plus(os.environ["MBPP_OVERRIDE_PATH"])
     started = time.monotonic()
-    GroundTruthStore(dataset, cache_dir=cache_dir).ensure(task_ids)
+    GroundTruthStore(dataset, cache_dir=cache_dir, workers=workers).ensure(task_ids)
     groundtruth_s = time.monotonic() - started
     items = [(t, kind, code) for t in task_ids
              for kind, code in solutions(dataset.problem(t)).items()]
@@ -89,11 +91,15 @@ def side_ours(task_ids: list[str], workers: int, cache_dir: str) -> dict:
 
 
 def side_evalplus(task_ids: list[str], workers: int, cache_dir: str) -> dict:
-    os.environ["XDG_CACHE_HOME"] = cache_dir  # before evalplus computes CACHE_DIR
     from evalplus.data import get_mbpp_plus, get_mbpp_plus_hash
+    from evalplus.data.utils import CACHE_DIR
     from evalplus.eval._special_oracle import MBPP_OUTPUT_NOT_NONE_TASKS
     from evalplus.evaluate import evaluate, get_groundtruth
 
+    # evalplus fixes CACHE_DIR at import; a ground truth it finds there is loaded, not computed
+    if Path(CACHE_DIR).resolve() != (Path(cache_dir) / "evalplus").resolve():
+        raise SystemExit(f"evalplus caches in {CACHE_DIR}, not under {cache_dir}: XDG_CACHE_HOME "
+                         f"must be set before evalplus is imported (see _run_side)")
     problems = get_mbpp_plus()
     if set(task_ids) != set(problems):
         return _evalplus_subset(problems, task_ids, workers)
@@ -150,7 +156,9 @@ def _evalplus_subset(problems: dict, task_ids: list[str], workers: int) -> dict:
 def _run_side(side: str, args, cache_dir: str) -> dict:
     argv = [sys.executable, __file__, "--side", side, "--workers", str(args.workers),
             "--cache-dir", cache_dir] + (["--tasks", str(args.tasks)] if args.tasks else [])
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    # a private evalplus cache from the start: main() imports evalplus before the side runs
+    env = {**os.environ, "XDG_CACHE_HOME": cache_dir}
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         raise SystemExit(f"{side} side failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -192,8 +200,9 @@ def main() -> int:
                       f"({ours['statuses'][key]}) evalplus={theirs['verdicts'][key]}")
     total = n * len(KINDS)
     ours_rate, their_rate = total / ours["grading_s"], total / theirs["grading_s"]
-    print(f"  ground truth: ours {ours['groundtruth_s']:.1f}s (one batch), "
-          f"evalplus {theirs['groundtruth_s']:.1f}s")
+    print(f"  ground truth: ours {ours['groundtruth_s']:.1f}s (one batch, {args.workers} "
+          f"workers), evalplus {theirs['groundtruth_s']:.1f}s (get_groundtruth, sequential); "
+          f"ratio evalplus/ours {theirs['groundtruth_s'] / ours['groundtruth_s']:.2f}")
     print(f"  grading: ours {ours['grading_s']:.1f}s ({ours_rate:.2f}/s), evalplus "
           f"{theirs['grading_s']:.1f}s ({their_rate:.2f}/s); throughput ratio ours/evalplus "
           f"{ours_rate / their_rate:.2f}")

@@ -1,36 +1,60 @@
-"""How one round scales with the number of Solver actors when the LLM is the bottleneck.
+"""How one round scales with Solver actors and Ray nodes when the LLM is the bottleneck, and what
+the loop's machinery costs per task over a bare ``ray.util.ActorPool`` on the same actors.
 
-    python bench/round_scaling.py [--tasks 100] [--delay 0.5] [--actors 1,2,4,8,16]
+    python bench/round_scaling.py [--nodes 1,2,3] [--actors 16,64] [--tasks 128] [--delay 0.5]
 
 Starts ``bench/delay_server.py`` (an OpenAI-compatible server on 127.0.0.1 that answers after a
-fixed delay) and runs one train split of ``--tasks`` tasks through the real loop machinery —
-``SplitRunner``: Solver pool (real ``SolverActor``: router + solver over the ``openai`` backend)
--> grader pool -> capsules and llm_call rows in a real ``EvidenceStore`` — once per actor count.
-The bank holds three skills, so every task costs two LLM calls (router pick + solve). Grading is
-excluded (an instant stand-in grader) so the numbers isolate LLM-bound fan-out. Prints the wall
-time, the speedup over one actor and the efficiency = speedup / actors (target >= 0.8 at 16).
-Actor start-up and one warm-up call per actor are outside the timed region.
+fixed delay) and a real multi-node Ray cluster on this machine: a head without CPUs and
+``max(--nodes)`` worker nodes, each its own ``ray start`` process on loopback
+(``tests/cluster/local_cluster.py``, the launcher of the multi-node tests). For every node
+count K and actor count N, N real ``SolverActor``s (router + solver over the ``openai``
+backend) are spread evenly over K worker nodes and one train split of ``--tasks`` tasks runs
+twice on those same actors:
+
+- ``bare``: ``ray.util.ActorPool.map_unordered`` calling ``run`` on each task, nothing else;
+- ``ratchet``: ``SplitRunner`` (``ResilientPool`` -> grader pool -> capsules and llm_call rows in
+  a real ``EvidenceStore``), as a round runs it. Grading is an instant stand-in (4 actors) so
+  the numbers isolate LLM-bound fan-out.
+
+The bank holds three skills, so every task costs two LLM calls (router pick + solve); the ideal
+wall time is ceil(tasks / N) x 2 x delay. Prints per (K, N): both wall times, the efficiency
+ideal / wall of each (target >= 0.9 for ``ratchet`` at 16 actors), and the per-task overhead
+of ``ratchet`` over ``bare``: (wall_ratchet - wall_bare) / ceil(tasks / N), the extra time
+each task adds to an actor's queue. Actor start-up and one warm-up call per actor are outside
+the timed region; actors are reused across node counts where they sit on a node still in use.
+All nodes share this machine's cores: more nodes add Ray's cross-node hops, not CPUs.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import ray
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "cluster")]
+# Before Ray is imported: the local cluster's nodes use token auth and stay on loopback.
+os.environ.setdefault("RAY_AUTH_MODE", "token")
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.pop("RAY_ADDRESS", None)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import ray  # noqa: E402
+from ray.util import ActorPool  # noqa: E402
 
 from actors.pools import ResilientPool, map_unordered  # noqa: E402
 from actors.solver import SolverActor  # noqa: E402
 from bench.delay_server import serve  # noqa: E402
+from local_cluster import LocalCluster, NodeSpec  # noqa: E402
 from ratchet_ray.config import LLMSettings, LoopConfig  # noqa: E402
 from ratchet_ray.evidence.store import EvidenceStore  # noqa: E402
 from ratchet_ray.loop.execute import SplitRunner  # noqa: E402
 from ratchet_ray.types import GradeResult, Guidance, Skill, Task  # noqa: E402
+
+GRADERS = 4
 
 
 @ray.remote(num_cpus=0)
@@ -44,8 +68,8 @@ class InstantGrader:
         return GradeResult(passed=False, trace="not graded (bench)", exit_status="not_graded")
 
 
-def _tasks(n: int) -> list[Task]:
-    return [Task(task_id=f"bench/{i}", suite="mbpp",
+def _tasks(n: int, prefix: str = "bench") -> list[Task]:
+    return [Task(task_id=f"{prefix}/{i}", suite="mbpp",
                  prompt=f"Write a function that returns the {i}-th triangular number.",
                  payload={"entry_point": f"triangular_{i}"}) for i in range(n)]
 
@@ -57,54 +81,107 @@ def _skills() -> list[Skill]:
             for n in names]
 
 
-def one_round(config: LoopConfig, tasks: list[Task], actors: int, workdir: Path) -> float:
-    """Seconds for one split of ``tasks`` with ``actors`` solvers (and as many graders)."""
-    solvers = ResilientPool(lambda: SolverActor.options(num_cpus=0).remote(
-        config, output_kind="code"), actors, name="solver")
-    graders = ResilientPool(lambda: InstantGrader.remote(), actors, name="grader")
-    solvers.broadcast("set_bank", _skills())  # waits until every solver is up
-    graders.broadcast("ping")
-    # One untimed call per actor opens its HTTP connection and imports what the first call needs.
-    map_unordered(solvers, "run", _tasks(actors), "train", 0)
-    runner = SplitRunner(run_id=f"bench{actors}", arm="bench", seed=0,
-                         store=EvidenceStore(workdir / f"actors{actors}"), solvers=solvers,
-                         graders=graders)
+def _handed_out(handles: list) -> ResilientPool:
+    """A pool over existing actors (the factory hands them out in order)."""
+    given = iter(handles)
+    return ResilientPool(lambda: next(given), len(handles), name="bench")
+
+
+class Placement:
+    """Solver actors per worker node, started on demand and kept while their node is in use."""
+
+    def __init__(self, config: LoopConfig, nodes: list[str]):
+        self.config, self.nodes = config, nodes
+        self.live: dict[str, list] = {name: [] for name in nodes}
+
+    def actors(self, k: int, n: int) -> list:
+        """``n`` warm solvers spread evenly over the first ``k`` worker nodes; the actors of
+        the other nodes are released."""
+        for name in self.nodes[k:]:
+            for handle in self.live[name]:
+                ray.kill(handle)
+            self.live[name] = []
+        chosen, fresh = [], []
+        for i, name in enumerate(self.nodes[:k]):
+            want = n // k + (1 if i < n % k else 0)
+            while len(self.live[name]) < want:
+                handle = SolverActor.options(num_cpus=0, resources={f"node_{name}": 0.001}
+                                             ).remote(self.config, output_kind="code")
+                self.live[name].append(handle)
+                fresh.append(handle)
+            chosen += self.live[name][:want]
+        if fresh:  # set the bank, and one untimed call each: HTTP connection, lazy imports
+            ray.get([h.set_bank.remote(_skills()) for h in fresh])
+            ray.get([h.run.remote(t, "train", 0) for h, t in zip(fresh, _tasks(len(fresh), "w"))])
+        return chosen
+
+
+def one_round(placement: Placement, graders: list, tasks: list[Task], k: int, n: int,
+              workdir: Path) -> tuple[float, float]:
+    """(bare, ratchet) seconds for one split of ``tasks`` on ``n`` solvers over ``k`` nodes."""
+    solvers = placement.actors(k, n)
     started = time.perf_counter()
-    bench = runner.run(tasks, "train", 0)
-    elapsed = time.perf_counter() - started
-    if bench.total != len(tasks):
-        raise RuntimeError(f"{bench.total} capsules for {len(tasks)} tasks")
-    solvers.shutdown()
-    graders.shutdown()
-    return elapsed
+    outcomes = list(ActorPool(solvers).map_unordered(
+        lambda actor, task: actor.run.remote(task, "train", 0), tasks))
+    bare = time.perf_counter() - started
+    if len(outcomes) != len(tasks):
+        raise RuntimeError(f"bare pool: {len(outcomes)} outcomes for {len(tasks)} tasks")
+    runner = SplitRunner(run_id=f"bench{k}x{n}", arm="bench", seed=0,
+                         store=EvidenceStore(workdir / f"nodes{k}_actors{n}"),
+                         solvers=_handed_out(solvers), graders=_handed_out(graders))
+    started = time.perf_counter()
+    result = runner.run(tasks, "train", 0)
+    ours = time.perf_counter() - started
+    if result.total != len(tasks):
+        raise RuntimeError(f"{result.total} capsules for {len(tasks)} tasks")
+    return bare, ours
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=100)
+    parser.add_argument("--nodes", default="1,2,3", help="Worker node counts to compare.")
+    parser.add_argument("--actors", default="16,64", help="Solver actor counts.")
+    parser.add_argument("--tasks", type=int, default=128)
     parser.add_argument("--delay", type=float, default=0.5, help="Server delay per request (s).")
-    parser.add_argument("--actors", default="1,2,4,8,16")
     args = parser.parse_args()
-    counts = [int(x) for x in args.actors.split(",")]
+    node_counts, actor_counts = _ints(args.nodes), _ints(args.actors)
+    workers = [f"w{i + 1}" for i in range(max(node_counts))]
     server, url = serve(args.delay)
-    ray.init(num_cpus=max(counts) * 2, _node_ip_address="127.0.0.1", include_dashboard=False,
-             configure_logging=False, log_to_driver=False)
-    config = LoopConfig(llm=LLMSettings(backend="openai", base_url=url, model="delay"))
-    tasks = _tasks(args.tasks)
-    print(f"one round: {args.tasks} tasks x 2 LLM calls, server delay {args.delay}s, "
-          f"{sys.platform}, Ray {ray.__version__}")
-    print(f"{'actors':>6} {'wall_s':>8} {'ideal_s':>8} {'speedup':>8} {'efficiency':>10}")
-    base = None
+    began = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        for n in counts:
-            wall = one_round(config, tasks, n, Path(tmp))
-            base = base if base is not None else wall * counts[0]
-            ideal = -(-args.tasks // n) * 2 * args.delay
-            speedup = base / wall
-            print(f"{n:>6} {wall:>8.2f} {ideal:>8.2f} {speedup:>8.2f} {speedup / n:>10.2f}",
-                  flush=True)
-    ray.shutdown()
-    server.shutdown()
+        cluster = LocalCluster([NodeSpec("head", 0), *(NodeSpec(w, 2) for w in workers)],
+                               Path(tmp) / "logs")
+        try:
+            cluster.start()
+            ray.init(address=cluster.address, configure_logging=False, log_to_driver=False)
+            config = LoopConfig(llm=LLMSettings(backend="openai", base_url=url, model="delay"))
+            graders = [InstantGrader.options(resources={"node_head": 0.001}).remote()
+                       for _ in range(GRADERS)]
+            placement = Placement(config, workers)
+            tasks = _tasks(args.tasks)
+            print(f"one round: {args.tasks} tasks x 2 LLM calls, server delay {args.delay}s, "
+                  f"{len(workers)} worker nodes + head on {os.cpu_count()} cores "
+                  f"(cluster up in {time.perf_counter() - began:.0f}s), Ray {ray.__version__}")
+            print(f"{'nodes':>5} {'actors':>6} {'ideal_s':>8} {'bare_s':>7} {'ours_s':>7} "
+                  f"{'eff_bare':>8} {'eff_ours':>8} {'overhead/task_ms':>16}")
+            for k in sorted(node_counts, reverse=True):  # fewer nodes later: reuse their actors
+                for n in actor_counts:
+                    bare, ours = one_round(placement, graders, tasks, k, n, Path(tmp))
+                    per_actor = -(-args.tasks // n)
+                    ideal = per_actor * 2 * args.delay
+                    print(f"{k:>5} {n:>6} {ideal:>8.2f} {bare:>7.2f} {ours:>7.2f} "
+                          f"{ideal / bare:>8.2f} {ideal / ours:>8.2f} "
+                          f"{(ours - bare) / per_actor * 1000:>16.1f}", flush=True)
+            print(f"total {time.perf_counter() - began:.0f}s")
+        finally:
+            if ray.is_initialized():
+                ray.shutdown()
+            cluster.stop()
+            server.shutdown()
 
 
 if __name__ == "__main__":

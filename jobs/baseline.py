@@ -70,6 +70,7 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     """
     import ray
 
+    from actors.artifacts import run_artifacts_access
     from actors.pools import ResilientPool, drain
     from ratchet_ray.loop.breaker import InfraBreaker
     from ratchet_ray.loop.preflight import preflight
@@ -88,6 +89,7 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     workdir = out.parent / f"{out.stem}_workdir"
     workdir.mkdir(parents=True, exist_ok=True)
     pools: list[ResilientPool] = []
+    service = None
     outcomes: dict[tuple[str, int], Any] = {}
     counts = [0, 0]
     # Infra-failure rows wait until the job ends below the breaker's threshold; a tripped job
@@ -97,10 +99,14 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     held: list[dict] = []
     try:
         preflight(config, models)
+        # The job's artifacts (trajectories, grader logs) reach the workdir on this node
+        # through a service actor, whichever node the actors run on.
+        artifacts, service = run_artifacts_access(workdir)
         solvers = make_pool("solver", config, make_solver_factory(
-            config, workdir, models, solver_cache=False), config.workers.solvers)
+            config, workdir, models, solver_cache=False, artifacts=artifacts),
+            config.workers.solvers)
         pools.append(solvers)
-        graders = make_pool("grader", config, make_grader_factory(config, workdir),
+        graders = make_pool("grader", config, make_grader_factory(config, workdir, artifacts),
                             config.workers.graders)
         pools.append(graders)
         solvers.broadcast("set_bank", [])
@@ -143,6 +149,8 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     finally:
         for pool in pools:
             pool.shutdown()
+        if service is not None:
+            ray.kill(service)
         if started_ray:
             ray.shutdown()
     return counts[0], counts[1]

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ratchet_ray.backend_settings import (BedrockBackendSettings, LocalBackendSettings,
                                       OpenAIBackendSettings, PriceEntry, _env, _env_float,
                                       prices_from_env)
+from ratchet_ray.prompt_templates import PromptSettings
 from ratchet_ray.suites.sim.settings import SimSettings, SimWorld
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
@@ -221,6 +222,30 @@ class InfraSettings(BaseModel):
     evidence part, besides a flush every few seconds and at the end of each phase: a killed
     driver redoes at most this many on resume. The ``sim`` suite raises it (its calls are free,
     and fewer parts are less disk work per round)."""
+    tasks_per_call: int | Literal["auto"] = 1
+    """Tasks one Solver or Grader call carries. 1 (default): one plain call per task, the finest
+    healing (a dead actor costs one task) and budget stop. N: at most N per call. ``auto``: one
+    per call until the pool has timed the work, then about 0.1 s of work per call, never more
+    than a fair share of the queue, so a task of seconds (a real LLM) still travels alone and
+    millisecond tasks (the ``sim`` suite sets ``auto``) travel in dozens, paying Ray's per-call
+    cost once per call (``actors.batching``)."""
+
+    @field_validator("tasks_per_call")
+    @classmethod
+    def _positive_tasks_per_call(cls, value: int | str) -> int | str:
+        if value != "auto" and value < 1:
+            raise ValueError(f"infra.tasks_per_call must be >= 1 or 'auto', got {value}")
+        return value
+
+    @property
+    def batch(self) -> int | None:
+        """``tasks_per_call`` as ``ResilientPool``'s ``batch`` (None: adaptive)."""
+        return None if self.tasks_per_call == "auto" else self.tasks_per_call
+    artifact_uri: str = ""
+    """Where actors' artifacts go (grader logs and reports, agent trajectories, the solver cache;
+    ``ratchet_ray.artifacts``): empty = the run dir on the driver's node, served to actors on
+    every node; a ``pyarrow.fs`` URI every node reaches (``s3://bucket/prefix``,
+    ``file:///shared/path``) = ``<uri>/<run dir name>``, written by the actors directly."""
 
 
 class BudgetSettings(BaseModel):
@@ -233,6 +258,10 @@ class BudgetSettings(BaseModel):
     """USD limit (prices of ``llm.price_table`` / the defaults; None = no limit)."""
     max_tokens: int | None = Field(default=None, ge=0)
     """Input plus output tokens limit (None = no limit)."""
+    scope: str | None = None
+    """None: the limits are this run's own. A name several runs share (an ablation sweep sets
+    one for all its arm-seeds): the limits apply to the sum of their spends
+    (``actors.budget_ledger``), and every run of the scope stops once it is spent."""
 
 
 class LoopConfig(BaseModel):
@@ -280,6 +309,10 @@ class LoopConfig(BaseModel):
     """The simulated world of the ``sim`` suite (tasks, skill-effect prior, LLM noise)."""
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     """Cost and token limits of the run (off by default)."""
+    prompts: PromptSettings = Field(default_factory=PromptSettings)
+    """Role prompt overrides: ``prompts.dir`` is a folder of ``<template>.md`` files replacing
+    the built-in Solver, Router, Critic and Synthesizer templates by name
+    (``ratchet_ray.prompt_templates``); validated when the config is built."""
 
     @field_validator("suite_plugins")
     @classmethod

@@ -7,6 +7,9 @@ cp -r "$here" "$work" && rm -rf "$work/run_demo.sh" "$work/__pycache__"
 git -C "$work" init -q && git -C "$work" add -A
 git -C "$work" -c user.name=demo -c user.email=demo@localhost commit -qm "demo start"
 python="${PYTHON:-python3}"
+# The evaluator runs inside the demo repo: a relative interpreter path must be made absolute
+# (not resolved through symlinks: a venv's python is a symlink that must stay the venv's).
+case "$python" in */*) python="$(cd "$(dirname "$python")" && pwd)/$(basename "$python")" ;; esac
 "$python" -m ratchet_ray.cli experiment run --repo "$work" --editable model.py \
   --protected evaluate.py --protected proposals.yaml --evaluator "$python evaluate.py" \
   --proposer "script:$work/proposals.yaml" --max-iterations 6 --budget-s 120 --name demo

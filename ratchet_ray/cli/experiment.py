@@ -74,6 +74,7 @@ def run(repo: Path, editable, protected, evaluator, evaluator_path, name, spec, 
     from ratchet_ray.experiment.gitops import GitError
     from ratchet_ray.experiment.ledger import LEDGER_FILE, LedgerError
     from ratchet_ray.experiment.paths import PolicyError
+    from ratchet_ray.experiment.proposals import ProposerUnavailable
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     settings = ExperimentSettings(
@@ -86,7 +87,7 @@ def run(repo: Path, editable, protected, evaluator, evaluator_path, name, spec, 
     try:
         report = ExperimentEngine(settings, chosen).run()
     except (ExperimentError, EvaluatorChanged, GitError, LedgerError, PolicyError,
-            ValueError) as exc:
+            ProposerUnavailable, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     for row in report.rows:
         scalar = "" if row.scalar is None else f" scalar={row.scalar:.6g}"
@@ -117,6 +118,9 @@ def evaluator_sha() -> str:
               help="Candidate config YAML (knobs), applied over the Default.")
 @click.option("--meta-skill", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Candidate meta-skill Markdown (like configs/meta_skills/default_mbpp.md).")
+@click.option("--prompts-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Candidate role prompts: <template>.md files (solver, router, critic, "
+                   "critic_patch, synthesizer) replacing the built-in templates (prompts.dir).")
 @click.option("--scalar", type=click.Choice(["rolling_gain", "final_pass"]), default="rolling_gain",
               show_default=True)
 @click.option("--cost-budget-usd", type=click.FloatRange(min=0), help="Veto above this total cost.")
@@ -128,10 +132,11 @@ def evaluator_sha() -> str:
 @click.option("--dataset-path", type=click.Path(exists=True, path_type=Path))
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Keep the run dirs here (default: a temporary folder, removed after).")
-def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, scalar,
+def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, prompts_dir, scalar,
                     cost_budget_usd, floor_tau, floor_n_min, floor_cap, floor_delta,
                     dataset_path, results_dir) -> None:
-    """Run the skill loop per seed with the candidate overlay; print the contract line."""
+    """Run the skill loop per seed with the candidate's config overlay, meta-skill and role
+    prompts; print the contract line."""
     from ratchet_ray.config_files import ConfigError
     from ratchet_ray.experiment.contract import format_contract
     from ratchet_ray.experiment.skill_eval import FloorParams, skill_loop_contract
@@ -142,6 +147,13 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, sc
         raise click.UsageError(f"--seeds {seeds!r}: expected comma-separated integers") from exc
     if not seed_list:
         raise click.UsageError("--seeds: give at least one seed")
+    if prompts_dir is not None:  # a bad template fails here, before Ray starts
+        from ratchet_ray.prompt_templates import PromptTemplateError, load_prompt_dir
+
+        try:
+            load_prompt_dir(prompts_dir)
+        except PromptTemplateError as exc:
+            raise click.UsageError(f"--prompts-dir: {exc}") from exc
     import ray
 
     from ratchet_ray.loop.runtime import connect_ray
@@ -154,7 +166,7 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, sc
             for seed in seed_list:
                 try:
                     runs[seed] = _run_seed(suite, subset, seed, rounds, config_overlay,
-                                           meta_skill, dataset_path, out_dir)
+                                           meta_skill, prompts_dir, dataset_path, out_dir)
                 except (ConfigError, ValueError) as exc:
                     raise click.ClickException(f"seed {seed}: {exc}") from exc
     finally:
@@ -166,7 +178,8 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, sc
     click.echo(format_contract(result))
 
 
-def _run_seed(suite, subset, seed, rounds, overlay, meta_skill, dataset_path, out_dir) -> list:
+def _run_seed(suite, subset, seed, rounds, overlay, meta_skill, prompts_dir, dataset_path,
+              out_dir) -> list:
     import json
 
     from ratchet_ray.bank.metaskills import default_metaskill, dump_metaskill
@@ -176,6 +189,8 @@ def _run_seed(suite, subset, seed, rounds, overlay, meta_skill, dataset_path, ou
 
     overrides = build_overrides(suite, rounds=rounds, subset=subset, seed=seed,
                                 tag=f"experiment-s{seed}", dataset_path=dataset_path)
+    if prompts_dir is not None:  # recorded in the run's config.yaml with the files' digest
+        overrides.append(f"prompts.dir={json.dumps(str(Path(prompts_dir).resolve()))}")
     config = load_config([overlay] if overlay else [],
                          [*overrides, f"results_dir={json.dumps(str(Path(out_dir).resolve()))}"])
     run, config, _, _ = open_run(config, None)  # creates the run dir, holding its writer lock

@@ -5,8 +5,8 @@ Contracts:
   when any check failed. ``--llm`` picks the backend, ``--config`` reads LLM settings from a run
   config (``load_config``), ``--suite swebench`` adds the suite's Docker checks (daemon, free
   disk, leftover containers, images of the config's local dataset) and git.
-- ``solver-cache`` works on ``<run dir>/solver_cache`` (``ratchet --db RUN_DIR solver-cache ...``)
-  or on ``--cache-dir``.
+- ``solver-cache`` works on the run's ``solver_cache/`` (``ratchet --db RUN_DIR solver-cache ...``:
+  in the run dir, or under the ``infra.artifact_uri`` of its config.yaml) or on ``--cache-dir``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.llm.cache import CACHE_DIRNAME
+from ratchet_ray.llm.cache import CACHE_DIRNAME, SolverCache
 
 
 @click.command()
@@ -55,13 +55,19 @@ def doctor(backend: str | None, suite: str, config_files: tuple[str, ...], base_
         raise SystemExit(1)
 
 
-def _cache_dir(ctx: click.Context, cache_dir: Path | None) -> Path:
+def _cache(ctx: click.Context, cache_dir: Path | None) -> SolverCache:
+    """``--cache-dir``, else the run's cache: ``solver_cache/`` of its artifacts (the run dir, or
+    the ``infra.artifact_uri`` its config.yaml names)."""
+    from ratchet_ray.artifacts import run_artifacts
+    from ratchet_ray.cli.skills import run_config
+
     if cache_dir is not None:
-        return cache_dir
+        return SolverCache(cache_dir)
     run_dir = (ctx.obj or {}).get("run_dir")
     if run_dir is None:
         raise click.UsageError("which cache? pass `ratchet --db RUN_DIR solver-cache ...` or --cache-dir DIR")
-    return Path(run_dir) / CACHE_DIRNAME
+    uri = run_config(Path(run_dir)).infra.artifact_uri
+    return SolverCache(run_artifacts(run_dir, uri).sub(CACHE_DIRNAME))
 
 
 _CACHE_DIR_OPTION = click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -78,10 +84,9 @@ def solver_cache() -> None:
 @click.pass_context
 def cache_list(ctx: click.Context, cache_dir: Path | None) -> None:
     """List cached generations (key, model, age, size)."""
-    from ratchet_ray.llm.cache import SolverCache
-
-    folder = _cache_dir(ctx, cache_dir)
-    entries = list(SolverCache(folder).entries())
+    cache = _cache(ctx, cache_dir)
+    folder = cache.store.locate()
+    entries = list(cache.entries())
     for entry in entries:
         created = datetime.fromtimestamp(entry.created_at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
         click.echo(f"{entry.key[:16]}  {entry.model:<40} {created}  {entry.output_chars} chars")
@@ -94,12 +99,11 @@ def cache_list(ctx: click.Context, cache_dir: Path | None) -> None:
 @click.pass_context
 def cache_clear(ctx: click.Context, cache_dir: Path | None, yes: bool) -> None:
     """Delete every cached generation."""
-    from ratchet_ray.llm.cache import SolverCache
-
-    folder = _cache_dir(ctx, cache_dir)
+    cache = _cache(ctx, cache_dir)
+    folder = cache.store.locate()
     if not yes:
         click.confirm(f"Delete every entry of {folder}?", abort=True)
-    click.echo(f"removed {SolverCache(folder).clear()} entries from {folder}")
+    click.echo(f"removed {cache.clear()} entries from {folder}")
 
 
 COMMANDS: list[click.Command] = [doctor, solver_cache]

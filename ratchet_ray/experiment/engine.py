@@ -18,7 +18,9 @@ Contracts:
   attempt is reset to its base commit and the untracked files it created are deleted.
 - Stops at ``max_iterations`` finished iterations, when ``budget_s`` (summed over the branch's
   ledger rows, so a resumed run continues the same budget) is spent, after ``patience``
-  iterations without a keep, or when the proposer is exhausted.
+  iterations without a keep, or when the proposer is exhausted; a proposer whose backend
+  cannot answer raises ``ProposerUnavailable`` out of ``run()`` before that iteration changes
+  anything.
 - Resume: a run killed mid-attempt left ``attempt.json``; the next ``run()`` kills the
   evaluator it may have left running, restores the attempt's base commit, appends a ``discard`` row noted ``interrupted`` and runs that iteration
   again. Nothing is kept without its ledger row.
@@ -238,8 +240,11 @@ class ExperimentEngine(IterationSteps):
                                    wall_s=run.wall_s, note=run.problem,
                                    log=self.art.rel(run.log, self.repo)))
             self.art.end()
+            # run.problem names the log already; the tail says why (e.g. 127: command not found)
+            tail = run.tail().strip()[-600:]
             raise ExperimentError(f"the baseline evaluation of {head[:10]} failed: {run.problem}; "
-                                  f"fix the evaluator (log: {run.log})")
+                                  "fix the evaluator command"
+                                  + (f"; its output ends with:\n{tail}" if tail else ""))
         result = run.result
         wanted = self.settings.lower_is_better
         if wanted is not None and wanted != result.lower_is_better:

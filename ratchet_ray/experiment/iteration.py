@@ -16,7 +16,7 @@ from ratchet_ray.experiment.evaluator import EvalRun, EvaluatorChanged
 from ratchet_ray.experiment.ledger import LedgerRow
 from ratchet_ray.experiment.paths import PolicyError
 from ratchet_ray.experiment.proposals import (Proposal, ProposalContext, ProposalError,
-                                              apply_proposal)
+                                              ProposerUnavailable, apply_proposal)
 from ratchet_ray.experiment.state import Attempt
 
 log = logging.getLogger(__name__)
@@ -75,14 +75,17 @@ class IterationSteps:
         if self._candidate(proposal, attempt, row, try_no=1):
             run = self._evaluate(iteration, 1)
             row.log = self.art.rel(run.log, self.repo)
+            unasked = ""  # why the proposer gave no fix (recorded in the row's note)
             while run.outcome != "ok" and row.fix_attempts < self.settings.max_fix_attempts:
                 row.fix_attempts += 1
                 try:
                     fix = self.proposer.fix(self._context(iteration),
                                             f"{run.problem}\n{run.tail()}", row.fix_attempts)
-                except ProposalError as exc:
+                except (ProposalError, ProposerUnavailable) as exc:
+                    # The candidate is committed and in flight: end it as a crash; an unavailable
+                    # backend then stops the run at the next proposal.
                     log.warning("iteration %d: no fix proposal: %s", iteration, exc)
-                    fix = None
+                    unasked, fix = f"fix {row.fix_attempts} not proposed: {exc}", None
                 if fix is None:
                     break
                 row.reasoning = f"{row.reasoning} [fix {row.fix_attempts}: {fix.reasoning}]"
@@ -95,6 +98,8 @@ class IterationSteps:
                 run = self._evaluate(iteration, row.fix_attempts + 1)
                 row.log = self.art.rel(run.log, self.repo)
             self._decide(run, attempt, row)
+            if unasked:
+                row.note = f"{row.note}; {unasked}" if row.note else unasked
 
     def _candidate(self, proposal: Proposal, attempt: Attempt, row: LedgerRow, try_no: int) -> bool:
         """Apply ``proposal`` and commit it; False (row filled, tree restored) when it failed."""

@@ -16,8 +16,10 @@ Contracts:
 - Whether a search-mode edit applies is checked when it is applied; one that does not becomes
   a ``discard`` row, never a crash of the run.
 - ``fix`` shows the crash's log tail and asks for an edit that repairs the candidate.
-- Any ``LLMError`` (including invalid structured output after the repair attempt) is raised as
-  ``ProposalError``; the replies' tokens and cost go to ``Proposal.extra`` (ledger metrics).
+- A reply that is no valid edit even after the repair attempt (``StructuredOutputError``) is
+  raised as ``ProposalError`` (a ``discard`` row); any other ``LLMError`` (no credentials, the
+  server unreachable, retries spent) as ``ProposerUnavailable`` naming the backend and model
+  (the run stops). The replies' tokens and cost go to ``Proposal.extra`` (ledger metrics).
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from typing import Literal, Sequence
 from pydantic import BaseModel, Field, create_model
 
 from ratchet_ray.experiment.ledger import LedgerRow
-from ratchet_ray.experiment.proposals import Edit, Proposal, ProposalContext, ProposalError
-from ratchet_ray.llm.base import LLMClient, LLMError, Message
+from ratchet_ray.experiment.proposals import (Edit, Proposal, ProposalContext, ProposalError,
+                                              ProposerUnavailable)
+from ratchet_ray.llm.base import LLMClient, LLMError, Message, StructuredOutputError
 from ratchet_ray.llm.structured import complete_structured
 
 SPEC_CHARS = 3000
@@ -123,8 +126,13 @@ class LLMProposer:
         try:
             out = complete_structured(self.llm, build_messages(ctx, failure, line_mode), schema,
                                       max_tokens=self.max_tokens, temperature=self.temperature)
-        except LLMError as exc:
+        except StructuredOutputError as exc:
             raise ProposalError(f"the LLM gave no usable edit: {exc}") from exc
+        except LLMError as exc:
+            raise ProposerUnavailable(
+                f"the {self.llm.backend} backend (model {self.llm.model}) could not answer: "
+                f"{exc}; fix the backend (credentials, --llm-base-url, the server) and rerun the "
+                "same command to resume") from exc
         reply = out.value
         if line_mode:
             path, line = line_choices(ctx.files)[reply.line]

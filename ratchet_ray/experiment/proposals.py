@@ -13,7 +13,10 @@ Contracts:
   lose indentation). ``search == ""`` is refused: use ``content`` to write a whole file.
 - ``Proposer`` is the interface: ``propose(ctx)`` returns the iteration's proposal (raising
   ``ProposerExhausted`` when it has nothing left, which ends the run), ``fix(ctx, failure,
-  attempt)`` returns a follow-up change for a crashed or timed-out candidate, or None.
+  attempt)`` returns a follow-up change for a crashed or timed-out candidate, or None. A
+  proposer whose backend cannot answer at all (no credentials, server unreachable) raises
+  ``ProposerUnavailable``: the run stops with that error and no row (a rerun resumes), instead
+  of filling the ledger with one ``discard`` per iteration.
 - ``ScriptProposer(file)``: a JSON or YAML list (or ``{"proposals": [...]}``); entry ``i``
   (0-based) is iteration ``i + 1``'s proposal, so a resumed run gets the same proposals; an
   entry's ``fixes`` list holds its fix attempts in order.
@@ -38,6 +41,11 @@ class ProposalError(ValueError):
 
 class ProposerExhausted(RuntimeError):
     """The proposer has no further proposal; the run stops."""
+
+
+class ProposerUnavailable(RuntimeError):
+    """The proposer's backend cannot answer (credentials, server, network); the run stops with
+    this error before the iteration changes anything."""
 
 
 @dataclass(frozen=True)

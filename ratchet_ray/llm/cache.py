@@ -1,15 +1,17 @@
-"""Eval solver cache (``<run_dir>/solver_cache``): an unchanged (model, prompt, params) is paid once.
+"""Eval solver cache (``solver_cache/`` of the run's artifacts, ``ratchet_ray.artifacts``): an
+unchanged (model, prompt, params) is paid once, whichever node's Solver asks.
 
 Contracts:
 - ``cache_key(backend, model, messages, params)`` is a sha256 over a canonical JSON of all four;
   any change of prompt text, skill text, temperature, max_tokens, stop, schema or sampling seed
   changes the key.
-- ``SolverCache(dir)`` stores one JSON file per key (written to a temp file, then renamed), so
-  concurrent Ray actors on one filesystem never see half-written entries; a corrupt entry reads
+- ``SolverCache(store)`` stores one JSON object per key in an ``Artifacts`` store (or a folder),
+  each put atomic, so concurrent Solvers never see half-written entries; a corrupt entry reads
   as a miss.
-- ``CachedLLM(client, cache_dir)`` is an ``LLMClient``: a hit returns the stored text with
-  ``cached=True``, zero tokens and zero cost (nothing was paid; the original accounting is in
-  ``extra["original"]``); a miss calls ``client`` and stores the reply.
+- ``CachedLLM(client, cache)`` (a ``SolverCache``, an ``Artifacts`` or a folder) is an
+  ``LLMClient``: a hit returns the stored text with ``cached=True``, zero tokens and zero cost
+  (nothing was paid; the original accounting is in ``extra["original"]``); a miss calls
+  ``client`` and stores the reply.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from ratchet_ray.fsutil import atomic_write_text
+from ratchet_ray.artifacts import Artifacts, as_artifacts
 from ratchet_ray.llm.base import LLMClient, Message, Reply
 
 CACHE_DIRNAME = "solver_cache"
@@ -44,49 +46,50 @@ class CacheEntry:
     model: str
     created_at: float
     output_chars: int
-    path: Path
+    location: str
+    """Where the entry is stored (a path or URI, ``Artifacts.locate``)."""
 
 
 class SolverCache:
-    def __init__(self, directory: str | Path):
-        self.directory = Path(directory)
+    """One JSON object per key, ``<key[:2]>/<key>.json`` in ``store`` (an ``Artifacts``, e.g. the
+    run's store seen from ``solver_cache/``, which actors on any node reach; or a folder)."""
 
-    def _path(self, key: str) -> Path:
-        return self.directory / key[:2] / f"{key}.json"
+    def __init__(self, store: Artifacts | str | Path):
+        self.store = as_artifacts(store)
+
+    @staticmethod
+    def _key(key: str) -> str:
+        return f"{key[:2]}/{key}.json"
 
     def get(self, key: str) -> dict | None:
-        try:
-            return json.loads(self._path(key).read_text())
-        except (OSError, ValueError):
-            return None
+        record = self.store.get_json(self._key(key))
+        return record if isinstance(record, dict) else None
 
     def put(self, key: str, record: dict) -> None:
-        atomic_write_text(self._path(key), json.dumps(record))
+        self.store.put_text(self._key(key), json.dumps(record))
 
     def entries(self) -> Iterator[CacheEntry]:
-        if not self.directory.is_dir():
-            return
-        for path in sorted(self.directory.glob("*/*.json")):
-            record = self.get(path.stem) or {}
+        for name in self.store.keys():
+            parts = name.split("/")
+            if len(parts) != 2 or not parts[1].endswith(".json"):
+                continue
+            key = parts[1][:-len(".json")]
+            record = self.get(key) or {}
             reply = record.get("reply", {})
-            yield CacheEntry(path.stem, reply.get("model", "?"), float(record.get("created_at", 0)),
-                             len(reply.get("text", "")), path)
+            yield CacheEntry(key, reply.get("model", "?"), float(record.get("created_at", 0)),
+                             len(reply.get("text", "")), self.store.locate(name))
 
     def clear(self) -> int:
         """Delete every entry; returns how many were removed."""
-        removed = 0
-        for entry in list(self.entries()):
-            entry.path.unlink(missing_ok=True)
-            removed += 1
-        return removed
+        return sum(self.store.delete(self._key(entry.key)) for entry in list(self.entries()))
 
 
 class CachedLLM:
     """Wraps any ``LLMClient``; use it for eval-pass Solver generations."""
 
-    def __init__(self, client: LLMClient, cache_dir: str | Path):
+    def __init__(self, client: LLMClient, cache: SolverCache | Artifacts | str | Path):
         self.client = client
-        self.cache = SolverCache(cache_dir)
+        self.cache = cache if isinstance(cache, SolverCache) else SolverCache(cache)
         self.backend = client.backend
         self.model = client.model
         self.supports_prefill = bool(getattr(client, "supports_prefill", False))

@@ -12,6 +12,10 @@ Contracts:
   work: a split or the critic stops handing out work once the budget is spent, lets the tasks
   in flight finish and be recorded, then raises (``stop``), so nothing is lost or doubled and
   ``--resume`` picks up exactly the tasks that were not started.
+- Shared budget (``budget.scope``, set by a sweep for all its arm-seeds): the limits apply to
+  the sum of every run of the scope. The run reports its own absolute spend to the scope's
+  ledger (``actors.budget_ledger``) when it starts and with every charge, and ``exhausted`` /
+  ``describe`` use the scope's total; the message names the sweep as what to rerun.
 - ``resume_config(config_file, sets)`` applies ``--set budget.*=...`` to a resumed run's
   config; any other key is refused (a resumed run keeps the settings it started with).
 """
@@ -43,16 +47,50 @@ class RunBudget:
     tokens: int = 0
     cost_usd: float = 0.0
     run_dir: str = "RUN_DIR"
-    """Named in the message's resume command."""
+    """Named in the message's resume command (and the run's key in a shared ledger)."""
+    shared: Any = None
+    """The scope's ledger client (``report(key, tokens, cost_usd) -> totals``), None for a run's
+    own budget."""
+    scope_tokens: int = 0
+    scope_cost_usd: float = 0.0
+    """The scope's totals as the ledger last answered (every run of the scope, this one too)."""
 
     @classmethod
-    def for_run(cls, settings: BudgetSettings, store: Any, run_dir: str) -> "RunBudget":
-        """The budget with the spend ``store`` (an ``EvidenceStore``) already records."""
+    def for_run(cls, settings: BudgetSettings, store: Any, run_dir: str,
+                shared: Any = None) -> "RunBudget":
+        """The budget with the spend ``store`` (an ``EvidenceStore``) already records; with
+        ``settings.scope`` (and limits) it reports to that scope's ledger (``shared``, by
+        default ``actors.budget_ledger.SharedBudget(scope)``)."""
         with store.connect() as con:
             tokens, cost = con.execute(
                 "SELECT coalesce(sum(input_tokens + output_tokens), 0), "
                 "coalesce(sum(cost_usd), 0) FROM llm_call").fetchone()
-        return cls(settings, int(tokens), float(cost), run_dir)
+        if settings.scope is not None and shared is None and (
+                settings.max_tokens is not None or settings.max_cost_usd is not None):
+            from actors.budget_ledger import SharedBudget
+
+            shared = SharedBudget(settings.scope)
+        budget = cls(settings, int(tokens), float(cost), run_dir,
+                     shared if settings.scope is not None else None)
+        budget._report()
+        return budget
+
+    @property
+    def key(self) -> str:
+        """This run in the scope's ledger: its run dir, resolved."""
+        return str(Path(self.run_dir).resolve())
+
+    def _report(self) -> None:
+        if self.shared is not None:
+            self.scope_tokens, self.scope_cost_usd = self.shared.report(
+                self.key, self.tokens, self.cost_usd)
+
+    @property
+    def spent(self) -> tuple[int, float]:
+        """(tokens, USD) the limits apply to: the scope's totals when shared, else the run's."""
+        if self.shared is not None:
+            return self.scope_tokens, self.scope_cost_usd
+        return self.tokens, self.cost_usd
 
     @property
     def limited(self) -> bool:
@@ -61,48 +99,66 @@ class RunBudget:
     def charge(self, tokens: int, cost_usd: float) -> None:
         self.tokens += int(tokens)
         self.cost_usd += float(cost_usd)
+        if tokens or cost_usd:
+            self._report()
 
     def charge_rows(self, rows: Iterable[dict[str, Any]]) -> None:
         """Add the spend of ``llm_call`` evidence rows."""
-        for row in rows:
-            self.charge(row["input_tokens"] + row["output_tokens"], row["cost_usd"])
+        rows = list(rows)  # one ledger report for the lot
+        self.charge(sum(r["input_tokens"] + r["output_tokens"] for r in rows),
+                    sum(r["cost_usd"] for r in rows))
 
     def charge_replies(self, replies: Sequence[Any]) -> None:
-        for reply in replies:
-            self.charge(reply.input_tokens + reply.output_tokens, reply.cost_usd)
+        self.charge(sum(r.input_tokens + r.output_tokens for r in replies),
+                    sum(r.cost_usd for r in replies))
 
     @property
     def exhausted(self) -> str | None:
         """Which limit is reached (``"max_tokens"`` / ``"max_cost_usd"``), None when neither."""
         s = self.settings
-        if s.max_tokens is not None and self.tokens >= s.max_tokens:
+        tokens, cost = self.spent
+        if s.max_tokens is not None and tokens >= s.max_tokens:
             return "max_tokens"
-        if s.max_cost_usd is not None and self.cost_usd >= s.max_cost_usd:
+        if s.max_cost_usd is not None and cost >= s.max_cost_usd:
             return "max_cost_usd"
         return None
 
     def details(self) -> dict[str, Any]:
-        return {"limit": self.exhausted, "tokens": self.tokens, "cost_usd": round(self.cost_usd, 6),
-                "max_tokens": self.settings.max_tokens,
-                "max_cost_usd": self.settings.max_cost_usd}
+        details = {"limit": self.exhausted, "tokens": self.tokens,
+                   "cost_usd": round(self.cost_usd, 6), "max_tokens": self.settings.max_tokens,
+                   "max_cost_usd": self.settings.max_cost_usd}
+        if self.shared is not None:
+            details |= {"scope": self.settings.scope, "scope_tokens": self.scope_tokens,
+                        "scope_cost_usd": round(self.scope_cost_usd, 6)}
+        return details
 
     def describe(self) -> str:
-        """``tokens 1200/5000, $0.0100/$1.0000`` (no ``/limit`` where there is none)."""
+        """``tokens 1200/5000, $0.0100/$1.0000`` (no ``/limit`` where there is none); a shared
+        budget shows the scope's totals: ``sweep tokens 1200/5000, ...``."""
         s = self.settings
-        tokens = f"tokens {self.tokens}" + (f"/{s.max_tokens}" if s.max_tokens is not None else "")
-        cost = f"${self.cost_usd:.4f}" + (f"/${s.max_cost_usd:.4f}"
-                                           if s.max_cost_usd is not None else "")
-        return f"{tokens}, {cost}"
+        spent_tokens, spent_cost = self.spent
+        tokens = f"tokens {spent_tokens}" + (f"/{s.max_tokens}" if s.max_tokens is not None
+                                             else "")
+        cost = f"${spent_cost:.4f}" + (f"/${s.max_cost_usd:.4f}"
+                                       if s.max_cost_usd is not None else "")
+        return f"{'sweep ' if self.shared is not None else ''}{tokens}, {cost}"
 
     def error(self, where: str) -> BudgetExhausted:
         limit = self.exhausted or "max_tokens"
-        spent = (f"{self.tokens} tokens" if limit == "max_tokens" else f"${self.cost_usd:.4f}")
+        tokens, cost = self.spent
+        spent = (f"{tokens} tokens" if limit == "max_tokens" else f"${cost:.4f}")
         limit_value = getattr(self.settings, limit)
+        if self.shared is not None:
+            whose = f"the runs of budget scope {self.settings.scope!r} (this sweep) spent"
+            then = (f"rerun the sweep's command with --set budget.{limit}=<a higher limit> (it "
+                    "resumes every stopped arm-seed)")
+        else:
+            whose, then = "spent", (f"ratchet run --resume {self.run_dir} "
+                                    f"--set budget.{limit}=<a higher limit>")
         return BudgetExhausted(
-            f"budget exhausted {where}: spent {spent} of budget.{limit} {limit_value} "
+            f"budget exhausted {where}: {whose} {spent} of budget.{limit} {limit_value} "
             f"({self.describe()}); the tasks in flight were finished and recorded, nothing "
-            f"else was started. Continue with: ratchet run --resume {self.run_dir} "
-            f"--set budget.{limit}=<a higher limit>", self.details())
+            f"else was started. Continue with: {then}", self.details())
 
     def check(self, where: str) -> None:
         """Raise ``BudgetExhausted`` when a limit is reached (``where``: e.g. "before round 2

@@ -7,6 +7,11 @@ Contracts:
   split has exactly one capsule.
 - Tasks are submitted (and so attempted and batched onto the pools) in an order the run's seed
   decides, per round and split (``seeding.seeded_order`` over task ids), not in split order.
+- ``bank`` (an object ref of a ``roles.workers.BankSnapshot``, ``ray.put`` once per split) goes
+  with every Solver call, so a Solver that replaces a dead one needs nothing replayed; without
+  it the Solvers route to what their ``set_bank`` gave. Several tasks may travel in one call
+  (the pools' batching, ``infra.tasks_per_call``); every task still gets its own result,
+  capsule and progress step, and a call lost with its actor is redone once per lost attempt.
 - Every task yields a capsule even when something fails: a solver that failed (``exit_status``
   not ``"ok"``: the LLM backend broke, or Docker did while the SWE-bench agent worked, which is
   ``"InfraFailure"``), or a pool job that died ``max_attempts`` times, is recorded ungraded with
@@ -133,8 +138,11 @@ class SplitRunner:
                  solvers: ResilientPool, graders: ResilientPool,
                  on_capsule: Callable[[Capsule], None] = lambda c: None,
                  max_failure_rate: float | None = None, probe_fraction: float = 0.0,
-                 budget: RunBudget | None = None, flush_every: int = FLUSH_EVERY):
+                 budget: RunBudget | None = None, flush_every: int = FLUSH_EVERY,
+                 bank: Any = None):
         self.run_id, self.arm, self.seed = run_id, arm, seed
+        self.bank_kwargs = {} if bank is None else {"bank": bank}
+        """What every Solver call carries: the split's bank snapshot (module contracts)."""
         self.flush_every = flush_every
         """Capsules per evidence part (``infra.evidence_flush_every``)."""
         self.probe_fraction = probe_fraction
@@ -220,7 +228,7 @@ class SplitRunner:
                 if result.ok and outcome.exit_status == "ok" and self._probes(task, split,
                                                                               round_, outcome):
                     self.solvers.submit("run", task, split, round_, probe=True,
-                                        key=(PROBE_KEY, task.task_id))
+                                        key=(PROBE_KEY, task.task_id), **self.bank_kwargs)
                 if not result.ok:  # the solver actor died max_attempts times on this task
                     record(self._capsule(task, split, round_, failure=result.exit_status,
                                          failure_trace=f"[solver actor] {result.error}"), [])
@@ -268,8 +276,9 @@ class SplitRunner:
                                         attempt=PROBE_ATTEMPT)
             sink.add(capsule, calls)  # not shown as progress: the split's total is its tasks
 
-        for task in todo:
-            self.solvers.submit("run", task, split, round_)
+        with self.solvers.held():  # queued first, so the first calls leave full
+            for task in todo:
+                self.solvers.submit("run", task, split, round_, **self.bank_kwargs)
         try:
             drain([self.solvers, self.graders], handle, tick=sink.flush_if_due)
         finally:

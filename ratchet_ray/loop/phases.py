@@ -41,6 +41,7 @@ from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.rundir import RunDir, bench_json
 from ratchet_ray.loop.runtime import Runtime
 from ratchet_ray.roles.critic import is_critiquable
+from ratchet_ray.roles.workers import BankSnapshot
 from ratchet_ray.types import BenchResult, Capsule, RoundSummary, SkillStatus, Task
 
 CRITIC_BATCH = 4
@@ -97,9 +98,12 @@ def routable_skills(ctx: LoopContext, split: str, round_: int) -> list:
 
 
 def _run_split(ctx: LoopContext, tasks: list[Task], split: str, round_: int) -> BenchResult:
-    active = routable_skills(ctx, split, round_)
-    ctx.rt.solvers.broadcast("set_bank", active)  # replacement solvers replay it
-    ctx.rt.graders.heal()  # graders have no setup call that would reveal one that died idle
+    # The snapshot travels with every Solver call (one ``ray.put``), so no Solver holds state a
+    # replacement would need. Actors that died idle are replaced now, before a job reaches them
+    # (a job lost that way would be booked as a lost attempt).
+    bank = ray.put(BankSnapshot.of(routable_skills(ctx, split, round_)))
+    ctx.rt.solvers.heal()
+    ctx.rt.graders.heal()
     ctx.progress.set_total(len(tasks))
 
     def shown(capsule: Capsule) -> None:
@@ -112,7 +116,8 @@ def _run_split(ctx: LoopContext, tasks: list[Task], split: str, round_: int) -> 
                          on_capsule=shown, max_failure_rate=ctx.config.infra.max_failure_rate,
                          probe_fraction=(ctx.config.curator.counterfactual.fraction
                                          if split == "train" else 0.0),
-                         budget=ctx.budget, flush_every=ctx.config.infra.evidence_flush_every)
+                         budget=ctx.budget, flush_every=ctx.config.infra.evidence_flush_every,
+                         bank=bank)
     try:
         bench = runner.run(tasks, split, round_)
     finally:

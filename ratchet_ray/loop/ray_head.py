@@ -3,8 +3,9 @@
 Contracts:
 - ``ray_cluster(...)`` yields the environment variables its children need to join the cluster:
   ``RAY_ADDRESS`` when it is set (that cluster is reused and left alone), else the address of a
-  head it starts itself with ``ray start --head --block`` bound to 127.0.0.1 (no dashboard), in
-  its own process group. Ray starts such a head with token authentication, which its clients
+  head it starts itself with ``ray start --head --block`` bound to 127.0.0.1, in its own
+  process group, with usage stats off and its dashboard (the Ray job server) on a free
+  loopback port. Ray starts such a head with token authentication, which its clients
   only use under ``RAY_AUTH_MODE=token`` (the token is ``~/.ray/auth_token``); that mode is set for
   the head and yielded for the children unless the caller's environment names a mode.
 - The yielded head is ready: ``ray status`` answers before the block starts. A head that dies or
@@ -111,7 +112,8 @@ def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
     with open(log, "a") as handle:
         head = subprocess.Popen(
             [ray_executable(), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
-             f"--port={port}", *own_port_flags(), "--include-dashboard=false",
+             f"--port={port}", *own_port_flags(), "--include-dashboard=true",
+             "--dashboard-host=127.0.0.1", f"--dashboard-port={free_port()}",
              "--disable-usage-stats",
              # `docker`: this machine, as a local run's Ray offers it (runtime.actor_options)
              f"--resources={{\"docker\": {num_cpus}}}",

@@ -11,6 +11,12 @@ Contracts:
   clients of ``config.llm`` over the run's shared services (``Models.filled``: per-node model
   servers and rate limiters named by the run id), which then travel to every actor; tests pass
   picklable doubles.
+- Artifacts: what Solvers and Graders produce (agent trajectories, grader logs and reports, the
+  eval solver cache, the sim world) goes through the run's ``ratchet_ray.artifacts.Artifacts``
+  (``actors.artifacts.run_artifacts_access``): an artifact service pinned to the driver's node
+  that writes into the run dir there, or the ``infra.artifact_uri`` store. No actor is given a
+  run-dir path, so a run on many nodes keeps every artifact in the head's run dir, and cache
+  entries written on one node are read on every other.
 - Lifecycle: ``release_run(run_id)`` kills every named actor of the run (SkillBank, model
   servers, the run's limiters); the driver calls it when the run ends, by normal exit, failure
   or Ctrl-C. Another run in the same cluster keeps its own.
@@ -33,14 +39,17 @@ from typing import Any, Callable, Sequence
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from actors.artifacts import run_artifacts_access
 from actors.critic import CriticActor
 from actors.pools import ActorStartError, ActorStartTimeout, ResilientPool, init_failure, \
     init_failure_text
 from actors.skill_bank import SkillBankProcess, actor_name
 from actors.solver import SolverActor
 from actors.synthesizer import SynthesizerActor
+from ratchet_ray.artifacts import Artifacts, ArtifactStore
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.llm.base import Embedder, LLMClient
+from ratchet_ray.llm.cache import CACHE_DIRNAME
 from ratchet_ray.types import Task
 
 log = logging.getLogger(__name__)
@@ -135,32 +144,38 @@ def worker_env(config: LoopConfig) -> dict[str, str]:
     return env
 
 
-def make_grader_factory(config: LoopConfig, run_dir: Path) -> Callable[[], Any]:
-    """Makes one of the suite's grader actors (their scratch space lives under ``run_dir``);
-    their ``runtime_env`` carries ``worker_env(config)``."""
+def make_grader_factory(config: LoopConfig, run_dir: Path,
+                        artifacts: Artifacts | None = None) -> Callable[[], Any]:
+    """Makes one of the suite's grader actors; what they produce goes to ``artifacts`` (the run's,
+    ``run_artifacts_access``), or to the folder ``run_dir`` of their node when None (one node).
+    Their ``runtime_env`` carries ``worker_env(config)``."""
     from actors.grader import GraderActor
 
     options = {**actor_options("grader", config.suite),
                "runtime_env": {"env_vars": worker_env(config)}}
-    return lambda: GraderActor.options(**options).remote(config, str(run_dir))
+    target = artifacts if artifacts is not None else str(run_dir)
+    return lambda: GraderActor.options(**options).remote(config, target)
 
 
 def make_solver_factory(config: LoopConfig, run_dir: Path, models: Models = Models(), *,
-                        solver_cache: bool = True) -> Callable[[], Any]:
+                        solver_cache: bool = True,
+                        artifacts: Artifacts | None = None) -> Callable[[], Any]:
     """Makes one Solver actor. A patch suite's Solver gets ``suite.solver_settings(config)`` and
-    writes each agent trajectory to ``run_dir/logs/<suite>/<task>/<split>_<NN>/trajectory.json``;
-    ``solver_cache`` puts eval generations through ``run_dir/solver_cache``."""
+    writes each agent trajectory to ``logs/<suite>/<task>/<split>_<NN>/trajectory.json`` of
+    ``artifacts`` (the run's; None: the folder ``run_dir`` of its node, one node only);
+    ``solver_cache`` puts eval generations through its ``solver_cache/``."""
     from ratchet_ray.suites import suite_for
 
     suite = suite_for(config)
     models = models.filled(config)
     extra: dict[str, Any] = {"llm": models.llm, "embedder": models.embedder}
+    store = artifacts if artifacts is not None else ArtifactStore(run_dir)
     if solver_cache:
-        extra["solver_cache_dir"] = str(run_dir / "solver_cache")
+        extra["solver_cache_dir"] = store.sub(CACHE_DIRNAME)
     solver_settings = getattr(suite, "solver_settings", None)
     if solver_settings is not None:
         extra["patch_settings"] = solver_settings(config)
-        extra["trajectory_root"] = str(run_dir / "logs" / config.suite)
+        extra["trajectory_root"] = store.sub(f"logs/{config.suite}")
     options = actor_options("solver", config.suite)
     return lambda: SolverActor.options(**options).remote(config, **extra)
 
@@ -249,6 +264,7 @@ def start_runtime(config: LoopConfig, run_dir: Path, run_id: str, train_tasks: S
         max_task_retries=0, scheduling_strategy=pin_to_this_node(), **ROLE_RESOURCES["bank"],
     ).remote(str(run_dir), embedder=models.embedder, config=config, run_id=run_id)
     injected = {"llm": models.llm, "embedder": models.embedder}
+    artifacts, service = run_artifacts_access(run_dir, config.infra.artifact_uri)
 
     def make_critic() -> Any:
         return CriticActor.options(**ROLE_RESOURCES["critic"]).remote(config, llm=models.llm)
@@ -264,14 +280,16 @@ def start_runtime(config: LoopConfig, run_dir: Path, run_id: str, train_tasks: S
             config, run_dir, models,
             # A backend that replays a seeded call for free (``free_replay``) gains nothing
             # from the eval cache, which costs a durable file write per call.
-            solver_cache=not getattr(models.llm, "free_replay", False)), workers.solvers),
-        graders=make_pool("grader", config, make_grader_factory(config, run_dir),
-                          workers.graders),
+            solver_cache=not getattr(models.llm, "free_replay", False),
+            artifacts=artifacts), workers.solvers, batch=config.infra.batch),
+        graders=make_pool("grader", config, make_grader_factory(config, run_dir, artifacts),
+                          workers.graders, batch=config.infra.batch),
         critics=make_pool("critic", config, make_critic, workers.critics),
         # A pool of one: a Synthesizer that died is replaced (its constructor reloads its state:
         # config and train tasks) instead of failing every later synth phase. One attempt per
         # call: synthesis adds skills as it goes, so a blind retry could add a batch twice.
         synthesizer=make_pool("synthesizer", config, make_synthesizer, 1, max_attempts=1),
+        extra=[service] if service is not None else [],
     )
     wait_bank(bank, config)  # fail early with the bank's own error
     return runtime

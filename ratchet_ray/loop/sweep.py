@@ -1,11 +1,13 @@
-"""An ablation sweep: every (arm, seed) is its own ``python -m jobs.skill_loop`` driver process.
+"""An ablation sweep: every (arm, seed) is its own ``python -m jobs.skill_loop`` Ray job.
 
 Layout of a sweep folder (``jobs/ablations.py --out``)::
 
     sweep.json                              the shared flags (a rerun must give the same ones)
-    runs/<arm>_s<seed>/<suite>/<run dir>/   each driver's results_dir: exactly one run dir
-    logs/<arm>_s<seed>.log                  each driver's stdout + stderr, appended per attempt
+                                            and the sweep's budget (the latest one given)
+    runs/<arm>_s<seed>/<suite>/<run dir>/   each job's results_dir: exactly one run dir
+    logs/<arm>_s<seed>.log                  each job's driver log, appended per attempt
     logs/ray_head.log                       the local Ray head, when the sweep started one
+    jobs.json                               the Ray job of every submitted arm-seed
     status.json                             what the last invocation did per arm-seed
     ablations.md  ablations.json            the report (ratchet_ray/ablations.py)
 
@@ -15,30 +17,27 @@ Contracts:
   ``[--config <arm file>] --seed S --tag <arm>_s<S>``, the shared flags and
   ``--set results_dir=runs/<arm>_s<S>``; the child resolves Default -> suite file -> arm file
   -> flags and ``--set`` (the Default arm adds no file). Each new config is validated before
-  anything runs.
+  anything runs. Every job (new or resumed) gets the sweep's scope as ``budget.scope`` and the
+  sweep's budget (``--set budget.*``), so the limits apply to the sum over all arm-seeds;
+  a new job also gets the scope as ``llm.limiter_scope`` (one rate limit for all arms).
+- Budget: ``--set budget.max_tokens=N`` / ``budget.max_cost_usd=X`` given to the sweep is the
+  sweep's budget (not per arm). It is recorded in ``sweep.json`` and kept by a rerun that gives
+  none; a rerun that gives one replaces it (raise it to continue a sweep that ran out).
 - ``check_sweep_file``: the first invocation records the shared flags; a later one with other
-  flags is refused (the runs would not be comparable) and told how to proceed.
+  flags (budget aside) is refused (the runs would not be comparable) and told how to proceed.
 - ``lock_sweep``: one sweep per ``--out`` at a time (an exclusive lock on ``<out>/.lock``, held
   until the process exits); each child driver also locks its own run dir.
-- ``run_jobs``: at most ``parallel`` children at once, each in its own process group. A child
-  that fails is recorded (exit code, the last line of its log, the log path) and the others go
-  on; ``status.json`` gives it ``ok: false`` and its ``cause`` (the root cause its driver
-  recorded in ``stopped.json``: an unreachable model, a dead Docker daemon...). If the caller is
-  interrupted, the running children get SIGTERM (then SIGKILL) and nothing
-  else is touched; a rerun resumes them.
+- Running the jobs: ``ratchet_ray/loop/sweep_jobs.py``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable, Literal, Mapping, Sequence
+from typing import Literal, Sequence
 
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import ConfigError, load_config
@@ -51,7 +50,9 @@ ARMS = ("default", "A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8")
 SWEEP_FILE = "sweep.json"
 STATUS_FILE = "status.json"
 # Config keys the sweep sets per child; a --set of one of them would break the layout.
-RESERVED_KEYS = ("suite", "arm", "seed", "tag", "results_dir")
+RESERVED_KEYS = ("suite", "arm", "seed", "tag", "results_dir", "budget.scope",
+                 "llm.limiter_scope")
+BUDGET_KEYS = ("budget.max_tokens", "budget.max_cost_usd")
 
 
 class SweepError(ValueError):
@@ -73,6 +74,16 @@ class SweepSpec:
     dataset_path: Path | None = None
     workers: int | None = None
     sets: tuple[str, ...] = ()
+    """``--set`` items other than the budget."""
+    budget: tuple[str, ...] = ()
+    """``budget.max_tokens=N`` / ``budget.max_cost_usd=X``: the sweep's budget (all arms)."""
+
+    @property
+    def scope(self) -> str:
+        """The sweep's budget and rate-limit scope: fixed by its folder, so every invocation
+        (and every resumed arm-seed) shares one."""
+        digest = hashlib.sha1(str(self.out_dir.resolve()).encode()).hexdigest()[:10]
+        return f"sweep_{digest}"
 
     def shared_flags(self) -> list[str]:
         """The ``jobs.skill_loop`` flags of every new child, paths absolute."""
@@ -97,12 +108,14 @@ class Job:
     log: Path
     results_dir: Path | None = None
     """The child's results_dir: a run that stopped leaves its cause there (``stopped.json``)."""
+    run_dir: Path | None = None
+    """The run dir a resumed job continues (None for a new one)."""
 
 
 @dataclass(frozen=True)
 class JobOutcome:
     name: str
-    action: Literal["new", "resume", "skipped"]
+    action: Literal["new", "resume", "attach", "skipped"]
     returncode: int | None
     wall_s: float
     log: str
@@ -110,6 +123,10 @@ class JobOutcome:
     cause: str = ""
     """Why a failed child stopped: its run's ``stopped.json`` (the root cause the driver named,
     e.g. the model server was unreachable), else the last line of its log."""
+    job_id: str = ""
+    """The Ray job's submission id (empty for a skipped arm-seed)."""
+    budget: bool = False
+    """It stopped because the sweep's budget ran out (``stopped.json`` says so)."""
 
     @property
     def ok(self) -> bool:
@@ -137,12 +154,29 @@ def arm_files(arm: str) -> list[Path]:
     return [] if arm == "default" else [arm_config_file(arm)]
 
 
-def check_sets(sets: Sequence[str]) -> None:
+def split_sets(sets: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``--set`` items as (the shared overrides, the sweep's budget); a reserved key is
+    refused (``SweepError``)."""
+    shared, budget = [], []
     for item in sets:
         key = item.split("=", 1)[0].strip()
-        if "=" not in item or key.split(".")[0] in RESERVED_KEYS:
+        if "=" not in item or key.split(".")[0] in RESERVED_KEYS or key in RESERVED_KEYS:
             raise SweepError(f"--set {item!r}: give KEY=VALUE for a key other than "
                              f"{', '.join(RESERVED_KEYS)} (the sweep sets those per arm and seed)")
+        (budget if key in BUDGET_KEYS else shared).append(item.strip())
+    return tuple(shared), tuple(budget)
+
+
+def check_sets(sets: Sequence[str]) -> None:
+    split_sets(sets)
+
+
+def budget_flags(spec: SweepSpec) -> list[str]:
+    """What every job (new or resumed) gets: the sweep's scope and budget."""
+    flags = ["--set", f"budget.scope={spec.scope}"]
+    for item in spec.budget:
+        flags += ["--set", item]
+    return flags
 
 
 def child_config(spec: SweepSpec, arm: str, seed: int) -> LoopConfig:
@@ -156,23 +190,33 @@ def child_config(spec: SweepSpec, arm: str, seed: int) -> LoopConfig:
                                 dataset_path=spec.dataset_path, workers=spec.workers)
     try:
         arm_config_file(arm)  # an unknown arm fails here, naming the known ones
-        return load_config(layered_files(spec.suite, arm_files(arm)), [*overrides, *spec.sets])
+        return load_config(layered_files(spec.suite, arm_files(arm)),
+                           [*overrides, *spec.sets, *spec.budget])
     except ConfigError as exc:
         raise SweepError(f"arm {arm}, seed {seed}: {exc}") from exc
 
 
+def with_recorded_budget(spec: SweepSpec) -> SweepSpec:
+    """``spec`` as given when it names a budget, else with the budget ``sweep.json`` recorded."""
+    path = spec.out_dir / SWEEP_FILE
+    if spec.budget or not path.is_file():
+        return spec
+    return replace(spec, budget=tuple(json.loads(path.read_text()).get("budget", ())))
+
+
 def check_sweep_file(spec: SweepSpec) -> None:
-    """Record the shared flags on the first invocation; refuse different ones later."""
+    """Record the shared flags and the budget on the first invocation; refuse different flags
+    later (the budget may change: it is recorded again)."""
     path = spec.out_dir / SWEEP_FILE
     current = {"suite": spec.suite, "flags": spec.shared_flags()}
     if path.is_file():
         recorded = json.loads(path.read_text())
-        if recorded != current:
+        if {k: recorded.get(k) for k in current} != current:
             raise SweepError(
                 f"{spec.out_dir} was started with {recorded['suite']} {' '.join(recorded['flags'])}"
-                f"; rerun with those flags to resume it, or give a new --out for a new sweep")
-        return
-    write_json(path, current)
+                f"; rerun with those flags to resume it (only --set budget.* may change), or "
+                "give a new --out for a new sweep")
+    write_json(path, {**current, "budget": list(spec.budget)})
 
 
 def find_run(results_dir: Path, suite: str) -> Path | None:
@@ -192,7 +236,7 @@ def is_finished(run_dir: Path) -> bool:
 def plan_jobs(spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int],
               python: str = sys.executable) -> tuple[list[Job], list[JobOutcome]]:
     """Jobs to run and arm-seeds to skip (see module contracts)."""
-    check_sets(spec.sets)
+    check_sets([*spec.sets, *spec.budget])
     jobs, skipped = [], []
     for arm in arms:
         for seed in seeds:
@@ -205,92 +249,18 @@ def plan_jobs(spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int],
                 skipped.append(JobOutcome(name, "skipped", None, 0.0, str(log),
                                           f"finished: {existing}"))
             elif existing is not None:
-                jobs.append(Job(name, "resume", [*base, "--resume", str(existing), "--quiet"],
-                                log, results_dir))
+                jobs.append(Job(name, "resume", [*base, "--resume", str(existing),
+                                                 *budget_flags(spec), "--quiet"],
+                                log, results_dir, existing))
             else:
                 child_config(spec, arm, seed)
                 configs = [flag for path in arm_files(arm) for flag in ("--config", str(path))]
                 argv = [*base, spec.suite, *configs, "--seed",
-                        str(seed), "--tag", name, *spec.shared_flags(),
+                        str(seed), "--tag", name, *spec.shared_flags(), *budget_flags(spec),
+                        "--set", f"llm.limiter_scope={spec.scope}",
                         "--set", f"results_dir={results_dir.resolve()}", "--quiet"]
                 jobs.append(Job(name, "new", argv, log, results_dir))
     return jobs, skipped
-
-
-# ---- running ----------------------------------------------------------------------------------
-def _last_line(log: Path) -> str:
-    lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "(empty log)"
-
-
-def stop_cause(job: Job, since: float = 0.0) -> str:
-    """The root cause a failed child's run recorded (``stopped.json`` written after ``since``,
-    epoch seconds), else its log's last line."""
-    if job.results_dir is not None:
-        for stopped in sorted(Path(job.results_dir).glob("*/*/stopped.json")):
-            if stopped.stat().st_mtime < since:
-                continue  # left by an earlier attempt
-            try:
-                return str(json.loads(stopped.read_text())["cause"])
-            except (OSError, ValueError, KeyError) as exc:
-                return f"{stopped} is unreadable ({exc}); see {job.log}"
-    return _last_line(job.log) if job.log.is_file() else f"no log at {job.log}"
-
-
-def _terminate(proc: subprocess.Popen) -> None:
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGTERM)  # its own group (start_new_session): only this child
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-
-
-def run_jobs(jobs: Sequence[Job], parallel: int, env: Mapping[str, str],
-             on_done: Callable[[JobOutcome], None] | None = None,
-             poll_s: float = 0.5) -> list[JobOutcome]:
-    """Run ``jobs`` with at most ``parallel`` at once; one outcome per job, in finishing order."""
-    if parallel < 1:
-        raise SweepError(f"parallel must be >= 1, got {parallel}")
-    pending, running, outcomes = list(jobs), {}, []
-
-    def finish(outcome: JobOutcome) -> None:
-        outcomes.append(outcome)
-        if on_done is not None:
-            on_done(outcome)
-
-    try:
-        while pending or running:
-            while pending and len(running) < parallel:
-                job = pending.pop(0)
-                job.log.parent.mkdir(parents=True, exist_ok=True)
-                with open(job.log, "a") as handle:
-                    handle.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {job.action}: "
-                                 f"{' '.join(job.argv)}\n")
-                    handle.flush()
-                    try:
-                        proc = subprocess.Popen(job.argv, cwd=REPO_ROOT, env=dict(env),
-                                                stdout=handle, stderr=subprocess.STDOUT,
-                                                start_new_session=True)
-                    except OSError as exc:
-                        finish(JobOutcome(job.name, job.action, None, 0.0, str(job.log),
-                                          f"cannot start: {type(exc).__name__}: {exc}"))
-                        continue
-                running[proc] = (job, time.monotonic(), time.time())
-            time.sleep(poll_s)
-            for proc in [p for p in running if p.poll() is not None]:
-                job, started, started_at = running.pop(proc)
-                message = "" if proc.returncode == 0 else (
-                    f"exit {proc.returncode}: {_last_line(job.log)} (log: {job.log})")
-                cause = "" if proc.returncode == 0 else stop_cause(job, started_at)
-                finish(JobOutcome(job.name, job.action, proc.returncode,
-                                  time.monotonic() - started, str(job.log), message, cause))
-    finally:
-        for proc in running:
-            _terminate(proc)
-    return outcomes
 
 
 def lock_sweep(out_dir: Path) -> RunLock:
@@ -320,3 +290,24 @@ def cpus_per_run(config: LoopConfig) -> float:
     w = config.workers
     return (cpus("bank") + cpus("synthesizer") + w.solvers * cpus("solver")
             + w.graders * cpus("grader") + w.critics * cpus("critic"))
+
+
+def recorded_spend(spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int]
+                   ) -> dict[str, tuple[int, float]]:
+    """(tokens, USD) every existing run dir of the sweep has spent (its ``llm_call`` evidence),
+    keyed like the budget ledger (the run dir, resolved): the part of the sweep's spend that
+    the jobs of this invocation do not report themselves (finished arm-seeds)."""
+    from ratchet_ray.evidence.store import EvidenceStore
+
+    spend = {}
+    for arm in arms:
+        for seed in seeds:
+            existing = find_run(spec.out_dir / "runs" / job_name(arm, seed), spec.suite)
+            if existing is None:
+                continue
+            with EvidenceStore(existing).connect() as con:
+                tokens, cost = con.execute(
+                    "SELECT coalesce(sum(input_tokens + output_tokens), 0), "
+                    "coalesce(sum(cost_usd), 0) FROM llm_call").fetchone()
+            spend[str(existing.resolve())] = (int(tokens), float(cost))
+    return spend

@@ -24,6 +24,7 @@ API:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from ratchet_ray.config import RoleLimits, RoleSettings
 from ratchet_ray.llm.base import LLMClient, LLMError, Reply, StructuredOutputError
@@ -66,7 +67,8 @@ def _entry_point(task: Task) -> str:
 
 
 def critique(llm: LLMClient, task: Task, capsule: Capsule, skill: Skill | None, *,
-             limits: RoleLimits | None = None, seed: int | None = None) -> CritiqueResult:
+             limits: RoleLimits | None = None, seed: int | None = None,
+             templates: Mapping[str, str] | None = None) -> CritiqueResult:
     limits = limits or DEFAULT_LIMITS
     reason = refusal_reason(capsule)
     if reason:
@@ -80,7 +82,8 @@ def critique(llm: LLMClient, task: Task, capsule: Capsule, skill: Skill | None, 
     try:
         # Base-model backends continue a trailing assistant message: the review opens there.
         prefill = bool(getattr(llm, "supports_prefill", False))
-        result = complete_structured(llm, critic_messages(task, capsule, shown, prefill=prefill),
+        result = complete_structured(llm, critic_messages(task, capsule, shown, prefill=prefill,
+                                                     templates=templates),
                                      verdict_model(shown is not None,
                                                    entry_point=_entry_point(task)),
                                      max_tokens=limits.max_tokens,

@@ -10,11 +10,12 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import ClassVar, Literal, Sequence
+from typing import ClassVar, Literal, Mapping, Sequence
 
 from pydantic import (BaseModel, Field, create_model, field_validator)
 
 from ratchet_ray.llm.base import Message
+from ratchet_ray.prompt_templates import render, template
 from ratchet_ray.types import Attribution, Capsule, Skill, Task
 from ratchet_ray.roles.prompt_base import (_STRUCTURED, _clip, _tail, _task_text, guidance_block)
 
@@ -133,6 +134,16 @@ def _critic_example(output: str, failure: str, rationale: str, pattern: str, *,
     return f"{kind}:\n{output}\n{check}: {failure}\nAnswer: {answer}"
 
 
+def _worked_examples(examples: Sequence[tuple[str, str, str, str]], **labels: str) -> str:
+    """The worked answers as template text (braces doubled: a template is ``str.format`` text).
+    They sit in the template's fixed head, before the task: every review then starts with the
+    same instructions and examples, so a backend that reuses a cached prompt prefix (llama.cpp
+    keeps the previous prompt's KV cache; hosted prompt caches) evaluates them once, not per
+    verdict (measured on Gemma 270M: ~400 of a review's ~600 prompt tokens)."""
+    text = "\n\n".join(_critic_example(*ex, **labels) for ex in examples)
+    return text.replace("{", "{{").replace("}", "}}")
+
+
 # Grader statuses that only restate that tests failed. Shown before the finding, a base model
 # took one for the pattern (measured: 5 of 6 quickstart verdicts in one round answered
 # 'failed_tests', which the pattern check rejects, so those failures got no verdict).
@@ -177,53 +188,74 @@ PATCH_CRITIC_EXAMPLES = (
 PATCH_SUITES = frozenset({"swebench"})
 
 
+# The attribution question; the templates' ``{attribution}`` (with its line break), empty when
+# no skill was injected.
+ATTRIBUTION_LINE = ("attribution: did the injected guidance help, hurt, stay neutral, or not "
+                    "apply (inapplicable)?\n")
+# The head of the patch review (``prompt_templates`` name ``critic_patch``).
+PATCH_CRITIC_TEMPLATE = (
+    "# Failure review\n"
+    "A coding agent wrote a patch to resolve a GitHub issue in a Python repository and "
+    "the repository's tests FAILED on it. First say why the patch fails (rationale), "
+    "then name the mistake (pattern): 2-10 lowercase snake_case words general enough "
+    "to fit other issues with the same mistake, never a file, test or project name.\n\n"
+    + _worked_examples(PATCH_CRITIC_EXAMPLES, kind="Patch", check="Test log") + "\n\n"
+    "{attribution}"
+    "Issue:\n{task}\n\n"
+    "{guidance}")
+
+
+def _head(name: str, default: str, templates: Mapping[str, str] | None, task: Task,
+          skill: Skill | None, task_chars: int) -> str:
+    return render(template(name, default, templates), {
+        "attribution": ATTRIBUTION_LINE if skill is not None else "",
+        "task": _task_text(task, task_chars),
+        "guidance": guidance_block(skill) if skill is not None else ""})
+
+
 def patch_critic_messages(task: Task, capsule: Capsule, skill: Skill | None, *,
-                          prefill: bool = False) -> list[Message]:
+                          prefill: bool = False,
+                          templates: Mapping[str, str] | None = None) -> list[Message]:
     """The review prompt of a failed repository patch: the issue, the patch and the test log's
     tail (where pytest prints the failing tests and their errors)."""
-    attribution = ("attribution: did the injected guidance help, hurt, stay neutral, or not "
-                   "apply (inapplicable)?\n" if skill is not None else "")
-    head = ("# Failure review\n"
-            "A coding agent wrote a patch to resolve a GitHub issue in a Python repository and "
-            "the repository's tests FAILED on it. First say why the patch fails (rationale), "
-            "then name the mistake (pattern): 2-10 lowercase snake_case words general enough "
-            "to fit other issues with the same mistake, never a file, test or project name.\n"
-            + attribution + "\n"
-            f"Issue:\n{_task_text(task, 2000)}"
-            + (f"\n\n{guidance_block(skill)}" if skill is not None else ""))
-    review = ("\n\n".join(_critic_example(*ex, kind="Patch", check="Test log")
-                          for ex in PATCH_CRITIC_EXAMPLES) + "\n\n"
-              f"Patch:\n{_clip(capsule.output, 2500) or '(empty patch)'}"
+    head = _head("critic_patch", PATCH_CRITIC_TEMPLATE, templates, task, skill, 2000)
+    review = (f"Patch:\n{_clip(capsule.output, 2500) or '(empty patch)'}"
               f"\nTest log: {capsule.exit_status}: {_tail(capsule.grader_trace, 1500)}")
     if prefill:
         return [Message("user", head), Message("assistant", review + "\nAnswer: ")]
     return [Message("user", f"{head}\n\n{review}")]
 
 
+# The head of the code review (``prompt_templates`` name ``critic``).
+CRITIC_TEMPLATE = (
+    "# Failure review\n"
+    "A solver wrote code for a Python task and it FAILED a test. First say why it fails "
+    "(rationale), then name the mistake (pattern): 2-10 lowercase snake_case words "
+    "general enough to fit other tasks with the same mistake, never the function's "
+    "name.\n\n"
+    + _worked_examples(CRITIC_EXAMPLES) + "\n\n"
+    "{attribution}"
+    "Task:\n{task}\n\n"
+    "{guidance}")
+
+
 def critic_messages(task: Task, capsule: Capsule, skill: Skill | None, *,
-                    prefill: bool = False) -> list[Message]:
-    """The review prompt. With ``prefill`` (backends that continue a trailing assistant message)
-    the worked examples and the concrete failure open the answer itself, ending in ``Answer: ``:
-    a base model labels what it read last, and otherwise the schema section that the backend
-    appends sits in between (measured: with it there Gemma 270M copied the schema's
-    'inapplicable' or an example's label for nearly every failure). A SWE-bench task gets
-    ``patch_critic_messages``."""
+                    prefill: bool = False,
+                    templates: Mapping[str, str] | None = None) -> list[Message]:
+    """The review prompt: the fixed part first (instructions and worked examples, the same in
+    every review, so a cached prompt prefix covers them), then the task, then the failure. With
+    ``prefill`` (backends that continue a trailing assistant message) the concrete failure opens
+    the answer itself, ending in ``Answer: ``: a base model labels what it read last, and
+    otherwise the schema section that the backend appends sits in between (measured: with it
+    there Gemma 270M copied the schema's 'inapplicable' or an example's label for nearly every
+    failure). A SWE-bench task gets ``patch_critic_messages``."""
     if task.suite in PATCH_SUITES:
-        return patch_critic_messages(task, capsule, skill, prefill=prefill)
-    attribution = ("attribution: did the injected guidance help, hurt, stay neutral, or not "
-                   "apply (inapplicable)?\n" if skill is not None else "")
-    head = ("# Failure review\n"
-            "A solver wrote code for a Python task and it FAILED a test. First say why it fails "
-            "(rationale), then name the mistake (pattern): 2-10 lowercase snake_case words "
-            "general enough to fit other tasks with the same mistake, never the function's "
-            "name.\n" + attribution + "\n"
-            f"Task:\n{_task_text(task, 1200)}"
-            + (f"\n\n{guidance_block(skill)}" if skill is not None else ""))
+        return patch_critic_messages(task, capsule, skill, prefill=prefill, templates=templates)
+    head = _head("critic", CRITIC_TEMPLATE, templates, task, skill, 1200)
     # The function is called `f` in the review: a small model otherwise copies its name into
     # the pattern ('check_k_not_in_tuple'), which no other task's failure can share.
     entry_point = str(task.payload.get("entry_point") or "").strip()
-    review = ("\n\n".join(_critic_example(*ex) for ex in CRITIC_EXAMPLES) + "\n\n"
-              f"Solver output:\n{_anonymize(_clip(capsule.output, 1000), entry_point) or '(empty)'}"
+    review = (f"Solver output:\n{_anonymize(_clip(capsule.output, 1000), entry_point) or '(empty)'}"
               f"\nFailing test: {_anonymize(failure_summary(capsule), entry_point)}")
     if prefill:
         return [Message("user", head), Message("assistant", review + "\nAnswer: ")]

@@ -7,6 +7,10 @@ pass their pydantic model's JSON schema to the backend, which constrains decodin
 (llama.cpp grammars) and states the schema in the prompt.
 
 API (other roles code against exactly these):
+- Every builder takes ``templates`` (keyword; the run's ``prompts.texts``): a template named
+  in ``ratchet_ray.prompt_templates.TEMPLATES`` replaces the built-in one (``SOLVER_TEMPLATE``,
+  ``ROUTER_TEMPLATE``, ``critic_prompts.CRITIC_TEMPLATE`` / ``PATCH_CRITIC_TEMPLATE``,
+  ``synth_prompts.SYNTH_TEMPLATE``).
 - ``code_messages(task, skill, *, prefill="") -> list[Message]``; ``code_prefill(task)`` (the
   answer's opening fence + ``def <entry_point>(``, sent as a trailing assistant message to
   backends that declare ``supports_prefill``); ``CODE_STOP`` stop sequences (they never match an
@@ -34,11 +38,12 @@ API (other roles code against exactly these):
 from __future__ import annotations
 
 import functools
-from typing import Literal, Sequence
+from typing import Literal, Mapping, Sequence
 
 from pydantic import (BaseModel, Field, create_model)
 
 from ratchet_ray.llm.base import Message
+from ratchet_ray.prompt_templates import render, template
 from ratchet_ray.types import NONE_SKILL, MetaSkill, Skill, Task
 from ratchet_ray.roles.critic_prompts import (CRITIC_EXAMPLES, EXAMPLE_PATTERNS,
                                               GENERIC_PATTERN_WORDS, PATTERN_REGEX, VerdictOut,
@@ -93,20 +98,28 @@ def code_prefill(task: Task) -> str:
     return f"```python\ndef {entry_point}(" if entry_point else "```python\n"
 
 
-def code_messages(task: Task, skill: Skill | None, *, prefill: str = "") -> list[Message]:
+# The Solver's template (``prompt_templates``; a run's ``prompts.dir`` may override it).
+SOLVER_TEMPLATE = (
+    "# Python programming task\n\n"
+    "Write one correct, self-contained Python function that solves the task. "
+    "Use only the standard library. Answer with only the code in one ```python block.\n\n"
+    "{guidance}\n\n"
+    "Task:\n{task}\n\n"
+    "{entry_point_rule}")
+
+
+def code_messages(task: Task, skill: Skill | None, *, prefill: str = "",
+                  templates: Mapping[str, str] | None = None) -> list[Message]:
     """A Python-function prompt; the answer is expected in one ```python block. A non-empty
     ``prefill`` becomes a trailing assistant message the model continues (base models write far
-    better code when the function header is already written)."""
-    parts = ["# Python programming task",
-             "Write one correct, self-contained Python function that solves the task. "
-             "Use only the standard library. Answer with only the code in one ```python block."]
-    if skill is not None:
-        parts.append(guidance_block(skill))
-    parts.append("Task:\n" + _task_text(task))
+    better code when the function header is already written). ``templates``: the run's
+    overrides (``prompts.texts``)."""
     entry_point = str(task.payload.get("entry_point") or "").strip()
-    if entry_point:
-        parts.append(f"The function must be named `{entry_point}`.")
-    messages = [Message("user", "\n\n".join(parts))]
+    text = render(template("solver", SOLVER_TEMPLATE, templates), {
+        "guidance": guidance_block(skill) if skill is not None else "",
+        "task": _task_text(task),
+        "entry_point_rule": f"The function must be named `{entry_point}`." if entry_point else ""})
+    messages = [Message("user", text)]
     return [*messages, Message("assistant", prefill)] if prefill else messages
 
 
@@ -135,14 +148,21 @@ def _skill_card(skill: Skill) -> str:
             + (f" ({skill.description})" if skill.description != skill.intent else ""))
 
 
-def router_messages(task: Task, candidates: Sequence[Skill]) -> list[Message]:
+ROUTER_TEMPLATE = (
+    "# Skill routing\n"
+    "Pick the ONE skill whose guidance would most help solve the task, or NONE when no "
+    "skill clearly applies. A wrong skill hurts more than no skill.\n\n"
+    "Task:\n{task}\n\n"
+    "Skills:\n{skills}\n\n"
+    'Answer with JSON: {{"skill_id": "<one id from the list, or NONE>"}}')
+
+
+def router_messages(task: Task, candidates: Sequence[Skill], *,
+                    templates: Mapping[str, str] | None = None) -> list[Message]:
     cards = "\n".join(_skill_card(s) for s in candidates)
-    text = ("# Skill routing\n"
-            "Pick the ONE skill whose guidance would most help solve the task, or NONE when no "
-            "skill clearly applies. A wrong skill hurts more than no skill.\n\n"
-            f"Task:\n{_task_text(task, 2000)}\n\n"
-            f"Skills:\n{cards}\n- {NONE_SKILL}: no skill applies\n\n"
-            'Answer with JSON: {"skill_id": "<one id from the list, or NONE>"}')
+    text = render(template("router", ROUTER_TEMPLATE, templates), {
+        "task": _task_text(task, 2000),
+        "skills": f"{cards}\n- {NONE_SKILL}: no skill applies"})
     return [Message("user", text)]
 
 

@@ -1,8 +1,9 @@
 """The Router: pick one ACTIVE skill for a task, or NONE.
 
 API:
-- ``Router(llm, embedder, settings: RouterSettings, limits: RoleLimits | None = None)``
-  (``limits``: the router's temperature and token cap, ``llm.roles.router``)
+- ``Router(llm, embedder, settings: RouterSettings, limits: RoleLimits | None = None, *,
+  templates=None)`` (``limits``: the router's temperature and token cap, ``llm.roles.router``;
+  ``templates``: the run's prompt overrides, ``prompts.texts``)
 - ``Router.route(task, active_skills, index=None, *, seed=None) -> RouteDecision(skill_id,
   replies, reason)``; ``seed`` is the call's sampling seed (backends that take one).
 - ``active_skills`` are the skills the caller lets this split route to: ACTIVE ones, plus
@@ -28,7 +29,7 @@ Behaviour (DESIGN.md section 1):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ratchet_ray.config import RoleLimits, RoleSettings, RouterSettings
 from ratchet_ray.llm.base import Embedder, LLMClient, LLMError, Reply, StructuredOutputError
@@ -58,8 +59,10 @@ class RouteDecision:
 
 class Router:
     def __init__(self, llm: LLMClient | None, embedder: Embedder | None, settings: RouterSettings,
-                 limits: RoleLimits | None = None):
+                 limits: RoleLimits | None = None, *,
+                 templates: Mapping[str, str] | None = None):
         self.llm = llm
+        self.templates = templates
         self.embedder = embedder
         self.settings = settings
         self.limits = limits or DEFAULT_LIMITS
@@ -108,7 +111,9 @@ class Router:
         scope = f"{'shortlist' if shortlisted else 'bank'} of {len(candidates)}"
         schema = router_choice_model([s.id for s in candidates])
         try:
-            result = complete_structured(self.llm, router_messages(task, candidates), schema,
+            result = complete_structured(self.llm, router_messages(task, candidates,
+                                                                         templates=self.templates),
+                                         schema,
                                          max_tokens=self.limits.max_tokens,
                                          temperature=self.limits.temperature, seed=seed)
         except StructuredOutputError as exc:

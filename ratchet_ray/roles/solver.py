@@ -26,8 +26,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
+from ratchet_ray.artifacts import Artifacts
 from ratchet_ray.llm.base import LLMClient, Reply
 from ratchet_ray.roles.prompts import CODE_STOP, code_messages, code_prefill
 from ratchet_ray.seeding import sampling_kwargs
@@ -64,9 +65,11 @@ def supports_prefill(llm: LLMClient) -> bool:
 
 
 def solve_code(llm: LLMClient, task: Task, skill: Skill | None, *, max_tokens: int,
-               temperature: float, seed: int | None = None) -> SolveResult:
+               temperature: float, seed: int | None = None,
+               templates: Mapping[str, str] | None = None) -> SolveResult:
     prefill = code_prefill(task) if supports_prefill(llm) else ""
-    reply = llm.complete(code_messages(task, skill, prefill=prefill), max_tokens=max_tokens,
+    messages = code_messages(task, skill, prefill=prefill, templates=templates)
+    reply = llm.complete(messages, max_tokens=max_tokens,
                          temperature=temperature, stop=list(CODE_STOP),
                          **sampling_kwargs(llm, seed))
     # A chat model may restate the whole answer despite the prefill; keep it whole then.
@@ -85,8 +88,8 @@ def solve_turn(llm: LLMClient, task: Task, skill: Skill | None, turn: Any, *, ma
 
 def solve(llm: LLMClient, task: Task, skill: Skill | None, *, output_kind: str,
           max_tokens: int, temperature: float, patch_settings: Any = None,
-          log_dir: str | Path | None = None, seed: int | None = None,
-          turn: Any = None) -> SolveResult:
+          log_dir: str | Path | Artifacts | None = None, seed: int | None = None,
+          turn: Any = None, templates: Mapping[str, str] | None = None) -> SolveResult:
     if output_kind not in OUTPUT_KINDS and turn is None:
         raise ValueError(f"solve: unknown output_kind {output_kind!r}; valid: {OUTPUT_KINDS}, "
                          "or pass the suite as turn= (a SolverTurn) for its own output kind")
@@ -96,7 +99,7 @@ def solve(llm: LLMClient, task: Task, skill: Skill | None, *, output_kind: str,
                               temperature=temperature, seed=seed)
         if output_kind == "code":
             return solve_code(llm, task, skill, max_tokens=max_tokens, temperature=temperature,
-                              seed=seed)
+                              seed=seed, templates=templates)
         from ratchet_ray.suites.swebench.agent import solve_patch
 
         patch, replies = solve_patch(llm, task, skill, patch_settings, log_dir=log_dir)

@@ -3,21 +3,23 @@
 Two ways to draft a skill, one contract (``ratchet_ray.skill_contract``):
 - whole: one structured call for the complete ``SkillDraft`` (chat and hosted models);
 - fieldwise: one small call per field (``FIELD_ORDER``), with the cluster's pattern and examples
-  in every prompt and the fields written so far; lists and the id under their own JSON-schema
-  grammar (``field_model``), free-text fields on a base-model backend as the continuation of an
-  opening (``field_opening``); for small base models, which copy whatever worked example or
-  description a prompt shows instead of writing a skill for their own pattern.
+  in every prompt and the fields written so far, each under its own JSON-schema grammar
+  (``field_model``); on a base-model backend instead each field is the one-line continuation of
+  an opening (``field_opening``; lists split by ``field_items``) and the id is the cluster's
+  pattern; for small base models, which copy whatever worked example, description or schema a
+  prompt shows instead of writing a skill for their own pattern.
 No prompt shows a worked example skill.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Sequence
+from typing import Annotated, Any, Mapping, Sequence
 
 from pydantic import BaseModel, Field, StringConstraints, create_model
 
 from ratchet_ray.llm.base import Message
+from ratchet_ray.prompt_templates import render, template
 from ratchet_ray.roles.prompt_base import _clip
 from ratchet_ray.skill_contract import (DRAFT_CONFIG, DRAFT_LIMITS, GuidanceDraft, SkillDraft,
                                         bare_schema, placeholder_texts, schema_lock)
@@ -82,12 +84,26 @@ def _guide(metaskill: MetaSkill | None, *, whole: bool) -> str:
     return "Authoring guide:\n" + _clip(body, 4000)
 
 
-def _evidence(suite: str, pattern: str, examples: Sequence[str], existing: Sequence[Skill],
-              feedback: Sequence[str]) -> tuple[list[str], list[str]]:
-    parts = [f"# Skill authoring ({suite})",
-             "Write ONE reusable skill: natural-language guidance (never code) that would help "
-             "a solver avoid the recurring failure below on future, different tasks."]
-    return parts, [f"Recurring failure pattern ({len(examples)} examples shown): {pattern}",
+# The head of every authoring prompt, whole or fieldwise (``prompt_templates`` name
+# ``synthesizer``): ``{guide}`` is the authoring guide (empty for a fieldwise draft under A3),
+# ``{evidence}`` the cluster's pattern, examples, existing skills and feedback.
+SYNTH_TEMPLATE = (
+    "# Skill authoring ({suite})\n\n"
+    "Write ONE reusable skill: natural-language guidance (never code) that would help "
+    "a solver avoid the recurring failure below on future, different tasks.\n\n"
+    "{guide}\n\n"
+    "{evidence}")
+
+
+def _authoring(suite: str, guide: str, evidence: Sequence[str],
+               templates: Mapping[str, str] | None) -> str:
+    return render(template("synthesizer", SYNTH_TEMPLATE, templates),
+                  {"suite": suite, "guide": guide, "evidence": "\n\n".join(evidence)})
+
+
+def _evidence(pattern: str, examples: Sequence[str], existing: Sequence[Skill],
+              feedback: Sequence[str]) -> list[str]:
+    return [f"Recurring failure pattern ({len(examples)} examples shown): {pattern}",
                    *(["Examples:\n" + "\n---\n".join(examples)] if examples else []),
                    *(["Existing skills (do not repeat them):\n"
                       + "\n".join(f"- {s.id}: {s.intent}" for s in existing[:30])]
@@ -98,12 +114,13 @@ def _evidence(suite: str, pattern: str, examples: Sequence[str], existing: Seque
 
 def synth_messages(suite: str, metaskill: MetaSkill | None, pattern: str,
                    examples: Sequence[str], existing: Sequence[Skill],
-                   feedback: Sequence[str] = (), *, prefill: bool = False) -> list[Message]:
+                   feedback: Sequence[str] = (), *, prefill: bool = False,
+                   templates: Mapping[str, str] | None = None) -> list[Message]:
     """Ask for one whole skill that addresses a failure cluster. ``metaskill`` None is ablation
     A3: no authoring prior, only the bare schema. With ``prefill`` (backends that continue a
     trailing assistant message) the pattern opens the answer."""
-    head, evidence = _evidence(suite, pattern, examples, existing, feedback)
-    parts = [*head, _guide(metaskill, whole=True), *evidence]
+    evidence = _evidence(pattern, examples, existing, feedback)
+    parts = [_authoring(suite, _guide(metaskill, whole=True), evidence, templates)]
     if prefill:
         return [Message("user", "\n\n".join(parts)),
                 Message("assistant", f"Pattern: {_bare(pattern)}\nSkill: ")]
@@ -135,7 +152,26 @@ FIELD_OPENINGS = {
     "verify_before_returning": "Before answering, check that ",
     "intent": "Write a function that ",
     "description": "Tasks that ",
+    # Lists too, one line of comma-separated items (``field_items``): under the list grammar the
+    # backend's schema section sits in the prompt, and Gemma 270M wrote its keywords back as the
+    # items (measured: common_pitfalls ['items', 'maxLength', 'minLength']).
+    "common_pitfalls": "Mistakes seen in the failed examples: ",
+    "signals_match": "Words in such task statements: ",
 }
+# Where a base model's one-line field turns into a numbered list ('Tasks that 1) ... 2) ...'),
+# the continuation ends: the first item is the field.
+FIELD_STOPS = ("\n", " 2)", " 2.", "; 2")
+
+
+def field_items(name: str, text: str) -> list[str]:
+    """The items of list field ``name`` from its one-line continuation: split at commas and
+    semicolons, numbering and quotes stripped, duplicates dropped, at most the field's count."""
+    items = []
+    for raw in re.split(r"[,;]|\band\b", text):
+        item = re.sub(r"^\s*(\d+[).]|[-*])\s*", "", raw).strip(" .'\"`")
+        if len(item) >= 2 and item.lower() not in (i.lower() for i in items):
+            items.append(item[:DRAFT_LIMITS[name][1]])
+    return items[:_FIELD_ITEMS.get(name, DRAFT_LIMITS[name][0])]
 
 
 def field_opening(name: str, pattern: str) -> str:
@@ -169,13 +205,13 @@ def field_max_tokens(name: str, cap: int) -> int:
 
 def field_messages(suite: str, metaskill: MetaSkill | None, pattern: str,
                    examples: Sequence[str], existing: Sequence[Skill],
-                   feedback: Sequence[str], drafted: dict[str, Any], name: str) -> list[Message]:
+                   feedback: Sequence[str], drafted: dict[str, Any], name: str, *,
+                   templates: Mapping[str, str] | None = None) -> list[Message]:
     """Ask for field ``name`` of the skill, given the fields ``drafted`` so far. Every field's
     prompt starts with the same text (guide, pattern, examples), so a backend that reuses a
     cached prompt prefix pays for it once per skill."""
-    head, evidence = _evidence(suite, pattern, examples, existing, feedback)
-    guide = _guide(metaskill, whole=False)
-    parts = [*head, *([guide] if guide else []), *evidence]
+    evidence = _evidence(pattern, examples, existing, feedback)
+    parts = [_authoring(suite, _guide(metaskill, whole=False), evidence, templates)]
     if drafted:
         parts.append("The skill so far:\n" + "\n".join(
             f"- {k}: {'; '.join(v) if isinstance(v, list) else v}"

@@ -2,7 +2,8 @@
 
 API:
 - ``Synthesizer(llm, embedder, synth_settings: SynthSettings, suite: str, *, tasks=None,
-  seed=42, limits=None)``; ``tasks`` (``{task_id: Task}``) lets examples show the task text;
+  seed=42, limits=None, templates=None)``; ``tasks`` (``{task_id: Task}``) lets examples show
+  the task text; ``templates`` are the run's prompt overrides (``prompts.texts``);
   ``seed`` is the run's seed (verdict order and sampling seeds); ``limits`` is
   ``llm.roles.synth`` (temperature, token cap).
 - ``Synthesizer.run(verdicts, active_skills, metaskill, add_skill, round_, *, capsules=None,
@@ -29,7 +30,8 @@ API:
   (``prompts.copies_template``) with a note, up to
   ``max_reprompts`` times; anything else ends the cluster. A free-text field a base model writes
   past its length bound is cut at its last clause boundary (``synth_prompts.fit_field``); a
-  fieldwise id the model cannot write is the cluster's pattern (first 6 words, slugified).
+  fieldwise id is the cluster's pattern (first 6 words, slugified) on a base-model backend
+  and wherever the model cannot write one.
 - Never raises for LLM trouble (the cluster goes to ``failed`` as ``"<pattern>: <reason>"``);
   errors from ``add_skill`` (the bank) propagate. ``synth_settings.enabled`` False does nothing.
 """
@@ -50,7 +52,8 @@ from ratchet_ray.llm.structured import complete_structured
 from ratchet_ray.roles.prompts import (FIELD_ORDER, SkillDraft, assemble_draft, copies_template,
                                       field_max_tokens, field_messages, field_model,
                                       synth_messages)
-from ratchet_ray.roles.synth_prompts import _bare, field_opening, fit_field
+from ratchet_ray.roles.synth_prompts import (FIELD_STOPS, _bare, field_items, field_opening,
+                                             fit_field)
 from ratchet_ray.seeding import derive_seed, sampling_kwargs, seeded_order
 from ratchet_ray.synthesis.preprocess import cluster_verdicts, cover_guard
 from ratchet_ray.types import Capsule, Guidance, MetaSkill, Skill, SkillStatus, Task, Verdict
@@ -92,6 +95,14 @@ def _verdict_order_key(verdict: Verdict) -> tuple:
             verdict.attribution, verdict.confidence, verdict.rationale, verdict.capsule_id)
 
 
+LIST_FIELDS = frozenset({"common_pitfalls", "signals_match"})
+
+
+def _pattern_id(label: str) -> str:
+    """A skill id from the cluster's pattern: its first 6 words, slugified."""
+    return "_".join(slugify(_bare(label)).split("_")[:6])
+
+
 class DraftError(Exception):
     """A draft could not be written; ``replies`` keeps every generation for accounting."""
 
@@ -119,8 +130,10 @@ def draft_to_skill(draft: SkillDraft, taken: Collection[str], suite: str) -> Ski
 class Synthesizer:
     def __init__(self, llm: LLMClient, embedder: Embedder, synth_settings: SynthSettings,
                  suite: str, *, tasks: Mapping[str, Task] | None = None, seed: int = 42,
-                 limits: RoleLimits | None = None):
+                 limits: RoleLimits | None = None,
+                 templates: Mapping[str, str] | None = None):
         self.llm = llm
+        self.templates = templates  # the run's prompt overrides (``prompts.texts``)
         self.embedder = embedder
         self.settings = synth_settings
         self.suite = suite
@@ -231,18 +244,24 @@ class Synthesizer:
         limits = self.limits
         if not self.fieldwise:
             messages = synth_messages(self.suite, metaskill, label, examples, existing,
-                                      feedback, prefill=self.prefill)
+                                      feedback, prefill=self.prefill, templates=self.templates)
             result = self._structured(messages, SkillDraft, limits.max_tokens, seed)
             outcome.replies.extend(result.replies)
             return result.value
         fields: dict[str, Any] = {}
         for name in FIELD_ORDER:
             messages = field_messages(self.suite, metaskill, label, examples, existing,
-                                      feedback, fields, name)
+                                      feedback, fields, name, templates=self.templates)
             cap, field_seed = field_max_tokens(name, limits.max_tokens), derive_seed(seed, name)
+            if name == "id" and self.prefill:
+                # The id is only a handle; a base model asked for one wrote 'id_1' or ran into
+                # its token cap (measured, Gemma 270M): the cluster's pattern names the skill.
+                fields[name] = _pattern_id(label)
+                continue
             opening = field_opening(name, label) if self.prefill else ""
             if opening:
-                fields[name] = self._continue(messages, opening, name, cap, field_seed, outcome)
+                fields[name] = self._continue(messages, opening, name, cap, field_seed, outcome,
+                                              label)
                 continue
             try:
                 result = self._structured(messages, field_model(name), cap, field_seed)
@@ -252,7 +271,7 @@ class Synthesizer:
                 # The id is only a handle: when a base model cannot write one (measured: Gemma
                 # 270M ran a snake_case id into its token cap), the cluster's pattern names it.
                 outcome.replies.extend(exc.replies)
-                fields[name] = "_".join(slugify(_bare(label)).split("_")[:6])
+                fields[name] = _pattern_id(label)
                 continue
             outcome.replies.extend(result.replies)
             fields[name] = getattr(result.value, name)
@@ -262,19 +281,29 @@ class Synthesizer:
             raise DraftError(f"invalid fieldwise draft: {exc.errors()[:3]}", []) from exc
 
     def _continue(self, messages: list, opening: str, name: str, max_tokens: int, seed: int,
-                  outcome: SynthOutcome) -> str:
-        """A free-text field written as the continuation of ``opening`` up to the line break,
-        validated against the field's bounds (``DraftError`` otherwise)."""
+                  outcome: SynthOutcome, opening_label: str = "") -> Any:
+        """A field written as the continuation of ``opening`` up to the line break (or where it
+        turns into a numbered list), validated against the field's bounds (``DraftError``
+        otherwise); a list field's items are the line's comma-separated parts."""
         try:
             reply = self.llm.complete([*messages, Message("assistant", opening)],
                                       max_tokens=max_tokens, temperature=self.limits.temperature,
-                                      stop=["\n"], **sampling_kwargs(self.llm, seed))
+                                      stop=list(FIELD_STOPS), **sampling_kwargs(self.llm, seed))
         except LLMError as exc:
             raise DraftError(f"{type(exc).__name__}: {exc}", []) from exc
         outcome.replies.append(reply)
-        text = fit_field(name, " ".join((opening + reply.text).split()))
+        line = re.sub(r"^\s*1[).]\s*", "", reply.text)  # a list's first number, not its text
+        if name in LIST_FIELDS:
+            # An empty line (measured: Gemma 270M often ends signals_match at once) falls back
+            # to the cluster's pattern: its words are what the failures share.
+            value: Any = field_items(name, line) or (
+                [_bare(opening_label)] if name == "common_pitfalls"
+                else field_items(name, ", ".join(w for w in _bare(opening_label).split()
+                                                 if len(w) > 3)))
+        else:
+            value = fit_field(name, " ".join((opening + line).split()))
         try:
-            return getattr(field_model(name).model_validate({name: text}), name)
+            return getattr(field_model(name).model_validate({name: value}), name)
         except ValidationError as exc:
             raise DraftError(f"field {name}: {exc.errors()[:1]}", []) from exc
 

@@ -12,12 +12,18 @@ API:
   - ``set_bank(skills) -> int``: what the caller lets the split route to (the round's ACTIVE
     skills, plus CANDIDATE ones on a bootstrap train pass; DEPRECATED ones are dropped); builds
     the ``SkillIndex`` once when routing will need it; returns the number of routable skills.
-  - ``run(task, split, round_) -> SolveOutcome`` (route + solve; never raises for LLM trouble).
+  - ``run(task, split, round_, *, bank=None) -> SolveOutcome`` (route + solve; never raises for
+    LLM trouble). ``bank`` (a ``BankSnapshot``) is what this call routes to; the worker keeps the
+    last snapshot's routable skills and index, keyed by its ``snapshot_id``, so the calls of one
+    split pay for them once, and any worker (a fresh replacement too) can serve any call: the
+    loop ``ray.put``s the snapshot once per split and sends its ref with every call. Without
+    ``bank`` the call routes to what ``set_bank`` gave (direct use, tools, tests).
     The router and solver calls sample with seeds derived from ``config.seed``, the round, the
     split and the task (``seeding.derive_seed``), so a resumed run draws the same numbers.
     Eval-split generations go through ``CachedLLM`` when ``solver_cache_dir`` is given; the train
     pass is always fresh. With ``trajectory_root``, a patch agent writes
-    ``<trajectory_root>/<task_id>/<split>_<round:02d>/trajectory.json``.
+    ``<trajectory_root>/<task_id>/<split>_<round:02d>/trajectory.json``. Both may be a folder or
+    an ``ratchet_ray.artifacts.Artifacts`` (the run's store, which a Solver on any node reaches).
 - ``CriticWorker(config, *, llm=None)``
   - ``critique_batch(items) -> list[CritiqueResult]``: one result per ``(task, capsule, skill)``
     item, in order; infrastructure failures are refused per item (``error`` NotCritiquable).
@@ -34,10 +40,12 @@ API:
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
+from ratchet_ray.artifacts import Artifacts, as_artifacts
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.llm.base import Embedder, LLMClient, Reply
 from ratchet_ray.roles.critic import CritiqueResult, critique
@@ -82,6 +90,18 @@ class _LazyEmbedder:
         return self.get().embed(texts, input_type)
 
 
+@dataclass(frozen=True)
+class BankSnapshot:
+    """The skills one split may route to, named by an id unique to this snapshot."""
+
+    snapshot_id: str
+    skills: tuple[Skill, ...]
+
+    @classmethod
+    def of(cls, skills: Sequence[Skill]) -> "BankSnapshot":
+        return cls(uuid.uuid4().hex, tuple(skills))
+
+
 @dataclass
 class SolveOutcome:
     """One routed attempt, ready to be graded and recorded as a capsule."""
@@ -104,8 +124,8 @@ class SolveOutcome:
 class SolverWorker:
     def __init__(self, config: LoopConfig, *, llm: LLMClient | None = None,
                  embedder: Embedder | None = None, output_kind: str | None = None,
-                 solver_cache_dir: str | Path | None = None, patch_settings: Any = None,
-                 trajectory_root: str | Path | None = None):
+                 solver_cache_dir: str | Path | Artifacts | None = None,
+                 patch_settings: Any = None, trajectory_root: str | Path | Artifacts | None = None):
         self.config = config
         self.llm = llm if llm is not None else _make_llm(config)
         self.embedder = _LazyEmbedder(config, embedder)
@@ -118,7 +138,8 @@ class SolverWorker:
             self.turn = suite if output_kind not in OUTPUT_KINDS else None
         self.output_kind = output_kind
         self.patch_settings = patch_settings
-        self.trajectory_root = Path(trajectory_root) if trajectory_root is not None else None
+        self.trajectory_root = (as_artifacts(trajectory_root) if trajectory_root is not None
+                                else None)
         self.eval_llm = self.llm
         if solver_cache_dir is not None:
             from ratchet_ray.llm.cache import CachedLLM
@@ -126,8 +147,11 @@ class SolverWorker:
             self.eval_llm = CachedLLM(self.llm, solver_cache_dir)
         self.skills: list[Skill] = []
         self.index: SkillIndex | None = None
+        self.snapshot_id: str | None = None
+        """The ``BankSnapshot`` that ``skills`` and ``index`` come from (None: ``set_bank``)."""
 
     def set_bank(self, skills: Sequence[Skill]) -> int:
+        self.snapshot_id = None
         self.skills = [s for s in skills if s.status in ROUTABLE]
         router = self.config.router
         needs_index = bool(self.skills) and router.inject and (
@@ -135,17 +159,28 @@ class SolverWorker:
         self.index = SkillIndex.build(self.skills, self.embedder) if needs_index else None
         return len(self.skills)
 
-    def run(self, task: Task, split: str, round_: int, *, probe: bool = False) -> SolveOutcome:
-        """Route and solve ``task``; ``probe`` (a counterfactual probe, ``curator.counterfactual``)
-        solves it with NONE, no router call, under its own sampling seed."""
+    def use_bank(self, bank: BankSnapshot) -> None:
+        """Route to ``bank`` from now on (a no-op when it is the snapshot already in use)."""
+        if bank.snapshot_id != self.snapshot_id:
+            self.set_bank(bank.skills)
+            self.snapshot_id = bank.snapshot_id
+
+    def run(self, task: Task, split: str, round_: int, *, probe: bool = False,
+            bank: BankSnapshot | None = None) -> SolveOutcome:
+        """Route and solve ``task`` against ``bank`` (default: ``set_bank``'s); ``probe`` (a
+        counterfactual probe, ``curator.counterfactual``) solves it with NONE, no router call,
+        under its own sampling seed."""
         started = time.perf_counter()
+        if bank is not None:
+            self.use_bank(bank)
         llm = self.eval_llm if split == "eval" else self.llm
         seed = self.config.seed
         if probe:
             decision = RouteDecision(NONE_SKILL, reason="counterfactual probe (NONE)")
         else:
             decision = Router(llm, self.embedder, self.config.router,
-                              self.config.llm.roles.router).route(
+                              self.config.llm.roles.router,
+                              templates=self.config.prompts.texts).route(
                 task, self.skills, self.index,
                 seed=derive_seed(seed, round_, split, task.task_id, "router"))
         skill = next((s for s in self.skills if s.id == decision.skill_id), None)
@@ -153,6 +188,7 @@ class SolverWorker:
                        max_tokens=self.config.llm.max_tokens,
                        temperature=self.config.llm.temperature,
                        patch_settings=self.patch_settings, turn=self.turn,
+                       templates=self.config.prompts.texts,
                        log_dir=self._trajectory_dir(task, split, round_),
                        seed=derive_seed(seed, round_, split, task.task_id,
                                         "probe" if probe else "solver"))
@@ -165,10 +201,10 @@ class SolverWorker:
                             latency_s=time.perf_counter() - started)
 
 
-    def _trajectory_dir(self, task: Task, split: str, round_: int) -> Path | None:
+    def _trajectory_dir(self, task: Task, split: str, round_: int) -> Artifacts | None:
         if self.trajectory_root is None:
             return None
-        return self.trajectory_root / task.task_id / f"{split}_{round_:02d}"
+        return self.trajectory_root.sub(f"{task.task_id}/{split}_{round_:02d}")
 
 
 class CritiqueItem(NamedTuple):
@@ -188,6 +224,7 @@ class CriticWorker:
             task, capsule, skill = CritiqueItem(*item)
             results.append(critique(self.llm, task, capsule, skill,
                                     limits=self.config.llm.roles.critic,
+                                    templates=self.config.prompts.texts,
                                     seed=derive_seed(self.config.seed, capsule.round,
                                                      capsule.split, capsule.task_id,
                                                      capsule.attempt, "critic")))
@@ -207,7 +244,8 @@ class SynthesizerWorker:
         self.embedder = _LazyEmbedder(config, embedder)
         self.synthesizer = Synthesizer(self.llm, self.embedder, config.synth, config.suite,
                                        tasks={t.task_id: t for t in tasks}, seed=config.seed,
-                                       limits=config.llm.roles.synth)
+                                       limits=config.llm.roles.synth,
+                                       templates=config.prompts.texts)
 
     def run(self, verdicts: Sequence[Verdict], active_skills: Sequence[Skill],
             metaskill: MetaSkill | None, bank: Any, round_: int, *,

@@ -21,6 +21,7 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Sequence
 
+from ratchet_ray.artifacts import Artifacts
 from ratchet_ray.types import GradeResult, Skill, Task
 
 if TYPE_CHECKING:  # config imports the suite registry, which lives under this package
@@ -41,7 +42,11 @@ class Suite(Protocol):
 
     def load_tasks(self, config: LoopConfig) -> list[Task]: ...
 
-    def make_grader(self, config: LoopConfig, run_dir: Path) -> Grader: ...
+    def make_grader(self, config: LoopConfig, run_dir: Path | Artifacts) -> Grader:
+        """The suite's grader. ``run_dir`` is where its artifacts go: a Grader actor gets the
+        run's ``ratchet_ray.artifacts.Artifacts`` (it may run on another node than the run dir),
+        tests may pass a folder; a grader writes files only through ``as_artifacts(run_dir)``."""
+        ...
 
 
 class SolverTurn(Protocol):

@@ -87,8 +87,8 @@ class Driver:
     def __init__(self, args: list[str], logs: Path, env: dict[str, str] | None = None):
         logs.mkdir(parents=True, exist_ok=True)
         self.stderr = logs / f"driver-{time.monotonic_ns()}.log"
-        full_env = dict(os.environ, RAY_ADDRESS=ray.get_runtime_context().gcs_address,
-                        **(env or {}))
+        full_env = {**os.environ, "RAY_ADDRESS": ray.get_runtime_context().gcs_address,
+                    **(env or {})}  # ``env`` may name another cluster
         self.proc = subprocess.Popen([sys.executable, str(DRIVER), *args], cwd=ROOT, env=full_env,
                                      stdout=subprocess.PIPE, stderr=self.stderr.open("w"),
                                      text=True, start_new_session=True)

@@ -21,6 +21,7 @@ from click.testing import CliRunner
 import chaos_lib as lib
 from chaos_lib import REPORT, Driver
 from chaos_llm_server import ChaosLLMServer
+from local_cluster import LocalCluster, NodeSpec
 from loop_helpers import scenario_config, scenario_models
 from ratchet_ray.cli import main as ratchet
 from ratchet_ray.config_files import dump_config
@@ -38,13 +39,16 @@ def _start(drivers: list[Driver], work: Path, args: list[str], env: dict | None 
     return driver
 
 
-def _finish(drivers: list[Driver], work: Path, run_dir: Path, driver: Driver) -> None:
-    """Wait for ``driver``; resume (as often as needed, at most 3 times) until the run ends."""
+def _finish(drivers: list[Driver], work: Path, run_dir: Path, driver: Driver,
+            env: dict | None = None) -> None:
+    """Wait for ``driver``; resume (as often as needed, at most 3 times) until the run ends.
+    ``env``: the resumes' environment (another cluster's ``RAY_ADDRESS``)."""
     for _ in range(4):
         if driver.wait() == 0:
             return
-        lib.wait_bank_gone(run_dir)
-        driver = _start(drivers, work, ["--resume", str(run_dir)])
+        if env is None:  # the bank lives in the test's own Ray only then
+            lib.wait_bank_gone(run_dir)
+        driver = _start(drivers, work, ["--resume", str(run_dir)], env)
     raise AssertionError(f"run {run_dir} did not finish after resumes: {driver.log_tail()}")
 
 
@@ -202,8 +206,33 @@ def llm_storm(rng: random.Random, work: Path, drivers: list[Driver]) -> Path:
     return run_dir
 
 
+def node_death(rng: random.Random, work: Path, drivers: list[Driver]) -> Path:
+    """A worker node of a multi-node cluster on this machine (a head with no CPUs and two worker
+    nodes, each its own `ray start`) dies at a random point of a random phase: its raylet, its
+    workers and all they started are SIGKILLed. The run goes on on the other node (or resumes
+    there when the driver stopped)."""
+    cluster = LocalCluster([NodeSpec("head", 0), NodeSpec("w1", 3), NodeSpec("w2", 3)],
+                           work / "cluster")
+    cluster.start()
+    try:
+        env = cluster.driver_env()
+        driver = _start(drivers, work, [_config(work)], env)
+        (round_, phase, delay), = lib.kill_points(rng, 1)
+        if lib.wait_for_phase(driver, round_, phase):
+            time.sleep(delay)
+            if driver.proc.poll() is None:
+                cluster.kill(rng.choice(["w1", "w2"]))
+                REPORT.fault("worker node death")
+        _finish(drivers, work, driver.run_dir, driver, env)
+        return driver.run_dir
+    finally:
+        for driver in drivers:
+            driver.kill()
+        cluster.stop()
+
+
 SCENARIOS: dict[str, Callable[[random.Random, Path, list[Driver]], Path]] = {
     "driver_kill": driver_kill, "actor_kill": actor_kill, "disk_full": disk_full,
     "corrupt_part": corrupt_part, "garbage_summary": garbage_summary,
-    "second_writer": second_writer, "llm_storm": llm_storm,
+    "second_writer": second_writer, "llm_storm": llm_storm, "node_death": node_death,
 }

@@ -3,7 +3,7 @@
 Each scenario (``scenarios.SCENARIOS``) drives the scripted governance scenario in driver
 processes of its own on the test's Ray, injects faults at points drawn from ``Random(seed)``
 and then checks every invariant of ``chaos_lib.INVARIANTS`` against the reference run.
-(Worker-node death on a multi-node cluster is not covered here yet.)
+``node_death`` runs on a multi-node cluster of its own (``tests/cluster/local_cluster.py``).
 """
 
 from __future__ import annotations

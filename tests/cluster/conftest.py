@@ -29,8 +29,11 @@ NODES = [NodeSpec("head", 0), NodeSpec("dock", 3, {"docker": 2}), NodeSpec("cpu"
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A started ``LocalCluster`` (head, dock, cpu). Tests talk to it from driver processes of
-    their own (``LocalCluster.query``, ``round_driver.py``), as ``ray job submit`` would."""
-    local = LocalCluster(NODES, tmp_path_factory.mktemp("cluster_logs"))
+    their own (``LocalCluster.query``, ``round_driver.py``), as ``ray job submit`` would.
+    ``cluster.head_only`` is a folder only the head and its drivers see (the worker nodes see
+    an empty read-only one): a run dir there is on the head's disk alone."""
+    local = LocalCluster(NODES, tmp_path_factory.mktemp("cluster_logs"),
+                         head_only=tmp_path_factory.mktemp("head_only"))
     local.start()
     try:
         yield local

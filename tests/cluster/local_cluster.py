@@ -8,6 +8,11 @@ Contracts:
 - Every node gets ports of its own (``own_port_flags`` and a worker-port range of its own):
   several raylets on one host would otherwise collide on the dashboard agent, metrics and
   object/node manager ports.
+- ``head_only`` (a folder): every worker node runs in a mount namespace of its own where that
+  folder is an empty read-only tmpfs, as if the head's disk were not shared, so a test can put
+  the run dir there and see that no actor on a worker node reads or writes it.
+- ``dashboard=True`` gives the head its dashboard (the Ray job server, for ``ray job submit``
+  and ``JobSubmissionClient``) on a free loopback port.
 - ``env`` is what a driver needs to join (``RAY_ADDRESS``, ``RAY_AUTH_MODE`` and loopback-only
   cluster mode), ``node_id(name)`` the Ray node id of a started node, ``kill(name)`` SIGKILLs
   that node's whole process group (a node crash), ``stop()`` stops every node it started, even
@@ -53,9 +58,23 @@ def _tail(path: Path, lines: int = 25) -> str:
         if path.is_file() else "(no log)"
 
 
+def _hide_from_node(folder: Path, argv: list[str]) -> list[str]:
+    """``argv`` run in a private mount namespace where ``folder`` is an empty read-only tmpfs."""
+    if shutil.which("unshare") is None:
+        raise ClusterError("head_only needs `unshare` (util-linux) and root: apt-get install "
+                           "util-linux")
+    script = 'mount -t tmpfs -o ro,size=1m ratchet-head-only "$0" && exec "$@"'
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
+            str(folder), *argv]
+
+
 class LocalCluster:
-    def __init__(self, nodes: list[NodeSpec], log_dir: Path, *, ready_timeout_s: float = 120.0):
+    def __init__(self, nodes: list[NodeSpec], log_dir: Path, *, ready_timeout_s: float = 120.0,
+                 dashboard: bool = False, head_only: Path | None = None):
         self.specs = nodes
+        self.head_only = head_only
+        self.dashboard = dashboard
+        """The head runs its dashboard (the Ray job server) on a loopback port of its own."""
         self.log_dir = log_dir
         self.ready_timeout_s = ready_timeout_s
         self.nodes: dict[str, _Node] = {}
@@ -88,10 +107,14 @@ class LocalCluster:
                 f"--min-worker-port={low}", f"--max-worker-port={low + 199}",
                 f"--resources={json.dumps({'node_' + spec.name: 1, **spec.resources})}"]
         if head:
-            argv += ["--head", f"--port={self.port}", "--include-dashboard=false",
-                     f"--temp-dir={self.temp}"]
+            dashboard = (["--include-dashboard=true", "--dashboard-host=127.0.0.1",
+                          f"--dashboard-port={free_port()}"] if self.dashboard
+                         else ["--include-dashboard=false"])
+            argv += ["--head", f"--port={self.port}", *dashboard, f"--temp-dir={self.temp}"]
         else:
             argv += [f"--address={self.address}"]
+            if self.head_only is not None:
+                argv = _hide_from_node(self.head_only, argv)
         with open(log, "a") as handle:
             proc = subprocess.Popen(argv, cwd=self.temp, env=self.env, stdout=handle,
                                     stderr=subprocess.STDOUT, start_new_session=True)

@@ -69,6 +69,19 @@ def make_repo(root: Path, value: float = 1.0) -> Path:
     return repo
 
 
+def demo_repo(root: Path) -> Path:
+    """A committed git copy of ``examples/experiment_demo`` under ``root``."""
+    import shutil
+
+    demo = root / "experiment_demo"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "experiment_demo", demo,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    git(demo, "init", "-q")
+    git(demo, "add", "-A")
+    git(demo, "commit", "-qm", "demo start")
+    return demo
+
+
 def params(value: Any, **extra: Any) -> dict[str, Any]:
     """A proposal rewriting params.txt."""
     lines = [f"value = {value}", *(f"{k} = {v}" for k, v in extra.items())]

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
-from pathlib import Path
 
 import pytest
 
-from experiment_helpers import git, make_repo, rows, settings
+from experiment_helpers import demo_repo, git, make_repo, rows, settings
 from fakes import ScriptedLLM
 from ratchet_ray.experiment.engine import ExperimentEngine, ExperimentSettings
 from ratchet_ray.experiment.ledger import STATUSES
 from ratchet_ray.experiment.llm_proposer import LLMProposer
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_llm_proposal_is_applied_and_its_reasoning_recorded(tmp_path):
@@ -98,12 +94,7 @@ def test_llm_fix_attempt_sees_the_crash_log(tmp_path):
 def test_local_gemma_proposer_completes_two_iterations(tmp_path):
     from ratchet_ray.llm.local import LocalConfig, LocalLLM
 
-    demo = tmp_path / "experiment_demo"
-    shutil.copytree(ROOT / "examples" / "experiment_demo", demo,
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    git(demo, "init", "-q")
-    git(demo, "add", "-A")
-    git(demo, "commit", "-qm", "demo start")
+    demo = demo_repo(tmp_path)
     gemma = LocalLLM(LocalConfig(n_ctx=4096))
     engine = ExperimentEngine(
         ExperimentSettings(repo=demo, editable=["model.py"], protected=["proposals.yaml"],
@@ -124,3 +115,30 @@ def test_local_gemma_proposer_completes_two_iterations(tmp_path):
     keeps = [r for r in ledger if r.status == "keep"]
     assert git(demo, "rev-parse", "HEAD") == keeps[-1].head_commit
     assert git(demo, "status", "--porcelain") == ""
+
+
+def test_an_unavailable_backend_ends_the_candidate_as_a_crash_then_stops_the_run(tmp_path):
+    from ratchet_ray.experiment.proposals import ProposerUnavailable
+    from ratchet_ray.llm.base import LLMError
+
+    repo = make_repo(tmp_path)
+    first = {"reasoning": "Crash it.", "line": "params.txt:1: value = 1.0",
+             "replace": "value = 2\nmode = crash"}
+
+    def responder(messages, schema):
+        if len(llm.calls) == 1:
+            return json.dumps(first)
+        raise LLMError("server at http://127.0.0.1:9/v1 unreachable")
+
+    llm = ScriptedLLM(responder)
+    engine = ExperimentEngine(settings(repo, max_iterations=3, max_fix_attempts=2),
+                              LLMProposer(llm))
+    with pytest.raises(ProposerUnavailable, match="the scripted backend .* could not answer: "
+                                                  "server at http://127.0.0.1:9/v1 unreachable"):
+        engine.run()
+    crashed = rows(repo)[-1]  # the fix request failed: the committed candidate ends as a crash
+    assert (crashed.iteration, crashed.status, crashed.fix_attempts) == (1, "crash", 1)
+    assert "status 1" in crashed.note and "fix 1 not proposed: the scripted backend" in crashed.note
+    assert len(rows(repo)) == 2 and len(llm.calls) == 3  # proposal, failed fix, failed proposal
+    assert git(repo, "status", "--porcelain") == ""
+    assert (repo / "params.txt").read_text() == "value = 1.0\n"

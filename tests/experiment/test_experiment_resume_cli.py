@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from experiment_helpers import git, make_repo, params, rows, write_script
+from experiment_helpers import demo_repo, git, make_repo, params, rows, write_script
 from ratchet_ray.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,12 +93,7 @@ def test_run_resumes_after_sigkill_mid_evaluation(tmp_path):
 
 
 def test_demo_runs_through_the_cli_with_every_status(tmp_path):
-    demo = tmp_path / "experiment_demo"
-    shutil.copytree(ROOT / "examples" / "experiment_demo", demo,
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    git(demo, "init", "-q")
-    git(demo, "add", "-A")
-    git(demo, "commit", "-qm", "demo start")
+    demo = demo_repo(tmp_path)
     result = CliRunner().invoke(main, [
         "experiment", "run", "--repo", str(demo), "--editable", "model.py",
         "--protected", "proposals.yaml", "--evaluator", f"{sys.executable} evaluate.py",

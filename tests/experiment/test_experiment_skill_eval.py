@@ -12,7 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from ratchet_ray.cli import main
+from ratchet_ray.config_files import load_config
 from ratchet_ray.experiment.contract import parse_contract
+from ratchet_ray.roles.prompts import SOLVER_TEMPLATE
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -37,12 +39,16 @@ def test_eval_skill_loop_prints_the_contract_for_a_candidate_overlay(tmp_path):
     meta = tmp_path / "meta.md"
     meta.write_text((ROOT / "configs" / "meta_skills" / "default_mbpp.md").read_text()
                     + "\n- Candidate rule: name the input type in applies_when.\n")
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "solver.md").write_text(SOLVER_TEMPLATE.replace("Use only the standard library.",
+                                                               "Candidate: no imports at all."))
     runs = tmp_path / "runs"
     proc = subprocess.run(
         [sys.executable, "-m", "ratchet_ray.cli", "experiment", "eval-skill-loop",
          "--subset", str(subset), "--seeds", "42", "--rounds", "2",
          "--config-overlay", str(overlay), "--meta-skill", str(meta), "--scalar", "final_pass",
-         "--cost-budget-usd", "1", "--results-dir", str(runs)],
+         "--prompts-dir", str(prompts), "--cost-budget-usd", "1", "--results-dir", str(runs)],
         cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = parse_contract(proc.stdout)
@@ -57,3 +63,18 @@ def test_eval_skill_loop_prints_the_contract_for_a_candidate_overlay(tmp_path):
     assert metas == ["candidate_mbpp.md"]  # the candidate's prior replaced the shipped default
     assert "Candidate rule" in (run_dir / "meta-skills" / "candidate_mbpp.md").read_text()
     assert json.loads((run_dir / "train_ids.json").read_text()) == ["Mbpp/2", "Mbpp/3"]
+    # The candidate's role prompts are the run's: recorded (folder and digest) for a resume.
+    recorded = load_config([run_dir / "config.yaml"]).prompts
+    assert recorded.dir == str(prompts) and "Candidate: no imports" in recorded.texts["solver"]
+
+
+def test_a_bad_candidate_prompt_is_a_usage_error_before_any_run(tmp_path):
+    subset = tmp_path / "subset.json"
+    subset.write_text(json.dumps({"train_ids": ["Mbpp/2"], "eval_ids": ["Mbpp/3"]}))
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "solver.md").write_text("Solve it.\n\nTask:\n{task}\n")
+    result = CliRunner().invoke(main, ["experiment", "eval-skill-loop", "--subset", str(subset),
+                                       "--prompts-dir", str(prompts)])
+    assert result.exit_code == 2, result.output
+    assert "solver.md: missing required placeholder(s) {guidance}" in result.output

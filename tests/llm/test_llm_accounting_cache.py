@@ -88,7 +88,7 @@ def test_corrupt_cache_entry_reads_as_a_miss(tmp_path):
     cache = SolverCache(tmp_path)
     key = cache_key("local", "gemma", PROMPT, {})
     cache.put(key, {"reply": {"text": "ok"}})
-    cache._path(key).write_text("{not json")
+    (tmp_path / cache._key(key)).write_text("{not json")
     assert cache.get(key) is None
 
 

@@ -22,6 +22,23 @@ class Worker:
         return x * x, os.getpid(), self.setup
 
 
+class BatchWorker(Worker):
+    """``Worker`` with ``actors.batching.BatchCalls``'s ``call_batch``, counting its calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def call_batch(self, method, calls, **kwargs):
+        from actors.batching import BatchCalls
+
+        self.calls += 1
+        return BatchCalls.call_batch(self, method, calls, **kwargs)
+
+    def count(self):
+        return self.calls
+
+
 class Suicidal:
     """Its worker process dies under every call."""
 

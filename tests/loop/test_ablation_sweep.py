@@ -1,17 +1,24 @@
-"""The sweep's planning (skip / resume / new, validation) and its process pool (real
-subprocesses: the parallel limit holds and a failing child does not stop the others)."""
+"""The sweep's planning (skip / resume / new, validation, the sweep's budget and scope), the
+shared budget's arithmetic, and its Ray-jobs runner against ``fake_jobs.FakeJobClient`` (real
+subprocesses as the jobs: the parallel limit holds, a failing job does not stop the others, an
+interrupt stops every job, a job still running is followed rather than submitted twice)."""
 
 from __future__ import annotations
 
+import shlex
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from ratchet_ray.config_files import load_config
 from ratchet_ray.loop.rundir import RunDir
-from ratchet_ray.loop.sweep import (Job, SweepError, SweepSpec, check_sweep_file, cpus_per_run,
-                                    plan_jobs, run_jobs)
+from fake_jobs import FakeJobClient
+from ratchet_ray.loop.sweep import (REPO_ROOT, Job, SweepError, SweepSpec, check_sweep_file, cpus_per_run,
+                                    plan_jobs, split_sets, with_recorded_budget)
+from ratchet_ray.loop.sweep_jobs import (forwarded_env, live_jobs, read_jobs, recorded_status,
+                                         run_ray_jobs, stop_recorded_jobs, submission)
 from ratchet_ray.types import RoundSummary
 
 
@@ -38,7 +45,7 @@ def test_plan_skips_finished_resumes_partial_and_starts_the_rest(tmp_path: Path)
         "default_s7": "new", "A1_s42": "resume", "A1_s7": "new", "A4_s42": "new",
         "A4_s7": "new"}
     assert by_name["A1_s42"].argv == ["py", "-m", "jobs.skill_loop", "--resume", str(partial),
-                                      "--quiet"]
+                                      "--set", f"budget.scope={spec.scope}", "--quiet"]
     argv = by_name["A4_s7"].argv
     assert argv[:4] == ["py", "-m", "jobs.skill_loop", "mbpp"]
     assert argv[argv.index("--config") + 1].endswith("configs/ablations/A4.yaml")
@@ -66,7 +73,7 @@ def test_plan_refuses_bad_arms_and_overrides(tmp_path: Path, arms, sets, message
 def test_rerun_with_other_flags_is_refused(tmp_path: Path):
     check_sweep_file(SweepSpec(suite="mbpp", out_dir=tmp_path, rounds=3))
     check_sweep_file(SweepSpec(suite="mbpp", out_dir=tmp_path, rounds=3))  # same flags: fine
-    with pytest.raises(SweepError, match="rerun with those flags to resume it, or give a new"):
+    with pytest.raises(SweepError, match="rerun with those flags to resume it .only --set budget.. may change., or give a new"):
         check_sweep_file(SweepSpec(suite="mbpp", out_dir=tmp_path, rounds=5))
 
 
@@ -76,10 +83,97 @@ def test_cpus_per_run_follows_the_worker_counts():
         pytest.approx(0.25 + 4 * 0.25 + 0.5 + 0.25)
 
 
+
+
+def test_the_sweep_budget_reaches_every_job_and_is_kept_by_a_rerun(tmp_path: Path):
+    shared, budget = split_sets(["curator.active_cap=7", "budget.max_tokens=900"])
+    assert (shared, budget) == (("curator.active_cap=7",), ("budget.max_tokens=900",))
+    for reserved in ("budget.scope=x", "llm.limiter_scope=x"):
+        with pytest.raises(SweepError, match="the sweep sets those per arm and seed"):
+            split_sets([reserved])
+    spec = SweepSpec(suite="mbpp", out_dir=tmp_path, rounds=2, n_train=2, n_eval=2,
+                     sets=shared, budget=budget)
+    assert spec.scope.startswith("sweep_") and spec.scope == SweepSpec(
+        suite="sim", out_dir=tmp_path / "." ).scope != SweepSpec(suite="mbpp",
+                                                                 out_dir=tmp_path / "x").scope
+    partial = leave_run(spec, "A1_s42", 1)
+    jobs, _ = plan_jobs(spec, ["A1"], [42, 7], python="py")
+    resumed, new = jobs
+    assert resumed.argv == ["py", "-m", "jobs.skill_loop", "--resume", str(partial),
+                            "--set", f"budget.scope={spec.scope}",
+                            "--set", "budget.max_tokens=900", "--quiet"]
+    assert resumed.run_dir == partial
+    flags = [new.argv[i + 1] for i, a in enumerate(new.argv) if a == "--set"]
+    assert flags[:4] == ["curator.active_cap=7", f"budget.scope={spec.scope}",
+                         "budget.max_tokens=900", f"llm.limiter_scope={spec.scope}"]
+    # The first invocation records the budget; a rerun without one keeps it, with one replaces
+    # it; other flags must stay the same.
+    check_sweep_file(spec)
+    again = with_recorded_budget(SweepSpec(suite="mbpp", out_dir=tmp_path, rounds=2, n_train=2,
+                                           n_eval=2, sets=shared))
+    assert again.budget == ("budget.max_tokens=900",)
+    raised = SweepSpec(suite="mbpp", out_dir=tmp_path, rounds=2, n_train=2, n_eval=2,
+                       sets=shared, budget=("budget.max_tokens=5000",))
+    check_sweep_file(raised)  # a budget change is allowed
+    assert with_recorded_budget(again.__class__(suite="mbpp", out_dir=tmp_path, rounds=2,
+                                                n_train=2, n_eval=2, sets=shared)).budget == (
+        "budget.max_tokens=5000",)
+    with pytest.raises(SweepError, match=r"only --set budget\.\* may change"):
+        check_sweep_file(SweepSpec(suite="mbpp", out_dir=tmp_path, rounds=3, n_train=2,
+                                   n_eval=2, sets=shared))
+
+
+class Ledger:
+    """The ledger actor's class in-process: what ``SharedBudget`` calls remotely."""
+
+    def __init__(self):
+        from actors.budget_ledger import BudgetLedgerProcess
+
+        self.process = BudgetLedgerProcess()
+
+    def report(self, key, tokens, cost_usd):
+        return self.process.report(key, tokens, cost_usd)
+
+
+def test_a_shared_budget_limits_the_sum_over_every_run_of_the_scope():
+    from ratchet_ray.config import BudgetSettings
+    from ratchet_ray.loop.budget import BudgetExhausted, RunBudget
+
+    ledger = Ledger()
+    ledger.process.seed({"/sweep/runs/finished": (400, 0.0)})  # an arm that ran before
+    settings = BudgetSettings(max_tokens=1000, scope="sweep_x")
+    a = RunBudget(settings, 100, 0.0, "/sweep/runs/a", ledger)
+    b = RunBudget(settings, 0, 0.0, "/sweep/runs/b", ledger)
+    a._report(), b._report()
+    a.charge(200, 0.0)  # a: 300 of its own; the scope: 400 + 300 + 0
+    assert a.spent == (700, 0.0) and a.exhausted is None
+    b.charge_rows([{"input_tokens": 200, "output_tokens": 100, "cost_usd": 0.0}])
+    assert b.exhausted == "max_tokens" and b.tokens == 300  # its own spend stays its own
+    a.charge(0, 0.0)  # nothing new to report: a still sees the last total it was told
+    assert a.spent == (700, 0.0)
+    a.charge(1, 0.0)
+    assert a.exhausted == "max_tokens" and a.describe() == "sweep tokens 1001/1000, $0.0000"
+    a.charge(-1, 0.0)
+    a._report()  # a repeated absolute report counts once
+    assert a.spent == (1000, 0.0)
+    error = b.error("before round 2 train")
+    assert isinstance(error, BudgetExhausted) and error.details["scope"] == "sweep_x"
+    text = str(error)
+    assert "budget scope 'sweep_x'" in text and "1000 tokens of budget.max_tokens 1000" in text
+    assert "rerun the sweep's command with --set budget.max_tokens=" in text
+    own = RunBudget(BudgetSettings(max_tokens=1000), 999, 0.0, "/r")
+    assert own.exhausted is None and own.describe() == "tokens 999/1000, $0.0000"
+
+
+# ---- the Ray-jobs runner, on FakeJobClient ----------------------------------------------------
 CHILD = """
 import sys, time
 print("start", time.time(), flush=True)
-time.sleep(float(sys.argv[1]))
+try:
+    time.sleep(float(sys.argv[1]))
+except KeyboardInterrupt:
+    print("interrupted: released the run", flush=True)
+    sys.exit(130)
 print("end", time.time(), flush=True)
 if sys.argv[2] != "0":
     print("boom: bad input", flush=True)
@@ -87,16 +181,23 @@ if sys.argv[2] != "0":
 """
 
 
-def test_run_jobs_keeps_the_parallel_limit_and_survives_a_failure(tmp_path: Path):
-    jobs = [Job(f"j{i}", "new", [sys.executable, "-c", CHILD, "0.6", "3" if i == 1 else "0"],
-                tmp_path / "logs" / f"j{i}.log") for i in range(4)]
-    seen = []
-    outcomes = run_jobs(jobs, parallel=2, env={"PATH": "/usr/bin:/bin"}, on_done=seen.append,
-                        poll_s=0.05)
+def _job(tmp_path: Path, name: str, sleep: float, code: int = 0) -> Job:
+    return Job(name, "new", [sys.executable, "-c", CHILD, str(sleep), str(code)],
+               tmp_path / "logs" / f"{name}.log", tmp_path / "runs" / name)
+
+
+def test_ray_jobs_keep_the_parallel_limit_survive_a_failure_and_copy_the_logs(tmp_path: Path):
+    client = FakeJobClient()
+    jobs = [_job(tmp_path, f"j{i}", 0.6, 3 if i == 1 else 0) for i in range(4)]
+    seen, started = [], []
+    outcomes = run_ray_jobs(client, jobs, 2, {"RATCHET_OPENAI_MODEL": "m", "OPENAI_API_KEY": "s"},
+                            tmp_path, scope="sweep_t", on_done=seen.append,
+                            on_start=started.append, poll_s=0.05)
     assert sorted(o.name for o in outcomes) == ["j0", "j1", "j2", "j3"] and seen == outcomes
     failed = [o for o in outcomes if not o.ok]
     assert [(o.name, o.returncode) for o in failed] == [("j1", 3)]
     assert "exit 3: boom: bad input" in failed[0].message and "j1.log" in failed[0].message
+    assert failed[0].cause == "boom: bad input"  # no stopped.json: the log's last line
     spans = []
     for job in jobs:
         lines = dict(line.split() for line in job.log.read_text().splitlines()
@@ -104,11 +205,68 @@ def test_run_jobs_keeps_the_parallel_limit_and_survives_a_failure(tmp_path: Path
         spans.append((float(lines["start"]), float(lines["end"])))
     peak = max(sum(s <= t < e for s, e in spans) for t, _ in spans)
     assert peak == 2  # two at once, never three
-    assert job.log.read_text().startswith("\n=== ")  # a header line per attempt
+    assert job.log.read_text().startswith("\n=== ") and "(Ray job ratchet-sweep_t-j3-" in \
+        job.log.read_text()
+    recorded = read_jobs(tmp_path)
+    assert sorted(recorded) == ["j0", "j1", "j2", "j3"]
+    assert {o.job_id for o in outcomes} == {e["job_id"] for e in recorded.values()}
+    sent = client.submitted[0]
+    # The venv's Python runs the job, from the repo root: nothing needs activating on the head.
+    assert sent["entrypoint"] == f"cd {shlex.quote(str(REPO_ROOT))} && exec " \
+                                 f"{shlex.join(jobs[0].argv)}"
+    assert jobs[0].argv[0] == sys.executable
+    env_vars = sent["runtime_env"]["env_vars"]
+    assert env_vars["RATCHET_OPENAI_MODEL"] == "m" and "OPENAI_API_KEY" not in env_vars
+    assert env_vars["RAY_JOB_STOP_SIGNAL"] == "SIGINT" and started[0].startswith("new    j0:")
+    assert recorded_status(client, tmp_path) == {"j0": "SUCCEEDED", "j1": "FAILED",
+                                                 "j2": "SUCCEEDED", "j3": "SUCCEEDED"}
 
 
-def test_run_jobs_reports_a_command_that_cannot_start(tmp_path: Path):
-    outcomes = run_jobs([Job("x", "new", [str(tmp_path / "missing-binary")], tmp_path / "x.log")],
-                        parallel=1, env={})
-    assert outcomes[0].returncode is None and "cannot start: FileNotFoundError" in \
-        outcomes[0].message
+def test_an_interrupt_stops_every_job_cleanly_and_a_rerun_follows_live_ones(tmp_path: Path):
+    client = FakeJobClient()
+    jobs = [_job(tmp_path, f"j{i}", 60) for i in range(3)]
+
+    def interrupt(line: str) -> None:
+        if line.startswith("new    j1"):
+            raise KeyboardInterrupt
+
+    seen = []
+    with pytest.raises(KeyboardInterrupt):
+        run_ray_jobs(client, jobs, 2, {}, tmp_path, scope="s", on_done=seen.append,
+                     on_start=interrupt, poll_s=0.05)
+    assert [(o.name, o.returncode, o.ok) for o in sorted(seen, key=lambda o: o.name)] == [
+        ("j0", None, False), ("j1", None, False)]  # j2 was never submitted
+    for name in ("j0", "j1"):  # SIGINT (a Ctrl-C) reached the driver, which wound down
+        assert "interrupted: released the run" in (tmp_path / "logs" / f"{name}.log").read_text()
+    assert live_jobs(client, tmp_path) == {}
+
+    # A job an earlier invocation submitted and that still runs is followed, not resubmitted.
+    live = _job(tmp_path, "j2", 0.3)
+    client.submit_job(submission_id="old-j2", **submission(live, {}))
+    (tmp_path / "jobs.json").write_text('{"j2": {"job_id": "old-j2", "action": "new"}}')
+    assert live_jobs(client, tmp_path) == {"j2": "old-j2"}
+    (outcome,) = run_ray_jobs(client, [live], 1, {}, tmp_path, scope="s",
+                              attach=live_jobs(client, tmp_path), poll_s=0.05)
+    assert (outcome.action, outcome.job_id, outcome.ok) == ("attach", "old-j2", True)
+    assert len(client.submitted) == 3 and stop_recorded_jobs(client, tmp_path) == []
+
+
+def test_stop_recorded_jobs_stops_what_still_runs(tmp_path: Path):
+    client = FakeJobClient()
+    client.submit_job(submission_id="a", **submission(_job(tmp_path, "a", 60), {}))
+    client.submit_job(submission_id="b", **submission(_job(tmp_path, "b", 0), {}))
+    (tmp_path / "jobs.json").write_text('{"a": {"job_id": "a"}, "b": {"job_id": "b"}, '
+                                        '"c": {"job_id": "gone"}}')
+    time.sleep(0.5)
+    assert stop_recorded_jobs(client, tmp_path, wait_s=30) == ["a"]
+    assert recorded_status(client, tmp_path) == {"a": "STOPPED", "b": "SUCCEEDED",
+                                                 "c": "UNKNOWN"}
+
+
+def test_forwarded_env_keeps_settings_and_leaves_secrets_out():
+    env = {"RATCHET_LOCAL_N_CTX": "4096", "RATCHET_OPENAI_API_KEY": "x", "MBPP_OVERRIDE_PATH": "/d",
+           "HF_TOKEN": "t", "AWS_SECRET_ACCESS_KEY": "k", "AWS_REGION": "eu", "PATH": "/bin",
+           "RAY_AUTH_MODE": "token", "RATCHET_X_MAX_TOKENS": "9"}
+    assert forwarded_env(env) == {"RATCHET_LOCAL_N_CTX": "4096", "MBPP_OVERRIDE_PATH": "/d",
+                                  "AWS_REGION": "eu", "RAY_AUTH_MODE": "token",
+                                  "RATCHET_X_MAX_TOKENS": "9"}

@@ -25,7 +25,7 @@ from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.breaker import InfraBreaker, InfraFailureStop, RunStopped
 from ratchet_ray.loop.execute import SplitRunner, call_rows
 from ratchet_ray.loop.phases import record_lost_attempts
-from ratchet_ray.loop.sweep import Job, run_jobs
+from ratchet_ray.loop.sweep import Job
 from ratchet_ray.roles.workers import SolverWorker
 from ratchet_ray.suites import get_suite
 from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus
@@ -182,7 +182,10 @@ def test_a_failed_arm_is_marked_failed_in_status_with_its_cause(tmp_path):
              "print('Error: run stopped'); sys.exit(1)")
     job = Job("A1_s42", "new", [sys.executable, "-c", child, str(results)],
               tmp_path / "logs" / "A1_s42.log", results)
-    (outcome,) = run_jobs([job], parallel=1, env={"PATH": "/usr/bin:/bin"}, poll_s=0.05)
+    from fake_jobs import FakeJobClient
+    from ratchet_ray.loop.sweep_jobs import run_ray_jobs
+
+    (outcome,) = run_ray_jobs(FakeJobClient(), [job], 1, {}, tmp_path, scope="s", poll_s=0.05)
     status = json.loads(write_status(tmp_path, [outcome]).read_text())["A1_s42"]
     assert status["ok"] is False and status["returncode"] == 1
     assert status["cause"].startswith("round 0 eval: 4 of 4 tasks failed on infrastructure")

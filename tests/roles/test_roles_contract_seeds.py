@@ -93,7 +93,9 @@ def test_a3_shows_only_the_bare_schema_and_no_prompt_shows_a_worked_skill():
 
 # ---- fieldwise drafting (small base models) ----------------------------------------------------
 def _field_answer(messages, schema) -> str:
-    if schema is None:  # a free-text field: the continuation of its opening
+    if schema is None:  # a base model's field: the continuation of its opening
+        if messages[-1].content == field_opening("common_pitfalls", PATTERN):
+            return "1) treating 1 as prime; 2) skipping 2"  # one line, numbering stripped
         return "small numbers like 0 and 1 come first"
     (name,) = schema["properties"]
     if name == "id":
@@ -114,21 +116,39 @@ def test_base_models_draft_one_field_per_call_with_the_evidence_in_each(bank, ve
     cluster = [verdict_factory(f"Mbpp/{n}", PATTERN) for n in range(3)]
     outcome = Synthesizer(llm, HashEmbedder(), SynthSettings(), "mbpp").run(
         cluster, [], default_metaskill("mbpp"), lambda s: bank.add(s, round_=1), 1)
-    assert outcome.created == ["guard_small_numbers"] and outcome.failed == []
+    pattern_id = "_".join(PATTERN.split()[:6])  # the id is the pattern's: no call, no grammar
+    assert outcome.created == [pattern_id] and outcome.failed == []
     asked = [list(schema["properties"]) if schema else messages[-1].content
              for messages, schema in llm.calls]
-    assert len(asked) == len(FIELD_ORDER)
-    for name, got in zip(FIELD_ORDER, asked):  # a grammar for lists and the id, else an opening
-        assert got == [name] if name in ("common_pitfalls", "signals_match", "id") else (
-            got == field_opening(name, PATTERN))
+    assert asked == [field_opening(name, PATTERN) for name in FIELD_ORDER if name != "id"]
+    assert all(field_opening(name, PATTERN) for name in FIELD_ORDER if name != "id")
     for messages, _schema in llm.calls:
         prompt = messages[0].content
         assert PATTERN in prompt and "failed because of" in prompt  # pattern + examples
         assert schema_lock() not in prompt and "Authoring guide" in prompt
-    skill = bank.get("guard_small_numbers")
-    assert skill.guidance.common_pitfalls == ["treating 1 as prime"]
+    skill = bank.get(pattern_id)
+    assert skill.guidance.common_pitfalls == ["treating 1 as prime", "skipping 2"]
+    assert skill.signals_match == ["small numbers like 0", "1 come first"]
     assert skill.guidance.key_insight == f"To avoid {PATTERN}, small numbers like 0 and 1 come first"
     assert skill.name == skill.id and "auto" in skill.tags
+
+
+def test_an_empty_list_line_of_a_base_model_falls_back_to_the_pattern(bank, verdict_factory):
+    def answer(messages, schema):
+        if messages[-1].content in (field_opening("common_pitfalls", PATTERN),
+                                    field_opening("signals_match", PATTERN)):
+            return ""  # the model ended the line at once
+        return _field_answer(messages, schema)
+
+    llm = ScriptedLLM(answer)
+    llm.supports_prefill = True
+    cluster = [verdict_factory(f"Mbpp/{n}", PATTERN) for n in range(3)]
+    outcome = Synthesizer(llm, HashEmbedder(), SynthSettings(), "mbpp").run(
+        cluster, [], default_metaskill("mbpp"), lambda s: bank.add(s, round_=1), 1)
+    assert outcome.failed == [] and len(outcome.created) == 1
+    skill = bank.get(outcome.created[0])
+    assert skill.guidance.common_pitfalls == [PATTERN]
+    assert skill.signals_match == ["treats", "prime", "number"]
 
 
 def test_fieldwise_drafts_that_copy_the_lock_are_reprompted(bank, verdict_factory):
@@ -275,10 +295,9 @@ def test_fieldwise_an_id_the_model_cannot_write_comes_from_the_pattern(bank, ver
             return '{"id": "guard_small_numbers_and_then_some_more'  # ran into its token cap
         return _field_answer(messages, schema)
 
-    llm = ScriptedLLM(answer)
-    llm.supports_prefill = True
+    llm = ScriptedLLM(answer)  # a chat backend drafting field by field: the id under a grammar
     cluster = [verdict_factory(f"Mbpp/{n}", PATTERN) for n in range(3)]
-    outcome = Synthesizer(llm, HashEmbedder(), SynthSettings(), "mbpp").run(
+    outcome = Synthesizer(llm, HashEmbedder(), SynthSettings(draft_mode="fieldwise"), "mbpp").run(
         cluster, [], default_metaskill("mbpp"), lambda s: bank.add(s, round_=1), 1)
     expected = "_".join(PATTERN.split()[:6])
     assert outcome.created == [expected] and outcome.failed == []

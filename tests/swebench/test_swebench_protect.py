@@ -131,18 +131,21 @@ def test_junit_cross_check_fails_closed():
 
 
 def test_reports_are_written_atomically_and_broken_ones_dropped(tmp_path, monkeypatch):
-    path = tmp_path / "report.json"
-    grading_support.write_report(path, {"grade": {"passed": True, "trace": "ok"}})
+    from ratchet_ray import fsutil
+    from ratchet_ray.artifacts import ArtifactStore
 
-    def torn(data, fh, **kwargs):
-        fh.write('{"grade": {"pass')
+    store, path = ArtifactStore(tmp_path), tmp_path / "i" / "report.json"
+    grading_support.write_report(store, "i/report.json", {"grade": {"passed": True, "trace": "ok"}})
+
+    def power_cut(fd):
         raise OSError("disk full")
 
-    monkeypatch.setattr(grading_support.json, "dump", torn)
+    monkeypatch.setattr(fsutil.os, "fsync", power_cut)  # the new report is written, not synced
     with pytest.raises(OSError):
-        grading_support.write_report(path, {"grade": {"passed": False, "trace": "x"}})
+        grading_support.write_report(store, "i/report.json",
+                                     {"grade": {"passed": False, "trace": "x"}})
     monkeypatch.undo()
     assert json.loads(path.read_text())["grade"]["passed"] is True
-    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+    assert [p.name for p in path.parent.iterdir()] == ["report.json"]
     path.write_text('{"grade": {"pass')
-    assert grading_support.read_report(path) is None and not path.exists()
+    assert grading_support.read_report(store, "i/report.json") is None and not path.exists()

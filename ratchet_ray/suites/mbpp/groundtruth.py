@@ -1,20 +1,25 @@
-"""Expected outputs of MBPP+ tasks: computed in one batch, stored once per dataset hash, verified.
+"""Expected outputs of MBPP+ tasks: computed in one parallel batch, stored once per dataset hash.
 
 Contracts:
-- ``GroundTruthStore(dataset, cache_dir).ensure(task_ids)`` makes sure the expected outputs of
-  ``task_ids`` are stored; the missing ones are computed together in ONE child process
-  (``oracle.py``: evalplus's ``get_groundtruth`` over all of them), under an exclusive file lock so
-  that graders sharing ``cache_dir`` compute each task once. ``ensure_all()`` (what ``warm``
-  amounts to for a whole run) computes the full dataset in one go, as evalplus itself does.
-- Layout: ``cache_dir/<dataset_hash>/<Mbpp_N>.pkl`` (one task each: ``{"base", "base_time",
-  "plus", "plus_time"}``) and ``manifest.json`` mapping each task id to its file, size and
-  sha256. Files land by ``os.replace``; the manifest is rewritten atomically under the lock.
+- ``GroundTruthStore(dataset, cache_dir, workers=None).ensure(task_ids)`` makes sure the expected
+  outputs of ``task_ids`` are stored; the missing ones are computed together in ONE child process
+  (``oracle.py``: evalplus's ``trusted_exec`` per task and split, exactly the calls of evalplus's
+  ``get_groundtruth``, spread over ``workers`` forked processes; default: this machine's usable
+  cores, at most ``MAX_WORKERS``), under an exclusive file lock so that graders sharing
+  ``cache_dir`` compute each task once. ``ensure_all()`` (what ``warm`` amounts to for a whole
+  run) computes the full dataset in one go, as evalplus itself does.
+- Layout: ``cache_dir/<dataset_hash>/<Mbpp_N>.pkl`` (one task each, see oracle.py) and
+  ``manifest.json`` mapping each task id to its file, size and sha256. Files land by
+  ``os.replace``; the manifest is rewritten atomically under the lock. Tasks that finished are
+  kept even when others of their batch failed.
 - ``load(task_id)`` reads the file, checks its sha256 against the manifest and only then
-  unpickles it, in the grader (trusted) process; no sandbox ever sees these files (they are not
-  bound into it). A mismatch raises ``GroundTruthError`` naming the file and the fix.
+  unpickles it, in the grader (trusted) process: evalplus's ``{"base", "base_time", "plus",
+  "plus_time"}`` plus ``<split>_digest`` / ``<split>_bytes``. No sandbox ever sees these files
+  (they are not bound into it). A mismatch raises ``GroundTruthError`` naming the file and the fix.
 - ``blob(task_id) -> (bytes, sha256)`` and ``add_blob(task_id, data, sha256)`` move verified
   entries between stores (e.g. through Ray's object store) without recomputing them.
-- ``timings`` maps each task computed by this store to its share of the batch's seconds.
+- ``timings`` maps each task computed by this store to the seconds its worker spent on it;
+  ``batches`` lists each child run: ``{"tasks", "workers", "seconds"}``.
 - evalplus's own cache is never touched: the child runs with a private ``XDG_CACHE_HOME``.
 """
 
@@ -37,11 +42,22 @@ from typing import Iterable
 from ratchet_ray.suites.mbpp.dataset import MbppDataset
 
 log = logging.getLogger(__name__)
+SPLITS = ("base", "plus")
 ORACLE_SCRIPT = Path(__file__).with_name("oracle.py")
+MAX_WORKERS = 8  # each worker may hold one task's outputs (GBs for a few tasks) at a time
 
 
 class GroundTruthError(RuntimeError):
     """Expected outputs could not be computed or failed verification; the message says why."""
+
+
+def default_workers() -> int:
+    """The cores this process may run on, at most ``MAX_WORKERS``."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_WORKERS))
 
 
 def default_cache_dir() -> Path:
@@ -53,12 +69,14 @@ def default_cache_dir() -> Path:
 
 class GroundTruthStore:
     def __init__(self, dataset: MbppDataset, cache_dir: Path | str | None = None,
-                 timeout_s: float = 3600.0):
+                 timeout_s: float = 3600.0, workers: int | None = None):
         self.dataset = dataset
+        self.workers = workers or default_workers()
         self.root = Path(cache_dir) if cache_dir else default_cache_dir()
         self.dir = self.root / dataset.dataset_hash
         self.timeout_s = timeout_s
         self.timings: dict[str, float] = {}
+        self.batches: list[dict] = []
         self._manifest: dict[str, dict] = {}
 
     def path(self, task_id: str) -> Path:
@@ -93,19 +111,22 @@ class GroundTruthStore:
             fcntl.flock(lock, fcntl.LOCK_EX)  # another grader may be computing the same tasks
             manifest = self._read_manifest()
             missing = [t for t in wanted if t not in manifest or not self.path(t).is_file()]
+            failure = None
             if missing:
-                manifest.update(self._compute(missing))
+                rows, failure = self._compute(missing)
+                manifest.update(rows)
                 self._write_manifest(manifest)
             self._manifest = manifest
+            if failure:
+                raise GroundTruthError(failure)
 
-    def _compute(self, task_ids: list[str]) -> dict[str, dict]:
+    def _compute(self, task_ids: list[str]) -> tuple[dict[str, dict], str]:
+        """Run the oracle on ``task_ids``: the manifest rows of the tasks it finished, and a
+        message naming the failed ones ("" when none failed)."""
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=self.dir))
+        workers = max(1, min(self.workers, len(task_ids)))
         try:
-            full = len(task_ids) == len(self.dataset.problems)
-            subset_id = hashlib.sha256("\n".join(sorted(task_ids)).encode()).hexdigest()[:16]
-            job = {"problems": {t: self.dataset.problem(t) for t in task_ids},
-                   "hash": self.dataset.dataset_hash if full
-                   else f"{self.dataset.dataset_hash}-subset-{subset_id}"}
+            job = {"problems": {t: self.dataset.problem(t) for t in task_ids}}
             (staging / "job.pkl").write_bytes(pickle.dumps(job))
             (staging / "out").mkdir()
             env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME")}
@@ -113,21 +134,20 @@ class GroundTruthStore:
             started = time.monotonic()
             with open(staging / "oracle.log", "wb") as log_file:
                 argv = [sys.executable, "-I", "-B", str(ORACLE_SCRIPT), str(staging / "job.pkl"),
-                        str(staging / "out")]
+                        str(staging / "out"), str(workers)]
                 proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log_file, env=env,
                                       timeout=self.timeout_s, check=False)
             seconds = time.monotonic() - started
             rows = self._collect(proc.stdout, staging / "out")
-            log.info("MBPP+ ground truth: %d task(s) computed in one batch in %.1fs",
-                     len(task_ids), seconds)
+            self.batches.append({"tasks": len(task_ids), "workers": workers, "seconds": seconds})
+            log.info("MBPP+ ground truth: %d task(s) computed in one batch of %d worker(s) in "
+                     "%.1fs", len(rows), workers, seconds)
             if proc.returncode != 0 or set(rows) != set(task_ids):
                 tail = (staging / "oracle.log").read_text(errors="replace")[-1500:]
-                raise GroundTruthError(f"evalplus ground truth failed for "
-                                       f"{sorted(set(task_ids) - set(rows))[:10]} (exit "
-                                       f"{proc.returncode}); oracle log tail:\n{tail}")
-            for task_id in task_ids:
-                self.timings[task_id] = seconds / len(task_ids)
-            return rows
+                return rows, (f"evalplus ground truth failed for "
+                              f"{sorted(set(task_ids) - set(rows))[:10]} (exit "
+                              f"{proc.returncode}); oracle log tail:\n{tail}")
+            return rows, ""
         except subprocess.TimeoutExpired as exc:
             raise GroundTruthError(f"evalplus ground truth for {len(task_ids)} task(s) exceeded "
                                    f"{self.timeout_s}s") from exc
@@ -145,6 +165,7 @@ class GroundTruthStore:
             os.replace(out_dir / row["file"], self.path(row["task_id"]))
             rows[row["task_id"]] = {"file": self.path(row["task_id"]).name,
                                     "sha256": row["sha256"], "bytes": row["bytes"]}
+            self.timings[row["task_id"]] = float(row["seconds"])
         return rows
 
     def blob(self, task_id: str) -> tuple[bytes, str]:
@@ -176,4 +197,8 @@ class GroundTruthStore:
     def load(self, task_id: str) -> dict:
         """The expected outputs of one task, hash-verified before unpickling."""
         data, _ = self.blob(task_id)
-        return pickle.loads(data)
+        entry = pickle.loads(data)
+        for split in SPLITS:  # each output was pickled alone, once (its digest is of those bytes)
+            if f"{split}_pickles" in entry:  # absent in stores written before: outputs as such
+                entry[split] = [pickle.loads(p) for p in entry.pop(f"{split}_pickles")]
+        return entry

@@ -1,18 +1,27 @@
-"""Child process that computes MBPP+ expected outputs in ONE batch with evalplus.
+"""Child process that computes MBPP+ expected outputs in ONE batch with evalplus, in parallel.
 
-Run by ``groundtruth.GroundTruthStore`` as ``python -I -B oracle.py JOB.pkl OUT_DIR``; imports only
-the standard library and evalplus. JOB holds ``problems`` ({task_id: problem}) and ``hash``: the
-dataset hash when all tasks are computed (then evalplus's own cache file is exactly what evalplus
-would write), otherwise a hash naming the subset, so a subset never sits under the full dataset's
-hash (evalplus would later read it as complete and fail with KeyError). The caller points
-``XDG_CACHE_HOME`` at a staging directory. ``evalplus.evaluate.get_groundtruth`` computes every
-task in this one process; the result is then written as one pickle per task
-(``OUT_DIR/<n>.pkl``: evalplus's ``{"base", "base_time", "plus", "plus_time"}`` plus, per
-split, ``<split>_digest`` and ``<split>_bytes``: each output's pickle sha256 and size, see
-``digests``) and one JSON line per task
-goes to stdout: ``{"task_id", "file", "sha256", "bytes"}``. The canonical solutions are trusted
-dataset code, so this process is not sandboxed; it exists so that their memory (hundreds of MB
-for some tasks) returns to the OS instead of staying in a long-lived grader.
+Run by ``groundtruth.GroundTruthStore`` as ``python -I -B oracle.py JOB.pkl OUT_DIR WORKERS``;
+imports only the standard library and evalplus's ``trusted_exec`` (the function evalplus's
+``get_groundtruth`` calls per task and split; ``evalplus.evaluate`` itself is not imported: it
+costs seconds of imports and would write evalplus's own cache file, which nothing reads). JOB
+holds ``problems`` ({task_id: problem}). Per task, exactly ``get_groundtruth``'s two calls:
+``trusted_exec(prompt + canonical_solution, <split>_input, entry_point, record_time=True,
+output_not_none=entry_point in MBPP_OUTPUT_NOT_NONE_TASKS)`` for base, then plus.
+
+Tasks are spread over ``WORKERS`` forked processes (1: computed in this process), each taking
+the next task as soon as it is free, so the batch takes about max(longest task, total /
+WORKERS). The reference times evalplus records are each task's own, measured in its worker.
+
+Output per task: ``OUT_DIR/<Mbpp_N>.pkl``, a pickle of ``{"<split>_pickles": [bytes, ...],
+"<split>_time": [...], "<split>_digest": [...], "<split>_bytes": [...]}`` for both splits: each
+output pickled once, alone (protocol 4, as runner.py hashes outputs), its sha256 (None where it
+may hold a NaN, see ``digests``) and size; ``groundtruth.load`` unpickles the outputs back into
+evalplus's ``{"base", "base_time", "plus", "plus_time"}``. One JSON line per finished task goes to
+stdout: ``{"task_id", "file", "sha256", "bytes", "seconds"}``. The canonical solutions are
+trusted dataset code, so this process is not sandboxed; it exists so that their memory (hundreds
+of MB for some tasks) returns to the OS instead of staying in a long-lived grader. A task whose
+canonical solution raises is reported on stderr and left out; the others are still written, and
+the exit status is 1.
 """
 
 from __future__ import annotations
@@ -20,54 +29,108 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import multiprocessing
 import os
 import pickle
 import re
 import sys
-
+import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 DIGEST_PROTOCOL = 4  # runner.py pickles outputs with the same protocol
-
+SPLITS = ("base", "plus")
 
 # A pickled float is BINFLOAT ("G") and 8 big-endian bytes; NaN and inf have all exponent bits
 # set. Matching bytes inside a string only cost the digest shortcut, never a wrong verdict.
 _NAN_OR_INF = re.compile(rb"G[\x7f\xff][\xf0-\xff]")
 
+_job: dict = {}
+_out_dir = ""
 
-def digests(outputs: list) -> tuple[list, list]:
-    """Per output: the sha256 of its pickle (None where it may hold a NaN, which evalplus never
-    finds equal to a copy of itself: then only the full comparison decides) and its size."""
-    hashes, sizes = [], []
+
+def digests(outputs: list) -> tuple[list, list, list]:
+    """Per output: its pickle, the sha256 of that pickle (None where it may hold a NaN, which
+    evalplus never finds equal to a copy of itself: then only the full comparison decides) and
+    its size."""
+    pickles, hashes, sizes = [], [], []
     for output in outputs:
         data = pickle.dumps(output, protocol=DIGEST_PROTOCOL)
         stable = _NAN_OR_INF.search(data) is None
+        pickles.append(data)
         hashes.append(hashlib.sha256(data).hexdigest() if stable else None)
         sizes.append(len(data))
-    return hashes, sizes
+    return pickles, hashes, sizes
 
 
-def main(job_path: str, out_dir: str) -> int:
+def compute_task(task_id: str) -> dict:
+    """Expected outputs of one task, written to OUT_DIR; the manifest row (stdout line)."""
+    from evalplus.eval._special_oracle import MBPP_OUTPUT_NOT_NONE_TASKS
+    from evalplus.gen.util import trusted_exec
+
+    started = time.monotonic()
+    problem = _job["problems"][task_id]
+    code = problem["prompt"] + problem["canonical_solution"]
+    not_none = problem["entry_point"] in MBPP_OUTPUT_NOT_NONE_TASKS
+    entry: dict = {}
+    with contextlib.redirect_stdout(sys.stderr):  # canonical solutions may print
+        for split in SPLITS:
+            outputs, times = trusted_exec(code, problem[f"{split}_input"], problem["entry_point"],
+                                          record_time=True, output_not_none=not_none)
+            (entry[f"{split}_pickles"], entry[f"{split}_digest"],
+             entry[f"{split}_bytes"]) = digests(outputs)
+            entry[f"{split}_time"] = times
+            del outputs
+    data = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
+    name = task_id.replace("/", "_") + ".pkl"
+    with open(os.path.join(_out_dir, name), "wb") as handle:
+        handle.write(data)
+    return {"task_id": task_id, "file": name, "sha256": hashlib.sha256(data).hexdigest(),
+            "bytes": len(data), "seconds": round(time.monotonic() - started, 6)}
+
+
+def _report(row: dict) -> None:
+    sys.stdout.write(json.dumps(row) + "\n")
+    sys.stdout.flush()
+
+
+def _failed(task_id: str, exc: BaseException) -> None:
+    sys.stderr.write(f"{task_id}: canonical solution failed: {type(exc).__name__}: {exc}\n"
+                     + "".join(traceback.format_exception(exc))[-2000:])
+    sys.stderr.flush()
+
+
+def main(job_path: str, out_dir: str, workers: int) -> int:
+    global _job, _out_dir
     with open(job_path, "rb") as handle:
-        job = pickle.load(handle)
-    with contextlib.redirect_stdout(sys.stderr):  # evalplus prints progress
-        from evalplus.eval._special_oracle import MBPP_OUTPUT_NOT_NONE_TASKS
-        from evalplus.evaluate import get_groundtruth
-
-        expected = get_groundtruth(job["problems"], job["hash"], MBPP_OUTPUT_NOT_NONE_TASKS)
-    for task_id in job["problems"]:
-        entry = expected[task_id]
-        for split in ("base", "plus"):
-            entry[f"{split}_digest"], entry[f"{split}_bytes"] = digests(entry[split])
-        data = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
-        name = task_id.replace("/", "_") + ".pkl"
-        with open(os.path.join(out_dir, name), "wb") as handle:
-            handle.write(data)
-        row = {"task_id": task_id, "file": name, "sha256": hashlib.sha256(data).hexdigest(),
-               "bytes": len(data)}
-        sys.stdout.write(json.dumps(row) + "\n")
-        sys.stdout.flush()
-    return 0
+        _job = pickle.load(handle)
+    _out_dir = out_dir
+    with contextlib.redirect_stdout(sys.stderr):  # imported once, before the workers fork
+        import evalplus.eval._special_oracle  # noqa: F401
+        import evalplus.gen.util  # noqa: F401
+    task_ids = list(_job["problems"])
+    workers = max(1, min(workers, len(task_ids)))
+    failures = 0
+    if workers == 1:
+        for task_id in task_ids:
+            try:
+                _report(compute_task(task_id))
+            except Exception as exc:  # reported; the other tasks are still computed
+                _failed(task_id, exc)
+                failures += 1
+        return 1 if failures else 0
+    # fork: the workers inherit the job instead of receiving it pickled, on every Python version
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        futures = {pool.submit(compute_task, task_id): task_id for task_id in task_ids}
+        for future in as_completed(futures):
+            try:
+                _report(future.result())
+            except Exception as exc:  # a canonical solution raised, or a worker died (OOM)
+                _failed(futures[future], exc)
+                failures += 1
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 1))

@@ -12,7 +12,6 @@ section), ``lexicon`` (themes and words), ``world`` (tasks and skill truth), ``g
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ratchet_ray.suites.sim.settings import SimSettings, SimWorld
@@ -36,11 +35,11 @@ class SimSuite:
         return [Task(task_id=t.task_id, suite=self.name, prompt=t.prompt)
                 for t in World(world_spec(config)).tasks]
 
-    def make_grader(self, config: Any, run_dir: Path):
+    def make_grader(self, config: Any, run_dir: Any):
         from ratchet_ray.suites.sim.grader import SimGrader
         from ratchet_ray.suites.sim.world import World
 
-        return SimGrader.for_run(World(world_spec(config)), Path(run_dir))
+        return SimGrader.for_run(World(world_spec(config)), run_dir)
 
 
 __all__ = ["SimSettings", "SimSuite", "SimWorld", "world_spec"]

@@ -3,9 +3,10 @@
 Contract (``Grader``): ``grade`` never raises; a passing attempt is ``exit_status`` ``"ok"``, a
 failing one ``"AssertionError"`` with the symptom in the trace, an output without an outcome
 line ``"NoOutcome"`` (failed, not an infrastructure failure). ``SimGrader.for_run`` also writes
-the world's task truth (type and p0 per task, the phrases per type) to ``<run_dir>/sim/world.json``
-so the run dir carries the truth the report compares against (the skill truth follows from each
-skill's token and the same world).
+the world's task truth (type and p0 per task, the phrases per type) to ``sim/world.json`` of the
+run's artifacts (the run dir on the driver's node, whichever node the grader runs on), so the run
+carries the truth the report compares against (the skill truth follows from each skill's token
+and the same world).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 import time
 from pathlib import Path
 
-from ratchet_ray.bank.skill_io import write_text_atomic
+from ratchet_ray.artifacts import Artifacts, as_artifacts
 from ratchet_ray.suites.sim.world import World
 from ratchet_ray.types import GradeResult, Task
 
@@ -35,11 +36,12 @@ class SimGrader:
         self.world = world
 
     @classmethod
-    def for_run(cls, world: World, run_dir: Path) -> "SimGrader":
-        path = Path(run_dir) / WORLD_FILE
-        if not path.is_file():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(path, json.dumps(world_table(world), indent=1))
+    def for_run(cls, world: World, run_dir: str | Path | Artifacts) -> "SimGrader":
+        """The grader of ``world``; writes its truth to the run's artifacts (a folder or an
+        ``Artifacts`` store) unless it is there already."""
+        store = as_artifacts(run_dir)
+        if store.get(WORLD_FILE.as_posix()) is None:
+            store.put_text(WORLD_FILE.as_posix(), json.dumps(world_table(world), indent=1))
         return cls(world)
 
     def grade(self, task: Task, output: str) -> GradeResult:

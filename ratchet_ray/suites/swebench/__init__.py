@@ -16,7 +16,6 @@ container), ``verdict`` (secret markers, JUnit cross-check), ``grader`` (the har
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ratchet_ray.suites.swebench.dataset import load_instances, to_task
@@ -33,7 +32,7 @@ class SwebenchSuite:
     def load_tasks(self, config: Any) -> list[Task]:
         return [to_task(i) for i in load_instances(settings_from_config(config))]
 
-    def make_grader(self, config: Any, run_dir: Path):
+    def make_grader(self, config: Any, run_dir: Any):
         from ratchet_ray.suites.swebench.grader import SwebenchGrader
 
         return SwebenchGrader(settings_from_config(config), config.grader, run_dir)

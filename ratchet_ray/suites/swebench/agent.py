@@ -21,7 +21,8 @@ Contracts:
 - The routed skill's guidance is the preamble of the system prompt; ``skill=None`` injects nothing.
 - Every reply is returned for accounting. An exception (LLM backend, Docker) propagates with the
   replies so far attached as ``exc.replies``; the container is removed in ``finally`` and, when
-  ``log_dir`` is given, ``trajectory.json`` is written there in ``finally`` too.
+  ``log_dir`` (a folder or an ``Artifacts`` store, e.g. the run's, reached from any node) is
+  given, ``trajectory.json`` is written there in ``finally`` too, atomically.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ratchet_ray.artifacts import Artifacts, as_artifacts
 from ratchet_ray.llm.base import LLMClient, Reply
 from ratchet_ray.llm.structured import parse_reply
 from ratchet_ray.suites.swebench.agent_prompts import (
@@ -61,7 +63,7 @@ class AgentRun:
 
 def solve_patch(llm: LLMClient, task: Task, skill: Skill | None,
                 settings: SwebenchSettings | None = None, *, client: Any = None,
-                log_dir: str | Path | None = None,
+                log_dir: str | Path | Artifacts | None = None,
                 run_label: str | None = None) -> tuple[str, list[Reply]]:
     """``(patch, replies)`` for one attempt at ``task`` (see the module contract); ``run_label``
     labels the container so the end-of-round reaper of that run removes it if it leaks."""
@@ -71,7 +73,8 @@ def solve_patch(llm: LLMClient, task: Task, skill: Skill | None,
 
 def run_agent(llm: LLMClient, task: Task, skill: Skill | None,
               settings: SwebenchSettings | None = None, *, client: Any = None,
-              log_dir: str | Path | None = None, run_label: str | None = None) -> AgentRun:
+              log_dir: str | Path | Artifacts | None = None,
+              run_label: str | None = None) -> AgentRun:
     settings = settings or SwebenchSettings()
     run = AgentRun(patch="", exit_status="error")
     started = time.monotonic()
@@ -98,7 +101,7 @@ def run_agent(llm: LLMClient, task: Task, skill: Skill | None,
     finally:
         run.duration_s = time.monotonic() - started
         if log_dir is not None:
-            _save(run, task, Path(log_dir))
+            _save(run, task, as_artifacts(log_dir))
     return run
 
 
@@ -216,12 +219,11 @@ def _diff(box: InstanceContainer) -> str:
     return diff if diff.strip() else ""
 
 
-def _save(run: AgentRun, task: Task, log_dir: Path) -> None:
-    log_dir.mkdir(parents=True, exist_ok=True)
+def _save(run: AgentRun, task: Task, log_dir: Artifacts) -> None:
     record = {"instance_id": task.task_id, "exit_status": run.exit_status,
               "duration_s": run.duration_s, "patch": run.patch,
               "steps": [asdict(s) for s in run.steps],
               "replies": [{"text": r.text, "input_tokens": r.input_tokens,
                            "output_tokens": r.output_tokens, "cost_usd": r.cost_usd}
                           for r in run.replies]}
-    (log_dir / "trajectory.json").write_text(json.dumps(record, indent=1))
+    log_dir.put_json("trajectory.json", record)

@@ -20,22 +20,28 @@ Every failure above is the patch's (``infra_failure=False``). Infrastructure fau
 daemon errors, setup past the deadline, an eval script without markers, swebench's environment-tier
 log signatures) return ``infra_failure=True`` with the reason as ``exit_status``. The container is
 removed in ``finally`` and the cache level applied to the image; ``reap()`` removes this run's
-containers (and those of dead owners). Every trace names the per-instance log directory
-``run_dir/logs/swebench/<instance>/<patch-key>/``; ``report.json`` there is written atomically.
+containers (and those of dead owners). The instance's files are written to scratch space on the
+grader's node and then put into the run's artifacts (``ratchet_ray.artifacts``: the run dir on the
+driver's node, or the configured storage URI) at ``logs/swebench/<instance>/<patch-key>/``, which
+every trace names; ``report.json`` is put last, atomically, and read back from there.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from ratchet_ray.artifacts import Artifacts, as_artifacts
 from ratchet_ray.config import GraderSettings
 from ratchet_ray.suites.swebench.container import (
     InstanceContainer, docker_client, instance_container, reap_containers)
 from ratchet_ray.suites.swebench.grading_support import (
-    Deadline, InstanceLog, git_apply_commands, patch_key, read_report, tail, write_report)
+    Deadline, InstanceLog, git_apply_commands, patch_key, publish_folder, read_report, tail,
+    write_report)
 from ratchet_ray.suites.swebench.guard import HarnessGuard
 from ratchet_ray.suites.swebench.images import InstanceImages
 from ratchet_ray.suites.swebench.protect import patch_paths, unsafe_paths
@@ -47,6 +53,7 @@ from ratchet_ray.suites.swebench.verdict import (
 from ratchet_ray.types import GradeResult, Task
 
 LOG_SUBDIR = Path("logs") / "swebench"
+REPORT_FILE = "report.json"
 EVAL_SCRIPT = "/var/lib/ratchet/eval.sh"
 
 
@@ -57,12 +64,13 @@ def _fail(status: str, trace: str) -> GradeResult:
 class SwebenchGrader:
     """Grades patches for SWE-bench instances (see the module docstring for the contract)."""
 
-    def __init__(self, settings: SwebenchSettings, limits: GraderSettings, run_dir: str | Path,
-                 *, client: Any = None):
+    def __init__(self, settings: SwebenchSettings, limits: GraderSettings,
+                 run_dir: str | Path | Artifacts, *, client: Any = None):
         self.settings = settings
         self.limits = limits
-        self.log_root = Path(run_dir) / LOG_SUBDIR
-        self.run_label = str(Path(run_dir).resolve())
+        store = as_artifacts(run_dir)
+        self.logs = store.sub(LOG_SUBDIR.as_posix())
+        self.run_label = store.locate()
         self._client = client
         self._images: InstanceImages | None = None
         self._connect_lock = threading.Lock()
@@ -88,11 +96,14 @@ class SwebenchGrader:
         if not output.strip():
             return _fail("empty_patch", "empty patch: nothing to apply, FAIL_TO_PASS tests cannot pass")
         patch = output if output.endswith("\n") else output + "\n"
-        log_dir = self.log_root / instance_id / patch_key(patch)
-        report_path = log_dir / "report.json"
-        cached = read_report(report_path)
+        logs = self.logs.sub(f"{instance_id}/{patch_key(patch)}")
+        cached = read_report(logs, REPORT_FILE)
         if cached is not None:
-            return GradeResult(**{**cached, "trace": f"(cached report {report_path})\n{cached['trace']}"})
+            return GradeResult(**{**cached, "trace": f"(cached report {logs.locate(REPORT_FILE)})"
+                                                     f"\n{cached['trace']}"})
+        # The instance's files are written to scratch space on this node while it is graded,
+        # then put into the run's artifacts (the run dir may be on another node).
+        log_dir = Path(tempfile.mkdtemp(prefix="ratchet-grade-"))
         log = InstanceLog(log_dir / "run_instance.log")
         try:
             result, swe_report = self._grade(task, patch, log_dir, log)
@@ -106,10 +117,14 @@ class SwebenchGrader:
                                              trace=f"infrastructure failure ({reason}): {exc}"), None
         finally:
             log.close()
+            try:
+                publish_folder(log_dir, logs)
+            finally:
+                shutil.rmtree(log_dir, ignore_errors=True)
         result.duration_s = time.monotonic() - started
-        result.trace = f"{result.trace}\nlog: {log_dir}"
-        if swe_report is not None:
-            write_report(report_path, {"grade": result.model_dump(), "swebench": swe_report})
+        result.trace = f"{result.trace}\nlog: {logs.locate()}"
+        if swe_report is not None:  # last: a report marks the instance's logs complete
+            write_report(logs, REPORT_FILE, {"grade": result.model_dump(), "swebench": swe_report})
         return result
 
     def _grade(self, task: Task, patch: str, log_dir: Path,

@@ -2,23 +2,23 @@
 deadline, report files and the patch-apply fallbacks.
 
 Contracts:
-- ``write_report(path, data)`` writes JSON atomically (a temporary file in the same folder, then
-  ``os.replace``): a reader sees the old file, the new file, or none, never a torn one.
-- ``read_report(path)`` returns the ``grade`` dict of a finished report, or None when the file is
-  absent, truncated or not a report; a broken file is deleted so the instance is graded again.
+- ``write_report(store, key, data)`` puts JSON in an ``Artifacts`` store in one atomic put: a
+  reader sees the old report, the new one, or none, never a torn one.
+- ``read_report(store, key)`` returns the ``grade`` dict of a finished report, or None when it is
+  absent, truncated or not a report; a broken one is deleted so the instance is graded again.
+- ``publish_folder(folder, store)`` copies a local scratch folder into the store.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from ratchet_ray.artifacts import Artifacts
 from ratchet_ray.suites.swebench.infra import InfraFailure
 
 TRACE_TAIL_CHARS = 2000
@@ -95,28 +95,32 @@ def tail(text: str, limit: int = TRACE_TAIL_CHARS) -> str:
     return text if len(text) <= limit else f"...[{len(text) - limit} chars cut]\n{text[-limit:]}"
 
 
-def write_report(path: Path, data: dict) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def write_report(store: Artifacts, key: str, data: dict) -> None:
+    """Publish the report at ``key`` of ``store`` in one atomic put."""
+    store.put(key, json.dumps(data, indent=2).encode("utf-8"))
 
 
-def read_report(path: Path) -> dict | None:
-    if not path.exists():
+def read_report(store: Artifacts, key: str) -> dict | None:
+    data = store.get(key)
+    if data is None:
         return None
     try:
-        grade = json.loads(path.read_text(encoding="utf-8"))["grade"]
+        grade = json.loads(data.decode("utf-8"))["grade"]
         if not isinstance(grade, dict) or "passed" not in grade or "trace" not in grade:
             raise ValueError("no grade in it")
         return grade
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         # A torn write from before reports were atomic, or a damaged file: grade again.
-        path.unlink(missing_ok=True)
+        store.delete(key)
         return None
+
+
+def publish_folder(folder: Path, store: Artifacts) -> list[str]:
+    """Put every file under ``folder`` into ``store`` at its relative path (the instance's
+    scratch logs, written on the grader's node, reach the run's artifacts); the keys put."""
+    keys = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        key = path.relative_to(folder).as_posix()
+        store.put(key, path.read_bytes())
+        keys.append(key)
+    return keys

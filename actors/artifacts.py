@@ -1,0 +1,103 @@
+"""The run's artifact service: a head-local artifact store that actors on any node read and
+write through Ray, so grader logs, trajectories and cache entries land in the head's run dir.
+
+Contracts:
+- ``launch_artifact_service(location)`` starts an ``ArtifactService`` actor pinned to the
+  calling (driver's) node, asking for no CPU, serving ``ArtifactStore(location)`` with several
+  calls at once (puts of distinct keys are independent atomic writes), restarted if it dies.
+  It is owned by the driver: it ends with the driver's runtime (``Runtime.shutdown``) or the driver itself.
+- ``run_artifacts_access(run_dir, uri)`` is what a driver hands its actors: the service's client
+  for the run dir, or (``infra.artifact_uri`` set) the URI store every node opens itself.
+- ``RemoteArtifacts(handle, location)`` is an ``ratchet_ray.artifacts.Artifacts`` whose calls go
+  to that actor and wait for it: once ``put`` returns, the object is in the head's run dir.
+  It pickles with its handle, so it can be handed to actors on any node.
+
+Example::
+
+    service = launch_artifact_service(run_dir)
+    artifacts = RemoteArtifacts(service, str(run_dir))
+    GraderActor.remote(config, artifacts)          # writes logs/swebench/... on the head
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from ratchet_ray.artifacts import Artifacts, ArtifactStore, check_key, run_artifacts
+
+SERVICE_CONCURRENCY = 16
+
+
+class ArtifactService:
+    """Plain class behind the actor: ``ArtifactStore``'s primitives, bytes in and out."""
+
+    def __init__(self, location: str):
+        self.store = ArtifactStore(location)
+
+    def put(self, key: str, data: bytes) -> None:
+        self.store.put(key, data)
+
+    def get(self, key: str) -> bytes | None:
+        return self.store.get(key)
+
+    def keys(self, prefix: str = "") -> list[str]:
+        return self.store.keys(prefix)
+
+    def delete(self, key: str) -> bool:
+        return self.store.delete(key)
+
+    def ping(self) -> str:
+        return self.store.location
+
+
+ArtifactServiceActor = ray.remote(ArtifactService)
+
+
+def launch_artifact_service(location: str | Path) -> Any:
+    """Start the service for ``location`` on this (the driver's) node; see module contracts."""
+    here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(),
+                                          soft=False)
+    return ArtifactServiceActor.options(
+        num_cpus=0, max_concurrency=SERVICE_CONCURRENCY, scheduling_strategy=here,
+        # Stateless (everything is on disk) and every call idempotent: a crashed service is
+        # restarted and the calls it held are retried, instead of failing every artifact write.
+        max_restarts=3, max_task_retries=3,
+    ).remote(str(location))
+
+
+class RemoteArtifacts(Artifacts):
+    """Client of an ``ArtifactService`` (see module contracts)."""
+
+    def __init__(self, handle: Any, location: str | Path):
+        self.handle = handle
+        self.location = ArtifactStore(location).location  # the same spelling as the service's
+
+    def put(self, key: str, data: bytes) -> None:
+        ray.get(self.handle.put.remote(key, data))
+
+    def get(self, key: str) -> bytes | None:
+        return ray.get(self.handle.get.remote(key))
+
+    def keys(self, prefix: str = "") -> list[str]:
+        return ray.get(self.handle.keys.remote(prefix))
+
+    def delete(self, key: str) -> bool:
+        return ray.get(self.handle.delete.remote(key))
+
+    def locate(self, key: str = "") -> str:
+        return f"{self.location.rstrip('/')}/{check_key(key)}" if key else self.location
+
+
+def run_artifacts_access(run_dir: str | Path, uri: str = "") -> tuple[Artifacts, Any]:
+    """``(artifacts, service)`` of one run for its actors: with a storage ``uri``
+    (``infra.artifact_uri``), the store at ``<uri>/<run name>`` that every node opens itself and
+    no service (None); without one, a ``RemoteArtifacts`` of a service started here for the run
+    dir (the caller kills ``service`` when the run ends)."""
+    if uri:
+        return run_artifacts(run_dir, uri), None
+    service = launch_artifact_service(run_dir)
+    return RemoteArtifacts(service, run_dir), service

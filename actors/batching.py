@@ -1,0 +1,74 @@
+"""Several pool jobs in one actor call: the worker side and the driver's sizing rule.
+
+Contracts:
+- ``BatchCalls`` is a mixin for worker classes: ``call_batch(method, calls, **kwargs)`` runs
+  ``self.<method>(item, *args, **kwargs)`` for each ``(item, args)`` of ``calls`` in order and
+  returns ``([(ok, value_or_exception), ...], seconds)``. An exception raised by one item is that
+  item's result (as it is for a single call), never the others'. Keyword arguments are shared
+  by every job of the call; object refs among them are resolved by Ray before the call runs
+  (how the round's bank snapshot reaches a Solver: ``ray.put`` once, then a ref per call).
+- ``BatchSizer(fixed)`` decides how many queued jobs one call carries. ``fixed`` N: at most N.
+  ``fixed`` None (adaptive): one job per call until the method's per-job time is known (the
+  workers' own timing, so queueing and Ray's overhead do not count), then enough jobs to fill
+  about ``CALL_TARGET_S`` seconds of work. Either way no call takes more than a fair share of
+  the queue (``ceil(queued / actors)``), so every actor gets work. A task that takes seconds (a
+  real LLM call) therefore travels alone: full parallelism, and an actor's death loses one
+  task; tasks of a millisecond (the ``sim`` suite) travel in dozens, so Ray's per-call overhead
+  (about a millisecond) is paid once per call instead of once per task.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Sequence
+
+CALL_TARGET_S = 0.1
+"""Work one adaptive call carries: small enough that a death mid-call costs little to redo."""
+MAX_BATCH = 256
+EWMA_WEIGHT = 0.5
+"""Weight of the latest call in the per-job estimate (the first calls include warm-up)."""
+
+
+class BatchCalls:
+    """Mixin: ``call_batch`` (module contracts)."""
+
+    def call_batch(self, method: str, calls: Sequence[tuple[Any, tuple]],
+                   **kwargs: Any) -> tuple[list[tuple[bool, Any]], float]:
+        run = getattr(self, method)
+        started = time.perf_counter()
+        results: list[tuple[bool, Any]] = []
+        for item, args in calls:
+            try:
+                results.append((True, run(item, *args, **kwargs)))
+            except Exception as exc:  # this item's outcome (a single call would raise it)
+                results.append((False, exc))
+        return results, time.perf_counter() - started
+
+
+class BatchSizer:
+    """How many jobs the next call of a method carries (module contracts)."""
+
+    def __init__(self, fixed: int | None = None):
+        if fixed is not None and fixed < 1:
+            raise ValueError(f"tasks per call must be >= 1 or None (adaptive), got {fixed}")
+        self.fixed = fixed
+        self.per_job_s: dict[str, float] = {}
+
+    def size(self, method: str, queued: int, actors: int) -> int:
+        share = max(1, math.ceil(queued / max(1, actors)))
+        if self.fixed is not None:
+            return min(self.fixed, share)
+        estimate = self.per_job_s.get(method)
+        if estimate is None:
+            return 1
+        return max(1, min(share, MAX_BATCH, int(CALL_TARGET_S / max(estimate, 1e-6))))
+
+    def observe(self, method: str, jobs: int, seconds: float) -> None:
+        """Record that a call of ``jobs`` jobs ran ``seconds`` on its worker."""
+        if jobs < 1:
+            return
+        latest = seconds / jobs
+        known = self.per_job_s.get(method)
+        self.per_job_s[method] = (latest if known is None
+                                  else EWMA_WEIGHT * latest + (1 - EWMA_WEIGHT) * known)

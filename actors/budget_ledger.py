@@ -1,0 +1,96 @@
+"""A budget several runs share (every arm-seed of a sweep): one named ledger actor per scope.
+
+Contracts:
+- The ledger keeps each run's latest *absolute* spend (tokens, USD) under a key (the run dir's
+  resolved path); ``report(key, tokens, cost_usd)`` replaces that run's entry and returns the
+  sum over every run. Absolute values make a repeated report (a resumed run, a sweep seeding
+  the spend of its finished arms again) count once.
+- The actor ``ratchet-budget-<scope>`` lives in namespace ``ratchet``, detached (it must outlive
+  whichever run created it); the first caller creates it (``get_if_exists``).
+  ``release_budget_ledger(scope)`` removes it (the sweep does, when it ends); a ledger left by a
+  killed sweep is reused and re-seeded by its next invocation.
+- ``SharedBudget`` pickles without its actor handle; a ledger released while a run still
+  reports is created again (that run then counts only the spends reported after).
+"""
+
+from __future__ import annotations
+
+import ray
+from ray.exceptions import RayActorError
+
+from actors.rate_limiter import NAMESPACE, scope_token
+
+
+class BudgetLedgerProcess:
+    """The spend of every run of one scope."""
+
+    def __init__(self) -> None:
+        self.spend: dict[str, tuple[int, float]] = {}
+
+    def report(self, key: str, tokens: int, cost_usd: float) -> tuple[int, float]:
+        self.spend[key] = (int(tokens), float(cost_usd))
+        return self.total()
+
+    def seed(self, spends: dict[str, tuple[int, float]]) -> tuple[int, float]:
+        for key, (tokens, cost) in spends.items():
+            self.spend[key] = (int(tokens), float(cost))
+        return self.total()
+
+    def total(self) -> tuple[int, float]:
+        return (sum(t for t, _ in self.spend.values()), sum(c for _, c in self.spend.values()))
+
+    def runs(self) -> dict[str, tuple[int, float]]:
+        return dict(self.spend)
+
+
+BudgetLedgerActor = ray.remote(num_cpus=0)(BudgetLedgerProcess)
+
+
+def ledger_name(scope: str) -> str:
+    return f"ratchet-budget-{scope_token(scope)}"
+
+
+class SharedBudget:
+    """The client of scope ``scope``'s ledger (see module contracts)."""
+
+    def __init__(self, scope: str):
+        self.scope = scope
+        self._handle = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_handle": None}
+
+    def _actor(self, fresh: bool = False):
+        if self._handle is None or fresh:
+            self._handle = BudgetLedgerActor.options(
+                name=ledger_name(self.scope), namespace=NAMESPACE, get_if_exists=True,
+                lifetime="detached").remote()
+        return self._handle
+
+    def _call(self, method: str, *args):
+        try:
+            return ray.get(getattr(self._actor(), method).remote(*args))
+        except RayActorError:  # released (the sweep ended) while this client lived on
+            return ray.get(getattr(self._actor(fresh=True), method).remote(*args))
+
+    def report(self, key: str, tokens: int, cost_usd: float) -> tuple[int, float]:
+        """Record run ``key``'s absolute spend; returns the scope's total (tokens, USD)."""
+        tokens_total, cost_total = self._call("report", key, tokens, cost_usd)
+        return int(tokens_total), float(cost_total)
+
+    def seed(self, spends: dict[str, tuple[int, float]]) -> tuple[int, float]:
+        """Record several runs' absolute spends at once; returns the total."""
+        tokens_total, cost_total = self._call("seed", spends)
+        return int(tokens_total), float(cost_total)
+
+    def runs(self) -> dict[str, tuple[int, float]]:
+        return self._call("runs")
+
+
+def release_budget_ledger(scope: str) -> bool:
+    """Kill scope ``scope``'s ledger; False when there was none."""
+    try:
+        ray.kill(ray.get_actor(ledger_name(scope), namespace=NAMESPACE))
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,244 @@
+"""The sweep's arm-seeds as Ray jobs (``ray.job_submission.JobSubmissionClient``).
+
+Contracts:
+- ``job_client(address)`` is a client of the cluster's job server (the dashboard of its head),
+  retried until it answers or ``timeout_s`` passes (``SweepError`` naming the address then).
+- ``submission(job, scope)`` is what a job is submitted with: the entrypoint runs the planned
+  ``argv`` (its first item is this Python: the venv's, so nothing needs activating on the
+  head) from the repo root; the ``runtime_env`` carries the caller's settings variables
+  (``forwarded_env``: ``RATCHET_*``, ``MBPP_OVERRIDE_PATH``, HF offline switches, AWS region /
+  profile, the Ray auth mode; never a variable named like a secret: the head's environment
+  supplies those), and makes a stop send SIGINT (a Ctrl-C: the driver records why it stopped
+  and releases its actors) with ``STOP_WAIT_S`` before Ray kills it.
+- ``run_ray_jobs`` keeps at most ``parallel`` jobs running, submits the next as one ends, and
+  follows the ``attach`` ones (jobs an earlier invocation submitted that still run: a rerun
+  does not submit them twice). Each job's driver log is copied into its ``Job.log`` (after a
+  header line per attempt) every ``log_every_s`` and when it ends; ``jobs.json`` in the sweep
+  folder records every submission id as it is made. ``on_done`` gets one ``JobOutcome`` per
+  job (SUCCEEDED: returncode 0; FAILED: the driver's exit code and the root cause its run
+  recorded in ``stopped.json``; STOPPED: returncode None), in finishing order.
+- Leaving ``run_ray_jobs`` by an exception (Ctrl-C, SIGTERM turned into ``SystemExit``) stops
+  every job it still follows, waits for them to end (bounded), reports them and re-raises: the
+  sweep leaves nothing running, and a rerun resumes the stopped arm-seeds.
+- ``stop_recorded_jobs`` / ``recorded_status`` act on the jobs ``jobs.json`` names (the
+  ``--stop`` / ``--status`` of a sweep whose command is no longer running).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from ratchet_ray.loop.rundir import write_json
+from ratchet_ray.loop.sweep import REPO_ROOT, Job, JobOutcome, SweepError
+
+JOBS_FILE = "jobs.json"
+STOP_WAIT_S = 60
+"""Seconds a stopped job's driver has to wind down after its SIGINT before Ray kills it."""
+TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
+FORWARDED = ("MBPP_OVERRIDE_PATH", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HOME",
+             "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "RAY_AUTH_MODE")
+SECRET_NAME = re.compile(r"KEY|SECRET|PASSWORD|CREDENTIAL|TOKEN(?!S)", re.IGNORECASE)
+
+
+def job_client(address: str, timeout_s: float = 120.0) -> Any:
+    """A ``JobSubmissionClient`` of ``address`` (a GCS address, ``auto`` or the dashboard URL)."""
+    from ray.job_submission import JobSubmissionClient
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return JobSubmissionClient(address)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            if time.monotonic() > deadline:
+                raise SweepError(
+                    f"the Ray job server of {address} did not answer within {timeout_s:.0f}s "
+                    f"({type(exc).__name__}: {str(exc)[:300]}); start the head with its "
+                    "dashboard (`ray start --head` does by default) or give the cluster's "
+                    "address with --address / RAY_ADDRESS") from exc
+            time.sleep(1.0)
+
+
+def forwarded_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The caller's settings variables a job's driver needs (see module contracts)."""
+    return {k: v for k, v in env.items()
+            if (k.startswith("RATCHET_") or k in FORWARDED) and not SECRET_NAME.search(k)}
+
+
+def submission(job: Job, env: Mapping[str, str]) -> dict[str, Any]:
+    """``submit_job`` keyword arguments of ``job`` (entrypoint and runtime_env)."""
+    entrypoint = f"cd {shlex.quote(str(REPO_ROOT))} && exec {shlex.join(job.argv)}"
+    env_vars = {**forwarded_env(env), "RAY_JOB_STOP_SIGNAL": "SIGINT",
+                "RAY_JOB_STOP_WAIT_TIME_S": str(STOP_WAIT_S)}
+    return {"entrypoint": entrypoint, "runtime_env": {"env_vars": env_vars}}
+
+
+def read_jobs(out_dir: Path) -> dict[str, dict[str, Any]]:
+    path = out_dir / JOBS_FILE
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _record(out_dir: Path, name: str, entry: dict[str, Any]) -> None:
+    jobs = read_jobs(out_dir)
+    jobs[name] = entry
+    write_json(out_dir / JOBS_FILE, jobs)
+
+
+def _status(client: Any, job_id: str) -> str:
+    return str(getattr(client.get_job_status(job_id), "value", client.get_job_status(job_id)))
+
+
+def live_jobs(client: Any, out_dir: Path) -> dict[str, str]:
+    """Arm-seed -> submission id of the recorded jobs that have not ended on this cluster."""
+    live = {}
+    for name, entry in read_jobs(out_dir).items():
+        try:
+            if _status(client, entry["job_id"]) not in TERMINAL:
+                live[name] = entry["job_id"]
+        except RuntimeError:  # the cluster does not know it (another cluster, restarted head)
+            continue
+    return live
+
+
+def recorded_status(client: Any, out_dir: Path) -> dict[str, str]:
+    """Arm-seed -> its latest job's status (``UNKNOWN`` when this cluster does not know it)."""
+    found = {}
+    for name, entry in sorted(read_jobs(out_dir).items()):
+        try:
+            found[name] = _status(client, entry["job_id"])
+        except RuntimeError:
+            found[name] = "UNKNOWN"
+    return found
+
+
+def stop_recorded_jobs(client: Any, out_dir: Path, wait_s: float = STOP_WAIT_S + 30) -> list[str]:
+    """Stop every recorded job still running and wait for them to end; returns their names."""
+    live = live_jobs(client, out_dir)
+    for job_id in live.values():
+        client.stop_job(job_id)
+    _wait_ended(client, list(live.values()), wait_s)
+    return sorted(live)
+
+
+def _wait_ended(client: Any, job_ids: Sequence[str], wait_s: float, poll_s: float = 1.0) -> None:
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if all(_status(client, j) in TERMINAL for j in job_ids):
+            return
+        time.sleep(poll_s)
+
+
+def _stopped_record(job: Job, since: float) -> dict[str, Any] | None:
+    """The ``stopped.json`` the job's run wrote after ``since`` (epoch seconds), if any."""
+    if job.results_dir is None:
+        return None
+    for stopped in sorted(Path(job.results_dir).glob("*/*/stopped.json")):
+        if stopped.stat().st_mtime >= since:
+            try:
+                return json.loads(stopped.read_text())
+            except (OSError, ValueError) as exc:
+                return {"cause": f"{stopped} is unreadable ({exc}); see {job.log}"}
+    return None
+
+
+class _Followed:
+    """One job being followed: its submission id and where its log goes."""
+
+    def __init__(self, job: Job, job_id: str, action: str):
+        self.job, self.job_id, self.action = job, job_id, action
+        self.started, self.started_at = time.monotonic(), time.time()
+        job.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(job.log, "a") as handle:
+            handle.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {action} (Ray job "
+                         f"{job_id}): {shlex.join(job.argv)}\n")
+            self.offset = handle.tell()
+        self.logged_at = 0.0
+
+    def copy_log(self, client: Any) -> None:
+        text = client.get_job_logs(self.job_id)
+        with open(self.job.log, "r+") as handle:
+            handle.seek(self.offset)
+            handle.truncate()
+            handle.write(text)
+        self.logged_at = time.monotonic()
+
+    def last_line(self) -> str:
+        lines = [line for line in self.job.log.read_text(errors="replace")[self.offset:]
+                 .splitlines() if line.strip()]
+        return lines[-1][:300] if lines else "(empty log)"
+
+    def outcome(self, client: Any, status: str) -> JobOutcome:
+        wall = time.monotonic() - self.started
+        if status == "SUCCEEDED":
+            return JobOutcome(self.job.name, self.action, 0, wall, str(self.job.log),
+                              job_id=self.job_id)
+        stopped = _stopped_record(self.job, self.started_at) or {}
+        budget = stopped.get("kind") == "BudgetExhausted"
+        if status == "STOPPED":
+            return JobOutcome(self.job.name, self.action, None, wall, str(self.job.log),
+                              f"stopped (log: {self.job.log})", stopped.get("cause", "stopped"),
+                              self.job_id, budget)
+        code = getattr(client.get_job_info(self.job_id), "driver_exit_code", None)
+        return JobOutcome(self.job.name, self.action, 1 if code is None else code, wall,
+                          str(self.job.log), f"exit {code}: {self.last_line()} "
+                          f"(log: {self.job.log})", stopped.get("cause", self.last_line()),
+                          self.job_id, budget)
+
+
+def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[str, str],
+                 out_dir: Path, *, scope: str, attach: Mapping[str, str] | None = None,
+                 on_done: Callable[[JobOutcome], None] | None = None,
+                 on_start: Callable[[str], None] | None = None, poll_s: float = 1.0,
+                 log_every_s: float = 5.0, stop_wait_s: float = STOP_WAIT_S + 30
+                 ) -> list[JobOutcome]:
+    """Run ``jobs`` as Ray jobs, at most ``parallel`` at once (see module contracts)."""
+    if parallel < 1:
+        raise SweepError(f"parallel must be >= 1, got {parallel}")
+    attach = dict(attach or {})
+    pending, running, outcomes = list(jobs), [], []
+
+    def finish(followed: _Followed, status: str) -> None:
+        followed.copy_log(client)
+        outcome = followed.outcome(client, status)
+        outcomes.append(outcome)
+        if on_done is not None:
+            on_done(outcome)
+
+    try:
+        while pending or running:
+            while pending and len(running) < parallel:
+                job = pending.pop(0)
+                if job.name in attach:
+                    followed = _Followed(job, attach[job.name], "attach")
+                else:
+                    job_id = f"ratchet-{scope}-{job.name}-{time.time_ns() // 1_000_000}"
+                    followed = _Followed(job, job_id, job.action)
+                    client.submit_job(submission_id=job_id, metadata={"sweep": scope,
+                                                                      "arm_seed": job.name},
+                                      **submission(job, env))
+                    _record(out_dir, job.name, {"job_id": job_id, "action": job.action,
+                                                "submitted_at": time.time()})
+                running.append(followed)
+                if on_start is not None:
+                    on_start(f"{followed.action:<6} {job.name}: Ray job {followed.job_id}, "
+                             f"log {job.log}")
+            time.sleep(poll_s)
+            for followed in list(running):
+                status = _status(client, followed.job_id)
+                if status in TERMINAL:
+                    running.remove(followed)
+                    finish(followed, status)
+                elif time.monotonic() - followed.logged_at > log_every_s:
+                    followed.copy_log(client)
+    finally:
+        if running:  # interrupted: stop what this sweep still follows, then report it
+            for followed in running:
+                client.stop_job(followed.job_id)
+            _wait_ended(client, [f.job_id for f in running], stop_wait_s)
+            for followed in running:
+                finish(followed, _status(client, followed.job_id))
+    return outcomes

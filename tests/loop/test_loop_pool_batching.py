@@ -1,0 +1,72 @@
+"""Several jobs per actor call (``actors.batching``): the sizing rule, per-job results, and an
+actor killed mid-call on a real local Ray."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import ray
+
+from actors.batching import CALL_TARGET_S, BatchSizer
+from actors.pools import ResilientPool, drain, map_unordered
+from loop_helpers import BatchWorker
+
+RemoteBatchWorker = ray.remote(num_cpus=0)(BatchWorker)
+
+
+def test_the_sizer_sends_one_job_until_it_knows_then_fills_the_target_within_a_fair_share():
+    sizer = BatchSizer()
+    assert sizer.size("run", queued=60, actors=2) == 1, "nothing timed yet: one job per call"
+    sizer.observe("run", jobs=1, seconds=0.002)
+    assert sizer.size("run", queued=60, actors=2) == 30, "fast jobs: capped by the fair share"
+    assert sizer.size("run", queued=1000, actors=2) == int(CALL_TARGET_S / 0.002)
+    sizer.observe("grade", jobs=1, seconds=3.0)
+    assert sizer.size("grade", queued=60, actors=2) == 1, "a job of seconds travels alone"
+    fixed = BatchSizer(4)
+    assert fixed.size("run", queued=60, actors=2) == 4 and fixed.size("run", 3, 2) == 2
+    with pytest.raises(ValueError, match="tasks per call must be >= 1"):
+        BatchSizer(0)
+
+
+def test_batch_calls_keep_each_items_outcome_and_share_keyword_arguments():
+    results, seconds = BatchWorker().call_batch("work", [(2, (0.0,)), ("boom", ()), (3, (0.0,))])
+    assert [ok for ok, _ in results] == [True, False, True] and seconds >= 0
+    assert results[0][1][0] == 4 and isinstance(results[1][1], KeyError)
+
+
+def test_batched_pool_gives_one_result_per_job_in_fewer_calls(ray_local):
+    pool = ResilientPool(lambda: RemoteBatchWorker.remote(), 2, name="batched", batch=5)
+    with pool.held():
+        for x in [1, 2, "boom", 3, 4, 5, 6, 7, 8, 9]:
+            pool.submit("work", x, 0.0)
+    results = map_unordered(pool, "work", [])
+    assert sorted(str(r.item) for r in results) == sorted(
+        str(x) for x in [1, 2, "boom", 3, 4, 5, 6, 7, 8, 9])
+    assert [(r.item, r.exit_status) for r in results if not r.ok] == [("boom", "KeyError")]
+    assert sorted(r.value[0] for r in results if r.ok) == sorted(
+        x * x for x in [1, 2, 3, 4, 5, 6, 7, 8, 9])
+    calls = sum(ray.get([actor.count.remote() for actor in pool.actors]))
+    assert calls == 2, "ten jobs held, then two calls of five (a fair share each)"
+    pool.shutdown()
+
+
+def test_an_actor_killed_mid_call_loses_its_call_and_every_job_still_yields_once(ray_local):
+    pool = ResilientPool(lambda: RemoteBatchWorker.remote(), 2, name="batched", batch=4)
+    ray.get([actor.__ray_ready__.remote() for actor in pool.actors])
+    with pool.held():
+        for x in range(8):
+            pool.submit("work", x, 0.3)  # a call of four takes 1.2 s
+    victim = pool.running()[0]
+    time.sleep(0.4)
+    ray.kill(victim)  # mid-call: its four jobs are lost with it
+    results: list = []
+    drain([pool], lambda _pool, result: results.append(result))
+    assert sorted(r.item for r in results) == list(range(8)), "each job exactly once"
+    assert all(r.ok for r in results)
+    lost = pool.take_lost()
+    assert len(lost) == 4 and all(a.attempt == 1 for a in lost)
+    assert pool.stats.resubmitted == 4 and pool.stats.actors_replaced == 1
+    assert sorted(r.attempts for r in results) == [1] * 4 + [2] * 4
+    assert victim not in pool.actors
+    pool.shutdown()
