@@ -6,8 +6,8 @@ Contracts:
   is in flight per actor, so work spreads evenly and a dead actor takes at most one job with it.
 - ``complete(ref)`` turns a finished object ref into its ``PoolResult`` (value or error), one per
   job of the call. When the actor died (``RayActorError``: killed, crashed, out of memory) the
-  pool replaces the actor, replays the setup calls recorded by ``broadcast`` on the new one (the
-  loop's actors need none: what they work on travels with each call), resubmits the job and
+  pool replaces the actor (the actors are stateless: what they work on, e.g. the split's bank
+  snapshot, travels with each call, so a fresh actor needs no setup), resubmits the job and
   returns no result for it; after ``max_attempts`` deaths the job comes back as a failed result
   instead. An exception raised *inside* the method is a failed result at once (no retry): it
   is the job's outcome, not the actor's. Each death of an actor under a job is kept in
@@ -18,7 +18,7 @@ Contracts:
   never retried: a bad base URL or a missing image fails the same way every time); an actor not
   started within ``start_timeout_s`` (e.g. it asks for a resource no node has) raises
   ``ActorStartTimeout`` naming the resources it asks for and what the cluster has.
-- Every wait is bounded: ``broadcast`` and ``heal`` by the start bound plus ``setup_timeout_s``,
+- Every wait is bounded: ``heal`` by the start bound plus ``setup_timeout_s``,
   ``drain`` by the start bound of the actors its jobs wait on (a running job itself may take as
   long as it takes: its own deadline belongs to the suite).
 - ``drain(pools, handle)`` is the one ``ray.wait`` loop: it hands every finished result to
@@ -121,7 +121,6 @@ class PoolStats:
     actors_replaced: int = 0
     resubmitted: int = 0
     cancelled: int = 0
-    setup_calls: dict[str, tuple] = field(default_factory=dict)
 
 
 class ResilientPool:
@@ -192,22 +191,6 @@ class ResilientPool:
         finally:
             self._held -= 1
             self._dispatch()
-
-    def broadcast(self, method: str, *args: Any) -> None:
-        """Call ``method(*args)`` on every actor and wait; replacements replay the latest call.
-
-        Used for per-round setup such as ``set_bank(skills)``: a Solver that replaces a dead one
-        must see the same bank snapshot as its peers. Bounded (see the module contracts).
-        """
-        if self._inflight:
-            raise RuntimeError(f"pool {self.name!r}: broadcast while jobs are in flight")
-        self.stats.setup_calls[method] = args
-        pending = {getattr(slot.actor, method).remote(*args): slot for slot in self._slots}
-        for ref, slot, err in self._wait_all(pending, method):
-            if err is not None:
-                log.warning("pool %s: actor died during %s (%s); replacing",
-                            self.name, method, err)
-                self._replace(slot)  # the replacement replays every setup call, this one too
 
     def heal(self) -> int:
         """Replace the actors that died while idle; returns how many were replaced.
@@ -386,9 +369,6 @@ class ResilientPool:
         ray.kill(slot.actor)  # a no-op for a dead actor; stops a half-alive one from lingering
         self._start(slot)
         self.stats.actors_replaced += 1
-        # Actor calls from one caller run in submission order, so setup precedes the next job.
-        for method, args in self.stats.setup_calls.items():
-            getattr(slot.actor, method).remote(*args)
 
     def _dispatch(self) -> None:
         if self._held and self._sizer is not None:  # plain calls gain nothing from waiting

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,9 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     import ray
 
     from actors.artifacts import run_artifacts_access
+    from actors.llm_server import release_llm_actors
     from actors.pools import ResilientPool, drain
+    from actors.run_lease import hold_run_lease
     from ratchet_ray.loop.breaker import InfraBreaker
     from ratchet_ray.loop.preflight import preflight
     from ratchet_ray.loop.runtime import (Models, connect_ray, make_grader_factory, make_pool,
@@ -97,8 +100,13 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     breaker = InfraBreaker("baseline", -1, len(todo), config.infra.max_failure_rate,
                            retry="rerun the same command")
     held: list[dict] = []
+    # The job's model servers and rate limiters are its own (scope), released when it ends, and
+    # by themselves if this process is killed (the lease).
+    scope = f"baseline_{uuid.uuid4().hex[:12]}"
+    lease = hold_run_lease(scope)
     try:
-        preflight(config, models)
+        preflight(config, models, scope=scope)
+        models = models.filled(config, scope=scope)
         # The job's artifacts (trajectories, grader logs) reach the workdir on this node
         # through a service actor, whichever node the actors run on.
         artifacts, service = run_artifacts_access(workdir)
@@ -109,7 +117,7 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
         graders = make_pool("grader", config, make_grader_factory(config, workdir, artifacts),
                             config.workers.graders)
         pools.append(graders)
-        solvers.broadcast("set_bank", [])
+        solvers.heal()  # up before the first task (bounded: a Solver that cannot start says why)
         with out.open("a") as sink:
             def write(row: dict, cause: str = "") -> None:
                 if row["infra_failure"] and cause:
@@ -151,6 +159,8 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
             pool.shutdown()
         if service is not None:
             ray.kill(service)
+        release_llm_actors(scope)
+        ray.kill(lease)
         if started_ray:
             ray.shutdown()
     return counts[0], counts[1]

@@ -216,7 +216,7 @@ class InfraSettings(BaseModel):
     actor_start_timeout_s: float = Field(default=300.0, gt=0)
     """An actor not started by then (e.g. it asks for a resource no node has) stops the run."""
     setup_timeout_s: float = Field(default=600.0, gt=0)
-    """Bound on a pool's setup call (``set_bank``) once its actors are up."""
+    """Bound on a pool's readiness check (``heal``, between phases) once its actors are up."""
     evidence_flush_every: int = Field(default=8, ge=1)
     """Capsules (train/eval) or verdicts (critic) buffered before they are written as one
     evidence part, besides a flush every few seconds and at the end of each phase: a killed

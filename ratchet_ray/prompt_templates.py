@@ -60,6 +60,9 @@ TEMPLATES: dict[str, TemplateSpec] = {
                                  "Critic, repository patches (the patch and test log follow it)"),
     "synthesizer": TemplateSpec(frozenset({"guide", "evidence"}), frozenset({"suite"}),
                                 "Synthesizer: {guide} is the meta-skill, {evidence} the cluster"),
+    "metasynth": TemplateSpec(frozenset({"guide", "patterns"}), frozenset({"suite"}),
+                              "Meta-synthesizer: {guide} is the current meta-skill, {patterns} "
+                              "the recent failure patterns; it answers the revised guide"),
 }
 SUFFIX = ".md"
 
@@ -149,7 +152,7 @@ class PromptSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
     dir: str | None = None
     """Folder of ``<template>.md`` files overriding the role prompts by name (solver, router,
-    critic, critic_patch, synthesizer); None = the built-in prompts."""
+    critic, critic_patch, synthesizer, metasynth); None = the built-in prompts."""
     digest: str | None = None
     """sha256 of the loaded overrides, filled when the config is built; a config that carries
     one (a run's config.yaml, read on resume) refuses files that changed since."""

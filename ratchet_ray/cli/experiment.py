@@ -120,7 +120,7 @@ def evaluator_sha() -> str:
               help="Candidate meta-skill Markdown (like configs/meta_skills/default_mbpp.md).")
 @click.option("--prompts-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Candidate role prompts: <template>.md files (solver, router, critic, "
-                   "critic_patch, synthesizer) replacing the built-in templates (prompts.dir).")
+                   "critic_patch, synthesizer, metasynth) replacing the built-in templates (prompts.dir).")
 @click.option("--scalar", type=click.Choice(["rolling_gain", "final_pass"]), default="rolling_gain",
               show_default=True)
 @click.option("--cost-budget-usd", type=click.FloatRange(min=0), help="Veto above this total cost.")

@@ -203,7 +203,7 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
     runtime = None
     lease = hold_run_lease(run.run_id)  # the run's detached servers leave if this driver dies
     try:
-        preflight(config, models)
+        preflight(config, models, scope=run.run_id)  # its servers and limiters are the run's
         runtime = start_runtime(config, run.path, run.run_id, train_tasks, models)
         if not available_rounds(run.path):  # the bank round 0 starts from
             ray.get(runtime.bank.ensure_default_metaskill.remote(config.suite, round_=0))

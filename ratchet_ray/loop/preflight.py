@@ -1,10 +1,12 @@
 """Preflight of a run: the ``ratchet doctor`` checks this run depends on, bounded in time.
 
 Contracts:
-- ``preflight(config, models)`` runs when a run starts or resumes, before any round:
+- ``preflight(config, models, scope=None)`` runs when a run starts or resumes, before any round:
   - with ``models.llm`` / ``models.embedder`` None (production), one one-token call on the
-    run's own LLM client and one embedding on its embedder (``Models.filled``: the clients every
-    actor gets), each in a thread bounded by ``config.infra.preflight_timeout_s``; injected
+    run's own LLM client and one embedding on its embedder (``Models.filled`` over the shared
+    services of ``scope``, the run id: the clients, model servers and rate limiters every actor
+    of the run gets, released with the run), each in a thread bounded by
+    ``config.infra.preflight_timeout_s``; injected
     clients (test doubles, a deployment's shared client) are the caller's business and skipped;
   - the suite's checks (``doctor.suite_checks``: the MBPP+ sandbox's mode; the Docker daemon,
     free disk, leftover containers, instance images and git for SWE-bench) as one Ray task with
@@ -53,13 +55,13 @@ def _bounded(name: str, hint: str, probe: Callable[[], str],
     return join
 
 
-def model_checks(config: LoopConfig, models: Any) -> list[Check]:
+def model_checks(config: LoopConfig, models: Any, scope: str | None = None) -> list[Check]:
     """The LLM and embedder checks on the run's own clients (see module contracts)."""
     from ratchet_ray.loop.runtime import Models
 
     if models.llm is not None and models.embedder is not None:
         return []
-    filled = Models(llm=models.llm, embedder=models.embedder).filled(config)
+    filled = Models(llm=models.llm, embedder=models.embedder).filled(config, scope=scope)
     timeout = config.infra.preflight_timeout_s
     settings = config.llm
     joins = []
@@ -97,11 +99,11 @@ def suite_checks(config: LoopConfig) -> list[Check]:
                       "or raise infra.preflight_timeout_s")]
 
 
-def preflight(config: LoopConfig, models: Any) -> list[Check]:
+def preflight(config: LoopConfig, models: Any, scope: str | None = None) -> list[Check]:
     """Run the checks; raise ``PreflightFailed`` on a blocking failure (module contracts)."""
     if not config.infra.preflight:
         return []
-    checks = [*model_checks(config, models), *suite_checks(config)]
+    checks = [*model_checks(config, models, scope), *suite_checks(config)]
     for check in checks:
         log.info("preflight %s %s: %s (%.1fs)", "PASS" if check.ok else "FAIL", check.name,
                  check.detail, check.seconds)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ratchet_ray.config import RoleLimits, RoleSettings
 from ratchet_ray.llm.base import LLMClient, LLMError, Reply, StructuredOutputError
@@ -56,12 +56,12 @@ def pattern_counts(verdicts: Sequence[Verdict]) -> list[tuple[str, int]]:
 
 def refresh(llm: LLMClient, suite: str, current: MetaSkill, verdicts: Sequence[Verdict], *,
             round_: int = -1, limits: RoleLimits | None = None,
-            seed: int | None = None) -> MetaRefresh:
+            seed: int | None = None, templates: Mapping[str, str] | None = None) -> MetaRefresh:
     limits = limits or RoleSettings().metasynth
     if current.suite != suite:
         raise ValueError(f"refresh: meta-skill {current.id} is for suite {current.suite!r}, "
                          f"not {suite!r}; pass SkillBank.active_metaskill({suite!r})")
-    messages = metasynth_messages(suite, current, pattern_counts(verdicts))
+    messages = metasynth_messages(suite, current, pattern_counts(verdicts), templates=templates)
     try:
         result = complete_structured(llm, messages, MetaSkillDraft,
                                      max_tokens=limits.max_tokens,

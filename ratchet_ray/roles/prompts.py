@@ -32,7 +32,7 @@ API (other roles code against exactly these):
   (a fieldwise draft, ``FIELD_ORDER``); ``SkillDraft`` and ``schema_lock()`` come from
   ``ratchet_ray.skill_contract`` (generated from ``types.Skill``); no prompt shows a worked
   example skill; ``copies_template(draft)`` detects copied schema placeholders.
-- ``metasynth_messages(suite, current, pattern_counts)``; ``MetaSkillDraft``.
+- ``metasynth_messages(suite, current, pattern_counts, *, templates=None)``; ``MetaSkillDraft``.
 """
 
 from __future__ import annotations
@@ -174,16 +174,23 @@ class MetaSkillDraft(BaseModel):
     body: str = Field(min_length=40, max_length=4000)
 
 
+# The meta-synthesizer's template (``prompt_templates``; a run's ``prompts.dir`` may override it).
+METASYNTH_TEMPLATE = (
+    "# Meta-skill revision ({suite})\n"
+    "The authoring guide below tells a skill author how to write skills (natural-language "
+    "guidance injected into a solver's prompt). Revise it using the failure patterns the "
+    "critic reported recently: keep what works, add Do / Don't items that would make new "
+    "skills address these failures, remove advice that did not help. Markdown, under "
+    "600 words.\n\n"
+    "Current guide:\n{guide}\n\n"
+    "Recent failure patterns:\n{patterns}\n\n"
+    'Answer with JSON: {{"body": "<the full revised Markdown guide>"}}')
+
+
 def metasynth_messages(suite: str, current: MetaSkill,
-                       pattern_counts: Sequence[tuple[str, int]]) -> list[Message]:
+                       pattern_counts: Sequence[tuple[str, int]], *,
+                       templates: Mapping[str, str] | None = None) -> list[Message]:
     patterns = "\n".join(f"- {p} (x{n})" for p, n in pattern_counts[:40]) or "- (none)"
-    text = (f"# Meta-skill revision ({suite})\n"
-            "The authoring guide below tells a skill author how to write skills (natural-language "
-            "guidance injected into a solver's prompt). Revise it using the failure patterns the "
-            "critic reported recently: keep what works, add Do / Don't items that would make new "
-            "skills address these failures, remove advice that did not help. Markdown, under "
-            "600 words.\n\n"
-            f"Current guide:\n{_clip(current.body, 3000)}\n\n"
-            f"Recent failure patterns:\n{patterns}\n\n"
-            'Answer with JSON: {"body": "<the full revised Markdown guide>"}')
+    text = render(template("metasynth", METASYNTH_TEMPLATE, templates), {
+        "suite": suite, "guide": _clip(current.body, 3000), "patterns": patterns})
     return [Message("user", text)]

@@ -259,4 +259,5 @@ class SynthesizerWorker:
                           round_: int) -> MetaRefresh:
         return refresh(self.llm, self.config.suite, current, verdicts, round_=round_,
                        limits=self.config.llm.roles.metasynth,
-                       seed=derive_seed(self.config.seed, round_, "metasynth"))
+                       seed=derive_seed(self.config.seed, round_, "metasynth"),
+                       templates=self.config.prompts.texts)

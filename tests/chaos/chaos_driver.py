@@ -9,6 +9,8 @@ Faults, from the environment:
   gets half its bytes out, then ``OSError(ENOSPC)`` (the real writer's error path runs).
 - ``CHAOS_LLM_URL=URL``: the LLM is the real OpenAI-compatible client against URL (the chaos
   server) instead of the scripted double.
+- ``CHAOS_LLM_FROM_CONFIG=1``: the LLM is the production client of the config's ``llm`` section
+  (``Models.filled``: the run's rate limiter actor included); the embedder stays the double.
 """
 
 from __future__ import annotations
@@ -54,6 +56,10 @@ def fill_disk_after(allowed: int) -> None:
 def models():
     url = os.environ.get("CHAOS_LLM_URL")
     scripted = loop_helpers.scenario_models()
+    if os.environ.get("CHAOS_LLM_FROM_CONFIG"):
+        from ratchet_ray.loop.runtime import Models
+
+        return Models(embedder=scripted.embedder)
     if not url:
         return scripted
     from ratchet_ray.llm.openai_compat import OpenAICompatLLM, OpenAIConfig

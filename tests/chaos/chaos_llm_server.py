@@ -54,6 +54,17 @@ class ChaosLLMServer:
         self._server.server_close()
         self._thread.join(timeout=10)
 
+    def outage(self, seconds: float) -> None:
+        """The server dies (its listening socket closes: new requests are refused) and comes
+        back on the same port after ``seconds``."""
+        port = self._server.server_address[1]
+        self.__exit__()
+        time.sleep(seconds)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
     def decide(self, body: bytes, structured: bool) -> str:
         """"429", "503", "garble" or "ok" for one request (seeded, thread-safe)."""
         key = hashlib.sha256(body).hexdigest()

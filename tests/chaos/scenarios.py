@@ -42,11 +42,12 @@ def _start(drivers: list[Driver], work: Path, args: list[str], env: dict | None 
 def _finish(drivers: list[Driver], work: Path, run_dir: Path, driver: Driver,
             env: dict | None = None) -> None:
     """Wait for ``driver``; resume (as often as needed, at most 3 times) until the run ends.
-    ``env``: the resumes' environment (another cluster's ``RAY_ADDRESS``)."""
+    ``env``: the resumes' environment, as the first driver's (e.g. another cluster's
+    ``RAY_ADDRESS``)."""
     for _ in range(4):
         if driver.wait() == 0:
             return
-        if env is None:  # the bank lives in the test's own Ray only then
+        if "RAY_ADDRESS" not in (env or {}):  # the bank lives in the test's own Ray
             lib.wait_bank_gone(run_dir)
         driver = _start(drivers, work, ["--resume", str(run_dir)], env)
     raise AssertionError(f"run {run_dir} did not finish after resumes: {driver.log_tail()}")
@@ -206,6 +207,44 @@ def llm_storm(rng: random.Random, work: Path, drivers: list[Driver]) -> Path:
     return run_dir
 
 
+def service_kill(rng: random.Random, work: Path, drivers: list[Driver]) -> Path:
+    """The run's own services die mid-phase: its LLM comes from its config (an OpenAI-compatible
+    server with a rate limit, so the run's rate limiter actor exists); at 1-3 seeded points the
+    rate limiter actor is SIGKILLed or the LLM server goes down for 1-3 s and comes back on its
+    port. Clients re-create the limiter and retry the server, so the run ends as without them."""
+    scripted = scenario_models().llm.responder
+
+    def responder(messages, schema):  # the scenario's replies, and OK to the preflight's ping
+        return "OK" if messages[-1].content == "Reply with OK." else scripted(messages, schema)
+
+    with ChaosLLMServer(responder, seed=rng.randrange(2**31), storm_p=0.0) as server:
+        config = scenario_config(work, lib.ROUNDS)
+        config.llm.backend = "openai"
+        config.llm.base_url = server.url
+        config.llm.model = "scripted"
+        config.llm.requests_per_minute = 100_000  # never waits, but the limiter actor exists
+        config.llm.openai.max_retries = 8
+        path = work / "config.yaml"
+        dump_config(config, path)
+        env = {"CHAOS_LLM_FROM_CONFIG": "1", "OPENAI_API_KEY": "chaos"}
+        driver = _start(drivers, work, [str(path)], env)
+        for round_, phase, delay in lib.kill_points(rng, rng.randint(1, 3)):
+            if not lib.wait_for_phase(driver, round_, phase):
+                break
+            time.sleep(delay)
+            if driver.proc.poll() is not None:
+                break
+            limiters = lib.ray_actor_processes("RateLimiterProcess")
+            if limiters and rng.random() < 0.5:
+                limiters[0].kill()
+                REPORT.fault("kill RateLimiterProcess")
+            else:
+                server.outage(rng.uniform(1.0, 3.0))
+                REPORT.fault("LLM server down")
+        _finish(drivers, work, driver.run_dir, driver, env)
+    return driver.run_dir
+
+
 def node_death(rng: random.Random, work: Path, drivers: list[Driver]) -> Path:
     """A worker node of a multi-node cluster on this machine (a head with no CPUs and two worker
     nodes, each its own `ray start`) dies at a random point of a random phase: its raylet, its
@@ -234,5 +273,6 @@ def node_death(rng: random.Random, work: Path, drivers: list[Driver]) -> Path:
 SCENARIOS: dict[str, Callable[[random.Random, Path, list[Driver]], Path]] = {
     "driver_kill": driver_kill, "actor_kill": actor_kill, "disk_full": disk_full,
     "corrupt_part": corrupt_part, "garbage_summary": garbage_summary,
-    "second_writer": second_writer, "llm_storm": llm_storm, "node_death": node_death,
+    "second_writer": second_writer, "llm_storm": llm_storm, "service_kill": service_kill,
+    "node_death": node_death,
 }

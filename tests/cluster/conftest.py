@@ -18,12 +18,10 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "loop")]
 
 import loop_helpers  # noqa: E402
-from local_cluster import LocalCluster, NodeSpec  # noqa: E402
+from local_cluster import NODES, LocalCluster  # noqa: E402
 
 ray.cloudpickle.register_pickle_by_value(loop_helpers)
 
-# 3 logical CPUs per worker: either one alone can hold every actor of a round (the kill test).
-NODES = [NodeSpec("head", 0), NodeSpec("dock", 3, {"docker": 2}), NodeSpec("cpu", 3)]
 
 
 @pytest.fixture(scope="module")

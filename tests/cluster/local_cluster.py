@@ -68,6 +68,11 @@ def _hide_from_node(folder: Path, argv: list[str]) -> list[str]:
             str(folder), *argv]
 
 
+# The test cluster's nodes (tests/cluster/conftest.py). 3 logical CPUs per worker: either one
+# alone can hold every actor of a round (the kill test).
+NODES = [NodeSpec("head", 0), NodeSpec("dock", 3, {"docker": 2}), NodeSpec("cpu", 3)]
+
+
 class LocalCluster:
     def __init__(self, nodes: list[NodeSpec], log_dir: Path, *, ready_timeout_s: float = 120.0,
                  dashboard: bool = False, head_only: Path | None = None):

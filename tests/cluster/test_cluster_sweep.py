@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NODES
-from local_cluster import LocalCluster
+from local_cluster import NODES, LocalCluster
 from ratchet_ray.ablations import find_run_dirs, run_result
 from ratchet_ray.evidence.store import EvidenceStore
 

@@ -1,8 +1,9 @@
 """A candidate's role prompts (``prompts.dir``) reach every role of a run; bad files are named.
 
 The experiment loop edits prompt files; these tests show that what it edits is what the
-Solver, Router, Critic and Synthesizer send to the LLM (a scripted one), that the overrides are
-recorded in config.yaml and pinned for a resume, and that an unusable file is a clear error.
+Solver, Router, Critic, Synthesizer and meta-synthesizer send to the LLM (a scripted one), that
+the overrides are recorded in config.yaml and pinned for a resume, and that an unusable file is
+a clear error.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ratchet_ray.config_files import ConfigError, dump_config, load_config
 from ratchet_ray.prompt_templates import PromptTemplateError, load_prompt_dir, render
 from ratchet_ray.roles.prompts import SOLVER_TEMPLATE, code_messages
 from ratchet_ray.roles.workers import CriticWorker, SolverWorker, SynthesizerWorker
-from ratchet_ray.types import Capsule, Guidance, Skill, Task, Verdict, capsule_id
+from ratchet_ray.types import Capsule, Guidance, MetaSkill, Skill, Task, Verdict, capsule_id
 
 TASK = Task(task_id="Mbpp/3", suite="mbpp", prompt='"""\nDecide whether n is prime.\n"""\n',
             payload={"entry_point": "is_prime"})
@@ -35,7 +36,10 @@ OVERRIDES = {
                  'Answer with JSON: {{"skill_id": "<id>"}}\n',
     "critic.md": "CRITIC-EDIT: review it.\n{attribution}\nTask:\n{task}\n\n{guidance}",
     "synthesizer.md": "SYNTH-EDIT for {suite}\n\n{guide}\n\n{evidence}",
+    "metasynth.md": "META-EDIT ({suite})\n\nGuide:\n{guide}\n\nPatterns:\n{patterns}\n\n"
+                    'Answer with JSON: {{"body": "<guide>"}}',
 }
+GUIDE = MetaSkill(id="default_mbpp", suite="mbpp", body="Do: name the failing call in the skill.")
 
 
 def _prompt_dir(root: Path, files: dict[str, str]) -> Path:
@@ -64,7 +68,7 @@ def _route_then_code(messages, schema):
 
 
 def _roles_prompts(config: LoopConfig) -> dict[str, str]:
-    """What the Router, Solver, Critic and Synthesizer send under ``config``."""
+    """What the Router, Solver, Critic, Synthesizer and meta-synthesizer send under ``config``."""
     llm = ScriptedLLM(_route_then_code)
     solver = SolverWorker(config, llm=llm, embedder=HashEmbedder(), output_kind="code")
     solver.set_bank([SKILL])
@@ -77,11 +81,14 @@ def _roles_prompts(config: LoopConfig) -> dict[str, str]:
                         pattern="treats odd numbers as prime", confidence=0.6,
                         rationale="failed because odd is not prime") for n in range(3)]
     garbled = ScriptedLLM(lambda messages, schema: "no skill today")
-    SynthesizerWorker(config, llm=garbled, embedder=HashEmbedder()).run(verdicts, [], None,
-                                                                        object(), 1)
+    synthesizer = SynthesizerWorker(config, llm=garbled, embedder=HashEmbedder())
+    synthesizer.run(verdicts, [], None, object(), 1)
+    synth_call = garbled.calls[0]
+    synthesizer.refresh_metaskill(GUIDE, verdicts, 2)
     return {"router": router_call[0][-1].content, "solver": solver_call[0][-1].content,
             "critic": "\n".join(m.content for m in critic_call[0]),
-            "synthesizer": garbled.calls[0][0][0].content}
+            "synthesizer": synth_call[0][0].content,
+            "metasynth": garbled.calls[-1][0][0].content}
 
 
 def test_edited_role_prompts_reach_every_role_through_the_config(tmp_path):
@@ -89,7 +96,8 @@ def test_edited_role_prompts_reach_every_role_through_the_config(tmp_path):
     config = load_config([], [f"prompts.dir={json.dumps(str(folder))}"])
     edited, default = _roles_prompts(config), _roles_prompts(LoopConfig())
     for role, marker in (("router", "ROUTER-EDIT"), ("solver", "SOLVER-EDIT"),
-                         ("critic", "CRITIC-EDIT"), ("synthesizer", "SYNTH-EDIT for mbpp")):
+                         ("critic", "CRITIC-EDIT"), ("synthesizer", "SYNTH-EDIT for mbpp"),
+                         ("metasynth", "META-EDIT (mbpp)")):
         assert marker in edited[role] and marker not in default[role], role
     # The placeholders carry the same run data as the built-in templates do.
     assert "insight for prime_check" in edited["solver"]
@@ -99,6 +107,8 @@ def test_edited_role_prompts_reach_every_role_through_the_config(tmp_path):
     assert "- NONE: no skill applies" in edited["router"]
     assert "f(9) returned True" in edited["critic"]  # the review part stays built in
     assert "treats odd numbers as prime" in edited["synthesizer"]
+    assert "Do: name the failing call in the skill." in edited["metasynth"]
+    assert "- treats odd numbers as prime (x3)" in edited["metasynth"]
     assert edited["solver"].startswith("SOLVER-EDIT: think first.\n\nGuidance (skill `prime")
 
 

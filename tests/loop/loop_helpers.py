@@ -7,19 +7,17 @@ import time
 
 
 class Worker:
-    """A stateless worker: ``work`` sleeps a little and returns (x*x, pid, setup value)."""
-
-    def __init__(self):
-        self.setup = None
-
-    def configure(self, value):
-        self.setup = value
+    """A stateless worker: ``work`` sleeps a little and returns (x*x, pid, None); ``work_on``
+    returns (x*x, pid, what it was given to work on)."""
 
     def work(self, x, delay=0.05):
+        return self.work_on(x, None, delay)
+
+    def work_on(self, x, bank, delay=0.05):
         if x == "boom":
             raise KeyError("no such thing")
         time.sleep(delay)
-        return x * x, os.getpid(), self.setup
+        return x * x, os.getpid(), bank
 
 
 class BatchWorker(Worker):

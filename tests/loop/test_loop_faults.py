@@ -29,7 +29,6 @@ def test_killing_a_solver_and_a_grader_mid_round_loses_nothing(ray_local, tmp_pa
     solvers = ResilientPool(lambda: SolverActor.options(num_cpus=0).remote(
         config, llm=llm, embedder=HashEmbedder(), output_kind="code"), 2, name="solver")
     graders = ResilientPool(make_grader_factory(config, tmp_path), 2, name="grader")
-    solvers.broadcast("set_bank", [])
     killed: dict[str, object] = {}
 
     def kill_once(capsule) -> None:

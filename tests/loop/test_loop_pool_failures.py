@@ -72,7 +72,7 @@ def test_an_actor_no_node_can_place_fails_with_the_missing_resource(ray_local):
                          start_timeout_s=2.0)
     with pytest.raises(ActorStartTimeout, match=r"pool 'grader': 1 actor\(s\) did not start "
                                                 r"within 2s; each asks for .*gpu_h200"):
-        pool.broadcast("configure", "bank-v1")
+        pool.heal()
     pool.submit("work", 3)
     with pytest.raises(ActorStartTimeout, match="gpu_h200"):
         map_unordered(pool, "work", [])
@@ -104,7 +104,6 @@ def test_an_attempt_lost_with_its_actor_is_recorded_in_llm_call(ray_local, tmp_p
     solvers = ResilientPool(lambda: SolverActor.options(num_cpus=0).remote(
         config, llm=ScriptedLLM(SlowCanonical(solutions, delay=2.0)), embedder=HashEmbedder(),
         output_kind="code"), 2, name="solver")
-    solvers.broadcast("set_bank", [])
     for task in tasks:
         solvers.submit("run", task, "eval", 0)
     ray.kill(solvers.running()[0])  # dies mid-attempt: its spend is lost with the process
