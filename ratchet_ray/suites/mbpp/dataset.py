@@ -79,8 +79,13 @@ def load_mbpp_plus(dataset_path: str | None = None) -> MbppDataset:
         return _load_file(Path(chosen).expanduser())
     from evalplus.data.mbpp import _ready_mbpp_plus_path, get_mbpp_plus, get_mbpp_plus_hash
 
-    return MbppDataset(problems=get_mbpp_plus(), dataset_hash=get_mbpp_plus_hash(),
-                       source=_ready_mbpp_plus_path())
+    try:
+        return MbppDataset(problems=get_mbpp_plus(), dataset_hash=get_mbpp_plus_hash(),
+                           source=_ready_mbpp_plus_path())
+    except OSError as exc:  # urllib's URLError too: evalplus downloads the file on first use
+        raise DatasetError(f"MBPP+ dataset: evalplus could not download it ({exc}); offline, "
+                           "set dataset_path (or MBPP_OVERRIDE_PATH) to a local "
+                           "MbppPlus-v0.2.0.jsonl.gz") from exc
 
 
 def _numeric_id(task_id: str) -> tuple[int, str]:
