@@ -136,4 +136,8 @@ def test_gemma_synthesizer_writes_a_skill_the_bank_accepts_from_a_recorded_clust
                  g.verify_before_returning):
         assert len(text) >= 8 and text.strip().lower() not in TEMPLATE_VALUES, text
     assert g.key_insight.startswith("To avoid maximum recursion depth")  # its own pattern
-    assert len(outcome.replies) >= 8 and {r.backend for r in outcome.replies} == {"local"}
+    # One generation per field at least; the id is not asked of a prefill backend (the
+    # cluster's pattern names it), and a field may take more than one attempt.
+    from ratchet_ray.roles.synth_prompts import FIELD_ORDER
+    assert len(outcome.replies) >= len(FIELD_ORDER) - 1
+    assert {r.backend for r in outcome.replies} == {"local"}
