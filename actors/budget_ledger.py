@@ -9,15 +9,16 @@ Contracts:
   whichever run created it); the first caller creates it (``get_if_exists``).
   ``release_budget_ledger(scope)`` removes it (the sweep does, when it ends); a ledger left by a
   killed sweep is reused and re-seeded by its next invocation.
-- ``SharedBudget`` pickles without its actor handle; a ledger released while a run still
-  reports is created again (that run then counts only the spends reported after).
+- ``SharedBudget`` (an ``actors.named_client.NamedActorClient``) pickles without its actor
+  handle; a ledger released while a run still reports is created again (that run then counts
+  only the spends reported after).
 """
 
 from __future__ import annotations
 
 import ray
-from ray.exceptions import RayActorError
 
+from actors.named_client import NamedActorClient
 from actors.rate_limiter import NAMESPACE, scope_token
 
 
@@ -50,28 +51,16 @@ def ledger_name(scope: str) -> str:
     return f"ratchet-budget-{scope_token(scope)}"
 
 
-class SharedBudget:
+class SharedBudget(NamedActorClient):
     """The client of scope ``scope``'s ledger (see module contracts)."""
 
     def __init__(self, scope: str):
         self.scope = scope
-        self._handle = None
 
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_handle": None}
-
-    def _actor(self, fresh: bool = False):
-        if self._handle is None or fresh:
-            self._handle = BudgetLedgerActor.options(
-                name=ledger_name(self.scope), namespace=NAMESPACE, get_if_exists=True,
-                lifetime="detached").remote()
-        return self._handle
-
-    def _call(self, method: str, *args):
-        try:
-            return ray.get(getattr(self._actor(), method).remote(*args))
-        except RayActorError:  # released (the sweep ended) while this client lived on
-            return ray.get(getattr(self._actor(fresh=True), method).remote(*args))
+    def _create(self):
+        return BudgetLedgerActor.options(
+            name=ledger_name(self.scope), namespace=NAMESPACE, get_if_exists=True,
+            lifetime="detached").remote()
 
     def report(self, key: str, tokens: int, cost_usd: float) -> tuple[int, float]:
         """Record run ``key``'s absolute spend; returns the scope's total (tokens, USD)."""

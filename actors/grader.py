@@ -14,6 +14,14 @@ cluster, so they reach the head's run dir), or a folder of this node (single-nod
 
 ``grade`` never raises: a grader that breaks its own contract still yields a ``GradeResult``
 (``infra_failure=True``, ``exit_status`` = the exception's name), so every task gets a row.
+
+Precomputed inputs (a suite grader's ``precomputed`` store, MBPP+'s expected outputs) are computed
+once per run and reach every node through Ray's object store (``share_precomputed``):
+``precompute`` computes a run's tasks in one batch on one grader and returns their verified
+bytes, the driver puts each into the object store, and ``grade(task, output, shared)`` with
+that task's ``SharedInput`` imports the bytes into this node's store only when it lacks them.
+A shared input that cannot be fetched (its node died) is only a lost shortcut: the grader
+computes the task itself, as it would without one.
 """
 
 from __future__ import annotations
@@ -21,18 +29,30 @@ from __future__ import annotations
 import logging
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable, Sequence
 
 import ray
 
 from actors.batching import BatchCalls
+from actors.pools import call_one
 from ratchet_ray.artifacts import Artifacts
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.suites import suite_for
 from ratchet_ray.types import GradeResult, Task
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SharedInput:
+    """One task's precomputed grading input in Ray's object store. The reference is wrapped so
+    that Ray passes it along instead of resolving it: a grader whose node holds the input
+    already fetches nothing."""
+
+    task_id: str
+    ref: Any  # ray.ObjectRef of ``(bytes, sha256)``
 
 
 class GraderWorker(BatchCalls):
@@ -44,8 +64,10 @@ class GraderWorker(BatchCalls):
         artifacts = run_dir if isinstance(run_dir, Artifacts) else Path(run_dir)
         self.grader = suite_for(config).make_grader(config, artifacts)
 
-    def grade(self, task: Task, output: str) -> GradeResult:
+    def grade(self, task: Task, output: str, shared: SharedInput | None = None) -> GradeResult:
         started = time.monotonic()
+        if shared is not None:
+            self._import(shared)
         try:
             return self.grader.grade(task, output)
         except Exception as exc:  # the Grader contract says never raise; keep the row if one does
@@ -59,10 +81,35 @@ class GraderWorker(BatchCalls):
         warm = getattr(self.grader, "warm", None)
         return warm(list(task_ids)) if warm else {}
 
-    def describe(self) -> dict[str, str | int]:
-        """Which suite, which isolation, which process (for logs and health checks)."""
+    def precompute(self, task_ids: Sequence[str]) -> dict[str, tuple[bytes, str]]:
+        """Each task's verified precomputed input, ``(bytes, sha256)``, the missing ones
+        computed first in one batch; {} when the suite's grader precomputes nothing."""
+        store = self._precomputed()
+        if store is None:
+            return {}
+        store.ensure(task_ids)
+        return {task_id: store.blob(task_id) for task_id in task_ids}
+
+    def _precomputed(self) -> Any:
+        return getattr(self.grader, "precomputed", None)
+
+    def _import(self, shared: SharedInput) -> None:
+        store = self._precomputed()
+        if store is None or store.has(shared.task_id):
+            return
+        try:
+            data, sha256 = ray.get(shared.ref)
+            store.add_blob(shared.task_id, data, sha256)
+        except Exception as exc:  # a lost shortcut: grading computes the task as without one
+            log.warning("could not import the shared grading input of %s (%s: %s); this "
+                        "grader computes it", shared.task_id, type(exc).__name__, exc)
+
+    def describe(self) -> dict[str, str | int | bool]:
+        """Which suite, which isolation, which process (for logs and health checks), and
+        whether the suite's grader has precomputed inputs to share."""
         return {"suite": self.suite_name, "pid": os.getpid(),
-                "isolation": str(getattr(self.grader, "isolation", "n/a"))}
+                "isolation": str(getattr(self.grader, "isolation", "n/a")),
+                "precomputed": self._precomputed() is not None}
 
     def reap(self) -> list[str]:
         """Remove what graders of this run left on this node (SWE-bench: containers of this run
@@ -75,3 +122,20 @@ class GraderWorker(BatchCalls):
 
 
 GraderActor = ray.remote(GraderWorker)
+
+
+def share_precomputed(graders: Any, task_ids: Sequence[str]) -> dict[str, SharedInput]:
+    """Compute the precomputed inputs of ``task_ids`` in one batch on one grader of the pool
+    ``graders`` and put each into the object store from here (the driver owns them, so they
+    outlive any grader and its node); returns each task's ``SharedInput`` for its grade calls,
+    {} when the suite's grader precomputes nothing. Raises what the batch raised (e.g.
+    ``GroundTruthError``): every grade would fail the same way."""
+    ids = list(dict.fromkeys(task_ids))
+    if not ids:
+        return {}
+    started = time.monotonic()
+    blobs = call_one(graders, "precompute", ids)
+    if blobs:
+        log.info("grading inputs of %d task(s) precomputed and shared in %.1fs", len(blobs),
+                 time.monotonic() - started)
+    return {task_id: SharedInput(task_id, ray.put(blob)) for task_id, blob in blobs.items()}

@@ -34,9 +34,9 @@ from typing import Any, Sequence
 
 import numpy as np
 import ray
-from ray.exceptions import RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from actors.named_client import NamedActorClient
 from actors.rate_limiter import DEFAULT_SCOPE, cluster_limiter, scope_token
 from actors.run_lease import watch_run_lease
 from ratchet_ray.llm.base import InputType, Message, Reply
@@ -92,23 +92,13 @@ def release_llm_actors(scope: str | None = None) -> list[str]:
     return released
 
 
-class _NodeClient:
+class _NodeClient(NamedActorClient):
     def __init__(self, config: LocalConfig, scope: str = DEFAULT_SCOPE):
         self.config = config
         self.scope = scope
-        self._handle = None
 
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_handle": None}
-
-    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        if self._handle is None:
-            self._handle = get_node_server(self.config, self.scope)
-        try:
-            return ray.get(getattr(self._handle, method).remote(*args, **kwargs))
-        except RayActorError:
-            self._handle = get_node_server(self.config, self.scope)
-            return ray.get(getattr(self._handle, method).remote(*args, **kwargs))
+    def _create(self) -> Any:
+        return get_node_server(self.config, self.scope)
 
     def server_info(self) -> dict:
         return self._call("info")

@@ -12,7 +12,8 @@ Contracts:
   actor only books. It is detached (a non-detached named actor dies with the task that happened
   to create it); ``actors.llm_server.release_llm_actors(scope)`` removes it when its run ends,
   and it leaves by itself when the driver of its run dies (``actors.run_lease``).
-- ``SharedLimiter`` pickles without its actor handle and re-resolves it where it lands.
+- ``SharedLimiter`` (an ``actors.named_client.NamedActorClient``) pickles without its actor
+  handle and re-resolves it where it lands.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from __future__ import annotations
 import time
 
 import ray
-from ray.exceptions import RayActorError
 
+from actors.named_client import NamedActorClient
 from actors.run_lease import scope_token, watch_run_lease
 from ratchet_ray.llm.ratelimit import Limiter, LocalLimiter, RateLimiter
 
@@ -49,32 +50,24 @@ def limiter_name(key: str, requests_per_minute: int, tokens_per_minute: int,
             f"{tokens_per_minute}").replace("/", "_")
 
 
-class SharedLimiter:
+class SharedLimiter(NamedActorClient):
+    """The client of one limiter actor (module contracts)."""
+
     def __init__(self, key: str, requests_per_minute: int, tokens_per_minute: int,
                  scope: str = DEFAULT_SCOPE):
         self.key = key
         self.scope = scope
         self.rpm = requests_per_minute
         self.tpm = tokens_per_minute
-        self._handle = None
 
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_handle": None}
-
-    def _actor(self, fresh: bool = False):
-        if self._handle is None or fresh:
-            self._handle = RateLimiterActor.options(
-                name=limiter_name(self.key, self.rpm, self.tpm, self.scope), namespace=NAMESPACE,
-                get_if_exists=True, lifetime="detached",
-            ).remote(self.rpm, self.tpm, self.scope)
-        return self._handle
+    def _create(self):
+        return RateLimiterActor.options(
+            name=limiter_name(self.key, self.rpm, self.tpm, self.scope), namespace=NAMESPACE,
+            get_if_exists=True, lifetime="detached",
+        ).remote(self.rpm, self.tpm, self.scope)
 
     def acquire(self, tokens: int) -> float:
-        try:
-            wait = ray.get(self._actor().reserve.remote(tokens))
-        except RayActorError:
-            # Someone released the actor (end of a run) while this client lived on; make a new one.
-            wait = ray.get(self._actor(fresh=True).reserve.remote(tokens))
+        wait = self._call("reserve", tokens)
         if wait > 0:
             time.sleep(wait)
         return wait
@@ -84,7 +77,7 @@ class SharedLimiter:
             self._actor().settle.remote(delta_tokens)
 
     def limits(self) -> tuple[int, int]:
-        return tuple(ray.get(self._actor().limits.remote()))
+        return tuple(self._call("limits"))
 
 
 def cluster_limiter(key: str, requests_per_minute: int, tokens_per_minute: int,

@@ -116,6 +116,10 @@ class PrefixedArtifacts(Artifacts):
         return self.base.locate(join_key(self.prefix, key) if key else self.prefix)
 
 
+OBJECT_STORES = ("s3", "gcs")
+"""``pyarrow.fs`` filesystem types whose objects need no parent folders."""
+
+
 def _is_uri(location: str) -> bool:
     return "://" in location
 
@@ -173,8 +177,10 @@ class ArtifactStore(Artifacts):
             atomic_write_bytes(path, data)
             return
         parent = posixpath.dirname(path)
-        if parent:
-            fs.create_dir(parent, recursive=True)  # a no-op on object stores
+        if parent and fs.type_name not in OBJECT_STORES:
+            # Object stores have no folders: arrow's create_dir would write an empty marker
+            # object per level, left behind when the last object under it is deleted.
+            fs.create_dir(parent, recursive=True)
         with fs.open_output_stream(path) as handle:  # the object appears whole on close
             handle.write(data)
 

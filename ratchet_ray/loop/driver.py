@@ -13,6 +13,9 @@ Contracts:
 - A *critical* phase (eval, rollback, train, snapshot) that fails stops the run (resume it
   later); any other phase that fails is logged and listed in the round's ``failed_steps``.
 - After each round: ``round_NN/summary.json``, a ``round`` evidence row and ``loop.json``.
+- Before the first round, the graders' precomputed inputs of every task of the run (MBPP+: the
+  expected outputs) are computed in one batch on one grader and shared with the others through
+  the object store (``actors.grader.share_precomputed``); a failure there stops the run.
 - Failing loudly: a preflight (``loop.preflight``: the ``ratchet doctor`` checks of the backend
   and suite) runs before any round; a split whose infrastructure failures exceed
   ``infra.max_failure_rate`` (``loop.breaker``) and actors that cannot start (``actors.pools``)
@@ -37,6 +40,7 @@ from typing import Callable, Sequence
 
 import ray
 
+from actors.grader import share_precomputed
 from actors.pools import PoolError
 from actors.run_lease import hold_run_lease
 from ratchet_ray.bank.checkpoints import available_rounds
@@ -205,6 +209,10 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
     try:
         preflight(config, models, scope=run.run_id)  # its servers and limiters are the run's
         runtime = start_runtime(config, run.path, run.run_id, train_tasks, models)
+        # Computed once for the run (MBPP+: the expected outputs, in one batch), then carried
+        # to the graders of every node through the object store.
+        shared_inputs = share_precomputed(runtime.graders,
+                                          [t.task_id for t in (*train_tasks, *eval_tasks)])
         if not available_rounds(run.path):  # the bank round 0 starts from
             ray.get(runtime.bank.ensure_default_metaskill.remote(config.suite, round_=0))
             ray.get(runtime.bank.snapshot.remote(0))
@@ -214,7 +222,7 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
         with LoopProgress(config.rounds, enabled=show_progress, budget=budget) as progress:
             ctx = LoopContext(config=config, run=run, store=store, rt=runtime,
                               train_tasks=train_tasks, eval_tasks=eval_tasks, gate=gate,
-                              progress=progress, budget=budget)
+                              progress=progress, budget=budget, shared_inputs=shared_inputs)
             for round_ in range(next_round, config.rounds):
                 run_round(ctx, round_)
         log.info("run %s finished %d rounds", run.path, config.rounds)

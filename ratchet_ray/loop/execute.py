@@ -12,6 +12,9 @@ Contracts:
   it the Solvers route to what their ``set_bank`` gave. Several tasks may travel in one call
   (the pools' batching, ``infra.tasks_per_call``); every task still gets its own result,
   capsule and progress step, and a call lost with its actor is redone once per lost attempt.
+- ``shared_inputs`` (task id -> ``actors.grader.SharedInput``, from ``share_precomputed`` at run
+  start) go with each task's grade call, so graders on every node grade from inputs computed
+  once (MBPP+: the expected outputs) instead of computing them again.
 - Every task yields a capsule even when something fails: a solver that failed (``exit_status``
   not ``"ok"``: the LLM backend broke, or Docker did while the SWE-bench agent worked, which is
   ``"InfraFailure"``), or a pool job that died ``max_attempts`` times, is recorded ungraded with
@@ -35,7 +38,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from actors.pools import PoolResult, ResilientPool, drain
 from ratchet_ray.evidence.store import EvidenceStore
@@ -139,8 +142,10 @@ class SplitRunner:
                  on_capsule: Callable[[Capsule], None] = lambda c: None,
                  max_failure_rate: float | None = None, probe_fraction: float = 0.0,
                  budget: RunBudget | None = None, flush_every: int = FLUSH_EVERY,
-                 bank: Any = None):
+                 bank: Any = None, shared_inputs: Mapping[str, Any] | None = None):
         self.run_id, self.arm, self.seed = run_id, arm, seed
+        self.shared_inputs = dict(shared_inputs or {})
+        """Per task id, what its grade call carries (``actors.grader.share_precomputed``)."""
         self.bank_kwargs = {} if bank is None else {"bank": bank}
         """What every Solver call carries: the split's bank snapshot (module contracts)."""
         self.flush_every = flush_every
@@ -153,6 +158,11 @@ class SplitRunner:
         """The circuit breaker's threshold (``loop.breaker``); None: no breaker."""
         self.budget = budget
         """Charged with every recorded call; once spent, no further task starts (``stop``)."""
+
+    def _shared(self, task: Task) -> tuple:
+        """The grade call's extra argument: the task's shared input, when there is one."""
+        shared = self.shared_inputs.get(task.task_id)
+        return () if shared is None else (shared,)
 
     def _capsule(self, task: Task, split: str, round_: int, *, outcome: Any = None,
                  grade: GradeResult | None = None, failure: str = "",
@@ -239,7 +249,7 @@ class SplitRunner:
                         failure_trace=f"[solver] {outcome.exit_status}: {outcome.error}"), calls)
                 else:
                     outcomes[task.task_id] = outcome
-                    self.graders.submit("grade", task, outcome.output)
+                    self.graders.submit("grade", task, outcome.output, *self._shared(task))
                 return
             outcome = outcomes.pop(task.task_id)
             calls = call_rows(outcome, run_id=self.run_id, round_=round_)
@@ -260,7 +270,8 @@ class SplitRunner:
             key = (PROBE_KEY, task.task_id)
             if pool is self.solvers and result.ok and result.value.exit_status == "ok":
                 probes[task.task_id] = result.value
-                self.graders.submit("grade", task, result.value.output, key=key)
+                self.graders.submit("grade", task, result.value.output, *self._shared(task),
+                                    key=key)
                 return
             outcome = result.value if pool is self.solvers else probes.pop(task.task_id)
             calls = [{**row, "role": PROBE_KEY}

@@ -23,7 +23,7 @@ Contracts:
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 import ray
@@ -64,6 +64,8 @@ class LoopContext:
     progress: LoopProgress
     budget: RunBudget | None = None
     """The run's spending limits (``loop.budget``), charged with every recorded call."""
+    shared_inputs: dict = field(default_factory=dict)
+    """Per task id, its precomputed grading input in the object store (``SplitRunner``)."""
 
     def task(self, task_id: str) -> Task:
         return self._tasks[task_id]
@@ -117,7 +119,7 @@ def _run_split(ctx: LoopContext, tasks: list[Task], split: str, round_: int) -> 
                          probe_fraction=(ctx.config.curator.counterfactual.fraction
                                          if split == "train" else 0.0),
                          budget=ctx.budget, flush_every=ctx.config.infra.evidence_flush_every,
-                         bank=bank)
+                         bank=bank, shared_inputs=ctx.shared_inputs)
     try:
         bench = runner.run(tasks, split, round_)
     finally:

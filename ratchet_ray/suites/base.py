@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
 
 from ratchet_ray.artifacts import Artifacts
 from ratchet_ray.types import GradeResult, Skill, Task
@@ -33,7 +33,28 @@ OutputKind = str
 
 
 class Grader(Protocol):
+    """``grade`` never raises for what the graded output does. Optional attribute
+    ``precomputed``: a ``PrecomputedInputs`` store of per-task inputs the grader computes before
+    it can grade (MBPP+: the expected outputs), which the loop computes once per run and shares
+    between the graders of every node."""
+
     def grade(self, task: Task, output: str) -> GradeResult: ...
+
+
+class PrecomputedInputs(Protocol):
+    """Per-task grading inputs computed once and verified by hash (a grader's ``precomputed``).
+
+    ``ensure(ids)`` computes what is missing (in one batch); ``has(id)`` says whether this
+    node's store holds the task; ``blob(id) -> (bytes, sha256)`` exports a verified entry and
+    ``add_blob(id, bytes, sha256)`` imports one computed elsewhere (refused on a hash mismatch)."""
+
+    def ensure(self, task_ids: Iterable[str]) -> None: ...
+
+    def has(self, task_id: str) -> bool: ...
+
+    def blob(self, task_id: str) -> tuple[bytes, str]: ...
+
+    def add_blob(self, task_id: str, data: bytes, sha256: str) -> None: ...
 
 
 class Suite(Protocol):

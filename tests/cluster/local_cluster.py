@@ -11,6 +11,9 @@ Contracts:
 - ``head_only`` (a folder): every worker node runs in a mount namespace of its own where that
   folder is an empty read-only tmpfs, as if the head's disk were not shared, so a test can put
   the run dir there and see that no actor on a worker node reads or writes it.
+- Every node has a cache folder of its own (``XDG_CACHE_HOME`` = ``cache_dir(name)``), as
+  separate machines would: what one node's actors cache (MBPP+ expected outputs) another node
+  does not see unless it travels through Ray.
 - ``dashboard=True`` gives the head its dashboard (the Ray job server, for ``ray job submit``
   and ``JobSubmissionClient``) on a free loopback port.
 - ``env`` is what a driver needs to join (``RAY_ADDRESS``, ``RAY_AUTH_MODE`` and loopback-only
@@ -99,6 +102,10 @@ class LocalCluster:
     def driver_env(self) -> dict[str, str]:
         return {**self.env, "RAY_ADDRESS": self.address}
 
+    def cache_dir(self, name: str) -> Path:
+        """The cache folder of node ``name`` (its actors' ``XDG_CACHE_HOME``)."""
+        return self.log_dir / "cache" / name
+
     def _launch(self, spec: NodeSpec, head: bool) -> None:
         log = self.log_dir / f"{spec.name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -120,8 +127,9 @@ class LocalCluster:
             argv += [f"--address={self.address}"]
             if self.head_only is not None:
                 argv = _hide_from_node(self.head_only, argv)
+        env = {**self.env, "XDG_CACHE_HOME": str(self.cache_dir(spec.name))}
         with open(log, "a") as handle:
-            proc = subprocess.Popen(argv, cwd=self.temp, env=self.env, stdout=handle,
+            proc = subprocess.Popen(argv, cwd=self.temp, env=env, stdout=handle,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         self.nodes[spec.name] = _Node(spec, proc, log)
 

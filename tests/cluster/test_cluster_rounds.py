@@ -4,6 +4,7 @@ process of its own joined to the cluster, as under ``ray job submit``."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -54,6 +55,14 @@ def _finish(driver: subprocess.Popen, timeout_s: float = 240) -> None:
     assert driver.returncode == 0, output[-4000:]
 
 
+def _groundtruth_rows(cluster, node: str) -> dict[str, dict]:
+    """The MBPP+ expected-output manifest rows in ``node``'s own cache, by task id."""
+    rows: dict[str, dict] = {}
+    for manifest in cluster.cache_dir(node).glob("ratchet-ray/mbpp-groundtruth/*/manifest.json"):
+        rows.update(json.loads(manifest.read_text()))
+    return rows
+
+
 def _assert_every_task_once(run_dir: Path) -> None:
     con = EvidenceStore(run_dir).connect()
     rows = con.execute("SELECT round, split, task_id, attempt, count(*) FROM capsule "
@@ -95,6 +104,16 @@ def test_mbpp_round_with_actors_on_the_nodes_their_resources_dictate(cluster, tm
     task_actors = [a for a in actors if a["class"] in ROLES]
     assert {a["class"] for a in task_actors} >= {"SolverWorker", "GraderWorker"}
     assert all(a["node"] in workers for a in task_actors), task_actors
+    # Expected outputs: computed once in the cluster, in one batch on one node's grader, and
+    # taken from the object store by graders elsewhere (each node has a cache of its own).
+    rows = {node: _groundtruth_rows(cluster, node) for node in ("dock", "cpu")}
+    computed = sorted(t for node_rows in rows.values() for t, row in node_rows.items()
+                      if not row.get("imported"))
+    assert computed == sorted(TASKS["train"] | TASKS["eval"]), rows
+    grader_nodes = {a["node"] for a in task_actors if a["class"] == "GraderWorker"}
+    if len(grader_nodes) == 2:  # Ray placed graders on both nodes: one of them imported
+        assert any(row.get("imported") for node_rows in rows.values()
+                   for row in node_rows.values()), rows
 
 
 def test_a_worker_node_killed_mid_round_loses_nothing_and_doubles_nothing(cluster, tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from click.testing import CliRunner
-from core_helpers import TOPICS, make_skill, routed_capsules
+from skill_builders import TOPICS, make_skill, routed_capsules
 from fakes import HashEmbedder
 
 from ratchet_ray import fsutil

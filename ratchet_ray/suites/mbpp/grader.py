@@ -59,6 +59,11 @@ class MbppGrader:
         return cls(load_mbpp_plus(config.dataset_path), config.grader)
 
     @property
+    def precomputed(self) -> GroundTruthStore:
+        """The expected outputs (``suites.base.PrecomputedInputs``), shared by the loop."""
+        return self.groundtruth
+
+    @property
     def isolation(self) -> str:
         return self.sandbox.description
 

@@ -9,7 +9,8 @@ Contracts:
   ``cache_dir`` compute each task once. ``ensure_all()`` (what ``warm`` amounts to for a whole
   run) computes the full dataset in one go, as evalplus itself does.
 - Layout: ``cache_dir/<dataset_hash>/<Mbpp_N>.pkl`` (one task each, see oracle.py) and
-  ``manifest.json`` mapping each task id to its file, size and sha256. Files land by
+  ``manifest.json`` mapping each task id to its file, size and sha256 (and ``imported``: true
+  for an entry another store computed). Files land by
   ``os.replace``; the manifest is rewritten atomically under the lock. Tasks that finished are
   kept even when others of their batch failed.
 - ``load(task_id)`` reads the file, checks its sha256 against the manifest and only then
@@ -17,7 +18,8 @@ Contracts:
   "plus_time"}`` plus ``<split>_digest`` / ``<split>_bytes``. No sandbox ever sees these files
   (they are not bound into it). A mismatch raises ``GroundTruthError`` naming the file and the fix.
 - ``blob(task_id) -> (bytes, sha256)`` and ``add_blob(task_id, data, sha256)`` move verified
-  entries between stores (e.g. through Ray's object store) without recomputing them.
+  entries between stores (the loop moves them through Ray's object store to the graders of
+  other nodes) without recomputing them; ``has(task_id)`` says whether the store holds one.
 - ``timings`` maps each task computed by this store to the seconds its worker spent on it;
   ``batches`` lists each child run: ``{"tasks", "workers", "seconds"}``.
 - evalplus's own cache is never touched: the child runs with a private ``XDG_CACHE_HOME``.
@@ -168,6 +170,12 @@ class GroundTruthStore:
             self.timings[row["task_id"]] = float(row["seconds"])
         return rows
 
+    def has(self, task_id: str) -> bool:
+        """Whether this store holds ``task_id`` already (nothing is computed)."""
+        if task_id not in self._manifest:
+            self._manifest = self._read_manifest()  # another grader may have added it
+        return task_id in self._manifest and self.path(task_id).is_file()
+
     def blob(self, task_id: str) -> tuple[bytes, str]:
         """The verified stored bytes of one task and their sha256."""
         self.ensure([task_id])
@@ -189,9 +197,9 @@ class GroundTruthStore:
             staged = self.dir / f".{task_id.replace('/', '_')}-{os.getpid()}.tmp"
             staged.write_bytes(data)
             os.replace(staged, self.path(task_id))
-            manifest = self._read_manifest()
+            manifest = self._read_manifest()  # what other graders added meanwhile stays
             manifest[task_id] = {"file": self.path(task_id).name, "sha256": sha256,
-                                 "bytes": len(data)}
+                                 "bytes": len(data), "imported": True}
             self._write_manifest(manifest)
 
     def load(self, task_id: str) -> dict:

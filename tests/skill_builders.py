@@ -1,4 +1,4 @@
-"""Builders shared by the core tests (skills with distinct vocabularies, routed capsules)."""
+"""Builders shared by the bank, evidence and governance tests (skills with distinct vocabularies, routed capsules)."""
 
 from __future__ import annotations
 

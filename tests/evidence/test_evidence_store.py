@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from core_helpers import routed_capsules
+from skill_builders import routed_capsules
 
 from ratchet_ray.evidence.schema import SCHEMAS, EvidenceSchemaError
 from ratchet_ray.evidence.store import EvidenceStore
@@ -99,9 +99,9 @@ def test_capsule_ids_for_resume(store):
 
 CRASH_CHILD = textwrap.dedent("""
     import os, sys
-    sys.path[:0] = [{root!r}, {core!r}]
+    sys.path[:0] = [{root!r}, {tests!r}]
     import pyarrow.parquet as pq
-    from core_helpers import routed_capsules
+    from skill_builders import routed_capsules
     from ratchet_ray.evidence.store import EvidenceStore
     store = EvidenceStore({run_dir!r})
     store.append("capsule", 0, routed_capsules("run1", "good", 0, 2, 1))
@@ -125,7 +125,7 @@ CRASH_CHILD = textwrap.dedent("""
 
 
 def _child(run_dir: Path, mode: str) -> subprocess.Popen:
-    code = CRASH_CHILD.format(root=str(ROOT), core=str(ROOT / "tests" / "core"), run_dir=str(run_dir))
+    code = CRASH_CHILD.format(root=str(ROOT), tests=str(ROOT / "tests"), run_dir=str(run_dir))
     return subprocess.Popen([sys.executable, "-c", code, mode], stderr=subprocess.PIPE)
 
 

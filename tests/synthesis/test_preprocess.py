@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core_helpers import make_skill
+from skill_builders import make_skill
 from fakes import HashEmbedder
 
 from ratchet_ray.config import SynthSettings

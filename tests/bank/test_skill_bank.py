@@ -4,7 +4,7 @@ and a skill event for every change."""
 from __future__ import annotations
 
 import pytest
-from core_helpers import TOPICS, make_skill, routed_capsules
+from skill_builders import TOPICS, make_skill, routed_capsules
 from fakes import HashEmbedder
 
 from ratchet_ray.bank.skill_bank import BankError, SkillBank

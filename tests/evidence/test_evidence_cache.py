@@ -7,7 +7,7 @@ import pickle
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from core_helpers import routed_capsules
+from skill_builders import routed_capsules
 
 from ratchet_ray.evidence.schema import KINDS, SCHEMAS, to_records
 from ratchet_ray.evidence.store import EvidenceStore

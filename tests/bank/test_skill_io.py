@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from core_helpers import make_skill
+from skill_builders import make_skill
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -3,11 +3,11 @@ with the embedder built in the actor from a factory."""
 
 from __future__ import annotations
 
-import core_helpers
+import skill_builders
 import fakes
 import ray
 import ray.cloudpickle
-from core_helpers import TOPICS, make_skill, routed_capsules
+from skill_builders import TOPICS, make_skill, routed_capsules
 
 from actors.skill_bank import actor_name, launch_skill_bank
 from ratchet_ray.bank.skill_bank import SkillBank
@@ -16,7 +16,7 @@ from ratchet_ray.evidence.store import EvidenceStore
 
 # Ray workers cannot import the tests folder by name; ship these modules by value.
 ray.cloudpickle.register_pickle_by_value(fakes)
-ray.cloudpickle.register_pickle_by_value(core_helpers)
+ray.cloudpickle.register_pickle_by_value(skill_builders)
 
 
 def test_bank_actor_serialises_concurrent_adds_and_keeps_the_cap(ray_local, run_dir):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 from click.testing import CliRunner
-from core_helpers import TOPICS, make_skill, routed_capsules
+from skill_builders import TOPICS, make_skill, routed_capsules
 from fakes import HashEmbedder
 
 from ratchet_ray.bank.skill_bank import SkillBank

@@ -8,7 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from core_helpers import TOPICS, make_skill, routed_capsules
+from skill_builders import TOPICS, make_skill, routed_capsules
 from fakes import HashEmbedder
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st

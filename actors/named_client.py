@@ -1,0 +1,44 @@
+"""Clients of detached named actors that any process may create: the first caller creates the
+actor, every later one (any node, any run sharing the name) reuses it.
+
+Contracts:
+- ``NamedActorClient`` subclasses implement ``_create()``: ``ActorClass.options(name=...,
+  namespace=..., get_if_exists=True, lifetime="detached").remote(...)``. ``_actor()`` returns the
+  handle, resolved once per process; the client pickles without it, so it re-resolves where it
+  lands (a Ray worker on another node).
+- ``_call(method, *args, **kwargs)`` is a blocking call. When the actor is gone (released at the end of a
+  run or sweep while this client lived on), the call is made once more on a new actor of the
+  same name; a second failure raises.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError
+
+
+class NamedActorClient:
+    """Base of ``SharedLimiter``, ``SharedBudget`` and the node model-server clients (module
+    contracts)."""
+
+    _handle: Any = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_handle": None}
+
+    def _create(self) -> Any:
+        """A handle of the named actor, created when no actor has the name yet."""
+        raise NotImplementedError
+
+    def _actor(self, fresh: bool = False) -> Any:
+        if self._handle is None or fresh:
+            self._handle = self._create()
+        return self._handle
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return ray.get(getattr(self._actor(), method).remote(*args, **kwargs))
+        except RayActorError:  # released while this client lived on: a new one takes the name
+            return ray.get(getattr(self._actor(fresh=True), method).remote(*args, **kwargs))
