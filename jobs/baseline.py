@@ -72,6 +72,7 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     import ray
 
     from actors.artifacts import run_artifacts_access
+    from actors.grader import share_precomputed
     from actors.llm_server import release_llm_actors
     from actors.pools import ResilientPool, drain
     from actors.run_lease import hold_run_lease
@@ -117,6 +118,8 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
         graders = make_pool("grader", config, make_grader_factory(config, workdir, artifacts),
                             config.workers.graders)
         pools.append(graders)
+        # Expected outputs (MBPP+) of every task, computed once and shared with every grader.
+        shared = share_precomputed(graders, [task.task_id for task, _probe in todo])
         solvers.heal()  # up before the first task (bounded: a Solver that cannot start says why)
         with out.open("a") as sink:
             def write(row: dict, cause: str = "") -> None:
@@ -140,7 +143,8 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
                               f"{status}: {error}")
                     else:
                         outcomes[(task.task_id, probe)] = outcome
-                        graders.submit("grade", task, outcome.output, key=(task, probe))
+                        extra = (shared[task.task_id],) if task.task_id in shared else ()
+                        graders.submit("grade", task, outcome.output, *extra, key=(task, probe))
                     return
                 outcome = outcomes.pop((task.task_id, probe))
                 grade = result.value if result.ok else None
