@@ -34,7 +34,9 @@ def s3_bucket(monkeypatch):
                         "AWS_DEFAULT_REGION": "us-east-1",
                         "AWS_EC2_METADATA_DISABLED": "true"}.items():
         monkeypatch.setenv(name, value)
-    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    # A session of its own: boto3.client() would cache these credentials in boto3's default
+    # session for the rest of the process (a later test expects none to be found).
+    client = boto3.session.Session().client("s3", endpoint_url=endpoint, region_name="us-east-1")
     client.create_bucket(Bucket=BUCKET)
     try:
         yield client
