@@ -17,10 +17,9 @@ from ratchet_ray.backend_settings import (BedrockBackendSettings, LocalBackendSe
                                       OpenAIBackendSettings, PriceEntry, _env, _env_float,
                                       prices_from_env)
 from ratchet_ray.prompt_templates import PromptSettings
-from ratchet_ray.suites.sim.settings import SimSettings, SimWorld
-from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 _STRICT = ConfigDict(extra="forbid", validate_assignment=True)
+_CONFIGURING: set[int] = set()  # ids of the LoopConfigs whose suite ``configure`` hook is running
 
 
 class RoleLimits(BaseModel):
@@ -54,9 +53,9 @@ class LLMSettings(BaseModel):
     """Model id override (backend default when None)."""
     base_url: str | None = None
     """Server URL for the ``openai`` backend, e.g. http://127.0.0.1:8000/v1."""
-    world: SimWorld | None = Field(default=None, exclude=True)
-    """The ``sim`` backend's world, derived from the run's ``sim`` section and seed by
-    ``LoopConfig`` (never set it; not dumped: a reloaded config derives it again)."""
+    world: Any = Field(default=None, exclude=True)
+    """The ``sim`` backend's world, derived from the run's ``sim`` section and seed by the sim
+    suite's ``configure`` (never set it; not dumped: a reloaded config derives it again)."""
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     """Sampling temperature of the Solver (the other roles: ``roles.<role>.temperature``)."""
     max_tokens: int = Field(default=512, gt=0)
@@ -275,8 +274,11 @@ class LoopConfig(BaseModel):
     """Modules that register suites (``ratchet_ray.suites.register``): ``.py`` paths (relative to
     the working directory; stored absolute) or dotted module names, loaded in every process."""
     suite_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Config sections of plugin suites by suite name, each checked against the settings model
-    the suite registered (read them with ``ratchet_ray.suites.settings_for(config)``)."""
+    """Config sections of suites by suite name (built in: ``swebench``, ``sim``), each checked
+    against the settings model the suite registered and stored complete, defaults included, so
+    ``config.yaml`` pins them; the run's suite always has its section. A top-level ``<suite>:``
+    mapping (YAML, ``--set <suite>.key=value``, old run dirs) is the same section. Read one with
+    ``ratchet_ray.suites.settings_for(config)``."""
     arm: str = "default"
     seed: int = 42
     """Decides the split (without a subset), the order tasks are attempted and batched, the
@@ -301,12 +303,8 @@ class LoopConfig(BaseModel):
     rollback: RollbackSettings = Field(default_factory=RollbackSettings)
     workers: WorkerSettings = Field(default_factory=WorkerSettings)
     grader: GraderSettings = Field(default_factory=GraderSettings)
-    swebench: SwebenchSettings = Field(default_factory=SwebenchSettings)
-    """Dataset, instance images, containers and the patch agent of the SWE-bench suite."""
     infra: InfraSettings = Field(default_factory=InfraSettings)
     """Preflight checks, the infrastructure-failure circuit breaker and pool wait bounds."""
-    sim: SimSettings = Field(default_factory=SimSettings)
-    """The simulated world of the ``sim`` suite (tasks, skill-effect prior, LLM noise)."""
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     """Cost and token limits of the run (off by default)."""
     prompts: PromptSettings = Field(default_factory=PromptSettings)
@@ -321,6 +319,38 @@ class LoopConfig(BaseModel):
 
         return [resolve_plugin(s) for s in specs]
 
+    @classmethod
+    def suite_sections(cls, plugins: Any = ()) -> list[str]:
+        """Top-level keys that are suites' sections: the registered suites with settings (after
+        loading ``plugins``, a ``suite_plugins`` list)."""
+        from ratchet_ray.suites import registry
+
+        registry.load_plugins(plugins if isinstance(plugins, (list, tuple)) else ())
+        return registry.settings_sections()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _suite_sections(cls, data: Any) -> Any:
+        # ``<suite>: {...}`` at the top level is that suite's ``suite_settings`` section.
+        if not isinstance(data, dict):
+            return data
+        extra = [k for k in data if k not in cls.model_fields]
+        if not extra:
+            return data
+        sections = cls.suite_sections(data.get("suite_plugins") or ())
+        unknown = [k for k in extra if k not in sections]
+        if unknown:
+            raise ValueError(f"unknown key(s) {', '.join(map(repr, unknown))} at top level; valid "
+                             f"keys: {', '.join(sorted(cls.model_fields))}; suite sections: "
+                             f"{', '.join(sections)}")
+        moved = {k: data[k] for k in extra}
+        data = {k: v for k, v in data.items() if k not in moved}
+        merged = dict(data.get("suite_settings") or {})
+        for name, section in moved.items():
+            merged[name] = {**(merged.get(name) or {}), **(section or {})}
+        data["suite_settings"] = merged
+        return data
+
     @model_validator(mode="after")
     def _registered_suite(self) -> "LoopConfig":
         # Config knows suites only through the registry; plugins register on import.
@@ -332,28 +362,32 @@ class LoopConfig(BaseModel):
             raise ValueError(f"suite {self.suite!r} is not registered; valid suites: "
                              f"{', '.join(names)} (a plugin suite needs its module in "
                              f"suite_plugins or ${registry.ENV_VAR})")
-        for name, section in self.suite_settings.items():
-            registry.validate_settings(name, section)
-        registered = registry.registration(self.suite).metaskill
-        if self.meta.default_file is None and registered is not None:
-            self.meta.default_file = str(registered)
+        run_suite = registry.registration(self.suite)
+        wanted = set(self.suite_settings) | ({self.suite} if run_suite.settings else set())
+        for name in sorted(wanted):
+            settings = registry.validate_settings(name, self.suite_settings.get(name))
+            complete = settings.model_dump(mode="json")
+            if self.suite_settings.get(name) != complete:
+                # In place: a dict item is not an attribute, so no re-validation loop.
+                self.suite_settings[name] = complete
+        if self.llm.backend == "sim" and self.suite != "sim":
+            raise ValueError(f"suite {self.suite!r} with llm.backend 'sim': the sim backend only "
+                             "answers the sim suite; use another backend or configs/sim.yaml")
+        if run_suite.configure is not None and id(self) not in _CONFIGURING:
+            # A hook that assigns a field of this config re-validates it (validate_assignment);
+            # the guard runs the hook once per validation instead of recursing.
+            _CONFIGURING.add(id(self))
+            try:
+                run_suite.configure(self, registry.validate_settings(
+                    self.suite, self.suite_settings.get(self.suite)))
+            finally:
+                _CONFIGURING.discard(id(self))
+        if self.meta.default_file is None and run_suite.metaskill is not None:
+            self.meta.default_file = str(run_suite.metaskill)
         return self
 
     @model_validator(mode="after")
     def _mbpp_dataset_default(self) -> "LoopConfig":
         if self.suite == "mbpp" and "dataset_path" not in self.model_fields_set:
             self.dataset_path = _env("MBPP_OVERRIDE_PATH")
-        return self
-
-    @model_validator(mode="after")
-    def _sim_world(self) -> "LoopConfig":
-        # The sim backend answers from the world of THIS run: its settings and its seed.
-        uses_sim = self.suite == "sim" or self.llm.backend == "sim"
-        if uses_sim and (self.suite != "sim" or self.llm.backend != "sim"):
-            raise ValueError(f"suite {self.suite!r} with llm.backend {self.llm.backend!r}: the sim "
-                             "backend only answers the sim suite and the sim suite needs it; "
-                             "use configs/sim.yaml (llm.backend: sim) or another suite")
-        world = SimWorld(seed=self.seed, **self.sim.model_dump()) if uses_sim else None
-        if self.llm.world != world:
-            self.llm.world = world
         return self

@@ -1,11 +1,15 @@
 """The suite registry: built-in suites, suites of installed packages, and suites of user modules.
 
 Contracts:
-- ``register(name, factory, *, settings=None, metaskill=None, replace=False)`` adds a suite.
-  ``factory`` is a zero-argument callable returning an object of the ``Suite`` protocol (a
-  class usually) or a lazy ``"module:attr"`` string naming one. ``settings`` is the pydantic
-  model of the suite's config section (``suite_settings.<name>`` in a LoopConfig), ``metaskill``
-  the Markdown file of its default authoring prior (see ``bank.metaskills``). A bad name or
+- ``register(name, factory, *, settings=None, metaskill=None, configure=None, replace=False)``
+  adds a suite. ``factory`` is a zero-argument callable returning an object of the ``Suite``
+  protocol (a class usually) or a lazy ``"module:attr"`` string naming one. ``settings`` is the
+  pydantic model of the suite's config section (``suite_settings.<name>`` in a LoopConfig, or
+  the top-level shorthand ``<name>:`` in YAML and ``--set <name>.key=value``), ``metaskill`` the
+  Markdown file of its default authoring prior (see ``bank.metaskills``), ``configure`` a
+  function ``(config, settings) -> None`` that a LoopConfig of this suite calls when it is
+  validated (cross-section rules and derived values; it raises ``ValueError`` naming the fix). A
+  bad name or
   object raises ``SuiteRegistryError`` at once; registering a taken name raises it too unless
   it is the same factory again (a module imported twice) or ``replace=True``.
 - Discovery (``discover()``, once per process before the first lookup): every entry point of the
@@ -62,6 +66,7 @@ class Registration:
     settings: type | None = None
     metaskill: Path | None = None
     origin: str = "register()"
+    configure: Callable[[Any, Any], None] | None = None
 
 
 _REGISTRY: dict[str, Registration] = {}
@@ -84,7 +89,8 @@ def _same_factory(a: Callable[[], Any] | str, b: Callable[[], Any] | str) -> boo
 
 
 def register(name: str, factory: Callable[[], Any] | str, *, settings: type | None = None,
-             metaskill: str | Path | None = None, replace: bool = False,
+             metaskill: str | Path | None = None,
+             configure: Callable[[Any, Any], None] | None = None, replace: bool = False,
              origin: str = "register()") -> None:
     """Add the suite ``name`` (module contracts)."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -106,11 +112,14 @@ def register(name: str, factory: Callable[[], Any] | str, *, settings: type | No
                                      hasattr(settings, "model_validate")):
         raise SuiteRegistryError(f"suite {name!r}: settings must be a pydantic model class, "
                                  f"got {settings!r}")
+    if configure is not None and not callable(configure):
+        raise SuiteRegistryError(f"suite {name!r}: configure must be a function "
+                                 f"(config, settings) -> None, got {configure!r}")
     meta = Path(metaskill).resolve() if metaskill is not None else None
     if meta is not None and not meta.is_file():
         raise SuiteRegistryError(f"suite {name!r}: meta-skill file {meta} does not exist; pass "
                                  "the path of a Markdown authoring prior (see configs/meta_skills)")
-    _REGISTRY[name] = Registration(name, factory, settings, meta, origin)
+    _REGISTRY[name] = Registration(name, factory, settings, meta, origin, configure)
 
 
 def unregister(name: str) -> None:
@@ -279,18 +288,41 @@ def validate_settings(name: str, section: Any) -> Any:
     if reg.settings is None:
         raise SuiteRegistryError(f"suite_settings.{name}: suite {name!r} registered no settings "
                                  "model; remove the section or pass settings= to register()")
-    return reg.settings.model_validate(section or {})
+    try:
+        return reg.settings.model_validate(section or {})
+    except ValueError as exc:  # pydantic's ValidationError: name the section and its keys
+        errors = exc.errors() if hasattr(exc, "errors") else [{"loc": (), "msg": str(exc)}]
+        problems = "; ".join(f"{'.'.join((name, *map(str, e['loc'])))}: {e['msg']}"
+                             for e in errors)
+        raise SuiteRegistryError(f"{problems} (valid keys of the {name} section: "
+                                 f"{', '.join(sorted(reg.settings.model_fields))})") from None
 
 
 def settings_for(config: Any, name: str | None = None) -> Any:
-    """The validated ``suite_settings.<name>`` section of ``config`` (``name``: the run's suite)."""
+    """The validated ``suite_settings.<name>`` section of ``config`` (``name``: the run's suite);
+    the registered model's defaults when the config has no such section."""
     load_plugins(getattr(config, "suite_plugins", ()))
     name = name or config.suite
     return validate_settings(name, config.suite_settings.get(name))
 
 
-BUILTIN_SUITES = {"mbpp": "ratchet_ray.suites.mbpp:MbppSuite",
-                  "swebench": "ratchet_ray.suites.swebench:SwebenchSuite",
-                  "sim": "ratchet_ray.suites.sim:SimSuite"}
-for _suite, _factory in BUILTIN_SUITES.items():
-    register(_suite, _factory, origin="ratchet_ray (built in)")
+def settings_sections() -> list[str]:
+    """Names of the registered suites that have a settings model (their config sections)."""
+    discover()
+    return sorted(n for n, r in _REGISTRY.items() if r.settings is not None)
+
+
+def _register_builtins() -> None:
+    # Each built-in suite brings its section the way a plugin does; config knows none of them.
+    from ratchet_ray.suites.sim.settings import SimSettings, configure_sim
+    from ratchet_ray.suites.swebench.settings import SwebenchSettings
+
+    builtin = "ratchet_ray (built in)"
+    register("mbpp", "ratchet_ray.suites.mbpp:MbppSuite", origin=builtin)
+    register("swebench", "ratchet_ray.suites.swebench:SwebenchSuite", settings=SwebenchSettings,
+             origin=builtin)
+    register("sim", "ratchet_ray.suites.sim:SimSuite", settings=SimSettings,
+             configure=configure_sim, origin=builtin)
+
+
+_register_builtins()

@@ -9,7 +9,7 @@ later is covered without touching this file.
 - No module imports itself back through others (module cycles), and no plain-library package
   does through another package (package cycles), but for the package back-edges listed in
   ``KNOWN_BACK_EDGES`` (each says why it is still there). The suites' settings modules that
-  ``config`` imports stay leaves, so that edge cannot close a module cycle.
+  the suite registry imports stay leaves, so that edge cannot close a module cycle.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ LAYERS = {"plain library": 0, "actors": 1, "loop": 2, "cli/jobs": 3}
 # cycle), with why it is still there. The check fails once one is gone, so the list only shrinks.
 KNOWN_BACK_EDGES = {
     ("ratchet_ray.config", "ratchet_ray.suites"):
-        "LoopConfig declares each suite's settings field, so config imports the settings modules "
-        "ratchet_ray.suites.<suite>.settings (kept leaves, see below); the fix is a settings "
-        "registry the suites fill",
+        "LoopConfig checks each suite's section against the model the suite registered, so "
+        "config asks ratchet_ray.suites.registry (lazily, in its validators); the registry "
+        "imports only the built-in suites' settings modules, kept leaves (see below)",
     ("ratchet_ray.llm", "ratchet_ray.suites"):
         "llm.doctor runs each suite's environment checks and llm.registry builds the sim suite's "
         "backend; the fix is suites registering their doctor checks and backends",

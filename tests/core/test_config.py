@@ -10,6 +10,7 @@ import yaml
 
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import (ENV_DEFAULTED, ConfigError, dump_config, layered_files, load_config, suite_files)
+from ratchet_ray.suites import settings_for
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 DEFAULT = CONFIGS / "default.yaml"
@@ -59,7 +60,7 @@ def test_suite_file_layers_between_the_default_and_the_arm():
     files = layered_files("swebench", [CONFIGS / "ablations" / "A4.yaml"])
     config = load_config(files, ["suite=swebench", "curator.min_trials=7"])
     assert config.rounds == 20 and config.workers.solvers == 12  # the suite file
-    assert config.grader.timeout_s == 1800.0 and config.swebench.agent.max_steps == 60
+    assert config.grader.timeout_s == 1800.0 and settings_for(config).agent.max_steps == 60
     assert config.arm == "A4" and config.curator.retire_tau == 0.0  # the arm
     assert config.curator.min_trials == 7  # --set last
     assert load_config(layered_files("mbpp")).rounds == 100

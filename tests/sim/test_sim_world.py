@@ -20,6 +20,7 @@ from ratchet_ray.suites.sim.grader import SimGrader
 from ratchet_ray.suites.sim.world import World, parse_token
 from ratchet_ray.synthesis.preprocess import canonicalize, cover_guard, Cluster
 from ratchet_ray.types import Capsule, Task
+from ratchet_ray.suites import settings_for
 
 from sim_helpers import sim_config
 
@@ -44,10 +45,10 @@ def test_skill_prior_and_the_unguided_shift(config):
                      for i in range(3000))
     unguided = Counter(world.skill_truth(world.make_token(i % world.k, False, i)).effect_class
                        for i in range(3000))
-    assert abs(guided["helpful"] / 3000 - config.sim.p_helpful) < 0.04
-    assert abs(guided["harmful"] / 3000 - config.sim.p_harmful) < 0.04
+    assert abs(guided["helpful"] / 3000 - settings_for(config).p_helpful) < 0.04
+    assert abs(guided["harmful"] / 3000 - settings_for(config).p_harmful) < 0.04
     # A3: half the helpful mass moves to neutral when no authoring guide is in the prompt
-    assert abs(unguided["helpful"] / 3000 - config.sim.p_helpful / 2) < 0.04
+    assert abs(unguided["helpful"] / 3000 - settings_for(config).p_helpful / 2) < 0.04
 
 
 def test_route_probs_follow_accuracy_noise_and_hard_bias(tmp_path):

@@ -166,6 +166,71 @@ def test_config_names_plugins_and_checks_their_settings(tmp_path, monkeypatch):
         load_config([], ["suite=recordz", f"suite_plugins=[{EXAMPLE}]"])
 
 
+def test_builtin_suites_bring_their_settings_through_the_registry(tmp_path):
+    """config.py declares no suite's section: swebench and sim register theirs as a plugin does,
+    and the YAML / --set shorthand ``<suite>.key`` lands in ``suite_settings.<suite>``."""
+    from ratchet_ray.config import LoopConfig
+    from ratchet_ray.config_files import dump_config, layered_files
+    from ratchet_ray.suites.sim.settings import SimSettings
+    from ratchet_ray.suites.swebench.settings import SwebenchSettings
+
+    assert not {"swebench", "sim"} & set(LoopConfig.model_fields)
+    assert registry.registration("swebench").settings is SwebenchSettings
+    assert registry.registration("sim").settings is SimSettings
+    assert registry.settings_sections() == ["sim", "swebench"]
+
+    config = load_config(layered_files("swebench"), ["swebench.agent.max_steps=7"])
+    settings = settings_for(config)
+    assert (settings.agent.max_steps, settings.memory_mb) == (7, 8192)  # --set, suite file
+    # Stored complete, defaults included, so config.yaml pins every value for a resume.
+    assert config.suite_settings["swebench"] == settings.model_dump(mode="json")
+    dump_config(config, tmp_path / "config.yaml")
+    assert load_config([tmp_path / "config.yaml"]) == config
+    # A run dir written before the registry held the section at the top level: same config.
+    old = config.model_dump(mode="json")
+    old["swebench"] = old.pop("suite_settings").pop("swebench")
+    assert LoopConfig.model_validate(old) == config
+    # An mbpp run carries no suite section; naming one for another suite is still checked.
+    assert load_config([]).suite_settings == {}
+    with pytest.raises(ConfigError, match=r"swebench\.agent\.max_stepz: Extra inputs.*valid keys "
+                                          r"of the swebench section: agent, arch"):
+        load_config([], ["swebench.agent.max_stepz=3"])
+    with pytest.raises(ConfigError, match=r"override 'swebnch\.memory_mb=1': unknown key "
+                                          r"'swebnch' at top level; valid keys: .*suite "
+                                          r"sections: sim, swebench"):
+        load_config([], ["swebnch.memory_mb=1"])
+
+
+def test_a_plugin_section_at_the_top_level_and_its_configure_hook(tmp_path, monkeypatch):
+    plugin = tmp_path / "tuned_suite.py"
+    plugin.write_text(TOY.format(name="tuned").replace(
+        'register("tuned", ToySuite)', """
+from pydantic import BaseModel, ConfigDict
+
+
+class TunedSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    level: int = 1
+
+
+def configure(config, settings):
+    if settings.level > config.rounds:
+        raise ValueError(f"tuned.level {settings.level} exceeds rounds {config.rounds}")
+    config.tag = f"level{settings.level}"
+
+
+register("tuned", ToySuite, settings=TunedSettings, configure=configure)"""))
+    (tmp_path / "run.yaml").write_text(f"suite_plugins: [{plugin}]\nsuite: tuned\n"
+                                       "tuned:\n  level: 3\n")
+    config = load_config([tmp_path / "run.yaml"])
+    assert settings_for(config).level == 3 and config.tag == "level3"  # configure ran
+    assert load_config([tmp_path / "run.yaml"], ["tuned.level=2"]).tag == "level2"
+    with pytest.raises(ConfigError, match="tuned.level 3 exceeds rounds 2"):
+        load_config([tmp_path / "run.yaml"], ["rounds=2"])
+    with pytest.raises(SuiteRegistryError, match="configure must be a function"):
+        register("tuned2", "m:A", configure="not callable")
+
+
 def test_a_suite_turn_writes_the_prompt_and_parses_the_reply(tmp_path):
     config = load_config([], ["suite=records", f"suite_plugins=[{EXAMPLE}]"])
     suite = suite_for(config)

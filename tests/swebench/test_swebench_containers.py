@@ -192,7 +192,8 @@ def test_the_end_of_a_round_reaps_on_every_grader(ray_local, docker_client, calc
 
     ray = ray_local
     actor = ray.remote(GraderWorker).options(num_cpus=0.25).remote(
-        SimpleNamespace(suite="swebench", swebench=local_settings, grader=limits), str(tmp_path))
+        SimpleNamespace(suite="swebench", suite_settings={"swebench": local_settings.model_dump()},
+                        grader=limits), str(tmp_path))
     run_label = str(tmp_path.resolve())
     with instance_container(docker_client, calc1_image, "ratchet__calc-1", local_settings,
                             run_label=run_label) as leaked:

@@ -79,7 +79,8 @@ def test_settings_come_from_a_config_section_or_defaults():
     assert settings.cache_level == "env" and settings.agent.mode == "agent"
 
     class WithSection:
-        swebench = {"namespace": None, "cache_level": "none", "agent": {"max_steps": 3}}
+        suite_settings = {"swebench": {"namespace": None, "cache_level": "none",
+                                       "agent": {"max_steps": 3}}}
         dataset_path = None
 
     custom = settings_from_config(WithSection())

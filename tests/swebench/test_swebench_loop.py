@@ -27,6 +27,7 @@ from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.driver import run_loop
 from ratchet_ray.loop.runtime import Models, actor_options
 from ratchet_ray.suites.swebench.container import leftover_containers
+from ratchet_ray.suites import settings_for
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -181,7 +182,8 @@ def test_swebench_yaml_is_the_papers_setting_and_warns_on_a_small_machine(ray_lo
     config = load_config([ROOT / "configs" / "swebench.yaml"], build_overrides("swebench"))
     assert (config.suite, config.rounds, config.n_train, config.n_eval) == ("swebench", 20, 90, 60)
     assert (config.grader.timeout_s, config.grader.instance_deadline_s) == (1800, 3600)
-    assert config.swebench.namespace == "swebench" and config.swebench.agent.mode == "agent"
+    settings = settings_for(config)
+    assert settings.namespace == "swebench" and settings.agent.mode == "agent"
     layered = load_config([ROOT / "configs" / "default.yaml", ROOT / "configs" / "swebench.yaml",
                            ROOT / "configs" / "ablations" / "A3.yaml"])
     assert layered.suite == "swebench" and layered.meta.enabled is False

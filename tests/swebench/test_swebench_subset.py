@@ -18,6 +18,7 @@ from ratchet_ray.cli.run import build_overrides
 from ratchet_ray.config_files import load_config
 from ratchet_ray.loop.runtime import Models
 from ratchet_ray.suites.swebench.container import leftover_containers
+from ratchet_ray.suites import settings_for
 from test_swebench_loop import AgentScript
 
 # SWE-bench Verified's 500 instances per repository.
@@ -129,4 +130,4 @@ def test_baseline_cli_samples_the_agent_at_the_probe_temperature(tmp_path, monke
         "swebench", "--dataset-path", str(dataset), "--temperature", "0.9",
         "--out", str(tmp_path / "b.jsonl")])
     assert result.exit_code == 0, result.output
-    assert seen["c"].llm.temperature == 0.9 and seen["c"].swebench.agent.temperature == 0.9
+    assert seen["c"].llm.temperature == 0.9 and settings_for(seen["c"]).agent.temperature == 0.9

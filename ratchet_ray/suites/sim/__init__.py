@@ -20,7 +20,9 @@ from ratchet_ray.types import Task
 
 def world_spec(config: Any) -> SimWorld:
     """The world of a run: its ``sim`` settings and its seed."""
-    return SimWorld(seed=config.seed, **config.sim.model_dump())
+    from ratchet_ray.suites.registry import settings_for
+
+    return SimWorld(seed=config.seed, **settings_for(config, "sim").model_dump())
 
 
 class SimSuite:

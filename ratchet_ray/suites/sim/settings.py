@@ -8,6 +8,8 @@ embeddings and grades.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 _STRICT = ConfigDict(extra="forbid", validate_assignment=True)
@@ -66,3 +68,16 @@ class SimWorld(SimSettings):
     """What the ``sim`` backend needs to rebuild the world: the settings and the run seed."""
 
     seed: int = 42
+
+
+def configure_sim(config: Any, settings: SimSettings) -> None:
+    """The ``sim`` suite's rules for a LoopConfig (registered as its ``configure``): it needs the
+    ``sim`` LLM backend, which answers from the world of THIS run (its settings and its seed), so
+    ``llm.world`` is derived here on every validation of the config."""
+    if config.llm.backend != "sim":
+        raise ValueError(f"suite 'sim' with llm.backend {config.llm.backend!r}: the sim backend "
+                         "only answers the sim suite and the sim suite needs it; use "
+                         "configs/sim.yaml (llm.backend: sim)")
+    world = SimWorld(seed=config.seed, **settings.model_dump())
+    if config.llm.world != world:
+        config.llm.world = world

@@ -3,10 +3,11 @@
 Contracts:
 - ``SwebenchSettings()`` is a working default for the real benchmark (images pulled from the
   ``swebench`` namespace, cache level ``env``, the agentic solver).
-- ``settings_from_config(config)`` reads a ``swebench`` section of ``LoopConfig`` when the config
-  has one (a dict or a model with these fields) and otherwise returns the defaults;
+- ``settings_from_config(config)`` reads the config's ``suite_settings.swebench`` section (the
+  registry registers ``SwebenchSettings`` as this suite's settings, so YAML's ``swebench:`` and
+  ``--set swebench.key=value`` land there) and otherwise returns the defaults;
   ``config.dataset_path`` always wins over ``dataset_name``.
-- This module imports nothing but pydantic, so ``ratchet_ray.config`` may import it.
+- This module imports nothing but pydantic, so the registry may import it.
 """
 
 from __future__ import annotations
@@ -95,16 +96,12 @@ class SwebenchSettings(BaseModel):
 
 
 def settings_from_config(config: Any) -> SwebenchSettings:
-    """The suite's settings for a ``LoopConfig`` (its ``swebench`` section when present)."""
-    section = getattr(config, "swebench", None)
-    if section is None:
-        settings = SwebenchSettings()
-    elif isinstance(section, SwebenchSettings):
+    """The suite's settings for a ``LoopConfig`` (its ``suite_settings.swebench`` section)."""
+    section = (getattr(config, "suite_settings", None) or {}).get("swebench")
+    if isinstance(section, SwebenchSettings):
         settings = section.model_copy(deep=True)
-    elif isinstance(section, BaseModel):
-        settings = SwebenchSettings.model_validate(section.model_dump())
     else:
-        settings = SwebenchSettings.model_validate(section)
+        settings = SwebenchSettings.model_validate(section or {})
     if getattr(config, "dataset_path", None):
         settings.dataset_name = str(config.dataset_path)
     return settings
