@@ -98,10 +98,13 @@ def test_baseline_probes_the_real_agent_and_feeds_the_subset(docker_client, ray_
     out.parent.mkdir()
 
     # calc-1 and calc-3 are fixed by the scripted agent on every probe, calc-2 never.
-    assert run_baseline(config, out, probes=2, limit=None, models=models) == (6, 4)
+    counts = run_baseline(config, out, probes=2, limit=None, models=models)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
+    # Row by row first: a wrong verdict shows its task, probe and why (its exit status).
     assert {(r["task_id"], r["probe"], r["passed"], r["infra_failure"]) for r in rows} == {
-        (t, p, t != "ratchet__calc-2", False) for t in swebench_instances.GOLD for p in (0, 1)}
+        (t, p, t != "ratchet__calc-2", False) for t in swebench_instances.GOLD for p in (0, 1)}, [
+        (r["task_id"], r["probe"], r["passed"], r["exit_status"]) for r in rows]
+    assert counts == (6, 4)
     trajectory = (tmp_path / "baselines" / "swebench_workdir" / "logs" / "swebench"
                   / "ratchet__calc-2" / "baseline_01" / "trajectory.json")
     assert json.loads(trajectory.read_text())["exit_status"] == "submitted"
