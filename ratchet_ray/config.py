@@ -320,6 +320,13 @@ class LoopConfig(BaseModel):
         return [resolve_plugin(s) for s in specs]
 
     @classmethod
+    def unknown_keys(cls, keys: list[str], sections: list[str]) -> str:
+        """The error text for top-level ``keys`` that are neither fields nor suite sections."""
+        return (f"unknown key{'s' if len(keys) > 1 else ''} {', '.join(map(repr, keys))} at "
+                f"top level; valid keys: "
+                f"{', '.join(sorted(cls.model_fields))}; suite sections: {', '.join(sections)}")
+
+    @classmethod
     def suite_sections(cls, plugins: Any = ()) -> list[str]:
         """Top-level keys that are suites' sections: the registered suites with settings (after
         loading ``plugins``, a ``suite_plugins`` list)."""
@@ -340,9 +347,7 @@ class LoopConfig(BaseModel):
         sections = cls.suite_sections(data.get("suite_plugins") or ())
         unknown = [k for k in extra if k not in sections]
         if unknown:
-            raise ValueError(f"unknown key(s) {', '.join(map(repr, unknown))} at top level; valid "
-                             f"keys: {', '.join(sorted(cls.model_fields))}; suite sections: "
-                             f"{', '.join(sections)}")
+            raise ValueError(cls.unknown_keys(unknown, sections))
         moved = {k: data[k] for k in extra}
         data = {k: v for k, v in data.items() if k not in moved}
         merged = dict(data.get("suite_settings") or {})
@@ -364,8 +369,9 @@ class LoopConfig(BaseModel):
                              f"suite_plugins or ${registry.ENV_VAR})")
         run_suite = registry.registration(self.suite)
         wanted = set(self.suite_settings) | ({self.suite} if run_suite.settings else set())
-        for name in sorted(wanted):
-            settings = registry.validate_settings(name, self.suite_settings.get(name))
+        validated = {name: registry.validate_settings(name, self.suite_settings.get(name))
+                     for name in sorted(wanted)}
+        for name, settings in validated.items():
             complete = settings.model_dump(mode="json")
             if self.suite_settings.get(name) != complete:
                 # In place: a dict item is not an attribute, so no re-validation loop.
@@ -378,8 +384,7 @@ class LoopConfig(BaseModel):
             # the guard runs the hook once per validation instead of recursing.
             _CONFIGURING.add(id(self))
             try:
-                run_suite.configure(self, registry.validate_settings(
-                    self.suite, self.suite_settings.get(self.suite)))
+                run_suite.configure(self, validated.get(self.suite))
             finally:
                 _CONFIGURING.discard(id(self))
         if self.meta.default_file is None and run_suite.metaskill is not None:

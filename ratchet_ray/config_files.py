@@ -59,9 +59,7 @@ def _set_path(tree: dict, path: list[str], value: Any, origin: str) -> None:
     if path[0] not in LoopConfig.model_fields:
         sections = LoopConfig.suite_sections(tree.get("suite_plugins") or ())
         if path[0] not in sections:
-            raise ConfigError(f"{origin}: unknown key {path[0]!r} at top level; valid keys: "
-                              f"{', '.join(sorted(LoopConfig.model_fields))}; suite sections: "
-                              f"{', '.join(sections)}")
+            raise ConfigError(f"{origin}: {LoopConfig.unknown_keys([path[0]], sections)}")
         path = ["suite_settings", *path]  # ``swebench.memory_mb``: that suite's section
     model: type[BaseModel] | None = LoopConfig
     for i, part in enumerate(path):
@@ -122,7 +120,8 @@ def _explain(err: ValidationError, origin: str) -> ConfigError:
         loc = ".".join(str(p) for p in item["loc"])
         expected = item.get("ctx", {}).get("expected")
         hint = f" (valid: {expected})" if expected else ""
-        lines.append(f"{origin}: {loc + ': ' if loc else ''}{item['msg']}{hint}")
+        msg = item["msg"].removeprefix("Value error, ")  # pydantic's label, not the problem
+        lines.append(f"{origin}: {loc + ': ' if loc else ''}{msg}{hint}")
     return ConfigError("\n".join(lines))
 
 

@@ -22,7 +22,7 @@ def world_spec(config: Any) -> SimWorld:
     """The world of a run: its ``sim`` settings and its seed."""
     from ratchet_ray.suites.registry import settings_for
 
-    return SimWorld(seed=config.seed, **settings_for(config, "sim").model_dump())
+    return SimWorld.of(settings_for(config, "sim"), config.seed)
 
 
 class SimSuite:

@@ -69,6 +69,11 @@ class SimWorld(SimSettings):
 
     seed: int = 42
 
+    @classmethod
+    def of(cls, settings: SimSettings, seed: int) -> "SimWorld":
+        """The world of a run: its ``sim`` settings and its seed."""
+        return cls(seed=seed, **settings.model_dump())
+
 
 def configure_sim(config: Any, settings: SimSettings) -> None:
     """The ``sim`` suite's rules for a LoopConfig (registered as its ``configure``): it needs the
@@ -78,6 +83,6 @@ def configure_sim(config: Any, settings: SimSettings) -> None:
         raise ValueError(f"suite 'sim' with llm.backend {config.llm.backend!r}: the sim backend "
                          "only answers the sim suite and the sim suite needs it; use "
                          "configs/sim.yaml (llm.backend: sim)")
-    world = SimWorld(seed=config.seed, **settings.model_dump())
+    world = SimWorld.of(settings, config.seed)
     if config.llm.world != world:
         config.llm.world = world

@@ -98,10 +98,7 @@ class SwebenchSettings(BaseModel):
 def settings_from_config(config: Any) -> SwebenchSettings:
     """The suite's settings for a ``LoopConfig`` (its ``suite_settings.swebench`` section)."""
     section = (getattr(config, "suite_settings", None) or {}).get("swebench")
-    if isinstance(section, SwebenchSettings):
-        settings = section.model_copy(deep=True)
-    else:
-        settings = SwebenchSettings.model_validate(section or {})
+    settings = SwebenchSettings.model_validate(section or {})
     if getattr(config, "dataset_path", None):
         settings.dataset_name = str(config.dataset_path)
     return settings
