@@ -5,7 +5,13 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -y -qq && apt-get install -y -qq bubblewrap
-ok() { bwrap --help 2>&1 | grep -q -- --disable-userns && bwrap --help 2>&1 | grep -q -- '--size'; }
+# The help text is read whole before it is searched: `bwrap --help | grep -q` under pipefail fails
+# at random, when grep exits on the first match while bwrap still writes (SIGPIPE, status 141).
+ok() {
+  local help
+  help=$(bwrap --help 2>&1) || true
+  grep -q -- --disable-userns <<<"$help" && grep -q -- '--size' <<<"$help"
+}
 if ! ok; then
   apt-get install -y -qq meson ninja-build pkg-config libcap-dev curl xz-utils
   work=$(mktemp -d)
