@@ -15,12 +15,15 @@ gets a short Python function in a code block.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Iterator
 
 CODE_REPLY = "```python\ndef solution(*args):\n    return None\n```"
 
@@ -63,6 +66,9 @@ def _embedding(text: str, dim: int = 64) -> list[float]:
 class _Handler(BaseHTTPRequestHandler):
     delay_s = 0.5
     protocol_version = "HTTP/1.1"
+    # Headers and body go out as two writes: with Nagle's algorithm the body waits for the
+    # client's delayed ACK (~40 ms a request here), which real servers (uvicorn) do not add.
+    disable_nagle_algorithm = True
 
     def log_message(self, fmt: str, *args: Any) -> None:  # keep the bench output clean
         return
@@ -120,13 +126,29 @@ def serve(delay_s: float, port: int = 0) -> tuple[ThreadingHTTPServer, str]:
     return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
 
 
+@contextlib.contextmanager
+def serve_in_process(delay_s: float) -> Iterator[str]:
+    """This server in a process of its own (as a real LLM service is, so the caller's GIL does
+    not delay its answers); yields its ``/v1`` base URL and stops it on exit."""
+    process = subprocess.Popen([sys.executable, __file__, "--delay", str(delay_s), "--port", "0"],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline() if process.stdout else ""
+        if not line.startswith("serving "):
+            raise RuntimeError(f"delay server did not start (exit {process.poll()}): {line!r}")
+        yield line.split()[1]
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--delay", type=float, default=0.5)
-    parser.add_argument("--port", type=int, default=8011)
+    parser.add_argument("--port", type=int, default=8011, help="0: any free port")
     args = parser.parse_args()
     srv, url = serve(args.delay, args.port)
-    print(f"serving {url} with {args.delay}s delay; Ctrl-C stops")
+    print(f"serving {url} with {args.delay}s delay; Ctrl-C stops", flush=True)
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

@@ -3,8 +3,9 @@ the loop's machinery costs per task over a bare ``ray.util.ActorPool`` on the sa
 
     python bench/round_scaling.py [--nodes 1,2,3] [--actors 16,64] [--tasks 128] [--delay 0.5]
 
-Starts ``bench/delay_server.py`` (an OpenAI-compatible server on 127.0.0.1 that answers after a
-fixed delay) and a real multi-node Ray cluster on this machine: a head without CPUs and
+Starts ``bench/delay_server.py`` in a process of its own (an OpenAI-compatible server on
+127.0.0.1 that answers after a fixed delay, with Nagle's algorithm off as real servers have it)
+and a real multi-node Ray cluster on this machine: a head without CPUs and
 ``max(--nodes)`` worker nodes, each its own ``ray start`` process on loopback
 (``tests/cluster/local_cluster.py``, the launcher of the multi-node tests). For every node
 count K and actor count N, N real ``SolverActor``s (router + solver over the ``openai``
@@ -47,7 +48,7 @@ from ray.util import ActorPool  # noqa: E402
 
 from actors.pools import ResilientPool, map_unordered  # noqa: E402
 from actors.solver import SolverActor  # noqa: E402
-from bench.delay_server import serve  # noqa: E402
+from bench.delay_server import serve_in_process  # noqa: E402
 from local_cluster import LocalCluster, NodeSpec  # noqa: E402
 from ratchet_ray.config import LLMSettings, LoopConfig  # noqa: E402
 from ratchet_ray.evidence.store import EvidenceStore  # noqa: E402
@@ -150,9 +151,8 @@ def main() -> None:
     args = parser.parse_args()
     node_counts, actor_counts = _ints(args.nodes), _ints(args.actors)
     workers = [f"w{i + 1}" for i in range(max(node_counts))]
-    server, url = serve(args.delay)
     began = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
+    with serve_in_process(args.delay) as url, tempfile.TemporaryDirectory() as tmp:
         cluster = LocalCluster([NodeSpec("head", 0), *(NodeSpec(w, 2) for w in workers)],
                                Path(tmp) / "logs")
         try:
@@ -181,7 +181,6 @@ def main() -> None:
             if ray.is_initialized():
                 ray.shutdown()
             cluster.stop()
-            server.shutdown()
 
 
 if __name__ == "__main__":

@@ -55,7 +55,8 @@ class LLMSettings(BaseModel):
     """Server URL for the ``openai`` backend, e.g. http://127.0.0.1:8000/v1."""
     world: Any = Field(default=None, exclude=True)
     """The ``sim`` backend's world, derived from the run's ``sim`` section and seed by the sim
-    suite's ``configure`` (never set it; not dumped: a reloaded config derives it again)."""
+    suite's ``configure`` (never set it; not dumped: a reloaded config derives it again). It
+    names the module that builds the backend's clients (``world.backend_module``)."""
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     """Sampling temperature of the Solver (the other roles: ``roles.<role>.temperature``)."""
     max_tokens: int = Field(default=512, gt=0)

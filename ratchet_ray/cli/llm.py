@@ -32,7 +32,7 @@ def doctor(backend: str | None, suite: str, config_files: tuple[str, ...], base_
     """Pre-flight: Ray, model or credentials + a one-token call, an embedding, dataset, Docker."""
     from ratchet_ray.config_files import layered_files, load_config
     from ratchet_ray.llm.doctor import run_checks
-    from ratchet_ray.suites.swebench.settings import settings_from_config
+    from ratchet_ray.suites import environment_checks
 
     # The suite's own layer and name: suite defaults (e.g. the MBPP+ dataset path) follow it.
     config = load_config(layered_files(suite, config_files), [f"suite={suite}"])
@@ -42,7 +42,7 @@ def doctor(backend: str | None, suite: str, config_files: tuple[str, ...], base_
         updates["embedder"] = None  # an explicit --llm checks that backend's embedder too
     settings = settings.model_copy(update=updates)
     started = time.perf_counter()
-    checks = run_checks(settings, suite, settings_from_config(config))
+    checks = run_checks(settings, lambda: environment_checks(config))
     for check in checks:
         status = click.style("PASS", fg="green") if check.ok else click.style("FAIL", fg="red")
         line = f"{status} {check.name:<20} {check.detail} ({check.seconds:.1f}s)"

@@ -1,33 +1,30 @@
 """Pre-flight checks behind ``ratchet doctor``: each check is PASS or FAIL with a fix hint.
 
-Contract: ``run_checks(settings, suite, swebench=None)`` returns one ``Check`` per item, in order:
+Contract: ``run_checks(settings, environment=None)`` returns one ``Check`` per item, in order:
 Ray, the generation backend (credentials where relevant, model load, a one-token call), the
-embedder (one embedding), then the dataset and the sandbox's mode (MBPP) or, for SWE-bench, the suite's own environment
-checks (``suites.swebench.doctor.check_environment`` with ``swebench`` settings: daemon, free
-disk, leftover containers, instance images of a local dataset) and git. No check raises; a failure is a
-``Check`` with ``ok=False``. The Ray check runs in a subprocess started first, so its start-up
-overlaps the model checks and the whole run stays well under 30 s.
+embedder (one embedding), then the checks ``environment()`` returns: a suite's own (its
+registered ``doctor``, run through ``suites.environment_checks``; this layer knows no suite).
+No check raises; a failure is a ``Check`` with ``ok=False``. The Ray check runs in a subprocess
+started first, so its start-up overlaps the model checks and the whole run stays well under 30 s.
 
 The run's preflight (``ratchet_ray.loop.preflight``) reuses the pieces: ``check_llm_client`` and
 ``check_embedder_client`` on the run's own clients (``few_retries`` keeps a down server quick)
-and ``suite_checks``.
+and ``timed`` for a bounded probe. Suites build their checks with ``timed`` too.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import shutil
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from ratchet_ray.config import LLMSettings
-from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 RAY_PROBE = """
 import ray
@@ -47,7 +44,8 @@ class Check:
     seconds: float = 0.0
 
 
-def _timed(name: str, hint: str, probe) -> Check:
+def timed(name: str, hint: str, probe: Callable[[], str]) -> Check:
+    """``probe()``'s detail as a PASS, or what it raised as a FAIL with ``hint``; the time taken."""
     started = time.perf_counter()
     try:
         detail = probe()
@@ -138,104 +136,20 @@ def check_embedder_client(embedder) -> str:
     return f"{embedder.name}: dim {vectors.shape[1]}"
 
 
-def _check_mbpp() -> str:
-    override = os.environ.get("MBPP_OVERRIDE_PATH")
-    if override:
-        if not Path(override).is_file():
-            raise FileNotFoundError(f"MBPP_OVERRIDE_PATH={override} does not exist")
-        return f"MBPP_OVERRIDE_PATH={override}"
-    from evalplus.data.utils import CACHE_DIR  # where evalplus itself looks
-
-    cached = sorted(Path(CACHE_DIR).glob("MbppPlus*.jsonl"))
-    if not cached:
-        raise FileNotFoundError("no MBPP+ file in the evalplus cache and MBPP_OVERRIDE_PATH unset")
-    return f"evalplus cache {cached[-1]}"
-
-
-# Fix hints of the SWE-bench environment checks, by check name.
-SWEBENCH_HINTS = {
-    "docker daemon": "start the daemon (CI: bash .ci/docker_setup.sh) and check DOCKER_HOST or "
-                     "swebench.docker_host / permissions on /var/run/docker.sock",
-    "free disk": "free space under the Docker data root (docker image prune) or lower "
-                 "swebench.cache_level so fewer instance images are kept",
-    "leftover containers": "a killed run left them: docker rm -f $(docker ps -aq --filter "
-                           "label=ratchet-ray.suite)",
-}
-
-
-def _swebench_checks(swebench: SwebenchSettings | None) -> list[Check]:
-    """``check_environment`` as doctor checks; a local dataset file is read first (a check of
-    its own) so the instance images can be looked up."""
-    from ratchet_ray.suites.swebench.dataset import load_instances
-    from ratchet_ray.suites.swebench.doctor import check_environment
-
-    settings = swebench if swebench is not None else SwebenchSettings()
-    checks: list[Check] = []
-    ids: list[str] = []
-
-    def read_dataset() -> str:
-        ids.extend(i["instance_id"] for i in load_instances(settings))
-        return f"{len(ids)} instances in {settings.dataset_name}"
-
-    if Path(settings.dataset_name).expanduser().is_file():
-        checks.append(_timed("dataset (SWE-bench)", "give dataset_path a JSON, JSONL or Parquet "
-                             "file of SWE-bench instances", read_dataset))
-    started = time.perf_counter()
-    try:
-        found = check_environment(settings, ids)
-    except Exception as exc:  # a doctor reports every failure as a FAIL line instead of crashing
-        return [*checks, Check("docker daemon", False, f"{type(exc).__name__}: {exc}"[:300],
-                               SWEBENCH_HINTS["docker daemon"], time.perf_counter() - started)]
-    seconds = (time.perf_counter() - started) / max(1, len(found))
-    return [*checks, *(Check(c.name, c.ok, c.detail, "" if c.ok else SWEBENCH_HINTS.get(c.name, ""),
-                             seconds) for c in found)]
-
-
-SANDBOX_HINT = ("install bubblewrap >= 0.8 (`bash .ci/bwrap_setup.sh` as root) and allow "
-                "unprivileged user namespaces, or set grader.allow_weak_sandbox=true")
-
-
-def check_sandbox() -> str:
-    """The MBPP+ sandbox's isolation mode here; raises when it refuses to run generated code."""
-    from ratchet_ray.suites.mbpp.sandbox import Sandbox
-
-    sandbox = Sandbox()
-    if sandbox.refusal:
-        raise RuntimeError(f"sandbox refuses to run generated code: {sandbox.refusal}")
-    return f"mode {sandbox.description}"
-
-
-def _check_git() -> str:
-    path = shutil.which("git")
-    if not path:
-        raise FileNotFoundError("git not on PATH")
-    return path
-
-
-def run_checks(settings: LLMSettings, suite: str = "mbpp",
-               swebench: SwebenchSettings | None = None) -> list[Check]:
+def run_checks(settings: LLMSettings,
+               environment: Callable[[], list[Check]] | None = None) -> list[Check]:
+    """Ray, the backend's credentials (bedrock), the model, the embedder, then ``environment()``
+    (the suite's checks, ``suites.environment_checks``), in that order; never raises."""
     started = time.perf_counter()
     ray_probe = _start_ray_probe()
     checks: list[Check] = []
     backend = settings.backend
     if backend == "bedrock":
-        checks.append(_timed("aws-credentials", _llm_hint("bedrock"), _check_credentials))
-    checks.append(_timed(f"llm ({backend})", _llm_hint(backend), lambda: _check_llm(settings)))
+        checks.append(timed("aws-credentials", _llm_hint("bedrock"), _check_credentials))
+    checks.append(timed(f"llm ({backend})", _llm_hint(backend), lambda: _check_llm(settings)))
     embed_backend = settings.embedder or backend
-    checks.append(_timed(f"embedding ({embed_backend})", _llm_hint(embed_backend),
-                         lambda: _check_embedder(settings)))
-    if suite == "mbpp":
-        checks.append(_timed("dataset (MBPP+)", "set MBPP_OVERRIDE_PATH=/path/MbppPlus-v0.2.0.jsonl.gz, or run "
-                             "once online: python -c 'from evalplus.data import get_mbpp_plus; get_mbpp_plus()'",
-                             _check_mbpp))
-    checks.extend(suite_checks(suite, swebench))
+    checks.append(timed(f"embedding ({embed_backend})", _llm_hint(embed_backend),
+                        lambda: _check_embedder(settings)))
+    if environment is not None:
+        checks.extend(environment())
     return [_finish_ray_probe(ray_probe, started), *checks]
-
-
-def suite_checks(suite: str, swebench: SwebenchSettings | None = None) -> list[Check]:
-    """The suite's environment checks: the sandbox (MBPP+); Docker, images and git (SWE-bench)."""
-    if suite == "mbpp":
-        return [_timed("sandbox", SANDBOX_HINT, check_sandbox)]
-    if suite == "swebench":
-        return [*_swebench_checks(swebench), _timed("git", "apt-get install git", _check_git)]
-    return []

@@ -13,7 +13,8 @@ Contracts:
 
 from __future__ import annotations
 
-from typing import Callable
+import importlib
+from typing import Any, Callable
 
 from ratchet_ray.config import LLMSettings
 from ratchet_ray.llm.accounting import price_table
@@ -67,19 +68,21 @@ def _openai_embedder(settings: LLMSettings, services: LLMServices) -> Embedder:
     return OpenAICompatEmbedder(OpenAIConfig.from_settings(settings), limiters=services.limiters)
 
 
-def _sim_llm(settings: LLMSettings, services: LLMServices) -> LLMClient:
-    from ratchet_ray.suites.sim.llm import SimLLM
-
+def _world_backend(settings: LLMSettings) -> Any:
+    """The module that builds the ``sim`` backend's clients, named by the world they answer from
+    (``llm.world.backend_module``), so this layer names nothing of the sim suite."""
     if settings.world is None:
         raise LLMError("the sim backend needs llm.world, which LoopConfig derives for suite sim; "
                        "build the settings through load_config with suite sim")
-    return SimLLM(settings.world)
+    return importlib.import_module(settings.world.backend_module)
+
+
+def _sim_llm(settings: LLMSettings, services: LLMServices) -> LLMClient:
+    return _world_backend(settings).make_llm(settings.world)
 
 
 def _sim_embedder(settings: LLMSettings, services: LLMServices) -> Embedder:
-    from ratchet_ray.suites.sim.embedder import SimEmbedder
-
-    return SimEmbedder()
+    return _world_backend(settings).make_embedder(settings.world)
 
 
 _LLM_FACTORIES: dict[str, Callable[[LLMSettings, LLMServices], LLMClient]] = {

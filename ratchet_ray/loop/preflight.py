@@ -8,9 +8,10 @@ Contracts:
     of the run gets, released with the run), each in a thread bounded by
     ``config.infra.preflight_timeout_s``; injected
     clients (test doubles, a deployment's shared client) are the caller's business and skipped;
-  - the suite's checks (``doctor.suite_checks``: the MBPP+ sandbox's mode; the Docker daemon,
-    free disk, leftover containers, instance images and git for SWE-bench) as one Ray task with
-    the Grader's resources, so they run where grading will run (on a cluster: a Docker node).
+  - the suite's checks (its registered ``doctor`` through ``suites.environment_checks`` with
+    ``preflight=True``: the MBPP+ sandbox's mode; the Docker daemon, free disk, leftover
+    containers, instance images and git for SWE-bench) as one Ray task with the Grader's
+    resources, so they run where grading will run (on a cluster: a Docker node).
 - A failed *blocking* check (the model, the embedder, the sandbox, the Docker daemon, the
   SWE-bench dataset, git) raises ``PreflightFailed`` with each failed check's detail and fix, as
   ``ratchet doctor`` prints them; the others (free disk, leftover containers) are warnings.
@@ -29,6 +30,7 @@ from ratchet_ray.config import LoopConfig
 from ratchet_ray.llm import doctor
 from ratchet_ray.llm.doctor import Check
 from ratchet_ray.loop.breaker import PreflightFailed
+from ratchet_ray.suites import environment_checks
 
 log = logging.getLogger(__name__)
 # Checks (by name prefix) whose failure stops the run; the others are warnings.
@@ -43,7 +45,7 @@ def _bounded(name: str, hint: str, probe: Callable[[], str],
     box: dict[str, Check] = {}
 
     def target() -> None:
-        box["check"] = doctor._timed(name, hint, probe)
+        box["check"] = doctor.timed(name, hint, probe)
 
     thread = threading.Thread(target=target, name=f"preflight-{name}", daemon=True)
     thread.start()
@@ -78,16 +80,14 @@ def model_checks(config: LoopConfig, models: Any, scope: str | None = None) -> l
 
 
 def suite_checks(config: LoopConfig) -> list[Check]:
-    """``doctor.suite_checks`` as a Ray task placed like a Grader (bounded)."""
+    """The suite's ``environment_checks`` as a Ray task placed like a Grader (bounded)."""
     from ratchet_ray.loop.runtime import actor_options
 
     options = {k: v for k, v in actor_options("grader", config.suite).items()
                if k in ("num_cpus", "resources")}
     timeout = config.infra.preflight_timeout_s
-    task = ray.remote(doctor.suite_checks).options(**options, max_retries=0)
-    from ratchet_ray.suites.swebench.settings import settings_from_config
-
-    ref = task.remote(config.suite, settings_from_config(config))
+    task = ray.remote(environment_checks).options(**options, max_retries=0)
+    ref = task.remote(config, preflight=True)
     try:
         return ray.get(ref, timeout=timeout)
     except ray.exceptions.GetTimeoutError:

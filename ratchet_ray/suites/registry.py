@@ -1,15 +1,16 @@
 """The suite registry: built-in suites, suites of installed packages, and suites of user modules.
 
 Contracts:
-- ``register(name, factory, *, settings=None, metaskill=None, configure=None, replace=False)``
-  adds a suite. ``factory`` is a zero-argument callable returning an object of the ``Suite``
+- ``register(name, factory, *, settings=None, metaskill=None, configure=None, doctor=None,
+  replace=False)`` adds a suite. ``factory`` is a zero-argument callable returning an object of the ``Suite``
   protocol (a class usually) or a lazy ``"module:attr"`` string naming one. ``settings`` is the
   pydantic model of the suite's config section (``suite_settings.<name>`` in a LoopConfig, or
   the top-level shorthand ``<name>:`` in YAML and ``--set <name>.key=value``), ``metaskill`` the
   Markdown file of its default authoring prior (see ``bank.metaskills``), ``configure`` a
   function ``(config, settings) -> None`` that a LoopConfig of this suite calls when it is
-  validated (cross-section rules and derived values; it raises ``ValueError`` naming the fix). A
-  bad name or
+  validated (cross-section rules and derived values; it raises ``ValueError`` naming the fix),
+  ``doctor`` a function ``(config, preflight) -> list[llm.doctor.Check]`` (or a lazy
+  ``"module:attr"`` string) of the suite's environment checks, which must not raise. A bad name or
   object raises ``SuiteRegistryError`` at once; registering a taken name raises it too unless
   it is the same factory again (a module imported twice) or ``replace=True``.
 - Discovery (``discover()``, once per process before the first lookup): every entry point of the
@@ -22,6 +23,9 @@ Contracts:
   them again in each Ray worker, so a suite named in the config works on every process.
 - ``get_suite(name)`` / ``suite_for(config)`` instantiate a suite and check its shape; an
   unknown name lists the registered ones and how to add one.
+- ``environment_checks(config, preflight=False)``: the run suite's registered ``doctor`` checks
+  (none when it registered none), for ``ratchet doctor`` and, with ``preflight=True`` on a node
+  with the grader's resources, a run's preflight.
 - ``settings_for(config)`` is the run suite's ``suite_settings`` section validated by the model
   it registered (``LoopConfig`` validates every section the same way when it is built); a
   registered ``metaskill`` becomes ``config.meta.default_file``, which the SkillBank reads.
@@ -67,6 +71,7 @@ class Registration:
     metaskill: Path | None = None
     origin: str = "register()"
     configure: Callable[[Any, Any], None] | None = None
+    doctor: Callable[[Any, bool], list] | str | None = None
 
 
 _REGISTRY: dict[str, Registration] = {}
@@ -90,7 +95,8 @@ def _same_factory(a: Callable[[], Any] | str, b: Callable[[], Any] | str) -> boo
 
 def register(name: str, factory: Callable[[], Any] | str, *, settings: type | None = None,
              metaskill: str | Path | None = None,
-             configure: Callable[[Any, Any], None] | None = None, replace: bool = False,
+             configure: Callable[[Any, Any], None] | None = None,
+             doctor: Callable[[Any, bool], list] | str | None = None, replace: bool = False,
              origin: str = "register()") -> None:
     """Add the suite ``name`` (module contracts)."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -115,11 +121,15 @@ def register(name: str, factory: Callable[[], Any] | str, *, settings: type | No
     if configure is not None and not callable(configure):
         raise SuiteRegistryError(f"suite {name!r}: configure must be a function "
                                  f"(config, settings) -> None, got {configure!r}")
+    if doctor is not None and not (callable(doctor) or (
+            isinstance(doctor, str) and re.fullmatch(rf"{_MODULE.pattern}:[A-Za-z_]\w*", doctor))):
+        raise SuiteRegistryError(f"suite {name!r}: doctor must be a function (config, preflight) "
+                                 f"-> list of checks, or 'module:attr' naming one; got {doctor!r}")
     meta = Path(metaskill).resolve() if metaskill is not None else None
     if meta is not None and not meta.is_file():
         raise SuiteRegistryError(f"suite {name!r}: meta-skill file {meta} does not exist; pass "
                                  "the path of a Markdown authoring prior (see configs/meta_skills)")
-    _REGISTRY[name] = Registration(name, factory, settings, meta, origin, configure)
+    _REGISTRY[name] = Registration(name, factory, settings, meta, origin, configure, doctor)
 
 
 def unregister(name: str) -> None:
@@ -264,14 +274,17 @@ def registration(name: str) -> Registration:
     return _REGISTRY[name]
 
 
+def _resolve(target: Callable[..., Any] | str) -> Callable[..., Any]:
+    """A callable, or the one a ``"module:attr"`` string names (imported now)."""
+    if isinstance(target, str):
+        module, _, attr = target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+    return target
+
+
 def get_suite(name: str) -> Any:
     """Instantiate the suite called ``name``; unknown names list the valid ones."""
-    reg = registration(name)
-    factory = reg.factory
-    if isinstance(factory, str):
-        module, _, attr = factory.partition(":")
-        factory = getattr(importlib.import_module(module), attr)
-    suite = factory()
+    suite = _resolve(registration(name).factory)()
     _check_shape(name, suite)
     return suite
 
@@ -280,6 +293,13 @@ def suite_for(config: Any) -> Any:
     """The suite of a run: loads ``config.suite_plugins`` in this process, then ``get_suite``."""
     load_plugins(getattr(config, "suite_plugins", ()))
     return get_suite(config.suite)
+
+
+def environment_checks(config: Any, preflight: bool = False) -> list:
+    """The run suite's registered ``doctor`` checks (module contracts)."""
+    load_plugins(getattr(config, "suite_plugins", ()))
+    doctor = registration(config.suite).doctor
+    return [] if doctor is None else list(_resolve(doctor)(config, preflight))
 
 
 def validate_settings(name: str, section: Any) -> Any:
@@ -318,9 +338,10 @@ def _register_builtins() -> None:
     from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
     builtin = "ratchet_ray (built in)"
-    register("mbpp", "ratchet_ray.suites.mbpp:MbppSuite", origin=builtin)
+    register("mbpp", "ratchet_ray.suites.mbpp:MbppSuite", origin=builtin,
+             doctor="ratchet_ray.suites.mbpp.doctor:environment_checks")
     register("swebench", "ratchet_ray.suites.swebench:SwebenchSuite", settings=SwebenchSettings,
-             origin=builtin)
+             doctor="ratchet_ray.suites.swebench.doctor:environment_checks", origin=builtin)
     register("sim", "ratchet_ray.suites.sim:SimSuite", settings=SimSettings,
              configure=configure_sim, origin=builtin)
 

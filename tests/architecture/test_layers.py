@@ -33,9 +33,6 @@ KNOWN_BACK_EDGES = {
         "LoopConfig checks each suite's section against the model the suite registered, so "
         "config asks ratchet_ray.suites.registry (lazily, in its validators); the registry "
         "imports only the built-in suites' settings modules, kept leaves (see below)",
-    ("ratchet_ray.llm", "ratchet_ray.suites"):
-        "llm.doctor runs each suite's environment checks and llm.registry builds the sim suite's "
-        "backend; the fix is suites registering their doctor checks and backends",
 }
 SUITE_SETTINGS = re.compile(r"ratchet_ray\.suites\.\w+\.settings")
 

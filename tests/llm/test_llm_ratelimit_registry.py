@@ -126,3 +126,18 @@ def test_embedder_follows_backend_unless_set():
     settings = LLMSettings(backend="bedrock", embedder="openai", base_url="http://127.0.0.1:9/v1")
     assert type(make_embedder(settings)).__name__ == "OpenAICompatEmbedder"
     assert type(make_embedder(LLMSettings(backend="bedrock"))).__name__ == "BedrockEmbedder"
+
+
+def test_the_sim_backend_comes_from_the_world_it_answers():
+    """``llm.world`` names the module that builds the sim clients; without a world (settings not
+    built through a sim config) the error says how to get one."""
+    from ratchet_ray.config_files import load_config
+
+    settings = load_config([], ["suite=sim", "llm.backend=sim"]).llm
+    llm, embedder = make_llm(settings), make_embedder(settings)
+    assert (type(llm).__name__, type(embedder).__name__) == ("SimLLM", "SimEmbedder")
+    assert llm.spec == settings.world and embedder.embed(["a loop"]).shape[0] == 1
+    with pytest.raises(LLMError, match="needs llm.world.*load_config with suite sim"):
+        make_llm(LLMSettings(backend="sim"))
+    with pytest.raises(LLMError, match="needs llm.world"):
+        make_embedder(LLMSettings(embedder="sim"))

@@ -245,3 +245,37 @@ def test_a_suite_turn_writes_the_prompt_and_parses_the_reply(tmp_path):
     with pytest.raises(ValueError, match="pass the suite as turn="):
         solve(llm, task, None, output_kind="json", max_tokens=64, temperature=0.0)
     assert isinstance(task, Task)
+
+
+def test_a_suite_registers_its_doctor_checks(tmp_path, monkeypatch):
+    """``ratchet doctor`` and the preflight run the checks a suite registered, and only those:
+    the LLM layer knows no suite. MBPP+ checks its dataset for the doctor, not at preflight (a
+    grader's node need not hold the file)."""
+    from ratchet_ray.llm.doctor import Check
+    from ratchet_ray.suites import environment_checks
+
+    plugin = tmp_path / "checked_suite.py"
+    plugin.write_text(TOY.format(name="checked").replace('register("checked", ToySuite)', """
+from ratchet_ray.llm.doctor import Check
+
+
+def doctor(config, preflight):
+    return [Check("checked probe", not preflight, f"rounds={config.rounds} preflight={preflight}")]
+
+
+register("checked", ToySuite, doctor=doctor)"""))
+    config = load_config([], ["suite=checked", f"suite_plugins=[{plugin}]", "rounds=4"])
+    assert environment_checks(config) == [Check("checked probe", True, "rounds=4 preflight=False")]
+    assert [c.ok for c in environment_checks(config, preflight=True)] == [False]
+    with pytest.raises(SuiteRegistryError, match="doctor must be a function"):
+        register("checked2", "m:A", doctor=42)
+
+    mbpp = load_config([], ["suite=mbpp", f"dataset_path={tmp_path / 'missing.jsonl.gz'}"])
+    names = [c.name for c in environment_checks(mbpp)]
+    assert names == ["dataset (MBPP+)", "sandbox"]
+    dataset = environment_checks(mbpp)[0]
+    assert not dataset.ok and "missing.jsonl.gz does not exist" in dataset.detail
+    assert "MBPP_OVERRIDE_PATH" in dataset.hint
+    assert [c.name for c in environment_checks(mbpp, preflight=True)] == ["sandbox"]
+    sim = load_config([], ["suite=sim", "llm.backend=sim"])
+    assert environment_checks(sim) == []  # the simulated world needs no environment

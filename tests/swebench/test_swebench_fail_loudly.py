@@ -157,3 +157,24 @@ def test_docker_daemon_gone_mid_round_stops_the_run_with_that_cause(docker_clien
         "--set", "llm.base_url=http://127.0.0.1:9/v1", "--quiet"])
     assert result.exit_code == 1
     assert "preflight failed" in result.output and "FAIL docker daemon" in result.output
+
+
+def test_a_dead_daemon_is_named_by_the_address_the_client_used(tmp_path, monkeypatch):
+    """No daemon on the DOCKER_HOST this process has: the failure names that address (and
+    says it came from DOCKER_HOST), not the default socket."""
+    from ratchet_ray.suites.swebench.container import docker_client
+    from ratchet_ray.suites.swebench.infra import InfraFailure
+    from ratchet_ray.suites.swebench.settings import SwebenchSettings
+
+    nowhere = f"unix://{tmp_path}/no-daemon.sock"
+    monkeypatch.setenv("DOCKER_HOST", nowhere)
+    with pytest.raises(InfraFailure) as failure:
+        docker_client(SwebenchSettings(namespace=None))
+    assert failure.value.reason == "daemon_unreachable"
+    assert f"no Docker daemon at {nowhere} (DOCKER_HOST)" in str(failure.value)
+    assert "/var/run/docker.sock" not in str(failure.value)
+
+    monkeypatch.delenv("DOCKER_HOST")
+    elsewhere = f"unix://{tmp_path}/configured.sock"
+    with pytest.raises(InfraFailure, match=f"no Docker daemon at {elsewhere} "):
+        docker_client(SwebenchSettings(namespace=None, docker_host=elsewhere))

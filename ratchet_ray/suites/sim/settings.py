@@ -8,7 +8,7 @@ embeddings and grades.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -68,6 +68,10 @@ class SimWorld(SimSettings):
     """What the ``sim`` backend needs to rebuild the world: the settings and the run seed."""
 
     seed: int = 42
+    backend_module: ClassVar[str] = "ratchet_ray.suites.sim.backend"
+    """The module whose ``make_llm(world)`` / ``make_embedder(world)`` build the ``sim``
+    backend's clients: ``llm.registry`` imports it by this name, so neither the LLM layer nor
+    this leaf module imports the suite's code."""
 
     @classmethod
     def of(cls, settings: SimSettings, seed: int) -> "SimWorld":

@@ -40,7 +40,8 @@ from ratchet_ray.llm.base import LLMClient, Reply
 from ratchet_ray.llm.structured import parse_reply
 from ratchet_ray.suites.swebench.agent_prompts import (
     ACTION_SCHEMA, AgentAction, Step, agent_messages, clip_middle, extract_diff, single_call_messages)
-from ratchet_ray.suites.swebench.container import InstanceContainer, docker_client, instance_container
+from ratchet_ray.suites.swebench.container import (InstanceContainer, daemon_address, docker_client,
+                                                  instance_container)
 from ratchet_ray.suites.swebench.images import InstanceImages
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
@@ -116,9 +117,8 @@ def _daemon_lost(exc: BaseException, settings: SwebenchSettings) -> InfraFailure
         return None
     if classify_exception(exc) != "daemon_unreachable":
         return None
-    where = settings.docker_host or "DOCKER_HOST / unix:///var/run/docker.sock"
     return InfraFailure("daemon_unreachable",
-                        f"the Docker daemon at {where} went away mid-attempt "
+                        f"the Docker daemon at {daemon_address(settings)} went away mid-attempt "
                         f"({type(exc).__name__}: {exc}); start one with `bash .ci/docker_setup.sh`")
 
 

@@ -47,6 +47,16 @@ def owner_label() -> str:
     return f"{socket.gethostname()}/{os.getpid()}"
 
 
+def daemon_address(settings: SwebenchSettings) -> str:
+    """Where the Docker client connects, for messages: ``swebench.docker_host``, else the
+    ``DOCKER_HOST`` this process has, else the SDK's default socket."""
+    if settings.docker_host:
+        return settings.docker_host
+    if os.environ.get("DOCKER_HOST"):
+        return f"{os.environ['DOCKER_HOST']} (DOCKER_HOST)"
+    return "unix:///var/run/docker.sock (the default; set DOCKER_HOST or swebench.docker_host)"
+
+
 def docker_client(settings: SwebenchSettings) -> Any:
     """A Docker SDK client for ``settings.docker_host`` (or the environment's default daemon)."""
     import docker
@@ -57,9 +67,8 @@ def docker_client(settings: SwebenchSettings) -> Any:
         client.ping()
         return client
     except Exception as exc:  # noqa: BLE001 - every way of failing to connect is the same infra fault
-        where = settings.docker_host or "DOCKER_HOST / unix:///var/run/docker.sock"
         raise InfraFailure("daemon_unreachable",
-                           f"no Docker daemon at {where} ({type(exc).__name__}: {exc}); "
+                           f"no Docker daemon at {daemon_address(settings)} ({type(exc).__name__}: {exc}); "
                            f"start one with `bash .ci/docker_setup.sh`") from exc
 
 

@@ -1,21 +1,30 @@
-"""Environment checks for the SWE-bench suite (``ratchet doctor --suite swebench``).
+"""Environment checks for the SWE-bench suite (``ratchet doctor --suite swebench`` and a run's
+preflight, on a node with the grader's resources).
 
-Contract: ``check_environment(settings, instance_ids=(), min_free_gb=50.0)`` never raises; it
-returns one ``Check(name, ok, detail)`` per probe: the daemon answers, free disk under the
-daemon's data root, leftover suite containers, and (for the given instances) whether their images
-are present locally or will be pulled / built on first use.
+Contracts:
+- ``check_environment(settings, instance_ids=(), min_free_gb=50.0)`` never raises; it returns
+  one ``Check(name, ok, detail)`` per probe: the daemon answers, free disk under the daemon's
+  data root, leftover suite containers, and (for the given instances) whether their images are
+  present locally or will be pulled / built on first use.
+- ``environment_checks(config, preflight)`` (the suite's registered ``doctor``) never raises: a
+  local dataset file read first (``dataset (SWE-bench)``, so the instance images can be looked
+  up), then ``check_environment`` as doctor checks with fix hints, then git.
 """
 
 from __future__ import annotations
 
 import shutil
+import time
 from dataclasses import dataclass
-from typing import Sequence
+from pathlib import Path
+from typing import Any, Sequence
+
+from ratchet_ray.llm import doctor
 
 from ratchet_ray.suites.swebench.container import docker_client, leftover_containers
 from ratchet_ray.suites.swebench.images import image_name
 from ratchet_ray.suites.swebench.infra import InfraFailure
-from ratchet_ray.suites.swebench.settings import SwebenchSettings
+from ratchet_ray.suites.swebench.settings import SwebenchSettings, settings_from_config
 
 
 @dataclass
@@ -55,3 +64,47 @@ def check_environment(settings: SwebenchSettings, instance_ids: Sequence[str] = 
                             f"{len(instance_ids) - len(missing)}/{len(instance_ids)} present; "
                             f"missing ones are {how} on first use"))
     return checks
+
+
+# Fix hints of the environment checks, by check name.
+HINTS = {
+    "docker daemon": "start the daemon (CI: bash .ci/docker_setup.sh) and check DOCKER_HOST or "
+                     "swebench.docker_host / permissions on /var/run/docker.sock",
+    "free disk": "free space under the Docker data root (docker image prune) or lower "
+                 "swebench.cache_level so fewer instance images are kept",
+    "leftover containers": "a killed run left them: docker rm -f $(docker ps -aq --filter "
+                           "label=ratchet-ray.suite)",
+}
+
+
+def _check_git() -> str:
+    path = shutil.which("git")
+    if not path:
+        raise FileNotFoundError("git not on PATH")
+    return path
+
+
+def environment_checks(config: Any, preflight: bool = False) -> list[doctor.Check]:
+    """The suite's checks for ``ratchet doctor`` and the preflight (module contracts)."""
+    from ratchet_ray.suites.swebench.dataset import load_instances
+
+    settings = settings_from_config(config)
+    checks: list[doctor.Check] = []
+    ids: list[str] = []
+
+    def read_dataset() -> str:
+        ids.extend(i["instance_id"] for i in load_instances(settings))
+        return f"{len(ids)} instances in {settings.dataset_name}"
+
+    if Path(settings.dataset_name).expanduser().is_file():
+        checks.append(doctor.timed("dataset (SWE-bench)", "give dataset_path a JSON, JSONL or "
+                                   "Parquet file of SWE-bench instances", read_dataset))
+    started = time.perf_counter()
+    try:
+        found = check_environment(settings, ids)
+    except Exception as exc:  # a doctor reports every failure as a FAIL line instead of crashing
+        found = [Check("docker daemon", False, f"{type(exc).__name__}: {exc}"[:300])]
+    seconds = (time.perf_counter() - started) / max(1, len(found))
+    checks += [doctor.Check(c.name, c.ok, c.detail, "" if c.ok else HINTS.get(c.name, ""), seconds)
+               for c in found]
+    return [*checks, doctor.timed("git", "apt-get install git", _check_git)]

@@ -1,0 +1,55 @@
+"""The MBPP+ suite's checks for ``ratchet doctor`` and a run's preflight (its registered
+``doctor``).
+
+Contract: ``environment_checks(config, preflight)`` never raises; it returns, in order:
+- ``dataset (MBPP+)`` (not at preflight: the driver loads the tasks, and a grader's node need
+  not hold the file): ``config.dataset_path`` (which ``MBPP_OVERRIDE_PATH`` defaults), else
+  evalplus's cached download, must exist;
+- ``sandbox``: the isolation mode the grader will run generated code in, a FAIL when the
+  sandbox refuses to (no bubblewrap >= 0.8 and no ``grader.allow_weak_sandbox``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ratchet_ray.llm.doctor import Check, timed
+
+DATASET_HINT = ("set MBPP_OVERRIDE_PATH=/path/MbppPlus-v0.2.0.jsonl.gz, or run once online: "
+                "python -c 'from evalplus.data import get_mbpp_plus; get_mbpp_plus()'")
+SANDBOX_HINT = ("install bubblewrap >= 0.8 (`bash .ci/bwrap_setup.sh` as root) and allow "
+                "unprivileged user namespaces, or set grader.allow_weak_sandbox=true")
+
+
+def check_dataset(dataset_path: str | None = None) -> str:
+    """Where the MBPP+ problems will be read from; raises when there is no such file."""
+    chosen = dataset_path or os.environ.get("MBPP_OVERRIDE_PATH")
+    if chosen:
+        if not Path(chosen).expanduser().is_file():
+            raise FileNotFoundError(f"MBPP+ dataset {chosen} does not exist")
+        return str(chosen)
+    from evalplus.data.utils import CACHE_DIR  # where evalplus itself looks
+
+    cached = sorted(Path(CACHE_DIR).glob("MbppPlus*.jsonl"))
+    if not cached:
+        raise FileNotFoundError("no MBPP+ file in the evalplus cache and MBPP_OVERRIDE_PATH unset")
+    return f"evalplus cache {cached[-1]}"
+
+
+def check_sandbox() -> str:
+    """The MBPP+ sandbox's isolation mode here; raises when it refuses to run generated code."""
+    from ratchet_ray.suites.mbpp.sandbox import Sandbox
+
+    sandbox = Sandbox()
+    if sandbox.refusal:
+        raise RuntimeError(f"sandbox refuses to run generated code: {sandbox.refusal}")
+    return f"mode {sandbox.description}"
+
+
+def environment_checks(config: Any, preflight: bool = False) -> list[Check]:
+    """The suite's checks (module contract)."""
+    checks = [] if preflight else [timed("dataset (MBPP+)", DATASET_HINT,
+                                         lambda: check_dataset(config.dataset_path))]
+    return [*checks, timed("sandbox", SANDBOX_HINT, check_sandbox)]
