@@ -2,8 +2,8 @@
 
 Contracts:
 - ``register(name, factory, *, settings=None, metaskill=None, configure=None, doctor=None,
-  replace=False)`` adds a suite. ``factory`` is a zero-argument callable returning an object of the ``Suite``
-  protocol (a class usually) or a lazy ``"module:attr"`` string naming one. ``settings`` is the
+  replace=False)`` adds a suite. ``factory`` is a zero-argument callable returning an object of
+  the ``Suite`` protocol (a class usually) or a lazy ``"module:attr"`` string naming one. ``settings`` is the
   pydantic model of the suite's config section (``suite_settings.<name>`` in a LoopConfig, or
   the top-level shorthand ``<name>:`` in YAML and ``--set <name>.key=value``), ``metaskill`` the
   Markdown file of its default authoring prior (see ``bank.metaskills``), ``configure`` a
@@ -93,6 +93,11 @@ def _same_factory(a: Callable[[], Any] | str, b: Callable[[], Any] | str) -> boo
     return a is b or _target(a) == _target(b)
 
 
+def _is_target(value: Any) -> bool:
+    """Whether ``value`` is a lazy ``"module:attr"`` string."""
+    return isinstance(value, str) and bool(re.fullmatch(rf"{_MODULE.pattern}:[A-Za-z_]\w*", value))
+
+
 def register(name: str, factory: Callable[[], Any] | str, *, settings: type | None = None,
              metaskill: str | Path | None = None,
              configure: Callable[[Any, Any], None] | None = None,
@@ -107,7 +112,7 @@ def register(name: str, factory: Callable[[], Any] | str, *, settings: type | No
         raise SuiteRegistryError(f"suite {name!r} is already registered by {old.origin}; choose "
                                  "another name, or pass replace=True to override it on purpose")
     if isinstance(factory, str):
-        if not re.fullmatch(rf"{_MODULE.pattern}:[A-Za-z_]\w*", factory):
+        if not _is_target(factory):
             raise SuiteRegistryError(f"suite {name!r}: factory {factory!r} is not 'module:attr'")
     elif not callable(factory):
         raise SuiteRegistryError(f"suite {name!r}: factory {factory!r} is not callable; pass the "
@@ -121,8 +126,7 @@ def register(name: str, factory: Callable[[], Any] | str, *, settings: type | No
     if configure is not None and not callable(configure):
         raise SuiteRegistryError(f"suite {name!r}: configure must be a function "
                                  f"(config, settings) -> None, got {configure!r}")
-    if doctor is not None and not (callable(doctor) or (
-            isinstance(doctor, str) and re.fullmatch(rf"{_MODULE.pattern}:[A-Za-z_]\w*", doctor))):
+    if doctor is not None and not (callable(doctor) or _is_target(doctor)):
         raise SuiteRegistryError(f"suite {name!r}: doctor must be a function (config, preflight) "
                                  f"-> list of checks, or 'module:attr' naming one; got {doctor!r}")
     meta = Path(metaskill).resolve() if metaskill is not None else None
