@@ -15,7 +15,15 @@ from ratchet_ray.loop.runtime import make_grader_factory
 from ratchet_ray.suites import get_suite
 from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus
 
+SLOW_GRADE = "Mbpp/2"  # first, so other tasks' capsules are recorded while it is graded
 TASK_IDS = ["Mbpp/2", "Mbpp/3", "Mbpp/4", "Mbpp/6", "Mbpp/7", "Mbpp/8", "Mbpp/9", "Mbpp/11"]
+
+
+def slowed_down(solution: str, entry_point: str, seconds: float) -> str:
+    """``solution`` with each call of ``entry_point`` taking ``seconds`` longer (same answers)."""
+    return (f"{solution}\n\n_unslowed = {entry_point}\n\n"
+            f"def {entry_point}(*args):\n    import time\n    time.sleep({seconds})\n"
+            f"    return _unslowed(*args)\n")
 
 
 def test_killing_a_solver_and_a_grader_mid_round_loses_nothing(ray_local, tmp_path):
@@ -25,6 +33,11 @@ def test_killing_a_solver_and_a_grader_mid_round_loses_nothing(ray_local, tmp_pa
     dataset = load_mbpp_plus(None)
     solutions = {t.payload["entry_point"]: dataset.problem(t.task_id)["canonical_solution"]
                  for t in tasks}
+    # A grade is much shorter than a solve, so without one long grade every grader may be idle
+    # whenever a capsule is recorded (it was on a fast CI machine). Mbpp/2's 111 inputs at
+    # 30 ms each keep one grader busy ~3 s, well inside evalplus's 1 s per-input limit.
+    slow = by_id[SLOW_GRADE].payload["entry_point"]
+    solutions[slow] = slowed_down(solutions[slow], slow, 0.03)
     llm = ScriptedLLM(SlowCanonical(solutions, delay=1.5))  # solvers stay busy past the first grade
     solvers = ResilientPool(lambda: SolverActor.options(num_cpus=0).remote(
         config, llm=llm, embedder=HashEmbedder(), output_kind="code"), 2, name="solver")

@@ -25,7 +25,7 @@ from click.testing import CliRunner
 
 import swebench_instances
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.suites.swebench.container import reap_containers
+from ratchet_ray.suites.swebench.container import LABEL_KEY, RUN_KEY, reap_containers
 
 TRAIN, EVAL = ["ratchet__calc-1", "ratchet__calc-2"], ["ratchet__calc-3"]
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -83,6 +83,23 @@ class SocketProxy:
                 sock.close()
 
 
+def reap_until_quiet(client, run_label: str, quiet_s: float = 5.0, deadline_s: float = 120.0):
+    """Reap the run's containers until none has been seen for ``quiet_s``.
+
+    The proxy dies between requests it already forwarded and their answers: a create the daemon
+    received completes after the run stopped, and a remove it received may still be in progress
+    (the reaper's own remove then gets 409 and the container is still listed). A real dead daemon
+    finishes neither; here the live one finishes both, so one reap can run too early."""
+    quiet_since, deadline = time.monotonic(), time.monotonic() + deadline_s
+    while time.monotonic() - quiet_since < quiet_s:
+        assert time.monotonic() < deadline, "the run's containers keep coming back"
+        reap_containers(client, run_label)
+        if client.containers.list(all=True, filters={"label": [LABEL_KEY,
+                                                                f"{RUN_KEY}={run_label}"]}):
+            quiet_since = time.monotonic()
+        time.sleep(0.5)
+
+
 class AgentScript:
     """First step fixes the bug of calc-1/calc-3 (or edits anything for the others), then done."""
 
@@ -136,7 +153,7 @@ def test_docker_daemon_gone_mid_round_stops_the_run_with_that_cause(docker_clien
     finally:
         proxy.kill()
         (run_dir,) = list((results / "swebench").iterdir())
-        reap_containers(docker_client, str(run_dir.resolve()))  # what the dead daemon kept
+        reap_until_quiet(docker_client, str(run_dir.resolve()))  # what the dead daemon kept
     text = str(caught.value)
     assert text.startswith("round 0 train: 2 of 2 tasks failed on infrastructure"), text
     assert str(sock) in text and "Fix: start the Docker daemon" in text
