@@ -61,6 +61,19 @@ FORGERIES = {
         "+print(FAKE, end=\"\", flush=True)\n+\n+\n"
         "+def _forge():\n+    os.write(1, FAKE.encode())\n+    os._exit(0)\n+\n+\n"
         "+atexit.register(_forge)\n"),
+    # The code under test shares pytest's process: at import it rewrites every report pytest
+    # makes, so the log and the JUnit report agree on passes (only the canary gives it away).
+    "report_rewrite_in_source": _ops_header(
+        "+import sys\n+\n+\n"
+        "+def _force_passes():\n"
+        "+    from _pytest.reports import TestReport\n"
+        "+    original = TestReport.__init__\n+\n"
+        "+    def forced(self, *args, **kwargs):\n"
+        "+        original(self, *args, **kwargs)\n"
+        "+        self.outcome, self.longrepr = \"passed\", None\n+\n"
+        "+    TestReport.__init__ = forced\n+\n+\n"
+        "+if \"_pytest\" in sys.modules:\n"
+        "+    _force_passes()\n"),
     "imitated_markers": _ops_header(
         "+import atexit\n+import os\n+\n+\n"
         "+def _forge():\n"

@@ -42,6 +42,7 @@ class SocketProxy:
         self.listener.listen(64)
         self.open: list[socket.socket] = []
         self.lock = threading.Lock()
+        self.killed = False
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -53,6 +54,10 @@ class SocketProxy:
             server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             server.connect(self.upstream)
             with self.lock:
+                if self.killed:  # accepted just before kill(): it must not outlive the proxy
+                    client.close()
+                    server.close()
+                    return
                 self.open += [client, server]
             for a, b in ((client, server), (server, client)):
                 threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
@@ -72,6 +77,12 @@ class SocketProxy:
                     pass  # already closed
 
     def kill(self) -> None:
+        with self.lock:
+            self.killed = True
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked on it (Linux)
+        except OSError:
+            pass  # killed before
         self.listener.close()
         self.path.unlink(missing_ok=True)
         with self.lock:

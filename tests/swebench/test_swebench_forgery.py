@@ -19,6 +19,7 @@ EXPECTED = {
     "sitecustomize": ("unresolved", "sitecustomize.py (interpreter start-up hook)"),
     "fake_passed_lines": ("results_mismatch", "the log says passed, the JUnit report says FAILED"),
     "imitated_markers": ("test_tampering", "imitates swebench's marker"),
+    "report_rewrite_in_source": ("test_tampering", "which always fails, was reported PASSED"),
 }
 
 

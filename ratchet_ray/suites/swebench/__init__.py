@@ -10,7 +10,7 @@ Modules: ``settings`` (pydantic settings), ``dataset`` (loading/normalising inst
 ``images`` (naming, pull/build, cache levels, per-image locks), ``container`` (locked-down
 containers, the reaper), ``execbox`` (timed, bounded commands in a container), ``infra`` (infrastructure-failure classification),
 ``protect`` / ``guard`` (the test-harness paths a patch may not change, restored in the
-container), ``verdict`` (secret markers, JUnit cross-check), ``grader`` (the harness, with
+container), ``verdict`` (secret markers, JUnit cross-check, canary test), ``grader`` (the harness, with
 ``grading_support``), ``agent`` (the Solver), ``doctor`` (environment checks).
 """
 

@@ -15,7 +15,9 @@ Per ``grade(task, patch)`` (idempotent per instance and patch: a finished report
 6. the output between the real markers is parsed by swebench's ``get_eval_report`` (the log
    imitates a marker -> ``test_tampering``; no markers -> ``tests_errored``); for pytest runners
    every test the log counts as passing must pass in the JUnit report too, else
-   ``results_mismatch``; resolved -> ``passed=True``, else ``unresolved`` / ``tests_errored``.
+   ``results_mismatch``, and a resolution needs the run's canary test failed in that report
+   (``verdict.Canary``: reported passing -> ``test_tampering``, missing -> ``results_mismatch``);
+   resolved -> ``passed=True``, else ``unresolved`` / ``tests_errored``.
 Every failure above is the patch's (``infra_failure=False``). Infrastructure faults (image missing,
 daemon errors, setup past the deadline, an eval script without markers, swebench's environment-tier
 log signatures) return ``infra_failure=True`` with the reason as ``exit_status``. The container is
@@ -48,8 +50,8 @@ from ratchet_ray.suites.swebench.protect import patch_paths, unsafe_paths
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception, infra_reason_from_report
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 from ratchet_ray.suites.swebench.verdict import (
-    MAX_JUNIT_BYTES, Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check, instrument,
-    junit_statuses, pytest_parser, split_log)
+    MAX_JUNIT_BYTES, Canary, Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check,
+    instrument, junit_statuses, pytest_parser, split_log)
 from ratchet_ray.types import GradeResult, Task
 
 LOG_SUBDIR = Path("logs") / "swebench"
@@ -148,6 +150,7 @@ class SwebenchGrader:
         (log_dir / "patch.diff").write_text(patch)
         markers = Markers.fresh()
         junit: bytes | None = None
+        canary: Canary | None = None
         try:
             deadline.check("starting the container")
             with images.use(instance, log), instance_container(
@@ -172,8 +175,12 @@ class SwebenchGrader:
                 uid = self.settings.untrusted_uid if box.become_untrusted(whole_repo=False) else None
                 if uid is None:
                     log("the image has no setpriv: the tests run as root")
+                canary = (Canary.beside([*instance["FAIL_TO_PASS"], *instance["PASS_TO_PASS"]],
+                                        box.workdir) if runs_pytest else None)
+                if canary is not None:
+                    log(f"canary test {canary.path}::{canary.function} (always fails)")
                 try:
-                    script = instrument(spec.eval_script, markers, uid)
+                    script = instrument(spec.eval_script, markers, uid, canary)
                 except ScriptShapeError as exc:
                     raise InfraFailure("bad_eval_script", f"instance {instance_id}: {exc}") from exc
                 deadline.check("running the eval script")
@@ -236,6 +243,12 @@ class SwebenchGrader:
                         "is not trusted:\n  " + "\n  ".join(check.disagreements[:10]))
                 result = _fail("results_mismatch" if result.passed else result.exit_status,
                                f"{note}\n{result.trace}")
+            problem = canary.problem(statuses) if (
+                canary is not None and statuses is not None and result.passed) else None
+            if problem is not None:
+                status, why = problem
+                log(f"{status}: {why}")
+                result = _fail(status, f"{status}: {why}\n{result.trace}")
         result.trace = prefix + result.trace
         return result, report
 

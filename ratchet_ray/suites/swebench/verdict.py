@@ -10,6 +10,15 @@ The eval script's test block is rewritten (``instrument``):
   of that uid is killed, the end marker and the exit code are printed, and the script ends (no
   root step runs in the tree after the untrusted code).
 
+- a canary (``Canary.beside``): a test that always fails, written by root next to the first graded
+  test file under fresh random file and function names, and added to the run through
+  ``PYTEST_ADDOPTS``. Code under test shares pytest's process, so it can rewrite every report (the
+  JUnit report's too); forcing passes that way passes the canary as well, and
+  ``Canary.problem(statuses)`` then names it (the grader refuses such a resolution as
+  ``test_tampering``). A forger that spares exactly this test would have to tell it from the real
+  ones by a random name; that, and code that leaves other tests' reports alone, stay out of reach
+  of any check run in that process.
+
 ``split_log(stdout, output, markers)`` cuts the standard output at the real markers and rebuilds
 the log swebench parses; output that imitates swebench's own markers, or secret markers that are
 missing or repeated, raise ``Forgery``. ``junit_statuses(xml)`` reads the report into ``{node id: status}``
@@ -18,6 +27,7 @@ and ``cross_check`` lists the tests the log counts as passing that the report do
 
 from __future__ import annotations
 
+import posixpath
 import re
 import secrets
 import shlex
@@ -56,6 +66,50 @@ class Markers:
                    junit_dir=folder, junit_path=f"{folder}/{secrets.token_hex(16)}.xml")
 
 
+_SAFE_PATH = re.compile(r"[A-Za-z0-9_./-]+")
+
+
+@dataclass(frozen=True)
+class Canary:
+    """A test that always fails, under names made for this run (see the module contract)."""
+
+    path: str  # absolute, inside the repository
+    function: str
+    source: str
+
+    @classmethod
+    def beside(cls, test_ids: list[str], workdir: str) -> "Canary | None":
+        """A canary in the folder of the first pytest test id (``path.py::name``); None when no
+        id names a plain relative file (unittest-style ids: the runner is not pytest)."""
+        for test in test_ids:
+            head = test.split("::", 1)[0].removeprefix("./")
+            if ("::" not in test or not head.endswith(".py") or not _SAFE_PATH.fullmatch(head)
+                    or head.startswith("/") or ".." in head.split("/")):
+                continue
+            folder = posixpath.join(workdir, posixpath.dirname(head))
+            name, function = f"test_{secrets.token_hex(8)}", f"test_{secrets.token_hex(8)}"
+            left = secrets.randbelow(10**6)
+            right = left + 1 + secrets.randbelow(10**6)
+            return cls(path=posixpath.join(folder, f"{name}.py"), function=function,
+                       source=f"def {function}():\n    assert {left} == {right}\n")
+        return None
+
+    def problem(self, statuses: dict[str, str]) -> tuple[str, str] | None:
+        """``(exit status, why)`` when the JUnit report does not fail the canary, else None: a
+        canary reported passing (or skipped, xfailed) is ``test_tampering``; one missing from
+        a report that exists is ``results_mismatch`` (deselected, or not run as started)."""
+        suffix = f"{posixpath.basename(self.path)}::{self.function}"
+        found = [status for node, status in statuses.items()
+                 if node == suffix or node.endswith("/" + suffix)]
+        if found == ["FAILED"]:
+            return None
+        if not found:
+            return ("results_mismatch", f"the canary test {suffix} (it always fails) is missing "
+                    f"from the JUnit report: the tests did not run as the grader started them")
+        return ("test_tampering", f"the canary test {suffix}, which always fails, was reported "
+                f"{found[0]}: the code under test rewrites test outcomes")
+
+
 def _constants() -> tuple[str, str, str, str]:
     from swebench.harness.constants import (
         END_TEST_OUTPUT, START_TEST_OUTPUT, TEST_EXIT_CODE, TEST_EXIT_CODE_VAR)
@@ -63,8 +117,10 @@ def _constants() -> tuple[str, str, str, str]:
     return START_TEST_OUTPUT, END_TEST_OUTPUT, TEST_EXIT_CODE, TEST_EXIT_CODE_VAR
 
 
-def instrument(script: str, markers: Markers, uid: int | None) -> str:
-    """The eval script with secret markers, the JUnit report and (``uid``) the privilege drop."""
+def instrument(script: str, markers: Markers, uid: int | None,
+               canary: Canary | None = None) -> str:
+    """The eval script with secret markers, the JUnit report, (``uid``) the privilege drop and
+    (``canary``) the always-failing test, written by root just before the tests run."""
     start_mark, end_mark, exit_mark, exit_var = _constants()
     lines = script.split("\n")
     starts = [i for i, line in enumerate(lines) if start_mark in line]
@@ -77,6 +133,12 @@ def instrument(script: str, markers: Markers, uid: int | None) -> str:
     capture = [line for line in body if line.startswith(f"{exit_var}=")]
     tests = "\n".join(line for line in body if not line.startswith(f"{exit_var}="))
     addopts = f"--junitxml={markers.junit_path} -o junit_family=xunit1"
+    plant = []
+    if canary is not None:
+        addopts += f" {canary.path}"
+        folder = posixpath.dirname(canary.path)
+        plant = [f"mkdir -p {shlex.quote(folder)} && printf %s {shlex.quote(canary.source)} > "
+                 f"{shlex.quote(canary.path)} && chmod 0644 {shlex.quote(canary.path)}"]
     env = f'PYTEST_ADDOPTS="${{PYTEST_ADDOPTS:-}} {addopts}"'
     if uid is not None:
         env += " HOME=/tmp/ratchet-home USER=ratchet LOGNAME=ratchet"
@@ -90,7 +152,7 @@ def instrument(script: str, markers: Markers, uid: int | None) -> str:
         reap = ":"
     # No xtrace from here: traced lines go to stderr, which interleaves with stdout in any order,
     # so a traced marker or exit-code echo could land inside the test section.
-    block = ["{ set +x; } 2>/dev/null", f"mkdir -p -m 0733 {markers.junit_dir}",
+    block = ["{ set +x; } 2>/dev/null", f"mkdir -p -m 0733 {markers.junit_dir}", *plant,
              f"echo {shlex.quote(markers.start)}", run,
              *(capture or [f"{exit_var}=$?"]), reap, f"echo {shlex.quote(markers.end)}",
              f'echo "{exit_mark}: ${exit_var}"']
