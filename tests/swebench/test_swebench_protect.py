@@ -12,7 +12,8 @@ import pytest
 
 from forgeries import FORGERIES
 from ratchet_ray.suites.swebench import grading_support
-from ratchet_ray.suites.swebench.protect import harness_reason, patch_paths, unsafe_paths
+from ratchet_ray.suites.swebench.protect import (
+    harness_reason, patch_paths, runner_files, unsafe_paths)
 from ratchet_ray.suites.swebench.protect import test_files as graded_test_files
 from ratchet_ray.suites.swebench.verdict import (
     Canary, Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check, instrument,
@@ -38,15 +39,38 @@ def test_patch_paths_reads_headers_not_hunk_bodies():
     ("lib/usercustomize.py", "interpreter start-up hook"), ("x/evil.pth", "(.pth)"),
     ("pkg.egg-info/entry_points.txt", "plugin entry points"),
     ("tests/test_ops.py", "test file the instance is graded with"),
+    ("pytest.py", "shadows pytest"), ("_pytest/__init__.py", "shadows _pytest"),
+    ("pluggy.py", "shadows pluggy"), ("argparse.py", "shadows argparse"),
+    ("pytest_evil/__init__.py", "shadows pytest_evil"), ("json/__main__.py", "shadows json"),
+    ("xml.cpython-311-x86_64-linux-gnu.so", "shadows xml"),
+    ("tests/__pycache__/test_ops.cpython-311-pytest-8.0.0.pyc", "compiled bytecode"),
 ])
 def test_harness_paths(path, reason):
     assert reason in harness_reason(path, TESTS)
 
 
 @pytest.mark.parametrize("path", ["calc/ops.py", "tests/helpers.py", "tests/data/expected.txt",
-                                  "docs/conftest.rst", "tests/test_other.py"])
+                                  "docs/conftest.rst", "tests/test_other.py", "calc/pytest.py",
+                                  "tests/argparse.py", "calc.py", "json/helpers.py", "site/x.html"])
 def test_other_paths_are_the_patchs_own(path):
     assert harness_reason(path, TESTS) is None
+
+
+def test_a_root_module_shadows_only_when_the_patch_creates_it():
+    assert "shadows six" in harness_reason("six.py", TESTS, before=None)
+    assert harness_reason("six.py", TESTS, before="") is None, "the repository's own six.py"
+
+
+def test_the_test_command_s_runner_files_are_harness():
+    script = "\n".join(["#!/bin/bash", "cd /testbed", "git apply -v - <<'EOF'", "x", "EOF",
+                        ": '>>>>> Start Test Output'",
+                        "./tests/runtests.py --verbosity 2 --settings=test_sqlite admin.tests",
+                        "bin/test -C --verbose sympy/core/tests/test_basic.py",
+                        "SWEBENCH_TEST_EXIT_CODE=$?", ": '>>>>> End Test Output'", "git checkout x"])
+    runners = runner_files(script)
+    assert runners == {"tests/runtests.py", "bin/test", "sympy/core/tests/test_basic.py"}
+    assert "test command runs" in harness_reason("tests/runtests.py", TESTS, runners=runners)
+    assert runner_files("#!/bin/bash\npytest\n") == set()
 
 
 def test_config_files_count_only_their_test_sections():

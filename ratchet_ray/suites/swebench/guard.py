@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from ratchet_ray.suites.swebench.container import InstanceContainer
 from ratchet_ray.suites.swebench.infra import InfraFailure
 from ratchet_ray.suites.swebench.protect import (
-    CONTENT_CHECKED, harness_reason, patch_paths, test_files, unsafe_paths)
+    CONTENT_CHECKED, harness_reason, patch_paths, runner_files, shadowed_module, test_files,
+    unsafe_paths)
 
 
 @dataclass
@@ -39,6 +40,7 @@ class HarnessGuard:
         self.box = box
         self.base = instance["base_commit"]
         self.tests = test_files(instance)
+        self.runners = runner_files(instance.get("eval_script") or "")
         self.timeout_s = timeout_s
         self._changed0: set[str] = set()
         self._untracked0: set[str] = set()
@@ -73,7 +75,9 @@ class HarnessGuard:
             if path.rsplit("/", 1)[-1] in CONTENT_CHECKED:
                 before = self._read(f"git show {self.base}:{quoted} 2>/dev/null")
                 after = self._read(f"cat -- {quoted} 2>/dev/null")
-            reason = harness_reason(path, self.tests, before, after)
+            elif shadowed_module(path) is not None:  # only a module the patch creates counts
+                before = self._read(f"git cat-file -e {self.base}:{quoted} 2>/dev/null")
+            reason = harness_reason(path, self.tests, before, after, self.runners)
             if reason:
                 found.append((path, reason))
         return found

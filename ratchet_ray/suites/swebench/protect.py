@@ -12,15 +12,23 @@ Contracts:
 - ``patch_paths(patch)`` every path a unified/git diff names (old and new sides, renames, copies).
 - ``unsafe_paths(paths)`` the ones that escape the work tree or reach into ``.git``.
 - ``test_files(instance)`` the test files named by FAIL_TO_PASS / PASS_TO_PASS and the test patch.
-- ``harness_reason(path, tests, before, after)`` why ``path`` is harness (None when it is not);
-  ``before``/``after`` are its text at the base commit and after the patch (None: absent), read
-  only for files whose test sections are compared (``CONTENT_CHECKED``).
+- ``runner_files(eval_script)`` the repository files the eval script's test command names (a
+  runner such as django's ``tests/runtests.py`` or sympy's ``bin/test``, and test files).
+- ``harness_reason(path, tests, before, after, runners)`` why ``path`` is harness (None when it is
+  not); ``before``/``after`` are its text at the base commit and after the patch (None: absent),
+  read only for files whose test sections are compared (``CONTENT_CHECKED``) and for new modules
+  at the root of the tree (``shadowed_module``: ``python -m pytest`` puts the root first on
+  ``sys.path``, so a new ``pytest.py`` there would replace pytest, and a new ``argparse.py`` a
+  module pytest imports; only a module the patch creates counts, so the repository's own root
+  modules stay editable).
 """
 
 from __future__ import annotations
 
 import configparser
 import re
+import shlex
+import sys
 import tomllib
 from pathlib import PurePosixPath
 from typing import Any, Iterable
@@ -38,7 +46,17 @@ HARNESS_NAMES = {
     "usercustomize.py": "interpreter start-up hook",
     "entry_points.txt": "plugin entry points",
 }
-HARNESS_SUFFIXES = {".pth": "interpreter start-up hook (.pth)"}
+HARNESS_SUFFIXES = {".pth": "interpreter start-up hook (.pth)",
+                    ".pyc": "compiled bytecode (runs in place of its source)",
+                    ".pyo": "compiled bytecode (runs in place of its source)"}
+# Modules the test run imports from outside the tree: the standard library, pytest and what
+# pytest and its common plugins import at start-up (``pytest*``/``_pytest*`` names too).
+RUNNER_MODULES = frozenset(sys.stdlib_module_names) | {
+    "pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "tomli", "exceptiongroup",
+    "colorama", "attr", "attrs", "more_itertools", "atomicwrites", "importlib_metadata", "zipp",
+    "wcwidth", "six", "typing_extensions", "pygments", "xdist", "execnet", "coverage",
+    "hypothesis", "setuptools", "pkg_resources", "_distutils_hack"}
+_MODULE_SUFFIXES = (".py", ".pyc", ".so", ".pyd")
 # Files that are harness only where their test sections changed.
 CONTENT_CHECKED = ("setup.cfg", "pyproject.toml", "setup.py")
 INI_TEST_SECTIONS = re.compile(r"^(pytest|tool:pytest|tox|tox:.*|testenv.*)$")
@@ -48,6 +66,7 @@ _DIFF_GIT = re.compile(r'^diff --git (?:"?a/(.+?)"?) (?:"?b/(.+?)"?)$')
 _FILE_LINE = re.compile(r"^(?:---|\+\+\+) (?:\"?[ab]/)?(.+?)\"?(?:\t.*)?$")
 _RENAME = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_RELATIVE_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
 
 
 def patch_paths(patch: str) -> set[str]:
@@ -106,6 +125,46 @@ def test_files(instance: dict[str, Any]) -> set[str]:
     return files
 
 
+def runner_files(eval_script: str) -> set[str]:
+    """Relative file paths among the words of the test command (see the module contract)."""
+    from swebench.harness.constants import END_TEST_OUTPUT, START_TEST_OUTPUT
+
+    lines = eval_script.split("\n")
+    starts = [i for i, line in enumerate(lines) if START_TEST_OUTPUT in line]
+    ends = [i for i, line in enumerate(lines) if END_TEST_OUTPUT in line]
+    if not starts or not ends:
+        return set()
+    files = set()
+    for line in lines[starts[0] + 1:ends[-1]]:
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:
+            continue
+        for word in words:
+            word = word.removeprefix("./")
+            if ("/" in word or word.endswith(".py")) and _RELATIVE_FILE.fullmatch(word) \
+                    and not unsafe_paths([word]):
+                files.add(word)
+    return files
+
+
+def shadowed_module(path: str) -> str | None:
+    """The runner module a file at ``path`` would replace, if it is a module at the root of the
+    tree (``name.py``/``.pyc``/``.so``, or ``name/__init__.py``/``__main__.py``) with a
+    ``RUNNER_MODULES`` name; else None."""
+    parts = PurePosixPath(path).parts
+    if len(parts) == 1 and parts[0].endswith(_MODULE_SUFFIXES):
+        name = parts[0].split(".", 1)[0]
+    elif len(parts) == 2 and parts[1].split(".", 1)[0] in ("__init__", "__main__") \
+            and parts[1].endswith(_MODULE_SUFFIXES):
+        name = parts[0]
+    else:
+        return None
+    if name in RUNNER_MODULES or name.startswith(("pytest", "_pytest")):
+        return name
+    return None
+
+
 def _ini_sections(text: str) -> dict[str, dict[str, str]]:
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     parser.read_string(text)
@@ -139,7 +198,7 @@ def _test_sections(name: str, text: str | None) -> Any:
 
 
 def harness_reason(path: str, tests: set[str], before: str | None = None,
-                   after: str | None = None) -> str | None:
+                   after: str | None = None, runners: set[str] = frozenset()) -> str | None:
     """Why ``path`` is part of the test harness, or None (see the module contract)."""
     name = PurePosixPath(path).name
     if name in HARNESS_NAMES:
@@ -149,6 +208,11 @@ def harness_reason(path: str, tests: set[str], before: str | None = None,
             return reason
     if path in tests:
         return "test file the instance is graded with"
+    if path in runners:
+        return "a file the eval script's test command runs"
+    module = shadowed_module(path)
+    if module is not None and before is None:
+        return f"a new module at the root that shadows {module}, which the test run imports"
     if name in CONTENT_CHECKED:
         try:
             old = _test_sections(name, before)
