@@ -12,12 +12,11 @@ import pytest
 
 from forgeries import FORGERIES
 from ratchet_ray.suites.swebench import grading_support
-from ratchet_ray.suites.swebench.protect import (
-    harness_reason, patch_paths, runner_files, unsafe_paths)
+from ratchet_ray.suites.swebench.protect import harness_reason, patch_paths, unsafe_paths
 from ratchet_ray.suites.swebench.protect import test_files as graded_test_files
 from ratchet_ray.suites.swebench.verdict import (
     Canary, Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check, instrument,
-    junit_statuses, split_log)
+    junit_statuses, runner_files, split_log)
 
 TESTS = {"tests/test_ops.py"}
 

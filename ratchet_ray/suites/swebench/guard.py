@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from ratchet_ray.suites.swebench.container import InstanceContainer
 from ratchet_ray.suites.swebench.infra import InfraFailure
 from ratchet_ray.suites.swebench.protect import (
-    CONTENT_CHECKED, harness_reason, patch_paths, runner_files, shadowed_module, test_files,
-    unsafe_paths)
+    CONTENT_CHECKED, harness_reason, patch_paths, shadowed_module, test_files, unsafe_paths)
+from ratchet_ray.suites.swebench.verdict import runner_files
 
 
 @dataclass

@@ -12,11 +12,11 @@ Contracts:
 - ``patch_paths(patch)`` every path a unified/git diff names (old and new sides, renames, copies).
 - ``unsafe_paths(paths)`` the ones that escape the work tree or reach into ``.git``.
 - ``test_files(instance)`` the test files named by FAIL_TO_PASS / PASS_TO_PASS and the test patch.
-- ``runner_files(eval_script)`` the repository files the eval script's test command names (a
-  runner such as django's ``tests/runtests.py`` or sympy's ``bin/test``, and test files).
+- ``repo_relative_file(word)`` the word as a plain relative path inside the tree, or None.
 - ``harness_reason(path, tests, before, after, runners)`` why ``path`` is harness (None when it is
-  not); ``before``/``after`` are its text at the base commit and after the patch (None: absent),
-  read only for files whose test sections are compared (``CONTENT_CHECKED``) and for new modules
+  not); ``runners`` are the files the test command names (``verdict.runner_files``);
+  ``before``/``after`` are its text at the base commit and after the patch (None: absent), read
+  only for files whose test sections are compared (``CONTENT_CHECKED``) and for new modules
   at the root of the tree (``shadowed_module``: ``python -m pytest`` puts the root first on
   ``sys.path``, so a new ``pytest.py`` there would replace pytest, and a new ``argparse.py`` a
   module pytest imports; only a module the patch creates counts, so the repository's own root
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import configparser
 import re
-import shlex
 import sys
 import tomllib
 from pathlib import PurePosixPath
@@ -125,27 +124,13 @@ def test_files(instance: dict[str, Any]) -> set[str]:
     return files
 
 
-def runner_files(eval_script: str) -> set[str]:
-    """Relative file paths among the words of the test command (see the module contract)."""
-    from swebench.harness.constants import END_TEST_OUTPUT, START_TEST_OUTPUT
-
-    lines = eval_script.split("\n")
-    starts = [i for i, line in enumerate(lines) if START_TEST_OUTPUT in line]
-    ends = [i for i, line in enumerate(lines) if END_TEST_OUTPUT in line]
-    if not starts or not ends:
-        return set()
-    files = set()
-    for line in lines[starts[0] + 1:ends[-1]]:
-        try:
-            words = shlex.split(line, comments=True)
-        except ValueError:
-            continue
-        for word in words:
-            word = word.removeprefix("./")
-            if ("/" in word or word.endswith(".py")) and _RELATIVE_FILE.fullmatch(word) \
-                    and not unsafe_paths([word]):
-                files.add(word)
-    return files
+def repo_relative_file(word: str) -> str | None:
+    """``word`` (a leading ``./`` dropped) when it is a plain relative path inside the tree:
+    letters, digits, ``_ . / -`` only, and not ``unsafe``; else None."""
+    word = word.removeprefix("./")
+    if _RELATIVE_FILE.fullmatch(word) and not unsafe_paths([word]):
+        return word
+    return None
 
 
 def shadowed_module(path: str) -> str | None:

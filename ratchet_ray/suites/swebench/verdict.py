@@ -19,6 +19,9 @@ The eval script's test block is rewritten (``instrument``):
   ones by a random name; that, and code that leaves other tests' reports alone, stay out of reach
   of any check run in that process.
 
+``runner_files(eval_script)`` lists the repository files the test command names (the guard
+restores them like test files).
+
 ``split_log(stdout, output, markers)`` cuts the standard output at the real markers and rebuilds
 the log swebench parses; output that imitates swebench's own markers, or secret markers that are
 missing or repeated, raise ``Forgery``. ``junit_statuses(xml)`` reads the report into ``{node id: status}``
@@ -34,6 +37,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 from xml.etree import ElementTree
+
+from ratchet_ray.suites.swebench.protect import repo_relative_file
 
 MAX_JUNIT_BYTES = 64 * 2**20
 PASSING = ("PASSED", "XFAIL")
@@ -66,9 +71,6 @@ class Markers:
                    junit_dir=folder, junit_path=f"{folder}/{secrets.token_hex(16)}.xml")
 
 
-_SAFE_PATH = re.compile(r"[A-Za-z0-9_./-]+")
-
-
 @dataclass(frozen=True)
 class Canary:
     """A test that always fails, under names made for this run (see the module contract)."""
@@ -82,9 +84,8 @@ class Canary:
         """A canary in the folder of the first pytest test id (``path.py::name``); None when no
         id names a plain relative file (unittest-style ids: the runner is not pytest)."""
         for test in test_ids:
-            head = test.split("::", 1)[0].removeprefix("./")
-            if ("::" not in test or not head.endswith(".py") or not _SAFE_PATH.fullmatch(head)
-                    or head.startswith("/") or ".." in head.split("/")):
+            head = repo_relative_file(test.split("::", 1)[0])
+            if "::" not in test or head is None or not head.endswith(".py"):
                 continue
             folder = posixpath.join(workdir, posixpath.dirname(head))
             name, function = f"test_{secrets.token_hex(8)}", f"test_{secrets.token_hex(8)}"
@@ -117,18 +118,46 @@ def _constants() -> tuple[str, str, str, str]:
     return START_TEST_OUTPUT, END_TEST_OUTPUT, TEST_EXIT_CODE, TEST_EXIT_CODE_VAR
 
 
-def instrument(script: str, markers: Markers, uid: int | None,
-               canary: Canary | None = None) -> str:
-    """The eval script with secret markers, the JUnit report, (``uid``) the privilege drop and
-    (``canary``) the always-failing test, written by root just before the tests run."""
-    start_mark, end_mark, exit_mark, exit_var = _constants()
-    lines = script.split("\n")
+def _test_block(lines: list[str]) -> tuple[int, int]:
+    """Line numbers of swebench's start and end markers around the test command."""
+    start_mark, end_mark, _, _ = _constants()
     starts = [i for i, line in enumerate(lines) if start_mark in line]
     ends = [i for i, line in enumerate(lines) if end_mark in line]
     if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
         raise ScriptShapeError(f"eval script: expected one {start_mark!r} line before one "
                                f"{end_mark!r} line, found {len(starts)} and {len(ends)}")
-    begin, stop = starts[0], ends[0]
+    return starts[0], ends[0]
+
+
+def runner_files(eval_script: str) -> set[str]:
+    """The repository files the test command names: a runner such as django's
+    ``tests/runtests.py`` or sympy's ``bin/test``, and test files (words that are plain relative
+    paths with a ``/`` or ending in ``.py``); empty for a script without the markers."""
+    lines = eval_script.split("\n")
+    try:
+        begin, stop = _test_block(lines)
+    except ScriptShapeError:
+        return set()
+    files = set()
+    for line in lines[begin + 1:stop]:
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:
+            continue
+        for word in words:
+            path = repo_relative_file(word)
+            if path is not None and ("/" in path or path.endswith(".py")):
+                files.add(path)
+    return files
+
+
+def instrument(script: str, markers: Markers, uid: int | None,
+               canary: Canary | None = None) -> str:
+    """The eval script with secret markers, the JUnit report, (``uid``) the privilege drop and
+    (``canary``) the always-failing test, written by root just before the tests run."""
+    _, _, exit_mark, exit_var = _constants()
+    lines = script.split("\n")
+    begin, stop = _test_block(lines)
     body = lines[begin + 1:stop]
     capture = [line for line in body if line.startswith(f"{exit_var}=")]
     tests = "\n".join(line for line in body if not line.startswith(f"{exit_var}="))
