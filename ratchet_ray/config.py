@@ -168,6 +168,11 @@ class CuratorSettings(BaseModel):
     """Hard cap C on ACTIVE skills; a full bank evicts the lowest-contribution skill."""
     counterfactual: CounterfactualSettings = Field(default_factory=CounterfactualSettings)
     """Opt-in counterfactual probes and retirement on c_cf (off in the Default)."""
+    retire_on_tampering: bool = True
+    """Deprecate at once (reason ``tampering``) a skill whose routed attempt was graded as an
+    attack on the grader, whatever its trials or score; false replicates the paper's Default."""
+    tampering_overrides_do_not_retire: bool = False
+    """Let that rule retire a ``do_not_retire`` skill too (off: such a skill is only reported)."""
 
 
 class RollbackSettings(BaseModel):
