@@ -43,3 +43,21 @@ def test_every_node_gets_the_makefiles_install_and_the_sandbox():
     for name, node_type in TYPES.items():
         disks = node_type["node_config"].get("BlockDeviceMappings", [])
         assert disks and disks[0]["Ebs"]["VolumeSize"] >= 100, name
+
+
+def test_setup_commands_that_edit_the_shell_profile_are_idempotent(tmp_path):
+    # `ray up` reruns setup_commands on every call: a profile line must land once, not per run.
+    import subprocess
+
+    editing = [c for c in CLUSTER["setup_commands"] if "~/.bashrc" in c]
+    assert editing, "cluster.yaml no longer puts the venv on PATH through ~/.bashrc"
+    profile = tmp_path / ".bashrc"
+    profile.write_text("# the user's own lines\n")
+    contents = []
+    for _ in range(3):
+        for command in editing:
+            subprocess.run(["bash", "-c", command], env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+                           check=True)
+        contents.append(profile.read_text())
+    assert contents[0] == contents[1] == contents[2]
+    assert contents[0].count(".venv/bin") == 1 and contents[0].startswith("# the user's own lines")
