@@ -178,6 +178,7 @@ class CuratorSettings(BaseModel):
 class RollbackSettings(BaseModel):
     model_config = _STRICT
     enabled: bool = True
+    """False turns the rollback gate off (no bank is ever restored)."""
     threshold: float = Field(default=0.10, ge=0.0, le=1.0)
     """A round regresses when eval pass@1 is more than this below the best so far."""
     consecutive: int = Field(default=5, ge=1)
@@ -187,8 +188,11 @@ class RollbackSettings(BaseModel):
 class WorkerSettings(BaseModel):
     model_config = _STRICT
     solvers: int = Field(default=2, ge=1)
+    """Solver actors (route + solve); ``--workers N`` sets solvers and graders."""
     graders: int = Field(default=2, ge=1)
+    """Grader actors (one sandbox or Docker harness each)."""
     critics: int = Field(default=1, ge=1)
+    """Critic actors."""
 
 
 class GraderSettings(BaseModel):
@@ -286,6 +290,7 @@ class LoopConfig(BaseModel):
     mapping (YAML, ``--set <suite>.key=value``, old run dirs) is the same section. Read one with
     ``ratchet_ray.suites.settings_for(config)``."""
     arm: str = "default"
+    """Ablation arm name, recorded in every capsule (the arm files set it: A1..A8)."""
     seed: int = 42
     """Decides the split (without a subset), the order tasks are attempted and batched, the
     order verdicts enter canonicalisation and clustering, and the sampling seed of every LLM
@@ -293,14 +298,19 @@ class LoopConfig(BaseModel):
     rounds: int = Field(default=100, ge=0)
     """The paper's 100 for MBPP+; ``configs/swebench.yaml`` sets SWE-bench's 20."""
     n_train: int = Field(default=60, ge=0)
+    """Train tasks drawn at random (by ``seed``) when no ``subset`` is given."""
     n_eval: int = Field(default=40, ge=0)
+    """Held-out eval tasks drawn at random (by ``seed``) when no ``subset`` is given."""
     subset: str | None = None
     """Path of a hard-subset file (results/subsets/...json); overrides n_train/n_eval."""
     dataset_path: str | None = None
     """Local dataset file for offline use; for the ``mbpp`` suite the default is
     ``$MBPP_OVERRIDE_PATH`` (that variable names an MBPP+ file, never another suite's data)."""
     results_dir: str = "results"
+    """Where run dirs are created (``<results_dir>/<suite>/<run name>``); give an absolute path
+    on a cluster, where a job's working dir is a temporary copy."""
     tag: str | None = None
+    """Suffix of the run dir's name (``..._<tag>``)."""
     llm: LLMSettings = Field(default_factory=LLMSettings)
     router: RouterSettings = Field(default_factory=RouterSettings)
     synth: SynthSettings = Field(default_factory=SynthSettings)
