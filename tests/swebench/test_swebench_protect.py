@@ -1,13 +1,9 @@
 """The verdict's protections without Docker: harness paths, the script rewrite, the log split,
-the JUnit cross-check and atomic reports."""
+the JUnit cross-check and atomic reports (canaries, sentinel and screen: test_swebench_canaries.py)."""
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
-
 import pytest
 
 from forgeries import FORGERIES
@@ -15,7 +11,7 @@ from ratchet_ray.suites.swebench import grading_support
 from ratchet_ray.suites.swebench.protect import harness_reason, patch_paths, unsafe_paths
 from ratchet_ray.suites.swebench.protect import test_files as graded_test_files
 from ratchet_ray.suites.swebench.verdict import (
-    Canary, Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check, instrument,
+    Forgery, Markers, MarkersMissing, RunExtras, ScriptShapeError, cross_check, instrument,
     junit_statuses, runner_files, split_log)
 
 TESTS = {"tests/test_ops.py"}
@@ -113,6 +109,16 @@ def test_instrument_hides_the_markers_and_drops_root():
     assert Markers.fresh().start != markers.start
     with pytest.raises(ScriptShapeError):
         instrument("#!/bin/bash\npytest\n", markers, None)
+    extras = RunExtras(root_steps=("cat /stage/0.planted > /testbed/tests/test_ops.py",),
+                       addopts="-p ratchet_sentinel_x", pythonpath="/var/lib/ratchet/sentinel-y")
+    script = instrument(SCRIPT, markers, 65534, extras)
+    lines = script.split("\n")
+    plant = lines.index(extras.root_steps[0])
+    assert plant < lines.index(f"echo {markers.start}"), "root plants before the untrusted block"
+    run = next(line for line in lines if "setpriv --reuid=65534" in line and "pytest" in line)
+    assert "-p ratchet_sentinel_x --junitxml=" in run
+    assert 'PYTHONPATH="/var/lib/ratchet/sentinel-y${PYTHONPATH:+:$PYTHONPATH}"' in run
+    assert "0.planted" not in run, "nothing the test process can read names a canary"
 
 
 def _out(markers: Markers, section: str, after: str = ">>>>> Test Exit Code: 0") -> str:
@@ -175,56 +181,3 @@ def test_reports_are_written_atomically_and_broken_ones_dropped(tmp_path, monkey
     assert [p.name for p in path.parent.iterdir()] == ["report.json"]
     path.write_text('{"grade": {"pass')
     assert grading_support.read_report(store, "i/report.json") is None and not path.exists()
-
-
-def test_a_canary_sits_beside_the_first_pytest_test_and_only_there():
-    canary = Canary.beside(["test_y (admin.tests.Case)", "tests/unit/test_a.py::test_x[1]"], "/testbed")
-    assert canary.path.startswith("/testbed/tests/unit/test_") and canary.path.endswith(".py")
-    assert canary.source.startswith(f"def {canary.function}():")
-    assert Canary.beside(["tests/test_a.py::t"], "/w").path != Canary.beside(["tests/test_a.py::t"], "/w").path
-    for ids in (["test_y (admin.tests.Case)"], ["../up/test_a.py::t"], ["/abs/test_a.py::t"],
-                ["tests/te st.py::t"], ["tests/test_a.py"]):
-        assert Canary.beside(ids, "/testbed") is None, ids
-    name = f"{canary.path.rsplit('/', 1)[1]}::{canary.function}"
-    assert canary.problem({f"tests/unit/{name}": "FAILED"}) is None
-    assert canary.problem({name: "PASSED"})[0] == "test_tampering"
-    assert canary.problem({f"x/{name}": "XFAIL"})[0] == "test_tampering"
-    assert canary.problem({"tests/unit/test_a.py::test_x[1]": "PASSED"})[0] == "results_mismatch"
-
-
-OPS = "def add(a, b):\n    return a - b\n"
-FORCE_IN_PROCESS = (
-    "import sys\n\n\ndef _force_passes():\n    from _pytest.reports import TestReport\n"
-    "    original = TestReport.__init__\n\n    def forced(self, *args, **kwargs):\n"
-    "        original(self, *args, **kwargs)\n        self.outcome, self.longrepr = 'passed', None\n\n"
-    "    TestReport.__init__ = forced\n\n\nif '_pytest' in sys.modules:\n    _force_passes()\n")
-
-
-@pytest.mark.parametrize("ops, expected", [
-    ("def add(a, b):\n    return a + b\n", None),      # an honest fix: the canary fails, as it must
-    (FORCE_IN_PROCESS + OPS, "test_tampering"),          # the bug stays, every report says passed
-])
-def test_the_canary_gives_away_reports_rewritten_in_the_test_process(tmp_path, ops, expected):
-    """The instrumented block, run for real by bash and pytest (no container, no uid drop): the
-    forgery passes the graded test in the JUnit report too, and only the canary shows it."""
-    repo = tmp_path / "repo"
-    (repo / "calc").mkdir(parents=True)
-    (repo / "tests").mkdir()
-    (repo / "calc" / "__init__.py").write_text("")
-    (repo / "calc" / "ops.py").write_text(ops)
-    (repo / "tests" / "test_ops.py").write_text(
-        "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
-    script = "\n".join(["#!/bin/bash", "set -uxo pipefail", f"cd {repo}", ": '>>>>> Start Test Output'",
-                        f"{sys.executable} -m pytest -rA -p no:cacheprovider tests/test_ops.py",
-                        ": '>>>>> End Test Output'", ""])
-    markers = Markers.fresh()
-    canary = Canary.beside(["tests/test_ops.py::test_add"], str(repo))
-    run = subprocess.run(["bash", "-c", instrument(script, markers, None, canary)],
-                         capture_output=True, text=True, timeout=120)
-    log, section = split_log(run.stdout, run.stdout + run.stderr, markers)
-    with open(markers.junit_path, "rb") as report:
-        statuses = junit_statuses(report.read())
-    shutil.rmtree(markers.junit_dir)
-    assert statuses["tests/test_ops.py::test_add"] == "PASSED", section
-    problem = canary.problem(statuses)
-    assert (problem and problem[0]) == expected, (problem, section)

@@ -15,9 +15,12 @@ Per ``grade(task, patch)`` (idempotent per instance and patch: a finished report
 6. the output between the real markers is parsed by swebench's ``get_eval_report`` (the log
    imitates a marker -> ``test_tampering``; no markers -> ``tests_errored``); for pytest runners
    every test the log counts as passing must pass in the JUnit report too, else
-   ``results_mismatch``, and a resolution needs the run's canary test failed in that report
-   (``verdict.Canary``: reported passing -> ``test_tampering``, missing -> ``results_mismatch``);
+   ``results_mismatch``; then the layers of ``protections`` (canaries hidden in the graded
+   test files, the sentinel plugin in pytest's process): tampering they see is
+   ``test_tampering``, a resolution they cannot vouch for ``results_mismatch``;
    resolved -> ``passed=True``, else ``unresolved`` / ``tests_errored``.
+A patch whose added lines reach for pytest's internals (``screen``) is ``test_tampering`` before
+any container starts.
 Every failure above is the patch's (``infra_failure=False``). Infrastructure faults (image missing,
 daemon errors, setup past the deadline, an eval script without markers, swebench's environment-tier
 log signatures) return ``infra_failure=True`` with the reason as ``exit_status``. The container is
@@ -49,9 +52,10 @@ from ratchet_ray.suites.swebench.images import InstanceImages
 from ratchet_ray.suites.swebench.protect import patch_paths, unsafe_paths
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception, infra_reason_from_report
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
+from ratchet_ray.suites.swebench.protections import Protections, screen_patch
 from ratchet_ray.suites.swebench.verdict import (
-    MAX_JUNIT_BYTES, Canary, Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check,
-    instrument, junit_statuses, pytest_parser, split_log)
+    MAX_JUNIT_BYTES, Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check, instrument,
+    junit_statuses, pytest_parser, split_log, printed_exit_code)
 from ratchet_ray.types import GradeResult, Task
 
 LOG_SUBDIR = Path("logs") / "swebench"
@@ -142,6 +146,9 @@ class SwebenchGrader:
         if escaping:  # before any apply command, which might follow such a path
             return _fail("test_tampering", "test_tampering: the patch writes outside the work "
                          f"tree or into .git: {', '.join(escaping[:10])}"), {"test_tampering": escaping}
+        screened = screen_patch(instance, patch)
+        if screened is not None:
+            return _fail("test_tampering", screened), {"test_tampering": screened}
         deadline = Deadline(self.limits.instance_deadline_s)
         images = deadline.run("connecting to Docker", self._harness)
         image = deadline.run("obtaining the image", lambda: images.ensure(instance, log))
@@ -150,7 +157,6 @@ class SwebenchGrader:
         (log_dir / "patch.diff").write_text(patch)
         markers = Markers.fresh()
         junit: bytes | None = None
-        canary: Canary | None = None
         try:
             deadline.check("starting the container")
             with images.use(instance, log), instance_container(
@@ -175,12 +181,9 @@ class SwebenchGrader:
                 uid = self.settings.untrusted_uid if box.become_untrusted(whole_repo=False) else None
                 if uid is None:
                     log("the image has no setpriv: the tests run as root")
-                canary = (Canary.beside([*instance["FAIL_TO_PASS"], *instance["PASS_TO_PASS"]],
-                                        box.workdir) if runs_pytest else None)
-                if canary is not None:
-                    log(f"canary test {canary.path}::{canary.function} (always fails)")
+                layers = Protections.prepare(box, instance, spec.eval_script, markers, runs_pytest, log)
                 try:
-                    script = instrument(spec.eval_script, markers, uid, canary)
+                    script = instrument(spec.eval_script, markers, uid, layers.extras)
                 except ScriptShapeError as exc:
                     raise InfraFailure("bad_eval_script", f"instance {instance_id}: {exc}") from exc
                 deadline.check("running the eval script")
@@ -194,6 +197,7 @@ class SwebenchGrader:
                 run.disk_exceeded = run.disk_exceeded or (
                     box.writable_bytes() > self.settings.disk_mb * 2**20)
                 if runs_pytest and not (run.timed_out or run.disk_exceeded):
+                    layers.collect(box)
                     try:
                         junit = box.read_file(markers.junit_path, MAX_JUNIT_BYTES)
                     except ValueError as exc:
@@ -229,28 +233,31 @@ class SwebenchGrader:
                                      f"{tail(section)}"), None
         result = self._verdict(report, section)
         if runs_pytest:
-            statuses = None
-            if junit is not None:
-                try:
-                    statuses = junit_statuses(junit)
-                except Forgery as exc:
-                    return _fail("test_tampering", f"{prefix}test_tampering: {exc}"), report
-            check = cross_check(report, statuses, options_form)
-            report["junit_disagreements"] = check.disagreements
-            if not check.agree:
-                log("log and JUnit report disagree: " + "; ".join(check.disagreements[:5]))
-                note = ("results_mismatch: the test log and the JUnit report disagree, so the log "
-                        "is not trusted:\n  " + "\n  ".join(check.disagreements[:10]))
-                result = _fail("results_mismatch" if result.passed else result.exit_status,
-                               f"{note}\n{result.trace}")
-            problem = canary.problem(statuses) if (
-                canary is not None and statuses is not None and result.passed) else None
-            if problem is not None:
-                status, why = problem
-                log(f"{status}: {why}")
-                result = _fail(status, f"{status}: {why}\n{result.trace}")
+            result = self._judge(result, report, junit, layers, printed_exit_code(run.stdout, markers),
+                                 options_form, log)
         result.trace = prefix + result.trace
         return result, report
+
+    @staticmethod
+    def _judge(result: GradeResult, report: dict, junit: bytes | None, layers: Protections,
+               exit_code: int | None, options_form: bool, log: InstanceLog) -> GradeResult:
+        """The log's verdict checked against the JUnit report, the canaries and the sentinel
+        (``protections``); a report that is not JUnit XML is ``test_tampering``."""
+        statuses = None
+        if junit is not None:
+            try:
+                statuses = junit_statuses(junit)
+            except Forgery as exc:
+                return _fail("test_tampering", f"test_tampering: {exc}")
+        check = cross_check(report, statuses, options_form)
+        report["junit_disagreements"] = check.disagreements
+        if not check.agree:
+            log("log and JUnit report disagree: " + "; ".join(check.disagreements[:5]))
+            note = ("results_mismatch: the test log and the JUnit report disagree, so the log "
+                    "is not trusted:\n  " + "\n  ".join(check.disagreements[:10]))
+            result = _fail("results_mismatch" if result.passed else result.exit_status,
+                           f"{note}\n{result.trace}")
+        return layers.judge(result, statuses, exit_code, log)
 
     def _apply(self, box: InstanceContainer, patch_file: str, log: InstanceLog) -> tuple[bool, str]:
         """swebench's apply chain: each fallback from a pristine tree, then a reverse check."""

@@ -10,17 +10,13 @@ The eval script's test block is rewritten (``instrument``):
   of that uid is killed, the end marker and the exit code are printed, and the script ends (no
   root step runs in the tree after the untrusted code).
 
-- a canary (``Canary.beside``): a test that always fails, written by root next to the first graded
-  test file under fresh random file and function names, and added to the run through
-  ``PYTEST_ADDOPTS``. Code under test shares pytest's process, so it can rewrite every report (the
-  JUnit report's too); forcing passes that way passes the canary as well, and
-  ``Canary.problem(statuses)`` then names it (the grader refuses such a resolution as
-  ``test_tampering``). A forger that spares exactly this test would have to tell it from the real
-  ones by a random name; that, and code that leaves other tests' reports alone, stay out of reach
-  of any check run in that process.
+- ``RunExtras``: root steps just before the tests (the canaries of ``canaries``, written into
+  the graded test files) and pytest options and a ``PYTHONPATH`` entry (the sentinel plugin of
+  ``sentinel``, loaded first from a root-owned folder). Nothing in the environment names a canary.
 
-``runner_files(eval_script)`` lists the repository files the test command names (the guard
-restores them like test files).
+``command_words(eval_script)`` are the test command's shell words; ``runner_files(eval_script)`` the
+repository files among them (the guard restores them like test files); ``printed_exit_code`` the
+command's exit code as the trusted script printed it after the end marker.
 
 ``split_log(stdout, output, markers)`` cuts the standard output at the real markers and rebuilds
 the log swebench parses; output that imitates swebench's own markers, or secret markers that are
@@ -30,7 +26,6 @@ and ``cross_check`` lists the tests the log counts as passing that the report do
 
 from __future__ import annotations
 
-import posixpath
 import re
 import secrets
 import shlex
@@ -72,43 +67,14 @@ class Markers:
 
 
 @dataclass(frozen=True)
-class Canary:
-    """A test that always fails, under names made for this run (see the module contract)."""
+class RunExtras:
+    """What the grader adds around the test command: ``root_steps`` run as root just before it
+    (planting the canaries), ``addopts`` go into ``PYTEST_ADDOPTS`` and ``pythonpath`` is put
+    first on ``PYTHONPATH`` (the sentinel plugin's root-owned folder)."""
 
-    path: str  # absolute, inside the repository
-    function: str
-    source: str
-
-    @classmethod
-    def beside(cls, test_ids: list[str], workdir: str) -> "Canary | None":
-        """A canary in the folder of the first pytest test id (``path.py::name``); None when no
-        id names a plain relative file (unittest-style ids: the runner is not pytest)."""
-        for test in test_ids:
-            head = repo_relative_file(test.split("::", 1)[0])
-            if "::" not in test or head is None or not head.endswith(".py"):
-                continue
-            folder = posixpath.join(workdir, posixpath.dirname(head))
-            name, function = f"test_{secrets.token_hex(8)}", f"test_{secrets.token_hex(8)}"
-            left = secrets.randbelow(10**6)
-            right = left + 1 + secrets.randbelow(10**6)
-            return cls(path=posixpath.join(folder, f"{name}.py"), function=function,
-                       source=f"def {function}():\n    assert {left} == {right}\n")
-        return None
-
-    def problem(self, statuses: dict[str, str]) -> tuple[str, str] | None:
-        """``(exit status, why)`` when the JUnit report does not fail the canary, else None: a
-        canary reported passing (or skipped, xfailed) is ``test_tampering``; one missing from
-        a report that exists is ``results_mismatch`` (deselected, or not run as started)."""
-        suffix = f"{posixpath.basename(self.path)}::{self.function}"
-        found = [status for node, status in statuses.items()
-                 if node == suffix or node.endswith("/" + suffix)]
-        if found == ["FAILED"]:
-            return None
-        if not found:
-            return ("results_mismatch", f"the canary test {suffix} (it always fails) is missing "
-                    f"from the JUnit report: the tests did not run as the grader started them")
-        return ("test_tampering", f"the canary test {suffix}, which always fails, was reported "
-                f"{found[0]}: the code under test rewrites test outcomes")
+    root_steps: tuple[str, ...] = ()
+    addopts: str = ""
+    pythonpath: str | None = None
 
 
 def _constants() -> tuple[str, str, str, str]:
@@ -129,46 +95,57 @@ def _test_block(lines: list[str]) -> tuple[int, int]:
     return starts[0], ends[0]
 
 
-def runner_files(eval_script: str) -> set[str]:
-    """The repository files the test command names: a runner such as django's
-    ``tests/runtests.py`` or sympy's ``bin/test``, and test files (words that are plain relative
-    paths with a ``/`` or ending in ``.py``); empty for a script without the markers."""
+def command_words(eval_script: str) -> list[str]:
+    """The shell words of the test command (between swebench's markers); empty without them."""
     lines = eval_script.split("\n")
     try:
         begin, stop = _test_block(lines)
     except ScriptShapeError:
-        return set()
-    files = set()
+        return []
+    words: list[str] = []
     for line in lines[begin + 1:stop]:
         try:
-            words = shlex.split(line, comments=True)
+            words.extend(shlex.split(line, comments=True))
         except ValueError:
             continue
-        for word in words:
-            path = repo_relative_file(word)
-            if path is not None and ("/" in path or path.endswith(".py")):
-                files.add(path)
+    return words
+
+
+def runner_files(eval_script: str) -> set[str]:
+    """The repository files the test command names: a runner such as django's
+    ``tests/runtests.py`` or sympy's ``bin/test``, and test files (words that are plain relative
+    paths with a ``/`` or ending in ``.py``); empty for a script without the markers."""
+    files = set()
+    for word in command_words(eval_script):
+        path = repo_relative_file(word)
+        if path is not None and ("/" in path or path.endswith(".py")):
+            files.add(path)
     return files
 
 
+def printed_exit_code(stdout: str, markers: Markers) -> int | None:
+    """The test command's exit code as the trusted script printed it after the end marker."""
+    _, _, exit_mark, _ = _constants()
+    after = stdout.split(markers.end, 1)[1] if markers.end in stdout else ""
+    m = re.search(re.escape(exit_mark) + r":\s*(-?\d+)", after)
+    return int(m.group(1)) if m else None
+
+
 def instrument(script: str, markers: Markers, uid: int | None,
-               canary: Canary | None = None) -> str:
+               extras: RunExtras = RunExtras()) -> str:
     """The eval script with secret markers, the JUnit report, (``uid``) the privilege drop and
-    (``canary``) the always-failing test, written by root just before the tests run."""
+    the grader's ``extras`` (the canaries planted by root, the sentinel plugin)."""
     _, _, exit_mark, exit_var = _constants()
     lines = script.split("\n")
     begin, stop = _test_block(lines)
     body = lines[begin + 1:stop]
     capture = [line for line in body if line.startswith(f"{exit_var}=")]
     tests = "\n".join(line for line in body if not line.startswith(f"{exit_var}="))
-    addopts = f"--junitxml={markers.junit_path} -o junit_family=xunit1"
-    plant = []
-    if canary is not None:
-        addopts += f" {canary.path}"
-        folder = posixpath.dirname(canary.path)
-        plant = [f"mkdir -p {shlex.quote(folder)} && printf %s {shlex.quote(canary.source)} > "
-                 f"{shlex.quote(canary.path)} && chmod 0644 {shlex.quote(canary.path)}"]
+    addopts = f"{extras.addopts} --junitxml={markers.junit_path} -o junit_family=xunit1".strip()
+    plant = list(extras.root_steps)
     env = f'PYTEST_ADDOPTS="${{PYTEST_ADDOPTS:-}} {addopts}"'
+    if extras.pythonpath:
+        env += f' PYTHONPATH="{extras.pythonpath}${{PYTHONPATH:+:$PYTHONPATH}}"'
     if uid is not None:
         env += " HOME=/tmp/ratchet-home USER=ratchet LOGNAME=ratchet"
         drop = f"setpriv --reuid={uid} --regid={uid} --clear-groups --"

@@ -1,0 +1,126 @@
+"""The grader's layers against a patch that bends its own verdict from inside the test process:
+a static screen of the patch, canaries hidden in the graded test files, and the sentinel plugin.
+
+Contracts:
+- ``screen_patch(instance, patch)`` -> a ``test_tampering`` trace quoting the patch's lines that
+  reach for the harness (``screen``), or None. Harness paths the guard restores anyway and
+  repositories whose code under test is pytest (``sentinel.HARNESS_REPOS``) are not screened.
+- ``Protections.prepare(box, instance, eval_script, markers, runs_pytest, log)`` (after the patch
+  is applied and the harness restored, before the eval script runs): plans the canaries of the
+  graded test files the test command runs and stages them root-only in the container
+  (``<root>/stage-<random>``, mode 0600; ``root`` is ``STAGE_ROOT``, root-owned in the
+  container), and installs the sentinel there; ``extras`` is what
+  ``verdict.instrument`` adds to the script. Both are off for runners other than pytest.
+- ``collect(box)`` reads the sentinel's results (inside the container's lifetime).
+- ``judge(result, statuses, exit_code, log)`` -> the grade after the layers: a sentinel finding
+  is ``test_tampering`` whatever the tests said; for a resolution, a canary not reported failed
+  is ``test_tampering`` (passing) or ``results_mismatch`` (missing, skipped, errored), and a
+  sentinel that cannot vouch for the run (no result, or a session cut short) is
+  ``results_mismatch``. The trace names what was detected, and by which layer.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ratchet_ray.suites.swebench import canaries
+from ratchet_ray.suites.swebench.protect import harness_reason, patch_paths, test_files
+from ratchet_ray.suites.swebench.screen import screen
+from ratchet_ray.suites.swebench.sentinel import HARNESS_REPOS, Sentinel, judge as sentinel_judge
+from ratchet_ray.suites.swebench.verdict import RunExtras, command_words
+from ratchet_ray.types import GradeResult
+
+STAGE_ROOT = "/var/lib/ratchet"
+
+
+def screen_patch(instance: dict[str, Any], patch: str) -> str | None:
+    if instance.get("repo") in HARNESS_REPOS:
+        return None
+    tests = test_files(instance)
+    restored = {p for p in patch_paths(patch) if harness_reason(p, tests) is not None}
+    hits = screen(patch, restored)
+    if not hits:
+        return None
+    return ("test_tampering: the patch reaches for the test harness (static screen):\n  "
+            + "\n  ".join(hits[:20]) + (f"\n  ... and {len(hits) - 20} more" if len(hits) > 20 else ""))
+
+
+def _base_texts(box: Any, base: str, paths: list[str]) -> dict[str, str | None]:
+    texts: dict[str, str | None] = {}
+    for path in paths:
+        shown = box.run(f"git show {shlex.quote(f'{base}:{path}')}", 120, user="root")
+        texts[path] = shown.stdout if shown.exit_code == 0 else None
+    return texts
+
+
+@dataclass
+class Protections:
+    plan: canaries.CanaryPlan | None = None
+    sentinel: Sentinel | None = None
+    stage: str = ""
+    workdir: str = ""
+    results: list[dict] = field(default_factory=list)
+
+    @classmethod
+    def prepare(cls, box: Any, instance: dict[str, Any], eval_script: str, markers: Any,
+                runs_pytest: bool, log: Callable[[str], None],
+                root: str = STAGE_ROOT) -> "Protections":
+        found = cls(workdir=box.workdir)
+        if not runs_pytest:
+            return found
+        words = command_words(eval_script)
+        graded = {f: names for f, names in canaries.graded_files(instance).items()
+                  if canaries.collected(f, words)}
+        if graded:
+            texts = canaries.after_test_patch(_base_texts(box, instance["base_commit"], sorted(graded)),
+                                              instance.get("test_patch") or "")
+            found.plan = canaries.plan({f: (texts.get(f), graded[f]) for f in graded})
+        if found.plan is not None:
+            found.stage = f"{root}/stage-{secrets.token_hex(8)}"
+            for name, text in found.plan.staged().items():
+                box.write_file(f"{found.stage}/{name}", text, mode=0o600)
+            log(f"canaries: {found.plan.describe()}")
+        else:
+            log("canaries: the test command runs no graded test file whole; none planted")
+        if instance.get("repo") not in HARNESS_REPOS:
+            found.sentinel = Sentinel.fresh(markers.junit_dir, box.workdir, root)
+            found.sentinel.install(box)
+        return found
+
+    @property
+    def extras(self) -> RunExtras:
+        steps = tuple(self.plan.root_steps(self.stage, self.workdir)) if self.plan else ()
+        if self.sentinel is None:
+            return RunExtras(root_steps=steps)
+        return RunExtras(root_steps=steps, addopts=self.sentinel.addopts,
+                         pythonpath=self.sentinel.folder)
+
+    def collect(self, box: Any) -> None:
+        if self.sentinel is not None:
+            self.results = self.sentinel.results(box)
+
+    def judge(self, result: GradeResult, statuses: dict[str, str] | None, exit_code: int | None,
+              log: Callable[[str], None]) -> GradeResult:
+        problems: list[tuple[str, str]] = []
+        if self.sentinel is not None:
+            seen = sentinel_judge(self.results, statuses, exit_code)
+            for note in seen.notes[:5]:
+                log(f"sentinel note: {note}")
+            if seen.findings:
+                problems.append(("test_tampering", "the grader's pytest plugin saw the report "
+                                 "machinery tampered with:\n  " + "\n  ".join(seen.findings[:15])))
+            elif result.passed and seen.incomplete:
+                problems.append(("results_mismatch", seen.incomplete))
+        if result.passed and self.plan is not None and statuses is not None:
+            problem = self.plan.problem(statuses)
+            if problem is not None:
+                problems.append(problem)
+        if not problems:
+            return result
+        status = "test_tampering" if any(s == "test_tampering" for s, _ in problems) else problems[0][0]
+        why = "\n".join(f"{s}: {w}" for s, w in problems)
+        log(why)
+        return GradeResult(passed=False, exit_status=status, trace=f"{why}\n{result.trace}")

@@ -1,0 +1,139 @@
+"""The grader's side of the sentinel plugin (``sentinel_plugin``): install it, read what it saw,
+and judge.
+
+Contracts:
+- ``Sentinel.fresh(junit_dir, tree, root)`` names a plugin module and a result stem made for one
+  grade (``ratchet_sentinel_<random>``, in ``<root>/sentinel-<random>/``, ``root`` by default
+  ``FOLDER_ROOT``, results in the root-owned,
+  unlistable ``junit_dir``); ``source`` is the plugin's text with those filled in. The module
+  goes into a root-owned folder outside the tree (``install``), and ``addopts``/``pythonpath``
+  load it first in pytest's process. Nothing of the canaries is in it.
+- ``Sentinel.results(box)`` reads every result file (as root) into dicts; a file that is not
+  a JSON object becomes ``{"garbled": why}``.
+- ``judge(results, statuses, exit_code)`` -> ``SentinelVerdict``: ``findings`` (tampering: the
+  plugin's own findings; a test the plugin saw raise or fail that the JUnit report passes; a
+  process that exited 0 while pytest's session ended otherwise; a garbled result) and
+  ``incomplete`` (why the plugin cannot vouch for the run: no result of the outermost session,
+  or one that never reached its end). Results of nested sessions (a test that runs pytest) only
+  count in ``notes``.
+- ``HARNESS_REPOS``: repositories whose code under test is pytest itself; the sentinel and the
+  static screen stay off there (the canaries still run).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ratchet_ray.suites.swebench.verdict import PASSING, resolve
+
+FOLDER_ROOT = "/var/lib/ratchet"
+MAX_RESULT_BYTES = 8 * 2**20
+HARNESS_REPOS = frozenset({"pytest-dev/pytest", "pytest-dev/pluggy"})
+_PLUGIN = Path(__file__).with_name("sentinel_plugin.py")
+
+
+@dataclass(frozen=True)
+class Sentinel:
+    module: str
+    folder: str
+    result_stem: str
+    source: str
+
+    @classmethod
+    def fresh(cls, junit_dir: str, tree: str, root: str = FOLDER_ROOT) -> "Sentinel":
+        module = f"ratchet_sentinel_{secrets.token_hex(8)}"
+        folder = f"{root}/sentinel-{secrets.token_hex(8)}"
+        stem = f"{junit_dir}/{secrets.token_hex(16)}"
+        flag = f"RATCHET_SENTINEL_{secrets.token_hex(4).upper()}"
+        text = _PLUGIN.read_text()
+        for name, value in (("RESULT_STEM", stem), ("TREE", tree), ("NESTED_FLAG", flag)):
+            line = f"{name} = None"
+            if line not in text:
+                raise RuntimeError(f"sentinel_plugin.py lost its {line!r} line")
+            text = text.replace(line, f"{name} = {value!r}", 1)
+        return cls(module=module, folder=folder, result_stem=stem, source=text)
+
+    @property
+    def path(self) -> str:
+        return f"{self.folder}/{self.module}.py"
+
+    @property
+    def addopts(self) -> str:
+        return f"-p {self.module}"
+
+    def install(self, box: Any) -> None:
+        """The module, root-owned and world-readable, in a folder only root can write."""
+        box.write_file(self.path, self.source, mode=0o644)
+
+    def results(self, box: Any) -> list[dict]:
+        folder, stem = posixpath.split(self.result_stem)
+        listing = box.run(f"ls -1 -- {folder}", 60, user="root")
+        names = [n for n in listing.output.split() if n.startswith(stem + ".") and n.endswith(".json")]
+        found = []
+        for name in sorted(names):
+            try:
+                raw = box.read_file(f"{folder}/{name}", MAX_RESULT_BYTES)
+                data = json.loads(raw or b"")
+                found.append(data if isinstance(data, dict) else {"garbled": "not an object"})
+            except (ValueError, UnicodeDecodeError) as exc:
+                found.append({"garbled": f"{name}: {exc}"})
+        return found
+
+
+@dataclass
+class SentinelVerdict:
+    findings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    incomplete: str | None = None
+
+    def describe(self) -> str:
+        lines = [f"sentinel: {f}" for f in self.findings[:20]]
+        if self.incomplete:
+            lines.append(f"sentinel: {self.incomplete}")
+        return "\n".join(lines)
+
+
+def _evidence(result: dict, statuses: dict[str, str] | None) -> list[str]:
+    """Tests the plugin saw raise or fail that the JUnit report counts as passing."""
+    if statuses is None:
+        return []
+    raised = result.get("raised") or {}
+    found = []
+    for node in [*raised, *(n for n in result.get("failed") or [] if n not in raised)]:
+        status = resolve(str(node), statuses)
+        if status in PASSING:
+            why = f"raised {raised[node]}" if node in raised else "was reported failed"
+            found.append(f"{node} {why} in pytest's process, but the JUnit report says {status}")
+    return found
+
+
+def judge(results: list[dict], statuses: dict[str, str] | None,
+          exit_code: int | None) -> SentinelVerdict:
+    """What the sentinel's results say about the run (see the module contract)."""
+    verdict = SentinelVerdict()
+    outer = [r for r in results if not r.get("nested")]
+    for result in results:
+        if "garbled" in result:
+            verdict.findings.append(f"a result file is garbled ({result['garbled']})")
+        elif result.get("nested"):
+            verdict.notes.append(f"nested pytest session {result.get('pid')}: "
+                                 f"{len(result.get('findings') or [])} finding(s)")
+    outer = [r for r in outer if "garbled" not in r]
+    for result in outer:
+        verdict.findings.extend(str(f) for f in result.get("findings") or [])
+        verdict.notes.extend(str(n) for n in (result.get("notes") or [])[:10])
+        verdict.findings.extend(_evidence(result, statuses))
+    if not outer:
+        verdict.incomplete = ("the grader's pytest plugin left no result: pytest did not start "
+                              "with it, or its process was cut short")
+    elif not all(r.get("finished") for r in outer):
+        verdict.incomplete = "the pytest session the grader watched never reached its end"
+    elif len(outer) == 1 and exit_code == 0 and outer[0].get("exitstatus") not in (0, None):
+        verdict.findings.append(f"the test process exited 0, but pytest's session ended with "
+                                f"exit status {outer[0]['exitstatus']}: the exit code was rewritten")
+    return verdict

@@ -1,0 +1,295 @@
+"""The grader's pytest plugin: it watches, from inside the test process, the machinery that
+decides and writes test outcomes, and writes what it saw to a file the grader reads.
+
+This file is not imported by ratchet-ray: ``sentinel.Sentinel`` copies its text, with the
+``RESULT_STEM``/``TREE``/``NESTED_FLAG`` lines filled in for one grade, into a root-owned folder
+of the instance container, and pytest loads it first (``-p`` in ``PYTEST_ADDOPTS``, the folder on
+``PYTHONPATH``). It runs under the instance's interpreter and pytest, so it is written for old
+ones too (Python 3.5 syntax, pytest 3.x and pluggy 0.x names tried alongside today's).
+
+What it records (``<RESULT_STEM>.<pid>.json``; written at session start and again at unconfigure,
+``finished`` true only then):
+- ``findings``: evidence of tampering. A watched function, class or code object of pytest's report
+  machinery (``WATCHED_MODULES``: report classes, runner, JUnit writer, terminal reporter,
+  skipping, assertion rewriting, pluggy's callers) replaced, wrapped or added after the session
+  started, or at start-up by code from the repository tree; an implementation of a watched hook
+  (``WATCHED_HOOKS``) added by anything but a conftest module, or removed; a report that is not
+  pytest's ``TestReport``; a test whose call raised but whose report says passed; a session exit
+  status of 0 with failing reports. Each names what and, for a replacement, the file it came from.
+- ``notes``: start-up changes by code outside the tree (an installed plugin), and the sentinel's
+  own start-up errors (it then watches less; the grader does not refuse a grade for those).
+- ``raised``/``failed``: node ids whose call raised (not a skip/xfail) / whose report failed,
+  the evidence the grader checks the JUnit report against; ``exitstatus``: pytest's own.
+Code under test shares this process and can, knowing this plugin, defeat it: it is a tripwire
+for report rewriting that does not single it out (see the README's threat model).
+"""
+
+import json
+import os
+import sys
+import types
+
+import pytest
+
+RESULT_STEM = None  # filled in per grade: absolute path prefix of the result files
+TREE = None  # filled in per grade: the repository root; functions from there are the patch's
+NESTED_FLAG = None  # filled in per grade: environment variable set by the outermost session
+
+WATCHED_MODULES = (
+    "_pytest.reports", "_pytest.runner", "_pytest.junitxml", "_pytest.terminal",
+    "_pytest.python", "_pytest.main", "_pytest.skipping", "_pytest.outcomes", "_pytest.nodes",
+    "_pytest.unittest", "_pytest.assertion.rewrite", "_pytest.assertion", "_pytest.fixtures",
+    "_pytest.config", "_pytest.hookspec", "pytest", "pluggy", "pluggy._callers",
+    "pluggy.callers", "pluggy._hooks", "pluggy.hooks", "pluggy._manager", "pluggy.manager",
+    "pluggy._result")
+# Names a test run may add to these namespaces (a conftest's helper on ``pytest``, gettext's
+# ``_`` in builtins): only replacements of what was there count.
+OPEN_NAMESPACES = ("pytest", "pluggy", "builtins")
+BUILTINS = ("AssertionError", "BaseException", "Exception", "isinstance", "issubclass", "type",
+            "getattr", "setattr", "hasattr", "open", "print", "compile", "exec", "eval",
+            "__import__", "__build_class__")
+WATCHED_HOOKS = (
+    "pytest_runtest_protocol", "pytest_runtest_setup", "pytest_runtest_call",
+    "pytest_runtest_teardown", "pytest_runtest_makereport", "pytest_runtest_logreport",
+    "pytest_report_teststatus", "pytest_pyfunc_call", "pytest_runtestloop",
+    "pytest_sessionfinish", "pytest_terminal_summary", "pytest_report_to_serializable",
+    "pytest_report_from_serializable", "pytest_collectreport", "pytest_make_collect_report")
+NOT_FAILURES = ("Skipped", "XFailed", "Exit")
+_FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType)
+
+STATE = {"findings": [], "notes": [], "raised": {}, "failed": [], "session": None,
+         "pending": {}, "reported": set(),
+         "baseline": None, "hooks": None, "nested": False, "exitstatus": None}
+
+
+def _members(owner):
+    """Functions (and their code objects) and descriptors a class defines itself."""
+    found = {}
+    for name, value in list(vars(owner).items()):
+        if isinstance(value, (staticmethod, classmethod)):
+            value = value.__func__
+        if isinstance(value, property):
+            for part in ("fget", "fset", "fdel"):
+                if getattr(value, part) is not None:
+                    found[name + "." + part] = getattr(value, part)
+            found[name] = value
+        elif isinstance(value, _FUNCTIONS) or isinstance(value, type):
+            found[name] = value
+    return found
+
+
+def _watched(modules=WATCHED_MODULES):
+    """``{dotted name: object}`` for everything the sentinel keeps an eye on in ``modules``."""
+    seen = {}
+    for modname in modules:
+        module = sys.modules.get(modname)
+        if module is None:
+            continue
+        seen["sys.modules[" + modname + "]"] = module
+        for name, value in list(vars(module).items()):
+            key = modname + "." + name
+            if isinstance(value, type):
+                seen[key] = value
+                if getattr(value, "__module__", None) == modname:
+                    for member, obj in _members(value).items():
+                        seen[key + "." + member] = obj
+            elif isinstance(value, _FUNCTIONS):
+                seen[key] = value
+    import builtins
+    for name in BUILTINS:
+        if hasattr(builtins, name):
+            seen["builtins." + name] = getattr(builtins, name)
+    for key, value in list(seen.items()):
+        code = getattr(value, "__code__", None)
+        if code is not None:
+            seen[key + ".__code__"] = code
+    return seen
+
+
+def _origin(value):
+    """The file a replacement's code comes from (``?`` when it has none)."""
+    if isinstance(value, types.CodeType):
+        return value.co_filename
+    for candidate in (value, getattr(value, "fget", None), getattr(value, "__func__", None),
+                      getattr(value, "__call__", None)):
+        code = getattr(candidate, "__code__", None)
+        if code is not None:
+            return code.co_filename
+    if isinstance(value, type):
+        module = sys.modules.get(getattr(value, "__module__", ""), None)
+        return getattr(module, "__file__", None) or "?"
+    return "?"
+
+
+def _in_tree(path):
+    return bool(TREE) and os.path.isabs(path) and os.path.abspath(path).startswith(
+        os.path.join(TREE, ""))
+
+
+def _diff(before, after):
+    """``[(what, detail, origin file)]`` for entries changed, removed or added."""
+    out = []
+    for key, value in before.items():
+        now = after.get(key)
+        parent = key[:-len(".__code__")] if key.endswith(".__code__") else None
+        if parent is not None and after.get(parent) is not before.get(parent):
+            continue  # the function itself is reported
+        if now is not value:
+            detail = "removed" if now is None else "replaced by an object from " + _origin(now)
+            out.append((key, detail, "" if now is None else _origin(now)))
+    for key in after:
+        if key.endswith(".__code__") or key.split(".", 1)[0] in OPEN_NAMESPACES:
+            continue
+        if key not in before:
+            out.append((key, "added, from " + _origin(after[key]), _origin(after[key])))
+    return out
+
+
+def _hook_impls(config):
+    table = {}
+    for name in WATCHED_HOOKS:
+        caller = getattr(config.pluginmanager.hook, name, None)
+        if caller is None:
+            continue
+        table[name] = [(impl.plugin, impl.function) for impl in caller.get_hookimpls()]
+    return table
+
+
+def _is_conftest(plugin):
+    return (isinstance(plugin, types.ModuleType)
+            and os.path.basename(getattr(plugin, "__file__", "") or "") == "conftest.py")
+
+
+def _find(text, key=None):
+    """Record a finding once per ``key`` (each watched object is reported where first seen)."""
+    key = key or text
+    if key not in STATE["reported"] and len(STATE["findings"]) < 200:
+        STATE["reported"].add(key)
+        STATE["findings"].append(text)
+
+
+def _check(when):
+    """Compare the machinery with the session-start baseline; every difference is a finding."""
+    if STATE["baseline"] is None:
+        return
+    try:
+        modules = [m for m in WATCHED_MODULES if "sys.modules[" + m + "]" in STATE["baseline"]]
+        for key, detail, _ in _diff(STATE["baseline"], _watched(modules)):
+            _find("%s: %s %s" % (when, key, detail), key)
+        now = _hook_impls(STATE["session"].config)
+        for name, impls in STATE["hooks"].items():
+            current = now.get(name, [])
+            for plugin, function in impls:
+                if not any(function is f for _, f in current):
+                    _find("%s: the %s implementation %s was unregistered"
+                          % (when, name, getattr(function, "__qualname__", function)),
+                          ("gone", name, id(function)))
+            for plugin, function in current:
+                if not any(function is f for _, f in impls) and not _is_conftest(plugin):
+                    _find("%s: a %s implementation was registered by %s (%s)"
+                          % (when, name, getattr(plugin, "__name__", type(plugin).__name__),
+                             _origin(function)), ("new", name, id(function)))
+    except Exception as exc:  # a check that cannot run is itself a sign of interference
+        _find("%s: the sentinel's check failed (%s: %s)" % (when, type(exc).__name__, exc))
+
+
+def _write():
+    if not RESULT_STEM:
+        return
+    data = {"pid": os.getpid(), "nested": STATE["nested"], "findings": STATE["findings"],
+            "notes": STATE["notes"], "raised": STATE["raised"], "failed": STATE["failed"],
+            "exitstatus": STATE["exitstatus"], "finished": STATE["exitstatus"] is not None}
+    path = "%s.%d.json" % (RESULT_STEM, os.getpid())
+    with open(path, "w") as handle:
+        json.dump(data, handle)
+
+
+def _start():
+    """At import (before any conftest or test module): the first look, and the report class."""
+    if NESTED_FLAG:
+        STATE["nested"] = bool(os.environ.get(NESTED_FLAG))
+        os.environ[NESTED_FLAG] = "1"
+    try:
+        from _pytest.reports import TestReport
+        STATE["report_class"] = TestReport
+        STATE["startup"] = _watched()
+    except Exception as exc:  # an unexpected pytest: watch less, say so
+        STATE["notes"].append("sentinel start-up: %s: %s" % (type(exc).__name__, exc))
+
+
+_start()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session):
+    """Start-up changes by repository code are findings; the baseline for later checks."""
+    STATE["session"] = session
+    try:
+        startup = STATE.get("startup") or {}
+        early = [m for m in WATCHED_MODULES if "sys.modules[" + m + "]" in startup]
+        for key, detail, origin in _diff(startup, _watched(early)):
+            target = STATE["findings"] if _in_tree(origin) else STATE["notes"]
+            text = "start-up: %s %s" % (key, detail)
+            if text not in target and len(target) < 50:
+                target.append(text)
+        STATE["baseline"] = _watched()
+        STATE["hooks"] = _hook_impls(session.config)
+    except Exception as exc:
+        STATE["notes"].append("sentinel baseline: %s: %s" % (type(exc).__name__, exc))
+    _write()
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_call(item):
+    outcome = yield
+    excinfo = getattr(outcome, "excinfo", None)
+    if excinfo is not None and excinfo[0].__name__ not in NOT_FAILURES:
+        STATE["pending"][item.nodeid] = excinfo[0].__name__
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report):
+    """The report against the call's own outcome; a rerun (pytest-rerunfailures) drops what the
+    attempt before it left."""
+    cls = STATE.get("report_class")
+    node = report.nodeid
+    if cls is not None and type(report) is not cls:
+        _find("%s: its %s report is a %s from %s, not pytest's TestReport"
+              % (node, report.when, type(report).__name__, _origin(type(report))), "class")
+    raised = STATE["pending"].pop(node, None) if report.when == "call" else None
+    if report.outcome == "rerun":
+        STATE["raised"].pop(node, None)
+        STATE["failed"] = [n for n in STATE["failed"] if n != node]
+        return
+    if raised is not None:
+        STATE["raised"][node] = raised
+        if report.outcome == "passed":
+            _find("%s raised %s but its report says passed" % (node, raised))
+    if report.outcome == "failed" and node not in STATE["failed"]:
+        STATE["failed"].append(node)
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    yield
+    _check("after " + item.nodeid)
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    yield
+    _check("at the end")  # after the JUnit report is written, before plugins unregister
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    session = STATE["session"]
+    status = getattr(session, "exitstatus", None)
+    try:
+        status = int(status) if status is not None else -1
+    except (TypeError, ValueError):
+        status = -1
+    if status == 0 and STATE["failed"]:
+        _find("the session's exit status is 0 although %d report(s) failed" % len(STATE["failed"]))
+    STATE["exitstatus"] = status
+    _write()

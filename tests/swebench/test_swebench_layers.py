@@ -1,0 +1,161 @@
+"""The grader's layers against forgeries in the code under test, run for real without Docker: the
+instrumented test block (canaries planted by its root steps, the sentinel plugin loaded first)
+runs under bash and this interpreter's pytest in a git repository of the calc fixture, and is
+judged by the grader's own ``_judge``. The Docker grade of the same corpus is in
+test_swebench_forgery.py; this file also measures which layer catches what."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import swebench_instances as fixture
+from forgeries import FORGERIES, IN_PROCESS
+from ratchet_ray.suites.swebench.grader import SwebenchGrader
+from ratchet_ray.suites.swebench.protections import Protections, screen_patch
+from ratchet_ray.suites.swebench.verdict import (
+    Markers, instrument, junit_statuses, split_log, printed_exit_code)
+from ratchet_ray.types import GradeResult
+
+F2P, P2P = fixture.TESTS["ratchet__calc-1"]
+
+
+class LocalBox:
+    """Test fake of ``InstanceContainer``: commands run by bash on this machine, in ``workdir``."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = str(workdir)
+
+    def run(self, command: str, timeout_s: float, *, user: str | None = None,
+            workdir: str | None = None) -> SimpleNamespace:
+        done = subprocess.run(["bash", "-c", command], cwd=workdir or self.workdir, text=True,
+                              capture_output=True, timeout=timeout_s)
+        return SimpleNamespace(exit_code=done.returncode, stdout=done.stdout,
+                               output=done.stdout + done.stderr)
+
+    def write_file(self, path: str, content: str, mode: int = 0o644) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(content)
+        os.chmod(path, mode)
+
+    def read_file(self, path: str, limit: int) -> bytes | None:
+        return Path(path).read_bytes() if Path(path).is_file() else None
+
+
+def _git(repo: Path, *args: str, stdin: str | None = None) -> str:
+    env = {**os.environ, **fixture._GIT_ENV}
+    return subprocess.run(["git", *args], cwd=repo, env=env, input=stdin, text=True,
+                          capture_output=True, check=True).stdout
+
+
+def _repo(tmp_path: Path) -> tuple[Path, str]:
+    repo = tmp_path / "repo"
+    for rel, text in fixture.BASE_FILES.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    return repo, _git(repo, "rev-parse", "HEAD").strip()
+
+
+def _eval_script(repo: Path, commit: str) -> str:
+    return "\n".join([
+        "#!/bin/bash", "set -uxo pipefail", f"cd {repo}", f"git checkout {commit} -- tests/test_ops.py",
+        "git apply -v - <<'EOF_114329324912'", fixture.TEST_PATCH["ratchet__calc-1"].rstrip("\n"),
+        "EOF_114329324912", ": '>>>>> Start Test Output'",
+        f"{sys.executable} -m pytest -rA -p no:cacheprovider tests/test_ops.py",
+        ": '>>>>> End Test Output'", ""])
+
+
+def _log_statuses(section: str) -> dict[str, str]:
+    statuses = {}
+    for line in section.splitlines():
+        word, _, rest = line.partition(" ")
+        if word in ("PASSED", "FAILED", "ERROR") and rest:
+            statuses.setdefault(rest.split(" ")[0], word)
+    return statuses
+
+
+def grade_locally(tmp_path: Path, patch: str, *, screen: bool = True) -> GradeResult:
+    """The calc-1 grade of ``patch``: the screen, then the run and every runtime layer."""
+    repo, commit = _repo(tmp_path)
+    instance = {"repo": fixture.REPO, "base_commit": commit, "FAIL_TO_PASS": F2P,
+                "PASS_TO_PASS": P2P, "test_patch": fixture.TEST_PATCH["ratchet__calc-1"]}
+    screened = screen_patch(instance, patch) if screen else None
+    if screened is not None:
+        return GradeResult(passed=False, exit_status="test_tampering", trace=screened)
+    _git(repo, "apply", "-", stdin=patch)
+    script, markers, box, log = _eval_script(repo, commit), Markers.fresh(), LocalBox(repo), []
+    layers = Protections.prepare(box, instance, script, markers, True, log.append,
+                                 root=str(tmp_path / "lib"))
+    run = subprocess.run(["bash", "-c", instrument(script, markers, None, layers.extras)],
+                         capture_output=True, text=True, timeout=300)
+    try:
+        _, section = split_log(run.stdout, run.stdout + run.stderr, markers)
+        layers.collect(box)
+        junit = box.read_file(markers.junit_path, 2**26)
+    finally:
+        shutil.rmtree(markers.junit_dir, ignore_errors=True)
+    logged = _log_statuses(section)
+    success = {kind: [t for t in tests if logged.get(t) == "PASSED"]
+               for kind, tests in (("FAIL_TO_PASS", F2P), ("PASS_TO_PASS", P2P))}
+    report = {"tests_status": {k: {"success": v} for k, v in success.items()}}
+    resolved = all(logged.get(t) == "PASSED" for t in F2P + P2P)
+    result = GradeResult(passed=resolved, exit_status="ok" if resolved else "unresolved",
+                         trace="resolved" if resolved else f"unresolved\n{section[-1500:]}")
+    return SwebenchGrader._judge(result, report, junit, layers, printed_exit_code(run.stdout, markers),
+                                 False, log.append)
+
+
+def layer_of(result: GradeResult) -> str:
+    """Which layer a not-resolved grade names first (for the detection table)."""
+    for phrase, layer in (("static screen", "screen"), ("grader's pytest plugin", "sentinel"),
+                          ("the canary test", "canary"), ("canary test(s)", "canary"),
+                          ("the JUnit report disagree", "junit cross-check")):
+        if phrase in result.trace:
+            return layer
+    return "tests (unresolved)" if result.exit_status == "unresolved" else result.exit_status
+
+
+GOLD = fixture.GOLD["ratchet__calc-1"]
+
+
+def test_the_gold_patch_resolves_with_every_layer_on(tmp_path):
+    result = grade_locally(tmp_path, GOLD)
+    assert result.passed, result.trace
+
+
+@pytest.mark.parametrize("name", sorted(IN_PROCESS))
+def test_in_process_forgeries_are_caught_at_run_time(tmp_path, name):
+    """With the static screen off, each forgery of the code under test is still refused, and the
+    trace names the runtime layer that saw it."""
+    result = grade_locally(tmp_path, FORGERIES[name], screen=False)
+    assert not result.passed and result.exit_status == "test_tampering", result.trace
+    assert layer_of(result) in ("sentinel", "canary"), result.trace
+
+
+@pytest.mark.parametrize("name", sorted(IN_PROCESS))
+def test_the_sentinel_alone_sees_each_in_process_forgery(tmp_path, name, monkeypatch):
+    """Canaries off (none planted): the plugin's own evidence refuses every forgery."""
+    monkeypatch.setattr("ratchet_ray.suites.swebench.canaries.plan", lambda files, rng=None: None)
+    result = grade_locally(tmp_path, FORGERIES[name], screen=False)
+    assert not result.passed and "grader's pytest plugin" in result.trace, result.trace
+
+
+def test_blanket_forgers_fail_on_the_canaries_alone(tmp_path, monkeypatch):
+    """Sentinel off: the mutant canaries (which only a real fix fails) catch a forger that does
+    not single them out."""
+    monkeypatch.setattr("ratchet_ray.suites.swebench.protections.HARNESS_REPOS",
+                        frozenset({fixture.REPO}))
+    for name in ("spare_env_canary", "spare_untracked_canary", "spare_hex_canary",
+                 "junit_and_summary_rewrite"):
+        result = grade_locally(tmp_path / name, FORGERIES[name], screen=False)
+        assert result.exit_status == "test_tampering" and layer_of(result) == "canary", result.trace
+    assert grade_locally(tmp_path / "gold", GOLD).passed
