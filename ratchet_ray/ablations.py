@@ -10,7 +10,8 @@ Contracts:
   the evidence through DuckDB: skills created (distinct skills with an ``added`` event), skills
   deprecated (distinct skills ever ``retired`` or ``evicted``), ACTIVE at the end (the last
   round's count) and router engagement on eval (share of eval capsules routed to a skill, not
-  NONE, over every round).
+  NONE, over every round) and tampering (``evidence.tampering``): capsules graded as an attack
+  on the grader, train and eval, and skills the Curator retired for it.
 - ``summarize(runs)`` groups the *complete* runs (every planned round finished) by arm; each
   number is the mean and the sample std (n - 1) over seeds; with one seed the std is None.
   ``gain_vs_default`` is the arm's mean rolling gain minus the Default's.
@@ -27,6 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
+from ratchet_ray.evidence.queries import tampering_totals
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.plot import ROLLING_WINDOW, load_loop, loop_metrics
 from ratchet_ray.types import NONE_SKILL
@@ -60,6 +62,14 @@ class RunResult:
     active_at_end: int
     eval_capsules: int
     eval_routed: int
+    train_tampering: int = 0
+    eval_tampering: int = 0
+    skills_retired_tampering: int = 0
+
+    @property
+    def tampering(self) -> int:
+        """Capsules of both splits graded as tampering."""
+        return self.train_tampering + self.eval_tampering
 
     @property
     def complete(self) -> bool:
@@ -91,6 +101,9 @@ class ArmSummary:
     skills_deprecated: Stat
     active_at_end: Stat
     router_engagement: Stat
+    tampering: Stat = Stat(None, None, 0)
+    """Capsules graded as tampering per run (train and eval)."""
+    skills_retired_tampering: Stat = Stat(None, None, 0)
     gain_vs_default: float | None = None
     run_dirs: list[str] = field(default_factory=list)
 
@@ -119,8 +132,9 @@ def bank_stats(run_dir: Path) -> dict[str, int]:
         capsules, routed = con.execute(
             "SELECT count(*), count(*) FILTER (WHERE skill_id <> ?) FROM capsule "
             "WHERE split = 'eval'", [NONE_SKILL]).fetchone()
+        tampering = tampering_totals(con)
     return {"skills_created": int(created), "skills_deprecated": int(deprecated),
-            "eval_capsules": int(capsules), "eval_routed": int(routed)}
+            "eval_capsules": int(capsules), "eval_routed": int(routed), **tampering}
 
 
 def run_result(run_dir: str | Path, window: int = ROLLING_WINDOW) -> RunResult:
@@ -161,6 +175,7 @@ def summarize(runs: Iterable[RunResult]) -> list[ArmSummary]:
             round0=stat("round0"), peak=stat("peak"), rolling_gain=stat("rolling_gain"),
             skills_created=stat("skills_created"), skills_deprecated=stat("skills_deprecated"),
             active_at_end=stat("active_at_end"), router_engagement=stat("router_engagement"),
+            tampering=stat("tampering"), skills_retired_tampering=stat("skills_retired_tampering"),
             run_dirs=[r.run_dir for r in group]))
     default = next((s for s in summaries if s.arm == DEFAULT_ARM), None)
     if default is None or default.rolling_gain.mean is None:
@@ -198,10 +213,12 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
         f"# Ablations: {root.name}", "",
         f"Mean ± sample std over seeds (complete runs only). Rolling gain = mean eval pass@1 of "
         f"the last {window} rounds minus round 0 (with fewer rounds: every round after round 0). "
-        "Router engagement = share of eval capsules routed to a skill (not NONE).", "",
+        "Router engagement = share of eval capsules routed to a skill (not NONE). Tampering = "
+        "capsules graded as an attack on the grader (train + eval) / skills the Curator retired "
+        "for it.", "",
         "| arm | change | seeds | round-0 pass@1 | peak | rolling gain | gain vs Default "
-        "| created | deprecated | active at end | router engagement (eval) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| created | deprecated | active at end | router engagement (eval) | tampering (capsules / skills retired) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summaries:
         lines.append(
@@ -209,17 +226,18 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
             f"| {_fmt_stat(s.round0)} | {_fmt_stat(s.peak)} "
             f"| {_fmt_stat(s.rolling_gain, signed=True)} | {_fmt(s.gain_vs_default, signed=True)} "
             f"| {_fmt_stat(s.skills_created, 1)} | {_fmt_stat(s.skills_deprecated, 1)} "
-            f"| {_fmt_stat(s.active_at_end, 1)} | {_fmt_stat(s.router_engagement)} |")
+            f"| {_fmt_stat(s.active_at_end, 1)} | {_fmt_stat(s.router_engagement)} "
+            f"| {_fmt_stat(s.tampering, 1)} / {_fmt_stat(s.skills_retired_tampering, 1)} |")
     lines += ["", "## Runs", "",
               "| arm | seed | rounds | round-0 | peak | rolling gain | created | deprecated "
-              "| active | engagement | run dir |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| active | engagement | tampering (capsules / retired) | run dir |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(runs, key=lambda r: (arm_sort_key(r.arm), str(r.seed))):
         lines.append(
             f"| {r.arm} | {r.seed} | {r.rounds_done}/{r.rounds_planned} | {_fmt(r.round0)} "
             f"| {_fmt(r.peak)} | {_fmt(r.rolling_gain, signed=True)} | {r.skills_created} "
             f"| {r.skills_deprecated} | {r.active_at_end} | {_fmt(r.router_engagement)} "
-            f"| {_relative(r.run_dir, root)} |")
+            f"| {r.tampering} / {r.skills_retired_tampering} | {_relative(r.run_dir, root)} |")
     incomplete = [r for r in runs if not r.complete]
     if incomplete:
         lines += ["", "## Incomplete runs (not averaged)", ""]
@@ -238,8 +256,8 @@ def report_json(summaries: list[ArmSummary], runs: list[RunResult],
     return {
         "rolling_window": window, "std": "sample (n - 1); null with one seed",
         "arms": [asdict(s) for s in summaries],
-        "runs": [asdict(r) | {"complete": r.complete, "router_engagement": r.router_engagement}
-                 for r in runs],
+        "runs": [asdict(r) | {"complete": r.complete, "router_engagement": r.router_engagement,
+                              "tampering": r.tampering} for r in runs],
         "failed": dict(sorted((failures or {}).items())),
     }
 

@@ -19,6 +19,8 @@ Contracts:
   first use. With ``meta.enabled`` false (ablation A3) no meta-skill is served.
 - ``begin_batch`` / ``commit_batch`` (``bank.batch``) make many changes (the synth phase's
   adds and evictions) commit together with their events or not at all.
+- ``restore`` keeps deprecated every skill the Curator's tampering rule retires
+  (``curator.tampering_retires``): a rollback never brings back a skill that tampered.
 - Status flips (evict, retire, reinstate, curate, restore) write their events first, as one
   part, then the files; opening a bank (``recover=True``, the writer) applies a logged flip a
   crash cut short
@@ -41,7 +43,8 @@ from ratchet_ray.bank.skill_events import AddResult, BankError, EventLog
 from ratchet_ray.bank.skill_io import (SkillFileError, dump_skill, load_skill_folder, parse_skill,
                                        validate_skill, write_text_atomic)
 from ratchet_ray.config import LoopConfig
-from ratchet_ray.evidence.queries import EMPTY_STATS, SkillStats, skill_stats
+from ratchet_ray.evidence.queries import (EMPTY_STATS, SkillStats, TamperingStats, skill_stats,
+                                          tampering_by_skill)
 from ratchet_ray.governance import counterfactual, curator
 from ratchet_ray.llm.base import Embedder, cosine_matrix
 from ratchet_ray.types import MetaSkill, Skill, SkillStatus
@@ -95,6 +98,12 @@ class SkillBank(SkillBatch, MetaSkillShelf):
             if self.config.curator.counterfactual.retire_on == "c_cf":
                 return counterfactual.counterfactual_stats(con)
             return skill_stats(con, "train")
+
+    def tampering(self) -> dict[str, TamperingStats]:
+        """Per skill, its routed TRAIN capsules graded as an attack on the grader (the Curator's
+        tampering rule, ``curator.retire_on_tampering``)."""
+        with self.log.store.connect() as con:
+            return tampering_by_skill(con, "train")
 
     # ------------------------------------------------------------------ crash recovery
     def _finish_logged_flips(self) -> list[str]:
@@ -234,11 +243,14 @@ class SkillBank(SkillBatch, MetaSkillShelf):
         self._flip({skill_id: ACTIVE})
         return AddResult(status="added", skill_id=skill_id, evicted=evicted)
 
-    def curate(self, round_: int, stats: dict[str, SkillStats] | None = None
+    def curate(self, round_: int, stats: dict[str, SkillStats] | None = None,
+               tampering: dict[str, TamperingStats] | None = None
                ) -> list[curator.CurationDecision]:
-        """Apply the retirement rule to every ACTIVE skill; returns every decision (incl. exempt)."""
+        """Apply the retirement rules (score, and tampering: ``governance.curator``) to every
+        ACTIVE skill and every tampering CANDIDATE; returns every decision (incl. exempt)."""
         decisions = curator.curate(self.all(), self.stats() if stats is None else stats,
-                                   self.config.curator)
+                                   self.config.curator,
+                                   self.tampering() if tampering is None else tampering)
         retired = [d for d in decisions if d.action == "retire"]
         for d in retired:
             self.log.emit_raw(round_, d.skill_id, "retired", DEPRECATED, d.contribution,
@@ -258,10 +270,14 @@ class SkillBank(SkillBatch, MetaSkillShelf):
         at = round_ if current_round is None else current_round
         skills, metas = checkpoints.read_snapshot(self.run_dir, round_)
         wanted = {s.id: s for s in skills}
+        tampered = self.tampering()
         changed, targets = [], []
         for skill_id in sorted(set(self._skills) | set(wanted)):
             target = wanted.get(skill_id) or self._skills[skill_id].model_copy(
                 update={"status": DEPRECATED})
+            if curator.tampering_retires(target, tampered.get(skill_id), self.config.curator):
+                # A skill the tampering rule retires never comes back with an older bank.
+                target = target.model_copy(update={"status": DEPRECATED})
             if self._skills.get(skill_id) != target:
                 before = self._skills.get(skill_id)
                 targets.append(target)

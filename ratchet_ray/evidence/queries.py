@@ -10,15 +10,23 @@ Contracts:
   ``current_round - window + 1 .. current_round`` in a stable order (round, created_at, capsule).
 - ``pass_at_1_by_round(con)`` gives one dict per (round, split) with infra failures in the
   denominator.
+- Tampering (``evidence.tampering``: capsules whose exit status is in ``statuses``, by default
+  ``TAMPERING_STATUSES``; infrastructure failures never count): ``tampering_by_skill(con,
+  split)`` -> ``{skill_id: TamperingStats}`` over the capsules of ``split`` routed to a skill
+  (NONE excluded); ``tampering_capsules(con)`` lists every such capsule, any split or route,
+  in (round, split, task, capsule) order; ``tampering_totals(con)`` counts them per split and
+  counts the skills the Curator retired for tampering (``skill_event`` reason
+  ``tampering: ...``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Collection
 
 import duckdb
 
+from ratchet_ray.evidence.tampering import TAMPERING_REASON, TAMPERING_STATUSES
 from ratchet_ray.types import NONE_SKILL, Verdict
 
 
@@ -55,6 +63,81 @@ def skill_stats(con: duckdb.DuckDBPyConnection, split: str = "train") -> dict[st
     rows = con.execute(SKILL_STATS_SQL, [split, NONE_SKILL]).fetchall()
     return {skill_id: SkillStats.from_counts(int(ok), int(trials) - int(ok))
             for skill_id, trials, ok in rows}
+
+
+@dataclass(frozen=True)
+class TamperingStats:
+    """The tampering record of one skill: how many of its routed capsules were graded as an
+    attack on the grader, the first and last round it happened, and the first such capsule."""
+
+    capsules: int
+    first_round: int
+    last_round: int
+    first_capsule: str
+    first_status: str
+
+
+TAMPERING_BY_SKILL_SQL = """
+WITH hit AS (
+  SELECT skill_id, round, capsule_id, exit_status,
+         row_number() OVER (PARTITION BY skill_id ORDER BY round, created_at, capsule_id) AS nth
+  FROM capsule
+  WHERE split = ? AND skill_id <> ? AND list_contains(?, exit_status)
+    AND NOT coalesce(infra_failure, false))
+SELECT skill_id, count(*) AS capsules, min(round) AS first_round, max(round) AS last_round,
+       max(capsule_id) FILTER (WHERE nth = 1) AS first_capsule,
+       max(exit_status) FILTER (WHERE nth = 1) AS first_status
+FROM hit
+GROUP BY skill_id
+"""
+
+TAMPERING_CAPSULES_SQL = """
+SELECT round, split, task_id, skill_id, exit_status, coalesce(attempt, 0) AS attempt,
+       capsule_id, grader_trace
+FROM capsule
+WHERE list_contains(?, exit_status) AND NOT coalesce(infra_failure, false)
+ORDER BY round, split, task_id, capsule_id
+"""
+
+TAMPERING_TOTALS_SQL = """
+SELECT count(*) FILTER (WHERE split = 'train') AS train_tampering,
+       count(*) FILTER (WHERE split = 'eval') AS eval_tampering
+FROM capsule
+WHERE list_contains(?, exit_status) AND NOT coalesce(infra_failure, false)
+"""
+
+TAMPERING_RETIRED_SQL = """
+SELECT count(DISTINCT skill_id) FROM skill_event
+WHERE event = 'retired' AND starts_with(coalesce(reason, ''), ?)
+"""
+
+
+def _statuses(statuses: Collection[str] | None) -> list[str]:
+    return sorted(TAMPERING_STATUSES if statuses is None else statuses)
+
+
+def tampering_by_skill(con: duckdb.DuckDBPyConnection, split: str = "train",
+                       statuses: Collection[str] | None = None) -> dict[str, TamperingStats]:
+    """Per skill, its routed ``split`` capsules graded as tampering (see module contracts)."""
+    rows = con.execute(TAMPERING_BY_SKILL_SQL, [split, NONE_SKILL, _statuses(statuses)]).fetchall()
+    return {skill_id: TamperingStats(capsules=int(n), first_round=int(first), last_round=int(last),
+                                     first_capsule=str(capsule), first_status=str(status))
+            for skill_id, n, first, last, capsule, status in rows}
+
+
+def tampering_capsules(con: duckdb.DuckDBPyConnection,
+                       statuses: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """Every capsule graded as tampering, with its route and the grader's trace."""
+    return _rows_as_dicts(con.execute(TAMPERING_CAPSULES_SQL, [_statuses(statuses)]))
+
+
+def tampering_totals(con: duckdb.DuckDBPyConnection,
+                     statuses: Collection[str] | None = None) -> dict[str, int]:
+    """``train_tampering`` / ``eval_tampering`` capsules and ``skills_retired_tampering``."""
+    train, eval_ = con.execute(TAMPERING_TOTALS_SQL, [_statuses(statuses)]).fetchone()
+    (retired,) = con.execute(TAMPERING_RETIRED_SQL, [f"{TAMPERING_REASON}:"]).fetchone()
+    return {"train_tampering": int(train or 0), "eval_tampering": int(eval_ or 0),
+            "skills_retired_tampering": int(retired or 0)}
 
 
 def _rows_as_dicts(relation: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:

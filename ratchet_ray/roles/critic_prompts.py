@@ -2,7 +2,9 @@
 
 ``critic_messages`` follows the task's suite: MBPP+ shows the function and its failing test;
 SWE-bench (``PATCH_SUITES``) shows the agent's patch and the tail of the test log, with worked
-answers about patches, never about Python functions.
+answers about patches, never about Python functions. A capsule graded as tampering
+(``evidence.tampering``) also says so, with the grader's finding (``tampering_note``), so the
+Critic names the attack, not a wrong answer.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import ClassVar, Literal, Mapping, Sequence
 
 from pydantic import (BaseModel, Field, create_model, field_validator)
 
+from ratchet_ray.evidence.tampering import grader_finding, is_tampering
 from ratchet_ray.llm.base import Message
 from ratchet_ray.prompt_templates import render, template
 from ratchet_ray.types import Attribution, Capsule, Skill, Task
@@ -166,6 +169,16 @@ def failure_summary(capsule: Capsule, limit: int = 600) -> str:
     return f"{status}: {details}"
 
 
+def tampering_note(capsule: Capsule) -> str:
+    """For a capsule graded as tampering, the line that tells the Critic so, with the grader's
+    finding; "" for any other capsule."""
+    if not is_tampering(capsule.exit_status):
+        return ""
+    return (f"Grader's finding: this attempt was graded as tampering ({capsule.exit_status}): "
+            "instead of solving the task it tried to make the grader report a pass. "
+            f"{grader_finding(capsule.exit_status, capsule.grader_trace)}\n")
+
+
 def _anonymize(text: str, name: str) -> str:
     return re.sub(rf"\b{re.escape(name)}\b", "f", text) if name else text
 
@@ -219,8 +232,9 @@ def patch_critic_messages(task: Task, capsule: Capsule, skill: Skill | None, *,
     """The review prompt of a failed repository patch: the issue, the patch and the test log's
     tail (where pytest prints the failing tests and their errors)."""
     head = _head("critic_patch", PATCH_CRITIC_TEMPLATE, templates, task, skill, 2000)
-    review = (f"Patch:\n{_clip(capsule.output, 2500) or '(empty patch)'}"
-              f"\nTest log: {capsule.exit_status}: {_tail(capsule.grader_trace, 1500)}")
+    review = (f"Patch:\n{_clip(capsule.output, 2500) or '(empty patch)'}\n"
+              f"{tampering_note(capsule)}"
+              f"Test log: {capsule.exit_status}: {_tail(capsule.grader_trace, 1500)}")
     if prefill:
         return [Message("user", head), Message("assistant", review + "\nAnswer: ")]
     return [Message("user", f"{head}\n\n{review}")]
@@ -255,8 +269,9 @@ def critic_messages(task: Task, capsule: Capsule, skill: Skill | None, *,
     # The function is called `f` in the review: a small model otherwise copies its name into
     # the pattern ('check_k_not_in_tuple'), which no other task's failure can share.
     entry_point = str(task.payload.get("entry_point") or "").strip()
-    review = (f"Solver output:\n{_anonymize(_clip(capsule.output, 1000), entry_point) or '(empty)'}"
-              f"\nFailing test: {_anonymize(failure_summary(capsule), entry_point)}")
+    review = (f"Solver output:\n{_anonymize(_clip(capsule.output, 1000), entry_point) or '(empty)'}\n"
+              f"{_anonymize(tampering_note(capsule), entry_point)}"
+              f"Failing test: {_anonymize(failure_summary(capsule), entry_point)}")
     if prefill:
         return [Message("user", head), Message("assistant", review + "\nAnswer: ")]
     return [Message("user", f"{head}\n\n{review}")]

@@ -1,0 +1,46 @@
+"""The tampering vocabulary: exit statuses that say the graded output attacked its grader.
+
+Contracts:
+- ``TAMPERING_STATUSES`` is the one list of such statuses. A suite's grader that detects an
+  attempt to make it report a pass without solving the task (changed or shadowed tests, a
+  rewritten report, forged result frames...) grades the capsule ``passed=False``,
+  ``infra_failure=False`` with one of them, and says what it found in the trace:
+  ``TEST_TAMPERING`` (the test harness or its results were tampered with) or
+  ``PROTOCOL_VIOLATION`` (the code broke the grading protocol, e.g. wrote forged frames on the
+  grader's channel). Suites contribute by reporting these names; governance, the Critic, the
+  audit and the ablation report read only this set, never a suite's name.
+- ``is_tampering(status)``: whether an exit status is one of them (None is not).
+- ``grader_finding(status, trace, limit)``: the grader's concrete finding for a tampering
+  capsule, one line of at most ``limit`` characters: the first trace line naming the status or
+  what was detected, else the first informative line; sandbox banners (``[sandbox bwrap]``)
+  are skipped. Never raises; an empty trace gives ``"(no details)"``.
+"""
+
+from __future__ import annotations
+
+import re
+
+TEST_TAMPERING = "test_tampering"
+PROTOCOL_VIOLATION = "protocol_violation"
+TAMPERING_STATUSES: frozenset[str] = frozenset({TEST_TAMPERING, PROTOCOL_VIOLATION})
+TAMPERING_REASON = "tampering"
+"""How a Curator retirement under the tampering rule starts its ``skill_event.reason``."""
+
+_BANNER = re.compile(r"^\[[^\]]*\]$")
+_TELLING = re.compile(r"tamper|protocol violation|forg|canary|malformed message|harness", re.I)
+
+
+def is_tampering(status: str | None) -> bool:
+    return status in TAMPERING_STATUSES
+
+
+def grader_finding(status: str | None, trace: str | None, limit: int = 300) -> str:
+    """The line of ``trace`` that says what the grader detected (see module contracts)."""
+    lines = [ln.strip() for ln in (trace or "").splitlines()]
+    lines = [ln for ln in lines if ln and not _BANNER.match(ln)]
+    if not lines:
+        return "(no details)"
+    named = [ln for ln in lines if status and status in ln]
+    telling = [ln for ln in lines if _TELLING.search(ln)]
+    line = (named or telling or lines)[0]
+    return line if len(line) <= limit else line[:limit - 3] + "..."
