@@ -1,4 +1,5 @@
-"""Every SQL block of the README's DuckDB section, verbatim, against a real run dir."""
+"""Every SQL block of docs/evidence.md's DuckDB section (the queries the docs show users),
+verbatim, against a real run dir."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ import duckdb
 
 import chaos_lib
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "evidence.md"
 
 
 def readme_sql() -> list[str]:
     section = README.read_text().split("## Querying the evidence with DuckDB", 1)[1]
     section = section.split("\n## ", 1)[0]
     blocks = re.findall(r"```sql\n(.*?)```", section, re.S)
-    assert blocks, "the README's DuckDB section has no ```sql block"
+    assert blocks, "docs/evidence.md's DuckDB section has no ```sql block"
     return [s.query for block in blocks for s in duckdb.extract_statements(block)]
 
 

@@ -2,7 +2,7 @@
 
 - ``python -m jobs.skill_loop`` on a local Ray it starts itself, then ``ratchet query`` and
   ``ratchet plot`` on the run dir;
-- the README's local-head recipe as written: a real Ray head on 127.0.0.1 (``ray start --head``)
+- docs/cluster.md's local-head recipe as written: a real Ray head on 127.0.0.1 (``ray start --head``)
   and the job through ``ray job submit``, from a shell where the venv is not active.
 """
 
@@ -79,10 +79,11 @@ README_JOB = "-- python -m jobs.skill_loop mbpp"
 
 
 def readme_local_head_recipe() -> str:
-    """The README's local-head recipe: the bash block after "A local head works the same way"."""
-    text = (ROOT / "README.md").read_text()
+    """The local-head recipe of docs/cluster.md: the bash block after "A local head works the
+    same way"."""
+    text = (ROOT / "docs" / "cluster.md").read_text()
     match = re.search(r"A local head works the same way[^\n]*\n+```bash\n(.*?)```", text, re.S)
-    assert match, "README.md: the local-head recipe block is gone"
+    assert match, "docs/cluster.md: the local-head recipe block is gone"
     return match.group(1)
 
 
