@@ -9,7 +9,7 @@ ifneq ($(MBPP_DATA),)
 export MBPP_OVERRIDE_PATH ?= $(abspath $(MBPP_DATA))
 endif
 
-.PHONY: setup sandbox run test test-fast bench chaos clean
+.PHONY: setup sandbox run test test-fast bench chaos clean docs
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -57,6 +57,10 @@ bench: setup
 	$(BIN)/python bench/round_scaling.py
 	$(BIN)/python bench/sim_speed.py
 	$(BIN)/python bench/grader_agreement.py --workers 2
+
+# The generated reference pages (tests/docs fails when they differ from what the code renders).
+docs: setup  ## regenerate docs/configuration.md, docs/cli.md and docs/evidence-schema.md from the code
+	$(BIN)/python -m ratchet_ray.cli.docs_gen docs
 
 clean:
 	rm -rf $(VENV) results/*/quickstart* .pytest_cache
