@@ -8,6 +8,9 @@ Contracts:
   writes there they are refused with a message naming the holder.
 - ``skill load [FOLDER]`` imports a user's YAML bank (default: the run's own ``skills/``, which
   registers files dropped there); a bad file is reported with its field and nothing is imported.
+- ``audit`` lists every capsule graded as tampering (``evidence.tampering``: round, split,
+  task, skill, status and the grader's finding), after the latest skill events in table format
+  and alone with ``--tampering``.
 - ``curate`` re-runs retirement on the current evidence and records it as skill events of
   ``--round`` (default: the latest round in the evidence).
 Errors from bad files or config surface as one readable message, never a traceback.
@@ -25,7 +28,9 @@ from ratchet_ray.bank.skill_io import SkillFileError, dump_skill
 from ratchet_ray.cli.evidence import FORMATS, emit_rows, require_run_dir, writer_lock
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import ConfigError, load_config
-from ratchet_ray.evidence.queries import EMPTY_STATS, failed_llm_calls, recent_skill_events
+from ratchet_ray.evidence.queries import (EMPTY_STATS, failed_llm_calls, recent_skill_events,
+                                          tampering_capsules)
+from ratchet_ray.evidence.tampering import grader_finding
 from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
 from ratchet_ray.governance import curator
 
@@ -134,19 +139,40 @@ def meta_list(ctx: click.Context, fmt: str) -> None:
     emit_rows(rows, ["id", "suite", "status", "version", "created_round", "first_line"], fmt)
 
 
+TAMPERING_COLUMNS = ["round", "split", "task_id", "skill_id", "exit_status", "finding"]
+
+
+def tampering_rows(con) -> list[dict]:
+    """Every capsule graded as tampering (any split, any route), with the grader's finding."""
+    return [{**{k: row[k] for k in TAMPERING_COLUMNS[:-1]},
+             "finding": grader_finding(row["exit_status"], row["grader_trace"])}
+            for row in tampering_capsules(con)]
+
+
 @click.command("audit")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--tampering", "only_tampering", is_flag=True,
+              help="List only the capsules graded as tampering (in any format).")
 @click.pass_context
-def audit(ctx: click.Context, limit: int, fmt: str) -> None:
-    """The latest skill events (adds, evictions, retirements...) with contributions, then the
-    failed LLM calls per role (in table format), so an outage of e.g. the router is visible."""
+def audit(ctx: click.Context, limit: int, fmt: str, only_tampering: bool) -> None:
+    """The latest skill events (adds, evictions, retirements...) with contributions; in table
+    format then every capsule graded as tampering with its skill and the grader's finding, and
+    the failed LLM calls per role, so an outage of e.g. the router is visible. ``--tampering``
+    lists only the tampering capsules, in any format."""
     with EvidenceStore(require_run_dir(ctx)).connect() as con:
         rows = recent_skill_events(con, limit)
         failures = failed_llm_calls(con)
+        tampered = tampering_rows(con)
+    if only_tampering:
+        emit_rows(tampered, TAMPERING_COLUMNS, fmt)
+        return
     emit_rows(rows, ["round", "skill_id", "event", "status_after", "contribution", "trials",
                      "reason"], fmt)
     if fmt == "table":
+        click.echo(f"tampering capsules: {len(tampered) or 'none'}")
+        if tampered:
+            emit_rows(tampered, TAMPERING_COLUMNS, fmt)
         for row in failures:
             latest = (row["last_error"] or "?").splitlines()[0][:200]
             click.echo(f"failed LLM calls ({row['role']}): {row['failed']} in rounds "
@@ -164,7 +190,8 @@ def curate(ctx: click.Context, round_: int | None, dry_run: bool, fmt: str) -> N
     at = latest_round(bank.run_dir) if round_ is None else round_
     try:
         if dry_run:
-            decisions = curator.curate(bank.all(), bank.stats(), bank.config.curator)
+            decisions = curator.curate(bank.all(), bank.stats(), bank.config.curator,
+                                       bank.tampering())
         else:
             with writer_lock(bank.run_dir, "ratchet curate"):
                 bank = open_bank(ctx, writer=True)  # reread under the lock

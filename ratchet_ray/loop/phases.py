@@ -15,7 +15,9 @@ Contracts:
   last and are skipped, with the summary refilled from that file, when it exists; metasynth and
   synth mark their start first, so an attempt a crash cut short is replayed from the bank's
   events (``replay``), never rerun. Curate's retirements are logged before they are applied
-  (``SkillBank``), so rerunning it retires nothing twice. The rollback decision is a pure
+  (``SkillBank``), so rerunning it retires nothing twice. Curate applies both Curator rules:
+  the score rule and the tampering rule, which retires a skill in the round its routed train
+  attempt is first graded as tampering (``governance.curator``). The rollback decision is a pure
   function of the eval history, so recomputing it is safe.
 - ``llm_call`` rows are written for every reply of every role (tokens and cost in the evidence).
 """
@@ -32,6 +34,7 @@ from actors.pools import PoolResult, ResilientPool, call_one, drain
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.evidence.queries import recent_verdicts
 from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.evidence.tampering import TAMPERING_REASON
 from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.llm.accounting import llm_call_row
 from ratchet_ray.loop import replay
@@ -327,7 +330,13 @@ def curate(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
         done = {"decisions": [d.to_dict() for d in decisions]}
         ctx.run.write_round_json(round_, CURATE_FILE, done)
     summary.skills_retired = [d["skill_id"] for d in done["decisions"] if d["action"] == "retire"]
-    return f"{len(summary.skills_retired)} retired of {len(done['decisions'])} reviewed"
+    # The Curator's tampering rule (curator.retire_on_tampering): said loudly, not just counted.
+    tampered = [d for d in done["decisions"] if d["action"] == "retire"
+                and d["reason"].startswith(f"{TAMPERING_REASON}:")]
+    for d in tampered:
+        log.warning("round %d: skill %s retired: %s", round_, d["skill_id"], d["reason"])
+    extra = f" ({len(tampered)} for tampering)" if tampered else ""
+    return f"{len(summary.skills_retired)} retired{extra} of {len(done['decisions'])} reviewed"
 
 
 def snapshot(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:

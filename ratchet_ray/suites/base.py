@@ -3,7 +3,11 @@
 Contract: ``Suite.load_tasks(config)`` returns every task of the suite (deterministic order);
 ``split_tasks`` picks train/eval ids deterministically from the seed (or from a subset file);
 ``Grader.grade`` never raises for anything the solver produced: every failure is a ``GradeResult``
-with ``passed=False`` and ``exit_status`` naming the reason.
+with ``passed=False`` and ``exit_status`` naming the reason. A grade that caught the output
+attacking the grader (tampered tests or reports, forged results) uses a status of
+``ratchet_ray.evidence.tampering.TAMPERING_STATUSES`` (``test_tampering``,
+``protocol_violation``) with ``infra_failure=False`` and the finding in its trace: that is how a
+suite feeds the tampering signal (the Curator's rule, the Critic, ``ratchet audit``).
 
 Output kinds: ``"code"`` (a Python function, the built-in code Solver) and ``"patch"`` (a
 unified diff, the SWE-bench agent) are built in. A suite with any other output kind (e.g.

@@ -5,9 +5,12 @@ Contract: ``grade(task, output)`` never raises. Every failure is ``passed=False`
 - ``no_code`` / ``missing_entry_point``: nothing gradable was extracted (nothing was run), or the
   module defines no such function;
 - ``syntax_error``: the extracted module does not compile;
-- ``failed_tests``: a test returned the wrong value (the trace shows input, got and expected), a
-  value the sandbox cannot send as plain data (any object that is not a plain builtin value, a
-  subclass of one included), or anything that breaks the sandbox's protocol;
+- ``failed_tests``: a test returned the wrong value (the trace shows input, got and expected), or
+  a value the sandbox cannot send as plain data (any object that is not a plain builtin value, a
+  subclass of one included);
+- ``protocol_violation`` (``evidence.tampering``: an attack on the grader, which the Curator
+  retires a skill for): a malformed or out-of-order frame on the grader's channel, i.e. the
+  code wrote forged results where only the trusted runner writes (the trace says where);
 - ``timeout`` / ``memory``: a time or memory limit was hit;
 - an exception's name (``TypeError``, ``RecursionError``, ``SystemExit``...) raised by the
   solution, or ``crashed`` when its process died without one (``os._exit``, a segfault);

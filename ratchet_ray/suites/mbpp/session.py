@@ -35,6 +35,7 @@ ENCODE_BYTES_PER_S = 20e6  # slack per byte of the expected output's pickle (has
 MAX_DEPTH = 100
 _short = reprlib.Repr()
 _short.maxstring, _short.maxother, _short.maxlist, _short.maxtuple = 100, 100, 6, 6
+from ratchet_ray.evidence.tampering import PROTOCOL_VIOLATION
 _short.maxdict, _short.maxset, _short.maxlevel = 6, 6, 3
 _TIMEOUT_NAMES = ("TimeoutException", "TimeoutError")
 
@@ -116,7 +117,7 @@ class _Reader:
         except (ValueError, RecursionError):
             message = None
         if type(message) is not dict or type(message.get("k")) is not str:
-            raise _Failure("failed_tests", f"malformed message from the sandbox ({what})")
+            raise _Failure(PROTOCOL_VIOLATION, f"malformed message from the sandbox ({what})")
         return message
 
 
@@ -167,7 +168,7 @@ def _run_split(reader: _Reader, split: str, problem: dict, expected: dict, limit
     if kind == "exc" and first.get("split") == split:
         raise _exception(first, entry_point, entry_point)
     if kind != "ready" or first.get("split") != split:
-        raise _Failure("failed_tests", f"protocol violation before {split} tests")
+        raise _Failure(PROTOCOL_VIOLATION, f"protocol violation before {split} tests")
     checker = SplitChecker(entry_point, problem["atol"])
     digests = expected.get(f"{split}_digest") or [None] * len(outputs)
     sizes = expected.get(f"{split}_bytes") or [0] * len(outputs)
@@ -183,13 +184,13 @@ def _run_split(reader: _Reader, split: str, problem: dict, expected: dict, limit
             outcome.trace.append(f"{split}: fail at test {index + 1}/{len(inputs)}")
             raise _died(message, call)
         if message.get("split") != split or message.get("i") != index:
-            raise _Failure("failed_tests", f"protocol violation at {where}")
+            raise _Failure(PROTOCOL_VIOLATION, f"protocol violation at {where}")
         if message["k"] == "exc":
             outcome.trace.append(f"{split}: fail at test {index + 1}/{len(inputs)}")
             raise _exception(message, entry_point, call)
         text, digest = message.get("v"), message.get("h")
         if message["k"] != "out" or type(text) not in (str, type(None)):
-            raise _Failure("failed_tests", f"protocol violation at {where}")
+            raise _Failure(PROTOCOL_VIOLATION, f"protocol violation at {where}")
         if digests[index] is not None and digest == digests[index]:
             checker.matched_exactly(exp)  # byte-identical pickle: evalplus's exact match
             continue
