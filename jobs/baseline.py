@@ -32,6 +32,7 @@ from typing import Any
 
 import click
 
+from ratchet_ray.loop.entry import DRY_RUN, check_startable, print_config, version_option
 from ratchet_ray.loop.flags import build_overrides
 
 
@@ -170,23 +171,31 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     return counts[0], counts[1]
 
 
-@click.command("baseline")
+@click.command("baseline", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("suite", type=click.Choice(["mbpp", "swebench"]))
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL output (default results/baselines/<suite>.jsonl).")
-@click.option("--probes", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option("--probes", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Calls (probes) per task; a rerun adds only the missing ones.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N tasks of the suite.")
 @click.option("--temperature", type=click.FloatRange(0.0, 2.0), default=0.7, show_default=True,
               help="Sampling temperature (probes differ only through sampling).")
-@click.option("--llm", type=click.Choice(["local", "bedrock", "openai"]))
+@click.option("--llm", type=click.Choice(["local", "bedrock", "openai"]),
+              help="LLM backend (default: the config's, else local).")
 @click.option("--config", "config_files", multiple=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE")
-@click.option("--dataset-path", type=click.Path(exists=True, path_type=Path))
-@click.option("--workers", type=click.IntRange(min=1))
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="YAML config file(s), applied in order over the suite's file.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Config override, e.g. --set llm.base_url=http://127.0.0.1:8000/v1 "
+                   "(repeatable).")
+@click.option("--dataset-path", type=click.Path(exists=True, path_type=Path),
+              help="Local dataset file (offline use).")
+@click.option("--workers", type=click.IntRange(min=1), help="Solver and grader actors each.")
+@DRY_RUN
+@version_option()
 def main(suite: str, out: Path | None, probes: int, limit: int | None, temperature: float,
          llm: str | None, config_files: tuple, sets: tuple, dataset_path: Path | None,
-         workers: int | None) -> None:
+         workers: int | None, dry_run: bool) -> None:
     """Direct-LLM baseline of SUITE (no skills), resumable."""
     from ratchet_ray.config_files import ConfigError, layered_files, load_config
 
@@ -198,7 +207,12 @@ def main(suite: str, out: Path | None, probes: int, limit: int | None, temperatu
         config = load_config(layered_files(suite, config_files), [*overrides, *sets])
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from exc
+    check_startable(config)  # before the output file exists or Ray starts
     out = out or Path(config.results_dir) / "baselines" / f"{suite}.jsonl"
+    if dry_run:
+        click.echo(f"# output: {out}")
+        print_config(config)
+        return
     out.parent.mkdir(parents=True, exist_ok=True)
     from actors.pools import PoolError
     from ratchet_ray.loop.breaker import RunStopped
@@ -212,4 +226,4 @@ def main(suite: str, out: Path | None, probes: int, limit: int | None, temperatu
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main(prog_name="python -m jobs.baseline")

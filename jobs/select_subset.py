@@ -28,12 +28,13 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
 import click
+
+from ratchet_ray.loop.entry import version_option
 
 
 class SubsetError(ValueError):
@@ -161,10 +162,11 @@ def subset_path(out_dir: Path, suite: str, n_hard: int, n_train: int, n_eval: in
     return out_dir / f"{suite}_hard{n_hard}_t{n_train}_e{n_eval}_seed{seed}.json"
 
 
-@click.command("select-subset")
+@click.command("select-subset", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--source", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               required=True, help="Baseline JSONL written by `python -m jobs.baseline`.")
-@click.option("--suite", type=click.Choice(["mbpp", "swebench"]), required=True)
+@click.option("--suite", type=click.Choice(["mbpp", "swebench"]), required=True,
+              help="Suite whose rows of --source are used.")
 @click.option("--n-hard", type=click.IntRange(min=1), help="Default: n_train + n_eval.")
 @click.option("--n-train", type=click.IntRange(min=0), help="Default: the config's n_train.")
 @click.option("--n-eval", type=click.IntRange(min=0), help="Default: the config's n_eval.")
@@ -174,10 +176,14 @@ def subset_path(out_dir: Path, suite: str, n_hard: int, n_train: int, n_eval: in
 @click.option("--min-solved", type=click.IntRange(min=0), default=0, show_default=True,
               help="Keep only tasks solved on at least this many probes.")
 @click.option("--config", "config_files", multiple=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE")
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="YAML config file(s) giving the defaults of --n-train/--n-eval/--seed.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Config override, e.g. --set n_train=30 (repeatable).")
 @click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path),
-              default=Path("results/subsets"), show_default=True)
+              default=Path("results/subsets"), show_default=True,
+              help="Folder of the subset file (named after the suite, sizes and seed).")
+@version_option()
 def main(source: Path, suite: str, n_hard: int | None, n_train: int | None, n_eval: int | None,
          seed: int | None, probes: int, min_solved: int, config_files: tuple, sets: tuple,
          out_dir: Path) -> None:
@@ -208,4 +214,4 @@ def main(source: Path, suite: str, n_hard: int | None, n_train: int | None, n_ev
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main(prog_name="python -m jobs.select_subset")

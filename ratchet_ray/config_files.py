@@ -3,7 +3,7 @@
 Contracts:
 - ``load_config(files, overrides)`` merges the files in order, then the overrides, and validates;
   any problem raises ``ConfigError`` naming the file or override, the key, and the valid keys or
-  values.
+  values (a suite plugin that cannot be loaded: the registry's one line, naming the module).
 - ``suite_files(suite)`` is the suite's own layer (``configs/<suite>.yaml`` when it exists);
   every entry point resolves Default -> suite file -> ``--config`` / arm files -> flags and
   ``--set`` (``layered_files``), so a suite's paper values (e.g. 20 SWE-bench rounds) hold under
@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from ratchet_ray import resources
 from ratchet_ray.config import LoopConfig
+from ratchet_ray.suites.registry import SuitePluginError
 
 # Keys whose default comes from the environment when a config is built (see
 # ``backend_settings``): configs/default.yaml leaves them out so that layering it never pins them.
@@ -127,6 +128,13 @@ def _explain(err: ValidationError, origin: str) -> ConfigError:
 
 def load_config(files: Iterable[str | Path] = (), overrides: Iterable[str] = ()) -> LoopConfig:
     """Merge YAML ``files`` in order, then ``overrides`` (``key.sub=value``); validate once."""
+    try:
+        return _load_config(files, overrides)
+    except SuitePluginError as exc:  # a suite_plugins / $RATCHET_SUITES module: its own line
+        raise ConfigError(str(exc)) from exc
+
+
+def _load_config(files: Iterable[str | Path], overrides: Iterable[str]) -> LoopConfig:
     tree: dict[str, Any] = {}
     for file in files:
         path = Path(file)
@@ -154,9 +162,15 @@ def dump_config(config: LoopConfig, path: str | Path) -> None:
     an equal config, except that a ``llm.base_url`` with user info is written without it (no
     secret is ever written; see ``ratchet_ray.backend_settings``)."""
     from ratchet_ray.fsutil import atomic_write_text
+
+    atomic_write_text(path, config_text(config))
+
+
+def config_text(config: LoopConfig) -> str:
+    """The YAML ``dump_config`` writes (what ``--dry-run`` prints)."""
     from ratchet_ray.redact import redact_url
 
     data = config.model_dump(mode="json")
     if data["llm"].get("base_url"):
         data["llm"]["base_url"] = redact_url(data["llm"]["base_url"])
-    atomic_write_text(path, yaml.safe_dump(data, sort_keys=False))
+    return yaml.safe_dump(data, sort_keys=False)

@@ -2,7 +2,8 @@
 
 Contract: every module listed in ``_COMMAND_MODULES`` exposes ``COMMANDS: list[click.Command]``.
 Modules import lazily-heavy dependencies (Ray, llama.cpp) inside the command bodies so that
-``ratchet --help`` stays fast.
+``ratchet --help`` stays fast. ``--db`` must name a run dir (``cli.evidence.check_run_dir``);
+``--version`` prints the installed version.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import importlib
 from pathlib import Path
 
 import click
+
+from ratchet_ray.loop.entry import version_option
 
 _COMMAND_MODULES = (
     "ratchet_ray.cli.skills",      # skill list|show|load, meta list, audit, curate
@@ -26,9 +29,14 @@ _COMMAND_MODULES = (
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", "run_dir", type=click.Path(path_type=Path), default=None,
               help="Run directory (results/<suite>/<run-id>) the command works on.")
+@version_option()
 @click.pass_context
 def main(ctx: click.Context, run_dir: Path | None) -> None:
     """Ratchet on Ray: evolve, audit and query a governed skill library."""
+    if run_dir is not None:  # refused before any command reads it (e.g. an empty folder)
+        from ratchet_ray.cli.evidence import check_run_dir
+
+        check_run_dir(run_dir)
     ctx.obj = {"run_dir": run_dir}
 
 

@@ -13,6 +13,9 @@ Contracts:
 - Commands that change a run (``capsule prune``, ``evidence repair``, and ``skill load`` /
   ``curate`` in ``ratchet_ray.cli.skills``) take the run dir's writer lock (``writer_lock``) and
   are refused, naming the holder, while a run writes there; read-only commands never lock.
+- ``--db`` must be a run dir (``check_run_dir``: a folder holding one of ``RUN_DIR_MARKERS``);
+  any other folder is refused, naming what a run dir holds and listing the run dirs below it.
+- ``query`` on a table that is not an evidence view names the views (not DuckDB's guess).
 - ``emit_rows`` / ``require_run_dir`` / ``writer_lock`` are shared with ``ratchet_ray.cli.skills``.
 """
 
@@ -36,15 +39,65 @@ _READ_ONLY = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
 _CELL_MAX = 60
 
 
+RUN_DIR_MARKERS = ("config.yaml", "evidence", "skills", "loop.json")
+"""What a run dir holds (any one of them): what ``ratchet run`` writes first."""
+_SEARCH_DEPTH = 4  # results/ -> <suite>/ -> <run>; a sweep: <out>/runs/<arm_seed>/<suite>/<run>
+_SEARCH_LIMIT = 5000  # folders looked at, at most (``--db /`` must not walk the disk)
+_LISTED = 10
+
+
+def runs_below(folder: Path) -> list[Path]:
+    """Run dirs (folders with a ``config.yaml``) under ``folder``, at most ``_SEARCH_DEPTH``
+    levels down, sorted; a run dir's own subfolders are not searched."""
+    found: list[Path] = []
+    level, seen = [folder], 0
+    for _ in range(_SEARCH_DEPTH):
+        below: list[Path] = []
+        for parent in level:
+            try:
+                children = sorted(p for p in parent.iterdir()
+                                  if p.is_dir() and not p.name.startswith("."))
+            except OSError:  # unreadable folder: nothing to list there
+                continue
+            for child in children:
+                seen += 1
+                if seen > _SEARCH_LIMIT:
+                    return sorted(found)
+                (found if (child / "config.yaml").is_file() else below).append(child)
+        level = below
+    return sorted(found)
+
+
+def check_run_dir(run_dir: Path) -> Path:
+    """``run_dir`` when it is a run dir, else ``click.UsageError`` naming what a run dir holds
+    and listing the run dirs below it (``--db results/sim`` lists that suite's runs)."""
+    run_dir = Path(run_dir)
+    if not run_dir.exists():
+        raise click.UsageError(f"--db {run_dir}: no such run directory; pass a run dir, e.g. "
+                               "results/mbpp/<run-id> (`ls results/*/`)")
+    if not run_dir.is_dir():
+        raise click.UsageError(f"--db {run_dir} is a file; pass its run dir (the folder holding "
+                               "config.yaml and evidence/)")
+    if any((run_dir / marker).exists() for marker in RUN_DIR_MARKERS):
+        return run_dir
+    runs = runs_below(run_dir)
+    expected = (f"--db {run_dir} is not a run dir (expected a folder with config.yaml and "
+                "evidence/, as `ratchet run` writes)")
+    if not runs:
+        raise click.UsageError(f"{expected}; no run dir below it either: pass the folder "
+                               "printed when the run started, e.g. results/mbpp/<run-id>")
+    more = f"\n  ... and {len(runs) - _LISTED} more" if len(runs) > _LISTED else ""
+    raise click.UsageError(f"{expected}; run dirs below it ({len(runs)}), pass one:\n"
+                           + "\n".join(f"  {p}" for p in runs[:_LISTED]) + more)
+
+
 def require_run_dir(ctx: click.Context) -> Path:
-    """The ``--db RUN_DIR`` of the group, checked to exist."""
+    """The ``--db RUN_DIR`` of the group, checked to be a run dir (``check_run_dir``)."""
     run_dir = (ctx.obj or {}).get("run_dir")
     if run_dir is None:
         raise click.UsageError("this command works on a run: pass --db RUN_DIR before the command, "
                                "e.g. ratchet --db results/mbpp/<run-id> skill list")
-    if not Path(run_dir).is_dir():
-        raise click.UsageError(f"--db {run_dir}: no such run directory")
-    return Path(run_dir)
+    return check_run_dir(Path(run_dir))
 
 
 def _cell(value: Any) -> str:
@@ -79,7 +132,8 @@ def emit_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str) 
 
 @click.command("query")
 @click.argument("sql")
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True,
+              help="Output: an aligned table, CSV, or JSON (a list of objects).")
 @click.pass_context
 def query(ctx: click.Context, sql: str, fmt: str) -> None:
     """Run read-only SQL over the evidence views (capsule, verdict, skill_event, llm_call, round)."""
@@ -101,11 +155,24 @@ def query(ctx: click.Context, sql: str, fmt: str) -> None:
             cursor = con.execute(statement.query)
         columns = [d[0] for d in cursor.description] if cursor.description else []
         rows = [dict(zip(columns, row)) for row in cursor.fetchall()]
+    except duckdb.CatalogException as exc:
+        raise click.ClickException(f"query failed: {_catalog_error(exc)}") from exc
     except duckdb.Error as exc:
         raise click.ClickException(f"query failed: {exc}") from exc
     finally:
         con.close()
     emit_rows(rows, columns, fmt)
+
+
+def _catalog_error(exc: duckdb.CatalogException) -> str:
+    """DuckDB's message, with the evidence views instead of its guess (e.g. ``pg_sequences``,
+    a system table) when the name is not a table."""
+    first = str(exc).strip().splitlines()[0]
+    if "Table with name" not in first:
+        return str(exc)
+    return (f"{first.removeprefix('Catalog Error: ')} The evidence views are "
+            f"{', '.join(EvidenceStore.KINDS)} (columns: ratchet --db RUN query "
+            "\"select * from capsule limit 1\").")
 
 
 @click.group("capsule")

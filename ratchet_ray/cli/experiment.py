@@ -27,7 +27,13 @@ def _make_proposer(spec: str, llm: str, model: str | None, base_url: str | None,
     from ratchet_ray.experiment.llm_proposer import LLMProposer
     from ratchet_ray.llm.registry import make_llm
 
+    from ratchet_ray.llm.requirements import BackendRequirementError, check_backend
+
     settings = LLMSettings(backend=llm, model=model, base_url=base_url)
+    try:
+        check_backend(settings)  # before the experiment touches the repo
+    except BackendRequirementError as exc:
+        raise click.UsageError(f"--proposer llm: {exc}") from exc
     return LLMProposer(make_llm(settings), max_tokens=max_tokens, temperature=temperature)
 
 
@@ -46,7 +52,8 @@ def experiment() -> None:
               help="Evaluator file besides those its command names (hashed and frozen; repeat).")
 @click.option("--name", default="default", show_default=True, help="Experiment name (branch).")
 @click.option("--spec", help="Spec file in the repo (default program.md when present).")
-@click.option("--max-iterations", type=click.IntRange(min=1), default=25, show_default=True)
+@click.option("--max-iterations", type=click.IntRange(min=1), default=25, show_default=True,
+              help="Proposals evaluated at most (resumes continue the count).")
 @click.option("--budget-s", type=click.FloatRange(min=1), default=3600, show_default=True,
               help="Wall-clock budget of the whole run (resumes continue it).")
 @click.option("--eval-timeout-s", type=click.FloatRange(min=1), help="Limit of one evaluation.")
@@ -63,8 +70,10 @@ def experiment() -> None:
               show_default=True, help="Backend of the llm proposer.")
 @click.option("--llm-model", help="Model id (backend default when omitted).")
 @click.option("--llm-base-url", help="Server URL for the openai backend.")
-@click.option("--temperature", type=click.FloatRange(0, 2), default=0.0, show_default=True)
-@click.option("--max-tokens", type=click.IntRange(min=16), default=400, show_default=True)
+@click.option("--temperature", type=click.FloatRange(0, 2), default=0.0, show_default=True,
+              help="Sampling temperature of the llm proposer.")
+@click.option("--max-tokens", type=click.IntRange(min=16), default=400, show_default=True,
+              help="Generation cap of one proposal of the llm proposer.")
 def run(repo: Path, editable, protected, evaluator, evaluator_path, name, spec, max_iterations,
         budget_s, eval_timeout_s, patience, noise_margin, max_fix_attempts, lower_is_better,
         proposer, llm, llm_model, llm_base_url, temperature, max_tokens) -> None:
@@ -109,11 +118,13 @@ def evaluator_sha() -> str:
 
 
 @experiment.command("eval-skill-loop")
-@click.option("--suite", type=click.Choice(["mbpp", "swebench"]), default="mbpp", show_default=True)
+@click.option("--suite", type=click.Choice(["mbpp", "swebench"]), default="mbpp", show_default=True,
+              help="Suite of the skill-loop runs.")
 @click.option("--subset", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Fixed hard-subset file (jobs.select_subset).")
 @click.option("--seeds", default="42,7,13", show_default=True, help="Comma-separated seeds.")
-@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Rounds of each seed's run.")
 @click.option("--config-overlay", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Candidate config YAML (knobs), applied over the Default.")
 @click.option("--meta-skill", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -122,14 +133,20 @@ def evaluator_sha() -> str:
               help="Candidate role prompts: <template>.md files (solver, router, critic, "
                    "critic_patch, synthesizer, metasynth) replacing the built-in templates (prompts.dir).")
 @click.option("--scalar", type=click.Choice(["rolling_gain", "final_pass"]), default="rolling_gain",
-              show_default=True)
+              show_default=True, help="The contract's scalar per seed: the run's rolling eval "
+              "gain, or its last round's eval pass@1.")
 @click.option("--cost-budget-usd", type=click.FloatRange(min=0), help="Veto above this total cost.")
-@click.option("--floor-tau", type=float, default=0.10, show_default=True)
-@click.option("--floor-n-min", type=click.IntRange(min=1), default=100, show_default=True)
-@click.option("--floor-cap", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--floor-tau", type=float, default=0.10, show_default=True,
+              help="Proposition 1 floor: the retirement threshold tau.")
+@click.option("--floor-n-min", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Proposition 1 floor: trials before retirement (N_min).")
+@click.option("--floor-cap", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Proposition 1 floor: the active cap C.")
 @click.option("--floor-delta", type=click.FloatRange(min=1e-12, max=1), default=1e-3,
-              show_default=True)
-@click.option("--dataset-path", type=click.Path(exists=True, path_type=Path))
+              show_default=True, help="Proposition 1 floor: per-skill failure probability "
+              "delta.")
+@click.option("--dataset-path", type=click.Path(exists=True, path_type=Path),
+              help="Local dataset file (offline use).")
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Keep the run dirs here (default: a temporary folder, removed after).")
 def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, prompts_dir, scalar,
@@ -154,6 +171,14 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, pr
             load_prompt_dir(prompts_dir)
         except PromptTemplateError as exc:
             raise click.UsageError(f"--prompts-dir: {exc}") from exc
+    from ratchet_ray.loop.entry import check_startable
+
+    try:  # every seed's config, its backend and subset too, before Ray starts
+        for seed in seed_list:
+            check_startable(_seed_config(suite, subset, seed, rounds, config_overlay,
+                                         prompts_dir, dataset_path, results_dir or Path(".")))
+    except (ConfigError, ValueError) as exc:
+        raise click.ClickException(f"seed {seed}: {exc}") from exc
     import ray
 
     from ratchet_ray.loop.runtime import connect_ray
@@ -178,21 +203,30 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, pr
     click.echo(format_contract(result))
 
 
-def _run_seed(suite, subset, seed, rounds, overlay, meta_skill, prompts_dir, dataset_path,
-              out_dir) -> list:
+def _seed_config(suite, subset, seed, rounds, overlay, prompts_dir, dataset_path, out_dir):
+    """The LoopConfig of one seed's run (``ConfigError`` when it is invalid)."""
     import json
 
-    from ratchet_ray.bank.metaskills import default_metaskill, dump_metaskill
-    from ratchet_ray.cli.run import build_overrides
     from ratchet_ray.config_files import load_config
-    from ratchet_ray.loop.driver import open_run, run_loop
+    from ratchet_ray.loop.flags import build_overrides
 
     overrides = build_overrides(suite, rounds=rounds, subset=subset, seed=seed,
                                 tag=f"experiment-s{seed}", dataset_path=dataset_path)
     if prompts_dir is not None:  # recorded in the run's config.yaml with the files' digest
         overrides.append(f"prompts.dir={json.dumps(str(Path(prompts_dir).resolve()))}")
-    config = load_config([overlay] if overlay else [],
-                         [*overrides, f"results_dir={json.dumps(str(Path(out_dir).resolve()))}"])
+    return load_config([overlay] if overlay else [],
+                       [*overrides, f"results_dir={json.dumps(str(Path(out_dir).resolve()))}"])
+
+
+def _run_seed(suite, subset, seed, rounds, overlay, meta_skill, prompts_dir, dataset_path,
+              out_dir) -> list:
+    import json
+
+    from ratchet_ray.bank.metaskills import default_metaskill, dump_metaskill
+    from ratchet_ray.loop.driver import open_run, run_loop
+
+    config = _seed_config(suite, subset, seed, rounds, overlay, prompts_dir, dataset_path,
+                          out_dir)
     run, config, _, _ = open_run(config, None)  # creates the run dir, holding its writer lock
     try:
         if meta_skill is not None:

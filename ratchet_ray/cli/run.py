@@ -1,6 +1,10 @@
 """``ratchet run`` (the skill loop; the same command as ``python -m jobs.skill_loop``) and
 ``ratchet plot RUN``.
 
+Before anything starts (a run dir, Ray) the config is checked on this machine
+(``loop.entry.check_startable``: the backend's package, server URL and credentials, the subset
+file); ``--dry-run`` stops there and prints the resolved config.
+
 Config precedence, lowest first: the paper's Default, the suite's file (``configs/<suite>.yaml``,
 e.g. SWE-bench's 20 rounds), ``--config`` files in order, the flags of this command, then
 ``--set key.sub=value`` overrides. ``--resume RUN_DIR`` takes everything from
@@ -14,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from ratchet_ray.loop.entry import DRY_RUN, check_startable, print_config, version_option
 from ratchet_ray.loop.flags import build_overrides
 
 _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config_files", "sets",
@@ -47,7 +52,9 @@ _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config
               help="Local dataset file (offline use).")
 @click.option("--workers", type=click.IntRange(min=1), help="Solver and grader actors each.")
 @click.option("--quiet", is_flag=True, help="No progress display.")
-def run(suite: str | None, resume: Path | None, quiet: bool, **flags) -> None:
+@DRY_RUN
+@version_option()
+def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **flags) -> None:
     """Run the Ratchet skill loop on SUITE (mbpp, swebench, sim, or a plugin suite named with
     --set suite_plugins=[path.py] or $RATCHET_SUITES), or --resume a run."""
     from ratchet_ray.config_files import ConfigError, layered_files, load_config
@@ -63,15 +70,10 @@ def run(suite: str | None, resume: Path | None, quiet: bool, **flags) -> None:
                                    f"{', '.join('--' + k.replace('_', '-') for k in given)}"
                                    " (only --set budget.*=... may change)")
         config = None
-        if suite is not None:
-            from ratchet_ray.loop.rundir import RunDir
-
-            try:
-                saved = RunDir.open(resume).config().suite
-            except FileNotFoundError as exc:
-                raise click.UsageError(str(exc)) from exc
-            if saved != suite:
-                raise click.UsageError(f"{resume} is a {saved} run, not {suite}")
+        resumed = _resumed_config(resume, resume_sets)
+        if suite is not None and resumed.suite != suite:
+            raise click.UsageError(f"{resume} is a {resumed.suite} run, not {suite}")
+        checked = resumed
     else:
         if suite is None:
             raise click.UsageError("give a SUITE (mbpp, swebench or sim) or --resume RUN_DIR")
@@ -82,6 +84,11 @@ def run(suite: str | None, resume: Path | None, quiet: bool, **flags) -> None:
                                  [*build_overrides(suite, **flags), *sets])
         except ConfigError as exc:
             raise click.UsageError(str(exc)) from exc
+        checked = config
+    check_startable(checked)  # before a run dir exists or Ray starts
+    if dry_run:
+        print_config(checked)
+        return
 
     def announce(path: Path) -> None:
         click.echo(f"run dir: {path}", err=True)
@@ -100,6 +107,18 @@ def run(suite: str | None, resume: Path | None, quiet: bool, **flags) -> None:
     except RunStopped as exc:  # the cause and its fix, on one line, and a non-zero exit
         raise click.ClickException(f"run stopped: {exc}") from exc
     click.echo(str(path))
+
+
+def _resumed_config(resume: Path, resume_sets: tuple[str, ...]):
+    """The config a ``--resume`` continues with (its config.yaml and ``budget.*`` sets)."""
+    from ratchet_ray.config_files import ConfigError
+    from ratchet_ray.loop.budget import resume_config
+    from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir
+
+    try:
+        return resume_config(RunDir.open(resume).path / CONFIG_FILE, resume_sets)
+    except (FileNotFoundError, ConfigError) as exc:
+        raise click.UsageError(str(exc)) from exc
 
 
 @click.command("plot")

