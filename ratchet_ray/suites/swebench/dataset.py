@@ -15,6 +15,7 @@ Contracts:
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -25,6 +26,7 @@ SUITE_NAME = "swebench"
 REQUIRED_FIELDS = ("instance_id", "repo", "base_commit", "problem_statement",
                    "FAIL_TO_PASS", "PASS_TO_PASS", "eval_script")
 LOCAL_SUFFIXES = (".json", ".jsonl", ".parquet")
+_COMMIT_ID = re.compile(r"^[0-9a-fA-F]{7,64}$")
 # Fields the Solver must never see: the reference fix.
 HIDDEN_FIELDS = ("patch",)
 
@@ -103,6 +105,10 @@ def normalize_instance(raw: dict[str, Any]) -> dict[str, Any]:
                 "or add eval_script to your file)" if "eval_script" in missing else "")
         raise DatasetError(f"instance {instance_id}: missing field(s) {', '.join(missing)}{hint}")
     instance = dict(raw)
+    if not _COMMIT_ID.match(str(raw["base_commit"])):
+        raise DatasetError(f"instance {instance_id}: base_commit {raw['base_commit']!r} is not a "
+                           f"hex commit id; give the commit the repository is checked out at "
+                           f"(the image's history after it is removed before any container runs)")
     instance["FAIL_TO_PASS"] = _test_list(instance_id, "FAIL_TO_PASS", raw["FAIL_TO_PASS"])
     instance["PASS_TO_PASS"] = _test_list(instance_id, "PASS_TO_PASS", raw["PASS_TO_PASS"])
     if not instance["FAIL_TO_PASS"]:

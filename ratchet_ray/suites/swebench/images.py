@@ -4,18 +4,26 @@ Contracts:
 - ``image_name(instance_id, settings)`` is swebench's ``ImageSpec.name``:
   ``sweb.eval.x86_64.<id>:<tag>`` (lower case) for local images (``namespace`` None) and
   ``<namespace>/sweb.eval.x86_64.<id with __ -> _1776_>:<tag>`` for registry images.
-- ``InstanceImages.ensure(instance, log)`` makes the image present: already local -> nothing;
+- ``InstanceImages.ensure(instance, log)`` makes the image present and ``ready``: absent ->
   ``namespace`` set -> pull; ``namespace`` None -> build from the instance's ``dockerfile`` with
-  the classic builder (no BuildKit needed). Failures raise ``InfraFailure`` (image_missing /
-  image_build_failed / daemon errors). One build or pull per image at a time per object.
+  the classic builder (no BuildKit needed); then, once per image, its repository is stripped of
+  every commit, ref, reflog entry and object newer than ``base_commit`` (``history``: a derived
+  layer tagged with the same name and marked with ``HISTORY_LABEL``; an image someone else
+  pulled or built is stripped the first time it is used). Every agent and grader container starts
+  from that image: the preparation costs nothing per container. Failures raise
+  ``InfraFailure`` (image_missing / image_build_failed, naming why the history could not be
+  removed / daemon errors). One build or pull per image at a time per object.
+- ``InstanceImages.ready(name, instance)``: the image is present and stripped to the instance's
+  ``base_commit`` by the current ``history`` script.
 - ``InstanceImages.use(instance, log)`` is a context manager yielding the image name with the
-  image present and held: one lock file per image under ``settings.lock_dir`` (``ImageLock``) is
+  image ready and held: one lock file per image under ``settings.lock_dir`` (``ImageLock``) is
   held shared for the block, so no grader or agent on this machine removes the image between its
-  ``ensure`` and the end of its container; building or pulling takes it exclusively.
+  ``ensure`` and the end of its container; building, pulling or stripping takes it exclusively.
 - ``InstanceImages.release(name, log)`` applies the cache level after an instance: below
   ``instance`` it removes the instance image if this object's client did not find it present
   when the object was created, and only when it gets the image's lock exclusively at once (a
   grader or agent that uses it keeps it); an image a running container uses is kept (not forced).
+  Removing a stripped image removes the image it was derived from too (no longer tagged).
 """
 
 from __future__ import annotations
@@ -26,10 +34,13 @@ import io
 import os
 import tarfile
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ratchet_ray.suites.swebench.execbox import container_workdir
+from ratchet_ray.suites.swebench.history import HISTORY_LABEL, history_dockerfile, history_mark
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
@@ -119,37 +130,52 @@ class InstanceImages:
         except docker.errors.ImageNotFound:
             return False
 
+    def ready(self, name: str, instance: dict[str, Any]) -> bool:
+        """Present and stripped of the history after the instance's ``base_commit``."""
+        import docker.errors
+
+        try:
+            labels = self.client.images.get(name).labels or {}
+        except docker.errors.ImageNotFound:
+            return False
+        return labels.get(HISTORY_LABEL) == history_mark(instance["base_commit"])
+
     def lock(self, name: str) -> ImageLock:
         return ImageLock(self.settings.lock_dir, name)
 
     @contextmanager
     def use(self, instance: dict[str, Any], log: Log) -> Iterator[str]:
-        """The image name, present and held against removal for the block (module contract)."""
+        """The image name, ready and held against removal for the block (module contract)."""
         name = self.name(instance)
         lock = self.lock(name)
         while True:
             with lock.shared():
-                if self.exists(name):
+                if self.ready(name, instance):
                     yield name
                     return
-            # Absent: build or pull it under the exclusive lock, then take the shared one again
+            # Absent or not stripped yet: build, pull or strip it under the exclusive lock, then
+            # take the shared one again
             # (flock cannot convert atomically, so a remover may win in between: loop).
             self.ensure(instance, log)
 
     def ensure(self, instance: dict[str, Any], log: Log) -> str:
-        """The instance's image name, after making sure the daemon has it (module contract)."""
+        """The instance's image name, after making sure the daemon has it, stripped of the
+        history after ``base_commit`` (module contract)."""
         import docker.errors
 
         name = self.name(instance)
         with self._image_lock(name), self.lock(name).exclusive():
             try:
-                if self.exists(name):
+                if self.ready(name, instance):
                     return name
-                if self.settings.namespace is not None:
-                    log(f"pulling {name}")
-                    self.client.images.pull(name)
-                    return name
-                return self._build(name, instance, log)
+                if not self.exists(name):
+                    if self.settings.namespace is not None:
+                        log(f"pulling {name}")
+                        self.client.images.pull(name)
+                    else:
+                        self._build(name, instance, log)
+                self._strip_history(name, instance, log)
+                return name
             except InfraFailure:
                 raise
             except docker.errors.ImageNotFound as exc:
@@ -158,6 +184,44 @@ class InstanceImages:
             except docker.errors.DockerException as exc:
                 raise InfraFailure(classify_exception(exc) or "docker_error",
                                    f"cannot obtain image {name}: {exc}") from exc
+
+    def _strip_history(self, name: str, instance: dict[str, Any], log: Log) -> None:
+        """Rebuild ``name`` as a layer over itself whose repository holds nothing newer than
+        ``base_commit`` (``history``), tagged with the same name."""
+        import docker.errors
+
+        base = instance["base_commit"]
+        user = (self.client.images.get(name).attrs.get("Config") or {}).get("User") or ""
+        try:
+            dockerfile = history_dockerfile(name, base, user, container_workdir())
+        except ValueError as exc:
+            raise InfraFailure("image_build_failed", f"instance {instance['instance_id']}: {exc}; "
+                               f"base_commit must be the commit id the image is checked out at") from exc
+        log(f"removing the history after base_commit {base} from {name}")
+        started = time.monotonic()
+        output: list[str] = []
+        try:
+            # No network: the script only rewrites the repository that is already there.
+            for event in self.client.api.build(fileobj=_dockerfile_context(dockerfile),
+                                               custom_context=True, tag=name, rm=True,
+                                               forcerm=True, decode=True, network_mode="none"):
+                text = str(event.get("stream") or "").rstrip()
+                if text:
+                    output.append(text)
+                    if "ratchet-history:" in text:
+                        log(text)
+                if "error" in event:
+                    # The builder's error quotes the whole script; the script's own line says why.
+                    why = [line for line in output if "ratchet-history:" in line] or output[-5:]
+                    raise InfraFailure("image_build_failed", f"cannot remove the history after "
+                                       f"base_commit {base} from {name}: {' '.join(why)}")
+        except docker.errors.APIError as exc:
+            raise InfraFailure("image_build_failed", f"cannot remove the history after base_commit "
+                               f"{base} from {name}: {exc}") from exc
+        if not self.ready(name, instance):
+            raise InfraFailure("image_build_failed", f"removing the history from {name} reported "
+                               f"success but the image is not marked {HISTORY_LABEL}")
+        log(f"history after base_commit removed from {name} in {time.monotonic() - started:.1f}s")
 
     def _build(self, name: str, instance: dict[str, Any], log: Log) -> str:
         import docker.errors
