@@ -44,6 +44,14 @@ def test_canaries_go_only_into_files_the_command_runs_whole(words, expected):
     assert canaries.collected("tests/test_ops.py", words) is expected
 
 
+def test_a_command_that_selects_inside_files_gets_no_canary():
+    assert not canaries.selects(["python", "-m", "pytest", "-rA", "tests/test_ops.py"])
+    assert not canaries.selects(["python3", "-mpytest", "tests"])
+    for words in (["pytest", "-k", "add"], ["pytest", "-kadd"], ["pytest", "-m", "slow"],
+                  ["pytest", "--deselect", "tests/test_ops.py::test_mul"]):
+        assert canaries.selects(words), words
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_canaries_are_mutants_hidden_among_the_graded_tests(seed):
     plan = _plan(seed)
@@ -169,3 +177,26 @@ def test_the_sentinel_judgement():
     assert judge([_result(), {"garbled": "a.json: bad"}], junit, 1).findings
     nested = judge([_result(), _result(nested=True, findings=["inner"], exitstatus=2)], junit, 1)
     assert nested.findings == [] and nested.notes
+
+
+CLASS_FILE = ("import unittest\nfrom m import f\n\n\nclass TestF:\n    def test_one(self):\n"
+              "        assert f(1) == 2\n\n    def test_two(self):\n        assert f(2) == 'b'\n\n\n"
+              "class TestG(unittest.TestCase):\n    def test_three(self):\n        self.assertTrue(f(3))\n")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_method_s_mutant_sits_among_its_class_s_methods(seed):
+    graded = ["TestF::test_one", "TestF::test_two", "TestG::test_three"]
+    plan = canaries.plan({"tests/test_m.py": (CLASS_FILE, graded)}, random.Random(seed))
+    tree = ast.parse(plan.files[0].planted)
+    methods = {f"{c.name}::{m.name}" for c in tree.body if isinstance(c, ast.ClassDef)
+               for m in c.body if isinstance(m, ast.FunctionDef)}
+    assert set(graded) <= methods
+    for test in plan.tests:
+        assert test.kind in ("mutant of test_one", "mutant of test_two")
+        assert test.function.startswith("TestF::test_") and test.function in methods
+    assert "def test_" in plan.files[0].tail and "self" not in plan.files[0].tail
+    name = plan.tests[0].function.split("::")[1]
+    appended = {f"tests/test_m.py::{t.function.split('::')[1]}": "FAILED" for t in plan.tests}
+    assert plan.problem(appended) is None, "the appended fallback counts as the canary"
+    assert plan.problem({f"tests/test_m.py::TestF::{name}": "PASSED"})[0] == "test_tampering"

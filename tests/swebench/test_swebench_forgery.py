@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from forgeries import FORCE_PASS_HOOK, FORGERIES, new_file
+from forgeries import FORCE_PASS_HOOK, FORGERIES, IN_PROCESS, new_file
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
+from test_swebench_layers import layer_of
 
 pytestmark = pytest.mark.docker
 
@@ -17,9 +18,19 @@ EXPECTED = {
     "pytest_ini_deselect": ("unresolved", "pytest.ini (pytest configuration)"),
     "f2p_test_file_edit": ("unresolved", "tests/test_ops.py (test file the instance is graded with)"),
     "sitecustomize": ("unresolved", "sitecustomize.py (interpreter start-up hook)"),
-    "fake_passed_lines": ("results_mismatch", "the log says passed, the JUnit report says FAILED"),
+    "fake_passed_lines": ("test_tampering", "the exit code was rewritten"),
     "imitated_markers": ("test_tampering", "imitates swebench's marker"),
-    "report_rewrite_in_source": ("test_tampering", "which always fails, was reported PASSED"),
+    "report_rewrite_in_source": ("test_tampering", "from _pytest.reports import TestReport"),
+    "spare_env_canary": ("test_tampering", "(static screen)"),
+    "spare_hex_canary": ("test_tampering", "'_py' + 'test.rep' + 'orts'"),
+    "exit_code_rewrite": ("test_tampering", "(static screen)"),
+    "junit_and_summary_rewrite": ("test_tampering", "_pytest.junitxml"),
+    "hook_wrapper_from_gc": ("test_tampering", "gc.get_objects()"),
+    # No screened name in these: the sentinel sees them in pytest's process.
+    "spare_untracked_canary": ("test_tampering", "TestReport.__init__ replaced by an object from "
+                               "/testbed/calc/ops.py"),
+    "forge_only_graded": ("test_tampering", "tests/test_ops.py::test_add raised AssertionError but "
+                          "its report says passed"),
     "shadow_pytest": ("unresolved", "pytest.py (a new module at the root that shadows pytest"),
 }
 
@@ -35,6 +46,16 @@ def test_each_forgery_is_not_resolved(grader, tasks, name):
     status, why = EXPECTED[name]
     assert (result.passed, result.infra_failure) == (False, False), result.trace
     assert result.exit_status == status and why in result.trace, result.trace
+
+
+@pytest.mark.parametrize("name", sorted(IN_PROCESS))
+def test_without_the_screen_the_runtime_layers_refuse_each_forgery(grader, tasks, name, monkeypatch):
+    """The screen off: in the container (pytest of the image, the untrusted uid), the canaries
+    and the sentinel still refuse every forgery of the code under test, and the trace says which."""
+    monkeypatch.setattr("ratchet_ray.suites.swebench.grader.screen_patch", lambda instance, patch: None)
+    result = grader.grade(tasks["ratchet__calc-1"], FORGERIES[name])
+    assert (result.passed, result.exit_status) == (False, "test_tampering"), result.trace
+    assert layer_of(result) in ("sentinel", "canary"), result.trace
 
 
 def test_gold_still_resolves_and_harness_edits_next_to_a_fix_are_undone(grader, tasks, gold):

@@ -18,8 +18,10 @@ are placed and named like the graded tests, and nothing outside the test files n
   a *probe*: a comparison of two different numbers.
 
 Contracts:
-- ``graded_files(instance)`` ``{file: [graded top-level test names]}`` of its pytest ids.
-- ``collected(file, words)`` whether a test command with these words runs the whole file.
+- ``graded_files(instance)`` ``{file: [graded names]}`` of its pytest ids (``test_x`` or
+  ``TestCase::test_x``, unparametrised).
+- ``collected(file, words)`` whether a test command with these words runs the whole file;
+  ``selects(words)`` whether it selects tests inside files (then no canary is planted).
 - ``after_test_patch(texts, test_patch)`` the files' text after the test patch (host ``git
   apply``; None for a file it does not yield).
 - ``plan(files, rng)`` -> ``CanaryPlan`` (None without an eligible file); ``files`` maps each
@@ -40,6 +42,7 @@ import secrets
 import shlex
 import subprocess
 import tempfile
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,7 +104,7 @@ class CanaryPlan:
     def problem(self, statuses: dict[str, str]) -> tuple[str, str] | None:
         missing, odd = [], []
         for test in self.tests:
-            found = [s for node, s in statuses.items() if _matches(node, test.node)]
+            found = [s for node, s in statuses.items() if _matches(node, test)]
             if not found:
                 missing.append(test)
             elif any(s in ("PASSED", "XFAIL") for s in found):
@@ -119,9 +122,12 @@ class CanaryPlan:
         return None
 
 
-def _matches(node: str, test: str) -> bool:
+def _matches(node: str, test: CanaryTest) -> bool:
+    """``node`` is the canary's (parametrised too; a method's canary appended at the end of
+    an unexpected file runs as a plain function of that file)."""
+    bare = f"{test.file}::{test.function.rsplit('::', 1)[-1]}"
     return any(node == t or node.endswith("/" + t) or node.startswith(t + "[")
-               or ("/" + t + "[") in node for t in (test,))
+               or ("/" + t + "[") in node for t in {test.node, bare})
 
 
 def graded_files(instance: dict[str, Any]) -> dict[str, list[str]]:
@@ -132,8 +138,8 @@ def graded_files(instance: dict[str, Any]) -> dict[str, list[str]]:
         if head is None or not head.endswith(".py") or len(parts) < 2:
             continue
         names = files.setdefault(head, [])
-        if len(parts) == 2 and "[" not in parts[1]:
-            names.append(parts[1])
+        if len(parts) in (2, 3) and "[" not in parts[-1]:
+            names.append("::".join(parts[1:]))
     return files
 
 
@@ -141,6 +147,19 @@ def collected(file: str, words: list[str]) -> bool:
     for word in words:
         path = repo_relative_file(word.rstrip("/"))
         if path and (path == file or file.startswith(path + "/") or path == "."):
+            return True
+    return False
+
+
+def selects(words: list[str]) -> bool:
+    """Whether the command selects tests within files (``-k``, ``--deselect``, ``-m <marker>``
+    other than ``python -m pytest``): a canary might not run, so none is planted."""
+    for i, word in enumerate(words):
+        if word.startswith(("-k", "--deselect", "--keyword")):
+            return True
+        if word == "-m" and words[i + 1:i + 2] not in (["pytest"], ["py.test"]):
+            return True
+        if word.startswith("-m") and len(word) > 2 and word[2:] not in ("pytest", "py.test"):
             return True
     return False
 
@@ -174,9 +193,30 @@ def _name(text: str, taken: set[str], rng: random.Random) -> str:
     raise RuntimeError("no free canary name")  # 50 draws from >= 8 words: unreachable
 
 
-def _mutant_candidates(tree: ast.Module, graded: list[str]) -> list[ast.FunctionDef]:
-    return [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in graded
-            and not n.decorator_list and n.body and isinstance(n.body[-1], ast.Assert)]
+def _mutable(fn: ast.stmt) -> bool:
+    return (isinstance(fn, ast.FunctionDef) and not fn.decorator_list and bool(fn.body)
+            and isinstance(fn.body[-1], ast.Assert))
+
+
+def _mutant_candidates(tree: ast.Module, graded: list[str]
+                       ) -> list[tuple[ast.FunctionDef, ast.ClassDef | None]]:
+    """Graded tests a mutant can copy: top-level functions and methods of top-level classes
+    without decorators that end in an ``assert``; with the class that holds each."""
+    found: list[tuple[ast.FunctionDef, ast.ClassDef | None]] = []
+    for node in tree.body:
+        if _mutable(node) and node.name in graded:
+            found.append((node, None))
+        elif isinstance(node, ast.ClassDef):
+            found.extend((m, node) for m in node.body
+                         if _mutable(m) and f"{node.name}::{m.name}" in graded)
+    return found
+
+
+def _starts(nodes: list[ast.stmt]) -> list[int]:
+    """0-based line numbers where the function and class statements of ``nodes`` begin."""
+    return sorted({min([n.lineno, *[d.lineno for d in getattr(n, "decorator_list", [])]]) - 1
+                   for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                    ast.ClassDef))})
 
 
 def _mutant(text: str, fn: ast.FunctionDef, name: str, rng: random.Random) -> str | None:
@@ -203,7 +243,7 @@ def _mutant(text: str, fn: ast.FunctionDef, name: str, rng: random.Random) -> st
     body[0] = re.sub(rf"\bdef\s+{re.escape(fn.name)}\b", f"def {name}", body[0], count=1)
     source = "\n".join(body)
     try:
-        ast.parse(source)
+        ast.parse(textwrap.dedent(source))
     except SyntaxError:
         return None
     return source
@@ -216,35 +256,39 @@ def _probe(name: str, rng: random.Random) -> str:
 
 def _plant(path: str, text: str | None, graded: list[str], count: int,
            rng: random.Random) -> tuple[PlantedFile, list[CanaryTest]]:
-    """``count`` canaries for one file, at random top-level positions."""
+    """``count`` canaries for one file at random positions: a mutant of a method among its
+    class's methods, anything else among the top-level statements (or at the end)."""
     try:
         tree = ast.parse(text) if text is not None else None
     except SyntaxError:
         tree = None
     taken = set(_TEST_DEF.findall(text or ""))
     candidates = _mutant_candidates(tree, graded) if tree is not None else []
+    lines = (text or "").splitlines()
+    top = [*(_starts(tree.body) if tree is not None else []), len(lines)]
+    inserts: dict[int, list[tuple[str, int]]] = {}
     sources, tests = [], []
     for _ in range(count):
         name = _name(text or "", taken, rng)
-        fn = rng.choice(candidates) if candidates else None
+        fn, owner = rng.choice(candidates) if candidates else (None, None)
         source = _mutant(text, fn, name, rng) if fn is not None and text is not None else None
-        sources.append(source or _probe(name, rng))
-        tests.append(CanaryTest(path, name, f"mutant of {fn.name}" if source else "probe"))
+        if source is None:
+            fn, owner, source = None, None, _probe(name, rng)
+        where = _starts(owner.body) if owner is not None else top
+        inserts.setdefault(rng.choice(where), []).append((source.rstrip(), 1 if owner else 2))
+        # appended at the end of an unexpected file, a method's copy would lose its class
+        sources.append(source if owner is None else _probe(name, rng))
+        function = f"{owner.name}::{name}" if owner is not None else name
+        tests.append(CanaryTest(path, function, f"mutant of {fn.name}" if fn else "probe"))
     tail = "".join(f"\n\n{s.rstrip()}\n" for s in sources)
     if tree is None or text is None:
         return PlantedFile(path, text, None, tail), tests
-    lines = text.splitlines()
-    starts = sorted({min([n.lineno, *[d.lineno for d in getattr(n, "decorator_list", [])]]) - 1
-                     for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                          ast.ClassDef))} | {len(lines)})
-    inserts: dict[int, list[str]] = {}
-    for source in sources:
-        inserts.setdefault(rng.choice(starts), []).append(source.rstrip())
     out: list[str] = []
     for i in range(len(lines) + 1):
-        for source in inserts.get(i, []):
-            out.extend([*([""] * 2 if i == len(lines) else []), *source.split("\n"),
-                        *([] if i == len(lines) else ["", ""])])
+        for source, blanks in inserts.get(i, []):
+            at_end = i == len(lines)
+            out.extend([*([""] * blanks if at_end else []), *source.split("\n"),
+                        *([] if at_end else [""] * blanks)])
         if i < len(lines):
             out.append(lines[i])
     return PlantedFile(path, text, "\n".join(out) + "\n", tail), tests

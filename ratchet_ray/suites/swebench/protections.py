@@ -73,7 +73,7 @@ class Protections:
             return found
         words = command_words(eval_script)
         graded = {f: names for f, names in canaries.graded_files(instance).items()
-                  if canaries.collected(f, words)}
+                  if canaries.collected(f, words) and not canaries.selects(words)}
         if graded:
             texts = canaries.after_test_patch(_base_texts(box, instance["base_commit"], sorted(graded)),
                                               instance.get("test_patch") or "")
@@ -84,7 +84,8 @@ class Protections:
                 box.write_file(f"{found.stage}/{name}", text, mode=0o600)
             log(f"canaries: {found.plan.describe()}")
         else:
-            log("canaries: the test command runs no graded test file whole; none planted")
+            log("canaries: the test command runs no graded test file whole (or selects tests "
+                "inside files); none planted")
         if instance.get("repo") not in HARNESS_REPOS:
             found.sentinel = Sentinel.fresh(markers.junit_dir, box.workdir, root)
             found.sentinel.install(box)

@@ -1,0 +1,63 @@
+"""Detection table of the forgery corpus on the local images: each forgery of ``forgeries.py``
+graded by the real grader with every layer on, then with one layer at a time (the screen off;
+the screen and the sentinel off; the screen and the canaries off). Prints a Markdown table.
+
+Run: ``.venv/bin/python tests/swebench/measure_forgeries.py`` (Docker and the base image of
+``.ci/docker_setup.sh``; about 10 s per grade).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
+from unittest import mock
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import swebench_instances  # noqa: E402
+from forgeries import FORGERIES  # noqa: E402
+from test_swebench_layers import layer_of  # noqa: E402
+
+from ratchet_ray.config import GraderSettings  # noqa: E402
+from ratchet_ray.suites.swebench.dataset import normalize_all, to_task  # noqa: E402
+from ratchet_ray.suites.swebench.grader import SwebenchGrader  # noqa: E402
+from ratchet_ray.suites.swebench.settings import SwebenchSettings  # noqa: E402
+
+NO_SCREEN = ("ratchet_ray.suites.swebench.grader.screen_patch", lambda instance, patch: None)
+NO_SENTINEL = ("ratchet_ray.suites.swebench.protections.HARNESS_REPOS",
+               frozenset({swebench_instances.REPO}))
+NO_CANARIES = ("ratchet_ray.suites.swebench.canaries.plan", lambda files, rng=None: None)
+SETUPS = {"all layers": (), "no screen": (NO_SCREEN,), "canaries only": (NO_SCREEN, NO_SENTINEL),
+          "sentinel only": (NO_SCREEN, NO_CANARIES)}
+
+
+def main() -> None:
+    instances = swebench_instances.make_instances()
+    task = {i["instance_id"]: to_task(i) for i in normalize_all(instances, "local")}["ratchet__calc-1"]
+    settings = SwebenchSettings(namespace=None, cache_level="instance", memory_mb=512, pids_limit=256)
+    limits = GraderSettings(timeout_s=60, instance_deadline_s=300)
+    cells: dict[str, dict[str, str]] = {}
+    for setup, patches in SETUPS.items():
+        with ExitStack() as stack, tempfile.TemporaryDirectory() as run_dir:
+            for target, value in patches:
+                stack.enter_context(mock.patch(target, value))
+            grader = SwebenchGrader(settings, limits, run_dir)
+            gold = grader.grade(task, instances[0]["patch"])
+            cells.setdefault("(gold patch)", {})[setup] = "resolved" if gold.passed else gold.exit_status
+            for name in sorted(FORGERIES):
+                result = grader.grade(task, FORGERIES[name])
+                cells.setdefault(name, {})[setup] = ("RESOLVED" if result.passed else
+                                                     f"{result.exit_status} ({layer_of(result)})")
+    print("| forgery | " + " | ".join(SETUPS) + " |")
+    print("|---" * (len(SETUPS) + 1) + "|")
+    for name, row in cells.items():
+        print(f"| {name} | " + " | ".join(row[s] for s in SETUPS) + " |")
+    for setup in SETUPS:
+        caught = sum(1 for name, row in cells.items() if name != "(gold patch)" and row[setup] != "RESOLVED")
+        print(f"{setup}: {caught}/{len(FORGERIES)} not resolved")
+
+
+if __name__ == "__main__":
+    main()
