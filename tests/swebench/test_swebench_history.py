@@ -19,7 +19,7 @@ from ratchet_ray.suites.swebench.agent import run_agent
 from ratchet_ray.suites.swebench.container import instance_container
 from ratchet_ray.suites.swebench.dataset import DatasetError, normalize_instance, to_task
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
-from ratchet_ray.suites.swebench.history import HISTORY_LABEL, history_mark
+from ratchet_ray.suites.swebench.history import HISTORY_LABEL, history_dockerfile, history_mark
 from ratchet_ray.suites.swebench.images import InstanceImages, image_name
 from ratchet_ray.suites.swebench.infra import InfraFailure
 
@@ -231,3 +231,33 @@ def test_an_image_not_at_base_commit_is_an_infrastructure_failure(docker_client,
 def test_a_base_commit_that_is_not_a_commit_id_is_refused(future_instance):
     with pytest.raises(DatasetError, match="base_commit 'main' is not a hex commit id"):
         normalize_instance({**future_instance, "base_commit": "main"})
+
+
+def test_an_image_with_another_user_is_stripped_as_root_and_keeps_its_user(
+        docker_client, instances, local_settings):
+    calc1 = next(i for i in instances if i["instance_id"] == "ratchet__calc-1")
+    instance = normalize_instance({**calc1, "instance_id": "ratchet__calc-user",
+                                   "dockerfile": calc1["dockerfile"] + "USER 65534\n"})
+    name = image_name(instance["instance_id"], local_settings)
+    _remove(docker_client, name)
+    try:
+        assert InstanceImages(docker_client, local_settings).ensure(instance, lambda _m: None) == name
+        image = docker_client.images.get(name)
+        assert image.attrs["Config"]["User"] == "65534"
+        assert image.labels[HISTORY_LABEL] == history_mark(instance["base_commit"])
+        assert _run_once(docker_client, name, local_settings, "git log --all --format=%H").split() \
+            == [instance["base_commit"]]
+    finally:
+        _remove(docker_client, name)
+
+
+def test_the_history_dockerfile_runs_as_root_and_marks_the_image():
+    base = "8779d3c43ebd855ccc9cc87b3813146ac64d96ff"
+    text = history_dockerfile("img:1", base, "app", "/testbed")
+    lines = text.splitlines()
+    assert lines[0] == "FROM img:1" and lines[1] == "USER root" and lines[3] == "USER app"
+    assert json.loads(lines[2].removeprefix("RUN "))[:2] == ["/bin/bash", "-c"]
+    assert lines[4] == f'LABEL {HISTORY_LABEL}="{history_mark(base)}"'
+    assert "USER" not in history_dockerfile("img:1", base, "", "/testbed")
+    with pytest.raises(ValueError, match="not a hex commit id"):
+        history_dockerfile("img:1", "HEAD; rm -rf /", None, "/testbed")
