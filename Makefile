@@ -9,7 +9,7 @@ ifneq ($(MBPP_DATA),)
 export MBPP_OVERRIDE_PATH ?= $(abspath $(MBPP_DATA))
 endif
 
-.PHONY: setup sandbox run test test-fast bench chaos clean docs
+.PHONY: setup sandbox run test test-fast flake bench chaos clean docs
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -45,6 +45,11 @@ test: setup sandbox  ## the whole suite, real components (Docker tests need `bas
 
 test-fast: setup  ## skip the heavy (real-model, many-round) tests
 	$(BIN)/python -m pytest -q -m "not slow and not docker"
+
+FLAKE_RUNS ?= 3
+FLAKE_SLOW_RUNS ?= 2
+flake: setup sandbox  ## the quick suite FLAKE_RUNS times in random orders, the slow suite FLAKE_SLOW_RUNS times; lists every test that failed once
+	$(BIN)/python .ci/flake.py --runs $(FLAKE_RUNS) --slow-runs $(FLAKE_SLOW_RUNS) $(if $(FLAKE_SEED),--seed $(FLAKE_SEED))
 
 CHAOS_SEEDS ?= 1-10
 CHAOS_ROUNDS ?= 3

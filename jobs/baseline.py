@@ -16,15 +16,22 @@ Contracts:
   ``--set``.
 - Every probe samples with its own seed, derived from ``seed`` and the probe number, on backends
   that take one, so a rerun draws the same numbers.
+- Infrastructure failures are retried, as the loop retries them, at most ``INFRA_ATTEMPTS``
+  times in all per probe: a grade that failed on infrastructure (Docker, the sandbox, a dead
+  grader) is graded again from the same answer, a solve that did (the backend, the agent's
+  container) is solved again. The row's ``infra_retries`` counts them, and the job's last line
+  says how many probes needed one, so a hard subset is never chosen from an accident of load.
 - Failing loudly, as ``ratchet run``: the preflight checks first, and a job whose share of
-  infrastructure-failure probes exceeds ``infra.max_failure_rate`` stops with the root cause
-  (non-zero exit); its infra-failure rows are not written, so a rerun retries them.
+  probes still failing on infrastructure after their retries exceeds ``infra.max_failure_rate``
+  stops with the root cause (non-zero exit); its infra-failure rows are not written, so a rerun
+  retries them.
 - ``jobs.select_subset`` reads this file.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import uuid
 from pathlib import Path
@@ -34,6 +41,8 @@ import click
 
 from ratchet_ray.loop.entry import DRY_RUN, check_startable, print_config, version_option
 from ratchet_ray.loop.flags import build_overrides
+
+log = logging.getLogger(__name__)
 
 
 def done_probes(out: Path) -> set[tuple[str, int]]:
@@ -48,7 +57,11 @@ def done_probes(out: Path) -> set[tuple[str, int]]:
             for row in map(json.loads, data.decode().splitlines()) if row}
 
 
-def _row(suite: str, task_id: str, probe: int, outcome: Any, grade: Any, failure: str) -> dict:
+INFRA_ATTEMPTS = 3
+
+
+def _row(suite: str, task_id: str, probe: int, outcome: Any, grade: Any, failure: str,
+         infra_retries: int = 0) -> dict:
     replies = [*outcome.router_replies, *outcome.solver_replies] if outcome is not None else []
     return {
         "suite": suite, "task_id": task_id, "probe": probe,
@@ -61,6 +74,7 @@ def _row(suite: str, task_id: str, probe: int, outcome: Any, grade: Any, failure
         "latency_s": round(outcome.latency_s if outcome is not None else 0.0, 3),
         "backend": replies[-1].backend if replies else "",
         "model": replies[-1].model if replies else "",
+        "infra_retries": infra_retries,
     }
 
 
@@ -96,6 +110,7 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     pools: list[ResilientPool] = []
     service = None
     outcomes: dict[tuple[str, int], Any] = {}
+    retries: dict[tuple[str, int], int] = {}  # infrastructure retries so far, per probe
     counts = [0, 0]
     # Infra-failure rows wait until the job ends below the breaker's threshold; a tripped job
     # leaves none behind, so the rerun retries those probes instead of skipping them.
@@ -133,26 +148,48 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
                 counts[0] += 1
                 counts[1] += int(row["passed"])
 
+            def grade(task: Any, probe: int, outcome: Any) -> None:
+                extra = (shared[task.task_id],) if task.task_id in shared else ()
+                graders.submit("grade", task, outcome.output, *extra, key=(task, probe))
+
+            def retried(task: Any, probe: int, what: str, cause: str) -> bool:
+                """Whether the probe gets another attempt after an infrastructure failure."""
+                if retries.get((task.task_id, probe), 0) + 1 >= INFRA_ATTEMPTS:
+                    return False
+                retries[(task.task_id, probe)] = retries.get((task.task_id, probe), 0) + 1
+                log.warning("baseline %s probe %d: %s failed on infrastructure (%s); "
+                            "attempt %d of %d", task.task_id, probe, what, cause[:300],
+                            retries[(task.task_id, probe)] + 1, INFRA_ATTEMPTS)
+                if what == "grade":
+                    grade(task, probe, outcomes[(task.task_id, probe)])
+                else:
+                    solvers.submit("run", task, "baseline", probe, key=(task, probe))
+                return True
+
             def handle(pool: ResilientPool, result: Any) -> None:
                 task, probe = result.key
+                tried = retries.get((task.task_id, probe), 0)
                 if pool is solvers:
                     outcome = result.value
                     if not result.ok or outcome.exit_status != "ok":  # nothing to grade
                         status = result.exit_status if not result.ok else outcome.exit_status
                         error = result.error if not result.ok else outcome.error
-                        write(_row(config.suite, task.task_id, probe, outcome, None, status),
-                              f"{status}: {error}")
+                        if not retried(task, probe, "solve", f"{status}: {error}"):
+                            write(_row(config.suite, task.task_id, probe, outcome, None, status,
+                                       tried), f"{status}: {error}")
                     else:
                         outcomes[(task.task_id, probe)] = outcome
-                        extra = (shared[task.task_id],) if task.task_id in shared else ()
-                        graders.submit("grade", task, outcome.output, *extra, key=(task, probe))
+                        grade(task, probe, outcome)
+                    return
+                verdict = result.value if result.ok else None
+                cause = (f"{result.exit_status}: {result.error}" if not result.ok
+                         else f"{verdict.exit_status}: {verdict.trace}")
+                if ((verdict is None or verdict.infra_failure)
+                        and retried(task, probe, "grade", cause)):
                     return
                 outcome = outcomes.pop((task.task_id, probe))
-                grade = result.value if result.ok else None
-                cause = (f"{result.exit_status}: {result.error}" if not result.ok
-                         else f"{grade.exit_status}: {grade.trace}")
-                write(_row(config.suite, task.task_id, probe, outcome, grade,
-                           "" if result.ok else result.exit_status), cause)
+                write(_row(config.suite, task.task_id, probe, outcome, verdict,
+                           "" if result.ok else result.exit_status, tried), cause)
 
             for task, probe in todo:
                 solvers.submit("run", task, "baseline", probe, key=(task, probe))
@@ -223,6 +260,18 @@ def main(suite: str, out: Path | None, probes: int, limit: int | None, temperatu
         raise click.ClickException(f"baseline stopped: {exc}") from exc
     total = len(done_probes(out))
     click.echo(f"{out}: {ran} probe(s) run now ({passed} passed); {total} in the file")
+    click.echo(infra_retry_note(out))
+
+
+def infra_retry_note(out: Path) -> str:
+    """One line: how many probes of ``out`` needed an infrastructure retry and how many still
+    failed on infrastructure after them."""
+    rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    retried = [r for r in rows if r.get("infra_retries")]
+    still = sum(1 for r in retried if r["infra_failure"])
+    return (f"{len(retried)} probe(s) retried after an infrastructure failure "
+            f"(at most {INFRA_ATTEMPTS} attempts each), {still} of them still failed on "
+            f"infrastructure")
 
 
 if __name__ == "__main__":

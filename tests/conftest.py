@@ -103,3 +103,38 @@ def hash_embedder():
     from fakes import HashEmbedder
 
     return HashEmbedder()
+
+
+# ---- random order (``make flake``) ------------------------------------------------------------
+def pytest_addoption(parser):
+    parser.addoption("--shuffle-seed", type=int, default=None,
+                     help="Run the test modules, and the tests inside each, in an order drawn "
+                          "from this seed (printed in the header); a test that passes only in "
+                          "file order shows up. `make flake` uses it.")
+
+
+def pytest_report_header(config):
+    seed = config.getoption("--shuffle-seed")
+    return None if seed is None else f"shuffled with --shuffle-seed={seed}"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Shuffle modules, then the tests of each module (module fixtures still set up once per
+    module), when ``--shuffle-seed`` is given; otherwise leave pytest's order alone."""
+    seed = config.getoption("--shuffle-seed")
+    if seed is None:
+        return
+    import random
+
+    rng = random.Random(seed)
+    by_module: dict[str, list] = {}
+    for item in items:
+        by_module.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    modules = sorted(by_module)
+    rng.shuffle(modules)
+    shuffled = []
+    for module in modules:
+        tests = by_module[module]
+        rng.shuffle(tests)
+        shuffled.extend(tests)
+    items[:] = shuffled

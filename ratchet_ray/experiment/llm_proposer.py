@@ -25,9 +25,9 @@ Contracts:
 from __future__ import annotations
 
 from collections import Counter
-from typing import Literal, Sequence
+from typing import Annotated, Literal, Sequence
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import AfterValidator, BaseModel, Field, create_model
 
 from ratchet_ray.experiment.ledger import LedgerRow
 from ratchet_ray.experiment.proposals import (Edit, Proposal, ProposalContext, ProposalError,
@@ -69,6 +69,18 @@ def line_choices(files: dict[str, str]) -> dict[str, tuple[str, str]]:
     return choices
 
 
+def _said(text: str) -> str:
+    if not text.strip():
+        raise ValueError("reasoning is blank: say in one or two sentences why the edit should "
+                         "improve the score")
+    return text
+
+
+Reasoning = Annotated[str, Field(min_length=1), AfterValidator(_said)]
+"""Every experiment says why it was tried (the ledger's reasoning column); a blank one is
+refused and gets the one repair attempt, like any other invalid reply."""
+
+
 def edit_schema(files: dict[str, str]) -> type[BaseModel]:
     """The reply model for ``files`` (line mode when it fits, else search mode)."""
     if not files:
@@ -78,9 +90,9 @@ def edit_schema(files: dict[str, str]) -> type[BaseModel]:
     # bounds the reply.
     choices = line_choices(files)
     if 0 < len(choices) <= MAX_LINE_CHOICES:
-        return create_model("ProposedLineEdit", reasoning=(str, ...),
+        return create_model("ProposedLineEdit", reasoning=(Reasoning, ...),
                             line=(Literal[tuple(choices)], ...), replace=(str, ...))
-    return create_model("ProposedEdit", reasoning=(str, ...),
+    return create_model("ProposedEdit", reasoning=(Reasoning, ...),
                         path=(Literal[tuple(sorted(files))], ...),
                         search=(str, Field(min_length=1)), replace=(str, ...))
 

@@ -10,8 +10,16 @@ Contracts:
   the rollback gate from the finished rounds' eval pass@1, and continues from the first round
   without a ``summary.json`` (see ``phases`` for what each phase skips). An uninterrupted run and
   a killed-and-resumed one end with the same capsules, each task once per split and round.
-- A *critical* phase (eval, rollback, train, snapshot) that fails stops the run (resume it
-  later); any other phase that fails is logged and listed in the round's ``failed_steps``.
+- A *critical* phase (eval, rollback, train, critic, snapshot) that fails stops the run (resume
+  it later); any other phase that fails is logged and listed in the round's ``failed_steps``.
+  The critic is critical because a finished round must hold exactly one verdict per critiquable
+  train failure: a round recorded with reviews missing would never get them (resume skips it).
+- Nothing is lost to a dead process: an actor that died under a phase (``RayActorError``: a
+  killed Critic, Synthesizer or SkillBank) or a critic phase that left failures unreviewed for
+  a backend error (``CriticIncomplete``) makes the phase run again, up to ``PHASE_ATTEMPTS``
+  times in all (every phase but rollback is safe to rerun: each skips what its evidence already
+  holds, see ``phases``); after that the run stops with ``RunStopped`` naming the cause, in a
+  soft phase too, and ``--resume`` finishes the round.
 - After each round: ``round_NN/summary.json``, a ``round`` evidence row and ``loop.json``.
 - Before the first round, the graders' precomputed inputs of every task of the run (MBPP+: the
   expected outputs) are computed in one batch on one grader and shared with the others through
@@ -39,6 +47,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import ray
+from ray.exceptions import RayActorError
 
 from actors.grader import share_precomputed
 from actors.pools import PoolError
@@ -53,7 +62,7 @@ from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.loop import phases
 from ratchet_ray.loop.breaker import RunStopped
 from ratchet_ray.loop.budget import BudgetExhausted, RunBudget, resume_config
-from ratchet_ray.loop.phases import LoopContext
+from ratchet_ray.loop.phases import CriticIncomplete, LoopContext
 from ratchet_ray.loop.preflight import preflight
 from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.reaper import reap_after_round
@@ -73,13 +82,22 @@ class Phase:
     critical: bool = False
     spends: bool = False
     """It calls an LLM: it does not start once the budget is spent."""
+    rerunnable: bool = True
+    """Running it again after a failure redoes only what is missing (see ``phases``)."""
 
+
+PHASE_ATTEMPTS = 3
+RETRY_PAUSE_S = 2.0
+"""Between attempts of a phase, so a model server that a supervisor restarts can come back."""
+TRANSIENT = (RayActorError, CriticIncomplete)
+"""Failures that another attempt of the phase may not meet: a process died, a backend refused."""
 
 ROUND_PHASES: tuple[Phase, ...] = (
     Phase("eval", phases.evaluate, critical=True, spends=True),
-    Phase("rollback", phases.rollback_check, critical=True),
+    # The gate observes each round once: a second observation would count a regression twice.
+    Phase("rollback", phases.rollback_check, critical=True, rerunnable=False),
     Phase("train", phases.train, critical=True, spends=True),
-    Phase("critic", phases.critic, spends=True),
+    Phase("critic", phases.critic, critical=True, spends=True),
     Phase("metasynth", phases.metasynth, spends=True),
     Phase("synth", phases.synth, spends=True),
     Phase("curate", phases.curate),
@@ -97,7 +115,7 @@ def run_round(ctx: LoopContext, round_: int) -> RoundSummary:
         ctx.progress.phase(round_, phase.name)
         log.info("round %d: %s", round_, phase.name)
         try:
-            note = phase.run(ctx, round_, summary)
+            note = run_phase(ctx, phase, round_, summary)
         except Exception as exc:  # a soft phase's failure is recorded and the round goes on
             if phase.critical or isinstance(exc, (RunStopped, PoolError)) or disk_full(exc):
                 raise  # ... unless the run itself cannot go on (actors that cannot start)
@@ -110,6 +128,26 @@ def run_round(ctx: LoopContext, round_: int) -> RoundSummary:
     reap_after_round(ctx.rt.graders)
     finish_round(ctx, summary, time.monotonic() - started)
     return summary
+
+
+def run_phase(ctx: LoopContext, phase: Phase, round_: int, summary: RoundSummary) -> str:
+    """``phase`` once, or again after a ``TRANSIENT`` failure (module contracts); raises
+    ``RunStopped`` when its last attempt fails that way, so no round is recorded with its work
+    missing."""
+    attempts = PHASE_ATTEMPTS if phase.rerunnable else 1
+    for attempt in range(1, attempts + 1):
+        try:
+            return phase.run(ctx, round_, summary)
+        except TRANSIENT as exc:
+            cause = f"{type(exc).__name__}: {exc}"
+            if attempt == attempts:
+                raise RunStopped(
+                    f"round {round_} {phase.name}: failed {attempt} time(s), last: "
+                    f"{cause[:1500]}; --resume redoes only what it left undone") from exc
+            log.warning("round %d: phase %s attempt %d of %d failed (%s); running it again",
+                        round_, phase.name, attempt, attempts, cause[:500])
+            time.sleep(RETRY_PAUSE_S * attempt)
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def finish_round(ctx: LoopContext, summary: RoundSummary, wall_s: float) -> None:

@@ -174,6 +174,12 @@ def train(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
 
 
 # ---- critic ----------------------------------------------------------------------------------
+class CriticIncomplete(RuntimeError):
+    """Train failures left without a verdict for a reason outside the model's answer (its actor
+    died ``max_attempts`` times, or the backend failed); the verdicts written stay, and running
+    the phase again reviews exactly the rest."""
+
+
 def _capsules(ctx: LoopContext, where: str, params: list[Any]) -> list[Capsule]:
     with ctx.store.connect() as con:
         cursor = con.execute(f"SELECT * FROM capsule WHERE {where} ORDER BY task_id", params)
@@ -191,7 +197,8 @@ def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
     skills = {s.id: s for s in ray.get(ctx.rt.bank.all.remote())}
     items = [(ctx.task(c.task_id), c, skills.get(c.skill_id)) for c in pending]
     ctx.progress.set_total(len(items))
-    errors: list[str] = []
+    errors: list[str] = []  # refusals: the model answered, and no verdict could be read
+    unreviewed: list[str] = []  # no answer at all (module contracts): the phase must run again
     # Verdicts and their calls are written in parts of ``infra.evidence_flush_every`` verdicts
     # (and whatever is left when the phase ends, even on an error): a killed driver redoes at
     # most one part's reviews on resume (it skips capsules that have a verdict).
@@ -207,13 +214,16 @@ def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
             buffered_calls.clear()
 
     def handle(_pool: ResilientPool, result: PoolResult) -> None:
-        if not result.ok:
-            errors.extend(f"{item[1].capsule_id}: {result.exit_status}" for item in result.item)
+        if not result.ok:  # the batch's actor died max_attempts times
+            unreviewed.extend(f"{item[1].capsule_id} ({item[1].task_id}): {result.exit_status}: "
+                              f"{result.error}" for item in result.item)
             for _ in result.item:
                 ctx.progress.advance(failed=True)
             return
         buffered_verdicts.extend(r.verdict for r in result.value if r.verdict is not None)
-        errors.extend(r.error for r in result.value if r.verdict is None)
+        errors.extend(r.error for r in result.value if r.verdict is None and not r.retryable)
+        unreviewed.extend(f"{item[1].capsule_id} ({item[1].task_id}): {r.error}"
+                          for item, r in zip(result.item, result.value) if r.retryable)
         buffered_calls.extend(ctx.charge_calls(round_, "critic",
                                                [reply for r in result.value for reply in r.replies]))
         if len(buffered_verdicts) >= ctx.config.infra.evidence_flush_every:
@@ -235,6 +245,9 @@ def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
                                f"{len(items)} failures not reviewed)")
     for error in errors:
         log.warning("round %d critic: %s", round_, error)
+    if unreviewed:
+        raise CriticIncomplete(f"{len(unreviewed)} of {len(items)} train failures got no "
+                               f"verdict, e.g. {unreviewed[0][:1000]}")
     with ctx.store.connect() as con:
         summary.verdicts = con.execute("SELECT count(*) FROM verdict WHERE round = ?",
                                        [round_]).fetchone()[0]

@@ -156,19 +156,29 @@ def recorded_status(client: Any, out_dir: Path) -> dict[str, str]:
 
 
 def stop_recorded_jobs(client: Any, out_dir: Path, wait_s: float = STOP_WAIT_S + 30) -> list[str]:
-    """Stop every recorded job still running and wait for them to end; returns their names."""
+    """Stop every recorded job still running and wait until each has ended; returns their
+    names. Raises ``SweepError`` naming the jobs still running ``wait_s`` seconds later (never
+    reports a job stopped that is not)."""
     live = live_jobs(client, out_dir)
     for job_id in live.values():
         client.stop_job(job_id)
-    _wait_ended(client, list(live.values()), wait_s)
+    running = _wait_ended(client, list(live.values()), wait_s)
+    if running:
+        names = sorted(name for name, job_id in live.items() if job_id in running)
+        raise SweepError(f"asked {', '.join(names)} to stop, still running {wait_s:.0f}s later; "
+                         f"`ray job status <id>` / `ray job stop <id>` on the cluster: "
+                         f"{', '.join(running)}")
     return sorted(live)
 
 
-def _wait_ended(client: Any, job_ids: Sequence[str], wait_s: float, poll_s: float = 1.0) -> None:
+def _wait_ended(client: Any, job_ids: Sequence[str], wait_s: float,
+                poll_s: float = 0.2) -> list[str]:
+    """Wait until every job has ended or ``wait_s`` passed; returns those still not ended."""
     deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        if all(_status(client, j) in TERMINAL for j in job_ids):
-            return
+    while True:
+        running = [j for j in job_ids if _status(client, j) not in TERMINAL]
+        if not running or time.monotonic() >= deadline:
+            return running
         time.sleep(poll_s)
 
 

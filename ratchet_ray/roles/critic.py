@@ -18,7 +18,9 @@ API:
     rationale that is a bare label, fails validation and gets the one repair retry.
   - ``verdict.pattern`` is the label with ``_`` turned into spaces (``'off by one in range'``).
   - Never raises for LLM trouble: a garbled reply gives ``error`` ``"StructuredOutputError: ..."``
-    and keeps the failed replies for accounting; a backend failure gives ``"<ExcName>: ..."``.
+    and keeps the failed replies for accounting (a refusal: the model was asked and failed);
+    a backend failure gives ``"<ExcName>: ..."`` with ``retryable`` True (the model was never
+    heard: the capsule still needs its review).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class CritiqueResult:
     verdict: Verdict | None
     replies: list[Reply] = field(default_factory=list)
     error: str = ""
+    retryable: bool = False
+    """No verdict because the backend failed (not the model's answer): ask again later."""
 
     @property
     def ok(self) -> bool:
@@ -91,7 +95,7 @@ def critique(llm: LLMClient, task: Task, capsule: Capsule, skill: Skill | None, 
     except StructuredOutputError as exc:
         return CritiqueResult(None, list(exc.replies), f"StructuredOutputError: {exc}")
     except LLMError as exc:
-        return CritiqueResult(None, [], f"{type(exc).__name__}: {exc}")
+        return CritiqueResult(None, [], f"{type(exc).__name__}: {exc}", retryable=True)
     out = result.value
     verdict = Verdict(
         capsule_id=capsule.capsule_id, run_id=capsule.run_id, round=capsule.round,

@@ -23,6 +23,7 @@ import ray
 
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.rundir import RunDir
+from waiting import wait_for  # noqa: F401  (scenarios use lib.wait_for)
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).resolve().parent / "chaos_driver.py"
@@ -111,14 +112,6 @@ class Driver:
 
     def log_tail(self) -> str:
         return self.stderr.read_text(errors="replace")[-3000:]
-
-
-def wait_for(predicate, timeout: float, what: str, poll: float = 0.05) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up waiting for {what}")
-        time.sleep(poll)
 
 
 def phase_started(driver: "Driver", round_: int, phase: str) -> bool:

@@ -261,3 +261,77 @@ class CanonicalFor:
         if ep in self.solutions:
             return f"```python\n{self.solutions[ep]}\n```"
         return WRONG_CODE.format(ep=ep)
+
+
+class FaultyScenario(Scenario):
+    """``Scenario`` whose processes fail on cue, counted across processes by files in ``faults``.
+
+    ``faults`` maps a kind to how many times it happens before the script answers normally:
+    - ``critic_dies``: the Critic's process exits (``os._exit``) in a review of a task routed to
+      a skill (round 1 on: round 0 has no skills), so its whole batch dies with it;
+    - ``critic_backend``: such a review raises ``LLMError`` (the model server is unreachable);
+    - ``synth_dies``: the Synthesizer's process exits while it drafts a skill.
+    A count of -1 fails until the file ``<dir>/healed`` exists.
+    """
+
+    def __init__(self, base: Scenario, fault_dir: str, faults: dict[str, int]):
+        super().__init__(base.solutions, base.group1, base.group2, base.eval_eps)
+        self.fault_dir, self.faults = fault_dir, dict(faults)
+
+    def _fails(self, kind: str) -> bool:
+        limit = self.faults.get(kind, 0)
+        if limit < 0:
+            return not os.path.exists(os.path.join(self.fault_dir, "healed"))
+        for n in range(limit):  # O_EXCL: exactly one process takes each of the ``limit`` turns
+            try:
+                os.close(os.open(os.path.join(self.fault_dir, f"{kind}.{n}"),
+                                 os.O_CREAT | os.O_EXCL))
+                return True
+            except FileExistsError:
+                continue
+        return False
+
+    def critique(self, text: str) -> str:
+        if self._skill(text) is not None:
+            if self._fails("critic_dies"):
+                os._exit(1)
+            if self._fails("critic_backend"):
+                from ratchet_ray.llm.base import LLMError
+
+                raise LLMError("http://127.0.0.1:9/v1 model scripted: Connection refused")
+        return super().critique(text)
+
+    def author(self, text: str) -> str:
+        if self._fails("synth_dies"):
+            os._exit(1)
+        return super().author(text)
+
+
+def faulty_scenario_models(fault_dir, faults: dict[str, int]):
+    """``scenario_models()`` with the LLM's script failing on cue (``FaultyScenario``)."""
+    from fakes import ScriptedLLM
+    from ratchet_ray.loop.runtime import Models
+
+    base = scenario_models()
+    return Models(llm=ScriptedLLM(FaultyScenario(base.llm.responder, str(fault_dir), faults)),
+                  embedder=base.embedder)
+
+
+class FlakyBackend:
+    """``responder``, except that its first ``n`` calls (counted across processes by files in
+    ``fault_dir``) raise ``LLMError`` as an unreachable model server would."""
+
+    def __init__(self, responder, fault_dir: str, n: int):
+        self.responder, self.fault_dir, self.n = responder, str(fault_dir), n
+
+    def __call__(self, messages, json_schema=None) -> str:
+        for k in range(self.n):
+            try:
+                os.close(os.open(os.path.join(self.fault_dir, f"down.{k}"),
+                                 os.O_CREAT | os.O_EXCL))
+            except FileExistsError:
+                continue
+            from ratchet_ray.llm.base import LLMError
+
+            raise LLMError("http://127.0.0.1:9/v1 model scripted: Connection refused")
+        return self.responder(messages, json_schema)

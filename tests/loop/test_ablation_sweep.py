@@ -5,7 +5,9 @@ interrupt stops every job, a job still running is followed rather than submitted
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
 import sys
 import time
 from pathlib import Path
@@ -15,6 +17,7 @@ import pytest
 from ratchet_ray.config_files import load_config
 from ratchet_ray.loop.rundir import RunDir
 from fake_jobs import FakeJobClient
+from waiting import wait_for
 from ratchet_ray.loop.sweep import (REPO_ROOT, Job, SweepError, SweepSpec, check_sweep_file, cpus_per_run,
                                     plan_jobs, split_sets, with_recorded_budget)
 from ratchet_ray.loop.sweep_jobs import (forwarded_env, live_jobs, read_jobs, recorded_status,
@@ -167,7 +170,9 @@ def test_a_shared_budget_limits_the_sum_over_every_run_of_the_scope():
 
 # ---- the Ray-jobs runner, on FakeJobClient ----------------------------------------------------
 CHILD = """
-import sys, time
+import signal, sys, time
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # as jobs.skill_loop does
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 print("start", time.time(), flush=True)
 try:
     time.sleep(float(sys.argv[1]))
@@ -257,10 +262,28 @@ def test_stop_recorded_jobs_stops_what_still_runs(tmp_path: Path):
     client.submit_job(submission_id="b", **submission(_job(tmp_path, "b", 0), {}))
     (tmp_path / "jobs.json").write_text('{"a": {"job_id": "a"}, "b": {"job_id": "b"}, '
                                         '"c": {"job_id": "gone"}}')
-    time.sleep(0.5)
+    # Stopped once its SIGINT handler is in place (the "start" line comes after it) and b ended.
+    wait_for(lambda: "start" in client.get_job_logs("a")
+             and client.get_job_status("b") == "SUCCEEDED", 60, "job a to start, b to end")
     assert stop_recorded_jobs(client, tmp_path, wait_s=30) == ["a"]
     assert recorded_status(client, tmp_path) == {"a": "STOPPED", "b": "SUCCEEDED",
                                                  "c": "UNKNOWN"}
+    assert "interrupted: released the run" in client.get_job_logs("a")  # unwound, not killed
+
+
+def test_stop_recorded_jobs_names_a_job_that_outlives_the_wait(tmp_path: Path):
+    client = FakeJobClient()
+    stubborn = [sys.executable, "-c", "import signal, time; "
+                "signal.signal(signal.SIGINT, signal.SIG_IGN); print('start', flush=True); "
+                "time.sleep(60)"]
+    job = Job("a", "new", stubborn, tmp_path / "logs" / "a.log", tmp_path / "runs" / "a")
+    client.submit_job(submission_id="a", **submission(job, {}))
+    (tmp_path / "jobs.json").write_text('{"a": {"job_id": "a"}}')
+    wait_for(lambda: "start" in client.get_job_logs("a"), 60, "job a to start")
+    with pytest.raises(SweepError, match=r"asked a to stop, still running 1s later.*ray job"):
+        stop_recorded_jobs(client, tmp_path, wait_s=1)
+    assert client.get_job_status("a") == "RUNNING"
+    os.killpg(client.procs["a"].pid, signal.SIGKILL)
 
 
 def test_forwarded_env_keeps_settings_and_leaves_secrets_out():

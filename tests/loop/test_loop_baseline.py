@@ -40,3 +40,30 @@ def test_baseline_resumes_without_redoing_probes_and_feeds_subset_selection(ray_
     # Tasks solved on every probe are not hard; the two unsolved ones make the subset.
     doc = select_subset(rows, suite="mbpp", n_hard=2, n_train=1, n_eval=1, seed=42, probes=3)
     assert sorted(doc["train_ids"] + doc["eval_ids"]) == ["Mbpp/3", "Mbpp/6"]
+
+
+def test_baseline_retries_infrastructure_failures_within_a_bound_and_says_so(ray_local,
+                                                                             tmp_path):
+    from jobs.baseline import INFRA_ATTEMPTS, infra_retry_note
+    from loop_helpers import FlakyBackend
+
+    dataset = load_mbpp_plus(None)
+    solved = {dataset.problem("Mbpp/2")["entry_point"]: dataset.problem("Mbpp/2")["canonical_solution"]}
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    # The backend is down for the first 3 calls: those probes are solved again, not recorded
+    # as failures (the baseline picks the hard subset: load must not make a task look hard).
+    models = Models(llm=ScriptedLLM(FlakyBackend(CanonicalFor(solved), faults, 3)),
+                    embedder=HashEmbedder())
+    config = load_config([], ["workers.solvers=1", "workers.graders=1"])
+    out = tmp_path / "mbpp.jsonl"
+    assert run_baseline(config, out, probes=2, limit=1, models=models) == (2, 2)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["probe"], r["passed"], r["infra_failure"]) for r in sorted(
+        rows, key=lambda r: r["probe"])] == [(0, True, False), (1, True, False)]
+    assert sorted(r["infra_retries"] for r in rows) == [1, 2]  # 3 failures over the 2 probes
+    assert all(r["infra_retries"] < INFRA_ATTEMPTS for r in rows)
+    assert len(list(faults.iterdir())) == 3
+    assert infra_retry_note(out).startswith(
+        f"2 probe(s) retried after an infrastructure failure (at most {INFRA_ATTEMPTS} attempts "
+        "each), 0 of them still failed")

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ import ray
 
 from actors.skill_bank import actor_name
 from loop_helpers import scenario_config, scenario_models
+from waiting import wait_for
 from ratchet_ray.config_files import dump_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.driver import run_loop
@@ -44,14 +44,6 @@ def totals(run_dir: Path) -> dict:
                                             "deprecated_skills"}) for s in run.summaries()],
         "skills": sorted(p.name for p in (run_dir / "skills").glob("*.yaml")),
     }
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.mark.slow

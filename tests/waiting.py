@@ -1,0 +1,17 @@
+"""Waiting on a condition, the one way tests wait (never a fixed sleep that hopes it is enough)."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+
+def wait_for(predicate: Callable[[], object], timeout: float, what: str,
+             poll: float = 0.05) -> None:
+    """Return as soon as ``predicate()`` is true; ``TimeoutError`` naming ``what`` after
+    ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up waiting for {what} after {timeout:.0f}s")
+        time.sleep(poll)
