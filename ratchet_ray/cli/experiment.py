@@ -27,13 +27,7 @@ def _make_proposer(spec: str, llm: str, model: str | None, base_url: str | None,
     from ratchet_ray.experiment.llm_proposer import LLMProposer
     from ratchet_ray.llm.registry import make_llm
 
-    from ratchet_ray.llm.requirements import BackendRequirementError, check_backend
-
     settings = LLMSettings(backend=llm, model=model, base_url=base_url)
-    try:
-        check_backend(settings)  # before the experiment touches the repo
-    except BackendRequirementError as exc:
-        raise click.UsageError(f"--proposer llm: {exc}") from exc
     return LLMProposer(make_llm(settings), max_tokens=max_tokens, temperature=temperature)
 
 
