@@ -10,9 +10,10 @@ the folder this command runs in), submitted to the cluster at ``--address`` / ``
 ``HOST:6379`` / ``auto``: the sweep runs on the head, where its ``--out`` folder and the runs'
 dirs are), else to a head this command starts on 127.0.0.1 and stops at the end. At most
 ``--parallel`` jobs run at once; the command follows them (status lines, each job's log copied
-to ``<out>/logs/<arm>_s<seed>.log``) until they end. Ctrl-C (or SIGTERM) stops all its jobs; ``--stop`` stops them from another shell and
-``--status`` lists them. Rerunning the same command resumes the sweep: finished arm-seeds are
-skipped, unfinished ones continue with ``--resume``, jobs still running are followed again.
+to ``<out>/logs/<arm>_s<seed>.log``) until they end. Ctrl-C (or SIGTERM) stops all its jobs;
+``--stop`` stops them from another shell and ``--status`` lists them. Rerunning the same
+command resumes the sweep: finished arm-seeds are skipped, unfinished ones continue with
+``--resume``, jobs still running are followed again.
 ``--set budget.max_tokens=N`` / ``budget.max_cost_usd=X`` is the budget of the whole sweep (the
 sum over all arm-seeds): once spent every job stops cleanly; rerun with a higher value to go
 on. All jobs share one rate limiter (``llm.requests_per_minute`` / ``tokens_per_minute``).

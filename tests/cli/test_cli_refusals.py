@@ -104,8 +104,8 @@ def test_every_problem_is_named_once():
     settings = LLMSettings(backend="openai", embedder="local",
                            local={"embed_model_path": "/nonexistent/minilm"})
     problems = backend_problems(settings, env={})
-    assert [p.split(" ", 1)[0] for p in problems] == ["llm.base_url",
-                                                      "llm.local.embed_model_path=/nonexistent/minilm:"]
+    assert [p.split(" ", 1)[0] for p in problems] == [
+        "llm.base_url", "llm.local.embed_model_path=/nonexistent/minilm:"]
 
 
 def test_a_subset_file_that_is_not_json(results, tmp_path):
