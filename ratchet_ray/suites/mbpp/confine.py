@@ -104,7 +104,10 @@ def main(argv: list[str]) -> int:
     os.setuid(uid)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-    os.execv(command[0], command)
+    try:
+        os.execv(command[0], command)
+    except OSError as exc:  # the grader shows this in the trace of an infrastructure failure
+        raise SystemExit(f"confine.py: cannot run {command[0]}: {exc.strerror}") from None
     return 127
 
 

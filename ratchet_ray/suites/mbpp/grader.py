@@ -14,9 +14,12 @@ Contract: ``grade(task, output)`` never raises. Every failure is ``passed=False`
 - ``timeout`` / ``memory``: a time or memory limit was hit;
 - an exception's name (``TypeError``, ``RecursionError``, ``SystemExit``...) raised by the
   solution, or ``crashed`` when its process died without one (``os._exit``, a segfault);
-- ``infra_failure=True`` rows (``sandbox_setup_error``, ``sandbox_unavailable``, a grader
-  exception's name): the infrastructure failed before any generated code ran; they stay in the
-  denominator but the Critic must not learn from them.
+- ``infra_failure=True`` rows (``sandbox_setup_error``, ``sandbox_setup_timeout``,
+  ``sandbox_unavailable``, a grader exception's name): the infrastructure failed before the
+  sandboxed runner said it was about to run the code (its start frame, session.py); they stay
+  in the denominator but the Critic must not learn from them. Whatever happens after that frame
+  (a hang or sleep at import, a crash, a killed runner, closed file descriptors, a garbled
+  channel) is the code's, with one of the statuses above and ``infra_failure=False``.
 The verdict is computed here, outside the sandbox, from the outputs it sends back (session.py);
 the expected outputs never enter it. ``trace`` is short (<= 2000 chars) and starts with the
 sandbox mode, e.g. ``[sandbox bwrap]``. Expected outputs come from ``GroundTruthStore``

@@ -8,7 +8,12 @@ it, evalplus's ``eval/utils.py`` (loaded by file location for ``reliability_guar
 It never sees the expected outputs and decides nothing: the grader compares. Protocol: the job
 (a pickle written by the trusted grader: code, entry point, the splits' inputs and per-test time
 limits, rlimits) arrives on stdin. Frames go to RESULT_FD, each a 4-byte big-endian length and a
-JSON object: ``{"k": "syntax", "name", "msg"}`` once if the code does not compile; per split
+JSON object: ``{"k": "start"}`` first, written once the trusted set-up is done (job read, evalplus
+loaded, limits applied) and before the code is compiled or run: nothing of the solution runs
+before it is in the pipe, so the solution can neither hold it back nor write before it, and the
+grader files everything that happens after it (a hang, a crash, a killed runner, a closed or
+garbled channel) as the code's doing, and any failure before it as infrastructure. Then
+``{"k": "syntax", "name", "msg"}`` once if the code does not compile; per split
 ``{"k": "ready", "split"}`` after the module ran, ``{"k": "out", "split", "i", "v", "h"}`` per
 test (``v`` is ``wire.encode``'s text, or null when the value is too big for the wire; ``h`` is
 the sha256 of its pickle, which the grader compares with the expected output's own digest) or
@@ -180,6 +185,7 @@ def main(argv: list[str]) -> int:
     if job["site_packages"]:
         sys.path.append(job["site_packages"])  # numpy etc., as evalplus's own process has them
     apply_limits(job["limits"])
+    _frame(fd, {"k": "start"})  # last trusted step: from here on, what happens is the code's
     try:
         compile(job["code"], "<solution>", "exec")
     except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError) as exc:

@@ -12,30 +12,52 @@ previous frame; per split, evalplus's cap (``verdict.split_timeout``); the first
 ``grace_s`` for start-up. The first failing test ends the grade (evalplus's fast check), and the
 sandbox is killed whatever happened. Nothing the sandbox sends can make a test pass unless the
 output it carries is the right one.
+
+Infrastructure or the code's fault: the runner's first frame, ``{"k": "start"}``, is written by
+trusted code before the solution is compiled or run (runner.py). Until it arrives, any failure
+(bubblewrap or the interpreter not starting, a start-up past the deadline, a runner fault) is the
+infrastructure's: ``Outcome.reached_untrusted`` is False. From it on, every failure is the
+code's, whatever the sandbox does next (hang, die, kill its runner, close or garble the channel,
+send a second "start"), and so is any error the grader hits while judging what the sandbox sent.
+The solution cannot take the marker back: it is in the pipe before the solution exists, and only
+the grader holds the pipe's read end.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import logging
+import os
 import reprlib
 import signal
 import sysconfig
 import time
 from dataclasses import dataclass, field
 
+from ratchet_ray.evidence.tampering import PROTOCOL_VIOLATION
 from ratchet_ray.suites.mbpp import wire
 from ratchet_ray.suites.mbpp.channel import FrameTimeout, FrameTooLarge
 from ratchet_ray.suites.mbpp.sandbox import Sandbox
 from ratchet_ray.suites.mbpp.verdict import SplitChecker, split_timeout, time_limits
 
+log = logging.getLogger(__name__)
 SPLITS = ("base", "plus")
 MAX_NODES = 2_000_000  # larger outputs travel as a digest only
 ENCODE_BYTES_PER_S = 20e6  # slack per byte of the expected output's pickle (hash + encode)
 MAX_DEPTH = 100
-_short = reprlib.Repr()
+
+
+class _SafeRepr(reprlib.Repr):
+    def repr_int(self, x, level):  # repr() refuses ints over sys.get_int_max_str_digits()
+        try:
+            return super().repr_int(x, level)
+        except ValueError:
+            return f"<int of {x.bit_length()} bits>"
+
+
+_short = _SafeRepr()
 _short.maxstring, _short.maxother, _short.maxlist, _short.maxtuple = 100, 100, 6, 6
-from ratchet_ray.evidence.tampering import PROTOCOL_VIOLATION
 _short.maxdict, _short.maxset, _short.maxlevel = 6, 6, 3
 _TIMEOUT_NAMES = ("TimeoutException", "TimeoutError")
 
@@ -46,12 +68,20 @@ class Outcome:
     exit_status: str
     trace: list[str] = field(default_factory=list)
     reached_untrusted: bool = True
-    """False when the sandbox died before any generated code ran (an infrastructure failure)."""
+    """False when the sandbox failed before its runner said it was about to run the code (an
+    infrastructure failure); True from the runner's start frame on."""
 
 
 def _evalplus_utils() -> str:
+    """evalplus's ``eval/utils.py`` by its real path: the sandbox binds real paths only, so a
+    venv reached through a symlink must not be named by the link."""
     spec = importlib.util.find_spec("evalplus.eval.utils")
-    return spec.origin if spec and spec.origin else ""
+    return os.path.realpath(spec.origin) if spec and spec.origin else ""
+
+
+def _site_packages() -> str:
+    """The venv's site-packages by its real path (bound there by sandbox.bwrap_argv)."""
+    return os.path.realpath(sysconfig.get_paths()["purelib"])
 
 
 def _call(entry_point: str, args) -> str:
@@ -73,7 +103,7 @@ def grade_in_sandbox(sandbox: Sandbox, problem: dict, expected: dict, code: str,
     budget = max(budget_floor_s, sum(caps.values())) + sandbox.limits.grace_s
     job = {"code": code, "entry_point": entry_point, "max_nodes": MAX_NODES,
            "max_depth": MAX_DEPTH, "evalplus_utils": _evalplus_utils(),
-           "site_packages": sysconfig.get_paths()["purelib"], "cpu_s": budget,
+           "site_packages": _site_packages(), "cpu_s": budget,
            "splits": [{"name": s, "inputs": problem[f"{s}_input"], "limits": limits[s]}
                       for s in SPLITS]}
     started = time.monotonic()
@@ -82,15 +112,26 @@ def grade_in_sandbox(sandbox: Sandbox, problem: dict, expected: dict, code: str,
     returncode = None
     try:
         reader = _Reader(process, started + budget, sandbox.limits.io_slack_s)
+        # the first split's deadline includes the start-up (grace_s), as does the start frame's
+        first_deadline = time.monotonic() + caps[SPLITS[0]] + sandbox.limits.grace_s
+        _await_start(reader, first_deadline, outcome)
         for number, split in enumerate(SPLITS):
-            grace = sandbox.limits.grace_s if number == 0 else 0.0
-            _run_split(reader, split, problem, expected, limits[split],
-                       time.monotonic() + caps[split] + grace, outcome)
+            deadline = first_deadline if number == 0 else time.monotonic() + caps[split]
+            _run_split(reader, split, problem, expected, limits[split], deadline, outcome)
             outcome.trace.append(f"{split}: pass ({len(problem[f'{split}_input'])} tests)")
         outcome.passed, outcome.exit_status = True, "ok"
     except _Failure as failure:
         outcome.exit_status = failure.status
         outcome.trace.append(failure.message)
+    except Exception as exc:
+        if not outcome.reached_untrusted:
+            raise  # a grader fault before the code ran: MbppGrader files it as infrastructure
+        # Judging what the code sent broke the grader: the code's doing (it chose what to send).
+        # Logged in full so that a bug of the grader itself does not go unseen.
+        log.exception("MBPP+ grader error while judging the sandbox's answers")
+        outcome.exit_status = "failed_tests"
+        outcome.trace.append(f"the sandbox's answer could not be judged "
+                             f"({type(exc).__name__}: {str(exc)[:200]})")
     finally:
         returncode = process.close()
     if not outcome.passed and not outcome.reached_untrusted:
@@ -119,6 +160,15 @@ class _Reader:
         if type(message) is not dict or type(message.get("k")) is not str:
             raise _Failure(PROTOCOL_VIOLATION, f"malformed message from the sandbox ({what})")
         return message
+
+
+def _await_start(reader: _Reader, deadline: float, outcome: Outcome) -> None:
+    """Wait for the runner's start frame; from it on, every failure is the code's."""
+    first = reader.frame(deadline, "starting the sandbox")
+    if first.get("k") != "start":  # only trusted code writes before it: a runner fault
+        raise _Failure("failed_tests", f"protocol violation: the runner began with "
+                                       f"{str(first.get('k'))[:20]!r}, not its start frame")
+    outcome.reached_untrusted = True
 
 
 def _exception(message: dict, entry_point: str, call: str) -> _Failure:
@@ -159,7 +209,6 @@ def _run_split(reader: _Reader, split: str, problem: dict, expected: dict, limit
     first = reader.frame(split_deadline, f"{split}: loading the module")
     while first.get("k") == "exit" and first.get("split") != split:  # the previous split's end
         first = reader.frame(split_deadline, f"{split}: loading the module")
-    outcome.reached_untrusted = True
     if first.get("k") == "exit":
         raise _died(first, f"{split}: loading the module")
     kind = first.get("k")
