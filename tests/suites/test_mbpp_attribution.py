@@ -212,3 +212,37 @@ def test_a_runner_fault_before_the_code_is_infrastructure(bwrap_grader, mbpp_tas
     missing = f"/nonexistent-ratchet-{uuid.uuid4().hex}/utils.py"
     monkeypatch.setattr(session_module, "_evalplus_utils", lambda: missing)
     _assert_infra(bwrap_grader, mbpp_tasks, "sandbox_setup_error", "FileNotFoundError", missing)
+
+
+# --- the grader's side after the start frame --------------------------------------------------
+
+def test_an_answer_the_grader_cannot_print_is_the_codes(graded_as_the_codes):
+    """A wrong int too long for repr() (over sys.get_int_max_str_digits) used to raise in the
+    grader's trace, which filed the grade as a grader (infrastructure) failure."""
+    code = "```python\ndef square_perimeter(a):\n    return 7 ** 20000\n```"
+    result = graded_as_the_codes(code, "failed_tests")
+    assert "returned <int of" in result.trace
+
+
+def test_a_frame_that_arrived_in_time_is_read_after_the_deadline():
+    """A slow grader still reads what the sandbox sent before the deadline (the start frame
+    above all); past it, nothing more is waited for."""
+    import subprocess
+
+    from ratchet_ray.suites.mbpp.channel import FrameTimeout, SandboxProcess
+
+    read_end, write_end = os.pipe()
+    info_read, info_write = os.pipe()
+    os.close(info_write)
+    proc = subprocess.Popen(["sleep", "30"], stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    channel = SandboxProcess(proc, read_end, b"job", 1 << 20, "test", info_read)
+    try:
+        os.write(write_end, len(b'{"k":"start"}').to_bytes(4, "big") + b'{"k":"start"}')
+        past = time.monotonic() - 1.0
+        assert channel.next_frame(past) == b'{"k":"start"}'
+        with pytest.raises(FrameTimeout):
+            channel.next_frame(past)
+    finally:
+        os.close(write_end)
+        channel.close()
