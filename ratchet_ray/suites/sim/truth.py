@@ -26,8 +26,10 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from ratchet_ray.bank.skill_io import load_skill_folder
-from ratchet_ray.config_files import load_config
+from ratchet_ray.config import LoopConfig
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.suites.sim import world_spec
 from ratchet_ray.suites.sim.world import World, parse_token
@@ -139,7 +141,9 @@ def analyze_run(run_dir: str | Path, delta: float = DEFAULT_DELTA) -> RunTruth:
     path = Path(run_dir)
     if not (path / "config.yaml").is_file():
         raise FileNotFoundError(f"{path} is not a run dir (no config.yaml)")
-    config = load_config([path / "config.yaml"])
+    # A run dir's config.yaml is stored complete (every section with its defaults): validating
+    # it is all that loading it takes, and keeps this suite below the config-file layer.
+    config = LoopConfig.model_validate(yaml.safe_load((path / "config.yaml").read_text()) or {})
     if config.suite != "sim":
         raise ValueError(f"{path} is a {config.suite} run; sim-report needs a sim run "
                          "(python -m jobs.skill_loop sim ...)")
