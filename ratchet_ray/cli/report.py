@@ -1,0 +1,39 @@
+"""``ratchet report RUN_DIR [RUN_DIR ...]``: one self-contained HTML report
+(``ratchet_ray/report``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("report")
+@click.argument("paths", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="HTML file to write (default: report.html in the first run dir or sweep).")
+@click.option("--max-capsules", type=click.IntRange(min=0), default=60_000, show_default=True,
+              help="Capsules the browser holds at most; whole runs past it are left out.")
+@click.option("--no-tasks", is_flag=True,
+              help="Do not load the suite's task statements (the browser shows task ids).")
+def report(paths: tuple[Path, ...], out: Path | None, max_capsules: int, no_tasks: bool) -> None:
+    """Write one HTML page (opens offline) for run dirs, seeds of an arm, or a sweep folder:
+    headline metrics, pass@1 curves with rollbacks, the bank's life, every skill's evidence, a
+    capsule browser, costs, and the A1-A8 table of a sweep. Reads the evidence only: safe while
+    a run is going."""
+    import time
+
+    from ratchet_ray.report.data import NotARunDir
+    from ratchet_ray.report.html import build_report
+
+    started = time.perf_counter()
+    try:
+        written = build_report(paths, out, max_capsules=max_capsules, with_tasks=not no_tasks)
+    except (NotARunDir, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    size = written.stat().st_size
+    click.echo(f"{written} ({size / 1e6:.1f} MB, {time.perf_counter() - started:.1f} s)")
+
+
+COMMANDS = [report]

@@ -1,0 +1,118 @@
+"""The capsule browser's rows: every capsule of a run with its Critic verdict, texts truncated.
+
+Contracts:
+- ``capsule_table(run_dir, text_limit)`` reads every Parquet part of the ``capsule`` kind
+  (``EvidenceStore.part_paths``, the parts present now) with the verdict of each capsule, and
+  returns ``CapsuleTable``: ``columns`` and one list per capsule, in (round, split, task,
+  attempt, capsule id) order. Each row names where its full text is: the part's path relative to
+  the run dir and the row number inside that part (``duckdb`` ``file_row_number``), so
+  ``ratchet query`` / pyarrow can read the untruncated output.
+- Texts (output, grader trace, the Critic's rationale) longer than ``text_limit`` characters
+  are cut to it and end with ``TRUNCATED``; ``text_limit_for(n)`` picks the limit that keeps a
+  report of ``n`` capsules under about ``TEXT_BUDGET`` characters of capsule text.
+- Repeated strings (task, skill, exit status, split, part) are interned into ``strings`` and the
+  rows hold their indices: a 100-round run of 100 tasks stays a few MB.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ratchet_ray.evidence.store import EvidenceStore, _sql_literal
+
+TRUNCATED = " […truncated]"
+TEXT_BUDGET = 5_000_000
+MIN_TEXT, MAX_TEXT = 120, 2_000
+INTERNED = ("split", "task_id", "skill_id", "exit_status", "part", "pattern", "attribution")
+COLUMNS = ("capsule_id", "round", "split", "task_id", "attempt", "skill_id", "passed",
+           "exit_status", "infra_failure", "output", "grader_trace", "input_tokens",
+           "output_tokens", "cost_usd", "part", "row", "attribution", "pattern", "confidence",
+           "rationale")
+
+SQL = """
+WITH c AS (
+  SELECT capsule_id, round, split, task_id, coalesce(attempt, 0) AS attempt, skill_id, passed,
+         exit_status, coalesce(infra_failure, false) AS infra_failure, output, grader_trace,
+         input_tokens, output_tokens, cost_usd, filename AS part, file_row_number AS row
+  FROM read_parquet({files}, hive_partitioning=true, hive_types={{'round': INTEGER}},
+                    union_by_name=true, filename=true, file_row_number=true)),
+v AS (
+  SELECT capsule_id, attribution, pattern, confidence, rationale FROM verdict
+  QUALIFY row_number() OVER (PARTITION BY capsule_id ORDER BY created_at DESC) = 1)
+SELECT c.*, v.attribution, v.pattern, v.confidence, v.rationale
+FROM c LEFT JOIN v USING (capsule_id)
+ORDER BY round, split, task_id, attempt, capsule_id
+"""
+
+
+def text_limit_for(n_capsules: int, budget: int = TEXT_BUDGET) -> int:
+    """Characters kept per text field so ``n_capsules`` capsules fit ``budget`` (3 fields)."""
+    if n_capsules <= 0:
+        return MAX_TEXT
+    return max(MIN_TEXT, min(MAX_TEXT, budget // (3 * n_capsules)))
+
+
+def truncate(text: str | None, limit: int) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return text[:limit] + TRUNCATED
+
+
+@dataclass
+class CapsuleTable:
+    columns: tuple[str, ...]
+    rows: list[list[Any]]
+    strings: list[str]
+    text_limit: int
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def value(self, i: int, column: str) -> Any:
+        """Row ``i``'s ``column`` with interned strings resolved (tests, notebook)."""
+        v = self.rows[i][self.columns.index(column)]
+        return self.strings[v] if column in INTERNED and v is not None else v
+
+
+def count_capsules(run_dir: Path) -> int:
+    return EvidenceStore(run_dir).row_count("capsule")
+
+
+def capsule_table(run_dir: str | Path, text_limit: int = MAX_TEXT) -> CapsuleTable:
+    """Every capsule of the run, with its verdict (module contracts)."""
+    store = EvidenceStore(Path(run_dir))
+    parts = store.part_paths("capsule")
+    if not parts:
+        return CapsuleTable(COLUMNS, [], [], text_limit)
+    files = "[" + ", ".join(_sql_literal(str(p.resolve())) for p in parts) + "]"
+    root = str(Path(run_dir).resolve()) + "/"
+    strings: list[str] = []
+    index: dict[str, int] = {}
+
+    def intern(s: str | None) -> int | None:
+        if s is None:
+            return None
+        if s not in index:
+            index[s] = len(strings)
+            strings.append(s)
+        return index[s]
+
+    with store.connect() as con:
+        cur = con.execute(SQL.format(files=files))
+        names = [d[0] for d in cur.description]
+        raw = cur.fetchall()
+    pos = {n: i for i, n in enumerate(names)}
+    rows = []
+    for r in raw:
+        rec = {n: r[pos[n]] for n in COLUMNS}
+        rec["part"] = rec["part"].removeprefix(root) if rec["part"] else None
+        for key in ("output", "grader_trace", "rationale"):
+            rec[key] = truncate(rec[key], text_limit)
+        for key in INTERNED:
+            rec[key] = intern(rec[key])
+        if rec["cost_usd"] is not None:
+            rec["cost_usd"] = round(float(rec["cost_usd"]), 6)
+        rows.append([rec[n] for n in COLUMNS])
+    return CapsuleTable(COLUMNS, rows, strings, text_limit)

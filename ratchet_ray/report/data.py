@@ -1,0 +1,340 @@
+"""The numbers of a run report, read from a run dir; ``ratchet plot`` and the notebook use them too.
+
+Contracts:
+- Every function only reads: the evidence through ``EvidenceStore`` (fresh DuckDB views, so a
+  report of a run in progress sees every part present when it is built), ``loop.json``,
+  ``stopped.json``, ``config.yaml`` and the bank's ``skills/*.yaml`` / ``meta-skills/*.md``.
+  Nothing in the run dir is written or locked, so a report is safe to build while the run goes.
+- ``round_rows(run_dir)``: one dict per finished round, in round order, with the ``round``
+  evidence kind's columns (``eval_pass_at_1``, ``train_pass_at_1``, ``active_skills``,
+  ``deprecated_skills``, ``rollback_fired``, ``restored_round``, ``skills_created`` ...). The
+  evidence is the source; a folder holding only ``loop.json`` (an older or copied run) falls
+  back to its rows, which hold the same numbers. A round recorded twice keeps its latest row.
+- ``headline`` uses ``plot.loop_metrics``: round 0, peak, rolling gain are the paper's numbers.
+- ``skill_rows``: per skill of the bank (every file in ``skills/`` and every id in the events):
+  status, birth / end round and reason, trials and c-hat over train (``evidence.queries``),
+  c_cf over counterfactual probes (``governance.counterfactual``), each with a 95% Wilson
+  interval (``wilson_contribution``), routings per split (first attempts), tampering capsules
+  per split (``evidence.tampering`` via ``queries.tampering_by_skill``), the injected text's
+  size (characters of the guidance, and tokens estimated as characters / 4) and its YAML.
+- ``load_run(run_dir)`` gathers all of it in one ``RunData``; capsules are ``capsules.py``'s.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ratchet_ray.evidence.queries import skill_stats, tampering_by_skill
+from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.plot import ROLLING_WINDOW, LoopMetrics, load_loop, loop_metrics
+from ratchet_ray.types import NONE_SKILL
+
+STOPPED_FILE = "stopped.json"
+LOOP_FILE = "loop.json"
+Z95 = 1.959963984540054
+CHARS_PER_TOKEN = 4
+"""Injection cost estimate: a skill's guidance costs about one token per 4 characters."""
+
+ROUND_KEYS = ("round", "eval_pass_at_1", "train_pass_at_1", "eval_total", "eval_resolved",
+              "train_total", "train_resolved", "active_skills", "deprecated_skills",
+              "rollback_fired", "restored_round", "skills_created", "skills_evicted",
+              "skills_retired", "metaskill_created", "verdicts", "input_tokens", "output_tokens",
+              "cost_usd", "wall_s", "failed_steps")
+
+
+class NotARunDir(FileNotFoundError):
+    """The folder holds no run (no loop.json, no config.yaml); the message says what to pass."""
+
+
+def check_run_dir(run_dir: Path) -> Path:
+    """``run_dir`` resolved, or ``NotARunDir`` naming what a run dir holds."""
+    path = Path(run_dir)
+    if path.is_file() and path.name == LOOP_FILE:
+        path = path.parent
+    if not ((path / LOOP_FILE).is_file() or (path / "config.yaml").is_file()):
+        raise NotARunDir(f"{path} is not a run dir (no loop.json or config.yaml): pass a folder "
+                         "printed by `ratchet run` / `python -m jobs.skill_loop`, e.g. "
+                         "results/sim/sim_r100_t60_e40_<ts>, or a sweep folder of "
+                         "`python -m jobs.ablations`")
+    return path
+
+
+# ---- rounds ----------------------------------------------------------------------------------
+def _evidence_rounds(run_dir: Path) -> list[dict[str, Any]]:
+    store = EvidenceStore(run_dir)
+    if not store.part_paths("round"):
+        return []
+    with store.connect() as con:
+        cur = con.execute("SELECT * FROM round QUALIFY row_number() OVER "
+                          "(PARTITION BY round ORDER BY created_at DESC) = 1 ORDER BY round")
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, r)) for r in cur.fetchall()]
+    return [{k: row.get(k) for k in ROUND_KEYS} for row in rows]
+
+
+def round_rows(run_dir: str | Path) -> list[dict[str, Any]]:
+    """One dict per finished round (module contracts): evidence first, else ``loop.json``."""
+    path = Path(run_dir)
+    path = path.parent if path.is_file() else path
+    rows = _evidence_rounds(path)
+    if rows:
+        return rows
+    _, data = load_loop(path)
+    by_round = {r["round"]: r for r in data.get("rounds", [])}
+    return [{k: by_round[r].get(k) for k in ROUND_KEYS} for r in sorted(by_round)]
+
+
+def identity(run_dir: Path) -> dict[str, Any]:
+    """run_id, suite, arm, seed, rounds_planned and the backends, from loop.json / config.yaml."""
+    out: dict[str, Any] = {"run_id": run_dir.name, "suite": None, "arm": "default",
+                           "seed": None, "rounds_planned": None, "backend": None, "model": None}
+    loop = run_dir / LOOP_FILE
+    if loop.is_file():
+        data = json.loads(loop.read_text())
+        out.update({k: data.get(k, out[k]) for k in ("run_id", "suite", "arm", "seed",
+                                                     "rounds_planned")})
+    config = run_dir / "config.yaml"
+    if config.is_file():
+        import yaml
+
+        raw = yaml.safe_load(config.read_text()) or {}
+        llm = raw.get("llm") or {}
+        out["suite"] = out["suite"] or raw.get("suite")
+        out["arm"] = raw.get("arm", out["arm"]) or "default"
+        out["seed"] = raw.get("seed", out["seed"])
+        out["rounds_planned"] = out["rounds_planned"] or raw.get("rounds")
+        out["backend"], out["model"] = llm.get("backend"), llm.get("model")
+        out["embedder"] = llm.get("embedder") or llm.get("backend")
+    return out
+
+
+def stop_reason(run_dir: Path, rows: list[dict[str, Any]],
+                rounds_planned: int | None) -> dict[str, Any]:
+    """Why the run is where it is: ``stopped.json`` (or loop.json's ``stopped``), else finished
+    or in progress."""
+    stopped = None
+    if (run_dir / STOPPED_FILE).is_file():
+        stopped = json.loads((run_dir / STOPPED_FILE).read_text())
+    elif (run_dir / LOOP_FILE).is_file():
+        stopped = json.loads((run_dir / LOOP_FILE).read_text()).get("stopped")
+    if stopped:
+        return {"state": "stopped", "kind": stopped.get("kind"), "cause": stopped.get("cause"),
+                "at": stopped.get("at")}
+    done = len(rows)
+    if rounds_planned is not None and done >= rounds_planned:
+        return {"state": "finished", "kind": None, "cause": f"all {done} rounds finished"}
+    return {"state": "in progress or interrupted", "kind": None,
+            "cause": f"{done} of {rounds_planned} rounds finished, no stop recorded"}
+
+
+def headline(rows: list[dict[str, Any]], window: int = ROLLING_WINDOW) -> LoopMetrics:
+    """Round 0, peak, rolling gain (``plot.loop_metrics``, the paper's definitions)."""
+    return loop_metrics(rows, window)
+
+
+# ---- usage -----------------------------------------------------------------------------------
+def usage_by_round_role(con) -> list[dict[str, Any]]:
+    """Per (round, role): calls, input and output tokens, cost in USD, failed calls."""
+    cur = con.execute(
+        "SELECT round, role, count(*) AS calls, coalesce(sum(input_tokens), 0) AS input_tokens, "
+        "coalesce(sum(output_tokens), 0) AS output_tokens, coalesce(sum(cost_usd), 0) AS cost_usd,"
+        " count(*) FILTER (WHERE NOT coalesce(ok, true)) AS failed "
+        "FROM llm_call GROUP BY round, role ORDER BY round, role")
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r)) for r in cur.fetchall()]
+
+
+def models_used(con) -> list[dict[str, Any]]:
+    """Per (role, backend, model): how many calls (the backends a run really used)."""
+    cur = con.execute("SELECT role, backend, model, count(*) AS calls FROM llm_call "
+                      "GROUP BY ALL ORDER BY role, backend, model")
+    return [dict(zip(("role", "backend", "model", "calls"), r)) for r in cur.fetchall()]
+
+
+# ---- skills ----------------------------------------------------------------------------------
+def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float] | None:
+    """Wilson score interval of a proportion (None without trials)."""
+    if n <= 0:
+        return None
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def wilson_contribution(wins: int, losses: int, n: int) -> tuple[float, float] | None:
+    """95% interval of a contribution (wins - losses) / n in [-1, 1]: the Wilson interval of the
+    score's [0, 1] image (wins + ties / 2) / n, mapped back by x -> 2x - 1. Exact for c-hat
+    (no ties: c-hat = 2 p - 1); for c_cf (ties: pairs where skill and NONE agree) the variance
+    of the 0 / 0.5 / 1 outcomes is at most the binomial one, so the interval is conservative."""
+    ties = n - wins - losses
+    interval = wilson(wins + ties / 2, n)
+    return None if interval is None else (2 * interval[0] - 1, 2 * interval[1] - 1)
+
+
+@dataclass
+class SkillRow:
+    """One skill of the bank as the skills table and the bank's-life timeline show it."""
+
+    skill_id: str
+    status: str
+    born_round: int | None
+    end_round: int | None
+    end_event: str | None
+    end_reason: str | None
+    trials: int = 0
+    c_hat: float | None = None
+    c_hat_ci: tuple[float, float] | None = None
+    cf_pairs: int = 0
+    c_cf: float | None = None
+    c_cf_ci: tuple[float, float] | None = None
+    routed_train: int = 0
+    routed_eval: int = 0
+    tampering_train: int = 0
+    tampering_eval: int = 0
+    guidance_chars: int | None = None
+    injection_tokens: int | None = None
+    description: str = ""
+    yaml: str = ""
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+def skill_events(con) -> list[dict[str, Any]]:
+    """Every skill event (meta-skills' too), in the order they happened."""
+    cur = con.execute("SELECT round, skill_id, event, status_after, contribution, trials, reason, "
+                      "created_at FROM skill_event ORDER BY created_at, round, skill_id")
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r)) for r in cur.fetchall()]
+
+
+def _skill_files(run_dir: Path) -> dict[str, tuple[str, Any]]:
+    """``{id: (yaml text, parsed Skill or None)}`` of ``skills/*.yaml`` (a bad file keeps its
+    text, so the report still shows what is there)."""
+    from ratchet_ray.bank.skill_io import parse_skill
+
+    out: dict[str, tuple[str, Any]] = {}
+    folder = run_dir / "skills"
+    for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
+        text = path.read_text(errors="replace")
+        try:
+            out[path.stem] = (text, parse_skill(text, str(path)))
+        except Exception:  # noqa: BLE001 - a report shows a broken file rather than failing
+            out[path.stem] = (text, None)
+    return out
+
+
+def _guidance_chars(skill: Any) -> int:
+    g = skill.guidance.model_dump(mode="json")
+    return sum(len(v) if isinstance(v, str) else sum(len(x) for x in v) for v in g.values()
+               if isinstance(v, (str, list)))
+
+
+ROUTED_SQL = """
+SELECT skill_id, count(*) FILTER (WHERE split = 'train') AS train,
+       count(*) FILTER (WHERE split = 'eval') AS eval
+FROM capsule WHERE coalesce(attempt, 0) = 0 AND skill_id <> ? GROUP BY skill_id
+"""
+
+
+def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None) -> list[SkillRow]:
+    """Every skill of the run (module contracts), in birth order."""
+    from ratchet_ray.governance.counterfactual import counterfactual_stats
+
+    events = skill_events(con) if events is None else events
+    files = _skill_files(run_dir)
+    stats, cf = skill_stats(con, "train"), counterfactual_stats(con)
+    routed = {s: (int(t), int(e)) for s, t, e in con.execute(ROUTED_SQL, [NONE_SKILL]).fetchall()}
+    tamper = {split: tampering_by_skill(con, split) for split in ("train", "eval")}
+    skill_ev: dict[str, list[dict[str, Any]]] = {}
+    for ev in events:
+        if not ev["event"].startswith("meta_"):
+            skill_ev.setdefault(ev["skill_id"], []).append(ev)
+    ids = [i for i in skill_ev if any(e["event"] != "rejected" for e in skill_ev[i])]
+    ids += sorted(i for i in files if i not in skill_ev)
+    rows = []
+    for skill_id in ids:
+        evs = [e for e in skill_ev.get(skill_id, []) if e["event"] != "rejected"]
+        born = next((e["round"] for e in evs if e["event"] in ("added", "loaded")), None)
+        last = evs[-1] if evs else None
+        text, skill = files.get(skill_id, ("", None))
+        status = (skill.status.value if skill is not None
+                  else (last or {}).get("status_after") or "unknown")
+        ended = last is not None and last["event"] in ("retired", "evicted")
+        st, pair = stats.get(skill_id), cf.get(skill_id)
+        chars = _guidance_chars(skill) if skill is not None else None
+        rows.append(SkillRow(
+            skill_id=skill_id, status=str(status).lower(), born_round=born,
+            end_round=last["round"] if ended else None, end_event=last["event"] if ended else None,
+            end_reason=last["reason"] if ended else None,
+            trials=st.trials if st else 0, c_hat=st.contribution if st else None,
+            c_hat_ci=wilson_contribution(st.successes, st.failures, st.trials) if st else None,
+            cf_pairs=pair.trials if pair else 0, c_cf=pair.contribution if pair else None,
+            c_cf_ci=(wilson_contribution(pair.successes, pair.failures, pair.trials)
+                     if pair else None),
+            routed_train=routed.get(skill_id, (0, 0))[0], routed_eval=routed.get(skill_id, (0, 0))[1],
+            tampering_train=getattr(tamper["train"].get(skill_id), "capsules", 0),
+            tampering_eval=getattr(tamper["eval"].get(skill_id), "capsules", 0),
+            guidance_chars=chars,
+            injection_tokens=None if chars is None else math.ceil(chars / CHARS_PER_TOKEN),
+            description=skill.description if skill is not None else "",
+            yaml=text, events=evs))
+    return rows
+
+
+def metaskill_versions(con, run_dir: Path,
+                       events: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Each meta-skill the run used: id, round added, retired round, and its text."""
+    events = skill_events(con) if events is None else events
+    metas: dict[str, dict[str, Any]] = {}
+    for ev in events:
+        if ev["event"] == "meta_added":
+            metas.setdefault(ev["skill_id"], {"id": ev["skill_id"], "added_round": ev["round"],
+                                              "retired_round": None, "text": ""})
+        elif ev["event"] == "meta_retired" and ev["skill_id"] in metas:
+            metas[ev["skill_id"]]["retired_round"] = ev["round"]
+    folder = run_dir / "meta-skills"
+    for meta in metas.values():
+        path = folder / f"{meta['id']}.md"
+        meta["text"] = path.read_text(errors="replace") if path.is_file() else ""
+    return list(metas.values())
+
+
+# ---- one run ---------------------------------------------------------------------------------
+@dataclass
+class RunData:
+    """Everything the report shows about one run (``load_run``)."""
+
+    run_dir: Path
+    identity: dict[str, Any]
+    rounds: list[dict[str, Any]]
+    metrics: LoopMetrics
+    stop: dict[str, Any]
+    usage: list[dict[str, Any]]
+    models: list[dict[str, Any]]
+    skills: list[SkillRow]
+    events: list[dict[str, Any]]
+    metaskills: list[dict[str, Any]]
+
+    @property
+    def label(self) -> str:
+        return f"{self.identity.get('arm')} s{self.identity.get('seed')}"
+
+
+def load_run(run_dir: str | Path, window: int = ROLLING_WINDOW) -> RunData:
+    """All of one run's report data (module contracts); ``NotARunDir`` for another folder."""
+    path = check_run_dir(Path(run_dir))
+    ident = identity(path)
+    rows = round_rows(path) if (path / LOOP_FILE).is_file() else _evidence_rounds(path)
+    with EvidenceStore(path).connect() as con:
+        events = skill_events(con)
+        skills = skill_rows(con, path, events)
+        metas = metaskill_versions(con, path, events)
+        usage, models = usage_by_round_role(con), models_used(con)
+    return RunData(run_dir=path, identity=ident, rounds=rows, metrics=headline(rows, window),
+                   stop=stop_reason(path, rows, ident.get("rounds_planned")), usage=usage,
+                   models=models, skills=skills, events=events, metaskills=metas)

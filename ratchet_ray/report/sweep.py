@@ -1,0 +1,133 @@
+"""The report's view of several runs: arms over seeds, and a sweep's A1–A8 table.
+
+Contracts:
+- ``expand(paths)``: the run dirs the report covers, in argument order. A run dir is itself; a
+  folder holding no run but run dirs below it (a sweep folder of ``jobs.ablations``) stands for
+  every run dir under it (``ablations.find_run_dirs``) and is returned in ``sweeps``. A path
+  holding neither raises ``NotARunDir``.
+- ``arm_curves(runs)``: per arm, the eval and train pass@1 of each seed per round and their mean
+  and sample std over the seeds that finished that round (the curves' band).
+- ``arm_headlines(runs)``: per arm, round 0 / peak / rolling gain as mean ± sample std over its
+  seeds (``ablations.mean_std``), every run counted (finished or not; the run table says which).
+- ``sweep_table(sweep_dir)``: ``ablations.summarize`` over ``ablations.run_result`` of its runs
+  (the A1–A8 table of ``ablations.md``: complete runs only) plus, for sim runs, the truth columns
+  of ``ratchet sim-report`` (``suites.sim.report.headline`` / ``arm_table``); a sweep without sim
+  runs has ``sim`` None.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from ratchet_ray.ablations import (ArmSummary, RunResult, arm_sort_key, find_run_dirs, mean_std,
+                                   run_result, summarize)
+from ratchet_ray.report.data import LOOP_FILE, NotARunDir, RunData, check_run_dir
+
+
+@dataclass
+class Expanded:
+    run_dirs: list[Path]
+    sweeps: list[Path]
+
+
+def expand(paths: Iterable[str | Path]) -> Expanded:
+    """Run dirs and sweep folders from the command line's arguments (module contracts)."""
+    runs: list[Path] = []
+    sweeps: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise NotARunDir(f"{path} does not exist: pass a run dir or a sweep folder")
+        try:
+            found = [check_run_dir(path)]
+        except NotARunDir:
+            found = find_run_dirs(path) if path.is_dir() else []
+            if not found:
+                raise
+            sweeps.append(path)
+        runs += [r for r in found if r not in runs]
+    return Expanded(runs, sweeps)
+
+
+def _pass_series(run: RunData, key: str) -> dict[int, float]:
+    return {r["round"]: r[key] for r in run.rounds if r.get(key) is not None}
+
+
+def arm_curves(runs: list[RunData]) -> dict[str, dict[str, Any]]:
+    """``{arm: {"seeds": {label: {split: {round: p}}}, "mean": {split: [(round, mean, std)]}}}``."""
+    by_arm: dict[str, list[RunData]] = {}
+    for run in runs:
+        by_arm.setdefault(str(run.identity.get("arm") or "default"), []).append(run)
+    out: dict[str, dict[str, Any]] = {}
+    for arm in sorted(by_arm, key=arm_sort_key):
+        group = by_arm[arm]
+        seeds = {run.label: {s: _pass_series(run, f"{s}_pass_at_1") for s in ("eval", "train")}
+                 for run in group}
+        mean: dict[str, list[tuple[int, float, float]]] = {}
+        for split in ("eval", "train"):
+            rounds = sorted({r for s in seeds.values() for r in s[split]})
+            pts = []
+            for r in rounds:
+                vals = [s[split][r] for s in seeds.values() if r in s[split]]
+                pts.append((r, statistics.fmean(vals),
+                            statistics.stdev(vals) if len(vals) > 1 else 0.0))
+            mean[split] = pts
+        out[arm] = {"seeds": seeds, "mean": mean, "n": len(group)}
+    return out
+
+
+def arm_headlines(runs: list[RunData]) -> list[dict[str, Any]]:
+    """Per arm: seeds and round-0 / peak / rolling-gain mean ± std (module contracts)."""
+    by_arm: dict[str, list[RunData]] = {}
+    for run in runs:
+        by_arm.setdefault(str(run.identity.get("arm") or "default"), []).append(run)
+    table = []
+    for arm in sorted(by_arm, key=arm_sort_key):
+        group = by_arm[arm]
+        row: dict[str, Any] = {"arm": arm, "seeds": [r.identity.get("seed") for r in group],
+                               "rounds": [len(r.rounds) for r in group]}
+        for name in ("round0", "peak", "rolling_gain"):
+            row[name] = mean_std(getattr(r.metrics, name) for r in group)
+        table.append(row)
+    return table
+
+
+@dataclass
+class SweepTable:
+    root: Path
+    runs: list[RunResult]
+    arms: list[ArmSummary]
+    sim: list[dict[str, Any]] | None
+    sim_columns: tuple[str, ...] = ()
+    sim_error: str | None = None
+
+
+def sweep_table(sweep_dir: Path) -> SweepTable:
+    """The A1–A8 table of ``sweep_dir`` and, for sim runs, the truth columns (contracts)."""
+    run_dirs = [d for d in find_run_dirs(sweep_dir) if (d / LOOP_FILE).is_file()]
+    runs = [run_result(d) for d in run_dirs]
+    sim_rows, columns, error = None, (), None
+    sim_dirs = [r for r in runs if _suite(Path(r.run_dir)) == "sim"]
+    if sim_dirs:
+        try:
+            from ratchet_ray.suites.sim.report import ARM_COLUMNS, arm_table
+            from ratchet_ray.suites.sim.report import headline as sim_headline
+            from ratchet_ray.suites.sim.truth import analyze_run
+
+            heads = [sim_headline(analyze_run(r.run_dir)) for r in sim_dirs]
+            sim_rows, columns = arm_table(heads), tuple(ARM_COLUMNS)
+        except Exception as exc:  # noqa: BLE001 - the rest of the report stands without it
+            error = f"{type(exc).__name__}: {exc}"
+    return SweepTable(sweep_dir, runs, summarize(runs), sim_rows, columns, error)
+
+
+def _suite(run_dir: Path) -> str | None:
+    import yaml
+
+    config = run_dir / "config.yaml"
+    if not config.is_file():
+        return None
+    return (yaml.safe_load(config.read_text()) or {}).get("suite")
