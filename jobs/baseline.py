@@ -1,7 +1,7 @@
 """The direct-LLM baseline: every task, ``--probes`` (5) calls each, no skills; resumable.
 
     python -m jobs.baseline mbpp [--out results/baselines/mbpp.jsonl] [--probes 5] [--limit N]
-        [--temperature 0.7] [--llm local|bedrock|openai] [--set key=value ...] [--workers N]
+        [--temperature T] [--llm local|bedrock|openai] [--set key=value ...] [--workers N]
 
 Contracts:
 - One JSON line per (task, probe): ``suite, task_id, probe, passed, exit_status, infra_failure,
@@ -9,8 +9,10 @@ Contracts:
   flushed as soon as that probe is graded, so a killed job loses only probes in flight; a rerun
   skips every (task, probe) already in the file (a torn last line is cut off first).
 - The Solver is the loop's own (an empty bank, so the Router injects nothing and makes no call);
-  probes differ only through sampling at ``--temperature`` (for swebench also the agent's
-  ``swebench.agent.temperature``). Grading is the suite's grader; SWE-bench grader logs and agent
+  probes differ only through sampling. Without ``--temperature`` the probes sample as the loop's
+  Solver does (the config's ``llm.temperature``, the Default's 1.0, and for swebench the agent's
+  ``swebench.agent.temperature``), so the hard subset is chosen under the conditions it is used
+  in; ``--temperature T`` sets both. Grading is the suite's grader; SWE-bench grader logs and agent
   trajectories go to ``<out stem>_workdir/logs/swebench/``.
 - Config layers: Default -> suite file (``configs/<suite>.yaml``) -> ``--config`` -> flags and
   ``--set``.
@@ -32,7 +34,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -215,8 +216,10 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
 @click.option("--probes", type=click.IntRange(min=1), default=5, show_default=True,
               help="Calls (probes) per task; a rerun adds only the missing ones.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N tasks of the suite.")
-@click.option("--temperature", type=click.FloatRange(0.0, 2.0), default=0.7, show_default=True,
-              help="Sampling temperature (probes differ only through sampling).")
+@click.option("--temperature", type=click.FloatRange(0.0, 2.0),
+              help="Sampling temperature (probes differ only through sampling); default: the "
+                   "loop Solver's (llm.temperature, the Default's 1.0; for swebench also the "
+                   "agent's own).")
 @click.option("--llm", type=click.Choice(["local", "bedrock", "openai"]),
               help="LLM backend (default: the config's, else local).")
 @click.option("--config", "config_files", multiple=True,
@@ -230,16 +233,17 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
 @click.option("--workers", type=click.IntRange(min=1), help="Solver and grader actors each.")
 @DRY_RUN
 @version_option()
-def main(suite: str, out: Path | None, probes: int, limit: int | None, temperature: float,
+def main(suite: str, out: Path | None, probes: int, limit: int | None, temperature: float | None,
          llm: str | None, config_files: tuple, sets: tuple, dataset_path: Path | None,
          workers: int | None, dry_run: bool) -> None:
     """Direct-LLM baseline of SUITE (no skills), resumable."""
     from ratchet_ray.config_files import ConfigError, layered_files, load_config
 
     overrides = build_overrides(suite, llm=llm, dataset_path=dataset_path, workers=workers)
-    overrides.append(f"llm.temperature={temperature}")
-    if suite == "swebench":  # the patch agent samples with its own temperature
-        overrides.append(f"swebench.agent.temperature={temperature}")
+    if temperature is not None:  # else the loop's own sampling (the config's)
+        overrides.append(f"llm.temperature={temperature}")
+        if suite == "swebench":  # the patch agent samples with its own temperature
+            overrides.append(f"swebench.agent.temperature={temperature}")
     try:
         config = load_config(layered_files(suite, config_files), [*overrides, *sets])
     except ConfigError as exc:

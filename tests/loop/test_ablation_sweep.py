@@ -18,7 +18,7 @@ from ratchet_ray.config_files import load_config
 from ratchet_ray.loop.rundir import RunDir
 from fake_jobs import FakeJobClient
 from waiting import wait_for
-from ratchet_ray.loop.sweep import (REPO_ROOT, Job, SweepError, SweepSpec, check_sweep_file, cpus_per_run,
+from ratchet_ray.loop.sweep import (Job, SweepError, SweepSpec, check_sweep_file, cpus_per_run,
                                     plan_jobs, split_sets, with_recorded_budget)
 from ratchet_ray.loop.sweep_jobs import (forwarded_env, live_jobs, read_jobs, recorded_status,
                                          run_ray_jobs, stop_recorded_jobs, submission)
@@ -216,8 +216,10 @@ def test_ray_jobs_keep_the_parallel_limit_survive_a_failure_and_copy_the_logs(tm
     assert sorted(recorded) == ["j0", "j1", "j2", "j3"]
     assert {o.job_id for o in outcomes} == {e["job_id"] for e in recorded.values()}
     sent = client.submitted[0]
-    # The venv's Python runs the job, from the repo root: nothing needs activating on the head.
-    assert sent["entrypoint"] == f"cd {shlex.quote(str(REPO_ROOT))} && exec " \
+    # The venv's Python runs the job, from the folder the sweep was started in (relative paths
+    # in its flags mean what they meant to the caller): nothing needs activating on the head.
+    assert jobs[0].cwd == Path.cwd()
+    assert sent["entrypoint"] == f"cd {shlex.quote(str(jobs[0].cwd))} && exec " \
                                  f"{shlex.join(jobs[0].argv)}"
     assert jobs[0].argv[0] == sys.executable
     env_vars = sent["runtime_env"]["env_vars"]
