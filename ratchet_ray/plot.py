@@ -6,6 +6,9 @@ Contracts:
   ``loop_summary.md`` (round 0, peak, rolling gain).
 - ``load_loop`` + ``loop_metrics`` are the one definition of the headline metrics; the ablation
   report (``ratchet_ray/ablations.py``) uses them too.
+- The rounds drawn are ``report.data.round_rows`` (the ``round`` evidence, else ``loop.json``'s
+  rows), the same points as ``ratchet report``'s curves; the round axis has integer ticks and
+  the skill axis starts at 0.
 - Rolling gain = mean eval pass@1 of the last ``window`` (10) rounds minus round 0's, the paper's
   headline number; with fewer rounds the window is every round after round 0 (and the summary
   says so).
@@ -64,7 +67,8 @@ def loop_metrics(rows: list[dict[str, Any]], window: int = ROLLING_WINDOW) -> Lo
                        last.get("active_skills", 0), last.get("deprecated_skills", 0))
 
 
-def _summary_markdown(data: dict[str, Any], m: LoopMetrics, window: int) -> str:
+def _summary_markdown(data: dict[str, Any], rows: list[dict[str, Any]], m: LoopMetrics,
+                      window: int) -> str:
     def fmt(x: float | None) -> str:
         return "n/a" if x is None else f"{x:.3f}"
 
@@ -90,11 +94,11 @@ def _summary_markdown(data: dict[str, Any], m: LoopMetrics, window: int) -> str:
         "| rollback |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for r in data.get("rounds", []):
+    for r in rows:
         lines.append(
             f"| {r['round']} | {fmt(r.get('eval_pass_at_1'))} | {fmt(r.get('train_pass_at_1'))} | "
-            f"{r.get('active_skills', 0)} | {r.get('deprecated_skills', 0)} | "
-            f"{len(r.get('skills_created', []))} | {len(r.get('skills_retired', []))} | "
+            f"{r.get('active_skills') or 0} | {r.get('deprecated_skills') or 0} | "
+            f"{len(r.get('skills_created') or [])} | {len(r.get('skills_retired') or [])} | "
             f"{'restored round %s' % r.get('restored_round') if r.get('rollback_fired') else ''} |")
     return "\n".join(lines) + "\n"
 
@@ -123,11 +127,19 @@ def _draw(rows: list[dict[str, Any]], m: LoopMetrics, title: str, out: Path) -> 
     top.set_ylim(-0.02, 1.02)
     top.legend(loc="best", fontsize=8)
     top.set_title(title, fontsize=10)
-    bottom.step(rounds, [r.get("active_skills", 0) for r in rows], where="mid", label="ACTIVE")
-    bottom.step(rounds, [r.get("deprecated_skills", 0) for r in rows], where="mid",
+    bottom.step(rounds, [r.get("active_skills") or 0 for r in rows], where="mid", label="ACTIVE")
+    bottom.step(rounds, [r.get("deprecated_skills") or 0 for r in rows], where="mid",
                 label="deprecated", linestyle="--")
     bottom.set_ylabel("skills")
     bottom.set_xlabel("round")
+    # Rounds are whole numbers; bank sizes are counts: no 2.5 round, no negative skill.
+    from matplotlib.ticker import MaxNLocator
+
+    bottom.xaxis.set_major_locator(MaxNLocator(integer=True))
+    bottom.yaxis.set_major_locator(MaxNLocator(integer=True))
+    top_count = max([r.get("active_skills") or 0 for r in rows]
+                    + [r.get("deprecated_skills") or 0 for r in rows] + [1])
+    bottom.set_ylim(0, top_count * 1.1 + 0.5)
     bottom.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
@@ -136,13 +148,15 @@ def _draw(rows: list[dict[str, Any]], m: LoopMetrics, title: str, out: Path) -> 
 
 def plot_run(path: str | Path, window: int = ROLLING_WINDOW) -> tuple[Path, Path, LoopMetrics]:
     """Write ``loop_curve.png`` and ``loop_summary.md`` next to the run's ``loop.json``."""
+    from ratchet_ray.report.data import round_rows
+
     loop_file, data = load_loop(Path(path))
-    rows = sorted(data.get("rounds", []), key=lambda r: r["round"])
+    rows = round_rows(loop_file.parent)
     if not rows:
         raise ValueError(f"{loop_file} has no finished rounds yet; plot again after round 0")
     metrics = loop_metrics(rows, window)
     png = loop_file.parent / CURVE_FILE
     md = loop_file.parent / SUMMARY_MD_FILE
     _draw(rows, metrics, data.get("run_id", loop_file.parent.name), png)
-    md.write_text(_summary_markdown(data, metrics, window))
+    md.write_text(_summary_markdown(data, rows, metrics, window))
     return png, md, metrics
