@@ -8,10 +8,16 @@ Contracts:
 - ``run_result(run_dir)`` reads ``loop.json`` through ``plot.load_loop`` / ``plot.loop_metrics`` (so
   round 0, peak and rolling gain are the numbers ``ratchet plot`` prints) and the bank stats from
   the evidence through DuckDB: skills created (distinct skills with an ``added`` event), skills
-  deprecated (distinct skills ever ``retired`` or ``evicted``), ACTIVE at the end (the last
-  round's count) and router engagement on eval (share of eval capsules routed to a skill, not
+  deprecated (the created skills whose LAST status change, ``skill_fates``, left them
+  deprecated: retired, evicted or deprecated by a rollback's restore, whatever happened before),
+  split by that last cause, ACTIVE at the end (the last round's count; created - deprecated
+  equals it unless a user bank was loaded) and router engagement on eval (share of eval capsules routed to a skill, not
   NONE, over every round) and tampering (``evidence.tampering``): capsules graded as an attack
   on the grader, train and eval, and skills the Curator retired for it.
+- ``skill_fates(con)`` replays every status change a bank logged (``added``, ``loaded``,
+  ``retired``, ``evicted``, ``reinstated``, ``restored``: the events carrying ``status_after``)
+  in the order the bank wrote them; each skill's last ``status_after`` IS its status in the
+  live bank (the bank writes the event before the file and finishes a cut flip from it).
 - ``summarize(runs)`` groups the *complete* runs (every planned round finished) by arm; each
   number is the mean and the sample std (n - 1) over seeds; with one seed the std is None.
   ``gain_vs_default`` is the arm's mean rolling gain minus the Default's.
@@ -62,6 +68,12 @@ class RunResult:
     active_at_end: int
     eval_capsules: int
     eval_routed: int
+    deprecated_retired: int = 0
+    """Created skills deprecated at the end whose last change was the Curator's retirement."""
+    deprecated_evicted: int = 0
+    """... whose last change was an eviction to make room under the active cap."""
+    deprecated_rollback: int = 0
+    """... whose last change was a rollback restoring an older bank (``restored``)."""
     train_tampering: int = 0
     eval_tampering: int = 0
     skills_retired_tampering: int = 0
@@ -101,6 +113,9 @@ class ArmSummary:
     skills_deprecated: Stat
     active_at_end: Stat
     router_engagement: Stat
+    deprecated_retired: Stat = Stat(None, None, 0)
+    deprecated_evicted: Stat = Stat(None, None, 0)
+    deprecated_rollback: Stat = Stat(None, None, 0)
     tampering: Stat = Stat(None, None, 0)
     """Capsules graded as tampering per run (train and eval)."""
     skills_retired_tampering: Stat = Stat(None, None, 0)
@@ -122,18 +137,71 @@ def find_run_dirs(root: str | Path) -> list[Path]:
     return sorted(p.parent for p in Path(root).rglob("loop.json") if p.is_file())
 
 
+STATUS_EVENTS = ("added", "loaded", "retired", "evicted", "reinstated", "restored")
+"""The skill events that set a skill's status (``status_after``); the others (``rejected``,
+``meta_*``) never change a skill's status."""
+DEPRECATION_CAUSES = {"retired": "retired", "evicted": "evicted", "restored": "rollback"}
+
+
+@dataclass(frozen=True)
+class SkillFate:
+    """Every status change of one skill, in the order the bank logged them."""
+
+    skill_id: str
+    changes: tuple[tuple[int, str, str], ...]
+    """``(round, event, status_after)`` per change."""
+
+    @property
+    def created(self) -> bool:
+        """Written by the Synthesizer (an ``added`` event), not loaded from a user's bank."""
+        return any(event == "added" for _, event, _ in self.changes)
+
+    @property
+    def status(self) -> str:
+        """The skill's status now: the last change's ``status_after``."""
+        return self.changes[-1][2]
+
+    @property
+    def cause(self) -> str | None:
+        """What deprecated it last (retired / evicted / rollback); None when it is not
+        deprecated."""
+        if self.status != "deprecated":
+            return None
+        return DEPRECATION_CAUSES.get(self.changes[-1][1], self.changes[-1][1])
+
+    def first(self, event: str, status: str | None = None) -> int | None:
+        """Round of the first ``event`` (with that ``status_after`` when given), else None."""
+        return next((r for r, e, s in self.changes
+                     if e == event and (status is None or s == status)), None)
+
+
+def skill_fates(con) -> dict[str, SkillFate]:
+    """Every skill's status changes from the bank's own ``skill_event`` rows (module contract)."""
+    rows = con.execute(
+        "SELECT skill_id, round, event, status_after FROM skill_event "
+        f"WHERE event IN ({', '.join('?' for _ in STATUS_EVENTS)}) "
+        "AND coalesce(status_after, '') <> '' ORDER BY created_at, round",
+        list(STATUS_EVENTS)).fetchall()
+    changes: dict[str, list[tuple[int, str, str]]] = {}
+    for skill_id, round_, event, status in rows:
+        changes.setdefault(skill_id, []).append((int(round_), event, status))
+    return {k: SkillFate(k, tuple(v)) for k, v in sorted(changes.items())}
+
+
 def bank_stats(run_dir: Path) -> dict[str, int]:
-    """Skills created and deprecated (skill_event) and eval routing counts (capsule), via DuckDB."""
+    """Skills created and deprecated, by last cause (``skill_fates``), and eval routing counts
+    (capsule), via DuckDB."""
     with EvidenceStore(run_dir).connect() as con:
-        created, deprecated = con.execute(
-            "SELECT count(DISTINCT skill_id) FILTER (WHERE event = 'added'), "
-            "count(DISTINCT skill_id) FILTER (WHERE event IN ('retired', 'evicted')) "
-            "FROM skill_event").fetchone()
+        fates = [f for f in skill_fates(con).values() if f.created]
+        causes = [f.cause for f in fates if f.cause is not None]
         capsules, routed = con.execute(
             "SELECT count(*), count(*) FILTER (WHERE skill_id <> ?) FROM capsule "
             "WHERE split = 'eval'", [NONE_SKILL]).fetchone()
         tampering = tampering_totals(con)
-    return {"skills_created": int(created), "skills_deprecated": int(deprecated),
+    return {"skills_created": len(fates), "skills_deprecated": len(causes),
+            "deprecated_retired": causes.count("retired"),
+            "deprecated_evicted": causes.count("evicted"),
+            "deprecated_rollback": causes.count("rollback"),
             "eval_capsules": int(capsules), "eval_routed": int(routed), **tampering}
 
 
@@ -175,6 +243,9 @@ def summarize(runs: Iterable[RunResult]) -> list[ArmSummary]:
             round0=stat("round0"), peak=stat("peak"), rolling_gain=stat("rolling_gain"),
             skills_created=stat("skills_created"), skills_deprecated=stat("skills_deprecated"),
             active_at_end=stat("active_at_end"), router_engagement=stat("router_engagement"),
+            deprecated_retired=stat("deprecated_retired"),
+            deprecated_evicted=stat("deprecated_evicted"),
+            deprecated_rollback=stat("deprecated_rollback"),
             tampering=stat("tampering"), skills_retired_tampering=stat("skills_retired_tampering"),
             run_dirs=[r.run_dir for r in group]))
     default = next((s for s in summaries if s.arm == DEFAULT_ARM), None)
@@ -213,11 +284,15 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
         f"# Ablations: {root.name}", "",
         f"Mean ± sample std over seeds (complete runs only). Rolling gain = mean eval pass@1 of "
         f"the last {window} rounds minus round 0 (with fewer rounds: every round after round 0). "
+        "Created = skills the Synthesizer wrote; deprecated = those of them deprecated at the "
+        "end, by what deprecated them last (retired by the Curator / evicted at the cap / "
+        "rolled back), so created - deprecated = active at the end (a loaded user bank aside). "
         "Router engagement = share of eval capsules routed to a skill (not NONE). Tampering = "
         "capsules graded as an attack on the grader (train + eval) / skills the Curator retired "
         "for it.", "",
         "| arm | change | seeds | round-0 pass@1 | peak | rolling gain | gain vs Default "
-        "| created | deprecated | active at end | router engagement (eval) | tampering (capsules / skills retired) |",
+        "| created | deprecated (retired / evicted / rolled back) | active at end "
+        "| router engagement (eval) | tampering (capsules / skills retired) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summaries:
@@ -226,17 +301,21 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
             f"| {_fmt_stat(s.round0)} | {_fmt_stat(s.peak)} "
             f"| {_fmt_stat(s.rolling_gain, signed=True)} | {_fmt(s.gain_vs_default, signed=True)} "
             f"| {_fmt_stat(s.skills_created, 1)} | {_fmt_stat(s.skills_deprecated, 1)} "
+            f"({_fmt(s.deprecated_retired.mean, 1)} / {_fmt(s.deprecated_evicted.mean, 1)} / "
+            f"{_fmt(s.deprecated_rollback.mean, 1)}) "
             f"| {_fmt_stat(s.active_at_end, 1)} | {_fmt_stat(s.router_engagement)} "
             f"| {_fmt_stat(s.tampering, 1)} / {_fmt_stat(s.skills_retired_tampering, 1)} |")
     lines += ["", "## Runs", "",
-              "| arm | seed | rounds | round-0 | peak | rolling gain | created | deprecated "
+              "| arm | seed | rounds | round-0 | peak | rolling gain | created "
+              "| deprecated (retired / evicted / rolled back) "
               "| active | engagement | tampering (capsules / retired) | run dir |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(runs, key=lambda r: (arm_sort_key(r.arm), str(r.seed))):
         lines.append(
             f"| {r.arm} | {r.seed} | {r.rounds_done}/{r.rounds_planned} | {_fmt(r.round0)} "
             f"| {_fmt(r.peak)} | {_fmt(r.rolling_gain, signed=True)} | {r.skills_created} "
-            f"| {r.skills_deprecated} | {r.active_at_end} | {_fmt(r.router_engagement)} "
+            f"| {r.skills_deprecated} ({r.deprecated_retired} / {r.deprecated_evicted} / "
+            f"{r.deprecated_rollback}) | {r.active_at_end} | {_fmt(r.router_engagement)} "
             f"| {r.tampering} / {r.skills_retired_tampering} | {_relative(r.run_dir, root)} |")
     incomplete = [r for r in runs if not r.complete]
     if incomplete:

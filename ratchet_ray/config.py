@@ -1,8 +1,11 @@
 """The settings schema of a run: one ``LoopConfig`` and its sections, validated on assignment.
 
 Contracts:
-- ``LoopConfig()`` is the paper's Default: 100 rounds, active cap 100, retire below -0.10 after
-  100 trials, rollback after 3 rounds down, and the rest as each field's comment says.
+- ``LoopConfig()`` is the paper's Default: 100 rounds, active cap 50, retire at or below -0.10
+  after 100 trials, rollback after 5 consecutive rounds more than 0.10 below the best, the
+  Solver sampled at temperature 1.0 (the provider's default sampling the paper's runs used) and
+  the judging roles (Router, Critic, Synthesizer, Meta-Synthesizer) at 0.0, and the rest as each
+  field's comment says.
 - Unknown keys are errors (``extra="forbid"``); cross-field rules are model validators.
 - Reading YAML files and ``--set`` overrides into a ``LoopConfig`` is ``ratchet_ray.config_files``.
 """
@@ -25,7 +28,8 @@ _CONFIGURING: set[int] = set()  # ids of the LoopConfigs whose suite ``configure
 class RoleLimits(BaseModel):
     model_config = _STRICT
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    """Sampling temperature of this role's calls."""
+    """Sampling temperature of this role's calls (0.0: the judging roles decide, the Solver
+    samples; see ``llm.temperature``)."""
     max_tokens: int = Field(gt=0)
     """Generation cap of one call of this role."""
 
@@ -57,8 +61,11 @@ class LLMSettings(BaseModel):
     """The ``sim`` backend's world, derived from the run's ``sim`` section and seed by the sim
     suite's ``configure`` (never set it; not dumped: a reloaded config derives it again). It
     names the module that builds the backend's clients (``world.backend_module``)."""
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    """Sampling temperature of the Solver (the other roles: ``roles.<role>.temperature``)."""
+    temperature: float = Field(default=1.0, ge=0.0, le=2.0)
+    """Sampling temperature of the Solver (the other roles: ``roles.<role>.temperature``). 1.0:
+    the paper's runs sample the Solver at its model's default (Bedrock Claude: 1.0), so seeds
+    give different runs; each call's sampling seed derives from the run's seed, so a seed still
+    reproduces its run on backends that take one (local, openai)."""
     max_tokens: int = Field(default=512, gt=0)
     """Generation cap of the Solver (the other roles: ``roles.<role>.max_tokens``)."""
     roles: RoleSettings = Field(default_factory=RoleSettings)
@@ -119,6 +126,11 @@ class SynthSettings(BaseModel):
     """A cluster whose pattern has this cosine to an ACTIVE skill is skipped."""
     dedup_threshold: float = Field(default=0.85, ge=0.0, le=1.0)
     """A new skill this close to a bank skill is a duplicate; the LLM is re-prompted with its id."""
+    dedup_against_deprecated: bool = True
+    """True (the paper's reading: "dedup against the bank", which keeps deprecated skills, where
+    the cover guard names ACTIVE skills): a draft close to a retired, evicted or rolled-back
+    skill is a duplicate too, so a failed approach is not written again. False: only ACTIVE and
+    candidate skills count, so a retired skill does not block similar new ones for good."""
     max_reprompts: int = Field(default=2, ge=0)
     """Dedup re-prompts before a proposal is dropped."""
     max_skill_chars: int = Field(default=2400, gt=0)

@@ -5,8 +5,9 @@ Contracts:
   (and every rejected add) is a ``skill_event`` row written through ``EvidenceStore``.
 - ``add`` checks, in order: schema (``invalid``), id already used (``duplicate``, duplicate_of =
   that id), serialised length > ``synth.max_skill_chars`` (``too_long``), cosine of full-YAML
-  embeddings >= ``synth.dedup_threshold`` against any bank skill (``duplicate``, duplicate_of =
-  the nearest skill, for the re-prompt), then the active cap: a full bank evicts the
+  embeddings >= ``synth.dedup_threshold`` against any bank skill (deprecated ones only with
+  ``synth.dedup_against_deprecated``, the Default) (``duplicate``, duplicate_of = the nearest
+  skill, for the re-prompt), then the active cap: a full bank evicts the
   lowest-contribution ACTIVE skill that is not ``do_not_retire`` (``curator.eviction_order``);
   if every ACTIVE skill is exempt the add is rejected with ``cap_full`` and the bank is unchanged.
 - The number of ACTIVE skills never exceeds ``curator.active_cap`` through any method, except
@@ -176,7 +177,10 @@ class SkillBank(SkillBatch, MetaSkillShelf):
             self._vectors.update(zip((s.id for s in missing), self._embed(missing)))
         if not self._skills:
             return None, 0.0
-        ids = sorted(self._vectors)
+        ids = sorted(i for i in self._vectors if i in self._skills and (
+            self.config.synth.dedup_against_deprecated or self._skills[i].status != DEPRECATED))
+        if not ids:
+            return None, 0.0
         sims = cosine_matrix(self._embed([skill]), np.stack([self._vectors[i] for i in ids]))[0]
         best = int(np.argmax(sims))
         return ids[best], float(sims[best])

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.ablations import arm_sort_key, find_run_dirs, run_result, write_report
+from ratchet_ray.ablations import (arm_sort_key, bank_stats, find_run_dirs, run_result,
+                                   skill_fates, write_report)
 from ratchet_ray.evidence.store import EvidenceStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,10 +42,16 @@ def make_run(root: Path, arm: str, seed: int, evals: list[float], planned: int,
                  "task_id": f"Mbpp/{i}", "skill_id": "s1" if (i < routed or split == "train")
                  else "NONE", "passed": False} for split in ("eval", "train") for i in range(4)]
     store.append("capsule", 0, capsules)
-    if events:
+    if events:  # in the order given, with the status each event leaves (as the bank logs them)
         store.append("skill_event", 1, [{"run_id": run.name, "round": 1, "skill_id": skill,
-                                         "event": event} for skill, event in events])
+                                         "event": event, "status_after": STATUS_AFTER.get(event, ""),
+                                         "created_at": 1000.0 + i}
+                                        for i, (skill, event) in enumerate(events)])
     return run
+
+
+STATUS_AFTER = {"added": "active", "loaded": "active", "reinstated": "active",
+                "retired": "deprecated", "evicted": "deprecated"}
 
 
 @pytest.fixture
@@ -75,7 +82,7 @@ def test_report_means_and_sample_stds_per_arm(sweep: Path):
     assert default.peak.std == pytest.approx(math.sqrt(1 / 48), abs=1e-12)
     assert default.rolling_gain.mean == pytest.approx(5 / 24, abs=1e-12)
     assert default.rolling_gain.std == pytest.approx(math.sqrt(1 / 12), abs=1e-12)
-    # bank: created 3, 1, 2; deprecated (retired or evicted, distinct) 2, 0, 1; active 1, 1, 4
+    # bank: created 3, 1, 2; deprecated at the end (by last cause) 2, 0, 1; active 1, 1, 4
     assert (default.skills_created.mean, default.skills_created.std) == (2.0, 1.0)
     assert (default.skills_deprecated.mean, default.skills_deprecated.std) == (1.0, 1.0)
     assert default.active_at_end.mean == 2.0
@@ -96,11 +103,39 @@ def test_report_means_and_sample_stds_per_arm(sweep: Path):
 
     text = md.read_text()
     assert ("| default | Default (full Ratchet) | 7, 13, 42 | 0.250 ± 0.250 | 0.583 ± 0.144 "
-            "| +0.208 ± 0.289 | +0.000 | 2.0 ± 1.0 | 1.0 ± 1.0 | 2.0 ± 1.7 | 0.500 ± 0.250 |"
+            "| +0.208 ± 0.289 | +0.000 | 2.0 ± 1.0 | 1.0 ± 1.0 (0.7 / 0.3 / 0.0) | 2.0 ± 1.7 "
+            "| 0.500 ± 0.250 |"
             in text)
     assert "| A1 | no skill injection | 42 | 0.500 | 0.500 | +0.000 | -0.208 |" in text
     assert "- A1 seed 7: 2 of 3 rounds (runs/A1_s7/mbpp/mbpp_run_A1_s7)" in text
     assert "- A3_s42: exit 1: boom" in text
+
+
+def test_skill_fates_count_every_deprecation_cause_and_reactivation(tmp_path: Path):
+    """created - deprecated = active: a rollback's ``restored`` deprecates, a later restore or a
+    reinstatement brings a skill back; the last change decides, whatever came before."""
+    run = tmp_path / "run"
+    run.mkdir()
+    events = [("a", "added", "active"), ("b", "added", "active"), ("c", "added", "active"),
+              ("d", "added", "active"), ("e", "added", "active"), ("u", "loaded", "active"),
+              ("a", "retired", "deprecated"), ("b", "evicted", "deprecated"),
+              ("c", "restored", "deprecated"), ("d", "restored", "deprecated"),
+              ("d", "restored", "active"), ("e", "retired", "deprecated"),
+              ("e", "reinstated", "active"), ("x", "rejected", "")]
+    EvidenceStore(run).append("skill_event", 2, [
+        {"run_id": "r", "round": 2, "skill_id": k, "event": e, "status_after": s,
+         "created_at": 10.0 + i} for i, (k, e, s) in enumerate(events)])
+    with EvidenceStore(run).connect() as con:
+        fates = skill_fates(con)
+    assert {k: (f.status, f.cause) for k, f in fates.items()} == {
+        "a": ("deprecated", "retired"), "b": ("deprecated", "evicted"),
+        "c": ("deprecated", "rollback"), "d": ("active", None), "e": ("active", None),
+        "u": ("active", None)}
+    assert not fates["u"].created and fates["d"].first("restored", "deprecated") == 2
+    stats = bank_stats(run)
+    assert (stats["skills_created"], stats["skills_deprecated"]) == (5, 3)
+    assert (stats["deprecated_retired"], stats["deprecated_evicted"],
+            stats["deprecated_rollback"]) == (1, 1, 1)
 
 
 def test_run_discovery_and_arm_order(sweep: Path):

@@ -45,8 +45,7 @@ def headline(truth: RunTruth, window: int = ROLLING_WINDOW) -> dict[str, Any]:
         "rounds_below_floor_measured": len(truth.below_floor("measured")),
     }
     out.update(truth.retirement())
-    out["active_at_end"] = len([s for s in truth.skills
-                                if s.retired_round is None and s.evicted_round is None])
+    out["active_at_end"] = truth.active_at_end()
     probed = [s for s in truth.skills if s.c_cf is not None and s.c_hat is not None]
     out["probed_skills"] = len(probed)
     out["sign_agree_c_hat"] = (statistics.fmean(float((s.c_hat > 0) == s.helpful) for s in probed)
@@ -62,8 +61,17 @@ def headline(truth: RunTruth, window: int = ROLLING_WINDOW) -> dict[str, Any]:
 
 
 ARM_COLUMNS = ("round0", "peak", "rolling_gain", "true_rolling", "true_rolling_gain",
-               "precision", "recall", "helpful_kept", "rounds_to_retire", "retired",
-               "active_at_end", "evicted_helpful", "rounds_below_floor_true")
+               "precision", "recall", "harmful_gone", "helpful_kept", "rounds_to_retire",
+               "retired", "rolled_back", "active_at_end", "evicted_helpful",
+               "rounds_below_floor_true")
+NO_EFFECT_IN_SIM = {
+    "A7": "no effect in the sim world: the cap of 50 never binds there (no run holds more than "
+          "about 30 active skills), so raising it to 100 changes nothing",
+    "A8": "no effect in the sim world: the sim Synthesizer only asks whether its prompt carries "
+          "an authoring guide (A3 removes it), not what the guide says, so a refreshed "
+          "meta-skill changes nothing",
+}
+"""Arms the simulator reads but its world gives no way to matter (said in the report)."""
 
 
 def arm_table(heads: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -130,13 +138,21 @@ def _markdown(truths: list[RunTruth], heads: list[dict[str, Any]],
              "each run's own config.", "",
              "## Per arm (mean ± std over seeds)", "",
              "| arm | seeds | round 0 | peak | rolling gain | true rolling | true gain | "
-             "retire precision | retire recall | helpful kept | rounds to retire | retired | "
-             "active at end | helpful evicted | rounds < floor |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "retire precision | retire recall | harmful gone | helpful kept | rounds to retire "
+             "| retired | rolled back | active at end | helpful evicted | rounds < floor |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in table:
         cells = [_fmt(row[f"{c}_mean"], row[f"{c}_std"], signed=c.endswith("gain"))
                  for c in ARM_COLUMNS]
-        lines.append(f"| {row['arm']} | {row['seeds']} | " + " | ".join(cells) + " |")
+        arm = row["arm"] + (" (no effect in sim)" if row["arm"] in NO_EFFECT_IN_SIM else "")
+        lines.append(f"| {arm} | {row['seeds']} | " + " | ".join(cells) + " |")
+    notes = [f"- {arm}: {NO_EFFECT_IN_SIM[arm]}." for arm in NO_EFFECT_IN_SIM
+             if any(row["arm"] == arm for row in table)]
+    lines += ["", "Retire precision / recall: the Curator's retirements against the truth; "
+              "harmful gone / helpful kept: the share not ACTIVE / ACTIVE at the end, whatever "
+              "deprecated them (retired, evicted, rolled back) or brought them back; rolled back: "
+              "skills a rollback deprecated at least once; active at end: the live bank's count.",
+              *([""] + notes if notes else [])]
     lines += ["", "## Per run", "",
               "| arm | seed | E[p0] | eps | floor | min true | rounds < floor (true / measured) "
               "| harmful | retired (harmful) | evicted (helpful) "

@@ -13,7 +13,11 @@ Contracts:
   counterfactual probes (``attempt >= 1``, routed to NONE) feed ``c_cf`` only.
 - A skill is *harmful* when its true contribution on the tasks it was routed to (train, first
   attempts) is below zero, *helpful* when above; a skill never routed is judged on every task
-  of the world. Retirement metrics use the FIRST ``retired`` event of each skill.
+  of the world. Retirement metrics use the FIRST ``retired`` event of each skill (the Curator's
+  decisions); every other status change comes from the bank's own events too
+  (``ablations.skill_fates``: evictions, rollbacks' ``restored`` in both directions,
+  reinstatements), so each row's ``status`` is the skill's status in the live bank at the end
+  and ``active_at_end`` equals the bank's ACTIVE count by construction.
 - ``prop1_floor(e_p0, tau, n_min, cap, delta)`` = E[p0] - (tau + eps) - C * delta with
   eps = sqrt(ln(2 / delta) / (2 N_min)) (Proposition 1 with its Hoeffding tolerance).
 """
@@ -28,6 +32,7 @@ from pathlib import Path
 
 import yaml
 
+from ratchet_ray.ablations import SkillFate, skill_fates
 from ratchet_ray.bank.skill_io import load_skill_folder
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.evidence.store import EvidenceStore
@@ -65,6 +70,14 @@ class SkillRow:
     added_round: int | None
     retired_round: int | None = None
     evicted_round: int | None = None
+    rolled_back_round: int | None = None
+    """First round a rollback's restore deprecated it."""
+    status: str = "active"
+    """Its status at the end: the last status change the bank logged."""
+    deprecated_by: str | None = None
+    """What deprecated it last (retired / evicted / rollback); None while it is active."""
+    status_changes: int = 0
+    """Status changes after its birth (deprecations and re-activations)."""
     trials: int = 0
     c_hat: float | None = None
     c_true_routed: float | None = None
@@ -75,6 +88,10 @@ class SkillRow:
     @property
     def c_true(self) -> float:
         return self.c_true_routed if self.c_true_routed is not None else self.c_true_world
+
+    @property
+    def active(self) -> bool:
+        return self.status == "active"
 
     @property
     def harmful(self) -> bool:
@@ -109,13 +126,20 @@ class RunTruth:
     def below_floor(self, which: str = "true") -> list[int]:
         return [r.round for r in self.rounds if getattr(r, which) < self.floor]
 
+    def active_at_end(self) -> int:
+        """ACTIVE skills at the end: the live bank's count (every change from its events)."""
+        return len([s for s in self.skills if s.active])
+
     def retirement(self) -> dict[str, float | int | None]:
-        """Precision / recall of retirement against the truth, helpful kept, evictions."""
+        """Precision / recall of the Curator's retirements against the truth; harmful skills
+        gone and helpful skills kept at the end (any cause: retired, evicted, rolled back, and
+        back again); evictions and rollbacks."""
         retired = [s for s in self.skills if s.retired_round is not None]
         harmful = [s for s in self.skills if s.harmful]
         eligible = [s for s in harmful if s.trials >= self.n_min]
         helpful = [s for s in self.skills if s.helpful]
         evicted = [s for s in self.skills if s.evicted_round is not None]
+        rolled_back = [s for s in self.skills if s.rolled_back_round is not None]
         hit = [s for s in retired if s.harmful]
         delays = [s.retired_round - s.added_round for s in hit if s.added_round is not None]
         return {
@@ -125,10 +149,16 @@ class RunTruth:
             "recall": len(hit) / len(harmful) if harmful else None,
             "recall_eligible": (len([s for s in eligible if s.retired_round is not None])
                                 / len(eligible)) if eligible else None,
-            "helpful_kept": (len([s for s in helpful if s.retired_round is None]) / len(helpful)
+            "harmful_gone": (len([s for s in harmful if not s.active]) / len(harmful)
+                             if harmful else None),
+            "helpful_kept": (len([s for s in helpful if s.active]) / len(helpful)
                              if helpful else None),
             "rounds_to_retire": statistics.fmean(delays) if delays else None,
             "evicted": len(evicted), "evicted_helpful": len([s for s in evicted if s.helpful]),
+            "rolled_back": len(rolled_back),
+            "deprecated_retired": len([s for s in self.skills if s.deprecated_by == "retired"]),
+            "deprecated_evicted": len([s for s in self.skills if s.deprecated_by == "evicted"]),
+            "deprecated_rollback": len([s for s in self.skills if s.deprecated_by == "rollback"]),
         }
 
 
@@ -149,8 +179,9 @@ def analyze_run(run_dir: str | Path, delta: float = DEFAULT_DELTA) -> RunTruth:
                          "(python -m jobs.skill_loop sim ...)")
     world = World(world_spec(config))
     skills_dir = path / "skills"
-    tokens = {s.id: parse_token(s.guidance.applies_when)
-              for s in (load_skill_folder(skills_dir) if skills_dir.is_dir() else [])}
+    files = load_skill_folder(skills_dir) if skills_dir.is_dir() else []
+    tokens = {s.id: parse_token(s.guidance.applies_when) for s in files}
+    statuses = {s.id: s.status.value for s in files}
 
     def p(task_id: str, skill_id: str) -> float:
         return world.p(task_id, tokens.get(skill_id) if skill_id != NONE_SKILL else None)
@@ -158,11 +189,11 @@ def analyze_run(run_dir: str | Path, delta: float = DEFAULT_DELTA) -> RunTruth:
     with EvidenceStore(path).connect() as con:
         capsules = _rows(con, "SELECT round, split, task_id, skill_id, passed, "
                               "coalesce(attempt, 0) FROM capsule ORDER BY round, task_id")
-        events = _rows(con, "SELECT round, skill_id, event FROM skill_event "
-                            "ORDER BY round, created_at")
-    first: dict[tuple[str, str], int] = {}
-    for round_, skill_id, event in events:
-        first.setdefault((skill_id, event), int(round_))
+        fates = skill_fates(con)
+    none = SkillFate("", ())
+
+    def first(skill_id: str, event: str, status: str | None = None) -> int | None:
+        return fates.get(skill_id, none).first(event, status)
     eval_ids = json.loads((path / "eval_ids.json").read_text())
     e_p0 = statistics.fmean(world.task(t).p0 for t in eval_ids) if eval_ids else 0.0
 
@@ -173,7 +204,7 @@ def analyze_run(run_dir: str | Path, delta: float = DEFAULT_DELTA) -> RunTruth:
     rounds = []
     for round_, rows in sorted(by_round.items()):
         written = [tok for sid, tok in tokens.items()
-                   if tok is not None and first.get((sid, "added"), 10**9) < round_]
+                   if tok is not None and _before(first(sid, "added"), round_)]
         oracle = statistics.fmean(max([world.p(t, None), *(world.p(t, tok) for tok in written)])
                                   for t in eval_ids)
         rounds.append(RoundTruth(
@@ -188,12 +219,17 @@ def analyze_run(run_dir: str | Path, delta: float = DEFAULT_DELTA) -> RunTruth:
     skills = []
     for skill_id, token in sorted(tokens.items()):
         truth = world.skill_truth(token) if token else None
+        # A file with no status event (dropped in by hand, never registered) is as the file says.
+        fate = fates.get(skill_id) or SkillFate(skill_id, ((0, "file", statuses[skill_id]),))
         row = SkillRow(skill_id=skill_id, token=token,
                        effect_class=truth.effect_class if truth else "unknown",
                        target=truth.target if truth else None,
-                       added_round=first.get((skill_id, "added")),
-                       retired_round=first.get((skill_id, "retired")),
-                       evicted_round=first.get((skill_id, "evicted")),
+                       added_round=first(skill_id, "added"),
+                       retired_round=first(skill_id, "retired"),
+                       evicted_round=first(skill_id, "evicted"),
+                       rolled_back_round=first(skill_id, "restored", "deprecated"),
+                       status=fate.status, deprecated_by=fate.cause,
+                       status_changes=len(fate.changes) - 1,
                        c_true_world=statistics.fmean(world.p(t.task_id, token) - t.p0
                                                      for t in world.tasks) if token else 0.0)
         routed = train_routed.get(skill_id, [])
@@ -208,6 +244,10 @@ def analyze_run(run_dir: str | Path, delta: float = DEFAULT_DELTA) -> RunTruth:
     return RunTruth(run_dir=path, arm=config.arm, seed=config.seed, rounds=rounds,
                     skills=skills, e_p0=e_p0, tau=config.curator.retire_tau,
                     n_min=config.curator.min_trials, cap=config.curator.active_cap, delta=delta)
+
+
+def _before(round_: int | None, limit: int) -> bool:
+    return round_ is not None and round_ < limit
 
 
 def _attach_probes(skills: list[SkillRow], capsules: list[tuple]) -> None:
