@@ -71,17 +71,27 @@ def _bare(pattern: str) -> str:
     return re.sub(r" \(x\d+\)$", "", pattern)
 
 
+GUIDE_CHARS = 4000
+"""The authoring guide's length cap in a prompt; a whole draft's schema lock always survives it."""
+
+
 def _guide(metaskill: MetaSkill | None, *, whole: bool) -> str:
     """The authoring prior, or under A3 (``metaskill`` None) only the bare schema. A meta-skill
-    rewritten without the schema lock gets it back; a fieldwise draft needs no lock at all."""
+    rewritten without the schema lock gets it back; a fieldwise draft needs no lock at all. A
+    guide over ``GUIDE_CHARS`` is cut in its prose, never in the lock: the lock is taken out,
+    the rest clipped to the room left, and the lock appended whole."""
     if metaskill is None:
         return bare_schema() if whole else ""
     lock, body = schema_lock(), metaskill.body
+    section = f"## Schema lock\n\n{lock}"
     if not whole:  # one field is asked for, not the JSON object the lock describes
-        body = body.replace(f"## Schema lock\n\n{lock}", "").replace(lock, "")
-    elif lock not in body:
-        body = f"{body.rstrip()}\n\n## Schema lock\n\n{lock}"
-    return "Authoring guide:\n" + _clip(body, 4000)
+        return "Authoring guide:\n" + _clip(body.replace(section, "").replace(lock, ""),
+                                             GUIDE_CHARS)
+    if lock in body and len(body.strip()) <= GUIDE_CHARS:
+        return "Authoring guide:\n" + body.strip()  # the shipped layout, lock in place
+    prose = body.replace(section, "").replace(lock, "").strip()
+    room = max(GUIDE_CHARS - len(section) - 2, 0)
+    return "Authoring guide:\n" + f"{_clip(prose, room)}\n\n{section}"
 
 
 # The head of every authoring prompt, whole or fieldwise (``prompt_templates`` name

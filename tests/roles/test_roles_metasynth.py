@@ -45,3 +45,31 @@ def test_wrong_suite_is_a_caller_error(current):
 def test_helpers():
     assert bump_version("0.2.0") == "0.3.0" and bump_version("x") == "0.2.0"
     assert pattern_counts([]) == []
+
+
+@pytest.mark.parametrize("with_lock", [False, True])
+def test_a_long_refreshed_metaskill_keeps_its_schema_lock_in_the_synth_prompt(with_lock):
+    """A8: a refreshed body near the 4,000-char guide cap is cut in its prose, never in the lock
+    (appended when the rewrite dropped it, kept whole when the rewrite carried it late)."""
+    from ratchet_ray.roles.prompts import schema_lock, synth_messages
+    from ratchet_ray.roles.synth_prompts import GUIDE_CHARS
+
+    lock = schema_lock()
+    prose = "".join(f"- DO: rule number {i} about naming the failing call.\n" for i in range(120))
+    body = prose + (f"\n## Schema lock\n\n{lock}\n" if with_lock else "")
+    assert len(prose) > GUIDE_CHARS  # the old clip-after-append lost the lock here
+    meta = MetaSkill(id="default_mbpp_v0_2_0", suite="mbpp", body=body)
+    prompt = synth_messages("mbpp", meta, "off by one (x3)", ["Task: x"], [])[-1].content
+    assert f"## Schema lock\n\n{lock}" in prompt and prompt.count(lock) == 1
+    assert "chars cut]" in prompt and "rule number 0 " in prompt
+    guide = prompt.split("Authoring guide:\n", 1)[1].split(lock, 1)[0] + lock
+    assert len(guide) <= GUIDE_CHARS + 40  # the cap holds, plus the cut notice
+
+
+def test_a_short_guide_keeps_the_shipped_layout():
+    from ratchet_ray.bank.metaskills import default_metaskill
+    from ratchet_ray.roles.prompts import schema_lock, synth_messages
+
+    meta = default_metaskill("mbpp")
+    prompt = synth_messages("mbpp", meta, "off by one (x3)", ["Task: x"], [])[-1].content
+    assert meta.body.strip() in prompt and prompt.count(schema_lock()) == 1
