@@ -285,6 +285,23 @@ class BudgetSettings(BaseModel):
     (``actors.budget_ledger``), and every run of the scope stops once it is spent."""
 
 
+class TrackingSettings(BaseModel):
+    """Optional MLflow tracking of the run (``ratchet_ray.tracking``), off by default: the
+    resolved config as params, per-round metrics, the report and the skill YAMLs as artifacts,
+    logged from a background thread after each round is on disk (never failing or slowing it)."""
+
+    model_config = _STRICT
+    enabled: bool = False
+    """Log to MLflow (also on when ``mlflow_uri`` or ``$RATCHET_MLFLOW_URI`` is set)."""
+    mlflow_uri: str | None = None
+    """Tracking URI, e.g. http://127.0.0.1:5000; None (tracking on) = a local file store,
+    ``sqlite:///<results_dir>/mlflow.db``."""
+    experiment: str | None = None
+    """MLflow experiment name (None = ``ratchet-<suite>``)."""
+    timeout_s: float = Field(default=10.0, gt=0.0)
+    """Limit of one MLflow request, and of the wait for the last uploads when the run ends."""
+
+
 class LoopConfig(BaseModel):
     """Everything one run (one arm, one seed) needs. Defaults are the paper's Default."""
 
@@ -335,6 +352,8 @@ class LoopConfig(BaseModel):
     """Preflight checks, the infrastructure-failure circuit breaker and pool wait bounds."""
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     """Cost and token limits of the run (off by default)."""
+    tracking: TrackingSettings = Field(default_factory=TrackingSettings)
+    """Optional MLflow tracking (off by default)."""
     prompts: PromptSettings = Field(default_factory=PromptSettings)
     """Role prompt overrides: ``prompts.dir`` is a folder of ``<template>.md`` files replacing
     the built-in Solver, Router, Critic and Synthesizer templates by name

@@ -69,6 +69,7 @@ from ratchet_ray.loop.reaper import reap_after_round
 from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir, write_json
 from ratchet_ray.loop.runtime import Models, connect_ray, release_run, start_runtime
 from ratchet_ray.suites import split_tasks, suite_for
+from ratchet_ray.tracking import start_tracking
 from ratchet_ray.types import RoundSummary, Task
 
 log = logging.getLogger(__name__)
@@ -242,7 +243,8 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
     started_ray = connect_ray()
     log.info("%s run %s: %d train / %d eval tasks, %d rounds", "resuming" if resume else "starting",
              run.path, len(train_tasks), len(eval_tasks), config.rounds)
-    runtime = None
+    runtime = tracker = None
+    finished = False
     lease = hold_run_lease(run.run_id)  # the run's detached servers leave if this driver dies
     try:
         preflight(config, models, scope=run.run_id)  # its servers and limiters are the run's
@@ -257,13 +259,15 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
         next_round, gate = resume_point(run, config)
         store = EvidenceStore(run.path, cached=True)  # long-lived reader: loads only new parts
         budget = RunBudget.for_run(config.budget, store, str(run.path))
+        tracker = start_tracking(config, run.path)  # off by default; never raises
         with LoopProgress(config.rounds, enabled=show_progress, budget=budget) as progress:
             ctx = LoopContext(config=config, run=run, store=store, rt=runtime,
                               train_tasks=train_tasks, eval_tasks=eval_tasks, gate=gate,
                               progress=progress, budget=budget, shared_inputs=shared_inputs)
             for round_ in range(next_round, config.rounds):
-                run_round(ctx, round_)
+                tracker.round_done(run_round(ctx, round_))  # after the round is durable
         log.info("run %s finished %d rounds", run.path, config.rounds)
+        finished = True
         (run.path / STOPPED_FILE).unlink(missing_ok=True)
         return run.path
     except (RunStopped, PoolError) as exc:
@@ -283,6 +287,8 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
         log.exception("run stopped; continue it with --resume %s", run.path)
         raise
     finally:
+        if tracker is not None:  # bounded wait (tracking.timeout_s), never raises
+            tracker.close(finished)
         if runtime is not None:
             runtime.shutdown()
         release_run(run.run_id)  # its model servers, limiters and bank, however the run ended

@@ -1,0 +1,266 @@
+"""Optional MLflow tracking of a run: params, per-round metrics, the report and the skill YAMLs.
+
+Contracts:
+- Off by default. On when ``tracking.enabled`` is true, ``tracking.mlflow_uri`` is set or
+  ``$RATCHET_MLFLOW_URI`` is set (the setting wins over the variable). With no URI the store is
+  a local file, ``sqlite:///<results_dir>/mlflow.db`` (artifacts under
+  ``<results_dir>/mlartifacts``); a ``file:`` URI (MLflow's legacy folder store) is accepted.
+- ``start_tracking(config, run_dir)`` returns a ``Tracker``: ``NullTracker`` when off, else
+  ``MlflowTracker``. Every MLflow call happens on the tracker's own daemon thread; the driver
+  only enqueues (``round_done``) after a round's evidence, summary and ``loop.json`` are on disk,
+  so tracking can neither fail nor slow the loop. Any failure is one ``WARNING`` log line and
+  the tracker stops trying (a dead server is not retried every round); HTTP requests use
+  ``tracking.timeout_s`` and at most one retry. ``close(finished)`` waits at most
+  ``tracking.timeout_s`` for the queue (plus the report upload) and never raises.
+- One MLflow run per run dir (an arm-seed), named after it; its id is kept in
+  ``<run_dir>/mlflow_run.json`` so a resumed run keeps logging into the same MLflow run. A run
+  of a sweep (``<sweep>/runs/<arm>_s<seed>/<suite>/<run dir>`` with ``<sweep>/sweep.json``) is
+  nested (``mlflow.parentRunId``) under one MLflow run of the sweep, found by its
+  ``ratchet.sweep`` tag or created (under a lock file in the sweep folder, so parallel arms
+  share one parent).
+- Params: the resolved config, flattened to dotted keys. Metrics per round (step = round):
+  ``eval_pass_at_1``, ``train_pass_at_1``, ``active_skills``, ``deprecated_skills``,
+  ``input_tokens``, ``output_tokens``, ``tokens``, ``cost_usd``, ``rollback_fired``,
+  ``skills_created``, ``skills_retired``, ``skills_evicted``, ``wall_s`` and ``tokens_<role>``
+  / ``cost_usd_<role>`` from the round's ``llm_call`` evidence. Artifacts: ``skills/*.yaml``
+  (after every round, overwritten), ``meta-skills/*.md`` and, at ``close``, ``report.html``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+log = logging.getLogger(__name__)
+ENV_URI = "RATCHET_MLFLOW_URI"
+RUN_FILE = "mlflow_run.json"
+SWEEP_FILE = "sweep.json"
+SWEEP_LOCK = ".mlflow_parent.lock"
+PARAM_LIMIT = 500
+ROUND_METRICS = ("eval_pass_at_1", "train_pass_at_1", "active_skills", "deprecated_skills",
+                 "input_tokens", "output_tokens", "cost_usd", "wall_s")
+
+
+def resolve_uri(config: Any) -> str | None:
+    """The tracking URI of ``config`` (module contracts), or None when tracking is off."""
+    settings = config.tracking
+    uri = settings.mlflow_uri or os.environ.get(ENV_URI) or None
+    if uri is None and not settings.enabled:
+        return None
+    if uri is None:
+        root = Path(config.results_dir).resolve()
+        return f"sqlite:///{root / 'mlflow.db'}"
+    return uri
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, str]:
+    """Dotted keys -> string values (lists and empty dicts as JSON), each cut to PARAM_LIMIT."""
+    out: dict[str, str] = {}
+    if isinstance(data, dict) and data:
+        for key, value in data.items():
+            out.update(flatten(value, f"{prefix}{key}."))
+        return out
+    text = data if isinstance(data, str) else json.dumps(data, default=str)
+    out[prefix.rstrip(".")] = text[:PARAM_LIMIT]
+    return out
+
+
+def sweep_dir_of(run_dir: Path) -> Path | None:
+    """The sweep folder a run dir belongs to (``jobs.ablations`` layout), or None."""
+    parents = Path(run_dir).resolve().parents
+    if len(parents) > 3 and parents[2].name == "runs" and (parents[3] / SWEEP_FILE).is_file():
+        return parents[3]
+    return None
+
+
+class Tracker:
+    """What the driver calls; the base class does nothing (tracking off)."""
+
+    def round_done(self, summary: Any) -> None:
+        """A round is durable (evidence, summary.json, loop.json): log it."""
+
+    def close(self, finished: bool) -> None:
+        """The run ended (``finished``: every planned round done)."""
+
+
+class NullTracker(Tracker):
+    pass
+
+
+class MlflowTracker(Tracker):
+    """Logs to MLflow from a daemon thread (module contracts)."""
+
+    def __init__(self, config: Any, run_dir: Path, uri: str):
+        self.config, self.run_dir, self.uri = config, Path(run_dir), uri
+        self.timeout_s = float(config.tracking.timeout_s)
+        self.client: Any = None
+        self.run_id: str | None = None
+        self.failed = False
+        self.jobs: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self.thread = threading.Thread(target=self._work, name="ratchet-mlflow", daemon=True)
+        self.thread.start()
+        self._submit(self._open)
+
+    # ---- the worker thread ---------------------------------------------------------------
+    def _submit(self, job: Callable[[], None]) -> None:
+        if not self.failed:
+            self.jobs.put(job)
+
+    def _work(self) -> None:
+        while True:
+            job = self.jobs.get()
+            try:
+                if job is None:
+                    return
+                if not self.failed:
+                    job()
+            except Exception as exc:  # noqa: BLE001 - tracking never fails the run
+                self.failed = True
+                log.warning("MLflow tracking to %s failed, no more tracking for this run: "
+                            "%s: %s", self.uri, type(exc).__name__, str(exc)[:300])
+            finally:
+                self.jobs.task_done()
+
+    def _open(self) -> None:
+        if self.uri.startswith(("http://", "https://")):
+            # Bounded requests: a dead server costs seconds, not MLflow's default minutes.
+            os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(max(1, int(self.timeout_s))))
+            os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+            os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
+        if self.uri.startswith("file:"):
+            os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # asked for by name
+        from mlflow import MlflowClient
+
+        self.client = MlflowClient(tracking_uri=self.uri)
+        experiment = self._experiment()
+        saved = self.run_dir / RUN_FILE
+        if saved.is_file():
+            self.run_id = json.loads(saved.read_text())["run_id"]
+            self.client.update_run(self.run_id, status="RUNNING")
+            return
+        tags = {"ratchet.run_dir": str(self.run_dir.resolve()), "ratchet.kind": "run",
+                "ratchet.suite": str(self.config.suite), "ratchet.arm": str(self.config.arm),
+                "ratchet.seed": str(self.config.seed)}
+        sweep = sweep_dir_of(self.run_dir)
+        if sweep is not None:
+            tags["mlflow.parentRunId"] = self._sweep_parent(experiment, sweep)
+            tags["ratchet.sweep"] = str(sweep)
+        run = self.client.create_run(experiment, run_name=self.run_dir.name, tags=tags)
+        self.run_id = run.info.run_id
+        from ratchet_ray.fsutil import atomic_write_json
+
+        atomic_write_json(saved, {"run_id": self.run_id, "tracking_uri": self.uri,
+                                  "experiment_id": experiment})
+        from mlflow.entities import Param
+
+        params = flatten(self.config.model_dump(mode="json"))
+        items = [Param(k, v) for k, v in sorted(params.items())]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(self.run_id, params=items[i:i + 100])
+
+    def _experiment(self) -> str:
+        name = self.config.tracking.experiment or f"ratchet-{self.config.suite}"
+        found = self.client.get_experiment_by_name(name)
+        if found is not None:
+            return found.experiment_id
+        location = None
+        if self.uri.startswith("sqlite:"):
+            location = (Path(self.uri.removeprefix("sqlite:///")).parent / "mlartifacts").as_uri()
+        try:
+            return self.client.create_experiment(name, artifact_location=location)
+        except Exception:  # noqa: BLE001 - a parallel arm created it first
+            found = self.client.get_experiment_by_name(name)
+            if found is None:
+                raise
+            return found.experiment_id
+
+    def _sweep_parent(self, experiment: str, sweep: Path) -> str:
+        import fcntl
+
+        with open(sweep / SWEEP_LOCK, "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            query = f"tags.`ratchet.sweep` = '{sweep}' and tags.`ratchet.kind` = 'sweep'"
+            runs = self.client.search_runs([experiment], filter_string=query, max_results=1)
+            if runs:
+                return runs[0].info.run_id
+            run = self.client.create_run(experiment, run_name=f"sweep {sweep.name}", tags={
+                "ratchet.sweep": str(sweep), "ratchet.kind": "sweep"})
+            return run.info.run_id
+
+    def _log_round(self, row: dict[str, Any]) -> None:
+        from mlflow.entities import Metric
+
+        from ratchet_ray.evidence.store import EvidenceStore
+
+        step, now = int(row["round"]), int(time.time() * 1000)
+        values: dict[str, float] = {k: float(row[k]) for k in ROUND_METRICS
+                                    if row.get(k) is not None}
+        values["tokens"] = float((row.get("input_tokens") or 0) + (row.get("output_tokens") or 0))
+        values["rollback_fired"] = float(bool(row.get("rollback_fired")))
+        for key in ("skills_created", "skills_retired", "skills_evicted"):
+            values[key] = float(len(row.get(key) or []))
+        with EvidenceStore(self.run_dir).connect() as con:
+            per_role = con.execute(
+                "SELECT role, coalesce(sum(input_tokens + output_tokens), 0), "
+                "coalesce(sum(cost_usd), 0) FROM llm_call WHERE round = ? GROUP BY role",
+                [step]).fetchall()
+        for role, tokens, cost in per_role:
+            values[f"tokens_{role}"], values[f"cost_usd_{role}"] = float(tokens), float(cost)
+        self.client.log_batch(self.run_id, metrics=[Metric(k, v, now, step)
+                                                    for k, v in sorted(values.items())])
+        self._log_bank()
+
+    def _log_bank(self) -> None:
+        for folder in ("skills", "meta-skills"):
+            path = self.run_dir / folder
+            if path.is_dir() and any(path.iterdir()):
+                self.client.log_artifacts(self.run_id, str(path), artifact_path=folder)
+
+    def _finish(self, finished: bool) -> None:
+        import tempfile
+
+        from ratchet_ray.report.html import build_report
+
+        with tempfile.TemporaryDirectory() as tmp:
+            page = build_report([self.run_dir], Path(tmp) / "report.html")
+            self.client.log_artifact(self.run_id, str(page))
+        self._log_bank()
+        self.client.set_terminated(self.run_id, status="FINISHED" if finished else "KILLED")
+
+    # ---- the driver's side ---------------------------------------------------------------
+    def round_done(self, summary: Any) -> None:
+        row = summary.model_dump(mode="json")
+        row["eval_pass_at_1"] = summary.eval.pass_at_1 if summary.eval else None
+        row["train_pass_at_1"] = summary.train.pass_at_1 if summary.train else None
+        self._submit(lambda: self._log_round(row))
+
+    def close(self, finished: bool) -> None:
+        try:
+            self._submit(lambda: self._finish(finished))
+            self.jobs.put(None)
+            # The report takes seconds on a long run: it gets its own share of the wait.
+            self.thread.join(timeout=self.timeout_s * 2)
+            if self.thread.is_alive():
+                log.warning("MLflow tracking to %s did not finish within %.0f s; the run goes "
+                            "on without waiting (what was sent is kept)", self.uri,
+                            self.timeout_s * 2)
+        except Exception as exc:  # noqa: BLE001 - tracking never fails the run
+            log.warning("MLflow tracking close failed: %s", exc)
+
+
+def start_tracking(config: Any, run_dir: Path) -> Tracker:
+    """The run's tracker (module contracts); never raises."""
+    try:
+        uri = resolve_uri(config)
+        if uri is None:
+            return NullTracker()
+        return MlflowTracker(config, run_dir, uri)
+    except Exception as exc:  # noqa: BLE001 - tracking never fails the run
+        log.warning("MLflow tracking could not start: %s", exc)
+        return NullTracker()
