@@ -140,7 +140,8 @@ def _diff(before, after):
     for key in after:
         if key.endswith(".__code__") or key.split(".", 1)[0] in OPEN_NAMESPACES:
             continue
-        if key not in before:
+        if key not in before and not isinstance(after[key], type):
+            # (a class appearing is no wrapper: py.xml's Junit namespace makes tag classes lazily)
             out.append((key, "added, from " + _origin(after[key]), _origin(after[key])))
     return out
 
@@ -176,8 +177,8 @@ def _check(when):
         modules = [m for m in WATCHED_MODULES if "sys.modules[" + m + "]" in STATE["baseline"]]
         for key, detail, _ in _diff(STATE["baseline"], _watched(modules)):
             _find("%s: %s %s" % (when, key, detail), key)
-        now = _hook_impls(STATE["session"].config)
-        for name, impls in STATE["hooks"].items():
+        now = _hook_impls(STATE["session"].config) if STATE["hooks"] is not None else {}
+        for name, impls in (STATE["hooks"] or {}).items():
             current = now.get(name, [])
             for plugin, function in impls:
                 if not any(function is f for _, f in current):
@@ -233,9 +234,12 @@ def pytest_sessionstart(session):
             if text not in target and len(target) < 50:
                 target.append(text)
         STATE["baseline"] = _watched()
-        STATE["hooks"] = _hook_impls(session.config)
-    except Exception as exc:
+    except Exception as exc:  # an unexpected pytest: watch less, say so
         STATE["notes"].append("sentinel baseline: %s: %s" % (type(exc).__name__, exc))
+    try:
+        STATE["hooks"] = _hook_impls(session.config)
+    except Exception as exc:  # a pluggy without get_hookimpls: no hook checks
+        STATE["notes"].append("sentinel hooks: %s: %s" % (type(exc).__name__, exc))
     _write()
 
 
