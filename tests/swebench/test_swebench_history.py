@@ -152,6 +152,8 @@ def test_no_container_sees_any_object_after_base_commit(docker_client, future_in
     took = time.monotonic() - started
     print(f"history removal for {INSTANCE_ID}: {took:.2f}s once per image (0 per container)")
     assert any("history after base_commit removed" in line for line in logs), logs
+    assert any(line.startswith("ratchet-history: /testbed at ") for line in logs), logs
+    assert not any("RUN" in line for line in logs), "the log names results, not the script"
     assert images.ready(raw_image, future_instance)
     assert docker_client.images.get(raw_image).labels[HISTORY_LABEL] == history_mark(base)
 

@@ -38,6 +38,8 @@ HISTORY_LABEL = "ratchet-ray.history"
 # Bumped whenever HISTORY_SCRIPT changes what it removes: images marked by an older script are
 # rebuilt from their parent the next time they are used.
 HISTORY_VERSION = "1"
+# Every line the script prints (its result, or why it refused) starts with this.
+HISTORY_SAYS = "ratchet-history:"
 _COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
 
 HISTORY_SCRIPT = r"""

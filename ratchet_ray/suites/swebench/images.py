@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ratchet_ray.suites.swebench.execbox import container_workdir
-from ratchet_ray.suites.swebench.history import HISTORY_LABEL, history_dockerfile, history_mark
+from ratchet_ray.suites.swebench.history import (HISTORY_LABEL, HISTORY_SAYS, history_dockerfile,
+                                                  history_mark)
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
@@ -205,16 +206,16 @@ class InstanceImages:
             for event in self.client.api.build(fileobj=_dockerfile_context(dockerfile),
                                                custom_context=True, tag=name, rm=True,
                                                forcerm=True, decode=True, network_mode="none"):
-                text = str(event.get("stream") or "").rstrip()
-                if text:
-                    output.append(text)
-                    if "ratchet-history:" in text:
-                        log(text)
+                for line in str(event.get("stream") or "").splitlines():
+                    if line.strip():
+                        output.append(line.strip())
+                        if output[-1].startswith(HISTORY_SAYS):
+                            log(output[-1])
                 if "error" in event:
                     # The builder's error quotes the whole script; the script's own line says why.
-                    why = [line for line in output if "ratchet-history:" in line] or output[-5:]
+                    why = [line for line in output if line.startswith(HISTORY_SAYS)] or output[-3:]
                     raise InfraFailure("image_build_failed", f"cannot remove the history after "
-                                       f"base_commit {base} from {name}: {' '.join(why)}")
+                                       f"base_commit {base} from {name}: {' '.join(w[:300] for w in why)}")
         except docker.errors.APIError as exc:
             raise InfraFailure("image_build_failed", f"cannot remove the history after base_commit "
                                f"{base} from {name}: {exc}") from exc
