@@ -122,8 +122,12 @@ def _origin(value):
 
 
 def _in_tree(path):
-    return bool(TREE) and os.path.isabs(path) and os.path.abspath(path).startswith(
-        os.path.join(TREE, ""))
+    """Whether ``path`` is the repository's own code (an environment installed inside the
+    tree is not)."""
+    parts = path.replace("\\", "/").split("/")
+    return (bool(TREE) and os.path.isabs(path) and "site-packages" not in parts
+            and "dist-packages" not in parts
+            and os.path.abspath(path).startswith(os.path.join(TREE, "")))
 
 
 def _diff(before, after):
