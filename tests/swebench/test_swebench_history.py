@@ -169,7 +169,8 @@ def test_no_container_sees_any_object_after_base_commit(docker_client, future_in
         for command in ("git reflog", "git stash list", "git notes list", "git remote",
                         "git fsck --unreachable --dangling --no-reflogs --lost-found"):
             assert _run(box, command).strip() == "", command
-        left = set(_run(box, "git cat-file --batch-all-objects --batch-check='%(objectname)'").split())
+        left = set(_run(box, "git cat-file --batch-all-objects --batch-check='%(objectname)'")
+                   .split())
         assert left == {line.split()[0] for line in
                         _run(box, f"git rev-list --objects {base}").splitlines()}
         files = _git_dir_bytes(box)
@@ -243,7 +244,8 @@ def test_an_image_with_another_user_is_stripped_as_root_and_keeps_its_user(
     name = image_name(instance["instance_id"], local_settings)
     _remove(docker_client, name)
     try:
-        assert InstanceImages(docker_client, local_settings).ensure(instance, lambda _m: None) == name
+        images = InstanceImages(docker_client, local_settings)
+        assert images.ensure(instance, lambda _m: None) == name
         image = docker_client.images.get(name)
         assert image.attrs["Config"]["User"] == "65534"
         assert image.labels[HISTORY_LABEL] == history_mark(instance["base_commit"])

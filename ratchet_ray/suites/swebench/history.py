@@ -111,7 +111,7 @@ def history_mark(base_commit: str) -> str:
 
 
 def history_script(repo: str, base_commit: str) -> str:
-    """The bash script that strips the repository at ``repo`` to ``base_commit`` (module contract)."""
+    """The bash script stripping the repository at ``repo`` to ``base_commit`` (module contract)."""
     if not _COMMIT.match(base_commit or ""):
         raise ValueError(f"base_commit {base_commit!r} is not a hex commit id")
     return (HISTORY_SCRIPT.replace("__REPO__", shlex.quote(repo))

@@ -197,7 +197,8 @@ class InstanceImages:
             dockerfile = history_dockerfile(name, base, user, container_workdir())
         except ValueError as exc:
             raise InfraFailure("image_build_failed", f"instance {instance['instance_id']}: {exc}; "
-                               f"base_commit must be the commit id the image is checked out at") from exc
+                               f"base_commit must be the commit the image is checked out at"
+                               ) from exc
         log(f"removing the history after base_commit {base} from {name}")
         started = time.monotonic()
         output: list[str] = []
@@ -213,9 +214,10 @@ class InstanceImages:
                             log(output[-1])
                 if "error" in event:
                     # The builder's error quotes the whole script; the script's own line says why.
-                    why = [line for line in output if line.startswith(HISTORY_SAYS)] or output[-3:]
+                    why = [line[:300] for line in output if line.startswith(HISTORY_SAYS)] or \
+                        [line[:300] for line in output[-3:]]
                     raise InfraFailure("image_build_failed", f"cannot remove the history after "
-                                       f"base_commit {base} from {name}: {' '.join(w[:300] for w in why)}")
+                                       f"base_commit {base} from {name}: {' '.join(why)}")
         except docker.errors.APIError as exc:
             raise InfraFailure("image_build_failed", f"cannot remove the history after base_commit "
                                f"{base} from {name}: {exc}") from exc
