@@ -7,14 +7,26 @@
 - ``init_failure(err)``: the constructor's exception inside a ``RayActorError``, or None when
   the actor died for another reason (killed, crashed, out of memory).
 - ``LostAttempt``: one job's run that died with its actor.
+- ``ActorDied`` / ``describe_death(err)``: an actor whose worker process died (crashed, killed,
+  out of memory), named for a person: its class, pid and actor name, the signal and the
+  llama.cpp function it died in when its worker log says (Ray's ``.err`` log of the worker,
+  found by pid under the session's logs folder when it is on this machine), Ray's exit type and
+  detail, and the log's path; ``hint`` is the fix that cause calls for (never an install hint:
+  a package that is missing fails in a constructor, ``init_failure``). ``failure_text(err)``:
+  a dead actor told that way (``ActorDiedError: actor ... died: ... (fix: ...)``), any other
+  error as ``str(err)``: what a capsule's trace and a lost attempt carry.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ray.exceptions import RayActorError, RayTaskError
+
+from ratchet_ray.llm.crash import Diagnosed, crash_signal, crashing_function
 
 
 class PoolError(RuntimeError):
@@ -82,3 +94,101 @@ class LostAttempt:
     key: Any
     attempt: int
     error: str
+
+
+class ActorDied(PoolError, Diagnosed):
+    """An actor's worker process died; ``detail`` and ``hint`` as ``describe_death`` gives them."""
+
+    def __init__(self, detail: str, hint: str):
+        super().__init__(f"{detail} (fix: {hint})")
+        self.detail, self.hint = detail, hint
+
+    @classmethod
+    def from_error(cls, err: BaseException) -> "ActorDied":
+        return cls(*describe_death(err))
+
+
+def _field(text: str, name: str) -> str | None:
+    match = re.search(rf"^\s*{name}: (\S+)\s*$", text, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def ray_logs_dir() -> Path | None:
+    """This machine's logs folder of the Ray session this process is connected to, or None."""
+    try:
+        import ray._private.worker as ray_worker
+
+        node = ray_worker._global_node
+        return Path(node.get_logs_dir_path()) if node is not None else None
+    except (ImportError, AttributeError, OSError):  # not connected, or another Ray layout
+        return None
+
+
+def worker_log(pid: int, logs_dir: Path | None = None) -> Path | None:
+    """The ``.err`` log of the Ray worker with ``pid`` (``worker-<id>-<job>-<pid>.err``), when it
+    is on this machine."""
+    folder = logs_dir or ray_logs_dir()
+    if folder is None:
+        return None
+    found = sorted(folder.glob(f"worker-*-{pid}.err"), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
+
+
+def _tail(path: Path, size: int = 256 * 1024) -> str:
+    with open(path, "rb") as handle:
+        handle.seek(max(0, path.stat().st_size - size))
+        return handle.read().decode(errors="replace")
+
+
+def describe_death(err: BaseException, logs_dir: Path | None = None) -> tuple[str, str]:
+    """``(detail, hint)`` of an actor's death (module contracts)."""
+    cause = init_failure(err)
+    if cause is not None:
+        return (f"an actor's constructor raised {init_failure_text(err, cause)}",
+                "fix what the constructor's error names")
+    text = str(err)
+    who = (_field(text, "class_name") or "an actor").rsplit(".", 1)[-1]  # no "f.<locals>."
+    pid, name, ip = _field(text, "pid"), _field(text, "name"), _field(text, "ip")
+    ids = ", ".join(part for part in (pid and f"pid {pid}", name) if part)
+    exit_match = re.search(r"Worker exit type: (\S+) Worker exit detail: (.*?)(?:\. Some common "
+                           r"causes|\n|$)", text, re.DOTALL)
+    ray_says = (f"{exit_match.group(1)}: {exit_match.group(2).strip()}" if exit_match
+                else _last_line(text)).rstrip(". ")
+    log = worker_log(int(pid), logs_dir) if pid else None
+    signame = function = None
+    if log is not None:
+        tail = _tail(log)
+        signame, function = crash_signal(tail), crashing_function(tail)
+    how = (f": {signame} in {function}" if signame and function else
+           f": {signame}" if signame else "")
+    where = (f"its log: {log}" if log is not None else
+             f"its log: worker-*-{pid}.err in the Ray session's logs folder of node {ip}"
+             if pid else "see the Ray worker logs")
+    detail = f"actor {who}{f' ({ids})' if ids else ''} died{how}; Ray: {ray_says}; {where}"
+    return detail[:2000], _death_hint(signame, function, ray_says)
+
+
+def failure_text(err: BaseException) -> str:
+    """A dead actor (``RayActorError``, not a constructor's exception) as ``describe_death``
+    names it, with its type and fix; any other error as ``str(err)``."""
+    if isinstance(err, RayActorError) and init_failure(err) is None:
+        detail, hint = describe_death(err)
+        return f"{type(err).__name__}: {detail} (fix: {hint})"
+    return str(err)
+
+
+def _death_hint(signame: str | None, function: str | None, ray_says: str) -> str:
+    if function is not None:
+        return ("llama.cpp crashed in that process: `ratchet doctor --llm local` names the fix "
+                "(llm.local.extra_buffer_types=false, or a llama-cpp-python built for a generic "
+                "CPU)")
+    if "out_of_memory" in ray_says.lower() or "low on memory" in ray_says.lower():
+        return "the node ran out of memory: lower workers.* or give the node more memory"
+    if signame is not None:
+        return f"a native crash ({signame}) in that process: read the log named above"
+    return "Ray's reason above says why; the worker's log holds its last words"
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no detail"

@@ -60,7 +60,7 @@ from ray.exceptions import RayActorError, RayTaskError
 
 from actors.batching import BatchSizer
 from actors.pool_errors import (ActorStartError, ActorStartTimeout, LostAttempt, PoolError,
-                                init_failure, init_failure_text, who_offers)
+                                failure_text, init_failure, init_failure_text, who_offers)
 
 log = logging.getLogger(__name__)
 __all__ = ["ActorStartError", "ActorStartTimeout", "LostAttempt", "PoolError", "PoolResult",
@@ -204,7 +204,8 @@ class ResilientPool:
         pending = {slot.actor.__ray_ready__.remote(): slot for slot in self._slots}
         for _ref, slot, err in self._wait_all(pending, "__ray_ready__"):
             if err is not None:
-                log.warning("pool %s: idle actor found dead (%s); replacing", self.name, err)
+                log.warning("pool %s: idle actor found dead (%s); replacing", self.name,
+                            failure_text(err))
                 self._replace(slot)
                 replaced += 1
         return replaced
@@ -291,14 +292,15 @@ class ResilientPool:
             value = ray.get(ref)  # ``ref`` came out of ray.wait: already finished, no blocking
         except RayActorError as err:
             self._raise_if_init_failed(err)
+            death = failure_text(err)  # class, pid, signal, worker log: not Ray's boilerplate
             log.warning("pool %s: actor died running %s on %d job(s) (attempt %d): %s",
-                        self.name, jobs[0].method, len(jobs), jobs[0].attempts, err)
+                        self.name, jobs[0].method, len(jobs), jobs[0].attempts, death)
             self._replace(slot)
             failed: list[PoolResult] = []
             retry: list[_Job] = []
             for job in jobs:
                 self.lost.append(LostAttempt(job.method, job.item, job.key, job.attempts,
-                                             f"{type(err).__name__}: {err}"[:2000]))
+                                             death[:2000]))
                 if job.attempts < self.max_attempts:
                     retry.append(job)
                 else:

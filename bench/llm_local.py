@@ -4,9 +4,14 @@ Both sides share one loaded ``Llama`` (so only our layer differs: prompt renderi
 fit check, stop sequences, grammar cache, ``Reply``), alternate run by run to spread machine
 noise evenly, and report medians. ``--ray`` adds the per-node Ray model server path.
 
-    python bench/llm_local.py [--tokens 64] [--reps 5] [--ray]
+``--extra-bufts`` instead compares llama.cpp's extra weight buffer types off (our default,
+``llm.local.extra_buffer_types``) with on: two copies of the model, one of each, alternate run by
+run on prompt processing (a ~400-token prompt from an empty cache) and on generation.
 
-Target: our layer costs under 10% (ratio ours/raw >= 0.90).
+    python bench/llm_local.py [--tokens 64] [--reps 5] [--ray] [--extra-bufts]
+
+Targets: our layer costs under 10% (ratio ours/raw >= 0.90); extra buffer types off costs at
+most a few percent (ratio off/on >= 0.95) on a CPU without AMX (with AMX, on crashes).
 """
 
 from __future__ import annotations
@@ -75,13 +80,57 @@ def compare(label: str, llm: LocalLLM, client, tokens: int, reps: int, schema: d
           f"{100 * added * raw_med / tokens:.2f}% of a {tokens}-token generation")
 
 
+LONG_PROMPT = [Message("system", "You are a careful Python programmer."),
+               Message("user", "Review this function and list its bugs.\n\n" + "\n".join(
+                   f"def helper_{i}(values, limit={i}):\n    return [v * {i} for v in values "
+                   f"if v < limit]" for i in range(24)))]
+
+
+def prefill_rate(llm: LocalLLM) -> float:
+    """Prompt tokens/s of one prompt processed from an empty cache (``reset``: llama-cpp-python
+    would otherwise reuse the cached prefix of the previous call)."""
+    prompt = completion_prompt(LONG_PROMPT, None)
+    llm.llama.reset()
+    started = time.perf_counter()
+    out = llm.llama.create_completion(prompt, max_tokens=1, temperature=0.0)
+    return out["usage"]["prompt_tokens"] / (time.perf_counter() - started)
+
+
+def compare_buffer_types(tokens: int, reps: int, threads: int | None) -> None:
+    """Extra buffer types off (default) vs on, alternating, medians and the ratio off/on."""
+    models = {on: LocalLLM(LocalConfig(n_ctx=2048, n_threads=threads, extra_buffer_types=on))
+              for on in (False, True)}
+    for on, llm in models.items():
+        assert llm.llama.model_params.use_extra_bufts is on
+        prefill_rate(llm), raw_rate(llm, 4, None)  # warm-up
+    rates: dict[tuple[str, bool], list[float]] = {}
+    for rep in range(reps):
+        order = (False, True) if rep % 2 == 0 else (True, False)  # neither always goes first
+        for on in order:
+            rates.setdefault(("prompt", on), []).append(prefill_rate(models[on]))
+            rates.setdefault(("generation", on), []).append(raw_rate(models[on], tokens, None))
+    prompt_tokens = len(models[False].llama.tokenize(
+        completion_prompt(LONG_PROMPT, None).encode(), add_bos=True))
+    print(f"extra buffer types, {reps} reps, threads {models[False].llama.n_threads}")
+    for kind, what in (("prompt", f"{prompt_tokens}-token prompt"),
+                       ("generation", f"{tokens}-token generation")):
+        off, on = statistics.median(rates[(kind, False)]), statistics.median(rates[(kind, True)])
+        print(f"{what:<22} off {off:7.1f} tok/s | on {on:7.1f} tok/s | ratio off/on "
+              f"{off / on:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--ray", action="store_true", help="also measure through the per-node Ray server")
+    parser.add_argument("--extra-bufts", action="store_true",
+                        help="compare llama.cpp's extra buffer types off (default) and on")
     args = parser.parse_args()
+    if args.extra_bufts:
+        compare_buffer_types(args.tokens, args.reps, args.threads)
+        return
     config = LocalConfig(n_ctx=2048, n_threads=args.threads)
     llm = LocalLLM(config)
     llm.llama  # load once, outside the timings

@@ -58,6 +58,18 @@ def _env_float(name: str, default: float) -> float:
     return _env_number(name, default, float, "a number")
 
 
+def _env_bool(name: str, default: bool) -> bool:
+    value = _env(name)
+    if value is None:
+        return default
+    if value.strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.strip().lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"${name}={value!r} is not a boolean (1/0, true/false, yes/no, on/off); "
+                     "fix or unset it")
+
+
 class LocalBackendSettings(BaseModel):
     """The ``local`` backend (llama.cpp Gemma + MiniLM)."""
 
@@ -73,6 +85,13 @@ class LocalBackendSettings(BaseModel):
     n_threads: int | None = Field(default_factory=lambda: _env_int("RATCHET_LOCAL_N_THREADS", None),
                                   gt=0)
     """llama.cpp threads (default ``$RATCHET_LOCAL_N_THREADS``; None = half the CPUs, 1..4)."""
+    extra_buffer_types: bool = Field(
+        default_factory=lambda: _env_bool("RATCHET_LOCAL_EXTRA_BUFFER_TYPES", False))
+    """llama.cpp's extra weight buffer types (model parameter ``use_extra_bufts``: weights
+    repacked for the CPU's AMX or AVX kernels) (default ``$RATCHET_LOCAL_EXTRA_BUFFER_TYPES`` or
+    false). Off because llama-cpp-python built on a CPU with AMX crashes (SIGSEGV in
+    ``ggml_backend_amx_mul_mat``) on the packaged Gemma; off costs no speed measurable on an
+    AVX-512 CPU without AMX (``bench/llm_local.py --extra-bufts``)."""
 
 
 class OpenAIBackendSettings(BaseModel):

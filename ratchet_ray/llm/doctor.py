@@ -4,8 +4,12 @@ Contract: ``run_checks(settings, environment=None)`` returns one ``Check`` per i
 Ray, the generation backend (credentials where relevant, model load, a one-token call), the
 embedder (one embedding), then the checks ``environment()`` returns: a suite's own (its
 registered ``doctor``, run through ``suites.environment_checks``; this layer knows no suite).
-No check raises; a failure is a ``Check`` with ``ok=False``. The Ray check runs in a subprocess
-started first, so its start-up overlaps the model checks and the whole run stays well under 30 s.
+No check raises; a failure is a ``Check`` with ``ok=False``. The ``local`` model is loaded and
+called in a child process (``local_probe``): a crash inside llama.cpp is a FAIL naming the signal,
+the crashing function, the fix and the child's log, never the doctor's own death; a failure that
+knows its cause (``crash.Diagnosed``) brings its own fix instead of the backend's install hint.
+The Ray check runs in a subprocess started first, so its start-up overlaps the model checks and
+the whole run stays well under 30 s.
 
 The run's preflight (``ratchet_ray.loop.preflight``) reuses the pieces: ``check_llm_client`` and
 ``check_embedder_client`` on the run's own clients (``few_retries`` keeps a down server quick)
@@ -25,6 +29,7 @@ from typing import Callable
 import numpy as np
 
 from ratchet_ray.config import LLMSettings
+from ratchet_ray.llm.crash import Diagnosed
 
 RAY_PROBE = """
 import ray
@@ -45,11 +50,15 @@ class Check:
 
 
 def timed(name: str, hint: str, probe: Callable[[], str]) -> Check:
-    """``probe()``'s detail as a PASS, or what it raised as a FAIL with ``hint``; the time taken."""
+    """``probe()``'s detail as a PASS, or what it raised as a FAIL with ``hint``; the time taken.
+    An exception that knows its cause (``crash.Diagnosed``: a crashed local model, a dead
+    actor) gives its own detail and fix instead."""
     started = time.perf_counter()
     try:
         detail = probe()
     except Exception as exc:  # a doctor reports every failure as a FAIL line instead of crashing
+        if isinstance(exc, Diagnosed):
+            return Check(name, False, exc.detail, exc.hint, time.perf_counter() - started)
         return Check(name, False, f"{type(exc).__name__}: {exc}"[:300], hint, time.perf_counter() - started)
     return Check(name, True, detail, "", time.perf_counter() - started)
 
@@ -96,6 +105,11 @@ def _check_credentials() -> str:
 
 
 def _check_llm(settings: LLMSettings) -> str:
+    if settings.backend == "local":  # in a child process: a crash in llama.cpp is a FAIL line
+        from ratchet_ray.llm.local import LocalConfig
+        from ratchet_ray.llm.local_probe import probe_local_model
+
+        return probe_local_model(LocalConfig.from_settings(settings))
     from ratchet_ray.llm.registry import make_llm
 
     return check_llm_client(make_llm(settings))

@@ -15,6 +15,13 @@ Contracts:
   RNG continues (``LocalConfig.seed`` at load).
 - A prompt too long for the context shrinks ``max_tokens`` to what fits; a prompt that does not
   fit at all raises ``LLMError``.
+- llama.cpp's extra weight buffer types (model parameter ``use_extra_bufts``) are off unless
+  ``LocalConfig.extra_buffer_types`` (``llm.local.extra_buffer_types``,
+  ``$RATCHET_LOCAL_EXTRA_BUFFER_TYPES``) turns them on: with them, llama-cpp-python built on a CPU
+  with AMX runs its AMX kernels and crashes (SIGSEGV in ``ggml_backend_amx_mul_mat``) on the
+  packaged Gemma. ``load_llama`` sets the parameter (``Llama(...)`` does not expose it) and
+  checks the loaded model got it. ``local_probe`` loads and calls the model in a child process,
+  so ``ratchet doctor`` and a run's preflight report such a crash instead of dying of it.
 - Models load on first use. ``LocalModelServer`` holds one of each for a whole node (see
   ``actors/llm_server.py``).
 """
@@ -25,6 +32,7 @@ import atexit
 import hashlib
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -50,6 +58,9 @@ class LocalConfig(BaseModel):
     slower, not faster."""
     seed: int = 0
     embed_batch: int = Field(default=64, gt=0)
+    extra_buffer_types: bool = False
+    """llama.cpp's ``use_extra_bufts`` (weights repacked for AMX/AVX kernels); off: see the
+    module contracts."""
 
     @classmethod
     def from_settings(cls, settings: LLMSettings) -> "LocalConfig":
@@ -58,7 +69,8 @@ class LocalConfig(BaseModel):
         local = settings.local
         model = settings.model if settings.model and settings.model.endswith(".gguf") else None
         return cls(model_path=model or local.model_path, embed_model_path=local.embed_model_path,
-                   n_ctx=local.n_ctx, n_threads=local.n_threads)
+                   n_ctx=local.n_ctx, n_threads=local.n_threads,
+                   extra_buffer_types=local.extra_buffer_types)
 
     def digest(self) -> str:
         """Short id of this configuration (servers of different configs must not be shared)."""
@@ -102,6 +114,52 @@ def default_threads() -> int:
     return max(1, min(4, cpus // 2))
 
 
+_LOAD_LOCK = threading.Lock()
+
+
+def load_llama(path: str, *, extra_buffer_types: bool, **kwargs: Any):
+    """``llama_cpp.Llama(model_path=path, **kwargs)`` loaded with model parameter
+    ``use_extra_bufts=extra_buffer_types``.
+
+    ``Llama.__init__`` builds its model parameters from ``llama_model_default_params()`` of the
+    ctypes binding and loads the model in the same call, with no keyword for this field; for the
+    length of the constructor (under a lock, so two loads in one process never see each other's
+    value) that function returns the defaults with the field set. The loaded model's
+    ``model_params`` are checked afterwards, so a llama-cpp-python whose constructor stops
+    reading the defaults this way fails loudly instead of silently loading the crashing kernels.
+    """
+    import llama_cpp
+    from llama_cpp import Llama
+    from llama_cpp import llama as llama_module
+
+    binding = llama_module.llama_cpp  # the module Llama.__init__ reads its defaults from
+    original = binding.llama_model_default_params
+    version = getattr(llama_cpp, "__version__", "(unknown version)")
+    if "use_extra_bufts" not in dict(binding.llama_model_params._fields_):
+        raise LLMError(f"llama-cpp-python {version} has no model parameter use_extra_bufts; "
+                       "install a newer one: pip install -U llama-cpp-python")
+
+    def default_params():
+        params = original()
+        params.use_extra_bufts = extra_buffer_types
+        return params
+
+    with _LOAD_LOCK:
+        binding.llama_model_default_params = default_params
+        try:
+            llama = Llama(model_path=path, **kwargs)
+        finally:
+            binding.llama_model_default_params = original
+    if bool(llama.model_params.use_extra_bufts) != extra_buffer_types:
+        llama.close()
+        raise LLMError(f"llama-cpp-python {version} loaded {path} with use_extra_bufts="
+                       f"{bool(llama.model_params.use_extra_bufts)}, not {extra_buffer_types} "
+                       "as asked: its Llama no longer builds the model parameters from "
+                       "llama_model_default_params(); install the version this was tested "
+                       "with: pip install 'llama-cpp-python==0.3.36'")
+    return llama
+
+
 class LocalLLM:
     backend = "local"
     supports_prefill = True  # a trailing assistant message is continued, not answered
@@ -120,15 +178,16 @@ class LocalLLM:
     def llama(self):
         if self._llama is None:
             try:
-                from llama_cpp import Llama
+                import llama_cpp  # noqa: F401  (load_llama imports it; the error names the fix)
             except ImportError as exc:
                 raise LLMError("the local backend needs llama-cpp-python: pip install 'ratchet-ray[local]'") from exc
             path = self.config.model_path or str(gemma_model_path())
             if not Path(path).is_file():
                 raise LLMError(f"GGUF model {path} not found; set llm.local.model_path (or $RATCHET_LOCAL_MODEL_PATH) to a .gguf file")
             threads = self.config.n_threads or default_threads()
-            self._llama = Llama(model_path=path, n_ctx=self.config.n_ctx, seed=self.config.seed,
-                                n_threads=threads, n_threads_batch=threads, verbose=False)
+            self._llama = load_llama(path, extra_buffer_types=self.config.extra_buffer_types,
+                                     n_ctx=self.config.n_ctx, seed=self.config.seed,
+                                     n_threads=threads, n_threads_batch=threads, verbose=False)
             # Free the model before interpreter teardown: llama.cpp's __del__ fails noisily once
             # module globals are gone. close() is idempotent, so a later __del__ is harmless.
             atexit.register(self._llama.close)

@@ -29,11 +29,13 @@ FIXES: tuple[tuple[tuple[str, ...], str], ...] = (
                                "--suite swebench`"),
     (("sandbox",), "the MBPP+ sandbox cannot run code here; see `ratchet doctor` (sandbox) for "
                    "the mode and its fix"),
+    # Before the LLM keys: Ray's text of a dead actor says "connection error" too.
+    (("actordied", "rayactorerror", "worker process"), "an actor process died: the cause above "
+                                                       "names its signal, its worker log and the "
+                                                       "fix; more in run.log"),
     (("llmerror", "connection", "apiconnectionerror", "base_url", "model", "throttl", "timeout"),
      "check that the model server answers (`ratchet doctor --llm BACKEND`) and llm.base_url / "
      "llm.model"),
-    (("actordied", "rayactorerror", "worker process"), "an actor process died; read run.log and "
-                                                       "the Ray worker logs (OOM, crash)"),
 )
 
 

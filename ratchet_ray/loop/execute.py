@@ -40,6 +40,7 @@ import logging
 import time
 from typing import Any, Callable, Mapping, Sequence
 
+from actors.pool_errors import failure_text
 from actors.pools import PoolResult, ResilientPool, drain
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance.counterfactual import PROBE_ATTEMPT, probe_selected
@@ -240,8 +241,9 @@ class SplitRunner:
                     self.solvers.submit("run", task, split, round_, probe=True,
                                         key=(PROBE_KEY, task.task_id), **self.bank_kwargs)
                 if not result.ok:  # the solver actor died max_attempts times on this task
+                    trace = f"[solver actor] {failure_text(result.error)}"  # signal, log, fix
                     record(self._capsule(task, split, round_, failure=result.exit_status,
-                                         failure_trace=f"[solver actor] {result.error}"), [])
+                                         failure_trace=trace), [])
                 elif outcome.exit_status != "ok":  # a failed attempt has nothing to grade
                     calls = call_rows(outcome, run_id=self.run_id, round_=round_)
                     record(self._capsule(
@@ -259,7 +261,8 @@ class SplitRunner:
             else:
                 record(self._capsule(task, split, round_, outcome=outcome,
                                      failure=result.exit_status,
-                                     failure_trace=f"[grader actor] {result.error}"), calls)
+                                     failure_trace=f"[grader actor] {failure_text(result.error)}"),
+                       calls)
 
         probes: dict[str, Any] = {}
 

@@ -8,6 +8,14 @@ Contracts:
     of the run gets, released with the run), each in a thread bounded by
     ``config.infra.preflight_timeout_s``; injected
     clients (test doubles, a deployment's shared client) are the caller's business and skipped;
+  - for the ``local`` backend, the model is first loaded and called in a child process on this
+    node (``llm.local_probe``, bounded by the same timeout, its stderr in a log file under
+    ``log_dir``: default, the Ray session's logs folder): a crash inside llama.cpp fails the
+    check with the signal, the crashing function, the fix and the log, and the run's model
+    server is not started to die the same way;
+  - an actor that dies under a check (the node's model server) fails it with the actor's
+    class, pid, signal and worker log (``actors.pool_errors.describe_death``), never the
+    backend's install hint;
   - the suite's checks (its registered ``doctor`` through ``suites.environment_checks`` with
     ``preflight=True``: the MBPP+ sandbox's mode; the Docker daemon, free disk, leftover
     containers, instance images and git for SWE-bench) as one Ray task with the Grader's
@@ -22,10 +30,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 from typing import Any, Callable
 
 import ray
+from ray.exceptions import RayActorError
 
+from actors.pool_errors import ActorDied, ray_logs_dir
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.llm import doctor
 from ratchet_ray.llm.doctor import Check
@@ -57,7 +68,32 @@ def _bounded(name: str, hint: str, probe: Callable[[], str],
     return join
 
 
-def model_checks(config: LoopConfig, models: Any, scope: str | None = None) -> list[Check]:
+def _naming_deaths(probe: Callable[[], str]) -> Callable[[], str]:
+    """``probe`` with an actor's death (``RayActorError``) raised as ``ActorDied``: the check
+    names the actor, its signal and its log, and the fix that cause calls for."""
+    def run() -> str:
+        try:
+            return probe()
+        except RayActorError as err:
+            raise ActorDied.from_error(err) from err
+    return run
+
+
+def _local_model_first(config: LoopConfig, probe: Callable[[], str],
+                       log_dir: Path | None) -> Callable[[], str]:
+    """The model loaded and called in a child process, then ``probe`` (the run's server)."""
+    from ratchet_ray.llm.local import LocalConfig
+    from ratchet_ray.llm.local_probe import probe_local_model
+
+    def run() -> str:
+        probe_local_model(LocalConfig.from_settings(config.llm), log_dir=log_dir,
+                          timeout_s=config.infra.preflight_timeout_s)
+        return probe()
+    return run
+
+
+def model_checks(config: LoopConfig, models: Any, scope: str | None = None,
+                 log_dir: Path | None = None) -> list[Check]:
     """The LLM and embedder checks on the run's own clients (see module contracts)."""
     from ratchet_ray.loop.runtime import Models
 
@@ -69,13 +105,18 @@ def model_checks(config: LoopConfig, models: Any, scope: str | None = None) -> l
     joins = []
     if models.llm is None:
         llm = doctor.few_retries(filled.llm)
+        probe = _naming_deaths(lambda: doctor.check_llm_client(llm))
+        bound = timeout
+        if settings.backend == "local":  # two bounded steps: the child, then the server
+            probe, bound = _local_model_first(config, probe, log_dir or ray_logs_dir()), 2 * timeout
         joins.append(_bounded(f"llm ({settings.backend})", doctor._llm_hint(settings.backend),
-                              lambda: doctor.check_llm_client(llm), timeout))
+                              probe, bound))
     if models.embedder is None:
         backend = settings.embedder or settings.backend
         embedder = doctor.few_retries(filled.embedder)
         joins.append(_bounded(f"embedding ({backend})", doctor._llm_hint(backend),
-                              lambda: doctor.check_embedder_client(embedder), timeout))
+                              _naming_deaths(lambda: doctor.check_embedder_client(embedder)),
+                              timeout))
     return [join() for join in joins]
 
 
@@ -99,11 +140,12 @@ def suite_checks(config: LoopConfig) -> list[Check]:
                       "or raise infra.preflight_timeout_s")]
 
 
-def preflight(config: LoopConfig, models: Any, scope: str | None = None) -> list[Check]:
+def preflight(config: LoopConfig, models: Any, scope: str | None = None,
+              log_dir: Path | None = None) -> list[Check]:
     """Run the checks; raise ``PreflightFailed`` on a blocking failure (module contracts)."""
     if not config.infra.preflight:
         return []
-    checks = [*model_checks(config, models, scope), *suite_checks(config)]
+    checks = [*model_checks(config, models, scope, log_dir), *suite_checks(config)]
     for check in checks:
         log.info("preflight %s %s: %s (%.1fs)", "PASS" if check.ok else "FAIL", check.name,
                  check.detail, check.seconds)

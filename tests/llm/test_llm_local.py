@@ -52,6 +52,28 @@ def test_gemma_json_schema_constrained_generation_parses(gemma):
     assert len(result.replies) == 1  # constrained decoding needs no repair
 
 
+def test_extra_buffer_types_are_off_by_default_in_the_params_given_to_llama_cpp(gemma, monkeypatch):
+    # With them on, llama-cpp-python built on a CPU with AMX crashes in ggml_backend_amx_mul_mat.
+    import llama_cpp
+
+    monkeypatch.delenv("RATCHET_LOCAL_EXTRA_BUFFER_TYPES", raising=False)
+    assert LocalConfig.from_settings(LLMSettings()).extra_buffer_types is False
+    assert gemma.llama.model_params.use_extra_bufts is False  # what llama_model_load_from_file got
+    assert gemma.complete([Message("user", "Say OK.")], max_tokens=2).output_tokens > 0
+    # The setting turns them on, and only for the model it loads.
+    monkeypatch.setenv("RATCHET_LOCAL_EXTRA_BUFFER_TYPES", "1")
+    config = LocalConfig.from_settings(LLMSettings())
+    assert config.extra_buffer_types is True and config.digest() != LocalConfig().digest()
+    on = LocalLLM(config.model_copy(update={"n_ctx": 256}))
+    assert on.llama.model_params.use_extra_bufts is True
+    assert on.complete([Message("user", "Say OK.")], max_tokens=2).output_tokens > 0
+    assert llama_cpp.llama_model_default_params().use_extra_bufts is True  # library left as is
+    assert LocalLLM(LocalConfig(n_ctx=256)).llama.model_params.use_extra_bufts is False
+    monkeypatch.setenv("RATCHET_LOCAL_EXTRA_BUFFER_TYPES", "maybe")
+    with pytest.raises(ValueError, match=r"RATCHET_LOCAL_EXTRA_BUFFER_TYPES='maybe' is not a boolean"):
+        LLMSettings()
+
+
 def test_prompt_larger_than_context_is_a_typed_error_and_budget_shrinks():
     small = LocalLLM(LocalConfig(n_ctx=64))
     with pytest.raises(LLMError, match="does not fit the local context of 64"):
