@@ -34,8 +34,9 @@ import json
 import os
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -117,27 +118,23 @@ def default_threads() -> int:
 _LOAD_LOCK = threading.Lock()
 
 
-def load_llama(path: str, *, extra_buffer_types: bool, **kwargs: Any):
-    """``llama_cpp.Llama(model_path=path, **kwargs)`` loaded with model parameter
-    ``use_extra_bufts=extra_buffer_types``.
-
-    ``Llama.__init__`` builds its model parameters from ``llama_model_default_params()`` of the
-    ctypes binding and loads the model in the same call, with no keyword for this field; for the
-    length of the constructor (under a lock, so two loads in one process never see each other's
-    value) that function returns the defaults with the field set. The loaded model's
-    ``model_params`` are checked afterwards, so a llama-cpp-python whose constructor stops
-    reading the defaults this way fails loudly instead of silently loading the crashing kernels.
-    """
+@contextmanager
+def llama_model_defaults(extra_buffer_types: bool) -> Iterator[None]:
+    """Within the block, every ``llama_cpp.Llama`` built in this process loads its model with
+    ``use_extra_bufts=extra_buffer_types``: ``Llama.__init__`` builds its model parameters from
+    the ctypes binding's ``llama_model_default_params()`` and loads the model in the same call,
+    with no keyword for this field, so that function returns the defaults with the field set.
+    Held under a lock: two loads in one process never see each other's value. (How
+    ``tests/llm/llm_servers.py`` runs llama.cpp's own server with our default, too.)"""
     import llama_cpp
-    from llama_cpp import Llama
     from llama_cpp import llama as llama_module
 
     binding = llama_module.llama_cpp  # the module Llama.__init__ reads its defaults from
-    original = binding.llama_model_default_params
-    version = getattr(llama_cpp, "__version__", "(unknown version)")
     if "use_extra_bufts" not in dict(binding.llama_model_params._fields_):
-        raise LLMError(f"llama-cpp-python {version} has no model parameter use_extra_bufts; "
-                       "install a newer one: pip install -U llama-cpp-python")
+        raise LLMError(f"llama-cpp-python {getattr(llama_cpp, '__version__', '?')} has no model "
+                       "parameter use_extra_bufts; install a newer one: pip install -U "
+                       "llama-cpp-python")
+    original = binding.llama_model_default_params
 
     def default_params():
         params = original()
@@ -147,14 +144,27 @@ def load_llama(path: str, *, extra_buffer_types: bool, **kwargs: Any):
     with _LOAD_LOCK:
         binding.llama_model_default_params = default_params
         try:
-            llama = Llama(model_path=path, **kwargs)
+            yield
         finally:
             binding.llama_model_default_params = original
-    if bool(llama.model_params.use_extra_bufts) != extra_buffer_types:
+
+
+def load_llama(path: str, *, extra_buffer_types: bool, **kwargs: Any):
+    """``llama_cpp.Llama(model_path=path, **kwargs)`` loaded with model parameter
+    ``use_extra_bufts=extra_buffer_types`` (``llama_model_defaults``). The loaded model's
+    ``model_params`` are checked, so a llama-cpp-python whose constructor stops reading the
+    defaults this way fails loudly instead of silently loading the crashing kernels."""
+    import llama_cpp
+    from llama_cpp import Llama
+
+    with llama_model_defaults(extra_buffer_types):
+        llama = Llama(model_path=path, **kwargs)
+    loaded = bool(llama.model_params.use_extra_bufts)
+    if loaded != extra_buffer_types:
         llama.close()
-        raise LLMError(f"llama-cpp-python {version} loaded {path} with use_extra_bufts="
-                       f"{bool(llama.model_params.use_extra_bufts)}, not {extra_buffer_types} "
-                       "as asked: its Llama no longer builds the model parameters from "
+        raise LLMError(f"llama-cpp-python {getattr(llama_cpp, '__version__', '?')} loaded {path} "
+                       f"with use_extra_bufts={loaded}, not {extra_buffer_types} as asked: its "
+                       "Llama no longer builds the model parameters from "
                        "llama_model_default_params(); install the version this was tested "
                        "with: pip install 'llama-cpp-python==0.3.36'")
     return llama

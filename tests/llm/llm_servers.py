@@ -6,7 +6,8 @@
   llm-katan. It plays the network: scripted error replies (a 429 ThrottlingException once, a 404
   for an unavailable model) and Cohere embed-v4 ``invoke_model`` replies (llm-katan has no
   embedding models), forwarding everything else byte for byte.
-- ``start_llama_server``: llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``).
+- ``start_llama_server``: llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``,
+  its models loaded with extra buffer types off, as ``ratchet_ray.llm.local`` loads Gemma).
 """
 
 from __future__ import annotations
@@ -59,6 +60,18 @@ def start_katan(tmp_dir: Path, model: str = "echo-model") -> tuple[subprocess.Po
     return proc, url
 
 
+# llama.cpp's server, loading its models as our local backend does: extra buffer types off
+# (with them, llama-cpp-python built on a CPU with AMX crashes on Gemma; ratchet_ray.llm.local).
+SERVE_LLAMA_CPP = f"""
+import runpy, sys
+sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+from ratchet_ray.llm.local import llama_model_defaults
+sys.argv = ["llama_cpp.server", *sys.argv[1:]]
+with llama_model_defaults(extra_buffer_types=False):
+    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+
 def start_llama_server(tmp_dir: Path, config: dict, timeout: float = 120.0,
                        tries: int = 3) -> tuple[subprocess.Popen, str]:
     """Start llama.cpp's server on a free loopback port; a failed start raises with its log.
@@ -72,7 +85,7 @@ def start_llama_server(tmp_dir: Path, config: dict, timeout: float = 120.0,
         config_file = tmp_dir / "llama-server.json"
         config_file.write_text(json.dumps({**config, "host": "127.0.0.1", "port": port}))
         log = tmp_dir / f"llama-server-{attempt}.log"
-        proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--config_file",
+        proc = subprocess.Popen([sys.executable, "-c", SERVE_LLAMA_CPP, "--config_file",
                                  str(config_file)], stdout=subprocess.DEVNULL,
                                 stderr=log.open("w"), env=env)
         url = f"http://127.0.0.1:{port}"
