@@ -42,6 +42,9 @@ ENV_NOTES = {
                       "`.py` paths or dotted module names, separated by `os.pathsep` (`:`); "
                       "each must call `ratchet_ray.suites.register`. Ray workers read it from "
                       "their own environment, so set it before Ray starts.",
+    "RATCHET_EVAL_REPEAT": "Set by `ratchet experiment run` (1, 2, ...) on the baseline's noise "
+                           "repeats, never by hand: an evaluator that takes seeds runs other "
+                           "ones (the built-in `eval-skill-loop` runs seed + 1000 x k).",
 }
 # Variables that are not settings but that the code reads (secrets and addresses).
 OTHER_VARS = {

@@ -50,7 +50,17 @@ def experiment() -> None:
               help="Proposals evaluated at most (resumes continue the count).")
 @click.option("--budget-s", type=click.FloatRange(min=1), default=3600, show_default=True,
               help="Wall-clock budget of the whole run (resumes continue it).")
-@click.option("--eval-timeout-s", type=click.FloatRange(min=1), help="Limit of one evaluation.")
+@click.option("--eval-timeout-s", type=click.FloatRange(min=1),
+              help="Time limit of one evaluation (default: a quarter of --budget-s).")
+@click.option("--eval-cost-usd", type=click.FloatRange(min=0), default=10.0, show_default=True,
+              help="Cost limit of one evaluation: a contract whose metrics.cost_usd is over it "
+                   "is a veto.")
+@click.option("--review", multiple=True,
+              help="Editable glob a human must review: a candidate changing it is never merged "
+                   "(needs_review; repeat).")
+@click.option("--noise-repeats", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Extra baseline evaluations that measure the noise margin when the "
+                   "evaluator reports fewer than two per-seed scalars.")
 @click.option("--patience", type=click.IntRange(min=0), default=10, show_default=True,
               help="Stop after this many iterations without a keep (0: never).")
 @click.option("--noise-margin", type=click.FloatRange(min=0),
@@ -69,7 +79,7 @@ def experiment() -> None:
 @click.option("--max-tokens", type=click.IntRange(min=16), default=400, show_default=True,
               help="Generation cap of one proposal of the llm proposer.")
 def run(repo: Path, editable, protected, evaluator, evaluator_path, name, spec, max_iterations,
-        budget_s, eval_timeout_s, patience, noise_margin, max_fix_attempts, lower_is_better,
+        budget_s, eval_timeout_s, eval_cost_usd, review, noise_repeats, patience, noise_margin, max_fix_attempts, lower_is_better,
         proposer, llm, llm_model, llm_base_url, temperature, max_tokens) -> None:
     """Propose, evaluate, keep or revert, log: until the cap, the budget or a plateau."""
     from ratchet_ray.experiment.engine import ExperimentEngine, ExperimentError, ExperimentSettings
@@ -83,7 +93,8 @@ def run(repo: Path, editable, protected, evaluator, evaluator_path, name, spec, 
     settings = ExperimentSettings(
         repo=repo, editable=list(editable), protected=list(protected), evaluator=evaluator,
         evaluator_paths=list(evaluator_path), name=name, spec=spec, max_iterations=max_iterations,
-        budget_s=budget_s, eval_timeout_s=eval_timeout_s, patience=patience or None,
+        budget_s=budget_s, eval_timeout_s=eval_timeout_s, eval_cost_usd=eval_cost_usd,
+        review=list(review), noise_repeats=noise_repeats, patience=patience or None,
         noise_margin=noise_margin, max_fix_attempts=max_fix_attempts,
         lower_is_better=lower_is_better)
     chosen = _make_proposer(proposer, llm, llm_model, llm_base_url, temperature, max_tokens)
@@ -102,10 +113,10 @@ def run(repo: Path, editable, protected, evaluator, evaluator_path, name, spec, 
 
 def evaluator_sha() -> str:
     """Hash of the evaluator's own code, reported in its metrics for audit."""
-    from ratchet_ray.experiment import contract, skill_eval
+    from ratchet_ray.experiment import contract, manifest, skill_eval
 
     h = hashlib.sha256()
-    for module in (contract, skill_eval):
+    for module in (contract, skill_eval, manifest):
         h.update(Path(module.__file__).read_bytes())
     h.update(Path(__file__).read_bytes())
     return h.hexdigest()[:16]
@@ -129,7 +140,14 @@ def evaluator_sha() -> str:
 @click.option("--scalar", type=click.Choice(["rolling_gain", "final_pass"]), default="rolling_gain",
               show_default=True, help="The contract's scalar per seed: the run's rolling eval "
               "gain, or its last round's eval pass@1.")
-@click.option("--cost-budget-usd", type=click.FloatRange(min=0), help="Veto above this total cost.")
+@click.option("--manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Evaluator manifest YAML: the config keys a candidate's overlay may set "
+                   "(allowed_keys), those a human must review (review_keys), the evaluator's "
+                   "own settings and cost_budget_usd (default: the built-in manifest; keep the "
+                   "file out of --editable so it is frozen).")
+@click.option("--cost-budget-usd", type=click.FloatRange(min=0),
+              help="Cost limit of this evaluation, all seeds (default: the manifest's, 10 USD): "
+                   "each seed's run stops at its share and the candidate is vetoed.")
 @click.option("--floor-tau", type=float, default=0.10, show_default=True,
               help="Proposition 1 floor: the retirement threshold tau.")
 @click.option("--floor-n-min", type=click.IntRange(min=1), default=100, show_default=True,
@@ -144,13 +162,18 @@ def evaluator_sha() -> str:
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Keep the run dirs here (default: a temporary folder, removed after).")
 def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, prompts_dir, scalar,
-                    cost_budget_usd, floor_tau, floor_n_min, floor_cap, floor_delta,
+                    manifest, cost_budget_usd, floor_tau, floor_n_min, floor_cap, floor_delta,
                     dataset_path, results_dir) -> None:
     """Run the skill loop per seed with the candidate's config overlay, meta-skill and role
-    prompts; print the contract line."""
+    prompts; print the contract line. An overlay key the manifest does not allow is a veto
+    (printed at once, nothing runs); a safety-critical one marks the result needs_review."""
+    import os
+
     from ratchet_ray.config_files import ConfigError
-    from ratchet_ray.experiment.contract import format_contract
-    from ratchet_ray.experiment.skill_eval import FloorParams, skill_loop_contract
+    from ratchet_ray.experiment.contract import REVIEW_KEY, EvalResult, format_contract
+    from ratchet_ray.experiment.manifest import EvaluatorManifest, ManifestError
+    from ratchet_ray.experiment.skill_eval import (REPEAT_ENV, FloorParams, repeat_seeds,
+                                                   skill_loop_contract)
 
     try:
         seed_list = [int(s) for s in seeds.split(",") if s.strip()]
@@ -158,6 +181,20 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, pr
         raise click.UsageError(f"--seeds {seeds!r}: expected comma-separated integers") from exc
     if not seed_list:
         raise click.UsageError("--seeds: give at least one seed")
+    try:
+        seed_list = repeat_seeds(seed_list, os.environ.get(REPEAT_ENV, ""))
+        rules = EvaluatorManifest.load(manifest) if manifest else EvaluatorManifest()
+    except (ManifestError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from exc
+    pinned = {"evaluator_sha": evaluator_sha(), "manifest_sha256": rules.sha256()}
+    check = _check_overlay(config_overlay, rules)
+    if check.vetoes:  # the yardstick is not the candidate's to move: nothing runs
+        click.echo(format_contract(EvalResult(0.0, check.vetoes, {**pinned, "ran": False},
+                                              seed_list, lower_is_better=False)))
+        return
+    budget = cost_budget_usd if cost_budget_usd is not None else rules.cost_budget_usd
+    pins = [*rules.overrides(),
+            *([f"budget.max_cost_usd={budget / len(seed_list)}"] if budget is not None else [])]
     if prompts_dir is not None:  # a bad template fails here, before Ray starts
         from ratchet_ray.prompt_templates import PromptTemplateError, load_prompt_dir
 
@@ -170,7 +207,8 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, pr
     try:  # every seed's config, its backend and subset too, before Ray starts
         for seed in seed_list:
             check_startable(_seed_config(suite, subset, seed, rounds, config_overlay,
-                                         prompts_dir, dataset_path, results_dir or Path(".")))
+                                         prompts_dir, dataset_path, results_dir or Path("."),
+                                         pins))
     except (ConfigError, ValueError) as exc:
         raise click.ClickException(f"seed {seed}: {exc}") from exc
     import ray
@@ -181,24 +219,51 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, pr
     try:
         with tempfile.TemporaryDirectory(prefix="ratchet-eval-") as tmp:
             out_dir = results_dir or Path(tmp)
-            runs = {}
+            runs, spent = {}, []
             for seed in seed_list:
                 try:
-                    runs[seed] = _run_seed(suite, subset, seed, rounds, config_overlay,
-                                           meta_skill, prompts_dir, dataset_path, out_dir)
+                    runs[seed], stop = _run_seed(suite, subset, seed, rounds, config_overlay,
+                                                 meta_skill, prompts_dir, dataset_path, out_dir,
+                                                 pins)
                 except (ConfigError, ValueError) as exc:
                     raise click.ClickException(f"seed {seed}: {exc}") from exc
+                if stop:
+                    spent.append(f"seed {seed}: stopped at its share of the ${budget:.4f} cost "
+                                 f"budget ({stop})")
     finally:
         if started_ray:
             ray.shutdown()
-    result = skill_loop_contract(runs, scalar=scalar, cost_budget_usd=cost_budget_usd,
+    result = skill_loop_contract(runs, scalar=scalar, cost_budget_usd=budget,
                                  floor=FloorParams(floor_tau, floor_n_min, floor_cap, floor_delta))
-    result.metrics["evaluator_sha"] = evaluator_sha()
+    result.vetoes.extend(spent)
+    result.metrics.update(pinned)
+    if check.review:
+        result.metrics[REVIEW_KEY] = check.review
     click.echo(format_contract(result))
 
 
-def _seed_config(suite, subset, seed, rounds, overlay, prompts_dir, dataset_path, out_dir):
-    """The LoopConfig of one seed's run (``ConfigError`` when it is invalid)."""
+def _check_overlay(overlay: Path | None, rules):
+    """The manifest's verdict on the overlay's keys (a file that is not a mapping: usage error)."""
+    import yaml
+
+    from ratchet_ray.experiment.manifest import OverlayCheck
+
+    if overlay is None:
+        return OverlayCheck()
+    try:
+        data = yaml.safe_load(Path(overlay).read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise click.UsageError(f"--config-overlay {overlay}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise click.UsageError(f"--config-overlay {overlay}: expected a mapping of config keys, "
+                               "e.g. synth: {min_cluster_size: 2}")
+    return rules.check_overlay(data)
+
+
+def _seed_config(suite, subset, seed, rounds, overlay, prompts_dir, dataset_path, out_dir,
+                 pins=()):
+    """The LoopConfig of one seed's run (``ConfigError`` when it is invalid): the candidate's
+    overlay, then the evaluator's own settings (``pins``: the manifest's and the cost share)."""
     import json
 
     from ratchet_ray.config_files import load_config
@@ -209,18 +274,21 @@ def _seed_config(suite, subset, seed, rounds, overlay, prompts_dir, dataset_path
     if prompts_dir is not None:  # recorded in the run's config.yaml with the files' digest
         overrides.append(f"prompts.dir={json.dumps(str(Path(prompts_dir).resolve()))}")
     return load_config([overlay] if overlay else [],
-                       [*overrides, f"results_dir={json.dumps(str(Path(out_dir).resolve()))}"])
+                       [*overrides, *pins,
+                        f"results_dir={json.dumps(str(Path(out_dir).resolve()))}"])
 
 
 def _run_seed(suite, subset, seed, rounds, overlay, meta_skill, prompts_dir, dataset_path,
-              out_dir) -> list:
+              out_dir, pins=()) -> tuple[list, str]:
+    """One seed's ``loop.json`` rounds, and why its cost budget stopped it ('' when it did not)."""
     import json
 
     from ratchet_ray.bank.metaskills import default_metaskill, dump_metaskill
+    from ratchet_ray.loop.budget import BudgetExhausted
     from ratchet_ray.loop.driver import open_run, run_loop
 
     config = _seed_config(suite, subset, seed, rounds, overlay, prompts_dir, dataset_path,
-                          out_dir)
+                          out_dir, pins)
     run, config, _, _ = open_run(config, None)  # creates the run dir, holding its writer lock
     try:
         if meta_skill is not None:
@@ -234,8 +302,11 @@ def _run_seed(suite, subset, seed, rounds, overlay, meta_skill, prompts_dir, dat
             (run.path / "meta-skills" / f"{meta.id}.md").write_text(dump_metaskill(meta))
     finally:
         run.release()  # run_loop takes the lock again to run it
-    path = run_loop(None, resume=run.path, show_progress=False)
-    return json.loads((path / "loop.json").read_text())["rounds"]
+    try:
+        path = run_loop(None, resume=run.path, show_progress=False)
+    except BudgetExhausted as exc:  # the rounds it finished count; the veto says why it stopped
+        return json.loads((run.path / "loop.json").read_text())["rounds"], str(exc)
+    return json.loads((path / "loop.json").read_text())["rounds"], ""
 
 
 COMMANDS = [experiment]

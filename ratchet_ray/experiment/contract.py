@@ -10,8 +10,13 @@ Contracts:
 - Noise: an evaluator that averages over seeds may report its per-seed scalars as
   ``metrics["scalar_per_seed"]`` (a list of numbers). ``noise_margin(baseline, candidate)`` is
   then the standard error of the difference of the two means, sqrt(var_b/n_b + var_c/n_c)
-  (sample variances); with fewer than two per-seed values on either side it is 0.0, so any
-  strict improvement counts.
+  (sample variances); with fewer than two per-seed values on either side it is 0.0 here and
+  the engine uses the noise it measured on the baseline (``repeat_noise``).
+- Review: an evaluator that finds a candidate safety-critical (e.g. it changes the rollback
+  gate) lists why in ``metrics["needs_review"]`` (a list of strings); the engine then never
+  merges it (status ``needs_review``).
+- ``repeat_noise(scalars)`` is the noise of a difference of two single evaluations,
+  sqrt(2) x the sample std of repeated baseline scalars (None with fewer than two).
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ from typing import Any
 
 CONTRACT_KEYS = ("scalar", "vetoes", "metrics", "seeds", "lower_is_better")
 PER_SEED_KEY = "scalar_per_seed"
+REVIEW_KEY = "needs_review"
+REPEAT_ENV = "RATCHET_EVAL_REPEAT"
+"""Set (1, 2, ...) by the engine on the baseline's noise repeats; an evaluator that takes seeds
+derives other seeds from it (``skill_eval.repeat_seeds``)."""
 
 
 class ContractError(ValueError):
@@ -37,6 +46,13 @@ class EvalResult:
     metrics: dict[str, Any] = field(default_factory=dict)
     seeds: list[int] = field(default_factory=list)
     lower_is_better: bool = False
+
+    def review(self) -> list[str]:
+        """Why the evaluator wants a human to review this candidate (``metrics["needs_review"]``)."""
+        values = self.metrics.get(REVIEW_KEY)
+        if isinstance(values, str):
+            return [values] if values else []
+        return [str(v) for v in values] if isinstance(values, list) else []
 
     def per_seed(self) -> list[float]:
         values = self.metrics.get(PER_SEED_KEY)
@@ -98,6 +114,13 @@ def noise_margin(baseline: EvalResult, candidate: EvalResult) -> float:
     if len(b) < 2 or len(c) < 2:
         return 0.0
     return math.sqrt(variance(b) / len(b) + variance(c) / len(c))
+
+
+def repeat_noise(scalars: list[float]) -> float | None:
+    """sqrt(2) x the sample std of repeated evaluations of one commit (module contract)."""
+    if len(scalars) < 2:
+        return None
+    return math.sqrt(2.0 * variance(scalars))
 
 
 def improves(candidate: float, best: float, margin: float, lower_is_better: bool) -> bool:

@@ -2,9 +2,10 @@
 
 One iteration: propose ONE change -> apply it -> only editable paths changed? (else
 ``policy_violation``, reverted, no commit) -> commit the candidate -> evaluator hash unchanged?
--> run the evaluator under the budget (crash/timeout: up to ``max_fix_attempts`` follow-up
-fixes, then ``crash``) -> keep if no veto and the scalar beats the best by more than the noise
-margin, else reset to the pre-experiment commit -> append the ledger row.
+-> run the evaluator under the per-experiment budget (crash/timeout: up to ``max_fix_attempts``
+follow-up fixes, then ``crash``) -> keep if no veto, the scalar beats the best by more than the
+noise margin and nothing safety-critical changed (else ``needs_review``: never merged), else
+reset to the pre-experiment commit -> append the ledger row.
 
 Contracts:
 - ``ExperimentEngine(settings, proposer).run()`` works in ``settings.repo`` only, on the branch
@@ -16,6 +17,17 @@ Contracts:
   files differ stops with ``EvaluatorChanged``. Between
   iterations the worktree equals HEAD, and HEAD is the last ``keep`` row's commit: a rejected
   attempt is reset to its base commit and the untracked files it created are deleted.
+- Per experiment (one candidate, its fixes each): the evaluator runs at most ``eval_timeout_s``
+  (default ``budget_s * DEFAULT_EVAL_SHARE``, so one evaluation cannot spend the whole run) and
+  a reported ``metrics["cost_usd"]`` over ``eval_cost_usd`` (default 10 USD) is a veto.
+- Noise: a gain must exceed the noise margin: ``noise_margin`` when given, else the per-seed
+  standard error (``contract.noise_margin``) when both sides report two or more per-seed
+  scalars, else the noise measured on the baseline: it is evaluated ``noise_repeats`` more times
+  (``RATCHET_EVAL_REPEAT=k`` in the evaluator's environment) and the margin is
+  ``contract.repeat_noise`` of those scalars, pinned in the baseline row (``_engine.noise``).
+- Review: a candidate that changes a path matching a ``review`` glob (it must be editable too),
+  or whose contract lists ``metrics["needs_review"]``, and would have been kept, gets
+  ``needs_review``: HEAD stays at its base and its commit is kept on ``review/<name>/iterNNN``.
 - Stops at ``max_iterations`` finished iterations, when ``budget_s`` (summed over the branch's
   ledger rows, so a resumed run continues the same budget) is spent, after ``patience``
   iterations without a keep, or when the proposer is exhausted; a proposer whose backend
@@ -32,7 +44,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ratchet_ray.experiment.contract import EvalResult
+from ratchet_ray.experiment.contract import REPEAT_ENV, EvalResult, repeat_noise
 from ratchet_ray.experiment.evaluator import (EvalRun, EvaluatorChanged, FrozenEvaluator,
                                               run_evaluator, stop_stray)
 from ratchet_ray.experiment.gitops import Git
@@ -45,6 +57,9 @@ from ratchet_ray.experiment.state import ARTIFACTS_DIR, Attempt, RunArtifacts
 log = logging.getLogger(__name__)
 ENGINE_KEY = "_engine"
 """Key of the baseline row's metrics holding what the run is pinned to."""
+DEFAULT_EVAL_SHARE = 0.25
+"""Without ``eval_timeout_s`` one evaluation may take this share of ``budget_s`` at most."""
+DEFAULT_EVAL_COST_USD = 10.0
 
 
 class ExperimentError(RuntimeError):
@@ -69,7 +84,17 @@ class ExperimentSettings:
     max_iterations: int = 25
     budget_s: float = 3600.0
     eval_timeout_s: float | None = None
-    """Per-evaluation limit; None = whatever is left of the budget."""
+    """Per-evaluation limit; None = ``budget_s * DEFAULT_EVAL_SHARE`` (never more than what is
+    left of the budget)."""
+    eval_cost_usd: float | None = DEFAULT_EVAL_COST_USD
+    """Per-experiment cost limit on the contract's ``metrics["cost_usd"]`` (over it: a veto);
+    None = no limit."""
+    review: list[str] = field(default_factory=list)
+    """Editable globs a human must review: a candidate changing one is never merged
+    (``needs_review``)."""
+    noise_repeats: int = 2
+    """Extra baseline evaluations that measure the noise when the evaluator reports fewer than
+    two per-seed scalars (0: no repeats, margin 0)."""
     patience: int | None = 10
     noise_margin: float | None = None
     """Fixed margin; None = from the evaluator's per-seed scalars (``contract.noise_margin``)."""
@@ -246,27 +271,58 @@ class ExperimentEngine(IterationSteps):
                                   "fix the evaluator command"
                                   + (f"; its output ends with:\n{tail}" if tail else ""))
         result = run.result
+        noise, wall = self._measure_noise(head, before, result)
         wanted = self.settings.lower_is_better
         if wanted is not None and wanted != result.lower_is_better:
             self.art.end()
             raise ExperimentError(f"the evaluator reports lower_is_better={result.lower_is_better}"
                                   f" but the run was started with lower_is_better={wanted}")
-        metrics = {**result.metrics, ENGINE_KEY: {"lower_is_better": result.lower_is_better,
-                                                  "evaluator_sha256": self.digest}}
+        engine = {"lower_is_better": result.lower_is_better, "evaluator_sha256": self.digest}
+        if noise is not None:
+            engine["noise"] = noise
+        metrics = {**result.metrics, ENGINE_KEY: engine}
         self._append(LedgerRow(0, "keep", base_commit=head, candidate_commit=head,
                                head_commit=head, scalar=result.scalar, vetoes=result.vetoes,
-                               metrics=metrics, seeds=result.seeds, wall_s=run.wall_s,
+                               metrics=metrics, seeds=result.seeds, wall_s=run.wall_s + wall,
+                               noise_margin=None if noise is None else noise["margin"],
                                note="baseline", log=self.art.rel(run.log, self.repo)))
         self.art.end()
 
-    def _evaluate(self, iteration: int, try_no: int) -> EvalRun:
+    def _measure_noise(self, head: str, before: list[str], result: EvalResult
+                       ) -> tuple[dict | None, float]:
+        """The baseline's repeats (engine contract): ``({"scalars", "margin"}, wall_s)``, or
+        ``(None, 0.0)`` when a fixed margin or per-seed scalars make them unnecessary."""
+        s = self.settings
+        if s.noise_margin is not None or len(result.per_seed()) >= 2 or s.noise_repeats <= 0:
+            return None, 0.0
+        scalars, wall = [result.scalar], 0.0
+        for repeat in range(1, s.noise_repeats + 1):
+            run = self._evaluate(0, 1 + repeat, repeat=repeat)
+            self.git.restore(head, before)
+            wall += run.wall_s
+            if run.outcome != "ok":
+                self._append(LedgerRow(0, "crash", base_commit=head, head_commit=head,
+                                       wall_s=run.wall_s, note=f"noise repeat {repeat}: "
+                                       f"{run.problem}", log=self.art.rel(run.log, self.repo)))
+                self.art.end()
+                raise ExperimentError(f"noise repeat {repeat} of the baseline failed: "
+                                      f"{run.problem}; the evaluator must run again with "
+                                      f"{REPEAT_ENV}={repeat} (or pass --noise-margin)")
+            scalars.append(run.result.scalar)
+        margin = repeat_noise(scalars)
+        log.info("baseline noise over %d evaluations: margin %.6g", len(scalars), margin)
+        return {"scalars": scalars, "margin": margin}, wall
+
+    def _evaluate(self, iteration: int, try_no: int, repeat: int = 0) -> EvalRun:
         if self.evaluator.digest() != self.digest:
             raise EvaluatorChanged("the evaluator's files changed during the run ("
                                    f"{', '.join(str(p) for p in self.evaluator.files())}); the "
                                    "yardstick is frozen: restore them, or start a new experiment")
-        limit = self._remaining()
-        if self.settings.eval_timeout_s is not None:
-            limit = min(limit, self.settings.eval_timeout_s)
+        s = self.settings
+        per_experiment = (s.eval_timeout_s if s.eval_timeout_s is not None
+                          else s.budget_s * DEFAULT_EVAL_SHARE)
         return run_evaluator(self.evaluator.command, self.repo,
-                             self.art.log_path(iteration, try_no), limit,
-                             on_start=self.art.record_evaluator)
+                             self.art.log_path(iteration, try_no),
+                             min(self._remaining(), per_experiment),
+                             on_start=self.art.record_evaluator,
+                             env={REPEAT_ENV: str(repeat)} if repeat else None)

@@ -13,7 +13,8 @@ Contracts:
   64 KiB only. Outcome ``ok`` needs exit status 0 and a valid contract line; anything else is
   ``crash`` or ``timeout`` with ``problem`` saying why. ``on_start(pgid)`` is called once the
   process runs, so a caller can record it; ``stop_stray(pgid, cwd)`` kills such a recorded
-  group later if it still runs in ``cwd``.
+  group later if it still runs in ``cwd``. ``env`` adds variables to the evaluator's
+  environment (the noise repeats' ``RATCHET_EVAL_REPEAT``).
 """
 
 from __future__ import annotations
@@ -126,12 +127,14 @@ def stop_stray(pgid: int, cwd: Path) -> bool:
 
 
 def run_evaluator(command: str, cwd: Path, log_path: Path, timeout_s: float,
-                  on_start: Callable[[int], None] | None = None) -> EvalRun:
+                  on_start: Callable[[int], None] | None = None,
+                  env: dict[str, str] | None = None) -> EvalRun:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with log_path.open("wb") as log:
         proc = subprocess.Popen(command, shell=True, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                env={**os.environ, **env} if env else None)
         if on_start is not None:
             on_start(proc.pid)  # its own session: the pid is the process group id
         try:

@@ -12,6 +12,7 @@ import logging
 import time
 
 from ratchet_ray.experiment.contract import improves, noise_margin
+from ratchet_ray.experiment.paths import matches_any
 from ratchet_ray.experiment.evaluator import EvalRun, EvaluatorChanged
 from ratchet_ray.experiment.ledger import LedgerRow
 from ratchet_ray.experiment.paths import PolicyError
@@ -143,17 +144,45 @@ class IterationSteps:
             row.status, row.note = "crash", "the evaluator changed its metric direction"
             self.git.restore(attempt.base, attempt.untracked_before)
             return
-        margin = self.settings.noise_margin
-        row.noise_margin = noise_margin(best, result) if margin is None else margin
-        if result.vetoes:
-            row.status, row.note = "veto", "vetoed: " + "; ".join(result.vetoes)
-        elif improves(result.scalar, best.scalar, row.noise_margin, self.direction):
-            row.status = "keep"
+        row.noise_margin = self._margin(best, result)
+        vetoes = list(result.vetoes)
+        cost, cap = result.metrics.get("cost_usd"), self.settings.eval_cost_usd
+        if cap is not None and isinstance(cost, (int, float)) and cost > cap:
+            vetoes.append(f"cost ${cost:.4f} is over the per-experiment budget ${cap:.4f}")
+        review = self._review(attempt, result)
+        if vetoes:
+            row.vetoes = vetoes
+            row.status, row.note = "veto", "vetoed: " + "; ".join(vetoes)
+        elif not improves(result.scalar, best.scalar, row.noise_margin, self.direction):
+            row.status = "revert"
+            row.note = f"no improvement beyond the noise margin {row.noise_margin:.6g}"
+        elif review:
+            ref = f"review/{self.settings.name}/iter{attempt.iteration:03d}"
+            self.git.run("branch", "-f", ref, attempt.candidate)
+            row.status = "needs_review"
+            row.note = (f"improves, but a human must review it before it is merged ({ref}): "
+                        + "; ".join(review))
         else:
-            row.status, row.note = "revert", "no improvement beyond the noise margin"
+            row.status = "keep"
         kept = row.status == "keep"
         self.git.restore(attempt.candidate if kept else attempt.base, attempt.untracked_before)
         row.head_commit = self.git.head()
+
+    def _margin(self, best, result) -> float:
+        """The noise margin a gain must beat (``engine`` contract: fixed, per-seed, baseline)."""
+        if self.settings.noise_margin is not None:
+            return self.settings.noise_margin
+        if len(best.per_seed()) >= 2 and len(result.per_seed()) >= 2:
+            return noise_margin(best, result)
+        measured = self._pinned().get("noise") or {}
+        return float(measured.get("margin") or 0.0)
+
+    def _review(self, attempt: Attempt, result) -> list[str]:
+        """Why this candidate needs a human: review paths it changed, the evaluator's reasons."""
+        changed = self.git.run("diff", "--name-only", attempt.base, attempt.candidate
+                               ).stdout.split()
+        paths = [p for p in changed if matches_any(p, self.settings.review)]
+        return ([f"changes review path(s) {', '.join(paths)}"] if paths else []) + result.review()
 
     def _finish(self, row: LedgerRow, started: float) -> None:
         row.head_commit = self.git.head()

@@ -4,7 +4,9 @@ Contracts:
 - One header line (``COLUMNS``), then one row per outcome; a row is written with a single
   ``write`` + ``fsync`` and the file is only ever opened for appending, so earlier bytes never
   change. An existing ledger with another header raises ``LedgerError`` (never rewritten).
-- ``status`` is one of ``STATUSES``. Iteration 0 is the baseline evaluation of the starting
+- ``status`` is one of ``STATUSES``; ``needs_review`` is a candidate that would have been kept
+  but touches a safety-critical path or key: never merged by the engine, its commit is kept on
+  ``review/<name>/iterNNN`` for a human. Iteration 0 is the baseline evaluation of the starting
   commit (status ``keep``). A row whose ``note`` is ``interrupted`` records an attempt cut short
   by a kill; its iteration is run again on resume and it counts toward nothing.
 - Free text (reasoning, notes) has tabs and newlines folded to spaces; ``vetoes`` and
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 LEDGER_FILE = "results.tsv"
-STATUSES = ("keep", "revert", "veto", "crash", "policy_violation", "discard")
+STATUSES = ("keep", "revert", "veto", "crash", "policy_violation", "discard", "needs_review")
 INTERRUPTED = "interrupted"
 
 

@@ -15,6 +15,9 @@ Contracts:
 - The floor's tau, N_min, C and delta are the evaluator's own parameters (``FloorParams``,
   default the paper's Default), never the candidate's config: a candidate that loosens its
   governance knobs does not move its own floor.
+- Noise repeats: the engine runs the baseline again with ``RATCHET_EVAL_REPEAT=k`` (k >= 1)
+  when it has fewer than two per-seed scalars; ``repeat_seeds(seeds, k)`` then shifts every
+  seed by ``REPEAT_STRIDE * k``, so repeat k is a run of other seeds, reproducible as any other.
 """
 
 from __future__ import annotations
@@ -23,8 +26,22 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
-from ratchet_ray.experiment.contract import PER_SEED_KEY, EvalResult
+from ratchet_ray.experiment.contract import PER_SEED_KEY, REPEAT_ENV, EvalResult
 from ratchet_ray.plot import loop_metrics
+
+REPEAT_STRIDE = 1000
+
+
+def repeat_seeds(seeds: Sequence[int], repeat: str | int) -> list[int]:
+    """``seeds`` for noise repeat ``repeat`` ('' or 0: the seeds themselves)."""
+    text = str(repeat).strip()
+    if not text:
+        return list(seeds)
+    if not text.isdigit():
+        raise ValueError(f"${REPEAT_ENV}={text!r}: expected a repeat number >= 0 (the "
+                         "experiment engine sets it on the baseline's noise repeats)")
+    return [seed + REPEAT_STRIDE * int(text) for seed in seeds]
+
 
 ScalarKind = Literal["rolling_gain", "final_pass"]
 SCALAR_KINDS: tuple[str, ...] = ("rolling_gain", "final_pass")

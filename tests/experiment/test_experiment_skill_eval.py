@@ -35,7 +35,10 @@ def test_eval_skill_loop_prints_the_contract_for_a_candidate_overlay(tmp_path):
     subset.write_text(json.dumps({"train_ids": ["Mbpp/2", "Mbpp/3"],
                                   "eval_ids": ["Mbpp/4", "Mbpp/6"]}))
     overlay = tmp_path / "overlay.yaml"
-    overlay.write_text("workers:\n  solvers: 1\n  graders: 1\nsynth:\n  min_cluster_size: 2\n")
+    overlay.write_text("synth:\n  min_cluster_size: 2\n")  # a knob the manifest allows
+    manifest = tmp_path / "manifest.yaml"  # the evaluator's own settings: few actors, cheap
+    manifest.write_text("allowed_keys: [synth.*]\nsettings:\n  workers: {solvers: 1, graders: 1}\n"
+                        "cost_budget_usd: 1\n")
     meta = tmp_path / "meta.md"
     meta.write_text((ROOT / "configs" / "meta_skills" / "default_mbpp.md").read_text()
                     + "\n- Candidate rule: name the input type in applies_when.\n")
@@ -48,7 +51,7 @@ def test_eval_skill_loop_prints_the_contract_for_a_candidate_overlay(tmp_path):
         [sys.executable, "-m", "ratchet_ray.cli", "experiment", "eval-skill-loop",
          "--subset", str(subset), "--seeds", "42", "--rounds", "2",
          "--config-overlay", str(overlay), "--meta-skill", str(meta), "--scalar", "final_pass",
-         "--prompts-dir", str(prompts), "--cost-budget-usd", "1", "--results-dir", str(runs)],
+         "--prompts-dir", str(prompts), "--manifest", str(manifest), "--results-dir", str(runs)],
         cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = parse_contract(proc.stdout)
@@ -58,6 +61,7 @@ def test_eval_skill_loop_prints_the_contract_for_a_candidate_overlay(tmp_path):
     assert result.metrics["prop1_floor"] == pytest.approx(
         result.metrics["round0_pass_at_1"] - 0.345, abs=1e-3)
     assert result.metrics["cost_usd"] == 0.0 and len(result.metrics["evaluator_sha"]) == 16
+    assert len(result.metrics["manifest_sha256"]) == 64 and "needs_review" not in result.metrics
     (run_dir,) = (runs / "mbpp").iterdir()
     metas = sorted(p.name for p in (run_dir / "meta-skills").glob("*.md"))
     assert metas == ["candidate_mbpp.md"]  # the candidate's prior replaced the shipped default
@@ -66,6 +70,9 @@ def test_eval_skill_loop_prints_the_contract_for_a_candidate_overlay(tmp_path):
     # The candidate's role prompts are the run's: recorded (folder and digest) for a resume.
     recorded = load_config([run_dir / "config.yaml"]).prompts
     assert recorded.dir == str(prompts) and "Candidate: no imports" in recorded.texts["solver"]
+    config = load_config([run_dir / "config.yaml"])  # the manifest's pins and the cost share
+    assert (config.workers.solvers, config.workers.graders) == (1, 1)
+    assert config.budget.max_cost_usd == 1.0 and config.synth.min_cluster_size == 2
 
 
 def test_a_bad_candidate_prompt_is_a_usage_error_before_any_run(tmp_path):
