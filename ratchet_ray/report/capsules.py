@@ -23,7 +23,7 @@ from typing import Any
 from ratchet_ray.evidence.store import EvidenceStore, _sql_literal
 
 TRUNCATED = " […truncated]"
-TEXT_BUDGET = 5_000_000
+TEXT_BUDGET = 6_000_000
 MIN_TEXT, MAX_TEXT = 120, 2_000
 INTERNED = ("split", "task_id", "skill_id", "exit_status", "part", "pattern", "attribution")
 COLUMNS = ("capsule_id", "round", "split", "task_id", "attempt", "skill_id", "passed",
@@ -80,8 +80,9 @@ def count_capsules(run_dir: Path) -> int:
     return EvidenceStore(run_dir).row_count("capsule")
 
 
-def capsule_table(run_dir: str | Path, text_limit: int = MAX_TEXT) -> CapsuleTable:
-    """Every capsule of the run, with its verdict (module contracts)."""
+def capsule_table(run_dir: str | Path, text_limit: int = MAX_TEXT, con=None) -> CapsuleTable:
+    """Every capsule of the run, with its verdict (module contracts); ``con``: an open
+    ``EvidenceStore(run_dir).connect()`` to reuse."""
     store = EvidenceStore(Path(run_dir))
     parts = store.part_paths("capsule")
     if not parts:
@@ -99,10 +100,15 @@ def capsule_table(run_dir: str | Path, text_limit: int = MAX_TEXT) -> CapsuleTab
             strings.append(s)
         return index[s]
 
-    with store.connect() as con:
-        cur = con.execute(SQL.format(files=files))
-        names = [d[0] for d in cur.description]
-        raw = cur.fetchall()
+    if con is None:  # only the verdict view is needed besides the parts read directly
+        import duckdb
+
+        with duckdb.connect(":memory:") as own:
+            own.execute(f"CREATE VIEW verdict AS {store.view_sql('verdict')}")
+            return capsule_table(run_dir, text_limit, own)
+    cur = con.execute(SQL.format(files=files))
+    names = [d[0] for d in cur.description]
+    raw = cur.fetchall()
     pos = {n: i for i, n in enumerate(names)}
     rows = []
     for r in raw:

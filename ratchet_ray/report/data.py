@@ -64,23 +64,26 @@ def check_run_dir(run_dir: Path) -> Path:
 
 
 # ---- rounds ----------------------------------------------------------------------------------
-def _evidence_rounds(run_dir: Path) -> list[dict[str, Any]]:
+def _evidence_rounds(run_dir: Path, con=None) -> list[dict[str, Any]]:
     store = EvidenceStore(run_dir)
     if not store.part_paths("round"):
         return []
-    with store.connect() as con:
-        cur = con.execute("SELECT * FROM round QUALIFY row_number() OVER "
-                          "(PARTITION BY round ORDER BY created_at DESC) = 1 ORDER BY round")
-        names = [d[0] for d in cur.description]
-        rows = [dict(zip(names, r)) for r in cur.fetchall()]
+    if con is None:
+        with store.connect() as own:
+            return _evidence_rounds(run_dir, own)
+    cur = con.execute("SELECT * FROM round QUALIFY row_number() OVER "
+                      "(PARTITION BY round ORDER BY created_at DESC) = 1 ORDER BY round")
+    names = [d[0] for d in cur.description]
+    rows = [dict(zip(names, r)) for r in cur.fetchall()]
     return [{k: row.get(k) for k in ROUND_KEYS} for row in rows]
 
 
-def round_rows(run_dir: str | Path) -> list[dict[str, Any]]:
-    """One dict per finished round (module contracts): evidence first, else ``loop.json``."""
+def round_rows(run_dir: str | Path, con=None) -> list[dict[str, Any]]:
+    """One dict per finished round (module contracts): evidence first, else ``loop.json``.
+    ``con``: an open ``EvidenceStore(run_dir).connect()`` to reuse."""
     path = Path(run_dir)
     path = path.parent if path.is_file() else path
-    rows = _evidence_rounds(path)
+    rows = _evidence_rounds(path, con)
     if rows:
         return rows
     _, data = load_loop(path)
@@ -103,10 +106,9 @@ def identity(run_dir: Path) -> dict[str, Any]:
 
         raw = yaml.safe_load(config.read_text()) or {}
         llm = raw.get("llm") or {}
-        out["suite"] = out["suite"] or raw.get("suite")
-        out["arm"] = raw.get("arm", out["arm"]) or "default"
-        out["seed"] = raw.get("seed", out["seed"])
-        out["rounds_planned"] = out["rounds_planned"] or raw.get("rounds")
+        if not loop.is_file():  # loop.json names the run as the ablation report reads it
+            out.update(suite=raw.get("suite"), arm=raw.get("arm") or "default",
+                       seed=raw.get("seed"), rounds_planned=raw.get("rounds"))
         out["backend"], out["model"] = llm.get("backend"), llm.get("model")
         out["embedder"] = llm.get("embedder") or llm.get("backend")
     return out
@@ -264,7 +266,9 @@ def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None) -
         text, skill = files.get(skill_id, ("", None))
         status = (skill.status.value if skill is not None
                   else (last or {}).get("status_after") or "unknown")
-        ended = last is not None and last["event"] in ("retired", "evicted")
+        # Retired, evicted, or deprecated again by a rollback's restore: the lane ends there.
+        ended = last is not None and (last["event"] in ("retired", "evicted") or str(
+            last.get("status_after") or "").lower() == "deprecated")
         st, pair = stats.get(skill_id), cf.get(skill_id)
         chars = _guidance_chars(skill) if skill is not None else None
         rows.append(SkillRow(
@@ -329,8 +333,9 @@ def load_run(run_dir: str | Path, window: int = ROLLING_WINDOW) -> RunData:
     """All of one run's report data (module contracts); ``NotARunDir`` for another folder."""
     path = check_run_dir(Path(run_dir))
     ident = identity(path)
-    rows = round_rows(path) if (path / LOOP_FILE).is_file() else _evidence_rounds(path)
     with EvidenceStore(path).connect() as con:
+        rows = (round_rows(path, con) if (path / LOOP_FILE).is_file()
+                else _evidence_rounds(path, con))
         events = skill_events(con)
         skills = skill_rows(con, path, events)
         metas = metaskill_versions(con, path, events)

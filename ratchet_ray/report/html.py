@@ -30,7 +30,7 @@ from ratchet_ray.report.sweep import (SweepTable, arm_curves, arm_headlines, exp
 
 MAX_CAPSULES = 60_000
 LIFE_COLORS = {"active": "#009E73", "retired": "#D55E00", "evicted": "#999999",
-               "candidate": "#E69F00", "deprecated": "#CC79A7"}
+               "candidate": "#E69F00", "deprecated": "#CC79A7", "restored": "#CC79A7"}
 EVENT_COLORS = {"retired": "#D55E00", "evicted": "#555555", "restored": "#0072B2",
                 "reinstated": "#56B4E9", "loaded": "#E69F00"}
 
@@ -173,7 +173,7 @@ def bank_chart(runs: list[RunData]) -> str:
                                  markers=len(run.rounds) <= 40))
         series.append(svg.Series(f"{name}deprecated", [(r["round"], r["deprecated_skills"] or 0)
                                                        for r in run.rounds],
-                                 color=svg.PALETTE[(k + 5) % len(svg.PALETTE)]
+                                 color=svg.PALETTE[(k + 3) % len(svg.PALETTE)]
                                  if len(runs) == 1 else color, dash="5 3", step=True,
                                  markers=len(run.rounds) <= 40))
     return svg.line_chart(series, title="bank size per round (after the round)", y_label="skills",
@@ -237,8 +237,8 @@ def _lane(s: SkillRow, last: int) -> svg.Lane:
 
 def bank_section(runs: list[RunData]) -> str:
     parts = ['<section id="bank"><h2>The bank\'s life</h2><p class="note">One lane per skill, '
-             "from the round it was born to the round it was retired (orange) or evicted (grey); "
-             "green lanes are alive at the end. Dots: retirement, eviction, restoration by a "
+             "from the round it was born to the round it was retired (orange), evicted (grey) or "
+             "deprecated by a rollback's restore (pink); green lanes are alive at the end. Dots: retirement, eviction, restoration by a "
              "rollback (blue). Hover for the reason.</p>"]
     for k, run in enumerate(runs):
         last = max([r["round"] for r in run.rounds] or [0])
@@ -290,6 +290,9 @@ def skills_section(runs: list[RunData]) -> str:
             f"hidden></div>{table}</section>")
 
 
+_LOADER = getattr(__import__("yaml"), "CSafeLoader", None) or __import__("yaml").SafeLoader
+
+
 def _skill_json(runs: list[RunData]) -> dict[str, dict[str, Any]]:
     import yaml
 
@@ -299,7 +302,7 @@ def _skill_json(runs: list[RunData]) -> dict[str, dict[str, Any]]:
         for s in run.skills:
             guidance = s.yaml
             try:
-                parsed = yaml.safe_load(s.yaml) if s.yaml else None
+                parsed = yaml.load(s.yaml, Loader=_LOADER) if s.yaml else None
                 if isinstance(parsed, dict) and parsed.get("guidance"):
                     guidance = yaml.safe_dump(parsed["guidance"], sort_keys=False, width=100)
             except yaml.YAMLError:

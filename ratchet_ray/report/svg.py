@@ -278,4 +278,4 @@ def timeline(lanes: list[Lane], last_round: int, *, title: str, kind: str = "tim
                        f'</title></circle>')
         out.append("</g>")
     return (f'<svg class="chart" data-chart="{kind}" viewBox="0 0 {width} {height}" width="100%" '
-            f'role="img" xmlns="http://www.w3.org/2000/svg">' + "".join(out) + "</svg>")
+            f'style="max-width:{width * 1.25:.0f}px" role="img" xmlns="http://www.w3.org/2000/svg">' + "".join(out) + "</svg>")

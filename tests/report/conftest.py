@@ -1,0 +1,41 @@
+"""Fixtures of the report tests: the governance scenario run once per session, MLflow on."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import ray.cloudpickle
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent / "loop")]
+
+import loop_helpers  # noqa: E402
+
+ray.cloudpickle.register_pickle_by_value(loop_helpers)
+
+_RUNS: dict[str, Path] = {}
+SCENARIO_ROUNDS = 4
+
+
+def run_scenario(root: Path, rounds: int, **tracking) -> Path:
+    """The scripted governance scenario (``loop_helpers``) for ``rounds`` rounds under ``root``,
+    with ``tracking.<key>=value`` settings."""
+    from ratchet_ray.loop.driver import run_loop
+
+    config = loop_helpers.scenario_config(root, rounds)
+    for key, value in tracking.items():
+        setattr(config.tracking, key, value)
+    return run_loop(config, models=loop_helpers.scenario_models(), show_progress=False)
+
+
+@pytest.fixture
+def scenario_run(ray_local, tmp_path_factory) -> Path:
+    """The 4-round scenario (a helpful and a harmful skill, an eviction, a retirement in round 2,
+    a rollback to round 0 in round 3), run once per session with MLflow tracking on its default
+    local store (``<results_dir>/mlflow.db``)."""
+    if "scenario" not in _RUNS:
+        root = tmp_path_factory.mktemp("report_scenario")
+        _RUNS["scenario"] = run_scenario(root, SCENARIO_ROUNDS, enabled=True, timeout_s=90.0)
+    return _RUNS["scenario"]
