@@ -200,3 +200,11 @@ def test_a_method_s_mutant_sits_among_its_class_s_methods(seed):
     appended = {f"tests/test_m.py::{t.function.split('::')[1]}": "FAILED" for t in plan.tests}
     assert plan.problem(appended) is None, "the appended fallback counts as the canary"
     assert plan.problem({f"tests/test_m.py::TestF::{name}": "PASSED"})[0] == "test_tampering"
+
+
+def test_a_file_with_few_test_words_still_gets_distinct_names():
+    text = "def test_mul():\n    assert 1\n\n\ndef test_mul_zero():\n    assert 1\n"
+    for seed in range(20):
+        plan = canaries.plan({"tests/test_ops.py": (text, [])}, random.Random(seed))
+        names = [t.function for t in plan.tests]
+        assert len(set(names)) == len(names) and not {"test_mul", "test_mul_zero"} & set(names)

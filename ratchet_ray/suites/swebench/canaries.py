@@ -181,16 +181,16 @@ def after_test_patch(texts: dict[str, str | None], test_patch: str) -> dict[str,
 
 
 def _name(text: str, taken: set[str], rng: random.Random) -> str:
+    """``test_<word>_<word>`` from the file's test names (filler words once those run out)."""
     words = sorted({w for n in _TEST_DEF.findall(text) for w in n.split("_")[1:]
                     if w and not w.isdigit()})
-    pool = words if len(words) >= 2 else sorted({*words, *FILLER_WORDS})
-    for attempt in range(50):
-        k = 2 if attempt < 30 else 3
-        name = "test_" + "_".join(rng.sample(pool, min(k, len(pool))))
+    for attempt in range(200):
+        pool = words if attempt < 20 and len(words) >= 2 else sorted({*words, *FILLER_WORDS})
+        name = "test_" + "_".join(rng.sample(pool, 2 if attempt < 100 else 3))
         if name not in taken:
             taken.add(name)
             return name
-    raise RuntimeError("no free canary name")  # 50 draws from >= 8 words: unreachable
+    raise RuntimeError("no free canary name")  # 100 draws of pairs from >= 8 words: unreachable
 
 
 def _mutable(fn: ast.stmt) -> bool:
