@@ -85,9 +85,6 @@ class Git:
                 i += 1
         return sorted(set(paths))
 
-    def is_ancestor(self, older: str, newer: str) -> bool:
-        return self.run("merge-base", "--is-ancestor", older, newer, check=False).returncode == 0
-
     def commit_all(self, message: str, amend: bool = False) -> str:
         self.run("add", "-A")
         self.run(*_IDENTITY, "commit", "--no-verify", "-q", *(("--amend",) if amend else ()),

@@ -108,10 +108,6 @@ class RunBudget:
         self.charge(sum(r["input_tokens"] + r["output_tokens"] for r in rows),
                     sum(r["cost_usd"] for r in rows))
 
-    def charge_replies(self, replies: Sequence[Any]) -> None:
-        self.charge(sum(r.input_tokens + r.output_tokens for r in replies),
-                    sum(r.cost_usd for r in replies))
-
     @property
     def exhausted(self) -> str | None:
         """Which limit is reached (``"max_tokens"`` / ``"max_cost_usd"``), None when neither."""

@@ -61,11 +61,6 @@ def closed_ancestor(path: str) -> str | None:
     return None
 
 
-def runtime_reachable(paths: list[str]) -> bool:
-    """Whether an unprivileged uid can reach every one of ``paths``."""
-    return not any(closed_ancestor(p) for p in minimal_roots(paths))
-
-
 def _cover(libc, directory: str, keep: list[str]) -> None:
     """Hide ``directory`` under a fresh tmpfs, re-exposing ``keep`` (paths inside it) read-only."""
     handles = [(path, os.open(path, os.O_PATH)) for path in keep]
