@@ -141,6 +141,18 @@ class SynthSettings(BaseModel):
     """'whole': one structured call writes the skill; 'fieldwise': one small call per field
     (small base models copy a whole-skill example instead of writing their own); 'auto':
     fieldwise on base-model backends (``supports_prefill``, the local Gemma), else whole."""
+    leakage_guard: bool = False
+    """Beyond the paper (off in the Default): the bank rejects a new skill whose leakage score
+    (``governance.leakage``: verbatim overlap with eval tasks' prompts, entry points, tests,
+    expected outputs and reference solutions, or with train tasks' answers) reaches
+    ``leakage_threshold``; the Synthesizer re-prompts once naming the spans. Off: ``ratchet
+    audit --leakage`` only reports it."""
+    leakage_threshold: float = Field(default=0.6, ge=0.0, le=1.0)
+    """Leakage score at which a skill is flagged (audit) or rejected (guard): the largest share
+    of one task-specific source item (a solution line, an expected output, a test...) the skill
+    reproduces verbatim."""
+    leakage_ngram: int = Field(default=6, ge=2)
+    """Tokens per shingle of the verbatim-overlap index (shorter items must appear whole)."""
 
 
 class MetaSettings(BaseModel):
@@ -185,6 +197,19 @@ class CuratorSettings(BaseModel):
     attack on the grader, whatever its trials or score; false replicates the paper's Default."""
     tampering_overrides_do_not_retire: bool = False
     """Let that rule retire a ``do_not_retire`` skill too (off: such a skill is only reported)."""
+    retire_rule: Literal["threshold", "wilson_ucb"] = "threshold"
+    """'threshold' (the paper): retire when c <= -tau after ``min_trials``. 'wilson_ucb' (ablation
+    A9, beyond the paper): retire when the upper Wilson bound on c (``ucb_z``) is <= -tau after
+    ``ucb_min_trials``, so a clearly harmful skill goes early and an uncertain one stays."""
+    ucb_min_trials: int = Field(default=5, ge=1)
+    """A9's trial floor: no retirement on fewer trials, whatever the bound."""
+    ucb_z: float = Field(default=1.96, gt=0.0)
+    """A9's z of the two-sided Wilson interval (1.96: 95%)."""
+    evict_dead_weight_first: bool = False
+    """Beyond the paper (off): a full bank evicts dead weight first (ACTIVE for at least
+    ``dead_weight_rounds`` rounds with no routed capsule), then by contribution."""
+    dead_weight_rounds: int = Field(default=10, ge=1)
+    """k: rounds a skill may stay ACTIVE unrouted before the audit calls it dead weight."""
 
 
 class RollbackSettings(BaseModel):
