@@ -381,8 +381,8 @@ each capsule names its Parquet part and row for the full text (<code>ratchet que
 {skipped}<div class="filters">
 <label>run<select id="f-run"></select></label>
 <label>round<select id="f-round"></select></label>
-<label>split<select id="f-split"><option value="">any split</option><option>train</option>
-<option>eval</option></select></label>
+<label>split<select id="f-split"><option value="">any split</option><option value="train">
+train</option><option value="eval">eval</option></select></label>
 <label>skill<select id="f-skill"></select></label>
 <label>result<select id="f-result"><option value="">any result</option><option value="pass">
 pass</option><option value="fail">fail</option><option value="infra">infra failure</option>
