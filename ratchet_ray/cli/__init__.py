@@ -24,6 +24,7 @@ _COMMAND_MODULES = (
     "ratchet_ray.cli.report",      # report (HTML)
     "ratchet_ray.cli.experiment",  # experiment run|eval-skill-loop
     "ratchet_ray.cli.jobs",        # baseline, select-subset, ablations (the jobs/ commands)
+    "ratchet_ray.cli.swe",         # swe validate (SWE-bench gold-patch validation)
 )
 
 

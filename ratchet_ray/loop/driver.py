@@ -23,7 +23,9 @@ Contracts:
 - After each round: ``round_NN/summary.json``, a ``round`` evidence row and ``loop.json``.
 - Before the first round, the graders' precomputed inputs of every task of the run (MBPP+: the
   expected outputs) are computed in one batch on one grader and shared with the others through
-  the object store (``actors.grader.share_precomputed``); a failure there stops the run.
+  the object store (``actors.grader.share_precomputed``); a failure there stops the run. Then,
+  on a fresh run, the suite's ``before_rounds`` hook (``suites.registry``) runs on the Grader
+  pool (SWE-bench's ``swebench.validate_gold``); its ``RunStopped`` stops the run.
 - Failing loudly: a preflight (``loop.preflight``: the ``ratchet doctor`` checks of the backend
   and suite) runs before any round; a split whose infrastructure failures exceed
   ``infra.max_failure_rate`` (``loop.breaker``) and actors that cannot start (``actors.pools``)
@@ -68,7 +70,7 @@ from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.reaper import reap_after_round
 from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir, write_json
 from ratchet_ray.loop.runtime import Models, connect_ray, release_run, start_runtime
-from ratchet_ray.suites import split_tasks, suite_for
+from ratchet_ray.suites import before_rounds, split_tasks, suite_for
 from ratchet_ray.tracking import start_tracking
 from ratchet_ray.types import RoundSummary, Task
 
@@ -254,6 +256,8 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
         shared_inputs = share_precomputed(runtime.graders,
                                           [t.task_id for t in (*train_tasks, *eval_tasks)])
         if not available_rounds(run.path):  # the bank round 0 starts from
+            # The suite's own checks on the run's Grader pool (SWE-bench: validate_gold)
+            before_rounds(config, runtime.graders, [*train_tasks, *eval_tasks], run.path)
             ray.get(runtime.bank.ensure_default_metaskill.remote(config.suite, round_=0))
             ray.get(runtime.bank.snapshot.remote(0))
         next_round, gate = resume_point(run, config)

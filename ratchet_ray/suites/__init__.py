@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from ratchet_ray.suites.base import Grader, SolverTurn, Suite, split_tasks
 from ratchet_ray.suites.registry import (ENTRY_POINT_GROUP, ENV_VAR, SuitePluginError,
-                                         SuiteRegistryError, environment_checks, get_suite,
+                                         SuiteRegistryError, before_rounds,
+                                         environment_checks, get_suite,
                                          load_plugins, register, settings_for, suite_for,
                                          suite_names, unregister)
 
 __all__ = ["ENTRY_POINT_GROUP", "ENV_VAR", "Grader", "SolverTurn", "Suite", "SuitePluginError",
-           "SuiteRegistryError", "environment_checks", "get_suite", "load_plugins", "register",
+           "SuiteRegistryError", "before_rounds", "environment_checks", "get_suite", "load_plugins", "register",
            "settings_for", "split_tasks", "suite_for", "suite_names", "unregister"]

@@ -24,6 +24,13 @@ Contracts:
   when the object was created, and only when it gets the image's lock exclusively at once (a
   grader or agent that uses it keeps it); an image a running container uses is kept (not forced).
   Removing a stripped image removes the image it was derived from too (no longer tagged).
+- The node's image cache (``image_cache.ImageCache``, ``InstanceImages.cache``): ``ensure``
+  counts a hit, a build, a pull or a strip in the node's index and marks the image used; a
+  build or pull first makes room under ``swebench.image_cache_gb`` and passes the disk guard
+  (``swebench.build_min_free_gb``, ``InfraFailure("disk_guard")``), both while holding the
+  image's exclusive lock, so however many workers of a node ask, one of them builds and the
+  others find it ready (hits). ``use`` marks the image used (LRU recency); ``release`` drops a
+  removed image from the index.
 """
 
 from __future__ import annotations
@@ -42,10 +49,13 @@ from typing import Any, Callable, Iterator
 from ratchet_ray.suites.swebench.execbox import container_workdir
 from ratchet_ray.suites.swebench.history import (HISTORY_LABEL, HISTORY_SAYS, history_dockerfile,
                                                   history_mark)
+from ratchet_ray.suites.swebench.image_cache import ImageCache
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 Log = Callable[[str], None]
+# Marks the instance images this project built (``docker images --filter label=...``).
+BUILT_LABEL = "ratchet-ray.image"
 
 
 def image_name(instance_id: str, settings: SwebenchSettings) -> str:
@@ -114,6 +124,7 @@ class InstanceImages:
         self._image_locks: dict[str, threading.Lock] = {}
         # Images present before this worker touched anything are never removed by it.
         self.prior: set[str] = {tag for image in client.images.list() for tag in image.tags}
+        self.cache = ImageCache(client, settings, self.lock)
 
     def name(self, instance: dict[str, Any]) -> str:
         return image_name(instance["instance_id"], self.settings)
@@ -152,6 +163,7 @@ class InstanceImages:
         while True:
             with lock.shared():
                 if self.ready(name, instance):
+                    self.cache.touch(name)
                     yield name
                     return
             # Absent or not stripped yet: build, pull or strip it under the exclusive lock, then
@@ -168,14 +180,20 @@ class InstanceImages:
         with self._image_lock(name), self.lock(name).exclusive():
             try:
                 if self.ready(name, instance):
+                    self.cache.record(name, "hit")
                     return name
+                event = "strip"
                 if not self.exists(name):
+                    self.cache.make_room(name, log)  # budget and disk guard first
                     if self.settings.namespace is not None:
                         log(f"pulling {name}")
                         self.client.images.pull(name)
+                        event = "pull"
                     else:
                         self._build(name, instance, log)
+                        event = "build"
                 self._strip_history(name, instance, log)
+                self.cache.record(name, event, owned=event != "strip")
                 return name
             except InfraFailure:
                 raise
@@ -238,7 +256,9 @@ class InstanceImages:
         try:
             for event in self.client.api.build(fileobj=_dockerfile_context(dockerfile),
                                                custom_context=True, tag=name, rm=True,
-                                               forcerm=True, decode=True, network_mode=self.settings.build_network):
+                                               forcerm=True, decode=True,
+                                               network_mode=self.settings.build_network,
+                                               labels={BUILT_LABEL: "instance"}):
                 if "error" in event:
                     raise InfraFailure("image_build_failed", f"building {name} failed: "
                                        f"{event['error'].strip()}")
@@ -263,6 +283,7 @@ class InstanceImages:
                 return False
             try:
                 self.client.images.remove(name, force=False, noprune=False)
+                self.cache.forget(name)
                 log(f"removed image {name} (cache level {self.settings.cache_level})")
                 return True
             except docker.errors.ImageNotFound:

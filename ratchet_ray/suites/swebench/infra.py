@@ -24,6 +24,7 @@ REASONS = (
     "exec_hung",            # the daemon stopped answering, even after the container's processes
                             # were killed (a process holding the output open is the model's)
     "bad_eval_script",      # the instance's eval script has no swebench start/end test markers
+    "disk_guard",           # a build or pull was refused: too little free disk (image_cache)
 )
 
 

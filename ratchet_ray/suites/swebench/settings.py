@@ -90,6 +90,19 @@ class SwebenchSettings(BaseModel):
     lock_dir: str = "/tmp/ratchet-swebench-locks"
     """Folder of the per-image lock files shared by every grader and agent on one machine
     (a folder on local disk, the same for all of them)."""
+    image_cache_gb: float | None = Field(default=None, gt=0)
+    """Disk budget of the instance images this project built or pulled on one node (full image
+    sizes, shared layers counted per image): before a build or pull would cross it, the least
+    recently used of them that no worker holds are removed. None: unlimited (the cache level
+    alone decides what stays)."""
+    build_min_free_gb: float = Field(default=10.0, ge=0)
+    """Free disk under Docker's data root that a build or pull must leave (beyond the expected
+    image size); short of it, least recently used project images are removed, and failing that
+    the build is refused (infrastructure failure ``disk_guard``) instead of filling the disk."""
+    validate_gold: bool = False
+    """Before round 0, grade every gold patch (must resolve) and a no-op patch (must not) of the
+    run's instances on the Grader pool (``ratchet swe validate``); any failure stops the run
+    with the instances and reasons, before any LLM call."""
     max_log_bytes: int = Field(default=20_000_000, gt=0)
     """Command output kept per exec; beyond it the middle is dropped (runaway output)."""
     agent: AgentSettings = Field(default_factory=AgentSettings)

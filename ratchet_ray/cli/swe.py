@@ -1,0 +1,77 @@
+"""``ratchet swe ...``: SWE-bench tools. ``ratchet swe validate`` grades every gold patch (must
+resolve) and a no-op patch (must not) of a dataset's instances on the Grader pool
+(``ratchet_ray.suites.swebench.validate``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+
+
+@click.group("swe")
+def swe() -> None:
+    """SWE-bench tools: validate a dataset's instances and images."""
+
+
+@swe.command("validate")
+@click.option("--dataset", required=True, metavar="PATH_OR_ID",
+              help="Local JSON/JSONL/Parquet file of instances, or a Hugging Face dataset id.")
+@click.option("--subset", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Hard-subset file (train_ids, eval_ids): only the instances a run of it uses.")
+@click.option("--instance", "instances", multiple=True, metavar="ID",
+              help="Only this instance (repeatable; with --subset: added to it).")
+@click.option("--workers", type=click.IntRange(min=1),
+              help="Grader actors (default: the config's workers.graders).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder of the grader logs and swebench_validation.json "
+                   "(default results/swebench_validate/<time>).")
+@click.option("--config", "config_files", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="YAML config file(s), applied in order over the suite's file.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Config override, e.g. --set swebench.namespace=null (repeatable).")
+def validate(dataset: str, subset: Path | None, instances: tuple, workers: int | None,
+             out: Path | None, config_files: tuple, sets: tuple) -> None:
+    """Grade every gold patch (must resolve) and a no-op patch (must not) on the images a run
+    will use, in parallel over the Grader pool (the cluster's when RAY_ADDRESS is set); print
+    each failure with its reason. Exit status 1 when any instance fails."""
+    from ratchet_ray.config_files import ConfigError, layered_files, load_config
+    from ratchet_ray.suites.base import read_subset
+    from ratchet_ray.suites.swebench.image_cache import format_report
+    from ratchet_ray.suites.swebench.validate import validate_dataset
+
+    where = Path(dataset).expanduser()
+    source = (f"dataset_path={json.dumps(str(where.resolve()))}" if where.exists()
+              else f"swebench.dataset_name={json.dumps(dataset)}")
+    try:
+        config = load_config(layered_files("swebench", config_files),
+                             ["suite=swebench", source, *sets])
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from exc
+    ids: list[str] | None = None
+    if subset is not None:
+        try:
+            train, held_out = read_subset(subset)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from exc
+        ids = [*train, *held_out]
+    if instances:
+        ids = [*(ids or []), *instances]
+    out = out or Path(config.results_dir) / "swebench_validate" / time.strftime("%Y%m%d-%H%M%S")
+    try:
+        result = validate_dataset(config, ids, out, workers)
+    except ValueError as exc:  # unknown ids, no gold patches, an unreadable dataset
+        raise click.ClickException(str(exc)) from exc
+    for line in result.lines():
+        click.echo(line)
+    for node in result.nodes:
+        click.echo(f"images {format_report(node)}")
+    click.echo(f"{result.summary()}; logs and report in {out}")
+    if not result.ok:
+        raise SystemExit(1)
+
+
+COMMANDS = [swe]
