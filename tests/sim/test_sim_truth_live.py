@@ -1,0 +1,77 @@
+"""The truth report against the live bank, on every arm: short real sim runs (Ray on 127.0.0.1)
+whose governance is set to deprecate skills every way it can (retire after 4 trials, an active
+cap of 4, a rollback on any round below the best), then ``analyze_run`` / ``sim-report`` and the
+ablation table must agree with the bank the run left behind: the same status per skill, the same
+ACTIVE count, and created - deprecated = active.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ratchet_ray.ablations import run_result
+from ratchet_ray.bank.skill_io import load_skill_folder
+from ratchet_ray.suites.sim.report import write_sim_report
+from ratchet_ray.suites.sim.truth import analyze_run
+
+from sim_helpers import run_sim, sim_config
+
+pytestmark = pytest.mark.slow
+ARMS = ("default", "A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8")
+# Every deprecation cause within a few rounds: retirement (4 trials), eviction (cap 4) and a
+# rollback whenever a round's eval pass@1 is below the best so far. Applied to every arm (a
+# --set wins over the arm's file, so A4's and A7's own values give way here: this test is
+# about the report agreeing with the bank, not about the arms' effects).
+FAST_GOVERNANCE = ("rounds=6", "n_train=20", "n_eval=10", "curator.min_trials=4",
+                   "curator.active_cap=4", "rollback.threshold=0.0", "rollback.consecutive=1")
+
+
+@pytest.fixture(scope="module")
+def arm_runs(tmp_path_factory, _ray_session):
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=4, _node_ip_address="127.0.0.1", include_dashboard=False,
+                 configure_logging=False, log_to_driver=False)
+    root = tmp_path_factory.mktemp("truth_live")
+    return {arm: run_sim(sim_config(root / arm, *FAST_GOVERNANCE,
+                                    arm=None if arm == "default" else arm)) for arm in ARMS}
+
+
+def test_truth_agrees_with_the_live_bank_on_every_arm(arm_runs):
+    causes = {"retired": 0, "evicted": 0, "rollback": 0, "reactivated": 0}
+    for arm, run_dir in arm_runs.items():
+        truth = analyze_run(run_dir)
+        folder = run_dir / "skills"
+        live = ({s.id: s.status.value for s in load_skill_folder(folder)}
+                if folder.is_dir() else {})
+        assert {s.skill_id: s.status for s in truth.skills} == live, arm
+        final = json.loads((run_dir / "loop.json").read_text())["rounds"][-1]
+        active = sum(1 for status in live.values() if status == "active")
+        assert truth.active_at_end() == active == final["active_skills"], arm
+        result = run_result(run_dir)
+        assert result.skills_created - result.skills_deprecated == result.active_at_end, arm
+        assert result.skills_deprecated == (result.deprecated_retired + result.deprecated_evicted
+                                            + result.deprecated_rollback), arm
+        stats = truth.retirement()
+        assert (stats["deprecated_retired"], stats["deprecated_evicted"],
+                stats["deprecated_rollback"]) == (result.deprecated_retired,
+                                                  result.deprecated_evicted,
+                                                  result.deprecated_rollback), arm
+        for cause in ("retired", "evicted", "rollback"):
+            causes[cause] += getattr(result, f"deprecated_{cause}")
+        causes["reactivated"] += sum(1 for s in truth.skills
+                                     if s.active and s.status_changes > 0)
+    # The runs exercised every path the report must follow (else this test proves little).
+    assert causes["retired"] and causes["evicted"] and causes["rollback"], causes
+    print("deprecations by cause over the arms:", causes)
+
+
+def test_sim_report_marks_the_arms_without_effect(arm_runs, tmp_path):
+    write_sim_report(arm_runs["default"].parents[2], out=tmp_path)
+    text = (tmp_path / "sim_report.md").read_text()
+    assert "| A7 (no effect in sim) |" in text and "| A8 (no effect in sim) |" in text
+    assert "- A7: no effect in the sim world" in text
+    assert "| default |" in text and "rolled back" in text
