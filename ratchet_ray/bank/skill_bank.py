@@ -8,7 +8,8 @@ Contracts:
   embeddings >= ``synth.dedup_threshold`` against any bank skill (deprecated ones only with
   ``synth.dedup_against_deprecated``, the Default) (``duplicate``, duplicate_of = the nearest
   skill, for the re-prompt), then the active cap: a full bank evicts the
-  lowest-contribution ACTIVE skill that is not ``do_not_retire`` (``curator.eviction_order``);
+  lowest-contribution ACTIVE skill that is not ``do_not_retire`` (``curator.eviction_order``;
+  dead weight first with ``curator.evict_dead_weight_first``, ``governance.bypass``);
   if every ACTIVE skill is exempt the add is rejected with ``cap_full`` and the bank is unchanged.
 - The number of ACTIVE skills never exceeds ``curator.active_cap`` through any method, except
   when the user's own ``do_not_retire`` skills alone exceed it (``load`` then imports the excess
@@ -46,7 +47,7 @@ from ratchet_ray.bank.skill_io import (SkillFileError, dump_skill, load_skill_fo
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.evidence.queries import (EMPTY_STATS, SkillStats, TamperingStats, skill_stats,
                                           tampering_by_skill)
-from ratchet_ray.governance import counterfactual, curator
+from ratchet_ray.governance import bypass, counterfactual, curator
 from ratchet_ray.llm.base import Embedder, cosine_matrix
 from ratchet_ray.types import MetaSkill, Skill, SkillStatus
 
@@ -148,13 +149,20 @@ class SkillBank(SkillBatch, MetaSkillShelf):
         if need <= 0:
             return []
         stats = self.stats() if stats is None else stats
-        order = curator.eviction_order(self.active(), stats)
+        dead = {}
+        if self.config.curator.evict_dead_weight_first:  # beyond the paper: unrouted skills go first
+            with self.log.store.connect() as con:
+                dead = bypass.dead_weight(con, self.active(),
+                                          self.config.curator.dead_weight_rounds, round_)
+        order = curator.eviction_order(self.active(), stats, dead)
         if len(order) < need:
             return None
         for skill_id in order[:need]:
             s = stats.get(skill_id, EMPTY_STATS)
+            why = (f"dead weight: ACTIVE since round {dead[skill_id].active_since}, never routed"
+                   if skill_id in dead else "lowest contribution")
             self.log.emit(round_, skill_id, "evicted", DEPRECATED, s,
-                          f"active cap {self.config.curator.active_cap} reached; lowest contribution")
+                          f"active cap {self.config.curator.active_cap} reached; {why}")
         self._flip({skill_id: DEPRECATED for skill_id in order[:need]})
         return order[:need]
 

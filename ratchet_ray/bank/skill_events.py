@@ -18,7 +18,8 @@ from ratchet_ray.evidence.queries import SkillStats, registered_skill_ids
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.types import SkillStatus
 
-AddStatus = Literal["added", "duplicate", "too_long", "cap_full", "invalid"]
+# "leakage": refused before the bank by the leakage guard (synthesis.leak_sources.guarded_adder).
+AddStatus = Literal["added", "duplicate", "too_long", "cap_full", "invalid", "leakage"]
 
 
 class BankError(ValueError):

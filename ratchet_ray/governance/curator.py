@@ -20,17 +20,24 @@ Contracts:
   routed to the skill, so a skill reinstated by hand is retired again at the next curation (mark
   it ``do_not_retire`` to keep it). With the rule off, tampering changes no decision (each
   decision still reports its ``tampering`` count).
-- ``eviction_order(skills, stats)`` lists the ACTIVE, non-exempt skills lowest contribution first
-  (ties: more trials first, so an untried skill keeps its chance; then id) -- the order in which
-  a full bank makes room.
+- ``eviction_order(skills, stats, dead_weight=())`` lists the ACTIVE, non-exempt skills lowest
+  contribution first (ties: more trials first, so an untried skill keeps its chance; then id)
+  -- the order in which a full bank makes room; the ids in ``dead_weight``
+  (``curator.evict_dead_weight_first``, ``governance.bypass.dead_weight``) come first, in id order.
+- ``curator.retire_rule`` 'wilson_ucb' (ablation A9, beyond the paper) replaces the score bar:
+  the successes rate p-hat = (c + 1) / 2 (successes / trials for c-hat; for c_cf, ties count
+  one half) gets its Wilson score interval at ``ucb_z``; mapped to c = 2p - 1, a skill retires
+  when the upper bound is <= -tau (``wilson_upper_contribution``), on ``ucb_min_trials`` or more
+  trials. A clearly harmful skill goes early; an uncertain one stays past ``min_trials``.
 Skills without capsules score 0.0 with 0 trials.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from fractions import Fraction
-from typing import Iterable, Literal, Mapping
+from typing import Collection, Iterable, Literal, Mapping
 
 from ratchet_ray.config import CuratorSettings
 from ratchet_ray.evidence.queries import EMPTY_STATS, SkillStats, TamperingStats
@@ -66,10 +73,33 @@ def _exact(value: float) -> Fraction:
     return Fraction(repr(float(value)))
 
 
+def wilson_upper_contribution(stats: SkillStats, z: float) -> float:
+    """Upper Wilson bound on p = (c + 1) / 2 at ``z``, mapped back to c = 2p - 1 (A9)."""
+    n = stats.trials
+    if n <= 0:
+        return 1.0
+    p = (stats.successes + (n - stats.successes - stats.failures) / 2) / n
+    centre, spread = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return 2 * min(1.0, (centre + spread) / (1 + z * z / n)) - 1
+
+
+def _bar(settings: CuratorSettings) -> str:
+    if settings.retire_rule == "wilson_ucb":
+        return (f"Wilson upper bound on c (z={settings.ucb_z:g}) <= -{settings.retire_tau:g} "
+                f"after >= {settings.ucb_min_trials} trials")
+    return f"c <= -{settings.retire_tau:g} after >= {settings.min_trials} trials"
+
+
+def _floor(settings: CuratorSettings) -> int:
+    return settings.ucb_min_trials if settings.retire_rule == "wilson_ucb" else settings.min_trials
+
+
 def meets_retirement_bar(stats: SkillStats, settings: CuratorSettings) -> bool:
     """The retirement rule, ignoring ``do_not_retire`` (see ``should_retire``)."""
-    if stats.trials < settings.min_trials or stats.trials == 0:
+    if stats.trials < _floor(settings) or stats.trials == 0:
         return False
+    if settings.retire_rule == "wilson_ucb":
+        return wilson_upper_contribution(stats, settings.ucb_z) <= -settings.retire_tau
     score = Fraction(stats.successes - stats.failures, stats.trials)
     return score <= -_exact(settings.retire_tau)
 
@@ -117,16 +147,18 @@ def _decide(skill: Skill, stats: SkillStats, settings: CuratorSettings,
             record: TamperingStats | None = None) -> CurationDecision:
     if settings.retire_on_tampering and record is not None and record.capsules > 0:
         return _tampering_decision(skill, stats, record, settings)
-    bar = f"c <= -{settings.retire_tau:g} after >= {settings.min_trials} trials"
+    bar = _bar(settings)
     score = f"c={stats.contribution:+.3f} over {stats.trials} trials"
+    if settings.retire_rule == "wilson_ucb" and stats.trials:
+        score += f" (upper bound {wilson_upper_contribution(stats, settings.ucb_z):+.3f})"
     would_retire = meets_retirement_bar(stats, settings)
     if skill.do_not_retire:
         action: Action = "exempt"
         reason = f"do_not_retire; {score}" + (f"; would be retired ({bar})" if would_retire else "")
     elif would_retire:
         action, reason = "retire", f"{score} meets {bar}"
-    elif stats.trials < settings.min_trials:
-        action, reason = "insufficient", f"{score}; needs {settings.min_trials} trials"
+    elif stats.trials < _floor(settings):
+        action, reason = "insufficient", f"{score}; needs {_floor(settings)} trials"
     else:
         action, reason = "keep", f"{score} above the bar ({bar})"
     return CurationDecision(skill_id=skill.id, action=action, contribution=stats.contribution,
@@ -147,13 +179,17 @@ def curate(skills: Iterable[Skill], stats: Mapping[str, SkillStats],
             for s in sorted(chosen, key=lambda s: s.id)]
 
 
-def eviction_order(skills: Iterable[Skill], stats: Mapping[str, SkillStats]) -> list[str]:
-    """ACTIVE, non-``do_not_retire`` skill ids, the first to evict first."""
+def eviction_order(skills: Iterable[Skill], stats: Mapping[str, SkillStats],
+                   dead_weight: Collection[str] = ()) -> list[str]:
+    """ACTIVE, non-``do_not_retire`` skill ids, the first to evict first (``dead_weight`` ids
+    before the rest)."""
     candidates = [s for s in skills if s.is_active and not s.do_not_retire]
 
     def key(skill: Skill) -> tuple:
         s = stats.get(skill.id, EMPTY_STATS)
         score = Fraction(s.successes - s.failures, s.trials) if s.trials else Fraction(0)
-        return (score, -s.trials, skill.id)
+        if skill.id in dead_weight:
+            return (0, Fraction(0), 0, skill.id)
+        return (1, score, -s.trials, skill.id)
 
     return [s.id for s in sorted(candidates, key=key)]

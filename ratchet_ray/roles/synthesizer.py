@@ -28,7 +28,9 @@ API:
   active), ``add_skill``. A ``duplicate`` re-prompts with the duplicate's id as feedback, a
   ``too_long`` with a length note, a copy of the schema lock's placeholders
   (``prompts.copies_template``) with a note, up to
-  ``max_reprompts`` times; anything else ends the cluster. A free-text field a base model writes
+  ``max_reprompts`` times; a ``leakage`` refusal (the guard, ``synth.leakage_guard``) is
+  re-prompted once with its reason, which names the quoted spans, and recorded in ``leaked``;
+  anything else ends the cluster. A free-text field a base model writes
   past its length bound is cut at its last clause boundary (``synth_prompts.fit_field``); a
   fieldwise id is the cluster's pattern (first 6 words, slugified) on a base-model backend
   and wherever the model cannot write one.
@@ -70,6 +72,7 @@ class SynthOutcome:
     evicted: list[str] = field(default_factory=list)  # evicted by the bank to make room
     failed: list[str] = field(default_factory=list)  # "<pattern>: <reason>"
     deferred: list[str] = field(default_factory=list)  # kept clusters beyond max_new_per_round
+    leaked: list[str] = field(default_factory=list)  # "<id>: <spans>" refused by the leakage guard
     replies: list[Reply] = field(default_factory=list)
 
 
@@ -195,6 +198,7 @@ class Synthesizer:
                 taken: set[str], outcome: SynthOutcome, round_: int = 0) -> Skill | None:
         """Draft -> validate -> add, re-prompting on duplicate/too_long. Returns the added skill."""
         feedback: list[str] = []
+        leak_reprompted = False
         label = f"{pattern} (x{size})"
         for attempt in range(1 + self.settings.max_reprompts):
             seed = derive_seed(self.seed, round_, pattern, attempt, "synth")
@@ -226,6 +230,14 @@ class Synthesizer:
                     f"Your draft `{skill.id}` duplicates the existing skill `{added.duplicate_of}`."
                     " Write a skill for a different aspect of the failure, with a different id, "
                     "intent and key insight.")
+            elif added.status == "leakage":  # the guard: one re-prompt naming the spans
+                outcome.leaked.append(f"{skill.id}: {added.reason}")
+                if leak_reprompted:
+                    outcome.failed.append(f"{pattern}: still quotes task content after one "
+                                          "leakage re-prompt")
+                    return None
+                leak_reprompted = True
+                feedback.append(added.reason)
             elif added.status == "too_long":
                 feedback.append(f"Your draft `{skill.id}` was too long ({added.reason}). Keep "
                                 f"the whole skill under {self.settings.max_skill_chars} characters.")

@@ -55,6 +55,7 @@ from ratchet_ray.roles.router import ROUTABLE, RouteDecision, Router
 from ratchet_ray.roles.solver import OUTPUT_KINDS, solve
 from ratchet_ray.roles.synthesizer import SynthOutcome, Synthesizer
 from ratchet_ray.seeding import derive_seed
+from ratchet_ray.synthesis.leak_sources import guarded_adder, run_leak_index
 from ratchet_ray.types import NONE_SKILL, Capsule, MetaSkill, Skill, Task, Verdict
 
 
@@ -246,14 +247,25 @@ class SynthesizerWorker:
                                        tasks={t.task_id: t for t in tasks}, seed=config.seed,
                                        limits=config.llm.roles.synth,
                                        templates=config.prompts.texts)
+        self._index = None
 
     def run(self, verdicts: Sequence[Verdict], active_skills: Sequence[Skill],
             metaskill: MetaSkill | None, bank: Any, round_: int, *,
             capsules: Mapping[str, Capsule] | None = None,
             known_ids: Sequence[str] = ()) -> SynthOutcome:
         prior = metaskill if self.config.meta.enabled else None
-        return self.synthesizer.run(verdicts, active_skills, prior, bank_adder(bank, round_),
+        add = bank_adder(bank, round_)
+        if self.config.synth.leakage_guard:
+            add = guarded_adder(add, self._leak_index(), self.config.synth.leakage_threshold)
+        return self.synthesizer.run(verdicts, active_skills, prior, add,
                                     round_, capsules=capsules, known_ids=known_ids)
+
+    def _leak_index(self) -> Any:
+        """The run's leak index, built on first use (``synth.leakage_guard``): the split
+        ``split_tasks`` derives from the config, the ids the run dir records."""
+        if self._index is None:
+            self._index = run_leak_index(self.config)[0]
+        return self._index
 
     def refresh_metaskill(self, current: MetaSkill, verdicts: Sequence[Verdict],
                           round_: int) -> MetaRefresh:

@@ -16,12 +16,19 @@ skill (``solver_messages``) and turns the model's reply into the output its grad
 (``parse_output``); the router, critic, synthesis and governance stay the same. A grader that
 executes model-written code must run it in the sandbox of ``ratchet_ray.suites.mbpp.sandbox``.
 Suites are added with ``ratchet_ray.suites.register`` (see ``registry.py``).
+
+Leak sources (optional, ``LeakSources``): ``suite.leak_sources(config, tasks)`` yields the
+task-specific content a skill must never carry (``LeakSource``: the test inputs, expected
+outputs, reference solutions... of each given task), which the leakage audit and guard
+(``ratchet_ray.governance.leakage``) match skills against. A suite without it is audited
+against its tasks' prompts only.
 """
 
 from __future__ import annotations
 
 import json
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
 
@@ -85,6 +92,31 @@ class SolverTurn(Protocol):
     def solver_messages(self, task: Task, skill: Skill | None) -> list[Message]: ...
 
     def parse_output(self, reply_text: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class LeakSource:
+    """One piece of one task's content that no skill may carry verbatim.
+
+    ``kind`` names it in reports (e.g. ``prompt``, ``entry_point``, ``test_input``,
+    ``expected_output``, ``solution``, ``test_name``, ``test_patch``, ``gold_patch``); ``answer``
+    marks what solves or grades the task (a solution, an expected output, a test or gold patch):
+    a skill may name a train task, never carry its answer. ``identifier``: a name matched as a
+    whole token (an entry point, a test function), however short."""
+
+    task_id: str
+    kind: str
+    text: str
+    answer: bool = False
+    identifier: bool = False
+
+
+class LeakSources(Protocol):
+    """Optional ``Suite`` method: the ``LeakSource`` items of ``tasks`` (any order; may read the
+    suite's dataset for what a ``Task`` hides, e.g. reference solutions). Must not run model
+    output or grade anything; should stay cheap (bounded text per task)."""
+
+    def leak_sources(self, config: LoopConfig, tasks: Sequence[Task]) -> Iterable[LeakSource]: ...
 
 
 SUBSET_KEYS = ("train_ids", "eval_ids")

@@ -20,8 +20,10 @@ Example::
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
 
 from ratchet_ray.config import LoopConfig
+from ratchet_ray.suites.base import LeakSource
 from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus, to_tasks
 from ratchet_ray.suites.mbpp.grader import MbppGrader
 from ratchet_ray.types import Task
@@ -36,6 +38,12 @@ class MbppSuite:
 
     def make_grader(self, config: LoopConfig, run_dir: Path) -> MbppGrader:
         return MbppGrader.from_config(config, run_dir)
+
+    def leak_sources(self, config: LoopConfig, tasks: list[Task]) -> Iterable[LeakSource]:
+        """What a skill must not quote (``leaks.mbpp_leak_sources``)."""
+        from ratchet_ray.suites.mbpp.leaks import mbpp_leak_sources
+
+        return mbpp_leak_sources(config, tasks)
 
 
 __all__ = ["MbppGrader", "MbppSuite"]

@@ -37,6 +37,12 @@ class SwebenchSuite:
 
         return SwebenchGrader(settings_from_config(config), config.grader, run_dir)
 
+    def leak_sources(self, config: Any, tasks: list[Task]) -> Any:
+        """What a skill must not quote (``leaks.swebench_leak_sources``)."""
+        from ratchet_ray.suites.swebench.leaks import swebench_leak_sources
+
+        return swebench_leak_sources(config, tasks)
+
     def solver_settings(self, config: Any) -> SwebenchSettings:
         """What the Solver passes to ``solve_patch`` as its settings."""
         return settings_from_config(config)

@@ -1,0 +1,162 @@
+"""Silent bypass and cost per skill, read from a run's evidence (DuckDB over the Parquet tables).
+
+Contracts:
+- Dead weight (``dead_weight``): a skill ACTIVE now whose latest activation (the last skill event
+  leaving it ``active``: added, loaded, reinstated or restored) was in round ``a``, with no
+  capsule (any split, any attempt) routed to it in a round after ``a``, while the evidence
+  reaches round ``a + k`` or later (``k`` = ``curator.dead_weight_rounds``): it had ``k`` full
+  rounds to be routed and never was. A skill added in round ``a``'s synthesis is routable from
+  round ``a + 1``, hence "after".
+- Routed but ignored (``ignored_skills``): on the counterfactual probe pairs
+  (``governance.counterfactual``: the train capsule of attempt 0 routed to the skill and the
+  attempt >= 1 of the same task and round routed to NONE, infra failures dropped), the
+  Solver's two outputs are compared by ``similarity``: difflib's ``SequenceMatcher.ratio`` on
+  the outputs with every whitespace run collapsed to one space (1.0 = identical). A pair at or
+  above ``near`` (default 0.95) is near-identical; a skill is *ignored* when it has at least
+  ``min_pairs`` pairs and at least ``share`` (default 0.8) of them are near-identical: the
+  guidance did not change what the Solver wrote. A Solver sampling at temperature > 0 makes
+  two outputs differ even when the skill is ignored, so this under-reports at 1.0.
+- Cost (``skill_costs``): the tokens a skill adds to the Solver's prompt per routing (its
+  ``guidance_text()`` at ~4 characters a token, the estimate the rate limiter uses) times its
+  routed capsules per split; ``gain_per_1k`` = its net train outcome balance (successes -
+  failures, the numerator of c-hat, or of c_cf when the caller passes those stats) per 1,000
+  train prompt tokens it cost (None before its first train routing).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Mapping
+
+import duckdb
+
+from ratchet_ray.evidence.queries import EMPTY_STATS, SkillStats
+from ratchet_ray.types import NONE_SKILL, Skill, SkillStatus
+
+CHARS_PER_TOKEN = 4
+NEAR_IDENTICAL = 0.95
+IGNORED_SHARE = 0.8
+MIN_PAIRS = 3
+
+ACTIVATION_SQL = """
+SELECT skill_id, max(round) FROM skill_event WHERE status_after = 'active' GROUP BY skill_id
+"""
+ROUTED_AFTER_SQL = """
+SELECT c.skill_id, count(*) FROM capsule c
+JOIN (SELECT skill_id, max(round) AS since FROM skill_event WHERE status_after = 'active'
+      GROUP BY skill_id) a ON a.skill_id = c.skill_id
+WHERE c.round > a.since GROUP BY c.skill_id
+"""
+LAST_ROUND_SQL = ("SELECT max(round) FROM (SELECT round FROM capsule UNION ALL "
+                  "SELECT round FROM skill_event)")
+PROBE_OUTPUTS_SQL = """
+SELECT s.skill_id, s.output, n.output
+FROM capsule s JOIN capsule n
+  ON s.round = n.round AND s.task_id = n.task_id AND s.split = n.split
+WHERE s.split = 'train' AND coalesce(s.attempt, 0) = 0 AND s.skill_id <> ?
+  AND coalesce(n.attempt, 0) >= 1 AND n.skill_id = ?
+  AND NOT coalesce(s.infra_failure, false) AND NOT coalesce(n.infra_failure, false)
+ORDER BY s.skill_id, s.round, s.task_id
+"""
+ROUTINGS_SQL = """
+SELECT skill_id, split, count(*) FROM capsule WHERE skill_id <> ? GROUP BY skill_id, split
+"""
+
+
+@dataclass(frozen=True)
+class DeadWeight:
+    skill_id: str
+    active_since: int
+    rounds_unrouted: int
+
+
+@dataclass(frozen=True)
+class IgnoredStats:
+    skill_id: str
+    pairs: int
+    near_identical: int
+    mean_similarity: float
+    ignored: bool
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def similarity(a: str, b: str) -> float:
+    """difflib ratio of the two texts, whitespace runs collapsed (module contract)."""
+    x, y = (re.sub(r"\s+", " ", t or "").strip() for t in (a, b))
+    if not x and not y:
+        return 1.0
+    return difflib.SequenceMatcher(None, x, y, autojunk=False).ratio()
+
+
+def last_round(con: duckdb.DuckDBPyConnection) -> int | None:
+    value = con.execute(LAST_ROUND_SQL).fetchone()[0]
+    return None if value is None else int(value)
+
+
+def dead_weight(con: duckdb.DuckDBPyConnection, skills: Iterable[Skill], k: int,
+                current_round: int | None = None) -> dict[str, DeadWeight]:
+    """The ACTIVE skills that are dead weight at ``current_round`` (default: the evidence's
+    last round), by id (module contract)."""
+    if k < 1:
+        raise ValueError(f"dead-weight rounds k={k}: use 1 or more (curator.dead_weight_rounds)")
+    now = last_round(con) if current_round is None else current_round
+    if now is None:
+        return {}
+    since = {s: int(r) for s, r in con.execute(ACTIVATION_SQL).fetchall()}
+    routed = {s: int(n) for s, n in con.execute(ROUTED_AFTER_SQL).fetchall()}
+    out = {}
+    for skill in skills:
+        if skill.status is not SkillStatus.ACTIVE or skill.id not in since:
+            continue
+        idle = now - since[skill.id]
+        if idle >= k and routed.get(skill.id, 0) == 0:
+            out[skill.id] = DeadWeight(skill.id, since[skill.id], idle)
+    return out
+
+
+def ignored_skills(con: duckdb.DuckDBPyConnection, *, near: float = NEAR_IDENTICAL,
+                   share: float = IGNORED_SHARE, min_pairs: int = MIN_PAIRS
+                   ) -> dict[str, IgnoredStats]:
+    """Per probed skill, how often its probe pair's outputs are near-identical (contract)."""
+    pairs: dict[str, list[float]] = {}
+    for skill_id, with_skill, without in con.execute(PROBE_OUTPUTS_SQL,
+                                                     [NONE_SKILL, NONE_SKILL]).fetchall():
+        pairs.setdefault(skill_id, []).append(similarity(with_skill, without))
+    out = {}
+    for skill_id, sims in pairs.items():
+        close = sum(s >= near for s in sims)
+        out[skill_id] = IgnoredStats(skill_id, len(sims), close, sum(sims) / len(sims),
+                                     len(sims) >= min_pairs and close >= share * len(sims))
+    return out
+
+
+def guidance_tokens(skill: Skill) -> int:
+    """Tokens the skill's rendered guidance adds to one Solver prompt (estimate)."""
+    return -(-len(skill.guidance_text()) // CHARS_PER_TOKEN)
+
+
+def skill_costs(con: duckdb.DuckDBPyConnection, skills: Iterable[Skill],
+                stats: Mapping[str, SkillStats]) -> list[dict[str, Any]]:
+    """One row per skill: prompt tokens per routing, routings and tokens per split, c-hat and
+    its gain per 1k train tokens (module contract), sorted by id."""
+    routings: dict[str, dict[str, int]] = {}
+    for skill_id, split, n in con.execute(ROUTINGS_SQL, [NONE_SKILL]).fetchall():
+        routings.setdefault(skill_id, {})[split] = int(n)
+    rows = []
+    for skill in sorted(skills, key=lambda s: s.id):
+        per = guidance_tokens(skill)
+        r = routings.get(skill.id, {})
+        train_tokens = per * r.get("train", 0)
+        st = stats.get(skill.id, EMPTY_STATS)
+        rows.append({"skill_id": skill.id, "status": skill.status.value,
+                     "tokens_per_routing": per, "train_routings": r.get("train", 0),
+                     "eval_routings": r.get("eval", 0), "train_tokens": train_tokens,
+                     "eval_tokens": per * r.get("eval", 0),
+                     "contribution": round(st.contribution, 4), "trials": st.trials,
+                     "gain_per_1k": (round(1000 * (st.successes - st.failures) / train_tokens, 6)
+                                     if train_tokens else None)})
+    return rows
