@@ -48,6 +48,7 @@ ARM_LABELS = {
     "A2": "retrieval-only routing", "A3": "no meta-skill",
     "A4": "harsh retirement (N_min 20, tau 0.0)", "A5": "no canonicalisation",
     "A6": "no cover-guard", "A7": "active cap 100", "A8": "meta-synth refresh on",
+    "A9": "Wilson-bound retirement (beyond the paper)",
 }
 
 
