@@ -208,3 +208,20 @@ def test_a_file_with_few_test_words_still_gets_distinct_names():
         plan = canaries.plan({"tests/test_ops.py": (text, [])}, random.Random(seed))
         names = [t.function for t in plan.tests]
         assert len(set(names)) == len(names) and not {"test_mul", "test_mul_zero"} & set(names)
+
+
+def test_a_canary_skipped_with_the_test_it_copies_is_excused():
+    plan = _plan(5)
+    skipped = {t: "SKIPPED" for t in F2P + P2P} | {t.node: "SKIPPED" for t in plan.tests}
+    assert plan.problem(skipped) is None, "a module-level skip skips the copies too"
+    ran = {t: "PASSED" for t in F2P + P2P} | {t.node: "SKIPPED" for t in plan.tests}
+    assert plan.problem(ran)[0] == "results_mismatch", "skipped alone, its origin ran"
+    probes = _plan(5, graded=())
+    alone = {t: "PASSED" for t in F2P + P2P} | {t.node: "SKIPPED" for t in probes.tests}
+    assert probes.problem(alone)[0] == "results_mismatch"
+    assert probes.problem({t: "SKIPPED" for t in F2P + P2P}
+                          | {t.node: "SKIPPED" for t in probes.tests}) is None
+    crlf = AFTER.replace("\n", "\r\n") + "\x0c\r\n"
+    planted = canaries.plan({"tests/test_ops.py": (crlf, ["test_add"])}, random.Random(1)).files[0]
+    assert planted.planted.count("def test_add():") == 1 and crlf.split("\r\n")[0] in planted.planted
+    compile(planted.planted, "test_ops.py", "exec")
