@@ -15,19 +15,9 @@ import loop_helpers  # noqa: E402
 
 ray.cloudpickle.register_pickle_by_value(loop_helpers)
 
+from report_runs import SCENARIO_ROUNDS, run_scenario  # noqa: E402
+
 _RUNS: dict[str, Path] = {}
-SCENARIO_ROUNDS = 4
-
-
-def run_scenario(root: Path, rounds: int, **tracking) -> Path:
-    """The scripted governance scenario (``loop_helpers``) for ``rounds`` rounds under ``root``,
-    with ``tracking.<key>=value`` settings."""
-    from ratchet_ray.loop.driver import run_loop
-
-    config = loop_helpers.scenario_config(root, rounds)
-    for key, value in tracking.items():
-        setattr(config.tracking, key, value)
-    return run_loop(config, models=loop_helpers.scenario_models(), show_progress=False)
 
 
 @pytest.fixture
