@@ -11,6 +11,9 @@ Contracts:
 - ``audit`` lists every capsule graded as tampering (``evidence.tampering``: round, split,
   task, skill, status and the grader's finding), after the latest skill events in table format
   and alone with ``--tampering``.
+- ``audit --leakage`` / ``--bypass`` / ``--cost`` (beyond the paper): per-skill tables of
+  ``cli.audit_hygiene`` (leakage score with quoted spans, dead weight and routed-but-ignored,
+  prompt tokens with contribution per 1k tokens), each alone or together, in any format.
 - ``curate`` re-runs retirement on the current evidence and records it as skill events of
   ``--round`` (default: the latest round in the evidence).
 Errors from bad files or config surface as one readable message, never a traceback.
@@ -25,6 +28,7 @@ import click
 from ratchet_ray.bank.metaskills import MetaSkillFileError
 from ratchet_ray.bank.skill_bank import BankError, SkillBank
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill
+from ratchet_ray.cli import audit_hygiene
 from ratchet_ray.cli.evidence import FORMATS, emit_rows, require_run_dir, writer_lock
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import ConfigError, load_config
@@ -160,12 +164,34 @@ def tampering_rows(con) -> list[dict]:
               help="Output: an aligned table, CSV, or JSON (a list of objects).")
 @click.option("--tampering", "only_tampering", is_flag=True,
               help="List only the capsules graded as tampering (in any format).")
+@click.option("--leakage", is_flag=True,
+              help="Per skill, its verbatim overlap with the run's eval tasks (and train "
+                   "answers), flagged at --threshold; in table format then the quoted spans.")
+@click.option("--threshold", type=click.FloatRange(0.0, 1.0), default=None,
+              help="Leakage score that flags a skill (default: the run's "
+                   "synth.leakage_threshold).")
+@click.option("--embed", is_flag=True,
+              help="With --leakage: also the eval task nearest each skill by the run's "
+                   "embedder (calls its backend).")
+@click.option("--bypass", "bypass_", is_flag=True,
+              help="Per skill: routings since activation, dead weight "
+                   "(curator.dead_weight_rounds) and routed-but-ignored on the probe pairs.")
+@click.option("--near", type=click.FloatRange(0.0, 1.0), default=0.95, show_default=True,
+              help="With --bypass: output similarity (difflib ratio) of a near-identical pair.")
+@click.option("--cost", is_flag=True,
+              help="Per skill: prompt tokens it adds per routing, summed over its routings, "
+                   "with its contribution per 1k train tokens.")
 @click.pass_context
-def audit(ctx: click.Context, limit: int, fmt: str, only_tampering: bool) -> None:
+def audit(ctx: click.Context, limit: int, fmt: str, only_tampering: bool, leakage: bool,
+          threshold: float | None, embed: bool, bypass_: bool, near: float, cost: bool) -> None:
     """The latest skill events (adds, evictions, retirements...) with contributions; in table
     format then every capsule graded as tampering with its skill and the grader's finding, and
     the failed LLM calls per role, so an outage of e.g. the router is visible. ``--tampering``
-    lists only the tampering capsules, in any format."""
+    lists only the tampering capsules, in any format. ``--leakage``, ``--bypass`` and ``--cost``
+    (beyond the paper) print only their own per-skill table, in any format."""
+    if leakage or bypass_ or cost:
+        hygiene_audit(ctx, fmt, leakage, threshold, embed, bypass_, near, cost)
+        return
     with EvidenceStore(require_run_dir(ctx)).connect() as con:
         rows = recent_skill_events(con, limit)
         failures = failed_llm_calls(con)
@@ -183,6 +209,41 @@ def audit(ctx: click.Context, limit: int, fmt: str, only_tampering: bool) -> Non
             latest = (row["last_error"] or "?").splitlines()[0][:200]
             click.echo(f"failed LLM calls ({row['role']}): {row['failed']} in rounds "
                        f"{row['first_round']}-{row['last_round']}; latest: {latest}")
+
+
+def hygiene_audit(ctx: click.Context, fmt: str, leakage: bool, threshold: float | None,
+                  embed: bool, bypass_: bool, near: float, cost: bool) -> None:
+    """The ``--leakage`` / ``--bypass`` / ``--cost`` tables (``cli.audit_hygiene``)."""
+    if fmt != "table" and leakage + bypass_ + cost > 1:
+        raise click.UsageError(f"--format {fmt} prints one table: pass one of --leakage, "
+                               "--bypass, --cost (or --format table for several)")
+    bank = open_bank(ctx)
+    skills = bank.all()
+    try:
+        if leakage:
+            bar = bank.config.synth.leakage_threshold if threshold is None else threshold
+            rows, spans = audit_hygiene.leakage_rows(bank.run_dir, bank.config, skills, bar, embed)
+            emit_rows(rows, audit_hygiene.LEAKAGE_COLUMNS, fmt)
+            if fmt == "table":
+                flagged = [r["skill_id"] for r in rows if r["flagged"]]
+                click.echo(f"leakage >= {bar:g}: {', '.join(flagged) or 'none'}")
+                if spans:
+                    emit_rows(spans, audit_hygiene.SPAN_COLUMNS, fmt)
+        with EvidenceStore(bank.run_dir).connect() as con:
+            if bypass_:
+                rows = audit_hygiene.bypass_rows(con, skills, bank.config, near)
+                emit_rows(rows, audit_hygiene.BYPASS_COLUMNS, fmt)
+                if fmt == "table":
+                    dead = [r["skill_id"] for r in rows if r["dead_weight"]]
+                    ignored = [r["skill_id"] for r in rows if r["ignored"]]
+                    click.echo(f"dead weight: {', '.join(dead) or 'none'}; routed but ignored "
+                               f"(>= {near:g} similar on most probe pairs): "
+                               f"{', '.join(ignored) or 'none'}")
+            if cost:
+                emit_rows(audit_hygiene.cost_rows(con, skills, bank.stats()),
+                          audit_hygiene.COST_COLUMNS, fmt)
+    except (*_USER_ERRORS, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 @click.command("curate")
