@@ -225,3 +225,11 @@ def test_a_canary_skipped_with_the_test_it_copies_is_excused():
     planted = canaries.plan({"tests/test_ops.py": (crlf, ["test_add"])}, random.Random(1)).files[0]
     assert planted.planted.count("def test_add():") == 1 and crlf.split("\r\n")[0] in planted.planted
     compile(planted.planted, "test_ops.py", "exec")
+
+
+def test_no_canary_where_a_mark_would_excuse_its_failure():
+    marked = "import pytest\n\npytestmark = [pytest.mark.xfail]\n\n\n" + AFTER
+    assert canaries.plan({"tests/test_ops.py": (marked, ["test_add"])}, random.Random(0)) is None
+    decorated = CLASS_FILE.replace("class TestF:", "@pytest.mark.xfail\nclass TestF:")
+    plan = canaries.plan({"tests/test_m.py": (decorated, ["TestF::test_one"])}, random.Random(0))
+    assert all(t.kind == "probe" for t in plan.tests)

@@ -226,7 +226,7 @@ def _mutant_candidates(tree: ast.Module, graded: list[str]
     for node in tree.body:
         if _mutable(node) and node.name in graded:
             found.append((node, None))
-        elif isinstance(node, ast.ClassDef):
+        elif isinstance(node, ast.ClassDef) and not node.decorator_list:  # no class-wide marks
             found.extend((m, node) for m in node.body
                          if _mutable(m) and f"{node.name}::{m.name}" in graded)
     return found
@@ -321,9 +321,16 @@ def _plant(path: str, text: str | None, graded: list[str], count: int,
     return PlantedFile(path, text, "\n".join(out) + "\n", tail), tests
 
 
+def _marks_everything_xfail(text: str | None) -> bool:
+    """A module-level ``pytestmark`` with ``xfail``: a failing copy would be reported XFAIL."""
+    return text is not None and re.search(r"^pytestmark\b.*xfail", text, re.M | re.S) is not None
+
+
 def plan(files: dict[str, tuple[str | None, list[str]]],
          rng: random.Random | None = None) -> CanaryPlan | None:
-    """Canaries spread over ``files`` (see the module contract); None when there is none."""
+    """Canaries spread over ``files`` (see the module contract; a file whose module marks every
+    test xfail gets none); None when there is none."""
+    files = {f: v for f, v in files.items() if not _marks_everything_xfail(v[0])}
     if not files:
         return None
     rng = rng or secrets.SystemRandom()
