@@ -95,7 +95,7 @@ class SwebenchSettings(BaseModel):
     sizes, shared layers counted per image): before a build or pull would cross it, the least
     recently used of them that no worker holds are removed. None: unlimited (the cache level
     alone decides what stays)."""
-    build_min_free_gb: float = Field(default=10.0, ge=0)
+    build_min_free_gb: float = Field(default=5.0, ge=0)
     """Free disk under Docker's data root that a build or pull must leave (beyond the expected
     image size); short of it, least recently used project images are removed, and failing that
     the build is refused (infrastructure failure ``disk_guard``) instead of filling the disk."""

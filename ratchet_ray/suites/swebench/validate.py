@@ -134,9 +134,9 @@ def image_reports(settings: SwebenchSettings) -> list[dict]:
     from ratchet_ray.suites.swebench.image_cache import node_report
 
     nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("docker")]
-    task = ray.remote(node_report).options(num_cpus=0, max_retries=0)
-    refs = [task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
-        n["NodeID"], soft=False)).remote(settings) for n in nodes]
+    task = ray.remote(node_report)
+    refs = [task.options(num_cpus=0, max_retries=0, scheduling_strategy=(
+        NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))).remote(settings) for n in nodes]
     try:
         return ray.get(refs, timeout=60)
     except Exception as exc:  # noqa: BLE001 - a report is informative; never fail a validation on it

@@ -1,0 +1,120 @@
+"""The node's image cache on the real daemon: one build per image however many workers ask, LRU
+eviction under ``swebench.image_cache_gb`` that never removes an image in use, the disk guard.
+
+Every image here has a name of its own (a fresh instance id, and a LABEL so that its image id is
+its own too) and a lock folder of its own: nothing another test or engineer uses is touched, and
+the images are removed at the end.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+
+from ratchet_ray.suites.swebench.dataset import normalize_instance
+from ratchet_ray.suites.swebench.image_cache import node_report
+from ratchet_ray.suites.swebench.images import InstanceImages
+from ratchet_ray.suites.swebench.infra import InfraFailure
+from ratchet_ray.suites.swebench.settings import SwebenchSettings
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def fresh(instances, docker_session):
+    """``fresh()`` -> an instance (calc-1's repository) whose image no one has; removed after."""
+    made: list[str] = []
+    tag = uuid.uuid4().hex[:8]
+
+    def make() -> dict:
+        instance_id = f"ratchet__cache{tag}-{len(made)}"
+        instance = normalize_instance({**instances[0], "instance_id": instance_id,
+                                       "dockerfile": instances[0]["dockerfile"]
+                                       + f"LABEL ratchet.test.instance={instance_id}\n"})
+        made.append(instance_id)
+        return instance
+
+    yield make
+    import docker.errors
+
+    for instance_id in made:
+        name = f"sweb.eval.x86_64.{instance_id.lower()}:latest"
+        try:
+            docker_session.images.remove(name, force=True)
+        except docker.errors.ImageNotFound:
+            continue
+
+
+def _settings(tmp_path, **extra) -> SwebenchSettings:
+    return SwebenchSettings(namespace=None, cache_level="instance",
+                            lock_dir=str(tmp_path / "locks"), **extra)
+
+
+def test_concurrent_workers_on_one_node_build_an_image_once(docker_session, fresh, tmp_path):
+    settings = _settings(tmp_path)
+    instance = fresh()
+    workers = [InstanceImages(docker_session, settings) for _ in range(3)]
+    names, errors = [], []
+    start = threading.Barrier(len(workers))
+
+    def ask(images: InstanceImages) -> None:
+        start.wait()
+        try:
+            names.append(images.ensure(instance, lambda _line: None))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask, args=(w,)) for w in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not errors, errors
+    assert len(set(names)) == 1 and workers[0].ready(names[0], instance)
+    report = node_report(settings)
+    assert (report["builds"], report["hits"], report["evictions"]) == (1, 2, 0), report
+
+
+def test_lru_eviction_under_the_budget_never_removes_an_image_in_use(docker_session, fresh,
+                                                                    tmp_path):
+    settings = _settings(tmp_path)
+    images = InstanceImages(docker_session, settings)
+    log: list[str] = []
+    a, b, c, d = (fresh() for _ in range(4))
+    name = {i["instance_id"]: images.name(i) for i in (a, b, c, d)}
+    images.ensure(a, log.append)
+    size_gb = docker_session.images.get(name[a["instance_id"]]).attrs["Size"] / 1e9
+    # Room for two images and a half: a third build must evict one.
+    settings.image_cache_gb = 2.5 * size_gb
+    images.ensure(b, log.append)
+    with images.use(a, log.append):  # a is now the most recently used
+        pass
+    images.ensure(c, log.append)  # evicts b, the least recently used
+    assert not images.exists(name[b["instance_id"]])
+    assert images.exists(name[a["instance_id"]]) and images.exists(name[c["instance_id"]])
+    with images.use(a, log.append):  # a is held (and least recently used now): c goes instead
+        images.ensure(d, log.append)
+        assert images.exists(name[a["instance_id"]]), "an image in use was evicted"
+    assert not images.exists(name[c["instance_id"]])
+    assert images.exists(name[d["instance_id"]])
+    report = node_report(settings)
+    assert (report["builds"], report["evictions"]) == (4, 2), report
+    assert report["owned_images"] == 2 and report["owned_gb"] <= settings.image_cache_gb
+    evicted = [line for line in log if line.startswith("evicted image")]
+    assert [line.split()[2] for line in evicted] == [name[b["instance_id"]], name[c["instance_id"]]]
+
+
+def test_disk_guard_refuses_a_build_with_the_numbers_and_the_setting(docker_session, fresh,
+                                                                     tmp_path):
+    settings = _settings(tmp_path, build_min_free_gb=10**6)
+    images = InstanceImages(docker_session, settings)
+    instance = fresh()
+    with pytest.raises(InfraFailure) as caught:
+        images.ensure(instance, lambda _line: None)
+    assert caught.value.reason == "disk_guard"
+    message = str(caught.value)
+    assert "GB free under" in message and "swebench.build_min_free_gb=1e+06" in message
+    assert not images.exists(images.name(instance)), "the refused build ran anyway"
+    assert node_report(settings)["refusals"] == 1
