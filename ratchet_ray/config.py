@@ -142,11 +142,11 @@ class SynthSettings(BaseModel):
     (small base models copy a whole-skill example instead of writing their own); 'auto':
     fieldwise on base-model backends (``supports_prefill``, the local Gemma), else whole."""
     leakage_guard: bool = False
-    """Beyond the paper (off in the Default): the bank rejects a new skill whose leakage score
-    (``governance.leakage``: verbatim overlap with eval tasks' prompts, entry points, tests,
-    expected outputs and reference solutions, or with train tasks' answers) reaches
-    ``leakage_threshold``; the Synthesizer re-prompts once naming the spans. Off: ``ratchet
-    audit --leakage`` only reports it."""
+    """Beyond the paper (off in the Default): a new skill is refused before the bank when its
+    leakage score (``governance.leakage``: verbatim overlap with eval tasks' prompts, entry
+    points, tests, expected outputs and reference solutions, or with train tasks' answers)
+    reaches ``leakage_threshold``; the Synthesizer re-prompts once naming the spans. Off:
+    ``ratchet audit --leakage`` only reports it."""
     leakage_threshold: float = Field(default=0.6, ge=0.0, le=1.0)
     """Leakage score at which a skill is flagged (audit) or rejected (guard): the largest share
     of one task-specific source item (a solution line, an expected output, a test...) the skill
