@@ -44,7 +44,7 @@ def _broken(instances: list[dict], tag: str) -> list[dict]:
 
 @pytest.mark.docker
 def test_validate_passes_the_fixture_and_reports_broken_instances(docker_session, instances,
-                                                                  tmp_path):
+                                                                  ray_local, tmp_path):
     tag = uuid.uuid4().hex[:8]
     # calc-1 stands for the fixture (calc-2 grades the same way; calc-3's no-op patch hangs
     # until the timeout): one Ray start, four containers, one failing build.
@@ -86,3 +86,43 @@ def test_validate_passes_the_fixture_and_reports_broken_instances(docker_session
     left = [c.name for c in docker_session.containers.list(all=True, filters={"label": LABEL_KEY})
             if str(out) in (c.labels or {}).get(RUN_KEY, "")]
     assert not left, f"containers left behind: {left}"
+
+
+def _never(messages, json_schema=None):
+    raise AssertionError("no LLM call may happen before the gold patches are validated")
+
+
+@pytest.mark.docker
+def test_validate_gold_stops_a_run_before_round_0(docker_session, instances, ray_local, tmp_path):
+    import fakes
+    from ratchet_ray.config_files import load_config
+    from ratchet_ray.loop.breaker import RunStopped
+    from ratchet_ray.loop.driver import run_loop
+    from ratchet_ray.loop.runtime import Models
+
+    tag = uuid.uuid4().hex[:8]
+    no_build = _broken(instances, tag)[0]
+    dataset = tmp_path / "instances.jsonl"
+    dataset.write_text("".join(json.dumps(i) + "\n" for i in [*instances, no_build]))
+    subset = tmp_path / "subset.json"
+    subset.write_text(json.dumps({"train_ids": [no_build["instance_id"]],
+                                  "eval_ids": ["ratchet__calc-1"]}))
+    config = load_config([], [
+        "suite=swebench", "rounds=1", f"subset={json.dumps(str(subset))}",
+        f"dataset_path={json.dumps(str(dataset))}", "swebench.validate_gold=true",
+        "swebench.namespace=null", "swebench.cache_level=instance", "swebench.memory_mb=512",
+        f"swebench.lock_dir={tmp_path / 'locks'}", f"results_dir={tmp_path / 'results'}",
+        "grader.timeout_s=60", "workers.solvers=1", "workers.graders=2"])
+    llm = fakes.ScriptedLLM(_never)
+    with pytest.raises(RunStopped) as stopped:
+        run_loop(config, models=Models(llm=llm, embedder=fakes.HashEmbedder()),
+                 show_progress=False)
+    message = str(stopped.value)
+    assert "swebench.validate_gold: 1/2 instances valid" in message, message
+    assert no_build["instance_id"] in message and "image_build_failed" in message
+    assert "ratchet__calc-1" not in message.split("(all in")[0]
+    run_dir = next((tmp_path / "results" / "swebench").iterdir())
+    report = json.loads((run_dir / "swebench_validation.json").read_text())
+    assert report["checked"] == 2 and {f["instance_id"] for f in report["failures"]} == {
+        no_build["instance_id"]}
+    assert not (run_dir / "round_00" / "summary.json").exists() and llm.calls == []
