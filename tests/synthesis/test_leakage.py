@@ -240,3 +240,25 @@ def test_swebench_sources_flag_a_gold_patch_line_and_a_test_name():
     got = {o.kind: o for o in report.offending(0.6)}
     assert got["gold_patch"].coverage == 16 / 17 and got["gold_patch"].answer  # all but "return"
     assert got["test_name"].span == "test_casefold_keeps_default_token"
+
+
+def test_a_suite_without_leak_sources_is_audited_on_its_prompts_one_with_them_on_both():
+    from ratchet_ray.synthesis.leak_sources import task_sources
+
+    tasks = [Task(task_id="P/1", suite="plug", prompt="Count the vowels of the given word.")]
+
+    class Plain:
+        name = "plug"
+
+    class Leaky(Plain):
+        def leak_sources(self, config, chosen):
+            return [LeakSource(t.task_id, "answer_key", "vowel_total = 40 + 2", answer=True)
+                    for t in chosen]
+
+    plain = task_sources(Plain(), LoopConfig(), tasks)
+    assert [(s.task_id, s.kind) for s in plain] == [("P/1", "prompt")]
+    both = task_sources(Leaky(), LoopConfig(), tasks)
+    assert [(s.kind, s.answer) for s in both] == [("prompt", False), ("answer_key", True)]
+    index = LeakIndex(both, {"P/1": "train"})
+    assert index.scan(skill("k", "Set vowel_total = 40 + 2 up front.")).flagged(0.6)
+    assert not index.scan(skill("p", "Count the vowels of the given word.")).flagged(0.6)
