@@ -1,4 +1,4 @@
-"""The hygiene sections of ``ratchet audit`` (beyond the paper): ``--leakage``, ``--bypass``, ``--cost``.
+"""The hygiene tables of ``ratchet audit`` (beyond the paper): --leakage, --bypass, --cost.
 
 Contracts (each reads the run dir only; nothing is written):
 - ``leakage_rows(run_dir, config, skills, threshold, embed)``: one row per skill (every status)

@@ -262,3 +262,25 @@ def test_a_suite_without_leak_sources_is_audited_on_its_prompts_one_with_them_on
     index = LeakIndex(both, {"P/1": "train"})
     assert index.scan(skill("k", "Set vowel_total = 40 + 2 up front.")).flagged(0.6)
     assert not index.scan(skill("p", "Count the vowels of the given word.")).flagged(0.6)
+
+
+def test_the_synthesizer_worker_guards_with_the_runs_eval_split(tmp_path, mbpp_dataset):
+    """``synth.leakage_guard`` on: the worker builds the run's index (the split ``split_tasks``
+    derives) and a draft quoting an eval task's solution line never reaches the bank."""
+    from ratchet_ray.roles.workers import SynthesizerWorker
+    from ratchet_ray.suites.base import split_tasks
+    from ratchet_ray.suites.mbpp.dataset import to_tasks
+
+    config = LoopConfig.model_validate({"dataset_path": mbpp_dataset.source, "n_train": 4,
+                                        "n_eval": 3, "synth": {"leakage_guard": True}})
+    eval_id = split_tasks(to_tasks(mbpp_dataset), config)[1][0].task_id
+    line = max((l.strip() for l in mbpp_dataset.problem(eval_id)["canonical_solution"]
+                .splitlines()), key=len)
+    replies = iter([draft("copied", f"Write exactly: {line}"),
+                    draft("general_idea", "Remove duplicates before ordering by the key.")])
+    llm = ScriptedLLM(lambda messages, schema: next(replies))
+    worker = SynthesizerWorker(config, llm=llm, embedder=HashEmbedder())
+    bank = SkillBank(tmp_path / "run", embedder=HashEmbedder(), config=config, run_id="run1")
+    outcome = worker.run(verdicts(), [], None, bank, 1)
+    assert outcome.created == ["general_idea"] and "copied" not in {s.id for s in bank.all()}
+    assert outcome.leaked[0].startswith("copied: ") and f"eval task {eval_id}" in outcome.leaked[0]

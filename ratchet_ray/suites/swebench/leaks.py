@@ -1,4 +1,4 @@
-"""SWE-bench leak sources: what a skill must not quote from an instance (``suites.base.LeakSources``).
+"""SWE-bench leak sources: what a skill must not quote from an instance (``LeakSources``).
 
 Per instance: its problem statement, every FAIL_TO_PASS / PASS_TO_PASS test id (and the test
 function's own name as an identifier), and the changed lines of its test patch and of its gold
@@ -24,7 +24,7 @@ def changed_lines(patch: str) -> list[str]:
 
 
 def _test_function(test_id: str) -> str:
-    """``test_bar`` of ``tests/test_x.py::TestX::test_bar[param]`` (or of ``test_bar (mod.Cls)``)."""
+    """``test_bar`` of ``tests/test_x.py::TestX::test_bar[param]`` or ``test_bar (mod.Cls)``."""
     tail = test_id.split("::")[-1].split(" ")[0]
     return tail.split("[")[0]
 
