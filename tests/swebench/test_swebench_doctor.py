@@ -33,10 +33,11 @@ def test_doctor_checks_daemon_disk_leftovers_and_the_datasets_images(docker_clie
     assert result.exit_code == 1  # the LLM server is down on purpose; the rest is the subject
     assert checks["llm (openai)"] == "FAIL"
     for name in ("dataset (SWE-bench)", "docker daemon", "leftover containers", "instance images",
-                 "git"):
+                 "image cache", "git"):
         assert checks[name] == "PASS", result.output
     assert "free disk" in checks
     assert "3 instances in" in result.output and "built locally" in result.output
+    assert re.search(r"image cache .* \d+ hits, \d+ builds, .* \d+ evictions", result.output)
 
 
 def test_doctor_names_the_fix_when_the_daemon_is_unreachable(tmp_path, monkeypatch):

@@ -4,7 +4,9 @@ preflight, on a node with the grader's resources).
 Contracts:
 - ``check_environment(settings, instance_ids=(), min_free_gb=50.0)`` never raises; it returns
   one ``Check(name, ok, detail)`` per probe: the daemon answers, free disk under the daemon's
-  data root, leftover suite containers, and (for the given instances) whether their images are
+  data root, this node's image cache (``image_cache``: hits, builds, evictions, use against
+  ``swebench.image_cache_gb``; FAIL when the disk guard would refuse a build now), leftover
+  suite containers, and (for the given instances) whether their images are
   present locally or will be pulled / built on first use.
 - ``environment_checks(config, preflight)`` (the suite's registered ``doctor``) never raises: a
   local dataset file read first (``dataset (SWE-bench)``, so the instance images can be looked
@@ -22,6 +24,7 @@ from typing import Any, Sequence
 from ratchet_ray.llm import doctor
 
 from ratchet_ray.suites.swebench.container import docker_client, leftover_containers
+from ratchet_ray.suites.swebench.image_cache import format_report, node_report
 from ratchet_ray.suites.swebench.images import image_name
 from ratchet_ray.suites.swebench.infra import InfraFailure
 from ratchet_ray.suites.swebench.settings import SwebenchSettings, settings_from_config
@@ -55,6 +58,7 @@ def check_environment(settings: SwebenchSettings, instance_ids: Sequence[str] = 
     checks.append(Check("leftover containers", not left,
                         f"{len(left)} left: {', '.join(left[:5])} (remove with docker rm -f)"
                         if left else "none"))
+    checks.append(_image_cache_check(settings, root))
     if instance_ids:
         present = {tag for image in client.images.list() for tag in image.tags}
         missing = [i for i in instance_ids if image_name(i, settings) not in present]
@@ -66,12 +70,30 @@ def check_environment(settings: SwebenchSettings, instance_ids: Sequence[str] = 
     return checks
 
 
+def _image_cache_check(settings: SwebenchSettings, root: str) -> Check:
+    """This node's image cache (counters, use against the budget); a FAIL when the disk guard
+    would refuse the next build already."""
+    report = format_report(node_report(settings))
+    try:
+        free_gb = shutil.disk_usage(root).free / 1e9
+    except OSError:
+        return Check("image cache", True, report)
+    if free_gb < settings.build_min_free_gb:
+        return Check("image cache", False, f"{report}; {free_gb:.1f} GB free under {root} is "
+                     f"below swebench.build_min_free_gb={settings.build_min_free_gb:g}: builds "
+                     f"and pulls will be refused")
+    return Check("image cache", True, report)
+
+
 # Fix hints of the environment checks, by check name.
 HINTS = {
     "docker daemon": "start the daemon (CI: bash .ci/docker_setup.sh) and check DOCKER_HOST or "
                      "swebench.docker_host / permissions on /var/run/docker.sock",
     "free disk": "free space under the Docker data root (docker image prune) or lower "
                  "swebench.cache_level so fewer instance images are kept",
+    "image cache": "free disk under Docker's data root, set swebench.image_cache_gb so the "
+                   "least recently used instance images go first, or lower "
+                   "swebench.build_min_free_gb",
     "leftover containers": "a killed run left them: docker rm -f $(docker ps -aq --filter "
                            "label=ratchet-ray.suite)",
 }

@@ -1,0 +1,220 @@
+"""SWE-bench grading throughput through the Grader pool against the physical floor.
+
+    python bench/swe_throughput.py [--instances 6] [--workers 1,2] [--timeout 30] [--repeat 5]
+
+Generates ``--instances`` SWE-bench-format instances on three local repositories
+(``bench/swe_instances.py``: 40-120 tests per run, one repository with slow tests, the last
+instance hanging until the per-command timeout), builds and prepares their images (untimed, and
+reported), starts a loopback Ray, and for every worker count W measures, on the same images:
+
+- ``floor``: each instance's gold patch applied and its eval script run by a bare container of
+  its image (``docker run --rm --network none``, the same memory and CPU limits, ``timeout`` at
+  ``--timeout``), W at a time from a thread pool: what the hardware allows;
+- ``ours``: the gold patches graded by W ``GraderActor`` s through a ``ResilientPool`` (the
+  loop's own path: image lock, locked-down container, harness guard, protections, JUnit
+  cross-check, logs published to the run's artifacts), actors started before the clock starts.
+
+It prints, per W: both walls, instances per hour, the ratio ours/floor (target >= 0.8), the
+resolved counts (both must agree), the mean time of one instance in each, and the time to the
+first graded instance from a cold pool (actors not yet started, images present). Once: the
+per-container cost of create + start and of remove (``instance_container``) against a bare
+``docker run --rm IMAGE true``. Results also go to ``<out>/swe_throughput.json``. The
+containers it starts carry the label ``ratchet-ray.bench`` and the images it builds are
+removed at the end (``--keep-images`` keeps them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+os.environ.pop("RAY_ADDRESS", None)
+
+from swe_instances import make_instances  # noqa: E402
+
+BENCH_LABEL = "ratchet-ray.bench"
+
+
+def _floor_script(instance: dict, timeout_s: float) -> str:
+    """Apply the gold patch and run the instance's eval script, nothing else."""
+    return (f"cd /testbed && git apply - <<'EOF_GOLD'\n{instance['patch']}EOF_GOLD\n"
+            f"cat > /tmp/eval.sh <<'EOF_EVAL'\n{instance['eval_script']}EOF_EVAL\n"
+            f"timeout -s KILL {timeout_s:g} bash /tmp/eval.sh")
+
+
+def _floor_resolved(instance: dict, output: str) -> bool:
+    f2p = json.loads(instance["FAIL_TO_PASS"])
+    return all(f"PASSED {t}" in output for t in f2p) and " FAILED " not in output
+
+
+def run_floor(client, images: dict[str, str], instances: list[dict], workers: int,
+              timeout_s: float, settings, tag: str) -> dict:
+    def one(instance: dict) -> tuple[bool, float]:
+        started = time.monotonic()
+        container = client.containers.create(
+            images[instance["instance_id"]], ["bash", "-c", _floor_script(instance, timeout_s)],
+            network_mode="none", mem_limit=f"{settings.memory_mb}m",
+            nano_cpus=int(settings.cpus * 1e9), labels={BENCH_LABEL: tag})
+        try:
+            container.start()
+            container.wait()
+            output = container.logs().decode(errors="replace")
+        finally:
+            container.remove(force=True)
+        return _floor_resolved(instance, output), time.monotonic() - started
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(workers) as pool:
+        results = list(pool.map(one, instances))
+    wall = time.monotonic() - started
+    return {"wall_s": wall, "resolved": sum(r for r, _ in results),
+            "mean_instance_s": statistics.mean(s for _, s in results)}
+
+
+def run_ours(config, instances: list[dict], workers: int, out: Path) -> dict:
+    import ray
+
+    from actors.artifacts import run_artifacts_access
+    from actors.pools import drain
+    from ratchet_ray.loop.runtime import make_grader_factory, make_pool
+    from ratchet_ray.suites.swebench.dataset import normalize_all, to_task
+
+    tasks = [to_task(i) for i in normalize_all(instances, "bench")]
+    gold = {i["instance_id"]: i["patch"] for i in instances}
+    artifacts, service = run_artifacts_access(out)
+    created = time.monotonic()
+    pool = make_pool("grader", config, make_grader_factory(config, out, artifacts), workers)
+    try:
+        pool.heal()  # every actor up: the clock below measures grading, not start-up
+        ready = time.monotonic()
+        grades: list = []
+        for task in tasks:
+            pool.submit("grade", task, gold[task.task_id])
+        drain([pool], lambda _pool, result: grades.append((time.monotonic(), result)))
+        done = time.monotonic()
+    finally:
+        pool.shutdown()
+        ray.kill(service)
+    values = [r.value for _, r in grades if r.ok]
+    evals = [float(m) for log in out.glob("logs/swebench/*/*/run_instance.log")
+             for m in re.findall(r"eval script exit -?\d+ after ([\d.]+)s", log.read_text())]
+    return {"wall_s": done - ready, "start_s": ready - created,
+            "mean_eval_s": statistics.mean(evals) if evals else None,
+            "first_graded_s": min(t for t, _ in grades) - created,
+            "resolved": sum(v.passed for v in values),
+            "statuses": sorted(v.exit_status for v in values),
+            "mean_instance_s": statistics.mean(v.duration_s for v in values)}
+
+
+def container_overhead(client, image: str, settings, repeat: int, tag: str) -> dict:
+    from ratchet_ray.suites.swebench.container import instance_container
+
+    ours_up, ours_down, bare = [], [], []
+    for _ in range(repeat):
+        started = time.monotonic()
+        with instance_container(client, image, "bench__overhead", settings,
+                                run_label=f"bench-{tag}"):
+            up = time.monotonic()
+        ours_up.append(up - started)
+        ours_down.append(time.monotonic() - up)
+        started = time.monotonic()
+        client.containers.run(image, "true", remove=True, network_mode="none",
+                              labels={BENCH_LABEL: tag})
+        bare.append(time.monotonic() - started)
+    return {"ours_create_start_s": statistics.median(ours_up),
+            "ours_remove_s": statistics.median(ours_down),
+            "bare_run_rm_s": statistics.median(bare)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--instances", type=int, default=6)
+    parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="per-command timeout (the hanging instance runs into it)")
+    parser.add_argument("--repeat", type=int, default=5, help="container overhead samples")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--keep-images", action="store_true")
+    args = parser.parse_args()
+    counts = [int(w) for w in args.workers.split(",")]
+
+    import docker
+    import ray
+
+    from ratchet_ray.config_files import load_config
+    from ratchet_ray.loop.runtime import connect_ray
+    from ratchet_ray.suites.swebench.images import InstanceImages
+    from ratchet_ray.suites.swebench.settings import settings_from_config
+
+    tag = uuid.uuid4().hex[:8]
+    out = args.out or Path(tempfile.mkdtemp(prefix="swe-throughput-"))
+    out.mkdir(parents=True, exist_ok=True)
+    instances = make_instances(args.instances)
+    dataset = out / "instances.jsonl"
+    dataset.write_text("".join(json.dumps(i) + "\n" for i in instances))
+    config = load_config([], [
+        "suite=swebench", f"dataset_path={json.dumps(str(dataset))}",
+        "swebench.namespace=null", "swebench.cache_level=instance", "swebench.memory_mb=1024",
+        f"swebench.lock_dir={json.dumps(str(out / 'locks'))}",
+        f"grader.timeout_s={args.timeout:g}", "grader.instance_deadline_s=600"])
+    settings = settings_from_config(config)
+    client = docker.from_env(timeout=600)
+    prepared = InstanceImages(client, settings)
+    started = time.monotonic()
+    names = {i["instance_id"]: prepared.ensure(i, lambda _line: None) for i in instances}
+    results: dict = {"instances": len(instances), "timeout_s": args.timeout,
+                     "image_prep_s": round(time.monotonic() - started, 1), "cpus": os.cpu_count(),
+                     "load_avg": os.getloadavg()[0], "scales": []}
+    started_ray = connect_ray()
+    try:
+        results["overhead"] = container_overhead(client, names[instances[0]["instance_id"]],
+                                                 settings, args.repeat, tag)
+        for workers in counts:
+            floor = run_floor(client, names, instances, workers, args.timeout, settings, tag)
+            ours = run_ours(config, instances, workers, out / f"ours_w{workers}")
+            results["scales"].append({"workers": workers, "floor": floor, "ours": ours,
+                                      "ratio": floor["wall_s"] / ours["wall_s"]})
+            print(_line(len(instances), workers, floor, ours), flush=True)
+    finally:
+        if started_ray:
+            ray.shutdown()
+        for container in client.containers.list(all=True, filters={"label": f"{BENCH_LABEL}={tag}"}):
+            container.remove(force=True)
+        if not args.keep_images:
+            for name in set(names.values()):
+                try:
+                    client.images.remove(name, force=True)
+                except docker.errors.ImageNotFound:
+                    pass
+    over = results["overhead"]
+    print(f"container: ours create+start {over['ours_create_start_s']:.2f}s, remove "
+          f"{over['ours_remove_s']:.2f}s; bare run --rm true {over['bare_run_rm_s']:.2f}s; "
+          f"images prepared in {results['image_prep_s']:.0f}s (untimed)")
+    (out / "swe_throughput.json").write_text(json.dumps(results, indent=1) + "\n")
+    print(f"results: {out / 'swe_throughput.json'}")
+
+
+def _line(n: int, workers: int, floor: dict, ours: dict) -> str:
+    per_hour = lambda wall: 3600 * n / wall  # noqa: E731
+    return (f"W={workers}: floor {floor['wall_s']:.1f}s ({per_hour(floor['wall_s']):.0f}/h, "
+            f"{floor['resolved']}/{n} resolved, {floor['mean_instance_s']:.1f}s each) | ours "
+            f"{ours['wall_s']:.1f}s ({per_hour(ours['wall_s']):.0f}/h, {ours['resolved']}/{n} "
+            f"resolved, {ours['mean_instance_s']:.1f}s each, of which the eval script "
+            f"{ours['mean_eval_s'] or 0:.1f}s) | ratio ours/floor "
+            f"{floor['wall_s'] / ours['wall_s']:.2f} | first graded (cold pool) "
+            f"{ours['first_graded_s']:.1f}s, actors up in {ours['start_s']:.1f}s")
+
+
+if __name__ == "__main__":
+    main()
