@@ -5,7 +5,7 @@ Contracts:
   ratchet_ray.llm.local_probe CONFIG_JSON`` (``child_command``): the child loads
   ``LocalLLM(config)``, makes one one-token call and prints one JSON line. Its stderr (llama.cpp's log, and on a crash
   the native and Python frames: ``crash.install_native_backtrace`` and ``faulthandler``) goes to
-  a log file ``local-model-<time>-<pid>.log`` in ``log_dir`` (default
+  a log file ``local-model-<time>-<random>.log`` in ``log_dir`` (default
   ``$TMPDIR/ratchet-logs``), kept when the probe fails and removed when it passes. Returns
   ``ratchet doctor``'s PASS detail.
 - A child killed by a signal raises ``LocalModelCrashed``: ``the local model crashed (SIGSEGV in
@@ -95,9 +95,11 @@ def probe_local_model(config: LocalConfig, log_dir: Path | None = None,
     """Load and call the model in a child process (module contracts)."""
     folder = Path(log_dir) if log_dir is not None else default_log_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    log_path = folder / f"local-model-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"
+    handle, name = tempfile.mkstemp(prefix=f"local-model-{time.strftime('%Y%m%dT%H%M%S')}-",
+                                    suffix=".log", dir=folder)  # unique, even twice a second
+    log_path = Path(name)
     started = time.perf_counter()
-    with open(log_path, "w") as log:
+    with os.fdopen(handle, "w") as log:
         proc = subprocess.Popen(child_command(config), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=log, text=True, env=_child_env(),
                                 start_new_session=True)  # on a timeout the whole group goes
