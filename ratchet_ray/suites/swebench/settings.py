@@ -88,8 +88,9 @@ class SwebenchSettings(BaseModel):
     (``setpriv`` present); the harness's own steps run as root with few capabilities. None runs
     them as root (weaker: the code under test can then read the run's secret markers)."""
     lock_dir: str = "/tmp/ratchet-swebench-locks"
-    """Folder of the per-image lock files shared by every grader and agent on one machine
-    (a folder on local disk, the same for all of them)."""
+    """Folder of the per-image lock files and of the node's image-cache index
+    (``image_cache.json``: recency, sizes, hits/builds/evictions) shared by every grader and
+    agent on one machine (a folder on local disk, the same for all of them)."""
     image_cache_gb: float | None = Field(default=None, gt=0)
     """Disk budget of the instance images this project built or pulled on one node (full image
     sizes, shared layers counted per image): before a build or pull would cross it, the least
