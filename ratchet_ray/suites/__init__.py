@@ -18,5 +18,6 @@ from ratchet_ray.suites.registry import (ENTRY_POINT_GROUP, ENV_VAR, SuitePlugin
                                          suite_names, unregister)
 
 __all__ = ["ENTRY_POINT_GROUP", "ENV_VAR", "Grader", "SolverTurn", "Suite", "SuitePluginError",
-           "SuiteRegistryError", "before_rounds", "environment_checks", "get_suite", "load_plugins", "register",
-           "settings_for", "split_tasks", "suite_for", "suite_names", "unregister"]
+           "SuiteRegistryError", "before_rounds", "environment_checks", "get_suite",
+           "load_plugins", "register", "settings_for", "split_tasks", "suite_for", "suite_names",
+           "unregister"]
