@@ -189,7 +189,8 @@ def main() -> None:
     finally:
         if started_ray:
             ray.shutdown()
-        for container in client.containers.list(all=True, filters={"label": f"{BENCH_LABEL}={tag}"}):
+        mine = {"label": f"{BENCH_LABEL}={tag}"}
+        for container in client.containers.list(all=True, filters=mine):
             container.remove(force=True)
         if not args.keep_images:
             for name in set(names.values()):

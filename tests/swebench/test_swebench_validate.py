@@ -126,3 +126,21 @@ def test_validate_gold_stops_a_run_before_round_0(docker_session, instances, ray
     assert report["checked"] == 2 and {f["instance_id"] for f in report["failures"]} == {
         no_build["instance_id"]}
     assert not (run_dir / "round_00" / "summary.json").exists() and llm.calls == []
+
+
+def test_unknown_ids_and_missing_gold_patches_are_named(instances, tmp_path):
+    from ratchet_ray.suites.swebench.settings import SwebenchSettings
+    from ratchet_ray.suites.swebench.validate import gold_pairs
+
+    dataset = tmp_path / "instances.jsonl"
+    no_gold = {**instances[0], "instance_id": "ratchet__nogold-1", "patch": ""}
+    dataset.write_text("".join(json.dumps(i) + "\n" for i in [*instances, no_gold]))
+    settings = SwebenchSettings(dataset_name=str(dataset), namespace=None)
+    pairs = gold_pairs(settings, ["ratchet__calc-2", "ratchet__calc-1"])
+    assert [(t.task_id, "patch" in t.payload) for t, _ in pairs] == [
+        ("ratchet__calc-2", False), ("ratchet__calc-1", False)]  # the task never holds the gold
+    assert pairs[1][1] == instances[0]["patch"]
+    with pytest.raises(ValueError, match="not in .*: ratchet__calc-99"):
+        gold_pairs(settings, ["ratchet__calc-1", "ratchet__calc-99"])
+    with pytest.raises(ValueError, match="without a gold `patch`.*ratchet__nogold-1"):
+        gold_pairs(settings, ["ratchet__nogold-1"])

@@ -92,7 +92,8 @@ def _first_lines(trace: str, limit: int = 400) -> str:
     return text[:limit] + ("..." if len(text) > limit else "")
 
 
-def judge(instance_id: str, kind: str, grade: GradeResult | None, error: str = "") -> Failure | None:
+def judge(instance_id: str, kind: str, grade: GradeResult | None,
+          error: str = "") -> Failure | None:
     """The failure a grade makes for its kind of patch, or None (module contract)."""
     if grade is None:
         return Failure(instance_id, kind, "grader_died", error or "the grader died twice")
@@ -139,7 +140,7 @@ def image_reports(settings: SwebenchSettings) -> list[dict]:
         NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))).remote(settings) for n in nodes]
     try:
         return ray.get(refs, timeout=60)
-    except Exception as exc:  # noqa: BLE001 - a report is informative; never fail a validation on it
+    except Exception as exc:  # noqa: BLE001 - only informative: never fails a validation
         return [{"node": "?", "error": f"{type(exc).__name__}: {exc}"[:300]}]
 
 
