@@ -5,7 +5,8 @@ Contracts:
   ``RAY_ADDRESS`` when it is set (that cluster is reused and left alone), else the address of a
   head it starts itself with ``ray start --head --block`` bound to 127.0.0.1, in its own
   process group, with usage stats off and its dashboard (the Ray job server) on a free
-  loopback port. Ray starts such a head with token authentication, which its clients
+  loopback port, whose URL is yielded as ``RAY_API_SERVER_ADDRESS`` (what ``ray job`` and
+  ``--address`` take). Ray starts such a head with token authentication, which its clients
   only use under ``RAY_AUTH_MODE=token`` (the token is ``~/.ray/auth_token``); that mode is set for
   the head and yielded for the children unless the caller's environment names a mode.
 - The yielded head is ready: ``ray status`` answers before the block starts. A head that dies or
@@ -107,13 +108,13 @@ def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
     env.setdefault("RAY_AUTH_MODE", "token")
     # Ray's socket paths must stay short, hence a fresh folder directly under /tmp.
     temp = Path(tempfile.mkdtemp(prefix="rh", dir="/tmp"))
-    port = free_port()
+    port, dashboard_port = free_port(), free_port()
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as handle:
         head = subprocess.Popen(
             [ray_executable(), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
              f"--port={port}", *own_port_flags(), "--include-dashboard=true",
-             "--dashboard-host=127.0.0.1", f"--dashboard-port={free_port()}",
+             "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard_port}",
              "--disable-usage-stats",
              # `docker`: this machine, as a local run's Ray offers it (runtime.actor_options)
              f"--resources={{\"docker\": {num_cpus}}}",
@@ -122,7 +123,8 @@ def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
     try:
         address = f"127.0.0.1:{port}"
         _wait_ready(address, head, log, env, ready_timeout_s)
-        yield {"RAY_ADDRESS": address, "RAY_AUTH_MODE": env["RAY_AUTH_MODE"]}
+        yield {"RAY_ADDRESS": address, "RAY_AUTH_MODE": env["RAY_AUTH_MODE"],
+               "RAY_API_SERVER_ADDRESS": f"http://127.0.0.1:{dashboard_port}"}
     finally:
         _stop(head)
         shutil.rmtree(temp, ignore_errors=True)  # Ray's session files; the logs we keep are ours

@@ -66,6 +66,25 @@ def job_client(address: str, timeout_s: float = 120.0) -> Any:
             time.sleep(1.0)
 
 
+AGENT_NOT_READY = "No available agent to submit job"
+"""The job server's answer (HTTP 500) while no node's job agent has registered yet: a head that
+has just started says it for a while, and it asks to be tried again."""
+
+
+def submit_when_ready(client: Any, timeout_s: float = 120.0, **submission_kwargs: Any) -> str:
+    """``client.submit_job(**submission_kwargs)``, asked again while the job server says no
+    agent is ready yet (``AGENT_NOT_READY``), at most ``timeout_s`` seconds; any other refusal,
+    or that one past the deadline, is raised as it came."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return client.submit_job(**submission_kwargs)
+        except RuntimeError as exc:
+            if AGENT_NOT_READY not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
+
+
 _GCS_PROBE = ("import ray; ray.init(log_to_driver=False); "
               "print('RATCHET_GCS_ADDRESS=' + ray.get_runtime_context().gcs_address, flush=True)")
 
@@ -83,7 +102,7 @@ def gcs_address(client: Any, address: str, env: Mapping[str, str], timeout_s: fl
     publishes none, so one small Ray job prints its own. ``SweepError`` naming the address and
     the fix when it does not."""
     job_id = f"ratchet-gcs-probe-{time.time_ns() // 1_000_000}"
-    client.submit_job(submission_id=job_id,
+    submit_when_ready(client, submission_id=job_id,
                       entrypoint=f"{shlex.quote(python)} -c {shlex.quote(_GCS_PROBE)}",
                       runtime_env={"env_vars": forwarded_env(env)})  # the Ray auth mode
     deadline = time.monotonic() + timeout_s
@@ -267,8 +286,8 @@ def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[s
                 else:
                     job_id = f"ratchet-{scope}-{job.name}-{time.time_ns() // 1_000_000}"
                     followed = _Followed(job, job_id, job.action)
-                    client.submit_job(submission_id=job_id, metadata={"sweep": scope,
-                                                                      "arm_seed": job.name},
+                    submit_when_ready(client, submission_id=job_id,
+                                      metadata={"sweep": scope, "arm_seed": job.name},
                                       **submission(job, env))
                     _record(out_dir, job.name, {"job_id": job_id, "action": job.action,
                                                 "submitted_at": time.time()})

@@ -295,3 +295,27 @@ def test_forwarded_env_keeps_settings_and_leaves_secrets_out():
     assert forwarded_env(env) == {"RATCHET_LOCAL_N_CTX": "4096", "MBPP_OVERRIDE_PATH": "/d",
                                   "AWS_REGION": "eu", "RAY_AUTH_MODE": "token",
                                   "RATCHET_X_MAX_TOKENS": "9"}
+
+
+def test_a_submission_is_asked_again_while_no_job_agent_is_ready_and_only_then():
+    from ratchet_ray.loop.sweep_jobs import AGENT_NOT_READY, submit_when_ready
+
+    class Starting:
+        """A job server whose agents register after two refusals."""
+
+        def __init__(self, refusals: list[str]):
+            self.refusals, self.calls = refusals, 0
+
+        def submit_job(self, **kwargs):
+            self.calls += 1
+            if self.refusals:
+                raise RuntimeError(self.refusals.pop(0))
+            return kwargs["submission_id"]
+
+    busy = f"Request failed with status code 500: {AGENT_NOT_READY}, please try again later."
+    head = Starting([busy, busy])
+    assert submit_when_ready(head, timeout_s=30, submission_id="j") == "j" and head.calls == 3
+    other = Starting(["Request failed with status code 400: bad runtime_env"])
+    with pytest.raises(RuntimeError, match="bad runtime_env"):
+        submit_when_ready(other, timeout_s=30, submission_id="j")
+    assert other.calls == 1  # any other refusal is the caller's at once
