@@ -1,14 +1,68 @@
 """``ratchet swe ...``: SWE-bench tools. ``ratchet swe validate`` grades every gold patch (must
-resolve) and a no-op patch (must not) of a dataset's instances on the Grader pool
-(``ratchet_ray.suites.swebench.validate``)."""
+resolve) and a no-op patch (must not) of a dataset's instances on a Grader pool of its own
+(``ratchet_ray.suites.swebench.validate``), then prints each failure and every Docker node's
+image-cache report (``image_cache.node_report``, one tiny Ray task per node)."""
 
 from __future__ import annotations
 
 import json
 import time
 from pathlib import Path
+from typing import Any, Sequence
 
 import click
+
+
+def image_reports(settings: Any) -> list[dict]:
+    """The image-cache report of every alive node offering ``docker`` (one tiny task each)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from ratchet_ray.suites.swebench.image_cache import node_report
+
+    nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("docker")]
+    task = ray.remote(node_report)
+    refs = [task.options(num_cpus=0, max_retries=0, scheduling_strategy=(
+        NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))).remote(settings) for n in nodes]
+    try:
+        return ray.get(refs, timeout=60)
+    except Exception as exc:  # noqa: BLE001 - only informative: never fails a validation
+        return [{"node": "?", "error": f"{type(exc).__name__}: {exc}"[:300]}]
+
+
+def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,
+                     workers: int | None = None) -> Any:
+    """Join the cluster (``RAY_ADDRESS``) or start a local Ray, start ``workers`` graders
+    (default ``config.workers.graders``) whose logs reach ``out_dir`` on this node, validate the
+    instances ``ids`` (None: all), write ``swebench_validation.json`` there and stop them."""
+    import ray
+
+    from actors.artifacts import run_artifacts_access
+    from ratchet_ray.loop.grade_pool import grade_all
+    from ratchet_ray.loop.runtime import connect_ray, make_grader_factory, make_pool
+    from ratchet_ray.suites.swebench.settings import settings_from_config
+    from ratchet_ray.suites.swebench.validate import REPORT_FILE, gold_pairs, validate
+
+    settings = settings_from_config(config)
+    pairs = gold_pairs(settings, ids)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    started_ray = connect_ray()
+    pool = service = None
+    try:
+        artifacts, service = run_artifacts_access(out_dir)
+        size = max(1, min(workers or config.workers.graders, 2 * len(pairs)))
+        pool = make_pool("grader", config, make_grader_factory(config, out_dir, artifacts), size)
+        result = validate(lambda items: grade_all(pool, items), pairs)
+        result.nodes = image_reports(settings)
+        (out_dir / REPORT_FILE).write_text(json.dumps(result.to_json(), indent=1) + "\n")
+        return result
+    finally:
+        if pool is not None:
+            pool.shutdown()
+        if service is not None:
+            ray.kill(service)
+        if started_ray:
+            ray.shutdown()
 
 
 @click.group("swe")
@@ -41,7 +95,6 @@ def validate(dataset: str, subset: Path | None, instances: tuple, workers: int |
     from ratchet_ray.config_files import ConfigError, layered_files, load_config
     from ratchet_ray.suites.base import read_subset
     from ratchet_ray.suites.swebench.image_cache import format_report
-    from ratchet_ray.suites.swebench.validate import validate_dataset
 
     where = Path(dataset).expanduser()
     source = (f"dataset_path={json.dumps(str(where.resolve()))}" if where.exists()

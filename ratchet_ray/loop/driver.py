@@ -24,8 +24,9 @@ Contracts:
 - Before the first round, the graders' precomputed inputs of every task of the run (MBPP+: the
   expected outputs) are computed in one batch on one grader and shared with the others through
   the object store (``actors.grader.share_precomputed``); a failure there stops the run. Then,
-  on a fresh run, the suite's ``before_rounds`` hook (``suites.registry``) runs on the Grader
-  pool (SWE-bench's ``swebench.validate_gold``); its ``RunStopped`` stops the run.
+  on a fresh run, the suite's ``before_rounds`` hook (``suites.registry``) grades on the Grader
+  pool (SWE-bench's ``swebench.validate_gold``); a message it returns stops the run
+  (``PreflightFailed``).
 - Failing loudly: a preflight (``loop.preflight``: the ``ratchet doctor`` checks of the backend
   and suite) runs before any round; a split whose infrastructure failures exceed
   ``infra.max_failure_rate`` (``loop.breaker``) and actors that cannot start (``actors.pools``)
@@ -62,7 +63,8 @@ from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.fsutil import disk_full
 from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.loop import phases
-from ratchet_ray.loop.breaker import RunStopped
+from ratchet_ray.loop.breaker import PreflightFailed, RunStopped
+from ratchet_ray.loop.grade_pool import grade_all
 from ratchet_ray.loop.budget import BudgetExhausted, RunBudget, resume_config
 from ratchet_ray.loop.phases import CriticIncomplete, LoopContext
 from ratchet_ray.loop.preflight import preflight
@@ -257,7 +259,10 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
                                           [t.task_id for t in (*train_tasks, *eval_tasks)])
         if not available_rounds(run.path):  # the bank round 0 starts from
             # The suite's own checks on the run's Grader pool (SWE-bench: validate_gold)
-            before_rounds(config, runtime.graders, [*train_tasks, *eval_tasks], run.path)
+            problem = before_rounds(config, lambda items: grade_all(runtime.graders, items),
+                                    [*train_tasks, *eval_tasks], run.path)
+            if problem:
+                raise PreflightFailed(problem)
             ray.get(runtime.bank.ensure_default_metaskill.remote(config.suite, round_=0))
             ray.get(runtime.bank.snapshot.remote(0))
         next_round, gate = resume_point(run, config)

@@ -11,9 +11,11 @@ Contracts:
   validated (cross-section rules and derived values; it raises ``ValueError`` naming the fix),
   ``doctor`` a function ``(config, preflight) -> list[llm.doctor.Check]`` (or a lazy
   ``"module:attr"`` string) of the suite's environment checks, which must not raise;
-  ``before_rounds`` a function ``(config, graders, tasks, run_dir) -> None`` (or a lazy
-  ``"module:attr"``) a run calls once its Grader pool is up and before round 0, which raises
-  ``loop.breaker.RunStopped`` (e.g. ``PreflightFailed``) to stop the run. A bad name or
+  ``before_rounds`` a function ``(config, grade, tasks, run_dir) -> str | None`` (or a lazy
+  ``"module:attr"``) a fresh run calls once its Grader pool is up and before round 0: ``grade``
+  grades a list of ``(task, output)`` pairs on that pool (``loop.grade_pool.grade_all``: each
+  ``GradeResult``, or a string naming why the pool failed it), and a returned message stops the
+  run (``PreflightFailed``) before any round. A bad name or
   object raises ``SuiteRegistryError`` at once; registering a taken name raises it too unless
   it is the same factory again (a module imported twice) or ``replace=True``.
 - Discovery (``discover()``, once per process before the first lookup): every entry point of the
@@ -29,8 +31,8 @@ Contracts:
 - ``environment_checks(config, preflight=False)``: the run suite's registered ``doctor`` checks
   (none when it registered none), for ``ratchet doctor`` and, with ``preflight=True`` on a node
   with the grader's resources, a run's preflight.
-- ``before_rounds(config, graders, tasks, run_dir)``: the run suite's registered hook (nothing
-  when it registered none).
+- ``before_rounds(config, grade, tasks, run_dir)``: the run suite's registered hook's message
+  (None when it registered none or has nothing to say).
 - ``settings_for(config)`` is the run suite's ``suite_settings`` section validated by the model
   it registered (``LoopConfig`` validates every section the same way when it is built); a
   registered ``metaskill`` becomes ``config.meta.default_file``, which the SkillBank reads.
@@ -77,7 +79,7 @@ class Registration:
     origin: str = "register()"
     configure: Callable[[Any, Any], None] | None = None
     doctor: Callable[[Any, bool], list] | str | None = None
-    before_rounds: Callable[..., None] | str | None = None
+    before_rounds: Callable[..., str | None] | str | None = None
 
 
 _REGISTRY: dict[str, Registration] = {}
@@ -109,7 +111,7 @@ def register(name: str, factory: Callable[[], Any] | str, *, settings: type | No
              configure: Callable[[Any, Any], None] | None = None,
              doctor: Callable[[Any, bool], list] | str | None = None, replace: bool = False,
              origin: str = "register()",
-             before_rounds: Callable[..., None] | str | None = None) -> None:
+             before_rounds: Callable[..., str | None] | str | None = None) -> None:
     """Add the suite ``name`` (module contracts)."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise SuiteRegistryError(f"suite name {name!r}: use 1-40 lowercase letters, digits or '_', "
@@ -138,8 +140,8 @@ def register(name: str, factory: Callable[[], Any] | str, *, settings: type | No
                                  f"-> list of checks, or 'module:attr' naming one; got {doctor!r}")
     if before_rounds is not None and not (callable(before_rounds) or _is_target(before_rounds)):
         raise SuiteRegistryError(f"suite {name!r}: before_rounds must be a function (config, "
-                                 f"graders, tasks, run_dir) -> None, or 'module:attr' naming "
-                                 f"one; got {before_rounds!r}")
+                                 f"grade, tasks, run_dir) -> str | None, or 'module:attr' "
+                                 f"naming one; got {before_rounds!r}")
     meta = Path(metaskill).resolve() if metaskill is not None else None
     if meta is not None and not meta.is_file():
         raise SuiteRegistryError(f"suite {name!r}: meta-skill file {meta} does not exist; pass "
@@ -336,12 +338,12 @@ def environment_checks(config: Any, preflight: bool = False) -> list:
     return [] if doctor is None else list(_resolve(doctor)(config, preflight))
 
 
-def before_rounds(config: Any, graders: Any, tasks: Any, run_dir: Any) -> None:
-    """The run suite's registered ``before_rounds`` hook, if any (module contracts)."""
+def before_rounds(config: Any, grade: Callable[..., list], tasks: Any,
+                  run_dir: Any) -> str | None:
+    """The run suite's registered ``before_rounds`` hook's message, if any (module contracts)."""
     load_plugins(getattr(config, "suite_plugins", ()))
     hook = registration(config.suite).before_rounds
-    if hook is not None:
-        _resolve(hook)(config, graders, tasks, run_dir)
+    return None if hook is None else _resolve(hook)(config, grade, tasks, run_dir)
 
 
 def validate_settings(name: str, section: Any) -> Any:

@@ -11,31 +11,31 @@ Contracts:
   infrastructure.
 - ``gold_pairs(settings, ids)`` reads the instances with their gold patches (``ids``: these only,
   in this order; an unknown id raises ``ValueError`` naming it).
-- ``validate_on_pool(graders, pairs)`` grades every pair in parallel over a Grader pool (an
-  ``actors.pools.ResilientPool`` of ``GraderActor``: on a cluster, its Docker nodes) and returns
-  a ``Validation``; it never raises for a failing instance.
-- ``validate_dataset(config, ids, out_dir, workers)`` is ``ratchet swe validate``: it joins the
-  cluster (``RAY_ADDRESS``) or starts a local Ray, starts ``workers`` graders (default
-  ``config.workers.graders``) writing their logs under ``out_dir``, validates and stops them.
-- ``before_rounds(config, graders, tasks, run_dir)`` is the suite's run-start hook: with
-  ``swebench.validate_gold`` it validates the run's instances on the run's own Grader pool,
-  writes ``swebench_validation.json`` in the run dir and raises ``PreflightFailed`` (no round
-  runs) naming the failures; otherwise it does nothing.
-- The node image-cache reports of every Docker node (``image_reports``) accompany a validation.
+- ``validate(grade, pairs)`` grades every gold and no-op patch through ``grade`` (a callable
+  taking ``(task, patch)`` pairs and returning, in order, each ``GradeResult`` or a string naming
+  why the pool could not grade it: ``loop.grade_pool.grade_all`` over a Grader pool, on a
+  cluster its Docker nodes) and returns a ``Validation``; it never raises for a failing
+  instance. ``ratchet swe validate`` (``cli.swe``) runs it on a pool of its own.
+- ``before_rounds(config, grade, tasks, run_dir)`` is the suite's run-start hook: with
+  ``swebench.validate_gold`` it validates the run's instances through the run's own Grader pool,
+  writes ``swebench_validation.json`` in the run dir and returns the message that stops the run
+  (the failures named) when any fails; otherwise, and when the setting is off, None.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ratchet_ray.suites.swebench.dataset import load_instances, to_task
 from ratchet_ray.suites.swebench.settings import SwebenchSettings, settings_from_config
 from ratchet_ray.types import GradeResult, Task
 
+log = logging.getLogger(__name__)
 REPORT_FILE = "swebench_validation.json"
 NOOP_FILE = "ratchet_validate_noop.txt"
 KINDS = ("gold", "noop")
@@ -127,96 +127,36 @@ def gold_pairs(settings: SwebenchSettings, ids: Sequence[str] | None = None
     return [(to_task(instances[i]), instances[i]["patch"]) for i in dict.fromkeys(ids)]
 
 
-def image_reports(settings: SwebenchSettings) -> list[dict]:
-    """The image-cache report of every alive node offering ``docker`` (one tiny task each)."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    from ratchet_ray.suites.swebench.image_cache import node_report
-
-    nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("docker")]
-    task = ray.remote(node_report)
-    refs = [task.options(num_cpus=0, max_retries=0, scheduling_strategy=(
-        NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))).remote(settings) for n in nodes]
-    try:
-        return ray.get(refs, timeout=60)
-    except Exception as exc:  # noqa: BLE001 - only informative: never fails a validation
-        return [{"node": "?", "error": f"{type(exc).__name__}: {exc}"[:300]}]
-
-
-def validate_on_pool(graders: Any, pairs: Sequence[tuple[Task, str]],
-                     settings: SwebenchSettings | None = None) -> Validation:
-    """Grade every gold and no-op patch on ``graders`` (module contract)."""
-    from actors.pools import drain
-
+def validate(grade: Callable[[list[tuple[Task, str]]], list[GradeResult | str]],
+             pairs: Sequence[tuple[Task, str]]) -> Validation:
+    """Grade every gold and no-op patch through ``grade`` (module contract)."""
     started = time.monotonic()
-    failures: list[Failure] = []
     noop = noop_patch()
-    for task, gold in pairs:
-        graders.submit("grade", task, gold, key=(task.task_id, "gold"))
-        graders.submit("grade", task, noop, key=(task.task_id, "noop"))
-
-    def handle(_pool: Any, result: Any) -> None:
-        instance_id, kind = result.key
-        grade = result.value if result.ok else None
-        found = judge(instance_id, kind, grade, f"{result.exit_status}: {result.error}")
+    items = [(task, patch) for task, gold in pairs for patch in (gold, noop)]
+    kinds = [kind for _pair in pairs for kind in KINDS]
+    failures = []
+    for (task, _patch), kind, grade_ in zip(items, kinds, grade(items)):
+        found = (judge(task.task_id, kind, grade_) if isinstance(grade_, GradeResult)
+                 else judge(task.task_id, kind, None, grade_))
         if found is not None:
             failures.append(found)
-
-    drain([graders], handle)
-    failures.sort(key=lambda f: (f.instance_id, KINDS.index(f.kind)))
-    nodes = image_reports(settings) if settings is not None else []
-    return Validation(len(pairs), failures, time.monotonic() - started, nodes)
+    return Validation(len(pairs), failures, time.monotonic() - started)
 
 
-def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,
-                     workers: int | None = None) -> Validation:
-    """``ratchet swe validate`` (module contract)."""
-    import ray
-
-    from actors.artifacts import run_artifacts_access
-    from ratchet_ray.loop.runtime import connect_ray, make_grader_factory, make_pool
-
-    settings = settings_from_config(config)
-    pairs = gold_pairs(settings, ids)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    started_ray = connect_ray()
-    pool = service = None
-    try:
-        # Grader logs reach out_dir on this node through a service actor, whichever node grades.
-        artifacts, service = run_artifacts_access(out_dir)
-        size = max(1, min(workers or config.workers.graders, 2 * len(pairs)))
-        pool = make_pool("grader", config, make_grader_factory(config, out_dir, artifacts), size)
-        result = validate_on_pool(pool, pairs, settings)
-        (out_dir / REPORT_FILE).write_text(json.dumps(result.to_json(), indent=1) + "\n")
-        return result
-    finally:
-        if pool is not None:
-            pool.shutdown()
-        if service is not None:
-            ray.kill(service)
-        if started_ray:
-            ray.shutdown()
-
-
-def before_rounds(config: Any, graders: Any, tasks: Sequence[Task], run_dir: Path) -> None:
+def before_rounds(config: Any, grade: Callable[[list[tuple[Task, str]]], list[GradeResult | str]],
+                  tasks: Sequence[Task], run_dir: str | Path) -> str | None:
     """The suite's run-start hook (module contract)."""
     settings = settings_from_config(config)
     if not settings.validate_gold:
-        return
-    import logging
-
-    from ratchet_ray.loop.breaker import PreflightFailed
-
-    log = logging.getLogger(__name__)
+        return None
     ids = [t.task_id for t in tasks]
     log.info("swebench.validate_gold: validating %d instances on the Grader pool", len(ids))
-    result = validate_on_pool(graders, gold_pairs(settings, ids), settings)
-    (Path(run_dir) / REPORT_FILE).write_text(json.dumps(result.to_json(), indent=1) + "\n")
+    result = validate(grade, gold_pairs(settings, ids))
+    report = Path(run_dir) / REPORT_FILE
+    report.write_text(json.dumps(result.to_json(), indent=1) + "\n")
     log.info("swebench.validate_gold: %s", result.summary())
-    if not result.ok:
-        shown = "; ".join(result.lines()[:10])
-        raise PreflightFailed(
-            f"swebench.validate_gold: {result.summary()}: {shown} (all in "
-            f"{Path(run_dir) / REPORT_FILE}); fix or drop those instances (a subset file), "
-            f"check them with `ratchet swe validate`, or set swebench.validate_gold=false")
+    if result.ok:
+        return None
+    return (f"swebench.validate_gold: {result.summary()}: {'; '.join(result.lines()[:10])} "
+            f"(all in {report}); fix or drop those instances (a subset file), check them with "
+            f"`ratchet swe validate`, or set swebench.validate_gold=false")

@@ -1,0 +1,28 @@
+"""Grade many (task, output) pairs on a Grader pool and wait for all of them.
+
+Contract: ``grade_all(graders, items)`` submits ``grade(task, output)`` for every item to the
+``actors.pools.ResilientPool`` ``graders`` (the pool retries a job whose actor died), waits until
+all are done and returns, in the order of ``items``, each ``GradeResult`` or, for a job that
+failed in the pool itself, a string naming why. It is the grading callable that suite hooks
+(``suites.registry`` ``before_rounds``) receive, so the plain library never touches Ray.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from actors.pools import drain
+from ratchet_ray.types import GradeResult, Task
+
+
+def grade_all(graders: Any, items: Sequence[tuple[Task, str]]) -> list[GradeResult | str]:
+    results: list[GradeResult | str] = [""] * len(items)
+    for index, (task, output) in enumerate(items):
+        graders.submit("grade", task, output, key=index)
+
+    def handle(_pool: Any, result: Any) -> None:
+        results[result.key] = (result.value if result.ok
+                               else f"{result.exit_status}: {result.error}"[:500])
+
+    drain([graders], handle)
+    return results
