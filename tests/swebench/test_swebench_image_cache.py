@@ -118,3 +118,26 @@ def test_disk_guard_refuses_a_build_with_the_numbers_and_the_setting(docker_sess
     assert "GB free under" in message and "swebench.build_min_free_gb=1e+06" in message
     assert not images.exists(images.name(instance)), "the refused build ran anyway"
     assert node_report(settings)["refusals"] == 1
+
+
+def test_an_image_a_running_container_uses_is_never_evicted(docker_session, fresh, tmp_path):
+    # No lock is held here: only the daemon knows the container uses the image (a container
+    # someone started by hand, or one of a worker on another lock folder).
+    settings = _settings(tmp_path)
+    images = InstanceImages(docker_session, settings)
+    log: list[str] = []
+    a, b, c = (fresh() for _ in range(3))
+    images.ensure(a, log.append)
+    images.ensure(b, log.append)
+    settings.image_cache_gb = 2.5 * docker_session.images.get(images.name(a)).attrs["Size"] / 1e9
+    container = docker_session.containers.run(
+        images.name(a), "sleep 120", detach=True, network_mode="none",
+        labels={"ratchet-ray.test": f"image-cache-{tmp_path.name}"})
+    try:
+        images.ensure(c, log.append)  # a is the least recently used, but a container runs it
+        assert images.exists(images.name(a)), "an image a running container uses was evicted"
+        assert not images.exists(images.name(b))
+        assert any(line.startswith(f"kept image {images.name(a)}") for line in log), log
+    finally:
+        container.remove(force=True)
+    assert node_report(settings)["evictions"] == 1

@@ -206,8 +206,9 @@ class ImageCache:
                     continue  # a grader or agent of this node holds it
                 try:
                     self.client.images.remove(name, force=False, noprune=False)
-                except docker.errors.ImageNotFound:
-                    pass
+                except docker.errors.ImageNotFound:  # removed by someone else: only forget it
+                    state["images"].pop(name, None)
+                    continue
                 except docker.errors.APIError as exc:  # 409: a container uses it
                     log(f"kept image {name} (least recently used) for now: {exc}")
                     continue
