@@ -144,3 +144,38 @@ def test_unknown_ids_and_missing_gold_patches_are_named(instances, tmp_path):
         gold_pairs(settings, ["ratchet__calc-1", "ratchet__calc-99"])
     with pytest.raises(ValueError, match="without a gold `patch`.*ratchet__nogold-1"):
         gold_pairs(settings, ["ratchet__nogold-1"])
+
+
+def test_the_registry_hook_grades_through_the_callable_it_is_given(instances, tmp_path):
+    """The hook's plumbing without Docker: a stand-in grading callable (the driver passes
+    ``loop.grade_pool.grade_all`` over the run's Grader pool)."""
+    from ratchet_ray.config_files import load_config
+    from ratchet_ray.suites import before_rounds
+    from ratchet_ray.suites.swebench.settings import settings_from_config
+    from ratchet_ray.suites.swebench.validate import REPORT_FILE, gold_pairs
+
+    dataset = tmp_path / "instances.jsonl"
+    dataset.write_text("".join(json.dumps(i) + "\n" for i in instances))
+    seen: list[tuple[str, str]] = []
+
+    def grade(items):
+        seen.extend((task.task_id, patch) for task, patch in items)
+        # calc-1's gold resolves, calc-2's does not; every no-op is unresolved; the pool
+        # lost calc-2's no-op.
+        lost = ("ratchet__calc-2", noop_patch())
+        return [GradeResult(passed=True) if patch == instances[0]["patch"]
+                else "ActorDied: gone" if (task.task_id, patch) == lost
+                else GradeResult(passed=False, exit_status="unresolved", trace="unresolved")
+                for task, patch in items]
+
+    base = ["suite=swebench", f"dataset_path={json.dumps(str(dataset))}"]
+    settings = settings_from_config(load_config([], base))
+    tasks = [task for task, _gold in gold_pairs(settings, ["ratchet__calc-1", "ratchet__calc-2"])]
+    assert before_rounds(load_config([], base), grade, tasks, tmp_path) is None and not seen
+    message = before_rounds(load_config([], [*base, "swebench.validate_gold=true"]), grade,
+                            tasks, tmp_path)
+    assert [k for k, _ in seen] == ["ratchet__calc-1"] * 2 + ["ratchet__calc-2"] * 2
+    assert message.startswith("swebench.validate_gold: 1/2 instances valid")
+    assert "FAIL ratchet__calc-2 [gold] unresolved" in message
+    assert "FAIL ratchet__calc-2 [noop] grader_died: ActorDied: gone" in message
+    assert json.loads((tmp_path / REPORT_FILE).read_text())["checked"] == 2
