@@ -7,6 +7,8 @@ Contracts:
   asked for it, its size and whether this project built or pulled it (``owned``), and the node's
   counters: ``hits`` (an image found ready), ``builds``, ``pulls``, ``strips`` (history removed
   from an image found present), ``evictions``, ``refusals`` (builds refused by the disk guard).
+  The index is advisory: one that cannot be read starts empty, one that cannot be written is a
+  logged warning, never a failed grade.
 - ``ImageCache.record(name, event, owned)`` updates the index after an ``ensure``;
   ``touch(name)`` marks a use (recency only); ``forget(name)`` drops an image removed otherwise
   (the cache level's ``release``).
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import shutil
 import socket
@@ -72,7 +75,11 @@ def _index(lock_dir: str | Path, write: bool = True) -> Iterator[dict[str, Any]]
             state = _empty()
         yield state
         if write:
-            atomic_write_json(path, state)
+            try:
+                atomic_write_json(path, state)
+            except OSError as exc:  # a cache index must never fail a grade (full disk, perms)
+                logging.getLogger(__name__).warning("cannot write the image cache index %s: %s",
+                                                    path, exc)
     finally:
         os.close(fd)
 
