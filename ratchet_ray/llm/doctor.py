@@ -8,8 +8,8 @@ No check raises; a failure is a ``Check`` with ``ok=False``. The ``local`` model
 called in a child process (``local_probe``): a crash inside llama.cpp is a FAIL naming the signal,
 the crashing function, the fix and the child's log, never the doctor's own death; a failure that
 knows its cause (``crash.Diagnosed``) brings its own fix instead of the backend's install hint.
-The Ray check runs in a subprocess started first, so its start-up overlaps the model checks and
-the whole run stays well under 30 s.
+The Ray check runs in a subprocess started first and the model check in a thread next to the
+embedder's, so the start-ups overlap and the whole run stays well under 30 s.
 
 The run's preflight (``ratchet_ray.loop.preflight``) reuses the pieces: ``check_llm_client`` and
 ``check_embedder_client`` on the run's own clients (``few_retries`` keeps a down server quick)
@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -160,10 +161,18 @@ def run_checks(settings: LLMSettings,
     backend = settings.backend
     if backend == "bedrock":
         checks.append(timed("aws-credentials", _llm_hint("bedrock"), _check_credentials))
-    checks.append(timed(f"llm ({backend})", _llm_hint(backend), lambda: _check_llm(settings)))
+    # The model check in a thread (for local: waiting on its child process) while the embedder
+    # loads here: the two loads overlap. Each is bounded on its own.
+    llm_box: dict[str, Check] = {}
+    llm_thread = threading.Thread(target=lambda: llm_box.update(check=timed(
+        f"llm ({backend})", _llm_hint(backend), lambda: _check_llm(settings))), daemon=True)
+    llm_thread.start()
     embed_backend = settings.embedder or backend
-    checks.append(timed(f"embedding ({embed_backend})", _llm_hint(embed_backend),
-                        lambda: _check_embedder(settings)))
+    embed_check = timed(f"embedding ({embed_backend})", _llm_hint(embed_backend),
+                        lambda: _check_embedder(settings))
+    llm_thread.join()
+    checks.extend([llm_box.get("check") or Check(f"llm ({backend})", False, "interrupted",
+                                                 _llm_hint(backend)), embed_check])
     if environment is not None:
         checks.extend(environment())
     return [_finish_ray_probe(ray_probe, started), *checks]
