@@ -36,7 +36,7 @@ from typing import Any, Iterable
 
 from ratchet_ray.evidence.queries import tampering_totals
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.plot import ROLLING_WINDOW, load_loop, loop_metrics
+from ratchet_ray.metrics import ROLLING_WINDOW, load_loop, loop_metrics
 from ratchet_ray.types import NONE_SKILL
 
 REPORT_MD = "ablations.md"

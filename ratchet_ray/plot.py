@@ -4,8 +4,8 @@ Contracts:
 - Input: a run dir or its ``loop.json``. Output, next to ``loop.json``: ``loop_curve.png`` (eval and
   train pass@1 per round, ACTIVE and deprecated bank size, rollback markers) and
   ``loop_summary.md`` (round 0, peak, rolling gain).
-- ``load_loop`` + ``loop_metrics`` are the one definition of the headline metrics; the ablation
-  report (``ratchet_ray/ablations.py``) uses them too.
+- The headline metrics are ``ratchet_ray.metrics``' (``load_loop`` + ``loop_metrics``), the one
+  definition the ablation report and ``ratchet report`` use too.
 - The rounds drawn are ``report.data.round_rows`` (the ``round`` evidence, else ``loop.json``'s
   rows), the same points as ``ratchet report``'s curves; the round axis has integer ticks and
   the skill axis starts at 0.
@@ -16,55 +16,13 @@ Contracts:
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROLLING_WINDOW = 10
+from ratchet_ray.metrics import ROLLING_WINDOW, LoopMetrics, load_loop, loop_metrics
+
 CURVE_FILE = "loop_curve.png"
 SUMMARY_MD_FILE = "loop_summary.md"
-
-
-@dataclass(frozen=True)
-class LoopMetrics:
-    rounds: int
-    round0: float | None
-    peak: float | None
-    peak_round: int | None
-    rolling_mean: float | None
-    rolling_gain: float | None
-    window_rounds: list[int]
-    rollbacks: list[int]
-    final_active: int
-    final_deprecated: int
-
-
-def load_loop(path: Path) -> tuple[Path, dict[str, Any]]:
-    """``(loop.json path, its content)`` for a run dir or a ``loop.json`` path."""
-    loop_file = path / "loop.json" if path.is_dir() else path
-    if not loop_file.is_file():
-        raise FileNotFoundError(f"{loop_file} not found: pass a run dir written by `ratchet run` "
-                                "(it holds loop.json once a round has finished)")
-    return loop_file, json.loads(loop_file.read_text())
-
-
-def loop_metrics(rows: list[dict[str, Any]], window: int = ROLLING_WINDOW) -> LoopMetrics:
-    """Headline metrics from ``loop.json`` rounds (rows without an eval pass are ignored)."""
-    evals = [(r["round"], r["eval_pass_at_1"]) for r in rows if r.get("eval_pass_at_1") is not None]
-    rollbacks = [r["round"] for r in rows if r.get("rollback_fired")]
-    last = rows[-1] if rows else {}
-    if not evals:
-        return LoopMetrics(len(rows), None, None, None, None, None, [], rollbacks,
-                           last.get("active_skills", 0), last.get("deprecated_skills", 0))
-    round0 = dict(evals).get(0, evals[0][1])
-    peak_round, peak = max(evals, key=lambda e: (e[1], -e[0]))
-    later = [e for e in evals if e[0] != evals[0][0]] or evals
-    tail = later[-window:]
-    rolling = sum(v for _, v in tail) / len(tail)
-    return LoopMetrics(len(rows), round0, peak, peak_round, rolling, rolling - round0,
-                       [r for r, _ in tail], rollbacks,
-                       last.get("active_skills", 0), last.get("deprecated_skills", 0))
 
 
 def _summary_markdown(data: dict[str, Any], rows: list[dict[str, Any]], m: LoopMetrics,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
 from ratchet_ray.experiment.contract import PER_SEED_KEY, REPEAT_ENV, EvalResult
-from ratchet_ray.plot import loop_metrics
+from ratchet_ray.metrics import loop_metrics
 
 REPEAT_STRIDE = 1000
 

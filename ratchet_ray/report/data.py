@@ -30,7 +30,7 @@ from typing import Any
 
 from ratchet_ray.evidence.queries import skill_stats, tampering_by_skill
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.plot import ROLLING_WINDOW, LoopMetrics, load_loop, loop_metrics
+from ratchet_ray.metrics import ROLLING_WINDOW, LoopMetrics, load_loop, loop_metrics
 from ratchet_ray.types import NONE_SKILL
 
 STOPPED_FILE = "stopped.json"

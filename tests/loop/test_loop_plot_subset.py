@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from jobs.select_subset import main as select_main
 from jobs.select_subset import select_subset
 from ratchet_ray.cli import main as ratchet
-from ratchet_ray.plot import loop_metrics
+from ratchet_ray.metrics import loop_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ratchet_ray.ablations import arm_sort_key, find_run_dirs, mean_std
-from ratchet_ray.plot import ROLLING_WINDOW, loop_metrics
+from ratchet_ray.metrics import ROLLING_WINDOW, loop_metrics
 from ratchet_ray.suites.sim.truth import DEFAULT_DELTA, RunTruth, analyze_run
 
 REPORT_DIR = "sim_report"

@@ -1,0 +1,61 @@
+"""The paper's headline metrics of one run, from its ``loop.json`` rounds: the one definition
+that ``ratchet plot``, ``ratchet report``, the ablation table, ``sim-report`` and the experiment
+evaluator share.
+
+Contracts:
+- ``load_loop(path)`` -> ``(loop.json path, its content)`` for a run dir or a ``loop.json``
+  path; ``FileNotFoundError`` naming the fix when there is none.
+- ``loop_metrics(rows, window)``: round-0 eval pass@1, the peak (and its round), and the rolling
+  gain = mean eval pass@1 of the last ``window`` (``ROLLING_WINDOW``, 10) rounds minus round 0's;
+  with fewer rounds the window is every round after round 0.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROLLING_WINDOW = 10
+
+
+@dataclass(frozen=True)
+class LoopMetrics:
+    rounds: int
+    round0: float | None
+    peak: float | None
+    peak_round: int | None
+    rolling_mean: float | None
+    rolling_gain: float | None
+    window_rounds: list[int]
+    rollbacks: list[int]
+    final_active: int
+    final_deprecated: int
+
+
+def load_loop(path: Path) -> tuple[Path, dict[str, Any]]:
+    """``(loop.json path, its content)`` for a run dir or a ``loop.json`` path."""
+    loop_file = path / "loop.json" if path.is_dir() else path
+    if not loop_file.is_file():
+        raise FileNotFoundError(f"{loop_file} not found: pass a run dir written by `ratchet run` "
+                                "(it holds loop.json once a round has finished)")
+    return loop_file, json.loads(loop_file.read_text())
+
+
+def loop_metrics(rows: list[dict[str, Any]], window: int = ROLLING_WINDOW) -> LoopMetrics:
+    """Headline metrics from ``loop.json`` rounds (rows without an eval pass are ignored)."""
+    evals = [(r["round"], r["eval_pass_at_1"]) for r in rows if r.get("eval_pass_at_1") is not None]
+    rollbacks = [r["round"] for r in rows if r.get("rollback_fired")]
+    last = rows[-1] if rows else {}
+    if not evals:
+        return LoopMetrics(len(rows), None, None, None, None, None, [], rollbacks,
+                           last.get("active_skills", 0), last.get("deprecated_skills", 0))
+    round0 = dict(evals).get(0, evals[0][1])
+    peak_round, peak = max(evals, key=lambda e: (e[1], -e[0]))
+    later = [e for e in evals if e[0] != evals[0][0]] or evals
+    tail = later[-window:]
+    rolling = sum(v for _, v in tail) / len(tail)
+    return LoopMetrics(len(rows), round0, peak, peak_round, rolling, rolling - round0,
+                       [r for r, _ in tail], rollbacks,
+                       last.get("active_skills", 0), last.get("deprecated_skills", 0))
