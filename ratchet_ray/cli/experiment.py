@@ -33,7 +33,7 @@ def _make_proposer(spec: str, llm: str, model: str | None, base_url: str | None,
 
 @click.group("experiment", context_settings={"help_option_names": ["-h", "--help"]})
 def experiment() -> None:
-    """Keep/revert experiments against a frozen evaluator (see the README section)."""
+    """Keep/revert experiments against a frozen evaluator (see docs/experiment-loop.md)."""
 
 
 @experiment.command("run")

@@ -1,7 +1,7 @@
 """Which paths of a patch belong to the test harness: the grader restores them before the tests run.
 
 A graded patch may fix the code; it may not change how the tests run or what they report. The
-policy (the README's "how verdicts are protected") is *restore*: after the patch is applied, every
+policy (docs/grading.md, "Tampering policy") is *restore*: after the patch is applied, every
 harness path it changed is put back as it is at the base commit, or deleted when the patch created
 it; the rest of the patch is graded as usual and the trace names every restored path. So a patch
 that only tampers is graded on the untouched tests (unresolved), a real fix that also edits a test

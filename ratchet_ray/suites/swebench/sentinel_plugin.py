@@ -21,7 +21,7 @@ What it records (``<RESULT_STEM>.<pid>.json``; written at session start and agai
 - ``raised``/``failed``: node ids whose call raised (not a skip/xfail) / whose report failed,
   the evidence the grader checks the JUnit report against; ``exitstatus``: pytest's own.
 Code under test shares this process and can, knowing this plugin, defeat it: it is a tripwire
-for report rewriting that does not single it out (see the README's threat model).
+for report rewriting that does not single it out (see docs/grading.md, SWE-bench threat model).
 """
 
 import json
