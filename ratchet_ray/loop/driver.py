@@ -53,6 +53,7 @@ import ray
 from ray.exceptions import RayActorError
 
 from actors.grader import share_precomputed
+from actors.pool_errors import failure_text
 from actors.pools import PoolError
 from actors.run_lease import hold_run_lease
 from ratchet_ray.bank.checkpoints import available_rounds
@@ -144,7 +145,8 @@ def run_phase(ctx: LoopContext, phase: Phase, round_: int, summary: RoundSummary
         try:
             return phase.run(ctx, round_, summary)
         except TRANSIENT as exc:
-            cause = f"{type(exc).__name__}: {exc}"
+            cause = failure_text(exc) if isinstance(exc, RayActorError) else \
+                f"{type(exc).__name__}: {exc}"  # a dead actor named: class, pid, signal, log
             if attempt == attempts:
                 raise RunStopped(
                     f"round {round_} {phase.name}: failed {attempt} time(s), last: "
@@ -251,7 +253,8 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
     finished = False
     lease = hold_run_lease(run.run_id)  # the run's detached servers leave if this driver dies
     try:
-        preflight(config, models, scope=run.run_id)  # its servers and limiters are the run's
+        # Its servers and limiters are the run's; a crashed local-model probe's log lands here.
+        preflight(config, models, scope=run.run_id, log_dir=run.path)
         runtime = start_runtime(config, run.path, run.run_id, train_tasks, models)
         # Computed once for the run (MBPP+: the expected outputs, in one batch), then carried
         # to the graders of every node through the object store.
