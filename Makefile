@@ -59,6 +59,7 @@ chaos: setup  ## every chaos scenario x CHAOS_SEEDS (default 1-10) over 3-round 
 bench: setup
 	$(BIN)/python bench/evidence_query.py
 	$(BIN)/python bench/llm_local.py
+	$(BIN)/python bench/llm_local.py --extra-bufts
 	$(BIN)/python bench/round_scaling.py
 	$(BIN)/python bench/sim_speed.py
 	$(BIN)/python bench/grader_agreement.py --workers 2
