@@ -52,7 +52,7 @@ def test_readme_command(command, fixtures, monkeypatch):
     (".venv/bin/ratchet doctor --suite nosuchsuite", "nosuchsuite"),
     ("python -m jobs.skill_loop mbpp --no-such-flag", "no-such-flag"),
     ("python -m jobs.skill_loop mbpp --set curator.no_such_key=1", "no_such_key"),
-    ("python -m jobs.skill_loop mbpp --config configs/ablations/A9.yaml", "A9.yaml"),
+    ("python -m jobs.skill_loop mbpp --config configs/ablations/A99.yaml", "A99.yaml"),
     ("python -m jobs.no_such_job", "no such module"),
     ("make no-such-target", "no-such-target"),
     ("bash .ci/no_such_setup.sh", "no_such_setup.sh"),
