@@ -24,7 +24,8 @@ from ratchet_ray.types import Capsule
 
 # Fix hints by the kind of failure, matched on the exit status and message (lower case).
 FIXES: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("docker", "containerd"), "start the Docker daemon (CI: bash .ci/docker_setup.sh), check "
+    (("docker", "containerd"), "start the Docker daemon (`sudo systemctl start docker`; from a "
+                               "checkout: bash .ci/docker_setup.sh), check "
                                "DOCKER_HOST / swebench.docker_host, then `ratchet doctor "
                                "--suite swebench`"),
     (("sandbox",), "the MBPP+ sandbox cannot run code here; see `ratchet doctor` (sandbox) for "

@@ -19,7 +19,8 @@ from ratchet_ray.llm.doctor import Check, timed
 
 DATASET_HINT = ("set MBPP_OVERRIDE_PATH=/path/MbppPlus-v0.2.0.jsonl.gz, or run once online: "
                 "python -c 'from evalplus.data import get_mbpp_plus; get_mbpp_plus()'")
-SANDBOX_HINT = ("install bubblewrap >= 0.8 (`bash .ci/bwrap_setup.sh` as root) and allow "
+SANDBOX_HINT = ("install bubblewrap >= 0.8 (`sudo apt-get install bubblewrap`; older releases: "
+                "from a checkout `sudo bash .ci/bwrap_setup.sh` builds it) and allow "
                 "unprivileged user namespaces, or set grader.allow_weak_sandbox=true")
 
 

@@ -119,7 +119,7 @@ def _daemon_lost(exc: BaseException, settings: SwebenchSettings) -> InfraFailure
         return None
     return InfraFailure("daemon_unreachable",
                         f"the Docker daemon at {daemon_address(settings)} went away mid-attempt "
-                        f"({type(exc).__name__}: {exc}); start one with `bash .ci/docker_setup.sh`")
+                        f"({type(exc).__name__}: {exc}); start one (`sudo systemctl start docker`, or from a checkout `bash .ci/docker_setup.sh`)")
 
 
 def _loop(llm: LLMClient, task: Task, skill: Skill | None, settings: SwebenchSettings,

@@ -69,7 +69,7 @@ def docker_client(settings: SwebenchSettings) -> Any:
     except Exception as exc:  # noqa: BLE001 - every way of failing to connect is the same infra fault
         raise InfraFailure("daemon_unreachable",
                            f"no Docker daemon at {daemon_address(settings)} ({type(exc).__name__}: {exc}); "
-                           f"start one with `bash .ci/docker_setup.sh`") from exc
+                           f"start one (`sudo systemctl start docker`, or from a checkout `bash .ci/docker_setup.sh`)") from exc
 
 
 def _create(client: Any, settings: SwebenchSettings, **kwargs: Any) -> Any:

@@ -87,7 +87,8 @@ def _image_cache_check(settings: SwebenchSettings, root: str) -> Check:
 
 # Fix hints of the environment checks, by check name.
 HINTS = {
-    "docker daemon": "start the daemon (CI: bash .ci/docker_setup.sh) and check DOCKER_HOST or "
+    "docker daemon": "start the daemon (`sudo systemctl start docker`; from a checkout: bash "
+                     ".ci/docker_setup.sh) and check DOCKER_HOST or "
                      "swebench.docker_host / permissions on /var/run/docker.sock",
     "free disk": "free space under the Docker data root (docker image prune) or lower "
                  "swebench.cache_level so fewer instance images are kept",
