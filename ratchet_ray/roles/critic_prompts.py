@@ -20,7 +20,8 @@ from ratchet_ray.evidence.tampering import grader_finding, is_tampering
 from ratchet_ray.llm.base import Message
 from ratchet_ray.prompt_templates import render, template
 from ratchet_ray.types import Attribution, Capsule, Skill, Task
-from ratchet_ray.roles.prompt_base import (_STRUCTURED, _clip, _tail, _task_text, guidance_block)
+from ratchet_ray.roles.prompt_base import (STRUCTURED_CONFIG, clip, clip_tail, guidance_block,
+                                           task_text)
 
 # ----------------------------------------------------------------------------- critic
 # A pattern is a snake_case label of 2-10 words. The grammar makes a base model write a compact
@@ -66,7 +67,7 @@ class VerdictOut(BaseModel):
     """The Critic's structured answer for one failed attempt. ``rationale`` comes first: the
     model restates the concrete failure, then labels it (``pattern``) from what it just wrote."""
 
-    model_config = _STRUCTURED
+    model_config = STRUCTURED_CONFIG
     # Normalised task names a pattern must not contain (set per task by ``verdict_model``).
     task_names: ClassVar[tuple[str, ...]] = ()
     rationale: str = Field(min_length=1, max_length=300)
@@ -161,7 +162,7 @@ def failure_summary(capsule: Capsule, limit: int = 600) -> str:
     lines = [ln for ln in capsule.grader_trace.strip().splitlines()
              if ln.strip() and not (ln.startswith("[") and ln.rstrip().endswith("]"))
              and not re.match(r"^\w+: fail at test \d+/\d+$", ln.strip())]
-    details, status = _tail("\n".join(lines), limit), capsule.exit_status
+    details, status = clip_tail("\n".join(lines), limit), capsule.exit_status
     if not details:
         return f"{status}: (no details)"
     if status in _BARE_STATUSES or status in details:
@@ -222,7 +223,7 @@ def _head(name: str, default: str, templates: Mapping[str, str] | None, task: Ta
           skill: Skill | None, task_chars: int) -> str:
     return render(template(name, default, templates), {
         "attribution": ATTRIBUTION_LINE if skill is not None else "",
-        "task": _task_text(task, task_chars),
+        "task": task_text(task, task_chars),
         "guidance": guidance_block(skill) if skill is not None else ""})
 
 
@@ -232,9 +233,9 @@ def patch_critic_messages(task: Task, capsule: Capsule, skill: Skill | None, *,
     """The review prompt of a failed repository patch: the issue, the patch and the test log's
     tail (where pytest prints the failing tests and their errors)."""
     head = _head("critic_patch", PATCH_CRITIC_TEMPLATE, templates, task, skill, 2000)
-    review = (f"Patch:\n{_clip(capsule.output, 2500) or '(empty patch)'}\n"
+    review = (f"Patch:\n{clip(capsule.output, 2500) or '(empty patch)'}\n"
               f"{tampering_note(capsule)}"
-              f"Test log: {capsule.exit_status}: {_tail(capsule.grader_trace, 1500)}")
+              f"Test log: {capsule.exit_status}: {clip_tail(capsule.grader_trace, 1500)}")
     if prefill:
         return [Message("user", head), Message("assistant", review + "\nAnswer: ")]
     return [Message("user", f"{head}\n\n{review}")]
@@ -269,7 +270,8 @@ def critic_messages(task: Task, capsule: Capsule, skill: Skill | None, *,
     # The function is called `f` in the review: a small model otherwise copies its name into
     # the pattern ('check_k_not_in_tuple'), which no other task's failure can share.
     entry_point = str(task.payload.get("entry_point") or "").strip()
-    review = (f"Solver output:\n{_anonymize(_clip(capsule.output, 1000), entry_point) or '(empty)'}\n"
+    shown = _anonymize(clip(capsule.output, 1000), entry_point) or "(empty)"
+    review = (f"Solver output:\n{shown}\n"
               f"{_anonymize(tampering_note(capsule), entry_point)}"
               f"Failing test: {_anonymize(failure_summary(capsule), entry_point)}")
     if prefill:

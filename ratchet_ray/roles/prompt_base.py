@@ -19,25 +19,26 @@ def _drop_description(schema: dict) -> None:
     schema.pop("description", None)
 
 
-_STRUCTURED = ConfigDict(extra="forbid", str_strip_whitespace=True,
-                         json_schema_extra=_drop_description)
+STRUCTURED_CONFIG = ConfigDict(extra="forbid", str_strip_whitespace=True,
+                               json_schema_extra=_drop_description)
+"""The model config of every structured reply a role asks for (strict keys, stripped text)."""
 
 
-def _clip(text: str, limit: int) -> str:
+def clip(text: str, limit: int) -> str:
     """Keep the head of ``text`` and say how much was cut, so the model knows it is partial."""
     text = text.strip()
     return text if len(text) <= limit else f"{text[:limit]}\n...[{len(text) - limit} chars cut]"
 
 
-def _tail(text: str, limit: int) -> str:
+def clip_tail(text: str, limit: int) -> str:
     """Keep the end of ``text`` (tracebacks and test failures put the cause last)."""
     text = text.strip()
     return text if len(text) <= limit else f"[{len(text) - limit} chars cut]...\n{text[-limit:]}"
 
 
-def _task_text(task: Task, limit: int = 3000) -> str:
+def task_text(task: Task, limit: int = 3000) -> str:
     # MBPP+ prompts are wrapped in a docstring; the quotes are noise to the model.
-    return _clip(task.prompt.strip().strip('"').strip(), limit)
+    return clip(task.prompt.strip().strip('"').strip(), limit)
 
 
 def guidance_block(skill: Skill) -> str:

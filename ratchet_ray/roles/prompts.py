@@ -49,8 +49,8 @@ from ratchet_ray.roles.critic_prompts import (CRITIC_EXAMPLES, EXAMPLE_PATTERNS,
                                               GENERIC_PATTERN_WORDS, PATTERN_REGEX, VerdictOut,
                                               critic_messages, failure_summary, normalize_pattern,
                                               pattern_problem, verdict_model)
-from ratchet_ray.roles.prompt_base import (CODE_STOP, CONFIDENCE, _STRUCTURED, _clip, _task_text,
-                                           guidance_block)
+from ratchet_ray.roles.prompt_base import (CODE_STOP, CONFIDENCE, STRUCTURED_CONFIG, clip,
+                                           guidance_block, task_text)
 from ratchet_ray.roles.synth_prompts import (FIELD_ORDER, TEMPLATE_VALUES, assemble_draft,
                                              copies_template, field_max_tokens, field_messages,
                                              field_model, synth_messages)
@@ -117,7 +117,7 @@ def code_messages(task: Task, skill: Skill | None, *, prefill: str = "",
     entry_point = str(task.payload.get("entry_point") or "").strip()
     text = render(template("solver", SOLVER_TEMPLATE, templates), {
         "guidance": guidance_block(skill) if skill is not None else "",
-        "task": _task_text(task),
+        "task": task_text(task),
         "entry_point_rule": f"The function must be named `{entry_point}`." if entry_point else ""})
     messages = [Message("user", text)]
     return [*messages, Message("assistant", prefill)] if prefill else messages
@@ -127,7 +127,7 @@ def code_messages(task: Task, skill: Skill | None, *, prefill: str = "",
 class RouterChoice(BaseModel):
     """The Router's answer: one candidate skill id, or NONE."""
 
-    model_config = _STRUCTURED
+    model_config = STRUCTURED_CONFIG
     skill_id: str
 
 
@@ -161,7 +161,7 @@ def router_messages(task: Task, candidates: Sequence[Skill], *,
                     templates: Mapping[str, str] | None = None) -> list[Message]:
     cards = "\n".join(_skill_card(s) for s in candidates)
     text = render(template("router", ROUTER_TEMPLATE, templates), {
-        "task": _task_text(task, 2000),
+        "task": task_text(task, 2000),
         "skills": f"{cards}\n- {NONE_SKILL}: no skill applies"})
     return [Message("user", text)]
 
@@ -170,7 +170,7 @@ def router_messages(task: Task, candidates: Sequence[Skill], *,
 class MetaSkillDraft(BaseModel):
     """A revised authoring prior: Markdown with a Do / Don't list."""
 
-    model_config = _STRUCTURED
+    model_config = STRUCTURED_CONFIG
     body: str = Field(min_length=40, max_length=4000)
 
 
@@ -192,5 +192,5 @@ def metasynth_messages(suite: str, current: MetaSkill,
                        templates: Mapping[str, str] | None = None) -> list[Message]:
     patterns = "\n".join(f"- {p} (x{n})" for p, n in pattern_counts[:40]) or "- (none)"
     text = render(template("metasynth", METASYNTH_TEMPLATE, templates), {
-        "suite": suite, "guide": _clip(current.body, 3000), "patterns": patterns})
+        "suite": suite, "guide": clip(current.body, 3000), "patterns": patterns})
     return [Message("user", text)]

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, StringConstraints, create_model
 
 from ratchet_ray.llm.base import Message
 from ratchet_ray.prompt_templates import render, template
-from ratchet_ray.roles.prompt_base import _clip
+from ratchet_ray.roles.prompt_base import clip
 from ratchet_ray.skill_contract import (DRAFT_CONFIG, DRAFT_LIMITS, GuidanceDraft, SkillDraft,
                                         bare_schema, placeholder_texts, schema_lock)
 from ratchet_ray.types import MetaSkill, Skill
@@ -85,13 +85,13 @@ def _guide(metaskill: MetaSkill | None, *, whole: bool) -> str:
     lock, body = schema_lock(), metaskill.body
     section = f"## Schema lock\n\n{lock}"
     if not whole:  # one field is asked for, not the JSON object the lock describes
-        return "Authoring guide:\n" + _clip(body.replace(section, "").replace(lock, ""),
+        return "Authoring guide:\n" + clip(body.replace(section, "").replace(lock, ""),
                                              GUIDE_CHARS)
     if lock in body and len(body.strip()) <= GUIDE_CHARS:
         return "Authoring guide:\n" + body.strip()  # the shipped layout, lock in place
     prose = body.replace(section, "").replace(lock, "").strip()
     room = max(GUIDE_CHARS - len(section) - 2, 0)
-    return "Authoring guide:\n" + f"{_clip(prose, room)}\n\n{section}"
+    return "Authoring guide:\n" + f"{clip(prose, room)}\n\n{section}"
 
 
 # The head of every authoring prompt, whole or fieldwise (``prompt_templates`` name
