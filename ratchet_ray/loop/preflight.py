@@ -109,12 +109,12 @@ def model_checks(config: LoopConfig, models: Any, scope: str | None = None,
         bound = timeout
         if settings.backend == "local":  # two bounded steps: the child, then the server
             probe, bound = _local_model_first(config, probe, log_dir or ray_logs_dir()), 2 * timeout
-        joins.append(_bounded(f"llm ({settings.backend})", doctor._llm_hint(settings.backend),
+        joins.append(_bounded(f"llm ({settings.backend})", doctor.backend_hint(settings.backend),
                               probe, bound))
     if models.embedder is None:
         backend = settings.embedder or settings.backend
         embedder = doctor.few_retries(filled.embedder)
-        joins.append(_bounded(f"embedding ({backend})", doctor._llm_hint(backend),
+        joins.append(_bounded(f"embedding ({backend})", doctor.backend_hint(backend),
                               _naming_deaths(lambda: doctor.check_embedder_client(embedder)),
                               timeout))
     return [join() for join in joins]

@@ -64,7 +64,7 @@ def test_a_crashing_model_names_signal_function_fix_and_log(crashing_child, tmp_
 
 
 def test_the_doctor_check_of_a_crashing_model_fails_with_its_own_fix(crashing_child):
-    check = doctor.timed("llm (local)", doctor._llm_hint("local"),
+    check = doctor.timed("llm (local)", doctor.backend_hint("local"),
                          lambda: doctor._check_llm(LLMSettings(backend="local")))
     assert not check.ok
     assert check.detail.startswith("the local model crashed (SIGSEGV in ggml_backend_amx_mul_mat)")
@@ -97,7 +97,7 @@ def test_a_missing_package_in_the_child_keeps_its_install_hint(tmp_path, monkeyp
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('llama_cpp is not installed here')\n")
     monkeypatch.setenv("PYTHONPATH", str(shadow.parent))
-    check = doctor.timed("llm (local)", doctor._llm_hint("local"),
+    check = doctor.timed("llm (local)", doctor.backend_hint("local"),
                          lambda: doctor._check_llm(LLMSettings(backend="local")))
     assert not check.ok and check.detail.startswith("LLMError: the local backend needs "
                                                     "llama-cpp-python: " + INSTALL_HINT)
@@ -172,7 +172,7 @@ def test_an_actor_that_dies_is_named_with_its_signal_function_and_log(ray_local)
     assert "ratchet doctor --llm local" in hint and "pip install" not in hint
     assert failure_text(caught.value).startswith("ActorDiedError: actor LlamaHost (pid ")
     # A preflight check whose actor dies says the same, with that fix (not the install hint).
-    check = doctor.timed("llm (local)", doctor._llm_hint("local"),
+    check = doctor.timed("llm (local)", doctor.backend_hint("local"),
                          _naming_deaths(lambda: ray_local.get(host.complete.remote())))
     assert not check.ok and check.detail.startswith(f"actor LlamaHost (pid {pid}) died")
     assert check.hint == hint
