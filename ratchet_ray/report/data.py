@@ -10,7 +10,7 @@ Contracts:
   ``deprecated_skills``, ``rollback_fired``, ``restored_round``, ``skills_created`` ...). The
   evidence is the source; a folder holding only ``loop.json`` (an older or copied run) falls
   back to its rows, which hold the same numbers. A round recorded twice keeps its latest row.
-- ``headline`` uses ``plot.loop_metrics``: round 0, peak, rolling gain are the paper's numbers.
+- ``headline`` uses ``metrics.loop_metrics``: round 0, peak, rolling gain are the paper's numbers.
 - ``skill_rows``: per skill of the bank (every file in ``skills/`` and every id in the events):
   status, birth / end round and reason, trials and c-hat over train (``evidence.queries``),
   c_cf over counterfactual probes (``governance.counterfactual``), each with a 95% Wilson

@@ -55,6 +55,8 @@ def test_notebook_executes_on_a_fresh_run_dir(run_dir, monkeypatch):
     assert str(run_dir) in cell_text(code[0])
     pass_at_1 = cell_text(code[1])
     assert "train" in pass_at_1 and "eval" in pass_at_1 and "pass_at_1" in pass_at_1
+    headline = next(c for c in code if "report.data" in "".join(c.source))  # the report's numbers
+    assert "rolling gain" in cell_text(headline) and "c_hat" in cell_text(headline)
     assert all(cell_text(c) for c in code), "every query cell shows a result"
     llm_spend = cell_text(code[-1])
     assert "solver" in llm_spend  # the scripted round made solver calls and they were recorded
