@@ -62,7 +62,7 @@ def test_plan_skips_finished_resumes_partial_and_starts_the_rest(tmp_path: Path)
 
 
 @pytest.mark.parametrize("arms, sets, message", [
-    (["A9"], (), "known arms: default, A1"),
+    (["A99"], (), "known arms: default, A1"),
     (["A1"], ("seed=1",), "the sweep sets those per arm and seed"),
     (["A1"], ("results_dir=/x",), "the sweep sets those per arm and seed"),
     (["A1"], ("curator.no_such_knob=1",), "arm A1, seed 42"),
