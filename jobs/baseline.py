@@ -270,7 +270,8 @@ def main(suite: str, out: Path | None, probes: int, limit: int | None, temperatu
 def infra_retry_note(out: Path) -> str:
     """One line: how many probes of ``out`` needed an infrastructure retry and how many still
     failed on infrastructure after them."""
-    rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    text = out.read_text() if out.is_file() else ""  # nothing run yet: no row, no retry
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
     retried = [r for r in rows if r.get("infra_retries")]
     still = sum(1 for r in retried if r["infra_failure"])
     return (f"{len(retried)} probe(s) retried after an infrastructure failure "

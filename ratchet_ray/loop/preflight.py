@@ -63,8 +63,12 @@ def _bounded(name: str, hint: str, probe: Callable[[], str],
 
     def join() -> Check:
         thread.join(timeout_s)
-        return box.get("check") or Check(name, False, f"no answer within {timeout_s:.0f}s", hint,
-                                         timeout_s)
+        # Silence is not a missing install: the install hint would send the user the wrong way.
+        return box.get("check") or Check(
+            name, False, f"no answer within {timeout_s:.0f}s",
+            "the check hung or the machine is too busy for it: run `ratchet doctor` to see it "
+            "alone, and raise infra.preflight_timeout_s if a first model load is just slow here",
+            timeout_s)
     return join
 
 
