@@ -19,18 +19,15 @@ instance has a real gold ``patch`` and ``test_patch`` made with ``git diff``.
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "swebench"))
-from swebench_instances import _GIT_ENV, BASE_IMAGE  # noqa: E402  (the fixture's identity)
+from swebench_instances import _GIT_ENV, dockerfile  # noqa: E402  (the fixture's identity)
 
 REPOS = ("fast", "medium", "slow")
 TEST_COUNTS = {"fast": (60,), "medium": (60, 60), "slow": (40,)}
@@ -77,20 +74,7 @@ def _diff(tmp: str, edit: dict[str, str]) -> str:
 
 
 def _dockerfile(files: dict[str, str], commit: str) -> str:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for rel, text in sorted(files.items()):
-            data = text.encode()
-            info = tarfile.TarInfo(rel)
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-    payload = base64.b64encode(buf.getvalue()).decode()
-    env = " ".join(f"{k}={v}" for k, v in _GIT_ENV.items())
-    return (f"FROM {BASE_IMAGE}\n"
-            f"RUN mkdir -p /testbed && cd /testbed && echo {payload} | base64 -d | tar -xz "
-            f"&& git init -q && git add -A && {env} git commit -q -m base "
-            f"&& test \"$(git rev-parse HEAD)\" = {commit}\n"
-            "WORKDIR /testbed\n")
+    return dockerfile(commit, dict(sorted(files.items())))  # the fixture's, on these files
 
 
 def _eval_script(commit: str, existing: list[str], new: str, test_patch: str) -> str:

@@ -180,10 +180,12 @@ def base_commit() -> str:
                               capture_output=True, text=True).stdout.strip()
 
 
-def dockerfile(commit: str) -> str:
+def dockerfile(commit: str, files: dict[str, str] | None = None) -> str:
+    """The image of a repository of ``files`` (default ``BASE_FILES``) committed once as
+    ``commit`` under /testbed; the build fails when git does not arrive at that commit."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for rel, text in BASE_FILES.items():
+        for rel, text in (BASE_FILES if files is None else files).items():
             data = text.encode()
             info = tarfile.TarInfo(rel)
             info.size, info.mode = len(data), 0o644
