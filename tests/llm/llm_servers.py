@@ -33,31 +33,56 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_http(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+def wait_http(url: str, proc: subprocess.Popen, timeout: float = 180.0, log: Path | None = None) -> None:
+    """Wait until ``url`` answers 2xx. The bound is generous: a server that starts in 4 s on an
+    idle machine has taken over 60 s on a loaded 2-core CI machine. A failure names the last
+    error and ends with the server's log tail, so the reason is in the report."""
     deadline = time.monotonic() + timeout
+    last_error: OSError | None = None
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode} before {url} answered")
+            raise RuntimeError(f"server exited with {proc.returncode} before {url} answered"
+                               f"{_log_tail(log)}")
         try:
             with urllib.request.urlopen(url, timeout=2):
                 return
-        except OSError:
+        except OSError as exc:
+            last_error = exc
             time.sleep(0.3)
-    raise TimeoutError(f"{url} did not answer within {timeout}s")
+    raise TimeoutError(f"{url} did not answer within {timeout}s (last error: {last_error!r})"
+                       f"{_log_tail(log)}")
+
+
+def _log_tail(log: Path | None, lines: int = 30) -> str:
+    if log is None or not log.exists():
+        return ""
+    tail = log.read_text(errors="replace").splitlines()[-lines:]
+    return f"\n--- {log} (last {len(tail)} lines) ---\n" + "\n".join(tail)
 
 
 def start_katan(tmp_dir: Path, model: str = "echo-model") -> tuple[subprocess.Popen, str]:
-    port = free_port()
     script = Path(sys.executable).parent / "llm-katan"
-    proc = subprocess.Popen(
-        [str(script), "--model", model, "--backend", "echo", "--providers", "bedrock,openai",
-         "--host", "127.0.0.1", "--port", str(port), "--stats-file", str(tmp_dir / "katan-stats.json"),
-         "--disable-dashboard", "--log-level", "warning"],
-        stdout=subprocess.DEVNULL, stderr=(tmp_dir / "katan.log").open("w"),
-    )
-    url = f"http://127.0.0.1:{port}"
-    wait_http(f"{url}/health", proc)
-    return proc, url
+    log = tmp_dir / "katan.log"
+    for attempt in range(3):  # a port taken between free_port and the bind: try another
+        port = free_port()
+        proc = subprocess.Popen(
+            [str(script), "--model", model, "--backend", "echo", "--providers", "bedrock,openai",
+             "--host", "127.0.0.1", "--port", str(port), "--stats-file",
+             str(tmp_dir / "katan-stats.json"), "--disable-dashboard", "--log-level", "warning"],
+            stdout=subprocess.DEVNULL, stderr=log.open("w"),
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_http(f"{url}/health", proc, log=log)
+            return proc, url
+        except RuntimeError:
+            stop(proc)
+            if attempt == 2 or "address already in use" not in log.read_text(errors="replace").lower():
+                raise
+        except TimeoutError:
+            stop(proc)
+            raise
+    raise AssertionError("unreachable")
 
 
 # llama.cpp's server, loading its models as our local backend does: extra buffer types off

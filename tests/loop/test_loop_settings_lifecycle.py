@@ -47,7 +47,7 @@ def test_a_run_that_raises_releases_its_actors(ray_local, tmp_path, monkeypatch,
     other_pid = other.server_info()["pid"]
     seen: dict[str, list[str]] = {}
 
-    def preflight_then_interrupt(config, models, scope=None):
+    def preflight_then_interrupt(config, models, scope=None, log_dir=None):
         # What a run's actors create on first use: its node's model server and its limiter.
         run_id = next((tmp_path / "results" / "mbpp").iterdir()).name
         NodeLLMClient(LocalConfig(), scope=run_id).server_info()
