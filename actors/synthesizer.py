@@ -26,13 +26,17 @@ from ratchet_ray.types import Skill
 
 
 class RemoteBank:
-    """A SkillBank actor handle seen as a bank: ``add`` returns the actor's answer."""
+    """A SkillBank actor handle seen as a bank: ``add`` and ``refine`` return the actor's
+    answer."""
 
     def __init__(self, handle: Any):
         self.handle = handle
 
     def add(self, skill: Skill, *, round_: int) -> AddResult:
         return ray.get(self.handle.add.remote(skill, round_=round_))
+
+    def refine(self, skill: Skill, parent_id: str, *, round_: int) -> AddResult:
+        return ray.get(self.handle.refine.remote(skill, parent_id, round_=round_))
 
 
 class SynthesizerProcess(SynthesizerWorker):

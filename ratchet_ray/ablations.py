@@ -49,6 +49,7 @@ ARM_LABELS = {
     "A4": "harsh retirement (N_min 20, tau 0.0)", "A5": "no canonicalisation",
     "A6": "no cover-guard", "A7": "active cap 100", "A8": "meta-synth refresh on",
     "A9": "Wilson-bound retirement (beyond the paper)",
+    "A10": "skill refinement (beyond the paper)",
 }
 
 
@@ -138,10 +139,11 @@ def find_run_dirs(root: str | Path) -> list[Path]:
     return sorted(p.parent for p in Path(root).rglob("loop.json") if p.is_file())
 
 
-STATUS_EVENTS = ("added", "loaded", "retired", "evicted", "reinstated", "restored")
+STATUS_EVENTS = ("added", "loaded", "retired", "evicted", "refined", "reinstated", "restored")
 """The skill events that set a skill's status (``status_after``); the others (``rejected``,
 ``meta_*``) never change a skill's status."""
-DEPRECATION_CAUSES = {"retired": "retired", "evicted": "evicted", "restored": "rollback"}
+DEPRECATION_CAUSES = {"retired": "retired", "evicted": "evicted", "refined": "refined",
+                      "restored": "rollback"}
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,7 @@ class SkillFate:
 
     @property
     def cause(self) -> str | None:
-        """What deprecated it last (retired / evicted / rollback); None when it is not
+        """What deprecated it last (retired / evicted / refined / rollback); None when it is not
         deprecated."""
         if self.status != "deprecated":
             return None

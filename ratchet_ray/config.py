@@ -153,6 +153,17 @@ class SynthSettings(BaseModel):
     reproduces verbatim."""
     leakage_ngram: int = Field(default=6, ge=2)
     """Tokens per shingle of the verbatim-overlap index (shorter items must appear whole)."""
+    refine: bool = False
+    """Beyond the paper (off in the Default; arm A10): before clustering, the Synthesizer may
+    revise an ACTIVE skill from the verdicts of its routed failures in the window that blame it
+    (``roles.refiner``): the revision
+    is a new skill (new id, same lineage, version + 1), the old version is deprecated with
+    reason ``refined`` (``SkillBank.refine``); those verdicts are not clustered again."""
+    refine_min_failures: int = Field(default=3, gt=0)
+    """Routed-failure verdicts in the window that blame a skill (the Critic's attribution
+    ``hurt`` or ``neutral``) before it is revised."""
+    refine_max_per_round: int = Field(default=1, ge=0)
+    """Revisions per round (most routed failures first); new skills keep ``max_new_per_round``."""
 
 
 class MetaSettings(BaseModel):

@@ -10,7 +10,8 @@ Contracts:
 - The field descriptions of ``Skill`` and ``Guidance`` are the one skill contract: the
   Synthesizer's structured-output schema and the meta-skill's schema lock are both generated
   from them (``ratchet_ray.skill_contract``). ``AUTHORED_FIELDS`` are what an author writes;
-  ``SYSTEM_FIELDS`` are set by the loop (version, status, author, do_not_retire).
+  ``SYSTEM_FIELDS`` are set by the loop (version, status, author, do_not_retire);
+  ``LINEAGE_FIELDS`` (lineage, lineage_version) by the bank when it refines a skill.
 """
 
 from __future__ import annotations
@@ -68,6 +69,11 @@ class Skill(BaseModel):
     status: SkillStatus = SkillStatus.ACTIVE
     author: str = "synthesized"
     do_not_retire: bool = False
+    lineage: str | None = Field(default=None, pattern=_ID_PATTERN)
+    """Set by the bank on a refined version (``synth.refine``): the id of its lineage's first
+    version. None: the skill is its lineage's first version (its own id names the lineage)."""
+    lineage_version: int = Field(default=1, ge=1)
+    """1 for a first version; a refinement of version n is version n + 1 of the same lineage."""
     guidance: Guidance
 
     @field_validator("signals_match", "tags", "preconditions", mode="before")
@@ -78,6 +84,11 @@ class Skill(BaseModel):
     @property
     def is_active(self) -> bool:
         return self.status is SkillStatus.ACTIVE
+
+    @property
+    def lineage_id(self) -> str:
+        """The lineage this skill is a version of (its own id for a first version)."""
+        return self.lineage or self.id
 
     def retrieval_text(self) -> str:
         """The surface the Router scores: intent, name, description and signals (empties dropped)."""
@@ -100,6 +111,9 @@ class Skill(BaseModel):
 AUTHORED_FIELDS = ("id", "name", "description", "intent", "signals_match", "tags",
                    "preconditions", "guidance")
 SYSTEM_FIELDS = ("version", "status", "author", "do_not_retire")
+LINEAGE_FIELDS = ("lineage", "lineage_version")
+"""Set by the bank when it refines a skill (``SkillBank.refine``); written to a skill file only
+when not the default, so a bank without refinements reads and writes exactly as before."""
 
 
 class MetaSkill(BaseModel):

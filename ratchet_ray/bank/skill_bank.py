@@ -29,6 +29,8 @@ Contracts:
   (``recovered`` lists those skills), so events and files always agree and nothing is logged
   twice.
 - The embedder is only needed for dedup; a bank built with ``embedder=None`` (CLI) refuses ``add``.
+- ``refine`` (``bank.refine``, ``synth.refine``) replaces an ACTIVE skill by its revision: a new
+  skill id of the same lineage, the old version deprecated by a ``refined`` event.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from ratchet_ray.bank import checkpoints
 from ratchet_ray.bank.batch import SkillBatch
 from ratchet_ray.bank.metaskill_shelf import MetaSkillShelf
 from ratchet_ray.bank.metaskills import load_metaskill
+from ratchet_ray.bank.refine import SkillRefiner
 from ratchet_ray.bank.skill_events import AddResult, BankError, EventLog
 from ratchet_ray.bank.skill_io import (SkillFileError, dump_skill, load_skill_folder, parse_skill,
                                        validate_skill, write_text_atomic)
@@ -55,7 +58,7 @@ __all__ = ["AddResult", "BankError", "SkillBank"]
 ACTIVE, DEPRECATED, CANDIDATE = SkillStatus.ACTIVE, SkillStatus.DEPRECATED, SkillStatus.CANDIDATE
 
 
-class SkillBank(SkillBatch, MetaSkillShelf):
+class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf):
     """The governed skill library of one run (see module contracts)."""
 
     def __init__(self, run_dir: str | Path, *, embedder: Embedder | None, config: LoopConfig,
@@ -179,14 +182,16 @@ class SkillBank(SkillBatch, MetaSkillShelf):
                             "skills; construct it with embedder=make_embedder(config.llm)")
         return self.embedder.embed([dump_skill(s) for s in skills])
 
-    def _nearest(self, skill: Skill) -> tuple[str | None, float]:
+    def _nearest(self, skill: Skill, exclude_lineage: str | None = None
+                 ) -> tuple[str | None, float]:
         missing = [s for s in self.all() if s.id not in self._vectors]
         if missing:
             self._vectors.update(zip((s.id for s in missing), self._embed(missing)))
         if not self._skills:
             return None, 0.0
         ids = sorted(i for i in self._vectors if i in self._skills and (
-            self.config.synth.dedup_against_deprecated or self._skills[i].status != DEPRECATED))
+            self.config.synth.dedup_against_deprecated or self._skills[i].status != DEPRECATED)
+            and self._skills[i].lineage_id != exclude_lineage)
         if not ids:
             return None, 0.0
         sims = cosine_matrix(self._embed([skill]), np.stack([self._vectors[i] for i in ids]))[0]

@@ -3,8 +3,8 @@
 Contract: ``EventLog`` buffers ``skill_event`` rows and ``flush`` writes them as one evidence part
 per round (through ``EvidenceStore.append``), so a multi-skill change (curate, restore) is one
 atomic write; while ``held`` (a bank batch is open) ``flush`` keeps buffering. Event names:
-added, rejected, evicted, retired, reinstated, restored, loaded, meta_added, meta_retired,
-meta_restored.
+added, rejected, evicted, retired, refined (a version replaced by its revision, ``bank.refine``),
+reinstated, restored, loaded, meta_added, meta_retired, meta_restored.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Contracts:
 - ``dump_skill(skill)`` is canonical: fields in schema order (DESIGN.md section 1), every field
-  written, multi-line strings as literal blocks, no line folding. ``dump_skill(parse_skill(text))``
+  written (but ``types.LINEAGE_FIELDS`` only when not their default: a first version's file is
+  what it was before refinement existed), multi-line strings as literal blocks, no line folding. ``dump_skill(parse_skill(text))``
   equals ``text`` for any ``text`` produced by ``dump_skill`` (byte-stable round trip), and
   ``parse_skill(dump_skill(s)) == s``.
 - ``parse_skill`` / ``load_skill`` raise ``SkillFileError`` for malformed YAML, a non-mapping
@@ -20,7 +21,7 @@ import yaml
 from pydantic import ValidationError
 
 from ratchet_ray.fsutil import atomic_write_text
-from ratchet_ray.types import Guidance, Skill, SkillStatus
+from ratchet_ray.types import LINEAGE_FIELDS, Guidance, Skill, SkillStatus
 
 SKILL_SUFFIXES = (".yaml", ".yml")
 _HINTS = {
@@ -63,7 +64,10 @@ def dump_yaml(data: Any) -> str:
 
 def dump_skill(skill: Skill) -> str:
     """Canonical YAML of ``skill`` (see module contract)."""
-    return dump_yaml(skill.model_dump(mode="json"))
+    data = skill.model_dump(mode="json")
+    defaults = {name: Skill.model_fields[name].default for name in LINEAGE_FIELDS}
+    return dump_yaml({k: v for k, v in data.items()
+                      if k not in defaults or v != defaults[k]})
 
 
 def _field_name(loc: tuple) -> str:

@@ -330,7 +330,9 @@ def synth(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
     summary.skills_created = list(done["created"])
     summary.skills_evicted = list(done["evicted"])
     summary.skills_skipped = list(done["skipped_clusters"])
-    return (f"+{len(done['created'])} skills, {len(done['skipped_clusters'])} clusters covered, "
+    refined = f" ({len(done['refined'])} revisions)" if done.get("refined") else ""
+    return (f"+{len(done['created'])} skills{refined}, "
+            f"{len(done['skipped_clusters'])} clusters covered, "
             f"{len(done['duplicates'])} duplicates, {len(done['failed'])} failed")
 
 

@@ -102,6 +102,7 @@ def recover_synth(run: RunDir, store: EvidenceStore, round_: int, result_file: s
         return None
     done = {"created": [s for e, s in events if e == "added"],
             "evicted": [s for e, s in events if e == "evicted"],
+            "refined": [s for e, s in events if e == "refined"],
             "skipped_clusters": [], "duplicates": [], "failed": [], "deferred": [],
             "verdicts_in_window": None, "recovered": LOST_NOTE}
     run.write_round_json(round_, result_file, done)

@@ -7,8 +7,8 @@ API:
   ``seed`` is the run's seed (verdict order and sampling seeds); ``limits`` is
   ``llm.roles.synth`` (temperature, token cap).
 - ``Synthesizer.run(verdicts, active_skills, metaskill, add_skill, round_, *, capsules=None,
-  known_ids=()) -> SynthOutcome(created, skipped_clusters, duplicates, evicted, failed, deferred,
-  replies)``
+  known_ids=(), refine_skill=None) -> SynthOutcome(created, skipped_clusters, duplicates, evicted,
+  failed, deferred, refined, replies)``
   - ``verdicts``: the window's verdicts (the caller selects the last W rounds). They enter
     canonicalisation and clustering in an order the seed decides (``seeding.seeded_order`` over
     capsule ids, per round), never in storage order.
@@ -20,6 +20,11 @@ API:
   - ``capsules`` (``{capsule_id: Capsule}``) adds the failed output and grader trace to examples.
   - ``known_ids``: every id already in the bank (deprecated too), so new ids never collide.
   - ``round_``: the current round (logged; the bank call carries it via ``add_skill``).
+  - ``refine_skill(skill, parent_id) -> AddResult`` (``SkillBank.refine``): with
+    ``synth.refine`` (arm A10, beyond the paper) the skills ``roles.refiner.refine_targets``
+    picks are revised first (``Reviser._revise``); the verdicts of a skill revised this round
+    are not clustered again, and the cover guard and ``existing`` see the revision in place of
+    its parent. Without ``refine_skill`` or with ``synth.refine`` off nothing is revised.
 - Steps: ``synthesis.preprocess.cluster_verdicts`` (canonicalise per ``synth_settings.canonicalize``,
   clusters >= ``min_cluster_size``, largest first) -> ``cover_guard`` (per
   ``synth_settings.cover_guard``) -> for the first ``max_new_per_round`` kept clusters: draft
@@ -54,6 +59,7 @@ from ratchet_ray.llm.structured import complete_structured
 from ratchet_ray.roles.prompts import (FIELD_ORDER, SkillDraft, assemble_draft, copies_template,
                                       field_max_tokens, field_messages, field_model,
                                       synth_messages)
+from ratchet_ray.roles.refiner import Reviser, refine_targets
 from ratchet_ray.roles.synth_prompts import (FIELD_STOPS, _bare, field_items, field_opening,
                                              fit_field)
 from ratchet_ray.seeding import derive_seed, sampling_kwargs, seeded_order
@@ -73,6 +79,7 @@ class SynthOutcome:
     failed: list[str] = field(default_factory=list)  # "<pattern>: <reason>"
     deferred: list[str] = field(default_factory=list)  # kept clusters beyond max_new_per_round
     leaked: list[str] = field(default_factory=list)  # "<id>: <spans>" refused by the leakage guard
+    refined: list[str] = field(default_factory=list)  # skills deprecated by their revision (A10)
     replies: list[Reply] = field(default_factory=list)
 
 
@@ -130,7 +137,7 @@ def draft_to_skill(draft: SkillDraft, taken: Collection[str], suite: str) -> Ski
     )
 
 
-class Synthesizer:
+class Synthesizer(Reviser):
     def __init__(self, llm: LLMClient, embedder: Embedder, synth_settings: SynthSettings,
                  suite: str, *, tasks: Mapping[str, Task] | None = None, seed: int = 42,
                  limits: RoleLimits | None = None,
@@ -163,13 +170,19 @@ class Synthesizer:
     def run(self, verdicts: Sequence[Verdict], active_skills: Sequence[Skill],
             metaskill: MetaSkill | None, add_skill: Callable[[Skill], Any], round_: int, *,
             capsules: Mapping[str, Capsule] | None = None,
-            known_ids: Collection[str] = ()) -> SynthOutcome:
+            known_ids: Collection[str] = (),
+            refine_skill: Callable[[Skill, str], Any] | None = None) -> SynthOutcome:
         outcome = SynthOutcome()
         if not self.settings.enabled or not verdicts:
             return outcome
         # The sort key names what the verdict is about, never its capsule id: that hashes the
         # run id (a timestamp), so two runs of one seed would otherwise cluster in two orders.
         ordered = seeded_order(verdicts, _verdict_order_key, self.seed, round_, "synth")
+        taken = set(known_ids) | {s.id for s in active_skills}
+        if self.settings.refine and refine_skill is not None:
+            active_skills, ordered = self._refine_all(ordered, list(active_skills), metaskill,
+                                                      refine_skill, taken, outcome, round_,
+                                                      capsules or {})
         clusters = cluster_verdicts(ordered, self.embedder, self.settings)
         kept, skipped = cover_guard(clusters, list(active_skills), self.embedder,
                                     self.settings.cover_threshold,
@@ -177,7 +190,6 @@ class Synthesizer:
         outcome.skipped_clusters = [c.pattern for c in skipped]
         budget = self.settings.max_new_per_round
         outcome.deferred = [c.pattern for c in kept[budget:]]
-        taken = set(known_ids) | {s.id for s in active_skills}
         existing = list(active_skills)
         for cluster in kept[:budget]:
             # Most confident verdicts first: they are the clearest examples of the pattern.
@@ -192,6 +204,22 @@ class Synthesizer:
                  round_, len(clusters), outcome.created, len(outcome.skipped_clusters),
                  len(outcome.failed), len(outcome.deferred))
         return outcome
+
+    def _refine_all(self, ordered: list[Verdict], active: list[Skill],
+                    metaskill: MetaSkill | None, refine_skill: Callable[[Skill, str], Any],
+                    taken: set[str], outcome: SynthOutcome, round_: int,
+                    capsules: Mapping[str, Capsule]) -> tuple[list[Skill], list[Verdict]]:
+        """Revise this round's targets; the ACTIVE skills after them and the verdicts left."""
+        consumed: set[str] = set()
+        for target in refine_targets(ordered, active, self.settings):
+            revision = self._revise(target, metaskill, refine_skill, taken, outcome, round_,
+                                    capsules)
+            if revision is None:
+                continue
+            taken.add(revision.id)
+            consumed |= {v.capsule_id for v in target.verdicts}
+            active = [revision if s.id == target.skill.id else s for s in active]
+        return active, [v for v in ordered if v.capsule_id not in consumed]
 
     def _author(self, pattern: str, size: int, examples: list[str], existing: list[Skill],
                 metaskill: MetaSkill | None, add_skill: Callable[[Skill], Any],

@@ -32,7 +32,8 @@ API:
 - ``SynthesizerWorker(config, *, llm=None, embedder=None, tasks=())``
   - ``run(verdicts, active_skills, metaskill, bank, round_, *, capsules=None, known_ids=())
     -> SynthOutcome``: ``bank`` is a ``SkillBank`` or anything with its ``add(skill, *,
-    round_)`` (``actors/synthesizer.py`` wraps the bank actor's handle so); ``metaskill`` is
+    round_)`` (``actors/synthesizer.py`` wraps the bank actor's handle so), and with
+    ``synth.refine`` (A10) its ``refine(skill, parent_id, *, round_)``; ``metaskill`` is
     dropped when ``config.meta.enabled`` is False (ablation A3).
   - ``refresh_metaskill(current, verdicts, round_) -> MetaRefresh``.
 """
@@ -255,10 +256,20 @@ class SynthesizerWorker:
             known_ids: Sequence[str] = ()) -> SynthOutcome:
         prior = metaskill if self.config.meta.enabled else None
         add = bank_adder(bank, round_)
-        if self.config.synth.leakage_guard:
+        guard = self.config.synth.leakage_guard
+
+        def refine(skill: Skill, parent_id: str) -> Any:
+            def put(revision: Skill) -> Any:
+                return bank.refine(revision, parent_id, round_=round_)
+            if guard:  # a revision passes the same leakage guard as a new skill
+                put = guarded_adder(put, self._leak_index(), self.config.synth.leakage_threshold)
+            return put(skill)
+
+        if guard:
             add = guarded_adder(add, self._leak_index(), self.config.synth.leakage_threshold)
         return self.synthesizer.run(verdicts, active_skills, prior, add,
-                                    round_, capsules=capsules, known_ids=known_ids)
+                                    round_, capsules=capsules, known_ids=known_ids,
+                                    refine_skill=refine if self.config.synth.refine else None)
 
     def _leak_index(self) -> Any:
         """The run's leak index, built on first use (``synth.leakage_guard``): the split

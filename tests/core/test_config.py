@@ -24,6 +24,7 @@ ARMS = {
     "A7": {"curator.active_cap": 100},
     "A8": {"meta.refresh_every_rounds": 10},
     "A9": {"curator.retire_rule": "wilson_ucb"},  # beyond the paper
+    "A10": {"synth.refine": True},  # beyond the paper
 }
 
 

@@ -13,6 +13,9 @@ the prompt's heading, the task by its ``[sim/NNN]`` tag and an injected skill by
   the skill's true effect on that type (uniformly random with probability ``attribution_noise``).
 - Synthesizer (``# Skill authoring``): a skill draft about the cluster's theme carrying a fresh
   token (``World.make_token``); the world fixes its true effect from the token.
+- Synthesizer revising a skill (``# Skill revision``, ``synth.refine``): the same draft with
+  a revision token (``World.make_revision_token``) whose quality is the share of the routed
+  failures shown (their ``[sim/NNN]`` tags) that are of the skill's target type.
 - Meta-Synthesizer (``# Meta-skill revision``): a revised guide.
 - The liveness ping of ``ratchet doctor`` / the preflight (``Reply with OK.``): ``OK``.
 
@@ -40,6 +43,7 @@ ROLE_HEADINGS = {
     "# Python programming task": "solver",
     "# Failure review": "critic",
     "# Skill authoring": "synth",
+    "# Skill revision": "refine",
     "# Meta-skill revision": "metasynth",
 }
 _CARD = re.compile(r"^- ([a-z0-9][a-z0-9_\-]*): (.*)$", re.MULTILINE)
@@ -203,7 +207,27 @@ class SimLLM:
                 prompt.split("Existing skills (do not repeat them):", 1)[1]))
         token = world.make_token(target, guided, size.group(1) if size else "?", feedback,
                                  ",".join(existing), seed)
-        rng = world.rng("draft", token)
+        return json.dumps(self._draft(token, target))
+
+    def _refine(self, prompt: str, seed: int | None) -> str:
+        world = self.world
+        current = prompt.split("Current skill (", 1)[-1].split("Routed failures (", 1)
+        parent = parse_token(current[0])
+        if parent is None:
+            raise LLMError("sim backend (refine): the current skill carries no sim token in "
+                           "its applies_when; only skills the sim world wrote can be revised")
+        target = world.skill_truth(parent).target
+        shown = [world.by_id[i].type for i in TASK_RE.findall(current[-1]) if i in world.by_id]
+        quality = sum(t == target for t in shown) / len(shown) if shown else 0.5
+        feedback = 0
+        if "Feedback on your previous draft:" in prompt:
+            feedback = prompt.split("Feedback on your previous draft:", 1)[1].count("\n- ")
+        token = world.make_revision_token(parent, quality, len(shown), feedback, seed)
+        return json.dumps(self._draft(token, target))
+
+    def _draft(self, token: str, target: int) -> dict[str, Any]:
+        """A skill draft about ``target``'s theme carrying ``token``."""
+        rng = self.world.rng("draft", token)
         theme, words = THEMES[target]
         picked = rng.sample(words, 4)
         a0, a1, a2 = aspects = rng.sample(ASPECTS, 3)
@@ -222,7 +246,7 @@ class SimLLM:
                 "verify_before_returning": f"trace the {a0} once",
             },
         }
-        return json.dumps(draft)
+        return draft
 
     def _metasynth(self, prompt: str, seed: int | None) -> str:
         body = ("# Authoring guide (revised)\n"

@@ -13,6 +13,9 @@ Contracts:
   every status change the bank logged), skills rolled back, ACTIVE at the end (the live bank's
   count), evictions of helpful skills, rounds below the floor. Arms the sim world gives no way
   to matter (``NO_EFFECT_IN_SIM``: A7, A8) are marked so in the table, with the reason.
+  When any run refined skills (``synth.refine``, A10) a second table gives per arm the
+  versions replaced, the share of revisions truly better than their parent, the mean change of
+  the true effect, and helpful lineages kept (``RunTruth.refinement``).
 - Raises ``FileNotFoundError`` when no sim run is found.
 """
 
@@ -67,6 +70,8 @@ ARM_COLUMNS = ("round0", "peak", "rolling_gain", "true_rolling", "true_rolling_g
                "precision", "recall", "harmful_gone", "helpful_kept", "rounds_to_retire",
                "retired", "rolled_back", "active_at_end", "evicted_helpful",
                "rounds_below_floor_true")
+REFINE_COLUMNS = ("refined", "refined_better", "refine_delta", "lineages_helpful_kept",
+                  "helpful_kept", "true_rolling_gain")
 NO_EFFECT_IN_SIM = {
     "A7": "no effect in the sim world: the cap of 50 never binds there (no run holds more than "
           "about 30 active skills), so raising it to 100 changes nothing",
@@ -85,7 +90,7 @@ def arm_table(heads: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     table = []
     for arm in sorted(groups, key=arm_sort_key):
         row: dict[str, Any] = {"arm": arm, "seeds": len(groups[arm])}
-        for column in ARM_COLUMNS:
+        for column in dict.fromkeys([*ARM_COLUMNS, *REFINE_COLUMNS]):
             stat = mean_std(g[column] for g in groups[arm])
             row[f"{column}_mean"], row[f"{column}_std"] = stat.mean, stat.std
         table.append(row)
@@ -156,6 +161,8 @@ def _markdown(truths: list[RunTruth], heads: list[dict[str, Any]],
               "deprecated them (retired, evicted, rolled back) or brought them back; rolled back: "
               "skills a rollback deprecated at least once; active at end: the live bank's count.",
               *([""] + notes if notes else [])]
+    if any(h["refined"] for h in heads):
+        lines += _refine_table(table)
     lines += ["", "## Per run", "",
               "| arm | seed | E[p0] | eps | floor | min true | rounds < floor (true / measured) "
               "| harmful | retired (harmful) | evicted (helpful) "
@@ -174,6 +181,21 @@ def _markdown(truths: list[RunTruth], heads: list[dict[str, Any]],
             f"({h['retired_harmful']}) | {h['evicted']} ({h['evicted_helpful']}) | {agree} |")
     lines += ["", "Files: rounds.csv, skills.csv, arms.csv, one <arm>_s<seed>.png per run.", ""]
     return "\n".join(lines)
+
+
+def _refine_table(table: list[dict[str, Any]]) -> list[str]:
+    """The refinement table (module contract)."""
+    lines = ["", "## Refinement (mean ± std over seeds)", "",
+             "| arm | versions refined | revisions better than parent | mean change of true "
+             "effect | helpful lineages kept | helpful versions kept | true gain |",
+             "|---|---|---|---|---|---|---|"]
+    for row in table:
+        cells = [_fmt(row[f"{c}_mean"], row[f"{c}_std"], signed=c.endswith(("gain", "delta")))
+                 for c in REFINE_COLUMNS]
+        lines.append(f"| {row['arm']} | " + " | ".join(cells) + " |")
+    return lines + ["", "A revision is a new skill id of its parent's lineage; each version's "
+                    "trials, c-hat and truth are its own. Helpful lineages kept: lineages with "
+                    "a truly helpful version whose ACTIVE version at the end is helpful."]
 
 
 def write_sim_report(path: str | Path, delta: float = DEFAULT_DELTA,

@@ -54,6 +54,12 @@ class SimSettings(BaseModel):
     """Probability that the Critic names a phrase of a wrong (random other) type."""
     attribution_noise: float = Field(default=0.2, ge=0, le=1)
     """Probability that the Critic's attribution label is uniformly random."""
+    refine_gain: float = Field(default=0.1, ge=0, le=1)
+    """A revision (``synth.refine``, A10) shifts its parent's effect on the target type by
+    N(refine_gain * (2 q - 1), refine_noise), q the share of the failures it was built from
+    that were of the target type: + refine_gain on average from the skill's own failures."""
+    refine_noise: float = Field(default=0.1, ge=0, le=1)
+    """Standard deviation of a revision's shift (a revision can help or harm)."""
 
     @model_validator(mode="after")
     def _prior_has_mass(self) -> "SimSettings":

@@ -18,6 +18,12 @@ Contracts:
   (``ablations.skill_fates``: evictions, rollbacks' ``restored`` in both directions,
   reinstatements), so each row's ``status`` is the skill's status in the live bank at the end
   and ``active_at_end`` equals the bank's ACTIVE count by construction.
+- Refinement (``synth.refine``, A10): every version is its own row (its own trials, c-hat and
+  truth, never pooled), with its ``lineage``, ``lineage_version`` and the round a ``refined``
+  event deprecated it; ``retirement()`` adds ``refined`` (versions replaced), ``refined_better``
+  (share of revisions whose true effect on their target type beats their parent's) and
+  ``refine_delta`` (the mean change of that effect), and ``lineages_helpful_kept`` (share of
+  lineages with a helpful version whose ACTIVE version at the end is helpful).
 - ``prop1_floor(e_p0, tau, n_min, cap, delta)`` = E[p0] - (tau + eps) - C * delta with
   eps = sqrt(ln(2 / delta) / (2 N_min)) (Proposition 1 with its Hoeffding tolerance).
 """
@@ -72,6 +78,13 @@ class SkillRow:
     evicted_round: int | None = None
     rolled_back_round: int | None = None
     """First round a rollback's restore deprecated it."""
+    refined_round: int | None = None
+    """Round its revision replaced it (``synth.refine``)."""
+    lineage: str = ""
+    """Its lineage's first version's id (its own id for a first version)."""
+    lineage_version: int = 1
+    target_delta: float | None = None
+    """Its true effect on its target type (the world's delta)."""
     status: str = "active"
     """Its status at the end: the last status change the bank logged."""
     deprecated_by: str | None = None
@@ -159,6 +172,29 @@ class RunTruth:
             "deprecated_retired": len([s for s in self.skills if s.deprecated_by == "retired"]),
             "deprecated_evicted": len([s for s in self.skills if s.deprecated_by == "evicted"]),
             "deprecated_rollback": len([s for s in self.skills if s.deprecated_by == "rollback"]),
+            **self.refinement(),
+        }
+
+    def refinement(self) -> dict[str, float | int | None]:
+        """Revisions against their parents' truth, and helpful lineages kept (module contract)."""
+        by_version = {(s.lineage, s.lineage_version): s for s in self.skills}
+        pairs = [(by_version[(s.lineage, s.lineage_version - 1)], s) for s in self.skills
+                 if s.lineage_version > 1 and (s.lineage, s.lineage_version - 1) in by_version]
+        pairs = [(p, c) for p, c in pairs
+                 if p.target_delta is not None and c.target_delta is not None]
+        changes = [c.target_delta - p.target_delta for p, c in pairs]
+        lineages: dict[str, list[SkillRow]] = {}
+        for s in self.skills:
+            lineages.setdefault(s.lineage, []).append(s)
+        helpful = [v for v in lineages.values() if any(s.helpful for s in v)]
+        return {
+            "refined": len([s for s in self.skills if s.refined_round is not None]),
+            "refined_better": (len([d for d in changes if d > 0]) / len(changes)
+                               if changes else None),
+            "refine_delta": statistics.fmean(changes) if changes else None,
+            "lineages_helpful_kept": (len([v for v in helpful
+                                           if any(s.active and s.helpful for s in v)])
+                                      / len(helpful) if helpful else None),
         }
 
 
@@ -181,6 +217,7 @@ def analyze_run(run_dir: str | Path, delta: float = DEFAULT_DELTA) -> RunTruth:
     skills_dir = path / "skills"
     files = load_skill_folder(skills_dir) if skills_dir.is_dir() else []
     tokens = {s.id: parse_token(s.guidance.applies_when) for s in files}
+    lineage = {s.id: (s.lineage_id, s.lineage_version) for s in files}
     statuses = {s.id: s.status.value for s in files}
 
     def p(task_id: str, skill_id: str) -> float:
@@ -228,6 +265,9 @@ def analyze_run(run_dir: str | Path, delta: float = DEFAULT_DELTA) -> RunTruth:
                        retired_round=first(skill_id, "retired"),
                        evicted_round=first(skill_id, "evicted"),
                        rolled_back_round=first(skill_id, "restored", "deprecated"),
+                       refined_round=first(skill_id, "refined"),
+                       lineage=lineage[skill_id][0], lineage_version=lineage[skill_id][1],
+                       target_delta=truth.delta(truth.target) if truth else None,
                        status=fate.status, deprecated_by=fate.cause,
                        status_changes=len(fate.changes) - 1,
                        c_true_world=statistics.fmean(world.p(t.task_id, token) - t.p0

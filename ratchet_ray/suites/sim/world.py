@@ -11,6 +11,13 @@ Contracts:
   prompt, and a hash. ``skill_truth(token)`` draws the effect class from the prior (with the
   A3 shift when unguided) and the per-type deltas; ``p(task, token)`` is
   ``clip(p0 + delta[type])``; a missing token (NONE, or a skill the world did not write) is p0.
+- A revision (``synth.refine``, arm A10) carries its parent's token plus ``.r<q><8 hex>``
+  (``make_revision_token``): q (0-9) is the share, in ninths, of the routed failures shown
+  that were of the skill's target type. Its truth is the parent's with the target delta
+  shifted by a draw from N(refine_gain * (2 q/9 - 1), refine_noise) (so correlated with the
+  parent, better in expectation when built from the skill's own target-type failures, worse
+  when from other types' ones), kept within the world's range; the off-target harm is
+  inherited. A revision of a revision applies its shift to its own parent's truth.
 - ``route_probs(task, tokens)``: the Router's choice distribution over the offered skills and
   NONE (see ``SimSettings`` route_*); the ``sim`` LLM samples from it and the report uses it.
 """
@@ -29,7 +36,8 @@ from ratchet_ray.suites.sim.lexicon import THEMES, VERBS
 from ratchet_ray.suites.sim.settings import SimWorld
 
 TASK_RE = re.compile(r"\[(sim/\d+)\]")
-TOKEN_RE = re.compile(r"\b(sim-k(\d+)-([gn])-[0-9a-f]{8})\b")
+TOKEN_RE = re.compile(r"\b(sim-k(\d+)-([gn])-[0-9a-f]{8}(?:\.r\d[0-9a-f]{8})*)\b")
+REVISION_RE = re.compile(r"^(.*)\.r(\d)[0-9a-f]{8}$")
 CLASSES = ("helpful", "neutral", "harmful", "off_target")
 
 
@@ -111,6 +119,21 @@ class World:
         digest = derive_seed("sim-skill", self.seed, target, guided, *identity)
         return f"sim-k{target}-{'g' if guided else 'n'}-{digest:08x}"
 
+    def make_revision_token(self, parent: str, quality: float, *identity: object) -> str:
+        """The token of a revision of ``parent`` built from failures of which ``quality``
+        (0..1) were of the parent's target type (module contract)."""
+        if TOKEN_RE.fullmatch(parent) is None:
+            raise ValueError(f"{parent!r} is not a skill token of this world")
+        digit = min(9, max(0, round(quality * 9)))
+        digest = derive_seed("sim-revision", self.seed, parent, digit, *identity)
+        return f"{parent}.r{digit}{digest:08x}"
+
+    @staticmethod
+    def parent_token(token: str) -> str | None:
+        """The token a revision revised (None for a first version)."""
+        found = REVISION_RE.match(token)
+        return found.group(1) if found else None
+
     def skill_truth(self, token: str) -> SkillTruth:
         if token not in self._truths:
             self._truths[token] = self._skill_truth(token)
@@ -121,6 +144,10 @@ class World:
         if found is None or int(found.group(2)) >= self.k:
             raise ValueError(f"{token!r} is not a skill token of this world (K={self.k})")
         target, guided = int(found.group(2)), found.group(3) == "g"
+        revision = REVISION_RE.match(token)
+        if revision is not None:
+            return self._revised_truth(token, self.skill_truth(revision.group(1)),
+                                       int(revision.group(2)) / 9)
         s = self.spec
         weights = [s.p_helpful, s.p_neutral, s.p_harmful, s.p_off_target]
         if not guided:
@@ -138,6 +165,19 @@ class World:
         if effect_class == "off_target":
             deltas = [d if t == target else -s.off_target_harm for t, d in enumerate(deltas)]
         return SkillTruth(token, target, guided, effect_class, tuple(deltas))
+
+    def _revised_truth(self, token: str, parent: SkillTruth, quality: float) -> SkillTruth:
+        s, target = self.spec, parent.target
+        shift = self.rng("revision", token).gauss(s.refine_gain * (2 * quality - 1),
+                                                   s.refine_noise)
+        top, bottom = s.helpful_effect * 1.4, -s.harmful_effect * 1.4
+        deltas = list(parent.deltas)
+        deltas[target] = min(top, max(bottom, deltas[target] + shift))
+        off = any(d != 0 for t, d in enumerate(deltas) if t != target)
+        effect_class = ("neutral" if deltas[target] == 0 and not off else
+                        "harmful" if deltas[target] < 0 else
+                        "off_target" if off else "helpful")
+        return SkillTruth(token, target, parent.guided, effect_class, tuple(deltas))
 
     def p(self, task_id: str, token: str | None) -> float:
         """True pass probability of ``task_id`` with the skill ``token`` injected (None: NONE)."""

@@ -1,0 +1,134 @@
+"""The Synthesizer's refinement step (``synth.refine``, arm A10, beyond the paper).
+
+Contracts:
+- ``refine_targets(verdicts, active_skills, settings)``: the ACTIVE skills (not
+  ``do_not_retire``) with at least ``synth.refine_min_failures`` verdicts on their routed
+  failures among ``verdicts`` (the window's) that blame the skill (``REFINE_ATTRIBUTIONS``:
+  the Critic found it hurt, or changed nothing, on a task it was meant for), most such
+  verdicts first (ties by id), at most ``synth.refine_max_per_round``; each with those
+  verdicts in the order given. A failure the Critic says the skill helped (it did its part)
+  or did not apply to (a routing miss, not the skill's text) is no reason to rewrite it.
+- ``Reviser._revise(target, metaskill, refine_skill, taken, outcome, round_, capsules)`` (a mixin
+  of ``Synthesizer``): drafts the revision with ``refine_prompts.refine_messages`` (whole
+  structured draft, ``SkillDraft``), validates it like a new skill (``draft_to_skill``), names it
+  ``<lineage>_v<n>`` (unique among ``taken``) and hands it to ``refine_skill(skill, parent_id) ->
+  AddResult`` (``SkillBank.refine``). Re-prompts like a new skill: a copied template, a
+  ``duplicate`` or ``too_long`` up to ``synth.max_reprompts`` times, a ``leakage`` refusal once.
+  On success the revision's id goes to ``outcome.created`` and the parent's to
+  ``outcome.refined``; otherwise ``outcome.failed`` says why and the bank is unchanged. Never
+  raises for LLM trouble.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from pydantic import ValidationError
+
+from ratchet_ray.config import SynthSettings
+from ratchet_ray.roles.prompts import SkillDraft, copies_template
+from ratchet_ray.roles.refine_prompts import refine_messages
+from ratchet_ray.seeding import derive_seed
+from ratchet_ray.types import Capsule, MetaSkill, Skill, Verdict
+
+REFINE_ATTRIBUTIONS = frozenset({"hurt", "neutral"})
+"""The Critic's attributions of a routed failure that count toward revising the skill."""
+REVISION_EXAMPLES = 5
+"""Routed failures shown in a revision prompt (the most confident verdicts)."""
+
+
+@dataclass(frozen=True)
+class RefineTarget:
+    skill: Skill
+    verdicts: tuple[Verdict, ...]
+
+
+def refine_targets(verdicts: Sequence[Verdict], active_skills: Sequence[Skill],
+                   settings: SynthSettings) -> list[RefineTarget]:
+    """The skills this round revises (module contract)."""
+    eligible = {s.id: s for s in active_skills if s.is_active and not s.do_not_retire}
+    routed: dict[str, list[Verdict]] = {}
+    for verdict in verdicts:
+        if verdict.skill_id in eligible and verdict.attribution in REFINE_ATTRIBUTIONS:
+            routed.setdefault(verdict.skill_id, []).append(verdict)
+    ranked = sorted((k for k, v in routed.items() if len(v) >= settings.refine_min_failures),
+                    key=lambda k: (-len(routed[k]), k))
+    return [RefineTarget(eligible[k], tuple(routed[k]))
+            for k in ranked[:settings.refine_max_per_round]]
+
+
+def revision_id(parent: Skill, taken: set[str]) -> str:
+    """``<lineage>_v<n>`` for the next version of ``parent``'s lineage, unique among ``taken``."""
+    from ratchet_ray.roles.synthesizer import unique_id
+
+    return unique_id(f"{parent.lineage_id[:72]}_v{parent.lineage_version + 1}", taken)
+
+
+class Reviser:
+    """``Synthesizer._revise`` (module contract); uses the Synthesizer's settings, llm and
+    ``_structured`` / ``_example``."""
+
+    def _revise(self, target: RefineTarget, metaskill: MetaSkill | None,
+                refine_skill: Callable[[Skill, str], Any], taken: set[str], outcome: Any,
+                round_: int, capsules: Mapping[str, Capsule]) -> Skill | None:
+        from ratchet_ray.roles.synthesizer import DraftError, draft_to_skill
+
+        parent = target.skill
+        chosen = sorted(target.verdicts, key=lambda v: -v.confidence)[:REVISION_EXAMPLES]
+        examples = [self._example(v, capsules) for v in chosen]
+        feedback: list[str] = []
+        leak_reprompted = False
+        label = f"revision of {parent.id}"
+        for attempt in range(1 + self.settings.max_reprompts):
+            messages = refine_messages(self.suite, metaskill, parent, examples, feedback,
+                                       failures=len(target.verdicts))
+            seed = derive_seed(self.seed, round_, parent.id, attempt, "refine")
+            try:
+                result = self._structured(messages, SkillDraft, self.limits.max_tokens, seed)
+            except DraftError as exc:
+                outcome.replies.extend(exc.replies)
+                outcome.failed.append(f"{label}: {exc}")
+                return None
+            outcome.replies.extend(result.replies)
+            draft = result.value
+            if copies_template(draft):
+                feedback.append("Your draft repeated the schema lock's placeholder text. "
+                                "Write the revised skill's real guidance.")
+                continue
+            try:
+                skill = draft_to_skill(draft, taken, self.suite)
+                skill = skill.model_copy(update={"id": (rid := revision_id(parent, taken)),
+                                                 "name": rid})
+            except ValidationError as exc:
+                outcome.failed.append(f"{label}: invalid skill: {exc.errors()[:3]}")
+                return None
+            added = refine_skill(skill, parent.id)
+            if added.status == "added":
+                outcome.created.append(skill.id)
+                outcome.refined.append(parent.id)
+                outcome.evicted.extend(added.evicted)
+                return added_skill(skill, parent)
+            if added.status == "duplicate" and added.duplicate_of:
+                outcome.duplicates.append(added.duplicate_of)
+                feedback.append(f"Your revision duplicates the existing skill "
+                                f"`{added.duplicate_of}`. Keep to `{parent.id}`'s own scope.")
+            elif added.status == "leakage" and not leak_reprompted:
+                outcome.leaked.append(f"{skill.id}: {added.reason}")
+                leak_reprompted = True
+                feedback.append(added.reason)
+            elif added.status == "too_long":
+                feedback.append(f"Your revision was too long ({added.reason}). Keep the whole "
+                                f"skill under {self.settings.max_skill_chars} characters.")
+            else:
+                outcome.failed.append(f"{label}: {added.status}: {added.reason}")
+                return None
+        outcome.failed.append(f"{label}: still rejected after {self.settings.max_reprompts} "
+                              f"re-prompts ({feedback[-1] if feedback else 'no feedback'})")
+        return None
+
+
+def added_skill(skill: Skill, parent: Skill) -> Skill:
+    """The revision as the bank holds it (its lineage fields set, ``SkillBank.refine``)."""
+    return skill.model_copy(update={"lineage": parent.lineage_id,
+                                    "lineage_version": parent.lineage_version + 1})
