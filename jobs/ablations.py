@@ -2,6 +2,8 @@
 --seeds 42,7,13 --rounds R [--n-train N --n-eval M | --subset FILE] [--parallel N] [--set k=v]
 [--address ADDR] [--status | --stop]``.
 
+SUITE is any registered suite, plugin suites included (``--set suite_plugins=[path.py]``, given
+to every run, or ``$RATCHET_SUITES``).
 Each run resolves the paper's Default, then the suite's file (``configs/swebench.yaml``), then
 the arm's file (``configs/ablations/<arm>.yaml``), then the flags and ``--set``.
 Every (arm, seed) runs as its own Ray job (``python -m jobs.skill_loop`` with this Python, from
@@ -37,7 +39,7 @@ from pathlib import Path
 import click
 
 from ratchet_ray.ablations import write_report
-from ratchet_ray.loop.entry import DRY_RUN, print_config, version_option
+from ratchet_ray.loop.entry import DRY_RUN, SUITE, print_config, version_option
 from ratchet_ray.loop.ray_head import RayHeadError, ray_cluster
 from ratchet_ray.loop.sweep import (ARMS, JobOutcome, SweepError, SweepSpec, check_sweep_file,
                                     child_config, cpus_per_run, lock_sweep, plan_jobs,
@@ -58,7 +60,7 @@ def _csv(kind: type):
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("suite", type=click.Choice(["mbpp", "swebench", "sim"]))
+@click.argument("suite", type=SUITE)
 @click.option("--arms", default=",".join(ARMS), show_default=True, callback=_csv(str),
               help="Arms to run: default and/or A1..A8 (configs/ablations/<arm>.yaml).")
 @click.option("--seeds", default="42,7,13", show_default=True, callback=_csv(int),

@@ -10,10 +10,13 @@ Contracts:
   skips every (task, probe) already in the file (a torn last line is cut off first).
 - The Solver is the loop's own (an empty bank, so the Router injects nothing and makes no call);
   probes differ only through sampling. Without ``--temperature`` the probes sample as the loop's
-  Solver does (the config's ``llm.temperature``, the Default's 1.0, and for swebench the agent's
-  ``swebench.agent.temperature``), so the hard subset is chosen under the conditions it is used
-  in; ``--temperature T`` sets both. Grading is the suite's grader; SWE-bench grader logs and agent
-  trajectories go to ``<out stem>_workdir/logs/swebench/``.
+  Solver does (the config's ``llm.temperature``, the Default's 1.0, and a suite's own sampling
+  settings, e.g. SWE-bench's ``swebench.agent.temperature``), so the hard subset is chosen under
+  the conditions it is used in; ``--temperature T`` sets them all (the suite's registered
+  ``sampling_overrides``, ``suites.hooks.sampling_overrides``).
+- SUITE is any registered suite, plugin suites included (``--set suite_plugins=[path.py]`` or
+  ``$RATCHET_SUITES``). Grading is the suite's grader; SWE-bench grader logs and agent
+  trajectories go to ``<out stem>_workdir/logs/<suite>/``.
 - Config layers: Default -> suite file (``configs/<suite>.yaml``) -> ``--config`` -> flags and
   ``--set``.
 - Every probe samples with its own seed, derived from ``seed`` and the probe number, on backends
@@ -40,7 +43,8 @@ from typing import Any
 
 import click
 
-from ratchet_ray.loop.entry import DRY_RUN, check_startable, print_config, version_option
+from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
+                                    version_option)
 from ratchet_ray.loop.flags import build_overrides
 
 log = logging.getLogger(__name__)
@@ -210,7 +214,7 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
 
 
 @click.command("baseline", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("suite", type=click.Choice(["mbpp", "swebench"]))
+@click.argument("suite", type=SUITE)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL output (default results/baselines/<suite>.jsonl).")
 @click.option("--probes", type=click.IntRange(min=1), default=5, show_default=True,
@@ -218,8 +222,8 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N tasks of the suite.")
 @click.option("--temperature", type=click.FloatRange(0.0, 2.0),
               help="Sampling temperature (probes differ only through sampling); default: the "
-                   "loop Solver's (llm.temperature, the Default's 1.0; for swebench also the "
-                   "agent's own).")
+                   "loop Solver's (llm.temperature, the Default's 1.0, and the suite's own, "
+                   "e.g. the SWE-bench agent's).")
 @click.option("--llm", type=click.Choice(["local", "bedrock", "openai"]),
               help="LLM backend (default: the config's, else local).")
 @click.option("--config", "config_files", multiple=True,
@@ -242,10 +246,15 @@ def main(suite: str, out: Path | None, probes: int, limit: int | None, temperatu
     overrides = build_overrides(suite, llm=llm, dataset_path=dataset_path, workers=workers)
     if temperature is not None:  # else the loop's own sampling (the config's)
         overrides.append(f"llm.temperature={temperature}")
-        if suite == "swebench":  # the patch agent samples with its own temperature
-            overrides.append(f"swebench.agent.temperature={temperature}")
     try:
         config = load_config(layered_files(suite, config_files), [*overrides, *sets])
+        if temperature is not None:  # the suite's own sampling too (its plugin is loaded now)
+            from ratchet_ray.suites.hooks import sampling_overrides
+
+            own = sampling_overrides(suite, temperature)
+            if own:
+                config = load_config(layered_files(suite, config_files),
+                                     [*overrides, *own, *sets])
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from exc
     check_startable(config)  # before the output file exists or Ray starts

@@ -14,9 +14,12 @@ Contracts:
   qualifies when it was solved on at least ``min_solved`` of them (0: every hard task; 1: only
   tasks the model sometimes solves, e.g. a quickstart for a small model).
 - Selection is stratified by difficulty (how many probes solved the task): each stratum gets its
-  share of ``n_hard`` (largest remainder), and so does each stratum of the train/eval split. For
-  swebench every pick takes the least-picked repository (``owner__repo`` of the instance id)
-  available in its stratum, so repositories end up as balanced as the strata allow.
+  share of ``n_hard`` (largest remainder), and so does each stratum of the train/eval split. A
+  suite that registered a ``subset_group`` (``suites.hooks.subset_grouping``; SWE-bench: the
+  repository, ``owner__repo`` of the instance id) has every pick take its least-picked group
+  available in its stratum, so groups end up as balanced as the strata allow, and the document
+  counts the picks per group under the suite's label (SWE-bench: ``repos``).
+- ``--suite`` is any registered suite, plugin suites included (``--set suite_plugins=[...]``).
 - Same baseline content, suite, sizes, probes and seed -> a byte-identical file (no timestamps,
   no paths; the source is identified by its SHA-256).
 - The selection functions raise ``SubsetError`` (a ``ValueError``) naming the problem and the
@@ -30,11 +33,11 @@ import json
 import random
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import click
 
-from ratchet_ray.loop.entry import version_option
+from ratchet_ray.loop.entry import SUITE, version_option
 
 
 class SubsetError(ValueError):
@@ -51,11 +54,6 @@ def _rows(source: Path) -> list[dict[str, Any]]:
                 raise SubsetError(f"{source}:{n}: not JSON ({err}); the baseline file is "
                                   "written by `python -m jobs.baseline`") from err
     return rows
-
-
-def repo_of(task_id: str) -> str:
-    """``django__django-11099`` -> ``django__django`` (SWE-bench instance ids end in -<number>)."""
-    return task_id.rsplit("-", 1)[0]
 
 
 def solve_counts(rows: Iterable[dict[str, Any]], probes: int) -> dict[str, int]:
@@ -87,8 +85,12 @@ def _largest_remainder(total: int, sizes: dict[int, int]) -> dict[int, int]:
     return shares
 
 
-def _group(task_id: str, suite: str) -> str:
-    return repo_of(task_id) if suite == "swebench" else ""
+Grouping = Callable[[str], str] | None
+"""Task id -> the group subset selection balances (None: one group)."""
+
+
+def _group(task_id: str, grouping: Grouping) -> str:
+    return grouping(task_id) if grouping is not None else ""
 
 
 def _seeded(ids: list[str], rng: random.Random) -> list[str]:
@@ -97,26 +99,26 @@ def _seeded(ids: list[str], rng: random.Random) -> list[str]:
     return ids
 
 
-def _balanced_pick(strata: dict[int, list[str]], quotas: dict[int, int], suite: str,
+def _balanced_pick(strata: dict[int, list[str]], quotas: dict[int, int], grouping: Grouping,
                    seed: int, label: str) -> dict[int, list[str]]:
-    """Fill every stratum's quota. Each pick serves the least-picked repository (swebench; one
-    group for mbpp) that an unfilled stratum still offers, from the stratum with the most picks
+    """Fill every stratum's quota. Each pick serves the least-picked group (one group for a
+    suite without ``grouping``) that an unfilled stratum still offers, from the stratum with the most picks
     left, taking that stratum's first such task in its seeded order."""
     pools = {k: _seeded(v, random.Random(f"{seed}:{label}:{k}")) for k, v in strata.items()}
     chosen: dict[int, list[str]] = {k: [] for k in sorted(strata) if quotas.get(k)}
     per_group: dict[str, int] = defaultdict(int)
     group_order = {g: i for i, g in enumerate(_seeded(
-        sorted({_group(t, suite) for v in strata.values() for t in v}),
+        sorted({_group(t, grouping) for v in strata.values() for t in v}),
         random.Random(f"{seed}:{label}:groups")))}
     while True:
         open_strata = [k for k in chosen if len(chosen[k]) < quotas[k]]
         if not open_strata:
             return chosen
-        offered = {_group(t, suite) for k in open_strata for t in pools[k]}
+        offered = {_group(t, grouping) for k in open_strata for t in pools[k]}
         group = min(offered, key=lambda g: (per_group[g], group_order[g]))
-        k = max((k for k in open_strata if any(_group(t, suite) == group for t in pools[k])),
+        k = max((k for k in open_strata if any(_group(t, grouping) == group for t in pools[k])),
                 key=lambda k: (quotas[k] - len(chosen[k]), -k))
-        task_id = next(t for t in pools[k] if _group(t, suite) == group)
+        task_id = next(t for t in pools[k] if _group(t, grouping) == group)
         pools[k].remove(task_id)
         chosen[k].append(task_id)
         per_group[group] += 1
@@ -124,7 +126,8 @@ def _balanced_pick(strata: dict[int, list[str]], quotas: dict[int, int], suite: 
 
 def select_subset(rows: list[dict[str, Any]], *, suite: str, n_hard: int, n_train: int,
                   n_eval: int, seed: int, probes: int, min_solved: int = 0) -> dict[str, Any]:
-    """The subset document (see module docstring); raises SubsetError when it cannot be met."""
+    """The subset document (see module docstring); raises SubsetError when it cannot be met.
+    ``suite`` must be registered in this process (its plugin loaded), for its grouping."""
     if n_train + n_eval != n_hard:
         raise SubsetError(f"--n-train {n_train} + --n-eval {n_eval} must equal --n-hard {n_hard}")
     counts = solve_counts(rows, probes)
@@ -136,10 +139,14 @@ def select_subset(rows: list[dict[str, Any]], *, suite: str, n_hard: int, n_trai
     strata: dict[int, list[str]] = defaultdict(list)
     for task_id, solved in hard.items():
         strata[solved].append(task_id)
+    from ratchet_ray.suites.hooks import subset_grouping
+
+    labelled = subset_grouping(suite)
+    grouping = labelled[1] if labelled else None
     picks = _largest_remainder(n_hard, {k: len(v) for k, v in strata.items()})
-    chosen = _balanced_pick(strata, picks, suite, seed, "pick")
+    chosen = _balanced_pick(strata, picks, grouping, seed, "pick")
     eval_share = _largest_remainder(n_eval, {k: len(v) for k, v in chosen.items()})
-    evals = _balanced_pick(chosen, eval_share, suite, seed, "split")
+    evals = _balanced_pick(chosen, eval_share, grouping, seed, "split")
     eval_ids = [t for ids in evals.values() for t in ids]
     train_ids = [t for ids in chosen.values() for t in ids if t not in set(eval_ids)]
     doc: dict[str, Any] = {
@@ -149,11 +156,11 @@ def select_subset(rows: list[dict[str, Any]], *, suite: str, n_hard: int, n_trai
         "strata": {f"solved_{k}_of_{probes}": len(v) for k, v in chosen.items()},
         "train_ids": sorted(train_ids), "eval_ids": sorted(eval_ids),
     }
-    if suite == "swebench":
-        repos: dict[str, int] = defaultdict(int)
+    if labelled is not None:
+        groups: dict[str, int] = defaultdict(int)
         for task_id in train_ids + eval_ids:
-            repos[repo_of(task_id)] += 1
-        doc["repos"] = dict(sorted(repos.items()))
+            groups[labelled[1](task_id)] += 1
+        doc[labelled[0]] = dict(sorted(groups.items()))
     return doc
 
 
@@ -165,8 +172,9 @@ def subset_path(out_dir: Path, suite: str, n_hard: int, n_train: int, n_eval: in
 @click.command("select-subset", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--source", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               required=True, help="Baseline JSONL written by `python -m jobs.baseline`.")
-@click.option("--suite", type=click.Choice(["mbpp", "swebench"]), required=True,
-              help="Suite whose rows of --source are used.")
+@click.option("--suite", type=SUITE, required=True,
+              help="Suite whose rows of --source are used: a registered suite, a plugin's "
+                   "too (--set suite_plugins=[path.py] or $RATCHET_SUITES).")
 @click.option("--n-hard", type=click.IntRange(min=1), help="Default: n_train + n_eval.")
 @click.option("--n-train", type=click.IntRange(min=0), help="Default: the config's n_train.")
 @click.option("--n-eval", type=click.IntRange(min=0), help="Default: the config's n_eval.")

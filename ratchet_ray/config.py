@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ratchet_ray.backend_settings import (BedrockBackendSettings, LocalBackendSettings,
-                                      OpenAIBackendSettings, PriceEntry, _env, _env_float,
+                                      OpenAIBackendSettings, PriceEntry, _env_float,
                                       prices_from_env)
 from ratchet_ray.prompt_templates import PromptSettings
 
@@ -461,9 +461,6 @@ class LoopConfig(BaseModel):
             if self.suite_settings.get(name) != complete:
                 # In place: a dict item is not an attribute, so no re-validation loop.
                 self.suite_settings[name] = complete
-        if self.llm.backend == "sim" and self.suite != "sim":
-            raise ValueError(f"suite {self.suite!r} with llm.backend 'sim': the sim backend only "
-                             "answers the sim suite; use another backend or configs/sim.yaml")
         if run_suite.configure is not None and id(self) not in _CONFIGURING:
             # A hook that assigns a field of this config re-validates it (validate_assignment);
             # the guard runs the hook once per validation instead of recursing.
@@ -472,12 +469,11 @@ class LoopConfig(BaseModel):
                 run_suite.configure(self, validated.get(self.suite))
             finally:
                 _CONFIGURING.discard(id(self))
+        if self.llm.backend == "sim" and self.llm.world is None:
+            # The backend answers from a simulated world that only its suite's configure derives.
+            raise ValueError(f"suite {self.suite!r} with llm.backend 'sim': the sim backend only "
+                             "answers the sim suite (the world it derives, llm.world); use "
+                             "another backend or configs/sim.yaml")
         if self.meta.default_file is None and run_suite.metaskill is not None:
             self.meta.default_file = str(run_suite.metaskill)
-        return self
-
-    @model_validator(mode="after")
-    def _mbpp_dataset_default(self) -> "LoopConfig":
-        if self.suite == "mbpp" and "dataset_path" not in self.model_fields_set:
-            self.dataset_path = _env("MBPP_OVERRIDE_PATH")
         return self

@@ -34,7 +34,6 @@ from ratchet_ray.skill_contract import SCHEMA_LOCK_MARKER, render_schema_lock
 from ratchet_ray.types import MetaSkill
 
 DEFAULTS_DIR = configs_dir() / "meta_skills"
-SHIPPED_SUITES = ("mbpp", "swebench")
 _FENCE = "---\n"
 
 
@@ -83,9 +82,10 @@ def default_metaskill(suite: str, defaults_dir: Path = DEFAULTS_DIR, *,
     from ``source`` when given (a plugin suite's registered file: ``config.meta.default_file``)."""
     path = Path(source) if source else defaults_dir / f"default_{suite}.md"
     if not path.is_file():
+        shipped = sorted(p.stem.removeprefix("default_") for p in defaults_dir.glob("default_*.md"))
         raise MetaSkillFileError(
             f"{path}: no default meta-skill for suite {suite!r}; shipped suites: "
-            f"{', '.join(SHIPPED_SUITES)} (add that file to ship one; a plugin suite passes "
+            f"{', '.join(shipped) or 'none'} (add that file to ship one; a plugin suite passes "
             "metaskill=<file> to ratchet_ray.suites.register, or runs with meta.enabled=false)")
     try:
         body = path.read_text(encoding="utf-8")

@@ -1,6 +1,7 @@
 """``ratchet`` command line: one click group; each module under ``ratchet_ray.cli`` adds commands.
 
-Contract: every module listed in ``_COMMAND_MODULES`` exposes ``COMMANDS: list[click.Command]``.
+Contract: every module listed in ``_COMMAND_MODULES`` exposes ``COMMANDS: list[click.Command]``;
+the registered suites add their own (``suites.hooks.suite_commands``: e.g. ``swe``, ``sim-report``).
 Modules import lazily-heavy dependencies (Ray, llama.cpp) inside the command bodies so that
 ``ratchet --help`` stays fast. ``--db`` must name a run dir (``cli.evidence.check_run_dir``);
 ``--version`` prints the installed version.
@@ -20,11 +21,9 @@ _COMMAND_MODULES = (
     "ratchet_ray.cli.evidence",    # query, capsule prune, evidence verify|repair
     "ratchet_ray.cli.llm",         # doctor, solver-cache
     "ratchet_ray.cli.run",         # run, plot
-    "ratchet_ray.cli.sim",         # sim-report
     "ratchet_ray.cli.report",      # report (HTML)
     "ratchet_ray.cli.experiment",  # experiment run|eval-skill-loop
     "ratchet_ray.cli.jobs",        # baseline, select-subset, ablations (the jobs/ commands)
-    "ratchet_ray.cli.swe",         # swe validate (SWE-bench gold-patch validation)
 )
 
 
@@ -42,6 +41,12 @@ def main(ctx: click.Context, run_dir: Path | None) -> None:
     ctx.obj = {"run_dir": run_dir}
 
 
-for _name in _COMMAND_MODULES:
-    for _command in importlib.import_module(_name).COMMANDS:
-        main.add_command(_command)
+def _commands() -> list[click.Command]:
+    from ratchet_ray.suites.hooks import suite_commands
+
+    found = [c for name in _COMMAND_MODULES for c in importlib.import_module(name).COMMANDS]
+    return found + suite_commands()
+
+
+for _command in _commands():
+    main.add_command(_command)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import click
 
+from ratchet_ray.loop.entry import SUITE, default_suite
+
 
 def _make_proposer(spec: str, llm: str, model: str | None, base_url: str | None,
                    temperature: float, max_tokens: int):
@@ -123,8 +125,8 @@ def evaluator_sha() -> str:
 
 
 @experiment.command("eval-skill-loop")
-@click.option("--suite", type=click.Choice(["mbpp", "swebench"]), default="mbpp", show_default=True,
-              help="Suite of the skill-loop runs.")
+@click.option("--suite", type=SUITE, default=default_suite(), show_default=True,
+              help="Suite of the skill-loop runs (a registered suite).")
 @click.option("--subset", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Fixed hard-subset file (jobs.select_subset).")
 @click.option("--seeds", default="42,7,13", show_default=True, help="Comma-separated seeds.")

@@ -18,13 +18,15 @@ from pathlib import Path
 import click
 
 from ratchet_ray.llm.cache import CACHE_DIRNAME, SolverCache
+from ratchet_ray.loop.entry import SUITE, default_suite
 
 
 @click.command()
 @click.option("--llm", "backend", type=click.Choice(["local", "bedrock", "openai"]), default=None,
               help="Backend to check (default: the config's, else local).")
-@click.option("--suite", type=click.Choice(["mbpp", "swebench"]), default="mbpp",
-              help="swebench adds Docker and git checks.")
+@click.option("--suite", type=SUITE, default=default_suite(),
+              help="Suite whose own checks run too (swebench: Docker and git): a registered "
+                   "suite, a plugin's too ($RATCHET_SUITES, or suite_plugins in --config).")
 @click.option("--config", "config_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Run config YAML(s) whose llm section is checked.")
 @click.option("--base-url", default=None, help="Server URL for --llm openai.")

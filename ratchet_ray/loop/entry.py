@@ -10,6 +10,11 @@ Contracts:
   Called right after the config is loaded: before any run dir, output file or Ray exists.
 - ``DRY_RUN``: the ``--dry-run`` flag; ``print_config(config)`` prints the resolved config as
   the YAML the run dir's ``config.yaml`` would hold (``config_files.config_text``).
+- ``SUITE``: the click type of a suite name on the command line. Any registered suite is
+  accepted, plugin suites included (loaded from the config's ``suite_plugins``, ``--set
+  suite_plugins=[...]``, ``$RATCHET_SUITES`` or an entry point), so the choice is the suite
+  registry's: the config checks the name when it is loaded and lists the valid suites.
+  ``default_suite()`` is the Default's suite (``LoopConfig.suite``).
 - ``version_option()``: ``--version``, printing ``ratchet-ray <version>`` (the installed
   distribution's version, else ``ratchet_ray.__version__``).
 """
@@ -24,6 +29,29 @@ import click
 DRY_RUN = click.option("--dry-run", is_flag=True,
                        help="Check the config, print it resolved (YAML) and exit: no run dir, no "
                             "Ray.")
+
+
+class SuiteName(click.ParamType):
+    """A suite name (module contracts: the suite registry, through the config, checks it)."""
+
+    name = "suite"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        text = str(value).strip()
+        if not text:
+            self.fail("give a suite name (python -c 'from ratchet_ray.suites import "
+                      "suite_names; print(suite_names())' lists them)", param, ctx)
+        return text
+
+
+SUITE = SuiteName()
+
+
+def default_suite() -> str:
+    """The suite of the paper's Default config (``LoopConfig.suite``)."""
+    from ratchet_ray.config import LoopConfig
+
+    return LoopConfig.model_fields["suite"].default
 
 
 def package_version() -> str:

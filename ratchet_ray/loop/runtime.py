@@ -65,27 +65,23 @@ ROLE_RESOURCES: dict[str, dict[str, Any]] = {
     "synthesizer": {"num_cpus": 0.25},
 }
 
-# Custom resources per (suite, role), always requested: an actor waits for (and an autoscaler
-# adds) a node that offers them, and a run that waits longer than infra.actor_start_timeout_s
-# stops naming the cluster.yaml node type that provides them (actors.pool_errors). cluster.yaml's
-# docker_worker nodes offer `docker`, one SWE-bench harness per unit: the Grader runs the eval in
-# a container, and the Solver's agent works in the instance's container too. A local Ray started
-# by ``connect_ray`` is this machine, whose Docker daemon the preflight checks: it offers
+# Custom resources per (suite, role), always requested, are the suite's (``suites.hooks.
+# actor_resources``, registered with ``resources=``): an actor waits for (and an autoscaler adds)
+# a node that offers them, and a run that waits longer than infra.actor_start_timeout_s stops
+# naming the cluster.yaml node type that provides them (actors.pool_errors). cluster.yaml's
+# docker_worker nodes offer `docker`, one container harness per unit. A local Ray started by
+# ``connect_ray`` is this machine, whose Docker daemon the preflight checks: it offers
 # ``LOCAL_DOCKER_SLOTS`` units.
-SUITE_RESOURCES: dict[tuple[str, str], dict[str, float]] = {
-    ("swebench", "grader"): {"docker": 1},
-    ("swebench", "solver"): {"docker": 1},
-}
-
-
 LOCAL_DOCKER_SLOTS = max(1, os.cpu_count() or 1)
 
 
 def actor_options(role: str, suite: str) -> dict[str, Any]:
-    """Ray options of one ``role`` actor: ``ROLE_RESOURCES`` plus the role's ``SUITE_RESOURCES``
-    (whether or not a node offers them yet)."""
+    """Ray options of one ``role`` actor: ``ROLE_RESOURCES`` plus the custom resources the suite
+    registered for the role (whether or not a node offers them yet)."""
+    from ratchet_ray.suites.hooks import actor_resources
+
     options = dict(ROLE_RESOURCES[role])
-    custom = dict(SUITE_RESOURCES.get((suite, role), {}))
+    custom = actor_resources(suite, role)
     if custom:
         options["resources"] = custom
     return options
@@ -160,7 +156,7 @@ def make_grader_factory(config: LoopConfig, run_dir: Path,
 def make_solver_factory(config: LoopConfig, run_dir: Path, models: Models = Models(), *,
                         solver_cache: bool = True,
                         artifacts: Artifacts | None = None) -> Callable[[], Any]:
-    """Makes one Solver actor. A patch suite's Solver gets ``suite.solver_settings(config)`` and
+    """Makes one Solver actor. An agent suite's Solver gets ``suite.solver_settings(config)`` and
     writes each agent trajectory to ``logs/<suite>/<task>/<split>_<NN>/trajectory.json`` of
     ``artifacts`` (the run's; None: the folder ``run_dir`` of its node, one node only);
     ``solver_cache`` puts eval generations through its ``solver_cache/``."""
@@ -174,7 +170,7 @@ def make_solver_factory(config: LoopConfig, run_dir: Path, models: Models = Mode
         extra["solver_cache_dir"] = store.sub(CACHE_DIRNAME)
     solver_settings = getattr(suite, "solver_settings", None)
     if solver_settings is not None:
-        extra["patch_settings"] = solver_settings(config)
+        extra["agent_settings"] = solver_settings(config)
         extra["trajectory_root"] = store.sub(f"logs/{config.suite}")
     options = actor_options("solver", config.suite)
     return lambda: SolverActor.options(**options).remote(config, **extra)

@@ -59,9 +59,10 @@ def _task_texts(run: RunData, ids: set[str]) -> dict[str, str]:
     try:
         from ratchet_ray.config_files import load_config
         from ratchet_ray.suites import suite_for
+        from ratchet_ray.suites.hooks import loads_offline
 
         config = load_config([run.run_dir / "config.yaml"])
-        if config.suite not in ("mbpp", "sim"):  # others may need a network or a large download
+        if not loads_offline(config.suite):  # others may need a network or a large download
             return {}
         tasks = suite_for(config).load_tasks(config)
     except Exception:  # noqa: BLE001 - a report without task statements still helps

@@ -307,17 +307,18 @@ def sweep_section(sweeps: list[SweepTable], runs: list[RunData]) -> str:
     for table in sweeps:
         parts.append(f"<h3>{escape(str(table.root))}</h3>")
         parts.append(_md_tables_to_html(report_markdown(table.arms, table.runs, table.root)))
-        if table.sim is not None:
-            cols = list(table.sim_columns)
+        if table.extra is not None:
+            cols = list(table.extra_columns)
             rows = [[escape(r["arm"]), str(r["seeds"])] + [
                 "–" if r[f"{c}_mean"] is None else
                 _f(r[f"{c}_mean"], signed=c.endswith("gain")) +
                 ("" if r[f"{c}_std"] is None else f" ± {r[f'{c}_std']:.3f}") for c in cols]
-                for r in table.sim]
-            parts.append("<h3>Against the truth (sim-report)</h3>" + _table(
+                for r in table.extra]
+            parts.append(f"<h3>{escape(table.extra_title)}</h3>" + _table(
                 ["arm", "seeds"] + [escape(c.replace("_", " ")) for c in cols], rows))
-        elif table.sim_error:
-            parts.append(f'<p class="note">sim truth unavailable: {escape(table.sim_error)}</p>')
+        elif table.extra_error:
+            parts.append('<p class="note">the suite\'s extra sweep columns are unavailable: '
+                         f'{escape(table.extra_error)}</p>')
         mine = [r for r in runs if str(r.run_dir).startswith(str(table.root.resolve()))
                 or str(r.run_dir).startswith(str(table.root))]
         curves = arm_curves(mine)

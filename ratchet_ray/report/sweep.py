@@ -10,9 +10,10 @@ Contracts:
 - ``arm_headlines(runs)``: per arm, round 0 / peak / rolling gain as mean ± sample std over its
   seeds (``ablations.mean_std``), every run counted (finished or not; the run table says which).
 - ``sweep_table(sweep_dir)``: ``ablations.summarize`` over ``ablations.run_result`` of its runs
-  (the A1–A8 table of ``ablations.md``: complete runs only) plus, for sim runs, the truth columns
-  of ``ratchet sim-report`` (``suites.sim.report.headline`` / ``arm_table``); a sweep without sim
-  runs has ``sim`` None.
+  (the A1–A8 table of ``ablations.md``: complete runs only) plus the extra per-arm columns the
+  runs' suite registered (``suites.hooks.sweep_report``, e.g. the sim suite's truth columns of
+  ``ratchet sim-report``): ``extra`` (rows), ``extra_columns`` and ``extra_title``; None when the
+  suite has none, and ``extra_error`` says why when they could not be computed.
 """
 
 from __future__ import annotations
@@ -100,28 +101,31 @@ class SweepTable:
     root: Path
     runs: list[RunResult]
     arms: list[ArmSummary]
-    sim: list[dict[str, Any]] | None
-    sim_columns: tuple[str, ...] = ()
-    sim_error: str | None = None
+    extra: list[dict[str, Any]] | None
+    extra_columns: tuple[str, ...] = ()
+    extra_error: str | None = None
+    extra_title: str = ""
 
 
 def sweep_table(sweep_dir: Path) -> SweepTable:
-    """The A1–A8 table of ``sweep_dir`` and, for sim runs, the truth columns (contracts)."""
+    """The A1–A8 table of ``sweep_dir`` and the suite's extra columns (contracts)."""
+    from ratchet_ray.suites.hooks import sweep_report
+
     run_dirs = [d for d in find_run_dirs(sweep_dir) if (d / LOOP_FILE).is_file()]
     runs = [run_result(d) for d in run_dirs]
-    sim_rows, columns, error = None, (), None
-    sim_dirs = [r for r in runs if _suite(Path(r.run_dir)) == "sim"]
-    if sim_dirs:
+    rows, columns, error, title = None, (), None, ""
+    by_suite: dict[str, list[Path]] = {}
+    for run in runs:
+        by_suite.setdefault(_suite(Path(run.run_dir)) or "", []).append(Path(run.run_dir))
+    for suite, dirs in sorted(by_suite.items()):
         try:
-            from ratchet_ray.suites.sim.report import ARM_COLUMNS, arm_table
-            from ratchet_ray.suites.sim.report import headline as sim_headline
-            from ratchet_ray.suites.sim.truth import analyze_run
-
-            heads = [sim_headline(analyze_run(r.run_dir)) for r in sim_dirs]
-            sim_rows, columns = arm_table(heads), tuple(ARM_COLUMNS)
+            extra = sweep_report(suite, dirs) if suite else None
         except Exception as exc:  # noqa: BLE001 - the rest of the report stands without it
             error = f"{type(exc).__name__}: {exc}"
-    return SweepTable(sweep_dir, runs, summarize(runs), sim_rows, columns, error)
+            continue
+        if extra is not None:
+            title, rows, columns = extra
+    return SweepTable(sweep_dir, runs, summarize(runs), rows, columns, error, title)
 
 
 def _suite(run_dir: Path) -> str | None:

@@ -5,8 +5,9 @@ API:
   Callers filter with it (the Critic never learns from infrastructure failures, DESIGN.md).
 - ``critique(llm, task, capsule, skill, *, limits=None, seed=None) -> CritiqueResult(verdict,
   replies, error)``; ``limits`` (``llm.roles.critic``) sets temperature and token cap, ``seed``
-  the sampling seed on backends that take one. The prompt follows the task's suite: MBPP+ code
-  and its failing test, or a SWE-bench patch and its test log (``critic_prompts``).
+  the sampling seed on backends that take one, ``flavour`` the review prompt (default: the one
+  the task's suite registered): code and its failing test, or a patch and its test log
+  (``critic_prompts``).
   - ``skill`` is the skill the capsule was routed to (None for NONE).
   - A capsule that is not critiquable is refused WITHOUT an LLM call: ``verdict`` None,
     ``error`` ``"NotCritiquable: ..."`` naming why.
@@ -26,7 +27,7 @@ API:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
 
 from ratchet_ray.config import RoleLimits, RoleSettings
 from ratchet_ray.llm.base import LLMClient, LLMError, Reply, StructuredOutputError
@@ -72,7 +73,8 @@ def _entry_point(task: Task) -> str:
 
 def critique(llm: LLMClient, task: Task, capsule: Capsule, skill: Skill | None, *,
              limits: RoleLimits | None = None, seed: int | None = None,
-             templates: Mapping[str, str] | None = None) -> CritiqueResult:
+             templates: Mapping[str, str] | None = None,
+             flavour: str | Callable[..., list] | None = None) -> CritiqueResult:
     limits = limits or DEFAULT_LIMITS
     reason = refusal_reason(capsule)
     if reason:
@@ -87,7 +89,7 @@ def critique(llm: LLMClient, task: Task, capsule: Capsule, skill: Skill | None, 
         # Base-model backends continue a trailing assistant message: the review opens there.
         prefill = bool(getattr(llm, "supports_prefill", False))
         result = complete_structured(llm, critic_messages(task, capsule, shown, prefill=prefill,
-                                                     templates=templates),
+                                                          templates=templates, flavour=flavour),
                                      verdict_model(shown is not None,
                                                    entry_point=_entry_point(task)),
                                      max_tokens=limits.max_tokens,

@@ -1,8 +1,10 @@
 """Critic prompts and verdict model (see ``ratchet_ray.roles.prompts`` for the API).
 
-``critic_messages`` follows the task's suite: MBPP+ shows the function and its failing test;
-SWE-bench (``PATCH_SUITES``) shows the agent's patch and the tail of the test log, with worked
-answers about patches, never about Python functions. A capsule graded as tampering
+``critic_messages`` follows the review prompt the task's suite registered
+(``suites.hooks.critic_prompt``): ``"code"`` shows the function and its failing test;
+``"patch"`` (SWE-bench) shows the agent's patch and the tail of the test log, with worked
+answers about patches, never about Python functions; a suite's own prompt function is called
+with the same arguments. A capsule graded as tampering
 (``evidence.tampering``) also says so, with the grader's finding (``tampering_note``), so the
 Critic names the attack, not a wrong answer.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import ClassVar, Literal, Mapping, Sequence
+from typing import Callable, ClassVar, Literal, Mapping, Sequence
 
 from pydantic import (BaseModel, Field, create_model, field_validator)
 
@@ -199,7 +201,6 @@ PATCH_CRITIC_EXAMPLES = (
      "The patch silenced the error the tests expect instead of fixing its cause.",
      "suppresses_expected_exception"),
 )
-PATCH_SUITES = frozenset({"swebench"})
 
 
 # The attribution question; the templates' ``{attribution}`` (with its line break), empty when
@@ -255,16 +256,24 @@ CRITIC_TEMPLATE = (
 
 
 def critic_messages(task: Task, capsule: Capsule, skill: Skill | None, *,
-                    prefill: bool = False,
-                    templates: Mapping[str, str] | None = None) -> list[Message]:
+                    prefill: bool = False, templates: Mapping[str, str] | None = None,
+                    flavour: str | Callable[..., list] | None = None) -> list[Message]:
     """The review prompt: the fixed part first (instructions and worked examples, the same in
     every review, so a cached prompt prefix covers them), then the task, then the failure. With
     ``prefill`` (backends that continue a trailing assistant message) the concrete failure opens
     the answer itself, ending in ``Answer: ``: a base model labels what it read last, and
     otherwise the schema section that the backend appends sits in between (measured: with it
     there Gemma 270M copied the schema's 'inapplicable' or an example's label for nearly every
-    failure). A SWE-bench task gets ``patch_critic_messages``."""
-    if task.suite in PATCH_SUITES:
+    failure). ``flavour``: the review prompt (default: the one the task's suite registered,
+    ``suites.hooks.critic_prompt``); ``"patch"`` gets ``patch_critic_messages``, a function
+    is the suite's own prompt."""
+    if flavour is None:
+        from ratchet_ray.suites.hooks import critic_prompt
+
+        flavour = critic_prompt(task.suite)
+    if callable(flavour):
+        return list(flavour(task, capsule, skill, prefill=prefill, templates=templates))
+    if flavour == "patch":
         return patch_critic_messages(task, capsule, skill, prefill=prefill, templates=templates)
     head = _head("critic", CRITIC_TEMPLATE, templates, task, skill, 1200)
     # The function is called `f` in the review: a small model otherwise copies its name into

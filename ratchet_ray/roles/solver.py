@@ -1,24 +1,24 @@
 """The Solver: one attempt at a task with 0 or 1 skill's guidance injected into the prompt.
 
 API:
-- ``solve(llm, task, skill, *, output_kind, max_tokens, temperature, patch_settings=None,
-  log_dir=None, seed=None) -> SolveResult(output, replies, exit_status, error)``; ``seed`` is
-  the code call's sampling seed on backends that take one (the patch agent samples unseeded).
-  - ``output_kind == "code"`` (MBPP+): ONE completion call asking for the ``entry_point``
-    function in a ```python block; ``output`` is that block's code (``extract_code``). When the
-    client declares ``supports_prefill`` (a base-model completion backend), the answer's fence
-    and ``def <entry_point>(`` header are prefilled and re-attached to the continuation.
-  - ``output_kind == "patch"`` (SWE-bench): delegates to
-    ``ratchet_ray.suites.swebench.agent.solve_patch(llm, task, skill, patch_settings,
-    log_dir=log_dir)`` (imported lazily so MBPP workers never import the SWE-bench stack); the
-    agent writes ``log_dir/trajectory.json`` when ``log_dir`` is given.
+- ``solve(llm, task, skill, *, output_kind, max_tokens, temperature, agent_settings=None,
+  log_dir=None, seed=None, turn=None) -> SolveResult(output, replies, exit_status, error)``;
+  ``seed`` is the sampling seed of a single call on backends that take one.
+  - ``output_kind == "code"`` (the built-in turn): ONE completion call asking for the
+    ``entry_point`` function in a ```python block; ``output`` is that block's code
+    (``extract_code``). When the client declares ``supports_prefill`` (a base-model completion
+    backend), the answer's fence and ``def <entry_point>(`` header are prefilled and
+    re-attached to the continuation.
+  - any other ``output_kind`` is the suite's own, served by ``turn`` (the suite):
+    - an agent (``suites.base.AgentTurn``: the suite has ``solve_agent``, e.g. SWE-bench's
+      patch agent): ``turn.solve_agent(llm, task, skill, agent_settings, log_dir=log_dir)``
+      returns ``(output, replies)``; the agent writes its trajectory under ``log_dir``;
+    - else ONE completion call with the messages of ``turn.solver_messages(task, skill)``;
+      ``output`` is ``turn.parse_output(reply.text)`` (``suites.base.SolverTurn``).
+  An output kind other than ``"code"`` without a ``turn`` is a caller bug: ``ValueError``.
 - Never raises for a failing backend or agent: ``exit_status`` is the exception's class name
   (mini-swe-agent style), ``error`` its message, ``output`` empty; the caller still grades and
   records the attempt, so every task yields a capsule. ``exit_status == "ok"`` otherwise.
-  - any other ``output_kind`` (a suite's own, e.g. ``"json"``): ONE completion call with the
-    messages of ``turn.solver_messages(task, skill)``; ``output`` is
-    ``turn.parse_output(reply.text)`` (``turn``: the suite, a ``suites.base.SolverTurn``).
-  An unknown ``output_kind`` without a ``turn`` is a caller bug and raises ``ValueError``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from ratchet_ray.roles.prompts import CODE_STOP, code_messages, code_prefill
 from ratchet_ray.seeding import sampling_kwargs
 from ratchet_ray.types import Skill, Task
 
-OUTPUT_KINDS = ("code", "patch")
+OUTPUT_KINDS = ("code",)
+"""Output kinds with a built-in Solver turn; a suite of any other kind is its own turn."""
 
 
 @dataclass
@@ -87,23 +88,22 @@ def solve_turn(llm: LLMClient, task: Task, skill: Skill | None, turn: Any, *, ma
 
 
 def solve(llm: LLMClient, task: Task, skill: Skill | None, *, output_kind: str,
-          max_tokens: int, temperature: float, patch_settings: Any = None,
+          max_tokens: int, temperature: float, agent_settings: Any = None,
           log_dir: str | Path | Artifacts | None = None, seed: int | None = None,
           turn: Any = None, templates: Mapping[str, str] | None = None) -> SolveResult:
     if output_kind not in OUTPUT_KINDS and turn is None:
-        raise ValueError(f"solve: unknown output_kind {output_kind!r}; valid: {OUTPUT_KINDS}, "
-                         "or pass the suite as turn= (a SolverTurn) for its own output kind")
+        raise ValueError(f"solve: output kind {output_kind!r} has no built-in turn (built in: "
+                         f"{OUTPUT_KINDS}); pass the suite as turn= (a SolverTurn or AgentTurn)")
     try:
-        if output_kind not in OUTPUT_KINDS:
-            return solve_turn(llm, task, skill, turn, max_tokens=max_tokens,
-                              temperature=temperature, seed=seed)
-        if output_kind == "code":
+        if output_kind in OUTPUT_KINDS:
             return solve_code(llm, task, skill, max_tokens=max_tokens, temperature=temperature,
                               seed=seed, templates=templates)
-        from ratchet_ray.suites.swebench.agent import solve_patch
-
-        patch, replies = solve_patch(llm, task, skill, patch_settings, log_dir=log_dir)
-        return SolveResult(patch, list(replies))
+        agent = getattr(turn, "solve_agent", None)
+        if agent is not None:
+            output, replies = agent(llm, task, skill, agent_settings, log_dir=log_dir)
+            return SolveResult(output, list(replies))
+        return solve_turn(llm, task, skill, turn, max_tokens=max_tokens,
+                          temperature=temperature, seed=seed)
     # Every attempt must become a graded capsule; the failure is recorded, not swallowed.
     except Exception as exc:  # noqa: BLE001
         replies = list(getattr(exc, "replies", []) or [])

@@ -8,7 +8,7 @@ embedder is built lazily: a worker that never needs one (small bank, no synthesi
 
 API:
 - ``SolverWorker(config, *, llm=None, embedder=None, output_kind=None, solver_cache_dir=None,
-  patch_settings=None, trajectory_root=None)``
+  agent_settings=None, trajectory_root=None)``
   - ``set_bank(skills) -> int``: what the caller lets the split route to (the round's ACTIVE
     skills, plus CANDIDATE ones on a bootstrap train pass; DEPRECATED ones are dropped); builds
     the ``SkillIndex`` once when routing will need it; returns the number of routable skills.
@@ -127,7 +127,7 @@ class SolverWorker:
     def __init__(self, config: LoopConfig, *, llm: LLMClient | None = None,
                  embedder: Embedder | None = None, output_kind: str | None = None,
                  solver_cache_dir: str | Path | Artifacts | None = None,
-                 patch_settings: Any = None, trajectory_root: str | Path | Artifacts | None = None):
+                 agent_settings: Any = None, trajectory_root: str | Path | Artifacts | None = None):
         self.config = config
         self.llm = llm if llm is not None else _make_llm(config)
         self.embedder = _LazyEmbedder(config, embedder)
@@ -137,9 +137,9 @@ class SolverWorker:
 
             suite = suite_for(config)
             output_kind = suite.output_kind
-            self.turn = suite if output_kind not in OUTPUT_KINDS else None
+            self.turn = suite if output_kind not in OUTPUT_KINDS else None  # its own turn
         self.output_kind = output_kind
-        self.patch_settings = patch_settings
+        self.agent_settings = agent_settings
         self.trajectory_root = (as_artifacts(trajectory_root) if trajectory_root is not None
                                 else None)
         self.eval_llm = self.llm
@@ -189,7 +189,7 @@ class SolverWorker:
         result = solve(llm, task, skill, output_kind=self.output_kind,
                        max_tokens=self.config.llm.max_tokens,
                        temperature=self.config.llm.temperature,
-                       patch_settings=self.patch_settings, turn=self.turn,
+                       agent_settings=self.agent_settings, turn=self.turn,
                        templates=self.config.prompts.texts,
                        log_dir=self._trajectory_dir(task, split, round_),
                        seed=derive_seed(seed, round_, split, task.task_id,
@@ -217,8 +217,12 @@ class CritiqueItem(NamedTuple):
 
 class CriticWorker:
     def __init__(self, config: LoopConfig, *, llm: LLMClient | None = None):
+        from ratchet_ray.suites import load_plugins
+
         self.config = config
         self.llm = llm if llm is not None else _make_llm(config)
+        # The review prompt is the one the task's suite registered: a plugin suite's too.
+        load_plugins(config.suite_plugins)
 
     def critique_batch(self, items: Sequence[CritiqueItem | tuple]) -> list[CritiqueResult]:
         results = []

@@ -9,11 +9,14 @@ attacking the grader (tampered tests or reports, forged results) uses a status o
 ``protocol_violation``) with ``infra_failure=False`` and the finding in its trace: that is how a
 suite feeds the tampering signal (the Curator's rule, the Critic, ``ratchet audit``).
 
-Output kinds: ``"code"`` (a Python function, the built-in code Solver) and ``"patch"`` (a
-unified diff, the SWE-bench agent) are built in. A suite with any other output kind (e.g.
-``"json"``) is also a ``SolverTurn``: it writes the Solver's prompt for a task and the injected
-skill (``solver_messages``) and turns the model's reply into the output its grader reads
-(``parse_output``); the router, critic, synthesis and governance stay the same. A grader that
+Output kinds: ``"code"`` (a Python function, the built-in code Solver) is built in. A suite
+with any other output kind (e.g. ``"json"``, or SWE-bench's ``"patch"``) brings its Solver turn:
+a ``SolverTurn`` writes the Solver's prompt for a task and the injected skill
+(``solver_messages``) and turns the model's reply into the output its grader reads
+(``parse_output``); an ``AgentTurn`` runs a multi-step agent (``solve_agent``, with
+``solver_settings(config)`` as its settings); the router, critic, synthesis and governance stay
+the same. Everything else suite-specific (resources, the Critic's review prompt, subset groups,
+doctor checks, commands...) comes with the suite's registration (``registry.register``). A grader that
 executes model-written code must run it in the sandbox of ``ratchet_ray.suites.mbpp.sandbox``.
 Suites are added with ``ratchet_ray.suites.register`` (see ``registry.py``).
 
@@ -40,7 +43,7 @@ if TYPE_CHECKING:  # config imports the suite registry, which lives under this p
     from ratchet_ray.llm.base import Message
 
 OutputKind = str
-""""code" or "patch" (built in), or a suite's own kind served by its ``SolverTurn``."""
+""""code" (built in), or a suite's own kind served by its ``SolverTurn`` or ``AgentTurn``."""
 
 
 class Grader(Protocol):
@@ -92,6 +95,20 @@ class SolverTurn(Protocol):
     def solver_messages(self, task: Task, skill: Skill | None) -> list[Message]: ...
 
     def parse_output(self, reply_text: str) -> str: ...
+
+
+class AgentTurn(Protocol):
+    """The Solver's turn of a suite whose output an agent produces in several steps.
+
+    ``solve_agent`` returns ``(output, replies)`` (every LLM reply, for accounting) and writes
+    its trajectory under ``log_dir`` when given; it may raise (the Solver records the failure
+    as the attempt's ``exit_status``). ``solver_settings(config)`` is the ``settings`` each
+    Solver actor of a run is built with."""
+
+    def solver_settings(self, config: LoopConfig) -> object: ...
+
+    def solve_agent(self, llm: object, task: Task, skill: Skill | None, settings: object, *,
+                    log_dir: object = None) -> tuple[str, list]: ...
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,15 @@ Contracts:
   with the grader's resources, a run's preflight.
 - ``before_rounds(config, grade, tasks, run_dir)``: the run suite's registered hook's message
   (None when it registered none or has nothing to say).
+- Suite hooks for the generic code (``hooks.py`` reads them; each optional): ``resources``
+  (role -> custom Ray resources its actors always request), ``critic`` (the Critic's review
+  prompt: ``"code"``, ``"patch"`` or a function / ``"module:attr"``), ``subset_group`` (task id
+  -> the group ``jobs.select_subset`` balances, e.g. a repository) with ``subset_group_label``,
+  ``sampling_overrides`` (temperature -> ``key=value`` overrides that make the suite's own
+  Solver sample at it, for ``jobs.baseline --temperature``), ``commands`` (``"module:attr"`` of a
+  list of click commands added to ``ratchet``; a module of the CLI layer), ``offline_tasks``
+  (its tasks load without a network or large download, so reports may show their statements)
+  and ``sweep_report`` (run dirs -> ``(title, rows, columns)``, extra columns of a sweep report).
 - ``settings_for(config)`` is the run suite's ``suite_settings`` section validated by the model
   it registered (``LoopConfig`` validates every section the same way when it is built); a
   registered ``metaskill`` becomes ``config.meta.default_file``, which the SkillBank reads.
@@ -48,18 +57,19 @@ import importlib.util
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 ENTRY_POINT_GROUP = "ratchet_ray.suites"
 ENV_VAR = "RATCHET_SUITES"
-BUILTIN_OUTPUT_KINDS = ("code", "patch")
+BUILTIN_OUTPUT_KINDS = ("code",)
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _MODULE = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
 _SUITE_METHODS = ("load_tasks", "make_grader")
 _TURN_METHODS = ("solver_messages", "parse_output")
+_AGENT_METHODS = ("solve_agent", "solver_settings")
 
 
 class SuiteRegistryError(ValueError):
@@ -80,6 +90,20 @@ class Registration:
     configure: Callable[[Any, Any], None] | None = None
     doctor: Callable[[Any, bool], list] | str | None = None
     before_rounds: Callable[..., str | None] | str | None = None
+    resources: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    critic: Callable[..., list] | str = "code"
+    subset_group: Callable[[str], str] | str | None = None
+    subset_group_label: str = "groups"
+    sampling_overrides: Callable[[float], list[str]] | str | None = None
+    commands: str | None = None
+    offline_tasks: bool = False
+    sweep_report: Callable[[list], tuple] | str | None = None
+
+
+CRITIC_FLAVOURS = ("code", "patch")
+"""The Critic's built-in review prompts (``roles.critic_prompts``): a failing function and its
+test, or a repository patch and its test log."""
+HOOKS = ("subset_group", "sampling_overrides", "sweep_report")
 
 
 _REGISTRY: dict[str, Registration] = {}
@@ -111,8 +135,11 @@ def register(name: str, factory: Callable[[], Any] | str, *, settings: type | No
              configure: Callable[[Any, Any], None] | None = None,
              doctor: Callable[[Any, bool], list] | str | None = None, replace: bool = False,
              origin: str = "register()",
-             before_rounds: Callable[..., str | None] | str | None = None) -> None:
-    """Add the suite ``name`` (module contracts)."""
+             before_rounds: Callable[..., str | None] | str | None = None,
+             **hooks: Any) -> None:
+    """Add the suite ``name`` (module contracts); ``hooks``: the optional suite hooks
+    (``resources``, ``critic``, ``subset_group``, ``subset_group_label``,
+    ``sampling_overrides``, ``commands``, ``offline_tasks``, ``sweep_report``)."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise SuiteRegistryError(f"suite name {name!r}: use 1-40 lowercase letters, digits or '_', "
                                  "starting with a letter (it names results/<suite>/ folders)")
@@ -146,8 +173,45 @@ def register(name: str, factory: Callable[[], Any] | str, *, settings: type | No
     if meta is not None and not meta.is_file():
         raise SuiteRegistryError(f"suite {name!r}: meta-skill file {meta} does not exist; pass "
                                  "the path of a Markdown authoring prior (see configs/meta_skills)")
+    checked = _check_hooks(name, hooks)
     _REGISTRY[name] = Registration(name, factory, settings, meta, origin, configure, doctor,
-                                   before_rounds)
+                                   before_rounds, **checked)
+
+
+def _check_hooks(name: str, hooks: dict[str, Any]) -> dict[str, Any]:
+    """``hooks`` validated (``SuiteRegistryError`` naming the suite, the hook and the fix)."""
+    known = {f for f in Registration.__dataclass_fields__} - {
+        "name", "factory", "settings", "metaskill", "origin", "configure", "doctor",
+        "before_rounds"}
+    unknown = sorted(set(hooks) - known)
+    if unknown:
+        raise SuiteRegistryError(f"suite {name!r}: unknown register() argument(s) "
+                                 f"{', '.join(unknown)}; valid hooks: {', '.join(sorted(known))}")
+    for key in HOOKS:
+        value = hooks.get(key)
+        if value is not None and not (callable(value) or _is_target(value)):
+            raise SuiteRegistryError(f"suite {name!r}: {key} must be a function or "
+                                     f"'module:attr' naming one; got {value!r}")
+    critic = hooks.get("critic", "code")
+    if not (critic in CRITIC_FLAVOURS or callable(critic) or _is_target(critic)):
+        raise SuiteRegistryError(f"suite {name!r}: critic {critic!r}: use one of "
+                                 f"{', '.join(CRITIC_FLAVOURS)} or a prompt function "
+                                 "(task, capsule, skill, *, prefill, templates) -> messages")
+    commands = hooks.get("commands")
+    if commands is not None and not _is_target(commands):
+        raise SuiteRegistryError(f"suite {name!r}: commands {commands!r} must be 'module:attr' "
+                                 "naming a list of click commands (a module of the CLI layer)")
+    resources = hooks.get("resources") or {}
+    if not (isinstance(resources, Mapping) and all(
+            isinstance(role, str) and isinstance(wanted, Mapping) and all(
+                isinstance(k, str) and isinstance(v, (int, float)) and v > 0
+                for k, v in wanted.items()) for role, wanted in resources.items())):
+        raise SuiteRegistryError(f"suite {name!r}: resources {resources!r} must map a role "
+                                 "(solver, grader, ...) to custom Ray resources, e.g. "
+                                 "{'grader': {'docker': 1}}")
+    if "resources" in hooks:
+        hooks = {**hooks, "resources": {r: dict(w) for r, w in resources.items()}}
+    return hooks
 
 
 def unregister(name: str) -> None:
@@ -166,12 +230,13 @@ def _check_shape(name: str, obj: Any) -> None:
         raise SuiteRegistryError(f"suite {name!r}: output_kind {kind!r} must be a non-empty "
                                  f"string ({', '.join(BUILTIN_OUTPUT_KINDS)} or the suite's own)")
     if not missing and kind not in BUILTIN_OUTPUT_KINDS:
-        missing = [a for a in _TURN_METHODS if not callable(getattr(obj, a, None))]
+        methods = _AGENT_METHODS if hasattr(obj, "solve_agent") else _TURN_METHODS
+        missing = [a for a in methods if not callable(getattr(obj, a, None))]
         if missing:
             raise SuiteRegistryError(
                 f"suite {name!r}: output kind {kind!r} is its own, so the suite must define "
-                f"{', '.join(missing)} (see ratchet_ray.suites.base.SolverTurn); or use one of "
-                f"{BUILTIN_OUTPUT_KINDS}")
+                f"{', '.join(missing)} (see ratchet_ray.suites.base.SolverTurn, or AgentTurn "
+                f"for an agent); or use one of {BUILTIN_OUTPUT_KINDS}")
     if missing:
         raise SuiteRegistryError(f"suite {name!r}: {obj!r} lacks {', '.join(missing)}; a suite "
                                  "follows ratchet_ray.suites.base.Suite")
@@ -310,7 +375,13 @@ def registration(name: str) -> Registration:
     return _REGISTRY[name]
 
 
-def _resolve(target: Callable[..., Any] | str) -> Callable[..., Any]:
+def registered(name: str) -> Registration | None:
+    """The registration of ``name``, or None when no suite of that name is registered."""
+    discover()
+    return _REGISTRY.get(name)
+
+
+def resolve(target: Callable[..., Any] | str) -> Callable[..., Any]:
     """A callable, or the one a ``"module:attr"`` string names (imported now)."""
     if isinstance(target, str):
         module, _, attr = target.partition(":")
@@ -320,7 +391,7 @@ def _resolve(target: Callable[..., Any] | str) -> Callable[..., Any]:
 
 def get_suite(name: str) -> Any:
     """Instantiate the suite called ``name``; unknown names list the valid ones."""
-    suite = _resolve(registration(name).factory)()
+    suite = resolve(registration(name).factory)()
     _check_shape(name, suite)
     return suite
 
@@ -335,7 +406,7 @@ def environment_checks(config: Any, preflight: bool = False) -> list:
     """The run suite's registered ``doctor`` checks (module contracts)."""
     load_plugins(getattr(config, "suite_plugins", ()))
     doctor = registration(config.suite).doctor
-    return [] if doctor is None else list(_resolve(doctor)(config, preflight))
+    return [] if doctor is None else list(resolve(doctor)(config, preflight))
 
 
 def before_rounds(config: Any, grade: Callable[..., list], tasks: Any,
@@ -343,7 +414,7 @@ def before_rounds(config: Any, grade: Callable[..., list], tasks: Any,
     """The run suite's registered ``before_rounds`` hook's message, if any (module contracts)."""
     load_plugins(getattr(config, "suite_plugins", ()))
     hook = registration(config.suite).before_rounds
-    return None if hook is None else _resolve(hook)(config, grade, tasks, run_dir)
+    return None if hook is None else resolve(hook)(config, grade, tasks, run_dir)
 
 
 def validate_settings(name: str, section: Any) -> Any:
@@ -376,19 +447,19 @@ def settings_sections() -> list[str]:
     return sorted(n for n, r in _REGISTRY.items() if r.settings is not None)
 
 
-def _register_builtins() -> None:
-    # Each built-in suite brings its section the way a plugin does; config knows none of them.
-    from ratchet_ray.suites.sim.settings import SimSettings, configure_sim
-    from ratchet_ray.suites.swebench.settings import SwebenchSettings
+BUILTIN_ORIGIN = "ratchet_ray (built in)"
+BUILTIN_PLUGINS = (
+    "ratchet_ray.suites.mbpp.registration",
+    "ratchet_ray.suites.swebench.registration",
+    "ratchet_ray.suites.sim.registration",
+)
+"""The built-in suites: each registers itself in its own folder, the way a plugin does (the one
+place outside the suites' folders that names them); config and the generic code know none."""
 
-    builtin = "ratchet_ray (built in)"
-    register("mbpp", "ratchet_ray.suites.mbpp:MbppSuite", origin=builtin,
-             doctor="ratchet_ray.suites.mbpp.doctor:environment_checks")
-    register("swebench", "ratchet_ray.suites.swebench:SwebenchSuite", settings=SwebenchSettings,
-             doctor="ratchet_ray.suites.swebench.doctor:environment_checks", origin=builtin,
-             before_rounds="ratchet_ray.suites.swebench.validate:before_rounds")
-    register("sim", "ratchet_ray.suites.sim:SimSuite", settings=SimSettings,
-             configure=configure_sim, origin=builtin)
+
+def _register_builtins() -> None:
+    for module in BUILTIN_PLUGINS:
+        importlib.import_module(module)
 
 
 _register_builtins()

@@ -1,5 +1,8 @@
 """Dependencies point one way: plain library -> actors -> loop -> cli / jobs.
 
+A suite's own commands (``ratchet_ray/suites/<name>/cli.py``, which the registry names by string
+and ``ratchet`` adds) belong to the CLI layer, wherever they live.
+
 Every check discovers the modules on disk (``import_graph.project_modules``), so a module added
 later is covered without touching this file.
 - The plain library (``ratchet_ray`` minus ``loop/`` and ``cli/``) imports in a fresh process
@@ -35,6 +38,7 @@ KNOWN_BACK_EDGES = {
         "imports only the built-in suites' settings modules, kept leaves (see below)",
 }
 SUITE_SETTINGS = re.compile(r"ratchet_ray\.suites\.\w+\.settings")
+SUITE_CLI = re.compile(r"ratchet_ray\.suites\.\w+\.cli")
 
 
 BLOCKER = """
@@ -62,7 +66,7 @@ def layer_of(module: str) -> str:
     parts = module.split(".")
     if parts[0] == "actors":
         return "actors"
-    if parts[0] == "jobs" or parts[:2] == ["ratchet_ray", "cli"]:
+    if parts[0] == "jobs" or parts[:2] == ["ratchet_ray", "cli"] or SUITE_CLI.fullmatch(module):
         return "cli/jobs"
     if parts[:2] == ["ratchet_ray", "loop"]:
         return "loop"

@@ -140,5 +140,5 @@ def test_shipped_default_metaskills_lock_the_schema_and_list_dos_and_donts(suite
 
 
 def test_unknown_suite_default_names_the_shipped_ones():
-    with pytest.raises(MetaSkillFileError, match="shipped suites: mbpp, swebench"):
+    with pytest.raises(MetaSkillFileError, match="shipped suites: mbpp, sim, swebench"):
         default_metaskill("humaneval")

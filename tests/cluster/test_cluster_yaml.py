@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from actors.pool_errors import NODE_TYPE_OFFERING, who_offers
-from ratchet_ray.loop.runtime import SUITE_RESOURCES
+from ratchet_ray.suites.hooks import all_resources
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = yaml.safe_load((ROOT / "cluster.yaml").read_text())
@@ -16,7 +16,8 @@ TYPES = CLUSTER["available_node_types"]
 
 
 def test_every_requested_custom_resource_is_offered_by_the_node_type_the_errors_name():
-    requested = {name for wanted in SUITE_RESOURCES.values() for name in wanted}
+    requested = {name for wanted in all_resources().values() for name in wanted}
+    assert "docker" in requested  # the SWE-bench suite's registration asks for it
     assert requested <= set(NODE_TYPE_OFFERING)
     for name in requested:
         node_type = TYPES[NODE_TYPE_OFFERING[name]]

@@ -107,9 +107,10 @@ def test_single_call_mode_applies_a_sloppy_diff_leniently(docker_client, tasks, 
 def test_the_solver_role_reaches_the_agent_through_its_patch_contract(docker_client, tasks,
                                                                       local_settings):
     from ratchet_ray.roles.solver import solve
+    from ratchet_ray.suites.swebench import SwebenchSuite
 
     llm = ScriptedLLM(_script(_action("sed -i 's/max(lo, x)/min(hi, max(lo, x))/' calc/ops.py")))
     result = solve(llm, tasks["ratchet__calc-2"], SKILL, output_kind="patch", max_tokens=256,
-                   temperature=0.0, patch_settings=local_settings)
+                   temperature=0.0, agent_settings=local_settings, turn=SwebenchSuite())
     assert result.exit_status == "ok" and "+    return min(hi, max(lo, x))" in result.output
     assert len(result.replies) == 2

@@ -13,7 +13,8 @@ import pytest
 import fakes
 import swebench_instances
 from jobs.baseline import run_baseline
-from jobs.select_subset import repo_of, select_subset
+from jobs.select_subset import select_subset
+from ratchet_ray.suites.swebench.registration import repo_of
 from ratchet_ray.cli.run import build_overrides
 from ratchet_ray.config_files import load_config
 from ratchet_ray.loop.runtime import Models

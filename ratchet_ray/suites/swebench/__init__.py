@@ -44,8 +44,14 @@ class SwebenchSuite:
         return swebench_leak_sources(config, tasks)
 
     def solver_settings(self, config: Any) -> SwebenchSettings:
-        """What the Solver passes to ``solve_patch`` as its settings."""
+        """What the Solver passes to ``solve_agent`` as its settings."""
         return settings_from_config(config)
+
+    def solve_agent(self, llm: Any, task: Task, skill: Any, settings: SwebenchSettings | None,
+                    *, log_dir: Any = None) -> tuple[str, list]:
+        """The Solver's turn (``suites.base.AgentTurn``): the patch agent's ``(patch, replies)``,
+        its trajectory under ``log_dir`` (imported lazily: workers of other suites never load it)."""
+        return solve_patch(llm, task, skill, settings, log_dir=log_dir)
 
 
 def solve_patch(llm, task, skill, settings=None, **kwargs):

@@ -15,7 +15,7 @@ Contracts:
   taking ``(task, patch)`` pairs and returning, in order, each ``GradeResult`` or a string naming
   why the pool could not grade it: ``loop.grade_pool.grade_all`` over a Grader pool, on a
   cluster its Docker nodes) and returns a ``Validation``; it never raises for a failing
-  instance. ``ratchet swe validate`` (``cli.swe``) runs it on a pool of its own.
+  instance. ``ratchet swe validate`` (``suites.swebench.cli``) runs it on a pool of its own.
 - ``before_rounds(config, grade, tasks, run_dir)`` is the suite's run-start hook: with
   ``swebench.validate_gold`` it validates the run's instances through the run's own Grader pool,
   writes ``swebench_validation.json`` in the run dir and returns the message that stops the run

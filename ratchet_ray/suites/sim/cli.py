@@ -1,5 +1,6 @@
 """``ratchet sim-report RUN_OR_SWEEP``: the truth-aware report of ``sim`` runs
-(``ratchet_ray/suites/sim/report.py``)."""
+(``ratchet_ray/suites/sim/report.py``). Added to ``ratchet`` by the suite's registration
+(``commands=``), as a module of the CLI layer."""
 
 from __future__ import annotations
 

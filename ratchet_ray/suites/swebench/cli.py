@@ -1,7 +1,10 @@
 """``ratchet swe ...``: SWE-bench tools. ``ratchet swe validate`` grades every gold patch (must
 resolve) and a no-op patch (must not) of a dataset's instances on a Grader pool of its own
 (``ratchet_ray.suites.swebench.validate``), then prints each failure and every Docker node's
-image-cache report (``image_cache.node_report``, one tiny Ray task per node)."""
+image-cache report (``image_cache.node_report``, one tiny Ray task per node).
+
+A module of the CLI layer (it imports the loop and actors): the suite's registration names it
+(``commands=``) and ``ratchet`` adds its ``COMMANDS``; nothing in the library imports it."""
 
 from __future__ import annotations
 

@@ -1,0 +1,84 @@
+"""What the generic code asks a suite for, by the suite's name, through its registration.
+
+The loop, the roles, the jobs, the CLI and the reports never name a suite: each asks here (see
+``registry.register`` for what a suite registers). Contracts:
+- A suite that registered nothing for a hook gets the generic behaviour: no custom resources,
+  the code review of the Critic, one group for subset selection, no sampling overrides, no
+  commands, tasks not loaded by reports, no extra sweep columns.
+- Lookups of a suite that is not registered in this process raise ``SuiteRegistryError``
+  naming the valid suites, except ``critic_prompt`` and ``sweep_report`` (see there); callers that know the run's
+  config load its ``suite_plugins`` first (``registry.load_plugins``).
+- ``"module:attr"`` hooks are imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ratchet_ray.suites import registry
+
+
+def actor_resources(suite: str, role: str) -> dict[str, float]:
+    """Custom Ray resources every ``role`` actor of ``suite`` requests (e.g. ``{"docker": 1}``)."""
+    return dict(registry.registration(suite).resources.get(role, {}))
+
+
+def all_resources() -> dict[tuple[str, str], dict[str, float]]:
+    """``(suite, role) -> resources`` of every registered suite (cluster.yaml must offer them)."""
+    return {(name, role): dict(wanted) for name in registry.suite_names()
+            for role, wanted in registry.registration(name).resources.items()}
+
+
+def critic_prompt(suite: str) -> str | Callable[..., list]:
+    """The Critic's review prompt of ``suite``: a built-in flavour (``registry.CRITIC_FLAVOURS``)
+    or the suite's prompt function. A suite not registered in this process (a task of a plugin
+    whose module this process never loaded) gets ``"code"``, the generic review."""
+    reg = registry.registered(suite)
+    if reg is None or reg.critic in registry.CRITIC_FLAVOURS:
+        return "code" if reg is None else reg.critic
+    return registry.resolve(reg.critic)
+
+
+def subset_grouping(suite: str) -> tuple[str, Callable[[str], str]] | None:
+    """``(label, task id -> group)`` that subset selection balances, or None (one group)."""
+    reg = registry.registration(suite)
+    if reg.subset_group is None:
+        return None
+    return reg.subset_group_label, registry.resolve(reg.subset_group)
+
+
+def sampling_overrides(suite: str, temperature: float) -> list[str]:
+    """``key=value`` overrides that make ``suite``'s own Solver sample at ``temperature`` (beyond
+    ``llm.temperature``, which every suite's Solver call uses)."""
+    hook = registry.registration(suite).sampling_overrides
+    return [] if hook is None else list(registry.resolve(hook)(temperature))
+
+
+def suite_commands() -> list[Any]:
+    """The click commands the registered suites add to ``ratchet`` (in suite-name order)."""
+    commands = []
+    for name in registry.suite_names():
+        target = registry.registration(name).commands
+        if target is not None:
+            module, _, attr = target.partition(":")
+            commands.extend(getattr(importlib.import_module(module), attr))
+    return commands
+
+
+def loads_offline(suite: str) -> bool:
+    """Whether ``suite``'s tasks load without a network or a large download."""
+    return registry.registration(suite).offline_tasks
+
+
+def sweep_report(suite: str, run_dirs: Sequence[Path]) -> tuple[str, list, tuple] | None:
+    """``(title, rows, columns)`` the suite adds to a sweep report of its ``run_dirs`` (None:
+    nothing, also for a suite not registered in this process: a report may read the runs of a
+    plugin it never loaded). May raise: the report then shows why those columns are missing."""
+    reg = registry.registered(suite)
+    hook = None if reg is None else reg.sweep_report
+    if hook is None:
+        return None
+    title, rows, columns = registry.resolve(hook)(list(run_dirs))
+    return title, rows, tuple(columns)

@@ -1,0 +1,27 @@
+"""The ``mbpp`` suite's registration: everything MBPP+-specific the generic code asks for.
+
+Imported once by ``suites.registry`` (its built-in list), exactly as a plugin module would be.
+MBPP+ tasks load offline (``$MBPP_OVERRIDE_PATH`` or evalplus's cache), and a run without a
+``dataset_path`` reads ``$MBPP_OVERRIDE_PATH`` (``configure_mbpp``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ratchet_ray.suites.registry import BUILTIN_ORIGIN, register
+
+NAME = "mbpp"
+
+
+def configure_mbpp(config: Any, settings: Any) -> None:
+    """A LoopConfig of suite mbpp that names no ``dataset_path`` takes ``$MBPP_OVERRIDE_PATH``
+    (None when unset or empty: evalplus's download)."""
+    if "dataset_path" not in config.model_fields_set:
+        config.dataset_path = os.environ.get("MBPP_OVERRIDE_PATH") or None
+
+
+register(NAME, "ratchet_ray.suites.mbpp:MbppSuite", origin=BUILTIN_ORIGIN,
+         configure=configure_mbpp, doctor="ratchet_ray.suites.mbpp.doctor:environment_checks",
+         offline_tasks=True)

@@ -1,0 +1,30 @@
+"""The ``sim`` suite's registration: everything sim-specific the generic code asks for.
+
+Imported once by ``suites.registry`` (its built-in list), exactly as a plugin module would be:
+its settings section and ``configure`` rule (the sim LLM backend, ``llm.world``), offline tasks,
+the ``ratchet sim-report`` command and the truth columns of a sweep report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ratchet_ray.suites.registry import BUILTIN_ORIGIN, register
+from ratchet_ray.suites.sim.settings import SimSettings, configure_sim
+
+NAME = "sim"
+
+
+def sweep_truth(run_dirs: list[Path]) -> tuple[str, list[dict[str, Any]], list[str]]:
+    """The truth columns of ``ratchet sim-report`` per arm over ``run_dirs`` (sim runs)."""
+    from ratchet_ray.suites.sim.report import ARM_COLUMNS, arm_table, headline
+    from ratchet_ray.suites.sim.truth import analyze_run
+
+    heads = [headline(analyze_run(run_dir)) for run_dir in run_dirs]
+    return "Against the truth (sim-report)", arm_table(heads), list(ARM_COLUMNS)
+
+
+register(NAME, "ratchet_ray.suites.sim:SimSuite", settings=SimSettings, configure=configure_sim,
+         origin=BUILTIN_ORIGIN, offline_tasks=True, sweep_report=sweep_truth,
+         commands="ratchet_ray.suites.sim.cli:COMMANDS")

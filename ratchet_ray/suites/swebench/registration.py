@@ -1,0 +1,36 @@
+"""The ``swebench`` suite's registration: everything SWE-bench-specific the generic code asks for.
+
+Imported once by ``suites.registry`` (its built-in list), exactly as a plugin module would be:
+its settings section, Docker and git doctor checks, the gold-patch validation before round 0,
+the ``docker`` resource of its Graders and Solvers (each runs in the instance's container), the
+patch review of the Critic, subset selection balanced over repositories, the agent's own
+temperature for ``jobs.baseline --temperature`` and the ``ratchet swe`` commands.
+"""
+
+from __future__ import annotations
+
+from ratchet_ray.suites.registry import BUILTIN_ORIGIN, register
+from ratchet_ray.suites.swebench.settings import SwebenchSettings
+
+NAME = "swebench"
+# cluster.yaml's docker_worker nodes offer `docker`, one SWE-bench harness per unit; a local Ray
+# started by ``loop.runtime.connect_ray`` offers ``LOCAL_DOCKER_SLOTS`` of them.
+DOCKER = {"docker": 1}
+
+
+def repo_of(task_id: str) -> str:
+    """``django__django-11099`` -> ``django__django`` (SWE-bench instance ids end in -<number>)."""
+    return task_id.rsplit("-", 1)[0]
+
+
+def agent_temperature(temperature: float) -> list[str]:
+    """The patch agent samples with its own temperature: a baseline at ``temperature`` sets it."""
+    return [f"{NAME}.agent.temperature={temperature}"]
+
+
+register(NAME, "ratchet_ray.suites.swebench:SwebenchSuite", settings=SwebenchSettings,
+         doctor="ratchet_ray.suites.swebench.doctor:environment_checks", origin=BUILTIN_ORIGIN,
+         before_rounds="ratchet_ray.suites.swebench.validate:before_rounds",
+         resources={"grader": DOCKER, "solver": DOCKER}, critic="patch",
+         subset_group=repo_of, subset_group_label="repos", sampling_overrides=agent_temperature,
+         commands="ratchet_ray.suites.swebench.cli:COMMANDS")
