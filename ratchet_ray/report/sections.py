@@ -14,9 +14,10 @@ from ratchet_ray.report.data import RunData, SkillRow
 from ratchet_ray.report.sweep import SweepTable, arm_curves, arm_headlines
 
 LIFE_COLORS = {"active": "#009E73", "retired": "#D55E00", "evicted": "#999999",
-               "candidate": "#E69F00", "deprecated": "#CC79A7", "restored": "#CC79A7"}
+               "candidate": "#E69F00", "deprecated": "#CC79A7", "restored": "#CC79A7",
+               "refined": "#F0E442"}
 EVENT_COLORS = {"retired": "#D55E00", "evicted": "#555555", "restored": "#0072B2",
-                "reinstated": "#56B4E9", "loaded": "#E69F00"}
+                "reinstated": "#56B4E9", "loaded": "#E69F00", "refined": "#F0E442"}
 
 
 def _f(v: float | None, digits: int = 3, signed: bool = False) -> str:
@@ -205,7 +206,7 @@ def life_text(s: SkillRow) -> str:
     text = f"{born} in round {s.born_round}" if s.born_round is not None else "no birth event"
     text += f", routed {s.routed_train} train / {s.routed_eval} eval"
     for e in s.events:
-        if e["event"] in ("retired", "evicted", "restored", "reinstated"):
+        if e["event"] in ("retired", "evicted", "refined", "restored", "reinstated"):
             why = f" ({e['reason']})" if e.get("reason") else ""
             text += f"; {e['event']} in round {e['round']}{why}"
     return text + f"; now {s.status}"
