@@ -2,24 +2,29 @@
 whose governance is set to deprecate skills every way it can (retire after 4 trials, an active
 cap of 4, a rollback on any round below the best), then ``analyze_run`` / ``sim-report`` and the
 ablation table must agree with the bank the run left behind: the same status per skill, the same
-ACTIVE count, and created - deprecated = active.
+ACTIVE count, and created - deprecated = active. The sim ablation table of docs/ablations.md
+(``suites.sim.ablation_table``) is rendered from such runs only when that check passes.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
+from click.testing import CliRunner
 
 from ratchet_ray.ablations import run_result
 from ratchet_ray.bank.skill_io import load_skill_folder
+from ratchet_ray.suites.sim.ablation_table import (BEGIN, END, bank_disagreements, main,
+                                                   render, replace_block, sweep_rows)
 from ratchet_ray.suites.sim.report import write_sim_report
 from ratchet_ray.suites.sim.truth import analyze_run
 
 from sim_helpers import run_sim, sim_config
 
 pytestmark = pytest.mark.slow
-ARMS = ("default", "A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8")
+ARMS = ("default", "A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8", "A9")
 # Every deprecation cause within a few rounds: retirement (4 trials), eviction (cap 4) and a
 # rollback whenever a round's eval pass@1 is below the best so far. Applied to every arm (a
 # --set wins over the arm's file, so A4's and A7's own values give way here: this test is
@@ -64,9 +69,45 @@ def test_truth_agrees_with_the_live_bank_on_every_arm(arm_runs):
             causes[cause] += getattr(result, f"deprecated_{cause}")
         causes["reactivated"] += sum(1 for s in truth.skills
                                      if s.active and s.status_changes > 0)
+        assert bank_disagreements(run_dir, truth, result) == [], arm
     # The runs exercised every path the report must follow (else this test proves little).
     assert causes["retired"] and causes["evicted"] and causes["rollback"], causes
     print("deprecations by cause over the arms:", causes)
+
+
+def test_the_sim_table_renders_every_arm_from_runs_that_agree_with_their_bank(arm_runs):
+    rows = sweep_rows(arm_runs["default"].parents[2])
+    assert [r.arm for r in rows] == list(ARMS) and all(not r.disagreements for r in rows)
+    table = render(rows)
+    for arm in ARMS:
+        assert sum(line.startswith(f"| {arm} |") for line in table.splitlines()) == 1, arm
+    default = rows[0]
+    assert f"| {default.result.skills_created:.1f} |" in table.splitlines()[2]
+    assert "checked against its live bank" in table and f"{len(ARMS)} arm-seeds" in table
+    page = f"# Ablations\n\nbefore\n{BEGIN}\nold table\n{END}\nafter\n"
+    rendered = replace_block(page, table)
+    assert "old table" not in rendered and table in rendered
+    assert rendered.startswith("# Ablations\n\nbefore\n") and rendered.endswith("\nafter\n")
+    with pytest.raises(ValueError, match="sim-ablation-table"):
+        replace_block("# no markers\n", table)
+
+
+def test_a_bank_that_differs_from_the_truth_is_named_and_no_table_is_written(arm_runs,
+                                                                              tmp_path):
+    run_dir = arm_runs["A4"]  # harsh retirement: its bank holds active and deprecated skills
+    copy = tmp_path / "sweep" / run_dir.name
+    shutil.copytree(run_dir, copy)
+    active = next(s for s in load_skill_folder(copy / "skills") if s.status.value == "active")
+    path = next(p for p in (copy / "skills").glob("*.yaml") if p.stem == active.id)
+    path.write_text(path.read_text().replace("status: active", "status: deprecated", 1))
+    found = bank_disagreements(copy, analyze_run(copy), run_result(copy))
+    assert any(active.id in line and "bank file says deprecated" in line for line in found)
+    assert any(line.startswith("ACTIVE at end differs") for line in found), found
+    doc = tmp_path / "page.md"
+    doc.write_text(f"{BEGIN}\nold\n{END}\n")
+    outcome = CliRunner().invoke(main, [str(tmp_path / "sweep"), "--doc", str(doc)])
+    assert outcome.exit_code != 0 and active.id in outcome.output, outcome.output
+    assert doc.read_text() == f"{BEGIN}\nold\n{END}\n"
 
 
 def test_sim_report_marks_the_arms_without_effect(arm_runs, tmp_path):
