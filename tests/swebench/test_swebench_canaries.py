@@ -158,6 +158,21 @@ def test_the_sentinel_module_is_filled_in_per_grade():
     ast.parse(one.source, feature_version=(3, 5))  # it runs under old instance interpreters too
 
 
+
+def test_the_sentinels_results_are_picked_from_the_report_folder():
+    """Only this grade's result files count; one past the limit or not an object is garbled
+    (a finding, so tampering), never skipped."""
+    sentinel = Sentinel.fresh("/var/tmp/j", "/testbed")
+    stem = sentinel.result_stem.rsplit("/", 1)[1]
+    assert sentinel.files() == {sentinel.path: (sentinel.source, 0o644)}
+    files = {f"{stem}.1.json": b'{"pid": 1}', f"{stem}.2.json": b"[1]", "other.json": b"{}",
+             f"{stem}.txt": b"{}", "report.xml": b"<x/>"}
+    assert [n for n in files if sentinel.result_name(n)] == [f"{stem}.1.json", f"{stem}.2.json"]
+    results = sentinel.parse_results(files, {f"{stem}.3.json": 2**30, "report.xml": 2**30})
+    assert results[:2] == [{"pid": 1}, {"garbled": "not an object"}]
+    assert "1073741824 bytes" in results[2]["garbled"] and len(results) == 3
+    assert judge(results, {}, 1).findings[0].startswith("a result file is garbled")
+
 def _result(**kw):
     return {"pid": 7, "nested": False, "findings": [], "notes": [], "raised": {}, "failed": [],
             "exitstatus": 1, "finished": True, **kw}

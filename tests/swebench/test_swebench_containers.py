@@ -200,3 +200,28 @@ def test_the_end_of_a_round_reaps_on_every_grader(ray_local, docker_client, calc
         assert reap_after_round(SimpleNamespace(actors=[actor])) == [leaked.name]
     assert leftover_containers(docker_client) == []
     ray.kill(actor)
+
+
+def test_files_go_in_and_come_out_in_one_archive_each(docker_client, calc1_image, local_settings):
+    """``put_files``: root-owned files at their modes in one put, folders made on the way;
+    ``read_folder``: the wanted files of a folder in one get, those over their limit only sized."""
+    with instance_container(docker_client, calc1_image, "ratchet__calc-1", local_settings) as box:
+        box.put_files({"/var/lib/ratchet/stage-t/0.tail": ("tail\n", 0o600),
+                       "/var/lib/ratchet/eval.sh": ("echo hi\n", 0o700),
+                       "/tmp/patch.diff": (b"\xffraw", 0o644)})
+        listed = box.run("stat -c '%U %a %n' /var/lib/ratchet /var/lib/ratchet/stage-t "
+                         "/var/lib/ratchet/stage-t/0.tail /var/lib/ratchet/eval.sh /tmp/patch.diff "
+                         "&& stat -c %a /tmp", 30, user="root").stdout.split("\n")
+        assert listed[:6] == ["root 755 /var/lib/ratchet", "root 755 /var/lib/ratchet/stage-t",
+                              "root 600 /var/lib/ratchet/stage-t/0.tail",
+                              "root 700 /var/lib/ratchet/eval.sh", "root 644 /tmp/patch.diff",
+                              "1777"], listed
+        with pytest.raises(ValueError, match="absolute"):
+            box.put_files({"relative/x": ("", 0o644)})
+        box.run("mkdir -p /var/tmp/r/sub && printf big > /var/tmp/r/a.json && printf ok > "
+                "/var/tmp/r/b.json && printf no > /var/tmp/r/c.txt && ln -s a.json /var/tmp/r/l.json "
+                "&& printf deep > /var/tmp/r/sub/d.json", 30, user="root")
+        found, too_big = box.read_folder(
+            "/var/tmp/r", lambda n: {"a.json": 2, "b.json": 10, "l.json": 10, "d.json": 10}.get(n))
+        assert (found, too_big) == ({"b.json": b"ok"}, {"a.json": 3})
+        assert box.read_folder("/var/tmp/absent", lambda n: 10) == ({}, {})

@@ -39,13 +39,21 @@ class LocalBox:
         return SimpleNamespace(exit_code=done.returncode, stdout=done.stdout,
                                output=done.stdout + done.stderr)
 
-    def write_file(self, path: str, content: str, mode: int = 0o644) -> None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(content)
-        os.chmod(path, mode)
+    def put_files(self, files: dict[str, tuple[str, int]]) -> None:
+        for path, (content, mode) in files.items():
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(content)
+            os.chmod(path, mode)
 
-    def read_file(self, path: str, limit: int) -> bytes | None:
-        return Path(path).read_bytes() if Path(path).is_file() else None
+    def read_folder(self, folder: str, limit_of) -> tuple[dict[str, bytes], dict[str, int]]:
+        found, too_big = {}, {}
+        for file in Path(folder).iterdir() if Path(folder).is_dir() else []:
+            limit = limit_of(file.name) if file.is_file() and not file.is_symlink() else None
+            if limit is not None and file.stat().st_size > limit:
+                too_big[file.name] = file.stat().st_size
+            elif limit is not None:
+                found[file.name] = file.read_bytes()
+        return found, too_big
 
 
 def _git(repo: Path, *args: str, stdin: str | None = None) -> str:
@@ -95,12 +103,12 @@ def grade_locally(tmp_path: Path, patch: str, *, screen: bool = True) -> GradeRe
     script, markers, box, log = _eval_script(repo, commit), Markers.fresh(), LocalBox(repo), []
     layers = Protections.prepare(box, instance, script, markers, True, log.append,
                                  root=str(tmp_path / "lib"))
+    box.put_files(layers.files)
     run = subprocess.run(["bash", "-c", instrument(script, markers, None, layers.extras)],
                          capture_output=True, text=True, timeout=300)
     try:
         _, section = split_log(run.stdout, run.stdout + run.stderr, markers)
-        layers.collect(box)
-        junit = box.read_file(markers.junit_path, 2**26)
+        junit = layers.collect(box)
     finally:
         shutil.rmtree(markers.junit_dir, ignore_errors=True)
     logged = _log_statuses(section)

@@ -11,6 +11,10 @@ Contracts:
   ``InfraFailure("exec_hung")``.
 - ``become_untrusted`` hands the repository to ``settings.untrusted_uid`` (False where the image
   has no ``setpriv``); ``kill_all`` ends every process but init and the keep-alive command.
+- ``put_files({path: (content, mode)})`` writes any number of root-owned files in one archive;
+  ``read_folder(folder, limit_of)`` reads a folder's wanted files in one archive. Each call to
+  the daemon is a round trip that a loaded host serialises, so the grader batches its files
+  into these (docs/benchmarks.md, SWE-bench throughput).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
@@ -101,10 +105,17 @@ class InstanceContainer:
         """Who ``run`` runs as by default; ``become_untrusted`` switches it."""
         self.main_pid: int | None = None
         """Pid of the keep-alive command (init's only child at start; ``kill_all`` spares it)."""
+        self._setpriv: bool | None = None
 
     def find_main_pid(self) -> None:
-        children = self.run("cat /proc/1/task/1/children", 60, user="root").output.split()
+        """Find the keep-alive command's pid and, in the same exec, whether the image has
+        ``setpriv`` (one round trip to the daemon instead of two)."""
+        probe = self.run("cat /proc/1/task/1/children; echo; "
+                         "command -v setpriv >/dev/null && echo setpriv", 60, user="root")
+        lines = probe.stdout.split("\n")
+        children = lines[0].split()
         self.main_pid = int(children[0]) if len(children) == 1 and children[0].isdigit() else None
+        self._setpriv = "setpriv" in (line.strip() for line in lines[1:])
 
     @property
     def name(self) -> str:
@@ -116,8 +127,12 @@ class InstanceContainer:
         return f"{uid}:{uid}"
 
     def has_setpriv(self) -> bool:
-        """Whether the image can drop root inside a script (util-linux ``setpriv``)."""
-        return self.run("command -v setpriv >/dev/null", 60, user="root").exit_code == 0
+        """Whether the image can drop root inside a script (util-linux ``setpriv``); known from
+        ``find_main_pid`` (the image's files outside the work tree do not change before the
+        harness runs anything of the repository), else asked once."""
+        if self._setpriv is None:
+            self._setpriv = self.run("command -v setpriv >/dev/null", 60, user="root").exit_code == 0
+        return self._setpriv
 
     def become_untrusted(self, *, whole_repo: bool = True) -> bool:
         """Hand the repository to ``settings.untrusted_uid`` and run later commands as that uid.
@@ -245,19 +260,29 @@ class InstanceContainer:
                    EXEC_GRACE_S, f"killing the processes in {self.name}")
 
     def write_file(self, path: str, content: str, mode: int = 0o644) -> None:
-        """Put ``content`` at absolute ``path`` inside the container (parents created, owned by
-        root)."""
-        target = PurePosixPath(path)
-        data = content.encode()
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo(name=target.name)
-            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
-            tar.addfile(info, io.BytesIO(data))
-        self.run(f"mkdir -p {target.parent}", 60, user="root")
-        if not self.container.put_archive(str(target.parent), buf.getvalue()):
-            raise InfraFailure("docker_error", f"container {self.name}: could not write {path}")
+        """Put ``content`` at absolute ``path`` inside the container (see ``put_files``)."""
+        self.put_files({path: (content, mode)})
 
+    def put_files(self, files: Mapping[str, tuple[str | bytes, int]]) -> None:
+        """Put every ``{absolute path: (content, mode)}`` into the container in one archive (one
+        round trip to the daemon): each file owned by root with its mode; folders missing on
+        the way are created by the daemon, root-owned, mode 0755."""
+        buf = io.BytesIO()
+        now = int(time.time())
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for path, (content, mode) in files.items():
+                target = PurePosixPath(path)
+                if not target.is_absolute() or ".." in target.parts:
+                    raise ValueError(f"put_files needs absolute paths without '..', got {path!r}")
+                data = content.encode() if isinstance(content, str) else content
+                info = tarfile.TarInfo(name=str(target.relative_to("/")))
+                info.size, info.mode, info.mtime = len(data), mode, now
+                info.uid = info.gid = 0  # the archive's owner is kept on extraction
+                tar.addfile(info, io.BytesIO(data))
+        if files and not _in_thread(lambda: self.container.put_archive("/", buf.getvalue()),
+                                    EXEC_GRACE_S, f"writing {len(files)} file(s) into {self.name}"):
+            raise InfraFailure("docker_error", f"container {self.name}: could not write "
+                               f"{', '.join(sorted(files)[:5])}")
 
     def read_file(self, path: str, limit: int) -> bytes | None:
         """The bytes of regular file ``path`` (None when absent or not a regular file); raises
@@ -277,3 +302,54 @@ class InstanceContainer:
                 return None
             handle = tar.extractfile(member)
             return handle.read() if handle is not None else None
+
+    def read_folder(self, folder: str, limit_of: Callable[[str], int | None]
+                    ) -> tuple[dict[str, bytes], dict[str, int]]:
+        """The regular files directly in ``folder`` that ``limit_of(name)`` wants (a byte limit;
+        None: skipped), in one round trip: ``({name: bytes}, {name: size}`` of those over their
+        limit, not read``)``. An absent folder reads as empty. The archive is streamed, so what
+        is skipped is never held in memory."""
+        import docker.errors
+
+        try:
+            stream, _ = self.container.get_archive(folder)
+        except docker.errors.NotFound:
+            return {}, {}
+        found: dict[str, bytes] = {}
+        too_big: dict[str, int] = {}
+        with tarfile.open(fileobj=_ChunkReader(stream), mode="r|") as tar:
+            for member in tar:
+                parts = PurePosixPath(member.name).parts
+                if len(parts) != 2 or not member.isreg():
+                    continue  # the folder itself, deeper entries, links
+                limit = limit_of(parts[1])
+                if limit is None:
+                    continue
+                if member.size > limit:
+                    too_big[parts[1]] = member.size
+                    continue
+                handle = tar.extractfile(member)
+                found[parts[1]] = handle.read() if handle is not None else b""
+        return found, too_big
+
+
+class _ChunkReader(io.RawIOBase):
+    """A readable file over an iterator of byte chunks (Docker's archive stream)."""
+
+    def __init__(self, chunks: Any):
+        self._chunks = iter(chunks)
+        self._left = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._left:
+            try:
+                self._left = next(self._chunks)
+            except StopIteration:
+                return 0
+        n = min(len(buffer), len(self._left))
+        buffer[:n] = self._left[:n]
+        self._left = self._left[n:]
+        return n

@@ -54,7 +54,7 @@ from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception, 
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 from ratchet_ray.suites.swebench.protections import Protections, screen_patch
 from ratchet_ray.suites.swebench.verdict import (
-    MAX_JUNIT_BYTES, Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check, instrument,
+    Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check, instrument,
     junit_statuses, pytest_parser, split_log, printed_exit_code)
 from ratchet_ray.types import GradeResult, Task
 
@@ -188,7 +188,8 @@ class SwebenchGrader:
                     raise InfraFailure("bad_eval_script", f"instance {instance_id}: {exc}") from exc
                 deadline.check("running the eval script")
                 (log_dir / "eval.sh").write_text(script)
-                box.write_file(EVAL_SCRIPT, script, mode=0o700)  # root only: it holds the markers
+                # One put: the canaries' stage, the sentinel, the script (root only: the markers).
+                box.put_files({**layers.files, EVAL_SCRIPT: (script, 0o700)})
                 timeout = min(self.limits.timeout_s, deadline.remaining())
                 run = box.run(f"/bin/bash {EVAL_SCRIPT}", timeout, user="root")
                 log(f"eval script exit {run.exit_code} after {run.duration_s:.1f}s"
@@ -197,9 +198,8 @@ class SwebenchGrader:
                 run.disk_exceeded = run.disk_exceeded or (
                     box.writable_bytes() > self.settings.disk_mb * 2**20)
                 if runs_pytest and not (run.timed_out or run.disk_exceeded):
-                    layers.collect(box)
                     try:
-                        junit = box.read_file(markers.junit_path, MAX_JUNIT_BYTES)
+                        junit = layers.collect(box)
                     except ValueError as exc:
                         return _fail("test_tampering", f"test_tampering: {exc}\n{restored}"), {}
         finally:

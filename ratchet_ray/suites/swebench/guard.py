@@ -45,20 +45,19 @@ class HarnessGuard:
         self._changed0: set[str] = set()
         self._untracked0: set[str] = set()
 
-    def _git(self, args: str) -> str:
-        result = self.box.run(f"git {args}", self.timeout_s, user="root")
-        if result.exit_code != 0:
-            raise InfraFailure("docker_error", f"container {self.box.name}: `git {args}` failed "
-                               f"(exit {result.exit_code}): {result.output[-500:]}")
-        return result.output
-
-    def _names(self, args: str) -> set[str]:
-        return {p for p in self._git(f"{args} -z").split("\0") if p.strip()}
-
     def _state(self) -> tuple[set[str], set[str]]:
-        """(tracked paths differing from the base commit, untracked paths, ignored ones too)."""
-        changed = self._names(f"-c core.quotepath=off diff --name-only --no-renames {self.base}")
-        return changed, self._names("ls-files --others")
+        """(tracked paths differing from the base commit, untracked paths, ignored ones too),
+        from one exec: both NUL-terminated lists, an empty entry between them."""
+        command = (f"git -c core.quotepath=off diff --name-only --no-renames -z {self.base} "
+                   f"&& printf '\\0' && git ls-files --others -z")
+        result = self.box.run(command, self.timeout_s, user="root")
+        entries = result.stdout.split("\0")
+        if result.exit_code != 0 or "" not in entries:
+            raise InfraFailure("docker_error", f"container {self.box.name}: listing the changed "
+                               f"paths failed (exit {result.exit_code}): {result.output[-500:]}")
+        cut = entries.index("")  # no path is empty: the first empty entry is the separator
+        return ({p for p in entries[:cut] if p.strip()},
+                {p for p in entries[cut + 1:] if p.strip()})
 
     def snapshot(self) -> None:
         self._changed0, self._untracked0 = self._state()

@@ -6,12 +6,17 @@ Contracts:
   reach for the harness (``screen``), or None. Harness paths the guard restores anyway and
   repositories whose code under test is pytest (``sentinel.HARNESS_REPOS``) are not screened.
 - ``Protections.prepare(box, instance, eval_script, markers, runs_pytest, log)`` (after the patch
-  is applied and the harness restored, before the eval script runs): plans the canaries of the
-  graded test files the test command runs and stages them root-only in the container
-  (``<root>/stage-<random>``, mode 0600; ``root`` is ``STAGE_ROOT``, root-owned in the
-  container), and installs the sentinel there; ``extras`` is what
-  ``verdict.instrument`` adds to the script. Both are off for runners other than pytest.
-- ``collect(box)`` reads the sentinel's results (inside the container's lifetime).
+  is applied and the harness restored, before the eval script runs): reads the graded test
+  files the test command runs at the base commit (one exec for all of them), plans their
+  canaries and the sentinel, and returns them in ``files`` (``{path: (text, mode)}``: the
+  canaries' stage ``<root>/stage-<random>/``, mode 0600, and the sentinel's module; ``root``
+  is ``STAGE_ROOT``, root-owned in the container). The caller puts ``files`` into the
+  container together with the eval script, in one archive, before that script runs; nothing
+  of the repository runs in between. ``extras`` is what ``verdict.instrument`` adds to the
+  script. Both layers are off for runners other than pytest.
+- ``collect(box)`` reads the report folder once (inside the container's lifetime): returns the
+  JUnit report (None when absent; ``ValueError`` past ``verdict.MAX_JUNIT_BYTES``) and keeps
+  the sentinel's results.
 - ``judge(result, statuses, exit_code, log)`` -> the grade after the layers: a sentinel finding
   is ``test_tampering`` whatever the tests said; for a resolution, a canary not reported failed
   is ``test_tampering`` (passing) or ``results_mismatch`` (missing, skipped, errored), and a
@@ -21,6 +26,8 @@ Contracts:
 
 from __future__ import annotations
 
+import base64
+import posixpath
 import secrets
 import shlex
 from dataclasses import dataclass, field
@@ -29,8 +36,9 @@ from typing import Any, Callable
 from ratchet_ray.suites.swebench import canaries
 from ratchet_ray.suites.swebench.protect import harness_reason, patch_paths, test_files
 from ratchet_ray.suites.swebench.screen import screen
-from ratchet_ray.suites.swebench.sentinel import HARNESS_REPOS, Sentinel, judge as sentinel_judge
-from ratchet_ray.suites.swebench.verdict import RunExtras, command_words
+from ratchet_ray.suites.swebench.sentinel import (
+    HARNESS_REPOS, MAX_RESULT_BYTES, Sentinel, judge as sentinel_judge)
+from ratchet_ray.suites.swebench.verdict import MAX_JUNIT_BYTES, RunExtras, command_words
 from ratchet_ray.types import GradeResult
 
 STAGE_ROOT = "/var/lib/ratchet"
@@ -49,10 +57,31 @@ def screen_patch(instance: dict[str, Any], patch: str) -> str | None:
 
 
 def _base_texts(box: Any, base: str, paths: list[str]) -> dict[str, str | None]:
-    texts: dict[str, str | None] = {}
+    """Each file's text at ``base`` (None where it has none), all read by one exec: a line
+    per file, ``ok <base64 of the blob>`` or ``missing``. A line that does not read back
+    (no ``base64`` in the image, output clipped) is asked again alone with ``git show``."""
+    if not paths:
+        return {}
+    lines = []
     for path in paths:
-        shown = box.run(f"git show {shlex.quote(f'{base}:{path}')}", 120, user="root")
-        texts[path] = shown.stdout if shown.exit_code == 0 else None
+        ref = shlex.quote(f"{base}:{path}")
+        lines.append(f"if git cat-file -e {ref} 2>/dev/null; then printf 'ok '; "
+                     f"git cat-file blob {ref} | base64 -w0 || printf '!'; echo; "
+                     f"else echo missing; fi")
+    listed = box.run("\n".join(lines), 120, user="root").stdout.split("\n")
+    texts: dict[str, str | None] = {}
+    for i, path in enumerate(paths):
+        line = listed[i].strip() if i < len(listed) and len(listed) == len(paths) + 1 else ""
+        if line == "missing":
+            texts[path] = None
+            continue
+        try:
+            if not line.startswith("ok "):
+                raise ValueError(line[:80])
+            texts[path] = base64.b64decode(line[3:], validate=True).decode(errors="replace")
+        except ValueError:
+            shown = box.run(f"git show {shlex.quote(f'{base}:{path}')}", 120, user="root")
+            texts[path] = shown.stdout if shown.exit_code == 0 else None
     return texts
 
 
@@ -62,13 +91,16 @@ class Protections:
     sentinel: Sentinel | None = None
     stage: str = ""
     workdir: str = ""
+    junit_path: str = ""
+    files: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """What ``prepare`` planned to stage: ``{absolute path: (text, mode)}``, root-owned."""
     results: list[dict] = field(default_factory=list)
 
     @classmethod
     def prepare(cls, box: Any, instance: dict[str, Any], eval_script: str, markers: Any,
                 runs_pytest: bool, log: Callable[[str], None],
                 root: str = STAGE_ROOT) -> "Protections":
-        found = cls(workdir=box.workdir)
+        found = cls(workdir=box.workdir, junit_path=markers.junit_path)
         if not runs_pytest:
             return found
         words = command_words(eval_script)
@@ -81,14 +113,14 @@ class Protections:
         if found.plan is not None:
             found.stage = f"{root}/stage-{secrets.token_hex(8)}"
             for name, text in found.plan.staged().items():
-                box.write_file(f"{found.stage}/{name}", text, mode=0o600)
+                found.files[f"{found.stage}/{name}"] = (text, 0o600)
             log(f"canaries: {found.plan.describe()}")
         else:
             log("canaries: the test command runs no graded test file whole (or selects tests "
                 "inside files); none planted")
         if instance.get("repo") not in HARNESS_REPOS:
             found.sentinel = Sentinel.fresh(markers.junit_dir, box.workdir, root)
-            found.sentinel.install(box)
+            found.files.update(found.sentinel.files())
         return found
 
     @property
@@ -99,9 +131,18 @@ class Protections:
         return RunExtras(root_steps=steps, addopts=self.sentinel.addopts,
                          pythonpath=self.sentinel.folder)
 
-    def collect(self, box: Any) -> None:
+    def collect(self, box: Any) -> bytes | None:
+        """The JUnit report (None when absent; ``ValueError`` past ``MAX_JUNIT_BYTES``), and
+        the sentinel's results kept for ``judge``, all read from the report folder at once."""
+        folder, junit = posixpath.split(self.junit_path)
+        wanted = self.sentinel.result_name if self.sentinel is not None else (lambda _n: False)
+        files, too_big = box.read_folder(
+            folder, lambda n: MAX_JUNIT_BYTES if n == junit else MAX_RESULT_BYTES if wanted(n) else None)
         if self.sentinel is not None:
-            self.results = self.sentinel.results(box)
+            self.results = self.sentinel.parse_results(files, too_big)
+        if junit in too_big:
+            raise ValueError(f"{self.junit_path} is {too_big[junit]} bytes (limit {MAX_JUNIT_BYTES})")
+        return files.get(junit)
 
     def judge(self, result: GradeResult, statuses: dict[str, str] | None, exit_code: int | None,
               log: Callable[[str], None]) -> GradeResult:

@@ -6,10 +6,12 @@ Contracts:
   grade (``ratchet_sentinel_<random>``, in ``<root>/sentinel-<random>/``, ``root`` by default
   ``FOLDER_ROOT``, results in the root-owned,
   unlistable ``junit_dir``); ``source`` is the plugin's text with those filled in. The module
-  goes into a root-owned folder outside the tree (``install``), and ``addopts``/``pythonpath``
-  load it first in pytest's process. Nothing of the canaries is in it.
-- ``Sentinel.results(box)`` reads every result file (as root) into dicts; a file that is not
-  a JSON object becomes ``{"garbled": why}``.
+  goes into a root-owned folder outside the tree (``files()``, staged with the grader's other
+  files in one put), and ``addopts``/``pythonpath`` load it first in pytest's process. Nothing
+  of the canaries is in it.
+- ``Sentinel.parse_results(files, too_big)`` turns the result files read from the report
+  folder (as root, ``result_name`` tells which) into dicts; a file that is not a JSON object,
+  or is past ``MAX_RESULT_BYTES``, becomes ``{"garbled": why}``.
 - ``judge(results, statuses, exit_code)`` -> ``SentinelVerdict``: ``findings`` (tampering: the
   plugin's own findings; a test the plugin saw raise or fail that the JUnit report passes; a
   process that exited 0 while pytest's session ended otherwise; a garbled result) and
@@ -27,7 +29,6 @@ import posixpath
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ratchet_ray.suites.swebench.verdict import PASSING, resolve
 
@@ -66,19 +67,28 @@ class Sentinel:
     def addopts(self) -> str:
         return f"-p {self.module}"
 
-    def install(self, box: Any) -> None:
-        """The module, root-owned and world-readable, in a folder only root can write."""
-        box.write_file(self.path, self.source, mode=0o644)
+    def files(self) -> dict[str, tuple[str, int]]:
+        """The module to stage, root-owned and world-readable, in a folder only root can
+        write (``{path: (text, mode)}`` for ``InstanceContainer.put_files``)."""
+        return {self.path: (self.source, 0o644)}
 
-    def results(self, box: Any) -> list[dict]:
-        folder, stem = posixpath.split(self.result_stem)
-        listing = box.run(f"ls -1 -- {folder}", 60, user="root")
-        names = [n for n in listing.output.split() if n.startswith(stem + ".") and n.endswith(".json")]
+    def result_name(self, name: str) -> bool:
+        """Whether ``name`` (a file in the report folder) is one of this plugin's results."""
+        stem = posixpath.basename(self.result_stem)
+        return name.startswith(stem + ".") and name.endswith(".json")
+
+    def parse_results(self, files: dict[str, bytes], too_big: dict[str, int]) -> list[dict]:
+        """The results among the report folder's ``files`` (read as root), in name order; one
+        ``too_big`` (past ``MAX_RESULT_BYTES``) or not a JSON object is ``{"garbled": why}``."""
         found = []
-        for name in sorted(names):
+        for name in sorted({*files, *too_big}):
+            if not self.result_name(name):
+                continue
+            if name in too_big:
+                found.append({"garbled": f"{name}: {too_big[name]} bytes (limit {MAX_RESULT_BYTES})"})
+                continue
             try:
-                raw = box.read_file(f"{folder}/{name}", MAX_RESULT_BYTES)
-                data = json.loads(raw or b"")
+                data = json.loads(files[name] or b"")
                 found.append(data if isinstance(data, dict) else {"garbled": "not an object"})
             except (ValueError, UnicodeDecodeError) as exc:
                 found.append({"garbled": f"{name}: {exc}"})
