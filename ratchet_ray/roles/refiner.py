@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 from pydantic import ValidationError
 
 from ratchet_ray.config import SynthSettings
+from ratchet_ray.roles.drafts import DraftError, draft_to_skill, unique_id
 from ratchet_ray.roles.prompts import SkillDraft, copies_template
 from ratchet_ray.roles.refine_prompts import refine_messages
 from ratchet_ray.seeding import derive_seed
@@ -60,8 +61,6 @@ def refine_targets(verdicts: Sequence[Verdict], active_skills: Sequence[Skill],
 
 def revision_id(parent: Skill, taken: set[str]) -> str:
     """``<lineage>_v<n>`` for the next version of ``parent``'s lineage, unique among ``taken``."""
-    from ratchet_ray.roles.synthesizer import unique_id
-
     return unique_id(f"{parent.lineage_id[:72]}_v{parent.lineage_version + 1}", taken)
 
 
@@ -72,8 +71,6 @@ class Reviser:
     def _revise(self, target: RefineTarget, metaskill: MetaSkill | None,
                 refine_skill: Callable[[Skill, str], Any], taken: set[str], outcome: Any,
                 round_: int, capsules: Mapping[str, Capsule]) -> Skill | None:
-        from ratchet_ray.roles.synthesizer import DraftError, draft_to_skill
-
         parent = target.skill
         chosen = sorted(target.verdicts, key=lambda v: -v.confidence)[:REVISION_EXAMPLES]
         examples = [self._example(v, capsules) for v in chosen]

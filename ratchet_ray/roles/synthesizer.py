@@ -59,13 +59,15 @@ from ratchet_ray.llm.structured import complete_structured
 from ratchet_ray.roles.prompts import (FIELD_ORDER, SkillDraft, assemble_draft, copies_template,
                                       field_max_tokens, field_messages, field_model,
                                       synth_messages)
+from ratchet_ray.roles.drafts import DraftError, draft_to_skill, slugify, unique_id
 from ratchet_ray.roles.refiner import Reviser, refine_targets
 from ratchet_ray.roles.synth_prompts import (FIELD_STOPS, _bare, field_items, field_opening,
                                              fit_field)
 from ratchet_ray.seeding import derive_seed, sampling_kwargs, seeded_order
 from ratchet_ray.synthesis.preprocess import cluster_verdicts, cover_guard
-from ratchet_ray.types import Capsule, Guidance, MetaSkill, Skill, SkillStatus, Task, Verdict
+from ratchet_ray.types import Capsule, MetaSkill, Skill, Task, Verdict
 
+__all__ = ["DraftError", "SynthOutcome", "Synthesizer", "draft_to_skill", "slugify", "unique_id"]
 EXAMPLES_PER_CLUSTER = 3
 log = logging.getLogger(__name__)
 
@@ -83,22 +85,6 @@ class SynthOutcome:
     replies: list[Reply] = field(default_factory=list)
 
 
-def slugify(text: str) -> str:
-    """A valid skill id (``^[a-z0-9][a-z0-9_-]{0,79}$``) from free text; never empty."""
-    slug = re.sub(r"[^a-z0-9_\-]+", "_", text.lower()).strip("_-")
-    slug = re.sub(r"_+", "_", slug)[:60].strip("_-")
-    return slug or "skill"
-
-
-def unique_id(slug: str, taken: Collection[str]) -> str:
-    if slug not in taken:
-        return slug
-    n = 2
-    while f"{slug}_{n}" in taken:
-        n += 1
-    return f"{slug}_{n}"
-
-
 def _verdict_order_key(verdict: Verdict) -> tuple:
     """What a verdict says, in a run-independent order (ties fall to the capsule id)."""
     return (verdict.round, verdict.task_id, verdict.skill_id, verdict.pattern,
@@ -111,30 +97,6 @@ LIST_FIELDS = frozenset({"common_pitfalls", "signals_match"})
 def _pattern_id(label: str) -> str:
     """A skill id from the cluster's pattern: its first 6 words, slugified."""
     return "_".join(slugify(_bare(label)).split("_")[:6])
-
-
-class DraftError(Exception):
-    """A draft could not be written; ``replies`` keeps every generation for accounting."""
-
-    def __init__(self, message: str, replies: list[Reply]):
-        super().__init__(message)
-        self.replies = replies
-
-
-def draft_to_skill(draft: SkillDraft, taken: Collection[str], suite: str) -> Skill:
-    """Validate an LLM draft into an ACTIVE synthesized ``Skill`` with a fresh unique id."""
-    skill_id = unique_id(slugify(draft.id or draft.name), taken)
-    tags = list(dict.fromkeys([*(t.strip() for t in draft.tags if t.strip()), "auto", suite]))
-    g = draft.guidance
-    return Skill(
-        id=skill_id, name=skill_id, description=draft.description, intent=draft.intent,
-        signals_match=[s.strip() for s in draft.signals_match if s.strip()], tags=tags,
-        preconditions=[p.strip() for p in draft.preconditions if p.strip()],
-        status=SkillStatus.ACTIVE, author="synthesized",
-        guidance=Guidance(applies_when=g.applies_when, key_insight=g.key_insight,
-                          common_pitfalls=[p.strip() for p in g.common_pitfalls if p.strip()],
-                          verify_before_returning=g.verify_before_returning),
-    )
 
 
 class Synthesizer(Reviser):
