@@ -32,12 +32,15 @@ from ratchet_ray.loop.entry import SUITE, default_suite
 @click.option("--base-url", default=None, help="Server URL for --llm openai.")
 def doctor(backend: str | None, suite: str, config_files: tuple[str, ...], base_url: str | None) -> None:
     """Pre-flight: Ray, model or credentials + a one-token call, an embedding, dataset, Docker."""
-    from ratchet_ray.config_files import layered_files, load_config
+    from ratchet_ray.config_files import ConfigError, layered_files, load_config
     from ratchet_ray.llm.doctor import run_checks
     from ratchet_ray.suites import environment_checks
 
     # The suite's own layer and name: suite defaults (e.g. the MBPP+ dataset path) follow it.
-    config = load_config(layered_files(suite, config_files), [f"suite={suite}"])
+    try:
+        config = load_config(layered_files(suite, config_files), [f"suite={suite}"])
+    except ConfigError as exc:  # e.g. a suite no registry holds: the valid ones are listed
+        raise click.UsageError(str(exc)) from exc
     settings = config.llm
     updates = {k: v for k, v in {"backend": backend, "base_url": base_url}.items() if v}
     if backend and backend != settings.backend:

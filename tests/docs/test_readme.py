@@ -49,7 +49,7 @@ def test_readme_command(command, fixtures, monkeypatch):
 
 @pytest.mark.parametrize("command, why", [
     ("ratchet solver-cache list", "which cache?"),                  # the false example
-    (".venv/bin/ratchet doctor --suite nosuchsuite", "nosuchsuite"),
+    (".venv/bin/ratchet doctor --llm nosuchbackend", "nosuchbackend"),
     ("python -m jobs.skill_loop mbpp --no-such-flag", "no-such-flag"),
     ("python -m jobs.skill_loop mbpp --set curator.no_such_key=1", "no_such_key"),
     ("python -m jobs.skill_loop mbpp --config configs/ablations/A99.yaml", "A99.yaml"),
