@@ -232,3 +232,6 @@ class RoundSummary(BaseModel):
     cost_usd: float = 0.0
     wall_s: float = 0.0
     failed_steps: list[str] = Field(default_factory=list)
+    suite_report: dict[str, Any] = Field(default_factory=dict)
+    """What the run's suite reports of the round (its ``round_report`` hook; e.g. SWE-bench's
+    per-node image cache). In summary.json only, not in the evidence's ``round`` rows."""

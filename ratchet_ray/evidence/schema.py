@@ -96,7 +96,7 @@ def duckdb_type(arrow_type: pa.DataType) -> str:
 
 
 def _flatten_round(summary: RoundSummary) -> dict[str, Any]:
-    data = summary.model_dump(mode="python", exclude={"eval", "train"})
+    data = summary.model_dump(mode="python", exclude={"eval", "train", "suite_report"})
     for split in ("eval", "train"):
         result = getattr(summary, split)
         data[f"{split}_total"] = result.total if result else None

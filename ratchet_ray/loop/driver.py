@@ -20,7 +20,8 @@ Contracts:
   times in all (every phase but rollback is safe to rerun: each skips what its evidence already
   holds, see ``phases``); after that the run stops with ``RunStopped`` naming the cause, in a
   soft phase too, and ``--resume`` finishes the round.
-- After each round: ``round_NN/summary.json``, a ``round`` evidence row and ``loop.json``.
+- After each round: ``round_NN/summary.json``, a ``round`` evidence row and ``loop.json``;
+  the summary's ``suite_report`` is the suite's ``round_report`` hook's (``suites.hooks``).
 - Before the first round, the graders' precomputed inputs of every task of the run (MBPP+: the
   expected outputs) are computed in one batch on one grader and shared with the others through
   the object store (``actors.grader.share_precomputed``); a failure there stops the run. Then,
@@ -73,7 +74,7 @@ from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.reaper import reap_after_round
 from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir, write_json
 from ratchet_ray.loop.runtime import Models, connect_ray, release_run, start_runtime
-from ratchet_ray.suites import before_rounds, split_tasks, suite_for
+from ratchet_ray.suites import before_rounds, hooks, split_tasks, suite_for
 from ratchet_ray.tracking import start_tracking
 from ratchet_ray.types import RoundSummary, Task
 
@@ -115,6 +116,7 @@ def run_round(ctx: LoopContext, round_: int) -> RoundSummary:
     """Run every phase of ``round_`` and record the round."""
     started = time.monotonic()
     summary = RoundSummary(round=round_)
+    report_start = hooks.round_report(ctx.config, None)  # the suite's readings at the start
     for phase in ROUND_PHASES:
         if phase.spends and ctx.budget is not None:
             ctx.budget.check(f"before round {round_} {phase.name}")
@@ -132,6 +134,8 @@ def run_round(ctx: LoopContext, round_: int) -> RoundSummary:
         log.info("round %d: %s: %s", round_, phase.name, note)
     # [swebench reaper] containers that killed graders/agents of this run left (issue 8).
     reap_after_round(ctx.rt.graders)
+    if report_start is not None:
+        summary.suite_report = hooks.round_report(ctx.config, report_start) or {}
     finish_round(ctx, summary, time.monotonic() - started)
     return summary
 

@@ -14,6 +14,7 @@ The loop, the roles, the jobs, the CLI and the reports never name a suite: each 
 from __future__ import annotations
 
 import importlib
+import logging
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -82,3 +83,18 @@ def sweep_report(suite: str, run_dirs: Sequence[Path]) -> tuple[str, list, tuple
         return None
     title, rows, columns = registry.resolve(hook)(list(run_dirs))
     return title, rows, tuple(columns)
+
+
+def round_report(config: Any, start: Any) -> Any:
+    """The run suite's ``round_report`` hook: ``start`` None as a round starts (returns what
+    to pass back at its end), then that value as it ends (returns the round's
+    ``RoundSummary.suite_report``). None when the suite registered none; a hook that raises
+    is logged and reported as ``{"error": ...}`` (a report never stops a round)."""
+    reg = registry.registration(config.suite)
+    if reg.round_report is None:
+        return None
+    try:
+        return registry.resolve(reg.round_report)(config, start)
+    except Exception as exc:  # noqa: BLE001 - informative only
+        logging.getLogger(__name__).warning("suite %s: round_report failed: %s", config.suite, exc)
+        return {"error": f"{type(exc).__name__}: {exc}"[:500]}

@@ -41,7 +41,9 @@ Contracts:
   Solver sample at it, for ``jobs.baseline --temperature``), ``commands`` (``"module:attr"`` of a
   list of click commands added to ``ratchet``; a module of the CLI layer), ``offline_tasks``
   (its tasks load without a network or large download, so reports may show their statements)
-  and ``sweep_report`` (run dirs -> ``(title, rows, columns)``, extra columns of a sweep report).
+  ``sweep_report`` (run dirs -> ``(title, rows, columns)``, extra columns of a sweep report)
+  and ``round_report`` (``(config, start) -> value``: called with None as a round starts and
+  with that call's value as it ends, whose value becomes ``RoundSummary.suite_report``).
 - ``settings_for(config)`` is the run suite's ``suite_settings`` section validated by the model
   it registered (``LoopConfig`` validates every section the same way when it is built); a
   registered ``metaskill`` becomes ``config.meta.default_file``, which the SkillBank reads.
@@ -98,12 +100,13 @@ class Registration:
     commands: str | None = None
     offline_tasks: bool = False
     sweep_report: Callable[[list], tuple] | str | None = None
+    round_report: Callable[[Any, Any], Any] | str | None = None
 
 
 CRITIC_FLAVOURS = ("code", "patch")
 """The Critic's built-in review prompts (``roles.critic_prompts``): a failing function and its
 test, or a repository patch and its test log."""
-HOOKS = ("subset_group", "sampling_overrides", "sweep_report")
+HOOKS = ("subset_group", "sampling_overrides", "sweep_report", "round_report")
 
 
 _REGISTRY: dict[str, Registration] = {}
@@ -139,7 +142,8 @@ def register(name: str, factory: Callable[[], Any] | str, *, settings: type | No
              **hooks: Any) -> None:
     """Add the suite ``name`` (module contracts); ``hooks``: the optional suite hooks
     (``resources``, ``critic``, ``subset_group``, ``subset_group_label``,
-    ``sampling_overrides``, ``commands``, ``offline_tasks``, ``sweep_report``)."""
+    ``sampling_overrides``, ``commands``, ``offline_tasks``, ``sweep_report``,
+    ``round_report``)."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise SuiteRegistryError(f"suite name {name!r}: use 1-40 lowercase letters, digits or '_', "
                                  "starting with a letter (it names results/<suite>/ folders)")

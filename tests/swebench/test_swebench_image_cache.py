@@ -14,6 +14,7 @@ import uuid
 import pytest
 
 from ratchet_ray.suites.swebench.dataset import normalize_instance
+from ratchet_ray.suites.swebench.cache_report import round_delta
 from ratchet_ray.suites.swebench.image_cache import node_report
 from ratchet_ray.suites.swebench.images import InstanceImages
 from ratchet_ray.suites.swebench.infra import InfraFailure
@@ -141,3 +142,20 @@ def test_an_image_a_running_container_uses_is_never_evicted(docker_session, fres
     finally:
         container.remove(force=True)
     assert node_report(settings)["evictions"] == 1
+
+
+def test_a_rounds_report_is_each_nodes_change_over_the_round():
+    """``round_delta``: per node, what each counter did between the round's two readings, the
+    cache use at the end; a node first seen at the end counts from its index's totals; a
+    failed reading is passed on, not hidden."""
+    use = {"owned_images": 2, "owned_gb": 0.5, "budget_gb": 1.0, "ray_nodes": 2}
+    start = [{"node": "a", "hits": 3, "builds": 1, "evictions": 0, **use},
+             {"node": "gone", "hits": 9, **use}]
+    end = [{"node": "a", "hits": 7, "builds": 2, "evictions": 1, "refusals": 0, **use},
+           {"node": "b", "hits": 1, "builds": 1, **use}, {"node": "?", "error": "timeout"}]
+    rows = round_delta(start, end)
+    assert rows[0] == {"node": "a", "ray_nodes": 2, "hits": 4, "builds": 1, "pulls": 0,
+                       "strips": 0, "evictions": 1, "refusals": 0, "owned_images": 2,
+                       "owned_gb": 0.5, "budget_gb": 1.0}
+    assert (rows[1]["hits"], rows[1]["since"]) == (1, "index start")
+    assert rows[2] == {"node": "?", "error": "timeout"} and len(rows) == 3

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,7 @@ from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.driver import run_loop
 from ratchet_ray.loop.runtime import Models, actor_options
 from ratchet_ray.suites.swebench.container import leftover_containers
+from ratchet_ray.suites.swebench.image_cache import COUNTERS
 from ratchet_ray.suites import settings_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,6 +106,12 @@ def test_scripted_round_through_real_actors_and_docker(docker_client, ray_local,
     assert (summary["train"]["resolved"], summary["train"]["total"],
             summary["train"]["infra_failures"]) == (1, 3, 1)
     assert summary["failed_steps"] == [] and summary["verdicts"] == 1
+    # The node's image cache during the round: 3 images ensured by the agent and the grader
+    # (the broken one fails its build); other runs on this node can only add to the counts.
+    [node] = summary["suite_report"]["image_cache"]
+    assert node["node"] == socket.gethostname() and node["ray_nodes"] == 1, node
+    assert all(node[k] >= 0 for k in COUNTERS) and "owned_gb" in node, node
+    assert node["hits"] + node["builds"] + node["pulls"] + node["strips"] >= 6, node
     capsules = _capsules(run_dir)
     assert {t: (c["split"], c["passed"], c["exit_status"], c["infra_failure"])
             for t, c in capsules.items()} == {

@@ -15,22 +15,7 @@ from typing import Any, Sequence
 
 import click
 
-
-def image_reports(settings: Any) -> list[dict]:
-    """The image-cache report of every alive node offering ``docker`` (one tiny task each)."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    from ratchet_ray.suites.swebench.image_cache import node_report
-
-    nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("docker")]
-    task = ray.remote(node_report)
-    refs = [task.options(num_cpus=0, max_retries=0, scheduling_strategy=(
-        NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))).remote(settings) for n in nodes]
-    try:
-        return ray.get(refs, timeout=60)
-    except Exception as exc:  # noqa: BLE001 - only informative: never fails a validation
-        return [{"node": "?", "error": f"{type(exc).__name__}: {exc}"[:300]}]
+from ratchet_ray.suites.swebench.cache_report import image_reports
 
 
 def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,

@@ -4,7 +4,8 @@ Imported once by ``suites.registry`` (its built-in list), exactly as a plugin mo
 its settings section, Docker and git doctor checks, the gold-patch validation before round 0,
 the ``docker`` resource of its Graders and Solvers (each runs in the instance's container), the
 patch review of the Critic, subset selection balanced over repositories, the agent's own
-temperature for ``jobs.baseline --temperature`` and the ``ratchet swe`` commands.
+temperature for ``jobs.baseline --temperature``, the ``ratchet swe`` commands and each
+round's per-node image-cache report in its summary (``cache_report.round_report``).
 """
 
 from __future__ import annotations
@@ -33,4 +34,5 @@ register(NAME, "ratchet_ray.suites.swebench:SwebenchSuite", settings=SwebenchSet
          before_rounds="ratchet_ray.suites.swebench.validate:before_rounds",
          resources={"grader": DOCKER, "solver": DOCKER}, critic="patch",
          subset_group=repo_of, subset_group_label="repos", sampling_overrides=agent_temperature,
-         commands="ratchet_ray.suites.swebench.cli:COMMANDS")
+         commands="ratchet_ray.suites.swebench.cli:COMMANDS",
+         round_report="ratchet_ray.suites.swebench.cache_report:round_report")
