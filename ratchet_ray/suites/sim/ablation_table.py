@@ -16,7 +16,11 @@ Contracts:
 - ``sweep_rows(sweep_dir)``: one ``ArmSeed`` per *complete* sim run below ``sweep_dir`` (every
   planned round done), sorted by arm then seed; incomplete runs are left out (never averaged).
 - ``render(rows)``: the Markdown table, per arm mean ± sample std over its seeds (``n=k`` where
-  only k seeds define a number, e.g. recall with no harmful skill), the Default first.
+  only k seeds define a number, e.g. recall with no harmful skill), the Default first. "vs
+  Default" is paired by seed: the mean over the arm's seeds of its rolling gain minus the
+  Default's on the same seed (the same world), so arms run on different seeds stay comparable.
+  "True gain" is the truth report's rolling gain of the expected pass@1 of the routing taken
+  (no grading noise).
 - ``main`` exits 1, naming every arm-seed whose truth disagrees with its bank, before anything
   is printed or written: the table is only ever rendered from runs that agree.
 """
@@ -126,18 +130,19 @@ def _stat(values: Iterable[float | None], seeds: int, digits: int = 3,
 
 
 COLUMNS = ("arm", "change", "seeds", "round 0", "peak", "final", "rolling gain", "vs Default",
-           "created", "deprecated (retired / evicted / rolled back)", "active at end",
+           "true gain", "created", "deprecated (retired / evicted / rolled back)", "active at end",
            "engagement", "harmful written", "retire precision", "retire recall",
            "harmful gone", "helpful kept")
 
 
-def _arm_cells(arm: str, group: list[ArmSeed], base_gain: float | None) -> list[str]:
+def _arm_cells(arm: str, group: list[ArmSeed], base: dict[int | None, float | None]) -> list[str]:
     n = len(group)
     res = [g.result for g in group]
     heads = [g.head for g in group]
-    gain = mean_std(r.rolling_gain for r in res).mean
-    vs = "–" if gain is None or base_gain is None or arm == DEFAULT_ARM \
-        else f"{gain - base_gain:+.3f}"
+    paired = [g.result.rolling_gain - base[g.seed] for g in group
+              if g.result.rolling_gain is not None and base.get(g.seed) is not None]
+    vs = "–" if arm == DEFAULT_ARM else _stat(paired, n, signed=True)
+    true_gain = _stat((h["true_rolling_gain"] for h in heads), n, signed=True)
     causes = " / ".join(f"{mean_std(getattr(r, f'deprecated_{c}') for r in res).mean:.1f}"
                         for c in ("retired", "evicted", "rollback"))
     label = ARM_LABELS.get(arm, arm) + (" (no effect in sim)" if arm in NO_EFFECT_IN_SIM else "")
@@ -145,7 +150,7 @@ def _arm_cells(arm: str, group: list[ArmSeed], base_gain: float | None) -> list[
             _stat((r.round0 for r in res), n), _stat((r.peak for r in res), n),
             _stat((g.final for g in group), n),
             _stat((r.rolling_gain for r in res), n, signed=True),
-            vs, _stat((r.skills_created for r in res), n, 1),
+            vs, true_gain, _stat((r.skills_created for r in res), n, 1),
             f"{_stat((r.skills_deprecated for r in res), n, 1)} ({causes})",
             _stat((r.active_at_end for r in res), n, 1),
             _stat((r.router_engagement for r in res), n, 2),
@@ -160,11 +165,10 @@ def render(rows: list[ArmSeed]) -> str:
     groups: dict[str, list[ArmSeed]] = {}
     for row in rows:
         groups.setdefault(row.arm, []).append(row)
-    base = groups.get(DEFAULT_ARM)
-    base_gain = mean_std(g.result.rolling_gain for g in base).mean if base else None
+    base = {g.seed: g.result.rolling_gain for g in groups.get(DEFAULT_ARM, [])}
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for arm in sorted(groups, key=arm_sort_key):
-        lines.append("| " + " | ".join(_arm_cells(arm, groups[arm], base_gain)) + " |")
+        lines.append("| " + " | ".join(_arm_cells(arm, groups[arm], base)) + " |")
     lines += ["", f"Every one of the {len(rows)} arm-seeds above was checked against its live "
               "bank before the table was rendered: the truth report's status of each skill, the "
               "ACTIVE count (bank files = truth = `loop.json` = this table), created - deprecated "
