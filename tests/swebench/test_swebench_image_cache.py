@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from ratchet_ray.suites.swebench.dataset import normalize_instance
-from ratchet_ray.suites.swebench.cache_report import round_delta
+from ratchet_ray.suites.swebench.cache_report import merge_readings, round_delta
 from ratchet_ray.suites.swebench.image_cache import node_report
 from ratchet_ray.suites.swebench.images import InstanceImages
 from ratchet_ray.suites.swebench.infra import InfraFailure
@@ -159,3 +159,14 @@ def test_a_rounds_report_is_each_nodes_change_over_the_round():
                        "owned_gb": 0.5, "budget_gb": 1.0}
     assert (rows[1]["hits"], rows[1]["since"]) == (1, "index start")
     assert rows[2] == {"node": "?", "error": "timeout"} and len(rows) == 3
+
+
+def test_nodes_sharing_one_index_are_reported_once():
+    """Ray nodes of one host share lock_dir, so one index: one entry, ``ray_nodes`` counting."""
+    reading = {"node": "h", "hits": 2, "lock_dir": "/tmp/l"}
+    merged = merge_readings([reading, dict(reading), {"node": "h", "hits": 5, "lock_dir": "/x"},
+                             {"node": "g", "hits": 1, "lock_dir": "/tmp/l"}])
+    assert merged == [{"node": "g", "hits": 1, "ray_nodes": 1},
+                      {"node": "h", "hits": 2, "ray_nodes": 2},
+                      {"node": "h", "hits": 5, "ray_nodes": 1}]
+    assert reading["lock_dir"] == "/tmp/l", "the readings are not changed"

@@ -1,56 +1,36 @@
-"""The image cache of every Docker node, read from the cluster: for ``ratchet swe validate`` and
-for each round's summary (what each node's cache did during the round).
+"""Every Docker node's image cache, as the cluster reports it: for ``ratchet swe validate`` and
+for each round's summary (what each node's cache did during the round). Plain data here; the
+Ray tasks that read each node (``image_reports``, ``round_report``) are in the suite's CLI layer
+(``swebench.cli``), the layer allowed to use Ray.
 
 Contracts:
-- ``image_reports(settings)``: ``image_cache.node_report`` of every alive Ray node offering
-  ``docker`` (one tiny task pinned to each), one entry per index: Ray nodes of one host share
-  ``swebench.lock_dir`` and so one index, reported once with ``ray_nodes`` counting them. Only
-  informative: a failure is one entry ``{"node": "?", "error": why}``.
+- ``merge_readings(readings)``: ``image_cache.node_report`` readings (each with the
+  ``lock_dir`` it read) as one entry per index: Ray nodes of one host share
+  ``swebench.lock_dir`` and so one index, reported once with ``ray_nodes`` counting them; sorted
+  by node.
 - ``round_delta(start, end)``: per node of ``end``, the change of each counter
   (``image_cache.COUNTERS``: hits, builds, pulls, strips, evictions, refusals) since ``start``
   and the cache use at the end (``owned_images``, ``owned_gb``, ``budget_gb``); a node absent
-  from ``start`` counts from its index's totals (``"since": "index start"``).
-- ``round_report(config, start)`` is the suite's ``round_report`` hook: at a round's start
-  (``start`` None) the readings to keep; at its end ``{"image_cache": round_delta(...)}`` for
-  ``RoundSummary.suite_report``. The counters are the node's, so another run that uses the same
-  node during the round counts in them too.
+  from ``start`` counts from its index's totals (``"since": "index start"``); an entry with an
+  ``error`` is passed on as it is. The counters are the node's, so another run that uses the
+  same node during the round counts in them too.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ratchet_ray.suites.swebench.image_cache import COUNTERS, node_report
-from ratchet_ray.suites.swebench.settings import settings_from_config
+from ratchet_ray.suites.swebench.image_cache import COUNTERS
 
 USE_KEYS = ("owned_images", "owned_gb", "budget_gb")
 
 
-def _reading(settings: Any) -> dict[str, Any]:
-    """This node's report, with the index it came from (host and lock dir)."""
-    import ray
-
-    return {**node_report(settings), "lock_dir": settings.lock_dir,
-            "ray_node": ray.get_runtime_context().get_node_id()}
-
-
-def image_reports(settings: Any) -> list[dict]:
-    """The image-cache report of every alive node offering ``docker`` (module contract)."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("docker")]
-    task = ray.remote(_reading)
-    refs = [task.options(num_cpus=0, max_retries=0, scheduling_strategy=(
-        NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))).remote(settings) for n in nodes]
-    try:
-        readings = ray.get(refs, timeout=60)
-    except Exception as exc:  # noqa: BLE001 - only informative: never fails a run or a validation
-        return [{"node": "?", "error": f"{type(exc).__name__}: {exc}"[:300]}]
+def merge_readings(readings: list[dict]) -> list[dict]:
+    """One entry per index (module contract)."""
     by_index: dict[tuple[str, str], dict] = {}
     for reading in readings:
-        key = (reading["node"], reading.pop("lock_dir"))
-        reading.pop("ray_node", None)
+        reading = dict(reading)
+        key = (reading.get("node", "?"), reading.pop("lock_dir", ""))
         if key in by_index:
             by_index[key]["ray_nodes"] += 1
         else:
@@ -74,11 +54,3 @@ def round_delta(start: list[dict], end: list[dict]) -> list[dict]:
             row["since"] = "index start"
         out.append(row)
     return out
-
-
-def round_report(config: Any, start: Any) -> Any:
-    """The suite's ``round_report`` hook (module contract)."""
-    readings = image_reports(settings_from_config(config))
-    if start is None:
-        return readings
-    return {"image_cache": round_delta(start, readings)}

@@ -1,7 +1,8 @@
 """``ratchet swe ...``: SWE-bench tools. ``ratchet swe validate`` grades every gold patch (must
 resolve) and a no-op patch (must not) of a dataset's instances on a Grader pool of its own
 (``ratchet_ray.suites.swebench.validate``), then prints each failure and every Docker node's
-image-cache report (``image_cache.node_report``, one tiny Ray task per node).
+image-cache report (``image_cache.node_report``, one tiny Ray task per node). ``round_report``
+is the suite's hook that puts the same reports, per round, into each round's summary.
 
 A module of the CLI layer (it imports the loop and actors): the suite's registration names it
 (``commands=``) and ``ratchet`` adds its ``COMMANDS``; nothing in the library imports it."""
@@ -15,7 +16,42 @@ from typing import Any, Sequence
 
 import click
 
-from ratchet_ray.suites.swebench.cache_report import image_reports
+
+def _reading(settings: Any) -> dict[str, Any]:
+    """This node's image-cache report with the index it came from (its ``lock_dir``)."""
+    from ratchet_ray.suites.swebench.image_cache import node_report
+
+    return {**node_report(settings), "lock_dir": settings.lock_dir}
+
+
+def image_reports(settings: Any) -> list[dict]:
+    """The image-cache report of every alive node offering ``docker`` (one tiny task pinned to
+    each), one entry per index (``cache_report.merge_readings``); only informative: a failure
+    is one entry ``{"node": "?", "error": why}``."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from ratchet_ray.suites.swebench.cache_report import merge_readings
+
+    nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("docker")]
+    task = ray.remote(_reading)
+    refs = [task.options(num_cpus=0, max_retries=0, scheduling_strategy=(
+        NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))).remote(settings) for n in nodes]
+    try:
+        return merge_readings(ray.get(refs, timeout=60))
+    except Exception as exc:  # noqa: BLE001 - only informative: never fails a run or a validation
+        return [{"node": "?", "error": f"{type(exc).__name__}: {exc}"[:300]}]
+
+
+def round_report(config: Any, start: Any) -> Any:
+    """The suite's ``round_report`` hook (registry): at a round's start (``start`` None) every
+    Docker node's image-cache readings; at its end ``{"image_cache": cache_report.round_delta}``
+    for the round's ``summary.json``."""
+    from ratchet_ray.suites.swebench.cache_report import round_delta
+    from ratchet_ray.suites.swebench.settings import settings_from_config
+
+    readings = image_reports(settings_from_config(config))
+    return readings if start is None else {"image_cache": round_delta(start, readings)}
 
 
 def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,

@@ -5,7 +5,7 @@ its settings section, Docker and git doctor checks, the gold-patch validation be
 the ``docker`` resource of its Graders and Solvers (each runs in the instance's container), the
 patch review of the Critic, subset selection balanced over repositories, the agent's own
 temperature for ``jobs.baseline --temperature``, the ``ratchet swe`` commands and each
-round's per-node image-cache report in its summary (``cache_report.round_report``).
+round's per-node image-cache report in its summary (``cli.round_report``).
 """
 
 from __future__ import annotations
@@ -35,4 +35,4 @@ register(NAME, "ratchet_ray.suites.swebench:SwebenchSuite", settings=SwebenchSet
          resources={"grader": DOCKER, "solver": DOCKER}, critic="patch",
          subset_group=repo_of, subset_group_label="repos", sampling_overrides=agent_temperature,
          commands="ratchet_ray.suites.swebench.cli:COMMANDS",
-         round_report="ratchet_ray.suites.swebench.cache_report:round_report")
+         round_report="ratchet_ray.suites.swebench.cli:round_report")
