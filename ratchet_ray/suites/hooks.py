@@ -58,10 +58,16 @@ def sampling_overrides(suite: str, temperature: float) -> list[str]:
 
 
 def suite_commands() -> list[Any]:
-    """The click commands the registered suites add to ``ratchet`` (in suite-name order)."""
+    """The click commands the registered suites add to ``ratchet`` (in suite-name order). A
+    plugin that fails to load adds none here: ``ratchet`` still starts, and the failure is
+    reported by the first command that looks a suite up (discovery is retried then)."""
+    try:
+        registry.discover()
+    except registry.SuitePluginError:
+        pass
     commands = []
-    for name in registry.suite_names():
-        target = registry.registration(name).commands
+    for reg in registry.registered_so_far():
+        target = reg.commands
         if target is not None:
             module, _, attr = target.partition(":")
             commands.extend(getattr(importlib.import_module(module), attr))

@@ -369,6 +369,11 @@ def suite_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def registered_so_far() -> list[Registration]:
+    """The suites registered in this process until now, without discovery (by name)."""
+    return [_REGISTRY[name] for name in sorted(_REGISTRY)]
+
+
 def registration(name: str) -> Registration:
     discover()
     if name not in _REGISTRY:
