@@ -18,7 +18,8 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.loop.entry import DRY_RUN, check_startable, print_config, version_option
+from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
+                                    version_option)
 from ratchet_ray.loop.flags import build_overrides
 
 _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config_files", "sets",
@@ -26,7 +27,7 @@ _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("suite", required=False)  # checked by the config against the suite registry
+@click.argument("suite", type=SUITE, required=False)  # the config checks it against the registry
 @click.option("--rounds", type=click.IntRange(min=0),
               help="Rounds to run (the suite's paper value: 100 MBPP+, 20 SWE-bench).")
 @click.option("--n-train", type=click.IntRange(min=0), help="Random train slice size.")
@@ -76,7 +77,8 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
         checked = resumed
     else:
         if suite is None:
-            raise click.UsageError("give a SUITE (mbpp, swebench or sim) or --resume RUN_DIR")
+            raise click.UsageError("give a SUITE (a registered one: mbpp, swebench, sim or a "
+                                   "plugin's) or --resume RUN_DIR")
         files = flags.pop("config_files")
         sets = flags.pop("sets")
         try:
