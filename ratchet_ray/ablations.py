@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
+from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import tampering_totals
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.metrics import ROLLING_WINDOW, load_loop, loop_metrics
@@ -180,11 +181,7 @@ class SkillFate:
 
 def skill_fates(con) -> dict[str, SkillFate]:
     """Every skill's status changes from the bank's own ``skill_event`` rows (module contract)."""
-    rows = con.execute(
-        "SELECT skill_id, round, event, status_after FROM skill_event "
-        f"WHERE event IN ({', '.join('?' for _ in STATUS_EVENTS)}) "
-        "AND coalesce(status_after, '') <> '' ORDER BY created_at, round",
-        list(STATUS_EVENTS)).fetchall()
+    rows = nq.fetch_all(con, "skill_status_changes", events=list(STATUS_EVENTS))
     changes: dict[str, list[tuple[int, str, str]]] = {}
     for skill_id, round_, event, status in rows:
         changes.setdefault(skill_id, []).append((int(round_), event, status))
@@ -197,9 +194,7 @@ def bank_stats(run_dir: Path) -> dict[str, int]:
     with EvidenceStore(run_dir).connect() as con:
         fates = [f for f in skill_fates(con).values() if f.created]
         causes = [f.cause for f in fates if f.cause is not None]
-        capsules, routed = con.execute(
-            "SELECT count(*), count(*) FILTER (WHERE skill_id <> ?) FROM capsule "
-            "WHERE split = 'eval'", [NONE_SKILL]).fetchone()
+        capsules, routed = nq.fetch_one(con, "eval_routing_counts", none=NONE_SKILL)
         tampering = tampering_totals(con)
     return {"skills_created": len(fates), "skills_deprecated": len(causes),
             "deprecated_retired": causes.count("retired"),

@@ -196,6 +196,7 @@ class MlflowTracker(Tracker):
     def _log_round(self, row: dict[str, Any]) -> None:
         from mlflow.entities import Metric
 
+        from ratchet_ray.evidence import named_queries as nq
         from ratchet_ray.evidence.store import EvidenceStore
 
         step, now = int(row["round"]), int(time.time() * 1000)
@@ -206,10 +207,7 @@ class MlflowTracker(Tracker):
         for key in ("skills_created", "skills_retired", "skills_evicted"):
             values[key] = float(len(row.get(key) or []))
         with EvidenceStore(self.run_dir).connect() as con:
-            per_role = con.execute(
-                "SELECT role, coalesce(sum(input_tokens + output_tokens), 0), "
-                "coalesce(sum(cost_usd), 0) FROM llm_call WHERE round = ? GROUP BY role",
-                [step]).fetchall()
+            per_role = nq.fetch_all(con, "llm_spend_by_role_of_round", round=step)
         for role, tokens, cost in per_role:
             values[f"tokens_{role}"], values[f"cost_usd_{role}"] = float(tokens), float(cost)
         self.client.log_batch(self.run_id, metrics=[Metric(k, v, now, step)

@@ -48,6 +48,7 @@ from ratchet_ray.bank.skill_events import AddResult, BankError, EventLog
 from ratchet_ray.bank.skill_io import (SkillFileError, dump_skill, load_skill_folder, parse_skill,
                                        validate_skill, write_text_atomic)
 from ratchet_ray.config import LoopConfig
+from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import (EMPTY_STATS, SkillStats, TamperingStats, skill_stats,
                                           tampering_by_skill)
 from ratchet_ray.governance import bypass, counterfactual, curator
@@ -121,10 +122,7 @@ class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf):
         if not self._skills or not any(self.log.store.part_paths("skill_event")):
             return []
         with self.log.store.connect() as con:
-            rows = con.execute(
-                "SELECT skill_id, arg_max(status_after, created_at), max(created_at) "
-                "FROM skill_event WHERE event IN ('retired', 'evicted', 'restored', 'reinstated') "
-                "AND status_after <> '' GROUP BY skill_id").fetchall()
+            rows = nq.fetch_all(con, "last_status_flips")
         fixed = []
         for skill_id, status, logged_at in rows:
             skill = self._skills.get(skill_id)

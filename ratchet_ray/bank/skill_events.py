@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import SkillStats, registered_skill_ids
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.types import SkillStatus
@@ -87,7 +88,7 @@ class EventLog:
         if not self.store.part_paths("skill_event"):
             return set()
         with self.store.connect() as con:
-            return set(con.execute("SELECT skill_id, created_at FROM skill_event").fetchall())
+            return set(nq.fetch_all(con, "skill_event_keys"))
 
     def registered_ids(self) -> set[str]:
         """Ids that entered the bank through the SkillBank (any event except a rejection)."""

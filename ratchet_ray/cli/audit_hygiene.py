@@ -62,8 +62,7 @@ def bypass_rows(con: Any, skills: Sequence[Skill], config: LoopConfig,
     k = config.curator.dead_weight_rounds
     dead = bypass.dead_weight(con, skills, k)
     ignored = bypass.ignored_skills(con, near=near)
-    since = {s: int(r) for s, r in con.execute(bypass.ACTIVATION_SQL).fetchall()}
-    routed = {s: int(n) for s, n in con.execute(bypass.ROUTED_AFTER_SQL).fetchall()}
+    since, routed = bypass.activity(con)
     rows = []
     for skill in sorted(skills, key=lambda s: s.id):
         probe = ignored.get(skill.id)

@@ -22,7 +22,11 @@ from ratchet_ray.cli.docs_settings import render_configuration
 
 
 def render_evidence_schema() -> str:
-    """docs/evidence-schema.md: every column of every evidence kind (``evidence.schema``)."""
+    """docs/evidence-schema.md: every column of every evidence kind (``evidence.schema``), then
+    the named queries the code runs over them (``evidence.named_queries``)."""
+    import textwrap
+
+    from ratchet_ray.evidence.named_queries import QUERIES
     from ratchet_ray.evidence.schema import KINDS, REQUIRED, SCHEMAS, duckdb_type
 
     out = ["# Evidence schema", "",
@@ -36,6 +40,15 @@ def render_evidence_schema() -> str:
         out += [f"| `{f.name}` | {duckdb_type(f.type)} | {'yes' if f.name in REQUIRED[kind] else ''} |"
                 for f in SCHEMAS[kind]]
         out.append("")
+    out += ["## Named queries", "",
+            "Every statement the code runs over these views (`ratchet_ray/evidence/named_queries.py`"
+            "; the read helpers of `evidence/queries.py` aside). Parameters are DuckDB named "
+            "parameters (`$name`); each query runs as is in `ratchet query` once they are "
+            "replaced by values.", ""]
+    for name, query in sorted(QUERIES.items()):
+        params = ", ".join(f"`${p}`" for p in sorted(query.params)) or "none"
+        out += [f"### `{name}`", "", f"{query.doc} Parameters: {params}.", "", "```sql",
+                textwrap.dedent(query.sql).strip(), "```", ""]
     return "\n".join(out).rstrip() + "\n"
 
 

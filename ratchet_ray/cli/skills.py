@@ -32,6 +32,7 @@ from ratchet_ray.cli import audit_hygiene
 from ratchet_ray.cli.evidence import FORMATS, emit_rows, require_run_dir, writer_lock
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import ConfigError, load_config
+from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import (EMPTY_STATS, failed_llm_calls, recent_skill_events,
                                           tampering_capsules)
 from ratchet_ray.evidence.tampering import grader_finding
@@ -61,8 +62,7 @@ def open_bank(ctx: click.Context, *, writer: bool = False) -> SkillBank:
 
 def latest_round(run_dir: Path) -> int:
     with EvidenceStore(run_dir).connect() as con:
-        value = con.execute("SELECT max(round) FROM (SELECT round FROM capsule UNION ALL "
-                            "SELECT round FROM skill_event)").fetchone()[0]
+        value = nq.fetch_one(con, "last_round")[0]
     return 0 if value is None else int(value)
 
 

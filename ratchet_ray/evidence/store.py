@@ -163,16 +163,19 @@ class EvidenceStore:
         return (f"SELECT {', '.join(schema.names)} FROM read_parquet({pattern}, "
                 "hive_partitioning=true, hive_types={'round': INTEGER}, union_by_name=true)")
 
-    def connect(self, *, sandboxed: bool = False) -> duckdb.DuckDBPyConnection:
-        """A DuckDB connection with one view (or, ``cached``, one table) per kind (module doc)."""
-        if self.cached and not sandboxed:
+    def connect(self, *, sandboxed: bool = False,
+                kinds: Sequence[str] = KINDS) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection with one view (or, ``cached``, one table) per kind (module doc);
+        ``kinds`` limits an uncached connection to those views (a reader that needs one view
+        skips scanning the others' parts)."""
+        if self.cached and not sandboxed and tuple(kinds) == tuple(KINDS):
             with self._lock:
                 if self._cache is None:
                     self._cache = _PartCache(self)
                 self._cache.refresh()
                 return self._cache.con.cursor()
         con = duckdb.connect(":memory:")
-        for kind in KINDS:
+        for kind in kinds:
             con.execute(f'CREATE VIEW "{kind}" AS {self.view_sql(kind)}')
         if sandboxed:
             allowed = _sql_literal(str(self.root.resolve()) + os.sep)

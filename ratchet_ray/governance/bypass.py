@@ -32,6 +32,7 @@ from typing import Any, Iterable, Mapping
 
 import duckdb
 
+from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import EMPTY_STATS, SkillStats
 from ratchet_ray.types import NONE_SKILL, Skill, SkillStatus
 
@@ -39,31 +40,6 @@ CHARS_PER_TOKEN = 4
 NEAR_IDENTICAL = 0.95
 IGNORED_SHARE = 0.8
 MIN_PAIRS = 3
-
-ACTIVATION_SQL = """
-SELECT skill_id, max(round) FROM skill_event WHERE status_after = 'active' GROUP BY skill_id
-"""
-ROUTED_AFTER_SQL = """
-SELECT c.skill_id, count(*) FROM capsule c
-JOIN (SELECT skill_id, max(round) AS since FROM skill_event WHERE status_after = 'active'
-      GROUP BY skill_id) a ON a.skill_id = c.skill_id
-WHERE c.round > a.since GROUP BY c.skill_id
-"""
-LAST_ROUND_SQL = ("SELECT max(round) FROM (SELECT round FROM capsule UNION ALL "
-                  "SELECT round FROM skill_event)")
-PROBE_OUTPUTS_SQL = """
-SELECT s.skill_id, s.output, n.output
-FROM capsule s JOIN capsule n
-  ON s.round = n.round AND s.task_id = n.task_id AND s.split = n.split
-WHERE s.split = 'train' AND coalesce(s.attempt, 0) = 0 AND s.skill_id <> ?
-  AND coalesce(n.attempt, 0) >= 1 AND n.skill_id = ?
-  AND NOT coalesce(s.infra_failure, false) AND NOT coalesce(n.infra_failure, false)
-ORDER BY s.skill_id, s.round, s.task_id
-"""
-ROUTINGS_SQL = """
-SELECT skill_id, split, count(*) FROM capsule WHERE skill_id <> ? GROUP BY skill_id, split
-"""
-
 
 @dataclass(frozen=True)
 class DeadWeight:
@@ -93,8 +69,16 @@ def similarity(a: str, b: str) -> float:
 
 
 def last_round(con: duckdb.DuckDBPyConnection) -> int | None:
-    value = con.execute(LAST_ROUND_SQL).fetchone()[0]
+    value = nq.fetch_one(con, "last_round")[0]
     return None if value is None else int(value)
+
+
+def activity(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, int], dict[str, int]]:
+    """``({skill: the last round an event made it active}, {skill: capsules routed to it
+    after that round})``."""
+    since = {s: int(r) for s, r in nq.fetch_all(con, "activation_rounds")}
+    routed = {s: int(n) for s, n in nq.fetch_all(con, "routings_since_activation")}
+    return since, routed
 
 
 def dead_weight(con: duckdb.DuckDBPyConnection, skills: Iterable[Skill], k: int,
@@ -106,8 +90,7 @@ def dead_weight(con: duckdb.DuckDBPyConnection, skills: Iterable[Skill], k: int,
     now = last_round(con) if current_round is None else current_round
     if now is None:
         return {}
-    since = {s: int(r) for s, r in con.execute(ACTIVATION_SQL).fetchall()}
-    routed = {s: int(n) for s, n in con.execute(ROUTED_AFTER_SQL).fetchall()}
+    since, routed = activity(con)
     out = {}
     for skill in skills:
         if skill.status is not SkillStatus.ACTIVE or skill.id not in since:
@@ -123,8 +106,7 @@ def ignored_skills(con: duckdb.DuckDBPyConnection, *, near: float = NEAR_IDENTIC
                    ) -> dict[str, IgnoredStats]:
     """Per probed skill, how often its probe pair's outputs are near-identical (contract)."""
     pairs: dict[str, list[float]] = {}
-    for skill_id, with_skill, without in con.execute(PROBE_OUTPUTS_SQL,
-                                                     [NONE_SKILL, NONE_SKILL]).fetchall():
+    for skill_id, with_skill, without in nq.fetch_all(con, "probe_outputs", none=NONE_SKILL):
         pairs.setdefault(skill_id, []).append(similarity(with_skill, without))
     out = {}
     for skill_id, sims in pairs.items():
@@ -144,7 +126,7 @@ def skill_costs(con: duckdb.DuckDBPyConnection, skills: Iterable[Skill],
     """One row per skill: prompt tokens per routing, routings and tokens per split, c-hat and
     its gain per 1k train tokens (module contract), sorted by id."""
     routings: dict[str, dict[str, int]] = {}
-    for skill_id, split, n in con.execute(ROUTINGS_SQL, [NONE_SKILL]).fetchall():
+    for skill_id, split, n in nq.fetch_all(con, "routings_by_skill_split", none=NONE_SKILL):
         routings.setdefault(skill_id, {})[split] = int(n)
     rows = []
     for skill in sorted(skills, key=lambda s: s.id):

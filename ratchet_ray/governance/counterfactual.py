@@ -16,24 +16,12 @@ from __future__ import annotations
 
 import duckdb
 
+from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import SkillStats
 from ratchet_ray.seeding import derive_seed
 from ratchet_ray.types import NONE_SKILL
 
 PROBE_ATTEMPT = 1
-
-COUNTERFACTUAL_SQL = """
-SELECT s.skill_id, count(*) AS pairs,
-       count_if(s.passed AND NOT n.passed) AS wins,
-       count_if(n.passed AND NOT s.passed) AS losses
-FROM capsule s JOIN capsule n
-  ON s.round = n.round AND s.task_id = n.task_id AND s.split = n.split
-WHERE s.split = 'train' AND coalesce(s.attempt, 0) = 0 AND s.skill_id <> ?
-  AND coalesce(n.attempt, 0) >= 1 AND n.skill_id = ?
-  AND NOT coalesce(s.infra_failure, false) AND NOT coalesce(n.infra_failure, false)
-GROUP BY s.skill_id
-"""
-
 
 def probe_selected(seed: int, round_: int, task_id: str, fraction: float) -> bool:
     if fraction <= 0.0:
@@ -43,7 +31,7 @@ def probe_selected(seed: int, round_: int, task_id: str, fraction: float) -> boo
 
 def counterfactual_stats(con: duckdb.DuckDBPyConnection) -> dict[str, SkillStats]:
     """c_cf per probed skill (see module contract)."""
-    rows = con.execute(COUNTERFACTUAL_SQL, [NONE_SKILL, NONE_SKILL]).fetchall()
+    rows = nq.fetch_all(con, "counterfactual_pairs", none=NONE_SKILL)
     return {skill_id: SkillStats(trials=int(pairs), successes=int(wins), failures=int(losses),
                                  contribution=(int(wins) - int(losses)) / int(pairs))
             for skill_id, pairs, wins, losses in rows}

@@ -28,6 +28,7 @@ from typing import Any, Iterable, Sequence
 
 from ratchet_ray.config import BudgetSettings, LoopConfig
 from ratchet_ray.config_files import ConfigError, load_config
+from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.loop.breaker import RunStopped
 
 BUDGET_PREFIX = "budget."
@@ -62,9 +63,7 @@ class RunBudget:
         ``settings.scope`` (and limits) it reports to that scope's ledger (``shared``, by
         default ``actors.budget_ledger.SharedBudget(scope)``)."""
         with store.connect() as con:
-            tokens, cost = con.execute(
-                "SELECT coalesce(sum(input_tokens + output_tokens), 0), "
-                "coalesce(sum(cost_usd), 0) FROM llm_call").fetchone()
+            tokens, cost = nq.fetch_one(con, "llm_spend_total")
         if settings.scope is not None and shared is None and (
                 settings.max_tokens is not None or settings.max_cost_usd is not None):
             from actors.budget_ledger import SharedBudget

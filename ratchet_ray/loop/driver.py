@@ -60,6 +60,7 @@ from actors.run_lease import hold_run_lease
 from ratchet_ray.bank.checkpoints import available_rounds
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import dump_config
+from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.schema import to_records
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.fsutil import disk_full
@@ -164,11 +165,8 @@ def run_phase(ctx: LoopContext, phase: Phase, round_: int, summary: RoundSummary
 def finish_round(ctx: LoopContext, summary: RoundSummary, wall_s: float) -> None:
     """Usage totals from the evidence, then the round row, summary.json and loop.json."""
     with ctx.store.connect() as con:
-        tokens_in, tokens_out, cost = con.execute(
-            "SELECT coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
-            "coalesce(sum(cost_usd), 0) FROM llm_call WHERE round = ?", [summary.round]).fetchone()
-        recorded = con.execute("SELECT count(*) FROM round WHERE round = ?",
-                               [summary.round]).fetchone()[0]
+        tokens_in, tokens_out, cost = nq.fetch_one(con, "llm_spend_of_round", round=summary.round)
+        recorded = nq.fetch_one(con, "round_rows_of", round=summary.round)[0]
     summary.input_tokens, summary.output_tokens = int(tokens_in), int(tokens_out)
     summary.cost_usd, summary.wall_s = float(cost), wall_s
     if not recorded:  # a resumed round may have written its row just before the driver died

@@ -32,6 +32,7 @@ import ray
 
 from actors.pools import PoolResult, ResilientPool, call_one, drain
 from ratchet_ray.config import LoopConfig
+from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import recent_verdicts
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.evidence.tampering import TAMPERING_REASON
@@ -180,20 +181,15 @@ class CriticIncomplete(RuntimeError):
     the phase again reviews exactly the rest."""
 
 
-def _capsules(ctx: LoopContext, where: str, params: list[Any]) -> list[Capsule]:
+def _capsules(ctx: LoopContext, query: str, **params: Any) -> list[Capsule]:
     with ctx.store.connect() as con:
-        cursor = con.execute(f"SELECT * FROM capsule WHERE {where} ORDER BY task_id", params)
-        names = [d[0] for d in cursor.description]
-        return [Capsule(**dict(zip(names, row))) for row in cursor.fetchall()]
+        return [Capsule(**row) for row in nq.fetch_dicts(con, query, **params)]
 
 
 def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
     # First attempts only: a counterfactual probe measures a skill, it is not substrate.
-    pending = [c for c in _capsules(
-        ctx, "round = ? AND split = 'train' AND NOT passed AND coalesce(attempt, 0) = 0 "
-             "AND capsule_id NOT IN "
-             "(SELECT capsule_id FROM verdict WHERE round = ?)", [round_, round_])
-        if is_critiquable(c)]
+    pending = [c for c in _capsules(ctx, "unreviewed_train_failures", round=round_)
+               if is_critiquable(c)]
     skills = {s.id: s for s in ray.get(ctx.rt.bank.all.remote())}
     items = [(ctx.task(c.task_id), c, skills.get(c.skill_id)) for c in pending]
     ctx.progress.set_total(len(items))
@@ -249,8 +245,7 @@ def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
         raise CriticIncomplete(f"{len(unreviewed)} of {len(items)} train failures got no "
                                f"verdict, e.g. {unreviewed[0][:1000]}")
     with ctx.store.connect() as con:
-        summary.verdicts = con.execute("SELECT count(*) FROM verdict WHERE round = ?",
-                                       [round_]).fetchone()[0]
+        summary.verdicts = nq.fetch_one(con, "verdicts_of_round", round=round_)[0]
     return f"{summary.verdicts} verdicts, {len(errors)} without one"
 
 
@@ -318,7 +313,7 @@ def synth(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
         meta = ray.get(bank.ensure_default_metaskill.remote(ctx.config.suite, round_=round_))
         ids = sorted({v.capsule_id for v in verdicts})
         capsules = {c.capsule_id: c for c in _capsules(
-            ctx, "list_contains(?, capsule_id)", [ids])} if ids else {}
+            ctx, "capsules_by_id", ids=ids)} if ids else {}
         outcome = replay.batched(  # its skills commit with their events and llm_calls, or not
             bank, ctx.run, round_, SYNTH_FILE, lambda: call_one(
                 ctx.rt.synthesizer, "run", verdicts, [s for s in every if s.is_active], meta,

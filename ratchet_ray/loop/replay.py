@@ -30,6 +30,7 @@ from typing import Any, Callable, TypeVar
 
 import ray
 
+from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.llm.accounting import llm_call_row
 from ratchet_ray.loop.rundir import RunDir
@@ -71,9 +72,7 @@ def mark_calls_recorded(run: RunDir, round_: int, result_file: str) -> None:
 
 def _events_since(store: EvidenceStore, round_: int, since: float) -> list[tuple[str, str]]:
     with store.connect() as con:
-        return con.execute("SELECT event, skill_id FROM skill_event WHERE round = ? AND "
-                           "created_at >= ? ORDER BY created_at, skill_id",
-                           [round_, since]).fetchall()
+        return nq.fetch_all(con, "skill_events_since", round=round_, since=since)
 
 
 def _started(run: RunDir, round_: int, result_file: str) -> float | None:

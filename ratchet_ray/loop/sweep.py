@@ -307,6 +307,7 @@ def recorded_spend(spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int]
     """(tokens, USD) every existing run dir of the sweep has spent (its ``llm_call`` evidence),
     keyed like the budget ledger (the run dir, resolved): the part of the sweep's spend that
     the jobs of this invocation do not report themselves (finished arm-seeds)."""
+    from ratchet_ray.evidence import named_queries as nq
     from ratchet_ray.evidence.store import EvidenceStore
 
     spend = {}
@@ -316,8 +317,6 @@ def recorded_spend(spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int]
             if existing is None:
                 continue
             with EvidenceStore(existing).connect() as con:
-                tokens, cost = con.execute(
-                    "SELECT coalesce(sum(input_tokens + output_tokens), 0), "
-                    "coalesce(sum(cost_usd), 0) FROM llm_call").fetchone()
+                tokens, cost = nq.fetch_one(con, "llm_spend_total")
             spend[str(existing.resolve())] = (int(tokens), float(cost))
     return spend

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ratchet_ray.evidence.store import EvidenceStore, _sql_literal
+from ratchet_ray.evidence import named_queries as nq
+from ratchet_ray.evidence.store import EvidenceStore
 
 TRUNCATED = " […truncated]"
 TEXT_BUDGET = 6_000_000
@@ -30,22 +31,6 @@ COLUMNS = ("capsule_id", "round", "split", "task_id", "attempt", "skill_id", "pa
            "exit_status", "infra_failure", "output", "grader_trace", "input_tokens",
            "output_tokens", "cost_usd", "part", "row", "attribution", "pattern", "confidence",
            "rationale")
-
-SQL = """
-WITH c AS (
-  SELECT capsule_id, round, split, task_id, coalesce(attempt, 0) AS attempt, skill_id, passed,
-         exit_status, coalesce(infra_failure, false) AS infra_failure, output, grader_trace,
-         input_tokens, output_tokens, cost_usd, filename AS part, file_row_number AS row
-  FROM read_parquet({files}, hive_partitioning=true, hive_types={{'round': INTEGER}},
-                    union_by_name=true, filename=true, file_row_number=true)),
-v AS (
-  SELECT capsule_id, attribution, pattern, confidence, rationale FROM verdict
-  QUALIFY row_number() OVER (PARTITION BY capsule_id ORDER BY created_at DESC) = 1)
-SELECT c.*, v.attribution, v.pattern, v.confidence, v.rationale
-FROM c LEFT JOIN v USING (capsule_id)
-ORDER BY round, split, task_id, attempt, capsule_id
-"""
-
 
 def text_limit_for(n_capsules: int, budget: int = TEXT_BUDGET) -> int:
     """Characters kept per text field so ``n_capsules`` capsules fit ``budget`` (3 fields)."""
@@ -87,7 +72,7 @@ def capsule_table(run_dir: str | Path, text_limit: int = MAX_TEXT, con=None) -> 
     parts = store.part_paths("capsule")
     if not parts:
         return CapsuleTable(COLUMNS, [], [], text_limit)
-    files = "[" + ", ".join(_sql_literal(str(p.resolve())) for p in parts) + "]"
+    files = [str(p.resolve()) for p in parts]
     root = str(Path(run_dir).resolve()) + "/"
     strings: list[str] = []
     index: dict[str, int] = {}
@@ -101,12 +86,9 @@ def capsule_table(run_dir: str | Path, text_limit: int = MAX_TEXT, con=None) -> 
         return index[s]
 
     if con is None:  # only the verdict view is needed besides the parts read directly
-        import duckdb
-
-        with duckdb.connect(":memory:") as own:
-            own.execute(f"CREATE VIEW verdict AS {store.view_sql('verdict')}")
+        with store.connect(kinds=("verdict",)) as own:
             return capsule_table(run_dir, text_limit, own)
-    cur = con.execute(SQL.format(files=files))
+    cur = nq.execute(con, "capsules_with_verdicts", files=files)
     names = [d[0] for d in cur.description]
     raw = cur.fetchall()
     pos = {n: i for i, n in enumerate(names)}

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import skill_stats, tampering_by_skill
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.metrics import ROLLING_WINDOW, LoopMetrics, load_loop, loop_metrics
@@ -71,10 +72,7 @@ def _evidence_rounds(run_dir: Path, con=None) -> list[dict[str, Any]]:
     if con is None:
         with store.connect() as own:
             return _evidence_rounds(run_dir, own)
-    cur = con.execute("SELECT * FROM round QUALIFY row_number() OVER "
-                      "(PARTITION BY round ORDER BY created_at DESC) = 1 ORDER BY round")
-    names = [d[0] for d in cur.description]
-    rows = [dict(zip(names, r)) for r in cur.fetchall()]
+    rows = nq.fetch_dicts(con, "latest_round_rows")
     return [{k: row.get(k) for k in ROUND_KEYS} for row in rows]
 
 
@@ -141,20 +139,12 @@ def headline(rows: list[dict[str, Any]], window: int = ROLLING_WINDOW) -> LoopMe
 # ---- usage -----------------------------------------------------------------------------------
 def usage_by_round_role(con) -> list[dict[str, Any]]:
     """Per (round, role): calls, input and output tokens, cost in USD, failed calls."""
-    cur = con.execute(
-        "SELECT round, role, count(*) AS calls, coalesce(sum(input_tokens), 0) AS input_tokens, "
-        "coalesce(sum(output_tokens), 0) AS output_tokens, coalesce(sum(cost_usd), 0) AS cost_usd,"
-        " count(*) FILTER (WHERE NOT coalesce(ok, true)) AS failed "
-        "FROM llm_call GROUP BY round, role ORDER BY round, role")
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
+    return nq.fetch_dicts(con, "usage_by_round_role")
 
 
 def models_used(con) -> list[dict[str, Any]]:
     """Per (role, backend, model): how many calls (the backends a run really used)."""
-    cur = con.execute("SELECT role, backend, model, count(*) AS calls FROM llm_call "
-                      "GROUP BY ALL ORDER BY role, backend, model")
-    return [dict(zip(("role", "backend", "model", "calls"), r)) for r in cur.fetchall()]
+    return nq.fetch_dicts(con, "models_used")
 
 
 # ---- skills ----------------------------------------------------------------------------------
@@ -208,10 +198,7 @@ class SkillRow:
 
 def skill_events(con) -> list[dict[str, Any]]:
     """Every skill event (meta-skills' too), in the order they happened."""
-    cur = con.execute("SELECT round, skill_id, event, status_after, contribution, trials, reason, "
-                      "created_at FROM skill_event ORDER BY created_at, round, skill_id")
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
+    return nq.fetch_dicts(con, "skill_events")
 
 
 def _skill_files(run_dir: Path) -> dict[str, tuple[str, Any]]:
@@ -236,13 +223,6 @@ def _guidance_chars(skill: Any) -> int:
                if isinstance(v, (str, list)))
 
 
-ROUTED_SQL = """
-SELECT skill_id, count(*) FILTER (WHERE split = 'train') AS train,
-       count(*) FILTER (WHERE split = 'eval') AS eval
-FROM capsule WHERE coalesce(attempt, 0) = 0 AND skill_id <> ? GROUP BY skill_id
-"""
-
-
 def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None) -> list[SkillRow]:
     """Every skill of the run (module contracts), in birth order."""
     from ratchet_ray.governance.counterfactual import counterfactual_stats
@@ -250,7 +230,8 @@ def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None) -
     events = skill_events(con) if events is None else events
     files = _skill_files(run_dir)
     stats, cf = skill_stats(con, "train"), counterfactual_stats(con)
-    routed = {s: (int(t), int(e)) for s, t, e in con.execute(ROUTED_SQL, [NONE_SKILL]).fetchall()}
+    routed = {s: (int(t), int(e))
+              for s, t, e in nq.fetch_all(con, "first_attempt_routings", none=NONE_SKILL)}
     tamper = {split: tampering_by_skill(con, split) for split in ("train", "eval")}
     skill_ev: dict[str, list[dict[str, Any]]] = {}
     for ev in events:

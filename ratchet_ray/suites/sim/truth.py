@@ -41,6 +41,7 @@ import yaml
 from ratchet_ray.ablations import SkillFate, skill_fates
 from ratchet_ray.bank.skill_io import load_skill_folder
 from ratchet_ray.config import LoopConfig
+from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.suites.sim import world_spec
 from ratchet_ray.suites.sim.world import World, parse_token
@@ -198,10 +199,6 @@ class RunTruth:
         }
 
 
-def _rows(con, sql: str) -> list[tuple]:
-    return con.execute(sql).fetchall()
-
-
 def analyze_run(run_dir: str | Path, delta: float = DEFAULT_DELTA) -> RunTruth:
     """The truth of one sim run (see module contracts); raises ValueError for a non-sim run."""
     path = Path(run_dir)
@@ -224,8 +221,7 @@ def analyze_run(run_dir: str | Path, delta: float = DEFAULT_DELTA) -> RunTruth:
         return world.p(task_id, tokens.get(skill_id) if skill_id != NONE_SKILL else None)
 
     with EvidenceStore(path).connect() as con:
-        capsules = _rows(con, "SELECT round, split, task_id, skill_id, passed, "
-                              "coalesce(attempt, 0) FROM capsule ORDER BY round, task_id")
+        capsules = nq.fetch_all(con, "capsule_outcomes")
         fates = skill_fates(con)
     none = SkillFate("", ())
 

@@ -1,0 +1,217 @@
+"""Every SQL statement the code runs over the evidence views, by name.
+
+Contracts:
+- The package's SQL lives in ``ratchet_ray/evidence/`` only: here (named queries) and in the
+  helpers of ``evidence.queries`` / ``evidence.store``. Code elsewhere calls ``fetch_all`` /
+  ``fetch_one`` / ``fetch_dicts`` with a query's name and its parameters; it never writes SQL
+  (``tests/architecture`` checks both).
+- Parameters are DuckDB named parameters (``$name``), bound by DuckDB, never spliced into the
+  text: a query is a constant. A call must pass exactly the parameters its query names; a
+  missing or extra one, or an unknown query name, raises ``KeyError`` naming the query and what
+  it takes.
+- Views: ``capsule``, ``verdict``, ``skill_event``, ``llm_call``, ``round`` as
+  ``EvidenceStore.connect()`` creates them (docs/evidence-schema.md lists their columns).
+  ``capsules_with_verdicts`` reads capsule parts by path (``$files``) so the report can number
+  each row by its part and row.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import duckdb
+
+
+@dataclass(frozen=True)
+class NamedQuery:
+    name: str
+    sql: str
+    doc: str
+
+    @property
+    def params(self) -> frozenset[str]:
+        return frozenset(re.findall(r"\$([a-z_][a-z0-9_]*)", self.sql))
+
+
+_QUERIES = (
+    # ---- spend and usage ----------------------------------------------------------------------
+    NamedQuery("llm_spend_total", """
+        SELECT coalesce(sum(input_tokens + output_tokens), 0), coalesce(sum(cost_usd), 0)
+        FROM llm_call""",
+        "(tokens, cost_usd) the run's LLM calls recorded, all rounds."),
+    NamedQuery("llm_spend_of_round", """
+        SELECT coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0),
+               coalesce(sum(cost_usd), 0)
+        FROM llm_call WHERE round = $round""",
+        "(input tokens, output tokens, cost_usd) of one round's LLM calls."),
+    NamedQuery("llm_spend_by_role_of_round", """
+        SELECT role, coalesce(sum(input_tokens + output_tokens), 0), coalesce(sum(cost_usd), 0)
+        FROM llm_call WHERE round = $round GROUP BY role""",
+        "(role, tokens, cost_usd) per role in one round."),
+    NamedQuery("usage_by_round_role", """
+        SELECT round, role, count(*) AS calls, coalesce(sum(input_tokens), 0) AS input_tokens,
+               coalesce(sum(output_tokens), 0) AS output_tokens,
+               coalesce(sum(cost_usd), 0) AS cost_usd,
+               count(*) FILTER (WHERE NOT coalesce(ok, true)) AS failed
+        FROM llm_call GROUP BY round, role ORDER BY round, role""",
+        "Per (round, role): calls, input and output tokens, cost and failed calls."),
+    NamedQuery("models_used", """
+        SELECT role, backend, model, count(*) AS calls FROM llm_call
+        GROUP BY ALL ORDER BY role, backend, model""",
+        "Per (role, backend, model): the calls a run really made."),
+    # ---- rounds -------------------------------------------------------------------------------
+    NamedQuery("round_rows_of", """
+        SELECT count(*) FROM round WHERE round = $round""",
+        "How many ``round`` rows one round has (0 before it is recorded)."),
+    NamedQuery("latest_round_rows", """
+        SELECT * FROM round
+        QUALIFY row_number() OVER (PARTITION BY round ORDER BY created_at DESC) = 1
+        ORDER BY round""",
+        "The newest ``round`` row of each round (a resumed round may have written two)."),
+    NamedQuery("last_round", """
+        SELECT max(round) FROM (SELECT round FROM capsule UNION ALL
+                                SELECT round FROM skill_event)""",
+        "The last round with a capsule or a skill event (NULL for an empty run)."),
+    # ---- capsules -----------------------------------------------------------------------------
+    NamedQuery("first_attempt_outcomes", """
+        SELECT task_id, count(*), bool_or(passed), bool_or(infra_failure) FROM capsule
+        WHERE round = $round AND split = $split AND coalesce(attempt, 0) = 0
+        GROUP BY task_id""",
+        "(task, capsules, passed, infra) of a round's split; probes (attempt >= 1) left out."),
+    NamedQuery("unreviewed_train_failures", """
+        SELECT * FROM capsule
+        WHERE round = $round AND split = 'train' AND NOT passed AND coalesce(attempt, 0) = 0
+          AND capsule_id NOT IN (SELECT capsule_id FROM verdict WHERE round = $round)
+        ORDER BY task_id""",
+        "A round's first-attempt train failures that have no verdict yet (the Critic's input)."),
+    NamedQuery("capsules_by_id", """
+        SELECT * FROM capsule WHERE list_contains($ids, capsule_id) ORDER BY task_id""",
+        "The capsules whose ids are in ``$ids`` (the verdicts' capsules for the Synthesizer)."),
+    NamedQuery("eval_routing_counts", """
+        SELECT count(*), count(*) FILTER (WHERE skill_id <> $none) FROM capsule
+        WHERE split = 'eval'""",
+        "(eval capsules, eval capsules routed to a skill)."),
+    NamedQuery("routings_by_skill_split", """
+        SELECT skill_id, split, count(*) FROM capsule WHERE skill_id <> $none
+        GROUP BY skill_id, split""",
+        "(skill, split, capsules routed to it), probes included."),
+    NamedQuery("first_attempt_routings", """
+        SELECT skill_id, count(*) FILTER (WHERE split = 'train') AS train,
+               count(*) FILTER (WHERE split = 'eval') AS eval
+        FROM capsule WHERE coalesce(attempt, 0) = 0 AND skill_id <> $none
+        GROUP BY skill_id""",
+        "(skill, train routings, eval routings) of first attempts."),
+    NamedQuery("capsule_outcomes", """
+        SELECT round, split, task_id, skill_id, passed, coalesce(attempt, 0) FROM capsule
+        ORDER BY round, task_id""",
+        "(round, split, task, skill, passed, attempt) of every capsule."),
+    NamedQuery("capsules_with_verdicts", """
+        WITH c AS (
+          SELECT capsule_id, round, split, task_id, coalesce(attempt, 0) AS attempt, skill_id,
+                 passed, exit_status, coalesce(infra_failure, false) AS infra_failure, output,
+                 grader_trace, input_tokens, output_tokens, cost_usd, filename AS part,
+                 file_row_number AS row
+          FROM read_parquet($files, hive_partitioning=true, hive_types={'round': INTEGER},
+                            union_by_name=true, filename=true, file_row_number=true)),
+        v AS (
+          SELECT capsule_id, attribution, pattern, confidence, rationale FROM verdict
+          QUALIFY row_number() OVER (PARTITION BY capsule_id ORDER BY created_at DESC) = 1)
+        SELECT c.*, v.attribution, v.pattern, v.confidence, v.rationale
+        FROM c LEFT JOIN v USING (capsule_id)
+        ORDER BY round, split, task_id, attempt, capsule_id""",
+        "Every capsule of the parts ``$files`` with its newest verdict, part file and row."),
+    # ---- counterfactual probes ----------------------------------------------------------------
+    NamedQuery("counterfactual_pairs", """
+        SELECT s.skill_id, count(*) AS pairs,
+               count_if(s.passed AND NOT n.passed) AS wins,
+               count_if(n.passed AND NOT s.passed) AS losses
+        FROM capsule s JOIN capsule n
+          ON s.round = n.round AND s.task_id = n.task_id AND s.split = n.split
+        WHERE s.split = 'train' AND coalesce(s.attempt, 0) = 0 AND s.skill_id <> $none
+          AND coalesce(n.attempt, 0) >= 1 AND n.skill_id = $none
+          AND NOT coalesce(s.infra_failure, false) AND NOT coalesce(n.infra_failure, false)
+        GROUP BY s.skill_id""",
+        "Per probed skill: probe pairs, wins (with passed, without failed) and losses."),
+    NamedQuery("probe_outputs", """
+        SELECT s.skill_id, s.output, n.output
+        FROM capsule s JOIN capsule n
+          ON s.round = n.round AND s.task_id = n.task_id AND s.split = n.split
+        WHERE s.split = 'train' AND coalesce(s.attempt, 0) = 0 AND s.skill_id <> $none
+          AND coalesce(n.attempt, 0) >= 1 AND n.skill_id = $none
+          AND NOT coalesce(s.infra_failure, false) AND NOT coalesce(n.infra_failure, false)
+        ORDER BY s.skill_id, s.round, s.task_id""",
+        "(skill, output with it, output without it) of every probe pair."),
+    # ---- verdicts -----------------------------------------------------------------------------
+    NamedQuery("verdicts_of_round", """
+        SELECT count(*) FROM verdict WHERE round = $round""",
+        "How many verdicts one round has."),
+    # ---- skill events -------------------------------------------------------------------------
+    NamedQuery("skill_events", """
+        SELECT round, skill_id, event, status_after, contribution, trials, reason, created_at
+        FROM skill_event ORDER BY created_at, round, skill_id""",
+        "Every skill event (meta-skills' too), in the order they happened."),
+    NamedQuery("skill_status_changes", """
+        SELECT skill_id, round, event, status_after FROM skill_event
+        WHERE list_contains($events, event) AND coalesce(status_after, '') <> ''
+        ORDER BY created_at, round""",
+        "(skill, round, event, status) of the events in ``$events`` that set a status."),
+    NamedQuery("skill_event_keys", """
+        SELECT skill_id, created_at FROM skill_event""",
+        "(skill, created_at) of every written skill event (a resumed writer's dedup key)."),
+    NamedQuery("skill_events_since", """
+        SELECT event, skill_id FROM skill_event WHERE round = $round AND created_at >= $since
+        ORDER BY created_at, skill_id""",
+        "(event, skill) of one round's events written at or after ``$since``."),
+    NamedQuery("last_status_flips", """
+        SELECT skill_id, arg_max(status_after, created_at), max(created_at) FROM skill_event
+        WHERE event IN ('retired', 'evicted', 'restored', 'reinstated') AND status_after <> ''
+        GROUP BY skill_id""",
+        "(skill, status its last flip set, when) over retire/evict/restore/reinstate events."),
+    NamedQuery("activation_rounds", """
+        SELECT skill_id, max(round) FROM skill_event WHERE status_after = 'active'
+        GROUP BY skill_id""",
+        "(skill, the last round an event made it active)."),
+    NamedQuery("routings_since_activation", """
+        SELECT c.skill_id, count(*) FROM capsule c
+        JOIN (SELECT skill_id, max(round) AS since FROM skill_event
+              WHERE status_after = 'active' GROUP BY skill_id) a ON a.skill_id = c.skill_id
+        WHERE c.round > a.since GROUP BY c.skill_id""",
+        "(skill, capsules routed to it after the round it last became active)."),
+)
+
+QUERIES: Mapping[str, NamedQuery] = {q.name: q for q in _QUERIES}
+if len(QUERIES) != len(_QUERIES):
+    raise ImportError("two named evidence queries share a name")
+
+
+def _bound(name: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    query = QUERIES.get(name)
+    if query is None:
+        raise KeyError(f"no named evidence query {name!r}; known: {', '.join(sorted(QUERIES))}")
+    if set(params) != query.params:
+        raise KeyError(f"evidence query {name!r} takes parameters {sorted(query.params)}, "
+                       f"got {sorted(params)}")
+    return query.sql, dict(params)
+
+
+def execute(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> duckdb.DuckDBPyConnection:
+    """Run the query ``name`` with its named parameters on ``con``; returns the cursor."""
+    sql, bound = _bound(name, params)
+    return con.execute(sql, bound) if bound else con.execute(sql)
+
+
+def fetch_all(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[tuple]:
+    return execute(con, name, **params).fetchall()
+
+
+def fetch_one(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> tuple:
+    return execute(con, name, **params).fetchone()
+
+
+def fetch_dicts(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[dict[str, Any]]:
+    """Rows as ``{column: value}`` dicts, columns named as the query names them."""
+    cursor = execute(con, name, **params)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
