@@ -1,10 +1,11 @@
 """Solve and grade one split of one round: Solver pool -> Grader pool -> Capsule, per task.
 
 Contracts:
-- ``run_split`` skips tasks whose capsule (deterministic ``types.capsule_id``) is already in the
-  evidence (resume), fans the rest out with one ``ray.wait`` loop over both pools, and returns the
-  split's ``BenchResult`` read back from the evidence, after checking that every task of the
-  split has exactly one capsule.
+- ``SplitRunner.run`` skips tasks whose capsule (deterministic ``types.capsule_id``) is already
+  in the evidence (resume), fans the rest out with one ``ray.wait`` loop over both pools (each
+  result handled by the split's ``SplitRound``, one method per event), and returns the split's
+  ``BenchResult`` read back from the evidence, after checking that every task of the split has
+  exactly one capsule.
 - Tasks are submitted (and so attempted and batched onto the pools) in an order the run's seed
   decides, per round and split (``seeding.seeded_order`` over task ids), not in split order.
 - ``bank`` (an object ref of a ``roles.workers.BankSnapshot``, ``ray.put`` once per split) goes
@@ -42,6 +43,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from actors.pool_errors import failure_text
 from actors.pools import PoolResult, ResilientPool, drain
+from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance.counterfactual import PROBE_ATTEMPT, probe_selected
 from ratchet_ray.llm.accounting import llm_call_row
@@ -160,14 +162,16 @@ class SplitRunner:
         self.budget = budget
         """Charged with every recorded call; once spent, no further task starts (``stop``)."""
 
-    def _shared(self, task: Task) -> tuple:
+    def grade_args(self, task: Task) -> tuple:
         """The grade call's extra argument: the task's shared input, when there is one."""
         shared = self.shared_inputs.get(task.task_id)
         return () if shared is None else (shared,)
 
-    def _capsule(self, task: Task, split: str, round_: int, *, outcome: Any = None,
-                 grade: GradeResult | None = None, failure: str = "",
-                 failure_trace: str = "", attempt: int = 0) -> Capsule:
+    def capsule(self, task: Task, split: str, round_: int, *, outcome: Any = None,
+                grade: GradeResult | None = None, failure: str = "",
+                failure_trace: str = "", attempt: int = 0) -> Capsule:
+        """The task's capsule: graded (``grade``) or, with ``failure``, an ungraded
+        infrastructure failure whose ``failure_trace`` says what broke."""
         replies = replies_of(outcome) if outcome is not None else []
         passed = bool(grade and grade.passed and not failure)
         if failure:
@@ -191,124 +195,165 @@ class SplitRunner:
 
     def run(self, tasks: Sequence[Task], split: str, round_: int) -> BenchResult:
         known = self.store.capsule_ids(round_)
-        sink = EvidenceSink(self.store, round_, known, flush_every=self.flush_every)
         todo = seeded_order((t for t in tasks
                              if capsule_id(self.run_id, round_, split, t.task_id) not in known),
                             lambda t: t.task_id, self.seed, round_, split, "tasks")
         if len(todo) < len(tasks):
             log.info("round %d %s: %d of %d tasks already recorded, resuming with the rest",
                      round_, split, len(tasks) - len(todo), len(tasks))
-        outcomes: dict[str, Any] = {}
-        breaker = (None if self.max_failure_rate is None
-                   else InfraBreaker(split, round_, len(tasks), self.max_failure_rate))
-        held: list[Capsule] = []
-        cancelled: list[Task] = []
-
-        def spend(calls: Sequence[dict[str, Any]]) -> None:
-            # Charged when the solver's answer arrives (that is when the tokens were spent, long
-            # before grading ends). Once the budget is spent, the tasks in flight finish (their
-            # grading and probes too), no other task starts; the split then stops the run.
-            if self.budget is None:
-                return
-            self.budget.charge_rows(calls)
-            if self.budget.exhausted and not cancelled:
-                cancelled.extend(self.solvers.cancel_queued(
-                    keep=lambda key: isinstance(key, tuple) and key[0] == PROBE_KEY))
-
-        def record(capsule: Capsule, calls: Sequence[dict[str, Any]]) -> None:
-            if breaker is not None and capsule.infra_failure:
-                # Held back until the split ends below the breaker's threshold: a tripped split
-                # leaves no infra-failure capsule behind, so --resume retries those tasks. The
-                # calls are spend already made: they are written either way.
-                sink.add_calls(calls)
-                held.append(capsule)
-                self.on_capsule(capsule)
-                breaker.observe(capsule)  # raises InfraFailureStop once the split must trip
-                return
-            if sink.add(capsule, calls):
-                self.on_capsule(capsule)
-
-        def handle(pool: ResilientPool, result: PoolResult) -> None:
-            task: Task = result.item
-            if pool is self.solvers and result.ok:
-                spend(call_rows(result.value, run_id=self.run_id, round_=round_))
-            if isinstance(result.key, tuple) and result.key[0] == PROBE_KEY:
-                return handle_probe(pool, result)
-            if pool is self.solvers:
-                outcome = result.value
-                if result.ok and outcome.exit_status == "ok" and self._probes(task, split,
-                                                                              round_, outcome):
-                    self.solvers.submit("run", task, split, round_, probe=True,
-                                        key=(PROBE_KEY, task.task_id), **self.bank_kwargs)
-                if not result.ok:  # the solver actor died max_attempts times on this task
-                    trace = f"[solver actor] {failure_text(result.error)}"  # signal, log, fix
-                    record(self._capsule(task, split, round_, failure=result.exit_status,
-                                         failure_trace=trace), [])
-                elif outcome.exit_status != "ok":  # a failed attempt has nothing to grade
-                    calls = call_rows(outcome, run_id=self.run_id, round_=round_)
-                    record(self._capsule(
-                        task, split, round_, outcome=outcome, failure=outcome.exit_status,
-                        failure_trace=f"[solver] {outcome.exit_status}: {outcome.error}"), calls)
-                else:
-                    outcomes[task.task_id] = outcome
-                    self.graders.submit("grade", task, outcome.output, *self._shared(task))
-                return
-            outcome = outcomes.pop(task.task_id)
-            calls = call_rows(outcome, run_id=self.run_id, round_=round_)
-            if result.ok:
-                record(self._capsule(task, split, round_, outcome=outcome, grade=result.value),
-                       calls)
-            else:
-                record(self._capsule(task, split, round_, outcome=outcome,
-                                     failure=result.exit_status,
-                                     failure_trace=f"[grader actor] {failure_text(result.error)}"),
-                       calls)
-
-        probes: dict[str, Any] = {}
-
-        def handle_probe(pool: ResilientPool, result: PoolResult) -> None:
-            # A probe's capsule (attempt 1, NONE) never trips the breaker and never counts in
-            # pass@1; a probe that failed to run is recorded like any attempt.
-            task: Task = result.item
-            key = (PROBE_KEY, task.task_id)
-            if pool is self.solvers and result.ok and result.value.exit_status == "ok":
-                probes[task.task_id] = result.value
-                self.graders.submit("grade", task, result.value.output, *self._shared(task),
-                                    key=key)
-                return
-            outcome = result.value if pool is self.solvers else probes.pop(task.task_id)
-            calls = [{**row, "role": PROBE_KEY}
-                     for row in (call_rows(outcome, run_id=self.run_id, round_=round_)
-                                 if outcome is not None else [])]
-            if pool is self.graders and result.ok:
-                capsule = self._capsule(task, split, round_, outcome=outcome, grade=result.value,
-                                        attempt=PROBE_ATTEMPT)
-            else:
-                status = (result.exit_status if not result.ok else outcome.exit_status)
-                capsule = self._capsule(task, split, round_, outcome=outcome, failure=status,
-                                        failure_trace=f"[probe] {status}: {result.error or ''}",
-                                        attempt=PROBE_ATTEMPT)
-            sink.add(capsule, calls)  # not shown as progress: the split's total is its tasks
-
+        state = SplitRound(self, split, round_, len(tasks),
+                           EvidenceSink(self.store, round_, known, flush_every=self.flush_every))
         with self.solvers.held():  # queued first, so the first calls leave full
             for task in todo:
                 self.solvers.submit("run", task, split, round_, **self.bank_kwargs)
         try:
-            drain([self.solvers, self.graders], handle, tick=sink.flush_if_due)
+            drain([self.solvers, self.graders], state.on_result, tick=state.sink.flush_if_due)
         finally:
-            sink.flush()  # even on an error, keep what was graded (resume skips it)
-        for capsule in held:
-            sink.add(capsule)
-        sink.flush()
-        if cancelled:
-            raise self.budget.error(f"in round {round_} {split} ({len(cancelled)} of "
+            state.sink.flush()  # even on an error, keep what was graded (resume skips it)
+        state.release_held()
+        if state.cancelled:
+            raise self.budget.error(f"in round {round_} {split} ({len(state.cancelled)} of "
                                     f"{len(tasks)} tasks not started)")
         return bench_from_evidence(self.store, round_, split, [t.task_id for t in tasks])
 
-    def _probes(self, task: Task, split: str, round_: int, outcome: Any) -> bool:
+    def wants_probe(self, task: Task, split: str, round_: int, outcome: Any) -> bool:
         """Whether this routed train attempt also gets a counterfactual NONE attempt."""
         return (split == "train" and outcome.skill_id != NONE_SKILL
                 and probe_selected(self.seed, round_, task.task_id, self.probe_fraction))
+
+
+class SplitRound:
+    """The state of one split of one round while its results arrive: one method per event.
+
+    ``on_result`` dispatches each pool result to ``solved`` / ``graded`` (the task's own attempt)
+    or ``probe_solved`` / ``probe_graded`` (its counterfactual NONE attempt). The runner gives the
+    split's settings and pools and is only read; what changes as results arrive lives here: the
+    solver outputs waiting for their grade, the infra-failure capsules the breaker holds back,
+    the tasks a spent budget cancelled.
+    """
+
+    def __init__(self, runner: SplitRunner, split: str, round_: int, total: int,
+                 sink: EvidenceSink):
+        self.runner, self.split, self.round, self.sink = runner, split, round_, sink
+        self.breaker = (None if runner.max_failure_rate is None
+                        else InfraBreaker(split, round_, total, runner.max_failure_rate))
+        self.awaiting_grade: dict[str, Any] = {}
+        """Task id -> the Solver outcome its grade call is grading."""
+        self.probes_awaiting_grade: dict[str, Any] = {}
+        self.held: list[Capsule] = []
+        """Infra-failure capsules, written once the split ends below the breaker's threshold."""
+        self.cancelled: list[Task] = []
+
+    # ---- dispatch ----------------------------------------------------------------------------
+    def on_result(self, pool: ResilientPool, result: PoolResult) -> None:
+        runner = self.runner
+        if pool is runner.solvers and result.ok:
+            self.spend(self._calls(result.value))
+        probe = isinstance(result.key, tuple) and result.key[0] == PROBE_KEY
+        if pool is runner.solvers:
+            (self.probe_solved if probe else self.solved)(result)
+        else:
+            (self.probe_graded if probe else self.graded)(result)
+
+    # ---- the task's own attempt --------------------------------------------------------------
+    def solved(self, result: PoolResult) -> None:
+        runner, task, outcome = self.runner, result.item, result.value
+        if not result.ok:  # the solver actor died max_attempts times on this task
+            trace = f"[solver actor] {failure_text(result.error)}"  # signal, log, fix
+            self.record(self._capsule(task, failure=result.exit_status, failure_trace=trace), [])
+            return
+        if outcome.exit_status == "ok" and runner.wants_probe(task, self.split, self.round, outcome):
+            runner.solvers.submit("run", task, self.split, self.round, probe=True,
+                                  key=(PROBE_KEY, task.task_id), **runner.bank_kwargs)
+        if outcome.exit_status != "ok":  # a failed attempt has nothing to grade
+            self.record(self._capsule(
+                task, outcome=outcome, failure=outcome.exit_status,
+                failure_trace=f"[solver] {outcome.exit_status}: {outcome.error}"),
+                self._calls(outcome))
+            return
+        self.awaiting_grade[task.task_id] = outcome
+        runner.graders.submit("grade", task, outcome.output, *runner.grade_args(task))
+
+    def graded(self, result: PoolResult) -> None:
+        task = result.item
+        outcome = self.awaiting_grade.pop(task.task_id)
+        if result.ok:
+            capsule = self._capsule(task, outcome=outcome, grade=result.value)
+        else:
+            capsule = self._capsule(task, outcome=outcome, failure=result.exit_status,
+                                    failure_trace=f"[grader actor] {failure_text(result.error)}")
+        self.record(capsule, self._calls(outcome))
+
+    # ---- the counterfactual probe ------------------------------------------------------------
+    # A probe's capsule (attempt 1, NONE) never trips the breaker and never counts in pass@1; a
+    # probe that failed to run is recorded like any attempt.
+    def probe_solved(self, result: PoolResult) -> None:
+        task = result.item
+        if result.ok and result.value.exit_status == "ok":
+            self.probes_awaiting_grade[task.task_id] = result.value
+            self.runner.graders.submit("grade", task, result.value.output,
+                                       *self.runner.grade_args(task), key=(PROBE_KEY, task.task_id))
+            return
+        status = result.exit_status if not result.ok else result.value.exit_status
+        self._record_probe(task, result.value, failure=status, error=result.error)
+
+    def probe_graded(self, result: PoolResult) -> None:
+        task = result.item
+        outcome = self.probes_awaiting_grade.pop(task.task_id)
+        if result.ok:
+            self._record_probe(task, outcome, grade=result.value)
+        else:
+            self._record_probe(task, outcome, failure=result.exit_status, error=result.error)
+
+    def _record_probe(self, task: Task, outcome: Any, *, grade: GradeResult | None = None,
+                      failure: str = "", error: Any = None) -> None:
+        calls = [{**row, "role": PROBE_KEY}
+                 for row in (self._calls(outcome) if outcome is not None else [])]
+        if grade is not None:
+            capsule = self._capsule(task, outcome=outcome, grade=grade, attempt=PROBE_ATTEMPT)
+        else:
+            capsule = self._capsule(task, outcome=outcome, failure=failure,
+                                    failure_trace=f"[probe] {failure}: {error or ''}",
+                                    attempt=PROBE_ATTEMPT)
+        self.sink.add(capsule, calls)  # not shown as progress: the split's total is its tasks
+
+    # ---- spend and record --------------------------------------------------------------------
+    def spend(self, calls: Sequence[dict[str, Any]]) -> None:
+        """Charge the calls as the solver's answer arrives (when the tokens were spent, long
+        before grading ends). Once the budget is spent, the tasks in flight finish (their
+        grading and probes too), no other task starts; ``run`` then stops the run."""
+        budget = self.runner.budget
+        if budget is None:
+            return
+        budget.charge_rows(calls)
+        if budget.exhausted and not self.cancelled:
+            self.cancelled.extend(self.runner.solvers.cancel_queued(
+                keep=lambda key: isinstance(key, tuple) and key[0] == PROBE_KEY))
+
+    def record(self, capsule: Capsule, calls: Sequence[dict[str, Any]]) -> None:
+        if self.breaker is not None and capsule.infra_failure:
+            # Held back until the split ends below the breaker's threshold: a tripped split
+            # leaves no infra-failure capsule behind, so --resume retries those tasks. The
+            # calls are spend already made: they are written either way.
+            self.sink.add_calls(calls)
+            self.held.append(capsule)
+            self.runner.on_capsule(capsule)
+            self.breaker.observe(capsule)  # raises InfraFailureStop once the split must trip
+            return
+        if self.sink.add(capsule, calls):
+            self.runner.on_capsule(capsule)
+
+    def release_held(self) -> None:
+        """The split ended below the breaker's threshold: write the held capsules."""
+        for capsule in self.held:
+            self.sink.add(capsule)
+        self.sink.flush()
+
+    def _calls(self, outcome: Any) -> list[dict[str, Any]]:
+        return call_rows(outcome, run_id=self.runner.run_id, round_=self.round)
+
+    def _capsule(self, task: Task, **kwargs: Any) -> Capsule:
+        return self.runner.capsule(task, self.split, self.round, **kwargs)
 
 
 def bench_from_evidence(store: EvidenceStore, round_: int, split: str,
@@ -316,10 +361,7 @@ def bench_from_evidence(store: EvidenceStore, round_: int, split: str,
     """Pass@1 of ``split`` in ``round_`` from the capsules; every task exactly once or an error."""
     with store.connect() as con:
         # First attempts only: counterfactual probes (attempt >= 1) are not the loop's pass@1.
-        rows = con.execute("SELECT task_id, count(*), bool_or(passed), bool_or(infra_failure) "
-                           "FROM capsule WHERE round = ? AND split = ? "
-                           "AND coalesce(attempt, 0) = 0 GROUP BY task_id",
-                           [round_, split]).fetchall()
+        rows = nq.fetch_all(con, "first_attempt_outcomes", round=round_, split=split)
     counts = {r[0]: r[1] for r in rows}
     twice = sorted(t for t, n in counts.items() if n != 1)
     missing = sorted(set(task_ids) - set(counts))

@@ -21,9 +21,6 @@ LONGER = {
     "jobs.baseline:run_baseline": (
         128, "the probes' solve -> grade -> retry -> write flow as closures over one job's "
              "state; it goes when the baseline runs on the shared run runtime (issue 25 item 3)"),
-    "ratchet_ray.loop.execute:run": (
-        115, "SplitRunner.run: four closures share one split's state; to become a per-split "
-             "state object with a method per event (issue 25 item 3)"),
     "ratchet_ray.suites.swebench.grader:_grade": (
         104, "one grade's Docker steps in their order (container, patch, protections, tests, "
              "judgement) with one finally that removes the container"),

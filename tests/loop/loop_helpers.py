@@ -195,18 +195,32 @@ class Scenario:
 
 
 class SlowCanonical:
-    """Answers every code prompt with the task's canonical solution after ``delay`` seconds."""
+    """Answers every code prompt with the task's canonical solution after ``delay`` seconds.
 
-    def __init__(self, solutions: dict[str, str], delay: float):
+    With ``gate`` (a file path), a task whose entry point is not in ``ungated`` waits until
+    that file exists before answering (at most ``gate_timeout`` s, then it raises): a test opens
+    the gate when it has seen what it waits for, so Solvers are busy then however slow the
+    machine is."""
+
+    def __init__(self, solutions: dict[str, str], delay: float, gate: str | None = None,
+                 ungated: frozenset[str] = frozenset(), gate_timeout: float = 300.0):
         self.solutions, self.delay = solutions, delay
+        self.gate, self.ungated, self.gate_timeout = gate, ungated, gate_timeout
 
     def __call__(self, messages, json_schema=None) -> str:
+        import os
         import re
         import time
 
         text = messages[-1].content
         ep = re.search(r"The function must be named `([^`]+)`", text).group(1)
         time.sleep(self.delay)
+        if self.gate is not None and ep not in self.ungated:
+            deadline = time.monotonic() + self.gate_timeout
+            while not os.path.exists(self.gate):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{self.gate} never opened for {ep}")
+                time.sleep(0.05)
         return f"```python\n{self.solutions[ep]}\n```"
 
 

@@ -12,10 +12,10 @@ from ratchet_ray.config import LoopConfig
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.execute import SplitRunner
 from ratchet_ray.loop.runtime import make_grader_factory
+from ratchet_ray.seeding import seeded_order
 from ratchet_ray.suites import get_suite
 from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus
 
-SLOW_GRADE = "Mbpp/2"  # first, so other tasks' capsules are recorded while it is graded
 TASK_IDS = ["Mbpp/2", "Mbpp/3", "Mbpp/4", "Mbpp/6", "Mbpp/7", "Mbpp/8", "Mbpp/9", "Mbpp/11"]
 
 
@@ -33,12 +33,19 @@ def test_killing_a_solver_and_a_grader_mid_round_loses_nothing(ray_local, tmp_pa
     dataset = load_mbpp_plus(None)
     solutions = {t.payload["entry_point"]: dataset.problem(t.task_id)["canonical_solution"]
                  for t in tasks}
-    # A grade is much shorter than a solve, so without one long grade every grader may be idle
-    # whenever a capsule is recorded (it was on a fast CI machine). Mbpp/2's 111 inputs at
-    # 30 ms each keep one grader busy ~3 s, well inside evalplus's 1 s per-input limit.
-    slow = by_id[SLOW_GRADE].payload["entry_point"]
-    solutions[slow] = slowed_down(solutions[slow], slow, 0.03)
-    llm = ScriptedLLM(SlowCanonical(solutions, delay=1.5))  # solvers stay busy past the first grade
+    # The split submits its tasks in the seed's order: the first two are solved at once, every
+    # later one waits at a gate the first recorded capsule opens (after the kills), so Solvers
+    # are mid-job then on any machine (a fixed delay lost that race on a loaded one). A grade
+    # is much shorter than a solve: the first task's grade is slowed (~3 s over its inputs,
+    # well inside evalplus's 1 s per-input limit) so a grader is busy at the first capsule.
+    first, second = seeded_order(tasks, lambda t: t.task_id, 42, 0, "eval", "tasks")[:2]
+    slow = first.payload["entry_point"]
+    problem = dataset.problem(first.task_id)
+    inputs = len(problem["base_input"]) + len(problem["plus_input"])
+    solutions[slow] = slowed_down(solutions[slow], slow, min(0.1, 3.0 / inputs))
+    gate = tmp_path / "first-capsule-recorded"
+    llm = ScriptedLLM(SlowCanonical(solutions, delay=1.5, gate=str(gate), ungated=frozenset(
+        {slow, second.payload["entry_point"]})))
     solvers = ResilientPool(lambda: SolverActor.options(num_cpus=0).remote(
         config, llm=llm, embedder=HashEmbedder(), output_kind="code"), 2, name="solver")
     graders = ResilientPool(make_grader_factory(config, tmp_path), 2, name="grader")
@@ -52,6 +59,7 @@ def test_killing_a_solver_and_a_grader_mid_round_loses_nothing(ray_local, tmp_pa
             if name not in killed and pool.running():
                 killed[name] = pool.running()[0]
                 ray.kill(killed[name])
+        gate.touch()
 
     store = EvidenceStore(tmp_path / "run")
     runner = SplitRunner(run_id="faults", arm="default", seed=42, store=store, solvers=solvers,

@@ -142,7 +142,7 @@ def test_a_failed_router_call_is_a_failed_llm_call_row_and_a_note_on_the_capsule
                          solvers=None, graders=None)
     from ratchet_ray.types import GradeResult
 
-    capsule = runner._capsule(task, "train", 0, outcome=outcome,
+    capsule = runner.capsule(task, "train", 0, outcome=outcome,
                               grade=GradeResult(passed=True, exit_status="ok", trace="ok"))
     assert capsule.grader_trace.startswith("[router] router LLM failed -> NONE")
 
