@@ -1,7 +1,7 @@
 """The ablation report: per arm, the headline metrics and bank stats as mean ± std over seeds.
 
-Pure functions over run dirs (no Ray, no LLM): ``jobs/ablations.py`` runs the sweep, this module
-reads what the runs left behind.
+Pure functions over run dirs (no Ray, no LLM): ``python -m jobs.ablations``
+(``ratchet_ray/cli/ablations.py``) runs the sweep, this module reads what the runs left behind.
 
 Contracts:
 - ``find_run_dirs(root)`` returns every folder below ``root`` that holds a ``loop.json``.

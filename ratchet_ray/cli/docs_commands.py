@@ -12,7 +12,9 @@ Contracts:
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import inspect
 import pkgutil
 from pathlib import Path
@@ -111,23 +113,26 @@ def command_section(command: click.Command, ctx: click.Context) -> list[str]:
 
 def job_entry_points(root: click.Group) -> list[tuple[str, str]]:
     """``[(python -m jobs.X, ratchet command path)]``: each job module's click command matched
-    to the ``ratchet`` subcommand with the same callback."""
-    import jobs
+    to the ``ratchet`` subcommand with the same callback.
 
+    A job module is read, not imported (the library never imports ``jobs``): its commands are
+    the names it imports from ``ratchet_ray.cli`` modules."""
+    spec = importlib.util.find_spec("jobs")
+    if spec is None or not spec.submodule_search_locations:
+        return []
     ctx = click.Context(root, info_name="ratchet")
     by_callback = {cmd.callback: sub_ctx.command_path for cmd, sub_ctx in walk(root, ctx)
                    if cmd.callback is not None}
     found = []
-    for info in sorted(pkgutil.iter_modules([str(Path(jobs.__path__[0]))]), key=lambda i: i.name):
-        module = importlib.import_module(f"jobs.{info.name}")
-        commands = {id(v): v for v in vars(module).values() if isinstance(v, click.Command)}
-        for command in commands.values():
-            same = by_callback.get(command.callback)
-            if same is not None:
-                found.append((f"python -m jobs.{info.name}", same))
-                break
-        else:
-            found.append((f"python -m jobs.{info.name}", ""))
+    folder = Path(list(spec.submodule_search_locations)[0])
+    for info in sorted(pkgutil.iter_modules([str(folder)]), key=lambda i: i.name):
+        tree = ast.parse((folder / f"{info.name}.py").read_text(encoding="utf-8"))
+        commands = [getattr(importlib.import_module(node.module), alias.name)
+                    for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                    and (node.module or "").startswith("ratchet_ray.cli") for alias in node.names]
+        same = next((by_callback[c.callback] for c in commands
+                     if isinstance(c, click.Command) and c.callback in by_callback), "")
+        found.append((f"python -m jobs.{info.name}", same))
     return found
 
 

@@ -1,20 +1,18 @@
-"""``ratchet baseline``, ``ratchet select-subset`` and ``ratchet ablations``: the jobs of ``jobs/``
-as subcommands, with the same options and behaviour.
+"""``ratchet baseline``, ``ratchet select-subset`` and ``ratchet ablations``: the commands that
+``python -m jobs.baseline`` / ``jobs.select_subset`` / ``jobs.ablations`` run as Ray jobs, under
+the ``ratchet`` group with the same options and behaviour.
 
-``python -m jobs.baseline`` / ``jobs.select_subset`` / ``jobs.ablations`` stay the entry points
-for ``ray job submit``; these are the same click commands under the ``ratchet`` group.
+Imports point one way: ``jobs/`` (thin entry points) imports ``ratchet_ray.cli``, never the
+reverse (``tests/architecture/test_layers.py``).
 """
 
 from __future__ import annotations
 
 import copy
 
-# The jobs must not import ``ratchet_ray.cli`` (its __init__ imports this module, which imports
-# them back); they take shared helpers from ``ratchet_ray.loop`` (e.g. ``loop.flags``).
-
-from jobs.ablations import main as _ablations
-from jobs.baseline import main as baseline
-from jobs.select_subset import main as select_subset
+from ratchet_ray.cli.ablations import main as _ablations
+from ratchet_ray.cli.baseline import main as baseline
+from ratchet_ray.cli.select_subset import main as select_subset
 
 ablations = copy.copy(_ablations)  # a renamed copy: the job's own command keeps its name
 ablations.name = "ablations"

@@ -1,4 +1,4 @@
-"""A Ray head on 127.0.0.1 for the length of a ``with`` block (used by ``jobs/ablations.py``).
+"""A Ray head on 127.0.0.1 for the length of a ``with`` block (used by ``python -m jobs.ablations``).
 
 Contracts:
 - ``ray_cluster(...)`` yields the environment variables its children need to join the cluster:

@@ -1,6 +1,6 @@
 """An ablation sweep: every (arm, seed) is its own ``python -m jobs.skill_loop`` Ray job.
 
-Layout of a sweep folder (``jobs/ablations.py --out``)::
+Layout of a sweep folder (``python -m jobs.ablations --out``)::
 
     sweep.json                              the shared flags (a rerun must give the same ones)
                                             and the sweep's budget (the latest one given)

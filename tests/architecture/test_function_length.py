@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 100
 # "module:function" -> (its length when listed, why it is still longer than MAX_LINES).
 LONGER = {
-    "jobs.baseline:run_baseline": (
+    "ratchet_ray.cli.baseline:run_baseline": (
         128, "the probes' solve -> grade -> retry -> write flow as closures over one job's "
              "state; it goes when the baseline runs on the shared run runtime (issue 25 item 3)"),
     "ratchet_ray.suites.swebench.grader:_grade": (

@@ -147,6 +147,16 @@ def test_suite_settings_modules_are_leaves(graph):
     assert imports == {}, f"suite settings modules must import no project module: {imports}"
 
 
+def test_jobs_are_entry_points_over_the_cli_never_imported(graph):
+    """``jobs/`` -> ``ratchet_ray.cli``, one direction: the library never imports ``jobs``."""
+    back = sorted(f"{m} -> {t}" for m, targets in graph.items() if not m.startswith("jobs")
+                  for t in targets if t == "jobs" or t.startswith("jobs."))
+    assert back == [], back
+    jobs = [m for m in graph if m.startswith("jobs.")]
+    assert jobs and all(any(t.startswith("ratchet_ray.cli") for t in graph[m]) for m in jobs), \
+        {m: sorted(graph[m]) for m in jobs}
+
+
 def test_cycle_detection_finds_lazy_and_relative_imports(tmp_path):
     """The checker itself: a lazy import closing a loop and a relative import both count, a
     TYPE_CHECKING import does not."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from fakes import HashEmbedder, ScriptedLLM
-from jobs.baseline import done_probes, run_baseline
-from jobs.select_subset import select_subset
+from ratchet_ray.cli.baseline import done_probes, run_baseline
+from ratchet_ray.cli.select_subset import select_subset
 from loop_helpers import CanonicalFor
 from ratchet_ray.config_files import load_config
 from ratchet_ray.loop.runtime import Models
@@ -44,7 +44,7 @@ def test_baseline_resumes_without_redoing_probes_and_feeds_subset_selection(ray_
 
 def test_baseline_retries_infrastructure_failures_within_a_bound_and_says_so(ray_local,
                                                                              tmp_path):
-    from jobs.baseline import INFRA_ATTEMPTS, infra_retry_note
+    from ratchet_ray.cli.baseline import INFRA_ATTEMPTS, infra_retry_note
     from loop_helpers import FlakyBackend
 
     dataset = load_mbpp_plus(None)

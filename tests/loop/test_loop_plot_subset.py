@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jobs.select_subset import main as select_main
-from jobs.select_subset import select_subset
+from ratchet_ray.cli.select_subset import main as select_main
+from ratchet_ray.cli.select_subset import select_subset
 from ratchet_ray.cli import main as ratchet
 from ratchet_ray.metrics import loop_metrics
 

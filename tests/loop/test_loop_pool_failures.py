@@ -191,7 +191,7 @@ def test_a_failed_arm_is_marked_failed_in_status_with_its_cause(tmp_path):
 
 
 def test_the_baseline_stops_on_infra_failures_and_writes_none_of_them(ray_local, tmp_path):
-    from jobs.baseline import done_probes, run_baseline
+    from ratchet_ray.cli.baseline import done_probes, run_baseline
     from ratchet_ray.loop.runtime import Models
 
     def down(messages, json_schema=None):

@@ -68,7 +68,7 @@ def test_skill_loop_job_runs_the_plugin_suite_and_learns_a_skill(ray_local, serv
 
 
 def test_baseline_job_probes_the_plugin_suite(ray_local, server, tmp_path):
-    from jobs.baseline import main
+    from ratchet_ray.cli.baseline import main
 
     out = tmp_path / "records.jsonl"
     result = _invoke(main, ["records", "--probes", "2", "--limit", "3", "--temperature", "0.5",
@@ -87,7 +87,7 @@ def test_baseline_job_probes_the_plugin_suite(ray_local, server, tmp_path):
 
 
 def test_select_subset_job_picks_from_a_plugin_suite_baseline(tmp_path):
-    from jobs.select_subset import main
+    from ratchet_ray.cli.select_subset import main
 
     source = tmp_path / "records.jsonl"
     solved = {"rec-01": 0, "rec-02": 1, "rec-05": 0, "rec-06": 2, "rec-07": 1}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from fakes import ScriptedLLM
-from jobs.select_subset import select_subset
+from ratchet_ray.cli.select_subset import select_subset
 from ratchet_ray.loop.runtime import actor_options
 from ratchet_ray.roles.prompts import critic_messages
 from ratchet_ray.roles.solver import solve

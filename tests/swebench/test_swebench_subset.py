@@ -12,8 +12,8 @@ import pytest
 
 import fakes
 import swebench_instances
-from jobs.baseline import run_baseline
-from jobs.select_subset import select_subset
+from ratchet_ray.cli.baseline import run_baseline
+from ratchet_ray.cli.select_subset import select_subset
 from ratchet_ray.suites.swebench.registration import repo_of
 from ratchet_ray.cli.run import build_overrides
 from ratchet_ray.config_files import load_config
@@ -119,7 +119,7 @@ def test_baseline_cli_samples_the_agent_at_the_probe_temperature(tmp_path, monke
     """``jobs.baseline swebench`` sets the agent's own temperature, not only the LLM's."""
     from click.testing import CliRunner
 
-    import jobs.baseline as baseline
+    import ratchet_ray.cli.baseline as baseline
 
     seen = {}
 

@@ -1,0 +1,264 @@
+"""The paper's ablation sweep: ``python -m jobs.ablations SUITE --arms default,A1,...,A8
+--seeds 42,7,13 --rounds R [--n-train N --n-eval M | --subset FILE] [--parallel N] [--set k=v]
+[--address ADDR] [--status | --stop]``.
+
+SUITE is any registered suite, plugin suites included (``--set suite_plugins=[path.py]``, given
+to every run, or ``$RATCHET_SUITES``).
+Each run resolves the paper's Default, then the suite's file (``configs/swebench.yaml``), then
+the arm's file (``configs/ablations/<arm>.yaml``), then the flags and ``--set``.
+Every (arm, seed) runs as its own Ray job (``python -m jobs.skill_loop`` with this Python, from
+the folder this command runs in), submitted to the cluster at ``--address`` / ``RAY_ADDRESS``
+(its dashboard URL ``http://HOST:8265``, as for ``ray job submit``, or its GCS address
+``HOST:6379`` / ``auto``: the sweep runs on the head, where its ``--out`` folder and the runs'
+dirs are), else to a head this command starts on 127.0.0.1 and stops at the end. At most
+``--parallel`` jobs run at once; the command follows them (status lines, each job's log copied
+to ``<out>/logs/<arm>_s<seed>.log``) until they end. Ctrl-C (or SIGTERM) stops all its jobs;
+``--stop`` stops them from another shell and ``--status`` lists them. Rerunning the same
+command resumes the sweep: finished arm-seeds are skipped, unfinished ones continue with
+``--resume``, jobs still running are followed again.
+``--set budget.max_tokens=N`` / ``budget.max_cost_usd=X`` is the budget of the whole sweep (the
+sum over all arm-seeds): once spent every job stops cleanly; rerun with a higher value to go
+on. All jobs share one rate limiter (``llm.requests_per_minute`` / ``tokens_per_minute``).
+A failing arm-seed does not stop the others; it is listed at the end (and in
+``ablations.md``) and the exit status is 1. The report — ``ablations.md`` and
+``ablations.json`` in ``--out`` — is written after the runs (``--report-only`` writes it
+without running anything). ``--dry-run`` checks every arm's config (its backend and subset file
+too), prints each arm-seed's plan and resolved config, and writes or starts nothing.
+Layout: ``ratchet_ray/loop/sweep.py``; jobs: ``ratchet_ray/loop/sweep_jobs.py``; metrics:
+``ratchet_ray/ablations.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+import signal
+from pathlib import Path
+
+import click
+
+from ratchet_ray.ablations import write_report
+from ratchet_ray.loop.entry import DRY_RUN, SUITE, print_config, version_option
+from ratchet_ray.loop.ray_head import RayHeadError, ray_cluster
+from ratchet_ray.loop.sweep import (ARMS, JobOutcome, SweepError, SweepSpec, check_sweep_file,
+                                    child_config, cpus_per_run, lock_sweep, plan_jobs,
+                                    recorded_spend, split_sets, with_recorded_budget,
+                                    write_status)
+
+
+def _csv(kind: type):
+    def parse(ctx: click.Context, param: click.Parameter, value: str) -> list:
+        try:
+            items = [kind(v.strip()) for v in value.split(",") if v.strip()]
+        except ValueError as exc:
+            raise click.BadParameter(f"{value!r}: comma-separated {kind.__name__}s") from exc
+        if not items or len(set(items)) != len(items):
+            raise click.BadParameter(f"{value!r}: give distinct values, e.g. 42,7,13")
+        return items
+    return parse
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("suite", type=SUITE)
+@click.option("--arms", default=",".join(ARMS), show_default=True, callback=_csv(str),
+              help="Arms to run: default and/or A1..A8 (configs/ablations/<arm>.yaml).")
+@click.option("--seeds", default="42,7,13", show_default=True, callback=_csv(int),
+              help="Seeds to run each arm with, comma-separated (each arm-seed is one run).")
+@click.option("--rounds", type=click.IntRange(min=1),
+              help="Rounds per run (default: the suite's paper value, 100 MBPP+ / 20 SWE-bench).")
+@click.option("--n-train", type=click.IntRange(min=0), help="Random train slice size.")
+@click.option("--n-eval", type=click.IntRange(min=0), help="Random eval slice size.")
+@click.option("--subset", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Hard-subset file from jobs.select_subset (overrides --n-train/--n-eval).")
+@click.option("--llm", type=click.Choice(["local", "bedrock", "openai"]), help="LLM backend.")
+@click.option("--dataset-path", type=click.Path(exists=True, path_type=Path),
+              help="Local dataset file for every run (offline use).")
+@click.option("--workers", type=click.IntRange(min=1), help="Solver and grader actors per run.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Config override for every run, e.g. --set llm.base_url=http://...")
+@click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Jobs running at once.")
+@click.option("--address", envvar="RAY_ADDRESS",
+              help="The cluster: its dashboard URL (http://HOST:8265, as for `ray job submit`)"
+                   " or GCS address (HOST:6379, or auto on its head) [env RAY_ADDRESS]; run the"
+                   " sweep on the head. Default: a local head started for the sweep.")
+@click.option("--tag", default="main", show_default=True,
+              help="Names the default --out: results/<suite>/ablations_<tag>.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Sweep folder (default results/<suite>/ablations_<tag>).")
+@click.option("--report-only", is_flag=True, help="Only (re)write ablations.md / .json.")
+@click.option("--status", "show_status", is_flag=True,
+              help="List the sweep's Ray jobs (needs --address) and exit.")
+@click.option("--stop", "stop", is_flag=True,
+              help="Stop the sweep's running Ray jobs (needs --address) and exit.")
+@DRY_RUN
+@version_option()
+def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
+         out_dir: Path | None, report_only: bool, sets: tuple[str, ...], address: str | None,
+         show_status: bool, stop: bool, dry_run: bool, **flags) -> None:
+    """Run the ablation arms x seeds of SUITE as Ray jobs and report mean ± std per arm."""
+    out_dir = (out_dir or Path("results") / suite / f"ablations_{tag}").resolve()
+    if address and address.startswith("ray://"):
+        raise click.UsageError(f"--address {address}: Ray Client addresses are not supported; "
+                               "give the dashboard URL (http://HOST:8265) or the GCS address "
+                               "(HOST:6379, or auto) and run the sweep on the head, next to its "
+                               "--out folder and the runs' dirs")
+    try:
+        shared, budget = split_sets(sets)
+    except SweepError as exc:
+        raise click.UsageError(str(exc)) from exc
+    spec = SweepSpec(suite=suite, out_dir=out_dir, sets=shared, budget=budget, **flags)
+    if show_status or stop:
+        return _manage(out_dir, address, stop)
+    outcomes: list[JobOutcome] = []
+    if dry_run:
+        return _dry_run(spec, arms, seeds)
+    if report_only and not out_dir.is_dir():
+        raise click.UsageError(f"--report-only: {out_dir} does not exist; pass the --out (or "
+                               "--tag) of a sweep that has run")
+    if not report_only:
+        try:
+            for arm in arms:  # each arm's config, backend and subset: before --out is written
+                child_config(spec, arm, seeds[0])
+            held = lock_sweep(out_dir)  # noqa: F841 (one sweep per --out until this exits)
+            spec = with_recorded_budget(spec)
+            jobs, skipped = plan_jobs(spec, arms, seeds)
+            check_sweep_file(spec)
+        except SweepError as exc:
+            raise click.UsageError(str(exc)) from exc
+        outcomes += skipped
+        for outcome in skipped:
+            click.echo(f"skip   {outcome.name}: {outcome.message}", err=True)
+        interrupted = None
+        try:
+            if jobs:
+                _run(spec, jobs, parallel, arms, seeds, address, outcomes)
+        except (KeyboardInterrupt, SystemExit) as exc:  # its jobs are stopped by now
+            interrupted = exc.code if isinstance(exc, SystemExit) else 130
+        finally:
+            write_status(out_dir, outcomes)
+        if interrupted is not None:
+            click.echo(f"interrupted: the sweep's jobs were stopped (status in "
+                       f"{out_dir / 'status.json'}); rerun the same command to resume them",
+                       err=True)
+            raise SystemExit(interrupted)
+    failures = {o.name: o.cause or o.message for o in outcomes if not o.ok}
+    md, js, summaries = write_report(out_dir, failures=failures)
+    for s in summaries:
+        gain = s.rolling_gain
+        click.echo(f"{s.arm:>8}: rolling gain {gain.mean:+.3f}" if gain.mean is not None
+                   else f"{s.arm:>8}: no eval rounds", err=True)
+    click.echo(f"{md}\n{js}")
+    if failures:
+        spent = sorted(o.name for o in outcomes if o.budget)
+        if spent:
+            click.echo(f"the sweep's budget ({', '.join(spec.budget)}, over all arm-seeds) is "
+                       f"spent; {', '.join(spent)} stopped cleanly. Rerun the same command with "
+                       "a higher --set budget.<limit>=... to continue them", err=True)
+        click.echo(f"{len(failures)} arm-seed(s) did not finish: {', '.join(sorted(failures))}; "
+                   "fix the cause and rerun the same command to resume them", err=True)
+        raise SystemExit(1)
+
+
+def _dry_run(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
+    """``--dry-run``: each arm-seed's plan and the config a new one resolves; nothing written."""
+    try:
+        jobs, skipped = plan_jobs(with_recorded_budget(spec), arms, seeds)
+    except SweepError as exc:
+        raise click.UsageError(str(exc)) from exc
+    for outcome in skipped:
+        click.echo(f"# {outcome.name}: skip ({outcome.message})")
+    for job in jobs:
+        click.echo(f"---\n# {job.name}: {job.action}: {shlex.join(job.argv)}")
+        if job.action == "new":
+            arm, seed = job.name.rsplit("_s", 1)
+            print_config(child_config(spec, arm, int(seed)))
+
+
+def _manage(out_dir: Path, address: str | None, stop: bool) -> None:
+    from ratchet_ray.loop.sweep_jobs import job_client, recorded_status, stop_recorded_jobs
+
+    if not address:
+        raise click.UsageError("--status / --stop act on the cluster the sweep runs on: give its "
+                               "--address (or RAY_ADDRESS); a sweep on a head it started itself "
+                               "is stopped with Ctrl-C in its own shell")
+    try:
+        client = job_client(address)
+        if stop:
+            stopped = stop_recorded_jobs(client, out_dir)
+            click.echo(f"stopped {', '.join(stopped)}" if stopped else "no job of this sweep runs")
+            return
+        for name, status in recorded_status(client, out_dir).items():
+            click.echo(f"{status:<10} {name:<14} log {out_dir / 'logs' / (name + '.log')}")
+    except SweepError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _stop_on_sigterm(signum: int, frame) -> None:
+    # Unwind like Ctrl-C, so the running jobs and the local Ray head are stopped on the way.
+    raise SystemExit(128 + signum)
+
+
+def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int],
+         address: str | None, outcomes: list[JobOutcome]) -> None:
+    """Run ``jobs`` on the cluster, appending each outcome to ``outcomes`` as it ends."""
+    if not address:
+        # The head started below uses token auth (ray_head); this process's Ray keeps the auth
+        # mode it first sees, so the mode must be set before Ray is imported here.
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+    # A local head gets enough logical CPUs for `parallel` drivers (their actors mostly wait on
+    # the LLM), else the later drivers would queue for CPUs the machine has to spare.
+    need = cpus_per_run(child_config(spec, arms[0], seeds[0])) * min(parallel, len(jobs))
+    num_cpus = max(os.cpu_count() or 1, math.ceil(need))
+    parallel = min(parallel, len(jobs))
+
+    def report(outcome: JobOutcome) -> None:
+        outcomes.append(outcome)
+        state = "done  " if outcome.ok else ("BUDGET" if outcome.budget else "FAILED")
+        click.echo(f"{state} {outcome.name} ({outcome.action}, {outcome.wall_s:.0f}s) "
+                   f"{outcome.cause or outcome.message}", err=True)
+
+    import ray
+
+    from actors.budget_ledger import SharedBudget, release_budget_ledger
+    from actors.llm_server import release_llm_actors
+    from ratchet_ray.loop.sweep_jobs import (gcs_address, is_dashboard_url, job_client,
+                                             live_jobs, run_ray_jobs)
+
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)  # until ray.init (installed again after)
+    env = {**os.environ, **({"RAY_ADDRESS": address} if address else {})}
+    try:
+        with ray_cluster(num_cpus, spec.out_dir / "logs" / "ray_head.log", env) as cluster_env:
+            os.environ.update(cluster_env)  # this process's Ray client and job client
+            given = cluster_env["RAY_ADDRESS"]
+            client = job_client(given)
+            # A driver joins by the GCS address; a dashboard URL (`ray job submit`'s form) is
+            # only the job server's, so the cluster is asked for its GCS address.
+            driver_address = gcs_address(client, given, os.environ) \
+                if is_dashboard_url(given) else given
+            os.environ["RAY_ADDRESS"] = driver_address
+            ray.init(address=driver_address, configure_logging=False, log_to_driver=False)
+            # Ray's driver installs a SIGTERM handler that aborts the process, which would leave
+            # the jobs and the local head running: ours again, so SIGTERM stops them first.
+            signal.signal(signal.SIGTERM, _stop_on_sigterm)
+            try:
+                if spec.budget:  # the spend of arm-seeds no job of this invocation reports
+                    SharedBudget(spec.scope).seed(recorded_spend(spec, arms, seeds))
+                where = driver_address if driver_address == given else \
+                    f"{driver_address} (job server {given})"
+                click.echo(f"ray cluster {where}; {len(jobs)} job(s), "
+                           f"{parallel} at a time; logs in {spec.out_dir / 'logs'}", err=True)
+                run_ray_jobs(client, jobs, parallel, os.environ, spec.out_dir, scope=spec.scope,
+                             attach=live_jobs(client, spec.out_dir), on_done=report,
+                             on_start=lambda line: click.echo(line, err=True))
+            finally:
+                release_llm_actors(spec.scope)  # the rate limiter every arm shared
+                release_budget_ledger(spec.scope)
+                ray.shutdown()
+    except (RayHeadError, SweepError) as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+if __name__ == "__main__":
+    main(prog_name="python -m jobs.ablations")

@@ -1,0 +1,292 @@
+"""The direct-LLM baseline: every task, ``--probes`` (5) calls each, no skills; resumable.
+
+    python -m jobs.baseline mbpp [--out results/baselines/mbpp.jsonl] [--probes 5] [--limit N]
+        [--temperature T] [--llm local|bedrock|openai] [--set key=value ...] [--workers N]
+
+Contracts:
+- One JSON line per (task, probe): ``suite, task_id, probe, passed, exit_status, infra_failure,
+  input_tokens, output_tokens, cost_usd, latency_s, backend, model``. The line is appended and
+  flushed as soon as that probe is graded, so a killed job loses only probes in flight; a rerun
+  skips every (task, probe) already in the file (a torn last line is cut off first).
+- The Solver is the loop's own (an empty bank, so the Router injects nothing and makes no call);
+  probes differ only through sampling. Without ``--temperature`` the probes sample as the loop's
+  Solver does (the config's ``llm.temperature``, the Default's 1.0, and a suite's own sampling
+  settings, e.g. SWE-bench's ``swebench.agent.temperature``), so the hard subset is chosen under
+  the conditions it is used in; ``--temperature T`` sets them all (the suite's registered
+  ``sampling_overrides``, ``suites.hooks.sampling_overrides``).
+- SUITE is any registered suite, plugin suites included (``--set suite_plugins=[path.py]`` or
+  ``$RATCHET_SUITES``). Grading is the suite's grader; SWE-bench grader logs and agent
+  trajectories go to ``<out stem>_workdir/logs/<suite>/``.
+- Config layers: Default -> suite file (``configs/<suite>.yaml``) -> ``--config`` -> flags and
+  ``--set``.
+- Every probe samples with its own seed, derived from ``seed`` and the probe number, on backends
+  that take one, so a rerun draws the same numbers.
+- Infrastructure failures are retried, as the loop retries them, at most ``INFRA_ATTEMPTS``
+  times in all per probe: a grade that failed on infrastructure (Docker, the sandbox, a dead
+  grader) is graded again from the same answer, a solve that did (the backend, the agent's
+  container) is solved again. The row's ``infra_retries`` counts them, and the job's last line
+  says how many probes needed one, so a hard subset is never chosen from an accident of load.
+- Failing loudly, as ``ratchet run``: the preflight checks first, and a job whose share of
+  probes still failing on infrastructure after their retries exceeds ``infra.max_failure_rate``
+  stops with the root cause (non-zero exit); its infra-failure rows are not written, so a rerun
+  retries them.
+- ``jobs.select_subset`` reads this file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
+                                    version_option)
+from ratchet_ray.loop.flags import build_overrides
+
+log = logging.getLogger(__name__)
+
+
+def done_probes(out: Path) -> set[tuple[str, int]]:
+    """(task_id, probe) pairs already in ``out``; a torn last line (killed mid-write) is removed."""
+    if not out.is_file():
+        return set()
+    data = out.read_bytes()
+    if data and not data.endswith(b"\n"):
+        data = data[: data.rfind(b"\n") + 1]
+        out.write_bytes(data)
+    return {(row["task_id"], int(row["probe"]))
+            for row in map(json.loads, data.decode().splitlines()) if row}
+
+
+INFRA_ATTEMPTS = 3
+
+
+def _row(suite: str, task_id: str, probe: int, outcome: Any, grade: Any, failure: str,
+         infra_retries: int = 0) -> dict:
+    replies = [*outcome.router_replies, *outcome.solver_replies] if outcome is not None else []
+    return {
+        "suite": suite, "task_id": task_id, "probe": probe,
+        "passed": bool(grade is not None and grade.passed and not failure),
+        "exit_status": failure or grade.exit_status,
+        "infra_failure": bool(failure) or bool(grade.infra_failure),
+        "input_tokens": sum(r.input_tokens for r in replies),
+        "output_tokens": sum(r.output_tokens for r in replies),
+        "cost_usd": sum(r.cost_usd for r in replies),
+        "latency_s": round(outcome.latency_s if outcome is not None else 0.0, 3),
+        "backend": replies[-1].backend if replies else "",
+        "model": replies[-1].model if replies else "",
+        "infra_retries": infra_retries,
+    }
+
+
+def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
+                 models: Any = None) -> tuple[int, int]:
+    """Fill ``out`` up to ``probes`` probes per task; returns (probes run now, probes passed now).
+
+    ``models`` (a ``loop.runtime.Models``) replaces the LLM, as in ``run_loop``.
+    """
+    import ray
+
+    from actors.artifacts import run_artifacts_access
+    from actors.grader import share_precomputed
+    from actors.llm_server import release_llm_actors
+    from actors.pools import ResilientPool, drain
+    from actors.run_lease import hold_run_lease
+    from ratchet_ray.loop.breaker import InfraBreaker
+    from ratchet_ray.loop.preflight import preflight
+    from ratchet_ray.loop.runtime import (Models, connect_ray, make_grader_factory, make_pool,
+                                          make_solver_factory)
+    from ratchet_ray.suites import suite_for
+
+    models = models or Models()
+
+    tasks = suite_for(config).load_tasks(config)[:limit]
+    done = done_probes(out)
+    todo = [(t, p) for t in tasks for p in range(probes) if (t.task_id, p) not in done]
+    if not todo:
+        return 0, 0
+    started_ray = connect_ray()
+    workdir = out.parent / f"{out.stem}_workdir"
+    workdir.mkdir(parents=True, exist_ok=True)
+    pools: list[ResilientPool] = []
+    service = None
+    outcomes: dict[tuple[str, int], Any] = {}
+    retries: dict[tuple[str, int], int] = {}  # infrastructure retries so far, per probe
+    counts = [0, 0]
+    # Infra-failure rows wait until the job ends below the breaker's threshold; a tripped job
+    # leaves none behind, so the rerun retries those probes instead of skipping them.
+    breaker = InfraBreaker("baseline", -1, len(todo), config.infra.max_failure_rate,
+                           retry="rerun the same command")
+    held: list[dict] = []
+    # The job's model servers and rate limiters are its own (scope), released when it ends, and
+    # by themselves if this process is killed (the lease).
+    scope = f"baseline_{uuid.uuid4().hex[:12]}"
+    lease = hold_run_lease(scope)
+    try:
+        preflight(config, models, scope=scope)
+        models = models.filled(config, scope=scope)
+        # The job's artifacts (trajectories, grader logs) reach the workdir on this node
+        # through a service actor, whichever node the actors run on.
+        artifacts, service = run_artifacts_access(workdir)
+        solvers = make_pool("solver", config, make_solver_factory(
+            config, workdir, models, solver_cache=False, artifacts=artifacts),
+            config.workers.solvers)
+        pools.append(solvers)
+        graders = make_pool("grader", config, make_grader_factory(config, workdir, artifacts),
+                            config.workers.graders)
+        pools.append(graders)
+        # Expected outputs (MBPP+) of every task, computed once and shared with every grader.
+        shared = share_precomputed(graders, [task.task_id for task, _probe in todo])
+        solvers.heal()  # up before the first task (bounded: a Solver that cannot start says why)
+        with out.open("a") as sink:
+            def write(row: dict, cause: str = "") -> None:
+                if row["infra_failure"] and cause:
+                    held.append(row)
+                    breaker.observe_failure(row["task_id"], cause)
+                    return
+                sink.write(json.dumps(row, sort_keys=True) + "\n")
+                sink.flush()
+                counts[0] += 1
+                counts[1] += int(row["passed"])
+
+            def grade(task: Any, probe: int, outcome: Any) -> None:
+                extra = (shared[task.task_id],) if task.task_id in shared else ()
+                graders.submit("grade", task, outcome.output, *extra, key=(task, probe))
+
+            def retried(task: Any, probe: int, what: str, cause: str) -> bool:
+                """Whether the probe gets another attempt after an infrastructure failure."""
+                if retries.get((task.task_id, probe), 0) + 1 >= INFRA_ATTEMPTS:
+                    return False
+                retries[(task.task_id, probe)] = retries.get((task.task_id, probe), 0) + 1
+                log.warning("baseline %s probe %d: %s failed on infrastructure (%s); "
+                            "attempt %d of %d", task.task_id, probe, what, cause[:300],
+                            retries[(task.task_id, probe)] + 1, INFRA_ATTEMPTS)
+                if what == "grade":
+                    grade(task, probe, outcomes[(task.task_id, probe)])
+                else:
+                    solvers.submit("run", task, "baseline", probe, key=(task, probe))
+                return True
+
+            def handle(pool: ResilientPool, result: Any) -> None:
+                task, probe = result.key
+                tried = retries.get((task.task_id, probe), 0)
+                if pool is solvers:
+                    outcome = result.value
+                    if not result.ok or outcome.exit_status != "ok":  # nothing to grade
+                        status = result.exit_status if not result.ok else outcome.exit_status
+                        error = result.error if not result.ok else outcome.error
+                        if not retried(task, probe, "solve", f"{status}: {error}"):
+                            write(_row(config.suite, task.task_id, probe, outcome, None, status,
+                                       tried), f"{status}: {error}")
+                    else:
+                        outcomes[(task.task_id, probe)] = outcome
+                        grade(task, probe, outcome)
+                    return
+                verdict = result.value if result.ok else None
+                cause = (f"{result.exit_status}: {result.error}" if not result.ok
+                         else f"{verdict.exit_status}: {verdict.trace}")
+                if ((verdict is None or verdict.infra_failure)
+                        and retried(task, probe, "grade", cause)):
+                    return
+                outcome = outcomes.pop((task.task_id, probe))
+                write(_row(config.suite, task.task_id, probe, outcome, verdict,
+                           "" if result.ok else result.exit_status, tried), cause)
+
+            for task, probe in todo:
+                solvers.submit("run", task, "baseline", probe, key=(task, probe))
+            drain([solvers, graders], handle)
+            for row in held:
+                write(row)
+    finally:
+        for pool in pools:
+            pool.shutdown()
+        if service is not None:
+            ray.kill(service)
+        release_llm_actors(scope)
+        ray.kill(lease)
+        if started_ray:
+            ray.shutdown()
+    return counts[0], counts[1]
+
+
+@click.command("baseline", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("suite", type=SUITE)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="JSONL output (default results/baselines/<suite>.jsonl).")
+@click.option("--probes", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Calls (probes) per task; a rerun adds only the missing ones.")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N tasks of the suite.")
+@click.option("--temperature", type=click.FloatRange(0.0, 2.0),
+              help="Sampling temperature (probes differ only through sampling); default: the "
+                   "loop Solver's (llm.temperature, the Default's 1.0, and the suite's own, "
+                   "e.g. the SWE-bench agent's).")
+@click.option("--llm", type=click.Choice(["local", "bedrock", "openai"]),
+              help="LLM backend (default: the config's, else local).")
+@click.option("--config", "config_files", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="YAML config file(s), applied in order over the suite's file.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Config override, e.g. --set llm.base_url=http://127.0.0.1:8000/v1 "
+                   "(repeatable).")
+@click.option("--dataset-path", type=click.Path(exists=True, path_type=Path),
+              help="Local dataset file (offline use).")
+@click.option("--workers", type=click.IntRange(min=1), help="Solver and grader actors each.")
+@DRY_RUN
+@version_option()
+def main(suite: str, out: Path | None, probes: int, limit: int | None, temperature: float | None,
+         llm: str | None, config_files: tuple, sets: tuple, dataset_path: Path | None,
+         workers: int | None, dry_run: bool) -> None:
+    """Direct-LLM baseline of SUITE (no skills), resumable."""
+    from ratchet_ray.config_files import ConfigError, layered_files, load_config
+
+    overrides = build_overrides(suite, llm=llm, dataset_path=dataset_path, workers=workers)
+    if temperature is not None:  # else the loop's own sampling (the config's)
+        overrides.append(f"llm.temperature={temperature}")
+    try:
+        config = load_config(layered_files(suite, config_files), [*overrides, *sets])
+        if temperature is not None:  # the suite's own sampling too (its plugin is loaded now)
+            from ratchet_ray.suites.hooks import sampling_overrides
+
+            own = sampling_overrides(suite, temperature)
+            if own:
+                config = load_config(layered_files(suite, config_files),
+                                     [*overrides, *own, *sets])
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from exc
+    check_startable(config)  # before the output file exists or Ray starts
+    out = out or Path(config.results_dir) / "baselines" / f"{suite}.jsonl"
+    if dry_run:
+        click.echo(f"# output: {out}")
+        print_config(config)
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    from actors.pools import PoolError
+    from ratchet_ray.loop.breaker import RunStopped
+
+    try:
+        ran, passed = run_baseline(config, out, probes, limit)
+    except (RunStopped, PoolError) as exc:  # the cause and its fix; lost probes are redone
+        raise click.ClickException(f"baseline stopped: {exc}") from exc
+    total = len(done_probes(out))
+    click.echo(f"{out}: {ran} probe(s) run now ({passed} passed); {total} in the file")
+    click.echo(infra_retry_note(out))
+
+
+def infra_retry_note(out: Path) -> str:
+    """One line: how many probes of ``out`` needed an infrastructure retry and how many still
+    failed on infrastructure after them."""
+    text = out.read_text() if out.is_file() else ""  # nothing run yet: no row, no retry
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    retried = [r for r in rows if r.get("infra_retries")]
+    still = sum(1 for r in retried if r["infra_failure"])
+    return (f"{len(retried)} probe(s) retried after an infrastructure failure "
+            f"(at most {INFRA_ATTEMPTS} attempts each), {still} of them still failed on "
+            f"infrastructure")
+
+
+if __name__ == "__main__":
+    main(prog_name="python -m jobs.baseline")

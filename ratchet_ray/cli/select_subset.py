@@ -1,0 +1,225 @@
+"""Deterministic hard-subset selection from a direct-LLM baseline.
+
+    python -m jobs.select_subset --source results/baselines/mbpp.jsonl --suite mbpp \\
+        [--n-hard 100 --n-train 60 --n-eval 40] [--seed 42] [--probes 5] [--min-solved 0]
+        [--config FILE] [--set key=value] [--out-dir results/subsets]
+
+writes ``results/subsets/<suite>_hard<N>_t<T>_e<E>_seed<S>.json`` with ``train_ids`` / ``eval_ids``.
+
+Contracts:
+- Sizes and seed not given as flags come from the config, resolved like every job's: Default ->
+  suite file (``configs/<suite>.yaml``: SWE-bench's 90 / 60) -> ``--config`` -> ``--set``;
+  ``--n-hard`` defaults to ``n_train + n_eval``.
+- A task is *hard* when it was not solved on every one of its ``probes`` baseline calls, and it
+  qualifies when it was solved on at least ``min_solved`` of them (0: every hard task; 1: only
+  tasks the model sometimes solves, e.g. a quickstart for a small model).
+- Selection is stratified by difficulty (how many probes solved the task): each stratum gets its
+  share of ``n_hard`` (largest remainder), and so does each stratum of the train/eval split. A
+  suite that registered a ``subset_group`` (``suites.hooks.subset_grouping``; SWE-bench: the
+  repository, ``owner__repo`` of the instance id) has every pick take its least-picked group
+  available in its stratum, so groups end up as balanced as the strata allow, and the document
+  counts the picks per group under the suite's label (SWE-bench: ``repos``).
+- ``--suite`` is any registered suite, plugin suites included (``--set suite_plugins=[...]``).
+- Same baseline content, suite, sizes, probes and seed -> a byte-identical file (no timestamps,
+  no paths; the source is identified by its SHA-256).
+- The selection functions raise ``SubsetError`` (a ``ValueError``) naming the problem and the
+  fix; only the command (``main``) turns it into a click error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import click
+
+from ratchet_ray.loop.entry import SUITE, version_option
+
+
+class SubsetError(ValueError):
+    """The baseline cannot give the requested subset; the message says what to change."""
+
+
+def _rows(source: Path) -> list[dict[str, Any]]:
+    rows = []
+    for n, line in enumerate(source.read_text().splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                raise SubsetError(f"{source}:{n}: not JSON ({err}); the baseline file is "
+                                  "written by `python -m jobs.baseline`") from err
+    return rows
+
+
+def solve_counts(rows: Iterable[dict[str, Any]], probes: int) -> dict[str, int]:
+    """task id -> probes passed, over the first ``probes`` probes of every task."""
+    seen: dict[str, dict[int, bool]] = defaultdict(dict)
+    for row in rows:
+        seen[row["task_id"]].setdefault(int(row["probe"]), bool(row["passed"]))
+    short = sorted(t for t, p in seen.items() if len([i for i in p if i < probes]) < probes)
+    if short:
+        raise SubsetError(
+            f"{len(short)} task(s) have fewer than {probes} baseline probes (e.g. {short[:3]}); "
+            "finish the baseline (rerun `python -m jobs.baseline`, it resumes) or lower --probes")
+    return {t: sum(ok for i, ok in p.items() if i < probes) for t, p in seen.items()}
+
+
+def _largest_remainder(total: int, sizes: dict[int, int]) -> dict[int, int]:
+    """Split ``total`` over strata proportionally to ``sizes`` (ties: lower stratum first)."""
+    whole = sum(sizes.values())
+    quotas = {k: total * v / whole for k, v in sizes.items()}
+    shares = {k: min(sizes[k], int(q)) for k, q in quotas.items()}
+    for k in sorted(quotas, key=lambda k: (-(quotas[k] - int(quotas[k])), k)):
+        if sum(shares.values()) >= total:
+            break
+        if shares[k] < sizes[k]:
+            shares[k] += 1
+    while sum(shares.values()) < total:  # a stratum ran dry: top up from the others in order
+        k = next(k for k in sorted(sizes) if shares[k] < sizes[k])
+        shares[k] += 1
+    return shares
+
+
+Grouping = Callable[[str], str] | None
+"""Task id -> the group subset selection balances (None: one group)."""
+
+
+def _group(task_id: str, grouping: Grouping) -> str:
+    return grouping(task_id) if grouping is not None else ""
+
+
+def _seeded(ids: list[str], rng: random.Random) -> list[str]:
+    ids = sorted(ids)
+    rng.shuffle(ids)
+    return ids
+
+
+def _balanced_pick(strata: dict[int, list[str]], quotas: dict[int, int], grouping: Grouping,
+                   seed: int, label: str) -> dict[int, list[str]]:
+    """Fill every stratum's quota. Each pick serves the least-picked group (one group for a
+    suite without ``grouping``) that an unfilled stratum still offers, from the stratum with the most picks
+    left, taking that stratum's first such task in its seeded order."""
+    pools = {k: _seeded(v, random.Random(f"{seed}:{label}:{k}")) for k, v in strata.items()}
+    chosen: dict[int, list[str]] = {k: [] for k in sorted(strata) if quotas.get(k)}
+    per_group: dict[str, int] = defaultdict(int)
+    group_order = {g: i for i, g in enumerate(_seeded(
+        sorted({_group(t, grouping) for v in strata.values() for t in v}),
+        random.Random(f"{seed}:{label}:groups")))}
+    while True:
+        open_strata = [k for k in chosen if len(chosen[k]) < quotas[k]]
+        if not open_strata:
+            return chosen
+        offered = {_group(t, grouping) for k in open_strata for t in pools[k]}
+        group = min(offered, key=lambda g: (per_group[g], group_order[g]))
+        k = max((k for k in open_strata if any(_group(t, grouping) == group for t in pools[k])),
+                key=lambda k: (quotas[k] - len(chosen[k]), -k))
+        task_id = next(t for t in pools[k] if _group(t, grouping) == group)
+        pools[k].remove(task_id)
+        chosen[k].append(task_id)
+        per_group[group] += 1
+
+
+def select_subset(rows: list[dict[str, Any]], *, suite: str, n_hard: int, n_train: int,
+                  n_eval: int, seed: int, probes: int, min_solved: int = 0) -> dict[str, Any]:
+    """The subset document (see module docstring); raises SubsetError when it cannot be met.
+    ``suite`` must be registered in this process (its plugin loaded), for its grouping."""
+    if n_train + n_eval != n_hard:
+        raise SubsetError(f"--n-train {n_train} + --n-eval {n_eval} must equal --n-hard {n_hard}")
+    counts = solve_counts(rows, probes)
+    hard = {t: c for t, c in counts.items() if min_solved <= c < probes}
+    if len(hard) < n_hard:
+        raise SubsetError(f"only {len(hard)} of {len(counts)} tasks are hard (not solved "
+                          f"on all {probes} probes, solved on at least {min_solved}); "
+                          f"lower --n-hard to <= {len(hard)}")
+    strata: dict[int, list[str]] = defaultdict(list)
+    for task_id, solved in hard.items():
+        strata[solved].append(task_id)
+    from ratchet_ray.suites.hooks import subset_grouping
+
+    labelled = subset_grouping(suite)
+    grouping = labelled[1] if labelled else None
+    picks = _largest_remainder(n_hard, {k: len(v) for k, v in strata.items()})
+    chosen = _balanced_pick(strata, picks, grouping, seed, "pick")
+    eval_share = _largest_remainder(n_eval, {k: len(v) for k, v in chosen.items()})
+    evals = _balanced_pick(chosen, eval_share, grouping, seed, "split")
+    eval_ids = [t for ids in evals.values() for t in ids]
+    train_ids = [t for ids in chosen.values() for t in ids if t not in set(eval_ids)]
+    doc: dict[str, Any] = {
+        "suite": suite, "seed": seed, "probes": probes, "min_solved": min_solved,
+        "n_hard": n_hard,
+        "n_train": n_train, "n_eval": n_eval, "hard_available": len(hard),
+        "strata": {f"solved_{k}_of_{probes}": len(v) for k, v in chosen.items()},
+        "train_ids": sorted(train_ids), "eval_ids": sorted(eval_ids),
+    }
+    if labelled is not None:
+        groups: dict[str, int] = defaultdict(int)
+        for task_id in train_ids + eval_ids:
+            groups[labelled[1](task_id)] += 1
+        doc[labelled[0]] = dict(sorted(groups.items()))
+    return doc
+
+
+def subset_path(out_dir: Path, suite: str, n_hard: int, n_train: int, n_eval: int,
+                seed: int) -> Path:
+    return out_dir / f"{suite}_hard{n_hard}_t{n_train}_e{n_eval}_seed{seed}.json"
+
+
+@click.command("select-subset", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--source", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              required=True, help="Baseline JSONL written by `python -m jobs.baseline`.")
+@click.option("--suite", type=SUITE, required=True,
+              help="Suite whose rows of --source are used: a registered suite, a plugin's "
+                   "too (--set suite_plugins=[path.py] or $RATCHET_SUITES).")
+@click.option("--n-hard", type=click.IntRange(min=1), help="Default: n_train + n_eval.")
+@click.option("--n-train", type=click.IntRange(min=0), help="Default: the config's n_train.")
+@click.option("--n-eval", type=click.IntRange(min=0), help="Default: the config's n_eval.")
+@click.option("--seed", type=int, help="Default: the config's seed (42).")
+@click.option("--probes", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Baseline calls per task that count.")
+@click.option("--min-solved", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Keep only tasks solved on at least this many probes.")
+@click.option("--config", "config_files", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="YAML config file(s) giving the defaults of --n-train/--n-eval/--seed.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Config override, e.g. --set n_train=30 (repeatable).")
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("results/subsets"), show_default=True,
+              help="Folder of the subset file (named after the suite, sizes and seed).")
+@version_option()
+def main(source: Path, suite: str, n_hard: int | None, n_train: int | None, n_eval: int | None,
+         seed: int | None, probes: int, min_solved: int, config_files: tuple, sets: tuple,
+         out_dir: Path) -> None:
+    """Pick a deterministic hard subset and split it into train and eval ids."""
+    from ratchet_ray.config_files import ConfigError, layered_files, load_config
+
+    try:
+        config = load_config(layered_files(suite, config_files), [f"suite={suite}", *sets])
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from exc
+    n_train = config.n_train if n_train is None else n_train
+    n_eval = config.n_eval if n_eval is None else n_eval
+    n_hard = n_train + n_eval if n_hard is None else n_hard
+    seed = config.seed if seed is None else seed
+    data = source.read_bytes()
+    try:
+        rows = [r for r in _rows(source) if r.get("suite", suite) == suite]
+        doc = select_subset(rows, suite=suite, n_hard=n_hard, n_train=n_train, n_eval=n_eval,
+                            seed=seed, probes=probes, min_solved=min_solved)
+    except SubsetError as exc:
+        raise click.ClickException(str(exc)) from exc
+    doc["source_sha256"] = hashlib.sha256(data).hexdigest()
+    out = subset_path(out_dir, suite, n_hard, n_train, n_eval, seed)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    click.echo(f"{out}: {len(doc['train_ids'])} train / {len(doc['eval_ids'])} eval "
+               f"from {doc['hard_available']} hard tasks; strata {doc['strata']}")
+
+
+if __name__ == "__main__":
+    main(prog_name="python -m jobs.select_subset")
