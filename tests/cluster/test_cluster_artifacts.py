@@ -82,6 +82,11 @@ def test_swebench_round_puts_trajectories_and_grader_logs_in_the_head_run_dir(cl
     run_dir = _drive(cluster, [str(HERE / "swebench_driver.py"), str(tmp_path),
                                str(cluster.head_only / "swebench")], timeout_s=900)
     assert run_dir.is_relative_to(cluster.head_only)
+    # The round's image-cache report, read on the one node offering docker from the driver.
+    summary = json.loads((run_dir / "round_00" / "summary.json").read_text())
+    [node] = summary["suite_report"]["image_cache"]
+    assert node["ray_nodes"] == 1 and "error" not in node, node
+    assert node["hits"] + node["builds"] + node["strips"] >= 3, node
     capsules = {c["task_id"]: c for c in _capsules(run_dir)}
     assert {t: (c["passed"], c["exit_status"]) for t, c in capsules.items()} == {
         "ratchet__calc-1": (True, "ok"), "ratchet__calc-2": (False, "unresolved"),
