@@ -71,14 +71,21 @@ def _start_ray_probe() -> subprocess.Popen:
                             stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
 
 
-def _finish_ray_probe(proc: subprocess.Popen, started: float, timeout: float = 28.0) -> Check:
+# A first local Ray start on a loaded 2-core machine, beside the model and embedder loads the
+# doctor runs at the same time, has taken 30 s; the bound is generous, as preflight's is.
+RAY_PROBE_TIMEOUT_S = 90.0
+
+
+def _finish_ray_probe(proc: subprocess.Popen, started: float,
+                      timeout: float = RAY_PROBE_TIMEOUT_S) -> Check:
     hint = "pip install 'ray[default]'; free ports 6379/8265 or stop a stale cluster with `ray stop`"
     try:
         output, _ = proc.communicate(timeout=max(1.0, timeout - (time.perf_counter() - started)))
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
-        return Check("ray", False, f"local Ray did not start within {timeout:.0f}s", hint,
+        return Check("ray", False, f"local Ray did not start within {timeout:.0f}s (a busy "
+                     "machine, or a hang: run `ratchet doctor` alone)", hint,
                      time.perf_counter() - started)
     if proc.returncode != 0:
         tail = output.strip().splitlines()[-1] if output.strip() else f"exit {proc.returncode}"

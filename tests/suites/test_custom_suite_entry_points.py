@@ -116,10 +116,9 @@ def test_doctor_checks_a_plugin_suite(server, tmp_path):
                                 catch_exceptions=False)
     checks = {line[5:].split("  ")[0].strip(): line[:4] for line in result.output.splitlines()
               if line[:4] in ("PASS", "FAIL")}
-    # The local Ray probe may time out on a loaded machine (its own check, not the suite's).
-    assert set(checks) == {"ray", "llm (openai)", "embedding (openai)"}, result.output
-    assert checks["llm (openai)"] == checks["embedding (openai)"] == "PASS", result.output
-    assert result.exit_code == (0 if checks["ray"] == "PASS" else 1), result.output
+    assert checks == {"ray": "PASS", "llm (openai)": "PASS", "embedding (openai)": "PASS"}, \
+        result.output
+    assert result.exit_code == 0, result.output
     # A name no registry holds is refused, listing the suites there are, the plugin's too.
     wrong = CliRunner().invoke(main, ["doctor", "--suite", "recordz", "--config", str(config)])
     assert wrong.exit_code == 2 and "suite 'recordz' is not registered" in wrong.output
