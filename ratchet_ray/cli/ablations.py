@@ -62,7 +62,8 @@ def _csv(kind: type):
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("suite", type=SUITE)
 @click.option("--arms", default=",".join(ARMS), show_default=True, callback=_csv(str),
-              help="Arms to run: default and/or A1..A8 (configs/ablations/<arm>.yaml).")
+              help="Arms to run: default and/or the paper's A1..A8 (the default list) and "
+                   "A9, A10 beyond it (configs/ablations/<arm>.yaml).")
 @click.option("--seeds", default="42,7,13", show_default=True, callback=_csv(int),
               help="Seeds to run each arm with, comma-separated (each arm-seed is one run).")
 @click.option("--rounds", type=click.IntRange(min=1),
