@@ -34,7 +34,8 @@ if ! docker info >/dev/null 2>&1; then
   extra=()
   if [ -n "${DOCKERD_STORAGE_DRIVER:-}" ]; then extra+=(--storage-driver "$DOCKERD_STORAGE_DRIVER"); fi
   # --bridge=none/--iptables=false: no network setup is possible (or wanted) on CI machines.
-  $SUDO sh -c "nohup dockerd --bridge=none --iptables=false ${extra[*]:-} >>'$DOCKERD_LOG' 2>&1 &"
+  # setsid: the daemon outlives the shell (and process group) that started it.
+  $SUDO sh -c "setsid nohup dockerd --bridge=none --iptables=false ${extra[*]:-} >>'$DOCKERD_LOG' 2>&1 &"
   for _ in $(seq 1 60); do
     if docker info >/dev/null 2>&1; then break; fi
     sleep 1
