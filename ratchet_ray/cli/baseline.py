@@ -83,6 +83,89 @@ def _row(suite: str, task_id: str, probe: int, outcome: Any, grade: Any, failure
     }
 
 
+class ProbeRun:
+    """The baseline's probes while their results arrive: one method per event.
+
+    A probe is solved, then graded; an infrastructure failure of either step is tried again
+    (the solve, or the grade of the same answer) up to ``INFRA_ATTEMPTS`` attempts in all, and
+    its row then records the last failure. Rows are appended to ``sink`` as probes finish; an
+    infra-failure row is held until the job ends below the breaker's threshold
+    (``release_held``)."""
+
+    def __init__(self, suite: str, solvers: Any, graders: Any, shared: dict[str, Any],
+                 sink: Any, breaker: Any):
+        self.suite, self.solvers, self.graders, self.shared = suite, solvers, graders, shared
+        self.sink, self.breaker = sink, breaker
+        self.answers: dict[tuple[str, int], Any] = {}  # the Solver outcome each grade grades
+        self.retries: dict[tuple[str, int], int] = {}  # infrastructure retries so far
+        self.held: list[dict] = []
+        self.written = self.passed = 0
+
+    def on_result(self, pool: Any, result: Any) -> None:
+        (self.solved if pool is self.solvers else self.graded)(result)
+
+    def solved(self, result: Any) -> None:
+        task, probe = result.key
+        outcome = result.value
+        if result.ok and outcome.exit_status == "ok":
+            self.answers[(task.task_id, probe)] = outcome
+            self.grade(task, probe, outcome)
+            return
+        # Nothing to grade: the solver actor died, or the attempt failed.
+        status = result.exit_status if not result.ok else outcome.exit_status
+        error = result.error if not result.ok else outcome.error
+        tried = self.retries.get((task.task_id, probe), 0)
+        if not self.retried(task, probe, "solve", f"{status}: {error}"):
+            self.write(_row(self.suite, task.task_id, probe, outcome, None, status, tried),
+                       f"{status}: {error}")
+
+    def graded(self, result: Any) -> None:
+        task, probe = result.key
+        tried = self.retries.get((task.task_id, probe), 0)
+        verdict = result.value if result.ok else None
+        cause = (f"{result.exit_status}: {result.error}" if not result.ok
+                 else f"{verdict.exit_status}: {verdict.trace}")
+        if (verdict is None or verdict.infra_failure) and self.retried(task, probe, "grade", cause):
+            return
+        outcome = self.answers.pop((task.task_id, probe))
+        self.write(_row(self.suite, task.task_id, probe, outcome, verdict,
+                        "" if result.ok else result.exit_status, tried), cause)
+
+    def grade(self, task: Any, probe: int, outcome: Any) -> None:
+        extra = (self.shared[task.task_id],) if task.task_id in self.shared else ()
+        self.graders.submit("grade", task, outcome.output, *extra, key=(task, probe))
+
+    def retried(self, task: Any, probe: int, what: str, cause: str) -> bool:
+        """Whether the probe gets another attempt after an infrastructure failure."""
+        key = (task.task_id, probe)
+        if self.retries.get(key, 0) + 1 >= INFRA_ATTEMPTS:
+            return False
+        self.retries[key] = self.retries.get(key, 0) + 1
+        log.warning("baseline %s probe %d: %s failed on infrastructure (%s); attempt %d of %d",
+                    task.task_id, probe, what, cause[:300], self.retries[key] + 1,
+                    INFRA_ATTEMPTS)
+        if what == "grade":
+            self.grade(task, probe, self.answers[key])
+        else:
+            self.solvers.submit("run", task, "baseline", probe, key=(task, probe))
+        return True
+
+    def write(self, row: dict, cause: str = "") -> None:
+        if row["infra_failure"] and cause:
+            self.held.append(row)
+            self.breaker.observe_failure(row["task_id"], cause)  # raises once the job must trip
+            return
+        self.sink.write(json.dumps(row, sort_keys=True) + "\n")
+        self.sink.flush()
+        self.written += 1
+        self.passed += int(row["passed"])
+
+    def release_held(self) -> None:
+        """The job ended below the breaker's threshold: write the held infra-failure rows."""
+        for row in self.held:
+            self.write(row)
+
+
 def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
                  models: Any = None) -> tuple[int, int]:
     """Fill ``out`` up to ``probes`` probes per task; returns (probes run now, probes passed now).
@@ -114,14 +197,10 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     workdir.mkdir(parents=True, exist_ok=True)
     pools: list[ResilientPool] = []
     service = None
-    outcomes: dict[tuple[str, int], Any] = {}
-    retries: dict[tuple[str, int], int] = {}  # infrastructure retries so far, per probe
-    counts = [0, 0]
     # Infra-failure rows wait until the job ends below the breaker's threshold; a tripped job
     # leaves none behind, so the rerun retries those probes instead of skipping them.
     breaker = InfraBreaker("baseline", -1, len(todo), config.infra.max_failure_rate,
                            retry="rerun the same command")
-    held: list[dict] = []
     # The job's model servers and rate limiters are its own (scope), released when it ends, and
     # by themselves if this process is killed (the lease).
     scope = f"baseline_{uuid.uuid4().hex[:12]}"
@@ -143,64 +222,11 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
         shared = share_precomputed(graders, [task.task_id for task, _probe in todo])
         solvers.heal()  # up before the first task (bounded: a Solver that cannot start says why)
         with out.open("a") as sink:
-            def write(row: dict, cause: str = "") -> None:
-                if row["infra_failure"] and cause:
-                    held.append(row)
-                    breaker.observe_failure(row["task_id"], cause)
-                    return
-                sink.write(json.dumps(row, sort_keys=True) + "\n")
-                sink.flush()
-                counts[0] += 1
-                counts[1] += int(row["passed"])
-
-            def grade(task: Any, probe: int, outcome: Any) -> None:
-                extra = (shared[task.task_id],) if task.task_id in shared else ()
-                graders.submit("grade", task, outcome.output, *extra, key=(task, probe))
-
-            def retried(task: Any, probe: int, what: str, cause: str) -> bool:
-                """Whether the probe gets another attempt after an infrastructure failure."""
-                if retries.get((task.task_id, probe), 0) + 1 >= INFRA_ATTEMPTS:
-                    return False
-                retries[(task.task_id, probe)] = retries.get((task.task_id, probe), 0) + 1
-                log.warning("baseline %s probe %d: %s failed on infrastructure (%s); "
-                            "attempt %d of %d", task.task_id, probe, what, cause[:300],
-                            retries[(task.task_id, probe)] + 1, INFRA_ATTEMPTS)
-                if what == "grade":
-                    grade(task, probe, outcomes[(task.task_id, probe)])
-                else:
-                    solvers.submit("run", task, "baseline", probe, key=(task, probe))
-                return True
-
-            def handle(pool: ResilientPool, result: Any) -> None:
-                task, probe = result.key
-                tried = retries.get((task.task_id, probe), 0)
-                if pool is solvers:
-                    outcome = result.value
-                    if not result.ok or outcome.exit_status != "ok":  # nothing to grade
-                        status = result.exit_status if not result.ok else outcome.exit_status
-                        error = result.error if not result.ok else outcome.error
-                        if not retried(task, probe, "solve", f"{status}: {error}"):
-                            write(_row(config.suite, task.task_id, probe, outcome, None, status,
-                                       tried), f"{status}: {error}")
-                    else:
-                        outcomes[(task.task_id, probe)] = outcome
-                        grade(task, probe, outcome)
-                    return
-                verdict = result.value if result.ok else None
-                cause = (f"{result.exit_status}: {result.error}" if not result.ok
-                         else f"{verdict.exit_status}: {verdict.trace}")
-                if ((verdict is None or verdict.infra_failure)
-                        and retried(task, probe, "grade", cause)):
-                    return
-                outcome = outcomes.pop((task.task_id, probe))
-                write(_row(config.suite, task.task_id, probe, outcome, verdict,
-                           "" if result.ok else result.exit_status, tried), cause)
-
+            probing = ProbeRun(config.suite, solvers, graders, shared, sink, breaker)
             for task, probe in todo:
                 solvers.submit("run", task, "baseline", probe, key=(task, probe))
-            drain([solvers, graders], handle)
-            for row in held:
-                write(row)
+            drain([solvers, graders], probing.on_result)
+            probing.release_held()
     finally:
         for pool in pools:
             pool.shutdown()
@@ -210,7 +236,7 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
         ray.kill(lease)
         if started_ray:
             ray.shutdown()
-    return counts[0], counts[1]
+    return probing.written, probing.passed
 
 
 @click.command("baseline", context_settings={"help_option_names": ["-h", "--help"]})

@@ -18,9 +18,6 @@ ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 100
 # "module:function" -> (its length when listed, why it is still longer than MAX_LINES).
 LONGER = {
-    "ratchet_ray.cli.baseline:run_baseline": (
-        128, "the probes' solve -> grade -> retry -> write flow as closures over one job's "
-             "state; it goes when the baseline runs on the shared run runtime (issue 25 item 3)"),
     "ratchet_ray.suites.swebench.grader:_grade": (
         104, "one grade's Docker steps in their order (container, patch, protections, tests, "
              "judgement) with one finally that removes the container"),
