@@ -37,7 +37,10 @@ def test_eval_skill_loop_prints_the_contract_for_a_candidate_overlay(tmp_path):
     overlay = tmp_path / "overlay.yaml"
     overlay.write_text("synth:\n  min_cluster_size: 2\n")  # a knob the manifest allows
     manifest = tmp_path / "manifest.yaml"  # the evaluator's own settings: few actors, cheap
+    # The quickstart's caps (Makefile QUICKSTART_FLAGS): the base model's runaway answers stop
+    # at 256 tokens, its verdicts at 120.
     manifest.write_text("allowed_keys: [synth.*]\nsettings:\n  workers: {solvers: 1, graders: 1}\n"
+                        "  llm.max_tokens: 256\n  llm.roles.critic.max_tokens: 120\n"
                         "cost_budget_usd: 1\n")
     meta = tmp_path / "meta.md"
     meta.write_text((ROOT / "configs" / "meta_skills" / "default_mbpp.md").read_text()

@@ -21,6 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
 ENV.pop("RAY_ADDRESS", None)
+# The quickstart's caps (Makefile QUICKSTART_FLAGS): a base model's runaway answer stops at 256
+# tokens and its verdicts at 120, as `make run` sets them.
+QUICK_CAPS = ("--set", "llm.max_tokens=256", "--set", "llm.roles.critic.max_tokens=120")
 
 
 def ratchet(*args: str) -> str:
@@ -47,7 +50,8 @@ def check_run_dir(run_dir: Path, rounds: int, n_train: int, n_eval: int) -> None
 def test_local_model_loop_end_to_end_with_evalplus_grading_and_query(tmp_path):
     proc = subprocess.run(
         [str(BIN / "python"), "-m", "jobs.skill_loop", "mbpp", "--rounds", "2", "--n-train", "3",
-         "--n-eval", "2", "--tag", "e2e", "--set", f"results_dir={tmp_path}", "--quiet"],
+         "--n-eval", "2", "--tag", "e2e", "--set", f"results_dir={tmp_path}", "--quiet",
+         *QUICK_CAPS],
         cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_dir = Path(proc.stdout.strip().splitlines()[-1])
@@ -92,13 +96,15 @@ def test_readme_local_head_recipe_as_written(tmp_path):
     """The README's recipe, line by line as written, from the repo root in a shell where the
     venv is NOT active (a new user's): ``source .venv/bin/activate``, ``ray start --head``, ``ray
     job submit ... -- python -m jobs.skill_loop mbpp`` and ``ray stop``. The one change: the job
-    gets a small run's flags (1 round, 2 + 2 tasks, an absolute results dir) after its command."""
+    gets a small run's flags (1 round, 2 + 2 tasks, an absolute results dir, the quickstart's
+    token caps) after its command."""
     import ray
 
     recipe = readme_local_head_recipe()
     submits = [line for line in recipe.splitlines() if line.startswith("ray job submit")]
     assert len(submits) == 1 and submits[0].endswith(README_JOB), submits
-    small = f" --rounds 1 --n-train 2 --n-eval 2 --set results_dir={tmp_path} --quiet"
+    small = (f" --rounds 1 --n-train 2 --n-eval 2 --set results_dir={tmp_path} --quiet "
+             + " ".join(QUICK_CAPS))
     script = recipe.replace(submits[0], submits[0] + small)
     # `ray stop` stops every Ray of this user: this process's own local Ray goes first (the
     # ray_local fixture starts a fresh one for the next test that asks).
