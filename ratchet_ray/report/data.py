@@ -16,7 +16,10 @@ Contracts:
   c_cf over counterfactual probes (``governance.counterfactual``), each with a 95% Wilson
   interval (``wilson_contribution``), routings per split (first attempts), tampering capsules
   per split (``evidence.tampering`` via ``queries.tampering_by_skill``), the injected text's
-  size (characters of the guidance, and tokens estimated as characters / 4) and its YAML.
+  size (characters of the guidance, and tokens estimated as characters / 4), its YAML, and
+  silent bypass (``governance.bypass``): dead weight (ACTIVE, no routed capsule for the run's
+  ``curator.dead_weight_rounds`` rounds) and routed-but-ignored (near-identical outputs with
+  and without it on its counterfactual probe pairs).
 - ``load_run(run_dir)`` gathers all of it in one ``RunData``; capsules are ``capsules.py``'s.
 """
 
@@ -191,6 +194,11 @@ class SkillRow:
     tampering_eval: int = 0
     guidance_chars: int | None = None
     injection_tokens: int | None = None
+    rounds_unrouted: int | None = None
+    """Set when the skill is dead weight: ACTIVE and never routed for that many rounds."""
+    probe_similarity: float | None = None
+    """Mean similarity of its probe pairs' outputs (with vs without it); None: no pair."""
+    ignored: bool = False
     description: str = ""
     yaml: str = ""
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -217,6 +225,18 @@ def _skill_files(run_dir: Path) -> dict[str, tuple[str, Any]]:
     return out
 
 
+def _dead_weight_rounds(run_dir: Path) -> int:
+    """The run's ``curator.dead_weight_rounds`` (config.yaml), else the Default's."""
+    import yaml
+
+    from ratchet_ray.config import CuratorSettings
+
+    config = run_dir / "config.yaml"
+    raw = (yaml.safe_load(config.read_text()) or {}) if config.is_file() else {}
+    value = (raw.get("curator") or {}).get("dead_weight_rounds")
+    return int(value) if value else CuratorSettings().dead_weight_rounds
+
+
 def _guidance_chars(skill: Any) -> int:
     g = skill.guidance.model_dump(mode="json")
     return sum(len(v) if isinstance(v, str) else sum(len(x) for x in v) for v in g.values()
@@ -225,10 +245,14 @@ def _guidance_chars(skill: Any) -> int:
 
 def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None) -> list[SkillRow]:
     """Every skill of the run (module contracts), in birth order."""
+    from ratchet_ray.governance import bypass
     from ratchet_ray.governance.counterfactual import counterfactual_stats
 
     events = skill_events(con) if events is None else events
     files = _skill_files(run_dir)
+    dead = bypass.dead_weight(con, [s for _t, s in files.values() if s is not None],
+                              _dead_weight_rounds(run_dir))
+    ignored = bypass.ignored_skills(con)
     stats, cf = skill_stats(con, "train"), counterfactual_stats(con)
     routed = {s: (int(t), int(e))
               for s, t, e in nq.fetch_all(con, "first_attempt_routings", none=NONE_SKILL)}
@@ -266,6 +290,10 @@ def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None) -
             tampering_eval=getattr(tamper["eval"].get(skill_id), "capsules", 0),
             guidance_chars=chars,
             injection_tokens=None if chars is None else math.ceil(chars / CHARS_PER_TOKEN),
+            rounds_unrouted=dead[skill_id].rounds_unrouted if skill_id in dead else None,
+            probe_similarity=(ignored[skill_id].mean_similarity if skill_id in ignored
+                              else None),
+            ignored=skill_id in ignored and ignored[skill_id].ignored,
             description=skill.description if skill is not None else "",
             yaml=text, events=evs))
     return rows

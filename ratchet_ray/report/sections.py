@@ -245,10 +245,22 @@ def _ci(ci: tuple[float, float] | None) -> str:
     return "" if ci is None else f' <span class="mute">[{ci[0]:+.2f}, {ci[1]:+.2f}]</span>'
 
 
+def _bypass(s: SkillRow) -> str:
+    parts = []
+    if s.rounds_unrouted is not None:
+        parts.append(f'<span class="pill deprecated">dead weight</span> {s.rounds_unrouted} '
+                     "rounds unrouted")
+    if s.ignored:
+        parts.append(f'<span class="pill deprecated">ignored</span> {s.probe_similarity:.2f}')
+    elif s.probe_similarity is not None:
+        parts.append(f'<span class="mute">probe similarity {s.probe_similarity:.2f}</span>')
+    return "<br>".join(parts) or "—"
+
+
 def skills_section(runs: list[RunData]) -> str:
     head = ["run", "skill", "status", "born", "ended", "trials", "ĉ [95% Wilson]", "probe pairs",
             "ĉ_cf [95% Wilson]", "routed train", "routed eval", "injection ≈ tokens",
-            "tampering (train / eval)"]
+            "tampering (train / eval)", "silent bypass"]
     rows, attrs = [], []
     for run in runs:
         for s in run.skills:
@@ -261,14 +273,17 @@ def skills_section(runs: list[RunData]) -> str:
                 str(s.cf_pairs), (_f(s.c_cf, signed=True) + _ci(s.c_cf_ci)) if s.cf_pairs else "—",
                 str(s.routed_train), str(s.routed_eval),
                 str(s.injection_tokens) if s.injection_tokens is not None else "—",
-                f"{s.tampering_train} / {s.tampering_eval}"])
+                f"{s.tampering_train} / {s.tampering_eval}", _bypass(s)])
             attrs.append(f' class="click" data-run="{escape(run.label)}" '
                          f'data-skill="{escape(s.skill_id)}" data-status="{escape(s.status)}"')
     note = ('<p class="note">ĉ = (passes − failures) / trials over the train capsules routed to the '
             "skill (infrastructure failures excluded), the Curator's score; ĉ_cf = pass(skill) − "
             "pass(NONE) over counterfactual probe pairs (<code>curator.counterfactual</code>). "
             "Injection ≈ tokens: the guidance's characters / 4. Tampering: routed capsules "
-            "graded as an attack on the grader. Click a row for its YAML and its capsules.</p>")
+            "graded as an attack on the grader. Silent bypass: <i>dead weight</i> = active and "
+            "never routed for <code>curator.dead_weight_rounds</code> rounds; <i>ignored</i> = "
+            "its probe pairs' outputs with and without it are near-identical (mean similarity "
+            "shown). Click a row for its YAML and its capsules.</p>")
     table = _table(head, rows, {5, 6, 7, 8, 9, 10, 11}, attrs) if rows else \
         '<p class="mute">No skill yet.</p>'
     return (f'<section id="skills"><h2>Skills</h2>{note}<div id="skill-detail" class="detail" '

@@ -149,6 +149,26 @@ def test_audit_bypass_and_cost_tables(tmp_path):
     assert refused.exit_code != 0 and "pass one of --leakage, --bypass, --cost" in refused.output
 
 
+def test_run_report_shows_dead_weight_and_ignored_skills(tmp_path):
+    from ratchet_ray.report.data import load_run
+    from ratchet_ray.report.sections import skills_section
+
+    run_dir = tmp_path / "run"
+    scripted_run(run_dir)
+    dump_config(LoopConfig.model_validate({"curator": {"dead_weight_rounds": 4}}),
+                run_dir / "config.yaml")  # the run's own k, not the Default's 10
+    run = load_run(run_dir)
+    rows = {s.skill_id: s for s in run.skills}
+    assert {k: rows[k].rounds_unrouted for k in rows} == {
+        "busy": None, "idle": 12, "ignored": None, "heeded": None, "young": 4}
+    assert rows["ignored"].ignored and rows["ignored"].probe_similarity == 1.0
+    assert not rows["heeded"].ignored and rows["heeded"].probe_similarity < 0.95
+    assert rows["busy"].probe_similarity is None and not rows["busy"].ignored
+    html = skills_section([run])
+    assert html.count(">dead weight</span>") == 2 and html.count(">ignored</span>") == 1
+    assert "12 rounds unrouted" in html and "silent bypass" in html
+
+
 @pytest.fixture(scope="module")
 def mbpp_path() -> str:
     path = os.environ.get("MBPP_OVERRIDE_PATH")
