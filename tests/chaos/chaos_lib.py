@@ -158,10 +158,25 @@ def kill_points(rng: random.Random, n: int) -> list[tuple[int, str, float]]:
     return sorted(points, key=lambda p: (p[0], PHASES.index(p[1]), p[2]))
 
 
+_PREEXISTING: set[int] = set()
+"""Actor processes alive when the current scenario began (``scenario_starts``)."""
+
+
+def scenario_starts() -> None:
+    """Mark the actor processes alive now as not the scenario's: the session's shared Ray may
+    hold actors of earlier tests (seen in a shuffled order), which the scenario must neither
+    kill as its fault nor count as its orphans."""
+    _PREEXISTING.clear()
+    _PREEXISTING.update(p.pid for p in ray_actor_processes())
+
+
 def ray_actor_processes(kind: str | None = None) -> list[psutil.Process]:
-    """Actor worker processes of this test's Ray (children of this process), by class name."""
+    """Actor worker processes of this test's Ray (children of this process), by class name,
+    except those alive before the current scenario began."""
     found = []
     for proc in psutil.Process().children(recursive=True):
+        if proc.pid in _PREEXISTING:
+            continue
         try:
             title = " ".join(proc.cmdline())
         except (psutil.NoSuchProcess, psutil.AccessDenied):

@@ -27,6 +27,7 @@ def test_run_survives(name, seed, ray_local, reference_runs, tmp_path):
     reference = chaos_lib.ensure_reference(reference_runs)
     rng = random.Random(f"{name}-{seed}")
     drivers: list[chaos_lib.Driver] = []
+    chaos_lib.scenario_starts()
     try:
         run_dir = SCENARIOS[name](rng, tmp_path, drivers)
     finally:

@@ -155,13 +155,17 @@ class LocalCluster:
         return found or []
 
     def actors(self) -> list[dict]:
-        """Every actor the GCS knows (alive or dead): class, node id and state."""
+        """Every actor the GCS knows (alive or dead): id, class, node id and state."""
         return self.query(
             "from ray._private import state\n"
-            "result = [{'class': a['ActorClassName'], 'node': a['Address']['NodeID'], "
-            "'state': a['State']} for a in state.actors().values()]")
+            "result = [{'id': a['ActorID'], 'class': a['ActorClassName'], "
+            "'node': a['Address']['NodeID'], 'state': a['State']} "
+            "for a in state.actors().values()]")
 
-    def _wait(self, names: list[str]) -> None:
+    def _wait(self, names: list[str], gone: frozenset[str] = frozenset()) -> None:
+        """Until each node of ``names`` has joined under an id not in ``gone`` (a restarted
+        node's old id stays listed alive until the GCS notices its death), and no id of
+        ``gone`` is still listed alive."""
         deadline = time.monotonic() + self.ready_timeout_s
         while True:
             for name in names:
@@ -169,11 +173,13 @@ class LocalCluster:
                 if node.proc.poll() is not None:
                     raise ClusterError(f"node {name} exited with {node.proc.returncode}; "
                                        f"{node.log} ends with:\n{_tail(node.log)}")
-            for found in self._alive_nodes():
+            alive = self._alive_nodes()
+            for found in alive:
                 for name in names:
-                    if found["res"].get(f"node_{name}"):
+                    if found["res"].get(f"node_{name}") and found["id"] not in gone:
                         self._node_ids[name] = found["id"]
-            if all(name in self._node_ids for name in names):
+            if (all(name in self._node_ids for name in names)
+                    and not gone & {found["id"] for found in alive}):
                 return
             if time.monotonic() > deadline:
                 missing = [n for n in names if n not in self._node_ids]
@@ -205,6 +211,13 @@ class LocalCluster:
         except ProcessLookupError:
             pass
         node.proc.wait(timeout=30)
+
+    def restart(self, name: str) -> None:
+        """Start worker node ``name`` again after ``kill``, and wait until the cluster lists the
+        new node alive and the killed one dead: later tests of the module see the same nodes."""
+        old = self._node_ids.pop(name, None)
+        self._launch(self.nodes[name].spec, head=False)
+        self._wait([name], gone=frozenset({old} if old else ()))
 
     def stop(self) -> None:
         # Workers first, the head last (its GCS must outlive the raylets' goodbyes).

@@ -5,6 +5,7 @@ process of its own joined to the cluster, as under ``ray job submit``."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -94,10 +95,14 @@ def test_swebench_actors_land_only_on_the_docker_node(cluster):
 
 
 def test_mbpp_round_with_actors_on_the_nodes_their_resources_dictate(cluster, tmp_path):
+    for node in ("dock", "cpu"):  # what an earlier round of the module cached is not this one's
+        shutil.rmtree(cluster.cache_dir(node) / "ratchet-ray" / "mbpp-groundtruth",
+                      ignore_errors=True)
+    earlier = {a["id"] for a in cluster.actors()}  # the GCS keeps earlier tests' dead actors
     driver, run_dir = _start_round(cluster, tmp_path, 0.0)
     _finish(driver)
     _assert_every_task_once(run_dir)
-    actors = cluster.actors()
+    actors = [a for a in cluster.actors() if a["id"] not in earlier]
     head, workers = cluster.node_id("head"), {cluster.node_id("dock"), cluster.node_id("cpu")}
     banks = [a for a in actors if a["class"] == "SkillBankProcess"]
     assert banks and all(a["node"] == head for a in banks)  # pinned to the driver's node
@@ -133,4 +138,6 @@ def test_a_worker_node_killed_mid_round_loses_nothing_and_doubles_nothing(cluste
         cluster.kill(victim)
     finally:
         _finish(driver)
+        if victim is not None:  # the module's other tests expect all three nodes
+            cluster.restart(victim)
     _assert_every_task_once(run_dir)

@@ -106,12 +106,14 @@ def test_scripted_round_through_real_actors_and_docker(docker_client, ray_local,
     assert (summary["train"]["resolved"], summary["train"]["total"],
             summary["train"]["infra_failures"]) == (1, 3, 1)
     assert summary["failed_steps"] == [] and summary["verdicts"] == 1
-    # The node's image cache during the round: 3 images ensured by the agent and the grader
-    # (the broken one fails its build); other runs on this node can only add to the counts.
+    # The node's image cache during the round: each of the 3 working images is ensured at least
+    # once (the broken one fails its build and counts nothing). The agents' and graders' further
+    # ensures vary with what earlier tests left (6 in file order, 4 seen in a shuffled order);
+    # other runs on this node can only add to the counts.
     [node] = summary["suite_report"]["image_cache"]
     assert node["node"] == socket.gethostname() and node["ray_nodes"] == 1, node
     assert all(node[k] >= 0 for k in COUNTERS) and "owned_gb" in node, node
-    assert node["hits"] + node["builds"] + node["pulls"] + node["strips"] >= 6, node
+    assert node["hits"] + node["builds"] + node["pulls"] + node["strips"] >= 3, node
     capsules = _capsules(run_dir)
     assert {t: (c["split"], c["passed"], c["exit_status"], c["infra_failure"])
             for t, c in capsules.items()} == {
