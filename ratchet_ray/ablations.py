@@ -77,6 +77,8 @@ class RunResult:
     """... whose last change was an eviction to make room under the active cap."""
     deprecated_rollback: int = 0
     """... whose last change was a rollback restoring an older bank (``restored``)."""
+    deprecated_refined: int = 0
+    """... whose last change was a refinement replacing it by its next version (A10)."""
     train_tampering: int = 0
     eval_tampering: int = 0
     skills_retired_tampering: int = 0
@@ -119,6 +121,7 @@ class ArmSummary:
     deprecated_retired: Stat = Stat(None, None, 0)
     deprecated_evicted: Stat = Stat(None, None, 0)
     deprecated_rollback: Stat = Stat(None, None, 0)
+    deprecated_refined: Stat = Stat(None, None, 0)
     tampering: Stat = Stat(None, None, 0)
     """Capsules graded as tampering per run (train and eval)."""
     skills_retired_tampering: Stat = Stat(None, None, 0)
@@ -200,6 +203,7 @@ def bank_stats(run_dir: Path) -> dict[str, int]:
             "deprecated_retired": causes.count("retired"),
             "deprecated_evicted": causes.count("evicted"),
             "deprecated_rollback": causes.count("rollback"),
+            "deprecated_refined": causes.count("refined"),
             "eval_capsules": int(capsules), "eval_routed": int(routed), **tampering}
 
 
@@ -244,6 +248,7 @@ def summarize(runs: Iterable[RunResult]) -> list[ArmSummary]:
             deprecated_retired=stat("deprecated_retired"),
             deprecated_evicted=stat("deprecated_evicted"),
             deprecated_rollback=stat("deprecated_rollback"),
+            deprecated_refined=stat("deprecated_refined"),
             tampering=stat("tampering"), skills_retired_tampering=stat("skills_retired_tampering"),
             run_dirs=[r.run_dir for r in group]))
     default = next((s for s in summaries if s.arm == DEFAULT_ARM), None)
@@ -255,6 +260,12 @@ def summarize(runs: Iterable[RunResult]) -> list[ArmSummary]:
 
 
 # ---- report ------------------------------------------------------------------------------------
+def _refined(count: float | None) -> str:
+    """The A10 share of a deprecation count, after the three causes every arm has: only where
+    a refinement deprecated something, so the other arms' cells read as before."""
+    return f" / {_fmt(count, 1)} refined" if count else ""
+
+
 def _fmt(value: float | None, digits: int = 3, signed: bool = False) -> str:
     if value is None:
         return "n/a"
@@ -300,7 +311,7 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
             f"| {_fmt_stat(s.rolling_gain, signed=True)} | {_fmt(s.gain_vs_default, signed=True)} "
             f"| {_fmt_stat(s.skills_created, 1)} | {_fmt_stat(s.skills_deprecated, 1)} "
             f"({_fmt(s.deprecated_retired.mean, 1)} / {_fmt(s.deprecated_evicted.mean, 1)} / "
-            f"{_fmt(s.deprecated_rollback.mean, 1)}) "
+            f"{_fmt(s.deprecated_rollback.mean, 1)}{_refined(s.deprecated_refined.mean)}) "
             f"| {_fmt_stat(s.active_at_end, 1)} | {_fmt_stat(s.router_engagement)} "
             f"| {_fmt_stat(s.tampering, 1)} / {_fmt_stat(s.skills_retired_tampering, 1)} |")
     lines += ["", "## Runs", "",
@@ -313,7 +324,8 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
             f"| {r.arm} | {r.seed} | {r.rounds_done}/{r.rounds_planned} | {_fmt(r.round0)} "
             f"| {_fmt(r.peak)} | {_fmt(r.rolling_gain, signed=True)} | {r.skills_created} "
             f"| {r.skills_deprecated} ({r.deprecated_retired} / {r.deprecated_evicted} / "
-            f"{r.deprecated_rollback}) | {r.active_at_end} | {_fmt(r.router_engagement)} "
+            f"{r.deprecated_rollback}{_refined(r.deprecated_refined)}) | {r.active_at_end} "
+            f"| {_fmt(r.router_engagement)} "
             f"| {r.tampering} / {r.skills_retired_tampering} | {_relative(r.run_dir, root)} |")
     incomplete = [r for r in runs if not r.complete]
     if incomplete:

@@ -121,7 +121,9 @@ def test_skill_fates_count_every_deprecation_cause_and_reactivation(tmp_path: Pa
               ("a", "retired", "deprecated"), ("b", "evicted", "deprecated"),
               ("c", "restored", "deprecated"), ("d", "restored", "deprecated"),
               ("d", "restored", "active"), ("e", "retired", "deprecated"),
-              ("e", "reinstated", "active"), ("x", "rejected", "")]
+              ("e", "reinstated", "active"), ("x", "rejected", ""),
+              ("f", "added", "active"), ("f", "refined", "deprecated"),
+              ("f_v2", "added", "active")]
     EvidenceStore(run).append("skill_event", 2, [
         {"run_id": "r", "round": 2, "skill_id": k, "event": e, "status_after": s,
          "created_at": 10.0 + i} for i, (k, e, s) in enumerate(events)])
@@ -130,12 +132,12 @@ def test_skill_fates_count_every_deprecation_cause_and_reactivation(tmp_path: Pa
     assert {k: (f.status, f.cause) for k, f in fates.items()} == {
         "a": ("deprecated", "retired"), "b": ("deprecated", "evicted"),
         "c": ("deprecated", "rollback"), "d": ("active", None), "e": ("active", None),
-        "u": ("active", None)}
+        "u": ("active", None), "f": ("deprecated", "refined"), "f_v2": ("active", None)}
     assert not fates["u"].created and fates["d"].first("restored", "deprecated") == 2
     stats = bank_stats(run)
-    assert (stats["skills_created"], stats["skills_deprecated"]) == (5, 3)
+    assert (stats["skills_created"], stats["skills_deprecated"]) == (7, 4)
     assert (stats["deprecated_retired"], stats["deprecated_evicted"],
-            stats["deprecated_rollback"]) == (1, 1, 1)
+            stats["deprecated_rollback"], stats["deprecated_refined"]) == (1, 1, 1, 1)
 
 
 def test_run_discovery_and_arm_order(sweep: Path):

@@ -24,13 +24,16 @@ from ratchet_ray.suites.sim.truth import analyze_run
 from sim_helpers import run_sim, sim_config
 
 pytestmark = pytest.mark.slow
-ARMS = ("default", "A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8", "A9")
+ARMS = ("default", "A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8", "A9", "A10")
 # Every deprecation cause within a few rounds: retirement (4 trials), eviction (cap 4) and a
 # rollback whenever a round's eval pass@1 is below the best so far. Applied to every arm (a
 # --set wins over the arm's file, so A4's and A7's own values give way here: this test is
 # about the report agreeing with the bank, not about the arms' effects).
 FAST_GOVERNANCE = ("rounds=6", "n_train=20", "n_eval=10", "curator.min_trials=4",
                    "curator.active_cap=4", "rollback.threshold=0.0", "rollback.consecutive=1")
+# A10 refines a skill once one verdict blames it (3 by default), so a refinement (a deprecation
+# of its own kind) happens within the few rounds before retirement takes the skill.
+ARM_SETS = {"A10": ("synth.refine_min_failures=1",)}
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +44,12 @@ def arm_runs(tmp_path_factory, _ray_session):
         ray.init(num_cpus=4, _node_ip_address="127.0.0.1", include_dashboard=False,
                  configure_logging=False, log_to_driver=False)
     root = tmp_path_factory.mktemp("truth_live")
-    return {arm: run_sim(sim_config(root / arm, *FAST_GOVERNANCE,
+    return {arm: run_sim(sim_config(root / arm, *FAST_GOVERNANCE, *ARM_SETS.get(arm, ()),
                                     arm=None if arm == "default" else arm)) for arm in ARMS}
 
 
 def test_truth_agrees_with_the_live_bank_on_every_arm(arm_runs):
-    causes = {"retired": 0, "evicted": 0, "rollback": 0, "reactivated": 0}
+    causes = {"retired": 0, "evicted": 0, "rollback": 0, "refined": 0, "reactivated": 0}
     for arm, run_dir in arm_runs.items():
         truth = analyze_run(run_dir)
         folder = run_dir / "skills"
@@ -59,19 +62,19 @@ def test_truth_agrees_with_the_live_bank_on_every_arm(arm_runs):
         result = run_result(run_dir)
         assert result.skills_created - result.skills_deprecated == result.active_at_end, arm
         assert result.skills_deprecated == (result.deprecated_retired + result.deprecated_evicted
-                                            + result.deprecated_rollback), arm
+                                            + result.deprecated_rollback
+                                            + result.deprecated_refined), arm
         stats = truth.retirement()
-        assert (stats["deprecated_retired"], stats["deprecated_evicted"],
-                stats["deprecated_rollback"]) == (result.deprecated_retired,
-                                                  result.deprecated_evicted,
-                                                  result.deprecated_rollback), arm
-        for cause in ("retired", "evicted", "rollback"):
+        for cause in ("retired", "evicted", "rollback", "refined"):
+            assert stats[f"deprecated_{cause}"] == getattr(result, f"deprecated_{cause}"), \
+                (arm, cause)
+        for cause in ("retired", "evicted", "rollback", "refined"):
             causes[cause] += getattr(result, f"deprecated_{cause}")
         causes["reactivated"] += sum(1 for s in truth.skills
                                      if s.active and s.status_changes > 0)
         assert bank_disagreements(run_dir, truth, result) == [], arm
     # The runs exercised every path the report must follow (else this test proves little).
-    assert causes["retired"] and causes["evicted"] and causes["rollback"], causes
+    assert all(causes[c] for c in ("retired", "evicted", "rollback", "refined")), causes
     print("deprecations by cause over the arms:", causes)
 
 

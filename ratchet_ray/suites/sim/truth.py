@@ -173,6 +173,7 @@ class RunTruth:
             "deprecated_retired": len([s for s in self.skills if s.deprecated_by == "retired"]),
             "deprecated_evicted": len([s for s in self.skills if s.deprecated_by == "evicted"]),
             "deprecated_rollback": len([s for s in self.skills if s.deprecated_by == "rollback"]),
+            "deprecated_refined": len([s for s in self.skills if s.deprecated_by == "refined"]),
             **self.refinement(),
         }
 
