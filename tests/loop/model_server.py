@@ -14,23 +14,18 @@ transient outage of one call).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import re
+import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, when run as a script
+from openai_wire import OpenAIHandler  # noqa: E402
 
 MODEL = "stub-model"
-DIM = 32
-
-
-def _vector(text: str) -> list[float]:
-    vec = [0.0] * DIM
-    for word in re.findall(r"\w+", text.lower()):
-        vec[int(hashlib.sha1(word.encode()).hexdigest(), 16) % DIM] += 1.0
-    norm = sum(v * v for v in vec) ** 0.5 or 1.0
-    return [v / norm for v in vec]
 
 
 def _answer(prompt: str) -> str:
@@ -52,35 +47,13 @@ class Server:
     def _handler(self):
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                return
-
-            def _json(self, status: int, payload: dict) -> None:
-                body = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                self.wfile.flush()
-
-            def do_GET(self):
-                if self.path.rstrip("/").endswith("/models"):
-                    self._json(200, {"object": "list", "data": [
-                        {"id": MODEL, "object": "model", "created": 0, "owned_by": "test"}]})
-                else:
-                    self._json(404, {"error": {"message": f"no route {self.path}"}})
+        class Handler(OpenAIHandler):
+            model = MODEL
 
             def do_POST(self):
-                request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                request = self.read_request()
                 if self.path.endswith("/embeddings"):
-                    texts = request["input"] if isinstance(request["input"], list) else [
-                        request["input"]]
-                    self._json(200, {"object": "list", "model": MODEL, "data": [
-                        {"object": "embedding", "index": i, "embedding": _vector(t)}
-                        for i, t in enumerate(texts)],
-                        "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+                    self.send_embeddings(request)
                     return
                 with server.lock:
                     server.completions += 1
@@ -88,19 +61,11 @@ class Server:
                     if server.die_after and number > server.die_after:
                         os._exit(0)  # already dead: this call is cut off like the next ones
                 if number == server.fail_once:
-                    self._json(500, {"error": {"message": "stub: transient overload",
-                                               "type": "server_error"}})
+                    self.send_json(500, {"error": {"message": "stub: transient overload",
+                                                   "type": "server_error"}})
                     return
                 prompt = "\n".join(str(m.get("content", "")) for m in request["messages"])
-                text = _answer(prompt)
-                self._json(200, {
-                    "id": f"c{number}", "object": "chat.completion", "created": 0,
-                    "model": MODEL, "choices": [{"index": 0, "finish_reason": "stop",
-                                                 "message": {"role": "assistant",
-                                                             "content": text}}],
-                    "usage": {"prompt_tokens": len(prompt.split()),
-                              "completion_tokens": len(text.split()),
-                              "total_tokens": len(prompt.split()) + len(text.split())}})
+                self.send_completion(number, request["messages"], _answer(prompt))
                 if server.die_after and number >= server.die_after:
                     os._exit(0)  # dies like a crashed server: the next call is refused
 

@@ -13,33 +13,22 @@ counted in ``unscripted``) and ``POST /v1/embeddings`` (hashed bag-of-words vect
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from openai_wire import OpenAIHandler
 from records_script import RecordsScript
 
 MODEL = "records-script"
-DIM = 32
 
 
 @dataclass
 class _Message:
     role: str
     content: str
-
-
-def vector(text: str) -> list[float]:
-    vec = [0.0] * DIM
-    for word in re.findall(r"\w+", text.lower()):
-        vec[int(hashlib.sha1(word.encode()).hexdigest(), 16) % DIM] += 1.0
-    norm = sum(v * v for v in vec) ** 0.5 or 1.0
-    return [v / norm for v in vec]
 
 
 class RecordsServer:
@@ -75,46 +64,18 @@ class RecordsServer:
     def _handler(self):
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                return
-
-            def _json(self, status: int, payload: dict) -> None:
-                body = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self):
-                if self.path.rstrip("/").endswith("/models"):
-                    self._json(200, {"object": "list", "data": [
-                        {"id": MODEL, "object": "model", "created": 0, "owned_by": "test"}]})
-                else:
-                    self._json(404, {"error": {"message": f"no route {self.path}"}})
+        class Handler(OpenAIHandler):
+            model = MODEL
 
             def do_POST(self):
-                request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                request = self.read_request()
                 if self.path.endswith("/embeddings"):
-                    texts = request["input"]
-                    texts = texts if isinstance(texts, list) else [texts]
-                    self._json(200, {"object": "list", "model": MODEL, "data": [
-                        {"object": "embedding", "index": i, "embedding": vector(t)}
-                        for i, t in enumerate(texts)],
-                        "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)}})
+                    self.send_embeddings(request)
                     return
                 text = server.answer(request["messages"])
                 with server.lock:
                     server.completions += 1
                     number = server.completions
-                words = sum(len(str(m.get("content", "")).split()) for m in request["messages"])
-                self._json(200, {
-                    "id": f"c{number}", "object": "chat.completion", "created": 0,
-                    "model": MODEL, "choices": [{"index": 0, "finish_reason": "stop",
-                                                 "message": {"role": "assistant",
-                                                             "content": text}}],
-                    "usage": {"prompt_tokens": words, "completion_tokens": len(text.split()),
-                              "total_tokens": words + len(text.split())}})
+                self.send_completion(number, request["messages"], text)
 
         return Handler
