@@ -28,8 +28,10 @@ def _ship_test_doubles_by_value() -> None:
     import ray.cloudpickle
 
     import fakes
+    import loop_helpers
 
     ray.cloudpickle.register_pickle_by_value(fakes)
+    ray.cloudpickle.register_pickle_by_value(loop_helpers)
 
 
 _ship_test_doubles_by_value()

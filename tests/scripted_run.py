@@ -2,7 +2,7 @@
 
     python tests/scripted_run.py OUT_DIR ROUNDS
 
-Runs the governance scenario of ``tests/loop/loop_helpers.py`` (``ScriptedLLM`` + ``HashEmbedder``,
+Runs the governance scenario of ``tests/loop_helpers.py`` (``ScriptedLLM`` + ``HashEmbedder``,
 real Ray, real graders, real evidence) for ROUNDS rounds under ``OUT_DIR`` and prints the run
 dir as the last line of stdout. ``ratchet_ray`` comes from whatever the running interpreter has
 installed (the repo root is not put on the path), so the wheel test runs it against the
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE / "loop")]
+sys.path[:0] = [str(HERE)]
 
 import ray.cloudpickle  # noqa: E402
 

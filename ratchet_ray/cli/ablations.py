@@ -24,7 +24,7 @@ A failing arm-seed does not stop the others; it is listed at the end (and in
 ``ablations.json`` in ``--out`` — is written after the runs (``--report-only`` writes it
 without running anything). ``--dry-run`` checks every arm's config (its backend and subset file
 too), prints each arm-seed's plan and resolved config, and writes or starts nothing.
-Layout: ``ratchet_ray/loop/sweep.py``; jobs: ``ratchet_ray/loop/sweep_jobs.py``; metrics:
+Layout: ``ratchet_ray/sweep/spec.py``; jobs: ``ratchet_ray/sweep/jobs.py``; metrics:
 ``ratchet_ray/ablations.py``.
 """
 
@@ -40,8 +40,8 @@ import click
 
 from ratchet_ray.ablations import write_report
 from ratchet_ray.loop.entry import DRY_RUN, SUITE, print_config, version_option
-from ratchet_ray.loop.ray_head import RayHeadError, ray_cluster
-from ratchet_ray.loop.sweep import (ARMS, JobOutcome, SweepError, SweepSpec, check_sweep_file,
+from ratchet_ray.sweep.ray_head import RayHeadError, ray_cluster
+from ratchet_ray.sweep.spec import (ARMS, JobOutcome, SweepError, SweepSpec, check_sweep_file,
                                     child_config, cpus_per_run, lock_sweep, plan_jobs,
                                     recorded_spend, split_sets, with_recorded_budget,
                                     write_status)
@@ -178,7 +178,7 @@ def _dry_run(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
 
 
 def _manage(out_dir: Path, address: str | None, stop: bool) -> None:
-    from ratchet_ray.loop.sweep_jobs import job_client, recorded_status, stop_recorded_jobs
+    from ratchet_ray.sweep.jobs import job_client, recorded_status, stop_recorded_jobs
 
     if not address:
         raise click.UsageError("--status / --stop act on the cluster the sweep runs on: give its "
@@ -224,8 +224,8 @@ def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int]
 
     from actors.budget_ledger import SharedBudget, release_budget_ledger
     from actors.llm_server import release_llm_actors
-    from ratchet_ray.loop.sweep_jobs import (gcs_address, is_dashboard_url, job_client,
-                                             live_jobs, run_ray_jobs)
+    from ratchet_ray.sweep.jobs import (gcs_address, is_dashboard_url, job_client,
+                                        live_jobs, run_ray_jobs)
 
     signal.signal(signal.SIGTERM, _stop_on_sigterm)  # until ray.init (installed again after)
     env = {**os.environ, **({"RAY_ADDRESS": address} if address else {})}

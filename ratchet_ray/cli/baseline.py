@@ -45,7 +45,7 @@ import click
 
 from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
                                     version_option)
-from ratchet_ray.loop.flags import build_overrides
+from ratchet_ray.run_flags import build_overrides
 
 log = logging.getLogger(__name__)
 

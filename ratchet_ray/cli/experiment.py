@@ -269,7 +269,7 @@ def _seed_config(suite, subset, seed, rounds, overlay, prompts_dir, dataset_path
     import json
 
     from ratchet_ray.config_files import load_config
-    from ratchet_ray.loop.flags import build_overrides
+    from ratchet_ray.run_flags import build_overrides
 
     overrides = build_overrides(suite, rounds=rounds, subset=subset, seed=seed,
                                 tag=f"experiment-s{seed}", dataset_path=dataset_path)

@@ -20,7 +20,7 @@ import click
 
 from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
                                     version_option)
-from ratchet_ray.loop.flags import build_overrides
+from ratchet_ray.run_flags import build_overrides
 
 _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config_files", "sets",
                  "llm", "no_synth", "meta_every", "dataset_path", "workers")

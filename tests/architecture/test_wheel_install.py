@@ -90,7 +90,7 @@ def test_installed_package_resolves_its_own_files(installed):
     code = ("import ratchet_ray, actors, jobs\n"
             "from ratchet_ray.resources import configs_dir\n"
             "from ratchet_ray.bank.metaskills import default_metaskill\n"
-            "from ratchet_ray.loop.sweep import arm_config_file\n"
+            "from ratchet_ray.sweep.spec import arm_config_file\n"
             "from ratchet_ray.config_files import load_config, suite_files\n"
             "site = str(__import__('pathlib').Path(ratchet_ray.__file__).parents[1])\n"
             "for path in (ratchet_ray.__file__, actors.__file__, jobs.__file__, configs_dir(),\n"

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE.parent / "loop"), str(HERE)]
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]
 
 import ray.cloudpickle  # noqa: E402
 

@@ -14,7 +14,7 @@ import pytest
 import ray.cloudpickle
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent / "loop"), str(HERE.parent / "cluster"), str(HERE)]
+sys.path[:0] = [str(HERE.parent / "cluster"), str(HERE)]
 
 import chaos_lib  # noqa: E402
 import loop_helpers  # noqa: E402

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from ratchet_ray.ablations import find_run_dirs
-from ratchet_ray.loop.ray_head import ray_cluster
+from ratchet_ray.sweep.ray_head import ray_cluster
 
 PLUGIN = ("from ratchet_ray.suites import register\n\n"
           "# Found only relative to the caller's folder: the job must run there.\n"

@@ -15,7 +15,7 @@ import pytest
 import ray.cloudpickle
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "loop")]
+sys.path[:0] = [str(HERE)]
 
 import loop_helpers  # noqa: E402
 from local_cluster import NODES, LocalCluster  # noqa: E402

@@ -13,7 +13,8 @@ Contracts:
   the run dir there and see that no actor on a worker node reads or writes it.
 - Every node has a cache folder of its own (``XDG_CACHE_HOME`` = ``cache_dir(name)``), as
   separate machines would: what one node's actors cache (MBPP+ expected outputs) another node
-  does not see unless it travels through Ray.
+  does not see unless it travels through Ray. ``NodeSpec.env`` adds variables of the node's
+  own (its processes and its workers see them).
 - ``dashboard=True`` gives the head its dashboard (the Ray job server, for ``ray job submit``
   and ``JobSubmissionClient``) on a free loopback port.
 - ``env`` is what a driver needs to join (``RAY_ADDRESS``, ``RAY_AUTH_MODE`` and loopback-only
@@ -35,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ratchet_ray.loop.ray_head import free_port, own_port_flags, ray_executable
+from ratchet_ray.sweep.ray_head import free_port, own_port_flags, ray_executable
 
 
 class ClusterError(RuntimeError):
@@ -47,6 +48,8 @@ class NodeSpec:
     name: str
     num_cpus: float
     resources: dict[str, float] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment of this node's processes beyond the cluster's (e.g. a setting of its own)."""
 
 
 @dataclass
@@ -127,7 +130,7 @@ class LocalCluster:
             argv += [f"--address={self.address}"]
             if self.head_only is not None:
                 argv = _hide_from_node(self.head_only, argv)
-        env = {**self.env, "XDG_CACHE_HOME": str(self.cache_dir(spec.name))}
+        env = {**self.env, "XDG_CACHE_HOME": str(self.cache_dir(spec.name)), **spec.env}
         with open(log, "a") as handle:
             proc = subprocess.Popen(argv, cwd=self.temp, env=env, stdout=handle,
                                     stderr=subprocess.STDOUT, start_new_session=True)

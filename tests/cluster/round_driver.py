@@ -2,7 +2,7 @@
 
     python tests/cluster/round_driver.py OUT_DIR DELAY_S
 
-The governance scenario of ``tests/loop/loop_helpers.py`` (real graders with the sandbox), each
+The governance scenario of ``tests/loop_helpers.py`` (real graders with the sandbox), each
 LLM answer ``DELAY_S`` late so a test can kill a node while tasks are in flight. Prints the run
 dir on the first line of stdout as soon as it exists.
 """
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE.parent / "loop")]
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent)]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import ray.cloudpickle  # noqa: E402

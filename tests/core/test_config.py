@@ -10,7 +10,7 @@ import yaml
 
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import (ENV_DEFAULTED, ConfigError, dump_config, layered_files, load_config, suite_files)
-from ratchet_ray.suites import settings_for
+from ratchet_ray.suites import resolve_config, settings_for
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 DEFAULT = CONFIGS / "default.yaml"
@@ -43,7 +43,7 @@ def test_default_yaml_lists_every_key_with_the_paper_defaults():
     expected = {k: v for k, v in flat(LoopConfig().model_dump(mode="json")).items()
                 if not any(k == e or k.startswith(f"{e}.") for e in ENV_DEFAULTED)}
     assert written == expected  # env-defaulted keys are left out: the file must not pin them
-    assert load_config([DEFAULT]) == LoopConfig()
+    assert load_config([DEFAULT]) == resolve_config()  # the schema's Default, resolved
 
 
 def test_paper_default_values():
@@ -70,7 +70,7 @@ def test_suite_file_layers_between_the_default_and_the_arm():
 
 @pytest.mark.parametrize("arm", ["default", "A3"])
 def test_a_sweep_child_keeps_the_suite_defaults_under_every_arm(tmp_path, arm):
-    from ratchet_ray.loop.sweep import SweepSpec, child_config
+    from ratchet_ray.sweep.spec import SweepSpec, child_config
 
     config = child_config(SweepSpec(suite="swebench", out_dir=tmp_path), arm, 7)
     assert (config.suite, config.arm, config.seed, config.rounds) == ("swebench", arm, 7, 20)
@@ -83,7 +83,7 @@ def test_a_sweep_child_keeps_the_suite_defaults_under_every_arm(tmp_path, arm):
 def test_each_ablation_changes_exactly_its_knob_and_names_the_arm(arm):
     config = load_config([DEFAULT, CONFIGS / "ablations" / f"{arm}.yaml"])
     changed = {k: v for k, v in flat(config.model_dump(mode="json")).items()
-               if flat(LoopConfig().model_dump(mode="json"))[k] != v}
+               if flat(resolve_config().model_dump(mode="json"))[k] != v}
     assert changed == {"arm": arm, **ARMS[arm]}
 
 

@@ -27,7 +27,7 @@ from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop import replay
 from ratchet_ray.loop.execute import EvidenceSink
 from ratchet_ray.loop.rundir import RunDir, RunFileError
-from ratchet_ray.loop.sweep import SweepError, lock_sweep
+from ratchet_ray.sweep.spec import SweepError, lock_sweep
 from ratchet_ray.runlock import RunDirBusy, RunLock, holder
 
 ROOT = Path(__file__).resolve().parents[2]

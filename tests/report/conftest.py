@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-import ray.cloudpickle
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent / "loop")]
-
-import loop_helpers  # noqa: E402
-
-ray.cloudpickle.register_pickle_by_value(loop_helpers)
-
-from report_runs import SCENARIO_ROUNDS, run_scenario  # noqa: E402
+from report_runs import SCENARIO_ROUNDS, run_scenario
 
 _RUNS: dict[str, Path] = {}
 

@@ -1,4 +1,4 @@
-"""The scripted governance scenario (``tests/loop/loop_helpers.py``) with tracking settings."""
+"""The scripted governance scenario (``tests/loop_helpers.py``) with tracking settings."""
 
 from __future__ import annotations
 

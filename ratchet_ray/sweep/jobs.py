@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ratchet_ray.loop.rundir import write_json
-from ratchet_ray.loop.sweep import Job, JobOutcome, SweepError
+from ratchet_ray.sweep.spec import Job, JobOutcome, SweepError
 
 JOBS_FILE = "jobs.json"
 STOP_WAIT_S = 60

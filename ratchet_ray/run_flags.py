@@ -1,5 +1,5 @@
 """The ``key=value`` config overrides that the run flags stand for, shared by ``ratchet run`` /
-``python -m jobs.skill_loop`` and the sweep that launches them (``loop/sweep.py``), so the sweep
+``python -m jobs.skill_loop`` and the sweep that launches them (``sweep/spec.py``), so the sweep
 validates a child's config exactly as the child will build it."""
 
 from __future__ import annotations

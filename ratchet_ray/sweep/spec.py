@@ -29,7 +29,7 @@ Contracts:
   flags (budget aside) is refused (the runs would not be comparable) and told how to proceed.
 - ``lock_sweep``: one sweep per ``--out`` at a time (an exclusive lock on ``<out>/.lock``, held
   until the process exits); each child driver also locks its own run dir.
-- Running the jobs: ``ratchet_ray/loop/sweep_jobs.py``.
+- Running the jobs: ``ratchet_ray/sweep/jobs.py``.
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def child_config(spec: SweepSpec, arm: str, seed: int) -> LoopConfig:
     """The config a new child of ``arm``/``seed`` will resolve (validates the flags early)."""
     from ratchet_ray.config_files import layered_files
     from ratchet_ray.loop.entry import startable_problems
-    from ratchet_ray.loop.flags import build_overrides
+    from ratchet_ray.run_flags import build_overrides
 
     overrides = build_overrides(spec.suite, rounds=spec.rounds, n_train=spec.n_train,
                                 n_eval=spec.n_eval, subset=spec.subset, seed=seed,

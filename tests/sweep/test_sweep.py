@@ -5,24 +5,24 @@ interrupt stops every job, a job still running is followed rather than submitted
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from ratchet_ray.config_files import load_config
-from ratchet_ray.loop.rundir import RunDir
 from fake_jobs import FakeJobClient
-from waiting import wait_for
-from ratchet_ray.loop.sweep import (Job, SweepError, SweepSpec, check_sweep_file, cpus_per_run,
+from ratchet_ray.loop.rundir import RunDir
+from ratchet_ray.sweep.spec import (Job, SweepError, SweepSpec, check_sweep_file, cpus_per_run,
                                     plan_jobs, split_sets, with_recorded_budget)
-from ratchet_ray.loop.sweep_jobs import (forwarded_env, live_jobs, read_jobs, recorded_status,
-                                         run_ray_jobs, stop_recorded_jobs, submission)
+from ratchet_ray.sweep.jobs import (forwarded_env, live_jobs, read_jobs, recorded_status,
+                                    run_ray_jobs, stop_recorded_jobs, submission)
 from ratchet_ray.types import RoundSummary
+from waiting import wait_for
 
 
 def leave_run(spec: SweepSpec, name: str, rounds_done: int) -> Path:
@@ -298,7 +298,7 @@ def test_forwarded_env_keeps_settings_and_leaves_secrets_out():
 
 
 def test_a_submission_is_asked_again_while_no_job_agent_is_ready_and_only_then():
-    from ratchet_ray.loop.sweep_jobs import AGENT_NOT_READY, submit_when_ready
+    from ratchet_ray.sweep.jobs import AGENT_NOT_READY, submit_when_ready
 
     class Starting:
         """A job server whose agents register after two refusals."""
@@ -319,3 +319,22 @@ def test_a_submission_is_asked_again_while_no_job_agent_is_ready_and_only_then()
     with pytest.raises(RuntimeError, match="bad runtime_env"):
         submit_when_ready(other, timeout_s=30, submission_id="j")
     assert other.calls == 1  # any other refusal is the caller's at once
+
+
+def test_a_failed_arm_is_marked_failed_in_status_with_its_cause(tmp_path):
+    from ratchet_ray.sweep.spec import write_status
+
+    results = tmp_path / "runs" / "A1_s42"
+    child = ("import json, pathlib, sys; d = pathlib.Path(sys.argv[1]) / 'mbpp' / 'run1'; "
+             "d.mkdir(parents=True); (d / 'stopped.json').write_text(json.dumps({'cause': "
+             "'round 0 eval: 4 of 4 tasks failed on infrastructure ... Connection error.'})); "
+             "print('Error: run stopped'); sys.exit(1)")
+    job = Job("A1_s42", "new", [sys.executable, "-c", child, str(results)],
+              tmp_path / "logs" / "A1_s42.log", results)
+    from fake_jobs import FakeJobClient
+    from ratchet_ray.sweep.jobs import run_ray_jobs
+
+    (outcome,) = run_ray_jobs(FakeJobClient(), [job], 1, {}, tmp_path, scope="s", poll_s=0.05)
+    status = json.loads(write_status(tmp_path, [outcome]).read_text())["A1_s42"]
+    assert status["ok"] is False and status["returncode"] == 1
+    assert status["cause"].startswith("round 0 eval: 4 of 4 tasks failed on infrastructure")

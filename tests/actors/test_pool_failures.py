@@ -1,0 +1,111 @@
+"""Pools that fail loudly, on a real local Ray: a constructor's own exception, bounded waits
+naming the missing resource, a healed Synthesizer-style pool of one, and attempts lost with their
+actor recorded in ``llm_call``."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+import ray
+from ray.exceptions import RayActorError
+
+from actors.pools import (ActorStartError, ActorStartTimeout, ResilientPool, call_one,
+                          map_unordered)
+from actors.solver import SolverActor
+from fakes import HashEmbedder, ScriptedLLM
+from loop_helpers import BadBaseUrl, SlowCanonical, Worker
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.loop.phases import record_lost_attempts
+from ratchet_ray.suites import get_suite
+from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus
+
+RemoteWorker = ray.remote(num_cpus=0)(Worker)
+
+
+def _tasks(ids):
+    by_id = {t.task_id: t for t in get_suite("mbpp").load_tasks(LoopConfig())}
+    return [by_id[t] for t in ids]
+
+
+def wait_dead(actor, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.__ray_ready__.remote(), timeout=timeout_s)
+        except RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"actor still answers {timeout_s}s after ray.kill")
+
+
+def test_a_constructor_error_surfaces_as_itself_and_is_not_retried(ray_local):
+    broken = ray.remote(num_cpus=0)(BadBaseUrl)
+    pool = ResilientPool(lambda: broken.remote(), 2, name="solver")
+    for x in range(4):
+        pool.submit("work", x)
+    with pytest.raises(ActorStartError) as caught:
+        map_unordered(pool, "work", [])  # drains the four jobs submitted above
+    assert isinstance(caught.value.cause, ConnectionError)
+    assert "pool 'solver': an actor cannot start: ConnectionError: http://127.0.0.1:9/v1: " \
+           "connection refused (constructor)" in str(caught.value)
+    assert pool.stats.actors_replaced == 0 and pool.stats.completed == 0, \
+        "no replacement loop, no per-task ActorDiedError results"
+    pool.shutdown()
+
+
+def test_an_actor_no_node_can_place_fails_with_the_missing_resource(ray_local):
+    needy = ray.remote(Worker).options(num_cpus=0, resources={"gpu_h200": 1})
+    pool = ResilientPool(lambda: needy.remote(), 1, name="grader",
+                         resources={"num_cpus": 0, "resources": {"gpu_h200": 1}},
+                         start_timeout_s=2.0)
+    with pytest.raises(ActorStartTimeout, match=r"pool 'grader': 1 actor\(s\) did not start "
+                                                r"within 2s; each asks for .*gpu_h200"):
+        pool.heal()
+    pool.submit("work", 3)
+    with pytest.raises(ActorStartTimeout, match="gpu_h200"):
+        map_unordered(pool, "work", [])
+    pool.shutdown()
+
+
+def test_a_pool_of_one_heals_between_calls_and_reports_a_death_mid_call(ray_local):
+    pool = ResilientPool(lambda: RemoteWorker.remote(), 1, name="synthesizer", max_attempts=1)
+    assert call_one(pool, "work", 3, 0.0)[0] == 9
+    dead = pool.actors[0]
+    ray.kill(dead)  # dies idle, between two synth phases
+    wait_dead(dead)  # ray.kill is asynchronous: a call sent at once may still reach it alive
+    assert call_one(pool, "work", 4, 0.0)[0] == 16, "replaced, state rebuilt by the constructor"
+    assert pool.stats.actors_replaced == 1
+    pool.submit("work", 5, 5.0)
+    ray.kill(pool.actors[0])  # dies mid-call: one attempt only (synthesis is not idempotent)
+    (result,) = map_unordered(pool, "work", [])
+    assert isinstance(result.error, RayActorError) and result.attempts == 1
+    assert call_one(pool, "work", 7, 0.0)[0] == 49, "the next phase gets a live actor"
+    pool.shutdown()
+
+
+def test_an_attempt_lost_with_its_actor_is_recorded_in_llm_call(ray_local, tmp_path):
+    config = LoopConfig()
+    tasks = _tasks(["Mbpp/2", "Mbpp/3"])
+    dataset = load_mbpp_plus(None)
+    solutions = {t.payload["entry_point"]: dataset.problem(t.task_id)["canonical_solution"]
+                 for t in tasks}
+    solvers = ResilientPool(lambda: SolverActor.options(num_cpus=0).remote(
+        config, llm=ScriptedLLM(SlowCanonical(solutions, delay=2.0)), embedder=HashEmbedder(),
+        output_kind="code"), 2, name="solver")
+    for task in tasks:
+        solvers.submit("run", task, "eval", 0)
+    ray.kill(solvers.running()[0])  # dies mid-attempt: its spend is lost with the process
+    results = map_unordered(solvers, "run", [])
+    assert all(r.ok for r in results) and solvers.stats.resubmitted == 1
+    store = EvidenceStore(tmp_path / "run")
+    ctx = SimpleNamespace(rt=SimpleNamespace(solvers=solvers, graders=solvers), config=config,
+                          run=SimpleNamespace(run_id="lost"), store=store)
+    record_lost_attempts(ctx, 0)
+    rows = store.connect().execute("SELECT role, ok, error FROM llm_call").fetchall()
+    assert len(rows) == 1 and rows[0][:2] == ("solver", False)
+    assert rows[0][2].startswith("lost: the solver actor died running Mbpp/")
+    assert solvers.take_lost() == [], "each lost attempt is recorded once"
+    solvers.shutdown()
