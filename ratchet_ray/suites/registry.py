@@ -461,6 +461,7 @@ BUILTIN_PLUGINS = (
     "ratchet_ray.suites.mbpp.registration",
     "ratchet_ray.suites.swebench.registration",
     "ratchet_ray.suites.sim.registration",
+    "ratchet_ray.suites.mbpp_oracle.registration",
 )
 """The built-in suites: each registers itself in its own folder, the way a plugin does (the one
 place outside the suites' folders that names them); config and the generic code know none."""

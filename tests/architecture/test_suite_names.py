@@ -5,9 +5,9 @@ gets, and a built-in suite can be removed by removing its folder and its line in
 
 How it decides: every module of ``ratchet_ray/`` and ``jobs/`` is parsed (``ast``), except those
 under ``ratchet_ray/suites/<built-in>/``; a string constant equal to a built-in suite's name
-(``mbpp``, ``swebench``, ``sim``: the folders the registry lists) is a finding. Docstrings (a
-module's, class's or function's first statement) and comments are prose and do not count; an
-f-string's literal parts count like any string. The built-in list names the suites' modules
+(``mbpp``, ``swebench``, ``sim``, ``mbpp_oracle``: the folders the registry lists) is a
+finding. Docstrings (a module's, class's or function's first statement) and comments are prose
+and do not count; an f-string's literal parts count like any string. The built-in list names the suites' modules
 (``"ratchet_ray.suites.mbpp.registration"``), never a bare name, so it needs no exception.
 """
 
@@ -65,7 +65,7 @@ def checked_modules() -> list[Path]:
 
 
 def test_the_builtin_suites_are_the_registrys_folders():
-    assert BUILTINS == ["mbpp", "sim", "swebench"]
+    assert BUILTINS == ["mbpp", "mbpp_oracle", "sim", "swebench"]
     for name in BUILTINS:
         assert (ROOT / "ratchet_ray" / "suites" / name / "registration.py").is_file()
 

@@ -2,7 +2,8 @@
 
 ``llm.registry`` imports this module by the name the world gives (``SimWorld.backend_module``)
 when ``llm.backend`` or ``llm.embedder`` is ``sim``: ``make_llm(world)`` answers from that world
-(its settings and run seed), ``make_embedder(world)`` is the world's theme-aware bag of words.
+(its settings and run seed), ``make_embedder(world)`` is the world's theme-aware bag of words,
+``make_world(world)`` the ``World`` itself (for ``truth.analyze_run``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from ratchet_ray.suites.sim.embedder import SimEmbedder
 from ratchet_ray.suites.sim.llm import SimLLM
 from ratchet_ray.suites.sim.settings import SimWorld
+from ratchet_ray.suites.sim.world import World
 
 
 def make_llm(world: SimWorld) -> SimLLM:
@@ -18,3 +20,8 @@ def make_llm(world: SimWorld) -> SimLLM:
 
 def make_embedder(world: SimWorld) -> SimEmbedder:
     return SimEmbedder()
+
+
+def make_world(world: SimWorld) -> World:
+    """The world itself (the truth report rebuilds it from a run's config)."""
+    return World(world)

@@ -2,12 +2,14 @@
 
 It implements ``LLMClient`` exactly like the real backends and reads only what a real model
 reads: the prompt text the roles build (``ratchet_ray.roles.prompts``). It recognises the role by
-the prompt's heading, the task by its ``[sim/NNN]`` tag and an injected skill by the token in its
+the prompt's heading, the task by its tag (``[sim/NNN]``, or the ``task_tag`` of a world over
+another suite's tasks, ``build_world``) and an injected skill by the token in its
 ``applies_when``, and answers:
 
 - Router (``# Skill routing``): ``{"skill_id": ...}`` sampled from ``World.route_probs``.
 - Solver (``# Python programming task``): a code block whose ``# outcome:`` line is a draw of
-  Bernoulli(p(task | skill)); the ``sim`` grader reads it.
+  Bernoulli(p(task | skill)); the ``sim`` grader reads it (``answer`` renders the reply from
+  the draw: a world over real tasks answers with code its real grader passes or fails).
 - Critic (``# Failure review``): a verdict whose pattern is a paraphrase of the task's latent
   type (of a random other type with probability ``pattern_noise``) and whose attribution follows
   the skill's true effect on that type (uniformly random with probability ``attribution_noise``).
@@ -36,7 +38,7 @@ from typing import Any, Sequence
 from ratchet_ray.llm.base import LLMError, Message, Reply
 from ratchet_ray.suites.sim.lexicon import ASPECTS, THEMES, theme_votes
 from ratchet_ray.suites.sim.settings import SimWorld
-from ratchet_ray.suites.sim.world import TASK_RE, SimTask, World, parse_token
+from ratchet_ray.suites.sim.world import SimTask, World, parse_token
 
 ROLE_HEADINGS = {
     "# Skill routing": "router",
@@ -74,8 +76,12 @@ class SimLLM:
     @property
     def world(self) -> World:
         if self._world is None:  # built on first use: the client travels to actors unbuilt
-            self._world = World(self.spec)
+            self._world = self.build_world()
         return self._world
+
+    def build_world(self) -> World:
+        """The world this client answers from (a world over other tasks overrides it)."""
+        return World(self.spec)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"spec": self.spec, "_world": None, "_counts": {}}
@@ -111,8 +117,9 @@ class SimLLM:
     def _task(self, prompt: str, role: str) -> SimTask:
         task = self.world.task_of_text(prompt)
         if task is None:
-            raise LLMError(f"sim backend ({role}): no [sim/NNN] task tag in the prompt; the sim "
-                           "backend only answers tasks of the sim suite")
+            raise LLMError(f"sim backend ({role}): no task tag of this world "
+                           f"({self.world.task_tag.pattern}) in the prompt; the sim backend only "
+                           "answers the tasks of its world's suite")
         return task
 
     @staticmethod
@@ -140,6 +147,12 @@ class SimLLM:
         token = self._guidance_token(prompt)
         rng = self._rng(seed, "solver", task.task_id, token)
         passed = rng.random() < self.world.p(task.task_id, token)
+        return self.answer(task, token, passed, rng)
+
+    def answer(self, task: SimTask, token: str | None, passed: bool, rng: Any) -> str:
+        """The Solver's reply once the world drew ``passed`` (``rng`` continues that call's
+        draws): here code whose outcome line the ``sim`` grader reads; a world over real tasks
+        overrides it with code its real grader passes or fails."""
         symptom = rng.choice(THEMES[task.type][1])
         outcome = "pass" if passed else f"fail ({symptom})"
         return ("```python\n"
@@ -191,7 +204,7 @@ class SimLLM:
         if votes:
             target = min(votes, key=lambda t: (-votes[t], t))
         else:  # no theme word in the label: the examples' most common latent type
-            types = [world.by_id[i].type for i in TASK_RE.findall(prompt) if i in world.by_id]
+            types = [t.type for t in world.tasks_in(prompt)]
             target = max(sorted(set(types)), key=types.count) if types else 0
         target = min(target, world.k - 1)
         guided = "Authoring guide:" in prompt
@@ -217,7 +230,7 @@ class SimLLM:
             raise LLMError("sim backend (refine): the current skill carries no sim token in "
                            "its applies_when; only skills the sim world wrote can be revised")
         target = world.skill_truth(parent).target
-        shown = [world.by_id[i].type for i in TASK_RE.findall(current[-1]) if i in world.by_id]
+        shown = [t.type for t in world.tasks_in(current[-1])]
         quality = sum(t == target for t in shown) / len(shown) if shown else 0.5
         feedback = 0
         if "Feedback on your previous draft:" in prompt:

@@ -30,6 +30,7 @@ Contracts:
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import statistics
@@ -43,7 +44,8 @@ from ratchet_ray.bank.skill_io import load_skill_folder
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.suites.sim import world_spec
+from ratchet_ray.suites.sim.settings import SimWorld
+from ratchet_ray.suites.resolve import resolve_config
 from ratchet_ray.suites.sim.world import World, parse_token
 from ratchet_ray.types import NONE_SKILL
 
@@ -200,18 +202,35 @@ class RunTruth:
         }
 
 
+def run_world(config: LoopConfig, path: Path) -> World:
+    """The simulated world a run's config derives (``llm.world``, set by its suite's
+    ``configure``), built by the module that world names; ValueError for a run of no world."""
+    spec = config.llm.world
+    if spec is None and config.llm.backend == "sim":  # a config the suite did not resolve
+        from ratchet_ray.suites import registry
+
+        configure = registry.registration(config.suite).configure
+        if configure is not None:
+            configure(config, registry.settings_for(config))
+        spec = config.llm.world
+    if not isinstance(spec, SimWorld):
+        raise ValueError(f"{path} is a {config.suite} run without a simulated world; "
+                         "sim-report needs a run of a simulated world (python -m "
+                         "jobs.skill_loop sim ..., or a suite over a world such as mbpp_oracle)")
+    return importlib.import_module(spec.backend_module).make_world(spec)
+
+
 def analyze_run(run_dir: str | Path, delta: float = DEFAULT_DELTA) -> RunTruth:
-    """The truth of one sim run (see module contracts); raises ValueError for a non-sim run."""
+    """The truth of one run of a simulated world (see module contracts): a ``sim`` run, or a
+    run of a suite over another suite's tasks whose ``configure`` derives a world (``llm.world``);
+    raises ValueError for a run without one."""
     path = Path(run_dir)
     if not (path / "config.yaml").is_file():
         raise FileNotFoundError(f"{path} is not a run dir (no config.yaml)")
-    # A run dir's config.yaml is stored complete (every section with its defaults): validating
-    # it is all that loading it takes, and keeps this suite below the config-file layer.
-    config = LoopConfig.model_validate(yaml.safe_load((path / "config.yaml").read_text()) or {})
-    if config.suite != "sim":
-        raise ValueError(f"{path} is a {config.suite} run; sim-report needs a sim run "
-                         "(python -m jobs.skill_loop sim ...)")
-    world = World(world_spec(config))
+    # A run dir's config.yaml is stored complete (every section with its defaults): resolving
+    # it (which derives llm.world) is all that loading it takes, below the config-file layer.
+    config = resolve_config(yaml.safe_load((path / "config.yaml").read_text()) or {})
+    world = run_world(config, path)
     skills_dir = path / "skills"
     files = load_skill_folder(skills_dir) if skills_dir.is_dir() else []
     tokens = {s.id: parse_token(s.guidance.applies_when) for s in files}

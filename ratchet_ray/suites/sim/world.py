@@ -68,23 +68,18 @@ def parse_token(text: str) -> str | None:
 
 
 class World:
-    """See the module contracts."""
+    """See the module contracts. A world over other tasks (another suite's, e.g. real MBPP+
+    problems) subclasses it: ``_draw_tasks`` gives its tasks and ``task_tag`` finds a task's id
+    in a prompt (group 1); the skill truth, ``p`` and routing stay these."""
+
+    task_tag: re.Pattern = TASK_RE
 
     def __init__(self, spec: SimWorld):
         self.spec = spec
         self.seed = spec.seed
         self.k = spec.n_types
-        rng = self.rng("tasks")
         self.phrases = [self._phrases(t) for t in range(self.k)]
-        self.tasks: list[SimTask] = []
-        for i in range(spec.n_tasks):
-            type_ = rng.randrange(self.k)
-            p0 = rng.betavariate(spec.base_alpha, spec.base_beta)
-            w1, w2 = rng.sample(THEMES[type_][1], 2)
-            task_id = f"sim/{i:03d}"
-            prompt = (f"[{task_id}] Write a function that transforms a batch of records. "
-                      f"Make sure it handles the {w1} and {w2} cases correctly.")
-            self.tasks.append(SimTask(task_id, type_, p0, prompt))
+        self.tasks: list[SimTask] = self._draw_tasks()
         self.by_id = {t.task_id: t for t in self.tasks}
         self.median_p0 = statistics.median(t.p0 for t in self.tasks)
         self._truths: dict[str, SkillTruth] = {}
@@ -103,16 +98,34 @@ class World:
                 for triple in triples[: self.spec.phrases_per_type]]
 
     # ---- tasks -----------------------------------------------------------------------------------
+    def _draw_tasks(self) -> list[SimTask]:
+        """The ``sim/NNN`` tasks: type and p0 drawn in order from one generator of the seed."""
+        rng, spec, tasks = self.rng("tasks"), self.spec, []
+        for i in range(spec.n_tasks):
+            type_ = rng.randrange(self.k)
+            p0 = rng.betavariate(spec.base_alpha, spec.base_beta)
+            w1, w2 = rng.sample(THEMES[type_][1], 2)
+            task_id = f"sim/{i:03d}"
+            prompt = (f"[{task_id}] Write a function that transforms a batch of records. "
+                      f"Make sure it handles the {w1} and {w2} cases correctly.")
+            tasks.append(SimTask(task_id, type_, p0, prompt))
+        return tasks
+
     def task(self, task_id: str) -> SimTask:
         try:
             return self.by_id[task_id]
         except KeyError:
-            raise KeyError(f"task {task_id!r} is not in this sim world ({len(self.tasks)} "
-                           "tasks); was sim.n_tasks changed after the run started?") from None
+            raise KeyError(f"task {task_id!r} is not in this simulated world ({len(self.tasks)} "
+                           "tasks); were its tasks (sim.n_tasks, the dataset) changed after the "
+                           "run started?") from None
 
     def task_of_text(self, text: str) -> SimTask | None:
-        found = TASK_RE.search(text)
+        found = self.task_tag.search(text)
         return self.by_id.get(found.group(1)) if found else None
+
+    def tasks_in(self, text: str) -> list[SimTask]:
+        """Every task of this world whose tag ``text`` carries, in order (repeats kept)."""
+        return [self.by_id[i] for i in self.task_tag.findall(text) if i in self.by_id]
 
     # ---- skills ---------------------------------------------------------------------------
     def make_token(self, target: int, guided: bool, *identity: object) -> str:

@@ -1,0 +1,39 @@
+"""The ``mbpp_oracle`` suite's registration (imported by ``suites.registry``'s built-in list,
+exactly as a plugin module would be): its settings section and ``configure`` rule (the ``sim``
+LLM backend answering from the world over MBPP+, ``llm.world``; the dataset as for ``mbpp``),
+the MBPP+ doctor checks (dataset, sandbox), offline tasks and the truth columns of a sweep
+report (the ``sim`` suite's: the same truth report reads both worlds).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ratchet_ray.resources import configs_dir
+from ratchet_ray.suites.mbpp_oracle.settings import OracleSettings, OracleWorld
+from ratchet_ray.suites.registry import BUILTIN_ORIGIN, register
+
+NAME = "mbpp_oracle"
+
+
+def configure_oracle(config: Any, settings: OracleSettings) -> None:
+    """A LoopConfig of this suite needs the ``sim`` backend (the world's models), takes
+    ``$MBPP_OVERRIDE_PATH`` when it names no ``dataset_path`` (as ``mbpp``), and derives
+    ``llm.world`` from its section, seed and dataset on every validation."""
+    if config.llm.backend != "sim":
+        raise ValueError(f"suite {NAME!r} with llm.backend {config.llm.backend!r}: its models "
+                         "are the simulated world's, so it needs llm.backend sim; use "
+                         f"configs/{NAME}.yaml (layered automatically by jobs.skill_loop)")
+    if "dataset_path" not in config.model_fields_set:
+        config.dataset_path = os.environ.get("MBPP_OVERRIDE_PATH") or None
+    world = OracleWorld.of_run(settings, config.seed, config.dataset_path)
+    if config.llm.world != world:
+        config.llm.world = world
+
+
+register(NAME, "ratchet_ray.suites.mbpp_oracle:MbppOracleSuite", settings=OracleSettings,
+         configure=configure_oracle, origin=BUILTIN_ORIGIN,
+         metaskill=configs_dir() / "meta_skills" / "default_sim.md",
+         doctor="ratchet_ray.suites.mbpp.doctor:environment_checks", offline_tasks=True,
+         sweep_report="ratchet_ray.suites.sim.registration:sweep_truth")
