@@ -6,15 +6,20 @@ Contracts:
   Solver sampled at temperature 1.0 (the provider's default sampling the paper's runs used) and
   the judging roles (Router, Critic, Synthesizer, Meta-Synthesizer) at 0.0, and the rest as each
   field's comment says.
-- Unknown keys are errors (``extra="forbid"``); cross-field rules are model validators.
-- Reading YAML files and ``--set`` overrides into a ``LoopConfig`` is ``ratchet_ray.config_files``.
+- Unknown keys are errors (``extra="forbid"``); rules within a section are field validators.
+- A pure schema: it knows no suite. ``ratchet_ray.suites.resolve_config`` turns data into a
+  run's config: it loads ``suite_plugins``, checks ``suite`` and every ``suite_settings`` section
+  against what the suites registered, and runs the suite's ``configure`` hook. Every run's
+  config goes through it; ``LoopConfig(...)`` alone is for code that needs no suite's rules.
+- Reading YAML files and ``--set`` overrides into a resolved ``LoopConfig`` is
+  ``ratchet_ray.config_files``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ratchet_ray.backend_settings import (BedrockBackendSettings, LocalBackendSettings,
                                       OpenAIBackendSettings, PriceEntry, _env_float,
@@ -22,7 +27,6 @@ from ratchet_ray.backend_settings import (BedrockBackendSettings, LocalBackendSe
 from ratchet_ray.prompt_templates import PromptSettings
 
 _STRICT = ConfigDict(extra="forbid", validate_assignment=True)
-_CONFIGURING: set[int] = set()  # ids of the LoopConfigs whose suite ``configure`` hook is running
 
 
 class RoleLimits(BaseModel):
@@ -352,9 +356,10 @@ class LoopConfig(BaseModel):
     the working directory; stored absolute) or dotted module names, loaded in every process."""
     suite_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Config sections of suites by suite name (built in: ``swebench``, ``sim``), each checked
-    against the settings model the suite registered and stored complete, defaults included, so
-    ``config.yaml`` pins them; the run's suite always has its section. A top-level ``<suite>:``
-    mapping (YAML, ``--set <suite>.key=value``, old run dirs) is the same section. Read one with
+    against the settings model the suite registered and stored complete, defaults included, when
+    the config is resolved (``ratchet_ray.suites.resolve_config``), so ``config.yaml`` pins
+    them; the run's suite always has its section. A top-level ``<suite>:`` mapping (YAML,
+    ``--set <suite>.key=value``, old run dirs) is the same section. Read one with
     ``ratchet_ray.suites.settings_for(config)``."""
     arm: str = "default"
     """Ablation arm name, recorded in every capsule (the arm files set it: A1..A8)."""
@@ -396,84 +401,3 @@ class LoopConfig(BaseModel):
     """Role prompt overrides: ``prompts.dir`` is a folder of ``<template>.md`` files replacing
     the built-in Solver, Router, Critic and Synthesizer templates by name
     (``ratchet_ray.prompt_templates``); validated when the config is built."""
-
-    @field_validator("suite_plugins")
-    @classmethod
-    def _absolute_plugins(cls, specs: list[str]) -> list[str]:
-        from ratchet_ray.suites.registry import resolve_plugin
-
-        return [resolve_plugin(s) for s in specs]
-
-    @classmethod
-    def unknown_keys(cls, keys: list[str], sections: list[str]) -> str:
-        """The error text for top-level ``keys`` that are neither fields nor suite sections."""
-        return (f"unknown key{'s' if len(keys) > 1 else ''} {', '.join(map(repr, keys))} at "
-                f"top level; valid keys: "
-                f"{', '.join(sorted(cls.model_fields))}; suite sections: {', '.join(sections)}")
-
-    @classmethod
-    def suite_sections(cls, plugins: Any = ()) -> list[str]:
-        """Top-level keys that are suites' sections: the registered suites with settings (after
-        loading ``plugins``, a ``suite_plugins`` list)."""
-        from ratchet_ray.suites import registry
-
-        registry.load_plugins(plugins if isinstance(plugins, (list, tuple)) else ())
-        return registry.settings_sections()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _suite_sections(cls, data: Any) -> Any:
-        # ``<suite>: {...}`` at the top level is that suite's ``suite_settings`` section.
-        if not isinstance(data, dict):
-            return data
-        extra = [k for k in data if k not in cls.model_fields]
-        if not extra:
-            return data
-        sections = cls.suite_sections(data.get("suite_plugins") or ())
-        unknown = [k for k in extra if k not in sections]
-        if unknown:
-            raise ValueError(cls.unknown_keys(unknown, sections))
-        moved = {k: data[k] for k in extra}
-        data = {k: v for k, v in data.items() if k not in moved}
-        merged = dict(data.get("suite_settings") or {})
-        for name, section in moved.items():
-            merged[name] = {**(merged.get(name) or {}), **(section or {})}
-        data["suite_settings"] = merged
-        return data
-
-    @model_validator(mode="after")
-    def _registered_suite(self) -> "LoopConfig":
-        # Config knows suites only through the registry; plugins register on import.
-        from ratchet_ray.suites import registry
-
-        registry.load_plugins(self.suite_plugins)
-        names = registry.suite_names()
-        if self.suite not in names:
-            raise ValueError(f"suite {self.suite!r} is not registered; valid suites: "
-                             f"{', '.join(names)} (a plugin suite needs its module in "
-                             f"suite_plugins or ${registry.ENV_VAR})")
-        run_suite = registry.registration(self.suite)
-        wanted = set(self.suite_settings) | ({self.suite} if run_suite.settings else set())
-        validated = {name: registry.validate_settings(name, self.suite_settings.get(name))
-                     for name in sorted(wanted)}
-        for name, settings in validated.items():
-            complete = settings.model_dump(mode="json")
-            if self.suite_settings.get(name) != complete:
-                # In place: a dict item is not an attribute, so no re-validation loop.
-                self.suite_settings[name] = complete
-        if run_suite.configure is not None and id(self) not in _CONFIGURING:
-            # A hook that assigns a field of this config re-validates it (validate_assignment);
-            # the guard runs the hook once per validation instead of recursing.
-            _CONFIGURING.add(id(self))
-            try:
-                run_suite.configure(self, validated.get(self.suite))
-            finally:
-                _CONFIGURING.discard(id(self))
-        if self.llm.backend == "sim" and self.llm.world is None:
-            # The backend answers from a simulated world that only its suite's configure derives.
-            raise ValueError(f"suite {self.suite!r} with llm.backend 'sim': the sim backend only "
-                             "answers the sim suite (the world it derives, llm.world); use "
-                             "another backend or configs/sim.yaml")
-        if self.meta.default_file is None and run_suite.metaskill is not None:
-            self.meta.default_file = str(run_suite.metaskill)
-        return self

@@ -1,9 +1,11 @@
 """Config files: the layering of YAML files and ``key.sub=value`` overrides into one ``LoopConfig``.
 
 Contracts:
-- ``load_config(files, overrides)`` merges the files in order, then the overrides, and validates;
-  any problem raises ``ConfigError`` naming the file or override, the key, and the valid keys or
-  values (a suite plugin that cannot be loaded: the registry's one line, naming the module).
+- ``load_config(files, overrides)`` merges the files in order, then the overrides, and resolves
+  the result (``ratchet_ray.suites.resolve_config``: schema, plugins, suite sections, the
+  suite's ``configure`` hook); any problem raises ``ConfigError`` naming the file or override,
+  the key, and the valid keys or values (a suite plugin that cannot be loaded: the registry's
+  one line, naming the module).
 - ``suite_files(suite)`` is the suite's own layer (``configs/<suite>.yaml`` when it exists);
   every entry point resolves Default -> suite file -> ``--config`` / arm files -> flags and
   ``--set`` (``layered_files``), so a suite's paper values (e.g. 20 SWE-bench rounds) hold under
@@ -24,7 +26,8 @@ from pydantic import BaseModel, ValidationError
 
 from ratchet_ray import resources
 from ratchet_ray.config import LoopConfig
-from ratchet_ray.suites.registry import SuitePluginError
+from ratchet_ray.suites.plugins import SuitePluginError
+from ratchet_ray.suites.resolve import resolve_config, suite_sections, unknown_keys
 
 # Keys whose default comes from the environment when a config is built (see
 # ``backend_settings``): configs/default.yaml leaves them out so that layering it never pins them.
@@ -58,9 +61,10 @@ def _parse_override(text: str) -> tuple[list[str], Any]:
 
 def _set_path(tree: dict, path: list[str], value: Any, origin: str) -> None:
     if path[0] not in LoopConfig.model_fields:
-        sections = LoopConfig.suite_sections(tree.get("suite_plugins") or ())
+        plugins = tree.get("suite_plugins")
+        sections = suite_sections(plugins if isinstance(plugins, (list, tuple)) else ())
         if path[0] not in sections:
-            raise ConfigError(f"{origin}: {LoopConfig.unknown_keys([path[0]], sections)}")
+            raise ConfigError(f"{origin}: {unknown_keys([path[0]], sections)}")
         path = ["suite_settings", *path]  # ``swebench.memory_mb``: that suite's section
     model: type[BaseModel] | None = LoopConfig
     for i, part in enumerate(path):
@@ -73,7 +77,7 @@ def _set_path(tree: dict, path: list[str], value: Any, origin: str) -> None:
             )
         annotation = fields[part].annotation
         if getattr(annotation, "__origin__", None) is dict:
-            # Free-form section (suite_settings): its keys are checked by the model validator.
+            # Free-form section (suite_settings): resolve_config checks it against its suite.
             _set_free(tree, path[i:], value, origin)
             return
         model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
@@ -127,7 +131,7 @@ def _explain(err: ValidationError, origin: str) -> ConfigError:
 
 
 def load_config(files: Iterable[str | Path] = (), overrides: Iterable[str] = ()) -> LoopConfig:
-    """Merge YAML ``files`` in order, then ``overrides`` (``key.sub=value``); validate once."""
+    """Merge YAML ``files`` in order, then ``overrides`` (``key.sub=value``); resolve once."""
     try:
         return _load_config(files, overrides)
     except SuitePluginError as exc:  # a suite_plugins / $RATCHET_SUITES module: its own line
@@ -150,10 +154,10 @@ def _load_config(files: Iterable[str | Path], overrides: Iterable[str]) -> LoopC
         key_path, value = _parse_override(text)
         _set_path(tree, key_path, value, f"override {text!r}")
     try:
-        return LoopConfig.model_validate(tree)
+        return resolve_config(tree)
     except ValidationError as exc:
         raise _explain(exc, "config") from exc
-    except ValueError as exc:  # an environment default that cannot be used (it names itself)
+    except ValueError as exc:  # a suite's rule, or an environment default (each names itself)
         raise ConfigError(f"config: {exc}") from exc
 
 

@@ -46,7 +46,7 @@ STATUS_CHOICE = click.Choice(["all", "active", "deprecated", "candidate"])
 
 def run_config(run_dir: Path) -> LoopConfig:
     path = run_dir / "config.yaml"
-    return load_config([path]) if path.is_file() else LoopConfig()
+    return load_config([path] if path.is_file() else [])
 
 
 def open_bank(ctx: click.Context, *, writer: bool = False) -> SkillBank:

@@ -72,8 +72,9 @@ def _world_backend(settings: LLMSettings) -> Any:
     """The module that builds the ``sim`` backend's clients, named by the world they answer from
     (``llm.world.backend_module``), so this layer names nothing of the sim suite."""
     if settings.world is None:
-        raise LLMError("the sim backend needs llm.world, which LoopConfig derives for suite sim; "
-                       "build the settings through load_config with suite sim")
+        raise LLMError("the sim backend needs llm.world, which resolving a config of suite sim "
+                       "derives; build the settings through load_config (or "
+                       "ratchet_ray.suites.resolve_config) with suite sim")
     return importlib.import_module(settings.world.backend_module)
 
 

@@ -13,7 +13,7 @@ Contracts:
     ``$OPENAI_BASE_URL`` (as ``openai_compat.OpenAIConfig.from_settings`` requires).
   - ``bedrock``: the ``boto3`` package and credentials in the boto3 chain (environment, shared
     files, SSO, container or instance role; ``$AWS_EC2_METADATA_DISABLED`` is honoured).
-  - ``sim``: nothing (the world is derived from the config; ``LoopConfig`` checks the suite).
+  - ``sim``: nothing (the world is derived from the config; ``resolve_config`` checks the suite).
 - ``check_backend(settings, env)`` raises ``BackendRequirementError`` (a ``ValueError``) with
   those lines when there is any. Entry points call it right after the config is loaded, before
   a run dir exists or Ray starts; ``ratchet doctor`` goes further (it loads and calls the model).

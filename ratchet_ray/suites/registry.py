@@ -7,8 +7,8 @@ Contracts:
   pydantic model of the suite's config section (``suite_settings.<name>`` in a LoopConfig, or
   the top-level shorthand ``<name>:`` in YAML and ``--set <name>.key=value``), ``metaskill`` the
   Markdown file of its default authoring prior (see ``bank.metaskills``), ``configure`` a
-  function ``(config, settings) -> None`` that a LoopConfig of this suite calls when it is
-  validated (cross-section rules and derived values; it raises ``ValueError`` naming the fix),
+  function ``(config, settings) -> None`` that ``resolve_config`` calls once on a config of
+  this suite (cross-section rules and derived values; it raises ``ValueError`` naming the fix),
   ``doctor`` a function ``(config, preflight) -> list[llm.doctor.Check]`` (or a lazy
   ``"module:attr"`` string) of the suite's environment checks, which must not raise;
   ``before_rounds`` a function ``(config, grade, tasks, run_dir) -> str | None`` (or a lazy
@@ -22,10 +22,11 @@ Contracts:
   group ``ratchet_ray.suites`` (entry-point name = suite name, value = ``module:Factory``) and
   every plugin named in ``$RATCHET_SUITES`` (``os.pathsep``-separated).
 - ``load_plugins(specs)`` imports user modules that call ``register`` at import time; a spec is
-  a ``.py`` file path or a dotted module name, each loaded once per process. A missing file, a
-  failing import or a module that registers nothing raises ``SuitePluginError`` naming the spec
-  and the fix. ``LoopConfig.suite_plugins`` goes through it, and ``suite_for(config)`` loads
-  them again in each Ray worker, so a suite named in the config works on every process.
+  a ``.py`` file path or a dotted module name (``plugins.py``), each loaded once per process. A
+  missing file, a failing import or a module that registers nothing raises ``SuitePluginError``
+  naming the spec and the fix. ``resolve_config`` loads a config's ``suite_plugins`` through
+  it, and ``suite_for(config)`` loads them again in each Ray worker, so a suite named in the
+  config works on every process.
 - ``get_suite(name)`` / ``suite_for(config)`` instantiate a suite and check its shape; an
   unknown name lists the registered ones and how to add one.
 - ``environment_checks(config, preflight=False)``: the run suite's registered ``doctor`` checks
@@ -43,32 +44,32 @@ Contracts:
   (its tasks load without a network or large download, so reports may show their statements)
   ``sweep_report`` (run dirs -> ``(title, rows, columns)``, extra columns of a sweep report)
   and ``round_report`` (``(config, start) -> value``: called with None as a round starts and
-  with that call's value as it ends, whose value becomes ``RoundSummary.suite_report``).
+  with that call's value as it ends, whose value becomes ``RoundSummary.suite_report``) and
+  ``placement`` (``(config, role) -> actors.placement.Placement | None``: where the role's pool
+  runs each job best, e.g. on the node holding the job's container image).
 - ``settings_for(config)`` is the run suite's ``suite_settings`` section validated by the model
-  it registered (``LoopConfig`` validates every section the same way when it is built); a
-  registered ``metaskill`` becomes ``config.meta.default_file``, which the SkillBank reads.
+  it registered (``resolve_config`` validates every section the same way); a registered
+  ``metaskill`` becomes ``config.meta.default_file`` there, which the SkillBank reads.
 - Registrations, loaded plugins and discovery are per process (module state); a failed
   discovery is retried, and reported, on the next lookup.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import importlib.util
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-ENTRY_POINT_GROUP = "ratchet_ray.suites"
-ENV_VAR = "RATCHET_SUITES"
+from ratchet_ray.suites.plugins import (ENTRY_POINT_GROUP, ENV_VAR, MODULE_NAME,
+                                        SuitePluginError, entry_point_factory, import_plugin,
+                                        plugin_key)
+
 BUILTIN_OUTPUT_KINDS = ("code",)
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
-_MODULE = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
 _SUITE_METHODS = ("load_tasks", "make_grader")
 _TURN_METHODS = ("solver_messages", "parse_output")
 _AGENT_METHODS = ("solve_agent", "solver_settings")
@@ -76,10 +77,6 @@ _AGENT_METHODS = ("solve_agent", "solver_settings")
 
 class SuiteRegistryError(ValueError):
     """A registration or lookup is invalid; the message names the suite and the fix."""
-
-
-class SuitePluginError(ImportError):
-    """A suite plugin (path, module or entry point) cannot be loaded; names it and the fix."""
 
 
 @dataclass(frozen=True)
@@ -101,12 +98,13 @@ class Registration:
     offline_tasks: bool = False
     sweep_report: Callable[[list], tuple] | str | None = None
     round_report: Callable[[Any, Any], Any] | str | None = None
+    placement: Callable[[Any, str], Any] | str | None = None
 
 
 CRITIC_FLAVOURS = ("code", "patch")
 """The Critic's built-in review prompts (``roles.critic_prompts``): a failing function and its
 test, or a repository patch and its test log."""
-HOOKS = ("subset_group", "sampling_overrides", "sweep_report", "round_report")
+HOOKS = ("subset_group", "sampling_overrides", "sweep_report", "round_report", "placement")
 
 
 _REGISTRY: dict[str, Registration] = {}
@@ -130,7 +128,7 @@ def _same_factory(a: Callable[[], Any] | str, b: Callable[[], Any] | str) -> boo
 
 def _is_target(value: Any) -> bool:
     """Whether ``value`` is a lazy ``"module:attr"`` string."""
-    return isinstance(value, str) and bool(re.fullmatch(rf"{_MODULE.pattern}:[A-Za-z_]\w*", value))
+    return isinstance(value, str) and bool(re.fullmatch(rf"{MODULE_NAME.pattern}:[A-Za-z_]\w*", value))
 
 
 def register(name: str, factory: Callable[[], Any] | str, *, settings: type | None = None,
@@ -143,7 +141,7 @@ def register(name: str, factory: Callable[[], Any] | str, *, settings: type | No
     """Add the suite ``name`` (module contracts); ``hooks``: the optional suite hooks
     (``resources``, ``critic``, ``subset_group``, ``subset_group_label``,
     ``sampling_overrides``, ``commands``, ``offline_tasks``, ``sweep_report``,
-    ``round_report``)."""
+    ``round_report``, ``placement``)."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise SuiteRegistryError(f"suite name {name!r}: use 1-40 lowercase letters, digits or '_', "
                                  "starting with a letter (it names results/<suite>/ folders)")
@@ -246,29 +244,14 @@ def _check_shape(name: str, obj: Any) -> None:
                                  "follows ratchet_ray.suites.base.Suite")
 
 
-def _plugin_key(spec: str) -> tuple[str, Path | None]:
-    if spec.endswith(".py") or os.sep in spec or "/" in spec:
-        path = Path(spec).expanduser().resolve()
-        return str(path), path
-    if not _MODULE.fullmatch(spec):
-        raise SuitePluginError(f"suite plugin {spec!r}: neither a .py file path nor a dotted "
-                               "module name; name e.g. path/to/my_suite.py or my_pkg.suite")
-    return spec, None
-
-
-def resolve_plugin(spec: str) -> str:
-    """The canonical form of a plugin spec: an absolute path for files, else the module name."""
-    return _plugin_key(str(spec).strip())[0]
-
-
 def load_plugins(specs: Iterable[str], *, source: str = "suite_plugins") -> list[str]:
     """Import each plugin once; return the suite names they registered (module contracts)."""
     names: list[str] = []
     for spec in specs:
-        key, path = _plugin_key(str(spec).strip())
+        key, path = plugin_key(spec)
         if key not in _LOADED:
             before = set(_REGISTRY)
-            module_name = _import_plugin(key, path, source)
+            module_name = import_plugin(key, path, source)
             # A module imported before (by the user's own code) registered its suites then.
             added = tuple(sorted(set(_REGISTRY) - before)) or tuple(sorted(
                 n for n, r in _REGISTRY.items()
@@ -282,55 +265,6 @@ def load_plugins(specs: Iterable[str], *, source: str = "suite_plugins") -> list
     return names
 
 
-def _import_plugin(key: str, path: Path | None, source: str) -> str:
-    """Import the plugin; return its module name."""
-    origin = f"plugin {key} (from {source})"
-    try:
-        if path is None:
-            importlib.import_module(key)
-            return key
-        if not path.is_file():
-            raise SuitePluginError(f"suite plugin {path} (from {source}): no such file; fix the "
-                                   "path (relative paths are taken from the working directory)")
-        digest = hashlib.sha1(str(path).encode()).hexdigest()[:8]
-        module_name = f"ratchet_suite_plugin_{path.stem}_{digest}"
-        if module_name in sys.modules:
-            return module_name
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            sys.modules.pop(module_name, None)
-            raise
-        return module_name
-    except SuitePluginError:
-        raise
-    except Exception as exc:  # a user's module may fail in any way; name it and the cause
-        where = _failure_site(exc, path)
-        cause = " ".join(f"{type(exc).__name__}: {exc}".split())  # one line, whatever it holds
-        probe = f"python {path}" if path is not None else f"python -c 'import {key}'"
-        raise SuitePluginError(f"suite {origin} failed to import: {cause}{where}; fix the "
-                               f"module (`{probe}` shows the traceback) or remove it from "
-                               f"{source}") from exc
-
-
-def _failure_site(exc: BaseException, path: Path | None) -> str:
-    """`` (at FILE:LINE)`` of the plugin's own line that failed (its last frame in ``path``, or
-    a syntax error's position), else ``""``."""
-    if isinstance(exc, SyntaxError) and exc.filename:
-        return f" (at {exc.filename}:{exc.lineno})"
-    site = ""
-    frame = exc.__traceback__
-    while frame is not None:
-        name = frame.tb_frame.f_code.co_filename
-        if path is not None and name == str(path):
-            site = f" (at {name}:{frame.tb_lineno})"
-        frame = frame.tb_next
-    return site
-
-
 def discover(*, force: bool = False) -> None:
     """Register entry-point suites and load ``$RATCHET_SUITES`` plugins (once per process)."""
     global _DISCOVERED
@@ -340,27 +274,12 @@ def discover(*, force: bool = False) -> None:
         dist = getattr(getattr(ep, "dist", None), "name", "?")
         origin = f"entry point {ep.name} = {ep.value} of package {dist}"
         try:
-            register(ep.name, _entry_point_factory(ep, dist), origin=origin)
+            register(ep.name, entry_point_factory(ep, dist), origin=origin)
         except SuiteRegistryError as exc:
             raise SuitePluginError(f"{origin} (group {ENTRY_POINT_GROUP}): {exc}") from exc
     specs = [s for s in os.environ.get(ENV_VAR, "").split(os.pathsep) if s.strip()]
     load_plugins(specs, source=f"${ENV_VAR}")
     _DISCOVERED = True  # only once everything loaded: a failure is reported on every lookup
-
-
-def _entry_point_factory(ep: Any, dist: str) -> Callable[[], Any]:
-    def load() -> Any:
-        try:
-            factory = ep.load()
-        except Exception as exc:  # the installed package's module may fail in any way
-            raise SuitePluginError(
-                f"suite entry point {ep.name} = {ep.value} (package {dist}, group "
-                f"{ENTRY_POINT_GROUP}) failed to load: {type(exc).__name__}: {exc}; reinstall "
-                "or fix that package") from exc
-        return factory()
-
-    load.suite_target = ep.value  # type: ignore[attr-defined]
-    return load
 
 
 def suite_names() -> list[str]:

@@ -10,10 +10,10 @@ later is covered without touching this file.
 - No import, lazy ones included, points from a lower layer to a higher one, and only
   ``actors/`` and above import ``ray``.
 - No module imports itself back through others (module cycles), and no plain-library package
-  does through another package (package cycles), but for the package back-edges listed in
-  ``KNOWN_BACK_EDGES`` (each says why it is still there). The suites' settings modules that
-  the suite registry imports stay leaves (importing at most other suites' settings modules),
-  so that edge cannot close a module cycle.
+  does through another package (package cycles); there is no list of tolerated back-edges.
+  ``ratchet_ray.config`` is a pure schema that imports no suite: checking a config against the
+  registered suites is ``ratchet_ray.suites.resolve``. The suites' settings modules that the
+  suite registry imports stay leaves.
 """
 
 from __future__ import annotations
@@ -29,15 +29,7 @@ import pytest
 from import_graph import cycle_path, import_cycles, import_graph, imported_roots, project_modules
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = {"plain library": 0, "actors": 1, "loop": 2, "cli/jobs": 3}
-# Plain-library package -> package it imports although the other imports it too (a package
-# cycle), with why it is still there. The check fails once one is gone, so the list only shrinks.
-KNOWN_BACK_EDGES = {
-    ("ratchet_ray.config", "ratchet_ray.suites"):
-        "LoopConfig checks each suite's section against the model the suite registered, so "
-        "config asks ratchet_ray.suites.registry (lazily, in its validators); the registry "
-        "imports only the built-in suites' settings modules, kept leaves (see below)",
-}
+LAYERS = {"plain library": 0, "actors": 1, "loop": 2, "sweep": 3, "cli/jobs": 4}
 SUITE_SETTINGS = re.compile(r"ratchet_ray\.suites\.\w+\.settings")
 SUITE_CLI = re.compile(r"ratchet_ray\.suites\.\w+\.cli")
 
@@ -71,6 +63,8 @@ def layer_of(module: str) -> str:
         return "cli/jobs"
     if parts[:2] == ["ratchet_ray", "loop"]:
         return "loop"
+    if parts[:2] == ["ratchet_ray", "sweep"]:
+        return "sweep"
     return "plain library"
 
 
@@ -133,10 +127,8 @@ def test_no_package_cycles_in_the_plain_library(graph):
                 if layer_of(dst) == "plain library" and dst.startswith("ratchet_ray."))
     for src in packages:
         packages[src].discard(src)
-    stale = [edge for edge in KNOWN_BACK_EDGES if edge[1] not in packages.get(edge[0], set())]
-    assert stale == [], f"fixed back-edges, drop them from KNOWN_BACK_EDGES: {stale}"
-    for src, dst in KNOWN_BACK_EDGES:
-        packages[src].discard(dst)
+    assert "ratchet_ray.suites" not in packages["ratchet_ray.config"]  # a pure schema
+    assert "ratchet_ray.suites" in packages["ratchet_ray.config_files"]  # resolves through them
     cycles = [" -> ".join(cycle_path(packages, c)) for c in import_cycles(packages)]
     assert cycles == [], "plain-library packages importing each other:\n" + "\n".join(cycles)
 

@@ -12,7 +12,8 @@ from fakes import ScriptedLLM
 from ratchet_ray.config_files import ConfigError, load_config
 from ratchet_ray.roles.solver import solve
 from ratchet_ray.suites import (SuitePluginError, SuiteRegistryError, get_suite, load_plugins,
-                                register, settings_for, suite_for, suite_names, unregister)
+                                register, resolve_config, settings_for, suite_for, suite_names,
+                                unregister)
 from ratchet_ray.suites import registry
 from ratchet_ray.types import Task
 
@@ -192,7 +193,7 @@ def test_builtin_suites_bring_their_settings_through_the_registry(tmp_path):
     # A run dir written before the registry held the section at the top level: same config.
     old = config.model_dump(mode="json")
     old["swebench"] = old.pop("suite_settings").pop("swebench")
-    assert LoopConfig.model_validate(old) == config
+    assert resolve_config(old) == config
     # An mbpp run carries no suite section; naming one for another suite is still checked.
     assert load_config([]).suite_settings == {}
     with pytest.raises(ConfigError, match=r"swebench\.agent\.max_stepz: Extra inputs.*valid keys "

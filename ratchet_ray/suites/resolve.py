@@ -1,0 +1,136 @@
+"""Resolving a run's config: the one place where a ``LoopConfig`` meets the suite registry.
+
+``ratchet_ray.config`` is a pure schema (field types, defaults, rules between its own fields);
+what depends on the registered suites happens here, once, when a run's config is built.
+
+Contracts:
+- ``resolve_config(data=None, /, **fields) -> LoopConfig``: ``data`` is a mapping of config
+  keys (``fields`` merged over it), or a ``LoopConfig`` (resolved on a deep copy, never changed
+  in place; no ``fields`` then). In order, it:
+  1. loads the ``suite_plugins`` (stored canonical: a file as its absolute path, so every Ray
+     worker loads the same file), so their suites are registered;
+  2. moves each top-level ``<suite>:`` mapping (YAML, ``--set <suite>.key=value``, old run
+     dirs) into ``suite_settings.<suite>``; any other top-level key that is not a field raises
+     ``ConfigResolveError`` with ``unknown_keys``'s text (the valid keys and suite sections);
+  3. validates the schema (pydantic's ``ValidationError``);
+  4. checks that ``suite`` is registered, else ``ConfigResolveError`` listing the valid suites
+     and how to add one;
+  5. validates every ``suite_settings`` section, and the run suite's even when absent, against
+     the model its suite registered (``SuiteRegistryError`` naming the section's keys), and
+     stores each complete, defaults included, so ``config.yaml`` pins every value;
+  6. calls the run suite's ``configure(config, settings)`` hook once (it may set fields, which
+     the schema validates on assignment, or raise ``ValueError`` naming the fix);
+  7. refuses the ``sim`` LLM backend when no suite hook derived its world (``llm.world``), and
+     fills ``meta.default_file`` from the meta-skill the run suite registered, when unset.
+  A plugin that cannot be loaded raises ``SuitePluginError``; every other problem a
+  ``ValueError`` naming the key and the fix. Resolving a resolved config gives an equal one.
+- ``suite_sections(plugins)`` are the top-level keys that are suite sections (the registered
+  suites with a settings model, after loading ``plugins``); ``unknown_keys(keys, sections)`` is
+  the error text for top-level keys that are neither fields nor sections (``config_files``
+  names ``--set`` overrides and files with it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.suites import registry
+from ratchet_ray.suites.plugins import resolve_plugin
+
+
+class ConfigResolveError(ValueError):
+    """A config names an unknown top-level key or suite, or breaks a suite's rule; the message
+    names it and the fix."""
+
+
+def resolve_config(data: Mapping[str, Any] | LoopConfig | None = None, /,
+                   **fields: Any) -> LoopConfig:
+    """The run's ``LoopConfig``, checked and completed against the registered suites (module
+    contracts)."""
+    if isinstance(data, LoopConfig):
+        if fields:
+            raise TypeError("resolve_config(config): pass keys in a mapping, not beside a "
+                            "LoopConfig")
+        config = data.model_copy(deep=True)
+        plugins = [resolve_plugin(s) for s in config.suite_plugins]
+        if plugins != config.suite_plugins:
+            config.suite_plugins = plugins
+        registry.load_plugins(plugins)
+    else:
+        config = LoopConfig.model_validate(_with_sections({**(data or {}), **fields}))
+    _check_suite(config)
+    validated = _complete_sections(config)
+    run_suite = registry.registration(config.suite)
+    if run_suite.configure is not None:
+        run_suite.configure(config, validated.get(config.suite))
+    if config.llm.backend == "sim" and config.llm.world is None:
+        # The backend answers from a simulated world that only its suite's configure derives.
+        raise ConfigResolveError(
+            f"suite {config.suite!r} with llm.backend 'sim': the sim backend only answers the "
+            "sim suite (the world it derives, llm.world); use another backend or "
+            "configs/sim.yaml")
+    if config.meta.default_file is None and run_suite.metaskill is not None:
+        config.meta.default_file = str(run_suite.metaskill)
+    return config
+
+
+def _with_sections(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with canonical plugin specs (loaded now) and each top-level suite section moved
+    into ``suite_settings``; unknown top-level keys raise ``ConfigResolveError``."""
+    plugins = data.get("suite_plugins")
+    if isinstance(plugins, (list, tuple)) and all(isinstance(s, str) for s in plugins):
+        data["suite_plugins"] = plugins = [resolve_plugin(s) for s in plugins]
+    else:
+        plugins = ()  # not a list of specs: the schema names the type error
+    sections = suite_sections(plugins)
+    extra = [k for k in data if k not in LoopConfig.model_fields]
+    if not extra:
+        return data
+    unknown = [k for k in extra if k not in sections]
+    if unknown:
+        raise ConfigResolveError(unknown_keys(unknown, sections))
+    merged = dict(data.get("suite_settings") or {})
+    for name in extra:
+        section = data.pop(name) or {}
+        if not isinstance(section, Mapping):
+            raise ConfigResolveError(f"{name}: the {name} suite's section must be a mapping of "
+                                     f"its settings, got {section!r}")
+        merged[name] = {**(merged.get(name) or {}), **section}
+    data["suite_settings"] = merged
+    return data
+
+
+def _check_suite(config: LoopConfig) -> None:
+    names = registry.suite_names()
+    if config.suite not in names:
+        raise ConfigResolveError(
+            f"suite {config.suite!r} is not registered; valid suites: {', '.join(names)} (a "
+            f"plugin suite needs its module in suite_plugins or ${registry.ENV_VAR})")
+
+
+def _complete_sections(config: LoopConfig) -> dict[str, Any]:
+    """Each suite section validated by its suite's model (by suite name), stored complete."""
+    wanted = set(config.suite_settings)
+    if registry.registration(config.suite).settings is not None:
+        wanted.add(config.suite)
+    validated = {name: registry.validate_settings(name, config.suite_settings.get(name))
+                 for name in sorted(wanted)}
+    complete = {name: settings.model_dump(mode="json") for name, settings in validated.items()}
+    if complete != config.suite_settings:
+        config.suite_settings = complete
+    return validated
+
+
+def suite_sections(plugins: Iterable[str] = ()) -> list[str]:
+    """Top-level keys that are suites' sections: the registered suites with a settings model,
+    after loading ``plugins`` (a ``suite_plugins`` list)."""
+    registry.load_plugins(plugins)
+    return registry.settings_sections()
+
+
+def unknown_keys(keys: list[str], sections: list[str]) -> str:
+    """The error text for top-level ``keys`` that are neither fields nor suite sections."""
+    return (f"unknown key{'s' if len(keys) > 1 else ''} {', '.join(map(repr, keys))} at top "
+            f"level; valid keys: {', '.join(sorted(LoopConfig.model_fields))}; suite sections: "
+            f"{', '.join(sections)}")
