@@ -2,6 +2,7 @@
 
 Contracts:
 - ``BACKENDS`` names every backend; an unknown name raises ``LLMError`` listing the valid ones.
+  ``WORLD_BACKENDS`` are those that answer from a simulated world (``llm.world``).
 - A backend's module is imported only when that backend is built, so ``bedrock`` needs no
   llama.cpp and ``local`` needs no boto3.
 - ``services`` (``llm.services.LLMServices``, default ``IN_PROCESS``) is the only source of
@@ -22,6 +23,9 @@ from ratchet_ray.llm.base import Embedder, LLMClient, LLMError
 from ratchet_ray.llm.services import IN_PROCESS, LLMServices
 
 BACKENDS = ("local", "bedrock", "openai", "sim")
+WORLD_BACKENDS = ("sim",)
+"""Backends whose clients answer from ``llm.world``, which only a suite's ``configure`` derives
+(``ratchet_ray.suites.resolve_config`` refuses them without one)."""
 
 
 def _check(name: str) -> str:

@@ -20,7 +20,8 @@ Contracts:
      stores each complete, defaults included, so ``config.yaml`` pins every value;
   6. calls the run suite's ``configure(config, settings)`` hook once (it may set fields, which
      the schema validates on assignment, or raise ``ValueError`` naming the fix);
-  7. refuses the ``sim`` LLM backend when no suite hook derived its world (``llm.world``), and
+  7. refuses a world backend (``llm.registry.WORLD_BACKENDS``: ``sim``) as ``llm.backend`` or
+     ``llm.embedder`` when no suite hook derived its world (``llm.world``), and
      fills ``meta.default_file`` from the meta-skill the run suite registered, when unset.
   A plugin that cannot be loaded raises ``SuitePluginError``; every other problem a
   ``ValueError`` naming the key and the fix. Resolving a resolved config gives an equal one.
@@ -35,6 +36,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ratchet_ray.config import LoopConfig
+from ratchet_ray.llm.registry import WORLD_BACKENDS
 from ratchet_ray.suites import registry
 from ratchet_ray.suites.plugins import resolve_plugin
 
@@ -64,12 +66,15 @@ def resolve_config(data: Mapping[str, Any] | LoopConfig | None = None, /,
     run_suite = registry.registration(config.suite)
     if run_suite.configure is not None:
         run_suite.configure(config, validated.get(config.suite))
-    if config.llm.backend == "sim" and config.llm.world is None:
-        # The backend answers from a simulated world that only its suite's configure derives.
+    world_backends = {config.llm.backend, config.llm.embedder} & set(WORLD_BACKENDS)
+    if world_backends and config.llm.world is None:
+        # Such a backend answers from a simulated world that only its suite's configure derives.
+        backend = sorted(world_backends)[0]
+        key = "backend" if config.llm.backend == backend else "embedder"
         raise ConfigResolveError(
-            f"suite {config.suite!r} with llm.backend 'sim': the sim backend only answers the "
-            "sim suite (the world it derives, llm.world); use another backend or "
-            "configs/sim.yaml")
+            f"suite {config.suite!r} with llm.{key} {backend!r}: the {backend} backend only "
+            "answers a suite that derives its simulated world (llm.world), such as its own "
+            f"suite; use another backend or configs/{backend}.yaml")
     if config.meta.default_file is None and run_suite.metaskill is not None:
         config.meta.default_file = str(run_suite.metaskill)
     return config

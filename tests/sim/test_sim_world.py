@@ -114,7 +114,8 @@ def test_roles_answer_through_the_real_role_code(config, tmp_path):
 def test_sim_suite_and_backend_go_together(tmp_path):
     with pytest.raises(ConfigError, match="sim backend only answers the sim suite"):
         load_config([], ["suite=sim"])
-    with pytest.raises(ConfigError, match="sim backend only answers the sim suite"):
+    with pytest.raises(ConfigError, match="sim backend only answers a suite that derives its "
+                                          "simulated world"):
         load_config([], ["llm.backend=sim"])
     config = sim_config(tmp_path, "seed=9", "sim.n_types=3")
     assert config.llm.world.seed == 9 and config.llm.world.n_types == 3

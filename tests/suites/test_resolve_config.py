@@ -195,5 +195,8 @@ def test_the_sim_backend_needs_a_suite_that_derives_its_world():
     config = resolve_config(suite="sim", llm={"backend": "sim"})
     assert config.llm.world is not None
     with pytest.raises(ConfigResolveError, match="suite 'mbpp' with llm.backend 'sim': the sim "
-                                                 "backend only answers the sim suite"):
+                                                 "backend only answers a suite that derives its "
+                                                 r"simulated world .*configs/sim\.yaml"):
         resolve_config(llm={"backend": "sim"})
+    with pytest.raises(ConfigResolveError, match="suite 'mbpp' with llm.embedder 'sim'"):
+        resolve_config(llm={"embedder": "sim"})
