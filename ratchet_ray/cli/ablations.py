@@ -220,10 +220,9 @@ def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int]
         click.echo(f"{state} {outcome.name} ({outcome.action}, {outcome.wall_s:.0f}s) "
                    f"{outcome.cause or outcome.message}", err=True)
 
-    import ray
-
     from actors.budget_ledger import SharedBudget, release_budget_ledger
     from actors.llm_server import release_llm_actors
+    from ratchet_ray.loop.session import ray_session
     from ratchet_ray.sweep.jobs import (gcs_address, is_dashboard_url, job_client,
                                         live_jobs, run_ray_jobs)
 
@@ -239,24 +238,23 @@ def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int]
             driver_address = gcs_address(client, given, os.environ) \
                 if is_dashboard_url(given) else given
             os.environ["RAY_ADDRESS"] = driver_address
-            ray.init(address=driver_address, configure_logging=False, log_to_driver=False)
-            # Ray's driver installs a SIGTERM handler that aborts the process, which would leave
-            # the jobs and the local head running: ours again, so SIGTERM stops them first.
-            signal.signal(signal.SIGTERM, _stop_on_sigterm)
-            try:
-                if spec.budget:  # the spend of arm-seeds no job of this invocation reports
-                    SharedBudget(spec.scope).seed(recorded_spend(spec, arms, seeds))
-                where = driver_address if driver_address == given else \
-                    f"{driver_address} (job server {given})"
-                click.echo(f"ray cluster {where}; {len(jobs)} job(s), "
-                           f"{parallel} at a time; logs in {spec.out_dir / 'logs'}", err=True)
-                run_ray_jobs(client, jobs, parallel, os.environ, spec.out_dir, scope=spec.scope,
-                             attach=live_jobs(client, spec.out_dir), on_done=report,
-                             on_start=lambda line: click.echo(line, err=True))
-            finally:
-                release_llm_actors(spec.scope)  # the rate limiter every arm shared
-                release_budget_ledger(spec.scope)
-                ray.shutdown()
+            with ray_session(driver_address):
+                # Ray's driver installs a SIGTERM handler that aborts the process, which would
+                # leave the jobs and the local head running: ours again, so SIGTERM stops them.
+                signal.signal(signal.SIGTERM, _stop_on_sigterm)
+                try:
+                    if spec.budget:  # the spend of arm-seeds no job of this invocation reports
+                        SharedBudget(spec.scope).seed(recorded_spend(spec, arms, seeds))
+                    where = driver_address if driver_address == given else \
+                        f"{driver_address} (job server {given})"
+                    click.echo(f"ray cluster {where}; {len(jobs)} job(s), "
+                               f"{parallel} at a time; logs in {spec.out_dir / 'logs'}", err=True)
+                    run_ray_jobs(client, jobs, parallel, os.environ, spec.out_dir, scope=spec.scope,
+                                 attach=live_jobs(client, spec.out_dir), on_done=report,
+                                 on_start=lambda line: click.echo(line, err=True))
+                finally:
+                    release_llm_actors(spec.scope)  # the rate limiter every arm shared
+                    release_budget_ledger(spec.scope)
     except (RayHeadError, SweepError) as exc:
         raise click.ClickException(str(exc)) from exc
 

@@ -172,52 +172,34 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
 
     ``models`` (a ``loop.runtime.Models``) replaces the LLM, as in ``run_loop``.
     """
-    import ray
-
-    from actors.artifacts import run_artifacts_access
     from actors.grader import share_precomputed
-    from actors.llm_server import release_llm_actors
-    from actors.pools import ResilientPool, drain
-    from actors.run_lease import hold_run_lease
-    from ratchet_ray.loop.breaker import InfraBreaker
-    from ratchet_ray.loop.preflight import preflight
-    from ratchet_ray.loop.runtime import (Models, connect_ray, make_grader_factory, make_pool,
-                                          make_solver_factory)
+    from actors.pools import drain
+    from ratchet_ray.loop.runtime import Models, make_grader_factory, make_solver_factory
+    from ratchet_ray.loop.session import RunRuntime
     from ratchet_ray.suites import suite_for
-
-    models = models or Models()
 
     tasks = suite_for(config).load_tasks(config)[:limit]
     done = done_probes(out)
     todo = [(t, p) for t in tasks for p in range(probes) if (t.task_id, p) not in done]
     if not todo:
         return 0, 0
-    started_ray = connect_ray()
     workdir = out.parent / f"{out.stem}_workdir"
     workdir.mkdir(parents=True, exist_ok=True)
-    pools: list[ResilientPool] = []
-    service = None
-    # Infra-failure rows wait until the job ends below the breaker's threshold; a tripped job
-    # leaves none behind, so the rerun retries those probes instead of skipping them.
-    breaker = InfraBreaker("baseline", -1, len(todo), config.infra.max_failure_rate,
-                           retry="rerun the same command")
     # The job's model servers and rate limiters are its own (scope), released when it ends, and
-    # by themselves if this process is killed (the lease).
+    # by themselves if this process is killed (the runtime's lease).
     scope = f"baseline_{uuid.uuid4().hex[:12]}"
-    lease = hold_run_lease(scope)
-    try:
-        preflight(config, models, scope=scope)
-        models = models.filled(config, scope=scope)
+    with RunRuntime(config, scope, models or Models()) as rt:
+        # Infra-failure rows wait until the job ends below the breaker's threshold; a tripped
+        # job leaves none behind, so the rerun retries those probes instead of skipping them.
+        breaker = rt.breaker("baseline", -1, len(todo), retry="rerun the same command")
         # The job's artifacts (trajectories, grader logs) reach the workdir on this node
         # through a service actor, whichever node the actors run on.
-        artifacts, service = run_artifacts_access(workdir)
-        solvers = make_pool("solver", config, make_solver_factory(
-            config, workdir, models, solver_cache=False, artifacts=artifacts),
+        artifacts = rt.artifacts(workdir)
+        solvers = rt.pool("solver", make_solver_factory(
+            config, workdir, rt.models, solver_cache=False, artifacts=artifacts),
             config.workers.solvers)
-        pools.append(solvers)
-        graders = make_pool("grader", config, make_grader_factory(config, workdir, artifacts),
-                            config.workers.graders)
-        pools.append(graders)
+        graders = rt.pool("grader", make_grader_factory(config, workdir, artifacts),
+                          config.workers.graders)
         # Expected outputs (MBPP+) of every task, computed once and shared with every grader.
         shared = share_precomputed(graders, [task.task_id for task, _probe in todo])
         solvers.heal()  # up before the first task (bounded: a Solver that cannot start says why)
@@ -227,15 +209,6 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
                 solvers.submit("run", task, "baseline", probe, key=(task, probe))
             drain([solvers, graders], probing.on_result)
             probing.release_held()
-    finally:
-        for pool in pools:
-            pool.shutdown()
-        if service is not None:
-            ray.kill(service)
-        release_llm_actors(scope)
-        ray.kill(lease)
-        if started_ray:
-            ray.shutdown()
     return probing.written, probing.passed
 
 

@@ -213,12 +213,9 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, pr
                                          pins))
     except (ConfigError, ValueError) as exc:
         raise click.ClickException(f"seed {seed}: {exc}") from exc
-    import ray
+    from ratchet_ray.loop.session import ray_session
 
-    from ratchet_ray.loop.runtime import connect_ray
-
-    started_ray = connect_ray()  # one Ray for every seed (run_loop leaves a running Ray up)
-    try:
+    with ray_session():  # one Ray for every seed (a run_loop inside leaves a connected Ray up)
         with tempfile.TemporaryDirectory(prefix="ratchet-eval-") as tmp:
             out_dir = results_dir or Path(tmp)
             runs, spent = {}, []
@@ -232,9 +229,6 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, pr
                 if stop:
                     spent.append(f"seed {seed}: stopped at its share of the ${budget:.4f} cost "
                                  f"budget ({stop})")
-    finally:
-        if started_ray:
-            ray.shutdown()
     result = skill_loop_contract(runs, scalar=scalar, cost_budget_usd=budget,
                                  floor=FloorParams(floor_tau, floor_n_min, floor_cap, floor_delta))
     result.vetoes.extend(spent)

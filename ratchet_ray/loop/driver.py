@@ -56,7 +56,6 @@ from ray.exceptions import RayActorError
 from actors.grader import share_precomputed
 from actors.pool_errors import failure_text
 from actors.pools import PoolError
-from actors.run_lease import hold_run_lease
 from ratchet_ray.bank.checkpoints import available_rounds
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import dump_config
@@ -70,11 +69,11 @@ from ratchet_ray.loop.breaker import PreflightFailed, RunStopped
 from ratchet_ray.loop.grade_pool import grade_all
 from ratchet_ray.loop.budget import BudgetExhausted, RunBudget, resume_config
 from ratchet_ray.loop.phases import CriticIncomplete, LoopContext
-from ratchet_ray.loop.preflight import preflight
 from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.reaper import reap_after_round
 from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir, write_json
-from ratchet_ray.loop.runtime import Models, connect_ray, release_run, start_runtime
+from ratchet_ray.loop.runtime import Models
+from ratchet_ray.loop.session import RunRuntime
 from ratchet_ray.suites import before_rounds, hooks, split_tasks, suite_for
 from ratchet_ray.tracking import start_tracking
 from ratchet_ray.types import RoundSummary, Task
@@ -248,42 +247,41 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
     if announce is not None:
         announce(run.path)
     handler = run.attach_log()
-    started_ray = connect_ray()
     log.info("%s run %s: %d train / %d eval tasks, %d rounds", "resuming" if resume else "starting",
              run.path, len(train_tasks), len(eval_tasks), config.rounds)
-    runtime = tracker = None
+    tracker = None
     finished = False
-    lease = hold_run_lease(run.run_id)  # the run's detached servers leave if this driver dies
     try:
-        # Its servers and limiters are the run's; a crashed local-model probe's log lands here.
-        preflight(config, models, scope=run.run_id, log_dir=run.path)
-        runtime = start_runtime(config, run.path, run.run_id, train_tasks, models)
-        # Computed once for the run (MBPP+: the expected outputs, in one batch), then carried
-        # to the graders of every node through the object store.
-        shared_inputs = share_precomputed(runtime.graders,
-                                          [t.task_id for t in (*train_tasks, *eval_tasks)])
-        if not available_rounds(run.path):  # the bank round 0 starts from
-            # The suite's own checks on the run's Grader pool (SWE-bench: validate_gold)
-            problem = before_rounds(config, lambda items: grade_all(runtime.graders, items),
-                                    [*train_tasks, *eval_tasks], run.path)
-            if problem:
-                raise PreflightFailed(problem)
-            ray.get(runtime.bank.ensure_default_metaskill.remote(config.suite, round_=0))
-            ray.get(runtime.bank.snapshot.remote(0))
-        next_round, gate = resume_point(run, config)
-        store = EvidenceStore(run.path, cached=True)  # long-lived reader: loads only new parts
-        budget = RunBudget.for_run(config.budget, store, str(run.path))
-        tracker = start_tracking(config, run.path)  # off by default; never raises
-        with LoopProgress(config.rounds, enabled=show_progress, budget=budget) as progress:
-            ctx = LoopContext(config=config, run=run, store=store, rt=runtime,
-                              train_tasks=train_tasks, eval_tasks=eval_tasks, gate=gate,
-                              progress=progress, budget=budget, shared_inputs=shared_inputs)
-            for round_ in range(next_round, config.rounds):
-                tracker.round_done(run_round(ctx, round_))  # after the round is durable
-        log.info("run %s finished %d rounds", run.path, config.rounds)
-        finished = True
-        (run.path / STOPPED_FILE).unlink(missing_ok=True)
-        return run.path
+        # Ray, the run's lease, the preflight and every actor of the run, released on the way
+        # out however the run ends; a crashed local-model probe's log lands in the run dir.
+        with RunRuntime(config, run.run_id, models, log_dir=run.path) as rt:
+            runtime = rt.start_run_actors(run.path, train_tasks)
+            # Computed once for the run (MBPP+: the expected outputs, in one batch), then carried
+            # to the graders of every node through the object store.
+            shared_inputs = share_precomputed(runtime.graders,
+                                              [t.task_id for t in (*train_tasks, *eval_tasks)])
+            if not available_rounds(run.path):  # the bank round 0 starts from
+                # The suite's own checks on the run's Grader pool (SWE-bench: validate_gold)
+                problem = before_rounds(config, lambda items: grade_all(runtime.graders, items),
+                                        [*train_tasks, *eval_tasks], run.path)
+                if problem:
+                    raise PreflightFailed(problem)
+                ray.get(runtime.bank.ensure_default_metaskill.remote(config.suite, round_=0))
+                ray.get(runtime.bank.snapshot.remote(0))
+            next_round, gate = resume_point(run, config)
+            store = EvidenceStore(run.path, cached=True)  # long-lived: loads only new parts
+            budget = RunBudget.for_run(config.budget, store, str(run.path))
+            tracker = start_tracking(config, run.path)  # off by default; never raises
+            with LoopProgress(config.rounds, enabled=show_progress, budget=budget) as progress:
+                ctx = LoopContext(config=config, run=run, store=store, rt=runtime,
+                                  train_tasks=train_tasks, eval_tasks=eval_tasks, gate=gate,
+                                  progress=progress, budget=budget, shared_inputs=shared_inputs)
+                for round_ in range(next_round, config.rounds):
+                    tracker.round_done(run_round(ctx, round_))  # after the round is durable
+            log.info("run %s finished %d rounds", run.path, config.rounds)
+            finished = True
+            (run.path / STOPPED_FILE).unlink(missing_ok=True)
+            return run.path
     except (RunStopped, PoolError) as exc:
         stopped = {"cause": str(exc), "kind": type(exc).__name__, "at": time.time()}
         if isinstance(exc, BudgetExhausted):
@@ -303,11 +301,5 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
     finally:
         if tracker is not None:  # bounded wait (tracking.timeout_s), never raises
             tracker.close(finished)
-        if runtime is not None:
-            runtime.shutdown()
-        release_run(run.run_id)  # its model servers, limiters and bank, however the run ended
-        ray.kill(lease)
-        if started_ray:
-            ray.shutdown()
         run.detach_log(handler)
         run.release()

@@ -1,6 +1,6 @@
 """Run-scoped lifecycles: model servers and rate limiters are named per run, shared within it,
 invisible to another run in the same Ray, and released when the run ends, even by an error or
-Ctrl-C."""
+Ctrl-C; the one runtime context (``loop.session.RunRuntime``) that releases them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from actors.llm_server import NodeLLMClient, release_llm_actors
 from actors.rate_limiter import NAMESPACE, cluster_limiter, scope_token
 from loop_helpers import scenario_config, scenario_models
 from ratchet_ray.llm.local import LocalConfig
-from ratchet_ray.loop import driver
+from ratchet_ray.loop import session
 from ratchet_ray.loop.driver import run_loop
 
 
@@ -55,7 +55,7 @@ def test_a_run_that_raises_releases_its_actors(ray_local, tmp_path, monkeypatch,
         seen[run_id] = named(run_id)
         raise interrupt("stopped by the test")
 
-    monkeypatch.setattr(driver, "preflight", preflight_then_interrupt)
+    monkeypatch.setattr(session, "preflight", preflight_then_interrupt)
     try:
         with pytest.raises(interrupt):
             run_loop(scenario_config(tmp_path, 1), models=scenario_models(), show_progress=False)
@@ -65,3 +65,63 @@ def test_a_run_that_raises_releases_its_actors(ray_local, tmp_path, monkeypatch,
         assert other.server_info()["pid"] == other_pid  # another run's server lives on
     finally:
         release_llm_actors("another-run")
+
+
+def lease_alive(scope: str) -> bool:
+    from actors.run_lease import NAMESPACE as LEASES, lease_name
+
+    return any(e["namespace"] == LEASES and e["name"] == lease_name(scope)
+               for e in ray.util.list_named_actors(all_namespaces=True))
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, RuntimeError])
+def test_run_runtime_releases_everything_it_started_and_leaves_a_ray_it_found(
+        ray_local, tmp_path, interrupt):
+    from loop_helpers import Worker
+    from ratchet_ray.config import LoopConfig
+    from ratchet_ray.loop.session import RunRuntime
+
+    remote_worker = ray.remote(num_cpus=0)(Worker)
+    scope = "session-test"
+    with pytest.raises(interrupt):
+        with RunRuntime(LoopConfig(), scope, scenario_models()) as rt:
+            assert lease_alive(scope)
+            pool = rt.pool("solver", lambda: remote_worker.remote(), 2)
+            pool.heal()
+            actors = pool.actors
+            owned = rt.own(remote_worker.remote())
+            ray.get(owned.__ray_ready__.remote())
+            NodeLLMClient(LocalConfig(), scope=scope).server_info()  # a scope's detached server
+            assert len(named(scope)) == 1
+            breaker = rt.breaker("eval", 0, 4)
+            assert breaker.max_rate == LoopConfig().infra.max_failure_rate
+            raise interrupt("stopped by the test")
+    assert ray.is_initialized()  # the Ray it found is left up
+    assert named(scope) == [] and not lease_alive(scope)
+    for actor in (*actors, owned):
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(actor.__ray_ready__.remote(), timeout=60)
+
+
+def test_a_failed_preflight_leaves_no_lease_behind(ray_local, monkeypatch):
+    from ratchet_ray.config import LoopConfig
+    from ratchet_ray.loop.breaker import PreflightFailed
+    from ratchet_ray.loop.session import RunRuntime
+
+    def failing(config, models, scope=None, log_dir=None):
+        assert lease_alive(scope)  # taken before the checks: servers they start are covered
+        raise PreflightFailed("the model server does not answer")
+
+    monkeypatch.setattr(session, "preflight", failing)
+    with pytest.raises(PreflightFailed, match="does not answer"):
+        with RunRuntime(LoopConfig(), "preflight-test", scenario_models()):
+            raise AssertionError("the block must not run")
+    assert not lease_alive("preflight-test") and ray.is_initialized()
+
+
+def test_run_runtime_outside_a_with_block_says_how_to_use_it():
+    from ratchet_ray.config import LoopConfig
+    from ratchet_ray.loop.session import RunRuntime
+
+    with pytest.raises(RuntimeError, match="with RunRuntime"):
+        RunRuntime(LoopConfig(), "unused").pool("solver", lambda: None, 1)

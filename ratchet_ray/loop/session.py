@@ -1,0 +1,135 @@
+"""One runtime context for everything that puts a run's actors on Ray: the skill loop, the
+baseline job, the sweep and the experiment evaluator start and stop Ray the same way.
+
+Contracts:
+- ``ray_session(address=None)``: inside the block Ray is connected: an already connected Ray is
+  used and left running; else ``address`` (or ``RAY_ADDRESS``) is joined, else a loopback-only
+  local Ray is started (``runtime.connect_ray``). On leaving, Ray is shut down only when this
+  block connected it, however the block ends. Yields True when it connected.
+- ``RunRuntime(config, scope, models)`` is a context manager owning one run's (or job's) Ray
+  resources under the name ``scope`` (a run id, ``baseline_<hex>``):
+  - entering connects Ray (``ray_session``), takes the scope's lease (``actors.run_lease``: the
+    scope's detached model servers and limiters leave by themselves if this process dies), runs
+    the preflight (``loop.preflight``; ``PreflightFailed`` leaves nothing behind) and fills
+    ``models`` over the scope's shared services;
+  - ``pool``, ``artifacts``, ``start_run_actors`` and ``own`` start actors that the runtime
+    releases on exit; ``breaker`` is the run's infrastructure circuit breaker for one split
+    (``infra.max_failure_rate``);
+  - leaving, by return, exception or Ctrl-C, releases in reverse order of acquisition: the
+    pools and owned actors, then every named actor of the scope (``runtime.release_run``: model
+    servers, its rate limiters, a SkillBank), then the lease, then Ray when it started it.
+    Each release runs even when an earlier one failed.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import ray
+
+from actors.artifacts import run_artifacts_access
+from actors.pools import ResilientPool
+from actors.run_lease import hold_run_lease
+from ratchet_ray.artifacts import Artifacts
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.loop.breaker import InfraBreaker
+from ratchet_ray.loop.preflight import preflight
+from ratchet_ray.loop.runtime import Models, Runtime, connect_ray, make_pool, release_run, \
+    start_runtime
+from ratchet_ray.types import Task
+
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def ray_session(address: str | None = None) -> Iterator[bool]:
+    """Ray connected for the block; shut down after it only if this block connected it."""
+    if ray.is_initialized():
+        yield False
+        return
+    if address:
+        ray.init(address=address, configure_logging=False, log_to_driver=False)
+    else:
+        connect_ray()
+    try:
+        yield True
+    finally:
+        ray.shutdown()
+
+
+class RunRuntime:
+    """The Ray resources of one run or job named ``scope`` (module contracts)."""
+
+    def __init__(self, config: LoopConfig, scope: str, models: Models = Models(), *,
+                 log_dir: Path | None = None):
+        self.config, self.scope, self.log_dir = config, scope, log_dir
+        self.models = models
+        self._stack: ExitStack | None = None
+
+    def __enter__(self) -> "RunRuntime":
+        stack = ExitStack()
+        try:
+            stack.enter_context(ray_session())
+            lease = hold_run_lease(self.scope)
+            stack.callback(ray.kill, lease)
+            stack.callback(self._release_scope)
+            # A crashed local-model probe's log lands in log_dir (the run dir).
+            preflight(self.config, self.models, scope=self.scope, log_dir=self.log_dir)
+            self.models = self.models.filled(self.config, scope=self.scope)
+        except BaseException:
+            stack.close()
+            raise
+        self._stack = stack
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            stack.close()
+
+    def _release_scope(self) -> None:
+        released = release_run(self.scope)
+        log.debug("released the actors of %s: %s", self.scope, released)
+
+    @property
+    def _open(self) -> ExitStack:
+        if self._stack is None:
+            raise RuntimeError("RunRuntime is not entered: use it as `with RunRuntime(...) as rt`")
+        return self._stack
+
+    def own(self, handle: Any) -> Any:
+        """Kill the actor ``handle`` when the runtime closes; returns it."""
+        self._open.callback(ray.kill, handle)
+        return handle
+
+    def pool(self, role: str, make_actor: Callable[[], Any], size: int,
+             **kwargs: Any) -> ResilientPool:
+        """A pool of ``role`` actors with the run's bounds (``runtime.make_pool``), shut down
+        when the runtime closes."""
+        stack = self._open
+        pool = make_pool(role, self.config, make_actor, size, **kwargs)
+        stack.callback(pool.shutdown)
+        return pool
+
+    def artifacts(self, run_dir: Path, uri: str = "") -> Artifacts:
+        """Where the actors write what they produce for ``run_dir`` (``run_artifacts_access``);
+        a service actor it starts is killed when the runtime closes."""
+        stack = self._open
+        artifacts, service = run_artifacts_access(run_dir, uri)
+        if service is not None:
+            stack.callback(ray.kill, service)
+        return artifacts
+
+    def start_run_actors(self, run_dir: Path, train_tasks: Sequence[Task]) -> Runtime:
+        """Every actor of a skill-loop run (``runtime.start_runtime``), shut down on close."""
+        stack = self._open
+        runtime = start_runtime(self.config, run_dir, self.scope, train_tasks, self.models)
+        stack.callback(runtime.shutdown)
+        return runtime
+
+    def breaker(self, split: str, round_: int, total: int, **kwargs: Any) -> InfraBreaker:
+        """The circuit breaker of one split of ``total`` jobs at ``infra.max_failure_rate``."""
+        return InfraBreaker(split, round_, total, self.config.infra.max_failure_rate, **kwargs)
