@@ -4,6 +4,7 @@
   -> synth -> curate -> snapshot); ``phases``: one function per phase.
 - ``execute``: one split of one round through the Solver and Grader pools into capsules.
 - ``runtime``: Ray connection, the run's actors and their resources; ``Models`` (the LLM/embedder
-  injection point).
+  injection point); ``session``: ``RunRuntime``, the one context that starts and releases them
+  (used by the loop, the baseline job, the sweep and the experiment evaluator).
 - ``rundir``: the run directory's files; ``progress``: the terminal display.
 """
