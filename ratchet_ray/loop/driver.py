@@ -133,7 +133,7 @@ def run_round(ctx: LoopContext, round_: int) -> RoundSummary:
         ctx.progress.end_phase(note)
         log.info("round %d: %s: %s", round_, phase.name, note)
     # [swebench reaper] containers that killed graders/agents of this run left (issue 8).
-    reap_after_round(ctx.rt.graders)
+    reap_after_round(ctx.actors.graders)
     if report_start is not None:
         summary.suite_report = hooks.round_report(ctx.config, report_start) or {}
     finish_round(ctx, summary, time.monotonic() - started)
@@ -273,7 +273,7 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
             budget = RunBudget.for_run(config.budget, store, str(run.path))
             tracker = start_tracking(config, run.path)  # off by default; never raises
             with LoopProgress(config.rounds, enabled=show_progress, budget=budget) as progress:
-                ctx = LoopContext(config=config, run=run, store=store, rt=runtime,
+                ctx = LoopContext(config=config, run=run, store=store, actors=runtime,
                                   train_tasks=train_tasks, eval_tasks=eval_tasks, gate=gate,
                                   progress=progress, budget=budget, shared_inputs=shared_inputs)
                 for round_ in range(next_round, config.rounds):

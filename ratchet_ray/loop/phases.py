@@ -61,7 +61,7 @@ class LoopContext:
     config: LoopConfig
     run: RunDir
     store: EvidenceStore
-    rt: Runtime
+    actors: Runtime
     train_tasks: list[Task]
     eval_tasks: list[Task]
     gate: RollbackGate
@@ -96,10 +96,10 @@ class LoopContext:
 def routable_skills(ctx: LoopContext, split: str, round_: int) -> list:
     """ACTIVE skills; on a train pass during the bootstrap period (``router.bootstrap_rounds``)
     CANDIDATE skills too, so they accumulate evidence. Eval only ever routes ACTIVE skills."""
-    active = ray.get(ctx.rt.bank.active.remote())
+    active = ray.get(ctx.actors.bank.active.remote())
     if split != "train" or round_ >= ctx.config.router.bootstrap_rounds:
         return active
-    every = ray.get(ctx.rt.bank.all.remote())
+    every = ray.get(ctx.actors.bank.all.remote())
     return [*active, *(s for s in every if s.status is SkillStatus.CANDIDATE)]
 
 
@@ -108,8 +108,8 @@ def _run_split(ctx: LoopContext, tasks: list[Task], split: str, round_: int) -> 
     # replacement would need. Actors that died idle are replaced now, before a job reaches them
     # (a job lost that way would be booked as a lost attempt).
     bank = ray.put(BankSnapshot.of(routable_skills(ctx, split, round_)))
-    ctx.rt.solvers.heal()
-    ctx.rt.graders.heal()
+    ctx.actors.solvers.heal()
+    ctx.actors.graders.heal()
     ctx.progress.set_total(len(tasks))
 
     def shown(capsule: Capsule) -> None:
@@ -118,7 +118,7 @@ def _run_split(ctx: LoopContext, tasks: list[Task], split: str, round_: int) -> 
                              cost_usd=capsule.cost_usd)
 
     runner = SplitRunner(run_id=ctx.run.run_id, arm=ctx.config.arm, seed=ctx.config.seed,
-                         store=ctx.store, solvers=ctx.rt.solvers, graders=ctx.rt.graders,
+                         store=ctx.store, solvers=ctx.actors.solvers, graders=ctx.actors.graders,
                          on_capsule=shown, max_failure_rate=ctx.config.infra.max_failure_rate,
                          probe_fraction=(ctx.config.curator.counterfactual.fraction
                                          if split == "train" else 0.0),
@@ -135,8 +135,8 @@ def _run_split(ctx: LoopContext, tasks: list[Task], split: str, round_: int) -> 
 def record_lost_attempts(ctx: LoopContext, round_: int) -> None:
     """One failed ``llm_call`` row per solver attempt lost with its actor: what it spent died
     with the process, but the attempt (and that it was lost) stays in the evidence."""
-    lost = ctx.rt.solvers.take_lost()
-    ctx.rt.graders.take_lost()  # grading makes no LLM calls: nothing to account
+    lost = ctx.actors.solvers.take_lost()
+    ctx.actors.graders.take_lost()  # grading makes no LLM calls: nothing to account
     if not lost:
         return
     backend, model = ctx.config.llm.backend, ctx.config.llm.model or ""
@@ -158,7 +158,7 @@ def rollback_check(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
     decision = ctx.gate.observe(round_, summary.eval.pass_at_1 if summary.eval else 0.0)
     record: dict[str, Any] = asdict(decision)
     if decision.fire:
-        record["changed"] = ray.get(ctx.rt.bank.restore.remote(
+        record["changed"] = ray.get(ctx.actors.bank.restore.remote(
             decision.restore_round, current_round=round_, reason="rollback"))
         summary.rollback_fired, summary.restored_round = True, decision.restore_round
         log.warning("round %d: rollback fired; restored the bank of round %d",
@@ -190,7 +190,7 @@ def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
     # First attempts only: a counterfactual probe measures a skill, it is not substrate.
     pending = [c for c in _capsules(ctx, "unreviewed_train_failures", round=round_)
                if is_critiquable(c)]
-    skills = {s.id: s for s in ray.get(ctx.rt.bank.all.remote())}
+    skills = {s.id: s for s in ray.get(ctx.actors.bank.all.remote())}
     items = [(ctx.task(c.task_id), c, skills.get(c.skill_id)) for c in pending]
     ctx.progress.set_total(len(items))
     errors: list[str] = []  # refusals: the model answered, and no verdict could be read
@@ -227,13 +227,13 @@ def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
         for r in result.value:
             ctx.progress.advance(failed=r.verdict is None)
         if ctx.budget is not None and ctx.budget.exhausted:  # batches in flight finish
-            cancelled.extend(ctx.rt.critics.cancel_queued())
+            cancelled.extend(ctx.actors.critics.cancel_queued())
 
     cancelled: list[Any] = []
     for start in range(0, len(items), CRITIC_BATCH):
-        ctx.rt.critics.submit("critique_batch", items[start:start + CRITIC_BATCH])
+        ctx.actors.critics.submit("critique_batch", items[start:start + CRITIC_BATCH])
     try:
-        drain([ctx.rt.critics], handle)
+        drain([ctx.actors.critics], handle)
     finally:
         flush()
     if cancelled:  # resume reviews exactly the capsules without a verdict
@@ -282,9 +282,9 @@ def metasynth(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
             or replay.recover_metasynth(ctx.run, ctx.store, round_, META_FILE))
     if done is None:
         replay.begin(ctx.run, round_, META_FILE)  # a cut attempt is replayed, never rerun
-        bank, suite = ctx.rt.bank, ctx.config.suite
+        bank, suite = ctx.actors.bank, ctx.config.suite
         current = ray.get(bank.ensure_default_metaskill.remote(suite, round_=round_))
-        result = call_one(ctx.rt.synthesizer, "refresh_metaskill", current,
+        result = call_one(ctx.actors.synthesizer, "refresh_metaskill", current,
                           _window(ctx, round_), round_)
         ctx.append_calls(round_, "metasynth", result.replies)  # before the bank changes
         replay.mark_calls_recorded(ctx.run, round_, META_FILE)
@@ -307,7 +307,7 @@ def synth(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
             or replay.recover_synth(ctx.run, ctx.store, round_, SYNTH_FILE))
     if done is None:
         replay.begin(ctx.run, round_, SYNTH_FILE)  # a cut attempt is never doubled
-        bank = ctx.rt.bank
+        bank = ctx.actors.bank
         verdicts = _window(ctx, round_)
         every = ray.get(bank.all.remote())
         meta = ray.get(bank.ensure_default_metaskill.remote(ctx.config.suite, round_=round_))
@@ -316,7 +316,7 @@ def synth(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
             ctx, "capsules_by_id", ids=ids)} if ids else {}
         outcome = replay.batched(  # its skills commit with their events and llm_calls, or not
             bank, ctx.run, round_, SYNTH_FILE, lambda: call_one(
-                ctx.rt.synthesizer, "run", verdicts, [s for s in every if s.is_active], meta,
+                ctx.actors.synthesizer, "run", verdicts, [s for s in every if s.is_active], meta,
                 bank, round_, capsules=capsules, known_ids=[s.id for s in every]),
             lambda result: ctx.append_calls(round_, "synthesizer", result.replies))
         done = {k: v for k, v in asdict(outcome).items() if k != "replies"}
@@ -336,7 +336,7 @@ def curate(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
         return "skipped: rollback"
     done = ctx.run.read_round_json(round_, CURATE_FILE)
     if done is None:
-        decisions = ray.get(ctx.rt.bank.curate.remote(round_))
+        decisions = ray.get(ctx.actors.bank.curate.remote(round_))
         done = {"decisions": [d.to_dict() for d in decisions]}
         ctx.run.write_round_json(round_, CURATE_FILE, done)
     summary.skills_retired = [d["skill_id"] for d in done["decisions"] if d["action"] == "retire"]
@@ -350,7 +350,7 @@ def curate(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
 
 
 def snapshot(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
-    ray.get(ctx.rt.bank.snapshot.remote(round_ + 1))  # the bank the next round starts from
-    counts = ray.get(ctx.rt.bank.status_counts.remote())
+    ray.get(ctx.actors.bank.snapshot.remote(round_ + 1))  # the bank the next round starts from
+    counts = ray.get(ctx.actors.bank.status_counts.remote())
     summary.active_skills, summary.deprecated_skills = counts["active"], counts["deprecated"]
     return f"{summary.active_skills} active, {summary.deprecated_skills} deprecated"

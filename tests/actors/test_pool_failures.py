@@ -101,7 +101,7 @@ def test_an_attempt_lost_with_its_actor_is_recorded_in_llm_call(ray_local, tmp_p
     results = map_unordered(solvers, "run", [])
     assert all(r.ok for r in results) and solvers.stats.resubmitted == 1
     store = EvidenceStore(tmp_path / "run")
-    ctx = SimpleNamespace(rt=SimpleNamespace(solvers=solvers, graders=solvers), config=config,
+    ctx = SimpleNamespace(actors=SimpleNamespace(solvers=solvers, graders=solvers), config=config,
                           run=SimpleNamespace(run_id="lost"), store=store)
     record_lost_attempts(ctx, 0)
     rows = store.connect().execute("SELECT role, ok, error FROM llm_call").fetchall()
