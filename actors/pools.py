@@ -36,6 +36,15 @@ Contracts:
   yields exactly one result (no job of a lost call returned one). ``drain`` dispatches after it
   has handled every finished result of a wait, and ``held()`` lets a caller queue many jobs
   before the first call leaves, so calls fill up (both only on a batching pool).
+- Locality (``placement``, a suite's ``actors.placement.Placement``; None: none): each job's
+  key (what it needs on its node, e.g. an instance's image) is taken at ``submit``, and an
+  idle actor takes the earliest queued job its node holds, else the earliest job no node of
+  the pool's actors holds, else one whose holders have more queued jobs than actors; a job
+  whose holder is busy (and not overloaded) waits for it. No job is overtaken more than
+  ``size`` times, and ``held()`` holds its dispatch too, so a burst is placed as a whole
+  (``actors.placement`` states when nodes are learned and surveyed). Fault tolerance is
+  unchanged: a job lost with its actor goes back to the front of the queue and is placed
+  again. ``PoolResult.node`` is then the node that ran the job.
 
 Example::
 
@@ -59,6 +68,7 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from actors.batching import BatchSizer
+from actors.placement import Locality, Placement
 from actors.pool_errors import (ActorStartError, ActorStartTimeout, LostAttempt, PoolError,
                                 failure_text, init_failure, init_failure_text, who_offers)
 
@@ -80,6 +90,9 @@ class PoolResult:
     attempts: int = 1
     key: Any = None
     """What the caller passed as ``key`` to ``submit`` (defaults to ``item``)."""
+    node: str | None = None
+    """The Ray node of the actor that ran the job, where the pool knows it (a pool with a
+    ``placement``)."""
 
     @property
     def ok(self) -> bool:
@@ -99,6 +112,10 @@ class _Job:
     kwargs: dict
     key: Any
     attempts: int = 0
+    place: Any = None
+    """What the job needs on its node (``Placement.key``); None: nothing."""
+    overtaken: int = 0
+    """How many later jobs started before this one (bounded by the pool's size)."""
 
 
 @dataclass
@@ -111,6 +128,10 @@ class _Slot:
     ready: Any = None
     """``actor.__ray_ready__`` ref until the actor is known to have started (then None)."""
     made_at: float = 0.0
+    node: str | None = None
+    """The actor's Ray node once known (pools with a placement only)."""
+    where: Any = None
+    """The ref that will tell ``node`` (pools with a placement only)."""
 
 
 @dataclass
@@ -129,7 +150,8 @@ class ResilientPool:
     def __init__(self, make_actor: Callable[[], Any], size: int, *, name: str,
                  max_attempts: int = 3, resources: dict[str, Any] | None = None,
                  start_timeout_s: float = START_TIMEOUT_S,
-                 setup_timeout_s: float = SETUP_TIMEOUT_S, batch: int | None = 1):
+                 setup_timeout_s: float = SETUP_TIMEOUT_S, batch: int | None = 1,
+                 placement: Placement | None = None):
         if size < 1:
             raise ValueError(f"pool {name!r}: size must be >= 1, got {size}")
         self.name = name
@@ -141,6 +163,7 @@ class ResilientPool:
         self._sizer = None if batch == 1 else BatchSizer(batch)
         """How many jobs a call carries; None: one plain method call per job."""
         self._held = 0
+        self.locality = None if placement is None else Locality(placement, name)
         self._slots = [self._start(_Slot(None)) for _ in range(size)]
         self._queue: deque[_Job] = deque()
         self._inflight: dict[Any, _Slot] = {}
@@ -176,15 +199,19 @@ class ResilientPool:
 
         The result carries ``item`` and ``key`` (default: ``item``) to tell jobs apart.
         """
-        self._queue.append(_Job(method, item, args, kwargs, item if key is None else key))
+        job = _Job(method, item, args, kwargs, item if key is None else key)
+        if self.locality is not None:
+            job.place = self.locality.key(method, item)
+        self._queue.append(job)
         self.stats.submitted += 1
         self._dispatch()
 
     @contextmanager
     def held(self):
         """On a batching pool, queue jobs without starting any until the block ends (then they
-        leave in calls as full as batching allows); nests. A pool of plain calls starts each job
-        at once, as outside the block."""
+        leave in calls as full as batching allows), and on a pool with a placement (then each
+        is placed knowing the whole burst); nests. A pool of plain calls starts each job at
+        once, as outside the block."""
         self._held += 1
         try:
             yield self
@@ -288,6 +315,8 @@ class ResilientPool:
         slot.jobs, slot.batched = [], False
         for job in jobs:
             job.attempts += 1
+            if self.locality is not None:
+                self.locality.ended(job.place)
         try:
             value = ray.get(ref)  # ``ref`` came out of ray.wait: already finished, no blocking
         except RayActorError as err:
@@ -315,17 +344,17 @@ class ResilientPool:
             cause = err.cause if isinstance(err.cause, BaseException) else err
             self._dispatch()
             return [self._finish(PoolResult(job.item, error=cause, attempts=job.attempts,
-                                            key=job.key)) for job in jobs]
+                                            key=job.key, node=slot.node)) for job in jobs]
         self._dispatch()
         if not batched:
             (job,) = jobs
             return [self._finish(PoolResult(job.item, value=value, attempts=job.attempts,
-                                            key=job.key))]
+                                            key=job.key, node=slot.node))]
         outcomes, seconds = value
         self._sizer.observe(jobs[0].method, len(jobs), seconds)
         return [self._finish(PoolResult(job.item, value=out if ok else None,
                                         error=None if ok else out, attempts=job.attempts,
-                                        key=job.key))
+                                        key=job.key, node=slot.node))
                 for job, (ok, out) in zip(jobs, outcomes)]
 
     def cancel_queued(self, keep: Callable[[Any], bool] = lambda key: False) -> list[Any]:
@@ -365,6 +394,8 @@ class ResilientPool:
         slot.actor = self._make_actor()
         slot.ready = slot.actor.__ray_ready__.remote()  # runs before any job: tells "started"
         slot.made_at = time.monotonic()
+        if self.locality is not None:
+            self.locality.started(slot)
         return slot
 
     def _replace(self, slot: _Slot) -> None:
@@ -373,29 +404,63 @@ class ResilientPool:
         self.stats.actors_replaced += 1
 
     def _dispatch(self) -> None:
-        if self._held and self._sizer is not None:  # plain calls gain nothing from waiting
-            return
+        if self._held and (self._sizer is not None or self.locality is not None):
+            return  # plain calls gain nothing from waiting; placed ones do (the whole burst)
         queued = len(self._queue)  # the fair share is of the queue as this pass found it
-        for slot in self._slots:
-            if not self._queue:
-                return
-            if slot.jobs:
-                continue
-            head = self._queue.popleft()
-            slot.jobs = [head]
-            if self._sizer is None:
-                ref = getattr(slot.actor, head.method).remote(head.item, *head.args,
-                                                              **head.kwargs)
+        if self.locality is None:
+            for slot in self._slots:
+                if not self._queue:
+                    return
+                if not slot.jobs:
+                    self._start_call(slot, self._queue.popleft(), queued)
+            return
+        idle = [slot for slot in self._slots if not slot.jobs]
+        if not idle or not self._queue:
+            return
+        self.locality.prepare(self._slots, self._queue, self.check_started,
+                              self.start_timeout_s)
+        for local_only in (True, False):  # every holder first, then the rest
+            for slot in idle:
+                if slot.jobs or not self._queue:
+                    continue
+                index = self.locality.pick(self._queue, slot, self._slots, local_only)
+                if index is not None:
+                    job = self._queue[index]
+                    del self._queue[index]
+                    self._start_call(slot, job, queued)
+
+    def _start_call(self, slot: _Slot, head: _Job, queued: int) -> None:
+        """Start ``head`` on ``slot``'s idle actor: a plain call, or a batch with companions."""
+        slot.jobs = [head]
+        if self._sizer is None:
+            ref = getattr(slot.actor, head.method).remote(head.item, *head.args, **head.kwargs)
+        else:
+            size = self._sizer.size(head.method, queued, len(self._slots))
+            slot.jobs += self._companions(slot, head, size - 1)
+            slot.batched = True
+            ref = slot.actor.call_batch.remote(
+                head.method, [(job.item, job.args) for job in slot.jobs], **head.kwargs)
+        self._inflight[ref] = slot
+
+    def _companions(self, slot: _Slot, head: _Job, room: int) -> list[_Job]:
+        """Up to ``room`` queued jobs that join ``head`` in one call: the same method and
+        keyword arguments, in queue order (consecutive ones; with locality, those this node
+        holds or no node holds)."""
+        taken: list[_Job] = []
+        if self.locality is None:
+            while (len(taken) < room and self._queue and self._queue[0].method == head.method
+                   and self._queue[0].kwargs == head.kwargs):
+                taken.append(self._queue.popleft())
+            return taken
+        kept: deque[_Job] = deque()
+        for job in self._queue:
+            if (len(taken) < room and job.method == head.method and job.kwargs == head.kwargs
+                    and self.locality.fits(job, slot, self._slots)):
+                taken.append(job)
             else:
-                size = self._sizer.size(head.method, queued, len(self._slots))
-                while (len(slot.jobs) < size and self._queue
-                       and self._queue[0].method == head.method
-                       and self._queue[0].kwargs == head.kwargs):
-                    slot.jobs.append(self._queue.popleft())
-                slot.batched = True
-                ref = slot.actor.call_batch.remote(
-                    head.method, [(job.item, job.args) for job in slot.jobs], **head.kwargs)
-            self._inflight[ref] = slot
+                kept.append(job)
+        self._queue = kept
+        return taken
 
 
 def drain(pools: Sequence[ResilientPool], handle: Callable[[ResilientPool, PoolResult], None],

@@ -212,10 +212,15 @@ def release_run(run_id: str) -> list[str]:
 def make_pool(role: str, config: LoopConfig, make_actor: Callable[[], Any], size: int,
               **kwargs: Any) -> ResilientPool:
     """A ``ResilientPool`` of ``role`` actors with the run's start-up and setup bounds
-    (``config.infra``) and the role's resources (named when an actor cannot be placed)."""
+    (``config.infra``), the role's resources (named when an actor cannot be placed) and the
+    suite's placement for the role (``suites.hooks.placement``: locality, e.g. a job on the
+    node that holds its image)."""
+    from ratchet_ray.suites.hooks import placement
+
     return ResilientPool(make_actor, size, name=role, resources=actor_options(role, config.suite),
                          start_timeout_s=config.infra.actor_start_timeout_s,
-                         setup_timeout_s=config.infra.setup_timeout_s, **kwargs)
+                         setup_timeout_s=config.infra.setup_timeout_s,
+                         placement=placement(config, role), **kwargs)
 
 
 def wait_bank(bank: Any, config: LoopConfig) -> None:

@@ -4,7 +4,7 @@ The loop, the roles, the jobs, the CLI and the reports never name a suite: each 
 ``registry.register`` for what a suite registers). Contracts:
 - A suite that registered nothing for a hook gets the generic behaviour: no custom resources,
   the code review of the Critic, one group for subset selection, no sampling overrides, no
-  commands, tasks not loaded by reports, no extra sweep columns.
+  commands, tasks not loaded by reports, no extra sweep columns, no placement (locality).
 - Lookups of a suite that is not registered in this process raise ``SuiteRegistryError``
   naming the valid suites, except ``critic_prompt`` and ``sweep_report`` (see there); callers that know the run's
   config load its ``suite_plugins`` first (``registry.load_plugins``).
@@ -89,6 +89,13 @@ def sweep_report(suite: str, run_dirs: Sequence[Path]) -> tuple[str, list, tuple
         return None
     title, rows, columns = registry.resolve(hook)(list(run_dirs))
     return title, rows, tuple(columns)
+
+
+def placement(config: Any, role: str) -> Any:
+    """The run suite's ``Placement`` for ``role``'s pool (``actors.placement``: which node runs
+    each job best), or None: no locality (the suite registered none, or none for the role)."""
+    hook = registry.registration(config.suite).placement
+    return None if hook is None else registry.resolve(hook)(config, role)
 
 
 def round_report(config: Any, start: Any) -> Any:

@@ -20,8 +20,9 @@ import click
 def _reading(settings: Any) -> dict[str, Any]:
     """This node's image-cache report with the index it came from (its ``lock_dir``)."""
     from ratchet_ray.suites.swebench.image_cache import node_report
+    from ratchet_ray.suites.swebench.settings import on_this_node
 
-    return {**node_report(settings), "lock_dir": settings.lock_dir}
+    return {**node_report(settings), "lock_dir": on_this_node(settings).lock_dir}
 
 
 def image_reports(settings: Any) -> list[dict]:

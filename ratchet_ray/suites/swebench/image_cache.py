@@ -10,8 +10,8 @@ Contracts:
   The index is advisory: one that cannot be read starts empty, one that cannot be written is a
   logged warning, never a failed grade.
 - ``ImageCache.record(name, event, owned)`` updates the index after an ``ensure``;
-  ``touch(name)`` marks a use (recency only); ``forget(name)`` drops an image removed otherwise
-  (the cache level's ``release``).
+  ``touch(name)`` marks a use of a listed image (recency only; False when unlisted);
+  ``forget(name)`` drops an image removed otherwise (the cache level's ``release``).
 - ``ImageCache.make_room(name, log)`` runs before a build or pull of ``name``, under that
   image's exclusive lock. The expected size of the new image is the largest image in the index
   (0 before the first). With ``swebench.image_cache_gb`` set it removes the least recently used
@@ -26,7 +26,9 @@ Contracts:
   count once per image: the budget bounds what the images hold from above.
 - ``ImageCache.report()`` is the node's counters and cache use (a small dict, for the run's
   logs, ``ratchet swe validate`` and ``ratchet doctor``); ``node_report(settings)`` reads it
-  without a Docker client.
+  without a Docker client, ``held_images(settings)`` the image names the index lists (what
+  placement sends work to this node for). Both read the node's own ``lock_dir``
+  (``settings.on_this_node``).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from typing import Any, Callable, Iterator
 
 from ratchet_ray.fsutil import atomic_write_json
 from ratchet_ray.suites.swebench.infra import InfraFailure
-from ratchet_ray.suites.swebench.settings import SwebenchSettings
+from ratchet_ray.suites.swebench.settings import SwebenchSettings, on_this_node
 
 Log = Callable[[str], None]
 INDEX_FILE = "image_cache.json"
@@ -94,8 +96,16 @@ def _summary(state: dict[str, Any], settings: SwebenchSettings) -> dict[str, Any
 
 def node_report(settings: SwebenchSettings) -> dict[str, Any]:
     """This node's counters and cache use, from the index alone (module contract)."""
+    settings = on_this_node(settings)
     with _index(settings.lock_dir, write=False) as state:
         return _summary(state, settings)
+
+
+def held_images(settings: SwebenchSettings) -> list[str]:
+    """The images this node's index lists (used here and not removed since): what the node
+    holds by its own records, for placement (``swebench.placement``)."""
+    with _index(on_this_node(settings).lock_dir, write=False) as state:
+        return sorted(state["images"])
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -134,10 +144,13 @@ class ImageCache:
                          owned=bool(entry.get("owned") or owned))
             state["counters"][EVENTS[event]] += 1
 
-    def touch(self, name: str) -> None:
+    def touch(self, name: str) -> bool:
+        """Mark a use of a listed image; False when the index does not list ``name``."""
         with _index(self.settings.lock_dir) as state:
             if name in state["images"]:
                 state["images"][name]["last_used"] = time.time()
+                return True
+        return False
 
     def forget(self, name: str) -> None:
         with _index(self.settings.lock_dir) as state:

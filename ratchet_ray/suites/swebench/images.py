@@ -16,7 +16,8 @@ Contracts:
 - ``InstanceImages.ready(name, instance)``: the image is present and stripped to the instance's
   ``base_commit`` by the current ``history`` script.
 - ``InstanceImages.use(instance, log)`` is a context manager yielding the image name with the
-  image ready and held: one lock file per image under ``settings.lock_dir`` (``ImageLock``) is
+  image ready and held: one lock file per image under the node's ``settings.lock_dir``
+  (``settings.on_this_node``; ``ImageLock``) is
   held shared for the block, so no grader or agent on this machine removes the image between its
   ``ensure`` and the end of its container; building, pulling or stripping takes it exclusively.
 - ``InstanceImages.release(name, log)`` applies the cache level after an instance: below
@@ -29,8 +30,10 @@ Contracts:
   build or pull first makes room under ``swebench.image_cache_gb`` and passes the disk guard
   (``swebench.build_min_free_gb``, ``InfraFailure("disk_guard")``), both while holding the
   image's exclusive lock, so however many workers of a node ask, one of them builds and the
-  others find it ready (hits). ``use`` marks the image used (LRU recency); ``release`` drops a
-  removed image from the index.
+  others find it ready (hits). ``use`` marks the image used (LRU recency), and an image it
+  finds ready that the node's index does not list yet (e.g. an agent's first use, which skips
+  ``ensure``) is recorded as a hit: the index lists every image this node's workers use, which
+  is what placement reads; ``release`` drops a removed image from the index.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from ratchet_ray.suites.swebench.history import (HISTORY_LABEL, HISTORY_SAYS, hi
                                                   history_mark)
 from ratchet_ray.suites.swebench.image_cache import ImageCache
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
-from ratchet_ray.suites.swebench.settings import SwebenchSettings
+from ratchet_ray.suites.swebench.settings import SwebenchSettings, on_this_node
 
 Log = Callable[[str], None]
 # Marks the instance images this project built (``docker images --filter label=...``).
@@ -119,12 +122,12 @@ class InstanceImages:
 
     def __init__(self, client: Any, settings: SwebenchSettings):
         self.client = client
-        self.settings = settings
+        self.settings = on_this_node(settings)  # this node's lock_dir (and image index)
         self._lock = threading.Lock()
         self._image_locks: dict[str, threading.Lock] = {}
         # Images present before this worker touched anything are never removed by it.
         self.prior: set[str] = {tag for image in client.images.list() for tag in image.tags}
-        self.cache = ImageCache(client, settings, self.lock)
+        self.cache = ImageCache(client, self.settings, self.lock)
 
     def name(self, instance: dict[str, Any]) -> str:
         return image_name(instance["instance_id"], self.settings)
@@ -163,7 +166,8 @@ class InstanceImages:
         while True:
             with lock.shared():
                 if self.ready(name, instance):
-                    self.cache.touch(name)
+                    if not self.cache.touch(name):  # ready, yet unlisted here: list it now
+                        self.cache.record(name, "hit")
                     yield name
                     return
             # Absent or not stripped yet: build, pull or strip it under the exclusive lock, then

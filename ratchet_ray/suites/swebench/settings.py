@@ -7,11 +7,17 @@ Contracts:
   registry registers ``SwebenchSettings`` as this suite's settings, so YAML's ``swebench:`` and
   ``--set swebench.key=value`` land there) and otherwise returns the defaults;
   ``config.dataset_path`` always wins over ``dataset_name``.
-- This module imports nothing but pydantic, so the registry may import it.
+- ``on_this_node(settings)``: the settings a worker uses on its node: ``$RATCHET_SWEBENCH_LOCK_DIR``
+  of the node's environment (set where the node is started, e.g. ``ray start``), when set,
+  replaces ``lock_dir``, so a node can keep its locks and image-cache index apart from another
+  Ray node of the same host (one with a Docker daemon of its own).
+- This module imports nothing but pydantic (and the standard library), so the registry may
+  import it.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -89,8 +95,10 @@ class SwebenchSettings(BaseModel):
     them as root (weaker: the code under test can then read the run's secret markers)."""
     lock_dir: str = "/tmp/ratchet-swebench-locks"
     """Folder of the per-image lock files and of the node's image-cache index
-    (``image_cache.json``: recency, sizes, hits/builds/evictions) shared by every grader and
-    agent on one machine (a folder on local disk, the same for all of them)."""
+    (``image_cache.json``: recency, sizes, hits/builds/evictions, and which images the node
+    holds, which places each instance's work on it) shared by every grader and agent on one
+    machine (a folder on local disk, the same for all of them). A node whose environment sets
+    RATCHET_SWEBENCH_LOCK_DIR uses that folder instead."""
     image_cache_gb: float | None = Field(default=None, gt=0)
     """Disk budget of the instance images this project built or pulled on one node (full image
     sizes, shared layers counted per image): before a build or pull would cross it, the least
@@ -116,3 +124,15 @@ def settings_from_config(config: Any) -> SwebenchSettings:
     if getattr(config, "dataset_path", None):
         settings.dataset_name = str(config.dataset_path)
     return settings
+
+
+LOCK_DIR_ENV = "RATCHET_SWEBENCH_LOCK_DIR"
+
+
+def on_this_node(settings: SwebenchSettings) -> SwebenchSettings:
+    """``settings`` with this node's ``lock_dir`` (module contract); the same object when the
+    node sets none."""
+    override = os.environ.get(LOCK_DIR_ENV)
+    if not override or override == settings.lock_dir:
+        return settings
+    return settings.model_copy(update={"lock_dir": override})

@@ -1,0 +1,205 @@
+"""Locality for a pool's dispatch: a job goes to an idle actor whose node already holds what the
+job needs (an instance's container image), when one does.
+
+Contracts:
+- A suite hands its pools a ``Placement`` (``ratchet_ray.suites.hooks.placement``; None: no
+  locality, the pool dispatches in queue order as always). ``key(method, item)`` names what one
+  job needs on its node (hashable; None: nothing, any actor will do), computed once per job on
+  the driver. ``held_here()`` runs *on a node*, in a zero-CPU task pinned there, and returns the
+  keys that node holds now, from the node's own records (not a daemon shared by several Ray
+  nodes of one host); it should not raise, and when it does (or its node does not answer
+  within ``SURVEY_TIMEOUT_S``) that node counts as holding nothing. A placement must pickle.
+- ``Locality`` is the pool's part. It learns each actor's Ray node (a call of its own, queued
+  on the actor before any job), and surveys the nodes of the pool's actors (``held_here`` on
+  each) when a dispatch has a choice to make and what it knew may be stale: at first, after a
+  job with a key ended (its node may have built, pulled or removed something), and after an
+  actor was replaced. A pool whose actors are all on one node never surveys (nothing to choose).
+- The first dispatch of a pool waits (bounded by the pool's start timeout, whose errors it
+  raises as ``drain`` would) until the pool's actors have started, so the first jobs already go
+  where their keys are; later, an actor whose node is not known yet (a replacement still
+  starting) counts as holding nothing.
+- Choice (``pick``; the pool first lets every idle actor take a job its node holds, then the
+  rest): an idle actor takes the earliest queued job whose key its node holds; failing that,
+  the earliest job that no node of the pool's actors holds (any free actor will do); failing
+  that, the earliest job each of whose holder nodes has more queued jobs than actors (work
+  stealing: a node holding everything does not keep the others idle); failing that nothing: the
+  job waits for an actor of its holder, which is busy (it would have taken it otherwise) and so
+  will come back to it. Order stays bounded: a queued job overtaken ``pool size`` times by later
+  jobs goes to the next idle actor whatever it holds. A batching pool's call carries, after its
+  first job, only jobs of the same method and keyword arguments that this node holds or no node
+  holds. Without a survey's knowledge (one node, or before any) jobs go in queue order.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from typing import Any, Callable, Hashable, Iterable, Protocol
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+log = logging.getLogger(__name__)
+SURVEY_TIMEOUT_S = 30.0
+
+
+class Placement(Protocol):
+    """What a suite tells a pool about where its jobs run best (module contract)."""
+
+    def key(self, method: str, item: Any) -> Hashable | None: ...
+
+    def held_here(self) -> Iterable[Hashable]: ...
+
+
+def node_of_actor(_instance: Any) -> str:
+    """Run through ``actor.__ray_call__``: the Ray node id of the actor's process."""
+    return ray.get_runtime_context().get_node_id()
+
+
+def held_on_node(placement: Placement) -> list:
+    """Run in a task pinned to a node: what that node holds."""
+    return list(placement.held_here())
+
+
+_held_task = None
+
+
+def _survey_task() -> Any:
+    global _held_task
+    if _held_task is None:
+        _held_task = ray.remote(held_on_node)
+    return _held_task
+
+
+class Locality:
+    """A pool's view of which node each actor is on and what each node holds."""
+
+    def __init__(self, placement: Placement, pool: str):
+        self.placement = placement
+        self.pool = pool
+        self.holdings: dict[str, set] = {}
+        """Node id -> the keys it held at the last survey (nodes of the pool's actors)."""
+        self.stale = True
+        self.surveys = 0
+
+    # ---- what the pool tells it ---------------------------------------------------------------
+    def key(self, method: str, item: Any) -> Hashable | None:
+        try:
+            return self.placement.key(method, item)
+        except Exception as exc:  # noqa: BLE001 - a placement hint must never fail a job
+            log.warning("pool %s: placement key of %r failed (%s); placed anywhere", self.pool,
+                        item, exc)
+            return None
+
+    def started(self, slot: Any) -> None:
+        """A new actor in ``slot``: learn its node (an actor call queued before any job)."""
+        slot.node = None
+        slot.where = slot.actor.__ray_call__.remote(node_of_actor)
+        self.stale = True
+
+    def ended(self, key: Hashable | None) -> None:
+        if key is not None:
+            self.stale = True
+
+    # ---- before a dispatch --------------------------------------------------------------------
+    def prepare(self, slots: list, queue: deque, check_started: Callable[[], None],
+                wait_s: float) -> None:
+        """Learn the actors' nodes (waiting on a pool's first dispatch) and survey the nodes
+        when stale and a queued job has a key."""
+        first = all(slot.node is None for slot in slots)
+        self._learn_nodes(slots, check_started, wait_s if first else 0.0)
+        nodes = {slot.node for slot in slots if slot.node is not None}
+        if len(nodes) < 2:
+            self.holdings = {}
+            return
+        if self.stale and any(job.place is not None for job in queue):
+            self._survey(sorted(nodes))
+
+    def _learn_nodes(self, slots: list, check_started: Callable[[], None], wait_s: float) -> None:
+        deadline = time.monotonic() + wait_s
+        while True:
+            pending = {slot.where: slot for slot in slots if slot.where is not None}
+            if not pending:
+                return
+            left = deadline - time.monotonic()
+            ready, _ = ray.wait(list(pending), num_returns=len(pending),
+                                timeout=max(0.0, min(1.0, left)))
+            for ref in ready:
+                slot = pending[ref]
+                slot.where = None
+                try:
+                    slot.node = ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - died before answering: a job sees it
+                    log.info("pool %s: an actor's node is unknown (%s)", self.pool, exc)
+            if len(ready) == len(pending) or left <= 0:
+                return
+            check_started()  # an actor that cannot start raises here, as drain would
+
+    def _survey(self, nodes: list[str]) -> None:
+        task = _survey_task()
+        refs = {node: task.options(num_cpus=0, max_retries=0, scheduling_strategy=(
+            NodeAffinitySchedulingStrategy(node, soft=False))).remote(self.placement)
+            for node in nodes}
+        ready, late = ray.wait(list(refs.values()), num_returns=len(refs),
+                               timeout=SURVEY_TIMEOUT_S)
+        done = set(ready)
+        holdings: dict[str, set] = {}
+        for node, ref in refs.items():
+            holdings[node] = set()
+            if ref not in done:
+                log.warning("pool %s: node %s did not say what it holds within %.0fs; "
+                            "placing as if it held nothing", self.pool, node, SURVEY_TIMEOUT_S)
+                continue
+            try:
+                holdings[node] = set(ray.get(ref))
+            except Exception as exc:  # noqa: BLE001 - only a hint: the node holds nothing
+                log.warning("pool %s: node %s could not say what it holds (%s)", self.pool,
+                            node, exc)
+        for ref in late:
+            ray.cancel(ref)
+        self.holdings, self.stale = holdings, False
+        self.surveys += 1
+
+    # ---- the choice ---------------------------------------------------------------------------
+    def holders(self, key: Hashable | None, slots: list) -> set[str]:
+        """The nodes of the pool's current actors whose last survey listed ``key``."""
+        if key is None or not self.holdings:
+            return set()
+        nodes = {slot.node for slot in slots}
+        return {node for node, keys in self.holdings.items() if key in keys and node in nodes}
+
+    def pick(self, queue: deque, slot: Any, slots: list, local_only: bool) -> int | None:
+        """Index of the queued job ``slot``'s idle actor takes, or None: none for it now
+        (module contract; ``local_only``: only a job its node holds, or a job due). The jobs
+        it overtakes count it."""
+        if not self.holdings or queue[0].overtaken >= len(slots):
+            return 0
+        held = [self.holders(job.place, slots) for job in queue]
+        index = next((i for i, nodes in enumerate(held) if slot.node in nodes), None)
+        if index is None and not local_only:
+            index = next((i for i, nodes in enumerate(held) if not nodes), None)
+            if index is None:
+                index = self._steal(held, slots)
+        for i in range(index or 0):
+            queue[i].overtaken += 1
+        return index
+
+    @staticmethod
+    def _steal(held: list[set[str]], slots: list) -> int | None:
+        """The earliest queued job every holder of which has more queued jobs than actors."""
+        actors: dict[str, int] = {}
+        for slot in slots:
+            actors[slot.node] = actors.get(slot.node, 0) + 1
+        backlog: dict[str, int] = {}
+        for nodes in held:
+            for node in nodes:
+                backlog[node] = backlog.get(node, 0) + 1
+        return next((i for i, nodes in enumerate(held)
+                     if all(backlog[node] > actors.get(node, 0) for node in nodes)), None)
+
+    def fits(self, job: Any, slot: Any, slots: list) -> bool:
+        """Whether ``job`` may join a call on ``slot``'s actor: its node holds the job's key, or
+        no node of the pool does."""
+        holders = self.holders(job.place, slots)
+        return not holders or slot.node in holders
