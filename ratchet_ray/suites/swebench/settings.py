@@ -98,7 +98,8 @@ class SwebenchSettings(BaseModel):
     (``image_cache.json``: recency, sizes, hits/builds/evictions, and which images the node
     holds, which places each instance's work on it) shared by every grader and agent on one
     machine (a folder on local disk, the same for all of them). A node whose environment sets
-    RATCHET_SWEBENCH_LOCK_DIR uses that folder instead."""
+    `$RATCHET_SWEBENCH_LOCK_DIR` uses that folder instead (Ray nodes of one host, each with a
+    Docker daemon of its own)."""
     image_cache_gb: float | None = Field(default=None, gt=0)
     """Disk budget of the instance images this project built or pulled on one node (full image
     sizes, shared layers counted per image): before a build or pull would cross it, the least
