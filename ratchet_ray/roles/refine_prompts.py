@@ -1,11 +1,11 @@
 """The Synthesizer's revision prompt (``synth.refine``, arm A10, beyond the paper).
 
 Contract: ``refine_messages(suite, metaskill, skill, examples, feedback, *, failures)`` is ONE
-user message that starts with ``REFINE_HEADING``, carries the authoring guide as a new skill's
-prompt does (``synth_prompts._guide``: under A3 the bare schema), the current skill's authored
-fields as YAML (never its status, lineage or other fields the loop sets), the routed failures'
-examples (task, failed output, grader, the Critic's verdict with its attribution) and any
-feedback on an earlier draft, and asks for the complete revised skill as the same JSON object a
+user message that starts with ``REFINE_HEADING``, carries the authoring guide as a new
+skill's prompt does (``synth_prompts.authoring_guide``: under A3 the bare schema), the current
+skill's authored fields as YAML (never its status, lineage or other fields the loop sets), the
+routed failures' examples (task, failed output, grader, the Critic's verdict with its
+attribution) and any feedback on an earlier draft, and asks for the complete revised skill as the same JSON object a
 new skill is (``skill_contract.SkillDraft``), so the reply is validated exactly like a new
 skill's. The revision's id is the loop's (``<lineage>_v<n>``), not the model's.
 """
@@ -17,7 +17,7 @@ from typing import Sequence
 import yaml
 
 from ratchet_ray.llm.base import Message
-from ratchet_ray.roles.synth_prompts import _guide
+from ratchet_ray.roles.synth_prompts import authoring_guide
 from ratchet_ray.types import AUTHORED_FIELDS, MetaSkill, Skill
 
 REFINE_HEADING = "# Skill revision"
@@ -42,7 +42,7 @@ def refine_messages(suite: str, metaskill: MetaSkill | None, skill: Skill,
         "Keep what the skill gets right and its scope (the same kind of task); change what made "
         "these attempts fail. Write guidance that transfers to new tasks: never a task's "
         "answer, test values or function names.",
-        _guide(metaskill, whole=True),
+        authoring_guide(metaskill, whole=True),
         f"Current skill (`{skill.id}`, version {skill.lineage_version} of lineage "
         f"`{skill.lineage_id}`):\n{authored_yaml(skill)}",
         f"Routed failures ({len(examples)} examples shown of {failures}):\n"

@@ -66,7 +66,7 @@ def copies_template(draft: BaseModel) -> bool:
     return sum(f.strip().lower() in TEMPLATE_VALUES for f in fields) >= 2
 
 
-def _bare(pattern: str) -> str:
+def pattern_core(pattern: str) -> str:
     """The pattern without the cluster size suffix the Synthesizer adds (' (x3)')."""
     return re.sub(r" \(x\d+\)$", "", pattern)
 
@@ -75,7 +75,7 @@ GUIDE_CHARS = 4000
 """The authoring guide's length cap in a prompt; a whole draft's schema lock always survives it."""
 
 
-def _guide(metaskill: MetaSkill | None, *, whole: bool) -> str:
+def authoring_guide(metaskill: MetaSkill | None, *, whole: bool) -> str:
     """The authoring prior, or under A3 (``metaskill`` None) only the bare schema. A meta-skill
     rewritten without the schema lock gets it back; a fieldwise draft needs no lock at all. A
     guide over ``GUIDE_CHARS`` is cut in its prose, never in the lock: the lock is taken out,
@@ -130,10 +130,10 @@ def synth_messages(suite: str, metaskill: MetaSkill | None, pattern: str,
     A3: no authoring prior, only the bare schema. With ``prefill`` (backends that continue a
     trailing assistant message) the pattern opens the answer."""
     evidence = _evidence(pattern, examples, existing, feedback)
-    parts = [_authoring(suite, _guide(metaskill, whole=True), evidence, templates)]
+    parts = [_authoring(suite, authoring_guide(metaskill, whole=True), evidence, templates)]
     if prefill:
         return [Message("user", "\n\n".join(parts)),
-                Message("assistant", f"Pattern: {_bare(pattern)}\nSkill: ")]
+                Message("assistant", f"Pattern: {pattern_core(pattern)}\nSkill: ")]
     parts.append("Answer with the JSON object of the new skill.")
     return [Message("user", "\n\n".join(parts))]
 
@@ -186,7 +186,7 @@ def field_items(name: str, text: str) -> list[str]:
 
 def field_opening(name: str, pattern: str) -> str:
     """The opening a prefill backend continues for field ``name`` ('' when it has none)."""
-    return FIELD_OPENINGS.get(name, "").format(p=_bare(pattern))
+    return FIELD_OPENINGS.get(name, "").format(p=pattern_core(pattern))
 
 
 def fit_field(name: str, text: str) -> str:
@@ -221,12 +221,12 @@ def field_messages(suite: str, metaskill: MetaSkill | None, pattern: str,
     prompt starts with the same text (guide, pattern, examples), so a backend that reuses a
     cached prompt prefix pays for it once per skill."""
     evidence = _evidence(pattern, examples, existing, feedback)
-    parts = [_authoring(suite, _guide(metaskill, whole=False), evidence, templates)]
+    parts = [_authoring(suite, authoring_guide(metaskill, whole=False), evidence, templates)]
     if drafted:
         parts.append("The skill so far:\n" + "\n".join(
             f"- {k}: {'; '.join(v) if isinstance(v, list) else v}"
             for k, v in drafted.items()))
-    parts.append(f"{FIELD_QUESTIONS[name].format(p=_bare(pattern))} Plain words, no code.")
+    parts.append(f"{FIELD_QUESTIONS[name].format(p=pattern_core(pattern))} Plain words, no code.")
     return [Message("user", "\n\n".join(parts))]
 
 

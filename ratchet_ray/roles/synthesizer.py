@@ -61,8 +61,8 @@ from ratchet_ray.roles.prompts import (FIELD_ORDER, SkillDraft, assemble_draft, 
                                       synth_messages)
 from ratchet_ray.roles.drafts import DraftError, draft_to_skill, slugify, unique_id
 from ratchet_ray.roles.refiner import Reviser, refine_targets
-from ratchet_ray.roles.synth_prompts import (FIELD_STOPS, _bare, field_items, field_opening,
-                                             fit_field)
+from ratchet_ray.roles.synth_prompts import (FIELD_STOPS, field_items, field_opening, fit_field,
+                                             pattern_core)
 from ratchet_ray.seeding import derive_seed, sampling_kwargs, seeded_order
 from ratchet_ray.synthesis.preprocess import cluster_verdicts, cover_guard
 from ratchet_ray.types import Capsule, MetaSkill, Skill, Task, Verdict
@@ -96,7 +96,7 @@ LIST_FIELDS = frozenset({"common_pitfalls", "signals_match"})
 
 def _pattern_id(label: str) -> str:
     """A skill id from the cluster's pattern: its first 6 words, slugified."""
-    return "_".join(slugify(_bare(label)).split("_")[:6])
+    return "_".join(slugify(pattern_core(label)).split("_")[:6])
 
 
 class Synthesizer(Reviser):
@@ -299,8 +299,8 @@ class Synthesizer(Reviser):
             # An empty line (measured: Gemma 270M often ends signals_match at once) falls back
             # to the cluster's pattern: its words are what the failures share.
             value: Any = field_items(name, line) or (
-                [_bare(opening_label)] if name == "common_pitfalls"
-                else field_items(name, ", ".join(w for w in _bare(opening_label).split()
+                [pattern_core(opening_label)] if name == "common_pitfalls"
+                else field_items(name, ", ".join(w for w in pattern_core(opening_label).split()
                                                  if len(w) > 3)))
         else:
             value = fit_field(name, " ".join((opening + line).split()))
