@@ -5,9 +5,9 @@ user message that starts with ``REFINE_HEADING``, carries the authoring guide as
 skill's prompt does (``synth_prompts.authoring_guide``: under A3 the bare schema), the current
 skill's authored fields as YAML (never its status, lineage or other fields the loop sets), the
 routed failures' examples (task, failed output, grader, the Critic's verdict with its
-attribution) and any feedback on an earlier draft, and asks for the complete revised skill as the same JSON object a
-new skill is (``skill_contract.SkillDraft``), so the reply is validated exactly like a new
-skill's. The revision's id is the loop's (``<lineage>_v<n>``), not the model's.
+attribution) and any feedback on an earlier draft, and asks for the complete revised skill as
+the same JSON object a new skill is (``skill_contract.SkillDraft``), so the reply is validated
+exactly like a new skill's. The revision's id is the loop's (``<lineage>_v<n>``), not the model's.
 """
 
 from __future__ import annotations
