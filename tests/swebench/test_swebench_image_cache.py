@@ -166,7 +166,11 @@ def test_nodes_sharing_one_index_are_reported_once():
     reading = {"node": "h", "hits": 2, "lock_dir": "/tmp/l"}
     merged = merge_readings([reading, dict(reading), {"node": "h", "hits": 5, "lock_dir": "/x"},
                              {"node": "g", "hits": 1, "lock_dir": "/tmp/l"}])
+    # Host h has two indexes (a node with $RATCHET_SWEBENCH_LOCK_DIR): each named by its own.
     assert merged == [{"node": "g", "hits": 1, "ray_nodes": 1},
-                      {"node": "h", "hits": 2, "ray_nodes": 2},
-                      {"node": "h", "hits": 5, "ray_nodes": 1}]
+                      {"node": "h:/tmp/l", "hits": 2, "ray_nodes": 2},
+                      {"node": "h:/x", "hits": 5, "ray_nodes": 1}]
     assert reading["lock_dir"] == "/tmp/l", "the readings are not changed"
+    later = merge_readings([{**reading, "hits": 3}, {"node": "h", "hits": 9, "lock_dir": "/x"}])
+    assert [(r["node"], r["hits"]) for r in round_delta(merged, later)] == [
+        ("h:/tmp/l", 1), ("h:/x", 4)]

@@ -6,8 +6,9 @@ Ray tasks that read each node (``image_reports``, ``round_report``) are in the s
 Contracts:
 - ``merge_readings(readings)``: ``image_cache.node_report`` readings (each with the
   ``lock_dir`` it read) as one entry per index: Ray nodes of one host share
-  ``swebench.lock_dir`` and so one index, reported once with ``ray_nodes`` counting them; sorted
-  by node.
+  ``swebench.lock_dir`` and so one index, reported once with ``ray_nodes`` counting them; a
+  host with several indexes (``$RATCHET_SWEBENCH_LOCK_DIR`` per node) names each entry
+  ``host:lock_dir``, so every entry's node is its own; sorted by node.
 - ``round_delta(start, end)``: per node of ``end``, the change of each counter
   (``image_cache.COUNTERS``: hits, builds, pulls, strips, evictions, refusals) since ``start``
   and the cache use at the end (``owned_images``, ``owned_gb``, ``budget_gb``); a node absent
@@ -35,6 +36,10 @@ def merge_readings(readings: list[dict]) -> list[dict]:
             by_index[key]["ray_nodes"] += 1
         else:
             by_index[key] = {**reading, "ray_nodes": 1}
+    hosts = [host for host, _ in by_index]
+    for (host, lock_dir), entry in by_index.items():
+        if hosts.count(host) > 1:  # nodes of one host with indexes of their own
+            entry["node"] = f"{host}:{lock_dir}"
     return sorted(by_index.values(), key=lambda r: r["node"])
 
 
