@@ -132,7 +132,7 @@ def run_round(ctx: LoopContext, round_: int) -> RoundSummary:
             note = f"FAILED ({type(exc).__name__})"
         ctx.progress.end_phase(note)
         log.info("round %d: %s: %s", round_, phase.name, note)
-    # [swebench reaper] containers that killed graders/agents of this run left (issue 8).
+    # What killed graders or agents of this run left on their nodes (e.g. a suite's containers).
     reap_after_round(ctx.actors.graders)
     if report_start is not None:
         summary.suite_report = hooks.round_report(ctx.config, report_start) or {}
@@ -261,7 +261,7 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
             shared_inputs = share_precomputed(runtime.graders,
                                               [t.task_id for t in (*train_tasks, *eval_tasks)])
             if not available_rounds(run.path):  # the bank round 0 starts from
-                # The suite's own checks on the run's Grader pool (SWE-bench: validate_gold)
+                # The suite's own checks on the run's Grader pool (``before_rounds``)
                 problem = before_rounds(config, lambda items: grade_all(runtime.graders, items),
                                         [*train_tasks, *eval_tasks], run.path)
                 if problem:

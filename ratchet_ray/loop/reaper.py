@@ -1,5 +1,6 @@
-"""End-of-round cleanup on every grader's node: what killed actors left behind (SWE-bench
-containers of this run) is removed while no job is in flight.
+"""End-of-round cleanup on every grader's node: what killed actors left behind (a suite's
+grader ``reap``: e.g. the containers of this run that a killed grader or agent left) is removed
+while no job is in flight.
 
 Contract: ``reap_after_round(graders, timeout_s)`` calls ``reap()`` on every actor of the grader
 pool and returns the names removed; an actor that is dead or does not answer in time is logged
