@@ -181,7 +181,7 @@ def test_builtin_suites_bring_their_settings_through_the_registry(tmp_path):
     # Other test files may have registered plugin suites (records) in this process already.
     builtin = [n for n in registry.settings_sections()
                if registry.registration(n).origin == "ratchet_ray (built in)"]
-    assert builtin == ["sim", "swebench"]
+    assert builtin == ["mbpp_oracle", "sim", "swebench"]
 
     config = load_config(layered_files("swebench"), ["swebench.agent.max_steps=7"])
     settings = settings_for(config)
