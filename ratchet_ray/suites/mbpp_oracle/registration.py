@@ -20,7 +20,7 @@ NAME = "mbpp_oracle"
 def configure_oracle(config: Any, settings: OracleSettings) -> None:
     """A LoopConfig of this suite needs the ``sim`` backend (the world's models), takes
     ``$MBPP_OVERRIDE_PATH`` when it names no ``dataset_path`` (as ``mbpp``), and derives
-    ``llm.world`` from its section, seed and dataset on every validation."""
+    ``llm.world`` from its section, seed and dataset each time the config is resolved."""
     if config.llm.backend != "sim":
         raise ValueError(f"suite {NAME!r} with llm.backend {config.llm.backend!r}: its models "
                          "are the simulated world's, so it needs llm.backend sim; use "

@@ -88,7 +88,7 @@ class SimWorld(SimSettings):
 def configure_sim(config: Any, settings: SimSettings) -> None:
     """The ``sim`` suite's rules for a LoopConfig (registered as its ``configure``): it needs the
     ``sim`` LLM backend, which answers from the world of THIS run (its settings and its seed), so
-    ``llm.world`` is derived here on every validation of the config."""
+    ``llm.world`` is derived here each time the config is resolved (``resolve_config``)."""
     if config.llm.backend != "sim":
         raise ValueError(f"suite 'sim' with llm.backend {config.llm.backend!r}: the sim backend "
                          "only answers the sim suite and the sim suite needs it; use "
