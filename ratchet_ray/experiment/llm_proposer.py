@@ -32,8 +32,8 @@ from pydantic import AfterValidator, BaseModel, Field, create_model
 from ratchet_ray.experiment.ledger import LedgerRow
 from ratchet_ray.experiment.proposals import (Edit, Proposal, ProposalContext, ProposalError,
                                               ProposerUnavailable)
-from ratchet_ray.llm.base import LLMClient, LLMError, Message, StructuredOutputError
-from ratchet_ray.llm.structured import complete_structured
+from ratchet_ray.llm.base import LLMClient, Message
+from ratchet_ray.llm.structured import ask_structured
 
 SPEC_CHARS = 3000
 FILE_CHARS = 6000
@@ -135,16 +135,16 @@ class LLMProposer:
     def _ask(self, ctx: ProposalContext, failure: str | None) -> Proposal:
         schema = edit_schema(ctx.files)
         line_mode = "line" in schema.model_fields
-        try:
-            out = complete_structured(self.llm, build_messages(ctx, failure, line_mode), schema,
-                                      max_tokens=self.max_tokens, temperature=self.temperature)
-        except StructuredOutputError as exc:
-            raise ProposalError(f"the LLM gave no usable edit: {exc}") from exc
-        except LLMError as exc:
+        out = ask_structured(self.llm, build_messages(ctx, failure, line_mode), schema,
+                             max_tokens=self.max_tokens, temperature=self.temperature)
+        if out.value is None and out.backend_failed:
             raise ProposerUnavailable(
                 f"the {self.llm.backend} backend (model {self.llm.model}) could not answer: "
-                f"{exc}; fix the backend (credentials, --llm-base-url, the server) and rerun the "
-                "same command to resume") from exc
+                f"{out.exception}; fix the backend (credentials, --llm-base-url, the server) and "
+                "rerun the same command to resume") from out.exception
+        if out.value is None:
+            raise ProposalError(f"the LLM gave no usable edit: {out.exception}") \
+                from out.exception
         reply = out.value
         if line_mode:
             path, line = line_choices(ctx.files)[reply.line]

@@ -13,6 +13,12 @@ seed=None)``:
 - otherwise raises ``StructuredOutputError`` carrying the last raw text and all replies. An
   ``LLMError`` during the repair attempt also becomes a ``StructuredOutputError`` (the first reply
   is kept for accounting); an ``LLMError`` on the first attempt propagates unchanged.
+
+``ask_structured(...)`` (same arguments) never raises either error: it returns an ``Answer``
+whose ``value`` is None on a failure, with ``error`` ("<error type>: <message>"), the replies
+made, and ``backend_failed`` (True for an ``LLMError``: the backend did not answer, worth a
+retry; False for replies that did not validate). The roles (Critic, Router, Synthesizer,
+meta-synthesis) turn that one shape into their own outcome.
 """
 
 from __future__ import annotations
@@ -37,6 +43,18 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 class Structured(Generic[ModelT]):
     value: ModelT
     replies: list[Reply]
+
+
+@dataclass(frozen=True)
+class Answer(Generic[ModelT]):
+    """A structured call's outcome, failures included (``ask_structured``)."""
+
+    value: ModelT | None
+    replies: list[Reply]
+    error: str = ""
+    backend_failed: bool = False
+    exception: Exception | None = None
+    """The ``StructuredOutputError`` / ``LLMError`` itself, to chain or word differently."""
 
 
 def extract_json(text: str) -> str:
@@ -120,3 +138,18 @@ def complete_structured(
             f"{schema_model.__name__}: reply invalid after one repair attempt: {_describe(exc)}",
             raw=second.text, replies=replies,
         ) from exc
+
+
+def ask_structured(llm: LLMClient, messages: Sequence[Message], schema_model: type[ModelT], *,
+                   max_tokens: int, temperature: float = 0.0,
+                   seed: int | None = None) -> Answer[ModelT]:
+    """``complete_structured`` with its two failures as values (module contract)."""
+    try:
+        result = complete_structured(llm, messages, schema_model, max_tokens=max_tokens,
+                                     temperature=temperature, seed=seed)
+    except StructuredOutputError as exc:
+        return Answer(None, list(exc.replies), f"StructuredOutputError: {exc}", exception=exc)
+    except LLMError as exc:
+        return Answer(None, [], f"{type(exc).__name__}: {exc}", backend_failed=True,
+                      exception=exc)
+    return Answer(result.value, result.replies)

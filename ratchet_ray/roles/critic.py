@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from ratchet_ray.config import RoleLimits, RoleSettings
-from ratchet_ray.llm.base import LLMClient, LLMError, Reply, StructuredOutputError
-from ratchet_ray.llm.structured import complete_structured
+from ratchet_ray.llm.base import LLMClient, Reply
+from ratchet_ray.llm.structured import ask_structured
 from ratchet_ray.roles.prompts import CONFIDENCE, critic_messages, verdict_model
 from ratchet_ray.types import NONE_SKILL, Capsule, Skill, Task, Verdict
 
@@ -85,19 +85,16 @@ def critique(llm: LLMClient, task: Task, capsule: Capsule, skill: Skill | None, 
     # A skill id on the capsule with no skill object (e.g. retired since) still gets a verdict,
     # judged as if no guidance were visible.
     shown = skill if skill is not None and capsule.skill_id != NONE_SKILL else None
-    try:
-        # Base-model backends continue a trailing assistant message: the review opens there.
-        prefill = bool(getattr(llm, "supports_prefill", False))
-        result = complete_structured(llm, critic_messages(task, capsule, shown, prefill=prefill,
-                                                          templates=templates, flavour=flavour),
-                                     verdict_model(shown is not None,
-                                                   entry_point=_entry_point(task)),
-                                     max_tokens=limits.max_tokens,
-                                     temperature=limits.temperature, seed=seed)
-    except StructuredOutputError as exc:
-        return CritiqueResult(None, list(exc.replies), f"StructuredOutputError: {exc}")
-    except LLMError as exc:
-        return CritiqueResult(None, [], f"{type(exc).__name__}: {exc}", retryable=True)
+    # Base-model backends continue a trailing assistant message: the review opens there.
+    prefill = bool(getattr(llm, "supports_prefill", False))
+    result = ask_structured(llm, critic_messages(task, capsule, shown, prefill=prefill,
+                                                 templates=templates, flavour=flavour),
+                            verdict_model(shown is not None, entry_point=_entry_point(task)),
+                            max_tokens=limits.max_tokens, temperature=limits.temperature,
+                            seed=seed)
+    if result.value is None:
+        return CritiqueResult(None, result.replies, result.error,
+                              retryable=result.backend_failed)
     out = result.value
     verdict = Verdict(
         capsule_id=capsule.capsule_id, run_id=capsule.run_id, round=capsule.round,

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from ratchet_ray.config import RoleLimits, RoleSettings
-from ratchet_ray.llm.base import LLMClient, LLMError, Reply, StructuredOutputError
-from ratchet_ray.llm.structured import complete_structured
+from ratchet_ray.llm.base import LLMClient, Reply
+from ratchet_ray.llm.structured import ask_structured
 from ratchet_ray.roles.prompts import MetaSkillDraft, metasynth_messages
 from ratchet_ray.types import MetaSkill, SkillStatus, Verdict
 
@@ -62,14 +62,10 @@ def refresh(llm: LLMClient, suite: str, current: MetaSkill, verdicts: Sequence[V
         raise ValueError(f"refresh: meta-skill {current.id} is for suite {current.suite!r}, "
                          f"not {suite!r}; pass SkillBank.active_metaskill({suite!r})")
     messages = metasynth_messages(suite, current, pattern_counts(verdicts), templates=templates)
-    try:
-        result = complete_structured(llm, messages, MetaSkillDraft,
-                                     max_tokens=limits.max_tokens,
-                                     temperature=limits.temperature, seed=seed)
-    except StructuredOutputError as exc:
-        return MetaRefresh(None, list(exc.replies), f"StructuredOutputError: {exc}")
-    except LLMError as exc:
-        return MetaRefresh(None, [], f"{type(exc).__name__}: {exc}")
+    result = ask_structured(llm, messages, MetaSkillDraft, max_tokens=limits.max_tokens,
+                            temperature=limits.temperature, seed=seed)
+    if result.value is None:
+        return MetaRefresh(None, result.replies, result.error)
     version = bump_version(current.version)
     meta = MetaSkill(id=versioned_id(current.id, version), suite=suite, version=version,
                      status=SkillStatus.ACTIVE, body=result.value.body.strip(),

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from ratchet_ray.config import RoleLimits, RoleSettings, RouterSettings
-from ratchet_ray.llm.base import Embedder, LLMClient, LLMError, Reply, StructuredOutputError
-from ratchet_ray.llm.structured import complete_structured
+from ratchet_ray.llm.base import Embedder, LLMClient, Reply
+from ratchet_ray.llm.structured import ask_structured
 from ratchet_ray.roles.prompts import router_choice_model, router_messages
 from ratchet_ray.roles.retrieval import SkillIndex
 from ratchet_ray.types import NONE_SKILL, Skill, SkillStatus, Task
@@ -110,16 +110,12 @@ class Router:
             raise ValueError("Router in mode 'llm' needs an LLM client")
         scope = f"{'shortlist' if shortlisted else 'bank'} of {len(candidates)}"
         schema = router_choice_model([s.id for s in candidates])
-        try:
-            result = complete_structured(self.llm, router_messages(task, candidates,
-                                                                         templates=self.templates),
-                                         schema,
-                                         max_tokens=self.limits.max_tokens,
-                                         temperature=self.limits.temperature, seed=seed)
-        except StructuredOutputError as exc:
-            reason = f"garbled router reply -> NONE ({scope}): {exc}"
-            return RouteDecision(NONE_SKILL, list(exc.replies), reason, error=reason)
-        except LLMError as exc:
-            reason = f"router LLM failed -> NONE ({scope}): {type(exc).__name__}: {exc}"
-            return RouteDecision(NONE_SKILL, [], reason, error=reason)
+        result = ask_structured(self.llm, router_messages(task, candidates,
+                                                          templates=self.templates),
+                                schema, max_tokens=self.limits.max_tokens,
+                                temperature=self.limits.temperature, seed=seed)
+        if result.value is None:
+            what = "router LLM failed" if result.backend_failed else "garbled router reply"
+            reason = f"{what} -> NONE ({scope}): {result.error}"
+            return RouteDecision(NONE_SKILL, result.replies, reason, error=reason)
         return RouteDecision(result.value.skill_id, list(result.replies), f"llm pick from {scope}")

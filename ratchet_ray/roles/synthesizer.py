@@ -53,9 +53,8 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 from pydantic import ValidationError
 
 from ratchet_ray.config import RoleLimits, RoleSettings, SynthSettings
-from ratchet_ray.llm.base import (Embedder, LLMClient, LLMError, Message, Reply,
-                                  StructuredOutputError)
-from ratchet_ray.llm.structured import complete_structured
+from ratchet_ray.llm.base import Embedder, LLMClient, LLMError, Message, Reply
+from ratchet_ray.llm.structured import ask_structured
 from ratchet_ray.roles.prompts import (FIELD_ORDER, SkillDraft, assemble_draft, copies_template,
                                       field_max_tokens, field_messages, field_model,
                                       synth_messages)
@@ -310,10 +309,8 @@ class Synthesizer(Reviser):
             raise DraftError(f"field {name}: {exc.errors()[:1]}", []) from exc
 
     def _structured(self, messages: list, model: type, max_tokens: int, seed: int) -> Any:
-        try:
-            return complete_structured(self.llm, messages, model, max_tokens=max_tokens,
-                                       temperature=self.limits.temperature, seed=seed)
-        except StructuredOutputError as exc:
-            raise DraftError(f"StructuredOutputError: {exc}", list(exc.replies)) from exc
-        except LLMError as exc:
-            raise DraftError(f"{type(exc).__name__}: {exc}", []) from exc
+        answer = ask_structured(self.llm, messages, model, max_tokens=max_tokens,
+                                temperature=self.limits.temperature, seed=seed)
+        if answer.value is None:
+            raise DraftError(answer.error, answer.replies) from answer.exception
+        return answer
