@@ -1,6 +1,7 @@
 """SWE-bench grading throughput through the Grader pool against the physical floor.
 
-    python bench/swe_throughput.py [--instances 6] [--workers 1,2] [--timeout 30] [--repeat 5]
+    python bench/swe_throughput.py [--instances 6] [--workers 1,2] [--nodes 1,2,3] [--round]
+                                   [--timeout 30] [--repeat 5]
 
 Generates ``--instances`` SWE-bench-format instances on three local repositories
 (``bench/swe_instances.py``: 40-120 tests per run, one repository with slow tests, the last
@@ -13,6 +14,14 @@ reported), starts a loopback Ray, and for every worker count W measures, on the 
 - ``ours``: the gold patches graded by W ``GraderActor`` s through a ``ResilientPool`` (the
   loop's own path: image lock, locked-down container, harness guard, protections, JUnit
   cross-check, logs published to the run's artifacts), actors started before the clock starts.
+
+- ``round`` (``--round``, ``bench/swe_scale.py``): every instance solved by the real patch agent
+  loop on W Solvers, its model scripted to replay the gold patch as one shell action
+  (``GoldReplayLLM``: a container per step, the untrusted user, the ``git diff``), each patch
+  graded on W Graders as its solve ends: instances per hour and per core-hour;
+- ``--nodes K``: the same grading (and round) on a local Ray cluster of K Docker nodes on this
+  machine (``tests/cluster``'s ``LocalCluster``, one Grader and with a round one Solver per node,
+  a driver process of its own), against the floor at concurrency K.
 
 It prints, per W: both walls, instances per hour, the ratio ours/floor (target >= 0.8), the
 resolved counts (both must agree), the mean time of one instance in each, and the time to the
@@ -36,11 +45,13 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 os.environ.pop("RAY_ADDRESS", None)
 
+from ratchet_ray.suites.swebench.settings import settings_from_config  # noqa: E402
 from swe_instances import make_instances  # noqa: E402
 
 BENCH_LABEL = "ratchet-ray.bench"
@@ -137,25 +148,73 @@ def container_overhead(client, image: str, settings, repeat: int, tag: str) -> d
             "bare_run_rm_s": statistics.median(bare)}
 
 
-def main() -> None:
+def bench_config(dataset: Path, out: Path, timeout_s: float) -> Any:
+    """The config every measurement grades (and solves) with: local images, kept."""
+    from ratchet_ray.config_files import load_config
+
+    return load_config([], [
+        "suite=swebench", f"dataset_path={json.dumps(str(dataset))}",
+        "swebench.namespace=null", "swebench.cache_level=instance", "swebench.memory_mb=1024",
+        f"swebench.lock_dir={json.dumps(str(out / 'locks'))}",
+        f"grader.timeout_s={timeout_s:g}", "grader.instance_deadline_s=600"])
+
+
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--instances", type=int, default=6)
     parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
+    parser.add_argument("--nodes", default="",
+                        help="comma-separated local Ray node counts (one Grader per node, and "
+                             "one Solver with --round); empty: none")
+    parser.add_argument("--round", action="store_true",
+                        help="also a round: the gold patches replayed through the real agent "
+                             "loop, then graded (at every worker and node count)")
     parser.add_argument("--timeout", type=float, default=30.0,
                         help="per-command timeout (the hanging instance runs into it)")
     parser.add_argument("--repeat", type=int, default=5, help="container overhead samples")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--keep-images", action="store_true")
-    args = parser.parse_args()
-    counts = [int(w) for w in args.workers.split(",")]
+    return parser.parse_args()
+
+
+def measure(args, client, config, names: dict, instances: list[dict], out: Path, tag: str,
+            results: dict) -> None:
+    """Every scale: the floor, our grading, and with ``--round`` a round; printed as it goes."""
+    from swe_scale import run_on_nodes, run_round
+
+    settings = settings_from_config(config)
+    n = len(instances)
+    for workers in [int(w) for w in args.workers.split(",")]:
+        floor = run_floor(client, names, instances, workers, args.timeout, settings, tag)
+        ours = run_ours(config, instances, workers, out / f"ours_w{workers}")
+        row = {"workers": workers, "floor": floor, "ours": ours,
+               "ratio": floor["wall_s"] / ours["wall_s"]}
+        print(_line(n, workers, floor, ours), flush=True)
+        if args.round:
+            row["round"] = run_round(config, instances, workers, out / f"round_w{workers}")
+            print(_round_line(n, f"W={workers}", row["round"]), flush=True)
+        results["scales"].append(row)
+    dataset = out / "instances.jsonl"
+    for nodes in [int(k) for k in args.nodes.split(",") if k]:
+        floor = run_floor(client, names, instances, nodes, args.timeout, settings, tag)
+        ours = run_on_nodes(dataset, out, nodes, False, args.timeout)
+        row = {"nodes": nodes, "floor": floor, "ours": ours,
+               "ratio": floor["wall_s"] / ours["wall_s"]}
+        print(_line(n, nodes, floor, ours).replace(f"W={nodes}", f"{nodes} node(s), W={nodes}"),
+              flush=True)
+        if args.round:
+            row["round"] = run_on_nodes(dataset, out, nodes, True, args.timeout)
+            print(_round_line(n, f"{nodes} node(s)", row["round"]), flush=True)
+        results["nodes"].append(row)
+
+
+def main() -> None:
+    args = _arguments()
 
     import docker
     import ray
 
-    from ratchet_ray.config_files import load_config
-    from ratchet_ray.loop.runtime import connect_ray
     from ratchet_ray.suites.swebench.images import InstanceImages
-    from ratchet_ray.suites.swebench.settings import settings_from_config
 
     tag = uuid.uuid4().hex[:8]
     out = args.out or Path(tempfile.mkdtemp(prefix="swe-throughput-"))
@@ -163,11 +222,7 @@ def main() -> None:
     instances = make_instances(args.instances)
     dataset = out / "instances.jsonl"
     dataset.write_text("".join(json.dumps(i) + "\n" for i in instances))
-    config = load_config([], [
-        "suite=swebench", f"dataset_path={json.dumps(str(dataset))}",
-        "swebench.namespace=null", "swebench.cache_level=instance", "swebench.memory_mb=1024",
-        f"swebench.lock_dir={json.dumps(str(out / 'locks'))}",
-        f"grader.timeout_s={args.timeout:g}", "grader.instance_deadline_s=600"])
+    config = bench_config(dataset, out, args.timeout)
     settings = settings_from_config(config)
     client = docker.from_env(timeout=600)
     prepared = InstanceImages(client, settings)
@@ -175,35 +230,48 @@ def main() -> None:
     names = {i["instance_id"]: prepared.ensure(i, lambda _line: None) for i in instances}
     results: dict = {"instances": len(instances), "timeout_s": args.timeout,
                      "image_prep_s": round(time.monotonic() - started, 1), "cpus": os.cpu_count(),
-                     "load_avg": os.getloadavg()[0], "scales": []}
-    started_ray = connect_ray()
+                     "load_avg": os.getloadavg()[0], "scales": [], "nodes": []}
+    # This machine as one node, with a docker unit for each Grader and, with --round, Solver.
+    units = max(int(w) for w in args.workers.split(",")) * (2 if args.round else 1)
+    ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, configure_logging=False,
+             log_to_driver=False, resources={"docker": units})
     try:
         results["overhead"] = container_overhead(client, names[instances[0]["instance_id"]],
                                                  settings, args.repeat, tag)
-        for workers in counts:
-            floor = run_floor(client, names, instances, workers, args.timeout, settings, tag)
-            ours = run_ours(config, instances, workers, out / f"ours_w{workers}")
-            results["scales"].append({"workers": workers, "floor": floor, "ours": ours,
-                                      "ratio": floor["wall_s"] / ours["wall_s"]})
-            print(_line(len(instances), workers, floor, ours), flush=True)
+        measure(args, client, config, names, instances, out, tag, results)
     finally:
-        if started_ray:
-            ray.shutdown()
-        mine = {"label": f"{BENCH_LABEL}={tag}"}
-        for container in client.containers.list(all=True, filters=mine):
-            container.remove(force=True)
-        if not args.keep_images:
-            for name in set(names.values()):
-                try:
-                    client.images.remove(name, force=True)
-                except docker.errors.ImageNotFound:
-                    pass
+        ray.shutdown()
+        _clean(client, tag, set(names.values()), args.keep_images)
     over = results["overhead"]
     print(f"container: ours create+start {over['ours_create_start_s']:.2f}s, remove "
           f"{over['ours_remove_s']:.2f}s; bare run --rm true {over['bare_run_rm_s']:.2f}s; "
           f"images prepared in {results['image_prep_s']:.0f}s (untimed)")
     (out / "swe_throughput.json").write_text(json.dumps(results, indent=1) + "\n")
     print(f"results: {out / 'swe_throughput.json'}")
+
+
+def _clean(client, tag: str, images: set[str], keep_images: bool) -> None:
+    """Remove this run's containers and, unless kept, the images it built."""
+    import docker
+
+    for container in client.containers.list(all=True, filters={"label": f"{BENCH_LABEL}={tag}"}):
+        container.remove(force=True)
+    if keep_images:
+        return
+    for name in images:
+        try:
+            client.images.remove(name, force=True)
+        except docker.errors.ImageNotFound:
+            pass
+
+
+def _round_line(n: int, scale: str, got: dict) -> str:
+    cores = os.cpu_count() or 1
+    per_hour = 3600 * n / got["wall_s"]
+    return (f"  round {scale}: {got['wall_s']:.1f}s for {n} solves + grades ({per_hour:.0f}/h, "
+            f"{per_hour / cores:.0f} per core-hour on {cores} cores), {got['resolved']}/{n} "
+            f"resolved; solve {got['mean_solve_s'] or 0:.1f}s, grade "
+            f"{got['mean_grade_s'] or 0:.1f}s each")
 
 
 def _line(n: int, workers: int, floor: dict, ours: dict) -> str:
