@@ -137,7 +137,7 @@ def test_the_sim_backend_comes_from_the_world_it_answers():
     llm, embedder = make_llm(settings), make_embedder(settings)
     assert (type(llm).__name__, type(embedder).__name__) == ("SimLLM", "SimEmbedder")
     assert llm.spec == settings.world and embedder.embed(["a loop"]).shape[0] == 1
-    with pytest.raises(LLMError, match="needs llm.world.*load_config with suite sim"):
+    with pytest.raises(LLMError, match="needs llm.world.*load_config.*with suite sim"):
         make_llm(LLMSettings(backend="sim"))
     with pytest.raises(LLMError, match="needs llm.world"):
         make_embedder(LLMSettings(embedder="sim"))
