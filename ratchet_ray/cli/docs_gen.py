@@ -17,8 +17,12 @@ from typing import Callable
 import click
 
 from ratchet_ray.cli.docs_commands import render_cli
+from ratchet_ray.cli.docs_imports import render_architecture_map
 from ratchet_ray.cli.docs_settings import render_configuration
 
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
+"""The checkout whose packages the architecture map draws (``ratchet_ray/``, ``actors/``,
+``jobs/`` beside each other)."""
 
 
 def render_evidence_schema() -> str:
@@ -56,6 +60,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "configuration.md": render_configuration,
     "cli.md": render_cli,
     "evidence-schema.md": render_evidence_schema,
+    "architecture-map.md": lambda: render_architecture_map(SOURCE_ROOT),
 }
 FIX = "run `make docs` (python -m ratchet_ray.cli.docs_gen) and commit docs/"
 

@@ -1,4 +1,5 @@
-"""Dependencies point one way: plain library -> actors -> loop -> cli / jobs.
+"""Dependencies point one way: plain library -> actors -> loop -> sweep -> cli / jobs
+(``ratchet_ray.cli.import_graph.layer_of``).
 
 A suite's own commands (``ratchet_ray/suites/<name>/cli.py``, which the registry names by string
 and ``ratchet`` adds) belong to the CLI layer, wherever they live.
@@ -26,12 +27,11 @@ from pathlib import Path
 
 import pytest
 
-from import_graph import cycle_path, import_cycles, import_graph, imported_roots, project_modules
+from ratchet_ray.cli.import_graph import (LAYERS, cycle_path, import_cycles, import_graph,
+                                          imported_roots, layer_of, project_modules)
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = {"plain library": 0, "actors": 1, "loop": 2, "sweep": 3, "cli/jobs": 4}
 SUITE_SETTINGS = re.compile(r"ratchet_ray\.suites\.\w+\.settings")
-SUITE_CLI = re.compile(r"ratchet_ray\.suites\.\w+\.cli")
 
 
 BLOCKER = """
@@ -53,19 +53,6 @@ for name in json.loads(sys.argv[1]):
 leaked = sorted(m for m in sys.modules if m.split(".")[0] in ("ray", "actors"))
 print(json.dumps({"failures": failures, "leaked": leaked}))
 """
-
-
-def layer_of(module: str) -> str:
-    parts = module.split(".")
-    if parts[0] == "actors":
-        return "actors"
-    if parts[0] == "jobs" or parts[:2] == ["ratchet_ray", "cli"] or SUITE_CLI.fullmatch(module):
-        return "cli/jobs"
-    if parts[:2] == ["ratchet_ray", "loop"]:
-        return "loop"
-    if parts[:2] == ["ratchet_ray", "sweep"]:
-        return "sweep"
-    return "plain library"
 
 
 def plain_library() -> list[str]:

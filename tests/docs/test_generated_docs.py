@@ -1,5 +1,5 @@
-"""docs/configuration.md, docs/cli.md and docs/evidence-schema.md equal what the code renders
-(``make docs``), and the generator is deterministic and complete."""
+"""docs/configuration.md, docs/cli.md, docs/evidence-schema.md and docs/architecture-map.md equal
+what the code renders (``make docs``), and the generator is deterministic and complete."""
 
 from __future__ import annotations
 
@@ -106,3 +106,32 @@ def test_cli_page_lists_every_command_and_option():
                 assert f"`{param.opts[0]}" in page, (ctx.command_path, param.opts)
     for job in ("jobs.skill_loop", "jobs.baseline", "jobs.select_subset", "jobs.ablations"):
         assert f"| `python -m {job}` | `ratchet " in page, job
+
+
+def test_the_architecture_map_boxes_layers_and_arrows(tmp_path):
+    """Boxes by package (each suite its own, its commands apart), in their layer, an implied
+    arrow left to the path that implies it and the table keeping every direct import."""
+    from ratchet_ray.cli.docs_imports import reduced, render_architecture_map, structure
+
+    files = {"ratchet_ray/__init__.py": "", "ratchet_ray/types.py": "X = 1\n",
+             "ratchet_ray/plot.py": "from ratchet_ray.report import data\n",
+             "ratchet_ray/report/__init__.py": "", "ratchet_ray/report/data.py": "import ratchet_ray.types\n",
+             "ratchet_ray/suites/__init__.py": "", "ratchet_ray/suites/toy/__init__.py": "",
+             "ratchet_ray/suites/toy/cli.py": "from ratchet_ray.suites.toy import run\n",
+             "ratchet_ray/suites/toy/run.py": "from ratchet_ray import types\n",
+             "ratchet_ray/loop/__init__.py": "from ratchet_ray import plot, types\n",
+             "actors/__init__.py": "", "jobs/__init__.py": ""}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    lines, layers, edges = structure(tmp_path)
+    assert layers["ratchet_ray/suites/toy/cli.py"] == "cli/jobs"
+    assert layers["ratchet_ray/suites/toy/"] == "plain library" and layers["ratchet_ray/loop/"] == "loop"
+    assert lines["ratchet_ray/plot.py"] == 1  # imports a package of ratchet_ray: its own box
+    assert edges["ratchet_ray/loop/"] == {"ratchet_ray/plot.py", "ratchet_ray/*.py"}
+    drawn = reduced(edges)
+    assert drawn["ratchet_ray/loop/"] == {"ratchet_ray/plot.py"}  # *.py is reached through plot
+    page = render_architecture_map(tmp_path)
+    assert "u_ratchet_ray_loop --> u_ratchet_ray_plot_py" in page
+    assert "u_ratchet_ray_loop --> u_ratchet_ray_py" not in page
+    assert "| `ratchet_ray/loop/` | loop | 1 | `ratchet_ray/*.py`, `ratchet_ray/plot.py` |" in page

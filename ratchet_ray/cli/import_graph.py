@@ -13,17 +13,38 @@ Contracts:
   ones included), with the same rules.
 - ``import_cycles(graph)`` returns each strongly connected component of more than one module
   (or a module importing itself), sorted; empty when the graph is acyclic.
+- ``layer_of(module)`` is the module's layer, one of ``LAYERS`` (lowest first); an import may
+  only point to the same layer or one below (``tests/architecture/test_layers.py`` checks it,
+  ``docs_imports`` draws it).
 
-Run ``python tests/architecture/import_graph.py`` to print the cycles (exit 1 when any).
+Used by the architecture tests and the generated architecture map (``make docs``). Run
+``python -m ratchet_ray.cli.import_graph`` to print the cycles (exit 1 when any).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
 PACKAGES = ("ratchet_ray", "actors", "jobs")
+LAYERS = {"plain library": 0, "actors": 1, "loop": 2, "sweep": 3, "cli/jobs": 4}
+SUITE_CLI = re.compile(r"ratchet_ray\.suites\.\w+\.cli")
+
+
+def layer_of(module: str) -> str:
+    """The layer of ``module`` (a key of ``LAYERS``): a suite's own commands count as CLI."""
+    parts = module.split(".")
+    if parts[0] == "actors":
+        return "actors"
+    if parts[0] == "jobs" or parts[:2] == ["ratchet_ray", "cli"] or SUITE_CLI.fullmatch(module):
+        return "cli/jobs"
+    if parts[:2] == ["ratchet_ray", "loop"]:
+        return "loop"
+    if parts[:2] == ["ratchet_ray", "sweep"]:
+        return "sweep"
+    return "plain library"
 
 
 def _module_name(root: Path, path: Path) -> str:
