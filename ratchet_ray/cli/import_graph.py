@@ -111,7 +111,8 @@ def import_graph(root: Path) -> dict[str, set[str]]:
 
 
 def imported_roots(root: Path) -> dict[str, set[str]]:
-    """Module -> the top-level names of everything it imports (``ray``, ``numpy``, ``ratchet_ray``)."""
+    """Module -> the top-level names of everything it imports (``ray``, ``numpy``,
+    ``ratchet_ray``)."""
     roots: dict[str, set[str]] = {}
     for module, path in project_modules(root).items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))

@@ -115,7 +115,8 @@ def test_the_architecture_map_boxes_layers_and_arrows(tmp_path):
 
     files = {"ratchet_ray/__init__.py": "", "ratchet_ray/types.py": "X = 1\n",
              "ratchet_ray/plot.py": "from ratchet_ray.report import data\n",
-             "ratchet_ray/report/__init__.py": "", "ratchet_ray/report/data.py": "import ratchet_ray.types\n",
+             "ratchet_ray/report/__init__.py": "",
+             "ratchet_ray/report/data.py": "import ratchet_ray.types\n",
              "ratchet_ray/suites/__init__.py": "", "ratchet_ray/suites/toy/__init__.py": "",
              "ratchet_ray/suites/toy/cli.py": "from ratchet_ray.suites.toy import run\n",
              "ratchet_ray/suites/toy/run.py": "from ratchet_ray import types\n",
@@ -126,7 +127,8 @@ def test_the_architecture_map_boxes_layers_and_arrows(tmp_path):
         (tmp_path / name).write_text(text)
     lines, layers, edges = structure(tmp_path)
     assert layers["ratchet_ray/suites/toy/cli.py"] == "cli/jobs"
-    assert layers["ratchet_ray/suites/toy/"] == "plain library" and layers["ratchet_ray/loop/"] == "loop"
+    assert layers["ratchet_ray/suites/toy/"] == "plain library"
+    assert layers["ratchet_ray/loop/"] == "loop"
     assert lines["ratchet_ray/plot.py"] == 1  # imports a package of ratchet_ray: its own box
     assert edges["ratchet_ray/loop/"] == {"ratchet_ray/plot.py", "ratchet_ray/*.py"}
     drawn = reduced(edges)
