@@ -252,6 +252,9 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
     tracker = None
     finished = False
     try:
+        # The finished rounds' summaries are read (and a damaged one refused, naming the file
+        # and the fix) before any actor starts.
+        next_round, gate = resume_point(run, config)
         # Ray, the run's lease, the preflight and every actor of the run, released on the way
         # out however the run ends; a crashed local-model probe's log lands in the run dir.
         with RunRuntime(config, run.run_id, models, log_dir=run.path) as rt:
@@ -268,7 +271,6 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
                     raise PreflightFailed(problem)
                 ray.get(runtime.bank.ensure_default_metaskill.remote(config.suite, round_=0))
                 ray.get(runtime.bank.snapshot.remote(0))
-            next_round, gate = resume_point(run, config)
             store = EvidenceStore(run.path, cached=True)  # long-lived: loads only new parts
             budget = RunBudget.for_run(config.budget, store, str(run.path))
             tracker = start_tracking(config, run.path)  # off by default; never raises
