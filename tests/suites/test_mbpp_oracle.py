@@ -99,7 +99,7 @@ def test_the_oracle_answers_pass_and_fail_the_real_grader(tmp_path):
 
 @pytest.fixture(scope="module")
 def clear_run(tmp_path_factory, _ray_session):
-    """4 rounds of 22 tasks: 40-100 s on the shared 2 cores, so its tests are ``slow``."""
+    """4 rounds of 22 tasks: 30-100 s on the shared 2 cores (by load), so its tests are ``slow``."""
     import ray
 
     from ratchet_ray.loop.driver import run_loop
