@@ -98,7 +98,7 @@ class ProbeRun:
         self.sink, self.breaker = sink, breaker
         self.answers: dict[tuple[str, int], Any] = {}  # the Solver outcome each grade grades
         self.retries: dict[tuple[str, int], int] = {}  # infrastructure retries so far
-        self.held: list[dict] = []
+        self.held_infra_rows: list[dict] = []
         self.written = self.passed = 0
 
     def on_result(self, pool: Any, result: Any) -> None:
@@ -152,7 +152,7 @@ class ProbeRun:
 
     def write(self, row: dict, cause: str = "") -> None:
         if row["infra_failure"] and cause:
-            self.held.append(row)
+            self.held_infra_rows.append(row)
             self.breaker.observe_failure(row["task_id"], cause)  # raises once the job must trip
             return
         self.sink.write(json.dumps(row, sort_keys=True) + "\n")
@@ -162,7 +162,7 @@ class ProbeRun:
 
     def release_held(self) -> None:
         """The job ended below the breaker's threshold: write the held infra-failure rows."""
-        for row in self.held:
+        for row in self.held_infra_rows:
             self.write(row)
 
 

@@ -240,7 +240,7 @@ class SplitRound:
         self.awaiting_grade: dict[str, Any] = {}
         """Task id -> the Solver outcome its grade call is grading."""
         self.probes_awaiting_grade: dict[str, Any] = {}
-        self.held: list[Capsule] = []
+        self.held_infra_capsules: list[Capsule] = []
         """Infra-failure capsules, written once the split ends below the breaker's threshold."""
         self.cancelled: list[Task] = []
 
@@ -336,7 +336,7 @@ class SplitRound:
             # leaves no infra-failure capsule behind, so --resume retries those tasks. The
             # calls are spend already made: they are written either way.
             self.sink.add_calls(calls)
-            self.held.append(capsule)
+            self.held_infra_capsules.append(capsule)
             self.runner.on_capsule(capsule)
             self.breaker.observe(capsule)  # raises InfraFailureStop once the split must trip
             return
@@ -345,7 +345,7 @@ class SplitRound:
 
     def release_held(self) -> None:
         """The split ended below the breaker's threshold: write the held capsules."""
-        for capsule in self.held:
+        for capsule in self.held_infra_capsules:
             self.sink.add(capsule)
         self.sink.flush()
 
