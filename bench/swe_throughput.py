@@ -231,10 +231,12 @@ def main() -> None:
     results: dict = {"instances": len(instances), "timeout_s": args.timeout,
                      "image_prep_s": round(time.monotonic() - started, 1), "cpus": os.cpu_count(),
                      "load_avg": os.getloadavg()[0], "scales": [], "nodes": []}
-    # This machine as one node, with a docker unit for each Grader and, with --round, Solver.
+    # This machine as one node, with a docker unit for each Grader and, with --round, Solver,
+    # and logical CPUs enough for them all (the floor runs as many containers on these cores).
     units = max(int(w) for w in args.workers.split(",")) * (2 if args.round else 1)
     ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, configure_logging=False,
-             log_to_driver=False, resources={"docker": units})
+             log_to_driver=False, num_cpus=max(os.cpu_count() or 1, units),
+             resources={"docker": units})
     try:
         results["overhead"] = container_overhead(client, names[instances[0]["instance_id"]],
                                                  settings, args.repeat, tag)
