@@ -11,7 +11,8 @@ Contracts:
   - entering connects Ray (``ray_session``), takes the scope's lease (``actors.run_lease``: the
     scope's detached model servers and limiters leave by themselves if this process dies), runs
     the preflight (``loop.preflight``; ``PreflightFailed`` leaves nothing behind) and fills
-    ``models`` over the scope's shared services;
+    ``models`` over the scope's shared services; ``checks=False``, for a job that asks no LLM
+    (``ratchet swe validate``), does neither;
   - ``pool``, ``artifacts``, ``start_run_actors`` and ``own`` start actors that the runtime
     releases on exit; ``breaker`` is the run's infrastructure circuit breaker for one split
     (``infra.max_failure_rate``);
@@ -64,8 +65,8 @@ class RunRuntime:
     """The Ray resources of one run or job named ``scope`` (module contracts)."""
 
     def __init__(self, config: LoopConfig, scope: str, models: Models = Models(), *,
-                 log_dir: Path | None = None):
-        self.config, self.scope, self.log_dir = config, scope, log_dir
+                 log_dir: Path | None = None, checks: bool = True):
+        self.config, self.scope, self.log_dir, self.checks = config, scope, log_dir, checks
         self.models = models
         self._stack: ExitStack | None = None
 
@@ -76,9 +77,9 @@ class RunRuntime:
             lease = hold_run_lease(self.scope)
             stack.callback(ray.kill, lease)
             stack.callback(self._release_scope)
-            # A crashed local-model probe's log lands in log_dir (the run dir).
-            preflight(self.config, self.models, scope=self.scope, log_dir=self.log_dir)
-            self.models = self.models.filled(self.config, scope=self.scope)
+            if self.checks:  # a crashed local-model probe's log lands in log_dir (the run dir)
+                preflight(self.config, self.models, scope=self.scope, log_dir=self.log_dir)
+                self.models = self.models.filled(self.config, scope=self.scope)
         except BaseException:
             stack.close()
             raise

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -60,34 +61,24 @@ def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,
     """Join the cluster (``RAY_ADDRESS``) or start a local Ray, start ``workers`` graders
     (default ``config.workers.graders``) whose logs reach ``out_dir`` on this node, validate the
     instances ``ids`` (None: all), write ``swebench_validation.json`` there and stop them."""
-    import ray
-
-    from actors.artifacts import run_artifacts_access
     from ratchet_ray.loop.grade_pool import grade_all
-    from ratchet_ray.loop.runtime import connect_ray, make_grader_factory, make_pool
+    from ratchet_ray.loop.runtime import make_grader_factory
+    from ratchet_ray.loop.session import RunRuntime
     from ratchet_ray.suites.swebench.settings import settings_from_config
     from ratchet_ray.suites.swebench.validate import REPORT_FILE, gold_pairs, validate
 
     settings = settings_from_config(config)
     pairs = gold_pairs(settings, ids)
     out_dir.mkdir(parents=True, exist_ok=True)
-    started_ray = connect_ray()
-    pool = service = None
-    try:
-        artifacts, service = run_artifacts_access(out_dir)
+    # Grading asks no LLM: the runtime skips the model checks (the graders' Docker is theirs).
+    with RunRuntime(config, f"swe_validate_{uuid.uuid4().hex[:12]}", checks=False) as rt:
         size = max(1, min(workers or config.workers.graders, 2 * len(pairs)))
-        pool = make_pool("grader", config, make_grader_factory(config, out_dir, artifacts), size)
+        pool = rt.pool("grader", make_grader_factory(config, out_dir, rt.artifacts(out_dir)),
+                       size)
         result = validate(lambda items: grade_all(pool, items), pairs)
         result.nodes = image_reports(settings)
         (out_dir / REPORT_FILE).write_text(json.dumps(result.to_json(), indent=1) + "\n")
         return result
-    finally:
-        if pool is not None:
-            pool.shutdown()
-        if service is not None:
-            ray.kill(service)
-        if started_ray:
-            ray.shutdown()
 
 
 @click.group("swe")
