@@ -162,7 +162,8 @@ def bench_config(dataset: Path, out: Path, timeout_s: float) -> Any:
 def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--instances", type=int, default=6)
-    parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
+    parser.add_argument("--workers", default="1,2",
+                        help="comma-separated worker counts; empty: none")
     parser.add_argument("--nodes", default="",
                         help="comma-separated local Ray node counts (one Grader per node, and "
                              "one Solver with --round); empty: none")
@@ -184,7 +185,7 @@ def measure(args, client, config, names: dict, instances: list[dict], out: Path,
 
     settings = settings_from_config(config)
     n = len(instances)
-    for workers in [int(w) for w in args.workers.split(",")]:
+    for workers in _counts(args.workers):
         floor = run_floor(client, names, instances, workers, args.timeout, settings, tag)
         ours = run_ours(config, instances, workers, out / f"ours_w{workers}")
         row = {"workers": workers, "floor": floor, "ours": ours,
@@ -195,7 +196,7 @@ def measure(args, client, config, names: dict, instances: list[dict], out: Path,
             print(_round_line(n, f"W={workers}", row["round"]), flush=True)
         results["scales"].append(row)
     dataset = out / "instances.jsonl"
-    for nodes in [int(k) for k in args.nodes.split(",") if k]:
+    for nodes in _counts(args.nodes):
         floor = run_floor(client, names, instances, nodes, args.timeout, settings, tag)
         ours = run_on_nodes(dataset, out, nodes, False, args.timeout)
         row = {"nodes": nodes, "floor": floor, "ours": ours,
@@ -233,7 +234,7 @@ def main() -> None:
                      "load_avg": os.getloadavg()[0], "scales": [], "nodes": []}
     # This machine as one node, with a docker unit for each Grader and, with --round, Solver,
     # and logical CPUs enough for them all (the floor runs as many containers on these cores).
-    units = max(int(w) for w in args.workers.split(",")) * (2 if args.round else 1)
+    units = max(_counts(args.workers), default=1) * (2 if args.round else 1)
     ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, configure_logging=False,
              log_to_driver=False, num_cpus=max(os.cpu_count() or 1, units),
              resources={"docker": units})
@@ -250,6 +251,11 @@ def main() -> None:
           f"images prepared in {results['image_prep_s']:.0f}s (untimed)")
     (out / "swe_throughput.json").write_text(json.dumps(results, indent=1) + "\n")
     print(f"results: {out / 'swe_throughput.json'}")
+
+
+def _counts(text: str) -> list[int]:
+    """``"1,2,4"`` -> [1, 2, 4]; ``""`` -> [] (that measurement is skipped)."""
+    return [int(k) for k in text.split(",") if k.strip()]
 
 
 def _clean(client, tag: str, images: set[str], keep_images: bool) -> None:
