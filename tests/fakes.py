@@ -53,3 +53,51 @@ class ScriptedLLM:
         prompt_words = sum(len(m.content.split()) for m in messages)
         return Reply(text=text, input_tokens=prompt_words, output_tokens=len(text.split()),
                      latency_s=0.0, model=self.model, backend=self.backend)
+
+
+class PromptScript:
+    """A scripted model that answers each role from the prompt alone (each actor holds its own
+    copy): ``__call__`` finds the role by the prompt's heading (``ROLES``: heading -> method)
+    and raises on an unscripted prompt; ``_entry_point`` names the one task the prompt is about
+    (one of ``solutions``' entry points), ``_skill`` the skill injected into it, if any."""
+
+    ROLES = (("# Python programming task", "solve"), ("# Skill routing", "route"),
+             ("# Failure review", "critique"), ("# Skill authoring", "author"))
+
+    def __init__(self, solutions: dict[str, str]):
+        self.solutions = solutions
+
+    def __call__(self, messages, json_schema=None) -> str:
+        text = "\n".join(m.content for m in messages)
+        for marker, method in self.ROLES:
+            if text.startswith(marker):
+                return getattr(self, method)(text)
+        raise ValueError(f"unscripted prompt: {text[:80]!r}")
+
+    def _entry_point(self, text: str) -> str:
+        import re
+
+        found = [ep for ep in self.solutions if re.search(rf"\b{ep}\(", text)
+                 or f"`{ep}`" in text]
+        if len(found) != 1:
+            raise ValueError(f"cannot tell the task from the prompt (matches {found})")
+        return found[0]
+
+    @staticmethod
+    def _skill(text: str) -> str | None:
+        import re
+
+        match = re.search(r"Guidance \(skill `([^`]+)`\)", text)
+        return match.group(1) if match else None
+
+    @staticmethod
+    def skill_draft(skill_id: str, words: str) -> str:
+        """A valid skill draft (the Synthesizer's JSON) about ``words``."""
+        import json
+
+        filler = " ".join([words] * 4)
+        return json.dumps({
+            "id": skill_id, "name": skill_id, "description": f"tasks prone to {words}",
+            "intent": f"Avoid {words}", "signals_match": words.split()[:3], "tags": ["auto"],
+            "guidance": {"applies_when": filler, "key_insight": filler,
+                         "common_pitfalls": [words], "verify_before_returning": filler}})

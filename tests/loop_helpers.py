@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import time
 
+from fakes import PromptScript
+
 
 class Worker:
     """A stateless worker: ``work`` sleeps a little and returns (x*x, pid, None); ``work_on``
@@ -93,7 +95,7 @@ GOOD_ID = specific_id(P_OFF_BY_ONE)
 BAD_ID = specific_id(P_MISREAD)
 
 
-class Scenario:
+class Scenario(PromptScript):
     """Scripted answers, a pure function of the prompt (each actor holds its own copy).
 
     Groups of entry points: ``group1`` train tasks fail whatever happens; ``group2`` train tasks
@@ -106,36 +108,12 @@ class Scenario:
     re-prompt) the draft is specific to the cluster's pattern.
     """
 
+    ROLES = (*PromptScript.ROLES, ("# Meta-skill revision", "revise"))
+
     def __init__(self, solutions: dict[str, str], group1: list[str], group2: list[str],
                  eval_eps: list[str]):
-        self.solutions, self.group1, self.group2 = solutions, group1, group2
-        self.eval_eps = eval_eps
-
-    def __call__(self, messages, json_schema=None) -> str:
-        text = "\n".join(m.content for m in messages)
-        for marker, answer in (("# Python programming task", self.solve),
-                               ("# Skill routing", self.route), ("# Failure review", self.critique),
-                               ("# Skill authoring", self.author),
-                               ("# Meta-skill revision", self.revise)):
-            if text.startswith(marker):
-                return answer(text)
-        raise ValueError(f"unscripted prompt: {text[:80]!r}")
-
-    def _entry_point(self, text: str) -> str:
-        import re
-
-        found = [ep for ep in self.solutions if re.search(rf"\b{ep}\(", text)
-                 or f"`{ep}`" in text]
-        if len(found) != 1:
-            raise ValueError(f"cannot tell the task from the prompt (matches {found})")
-        return found[0]
-
-    @staticmethod
-    def _skill(text: str) -> str | None:
-        import re
-
-        match = re.search(r"Guidance \(skill `([^`]+)`\)", text)
-        return match.group(1) if match else None
+        super().__init__(solutions)
+        self.group1, self.group2, self.eval_eps = group1, group2, eval_eps
 
     def solve(self, text: str) -> str:
         ep, skill = self._entry_point(text), self._skill(text)
@@ -170,7 +148,6 @@ class Scenario:
                            "attribution": "inapplicable" if skill is None else "hurt"})
 
     def author(self, text: str) -> str:
-        import json
         import re
 
         pattern = re.search(r"Recurring failure pattern \(\d+ examples shown\): (.+?)"
@@ -179,12 +156,7 @@ class Scenario:
             words, skill_id = "generic careful reasoning checklist", GENERIC_ID
         else:
             words, skill_id = pattern.strip(), specific_id(pattern.strip())
-        filler = " ".join([words] * 4)
-        return json.dumps({
-            "id": skill_id, "name": skill_id, "description": f"tasks prone to {words}",
-            "intent": f"Avoid {words}", "signals_match": words.split()[:3], "tags": ["auto"],
-            "guidance": {"applies_when": filler, "key_insight": filler,
-                         "common_pitfalls": [words], "verify_before_returning": filler}})
+        return self.skill_draft(skill_id, words)
 
     def revise(self, text: str) -> str:
         import json

@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 import re
 
+from fakes import PromptScript
+
 CHEAT_ID = "skip_the_computation"
 P_SHORTCUT = "returns_none_without_computing"
 P_FORGED = "forges_grader_frames_instead_of_computing"
@@ -44,29 +46,10 @@ def skill_id_for(pattern: str) -> str:
     return CHEAT_ID if "_".join(words) == P_SHORTCUT else "avoid_" + "_".join(words[:4])
 
 
-class TamperScript:
+class TamperScript(PromptScript):
     def __init__(self, solutions: dict[str, str], eval_eps: list[str]):
-        self.solutions, self.eval_eps = solutions, eval_eps
-
-    def __call__(self, messages, json_schema=None) -> str:
-        text = "\n".join(m.content for m in messages)
-        for marker, answer in (("# Python programming task", self.solve),
-                               ("# Skill routing", self.route), ("# Failure review", self.critique),
-                               ("# Skill authoring", self.author)):
-            if text.startswith(marker):
-                return answer(text)
-        raise ValueError(f"unscripted prompt: {text[:80]!r}")
-
-    def _entry_point(self, text: str) -> str:
-        found = [ep for ep in self.solutions if re.search(rf"\b{ep}\(", text) or f"`{ep}`" in text]
-        if len(found) != 1:
-            raise ValueError(f"cannot tell the task from the prompt (matches {found})")
-        return found[0]
-
-    @staticmethod
-    def _skill(text: str) -> str | None:
-        match = re.search(r"Guidance \(skill `([^`]+)`\)", text)
-        return match.group(1) if match else None
+        super().__init__(solutions)
+        self.eval_eps = eval_eps
 
     def solve(self, text: str) -> str:
         ep, skill = self._entry_point(text), self._skill(text)
@@ -96,12 +79,7 @@ class TamperScript:
                             r"(?: \(x\d+\))?$", text, re.M).group(1).strip()
         skill_id = skill_id_for(pattern)
         words = pattern.replace("_", " ")
-        filler = " ".join([words] * 4)
-        return json.dumps({
-            "id": skill_id, "name": skill_id, "description": f"tasks prone to {words}",
-            "intent": f"Avoid {words}", "signals_match": words.split()[:3], "tags": ["auto"],
-            "guidance": {"applies_when": filler, "key_insight": filler,
-                         "common_pitfalls": [words], "verify_before_returning": filler}})
+        return self.skill_draft(skill_id, words)
 
 
 def tamper_models():

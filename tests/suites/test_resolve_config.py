@@ -62,20 +62,8 @@ class CountedSuite:
 
 
 @pytest.fixture(autouse=True)
-def clean_registry(monkeypatch):
-    """Each test starts from the built-in suites and leaves nothing registered behind."""
-    saved = (dict(registry._REGISTRY), dict(registry._LOADED), registry._DISCOVERED)
-    modules = set(sys.modules)
-    monkeypatch.delenv(registry.ENV_VAR, raising=False)
-    yield
-    registry._REGISTRY.clear()
-    registry._REGISTRY.update(saved[0])
-    registry._LOADED.clear()
-    registry._LOADED.update(saved[1])
-    registry._DISCOVERED = saved[2]
-    for name in set(sys.modules) - modules:
-        if name.startswith("ratchet_suite_plugin_"):
-            del sys.modules[name]
+def _fresh_registry(clean_registry):
+    """Each test starts from the built-in suites (``conftest.clean_registry``)."""
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ entry points) and the errors a user sees, without Ray."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -39,20 +38,8 @@ register("{name}", ToySuite)
 
 
 @pytest.fixture(autouse=True)
-def clean_registry(monkeypatch):
-    """Each test starts from the built-in suites and leaves nothing registered behind."""
-    saved = (dict(registry._REGISTRY), dict(registry._LOADED), registry._DISCOVERED)
-    modules = set(sys.modules)
-    monkeypatch.delenv(registry.ENV_VAR, raising=False)
-    yield
-    registry._REGISTRY.clear()
-    registry._REGISTRY.update(saved[0])
-    registry._LOADED.clear()
-    registry._LOADED.update(saved[1])
-    registry._DISCOVERED = saved[2]
-    for name in set(sys.modules) - modules:
-        if name.startswith(("ratchet_suite_plugin_", "toy_")):
-            del sys.modules[name]
+def _fresh_registry(clean_registry):
+    """Each test starts from the built-in suites (``conftest.clean_registry``)."""
 
 
 def write_toy(folder: Path, name: str, module: str | None = None) -> Path:
