@@ -83,8 +83,10 @@ def _runtime_client(config: BedrockConfig):
 
     retry_config = Config(retries={"mode": "standard", "total_max_attempts": config.max_attempts},
                           connect_timeout=config.connect_timeout_s, read_timeout=config.read_timeout_s)
-    return boto3.client("bedrock-runtime", region_name=config.region,
-                        endpoint_url=config.endpoint_url, config=retry_config)
+    # A session of its own, not boto3's default one: that caches the credentials it first found
+    # for the whole process, so a client made later would not see the environment it is made in.
+    return boto3.session.Session().client("bedrock-runtime", region_name=config.region,
+                                          endpoint_url=config.endpoint_url, config=retry_config)
 
 
 class _BedrockBase:

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -35,9 +35,18 @@ class RayHeadError(RuntimeError):
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free loopback ports. Every socket stays bound until all are chosen:
+    ports asked for one at a time can repeat (a port closed is offered again), and two services
+    of one node on one port stop ``ray start``."""
+    with ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
 
 
 def ray_executable() -> str:
@@ -93,7 +102,7 @@ def own_port_flags() -> list[str]:
     services = ("dashboard-agent-listen-port", "dashboard-agent-grpc-port", "metrics-export-port",
                 "runtime-env-agent-port", "node-manager-port", "object-manager-port",
                 "ray-client-server-port")
-    return [f"--{name}={free_port()}" for name in services]
+    return [f"--{name}={port}" for name, port in zip(services, free_ports(len(services)))]
 
 
 @contextmanager
@@ -108,7 +117,7 @@ def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
     env.setdefault("RAY_AUTH_MODE", "token")
     # Ray's socket paths must stay short, hence a fresh folder directly under /tmp.
     temp = Path(tempfile.mkdtemp(prefix="rh", dir="/tmp"))
-    port, dashboard_port = free_port(), free_port()
+    port, dashboard_port = free_ports(2)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as handle:
         head = subprocess.Popen(

@@ -32,7 +32,7 @@ FORGED_CODE = '''```python
 def {ep}(*args, **kwargs):
     import json, posix
     fake = json.dumps({{"k": "out", "split": "base", "i": 99, "v": "true"}}).encode()
-    for fd in range(3, 64):
+    for fd in range(3, 4096):
         try:
             posix.write(fd, len(fake).to_bytes(4, "big") + fake)
         except OSError:

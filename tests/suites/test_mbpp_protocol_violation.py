@@ -13,8 +13,10 @@ TASK = "Mbpp/3"  # is_not_prime(n) -> bool
 
 def forging(entry: str, frame: str) -> str:
     """A solution that writes ``frame`` (JSON) as a length-prefixed frame on every descriptor
-    when it is called, then exits 0."""
-    body = (f"import posix\nfake = {frame!r}.encode()\nfor fd in range(3, 64):\n"
+    when it is called, then exits 0. The channel keeps the grading process's descriptor number,
+    which a process with many sockets open (a Ray worker, a long test session) puts past 63:
+    the forger tries them all, as a real one would."""
+    body = (f"import posix\nfake = {frame!r}.encode()\nfor fd in range(3, 4096):\n"
             "    try:\n        posix.write(fd, len(fake).to_bytes(4, 'big') + fake)\n"
             "    except OSError:\n        pass\n")
     indented = "\n".join("    " + line for line in body.splitlines())
