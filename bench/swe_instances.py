@@ -1,6 +1,6 @@
 """N SWE-bench-format instances on local repositories, for ``bench/swe_throughput.py``.
 
-The test fixture's approach (``tests/swebench/swebench_instances.py``) at a larger scale: each
+The test fixture's approach (``tests/suites/swebench/swebench_instances.py``) at a larger scale: each
 repository is committed with fixed dates (``base_commit`` is the real hash inside its image), its
 image builds locally from ``ratchet-swe-base`` through the instance's ``dockerfile``, and every
 instance has a real gold ``patch`` and ``test_patch`` made with ``git diff``.
@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "swebench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "suites" / "swebench"))
 from swebench_instances import _GIT_ENV, dockerfile  # noqa: E402  (the fixture's identity)
 
 REPOS = ("fast", "medium", "slow")

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE.parent / "swebench")]
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE.parent / "suites" / "swebench")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import ray  # noqa: E402

@@ -1,5 +1,5 @@
 """One scripted SWE-bench round as a driver process of its own, joined to the cluster at
-RAY_ADDRESS (the scenario of ``tests/swebench/test_swebench_loop.py``, without its unbuildable
+RAY_ADDRESS (the scenario of ``tests/suites/swebench/test_swebench_loop.py``, without its unbuildable
 instance): the real patch agent and the real Docker grader, on whichever node offers ``docker``.
 
     python tests/cluster/swebench_driver.py INPUTS_DIR RESULTS_DIR
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE.parent / "swebench")]
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE.parent / "suites" / "swebench")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import ray.cloudpickle  # noqa: E402

@@ -27,7 +27,7 @@ from ratchet_ray.suites.swebench.settings import LOCK_DIR_ENV, SwebenchSettings
 pytestmark = [pytest.mark.cluster, pytest.mark.docker]
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE.parent / "swebench"))
+sys.path.insert(0, str(HERE.parent / "suites" / "swebench"))
 import swebench_instances  # noqa: E402
 
 ORDER = ["ratchet__calc-3", "ratchet__calc-2", "ratchet__calc-1"]

@@ -13,7 +13,7 @@ from ratchet_ray.ablations import ARM_LABELS
 from ratchet_ray.report.html import build_report
 from report_parse import chart, page
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sim"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "suites" / "sim"))
 from sim_helpers import run_sim, sim_config  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -22,7 +22,7 @@ from ratchet_ray.suites.swebench.images import InstanceImages, image_name
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 pytestmark = pytest.mark.docker
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -140,7 +140,7 @@ with InstanceImages(client, settings).use(instance, print) as image:
 
 
 def _holder(body: str) -> subprocess.Popen:
-    paths = [str(ROOT), str(ROOT / "tests" / "swebench")]
+    paths = [str(ROOT), str(ROOT / "tests" / "suites" / "swebench")]
     proc = subprocess.Popen([sys.executable, "-c", HOLDER.format(paths=paths, body=body)],
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "ready"

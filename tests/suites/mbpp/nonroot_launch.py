@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 _spec = importlib.util.spec_from_file_location(
-    "confine", Path(__file__).resolve().parents[2] / "ratchet_ray/suites/mbpp/confine.py")
+    "confine", Path(__file__).resolve().parents[3] / "ratchet_ray/suites/mbpp/confine.py")
 confine = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(confine)
 

@@ -2,7 +2,7 @@
 graded by the real grader with every layer on, then with one layer at a time (the screen off;
 the screen and the sentinel off; the screen and the canaries off). Prints a Markdown table.
 
-Run: ``.venv/bin/python tests/swebench/measure_forgeries.py`` (Docker and the base image of
+Run: ``.venv/bin/python tests/suites/swebench/measure_forgeries.py`` (Docker and the base image of
 ``.ci/docker_setup.sh``; about 10 s per grade).
 """
 

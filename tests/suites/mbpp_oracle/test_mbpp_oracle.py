@@ -16,7 +16,7 @@ import pytest
 
 from ratchet_ray.config_files import layered_files, load_config
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # Two failure types, so each skill is routed to about half the train tasks; p0 ~ Beta(2, 2)
 # (mean 0.5): a harmful skill (p0 - 0.5 x U(0.6, 1.4)) scores c-hat near -1, a helpful one
 # (p0 + 0.35 x ...) well above 0, and retirement needs 4 trials, so within 4 rounds the Curator

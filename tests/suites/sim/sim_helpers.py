@@ -7,7 +7,7 @@ from pathlib import Path
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import layered_files, load_config
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def sim_config(results_dir: Path, *sets: str, arm: str | None = None) -> LoopConfig:

@@ -31,7 +31,7 @@ from ratchet_ray.suites.swebench.container import leftover_containers
 from ratchet_ray.suites.swebench.image_cache import COUNTERS
 from ratchet_ray.suites import settings_for
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
 BROKEN = "ratchet__calc-9"  # a copy of calc-1 whose image build fails
 # Train: fixed, botched, unbuildable; eval: fixed (its F2P test hangs until fixed).

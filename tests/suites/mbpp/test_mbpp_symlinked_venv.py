@@ -16,7 +16,7 @@ import sysconfig
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
+REPO = HERE.parents[2]
 TASK = "Mbpp/17"
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
+REPO = HERE.parents[2]
 TASK = "Mbpp/17"
 LIMITS = {"budget_s": 5.0, "memory_mb": 160, "nproc": 4, "grace_s": 10.0}
 MIB = 1024 * 1024
