@@ -36,7 +36,7 @@ from typing import Any, Iterable, Sequence
 import ray
 
 from actors.batching import BatchCalls
-from actors.pools import call_one
+from actors.draining import call_one
 from ratchet_ray.artifacts import Artifacts
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.suites import suite_for

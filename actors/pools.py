@@ -19,14 +19,11 @@ Contracts:
   started within ``start_timeout_s`` (e.g. it asks for a resource no node has) raises
   ``ActorStartTimeout`` naming the resources it asks for and what the cluster has.
 - Every wait is bounded: ``heal`` by the start bound plus ``setup_timeout_s``,
-  ``drain`` by the start bound of the actors its jobs wait on (a running job itself may take as
-  long as it takes: its own deadline belongs to the suite).
-- ``drain(pools, handle)`` is the one ``ray.wait`` loop: it hands every finished result to
-  ``handle(pool, result)``, which may submit more work (e.g. solver result -> grader job), until
-  all pools are idle. Every submitted job yields exactly one result, unless ``cancel_queued``
-  dropped it before it started.
-- ``call_one(pool, method, *args)``: one call on a (typically one-actor) pool, healed first; how
-  the loop drives its stateful helpers (the Synthesizer) so a dead one is replaced, not fatal.
+  ``actors.draining.drain`` by the start bound of the actors its jobs wait on (``check_started``;
+  a running job itself may take as long as it takes: its own deadline belongs to the suite).
+- Waiting on results is ``actors.draining`` (``drain``, ``map_unordered``, ``call_one``), built
+  on this class's public API (``refs``/``owns``/``complete``, ``held``, ``check_started``). Every
+  submitted job yields exactly one result, unless ``cancel_queued`` dropped it before it started.
 - Batching (``batch`` other than 1; the actors must offer ``actors.batching.BatchCalls``):
   queued jobs of one method with equal keyword arguments travel together, in queue order, as
   one ``call_batch`` (``actors.batching.BatchSizer`` decides how many: ``batch`` N at most N,
@@ -46,7 +43,7 @@ Contracts:
   unchanged: a job lost with its actor goes back to the front of the queue and is placed
   again. ``PoolResult.node`` is then the node that ran the job.
 
-Example::
+Example (``drain`` from ``actors.draining``)::
 
     pool = ResilientPool(lambda: Echo.remote(), size=4, name="echo")
     for x in range(10):
@@ -60,9 +57,9 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable
 
 import ray
 from ray.exceptions import RayActorError, RayTaskError
@@ -74,8 +71,7 @@ from actors.pool_errors import (ActorStartError, ActorStartTimeout, LostAttempt,
 
 log = logging.getLogger(__name__)
 __all__ = ["ActorStartError", "ActorStartTimeout", "LostAttempt", "PoolError", "PoolResult",
-           "ResilientPool", "call_one", "drain", "init_failure", "init_failure_text",
-           "map_unordered"]
+           "ResilientPool", "init_failure", "init_failure_text"]
 START_TIMEOUT_S = 300.0
 SETUP_TIMEOUT_S = 600.0
 
@@ -187,7 +183,13 @@ class ResilientPool:
         """Actors with a job in flight right now."""
         return [slot.actor for slot in self._slots if slot.jobs]
 
+    @property
+    def queued(self) -> int:
+        """Jobs waiting for an actor (not started yet)."""
+        return len(self._queue)
+
     def refs(self) -> list[Any]:
+        """The refs of the calls in flight (what a wait loop waits on)."""
         return list(self._inflight)
 
     def owns(self, ref: Any) -> bool:
@@ -462,56 +464,3 @@ class ResilientPool:
         self._queue = kept
         return taken
 
-
-def drain(pools: Sequence[ResilientPool], handle: Callable[[ResilientPool, PoolResult], None],
-          *, tick: Callable[[], None] | None = None, tick_s: float = 5.0) -> None:
-    """Wait on every pool's in-flight refs until all are idle, passing each result to ``handle``.
-
-    ``tick`` (if given) runs at least every ``tick_s`` seconds while waiting, e.g. to flush buffers.
-    """
-    while any(pool.busy for pool in pools):
-        refs = [ref for pool in pools for ref in pool.refs()]
-        if not refs:
-            raise PoolError("drain: pools report queued work but nothing in flight: "
-                            + "; ".join(f"{p.name}: {len(p._queue)} queued, {p.size} actors"
-                                        for p in pools))
-        for pool in pools:
-            pool.check_started()
-        ready, _ = ray.wait(refs, num_returns=1, timeout=tick_s)
-        if ready:
-            # Take every other ref that is also done, so a burst is handled in one pass.
-            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
-        with ExitStack() as hold:  # the work these results submit leaves in full calls
-            for pool in pools:
-                hold.enter_context(pool.held())
-            for ref in ready:
-                pool = next(p for p in pools if p.owns(ref))
-                for result in pool.complete(ref):
-                    handle(pool, result)
-        if tick is not None:
-            tick()
-
-
-def map_unordered(pool: ResilientPool, method: str, items: Iterable[Any],
-                  *args: Any) -> list[PoolResult]:
-    """Run ``method(item, *args)`` for every item; one result per item, in completion order."""
-    results: list[PoolResult] = []
-    for item in items:
-        pool.submit(method, item, *args)
-    drain([pool], lambda _pool, result: results.append(result))
-    return results
-
-
-def call_one(pool: ResilientPool, method: str, *args: Any, **kwargs: Any) -> Any:
-    """Run one call ``method(*args, **kwargs)`` on ``pool`` and return its value, or raise the
-    error that ended it. Actors that died idle are replaced first (``heal``), so a stateful
-    helper held as a pool of one (the Synthesizer) survives a crash between calls."""
-    if not args:
-        raise ValueError(f"call_one({pool.name!r}, {method!r}): give the call's arguments")
-    pool.heal()
-    pool.submit(method, *args, **kwargs)
-    results: list[PoolResult] = []
-    drain([pool], lambda _pool, result: results.append(result))
-    if not results[0].ok:
-        raise results[0].error
-    return results[0].value

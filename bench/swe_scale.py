@@ -77,7 +77,7 @@ def run_round(config: Any, instances: list[dict], workers: int, out: Path) -> di
     import ray
 
     from actors.artifacts import run_artifacts_access
-    from actors.pools import drain
+    from actors.draining import drain
     from ratchet_ray.loop.runtime import (Models, make_grader_factory, make_pool,
                                           make_solver_factory)
     from ratchet_ray.suites.swebench.dataset import normalize_all, to_task

@@ -97,7 +97,7 @@ def run_ours(config, instances: list[dict], workers: int, out: Path) -> dict:
     import ray
 
     from actors.artifacts import run_artifacts_access
-    from actors.pools import drain
+    from actors.draining import drain
     from ratchet_ray.loop.runtime import make_grader_factory, make_pool
     from ratchet_ray.suites.swebench.dataset import normalize_all, to_task
 

@@ -173,7 +173,7 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     ``models`` (a ``loop.runtime.Models``) replaces the LLM, as in ``run_loop``.
     """
     from actors.grader import share_precomputed
-    from actors.pools import drain
+    from actors.draining import drain
     from ratchet_ray.loop.runtime import Models, make_grader_factory, make_solver_factory
     from ratchet_ray.loop.session import RunRuntime
     from ratchet_ray.suites import suite_for

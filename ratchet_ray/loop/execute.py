@@ -41,8 +41,9 @@ import logging
 import time
 from typing import Any, Callable, Mapping, Sequence
 
+from actors.draining import drain
 from actors.pool_errors import failure_text
-from actors.pools import PoolResult, ResilientPool, drain
+from actors.pools import PoolResult, ResilientPool
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance.counterfactual import PROBE_ATTEMPT, probe_selected

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from actors.pools import drain
+from actors.draining import drain
 from ratchet_ray.types import GradeResult, Task
 
 

@@ -30,7 +30,8 @@ from typing import Any, Sequence
 
 import ray
 
-from actors.pools import PoolResult, ResilientPool, call_one, drain
+from actors.draining import call_one, drain
+from actors.pools import PoolResult, ResilientPool
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import recent_verdicts

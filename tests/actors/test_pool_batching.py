@@ -9,7 +9,8 @@ import pytest
 import ray
 
 from actors.batching import CALL_TARGET_S, BatchSizer
-from actors.pools import ResilientPool, drain, map_unordered
+from actors.draining import drain, map_unordered
+from actors.pools import ResilientPool
 from loop_helpers import BatchWorker
 
 RemoteBatchWorker = ray.remote(num_cpus=0)(BatchWorker)

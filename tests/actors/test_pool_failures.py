@@ -11,8 +11,8 @@ import pytest
 import ray
 from ray.exceptions import RayActorError
 
-from actors.pools import (ActorStartError, ActorStartTimeout, ResilientPool, call_one,
-                          map_unordered)
+from actors.draining import call_one, map_unordered
+from actors.pools import ActorStartError, ActorStartTimeout, ResilientPool
 from actors.solver import SolverActor
 from fakes import HashEmbedder, ScriptedLLM
 from loop_helpers import BadBaseUrl, SlowCanonical, Worker

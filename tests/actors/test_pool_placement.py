@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import ray
 
 from actors.placement import Locality
-from actors.pools import ResilientPool, _Job, drain
+from actors.draining import drain
+from actors.pools import ResilientPool, _Job
 from loop_helpers import Worker
 
 

@@ -7,7 +7,8 @@ import time
 import pytest
 import ray
 
-from actors.pools import ResilientPool, drain, map_unordered
+from actors.draining import drain, map_unordered
+from actors.pools import ResilientPool
 from loop_helpers import Suicidal, Worker
 
 
