@@ -63,7 +63,13 @@ class SandboxLimits:
     fsize_mb: int = 16
     """Largest file the code may write; also the size of the private /tmp and /dev/shm."""
     grace_s: float = 10.0
-    """Extra wall-clock time for starting the sandbox and the interpreter."""
+    """Extra wall-clock time for the first split, on top of evalplus's cap: the runner's own
+    start-up after its start frame (loading the code's module, evalplus's guard)."""
+    startup_s: float = 60.0
+    """Wall-clock time the sandbox may take to send its start frame (bubblewrap, the interpreter,
+    the runner's trusted imports): none of the code exists yet, so this wait is not the code's
+    budget. Generous because a loaded machine starts interpreters slowly; a start-up past it is
+    an infrastructure failure (``sandbox_setup_timeout``)."""
     io_slack_s: float = 1.0
     """Per test, on top of evalplus's limit: encoding and sending the output (the runner itself
     enforces evalplus's limit on the call)."""

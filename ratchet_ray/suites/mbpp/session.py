@@ -7,9 +7,10 @@ equals the expected output's (computed by oracle.py; absent where a NaN makes eq
 unequal) is evalplus's exact match; otherwise it is decoded by ``wire.decode`` (plain values
 only) and judged by ``verdict.SplitChecker`` as evalplus would. Outputs over ``MAX_NODES``
 values travel as the digest alone, so they pass only when identical to the expected value.
-Deadlines are the grader's own clock: per test, evalplus's limit plus ``io_slack_s`` after the
-previous frame; per split, evalplus's cap (``verdict.split_timeout``); the first split also gets
-``grace_s`` for start-up. The first failing test ends the grade (evalplus's fast check), and the
+Deadlines are the grader's own clock: the start frame within ``startup_s`` of launching the
+sandbox (trusted start-up, no code yet); from the start frame on, per test, evalplus's limit plus
+``io_slack_s`` after the previous frame; per split, evalplus's cap (``verdict.split_timeout``);
+the first split also gets ``grace_s`` for loading the code; the whole grade its budget. The first failing test ends the grade (evalplus's fast check), and the
 sandbox is killed whatever happened. Nothing the sandbox sends can make a test pass unless the
 output it carries is the right one.
 
@@ -111,10 +112,13 @@ def grade_in_sandbox(sandbox: Sandbox, problem: dict, expected: dict, code: str,
     outcome = Outcome(passed=False, exit_status="failed_tests", reached_untrusted=False)
     returncode = None
     try:
-        reader = _Reader(process, started + budget, sandbox.limits.io_slack_s)
-        # the first split's deadline includes the start-up (grace_s), as does the start frame's
-        first_deadline = time.monotonic() + caps[SPLITS[0]] + sandbox.limits.grace_s
-        _await_start(reader, first_deadline, outcome)
+        reader = _Reader(process, started + sandbox.limits.startup_s, sandbox.limits.io_slack_s)
+        _await_start(reader, started + sandbox.limits.startup_s, outcome)
+        # The code's clock starts at the start frame: a slow start-up of the machine is not the
+        # code's time, and nothing of the code ran before the frame (runner.py writes it first).
+        code_started = time.monotonic()
+        reader.hard_deadline = code_started + budget
+        first_deadline = code_started + caps[SPLITS[0]] + sandbox.limits.grace_s
         for number, split in enumerate(SPLITS):
             deadline = first_deadline if number == 0 else time.monotonic() + caps[split]
             _run_split(reader, split, problem, expected, limits[split], deadline, outcome)

@@ -199,12 +199,29 @@ def test_a_missing_bwrap_binary_is_infrastructure(bwrap_grader, mbpp_tasks, monk
 def test_a_start_up_that_never_ends_is_infrastructure(mbpp_dataset, groundtruth_store, mbpp_tasks,
                                                       monkeypatch):
     grader = MbppGrader(mbpp_dataset, groundtruth=groundtruth_store,
-                        limits=SandboxLimits(budget_s=2.0, grace_s=1.0))
+                        limits=SandboxLimits(budget_s=2.0, grace_s=1.0, startup_s=3.0))
     if not grader.isolation.startswith("bwrap"):
         pytest.skip(f"needs the bubblewrap sandbox: {grader.isolation}")
     # inside the real sandbox, a shell that sleeps before it would exec the runner
     _extend_bwrap(monkeypatch, [], ["/bin/sh", "-c", 'sleep 3600; exec "$0" "$@"'])
     _assert_infra(grader, mbpp_tasks, "sandbox_setup_timeout", "starting the sandbox")
+
+
+def test_a_slow_start_up_is_waited_for_and_not_taken_from_the_codes_time(
+        mbpp_dataset, groundtruth_store, mbpp_tasks, monkeypatch):
+    """A loaded machine: the sandbox starts 8 s late, past the first split's cap, grace_s and
+    the budget (an infrastructure failure before the start-up had a deadline of its own). The
+    code's clock starts at the start frame, so the right answer passes and a hang is still the
+    code's timeout, not an infrastructure failure."""
+    grader = MbppGrader(mbpp_dataset, groundtruth=groundtruth_store,
+                        limits=SandboxLimits(budget_s=2.0, grace_s=1.0, startup_s=30.0))
+    if not grader.isolation.startswith("bwrap"):
+        pytest.skip(f"needs the bubblewrap sandbox: {grader.isolation}")
+    _extend_bwrap(monkeypatch, [], ["/bin/sh", "-c", 'sleep 8; exec "$0" "$@"'])
+    good = grader.grade(mbpp_tasks[TASK], mbpp_dataset.problem(TASK)["canonical_solution"])
+    assert (good.passed, good.infra_failure, good.exit_status) == (True, False, "ok"), good
+    hang = grader.grade(mbpp_tasks[TASK], module("while True: pass"))
+    assert (hang.passed, hang.infra_failure, hang.exit_status) == (False, False, "timeout"), hang
 
 
 def test_a_runner_fault_before_the_code_is_infrastructure(bwrap_grader, mbpp_tasks, monkeypatch):
