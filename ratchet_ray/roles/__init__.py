@@ -1,6 +1,7 @@
 """The LLM roles of the loop, each a small function or class over an injected LLM client.
 
-- ``prompts``: completion-style prompt builders and the structured-output models.
+- ``prompts``: each role's prompt builder and structured-output model, one module per role
+  (``prompts.solver``, ``prompts.critic``, ...; the package's docstring maps them).
 - ``retrieval.SkillIndex``: tf-idf top-K union embedding top-K (faiss) shortlist.
 - ``router.Router``: one ACTIVE skill or NONE per task (A1 no injection, A2 retrieval-only).
 - ``solver.solve``: one attempt (code for MBPP+, a patch via the SWE-bench agent).

@@ -7,7 +7,7 @@ API:
   replies, error)``; ``limits`` (``llm.roles.critic``) sets temperature and token cap, ``seed``
   the sampling seed on backends that take one, ``flavour`` the review prompt (default: the one
   the task's suite registered): code and its failing test, or a patch and its test log
-  (``critic_prompts``).
+  (``prompts.critic``).
   - ``skill`` is the skill the capsule was routed to (None for NONE).
   - A capsule that is not critiquable is refused WITHOUT an LLM call: ``verdict`` None,
     ``error`` ``"NotCritiquable: ..."`` naming why.
@@ -32,7 +32,7 @@ from typing import Callable, Mapping
 from ratchet_ray.config import RoleLimits, RoleSettings
 from ratchet_ray.llm.base import LLMClient, Reply
 from ratchet_ray.llm.structured import ask_structured
-from ratchet_ray.roles.prompts import CONFIDENCE, critic_messages, verdict_model
+from ratchet_ray.roles.prompts.critic import CONFIDENCE, critic_messages, verdict_model
 from ratchet_ray.types import NONE_SKILL, Capsule, Skill, Task, Verdict
 
 DEFAULT_LIMITS = RoleSettings().critic

@@ -9,7 +9,7 @@ Contracts:
   verdicts in the order given. A failure the Critic says the skill helped (it did its part)
   or did not apply to (a routing miss, not the skill's text) is no reason to rewrite it.
 - ``Reviser._revise(target, metaskill, refine_skill, taken, outcome, round_, capsules)`` (a mixin
-  of ``Synthesizer``): drafts the revision with ``refine_prompts.refine_messages`` (whole
+  of ``Synthesizer``): drafts the revision with ``prompts.refiner.refine_messages`` (whole
   structured draft, ``SkillDraft``), validates it like a new skill (``draft_to_skill``), names it
   ``<lineage>_v<n>`` (unique among ``taken``) and hands it to ``refine_skill(skill, parent_id) ->
   AddResult`` (``SkillBank.refine``). Re-prompts like a new skill: a copied template, a
@@ -28,9 +28,10 @@ from pydantic import ValidationError
 
 from ratchet_ray.config import SynthSettings
 from ratchet_ray.roles.drafts import DraftError, draft_to_skill, unique_id
-from ratchet_ray.roles.prompts import SkillDraft, copies_template
-from ratchet_ray.roles.refine_prompts import refine_messages
+from ratchet_ray.roles.prompts.refiner import refine_messages
+from ratchet_ray.roles.prompts.synthesizer import copies_template
 from ratchet_ray.seeding import derive_seed
+from ratchet_ray.skill_contract import SkillDraft
 from ratchet_ray.types import Capsule, MetaSkill, Skill, Verdict
 
 REFINE_ATTRIBUTIONS = frozenset({"hurt", "neutral"})

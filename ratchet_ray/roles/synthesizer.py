@@ -29,14 +29,14 @@ API:
   clusters >= ``min_cluster_size``, largest first) -> ``cover_guard`` (per
   ``synth_settings.cover_guard``) -> for the first ``max_new_per_round`` kept clusters: draft
   (``synth_settings.draft_mode``: one whole-skill call, or one call per field for base models;
-  see ``synth_prompts``), validate into ``types.Skill`` (id slugified and made unique, author "synthesized", status
+  see ``prompts.synthesizer``), validate into ``types.Skill`` (id slugified and made unique, author "synthesized", status
   active), ``add_skill``. A ``duplicate`` re-prompts with the duplicate's id as feedback, a
   ``too_long`` with a length note, a copy of the schema lock's placeholders
   (``prompts.copies_template``) with a note, up to
   ``max_reprompts`` times; a ``leakage`` refusal (the guard, ``synth.leakage_guard``) is
   re-prompted once with its reason, which names the quoted spans, and recorded in ``leaked``;
   anything else ends the cluster. A free-text field a base model writes
-  past its length bound is cut at its last clause boundary (``synth_prompts.fit_field``); a
+  past its length bound is cut at its last clause boundary (``prompts.synthesizer.fit_field``); a
   fieldwise id is the cluster's pattern (first 6 words, slugified) on a base-model backend
   and wherever the model cannot write one.
 - Never raises for LLM trouble (the cluster goes to ``failed`` as ``"<pattern>: <reason>"``);
@@ -55,14 +55,15 @@ from pydantic import ValidationError
 from ratchet_ray.config import RoleLimits, RoleSettings, SynthSettings
 from ratchet_ray.llm.base import Embedder, LLMClient, LLMError, Message, Reply
 from ratchet_ray.llm.structured import ask_structured
-from ratchet_ray.roles.prompts import (FIELD_ORDER, SkillDraft, assemble_draft, copies_template,
-                                      field_max_tokens, field_messages, field_model,
-                                      synth_messages)
 from ratchet_ray.roles.drafts import DraftError, draft_to_skill, slugify, unique_id
+from ratchet_ray.roles.prompts.synthesizer import (FIELD_ORDER, FIELD_STOPS, assemble_draft,
+                                                   copies_template, field_items,
+                                                   field_max_tokens, field_messages, field_model,
+                                                   field_opening, fit_field, pattern_core,
+                                                   synth_messages)
 from ratchet_ray.roles.refiner import Reviser, refine_targets
-from ratchet_ray.roles.synth_prompts import (FIELD_STOPS, field_items, field_opening, fit_field,
-                                             pattern_core)
 from ratchet_ray.seeding import derive_seed, sampling_kwargs, seeded_order
+from ratchet_ray.skill_contract import SkillDraft
 from ratchet_ray.synthesis.preprocess import cluster_verdicts, cover_guard
 from ratchet_ray.types import Capsule, MetaSkill, Skill, Task, Verdict
 

@@ -102,7 +102,7 @@ class Registration:
 
 
 CRITIC_FLAVOURS = ("code", "patch")
-"""The Critic's built-in review prompts (``roles.critic_prompts``): a failing function and its
+"""The Critic's built-in review prompts (``roles.prompts.critic``): a failing function and its
 test, or a repository patch and its test log."""
 HOOKS = ("subset_group", "sampling_overrides", "sweep_report", "round_report", "placement")
 

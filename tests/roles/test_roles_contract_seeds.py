@@ -14,9 +14,9 @@ from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.config import LoopConfig, RoleLimits, SynthSettings
 from ratchet_ray.llm.structured import complete_structured
 from ratchet_ray.roles.critic import critique
-from ratchet_ray.roles.prompts import FIELD_ORDER, critic_messages, synth_messages
+from ratchet_ray.roles.prompts.critic import critic_messages
+from ratchet_ray.roles.prompts.synthesizer import FIELD_ORDER, field_opening, synth_messages
 from ratchet_ray.roles.router import Router
-from ratchet_ray.roles.synth_prompts import field_opening
 from ratchet_ray.roles.synthesizer import Synthesizer
 from ratchet_ray.seeding import derive_seed, sampling_kwargs, seeded_order
 from ratchet_ray.skill_contract import (GuidanceDraft, SkillDraft, bare_schema, placeholder_texts,
@@ -189,7 +189,7 @@ def test_derived_seeds_are_stable_and_orders_ignore_storage_order():
 def test_structured_calls_pass_the_seed_and_a_derived_one_to_the_repair():
     replies = iter(["not json", json.dumps({"body": "x" * 50})])
     llm = Recorder(lambda m, s: next(replies))
-    from ratchet_ray.roles.prompts import MetaSkillDraft
+    from ratchet_ray.roles.prompts.metasynth import MetaSkillDraft
 
     complete_structured(llm, [], MetaSkillDraft, max_tokens=9, temperature=0.4, seed=11)
     assert [p["seed"] for p in llm.params] == [11, derive_seed(11, "repair")]

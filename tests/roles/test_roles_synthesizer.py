@@ -186,7 +186,7 @@ def test_ids_are_slugified_and_unique():
 
 
 def test_a_runaway_free_text_field_is_cut_at_a_clause_within_its_bound():
-    from ratchet_ray.roles.synth_prompts import fit_field
+    from ratchet_ray.roles.prompts.synthesizer import fit_field
     from ratchet_ray.skill_contract import DRAFT_LIMITS
 
     clause = "returns the length of the longest word in a given string"

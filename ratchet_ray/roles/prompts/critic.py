@@ -1,4 +1,4 @@
-"""Critic prompts and verdict model (see ``ratchet_ray.roles.prompts`` for the API).
+"""The Critic's prompts and verdict model (the API: ``ratchet_ray.roles.prompts``).
 
 ``critic_messages`` follows the review prompt the task's suite registered
 (``suites.hooks.critic_prompt``): ``"code"`` shows the function and its failing test;
@@ -21,9 +21,12 @@ from pydantic import (BaseModel, Field, create_model, field_validator)
 from ratchet_ray.evidence.tampering import grader_finding, is_tampering
 from ratchet_ray.llm.base import Message
 from ratchet_ray.prompt_templates import render, template
+from ratchet_ray.roles.prompts.base import (STRUCTURED_CONFIG, clip, clip_tail, guidance_block,
+                                            task_text)
 from ratchet_ray.types import Attribution, Capsule, Skill, Task
-from ratchet_ray.roles.prompt_base import (STRUCTURED_CONFIG, clip, clip_tail, guidance_block,
-                                           task_text)
+
+CONFIDENCE = {"low": 0.3, "medium": 0.6, "high": 0.9}
+"""The verdict's confidence level as the float a ``Verdict`` stores."""
 
 # ----------------------------------------------------------------------------- critic
 # A pattern is a snake_case label of 2-10 words. The grammar makes a base model write a compact

@@ -1,17 +1,12 @@
-"""Shared pieces of the role prompts: stop sequences and text clipping (temperatures and
-generation caps per role are config: ``LLMSettings.roles``)."""
+"""Shared pieces of the role prompts: the structured replies' model config, text clipping, the
+task's text and the injected skill's block (temperatures and generation caps per role are
+config: ``LLMSettings.roles``)."""
 
 from __future__ import annotations
-
 
 from pydantic import ConfigDict
 
 from ratchet_ray.types import Skill, Task
-
-# A base model keeps writing after the function; these end the completion at the usual places.
-CODE_STOP = ("\n```\n", "\nassert ", "\nprint(", "\nif __name__", "\n# Test", "\n# Example",
-             "\n    \n    \n")
-CONFIDENCE = {"low": 0.3, "medium": 0.6, "high": 0.9}
 
 
 def _drop_description(schema: dict) -> None:

@@ -1,4 +1,4 @@
-"""Skill-authoring prompts (see ``ratchet_ray.roles.prompts`` for the API).
+"""The Synthesizer's skill-authoring prompts (the API: ``ratchet_ray.roles.prompts``).
 
 Two ways to draft a skill, one contract (``ratchet_ray.skill_contract``):
 - whole: one structured call for the complete ``SkillDraft`` (chat and hosted models);
@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, StringConstraints, create_model
 
 from ratchet_ray.llm.base import Message
 from ratchet_ray.prompt_templates import render, template
-from ratchet_ray.roles.prompt_base import clip
+from ratchet_ray.roles.prompts.base import clip
 from ratchet_ray.skill_contract import (DRAFT_CONFIG, DRAFT_LIMITS, GuidanceDraft, SkillDraft,
                                         bare_schema, placeholder_texts, schema_lock)
 from ratchet_ray.types import MetaSkill, Skill

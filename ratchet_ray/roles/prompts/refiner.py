@@ -2,7 +2,7 @@
 
 Contract: ``refine_messages(suite, metaskill, skill, examples, feedback, *, failures)`` is ONE
 user message that starts with ``REFINE_HEADING``, carries the authoring guide as a new
-skill's prompt does (``synth_prompts.authoring_guide``: under A3 the bare schema), the current
+skill's prompt does (``synthesizer.authoring_guide``: under A3 the bare schema), the current
 skill's authored fields as YAML (never its status, lineage or other fields the loop sets), the
 routed failures' examples (task, failed output, grader, the Critic's verdict with its
 attribution) and any feedback on an earlier draft, and asks for the complete revised skill as
@@ -17,7 +17,7 @@ from typing import Sequence
 import yaml
 
 from ratchet_ray.llm.base import Message
-from ratchet_ray.roles.synth_prompts import authoring_guide
+from ratchet_ray.roles.prompts.synthesizer import authoring_guide
 from ratchet_ray.types import AUTHORED_FIELDS, MetaSkill, Skill
 
 REFINE_HEADING = "# Skill revision"

@@ -1,0 +1,55 @@
+"""The Solver's prompt for code tasks (a suite whose Solver turn is an agent, e.g. SWE-bench's
+patch agent, writes its own prompts in its folder).
+
+Contract: ``code_messages(task, skill, *, prefill="", templates=None)`` is ONE user message from
+``SOLVER_TEMPLATE`` (template ``solver``; ``templates``, the run's ``prompts.texts``, may replace
+it): the injected skill's guidance block (``base.guidance_block``; no paragraph without a skill),
+the task and the rule naming the entry point. A non-empty ``prefill`` (``code_prefill(task)``:
+the answer's opening fence + ``def <entry_point>(``) is a trailing assistant message, sent to
+backends that declare ``supports_prefill``. ``CODE_STOP`` ends a completion where a base model
+goes on after the function; it never matches an opening fence, only a closing one.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from ratchet_ray.llm.base import Message
+from ratchet_ray.prompt_templates import render, template
+from ratchet_ray.roles.prompts.base import guidance_block, task_text
+from ratchet_ray.types import Skill, Task
+
+# A base model keeps writing after the function; these end the completion at the usual places.
+CODE_STOP = ("\n```\n", "\nassert ", "\nprint(", "\nif __name__", "\n# Test", "\n# Example",
+             "\n    \n    \n")
+
+
+def code_prefill(task: Task) -> str:
+    """The start of the answer (fence + function header) for backends that continue a prefill."""
+    entry_point = str(task.payload.get("entry_point") or "").strip()
+    return f"```python\ndef {entry_point}(" if entry_point else "```python\n"
+
+
+# The Solver's template (``prompt_templates``; a run's ``prompts.dir`` may override it).
+SOLVER_TEMPLATE = (
+    "# Python programming task\n\n"
+    "Write one correct, self-contained Python function that solves the task. "
+    "Use only the standard library. Answer with only the code in one ```python block.\n\n"
+    "{guidance}\n\n"
+    "Task:\n{task}\n\n"
+    "{entry_point_rule}")
+
+
+def code_messages(task: Task, skill: Skill | None, *, prefill: str = "",
+                  templates: Mapping[str, str] | None = None) -> list[Message]:
+    """A Python-function prompt; the answer is expected in one ```python block. A non-empty
+    ``prefill`` becomes a trailing assistant message the model continues (base models write far
+    better code when the function header is already written). ``templates``: the run's
+    overrides (``prompts.texts``)."""
+    entry_point = str(task.payload.get("entry_point") or "").strip()
+    text = render(template("solver", SOLVER_TEMPLATE, templates), {
+        "guidance": guidance_block(skill) if skill is not None else "",
+        "task": task_text(task),
+        "entry_point_rule": f"The function must be named `{entry_point}`." if entry_point else ""})
+    messages = [Message("user", text)]
+    return [*messages, Message("assistant", prefill)] if prefill else messages
