@@ -54,3 +54,36 @@ def mbpp_tasks(mbpp_dataset):
     from ratchet_ray.suites.mbpp.dataset import to_tasks
 
     return {task.task_id: task for task in to_tasks(mbpp_dataset)}
+
+
+@pytest.fixture
+def own_sandbox_processes(monkeypatch):
+    """A callable listing the live processes of the sandboxes this test's in-process graders
+    started: each grade runs under a fresh uid (as root), recorded here as it is chosen, so the
+    check ignores sandboxes of other tests running at the same time (``make test`` runs two
+    workers). Without root, grades keep the caller's uid and the callable lists nothing."""
+    from ratchet_ray.suites.mbpp import sandbox as sandbox_module
+
+    uids: set[int] = set()
+    real = sandbox_module._as_grade_user
+
+    def recording(argv):
+        wrapped = real(argv)
+        if wrapped is not argv:  # [interpreter, -I, -S, -B, confine.py, uid, ...]
+            uids.add(int(wrapped[5]))
+        return wrapped
+
+    monkeypatch.setattr(sandbox_module, "_as_grade_user", recording)
+
+    def live() -> set[int]:
+        pids = set()
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    if os.stat(f"/proc/{entry}").st_uid in uids:
+                        pids.add(int(entry))
+                except OSError:
+                    continue
+        return pids
+
+    return live

@@ -22,7 +22,7 @@ from ratchet_ray.evidence.tampering import PROTOCOL_VIOLATION
 from ratchet_ray.suites.mbpp import sandbox as sandbox_module
 from ratchet_ray.suites.mbpp import session as session_module
 from ratchet_ray.suites.mbpp.grader import MbppGrader
-from ratchet_ray.suites.mbpp.sandbox import UNIQUE_UID_FLOOR, SandboxLimits
+from ratchet_ray.suites.mbpp.sandbox import SandboxLimits
 
 TASK = "Mbpp/17"
 CHANNEL = "import sys, posix\nFD = int(sys.argv[1])  # the runner's result fd\n"
@@ -40,36 +40,22 @@ def frame(payload: bytes) -> str:
     return f"(len({payload!r}).to_bytes(4, 'big') + {payload!r})"
 
 
-def sandbox_processes() -> set[int]:
-    """Live processes of a per-grade sandbox uid (only sandboxes use those uids)."""
-    pids = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid >= UNIQUE_UID_FLOOR:
-                    pids.add(int(entry))
-            except OSError:
-                continue
-    return pids
-
-
 @pytest.fixture
-def graded_as_the_codes(strict_grader, mbpp_tasks, mbpp_dataset):
+def graded_as_the_codes(strict_grader, mbpp_tasks, mbpp_dataset, own_sandbox_processes):
     """Grade ``output``: a failure of the code, with one of ``statuses``, nothing left running,
     and the grader still passes the reference solution afterwards."""
     if not strict_grader.isolation.startswith("bwrap"):
         pytest.skip(f"needs the bubblewrap sandbox: {strict_grader.isolation}")
 
     def check(output: str, *statuses: str):
-        before = sandbox_processes()  # other graders may run on this machine
         result = strict_grader.grade(mbpp_tasks[TASK], output)
         assert (result.passed, result.infra_failure) == (False, False), result
         assert result.exit_status in statuses, result
         assert "before running the code" not in result.trace, result.trace
         deadline = time.monotonic() + 10  # the sandbox is reaped before grade() returns
-        while sandbox_processes() - before and time.monotonic() < deadline:
+        while own_sandbox_processes() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert sandbox_processes() - before == set()
+        assert own_sandbox_processes() == set()
         good = strict_grader.grade(mbpp_tasks[TASK], mbpp_dataset.problem(TASK)["canonical_solution"])
         assert good.passed and not good.infra_failure, good.trace
         return result

@@ -17,8 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.suites.mbpp.sandbox import UNIQUE_UID_FLOOR
-
 TASK = "Mbpp/17"
 
 
@@ -28,38 +26,23 @@ def hostile(body: str, **constants) -> str:
     return f"```python\nimport io, os, posix\n{header}def square_perimeter(a):\n{indented}\n```"
 
 
-def sandbox_processes() -> list[int]:
-    """Live processes owned by a per-grade sandbox uid (nothing else on the machine uses them)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                uid = os.stat(f"/proc/{entry}").st_uid
-            except OSError:
-                continue
-            if uid >= UNIQUE_UID_FLOOR:
-                pids.append(int(entry))
-    return pids
-
-
 def full_isolation(grader) -> bool:
     return grader.isolation.startswith("bwrap")
 
 
 @pytest.fixture
-def assert_contained(strict_grader, mbpp_tasks, mbpp_dataset):
+def assert_contained(strict_grader, mbpp_tasks, mbpp_dataset, own_sandbox_processes):
     """Grade hostile output; check it failed cleanly, left nothing running, and the grader still
     grades a correct solution afterwards."""
 
     def check(output: str, *statuses: str):
-        before = set(sandbox_processes())  # other graders on this machine may be running
         started = time.monotonic()
         result = strict_grader.grade(mbpp_tasks[TASK], output)
         assert not result.passed and not result.infra_failure, result
         if statuses:
             assert result.exit_status in statuses, result
         assert time.monotonic() - started < strict_grader.sandbox.limits.budget_s + 12
-        assert set(sandbox_processes()) - before == set()
+        assert own_sandbox_processes() == set()
         good = strict_grader.grade(mbpp_tasks[TASK], mbpp_dataset.problem(TASK)["canonical_solution"])
         assert good.passed, good.trace
         return result
