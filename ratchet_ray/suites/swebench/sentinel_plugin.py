@@ -8,7 +8,7 @@ of the instance container, and pytest loads it first (``-p`` in ``PYTEST_ADDOPTS
 ones too (Python 3.5 syntax, pytest 3.x and pluggy 0.x names tried alongside today's).
 
 What it records (``<RESULT_STEM>.<pid>.json``; written at session start and again at unconfigure,
-``finished`` true only then):
+``finished`` true only then; nothing is written per test):
 - ``findings``: evidence of tampering. A watched function, class or code object of pytest's report
   machinery (``WATCHED_MODULES``: report classes, runner, JUnit writer, terminal reporter,
   skipping, assertion rewriting, pluggy's callers) replaced, wrapped or added after the session
@@ -19,15 +19,33 @@ What it records (``<RESULT_STEM>.<pid>.json``; written at session start and agai
 - ``notes``: start-up changes by code outside the tree (an installed plugin), and the sentinel's
   own start-up errors (it then watches less; the grader does not refuse a grade for those).
 - ``raised``/``failed``: node ids whose call raised (not a skip/xfail) / whose report failed,
-  the evidence the grader checks the JUnit report against; ``exitstatus``: pytest's own.
+  the evidence the grader checks the JUnit report against; ``exitstatus``: pytest's own;
+  ``checks``: how many checks were full comparisons and how many quick ones found the
+  machinery untouched since the last full one, and the seconds each kind took in all (the cost
+  of watching, for the benches).
+
+When it looks: at session start (the baseline), once collection is done, after every test's
+protocol, and at session end. Before the first test and after each, it first compares, by
+identity and in C-level loops, everything a full comparison reads (the watched modules in
+``sys.modules``, their namespaces and those of their classes key by key, each watched
+function's ``__code__``, the watched builtins, the watched hooks' implementations) with a
+snapshot taken before the last full comparison; only when anything differs does it compare in
+full with the baseline (and snapshot again). A full comparison is a function of exactly that
+state, so skipping it when the state is the same object for object loses no finding, and any
+replacement, however soon undone, that is still in place at the end of a test is seen after
+that test, as before. At session end the comparison is always in full.
 Code under test shares this process and can, knowing this plugin, defeat it: it is a tripwire
 for report rewriting that does not single it out (see docs/grading.md, SWE-bench threat model).
 """
 
+import builtins
 import json
 import os
 import sys
+import time
 import types
+from itertools import repeat
+from operator import attrgetter, eq, is_
 
 import pytest
 
@@ -56,9 +74,17 @@ WATCHED_HOOKS = (
     "pytest_report_from_serializable", "pytest_collectreport", "pytest_make_collect_report")
 NOT_FAILURES = ("Skipped", "XFailed", "Exit")
 _FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType)
+# The builtins the quick check calls, bound now (before any conftest or test module runs), so
+# that code replacing them in ``builtins`` later cannot make it answer "unchanged".
+_all, _map, _len, _list, _bool, _getattr, _vars, _isinstance, _type = (
+    all, map, len, list, bool, getattr, vars, isinstance, type)
+_CODE = attrgetter("__code__")
+_clock = time.perf_counter
+_MISSING = object()
 
 STATE = {"findings": [], "notes": [], "raised": {}, "failed": [], "session": None,
-         "pending": {}, "reported": set(),
+         "pending": {}, "reported": set(), "snapshot": None,
+         "checks": {"full": 0, "quick": 0, "full_s": 0.0, "quick_s": 0.0},
          "baseline": None, "hooks": None, "nested": False, "exitstatus": None}
 
 
@@ -95,7 +121,6 @@ def _watched(modules=WATCHED_MODULES):
                         seen[key + "." + member] = obj
             elif isinstance(value, _FUNCTIONS):
                 seen[key] = value
-    import builtins
     for name in BUILTINS:
         if hasattr(builtins, name):
             seen["builtins." + name] = getattr(builtins, name)
@@ -173,12 +198,119 @@ def _find(text, key=None):
         STATE["findings"].append(text)
 
 
-def _check(when):
-    """Compare the machinery with the session-start baseline; every difference is a finding."""
+def _snapshot(modules):
+    """Everything ``_watched(modules)`` and ``_hook_impls`` read that code could change, held by
+    reference (so no object of it can be freed and its id reused): the modules
+    ``sys.modules`` holds, each module's namespace and that of each class it defines (keys and
+    values in order), whether each class counts as defined there, the watched builtins, the
+    ``__code__`` of every watched object that has one, and the watched hooks' implementations.
+    ``_unchanged`` compares the live state with it."""
+    found = {"names": _list(modules), "modules": [], "spaces": [], "classes": [],
+             "class_modules": [], "owners": [], "coded": [], "codes": []}
+    for modname in _list(modules) + ["builtins"]:
+        found["modules"].append((modname, sys.modules.get(modname)))
+    for modname, module in found["modules"][:-1]:
+        if module is None:
+            continue
+        space = _vars(module)
+        found["spaces"].append((space, _list(space), _list(space.values())))
+        for value in _list(space.values()):
+            if _isinstance(value, _type):
+                owned = _bool(_getattr(value, "__module__", None) == modname)
+                found["classes"].append(value)
+                found["class_modules"].append(modname)
+                found["owners"].append(owned)
+                if owned:
+                    members = _vars(value)  # a live view of the class's namespace
+                    found["spaces"].append((members, _list(members), _list(members.values())))
+    found["builtins"] = _builtins()
+    for key, value in _watched(modules).items():
+        code = _getattr(value, "__code__", None)
+        if code is not None and not key.endswith(".__code__"):
+            found["coded"].append(value)
+            found["codes"].append(code)
+    found["hooks"] = _hook_triples()
+    return found
+
+
+def _owners(classes, modnames):
+    """Whether each class counts as defined in its module, as ``_watched`` decides it."""
+    return _map(_bool, _map(eq, _map(_getattr, classes, repeat("__module__"), repeat(None)),
+                            modnames))
+
+
+def _builtins():
+    """The watched builtins, as ``_watched`` reads them (``_MISSING`` for one not there)."""
+    return [_getattr(builtins, name, _MISSING) for name in BUILTINS]
+
+
+def _hook_triples():
+    """``_hook_impls`` flattened: name, plugin, function of each implementation, in order."""
+    if STATE["session"] is None or STATE["hooks"] is None:
+        return []
+    return [part for name, impls in _hook_impls(STATE["session"].config).items()
+            for plugin, function in impls for part in (name, plugin, function)]
+
+
+def _same(live, held):
+    """Whether two lists hold the same objects in the same order (identity, never ``==``)."""
+    return _len(live) == _len(held) and _all(_map(is_, live, held))
+
+
+def _unchanged(snapshot):
+    """Whether the live state is, object for object, the one ``snapshot`` holds; any doubt
+    (an exception, a namespace resized while read) answers False."""
+    try:
+        for modname, module in snapshot["modules"]:
+            if sys.modules.get(modname) is not module:
+                return False
+        for space, keys, values in snapshot["spaces"]:
+            # (a namespace resized while ``map`` walks it raises: a full comparison)
+            if not (_len(space) == _len(keys) and _all(_map(is_, space, keys))
+                    and _all(_map(is_, space.values(), values))):
+                return False
+        return (_list(_owners(snapshot["classes"], snapshot["class_modules"]))
+                == snapshot["owners"]
+                and _same(_builtins(), snapshot["builtins"])
+                and _all(_map(is_, _map(_CODE, snapshot["coded"]), snapshot["codes"]))
+                and _same(_hook_triples(), snapshot["hooks"]))
+    except Exception:  # noqa: BLE001 - a state that cannot be read is compared in full
+        return False
+
+
+def _check(when, quick=False):
+    """Compare the machinery with the session-start baseline; every difference is a finding.
+    ``quick`` (after a test): skip the comparison when nothing it reads changed since the last
+    one (module docstring); the snapshot is taken before comparing, so a change made while the
+    comparison runs differs from it at the next check."""
     if STATE["baseline"] is None:
         return
+    started = _clock()
+    modules = [m for m in WATCHED_MODULES if "sys.modules[" + m + "]" in STATE["baseline"]]
+    snapshot = STATE["snapshot"]
+    if quick and snapshot is not None and snapshot["names"] == modules and _unchanged(snapshot):
+        kind = "quick"
+    else:
+        kind = "full"
+        if quick:
+            _take_snapshot(modules)
+        _compare(when, modules)
+    STATE["checks"][kind] += 1
+    STATE["checks"][kind + "_s"] += _clock() - started
+
+
+def _take_snapshot(modules):
     try:
-        modules = [m for m in WATCHED_MODULES if "sys.modules[" + m + "]" in STATE["baseline"]]
+        STATE["snapshot"] = _snapshot(modules)
+    except Exception as exc:  # noqa: BLE001 - no snapshot: every check is a full one
+        STATE["snapshot"] = None
+        note = "sentinel snapshot: %s: %s" % (type(exc).__name__, exc)
+        if note not in STATE["notes"] and len(STATE["notes"]) < 50:
+            STATE["notes"].append(note)
+
+
+def _compare(when, modules):
+    try:
         for key, detail, _ in _diff(STATE["baseline"], _watched(modules)):
             _find("%s: %s %s" % (when, key, detail), key)
         now = _hook_impls(STATE["session"].config) if STATE["hooks"] is not None else {}
@@ -203,7 +335,8 @@ def _write():
         return
     data = {"pid": os.getpid(), "nested": STATE["nested"], "findings": STATE["findings"],
             "notes": STATE["notes"], "raised": STATE["raised"], "failed": STATE["failed"],
-            "exitstatus": STATE["exitstatus"], "finished": STATE["exitstatus"] is not None}
+            "exitstatus": STATE["exitstatus"], "finished": STATE["exitstatus"] is not None,
+            "checks": STATE["checks"]}
     path = "%s.%d.json" % (RESULT_STEM, os.getpid())
     with open(path, "w") as handle:
         json.dump(data, handle)
@@ -230,6 +363,10 @@ def pytest_sessionstart(session):
     """Start-up changes by repository code are findings; the baseline for later checks."""
     STATE["session"] = session
     try:
+        STATE["hooks"] = _hook_impls(session.config)
+    except Exception as exc:  # a pluggy without get_hookimpls: no hook checks
+        STATE["notes"].append("sentinel hooks: %s: %s" % (type(exc).__name__, exc))
+    try:
         startup = STATE.get("startup") or {}
         early = [m for m in WATCHED_MODULES if "sys.modules[" + m + "]" in startup]
         for key, detail, origin in _diff(startup, _watched(early)):
@@ -237,13 +374,11 @@ def pytest_sessionstart(session):
             text = "start-up: %s %s" % (key, detail)
             if text not in target and len(target) < 50:
                 target.append(text)
+        # The snapshot before the baseline: a change made in between differs from it.
+        _take_snapshot([m for m in WATCHED_MODULES if sys.modules.get(m) is not None])
         STATE["baseline"] = _watched()
     except Exception as exc:  # an unexpected pytest: watch less, say so
         STATE["notes"].append("sentinel baseline: %s: %s" % (type(exc).__name__, exc))
-    try:
-        STATE["hooks"] = _hook_impls(session.config)
-    except Exception as exc:  # a pluggy without get_hookimpls: no hook checks
-        STATE["notes"].append("sentinel hooks: %s: %s" % (type(exc).__name__, exc))
     _write()
 
 
@@ -278,9 +413,17 @@ def pytest_runtest_logreport(report):
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtestloop(session):
+    """Collection imported the test modules and the code under test: compare once before the
+    first test, so that the check after it starts from a snapshot of the collected session."""
+    _check("after collection", quick=True)
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
     yield
-    _check("after " + item.nodeid)
+    _check("after " + item.nodeid, quick=True)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

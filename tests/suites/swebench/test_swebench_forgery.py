@@ -3,9 +3,11 @@ from secret markers and a JUnit report (issue 14)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from forgeries import FORCE_PASS_HOOK, FORGERIES, IN_PROCESS, new_file
+from forgeries import FORCE_PASS_HOOK, FORGERIES, IN_PROCESS, MID_RUN, new_file
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
 from test_swebench_layers import layer_of
 
@@ -56,6 +58,19 @@ def test_without_the_screen_the_runtime_layers_refuse_each_forgery(grader, tasks
     result = grader.grade(tasks["ratchet__calc-1"], FORGERIES[name])
     assert (result.passed, result.exit_status) == (False, "test_tampering"), result.trace
     assert layer_of(result) in ("sentinel", "canary"), result.trace
+
+
+@pytest.mark.parametrize("name", sorted(MID_RUN))
+def test_machinery_changed_during_a_test_is_seen_after_it(grader, tasks, name, monkeypatch):
+    """The screen off, under the image's pytest: a change made inside a test, even one undone
+    in a later test, is named by the sentinel's check after the test that made it (the first
+    to call ``add``: test_add, or a canary planted before it)."""
+    monkeypatch.setattr("ratchet_ray.suites.swebench.grader.screen_patch", lambda instance, patch: None)
+    patch, what = MID_RUN[name]
+    result = grader.grade(tasks["ratchet__calc-1"], patch)
+    assert (result.passed, result.exit_status) == (False, "test_tampering"), result.trace
+    assert re.search(r"after tests/test_ops\.py::test_\w+: " + re.escape(what), result.trace), \
+        result.trace
 
 
 def test_gold_still_resolves_and_harness_edits_next_to_a_fix_are_undone(grader, tasks, gold):

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 import swebench_instances as fixture
-from forgeries import FORGERIES, IN_PROCESS
+from forgeries import FORGERIES, IN_PROCESS, MID_RUN
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
 from ratchet_ray.suites.swebench.protections import Protections, screen_patch
 from ratchet_ray.suites.swebench.verdict import (
@@ -155,6 +155,19 @@ def test_the_sentinel_alone_sees_each_in_process_forgery(tmp_path, name, monkeyp
     monkeypatch.setattr("ratchet_ray.suites.swebench.canaries.plan", lambda files, rng=None: None)
     result = grade_locally(tmp_path, FORGERIES[name], screen=False)
     assert not result.passed and "grader's pytest plugin" in result.trace, result.trace
+
+
+@pytest.mark.parametrize("name", sorted(MID_RUN))
+def test_the_sentinel_sees_machinery_changed_during_a_test(tmp_path, name, monkeypatch):
+    """Changed from inside a test (and for some undone in a later one, before the session
+    ends): the check after that test names the change, even though the checks after most tests
+    are the quick ones (nothing changed since the last full comparison)."""
+    monkeypatch.setattr("ratchet_ray.suites.swebench.canaries.plan", lambda files, rng=None: None)
+    patch, what = MID_RUN[name]
+    result = grade_locally(tmp_path, patch, screen=False)
+    assert not result.passed and result.exit_status == "test_tampering", result.trace
+    assert "grader's pytest plugin" in result.trace, result.trace
+    assert f"after tests/test_ops.py::test_add: {what}" in result.trace, result.trace
 
 
 def test_blanket_forgers_fail_on_the_canaries_alone(tmp_path, monkeypatch):
