@@ -95,6 +95,7 @@ def run_round(config: Any, instances: list[dict], workers: int, out: Path) -> di
     try:
         solvers.heal()
         graders.heal()  # every actor up: the clock measures the round's work, not start-up
+        ray.get([actor.warm.remote([]) for actor in graders.actors])  # (swe_throughput.run_ours)
         ready = time.monotonic()
 
         def handle(pool, result) -> None:

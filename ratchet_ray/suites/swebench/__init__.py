@@ -35,7 +35,9 @@ class SwebenchSuite:
     def make_grader(self, config: Any, run_dir: Any):
         from ratchet_ray.suites.swebench.grader import SwebenchGrader
 
-        return SwebenchGrader(settings_from_config(config), config.grader, run_dir)
+        grader = SwebenchGrader(settings_from_config(config), config.grader, run_dir)
+        grader.start_warm_up()  # the first grade should not pay for Docker and swebench
+        return grader
 
     def leak_sources(self, config: Any, tasks: list[Task]) -> Any:
         """What a skill must not quote (``leaks.swebench_leak_sources``)."""

@@ -33,6 +33,8 @@ every trace names; ``report.json`` is put last, atomically, and read back from t
 
 from __future__ import annotations
 
+import importlib
+import logging
 import shutil
 import tempfile
 import threading
@@ -61,6 +63,7 @@ from ratchet_ray.types import GradeResult, Task
 LOG_SUBDIR = Path("logs") / "swebench"
 REPORT_FILE = "report.json"
 EVAL_SCRIPT = "/var/lib/ratchet/eval.sh"
+logger = logging.getLogger(__name__)
 
 
 def _fail(status: str, trace: str) -> GradeResult:
@@ -80,6 +83,37 @@ class SwebenchGrader:
         self._client = client
         self._images: InstanceImages | None = None
         self._connect_lock = threading.Lock()
+        self._warming: threading.Thread | None = None
+
+    def start_warm_up(self) -> threading.Thread:
+        """Start, in the background, what the first grade would otherwise pay before its
+        instance: import swebench's harness, connect to Docker, reap what dead graders left and
+        list the images present (``_harness``). The Grader actor calls this as it starts
+        (``SwebenchSuite.make_grader``), so the warm-up overlaps the actor's other start-up and
+        the round's solving; a grade that comes first waits on ``_harness``'s lock for the same
+        connection. A failure is only logged: the first grade meets it again and classifies it
+        (a worker without a daemon grades every task as an infra failure)."""
+        with self._connect_lock:
+            if self._warming is None:
+                self._warming = threading.Thread(target=self._warm_up, daemon=True,
+                                                 name="swebench-grader-warm-up")
+                self._warming.start()
+            return self._warming
+
+    def _warm_up(self) -> None:
+        try:
+            for module in ("swebench.harness.grading", "swebench.harness.utils"):
+                importlib.import_module(module)  # what ``_grade`` imports first
+            self._harness()
+        except Exception as exc:  # noqa: BLE001 - the first grade meets it again and says why
+            logger.warning("SWE-bench grader warm-up failed (%s: %s); the first grade retries",
+                           type(exc).__name__, exc)
+
+    def warm(self, task_ids: list[str]) -> dict[str, float]:
+        """Wait until the warm-up (``start_warm_up``, started now if it was not) has ended;
+        nothing is computed per task, so ``{}`` (``GraderWorker.warm``'s contract)."""
+        self.start_warm_up().join()
+        return {}
 
     def _harness(self) -> InstanceImages:
         """Connect lazily, so a worker without a daemon grades every task as an infra failure;

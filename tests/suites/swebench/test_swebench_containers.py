@@ -20,6 +20,7 @@ from ratchet_ray.suites.swebench.execbox import LINGER_S
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
 from ratchet_ray.suites.swebench.images import InstanceImages, image_name
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
+from waiting import wait_for
 
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parents[3]
@@ -167,6 +168,29 @@ def test_the_reaper_removes_containers_of_dead_owners_and_of_the_run(docker_clie
                                 run_label=grader.run_label) as mine:
             assert grader.reap() == [mine.name]  # live owner, this run: the end of a round
             assert len(leftover_containers(docker_client)) == 1
+
+
+def test_a_workers_grader_warms_up_as_it_starts(docker_client, calc1_image, local_settings,
+                                               limits, tmp_path):
+    """The grader a worker makes (``make_grader``) connects in the background as it starts: it
+    reaps what a dead grader left, which the first grade used to do before its instance, with
+    no grade and no call made."""
+    from types import SimpleNamespace
+
+    from ratchet_ray.suites.swebench import SwebenchSuite
+
+    before = set(leftover_containers(docker_client))  # (other work on this machine has some)
+    proc = _holder("with instance_container(client, image, 'ratchet__calc-1', settings):\n"
+                   "        print('ready', flush=True); time.sleep(600)")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    (dead,) = set(leftover_containers(docker_client)) - before
+    config = SimpleNamespace(suite="swebench", grader=limits,
+                             suite_settings={"swebench": local_settings.model_dump()})
+    grader = SwebenchSuite().make_grader(config, tmp_path)
+    wait_for(lambda: dead not in leftover_containers(docker_client), 120,
+             "the warm-up to reap the dead grader's container")
+    assert grader.warm([]) == {}  # the warm-up has ended
 
 
 def test_one_lock_per_image_between_agent_and_grader(docker_client, calc1_image, tmp_path):
