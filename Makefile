@@ -40,16 +40,22 @@ QUICKSTART_FLAGS ?= --rounds 2 --subset configs/subsets/mbpp_quickstart.json --t
 run: setup sandbox  ## the quickstart: a short MBPP+ loop on the local Gemma model over the quickstart subset
 	$(BIN)/python -m jobs.skill_loop mbpp $(QUICKSTART_FLAGS)
 
+# The suite mostly waits (Ray start-ups, sandboxes, containers, model servers): TEST_WORKERS
+# pytest-xdist workers share the cores (the Docker tests stay on one of them, see tests/conftest.py),
+# then the few `exclusive` tests, which need the machine to themselves, run alone.
+TEST_WORKERS ?= 2
+PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 test: setup sandbox  ## the whole suite, real components (Docker tests need `bash .ci/docker_setup.sh`)
-	$(BIN)/python -m pytest -q -rs
+	$(BIN)/python -m pytest -q -rs $(PARALLEL) -m "not exclusive"
+	$(BIN)/python -m pytest -q -rs -m exclusive
 
 test-fast: setup  ## skip the heavy (real-model, many-round) tests
-	$(BIN)/python -m pytest -q -m "not slow and not docker"
+	$(BIN)/python -m pytest -q $(PARALLEL) -m "not slow and not docker and not exclusive"
 
 FLAKE_RUNS ?= 3
 FLAKE_SLOW_RUNS ?= 2
 flake: setup sandbox  ## the quick suite FLAKE_RUNS times in random orders, the slow suite FLAKE_SLOW_RUNS times; lists every test that failed once
-	$(BIN)/python .ci/flake.py --runs $(FLAKE_RUNS) --slow-runs $(FLAKE_SLOW_RUNS) $(if $(FLAKE_SEED),--seed $(FLAKE_SEED))
+	$(BIN)/python .ci/flake.py --runs $(FLAKE_RUNS) --slow-runs $(FLAKE_SLOW_RUNS) --workers $(TEST_WORKERS) $(if $(FLAKE_SEED),--seed $(FLAKE_SEED))
 
 CHAOS_SEEDS ?= 1-10
 CHAOS_ROUNDS ?= 3

@@ -1,11 +1,13 @@
 """Flake hunting: the quick suite N times in random orders, the slow suite twice; every test that
 failed at least once is reported (zero tolerance: a flaky test is a bug, never re-run to green).
 
-    python .ci/flake.py [--runs 3] [--slow-runs 2] [--seed S] [-- extra pytest args]
+    python .ci/flake.py [--runs 3] [--slow-runs 2] [--workers 2] [--seed S] [-- extra pytest args]
 
-Each quick run shuffles modules and tests with ``--shuffle-seed`` (seed S, S+1, ...; S printed,
-so a failing order can be replayed); the slow runs keep file order. Exit status 1 when any test
-failed in any run. Writes a JUnit report per run under ``.ci/flake-reports/``.
+As ``make test`` runs them: on ``--workers`` pytest-xdist workers (``--dist loadgroup``), then
+each slow run's ``exclusive`` tests alone. Each quick run shuffles modules and tests with
+``--shuffle-seed`` (seed S, S+1, ...; S printed, so a failing order can be replayed); the slow
+runs keep file order. Exit status 1 when any test failed in any run. Writes a JUnit report per
+run under ``.ci/flake-reports/``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="quick-suite runs, shuffled")
     parser.add_argument("--slow-runs", type=int, default=2, help="slow-suite runs, file order")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="pytest-xdist workers, as `make test` (TEST_WORKERS)")
     parser.add_argument("--seed", type=int, default=random.randrange(1, 10**6))
     parser.add_argument("extra", nargs="*", help="passed on to pytest (after --)")
     opts = parser.parse_args()
@@ -57,9 +61,13 @@ def main() -> int:
           f"slow run(s)", flush=True)
     failed: dict[str, list[str]] = defaultdict(list)
     times: list[tuple[str, float]] = []
-    plan = [(f"quick-{k}", ["-m", "not slow", f"--shuffle-seed={opts.seed + k}"])
-            for k in range(opts.runs)]
-    plan += [(f"slow-{k}", ["-m", "slow"]) for k in range(opts.slow_runs)]
+    parallel = ["-n", str(opts.workers), "--dist", "loadgroup"] if opts.workers > 1 else []
+    plan = [(f"quick-{k}", [*parallel, "-m", "not slow and not exclusive",
+                            f"--shuffle-seed={opts.seed + k}"]) for k in range(opts.runs)]
+    plan += [(f"quick-exclusive-{k}", ["-m", "not slow and exclusive"]) for k in range(opts.runs)]
+    for k in range(opts.slow_runs):
+        plan += [(f"slow-{k}", [*parallel, "-m", "slow and not exclusive"]),
+                 (f"slow-exclusive-{k}", ["-m", "slow and exclusive"])]
     for label, args in plan:
         bad, seconds = run(label, [*args, *opts.extra])
         times.append((label, seconds))

@@ -121,8 +121,14 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Shuffle modules, then the tests of each module (module fixtures still set up once per
-    module), when ``--shuffle-seed`` is given; otherwise leave pytest's order alone."""
+    """Keep every ``docker`` test on one worker when the suite runs on several (pytest-xdist's
+    ``--dist loadgroup``): they build, list and evict this project's images and containers on the
+    one daemon, so they run one at a time as in a serial run. Then shuffle modules, and the tests
+    of each module (module fixtures still set up once per module), when ``--shuffle-seed`` is
+    given; otherwise leave pytest's order alone."""
+    for item in items:
+        if item.get_closest_marker("docker"):
+            item.add_marker(pytest.mark.xdist_group("docker"))
     seed = config.getoption("--shuffle-seed")
     if seed is None:
         return
@@ -140,3 +146,13 @@ def pytest_collection_modifyitems(session, config, items):
         rng.shuffle(tests)
         shuffled.extend(tests)
     items[:] = shuffled
+
+
+def pytest_runtest_setup(item):
+    """An ``exclusive`` test needs the machine to itself (it stops every Ray of the user, or binds
+    Ray's default ports): beside other workers it would take their runtimes down mid-test."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if item.get_closest_marker("exclusive") and workers > 1:
+        pytest.fail(f"{item.nodeid} is marked exclusive and cannot run beside {workers - 1} other "
+                    f"worker(s): run it alone (`pytest -m exclusive`, no -n), as `make test` does",
+                    pytrace=False)

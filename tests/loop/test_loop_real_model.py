@@ -92,6 +92,7 @@ def readme_local_head_recipe() -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.exclusive  # `ray stop --force` and Ray's default ports: no other test may run
 def test_readme_local_head_recipe_as_written(tmp_path):
     """The README's recipe, line by line as written, from the repo root in a shell where the
     venv is NOT active (a new user's): ``source .venv/bin/activate``, ``ray start --head``, ``ray
