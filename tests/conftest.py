@@ -120,6 +120,20 @@ def pytest_report_header(config):
     return None if seed is None else f"shuffled with --shuffle-seed={seed}"
 
 
+def _join_xdist_group(item, group: str, config) -> None:
+    """Put ``item`` in pytest-xdist's ``group``. xdist's loadgroup scheduler reads the group from a
+    ``@group`` suffix of the node id the worker reports; xdist 3.8 writes it to ``item._nodeid``,
+    which pytest >= 9.2 no longer reads (the id is ``item._id``), so the suffix is set here."""
+    item.add_marker(pytest.mark.xdist_group(group))
+    if not (os.environ.get("PYTEST_XDIST_WORKER") and config.getvalue("loadgroup")):
+        return
+    if hasattr(item, "_id") and not item.nodeid.endswith(f"@{group}"):
+        from _pytest.nodeid import NodeId
+
+        item._id = NodeId.parse(f"{item.nodeid}@{group}")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(session, config, items):
     """Keep every ``docker`` test on one worker when the suite runs on several (pytest-xdist's
     ``--dist loadgroup``): they build, list and evict this project's images and containers on the
@@ -128,7 +142,7 @@ def pytest_collection_modifyitems(session, config, items):
     given; otherwise leave pytest's order alone."""
     for item in items:
         if item.get_closest_marker("docker"):
-            item.add_marker(pytest.mark.xdist_group("docker"))
+            _join_xdist_group(item, "docker", config)
     seed = config.getoption("--shuffle-seed")
     if seed is None:
         return
