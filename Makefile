@@ -40,14 +40,16 @@ QUICKSTART_FLAGS ?= --rounds 2 --subset configs/subsets/mbpp_quickstart.json --t
 run: setup sandbox  ## the quickstart: a short MBPP+ loop on the local Gemma model over the quickstart subset
 	$(BIN)/python -m jobs.skill_loop mbpp $(QUICKSTART_FLAGS)
 
-# The suite mostly waits (Ray start-ups, sandboxes, containers, model servers): TEST_WORKERS
-# pytest-xdist workers share the cores (the Docker tests stay on one of them, see tests/conftest.py),
-# then the few `exclusive` tests, which need the machine to themselves, run alone.
+# The quick suite mostly waits (Ray start-ups, sandboxes, containers, model servers): TEST_WORKERS
+# pytest-xdist workers share the cores (the Docker tests stay on one of them, see tests/conftest.py).
+# The slow suite is CPU-bound (llama.cpp on every core): beside another worker its tests only take
+# longer and their time bounds fail, so it runs alone, with the `exclusive` tests (which need the
+# machine to themselves).
 TEST_WORKERS ?= 2
 PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 test: setup sandbox  ## the whole suite, real components (Docker tests need `bash .ci/docker_setup.sh`)
-	$(BIN)/python -m pytest -q -rs $(PARALLEL) -m "not exclusive"
-	$(BIN)/python -m pytest -q -rs -m exclusive
+	$(BIN)/python -m pytest -q -rs $(PARALLEL) -m "not slow and not exclusive"
+	$(BIN)/python -m pytest -q -rs -m "slow or exclusive"
 
 test-fast: setup  ## skip the heavy (real-model, many-round) tests
 	$(BIN)/python -m pytest -q $(PARALLEL) -m "not slow and not docker and not exclusive"

@@ -3,8 +3,8 @@ failed at least once is reported (zero tolerance: a flaky test is a bug, never r
 
     python .ci/flake.py [--runs 3] [--slow-runs 2] [--workers 2] [--seed S] [-- extra pytest args]
 
-As ``make test`` runs them: on ``--workers`` pytest-xdist workers (``--dist loadgroup``), then
-each slow run's ``exclusive`` tests alone. Each quick run shuffles modules and tests with
+As ``make test`` runs them: the quick suite on ``--workers`` pytest-xdist workers (``--dist
+loadgroup``) and then its ``exclusive`` tests alone; the slow suite in one process. Each quick run shuffles modules and tests with
 ``--shuffle-seed`` (seed S, S+1, ...; S printed, so a failing order can be replayed); the slow
 runs keep file order. Exit status 1 when any test failed in any run. Writes a JUnit report per
 run under ``.ci/flake-reports/``.
@@ -65,9 +65,7 @@ def main() -> int:
     plan = [(f"quick-{k}", [*parallel, "-m", "not slow and not exclusive",
                             f"--shuffle-seed={opts.seed + k}"]) for k in range(opts.runs)]
     plan += [(f"quick-exclusive-{k}", ["-m", "not slow and exclusive"]) for k in range(opts.runs)]
-    for k in range(opts.slow_runs):
-        plan += [(f"slow-{k}", [*parallel, "-m", "slow and not exclusive"]),
-                 (f"slow-exclusive-{k}", ["-m", "slow and exclusive"])]
+    plan += [(f"slow-{k}", ["-m", "slow"]) for k in range(opts.slow_runs)]
     for label, args in plan:
         bad, seconds = run(label, [*args, *opts.extra])
         times.append((label, seconds))
