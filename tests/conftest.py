@@ -133,16 +133,38 @@ def _join_xdist_group(item, group: str, config) -> None:
         item._id = NodeId.parse(f"{item.nodeid}@{group}")
 
 
+def _xdist_group(item) -> str | None:
+    """The worker group ``item`` runs in when the suite runs on several workers, or None (any
+    worker). In order:
+
+    - ``docker``: every Docker test, on one worker: they build, list and evict this project's
+      images and containers on the one daemon, so they run one at a time as in a serial run;
+    - ``model``: every heavy run of the local model, on one worker, one after another: each keeps
+      every core busy, and two at once only take longer each;
+    - the test's module, when the test uses a module-scoped fixture (a cluster, a built wheel, a
+      sim sweep, a model server): its module's tests share one worker, so the fixture is set up
+      once, as in a serial run, not once per worker.
+    """
+    if item.get_closest_marker("docker"):
+        return "docker"
+    if item.get_closest_marker("model"):
+        return "model"
+    fixtures = getattr(item, "_fixtureinfo", None)
+    if fixtures is not None and any(defs and defs[-1].scope == "module"
+                                    for defs in fixtures.name2fixturedefs.values()):
+        return "module:" + item.nodeid.split("::", 1)[0]
+    return None
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(session, config, items):
-    """Keep every ``docker`` test on one worker when the suite runs on several (pytest-xdist's
-    ``--dist loadgroup``): they build, list and evict this project's images and containers on the
-    one daemon, so they run one at a time as in a serial run. Then shuffle modules, and the tests
-    of each module (module fixtures still set up once per module), when ``--shuffle-seed`` is
-    given; otherwise leave pytest's order alone."""
+    """Put each test in its worker group (``_xdist_group``) for pytest-xdist's ``--dist
+    loadgroup``. Then shuffle modules, and the tests of each module (module fixtures still set up
+    once per module), when ``--shuffle-seed`` is given; otherwise leave pytest's order alone."""
     for item in items:
-        if item.get_closest_marker("docker"):
-            _join_xdist_group(item, "docker", config)
+        group = _xdist_group(item)
+        if group is not None:
+            _join_xdist_group(item, group, config)
     seed = config.getoption("--shuffle-seed")
     if seed is None:
         return

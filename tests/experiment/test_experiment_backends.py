@@ -84,6 +84,7 @@ def gemma_server(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.model
 def test_openai_proposer_on_a_llama_cpp_server_completes_two_iterations(tmp_path, gemma_server,
                                                                         monkeypatch):
     monkeypatch.setenv("RATCHET_OPENAI_MAX_RETRIES", "0")

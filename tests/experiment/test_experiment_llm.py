@@ -91,6 +91,7 @@ def test_llm_fix_attempt_sees_the_crash_log(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.model
 def test_local_gemma_proposer_completes_two_iterations(tmp_path):
     from ratchet_ray.llm.local import LocalConfig, LocalLLM
 

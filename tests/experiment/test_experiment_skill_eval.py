@@ -30,6 +30,7 @@ def test_bad_seeds_are_a_usage_error(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.model
 def test_eval_skill_loop_prints_the_contract_for_a_candidate_overlay(tmp_path):
     subset = tmp_path / "subset.json"
     subset.write_text(json.dumps({"train_ids": ["Mbpp/2", "Mbpp/3"],

@@ -1,9 +1,10 @@
-"""``ratchet doctor``: one PASS/FAIL line per check, fix hints, exit status, under 30 s."""
+"""``ratchet doctor``: one PASS/FAIL line per check, fix hints, exit status. (Its wall time against
+the README's "< 30 s" is measured by ``bench/doctor_time.py``, not here: a test's clock measures its
+neighbours on a shared machine.)"""
 
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 from click.testing import CliRunner
@@ -15,20 +16,18 @@ def checks(output: str) -> list[tuple[str, str]]:
 
 
 @pytest.mark.slow
-def test_doctor_local_passes_every_check_in_under_30s(monkeypatch, tmp_path):
+@pytest.mark.model
+def test_doctor_local_passes_every_check(monkeypatch, tmp_path):
     from ratchet_ray.cli.llm import doctor
 
     dataset = tmp_path / "MbppPlus.jsonl"
     dataset.write_text("{}\n")
     monkeypatch.setenv("MBPP_OVERRIDE_PATH", str(dataset))
-    started = time.perf_counter()
     result = CliRunner().invoke(doctor, ["--llm", "local"])
-    elapsed = time.perf_counter() - started
     assert result.exit_code == 0, result.output
     assert checks(result.output) == [("PASS", "ray"), ("PASS", "llm"), ("PASS", "embedding"),
                                      ("PASS", "dataset"), ("PASS", "sandbox")]
     assert "5 passed, 0 failed" in result.output
-    assert elapsed < 30.0
 
 
 def test_doctor_reports_failures_with_fix_hints(monkeypatch):

@@ -96,6 +96,7 @@ def test_minilm_paraphrase_scores_above_unrelated(minilm):
 
 
 @pytest.mark.slow
+@pytest.mark.model
 def test_one_model_copy_per_node_under_ray(ray_local):
     from actors.llm_server import NodeLLMClient, cluster_services, release_llm_actors
 

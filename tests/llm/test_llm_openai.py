@@ -64,6 +64,7 @@ def llama_server(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.model
 def test_llama_cpp_server_gemma_structured_output(llama_server):
     llm = OpenAICompatLLM(OpenAIConfig(base_url=llama_server, model="gemma", max_retries=0))
     result = complete_structured(
@@ -77,6 +78,7 @@ def test_llama_cpp_server_gemma_structured_output(llama_server):
 
 
 @pytest.mark.slow
+@pytest.mark.model
 def test_llama_cpp_server_embeddings(llama_server):
     # embed_batch=1: llama-cpp-python's server mixes up per-token outputs of batched inputs.
     embedder = OpenAICompatEmbedder(OpenAIConfig(base_url=llama_server, model="gemma",

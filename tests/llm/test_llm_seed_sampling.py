@@ -57,6 +57,7 @@ def llama_server(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.model
 def test_openai_compatible_solver_samples_differ_by_seed_and_reproduce(llama_server):
     from ratchet_ray.llm.openai_compat import OpenAICompatLLM, OpenAIConfig
 

@@ -47,6 +47,7 @@ def check_run_dir(run_dir: Path, rounds: int, n_train: int, n_eval: int) -> None
 
 
 @pytest.mark.slow
+@pytest.mark.model
 def test_local_model_loop_end_to_end_with_evalplus_grading_and_query(tmp_path):
     proc = subprocess.run(
         [str(BIN / "python"), "-m", "jobs.skill_loop", "mbpp", "--rounds", "2", "--n-train", "3",

@@ -16,7 +16,7 @@ from ratchet_ray.roles.critic import critique
 from ratchet_ray.roles.router import Router
 from ratchet_ray.roles.solver import solve
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.model]
 
 
 @pytest.fixture(scope="module")
