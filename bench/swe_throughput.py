@@ -115,7 +115,7 @@ def run_ours(config, instances: list[dict], workers: int, out: Path) -> dict:
         # Each Grader started its warm-up (Docker, swebench, reaping) as it started; a round
         # overlaps it with solving, so it is start-up too (counted in first_graded_s).
         ray.get([actor.warm.remote([]) for actor in pool.actors])
-        ready = time.monotonic()
+        ready, ready_clock = time.monotonic(), time.time()
         grades: list = []
         for task in tasks:
             pool.submit("grade", task, gold[task.task_id])
@@ -128,11 +128,25 @@ def run_ours(config, instances: list[dict], workers: int, out: Path) -> dict:
     evals = [float(m) for log in out.glob("logs/swebench/*/*/run_instance.log")
              for m in re.findall(r"eval script exit -?\d+ after ([\d.]+)s", log.read_text())]
     return {"wall_s": done - ready, "start_s": up - created, "warm_s": ready - up,
+            "first_container_s": _first_container_s(out, ready_clock),
             "mean_eval_s": statistics.mean(evals) if evals else None,
             "first_graded_s": min(t for t, _ in grades) - created,
             "resolved": sum(v.passed for v in values),
             "statuses": sorted(v.exit_status for v in values),
             "mean_instance_s": statistics.mean(v.duration_s for v in values)}
+
+
+def _first_container_s(out: Path, clock: float) -> float | None:
+    """Seconds from the clock's start (``clock``, epoch) to the first grade's container start,
+    from the instances' logs (``HH:MM:SS.mmm``, local time, same machine)."""
+    day = time.localtime(clock)
+    since_midnight = clock - time.mktime(day[:3] + (0, 0, 0) + day[6:])
+    starts = []
+    for log in out.glob("logs/swebench/*/*/run_instance.log"):
+        for h, m, sec in re.findall(r"^(\d\d):(\d\d):(\d\d\.\d+) container \S+ started",
+                                    log.read_text(), re.M):
+            starts.append((int(h) * 3600 + int(m) * 60 + float(sec) - since_midnight) % 86400)
+    return min(starts) if starts else None
 
 
 def container_overhead(client, image: str, settings, repeat: int, tag: str) -> dict:
@@ -298,7 +312,8 @@ def _line(n: int, workers: int, floor: dict, ours: dict) -> str:
             f"{ours['mean_eval_s'] or 0:.1f}s) | ratio ours/floor "
             f"{floor['wall_s'] / ours['wall_s']:.2f} | first graded (cold pool) "
             f"{ours['first_graded_s']:.1f}s, actors up in {ours['start_s']:.1f}s and warm "
-            f"{ours.get('warm_s', 0):.1f}s later")
+            f"{ours.get('warm_s', 0):.1f}s later; first container "
+            f"{ours.get('first_container_s') or 0:.1f}s after the clock's start")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ Contracts:
   limits, a writable-layer bound (``storage_opt`` where the driver has one, the disk watchdog of
   ``run`` always) and the labels
   ``LABEL_KEY`` / ``OWNER_KEY`` (host and pid of this process) / ``RUN_KEY`` (when given). It is
-  force-removed when the block exits, whatever happened inside.
+  force-removed when the block exits, whatever happened inside. ``first_steps`` run as root
+  in the same exec as the keep-alive's pid probe (``InstanceContainer.find_main_pid``).
 - What runs inside a started container: ``execbox.InstanceContainer``.
 - ``reap_containers(client, run_label)`` removes this suite's containers of that run (call it
   when none is in use, e.g. at the end of a round) and those whose owner process on this host is
@@ -24,7 +25,7 @@ import os
 import socket
 import uuid
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from ratchet_ray.suites.swebench.execbox import InstanceContainer, container_workdir
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
@@ -88,9 +89,11 @@ def _create(client: Any, settings: SwebenchSettings, **kwargs: Any) -> Any:
 
 @contextmanager
 def instance_container(client: Any, image: str, instance_id: str, settings: SwebenchSettings,
-                       purpose: str = "eval", run_label: str | None = None
-                       ) -> Iterator[InstanceContainer]:
-    """Start a locked-down container of ``image``; always removed on exit (see module contract)."""
+                       purpose: str = "eval", run_label: str | None = None,
+                       first_steps: Sequence[str] = ()) -> Iterator[InstanceContainer]:
+    """Start a locked-down container of ``image``; always removed on exit (see module contract).
+    ``first_steps``: root shell steps run in the exec that finds the keep-alive's pid (one round
+    trip to the daemon; results in the box's ``first_results``)."""
     import docker.errors
 
     # A random suffix: several graders/solvers may work on the same instance at once.
@@ -114,7 +117,7 @@ def instance_container(client: Any, image: str, instance_id: str, settings: Sweb
             raise InfraFailure(classify_exception(exc) or "docker_error",
                                f"cannot start container {name} from {image}: {exc}") from exc
         box = InstanceContainer(container, settings)
-        box.find_main_pid()
+        box.find_main_pid(first_steps)
         yield box
     finally:
         if container is not None:

@@ -15,18 +15,28 @@ Contracts:
   ``read_folder(folder, limit_of)`` reads a folder's wanted files in one archive. Each call to
   the daemon is a round trip that a loaded host serialises, so the grader batches its files
   into these (docs/benchmarks.md, SWE-bench throughput).
+- ``run_steps(steps, timeout_s)`` runs several shell snippets, in order, in one exec (one round
+  trip instead of one per snippet): each in its own subshell, whatever the previous one's
+  status, with its own exit status, stdout and stderr (``StepResult``). A step may leave flags
+  for later ones in ``$STEPS_DIR`` (a fresh root-only folder, removed afterwards). Output that
+  does not read back whole (the exec killed, or clipped past ``settings.max_log_bytes``) raises
+  ``InfraFailure("docker_error")``: the steps have run, so they are never run again.
+  ``find_main_pid(then)`` is such an exec, its own probes first, ``then``'s results kept in
+  ``first_results``.
 """
 
 from __future__ import annotations
 
 import io
 import math
+import re
+import secrets
 import tarfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
@@ -57,6 +67,14 @@ class CommandResult:
     stdout: str = ""
     """The standard output alone, in the order it was written (``output`` interleaves stderr
     at the daemon's whim, even mid-line)."""
+
+
+@dataclass
+class StepResult:
+    """One snippet of ``InstanceContainer.run_steps``: its exit status and its two streams."""
+    exit_code: int
+    stdout: str
+    stderr: str
 
 
 def container_workdir() -> str:
@@ -106,16 +124,44 @@ class InstanceContainer:
         self.main_pid: int | None = None
         """Pid of the keep-alive command (init's only child at start; ``kill_all`` spares it)."""
         self._setpriv: bool | None = None
+        self.first_results: list[StepResult] = []
+        """The results of ``find_main_pid``'s ``then`` steps."""
 
-    def find_main_pid(self) -> None:
-        """Find the keep-alive command's pid and, in the same exec, whether the image has
-        ``setpriv`` (one round trip to the daemon instead of two)."""
-        probe = self.run("cat /proc/1/task/1/children; echo; "
-                         "command -v setpriv >/dev/null && echo setpriv", 60, user="root")
-        lines = probe.stdout.split("\n")
-        children = lines[0].split()
+    def find_main_pid(self, then: Sequence[str] = (), timeout_s: float = 60) -> None:
+        """Find the keep-alive command's pid and whether the image has ``setpriv``, and run
+        ``then`` (root shell steps) in the same exec: one round trip to the daemon for what the
+        caller would otherwise ask next (``first_results``). Nothing but init and the keep-alive
+        runs yet, so ``/proc/1``'s only child is the keep-alive."""
+        probes = ["cat /proc/1/task/1/children", "command -v setpriv >/dev/null"]
+        results = self.run_steps([*probes, *then], timeout_s)
+        children = results[0].stdout.split()
         self.main_pid = int(children[0]) if len(children) == 1 and children[0].isdigit() else None
-        self._setpriv = "setpriv" in (line.strip() for line in lines[1:])
+        self._setpriv = results[1].exit_code == 0
+        self.first_results = results[len(probes):]
+
+    def run_steps(self, steps: Sequence[str], timeout_s: float, *,
+                  user: str = "root") -> list[StepResult]:
+        """Run ``steps`` in one exec (see the module contract); one ``StepResult`` per step."""
+        if not steps:
+            return []
+        token = secrets.token_hex(16)  # unguessable: no step's output can fake a boundary
+        lines = ['STEPS_DIR=$(mktemp -d) || exit 97', 'export STEPS_DIR']
+        for i, step in enumerate(steps):
+            lines.append(f'( {step or ":"}\n) >"$STEPS_DIR/{i}.o" 2>"$STEPS_DIR/{i}.e"; '
+                         f'echo $? >"$STEPS_DIR/{i}.c"')
+        lines.append(f'for i in {" ".join(str(i) for i in range(len(steps)))}; do '
+                     f'printf "\\n{token} %s %s\\n" "$i" "$(cat "$STEPS_DIR/$i.c")"; '
+                     f'cat "$STEPS_DIR/$i.o"; printf "\\n{token} stderr\\n"; '
+                     f'cat "$STEPS_DIR/$i.e"; done; printf "\\n{token} end\\n"; '
+                     f'rm -rf "$STEPS_DIR"')
+        result = self.run("\n".join(lines), timeout_s, user=user)
+        parsed = _parse_steps(result.stdout, token, len(steps))
+        if parsed is None:
+            raise InfraFailure("docker_error", f"container {self.name}: {len(steps)} batched "
+                               f"step(s) did not report back whole (exit {result.exit_code}"
+                               f"{', timed out' if result.timed_out else ''}): "
+                               f"{result.output[-300:]}")
+        return parsed
 
     @property
     def name(self) -> str:
@@ -134,25 +180,39 @@ class InstanceContainer:
             self._setpriv = self.run("command -v setpriv >/dev/null", 60, user="root").exit_code == 0
         return self._setpriv
 
-    def become_untrusted(self, *, whole_repo: bool = True) -> bool:
+    def untrusted_setup(self, *, whole_repo: bool) -> str | None:
+        """The root command ``become_untrusted`` runs (None when there is no untrusted uid or
+        the image has no ``setpriv``), for a caller that batches it (``run_steps``)."""
+        uid = self.settings.untrusted_uid
+        if uid is None or not self.has_setpriv():
+            return None
+        # Grading keeps .git root-owned: the untrusted uid must not plant hooks or config.
+        which = "-print0" if whole_repo else f"-path {self.workdir}/.git -prune -o -type d -print0"
+        return (f"git config --system --add safe.directory '*' && "
+                f"mkdir -p /tmp/ratchet-home && chown {uid}:{uid} /tmp/ratchet-home && "
+                f"find {self.workdir} {which} | xargs -0 -r chown -h {uid}:{uid}")
+
+    def become_untrusted(self, *, whole_repo: bool = True, done: StepResult | None = None) -> bool:
         """Hand the repository to ``settings.untrusted_uid`` and run later commands as that uid.
 
         ``whole_repo`` chowns every file (an agent edits files in place); otherwise only the
         folders (tests may create files; root-owned files stay unmodifiable, and no file is
-        copied up). False, with nothing changed, when the image has no ``setpriv``.
+        copied up). False, with nothing changed, when the image has no ``setpriv``. ``done``:
+        the result of ``untrusted_setup``'s command, already run by the caller in a batch
+        (else it runs here); a failed setup raises ``InfraFailure`` either way.
         """
-        uid = self.settings.untrusted_uid
-        if uid is None or not self.has_setpriv():
+        setup = self.untrusted_setup(whole_repo=whole_repo)
+        if setup is None:
             return False
-        # Grading keeps .git root-owned: the untrusted uid must not plant hooks or config.
-        which = "-print0" if whole_repo else f"-path {self.workdir}/.git -prune -o -type d -print0"
-        setup = (f"git config --system --add safe.directory '*' && "
-                 f"mkdir -p /tmp/ratchet-home && chown {uid}:{uid} /tmp/ratchet-home && "
-                 f"find {self.workdir} {which} | xargs -0 -r chown -h {uid}:{uid}")
-        result = self.run(setup, 600, user="root")
-        if result.exit_code != 0:
+        if done is None:
+            result = self.run(setup, 600, user="root")
+            code, output = result.exit_code, result.output
+        else:
+            code, output = done.exit_code, done.stdout + done.stderr
+        if code != 0:
             raise InfraFailure("docker_error", f"container {self.name}: could not hand "
-                               f"{self.workdir} to uid {uid}: {result.output[-500:]}")
+                               f"{self.workdir} to uid {self.settings.untrusted_uid}: "
+                               f"{output[-500:]}")
         self.user = self.untrusted_user
         return True
 
@@ -331,6 +391,22 @@ class InstanceContainer:
                 handle = tar.extractfile(member)
                 found[parts[1]] = handle.read() if handle is not None else b""
         return found, too_big
+
+
+def _parse_steps(stdout: str, token: str, count: int) -> list[StepResult] | None:
+    """``run_steps``'s output, or None when any step's section (or the end) is missing."""
+    parts = re.split(rf"\n{token} ", stdout)
+    if len(parts) != 2 * count + 2 or parts[-1].rstrip("\n") != "end":
+        return None
+    results = []
+    for i in range(count):
+        head, _, out = parts[1 + 2 * i].partition("\n")
+        err_head, _, err = parts[2 + 2 * i].partition("\n")
+        number, _, code = head.partition(" ")
+        if number != str(i) or err_head != "stderr" or not code.strip().lstrip("-").isdigit():
+            return None
+        results.append(StepResult(int(code), out, err))
+    return results
 
 
 class _ChunkReader(io.RawIOBase):

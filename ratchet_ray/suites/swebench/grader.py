@@ -5,7 +5,10 @@ Per ``grade(task, patch)`` (idempotent per instance and patch: a finished report
 2. the instance image is ensured (pulled or built, see ``images``) and held against removal, a
    locked-down container is started (see ``container``);
 3. the patch is applied with the swebench harness's fallback commands (``GIT_APPLY_CMDS``), each
-   retried from a clean tree, then a reverse check; none applies -> ``patch_apply_failed``;
+   retried from a clean tree, then a reverse check; none applies -> ``patch_apply_failed``
+   (the harness's steps are batched into few execs, ``InstanceContainer.run_steps``: the tree's
+   state is listed with the keep-alive probe; the patch written, applied and the state listed
+   again in one exec; the folders handed over and the graded files read in another);
 4. every harness path the patch changed is restored (``guard``/``protect``; the trace lists them);
    one that cannot be -> ``test_tampering``;
 5. the eval script, instrumented (``verdict``: secret markers, a JUnit report, the test block as
@@ -46,9 +49,10 @@ from ratchet_ray.artifacts import Artifacts, as_artifacts
 from ratchet_ray.config import GraderSettings
 from ratchet_ray.suites.swebench.container import (
     InstanceContainer, docker_client, instance_container, reap_containers)
+from ratchet_ray.suites.swebench.execbox import StepResult
 from ratchet_ray.suites.swebench.grading_support import (
-    Deadline, InstanceLog, git_apply_commands, patch_key, publish_folder, read_report, tail,
-    write_report)
+    SKIPPED_STEP, Deadline, InstanceLog, apply_steps, git_apply_commands, inline_patch, patch_key,
+    publish_folder, read_report, tail, write_report)
 from ratchet_ray.suites.swebench.guard import HarnessGuard
 from ratchet_ray.suites.swebench.images import InstanceImages
 from ratchet_ray.suites.swebench.protect import patch_paths, unsafe_paths
@@ -194,17 +198,17 @@ class SwebenchGrader:
         try:
             deadline.check("starting the container")
             with images.use(instance, log), instance_container(
-                    images.client, image, instance_id, self.settings, run_label=self.run_label) as box:
+                    images.client, image, instance_id, self.settings, run_label=self.run_label,
+                    first_steps=[HarnessGuard.state_command(instance)]) as box:
                 log(f"container {box.name} started from {image}")
                 guard = HarnessGuard(box, instance, self.limits.timeout_s)
-                guard.snapshot()
-                box.write_file(CONTAINER_PATCH_FILE, patch)
-                applied, apply_output = self._apply(box, CONTAINER_PATCH_FILE, log)
+                guard.snapshot(box.first_results[0])  # listed in the keep-alive probe's exec
+                applied, apply_output, after = self._apply(box, CONTAINER_PATCH_FILE, patch, instance, log)
                 if not applied:
                     trace = f"patch_apply_failed: no fallback command applied the patch\n{tail(apply_output)}"
                     return _fail("patch_apply_failed", trace), \
                         {"patch_successfully_applied": False, "apply_output": tail(apply_output)}
-                outcome = guard.restore(patch)
+                outcome = guard.restore(patch, after)
                 restored = outcome.describe()
                 if restored:
                     log(restored)
@@ -212,10 +216,7 @@ class SwebenchGrader:
                     log(f"test_tampering: {outcome.tampering}")
                     return _fail("test_tampering", f"test_tampering: {outcome.tampering}\n{restored}"), \
                         {"test_tampering": outcome.tampering, "restored": outcome.restored}
-                uid = self.settings.untrusted_uid if box.become_untrusted(whole_repo=False) else None
-                if uid is None:
-                    log("the image has no setpriv: the tests run as root")
-                layers = Protections.prepare(box, instance, spec.eval_script, markers, runs_pytest, log)
+                uid, layers = self._hand_over(box, instance, spec.eval_script, markers, runs_pytest, log)
                 try:
                     script = instrument(spec.eval_script, markers, uid, layers.extras)
                 except ScriptShapeError as exc:
@@ -293,24 +294,52 @@ class SwebenchGrader:
                            f"{note}\n{result.trace}")
         return layers.judge(result, statuses, exit_code, log)
 
-    def _apply(self, box: InstanceContainer, patch_file: str, log: InstanceLog) -> tuple[bool, str]:
-        """swebench's apply chain: each fallback from a pristine tree, then a reverse check."""
+    def _hand_over(self, box: InstanceContainer, instance: dict, eval_script: str, markers: Markers,
+                   runs_pytest: bool, log: InstanceLog) -> tuple[int | None, Protections]:
+        """After the restore, in one exec: the repository's folders handed to the untrusted uid
+        (its uid, or None where the image has no ``setpriv``) and the graded test files read at
+        the base commit for the canaries; then the protections prepared from what was read."""
+        setup = box.untrusted_setup(whole_repo=False)
+        reading = Protections.read_step(instance, eval_script, runs_pytest)
+        steps = [step for step in (setup, reading) if step is not None]
+        results = box.run_steps(steps, 600) if steps else []
+        untrusted = box.become_untrusted(whole_repo=False, done=results[0] if setup else None)
+        if not untrusted:
+            log("the image has no setpriv: the tests run as root")
+        layers = Protections.prepare(box, instance, eval_script, markers, runs_pytest, log,
+                                     read=results[-1].stdout if reading is not None else None)
+        return (self.settings.untrusted_uid if untrusted else None), layers
+
+    def _apply(self, box: InstanceContainer, patch_file: str, patch: str, instance: dict,
+               log: InstanceLog) -> tuple[bool, str, StepResult]:
+        """swebench's apply chain (each fallback from a pristine tree, then a reverse check),
+        the patch written first and the tree's state listed after, all in one exec
+        (``apply_steps``): (applied, the output to keep, the state listed after)."""
+        inline = inline_patch(patch)
+        if not inline:
+            box.write_file(patch_file, patch)
+        steps = apply_steps(patch_file, self.limits.timeout_s, patch if inline else None)
+        commands = git_apply_commands()
+        timeout = self.limits.timeout_s * (len(commands) + 2) + 60
+        results = box.run_steps([*steps, HarnessGuard.state_command(instance)], timeout)
+        if inline and results[0].exit_code != 0:
+            raise InfraFailure("docker_error", f"container {box.name}: writing the patch to "
+                               f"{patch_file} failed: {results[0].stderr[-300:]}")
+        attempts = results[1:-1] if inline else results[:-1]
         outputs = []
-        for attempt, command in enumerate(git_apply_commands()):
-            if attempt:
-                # A failed attempt (notably --reject) leaves partial state behind.
-                box.run("git checkout -- . ; git clean -fd", self.limits.timeout_s)
-            result = box.run(f"{command} {patch_file}", self.limits.timeout_s)
-            outputs.append(f"$ {command}\n{result.output}")
+        for command, result in zip(commands, attempts):
+            if result.exit_code == SKIPPED_STEP:
+                break
+            outputs.append(f"$ {command}\n{result.stdout}")
             if result.exit_code == 0:
                 log(f"applied patch with `{command}`")
-                return True, result.output
+                return True, result.stdout, results[-1]
             log(f"`{command}` failed (exit {result.exit_code})")
-        check = box.run(f"git apply --check --reverse {patch_file}", self.limits.timeout_s)
+        check = attempts[-1]
         if check.exit_code == 0:
             log("patch already applied (reverse check)")
-            return True, check.output
-        return False, "\n".join(outputs)
+            return True, check.stdout, results[-1]
+        return False, "\n".join(outputs), results[-1]
 
     @staticmethod
     def _verdict(report: dict, test_output: str) -> GradeResult:

@@ -7,12 +7,19 @@ Contracts:
 - ``read_report(store, key)`` returns the ``grade`` dict of a finished report, or None when it is
   absent, truncated or not a report; a broken one is deleted so the instance is graded again.
 - ``publish_folder(folder, store)`` copies a local scratch folder into the store.
+- ``apply_steps(patch_file, timeout_s, patch)`` are the shell steps (``run_steps``) of the
+  harness's apply chain: the patch written to ``patch_file`` (a here-document, when ``patch``
+  is given), each fallback of ``git_apply_commands`` from a clean tree until one applies (each
+  under ``timeout_s``), then the reverse check; a step that is not needed exits
+  ``SKIPPED_STEP``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import secrets
+import shlex
 import threading
 import time
 from pathlib import Path
@@ -34,12 +41,46 @@ def git_apply_commands() -> list[str]:
     return list(GIT_APPLY_CMDS)
 
 
+SKIPPED_STEP = 200
+# A patch longer than this is put into the container by itself rather than written by a
+# here-document: the whole batched script is one argument of the exec, and Linux refuses an
+# argument longer than 128 KiB (MAX_ARG_STRLEN).
+INLINE_PATCH_BYTES = 96_000
+
+
+def inline_patch(patch: str) -> bool:
+    """Whether ``apply_steps`` can write ``patch`` itself (else put it first)."""
+    return "\0" not in patch and len(patch.encode()) <= INLINE_PATCH_BYTES
+
+
+def apply_steps(patch_file: str, timeout_s: float, patch: str | None = None) -> list[str]:
+    """The apply chain as ``run_steps`` steps (see the module contract): ``[write,]`` one per
+    fallback, then the reverse check. An applied attempt leaves ``$STEPS_DIR/applied``."""
+    limit = max(1, int(timeout_s + 0.999))
+    quoted = shlex.quote(patch_file)
+    steps = []
+    if patch is not None:
+        end = f"RATCHET_PATCH_{secrets.token_hex(8)}"  # no line of the patch can end it early
+        steps.append(f"cat > {quoted} <<'{end}'\n{patch}{end}\nchmod 0644 {quoted}")
+    skip = f'[ -e "$STEPS_DIR/applied" ] && exit {SKIPPED_STEP}'
+    for attempt, command in enumerate(git_apply_commands()):
+        # A failed attempt (notably --reject) leaves partial state behind.
+        reset = "{ git checkout -- . ; git clean -fd ; } >/dev/null 2>&1\n" if attempt else ""
+        run = shlex.quote(f"{command} {quoted}")
+        steps.append(f"{skip}\n{reset}timeout -s KILL {limit} /bin/bash -c {run} 2>&1\n"
+                     f'rc=$?; [ $rc = 0 ] && touch "$STEPS_DIR/applied"; exit $rc')
+    check = shlex.quote(f"git apply --check --reverse {quoted}")
+    steps.append(f"{skip}\ntimeout -s KILL {limit} /bin/bash -c {check} 2>&1")
+    return steps
+
+
 def patch_key(patch: str) -> str:
     return hashlib.sha1(patch.encode()).hexdigest()[:12]
 
 
 class InstanceLog:
-    """Timestamped lines appended to ``run_instance.log`` (thread-safe, flushed per line)."""
+    """Lines stamped ``HH:MM:SS.mmm`` (local time) appended to ``run_instance.log``
+    (thread-safe, flushed per line)."""
 
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -48,8 +89,10 @@ class InstanceLog:
         self._fh = path.open("a", encoding="utf-8")
 
     def __call__(self, message: str) -> None:
+        now = time.time()  # milliseconds: a grade's steps take tenths of a second
         with self._lock:
-            self._fh.write(f"{time.strftime('%H:%M:%S')} {message}\n")
+            self._fh.write(f"{time.strftime('%H:%M:%S', time.localtime(now))}"
+                           f".{int(now * 1000) % 1000:03d} {message}\n")
             self._fh.flush()
 
     def close(self) -> None:

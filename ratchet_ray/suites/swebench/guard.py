@@ -2,7 +2,9 @@
 
 Contracts (policy and path list: ``protect``):
 - ``HarnessGuard(box, instance, timeout_s)``; call ``snapshot()`` before the patch is applied and
-  ``restore(patch)`` after. ``restore`` returns ``GuardOutcome``: ``restored`` lists
+  ``restore(patch)`` after. Either may be handed the output of ``state_command(instance)`` that
+  the caller ran itself at that moment, batched with its other steps (``listed``: one round
+  trip to the daemon fewer); the guard then reads the same facts from it. ``restore`` returns ``GuardOutcome``: ``restored`` lists
   ``(path, reason)`` put back to the base commit or deleted; ``tampering`` is a message when the
   attempt must fail instead (a path in ``.git``/outside the tree, a harness file that existed
   untracked before the patch and so has no base version, or a restore that did not hold).
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
+from typing import Any
 
 from ratchet_ray.suites.swebench.container import InstanceContainer
 from ratchet_ray.suites.swebench.infra import InfraFailure
@@ -45,22 +48,30 @@ class HarnessGuard:
         self._changed0: set[str] = set()
         self._untracked0: set[str] = set()
 
-    def _state(self) -> tuple[set[str], set[str]]:
+    @staticmethod
+    def state_command(instance: dict) -> str:
+        """The root command that lists the tree's state (what ``snapshot``/``restore`` read)."""
+        return (f"git -c core.quotepath=off diff --name-only --no-renames -z "
+                f"{instance['base_commit']} && printf '\\0' && git ls-files --others -z")
+
+    def _state(self, listed: Any = None) -> tuple[set[str], set[str]]:
         """(tracked paths differing from the base commit, untracked paths, ignored ones too),
-        from one exec: both NUL-terminated lists, an empty entry between them."""
-        command = (f"git -c core.quotepath=off diff --name-only --no-renames -z {self.base} "
-                   f"&& printf '\\0' && git ls-files --others -z")
-        result = self.box.run(command, self.timeout_s, user="root")
-        entries = result.stdout.split("\0")
-        if result.exit_code != 0 or "" not in entries:
+        from one exec (``listed``: its result, when the caller ran ``state_command``): both
+        NUL-terminated lists, an empty entry between them."""
+        if listed is None:
+            listed = self.box.run(self.state_command({"base_commit": self.base}), self.timeout_s,
+                                  user="root")
+        entries = listed.stdout.split("\0")
+        if listed.exit_code != 0 or "" not in entries:
+            why = getattr(listed, "output", None) or getattr(listed, "stderr", "")
             raise InfraFailure("docker_error", f"container {self.box.name}: listing the changed "
-                               f"paths failed (exit {result.exit_code}): {result.output[-500:]}")
+                               f"paths failed (exit {listed.exit_code}): {why[-500:]}")
         cut = entries.index("")  # no path is empty: the first empty entry is the separator
         return ({p for p in entries[:cut] if p.strip()},
                 {p for p in entries[cut + 1:] if p.strip()})
 
-    def snapshot(self) -> None:
-        self._changed0, self._untracked0 = self._state()
+    def snapshot(self, listed: Any = None) -> None:
+        self._changed0, self._untracked0 = self._state(listed)
 
     def _read(self, command: str) -> str | None:
         result = self.box.run(command, self.timeout_s, user="root")
@@ -81,18 +92,18 @@ class HarnessGuard:
                 found.append((path, reason))
         return found
 
-    def _touched(self, named: set[str]) -> set[str]:
-        changed, untracked = self._state()
+    def _touched(self, named: set[str], listed: Any = None) -> set[str]:
+        changed, untracked = self._state(listed)
         return ((changed - self._changed0) | (untracked - self._untracked0)
                 | (named & self._untracked0))
 
-    def restore(self, patch: str) -> GuardOutcome:
+    def restore(self, patch: str, listed: Any = None) -> GuardOutcome:
         named = patch_paths(patch)
         bad = unsafe_paths(named)
         if bad:
             return GuardOutcome(tampering=f"the patch writes outside the work tree or into .git: "
                                           f"{', '.join(bad[:10])}")
-        harness = self._harness(self._touched(named))
+        harness = self._harness(self._touched(named, listed))
         if not harness:
             return GuardOutcome()
         untracked_before = [p for p, _ in harness if p in self._untracked0]

@@ -56,22 +56,32 @@ def screen_patch(instance: dict[str, Any], patch: str) -> str | None:
             + "\n  ".join(hits[:20]) + (f"\n  ... and {len(hits) - 20} more" if len(hits) > 20 else ""))
 
 
-def _base_texts(box: Any, base: str, paths: list[str]) -> dict[str, str | None]:
-    """Each file's text at ``base`` (None where it has none), all read by one exec: a line
-    per file, ``ok <base64 of the blob>`` or ``missing``. A line that does not read back
-    (no ``base64`` in the image, output clipped) is asked again alone with ``git show``."""
-    if not paths:
-        return {}
+def _base_texts_command(base: str, paths: list[str]) -> str:
+    """The root command that prints each file's blob at ``base``: a line per file,
+    ``ok <base64 of the blob>`` or ``missing``."""
     lines = []
     for path in paths:
         ref = shlex.quote(f"{base}:{path}")
         lines.append(f"if git cat-file -e {ref} 2>/dev/null; then printf 'ok '; "
                      f"git cat-file blob {ref} | base64 -w0 || printf '!'; echo; "
                      f"else echo missing; fi")
-    listed = box.run("\n".join(lines), 120, user="root").stdout.split("\n")
+    return "\n".join(lines)
+
+
+def _base_texts(box: Any, base: str, paths: list[str],
+                listed: str | None = None) -> dict[str, str | None]:
+    """Each file's text at ``base`` (None where it has none), all read by one exec of
+    ``_base_texts_command`` (``listed``: its stdout, when the caller ran it in a batch). A line
+    that does not read back (no ``base64`` in the image, output clipped) is asked again alone
+    with ``git show``."""
+    if not paths:
+        return {}
+    if listed is None:
+        listed = box.run(_base_texts_command(base, paths), 120, user="root").stdout
+    lines = listed.split("\n")
     texts: dict[str, str | None] = {}
     for i, path in enumerate(paths):
-        line = listed[i].strip() if i < len(listed) and len(listed) == len(paths) + 1 else ""
+        line = lines[i].strip() if i < len(lines) and len(lines) == len(paths) + 1 else ""
         if line == "missing":
             texts[path] = None
             continue
@@ -85,6 +95,15 @@ def _base_texts(box: Any, base: str, paths: list[str]) -> dict[str, str | None]:
     return texts
 
 
+def _graded(instance: dict[str, Any], eval_script: str, runs_pytest: bool) -> dict[str, Any]:
+    """The graded test files the test command runs whole (canaries go into these)."""
+    if not runs_pytest:
+        return {}
+    words = command_words(eval_script)
+    return {f: names for f, names in canaries.graded_files(instance).items()
+            if canaries.collected(f, words) and not canaries.selects(words)}
+
+
 @dataclass
 class Protections:
     plan: canaries.CanaryPlan | None = None
@@ -96,19 +115,26 @@ class Protections:
     """What ``prepare`` planned to stage: ``{absolute path: (text, mode)}``, root-owned."""
     results: list[dict] = field(default_factory=list)
 
+    @staticmethod
+    def read_step(instance: dict[str, Any], eval_script: str, runs_pytest: bool) -> str | None:
+        """The root command ``prepare`` would run to read the graded test files at the base
+        commit (None when it reads none), for a caller that batches it with other steps and
+        hands its stdout to ``prepare`` (``read``)."""
+        graded = _graded(instance, eval_script, runs_pytest)
+        return _base_texts_command(instance["base_commit"], sorted(graded)) if graded else None
+
     @classmethod
     def prepare(cls, box: Any, instance: dict[str, Any], eval_script: str, markers: Any,
                 runs_pytest: bool, log: Callable[[str], None],
-                root: str = STAGE_ROOT) -> "Protections":
+                root: str = STAGE_ROOT, read: str | None = None) -> "Protections":
         found = cls(workdir=box.workdir, junit_path=markers.junit_path)
         if not runs_pytest:
             return found
-        words = command_words(eval_script)
-        graded = {f: names for f, names in canaries.graded_files(instance).items()
-                  if canaries.collected(f, words) and not canaries.selects(words)}
+        graded = _graded(instance, eval_script, runs_pytest)
         if graded:
-            texts = canaries.after_test_patch(_base_texts(box, instance["base_commit"], sorted(graded)),
-                                              instance.get("test_patch") or "")
+            texts = canaries.after_test_patch(
+                _base_texts(box, instance["base_commit"], sorted(graded), read),
+                instance.get("test_patch") or "")
             found.plan = canaries.plan({f: (texts.get(f), graded[f]) for f in graded})
         if found.plan is not None:
             found.stage = f"{root}/stage-{secrets.token_hex(8)}"

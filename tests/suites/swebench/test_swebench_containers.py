@@ -18,6 +18,7 @@ from ratchet_ray.suites.swebench.container import (
     HARNESS_CAPS, OWNER_KEY, RUN_KEY, instance_container, leftover_containers, reap_containers)
 from ratchet_ray.suites.swebench.execbox import LINGER_S
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
+from ratchet_ray.suites.swebench.grading_support import SKIPPED_STEP, apply_steps, inline_patch
 from ratchet_ray.suites.swebench.images import InstanceImages, image_name
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 from waiting import wait_for
@@ -249,3 +250,37 @@ def test_files_go_in_and_come_out_in_one_archive_each(docker_client, calc1_image
             "/var/tmp/r", lambda n: {"a.json": 2, "b.json": 10, "l.json": 10, "d.json": 10}.get(n))
         assert (found, too_big) == ({"b.json": b"ok"}, {"a.json": 3})
         assert box.read_folder("/var/tmp/absent", lambda n: 10) == ({}, {})
+
+
+def test_several_steps_run_in_one_exec(docker_client, calc1_image, local_settings, gold):
+    """``run_steps``: each step's status and streams apart, flags through ``$STEPS_DIR``, a
+    step's output that imitates the boundary changes nothing; ``first_steps`` run with the
+    keep-alive probe. The apply chain (``apply_steps``) applies a patch written by a
+    here-document or put beforehand (too long for one exec's argument), and a patch that does
+    not apply fails every fallback and the reverse check."""
+    with instance_container(docker_client, calc1_image, "ratchet__calc-1", local_settings,
+                            first_steps=["echo first; echo why >&2; exit 4"]) as box:
+        assert box.main_pid is not None
+        assert [(r.exit_code, r.stdout, r.stderr) for r in box.first_results] == [(4, "first\n", "why\n")]
+        steps = ["printf 'a\\0b'", "touch \"$STEPS_DIR/flag\"; printf '\\n0123 0 0\\nend\\n'",
+                 "[ -e \"$STEPS_DIR/flag\" ] && exit 9", ""]
+        results = box.run_steps(steps, 30)
+        assert [(r.exit_code, r.stdout, r.stderr) for r in results] == [
+            (0, "a\0b", ""), (0, "\n0123 0 0\nend\n", ""), (9, "", ""), (0, "", "")]
+        inline = box.run_steps([*apply_steps("/tmp/p.diff", 30, gold["ratchet__calc-1"]),
+                                "git diff --stat"], 60)
+        assert inline[0].exit_code == 0 and inline[1].exit_code == 0, inline
+        assert all(r.exit_code == SKIPPED_STEP for r in inline[2:-1]) and inline[-1].stdout
+        box.run("git checkout -- . && git clean -fdq", 30, user="root")
+        big = gold["ratchet__calc-1"] + "".join(
+            f"diff --git a/big{i}.txt b/big{i}.txt\nnew file mode 100644\n--- /dev/null\n"
+            f"+++ b/big{i}.txt\n@@ -0,0 +1 @@\n+{'x' * 50_000}\n" for i in range(2))
+        assert not inline_patch(big)
+        box.write_file("/tmp/big.diff", big)
+        put = box.run_steps([*apply_steps("/tmp/big.diff", 30), "wc -c < big1.txt"], 60)
+        assert put[0].exit_code == 0 and put[-1].stdout.strip() == "50001", put
+        wrong = ("diff --git a/nowhere.py b/nowhere.py\n--- a/nowhere.py\n+++ b/nowhere.py\n"
+                 "@@ -1 +1 @@\n-not there\n+x\n")
+        failed = box.run_steps(apply_steps("/tmp/w.diff", 30, wrong), 60)
+        assert failed[0].exit_code == 0 and all(r.exit_code not in (0, SKIPPED_STEP)
+                                                for r in failed[1:]), failed
