@@ -9,11 +9,14 @@ Contracts:
   keys that node holds now, from the node's own records (not a daemon shared by several Ray
   nodes of one host); it should not raise, and when it does (or its node does not answer
   within ``SURVEY_TIMEOUT_S``) that node counts as holding nothing. A placement must pickle.
-- ``Locality`` is the pool's part. It learns each actor's Ray node (a call of its own, queued
-  on the actor before any job), and surveys the nodes of the pool's actors (``held_here`` on
-  each) when a dispatch has a choice to make and what it knew may be stale: at first, after a
-  job with a key ended (its node may have built, pulled or removed something), and after an
-  actor was replaced. A pool whose actors are all on one node never surveys (nothing to choose).
+- ``Locality`` is the pool's part. It learns each actor's Ray node and what that node holds
+  (a call of its own, queued on the actor before any job, run in the actor's process), and
+  surveys the nodes of the pool's actors (``held_here`` on each) when a dispatch has a choice
+  to make and what it knew may be stale: at first (what the starting actors said, when every
+  node answered that way; else tasks), after a job with a key ended (its node may have built,
+  pulled or removed something), and after an actor was replaced. As a node is learned, one
+  survey task is started there unwaited, so later surveys find a warm worker. A pool whose
+  actors are all on one node never surveys (nothing to choose).
 - The first dispatch of a pool waits (bounded by the pool's start timeout, whose errors it
   raises as ``drain`` would) until the pool's actors have started, so the first jobs already go
   where their keys are; later, an actor whose node is not known yet (a replacement still
@@ -57,6 +60,13 @@ def node_of_actor(_instance: Any) -> str:
     return ray.get_runtime_context().get_node_id()
 
 
+def held_by_actor(_instance: Any, placement: Placement) -> list:
+    """Run through ``actor.__ray_call__`` as the actor starts: what its node holds, read in the
+    actor's own process, which has imported what the placement needs, where a first survey
+    task would start a worker and import it all on every node."""
+    return list(placement.held_here())
+
+
 def held_on_node(placement: Placement) -> list:
     """Run in a task pinned to a node: what that node holds."""
     return list(placement.held_here())
@@ -82,6 +92,8 @@ class Locality:
         """Node id -> the keys it held at the last survey (nodes of the pool's actors)."""
         self.stale = True
         self.surveys = 0
+        self._warmed: dict[str, Any] = {}
+        """Node id -> a survey task started as the node was learned (see ``_warm_survey``)."""
 
     # ---- what the pool tells it ---------------------------------------------------------------
     def key(self, method: str, item: Any) -> Hashable | None:
@@ -96,6 +108,7 @@ class Locality:
         """A new actor in ``slot``: learn its node (an actor call queued before any job)."""
         slot.node = None
         slot.where = slot.actor.__ray_call__.remote(node_of_actor)
+        slot.told = slot.actor.__ray_call__.remote(held_by_actor, self.placement)
         self.stale = True
 
     def ended(self, key: Hashable | None) -> None:
@@ -114,7 +127,33 @@ class Locality:
             self.holdings = {}
             return
         if self.stale and any(job.place is not None for job in queue):
-            self._survey(sorted(nodes))
+            told = self._told_holdings(slots) if self.surveys == 0 else {}
+            if set(told) == nodes:
+                # The actors said what their nodes held as they started: that is the first
+                # survey, without a task per node (a cold worker and its imports).
+                self.holdings, self.stale = told, False
+                self.surveys += 1
+            else:
+                self._survey(sorted(nodes))
+        for slot in slots:
+            slot.told = None
+
+    @staticmethod
+    def _told_holdings(slots: list) -> dict[str, set]:
+        """Node id -> what an actor of that node said it held as it started (``held_by_actor``);
+        a node whose actors did not answer is missing."""
+        refs = {slot.told: slot for slot in slots
+                if getattr(slot, "told", None) is not None and slot.node is not None}
+        if not refs:
+            return {}
+        ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=SURVEY_TIMEOUT_S)
+        told: dict[str, set] = {}
+        for ref in ready:
+            try:
+                told.setdefault(refs[ref].node, set()).update(ray.get(ref))
+            except Exception as exc:  # noqa: BLE001 - a hint: the tasks' survey asks again
+                log.info("an actor could not say what its node holds (%s)", exc)
+        return told
 
     def _learn_nodes(self, slots: list, check_started: Callable[[], None], wait_s: float) -> None:
         deadline = time.monotonic() + wait_s
@@ -132,9 +171,21 @@ class Locality:
                     slot.node = ray.get(ref)
                 except Exception as exc:  # noqa: BLE001 - died before answering: a job sees it
                     log.info("pool %s: an actor's node is unknown (%s)", self.pool, exc)
+                    continue
+                self._warm_survey(slot.node)
             if len(ready) == len(pending) or left <= 0:
                 return
             check_started()  # an actor that cannot start raises here, as drain would
+
+    def _warm_survey(self, node: str) -> None:
+        """Start one survey task on ``node`` (once per node; its result is not waited for):
+        the worker it starts there imports what the placement needs while the pool's actors
+        warm up, so the surveys after jobs end find a warm worker instead of paying that start
+        (seconds per node on a loaded host) while every dispatch waits."""
+        if node not in self._warmed:
+            self._warmed[node] = _survey_task().options(
+                num_cpus=0, max_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
+                    node, soft=False)).remote(self.placement)
 
     def _survey(self, nodes: list[str]) -> None:
         task = _survey_task()

@@ -128,6 +128,8 @@ class _Slot:
     """The actor's Ray node once known (pools with a placement only)."""
     where: Any = None
     """The ref that will tell ``node`` (pools with a placement only)."""
+    told: Any = None
+    """The ref that will tell what that node held as the actor started (``Locality``)."""
 
 
 @dataclass
