@@ -40,24 +40,25 @@ QUICKSTART_FLAGS ?= --rounds 2 --subset configs/subsets/mbpp_quickstart.json --t
 run: setup sandbox  ## the quickstart: a short MBPP+ loop on the local Gemma model over the quickstart subset
 	$(BIN)/python -m jobs.skill_loop mbpp $(QUICKSTART_FLAGS)
 
-# The suite mostly waits (Ray start-ups, sandboxes, containers, model servers): TEST_WORKERS
+# The quick suite mostly waits (Ray start-ups, sandboxes, containers, model servers): TEST_WORKERS
 # pytest-xdist workers share the cores. Groups keep on one worker what must not run side by side
-# (tests/conftest.py `_xdist_group`): the Docker tests, the heavy local-model runs (`model`: each
-# keeps every core busy), and a module's tests that share a module fixture. The `exclusive` tests
-# need the machine to themselves and run alone afterwards.
-TEST_WORKERS ?= 3
+# (tests/conftest.py `_xdist_group`): the Docker tests, and a module's tests that share a module
+# fixture (set up once, not once per worker). The slow suite is CPU-bound (llama.cpp on every core,
+# Ray start-ups by the dozen): beside other workers its tests only take longer and time out, so it
+# runs alone, with the `exclusive` tests (which need the machine to themselves).
+TEST_WORKERS ?= 2
 PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 test: setup sandbox  ## the whole suite, real components (Docker tests need `bash .ci/docker_setup.sh`)
-	$(BIN)/python -m pytest -q -rs $(PARALLEL) -m "not exclusive"
-	$(BIN)/python -m pytest -q -rs -m exclusive
+	$(BIN)/python -m pytest -q -rs $(PARALLEL) -m "not slow and not exclusive"
+	$(BIN)/python -m pytest -q -rs -m "slow or exclusive"
 
 test-fast: setup  ## skip the heavy (real-model, many-round) tests
 	$(BIN)/python -m pytest -q $(PARALLEL) -m "not slow and not docker and not exclusive"
 
-FLAKE_RUNS ?= 2
-FLAKE_QUICK_RUNS ?= 1
-flake: setup sandbox  ## the whole suite FLAKE_RUNS times and the quick suite FLAKE_QUICK_RUNS more, in random orders; lists every test that failed once
-	$(BIN)/python .ci/flake.py --runs $(FLAKE_RUNS) --quick-runs $(FLAKE_QUICK_RUNS) --workers $(TEST_WORKERS) $(if $(FLAKE_SEED),--seed $(FLAKE_SEED))
+FLAKE_RUNS ?= 3
+FLAKE_SLOW_RUNS ?= 2
+flake: setup sandbox  ## the quick suite FLAKE_RUNS times in random orders, the slow suite FLAKE_SLOW_RUNS times; lists every test that failed once
+	$(BIN)/python .ci/flake.py --runs $(FLAKE_RUNS) --slow-runs $(FLAKE_SLOW_RUNS) --workers $(TEST_WORKERS) $(if $(FLAKE_SEED),--seed $(FLAKE_SEED))
 
 CHAOS_SEEDS ?= 1-10
 CHAOS_ROUNDS ?= 3

@@ -1,15 +1,13 @@
-"""Flake hunting: the whole suite N times in random orders, as ``make test`` runs it, and the quick
-suite M more times; every test that failed at least once is reported (zero tolerance: a flaky test
-is a bug, never re-run to green).
+"""Flake hunting: the quick suite N times in random orders, the slow suite twice; every test that
+failed at least once is reported (zero tolerance: a flaky test is a bug, never re-run to green).
 
-    python .ci/flake.py [--runs 2] [--quick-runs 1] [--workers 3] [--seed S] [-- extra pytest args]
+    python .ci/flake.py [--runs 3] [--slow-runs 2] [--workers 2] [--seed S] [-- extra pytest args]
 
-A whole run is ``make test``'s: every test but the ``exclusive`` ones on ``--workers``
-pytest-xdist workers (``--dist loadgroup``, the groups of ``tests/conftest.py``), then the
-``exclusive`` ones alone. A quick run is the same without the ``slow`` tests: more orders for less
-time. Every run shuffles modules and tests with ``--shuffle-seed`` (seed S, S+1, ...; S printed,
-so a failing order can be replayed). Exit status 1 when any test failed in any run. Writes a
-JUnit report per run under ``.ci/flake-reports/``.
+As ``make test`` runs them: the quick suite on ``--workers`` pytest-xdist workers (``--dist
+loadgroup``) and then its ``exclusive`` tests alone; the slow suite in one process. Each quick run shuffles modules and tests with
+``--shuffle-seed`` (seed S, S+1, ...; S printed, so a failing order can be replayed); the slow
+runs keep file order. Exit status 1 when any test failed in any run. Writes a JUnit report per
+run under ``.ci/flake-reports/``.
 """
 
 from __future__ import annotations
@@ -51,29 +49,23 @@ def run(label: str, args: list[str]) -> tuple[list[str], float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=2,
-                        help="whole-suite runs, shuffled, as `make test`")
-    parser.add_argument("--quick-runs", type=int, default=1,
-                        help="more shuffled runs of the quick suite (no `slow` tests)")
-    parser.add_argument("--workers", type=int, default=3,
+    parser.add_argument("--runs", type=int, default=3, help="quick-suite runs, shuffled")
+    parser.add_argument("--slow-runs", type=int, default=2, help="slow-suite runs, file order")
+    parser.add_argument("--workers", type=int, default=2,
                         help="pytest-xdist workers, as `make test` (TEST_WORKERS)")
     parser.add_argument("--seed", type=int, default=random.randrange(1, 10**6))
     parser.add_argument("extra", nargs="*", help="passed on to pytest (after --)")
     opts = parser.parse_args()
     REPORTS.mkdir(parents=True, exist_ok=True)
-    print(f"[flake] seed {opts.seed}: {opts.runs} whole run(s), {opts.quick_runs} quick run(s), "
-          f"{opts.workers} worker(s)", flush=True)
+    print(f"[flake] seed {opts.seed}: {opts.runs} shuffled quick run(s), {opts.slow_runs} "
+          f"slow run(s)", flush=True)
     failed: dict[str, list[str]] = defaultdict(list)
     times: list[tuple[str, float]] = []
     parallel = ["-n", str(opts.workers), "--dist", "loadgroup"] if opts.workers > 1 else []
-    plan: list[tuple[str, list[str]]] = []
-    for k in range(opts.runs):
-        plan.append((f"whole-{k}", [*parallel, "-m", "not exclusive",
-                                    f"--shuffle-seed={opts.seed + k}"]))
-        plan.append((f"whole-exclusive-{k}", ["-m", "exclusive"]))
-    plan += [(f"quick-{k}", [*parallel, "-m", "not slow and not exclusive",
-                             f"--shuffle-seed={opts.seed + opts.runs + k}"])
-             for k in range(opts.quick_runs)]
+    plan = [(f"quick-{k}", [*parallel, "-m", "not slow and not exclusive",
+                            f"--shuffle-seed={opts.seed + k}"]) for k in range(opts.runs)]
+    plan += [(f"quick-exclusive-{k}", ["-m", "not slow and exclusive"]) for k in range(opts.runs)]
+    plan += [(f"slow-{k}", ["-m", "slow"]) for k in range(opts.slow_runs)]
     for label, args in plan:
         bad, seconds = run(label, [*args, *opts.extra])
         times.append((label, seconds))
@@ -81,7 +73,7 @@ def main() -> int:
             failed[test].append(label)
     print("\n[flake] report")
     for label, seconds in times:
-        print(f"  {label:<18} {seconds / 60:6.1f} min")
+        print(f"  {label:<8} {seconds / 60:6.1f} min")
     print(f"  runs {len(plan)}, total {sum(s for _, s in times) / 60:.1f} min, seed {opts.seed}")
     if not failed:
         print("  failures: 0")

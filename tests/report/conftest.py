@@ -20,3 +20,19 @@ def scenario_run(ray_local, tmp_path_factory) -> Path:
         root = tmp_path_factory.mktemp("report_scenario")
         _RUNS["scenario"] = run_scenario(root, SCENARIO_ROUNDS, enabled=True, timeout_s=90.0)
     return _RUNS["scenario"]
+
+
+MLFLOW_REQUEST_SETTINGS = ("MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
+                           "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR")
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_mlflow_request_settings(monkeypatch):
+    """A tracker bounds MLflow's HTTP requests through the process environment (MLflow reads them
+    nowhere else) and keeps what it finds there, as a user's own settings win. Runs of these tests
+    share a worker process, so each test starts without an earlier test's settings and leaves
+    none behind: the unreachable-server test's 2 s timeout otherwise became every later request's
+    (a live server's run then failed its reads under load)."""
+    for name in MLFLOW_REQUEST_SETTINGS:
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
