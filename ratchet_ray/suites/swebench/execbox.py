@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Callable, Mapping, Sequence
 
+from ratchet_ray.suites.swebench.exec_stream import STDOUT, exec_frames
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
@@ -241,12 +242,10 @@ class InstanceContainer:
                 exec_id = api.exec_create(self.container.id, argv, workdir=workdir or self.workdir,
                                           user=user, environment=env)["Id"]
                 state["exec_id"] = exec_id
-                for out, err in api.exec_start(exec_id, stream=True, demux=True):
-                    if out:
-                        keep("chunks", out)
-                        keep("stdout", out)
-                    if err:
-                        keep("chunks", err)
+                for stream, data in exec_frames(api, exec_id):
+                    keep("chunks", data)
+                    if stream == STDOUT:
+                        keep("stdout", data)
             except Exception as exc:  # noqa: BLE001 - re-raised in the caller's thread below
                 state["error"] = exc
 

@@ -3,6 +3,7 @@ CPU and disk bounds, leftover processes, atomic reports, the reaper and the per-
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -284,3 +285,25 @@ def test_several_steps_run_in_one_exec(docker_client, calc1_image, local_setting
         failed = box.run_steps(apply_steps("/tmp/w.diff", 30, wrong), 60)
         assert failed[0].exit_code == 0 and all(r.exit_code not in (0, SKIPPED_STEP)
                                                 for r in failed[1:]), failed
+
+
+def test_output_that_comes_with_the_upgrade_headers_is_kept(docker_client, calc1_image,
+                                                            local_settings, monkeypatch):
+    """A client slow to read the exec's ``101 UPGRADED`` headers (a loaded machine) finds the
+    command's first frames in the same ``recv`` as the headers; docker-py's own exec stream
+    dropped them, and an agent saw an empty observation (docker/docker-py#3332). Every stream
+    and byte comes back, a quiet command's too."""
+    begin = http.client.HTTPResponse.begin
+
+    def late_reader(response):
+        time.sleep(0.3)  # the command has run and written by the time the headers are read
+        return begin(response)
+
+    with instance_container(docker_client, calc1_image, "ratchet__calc-1", local_settings) as box:
+        monkeypatch.setattr(http.client.HTTPResponse, "begin", late_reader)
+        both = box.run("echo out; echo err >&2", 30)
+        large = box.run("head -c 100000 /dev/zero | tr '\\0' x", 30)
+        quiet = box.run("true", 30)
+    assert (both.exit_code, both.stdout, sorted(both.output.splitlines())) == (0, "out\n", ["err", "out"])
+    assert large.stdout == "x" * 100_000
+    assert (quiet.exit_code, quiet.output) == (0, "")
