@@ -12,7 +12,7 @@ from ratchet_ray.config import LLMSettings
 from ratchet_ray.suites.swebench.agent import run_agent
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.model]
 
 
 def test_local_gemma_drives_the_agent_and_the_attempt_is_graded(docker_client, tasks, local_settings,

@@ -147,6 +147,7 @@ def test_scripted_round_through_real_actors_and_docker(docker_client, ray_local,
 
 @pytest.mark.docker
 @pytest.mark.slow
+@pytest.mark.model
 def test_cli_round_with_the_local_model(docker_client, tmp_path):
     pytest.importorskip("llama_cpp")
     dataset = tmp_path / "instances.jsonl"
