@@ -40,26 +40,25 @@ QUICKSTART_FLAGS ?= --rounds 2 --subset configs/subsets/mbpp_quickstart.json --t
 run: setup sandbox  ## the quickstart: a short MBPP+ loop on the local Gemma model over the quickstart subset
 	$(BIN)/python -m jobs.skill_loop mbpp $(QUICKSTART_FLAGS)
 
-# Most tests mostly wait (Ray start-ups, sandboxes, containers, model servers, drivers of their
-# own): everything but the local model's heavy runs goes on TEST_WORKERS pytest-xdist workers.
-# Groups keep on one worker what must not run side by side (tests/conftest.py `_xdist_group`): the
-# Docker tests, and a module's tests that share a module fixture (set up once, not once per
-# worker). The `model` tests keep every core busy with llama.cpp: beside other workers they only
-# take longer and time out, so they run alone afterwards, with the `exclusive` tests (which need
-# the machine to themselves).
+# The quick suite mostly waits (Ray start-ups, sandboxes, containers, model servers): TEST_WORKERS
+# pytest-xdist workers share the cores. Groups keep on one worker what must not run side by side
+# (tests/conftest.py `_xdist_group`): the Docker tests, and a module's tests that share a module
+# fixture (set up once, not once per worker). The slow suite is CPU-bound (llama.cpp on every core,
+# Ray start-ups by the dozen): beside other workers its tests only take longer and time out, so it
+# runs alone, with the `exclusive` tests (which need the machine to themselves).
 TEST_WORKERS ?= 2
 PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 test: setup sandbox  ## the whole suite, real components (Docker tests need `bash .ci/docker_setup.sh`)
-	$(BIN)/python -m pytest -q -rs $(PARALLEL) -m "not model and not exclusive"
-	$(BIN)/python -m pytest -q -rs -m "model or exclusive"
+	$(BIN)/python -m pytest -q -rs $(PARALLEL) -m "not slow and not exclusive"
+	$(BIN)/python -m pytest -q -rs -m "slow or exclusive"
 
 test-fast: setup  ## skip the heavy (real-model, many-round) tests
 	$(BIN)/python -m pytest -q $(PARALLEL) -m "not slow and not docker and not exclusive"
 
 FLAKE_RUNS ?= 3
-FLAKE_SERIAL_RUNS ?= 2
-flake: setup sandbox  ## make test's parallel part FLAKE_RUNS times in random orders, its serial part FLAKE_SERIAL_RUNS times; lists every test that failed once
-	$(BIN)/python .ci/flake.py --runs $(FLAKE_RUNS) --serial-runs $(FLAKE_SERIAL_RUNS) --workers $(TEST_WORKERS) $(if $(FLAKE_SEED),--seed $(FLAKE_SEED))
+FLAKE_SLOW_RUNS ?= 2
+flake: setup sandbox  ## the quick suite FLAKE_RUNS times in random orders, the slow suite FLAKE_SLOW_RUNS times; lists every test that failed once
+	$(BIN)/python .ci/flake.py --runs $(FLAKE_RUNS) --slow-runs $(FLAKE_SLOW_RUNS) --workers $(TEST_WORKERS) $(if $(FLAKE_SEED),--seed $(FLAKE_SEED))
 
 CHAOS_SEEDS ?= 1-10
 CHAOS_ROUNDS ?= 3

@@ -1,13 +1,12 @@
-"""Flake hunting: ``make test``'s parallel part N times in random orders, its serial part twice;
-every test that failed at least once is reported (zero tolerance: a flaky test is a bug, never
-re-run to green).
+"""Flake hunting: the quick suite N times in random orders, the slow suite twice; every test that
+failed at least once is reported (zero tolerance: a flaky test is a bug, never re-run to green).
 
-    python .ci/flake.py [--runs 3] [--serial-runs 2] [--workers 2] [--seed S] [-- extra pytest args]
+    python .ci/flake.py [--runs 3] [--slow-runs 2] [--workers 2] [--seed S] [-- extra pytest args]
 
-As ``make test`` runs them: everything but the ``model`` and ``exclusive`` tests on ``--workers``
-pytest-xdist workers (``--dist loadgroup``), then those in one process. Each parallel run
-shuffles modules and tests with ``--shuffle-seed`` (seed S, S+1, ...; S printed, so a failing
-order can be replayed); the serial runs keep file order. Exit status 1 when any test failed in any run. Writes a JUnit report per
+As ``make test`` runs them: the quick suite on ``--workers`` pytest-xdist workers (``--dist
+loadgroup``), then the slow suite and the ``exclusive`` tests in one process. Each quick run shuffles modules and tests with
+``--shuffle-seed`` (seed S, S+1, ...; S printed, so a failing order can be replayed); the slow
+runs keep file order. Exit status 1 when any test failed in any run. Writes a JUnit report per
 run under ``.ci/flake-reports/``.
 """
 
@@ -50,22 +49,22 @@ def run(label: str, args: list[str]) -> tuple[list[str], float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3, help="parallel-part runs, shuffled")
-    parser.add_argument("--serial-runs", type=int, default=2, help="serial-part runs, file order")
+    parser.add_argument("--runs", type=int, default=3, help="quick-suite runs, shuffled")
+    parser.add_argument("--slow-runs", type=int, default=2, help="slow-suite runs, file order")
     parser.add_argument("--workers", type=int, default=2,
                         help="pytest-xdist workers, as `make test` (TEST_WORKERS)")
     parser.add_argument("--seed", type=int, default=random.randrange(1, 10**6))
     parser.add_argument("extra", nargs="*", help="passed on to pytest (after --)")
     opts = parser.parse_args()
     REPORTS.mkdir(parents=True, exist_ok=True)
-    print(f"[flake] seed {opts.seed}: {opts.runs} shuffled parallel run(s), {opts.serial_runs} "
-          f"serial run(s)", flush=True)
+    print(f"[flake] seed {opts.seed}: {opts.runs} shuffled quick run(s), {opts.slow_runs} "
+          f"slow run(s)", flush=True)
     failed: dict[str, list[str]] = defaultdict(list)
     times: list[tuple[str, float]] = []
     parallel = ["-n", str(opts.workers), "--dist", "loadgroup"] if opts.workers > 1 else []
-    plan = [(f"parallel-{k}", [*parallel, "-m", "not model and not exclusive",
-                               f"--shuffle-seed={opts.seed + k}"]) for k in range(opts.runs)]
-    plan += [(f"serial-{k}", ["-m", "model or exclusive"]) for k in range(opts.serial_runs)]
+    plan = [(f"quick-{k}", [*parallel, "-m", "not slow and not exclusive",
+                            f"--shuffle-seed={opts.seed + k}"]) for k in range(opts.runs)]
+    plan += [(f"slow-{k}", ["-m", "slow or exclusive"]) for k in range(opts.slow_runs)]
     for label, args in plan:
         bad, seconds = run(label, [*args, *opts.extra])
         times.append((label, seconds))
