@@ -19,9 +19,14 @@ Contracts:
   and ``JobSubmissionClient``) on a free loopback port.
 - ``env`` is what a driver needs to join (``RAY_ADDRESS``, ``RAY_AUTH_MODE`` and loopback-only
   cluster mode), ``node_id(name)`` the Ray node id of a started node, ``kill(name)`` SIGKILLs
-  that node's whole process group (a node crash), ``stop()`` stops every node it started, even
-  half-started ones, and removes its temp dir; nothing else on the machine is touched (no
-  ``ray stop``, which would stop every Ray of this user).
+  that node's process group (its raylet and daemons: a node crash as Ray sees it; its actor
+  workers, each in a process group of its own, die when they notice), ``stop()`` stops every
+  node it started, even half-started ones, then SIGKILLs whatever of theirs is left, and
+  removes its temp dir; nothing else on the machine is touched (no ``ray stop``, which would
+  stop every Ray of this user). A node's processes are those whose environment carries its
+  launch's ``NODE_MARK``: Ray starts each worker in a process group of its own, so the node's
+  group misses them, and a worker whose raylet was killed can take over a minute on a loaded
+  machine to notice.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import psutil
 
 from ratchet_ray.sweep.ray_head import free_port, own_port_flags, ray_executable
 
@@ -52,11 +59,39 @@ class NodeSpec:
     """Environment of this node's processes beyond the cluster's (e.g. a setting of its own)."""
 
 
+NODE_MARK = "RATCHET_TEST_NODE"
+"""Environment variable every process of a node inherits: unique per launch of a node."""
+
+
 @dataclass
 class _Node:
     spec: NodeSpec
     proc: subprocess.Popen
     log: Path
+    mark: str
+
+
+def marked_processes(mark: str) -> list[psutil.Process]:
+    """The live processes (zombies aside) whose environment has ``NODE_MARK=mark``."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(NODE_MARK) == mark:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue  # gone, or not ours to read
+    return found
+
+
+def kill_marked(mark: str) -> None:
+    """SIGKILL every process of ``marked_processes(mark)`` and wait until none is alive."""
+    procs = marked_processes(mark)
+    for proc in procs:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(procs, timeout=30)
 
 
 def _tail(path: Path, lines: int = 25) -> str:
@@ -130,11 +165,13 @@ class LocalCluster:
             argv += [f"--address={self.address}"]
             if self.head_only is not None:
                 argv = _hide_from_node(self.head_only, argv)
-        env = {**self.env, "XDG_CACHE_HOME": str(self.cache_dir(spec.name)), **spec.env}
+        mark = f"{os.getpid()}-{spec.name}-{time.monotonic_ns()}"
+        env = {**self.env, "XDG_CACHE_HOME": str(self.cache_dir(spec.name)), **spec.env,
+               NODE_MARK: mark}
         with open(log, "a") as handle:
             proc = subprocess.Popen(argv, cwd=self.temp, env=env, stdout=handle,
                                     stderr=subprocess.STDOUT, start_new_session=True)
-        self.nodes[spec.name] = _Node(spec, proc, log)
+        self.nodes[spec.name] = _Node(spec, proc, log, mark)
 
     def query(self, body: str, *, check: bool = True) -> object:
         """Run ``body`` in a fresh driver joined to the cluster (``ray`` imported and connected,
@@ -234,9 +271,10 @@ class LocalCluster:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 pass
-            try:  # whatever the node started and left behind (its own group only)
+            try:  # whatever the node started and left behind
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            kill_marked(self.nodes[name].mark)
             proc.wait(timeout=30)
         shutil.rmtree(self.temp, ignore_errors=True)
