@@ -71,26 +71,17 @@ class _Node:
     mark: str
 
 
-def marked_processes(mark: str) -> list[psutil.Process]:
-    """The live processes (zombies aside) whose environment has ``NODE_MARK=mark``."""
-    found = []
+def kill_marked(marks: set[str]) -> None:
+    """SIGKILL every live process whose environment has ``NODE_MARK`` in ``marks`` (one pass
+    over the process table) and wait until none is alive."""
+    procs = []
     for proc in psutil.process_iter():
         try:
-            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(NODE_MARK) == mark:
-                found.append(proc)
+            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(NODE_MARK) in marks:
+                proc.kill()
+                procs.append(proc)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue  # gone, or not ours to read
-    return found
-
-
-def kill_marked(mark: str) -> None:
-    """SIGKILL every process of ``marked_processes(mark)`` and wait until none is alive."""
-    procs = marked_processes(mark)
-    for proc in procs:
-        try:
-            proc.kill()
-        except psutil.NoSuchProcess:
-            pass
     psutil.wait_procs(procs, timeout=30)
 
 
@@ -275,6 +266,6 @@ class LocalCluster:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            kill_marked(self.nodes[name].mark)
             proc.wait(timeout=30)
+        kill_marked({node.mark for node in self.nodes.values()})  # their own groups, missed above
         shutil.rmtree(self.temp, ignore_errors=True)

@@ -20,7 +20,7 @@ import struct
 from typing import Any, Iterator
 
 FRAME_HEADER = struct.Struct(">BxxxL")  # stream id, 3 bytes padding, payload length
-STDOUT, STDERR = 1, 2
+STDOUT = 1  # stderr's frames are 2
 
 
 def exec_frames(api: Any, exec_id: str) -> Iterator[tuple[int, bytes]]:
