@@ -12,7 +12,11 @@ Contracts:
   instead. An exception raised *inside* the method is a failed result at once (no retry): it
   is the job's outcome, not the actor's. Each death of an actor under a job is kept in
   ``pool.lost`` (what was being run, the attempt and the error) so a caller can account for the
-  work it lost.
+  work it lost. An actor that died before it ever started (its ``__ray_ready__`` failed: e.g.
+  placed on a node that was dying) ran nothing: the job goes back without spending one of its
+  ``max_attempts`` and nothing is recorded as lost, up to ``NEVER_STARTED_RETRIES`` times per
+  job (after that such deaths count too, so a node that kills every fresh actor cannot hold a
+  job forever).
 - Start-up: every actor's ``__ray_ready__`` is watched. An actor whose constructor raised stops
   the pool's caller with ``ActorStartError`` carrying the constructor's own exception (it is
   never retried: a bad base URL or a missing image fails the same way every time); an actor not
@@ -62,7 +66,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import ray
-from ray.exceptions import RayActorError, RayTaskError
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from actors.batching import BatchSizer
 from actors.placement import Locality, Placement
@@ -74,6 +78,10 @@ __all__ = ["ActorStartError", "ActorStartTimeout", "LostAttempt", "PoolError", "
            "ResilientPool", "init_failure", "init_failure_text"]
 START_TIMEOUT_S = 300.0
 SETUP_TIMEOUT_S = 600.0
+NEVER_STARTED_RETRIES = 5
+READY_VERDICT_S = 5.0
+"""How long a dead actor's ``__ray_ready__`` may take to say whether it had started; past it
+the death counts as an attempt (the safe side: a job that may have run is never run unbounded)."""
 
 
 @dataclass
@@ -108,6 +116,8 @@ class _Job:
     kwargs: dict
     key: Any
     attempts: int = 0
+    never_started: int = 0
+    """Deaths of actors that never started under this job (not attempts; module contracts)."""
     place: Any = None
     """What the job needs on its node (``Placement.key``); None: nothing."""
     overtaken: int = 0
@@ -122,7 +132,9 @@ class _Slot:
     batched: bool = False
     """Whether that call is a ``call_batch`` (else one plain method call)."""
     ready: Any = None
-    """``actor.__ray_ready__`` ref until the actor is known to have started (then None)."""
+    """``actor.__ray_ready__`` ref until its outcome is known (then None)."""
+    started: bool = False
+    """Whether that ref came back: the actor was constructed and could run a job."""
     made_at: float = 0.0
     node: str | None = None
     """The actor's Ray node once known (pools with a placement only)."""
@@ -140,6 +152,8 @@ class PoolStats:
     actors_replaced: int = 0
     resubmitted: int = 0
     cancelled: int = 0
+    never_started: int = 0
+    """Jobs sent back because their actor died before it started (no attempt spent)."""
 
 
 class ResilientPool:
@@ -257,6 +271,8 @@ class ResilientPool:
                     ray.get(ref)
                 except (RayActorError, RayTaskError) as err:
                     self._raise_if_init_failed(err)  # else killed before it started: a job sees it
+                else:
+                    slot.started = True
         late = [slot for slot in self._slots if slot.ready is not None
                 and time.monotonic() - slot.made_at > self.start_timeout_s]
         if late:
@@ -317,37 +333,23 @@ class ResilientPool:
         slot = self._inflight.pop(ref)
         jobs, batched = slot.jobs, slot.batched
         slot.jobs, slot.batched = [], False
-        for job in jobs:
-            job.attempts += 1
-            if self.locality is not None:
+        if self.locality is not None:
+            for job in jobs:
                 self.locality.ended(job.place)
+        failure: BaseException | None = None
         try:
             value = ray.get(ref)  # ``ref`` came out of ray.wait: already finished, no blocking
         except RayActorError as err:
             self._raise_if_init_failed(err)
-            death = failure_text(err)  # class, pid, signal, worker log: not Ray's boilerplate
-            log.warning("pool %s: actor died running %s on %d job(s) (attempt %d): %s",
-                        self.name, jobs[0].method, len(jobs), jobs[0].attempts, death)
-            self._replace(slot)
-            failed: list[PoolResult] = []
-            retry: list[_Job] = []
-            for job in jobs:
-                self.lost.append(LostAttempt(job.method, job.item, job.key, job.attempts,
-                                             death[:2000]))
-                if job.attempts < self.max_attempts:
-                    retry.append(job)
-                else:
-                    failed.append(self._finish(PoolResult(job.item, error=err,
-                                                          attempts=job.attempts, key=job.key)))
-            self.stats.resubmitted += len(retry)
-            self._queue.extendleft(reversed(retry))  # first again, in their order
-            self._dispatch()
-            return failed
+            return self._died_under(slot, jobs, err)
         except RayTaskError as err:
             self._raise_if_init_failed(err)  # the actor never started: every job would fail
-            cause = err.cause if isinstance(err.cause, BaseException) else err
+            failure = err.cause if isinstance(err.cause, BaseException) else err
+        for job in jobs:
+            job.attempts += 1
+        if failure is not None:
             self._dispatch()
-            return [self._finish(PoolResult(job.item, error=cause, attempts=job.attempts,
+            return [self._finish(PoolResult(job.item, error=failure, attempts=job.attempts,
                                             key=job.key, node=slot.node)) for job in jobs]
         self._dispatch()
         if not batched:
@@ -360,6 +362,56 @@ class ResilientPool:
                                         error=None if ok else out, attempts=job.attempts,
                                         key=job.key, node=slot.node))
                 for job, (ok, out) in zip(jobs, outcomes)]
+
+    def _died_under(self, slot: _Slot, jobs: list[_Job], err: RayActorError) -> list[PoolResult]:
+        """The call's actor died: replace it and send its jobs back to the front of the queue,
+        each with one attempt spent (one ``LostAttempt``), unless the actor never started
+        (module contracts); the jobs out of attempts come back as failed results."""
+        never_started = not self._had_started(slot)
+        death = failure_text(err)  # class, pid, signal, worker log: not Ray's boilerplate
+        self._replace(slot)
+        failed: list[PoolResult] = []
+        retry: list[_Job] = []
+        for job in jobs:
+            if never_started and job.never_started < NEVER_STARTED_RETRIES:
+                job.never_started += 1
+                self.stats.never_started += 1
+                retry.append(job)
+                continue
+            job.attempts += 1
+            self.lost.append(LostAttempt(job.method, job.item, job.key, job.attempts,
+                                         death[:2000]))
+            if job.attempts < self.max_attempts:
+                retry.append(job)
+            else:
+                failed.append(self._finish(PoolResult(job.item, error=err,
+                                                      attempts=job.attempts, key=job.key)))
+        if never_started:
+            log.warning("pool %s: an actor died before it started, under %s on %d job(s); sent "
+                        "back without spending an attempt: %s", self.name, jobs[0].method,
+                        len(jobs), death)
+        else:
+            log.warning("pool %s: actor died running %s on %d job(s) (attempt %d): %s",
+                        self.name, jobs[0].method, len(jobs), jobs[0].attempts, death)
+        self.stats.resubmitted += len(retry)
+        self._queue.extendleft(reversed(retry))  # first again, in their order
+        self._dispatch()
+        return failed
+
+    def _had_started(self, slot: _Slot) -> bool:
+        """Whether ``slot``'s (now dead) actor had started, from its ``__ray_ready__``: failed
+        means it never ran a job; unknown within ``READY_VERDICT_S`` counts as started."""
+        if slot.started:
+            return True
+        if slot.ready is None:
+            return False  # check_started already saw its ready call fail
+        try:
+            ray.get(slot.ready, timeout=READY_VERDICT_S)
+        except (RayActorError, RayTaskError):
+            return False
+        except GetTimeoutError:
+            return True
+        return True
 
     def cancel_queued(self, keep: Callable[[Any], bool] = lambda key: False) -> list[Any]:
         """Drop the jobs no actor has started yet, except those whose key ``keep(key)`` holds,
@@ -397,6 +449,7 @@ class ResilientPool:
     def _start(self, slot: _Slot) -> _Slot:
         slot.actor = self._make_actor()
         slot.ready = slot.actor.__ray_ready__.remote()  # runs before any job: tells "started"
+        slot.started = False
         slot.made_at = time.monotonic()
         if self.locality is not None:
             self.locality.started(slot)

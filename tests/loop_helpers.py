@@ -22,6 +22,20 @@ class Worker:
         return x * x, os.getpid(), bank
 
 
+class SlowToStart(Worker):
+    """``Worker`` whose constructor takes ``seconds``: long enough to be killed before it starts."""
+
+    def __init__(self, seconds: float):
+        time.sleep(seconds)
+
+
+class DiesWhileStarting(Worker):
+    """``Worker`` whose process exits in its constructor: it dies before it ever starts."""
+
+    def __init__(self):
+        os._exit(1)
+
+
 class BatchWorker(Worker):
     """``Worker`` with ``actors.batching.BatchCalls``'s ``call_batch``, counting its calls."""
 

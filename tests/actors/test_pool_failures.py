@@ -12,10 +12,11 @@ import ray
 from ray.exceptions import RayActorError
 
 from actors.draining import call_one, map_unordered
-from actors.pools import ActorStartError, ActorStartTimeout, ResilientPool
+from actors.pools import (NEVER_STARTED_RETRIES, ActorStartError, ActorStartTimeout,
+                          ResilientPool)
 from actors.solver import SolverActor
 from fakes import HashEmbedder, ScriptedLLM
-from loop_helpers import BadBaseUrl, SlowCanonical, Worker
+from loop_helpers import BadBaseUrl, DiesWhileStarting, SlowCanonical, SlowToStart, Worker
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.phases import record_lost_attempts
@@ -95,6 +96,7 @@ def test_an_attempt_lost_with_its_actor_is_recorded_in_llm_call(ray_local, tmp_p
     solvers = ResilientPool(lambda: SolverActor.options(num_cpus=0).remote(
         config, llm=ScriptedLLM(SlowCanonical(solutions, delay=2.0)), embedder=HashEmbedder(),
         output_kind="code"), 2, name="solver")
+    solvers.heal()  # every actor up: a kill now lands on an attempt, not on a constructor
     for task in tasks:
         solvers.submit("run", task, "eval", 0)
     ray.kill(solvers.running()[0])  # dies mid-attempt: its spend is lost with the process
@@ -109,3 +111,27 @@ def test_an_attempt_lost_with_its_actor_is_recorded_in_llm_call(ray_local, tmp_p
     assert rows[0][2].startswith("lost: the solver actor died running Mbpp/")
     assert solvers.take_lost() == [], "each lost attempt is recorded once"
     solvers.shutdown()
+
+
+def test_an_actor_killed_before_it_started_costs_its_job_no_attempt(ray_local):
+    slow = ray.remote(num_cpus=0)(SlowToStart)
+    pool = ResilientPool(lambda: slow.remote(1.5), 1, name="solver", max_attempts=1)
+    pool.submit("work", 6)
+    ray.kill(pool.actors[0])  # still in its constructor: the job has not run anywhere
+    (result,) = map_unordered(pool, "work", [])
+    assert result.ok and result.value[0] == 36 and result.attempts == 1, result
+    assert pool.stats.never_started == 1 and pool.stats.actors_replaced == 1
+    assert pool.take_lost() == [], "nothing ran, so nothing was lost"
+    pool.shutdown()
+
+
+def test_actors_that_never_start_hold_a_job_a_bounded_number_of_times(ray_local):
+    doomed = ray.remote(num_cpus=0)(DiesWhileStarting)
+    pool = ResilientPool(lambda: doomed.remote(), 1, name="solver", max_attempts=2)
+    pool.submit("work", 6)
+    (result,) = map_unordered(pool, "work", [])
+    assert isinstance(result.error, RayActorError) and result.attempts == 2, result
+    assert pool.stats.never_started == NEVER_STARTED_RETRIES
+    assert pool.stats.actors_replaced == NEVER_STARTED_RETRIES + 2
+    assert [lost.attempt for lost in pool.take_lost()] == [1, 2]
+    pool.shutdown()

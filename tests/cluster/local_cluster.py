@@ -71,17 +71,28 @@ class _Node:
     mark: str
 
 
-def kill_marked(marks: set[str]) -> None:
-    """SIGKILL every live process whose environment has ``NODE_MARK`` in ``marks`` (one pass
-    over the process table) and wait until none is alive."""
-    procs = []
+def marked(marks: set[str]) -> list[psutil.Process]:
+    """The live processes whose environment has ``NODE_MARK`` in ``marks`` (one pass over the
+    process table)."""
+    found = []
     for proc in psutil.process_iter():
         try:
             if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(NODE_MARK) in marks:
-                proc.kill()
-                procs.append(proc)
+                found.append(proc)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue  # gone, or not ours to read
+    return found
+
+
+def kill_marked(marks: set[str]) -> None:
+    """SIGKILL every process ``marked(marks)`` finds and wait until none is alive."""
+    procs = []
+    for proc in marked(marks):
+        try:
+            proc.kill()
+            procs.append(proc)
+        except psutil.NoSuchProcess:
+            continue
     psutil.wait_procs(procs, timeout=30)
 
 
@@ -119,7 +130,10 @@ class LocalCluster:
         # Ray's socket paths must stay short: a fresh folder directly under /tmp.
         self.temp = Path(tempfile.mkdtemp(prefix="rc", dir="/tmp"))
         self.env = {**os.environ, "RAY_AUTH_MODE": os.environ.get("RAY_AUTH_MODE", "token"),
-                    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+                    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
+                    # as a local run's Ray (loop.runtime.LOCAL_RAY_SYSTEM_CONFIG): no idle
+                    # workers started ahead that no actor of a run can use
+                    "RAY_prestart_worker_first_driver": "0"}
         self.env.pop("RAY_ADDRESS", None)
         self._node_ids: dict[str, str] = {}
         self._worker_ports = 20000
@@ -235,13 +249,19 @@ class LocalCluster:
         return self._node_ids[name]
 
     def kill(self, name: str) -> None:
-        """SIGKILL the node's raylet, its workers and everything else it started: a crash."""
+        """SIGKILL the node's raylet, its workers and everything else it started (its actors
+        too: Ray gives each actor worker a process group of its own): a crash of the machine."""
         node = self.nodes[name]
         try:
             os.killpg(node.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        kill_marked({node.mark})
         node.proc.wait(timeout=30)
+
+    def processes(self, name: str) -> list[psutil.Process]:
+        """The live processes of node ``name`` (its launch's mark in their environment)."""
+        return marked({self.nodes[name].mark})
 
     def restart(self, name: str) -> None:
         """Start worker node ``name`` again after ``kill``, and wait until the cluster lists the

@@ -135,7 +135,9 @@ def test_a_worker_node_killed_mid_round_loses_nothing_and_doubles_nothing(cluste
                 victim = max(by_node, key=by_node.get)
             time.sleep(0.5)
         assert victim is not None, "the round never had its pools up with evidence written"
+        assert by_node[victim] >= 1 and cluster.processes(victim)
         cluster.kill(victim)
+        assert cluster.processes(victim) == [], "a crash takes every process of its node"
     finally:
         _finish(driver)
         if victim is not None:  # the module's other tests expect all three nodes
