@@ -41,6 +41,9 @@ class ArtifactService:
     def put(self, key: str, data: bytes) -> None:
         self.store.put(key, data)
 
+    def put_many(self, items: list[tuple[str, bytes]]) -> None:
+        self.store.put_many(items)
+
     def get(self, key: str) -> bytes | None:
         return self.store.get(key)
 
@@ -78,6 +81,9 @@ class RemoteArtifacts(Artifacts):
 
     def put(self, key: str, data: bytes) -> None:
         ray.get(self.handle.put.remote(key, data))
+
+    def put_many(self, items: list[tuple[str, bytes]]) -> None:
+        ray.get(self.handle.put_many.remote(list(items)))  # one call, however many objects
 
     def get(self, key: str) -> bytes | None:
         return ray.get(self.handle.get.remote(key))

@@ -3,7 +3,9 @@ world): files an actor produces for a run, kept in the run dir or in a storage U
 
 Contracts:
 - ``Artifacts`` is what an actor is given instead of a folder: ``put(key, data)`` (atomic: a
-  reader sees the old object, the new one or none), ``get(key)`` (bytes, None when absent),
+  reader sees the old object, the new one or none), ``put_many(items)`` (those puts in the
+  order given, so a marker put last lands last; one round trip where the store is remote),
+  ``get(key)`` (bytes, None when absent),
   ``keys(prefix)`` (every key under ``prefix``, sorted), ``delete(key)`` (True if it existed),
   ``locate(key)`` (the path or URI a person can open, for traces and messages) and
   ``sub(prefix)`` (the same store seen from a folder of it). Keys are relative POSIX paths
@@ -55,6 +57,11 @@ class Artifacts:
     def put(self, key: str, data: bytes) -> None:
         raise NotImplementedError
 
+    def put_many(self, items: list[tuple[str, bytes]]) -> None:
+        """``put`` each ``(key, data)`` of ``items``, in order."""
+        for key, data in items:
+            self.put(key, data)
+
     def get(self, key: str) -> bytes | None:
         raise NotImplementedError
 
@@ -100,6 +107,9 @@ class PrefixedArtifacts(Artifacts):
 
     def put(self, key: str, data: bytes) -> None:
         self.base.put(join_key(self.prefix, key), data)
+
+    def put_many(self, items: list[tuple[str, bytes]]) -> None:
+        self.base.put_many([(join_key(self.prefix, key), data) for key, data in items])
 
     def get(self, key: str) -> bytes | None:
         return self.base.get(join_key(self.prefix, key))

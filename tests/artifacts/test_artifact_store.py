@@ -141,10 +141,13 @@ def test_the_service_actor_serves_a_folder_to_any_actor(ray_local, tmp_path):
     @ray_local.remote(num_cpus=0)
     def elsewhere(store):
         store.sub("logs/i").put_text("trajectory.json", "{}")
+        store.sub("logs/j").put_many([("a.log", b"a"), ("x/b.log", b"b"), ("report.json", b"1")])
         return store.keys("logs"), store.get_text("logs/i/trajectory.json"), store.locate("logs")
 
     keys, text, where = ray_local.get(elsewhere.remote(artifacts))
-    assert keys == ["logs/i/trajectory.json"] and text == "{}"
+    assert keys == ["logs/i/trajectory.json", "logs/j/a.log", "logs/j/report.json",
+                    "logs/j/x/b.log"] and text == "{}"
+    assert (tmp_path / "run" / "logs" / "j" / "x" / "b.log").read_bytes() == b"b"
     assert where == str(tmp_path / "run" / "logs")
     assert (tmp_path / "run" / "logs" / "i" / "trajectory.json").read_text() == "{}"
     assert artifacts.delete("logs/i/trajectory.json") and artifacts.get("logs/i/x") is None

@@ -52,7 +52,7 @@ from ratchet_ray.suites.swebench.container import (
 from ratchet_ray.suites.swebench.execbox import StepResult
 from ratchet_ray.suites.swebench.grading_support import (
     SKIPPED_STEP, Deadline, InstanceLog, apply_steps, git_apply_commands, inline_patch, patch_key,
-    publish_folder, read_report, tail, write_report)
+    publish_folder, read_report, report_bytes, tail)
 from ratchet_ray.suites.swebench.guard import HarnessGuard
 from ratchet_ray.suites.swebench.images import InstanceImages
 from ratchet_ray.suites.swebench.protect import patch_paths, unsafe_paths
@@ -149,26 +149,30 @@ class SwebenchGrader:
         # then put into the run's artifacts (the run dir may be on another node).
         log_dir = Path(tempfile.mkdtemp(prefix="ratchet-grade-"))
         log = InstanceLog(log_dir / "run_instance.log")
+        report: list[tuple[str, bytes]] = []
         try:
-            result, swe_report = self._grade(task, patch, log_dir, log)
-        except Exception as exc:  # noqa: BLE001 - classified below; non-infra errors re-raise
-            reason = classify_exception(exc)
-            if reason is None:
-                log(f"grader error: {type(exc).__name__}: {exc}")
-                raise
-            log(f"infrastructure failure ({reason}): {exc}")
-            result, swe_report = GradeResult(passed=False, exit_status=reason, infra_failure=True,
-                                             trace=f"infrastructure failure ({reason}): {exc}"), None
+            try:
+                result, swe_report = self._grade(task, patch, log_dir, log)
+            except Exception as exc:  # noqa: BLE001 - classified below; non-infra errors re-raise
+                reason = classify_exception(exc)
+                if reason is None:
+                    log(f"grader error: {type(exc).__name__}: {exc}")
+                    raise
+                log(f"infrastructure failure ({reason}): {exc}")
+                result, swe_report = GradeResult(
+                    passed=False, exit_status=reason, infra_failure=True,
+                    trace=f"infrastructure failure ({reason}): {exc}"), None
+            result.duration_s = time.monotonic() - started
+            result.trace = f"{result.trace}\nlog: {logs.locate()}"
+            if swe_report is not None:  # put last: a report marks the instance's logs complete
+                report = [(REPORT_FILE, report_bytes({"grade": result.model_dump(),
+                                                      "swebench": swe_report}))]
         finally:
             log.close()
-            try:
-                publish_folder(log_dir, logs)
+            try:  # the logs and the report in one call (the run dir may be on another node)
+                publish_folder(log_dir, logs, last=report)
             finally:
                 shutil.rmtree(log_dir, ignore_errors=True)
-        result.duration_s = time.monotonic() - started
-        result.trace = f"{result.trace}\nlog: {logs.locate()}"
-        if swe_report is not None:  # last: a report marks the instance's logs complete
-            write_report(logs, REPORT_FILE, {"grade": result.model_dump(), "swebench": swe_report})
         return result
 
     def _grade(self, task: Task, patch: str, log_dir: Path,

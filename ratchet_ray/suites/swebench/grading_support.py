@@ -2,11 +2,12 @@
 deadline, report files and the patch-apply fallbacks.
 
 Contracts:
-- ``write_report(store, key, data)`` puts JSON in an ``Artifacts`` store in one atomic put: a
-  reader sees the old report, the new one, or none, never a torn one.
+- ``report_bytes(data)`` is a report as kept: one object, put atomically (a reader sees the old
+  report, the new one, or none, never a torn one).
 - ``read_report(store, key)`` returns the ``grade`` dict of a finished report, or None when it is
   absent, truncated or not a report; a broken one is deleted so the instance is graded again.
-- ``publish_folder(folder, store)`` copies a local scratch folder into the store.
+- ``publish_folder(folder, store, last)`` copies a local scratch folder into the store, then
+  ``last`` (the report), in one ``put_many``: one round trip to a remote store per grade.
 - ``apply_steps(patch_file, timeout_s, patch)`` are the shell steps (``run_steps``) of the
   harness's apply chain: the patch written to ``patch_file`` (a here-document, when ``patch``
   is given), each fallback of ``git_apply_commands`` from a clean tree until one applies (each
@@ -138,9 +139,9 @@ def tail(text: str, limit: int = TRACE_TAIL_CHARS) -> str:
     return text if len(text) <= limit else f"...[{len(text) - limit} chars cut]\n{text[-limit:]}"
 
 
-def write_report(store: Artifacts, key: str, data: dict) -> None:
-    """Publish the report at ``key`` of ``store`` in one atomic put."""
-    store.put(key, json.dumps(data, indent=2).encode("utf-8"))
+def report_bytes(data: dict) -> bytes:
+    """A report as it is kept (``read_report`` reads it back)."""
+    return json.dumps(data, indent=2).encode("utf-8")
 
 
 def read_report(store: Artifacts, key: str) -> dict | None:
@@ -158,12 +159,13 @@ def read_report(store: Artifacts, key: str) -> dict | None:
         return None
 
 
-def publish_folder(folder: Path, store: Artifacts) -> list[str]:
+def publish_folder(folder: Path, store: Artifacts,
+                   last: list[tuple[str, bytes]] = ()) -> list[str]:
     """Put every file under ``folder`` into ``store`` at its relative path (the instance's
-    scratch logs, written on the grader's node, reach the run's artifacts); the keys put."""
-    keys = []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        key = path.relative_to(folder).as_posix()
-        store.put(key, path.read_bytes())
-        keys.append(key)
-    return keys
+    scratch logs, written on the grader's node, reach the run's artifacts), then ``last`` (a
+    report, which marks the logs complete), in one ``put_many``; the keys put, in order."""
+    items = [(path.relative_to(folder).as_posix(), path.read_bytes())
+             for path in sorted(p for p in folder.rglob("*") if p.is_file())]
+    items += list(last)
+    store.put_many(items)
+    return [key for key, _ in items]

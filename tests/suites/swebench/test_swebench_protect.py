@@ -167,15 +167,17 @@ def test_reports_are_written_atomically_and_broken_ones_dropped(tmp_path, monkey
     from ratchet_ray.artifacts import ArtifactStore
 
     store, path = ArtifactStore(tmp_path), tmp_path / "i" / "report.json"
-    grading_support.write_report(store, "i/report.json", {"grade": {"passed": True, "trace": "ok"}})
+    store.put("i/report.json", grading_support.report_bytes({"grade": {"passed": True,
+                                                                       "trace": "ok"}}))
 
     def power_cut(fd):
         raise OSError("disk full")
 
     monkeypatch.setattr(fsutil.os, "fsync", power_cut)  # the new report is written, not synced
     with pytest.raises(OSError):
-        grading_support.write_report(store, "i/report.json",
-                                     {"grade": {"passed": False, "trace": "x"}})
+        grading_support.publish_folder(tmp_path / "none", store, last=[(
+            "i/report.json", grading_support.report_bytes({"grade": {"passed": False,
+                                                                     "trace": "x"}}))])
     monkeypatch.undo()
     assert json.loads(path.read_text())["grade"]["passed"] is True
     assert [p.name for p in path.parent.iterdir()] == ["report.json"]
