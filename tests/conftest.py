@@ -84,20 +84,12 @@ def _ray_session():
 
 @pytest.fixture
 def ray_local(_ray_session):
-    """A real local Ray runtime bound to 127.0.0.1, shared by the tests that ask for it.
+    """A real local Ray runtime bound to 127.0.0.1, shared by the tests that ask for it
+    (``local_ray.start_local_ray``: started on first use, and again after a test's own driver
+    stopped it)."""
+    from local_ray import start_local_ray
 
-    Started on first use, and again when an earlier test's own driver (``run_loop`` without this
-    fixture starts and stops its own Ray) shut it down: a stale handle would let Ray auto-start
-    a runtime with none of these settings."""
-    import ray
-
-    if not ray.is_initialized():
-        # `docker`: this machine, as a local run's Ray offers it (SWE-bench actors ask for it).
-        ray.init(num_cpus=4, resources={"docker": 4}, _node_ip_address="127.0.0.1",
-                 include_dashboard=False,
-                 configure_logging=False, runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1"}},
-                 log_to_driver=False)
-    return ray
+    return start_local_ray()
 
 
 @pytest.fixture

@@ -111,6 +111,13 @@ class Models:
                       else make_embedder(config.llm, services=services)))
 
 
+LOCAL_RAY_SYSTEM_CONFIG = {"prestart_worker_first_driver": False}
+"""Ray's settings for the runtime a local run starts. Ray starts one idle worker per CPU for the
+first driver, ahead of need; every actor of a run carries an environment of its own
+(``worker_env``), which those workers do not have, so none of them is ever used: each would
+cost an import of Ray (1-2 s of CPU) and its memory."""
+
+
 def connect_ray() -> bool:
     """Join ``RAY_ADDRESS`` if set, else start a loopback-only local Ray; True if it started Ray."""
     if ray.is_initialized():
@@ -119,7 +126,8 @@ def connect_ray() -> bool:
         ray.init(configure_logging=False, log_to_driver=True)
         return True
     ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, configure_logging=False,
-             log_to_driver=False, resources={"docker": LOCAL_DOCKER_SLOTS})
+             log_to_driver=False, resources={"docker": LOCAL_DOCKER_SLOTS},
+             _system_config=LOCAL_RAY_SYSTEM_CONFIG)
     return True
 
 

@@ -115,6 +115,9 @@ def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
         yield {"RAY_ADDRESS": env["RAY_ADDRESS"]}
         return
     env.setdefault("RAY_AUTH_MODE", "token")
+    # No idle workers started ahead for the first driver: the runs' actors carry environments of
+    # their own and never use them (loop.runtime.LOCAL_RAY_SYSTEM_CONFIG says the same to Ray).
+    env.setdefault("RAY_prestart_worker_first_driver", "0")
     # Ray's socket paths must stay short, hence a fresh folder directly under /tmp.
     temp = Path(tempfile.mkdtemp(prefix="rh", dir="/tmp"))
     port, dashboard_port = free_ports(2)

@@ -16,6 +16,8 @@ import pytest
 
 from ratchet_ray.config_files import layered_files, load_config
 
+from local_ray import start_local_ray
+
 ROOT = Path(__file__).resolve().parents[3]
 # Two failure types, so each skill is routed to about half the train tasks; p0 ~ Beta(2, 2)
 # (mean 0.5): a harmful skill (p0 - 0.5 x U(0.6, 1.4)) scores c-hat near -1, a helpful one
@@ -100,13 +102,9 @@ def test_the_oracle_answers_pass_and_fail_the_real_grader(tmp_path):
 @pytest.fixture(scope="module")
 def clear_run(tmp_path_factory, _ray_session):
     """4 rounds of 22 tasks: 30-100 s on the shared 2 cores (by load), so its tests are ``slow``."""
-    import ray
-
     from ratchet_ray.loop.driver import run_loop
 
-    if not ray.is_initialized():
-        ray.init(num_cpus=4, _node_ip_address="127.0.0.1", include_dashboard=False,
-                 configure_logging=False, log_to_driver=False)
+    start_local_ray()
     config = oracle_config(tmp_path_factory.mktemp("oracle"), *CLEAR_WORLD)
     return run_loop(config, show_progress=False)
 

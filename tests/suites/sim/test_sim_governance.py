@@ -18,24 +18,16 @@ from ratchet_ray.suites.sim.embedder import SimEmbedder
 from ratchet_ray.suites.sim.truth import analyze_run
 from ratchet_ray.synthesis.preprocess import cluster_verdicts
 
+from local_ray import start_local_ray
 from sim_helpers import rows, run_sim, sim_config
 
 pytestmark = pytest.mark.slow
 ARMS_ROUNDS = 10
 
 
-def _start_ray() -> None:
-    """The module-scoped fixtures share the session's loopback Ray (``ray_local`` is per test)."""
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(num_cpus=4, _node_ip_address="127.0.0.1", include_dashboard=False,
-                 configure_logging=False, log_to_driver=False)
-
-
 @pytest.fixture(scope="module")
 def arm_runs(tmp_path_factory, _ray_session):
-    _start_ray()
+    start_local_ray()  # module fixtures share the session's Ray
     root = tmp_path_factory.mktemp("arms")
     return {arm: run_sim(sim_config(root / arm, f"rounds={ARMS_ROUNDS}",
                                     arm=None if arm == "default" else arm))
@@ -96,7 +88,7 @@ CLEAR_WORLD = ("sim.n_types=4", "sim.base_alpha=8", "sim.base_beta=3", "sim.harm
 
 @pytest.fixture(scope="module")
 def clear_runs(tmp_path_factory, _ray_session):
-    _start_ray()
+    start_local_ray()  # module fixtures share the session's Ray
     root = tmp_path_factory.mktemp("clear")
     return [analyze_run(run_sim(sim_config(root / str(seed), *CLEAR_WORLD, f"seed={seed}")))
             for seed in (42, 7, 13)]

@@ -22,6 +22,7 @@ from ratchet_ray.suites.sim.report import write_sim_report
 from ratchet_ray.suites.sim.truth import analyze_run
 from ratchet_ray.suites.sim.world import World, parse_token
 
+from local_ray import start_local_ray
 from sim_helpers import rows, run_sim, sim_config
 
 
@@ -87,11 +88,7 @@ def test_the_sim_llm_revises_from_the_failures_in_the_prompt(tmp_path):
 
 @pytest.fixture(scope="module")
 def a10_run(tmp_path_factory, _ray_session):
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(num_cpus=4, _node_ip_address="127.0.0.1", include_dashboard=False,
-                 configure_logging=False, log_to_driver=False)
+    start_local_ray()
     root = tmp_path_factory.mktemp("a10")
     return run_sim(sim_config(root, "rounds=8", "n_train=40", "n_eval=10", arm="A10"))
 

@@ -21,6 +21,7 @@ from ratchet_ray.suites.sim.ablation_table import (BEGIN, END, bank_disagreement
 from ratchet_ray.suites.sim.report import write_sim_report
 from ratchet_ray.suites.sim.truth import analyze_run
 
+from local_ray import start_local_ray
 from sim_helpers import run_sim, sim_config
 
 pytestmark = pytest.mark.slow
@@ -38,11 +39,7 @@ ARM_SETS = {"A10": ("synth.refine_min_failures=1",)}
 
 @pytest.fixture(scope="module")
 def arm_runs(tmp_path_factory, _ray_session):
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(num_cpus=4, _node_ip_address="127.0.0.1", include_dashboard=False,
-                 configure_logging=False, log_to_driver=False)
+    start_local_ray()
     root = tmp_path_factory.mktemp("truth_live")
     return {arm: run_sim(sim_config(root / arm, *FAST_GOVERNANCE, *ARM_SETS.get(arm, ()),
                                     arm=None if arm == "default" else arm)) for arm in ARMS}
