@@ -149,6 +149,7 @@ class SwebenchGrader:
         # then put into the run's artifacts (the run dir may be on another node).
         log_dir = Path(tempfile.mkdtemp(prefix="ratchet-grade-"))
         log = InstanceLog(log_dir / "run_instance.log")
+        log(f"grading {instance_id}: patch {patch_key(patch)}")
         report: list[tuple[str, bytes]] = []
         try:
             try:
@@ -194,6 +195,7 @@ class SwebenchGrader:
         deadline = Deadline(self.limits.instance_deadline_s)
         images = deadline.run("connecting to Docker", self._harness)
         image = deadline.run("obtaining the image", lambda: images.ensure(instance, log))
+        log(f"image {image} ready")
         spec = make_test_spec({**instance, "image": image})
         runs_pytest, options_form = pytest_parser(instance["log_parser"])
         (log_dir / "patch.diff").write_text(patch)
