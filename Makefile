@@ -9,7 +9,7 @@ ifneq ($(MBPP_DATA),)
 export MBPP_OVERRIDE_PATH ?= $(abspath $(MBPP_DATA))
 endif
 
-.PHONY: setup sandbox bytecode run test test-fast flake bench chaos clean docs
+.PHONY: setup sandbox bytecode run test test-fast flake bench chaos sim-arms clean docs
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -71,6 +71,9 @@ CHAOS_SEEDS ?= 1-10
 CHAOS_ROUNDS ?= 3
 chaos: setup  ## every chaos scenario x CHAOS_SEEDS (default 1-10) over 3-round runs, then the report
 	CHAOS_SEEDS=$(CHAOS_SEEDS) CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(BIN)/python -m pytest -q -rs -m chaos tests/chaos
+
+sim-arms: setup bytecode  ## the sim truth report against the live bank on all eleven arms (`make test` runs six)
+	SIM_ARMS=all $(BIN)/python -m pytest -q -rs tests/suites/sim/test_sim_truth_live.py
 
 bench: setup
 	$(BIN)/python bench/evidence_query.py
