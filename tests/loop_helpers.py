@@ -216,11 +216,9 @@ GROUP2 = ["Mbpp/7", "Mbpp/8", "Mbpp/9"]             # pass only with the GOOD sk
 EVAL = ["Mbpp/11", "Mbpp/12", "Mbpp/14", "Mbpp/16"]  # pass with no skill, fail with one
 
 
-def scenario_config(tmp_path, rounds: int, workers: int = 1):
+def scenario_config(tmp_path, rounds: int):
     """The scenario's LoopConfig: tiny cap, N_min 3, window 1, rollback after one regression,
-    meta-synth after every second round, ``workers`` Solvers and Graders. One of each by
-    default: 11 tasks take a scripted model no time, while every actor is a process that costs
-    1-2 s of CPU to start (a test that needs actors spread over nodes asks for more)."""
+    meta-synth after every second round."""
     import json
 
     from ratchet_ray.config_files import load_config
@@ -231,8 +229,8 @@ def scenario_config(tmp_path, rounds: int, workers: int = 1):
     return load_config([], [
         f"results_dir={tmp_path / 'results'}", f"subset={subset}", f"rounds={rounds}",
         "curator.active_cap=2", "curator.min_trials=3", "synth.window_rounds=1",
-        "rollback.consecutive=1", "meta.refresh_every_rounds=2", f"workers.solvers={workers}",
-        f"workers.graders={workers}", "tag=scenario"])
+        "rollback.consecutive=1", "meta.refresh_every_rounds=2", "workers.solvers=2",
+        "workers.graders=2", "tag=scenario"])
 
 
 def scenario_models():

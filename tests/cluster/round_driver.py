@@ -44,7 +44,5 @@ if __name__ == "__main__":
     out, delay = Path(sys.argv[1]), float(sys.argv[2])
     models = loop_helpers.scenario_models()
     llm = fakes.ScriptedLLM(Late(models.llm.responder, delay))
-    # Two Solvers and two Graders: the cluster tests look for actors on both worker nodes.
-    run_loop(loop_helpers.scenario_config(out, 1, workers=2),
-             models=Models(llm=llm, embedder=models.embedder), show_progress=False,
-             announce=lambda path: print(path, flush=True))
+    run_loop(loop_helpers.scenario_config(out, 1), models=Models(llm=llm, embedder=models.embedder),
+             show_progress=False, announce=lambda path: print(path, flush=True))

@@ -36,8 +36,11 @@ def _drive(cluster, argv: list[str], timeout_s: float) -> Path:
     return Path(proc.stdout.strip().splitlines()[-1])
 
 
-def _actor_nodes(cluster, classes: set[str]) -> set[str]:
-    return {a["node"] for a in cluster.actors() if a["class"] in classes}
+def _actor_nodes(cluster, classes: set[str], earlier: set[str]) -> set[str]:
+    """The nodes of the actors of ``classes`` not in ``earlier`` (the ids listed before the run:
+    the session's cluster keeps every earlier test's actors, dead ones too)."""
+    return {a["node"] for a in cluster.actors()
+            if a["class"] in classes and a["id"] not in earlier}
 
 
 def _capsules(run_dir: Path) -> list[dict]:
@@ -54,14 +57,15 @@ def test_worker_nodes_cannot_see_the_head_only_folder(cluster):
 
 def test_mbpp_round_keeps_the_solver_cache_in_the_head_run_dir(cluster):
     out = cluster.head_only / "mbpp"
+    earlier = {a["id"] for a in cluster.actors()}
     proc = subprocess.run([sys.executable, str(HERE / "round_driver.py"), str(out), "0"],
                           env=cluster.driver_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-4000:]
     run_dir = Path(proc.stdout.splitlines()[0].strip())
     assert run_dir.is_relative_to(cluster.head_only)
     workers = {cluster.node_id("dock"), cluster.node_id("cpu")}
-    assert _actor_nodes(cluster, {"SolverWorker"}) <= workers
-    assert _actor_nodes(cluster, {"ArtifactService"}) == {cluster.node_id("head")}
+    assert _actor_nodes(cluster, {"SolverWorker"}, earlier) <= workers
+    assert _actor_nodes(cluster, {"ArtifactService"}, earlier) == {cluster.node_id("head")}
     capsules = [c for c in _capsules(run_dir) if c["split"] == "eval"]
     assert {c["task_id"] for c in capsules} == set(loop_helpers.EVAL)
     assert not any(c["infra_failure"] for c in capsules), [c["grader_trace"] for c in capsules]
