@@ -125,11 +125,6 @@ def _join_xdist_group(item, group: str, config) -> None:
         item._id = NodeId.parse(f"{item.nodeid}@{group}")
 
 
-SHARED_FIXTURES = frozenset({("tests/cluster", "cluster")})
-"""``(folder, name)`` of the session fixtures a whole test run shares on one worker
-(``_xdist_group``)."""
-
-
 def _xdist_group(item) -> str | None:
     """The worker group ``item`` runs in when the suite runs on several workers, or None (any
     worker). In order:
@@ -138,20 +133,15 @@ def _xdist_group(item) -> str | None:
       images and containers on the one daemon, so they run one at a time as in a serial run;
     - ``model``: every heavy run of the local model, on one worker, one after another: each keeps
       every core busy, and two at once only take longer each;
-    - ``fixture:<name>``: every test that uses one of ``SHARED_FIXTURES`` (session-scoped and
-      dear to start, e.g. the multi-node cluster), on one worker, so it is started once;
-    - the test's module, when the test uses a module-scoped fixture (a built wheel, a sim sweep,
-      a model server): its module's tests share one worker, so the fixture is set up once, as
-      in a serial run, not once per worker.
+    - the test's module, when the test uses a module-scoped fixture (a cluster, a built wheel, a
+      sim sweep, a model server): its module's tests share one worker, so the fixture is set up
+      once, as in a serial run, not once per worker.
     """
     if item.get_closest_marker("docker"):
         return "docker"
     if item.get_closest_marker("model"):
         return "model"
     fixtures = getattr(item, "_fixtureinfo", None)
-    for name, defs in (fixtures.name2fixturedefs.items() if fixtures is not None else ()):
-        if defs and (defs[-1].baseid, name) in SHARED_FIXTURES:
-            return f"fixture:{defs[-1].baseid}::{name}"
     if fixtures is not None and any(defs and defs[-1].scope == "module"
                                     for defs in fixtures.name2fixturedefs.values()):
         return "module:" + item.nodeid.split("::", 1)[0]

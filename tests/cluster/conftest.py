@@ -1,4 +1,4 @@
-"""Fixtures of the multi-node tests: one real local cluster for the whole session.
+"""Fixtures of the multi-node tests: one real local cluster for each module.
 
 Nodes (names are also custom resources ``node_<name>``, so each node can be told apart):
 - ``head``: no CPUs, the driver's node (runs the SkillBank and the run-dir services);
@@ -24,15 +24,15 @@ ray.cloudpickle.register_pickle_by_value(loop_helpers)
 
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """A started ``LocalCluster`` (head, dock, cpu) shared by every test of the session that asks
-    for it (``tests/conftest.py`` keeps those tests on one worker): a test that kills a node
-    starts it again before it ends. Tests talk to it from driver processes of their own
-    (``LocalCluster.query``, ``round_driver.py``, ``jobs.ablations --address``), as ``ray job
-    submit`` would; the head runs its dashboard (the Ray job server). ``cluster.head_only`` is a
-    folder only the head and its drivers see (the worker nodes see an empty read-only one): a
-    run dir there is on the head's disk alone."""
+    """A started ``LocalCluster`` (head, dock, cpu) for the module's tests. Tests talk to it from
+    driver processes of their own (``LocalCluster.query``, ``round_driver.py``, ``jobs.ablations
+    --address``), as ``ray job submit`` would; the head runs its dashboard (the Ray job server).
+    ``cluster.head_only`` is a folder only the head and its drivers see (the worker nodes see an
+    empty read-only one): a run dir there is on the head's disk alone. Per module, not per
+    session: an idle cluster of three nodes costs about 11 % of a core, more than a start saves
+    when the session goes on for minutes after its last user."""
     local = LocalCluster(NODES, tmp_path_factory.mktemp("cluster_logs"), dashboard=True,
                          head_only=tmp_path_factory.mktemp("head_only"))
     local.start()

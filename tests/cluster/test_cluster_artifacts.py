@@ -38,7 +38,7 @@ def _drive(cluster, argv: list[str], timeout_s: float) -> Path:
 
 def _actor_nodes(cluster, classes: set[str], earlier: set[str]) -> set[str]:
     """The nodes of the actors of ``classes`` not in ``earlier`` (the ids listed before the run:
-    the session's cluster keeps every earlier test's actors, dead ones too)."""
+    the module's cluster keeps every earlier test's actors, dead ones too)."""
     return {a["node"] for a in cluster.actors()
             if a["class"] in classes and a["id"] not in earlier}
 

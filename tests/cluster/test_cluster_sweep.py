@@ -1,4 +1,4 @@
-"""An ablation sweep as Ray jobs on the session's multi-node cluster (head with its job server,
+"""An ablation sweep as Ray jobs on the module's multi-node cluster (head with its job server,
 ``dock`` and ``cpu`` nodes): ``python -m jobs.ablations sim ... --address`` submits every
 arm-seed with ``JobSubmissionClient``, follows them to the end and leaves each run dir
 complete; a sweep's budget (the sum over its arm-seeds) stops every arm cleanly and a rerun
