@@ -40,12 +40,6 @@ QUICKSTART_FLAGS ?= --rounds 2 --subset configs/subsets/mbpp_quickstart.json --t
 run: setup sandbox  ## the quickstart: a short MBPP+ loop on the local Gemma model over the quickstart subset
 	$(BIN)/python -m jobs.skill_loop mbpp $(QUICKSTART_FLAGS)
 
-# The quick suite mostly waits (Ray start-ups, sandboxes, containers, model servers): TEST_WORKERS
-# pytest-xdist workers share the cores. Groups keep on one worker what must not run side by side
-# (tests/conftest.py `_xdist_group`): the Docker tests, and a module's tests that share a module
-# fixture (set up once, not once per worker). The slow suite is CPU-bound (llama.cpp on every core,
-# Ray start-ups by the dozen): beside other workers its tests only take longer and time out, so it
-# runs alone, with the `exclusive` tests (which need the machine to themselves).
 # Python keeps compiled modules only where PYTHONDONTWRITEBYTECODE is unset. Where it is set (CI's
 # machines set it), every process the suite starts (hundreds of Ray actors, drivers, sandboxes)
 # compiled the package again, about 0.2 s of CPU each: compile it once here. Python reads these
@@ -53,6 +47,12 @@ run: setup sandbox  ## the quickstart: a short MBPP+ loop on the local Gemma mod
 bytecode: setup
 	$(BIN)/python -m compileall -q -j 0 ratchet_ray actors jobs tests bench > /dev/null
 
+# The quick suite mostly waits (Ray start-ups, sandboxes, containers, model servers): TEST_WORKERS
+# pytest-xdist workers share the cores. Groups keep on one worker what must not run side by side
+# (tests/conftest.py `_xdist_group`): the Docker tests, and a module's tests that share a module
+# fixture (set up once, not once per worker). The slow suite is CPU-bound (llama.cpp on every core,
+# Ray start-ups by the dozen): beside other workers its tests only take longer and time out, so it
+# runs alone, with the `exclusive` tests (which need the machine to themselves).
 TEST_WORKERS ?= 2
 PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 test: setup sandbox bytecode  ## the whole suite, real components (Docker tests need `bash .ci/docker_setup.sh`)

@@ -3,7 +3,9 @@
 - ``ActorStartError``: an actor's constructor raised; ``cause`` is that exception (or, when Ray
   did not keep the object, Ray's error whose message ends with the constructor's traceback).
 - ``ActorStartTimeout``: actors not started within the bound (e.g. a resource no node has);
-  ``who_offers(resources)`` names the cluster.yaml node type that offers each custom one.
+  ``not_started_text`` is its message (what each actor asks for, what the cluster has and has
+  free, the fix), and ``who_offers(resources)`` names the cluster.yaml node type that offers
+  each custom one.
 - ``init_failure(err)``: the constructor's exception inside a ``RayActorError``, or None when
   the actor died for another reason (killed, crashed, out of memory).
 - ``LostAttempt``: one job's run that died with its actor.
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from ratchet_ray.llm.crash import Diagnosed, crash_signal, crashing_function
@@ -57,6 +60,20 @@ def who_offers(resources: dict[str, Any]) -> str:
              f"{NODE_TYPE_OFFERING[name]!r} (give it min_workers >= 1, or let the autoscaler "
              f"add one)" for name in sorted(resources) if name in NODE_TYPE_OFFERING]
     return f" ({'; '.join(named)})" if named else ""
+
+
+def not_started_text(pool: str, count: int, timeout_s: float, resources: dict[str, Any]) -> str:
+    """Why ``count`` actors of ``pool``, each asking for ``resources``, did not start within
+    ``timeout_s``: what they ask for, what the cluster has and has free, and the fix."""
+    asked = resources or {"(default)": "1 CPU"}
+    have = {k: v for k, v in sorted(ray.cluster_resources().items())
+            if not k.startswith(("node:", "memory", "object_store_memory"))}
+    free = {k: round(v, 2) for k, v in sorted(ray.available_resources().items()) if k in have}
+    missing = {name for name in resources.get("resources", {}) if not have.get(name)}
+    return (f"pool {pool!r}: {count} actor(s) did not start within {timeout_s:.0f}s; each asks "
+            f"for {asked}, the cluster has {have} ({free} free). Add a node that offers these "
+            f"resources{who_offers({name: 1 for name in missing})}, or lower the pool's size "
+            f"(workers.*) or its resources")
 
 
 def init_failure(err: BaseException) -> BaseException | None:

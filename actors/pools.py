@@ -71,7 +71,7 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from actors.batching import BatchSizer
 from actors.placement import Locality, Placement
 from actors.pool_errors import (ActorStartError, ActorStartTimeout, LostAttempt, PoolError,
-                                failure_text, init_failure, init_failure_text, who_offers)
+                                failure_text, init_failure, init_failure_text, not_started_text)
 
 log = logging.getLogger(__name__)
 __all__ = ["ActorStartError", "ActorStartTimeout", "LostAttempt", "PoolError", "PoolResult",
@@ -276,20 +276,8 @@ class ResilientPool:
         late = [slot for slot in self._slots if slot.ready is not None
                 and time.monotonic() - slot.made_at > self.start_timeout_s]
         if late:
-            raise ActorStartTimeout(self._not_started(len(late)))
-
-    def _not_started(self, count: int) -> str:
-        asked = self.resources or {"(default)": "1 CPU"}
-        have = {k: v for k, v in sorted(ray.cluster_resources().items())
-                if not k.startswith(("node:", "memory", "object_store_memory"))}
-        free = {k: round(v, 2) for k, v in sorted(ray.available_resources().items())
-                if k in have}
-        missing = {name for name in self.resources.get("resources", {}) if not have.get(name)}
-        return (f"pool {self.name!r}: {count} actor(s) did not start within "
-                f"{self.start_timeout_s:.0f}s; each asks for {asked}, the cluster has {have} "
-                f"({free} free). Add a node that offers these resources"
-                f"{who_offers({name: 1 for name in missing})}, or lower the pool's "
-                f"size (workers.*) or its resources")
+            raise ActorStartTimeout(not_started_text(self.name, len(late), self.start_timeout_s,
+                                                        self.resources))
 
     def _raise_if_init_failed(self, err: BaseException) -> None:
         cause = init_failure(err)

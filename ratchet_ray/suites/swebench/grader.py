@@ -140,7 +140,8 @@ class SwebenchGrader:
         if not output.strip():
             return _fail("empty_patch", "empty patch: nothing to apply, FAIL_TO_PASS tests cannot pass")
         patch = output if output.endswith("\n") else output + "\n"
-        logs = self.logs.sub(f"{instance_id}/{patch_key(patch)}")
+        key = patch_key(patch)
+        logs = self.logs.sub(f"{instance_id}/{key}")
         cached = read_report(logs, REPORT_FILE)
         if cached is not None:
             return GradeResult(**{**cached, "trace": f"(cached report {logs.locate(REPORT_FILE)})"
@@ -149,7 +150,7 @@ class SwebenchGrader:
         # then put into the run's artifacts (the run dir may be on another node).
         log_dir = Path(tempfile.mkdtemp(prefix="ratchet-grade-"))
         log = InstanceLog(log_dir / "run_instance.log")
-        log(f"grading {instance_id}: patch {patch_key(patch)}")
+        log(f"grading {instance_id}: patch {key}")
         report: list[tuple[str, bytes]] = []
         try:
             try:
