@@ -262,7 +262,8 @@ class GraderSettings(BaseModel):
     evalplus_timeout_per_task_s: float = Field(
         default_factory=lambda: _env_float("EVALPLUS_TIMEOUT_PER_TASK", 60.0), gt=0)
     """MBPP+: evalplus's cap on one test split's process (default
-    ``$EVALPLUS_TIMEOUT_PER_TASK`` or 60); graders get it as that variable."""
+    ``$EVALPLUS_TIMEOUT_PER_TASK`` or 60, read on the driver); graders on every node use this
+    value, whatever their own environment holds."""
 
 
 class InfraSettings(BaseModel):

@@ -21,8 +21,9 @@ Contracts:
   servers, the run's limiters); the driver calls it when the run ends, by normal exit, failure
   or Ctrl-C. Another run in the same cluster keeps its own.
 - Settings: every actor gets the run's config (resolved once on the driver, env defaults
-  included); graders also get ``worker_env(config)`` through their ``runtime_env``, so a worker
-  on another node runs with the driver's settings, not its own environment's.
+  included), so a worker on another node runs with the driver's settings, not its own
+  environment's. No actor is given a ``runtime_env``: Ray starts such a worker through a setup
+  process of its own (another interpreter importing Ray, about 1 s of CPU per actor).
 - Resources: every actor asks for its role's ``ROLE_RESOURCES``; SWE-bench Solvers and Graders
   always ask for one ``docker`` unit too (``actor_options``), which a local Ray started here
   offers and a cluster offers on its ``docker_worker`` nodes (cluster.yaml).
@@ -112,10 +113,9 @@ class Models:
 
 
 LOCAL_RAY_SYSTEM_CONFIG = {"prestart_worker_first_driver": False}
-"""Ray's settings for the runtime a local run starts. Ray starts one idle worker per CPU for the
-first driver, ahead of need; every actor of a run carries an environment of its own
-(``worker_env``), which those workers do not have, so none of them is ever used: each would
-cost an import of Ray (1-2 s of CPU) and its memory."""
+"""Ray's settings for the runtime a local run starts: no idle worker started ahead for the first
+driver (one per CPU otherwise). A run starts its actors when it needs them; a worker started
+ahead that no actor takes costs an import of Ray (1-2 s of CPU) and its memory."""
 
 
 def connect_ray() -> bool:
@@ -137,26 +137,13 @@ def pin_to_this_node() -> NodeAffinitySchedulingStrategy:
                                           soft=False)
 
 
-def worker_env(config: LoopConfig) -> dict[str, str]:
-    """The environment variables a worker process needs, from the run's config (resolved on the
-    driver): graders of any node see the same values, whatever their node's environment holds.
-    Everything else reaches the actors inside the pickled config; no secret is ever put here
-    (runtime_env values are visible in the Ray dashboard)."""
-    env = {"EVALPLUS_TIMEOUT_PER_TASK": f"{config.grader.evalplus_timeout_per_task_s:g}"}
-    if config.dataset_path:
-        env["MBPP_OVERRIDE_PATH"] = config.dataset_path
-    return env
-
-
 def make_grader_factory(config: LoopConfig, run_dir: Path,
                         artifacts: Artifacts | None = None) -> Callable[[], Any]:
     """Makes one of the suite's grader actors; what they produce goes to ``artifacts`` (the run's,
-    ``run_artifacts_access``), or to the folder ``run_dir`` of their node when None (one node).
-    Their ``runtime_env`` carries ``worker_env(config)``."""
+    ``run_artifacts_access``), or to the folder ``run_dir`` of their node when None (one node)."""
     from actors.grader import GraderActor
 
-    options = {**actor_options("grader", config.suite),
-               "runtime_env": {"env_vars": worker_env(config)}}
+    options = actor_options("grader", config.suite)
     target = artifacts if artifacts is not None else str(run_dir)
     return lambda: GraderActor.options(**options).remote(config, target)
 

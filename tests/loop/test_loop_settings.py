@@ -15,7 +15,7 @@ from ratchet_ray.llm.bedrock import BedrockConfig
 from ratchet_ray.llm.local import LocalConfig
 from ratchet_ray.llm.openai_compat import OpenAIConfig
 from ratchet_ray.loop.driver import open_run
-from ratchet_ray.loop.runtime import worker_env
+from ratchet_ray.suites.mbpp.grader import MbppGrader
 
 ENV = {"RATCHET_LOCAL_N_CTX": "4096", "RATCHET_LOCAL_N_THREADS": "3",
        "RATCHET_OPENAI_MODEL": "served-model", "RATCHET_OPENAI_MAX_RETRIES": "1",
@@ -41,7 +41,6 @@ def test_env_defaults_become_config_values_that_the_clients_use(monkeypatch, tmp
     assert (llm.bedrock.model_id, llm.bedrock.fallback_model_id, llm.bedrock.region) == (
         "a.model", None, "eu-west-1")
     assert config.grader.evalplus_timeout_per_task_s == 30.0
-    assert worker_env(config)["EVALPLUS_TIMEOUT_PER_TASK"] == "30"
     for name in [*ENV, "RATCHET_PRICE_TABLE"]:  # the clients read the config, not the env
         monkeypatch.delenv(name)
     prices.unlink()
@@ -51,6 +50,9 @@ def test_env_defaults_become_config_values_that_the_clients_use(monkeypatch, tmp
     assert (openai.model, openai.max_retries, openai.schema_mode) == ("served-model", 1,
                                                                       "json_object")
     assert price_table(llm).cost("served-model", 10**6, 10**6) == pytest.approx(6.0)
+    # A grader on any node caps each test split at the driver's value, not its environment's.
+    monkeypatch.setenv("EVALPLUS_TIMEOUT_PER_TASK", "5")
+    assert MbppGrader.from_config(config).sandbox.limits.split_cap_s == 30.0
 
 
 def test_a_resumed_run_keeps_its_settings_when_the_env_changes(monkeypatch, tmp_path):
@@ -102,3 +104,23 @@ def test_a_bad_env_default_names_the_variable(monkeypatch):
 
     with pytest.raises(ConfigError, match="RATCHET_LOCAL_N_CTX"):
         load_config([], [])
+
+
+def test_a_runs_grader_carries_its_settings_in_the_config_not_a_runtime_env(ray_local, tmp_path,
+                                                                             monkeypatch):
+    """Ray starts a worker whose actor has a ``runtime_env`` through a setup process of its own
+    (another interpreter importing Ray, about 1 s of CPU more per actor): a run's graders have
+    none, and their settings reach them in the config whatever their process's environment."""
+    from ratchet_ray.loop.runtime import make_grader_factory
+
+    ray = ray_local
+    config = scenario_config(tmp_path, 1)
+    config.grader.evalplus_timeout_per_task_s = 30.0
+    grader = make_grader_factory(config, tmp_path)()
+    try:
+        seen = ray.get(grader.__ray_call__.remote(
+            lambda worker: (dict(ray.get_runtime_context().runtime_env),
+                            worker.grader.sandbox.limits.split_cap_s)), timeout=120)
+    finally:
+        ray.kill(grader)
+    assert seen == ({}, 30.0)

@@ -54,8 +54,9 @@ class MbppGrader:
         settings = settings or GraderSettings()
         self.dataset = dataset
         self.groundtruth = groundtruth or GroundTruthStore(dataset)
-        self.sandbox = Sandbox(limits or SandboxLimits(budget_s=settings.timeout_s,
-                                                       memory_mb=settings.memory_mb),
+        self.sandbox = Sandbox(limits or SandboxLimits(
+                                   budget_s=settings.timeout_s, memory_mb=settings.memory_mb,
+                                   split_cap_s=settings.evalplus_timeout_per_task_s),
                                allow_weak=settings.allow_weak_sandbox if allow_weak is None
                                else allow_weak)
 

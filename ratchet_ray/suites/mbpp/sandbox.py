@@ -70,6 +70,10 @@ class SandboxLimits:
     the runner's trusted imports): none of the code exists yet, so this wait is not the code's
     budget. Generous because a loaded machine starts interpreters slowly; a start-up past it is
     an infrastructure failure (``sandbox_setup_timeout``)."""
+    split_cap_s: float = 60.0
+    """evalplus's cap on one test split's process (its ``EVALPLUS_TIMEOUT_PER_TASK``; the run's
+    ``grader.evalplus_timeout_per_task_s``): a split gets ``min(split_cap_s, sum of its per-test
+    limits) + 2`` seconds (``verdict.split_timeout``)."""
     io_slack_s: float = 1.0
     """Per test, on top of evalplus's limit: encoding and sending the output (the runner itself
     enforces evalplus's limit on the call)."""

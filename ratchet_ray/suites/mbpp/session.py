@@ -99,7 +99,7 @@ def grade_in_sandbox(sandbox: Sandbox, problem: dict, expected: dict, code: str,
                      budget_floor_s: float) -> Outcome:
     entry_point = problem["entry_point"]
     limits = {s: time_limits(expected[f"{s}_time"]) for s in SPLITS}
-    caps = {s: split_timeout(limits[s]) + sandbox.limits.io_slack_s
+    caps = {s: split_timeout(limits[s], sandbox.limits.split_cap_s) + sandbox.limits.io_slack_s
             + sum(expected.get(f"{s}_bytes") or [0]) / ENCODE_BYTES_PER_S for s in SPLITS}
     budget = max(budget_floor_s, sum(caps.values())) + sandbox.limits.grace_s
     job = {"code": code, "entry_point": entry_point, "max_nodes": MAX_NODES,

@@ -13,12 +13,12 @@ Contracts:
   stays for the rest of the split (``matched_exactly(exp)`` records a test passed by digest).
   Never raises: any error while comparing is a failed test.
 - ``time_limits(ref_times, min_time_limit, factor)``: evalplus's per-test limits;
-  ``split_timeout(limits)``: evalplus's wall-clock cap for one split's process.
+  ``split_timeout(limits, cap)``: evalplus's wall-clock cap for one split's process, where
+  ``cap`` is what ``EVALPLUS_TIMEOUT_PER_TASK`` would be (``grader.evalplus_timeout_per_task_s``).
 """
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 from evalplus.config import DEFAULT_GT_TIME_LIMIT_FACTOR, DEFAULT_MIN_TIME_LIMIT
@@ -40,9 +40,10 @@ def time_limits(ref_times: list[float], min_time_limit: float = MIN_TIME_LIMIT_S
     return [max(min_time_limit, factor * t) for t in ref_times]
 
 
-def split_timeout(limits: list[float]) -> float:
-    """evalplus joins the split's process after ``min(cap, sum) + 1`` and then ``+ 1`` more."""
-    cap = float(os.environ.get("EVALPLUS_TIMEOUT_PER_TASK", EVALPLUS_SPLIT_CAP_S))
+def split_timeout(limits: list[float], cap: float = EVALPLUS_SPLIT_CAP_S) -> float:
+    """evalplus joins the split's process after ``min(cap, sum) + 1`` and then ``+ 1`` more;
+    ``cap`` is evalplus's ``EVALPLUS_TIMEOUT_PER_TASK`` (the run's config carries it, so a grader
+    on any node uses the driver's value, whatever its own environment holds)."""
     return min(cap, sum(limits)) + 2.0
 
 

@@ -125,3 +125,4 @@ def test_forced_float_tolerance_persists_for_the_rest_of_the_split():
 def test_time_limits_are_evalplus_limits():
     assert time_limits([0.01, 0.5]) == [1.0, 2.0]
     assert split_timeout([1.0] * 100) == 62.0 and split_timeout([1.0, 2.0]) == 5.0
+    assert split_timeout([1.0] * 100, cap=30.0) == 32.0
