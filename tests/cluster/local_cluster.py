@@ -96,6 +96,12 @@ def kill_marked(marks: set[str]) -> None:
     psutil.wait_procs(procs, timeout=30)
 
 
+RAY_START_TIMED_OUT = "The current node timed out during startup"
+"""What ``ray start`` raises when its raylet has not registered with the GCS within Ray's fixed
+30 s (``ray._private.node``; no setting changes it), which a loaded 2-core machine can miss."""
+START_RETRIES = 2
+
+
 def _tail(path: Path, lines: int = 25) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) \
         if path.is_file() else "(no log)"
@@ -235,15 +241,35 @@ class LocalCluster:
     def start(self) -> "LocalCluster":
         try:
             head, *workers = self.specs
-            self._launch(head, head=True)
-            self._wait([head.name])
+            self._start_node(head, head=True)
             for spec in workers:  # one at a time: two raylets starting at once on 2 cores
-                self._launch(spec, head=False)  # can miss Ray's 30 s registration bound
-                self._wait([spec.name])
+                self._start_node(spec, head=False)  # can miss Ray's 30 s registration bound
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _start_node(self, spec: NodeSpec, head: bool, gone: frozenset[str] = frozenset()) -> None:
+        """Launch ``spec`` and wait until it has joined. A ``ray start`` that exited because its
+        raylet missed Ray's fixed registration bound (``RAY_START_TIMED_OUT``) is cleared away
+        (``kill``: the raylet and agents it left) and launched again, at most ``START_RETRIES``
+        times; any other failure is raised at once."""
+        for attempt in range(START_RETRIES + 1):
+            self._launch(spec, head=head)
+            try:
+                self._wait([spec.name], gone=gone)
+                return
+            except ClusterError:
+                node = self.nodes[spec.name]
+                if (attempt == START_RETRIES or node.proc.poll() is None
+                        or RAY_START_TIMED_OUT not in _tail(node.log, 3)):
+                    raise
+                self.kill(spec.name)
+                # A raylet that registered after its `ray start` gave up is listed alive until
+                # the GCS notices the kill: the relaunched node must not be taken for it.
+                self._node_ids.pop(spec.name, None)
+                gone = gone | {found["id"] for found in self._alive_nodes()
+                               if found["res"].get(f"node_{spec.name}")}
 
     def node_id(self, name: str) -> str:
         return self._node_ids[name]
@@ -267,8 +293,7 @@ class LocalCluster:
         """Start worker node ``name`` again after ``kill``, and wait until the cluster lists the
         new node alive and the killed one dead: later tests of the module see the same nodes."""
         old = self._node_ids.pop(name, None)
-        self._launch(self.nodes[name].spec, head=False)
-        self._wait([name], gone=frozenset({old} if old else ()))
+        self._start_node(self.nodes[name].spec, head=False, gone=frozenset({old} if old else ()))
 
     def stop(self) -> None:
         # Workers first, the head last (its GCS must outlive the raylets' goodbyes).
