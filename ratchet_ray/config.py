@@ -261,9 +261,8 @@ class GraderSettings(BaseModel):
     """SWE-bench: whole-instance deadline, separate from per-command timeouts."""
     evalplus_timeout_per_task_s: float = Field(
         default_factory=lambda: _env_float("EVALPLUS_TIMEOUT_PER_TASK", 60.0), gt=0)
-    """MBPP+: evalplus's cap on one test split's process (default
-    ``$EVALPLUS_TIMEOUT_PER_TASK`` or 60, read on the driver); graders on every node use this
-    value, whatever their own environment holds."""
+    """MBPP+: evalplus's cap on one test split's process (default ``$EVALPLUS_TIMEOUT_PER_TASK``
+    or 60, read on the driver); graders on every node use it, whatever their environment holds."""
 
 
 class InfraSettings(BaseModel):

@@ -106,8 +106,7 @@ def test_a_bad_env_default_names_the_variable(monkeypatch):
         load_config([], [])
 
 
-def test_a_runs_grader_carries_its_settings_in_the_config_not_a_runtime_env(ray_local, tmp_path,
-                                                                             monkeypatch):
+def test_a_runs_grader_carries_its_settings_in_the_config_not_a_runtime_env(ray_local, tmp_path):
     """Ray starts a worker whose actor has a ``runtime_env`` through a setup process of its own
     (another interpreter importing Ray, about 1 s of CPU more per actor): a run's graders have
     none, and their settings reach them in the config whatever their process's environment."""

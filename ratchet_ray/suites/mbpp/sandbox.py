@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ratchet_ray.suites.mbpp.channel import SandboxProcess, reap_sandbox
+from ratchet_ray.suites.mbpp.verdict import EVALPLUS_SPLIT_CAP_S
 
 log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -70,7 +71,7 @@ class SandboxLimits:
     the runner's trusted imports): none of the code exists yet, so this wait is not the code's
     budget. Generous because a loaded machine starts interpreters slowly; a start-up past it is
     an infrastructure failure (``sandbox_setup_timeout``)."""
-    split_cap_s: float = 60.0
+    split_cap_s: float = EVALPLUS_SPLIT_CAP_S
     """evalplus's cap on one test split's process (its ``EVALPLUS_TIMEOUT_PER_TASK``; the run's
     ``grader.evalplus_timeout_per_task_s``): a split gets ``min(split_cap_s, sum of its per-test
     limits) + 2`` seconds (``verdict.split_timeout``)."""

@@ -19,7 +19,6 @@ Contracts:
 
 from __future__ import annotations
 
-
 import numpy as np
 from evalplus.config import DEFAULT_GT_TIME_LIMIT_FACTOR, DEFAULT_MIN_TIME_LIMIT
 from evalplus.eval import is_floats
