@@ -9,16 +9,27 @@ Contracts:
   the fix.
 - ``to_tasks(dataset)`` gives one ``Task`` per problem, ordered by numeric id (``Mbpp/2`` first);
   the payload never carries the canonical solution or the hidden tests.
+
+A file read from a path never imports ``evalplus.data``: that package imports Hugging Face
+``datasets`` (pandas, pyarrow, an HTTP stack) on import, about 2 s of CPU in every process that
+loads MBPP+ (each grader actor, each driver), for a function it never calls. The inputs are
+deserialised by evalplus's own ``mbpp_deserialize_inputs``, compiled from its source
+(``evalplus_deserializer``); tests/suites/mbpp checks the result equals ``get_mbpp_plus``.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
+import gzip
 import hashlib
+import importlib.util
+import json
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ratchet_ray.types import Task
 
@@ -44,18 +55,44 @@ class MbppDataset:
         return self.problems[task_id]
 
 
-def _load_file(path: Path) -> MbppDataset:
-    from evalplus.data.mbpp import mbpp_deserialize_inputs
-    from evalplus.data.utils import stream_jsonl
+@functools.cache
+def evalplus_deserializer() -> Callable[[str, list], list]:
+    """evalplus's ``mbpp_deserialize_inputs`` (the per-task tuple, set and complex conversions of
+    the JSON inputs), compiled alone from the installed ``evalplus/data/mbpp.py``: the function
+    uses builtins only, and importing its module would import ``evalplus.data`` (see above)."""
+    spec = importlib.util.find_spec("evalplus")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatasetError("evalplus is not installed; fix: pip install -e . (it is a dependency)")
+    source = Path(spec.submodule_search_locations[0]) / "data" / "mbpp.py"
+    tree = ast.parse(source.read_text(), str(source))
+    found = [node for node in tree.body if isinstance(node, ast.FunctionDef)
+             and node.name == "mbpp_deserialize_inputs"]
+    if len(found) != 1:
+        raise DatasetError(f"{source} defines no mbpp_deserialize_inputs: this evalplus is not "
+                           f"the 0.3 series ratchet-ray is pinned to; fix: pip install -e .")
+    namespace: dict[str, Any] = {}
+    exec(compile(ast.Module(body=found, type_ignores=[]), str(source), "exec"), namespace)
+    return namespace["mbpp_deserialize_inputs"]
 
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSONL file, gzipped when its name ends in ``.gz`` (blank lines skipped,
+    as evalplus's ``stream_jsonl`` reads it)."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def _load_file(path: Path) -> MbppDataset:
     if not path.is_file():
         raise DatasetError(f"MBPP+ dataset {path} does not exist; set dataset_path (or "
                            f"MBPP_OVERRIDE_PATH) to MbppPlus-v0.2.0.jsonl.gz, or unset both to "
                            f"let evalplus download it")
     try:
-        rows = list(stream_jsonl(str(path)))
+        rows = read_jsonl(path)
     except (OSError, ValueError, EOFError) as exc:
         raise DatasetError(f"MBPP+ dataset {path} is not readable JSONL(.gz): {exc}") from exc
+    deserialize = evalplus_deserializer()
     problems: dict[str, dict[str, Any]] = {}
     for number, row in enumerate(rows, start=1):
         missing = [f for f in _REQUIRED_FIELDS if f not in row]
@@ -63,8 +100,8 @@ def _load_file(path: Path) -> MbppDataset:
             raise DatasetError(f"MBPP+ dataset {path}, record {number}: missing fields {missing}; "
                                f"is this the evalplus MbppPlus file?")
         task_id = row["task_id"]
-        row["base_input"] = mbpp_deserialize_inputs(task_id, row["base_input"])
-        row["plus_input"] = mbpp_deserialize_inputs(task_id, row["plus_input"])
+        row["base_input"] = deserialize(task_id, row["base_input"])
+        row["plus_input"] = deserialize(task_id, row["plus_input"])
         problems[task_id] = row
     digest = hashlib.md5(path.read_bytes()).hexdigest()  # evalplus's get_mbpp_plus_hash
     return MbppDataset(problems=problems, dataset_hash=digest, source=str(path))

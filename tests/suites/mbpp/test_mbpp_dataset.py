@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import json
 import pickle
+import subprocess
+import sys
 
 import pytest
 
@@ -38,6 +40,41 @@ def test_hash_matches_evalplus(mbpp_dataset):
 def test_inputs_are_deserialised_like_evalplus(mbpp_dataset):
     # Mbpp/2 takes tuples; the JSON file stores lists
     assert isinstance(mbpp_dataset.problem("Mbpp/2")["base_input"][0][0], tuple)
+
+
+def test_every_problem_equals_evalplus_get_mbpp_plus(mbpp_dataset):
+    """The file is read without importing ``evalplus.data`` (which imports Hugging Face
+    ``datasets``), yet every problem, inputs and their types included, is what evalplus builds."""
+    from evalplus.data import get_mbpp_plus
+
+    theirs = get_mbpp_plus()  # conftest set MBPP_OVERRIDE_PATH before evalplus was imported
+    assert mbpp_dataset.problems.keys() == theirs.keys() and len(theirs) == MBPP_PLUS_TASKS
+
+    def typed(value):  # == says (1, 2) == [1, 2] is False but 1 == 1.0 is True: compare types too
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return (type(value).__name__, [typed(v) for v in value])
+        if isinstance(value, dict):
+            return ("dict", [(typed(k), typed(v)) for k, v in value.items()])
+        return (type(value).__name__, repr(value))
+
+    for task_id, problem in theirs.items():
+        ours = mbpp_dataset.problem(task_id)
+        assert ours.keys() == problem.keys(), task_id
+        for key in ("base_input", "plus_input"):
+            assert typed(ours[key]) == typed(problem[key]), (task_id, key)
+        assert {k: v for k, v in ours.items() if not k.endswith("_input")} == {
+            k: v for k, v in problem.items() if not k.endswith("_input")}, task_id
+
+
+def test_loading_a_file_leaves_evalplus_data_unimported(mbpp_dataset):
+    """Each grader actor and driver loads MBPP+: ``evalplus.data`` would cost it about 2 s of
+    CPU (it imports Hugging Face ``datasets``)."""
+    code = ("import sys; from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus; "
+            f"d = load_mbpp_plus({mbpp_dataset.source!r}); "
+            "print(len(d.problems), 'evalplus.data' in sys.modules, 'datasets' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split()
+    assert out == [str(MBPP_PLUS_TASKS), "False", "False"]
 
 
 def test_missing_or_malformed_file_names_path_and_fix(tmp_path):
