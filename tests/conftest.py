@@ -92,6 +92,33 @@ def ray_local(_ray_session):
     return start_local_ray()
 
 
+@pytest.fixture(scope="session")
+def _scenario_references(tmp_path_factory) -> dict:
+    return {"root": tmp_path_factory.mktemp("scenario-references"), "runs": {}}
+
+
+@pytest.fixture
+def scenario_reference(ray_local, _scenario_references):
+    """``scenario_reference(rounds)``: the run dir of the scripted governance scenario
+    (``loop_helpers.scenario_config`` and ``scenario_models``) run uninterrupted for ``rounds``
+    rounds, made once per test process and shared read-only by every test that compares a
+    disturbed run with it (chaos, resume, budget, lost work). The scenario is deterministic, so
+    one reference serves them all; a test must not write into it."""
+
+    def reference(rounds: int) -> Path:
+        runs = _scenario_references["runs"]
+        if rounds not in runs:
+            from loop_helpers import scenario_config, scenario_models
+            from ratchet_ray.loop.driver import run_loop
+
+            root = _scenario_references["root"] / f"rounds_{rounds}"
+            runs[rounds] = run_loop(scenario_config(root, rounds), models=scenario_models(),
+                                    show_progress=False)
+        return runs[rounds]
+
+    return reference
+
+
 @pytest.fixture
 def hash_embedder():
     from fakes import HashEmbedder
@@ -125,6 +152,10 @@ def _join_xdist_group(item, group: str, config) -> None:
         item._id = NodeId.parse(f"{item.nodeid}@{group}")
 
 
+def _module_of(item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
 def _xdist_group(item) -> str | None:
     """The worker group ``item`` runs in when the suite runs on several workers, or None (any
     worker). In order:
@@ -144,8 +175,20 @@ def _xdist_group(item) -> str | None:
     fixtures = getattr(item, "_fixtureinfo", None)
     if fixtures is not None and any(defs and defs[-1].scope == "module"
                                     for defs in fixtures.name2fixturedefs.values()):
-        return "module:" + item.nodeid.split("::", 1)[0]
+        return "module:" + _module_of(item)
     return None
+
+
+def _worker_groups(items) -> dict:
+    """Each item's worker group (``_xdist_group``), with one rule across a module: its
+    module-fixture tests join the ``docker`` or ``model`` group of a test in the same module. Split
+    over two workers, the module's fixture (a cluster: about a minute of CPU) is set up twice."""
+    groups = {item: _xdist_group(item) for item in items}
+    pinned = {_module_of(item): group for item, group in groups.items()
+              if group in ("docker", "model")}
+    return {item: pinned.get(_module_of(item), group)
+            if group and group.startswith("module:") else group
+            for item, group in groups.items()}
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
@@ -153,8 +196,7 @@ def pytest_collection_modifyitems(session, config, items):
     """Put each test in its worker group (``_xdist_group``) for pytest-xdist's ``--dist
     loadgroup``. Then shuffle modules, and the tests of each module (module fixtures still set up
     once per module), when ``--shuffle-seed`` is given; otherwise leave pytest's order alone."""
-    for item in items:
-        group = _xdist_group(item)
+    for item, group in _worker_groups(items).items():
         if group is not None:
             _join_xdist_group(item, group, config)
     seed = config.getoption("--shuffle-seed")

@@ -70,17 +70,6 @@ class Report:
 REPORT = Report()
 
 
-def ensure_reference(state: dict) -> Path:
-    """The uninterrupted run of the scenario config (made in this process on first use)."""
-    if state["run"] is None:
-        from loop_helpers import scenario_config, scenario_models
-        from ratchet_ray.loop.driver import run_loop
-
-        state["run"] = run_loop(scenario_config(state["root"], ROUNDS), models=scenario_models(),
-                                show_progress=False)
-    return state["run"]
-
-
 # ---- driver processes ----------------------------------------------------------------------
 class Driver:
     """One ``chaos_driver.py`` process joined to the test's Ray cluster."""

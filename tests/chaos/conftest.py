@@ -1,8 +1,10 @@
-"""Fixtures of the chaos suite: the reference run, the scenario seeds and the final report.
+"""The chaos suite's imports and its final report. The uninterrupted run each scenario is
+checked against is ``scenario_reference`` (tests/conftest.py), shared with the loop tests.
 
 ``CHAOS_SEEDS`` picks the seeds (``3`` or ``1-20`` or ``1,5,9``; default ``1``),
-``CHAOS_ROUNDS`` the rounds per run (default 2; `make chaos` uses 3), ``CHAOS_SCENARIOS`` a comma list of scenarios
-(default all). ``make chaos`` runs many seeds; the report is printed at the end of the session.
+``CHAOS_ROUNDS`` the rounds per run (default 2; `make chaos` uses 3), ``CHAOS_SCENARIOS`` a
+comma list of scenarios (default all). ``make chaos`` runs many seeds; the report is printed at
+the end of the session.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
 import ray.cloudpickle
 
 HERE = Path(__file__).resolve().parent
@@ -20,12 +21,6 @@ import chaos_lib  # noqa: E402
 import loop_helpers  # noqa: E402
 
 ray.cloudpickle.register_pickle_by_value(loop_helpers)
-
-
-@pytest.fixture(scope="session")
-def reference_runs(tmp_path_factory):
-    """The uninterrupted run every scenario is compared with (made on first use)."""
-    return {"root": tmp_path_factory.mktemp("chaos-reference"), "run": None}
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -23,8 +23,8 @@ NAMES = [n for n in os.environ.get("CHAOS_SCENARIOS", ",".join(SCENARIOS)).split
 @pytest.mark.timeout(2400)  # a scenario is several driver processes, each starting its actors
 @pytest.mark.parametrize("seed", chaos_lib.seeds())
 @pytest.mark.parametrize("name", NAMES)
-def test_run_survives(name, seed, ray_local, reference_runs, tmp_path):
-    reference = chaos_lib.ensure_reference(reference_runs)
+def test_run_survives(name, seed, scenario_reference, tmp_path):
+    reference = scenario_reference(chaos_lib.ROUNDS)
     rng = random.Random(f"{name}-{seed}")
     drivers: list[chaos_lib.Driver] = []
     chaos_lib.scenario_starts()

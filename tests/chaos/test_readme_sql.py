@@ -21,8 +21,8 @@ def readme_sql() -> list[str]:
     return [s.query for block in blocks for s in duckdb.extract_statements(block)]
 
 
-def test_readme_queries_run_verbatim_and_round_is_an_integer(ray_local, reference_runs):
-    run_dir = chaos_lib.ensure_reference(reference_runs)
+def test_readme_queries_run_verbatim_and_round_is_an_integer(scenario_reference):
+    run_dir = scenario_reference(chaos_lib.ROUNDS)
     statements = readme_sql()
     assert len(statements) >= 3
     con = duckdb.connect()

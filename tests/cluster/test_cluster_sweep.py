@@ -21,8 +21,8 @@ pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ["--rounds", "1", "--n-train", "4", "--n-eval", "4", "--set", "sim.n_tasks=8"]
 BUDGET = 1000
-"""Tokens: below what one arm-seed of ``SMALL`` spends (about 1300), so every arm of the budget
-test runs out whatever the order the jobs run in."""
+"""Tokens: below what one arm-seed of ``SMALL`` spends (about 1300), so every arm runs out
+whatever the order the jobs run in."""
 
 
 def _sweep(cluster, out: Path, *args: str, timeout_s: float = 300) -> subprocess.CompletedProcess:
@@ -48,49 +48,22 @@ def _capsules_once(run: Path) -> None:
     assert rows and all(count == 1 for *_key, count in rows), rows
 
 
-def test_a_sweep_of_2_arms_x_2_seeds_runs_as_ray_jobs(cluster, tmp_path):
-    # Two arms (the budget test below sweeps A1) and two seeds: four jobs at once on the nodes.
+def test_a_sweep_runs_as_ray_jobs_its_budget_stops_every_arm_and_a_higher_one_resumes(
+        cluster, tmp_path):
+    """One sweep of two arms as Ray jobs, side by side on the nodes: stopped by its budget (a sum
+    over its arm-seeds), then resumed with a higher one to the end. (One sweep, not a finished
+    one and a stopped one: every arm-seed is a Ray job with a driver and a run's actors, the
+    costliest thing in this folder.)"""
     out = tmp_path / "sweep"
-    done = _sweep(cluster, out, "--arms", "default,A2", "--seeds", "1,2", *SMALL,
-                  "--parallel", "4")
-    assert done.returncode == 0, done.stderr[-4000:]
-    status = _status(out)
-    names = {f"{arm}_s{seed}" for arm in ("default", "A2") for seed in (1, 2)}
-    assert set(status) == names
-    assert all(s["action"] == "new" and s["ok"] and s["job_id"] for s in status.values()), status
-    # Ray's own record of each job: the sweep's --status asks the job server.
-    listed = _sweep(cluster, out, "--status", timeout_s=120)
-    assert listed.returncode == 0, listed.stderr[-2000:]
-    assert sorted(line.split()[:2] for line in listed.stdout.splitlines()) == sorted(
-        ["SUCCEEDED", name] for name in names)
-    runs = {r.parents[1].name: r for r in find_run_dirs(out)}
-    assert set(runs) == names
-    for name, run in runs.items():
-        result = run_result(run)
-        assert result.complete and (run / "round_00" / "summary.json").is_file(), name
-        config = (run / "config.yaml").read_text()
-        assert f"tag: {name}" in config and "scope: sweep_" in config
-        _capsules_once(run)
-        log = (out / "logs" / f"{name}.log").read_text()
-        assert f"(Ray job {status[name]['job_id']})" in log and "jobs.skill_loop" in log
-        assert _spend(run) > BUDGET  # each arm alone would overrun the budget test's limit
-    assert (out / "ablations.md").is_file()
-    # Nothing of the sweep's scope is left in the cluster (its shared rate limiter, the ledger).
-    left = cluster.query("result = [a['name'] for a in ray.util.list_named_actors("
-                         "all_namespaces=True) if 'sweep_' in a['name']]")
-    assert left == []
-
-
-def test_the_sweep_budget_stops_every_arm_and_a_higher_one_resumes_them(cluster, tmp_path):
-    out = tmp_path / "sweep"
-    args = ["--arms", "default,A1", "--seeds", "1", *SMALL, "--parallel", "2"]
+    names = {"default_s1", "A2_s1"}
+    args = ["--arms", "default,A2", "--seeds", "1", *SMALL, "--parallel", "2"]
     stopped = _sweep(cluster, out, *args, "--set", f"budget.max_tokens={BUDGET}")
     assert stopped.returncode == 1, stopped.stderr[-4000:]
     assert f"the sweep's budget (budget.max_tokens={BUDGET}, over all arm-seeds) is spent" in \
         stopped.stderr
     status = _status(out)
     assert {n: (s["ok"], s["budget"]) for n, s in status.items()} == {
-        "default_s1": (False, True), "A1_s1": (False, True)}, status
+        name: (False, True) for name in names}, status
     runs = {r.parents[1].name: r for r in find_run_dirs(out)}
     spent = {name: _spend(run) for name, run in runs.items()}
     # The limit is on the sum: per-arm limits would have let each arm spend BUDGET.
@@ -104,10 +77,28 @@ def test_the_sweep_budget_stops_every_arm_and_a_higher_one_resumes_them(cluster,
 
     resumed = _sweep(cluster, out, *args, "--set", "budget.max_tokens=10000000")
     assert resumed.returncode == 0, resumed.stderr[-4000:]
-    assert {n: (s["action"], s["ok"]) for n, s in _status(out).items()} == {
-        "default_s1": ("resume", True), "A1_s1": ("resume", True)}
+    status = _status(out)
+    assert {n: (s["action"], s["ok"]) for n, s in status.items()} == {
+        name: ("resume", True) for name in names}, status
+    assert all(s["job_id"] for s in status.values()), status
+    # Ray's own record of each arm-seed's latest job: the sweep's --status asks the job server.
+    listed = _sweep(cluster, out, "--status", timeout_s=120)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert sorted(line.split()[:2] for line in listed.stdout.splitlines()) == sorted(
+        ["SUCCEEDED", name] for name in names)
     assert {r.parents[1].name: r for r in find_run_dirs(out)} == runs  # the same run dirs
-    for run in runs.values():
-        assert run_result(run).complete and not (run / "stopped.json").exists()
+    for name, run in runs.items():
+        assert run_result(run).complete and (run / "round_00" / "summary.json").is_file(), name
+        assert not (run / "stopped.json").exists()
+        config = (run / "config.yaml").read_text()
+        assert f"tag: {name}" in config and "scope: sweep_" in config
+        assert "max_tokens: 10000000" in config
         _capsules_once(run)
-        assert "max_tokens: 10000000" in (run / "config.yaml").read_text()
+        log = (out / "logs" / f"{name}.log").read_text()
+        assert f"(Ray job {status[name]['job_id']})" in log and "jobs.skill_loop" in log
+        assert _spend(run) > BUDGET  # each arm alone overran the sweep's first budget
+    assert (out / "ablations.md").is_file()
+    # Nothing of the sweep's scope is left in the cluster (its shared rate limiter, the ledger).
+    left = cluster.query("result = [a['name'] for a in ray.util.list_named_actors("
+                         "all_namespaces=True) if 'sweep_' in a['name']]")
+    assert left == []

@@ -53,7 +53,7 @@ def test_eval_skill_loop_prints_the_contract_for_a_candidate_overlay(tmp_path):
     runs = tmp_path / "runs"
     proc = subprocess.run(
         [sys.executable, "-m", "ratchet_ray.cli", "experiment", "eval-skill-loop",
-         "--subset", str(subset), "--seeds", "42", "--rounds", "2",
+         "--subset", str(subset), "--seeds", "42", "--rounds", "1",
          "--config-overlay", str(overlay), "--meta-skill", str(meta), "--scalar", "final_pass",
          "--prompts-dir", str(prompts), "--manifest", str(manifest), "--results-dir", str(runs)],
         cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=1500)

@@ -84,10 +84,9 @@ def spend(run_dir: Path, where: str = "true") -> int:
 
 
 @pytest.mark.slow
-def test_budget_stop_mid_round_then_resume_with_more_matches_an_uninterrupted_run(ray_local,
-                                                                                   tmp_path):
-    ref_dir = run_loop(scenario_config(tmp_path / "ref", ROUNDS), models=scenario_models(),
-                       show_progress=False)
+def test_budget_stop_mid_round_then_resume_with_more_matches_an_uninterrupted_run(
+        ray_local, scenario_reference, tmp_path):
+    ref_dir = scenario_reference(ROUNDS)
     reference = totals(ref_dir)
     # Stop inside round 1's train split: round 0 and round 1's eval fit, one more train task
     # does not.

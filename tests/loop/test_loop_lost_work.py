@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from loop_helpers import faulty_scenario_models, scenario_config, scenario_models
+from loop_helpers import faulty_scenario_models, scenario_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.breaker import RunStopped
 from ratchet_ray.loop.driver import run_loop
@@ -38,17 +38,10 @@ def facts(run_dir: Path) -> dict:
     return {"failures": failures, "verdicts": verdicts, "passes": passes, "bank": bank}
 
 
-_REFERENCE: dict = {}
-
-
 @pytest.fixture
-def reference(ray_local, tmp_path_factory) -> dict:
-    """The uninterrupted run's facts, made once for the module."""
-    if not _REFERENCE:
-        work = tmp_path_factory.mktemp("reference")
-        _REFERENCE.update(facts(run_loop(scenario_config(work, ROUNDS), models=scenario_models(),
-                                         show_progress=False)))
-    return _REFERENCE
+def reference(scenario_reference) -> dict:
+    """The uninterrupted run's facts (the run is shared: tests/conftest.py)."""
+    return facts(scenario_reference(ROUNDS))
 
 
 def assert_like_reference(got: dict, ref: dict) -> None:

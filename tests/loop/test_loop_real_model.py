@@ -1,9 +1,10 @@
 """The real thing, end to end: the local Gemma model, real evalplus grading, real Ray.
 
-- ``python -m jobs.skill_loop`` on a local Ray it starts itself, then ``ratchet query`` and
-  ``ratchet plot`` on the run dir;
-- docs/cluster.md's local-head recipe as written: a real Ray head on 127.0.0.1 (``ray start --head``)
-  and the job through ``ray job submit``, from a shell where the venv is not active.
+docs/cluster.md's local-head recipe as written: a real Ray head on 127.0.0.1 (``ray start
+--head``) and ``python -m jobs.skill_loop mbpp`` through ``ray job submit``, from a shell where
+the venv is not active; then ``ratchet query`` and ``ratchet plot`` on the run dir it made. One
+run of the real model serves both (each costs minutes of CPU); a run on the local Ray that
+``jobs.skill_loop`` starts itself is the scripted and sim tests' (``tests/suites/test_custom_suite_entry_points.py``).
 """
 
 from __future__ import annotations
@@ -46,19 +47,22 @@ def check_run_dir(run_dir: Path, rounds: int, n_train: int, n_eval: int) -> None
         assert (run_dir / "checkpoints" / f"round_{r + 1:02d}" / "manifest.json").is_file()
 
 
-@pytest.mark.slow
-@pytest.mark.model
-def test_local_model_loop_end_to_end_with_evalplus_grading_and_query(tmp_path):
-    proc = subprocess.run(
-        [str(BIN / "python"), "-m", "jobs.skill_loop", "mbpp", "--rounds", "2", "--n-train", "3",
-         "--n-eval", "2", "--tag", "e2e", "--set", f"results_dir={tmp_path}", "--quiet",
-         *QUICK_CAPS],
-        cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=1500)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    run_dir = Path(proc.stdout.strip().splitlines()[-1])
-    assert run_dir.parent == tmp_path / "mbpp" and run_dir.name.endswith("_e2e")
-    check_run_dir(run_dir, rounds=2, n_train=3, n_eval=2)
+README_JOB = "-- python -m jobs.skill_loop mbpp"
+"""How the README's local-head recipe ends its ``ray job submit`` line (the job's arguments)."""
 
+
+def readme_local_head_recipe() -> str:
+    """The local-head recipe of docs/cluster.md: the bash block after "A local head works the
+    same way"."""
+    text = (ROOT / "docs" / "cluster.md").read_text()
+    match = re.search(r"A local head works the same way[^\n]*\n+```bash\n(.*?)```", text, re.S)
+    assert match, "docs/cluster.md: the local-head recipe block is gone"
+    return match.group(1)
+
+
+def check_evidence(run_dir: Path) -> None:
+    """The run's evidence through ``ratchet query`` and its curve through ``ratchet plot``:
+    every capsule once, real model output through the real sandbox, only local-model calls."""
     counts = json.loads(ratchet("--db", str(run_dir), "query", "--format", "json",
                                 "SELECT round, split, count(*) AS n, count(DISTINCT task_id) AS "
                                 "tasks FROM capsule GROUP BY ALL ORDER BY ALL"))
@@ -79,33 +83,21 @@ def test_local_model_loop_end_to_end_with_evalplus_grading_and_query(tmp_path):
     assert "round-0 eval pass@1" in (run_dir / "loop_summary.md").read_text()
 
 
-README_JOB = "-- python -m jobs.skill_loop mbpp"
-"""How the README's local-head recipe ends its ``ray job submit`` line (the job's arguments)."""
-
-
-def readme_local_head_recipe() -> str:
-    """The local-head recipe of docs/cluster.md: the bash block after "A local head works the
-    same way"."""
-    text = (ROOT / "docs" / "cluster.md").read_text()
-    match = re.search(r"A local head works the same way[^\n]*\n+```bash\n(.*?)```", text, re.S)
-    assert match, "docs/cluster.md: the local-head recipe block is gone"
-    return match.group(1)
-
-
 @pytest.mark.slow
+@pytest.mark.model
 @pytest.mark.exclusive  # `ray stop --force` and Ray's default ports: no other test may run
-def test_readme_local_head_recipe_as_written(tmp_path):
+def test_readme_local_head_recipe_runs_the_local_model_end_to_end(tmp_path):
     """The README's recipe, line by line as written, from the repo root in a shell where the
     venv is NOT active (a new user's): ``source .venv/bin/activate``, ``ray start --head``, ``ray
     job submit ... -- python -m jobs.skill_loop mbpp`` and ``ray stop``. The one change: the job
-    gets a small run's flags (1 round, 2 + 2 tasks, an absolute results dir, the quickstart's
-    token caps) after its command."""
+    gets a small run's flags (2 rounds, 3 + 2 tasks, an absolute results dir, the quickstart's
+    token caps) after its command. Then the run dir it left is queried and plotted."""
     import ray
 
     recipe = readme_local_head_recipe()
     submits = [line for line in recipe.splitlines() if line.startswith("ray job submit")]
     assert len(submits) == 1 and submits[0].endswith(README_JOB), submits
-    small = (f" --rounds 1 --n-train 2 --n-eval 2 --set results_dir={tmp_path} --quiet "
+    small = (f" --rounds 2 --n-train 3 --n-eval 2 --set results_dir={tmp_path} --quiet "
              + " ".join(QUICK_CAPS))
     script = recipe.replace(submits[0], submits[0] + small)
     # `ray stop` stops every Ray of this user: this process's own local Ray goes first (the
@@ -127,4 +119,5 @@ def test_readme_local_head_recipe_as_written(tmp_path):
     assert "succeeded" in output, output[-4000:]
     run_dirs = list((tmp_path / "mbpp").iterdir())
     assert len(run_dirs) == 1
-    check_run_dir(run_dirs[0], rounds=1, n_train=2, n_eval=2)
+    check_run_dir(run_dirs[0], rounds=2, n_train=3, n_eval=2)
+    check_evidence(run_dirs[0])

@@ -21,7 +21,7 @@ from ratchet_ray.loop.driver import run_loop
 from ratchet_ray.loop.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[2]
-ROUNDS = 3
+ROUNDS = 2
 
 
 def totals(run_dir: Path) -> dict:
@@ -47,9 +47,10 @@ def totals(run_dir: Path) -> dict:
 
 
 @pytest.mark.slow
-def test_driver_killed_mid_round_then_resumed_matches_an_uninterrupted_run(ray_local, tmp_path):
-    reference = totals(run_loop(scenario_config(tmp_path / "ref", ROUNDS),
-                                models=scenario_models(), show_progress=False))
+def test_driver_killed_mid_round_then_resumed_matches_an_uninterrupted_run(ray_local,
+                                                                          scenario_reference,
+                                                                          tmp_path):
+    reference = totals(scenario_reference(ROUNDS))
 
     config_file = tmp_path / "killed.yaml"
     dump_config(scenario_config(tmp_path / "killed", ROUNDS), config_file)

@@ -1,0 +1,44 @@
+"""``tests/conftest.py``'s worker groups for ``make test``'s two pytest-xdist workers, read from a
+real collection of the suite: a module's tests that share a module fixture (a cluster) stay on
+one worker even when one of them is a Docker test (the ``docker`` group), so the fixture is set
+up once, not once on each worker."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PRINTER = '''
+import pytest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    for item in items:
+        marks = [m.args[0] for m in item.iter_markers("xdist_group")]
+        print("GROUP", item.nodeid, marks[0] if marks else "-")
+'''
+
+
+def collected_groups(tmp_path: Path, *paths: str) -> dict[str, str]:
+    (tmp_path / "group_printer.py").write_text(PRINTER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                           "-p", "group_printer", "-p", "no:cacheprovider", *paths],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return dict(line.split()[1:3] for line in proc.stdout.splitlines()
+                if line.startswith("GROUP "))
+
+
+def test_a_module_fixtures_tests_share_the_group_of_its_docker_test(tmp_path):
+    groups = collected_groups(tmp_path, "tests/cluster")
+    artifacts = {k: v for k, v in groups.items() if "test_cluster_artifacts.py" in k}
+    assert len(artifacts) >= 3 and set(artifacts.values()) == {"docker"}, artifacts
+    rounds = {v for k, v in groups.items() if "test_cluster_rounds.py" in k}
+    assert rounds == {"module:tests/cluster/test_cluster_rounds.py"}, rounds
+    assert {v for k, v in groups.items() if "test_cluster_yaml.py" in k} == {"-"}
