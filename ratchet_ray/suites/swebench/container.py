@@ -158,7 +158,7 @@ def reap_containers(client: Any, run_label: str | None = None) -> list[str]:
     import docker.errors
 
     removed = []
-    for container in client.containers.list(all=True, filters={"label": LABEL_KEY}):
+    for container in _listed(client):
         labels = container.labels or {}
         if (run_label and labels.get(RUN_KEY) == run_label) or _owner_gone(labels.get(OWNER_KEY, "")):
             try:
@@ -171,4 +171,10 @@ def reap_containers(client: Any, run_label: str | None = None) -> list[str]:
 
 def leftover_containers(client: Any) -> list[str]:
     """Names of containers this suite started that still exist (for tests and ``doctor``)."""
-    return [c.name for c in client.containers.list(all=True, filters={"label": LABEL_KEY})]
+    return [c.name for c in _listed(client)]
+
+
+def _listed(client: Any) -> list:
+    """This suite's containers. docker-py lists ids, then inspects each: one removed in between
+    (another grader on this host reaping it) is skipped, not raised as ``NotFound``."""
+    return client.containers.list(all=True, filters={"label": LABEL_KEY}, ignore_removed=True)

@@ -105,8 +105,8 @@ def reap_until_quiet(client, run_label: str, quiet_s: float = 5.0, deadline_s: f
     while time.monotonic() - quiet_since < quiet_s:
         assert time.monotonic() < deadline, "the run's containers keep coming back"
         reap_containers(client, run_label)
-        if client.containers.list(all=True, filters={"label": [LABEL_KEY,
-                                                                f"{RUN_KEY}={run_label}"]}):
+        if client.containers.list(all=True, ignore_removed=True,
+                                  filters={"label": [LABEL_KEY, f"{RUN_KEY}={run_label}"]}):
             quiet_since = time.monotonic()
         time.sleep(0.5)
 

@@ -83,7 +83,8 @@ def test_validate_passes_the_fixture_and_reports_broken_instances(docker_session
     assert "gold patch not resolved" in no_tests[0], bad.output
     report = json.loads((out / "swebench_validation.json").read_text())
     assert report["checked"] == len(good) + 2 and not report["ok"]
-    left = [c.name for c in docker_session.containers.list(all=True, filters={"label": LABEL_KEY})
+    left = [c.name for c in docker_session.containers.list(all=True, ignore_removed=True,
+                                                           filters={"label": LABEL_KEY})
             if str(out) in (c.labels or {}).get(RUN_KEY, "")]
     assert not left, f"containers left behind: {left}"
 
