@@ -263,6 +263,13 @@ class GraderSettings(BaseModel):
         default_factory=lambda: _env_float("EVALPLUS_TIMEOUT_PER_TASK", 60.0), gt=0)
     """MBPP+: evalplus's cap on one test split's process (default ``$EVALPLUS_TIMEOUT_PER_TASK``
     or 60, read on the driver); graders on every node use it, whatever their environment holds."""
+    min_time_limit_s: float = Field(default=1.0, gt=0)
+    """MBPP+: the floor of a test's wall-clock limit, evalplus's ``--min-time-limit``. On a machine
+    busier than when the reference times were measured a correct solution can overrun 1 s; a
+    higher floor makes the verdicts less sensitive to load."""
+    gt_time_limit_factor: float = Field(default=4.0, gt=0)
+    """MBPP+: a test's limit is ``max(min_time_limit_s, this x the reference solution's time)``,
+    evalplus's ``--gt-time-limit-factor``."""
 
 
 class InfraSettings(BaseModel):

@@ -56,7 +56,9 @@ class MbppGrader:
         self.groundtruth = groundtruth or GroundTruthStore(dataset)
         self.sandbox = Sandbox(limits or SandboxLimits(
                                    budget_s=settings.timeout_s, memory_mb=settings.memory_mb,
-                                   split_cap_s=settings.evalplus_timeout_per_task_s),
+                                   split_cap_s=settings.evalplus_timeout_per_task_s,
+                                   min_time_limit_s=settings.min_time_limit_s,
+                                   gt_time_limit_factor=settings.gt_time_limit_factor),
                                allow_weak=settings.allow_weak_sandbox if allow_weak is None
                                else allow_weak)
 

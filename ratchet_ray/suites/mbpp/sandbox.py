@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ratchet_ray.suites.mbpp.channel import SandboxProcess, reap_sandbox
-from ratchet_ray.suites.mbpp.verdict import EVALPLUS_SPLIT_CAP_S
+from ratchet_ray.suites.mbpp.verdict import (EVALPLUS_SPLIT_CAP_S, GT_TIME_LIMIT_FACTOR,
+                                             MIN_TIME_LIMIT_S)
 
 log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -75,6 +76,11 @@ class SandboxLimits:
     """evalplus's cap on one test split's process (its ``EVALPLUS_TIMEOUT_PER_TASK``; the run's
     ``grader.evalplus_timeout_per_task_s``): a split gets ``min(split_cap_s, sum of its per-test
     limits) + 2`` seconds (``verdict.split_timeout``)."""
+    min_time_limit_s: float = MIN_TIME_LIMIT_S
+    """Floor of one test's limit (evalplus's ``--min-time-limit``; ``grader.min_time_limit_s``)."""
+    gt_time_limit_factor: float = GT_TIME_LIMIT_FACTOR
+    """One test's limit is ``max(min_time_limit_s, this x the reference solution's time)``
+    (evalplus's ``--gt-time-limit-factor``; ``grader.gt_time_limit_factor``)."""
     io_slack_s: float = 1.0
     """Per test, on top of evalplus's limit: encoding and sending the output (the runner itself
     enforces evalplus's limit on the call)."""

@@ -98,7 +98,8 @@ class _Failure(Exception):
 def grade_in_sandbox(sandbox: Sandbox, problem: dict, expected: dict, code: str,
                      budget_floor_s: float) -> Outcome:
     entry_point = problem["entry_point"]
-    limits = {s: time_limits(expected[f"{s}_time"]) for s in SPLITS}
+    limits = {s: time_limits(expected[f"{s}_time"], sandbox.limits.min_time_limit_s,
+                             sandbox.limits.gt_time_limit_factor) for s in SPLITS}
     caps = {s: split_timeout(limits[s], sandbox.limits.split_cap_s) + sandbox.limits.io_slack_s
             + sum(expected.get(f"{s}_bytes") or [0]) / ENCODE_BYTES_PER_S for s in SPLITS}
     budget = max(budget_floor_s, sum(caps.values())) + sandbox.limits.grace_s

@@ -63,6 +63,33 @@ def test_garbage_fails_cleanly_without_running_anything(mbpp_grader, mbpp_tasks,
     assert result.duration_s < 1.0
 
 
+def test_the_per_test_limit_is_evalplus_min_time_limit_from_the_config(mbpp_dataset,
+                                                                       groundtruth_store,
+                                                                       mbpp_tasks):
+    """A correct answer whose first call takes 1.5 s (as a correct one can on a loaded machine)
+    overruns evalplus's default floor of 1 s, and passes with ``grader.min_time_limit_s=3``."""
+    from ratchet_ray.config import GraderSettings
+    from ratchet_ray.suites.mbpp.grader import MbppGrader
+
+    stalls_once = ("import time\n_first = [True]\n\ndef square_perimeter(a):\n"
+                   "    if _first[0]:\n        _first[0] = False\n        time.sleep(1.5)\n"
+                   "    return 4 * a\n")
+    graded = {floor: MbppGrader(mbpp_dataset, GraderSettings(min_time_limit_s=floor),
+                                groundtruth=groundtruth_store).grade(mbpp_tasks["Mbpp/17"],
+                                                                     fenced(stalls_once))
+              for floor in (1.0, 3.0)}
+    assert (graded[1.0].passed, graded[1.0].exit_status) == (False, "timeout"), graded[1.0].trace
+    assert "base: fail at test 1/" in graded[1.0].trace
+    assert (graded[3.0].passed, graded[3.0].exit_status) == (True, "ok"), graded[3.0].trace
+    # The config's defaults are evalplus's (the schema does not import evalplus).
+    from evalplus.config import DEFAULT_GT_TIME_LIMIT_FACTOR, DEFAULT_MIN_TIME_LIMIT
+
+    defaults = MbppGrader(mbpp_dataset, groundtruth=groundtruth_store).sandbox.limits
+    assert (GraderSettings().min_time_limit_s, GraderSettings().gt_time_limit_factor) == (
+        defaults.min_time_limit_s, defaults.gt_time_limit_factor) == (
+        DEFAULT_MIN_TIME_LIMIT, DEFAULT_GT_TIME_LIMIT_FACTOR)
+
+
 def test_plain_loop_hits_the_per_test_time_limit(strict_grader, mbpp_tasks):
     result = strict_grader.grade(mbpp_tasks["Mbpp/17"], "def square_perimeter(a):\n    while True:\n        pass\n")
     assert not result.passed and result.exit_status == "timeout" and not result.infra_failure
