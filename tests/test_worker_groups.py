@@ -25,8 +25,9 @@ def pytest_collection_modifyitems(items):
 
 def collected_groups(tmp_path: Path, *paths: str) -> dict[str, str]:
     (tmp_path / "group_printer.py").write_text(PRINTER)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    # A collection of its own, not one more xdist worker's (this test may run in one).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), *filter(None, [env.get("PYTHONPATH")])])
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
                            "-p", "group_printer", "-p", "no:cacheprovider", *paths],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
