@@ -79,7 +79,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The records of a JSONL file, gzipped when its name ends in ``.gz`` (blank lines skipped,
     as evalplus's ``stream_jsonl`` reads it)."""
     opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt") as handle:
+    with opener(path, "rt", encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
 
