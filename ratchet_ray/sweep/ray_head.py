@@ -7,8 +7,9 @@ Contracts:
   process group, with usage stats off and its dashboard (the Ray job server) on a free
   loopback port, whose URL is yielded as ``RAY_API_SERVER_ADDRESS`` (what ``ray job`` and
   ``--address`` take). Ray starts such a head with token authentication, which its clients
-  only use under ``RAY_AUTH_MODE=token`` (the token is ``~/.ray/auth_token``); that mode is set for
-  the head and yielded for the children unless the caller's environment names a mode.
+  only use under ``RAY_AUTH_MODE=token`` (the token is ``~/.ray/auth_token``, made here when
+  missing: ``ensure_auth_token``); that mode is set for the head and yielded for the children
+  unless the caller's environment names a mode.
 - The yielded head is ready: ``ray status`` answers before the block starts. A head that dies or
   does not answer within ``ready_timeout_s`` raises ``RayHeadError`` quoting its log.
 - On leaving the block the head it started gets SIGTERM (``--block`` then stops every Ray
@@ -57,6 +58,24 @@ def ray_executable() -> str:
         raise RayHeadError("the `ray` command is not installed next to this Python or on PATH; "
                            "pip install 'ray[default]' or set RAY_ADDRESS to a running cluster")
     return found
+
+
+def ensure_auth_token(env: Mapping[str, str]) -> None:
+    """Under ``RAY_AUTH_MODE=token`` in ``env``, make sure the token a head and its clients read
+    exists, generating ``~/.ray/auth_token`` with ``ray get-auth-token --generate`` when none is
+    found (a no-op when one is). ``ray start --head`` never generates it, only a local
+    ``ray.init()`` does, so on a fresh machine the head would otherwise refuse to start.
+    Raises ``RayHeadError`` quoting Ray when the token cannot be made."""
+    if env.get("RAY_AUTH_MODE", "").lower() != "token":
+        return
+    done = subprocess.run([ray_executable(), "get-auth-token", "--generate"], env=dict(env),
+                          stdout=subprocess.DEVNULL,  # the token itself: never logged
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+    if done.returncode != 0:
+        raise RayHeadError(f"no Ray auth token could be made for RAY_AUTH_MODE=token "
+                           f"(`ray get-auth-token --generate` exited with {done.returncode}: "
+                           f"{done.stderr.strip()[-500:]}); set RAY_AUTH_TOKEN or "
+                           f"RAY_AUTH_TOKEN_PATH, or RAY_AUTH_MODE=disabled for a loopback head")
 
 
 def _tail(path: Path, lines: int = 20) -> str:
@@ -115,6 +134,7 @@ def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
         yield {"RAY_ADDRESS": env["RAY_ADDRESS"]}
         return
     env.setdefault("RAY_AUTH_MODE", "token")
+    ensure_auth_token(env)
     # No idle workers started ahead for the first driver: the runs' actors carry environments of
     # their own and never use them (loop.runtime.LOCAL_RAY_SYSTEM_CONFIG says the same to Ray).
     env.setdefault("RAY_prestart_worker_first_driver", "0")

@@ -43,7 +43,8 @@ from pathlib import Path
 
 import psutil
 
-from ratchet_ray.sweep.ray_head import free_port, own_port_flags, ray_executable
+from ratchet_ray.sweep.ray_head import (ensure_auth_token, free_port, own_port_flags,
+                                        ray_executable)
 
 
 class ClusterError(RuntimeError):
@@ -240,6 +241,7 @@ class LocalCluster:
 
     def start(self) -> "LocalCluster":
         try:
+            ensure_auth_token(self.env)  # a fresh machine has none; `ray start` never makes one
             head, *workers = self.specs
             self._start_node(head, head=True)
             for spec in workers:  # one at a time: two raylets starting at once on 2 cores

@@ -1,0 +1,41 @@
+"""The sweep's local Ray head on a machine that has never run Ray: no ``~/.ray/auth_token``."""
+
+from __future__ import annotations
+
+import os
+
+from ratchet_ray.sweep.ray_head import ensure_auth_token, ray_cluster
+
+
+def _fresh_home(tmp_path, mode: str | None = "token") -> dict[str, str]:
+    """This process's environment with a HOME that holds no Ray token and no token variables."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE", "RAY_ADDRESS")}
+    env["HOME"] = str(tmp_path / "home")
+    if mode is not None:
+        env["RAY_AUTH_MODE"] = mode
+    return env
+
+
+def test_a_token_is_made_once_under_token_mode_and_never_otherwise(tmp_path):
+    env = _fresh_home(tmp_path)
+    token = tmp_path / "home" / ".ray" / "auth_token"
+    ensure_auth_token(env)
+    first = token.read_text()
+    assert len(first) >= 16
+    ensure_auth_token(env)  # an existing token is kept: clients already hold it
+    assert token.read_text() == first
+
+    other = tmp_path / "other"
+    ensure_auth_token(_fresh_home(other, mode="disabled"))
+    ensure_auth_token(_fresh_home(other, mode=None))
+    assert not (other / "home" / ".ray").exists()
+
+
+def test_the_local_head_starts_on_a_machine_without_a_token(tmp_path):
+    # The fresh-clone CI failure: `ray start --head` under RAY_AUTH_MODE=token refuses to start
+    # when no token exists, and only a local ray.init() had ever made one.
+    env = _fresh_home(tmp_path, mode=None)
+    with ray_cluster(1, tmp_path / "head.log", env=env) as joined:
+        assert joined["RAY_AUTH_MODE"] == "token"
+        assert (tmp_path / "home" / ".ray" / "auth_token").is_file()
