@@ -22,6 +22,17 @@ class Worker:
         return x * x, os.getpid(), bank
 
 
+class ByParity:
+    """A pool placement: jobs need their item's parity; a node holds nothing (the pool's actors
+    call ``held_here`` as they start, so it must be importable there: shipped by value here)."""
+
+    def key(self, method, item):
+        return None if item is None else item % 2
+
+    def held_here(self):
+        return []
+
+
 class SlowToStart(Worker):
     """``Worker`` whose constructor takes ``seconds``: long enough to be killed before it starts."""
 

@@ -12,17 +12,7 @@ import ray
 from actors.placement import Locality
 from actors.draining import drain
 from actors.pools import ResilientPool, _Job
-from loop_helpers import Worker
-
-
-class ByParity:
-    """Jobs need their item's parity; a node holds what the test says."""
-
-    def key(self, method, item):
-        return None if item is None else item % 2
-
-    def held_here(self):
-        return []
+from loop_helpers import ByParity, Worker
 
 
 def _locality(holdings: dict[str, set]) -> Locality:
