@@ -66,7 +66,7 @@ def ensure_auth_token(env: Mapping[str, str]) -> None:
     found (a no-op when one is). ``ray start --head`` never generates it, only a local
     ``ray.init()`` does, so on a fresh machine the head would otherwise refuse to start.
     Raises ``RayHeadError`` quoting Ray when the token cannot be made."""
-    if env.get("RAY_AUTH_MODE", "").lower() != "token":
+    if env.get("RAY_AUTH_MODE", "").lower() != "token" or _has_auth_token(env):
         return
     done = subprocess.run([ray_executable(), "get-auth-token", "--generate"], env=dict(env),
                           stdout=subprocess.DEVNULL,  # the token itself: never logged
@@ -76,6 +76,16 @@ def ensure_auth_token(env: Mapping[str, str]) -> None:
                            f"(`ray get-auth-token --generate` exited with {done.returncode}: "
                            f"{done.stderr.strip()[-500:]}); set RAY_AUTH_TOKEN or "
                            f"RAY_AUTH_TOKEN_PATH, or RAY_AUTH_MODE=disabled for a loopback head")
+
+
+def _has_auth_token(env: Mapping[str, str]) -> bool:
+    """Whether Ray would find a token under ``env`` (where its loader looks), read without
+    starting the ``ray`` CLI: most head starts find one, and that CLI costs seconds of CPU."""
+    if env.get("RAY_AUTH_TOKEN"):
+        return True
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    path = env.get("RAY_AUTH_TOKEN_PATH") or home / ".ray" / "auth_token"
+    return Path(path).is_file()
 
 
 def _tail(path: Path, lines: int = 20) -> str:
