@@ -17,6 +17,9 @@ Contracts:
   when none is in use, e.g. at the end of a round) and those whose owner process on this host is
   gone (a killed actor cannot run its ``finally``); a container the daemon refuses to remove now
   is left for the next reap.
+- ``orphaned_containers(client)`` names what a reap without a run label would remove (owner dead
+  on this host) and counts the rest; ``doctor`` reports only the orphans, so its fix never
+  removes a container a live run on this machine is grading in.
 """
 
 from __future__ import annotations
@@ -170,8 +173,17 @@ def reap_containers(client: Any, run_label: str | None = None) -> list[str]:
 
 
 def leftover_containers(client: Any) -> list[str]:
-    """Names of containers this suite started that still exist (for tests and ``doctor``)."""
+    """Names of containers this suite started that still exist, live runs' included (tests)."""
     return [c.name for c in _listed(client)]
+
+
+def orphaned_containers(client: Any) -> tuple[list[str], int]:
+    """This suite's containers whose owner process on this host is gone (what a killed run left
+    and the next reap removes), by name, and how many others exist: those of live processes, or
+    of another host sharing the daemon, which nothing here may remove."""
+    ours = _listed(client)
+    orphaned = [c.name for c in ours if _owner_gone((c.labels or {}).get(OWNER_KEY, ""))]
+    return orphaned, len(ours) - len(orphaned)
 
 
 def _listed(client: Any) -> list:

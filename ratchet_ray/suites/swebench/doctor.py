@@ -6,7 +6,8 @@ Contracts:
   one ``Check(name, ok, detail)`` per probe: the daemon answers, free disk under the daemon's
   data root, this node's image cache (``image_cache``: hits, builds, evictions, use against
   ``swebench.image_cache_gb``; FAIL when the disk guard would refuse a build now), leftover
-  suite containers, and (for the given instances) whether their images are
+  suite containers (FAIL only for those whose owner process on this host is gone, named with the
+  command that removes them; live runs' containers are counted, never listed for removal), and (for the given instances) whether their images are
   present locally or will be pulled / built on first use.
 - ``environment_checks(config, preflight)`` (the suite's registered ``doctor``) never raises: a
   local dataset file read first (``dataset (SWE-bench)``, so the instance images can be looked
@@ -23,7 +24,7 @@ from typing import Any, Sequence
 
 from ratchet_ray.llm import doctor
 
-from ratchet_ray.suites.swebench.container import docker_client, leftover_containers
+from ratchet_ray.suites.swebench.container import docker_client, orphaned_containers
 from ratchet_ray.suites.swebench.image_cache import format_report, node_report
 from ratchet_ray.suites.swebench.images import image_name
 from ratchet_ray.suites.swebench.infra import InfraFailure
@@ -54,10 +55,7 @@ def check_environment(settings: SwebenchSettings, instance_ids: Sequence[str] = 
                             f"lower swebench.cache_level to keep fewer images)"))
     except OSError as exc:
         checks.append(Check("free disk", True, f"cannot stat {root} from here ({exc}); remote daemon?"))
-    left = leftover_containers(client)
-    checks.append(Check("leftover containers", not left,
-                        f"{len(left)} left: {', '.join(left[:5])} (remove with docker rm -f)"
-                        if left else "none"))
+    checks.append(_leftover_check(client))
     checks.append(_image_cache_check(settings, root))
     if instance_ids:
         present = {tag for image in client.images.list() for tag in image.tags}
@@ -68,6 +66,19 @@ def check_environment(settings: SwebenchSettings, instance_ids: Sequence[str] = 
                             f"{len(instance_ids) - len(missing)}/{len(instance_ids)} present; "
                             f"missing ones are {how} on first use"))
     return checks
+
+
+def _leftover_check(client: Any) -> Check:
+    """FAIL for containers whose owner on this host died; those of live runs are only counted:
+    the fix shown must never remove a container another run is grading in right now."""
+    orphaned, others = orphaned_containers(client)
+    in_use = (f"{others} of live runs or other hosts, left alone" if others
+              else "none of live runs")
+    if not orphaned:
+        return Check("leftover containers", True, f"none left by dead processes ({in_use})")
+    shown = " ".join(orphaned[:20]) + (" ..." if len(orphaned) > 20 else "")
+    return Check("leftover containers", False,
+                 f"{len(orphaned)} left by dead processes: docker rm -f {shown} ({in_use})")
 
 
 def _image_cache_check(settings: SwebenchSettings, root: str) -> Check:
@@ -95,8 +106,9 @@ HINTS = {
     "image cache": "free disk under Docker's data root, set swebench.image_cache_gb so the "
                    "least recently used instance images go first, or lower "
                    "swebench.build_min_free_gb",
-    "leftover containers": "a killed run left them: docker rm -f $(docker ps -aq --filter "
-                           "label=ratchet-ray.suite)",
+    "leftover containers": "a killed run left them: the next SWE-bench grader to start on this "
+                           "host reaps them, or run the docker rm -f shown (it names only "
+                           "containers whose owner process is gone)",
 }
 
 

@@ -16,7 +16,8 @@ import pytest
 
 from ratchet_ray.config import GraderSettings
 from ratchet_ray.suites.swebench.container import (
-    HARNESS_CAPS, OWNER_KEY, RUN_KEY, instance_container, leftover_containers, reap_containers)
+    HARNESS_CAPS, OWNER_KEY, RUN_KEY, instance_container, leftover_containers, orphaned_containers,
+    reap_containers)
 from ratchet_ray.suites.swebench.execbox import LINGER_S
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
 from ratchet_ray.suites.swebench.grading_support import SKIPPED_STEP, apply_steps, inline_patch
@@ -170,6 +171,37 @@ def test_the_reaper_removes_containers_of_dead_owners_and_of_the_run(docker_clie
                                 run_label=grader.run_label) as mine:
             assert grader.reap() == [mine.name]  # live owner, this run: the end of a round
             assert len(leftover_containers(docker_client)) == 1
+
+
+def test_doctor_names_only_containers_whose_owner_died(docker_client, calc1_image, local_settings):
+    """A live run's container is counted, never offered for removal (parallel ablation arms share
+    a daemon); once its owner is killed, the check fails and its command names that container."""
+    from ratchet_ray.suites.swebench.doctor import check_environment
+
+    def leftover_check():
+        (check,) = [c for c in check_environment(local_settings) if c.name == "leftover containers"]
+        return check
+
+    proc = _holder("with instance_container(client, image, 'ratchet__calc-1', settings):\n"
+                   "        print('ready', flush=True); time.sleep(600)")
+    try:
+        (live,) = [name for name in leftover_containers(docker_client)
+                   if _owner_pid(docker_client, name) == proc.pid]
+        assert live not in orphaned_containers(docker_client)[0]
+        check = leftover_check()
+        assert live not in check.detail and "of live runs or other hosts, left alone" in check.detail
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    check = leftover_check()
+    assert not check.ok and "left by dead processes: docker rm -f" in check.detail
+    assert live in check.detail
+    reap_containers(docker_client)
+    assert live not in leftover_containers(docker_client)
+
+
+def _owner_pid(client, name: str) -> int:
+    return int(client.containers.get(name).labels[OWNER_KEY].rpartition("/")[2])
 
 
 def test_a_workers_grader_warms_up_as_it_starts(docker_client, calc1_image, local_settings,
