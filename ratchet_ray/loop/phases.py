@@ -328,7 +328,7 @@ def synth(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
     summary.skills_skipped = list(done["skipped_clusters"])
     refined = f" ({len(done['refined'])} revisions)" if done.get("refined") else ""
     return (f"+{len(done['created'])} skills{refined}, "
-            f"{len(done['skipped_clusters'])} clusters covered, "
+            f"{len(done['skipped_clusters'])} clusters already covered, "
             f"{len(done['duplicates'])} duplicates, {len(done['failed'])} failed")
 
 
