@@ -7,8 +7,9 @@ Contracts:
   data root, this node's image cache (``image_cache``: hits, builds, evictions, use against
   ``swebench.image_cache_gb``; FAIL when the disk guard would refuse a build now), leftover
   suite containers (FAIL only for those whose owner process on this host is gone, named with the
-  command that removes them; live runs' containers are counted, never listed for removal), and (for the given instances) whether their images are
-  present locally or will be pulled / built on first use.
+  command that removes them; live runs' containers are counted, never listed for removal), and
+  (for the given instances) whether their images are present locally or will be pulled / built
+  on first use.
 - ``environment_checks(config, preflight)`` (the suite's registered ``doctor``) never raises: a
   local dataset file read first (``dataset (SWE-bench)``, so the instance images can be looked
   up), then ``check_environment`` as doctor checks with fix hints, then git.
