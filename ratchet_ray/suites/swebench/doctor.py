@@ -73,13 +73,12 @@ def _leftover_check(client: Any) -> Check:
     """FAIL for containers whose owner on this host died; those of live runs are only counted:
     the fix shown must never remove a container another run is grading in right now."""
     orphaned, others = orphaned_containers(client)
-    in_use = (f"{others} of live runs or other hosts, left alone" if others
-              else "none of live runs")
+    in_use = f"; {others} of live runs or other hosts, left alone" if others else ""
     if not orphaned:
-        return Check("leftover containers", True, f"none left by dead processes ({in_use})")
+        return Check("leftover containers", True, f"none left by dead processes{in_use}")
     shown = " ".join(orphaned[:20]) + (" ..." if len(orphaned) > 20 else "")
     return Check("leftover containers", False,
-                 f"{len(orphaned)} left by dead processes: docker rm -f {shown} ({in_use})")
+                 f"{len(orphaned)} left by dead processes: docker rm -f {shown}{in_use}")
 
 
 def _image_cache_check(settings: SwebenchSettings, root: str) -> Check:
