@@ -43,6 +43,7 @@ from ratchet_ray.suites.swebench.agent_prompts import (
 from ratchet_ray.suites.swebench.container import (InstanceContainer, daemon_address, docker_client,
                                                   instance_container)
 from ratchet_ray.suites.swebench.images import InstanceImages
+from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 from ratchet_ray.types import Skill, Task
@@ -110,8 +111,9 @@ def _daemon_lost(exc: BaseException, settings: SwebenchSettings) -> InfraFailure
     """The Docker daemon failing mid-attempt (the SDK's requests/docker errors, never an LLM
     backend's) as the ``daemon_unreachable`` infrastructure failure naming its address, so the
     run's circuit breaker names Docker and its fix rather than a bare ``ConnectionError``."""
-    import docker.errors
-    import requests.exceptions
+    with serial_imports:
+        import docker.errors
+        import requests.exceptions
 
     if not isinstance(exc, (requests.exceptions.RequestException, docker.errors.DockerException)):
         return None

@@ -29,9 +29,10 @@ Contracts:
 - ``CanaryPlan.problem(statuses)``: None when every canary is reported FAILED (or SKIPPED with
   the graded test it copies, or, a probe, with every other test of its file: a skip mark on the
   module or class); a canary reported passing (PASSED, XFAIL) -> ``("test_tampering", why)``;
-  missing, otherwise skipped, or errored -> ``("results_mismatch", why)``. ``root_steps(stage, workdir)`` the bash lines that plant them
-  (a file not as expected gets its canaries appended instead); ``staged()`` the files to put
-  in ``stage`` (root-only) beforehand.
+  missing, otherwise skipped, or errored -> ``("results_mismatch", why)``. A log runner's
+  canaries (``log_canaries``, with ``keys``) may also be reported ERROR.
+  ``root_steps(stage, workdir)`` the bash lines that plant them (a file not as expected gets its
+  canaries appended instead); ``staged()`` the files to put in ``stage`` (root-only) beforehand.
 """
 
 from __future__ import annotations
@@ -61,14 +62,35 @@ class CanaryTest:
     function: str
     kind: str  # "mutant of <test>" or "probe"
     origin: str | None = None  # the graded test a mutant copies (``Class::name`` or ``name``)
+    keys: tuple[str, ...] = ()
+    """For a runner read from its log (``log_canaries``): the names the log may give it. Empty
+    for pytest, whose JUnit node ids are matched by file and function."""
+    excuse_keys: tuple[str, ...] = ()
+    """With ``keys``: the graded tests whose skip excuses this one's (its origin, or a probe's
+    class-mates)."""
 
     @property
     def node(self) -> str:
         return f"{self.file}::{self.function}"
 
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """The statuses that count as this canary failing: a log runner's ``ERROR`` too (its
+        parser tells an assertion from an exception only by the runner's wording)."""
+        return ("FAILED", "ERROR") if self.keys else ("FAILED",)
+
+    def reported(self, statuses: dict[str, str]) -> list[str]:
+        if self.keys:
+            return [statuses[key] for key in self.keys if key in statuses]
+        return [s for node, s in statuses.items() if _matches(node, self)]
+
     def skipped_with_its_origin(self, statuses: dict[str, str]) -> bool:
         """A skip mark or ``pytest.skip`` that skips the graded test skips its copy too: a
-        mutant is excused when its origin is skipped, a probe when its file's tests all are."""
+        mutant is excused when its origin is skipped, a probe when its file's tests all are
+        (with ``keys``: when the tests of ``excuse_keys`` found in the log are all skipped)."""
+        if self.keys:
+            found = {statuses[key] for key in self.excuse_keys if key in statuses}
+            return found == {"SKIPPED"}
         mine = [s for node, s in statuses.items() if _in_file(node, self.file)]
         if self.origin is not None:
             origin = CanaryTest(self.file, self.origin, "")
@@ -90,6 +112,7 @@ class PlantedFile:
 class CanaryPlan:
     tests: list[CanaryTest] = field(default_factory=list)
     files: list[PlantedFile] = field(default_factory=list)
+    source: str = "the JUnit report"  # where ``problem``'s statuses come from, for its messages
 
     def describe(self) -> str:
         return ", ".join(f"{t.node} ({t.kind})" for t in self.tests)
@@ -117,7 +140,7 @@ class CanaryPlan:
     def problem(self, statuses: dict[str, str]) -> tuple[str, str] | None:
         missing, odd = [], []
         for test in self.tests:
-            found = [s for node, s in statuses.items() if _matches(node, test)]
+            found = test.reported(statuses)
             if not found:
                 missing.append(test)
             elif any(s in ("PASSED", "XFAIL") for s in found):
@@ -126,10 +149,10 @@ class CanaryPlan:
                         f"fail, was reported {passed}: the code under test rewrites test outcomes")
             elif set(found) == {"SKIPPED"} and test.skipped_with_its_origin(statuses):
                 continue
-            elif any(s != "FAILED" for s in found):
+            elif any(s not in test.failures for s in found):
                 odd.append(f"{test.node} reported {'/'.join(sorted(set(found)))}")
         if missing:
-            return ("results_mismatch", "canary test(s) missing from the JUnit report (the tests "
+            return ("results_mismatch", f"canary test(s) missing from {self.source} (the tests "
                     "did not run as the grader started them): "
                     + ", ".join(t.node for t in missing))
         if odd:
@@ -259,6 +282,12 @@ def _mutant(text: str, fn: ast.FunctionDef, name: str, rng: random.Random) -> st
     middle = (start[:target.col_offset].decode() + replacement
               + end[target.end_col_offset:].decode()).split("\n")
     lines = lines[:target.lineno - 1] + middle + lines[target.end_lineno:]
+    return copy_as(lines, fn, name)
+
+
+def copy_as(lines: list[str], fn: ast.FunctionDef, name: str) -> str | None:
+    """``fn``'s lines (as in ``lines``, which may hold a changed assertion) renamed ``name``, or
+    None when they do not parse."""
     body = lines[fn.lineno - 1:fn.end_lineno]
     body[0] = re.sub(rf"\bdef\s+{re.escape(fn.name)}\b", f"def {name}", body[0], count=1)
     source = "\n".join(body)
@@ -326,6 +355,15 @@ def _marks_everything_xfail(text: str | None) -> bool:
     return text is not None and re.search(r"^pytestmark\b.*xfail", text, re.M | re.S) is not None
 
 
+def spread(files: dict[str, Any], rng: random.Random) -> list[tuple[str, int]]:
+    """``(file, how many canaries)`` for a count drawn from ``COUNT``, each put in a random file."""
+    per_file: dict[str, int] = {}
+    for _ in range(rng.randint(*COUNT)):
+        chosen = rng.choice(sorted(files))
+        per_file[chosen] = per_file.get(chosen, 0) + 1
+    return sorted(per_file.items())
+
+
 def plan(files: dict[str, tuple[str | None, list[str]]],
          rng: random.Random | None = None) -> CanaryPlan | None:
     """Canaries spread over ``files`` (see the module contract; a file whose module marks every
@@ -334,14 +372,8 @@ def plan(files: dict[str, tuple[str | None, list[str]]],
     if not files:
         return None
     rng = rng or secrets.SystemRandom()
-    count = rng.randint(*COUNT)
-    names = sorted(files)
-    per_file: dict[str, int] = {}
-    for _ in range(count):
-        chosen = rng.choice(names)
-        per_file[chosen] = per_file.get(chosen, 0) + 1
     result = CanaryPlan()
-    for path, n in sorted(per_file.items()):
+    for path, n in spread(files, rng):
         text, graded = files[path]
         planted, tests = _plant(path, text, graded, n, rng)
         result.files.append(planted)

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
 from ratchet_ray.suites.swebench.execbox import InstanceContainer, container_workdir
+from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
@@ -63,7 +64,8 @@ def daemon_address(settings: SwebenchSettings) -> str:
 
 def docker_client(settings: SwebenchSettings) -> Any:
     """A Docker SDK client for ``settings.docker_host`` (or the environment's default daemon)."""
-    import docker
+    with serial_imports:
+        import docker
 
     try:
         client = (docker.DockerClient(base_url=settings.docker_host, timeout=600)
@@ -78,7 +80,8 @@ def docker_client(settings: SwebenchSettings) -> Any:
 
 def _create(client: Any, settings: SwebenchSettings, **kwargs: Any) -> Any:
     """Create with a ``storage_opt`` size when the daemon's storage driver supports one."""
-    import docker.errors
+    with serial_imports:
+        import docker.errors
 
     if getattr(client, "_ratchet_storage_opt", True):
         try:
@@ -97,7 +100,8 @@ def instance_container(client: Any, image: str, instance_id: str, settings: Sweb
     """Start a locked-down container of ``image``; always removed on exit (see module contract).
     ``first_steps``: root shell steps run in the exec that finds the keep-alive's pid (one round
     trip to the daemon; results in the box's ``first_results``)."""
-    import docker.errors
+    with serial_imports:
+        import docker.errors
 
     # A random suffix: several graders/solvers may work on the same instance at once.
     name = f"sweb.{purpose}.{instance_id.lower()}.{uuid.uuid4().hex[:8]}"
@@ -129,7 +133,8 @@ def instance_container(client: Any, image: str, instance_id: str, settings: Sweb
 
 def remove_container(container: Any) -> None:
     """Force-remove (SIGKILL + delete); a container that is already gone is fine."""
-    import docker.errors
+    with serial_imports:
+        import docker.errors
 
     try:
         container.remove(force=True)
@@ -158,7 +163,8 @@ def _owner_gone(owner: str) -> bool:
 def reap_containers(client: Any, run_label: str | None = None) -> list[str]:
     """Remove this suite's containers labelled with ``run_label`` and those whose owner process
     on this host is gone; the names removed."""
-    import docker.errors
+    with serial_imports:
+        import docker.errors
 
     removed = []
     for container in _listed(client):

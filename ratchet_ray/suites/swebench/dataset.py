@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
+from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 from ratchet_ray.types import Task
 
@@ -85,7 +86,8 @@ def _test_list(instance_id: str, field: str, value: Any) -> list[str]:
 
 
 def _default_log_parser(repo: str) -> str | None:
-    from swebench.harness.log_parsers.python import MAP_REPO_TO_PARSER_PY
+    with serial_imports:
+        from swebench.harness.log_parsers.python import MAP_REPO_TO_PARSER_PY
 
     parser = MAP_REPO_TO_PARSER_PY.get(repo)
     return parser.__name__ if parser is not None else None
@@ -93,8 +95,9 @@ def _default_log_parser(repo: str) -> str | None:
 
 def normalize_instance(raw: dict[str, Any]) -> dict[str, Any]:
     """One validated instance dict (see the module contract)."""
-    from swebench.harness.constants import FAIL_ONLY_REPOS, EvalType
-    from swebench.harness.log_parsers import PARSER_REGISTRY
+    with serial_imports:
+        from swebench.harness.constants import FAIL_ONLY_REPOS, EvalType
+        from swebench.harness.log_parsers import PARSER_REGISTRY
 
     instance_id = str(raw.get("instance_id") or "<missing instance_id>")
     missing = [f for f in REQUIRED_FIELDS if raw.get(f) in (None, "") and f not in

@@ -39,6 +39,7 @@ from pathlib import PurePosixPath
 from typing import Any, Callable, Mapping, Sequence
 
 from ratchet_ray.suites.swebench.exec_stream import STDOUT, exec_frames
+from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
@@ -79,7 +80,8 @@ class StepResult:
 
 
 def container_workdir() -> str:
-    from swebench.image_builder.constants import CONTAINER_WORKDIR
+    with serial_imports:
+        from swebench.image_builder.constants import CONTAINER_WORKDIR
 
     return CONTAINER_WORKDIR
 
@@ -346,7 +348,8 @@ class InstanceContainer:
     def read_file(self, path: str, limit: int) -> bytes | None:
         """The bytes of regular file ``path`` (None when absent or not a regular file); raises
         ``ValueError`` when it is larger than ``limit``."""
-        import docker.errors
+        with serial_imports:
+            import docker.errors
 
         try:
             stream, stat = self.container.get_archive(path)
@@ -368,7 +371,8 @@ class InstanceContainer:
         None: skipped), in one round trip: ``({name: bytes}, {name: size}`` of those over their
         limit, not read``)``. An absent folder reads as empty. The archive is streamed, so what
         is skipped is never held in memory."""
-        import docker.errors
+        with serial_imports:
+            import docker.errors
 
         try:
             stream, _ = self.container.get_archive(folder)

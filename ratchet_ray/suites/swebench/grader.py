@@ -19,8 +19,10 @@ Per ``grade(task, patch)`` (idempotent per instance and patch: a finished report
    imitates a marker -> ``test_tampering``; no markers -> ``tests_errored``); for pytest runners
    every test the log counts as passing must pass in the JUnit report too, else
    ``results_mismatch``; then the layers of ``protections`` (canaries hidden in the graded
-   test files, the sentinel plugin in pytest's process): tampering they see is
-   ``test_tampering``, a resolution they cannot vouch for ``results_mismatch``;
+   test files, the sentinel plugin in pytest's process; for django's and sympy's runners,
+   which write no report, canaries read back from the log and the exit code checked against
+   it): tampering they see is ``test_tampering``, a resolution they cannot vouch for
+   ``results_mismatch``;
    resolved -> ``passed=True``, else ``unresolved`` / ``tests_errored``.
 A patch whose added lines reach for pytest's internals (``screen``) is ``test_tampering`` before
 any container starts.
@@ -43,7 +45,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ratchet_ray.artifacts import Artifacts, as_artifacts
 from ratchet_ray.config import GraderSettings
@@ -55,13 +57,14 @@ from ratchet_ray.suites.swebench.grading_support import (
     publish_folder, read_report, report_bytes, tail)
 from ratchet_ray.suites.swebench.guard import HarnessGuard
 from ratchet_ray.suites.swebench.images import InstanceImages
+from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.protect import patch_paths, unsafe_paths
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception, infra_reason_from_report
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 from ratchet_ray.suites.swebench.protections import Protections, screen_patch
 from ratchet_ray.suites.swebench.verdict import (
     Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check, instrument,
-    junit_statuses, pytest_parser, split_log, printed_exit_code)
+    junit_statuses, split_log, printed_exit_code, test_runner)
 from ratchet_ray.types import GradeResult, Task
 
 LOG_SUBDIR = Path("logs") / "swebench"
@@ -106,8 +109,9 @@ class SwebenchGrader:
 
     def _warm_up(self) -> None:
         try:
-            for module in ("swebench.harness.grading", "swebench.harness.utils"):
-                importlib.import_module(module)  # what ``_grade`` imports first
+            with serial_imports:
+                for module in ("swebench.harness.grading", "swebench.harness.utils"):
+                    importlib.import_module(module)  # what ``_grade`` imports first
             self._harness()
         except Exception as exc:  # noqa: BLE001 - the first grade meets it again and says why
             logger.warning("SWE-bench grader warm-up failed (%s: %s); the first grade retries",
@@ -180,9 +184,10 @@ class SwebenchGrader:
     def _grade(self, task: Task, patch: str, log_dir: Path,
                log: InstanceLog) -> tuple[GradeResult, dict | None]:
         """The graded result and, for a completed (cacheable) grade, the report to keep."""
-        from swebench.harness.constants import CONTAINER_PATCH_FILE, LOG_TEST_OUTPUT
-        from swebench.harness.grading import get_eval_report
-        from swebench.harness.utils import make_test_spec
+        with serial_imports:
+            from swebench.harness.constants import CONTAINER_PATCH_FILE, LOG_TEST_OUTPUT
+            from swebench.harness.grading import get_eval_report, get_logs_eval
+            from swebench.harness.utils import make_test_spec
 
         instance = task.payload
         instance_id = task.task_id
@@ -198,7 +203,7 @@ class SwebenchGrader:
         image = deadline.run("obtaining the image", lambda: images.ensure(instance, log))
         log(f"image {image} ready")
         spec = make_test_spec({**instance, "image": image})
-        runs_pytest, options_form = pytest_parser(instance["log_parser"])
+        runner, options_form = test_runner(instance["log_parser"])
         (log_dir / "patch.diff").write_text(patch)
         markers = Markers.fresh()
         junit: bytes | None = None
@@ -223,7 +228,7 @@ class SwebenchGrader:
                     log(f"test_tampering: {outcome.tampering}")
                     return _fail("test_tampering", f"test_tampering: {outcome.tampering}\n{restored}"), \
                         {"test_tampering": outcome.tampering, "restored": outcome.restored}
-                uid, layers = self._hand_over(box, instance, spec.eval_script, markers, runs_pytest, log)
+                uid, layers = self._hand_over(box, instance, spec.eval_script, markers, runner, log)
                 try:
                     script = instrument(spec.eval_script, markers, uid, layers.extras)
                 except ScriptShapeError as exc:
@@ -239,7 +244,7 @@ class SwebenchGrader:
                 # The watchdog samples; a burst between two samples is caught here.
                 run.disk_exceeded = run.disk_exceeded or (
                     box.writable_bytes() > self.settings.disk_mb * 2**20)
-                if runs_pytest and not (run.timed_out or run.disk_exceeded):
+                if runner == "pytest" and not (run.timed_out or run.disk_exceeded):
                     try:
                         junit = layers.collect(box)
                     except ValueError as exc:
@@ -274,17 +279,25 @@ class SwebenchGrader:
                                trace=f"infrastructure failure ({infra}) in the eval log\n"
                                      f"{tail(section)}"), None
         result = self._verdict(report, section)
-        if runs_pytest:
+        if runner is not None:
             result = self._judge(result, report, junit, layers, printed_exit_code(run.stdout, markers),
-                                 options_form, log)
+                                 options_form, log,
+                                 lambda: (get_logs_eval(spec, str(output_path))[0], section))
         result.trace = prefix + result.trace
         return result, report
 
     @staticmethod
     def _judge(result: GradeResult, report: dict, junit: bytes | None, layers: Protections,
-               exit_code: int | None, options_form: bool, log: InstanceLog) -> GradeResult:
+               exit_code: int | None, options_form: bool, log: InstanceLog,
+               logged: Callable[[], tuple[dict[str, str], str]] | None = None) -> GradeResult:
         """The log's verdict checked against the JUnit report, the canaries and the sentinel
-        (``protections``); a report that is not JUnit XML is ``test_tampering``."""
+        (``protections``); a report that is not JUnit XML is ``test_tampering``. A runner read
+        from its log alone (django's, sympy's: ``layers.runner``) has no report: its canaries
+        and exit code are checked against the log: ``logged()`` gives swebench's parse of it and
+        its text."""
+        if layers.runner != "pytest":
+            statuses, text = logged() if logged else (None, "")
+            return layers.judge(result, statuses, exit_code, log, text)
         statuses = None
         if junit is not None:
             try:
@@ -302,18 +315,18 @@ class SwebenchGrader:
         return layers.judge(result, statuses, exit_code, log)
 
     def _hand_over(self, box: InstanceContainer, instance: dict, eval_script: str, markers: Markers,
-                   runs_pytest: bool, log: InstanceLog) -> tuple[int | None, Protections]:
+                   runner: str | None, log: InstanceLog) -> tuple[int | None, Protections]:
         """After the restore, in one exec: the repository's folders handed to the untrusted uid
         (its uid, or None where the image has no ``setpriv``) and the graded test files read at
         the base commit for the canaries; then the protections prepared from what was read."""
         setup = box.untrusted_setup(whole_repo=False)
-        reading = Protections.read_step(instance, eval_script, runs_pytest)
+        reading = Protections.read_step(instance, eval_script, runner)
         steps = [step for step in (setup, reading) if step is not None]
         results = box.run_steps(steps, 600) if steps else []
         untrusted = box.become_untrusted(whole_repo=False, done=results[0] if setup else None)
         if not untrusted:
             log("the image has no setpriv: the tests run as root")
-        layers = Protections.prepare(box, instance, eval_script, markers, runs_pytest, log,
+        layers = Protections.prepare(box, instance, eval_script, markers, runner, log,
                                      read=results[-1].stdout if reading is not None else None)
         return (self.settings.untrusted_uid if untrusted else None), layers
 

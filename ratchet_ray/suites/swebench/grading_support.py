@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from ratchet_ray.artifacts import Artifacts
+from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.infra import InfraFailure
 
 TRACE_TAIL_CHARS = 2000
@@ -35,10 +36,11 @@ T = TypeVar("T")
 
 def git_apply_commands() -> list[str]:
     """The harness's patch-apply fallbacks (their home moved from constants in swebench 5)."""
-    try:
-        from swebench.harness.constants import GIT_APPLY_CMDS  # type: ignore[attr-defined]
-    except ImportError:
-        from swebench.harness.run_evaluation import GIT_APPLY_CMDS
+    with serial_imports:
+        try:
+            from swebench.harness.constants import GIT_APPLY_CMDS  # type: ignore[attr-defined]
+        except ImportError:
+            from swebench.harness.run_evaluation import GIT_APPLY_CMDS
     return list(GIT_APPLY_CMDS)
 
 

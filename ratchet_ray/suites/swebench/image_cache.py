@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ratchet_ray.fsutil import atomic_write_json
+from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.infra import InfraFailure
 from ratchet_ray.suites.swebench.settings import SwebenchSettings, on_this_node
 
@@ -128,7 +129,8 @@ class ImageCache:
         """``name -> ImageLock`` of the worker (the per-image locks of this node)."""
 
     def _size(self, name: str) -> int:
-        import docker.errors
+        with serial_imports:
+            import docker.errors
 
         try:
             return int(self.client.images.get(name).attrs.get("Size") or 0)
@@ -214,7 +216,8 @@ class ImageCache:
                log: Log, why: str) -> bool:
         """Remove owned images, least recently used first, while ``until_ok()`` (still over);
         True once it no longer is."""
-        import docker.errors
+        with serial_imports:
+            import docker.errors
 
         order = sorted((e.get("last_used", 0), n) for n, e in state["images"].items()
                        if e.get("owned") and n != keep)

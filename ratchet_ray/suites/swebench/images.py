@@ -53,6 +53,7 @@ from ratchet_ray.suites.swebench.execbox import container_workdir
 from ratchet_ray.suites.swebench.history import (HISTORY_LABEL, HISTORY_SAYS, history_dockerfile,
                                                   history_mark)
 from ratchet_ray.suites.swebench.image_cache import ImageCache
+from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings, on_this_node
 
@@ -62,7 +63,8 @@ BUILT_LABEL = "ratchet-ray.image"
 
 
 def image_name(instance_id: str, settings: SwebenchSettings) -> str:
-    from swebench.image_builder.image_spec import ImageSpec
+    with serial_imports:
+        from swebench.image_builder.image_spec import ImageSpec
 
     # ImageSpec validates a Dockerfile it never uses for naming; the placeholder only satisfies it.
     spec = ImageSpec(instance_id=instance_id, dockerfile="(naming only)",
@@ -137,7 +139,8 @@ class InstanceImages:
             return self._image_locks.setdefault(name, threading.Lock())
 
     def exists(self, name: str) -> bool:
-        import docker.errors
+        with serial_imports:
+            import docker.errors
 
         try:
             self.client.images.get(name)
@@ -147,7 +150,8 @@ class InstanceImages:
 
     def ready(self, name: str, instance: dict[str, Any]) -> bool:
         """Present and stripped of the history after the instance's ``base_commit``."""
-        import docker.errors
+        with serial_imports:
+            import docker.errors
 
         try:
             labels = self.client.images.get(name).labels or {}
@@ -178,7 +182,8 @@ class InstanceImages:
     def ensure(self, instance: dict[str, Any], log: Log) -> str:
         """The instance's image name, after making sure the daemon has it, stripped of the
         history after ``base_commit`` (module contract)."""
-        import docker.errors
+        with serial_imports:
+            import docker.errors
 
         name = self.name(instance)
         with self._image_lock(name), self.lock(name).exclusive():
@@ -211,7 +216,8 @@ class InstanceImages:
     def _strip_history(self, name: str, instance: dict[str, Any], log: Log) -> None:
         """Rebuild ``name`` as a layer over itself whose repository holds nothing newer than
         ``base_commit`` (``history``), tagged with the same name."""
-        import docker.errors
+        with serial_imports:
+            import docker.errors
 
         base = instance["base_commit"]
         user = (self.client.images.get(name).attrs.get("Config") or {}).get("User") or ""
@@ -249,7 +255,8 @@ class InstanceImages:
         log(f"history after base_commit removed from {name} in {time.monotonic() - started:.1f}s")
 
     def _build(self, name: str, instance: dict[str, Any], log: Log) -> str:
-        import docker.errors
+        with serial_imports:
+            import docker.errors
 
         dockerfile = instance.get("dockerfile")
         if not dockerfile:
@@ -277,7 +284,8 @@ class InstanceImages:
 
     def release(self, name: str, log: Log) -> bool:
         """Apply the cache level to ``name``; True when the image was removed."""
-        import docker.errors
+        with serial_imports:
+            import docker.errors
 
         if self.settings.cache_level == "instance" or name in self.prior:
             return False

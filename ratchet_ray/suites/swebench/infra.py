@@ -15,6 +15,8 @@ Contracts:
 
 from __future__ import annotations
 
+from ratchet_ray.suites.swebench.imports import serial_imports
+
 REASONS = (
     "image_missing",        # not local, not pullable, and nothing to build it from
     "image_build_failed",   # the local build of an instance image failed
@@ -40,8 +42,9 @@ class InfraFailure(RuntimeError):
 
 def classify_exception(exc: BaseException) -> str | None:
     """The infrastructure reason for ``exc``, or None when it is not an infrastructure failure."""
-    import docker.errors
-    import requests.exceptions
+    with serial_imports:
+        import docker.errors
+        import requests.exceptions
 
     if isinstance(exc, InfraFailure):
         return exc.reason

@@ -5,7 +5,7 @@ Contracts:
 - ``screen_patch(instance, patch)`` -> a ``test_tampering`` trace quoting the patch's lines that
   reach for the harness (``screen``), or None. Harness paths the guard restores anyway and
   repositories whose code under test is pytest (``sentinel.HARNESS_REPOS``) are not screened.
-- ``Protections.prepare(box, instance, eval_script, markers, runs_pytest, log)`` (after the patch
+- ``Protections.prepare(box, instance, eval_script, markers, runner, log)`` (after the patch
   is applied and the harness restored, before the eval script runs): reads the graded test
   files the test command runs at the base commit (one exec for all of them), plans their
   canaries and the sentinel, and returns them in ``files`` (``{path: (text, mode)}``: the
@@ -13,15 +13,22 @@ Contracts:
   is ``STAGE_ROOT``, root-owned in the container). The caller puts ``files`` into the
   container together with the eval script, in one archive, before that script runs; nothing
   of the repository runs in between. ``extras`` is what ``verdict.instrument`` adds to the
-  script. Both layers are off for runners other than pytest.
+  script. ``runner`` is ``verdict.test_runner``'s: the sentinel is pytest's alone; django's and
+  sympy's runners get the canaries of ``log_canaries``; another runner gets neither.
 - ``collect(box)`` reads the report folder once (inside the container's lifetime): returns the
   JUnit report (None when absent; ``ValueError`` past ``verdict.MAX_JUNIT_BYTES``) and keeps
   the sentinel's results.
-- ``judge(result, statuses, exit_code, log)`` -> the grade after the layers: a sentinel finding
+- ``judge(result, statuses, exit_code, log, test_log)`` -> the grade after the layers (``statuses``: the
+  JUnit report's for pytest, swebench's parse of the log for a log runner): a sentinel finding
   is ``test_tampering`` whatever the tests said; for a resolution, a canary not reported failed
   is ``test_tampering`` (passing) or ``results_mismatch`` (missing, skipped, errored), and a
   sentinel that cannot vouch for the run (no result, or a session cut short) is
-  ``results_mismatch``. The trace names what was detected, and by which layer.
+  ``results_mismatch``. For a log runner (``test_log``: the test output swebench parsed), a test
+  the log reports failed and then passed is ``results_mismatch`` (``log_canaries.contradictions``;
+  a line that starts with ``ok`` after a failure misleads django's parser in an honest log too).
+  (A test command that exits nonzero while its log reports no failure is swebench's own check:
+  its log is not found, ``tests_errored``.) The trace names what was detected, and by which
+  layer.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ratchet_ray.suites.swebench import canaries
+from ratchet_ray.suites.swebench import canaries, log_canaries
 from ratchet_ray.suites.swebench.protect import harness_reason, patch_paths, test_files
 from ratchet_ray.suites.swebench.screen import screen
 from ratchet_ray.suites.swebench.sentinel import (
@@ -95,11 +102,13 @@ def _base_texts(box: Any, base: str, paths: list[str],
     return texts
 
 
-def _graded(instance: dict[str, Any], eval_script: str, runs_pytest: bool) -> dict[str, Any]:
+def _graded(instance: dict[str, Any], eval_script: str, runner: str | None) -> dict[str, Any]:
     """The graded test files the test command runs whole (canaries go into these)."""
-    if not runs_pytest:
-        return {}
     words = command_words(eval_script)
+    if runner in log_canaries.RUNNERS:
+        return log_canaries.graded_files(instance, words, runner)
+    if runner != "pytest":
+        return {}
     return {f: names for f, names in canaries.graded_files(instance).items()
             if canaries.collected(f, words) and not canaries.selects(words)}
 
@@ -107,6 +116,7 @@ def _graded(instance: dict[str, Any], eval_script: str, runs_pytest: bool) -> di
 @dataclass
 class Protections:
     plan: canaries.CanaryPlan | None = None
+    runner: str | None = None
     sentinel: Sentinel | None = None
     stage: str = ""
     workdir: str = ""
@@ -116,26 +126,28 @@ class Protections:
     results: list[dict] = field(default_factory=list)
 
     @staticmethod
-    def read_step(instance: dict[str, Any], eval_script: str, runs_pytest: bool) -> str | None:
+    def read_step(instance: dict[str, Any], eval_script: str, runner: str | None) -> str | None:
         """The root command ``prepare`` would run to read the graded test files at the base
         commit (None when it reads none), for a caller that batches it with other steps and
         hands its stdout to ``prepare`` (``read``)."""
-        graded = _graded(instance, eval_script, runs_pytest)
+        graded = _graded(instance, eval_script, runner)
         return _base_texts_command(instance["base_commit"], sorted(graded)) if graded else None
 
     @classmethod
     def prepare(cls, box: Any, instance: dict[str, Any], eval_script: str, markers: Any,
-                runs_pytest: bool, log: Callable[[str], None],
+                runner: str | None, log: Callable[[str], None],
                 root: str = STAGE_ROOT, read: str | None = None) -> "Protections":
-        found = cls(workdir=box.workdir, junit_path=markers.junit_path)
-        if not runs_pytest:
+        found = cls(workdir=box.workdir, junit_path=markers.junit_path, runner=runner)
+        if runner is None:
             return found
-        graded = _graded(instance, eval_script, runs_pytest)
+        graded = _graded(instance, eval_script, runner)
         if graded:
             texts = canaries.after_test_patch(
                 _base_texts(box, instance["base_commit"], sorted(graded), read),
                 instance.get("test_patch") or "")
-            found.plan = canaries.plan({f: (texts.get(f), graded[f]) for f in graded})
+            files = {f: (texts.get(f), graded[f]) for f in graded}
+            found.plan = (canaries.plan(files) if runner == "pytest"
+                          else log_canaries.plan(runner, files))
         if found.plan is not None:
             found.stage = f"{root}/stage-{secrets.token_hex(8)}"
             for name, text in found.plan.staged().items():
@@ -144,7 +156,7 @@ class Protections:
         else:
             log("canaries: the test command runs no graded test file whole (or selects tests "
                 "inside files); none planted")
-        if instance.get("repo") not in HARNESS_REPOS:
+        if runner == "pytest" and instance.get("repo") not in HARNESS_REPOS:
             found.sentinel = Sentinel.fresh(markers.junit_dir, box.workdir, root)
             found.files.update(found.sentinel.files())
         return found
@@ -171,8 +183,14 @@ class Protections:
         return files.get(junit)
 
     def judge(self, result: GradeResult, statuses: dict[str, str] | None, exit_code: int | None,
-              log: Callable[[str], None]) -> GradeResult:
+              log: Callable[[str], None], test_log: str = "") -> GradeResult:
         problems: list[tuple[str, str]] = []
+        overridden = (log_canaries.contradictions(self.runner, test_log, statuses)
+                      if result.passed and self.runner in log_canaries.RUNNERS and statuses else [])
+        if overridden:  # not called tampering: swebench's own parser can misread an honest log so
+            problems.append(("results_mismatch", "the log reports these tests failed, and a "
+                             "later line reports them passed (a failure overridden): "
+                             + ", ".join(overridden[:10])))
         if self.sentinel is not None:
             seen = sentinel_judge(self.results, statuses, exit_code)
             for note in seen.notes[:5]:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.etree import ElementTree
 
+from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.protect import repo_relative_file
 
 MAX_JUNIT_BYTES = 64 * 2**20
@@ -78,8 +79,9 @@ class RunExtras:
 
 
 def _constants() -> tuple[str, str, str, str]:
-    from swebench.harness.constants import (
-        END_TEST_OUTPUT, START_TEST_OUTPUT, TEST_EXIT_CODE, TEST_EXIT_CODE_VAR)
+    with serial_imports:
+        from swebench.harness.constants import (
+            END_TEST_OUTPUT, START_TEST_OUTPUT, TEST_EXIT_CODE, TEST_EXIT_CODE_VAR)
 
     return START_TEST_OUTPUT, END_TEST_OUTPUT, TEST_EXIT_CODE, TEST_EXIT_CODE_VAR
 
@@ -279,12 +281,18 @@ def cross_check(report: dict[str, Any], statuses: dict[str, str] | None,
     return check
 
 
-def pytest_parser(name: str) -> tuple[bool, bool]:
-    """``(runs pytest, uses the options spelling)`` for a swebench log parser name."""
-    from swebench.harness.log_parsers import PARSER_REGISTRY
-    from swebench.harness.log_parsers import python as py
+def test_runner(name: str) -> tuple[str | None, bool]:
+    """``(runner, uses the options spelling)`` for a swebench log parser name: the runner is
+    ``"pytest"`` (its family of parsers), ``"unittest"`` (django's ``runtests.py``, whose verbose
+    lines are unittest's), ``"sympy"`` (its ``bin/test``) or None (another runner: no layer reads
+    its log)."""
+    with serial_imports:
+        from swebench.harness.log_parsers import PARSER_REGISTRY
+        from swebench.harness.log_parsers import python as py
 
     fn = PARSER_REGISTRY.get(name)
     pytest_family = {py.parse_log_pytest, py.parse_log_pytest_options, py.parse_log_pytest_v2,
                      py.parse_log_matplotlib, py.parse_log_seaborn}
-    return fn in pytest_family, fn is py.parse_log_pytest_options
+    runner = ("pytest" if fn in pytest_family else "unittest" if fn is py.parse_log_django
+              else "sympy" if fn is py.parse_log_sympy else None)
+    return runner, fn is py.parse_log_pytest_options

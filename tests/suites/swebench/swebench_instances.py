@@ -167,10 +167,11 @@ TEST_FILES = {"ratchet__calc-1": ["tests/test_ops.py"],
               "ratchet__calc-3": ["tests/test_ready.py", "tests/test_ops.py"]}
 
 
-def base_commit() -> str:
-    """The commit hash of ``BASE_FILES`` committed with the fixed identity and dates."""
+def base_commit(files: dict[str, str] | None = None) -> str:
+    """The commit hash of ``files`` (default ``BASE_FILES``) committed with the fixed identity
+    and dates."""
     with tempfile.TemporaryDirectory() as tmp:
-        for rel, text in BASE_FILES.items():
+        for rel, text in (BASE_FILES if files is None else files).items():
             (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
             (Path(tmp) / rel).write_text(text)
         env = {**os.environ, **_GIT_ENV}

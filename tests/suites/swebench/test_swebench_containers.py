@@ -340,3 +340,45 @@ def test_output_that_comes_with_the_upgrade_headers_is_kept(docker_client, calc1
     assert (both.exit_code, both.stdout, sorted(both.output.splitlines())) == (0, "out\n", ["err", "out"])
     assert large.stdout == "x" * 100_000
     assert (quiet.exit_code, quiet.output) == (0, "")
+
+
+_RACE = """
+import logging, sys, threading
+from ratchet_ray.config import GraderSettings
+from ratchet_ray.suites.swebench.grader import SwebenchGrader
+from ratchet_ray.suites.swebench.infra import classify_exception
+from ratchet_ray.suites.swebench.settings import SwebenchSettings
+from ratchet_ray.suites.swebench.verdict import test_runner
+
+logging.basicConfig(level=logging.WARNING, stream=sys.stdout, format="LOGGED %(message)s")
+grader = SwebenchGrader(SwebenchSettings(namespace=None), GraderSettings(), sys.argv[1])
+failures = []
+def guarded(call):
+    try:
+        call()
+    except BaseException as exc:
+        failures.append(f"{type(exc).__name__}: {exc}")
+others = [threading.Thread(target=guarded, args=(call,)) for call in (
+    lambda: classify_exception(OSError()), lambda: test_runner("parse_log_pytest"))]
+grader.start_warm_up()
+for thread in others:
+    thread.start()
+guarded(grader.reap)
+for thread in others:
+    thread.join()
+grader.warm([])
+print("FAILED", failures) if failures else print("clean")
+"""
+
+
+def test_first_imports_from_several_threads_do_not_deadlock(docker_client, tmp_path):
+    """A grader's warm-up imports swebench's harness in the background while the actor's thread
+    reaps (which imports docker-py) and other threads classify an error and read the parser
+    table: each is a package whose modules import each other in a cycle, and two threads inside
+    one cycle raised ``_DeadlockError`` (the reap in a CI run failed so). Each try is a fresh
+    interpreter, so every import is a first one; all must come out clean and the warm-up must
+    log nothing."""
+    for attempt in range(4):
+        run = subprocess.run([sys.executable, "-c", _RACE, str(tmp_path / str(attempt))],
+                             capture_output=True, text=True, timeout=240, cwd=ROOT)
+        assert (run.returncode, run.stdout.strip()) == (0, "clean"), run.stdout + run.stderr[-2000:]

@@ -101,7 +101,7 @@ def grade_locally(tmp_path: Path, patch: str, *, screen: bool = True) -> GradeRe
         return GradeResult(passed=False, exit_status="test_tampering", trace=screened)
     _git(repo, "apply", "-", stdin=patch)
     script, markers, box, log = _eval_script(repo, commit), Markers.fresh(), LocalBox(repo), []
-    layers = Protections.prepare(box, instance, script, markers, True, log.append,
+    layers = Protections.prepare(box, instance, script, markers, "pytest", log.append,
                                  root=str(tmp_path / "lib"))
     box.put_files(layers.files)
     run = subprocess.run(["bash", "-c", instrument(script, markers, None, layers.extras)],
