@@ -12,15 +12,18 @@ too; one that spares them must first tell them from the graded tests.
 - django: methods planted among the methods of the graded ``TestCase`` classes. A *mutant*
   copies a graded method whose last statement is a ``self.assert...`` call (a method with a
   docstring is logged, and graded, by its docstring's first line, so it is not copied): the
-  call's expected number or text changed (``assertEqual(x, 3)`` to
-  ``assertEqual(x, 5)``), else the assertion inverted (``assertTrue`` to ``assertFalse``,
-  ``assertEqual`` to ``assertNotEqual``...). Otherwise a *probe*: ``self.assertEqual`` of two
+  call's expected number or text changed (``assertEqual(x, 3)`` to ``assertEqual(x, 5)``);
+  another equality compared as ``assertEqual((x, 0), (y, 1))``, which fails whatever ``x`` and
+  ``y`` are (``assertNotEqual`` would pass where ``!=`` does not negate ``==``, as for Django's
+  ``ErrorList``); any other assertion inverted (``assertTrue`` to ``assertFalse``, ``assertIn``
+  to ``assertNotIn``...). Otherwise a *probe*: ``self.assertEqual`` of two
   different numbers. The log names each ``name (module.Class)``, or ``name
   (module.Class.name)`` on Python 3.11+. A file not as expected gets its probes appended in a
   ``TestCase`` of their own.
 - sympy: the pytest canaries (``canaries.plan``: top-level functions, mutants of graded tests
-  that end in an ``assert``, else probes), read by their bare names, as sympy's log gives them,
-  and named unlike any test of the other graded files.
+  that end in an ``assert``, else probes), read by their bare names, as sympy's log gives them
+  (or, failed, by their traceback's ``file:name`` header), and named unlike any test of the
+  other files the command runs.
 
 Contracts:
 - ``graded_files(instance, words, runner)`` -> ``{file: [graded names]}`` the test command
@@ -52,16 +55,18 @@ RUNNERS = ("unittest", "sympy")
 _UNITTEST_NAME = re.compile(r"^(\w+) \(([\w.]+)\)$")
 # django's runtests options whose value is the next word, and those that select tests in files
 _VALUED = {"--parallel", "--settings", "--verbosity", "-v", "--tag", "--exclude-tag",
-           "--start-at", "--start-after", "-k", "--shuffle"}
+           "--start-at", "--start-after", "-k"}
 _SELECTING = ("-k", "--start-at", "--start-after")
-# An assertion and the one that fails wherever it passes.
-INVERSE = {"assertEqual": "assertNotEqual", "assertNotEqual": "assertEqual",
-           "assertEquals": "assertNotEqual", "assertTrue": "assertFalse",
+# An assertion and the one that fails wherever it passes. Not the equalities: a class whose
+# ``!=`` does not negate its ``==`` (Django's ``ErrorList`` equals a list of its messages, and is
+# unequal to it too) passes both ``assertEqual`` and ``assertNotEqual``.
+INVERSE = {"assertTrue": "assertFalse",
            "assertFalse": "assertTrue", "assertIs": "assertIsNot", "assertIsNot": "assertIs",
            "assertIsNone": "assertIsNotNone", "assertIsNotNone": "assertIsNone",
            "assertIn": "assertNotIn", "assertNotIn": "assertIn",
            "assertIsInstance": "assertNotIsInstance", "assertNotIsInstance": "assertIsInstance",
            "assertRegex": "assertNotRegex", "assertNotRegex": "assertRegex"}
+EQUALITIES = ("assertEqual", "assertEquals", "assertNotEqual")
 
 
 def unittest_name(name: str) -> tuple[str, str, str] | None:
@@ -136,35 +141,49 @@ def _last_assertion(fn: ast.stmt) -> ast.Attribute | None:
         return None
     func = last.value.func
     if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-            and func.value.id == "self" and func.attr in INVERSE):
+            and func.value.id == "self"
+            and (func.attr in INVERSE or (func.attr in EQUALITIES and len(last.value.args) >= 2))):
         return func
     return None
 
 
-def _replace(lines: list[str], node: ast.AST, start_col: int, text: str) -> None:
-    """Replace ``lines[node's line][start_col:node's end]`` (one line) with ``text``."""
-    row = node.end_lineno - 1
+def _edit(lines: list[str], row: int, start: int, end: int, text: str) -> None:
+    """Replace bytes ``start:end`` of line ``row`` (``ast``'s offsets are UTF-8 bytes)."""
     raw = lines[row].encode()
-    lines[row] = (raw[:start_col].decode() + text + raw[node.end_col_offset:].decode())
+    lines[row] = raw[:start].decode() + text + raw[end:].decode()
 
 
 def _method_mutant(text: str, fn: ast.FunctionDef, name: str, rng: random.Random) -> str | None:
+    """A copy of ``fn`` whose last assertion fails wherever the original passes: an equality's
+    literal expectation changed; any other equality compared as ``(first, 0)`` with ``(second,
+    1)``, which fails whatever they are; another assertion inverted. Edits keep the lines."""
     func = _last_assertion(fn)
     assert func is not None
     call = fn.body[-1].value
     lines = canaries._split(text)
-    expected = call.args[1] if func.attr in ("assertEqual", "assertEquals") and len(call.args) >= 2 else None
-    literal = ast.get_source_segment(text, expected) if expected is not None else None
-    if (isinstance(expected, ast.Constant) and type(expected.value) is int
-            and expected.lineno == expected.end_lineno):
-        _replace(lines, expected, expected.col_offset,
-                 str(expected.value + rng.choice((1, 2, 3, 7, 10))))
-    elif (isinstance(expected, ast.Constant) and isinstance(expected.value, str) and literal
-          and expected.lineno == expected.end_lineno and literal[-1:] in ("'", '"')
-          and not literal.endswith(literal[-1] * 3)):
-        _replace(lines, expected, expected.col_offset, literal[:-1] + rng.choice("xyzq") + literal[-1])
-    else:
-        _replace(lines, func, func.end_col_offset - len(func.attr.encode()), INVERSE[func.attr])
+    rename = (func.end_lineno - 1, func.end_col_offset - len(func.attr.encode()), func.end_col_offset)
+    first, second = (call.args + [None, None])[:2]
+    literal = ast.get_source_segment(text, second) if second is not None else None
+    one_line = second is not None and second.lineno == second.end_lineno
+    edits: list[tuple[int, int, int, str]] = []
+    if func.attr in EQUALITIES and func.attr != "assertNotEqual" and one_line and isinstance(second, ast.Constant):
+        if type(second.value) is int:
+            edits = [(second.lineno - 1, second.col_offset, second.end_col_offset,
+                      str(second.value + rng.choice((1, 2, 3, 7, 10))))]
+        elif (isinstance(second.value, str) and literal and literal[-1:] in ("'", '"')
+              and not literal.endswith(literal[-1] * 3)):
+            edits = [(second.lineno - 1, second.col_offset, second.end_col_offset,
+                      literal[:-1] + rng.choice("xyzq") + literal[-1])]
+    if not edits and func.attr in EQUALITIES:
+        edits = [(*rename, "assertEqual"),
+                 (first.lineno - 1, first.col_offset, first.col_offset, "("),
+                 (first.end_lineno - 1, first.end_col_offset, first.end_col_offset, ", 0)"),
+                 (second.lineno - 1, second.col_offset, second.col_offset, "("),
+                 (second.end_lineno - 1, second.end_col_offset, second.end_col_offset, ", 1)")]
+    elif not edits:
+        edits = [(*rename, INVERSE[func.attr])]
+    for row, start, end, new in sorted(edits, reverse=True):  # the last first: offsets hold
+        _edit(lines, row, start, end, new)
     return canaries.copy_as(lines, fn, name)
 
 
@@ -287,7 +306,10 @@ def plan(runner: str, files: dict[str, tuple[str | None, list[str]]],
                 break
         else:  # a name the log would give another test's status too: better none than a false verdict
             return None
-        found.tests = [CanaryTest(t.file, t.function, t.kind, t.origin, (t.function,),
+        # sympy writes the last test of a file as ``name F   [FAIL]``, a line swebench's parser
+        # skips: a failed canary there is read from its traceback's header, ``file:name``.
+        found.tests = [CanaryTest(t.file, t.function, t.kind, t.origin,
+                                  (t.function, f"{t.file}:{t.function}"),
                                   (t.origin,) if t.origin else ()) for t in found.tests]
         found.source = "the test log"
         return found

@@ -54,16 +54,29 @@ def test_unittest_names_in_both_spellings(name, expected):
 
 
 @pytest.mark.parametrize("extra, expected", [
-    ([], {MODULE_FILE: ["OpsTests::test_add", "OpsTests::test_mul", "OpsTests::test_text",
-                        "MoreTests::test_neg"]}),
+    ([], {MODULE_FILE: ["OpsTests::test_add", "OpsTests::test_mul", "OpsTests::test_tags",
+                        "OpsTests::test_text", "MoreTests::test_neg"]}),
     (["other_app"], {MODULE_FILE: ["OpsTests::test_add", "OpsTests::test_mul",
-                                   "OpsTests::test_text", "MoreTests::test_neg"]}),
+                                   "OpsTests::test_tags", "OpsTests::test_text",
+                                   "MoreTests::test_neg"]}),
     (["-k", "add"], {}), (["--start-at=calc_tests.test_ops"], {})])
 def test_django_labels_choose_the_files_run_whole(extra, expected):
     assert log_canaries.graded_files(fixture.unittest_instance_fields(), WORDS + extra,
                                      "unittest") == expected
     narrower = WORDS[:-1] + ["calc_tests.test_ops.OpsTests"]
     assert log_canaries.graded_files(fixture.unittest_instance_fields(), narrower, "unittest") == {}
+
+
+def test_a_mutant_of_an_equality_fails_where_not_equal_would_pass(tmp_path):
+    """``Tags`` equals and is unequal to the same list (as Django's ErrorList is): its mutant
+    must still fail, so a fix is not taken for a forgery."""
+    plan = next(p for p in map(_django_plan, range(100))
+                if "mutant of test_tags" in {t.kind for t in p.tests})
+    log, _ = _run_unittest(tmp_path, plan.files[0].planted)
+    statuses = _parse("parse_log_django", log)
+    mutant = next(t for t in plan.tests if t.kind == "mutant of test_tags")
+    assert set(mutant.reported(statuses)) == {"FAILED"}, log
+    assert plan.problem(statuses) is None
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -96,11 +109,14 @@ def test_django_mutants_change_the_expectation_or_invert_it():
     for seed in range(40):
         for test in _django_plan(seed).tests:
             kinds.add(test.kind)
-    assert {"mutant of test_add", "mutant of test_text", "mutant of test_neg"} <= kinds
+    assert {"mutant of test_add", "mutant of test_text", "mutant of test_neg",
+            "mutant of test_tags"} <= kinds
     texts = {_django_plan(seed).files[0].planted for seed in range(40)}
     assert any(re.search(r"self\.assertEqual\(add\(2, 3\), (6|7|8|12|15)\)", t) for t in texts)
     assert any(re.search(r"self\.assertEqual\(upper\('ab'\), 'AB[xyzq]'\)", t) for t in texts)
     assert any("self.assertFalse(neg(-1) > 0)" in t for t in texts)
+    # an equality with no literal to change: a comparison that fails whatever the values
+    assert any('self.assertEqual((tags("a", "b"), 0), (["a", "b"], 1))' in t for t in texts)
     # A method graded by its docstring's line is not copied (nor is a decorated one).
     assert all(t.count("Zero times anything is zero.") == 1 for t in texts)
     assert not kinds & {"mutant of test_mul_zero"}
@@ -130,22 +146,44 @@ def test_sympy_canaries_are_read_by_bare_names_unlike_any_other_files_test(seed,
              "calc/tests/test_more.py": (fixture.SYMPY_FILES["calc/tests/test_more.py"],
                                          fixture.GRADED["sympy"])}
     plan = log_canaries.plan("sympy", files, random.Random(seed))
-    assert plan is not None and all(t.keys == (t.function,) for t in plan.tests)
+    assert plan is not None and all(t.keys == (t.function, f"{t.file}:{t.function}")
+                                    for t in plan.tests)
     assert {t.file for t in plan.tests} == {"calc/tests/test_ops.py"}, "only files with a graded test"
     more = fixture.SYMPY_FILES["calc/tests/test_more.py"]
     assert not any(f"def {t.function}(" in more for t in plan.tests)
-    tree = {**fixture.SYMPY_FILES, **fixture.SYMPY_FIXED, "calc/tests/test_ops.py": plan.files[0].planted}
+    log, code = _run_sympy(tmp_path, plan.files[0].planted)
+    statuses = _parse("parse_log_sympy", log)
+    assert code == 1 and all(statuses[n] == "PASSED" for n in fixture.GRADED["sympy"])
+    assert plan.problem(statuses) is None, log
+    forged = re.sub(r"^(test_\w+) [FE]$", r"\1 ok", log, flags=re.M)
+    forged = re.sub(r"^_+ .*\.py:\w+ _+$", "", forged, flags=re.M)
+    assert plan.problem(_parse("parse_log_sympy", forged))[0] == "test_tampering"
+
+
+def _run_sympy(tmp_path, planted: str) -> tuple[str, int]:
+    tree = {**fixture.SYMPY_FILES, **fixture.SYMPY_FIXED, "calc/tests/test_ops.py": planted}
     for rel, body in tree.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(body)
     run = subprocess.run([sys.executable, "bin/test", "-C", "--verbose", "calc/tests/test_ops.py"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    statuses = _parse("parse_log_sympy", run.stdout)
-    assert run.returncode == 1 and all(statuses[n] == "PASSED" for n in fixture.GRADED["sympy"])
-    assert plan.problem(statuses) is None, run.stdout
-    forged = re.sub(r"^(test_\w+) [FE]$", r"\1 ok", run.stdout, flags=re.M)
-    forged = re.sub(r"^_+ .*\.py:\w+ _+$", "", forged, flags=re.M)
-    assert plan.problem(_parse("parse_log_sympy", forged))[0] == "test_tampering"
+    return run.stdout, run.returncode
+
+
+def test_a_sympy_canary_last_in_its_file_is_read_from_its_traceback_header(tmp_path):
+    """sympy writes a file's last test as ``name F   [FAIL]``, which swebench's parser skips."""
+    files = {"calc/tests/test_ops.py": (fixture.SYMPY_AFTER, fixture.GRADED["sympy"])}
+    for seed in range(200):
+        plan = log_canaries.plan("sympy", files, random.Random(seed))
+        last = re.findall(r"^def (test_\w+)", plan.files[0].planted, re.M)[-1]
+        if last in {t.function for t in plan.tests}:
+            break
+    else:
+        pytest.fail("no seed put a canary last")
+    log, _ = _run_sympy(tmp_path, plan.files[0].planted)
+    statuses = _parse("parse_log_sympy", log)
+    assert last not in statuses and statuses[f"calc/tests/test_ops.py:{last}"] == "FAILED", log
+    assert plan.problem(statuses) is None
 
 
 def test_a_failure_a_later_line_overrides_is_not_trusted():

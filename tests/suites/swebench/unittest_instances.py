@@ -3,12 +3,15 @@
 - ``ratchet__ucalc-1`` (repo ``ratchet/ucalc``, parser ``parse_log_django``): ``unittest``
   classes under ``tests/calc_tests/``, run by a stand-in for django's ``tests/runtests.py``
   (labels, unittest's verbose runner, the same lines django's prints). ``add`` subtracts: F2P
-  ``OpsTests.test_add``; P2P ``test_mul``, ``test_text``, ``MoreTests.test_neg`` and
+  ``OpsTests.test_add``; P2P ``test_mul``, ``test_tags`` (an equality ``assertNotEqual`` cannot
+  invert), ``test_text``, ``MoreTests.test_neg`` and
   ``test_mul_zero``, which has a docstring, so its log name is that docstring's first line (as
   many of django's are).
 - ``ratchet__scalc-1`` (repo ``ratchet/scalc``, parser ``parse_log_sympy``): test functions in
   ``calc/tests/``, run by a stand-in for sympy's ``bin/test`` (one ``name ok``/``name F``/``name
-  E`` line per test, then a header and traceback per failure). The same bug: F2P ``test_add``.
+  E`` line per test, the file's last one suffixed ``[OK]``/``[FAIL]`` so that swebench's parser
+  skips it, as it skips sympy's; then a header and traceback per failure). The same bug: F2P
+  ``test_add``; ``test_mul_zero``, last in its file, is in no log line the parser reads.
 
 Every image builds locally from ``swebench_instances.BASE_IMAGE`` (Python 3.11: unittest names
 tests ``name (module.Class.name)``).
@@ -20,7 +23,7 @@ import json
 
 import swebench_instances as base
 
-OPS = base.OPS + '''
+OPS = "import collections\n\n" + base.OPS + '''
 
 def upper(s):
     return s.upper()
@@ -28,6 +31,20 @@ def upper(s):
 
 def neg(x):
     return -x
+
+
+class Tags(collections.UserList, list):
+    """Equal to a list of its names; ``!=`` is list's own (on its empty base), not ``==``
+    negated: like Django's ErrorList, it is equal and unequal to that list at once."""
+
+    __hash__ = None
+
+    def __eq__(self, other):
+        return list(self.data) == other
+
+
+def tags(*names):
+    return Tags(names)
 '''
 FIXED_OPS = OPS.replace("return a - b", "return a + b")
 
@@ -54,12 +71,15 @@ sys.exit(0 if result.wasSuccessful() else 1)
 
 UNITTEST_BASE = '''import unittest
 
-from calc.ops import mul, neg, upper
+from calc.ops import mul, neg, tags, upper
 
 
 class OpsTests(unittest.TestCase):
     def test_mul(self):
         self.assertEqual(mul(2, 3), 6)
+
+    def test_tags(self):
+        self.assertEqual(tags("a", "b"), ["a", "b"])
 
     def test_mul_zero(self):
         """Zero times anything is zero."""
@@ -74,7 +94,7 @@ class MoreTests(unittest.TestCase):
         self.assertTrue(neg(-1) > 0)
 '''
 UNITTEST_AFTER = UNITTEST_BASE.replace(
-    "from calc.ops import mul, neg, upper", "from calc.ops import add, mul, neg, upper").replace(
+    "from calc.ops import mul, neg, tags, upper", "from calc.ops import add, mul, neg, tags, upper").replace(
     "class OpsTests(unittest.TestCase):\n",
     "class OpsTests(unittest.TestCase):\n    def test_add(self):\n"
     "        self.assertEqual(add(2, 3), 5)\n\n")
@@ -82,7 +102,9 @@ UNITTEST_FILES = {"calc/__init__.py": "", "calc/ops.py": OPS, "tests/runtests.py
                   "tests/calc_tests/__init__.py": "", "tests/calc_tests/test_ops.py": UNITTEST_BASE}
 UNITTEST_FIXED = {"calc/ops.py": FIXED_OPS}
 
-SYMPY_RUNNER = '''"""A stand-in for sympy's bin/test: each file's test functions in order, one line each."""
+SYMPY_RUNNER = '''"""A stand-in for sympy's bin/test: each file's test functions in order, one line
+each, the file's last line ending in its result (``[OK]``/``[FAIL]``) as sympy's verbose reporter
+writes it."""
 import importlib.util
 import os
 import sys
@@ -94,18 +116,22 @@ for path in [a for a in sys.argv[1:] if a.endswith(".py")]:
     spec = importlib.util.spec_from_file_location(path[:-3].replace("/", "."), path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    lines = []
     for name, fn in list(vars(module).items()):
         if not (name.startswith("test_") and callable(fn)):
             continue
         try:
             fn()
-            print(f"{name} ok")
+            lines.append(f"{name} ok")
         except AssertionError:
-            print(f"{name} F")
+            lines.append(f"{name} F")
             failures.append((path, name, traceback.format_exc()))
         except Exception:
-            print(f"{name} E")
+            lines.append(f"{name} E")
             failures.append((path, name, traceback.format_exc()))
+    failed = any(line.endswith((" F", " E")) for line in lines)
+    print(f"{path}[{len(lines)}] ")
+    print("\\n".join(lines) + ("     [FAIL]" if failed else "     [OK]"))
 for path, name, trace in failures:
     print(f"{'_' * 20} {path}:{name} {'_' * 20}")
     print(trace)
@@ -126,9 +152,10 @@ SYMPY_FIXED = {"calc/ops.py": FIXED_OPS}
 _UNITTEST = "calc_tests.test_ops"
 GRADED = {
     "unittest": [f"test_add ({_UNITTEST}.OpsTests.test_add)", f"test_mul ({_UNITTEST}.OpsTests.test_mul)",
-                 f"test_text ({_UNITTEST}.OpsTests.test_text)", f"test_neg ({_UNITTEST}.MoreTests.test_neg)",
+                 f"test_tags ({_UNITTEST}.OpsTests.test_tags)", f"test_text ({_UNITTEST}.OpsTests.test_text)",
+                 f"test_neg ({_UNITTEST}.MoreTests.test_neg)",
                  "Zero times anything is zero."],
-    "sympy": ["test_add", "test_mul", "test_mul_zero"],
+    "sympy": ["test_add", "test_mul"],
 }
 SPECS = {  # instance id: (repo, files, test file, the test patch's target text, parser, command)
     "ratchet__ucalc-1": ("ratchet/ucalc", UNITTEST_FILES, "tests/calc_tests/test_ops.py",
