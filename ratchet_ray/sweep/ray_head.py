@@ -10,10 +10,14 @@ Contracts:
   only use under ``RAY_AUTH_MODE=token`` (the token is ``~/.ray/auth_token``, made here when
   missing: ``ensure_auth_token``); that mode is set for the head and yielded for the children
   unless the caller's environment names a mode.
-- The yielded head is ready: ``ray status`` answers before the block starts. A head that dies or
-  does not answer within ``ready_timeout_s`` raises ``RayHeadError`` quoting its log.
+- The yielded head is ready: ``ray status`` answers and ``ray start`` has said its runtime
+  started (its dashboard included) before the block starts. A dashboard whose port another
+  process took between choosing it and binding it (ports are chosen free, then released) is
+  started again on fresh ports, up to ``START_ATTEMPTS`` times; a head that dies otherwise, or
+  does not get there within ``ready_timeout_s``, raises ``RayHeadError`` quoting its log.
 - On leaving the block the head it started gets SIGTERM (``--block`` then stops every Ray
-  process it started), SIGKILL to its group if it lingers; nothing else is touched.
+  process it started), SIGKILL to its group if it lingers (or if ``ray start`` itself died,
+  for what it had started); nothing else is touched.
 """
 
 from __future__ import annotations
@@ -27,12 +31,24 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
 
 
+START_ATTEMPTS = 3
+STARTED = "Ray runtime started."  # what ``ray start`` prints once every process is up
+# Ray's words for the dashboard's port taken: by ``ray start``'s check before it starts the
+# dashboard, and by the dashboard itself when the port went between that check and its bind.
+DASHBOARD_PORT_TAKEN = ("because it's already occupied", "Failed to find a valid port for dashboard")
+
+
 class RayHeadError(RuntimeError):
     """The local Ray head could not start; the message quotes its log."""
+
+
+class DashboardPortTaken(RayHeadError):
+    """The head's dashboard could not bind the port chosen for it: another process took it."""
 
 
 def free_port() -> int:
@@ -101,8 +117,11 @@ def _wait_ready(address: str, head: subprocess.Popen, log: Path, env: Mapping[st
         if head.poll() is not None:
             raise RayHeadError(f"the local Ray head exited with {head.returncode}; its log "
                                f"{log} ends with:\n{_tail(log)}")
-        probe = subprocess.run([ray_executable(), "status", f"--address={address}"], env=dict(env),
-                               capture_output=True, text=True, timeout=60)
+        try:
+            probe = subprocess.run([ray_executable(), "status", f"--address={address}"],
+                                   env=dict(env), capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired as hung:  # a GCS not answering yet: asked again
+            probe = subprocess.CompletedProcess(hung.cmd, -1, "", f"no answer within {hung.timeout}s")
         if probe.returncode == 0:
             return
         if time.monotonic() > deadline:
@@ -113,8 +132,50 @@ def _wait_ready(address: str, head: subprocess.Popen, log: Path, env: Mapping[st
         time.sleep(1.0)
 
 
-def _stop(head: subprocess.Popen) -> None:
-    if head.poll() is not None:
+def _wait_started(head: subprocess.Popen, log: Path, offset: int, temp: Path,
+                  timeout_s: float) -> None:
+    """Until ``ray start`` (whose output is ``log`` from byte ``offset``) says its runtime
+    started. ``DashboardPortTaken`` as soon as the dashboard's own log (in the session folder
+    under ``temp``) says its port was taken; ``RayHeadError`` when the head exits first or
+    ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if STARTED in _said_since(log, offset):
+            return
+        if _dashboard_port_taken(log, offset, temp):
+            raise DashboardPortTaken(f"the local Ray head's dashboard found its port taken; its "
+                                     f"log {log} ends with:\n{_tail(log, 5)}")
+        if head.poll() is not None or time.monotonic() > deadline:
+            why = (f"exited with {head.returncode}" if head.poll() is not None
+                   else f"did not finish starting within {timeout_s:.0f}s")
+            raise RayHeadError(f"the local Ray head {why}; its log {log} ends with:\n{_tail(log)}")
+        time.sleep(0.5)
+
+
+def _said_since(log: Path, offset: int) -> str:
+    with open(log, "rb") as handle:
+        handle.seek(offset)
+        return handle.read().decode(errors="replace")
+
+
+def _dashboard_port_taken(log: Path, offset: int, temp: Path) -> bool:
+    """Whether this start's output (``log`` from ``offset``) or its dashboard's own log (in the
+    session folder under ``temp``) says the dashboard's port was taken."""
+    dashboard_log = temp / "session_latest" / "logs" / "dashboard.log"
+    said = _said_since(log, offset) + (dashboard_log.read_text(errors="replace")
+                                       if dashboard_log.is_file() else "")
+    return any(words in said for words in DASHBOARD_PORT_TAKEN)
+
+
+def _stop(head: subprocess.Popen, graceful: bool = True) -> None:
+    """SIGTERM and a wait (``--block`` stops what it started), else or after that SIGKILL to the
+    head's group; ``graceful=False`` (a head that failed to start) SIGKILLs at once."""
+    if head.poll() is not None or not graceful:
+        try:  # ``ray start`` died or failed: what it had started may live on in its group
+            os.killpg(head.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        head.wait(timeout=30)
         return
     head.send_signal(signal.SIGTERM)
     try:
@@ -148,11 +209,48 @@ def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
     # No idle workers started ahead for the first driver: the runs' actors carry environments of
     # their own and never use them (loop.runtime.LOCAL_RAY_SYSTEM_CONFIG says the same to Ray).
     env.setdefault("RAY_prestart_worker_first_driver", "0")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1, START_ATTEMPTS + 1):
+        head = _start_head(num_cpus, log, env)
+        try:
+            # `ray start` first says it started (a dashboard that failed never lets it), then
+            # the GCS must answer
+            _wait_started(head.process, log, head.log_offset, head.temp, ready_timeout_s)
+            _wait_ready(head.address, head.process, log, env, ready_timeout_s)
+            break
+        except BaseException as exc:
+            taken = isinstance(exc, RayHeadError) and _dashboard_port_taken(
+                log, head.log_offset, head.temp)
+            head.stop(graceful=False)
+            if not taken or attempt == START_ATTEMPTS:
+                raise
+    try:
+        yield {"RAY_ADDRESS": head.address, "RAY_AUTH_MODE": env["RAY_AUTH_MODE"],
+               "RAY_API_SERVER_ADDRESS": f"http://127.0.0.1:{head.dashboard_port}"}
+    finally:
+        head.stop()
+
+
+@dataclass
+class _Head:
+    process: subprocess.Popen
+    address: str  # the GCS's
+    dashboard_port: int
+    temp: Path  # Ray's session files; the logs we keep are ours
+    log_offset: int  # where this start's output begins in the log
+
+    def stop(self, graceful: bool = True) -> None:
+        _stop(self.process, graceful)
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
+def _start_head(num_cpus: int, log: Path, env: Mapping[str, str]) -> _Head:
+    """``ray start --head --block`` on fresh ports, its output appended to ``log``."""
     # Ray's socket paths must stay short, hence a fresh folder directly under /tmp.
     temp = Path(tempfile.mkdtemp(prefix="rh", dir="/tmp"))
     port, dashboard_port = free_ports(2)
-    log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as handle:
+        offset = handle.tell()
         head = subprocess.Popen(
             [ray_executable(), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
              f"--port={port}", *own_port_flags(), "--include-dashboard=true",
@@ -161,12 +259,6 @@ def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
              # `docker`: this machine, as a local run's Ray offers it (runtime.actor_options)
              f"--resources={{\"docker\": {num_cpus}}}",
              f"--num-cpus={num_cpus}", f"--temp-dir={temp}"],
-            cwd=temp, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        address = f"127.0.0.1:{port}"
-        _wait_ready(address, head, log, env, ready_timeout_s)
-        yield {"RAY_ADDRESS": address, "RAY_AUTH_MODE": env["RAY_AUTH_MODE"],
-               "RAY_API_SERVER_ADDRESS": f"http://127.0.0.1:{dashboard_port}"}
-    finally:
-        _stop(head)
-        shutil.rmtree(temp, ignore_errors=True)  # Ray's session files; the logs we keep are ours
+            cwd=temp, env=dict(env), stdout=handle, stderr=subprocess.STDOUT,
+            start_new_session=True)
+    return _Head(head, f"127.0.0.1:{port}", dashboard_port, temp, offset)

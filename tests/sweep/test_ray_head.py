@@ -39,3 +39,42 @@ def test_the_local_head_starts_on_a_machine_without_a_token(tmp_path):
     with ray_cluster(1, tmp_path / "head.log", env=env) as joined:
         assert joined["RAY_AUTH_MODE"] == "token"
         assert (tmp_path / "home" / ".ray" / "auth_token").is_file()
+
+
+def test_a_dashboard_port_taken_meanwhile_starts_the_head_again_on_fresh_ports(tmp_path, monkeypatch):
+    """Ports are chosen free and released; another process may bind one before Ray does. The
+    dashboard's port taken made ``ray start`` give up after a minute, with the GCS already
+    answering, and a sweep then waited on a job server that never came."""
+    import socket
+
+    from ratchet_ray.sweep import ray_head
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    real, chosen = ray_head.free_ports, []
+
+    def first_dashboard_port_taken(count: int) -> list[int]:
+        ports = real(count)
+        if count == 2 and not chosen:  # the GCS and dashboard ports of the first start
+            ports[1] = taken.getsockname()[1]
+        chosen.append(ports)
+        return ports
+
+    monkeypatch.setattr(ray_head, "free_ports", first_dashboard_port_taken)
+    try:
+        with ray_cluster(1, tmp_path / "head.log", env=_fresh_home(tmp_path)) as joined:
+            url = joined["RAY_API_SERVER_ADDRESS"]
+            assert url != f"http://127.0.0.1:{taken.getsockname()[1]}"
+            import urllib.error
+            import urllib.request
+
+            try:  # the job server answers (under token auth, it asks for the token)
+                status = urllib.request.urlopen(f"{url}/api/version", timeout=30).status
+            except urllib.error.HTTPError as refused:
+                status = refused.code
+            assert status in (200, 401), status
+    finally:
+        taken.close()
+    starts = [ports for ports in chosen if len(ports) == 2]
+    assert len(starts) == 2, "one start on the taken port, one on fresh ports"
