@@ -20,8 +20,8 @@ Per ``grade(task, patch)`` (idempotent per instance and patch: a finished report
    every test the log counts as passing must pass in the JUnit report too, else
    ``results_mismatch``; then the layers of ``protections`` (canaries hidden in the graded
    test files, the sentinel plugin in pytest's process; for django's and sympy's runners,
-   which write no report, canaries read back from the log and the exit code checked against
-   it): tampering they see is ``test_tampering``, a resolution they cannot vouch for
+   which write no report, canaries read back from the log, and no failure a later log line
+   overrides): tampering they see is ``test_tampering``, a resolution they cannot vouch for
    ``results_mismatch``;
    resolved -> ``passed=True``, else ``unresolved`` / ``tests_errored``.
 A patch whose added lines reach for pytest's internals (``screen``) is ``test_tampering`` before
@@ -293,8 +293,8 @@ class SwebenchGrader:
         """The log's verdict checked against the JUnit report, the canaries and the sentinel
         (``protections``); a report that is not JUnit XML is ``test_tampering``. A runner read
         from its log alone (django's, sympy's: ``layers.runner``) has no report: its canaries
-        and exit code are checked against the log: ``logged()`` gives swebench's parse of it and
-        its text."""
+        are read from the log, which must not override a failure it reported; ``logged()``
+        gives swebench's parse of the log and its text."""
         if layers.runner != "pytest":
             statuses, text = logged() if logged else (None, "")
             return layers.judge(result, statuses, exit_code, log, text)
