@@ -232,8 +232,7 @@ def _plant_methods(path: str, text: str, graded: list[str], count: int,
             tests.append(CanaryTest(path, f"{tail_class}::{name}", "probe", None, tail_keys))
             continue
         cls = rng.choice(classes)
-        methods = [m for m in cls.body if m.__class__ is ast.FunctionDef and m.name in wanted[cls.name]
-                   and _last_assertion(m) is not None]
+        methods = [m for m in cls.body if _last_assertion(m) is not None and m.name in wanted[cls.name]]
         fn = rng.choice(methods) if methods else None
         source = _method_mutant(text, fn, name, rng) if fn is not None else None
         if source is None:

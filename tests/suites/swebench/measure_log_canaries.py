@@ -92,6 +92,11 @@ def main() -> None:
     parser.add_argument("--python", default="python3")
     args = parser.parse_args()
     runner = "unittest" if args.project == "django" else "sympy"
+    marker = args.root / ("tests/runtests.py" if runner == "unittest" else "sympy/testing/runtests.py")
+    if not marker.is_file():
+        parser.error(f"{args.root} is not an unpacked {args.project} source tree ({marker} is "
+                     f"missing): unpack the sdist that `pip download {args.project} --no-binary "
+                     f":all: --no-deps` fetches and pass its folder")
     for seed, target in enumerate(args.targets):
         print(measure(runner, args.root.resolve(), args.python, target, seed), flush=True)
 
