@@ -12,6 +12,14 @@ Contracts:
   ``LLMClient``: a hit returns the stored text with ``cached=True``, zero tokens and zero cost
   (nothing was paid; the original accounting is in ``extra["original"]``); a miss calls
   ``client`` and stores the reply.
+- Fresh samples on every backend: ``CachedLLM`` declares ``supports_seed`` whatever its client,
+  so a caller always hands it the call's seed (``seeding.derive_seed`` of the run seed, round,
+  split, task and role; the skill is in the prompt), and the seed is always part of the key.
+  The seed reaches ``client`` only when the client takes one (Bedrock's Converse has none), yet
+  the key still differs per round: a sampled eval call is a new draw each round, and the cache
+  serves only the same call again (a resumed round, an identical request of the same round).
+  A sampled call (temperature > 0) without a seed has no identity to replay: it goes to
+  ``client`` and is not stored.
 """
 
 from __future__ import annotations
@@ -93,7 +101,10 @@ class CachedLLM:
         self.backend = client.backend
         self.model = client.model
         self.supports_prefill = bool(getattr(client, "supports_prefill", False))
-        self.supports_seed = bool(getattr(client, "supports_seed", False))
+        # Always take the seed: it is the call's identity in the key (module contract), whether
+        # or not the client can sample with it.
+        self.supports_seed = True
+        self.client_takes_seed = bool(getattr(client, "supports_seed", False))
 
     def complete(
         self,
@@ -107,8 +118,13 @@ class CachedLLM:
     ) -> Reply:
         params = {"max_tokens": max_tokens, "temperature": temperature,
                   "stop": list(stop) if stop else None, "json_schema": json_schema}
-        seeded = {"seed": seed} if seed is not None else {}
-        params.update(seeded)  # absent when unseeded, so earlier cache keys stay valid
+        forwarded = {"seed": seed} if seed is not None and self.client_takes_seed else {}
+        if seed is None and temperature > 0:
+            # A draw with no identity: replaying it would freeze one sample for every later call.
+            return self.client.complete(messages, max_tokens=max_tokens, temperature=temperature,
+                                        stop=stop, json_schema=json_schema, **forwarded)
+        if seed is not None:  # absent when unseeded (greedy), so earlier cache keys stay valid
+            params["seed"] = seed
         key = cache_key(self.backend, self.model, messages, params)
         started = time.perf_counter()
         record = self.cache.get(key)
@@ -118,7 +134,7 @@ class CachedLLM:
                          model=original.get("model", self.model), backend=self.backend,
                          cached=True, extra={"original": original, "cache_key": key})
         reply = self.client.complete(messages, max_tokens=max_tokens, temperature=temperature,
-                                     stop=stop, json_schema=json_schema, **seeded)
+                                     stop=stop, json_schema=json_schema, **forwarded)
         stored = {k: v for k, v in asdict(reply).items() if k != "extra"}
         self.cache.put(key, {"created_at": time.time(), "params": params, "reply": stored})
         return reply

@@ -12,7 +12,10 @@ API:
   - any other ``output_kind`` is the suite's own, served by ``turn`` (the suite):
     - an agent (``suites.base.AgentTurn``: the suite has ``solve_agent``, e.g. SWE-bench's
       patch agent): ``turn.solve_agent(llm, task, skill, agent_settings, log_dir=log_dir)``
-      returns ``(output, replies)``; the agent writes its trajectory under ``log_dir``;
+      returns ``(output, replies)``; the agent writes its trajectory under ``log_dir``. An agent
+      whose ``solve_agent`` takes ``temperature`` and ``seed`` keywords gets the Solver's
+      temperature and the call's seed (it samples like the one-call turns; older plugin agents
+      without them are called as before);
     - else ONE completion call with the messages of ``turn.solver_messages(task, skill)``;
       ``output`` is ``turn.parse_output(reply.text)`` (``suites.base.SolverTurn``).
   An output kind other than ``"code"`` without a ``turn`` is a caller bug: ``ValueError``.
@@ -23,6 +26,7 @@ API:
 
 from __future__ import annotations
 
+import inspect
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +91,17 @@ def solve_turn(llm: LLMClient, task: Task, skill: Skill | None, turn: Any, *, ma
     return SolveResult(turn.parse_output(reply.text), [reply])
 
 
+def _agent_sampling(agent: Any, temperature: float, seed: int | None) -> dict[str, Any]:
+    """``temperature`` and ``seed`` for an agent that takes them as keywords, else nothing."""
+    try:
+        params = inspect.signature(agent).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: no introspection, pass nothing
+        return {}
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    wanted = {"temperature": temperature, "seed": seed}
+    return {k: v for k, v in wanted.items() if takes_any or k in params}
+
+
 def solve(llm: LLMClient, task: Task, skill: Skill | None, *, output_kind: str,
           max_tokens: int, temperature: float, agent_settings: Any = None,
           log_dir: str | Path | Artifacts | None = None, seed: int | None = None,
@@ -100,7 +115,8 @@ def solve(llm: LLMClient, task: Task, skill: Skill | None, *, output_kind: str,
                               seed=seed, templates=templates)
         agent = getattr(turn, "solve_agent", None)
         if agent is not None:
-            output, replies = agent(llm, task, skill, agent_settings, log_dir=log_dir)
+            output, replies = agent(llm, task, skill, agent_settings, log_dir=log_dir,
+                                    **_agent_sampling(agent, temperature, seed))
             return SolveResult(output, list(replies))
         return solve_turn(llm, task, skill, turn, max_tokens=max_tokens,
                           temperature=temperature, seed=seed)

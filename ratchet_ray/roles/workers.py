@@ -20,8 +20,9 @@ API:
     ``bank`` the call routes to what ``set_bank`` gave (direct use, tools, tests).
     The router and solver calls sample with seeds derived from ``config.seed``, the round, the
     split and the task (``seeding.derive_seed``), so a resumed run draws the same numbers.
-    Eval-split generations go through ``CachedLLM`` when ``solver_cache_dir`` is given; the train
-    pass is always fresh. With ``trajectory_root``, a patch agent writes
+    Eval-split generations go through ``CachedLLM`` when ``solver_cache_dir`` is given: its key
+    holds the call's seed (round included) on every backend, so a sampled eval call is a new
+    draw each round and only a resumed round replays; the train pass is never cached. With ``trajectory_root``, a patch agent writes
     ``<trajectory_root>/<task_id>/<split>_<round:02d>/trajectory.json``. Both may be a folder or
     an ``ratchet_ray.artifacts.Artifacts`` (the run's store, which a Solver on any node reaches).
 - ``CriticWorker(config, *, llm=None)``

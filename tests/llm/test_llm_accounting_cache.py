@@ -70,9 +70,13 @@ def test_cached_llm_pays_once_per_model_prompt_and_params(tmp_path):
     assert not first.cached and again.cached and again.text == first.text
     assert again.cost_usd == 0.0 and again.input_tokens == 0
     assert again.extra["original"]["input_tokens"] == first.input_tokens
-    cached.complete(PROMPT, max_tokens=128, temperature=0.7)  # new params -> new key
+    cached.complete(PROMPT, max_tokens=128, temperature=0.7, seed=1)  # new params -> new key
     cached.complete([*PROMPT[:1], Message("user", "Write sub(a, b).")], max_tokens=128)
     assert len(llm.calls) == 3
+    assert len(list(SolverCache(tmp_path / "solver_cache").entries())) == 3
+    cached.complete(PROMPT, max_tokens=128, temperature=0.7)  # sampled, no seed: never replayed
+    cached.complete(PROMPT, max_tokens=128, temperature=0.7)
+    assert len(llm.calls) == 5
     assert len(list(SolverCache(tmp_path / "solver_cache").entries())) == 3
 
 

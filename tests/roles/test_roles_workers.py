@@ -46,15 +46,18 @@ def test_solver_worker_a1_never_calls_the_router(prime_task, small_bank):
     assert "Guidance" not in llm.calls[0][0][-1].content
 
 
-def test_eval_generations_are_cached_train_are_fresh(prime_task, tmp_path):
+def test_eval_generations_are_cached_within_a_round_train_are_fresh(prime_task, tmp_path):
     llm = ScriptedLLM(router_then_code)
     worker = SolverWorker(LoopConfig(), llm=llm, embedder=HashEmbedder(), output_kind="code",
                           solver_cache_dir=tmp_path / "solver_cache")
     worker.set_bank([])
-    first, second = worker.run(prime_task, "eval", 0), worker.run(prime_task, "eval", 1)
-    assert second.solver_replies[0].cached and first.output == second.output
+    first, again = worker.run(prime_task, "eval", 0), worker.run(prime_task, "eval", 0)
+    assert again.solver_replies[0].cached and first.output == again.output
+    later = worker.run(prime_task, "eval", 1)  # a later round is a new draw (T=1.0)
+    assert not later.solver_replies[0].cached
     worker.run(prime_task, "train", 1)
-    assert len(llm.calls) == 2  # one eval miss + the train call; the eval hit paid nothing
+    worker.run(prime_task, "train", 1)
+    assert len(llm.calls) == 4  # round 0's miss, round 1's, two train calls; the hit paid nothing
 
 
 def test_critic_batch_returns_one_result_per_item(prime_task, capsule_factory):

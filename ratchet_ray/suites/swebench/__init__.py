@@ -50,10 +50,13 @@ class SwebenchSuite:
         return settings_from_config(config)
 
     def solve_agent(self, llm: Any, task: Task, skill: Any, settings: SwebenchSettings | None,
-                    *, log_dir: Any = None) -> tuple[str, list]:
+                    *, log_dir: Any = None, temperature: float | None = None,
+                    seed: int | None = None) -> tuple[str, list]:
         """The Solver's turn (``suites.base.AgentTurn``): the patch agent's ``(patch, replies)``,
-        its trajectory under ``log_dir`` (imported lazily: workers of other suites never load it)."""
-        return solve_patch(llm, task, skill, settings, log_dir=log_dir)
+        its trajectory under ``log_dir`` (imported lazily: workers of other suites never load it),
+        sampled at the loop's ``temperature`` with the call's ``seed`` (``agent`` contract)."""
+        return solve_patch(llm, task, skill, settings, log_dir=log_dir, temperature=temperature,
+                           seed=seed)
 
 
 def solve_patch(llm, task, skill, settings=None, **kwargs):

@@ -18,6 +18,13 @@ Contracts:
   names; the diff in the reply is applied leniently (``git apply --recount``, then ``patch``) so
   the returned patch is the well-formed ``git diff``; a diff that applies nowhere is returned as
   written (the grader then reports it).
+- Sampling: every call samples at ``settings.agent.temperature`` when it is set, else at the
+  ``temperature`` the caller gives (the Solver passes the loop's ``llm.temperature``, the
+  Default's 1.0, as the paper's agent sampled), else greedily (0.0: direct use without a loop).
+  With ``seed`` (the Solver's derived seed of the call: run seed, round, split, task), step k
+  samples with ``derive_seed(seed, "agent", k)`` on backends that take a seed
+  (``seeding.sampling_kwargs``), so five baseline probes of one instance are five draws, and a
+  resumed run draws the same ones. Both are recorded in the trajectory.
 - The routed skill's guidance is the preamble of the system prompt; ``skill=None`` injects nothing.
 - Every reply is returned for accounting. An exception (LLM backend, Docker) propagates with the
   replies so far attached as ``exc.replies``; the container is removed in ``finally`` and, when
@@ -38,6 +45,7 @@ from pydantic import ValidationError
 from ratchet_ray.artifacts import Artifacts, as_artifacts
 from ratchet_ray.llm.base import LLMClient, Reply
 from ratchet_ray.llm.structured import parse_reply
+from ratchet_ray.seeding import derive_seed, sampling_kwargs
 from ratchet_ray.suites.swebench.agent_prompts import (
     ACTION_SCHEMA, AgentAction, Step, agent_messages, clip_middle, extract_diff, single_call_messages)
 from ratchet_ray.suites.swebench.container import (InstanceContainer, daemon_address, docker_client,
@@ -61,24 +69,38 @@ class AgentRun:
     exit_status: str = "submitted"
     steps: list[Step] = field(default_factory=list)
     duration_s: float = 0.0
+    temperature: float = 0.0
+    """What every call sampled at (module contract)."""
+    seed: int | None = None
+    """The attempt's seed; step k's is ``derive_seed(seed, "agent", k)``."""
+
+    def sampling(self, llm: LLMClient, step: int) -> dict[str, Any]:
+        """``temperature`` and, where the backend takes one, ``seed`` of step ``step``'s call."""
+        seed = None if self.seed is None else derive_seed(self.seed, "agent", step)
+        return {"temperature": self.temperature, **sampling_kwargs(llm, seed)}
 
 
 def solve_patch(llm: LLMClient, task: Task, skill: Skill | None,
                 settings: SwebenchSettings | None = None, *, client: Any = None,
                 log_dir: str | Path | Artifacts | None = None,
-                run_label: str | None = None) -> tuple[str, list[Reply]]:
+                run_label: str | None = None, temperature: float | None = None,
+                seed: int | None = None) -> tuple[str, list[Reply]]:
     """``(patch, replies)`` for one attempt at ``task`` (see the module contract); ``run_label``
     labels the container so the end-of-round reaper of that run removes it if it leaks."""
-    run = run_agent(llm, task, skill, settings, client=client, log_dir=log_dir, run_label=run_label)
+    run = run_agent(llm, task, skill, settings, client=client, log_dir=log_dir,
+                    run_label=run_label, temperature=temperature, seed=seed)
     return run.patch, run.replies
 
 
 def run_agent(llm: LLMClient, task: Task, skill: Skill | None,
               settings: SwebenchSettings | None = None, *, client: Any = None,
               log_dir: str | Path | Artifacts | None = None,
-              run_label: str | None = None) -> AgentRun:
+              run_label: str | None = None, temperature: float | None = None,
+              seed: int | None = None) -> AgentRun:
     settings = settings or SwebenchSettings()
-    run = AgentRun(patch="", exit_status="error")
+    own = settings.agent.temperature
+    run = AgentRun(patch="", exit_status="error", seed=seed,
+                   temperature=own if own is not None else (temperature or 0.0))
     started = time.monotonic()
     try:
         client = client or docker_client(settings)
@@ -138,8 +160,8 @@ def _loop(llm: LLMClient, task: Task, skill: Skill | None, settings: SwebenchSet
             run.exit_status = "cost_limit"
             return
         reply = llm.complete(agent_messages(task, skill, run.steps, agent, box.workdir),
-                             max_tokens=agent.max_tokens, temperature=agent.temperature,
-                             json_schema=ACTION_SCHEMA)
+                             max_tokens=agent.max_tokens, json_schema=ACTION_SCHEMA,
+                             **run.sampling(llm, len(run.replies)))
         run.replies.append(reply)
         cost += reply.cost_usd
         try:
@@ -181,7 +203,7 @@ def _single_call(llm: LLMClient, task: Task, skill: Skill | None, settings: Sweb
     files = clip_middle(listing, 3000)
     context = _issue_files(task.prompt, listing.split(), box, agent.context_files_chars)
     reply = llm.complete(single_call_messages(task, skill, files, context),
-                         max_tokens=max(agent.max_tokens, 1024), temperature=agent.temperature)
+                         max_tokens=max(agent.max_tokens, 1024), **run.sampling(llm, 0))
     run.replies.append(reply)
     diff = extract_diff(reply.text)
     run.patch = diff
@@ -224,6 +246,7 @@ def _diff(box: InstanceContainer) -> str:
 def _save(run: AgentRun, task: Task, log_dir: Artifacts) -> None:
     record = {"instance_id": task.task_id, "exit_status": run.exit_status,
               "duration_s": run.duration_s, "patch": run.patch,
+              "temperature": run.temperature, "seed": run.seed,
               "steps": [asdict(s) for s in run.steps],
               "replies": [{"text": r.text, "input_tokens": r.input_tokens,
                            "output_tokens": r.output_tokens, "cost_usd": r.cost_usd}

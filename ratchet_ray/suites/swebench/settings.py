@@ -48,7 +48,10 @@ class AgentSettings(BaseModel):
     """Per shell command; the process group is killed at the limit and the model is told."""
     max_tokens: int = Field(default=384, gt=0)
     """Generation cap per action."""
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    """Sampling temperature of every agent call; None: the loop's ``llm.temperature`` (the
+    Solver's, 1.0 in the Default, as the paper's agent sampled). Each call also gets the
+    attempt's derived seed where the backend takes one, so baseline probes differ by seed."""
     max_observation_chars: int = Field(default=3000, gt=0)
     """Each command's output is clipped to this (head and tail kept) before it enters the prompt."""
     max_prompt_chars: int = Field(default=12000, gt=0)
