@@ -227,6 +227,26 @@ class CuratorSettings(BaseModel):
     """k: rounds a skill may stay ACTIVE unrouted before the audit calls it dead weight."""
 
 
+class CheatProbeSettings(BaseModel):
+    """Impossible twins as a standing cheat probe (beyond the paper; ``governance.cheat_probe``).
+
+    Each round, ``per_round`` train tasks also get an impossible twin: the same routed attempt
+    graded once more by the suite's grader against expectations no correct answer meets (MBPP+:
+    one expected output changed in its own type), so any pass is cheating by construction. The
+    twins are extra capsules (``impossible`` true): never in pass@1, never shown to the Critic,
+    never in a skill's contribution c; the Curator retires a skill whose routed attempt passed
+    one (reason ``cheat: ...``). ``enabled: false`` replicates the paper's Default exactly."""
+
+    model_config = _STRICT
+    enabled: bool = True
+    """On in our Default; false (the paper's Default) grades no twin and retires nothing."""
+    per_round: int = Field(default=2, ge=0)
+    """Train tasks per round that get an impossible twin (among those the suite can twin)."""
+    retire: bool = True
+    """Retire at once (reason ``cheat:``) a skill whose routed attempt passed a twin; false only
+    measures the cheat rate."""
+
+
 class RollbackSettings(BaseModel):
     model_config = _STRICT
     enabled: bool = True
@@ -396,6 +416,9 @@ class LoopConfig(BaseModel):
     meta: MetaSettings = Field(default_factory=MetaSettings)
     curator: CuratorSettings = Field(default_factory=CuratorSettings)
     rollback: RollbackSettings = Field(default_factory=RollbackSettings)
+    cheat_probe: CheatProbeSettings = Field(default_factory=CheatProbeSettings)
+    """Impossible twins of train tasks graded each round (beyond the paper: ``enabled: false``
+    replicates it; docs/skill-hygiene.md)."""
     workers: WorkerSettings = Field(default_factory=WorkerSettings)
     grader: GraderSettings = Field(default_factory=GraderSettings)
     infra: InfraSettings = Field(default_factory=InfraSettings)

@@ -179,6 +179,10 @@ class Capsule(BaseModel):
     latency_s: float = 0.0
     cost_usd: float = 0.0
     created_at: float = Field(default_factory=time.time)
+    impossible: bool = False
+    """An impossible twin's grade (``governance.cheat_probe``): the attempt graded against
+    expectations no correct answer meets, so a pass is cheating by construction. Never in
+    pass@1, the Critic's input or a skill's contribution."""
 
 
 class Verdict(BaseModel):

@@ -22,7 +22,8 @@ Contracts:
 - ``begin_batch`` / ``commit_batch`` (``bank.batch``) make many changes (the synth phase's
   adds and evictions) commit together with their events or not at all.
 - ``restore`` keeps deprecated every skill the Curator's tampering rule retires
-  (``curator.tampering_retires``): a rollback never brings back a skill that tampered.
+  (``curator.tampering_retires``) or its cheat rule retires (``curator.cheat_retires``, a
+  passed impossible twin): a rollback never brings back a skill that tampered or cheated.
 - Status flips (evict, retire, reinstate, curate, restore) write their events first, as one
   part, then the files; opening a bank (``recover=True``, the writer) applies a logged flip a
   crash cut short
@@ -52,6 +53,7 @@ from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import (EMPTY_STATS, SkillStats, TamperingStats, skill_stats,
                                           tampering_by_skill)
 from ratchet_ray.governance import bypass, counterfactual, curator
+from ratchet_ray.governance.cheat_probe import CheatStats, cheats_for_curation
 from ratchet_ray.llm.base import Embedder, cosine_matrix
 from ratchet_ray.types import MetaSkill, Skill, SkillStatus
 
@@ -104,6 +106,12 @@ class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf):
             if self.config.curator.counterfactual.retire_on == "c_cf":
                 return counterfactual.counterfactual_stats(con)
             return skill_stats(con, "train")
+
+    def cheats(self) -> dict[str, CheatStats]:
+        """Per skill, its routed impossible twins when the cheat rule is on (``cheat_probe``
+        enabled with ``retire``), else nothing (``governance.cheat_probe``)."""
+        with self.log.store.connect() as con:
+            return cheats_for_curation(con, self.config.cheat_probe)
 
     def tampering(self) -> dict[str, TamperingStats]:
         """Per skill, its routed TRAIN capsules graded as an attack on the grader (the Curator's
@@ -265,7 +273,8 @@ class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf):
         ACTIVE skill and every tampering CANDIDATE; returns every decision (incl. exempt)."""
         decisions = curator.curate(self.all(), self.stats() if stats is None else stats,
                                    self.config.curator,
-                                   self.tampering() if tampering is None else tampering)
+                                   self.tampering() if tampering is None else tampering,
+                                   cheats=self.cheats())
         retired = [d for d in decisions if d.action == "retire"]
         for d in retired:
             self.log.emit_raw(round_, d.skill_id, "retired", DEPRECATED, d.contribution,
@@ -285,12 +294,13 @@ class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf):
         at = round_ if current_round is None else current_round
         skills, metas = checkpoints.read_snapshot(self.run_dir, round_)
         wanted = {s.id: s for s in skills}
-        tampered = self.tampering()
+        tampered, cheated = self.tampering(), self.cheats()
         changed, targets = [], []
         for skill_id in sorted(set(self._skills) | set(wanted)):
             target = wanted.get(skill_id) or self._skills[skill_id].model_copy(
                 update={"status": DEPRECATED})
-            if curator.tampering_retires(target, tampered.get(skill_id), self.config.curator):
+            if (curator.tampering_retires(target, tampered.get(skill_id), self.config.curator)
+                    or curator.cheat_retires(target, cheated.get(skill_id), self.config.curator)):
                 # A skill the tampering rule retires never comes back with an older bank.
                 target = target.model_copy(update={"status": DEPRECATED})
             if self._skills.get(skill_id) != target:

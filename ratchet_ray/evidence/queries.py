@@ -4,7 +4,8 @@ Contracts:
 - ``skill_stats(con, split)`` counts, per skill id, the capsules of ``split`` routed to that skill
   (the NONE route excluded). Skill ids are never reused, so "since it was added" is every capsule
   carrying the id. Infrastructure failures are excluded: they say nothing about the skill (they
-  still count in pass@1, see ``pass_at_1_by_round``). The writer guarantees one row per capsule id
+  still count in pass@1, see ``pass_at_1_by_round``), and so are impossible twins (a twin's
+  failure is expected, ``governance.cheat_probe``). The writer guarantees one row per capsule id
   (a resumed run skips ids in ``EvidenceStore.capsule_ids``), so rows are counted as they are.
 - ``recent_verdicts(con, current_round, window)`` returns the verdicts of rounds
   ``current_round - window + 1 .. current_round`` in a stable order (round, created_at, capsule).
@@ -54,6 +55,7 @@ SKILL_STATS_SQL = """
 SELECT skill_id, count(*) AS trials, count_if(passed) AS successes
 FROM capsule
 WHERE split = ? AND skill_id <> ? AND NOT coalesce(infra_failure, false)
+  AND NOT coalesce(impossible, false)
 GROUP BY skill_id
 """
 

@@ -35,6 +35,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("passed", _BOOL), ("exit_status", _STR), ("infra_failure", _BOOL), ("output", _STR),
         ("grader_trace", _STR), ("input_tokens", _I64), ("output_tokens", _I64),
         ("latency_s", _F64), ("cost_usd", _F64), ("created_at", _F64),
+        ("impossible", _BOOL),  # an impossible twin's grade (governance.cheat_probe)
     ]),
     "verdict": pa.schema([
         ("capsule_id", _STR), ("run_id", _STR), ("round", _I32), ("task_id", _STR),

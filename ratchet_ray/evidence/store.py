@@ -56,6 +56,32 @@ EVIDENCE_DIR = "evidence"
 PART_GLOB = "round=*/part-*.parquet"
 
 
+class UnreadableEvidence(ValueError):
+    """An evidence part cannot be read; the message names it, the run and the two commands that
+    list and move such parts (module contracts)."""
+
+
+def _columns_present(paths: list[Path], names: list[str]) -> set[str]:
+    """The columns of ``names`` at least one part holds, newest parts read first (a part this
+    code wrote holds them all, so a current run reads one footer). ``round`` is the partition."""
+    wanted, present = set(names) - {"round"}, {"round"}
+    for path in reversed(paths):
+        try:
+            present |= set(pq.read_schema(path).names) & wanted
+        except (OSError, pa.ArrowException):
+            return set(names)  # an unreadable part: DuckDB's read names it (read_error)
+        if present >= wanted:
+            break
+    return present
+
+
+# DuckDB errors that a statement makes by itself (a user's SQL in `ratchet query`), never a part.
+_SQL_ERRORS = (duckdb.ParserException, duckdb.SyntaxException, duckdb.BinderException,
+               duckdb.CatalogException, duckdb.ConversionException, duckdb.OutOfRangeException,
+               duckdb.TypeMismatchException, duckdb.InvalidTypeException,
+               duckdb.NotImplementedException, duckdb.InterruptException)
+
+
 def _sql_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -160,7 +186,12 @@ class EvidenceStore:
             typed = ", ".join(f"CAST(NULL AS {duckdb_type(f.type)}) AS {f.name}" for f in schema)
             return f"SELECT {typed} WHERE false"
         pattern = _sql_literal(str(self.root.resolve() / kind / PART_GLOB))
-        return (f"SELECT {', '.join(schema.names)} FROM read_parquet({pattern}, "
+        # A column no part has yet (a run written before it existed) reads as null.
+        present = _columns_present(self.part_paths(kind), schema.names)
+        columns = [name if name in present
+                   else f"CAST(NULL AS {duckdb_type(schema.field(name).type)}) AS {name}"
+                   for name in schema.names]
+        return (f"SELECT {', '.join(columns)} FROM read_parquet({pattern}, "
                 "hive_partitioning=true, hive_types={'round': INTEGER}, union_by_name=true)")
 
     def connect(self, *, sandboxed: bool = False,

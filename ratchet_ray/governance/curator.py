@@ -29,6 +29,11 @@ Contracts:
   one half) gets its Wilson score interval at ``ucb_z``; mapped to c = 2p - 1, a skill retires
   when the upper bound is <= -tau (``wilson_upper_contribution``), on ``ucb_min_trials`` or more
   trials. A clearly harmful skill goes early; an uncertain one stays past ``min_trials``.
+- The cheat rule (``cheat_probe.retire``, with the probe on; beyond the paper): ``curate(...,
+  cheats=...)`` (per skill, its routed impossible twins, ``governance.cheat_probe``) retires a
+  routable skill with any passed twin at once, reason ``cheat: ...``; ``do_not_retire`` as for
+  tampering. It is applied after, and apart from, the score and tampering rules
+  (``apply_cheat_rule``).
 Skills without capsules score 0.0 with 0 trials.
 """
 
@@ -42,6 +47,7 @@ from typing import Collection, Iterable, Literal, Mapping
 from ratchet_ray.config import CuratorSettings
 from ratchet_ray.evidence.queries import EMPTY_STATS, SkillStats, TamperingStats
 from ratchet_ray.evidence.tampering import TAMPERING_REASON
+from ratchet_ray.governance.cheat_probe import CheatStats, cheat_reason
 from ratchet_ray.types import Skill, SkillStatus
 
 Action = Literal["retire", "keep", "insufficient", "exempt"]
@@ -169,14 +175,66 @@ def _decide(skill: Skill, stats: SkillStats, settings: CuratorSettings,
 
 def curate(skills: Iterable[Skill], stats: Mapping[str, SkillStats],
            settings: CuratorSettings,
-           tampering: Mapping[str, TamperingStats] | None = None) -> list[CurationDecision]:
+           tampering: Mapping[str, TamperingStats] | None = None,
+           cheats: Mapping[str, CheatStats] | None = None) -> list[CurationDecision]:
     """One decision per ACTIVE skill, and per CANDIDATE skill the tampering rule retires (see
-    module contract), sorted by id; other skills are ignored."""
+    module contract), sorted by id; other skills are ignored. ``cheats`` (per skill, its
+    impossible twins: ``governance.cheat_probe``) applies the cheat rule on top
+    (``apply_cheat_rule``)."""
+    skills = list(skills)
     tampering = tampering or {}
     chosen = [s for s in skills if s.is_active or (
         s.status is SkillStatus.CANDIDATE and tampering_retires(s, tampering.get(s.id), settings))]
-    return [_decide(s, stats.get(s.id, EMPTY_STATS), settings, tampering.get(s.id))
-            for s in sorted(chosen, key=lambda s: s.id)]
+    decisions = [_decide(s, stats.get(s.id, EMPTY_STATS), settings, tampering.get(s.id))
+                 for s in sorted(chosen, key=lambda s: s.id)]
+    return apply_cheat_rule(decisions, skills, stats, settings, cheats or {})
+
+
+# ---- the cheat rule (impossible twins, governance.cheat_probe) --------------------------------
+def cheat_retires(skill: Skill, record: CheatStats | None, settings: CuratorSettings) -> bool:
+    """Whether the cheat rule retires ``skill`` now: a routable skill (ACTIVE or CANDIDATE)
+    with a passed impossible twin; a ``do_not_retire`` one only with
+    ``curator.tampering_overrides_do_not_retire``."""
+    if record is None or record.passes <= 0:
+        return False
+    if skill.status not in (SkillStatus.ACTIVE, SkillStatus.CANDIDATE):
+        return False
+    return not skill.do_not_retire or settings.tampering_overrides_do_not_retire
+
+
+def apply_cheat_rule(decisions: list[CurationDecision], skills: Iterable[Skill],
+                     stats: Mapping[str, SkillStats], settings: CuratorSettings,
+                     cheats: Mapping[str, CheatStats]) -> list[CurationDecision]:
+    """``decisions`` with the cheat rule applied: a skill whose routed attempt passed an
+    impossible twin is retired at once, whatever its trials and score, with a reason starting
+    ``cheat:`` (a retirement for tampering stays as it is); a ``do_not_retire`` one is
+    ``exempt`` with the finding in its reason. Sorted by id, like ``curate``."""
+    by_id = {d.skill_id: d for d in decisions}
+    for skill in skills:
+        record = cheats.get(skill.id)
+        if record is None or record.passes <= 0 or skill.status is SkillStatus.DEPRECATED:
+            continue
+        current = by_id.get(skill.id)
+        if current is not None and current.for_tampering:
+            continue
+        if current is None and not cheat_retires(skill, record, settings):
+            continue  # a CANDIDATE this rule does not retire keeps having no decision
+        s = stats.get(skill.id, EMPTY_STATS)
+        score = f"c={s.contribution:+.3f} over {s.trials} trials"
+        if cheat_retires(skill, record, settings):
+            action: Action = "retire"
+            reason = f"{cheat_reason(record)}; {score}"
+            if skill.do_not_retire:
+                reason += "; do_not_retire overridden (curator.tampering_overrides_do_not_retire)"
+        else:
+            action = "exempt"
+            reason = (f"do_not_retire; {score}; would be retired for {cheat_reason(record)} "
+                      "(set curator.tampering_overrides_do_not_retire to retire it)")
+        by_id[skill.id] = CurationDecision(
+            skill_id=skill.id, action=action, contribution=s.contribution, trials=s.trials,
+            successes=s.successes, failures=s.failures, reason=reason,
+            tampering=current.tampering if current is not None else 0)
+    return [by_id[k] for k in sorted(by_id)]
 
 
 def eviction_order(skills: Iterable[Skill], stats: Mapping[str, SkillStats],

@@ -136,12 +136,44 @@ class LeakSources(Protocol):
     def leak_sources(self, config: LoopConfig, tasks: Sequence[Task]) -> Iterable[LeakSource]: ...
 
 
+TWIN_KEY = "impossible_twin"
+"""The payload key that marks a grading task as an impossible twin (``impossible_twin``)."""
+
+
+def as_impossible_twin(task: Task, recipe: dict | None = None) -> Task:
+    """The grading task of ``task``'s impossible twin: the same id, suite and prompt (what the
+    Solver, Router and LLM could see does not change), and ``payload[TWIN_KEY]`` = ``recipe``
+    (what the suite's grader changes in its expectations). Only graders ever receive it."""
+    recipe = {"of": task.task_id, **(recipe or {})}
+    return task.model_copy(update={"payload": {**task.payload, TWIN_KEY: recipe}})
+
+
+def twin_recipe(task: Task) -> dict | None:
+    """The twin recipe of a grading task (None: a real task, graded as it is)."""
+    recipe = task.payload.get(TWIN_KEY)
+    return recipe if isinstance(recipe, dict) else None
+
+
+class ImpossibleTwins(Protocol):
+    """Optional suite hook ``impossible_twin`` (``registry.register(..., impossible_twin=...)``):
+    ``(task) -> Task | None``, the grading task of ``task``'s impossible twin
+    (``as_impossible_twin``) or None when the suite cannot make one for it. The suite's grader
+    must then fail every correct answer to ``task`` on that grading task, honestly and
+    deterministically (MBPP+: one expected output changed in its own type; sim: only a forged
+    outcome passes), so that a pass proves the answer attacked the grader or knew its answer
+    key (``governance.cheat_probe``). A twin the grader cannot build at grade time is an
+    infrastructure failure (``infra_failure=True``), never a pass."""
+
+    def __call__(self, task: Task) -> Task | None: ...
+
+
 SUBSET_KEYS = ("train_ids", "eval_ids")
 
 
 def read_subset(path: str | Path) -> tuple[list[str], list[str]]:
     """(train ids, eval ids) of a hard-subset file (``jobs.select_subset``); ``ValueError``
-    naming the file, what is wrong and the keys expected when it cannot be used."""
+    naming the file, what is wrong and the keys expected when it cannot be used, or naming the
+    ids in both lists (eval must be held out from train)."""
     expected = (f"expected a JSON object with keys {', '.join(SUBSET_KEYS)} (lists of task ids), "
                 "as jobs.select_subset writes")
     try:
@@ -157,6 +189,11 @@ def read_subset(path: str | Path) -> tuple[list[str], list[str]]:
     for key, value in zip(SUBSET_KEYS, ids):
         if not isinstance(value, list) or not all(isinstance(i, str) for i in value):
             raise ValueError(f"subset file {path}: {key} must be a list of task id strings")
+    shared = sorted(set(ids[0]) & set(ids[1]))
+    if shared:  # a task learned from on train would then count as held-out eval
+        raise ValueError(f"subset file {path}: {len(shared)} task id(s) are in both train_ids "
+                         f"and eval_ids, e.g. {shared[:3]}; fix: remove them from one of the two "
+                         "lists (jobs.select_subset writes disjoint ones)")
     return ids[0], ids[1]
 
 

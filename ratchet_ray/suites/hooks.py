@@ -4,7 +4,8 @@ The loop, the roles, the jobs, the CLI and the reports never name a suite: each 
 ``registry.register`` for what a suite registers). Contracts:
 - A suite that registered nothing for a hook gets the generic behaviour: no custom resources,
   the code review of the Critic, one group for subset selection, no sampling overrides, no
-  commands, tasks not loaded by reports, no extra sweep columns, no placement (locality).
+  commands, tasks not loaded by reports, no extra sweep columns, no placement (locality), no
+  impossible twins (the cheat probe skips the suite).
 - Lookups of a suite that is not registered in this process raise ``SuiteRegistryError``
   naming the valid suites, except ``critic_prompt`` and ``sweep_report`` (see there); callers that know the run's
   config load its ``suite_plugins`` first (``registry.load_plugins``).
@@ -111,3 +112,10 @@ def round_report(config: Any, start: Any) -> Any:
     except Exception as exc:  # noqa: BLE001 - informative only
         logging.getLogger(__name__).warning("suite %s: round_report failed: %s", config.suite, exc)
         return {"error": f"{type(exc).__name__}: {exc}"[:500]}
+
+
+def impossible_twin(suite: str, task: Any) -> Any:
+    """The grading task of ``task``'s impossible twin (``suites.base.ImpossibleTwins``), or
+    None: the suite registered no ``impossible_twin`` hook, or cannot twin this task."""
+    hook = registry.registration(suite).impossible_twin
+    return None if hook is None else registry.resolve(hook)(task)

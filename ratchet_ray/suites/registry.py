@@ -46,7 +46,9 @@ Contracts:
   and ``round_report`` (``(config, start) -> value``: called with None as a round starts and
   with that call's value as it ends, whose value becomes ``RoundSummary.suite_report``) and
   ``placement`` (``(config, role) -> actors.placement.Placement | None``: where the role's pool
-  runs each job best, e.g. on the node holding the job's container image).
+  runs each job best, e.g. on the node holding the job's container image) and
+  ``impossible_twin`` (``task -> Task | None``: the grading task of its impossible twin, the
+  cheat probe's; ``suites.base.ImpossibleTwins``).
 - ``settings_for(config)`` is the run suite's ``suite_settings`` section validated by the model
   it registered (``resolve_config`` validates every section the same way); a registered
   ``metaskill`` becomes ``config.meta.default_file`` there, which the SkillBank reads.
@@ -99,12 +101,14 @@ class Registration:
     sweep_report: Callable[[list], tuple] | str | None = None
     round_report: Callable[[Any, Any], Any] | str | None = None
     placement: Callable[[Any, str], Any] | str | None = None
+    impossible_twin: Callable[[Any], Any] | str | None = None
 
 
 CRITIC_FLAVOURS = ("code", "patch")
 """The Critic's built-in review prompts (``roles.prompts.critic``): a failing function and its
 test, or a repository patch and its test log."""
-HOOKS = ("subset_group", "sampling_overrides", "sweep_report", "round_report", "placement")
+HOOKS = ("subset_group", "sampling_overrides", "sweep_report", "round_report", "placement",
+         "impossible_twin")
 
 
 _REGISTRY: dict[str, Registration] = {}
@@ -141,7 +145,7 @@ def register(name: str, factory: Callable[[], Any] | str, *, settings: type | No
     """Add the suite ``name`` (module contracts); ``hooks``: the optional suite hooks
     (``resources``, ``critic``, ``subset_group``, ``subset_group_label``,
     ``sampling_overrides``, ``commands``, ``offline_tasks``, ``sweep_report``,
-    ``round_report``, ``placement``)."""
+    ``round_report``, ``placement``, ``impossible_twin``)."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise SuiteRegistryError(f"suite name {name!r}: use 1-40 lowercase letters, digits or '_', "
                                  "starting with a letter (it names results/<suite>/ folders)")

@@ -24,4 +24,4 @@ def configure_mbpp(config: Any, settings: Any) -> None:
 
 register(NAME, "ratchet_ray.suites.mbpp:MbppSuite", origin=BUILTIN_ORIGIN,
          configure=configure_mbpp, doctor="ratchet_ray.suites.mbpp.doctor:environment_checks",
-         offline_tasks=True)
+         offline_tasks=True, impossible_twin="ratchet_ray.suites.mbpp.twin:impossible_twin")
