@@ -20,7 +20,10 @@ Contracts:
   live bank (the bank writes the event before the file and finishes a cut flip from it).
 - ``summarize(runs)`` groups the *complete* runs (every planned round finished) by arm; each
   number is the mean and the sample std (n - 1) over seeds; with one seed the std is None.
-  ``gain_vs_default`` is the arm's mean rolling gain minus the Default's.
+  ``gain_vs_default`` is the arm's mean rolling gain minus the Default's; ``vs_default`` is the
+  paired comparison with the Default on their shared seeds and eval tasks
+  (``evidence.comparisons.paired_comparison``: the difference, its 95 % bootstrap interval and
+  the exact McNemar p), None for the Default itself or without shared runs.
 - ``write_report(sweep_dir)`` writes ``ablations.md`` and ``ablations.json`` into ``sweep_dir``;
   incomplete runs and the failures the caller passes are listed, never averaged.
 """
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ratchet_ray.evidence import named_queries as nq
+from ratchet_ray.evidence.comparisons import PairedComparison, eval_outcomes, paired_comparison
 from ratchet_ray.evidence.queries import tampering_totals
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.metrics import ROLLING_WINDOW, load_loop, loop_metrics
@@ -126,6 +130,7 @@ class ArmSummary:
     """Capsules graded as tampering per run (train and eval)."""
     skills_retired_tampering: Stat = Stat(None, None, 0)
     gain_vs_default: float | None = None
+    vs_default: PairedComparison | None = None
     run_dirs: list[str] = field(default_factory=list)
 
 
@@ -227,7 +232,7 @@ def arm_sort_key(arm: str) -> tuple[int, int, str]:
     return (1, int(found.group(1)), arm) if found else (2, 0, arm)
 
 
-def summarize(runs: Iterable[RunResult]) -> list[ArmSummary]:
+def summarize(runs: Iterable[RunResult], window: int = ROLLING_WINDOW) -> list[ArmSummary]:
     """One ``ArmSummary`` per arm over its complete runs, Default first (see module contracts)."""
     by_arm: dict[str, list[RunResult]] = {}
     for run in runs:
@@ -255,8 +260,26 @@ def summarize(runs: Iterable[RunResult]) -> list[ArmSummary]:
     if default is None or default.rolling_gain.mean is None:
         return summaries
     base = default.rolling_gain.mean
+    paired = _paired_with_default(by_arm, window)
     return [replace(s, gain_vs_default=None if s.rolling_gain.mean is None
-                    else s.rolling_gain.mean - base) for s in summaries]
+                    else s.rolling_gain.mean - base, vs_default=paired.get(s.arm))
+            for s in summaries]
+
+
+def _paired_with_default(by_arm: dict[str, list[RunResult]],
+                         window: int) -> dict[str, PairedComparison]:
+    """Each arm's paired comparison with the Default (its eval outcomes per seed, read once)."""
+    def per_seed(group: list[RunResult]) -> dict[int, dict]:
+        return {r.seed: eval_outcomes(r.run_dir) for r in group if r.seed is not None}
+
+    base = per_seed(by_arm.get(DEFAULT_ARM, []))
+    out = {}
+    for arm, group in by_arm.items():
+        if arm != DEFAULT_ARM and base:
+            found = paired_comparison(arm, per_seed(group), base, window)
+            if found is not None:
+                out[arm] = found
+    return out
 
 
 # ---- report ------------------------------------------------------------------------------------
@@ -279,6 +302,15 @@ def _fmt_stat(stat: Stat, digits: int = 3, signed: bool = False) -> str:
     return text if stat.std is None else f"{text} ± {stat.std:.{digits}f}"
 
 
+def _fmt_paired(paired: PairedComparison | None, unpaired: float | None) -> tuple[str, str]:
+    """``(Δ vs Default [95 % CI], p)`` cells; a difference whose interval excludes 0 is bold.
+    Without pairs (no shared seed or task) the plain difference of means, with no interval."""
+    if paired is None:
+        return _fmt(unpaired, signed=True), "n/a"
+    text = f"{paired.diff:+.3f} {paired.interval.describe()}"
+    return (f"**{text}**" if paired.real else text), f"{paired.p_value:.3g}"
+
+
 def _relative(path: str, root: Path) -> str:
     try:
         return str(Path(path).resolve().relative_to(root.resolve()))
@@ -298,17 +330,25 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
         "rolled back), so created - deprecated = active at the end (a loaded user bank aside). "
         "Router engagement = share of eval capsules routed to a skill (not NONE). Tampering = "
         "capsules graded as an attack on the grader (train + eval) / skills the Curator retired "
-        "for it.", "",
-        "| arm | change | seeds | round-0 pass@1 | peak | rolling gain | gain vs Default "
+        "for it. Δ vs Default = the paired rolling-gain difference on the seeds and eval tasks "
+        "both ran, with its 95 % bootstrap interval (seeds, then tasks, resampled; **bold**: the "
+        "interval excludes 0, a real difference); p = exact McNemar test on the discordant "
+        "(seed, round, task) pairs of the window rounds (pairs taken as independent, so "
+        "optimistic when a task's outcome repeats across rounds).", "",
+        "| arm | change | seeds | round-0 pass@1 | peak | rolling gain | Δ vs Default [95 % CI] "
+        "| p "
         "| created | deprecated (retired / evicted / rolled back) | active at end "
         "| router engagement (eval) | tampering (capsules / skills retired) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summaries:
+        delta, p_value = _fmt_paired(s.vs_default, s.gain_vs_default)
+        if s.arm == DEFAULT_ARM:
+            delta = p_value = "—"
         lines.append(
             f"| {s.arm} | {s.label} | {', '.join(str(x) for x in s.seeds)} "
             f"| {_fmt_stat(s.round0)} | {_fmt_stat(s.peak)} "
-            f"| {_fmt_stat(s.rolling_gain, signed=True)} | {_fmt(s.gain_vs_default, signed=True)} "
+            f"| {_fmt_stat(s.rolling_gain, signed=True)} | {delta} | {p_value} "
             f"| {_fmt_stat(s.skills_created, 1)} | {_fmt_stat(s.skills_deprecated, 1)} "
             f"({_fmt(s.deprecated_retired.mean, 1)} / {_fmt(s.deprecated_evicted.mean, 1)} / "
             f"{_fmt(s.deprecated_rollback.mean, 1)}{_refined(s.deprecated_refined.mean)}) "
@@ -358,7 +398,7 @@ def write_report(sweep_dir: str | Path, runs: list[RunResult] | None = None,
     root = Path(sweep_dir)
     if runs is None:
         runs = [run_result(d, window) for d in find_run_dirs(root)]
-    summaries = summarize(runs)
+    summaries = summarize(runs, window)
     md, js = root / REPORT_MD, root / REPORT_JSON
     md.write_text(report_markdown(summaries, runs, root, failures, window))
     js.write_text(json.dumps(report_json(summaries, runs, failures, window), indent=2) + "\n")

@@ -110,6 +110,12 @@ _QUERIES = (
         WHERE NOT coalesce(impossible, false)
         ORDER BY round, task_id""",
         "(round, split, task, skill, passed, attempt) of every capsule but impossible twins."),
+    NamedQuery("eval_first_attempts", """
+        SELECT round, task_id, bool_or(passed) FROM capsule
+        WHERE split = 'eval' AND coalesce(attempt, 0) = 0
+        GROUP BY round, task_id ORDER BY round, task_id""",
+        "(round, task, passed) of every first-attempt eval capsule: the pairs that paired "
+        "statistics compare (``evidence.comparisons``)."),
     NamedQuery("capsules_with_verdicts", """
         WITH c AS (
           SELECT capsule_id, round, split, task_id, coalesce(attempt, 0) AS attempt, skill_id,

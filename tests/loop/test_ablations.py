@@ -27,8 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def make_run(root: Path, arm: str, seed: int, evals: list[float], planned: int,
              active_end: int = 0, routed: int = 0, events: list[tuple[str, str]] = ()) -> Path:
-    """A run dir with ``loop.json`` rows, 4 eval capsules (``routed`` of them to a skill) plus
-    routed train capsules that must not count, and ``skill_event`` rows ``(skill, event)``."""
+    """A run dir with ``loop.json`` rows, 4 eval capsules a round (``routed`` of them to a
+    skill; the first ``evals[r] * 4`` passed) plus round 0's routed train capsules that must not
+    count, and ``skill_event`` rows ``(skill, event)``."""
     run = root / "runs" / f"{arm}_s{seed}" / "mbpp" / f"mbpp_run_{arm}_s{seed}"
     run.mkdir(parents=True)
     rows = [{"round": r, "eval_pass_at_1": v, "active_skills": 0, "deprecated_skills": 0}
@@ -38,10 +39,13 @@ def make_run(root: Path, arm: str, seed: int, evals: list[float], planned: int,
         "run_id": run.name, "suite": "mbpp", "arm": arm, "seed": seed,
         "rounds_planned": planned, "rounds": rows}))
     store = EvidenceStore(run)
-    capsules = [{"capsule_id": f"{split}{i}", "run_id": run.name, "round": 0, "split": split,
-                 "task_id": f"Mbpp/{i}", "skill_id": "s1" if (i < routed or split == "train")
-                 else "NONE", "passed": False} for split in ("eval", "train") for i in range(4)]
-    store.append("capsule", 0, capsules)
+    for r, value in enumerate(evals):  # each round's eval pass@1 is its 4 capsules' mean
+        capsules = [{"capsule_id": f"{split}{r}_{i}", "run_id": run.name, "round": r,
+                     "split": split, "task_id": f"Mbpp/{i}",
+                     "skill_id": "s1" if (i < routed or split == "train") else "NONE",
+                     "passed": split == "eval" and i < round(value * 4)}
+                    for split in ("eval", "train") for i in range(4) if split == "eval" or r == 0]
+        store.append("capsule", r, capsules)
     if events:  # in the order given, with the status each event leaves (as the bank logs them)
         store.append("skill_event", 1, [{"run_id": run.name, "round": 1, "skill_id": skill,
                                          "event": event, "status_after": STATUS_AFTER.get(event, ""),
@@ -103,10 +107,15 @@ def test_report_means_and_sample_stds_per_arm(sweep: Path):
 
     text = md.read_text()
     assert ("| default | Default (full Ratchet) | 7, 13, 42 | 0.250 ± 0.250 | 0.583 ± 0.144 "
-            "| +0.208 ± 0.289 | +0.000 | 2.0 ± 1.0 | 1.0 ± 1.0 (0.7 / 0.3 / 0.0) | 2.0 ± 1.7 "
+            "| +0.208 ± 0.289 | — | — | 2.0 ± 1.0 | 1.0 ± 1.0 (0.7 / 0.3 / 0.0) | 2.0 ± 1.7 "
             "| 0.500 ± 0.250 |"
             in text)
-    assert "| A1 | no skill injection | 42 | 0.500 | 0.500 | +0.000 | -0.208 |" in text
+    # A1 shares one round with the Default: no pairs, the plain difference and no p
+    assert "| A1 | no skill injection | 42 | 0.500 | 0.500 | +0.000 | -0.208 | n/a |" in text
+    # A2 pairs with seed 42's rounds 0-2 (window 1-2): 0.75 - 0 against 0.625 - 0.25
+    assert a2.vs_default.diff == pytest.approx(0.375) and a2.vs_default.window == [1, 2]
+    assert (a2.vs_default.arm_better, a2.vs_default.default_better) == (2, 1)
+    assert f"| +0.500 | +0.375 {a2.vs_default.interval.describe()} | 1 |" in text
     assert "- A1 seed 7: 2 of 3 rounds (runs/A1_s7/mbpp/mbpp_run_A1_s7)" in text
     assert "- A3_s42: exit 1: boom" in text
 
@@ -144,7 +153,7 @@ def test_run_discovery_and_arm_order(sweep: Path):
     found = find_run_dirs(sweep)
     assert len(found) == 6 and all((d / "loop.json").is_file() for d in found)
     result = run_result(sweep / "runs" / "default_s42" / "mbpp" / "mbpp_run_default_s42")
-    assert (result.eval_capsules, result.eval_routed, result.router_engagement) == (4, 1, 0.25)
+    assert (result.eval_capsules, result.eval_routed, result.router_engagement) == (12, 3, 0.25)
     assert sorted(["A10", "A2", "zz", "default", "A1"], key=arm_sort_key) == [
         "default", "A1", "A2", "A10", "zz"]
 
