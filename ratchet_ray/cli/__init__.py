@@ -4,12 +4,15 @@ Contract: every module listed in ``_COMMAND_MODULES`` exposes ``COMMANDS: list[c
 the registered suites add their own (``suites.hooks.suite_commands``: e.g. ``swe``, ``sim-report``).
 Modules import lazily-heavy dependencies (Ray, llama.cpp) inside the command bodies so that
 ``ratchet --help`` stays fast. ``--db`` must name a run dir (``cli.evidence.check_run_dir``);
-``--version`` prints the installed version.
+``--version`` prints the installed version. An unreadable evidence part met by any command
+(``evidence.store.UnreadableEvidence``) is one ``Error:`` line naming ``ratchet evidence
+verify``, never DuckDB's traceback.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 from pathlib import Path
 
 import click
@@ -22,12 +25,28 @@ _COMMAND_MODULES = (
     "ratchet_ray.cli.llm",         # doctor, solver-cache
     "ratchet_ray.cli.run",         # run, plot
     "ratchet_ray.cli.report",      # report (HTML)
+    "ratchet_ray.cli.export",      # export --inspect
     "ratchet_ray.cli.experiment",  # experiment run|eval-skill-loop
     "ratchet_ray.cli.jobs",        # baseline, select-subset, ablations (the jobs/ commands)
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Ratchet(click.Group):
+    """The group: an unreadable evidence part met by any command is its one-line error."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except ValueError as exc:
+            # Only a command that read the evidence can have loaded the store: a cheap test
+            # that keeps DuckDB out of `ratchet --help`.
+            store = sys.modules.get("ratchet_ray.evidence.store")
+            if store is not None and isinstance(exc, store.UnreadableEvidence):
+                raise click.ClickException(str(exc)) from exc
+            raise
+
+
+@click.group(cls=_Ratchet, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", "run_dir", type=click.Path(path_type=Path), default=None,
               help="Run directory (results/<suite>/<run-id>) the command works on.")
 @version_option()

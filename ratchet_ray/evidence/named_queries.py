@@ -116,6 +116,14 @@ _QUERIES = (
         GROUP BY round, task_id ORDER BY round, task_id""",
         "(round, task, passed) of every first-attempt eval capsule: the pairs that paired "
         "statistics compare (``evidence.comparisons``)."),
+    NamedQuery("capsules_for_export", """
+        SELECT capsule_id, round, split, task_id, coalesce(attempt, 0) AS attempt, skill_id,
+               passed, exit_status, coalesce(infra_failure, false) AS infra_failure, output,
+               grader_trace, input_tokens, output_tokens, latency_s, cost_usd, created_at,
+               coalesce(impossible, false) AS impossible
+        FROM capsule WHERE list_contains($splits, split)
+        ORDER BY round, split, task_id, attempt, capsule_id""",
+        "Every capsule of the splits ``$splits``, for an export (``report.inspect_export``)."),
     NamedQuery("capsules_with_verdicts", """
         WITH c AS (
           SELECT capsule_id, round, split, task_id, coalesce(attempt, 0) AS attempt, skill_id,
@@ -169,6 +177,21 @@ _QUERIES = (
         FROM t GROUP BY skill_id ORDER BY skill_id""",
         "(skill, twins graded, twins passed, first round and capsule of a pass) per routed "
         "skill; infrastructure failures left out."),
+    NamedQuery("twin_candidates", """
+        SELECT task_id, skill_id, output, run_id, arm, seed, round, split,
+               task_id IN (SELECT task_id FROM capsule
+                           WHERE round = $round AND coalesce(impossible, false)) AS twinned
+        FROM capsule
+        WHERE round = $round AND split = 'train' AND coalesce(attempt, 0) = 0
+          AND skill_id <> $none AND NOT coalesce(infra_failure, false)
+          AND NOT coalesce(impossible, false)
+        ORDER BY task_id""",
+        "A round's graded first-attempt train capsules routed to a skill (what an impossible "
+        "twin may re-grade), and whether the task has its twin capsule already."),
+    NamedQuery("skills_retired_for", """
+        SELECT count(DISTINCT skill_id) FROM skill_event
+        WHERE event = 'retired' AND starts_with(coalesce(reason, ''), $prefix)""",
+        "How many skills were retired with a reason starting ``$prefix`` (e.g. ``cheat:``)."),
     NamedQuery("cheat_rate_by_skill", """
         SELECT arm, skill_id, count(*) AS twins, count_if(passed) AS twin_passes,
                count_if(passed) / count(*) AS cheat_rate

@@ -56,18 +56,9 @@ def _skill_json(runs: list[RunData]) -> dict[str, dict[str, Any]]:
 def _task_texts(run: RunData, ids: set[str]) -> dict[str, str]:
     """Task statements of the run's tasks (cut to 1,500 characters), when the suite's tasks load
     offline; else none (the browser then shows the task id only)."""
-    try:
-        from ratchet_ray.config_files import load_config
-        from ratchet_ray.suites import suite_for
-        from ratchet_ray.suites.hooks import loads_offline
+    from ratchet_ray.report.inspect_export import task_statements
 
-        config = load_config([run.run_dir / "config.yaml"])
-        if not loads_offline(config.suite):  # others may need a network or a large download
-            return {}
-        tasks = suite_for(config).load_tasks(config)
-    except Exception:  # noqa: BLE001 - a report without task statements still helps
-        return {}
-    return {t.task_id: t.prompt[:1500] for t in tasks if t.task_id in ids}
+    return task_statements(run.run_dir, ids, limit=1500)
 
 
 def capsule_payload(runs: list[RunData], max_capsules: int = MAX_CAPSULES,
