@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 _STRICT = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -116,9 +116,36 @@ class SwebenchSettings(BaseModel):
     """Before round 0, grade every gold patch (must resolve) and a no-op patch (must not) of the
     run's instances on the Grader pool (``ratchet swe validate``); any failure stops the run
     with the instances and reasons, before any LLM call."""
+    canary_sessions: tuple[int, int] = (2, 3)
+    """How many canary sessions prove a would-be resolution, drawn per grade from this inclusive
+    range (at least 2): each a fresh container running the same eval with one graded test
+    mutated in place (docs/grading.md, differential canary sessions)."""
+    canary_parallel: int | None = Field(default=None, ge=1)
+    """Canary sessions of one grade run at once; None: half the machine's cores (at least 1)."""
+    gold_records: str | None = None
+    """Folder of the gold records (each instance's statuses under its gold patch and the mutants
+    that patch fails), shared by runs and filled ahead of one by ``ratchet swe validate``; None:
+    ``$XDG_CACHE_HOME/ratchet/swebench-gold`` (``~/.cache/...``). A run also keeps the records it
+    used in its artifacts."""
     max_log_bytes: int = Field(default=20_000_000, gt=0)
     """Command output kept per exec; beyond it the middle is dropped (runaway output)."""
     agent: AgentSettings = Field(default_factory=AgentSettings)
+
+    @field_validator("canary_sessions")
+    @classmethod
+    def _canary_bounds(cls, value: tuple[int, int]) -> tuple[int, int]:
+        low, high = value
+        if low < 2 or high < low:
+            raise ValueError(f"canary_sessions {list(value)}: give [low, high] with 2 <= low <= high "
+                             "(e.g. [2, 3]); fewer than 2 canary sessions prove too little")
+        return value
+
+    def parallel_canaries(self) -> int:
+        """``canary_parallel``, or half the cores this process may use (at least 1)."""
+        if self.canary_parallel is not None:
+            return self.canary_parallel
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        return max(1, (cores or 2) // 2)
 
 
 def settings_from_config(config: Any) -> SwebenchSettings:

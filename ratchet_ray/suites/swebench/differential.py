@@ -1,0 +1,149 @@
+"""A resolution proven by a differential the code under test cannot see.
+
+The code under test runs inside the test process, so whatever watches from there can be undone
+by it. The proof comes from outside: after the real session resolves (swebench's report, the
+JUnit cross-check, the sentinel), ``k`` more sessions run the same eval, each in a fresh
+container from the same image with the patch applied again, the same command, environment,
+files and owners, nothing shared with another session. In each, one graded test is a mutant
+(``mutants``): its expected value changed in place, a change the gold patch fails (``gold``).
+A fix fails the mutant; code that forces outcomes cannot tell the session from the real one, so
+it forces the mutant too. A resolution needs, besides the real session's pass:
+- every FAIL_TO_PASS / PASS_TO_PASS status equal to gold's, in the log and (pytest) in the JUnit
+  report (``compare_with_gold``): XFAIL, XPASS or SKIPPED where gold PASSED is not a pass;
+- in every canary session, its mutant reported FAILED, and every other graded test reported as
+  in the real session (``judge_canaries``). A mutant reported passing (PASSED, XFAIL, XPASS) in
+  the log or the JUnit report is ``test_tampering``, the trace saying which session, which test
+  and what changed; a session that did not complete, a mutant missing, skipped or errored, or
+  sessions that disagree, ``results_mismatch``; the sentinel's findings in a canary session are
+  ``test_tampering`` as in the real one.
+
+Contracts:
+- ``Session``: what one session produced (its own verdict ``result``, swebench's ``report``, the
+  graded tests' statuses in the log and the JUnit report, the graded files' text as read and as
+  written by root, seconds).
+- ``draw(record, instance, bounds, rng)`` -> the mutants of one grade's canary sessions, one per
+  session: ``k`` drawn from ``bounds`` (inclusive), the first a FAIL_TO_PASS test's when the
+  record keeps one, each later one a FAIL_TO_PASS test's with probability 1/2 (distinct while
+  distinct ones remain); empty when the record keeps no mutant.
+- ``graded(instance)`` the FAIL_TO_PASS then PASS_TO_PASS ids.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from ratchet_ray.suites.swebench.gold import GoldRecord
+from ratchet_ray.suites.swebench.mutants import Mutant
+from ratchet_ray.types import GradeResult
+
+PASSING = ("PASSED", "XFAIL", "XPASS")
+MISSING = "MISSING"
+
+
+@dataclass
+class Session:
+    label: str
+    result: GradeResult
+    report: dict | None = None
+    log: dict[str, str] | None = None
+    """Graded test id -> status in the log as swebench parses it; None when the session ended
+    before its tests were read (``result`` says why)."""
+    junit: dict[str, str] | None = None
+    """Graded test id -> status in the JUnit report (pytest runners)."""
+    texts: dict[str, str] = field(default_factory=dict)
+    written: dict[str, str] = field(default_factory=dict)
+    located: dict[str, tuple[str, str]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def graded(instance: dict[str, Any]) -> list[str]:
+    return [*instance.get("FAIL_TO_PASS", []), *instance.get("PASS_TO_PASS", [])]
+
+
+def draw(record: GoldRecord, instance: dict[str, Any], bounds: tuple[int, int],
+         rng: random.Random) -> list[Mutant]:
+    kept = record.mutants()
+    if not kept:
+        return []
+    f2p = set(instance.get("FAIL_TO_PASS", []))
+    pools = {True: [m for m in kept if m.test in f2p], False: [m for m in kept if m.test not in f2p]}
+    chosen: list[Mutant] = []
+    for i in range(rng.randint(*bounds)):
+        want = bool(pools[True]) and (i == 0 or not pools[False] or rng.random() < 0.5)
+        pool = pools[want] or pools[not want]
+        fresh = [m for m in pool if m not in chosen] or pool
+        chosen.append(rng.choice(fresh))
+    return chosen
+
+
+def _fail(status: str, trace: str) -> GradeResult:
+    return GradeResult(passed=False, exit_status=status, trace=trace)
+
+
+def compare_with_gold(result: GradeResult, real: Session, record: GoldRecord,
+                      instance: dict[str, Any]) -> GradeResult:
+    """``result`` (a would-be resolution) unless a graded test ended otherwise than under gold."""
+    diffs = []
+    for test in graded(instance):
+        got, want = (real.log or {}).get(test, MISSING), record.statuses.get(test, MISSING)
+        if got != want:
+            diffs.append(f"{test}: {got} in the log, {want} under gold")
+        if real.junit is not None and record.junit:
+            got_j, want_j = real.junit.get(test, MISSING), record.junit.get(test, MISSING)
+            if got_j != want_j:
+                diffs.append(f"{test}: {got_j} in the JUnit report, {want_j} under gold")
+    if not diffs:
+        return result
+    return _fail("unresolved", "unresolved: graded tests did not end as under the gold patch "
+                 "(compared with gold):\n  " + "\n  ".join(diffs[:20]) + f"\n{result.trace}")
+
+
+def judge_canaries(result: GradeResult, real: Session, canaries: list[tuple[Mutant, Session]],
+                   instance: dict[str, Any], parallel: int) -> GradeResult:
+    """The would-be resolution ``result`` after its canary sessions (module contract)."""
+    k = len(canaries)
+    tampering, mismatch, lines = [], [], []
+    for i, (mutant, session) in enumerate(canaries, 1):
+        name = f"canary session {i} of {k} ({session.seconds:.1f}s), mutant {mutant.describe()}"
+        if session.result.exit_status == "test_tampering":
+            first = session.result.trace.split("\n", 1)[0]
+            tampering.append(f"{name}: {first}")
+            continue
+        if session.log is None:
+            mismatch.append(f"{name}: the session did not complete "
+                            f"({session.result.exit_status}: {session.result.trace[:200]})")
+            continue
+        if mutant.file not in session.written or session.written[mutant.file] == session.texts.get(mutant.file):
+            mismatch.append(f"{name}: the mutant could not be planted (the graded file was not "
+                            "the text it was made from)")
+            continue
+        in_log = session.log.get(mutant.test, MISSING)
+        in_junit = session.junit.get(mutant.test, MISSING) if session.junit is not None else None
+        seen = f"{in_log} in the log" + (f", {in_junit} in the JUnit report" if in_junit else "")
+        if in_log in PASSING or in_junit in PASSING:
+            tampering.append(f"{name}: reported {seen}, though the gold patch fails it: the code "
+                             "under test forces outcomes it cannot produce")
+            continue
+        if in_log != "FAILED" or in_junit not in (None, "FAILED"):
+            mismatch.append(f"{name}: must be reported FAILED, was {seen}")
+            continue
+        differ = [f"{t}: {session.log.get(t, MISSING)} here, {(real.log or {}).get(t, MISSING)} "
+                  f"in the real session" for t in graded(instance)
+                  if t != mutant.test and session.log.get(t, MISSING) != (real.log or {}).get(t, MISSING)]
+        if differ:
+            mismatch.append(f"{name}: the sessions disagree on other graded tests: "
+                            + "; ".join(differ[:5]))
+            continue
+        lines.append(f"{name}: FAILED as it must")
+    head = f"differential: the real session and {k} canary session(s) in fresh containers"
+    if tampering:
+        return _fail("test_tampering", f"test_tampering: {head}: a mutant the gold patch fails "
+                     "passed:\n  " + "\n  ".join(tampering + mismatch) + f"\n{result.trace}")
+    if mismatch:
+        return _fail("results_mismatch", f"results_mismatch: {head} cannot vouch for the "
+                     "resolution:\n  " + "\n  ".join(mismatch) + f"\n{result.trace}")
+    return GradeResult(passed=True, exit_status=result.exit_status,
+                       trace=f"{result.trace}\n{head} (up to {parallel} at once):\n  "
+                             + "\n  ".join(lines))

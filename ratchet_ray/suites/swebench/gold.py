@@ -1,0 +1,143 @@
+"""Gold records: what the gold patch makes of every graded test, and which mutants it fails.
+
+A resolution is judged against the gold patch, not against "passed-ish": each FAIL_TO_PASS and
+PASS_TO_PASS test must end as it ends under gold (``differential.compare_with_gold``), and each
+canary session's mutant must be one the gold patch fails. Both come from a record made once per
+instance and image by two sessions of the real grader (``grader.SwebenchGrader``):
+1. the gold patch, graded as any patch is (the real session of the gold patch's own grade,
+   when that is what is being graded): every graded test's status, from the log as swebench
+   parses it (and, for pytest runners, the JUnit report);
+2. the gold patch again, with every candidate mutant (``mutants.candidates``: at most one per
+   graded test) planted in place at once: a mutant is kept only if its test is reported FAILED
+   there (and was PASSED in session 1); the others are dropped, with their status.
+
+Contracts:
+- ``GoldRecord`` is plain data (``as_dict``/``from_dict``); ``mutants()`` the kept ones as
+  ``mutants.Mutant``; ``key`` names it by instance and image id.
+- ``GoldStore(folder, artifacts)``: ``load(instance_id, image_id)`` from the run's artifacts,
+  else from ``folder`` (``swebench.gold_records``, shared by runs and ``ratchet swe validate``),
+  else None; ``save(record)`` writes both (the folder's file atomically). A record that does not
+  parse is ignored (made again).
+- ``ensure_gold_record(grader, instance)`` -> the record of ``instance`` (a raw or normalised
+  instance dict with its gold ``patch``) for the image the grader uses, made now when none is
+  stored: what ``ratchet swe validate`` calls to fill ``swebench.gold_records`` ahead of a run
+  (grading a gold patch fills it too).
+- ``default_folder()`` is the per-user cache folder used when the setting is unset:
+  ``$XDG_CACHE_HOME/ratchet/swebench-gold`` (``~/.cache`` by default).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ratchet_ray.suites.swebench.mutants import Mutant
+
+RECORD_VERSION = 1
+
+
+def default_folder() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "ratchet", "swebench-gold")
+
+
+@dataclass
+class GoldRecord:
+    instance_id: str
+    image_id: str
+    statuses: dict[str, str]
+    """Every FAIL_TO_PASS / PASS_TO_PASS test's status under gold in the log (``MISSING`` when
+    the log does not name it)."""
+    junit: dict[str, str] = field(default_factory=dict)
+    """The same tests' status in the JUnit report (pytest runners; ``MISSING`` when absent)."""
+    resolved: bool = False
+    """Whether swebench's report resolved the gold patch."""
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    """The mutants the gold patch fails (``Mutant.as_dict()``)."""
+    dropped: list[str] = field(default_factory=list)
+    """Candidate mutants the gold patch did not fail, each with the status it got."""
+    seconds: dict[str, float] = field(default_factory=dict)
+    """What making it cost: ``gold`` (the gold session, 0 when it was the grade's own real
+    session) and ``mutants`` (the session with every candidate planted)."""
+    version: int = RECORD_VERSION
+
+    @property
+    def key(self) -> str:
+        return record_key(self.instance_id, self.image_id)
+
+    def mutants(self) -> list[Mutant]:
+        return [Mutant.from_dict(m) for m in self.kept]
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "GoldRecord":
+        if data.get("version") != RECORD_VERSION:
+            raise ValueError(f"gold record version {data.get('version')!r}, expected {RECORD_VERSION}")
+        record = cls(**{k: data[k] for k in ("instance_id", "image_id", "statuses", "junit",
+                                             "resolved", "kept", "dropped", "seconds")})
+        record.mutants()  # every kept mutant must read back
+        return record
+
+    def describe(self) -> str:
+        return (f"gold record {self.key}: gold {'resolves' if self.resolved else 'does NOT resolve'}"
+                f", {len(self.kept)} mutant(s) it fails kept, {len(self.dropped)} dropped")
+
+
+def record_key(instance_id: str, image_id: str) -> str:
+    """``<instance>/<12 hex digits of the image id>.json``."""
+    digest = image_id.split(":", 1)[-1][:12] or "unknown"
+    return f"{instance_id}/{digest}.json"
+
+
+class GoldStore:
+    """Gold records in a folder shared by runs, and in the run's artifacts (``artifacts``: an
+    ``Artifacts`` store, or None)."""
+
+    def __init__(self, folder: str | Path | None, artifacts: Any = None):
+        self.folder = Path(folder).expanduser() if folder else None
+        self.artifacts = artifacts
+
+    def load(self, instance_id: str, image_id: str) -> GoldRecord | None:
+        key = record_key(instance_id, image_id)
+        sources = []
+        if self.artifacts is not None:
+            sources.append(lambda: self.artifacts.get(key))
+        if self.folder is not None:
+            path = self.folder / key
+            sources.append(lambda: path.read_bytes() if path.is_file() else None)
+        for read in sources:
+            try:
+                data = read()
+                if data is None:
+                    continue
+                record = GoldRecord.from_dict(json.loads(data.decode("utf-8")))
+            except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+                continue  # unreadable or of another version: made again
+            if record.instance_id == instance_id and record.image_id == image_id:
+                return record
+        return None
+
+    def save(self, record: GoldRecord) -> None:
+        data = json.dumps(record.as_dict(), indent=1, sort_keys=True).encode("utf-8")
+        if self.artifacts is not None:
+            self.artifacts.put(record.key, data)
+        if self.folder is not None:
+            path = self.folder / record.key
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".gold-")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+
+
+def ensure_gold_record(grader: Any, instance: dict[str, Any]) -> GoldRecord:
+    """The gold record of ``instance`` (with its gold ``patch``) on ``grader``'s image, made
+    now if neither the run nor ``swebench.gold_records`` holds it (see the module contract).
+    Raises ``ValueError`` for an instance without a gold patch."""
+    return grader.gold_record(instance)

@@ -1,0 +1,291 @@
+"""Mutants of graded tests, made in place: one expected value changed in the test's own style.
+
+A canary session (``differential``) runs the eval exactly as the real session does, except that
+one graded test's expected value is different: same file, same name, same position, same type
+and shape, and where it can be the same length, so the file's size does not change either
+(``5`` -> ``7``, ``'abc'`` -> ``'abd'``, ``2.5`` -> ``2.6``, ``[1, 2]`` -> ``[1, 3]``; ``True``
+-> ``False`` and ``''`` -> ``'a'`` are the exceptions). A fix passes the real test and fails its
+mutant; code that forces outcomes passes both, and cannot tell which session it is in.
+
+Contracts:
+- ``locate(instance, runner, words)`` -> ``{graded test id: (file, qualname)}`` for the graded
+  tests a mutant can be made of: pytest ids ``file::name`` / ``file::Class::name`` (not
+  parametrised), django's ``name (module.Class[.name])`` (file ``tests/<module path>.py``),
+  sympy's bare ``test_x`` (file: one of the ``.py`` files the command names, settled by
+  ``settle`` once their texts are known). ``qualname`` is ``name`` or ``Class::name``.
+- ``settle(located, texts)`` the same, with each sympy test placed in the one file whose text
+  defines it (a test defined in none, or in several, is dropped).
+- ``candidates(located, texts, rng)`` -> ``{test id: Mutant}``, at most one per test: the last
+  literal expectation of the test's body (``assert <expr> == <literal>`` or ``is True/False``;
+  ``self.assertEqual(x, <literal>)`` and its kin), changed by ``mutate_literal``. Tests without
+  one get none.
+- ``Mutant.apply(text)`` -> the file's text with the change, or None when the text is not the
+  one the mutant was made from (the literal is not where it was). ``Mutant`` round-trips through
+  ``as_dict``/``from_dict`` (gold records keep them).
+- ``mutate_literal(source, rng)`` -> another literal of the same type and shape (same length
+  where one exists), or None.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import re
+import string
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ratchet_ray.suites.swebench.log_canaries import unittest_name
+from ratchet_ray.suites.swebench.protect import repo_relative_file
+
+# unittest assertions whose expected value is one of their first two arguments
+EQUAL_CALLS = ("assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
+               "assertDictEqual", "assertSetEqual", "assertSequenceEqual", "assertIs",
+               "assertMultiLineEqual", "assertCountEqual", "assertAlmostEqual")
+_TEST_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(test\w*)\s*\(", re.M)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    test: str
+    """The graded test id (as FAIL_TO_PASS / PASS_TO_PASS name it)."""
+    file: str
+    line: int
+    """1-based line of the literal; ``col`` its 0-based character offset in that line."""
+    col: int
+    old: str
+    new: str
+    row: str
+    """The whole line the mutant was made in: it applies only to that line, unchanged."""
+
+    def apply(self, text: str) -> str | None:
+        lines = text.split("\n")
+        if not 0 < self.line <= len(lines):
+            return None
+        row = lines[self.line - 1]
+        if row != self.row or row[self.col:self.col + len(self.old)] != self.old:
+            return None
+        lines[self.line - 1] = row[:self.col] + self.new + row[self.col + len(self.old):]
+        return "\n".join(lines)
+
+    def describe(self) -> str:
+        return f"{self.test} ({self.file}:{self.line}: {self.old} -> {self.new})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Mutant":
+        return cls(**{k: data[k] for k in ("test", "file", "line", "col", "old", "new", "row")})
+
+
+def locate(instance: dict[str, Any], runner: str | None,
+           words: list[str]) -> dict[str, tuple[str, str]]:
+    tests = [*instance.get("FAIL_TO_PASS", []), *instance.get("PASS_TO_PASS", [])]
+    found: dict[str, tuple[str, str]] = {}
+    if runner == "sympy":
+        files = sorted({f for w in words if w.endswith(".py") and (f := repo_relative_file(w))})
+        for test in tests:
+            if re.fullmatch(r"test_\w+", test):
+                found[test] = ("|".join(files), test)  # settled by ``settle``
+        return found
+    for test in tests:
+        if runner == "unittest":
+            parsed = unittest_name(test)
+            if parsed is None:
+                continue
+            module, cls, method = parsed
+            path = repo_relative_file("tests/" + module.replace(".", "/") + ".py")
+            if path:
+                found[test] = (path, f"{cls}::{method}")
+        elif runner == "pytest":
+            parts = test.split("::")
+            path = repo_relative_file(parts[0])
+            if (path and path.endswith(".py") and len(parts) in (2, 3)
+                    and "[" not in parts[-1]):
+                found[test] = (path, "::".join(parts[1:]))
+    return found
+
+
+def files_of(located: dict[str, tuple[str, str]]) -> list[str]:
+    """Every file a located test may live in (a sympy test's candidates included)."""
+    return sorted({f for file, _ in located.values() for f in file.split("|") if f})
+
+
+def settle(located: dict[str, tuple[str, str]],
+           texts: dict[str, str | None]) -> dict[str, tuple[str, str]]:
+    settled = {}
+    for test, (file, qual) in located.items():
+        if "|" not in file and file:
+            settled[test] = (file, qual)
+            continue
+        homes = [f for f in file.split("|") if f and texts.get(f)
+                 and qual in _TEST_DEF.findall(texts[f] or "")]
+        if len(homes) == 1:
+            settled[test] = (homes[0], qual)
+    return settled
+
+
+def _function(tree: ast.Module, qual: str) -> ast.FunctionDef | None:
+    parts = qual.split("::")
+    body: list[ast.stmt] = tree.body
+    for name in parts[:-1]:
+        owner = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == name), None)
+        if owner is None:
+            return None
+        body = owner.body
+    return next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and n.name == parts[-1]), None)
+
+
+def _literal(node: ast.expr | None) -> bool:
+    """A literal an expectation is written as: a constant other than None/Ellipsis (a negative
+    number too), or a container of literals."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    if isinstance(node, ast.Constant):
+        return node.value is not None and node.value is not Ellipsis
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return bool(node.elts) and all(_literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return bool(node.values) and all(k is not None for k in node.keys) and all(
+            _literal(v) for v in node.values)
+    return False
+
+
+def _expectations(fn: ast.FunctionDef) -> list[ast.expr]:
+    """The literal expectations in ``fn``'s body, in source order."""
+    found = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare):
+            cmp = node.test
+            if len(cmp.ops) == 1 and isinstance(cmp.ops[0], (ast.Eq, ast.Is)):
+                right, left = cmp.comparators[0], cmp.left
+                if isinstance(cmp.ops[0], ast.Is):
+                    if isinstance(right, ast.Constant) and type(right.value) is bool:
+                        found.append(right)
+                elif _literal(right):
+                    found.append(right)
+                elif _literal(left):
+                    found.append(left)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"
+              and node.func.attr in EQUAL_CALLS and len(node.args) >= 2):
+            first, second = node.args[:2]
+            if _literal(second):
+                found.append(second)
+            elif _literal(first):
+                found.append(first)
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _constants(node: ast.expr) -> list[ast.Constant]:
+    """The constants of a literal, last first (the one to change is the last that can be)."""
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    if isinstance(node, ast.Constant):
+        return [node]
+    parts = node.values if isinstance(node, ast.Dict) else node.elts
+    return [c for part in reversed(parts) for c in _constants(part)]
+
+
+def _next_char(c: str, rng: random.Random) -> str:
+    for pool in (string.digits, string.ascii_lowercase, string.ascii_uppercase):
+        if c in pool:
+            return rng.choice([p for p in pool if p != c])
+    return c
+
+
+def mutate_literal(source: str, rng: random.Random) -> str | None:
+    """A different literal of ``source``'s type (same length where possible; see the module
+    docstring), checked by evaluating both."""
+    try:
+        before = ast.literal_eval(source)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    if type(before) is bool:
+        return str(not before)
+    candidates = []
+    body_end = len(source)
+    if isinstance(before, (str, bytes)):
+        quote = source[-1]
+        body_end = len(source) - (3 if source.endswith(quote * 3) and len(source) >= 6 else 1)
+    for i in range(body_end - 1, -1, -1):
+        c = source[i]
+        if isinstance(before, (str, bytes)) and i > 0 and source[i - 1] == "\\":
+            continue  # part of an escape
+        changed = _next_char(c, rng)
+        if changed != c:
+            candidates.append(source[:i] + changed + source[i + 1:])
+        if len(candidates) >= 3:
+            break
+    if isinstance(before, (str, bytes)) and body_end < len(source):
+        candidates.append(source[:body_end] + "q" + source[body_end:])  # '' -> 'q'
+    for new in candidates:
+        try:
+            after = ast.literal_eval(new)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if type(after) is type(before) and after != before:
+            return new
+    return None
+
+
+def _segment(lines: list[str], node: ast.expr) -> tuple[int, str] | None:
+    """``(character column, text)`` of a one-line node (``ast`` offsets are UTF-8 bytes)."""
+    if node.lineno != node.end_lineno:
+        return None
+    raw = lines[node.lineno - 1].encode()
+    col = len(raw[:node.col_offset].decode(errors="replace"))
+    return col, raw[node.col_offset:node.end_col_offset].decode(errors="replace")
+
+
+def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef,
+            rng: random.Random) -> Mutant | None:
+    lines = text.split("\n")
+    for expectation in reversed(_expectations(fn)):
+        for constant in _constants(expectation):
+            found = _segment(lines, constant)
+            if found is None:
+                continue
+            col, old = found
+            new = mutate_literal(old, rng)
+            if new is not None:
+                return Mutant(test, file, constant.lineno, col, old, new, lines[constant.lineno - 1])
+    return None
+
+
+def candidates(located: dict[str, tuple[str, str]], texts: dict[str, str | None],
+               rng: random.Random) -> dict[str, Mutant]:
+    trees: dict[str, ast.Module | None] = {}
+    found = {}
+    for test, (file, qual) in sorted(located.items()):
+        text = texts.get(file)
+        if text is None:
+            continue
+        if file not in trees:
+            try:
+                trees[file] = ast.parse(text)
+            except SyntaxError:
+                trees[file] = None
+        tree = trees[file]
+        fn = _function(tree, qual) if tree is not None else None
+        if fn is None:
+            continue
+        mutant = _mutant(test, file, text, fn, rng)
+        if mutant is not None and mutant.apply(text) is not None:
+            found[test] = mutant
+    return found
+
+
+def apply_all(texts: dict[str, str], mutants: list[Mutant]) -> dict[str, str]:
+    """``texts`` with every mutant that applies to them applied (several per file, even per
+    line: each line's edits are made right to left, so their columns hold)."""
+    out = dict(texts)
+    usable = [m for m in mutants if m.file in texts and m.apply(texts[m.file]) is not None]
+    for mutant in sorted(usable, key=lambda m: (m.file, m.line, -m.col)):
+        lines = out[mutant.file].split("\n")
+        row = lines[mutant.line - 1]
+        lines[mutant.line - 1] = row[:mutant.col] + mutant.new + row[mutant.col + len(mutant.old):]
+        out[mutant.file] = "\n".join(lines)
+    return out

@@ -1,0 +1,202 @@
+"""Mutants made in place, gold records and the differential's judgement, without Docker (the
+sessions run for real in test_swebench_differential.py)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import random
+
+import pytest
+from pydantic import ValidationError
+
+import swebench_instances as fixture
+from ratchet_ray.suites.swebench import canaries, mutants
+from ratchet_ray.suites.swebench.differential import (
+    Session, compare_with_gold, draw, judge_canaries)
+from ratchet_ray.suites.swebench.gold import GoldRecord, GoldStore, record_key
+from ratchet_ray.suites.swebench.mutants import Mutant, mutate_literal
+from ratchet_ray.suites.swebench.settings import SwebenchSettings
+from ratchet_ray.types import GradeResult
+
+F2P, P2P = fixture.TESTS["ratchet__calc-1"]
+INSTANCE = {"FAIL_TO_PASS": F2P, "PASS_TO_PASS": P2P}
+AFTER = canaries.after_test_patch({"tests/test_ops.py": fixture.BASE_FILES["tests/test_ops.py"]},
+                                  fixture.TEST_PATCH["ratchet__calc-1"])["tests/test_ops.py"]
+
+
+@pytest.mark.parametrize("source, same_length", [
+    ("5", True), ("10", True), ("0", True), ("-3", True), ("2.5", True), ("1e5", True),
+    ("'abc'", True), ('"A1"', True), ("'a\\n'", True), ("b'xy'", True), ("'''doc'''", True),
+    ("''", False), ("True", False), ("False", False), ("0x1f", True)])
+def test_a_literal_changes_value_but_not_type_and_mostly_not_length(source, same_length):
+    for seed in range(5):
+        new = mutate_literal(source, random.Random(seed))
+        before, after = ast.literal_eval(source), ast.literal_eval(new)
+        assert type(after) is type(before) and after != before, (source, new)
+        assert (len(new) == len(source)) is same_length, (source, new)
+    assert mutate_literal("None", random.Random(0)) is None
+    assert mutate_literal("f(x)", random.Random(0)) is None
+
+
+TESTS_TEXT = '''import unittest
+from m import f
+
+
+def test_int():
+    x = f()
+    assert x == 4
+
+
+def test_container():
+    assert f() == [1, (2, "ab")]
+
+
+def test_flag():
+    assert f() is True
+
+
+def test_no_literal():
+    assert f() in g()
+
+
+def test_multiline():
+    assert f() == """a
+b"""
+
+
+class TestC:
+    def test_method(self):
+        assert -7 == f()
+
+
+class TestU(unittest.TestCase):
+    def test_eq(self):
+        self.assertEqual(f(), {"k": 10})
+'''
+
+
+def test_candidates_change_the_last_literal_expectation_of_each_graded_test():
+    graded = ["t.py::test_int", "t.py::test_container", "t.py::test_flag", "t.py::test_no_literal",
+              "t.py::test_multiline", "t.py::TestC::test_method", "t.py::TestU::test_eq",
+              "t.py::test_int[1]", "t.py::test_gone"]
+    located = mutants.locate({"FAIL_TO_PASS": graded}, "pytest", [])
+    assert "t.py::test_int[1]" not in located and located["t.py::TestC::test_method"] == (
+        "t.py", "TestC::test_method")
+    found = mutants.candidates(located, {"t.py": TESTS_TEXT}, random.Random(1))
+    assert set(found) == {"t.py::test_int", "t.py::test_container", "t.py::test_flag",
+                          "t.py::TestC::test_method", "t.py::TestU::test_eq"}
+    assert (found["t.py::test_int"].line, found["t.py::test_int"].old) == (7, "4")
+    assert found["t.py::test_container"].old == '"ab"', "the last constant of the container"
+    assert (found["t.py::test_flag"].old, found["t.py::test_flag"].new) == ("True", "False")
+    assert found["t.py::TestC::test_method"].old == "7"
+    assert found["t.py::TestU::test_eq"].old == "10"
+    for mutant in found.values():
+        changed = mutant.apply(TESTS_TEXT)
+        assert changed is not None and changed != TESTS_TEXT
+        ast.parse(changed)
+        assert changed.count("\n") == TESTS_TEXT.count("\n"), "same lines, same positions"
+    every = mutants.apply_all({"t.py": TESTS_TEXT}, list(found.values()))["t.py"]
+    assert all(m.apply(every) is None for m in found.values()), "each one applied"
+
+
+def test_a_mutant_does_not_apply_to_another_text_and_round_trips():
+    mutant = mutants.candidates(mutants.locate(INSTANCE, "pytest", []), {"tests/test_ops.py": AFTER},
+                                random.Random(0))["tests/test_ops.py::test_add"]
+    assert mutant.apply(AFTER).count("add(2, 3) == ") == 1 and len(mutant.apply(AFTER)) == len(AFTER)
+    assert mutant.apply(AFTER.replace("== 5", "== 55")) is None
+    assert Mutant.from_dict(json.loads(json.dumps(mutant.as_dict()))) == mutant
+
+
+def _record(**kw) -> GoldRecord:
+    kept = [Mutant(t, "tests/test_ops.py", i + 5, 20, "5", "7", "").as_dict()
+            for i, t in enumerate([*F2P, *P2P])]
+    return GoldRecord("ratchet__calc-1", "sha256:" + "ab" * 32,
+                      statuses={t: "PASSED" for t in [*F2P, *P2P]}, resolved=True,
+                      kept=kw.pop("kept", kept), **kw)
+
+
+def test_each_grade_draws_its_canary_sessions_a_fail_to_pass_mutant_first():
+    for seed in range(40):
+        chosen = draw(_record(), INSTANCE, (2, 3), random.Random(seed))
+        assert 2 <= len(chosen) <= 3 and chosen[0].test in F2P
+    counts = {len(draw(_record(), INSTANCE, (2, 4), random.Random(s))) for s in range(60)}
+    assert counts == {2, 3, 4}
+    p2p_only = _record(kept=[m for m in _record().kept if m["test"] in P2P])
+    assert all(m.test in P2P for m in draw(p2p_only, INSTANCE, (2, 2), random.Random(0)))
+    assert draw(_record(kept=[]), INSTANCE, (2, 3), random.Random(0)) == []
+
+
+def test_gold_records_are_kept_in_the_folder_and_the_run(tmp_path):
+    from ratchet_ray.artifacts import as_artifacts
+
+    record = _record(junit={F2P[0]: "PASSED"}, seconds={"gold": 1.5})
+    run = as_artifacts(tmp_path / "run")
+    GoldStore(tmp_path / "cache", run).save(record)
+    assert (tmp_path / "cache" / record_key(record.instance_id, record.image_id)).is_file()
+    assert GoldStore(tmp_path / "cache").load(record.instance_id, record.image_id) == record
+    assert GoldStore(None, run).load(record.instance_id, record.image_id) == record
+    assert GoldStore(tmp_path / "cache").load(record.instance_id, "sha256:other") is None
+    (tmp_path / "cache" / record.key).write_text("{not json")
+    assert GoldStore(tmp_path / "cache").load(record.instance_id, record.image_id) is None
+
+
+RESOLVED = GradeResult(passed=True, exit_status="ok", trace="resolved")
+
+
+def _session(log: dict[str, str], junit: dict[str, str] | None = None, mutant: Mutant | None = None,
+             result: GradeResult = GradeResult(passed=False, exit_status="unresolved", trace="x"),
+             ) -> Session:
+    texts = {"tests/test_ops.py": AFTER}
+    written = {"tests/test_ops.py": AFTER + ("#" if mutant else "")}
+    return Session("s", result, log=log, junit=junit, texts=texts, written=written, seconds=1.0)
+
+
+def test_outcomes_are_compared_with_gold_not_with_passed_ish():
+    real = _session({t: "PASSED" for t in [*F2P, *P2P]}, {t: "PASSED" for t in [*F2P, *P2P]})
+    assert compare_with_gold(RESULT := RESOLVED, real, _record(), INSTANCE) is RESULT
+    xfail = _session({**real.log, F2P[0]: "XFAIL"}, real.junit)
+    judged = compare_with_gold(RESOLVED, xfail, _record(), INSTANCE)
+    assert judged.exit_status == "unresolved" and "XFAIL in the log, PASSED under gold" in judged.trace
+    junit = _session(real.log, {**real.junit, P2P[0]: "SKIPPED"})
+    judged = compare_with_gold(RESOLVED, junit, _record(junit=dict(real.junit)), INSTANCE)
+    assert "SKIPPED in the JUnit report, PASSED under gold" in judged.trace
+
+
+def test_a_canary_session_whose_mutant_passes_is_tampering_with_proof():
+    everything = {t: "PASSED" for t in [*F2P, *P2P]}
+    real = _session(everything, everything)
+    mutant = _record().mutants()[0]
+    honest = _session({**everything, F2P[0]: "FAILED"}, {**everything, F2P[0]: "FAILED"}, mutant)
+    judged = judge_canaries(RESOLVED, real, [(mutant, honest), (mutant, honest)], INSTANCE, 2)
+    assert judged.passed and "canary session 2 of 2" in judged.trace and "FAILED as it must" in judged.trace
+    forced = _session(everything, {**everything, F2P[0]: "FAILED"}, mutant)
+    judged = judge_canaries(RESOLVED, real, [(mutant, honest), (mutant, forced)], INSTANCE, 2)
+    assert judged.exit_status == "test_tampering", judged.trace
+    assert (f"canary session 2 of 2 (1.0s), mutant {F2P[0]} (tests/test_ops.py:5: 5 -> 7): "
+            "reported PASSED in the log, FAILED in the JUnit report") in judged.trace
+    xfailed = _session({**everything, F2P[0]: "XFAIL"}, None, mutant)
+    assert judge_canaries(RESOLVED, real, [(mutant, xfailed)], INSTANCE, 1).exit_status == "test_tampering"
+    for status in ("SKIPPED", "ERROR", "MISSING"):
+        odd = _session({**everything, F2P[0]: status}, None, mutant)
+        assert judge_canaries(RESOLVED, real, [(mutant, odd)], INSTANCE, 1).exit_status == "results_mismatch"
+    unplanted = _session({**everything, F2P[0]: "FAILED"}, None, None)
+    assert "could not be planted" in judge_canaries(RESOLVED, real, [(mutant, unplanted)], INSTANCE, 1).trace
+    flaky = _session({**everything, F2P[0]: "FAILED", P2P[0]: "FAILED"}, None, mutant)
+    judged = judge_canaries(RESOLVED, real, [(mutant, flaky)], INSTANCE, 1)
+    assert judged.exit_status == "results_mismatch" and "disagree" in judged.trace
+    sentinel = _session(everything, None, mutant, GradeResult(
+        passed=False, exit_status="test_tampering", trace="test_tampering: the grader's pytest plugin saw"))
+    judged = judge_canaries(RESOLVED, real, [(mutant, sentinel)], INSTANCE, 1)
+    assert judged.exit_status == "test_tampering" and "grader's pytest plugin" in judged.trace
+    cut = Session("s", GradeResult(passed=False, exit_status="timeout", trace="timeout: killed"))
+    assert "did not complete (timeout" in judge_canaries(RESOLVED, real, [(mutant, cut)], INSTANCE, 1).trace
+
+
+def test_the_canary_settings():
+    assert SwebenchSettings().canary_sessions == (2, 3)
+    assert SwebenchSettings(canary_parallel=3).parallel_canaries() == 3
+    assert SwebenchSettings().parallel_canaries() >= 1
+    for bad in ([1, 2], [3, 2]):
+        with pytest.raises(ValidationError, match="2 <= low <= high"):
+            SwebenchSettings(canary_sessions=bad)
