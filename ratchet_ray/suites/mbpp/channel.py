@@ -5,6 +5,11 @@ runner's stdin, then ``next_frame(deadline)`` returns each length-prefixed frame
 once the sandbox side closed; ``FrameTimeout`` past the deadline; ``FrameTooLarge`` above
 ``max_frame`` bytes, before reading it) while draining a capped stderr tail. ``close()`` SIGKILLs
 the sandbox's session and returns only once ``reap_sandbox`` saw its pid namespace gone.
+
+Memory: a frame is read straight into one buffer of its announced size (``os.readv``), which
+``next_frame`` hands over as a ``bytearray`` the caller owns: the grader holds a frame once,
+never a growing buffer plus slices and copies of it (issue 44: one frame near the 512 MiB cap
+cost three times its size before).
 """
 
 from __future__ import annotations
@@ -74,7 +79,9 @@ class SandboxProcess:
         self.proc, self.frames_fd, self.max_frame, self.mode = proc, frames_fd, max_frame, mode
         self.info_fd, self.scratch = info_fd, scratch
         self.stderr = bytearray()
-        self._buffer = bytearray()
+        self._buffer = bytearray()  # bytes read before a frame's size was known
+        self._payload: bytearray | None = None  # the frame being read, at its announced size
+        self._filled = 0
         self._eof = False
         self._selector = selectors.DefaultSelector()
         self._selector.register(frames_fd, selectors.EVENT_READ, "frames")
@@ -86,22 +93,18 @@ class SandboxProcess:
         except (BrokenPipeError, OSError):
             pass  # died at start-up: next_frame sees EOF and the stderr says why
 
-    def next_frame(self, deadline: float) -> bytes | None:
-        """The next frame's bytes; None once the runner side closed (exited or was killed).
+    def next_frame(self, deadline: float) -> bytearray | None:
+        """The next frame's bytes (the caller's to keep); None once the runner side closed
+        (exited or was killed).
 
         Past the deadline, what had already arrived is still read once before ``FrameTimeout``:
         a grader that was itself slow must not miss a frame that the sandbox sent in time (the
         runner's start frame above all, which decides whether a failure is the code's)."""
         last_look = False
         while True:
-            if len(self._buffer) >= 4:
-                size = int.from_bytes(self._buffer[:4], "big")
-                if size > self.max_frame:
-                    raise FrameTooLarge(f"{size} bytes")
-                if len(self._buffer) >= 4 + size:
-                    frame = bytes(self._buffer[4:4 + size])
-                    del self._buffer[:4 + size]
-                    return frame
+            frame = self._take()
+            if frame is not None:
+                return frame
             if self._eof:
                 return None
             remaining = deadline - time.monotonic()
@@ -111,11 +114,7 @@ class SandboxProcess:
                 last_look, remaining = True, 0
             for key, _ in self._selector.select(timeout=remaining):
                 if key.data == "frames":
-                    chunk = self._read(self.frames_fd)
-                    if chunk:
-                        self._buffer.extend(chunk)
-                    elif chunk is not None:
-                        self._eof = True
+                    self._eof = not self._fill()
                 else:
                     chunk = self._read(key.fd)
                     if chunk:
@@ -123,6 +122,42 @@ class SandboxProcess:
                         del self.stderr[:-8000]
                     elif chunk is not None:
                         self._selector.unregister(key.fileobj)
+
+    def _take(self) -> bytearray | None:
+        """The frame once all of it arrived; starts the next one when its size is known."""
+        if self._payload is None:
+            if len(self._buffer) < 4:
+                return None
+            size = int.from_bytes(self._buffer[:4], "big")
+            if size > self.max_frame:
+                raise FrameTooLarge(f"{size} bytes")
+            self._payload = bytearray(size)
+            early = self._buffer[4:4 + size]  # what one read brought past the header
+            self._payload[:len(early)] = early
+            self._filled = len(early)
+            del self._buffer[:4 + len(early)]
+        if self._filled < len(self._payload):
+            return None
+        frame, self._payload, self._filled = self._payload, None, 0
+        return frame
+
+    def _fill(self) -> bool:
+        """Read what the channel holds: into the frame's own buffer while one is being read,
+        else a small chunk for the next header. False at end of file."""
+        try:
+            if self._payload is not None:
+                view = memoryview(self._payload)[self._filled:]
+                try:
+                    count = os.readv(self.frames_fd, [view])
+                finally:
+                    view.release()
+                self._filled += count
+                return count > 0
+            chunk = os.read(self.frames_fd, 1 << 16)
+        except BlockingIOError:
+            return True
+        self._buffer.extend(chunk)
+        return bool(chunk)
 
     @staticmethod
     def _read(fd: int) -> bytes | None:

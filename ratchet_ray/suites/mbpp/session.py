@@ -14,6 +14,17 @@ the first split also gets ``grace_s`` for loading the code; the whole grade its 
 sandbox is killed whatever happened. Nothing the sandbox sends can make a test pass unless the
 output it carries is the right one.
 
+Memory: judging one frame holds about twice its size at most (the channel's one buffer, then
+its text, then the decoded output), whatever the frame holds. A frame is ASCII JSON with a
+handful of fields (``runner._frame``) and an output's wire text has at most ``4 * MAX_NODES``
+values (``wire.encode`` stops at ``MAX_NODES``; a container adds its tag, a complex two parts),
+so a frame that is not ASCII, that would build more than ``MAX_MESSAGE_VALUES`` values, or that
+escapes a character beyond Latin-1 in a frame over ``WIDE_CHECK_BYTES`` (the runner's frames are
+that large only for an output, whose text holds no such escape), and a wire text past its value
+bound, are refused before anything is built: the runner never sends them, so an honest answer's
+verdict is unchanged, and a forged one cannot make the grader build tens of bytes per byte it
+sent (nested empty lists did: 22 times the frame, issue 44; ``bench/mbpp_frame_memory.py``).
+
 Infrastructure or the code's fault: the runner's first frame, ``{"k": "start"}``, is written by
 trusted code before the solution is compiled or run (runner.py). Until it arrives, any failure
 (bubblewrap or the interpreter not starting, a start-up past the deadline, a runner fault) is the
@@ -30,6 +41,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import reprlib
 import signal
 import sysconfig
@@ -47,6 +59,15 @@ SPLITS = ("base", "plus")
 MAX_NODES = 2_000_000  # larger outputs travel as a digest only
 ENCODE_BYTES_PER_S = 20e6  # slack per byte of the expected output's pickle (hash + encode)
 MAX_DEPTH = 100
+MAX_WIRE_VALUES = 4 * MAX_NODES + 16
+"""Values an honest output's wire text can build: ``MAX_NODES`` nodes, each at most four JSON
+values (``["c", real, imag]``: the list, its tag and two floats), and a few to spare."""
+MAX_MESSAGE_VALUES = 64
+"""Values of one frame's JSON object: the runner's messages have at most a dozen."""
+WIDE_CHECK_BYTES = 1 << 20
+_WIDE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u(?!00)")
+"""A real ``\\uXXXX`` escape (an odd run of backslashes) beyond U+00FF: it would make the decoded
+string two or four bytes per character."""
 
 
 class _SafeRepr(reprlib.Repr):
@@ -158,13 +179,29 @@ class _Reader:
             raise _Failure("failed_tests", f"output too large to check ({exc}; {what})") from None
         if raw is None:
             raise _Failure("crashed", f"the process died without an answer ({what})")
-        try:
-            message = json.loads(raw)
-        except (ValueError, RecursionError):
-            message = None
+        message = _parse_frame(raw)
+        del raw
         if type(message) is not dict or type(message.get("k")) is not str:
             raise _Failure(PROTOCOL_VIOLATION, f"malformed message from the sandbox ({what})")
         return message
+
+
+def _parse_frame(raw: bytearray) -> object:
+    """The frame's JSON value, or None when it is not one the runner could have written
+    (module docstring: not ASCII, too many values, a wide escape in a large frame)."""
+    try:
+        text = raw.decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    raw.clear()  # the caller's buffer: from here on only the text is held
+    if wire.too_many_values(text, MAX_MESSAGE_VALUES):
+        return None
+    if len(text) > WIDE_CHECK_BYTES and "\\u" in text and _WIDE_ESCAPE.search(text):
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _await_start(reader: _Reader, deadline: float, outcome: Outcome) -> None:
@@ -253,7 +290,7 @@ def _run_split(reader: _Reader, split: str, problem: dict, expected: dict, limit
             raise _Failure("failed_tests", f"{call} returned a value too big to compare (over "
                                            f"{MAX_NODES} values) that is not the expected one")
         try:
-            out = wire.decode(text, MAX_DEPTH)
+            out = wire.decode(text, MAX_DEPTH, MAX_WIRE_VALUES)
         except wire.WireError as exc:
             raise _Failure("failed_tests",
                            f"{call} returned an undecodable value ({exc})") from None

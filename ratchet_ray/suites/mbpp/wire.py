@@ -12,10 +12,15 @@ Standard library only: the sandboxed runner loads this file by location. Contrac
   which the trusted side decodes to ``Opaque``: it equals nothing, so it is a wrong answer
   (except where evalplus itself only asks "is it not None"). Encoding stops with
   ``Unencodable`` past ``max_nodes`` values or ``max_depth`` nesting (cycles included).
-- ``decode(text, max_depth) -> value``: the inverse, run by the grader. It builds only plain
-  builtin values and ``Opaque``; it never imports, calls or instantiates anything named by the
-  input, so a forged text can at worst describe some plain value. Malformed input raises
-  ``WireError``.
+- ``decode(text, max_depth, max_values=None) -> value``: the inverse, run by the grader. It
+  builds only plain builtin values and ``Opaque``; it never imports, calls or instantiates
+  anything named by the input, so a forged text can at worst describe some plain value.
+  Malformed input raises ``WireError``; so does, before anything is built, a text that is not
+  ASCII (``encode`` writes ASCII only) or one that would build more than ``max_values`` values
+  (``too_many_values``): a text of nested empty lists builds tens of bytes per byte it has.
+- ``too_many_values(text, limit)``: whether ``json.loads(text)`` would build more than ``limit``
+  values, from the commas, colons and opening brackets outside strings (every value but the
+  first follows one of them); no copy of ``text`` is made, and counting stops past ``limit``.
 
 Layout: JSON null/true/false/strings are themselves; JSON numbers are ints (no fraction or
 exponent) or floats (``repr`` form, ``NaN``/``Infinity`` included); big ints are ``["i", hex]``;
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 
 SMALL_INT = 1 << 62
 _INT, _FLOAT, _STR, _BOOL, _NONE = int, float, str, bool, type(None)
@@ -120,7 +126,34 @@ def _decode_float(text: str) -> float:
     return float(text)
 
 
-def decode(text: str | bytes, max_depth: int = 100):
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"')
+
+
+def _structure(text: str, start: int = 0, end: int | None = None) -> int:
+    end = len(text) if end is None else end
+    return sum(text.count(mark, start, end) for mark in ",:[{")
+
+
+def too_many_values(text: str, limit: int) -> bool:
+    """Whether ``json.loads(text)`` would build more than ``limit`` values (module contract)."""
+    if _structure(text) + 1 <= limit:  # marks inside strings counted too: a cheap upper bound
+        return False
+    count, position = 1, 0
+    for string in _JSON_STRING.finditer(text):
+        count += _structure(text, position, string.start())
+        if count > limit:
+            return True
+        position = string.end()
+    return count + _structure(text, position) > limit
+
+
+def decode(text: str | bytes, max_depth: int = 100, max_values: int | None = None):
+    if type(text) is not str:
+        text = bytes(text).decode("ascii", errors="replace")
+    if not text.isascii():
+        raise WireError("not a valid encoding: a character outside ASCII (encode writes ASCII)")
+    if max_values is not None and too_many_values(text, max_values):
+        raise WireError(f"not a valid encoding: more than {max_values} values")
     try:
         tree = json.loads(text, parse_constant=_decode_float)
     except (ValueError, RecursionError) as exc:
