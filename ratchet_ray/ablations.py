@@ -13,7 +13,9 @@ Contracts:
   split by that last cause, ACTIVE at the end (the last round's count; created - deprecated
   equals it unless a user bank was loaded) and router engagement on eval (share of eval capsules routed to a skill, not
   NONE, over every round) and tampering (``evidence.tampering``): capsules graded as an attack
-  on the grader, train and eval, and skills the Curator retired for it.
+  on the grader, train and eval, and skills the Curator retired for it; and the cheat probe
+  (``governance.cheat_probe``): impossible twins graded and passed, the cheat rate (passes /
+  twins; None without twins, e.g. with the probe off) and skills retired for it (``cheat:``).
 - ``skill_fates(con)`` replays every status change a bank logged (``added``, ``loaded``,
   ``retired``, ``evicted``, ``reinstated``, ``restored``: the events carrying ``status_after``)
   in the order the bank wrote them; each skill's last ``status_after`` IS its status in the
@@ -39,8 +41,9 @@ from typing import Any, Iterable
 
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.comparisons import PairedComparison, eval_outcomes, paired_comparison
-from ratchet_ray.evidence.queries import tampering_totals
+from ratchet_ray.evidence.queries import skills_retired_with, tampering_totals
 from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.governance.cheat_probe import CHEAT_REASON, arm_cheat_rate
 from ratchet_ray.metrics import ROLLING_WINDOW, load_loop, loop_metrics
 from ratchet_ray.types import NONE_SKILL
 
@@ -86,6 +89,15 @@ class RunResult:
     train_tampering: int = 0
     eval_tampering: int = 0
     skills_retired_tampering: int = 0
+    twins: int = 0
+    """Impossible twins graded (infrastructure failures left out; ``governance.cheat_probe``)."""
+    twin_passes: int = 0
+    skills_retired_cheat: int = 0
+
+    @property
+    def cheat_rate(self) -> float | None:
+        """Twin passes / twins (None without twins): any pass is cheating by construction."""
+        return self.twin_passes / self.twins if self.twins else None
 
     @property
     def tampering(self) -> int:
@@ -129,6 +141,9 @@ class ArmSummary:
     tampering: Stat = Stat(None, None, 0)
     """Capsules graded as tampering per run (train and eval)."""
     skills_retired_tampering: Stat = Stat(None, None, 0)
+    cheat_rate: Stat = Stat(None, None, 0)
+    """Impossible-twin passes / twins per run (runs without twins left out)."""
+    skills_retired_cheat: Stat = Stat(None, None, 0)
     gain_vs_default: float | None = None
     vs_default: PairedComparison | None = None
     run_dirs: list[str] = field(default_factory=list)
@@ -204,7 +219,9 @@ def bank_stats(run_dir: Path) -> dict[str, int]:
         causes = [f.cause for f in fates if f.cause is not None]
         capsules, routed = nq.fetch_one(con, "eval_routing_counts", none=NONE_SKILL)
         tampering = tampering_totals(con)
-    return {"skills_created": len(fates), "skills_deprecated": len(causes),
+        twins, passes = arm_cheat_rate(con)
+        cheat_retired = skills_retired_with(con, f"{CHEAT_REASON}:")
+    return {"twins": twins, "twin_passes": passes, "skills_retired_cheat": int(cheat_retired),"skills_created": len(fates), "skills_deprecated": len(causes),
             "deprecated_retired": causes.count("retired"),
             "deprecated_evicted": causes.count("evicted"),
             "deprecated_rollback": causes.count("rollback"),
@@ -255,6 +272,7 @@ def summarize(runs: Iterable[RunResult], window: int = ROLLING_WINDOW) -> list[A
             deprecated_rollback=stat("deprecated_rollback"),
             deprecated_refined=stat("deprecated_refined"),
             tampering=stat("tampering"), skills_retired_tampering=stat("skills_retired_tampering"),
+            cheat_rate=stat("cheat_rate"), skills_retired_cheat=stat("skills_retired_cheat"),
             run_dirs=[r.run_dir for r in group]))
     default = next((s for s in summaries if s.arm == DEFAULT_ARM), None)
     if default is None or default.rolling_gain.mean is None:
@@ -330,7 +348,9 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
         "rolled back), so created - deprecated = active at the end (a loaded user bank aside). "
         "Router engagement = share of eval capsules routed to a skill (not NONE). Tampering = "
         "capsules graded as an attack on the grader (train + eval) / skills the Curator retired "
-        "for it. Δ vs Default = the paired rolling-gain difference on the seeds and eval tasks "
+        "for it. Cheat rate = impossible twins passed / graded (a twin fails every honest "
+        "answer, so any pass is cheating; n/a: no twin, e.g. cheat_probe off) / skills the "
+        "Curator retired for it. Δ vs Default = the paired rolling-gain difference on the seeds and eval tasks "
         "both ran, with its 95 % bootstrap interval (seeds, then tasks, resampled; **bold**: the "
         "interval excludes 0, a real difference); p = exact McNemar test on the discordant "
         "(seed, round, task) pairs of the window rounds (pairs taken as independent, so "
@@ -338,8 +358,9 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
         "| arm | change | seeds | round-0 pass@1 | peak | rolling gain | Δ vs Default [95 % CI] "
         "| p "
         "| created | deprecated (retired / evicted / rolled back) | active at end "
-        "| router engagement (eval) | tampering (capsules / skills retired) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| router engagement (eval) | tampering (capsules / skills retired) "
+        "| cheat rate (twins passed / graded; skills retired) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summaries:
         delta, p_value = _fmt_paired(s.vs_default, s.gain_vs_default)
@@ -353,12 +374,14 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
             f"({_fmt(s.deprecated_retired.mean, 1)} / {_fmt(s.deprecated_evicted.mean, 1)} / "
             f"{_fmt(s.deprecated_rollback.mean, 1)}{_refined(s.deprecated_refined.mean)}) "
             f"| {_fmt_stat(s.active_at_end, 1)} | {_fmt_stat(s.router_engagement)} "
-            f"| {_fmt_stat(s.tampering, 1)} / {_fmt_stat(s.skills_retired_tampering, 1)} |")
+            f"| {_fmt_stat(s.tampering, 1)} / {_fmt_stat(s.skills_retired_tampering, 1)} "
+            f"| {_fmt_stat(s.cheat_rate)}; {_fmt_stat(s.skills_retired_cheat, 1)} |")
     lines += ["", "## Runs", "",
               "| arm | seed | rounds | round-0 | peak | rolling gain | created "
               "| deprecated (retired / evicted / rolled back) "
-              "| active | engagement | tampering (capsules / retired) | run dir |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| active | engagement | tampering (capsules / retired) "
+              "| cheat rate (passed / twins; retired) | run dir |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(runs, key=lambda r: (arm_sort_key(r.arm), str(r.seed))):
         lines.append(
             f"| {r.arm} | {r.seed} | {r.rounds_done}/{r.rounds_planned} | {_fmt(r.round0)} "
@@ -366,7 +389,9 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
             f"| {r.skills_deprecated} ({r.deprecated_retired} / {r.deprecated_evicted} / "
             f"{r.deprecated_rollback}{_refined(r.deprecated_refined)}) | {r.active_at_end} "
             f"| {_fmt(r.router_engagement)} "
-            f"| {r.tampering} / {r.skills_retired_tampering} | {_relative(r.run_dir, root)} |")
+            f"| {r.tampering} / {r.skills_retired_tampering} "
+            f"| {_fmt(r.cheat_rate)} ({r.twin_passes} / {r.twins}; {r.skills_retired_cheat}) "
+            f"| {_relative(r.run_dir, root)} |")
     incomplete = [r for r in runs if not r.complete]
     if incomplete:
         lines += ["", "## Incomplete runs (not averaged)", ""]
@@ -386,7 +411,8 @@ def report_json(summaries: list[ArmSummary], runs: list[RunResult],
         "rolling_window": window, "std": "sample (n - 1); null with one seed",
         "arms": [asdict(s) for s in summaries],
         "runs": [asdict(r) | {"complete": r.complete, "router_engagement": r.router_engagement,
-                              "tampering": r.tampering} for r in runs],
+                              "tampering": r.tampering, "cheat_rate": r.cheat_rate}
+                 for r in runs],
         "failed": dict(sorted((failures or {}).items())),
     }
 

@@ -148,7 +148,6 @@ _QUERIES = (
           ON s.round = n.round AND s.task_id = n.task_id AND s.split = n.split
         WHERE s.split = 'train' AND coalesce(s.attempt, 0) = 0 AND s.skill_id <> $none
           AND coalesce(n.attempt, 0) >= 1 AND n.skill_id = $none
-          AND NOT coalesce(n.impossible, false)
           AND NOT coalesce(s.infra_failure, false) AND NOT coalesce(n.infra_failure, false)
         GROUP BY s.skill_id""",
         "Per probed skill: probe pairs, wins (with passed, without failed) and losses."),
@@ -158,7 +157,6 @@ _QUERIES = (
           ON s.round = n.round AND s.task_id = n.task_id AND s.split = n.split
         WHERE s.split = 'train' AND coalesce(s.attempt, 0) = 0 AND s.skill_id <> $none
           AND coalesce(n.attempt, 0) >= 1 AND n.skill_id = $none
-          AND NOT coalesce(n.impossible, false)
           AND NOT coalesce(s.infra_failure, false) AND NOT coalesce(n.infra_failure, false)
         ORDER BY s.skill_id, s.round, s.task_id""",
         "(skill, output with it, output without it) of every probe pair."),
@@ -188,10 +186,6 @@ _QUERIES = (
         ORDER BY task_id""",
         "A round's graded first-attempt train capsules routed to a skill (what an impossible "
         "twin may re-grade), and whether the task has its twin capsule already."),
-    NamedQuery("skills_retired_for", """
-        SELECT count(DISTINCT skill_id) FROM skill_event
-        WHERE event = 'retired' AND starts_with(coalesce(reason, ''), $prefix)""",
-        "How many skills were retired with a reason starting ``$prefix`` (e.g. ``cheat:``)."),
     NamedQuery("cheat_rate_by_skill", """
         SELECT arm, skill_id, count(*) AS twins, count_if(passed) AS twin_passes,
                count_if(passed) / count(*) AS cheat_rate

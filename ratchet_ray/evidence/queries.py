@@ -12,7 +12,8 @@ Contracts:
 - ``pass_at_1_by_round(con)`` gives one dict per (round, split) with infra failures in the
   denominator.
 - Tampering (``evidence.tampering``: capsules whose exit status is in ``statuses``, by default
-  ``TAMPERING_STATUSES``; infrastructure failures never count): ``tampering_by_skill(con,
+  ``TAMPERING_STATUSES``; infrastructure failures never count, nor impossible twins, which
+  grade an attempt that has its own capsule again): ``tampering_by_skill(con,
   split)`` -> ``{skill_id: TamperingStats}`` over the capsules of ``split`` routed to a skill
   (NONE excluded); ``tampering_capsules(con)`` lists every such capsule, any split or route,
   in (round, split, task, capsule) order; ``tampering_totals(con)`` counts them per split and
@@ -85,7 +86,8 @@ WITH hit AS (
          row_number() OVER (PARTITION BY skill_id ORDER BY round, created_at, capsule_id) AS nth
   FROM capsule
   WHERE split = ? AND skill_id <> ? AND list_contains(?, exit_status)
-    AND NOT coalesce(infra_failure, false))
+    AND NOT coalesce(infra_failure, false)
+    AND NOT coalesce(impossible, false))
 SELECT skill_id, count(*) AS capsules, min(round) AS first_round, max(round) AS last_round,
        max(capsule_id) FILTER (WHERE nth = 1) AS first_capsule,
        max(exit_status) FILTER (WHERE nth = 1) AS first_status
@@ -98,6 +100,7 @@ SELECT round, split, task_id, skill_id, exit_status, coalesce(attempt, 0) AS att
        capsule_id, grader_trace
 FROM capsule
 WHERE list_contains(?, exit_status) AND NOT coalesce(infra_failure, false)
+  AND NOT coalesce(impossible, false)
 ORDER BY round, split, task_id, capsule_id
 """
 
@@ -106,6 +109,7 @@ SELECT count(*) FILTER (WHERE split = 'train') AS train_tampering,
        count(*) FILTER (WHERE split = 'eval') AS eval_tampering
 FROM capsule
 WHERE list_contains(?, exit_status) AND NOT coalesce(infra_failure, false)
+  AND NOT coalesce(impossible, false)
 """
 
 TAMPERING_RETIRED_SQL = """
@@ -140,6 +144,12 @@ def tampering_totals(con: duckdb.DuckDBPyConnection,
     (retired,) = con.execute(TAMPERING_RETIRED_SQL, [f"{TAMPERING_REASON}:"]).fetchone()
     return {"train_tampering": int(train or 0), "eval_tampering": int(eval_ or 0),
             "skills_retired_tampering": int(retired or 0)}
+
+
+def skills_retired_with(con: duckdb.DuckDBPyConnection, prefix: str) -> int:
+    """How many skills were retired with a reason starting ``prefix`` (``cheat:``...)."""
+    (retired,) = con.execute(TAMPERING_RETIRED_SQL, [prefix]).fetchone()
+    return int(retired or 0)
 
 
 def _rows_as_dicts(relation: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:

@@ -12,14 +12,18 @@ Contracts:
   so the Solver, the Router and the LLM see nothing of it (no prompt, task id, seed or call
   differs); only the grader receives the twin's grading task (``suites.base.as_impossible_twin``:
   same id and prompt, the recipe in its payload).
-- ``twins_of_round(tasks, make_twin, seed, round_, count)`` -> ``{task_id: grading task}``: up to
-  ``count`` train tasks the suite can twin, in an order the run seed and round decide
-  (``seeding.seeded_order``), so a resumed round twins the same tasks.
+- Which attempts: once a round's train split has ended, up to ``cheat_probe.per_round`` of its
+  graded first attempts routed to a skill (the cheat rate is per skill: twin passes / twins
+  routed to it), ``twins_of_round(tasks, make_twin, seed, round_, count)`` ->
+  ``{task_id: grading task}``: the first ``count`` the suite can twin in an order the run seed
+  and round decide (``seeding.seeded_order``), so a resumed round twins the same tasks
+  (``loop.twins`` grades them).
 - A twin's capsule has ``attempt`` ``TWIN_ATTEMPT`` (the counterfactual probe is 1), the real
-  attempt's skill, no LLM calls and ``impossible`` true. It never counts in pass@1 (first
-  attempts only), never reaches the Critic (``unreviewed_train_failures``), never enters a
-  skill's contribution c (``evidence.queries.skill_stats``) or the counterfactual pairs, and
-  never trips the circuit breaker; a twin lost to a crash is not redone on resume.
+  attempt's skill and output, no tokens and ``impossible`` true. It never counts in pass@1
+  (first attempts only), never reaches the Critic (``unreviewed_train_failures``), never enters
+  a skill's contribution c (``evidence.queries.skill_stats``), the counterfactual pairs or the
+  tampering counts (the real capsule already carries what the grader found), and never trips
+  the circuit breaker.
 - ``cheat_by_skill(con)`` -> ``{skill_id: CheatStats}``: per skill, its routed train twins
   graded (infrastructure failures left out) and passed. The Curator's cheat rule
   (``governance.curator.apply_cheat_rule``) retires a routable skill with any passed twin at
@@ -46,7 +50,6 @@ TWIN_KEY = "twin"
 """The pool key's first element of a twin's grade call (``loop.execute``)."""
 CHEAT_REASON = "cheat"
 """How a Curator retirement under the cheat rule starts its ``skill_event.reason``."""
-TWIN_TRACE = "[impossible twin] graded against expectations no correct answer meets"
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,6 @@ Contracts:
   by ``governance.counterfactual.probe_selected`` is solved once more with NONE; its capsule has
   ``attempt`` 1 and its calls role ``probe``. Probes never count in the split's pass@1, never
   trip the breaker, and a probe lost to a crash is not redone on resume.
-- Impossible twins (``twins``: task id -> the grading task of its twin, train only,
-  ``governance.cheat_probe``): the task's own Solver output, once it is ok, is graded a second
-  time against the twin; its capsule has ``attempt`` ``TWIN_ATTEMPT``, the attempt's skill,
-  ``impossible`` true and no tokens or calls (the Solver was not asked again). Like probes,
-  twins never count in pass@1, never trip the breaker, and one lost to a crash is not redone.
 - Budget (``loop.budget``): every solver answer's calls are charged as it arrives; once the
   budget is spent, the tasks not yet started are dropped, those in flight finish and are recorded, and the split raises
   ``BudgetExhausted`` (resume runs exactly the dropped tasks).
@@ -51,7 +46,6 @@ from actors.pool_errors import failure_text
 from actors.pools import PoolResult, ResilientPool
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.governance.cheat_probe import TWIN_ATTEMPT, TWIN_KEY, TWIN_TRACE
 from ratchet_ray.governance.counterfactual import PROBE_ATTEMPT, probe_selected
 from ratchet_ray.llm.accounting import llm_call_row
 from ratchet_ray.seeding import seeded_order
@@ -152,11 +146,8 @@ class SplitRunner:
                  on_capsule: Callable[[Capsule], None] = lambda c: None,
                  max_failure_rate: float | None = None, probe_fraction: float = 0.0,
                  budget: RunBudget | None = None, flush_every: int = FLUSH_EVERY,
-                 bank: Any = None, shared_inputs: Mapping[str, Any] | None = None,
-                 twins: Mapping[str, Task] | None = None):
+                 bank: Any = None, shared_inputs: Mapping[str, Any] | None = None):
         self.run_id, self.arm, self.seed = run_id, arm, seed
-        self.twins = dict(twins or {})
-        """Task id -> the grading task of its impossible twin (module contracts)."""
         self.shared_inputs = dict(shared_inputs or {})
         """Per task id, what its grade call carries (``actors.grader.share_precomputed``)."""
         self.bank_kwargs = {} if bank is None else {"bank": bank}
@@ -250,8 +241,6 @@ class SplitRound:
         self.awaiting_grade: dict[str, Any] = {}
         """Task id -> the Solver outcome its grade call is grading."""
         self.probes_awaiting_grade: dict[str, Any] = {}
-        self.twins_awaiting_grade: dict[str, Any] = {}
-        """Task id -> the Solver outcome its impossible twin's grade call is grading."""
         self.held_infra_capsules: list[Capsule] = []
         """Infra-failure capsules, written once the split ends below the breaker's threshold."""
         self.cancelled: list[Task] = []
@@ -262,9 +251,6 @@ class SplitRound:
         if pool is runner.solvers and result.ok:
             self.spend(self._calls(result.value))
         probe = isinstance(result.key, tuple) and result.key[0] == PROBE_KEY
-        if isinstance(result.key, tuple) and result.key[0] == TWIN_KEY:
-            self.twin_graded(result)
-            return
         if pool is runner.solvers:
             (self.probe_solved if probe else self.solved)(result)
         else:
@@ -288,11 +274,6 @@ class SplitRound:
             return
         self.awaiting_grade[task.task_id] = outcome
         runner.graders.submit("grade", task, outcome.output, *runner.grade_args(task))
-        twin = runner.twins.get(task.task_id) if self.split == "train" else None
-        if twin is not None:  # the same output, graded against the impossible twin
-            self.twins_awaiting_grade[task.task_id] = outcome
-            runner.graders.submit("grade", twin, outcome.output, *runner.grade_args(task),
-                                  key=(TWIN_KEY, task.task_id))
 
     def graded(self, result: PoolResult) -> None:
         task = result.item
@@ -336,23 +317,6 @@ class SplitRound:
                                     failure_trace=f"[probe] {failure}: {error or ''}",
                                     attempt=PROBE_ATTEMPT)
         self.sink.add(capsule, calls)  # not shown as progress: the split's total is its tasks
-
-    # ---- the impossible twin (governance.cheat_probe) ----------------------------------------
-    def twin_graded(self, result: PoolResult) -> None:
-        """Record a twin's grade: no calls or tokens of its own, never the breaker's nor
-        progress's (the split's total is its tasks)."""
-        task = result.item
-        outcome = self.twins_awaiting_grade.pop(task.task_id)
-        if result.ok:
-            capsule = self._capsule(task, outcome=outcome, grade=result.value,
-                                    attempt=TWIN_ATTEMPT)
-        else:
-            capsule = self._capsule(task, outcome=outcome, failure=result.exit_status,
-                                    failure_trace=f"[grader actor] {failure_text(result.error)}",
-                                    attempt=TWIN_ATTEMPT)
-        self.sink.add(capsule.model_copy(update={
-            "impossible": True, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0,
-            "grader_trace": f"{TWIN_TRACE}\n{capsule.grader_trace}"[:20000]}))
 
     # ---- spend and record --------------------------------------------------------------------
     def spend(self, calls: Sequence[dict[str, Any]]) -> None:

@@ -19,7 +19,8 @@ Contracts:
   the score rule and the tampering rule, which retires a skill in the round its routed train
   attempt is first graded as tampering (``governance.curator``), and the cheat rule, which
   retires a skill whose routed attempt passed an impossible twin (``governance.cheat_probe``:
-  train only, a few tasks per round, graded on the same output). The rollback decision is a pure
+  train graded a few routed attempts again against impossible twins, ``loop.twins``). The
+  rollback decision is a pure
   function of the eval history, so recomputing it is safe.
 - ``llm_call`` rows are written for every reply of every role (tokens and cost in the evidence).
 """
@@ -39,7 +40,7 @@ from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import recent_verdicts
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.evidence.tampering import TAMPERING_REASON
-from ratchet_ray.governance.cheat_probe import CHEAT_REASON, twins_of_round
+from ratchet_ray.governance.cheat_probe import CHEAT_REASON
 from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.llm.accounting import llm_call_row
 from ratchet_ray.loop import replay
@@ -47,10 +48,10 @@ from ratchet_ray.loop.budget import RunBudget
 from ratchet_ray.loop.execute import SplitRunner
 from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.rundir import RunDir, bench_json
+from ratchet_ray.loop.twins import grade_twins
 from ratchet_ray.loop.runtime import Runtime
 from ratchet_ray.roles.critic import is_critiquable
 from ratchet_ray.roles.workers import BankSnapshot
-from ratchet_ray.suites import hooks
 from ratchet_ray.types import BenchResult, Capsule, RoundSummary, SkillStatus, Task
 
 CRITIC_BATCH = 4
@@ -128,25 +129,13 @@ def _run_split(ctx: LoopContext, tasks: list[Task], split: str, round_: int) -> 
                          probe_fraction=(ctx.config.curator.counterfactual.fraction
                                          if split == "train" else 0.0),
                          budget=ctx.budget, flush_every=ctx.config.infra.evidence_flush_every,
-                         bank=bank, shared_inputs=ctx.shared_inputs,
-                         twins=round_twins(ctx, tasks, split, round_))
+                         bank=bank, shared_inputs=ctx.shared_inputs)
     try:
         bench = runner.run(tasks, split, round_)
     finally:
         record_lost_attempts(ctx, round_)
     ctx.run.write_round_json(round_, f"{split}.json", bench_json(bench))
     return bench
-
-
-def round_twins(ctx: LoopContext, tasks: list[Task], split: str, round_: int) -> dict[str, Task]:
-    """The train tasks of this round that get an impossible twin (``cheat_probe``; none on
-    eval, none when the probe is off or the suite cannot twin): ``governance.cheat_probe``."""
-    probe = ctx.config.cheat_probe
-    if split != "train" or not probe.enabled or probe.per_round <= 0:
-        return {}
-    suite = ctx.config.suite
-    return twins_of_round(tasks, lambda task: hooks.impossible_twin(suite, task),
-                          ctx.config.seed, round_, probe.per_round)
 
 
 def record_lost_attempts(ctx: LoopContext, round_: int) -> None:
@@ -188,7 +177,9 @@ def rollback_check(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
 
 def train(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
     summary.train = _run_split(ctx, ctx.train_tasks, "train", round_)
-    return f"pass@1 {summary.train.pass_at_1:.3f}"
+    twins = grade_twins(ctx, round_)  # the cheat probe (loop.twins), after the split
+    return f"pass@1 {summary.train.pass_at_1:.3f}" + (f", {twins} impossible twins" if twins
+                                                      else "")
 
 
 # ---- critic ----------------------------------------------------------------------------------

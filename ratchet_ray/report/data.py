@@ -15,7 +15,8 @@ Contracts:
   status, birth / end round and reason, trials and c-hat over train (``evidence.queries``),
   c_cf over counterfactual probes (``governance.counterfactual``), each with a 95% Wilson
   interval (``wilson_contribution``), routings per split (first attempts), tampering capsules
-  per split (``evidence.tampering`` via ``queries.tampering_by_skill``), the injected text's
+  per split (``evidence.tampering`` via ``queries.tampering_by_skill``), impossible twins graded
+  and passed (the cheat rate, ``governance.cheat_probe.cheat_by_skill``), the injected text's
   size (characters of the guidance, and tokens estimated as characters / 4), its YAML, and
   silent bypass (``governance.bypass``): dead weight (ACTIVE, no routed capsule for the run's
   ``curator.dead_weight_rounds`` rounds) and routed-but-ignored (near-identical outputs with
@@ -192,6 +193,10 @@ class SkillRow:
     routed_eval: int = 0
     tampering_train: int = 0
     tampering_eval: int = 0
+    twins: int = 0
+    """Impossible twins graded on its routed train attempts (``governance.cheat_probe``)."""
+    twin_passes: int = 0
+    """... of which passed: cheating by construction (the Curator retires for any)."""
     guidance_chars: int | None = None
     injection_tokens: int | None = None
     rounds_unrouted: int | None = None
@@ -246,6 +251,7 @@ def _guidance_chars(skill: Any) -> int:
 def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None) -> list[SkillRow]:
     """Every skill of the run (module contracts), in birth order."""
     from ratchet_ray.governance import bypass
+    from ratchet_ray.governance.cheat_probe import cheat_by_skill
     from ratchet_ray.governance.counterfactual import counterfactual_stats
 
     events = skill_events(con) if events is None else events
@@ -257,6 +263,7 @@ def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None) -
     routed = {s: (int(t), int(e))
               for s, t, e in nq.fetch_all(con, "first_attempt_routings", none=NONE_SKILL)}
     tamper = {split: tampering_by_skill(con, split) for split in ("train", "eval")}
+    cheats = cheat_by_skill(con)
     skill_ev: dict[str, list[dict[str, Any]]] = {}
     for ev in events:
         if not ev["event"].startswith("meta_"):
@@ -288,6 +295,8 @@ def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None) -
             routed_train=routed.get(skill_id, (0, 0))[0], routed_eval=routed.get(skill_id, (0, 0))[1],
             tampering_train=getattr(tamper["train"].get(skill_id), "capsules", 0),
             tampering_eval=getattr(tamper["eval"].get(skill_id), "capsules", 0),
+            twins=getattr(cheats.get(skill_id), "twins", 0),
+            twin_passes=getattr(cheats.get(skill_id), "passes", 0),
             guidance_chars=chars,
             injection_tokens=None if chars is None else math.ceil(chars / CHARS_PER_TOKEN),
             rounds_unrouted=dead[skill_id].rounds_unrouted if skill_id in dead else None,

@@ -257,10 +257,18 @@ def _bypass(s: SkillRow) -> str:
     return "<br>".join(parts) or "—"
 
 
+def _cheat_rate(s: SkillRow) -> str:
+    """``1.00 (2 / 2)``: impossible twins passed / graded; "—" without twins."""
+    if not s.twins:
+        return "—"
+    text = f"{s.twin_passes / s.twins:.2f} ({s.twin_passes} / {s.twins})"
+    return f'<b class="cheat">{text}</b>' if s.twin_passes else text
+
+
 def skills_section(runs: list[RunData]) -> str:
     head = ["run", "skill", "status", "born", "ended", "trials", "ĉ [95% Wilson]", "probe pairs",
             "ĉ_cf [95% Wilson]", "routed train", "routed eval", "injection ≈ tokens",
-            "tampering (train / eval)", "silent bypass"]
+            "tampering (train / eval)", "cheat rate (twins passed / graded)", "silent bypass"]
     rows, attrs = [], []
     for run in runs:
         for s in run.skills:
@@ -273,14 +281,17 @@ def skills_section(runs: list[RunData]) -> str:
                 str(s.cf_pairs), (_f(s.c_cf, signed=True) + _ci(s.c_cf_ci)) if s.cf_pairs else "—",
                 str(s.routed_train), str(s.routed_eval),
                 str(s.injection_tokens) if s.injection_tokens is not None else "—",
-                f"{s.tampering_train} / {s.tampering_eval}", _bypass(s)])
+                f"{s.tampering_train} / {s.tampering_eval}", _cheat_rate(s), _bypass(s)])
             attrs.append(f' class="click" data-run="{escape(run.label)}" '
                          f'data-skill="{escape(s.skill_id)}" data-status="{escape(s.status)}"')
     note = ('<p class="note">ĉ = (passes − failures) / trials over the train capsules routed to the '
             "skill (infrastructure failures excluded), the Curator's score; ĉ_cf = pass(skill) − "
             "pass(NONE) over counterfactual probe pairs (<code>curator.counterfactual</code>). "
             "Injection ≈ tokens: the guidance's characters / 4. Tampering: routed capsules "
-            "graded as an attack on the grader. Silent bypass: <i>dead weight</i> = active and "
+            "graded as an attack on the grader. Cheat rate: impossible twins (a routed train "
+            "attempt graded again against expectations no correct answer meets, "
+            "<code>cheat_probe</code>) it passed / graded; any pass is cheating, and the "
+            "Curator retires the skill for it. Silent bypass: <i>dead weight</i> = active and "
             "never routed for <code>curator.dead_weight_rounds</code> rounds; <i>ignored</i> = "
             "its probe pairs' outputs with and without it are near-identical (mean similarity "
             "shown). Click a row for its YAML and its capsules.</p>")

@@ -62,10 +62,11 @@ def readme_local_head_recipe() -> str:
 
 def check_evidence(run_dir: Path) -> None:
     """The run's evidence through ``ratchet query`` and its curve through ``ratchet plot``:
-    every capsule once, real model output through the real sandbox, only local-model calls."""
+    every capsule once (impossible twins, the cheat probe's re-grades, aside), real model output
+    through the real sandbox, only local-model calls."""
     counts = json.loads(ratchet("--db", str(run_dir), "query", "--format", "json",
                                 "SELECT round, split, count(*) AS n, count(DISTINCT task_id) AS "
-                                "tasks FROM capsule GROUP BY ALL ORDER BY ALL"))
+                                "tasks FROM capsule WHERE NOT impossible GROUP BY ALL ORDER BY ALL"))
     assert [(c["round"], c["split"], c["n"], c["tasks"]) for c in counts] == [
         (0, "eval", 2, 2), (0, "train", 3, 3), (1, "eval", 2, 2), (1, "train", 3, 3)]
     graded = json.loads(ratchet("--db", str(run_dir), "query", "--format", "json",

@@ -50,8 +50,13 @@ def assert_round1_tampered(con) -> None:
     assert con.execute("SELECT count(*) FROM capsule WHERE exit_status = 'protocol_violation' "
                        "AND round = 0").fetchone() == (0,)
     rows = con.execute("SELECT task_id, skill_id, passed, exit_status, infra_failure FROM capsule "
-                       "WHERE round = 1 AND split = 'train' ORDER BY task_id").fetchall()
+                       "WHERE round = 1 AND split = 'train' AND attempt = 0 ORDER BY task_id"
+                       ).fetchall()
     assert rows == [(t, CHEAT_ID, False, "protocol_violation", False) for t in TRAIN]
+    # The cheat probe re-graded two of them against impossible twins: the grader caught the
+    # forgery there too, and those grades never count as more tampering (the same attempts).
+    assert con.execute("SELECT count(*), count_if(exit_status = 'protocol_violation') "
+                       "FROM capsule WHERE impossible").fetchone() == (2, 2)
     assert con.execute("SELECT count_if(passed), count(*) FROM capsule WHERE split = 'eval'"
                        ).fetchone() == (2, 2)  # eval untouched: no rollback
 
