@@ -2,6 +2,9 @@
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# The PyTorch CPU wheel index `make setup` takes torch from (when reachable; see the recipe).
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_VERSION ?= 2.13.0
 MBPP_DATA ?= $(firstword $(wildcard ../shared/data/MbppPlus-v0.2.0.jsonl.gz))
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
@@ -14,8 +17,11 @@ endif
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# The CPU build of torch first, so sentence-transformers does not pull a CUDA build.
-	$(BIN)/pip install -q torch==2.13.0
+	# The CPU build of torch first, so sentence-transformers does not pull a CUDA build (the
+	# default index's Linux wheel is the CUDA one, gigabytes for a 22M-parameter embedder). The
+	# PyTorch CPU index is added only when it answers: behind a mirror that serves a CPU build
+	# and cannot reach it, pip would retry it for every package instead.
+	$(BIN)/pip install -q torch==$(TORCH_VERSION) $$($(BIN)/python -c "import urllib.request as u; u.urlopen('$(TORCH_INDEX)/torch/', timeout=5)" 2>/dev/null && echo --extra-index-url $(TORCH_INDEX))
 	$(BIN)/pip install -q -e '.[local,bedrock,openai,swebench,dev]'
 	touch $@
 

@@ -345,7 +345,7 @@ class BudgetSettings(BaseModel):
 
     model_config = _STRICT
     max_cost_usd: float | None = Field(default=None, ge=0.0)
-    """USD limit (prices of ``llm.price_table`` / the defaults; None = no limit)."""
+    """USD limit (prices of ``llm.prices`` over the built-in table; None = no limit)."""
     max_tokens: int | None = Field(default=None, ge=0)
     """Input plus output tokens limit (None = no limit)."""
     scope: str | None = None

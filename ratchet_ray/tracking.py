@@ -12,6 +12,12 @@ Contracts:
   the tracker stops trying (a dead server is not retried every round); HTTP requests use
   ``tracking.timeout_s`` and at most one retry. ``close(finished)`` waits at most
   ``tracking.timeout_s`` for the queue (plus the report upload) and never raises.
+- ``tracking_problems(config, env)`` is what the entry points check before a run starts (or
+  ``--dry-run`` ends), one line each naming where the URI came from and the fix: the ``mlflow``
+  package installed, a URI scheme MLflow stores in (``KNOWN_SCHEMES``; ``localhost:5000`` is
+  not one), an ``http(s)`` server that answers within ``tracking.timeout_s`` (any HTTP reply
+  counts: the URI may sit behind a proxy or a login), a ``sqlite`` file whose folder exists.
+  Empty when tracking is off. The tracker itself still never fails the run.
 - One MLflow run per run dir (an arm-seed), named after it; its id is kept in
   ``<run_dir>/mlflow_run.json`` so a resumed run keeps logging into the same MLflow run. A run
   of a sweep (``<sweep>/runs/<arm>_s<seed>/<suite>/<run dir>`` with ``<sweep>/sweep.json``) is
@@ -28,6 +34,7 @@ Contracts:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -35,7 +42,8 @@ import queue
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
+from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
 ENV_URI = "RATCHET_MLFLOW_URI"
@@ -57,6 +65,72 @@ def resolve_uri(config: Any) -> str | None:
         root = Path(config.results_dir).resolve()
         return f"sqlite:///{root / 'mlflow.db'}"
     return uri
+
+
+KNOWN_SCHEMES = ("http", "https", "file", "sqlite", "postgresql", "mysql", "mssql", "databricks",
+                 "databricks-uc")
+"""URI schemes MLflow keeps runs in (a database scheme may carry a driver: ``mysql+pymysql``)."""
+
+
+def _uri_source(config: Any, env: Mapping[str, str]) -> str:
+    if config.tracking.mlflow_uri:
+        return "tracking.mlflow_uri"
+    return f"${ENV_URI}" if env.get(ENV_URI) else "tracking.enabled"
+
+
+def tracking_problems(config: Any, env: Mapping[str, str] | None = None) -> list[str]:
+    """Why tracking as ``config`` asks for it cannot work here (module contracts); [] if it can."""
+    from ratchet_ray.redact import redact_url
+
+    env = os.environ if env is None else env
+    settings = config.tracking
+    uri = settings.mlflow_uri or env.get(ENV_URI) or None
+    if uri is None and not settings.enabled:
+        return []
+    source = _uri_source(config, env)
+    off = ("unset tracking.mlflow_uri and $RATCHET_MLFLOW_URI" if source != "tracking.enabled"
+           else "--set tracking.enabled=false")
+    if importlib.util.find_spec("mlflow") is None:
+        return [f"{source}: MLflow tracking needs the package mlflow, which is not installed; "
+                f"fix: pip install 'ratchet-ray[tracking]', or {off}"]
+    if uri is None:  # the default local store, made under results_dir with the run
+        return []
+    shown = redact_url(uri)
+    parts = urlsplit(uri)
+    scheme = parts.scheme.split("+", 1)[0].lower()
+    if scheme not in KNOWN_SCHEMES or (scheme in ("http", "https") and not parts.hostname):
+        return [f"{source}={shown} is not a tracking URI MLflow knows; fix: give "
+                "http://HOST:PORT (an `mlflow server`), sqlite:///PATH/mlflow.db or "
+                f"file:///FOLDER, or {off}"]
+    if scheme in ("http", "https"):
+        return _server_problems(uri, shown, source, off, float(settings.timeout_s))
+    if scheme == "sqlite":
+        # sqlite:///rel/x.db is relative to the working dir, sqlite:////abs/x.db absolute.
+        folder = Path(uri.split("://", 1)[1].removeprefix("/")).expanduser().parent
+        if not folder.is_dir():
+            return [f"{source}={shown}: the folder {folder} of the database file does not "
+                    f"exist; fix: create it (mkdir -p {folder}), or {off}"]
+    return []
+
+
+def _server_problems(uri: str, shown: str, source: str, off: str, timeout_s: float) -> list[str]:
+    """An MLflow server at ``uri`` that does not answer (any HTTP reply is an answer)."""
+    import urllib.error
+    import urllib.request
+
+    parts = urlsplit(uri)
+    netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+    probe = f"{parts.scheme}://{netloc}{parts.path.rstrip('/')}/health"
+    try:
+        with urllib.request.urlopen(probe, timeout=timeout_s):
+            return []
+    except urllib.error.HTTPError:  # it answered (a login page, a proxy's 404): reachable
+        return []
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return [f"{source}={shown}: no MLflow server answers there within {timeout_s:g}s "
+                f"({reason}); fix: start one (mlflow server --host 127.0.0.1 --port 5000) or "
+                f"correct the URI, or {off}"]
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, str]:

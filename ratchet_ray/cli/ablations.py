@@ -47,24 +47,40 @@ from ratchet_ray.sweep.spec import (ARMS, JobOutcome, SweepError, SweepSpec, che
                                     write_status)
 
 
-def _csv(kind: type):
+def _csv(kind: type, example: str):
+    """A comma-separated list of distinct ``kind`` values; refusals show ``example``."""
     def parse(ctx: click.Context, param: click.Parameter, value: str) -> list:
         try:
             items = [kind(v.strip()) for v in value.split(",") if v.strip()]
         except ValueError as exc:
-            raise click.BadParameter(f"{value!r}: comma-separated {kind.__name__}s") from exc
+            raise click.BadParameter(f"{value!r}: comma-separated {kind.__name__}s, e.g. "
+                                     f"{example}") from exc
         if not items or len(set(items)) != len(items):
-            raise click.BadParameter(f"{value!r}: give distinct values, e.g. 42,7,13")
+            raise click.BadParameter(f"{value!r}: give distinct values, e.g. {example}")
         return items
     return parse
 
 
+def _check_runs(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
+    """Every arm's config (backend, subset), the runs' size and the tracking store, before
+    anything is written or started (``SweepError`` / ``click.UsageError`` naming the fix)."""
+    from ratchet_ray.run_flags import loop_size_problems
+    from ratchet_ray.tracking import tracking_problems
+
+    configs = [child_config(spec, arm, seeds[0]) for arm in arms]
+    problems = list(dict.fromkeys(p for c in configs for p in loop_size_problems(c)))
+    problems += tracking_problems(configs[0])  # one store for the sweep: checked once
+    if problems:
+        raise click.UsageError("; ".join(problems))  # one line
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("suite", type=SUITE)
-@click.option("--arms", default=",".join(ARMS), show_default=True, callback=_csv(str),
+@click.option("--arms", default=",".join(ARMS), show_default=True,
+              callback=_csv(str, "default,A1,A4"),
               help="Arms to run: default and/or the paper's A1..A8 (the default list) and "
                    "A9, A10 beyond it (configs/ablations/<arm>.yaml).")
-@click.option("--seeds", default="42,7,13", show_default=True, callback=_csv(int),
+@click.option("--seeds", default="42,7,13", show_default=True, callback=_csv(int, "42,7,13"),
               help="Seeds to run each arm with, comma-separated (each arm-seed is one run).")
 @click.option("--rounds", type=click.IntRange(min=1),
               help="Rounds per run (default: the suite's paper value, 100 MBPP+ / 20 SWE-bench).")
@@ -114,14 +130,17 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
         return _manage(out_dir, address, stop)
     outcomes: list[JobOutcome] = []
     if dry_run:
+        try:
+            _check_runs(spec, arms, seeds)
+        except SweepError as exc:
+            raise click.UsageError(str(exc)) from exc
         return _dry_run(spec, arms, seeds)
     if report_only and not out_dir.is_dir():
         raise click.UsageError(f"--report-only: {out_dir} does not exist; pass the --out (or "
                                "--tag) of a sweep that has run")
     if not report_only:
         try:
-            for arm in arms:  # each arm's config, backend and subset: before --out is written
-                child_config(spec, arm, seeds[0])
+            _check_runs(spec, arms, seeds)  # before --out is written
             held = lock_sweep(out_dir)  # noqa: F841 (one sweep per --out until this exits)
             spec = with_recorded_budget(spec)
             jobs, skipped = plan_jobs(spec, arms, seeds)

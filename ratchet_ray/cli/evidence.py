@@ -158,7 +158,9 @@ def query(ctx: click.Context, sql: str, fmt: str) -> None:
     except duckdb.CatalogException as exc:
         raise click.ClickException(f"query failed: {_catalog_error(exc)}") from exc
     except duckdb.Error as exc:
-        raise click.ClickException(f"query failed: {exc}") from exc
+        cause = store.read_error(exc)  # an unreadable part, or the SQL's own mistake
+        raise click.ClickException(str(cause) if cause is not exc
+                                   else f"query failed: {exc}") from exc
     finally:
         con.close()
     emit_rows(rows, columns, fmt)

@@ -4,7 +4,8 @@ Contracts:
 - ``doctor`` prints one ``PASS``/``FAIL`` line per check (with a fix hint on FAIL) and exits 1
   when any check failed. ``--llm`` picks the backend, ``--config`` reads LLM settings from a run
   config (``load_config``), ``--suite swebench`` adds the suite's Docker checks (daemon, free
-  disk, leftover containers, images of the config's local dataset) and git.
+  disk, leftover containers, images of the config's local dataset) and git. An ``openai``
+  backend without a server URL (or with one that is not http(s)) is refused before Ray starts.
 - ``solver-cache`` works on the run's ``solver_cache/`` (``ratchet --db RUN_DIR solver-cache ...``:
   in the run dir, or under the ``infra.artifact_uri`` of its config.yaml) or on ``--cache-dir``.
 """
@@ -46,6 +47,9 @@ def doctor(backend: str | None, suite: str, config_files: tuple[str, ...], base_
     if backend and backend != settings.backend:
         updates["embedder"] = None  # an explicit --llm checks that backend's embedder too
     settings = settings.model_copy(update=updates)
+    unnamed = _server_url_problem(settings)
+    if unnamed:  # nothing to call: said before Ray starts (seconds) for a check that cannot run
+        raise click.UsageError(unnamed)
     started = time.perf_counter()
     checks = run_checks(settings, lambda: environment_checks(config))
     for check in checks:
@@ -58,6 +62,24 @@ def doctor(backend: str | None, suite: str, config_files: tuple[str, ...], base_
     click.echo(f"{len(checks) - failed} passed, {failed} failed in {time.perf_counter() - started:.1f}s")
     if failed:
         raise SystemExit(1)
+
+
+def _server_url_problem(settings) -> str | None:
+    """The ``openai`` backend's server URL missing or not http(s) (``llm.requirements``), with
+    doctor's own flag as the fix; None when the settings name a server (or need none)."""
+    from ratchet_ray.llm.requirements import backend_problems
+
+    if "openai" not in (settings.backend, settings.embedder or settings.backend):
+        return None
+    found = [p for p in backend_problems(settings) if p.startswith(("llm.base_url",
+                                                                     "$OPENAI_BASE_URL"))]
+    if not found:
+        return None
+    if "is not set" in found[0]:
+        return ("--llm openai needs its server's URL and none is set; fix: --base-url "
+                "http://HOST:PORT/v1 (or export OPENAI_BASE_URL, or --config a run config with "
+                "llm.base_url)")
+    return found[0]
 
 
 def _cache(ctx: click.Context, cache_dir: Path | None) -> SolverCache:

@@ -27,13 +27,33 @@ def report(paths: tuple[Path, ...], out: Path | None, max_capsules: int, no_task
     from ratchet_ray.report.data import NotARunDir
     from ratchet_ray.report.html import build_report
 
+    import duckdb
+
     started = time.perf_counter()
     try:
         written = build_report(paths, out, max_capsules=max_capsules, with_tasks=not no_tasks)
-    except (NotARunDir, ValueError) as exc:
+    except (NotARunDir, ValueError) as exc:  # an unreadable part met when a view is made too
         raise click.ClickException(str(exc)) from exc
+    except duckdb.Error as exc:  # met by a query, past the part's footer
+        cause = _unreadable(paths, exc)
+        if cause is None:
+            raise
+        raise cause from exc
     size = written.stat().st_size
     click.echo(f"{written} ({size / 1e6:.1f} MB, {time.perf_counter() - started:.1f} s)")
+
+
+def _unreadable(paths: tuple[Path, ...], exc: Exception) -> click.ClickException | None:
+    """The error naming the first unreadable evidence part of the runs under ``paths`` (and
+    ``ratchet evidence verify``), or None when ``exc`` came from no part."""
+    from ratchet_ray.evidence.store import EvidenceStore
+    from ratchet_ray.report.sweep import expand
+
+    for run_dir in expand(paths).run_dirs:
+        cause = EvidenceStore(run_dir).read_error(exc)
+        if cause is not exc:
+            return click.ClickException(str(cause))
+    return None
 
 
 COMMANDS = [report]

@@ -3,7 +3,10 @@
 
 Before anything starts (a run dir, Ray) the config is checked on this machine
 (``loop.entry.check_startable``: the backend's package, server URL and credentials, the subset
-file); ``--dry-run`` stops there and prints the resolved config.
+file), a new run's size (``run_flags.loop_size_problems``: at least one round, one train and
+one eval task) and the MLflow tracking store when tracking is on
+(``tracking.tracking_problems``: a URI MLflow knows, its server answering); each problem is one
+line naming the setting and the fix. ``--dry-run`` stops there and prints the resolved config.
 
 Config precedence, lowest first: the paper's Default, the suite's file (``configs/<suite>.yaml``,
 e.g. SWE-bench's 20 rounds), ``--config`` files in order, the flags of this command, then
@@ -20,7 +23,7 @@ import click
 
 from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
                                     version_option)
-from ratchet_ray.run_flags import build_overrides
+from ratchet_ray.run_flags import build_overrides, loop_size_problems
 
 _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config_files", "sets",
                  "llm", "no_synth", "meta_every", "dataset_path", "workers")
@@ -88,6 +91,14 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
             raise click.UsageError(str(exc)) from exc
         checked = config
     check_startable(checked)  # before a run dir exists or Ray starts
+    from ratchet_ray.tracking import tracking_problems
+
+    # A new run that would measure nothing, and a tracking store that cannot be reached, are
+    # refused here (a resumed run was checked when it started; its tracking is checked again).
+    problems = [*(loop_size_problems(checked) if resume is None else []),
+                *tracking_problems(checked)]
+    if problems:
+        raise click.ClickException("; ".join(problems))  # one line
     if dry_run:
         print_config(checked)
         return

@@ -131,7 +131,14 @@ def select_subset(rows: list[dict[str, Any]], *, suite: str, n_hard: int, n_trai
     if n_train + n_eval != n_hard:
         raise SubsetError(f"--n-train {n_train} + --n-eval {n_eval} must equal --n-hard {n_hard}")
     counts = solve_counts(rows, probes)
+    if not counts:
+        raise SubsetError(f"the baseline holds no {suite} tasks; fix: run `python -m "
+                          f"jobs.baseline {suite} --out FILE` first and pass FILE as --source")
     hard = {t: c for t, c in counts.items() if min_solved <= c < probes}
+    if not hard:
+        raise SubsetError(f"none of the {len(counts)} baseline tasks is hard (not solved on all "
+                          f"{probes} probes, solved on at least {min_solved}); fix: lower "
+                          "--min-solved, or take a baseline of a weaker model or a harder suite")
     if len(hard) < n_hard:
         raise SubsetError(f"only {len(hard)} of {len(counts)} tasks are hard (not solved "
                           f"on all {probes} probes, solved on at least {min_solved}); "
@@ -208,7 +215,16 @@ def main(source: Path, suite: str, n_hard: int | None, n_train: int | None, n_ev
     seed = config.seed if seed is None else seed
     data = source.read_bytes()
     try:
-        rows = [r for r in _rows(source) if r.get("suite", suite) == suite]
+        every = _rows(source)
+        rows = [r for r in every if r.get("suite", suite) == suite]
+        if every and not rows:  # a baseline of another suite
+            others = sorted({str(r.get("suite")) for r in every})
+            raise SubsetError(f"{source} holds baseline rows of {', '.join(others)}, none of "
+                              f"{suite}; fix: pass --suite {others[0]}, or run `python -m "
+                              f"jobs.baseline {suite} --out FILE` and pass FILE as --source")
+        if not rows:
+            raise SubsetError(f"{source} is empty (no baseline rows); fix: run `python -m "
+                              f"jobs.baseline {suite} --out {source}` first (it resumes)")
         doc = select_subset(rows, suite=suite, n_hard=n_hard, n_train=n_train, n_eval=n_eval,
                             seed=seed, probes=probes, min_solved=min_solved)
     except SubsetError as exc:

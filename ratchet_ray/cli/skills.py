@@ -114,6 +114,12 @@ def skill_show(ctx: click.Context, skill_id: str) -> None:
 @click.pass_context
 def skill_load(ctx: click.Context, folder: Path | None, round_: int | None) -> None:
     """Import YAML skills from FOLDER (default: the run's skills/ folder)."""
+    if folder is not None and not folder.is_dir():
+        what = "is a file" if folder.exists() else "does not exist"
+        raise click.UsageError(
+            f"skill load: {folder} {what}; fix: pass a folder of skill YAML files (e.g. another "
+            "run's results/<suite>/<run-id>/skills), or give no FOLDER to register the files "
+            "dropped into this run's skills/")
     bank = open_bank(ctx)
     folder = folder or bank.skills_dir
     at = latest_round(bank.run_dir) if round_ is None else round_

@@ -23,6 +23,12 @@ Contracts:
   returns a cursor on it. It sees every part present at connect time, and a query costs the
   rows it reads instead of opening every part of every kind, so reads stay flat over a long run.
   Writing is unchanged: every ``append`` is on disk before it returns.
+- A read that fails on an unreadable part (truncated, garbage: what a crash or a full disk can
+  leave) raises ``UnreadableEvidence`` (a ``ValueError``) from ``connect`` and from a cached
+  store's refresh, naming the part and the commands that list and move such parts
+  (``ratchet --db RUN evidence verify`` / ``evidence repair``) on one line, instead of DuckDB's
+  error; ``read_error(exc)`` makes the same out of a DuckDB error raised later by a query
+  (``exc`` itself when no part is unreadable: a mistake in the SQL stays the SQL's).
 - ``prune_parts`` is the only code path that deletes evidence; it removes whole parts whose newest
   ``created_at`` is older than the cutoff and never edits a part.
 
@@ -36,6 +42,7 @@ Example::
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 import uuid
@@ -206,14 +213,51 @@ class EvidenceStore:
                 self._cache.refresh()
                 return self._cache.con.cursor()
         con = duckdb.connect(":memory:")
-        for kind in kinds:
-            con.execute(f'CREATE VIEW "{kind}" AS {self.view_sql(kind)}')
+        try:
+            for kind in kinds:  # DuckDB reads every part's footer here (union_by_name)
+                con.execute(f'CREATE VIEW "{kind}" AS {self.view_sql(kind)}')
+        except duckdb.Error as exc:
+            con.close()
+            error = self.read_error(exc)
+            if error is exc:
+                raise
+            raise error from exc
         if sandboxed:
             allowed = _sql_literal(str(self.root.resolve()) + os.sep)
             con.execute(f"SET allowed_directories=[{allowed}]")
             con.execute("SET enable_external_access=false")
             con.execute("SET lock_configuration=true")
         return con
+
+    def read_error(self, exc: BaseException) -> BaseException:
+        """``UnreadableEvidence`` when this run has an unreadable part (every footer checked;
+        the parts ``exc`` names also decoded in full, as a query's error can come from a page
+        past a good footer), else ``exc`` itself (module contracts)."""
+        from ratchet_ray.evidence import integrity
+
+        if isinstance(exc, _SQL_ERRORS):  # the statement's own mistake: no part to blame
+            return exc
+        bad = [(b.path, b.reason) for b in integrity.verify(self, full=False)]
+        if not bad:
+            # Decode the parts the error names; when it names none (DuckDB's page errors do
+            # not), every part: slower, but only on the way to an error.
+            named = {Path(p).resolve() for p in re.findall(r"[^'\"\s]+\.parquet", str(exc))}
+            for kind in KINDS:
+                for path in self.part_paths(kind):
+                    if named and path.resolve() not in named:
+                        continue
+                    reason = integrity.check_part(path, kind, full=True)
+                    if reason is not None:
+                        bad.append((path, reason))
+        if not bad:
+            return exc
+        path, reason = bad[0]
+        what = (f"evidence part {path}" if len(bad) == 1
+                else f"{len(bad)} evidence parts, e.g. {path},")
+        return UnreadableEvidence(
+            f"{what} cannot be read ({' '.join(reason.split())}); fix: `ratchet --db "
+            f"{self.run_dir} evidence verify` lists every unreadable part, then `ratchet --db "
+            f"{self.run_dir} evidence repair` moves them to quarantine/ (nothing is deleted)")
 
     def capsule_ids(self, round_: int | None = None) -> set[str]:
         """Capsule ids already recorded (all rounds, or one): a resumed run skips them."""
@@ -275,7 +319,13 @@ class _PartCache:
                 self.loaded[kind] = set()
             new = sorted(present - self.loaded[kind])
             if new:
-                self._load(kind, new)
+                try:
+                    self._load(kind, new)
+                except duckdb.Error as exc:
+                    error = self.store.read_error(exc)
+                    if error is exc:
+                        raise
+                    raise error from exc
                 self.loaded[kind].update(new)
 
     def _load(self, kind: str, paths: list[Path]) -> None:

@@ -184,7 +184,7 @@ def usage_charts(run: RunData) -> str:
                                     y_label="USD", kind="cost", money=True))
     else:
         out.append('<p class="mute">No cost recorded (no price known for these models: '
-                   "<code>llm.price_table</code>).</p>")
+                   "<code>llm.prices</code>).</p>")
     total_tokens = sum(sum(v) for v in tokens.values())
     out.append(f'<p class="note">{int(total_tokens):,} tokens, ${total_cost:.4f} in all.</p>')
     return '<div class="grid2">' + "".join(out[:2]) + "</div>" + "".join(out[2:])
