@@ -10,6 +10,13 @@ Contracts:
   grader's channel). Suites contribute by reporting these names; governance, the Critic, the
   audit and the ablation report read only this set, never a suite's name.
 - ``is_tampering(status)``: whether an exit status is one of them (None is not).
+- Suspicion is not proof. A grader's static screen (code that *names* the harness) never makes
+  a tampering status; its finding goes into the trace as one line starting with
+  ``SUSPICION_PREFIX``, followed by the quoted lines indented. ``suspicion(trace)`` returns that
+  note ("" when none), for the audit and the report; ``SUSPICION_LIKE`` matches such traces in
+  SQL. ``is_proof(status, trace)``: a tampering status from behavioural proof, i.e. not a
+  capsule of an older run whose only finding was the static screen (``SCREEN_ONLY_TRACE``);
+  only those retire a skill (``evidence.queries.tampering_by_skill``).
 - ``grader_finding(status, trace, limit)``: the grader's concrete finding for a tampering
   capsule, one line of at most ``limit`` characters: the first trace line naming the status or
   what was detected, else the first informative line; sandbox banners (``[sandbox bwrap]``)
@@ -25,6 +32,11 @@ PROTOCOL_VIOLATION = "protocol_violation"
 TAMPERING_STATUSES: frozenset[str] = frozenset({TEST_TAMPERING, PROTOCOL_VIOLATION})
 TAMPERING_REASON = "tampering"
 """How a Curator retirement under the tampering rule starts its ``skill_event.reason``."""
+
+SUSPICION_PREFIX = "suspicion (not a verdict):"
+SUSPICION_LIKE = f"%{SUSPICION_PREFIX}%"
+SCREEN_ONLY_TRACE = "test_tampering: the patch reaches for the test harness (static screen)"
+"""How a capsule graded before suspicion stopped being a verdict begins its trace."""
 
 _BANNER = re.compile(r"^\[[^\]]*\]$")
 _TELLING = re.compile(r"tamper|protocol violation|forg|canary|malformed message|harness", re.I)
@@ -44,3 +56,23 @@ def grader_finding(status: str | None, trace: str | None, limit: int = 300) -> s
     telling = [ln for ln in lines if _TELLING.search(ln)]
     line = (named or telling or lines)[0]
     return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def suspicion(trace: str | None) -> str:
+    """The suspicion note in ``trace``: its ``SUSPICION_PREFIX`` line and the indented lines
+    after it, or "" (see module contracts)."""
+    lines = (trace or "").splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith(SUSPICION_PREFIX):
+            body = [line]
+            for more in lines[i + 1:]:
+                if not more.startswith("  "):
+                    break
+                body.append(more)
+            return "\n".join(body)
+    return ""
+
+
+def is_proof(status: str | None, trace: str | None) -> bool:
+    """A tampering status backed by behavioural proof (see module contracts)."""
+    return is_tampering(status) and not (trace or "").lstrip().startswith(SCREEN_ONLY_TRACE)

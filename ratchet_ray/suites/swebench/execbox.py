@@ -22,7 +22,9 @@ Contracts:
   does not read back whole (the exec killed, or clipped past ``settings.max_log_bytes``) raises
   ``InfraFailure("docker_error")``: the steps have run, so they are never run again.
   ``find_main_pid(then)`` is such an exec, its own probes first, ``then``'s results kept in
-  ``first_results``.
+  ``first_results``; one probe reads the memory cgroup's OOM-kill count, so
+  ``oom_kills_since_start()`` tells (from the kernel, not from anything printed) whether a
+  process was killed for memory since.
 """
 
 from __future__ import annotations
@@ -36,11 +38,12 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ratchet_ray.suites.swebench.exec_stream import STDOUT, exec_frames
 from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
+from ratchet_ray.suites.swebench.protect import lockdown_command
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 # Extra seconds the host waits for an exec beyond its in-container timeout, and again after it
@@ -54,6 +57,18 @@ POLL_S = 0.5
 DISK_POLL_S = 3.0
 # Exit status of `timeout -s KILL` when the limit is hit (128 + SIGKILL).
 KILLED_EXIT = 137
+
+
+# The memory cgroup's OOM-kill counter: cgroup v1 (memory.oom_control) or v2 (memory.events).
+OOM_PROBE = ("cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null || "
+             "cat /sys/fs/cgroup/memory.events 2>/dev/null || true")
+_OOM_KILL = re.compile(r"^oom_kill (\d+)$", re.M)
+
+
+def oom_kill_count(text: str) -> int | None:
+    """The ``oom_kill N`` count in ``OOM_PROBE``'s output, or None when it has none."""
+    m = _OOM_KILL.search(text)
+    return int(m.group(1)) if m else None
 
 
 @dataclass
@@ -127,6 +142,8 @@ class InstanceContainer:
         self.main_pid: int | None = None
         """Pid of the keep-alive command (init's only child at start; ``kill_all`` spares it)."""
         self._setpriv: bool | None = None
+        self.oom_kills_at_start: int | None = None
+        """The memory cgroup's OOM-kill count when the container started (``find_main_pid``)."""
         self.first_results: list[StepResult] = []
         """The results of ``find_main_pid``'s ``then`` steps."""
 
@@ -135,12 +152,23 @@ class InstanceContainer:
         ``then`` (root shell steps) in the same exec: one round trip to the daemon for what the
         caller would otherwise ask next (``first_results``). Nothing but init and the keep-alive
         runs yet, so ``/proc/1``'s only child is the keep-alive."""
-        probes = ["cat /proc/1/task/1/children", "command -v setpriv >/dev/null"]
+        probes = ["cat /proc/1/task/1/children", "command -v setpriv >/dev/null", OOM_PROBE]
         results = self.run_steps([*probes, *then], timeout_s)
         children = results[0].stdout.split()
         self.main_pid = int(children[0]) if len(children) == 1 and children[0].isdigit() else None
         self._setpriv = results[1].exit_code == 0
+        self.oom_kills_at_start = oom_kill_count(results[2].stdout)
         self.first_results = results[len(probes):]
+
+    def oom_kills_since_start(self) -> int | None:
+        """How many processes the kernel's OOM killer ended in this container's memory cgroup
+        since ``find_main_pid`` (None where the cgroup does not say). Read as root from the
+        cgroup's own counter (``OOM_PROBE``): kernel state that nothing in the container can
+        write, unlike any text a process prints."""
+        if self.oom_kills_at_start is None:
+            return None
+        now = oom_kill_count(self.run(OOM_PROBE, 60, user="root").stdout)
+        return None if now is None else now - self.oom_kills_at_start
 
     def run_steps(self, steps: Sequence[str], timeout_s: float, *,
                   user: str = "root") -> list[StepResult]:
@@ -183,17 +211,23 @@ class InstanceContainer:
             self._setpriv = self.run("command -v setpriv >/dev/null", 60, user="root").exit_code == 0
         return self._setpriv
 
-    def untrusted_setup(self, *, whole_repo: bool) -> str | None:
+    def untrusted_setup(self, *, whole_repo: bool, locked: Iterable[str] = ()) -> str | None:
         """The root command ``become_untrusted`` runs (None when there is no untrusted uid or
-        the image has no ``setpriv``), for a caller that batches it (``run_steps``)."""
+        the image has no ``setpriv``), for a caller that batches it (``run_steps``). ``locked``:
+        files (relative to the tree) that decide the verdict, graded test files and the
+        runner's; they, their folders and the tracked conftests stay root's
+        (``protect.lockdown_command``)."""
         uid = self.settings.untrusted_uid
         if uid is None or not self.has_setpriv():
             return None
         # Grading keeps .git root-owned: the untrusted uid must not plant hooks or config.
         which = "-print0" if whole_repo else f"-path {self.workdir}/.git -prune -o -type d -print0"
-        return (f"git config --system --add safe.directory '*' && "
-                f"mkdir -p /tmp/ratchet-home && chown {uid}:{uid} /tmp/ratchet-home && "
-                f"find {self.workdir} {which} | xargs -0 -r chown -h {uid}:{uid}")
+        setup = (f"git config --system --add safe.directory '*' && "
+                 f"mkdir -p /tmp/ratchet-home && chown {uid}:{uid} /tmp/ratchet-home && "
+                 f"find {self.workdir} {which} | xargs -0 -r chown -h {uid}:{uid}")
+        if whole_repo:  # an agent's box: the model edits every file in place
+            return setup
+        return f"{setup} && ( {lockdown_command(locked, self.workdir)} )"
 
     def become_untrusted(self, *, whole_repo: bool = True, done: StepResult | None = None) -> bool:
         """Hand the repository to ``settings.untrusted_uid`` and run later commands as that uid.

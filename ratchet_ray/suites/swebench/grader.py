@@ -24,11 +24,13 @@ Per ``grade(task, patch)`` (idempotent per instance and patch: a finished report
    overrides): tampering they see is ``test_tampering``, a resolution they cannot vouch for
    ``results_mismatch``;
    resolved -> ``passed=True``, else ``unresolved`` / ``tests_errored``.
-A patch whose added lines reach for pytest's internals (``screen``) is ``test_tampering`` before
-any container starts.
+A patch whose added lines name pytest's internals (``screen``) is only suspected: the note
+ends the trace (``evidence.tampering.suspicion``), and the grade is what the layers prove.
 Every failure above is the patch's (``infra_failure=False``). Infrastructure faults (image missing,
-daemon errors, setup past the deadline, an eval script without markers, swebench's environment-tier
-log signatures) return ``infra_failure=True`` with the reason as ``exit_status``. The container is
+daemon errors, setup past the deadline, an eval script without markers: trusted signals only,
+never the log's text, ``infra``) return ``infra_failure=True`` with the reason as ``exit_status``;
+a process the kernel killed for memory while the patch's code ran is ``out_of_memory``, the
+patch's failure. The container is
 removed in ``finally`` and the cache level applied to the image; ``reap()`` removes this run's
 containers (and those of dead owners). The instance's files are written to scratch space on the
 grader's node and then put into the run's artifacts (``ratchet_ray.artifacts``: the run dir on the
@@ -59,9 +61,11 @@ from ratchet_ray.suites.swebench.guard import HarnessGuard
 from ratchet_ray.suites.swebench.images import InstanceImages
 from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.protect import patch_paths, unsafe_paths
-from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception, infra_reason_from_report
+from ratchet_ray.suites.swebench.infra import (
+    InfraFailure, classify_exception, log_classifier_note, memory_verdict)
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
-from ratchet_ray.suites.swebench.protections import Protections, screen_patch
+from ratchet_ray.suites.swebench.protections import Protections
+from ratchet_ray.suites.swebench.screen import suspicion
 from ratchet_ray.suites.swebench.verdict import (
     Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check, instrument,
     junit_statuses, split_log, printed_exit_code, test_runner)
@@ -169,6 +173,12 @@ class SwebenchGrader:
                     passed=False, exit_status=reason, infra_failure=True,
                     trace=f"infrastructure failure ({reason}): {exc}"), None
             result.duration_s = time.monotonic() - started
+            suspect = suspicion(task.payload, patch)  # recorded, never a verdict (screen.py)
+            if suspect is not None:
+                log(suspect)
+                result.trace = f"{result.trace}\n{suspect}"
+                if swe_report is not None:
+                    swe_report["suspicion"] = suspect
             result.trace = f"{result.trace}\nlog: {logs.locate()}"
             if swe_report is not None:  # put last: a report marks the instance's logs complete
                 report = [(REPORT_FILE, report_bytes({"grade": result.model_dump(),
@@ -195,9 +205,6 @@ class SwebenchGrader:
         if escaping:  # before any apply command, which might follow such a path
             return _fail("test_tampering", "test_tampering: the patch writes outside the work "
                          f"tree or into .git: {', '.join(escaping[:10])}"), {"test_tampering": escaping}
-        screened = screen_patch(instance, patch)
-        if screened is not None:
-            return _fail("test_tampering", screened), {"test_tampering": screened}
         deadline = Deadline(self.limits.instance_deadline_s)
         images = deadline.run("connecting to Docker", self._harness)
         image = deadline.run("obtaining the image", lambda: images.ensure(instance, log))
@@ -244,6 +251,7 @@ class SwebenchGrader:
                 # The watchdog samples; a burst between two samples is caught here.
                 run.disk_exceeded = run.disk_exceeded or (
                     box.writable_bytes() > self.settings.disk_mb * 2**20)
+                oom_kills = box.oom_kills_since_start()  # the kernel's count, not the log (infra.py)
                 if runner == "pytest" and not (run.timed_out or run.disk_exceeded):
                     try:
                         junit = layers.collect(box)
@@ -268,23 +276,22 @@ class SwebenchGrader:
             swe_log, section = split_log(run.stdout, run.output, markers)
         except Forgery as exc:
             status = "tests_errored" if isinstance(exc, MarkersMissing) else "test_tampering"
-            return _fail(status, f"{prefix}{status}: {exc}\n{tail(run.output)}"), {"forgery": str(exc)}
+            return memory_verdict(_fail(status, f"{prefix}{status}: {exc}\n{tail(run.output)}"),
+                                  oom_kills, self.settings.memory_mb), {"forgery": str(exc)}
         output_path = log_dir / LOG_TEST_OUTPUT
         output_path.write_text(swe_log)
         pred = {"instance_id": instance_id, "model_patch": patch, "model_name_or_path": "ratchet"}
         report = get_eval_report(spec, pred, str(output_path), include_tests_status=True)[instance_id]
-        infra = infra_reason_from_report(report)
-        if infra is not None:
-            return GradeResult(passed=False, exit_status=infra, infra_failure=True,
-                               trace=f"infrastructure failure ({infra}) in the eval log\n"
-                                     f"{tail(section)}"), None
+        untrusted_note = log_classifier_note(report)  # the log is the code's: never infra
+        if untrusted_note:
+            log(untrusted_note)
         result = self._verdict(report, section)
         if runner is not None:
             result = self._judge(result, report, junit, layers, printed_exit_code(run.stdout, markers),
                                  options_form, log,
                                  lambda: (get_logs_eval(spec, str(output_path))[0], section))
         result.trace = prefix + result.trace
-        return result, report
+        return memory_verdict(result, oom_kills, self.settings.memory_mb), report
 
     @staticmethod
     def _judge(result: GradeResult, report: dict, junit: bytes | None, layers: Protections,
@@ -319,7 +326,8 @@ class SwebenchGrader:
         """After the restore, in one exec: the repository's folders handed to the untrusted uid
         (its uid, or None where the image has no ``setpriv``) and the graded test files read at
         the base commit for the canaries; then the protections prepared from what was read."""
-        setup = box.untrusted_setup(whole_repo=False)
+        setup = box.untrusted_setup(whole_repo=False,
+                                    locked=HarnessGuard.locked_files(instance, eval_script))
         reading = Protections.read_step(instance, eval_script, runner)
         steps = [step for step in (setup, reading) if step is not None]
         results = box.run_steps(steps, 600) if steps else []

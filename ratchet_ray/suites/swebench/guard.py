@@ -8,6 +8,9 @@ Contracts (policy and path list: ``protect``):
   ``(path, reason)`` put back to the base commit or deleted; ``tampering`` is a message when the
   attempt must fail instead (a path in ``.git``/outside the tree, a harness file that existed
   untracked before the patch and so has no base version, or a restore that did not hold).
+- ``locked_files(instance, eval_script)``: the files that decide the verdict (graded tests,
+  the runner's files), which the hand-over to the untrusted uid keeps root's, read-only, in
+  root-owned folders (``protect.lockdown_command``).
 - It runs only git, ``cat`` and ``rm`` as root in the container: nothing of the repository runs
   before the tests start, so nothing the patch added can undo the restore.
 """
@@ -47,6 +50,14 @@ class HarnessGuard:
         self.timeout_s = timeout_s
         self._changed0: set[str] = set()
         self._untracked0: set[str] = set()
+
+    @staticmethod
+    def locked_files(instance: dict, eval_script: str | None = None) -> set[str]:
+        """The files that decide the verdict, kept root's during the test run with their
+        folders (``InstanceContainer.untrusted_setup(locked=...)``, ``protect.lockdown_command``):
+        the graded test files and the files the test command names."""
+        script = eval_script if eval_script is not None else instance.get("eval_script") or ""
+        return test_files(instance) | runner_files(script)
 
     @staticmethod
     def state_command(instance: dict) -> str:

@@ -7,15 +7,29 @@ Contracts:
   to the Critic).
 - ``classify_exception(exc)`` maps Docker SDK / transport errors to a reason, or None when the
   exception is not an infrastructure failure.
-- ``infra_reason_from_report(report)`` reads swebench's own post-hoc classification of an eval
-  log (``swebench.harness.infra_failure``, applied by ``get_eval_report``): only its
-  *environment* tier is an infrastructure failure; ambiguous signatures (a missing module a patch
-  may have caused) stay model failures.
+- ``log_classifier_note(report)``: swebench's post-hoc classifier of an eval log
+  (``swebench.harness.infra_failure``, applied by ``get_eval_report``) reads text the code under
+  test can print, so its verdict is never an infrastructure failure here (DESIGN: a failure the
+  code caused is never infrastructure; infra means the code never ran). It is kept only as a
+  note for the grade's log ("" when it flagged nothing).
+- ``OUT_OF_MEMORY``: the exit status of a grade whose container's memory cgroup killed a process
+  while the patch's code ran (the kernel's count, ``execbox.oom_kills_since_start``). The code
+  ran, so it is the patch's failure (``infra_failure=False``), never infrastructure: give
+  ``swebench.memory_mb`` what the repository's tests need (a gold patch that runs out of memory
+  shows the limit is too small). ``memory_verdict(result, oom_kills, memory_mb)`` applies it to
+  a session's grade: a grade that is neither resolved nor tampering becomes ``OUT_OF_MEMORY``
+  (more telling than the missing results it left), a resolution keeps its verdict (a test may
+  expect a child to be killed) with a note, and tampering stays tampering.
+- Infrastructure comes only from trusted signals: the Docker SDK's and the daemon's errors
+  (``classify_exception``), the grader's own ``InfraFailure`` (image, start-up deadline, an
+  eval script without markers, a daemon that stops answering), never from the log.
 """
 
 from __future__ import annotations
 
+from ratchet_ray.evidence.tampering import is_tampering
 from ratchet_ray.suites.swebench.imports import serial_imports
+from ratchet_ray.types import GradeResult
 
 REASONS = (
     "image_missing",        # not local, not pullable, and nothing to build it from
@@ -27,7 +41,10 @@ REASONS = (
                             # were killed (a process holding the output open is the model's)
     "bad_eval_script",      # the instance's eval script has no swebench start/end test markers
     "disk_guard",           # a build or pull was refused: too little free disk (image_cache)
+    "gold_unavailable",     # no gold record and no gold patch to make one (gold.py)
+    "gold_unresolved",      # the gold patch itself does not resolve on this image (gold.py)
 )
+OUT_OF_MEMORY = "out_of_memory"
 
 
 class InfraFailure(RuntimeError):
@@ -65,9 +82,24 @@ def classify_exception(exc: BaseException) -> str | None:
     return None
 
 
-def infra_reason_from_report(report: dict) -> str | None:
-    """``env_<reason>`` when swebench's own post-hoc classifier flagged an eval log as an
-    environment fault (``report["infra_failure"]``); ambiguous signatures stay model failures."""
-    if report.get("infra_failure"):
-        return f"env_{report.get('infra_failure_reason') or 'unknown'}"
-    return None
+def log_classifier_note(report: dict) -> str:
+    """A note of what swebench's log classifier said, "" when nothing (see module contract)."""
+    if not report.get("infra_failure"):
+        return ""
+    reason = report.get("infra_failure_reason") or "unknown"
+    return (f"swebench's log classifier flagged the eval log as an environment fault ({reason}); "
+            "not trusted (the log holds what the code under test printed), so not infrastructure")
+
+
+def memory_verdict(result: GradeResult, oom_kills: int | None, memory_mb: int) -> GradeResult:
+    """``result`` after the container's memory cgroup killed ``oom_kills`` processes while the
+    patch's code ran (see module contract); ``result`` itself when none were (or unknown)."""
+    if not oom_kills:
+        return result
+    what = (f"the kernel's OOM killer ended {oom_kills} process(es) in the container's memory "
+            f"cgroup (limit swebench.memory_mb={memory_mb}) while the patch's code ran")
+    if result.passed or is_tampering(result.exit_status):
+        return GradeResult(**{**result.model_dump(), "trace": f"{result.trace}\nnote: {what}"})
+    return GradeResult(passed=False, exit_status=OUT_OF_MEMORY, infra_failure=False,
+                       trace=f"{OUT_OF_MEMORY}: {what}; the code ran, so this is the patch's "
+                             f"failure, not infrastructure (was: {result.exit_status})\n{result.trace}")

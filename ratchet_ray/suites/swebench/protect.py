@@ -21,16 +21,36 @@ Contracts:
   ``sys.path``, so a new ``pytest.py`` there would replace pytest, and a new ``argparse.py`` a
   module pytest imports; only a module the patch creates counts, so the repository's own root
   modules stay editable).
+  A ``CONTENT_CHECKED`` file is harness when its test settings changed as *any* reader sees
+  them: pytest's own ini parser (``iniconfig``, in each of its modes), ``configparser``,
+  ``tomllib`` for ``[tool.pytest*]``/``[tool.tox]``, or a changed line that names pytest, tox,
+  ``addopts`` or plugins (``CONFIG_WORDS``). Then the whole file is restored, so a section
+  header that two parsers read differently cannot slip a setting past the guard. A new
+  ``setup.cfg``/``pyproject.toml``/``setup.py`` without test settings is not harness (a new
+  packaging file is the patch's own).
+- ``protected_folders(files, workdir)`` -> ``(read_only, sticky)``: the folders of ``files``
+  (graded test files, the runner's files) and the chains of folders above them up to the work
+  tree. ``lockdown_command`` makes them root-owned for the test run: the folders holding graded
+  files read-only to the untrusted uid (with their ``__pycache__``), the folders above them
+  sticky (the uid may add its own files, e.g. a test's output in the working directory, but
+  cannot rename or delete root's, so no path to a graded file can be redirected).
+- ``conftest_paths(tracked, test_patch)``: the conftest files pytest may legitimately load:
+  those tracked at the base commit (after the restore nothing else is) and those the test patch
+  adds. A conftest is recognised by its path in the tree, never by an object's ``__file__``.
 """
 
 from __future__ import annotations
 
 import configparser
+import difflib
 import re
+import shlex
 import sys
 import tomllib
 from pathlib import PurePosixPath
 from typing import Any, Iterable
+
+import iniconfig  # pytest's own ini parser (the swebench extra installs it)
 
 # File names that are harness wherever they are.
 HARNESS_NAMES = {
@@ -61,6 +81,9 @@ CONTENT_CHECKED = ("setup.cfg", "pyproject.toml", "setup.py")
 INI_TEST_SECTIONS = re.compile(r"^(pytest|tool:pytest|tox|tox:.*|testenv.*)$")
 TOML_TEST_KEYS = (("tool", "pytest"), ("tool", "tox"), ("project", "entry-points", "pytest11"),
                   ("project", "entry_points", "pytest11"), ("tool", "poetry", "plugins", "pytest11"))
+# Words in a changed line of a CONTENT_CHECKED file that a test runner reads: the whole file is
+# restored then, whichever section a parser would put the line in.
+CONFIG_WORDS = re.compile(r"pytest|tox|testenv|addopts|plugins?\b|conftest", re.I)
 _DIFF_GIT = re.compile(r'^diff --git (?:"?a/(.+?)"?) (?:"?b/(.+?)"?)$')
 _FILE_LINE = re.compile(r"^(?:---|\+\+\+) (?:\"?[ab]/)?(.+?)\"?(?:\t.*)?$")
 _RENAME = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
@@ -150,12 +173,30 @@ def shadowed_module(path: str) -> str | None:
     return None
 
 
-def _ini_sections(text: str) -> dict[str, dict[str, str]]:
+def _pytest_ini_readings(text: str) -> list[dict[str, dict[str, str]]]:
+    """The sections of ``text`` as pytest's own parser reads them, in each of its modes (pytest
+    < 9 calls ``IniConfig(path)``; newer releases may strip inline comments and section
+    whitespace). Raises ``iniconfig.ParseError`` where pytest would refuse the file."""
+    readings = [iniconfig.IniConfig("setup.cfg", data=text)]
+    if hasattr(iniconfig.IniConfig, "parse"):  # iniconfig >= 2.1
+        readings.append(iniconfig.IniConfig.parse("setup.cfg", data=text,
+                                                  strip_section_whitespace=True))
+    return [{name: dict(section.items()) for name, section in ((n, r[n]) for n in r.sections)}
+            for r in readings]
+
+
+def _ini_sections(text: str) -> dict[str, Any]:
+    """The test sections of an ini file as ``configparser`` and pytest's parser read them."""
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     parser.read_string(text)
-    found = {name: dict(parser[name]) for name in parser.sections() if INI_TEST_SECTIONS.match(name)}
+    found: dict[str, Any] = {name: dict(parser[name]) for name in parser.sections()
+                             if INI_TEST_SECTIONS.match(name)}
     if parser.has_option("options.entry_points", "pytest11"):
         found["options.entry_points/pytest11"] = {"pytest11": parser["options.entry_points"]["pytest11"]}
+    for mode, sections in enumerate(_pytest_ini_readings(text)):
+        for name, values in sections.items():
+            if INI_TEST_SECTIONS.match(name.strip()) or CONFIG_WORDS.search(name):
+                found[f"iniconfig{mode}/{name}"] = values
     return found
 
 
@@ -172,9 +213,10 @@ def _toml_sections(text: str) -> dict[str, Any]:
 
 
 def _test_sections(name: str, text: str | None) -> Any:
-    """The test-relevant part of a ``CONTENT_CHECKED`` file (raises on a file that will not parse)."""
+    """The test-relevant part of a ``CONTENT_CHECKED`` file (raises on a file that will not
+    parse); an absent file has none, like a file without test settings."""
     if text is None:
-        return None
+        return {} if name != "setup.py" else []
     if name == "setup.cfg":
         return _ini_sections(text)
     if name == "pyproject.toml":
@@ -199,14 +241,91 @@ def harness_reason(path: str, tests: set[str], before: str | None = None,
     if module is not None and before is None:
         return f"a new module at the root that shadows {module}, which the test run imports"
     if name in CONTENT_CHECKED:
-        try:
-            old = _test_sections(name, before)
-        except (configparser.Error, tomllib.TOMLDecodeError):
-            old = before  # the base file does not parse: compare it whole
-        try:
-            new = _test_sections(name, after)
-        except (configparser.Error, tomllib.TOMLDecodeError):
-            return f"{name} no longer parses (its test settings cannot be read)"
-        if old != new:
-            return f"test settings in {name} (pytest/tox sections or pytest11 entry points)"
+        return _config_reason(name, before, after)
     return None
+
+
+def _config_reason(name: str, before: str | None, after: str | None) -> str | None:
+    """Why a changed ``CONTENT_CHECKED`` file is harness, or None (see the module contract)."""
+    unreadable = (configparser.Error, tomllib.TOMLDecodeError, iniconfig.ParseError)
+    try:
+        old = _test_sections(name, before)
+    except unreadable:
+        old = before  # the base file does not parse: compare it whole
+    try:
+        new = _test_sections(name, after)
+    except unreadable:
+        return f"{name} no longer parses (its test settings cannot be read)"
+    if old != new:
+        return f"test settings in {name} (pytest/tox sections or pytest11 entry points)"
+    words = sorted({m.group(0).lower() for line in _changed_lines(before, after)
+                    for m in CONFIG_WORDS.finditer(line)})
+    if words:
+        return f"{name}: changed lines name {', '.join(words)} (what a test runner reads)"
+    return None
+
+
+def _changed_lines(before: str | None, after: str | None) -> list[str]:
+    """The lines one of the two texts has and the other lacks."""
+    old, new = (before or "").splitlines(), (after or "").splitlines()
+    return [line[1:] for line in difflib.ndiff(old, new) if line[:2] in ("- ", "+ ")]
+
+
+def _folder_chain(path: str) -> list[str]:
+    """The folders above ``path`` inside the tree, outermost first (``.`` is the tree)."""
+    parts = PurePosixPath(path).parts[:-1]
+    return ["."] + ["/".join(parts[:k]) for k in range(1, len(parts) + 1)]
+
+
+def protected_folders(files: Iterable[str]) -> tuple[list[str], list[str]]:
+    """``(read_only, sticky)`` folders, relative to the tree (see the module contract); a
+    folder holding a graded file is read-only even where it is also above another."""
+    read_only: set[str] = set()
+    sticky: set[str] = set()
+    for path in files:
+        if repo_relative_file(path) is None:
+            continue
+        chain = _folder_chain(path)
+        read_only.add(chain[-1])
+        sticky.update(chain[:-1])
+    return sorted(read_only), sorted(sticky - read_only)
+
+
+def lockdown_command(files: Iterable[str], workdir: str) -> str:
+    """The root shell step (run in the tree, after the folders were handed to the untrusted
+    uid) that makes ``protected_folders(files)`` root-owned: read-only ones 0755 (and their
+    ``__pycache__``, whose compiled tests pytest would load), sticky ones 1777, the graded files
+    that exist root-owned and not writable by others; and the same for every tracked
+    ``conftest.py`` and the folders above it (sticky unless read-only). Folders the test patch
+    creates later are root's 0755 already."""
+    files = sorted(f for f in files if repo_relative_file(f) is not None)
+    read_only, sticky = protected_folders(files)
+    quote = shlex.quote
+    steps = [f"cd {quote(workdir)}"]
+    if sticky:
+        steps.append(f"for d in {' '.join(map(quote, sticky))}; do if [ -d \"$d\" ]; then "
+                     f"chown -h root:root \"$d\" && chmod 1777 \"$d\" || exit 1; fi; done")
+    if read_only:
+        steps.append(f"for d in {' '.join(map(quote, read_only))}; do if [ -d \"$d\" ]; then "
+                     f"chown -h root:root \"$d\" && chmod 0755 \"$d\" || exit 1; "
+                     f"if [ -d \"$d/__pycache__\" ]; then chown -hR root:root \"$d/__pycache__\" "
+                     f"&& chmod -R go-w \"$d/__pycache__\" || exit 1; fi; fi; done")
+    if files:
+        steps.append(f"for f in {' '.join(map(quote, files))}; do if [ -f \"$f\" ] && "
+                     f"[ ! -L \"$f\" ]; then chown root:root \"$f\" && chmod go-w \"$f\" "
+                     f"|| exit 1; fi; done")
+    # Each tracked conftest (the restore left no other) and the folders above it, root's:
+    # sticky where they are not read-only already, so none can be swapped for another.
+    steps.append("git ls-files -z -- conftest.py '*/conftest.py' | while IFS= read -r -d '' f; do "
+                 "[ -f \"$f\" ] && [ ! -L \"$f\" ] || continue; "
+                 "chown root:root \"$f\" && chmod go-w \"$f\" || exit 1; d=$(dirname \"$f\"); "
+                 "while :; do if [ \"$(stat -c %U:%a \"$d\")\" != root:755 ]; then "
+                 "chown -h root:root \"$d\" && chmod 1777 \"$d\" || exit 1; fi; "
+                 "[ \"$d\" = . ] && break; d=$(dirname \"$d\"); done; done")
+    return " && ".join(steps)
+
+
+def conftest_paths(tracked: Iterable[str], test_patch: str = "") -> set[str]:
+    """The conftest files pytest may load, relative to the tree (see the module contract)."""
+    named = set(tracked) | patch_paths(test_patch)
+    return {p for p in named if PurePosixPath(p).name == "conftest.py" and not unsafe_paths([p])}

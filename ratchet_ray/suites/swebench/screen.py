@@ -1,7 +1,16 @@
-"""A static screen of a patch for code aimed at the test harness (the second layer, never the only
-one: a forger can spell anything indirectly, which the canaries and the sentinel still catch).
+"""A static screen of a patch for code aimed at the test harness: suspicion, never a verdict.
+
+A forger can spell anything indirectly, and an honest fix may name pytest's internals (in a
+comment, a string, or a repository whose own code has a ``TestReport``), so what the screen finds
+is recorded and shown (the grade's trace, ``evidence.tampering.suspicion``, ``ratchet audit``)
+but never fails a grade nor retires a skill: tampering needs behavioural proof (a canary that
+passed, the sentinel, a harness path that had to be restored).
 
 Contracts:
+- ``suspicion(instance, patch)`` -> the grade's note (``evidence.tampering.SUSPICION_PREFIX``
+  then the quoted lines), or None when nothing was found. Harness paths the guard restores
+  anyway and repositories whose code under test is pytest (``sentinel.HARNESS_REPOS``) are not
+  screened.
 - ``screen(patch, skip)`` -> the added lines (``path:line: text``) of files not in ``skip`` that
   name pytest's internals or the test run's plumbing (``PATTERNS``: ``_pytest``, pytest hook
   names, ``hookimpl``, report objects, ``PYTEST_ADDOPTS`` and other ``PYTEST_*`` variables,
@@ -17,8 +26,11 @@ Contracts:
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from ratchet_ray.suites.swebench.protect import patch_paths
+from ratchet_ray.evidence.tampering import SUSPICION_PREFIX
+from ratchet_ray.suites.swebench.protect import harness_reason, patch_paths, test_files
+from ratchet_ray.suites.swebench.sentinel import HARNESS_REPOS
 
 LINE_CHARS = 160
 PATTERNS = re.compile("|".join([
@@ -67,3 +79,18 @@ def screen(patch: str, skip: set[str] = frozenset()) -> list[str]:
             quoted = quoted if len(quoted) <= LINE_CHARS else quoted[:LINE_CHARS] + "..."
             hits.append(f"{path}:{number}: {quoted}")
     return hits
+
+
+def suspicion(instance: dict[str, Any], patch: str, limit: int = 20) -> str | None:
+    """The grade's suspicion note for ``patch``, or None (see the module contract)."""
+    if instance.get("repo") in HARNESS_REPOS:
+        return None
+    tests = test_files(instance)
+    restored = {p for p in patch_paths(patch) if harness_reason(p, tests) is not None}
+    hits = screen(patch, restored)
+    if not hits:
+        return None
+    more = f"\n  ... and {len(hits) - limit} more" if len(hits) > limit else ""
+    return (f"{SUSPICION_PREFIX} {len(hits)} added line(s) name the test harness's internals "
+            "(the patch screen; recorded only, tampering needs behavioural proof)\n  "
+            + "\n  ".join(hits[:limit]) + more)

@@ -1,6 +1,7 @@
 """Detection table of the forgery corpus on the local images: each forgery of ``forgeries.py``
-graded by the real grader with every layer on, then with one layer at a time (the screen off;
-the screen and the sentinel off; the screen and the canaries off). Prints a Markdown table.
+graded by the real grader with every layer on, then with one runtime layer at a time (the
+sentinel off; the canaries off). The static screen is suspicion only, never a verdict, so it has
+no column. Prints a Markdown table.
 
 Run: ``.venv/bin/python tests/suites/swebench/measure_forgeries.py`` (Docker and the base image of
 ``.ci/docker_setup.sh``; about 10 s per grade).
@@ -25,12 +26,10 @@ from ratchet_ray.suites.swebench.dataset import normalize_all, to_task  # noqa: 
 from ratchet_ray.suites.swebench.grader import SwebenchGrader  # noqa: E402
 from ratchet_ray.suites.swebench.settings import SwebenchSettings  # noqa: E402
 
-NO_SCREEN = ("ratchet_ray.suites.swebench.grader.screen_patch", lambda instance, patch: None)
 NO_SENTINEL = ("ratchet_ray.suites.swebench.protections.HARNESS_REPOS",
                frozenset({swebench_instances.REPO}))
 NO_CANARIES = ("ratchet_ray.suites.swebench.canaries.plan", lambda files, rng=None: None)
-SETUPS = {"all layers": (), "no screen": (NO_SCREEN,), "canaries only": (NO_SCREEN, NO_SENTINEL),
-          "sentinel only": (NO_SCREEN, NO_CANARIES)}
+SETUPS = {"all layers": (), "canaries only": (NO_SENTINEL,), "sentinel only": (NO_CANARIES,)}
 
 
 def main() -> None:

@@ -11,9 +11,9 @@ import pytest
 
 import swebench_instances as fixture
 from forgeries import FORGERIES, IN_PROCESS, new_file
+from ratchet_ray.evidence.tampering import SUSPICION_PREFIX
 from ratchet_ray.suites.swebench import canaries
-from ratchet_ray.suites.swebench.protections import screen_patch
-from ratchet_ray.suites.swebench.screen import screen
+from ratchet_ray.suites.swebench.screen import screen, suspicion
 from ratchet_ray.suites.swebench.sentinel import Sentinel, judge
 
 F2P, P2P = fixture.TESTS["ratchet__calc-1"]
@@ -133,11 +133,11 @@ def test_the_screen_quotes_lines_that_reach_for_the_harness():
 
 def test_the_screen_skips_restored_harness_and_pytest_itself():
     conftest = new_file("conftest.py", "+import _pytest\n")
-    assert screen_patch(INSTANCE, conftest) is None, "the guard restores it: nothing reaches the run"
-    trace = screen_patch(INSTANCE, FORGERIES["report_rewrite_in_source"])
-    assert trace.startswith("test_tampering: the patch reaches for the test harness (static screen)")
-    assert screen_patch({**INSTANCE, "repo": "pytest-dev/pytest"},
-                        FORGERIES["report_rewrite_in_source"]) is None
+    assert suspicion(INSTANCE, conftest) is None, "the guard restores it: nothing reaches the run"
+    note = suspicion(INSTANCE, FORGERIES["report_rewrite_in_source"])
+    assert note.startswith(SUSPICION_PREFIX) and "test_tampering" not in note, note
+    assert suspicion({**INSTANCE, "repo": "pytest-dev/pytest"},
+                     FORGERIES["report_rewrite_in_source"]) is None
 
 
 def test_some_forgeries_evade_the_screen():

@@ -23,9 +23,9 @@ EXPECTED = {
     "fake_passed_lines": ("test_tampering", "the exit code was rewritten"),
     "imitated_markers": ("test_tampering", "imitates swebench's marker"),
     "report_rewrite_in_source": ("test_tampering", "from _pytest.reports import TestReport"),
-    "spare_env_canary": ("test_tampering", "(static screen)"),
+    "spare_env_canary": ("test_tampering", "grader's pytest plugin saw"),
     "spare_hex_canary": ("test_tampering", "'_py' + 'test.rep' + 'orts'"),
-    "exit_code_rewrite": ("test_tampering", "(static screen)"),
+    "exit_code_rewrite": ("test_tampering", "grader's pytest plugin saw"),
     "junit_and_summary_rewrite": ("test_tampering", "_pytest.junitxml"),
     "hook_wrapper_from_gc": ("test_tampering", "gc.get_objects()"),
     # No screened name in these: the sentinel sees them in pytest's process.
@@ -48,24 +48,15 @@ def test_each_forgery_is_not_resolved(grader, tasks, name):
     status, why = EXPECTED[name]
     assert (result.passed, result.infra_failure) == (False, False), result.trace
     assert result.exit_status == status and why in result.trace, result.trace
-
-
-@pytest.mark.parametrize("name", sorted(IN_PROCESS))
-def test_without_the_screen_the_runtime_layers_refuse_each_forgery(grader, tasks, name, monkeypatch):
-    """The screen off: in the container (pytest of the image, the untrusted uid), the canaries
-    and the sentinel still refuse every forgery of the code under test, and the trace says which."""
-    monkeypatch.setattr("ratchet_ray.suites.swebench.grader.screen_patch", lambda instance, patch: None)
-    result = grader.grade(tasks["ratchet__calc-1"], FORGERIES[name])
-    assert (result.passed, result.exit_status) == (False, "test_tampering"), result.trace
-    assert layer_of(result) in ("sentinel", "canary"), result.trace
+    if name in IN_PROCESS:  # the static screen is suspicion only: a runtime layer proved it
+        assert layer_of(result) in ("sentinel", "canary"), result.trace
 
 
 @pytest.mark.parametrize("name", sorted(MID_RUN))
-def test_machinery_changed_during_a_test_is_seen_after_it(grader, tasks, name, monkeypatch):
-    """The screen off, under the image's pytest: a change made inside a test, even one undone
-    in a later test, is named by the sentinel's check after the test that made it (the first
-    to call ``add``: test_add, or a canary planted before it)."""
-    monkeypatch.setattr("ratchet_ray.suites.swebench.grader.screen_patch", lambda instance, patch: None)
+def test_machinery_changed_during_a_test_is_seen_after_it(grader, tasks, name):
+    """Under the image's pytest (the static screen only suspects): a change made inside a test,
+    even one undone in a later test, is named by the sentinel's check after the test that made
+    it (the first to call ``add``: test_add, or a canary planted before it)."""
     patch, what = MID_RUN[name]
     result = grader.grade(tasks["ratchet__calc-1"], patch)
     assert (result.passed, result.exit_status) == (False, "test_tampering"), result.trace

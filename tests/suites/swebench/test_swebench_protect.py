@@ -1,14 +1,20 @@
-"""The verdict's protections without Docker: harness paths, the script rewrite, the log split,
-the JUnit cross-check and atomic reports (canaries, sentinel and screen: test_swebench_canaries.py)."""
+"""The verdict's protections: harness paths (read as pytest reads its configuration), the script
+rewrite, the log split, the JUnit cross-check and atomic reports without Docker (canaries,
+sentinel and screen: test_swebench_canaries.py); on the local image, the lockdown of what decides
+the verdict against the tests' uid."""
 
 from __future__ import annotations
 
 import json
+
 import pytest
 
+import swebench_instances as fixture
 from forgeries import FORGERIES
+from honest_patches import diff_of
 from ratchet_ray.suites.swebench import grading_support
-from ratchet_ray.suites.swebench.protect import harness_reason, patch_paths, unsafe_paths
+from ratchet_ray.suites.swebench.protect import (
+    conftest_paths, harness_reason, lockdown_command, patch_paths, protected_folders, unsafe_paths)
 from ratchet_ray.suites.swebench.protect import test_files as graded_test_files
 from ratchet_ray.suites.swebench.verdict import (
     Forgery, Markers, MarkersMissing, RunExtras, ScriptShapeError, cross_check, instrument,
@@ -84,6 +90,36 @@ def test_config_files_count_only_their_test_sections():
     assert harness_reason("setup.py", TESTS, setup, setup + "# more\n") is None
     assert harness_reason("setup.py", TESTS, setup,
                           "setup(entry_points={'pytest11': ['e = calc.e']})\n")
+
+
+def test_config_is_read_as_pytest_reads_it_and_any_runner_line_restores_the_whole_file():
+    base = "[metadata]\nname = calc\n"
+    # Headers that configparser and pytest's iniconfig read differently: pytest sees tool:pytest.
+    for header in ("[tool:pytest] # x]", "[tool:pytest]  ;]", "[tool:pytest] # ]"):
+        evil = base + f"{header}\nxx = 1\n"
+        assert harness_reason("setup.cfg", TESTS, base, evil), header
+    # A line that names what a runner reads, in any section, restores the file whole.
+    for line in ("[flake8]\naddopts = -p evil", "[tox:x]\nenv = 1", "[options]\nplugins = evil"):
+        assert harness_reason("setup.cfg", TESTS, base, f"{base}{line}\n"), line
+    assert "no longer parses" in harness_reason("setup.cfg", TESTS, base, base + "[]\n")
+    # New packaging files without test settings are the patch's own (not deleted).
+    project = ('[build-system]\nrequires = ["setuptools"]\n\n[project]\nname = "calc"\n')
+    assert harness_reason("pyproject.toml", TESTS, None, project) is None
+    assert harness_reason("setup.cfg", TESTS, None, base + "[flake8]\nmax-line-length = 99\n") is None
+    assert harness_reason("setup.py", TESTS, None, "setup(name='calc')\n") is None
+    assert harness_reason("pyproject.toml", TESTS, None, project + "[tool.pytest]\nx = 1\n")
+
+
+def test_lockdown_keeps_graded_files_their_folders_and_conftests_roots():
+    read_only, sticky = protected_folders(["tests/test_ops.py", "tests/unit/test_x.py",
+                                           "tests/runtests.py", "/etc/passwd", "../x.py"])
+    assert read_only == ["tests", "tests/unit"] and sticky == ["."]
+    command = lockdown_command(["tests/unit/test_x.py"], "/testbed")
+    assert "chmod 1777" in command and "chmod 0755" in command and "__pycache__" in command
+    assert "conftest.py" in lockdown_command([], "/testbed"), "tracked conftests always"
+    patch = "diff --git a/t/conftest.py b/t/conftest.py\n--- /dev/null\n+++ b/t/conftest.py\n"
+    assert conftest_paths(["conftest.py", "a/b.py", "a/myconftest.py"], patch) == {
+        "conftest.py", "t/conftest.py"}
 
 
 def test_test_files_come_from_ids_and_the_test_patch():
@@ -183,3 +219,50 @@ def test_reports_are_written_atomically_and_broken_ones_dropped(tmp_path, monkey
     assert [p.name for p in path.parent.iterdir()] == ["report.json"]
     path.write_text('{"grade": {"pass')
     assert grading_support.read_report(store, "i/report.json") is None and not path.exists()
+
+
+# The fix holds only when the tests' uid cannot touch what decides the verdict: graded test files
+# and their folders (no rewrite, rename, compiled copy or new conftest), tracked conftests' folders,
+# while it may still write its own files in the working directory (a test's output).
+ESCAPES = """import os
+
+
+def _escapes():
+    found = []
+    attempts = {
+        "rewrite the graded file": lambda: open("tests/test_ops.py", "a").close(),
+        "create tests/__pycache__": lambda: os.mkdir("tests/__pycache__"),
+        "create tests/conftest.py": lambda: open("tests/conftest.py", "x").close(),
+        "replace the graded file": lambda: os.rename("tests/test_ops.py", "tests/x.py"),
+        "rename the tests folder": lambda: os.rename("tests", "tests_moved"),
+        "chmod the tests folder": lambda: os.chmod("tests", 0o777),
+    }
+    for what, attempt in attempts.items():
+        try:
+            attempt()
+            found.append(what)
+        except OSError:
+            pass
+    try:
+        with open("its_own_output.txt", "w") as out:
+            out.write("x")
+    except OSError as exc:
+        found.append(f"cannot write its own file in the working directory: {exc}")
+    return found
+
+
+ESCAPES = _escapes()
+"""
+LOCKED_ONLY = diff_of({"calc/ops.py": fixture.OPS.replace(
+    '"""Tiny arithmetic helpers."""\n', '"""Tiny arithmetic helpers."""\n' + ESCAPES).replace(
+    "    return a - b", "    assert not ESCAPES, ESCAPES\n    return a + b")})
+
+
+@pytest.mark.docker
+def test_the_test_uid_cannot_touch_what_decides_the_verdict(docker_client, local_settings,
+                                                            limits, tmp_path, tasks):
+    from ratchet_ray.suites.swebench.grader import SwebenchGrader
+
+    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
+    result = grader.grade(tasks["ratchet__calc-1"], LOCKED_ONLY)
+    assert result.passed, result.trace
