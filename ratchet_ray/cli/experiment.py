@@ -114,13 +114,14 @@ def run(repo: Path, editable, protected, evaluator, evaluator_path, name, spec, 
 
 
 def evaluator_sha() -> str:
-    """Hash of the evaluator's own code, reported in its metrics for audit."""
-    from ratchet_ray.experiment import contract, manifest, skill_eval
+    """Hash of the evaluator's own code (``experiment.evaluator.BUILTIN_CODE``: this module, the
+    contract, manifest and scalar modules, ``ratchet_ray/metrics.py``), reported in its metrics;
+    the engine pins the baseline's and vetoes a candidate that reports another."""
+    from ratchet_ray.experiment.evaluator import builtin_code_files
 
     h = hashlib.sha256()
-    for module in (contract, skill_eval, manifest):
-        h.update(Path(module.__file__).read_bytes())
-    h.update(Path(__file__).read_bytes())
+    for path in builtin_code_files():
+        h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -130,8 +131,9 @@ def evaluator_sha() -> str:
 @click.option("--subset", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Fixed hard-subset file (jobs.select_subset).")
 @click.option("--seeds", default="42,7,13", show_default=True, help="Comma-separated seeds.")
-@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Rounds of each seed's run.")
+@click.option("--rounds", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Rounds of each seed's run (fewer than the Curator and the rollback gate "
+                   "need to act is said on stderr and in metrics.governance_inactive).")
 @click.option("--config-overlay", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Candidate config YAML (knobs), applied over the Default.")
 @click.option("--meta-skill", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -204,15 +206,27 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, pr
             load_prompt_dir(prompts_dir)
         except PromptTemplateError as exc:
             raise click.UsageError(f"--prompts-dir: {exc}") from exc
+    from ratchet_ray.experiment.skill_eval import governance_gaps, yardstick_sha
     from ratchet_ray.loop.entry import check_startable
 
     try:  # every seed's config, its backend and subset too, before Ray starts
+        configs = []
         for seed in seed_list:
-            check_startable(_seed_config(suite, subset, seed, rounds, config_overlay,
-                                         prompts_dir, dataset_path, results_dir or Path("."),
-                                         pins))
+            configs.append(_seed_config(suite, subset, seed, rounds, config_overlay,
+                                        prompts_dir, dataset_path, results_dir or Path("."),
+                                        pins))
+            check_startable(configs[-1])
+        # What the yardstick resolves without the candidate (its knobs left out): a candidate
+        # that changes one of its defaults reports another hash, and the engine vetoes it.
+        pinned["evaluator_config_sha256"] = yardstick_sha(
+            [_seed_config(suite, subset, s, rounds, None, None, dataset_path, Path("."), pins)
+             for s in seed_list], rules.allowed_keys)
     except (ConfigError, ValueError) as exc:
         raise click.ClickException(f"seed {seed}: {exc}") from exc
+    gaps = governance_gaps(configs[0])
+    for gap in gaps:
+        click.echo(f"warning: {gap}; raise --rounds for a scalar that measures governance",
+                   err=True)
     from ratchet_ray.loop.session import ray_session
 
     with ray_session():  # one Ray for every seed (a run_loop inside leaves a connected Ray up)
@@ -233,6 +247,8 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, pr
                                  floor=FloorParams(floor_tau, floor_n_min, floor_cap, floor_delta))
     result.vetoes.extend(spent)
     result.metrics.update(pinned)
+    if gaps:
+        result.metrics["governance_inactive"] = gaps
     if check.review:
         result.metrics[REVIEW_KEY] = check.review
     click.echo(format_contract(result))

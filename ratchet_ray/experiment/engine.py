@@ -13,8 +13,13 @@ Contracts:
   when the worktree has changes, naming protected and evaluator paths first; the ledger
   ``results.tsv`` and ``.ratchet-experiment/`` are git-excluded so they never count as dirt.
 - Iteration 0 evaluates the starting commit (the baseline, a ``keep`` row); its metrics pin the
-  run's metric direction and the evaluator's hash (``_engine``): a resumed run whose evaluator
-  files differ stops with ``EvaluatorChanged``. Between
+  run's metric direction, the evaluator's hash and one digest per evaluator file (``_engine``):
+  before every iteration and every evaluation the files are compared again, and any change
+  (by a candidate, a human or a reinstalled package) stops the run with ``EvaluatorChanged``
+  naming the changed files; a resumed run does the same. The hashes an evaluator reports of
+  itself (``REPORTED_PINS``: the built-in evaluator's code, its resolved yardstick config and
+  its manifest) are pinned too: a candidate whose evaluation reports others moved the
+  yardstick through something no file list names, and is vetoed. Between
   iterations the worktree equals HEAD, and HEAD is the last ``keep`` row's commit: a rejected
   attempt is reset to its base commit and the untracked files it created are deleted.
 - Per experiment (one candidate, its fixes each): the evaluator runs at most ``eval_timeout_s``
@@ -25,6 +30,8 @@ Contracts:
   scalars, else the noise measured on the baseline: it is evaluated ``noise_repeats`` more times
   (``RATCHET_EVAL_REPEAT=k`` in the evaluator's environment) and the margin is
   ``contract.repeat_noise`` of those scalars, pinned in the baseline row (``_engine.noise``).
+  A measured margin is widened for the best being a maximum (``contract.max_adjusted_margin``
+  over the evaluations that competed for it); a given ``noise_margin`` is used as given.
 - Review: a candidate that changes a path matching a ``review`` glob (it must be editable too),
   or whose contract lists ``metrics["needs_review"]``, and would have been kept, gets
   ``needs_review``: HEAD stays at its base and its commit is kept on ``review/<name>/iterNNN``.
@@ -45,8 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ratchet_ray.experiment.contract import REPEAT_ENV, EvalResult, repeat_noise
-from ratchet_ray.experiment.evaluator import (EvalRun, EvaluatorChanged, FrozenEvaluator,
-                                              run_evaluator, stop_stray)
+from ratchet_ray.experiment.evaluator import (OWN_FLAGS, EvalRun, EvaluatorChanged,
+                                              FrozenEvaluator, run_evaluator, stop_stray)
 from ratchet_ray.experiment.gitops import Git
 from ratchet_ray.experiment.iteration import IterationSteps
 from ratchet_ray.experiment.ledger import INTERRUPTED, LEDGER_FILE, Ledger, LedgerRow
@@ -57,6 +64,8 @@ from ratchet_ray.experiment.state import ARTIFACTS_DIR, Attempt, RunArtifacts
 log = logging.getLogger(__name__)
 ENGINE_KEY = "_engine"
 """Key of the baseline row's metrics holding what the run is pinned to."""
+REPORTED_PINS = ("evaluator_sha", "evaluator_config_sha256", "manifest_sha256")
+"""Hashes an evaluator reports of itself in its metrics; the baseline's are pinned."""
 DEFAULT_EVAL_SHARE = 0.25
 """Without ``eval_timeout_s`` one evaluation may take this share of ``budget_s`` at most."""
 DEFAULT_EVAL_COST_USD = 10.0
@@ -131,7 +140,9 @@ class ExperimentEngine(IterationSteps):
             raise ExperimentError(f"{', '.join(bad)} match an --editable glob, but the evaluator "
                                   "and the spec are frozen: narrow the editable globs (a file "
                                   "the evaluator command names is frozen unless it follows an "
-                                  "option flag, e.g. --meta-skill FILE)")
+                                  "option flag, e.g. --meta-skill FILE; the evaluator's own "
+                                  f"{', '.join(OWN_FLAGS)} files and the built-in evaluator's "
+                                  "code are always frozen)")
         self.policy = PathPolicy.of(s.editable, [*s.protected, *frozen, LEDGER_FILE,
                                                  f"{ARTIFACTS_DIR}/**"])
         self.git.exclude([f"/{LEDGER_FILE}", f"/{ARTIFACTS_DIR}/"])
@@ -199,8 +210,12 @@ class ExperimentEngine(IterationSteps):
     def run(self) -> ExperimentReport:
         self._prepare()
         self.digest = self.evaluator.digest()
+        self.files = self.evaluator.file_digests()
         pinned = self._pinned().get("evaluator_sha256")
-        if pinned and pinned != self.digest:
+        if "evaluator_files" in self._pinned():
+            self.files = self._pinned()["evaluator_files"]
+            self._check_frozen()
+        elif pinned and pinned != self.digest:  # a ledger from before per-file digests
             raise EvaluatorChanged(f"the evaluator's files ({', '.join(map(str, self.evaluator.files()))}"
                                    f") differ from those {self.branch} started with; restore them "
                                    "or start a new experiment (--name)")
@@ -227,6 +242,7 @@ class ExperimentEngine(IterationSteps):
             if self._remaining() <= 0:
                 return f"budget of {s.budget_s:.0f} s spent"
             iteration = max((r.iteration for r in self._final_rows()), default=0) + 1
+            self._check_frozen()  # before the proposer sees anything of this iteration
             try:
                 self._iterate(iteration)
             except ProposerExhausted as exc:
@@ -277,7 +293,9 @@ class ExperimentEngine(IterationSteps):
             self.art.end()
             raise ExperimentError(f"the evaluator reports lower_is_better={result.lower_is_better}"
                                   f" but the run was started with lower_is_better={wanted}")
-        engine = {"lower_is_better": result.lower_is_better, "evaluator_sha256": self.digest}
+        engine = {"lower_is_better": result.lower_is_better, "evaluator_sha256": self.digest,
+                  "evaluator_files": self.files,
+                  "reported": {k: result.metrics[k] for k in REPORTED_PINS if k in result.metrics}}
         if noise is not None:
             engine["noise"] = noise
         metrics = {**result.metrics, ENGINE_KEY: engine}
@@ -313,11 +331,24 @@ class ExperimentEngine(IterationSteps):
         log.info("baseline noise over %d evaluations: margin %.6g", len(scalars), margin)
         return {"scalars": scalars, "margin": margin}, wall
 
+    def _check_frozen(self) -> None:
+        """``EvaluatorChanged`` naming every evaluator file that differs from the pinned ones."""
+        changed = self.evaluator.changed(self.files)
+        if changed:
+            raise EvaluatorChanged(f"the evaluator's file(s) {', '.join(changed)} changed since "
+                                   f"{self.branch} started; the yardstick is frozen: restore "
+                                   "them, or start a new experiment (--name)")
+
+    def _moved_yardstick(self, result: EvalResult) -> list[str]:
+        """Vetoes for the self-reported hashes that differ from the baseline's (``REPORTED_PINS``)."""
+        pinned = self._pinned().get("reported") or {}
+        return [f"the evaluator reports {key} {str(result.metrics.get(key))[:16]}, not the "
+                f"baseline's {str(value)[:16]}: the candidate changed the evaluator's code or "
+                "the config it resolves" for key, value in sorted(pinned.items())
+                if result.metrics.get(key) != value]
+
     def _evaluate(self, iteration: int, try_no: int, repeat: int = 0) -> EvalRun:
-        if self.evaluator.digest() != self.digest:
-            raise EvaluatorChanged("the evaluator's files changed during the run ("
-                                   f"{', '.join(str(p) for p in self.evaluator.files())}); the "
-                                   "yardstick is frozen: restore them, or start a new experiment")
+        self._check_frozen()
         s = self.settings
         per_experiment = (s.eval_timeout_s if s.eval_timeout_s is not None
                           else s.budget_s * DEFAULT_EVAL_SHARE)

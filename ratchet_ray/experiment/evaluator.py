@@ -3,10 +3,21 @@
 Contracts:
 - ``FrozenEvaluator(repo, command, paths, inputs)``: ``paths`` are globs inside the repo or
   absolute files outside it; files the command names (tokens that are existing files in the
-  repo) are added: a file right after an option flag (``--meta-skill prior.md``) is an input and
-  is left out when it matches an ``inputs`` glob (the editable candidate files); any other file
-  (the evaluator's script, positional arguments) is always frozen. ``digest()`` hashes every file's path and bytes; the engine compares it before each
-  run, so an evaluator that changed mid-run stops the run (``EvaluatorChanged``).
+  repo, ``--flag=FILE`` included) are added: a file right after an option flag
+  (``--meta-skill prior.md``) is an input and is left out when it matches an ``inputs`` glob
+  (the editable candidate files), except after the evaluator's own flags (``OWN_FLAGS``:
+  ``--manifest``, ``--subset``, ``--dataset-path``), whose file is always frozen (the engine
+  then refuses an editable glob that matches it); any other file (the evaluator's script,
+  positional arguments) is always frozen.
+- The built-in evaluator (a command with the token ``eval-skill-loop``) is frozen down to its
+  code: ``BUILTIN_CODE`` (its CLI, contract, manifest and scalar modules and
+  ``ratchet_ray/metrics.py``), as this interpreter imports them (inside the repo: frozen paths;
+  outside: hashed files), and the repo's own copies where the repo is a ratchet-ray checkout.
+- ``digest()`` hashes every file's path and bytes; ``file_digests()`` is one sha256 per file,
+  keyed by its name (repo-relative inside the repo, absolute outside); ``changed(pinned)``
+  names the files whose digest differs. The engine pins them on the baseline and compares them
+  before every iteration and every run, so an evaluator that changed stops the run
+  (``EvaluatorChanged``, naming the files).
 - ``run_evaluator(command, cwd, log_path, timeout_s)`` runs ``command`` through the shell in
   its own process group with stdout and stderr going to ``log_path`` (never into memory), kills
   the whole group when ``timeout_s`` passes, and parses the contract line from the log's last
@@ -33,6 +44,31 @@ from ratchet_ray.experiment.contract import ContractError, EvalResult, parse_con
 from ratchet_ray.experiment.paths import glob_match
 
 TAIL_BYTES = 64 * 1024
+BUILTIN_TOKEN = "eval-skill-loop"
+BUILTIN_CODE = ("ratchet_ray/cli/experiment.py", "ratchet_ray/experiment/contract.py",
+                "ratchet_ray/experiment/manifest.py", "ratchet_ray/experiment/skill_eval.py",
+                "ratchet_ray/metrics.py")
+"""The built-in evaluator's code, relative to the folder that holds the ``ratchet_ray`` package."""
+OWN_FLAGS = ("--manifest", "--subset", "--dataset-path")
+"""Options whose file is the evaluator's own: never a candidate's input, whatever is editable."""
+
+
+def package_root() -> Path:
+    """The folder holding the ``ratchet_ray`` package this interpreter imports."""
+    return Path(__file__).resolve().parents[2]
+
+
+def builtin_code_files() -> list[Path]:
+    """The built-in evaluator's code files as this interpreter imports them."""
+    return [package_root() / rel for rel in BUILTIN_CODE]
+
+
+def runs_builtin(command: str) -> bool:
+    """Whether ``command`` runs the built-in evaluator (``ratchet experiment eval-skill-loop``)."""
+    try:
+        return BUILTIN_TOKEN in shlex.split(command)
+    except ValueError:
+        return False
 
 
 class EvaluatorChanged(RuntimeError):
@@ -63,11 +99,22 @@ class FrozenEvaluator:
             self.in_repo.update(hits)
         tokens = shlex.split(command)
         for i, token in enumerate(tokens):
+            flag = tokens[i - 1] if i > 0 and tokens[i - 1].startswith("-") else None
+            if token.startswith("--") and "=" in token:  # --flag=FILE
+                flag, token = token.split("=", 1)
             candidate = (self.repo / token) if not Path(token).is_absolute() else Path(token)
             if candidate.is_file() and candidate.resolve().is_relative_to(self.repo):
                 rel = candidate.resolve().relative_to(self.repo).as_posix()
-                after_flag = i > 0 and tokens[i - 1].startswith("-")
-                if not (after_flag and any(glob_match(rel, p) for p in inputs)):
+                an_input = flag is not None and flag not in OWN_FLAGS
+                if not (an_input and any(glob_match(rel, p) for p in inputs)):
+                    self.in_repo.add(rel)
+        if runs_builtin(command):
+            for rel, installed in zip(BUILTIN_CODE, builtin_code_files()):
+                if installed.is_relative_to(self.repo):
+                    self.in_repo.add(installed.relative_to(self.repo).as_posix())
+                else:
+                    self.outside.add(installed)
+                if (self.repo / rel).is_file():  # a ratchet-ray checkout: `python -m` uses it
                     self.in_repo.add(rel)
 
     def files(self) -> list[Path]:
@@ -79,6 +126,20 @@ class FrozenEvaluator:
             h.update(str(path).encode() + b"\0")
             h.update(path.read_bytes() if path.is_file() else b"<missing>")
         return h.hexdigest()
+
+    def _name(self, path: Path) -> str:
+        return path.relative_to(self.repo).as_posix() if path.is_relative_to(self.repo) else str(path)
+
+    def file_digests(self) -> dict[str, str]:
+        """One sha256 per frozen file (``<missing>`` for a file that is gone), by name."""
+        return {self._name(path): (hashlib.sha256(path.read_bytes()).hexdigest()
+                                   if path.is_file() else "<missing>")
+                for path in self.files()}
+
+    def changed(self, pinned: dict[str, str]) -> list[str]:
+        """The names of the files whose digest differs from ``pinned`` (added or gone too)."""
+        now = self.file_digests()
+        return sorted(name for name in set(now) | set(pinned) if now.get(name) != pinned.get(name))
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 
-from ratchet_ray.experiment.contract import improves, noise_margin
+from ratchet_ray.experiment.contract import improves, max_adjusted_margin, noise_margin
 from ratchet_ray.experiment.paths import matches_any
 from ratchet_ray.experiment.evaluator import EvalRun, EvaluatorChanged
 from ratchet_ray.experiment.ledger import LedgerRow
@@ -145,7 +145,7 @@ class IterationSteps:
             self.git.restore(attempt.base, attempt.untracked_before)
             return
         row.noise_margin = self._margin(best, result)
-        vetoes = list(result.vetoes)
+        vetoes = list(result.vetoes) + self._moved_yardstick(result)
         cost, cap = result.metrics.get("cost_usd"), self.settings.eval_cost_usd
         if cap is not None and isinstance(cost, (int, float)) and cost > cap:
             vetoes.append(f"cost ${cost:.4f} is over the per-experiment budget ${cap:.4f}")
@@ -169,13 +169,18 @@ class IterationSteps:
         row.head_commit = self.git.head()
 
     def _margin(self, best, result) -> float:
-        """The noise margin a gain must beat (``engine`` contract: fixed, per-seed, baseline)."""
+        """The noise margin a gain must beat (``engine`` contract: fixed, per-seed, baseline),
+        a measured one widened for the best being the maximum of the evaluations so far."""
         if self.settings.noise_margin is not None:
             return self.settings.noise_margin
         if len(best.per_seed()) >= 2 and len(result.per_seed()) >= 2:
-            return noise_margin(best, result)
-        measured = self._pinned().get("noise") or {}
-        return float(measured.get("margin") or 0.0)
+            margin = noise_margin(best, result)
+        else:
+            measured = self._pinned().get("noise") or {}
+            margin = float(measured.get("margin") or 0.0)
+        competed = sum(1 for r in self._final_rows()
+                       if r.status in ("keep", "revert", "needs_review") and r.scalar is not None)
+        return max_adjusted_margin(margin, competed)
 
     def _review(self, attempt: Attempt, result) -> list[str]:
         """Why this candidate needs a human: review paths it changed, the evaluator's reasons."""

@@ -18,10 +18,22 @@ Contracts:
 - Noise repeats: the engine runs the baseline again with ``RATCHET_EVAL_REPEAT=k`` (k >= 1)
   when it has fewer than two per-seed scalars; ``repeat_seeds(seeds, k)`` then shifts every
   seed by ``REPEAT_STRIDE * k``, so repeat k is a run of other seeds, reproducible as any other.
+- ``yardstick_sha(configs, candidate_keys)``: sha256 of what the evaluator resolves before a
+  candidate's overlay (each seed's ``LoopConfig`` without its run-local ``results_dir`` and
+  ``tag``, the candidate's ``prompts`` channel and every key a ``candidate_keys`` glob matches):
+  a candidate that changes a default the yardstick uses, in code or in a config file, makes
+  its evaluation report another hash, which the engine vetoes.
+- ``governance_gaps(config)``: why the Curator or the rollback gate cannot act within
+  ``config.rounds`` rounds ([] when both can): rollback needs a best round and then
+  ``rollback.consecutive`` rounds below it; retirement needs ``curator.min_trials`` routed
+  attempts, and a skill written after round 0 can be routed at most ``n_train + n_eval`` times
+  a round after it. A scalar measured where they cannot act says nothing about them.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
@@ -97,6 +109,49 @@ def skill_loop_contract(runs: dict[int, list[dict[str, Any]]], *, scalar: Scalar
         vetoes.append(f"cost ${cost:.4f} is over the budget ${cost_budget_usd:.4f}")
     return EvalResult(_mean(per_seed) if per_seed else 0.0, vetoes, metrics,
                       sorted(runs), lower_is_better=False)
+
+
+RUN_LOCAL_KEYS = ("results_dir", "tag", "prompts")
+
+
+def yardstick_sha(configs: Sequence[Any], candidate_keys: Sequence[str] = ()) -> str:
+    """The hash of the configs the evaluator resolves, candidate knobs left out (module contract)."""
+    from ratchet_ray.experiment.manifest import flatten
+
+    h = hashlib.sha256()
+    for config in configs:
+        data = config.model_dump(mode="json")
+        for key in RUN_LOCAL_KEYS:
+            data.pop(key, None)
+        kept = {k: v for k, v in flatten(data).items()
+                if not any(fnmatch_key(k, p) for p in candidate_keys)}
+        h.update(json.dumps(kept, sort_keys=True, default=str).encode() + b"\0")
+    return h.hexdigest()
+
+
+def fnmatch_key(key: str, pattern: str) -> bool:
+    """The manifest's match of a dotted key (``synth.*`` matches ``synth.a.b``)."""
+    from fnmatch import fnmatchcase
+
+    return fnmatchcase(key, pattern)
+
+
+def governance_gaps(config: Any) -> list[str]:
+    """Why the Curator or the rollback gate cannot act in ``config.rounds`` rounds (module contract)."""
+    gaps = []
+    rounds = int(config.rounds)
+    rollback = config.rollback
+    if rollback.enabled and rounds < rollback.consecutive + 2:
+        gaps.append(f"rollback cannot act in {rounds} round(s): it needs a best round, then "
+                    f"rollback.consecutive={rollback.consecutive} rounds below it (at least "
+                    f"{rollback.consecutive + 2} rounds)")
+    per_round = int(config.n_train) + int(config.n_eval)
+    most = max(0, rounds - 1) * per_round
+    if most < config.curator.min_trials:
+        gaps.append(f"the Curator cannot retire a skill in {rounds} round(s): a skill gets at "
+                    f"most {most} routed attempts ({per_round} a round after the one it is "
+                    f"written in), fewer than curator.min_trials={config.curator.min_trials}")
+    return gaps
 
 
 def _mean(values: Sequence[float]) -> float:

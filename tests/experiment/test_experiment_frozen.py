@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from experiment_helpers import git, make_repo, params, rows, run, write_script
 from ratchet_ray.cli import main
-from ratchet_ray.experiment.contract import parse_contract, repeat_noise
+from ratchet_ray.experiment.contract import max_adjusted_margin, parse_contract, repeat_noise
 from ratchet_ray.experiment.engine import DEFAULT_EVAL_SHARE, ENGINE_KEY
 from ratchet_ray.experiment.ledger import STATUSES
 from ratchet_ray.experiment.manifest import EvaluatorManifest, ManifestError, flatten
@@ -159,3 +159,5 @@ def test_the_noise_margin_refuses_a_gain_smaller_than_the_baselines_noise(tmp_pa
     assert small.status == "revert" and small.noise_margin == pytest.approx(margin, abs=1e-5)
     assert "no improvement beyond the noise margin" in small.note  # +0.1 < 0.141
     assert large.status == "keep"  # +0.5 > 0.141
+    # the best is now the maximum of two evaluations: the margin is widened for it
+    assert large.noise_margin == pytest.approx(max_adjusted_margin(margin, 2), abs=1e-5)
