@@ -389,7 +389,8 @@ class LoopConfig(BaseModel):
     ``--set <suite>.key=value``, old run dirs) is the same section. Read one with
     ``ratchet_ray.suites.settings_for(config)``."""
     arm: str = "default"
-    """Ablation arm name, recorded in every capsule (the arm files set it: A1..A8)."""
+    """Ablation arm name, recorded in every capsule (the arm files set it,
+    ``configs/ablations/A1..A10.yaml``: A1-A8 the paper's, A9 and A10 beyond it)."""
     seed: int = 42
     """Decides the split (without a subset), the order tasks are attempted and batched, the
     order verdicts enter canonicalisation and clustering, and the sampling seed of every LLM

@@ -2,7 +2,7 @@
 
 API:
 - ``is_critiquable(capsule) -> bool``: True for a failed, non-infrastructure, train capsule.
-  Callers filter with it (the Critic never learns from infrastructure failures, DESIGN.md).
+  Callers filter with it (the Critic never learns from infrastructure failures: docs/architecture.md).
 - ``critique(llm, task, capsule, skill, *, limits=None, seed=None) -> CritiqueResult(verdict,
   replies, error)``; ``limits`` (``llm.roles.critic``) sets temperature and token cap, ``seed``
   the sampling seed on backends that take one, ``flavour`` the review prompt (default: the one

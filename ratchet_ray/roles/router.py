@@ -10,7 +10,7 @@ API:
   CANDIDATE ones on a train split during the bootstrap period (``router.bootstrap_rounds``);
   DEPRECATED skills are never routed.
 
-Behaviour (DESIGN.md section 1):
+Behaviour (the paper's routing rule; docs/architecture.md):
 - ``settings.inject`` False (ablation A1): always NONE, no LLM call.
 - no ACTIVE skill: NONE, no LLM call.
 - ``settings.mode == "retrieval_only"`` (ablation A2): the top retrieved skill, no LLM call.

@@ -1,4 +1,5 @@
-"""Synthesis pre-processing as pure functions (DESIGN.md section 1, step 5).
+"""Synthesis pre-processing as pure functions (the paper's synth step: docs/architecture.md,
+"The loop's phases").
 
 Contracts:
 - ``canonicalize(patterns, embedder, threshold, enabled)`` returns one canonical label per input.
