@@ -10,7 +10,8 @@ Contracts:
   registers files dropped there); a bad file is reported with its field and nothing is imported.
 - ``audit`` lists every capsule graded as tampering (``evidence.tampering``: round, split,
   task, skill, status and the grader's finding), after the latest skill events in table format
-  and alone with ``--tampering``.
+  and alone with ``--tampering``; in table format then the capsules a static screen suspected
+  (``tampering.suspicion``: recorded, never tampering nor a retirement) with the first line quoted.
 - ``audit --leakage`` / ``--bypass`` / ``--cost`` (beyond the paper): per-skill tables of
   ``cli.audit_hygiene`` (leakage score with quoted spans, dead weight and routed-but-ignored,
   prompt tokens with contribution per 1k tokens), each alone or together, in any format.
@@ -34,8 +35,8 @@ from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import ConfigError, load_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import (EMPTY_STATS, failed_llm_calls, recent_skill_events,
-                                          tampering_capsules)
-from ratchet_ray.evidence.tampering import grader_finding
+                                          suspicious_capsules, tampering_capsules)
+from ratchet_ray.evidence.tampering import grader_finding, suspicion
 from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
 from ratchet_ray.governance import curator
 
@@ -156,6 +157,14 @@ def meta_list(ctx: click.Context, fmt: str) -> None:
 TAMPERING_COLUMNS = ["round", "split", "task_id", "skill_id", "exit_status", "finding"]
 
 
+def suspicion_rows(con) -> list[dict]:
+    """Every capsule whose trace records the static screen's suspicion (not a verdict), with
+    its first quoted line."""
+    return [{**{k: row[k] for k in TAMPERING_COLUMNS[:-1]},
+             "finding": (suspicion(row["grader_trace"]).splitlines()[1:2] or ["?"])[0].strip()}
+            for row in suspicious_capsules(con)]
+
+
 def tampering_rows(con) -> list[dict]:
     """Every capsule graded as tampering (any split, any route), with the grader's finding."""
     return [{**{k: row[k] for k in TAMPERING_COLUMNS[:-1]},
@@ -202,6 +211,7 @@ def audit(ctx: click.Context, limit: int, fmt: str, only_tampering: bool, leakag
         rows = recent_skill_events(con, limit)
         failures = failed_llm_calls(con)
         tampered = tampering_rows(con)
+        suspected = suspicion_rows(con)
     if only_tampering:
         emit_rows(tampered, TAMPERING_COLUMNS, fmt)
         return
@@ -211,6 +221,9 @@ def audit(ctx: click.Context, limit: int, fmt: str, only_tampering: bool, leakag
         click.echo(f"tampering capsules: {len(tampered) or 'none'}")
         if tampered:
             emit_rows(tampered, TAMPERING_COLUMNS, fmt)
+        if suspected:  # the static screen: recorded, never a verdict nor a retirement
+            click.echo(f"suspected by the static screen (not tampering): {len(suspected)}")
+            emit_rows(suspected, TAMPERING_COLUMNS, fmt)
         for row in failures:
             latest = (row["last_error"] or "?").splitlines()[0][:200]
             click.echo(f"failed LLM calls ({row['role']}): {row['failed']} in rounds "

@@ -18,7 +18,10 @@ Contracts:
   (NONE excluded); ``tampering_capsules(con)`` lists every such capsule, any split or route,
   in (round, split, task, capsule) order; ``tampering_totals(con)`` counts them per split and
   counts the skills the Curator retired for tampering (``skill_event`` reason
-  ``tampering: ...``).
+  ``tampering: ...``). Suspicion is not proof: ``tampering_by_skill`` (what the Curator retires
+  on) leaves out capsules of older runs whose only finding was the static screen
+  (``tampering.SCREEN_ONLY_TRACE``); ``suspicious_capsules(con)`` lists the capsules whose trace
+  records a screen's suspicion (``tampering.SUSPICION_PREFIX``), whatever their status.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from typing import Any, Collection
 
 import duckdb
 
-from ratchet_ray.evidence.tampering import TAMPERING_REASON, TAMPERING_STATUSES
+from ratchet_ray.evidence.tampering import (
+    SCREEN_ONLY_TRACE, SUSPICION_LIKE, TAMPERING_REASON, TAMPERING_STATUSES)
 from ratchet_ray.types import NONE_SKILL, Verdict
 
 
@@ -87,7 +91,8 @@ WITH hit AS (
   FROM capsule
   WHERE split = ? AND skill_id <> ? AND list_contains(?, exit_status)
     AND NOT coalesce(infra_failure, false)
-    AND NOT coalesce(impossible, false))
+    AND NOT coalesce(impossible, false)
+    AND NOT contains(coalesce(grader_trace, ''), ?))
 SELECT skill_id, count(*) AS capsules, min(round) AS first_round, max(round) AS last_round,
        max(capsule_id) FILTER (WHERE nth = 1) AS first_capsule,
        max(exit_status) FILTER (WHERE nth = 1) AS first_status
@@ -112,6 +117,14 @@ WHERE list_contains(?, exit_status) AND NOT coalesce(infra_failure, false)
   AND NOT coalesce(impossible, false)
 """
 
+SUSPICIOUS_CAPSULES_SQL = """
+SELECT round, split, task_id, skill_id, exit_status, coalesce(attempt, 0) AS attempt,
+       capsule_id, grader_trace
+FROM capsule
+WHERE grader_trace LIKE ? AND NOT coalesce(impossible, false)
+ORDER BY round, split, task_id, capsule_id
+"""
+
 TAMPERING_RETIRED_SQL = """
 SELECT count(DISTINCT skill_id) FROM skill_event
 WHERE event = 'retired' AND starts_with(coalesce(reason, ''), ?)
@@ -125,7 +138,8 @@ def _statuses(statuses: Collection[str] | None) -> list[str]:
 def tampering_by_skill(con: duckdb.DuckDBPyConnection, split: str = "train",
                        statuses: Collection[str] | None = None) -> dict[str, TamperingStats]:
     """Per skill, its routed ``split`` capsules graded as tampering (see module contracts)."""
-    rows = con.execute(TAMPERING_BY_SKILL_SQL, [split, NONE_SKILL, _statuses(statuses)]).fetchall()
+    rows = con.execute(TAMPERING_BY_SKILL_SQL, [split, NONE_SKILL, _statuses(statuses),
+                                                SCREEN_ONLY_TRACE]).fetchall()
     return {skill_id: TamperingStats(capsules=int(n), first_round=int(first), last_round=int(last),
                                      first_capsule=str(capsule), first_status=str(status))
             for skill_id, n, first, last, capsule, status in rows}
@@ -135,6 +149,12 @@ def tampering_capsules(con: duckdb.DuckDBPyConnection,
                        statuses: Collection[str] | None = None) -> list[dict[str, Any]]:
     """Every capsule graded as tampering, with its route and the grader's trace."""
     return _rows_as_dicts(con.execute(TAMPERING_CAPSULES_SQL, [_statuses(statuses)]))
+
+
+def suspicious_capsules(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Every capsule whose trace records a static screen's suspicion (never a verdict), with
+    its route, status and trace."""
+    return _rows_as_dicts(con.execute(SUSPICIOUS_CAPSULES_SQL, [SUSPICION_LIKE]))
 
 
 def tampering_totals(con: duckdb.DuckDBPyConnection,

@@ -75,4 +75,4 @@ def suspicion(trace: str | None) -> str:
 
 def is_proof(status: str | None, trace: str | None) -> bool:
     """A tampering status backed by behavioural proof (see module contracts)."""
-    return is_tampering(status) and not (trace or "").lstrip().startswith(SCREEN_ONLY_TRACE)
+    return is_tampering(status) and SCREEN_ONLY_TRACE not in (trace or "")

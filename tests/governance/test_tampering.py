@@ -211,3 +211,38 @@ def test_a_rollback_never_brings_back_a_skill_retired_for_tampering(tampered_run
     off = open_bank(tampered_run, retire_on_tampering=False)
     assert "cheat" in off.restore(1, current_round=3)
     assert off.get("cheat").status.value == "active"
+
+
+def test_suspicion_alone_never_retires_and_is_listed_apart(run_dir):
+    """Suspicion is not proof: a capsule of an older run whose only finding was the static
+    screen, and one whose trace records a screen's suspicion, never retire their skill; the
+    suspicion is listed for the audit. A behavioural finding next to them still retires."""
+    from ratchet_ray.evidence.queries import suspicious_capsules
+    from ratchet_ray.evidence.tampering import SCREEN_ONLY_TRACE, SUSPICION_PREFIX, is_proof
+
+    bank = open_bank(run_dir)
+    for i, name in enumerate(["screened", "suspected", "proven"]):
+        assert bank.add(make_skill(name, TOPICS[i]), round_=0).ok
+    legacy = f"{SCREEN_ONLY_TRACE}:\n  calc/ops.py:3: # PYTEST_ADDOPTS=--junitxml"
+    note = f"{SUSPICION_PREFIX} 1 added line(s) name the test harness\n  calc/ops.py:3: # _pytest"
+    rows = (graded("run1", "screened", 1, [TEST_TAMPERING]) + graded("run1", "suspected", 1, ["ok"])
+            + graded("run1", "proven", 1, [TEST_TAMPERING]))
+    traces = {"screened": legacy, "suspected": f"resolved\n{note}\nlog: x",
+              "proven": f"test_tampering: the canary test test_x was reported passed\n{note}"}
+    rows = [c.model_copy(update={"grader_trace": traces[c.skill_id],
+                                 "passed": c.skill_id == "suspected"}) for c in rows]
+    EvidenceStore(run_dir).append("capsule", 1, rows)
+    assert not is_proof(TEST_TAMPERING, legacy) and is_proof(TEST_TAMPERING, traces["proven"])
+    with EvidenceStore(run_dir).connect() as con:
+        assert set(tampering_by_skill(con, "train")) == {"proven"}
+        assert [r["skill_id"] for r in suspicious_capsules(con)] == ["proven", "suspected"]
+    got = {d.skill_id: d.action for d in bank.curate(1)}
+    assert got["proven"] == "retire" and got["screened"] != "retire" and got["suspected"] != "retire"
+    from click.testing import CliRunner
+
+    from ratchet_ray.cli import main
+
+    table = CliRunner().invoke(main, ["--db", str(run_dir), "audit"])
+    assert table.exit_code == 0, table.output
+    assert "suspected by the static screen (not tampering): 2" in table.output
+    assert "calc/ops.py:3: # _pytest" in table.output
