@@ -1,0 +1,84 @@
+"""The settings and extras the documentation names exist: a renamed config key or pip extra
+fails here, not on a user's terminal. Pages: README.md and the hand-written docs/ (the generated
+ones are rendered from the code, ``test_generated_docs``), the config's docstrings (they become
+docs/configuration.md) and the report's HTML text; extras: every page, the Makefile and the
+fix messages of the code."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from doc_names import extras_named, pyproject_extras, setting_mentions, unknown_setting
+
+ROOT = Path(__file__).resolve().parents[2]
+GENERATED = {"configuration.md", "cli.md", "evidence-schema.md", "architecture-map.md"}
+PAGES = ["README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")
+                              if p.name not in GENERATED)]
+# Docstrings of the settings models (docs/configuration.md) and the text the report shows.
+SOURCES = ["ratchet_ray/config.py", *sorted(p.relative_to(ROOT).as_posix() for p in
+                                            (ROOT / "ratchet_ray/suites").glob("*/settings.py")),
+           *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "ratchet_ray/report").glob(
+               "*.py"))]
+
+
+@pytest.mark.parametrize("page", PAGES + SOURCES)
+def test_every_setting_a_page_names_exists(page):
+    text = (ROOT / page).read_text()
+    keys = setting_mentions(text, html=page.endswith(".py"))
+    unknown = sorted(k for k in keys if unknown_setting(k))
+    assert not unknown, f"{page} names settings that do not exist: {unknown}"
+
+
+def test_the_pages_name_settings_at_all():
+    named = set().union(*(setting_mentions((ROOT / p).read_text()) for p in PAGES))
+    assert {"llm.prices", "curator.active_cap", "tracking.mlflow_uri"} <= named
+
+
+@pytest.mark.parametrize("text, caught", [
+    ("prices: `llm.price_table`", {"llm.price_table"}),                     # the issue's case
+    ("run --set curator.no_such_key=1 --set synth.window_rounds=4", {"curator.no_such_key"}),
+    ("<code>llm.price_table</code>", {"llm.price_table"}),
+    ("the rule `curator.apply_cheat_rule` retires it", set()),               # a function
+    ("written to `sweep.json` and `loop.json`", set()),                     # files
+])
+def test_a_renamed_setting_is_caught(text, caught):
+    assert {k for k in setting_mentions(text, html=True) if unknown_setting(k)} == caught
+
+
+def test_the_readme_lists_every_extra_and_only_real_ones():
+    readme = (ROOT / "README.md").read_text()
+    listed = re.search(r"The extras are (.*?)\.\s", readme, re.S)
+    assert listed, "README.md lists the extras in a sentence starting 'The extras are'"
+    assert set(re.findall(r"`([a-z0-9_-]+)`", listed.group(1))) == pyproject_extras()
+
+
+@pytest.mark.parametrize("path", ["README.md", "Makefile", *PAGES[1:],
+                                  *sorted(p.relative_to(ROOT).as_posix() for p in
+                                          (ROOT / "ratchet_ray").rglob("*.py"))])
+def test_every_extra_named_exists(path):
+    named = extras_named((ROOT / path).read_text())
+    assert named <= pyproject_extras(), f"{path} names extras pyproject.toml lacks: " \
+                                        f"{sorted(named - pyproject_extras())}"
+
+
+def test_a_renamed_extra_is_caught():
+    assert extras_named("pip install 'ratchet-ray[trackin]' then .[local,dev]") == {
+        "trackin", "local", "dev"}
+    assert "trackin" not in pyproject_extras()
+
+
+def test_claims_issue_39_found_false_stay_fixed():
+    report = (ROOT / "docs/report.md").read_text()
+    assert "writes nothing into the run dir" not in report and "report.html" in report
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    # The CPU build of torch: the Makefile takes it from the PyTorch CPU index, and a user
+    # without make is told the command.
+    makefile = (ROOT / "Makefile").read_text()
+    assert "TORCH_INDEX ?= https://download.pytorch.org/whl/cpu" in makefile
+    assert "--extra-index-url $(TORCH_INDEX)" in makefile
+    assert "pip install torch --extra-index-url https://download.pytorch.org/whl/cpu" in readme
+    # The quickstart's minutes are the loop's; a fresh machine compiles llama.cpp first.
+    assert "compiles llama.cpp" in readme
