@@ -147,6 +147,16 @@ def test_an_mlflow_server_that_does_not_answer(results, monkeypatch):
     no_run_folder(results)
 
 
+def test_tracking_without_mlflow_installed(results, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "mlflow", None)  # what a venv without the extra looks like
+    refused(run(results, "--set", "tracking.enabled=true", "--dry-run"),
+            "tracking.enabled: MLflow tracking needs the package mlflow",
+            "pip install 'ratchet-ray[tracking]'", "--set tracking.enabled=false")
+    no_run_folder(results)
+
+
 def test_an_answering_server_passes(results):
     class Health(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (the handler's API)
