@@ -40,7 +40,16 @@ def report(paths: tuple[Path, ...], out: Path | None, max_capsules: int, no_task
             raise
         raise cause from exc
     size = written.stat().st_size
-    click.echo(f"{written} ({size / 1e6:.1f} MB, {time.perf_counter() - started:.1f} s)")
+    click.echo(f"{written} ({human_size(size)}, {time.perf_counter() - started:.1f} s)")
+
+
+def human_size(size: int) -> str:
+    """``812 B``, ``39.2 kB``, ``4.1 MB`` (decimal units, as file managers show them)."""
+    if size < 1000:
+        return f"{size} B"
+    if size < 1_000_000:
+        return f"{size / 1e3:.1f} kB"
+    return f"{size / 1e6:.1f} MB"
 
 
 def _unreadable(paths: tuple[Path, ...], exc: Exception) -> click.ClickException | None:

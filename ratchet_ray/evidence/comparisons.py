@@ -54,8 +54,12 @@ Outcomes = Mapping[tuple[int, str], bool]
 def eval_outcomes(run_dir: str | Path) -> dict[tuple[int, str], bool]:
     """``{(round, task_id): passed}`` of the run's first-attempt eval capsules."""
     with EvidenceStore(run_dir).connect() as con:
-        rows = nq.fetch_all(con, "eval_first_attempts")
-    return {(int(r), str(t)): bool(p) for r, t, p in rows}
+        return outcomes_from(con)
+
+
+def outcomes_from(con) -> dict[tuple[int, str], bool]:
+    """``eval_outcomes`` over an open evidence connection."""
+    return {(int(r), str(t)): bool(p) for r, t, p in nq.fetch_all(con, "eval_first_attempts")}
 
 
 def _rounds(outcomes: Outcomes) -> list[int]:

@@ -33,6 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from ratchet_ray.evidence import named_queries as nq
+from ratchet_ray.evidence.comparisons import Headline, outcomes_from
+from ratchet_ray.evidence.comparisons import wilson as wilson_interval
+from ratchet_ray.evidence.comparisons import headline as headline_with_intervals
 from ratchet_ray.evidence.queries import skill_stats, tampering_by_skill
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.metrics import ROLLING_WINDOW, LoopMetrics, load_loop, loop_metrics
@@ -153,14 +156,9 @@ def models_used(con) -> list[dict[str, Any]]:
 
 # ---- skills ----------------------------------------------------------------------------------
 def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float] | None:
-    """Wilson score interval of a proportion (None without trials)."""
-    if n <= 0:
-        return None
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    """Wilson score interval of a proportion as ``(low, high)`` (None without trials)."""
+    interval = wilson_interval(successes, n, z)
+    return None if interval is None else (interval.low, interval.high)
 
 
 def wilson_contribution(wins: int, losses: int, n: int) -> tuple[float, float] | None:
@@ -341,6 +339,8 @@ class RunData:
     skills: list[SkillRow]
     events: list[dict[str, Any]]
     metaskills: list[dict[str, Any]]
+    stats: Headline | None = None
+    """The headline with its n and 95 % intervals, from the eval capsules (``comparisons``)."""
 
     @property
     def label(self) -> str:
@@ -358,6 +358,7 @@ def load_run(run_dir: str | Path, window: int = ROLLING_WINDOW) -> RunData:
         skills = skill_rows(con, path, events)
         metas = metaskill_versions(con, path, events)
         usage, models = usage_by_round_role(con), models_used(con)
+        stats = headline_with_intervals(outcomes_from(con), window)
     return RunData(run_dir=path, identity=ident, rounds=rows, metrics=headline(rows, window),
                    stop=stop_reason(path, rows, ident.get("rounds_planned")), usage=usage,
-                   models=models, skills=skills, events=events, metaskills=metas)
+                   models=models, skills=skills, events=events, metaskills=metas, stats=stats)

@@ -10,6 +10,7 @@ from html import escape
 from typing import Any, Iterable
 
 from ratchet_ray.report import svg
+from ratchet_ray.evidence.comparisons import Headline, Proportion
 from ratchet_ray.report.data import RunData, SkillRow
 from ratchet_ray.report.sweep import SweepTable, arm_curves, arm_headlines
 
@@ -32,9 +33,10 @@ def _stat(s: Any, signed: bool = False) -> str:
     return _f(s.mean, signed=signed) + ("" if s.std is None else f" ± {s.std:.3f}")
 
 
-def _card(k: str, v: str, small: bool = False) -> str:
+def _card(k: str, v: str, small: bool = False, note_html: str = "") -> str:
+    """A headline card: ``v`` escaped, then ``note_html`` (already escaped HTML) as is."""
     return (f'<div class="card"><div class="k">{escape(k)}</div>'
-            f'<div class="v{" small" if small else ""}">{escape(v)}</div></div>')
+            f'<div class="v{" small" if small else ""}">{escape(v)}{note_html}</div></div>')
 
 
 def _table(head: list[str], rows: Iterable[list[str]], num: set[int] = frozenset(),
@@ -59,15 +61,37 @@ def _models(run: RunData) -> str:
     return f"{ident.get('backend') or '?'}/{ident.get('model') or 'default'}"
 
 
+def _n_ci(p: Proportion | None) -> str:
+    """`` (n=40, 95 % CI 0.20-0.48)`` after a pass@1, small."""
+    if p is None or p.interval is None:
+        return ""
+    return (f' <span class="ci">n={p.n}, 95 % CI {p.interval.low:.2f}–'
+            f'{p.interval.high:.2f}</span>')
+
+
+def _gain_ci(stats: Headline | None) -> str:
+    """The rolling gain's bootstrap interval over tasks, and "within noise" when it holds 0."""
+    if stats is None or stats.gain_interval is None:
+        return ""
+    verdict = ('<b class="noise">within noise</b>' if stats.within_noise
+               else '<b class="real">beyond noise</b>')
+    return (f' <span class="ci">{stats.tasks} tasks, 95 % CI '
+            f'{stats.gain_interval.describe(2)}: {verdict}</span>')
+
+
 def headline_section(runs: list[RunData]) -> str:
     parts = ['<section id="headline"><h2>Headline</h2>']
     if len(runs) == 1:
         run, m = runs[0], runs[0].metrics
         ident = run.identity
+        st = run.stats
         parts.append('<div class="cards">' + "".join([
-            _card("round-0 eval pass@1", _f(m.round0)),
-            _card("peak", f"{_f(m.peak)} (r{m.peak_round})" if m.peak is not None else "n/a"),
-            _card(f"rolling gain (last {len(m.window_rounds)})", _f(m.rolling_gain, signed=True)),
+            _card("round-0 eval pass@1", _f(m.round0),
+                  note_html=_n_ci(st.round0 if st else None)),
+            _card("peak", f"{_f(m.peak)} (r{m.peak_round})" if m.peak is not None else "n/a",
+                  note_html=_n_ci(st.peak if st and m.peak is not None else None)),
+            _card(f"rolling gain (last {len(m.window_rounds)})", _f(m.rolling_gain, signed=True),
+                  note_html=_gain_ci(st)),
             _card("rounds done", f"{m.rounds} / {ident.get('rounds_planned')}"),
             _card("rollbacks", str(len(m.rollbacks))),
             _card("bank at end", f"{m.final_active} active / {m.final_deprecated} deprecated",
@@ -99,7 +123,10 @@ def headline_section(runs: list[RunData]) -> str:
          "stop", "run dir"], rows, {3, 4, 5, 6}))
     parts.append('<p class="note">Rolling gain = mean eval pass@1 of the last 10 rounds minus '
                  "round 0 (with fewer rounds: every round after round 0), the paper's headline "
-                 "number; pass@1 counts infrastructure failures in its denominator.</p>")
+                 "number; pass@1 counts infrastructure failures in its denominator. Intervals: "
+                 "Wilson for a pass@1 over its n eval tasks; for the rolling gain, a bootstrap "
+                 "over the eval tasks (each task's rounds kept together). A gain whose interval "
+                 "holds 0 is within noise: with a few eval tasks, most are.</p>")
     return "".join(parts) + "</section>"
 
 

@@ -50,6 +50,11 @@ def test_report_renders_and_filters_in_headless_chromium(scenario_run, browser, 
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#capsule-rows tr"))
     assert _console_errors(browser) == []
 
+    # The headline shows each number's n and interval, and whether the gain is beyond noise.
+    headline = browser.find_element(By.ID, "headline").text
+    assert "n=4, 95 % CI 0.51–1.00" in headline
+    assert "4 tasks, 95 % CI [-0.33, -0.33]: beyond noise" in headline
+
     # Every chart drew something, with a real size on the page.
     charts = browser.find_elements(By.CSS_SELECTOR, "svg.chart")
     kinds = {c.get_attribute("data-chart") for c in charts}

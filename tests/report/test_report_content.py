@@ -47,8 +47,12 @@ def test_curves_are_the_evidence_per_round_pass_at_1(scenario_run, tmp_path):
     assert points(bank, "active") == {0: 2, 1: 2, 2: 1, 3: 0}
     assert min(points(bank, "deprecated").values()) >= 0
     # Headline: round 0, peak, rolling gain (the paper's definitions) and the tokens chart.
-    assert '<div class="v">1.000</div>' in html  # round-0 pass@1
-    assert '<div class="v">-0.333</div>' in html  # rolling gain: mean(1, 1, 0) - 1
+    # ... each with its n and 95 % interval: 4 eval tasks, all passed in round 0 (Wilson);
+    # the gain's bootstrap over those 4 tasks (each passed rounds 0-2 and failed round 3, so
+    # every draw gives the same gain) excludes 0.
+    assert '<div class="v">1.000 <span class="ci">n=4, 95 % CI 0.51–1.00</span></div>' in html
+    assert ('<div class="v">-0.333 <span class="ci">4 tasks, 95 % CI [-0.33, -0.33]: '
+            '<b class="real">beyond noise</b></span></div>') in html
     assert chart(html, "tokens").count("<rect") > 0
 
 
@@ -117,3 +121,9 @@ def test_report_of_a_folder_without_a_run_names_the_fix(tmp_path):
     result = CliRunner().invoke(ratchet, ["report", str(tmp_path)])
     assert result.exit_code != 0 and "not a run dir" in result.output
     assert os.listdir(tmp_path) == []
+
+
+def test_report_sizes_read_in_the_unit_that_fits():
+    from ratchet_ray.cli.report import human_size
+
+    assert [human_size(n) for n in (812, 39_180, 4_100_000)] == ["812 B", "39.2 kB", "4.1 MB"]
