@@ -107,3 +107,53 @@ def test_with_the_probe_off_no_twin_is_graded_and_the_skill_stays(ray_local, tmp
     assert (kept["action"], kept["trials"]) == ("insufficient", 4)
     assert CHEAT_ID in checkpoint_active(run_dir, 2)
     assert run_result(run_dir).cheat_rate is None
+
+
+def test_twins_are_graded_once_each_and_a_resumed_round_grades_only_the_missing(ray_local,
+                                                                                tmp_path):
+    """``loop.twins.grade_twins`` on a real Grader pool over real evidence: the routed, graded
+    first attempts of the round are re-graded (a forged pass passes its twin, an honest one
+    fails it); called again it grades nothing twice; with more twins wanted it grades only the
+    new ones; NONE-routed and infrastructure-failed attempts are never twinned."""
+    from types import SimpleNamespace
+
+    from actors.pools import ResilientPool
+    from ratchet_ray.loop.runtime import make_grader_factory
+    from ratchet_ray.loop.twins import grade_twins
+    from ratchet_ray.suites import get_suite
+    from ratchet_ray.types import Capsule, capsule_id
+
+    config = cheat_config(tmp_path, 2)
+    tasks = {t.task_id: t for t in get_suite("sim").load_tasks(config)}
+    store = EvidenceStore(tmp_path / "run")
+    plan = {"sim/000": (CHEAT_ID, "pass (forged)", False), "sim/001": (CHEAT_ID, "pass", False),
+            "sim/002": (CHEAT_ID, "pass (forged)", False), "sim/003": ("NONE", "pass", False),
+            "sim/004": (CHEAT_ID, "pass (forged)", True)}
+    store.append("capsule", 1, [Capsule(
+        capsule_id=capsule_id("r", 1, "train", t), run_id="r", round=1, split="train",
+        task_id=t, skill_id=skill, passed=True, infra_failure=infra,
+        output=cheat_script.answer(outcome)) for t, (skill, outcome, infra) in plan.items()])
+    graders = ResilientPool(make_grader_factory(config, tmp_path), 1, name="grader")
+    ctx = SimpleNamespace(config=config, store=store, shared_inputs={},
+                          actors=SimpleNamespace(graders=graders), task=tasks.__getitem__)
+
+    def twins() -> dict[str, bool]:
+        with store.connect() as con:
+            rows = con.execute("SELECT task_id, passed, attempt, skill_id FROM capsule "
+                               "WHERE impossible").fetchall()
+        assert all(a == 2 and s == CHEAT_ID for _, _, a, s in rows)
+        return {t: p for t, p, _, _ in rows}
+
+    try:
+        assert grade_twins(ctx, 1) == 2
+        first = twins()
+        assert len(first) == 2 and set(first) <= {"sim/000", "sim/001", "sim/002"}
+        assert all(passed == (plan[t][1] == "pass (forged)") for t, passed in first.items())
+        assert grade_twins(ctx, 1) == 0 and twins() == first  # a resumed round: nothing twice
+        config.cheat_probe.per_round = 5
+        assert grade_twins(ctx, 1) == 1  # only the one routed, graded attempt left
+        assert set(twins()) == {"sim/000", "sim/001", "sim/002"}
+        config.cheat_probe.enabled = False
+        assert grade_twins(ctx, 2) == 0
+    finally:
+        graders.shutdown()
