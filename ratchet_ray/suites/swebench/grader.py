@@ -12,22 +12,32 @@ Per ``grade(task, patch)`` (idempotent per instance and patch: a finished report
 4. every harness path the patch changed is restored (``guard``/``protect``; the trace lists them);
    one that cannot be -> ``test_tampering``;
 5. the eval script, instrumented (``verdict``: secret markers, a JUnit report, the test block as
-   the untrusted uid), runs under ``config.grader.timeout_s`` (per command) and within
+   the untrusted uid; just before it, root writes every file that holds a graded test, here
+   with its unchanged text), runs under ``config.grader.timeout_s`` (per command) and within
    ``config.grader.instance_deadline_s`` (whole instance, setup included); a kill -> ``timeout``,
    the writable layer past ``swebench.disk_mb`` -> ``disk_budget_exceeded``;
 6. the output between the real markers is parsed by swebench's ``get_eval_report`` (the log
    imitates a marker -> ``test_tampering``; no markers -> ``tests_errored``); for pytest runners
    every test the log counts as passing must pass in the JUnit report too, else
-   ``results_mismatch``; then the layers of ``protections`` (canaries hidden in the graded
-   test files, the sentinel plugin in pytest's process; for django's and sympy's runners,
-   which write no report, canaries read back from the log, and no failure a later log line
-   overrides): tampering they see is ``test_tampering``, a resolution they cannot vouch for
-   ``results_mismatch``;
-   resolved -> ``passed=True``, else ``unresolved`` / ``tests_errored``.
+   ``results_mismatch``; then the layers of ``protections`` (the sentinel plugin in pytest's
+   process; for django's and sympy's runners, no failure a later log line overrides): tampering
+   they see is ``test_tampering``, a resolution they cannot vouch for ``results_mismatch``;
+   not resolved -> ``unresolved`` / ``tests_errored``;
+7. a would-be resolution is proven (``differential``): every graded test's status must equal
+   the gold patch's (``gold``: a record made once per instance and image, lazily on the first
+   would-be resolution, kept in ``swebench.gold_records`` and the run's artifacts at
+   ``gold/swebench/``), else ``unresolved``; then ``k`` canary sessions (``swebench.
+   canary_sessions``, drawn per grade; up to ``swebench.canary_parallel`` at once), steps 2-6
+   again, each in a fresh container, with one graded test mutated in place (``mutants``); each
+   mutant must be reported FAILED (passing -> ``test_tampering``, the session, test and change
+   named; otherwise ``results_mismatch``). The trace ends with the cost of each part; each canary
+   session's files are kept under ``canary-<n>/``. ``gold_record(instance)`` (what
+   ``gold.ensure_gold_record`` calls) makes or finds an instance's record.
 A patch whose added lines name pytest's internals (``screen``) is only suspected: the note
 ends the trace (``evidence.tampering.suspicion``), and the grade is what the layers prove.
 Every failure above is the patch's (``infra_failure=False``). Infrastructure faults (image missing,
-daemon errors, setup past the deadline, an eval script without markers: trusted signals only,
+daemon errors, setup past the deadline, an eval script without markers, a gold patch that
+cannot be had or does not resolve: trusted signals only,
 never the log's text, ``infra``) return ``infra_failure=True`` with the reason as ``exit_status``;
 a process the kernel killed for memory while the patch's code ran is ``out_of_memory``, the
 patch's failure. The container is
@@ -42,10 +52,13 @@ from __future__ import annotations
 
 import importlib
 import logging
+import secrets
 import shutil
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -53,7 +66,11 @@ from ratchet_ray.artifacts import Artifacts, as_artifacts
 from ratchet_ray.config import GraderSettings
 from ratchet_ray.suites.swebench.container import (
     InstanceContainer, docker_client, instance_container, reap_containers)
+from ratchet_ray.suites.swebench.dataset import load_instances, normalize_instance
+from ratchet_ray.suites.swebench.differential import (
+    MISSING, Session, compare_with_gold, draw, graded, judge_canaries)
 from ratchet_ray.suites.swebench.execbox import StepResult
+from ratchet_ray.suites.swebench.gold import GoldRecord, GoldStore, default_folder
 from ratchet_ray.suites.swebench.grading_support import (
     SKIPPED_STEP, Deadline, InstanceLog, apply_steps, git_apply_commands, inline_patch, patch_key,
     publish_folder, read_report, report_bytes, tail)
@@ -61,6 +78,7 @@ from ratchet_ray.suites.swebench.guard import HarnessGuard
 from ratchet_ray.suites.swebench.images import InstanceImages
 from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.protect import patch_paths, unsafe_paths
+from ratchet_ray.suites.swebench.mutants import Mutant, apply_all, candidates
 from ratchet_ray.suites.swebench.infra import (
     InfraFailure, classify_exception, log_classifier_note, memory_verdict)
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
@@ -68,10 +86,11 @@ from ratchet_ray.suites.swebench.protections import Protections
 from ratchet_ray.suites.swebench.screen import suspicion
 from ratchet_ray.suites.swebench.verdict import (
     Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check, instrument,
-    junit_statuses, split_log, printed_exit_code, test_runner)
+    junit_statuses, resolve, split_log, printed_exit_code, test_runner)
 from ratchet_ray.types import GradeResult, Task
 
 LOG_SUBDIR = Path("logs") / "swebench"
+GOLD_SUBDIR = "gold/swebench"
 REPORT_FILE = "report.json"
 EVAL_SCRIPT = "/var/lib/ratchet/eval.sh"
 logger = logging.getLogger(__name__)
@@ -79,6 +98,44 @@ logger = logging.getLogger(__name__)
 
 def _fail(status: str, trace: str) -> GradeResult:
     return GradeResult(passed=False, exit_status=status, trace=trace)
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every session of one grade shares: the instance, its image (held by the grade) and
+    swebench's test spec."""
+
+    instance: dict
+    images: InstanceImages
+    image: str
+    spec: Any
+    runner: str | None
+    options_form: bool
+
+
+class _Prefixed:
+    """The instance log, each line prefixed with the session it is about."""
+
+    def __init__(self, log: Callable[[str], None], prefix: str):
+        self.log, self.prefix = log, prefix
+
+    def __call__(self, message: str) -> None:
+        self.log(self.prefix + message)
+
+
+def _planting(mutants: list[Mutant]) -> Callable[[dict[str, str]], dict[str, str]]:
+    """What root writes in a session with ``mutants`` in place (every other file unchanged)."""
+    return lambda texts: apply_all(texts, mutants)
+
+
+def _junit_graded(junit: bytes | None, tests: list[str], options_form: bool) -> dict[str, str]:
+    """Each graded test's status in the JUnit report (``MISSING`` without one; a report that is
+    not JUnit XML reads as none, the session's own verdict has already refused it)."""
+    try:
+        statuses = junit_statuses(junit) if junit is not None else {}
+    except Forgery:
+        statuses = {}
+    return {t: resolve(t, statuses, options_form) or MISSING for t in tests}
 
 
 class SwebenchGrader:
@@ -95,6 +152,10 @@ class SwebenchGrader:
         self._images: InstanceImages | None = None
         self._connect_lock = threading.Lock()
         self._warming: threading.Thread | None = None
+        self._gold_lock = threading.Lock()
+        self._gold_patches: dict[str, str] | None = None
+        self.gold_store = store.sub(GOLD_SUBDIR)
+        """The run's copies of the gold records it used (``gold.GoldStore``)."""
 
     def start_warm_up(self) -> threading.Thread:
         """Start, in the background, what the first grade would otherwise pay before its
@@ -194,71 +255,269 @@ class SwebenchGrader:
     def _grade(self, task: Task, patch: str, log_dir: Path,
                log: InstanceLog) -> tuple[GradeResult, dict | None]:
         """The graded result and, for a completed (cacheable) grade, the report to keep."""
-        with serial_imports:
-            from swebench.harness.constants import CONTAINER_PATCH_FILE, LOG_TEST_OUTPUT
-            from swebench.harness.grading import get_eval_report, get_logs_eval
-            from swebench.harness.utils import make_test_spec
-
         instance = task.payload
-        instance_id = task.task_id
         escaping = unsafe_paths(patch_paths(patch))
         if escaping:  # before any apply command, which might follow such a path
             return _fail("test_tampering", "test_tampering: the patch writes outside the work "
                          f"tree or into .git: {', '.join(escaping[:10])}"), {"test_tampering": escaping}
         deadline = Deadline(self.limits.instance_deadline_s)
+        ctx = self._context(instance, log, deadline)
+        (log_dir / "patch.diff").write_text(patch)
+        try:
+            with ctx.images.use(instance, log):  # held for every session of this grade
+                real = self._session(ctx, patch, log_dir, log, deadline)
+                result, report = real.result, real.report
+                if result.passed and ctx.runner is not None:
+                    result = self._prove(ctx, patch, real, log_dir, log)
+                    if report is not None:
+                        report["differential"] = result.trace.split("\n")[:40]
+        finally:
+            ctx.images.release(ctx.image, log)
+        return result, report
+
+    def _context(self, instance: dict, log: Callable[[str], None],
+                 deadline: Deadline) -> _Context:
+        with serial_imports:
+            from swebench.harness.utils import make_test_spec
+
         images = deadline.run("connecting to Docker", self._harness)
         image = deadline.run("obtaining the image", lambda: images.ensure(instance, log))
         log(f"image {image} ready")
-        spec = make_test_spec({**instance, "image": image})
         runner, options_form = test_runner(instance["log_parser"])
-        (log_dir / "patch.diff").write_text(patch)
+        return _Context(instance, images, image, make_test_spec({**instance, "image": image}),
+                        runner, options_form)
+
+    def _prove(self, ctx: _Context, patch: str, real: Session, log_dir: Path,
+               log: InstanceLog) -> GradeResult:
+        """The real session's resolution compared with gold's outcomes, then proven by canary
+        sessions (``differential``); the cost of each part is logged and ends the trace."""
+        started = time.monotonic()
+        own = real if self._is_gold(ctx.instance, patch) else None  # grading gold: reuse it
+        record, made = self._gold_record(ctx, log, own)
+        gold_s = time.monotonic() - started
+        if not record.resolved:
+            raise InfraFailure("gold_unresolved", f"instance {ctx.instance['instance_id']}: the gold "
+                               f"patch does not resolve on image {ctx.image} ({record.key}); run "
+                               "`ratchet swe validate` on it and leave it out of the run")
+        result = compare_with_gold(real.result, real, record, ctx.instance)
+        if not result.passed:
+            return result
+        rng = secrets.SystemRandom()
+        chosen = draw(record, ctx.instance, self.settings.canary_sessions, rng)
+        if not chosen:
+            note = ("differential: no canary session: no graded test has a literal expectation "
+                    f"that the gold patch fails ({record.describe()})")
+            log(note)
+            return GradeResult(passed=True, exit_status=result.exit_status,
+                               trace=f"{result.trace}\n{note}")
+        parallel = min(self.settings.parallel_canaries(), len(chosen))
+        log(f"differential: {len(chosen)} canary session(s), {parallel} at once: "
+            + "; ".join(m.describe() for m in chosen))
+        began = time.monotonic()
+
+        def one(i: int, mutant: Mutant) -> Session:
+            folder = log_dir / f"canary-{i}"
+            folder.mkdir()
+            return self._session(ctx, patch, folder, _Prefixed(log, f"[canary {i}] "),
+                                 Deadline(self.limits.instance_deadline_s),
+                                 plant=_planting([mutant]), label=f"canary {i}")
+
+        with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="canary") as pool:
+            sessions = list(pool.map(one, range(1, len(chosen) + 1), chosen))
+        canary_s = time.monotonic() - began
+        verdict = judge_canaries(result, real, list(zip(chosen, sessions)), ctx.instance, parallel)
+        cost = (f"cost: real session {real.seconds:.1f}s; {len(chosen)} canary session(s) "
+                f"{canary_s:.1f}s wall ({sum(x.seconds for x in sessions):.1f}s summed, "
+                f"{parallel} at once); gold record {gold_s:.1f}s"
+                + (" (made now)" if made else " (stored)"))
+        log(cost)
+        verdict.trace = f"{verdict.trace}\n{cost}"
+        return verdict
+
+    def _is_gold(self, instance: dict, patch: str) -> bool:
+        gold = self._gold_patch(instance, required=False)
+        return gold is not None and gold.rstrip("\n") == patch.rstrip("\n")
+
+    def _gold_patch(self, instance: dict, *, required: bool = True) -> str | None:
+        """The instance's gold patch: its own ``patch`` field, else the configured dataset's
+        (read once per grader; a dataset that cannot be read is an infrastructure failure when
+        ``required``)."""
+        if instance.get("patch"):
+            return instance["patch"]
+        with self._connect_lock:
+            if self._gold_patches is None:
+                try:
+                    self._gold_patches = {i["instance_id"]: i.get("patch") or ""
+                                          for i in load_instances(self.settings)}
+                except Exception as exc:  # noqa: BLE001 - said below, with the fix
+                    if not required:
+                        return None
+                    raise InfraFailure("gold_unavailable", f"instance {instance['instance_id']}: "
+                                       f"no gold record and the dataset {self.settings.dataset_name!r} "
+                                       f"cannot be read for its gold patch ({type(exc).__name__}: "
+                                       f"{exc}); run `ratchet swe validate` to fill "
+                                       "swebench.gold_records, or point swebench.dataset_name at "
+                                       "the dataset") from exc
+        gold = self._gold_patches.get(instance["instance_id"])
+        if not gold and required:
+            raise InfraFailure("gold_unavailable", f"instance {instance['instance_id']} has no gold "
+                               f"patch in {self.settings.dataset_name!r}, so its resolutions cannot "
+                               "be compared with gold; fix the dataset or leave the instance out")
+        return gold or None
+
+    def gold_record(self, instance: dict) -> GoldRecord:
+        """``gold.ensure_gold_record``: the instance's gold record, made now when none is stored
+        (its sessions' logs go to ``logs/swebench/<instance>/gold/``)."""
+        instance = normalize_instance(dict(instance)) if isinstance(
+            instance.get("FAIL_TO_PASS"), str) else instance
+        log_dir = Path(tempfile.mkdtemp(prefix="ratchet-gold-"))
+        log = InstanceLog(log_dir / "run_instance.log")
+        deadline = Deadline(self.limits.instance_deadline_s)
+        try:
+            ctx = self._context(instance, log, deadline)
+            try:
+                with ctx.images.use(instance, log):
+                    return self._gold_record(ctx, log, None, log_dir)[0]
+            finally:
+                ctx.images.release(ctx.image, log)
+        finally:
+            log.close()
+            try:
+                publish_folder(log_dir, self.logs.sub(f"{instance['instance_id']}/gold"))
+            finally:
+                shutil.rmtree(log_dir, ignore_errors=True)
+
+    def _gold_record(self, ctx: _Context, log: Callable[[str], None], real: Session | None,
+                     log_dir: Path | None = None) -> tuple[GoldRecord, bool]:
+        """The stored record for this instance and image, or one made now (``gold``'s module
+        contract), and whether it was made now: ``real`` is the gold patch's own real session
+        when that is being graded."""
+        instance_id = ctx.instance["instance_id"]
+        image_id = ctx.images.client.images.get(ctx.image).id
+        store = GoldStore(self.settings.gold_records or default_folder(), self.gold_store)
+        with self._gold_lock:
+            record = store.load(instance_id, image_id)
+            if record is not None:
+                log(f"{record.describe()} (stored)")
+                return record, False
+            gold = self._gold_patch(ctx.instance)
+            folder = Path(tempfile.mkdtemp(prefix="ratchet-gold-")) if log_dir is None else log_dir
+            try:
+                record = self._make_gold_record(ctx, gold, image_id, folder, log, real)
+            finally:
+                if log_dir is None:
+                    shutil.rmtree(folder, ignore_errors=True)
+            store.save(record)
+            log(f"{record.describe()} (made now in {sum(record.seconds.values()):.1f}s)")
+            return record, True
+
+    def _make_gold_record(self, ctx: _Context, gold: str, image_id: str, folder: Path,
+                          log: Callable[[str], None], real: Session | None) -> GoldRecord:
+        log("gold record: none stored for this instance and image; making it now (the gold "
+            "patch graded, then every candidate mutant planted under it)")
+        seconds = {"gold": 0.0}
+        if real is None:
+            (folder / "gold-session").mkdir(exist_ok=True)
+            real = self._session(ctx, gold, folder / "gold-session", _Prefixed(log, "[gold] "),
+                                 Deadline(self.limits.instance_deadline_s), label="gold")
+            seconds["gold"] = real.seconds
+        tests = graded(ctx.instance)
+        record = GoldRecord(ctx.instance["instance_id"], image_id,
+                            statuses={t: (real.log or {}).get(t, MISSING) for t in tests},
+                            junit=dict(real.junit or {}),
+                            resolved=bool(real.report and real.report.get("resolved")))
+        passing = [t for t in tests if record.statuses[t] == "PASSED"
+                   and (real.junit is None or real.junit.get(t) == "PASSED")]
+        found = candidates({t: real.located[t] for t in passing if t in real.located},
+                           real.texts, secrets.SystemRandom())
+        if not found:
+            record.seconds = seconds
+            return record
+        (folder / "gold-mutants").mkdir(exist_ok=True)
+        planted = self._session(ctx, gold, folder / "gold-mutants", _Prefixed(log, "[gold mutants] "),
+                                Deadline(self.limits.instance_deadline_s),
+                                plant=_planting(list(found.values())), label="gold mutants")
+        seconds["mutants"] = planted.seconds
+        for test, mutant in sorted(found.items()):
+            in_log = (planted.log or {}).get(test, MISSING)
+            in_junit = (planted.junit or {}).get(test) if planted.junit is not None else None
+            if in_log == "FAILED" and in_junit in (None, "FAILED"):
+                record.kept.append(mutant.as_dict())
+            else:
+                record.dropped.append(f"{mutant.describe()}: {in_log}"
+                                      + (f" (JUnit {in_junit})" if in_junit else ""))
+        record.seconds = seconds
+        return record
+
+    def _session(self, ctx: _Context, patch: str, log_dir: Path, log: Callable[[str], None],
+                 deadline: Deadline, plant: Callable[[dict[str, str]], dict[str, str]] | None = None,
+                 label: str = "real") -> Session:
+        """One session in a fresh container: the patch applied, the harness restored, the graded
+        files written by root (``plant``: what they become; default unchanged), the eval run
+        and judged (``Session.result``: the session's own verdict)."""
+        started = time.monotonic()
+        session = Session(label, _fail("tests_errored", "the session did not run"))
+        session.result, session.report = self._run_session(ctx, patch, log_dir, log, deadline,
+                                                            plant, session)
+        session.seconds = time.monotonic() - started
+        return session
+
+    def _run_session(self, ctx: _Context, patch: str, log_dir: Path, log: Callable[[str], None],
+                     deadline: Deadline, plant: Callable[[dict[str, str]], dict[str, str]] | None,
+                     session: Session) -> tuple[GradeResult, dict | None]:
+        with serial_imports:
+            from swebench.harness.constants import CONTAINER_PATCH_FILE, LOG_TEST_OUTPUT
+            from swebench.harness.grading import get_eval_report, get_logs_eval
+
+        instance, images, image, spec = ctx.instance, ctx.images, ctx.image, ctx.spec
+        runner, options_form = ctx.runner, ctx.options_form
+        instance_id = instance["instance_id"]
         markers = Markers.fresh()
         junit: bytes | None = None
-        try:
-            deadline.check("starting the container")
-            with images.use(instance, log), instance_container(
-                    images.client, image, instance_id, self.settings, run_label=self.run_label,
-                    first_steps=[HarnessGuard.state_command(instance)]) as box:
-                log(f"container {box.name} started from {image}")
-                guard = HarnessGuard(box, instance, self.limits.timeout_s)
-                guard.snapshot(box.first_results[0])  # listed in the keep-alive probe's exec
-                applied, apply_output, after = self._apply(box, CONTAINER_PATCH_FILE, patch, instance, log)
-                if not applied:
-                    trace = f"patch_apply_failed: no fallback command applied the patch\n{tail(apply_output)}"
-                    return _fail("patch_apply_failed", trace), \
-                        {"patch_successfully_applied": False, "apply_output": tail(apply_output)}
-                outcome = guard.restore(patch, after)
-                restored = outcome.describe()
-                if restored:
-                    log(restored)
-                if outcome.tampering:
-                    log(f"test_tampering: {outcome.tampering}")
-                    return _fail("test_tampering", f"test_tampering: {outcome.tampering}\n{restored}"), \
-                        {"test_tampering": outcome.tampering, "restored": outcome.restored}
-                uid, layers = self._hand_over(box, instance, spec.eval_script, markers, runner, log)
+        deadline.check("starting the container")
+        with instance_container(
+                images.client, image, instance_id, self.settings, run_label=self.run_label,
+                first_steps=[HarnessGuard.state_command(instance)]) as box:
+            log(f"container {box.name} started from {image}")
+            guard = HarnessGuard(box, instance, self.limits.timeout_s)
+            guard.snapshot(box.first_results[0])  # listed in the keep-alive probe's exec
+            applied, apply_output, after = self._apply(box, CONTAINER_PATCH_FILE, patch, instance, log)
+            if not applied:
+                trace = f"patch_apply_failed: no fallback command applied the patch\n{tail(apply_output)}"
+                return _fail("patch_apply_failed", trace), \
+                    {"patch_successfully_applied": False, "apply_output": tail(apply_output)}
+            outcome = guard.restore(patch, after)
+            restored = outcome.describe()
+            if restored:
+                log(restored)
+            if outcome.tampering:
+                log(f"test_tampering: {outcome.tampering}")
+                return _fail("test_tampering", f"test_tampering: {outcome.tampering}\n{restored}"), \
+                    {"test_tampering": outcome.tampering, "restored": outcome.restored}
+            uid, layers = self._hand_over(box, instance, spec.eval_script, markers, runner, log,
+                                          plant)
+            session.texts, session.written, session.located = layers.texts, layers.written, layers.located
+            try:
+                script = instrument(spec.eval_script, markers, uid, layers.extras)
+            except ScriptShapeError as exc:
+                raise InfraFailure("bad_eval_script", f"instance {instance_id}: {exc}") from exc
+            deadline.check("running the eval script")
+            (log_dir / "eval.sh").write_text(script)
+            # One put: the graded files' stage, the sentinel, the script (root only: the markers).
+            box.put_files({**layers.files, EVAL_SCRIPT: (script, 0o700)})
+            timeout = min(self.limits.timeout_s, deadline.remaining())
+            run = box.run(f"/bin/bash {EVAL_SCRIPT}", timeout, user="root")
+            log(f"eval script exit {run.exit_code} after {run.duration_s:.1f}s"
+                + (" (leftover processes killed)" if run.lingering else ""))
+            # The watchdog samples; a burst between two samples is caught here.
+            run.disk_exceeded = run.disk_exceeded or (
+                box.writable_bytes() > self.settings.disk_mb * 2**20)
+            oom_kills = box.oom_kills_since_start()  # the kernel's count, not the log (infra.py)
+            if runner == "pytest" and not (run.timed_out or run.disk_exceeded):
                 try:
-                    script = instrument(spec.eval_script, markers, uid, layers.extras)
-                except ScriptShapeError as exc:
-                    raise InfraFailure("bad_eval_script", f"instance {instance_id}: {exc}") from exc
-                deadline.check("running the eval script")
-                (log_dir / "eval.sh").write_text(script)
-                # One put: the canaries' stage, the sentinel, the script (root only: the markers).
-                box.put_files({**layers.files, EVAL_SCRIPT: (script, 0o700)})
-                timeout = min(self.limits.timeout_s, deadline.remaining())
-                run = box.run(f"/bin/bash {EVAL_SCRIPT}", timeout, user="root")
-                log(f"eval script exit {run.exit_code} after {run.duration_s:.1f}s"
-                    + (" (leftover processes killed)" if run.lingering else ""))
-                # The watchdog samples; a burst between two samples is caught here.
-                run.disk_exceeded = run.disk_exceeded or (
-                    box.writable_bytes() > self.settings.disk_mb * 2**20)
-                oom_kills = box.oom_kills_since_start()  # the kernel's count, not the log (infra.py)
-                if runner == "pytest" and not (run.timed_out or run.disk_exceeded):
-                    try:
-                        junit = layers.collect(box)
-                    except ValueError as exc:
-                        return _fail("test_tampering", f"test_tampering: {exc}\n{restored}"), {}
-        finally:
-            images.release(image, log)
+                    junit = layers.collect(box)
+                except ValueError as exc:
+                    return _fail("test_tampering", f"test_tampering: {exc}\n{restored}"), {}
         (log_dir / "eval_output.txt").write_text(run.output)
         prefix = f"{restored}\n" if restored else ""
         if run.disk_exceeded:
@@ -285,11 +544,14 @@ class SwebenchGrader:
         untrusted_note = log_classifier_note(report)  # the log is the code's: never infra
         if untrusted_note:
             log(untrusted_note)
+        logged = get_logs_eval(spec, str(output_path))[0]
+        session.log = {t: logged.get(t, MISSING) for t in graded(instance)}
+        session.junit = _junit_graded(junit, graded(instance), options_form) \
+            if runner == "pytest" else None
         result = self._verdict(report, section)
         if runner is not None:
             result = self._judge(result, report, junit, layers, printed_exit_code(run.stdout, markers),
-                                 options_form, log,
-                                 lambda: (get_logs_eval(spec, str(output_path))[0], section))
+                                 options_form, log, lambda: (logged, section))
         result.trace = prefix + result.trace
         return memory_verdict(result, oom_kills, self.settings.memory_mb), report
 
@@ -322,10 +584,13 @@ class SwebenchGrader:
         return layers.judge(result, statuses, exit_code, log)
 
     def _hand_over(self, box: InstanceContainer, instance: dict, eval_script: str, markers: Markers,
-                   runner: str | None, log: InstanceLog) -> tuple[int | None, Protections]:
+                   runner: str | None, log: Callable[[str], None],
+                   plant: Callable[[dict[str, str]], dict[str, str]] | None = None,
+                   ) -> tuple[int | None, Protections]:
         """After the restore, in one exec: the repository's folders handed to the untrusted uid
         (its uid, or None where the image has no ``setpriv``) and the graded test files read at
-        the base commit for the canaries; then the protections prepared from what was read."""
+        the base commit; then the protections prepared from what was read (``plant``: what root
+        writes into the graded files, ``Protections.prepare``)."""
         setup = box.untrusted_setup(whole_repo=False,
                                     locked=HarnessGuard.locked_files(instance, eval_script))
         reading = Protections.read_step(instance, eval_script, runner)
@@ -335,7 +600,8 @@ class SwebenchGrader:
         if not untrusted:
             log("the image has no setpriv: the tests run as root")
         layers = Protections.prepare(box, instance, eval_script, markers, runner, log,
-                                     read=results[-1].stdout if reading is not None else None)
+                                     read=results[-1].stdout if reading is not None else None,
+                                     **({"plant": plant} if plant is not None else {}))
         return (self.settings.untrusted_uid if untrusted else None), layers
 
     def _apply(self, box: InstanceContainer, patch_file: str, patch: str, instance: dict,

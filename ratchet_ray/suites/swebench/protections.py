@@ -1,34 +1,34 @@
-"""The grader's layers against a patch that bends its own verdict from inside the test process:
-a static screen of the patch, canaries hidden in the graded test files, and the sentinel plugin.
+"""The grader's layers inside one session: the graded test files written by root, the
+sentinel plugin, and (in ``screen_patch``) the static screen of the patch.
 
 Contracts:
 - ``screen_patch(instance, patch)`` -> a ``test_tampering`` trace quoting the patch's lines that
   reach for the harness (``screen``), or None. Harness paths the guard restores anyway and
   repositories whose code under test is pytest (``sentinel.HARNESS_REPOS``) are not screened.
-- ``Protections.prepare(box, instance, eval_script, markers, runner, log)`` (after the patch
-  is applied and the harness restored, before the eval script runs): reads the graded test
-  files the test command runs at the base commit (one exec for all of them), plans their
-  canaries and the sentinel, and returns them in ``files`` (``{path: (text, mode)}``: the
-  canaries' stage ``<root>/stage-<random>/``, mode 0600, and the sentinel's module; ``root``
-  is ``STAGE_ROOT``, root-owned in the container). The caller puts ``files`` into the
-  container together with the eval script, in one archive, before that script runs; nothing
-  of the repository runs in between. ``extras`` is what ``verdict.instrument`` adds to the
-  script. ``runner`` is ``verdict.test_runner``'s: the sentinel is pytest's alone; django's and
-  sympy's runners get the canaries of ``log_canaries``; another runner gets neither.
+- ``Protections.prepare(box, instance, eval_script, markers, runner, log, plant=...)`` (after
+  the patch is applied and the harness restored, before the eval script runs): reads the files
+  that hold the graded tests at the base commit (one exec for all of them; ``read_step`` is
+  that exec's command, for a caller that batches it), applies the test patch to them on the
+  host (``texts``), and stages what root writes into each just before the tests start:
+  ``plant(texts)`` (default: the same text). Every session writes every such file, so a canary
+  session (``differential``: one test mutated in place) and the real session (the unchanged
+  text) write the same files the same way. ``located``: the graded tests found in them
+  (``mutants.locate``/``settle``). ``files`` (``{path: (text, mode)}``: the staged texts,
+  0600 in ``<root>/stage-<random>/``, and the sentinel's module) go into the container with
+  the eval script in one archive; nothing of the repository runs in between. ``extras`` is
+  what ``verdict.instrument`` adds to the script (a write that fails stops the script before
+  the tests: the session's markers are then missing). The sentinel is pytest's alone.
 - ``collect(box)`` reads the report folder once (inside the container's lifetime): returns the
   JUnit report (None when absent; ``ValueError`` past ``verdict.MAX_JUNIT_BYTES``) and keeps
   the sentinel's results.
-- ``judge(result, statuses, exit_code, log, test_log)`` -> the grade after the layers (``statuses``: the
-  JUnit report's for pytest, swebench's parse of the log for a log runner): a sentinel finding
-  is ``test_tampering`` whatever the tests said; for a resolution, a canary not reported failed
-  is ``test_tampering`` (passing) or ``results_mismatch`` (missing, skipped, errored), and a
-  sentinel that cannot vouch for the run (no result, or a session cut short) is
-  ``results_mismatch``. For a log runner (``test_log``: the test output swebench parsed), a test
-  the log reports failed and then passed is ``results_mismatch`` (``log_canaries.contradictions``;
-  a line that starts with ``ok`` after a failure misleads django's parser in an honest log too).
-  (A test command that exits nonzero while its log reports no failure is swebench's own check:
-  its log is not found, ``tests_errored``.) The trace names what was detected, and by which
-  layer.
+- ``judge(result, statuses, exit_code, log, test_log)`` -> the session's grade after the
+  layers (``statuses``: the JUnit report's for pytest, swebench's parse of the log for a log
+  runner): a sentinel finding is ``test_tampering`` whatever the tests said; a resolution the
+  sentinel cannot vouch for (no result, or a session cut short) is ``results_mismatch``; for a
+  log runner (``test_log``: the output swebench parsed), a test the log reports failed and then
+  passed is ``results_mismatch`` (``log_canaries.contradictions``; a line that starts with
+  ``ok`` after a failure misleads django's parser in an honest log too). The trace names what
+  was detected, and by which layer.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ratchet_ray.suites.swebench import canaries, log_canaries
+from ratchet_ray.suites.swebench import canaries, log_canaries, mutants
 from ratchet_ray.suites.swebench.protect import harness_reason, patch_paths, test_files
 from ratchet_ray.suites.swebench.screen import screen
 from ratchet_ray.suites.swebench.sentinel import (
@@ -102,25 +102,30 @@ def _base_texts(box: Any, base: str, paths: list[str],
     return texts
 
 
-def _graded(instance: dict[str, Any], eval_script: str, runner: str | None) -> dict[str, Any]:
-    """The graded test files the test command runs whole (canaries go into these)."""
-    words = command_words(eval_script)
-    if runner in log_canaries.RUNNERS:
-        return log_canaries.graded_files(instance, words, runner)
-    if runner != "pytest":
+def _located(instance: dict[str, Any], eval_script: str,
+             runner: str | None) -> dict[str, tuple[str, str]]:
+    """The graded tests a session writes the files of (``mutants.locate``)."""
+    if runner is None:
         return {}
-    return {f: names for f, names in canaries.graded_files(instance).items()
-            if canaries.collected(f, words) and not canaries.selects(words)}
+    return mutants.locate(instance, runner, command_words(eval_script))
+
+
+def _unchanged(texts: dict[str, str]) -> dict[str, str]:
+    return dict(texts)
 
 
 @dataclass
 class Protections:
-    plan: canaries.CanaryPlan | None = None
     runner: str | None = None
     sentinel: Sentinel | None = None
     stage: str = ""
     workdir: str = ""
     junit_path: str = ""
+    texts: dict[str, str] = field(default_factory=dict)
+    """The files that hold graded tests, as the test patch leaves them (read at the base commit)."""
+    written: dict[str, str] = field(default_factory=dict)
+    """What root writes into each just before the tests (``plant(texts)``)."""
+    located: dict[str, tuple[str, str]] = field(default_factory=dict)
     files: dict[str, tuple[str, int]] = field(default_factory=dict)
     """What ``prepare`` planned to stage: ``{absolute path: (text, mode)}``, root-owned."""
     results: list[dict] = field(default_factory=list)
@@ -130,40 +135,48 @@ class Protections:
         """The root command ``prepare`` would run to read the graded test files at the base
         commit (None when it reads none), for a caller that batches it with other steps and
         hands its stdout to ``prepare`` (``read``)."""
-        graded = _graded(instance, eval_script, runner)
-        return _base_texts_command(instance["base_commit"], sorted(graded)) if graded else None
+        files = mutants.files_of(_located(instance, eval_script, runner))
+        return _base_texts_command(instance["base_commit"], files) if files else None
 
     @classmethod
     def prepare(cls, box: Any, instance: dict[str, Any], eval_script: str, markers: Any,
                 runner: str | None, log: Callable[[str], None],
-                root: str = STAGE_ROOT, read: str | None = None) -> "Protections":
+                root: str = STAGE_ROOT, read: str | None = None,
+                plant: Callable[[dict[str, str]], dict[str, str]] = _unchanged) -> "Protections":
         found = cls(workdir=box.workdir, junit_path=markers.junit_path, runner=runner)
         if runner is None:
             return found
-        graded = _graded(instance, eval_script, runner)
-        if graded:
-            texts = canaries.after_test_patch(
-                _base_texts(box, instance["base_commit"], sorted(graded), read),
-                instance.get("test_patch") or "")
-            files = {f: (texts.get(f), graded[f]) for f in graded}
-            found.plan = (canaries.plan(files) if runner == "pytest"
-                          else log_canaries.plan(runner, files))
-        if found.plan is not None:
+        located = _located(instance, eval_script, runner)
+        files = mutants.files_of(located)
+        if files:
+            texts = canaries.after_test_patch(_base_texts(box, instance["base_commit"], files, read),
+                                              instance.get("test_patch") or "")
+            found.located = mutants.settle(located, texts)
+            homes = sorted({f for f, _ in found.located.values()})
+            # a file that does not decode as UTF-8 is not written back (it would change)
+            found.texts = {f: texts[f] for f in homes
+                           if texts.get(f) is not None and "\ufffd" not in texts[f]}
+            found.located = {t: v for t, v in found.located.items() if v[0] in found.texts}
+            found.written = plant(dict(found.texts))
+        if found.written:
             found.stage = f"{root}/stage-{secrets.token_hex(8)}"
-            for name, text in found.plan.staged().items():
-                found.files[f"{found.stage}/{name}"] = (text, 0o600)
-            log(f"canaries: {found.plan.describe()}")
-        else:
-            log("canaries: the test command runs no graded test file whole (or selects tests "
-                "inside files); none planted")
+            for i, path in enumerate(sorted(found.written)):
+                found.files[f"{found.stage}/{i}"] = (found.written[path], 0o600)
+            log(f"graded files written by root before the tests: {', '.join(sorted(found.written))}")
         if runner == "pytest" and instance.get("repo") not in HARNESS_REPOS:
             found.sentinel = Sentinel.fresh(markers.junit_dir, box.workdir, root)
             found.files.update(found.sentinel.files())
         return found
 
+    def root_steps(self) -> list[str]:
+        """Root writes each graded file in place (``cat >``: same inode, owner and mode); a
+        write that fails ends the script before the tests start."""
+        return [f"cat {self.stage}/{i} > {shlex.quote(f'{self.workdir}/{path}')} || exit 97"
+                for i, path in enumerate(sorted(self.written))]
+
     @property
     def extras(self) -> RunExtras:
-        steps = tuple(self.plan.root_steps(self.stage, self.workdir)) if self.plan else ()
+        steps = tuple(self.root_steps())
         if self.sentinel is None:
             return RunExtras(root_steps=steps)
         return RunExtras(root_steps=steps, addopts=self.sentinel.addopts,
@@ -200,10 +213,6 @@ class Protections:
                                  "machinery tampered with:\n  " + "\n  ".join(seen.findings[:15])))
             elif result.passed and seen.incomplete:
                 problems.append(("results_mismatch", seen.incomplete))
-        if result.passed and self.plan is not None and statuses is not None:
-            problem = self.plan.problem(statuses)
-            if problem is not None:
-                problems.append(problem)
         if not problems:
             return result
         status = "test_tampering" if any(s == "test_tampering" for s, _ in problems) else problems[0][0]

@@ -185,9 +185,18 @@ def _hook_impls(config):
     return table
 
 
-def _is_conftest(plugin):
-    return (isinstance(plugin, types.ModuleType)
-            and os.path.basename(getattr(plugin, "__file__", "") or "") == "conftest.py")
+def _is_conftest(plugin, manager=None):
+    """A conftest is what pytest itself loaded as one: a module that its plugin manager keeps
+    in its own set of conftests (``_conftest_plugins``, where this pytest has one), from a file
+    named conftest.py that exists. An object's ``__file__`` alone proves nothing: anything can
+    claim one."""
+    if not isinstance(plugin, types.ModuleType):
+        return False
+    path = getattr(plugin, "__file__", "") or ""
+    if os.path.basename(path) != "conftest.py" or not os.path.isfile(path):
+        return False
+    known = getattr(manager, "_conftest_plugins", None)
+    return known is None or any(k is plugin for k in list(known))
 
 
 def _find(text, key=None):
@@ -322,7 +331,8 @@ def _compare(when, modules):
                           % (when, name, getattr(function, "__qualname__", function)),
                           ("gone", name, id(function)))
             for plugin, function in current:
-                if not any(function is f for _, f in impls) and not _is_conftest(plugin):
+                if (not any(function is f for _, f in impls)
+                        and not _is_conftest(plugin, STATE["session"].config.pluginmanager)):
                     _find("%s: a %s implementation was registered by %s (%s)"
                           % (when, name, getattr(plugin, "__name__", type(plugin).__name__),
                              _origin(function)), ("new", name, id(function)))

@@ -35,10 +35,33 @@ def gold(instances) -> dict:
     return {i["instance_id"]: i["patch"] for i in instances}
 
 
+@pytest.fixture(scope="session")
+def local_dataset(tmp_path_factory, instances) -> str:
+    """Every local instance (calc, and the django/sympy stand-ins) with its gold patch, in one
+    file: where a grader finds the gold patch it makes a gold record from."""
+    import json
+
+    import unittest_instances
+
+    path = tmp_path_factory.mktemp("swebench-dataset") / "local.jsonl"
+    rows = [*instances, *unittest_instances.make_instances()]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def gold_records(tmp_path_factory) -> str:
+    """One gold-record folder for the session: each instance's record is made once."""
+    return str(tmp_path_factory.mktemp("swebench-gold"))
+
+
 @pytest.fixture
-def local_settings() -> SwebenchSettings:
-    """Local builds, images kept for the session, small limits."""
-    return SwebenchSettings(namespace=None, cache_level="instance", memory_mb=512, pids_limit=256)
+def local_settings(local_dataset, gold_records) -> SwebenchSettings:
+    """Local builds, images kept for the session, small limits; gold patches from the local
+    dataset, gold records kept for the session, canary sessions two at a time."""
+    return SwebenchSettings(namespace=None, cache_level="instance", memory_mb=512, pids_limit=256,
+                            dataset_name=local_dataset, gold_records=gold_records,
+                            canary_parallel=2)
 
 
 @pytest.fixture

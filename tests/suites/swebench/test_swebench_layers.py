@@ -1,12 +1,15 @@
 """The grader's layers against forgeries in the code under test, run for real without Docker: the
-instrumented test block (canaries planted by its root steps, the sentinel plugin loaded first)
-runs under bash and this interpreter's pytest in a git repository of the calc fixture, and is
-judged by the grader's own ``_judge``. The Docker grade of the same corpus is in
-test_swebench_forgery.py; this file also measures which layer catches what."""
+instrumented test block (the graded file written by root's step, the sentinel plugin loaded
+first) runs under bash and this interpreter's pytest in a git repository of the calc fixture,
+judged by the grader's own ``_judge``; a resolution is then proven as the grader proves it
+(``differential``: outcomes compared with gold's, canary sessions with a graded test mutated in
+place, each in a fresh tree). The Docker grades are in test_swebench_forgery.py and
+test_swebench_differential.py; ``layer_of`` names which layer refused a grade."""
 
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -17,10 +20,14 @@ import pytest
 
 import swebench_instances as fixture
 from forgeries import FORGERIES, IN_PROCESS, MID_RUN
+from ratchet_ray.suites.swebench.differential import (
+    MISSING, Session, compare_with_gold, judge_canaries)
+from ratchet_ray.suites.swebench.gold import GoldRecord
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
-from ratchet_ray.suites.swebench.protections import Protections, screen_patch
+from ratchet_ray.suites.swebench.mutants import Mutant, apply_all, candidates, locate
+from ratchet_ray.suites.swebench.protections import Protections
 from ratchet_ray.suites.swebench.verdict import (
-    Markers, instrument, junit_statuses, split_log, printed_exit_code)
+    Markers, instrument, junit_statuses, printed_exit_code, resolve, split_log)
 from ratchet_ray.types import GradeResult
 
 F2P, P2P = fixture.TESTS["ratchet__calc-1"]
@@ -91,18 +98,17 @@ def _log_statuses(section: str) -> dict[str, str]:
     return statuses
 
 
-def grade_locally(tmp_path: Path, patch: str, *, screen: bool = True) -> GradeResult:
-    """The calc-1 grade of ``patch``: the screen, then the run and every runtime layer."""
+def session_locally(tmp_path: Path, patch: str, plant=None) -> Session:
+    """One calc-1 session of ``patch`` on this machine: the instrumented eval (the graded file
+    written by root's step: ``plant`` of its text, unchanged by default; the sentinel loaded
+    first) and the session's own verdict by the grader's ``_judge``."""
     repo, commit = _repo(tmp_path)
     instance = {"repo": fixture.REPO, "base_commit": commit, "FAIL_TO_PASS": F2P,
                 "PASS_TO_PASS": P2P, "test_patch": fixture.TEST_PATCH["ratchet__calc-1"]}
-    screened = screen_patch(instance, patch) if screen else None
-    if screened is not None:
-        return GradeResult(passed=False, exit_status="test_tampering", trace=screened)
     _git(repo, "apply", "-", stdin=patch)
     script, markers, box, log = _eval_script(repo, commit), Markers.fresh(), LocalBox(repo), []
     layers = Protections.prepare(box, instance, script, markers, "pytest", log.append,
-                                 root=str(tmp_path / "lib"))
+                                 root=str(tmp_path / "lib"), **({"plant": plant} if plant else {}))
     box.put_files(layers.files)
     run = subprocess.run(["bash", "-c", instrument(script, markers, None, layers.extras)],
                          capture_output=True, text=True, timeout=300)
@@ -118,16 +124,44 @@ def grade_locally(tmp_path: Path, patch: str, *, screen: bool = True) -> GradeRe
     resolved = all(logged.get(t) == "PASSED" for t in F2P + P2P)
     result = GradeResult(passed=resolved, exit_status="ok" if resolved else "unresolved",
                          trace="resolved" if resolved else f"unresolved\n{section[-1500:]}")
-    return SwebenchGrader._judge(result, report, junit, layers, printed_exit_code(run.stdout, markers),
-                                 False, log.append)
+    result = SwebenchGrader._judge(result, report, junit, layers,
+                                   printed_exit_code(run.stdout, markers), False, log.append)
+    statuses = junit_statuses(junit) if junit else {}
+    return Session("local", result, report, log={t: logged.get(t, MISSING) for t in F2P + P2P},
+                   junit={t: resolve(t, statuses) or MISSING for t in F2P + P2P},
+                   texts=layers.texts, written=layers.written, located=layers.located)
+
+
+def _mutants(text: str) -> list[Mutant]:
+    """The F2P test's mutant and one P2P test's, as a gold record of calc-1 keeps them."""
+    found = candidates(locate({"FAIL_TO_PASS": F2P, "PASS_TO_PASS": P2P}, "pytest", []),
+                       {"tests/test_ops.py": text}, random.Random(7))
+    return [found[F2P[0]], found[P2P[0]]]
+
+
+def grade_locally(tmp_path: Path, patch: str) -> GradeResult:
+    """The calc-1 grade of ``patch`` on this machine, as the grader proves it: the real session,
+    its outcomes compared with gold's (every graded test PASSED), then one canary session per
+    mutant of ``_mutants`` (the F2P test's and a P2P test's), each in a fresh tree."""
+    real = session_locally(tmp_path / "real", patch)
+    if not real.result.passed:
+        return real.result
+    record = GoldRecord("ratchet__calc-1", "local", statuses={t: "PASSED" for t in F2P + P2P},
+                        junit={t: "PASSED" for t in F2P + P2P}, resolved=True)
+    result = compare_with_gold(real.result, real, record, {"FAIL_TO_PASS": F2P, "PASS_TO_PASS": P2P})
+    if not result.passed:
+        return result
+    sessions = [(m, session_locally(tmp_path / f"canary-{i}", patch, lambda t, m=m: apply_all(t, [m])))
+                for i, m in enumerate(_mutants(real.texts["tests/test_ops.py"]))]
+    return judge_canaries(result, real, sessions, {"FAIL_TO_PASS": F2P, "PASS_TO_PASS": P2P}, 1)
 
 
 def layer_of(result: GradeResult) -> str:
-    """Which layer a not-resolved grade names first (for the detection table)."""
-    for phrase, layer in (("static screen", "screen"), ("grader's pytest plugin", "sentinel"),
-                          ("the canary test", "canary"), ("canary test(s)", "canary"),
+    """Which layer a not-resolved grade names first (for the detection tables)."""
+    for phrase, layer in (("differential:", "differential"), ("compared with gold", "gold comparison"),
+                          ("grader's pytest plugin", "sentinel"),
                           ("the JUnit report disagree", "junit cross-check")):
-        if phrase in result.trace:
+        if phrase in result.trace.split("\nsuspicion (not a verdict)")[0]:
             return layer
     return "tests (unresolved)" if result.exit_status == "unresolved" else result.exit_status
 
@@ -138,45 +172,39 @@ GOLD = fixture.GOLD["ratchet__calc-1"]
 def test_the_gold_patch_resolves_with_every_layer_on(tmp_path):
     result = grade_locally(tmp_path, GOLD)
     assert result.passed, result.trace
+    assert result.trace.count("FAILED as it must") == 2, result.trace
 
 
 @pytest.mark.parametrize("name", sorted(IN_PROCESS))
-def test_in_process_forgeries_are_caught_at_run_time(tmp_path, name):
-    """With the static screen off, each forgery of the code under test is still refused, and the
-    trace names the runtime layer that saw it."""
-    result = grade_locally(tmp_path, FORGERIES[name], screen=False)
+def test_the_sentinel_sees_each_in_process_forgery_in_the_real_session(tmp_path, name):
+    """Each forgery of the code under test is refused by the real session alone, and the trace
+    names the sentinel (the screen is only a suspicion; no canary session is needed)."""
+    result = session_locally(tmp_path, FORGERIES[name]).result
     assert not result.passed and result.exit_status == "test_tampering", result.trace
-    assert layer_of(result) in ("sentinel", "canary"), result.trace
-
-
-@pytest.mark.parametrize("name", sorted(IN_PROCESS))
-def test_the_sentinel_alone_sees_each_in_process_forgery(tmp_path, name, monkeypatch):
-    """Canaries off (none planted): the plugin's own evidence refuses every forgery."""
-    monkeypatch.setattr("ratchet_ray.suites.swebench.canaries.plan", lambda files, rng=None: None)
-    result = grade_locally(tmp_path, FORGERIES[name], screen=False)
-    assert not result.passed and "grader's pytest plugin" in result.trace, result.trace
+    assert layer_of(result) == "sentinel", result.trace
 
 
 @pytest.mark.parametrize("name", sorted(MID_RUN))
-def test_the_sentinel_sees_machinery_changed_during_a_test(tmp_path, name, monkeypatch):
+def test_the_sentinel_sees_machinery_changed_during_a_test(tmp_path, name):
     """Changed from inside a test (and for some undone in a later one, before the session
     ends): the check after that test names the change, even though the checks after most tests
     are the quick ones (nothing changed since the last full comparison)."""
-    monkeypatch.setattr("ratchet_ray.suites.swebench.canaries.plan", lambda files, rng=None: None)
     patch, what = MID_RUN[name]
-    result = grade_locally(tmp_path, patch, screen=False)
+    result = session_locally(tmp_path, patch).result
     assert not result.passed and result.exit_status == "test_tampering", result.trace
     assert "grader's pytest plugin" in result.trace, result.trace
     assert f"after tests/test_ops.py::test_add: {what}" in result.trace, result.trace
 
 
-def test_blanket_forgers_fail_on_the_canaries_alone(tmp_path, monkeypatch):
-    """Sentinel off: the mutant canaries (which only a real fix fails) catch a forger that does
-    not single them out."""
+def test_blanket_forgers_fail_on_the_differential_alone(tmp_path, monkeypatch):
+    """Sentinel off: the canary sessions (a mutant only a real fix fails, in place) catch a
+    forger that forces outcomes, and the gold comparison one whose outcomes are not gold's."""
     monkeypatch.setattr("ratchet_ray.suites.swebench.protections.HARNESS_REPOS",
                         frozenset({fixture.REPO}))
-    for name in ("spare_env_canary", "spare_untracked_canary", "spare_hex_canary",
-                 "junit_and_summary_rewrite"):
-        result = grade_locally(tmp_path / name, FORGERIES[name], screen=False)
-        assert result.exit_status == "test_tampering" and layer_of(result) == "canary", result.trace
+    for name in ("spare_env_canary", "spare_untracked_canary", "junit_and_summary_rewrite",
+                 "forge_only_graded"):
+        result = grade_locally(tmp_path / name, FORGERIES[name])
+        assert result.exit_status == "test_tampering" and layer_of(result) == "differential", \
+            result.trace
+        assert f"mutant {F2P[0]}" in result.trace, result.trace
     assert grade_locally(tmp_path / "gold", GOLD).passed

@@ -1,6 +1,7 @@
 """Verdicts of the runners read from their log alone (django's, sympy's), on local images: the
-fix resolves with canaries planted; code under test that rewrites the output stream, or prints a
-late line that overrides a failure, does not (unittest_instances.py has the instances)."""
+fix resolves, proven by canary sessions (a graded test mutated in place); code under test that
+rewrites the output stream, or prints a late line that overrides a failure, does not
+(unittest_instances.py has the instances)."""
 
 from __future__ import annotations
 
@@ -97,19 +98,20 @@ def _instance_log(run_dir, task) -> str:
 
 
 @pytest.mark.parametrize("instance_id", sorted(fixture.SPECS))
-def test_the_fix_resolves_with_canaries_planted(grader, log_tasks, instance_id, tmp_path):
+def test_the_fix_resolves_proven_by_canary_sessions(grader, log_tasks, instance_id, tmp_path):
     task = log_tasks[instance_id]
     result = grader.grade(task, fixture.gold(instance_id))
     assert result.passed, result.trace
-    assert "canaries: " in _instance_log(tmp_path, task)
-    assert "none planted" not in _instance_log(tmp_path, task)
+    assert 2 <= result.trace.count("FAILED as it must") <= 3, result.trace
+    assert f"mutant {task.payload['FAIL_TO_PASS'][0]} (" in result.trace, "an F2P test mutated"
+    assert "graded files written by root before the tests" in _instance_log(tmp_path, task)
 
 
 @pytest.mark.parametrize("instance_id", sorted(fixture.SPECS))
-def test_a_rewritten_output_stream_is_seen_by_the_canaries(grader, log_tasks, instance_id):
+def test_a_rewritten_output_stream_is_caught_by_the_canary_sessions(grader, log_tasks, instance_id):
     result = grader.grade(log_tasks[instance_id], _module(REWRITE_STREAM_AND_EXIT))
     assert (result.passed, result.exit_status) == (False, "test_tampering"), result.trace
-    assert "the canary test" in result.trace and "which must fail, was reported PASSED" in result.trace
+    assert "differential: " in result.trace and "reported PASSED in the log" in result.trace
     # Rewritten lines under the real (failing) exit status: swebench does not trust the log.
     result = grader.grade(log_tasks[instance_id], _module(REWRITE_STREAM))
     assert (result.passed, result.exit_status) == (False, "tests_errored"), result.trace
@@ -117,8 +119,8 @@ def test_a_rewritten_output_stream_is_seen_by_the_canaries(grader, log_tasks, in
 
 @pytest.mark.parametrize("instance_id", sorted(fixture.SPECS))
 def test_a_late_line_that_overrides_a_failure_is_not_trusted(grader, log_tasks, instance_id):
-    """Only the graded test is forged, so every canary still fails: the log itself gives it
-    away, with the failure it reported before the override."""
+    """Only the graded test is forged: the real session's log itself gives it away, with the
+    failure it reported before the override (no canary session is needed)."""
     result = grader.grade(log_tasks[instance_id], _module(LATE_OVERRIDE))
     assert (result.passed, result.exit_status) == (False, "results_mismatch"), result.trace
     assert "a failure overridden" in result.trace and "test_add" in result.trace

@@ -1,0 +1,121 @@
+"""Resolutions proven by differential canary sessions, on the local images (issue 44): the gold
+patch resolves with its canary sessions, gold records are made once and kept, no forgery of
+``differential_forgeries`` resolves (the trace names the layer that refused it), and a forger
+that records what it sees cannot tell a canary session from the real one."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from differential_forgeries import FORGERIES, OBSERVER_PATCH
+from ratchet_ray.suites.swebench.gold import GoldStore, ensure_gold_record
+from ratchet_ray.suites.swebench.grader import GOLD_SUBDIR, SwebenchGrader
+from test_swebench_layers import layer_of
+
+pytestmark = pytest.mark.docker
+CALC = "ratchet__calc-1"
+
+
+@pytest.fixture
+def grader(docker_client, local_settings, limits, tmp_path):
+    return SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
+
+
+def _logs(run_dir: Path, trace: str) -> Path:
+    return Path(re.search(r"^log: (.+)$", trace, re.M).group(1))
+
+
+def test_gold_records_are_made_once_then_resolutions_are_proven_by_canary_sessions(
+        docker_client, local_settings, limits, tmp_path, tasks, gold, instances):
+    """A fresh gold-record folder: the first would-be resolution makes the record (the trace and
+    the log say so, with its cost); the next grade and ``ensure_gold_record`` find it stored."""
+    local_settings.gold_records = str(tmp_path / "gold")
+    grader = SwebenchGrader(local_settings, limits, tmp_path / "run", client=docker_client)
+    instance = next(i for i in instances if i["instance_id"] == "ratchet__calc-2")
+    first = grader.grade(tasks["ratchet__calc-2"], gold["ratchet__calc-2"])
+    assert first.passed, first.trace
+    log = (_logs(tmp_path, first.trace) / "run_instance.log").read_text()
+    assert "gold record: none stored for this instance and image; making it now" in log
+    assert re.search(r"gold record \S+: gold resolves, 3 mutant\(s\) it fails kept, 0 dropped "
+                     r"\(made now in [\d.]+s\)", log), log
+    assert "(made now)" in first.trace and re.search(r"cost: real session [\d.]+s; [23] canary", first.trace)
+    lines = re.findall(r"canary session \d of (\d) \([\d.]+s\), mutant (\S+) .*: FAILED as it must",
+                       first.trace)
+    assert 2 <= len(lines) <= 3 and len(lines) == int(lines[0][0]), first.trace
+    assert any(test == "tests/test_clamp.py::test_clamp_high" for _, test in lines), "an F2P mutant"
+    for i in range(1, len(lines) + 1):  # each canary session kept its own logs
+        assert (_logs(tmp_path, first.trace) / f"canary-{i}" / "eval_output.txt").is_file()
+    # the record: in the folder and in the run's artifacts, and ensure_gold_record finds it
+    stored = list((tmp_path / "gold" / "ratchet__calc-2").glob("*.json"))
+    assert len(stored) == 1 and list((tmp_path / "run" / GOLD_SUBDIR / "ratchet__calc-2").glob("*.json"))
+    record = json.loads(stored[0].read_text())
+    assert record["resolved"] and set(record["statuses"].values()) == {"PASSED"}
+    again = grader.grade(tasks["ratchet__calc-2"], gold["ratchet__calc-2"].replace("hi, max", "hi,  max"))
+    assert again.passed and "(stored)" in again.trace, again.trace
+    ensured = ensure_gold_record(grader, instance)
+    assert ensured.key == GoldStore(tmp_path / "gold").load(
+        "ratchet__calc-2", ensured.image_id).key and len(ensured.kept) == 3
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_no_forgery_resolves_and_the_trace_names_the_layer(grader, tasks, name):
+    patch, layers = FORGERIES[name]
+    result = grader.grade(tasks[CALC], patch)
+    assert (result.passed, result.infra_failure) == (False, False), result.trace
+    assert layer_of(result) in layers, (layer_of(result), result.trace)
+    if layer_of(result) == "differential":  # the proof: which session, which test, what changed
+        assert result.exit_status == "test_tampering"
+        assert re.search(r"canary session \d of \d \([\d.]+s\), mutant tests/test_ops\.py::test_\w+ "
+                         r"\(tests/test_ops\.py:\d+: \S+ -> \S+\): reported (PASSED|XFAIL)", result.trace)
+
+
+def _observations(trace: str) -> dict[str, dict]:
+    folder = _logs(Path("."), trace)
+    found = {}
+    for path in [folder / "eval_output.txt", *sorted(folder.glob("canary-*/eval_output.txt"))]:
+        seen = re.findall(r"OPS-OBSERVED (\{.*\})", path.read_text())
+        assert len(seen) == 1, path
+        found[path.parent.name] = json.loads(seen[0])
+    return found
+
+
+def _masked(value: str) -> str:
+    """Per-session random names (the container's host name, the sentinel's module, the report
+    folder) differ between any two sessions, two real ones too: masked before comparing."""
+    return re.sub(r"[0-9a-fA-F]{8,}", "<random>", value)
+
+
+def test_a_forger_cannot_tell_a_canary_session_from_the_real_one(grader, tasks, gold):
+    """The gold fix plus code that, at its first call in every session, records what a test
+    process can see (every file of the graded folder: size, owner, mode, text; the command; the
+    environment; a record left by an earlier session in /tmp, /var/tmp, $HOME, the tree or
+    /dev/shm) and prints it. No session finds an earlier record, and the sessions' observations
+    are the same, random names masked, except the one literal each canary session mutated."""
+    result = grader.grade(tasks[CALC], OBSERVER_PATCH)
+    assert result.passed, result.trace
+    seen = _observations(result.trace)
+    real = seen.pop(next(k for k in seen if not k.startswith("canary-")))
+    assert 2 <= len(seen) <= 3 and real["previous"] == [] and real["uid"] == 65534
+    mutated = dict(re.findall(r"canary session (\d) of \d \([\d.]+s\), mutant \S+ "
+                              r"\(tests/test_ops\.py:\d+: (\S+ -> \S+)\)", result.trace))
+    for name, other in seen.items():
+        assert other["previous"] == [], f"{name} found a record of another session"
+        assert (other["argv"], other["cwd"], other["uid"]) == (real["argv"], real["cwd"], real["uid"])
+        env = {k: _masked(v) for k, v in other["env"].items() if not k.startswith("RATCHET_SENTINEL_")}
+        assert env == {k: _masked(v) for k, v in real["env"].items()
+                       if not k.startswith("RATCHET_SENTINEL_")}
+        assert [k for k in other["env"] if k.startswith("RATCHET_SENTINEL_")] != []
+        assert other["files"].keys() == real["files"].keys()
+        for path, info in other["files"].items():
+            mine = real["files"][path]
+            assert (info["size"], info["uid"], info["mode"]) == (mine["size"], mine["uid"], mine["mode"])
+            if path != "tests/test_ops.py":
+                assert info["text"] == mine["text"], path
+        old, new = mutated[name.split("-")[1]].split(" -> ")
+        diff = [(a, b) for a, b in zip(real["files"]["tests/test_ops.py"]["text"].split("\n"),
+                                       other["files"]["tests/test_ops.py"]["text"].split("\n")) if a != b]
+        assert len(diff) == 1 and diff[0][0].replace(old, new) == diff[0][1], diff
