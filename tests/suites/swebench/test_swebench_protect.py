@@ -10,7 +10,7 @@ import json
 import pytest
 
 import swebench_instances as fixture
-from forgeries import FORGERIES
+from forgeries import FORCE_PASS_HOOK, FORGERIES
 from honest_patches import diff_of
 from ratchet_ray.suites.swebench import grading_support
 from ratchet_ray.suites.swebench.protect import (
@@ -266,3 +266,20 @@ def test_the_test_uid_cannot_touch_what_decides_the_verdict(docker_client, local
     grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
     result = grader.grade(tasks["ratchet__calc-1"], LOCKED_ONLY)
     assert result.passed, result.trace
+
+
+@pytest.mark.docker
+def test_a_config_header_pytest_reads_its_own_way_is_restored(docker_client, local_settings,
+                                                              limits, tmp_path, tasks):
+    """``[tool:pytest] # x]`` is ``tool:pytest`` to pytest's parser, something else to
+    configparser: the setup.cfg that loads a forcing plugin from the tree is put back, and the
+    bug stays (the plugin never loads)."""
+    from ratchet_ray.suites.swebench.grader import SwebenchGrader
+
+    plugin = "\n".join(line[1:] for line in FORCE_PASS_HOOK.splitlines()) + "\n"
+    forgery = diff_of({"setup.cfg": "[metadata]\nname = calc\n\n[tool:pytest] # x]\n"
+                                    "addopts = -p calc.force\n", "calc/force.py": plugin})
+    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
+    result = grader.grade(tasks["ratchet__calc-1"], forgery)
+    assert (result.passed, result.exit_status) == (False, "unresolved"), result.trace
+    assert "setup.cfg (test settings in setup.cfg" in result.trace, result.trace
