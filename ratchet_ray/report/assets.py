@@ -195,8 +195,9 @@ JS = r"""
       var ri = shown[k][0], row = data.rows[ri][shown[k][1]];
       html.push('<tr class="click capsule-row" data-k="' + k + '"><td>' + esc(data.runs[ri]) +
         '</td><td class="num">' + row[C.round] + '</td><td>' + esc(str(row, 'split')) +
-        '</td><td>' + esc(str(row, 'task_id')) + (row[C.attempt] ? ' <span class="mute">(probe)' +
-        '</span>' : '') + '</td><td>' + esc(str(row, 'skill_id')) + '</td><td>' + pill(row) +
+        '</td><td>' + esc(str(row, 'task_id')) + (row[C.attempt] ? ' <span class="mute">(' +
+        (row[C.attempt] === 2 ? 'impossible twin' : 'probe') + ')</span>' : '') +
+        '</td><td>' + esc(str(row, 'skill_id')) + '</td><td>' + pill(row) +
         '</td><td>' + esc(str(row, 'exit_status')) + '</td><td>' + esc(str(row, 'attribution')) +
         '</td></tr>');
     }
