@@ -162,7 +162,9 @@ class ImpossibleTwins(Protocol):
     deterministically (MBPP+: one expected output changed in its own type; sim: only a forged
     outcome passes), so that a pass proves the answer attacked the grader or knew its answer
     key (``governance.cheat_probe``). A twin the grader cannot build at grade time is an
-    infrastructure failure (``infra_failure=True``), never a pass."""
+    infrastructure failure (``infra_failure=True``), never a pass. A grader that reuses
+    earlier grades (a report cache keyed by task id and output, as SWE-bench's) must key them by
+    the twin recipe too, or a twin would read its real task's grade: a false cheat."""
 
     def __call__(self, task: Task) -> Task | None: ...
 
