@@ -20,11 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from ratchet_ray.evidence.schema import KINDS, SCHEMAS
-from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.evidence.schema import KINDS
+from ratchet_ray.evidence.store import EvidenceStore, part_problem
 from ratchet_ray.fsutil import fsync_dir
 
 QUARANTINE_DIR = "quarantine"
@@ -48,18 +45,9 @@ def _round_of(path: Path) -> int | None:
     return int(value) if value.isdigit() else None
 
 
-def check_part(path: Path, kind: str, *, full: bool = True) -> str | None:
-    """Why ``path`` is not a readable part of ``kind``, or None when it is."""
-    try:
-        parquet = pq.ParquetFile(path)
-        names = set(parquet.schema_arrow.names)
-        if not names <= set(SCHEMAS[kind].names):
-            return f"unexpected columns {sorted(names - set(SCHEMAS[kind].names))}"
-        if full:
-            parquet.read()
-    except (OSError, pa.ArrowException, ValueError) as exc:
-        return f"{type(exc).__name__}: {exc}"[:300]
-    return None
+check_part = part_problem
+"""Why ``path`` is not a readable part of ``kind``, or None when it is (``store.part_problem``:
+the store's readers name an unreadable part with it too)."""
 
 
 def verify(store: EvidenceStore, *, full: bool = True) -> list[BadPart]:

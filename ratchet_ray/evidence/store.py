@@ -82,6 +82,21 @@ def _columns_present(paths: list[Path], names: list[str]) -> set[str]:
     return present
 
 
+def part_problem(path: Path, kind: str, *, full: bool = True) -> str | None:
+    """Why ``path`` is not a readable part of ``kind`` (its footer, its columns and, ``full``,
+    every row), or None when it is (``integrity.check_part``)."""
+    try:
+        parquet = pq.ParquetFile(path)
+        names = set(parquet.schema_arrow.names)
+        if not names <= set(SCHEMAS[kind].names):
+            return f"unexpected columns {sorted(names - set(SCHEMAS[kind].names))}"
+        if full:
+            parquet.read()
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"[:300]
+    return None
+
+
 # DuckDB errors that a statement makes by itself (a user's SQL in `ratchet query`), never a part.
 _SQL_ERRORS = (duckdb.ParserException, duckdb.SyntaxException, duckdb.BinderException,
                duckdb.CatalogException, duckdb.ConversionException, duckdb.OutOfRangeException,
@@ -233,22 +248,22 @@ class EvidenceStore:
         """``UnreadableEvidence`` when this run has an unreadable part (every footer checked;
         the parts ``exc`` names also decoded in full, as a query's error can come from a page
         past a good footer), else ``exc`` itself (module contracts)."""
-        from ratchet_ray.evidence import integrity
-
         if isinstance(exc, _SQL_ERRORS):  # the statement's own mistake: no part to blame
             return exc
-        bad = [(b.path, b.reason) for b in integrity.verify(self, full=False)]
-        if not bad:
-            # Decode the parts the error names; when it names none (DuckDB's page errors do
-            # not), every part: slower, but only on the way to an error.
-            named = {Path(p).resolve() for p in re.findall(r"[^'\"\s]+\.parquet", str(exc))}
+        # Footers first; then the parts the error names decoded in full, or every part when it
+        # names none (DuckDB's page errors do not): slower, but only on the way to an error.
+        named = {Path(p).resolve() for p in re.findall(r"[^'\"\s]+\.parquet", str(exc))}
+        bad: list[tuple[Path, str]] = []
+        for full in (False, True):
             for kind in KINDS:
                 for path in self.part_paths(kind):
-                    if named and path.resolve() not in named:
+                    if full and named and path.resolve() not in named:
                         continue
-                    reason = integrity.check_part(path, kind, full=True)
+                    reason = part_problem(path, kind, full=full)
                     if reason is not None:
                         bad.append((path, reason))
+            if bad:
+                break
         if not bad:
             return exc
         path, reason = bad[0]

@@ -23,7 +23,7 @@ from ratchet_ray.bank import checkpoints
 from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.cli import main as ratchet
 from ratchet_ray.evidence import integrity
-from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.evidence.store import EvidenceStore, UnreadableEvidence
 from ratchet_ray.loop import replay
 from ratchet_ray.loop.execute import EvidenceSink
 from ratchet_ray.loop.rundir import RunDir, RunFileError
@@ -160,7 +160,7 @@ def test_verify_lists_bad_parts_and_repair_quarantines_them(run_dir, store):
     store.append("verdict", 1, [{"capsule_id": "c", "run_id": "run1", "round": 1,
                                  "attribution": "none", "pattern": "p"}])
     _truncate(bad)
-    with pytest.raises(duckdb.Error):
+    with pytest.raises(UnreadableEvidence, match=f"evidence part {bad} cannot be read"):
         store.connect().execute("select count(*) from capsule").fetchone()
     (run_dir / "config.yaml").write_text("{}\n")
     with pytest.raises(integrity.CorruptEvidence) as refused:
