@@ -169,3 +169,22 @@ def test_a_twin_graded_as_tampering_is_not_counted_twice(tmp_path):
         assert [c["attempt"] for c in tampering_capsules(con)] == [0]
         assert tampering_totals(con)["train_tampering"] == 1
         assert cheat_by_skill(con) == {"forger": CheatStats(twins=1, passes=0)}
+
+
+def test_a_run_written_before_the_column_existed_still_reads(tmp_path):
+    """Every part without ``impossible`` (a run dir from before the probe): the view reads the
+    column as null, so c, the Critic's input and the cheat queries work on it unchanged."""
+    import pyarrow.parquet as pq
+
+    from ratchet_ray.evidence import named_queries as nq
+
+    store = EvidenceStore(tmp_path / "old")
+    store.append("capsule", 0, routed_capsules("run1", "s", 0, 1, 1))
+    for part in store.part_paths("capsule"):
+        pq.write_table(pq.read_table(part).drop_columns(["impossible"]), part)
+    assert "impossible" not in pq.read_schema(store.part_paths("capsule")[0]).names
+    with store.connect() as con:
+        assert con.execute("SELECT count(*), count(impossible) FROM capsule").fetchone() == (2, 0)
+        assert skill_stats(con)["s"] == SkillStats.from_counts(1, 1)
+        assert cheat_by_skill(con) == {}
+        assert len(nq.fetch_all(con, "unreviewed_train_failures", round=0)) == 1
