@@ -9,6 +9,12 @@ The eval script's test block is rewritten (``instrument``):
   random path inside a root-owned folder it may create files in but not list; then every process
   of that uid is killed, the end marker and the exit code are printed, and the script ends (no
   root step runs in the tree after the untrusted code).
+- a step before the block that installs or builds the repository (``INSTALL_STEP``: swebench's
+  per-repository install command, ``pip install -e .``, ``setup.py``...) runs the patch's code,
+  so it runs as that uid too, and every process of the uid is killed after it: the patch's code
+  never runs as root, where it could read the staged files and the script or leave a process
+  or a start-up hook behind. (On a conda image pip then installs into the uid's user site,
+  which the tests' interpreter reads; site-packages stays as the image built it.)
 
 - ``RunExtras``: root steps just before the tests (the canaries of ``canaries``, written into
   the graded test files) and pytest options and a ``PYTHONPATH`` entry (the sentinel plugin of
@@ -133,10 +139,51 @@ def printed_exit_code(stdout: str, markers: Markers) -> int | None:
     return int(m.group(1)) if m else None
 
 
+# A step before the test block that builds or installs the repository (swebench's per-repo
+# ``install`` command, e.g. ``python -m pip install -e .``) runs the patch's code (its setup.py,
+# its build backend, the modules they import): it runs as the untrusted uid, never root.
+INSTALL_STEP = re.compile(r"\b(?:pip[\d.]*|python[\d.]*\s+-m\s+pip)\s+install\b|\bsetup\.py\b|"
+                          r"\bconda\s+develop\b|\bpython[\d.]*\s+-m\s+build\b|^\s*make\b")
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+
+
+def _untrusted_installs(lines: list[str], uid: int) -> list[str]:
+    """``lines`` (the script before its test block) with each ``INSTALL_STEP`` line run as
+    ``uid`` (its HOME, its environment otherwise), then every process of that uid killed, so
+    nothing it started is alive when root resets the tests and plants the graded files. Lines
+    inside a here-document (the test patch) are left as they are."""
+    out: list[str] = []
+    ending: str | None = None
+    drop = f"setpriv --reuid={uid} --regid={uid} --clear-groups --"
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if ending is not None:
+            out.append(line)
+            if line.strip() == ending:
+                ending = None
+            continue
+        if m := _HEREDOC.search(line):
+            ending = m.group(2)
+            out.append(line)
+        elif INSTALL_STEP.search(line) and not line.lstrip().startswith("#"):
+            while line.endswith("\\") and i < len(lines):  # a command continued on the next line
+                line = line[:-1] + " " + lines[i]
+                i += 1
+            out.append(f"env HOME=/tmp/ratchet-home USER=ratchet LOGNAME=ratchet {drop} "
+                       f"/bin/bash -c {shlex.quote(line)}")
+            out.append(f"{drop} /bin/bash -c 'kill -KILL -1' 2>/dev/null || true")
+        else:
+            out.append(line)
+    return out
+
+
 def instrument(script: str, markers: Markers, uid: int | None,
                extras: RunExtras = RunExtras()) -> str:
-    """The eval script with secret markers, the JUnit report, (``uid``) the privilege drop and
-    the grader's ``extras`` (the canaries planted by root, the sentinel plugin)."""
+    """The eval script with secret markers, the JUnit report, (``uid``) the privilege drop (the
+    test block and any install step before it, ``INSTALL_STEP``) and the grader's ``extras``
+    (the graded files written by root, the sentinel plugin)."""
     _, _, exit_mark, exit_var = _constants()
     lines = script.split("\n")
     begin, stop = _test_block(lines)
@@ -166,7 +213,8 @@ def instrument(script: str, markers: Markers, uid: int | None,
              f'echo "{exit_mark}: ${exit_var}"']
     # Nothing after the tests: the script's final reset of the test files does not change the
     # verdict, and root must not run git in a tree the untrusted uid has written to.
-    return "\n".join([*lines[:begin], *block, ""])
+    head = lines[:begin] if uid is None else _untrusted_installs(lines[:begin], uid)
+    return "\n".join([*head, *block, ""])
 
 
 def split_log(stdout: str, output: str, markers: Markers) -> tuple[str, str]:

@@ -157,6 +157,21 @@ def test_instrument_hides_the_markers_and_drops_root():
     assert "0.planted" not in run, "nothing the test process can read names a canary"
 
 
+def test_an_install_step_before_the_tests_runs_as_the_untrusted_uid():
+    script = SCRIPT.replace("cd /testbed\n", "cd /testbed\npython -m pip install -e . \\\n"
+                            "    --no-build-isolation\nsed -i 's/x/y/' tox.ini\n"
+                            "git apply - <<'EOF_9'\n+python setup.py develop\nEOF_9\n")
+    lines = instrument(script, Markers.fresh(), 65534).split("\n")
+    install = next(line for line in lines if "pip install" in line)
+    assert install.startswith("env HOME=/tmp/ratchet-home") and "setpriv --reuid=65534" in install
+    assert "--no-build-isolation" in install, "a continued line is run whole"
+    assert "kill -KILL -1" in lines[lines.index(install) + 1], "nothing it started outlives it"
+    assert "sed -i 's/x/y/' tox.ini" in lines, "other steps are unchanged"
+    assert "+python setup.py develop" in lines, "a here-document (the test patch) is left alone"
+    assert "pip install" in instrument(script, Markers.fresh(), None), "no uid: as before"
+    assert "setpriv" not in instrument(script, Markers.fresh(), None).split("@@ratchet")[0]
+
+
 def _out(markers: Markers, section: str, after: str = ">>>>> Test Exit Code: 0") -> str:
     return f"setup\n{markers.start}\n{section}\n{markers.end}\n{after}\n"
 
@@ -283,3 +298,31 @@ def test_a_config_header_pytest_reads_its_own_way_is_restored(docker_client, loc
     result = grader.grade(tasks["ratchet__calc-1"], forgery)
     assert (result.passed, result.exit_status) == (False, "unresolved"), result.trace
     assert "setup.cfg (test settings in setup.cfg" in result.trace, result.trace
+
+
+# The patch's setup.py, run by the eval script's install step: it records whether it ran as
+# root (and could read the grader's script); the fixed add holds only when it did not.
+INSTALL_PROBE = diff_of({
+    "setup.py": "import os\n\ntry:\n    open('/var/lib/ratchet/eval.sh').read()\n    read = 'read'\n"
+                "except OSError:\n    read = 'denied'\n"
+                "with open('/tmp/ratchet-install-probe', 'w') as out:\n"
+                "    out.write(f'{os.getuid()} {read}')\n",
+    "calc/ops.py": fixture.OPS.replace("    return a - b", "    with open('/tmp/ratchet-install-probe') "
+                                       "as probe:\n        uid, read = probe.read().split()\n"
+                                       "    assert (uid, read) == ('65534', 'denied'), (uid, read)\n"
+                                       "    return a + b")})
+
+
+@pytest.mark.docker
+def test_the_eval_scripts_install_step_runs_the_patch_as_the_untrusted_uid(
+        docker_client, local_settings, limits, tmp_path, tasks):
+    from ratchet_ray.suites.swebench.grader import SwebenchGrader
+
+    task = tasks["ratchet__calc-1"]
+    script = task.payload["eval_script"].replace("cd /testbed\n", "cd /testbed\n"
+                                                 "python3 setup.py develop || true\n", 1)
+    assert "setup.py develop" in script
+    task = task.model_copy(update={"payload": {**task.payload, "eval_script": script}})
+    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
+    result = grader.grade(task, INSTALL_PROBE)
+    assert result.passed, result.trace
