@@ -187,6 +187,13 @@ JS = r"""
     return row[C.passed] ? '<span class="pill pass">pass</span>' :
       '<span class="pill fail">fail</span>';
   }
+  // The Critic's failure pattern is what a reader scans for; its attribution (helped, hurt,
+  // neutral, inapplicable) stands beside it.
+  function critic(row) {
+    if (row[C.attribution] == null) return '';
+    return esc(str(row, 'pattern')) + ' <span class="mute">(' + esc(str(row, 'attribution')) +
+      ')</span>';
+  }
   function render() {
     var body = $('#capsule-rows');
     var start = page * PAGE, stop = Math.min(shown.length, start + PAGE);
@@ -198,8 +205,7 @@ JS = r"""
         '</td><td>' + esc(str(row, 'task_id')) + (row[C.attempt] ? ' <span class="mute">(' +
         (row[C.attempt] === 2 ? 'impossible twin' : 'probe') + ')</span>' : '') +
         '</td><td>' + esc(str(row, 'skill_id')) + '</td><td>' + pill(row) +
-        '</td><td>' + esc(str(row, 'exit_status')) + '</td><td>' + esc(str(row, 'attribution')) +
-        '</td></tr>');
+        '</td><td>' + esc(str(row, 'exit_status')) + '</td><td>' + critic(row) + '</td></tr>');
     }
     body.innerHTML = html.join('');
     $('#capsule-count').textContent = shown.length + ' capsule(s) match; showing ' +

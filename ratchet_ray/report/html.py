@@ -119,7 +119,7 @@ pass</option><option value="fail">fail</option><option value="infra">infra failu
 <div class="pager"><button type="button" id="prev">‹ prev</button><button type="button"
 id="next">next ›</button><span id="capsule-count" class="mute"></span></div>
 <table><thead><tr><th>run</th><th class="num">round</th><th>split</th><th>task</th>
-<th>skill</th><th>result</th><th>exit status</th><th>Critic</th></tr></thead>
+<th>skill</th><th>result</th><th>exit status</th><th>Critic: pattern (attribution)</th></tr></thead>
 <tbody id="capsule-rows"></tbody></table>
 <div id="capsule-detail" class="detail" hidden></div></section>"""
 

@@ -74,6 +74,13 @@ def test_report_renders_and_filters_in_headless_chromium(scenario_run, browser, 
         return browser.find_element(By.ID, "capsule-count").text
 
     assert shown().startswith(f"{total} capsule(s) match")
+    # The Critic column shows each verdict's failure pattern, its attribution beside it.
+    with EvidenceStore(scenario_run).connect() as con:
+        verdicts = {f"{p} ({a})" for p, a in con.execute(
+            "SELECT pattern, attribution FROM verdict").fetchall()}
+    critic = {r.find_elements(By.TAG_NAME, "td")[-1].text
+              for r in browser.find_elements(By.CSS_SELECTOR, "#capsule-rows tr")}
+    assert critic - {""} and critic - {""} <= verdicts
     Select(browser.find_element(By.ID, "f-split")).select_by_value("eval")
     wait.until(lambda d: shown().startswith(f"{evals} capsule(s) match"))
     rows = browser.find_elements(By.CSS_SELECTOR, "#capsule-rows tr")
