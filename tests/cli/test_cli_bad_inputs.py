@@ -28,7 +28,9 @@ pytestmark = pytest.mark.usefixtures("no_ray")
 def results(tmp_path, monkeypatch) -> Path:
     """The results dir of the runs the tests try to start (relative paths land in tmp_path)."""
     monkeypatch.chdir(tmp_path)
-    for name in ("OPENAI_BASE_URL", "RATCHET_MLFLOW_URI", "RAY_ADDRESS"):
+    # A proxy would answer for 127.0.0.1 in the server's stead (urllib, as MLflow, uses one).
+    for name in ("OPENAI_BASE_URL", "RATCHET_MLFLOW_URI", "RAY_ADDRESS", "http_proxy",
+                 "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path / "results"
 
