@@ -1,7 +1,7 @@
 """The data model shared by every component: skills, meta-skills, tasks and evidence rows.
 
 Contracts:
-- ``Skill`` mirrors the YAML schema of DESIGN.md section 1. ``intent`` and ``description`` are
+- ``Skill`` mirrors the paper's skill YAML (``docs/running.md``). ``intent`` and ``description`` are
   required; ``signals_match``, ``tags`` and ``preconditions`` default to empty lists; unknown
   fields and unknown status values are rejected (pydantic ``extra="forbid"``).
 - ``Capsule`` and ``Verdict`` are evidence rows: append-only, one per (task, skill, attempt) and one

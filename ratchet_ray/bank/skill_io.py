@@ -1,7 +1,7 @@
 """Skill YAML files: parse with errors that name the file and the field; dump byte-stably.
 
 Contracts:
-- ``dump_skill(skill)`` is canonical: fields in schema order (DESIGN.md section 1), every field
+- ``dump_skill(skill)`` is canonical: fields in schema order (``types.Skill``), every field
   written (but ``types.LINEAGE_FIELDS`` only when not their default: a first version's file is
   what it was before refinement existed), multi-line strings as literal blocks, no line folding. ``dump_skill(parse_skill(text))``
   equals ``text`` for any ``text`` produced by ``dump_skill`` (byte-stable round trip), and

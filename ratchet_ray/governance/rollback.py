@@ -1,4 +1,4 @@
-"""The persistence-gated rollback (DESIGN.md section 1, step 7).
+"""The persistence-gated rollback (the paper's step 7; docs/architecture.md, the loop's phases).
 
 Contracts:
 - A round *regresses* when its eval pass@1 is more than ``threshold`` below the best pass@1 seen

@@ -1,6 +1,6 @@
 """The run directory: one self-contained folder per run (one arm, one seed).
 
-Layout (DESIGN.md section 2)::
+Layout (docs/architecture.md, "The run dir")::
 
     results/<suite>/<suite>_r<R>_t<N>_e<M>_<UTCts>[_<tag>]/
       config.yaml  train_ids.json  eval_ids.json  run.log  loop.json
