@@ -97,7 +97,7 @@ def tracking_problems(config: Any, env: Mapping[str, str] | None = None) -> list
         return []
     shown = redact_url(uri)
     parts = urlsplit(uri)
-    scheme = parts.scheme.split("+", 1)[0].lower()
+    scheme = (parts.scheme or uri).split("+", 1)[0].lower()  # "databricks" alone is a URI
     if scheme not in KNOWN_SCHEMES or (scheme in ("http", "https") and not parts.hostname):
         return [f"{source}={shown} is not a tracking URI MLflow knows; fix: give "
                 "http://HOST:PORT (an `mlflow server`), sqlite:///PATH/mlflow.db or "
