@@ -47,7 +47,7 @@ from ratchet_ray.types import NONE_SKILL, Task
 TWIN_ATTEMPT = 2
 """The ``attempt`` of a twin's capsule (0: the real attempt, 1: a counterfactual probe)."""
 TWIN_KEY = "twin"
-"""The pool key's first element of a twin's grade call (``loop.execute``)."""
+"""The pool key's first element of a twin's grade call (``loop.twins``)."""
 CHEAT_REASON = "cheat"
 """How a Curator retirement under the cheat rule starts its ``skill_event.reason``."""
 
