@@ -11,6 +11,8 @@
 - ``extras_named(text)``: the extras a page installs or lists: ``ratchet-ray[a,b]``, ``.[a,b]``
   and the backticked names of a sentence starting "The extras are".
 - ``pyproject_extras()``: the keys of ``[project.optional-dependencies]``.
+- ``unknown_flags(command)``: the ``--flags`` of a ``python -m jobs.X`` / ``ratchet`` command
+  line that its command does not have (the docs' commands, checked without running them).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import importlib
 import importlib.util
 import pkgutil
 import re
+import shlex
 import tomllib
 from functools import cache
 from pathlib import Path
@@ -104,3 +107,46 @@ def extras_named(text: str) -> set[str]:
 def pyproject_extras() -> set[str]:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
     return set(data["project"]["optional-dependencies"])
+
+
+def _click_command(words: list[str]):
+    """The click command a ``python -m jobs.X`` / ``ratchet`` command line runs (its group for
+    ``ratchet``), and the words after the program; None for any other program."""
+    if words[:2] == ["python", "-m"] and words[2].startswith("jobs."):
+        module = importlib.import_module(words[2])
+        found = [v for v in vars(module).values() if isinstance(v, __import__("click").Command)]
+        return (found[0], words[3:]) if len(found) == 1 else None
+    if words and Path(words[0]).name == "ratchet":
+        from ratchet_ray.cli import main
+
+        return main, words[1:]
+    return None
+
+
+def unknown_flags(command: str) -> list[str]:
+    """The ``--flags`` of a ``python -m jobs.X`` or ``ratchet`` command line (after any
+    ``VAR=value`` words) that its (sub)command does not have; [] for other programs.
+    Subcommands are the words naming one of the current group's commands; a flag counts for
+    the command it follows (``ratchet --db RUN skill list --status all``)."""
+    import click
+
+    words = shlex.split(command, comments=True)
+    while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):  # VAR=value python -m ...
+        words = words[1:]
+    found = _click_command(words)
+    if found is None:
+        return []
+    current, words = found
+    known = {o for p in current.params for o in p.opts + p.secondary_opts}
+    unknown = []
+    for word in words:
+        if isinstance(current, click.Group) and word in current.commands:
+            current = current.commands[word]  # a group's options go before its subcommand
+            known = {o for p in current.params for o in p.opts + p.secondary_opts}
+        elif word.startswith("--") and word != "--":
+            flag = word.split("=", 1)[0]
+            if flag not in known | {"--help"}:
+                unknown.append(flag)
+        elif word == "--":
+            break
+    return unknown

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from doc_names import extras_named, pyproject_extras, setting_mentions, unknown_setting
+from doc_names import (extras_named, pyproject_extras, setting_mentions, unknown_flags,
+                       unknown_setting)
+from readme_commands import readme_commands
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATED = {"configuration.md", "cli.md", "evidence-schema.md", "architecture-map.md"}
@@ -82,3 +84,24 @@ def test_claims_issue_39_found_false_stay_fixed():
     assert "pip install torch --extra-index-url https://download.pytorch.org/whl/cpu" in readme
     # The quickstart's minutes are the loop's; a fresh machine compiles llama.cpp first.
     assert "compiles llama.cpp" in readme
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_flag_of_a_documented_command_exists(page):
+    # README.md's commands are also parsed and dry-run (test_readme); the docs' are checked here
+    # without running them: their paths are a user's (results/<run>, verified.jsonl).
+    commands = readme_commands((ROOT / page).read_text())
+    wrong = {c: unknown_flags(c) for c in commands if unknown_flags(c)}
+    assert not wrong, f"{page}: flags the commands do not have: {wrong}"
+
+
+@pytest.mark.parametrize("command, caught", [
+    ("python -m jobs.skill_loop mbpp --roundz 3 --set rounds=2", ["--roundz"]),
+    ("ratchet --db results/x skill list --statuz all", ["--statuz"]),
+    ("ratchet skill list --db results/x", ["--db"]),                     # the group's, misplaced
+    ("RATCHET_MLFLOW_URI=http://h:5000 python -m jobs.ablations sim --armz A1", ["--armz"]),
+    (".venv/bin/ratchet doctor --llm openai --base-url http://h/v1", []),
+    ("mlflow server --port 5000", []),                                    # not ours
+])
+def test_a_renamed_flag_is_caught(command, caught):
+    assert unknown_flags(command) == caught
