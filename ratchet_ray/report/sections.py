@@ -292,6 +292,23 @@ def _cheat_rate(s: SkillRow) -> str:
     return f'<b class="cheat">{text}</b>' if s.twin_passes else text
 
 
+# Columns of the skills table that only some runs fill (counterfactual probes, tampering, the
+# cheat probe, bypass audits): shown only when a row has something in them.
+OPTIONAL_SKILL_COLUMNS = {"probe pairs": {"0"}, "ĉ_cf [95% Wilson]": {"—"},
+                          "tampering (train / eval)": {"0 / 0"},
+                          "cheat rate (twins passed / graded)": {"—"}, "silent bypass": {"—"}}
+
+
+def _without_empty(head: list[str], rows: list[list[str]], numeric: set[int],
+                   optional: dict[str, set[str]]) -> tuple[list[str], list[list[str]], set[int]]:
+    """``head`` and ``rows`` without the ``optional`` columns whose every cell is one of its
+    empty values; ``numeric`` re-indexed to the columns kept."""
+    keep = [i for i, name in enumerate(head)
+            if name not in optional or any(row[i] not in optional[name] for row in rows)]
+    return ([head[i] for i in keep], [[row[i] for i in keep] for row in rows],
+            {k for k, i in enumerate(keep) if i in numeric})
+
+
 def skills_section(runs: list[RunData]) -> str:
     head = ["run", "skill", "status", "born", "ended", "trials", "ĉ [95% Wilson]", "probe pairs",
             "ĉ_cf [95% Wilson]", "routed train", "routed eval", "injection ≈ tokens",
@@ -322,7 +339,9 @@ def skills_section(runs: list[RunData]) -> str:
             "never routed for <code>curator.dead_weight_rounds</code> rounds; <i>ignored</i> = "
             "its probe pairs' outputs with and without it are near-identical (mean similarity "
             "shown). Click a row for its YAML and its capsules.</p>")
-    table = _table(head, rows, {5, 6, 7, 8, 9, 10, 11}, attrs) if rows else \
+    head, rows, numeric = _without_empty(head, rows, {5, 6, 7, 8, 9, 10, 11},
+                                         OPTIONAL_SKILL_COLUMNS)
+    table = _table(head, rows, numeric, attrs) if rows else \
         '<p class="mute">No skill yet.</p>'
     return (f'<section id="skills"><h2>Skills</h2>{note}<div id="skill-detail" class="detail" '
             f"hidden></div>{table}</section>")

@@ -71,6 +71,12 @@ def test_retired_skill_row_says_retired_and_when(scenario_run, tmp_path):
     assert "retired in round 2" in per_run[BAD_ID]["life"]
     assert f"id: {BAD_ID}" in per_run[BAD_ID]["yaml"]
     assert 'data-chart="timeline"' in html and f'data-skill="{BAD_ID}"' in html
+    # Columns no skill of this run fills are left out: no counterfactual probes here, no
+    # tampering; the Curator's own columns stay even where they read 0.
+    head = html.split('<section id="skills">')[1].split("</thead>")[0]
+    assert ">ĉ_cf [95% Wilson]</th>" not in head and ">probe pairs</th>" not in head
+    assert ">tampering (train / eval)</th>" not in head
+    assert ">trials</th>" in head and ">routed eval</th>" in head
 
 
 def test_capsule_browser_holds_every_capsule_and_where_its_row_is(scenario_run, tmp_path):
