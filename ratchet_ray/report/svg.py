@@ -33,6 +33,9 @@ class Series:
     markers: bool = True
     step: bool = False
     opacity: float = 1.0
+    path: bool = True
+    """Join the points with a line; False draws the markers alone (a step chart of two rounds
+    would read as one vertical line)."""
 
 
 @dataclass
@@ -186,10 +189,11 @@ def line_chart(series: list[Series], *, title: str, y_label: str, x_label: str =
         if not s.points:
             continue
         d = f' stroke-dasharray="{s.dash}"' if s.dash else ""
-        f.lines.append(f'<path d="{_path(f, s.points, s.step)}" fill="none" stroke="{s.color}" '
-                       f'stroke-width="{s.width}" opacity="{s.opacity}"{d} '
-                       f'data-series="{escape(s.name)}"/>')
-        if s.markers:
+        if s.path:
+            f.lines.append(f'<path d="{_path(f, s.points, s.step)}" fill="none" '
+                           f'stroke="{s.color}" stroke-width="{s.width}" opacity="{s.opacity}"{d} '
+                           f'data-series="{escape(s.name)}"/>')
+        if s.markers or not s.path:
             for x, y in s.points:
                 f.lines.append(
                     f'<circle cx="{f.sx(x):.1f}" cy="{f.sy(y):.1f}" r="2.6" fill="{s.color}" '

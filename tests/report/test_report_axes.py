@@ -35,6 +35,25 @@ def test_a_bank_chart_of_empty_banks_never_goes_negative():
     assert "2.5" not in re.findall(r'class="xt">([^<]+)<', chart)
 
 
+def test_a_two_round_bank_chart_is_drawn_as_points():
+    from pathlib import Path
+
+    from ratchet_ray.report.data import RunData
+    from ratchet_ray.report.sections import bank_chart
+
+    def run(rounds: int) -> RunData:
+        rows = [{"round": r, "active_skills": r + 1, "deprecated_skills": 0}
+                for r in range(rounds)]
+        return RunData(run_dir=Path("r"), identity={}, rounds=rows, metrics=None, stop={},
+                       usage=[], models=[], skills=[], events=[], metaskills=[])
+
+    two = bank_chart([run(2)])
+    assert not re.findall(r'<path[^>]*data-series="active"', two)  # no riser at round 1
+    assert len(re.findall(r'<circle[^>]*data-series="active"', two)) == 2
+    three = bank_chart([run(3)])
+    assert re.findall(r'<path[^>]*data-series="active"', three)
+
+
 def test_wilson_contribution_brackets_the_estimate():
     low, high = wilson_contribution(0, 4, 4)  # c-hat -1 over 4 trials
     assert -1 <= low < high <= 1 and low == pytest.approx(-1, abs=1e-9)
