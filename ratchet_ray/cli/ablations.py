@@ -164,7 +164,12 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
                        err=True)
             raise SystemExit(interrupted)
     failures = {o.name: o.cause or o.message for o in outcomes if not o.ok}
-    md, js, summaries = write_report(out_dir, failures=failures)
+    from ratchet_ray.evidence.store import UnreadableEvidence
+
+    try:
+        md, js, summaries = write_report(out_dir, failures=failures)
+    except UnreadableEvidence as exc:  # `python -m jobs.ablations` is not under `ratchet`
+        raise click.ClickException(str(exc)) from exc
     for s in summaries:
         gain = s.rolling_gain
         click.echo(f"{s.arm:>8}: rolling gain {gain.mean:+.3f}" if gain.mean is not None
