@@ -76,7 +76,7 @@ def _server_url_problem(settings) -> str | None:
     if not found:
         return None
     if "is not set" in found[0]:
-        return ("--llm openai needs its server's URL and none is set; fix: --base-url "
+        return ("the openai backend needs its server's URL and none is set; fix: --base-url "
                 "http://HOST:PORT/v1 (or export OPENAI_BASE_URL, or --config a run config with "
                 "llm.base_url)")
     return found[0]

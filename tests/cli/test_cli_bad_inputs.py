@@ -230,7 +230,7 @@ def test_doctor_openai_without_a_url_is_refused_before_ray(monkeypatch):
 
     monkeypatch.setattr(doctor, "_start_ray_probe", started)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    refused(ratchet("doctor", "--llm", "openai"), "--llm openai needs its server's URL",
+    refused(ratchet("doctor", "--llm", "openai"), "the openai backend needs its server's URL",
             "--base-url http://HOST:PORT/v1", "OPENAI_BASE_URL")
     refused(ratchet("doctor", "--llm", "openai", "--base-url", "localhost:8000/v1"),
             "is not an http(s) URL")
