@@ -28,8 +28,9 @@ from ratchet_ray.report.capsules import (COLUMNS, INTERNED, capsule_table, count
                                          text_limit_for)
 from ratchet_ray.report.data import RunData, load_run
 from ratchet_ray.report.sections import (bank_section, curves_section, headline_section,
-                                         life_text, skills_section, sweep_section)
-from ratchet_ray.report.sweep import SweepTable, expand, sweep_table
+                                         life_text, skills_section, sweep_section,
+                                         truth_section)
+from ratchet_ray.report.sweep import SweepTable, expand, suite_columns, sweep_table
 
 MAX_CAPSULES = 60_000
 _LOADER = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
@@ -132,14 +133,21 @@ def _json_block(node_id: str, value: Any) -> str:
 
 
 def render(runs: list[RunData], sweeps: list[SweepTable], payload: dict[str, Any],
-           left_out: list[str]) -> str:
+           left_out: list[str], truth: tuple[str, list | None, tuple[str, ...]] | None = None
+           ) -> str:
+    """The page; ``truth``: the suite's extra columns for runs outside a sweep (its title,
+    rows and columns; rows None when the suite has none)."""
     title = runs[0].identity.get("run_id") if len(runs) == 1 else f"{len(runs)} runs"
-    nav = ["headline", "curves", "bank", "skills", "capsules"] + (["sweeps"] if sweeps else [])
+    shows_truth = truth is not None and truth[1] is not None and not sweeps
+    nav = (["headline", "curves", "bank", "skills", "capsules"] + (["sweeps"] if sweeps else [])
+           + (["truth"] if shows_truth else []))
     labels = {"bank": "bank's life"}
     body = [headline_section(runs), curves_section(runs), bank_section(runs),
             skills_section(runs), capsules_section(payload, left_out)]
     if sweeps:
         body.append(sweep_section(sweeps, runs))
+    if shows_truth:
+        body.append(truth_section(truth[0], truth[1], truth[2]))
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
             f'content="width=device-width,initial-scale=1"><title>Ratchet report: '
@@ -161,7 +169,11 @@ def build_report(paths: Iterable[str | Path], out: str | Path | None = None, *,
     runs = [load_run(d) for d in found.run_dirs]
     sweeps = [sweep_table(s) for s in found.sweeps]
     payload, left_out = capsule_payload(runs, max_capsules, with_tasks)
-    page = render(runs, sweeps, payload, left_out)
+    truth = None
+    if not sweeps:  # a sweep's table carries them; single runs get their own section
+        title, rows, columns, _ = suite_columns([r.run_dir for r in runs])
+        truth = (title, rows, columns)
+    page = render(runs, sweeps, payload, left_out, truth)
     target = Path(out) if out is not None else (
         (found.sweeps[0] if found.sweeps else found.run_dirs[0]) / "report.html")
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -375,6 +375,25 @@ def _md_tables_to_html(md: str) -> str:
     return "".join(out)
 
 
+def _suite_table(title: str, extra: list[dict[str, Any]], columns: Iterable[str]) -> str:
+    """A suite's extra per-arm columns (mean ± std over seeds) under ``title``."""
+    cols = list(columns)
+    rows = [[escape(r["arm"]), str(r["seeds"])] + [
+        "–" if r[f"{c}_mean"] is None else
+        _f(r[f"{c}_mean"], signed=c.endswith("gain")) +
+        ("" if r[f"{c}_std"] is None else f" ± {r[f'{c}_std']:.3f}") for c in cols]
+        for r in extra]
+    return f"<h3>{escape(title)}</h3>" + _table(
+        ["arm", "seeds"] + [escape(c.replace("_", " ")) for c in cols], rows)
+
+
+def truth_section(title: str, extra: list[dict[str, Any]], columns: Iterable[str]) -> str:
+    """The suite's extra columns for runs that are not a sweep (a single sim run's truth)."""
+    return (f'<section id="truth"><h2>Truth</h2><p class="note">What the suite knows beyond the '
+            "evidence (the sim world's true pass rates and which skills truly help), per arm "
+            f"over these runs.</p>{_suite_table(title, extra, columns)}</section>")
+
+
 def sweep_section(sweeps: list[SweepTable], runs: list[RunData]) -> str:
     from ratchet_ray.ablations import DEFAULT_ARM, report_markdown
 
@@ -383,14 +402,7 @@ def sweep_section(sweeps: list[SweepTable], runs: list[RunData]) -> str:
         parts.append(f"<h3>{escape(str(table.root))}</h3>")
         parts.append(_md_tables_to_html(report_markdown(table.arms, table.runs, table.root)))
         if table.extra is not None:
-            cols = list(table.extra_columns)
-            rows = [[escape(r["arm"]), str(r["seeds"])] + [
-                "–" if r[f"{c}_mean"] is None else
-                _f(r[f"{c}_mean"], signed=c.endswith("gain")) +
-                ("" if r[f"{c}_std"] is None else f" ± {r[f'{c}_std']:.3f}") for c in cols]
-                for r in table.extra]
-            parts.append(f"<h3>{escape(table.extra_title)}</h3>" + _table(
-                ["arm", "seeds"] + [escape(c.replace("_", " ")) for c in cols], rows))
+            parts.append(_suite_table(table.extra_title, table.extra, table.extra_columns))
         elif table.extra_error:
             parts.append('<p class="note">the suite\'s extra sweep columns are unavailable: '
                          f'{escape(table.extra_error)}</p>')

@@ -109,14 +109,23 @@ class SweepTable:
 
 def sweep_table(sweep_dir: Path) -> SweepTable:
     """The A1–A8 table of ``sweep_dir`` and the suite's extra columns (contracts)."""
-    from ratchet_ray.suites.hooks import sweep_report
-
     run_dirs = [d for d in find_run_dirs(sweep_dir) if (d / LOOP_FILE).is_file()]
     runs = [run_result(d) for d in run_dirs]
+    title, rows, columns, error = suite_columns([Path(r.run_dir) for r in runs])
+    return SweepTable(sweep_dir, runs, summarize(runs), rows, columns, error, title)
+
+
+def suite_columns(run_dirs: list[Path]) -> tuple[str, list[dict[str, Any]] | None,
+                                                  tuple[str, ...], str | None]:
+    """``(title, rows, columns, error)``: the extra per-arm columns the runs' suite reports
+    (``suites.hooks.sweep_report``, e.g. the sim suite's truth), for a sweep or for single
+    runs; rows None when the suite has none, ``error`` when computing them failed."""
+    from ratchet_ray.suites.hooks import sweep_report
+
     rows, columns, error, title = None, (), None, ""
     by_suite: dict[str, list[Path]] = {}
-    for run in runs:
-        by_suite.setdefault(_suite(Path(run.run_dir)) or "", []).append(Path(run.run_dir))
+    for run_dir in run_dirs:
+        by_suite.setdefault(_suite(run_dir) or "", []).append(run_dir)
     for suite, dirs in sorted(by_suite.items()):
         try:
             extra = sweep_report(suite, dirs) if suite else None
@@ -125,7 +134,7 @@ def sweep_table(sweep_dir: Path) -> SweepTable:
             continue
         if extra is not None:
             title, rows, columns = extra
-    return SweepTable(sweep_dir, runs, summarize(runs), rows, columns, error, title)
+    return title, rows, tuple(columns), error
 
 
 def _suite(run_dir: Path) -> str | None:

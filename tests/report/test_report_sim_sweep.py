@@ -54,3 +54,13 @@ def test_sim_sweep_report_and_nested_mlflow_runs(ray_local, tmp_path):
     parent = client.get_run(parents.pop())
     assert parent.data.tags["ratchet.kind"] == "sweep"
     assert parent.data.tags["ratchet.sweep"] == str(sweep.resolve())
+
+
+def test_a_single_sim_run_report_shows_the_truth(ray_local, tmp_path):
+    run_dir = run_sim(sim_config(tmp_path / "one", "rounds=2", "n_train=8", "n_eval=6"))
+    html = page(build_report([run_dir], tmp_path / "one.html"))
+    assert '<a href="#truth">Truth</a>' in html
+    truth = html.split('<section id="truth">')[1].split("</section>")[0]
+    assert "Against the truth (sim-report)" in truth
+    for column in ("true rolling", "precision", "recall"):
+        assert f"<th>{column}</th>" in truth
