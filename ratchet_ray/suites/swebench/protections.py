@@ -1,10 +1,7 @@
-"""The grader's layers inside one session: the graded test files written by root, the
-sentinel plugin, and (in ``screen_patch``) the static screen of the patch.
+"""The grader's layers inside one session: the graded test files written by root, and the
+sentinel plugin (the static screen is ``screen``'s, a suspicion only).
 
 Contracts:
-- ``screen_patch(instance, patch)`` -> a ``test_tampering`` trace quoting the patch's lines that
-  reach for the harness (``screen``), or None. Harness paths the guard restores anyway and
-  repositories whose code under test is pytest (``sentinel.HARNESS_REPOS``) are not screened.
 - ``Protections.prepare(box, instance, eval_script, markers, runner, log, plant=...)`` (after
   the patch is applied and the harness restored, before the eval script runs): reads the files
   that hold the graded tests at the base commit (one exec for all of them; ``read_step`` is
@@ -41,26 +38,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ratchet_ray.suites.swebench import canaries, log_canaries, mutants
-from ratchet_ray.suites.swebench.protect import harness_reason, patch_paths, test_files
-from ratchet_ray.suites.swebench.screen import screen
 from ratchet_ray.suites.swebench.sentinel import (
     HARNESS_REPOS, MAX_RESULT_BYTES, Sentinel, judge as sentinel_judge)
 from ratchet_ray.suites.swebench.verdict import MAX_JUNIT_BYTES, RunExtras, command_words
 from ratchet_ray.types import GradeResult
 
 STAGE_ROOT = "/var/lib/ratchet"
-
-
-def screen_patch(instance: dict[str, Any], patch: str) -> str | None:
-    if instance.get("repo") in HARNESS_REPOS:
-        return None
-    tests = test_files(instance)
-    restored = {p for p in patch_paths(patch) if harness_reason(p, tests) is not None}
-    hits = screen(patch, restored)
-    if not hits:
-        return None
-    return ("test_tampering: the patch reaches for the test harness (static screen):\n  "
-            + "\n  ".join(hits[:20]) + (f"\n  ... and {len(hits) - 20} more" if len(hits) > 20 else ""))
 
 
 def _base_texts_command(base: str, paths: list[str]) -> str:

@@ -93,8 +93,11 @@ def test_infrastructure_failures_are_classified(docker_client, tasks, gold, loca
     assert ".ci/docker_setup.sh" in down.trace
 
 
-def test_cache_level_none_removes_the_instance_image(docker_client, tasks, gold, limits, tmp_path):
-    settings = SwebenchSettings(namespace=None, cache_level="none", memory_mb=512)
+def test_cache_level_none_removes_the_instance_image(docker_client, tasks, gold, limits, tmp_path,
+                                                    local_settings):
+    # the image is held through every session of the grade (canary sessions and the gold
+    # record's too) and removed once it ends
+    settings = local_settings.model_copy(update={"cache_level": "none"})
     name = image_name("ratchet__calc-2", settings)
     import docker
 

@@ -1,0 +1,240 @@
+"""How the SWE-bench grader proves a resolution (``differential``): the gold record of the
+instance, the comparison of outcomes with it, and the canary sessions, run by the grader's own
+``_session`` (a fresh container each).
+
+Contracts:
+- ``DifferentialProof`` is the part of ``grader.SwebenchGrader`` that does it: ``_prove(ctx,
+  patch, real, log_dir, log)`` -> the grade of a would-be resolution (``real``: its real
+  session); ``gold_record(instance)`` (what ``gold.ensure_gold_record`` calls) the instance's
+  gold record, made now when none is stored. It uses the grader's ``settings``, ``limits``,
+  ``logs``, ``gold_store``, ``_context``, ``_session`` and its locks.
+- ``Context``: what every session of one grade shares; ``Prefixed``: the instance log with a
+  session's prefix; ``planting(mutants)``: what root writes with those mutants in place;
+  ``junit_graded(junit, tests, options_form)``: each graded test's JUnit status.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ratchet_ray.suites.swebench.dataset import load_instances, normalize_instance
+from ratchet_ray.suites.swebench.differential import (
+    MISSING, Session, compare_with_gold, draw, graded, judge_canaries)
+from ratchet_ray.suites.swebench.gold import GoldRecord, GoldStore, default_folder
+from ratchet_ray.suites.swebench.grading_support import Deadline, InstanceLog, publish_folder
+from ratchet_ray.suites.swebench.images import InstanceImages
+from ratchet_ray.suites.swebench.infra import InfraFailure
+from ratchet_ray.suites.swebench.mutants import Mutant, apply_all, candidates
+from ratchet_ray.suites.swebench.verdict import Forgery, junit_statuses, resolve
+from ratchet_ray.types import GradeResult
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every session of one grade shares: the instance, its image (held by the grade) and
+    swebench's test spec."""
+
+    instance: dict
+    images: InstanceImages
+    image: str
+    spec: Any
+    runner: str | None
+    options_form: bool
+
+
+class Prefixed:
+    """The instance log, each line prefixed with the session it is about."""
+
+    def __init__(self, log: Callable[[str], None], prefix: str):
+        self.log, self.prefix = log, prefix
+
+    def __call__(self, message: str) -> None:
+        self.log(self.prefix + message)
+
+
+def planting(mutants: list[Mutant]) -> Callable[[dict[str, str]], dict[str, str]]:
+    """What root writes in a session with ``mutants`` in place (every other file unchanged)."""
+    return lambda texts: apply_all(texts, mutants)
+
+
+def junit_graded(junit: bytes | None, tests: list[str], options_form: bool) -> dict[str, str]:
+    """Each graded test's status in the JUnit report (``MISSING`` without one; a report that is
+    not JUnit XML reads as none, the session's own verdict has already refused it)."""
+    try:
+        statuses = junit_statuses(junit) if junit is not None else {}
+    except Forgery:
+        statuses = {}
+    return {t: resolve(t, statuses, options_form) or MISSING for t in tests}
+
+
+class DifferentialProof:
+    """The grader's proof of a would-be resolution (module contract)."""
+
+    def _prove(self, ctx: Context, patch: str, real: Session, log_dir: Path,
+               log: InstanceLog) -> GradeResult:
+        """The real session's resolution compared with gold's outcomes, then proven by canary
+        sessions (``differential``); the cost of each part is logged and ends the trace."""
+        started = time.monotonic()
+        own = real if self._is_gold(ctx.instance, patch) else None  # grading gold: reuse it
+        record, made = self._gold_record(ctx, log, own)
+        gold_s = time.monotonic() - started
+        if not record.resolved:
+            raise InfraFailure("gold_unresolved", f"instance {ctx.instance['instance_id']}: the gold "
+                               f"patch does not resolve on image {ctx.image} ({record.key}); run "
+                               "`ratchet swe validate` on it and leave it out of the run")
+        result = compare_with_gold(real.result, real, record, ctx.instance)
+        if not result.passed:
+            return result
+        rng = secrets.SystemRandom()
+        chosen = draw(record, ctx.instance, self.settings.canary_sessions, rng)
+        if not chosen:
+            note = ("differential: no canary session: no graded test has a literal expectation "
+                    f"that the gold patch fails ({record.describe()})")
+            log(note)
+            return GradeResult(passed=True, exit_status=result.exit_status,
+                               trace=f"{result.trace}\n{note}")
+        parallel = min(self.settings.parallel_canaries(), len(chosen))
+        log(f"differential: {len(chosen)} canary session(s), {parallel} at once: "
+            + "; ".join(m.describe() for m in chosen))
+        began = time.monotonic()
+
+        def one(i: int, mutant: Mutant) -> Session:
+            folder = log_dir / f"canary-{i}"
+            folder.mkdir()
+            return self._session(ctx, patch, folder, Prefixed(log, f"[canary {i}] "),
+                                 Deadline(self.limits.instance_deadline_s),
+                                 plant=planting([mutant]), label=f"canary {i}")
+
+        with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="canary") as pool:
+            sessions = list(pool.map(one, range(1, len(chosen) + 1), chosen))
+        canary_s = time.monotonic() - began
+        verdict = judge_canaries(result, real, list(zip(chosen, sessions)), ctx.instance, parallel)
+        cost = (f"cost: real session {real.seconds:.1f}s; {len(chosen)} canary session(s) "
+                f"{canary_s:.1f}s wall ({sum(x.seconds for x in sessions):.1f}s summed, "
+                f"{parallel} at once); gold record {gold_s:.1f}s"
+                + (" (made now)" if made else " (stored)"))
+        log(cost)
+        verdict.trace = f"{verdict.trace}\n{cost}"
+        return verdict
+
+    def _is_gold(self, instance: dict, patch: str) -> bool:
+        gold = self._gold_patch(instance, required=False)
+        return gold is not None and gold.rstrip("\n") == patch.rstrip("\n")
+
+    def _gold_patch(self, instance: dict, *, required: bool = True) -> str | None:
+        """The instance's gold patch: its own ``patch`` field, else the configured dataset's
+        (read once per grader; a dataset that cannot be read is an infrastructure failure when
+        ``required``)."""
+        if instance.get("patch"):
+            return instance["patch"]
+        with self._connect_lock:
+            if self._gold_patches is None:
+                try:
+                    self._gold_patches = {i["instance_id"]: i.get("patch") or ""
+                                          for i in load_instances(self.settings)}
+                except Exception as exc:  # noqa: BLE001 - said below, with the fix
+                    if not required:
+                        return None
+                    raise InfraFailure("gold_unavailable", f"instance {instance['instance_id']}: "
+                                       f"no gold record and the dataset {self.settings.dataset_name!r} "
+                                       f"cannot be read for its gold patch ({type(exc).__name__}: "
+                                       f"{exc}); run `ratchet swe validate` to fill "
+                                       "swebench.gold_records, or point swebench.dataset_name at "
+                                       "the dataset") from exc
+        gold = self._gold_patches.get(instance["instance_id"])
+        if not gold and required:
+            raise InfraFailure("gold_unavailable", f"instance {instance['instance_id']} has no gold "
+                               f"patch in {self.settings.dataset_name!r}, so its resolutions cannot "
+                               "be compared with gold; fix the dataset or leave the instance out")
+        return gold or None
+
+    def gold_record(self, instance: dict) -> GoldRecord:
+        """``gold.ensure_gold_record``: the instance's gold record, made now when none is stored
+        (its sessions' logs go to ``logs/swebench/<instance>/gold/``)."""
+        instance = normalize_instance(dict(instance)) if isinstance(
+            instance.get("FAIL_TO_PASS"), str) else instance
+        log_dir = Path(tempfile.mkdtemp(prefix="ratchet-gold-"))
+        log = InstanceLog(log_dir / "run_instance.log")
+        deadline = Deadline(self.limits.instance_deadline_s)
+        try:
+            ctx = self._context(instance, log, deadline)
+            try:
+                with ctx.images.use(instance, log):
+                    return self._gold_record(ctx, log, None, log_dir)[0]
+            finally:
+                ctx.images.release(ctx.image, log)
+        finally:
+            log.close()
+            try:
+                publish_folder(log_dir, self.logs.sub(f"{instance['instance_id']}/gold"))
+            finally:
+                shutil.rmtree(log_dir, ignore_errors=True)
+
+    def _gold_record(self, ctx: Context, log: Callable[[str], None], real: Session | None,
+                     log_dir: Path | None = None) -> tuple[GoldRecord, bool]:
+        """The stored record for this instance and image, or one made now (``gold``'s module
+        contract), and whether it was made now: ``real`` is the gold patch's own real session
+        when that is being graded."""
+        instance_id = ctx.instance["instance_id"]
+        image_id = ctx.images.client.images.get(ctx.image).id
+        store = GoldStore(self.settings.gold_records or default_folder(), self.gold_store)
+        with self._gold_lock:
+            record = store.load(instance_id, image_id)
+            if record is not None:
+                log(f"{record.describe()} (stored)")
+                return record, False
+            gold = self._gold_patch(ctx.instance)
+            folder = Path(tempfile.mkdtemp(prefix="ratchet-gold-")) if log_dir is None else log_dir
+            try:
+                record = self._make_gold_record(ctx, gold, image_id, folder, log, real)
+            finally:
+                if log_dir is None:
+                    shutil.rmtree(folder, ignore_errors=True)
+            store.save(record)
+            log(f"{record.describe()} (made now in {sum(record.seconds.values()):.1f}s)")
+            return record, True
+
+    def _make_gold_record(self, ctx: Context, gold: str, image_id: str, folder: Path,
+                          log: Callable[[str], None], real: Session | None) -> GoldRecord:
+        log("gold record: none stored for this instance and image; making it now (the gold "
+            "patch graded, then every candidate mutant planted under it)")
+        seconds = {"gold": 0.0}
+        if real is None:
+            (folder / "gold-session").mkdir(exist_ok=True)
+            real = self._session(ctx, gold, folder / "gold-session", Prefixed(log, "[gold] "),
+                                 Deadline(self.limits.instance_deadline_s), label="gold")
+            seconds["gold"] = real.seconds
+        tests = graded(ctx.instance)
+        record = GoldRecord(ctx.instance["instance_id"], image_id,
+                            statuses={t: (real.log or {}).get(t, MISSING) for t in tests},
+                            junit=dict(real.junit or {}),
+                            resolved=bool(real.report and real.report.get("resolved")))
+        passing = [t for t in tests if record.statuses[t] == "PASSED"
+                   and (real.junit is None or real.junit.get(t) == "PASSED")]
+        found = candidates({t: real.located[t] for t in passing if t in real.located},
+                           real.texts, secrets.SystemRandom())
+        if not found:
+            record.seconds = seconds
+            return record
+        (folder / "gold-mutants").mkdir(exist_ok=True)
+        planted = self._session(ctx, gold, folder / "gold-mutants", Prefixed(log, "[gold mutants] "),
+                                Deadline(self.limits.instance_deadline_s),
+                                plant=planting(list(found.values())), label="gold mutants")
+        seconds["mutants"] = planted.seconds
+        for test, mutant in sorted(found.items()):
+            in_log = (planted.log or {}).get(test, MISSING)
+            in_junit = (planted.junit or {}).get(test) if planted.junit is not None else None
+            if in_log == "FAILED" and in_junit in (None, "FAILED"):
+                record.kept.append(mutant.as_dict())
+            else:
+                record.dropped.append(f"{mutant.describe()}: {in_log}"
+                                      + (f" (JUnit {in_junit})" if in_junit else ""))
+        record.seconds = seconds
+        return record
