@@ -136,7 +136,8 @@ def emit_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str) 
               help="Output: an aligned table, CSV, or JSON (a list of objects).")
 @click.pass_context
 def query(ctx: click.Context, sql: str, fmt: str) -> None:
-    """Run read-only SQL over the evidence views (capsule, verdict, skill_event, llm_call, round)."""
+    """Run read-only SQL over the evidence views (capsule, verdict, skill_event, llm_call, round,
+    validation)."""
     store = EvidenceStore(require_run_dir(ctx))
     try:
         statements = duckdb.extract_statements(sql)

@@ -19,6 +19,9 @@ Contracts:
   repository, ``owner__repo`` of the instance id) has every pick take its least-picked group
   available in its stratum, so groups end up as balanced as the strata allow, and the document
   counts the picks per group under the suite's label (SWE-bench: ``repos``).
+- Tasks the suite excludes (``suites.base.excluded_tasks``; SWE-bench: the instances of its
+  ``swebench.quarantine`` file, ``--set swebench.quarantine=FILE``) are never picked; the
+  document lists those of the baseline as ``excluded_ids``.
 - ``--suite`` is any registered suite, plugin suites included (``--set suite_plugins=[...]``).
 - Same baseline content, suite, sizes, probes and seed -> a byte-identical file (no timestamps,
   no paths; the source is identified by its SHA-256).
@@ -125,9 +128,14 @@ def _balanced_pick(strata: dict[int, list[str]], quotas: dict[int, int], groupin
 
 
 def select_subset(rows: list[dict[str, Any]], *, suite: str, n_hard: int, n_train: int,
-                  n_eval: int, seed: int, probes: int, min_solved: int = 0) -> dict[str, Any]:
+                  n_eval: int, seed: int, probes: int, min_solved: int = 0,
+                  excluded: Iterable[str] = ()) -> dict[str, Any]:
     """The subset document (see module docstring); raises SubsetError when it cannot be met.
-    ``suite`` must be registered in this process (its plugin loaded), for its grouping."""
+    ``suite`` must be registered in this process (its plugin loaded), for its grouping;
+    ``excluded`` tasks (the suite's ``excluded_tasks``: a quarantine) are never picked."""
+    excluded = set(excluded)
+    left_out = sorted({str(r["task_id"]) for r in rows if r.get("task_id") in excluded})
+    rows = [r for r in rows if r.get("task_id") not in excluded]
     if n_train + n_eval != n_hard:
         raise SubsetError(f"--n-train {n_train} + --n-eval {n_eval} must equal --n-hard {n_hard}")
     counts = solve_counts(rows, probes)
@@ -163,12 +171,25 @@ def select_subset(rows: list[dict[str, Any]], *, suite: str, n_hard: int, n_trai
         "strata": {f"solved_{k}_of_{probes}": len(v) for k, v in chosen.items()},
         "train_ids": sorted(train_ids), "eval_ids": sorted(eval_ids),
     }
+    if left_out:
+        doc["excluded_ids"] = left_out
     if labelled is not None:
         groups: dict[str, int] = defaultdict(int)
         for task_id in train_ids + eval_ids:
             groups[labelled[1](task_id)] += 1
         doc[labelled[0]] = dict(sorted(groups.items()))
     return doc
+
+
+def _excluded(config: Any) -> set[str]:
+    """The tasks the suite excludes (``suites.base.excluded_tasks``), as a ``SubsetError``
+    naming the fix when they cannot be read (e.g. a missing quarantine file)."""
+    from ratchet_ray.suites.base import excluded_tasks
+
+    try:
+        return set(excluded_tasks(config))
+    except ValueError as exc:
+        raise SubsetError(str(exc)) from exc
 
 
 def subset_path(out_dir: Path, suite: str, n_hard: int, n_train: int, n_eval: int,
@@ -226,7 +247,8 @@ def main(source: Path, suite: str, n_hard: int | None, n_train: int | None, n_ev
             raise SubsetError(f"{source} is empty (no baseline rows); fix: run `python -m "
                               f"jobs.baseline {suite} --out {source}` first (it resumes)")
         doc = select_subset(rows, suite=suite, n_hard=n_hard, n_train=n_train, n_eval=n_eval,
-                            seed=seed, probes=probes, min_solved=min_solved)
+                            seed=seed, probes=probes, min_solved=min_solved,
+                            excluded=_excluded(config))
     except SubsetError as exc:
         raise click.ClickException(str(exc)) from exc
     doc["source_sha256"] = hashlib.sha256(data).hexdigest()

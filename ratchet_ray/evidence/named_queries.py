@@ -9,7 +9,7 @@ Contracts:
   text: a query is a constant. A call must pass exactly the parameters its query names; a
   missing or extra one, or an unknown query name, raises ``KeyError`` naming the query and what
   it takes.
-- Views: ``capsule``, ``verdict``, ``skill_event``, ``llm_call``, ``round`` as
+- Views: ``capsule``, ``verdict``, ``skill_event``, ``llm_call``, ``round``, ``validation`` as
   ``EvidenceStore.connect()`` creates them (docs/evidence-schema.md lists their columns).
   ``capsules_with_verdicts`` reads capsule parts by path (``$files``) so the report can number
   each row by its part and row.
@@ -240,6 +240,19 @@ _QUERIES = (
               WHERE status_after = 'active' GROUP BY skill_id) a ON a.skill_id = c.skill_id
         WHERE c.round > a.since GROUP BY c.skill_id""",
         "(skill, capsules routed to it after the round it last became active)."),
+    # ---- SWE-bench validation (``ratchet swe validate``) --------------------------------------
+    NamedQuery("validation_flake_rates", """
+        SELECT instance_id,
+               count(*) FILTER (WHERE patch = 'gold') AS gold_runs,
+               count(*) FILTER (WHERE patch = 'gold' AND valid) AS gold_resolved,
+               count(*) FILTER (WHERE patch = 'noop') AS noop_runs,
+               count(*) FILTER (WHERE patch = 'noop' AND NOT valid) AS noop_bad,
+               1 - (count(*) FILTER (WHERE patch = 'gold' AND valid))
+                   / greatest(count(*) FILTER (WHERE patch = 'gold'), 1) AS gold_flake_rate,
+               string_agg(DISTINCT image_digest, ',') AS image_digests
+        FROM validation GROUP BY instance_id ORDER BY gold_flake_rate DESC, instance_id""",
+        "Per instance of a validation: gold runs and how many resolved, no-op runs and how "
+        "many were wrong, the gold patch's failure rate and the image digests graded."),
 )
 
 QUERIES: Mapping[str, NamedQuery] = {q.name: q for q in _QUERIES}

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from ratchet_ray.redact import redact
 from ratchet_ray.types import RoundSummary
 
-KINDS = ("capsule", "verdict", "skill_event", "llm_call", "round")
+KINDS = ("capsule", "verdict", "skill_event", "llm_call", "round", "validation")
 
 _STR, _I64, _I32, _F64, _BOOL = pa.string(), pa.int64(), pa.int32(), pa.float64(), pa.bool_()
 _STRS = pa.list_(pa.string())
@@ -65,6 +65,15 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("deprecated_skills", _I64), ("input_tokens", _I64), ("output_tokens", _I64),
         ("cost_usd", _F64), ("wall_s", _F64), ("failed_steps", _STRS), ("created_at", _F64),
     ]),
+    # ``ratchet swe validate``: one row per grade of an instance's gold or no-op patch (``patch``)
+    # in repeat ``repeat``; ``valid``: the grade is what that patch must give (gold resolves,
+    # no-op does not); ``round`` is always 0 (a validation has no rounds).
+    "validation": pa.schema([
+        ("run_id", _STR), ("round", _I32), ("instance_id", _STR), ("patch", _STR),
+        ("repeat", _I32), ("passed", _BOOL), ("exit_status", _STR), ("infra_failure", _BOOL),
+        ("valid", _BOOL), ("duration_s", _F64), ("image", _STR), ("image_digest", _STR),
+        ("node", _STR), ("trace", _STR), ("created_at", _F64),
+    ]),
 }
 
 # Columns without which a row means nothing; every other column may be null.
@@ -74,6 +83,8 @@ REQUIRED: dict[str, frozenset[str]] = {
     "skill_event": frozenset({"run_id", "round", "skill_id", "event"}),
     "llm_call": frozenset({"run_id", "round", "role"}),
     "round": frozenset({"round"}),
+    "validation": frozenset({"run_id", "round", "instance_id", "patch", "repeat", "passed",
+                             "valid"}),
 }
 
 _DUCKDB_TYPES = {

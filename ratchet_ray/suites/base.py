@@ -20,6 +20,10 @@ doctor checks, commands...) comes with the suite's registration (``registry.regi
 executes model-written code must run it in the sandbox of ``ratchet_ray.suites.mbpp.sandbox``.
 Suites are added with ``ratchet_ray.suites.register`` (see ``registry.py``).
 
+Excluded tasks (optional): ``suite.excluded_tasks(config)`` -> task id -> reason; those tasks
+are in neither split of a run (a subset file's included) nor in ``select-subset``'s picks
+(SWE-bench: the instances its ``swebench.quarantine`` file lists).
+
 Leak sources (optional, ``LeakSources``): ``suite.leak_sources(config, tasks)`` yields the
 task-specific content a skill must never carry (``LeakSource``: the test inputs, expected
 outputs, reference solutions... of each given task), which the leakage audit and guard
@@ -30,6 +34,7 @@ against its tasks' prompts only.
 from __future__ import annotations
 
 import json
+import logging
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +42,8 @@ from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
 
 from ratchet_ray.artifacts import Artifacts
 from ratchet_ray.types import GradeResult, Skill, Task
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # config imports the suite registry, which lives under this package
     from ratchet_ray.config import LoopConfig
@@ -199,19 +206,38 @@ def read_subset(path: str | Path) -> tuple[list[str], list[str]]:
     return ids[0], ids[1]
 
 
+def excluded_tasks(config: LoopConfig) -> dict[str, str]:
+    """Task id -> why the run suite leaves it out of both splits and of subset selection: its
+    optional ``excluded_tasks(config)`` method (SWE-bench: the ``swebench.quarantine`` file);
+    {} for a suite without one. Raises what the method raises for a file it cannot use."""
+    from ratchet_ray.suites.registry import suite_for
+
+    method = getattr(suite_for(config), "excluded_tasks", None)
+    return dict(method(config)) if method is not None else {}
+
+
 def split_tasks(tasks: Sequence[Task], config: LoopConfig) -> tuple[list[Task], list[Task]]:
-    """Train and eval tasks: from ``config.subset`` when given, else a seeded random disjoint slice."""
-    by_id = {t.task_id: t for t in tasks}
+    """Train and eval tasks: from ``config.subset`` when given, else a seeded random disjoint
+    slice; tasks the suite excludes (``excluded_tasks``) are in neither, a subset's included."""
+    excluded = excluded_tasks(config)
+    by_id = {t.task_id: t for t in tasks if t.task_id not in excluded}
+    if excluded:
+        log.info("%d tasks excluded by the suite (e.g. %s)", len(excluded),
+                 "; ".join(f"{k}: {v}" for k, v in list(excluded.items())[:3]))
     if config.subset:
         train_ids, eval_ids = read_subset(config.subset)
+        train_ids = [i for i in train_ids if i not in excluded]
+        eval_ids = [i for i in eval_ids if i not in excluded]
         missing = [i for i in train_ids + eval_ids if i not in by_id]
         if missing:
             raise ValueError(f"subset {config.subset}: {len(missing)} task ids not in the suite, "
                              f"e.g. {missing[:3]}; regenerate it with jobs.select_subset")
         return [by_id[i] for i in train_ids], [by_id[i] for i in eval_ids]
-    if config.n_train + config.n_eval > len(tasks):
+    if config.n_train + config.n_eval > len(by_id):
+        left = f" ({len(excluded)} excluded)" if excluded else ""
         raise ValueError(f"n_train + n_eval = {config.n_train + config.n_eval} exceeds the "
-                         f"{len(tasks)} tasks of suite {config.suite}; lower --n-train/--n-eval")
+                         f"{len(by_id)} tasks of suite {config.suite}{left}; lower "
+                         "--n-train/--n-eval")
     order = sorted(by_id)
     random.Random(config.seed).shuffle(order)
     train = order[: config.n_train]

@@ -32,6 +32,14 @@ class SwebenchSuite:
     def load_tasks(self, config: Any) -> list[Task]:
         return [to_task(i) for i in load_instances(settings_from_config(config))]
 
+    def excluded_tasks(self, config: Any) -> dict[str, str]:
+        """Instance id -> why runs and subset selection leave it out: the
+        ``swebench.quarantine`` file's instances ({} without one; ``QuarantineError`` for a
+        file that cannot be used)."""
+        from ratchet_ray.suites.swebench.quarantine import excluded
+
+        return excluded(settings_from_config(config))
+
     def make_grader(self, config: Any, run_dir: Any):
         from ratchet_ray.suites.swebench.grader import SwebenchGrader
 

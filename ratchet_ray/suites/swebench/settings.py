@@ -127,6 +127,11 @@ class SwebenchSettings(BaseModel):
     that patch fails), shared by runs and filled ahead of one by ``ratchet swe validate``; None:
     ``$XDG_CACHE_HOME/ratchet/swebench-gold`` (``~/.cache/...``). A run also keeps the records it
     used in its artifacts."""
+    quarantine: str | None = None
+    """Quarantine file (``ratchet swe validate`` writes ``<dataset>.quarantine.json``): its
+    instances (gold patch failed a repeat, or the no-op patch resolved) are left out of both
+    splits of a run and out of ``select-subset``; round 0's summary says how many and why.
+    None: no quarantine."""
     max_log_bytes: int = Field(default=20_000_000, gt=0)
     """Command output kept per exec; beyond it the middle is dropped (runaway output)."""
     agent: AgentSettings = Field(default_factory=AgentSettings)

@@ -1,25 +1,34 @@
-"""Gold-patch validation: does every instance of a run grade as SWE-bench says it must?
+"""Gold-patch validation: does every instance of a run grade as SWE-bench says it must, and
+does it grade the same way every time?
 
 Contracts:
-- Per instance two grades on the real harness, on the images a run will use: its gold ``patch``
-  must resolve (``passed``), and a no-op patch (``noop_patch``: one new file outside the
-  repository's code, because the grader answers a truly empty patch without a container) must
-  not (``passed`` False and not an infrastructure failure: the FAIL_TO_PASS tests fail before
-  the fix). Anything else is a ``Failure(instance_id, kind, status, reason)``: a gold patch
-  unresolved or failing on infrastructure (an image that cannot build, a test command that
-  errors), a no-op patch that resolves (the tests do not test the issue) or fails on
-  infrastructure.
+- Per instance and repeat two grades on the real harness, on the images a run will use: its
+  gold ``patch`` must resolve (``passed``), and a no-op patch (``noop_patch``: one new file
+  outside the repository's code, because the grader answers a truly empty patch without a
+  container) must not (``passed`` False and not an infrastructure failure: the FAIL_TO_PASS
+  tests fail before the fix). Anything else is a failed outcome: a gold patch unresolved or
+  failing on infrastructure (an image that cannot build, a test command that errors), a no-op
+  patch that resolves (the tests do not test the issue) or fails on infrastructure.
+- Repeats (``repeat`` N >= 1): every gold and no-op patch is graded N times, all at once.
+  Repeat 0 grades the patch itself; repeat k > 0 grades it behind one header line
+  (``repeat_patch``: text before a diff's first ``diff --git`` line, which git and patch skip),
+  so the tree graded is the same but the grader's per-patch report cache cannot answer it.
 - ``gold_pairs(settings, ids)`` reads the instances with their gold patches (``ids``: these only,
   in this order; an unknown id raises ``ValueError`` naming it).
-- ``validate(grade, pairs)`` grades every gold and no-op patch through ``grade`` (a callable
-  taking ``(task, patch)`` pairs and returning, in order, each ``GradeResult`` or a string naming
-  why the pool could not grade it: ``loop.grade_pool.grade_all`` over a Grader pool, on a
-  cluster its Docker nodes) and returns a ``Validation``; it never raises for a failing
-  instance. ``ratchet swe validate`` (``suites.swebench.cli``) runs it on a pool of its own.
+- ``validate(grade, pairs, repeat=1)`` grades every gold and no-op patch through ``grade`` (a
+  callable taking ``(task, patch)`` pairs and returning, in order, each ``GradeResult`` or a
+  string naming why the pool could not grade it: ``loop.grade_pool.grade_all`` over a Grader
+  pool, on a cluster its Docker nodes) and returns a ``Validation``: every ``Outcome`` (one per
+  grade, in submission order) and one ``Failure`` per instance and kind of patch that failed any
+  repeat (``failed`` of ``repeats``); it never raises for a failing instance.
+  ``Validation.quarantine()`` is what a quarantine file lists: every instance with a failure,
+  and why (``ratchet_ray.suites.swebench.quarantine``). ``ratchet swe validate``
+  (``suites.swebench.validate_job``) runs it on a pool of its own and records every outcome as
+  ``validation`` evidence (``evidence_rows``).
 - ``before_rounds(config, grade, tasks, run_dir)`` is the suite's run-start hook: with
-  ``swebench.validate_gold`` it validates the run's instances through the run's own Grader pool,
-  writes ``swebench_validation.json`` in the run dir and returns the message that stops the run
-  (the failures named) when any fails; otherwise, and when the setting is off, None.
+  ``swebench.validate_gold`` it validates the run's instances through the run's own Grader pool
+  (one repeat), writes ``swebench_validation.json`` in the run dir and returns the message that
+  stops the run (the failures named) when any fails; otherwise, and when the setting is off, None.
 """
 
 from __future__ import annotations
@@ -47,14 +56,52 @@ def noop_patch() -> str:
             f"+++ b/{NOOP_FILE}\n@@ -0,0 +1 @@\n+no-op patch of ratchet swe validate\n")
 
 
+def repeat_patch(patch: str, repeat: int) -> str:
+    """``patch`` for repeat ``repeat`` (module contract): itself for 0, else behind one header
+    line that git and patch skip (it starts with none of ``diff``, ``---``, ``+++``, ``@@``,
+    ``+``, ``-``), so the grader grades the same tree afresh instead of reusing a report."""
+    return patch if repeat == 0 else f"ratchet swe validate: repeat {repeat}\n{patch}"
+
+
 @dataclass
 class Failure:
     instance_id: str
     kind: str
     """``gold`` or ``noop``."""
     status: str
-    """The grade's ``exit_status`` (``ok`` for a no-op patch that resolved)."""
+    """The first failed grade's ``exit_status`` (``ok`` for a no-op patch that resolved)."""
     reason: str
+    failed: int = 1
+    """How many of the ``repeats`` grades of this patch failed."""
+    repeats: int = 1
+
+    @property
+    def flaky(self) -> bool:
+        """Failed some repeats and passed others: the verdict of this instance is not stable."""
+        return 0 < self.failed < self.repeats
+
+    def line(self) -> str:
+        times = "" if self.repeats == 1 else (
+            f" (failed {self.failed} of {self.repeats} repeats{': flaky' if self.flaky else ''})")
+        return f"FAIL {self.instance_id} [{self.kind}] {self.status}: {self.reason.rstrip()}{times}"
+
+
+@dataclass
+class Outcome:
+    """One grade of one patch of one instance (a row of the ``validation`` evidence)."""
+
+    instance_id: str
+    kind: str
+    repeat: int
+    passed: bool
+    exit_status: str
+    infra_failure: bool
+    duration_s: float
+    trace: str
+    failure: Failure | None
+    """Why this grade is not what the kind of patch must give; None: it is."""
+    node: str = ""
+    """The Ray node that graded it (filled by the caller when it knows)."""
 
 
 @dataclass
@@ -65,6 +112,10 @@ class Validation:
     seconds: float = 0.0
     nodes: list[dict] = field(default_factory=list)
     """The image-cache report of each Docker node (``image_cache.node_report``)."""
+    repeat: int = 1
+    outcomes: list[Outcome] = field(default_factory=list)
+    mutants: dict[str, Any] = field(default_factory=dict)
+    """Instance id -> mutants its gold record validated to fail under gold (or why unknown)."""
 
     @property
     def ok(self) -> bool:
@@ -74,17 +125,44 @@ class Validation:
     def failed_instances(self) -> list[str]:
         return sorted({f.instance_id for f in self.failures})
 
+    @property
+    def flaky_instances(self) -> list[str]:
+        return sorted({f.instance_id for f in self.failures if f.flaky})
+
+    def gold_resolved(self) -> dict[str, int]:
+        """Instance id -> how many of its ``repeat`` gold grades resolved."""
+        counts: dict[str, int] = {}
+        for outcome in self.outcomes:
+            if outcome.kind == "gold":
+                counts[outcome.instance_id] = (counts.get(outcome.instance_id, 0)
+                                               + int(outcome.failure is None))
+        return counts
+
     def summary(self) -> str:
         good = self.checked - len(self.failed_instances)
-        return (f"{good}/{self.checked} instances valid (gold resolves, no-op does not) in "
-                f"{self.seconds:.0f}s; {len(self.failures)} failures")
+        repeats = "" if self.repeat == 1 else (
+            f" on all {self.repeat} repeats; {len(self.flaky_instances)} flaky")
+        return (f"{good}/{self.checked} instances valid (gold resolves, no-op does not"
+                f"{repeats}) in {self.seconds:.0f}s; {len(self.failures)} failures")
 
     def lines(self) -> list[str]:
-        return [f"FAIL {f.instance_id} [{f.kind}] {f.status}: {f.reason}" for f in self.failures]
+        return [f.line() for f in self.failures]
+
+    def quarantine(self) -> dict[str, str]:
+        """Instance id -> why it is quarantined: every instance with a failure (module contract)."""
+        reasons: dict[str, list[str]] = {}
+        for f in self.failures:
+            times = "" if f.repeats == 1 else f" in {f.failed} of {f.repeats} repeats"
+            what = ("gold patch not resolved" if f.kind == "gold"
+                    else "no-op patch resolved" if f.status == "ok" else "no-op patch failed")
+            reasons.setdefault(f.instance_id, []).append(f"{what}{times} ({f.status})")
+        return {i: "; ".join(r) for i, r in sorted(reasons.items())}
 
     def to_json(self) -> dict:
         return {"checked": self.checked, "ok": self.ok, "seconds": round(self.seconds, 1),
-                "failures": [asdict(f) for f in self.failures], "nodes": self.nodes}
+                "repeat": self.repeat, "failures": [asdict(f) for f in self.failures],
+                "flaky": self.flaky_instances, "gold_resolved": self.gold_resolved(),
+                "mutants": self.mutants, "nodes": self.nodes}
 
 
 def _first_lines(trace: str, limit: int = 400) -> str:
@@ -127,20 +205,62 @@ def gold_pairs(settings: SwebenchSettings, ids: Sequence[str] | None = None
     return [(to_task(instances[i]), instances[i]["patch"]) for i in dict.fromkeys(ids)]
 
 
+def _outcome(task_id: str, kind: str, repeat: int, grade: GradeResult | str) -> Outcome:
+    if isinstance(grade, GradeResult):
+        return Outcome(task_id, kind, repeat, grade.passed, grade.exit_status, grade.infra_failure,
+                       grade.duration_s, grade.trace, judge(task_id, kind, grade))
+    return Outcome(task_id, kind, repeat, False, "grader_died", True, 0.0, str(grade),
+                   judge(task_id, kind, None, str(grade)))
+
+
+def _failures(outcomes: Sequence[Outcome], repeat: int) -> list[Failure]:
+    """One ``Failure`` per (instance, kind) that failed any repeat: the first failed grade's
+    status and reason, with how many repeats failed."""
+    found: dict[tuple[str, str], Failure] = {}
+    for outcome in outcomes:
+        if outcome.failure is None:
+            continue
+        key = (outcome.instance_id, outcome.kind)
+        if key in found:
+            found[key].failed += 1
+        else:
+            found[key] = Failure(outcome.instance_id, outcome.kind, outcome.failure.status,
+                                 outcome.failure.reason, 1, repeat)
+    return list(found.values())
+
+
 def validate(grade: Callable[[list[tuple[Task, str]]], list[GradeResult | str]],
-             pairs: Sequence[tuple[Task, str]]) -> Validation:
-    """Grade every gold and no-op patch through ``grade`` (module contract)."""
+             pairs: Sequence[tuple[Task, str]], repeat: int = 1) -> Validation:
+    """Grade every gold and no-op patch ``repeat`` times through ``grade`` (module contract)."""
+    if repeat < 1:
+        raise ValueError(f"repeat must be >= 1, got {repeat}")
     started = time.monotonic()
     noop = noop_patch()
-    items = [(task, patch) for task, gold in pairs for patch in (gold, noop)]
-    kinds = [kind for _pair in pairs for kind in KINDS]
-    failures = []
-    for (task, _patch), kind, grade_ in zip(items, kinds, grade(items)):
-        found = (judge(task.task_id, kind, grade_) if isinstance(grade_, GradeResult)
-                 else judge(task.task_id, kind, None, grade_))
-        if found is not None:
-            failures.append(found)
-    return Validation(len(pairs), failures, time.monotonic() - started)
+    keys = [(task, kind, k) for k in range(repeat) for task, _gold in pairs for kind in KINDS]
+    golds = {task.task_id: gold for task, gold in pairs}
+    items = [(task, repeat_patch(golds[task.task_id] if kind == "gold" else noop, k))
+             for task, kind, k in keys]
+    outcomes = [_outcome(task.task_id, kind, k, result)
+                for (task, kind, k), result in zip(keys, grade(items))]
+    return Validation(len(pairs), _failures(outcomes, repeat), time.monotonic() - started,
+                      repeat=repeat, outcomes=outcomes)
+
+
+def evidence_rows(validation: Validation, run_id: str, images: dict[str, str],
+                  digests: dict[tuple[str, str], str]) -> list[dict[str, Any]]:
+    """One ``validation`` evidence row per outcome: ``images`` maps an instance to its image
+    name, ``digests`` a (node, image name) to the image's id on that node (absent: unknown)."""
+    rows = []
+    for o in validation.outcomes:
+        image = images.get(o.instance_id, "")
+        rows.append({
+            "run_id": run_id, "round": 0, "instance_id": o.instance_id, "patch": o.kind,
+            "repeat": o.repeat, "passed": o.passed, "exit_status": o.exit_status,
+            "infra_failure": o.infra_failure, "valid": o.failure is None,
+            "duration_s": round(o.duration_s, 3), "image": image,
+            "image_digest": digests.get((o.node, image)), "node": o.node or None,
+            "trace": _first_lines(o.trace, 2000)})
+    return rows
 
 
 def before_rounds(config: Any, grade: Callable[[list[tuple[Task, str]]], list[GradeResult | str]],

@@ -102,3 +102,31 @@ def test_hub_dataset_offline_points_to_a_local_file():
     # HF_HUB_OFFLINE=1 (tests/conftest.py): the Hub is unreachable by construction.
     with pytest.raises(DatasetError, match="pass a local .json/.jsonl/.parquet file as --dataset-path"):
         load_instances(SwebenchSettings(dataset_name="princeton-nlp/SWE-bench_Verified"))
+
+
+def test_quarantine_file_merges_validations_and_loads_both_forms(tmp_path):
+    """A later validation replaces the entries of the instances it graded (listed again only if
+    they failed again) and keeps the others; a plain list of ids is a quarantine too."""
+    from ratchet_ray.suites.swebench.quarantine import (default_path, load_quarantine,
+                                                        update_quarantine)
+
+    dataset = tmp_path / "verified.jsonl"
+    dataset.write_text("{}\n")
+    path = default_path(str(dataset))
+    assert path == tmp_path / "verified.jsonl.quarantine.json"
+    assert default_path("SWE-bench/SWE-bench_Verified") is None
+    first = update_quarantine(path, ["a", "b", "c"], {"a": "gold patch not resolved (x)",
+                                                      "b": "no-op patch resolved (ok)"},
+                              dataset=str(dataset), repeats=5, gold_resolved={"a": 3},
+                              source="v1")
+    assert first == {"a": "gold patch not resolved (x)", "b": "no-op patch resolved (ok)"}
+    second = update_quarantine(path, ["b", "d"], {"d": "gold patch not resolved (y)"},
+                               dataset=str(dataset), repeats=1, gold_resolved={}, source="v2")
+    assert second == {"a": "gold patch not resolved (x)", "d": "gold patch not resolved (y)"}
+    assert load_quarantine(path) == second
+    entry = json.loads(path.read_text())["instances"]["a"]
+    assert entry == {"reason": "gold patch not resolved (x)", "repeats": 5, "gold_resolved": 3,
+                     "validation": "v1"}
+    listed = tmp_path / "ids.json"
+    listed.write_text(json.dumps(["x", "y"]))
+    assert load_quarantine(listed) == {"x": "listed", "y": "listed"}

@@ -135,3 +135,34 @@ def test_baseline_cli_samples_the_agent_at_the_probe_temperature(tmp_path, monke
         "--out", str(tmp_path / "b.jsonl")])
     assert result.exit_code == 0, result.output
     assert seen["c"].llm.temperature == 0.9 and settings_for(seen["c"]).agent.temperature == 0.9
+
+
+def test_select_subset_never_picks_a_quarantined_instance(tmp_path):
+    """``--set swebench.quarantine=FILE`` (``ratchet swe validate`` writes it): its instances
+    are never picked, the document lists those of the baseline, and the rest is as before."""
+    from click.testing import CliRunner
+
+    from ratchet_ray.cli.select_subset import main
+
+    rows = verified_baseline()
+    plain = select_subset(rows, suite="swebench", n_hard=150, n_train=90, n_eval=60, seed=42,
+                          probes=PROBES)
+    quarantined = sorted(plain["train_ids"])[:3] + sorted(plain["eval_ids"])[:2]
+    source = tmp_path / "baseline.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    quarantine = tmp_path / "verified.jsonl.quarantine.json"
+    quarantine.write_text(json.dumps({"version": 1, "instances": {
+        i: {"reason": "gold patch not resolved in 2 of 5 repeats (unresolved)"}
+        for i in quarantined}}))
+    args = ["--source", str(source), "--suite", "swebench", "--n-hard", "150", "--n-train", "90",
+            "--n-eval", "60", "--out-dir", str(tmp_path / "subsets")]
+    done = CliRunner().invoke(main, [*args, "--set", f"swebench.quarantine={quarantine}"])
+    assert done.exit_code == 0, done.output
+    doc = json.loads(next((tmp_path / "subsets").iterdir()).read_text())
+    picked = set(doc["train_ids"]) | set(doc["eval_ids"])
+    assert len(doc["train_ids"]) == 90 and len(doc["eval_ids"]) == 60
+    assert not picked & set(quarantined) and doc["excluded_ids"] == sorted(quarantined)
+    missing = CliRunner().invoke(main, [*args, "--set",
+                                        f"swebench.quarantine={tmp_path / 'absent.json'}"])
+    assert missing.exit_code == 1 and "does not exist" in missing.output
+    assert "ratchet swe validate" in missing.output and "Traceback" not in missing.output

@@ -1,0 +1,106 @@
+"""Quarantine: the SWE-bench instances a run must not use, because validation found their
+verdict wrong or unstable (``ratchet swe validate --repeat N``).
+
+Contracts:
+- A quarantine file is JSON: ``{"version": 1, "dataset": ..., "instances": {id: {"reason": ...,
+  "repeats": N, "gold_resolved": k, "validation": <out dir>}}}``. ``load_quarantine(path)``
+  also takes a plain JSON list of ids (reason "listed") and returns id -> reason; a file that is
+  missing or malformed raises ``QuarantineError`` (a ``DatasetError``) naming the file, what is
+  wrong and the fix.
+- ``default_path(dataset)``: next to a local dataset file, ``<file>.quarantine.json``; None for
+  a Hugging Face id (the caller picks a folder of its own).
+- ``update_quarantine(path, validated, found, ...)`` merges one validation into the file: every
+  instance of ``validated`` is now listed exactly when ``found`` names it (with its reason);
+  instances this validation did not grade keep their entries. Written atomically.
+- ``quarantine_report(settings)``: what a round's summary says of it: the file, how many
+  instances it leaves out and each one's reason.
+- ``excluded(settings)``: id -> reason of ``swebench.quarantine`` ({} when unset): what a run
+  leaves out of both splits and what subset selection skips.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from ratchet_ray.suites.swebench.dataset import DatasetError
+from ratchet_ray.suites.swebench.settings import SwebenchSettings
+
+VERSION = 1
+SUFFIX = ".quarantine.json"
+FIX = ("write it with `ratchet swe validate --dataset DATASET --repeat 5`, or unset "
+       "swebench.quarantine")
+
+
+class QuarantineError(DatasetError):
+    """A quarantine file cannot be used; the message names the file and the fix."""
+
+
+def default_path(dataset: str) -> Path | None:
+    """``<file>.quarantine.json`` next to a local dataset file; None for a Hub dataset id."""
+    path = Path(dataset).expanduser()
+    return path.with_name(path.name + SUFFIX) if path.is_file() else None
+
+
+def _entries(path: Path) -> dict[str, dict[str, Any]]:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError as exc:
+        raise QuarantineError(f"quarantine file {path} does not exist; {FIX}") from exc
+    except OSError as exc:
+        raise QuarantineError(f"quarantine file {path}: cannot read it ({exc.strerror or exc}); "
+                              f"{FIX}") from exc
+    except ValueError as exc:
+        raise QuarantineError(f"quarantine file {path} is not JSON ({exc}); {FIX}") from exc
+    if isinstance(data, list) and all(isinstance(i, str) for i in data):
+        return {i: {"reason": "listed"} for i in data}
+    instances = data.get("instances") if isinstance(data, dict) else None
+    if isinstance(instances, list) and all(isinstance(i, str) for i in instances):
+        return {i: {"reason": "listed"} for i in instances}
+    if not isinstance(instances, dict) or not all(
+            isinstance(v, dict) for v in instances.values()):
+        raise QuarantineError(f"quarantine file {path}: expected {{\"instances\": {{id: "
+                              f"{{\"reason\": ...}}}}}} or a JSON list of instance ids; {FIX}")
+    return {str(k): v for k, v in instances.items()}
+
+
+def load_quarantine(path: str | Path) -> dict[str, str]:
+    """Instance id -> why it is quarantined (module contract)."""
+    return {i: str(e.get("reason") or "listed") for i, e in _entries(Path(path)).items()}
+
+
+def update_quarantine(path: str | Path, validated: Iterable[str], found: Mapping[str, str], *,
+                      dataset: str, repeats: int, gold_resolved: Mapping[str, int],
+                      source: str) -> dict[str, str]:
+    """Merge one validation into the file at ``path`` (module contract); returns the file's
+    id -> reason after the merge."""
+    path = Path(path)
+    entries = _entries(path) if path.exists() else {}
+    for instance_id in validated:
+        entries.pop(instance_id, None)
+    for instance_id, reason in found.items():
+        entries[instance_id] = {"reason": reason, "repeats": repeats,
+                                "gold_resolved": gold_resolved.get(instance_id, 0),
+                                "validation": source}
+    doc = {"version": VERSION, "dataset": dataset,
+           "instances": dict(sorted(entries.items()))}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(json.dumps(doc, indent=1) + "\n")
+    os.replace(tmp, path)
+    return {i: str(e.get("reason") or "listed") for i, e in doc["instances"].items()}
+
+
+def excluded(settings: SwebenchSettings) -> dict[str, str]:
+    """Id -> reason of the configured quarantine ({} when ``swebench.quarantine`` is unset)."""
+    return load_quarantine(settings.quarantine) if settings.quarantine else {}
+
+
+def quarantine_report(settings: SwebenchSettings) -> dict[str, Any]:
+    """The file, how many instances it leaves out and why (module contract)."""
+    found = excluded(settings)
+    return {"file": settings.quarantine, "excluded": len(found), "instances": found}
