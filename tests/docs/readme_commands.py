@@ -1,9 +1,9 @@
 """The shell commands of README.md's ```bash blocks, and how each one is checked.
 
-A command is one logical line (``\\`` continuations joined, comments and a trailing ``&``
-dropped). ``check(command, fixtures)`` either returns what it verified or raises
-``AssertionError`` naming the command and what is wrong; a command no rule knows is an error,
-so a new kind of command in the README needs a rule here.
+A command is one logical line (``\\`` continuations and lines inside an open quote joined,
+comments and a trailing ``&`` dropped). ``check(command, fixtures)`` either returns what it
+verified or raises ``AssertionError`` naming the command and what is wrong; a command no rule
+knows is an error, so a new kind of command in the README needs a rule here.
 
 Rules, by program:
 - ``make T``: ``make -n T`` succeeds (the target exists and its recipe expands);
@@ -45,8 +45,9 @@ PLACEHOLDER = re.compile(r"<[^>]+>|\$\{?RUN\}?")
 ASSIGNMENT = re.compile(r"^([A-Z_][A-Z0-9_]*)=(.*)$")
 
 
-def _without_comment(line: str) -> str:
-    """``line`` up to a ``#`` that starts a shell comment (outside quotes, after a space)."""
+def _scan(line: str) -> tuple[str, bool]:
+    """``line`` up to a ``#`` that starts a shell comment (outside quotes, after a space), and
+    whether a quote is still open at its end (the command goes on on the next line)."""
     quote = None
     for i, char in enumerate(line):
         if quote:
@@ -54,19 +55,30 @@ def _without_comment(line: str) -> str:
         elif char in "'\"":
             quote = char
         elif char == "#" and (i == 0 or line[i - 1].isspace()):
-            return line[:i]
-    return line
+            return line[:i], False
+    return line, quote is not None
+
+
+def _without_comment(line: str) -> str:
+    """``line`` up to a ``#`` that starts a shell comment (outside quotes, after a space)."""
+    return _scan(line)[0]
 
 
 def readme_commands(text: str) -> list[str]:
-    """Every command line of the ```bash blocks, in order, as written (continuations joined,
-    comments and a trailing ``&`` dropped)."""
+    """Every command of the ```bash blocks, in order, as written (continuations and lines inside
+    an open quote joined, comments and a trailing ``&`` dropped)."""
     commands = []
     for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        pending = ""
         for line in block.replace("\\\n", " ").splitlines():
-            line = re.sub(r"\s*&$", "", _without_comment(line).strip())
-            if line:
-                commands.append(line)
+            pending = f"{pending}\n{line}" if pending else line
+            kept, open_quote = _scan(pending)
+            if open_quote:  # e.g. a query "SELECT ...\n FROM ..." over two lines
+                continue
+            pending = ""
+            command = re.sub(r"\s*&$", "", kept.strip())
+            if command:
+                commands.append(command)
     return commands
 
 

@@ -95,6 +95,13 @@ def test_every_flag_of_a_documented_command_exists(page):
     assert not wrong, f"{page}: flags the commands do not have: {wrong}"
 
 
+def test_a_quoted_query_over_several_lines_is_one_command():
+    block = "```bash\nratchet --db RUN query \"\n  SELECT 1 # not a comment\n\" --format csv\n```\n"
+    assert readme_commands(block) == [
+        'ratchet --db RUN query "\n  SELECT 1 # not a comment\n" --format csv']
+    assert unknown_flags(readme_commands(block)[0]) == []
+
+
 @pytest.mark.parametrize("command, caught", [
     ("python -m jobs.skill_loop mbpp --roundz 3 --set rounds=2", ["--roundz"]),
     ("ratchet --db results/x skill list --statuz all", ["--statuz"]),
