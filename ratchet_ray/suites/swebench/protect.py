@@ -34,6 +34,8 @@ Contracts:
   files read-only to the untrusted uid (with their ``__pycache__``), the folders above them
   sticky (the uid may add its own files, e.g. a test's output in the working directory, but
   cannot rename or delete root's, so no path to a graded file can be redirected).
+- ``listed_conftests(stdout)``: the tracked conftest paths that ``lockdown_command`` prints
+  last (after ``CONFTESTS_LISTED``), read from that step's output.
 - ``conftest_paths(tracked, test_patch)``: the conftest files pytest may legitimately load:
   those tracked at the base commit (after the restore nothing else is) and those the test patch
   adds. A conftest is recognised by its path in the tree, never by an object's ``__file__``.
@@ -84,6 +86,7 @@ TOML_TEST_KEYS = (("tool", "pytest"), ("tool", "tox"), ("project", "entry-points
 # Words in a changed line of a CONTENT_CHECKED file that a test runner reads: the whole file is
 # restored then, whichever section a parser would put the line in.
 CONFIG_WORDS = re.compile(r"pytest|tox|testenv|addopts|plugins?\b|conftest", re.I)
+CONFTESTS_LISTED = "@@ratchet-tracked-conftests@@"
 _DIFF_GIT = re.compile(r'^diff --git (?:"?a/(.+?)"?) (?:"?b/(.+?)"?)$')
 _FILE_LINE = re.compile(r"^(?:---|\+\+\+) (?:\"?[ab]/)?(.+?)\"?(?:\t.*)?$")
 _RENAME = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
@@ -322,7 +325,18 @@ def lockdown_command(files: Iterable[str], workdir: str) -> str:
                  "while :; do if [ \"$(stat -c %U:%a \"$d\")\" != root:755 ]; then "
                  "chown -h root:root \"$d\" && chmod 1777 \"$d\" || exit 1; fi; "
                  "[ \"$d\" = . ] && break; d=$(dirname \"$d\"); done; done")
+    # Last, the tracked conftests for the caller (``listed_conftests``): the legitimate ones.
+    steps.append(f"printf '{CONFTESTS_LISTED}' && git ls-files -z -- conftest.py '*/conftest.py'")
     return " && ".join(steps)
+
+
+def listed_conftests(stdout: str) -> list[str]:
+    """The tracked conftest paths ``lockdown_command`` printed last (``[]`` when it printed
+    none, e.g. a setup step that failed before)."""
+    if CONFTESTS_LISTED not in stdout:
+        return []
+    listed = stdout.rsplit(CONFTESTS_LISTED, 1)[1]
+    return sorted(p for p in listed.split("\0") if p and PurePosixPath(p).name == "conftest.py")
 
 
 def conftest_paths(tracked: Iterable[str], test_patch: str = "") -> set[str]:

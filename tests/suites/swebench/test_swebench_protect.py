@@ -14,7 +14,8 @@ from forgeries import FORCE_PASS_HOOK, FORGERIES
 from honest_patches import diff_of
 from ratchet_ray.suites.swebench import grading_support
 from ratchet_ray.suites.swebench.protect import (
-    conftest_paths, harness_reason, lockdown_command, patch_paths, protected_folders, unsafe_paths)
+    CONFTESTS_LISTED, conftest_paths, harness_reason, listed_conftests, lockdown_command,
+    patch_paths, protected_folders, unsafe_paths)
 from ratchet_ray.suites.swebench.protect import test_files as graded_test_files
 from ratchet_ray.suites.swebench.verdict import (
     Forgery, Markers, MarkersMissing, RunExtras, ScriptShapeError, cross_check, instrument,
@@ -120,6 +121,9 @@ def test_lockdown_keeps_graded_files_their_folders_and_conftests_roots():
     patch = "diff --git a/t/conftest.py b/t/conftest.py\n--- /dev/null\n+++ b/t/conftest.py\n"
     assert conftest_paths(["conftest.py", "a/b.py", "a/myconftest.py"], patch) == {
         "conftest.py", "t/conftest.py"}
+    printed = f"chown noise\n{CONFTESTS_LISTED}tests/conftest.py\0conftest.py\0"
+    assert listed_conftests(printed) == ["conftest.py", "tests/conftest.py"]
+    assert listed_conftests("failed before the listing") == []
 
 
 def test_test_files_come_from_ids_and_the_test_patch():
@@ -326,3 +330,36 @@ def test_the_eval_scripts_install_step_runs_the_patch_as_the_untrusted_uid(
     grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
     result = grader.grade(task, INSTALL_PROBE)
     assert result.passed, result.trace
+
+
+@pytest.mark.docker
+def test_the_hand_over_locks_a_tracked_conftest_and_lists_it(docker_client, instances,
+                                                             local_settings):
+    """In a container: a conftest committed in the tree, the hand-over with the graded files
+    locked. What decides the verdict is root's, the tree stays writable to the uid where it may
+    be, and the step's output lists the tracked conftests (the legitimate ones)."""
+    from ratchet_ray.suites.swebench.container import instance_container
+    from ratchet_ray.suites.swebench.images import InstanceImages
+
+    image = InstanceImages(docker_client, local_settings).ensure(
+        next(i for i in instances if i["instance_id"] == "ratchet__calc-1"), lambda _m: None)
+    uid = local_settings.untrusted_uid
+    with instance_container(docker_client, image, "ratchet__calc-1", local_settings) as box:
+        commit = ("mkdir -p tests/deep && echo 'x = 1' > tests/deep/conftest.py && "
+                  "git add tests/deep/conftest.py && git -c user.name=t -c user.email=t@t "
+                  "commit -qm c")
+        setup = box.untrusted_setup(whole_repo=False, locked=["tests/test_ops.py"])
+        done = box.run_steps([commit, setup], 120)
+        assert done[0].exit_code == 0 and done[1].exit_code == 0, done
+        assert listed_conftests(done[1].stdout) == ["tests/deep/conftest.py"]
+        modes = box.run("stat -c '%n %u %a' . tests tests/test_ops.py tests/deep "
+                        "tests/deep/conftest.py calc", 30).stdout.split("\n")
+        assert modes[:5] == [". 0 1777", "tests 0 755", "tests/test_ops.py 0 644",
+                             "tests/deep 0 1777", "tests/deep/conftest.py 0 644"], modes
+        assert modes[5] == f"calc {uid} 755", "the rest of the tree stays the uid's"
+        as_uid = f"setpriv --reuid={uid} --regid={uid} --clear-groups -- /bin/bash -c"
+        for attempt in ("echo x >> tests/deep/conftest.py", "mv tests/deep tests/d2",
+                        "rm -f tests/deep/conftest.py", "touch tests/new.py"):
+            assert box.run(f"{as_uid} {attempt!r}", 30).exit_code != 0, attempt
+        assert box.run(f"{as_uid} 'touch tests/deep/out.txt calc/new.py out.txt'",
+                       30).exit_code == 0
