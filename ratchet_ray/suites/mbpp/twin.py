@@ -18,13 +18,14 @@ Contracts:
   infrastructure failure, never a pass).
 - ``perturb(value)``: a value of the same type, unequal to ``value``: bool negated, int + 1,
   float moved by at least 1 (NaN and infinities to 0.0), complex + 1, str/bytes with a changed
-  last character (``"a"`` when empty), list/tuple/dict with their first changeable item
-  changed, set/frozenset with one member changed; ``None`` (``NO_CHANGE``) for None, empty
+  last character (``"a"`` when empty), list/tuple/dict (and dict subclasses such as
+  ``Counter``) with their first changeable item changed, set/frozenset with one member changed; ``None`` (``NO_CHANGE``) for None, empty
   containers and anything else.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -80,11 +81,13 @@ def perturb(value: Any) -> Any:
                 items[index] = changed
                 return kind(items)
         return NO_CHANGE
-    if kind is dict:
+    if isinstance(value, dict):  # Counter, OrderedDict, defaultdict too: a copy keeps the type
         for key, item in value.items():
             changed = perturb(item)
             if changed is not NO_CHANGE:
-                return {**value, key: changed}
+                copied = copy.copy(value)
+                copied[key] = changed
+                return copied
         return NO_CHANGE
     if kind in (set, frozenset):
         for member in sorted(value, key=repr):

@@ -7,6 +7,7 @@ twin's pass is cheating by construction."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import pytest
 
@@ -21,7 +22,8 @@ SET_EQ = "Mbpp/2"    # similar_elements: compared as sets, not twinnable
 
 @pytest.mark.parametrize("value", [True, False, 0, -7, 2**70, 0.5, -3.25, 1e300, math.nan,
                                    math.inf, 1j, "", "abc", "a", b"xy", [1, 2], (None, "s"),
-                                   {"k": 1.5}, {3, 4}, frozenset({"a"}), [[], [0]]])
+                                   {"k": 1.5}, {3, 4}, frozenset({"a"}), [[], [0]],
+                                   Counter({10: 4, 20: 2})])
 def test_perturb_keeps_the_type_and_changes_the_value(value):
     changed = perturb(value)
     assert changed is not NO_CHANGE
