@@ -208,3 +208,14 @@ def test_blanket_forgers_fail_on_the_differential_alone(tmp_path, monkeypatch):
             result.trace
         assert f"mutant {F2P[0]}" in result.trace, result.trace
     assert grade_locally(tmp_path / "gold", GOLD).passed
+
+
+def test_a_hook_on_an_object_that_claims_to_be_a_conftest_is_seen(tmp_path):
+    """A module object whose ``__file__`` ends in conftest.py, registered by the code under test,
+    is no conftest: pytest never loaded it as one."""
+    from differential_forgeries import FORGERIES as AGAINST_THE_DIFFERENTIAL
+
+    patch, _ = AGAINST_THE_DIFFERENTIAL["claimed_conftest_pyfunc_call"]
+    result = session_locally(tmp_path, patch).result
+    assert result.exit_status == "test_tampering" and layer_of(result) == "sentinel", result.trace
+    assert "a pytest_pyfunc_call implementation was registered by tests.conftest" in result.trace
