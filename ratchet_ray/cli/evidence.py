@@ -161,10 +161,16 @@ def query(ctx: click.Context, sql: str, fmt: str) -> None:
     except duckdb.Error as exc:
         cause = store.read_error(exc)  # an unreadable part, or the SQL's own mistake
         raise click.ClickException(str(cause) if cause is not exc
-                                   else f"query failed: {exc}") from exc
+                                   else f"query failed: {_one_line(exc)}") from exc
     finally:
         con.close()
     emit_rows(rows, columns, fmt)
+
+
+def _one_line(exc: duckdb.Error) -> str:
+    """DuckDB's message on one line: its text without the ``LINE n:`` excerpt and caret under
+    it (the statement is the user's own, on their screen)."""
+    return " ".join(str(exc).split("\n\nLINE ", 1)[0].split())
 
 
 def _catalog_error(exc: duckdb.CatalogException) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from refusals import error_line, no_ray, no_run_folder, ratchet, refused  # noqa: F401 (fixture)
+from refusals import no_ray, no_run_folder, ratchet, refused  # noqa: F401 (no_ray: a fixture)
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import dump_config
 from ratchet_ray.evidence.store import EvidenceStore
@@ -81,8 +81,10 @@ def test_an_unreadable_part_is_one_line_naming_evidence_verify(tmp_path, command
 
 def test_a_mistake_in_the_sql_is_not_blamed_on_the_evidence(tmp_path):
     run_dir, _ = _run_with_parts(tmp_path / "mbpp_r2_run")
-    line = error_line(ratchet("--db", str(run_dir), "query", "select nope from skill_event"))
-    assert "query failed" in line and "evidence verify" not in line
+    line = refused(ratchet("--db", str(run_dir), "query", "select nope from skill_event"),
+                   'query failed: Binder Error: Referenced column "nope" not found',
+                   'Candidate bindings: "event"')  # DuckDB's text, on one line
+    assert "evidence verify" not in line
 
 
 # ---- the run's size and its subset ---------------------------------------------------------------
