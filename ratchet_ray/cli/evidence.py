@@ -15,7 +15,9 @@ Contracts:
   are refused, naming the holder, while a run writes there; read-only commands never lock.
 - ``--db`` must be a run dir (``check_run_dir``: a folder holding one of ``RUN_DIR_MARKERS``);
   any other folder is refused, naming what a run dir holds and listing the run dirs below it.
-- ``query`` on a table that is not an evidence view names the views (not DuckDB's guess).
+- ``query`` on a table that is not an evidence view names the views (not DuckDB's guess); any
+  other error of the statement is DuckDB's text on one line; an unreadable part is named with
+  ``evidence verify`` / ``repair`` (``EvidenceStore.read_error``).
 - ``emit_rows`` / ``require_run_dir`` / ``writer_lock`` are shared with ``ratchet_ray.cli.skills``.
 """
 
