@@ -21,7 +21,8 @@ $(BIN)/.installed: pyproject.toml
 	# default index's Linux wheel is the CUDA one, gigabytes for a 22M-parameter embedder). The
 	# PyTorch CPU index is added only when it answers: behind a mirror that serves a CPU build
 	# and cannot reach it, pip would retry it for every package instead.
-	$(BIN)/pip install -q torch==$(TORCH_VERSION) $$($(BIN)/python -c "import urllib.request as u; u.urlopen('$(TORCH_INDEX)/torch/', timeout=5)" 2>/dev/null && echo --extra-index-url $(TORCH_INDEX))
+	# TORCH_INDEX= (empty) installs from the configured index alone, without the probe.
+	$(BIN)/pip install -q torch==$(TORCH_VERSION) $(if $(TORCH_INDEX),$$($(BIN)/python -c "import urllib.request as u; u.urlopen('$(TORCH_INDEX)/torch/', timeout=5)" 2>/dev/null && echo --extra-index-url $(TORCH_INDEX)))
 	$(BIN)/pip install -q -e '.[local,bedrock,openai,swebench,dev]'
 	touch $@
 

@@ -62,3 +62,14 @@ def test_an_index_that_does_not_answer_is_left_out():
         port = sock.getsockname()[1]  # closed again: nothing listens there
     line = _torch_line(f"http://127.0.0.1:{port}/whl/cpu")
     assert line.startswith("pip install -q torch==") and "--extra-index-url" not in line, line
+
+
+def test_an_empty_index_installs_from_the_configured_index_without_a_probe():
+    # CI's setting (.ci/run): the recipe names no index and runs no probe at all.
+    line = _torch_line("")
+    assert line.startswith("pip install -q torch==") and "--extra-index-url" not in line, line
+    recipe = subprocess.run(["make", "-n", "-W", "pyproject.toml", ".venv/bin/.installed",
+                             "TORCH_INDEX="], cwd=ROOT, capture_output=True, text=True,
+                            check=True).stdout
+    assert "urlopen" not in recipe
+    assert "make setup TORCH_INDEX=" in (ROOT / ".ci" / "run").read_text()
