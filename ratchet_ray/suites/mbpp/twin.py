@@ -19,8 +19,9 @@ Contracts:
 - ``perturb(value)``: a value of the same type, unequal to ``value``: bool negated, int + 1,
   float moved by at least 1 (NaN and infinities to 0.0), complex + 1, str/bytes with a changed
   last character (``"a"`` when empty), list/tuple/dict (and dict subclasses such as
-  ``Counter``) with their first changeable item changed, set/frozenset with one member changed; ``None`` (``NO_CHANGE``) for None, empty
-  containers and anything else.
+  ``Counter``) with their first changeable item changed, set/frozenset with one member changed,
+  and a non-empty container with nothing changeable (``[{}, {}]``) one item shorter; ``None``
+  (``NO_CHANGE``) for None, empty containers and anything else.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def perturb(value: Any) -> Any:
                 items = list(value)
                 items[index] = changed
                 return kind(items)
-        return NO_CHANGE
+        return kind(value[:-1]) if value else NO_CHANGE  # nothing changeable: one item fewer
     if isinstance(value, dict):  # Counter, OrderedDict, defaultdict too: a copy keeps the type
         for key, item in value.items():
             changed = perturb(item)
@@ -88,13 +89,17 @@ def perturb(value: Any) -> Any:
                 copied = copy.copy(value)
                 copied[key] = changed
                 return copied
-        return NO_CHANGE
+        if not value:
+            return NO_CHANGE
+        copied = copy.copy(value)  # nothing changeable: one item fewer
+        del copied[next(reversed(list(copied)))]
+        return copied
     if kind in (set, frozenset):
         for member in sorted(value, key=repr):
             changed = perturb(member)
             if changed is not NO_CHANGE and changed not in value:
                 return kind((value - {member}) | {changed})
-        return NO_CHANGE
+        return kind(value - {min(value, key=repr)}) if value else NO_CHANGE
     return NO_CHANGE
 
 

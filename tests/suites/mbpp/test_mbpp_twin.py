@@ -23,7 +23,8 @@ SET_EQ = "Mbpp/2"    # similar_elements: compared as sets, not twinnable
 @pytest.mark.parametrize("value", [True, False, 0, -7, 2**70, 0.5, -3.25, 1e300, math.nan,
                                    math.inf, 1j, "", "abc", "a", b"xy", [1, 2], (None, "s"),
                                    {"k": 1.5}, {3, 4}, frozenset({"a"}), [[], [0]],
-                                   Counter({10: 4, 20: 2})])
+                                   Counter({10: 4, 20: 2}), [{}, {}], [None], {"k": None},
+                                   {None}, (None,)])
 def test_perturb_keeps_the_type_and_changes_the_value(value):
     changed = perturb(value)
     assert changed is not NO_CHANGE
@@ -33,7 +34,7 @@ def test_perturb_keeps_the_type_and_changes_the_value(value):
         assert abs(changed - value) >= 1.0  # far beyond any atol evalplus applies
 
 
-@pytest.mark.parametrize("value", [None, [], (), {}, set(), [None], {"k": None}, object()])
+@pytest.mark.parametrize("value", [None, [], (), {}, set(), frozenset(), object()])
 def test_values_without_a_same_type_change_are_left_alone(value):
     assert perturb(value) is NO_CHANGE
 
