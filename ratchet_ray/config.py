@@ -225,6 +225,11 @@ class CuratorSettings(BaseModel):
     ``dead_weight_rounds`` rounds with no routed capsule), then by contribution."""
     dead_weight_rounds: int = Field(default=10, ge=1)
     """k: rounds a skill may stay ACTIVE unrouted before the audit calls it dead weight."""
+    probation_min_trials: int | None = Field(default=None, ge=1)
+    """Trials a skill imported from a skill pack must earn in this run before it leaves
+    probation (``bank.probation``; None: the retirement floor ``min_trials``, or A9's
+    ``ucb_min_trials``; a larger value is capped there). On probation it is evicted first under
+    cap pressure; its record in the source run never counts here."""
 
 
 class CheatProbeSettings(BaseModel):
@@ -371,6 +376,17 @@ class TrackingSettings(BaseModel):
     """Limit of one MLflow request, and of the wait for the last uploads when the run ends."""
 
 
+class BankSettings(BaseModel):
+    """Where the bank of a new run starts (docs/skill-packs.md)."""
+
+    model_config = _STRICT
+    pack: str | None = None
+    """A skill pack folder (``ratchet skill export``) imported on probation before round 0 of a
+    new run (ignored on resume: the bank is already there)."""
+    allow_other_suite: bool = False
+    """Import ``pack`` even when it was exported from a run of another suite."""
+
+
 class LoopConfig(BaseModel):
     """Everything one run (one arm, one seed) needs. Defaults are the paper's Default."""
 
@@ -428,6 +444,8 @@ class LoopConfig(BaseModel):
     """Cost and token limits of the run (off by default)."""
     tracking: TrackingSettings = Field(default_factory=TrackingSettings)
     """Optional MLflow tracking (off by default)."""
+    bank: BankSettings = Field(default_factory=BankSettings)
+    """The bank a new run starts from: a skill pack imported on probation (off by default)."""
     prompts: PromptSettings = Field(default_factory=PromptSettings)
     """Role prompt overrides: ``prompts.dir`` is a folder of ``<template>.md`` files replacing
     the built-in Solver, Router, Critic and Synthesizer templates by name

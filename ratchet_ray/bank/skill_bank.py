@@ -30,6 +30,8 @@ Contracts:
   (``recovered`` lists those skills), so events and files always agree and nothing is logged
   twice.
 - The embedder is only needed for dedup; a bank built with ``embedder=None`` (CLI) refuses ``add``.
+- Skills imported from a skill pack (``import_pack``, ``bank.probation``) are on probation until
+  they earn their trials here: under cap pressure they are evicted before native skills.
 - ``refine`` (``bank.refine``, ``synth.refine``) replaces an ACTIVE skill by its revision: a new
   skill id of the same lineage, the old version deprecated by a ``refined`` event.
 """
@@ -44,6 +46,7 @@ from ratchet_ray.bank import checkpoints
 from ratchet_ray.bank.batch import SkillBatch
 from ratchet_ray.bank.metaskill_shelf import MetaSkillShelf
 from ratchet_ray.bank.metaskills import load_metaskill
+from ratchet_ray.bank.probation import ProbationMixin
 from ratchet_ray.bank.refine import SkillRefiner
 from ratchet_ray.bank.skill_events import AddResult, BankError, EventLog
 from ratchet_ray.bank.skill_io import (SkillFileError, dump_skill, load_skill_folder, parse_skill,
@@ -61,7 +64,7 @@ __all__ = ["AddResult", "BankError", "SkillBank"]
 ACTIVE, DEPRECATED, CANDIDATE = SkillStatus.ACTIVE, SkillStatus.DEPRECATED, SkillStatus.CANDIDATE
 
 
-class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf):
+class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf, ProbationMixin):
     """The governed skill library of one run (see module contracts)."""
 
     def __init__(self, run_dir: str | Path, *, embedder: Embedder | None, config: LoopConfig,
@@ -163,13 +166,16 @@ class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf):
             with self.log.store.connect() as con:
                 dead = bypass.dead_weight(con, self.active(),
                                           self.config.curator.dead_weight_rounds, round_)
-        order = curator.eviction_order(self.active(), stats, dead)
+        probation = self.probation(stats)  # imports that have not earned their trials go first
+        order = curator.eviction_order(self.active(), stats, dead, probation)
         if len(order) < need:
             return None
         for skill_id in order[:need]:
             s = stats.get(skill_id, EMPTY_STATS)
             why = (f"dead weight: ACTIVE since round {dead[skill_id].active_since}, never routed"
-                   if skill_id in dead else "lowest contribution")
+                   if skill_id in dead else
+                   f"on probation (imported; {probation[skill_id]} trials here)"
+                   if skill_id in probation else "lowest contribution")
             self.log.emit(round_, skill_id, "evicted", DEPRECATED, s,
                           f"active cap {self.config.curator.active_cap} reached; {why}")
         self._flip({skill_id: DEPRECATED for skill_id in order[:need]})

@@ -15,6 +15,9 @@ Contracts:
 - ``audit --leakage`` / ``--bypass`` / ``--cost`` (beyond the paper): per-skill tables of
   ``cli.audit_hygiene`` (leakage score with quoted spans, dead weight and routed-but-ignored,
   prompt tokens with contribution per 1k tokens), each alone or together, in any format.
+- ``skill export`` / ``skill import`` (``cli.skill_packs``): skill packs; ``skill list`` shows
+  each skill's origin (native, or the pack and source run it came from) and, for an import
+  still on probation, its trials here against the probation floor (``bank.probation``).
 - ``curate`` re-runs retirement on the current evidence and records it as skill events of
   ``--round`` (default: the latest round in the evidence).
 Errors from bad files or config surface as one readable message, never a traceback.
@@ -22,14 +25,17 @@ Errors from bad files or config surface as one readable message, never a traceba
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
 
 from ratchet_ray.bank.metaskills import MetaSkillFileError
 from ratchet_ray.bank.skill_bank import BankError, SkillBank
+from ratchet_ray.bank.probation import probation_floor
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill
 from ratchet_ray.cli import audit_hygiene
+from ratchet_ray.cli.skill_packs import export_cmd, import_cmd
 from ratchet_ray.cli.evidence import FORMATS, emit_rows, require_run_dir, writer_lock
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import ConfigError, load_config
@@ -39,6 +45,7 @@ from ratchet_ray.evidence.queries import (EMPTY_STATS, failed_llm_calls, recent_
 from ratchet_ray.evidence.tampering import grader_finding, suspicion
 from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
 from ratchet_ray.governance import curator
+from ratchet_ray.packs.export import IMPORTS_DIR
 
 _USER_ERRORS = (SkillFileError, MetaSkillFileError, BankError, ConfigError, EvidenceSchemaError,
                 FileNotFoundError)
@@ -82,6 +89,8 @@ def skill_list(ctx: click.Context, status: str, fmt: str) -> None:
     """Skills with their status and live train contribution."""
     bank = open_bank(ctx)
     stats = bank.stats()
+    origins = pack_origins(bank)
+    probation, floor = bank.probation(stats), probation_floor(bank.config.curator)
     rows = []
     for s in bank.all():
         if status != "all" and s.status.value != status:
@@ -89,8 +98,21 @@ def skill_list(ctx: click.Context, status: str, fmt: str) -> None:
         st = stats.get(s.id, EMPTY_STATS)
         rows.append({"id": s.id, "status": s.status.value, "do_not_retire": s.do_not_retire,
                      "trials": st.trials, "contribution": round(st.contribution, 4),
+                     "origin": origins.get(s.id, "native"),
+                     "probation": f"{probation[s.id]}/{floor}" if s.id in probation else "",
                      "intent": s.intent})
-    emit_rows(rows, ["id", "status", "do_not_retire", "trials", "contribution", "intent"], fmt)
+    emit_rows(rows, ["id", "status", "do_not_retire", "trials", "contribution", "origin",
+                     "probation", "intent"], fmt)
+
+
+def pack_origins(bank: SkillBank) -> dict[str, str]:
+    """``{skill id: 'pack:<hash> <source run>'}`` of the skills imported from a skill pack."""
+    out = {}
+    for skill_id, digest in bank.imported().items():
+        record = bank.run_dir / IMPORTS_DIR / f"{digest}.json"
+        source = (json.loads(record.read_text()).get("source") or {}) if record.is_file() else {}
+        out[skill_id] = f"pack:{digest} {source.get('run_id', '?')}".rstrip()
+    return out
 
 
 @skill.command("show")
@@ -293,5 +315,8 @@ def curate(ctx: click.Context, round_: int | None, dry_run: bool, fmt: str) -> N
         verb = "would retire" if dry_run else f"retired (round {at})"
         click.echo(f"{verb}: {', '.join(retired) or 'none'}")
 
+
+skill.add_command(export_cmd)
+skill.add_command(import_cmd)
 
 COMMANDS: list[click.Command] = [skill, meta, audit, curate]

@@ -24,6 +24,8 @@ Contracts:
   contribution first (ties: more trials first, so an untried skill keeps its chance; then id)
   -- the order in which a full bank makes room; the ids in ``dead_weight``
   (``curator.evict_dead_weight_first``, ``governance.bypass.dead_weight``) come first, in id order.
+  The ids on ``probation`` (imported from a skill pack, fewer trials here than the probation
+  floor: ``bank.probation``) come next, before every native skill.
 - ``curator.retire_rule`` 'wilson_ucb' (ablation A9, beyond the paper) replaces the score bar:
   the successes rate p-hat = (c + 1) / 2 (successes / trials for c-hat; for c_cf, ties count
   one half) gets its Wilson score interval at ``ucb_z``; mapped to c = 2p - 1, a skill retires
@@ -238,9 +240,12 @@ def apply_cheat_rule(decisions: list[CurationDecision], skills: Iterable[Skill],
 
 
 def eviction_order(skills: Iterable[Skill], stats: Mapping[str, SkillStats],
-                   dead_weight: Collection[str] = ()) -> list[str]:
+                   dead_weight: Collection[str] = (), probation: Collection[str] = ()
+                   ) -> list[str]:
     """ACTIVE, non-``do_not_retire`` skill ids, the first to evict first (``dead_weight`` ids
-    before the rest)."""
+    before the rest; then the imported skills still on ``probation``, ``bank.probation``, by
+    score, before any other: an import keeps no slot against a native skill on numbers it
+    has not earned in this run)."""
     candidates = [s for s in skills if s.is_active and not s.do_not_retire]
 
     def key(skill: Skill) -> tuple:
@@ -248,6 +253,6 @@ def eviction_order(skills: Iterable[Skill], stats: Mapping[str, SkillStats],
         score = Fraction(s.successes - s.failures, s.trials) if s.trials else Fraction(0)
         if skill.id in dead_weight:
             return (0, Fraction(0), 0, skill.id)
-        return (1, score, -s.trials, skill.id)
+        return (1 if skill.id in probation else 2, score, -s.trials, skill.id)
 
     return [s.id for s in sorted(candidates, key=key)]

@@ -1,0 +1,78 @@
+"""Probation of skills imported from a skill pack (``ratchet skill import``, ``bank.pack``).
+
+Contracts (a mixin over ``SkillBank``: ``log``, ``config``, ``_skills``, ``stats``):
+- A skill is *imported* when its ``loaded`` event's reason starts with ``PACK_REASON_PREFIX``
+  (``pack:<pack hash> ...``, written by ``packs.importer``). Its record in the source run never
+  enters this run's evidence, so every score the Curator reads of it (c-hat, c_cf, trials) is
+  earned here: retirement judges it by the same rule as a native skill, on its own capsules.
+- An imported skill is *on probation* while it is routable (ACTIVE or CANDIDATE) and has fewer
+  trials here than ``probation_floor(curator settings)``: ``curator.probation_min_trials`` when
+  set (capped at the retirement floor), else the retirement floor (``min_trials``, or A9's
+  ``ucb_min_trials``). Under cap pressure a skill on probation is evicted before any native skill
+  (``curator.eviction_order(..., probation=...)``), so it cannot keep a slot against a native
+  skill until it has earned its trials.
+- ``import_pack(pack, round_=..., allow_other_suite=False)`` imports a pack
+  (``packs.importer.import_pack``: verification, suite check, id collisions).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ratchet_ray.config import CuratorSettings
+from ratchet_ray.evidence import named_queries as nq
+from ratchet_ray.evidence.queries import EMPTY_STATS, SkillStats
+
+PACK_REASON_PREFIX = "pack:"
+"""How a ``loaded`` event names the pack a skill came from (``pack:<sha256[:16]> ...``)."""
+
+
+def probation_floor(settings: CuratorSettings) -> int:
+    """Trials an imported skill must earn in this run before it leaves probation."""
+    floor = settings.ucb_min_trials if settings.retire_rule == "wilson_ucb" else settings.min_trials
+    if settings.probation_min_trials is not None:
+        return min(floor, settings.probation_min_trials)
+    return floor
+
+
+def imported_from_events(events: list[dict]) -> dict[str, str]:
+    """``{skill id: pack hash prefix}`` of every skill a pack import brought in (its latest)."""
+    out = {}
+    for ev in events:
+        reason = str(ev.get("reason") or "")
+        if ev.get("event") == "loaded" and reason.startswith(PACK_REASON_PREFIX):
+            out[ev["skill_id"]] = reason[len(PACK_REASON_PREFIX):].split(" ", 1)[0]
+    return out
+
+
+class ProbationMixin:
+    """``SkillBank.imported`` / ``probation`` / ``import_pack`` (see module contract)."""
+
+    def imported(self) -> dict[str, str]:
+        """``{skill id: pack hash prefix}`` of the bank's skills that came from a pack."""
+        if not any(self.log.store.part_paths("skill_event")):
+            return {}
+        with self.log.store.connect() as con:
+            events = nq.fetch_dicts(con, "skill_events")
+        return {k: v for k, v in imported_from_events(events).items() if k in self._skills}
+
+    def probation(self, stats: dict[str, SkillStats] | None = None) -> dict[str, int]:
+        """``{skill id: trials earned here}`` of the imported skills still on probation."""
+        imported = self.imported()
+        if not imported:
+            return {}
+        stats = self.stats() if stats is None else stats
+        floor = probation_floor(self.config.curator)
+        out = {}
+        for skill_id in imported:
+            skill = self._skills[skill_id]
+            trials = stats.get(skill_id, EMPTY_STATS).trials
+            if skill.status.value != "deprecated" and trials < floor:
+                out[skill_id] = trials
+        return out
+
+    def import_pack(self, pack: str | Path, *, round_: int = 0, allow_other_suite: bool = False):
+        """Import a skill pack on probation (``packs.importer.import_pack``); its results."""
+        from ratchet_ray.packs.importer import import_pack  # packs builds on the bank
+
+        return import_pack(self, Path(pack), round_=round_, allow_other_suite=allow_other_suite)

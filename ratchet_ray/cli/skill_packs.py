@@ -1,0 +1,94 @@
+"""``ratchet skill export RUN -o PACK`` and ``ratchet skill import PACK --into RUN`` (skill packs,
+docs/skill-packs.md); registered on the ``skill`` group by ``cli.skills``.
+
+Contracts:
+- ``export`` only reads RUN (default: ``--db``) and writes a new pack folder (``packs.export``);
+  it prints the pack hash and one line per skill.
+- ``import`` takes RUN's writer lock (refused while a run writes there), verifies the pack (a
+  tampered skill is refused, naming it), refuses another suite's pack unless
+  ``--allow-other-suite``, and prints one line per pack skill (added, renamed, same, skipped,
+  too_long: ``packs.importer``). Imported skills are on probation (``bank.probation``).
+- Errors surface as one readable line (``PackError`` and the bank's and config's errors).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ratchet_ray.bank.metaskills import MetaSkillFileError
+from ratchet_ray.bank.skill_bank import BankError, SkillBank
+from ratchet_ray.bank.skill_io import SkillFileError
+from ratchet_ray.cli.evidence import check_run_dir, writer_lock
+from ratchet_ray.config_files import ConfigError, load_config
+from ratchet_ray.evidence.store import EvidenceSchemaError
+from ratchet_ray.packs.export import export_pack
+from ratchet_ray.packs.format import PackError
+
+_ERRORS = (PackError, SkillFileError, MetaSkillFileError, BankError, ConfigError,
+           EvidenceSchemaError, FileNotFoundError)
+STATUS = click.Choice(["active", "all", "candidate", "deprecated"])
+
+
+def _run_dir(ctx: click.Context, given: Path | None, option: str) -> Path:
+    run_dir = given if given is not None else (ctx.obj or {}).get("run_dir")
+    if run_dir is None:
+        raise click.UsageError(f"name the run: {option} RUN_DIR (or ratchet --db RUN_DIR ...), "
+                               "e.g. results/mbpp/<run-id>")
+    return check_run_dir(Path(run_dir))
+
+
+@click.command("export")
+@click.argument("run", required=False, type=click.Path(path_type=Path))
+@click.option("-o", "--out", "out", required=True, type=click.Path(path_type=Path),
+              help="Folder to write the pack to (must not hold a pack already).")
+@click.option("--status", type=STATUS, default="active", show_default=True,
+              help="Only the skills of this status ('all': every skill of the bank).")
+@click.pass_context
+def export_cmd(ctx: click.Context, run: Path | None, out: Path, status: str) -> None:
+    """Export RUN's skills with their record as a versioned skill pack."""
+    run_dir = _run_dir(ctx, run, "RUN")
+    try:
+        manifest = export_pack(run_dir, out, status=status)
+    except _ERRORS as exc:
+        raise click.ClickException(str(exc)) from exc
+    for entry in manifest["skills"]:
+        r = entry["record"]
+        c_hat = "-" if r["c_hat"] is None else f"{r['c_hat']:+.3f}"
+        click.echo(f"{entry['id']:32} {entry['status']:10} trials {r['trials']:4} c-hat {c_hat}")
+    click.echo(f"pack {manifest['pack_sha256']} ({len(manifest['skills'])} skill(s) from "
+               f"{run_dir.name}) written to {out}")
+
+
+@click.command("import")
+@click.argument("pack", type=click.Path(path_type=Path))
+@click.option("--into", "into", type=click.Path(path_type=Path), default=None,
+              help="Run dir to import into (default: --db).")
+@click.option("--allow-other-suite", is_flag=True,
+              help="Import a pack exported from a run of another suite.")
+@click.option("--round", "round_", type=click.IntRange(min=0), default=None,
+              help="Round to record, 0 or more (default: the latest round in the evidence).")
+@click.pass_context
+def import_cmd(ctx: click.Context, pack: Path, into: Path | None, allow_other_suite: bool,
+               round_: int | None) -> None:
+    """Import a skill pack into a run; its skills enter on probation."""
+    from ratchet_ray.cli.skills import latest_round  # skills registers this command
+
+    run_dir = _run_dir(ctx, into, "--into")
+    if not pack.is_dir():
+        raise click.UsageError(f"skill import: {pack} is not a folder; pass a pack folder "
+                               "written by `ratchet skill export -o PACK`")
+    try:
+        at = latest_round(run_dir) if round_ is None else round_
+        with writer_lock(run_dir, "ratchet skill import"):
+            config_file = run_dir / "config.yaml"
+            config = load_config([config_file] if config_file.is_file() else [])
+            bank = SkillBank(run_dir, embedder=None, config=config, run_id=run_dir.name)
+            lines = bank.import_pack(pack, round_=at, allow_other_suite=allow_other_suite)
+    except _ERRORS as exc:
+        raise click.ClickException(str(exc)) from exc
+    for line in lines:
+        click.echo(line.line())
+    entered = sum(line.action in ("added", "renamed") for line in lines)
+    click.echo(f"imported {entered} skill(s) on probation from {pack}")

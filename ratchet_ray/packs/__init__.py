@@ -1,0 +1,1 @@
+"""Skill packs: a run's bank exported with its evidence, imported on probation elsewhere (docs/skill-packs.md)."""

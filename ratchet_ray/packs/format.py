@@ -1,0 +1,115 @@
+"""The skill pack layout (format version 1): hashing, writing and verified reading.
+
+Layout of a pack folder (docs/skill-packs.md)::
+
+    PACK/
+      pack.json            the manifest (below)
+      skills/<id>.yaml     each skill's canonical YAML (``bank.skill_io.dump_skill``)
+
+``pack.json`` holds ``format`` (``FORMAT``), ``format_version`` (``FORMAT_VERSION``),
+``pack_sha256``, ``source`` (run id, suite, arm, seed, backend, model, embedder, config_sha256,
+rounds), ``selection`` and ``skills``: one entry per skill, sorted by id, with ``id``, ``file``,
+``sha256`` (of the file's bytes), ``status``, ``lineage``, ``status_history``, ``record`` (its
+measured record in the source run) and ``provenance``.
+
+Contracts:
+- ``skill_sha256(text)`` is the sha256 of the UTF-8 text; ``pack_sha256(entries)`` hashes the
+  format version and the sorted ``(id, sha256)`` pairs only: the pack hash names the skills'
+  content, so export -> import -> export of the same skills gives the same hash, whatever the
+  records (which are provenance, never evidence in the importing run) say.
+- ``read_pack(folder)`` returns the manifest and ``{id: text}`` only after verifying: a known
+  format and version, every listed file present and its sha256 as listed (else ``PackError``
+  naming the skill: its text changed since export), no unlisted skill file, and the pack hash.
+- ``PackError`` messages are one line naming the pack, the problem and the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from ratchet_ray.fsutil import atomic_write_text
+
+FORMAT = "ratchet-skill-pack"
+FORMAT_VERSION = 1
+MANIFEST = "pack.json"
+SKILLS_DIR = "skills"
+
+
+class PackError(ValueError):
+    """A skill pack cannot be read, trusted or imported; the message says why and the fix."""
+
+
+def skill_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def pack_sha256(entries: list[dict[str, Any]]) -> str:
+    """The pack's content hash (module contract)."""
+    pairs = sorted((e["id"], e["sha256"]) for e in entries)
+    return hashlib.sha256(json.dumps([FORMAT_VERSION, pairs]).encode("utf-8")).hexdigest()
+
+
+def write_pack(folder: Path, manifest: dict[str, Any], texts: dict[str, str]) -> Path:
+    """Write ``texts`` (``{id: yaml}``) and ``manifest`` to ``folder`` (created; must hold no
+    other pack). The manifest is written last, so a cut export leaves no readable pack."""
+    if (folder / MANIFEST).exists():
+        raise PackError(f"{folder}: a pack is already there; pass another -o folder or remove it")
+    if folder.exists() and not folder.is_dir():
+        raise PackError(f"{folder}: is a file; pass a folder for the pack with -o")
+    (folder / SKILLS_DIR).mkdir(parents=True, exist_ok=True)
+    for skill_id, text in texts.items():
+        atomic_write_text(folder / SKILLS_DIR / f"{skill_id}.yaml", text)
+    atomic_write_text(folder / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return folder
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """``pack.json`` of ``folder``, checked for a known format and version."""
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise PackError(f"{folder}: no {MANIFEST}; pass a folder written by `ratchet skill export`")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PackError(f"{path}: unreadable manifest ({exc}); re-export the pack") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise PackError(f"{path}: not a skill pack (format is not {FORMAT!r}); pass a folder "
+                        "written by `ratchet skill export`")
+    version = manifest.get("format_version")
+    if version != FORMAT_VERSION:
+        raise PackError(f"{path}: pack format version {version!r} is not supported (this "
+                        f"version reads {FORMAT_VERSION}); re-export it with this version")
+    if not isinstance(manifest.get("skills"), list):
+        raise PackError(f"{path}: 'skills' is not a list; re-export the pack")
+    return manifest
+
+
+def read_pack(folder: str | Path) -> tuple[dict[str, Any], dict[str, str]]:
+    """The verified manifest and ``{id: yaml text}`` of a pack (module contract)."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    texts: dict[str, str] = {}
+    for entry in manifest["skills"]:
+        skill_id = entry.get("id")
+        path = folder / SKILLS_DIR / f"{skill_id}.yaml"
+        if not path.is_file():
+            raise PackError(f"{folder}: skill {skill_id!r}: {path.name} is missing; re-export "
+                            "the pack")
+        text = path.read_text(encoding="utf-8")
+        if skill_sha256(text) != entry.get("sha256"):
+            raise PackError(f"{folder}: skill {skill_id!r}: its text changed since export "
+                            "(sha256 mismatch); the pack is refused; re-export it from the "
+                            "source run")
+        texts[skill_id] = text
+    extra = sorted(p.name for p in (folder / SKILLS_DIR).glob("*")
+                   if p.stem not in texts) if (folder / SKILLS_DIR).is_dir() else []
+    if extra:
+        raise PackError(f"{folder}: skill file(s) {extra} are not in {MANIFEST}; the pack is "
+                        "refused; re-export it instead of adding files")
+    if pack_sha256(manifest["skills"]) != manifest.get("pack_sha256"):
+        raise PackError(f"{folder}: the pack hash does not match its skills; the pack is "
+                        "refused; re-export it")
+    return manifest, texts

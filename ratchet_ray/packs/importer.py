@@ -1,0 +1,139 @@
+"""``import_pack(bank, pack, round_=..., allow_other_suite=False)``: a skill pack into a bank, on
+probation (``bank.probation``).
+
+Contracts:
+- The pack is verified first (``format.read_pack``: a tampered skill is refused naming it) and
+  its source suite checked (another suite's pack: ``PackError`` unless ``allow_other_suite``);
+  every skill is parsed before any is written, so a refused pack changes nothing.
+- Per pack skill, sorted by id, one ``ImportLine``:
+  ``same`` (a bank skill already holds the same content, whatever its id and status: no
+  duplicate, and a skill retired here is not brought back), ``added`` (entered under its own
+  id), ``renamed`` (its id is taken here by different content, or was used before: it enters
+  as ``<id>_<n>``, the smallest free n >= 2, both skills kept), ``too_long`` (over
+  ``synth.max_skill_chars``: not imported), ``skipped`` (deprecated in the source run).
+- An entered skill is ACTIVE while the bank has room under ``curator.active_cap`` and CANDIDATE
+  otherwise (an unproven import never evicts a native skill); a candidate in the pack stays one.
+  Its ``loaded`` event's reason starts ``pack:<pack_sha256[:16]>`` (``PACK_REASON_PREFIX``),
+  which puts it on probation. Nothing of its source record enters this run's evidence.
+- The manifest is kept as ``<run>/packs/<pack_sha256[:16]>.json`` with the ids it entered
+  under, so ``ratchet skill list`` can show where each imported skill came from.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ratchet_ray.bank.probation import PACK_REASON_PREFIX, probation_floor
+from ratchet_ray.bank.skill_io import SkillFileError, dump_skill, parse_skill
+from ratchet_ray.fsutil import atomic_write_json
+from ratchet_ray.packs.export import IMPORTS_DIR
+from ratchet_ray.packs.format import PackError, read_pack
+from ratchet_ray.types import Skill, SkillStatus
+
+if TYPE_CHECKING:
+    from ratchet_ray.bank.skill_bank import SkillBank
+
+
+@dataclass(frozen=True)
+class ImportLine:
+    """What became of one pack skill (module contract)."""
+
+    action: str
+    pack_id: str
+    skill_id: str
+    status: str | None
+    note: str
+
+    def line(self) -> str:
+        return f"{self.action:9} {self.pack_id}" + (
+            f" -> {self.skill_id}" if self.skill_id != self.pack_id else "") + f": {self.note}"
+
+
+def content_key(skill: Skill) -> str:
+    """The skill's text with its id, name and status left out: what 'same content' compares."""
+    return dump_skill(skill.model_copy(update={"id": "x", "name": "x",
+                                               "status": SkillStatus.ACTIVE}))
+
+
+def _free_id(skill_id: str, taken: set[str]) -> str:
+    n = 2
+    while f"{skill_id}_{n}" in taken:
+        n += 1
+    return f"{skill_id}_{n}"
+
+
+def import_pack(bank: "SkillBank", pack: Path, *, round_: int = 0,
+                allow_other_suite: bool = False) -> list[ImportLine]:
+    """Import ``pack`` into ``bank`` (module contract); one line per pack skill."""
+    manifest, texts = read_pack(pack)
+    source = manifest.get("source") or {}
+    suite = bank.config.suite
+    if source.get("suite") != suite and not allow_other_suite:
+        raise PackError(f"{pack}: exported from a {source.get('suite')!r} run, this run's suite is "
+                        f"{suite!r}; pass --allow-other-suite (bank.allow_other_suite) to import "
+                        "it anyway")
+    incoming = {}
+    for skill_id, text in texts.items():
+        try:
+            incoming[skill_id] = parse_skill(text, f"{pack}/skills/{skill_id}.yaml")
+        except SkillFileError as exc:
+            raise PackError(f"{pack}: skill {skill_id!r} is not a valid skill: "
+                            f"{exc.problems[0]}; re-export the pack") from exc
+    digest = str(manifest["pack_sha256"])[:16]
+    floor = probation_floor(bank.config.curator)
+    by_content = {content_key(s): s for s in bank.all()}
+    here = {s.id for s in bank.all()} | bank.log.registered_ids()
+    taken = here | set(incoming)
+    cap, cap_chars = bank.config.curator.active_cap, bank.config.synth.max_skill_chars
+    active = len(bank.active())
+    lines, entered = [], {}
+    for pack_id in sorted(incoming):
+        skill = incoming[pack_id]
+        same = by_content.get(content_key(skill))
+        if same is not None:
+            lines.append(ImportLine("same", pack_id, same.id, same.status.value,
+                                    f"already in the bank as {same.id} ({same.status.value}); "
+                                    "not duplicated"))
+            continue
+        if skill.status is SkillStatus.DEPRECATED:
+            lines.append(ImportLine("skipped", pack_id, pack_id, None,
+                                    "deprecated in the source run (export with --status active "
+                                    "to leave it out)"))
+            continue
+        size = len(dump_skill(skill))
+        if size > cap_chars:
+            lines.append(ImportLine("too_long", pack_id, pack_id, None,
+                                    f"{size} chars > cap {cap_chars}; not imported"))
+            continue
+        action, new_id = "added", pack_id
+        if pack_id in here:
+            new_id = _free_id(pack_id, taken)
+            taken.add(new_id)
+            action = "renamed"
+            skill = skill.model_copy(update={
+                "id": new_id, "name": new_id if skill.name == pack_id else skill.name})
+        status = SkillStatus.CANDIDATE
+        if skill.status is SkillStatus.ACTIVE and active < cap:
+            status, active = SkillStatus.ACTIVE, active + 1
+        skill = skill.model_copy(update={"status": status})
+        why = ("id taken here by a different skill; " if action == "renamed" else "")
+        room = "" if status is SkillStatus.ACTIVE or incoming[pack_id].status is not \
+            SkillStatus.ACTIVE else f"active cap {cap} full: candidate; "
+        note = (f"{why}{room}on probation until {floor} trials here "
+                f"(source run {source.get('run_id')}, {source.get('suite')})")
+        bank._write(skill)
+        bank.log.emit(round_, new_id, "loaded", status, None,
+                      f"{PACK_REASON_PREFIX}{digest} {note}")
+        by_content[content_key(skill)] = skill
+        entered[pack_id] = new_id
+        lines.append(ImportLine(action, pack_id, new_id, status.value, note))
+    if entered:  # the manifest first: a skill list never meets an import it cannot explain
+        record = bank.run_dir / IMPORTS_DIR / f"{digest}.json"
+        before = json.loads(record.read_text()).get("imported_as", {}) if record.is_file() else {}
+        atomic_write_json(record, {**manifest, "imported_as": {**before, **entered},
+                                   "imported_round": round_})
+    bank.log.flush()
+    return lines

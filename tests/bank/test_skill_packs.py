@@ -1,0 +1,198 @@
+"""Skill packs: export -> import -> export keeps the pack hash, a tampered or foreign pack is
+refused, id collisions resolve stably, secrets never enter a pack, and imports serve probation
+on the real SkillBank and Curator (judged only on what they earn in the importing run)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from fakes import HashEmbedder
+from skill_builders import TOPICS, make_skill, routed_capsules
+
+from ratchet_ray.bank.skill_bank import SkillBank
+from ratchet_ray.cli import main as cli
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.config_files import dump_config
+from ratchet_ray.packs.export import export_pack
+from ratchet_ray.packs.format import PackError, read_pack
+from ratchet_ray.types import SkillStatus
+
+SECRET = "sk-live-9f8e7d6c5b4a39281706"
+
+
+def new_run(root, name: str, **settings) -> SkillBank:
+    """An empty run dir with its config.yaml and a bank (the plain library, no Ray)."""
+    run_dir = root / "results" / "mbpp" / name
+    config = LoopConfig(**settings)
+    run_dir.mkdir(parents=True)
+    dump_config(config, run_dir / "config.yaml")
+    return SkillBank(run_dir, embedder=HashEmbedder(), config=config, run_id=name)
+
+
+def source_run(root) -> SkillBank:
+    """Run A: `helps` with a glowing record, `hurts` with a bad one (both ACTIVE, under N_min),
+    `refined` a refinement of `gone` (deprecated), `dropped` retired."""
+    bank = new_run(root, "runA")
+    for i, sid in enumerate(["helps", "hurts", "gone", "dropped"]):
+        assert bank.add(make_skill(sid, TOPICS[i]), round_=0).ok
+    assert bank.refine(make_skill("refined", TOPICS[4]), "gone", round_=1).ok
+    bank.log.store.append("capsule", 1, routed_capsules("runA", "helps", 1, 20, 0)
+                          + routed_capsules("runA", "hurts", 1, 1, 19)
+                          + routed_capsules("runA", "refined", 1, 6, 4))
+    bank.retire("dropped", round_=1, reason="by hand")
+    return bank
+
+
+def pack_files(folder) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def test_round_trip_keeps_the_pack_hash_and_carries_the_record(tmp_path):
+    a = source_run(tmp_path)
+    first = export_pack(a.run_dir, tmp_path / "pack1")
+    assert [e["id"] for e in first["skills"]] == ["helps", "hurts", "refined"]  # ACTIVE only
+    by_id = {e["id"]: e for e in first["skills"]}
+    helps, refined = by_id["helps"]["record"], by_id["refined"]
+    assert (helps["trials"], helps["c_hat"], helps["routed_train"]) == (20, 1.0, 20)
+    assert helps["c_hat_ci95"][0] < 1.0 <= helps["c_hat_ci95"][1] + 1e-9
+    assert helps["injection_tokens"] > 0 and helps["injection_tokens_per_routing"] > 0
+    assert refined["lineage"]["refines"] == "gone" and refined["lineage"]["version"] == 2
+    assert [h["event"] for h in by_id["hurts"]["status_history"]] == ["added"]
+    assert first["source"]["run_id"] == "runA" and first["source"]["suite"] == "mbpp"
+    assert len(first["source"]["config_sha256"]) == 64
+
+    b = new_run(tmp_path, "runB")
+    lines = b.import_pack(tmp_path / "pack1", round_=0)
+    assert [(l.action, l.skill_id, l.status) for l in lines] == [
+        ("added", "helps", "active"), ("added", "hurts", "active"), ("added", "refined", "active")]
+    second = export_pack(b.run_dir, tmp_path / "pack2")
+    assert second["pack_sha256"] == first["pack_sha256"]
+    assert ({k: v for k, v in pack_files(tmp_path / "pack2").items() if k != "pack.json"}
+            == {k: v for k, v in pack_files(tmp_path / "pack1").items() if k != "pack.json"})
+    # The imported record stays in the source: run B has earned nothing yet.
+    assert all(e["record"]["trials"] == 0 for e in second["skills"])
+    assert {e["provenance"]["imported_from_pack"] for e in second["skills"]} == {
+        first["pack_sha256"][:16]}
+    # Importing the same pack again duplicates nothing.
+    again = b.import_pack(tmp_path / "pack1", round_=1)
+    assert {l.action for l in again} == {"same"} and len(b.all()) == 3
+
+
+def test_a_tampered_or_foreign_pack_is_refused_and_changes_nothing(tmp_path):
+    a = source_run(tmp_path)
+    export_pack(a.run_dir, tmp_path / "pack")
+    b = new_run(tmp_path, "runB")
+    path = tmp_path / "pack" / "skills" / "hurts.yaml"
+    original = path.read_text()
+    path.write_text(original.replace("think about", "always hardcode the expected output;"))
+    with pytest.raises(PackError, match="skill 'hurts': its text changed since export"):
+        b.import_pack(tmp_path / "pack", round_=0)
+    assert b.all() == [] and not (b.run_dir / "packs").exists()
+    path.write_text(original)
+    (tmp_path / "pack" / "skills" / "extra.yaml").write_text(original.replace("hurts", "extra"))
+    with pytest.raises(PackError, match=r"\['extra.yaml'\] are not in pack.json"):
+        read_pack(tmp_path / "pack")
+    (tmp_path / "pack" / "skills" / "extra.yaml").unlink()
+    manifest = json.loads((tmp_path / "pack" / "pack.json").read_text())
+    manifest["source"]["suite"] = "swebench"
+    (tmp_path / "pack" / "pack.json").write_text(json.dumps(manifest))
+    with pytest.raises(PackError, match="'swebench' run.*--allow-other-suite"):
+        b.import_pack(tmp_path / "pack", round_=0)
+    assert b.all() == []
+    assert len(b.import_pack(tmp_path / "pack", round_=0, allow_other_suite=True)) == 3
+
+
+def test_id_collisions_same_content_is_one_skill_different_content_is_suffixed(tmp_path):
+    a = source_run(tmp_path)
+    export_pack(a.run_dir, tmp_path / "pack")
+    b = new_run(tmp_path, "runB")
+    assert b.add(make_skill("helps", TOPICS[7]), round_=0).ok  # same id, other content
+    assert b.add(make_skill("mine", TOPICS[1]), round_=0).ok   # `hurts`'s content, other id
+    lines = {l.pack_id: l for l in b.import_pack(tmp_path / "pack", round_=0)}
+    assert (lines["helps"].action, lines["helps"].skill_id) == ("renamed", "helps_2")
+    assert "id taken here by a different skill" in lines["helps"].line()
+    assert b.get("helps_2").name == "helps_2" and b.get("helps").guidance.key_insight.count(
+        TOPICS[7]) == 2  # both kept, the native one untouched
+    assert (lines["hurts"].action, lines["hurts"].skill_id) == ("same", "mine")
+    assert lines["refined"].action == "added"
+
+
+def test_no_secret_enters_a_pack(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    bank = new_run(tmp_path, "runS", llm={"backend": "openai",
+                                          "base_url": f"http://user:{SECRET}@10.0.0.1:8000/v1"})
+    leaky = make_skill("leaky", TOPICS[0], intent=f"Call the API with key {SECRET}")
+    assert bank.add(leaky, round_=0).ok
+    bank.retire("leaky", round_=0, reason=f"it quoted {SECRET}")
+    config = bank.run_dir / "config.yaml"  # as a hand-edited (or older) run's file holds it
+    config.write_text(config.read_text().replace("http://***@", f"http://user:{SECRET}@"))
+    assert SECRET in config.read_text()
+    assert SECRET in (bank.skills_dir / "leaky.yaml").read_text()
+    manifest = export_pack(bank.run_dir, tmp_path / "pack", status="all")
+    files = pack_files(tmp_path / "pack")
+    assert files and not any(SECRET.encode() in body or b"9f8e7d6c5b4a" in body
+                             for body in files.values())
+    assert "***" in files["skills/leaky.yaml"].decode()
+    read_pack(tmp_path / "pack")  # the masked text is what its hash covers
+    assert manifest["source"]["model"] is None or SECRET not in manifest["source"]["model"]
+
+
+def test_probation_judges_imports_only_on_what_they_earn_here(tmp_path):
+    """`helps` (glowing record in A) hurts in B and is retired by the rule; `hurts` (bad record
+    in A) helps in B and is kept; right after the import neither is judged at all."""
+    a = source_run(tmp_path)
+    export_pack(a.run_dir, tmp_path / "pack")
+    b = new_run(tmp_path, "runB", curator={"min_trials": 10, "active_cap": 4,
+                                           "probation_min_trials": 5})
+    b.import_pack(tmp_path / "pack", round_=0)
+    assert b.probation() == {"helps": 0, "hurts": 0, "refined": 0}
+    decisions = {d.skill_id: d for d in b.curate(0)}
+    assert {d.action for d in decisions.values()} == {"insufficient"}
+    assert decisions["helps"].trials == 0 and decisions["hurts"].trials == 0
+
+    b.log.store.append("capsule", 1, routed_capsules("runB", "helps", 1, 2, 8)
+                       + routed_capsules("runB", "hurts", 1, 9, 1)
+                       + routed_capsules("runB", "refined", 1, 2, 1))
+    assert b.probation() == {"refined": 3}  # 10 trials >= the probation floor of 5
+    decisions = {d.skill_id: d for d in b.curate(1)}
+    assert decisions["helps"].action == "retire" and decisions["helps"].trials == 10
+    assert decisions["hurts"].action == "keep" and decisions["hurts"].contribution == 0.8
+    assert decisions["refined"].action == "insufficient"
+    assert b.get("helps").status is SkillStatus.DEPRECATED and b.get("hurts").is_active
+
+    # Cap pressure (cap 4): a native skill scoring worse than an import on probation keeps its
+    # slot; once the import has earned its trials it is ranked by its score like any other.
+    for i, sid in enumerate(["native", "native2"]):
+        assert b.add(make_skill(sid, TOPICS[8 + i]), round_=2).ok
+    b.log.store.append("capsule", 2, routed_capsules("runB", "native", 2, 1, 3))
+    result = b.add(make_skill("native3", TOPICS[10]), round_=3)
+    assert result.ok and result.evicted == ["refined"]  # c=+0.33 here, but on probation
+    assert b.get("native").is_active
+    assert b.reinstate("refined", round_=4).evicted == ["native"]  # -0.5: refined is ranked
+    b.log.store.append("capsule", 4, routed_capsules("runB", "refined", 4, 2, 0))
+    assert b.probation() == {}
+    result = b.add(make_skill("native4", TOPICS[11]), round_=5)
+    assert result.ok and result.evicted == ["native2"]  # off probation: by score (0 < 0.6)
+    assert b.get("refined").is_active
+
+
+def test_cli_export_import_and_list_show_origin_and_probation(tmp_path):
+    a = source_run(tmp_path)
+    b = new_run(tmp_path, "runB")
+    runner = CliRunner()
+    out = runner.invoke(cli, ["skill", "export", str(a.run_dir), "-o", str(tmp_path / "p")])
+    assert out.exit_code == 0, out.output
+    assert "pack " in out.output and "helps" in out.output
+    out = runner.invoke(cli, ["skill", "import", str(tmp_path / "p"), "--into", str(b.run_dir)])
+    assert out.exit_code == 0, out.output
+    assert "imported 3 skill(s) on probation" in out.output
+    out = runner.invoke(cli, ["--db", str(b.run_dir), "skill", "list", "--format", "json"])
+    rows = {r["id"]: r for r in json.loads(out.output)}
+    assert rows["helps"]["origin"].startswith("pack:") and rows["helps"]["origin"].endswith("runA")
+    assert rows["helps"]["probation"] == "0/100"
+    (tmp_path / "p" / "skills" / "helps.yaml").write_text("id: helps\n")
+    out = runner.invoke(cli, ["skill", "import", str(tmp_path / "p"), "--into", str(b.run_dir)])
+    assert out.exit_code == 1 and "skill 'helps': its text changed" in out.output
