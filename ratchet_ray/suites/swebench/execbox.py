@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ratchet_ray.suites.swebench.exec_stream import STDOUT, exec_frames
 from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
-from ratchet_ray.suites.swebench.protect import lockdown_command
+from ratchet_ray.suites.swebench.lockdown import lockdown_command
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 # Extra seconds the host waits for an exec beyond its in-container timeout, and again after it
@@ -216,7 +216,7 @@ class InstanceContainer:
         the image has no ``setpriv``), for a caller that batches it (``run_steps``). ``locked``:
         files (relative to the tree) that decide the verdict, graded test files and the
         runner's; they, their folders and the tracked conftests stay root's
-        (``protect.lockdown_command``)."""
+        (``lockdown.lockdown_command``)."""
         uid = self.settings.untrusted_uid
         if uid is None or not self.has_setpriv():
             return None

@@ -10,7 +10,7 @@ Contracts (policy and path list: ``protect``):
   untracked before the patch and so has no base version, or a restore that did not hold).
 - ``locked_files(instance, eval_script)``: the files that decide the verdict (graded tests,
   the runner's files), which the hand-over to the untrusted uid keeps root's, read-only, in
-  root-owned folders (``protect.lockdown_command``).
+  root-owned folders (``lockdown.lockdown_command``).
 - It runs only git, ``cat`` and ``rm`` as root in the container: nothing of the repository runs
   before the tests start, so nothing the patch added can undo the restore.
 """
@@ -54,7 +54,7 @@ class HarnessGuard:
     @staticmethod
     def locked_files(instance: dict, eval_script: str | None = None) -> set[str]:
         """The files that decide the verdict, kept root's during the test run with their
-        folders (``InstanceContainer.untrusted_setup(locked=...)``, ``protect.lockdown_command``):
+        folders (``InstanceContainer.untrusted_setup(locked=...)``, ``lockdown.lockdown_command``):
         the graded test files and the files the test command names."""
         script = eval_script if eval_script is not None else instance.get("eval_script") or ""
         return test_files(instance) | runner_files(script)

@@ -28,17 +28,6 @@ Contracts:
   header that two parsers read differently cannot slip a setting past the guard. A new
   ``setup.cfg``/``pyproject.toml``/``setup.py`` without test settings is not harness (a new
   packaging file is the patch's own).
-- ``protected_folders(files, workdir)`` -> ``(read_only, sticky)``: the folders of ``files``
-  (graded test files, the runner's files) and the chains of folders above them up to the work
-  tree. ``lockdown_command`` makes them root-owned for the test run: the folders holding graded
-  files read-only to the untrusted uid (with their ``__pycache__``), the folders above them
-  sticky (the uid may add its own files, e.g. a test's output in the working directory, but
-  cannot rename or delete root's, so no path to a graded file can be redirected).
-- ``listed_conftests(stdout)``: the tracked conftest paths that ``lockdown_command`` prints
-  last (after ``CONFTESTS_LISTED``), read from that step's output.
-- ``conftest_paths(tracked, test_patch)``: the conftest files pytest may legitimately load:
-  those tracked at the base commit (after the restore nothing else is) and those the test patch
-  adds. A conftest is recognised by its path in the tree, never by an object's ``__file__``.
 """
 
 from __future__ import annotations
@@ -46,7 +35,6 @@ from __future__ import annotations
 import configparser
 import difflib
 import re
-import shlex
 import sys
 import tomllib
 from pathlib import PurePosixPath
@@ -86,7 +74,6 @@ TOML_TEST_KEYS = (("tool", "pytest"), ("tool", "tox"), ("project", "entry-points
 # Words in a changed line of a CONTENT_CHECKED file that a test runner reads: the whole file is
 # restored then, whichever section a parser would put the line in.
 CONFIG_WORDS = re.compile(r"pytest|tox|testenv|addopts|plugins?\b|conftest", re.I)
-CONFTESTS_LISTED = "@@ratchet-tracked-conftests@@"
 _DIFF_GIT = re.compile(r'^diff --git (?:"?a/(.+?)"?) (?:"?b/(.+?)"?)$')
 _FILE_LINE = re.compile(r"^(?:---|\+\+\+) (?:\"?[ab]/)?(.+?)\"?(?:\t.*)?$")
 _RENAME = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
@@ -272,74 +259,3 @@ def _changed_lines(before: str | None, after: str | None) -> list[str]:
     """The lines one of the two texts has and the other lacks."""
     old, new = (before or "").splitlines(), (after or "").splitlines()
     return [line[1:] for line in difflib.ndiff(old, new) if line[:2] in ("- ", "+ ")]
-
-
-def _folder_chain(path: str) -> list[str]:
-    """The folders above ``path`` inside the tree, outermost first (``.`` is the tree)."""
-    parts = PurePosixPath(path).parts[:-1]
-    return ["."] + ["/".join(parts[:k]) for k in range(1, len(parts) + 1)]
-
-
-def protected_folders(files: Iterable[str]) -> tuple[list[str], list[str]]:
-    """``(read_only, sticky)`` folders, relative to the tree (see the module contract); a
-    folder holding a graded file is read-only even where it is also above another."""
-    read_only: set[str] = set()
-    sticky: set[str] = set()
-    for path in files:
-        if repo_relative_file(path) is None:
-            continue
-        chain = _folder_chain(path)
-        read_only.add(chain[-1])
-        sticky.update(chain[:-1])
-    return sorted(read_only), sorted(sticky - read_only)
-
-
-def lockdown_command(files: Iterable[str], workdir: str) -> str:
-    """The root shell step (run in the tree, after the folders were handed to the untrusted
-    uid) that makes ``protected_folders(files)`` root-owned: read-only ones 0755 (and their
-    ``__pycache__``, whose compiled tests pytest would load), sticky ones 1777, the graded files
-    that exist root-owned and not writable by others; and the same for every tracked
-    ``conftest.py`` and the folders above it (sticky unless read-only). Folders the test patch
-    creates later are root's 0755 already."""
-    files = sorted(f for f in files if repo_relative_file(f) is not None)
-    read_only, sticky = protected_folders(files)
-    quote = shlex.quote
-    steps = [f"cd {quote(workdir)}"]
-    if sticky:
-        steps.append(f"for d in {' '.join(map(quote, sticky))}; do if [ -d \"$d\" ]; then "
-                     f"chown -h root:root \"$d\" && chmod 1777 \"$d\" || exit 1; fi; done")
-    if read_only:
-        steps.append(f"for d in {' '.join(map(quote, read_only))}; do if [ -d \"$d\" ]; then "
-                     f"chown -h root:root \"$d\" && chmod 0755 \"$d\" || exit 1; "
-                     f"if [ -d \"$d/__pycache__\" ]; then chown -hR root:root \"$d/__pycache__\" "
-                     f"&& chmod -R go-w \"$d/__pycache__\" || exit 1; fi; fi; done")
-    if files:
-        steps.append(f"for f in {' '.join(map(quote, files))}; do if [ -f \"$f\" ] && "
-                     f"[ ! -L \"$f\" ]; then chown root:root \"$f\" && chmod go-w \"$f\" "
-                     f"|| exit 1; fi; done")
-    # Each tracked conftest (the restore left no other) and the folders above it, root's:
-    # sticky where they are not read-only already, so none can be swapped for another.
-    steps.append("git ls-files -z -- conftest.py '*/conftest.py' | while IFS= read -r -d '' f; do "
-                 "[ -f \"$f\" ] && [ ! -L \"$f\" ] || continue; "
-                 "chown root:root \"$f\" && chmod go-w \"$f\" || exit 1; d=$(dirname \"$f\"); "
-                 "while :; do if [ \"$(stat -c %U:%a \"$d\")\" != root:755 ]; then "
-                 "chown -h root:root \"$d\" && chmod 1777 \"$d\" || exit 1; fi; "
-                 "[ \"$d\" = . ] && break; d=$(dirname \"$d\"); done; done")
-    # Last, the tracked conftests for the caller (``listed_conftests``): the legitimate ones.
-    steps.append(f"printf '{CONFTESTS_LISTED}' && git ls-files -z -- conftest.py '*/conftest.py'")
-    return " && ".join(steps)
-
-
-def listed_conftests(stdout: str) -> list[str]:
-    """The tracked conftest paths ``lockdown_command`` printed last (``[]`` when it printed
-    none, e.g. a setup step that failed before)."""
-    if CONFTESTS_LISTED not in stdout:
-        return []
-    listed = stdout.rsplit(CONFTESTS_LISTED, 1)[1]
-    return sorted(p for p in listed.split("\0") if p and PurePosixPath(p).name == "conftest.py")
-
-
-def conftest_paths(tracked: Iterable[str], test_patch: str = "") -> set[str]:
-    """The conftest files pytest may load, relative to the tree (see the module contract)."""
-    named = set(tracked) | patch_paths(test_patch)
-    return {p for p in named if PurePosixPath(p).name == "conftest.py" and not unsafe_paths([p])}

@@ -1,7 +1,7 @@
-"""The verdict's protections: harness paths (read as pytest reads its configuration), the script
-rewrite, the log split, the JUnit cross-check and atomic reports without Docker (canaries,
-sentinel and screen: test_swebench_canaries.py); on the local image, the lockdown of what decides
-the verdict against the tests' uid."""
+"""The verdict's protections without Docker: harness paths (read as pytest reads its
+configuration), the script rewrite, the log split, the JUnit cross-check and atomic reports
+(canaries, sentinel and screen: test_swebench_canaries.py; the lockdown of what decides the
+verdict, on the local image: test_swebench_lockdown.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,9 @@ import json
 
 import pytest
 
-import swebench_instances as fixture
-from forgeries import FORCE_PASS_HOOK, FORGERIES
-from honest_patches import diff_of
+from forgeries import FORGERIES
 from ratchet_ray.suites.swebench import grading_support
-from ratchet_ray.suites.swebench.protect import (
-    CONFTESTS_LISTED, conftest_paths, harness_reason, listed_conftests, lockdown_command,
-    patch_paths, protected_folders, unsafe_paths)
+from ratchet_ray.suites.swebench.protect import harness_reason, patch_paths, unsafe_paths
 from ratchet_ray.suites.swebench.protect import test_files as graded_test_files
 from ratchet_ray.suites.swebench.verdict import (
     Forgery, Markers, MarkersMissing, RunExtras, ScriptShapeError, cross_check, instrument,
@@ -109,21 +105,6 @@ def test_config_is_read_as_pytest_reads_it_and_any_runner_line_restores_the_whol
     assert harness_reason("setup.cfg", TESTS, None, base + "[flake8]\nmax-line-length = 99\n") is None
     assert harness_reason("setup.py", TESTS, None, "setup(name='calc')\n") is None
     assert harness_reason("pyproject.toml", TESTS, None, project + "[tool.pytest]\nx = 1\n")
-
-
-def test_lockdown_keeps_graded_files_their_folders_and_conftests_roots():
-    read_only, sticky = protected_folders(["tests/test_ops.py", "tests/unit/test_x.py",
-                                           "tests/runtests.py", "/etc/passwd", "../x.py"])
-    assert read_only == ["tests", "tests/unit"] and sticky == ["."]
-    command = lockdown_command(["tests/unit/test_x.py"], "/testbed")
-    assert "chmod 1777" in command and "chmod 0755" in command and "__pycache__" in command
-    assert "conftest.py" in lockdown_command([], "/testbed"), "tracked conftests always"
-    patch = "diff --git a/t/conftest.py b/t/conftest.py\n--- /dev/null\n+++ b/t/conftest.py\n"
-    assert conftest_paths(["conftest.py", "a/b.py", "a/myconftest.py"], patch) == {
-        "conftest.py", "t/conftest.py"}
-    printed = f"chown noise\n{CONFTESTS_LISTED}tests/conftest.py\0conftest.py\0"
-    assert listed_conftests(printed) == ["conftest.py", "tests/conftest.py"]
-    assert listed_conftests("failed before the listing") == []
 
 
 def test_test_files_come_from_ids_and_the_test_patch():
@@ -238,128 +219,3 @@ def test_reports_are_written_atomically_and_broken_ones_dropped(tmp_path, monkey
     assert [p.name for p in path.parent.iterdir()] == ["report.json"]
     path.write_text('{"grade": {"pass')
     assert grading_support.read_report(store, "i/report.json") is None and not path.exists()
-
-
-# The fix holds only when the tests' uid cannot touch what decides the verdict: graded test files
-# and their folders (no rewrite, rename, compiled copy or new conftest), tracked conftests' folders,
-# while it may still write its own files in the working directory (a test's output).
-ESCAPES = """import os
-
-
-def _escapes():
-    found = []
-    attempts = {
-        "rewrite the graded file": lambda: open("tests/test_ops.py", "a").close(),
-        "create tests/__pycache__": lambda: os.mkdir("tests/__pycache__"),
-        "create tests/conftest.py": lambda: open("tests/conftest.py", "x").close(),
-        "replace the graded file": lambda: os.rename("tests/test_ops.py", "tests/x.py"),
-        "rename the tests folder": lambda: os.rename("tests", "tests_moved"),
-        "chmod the tests folder": lambda: os.chmod("tests", 0o777),
-    }
-    for what, attempt in attempts.items():
-        try:
-            attempt()
-            found.append(what)
-        except OSError:
-            pass
-    try:
-        with open("its_own_output.txt", "w") as out:
-            out.write("x")
-    except OSError as exc:
-        found.append(f"cannot write its own file in the working directory: {exc}")
-    return found
-
-
-ESCAPES = _escapes()
-"""
-LOCKED_ONLY = diff_of({"calc/ops.py": fixture.OPS.replace(
-    '"""Tiny arithmetic helpers."""\n', '"""Tiny arithmetic helpers."""\n' + ESCAPES).replace(
-    "    return a - b", "    assert not ESCAPES, ESCAPES\n    return a + b")})
-
-
-@pytest.mark.docker
-def test_the_test_uid_cannot_touch_what_decides_the_verdict(docker_client, local_settings,
-                                                            limits, tmp_path, tasks):
-    from ratchet_ray.suites.swebench.grader import SwebenchGrader
-
-    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
-    result = grader.grade(tasks["ratchet__calc-1"], LOCKED_ONLY)
-    assert result.passed, result.trace
-
-
-@pytest.mark.docker
-def test_a_config_header_pytest_reads_its_own_way_is_restored(docker_client, local_settings,
-                                                              limits, tmp_path, tasks):
-    """``[tool:pytest] # x]`` is ``tool:pytest`` to pytest's parser, something else to
-    configparser: the setup.cfg that loads a forcing plugin from the tree is put back, and the
-    bug stays (the plugin never loads)."""
-    from ratchet_ray.suites.swebench.grader import SwebenchGrader
-
-    plugin = "\n".join(line[1:] for line in FORCE_PASS_HOOK.splitlines()) + "\n"
-    forgery = diff_of({"setup.cfg": "[metadata]\nname = calc\n\n[tool:pytest] # x]\n"
-                                    "addopts = -p calc.force\n", "calc/force.py": plugin})
-    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
-    result = grader.grade(tasks["ratchet__calc-1"], forgery)
-    assert (result.passed, result.exit_status) == (False, "unresolved"), result.trace
-    assert "setup.cfg (test settings in setup.cfg" in result.trace, result.trace
-
-
-# The patch's setup.py, run by the eval script's install step: it records whether it ran as
-# root (and could read the grader's script); the fixed add holds only when it did not.
-INSTALL_PROBE = diff_of({
-    "setup.py": "import os\n\ntry:\n    open('/var/lib/ratchet/eval.sh').read()\n    read = 'read'\n"
-                "except OSError:\n    read = 'denied'\n"
-                "with open('/tmp/ratchet-install-probe', 'w') as out:\n"
-                "    out.write(f'{os.getuid()} {read}')\n",
-    "calc/ops.py": fixture.OPS.replace("    return a - b", "    with open('/tmp/ratchet-install-probe') "
-                                       "as probe:\n        uid, read = probe.read().split()\n"
-                                       "    assert (uid, read) == ('65534', 'denied'), (uid, read)\n"
-                                       "    return a + b")})
-
-
-@pytest.mark.docker
-def test_the_eval_scripts_install_step_runs_the_patch_as_the_untrusted_uid(
-        docker_client, local_settings, limits, tmp_path, tasks):
-    from ratchet_ray.suites.swebench.grader import SwebenchGrader
-
-    task = tasks["ratchet__calc-1"]
-    script = task.payload["eval_script"].replace("cd /testbed\n", "cd /testbed\n"
-                                                 "python3 setup.py develop || true\n", 1)
-    assert "setup.py develop" in script
-    task = task.model_copy(update={"payload": {**task.payload, "eval_script": script}})
-    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
-    result = grader.grade(task, INSTALL_PROBE)
-    assert result.passed, result.trace
-
-
-@pytest.mark.docker
-def test_the_hand_over_locks_a_tracked_conftest_and_lists_it(docker_client, instances,
-                                                             local_settings):
-    """In a container: a conftest committed in the tree, the hand-over with the graded files
-    locked. What decides the verdict is root's, the tree stays writable to the uid where it may
-    be, and the step's output lists the tracked conftests (the legitimate ones)."""
-    from ratchet_ray.suites.swebench.container import instance_container
-    from ratchet_ray.suites.swebench.images import InstanceImages
-
-    image = InstanceImages(docker_client, local_settings).ensure(
-        next(i for i in instances if i["instance_id"] == "ratchet__calc-1"), lambda _m: None)
-    uid = local_settings.untrusted_uid
-    with instance_container(docker_client, image, "ratchet__calc-1", local_settings) as box:
-        commit = ("mkdir -p tests/deep && echo 'x = 1' > tests/deep/conftest.py && "
-                  "git add tests/deep/conftest.py && git -c user.name=t -c user.email=t@t "
-                  "commit -qm c")
-        setup = box.untrusted_setup(whole_repo=False, locked=["tests/test_ops.py"])
-        done = box.run_steps([commit, setup], 120)
-        assert done[0].exit_code == 0 and done[1].exit_code == 0, done
-        assert listed_conftests(done[1].stdout) == ["tests/deep/conftest.py"]
-        modes = box.run("stat -c '%n %u %a' . tests tests/test_ops.py tests/deep "
-                        "tests/deep/conftest.py calc", 30).stdout.split("\n")
-        assert modes[:5] == [". 0 1777", "tests 0 755", "tests/test_ops.py 0 644",
-                             "tests/deep 0 1777", "tests/deep/conftest.py 0 644"], modes
-        assert modes[5] == f"calc {uid} 755", "the rest of the tree stays the uid's"
-        as_uid = f"setpriv --reuid={uid} --regid={uid} --clear-groups -- /bin/bash -c"
-        for attempt in ("echo x >> tests/deep/conftest.py", "mv tests/deep tests/d2",
-                        "rm -f tests/deep/conftest.py", "touch tests/new.py"):
-            assert box.run(f"{as_uid} {attempt!r}", 30).exit_code != 0, attempt
-        assert box.run(f"{as_uid} 'touch tests/deep/out.txt calc/new.py out.txt'",
-                       30).exit_code == 0

@@ -1,0 +1,148 @@
+"""What decides the verdict stays root's while the tests run (issue 44, item 3): the graded files,
+their folders and the tracked conftests are locked against the tests' uid, a configuration
+header pytest reads its own way is restored, and the eval script's install step runs the patch's
+code as that uid (on the local image; the commands themselves without Docker)."""
+
+from __future__ import annotations
+
+import pytest
+
+import swebench_instances as fixture
+from forgeries import FORCE_PASS_HOOK
+from honest_patches import diff_of
+from ratchet_ray.suites.swebench.container import instance_container
+from ratchet_ray.suites.swebench.grader import SwebenchGrader
+from ratchet_ray.suites.swebench.images import InstanceImages
+from ratchet_ray.suites.swebench.lockdown import (
+    CONFTESTS_LISTED, conftest_paths, listed_conftests, lockdown_command, protected_folders)
+
+
+def test_lockdown_keeps_graded_files_their_folders_and_conftests_roots():
+    read_only, sticky = protected_folders(["tests/test_ops.py", "tests/unit/test_x.py",
+                                           "tests/runtests.py", "/etc/passwd", "../x.py"])
+    assert read_only == ["tests", "tests/unit"] and sticky == ["."]
+    command = lockdown_command(["tests/unit/test_x.py"], "/testbed")
+    assert "chmod 1777" in command and "chmod 0755" in command and "__pycache__" in command
+    assert "conftest.py" in lockdown_command([], "/testbed"), "tracked conftests always"
+    patch = "diff --git a/t/conftest.py b/t/conftest.py\n--- /dev/null\n+++ b/t/conftest.py\n"
+    assert conftest_paths(["conftest.py", "a/b.py", "a/myconftest.py"], patch) == {
+        "conftest.py", "t/conftest.py"}
+    printed = f"chown noise\n{CONFTESTS_LISTED}tests/conftest.py\0conftest.py\0"
+    assert listed_conftests(printed) == ["conftest.py", "tests/conftest.py"]
+    assert listed_conftests("failed before the listing") == []
+
+
+# The fix holds only when the tests' uid cannot touch what decides the verdict: graded test files
+# and their folders (no rewrite, rename, compiled copy or new conftest), tracked conftests' folders,
+# while it may still write its own files in the working directory (a test's output).
+ESCAPES = """import os
+
+
+def _escapes():
+    found = []
+    attempts = {
+        "rewrite the graded file": lambda: open("tests/test_ops.py", "a").close(),
+        "create tests/__pycache__": lambda: os.mkdir("tests/__pycache__"),
+        "create tests/conftest.py": lambda: open("tests/conftest.py", "x").close(),
+        "replace the graded file": lambda: os.rename("tests/test_ops.py", "tests/x.py"),
+        "rename the tests folder": lambda: os.rename("tests", "tests_moved"),
+        "chmod the tests folder": lambda: os.chmod("tests", 0o777),
+    }
+    for what, attempt in attempts.items():
+        try:
+            attempt()
+            found.append(what)
+        except OSError:
+            pass
+    try:
+        with open("its_own_output.txt", "w") as out:
+            out.write("x")
+    except OSError as exc:
+        found.append(f"cannot write its own file in the working directory: {exc}")
+    return found
+
+
+ESCAPES = _escapes()
+"""
+LOCKED_ONLY = diff_of({"calc/ops.py": fixture.OPS.replace(
+    '"""Tiny arithmetic helpers."""\n', '"""Tiny arithmetic helpers."""\n' + ESCAPES).replace(
+    "    return a - b", "    assert not ESCAPES, ESCAPES\n    return a + b")})
+
+
+@pytest.mark.docker
+def test_the_test_uid_cannot_touch_what_decides_the_verdict(docker_client, local_settings,
+                                                            limits, tmp_path, tasks):
+    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
+    result = grader.grade(tasks["ratchet__calc-1"], LOCKED_ONLY)
+    assert result.passed, result.trace
+
+
+@pytest.mark.docker
+def test_a_config_header_pytest_reads_its_own_way_is_restored(docker_client, local_settings,
+                                                              limits, tmp_path, tasks):
+    """``[tool:pytest] # x]`` is ``tool:pytest`` to pytest's parser, something else to
+    configparser: the setup.cfg that loads a forcing plugin from the tree is put back, and the
+    bug stays (the plugin never loads)."""
+    plugin = "\n".join(line[1:] for line in FORCE_PASS_HOOK.splitlines()) + "\n"
+    forgery = diff_of({"setup.cfg": "[metadata]\nname = calc\n\n[tool:pytest] # x]\n"
+                                    "addopts = -p calc.force\n", "calc/force.py": plugin})
+    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
+    result = grader.grade(tasks["ratchet__calc-1"], forgery)
+    assert (result.passed, result.exit_status) == (False, "unresolved"), result.trace
+    assert "setup.cfg (test settings in setup.cfg" in result.trace, result.trace
+
+
+# The patch's setup.py, run by the eval script's install step: it records whether it ran as
+# root (and could read the grader's script); the fixed add holds only when it did not.
+INSTALL_PROBE = diff_of({
+    "setup.py": "import os\n\ntry:\n    open('/var/lib/ratchet/eval.sh').read()\n    read = 'read'\n"
+                "except OSError:\n    read = 'denied'\n"
+                "with open('/tmp/ratchet-install-probe', 'w') as out:\n"
+                "    out.write(f'{os.getuid()} {read}')\n",
+    "calc/ops.py": fixture.OPS.replace("    return a - b", "    with open('/tmp/ratchet-install-probe') "
+                                       "as probe:\n        uid, read = probe.read().split()\n"
+                                       "    assert (uid, read) == ('65534', 'denied'), (uid, read)\n"
+                                       "    return a + b")})
+
+
+@pytest.mark.docker
+def test_the_eval_scripts_install_step_runs_the_patch_as_the_untrusted_uid(
+        docker_client, local_settings, limits, tmp_path, tasks):
+    task = tasks["ratchet__calc-1"]
+    script = task.payload["eval_script"].replace("cd /testbed\n", "cd /testbed\n"
+                                                 "python3 setup.py develop || true\n", 1)
+    assert "setup.py develop" in script
+    task = task.model_copy(update={"payload": {**task.payload, "eval_script": script}})
+    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
+    result = grader.grade(task, INSTALL_PROBE)
+    assert result.passed, result.trace
+
+
+@pytest.mark.docker
+def test_the_hand_over_locks_a_tracked_conftest_and_lists_it(docker_client, instances,
+                                                             local_settings):
+    """In a container: a conftest committed in the tree, the hand-over with the graded files
+    locked. What decides the verdict is root's, the tree stays writable to the uid where it may
+    be, and the step's output lists the tracked conftests (the legitimate ones)."""
+    image = InstanceImages(docker_client, local_settings).ensure(
+        next(i for i in instances if i["instance_id"] == "ratchet__calc-1"), lambda _m: None)
+    uid = local_settings.untrusted_uid
+    with instance_container(docker_client, image, "ratchet__calc-1", local_settings) as box:
+        commit = ("mkdir -p tests/deep && echo 'x = 1' > tests/deep/conftest.py && "
+                  "git add tests/deep/conftest.py && git -c user.name=t -c user.email=t@t "
+                  "commit -qm c")
+        setup = box.untrusted_setup(whole_repo=False, locked=["tests/test_ops.py"])
+        done = box.run_steps([commit, setup], 120)
+        assert done[0].exit_code == 0 and done[1].exit_code == 0, done
+        assert listed_conftests(done[1].stdout) == ["tests/deep/conftest.py"]
+        modes = box.run("stat -c '%n %u %a' . tests tests/test_ops.py tests/deep "
+                        "tests/deep/conftest.py calc", 30).stdout.split("\n")
+        assert modes[:5] == [". 0 1777", "tests 0 755", "tests/test_ops.py 0 644",
+                             "tests/deep 0 1777", "tests/deep/conftest.py 0 644"], modes
+        assert modes[5] == f"calc {uid} 755", "the rest of the tree stays the uid's"
+        as_uid = f"setpriv --reuid={uid} --regid={uid} --clear-groups -- /bin/bash -c"
+        for attempt in ("echo x >> tests/deep/conftest.py", "mv tests/deep tests/d2",
+                        "rm -f tests/deep/conftest.py", "touch tests/new.py"):
+            assert box.run(f"{as_uid} {attempt!r}", 30).exit_code != 0, attempt
+        assert box.run(f"{as_uid} 'touch tests/deep/out.txt calc/new.py out.txt'",
+                       30).exit_code == 0
