@@ -64,16 +64,34 @@ def _escapes():
 
 ESCAPES = _escapes()
 """
-LOCKED_ONLY = diff_of({"calc/ops.py": fixture.OPS.replace(
+# The patch's setup.py, run by the eval script's install step, records whether it ran as root
+# (and could read the grader's script).
+INSTALL_PROBE = ("import os\n\ntry:\n    open('/var/lib/ratchet/eval.sh').read()\n    read = 'read'\n"
+                 "except OSError:\n    read = 'denied'\n"
+                 "with open('/tmp/ratchet-install-probe', 'w') as out:\n"
+                 "    out.write(f'{os.getuid()} {read}')\n")
+# The fix holds only when both probes found nothing to exploit.
+LOCKED_ONLY = diff_of({"setup.py": INSTALL_PROBE, "calc/ops.py": fixture.OPS.replace(
     '"""Tiny arithmetic helpers."""\n', '"""Tiny arithmetic helpers."""\n' + ESCAPES).replace(
-    "    return a - b", "    assert not ESCAPES, ESCAPES\n    return a + b")})
+    "    return a - b", "    with open('/tmp/ratchet-install-probe') as probe:\n"
+                       "        uid, read = probe.read().split()\n"
+                       "    assert (uid, read) == ('65534', 'denied'), (uid, read)\n"
+                       "    assert not ESCAPES, ESCAPES\n    return a + b")})
 
 
 @pytest.mark.docker
 def test_the_test_uid_cannot_touch_what_decides_the_verdict(docker_client, local_settings,
                                                             limits, tmp_path, tasks):
+    """Graded as an eval script with an install step before the tests (as swebench's per-repo
+    ``install`` command): the patch's setup.py runs there as the untrusted uid, not root, and
+    the tests' uid cannot touch what decides the verdict."""
+    task = tasks["ratchet__calc-1"]
+    script = task.payload["eval_script"].replace("cd /testbed\n", "cd /testbed\n"
+                                                 "python3 setup.py develop || true\n", 1)
+    assert "setup.py develop" in script
+    task = task.model_copy(update={"payload": {**task.payload, "eval_script": script}})
     grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
-    result = grader.grade(tasks["ratchet__calc-1"], LOCKED_ONLY)
+    result = grader.grade(task, LOCKED_ONLY)
     assert result.passed, result.trace
 
 
@@ -90,32 +108,6 @@ def test_a_config_header_pytest_reads_its_own_way_is_restored(docker_client, loc
     result = grader.grade(tasks["ratchet__calc-1"], forgery)
     assert (result.passed, result.exit_status) == (False, "unresolved"), result.trace
     assert "setup.cfg (test settings in setup.cfg" in result.trace, result.trace
-
-
-# The patch's setup.py, run by the eval script's install step: it records whether it ran as
-# root (and could read the grader's script); the fixed add holds only when it did not.
-INSTALL_PROBE = diff_of({
-    "setup.py": "import os\n\ntry:\n    open('/var/lib/ratchet/eval.sh').read()\n    read = 'read'\n"
-                "except OSError:\n    read = 'denied'\n"
-                "with open('/tmp/ratchet-install-probe', 'w') as out:\n"
-                "    out.write(f'{os.getuid()} {read}')\n",
-    "calc/ops.py": fixture.OPS.replace("    return a - b", "    with open('/tmp/ratchet-install-probe') "
-                                       "as probe:\n        uid, read = probe.read().split()\n"
-                                       "    assert (uid, read) == ('65534', 'denied'), (uid, read)\n"
-                                       "    return a + b")})
-
-
-@pytest.mark.docker
-def test_the_eval_scripts_install_step_runs_the_patch_as_the_untrusted_uid(
-        docker_client, local_settings, limits, tmp_path, tasks):
-    task = tasks["ratchet__calc-1"]
-    script = task.payload["eval_script"].replace("cd /testbed\n", "cd /testbed\n"
-                                                 "python3 setup.py develop || true\n", 1)
-    assert "setup.py develop" in script
-    task = task.model_copy(update={"payload": {**task.payload, "eval_script": script}})
-    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
-    result = grader.grade(task, INSTALL_PROBE)
-    assert result.passed, result.trace
 
 
 @pytest.mark.docker
