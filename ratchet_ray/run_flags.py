@@ -12,14 +12,15 @@ def build_overrides(suite: str, *, rounds: int | None = None, n_train: int | Non
                     n_eval: int | None = None, subset: Path | None = None, seed: int | None = None,
                     tag: str | None = None, llm: str | None = None, no_synth: bool = False,
                     meta_every: int | None = None, dataset_path: Path | None = None,
-                    workers: int | None = None) -> list[str]:
+                    workers: int | None = None, bank: Path | None = None) -> list[str]:
     """The ``key=value`` overrides the flags stand for (only flags that were given)."""
     values = {"suite": suite, "rounds": rounds, "n_train": n_train, "n_eval": n_eval,
               "subset": subset and str(subset.resolve()), "seed": seed, "tag": tag,
               "llm.backend": llm, "meta.refresh_every_rounds": meta_every,
               "dataset_path": dataset_path and str(dataset_path.resolve()),
               "workers.solvers": workers, "workers.graders": workers,
-              "synth.enabled": False if no_synth else None}
+              "synth.enabled": False if no_synth else None,
+              "bank.pack": bank and str(bank.resolve())}
     # JSON quoting keeps YAML from reading a tag such as "no" or "007" as a bool or a number.
     return [f"{k}={json.dumps(v) if isinstance(v, str) else v}"
             for k, v in values.items() if v is not None]

@@ -26,7 +26,7 @@ from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_confi
 from ratchet_ray.run_flags import build_overrides, loop_size_problems
 
 _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config_files", "sets",
-                 "llm", "no_synth", "meta_every", "dataset_path", "workers")
+                 "llm", "no_synth", "meta_every", "dataset_path", "workers", "bank")
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
@@ -55,6 +55,9 @@ _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config
 @click.option("--dataset-path", type=click.Path(exists=True, path_type=Path),
               help="Local dataset file (offline use).")
 @click.option("--workers", type=click.IntRange(min=1), help="Solver and grader actors each.")
+@click.option("--bank", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Skill pack (ratchet skill export) the new run's bank starts from, its "
+                   "skills on probation (bank.pack).")
 @click.option("--quiet", is_flag=True, help="No progress display.")
 @DRY_RUN
 @version_option()

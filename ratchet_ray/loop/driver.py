@@ -219,6 +219,10 @@ def _open_run(config: LoopConfig | None, resume: Path | None, resume_sets: Seque
         return run, config, train, eval_
     if config is None:
         raise ValueError("run_loop needs a config for a new run (or resume=RUN_DIR)")
+    if config.bank.pack:  # a bad pack is refused before the run dir exists (docs/skill-packs.md)
+        from ratchet_ray.packs.importer import check_pack
+
+        check_pack(config.bank.pack, config.suite, config.bank.allow_other_suite)
     tasks = suite_for(config).load_tasks(config)
     train, eval_ = split_tasks(tasks, config)
     run = RunDir.create(config, [t.task_id for t in train], [t.task_id for t in eval_])
@@ -270,6 +274,11 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
                 if problem:
                     raise PreflightFailed(problem)
                 ray.get(runtime.bank.ensure_default_metaskill.remote(config.suite, round_=0))
+                if config.bank.pack:  # the bank starts from a skill pack, on probation
+                    for line in ray.get(runtime.bank.import_pack.remote(
+                            config.bank.pack, round_=0,
+                            allow_other_suite=config.bank.allow_other_suite)):
+                        log.info("bank.pack: %s", line.line())
                 ray.get(runtime.bank.snapshot.remote(0))
             store = EvidenceStore(run.path, cached=True)  # long-lived: loads only new parts
             budget = RunBudget.for_run(config.budget, store, str(run.path))

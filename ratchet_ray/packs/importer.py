@@ -65,16 +65,24 @@ def _free_id(skill_id: str, taken: set[str]) -> str:
     return f"{skill_id}_{n}"
 
 
-def import_pack(bank: "SkillBank", pack: Path, *, round_: int = 0,
-                allow_other_suite: bool = False) -> list[ImportLine]:
-    """Import ``pack`` into ``bank`` (module contract); one line per pack skill."""
+def check_pack(pack: str | Path, suite: str, allow_other_suite: bool = False
+               ) -> tuple[dict, dict[str, str]]:
+    """The verified pack (``format.read_pack``), refused with ``PackError`` when it comes from
+    another suite than ``suite`` and ``allow_other_suite`` is false."""
     manifest, texts = read_pack(pack)
     source = manifest.get("source") or {}
-    suite = bank.config.suite
     if source.get("suite") != suite and not allow_other_suite:
         raise PackError(f"{pack}: exported from a {source.get('suite')!r} run, this run's suite is "
                         f"{suite!r}; pass --allow-other-suite (bank.allow_other_suite) to import "
                         "it anyway")
+    return manifest, texts
+
+
+def import_pack(bank: "SkillBank", pack: Path, *, round_: int = 0,
+                allow_other_suite: bool = False) -> list[ImportLine]:
+    """Import ``pack`` into ``bank`` (module contract); one line per pack skill."""
+    manifest, texts = check_pack(pack, bank.config.suite, allow_other_suite)
+    source = manifest.get("source") or {}
     incoming = {}
     for skill_id, text in texts.items():
         try:

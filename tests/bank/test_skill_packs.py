@@ -196,3 +196,11 @@ def test_cli_export_import_and_list_show_origin_and_probation(tmp_path):
     (tmp_path / "p" / "skills" / "helps.yaml").write_text("id: helps\n")
     out = runner.invoke(cli, ["skill", "import", str(tmp_path / "p"), "--into", str(b.run_dir)])
     assert out.exit_code == 1 and "skill 'helps': its text changed" in out.output
+
+
+def test_run_flag_bank_sets_the_pack_of_a_new_run(tmp_path):
+    a = source_run(tmp_path)
+    export_pack(a.run_dir, tmp_path / "p")
+    out = CliRunner().invoke(cli, ["run", "sim", "--bank", str(tmp_path / "p"), "--dry-run"])
+    assert out.exit_code == 0, out.output
+    assert f"pack: {(tmp_path / 'p').resolve()}" in out.output
