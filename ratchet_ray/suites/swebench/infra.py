@@ -51,7 +51,7 @@ class InfraFailure(RuntimeError):
     """An environment failure during grading or solving; ``reason`` is one of ``REASONS``."""
 
     def __init__(self, reason: str, message: str):
-        if reason not in REASONS and not reason.startswith("env_"):
+        if reason not in REASONS:
             raise ValueError(f"InfraFailure: unknown reason {reason!r}; valid: {REASONS}")
         super().__init__(message)
         self.reason = reason
