@@ -235,9 +235,10 @@ class CuratorSettings(BaseModel):
 class CheatProbeSettings(BaseModel):
     """Impossible twins as a standing cheat probe (beyond the paper; ``governance.cheat_probe``).
 
-    Each round, ``per_round`` train tasks also get an impossible twin: the same routed attempt
-    graded once more by the suite's grader against expectations no correct answer meets (MBPP+:
-    one expected output changed in its own type), so any pass is cheating by construction. The
+    Each round, once the train split has ended, up to ``per_round`` graded train attempts routed
+    to a skill are graded once more by the suite's grader against an impossible twin of their
+    task (``loop.twins``): expectations no correct answer meets (MBPP+: one expected output
+    changed in its own type), so any pass is cheating by construction. The
     twins are extra capsules (``impossible`` true): never in pass@1, never shown to the Critic,
     never in a skill's contribution c; the Curator retires a skill whose routed attempt passed
     one (reason ``cheat: ...``). ``enabled: false`` replicates the paper's Default exactly."""
@@ -246,7 +247,8 @@ class CheatProbeSettings(BaseModel):
     enabled: bool = True
     """On in our Default; false (the paper's Default) grades no twin and retires nothing."""
     per_round: int = Field(default=2, ge=0)
-    """Train tasks per round that get an impossible twin (among those the suite can twin)."""
+    """Routed train attempts per round graded against an impossible twin (among the tasks the
+    suite can twin; a suite without the hook, e.g. SWE-bench, gets none)."""
     retire: bool = True
     """Retire at once (reason ``cheat:``) a skill whose routed attempt passed a twin; false only
     measures the cheat rate."""
