@@ -55,16 +55,18 @@ def lockdown_command(files: Iterable[str], workdir: str) -> str:
     ``__pycache__``, whose compiled tests pytest would load), sticky ones 1777, the graded files
     that exist root-owned and not writable by others; and the same for every tracked
     ``conftest.py`` and the folders above it (sticky unless read-only). Folders the test patch
-    creates later are root's 0755 already."""
+    creates later are root's 0755 already. A symbolic link is never changed (``chmod`` would
+    follow it out of the tree)."""
     files = sorted(f for f in files if repo_relative_file(f) is not None)
     read_only, sticky = protected_folders(files)
     quote = shlex.quote
+    real_dir = '[ -d "$d" ] && [ ! -L "$d" ]'
     steps = [f"cd {quote(workdir)}"]
     if sticky:
-        steps.append(f"for d in {' '.join(map(quote, sticky))}; do if [ -d \"$d\" ]; then "
+        steps.append(f"for d in {' '.join(map(quote, sticky))}; do if {real_dir}; then "
                      f"chown -h root:root \"$d\" && chmod 1777 \"$d\" || exit 1; fi; done")
     if read_only:
-        steps.append(f"for d in {' '.join(map(quote, read_only))}; do if [ -d \"$d\" ]; then "
+        steps.append(f"for d in {' '.join(map(quote, read_only))}; do if {real_dir}; then "
                      f"chown -h root:root \"$d\" && chmod 0755 \"$d\" || exit 1; "
                      f"if [ -d \"$d/__pycache__\" ]; then chown -hR root:root \"$d/__pycache__\" "
                      f"&& chmod -R go-w \"$d/__pycache__\" || exit 1; fi; fi; done")
@@ -77,7 +79,8 @@ def lockdown_command(files: Iterable[str], workdir: str) -> str:
     steps.append("git ls-files -z -- conftest.py '*/conftest.py' | while IFS= read -r -d '' f; do "
                  "[ -f \"$f\" ] && [ ! -L \"$f\" ] || continue; "
                  "chown root:root \"$f\" && chmod go-w \"$f\" || exit 1; d=$(dirname \"$f\"); "
-                 "while :; do if [ \"$(stat -c %U:%a \"$d\")\" != root:755 ]; then "
+                 "while :; do [ -L \"$d\" ] && break; "
+                 "if [ \"$(stat -c %U:%a \"$d\")\" != root:755 ]; then "
                  "chown -h root:root \"$d\" && chmod 1777 \"$d\" || exit 1; fi; "
                  "[ \"$d\" = . ] && break; d=$(dirname \"$d\"); done; done")
     # Last, the tracked conftests for the caller (``listed_conftests``): the legitimate ones.
