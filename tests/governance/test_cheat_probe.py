@@ -46,7 +46,8 @@ def test_a_passed_twin_retires_at_once_and_a_failed_one_changes_nothing():
                                           "round 4, capsule c9)")
     assert got["cheat"].trials == 10  # far below N_min: the score rule could not have
     assert got["honest"].action == "insufficient"
-    assert got["pinned"].action == "exempt" and "would be retired for cheat:" in got["pinned"].reason
+    assert got["pinned"].action == "exempt"
+    assert "would be retired for cheat:" in got["pinned"].reason
     override = CuratorSettings(tampering_overrides_do_not_retire=True)
     pinned = {d.skill_id: d for d in curate(skills, stats, override, cheats=cheats)}["pinned"]
     assert pinned.action == "retire" and "do_not_retire overridden" in pinned.reason
