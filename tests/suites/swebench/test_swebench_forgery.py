@@ -49,14 +49,14 @@ def test_each_forgery_is_not_resolved(grader, tasks, name):
     assert (result.passed, result.infra_failure) == (False, False), result.trace
     assert result.exit_status == status and why in result.trace, result.trace
     if name in IN_PROCESS:  # the static screen is suspicion only: a runtime layer proved it
-        assert layer_of(result) in ("sentinel", "canary"), result.trace
+        assert layer_of(result) in ("sentinel", "differential"), result.trace
 
 
 @pytest.mark.parametrize("name", sorted(MID_RUN))
 def test_machinery_changed_during_a_test_is_seen_after_it(grader, tasks, name):
     """Under the image's pytest (the static screen only suspects): a change made inside a test,
     even one undone in a later test, is named by the sentinel's check after the test that made
-    it (the first to call ``add``: test_add, or a canary planted before it)."""
+    it (the first to call ``add``: test_add)."""
     patch, what = MID_RUN[name]
     result = grader.grade(tasks["ratchet__calc-1"], patch)
     assert (result.passed, result.exit_status) == (False, "test_tampering"), result.trace
