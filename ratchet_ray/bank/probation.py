@@ -2,7 +2,7 @@
 
 Contracts (a mixin over ``SkillBank``: ``log``, ``config``, ``_skills``, ``stats``):
 - A skill is *imported* when its ``loaded`` event's reason starts with ``PACK_REASON_PREFIX``
-  (``pack:<pack hash> ...``, written by ``packs.importer``). Its record in the source run never
+  (``pack:<pack hash> ...``, written by ``bank.pack_import``). Its record in the source run never
   enters this run's evidence, so every score the Curator reads of it (c-hat, c_cf, trials) is
   earned here: retirement judges it by the same rule as a native skill, on its own capsules.
 - An imported skill is *on probation* while it is routable (ACTIVE or CANDIDATE) and has fewer
@@ -11,13 +11,10 @@ Contracts (a mixin over ``SkillBank``: ``log``, ``config``, ``_skills``, ``stats
   ``ucb_min_trials``). Under cap pressure a skill on probation is evicted before any native skill
   (``curator.eviction_order(..., probation=...)``), so it cannot keep a slot against a native
   skill until it has earned its trials.
-- ``import_pack(pack, round_=..., allow_other_suite=False)`` imports a pack
-  (``packs.importer.import_pack``: verification, suite check, id collisions).
+- Imports come through ``SkillBank.import_pack`` (``bank.pack_import``).
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from ratchet_ray.config import CuratorSettings
 from ratchet_ray.evidence import named_queries as nq
@@ -46,7 +43,7 @@ def imported_from_events(events: list[dict]) -> dict[str, str]:
 
 
 class ProbationMixin:
-    """``SkillBank.imported`` / ``probation`` / ``import_pack`` (see module contract)."""
+    """``SkillBank.imported`` / ``probation`` (see module contract)."""
 
     def imported(self) -> dict[str, str]:
         """``{skill id: pack hash prefix}`` of the bank's skills that came from a pack."""
@@ -70,9 +67,3 @@ class ProbationMixin:
             if skill.status.value != "deprecated" and trials < floor:
                 out[skill_id] = trials
         return out
-
-    def import_pack(self, pack: str | Path, *, round_: int = 0, allow_other_suite: bool = False):
-        """Import a skill pack on probation (``packs.importer.import_pack``); its results."""
-        from ratchet_ray.packs.importer import import_pack  # packs builds on the bank
-
-        return import_pack(self, Path(pack), round_=round_, allow_other_suite=allow_other_suite)

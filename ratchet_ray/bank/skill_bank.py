@@ -46,6 +46,7 @@ from ratchet_ray.bank import checkpoints
 from ratchet_ray.bank.batch import SkillBatch
 from ratchet_ray.bank.metaskill_shelf import MetaSkillShelf
 from ratchet_ray.bank.metaskills import load_metaskill
+from ratchet_ray.bank.pack_import import PackImporter
 from ratchet_ray.bank.probation import ProbationMixin
 from ratchet_ray.bank.refine import SkillRefiner
 from ratchet_ray.bank.skill_events import AddResult, BankError, EventLog
@@ -64,7 +65,7 @@ __all__ = ["AddResult", "BankError", "SkillBank"]
 ACTIVE, DEPRECATED, CANDIDATE = SkillStatus.ACTIVE, SkillStatus.DEPRECATED, SkillStatus.CANDIDATE
 
 
-class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf, ProbationMixin):
+class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf, ProbationMixin, PackImporter):
     """The governed skill library of one run (see module contracts)."""
 
     def __init__(self, run_dir: str | Path, *, embedder: Embedder | None, config: LoopConfig,

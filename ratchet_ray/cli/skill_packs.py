@@ -7,7 +7,7 @@ Contracts:
 - ``import`` takes RUN's writer lock (refused while a run writes there), verifies the pack (a
   tampered skill is refused, naming it), refuses another suite's pack unless
   ``--allow-other-suite``, and prints one line per pack skill (added, renamed, same, skipped,
-  too_long: ``packs.importer``). Imported skills are on probation (``bank.probation``).
+  too_long: ``bank.pack_import``). Imported skills are on probation (``bank.probation``).
 - Errors surface as one readable line (``PackError`` and the bank's and config's errors).
 """
 
@@ -22,9 +22,10 @@ from ratchet_ray.bank.skill_bank import BankError, SkillBank
 from ratchet_ray.bank.skill_io import SkillFileError
 from ratchet_ray.cli.evidence import check_run_dir, writer_lock
 from ratchet_ray.config_files import ConfigError, load_config
-from ratchet_ray.evidence.store import EvidenceSchemaError
+from ratchet_ray.evidence import named_queries as nq
+from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
 from ratchet_ray.packs.export import export_pack
-from ratchet_ray.packs.format import PackError
+from ratchet_ray.bank.pack_format import PackError
 
 _ERRORS = (PackError, SkillFileError, MetaSkillFileError, BankError, ConfigError,
            EvidenceSchemaError, FileNotFoundError)
@@ -37,6 +38,12 @@ def _run_dir(ctx: click.Context, given: Path | None, option: str) -> Path:
         raise click.UsageError(f"name the run: {option} RUN_DIR (or ratchet --db RUN_DIR ...), "
                                "e.g. results/mbpp/<run-id>")
     return check_run_dir(Path(run_dir))
+
+
+def _latest_round(run_dir: Path) -> int:
+    with EvidenceStore(run_dir).connect() as con:
+        value = nq.fetch_one(con, "last_round")[0]
+    return 0 if value is None else int(value)
 
 
 @click.command("export")
@@ -73,14 +80,12 @@ def export_cmd(ctx: click.Context, run: Path | None, out: Path, status: str) -> 
 def import_cmd(ctx: click.Context, pack: Path, into: Path | None, allow_other_suite: bool,
                round_: int | None) -> None:
     """Import a skill pack into a run; its skills enter on probation."""
-    from ratchet_ray.cli.skills import latest_round  # skills registers this command
-
     run_dir = _run_dir(ctx, into, "--into")
     if not pack.is_dir():
         raise click.UsageError(f"skill import: {pack} is not a folder; pass a pack folder "
                                "written by `ratchet skill export -o PACK`")
     try:
-        at = latest_round(run_dir) if round_ is None else round_
+        at = _latest_round(run_dir) if round_ is None else round_
         with writer_lock(run_dir, "ratchet skill import"):
             config_file = run_dir / "config.yaml"
             config = load_config([config_file] if config_file.is_file() else [])

@@ -32,6 +32,7 @@ import click
 
 from ratchet_ray.bank.metaskills import MetaSkillFileError
 from ratchet_ray.bank.skill_bank import BankError, SkillBank
+from ratchet_ray.bank.pack_format import IMPORTS_DIR
 from ratchet_ray.bank.probation import probation_floor
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill
 from ratchet_ray.cli import audit_hygiene
@@ -45,7 +46,6 @@ from ratchet_ray.evidence.queries import (EMPTY_STATS, failed_llm_calls, recent_
 from ratchet_ray.evidence.tampering import grader_finding, suspicion
 from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
 from ratchet_ray.governance import curator
-from ratchet_ray.packs.export import IMPORTS_DIR
 
 _USER_ERRORS = (SkillFileError, MetaSkillFileError, BankError, ConfigError, EvidenceSchemaError,
                 FileNotFoundError)

@@ -220,7 +220,7 @@ def _open_run(config: LoopConfig | None, resume: Path | None, resume_sets: Seque
     if config is None:
         raise ValueError("run_loop needs a config for a new run (or resume=RUN_DIR)")
     if config.bank.pack:  # a bad pack is refused before the run dir exists (docs/skill-packs.md)
-        from ratchet_ray.packs.importer import check_pack
+        from ratchet_ray.bank.pack_import import check_pack
 
         check_pack(config.bank.pack, config.suite, config.bank.allow_other_suite)
     tasks = suite_for(config).load_tasks(config)

@@ -1,8 +1,8 @@
-"""``export_pack(run_dir, out, status=...)``: a run's bank as a skill pack (``packs.format``).
+"""``export_pack(run_dir, out, status=...)``: a run's bank as a skill pack (``bank.pack_format``).
 
 Contracts:
 - Only reads the run dir (the bank's ``skills/``, ``config.yaml`` and the evidence); writes only
-  ``out`` (``format.write_pack``: refused when a pack is already there).
+  ``out`` (``pack_format.write_pack``: refused when a pack is already there).
 - Each skill entry carries its canonical YAML's sha256, its ``lineage`` (lineage id, version,
   the parent version it refines and every version of the lineage in the source bank), its
   ``status_history`` (the source's skill events: round, event, status_after, reason), its
@@ -32,15 +32,11 @@ from ratchet_ray.evidence.queries import skill_stats
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance import bypass
 from ratchet_ray.llm.accounting import price_table
-from ratchet_ray.packs.format import (FORMAT, FORMAT_VERSION, SKILLS_DIR, PackError, pack_sha256,
-                                      skill_sha256, write_pack)
+from ratchet_ray.bank.pack_format import (FORMAT, FORMAT_VERSION, SKILLS_DIR, PackError,
+                                          pack_sha256, skill_sha256, write_pack)
 from ratchet_ray.redact import redact
 from ratchet_ray.report.data import models_used, skill_events, skill_rows
 from ratchet_ray.types import Skill
-
-IMPORTS_DIR = "packs"
-"""Where an importing run keeps the manifests of the packs it imported (``packs.importer``)."""
-
 
 def _scrub(value: Any) -> Any:
     """``value`` with every string redacted (recursively)."""

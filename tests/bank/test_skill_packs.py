@@ -16,7 +16,7 @@ from ratchet_ray.cli import main as cli
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import dump_config
 from ratchet_ray.packs.export import export_pack
-from ratchet_ray.packs.format import PackError, read_pack
+from ratchet_ray.bank.pack_format import PackError, read_pack
 from ratchet_ray.types import SkillStatus
 
 SECRET = "sk-live-9f8e7d6c5b4a39281706"

@@ -36,6 +36,8 @@ FORMAT = "ratchet-skill-pack"
 FORMAT_VERSION = 1
 MANIFEST = "pack.json"
 SKILLS_DIR = "skills"
+IMPORTS_DIR = "packs"
+"""Where an importing run keeps the manifests of the packs it imported (``bank.pack_import``)."""
 
 
 class PackError(ValueError):

@@ -2,7 +2,7 @@
 probation (``bank.probation``).
 
 Contracts:
-- The pack is verified first (``format.read_pack``: a tampered skill is refused naming it) and
+- The pack is verified first (``pack_format.read_pack``: a tampered skill is refused naming it) and
   its source suite checked (another suite's pack: ``PackError`` unless ``allow_other_suite``);
   every skill is parsed before any is written, so a refused pack changes nothing.
 - Per pack skill, sorted by id, one ``ImportLine``:
@@ -24,17 +24,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ratchet_ray.bank.probation import PACK_REASON_PREFIX, probation_floor
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill, parse_skill
 from ratchet_ray.fsutil import atomic_write_json
-from ratchet_ray.packs.export import IMPORTS_DIR
-from ratchet_ray.packs.format import PackError, read_pack
+from ratchet_ray.bank.pack_format import IMPORTS_DIR, PackError, read_pack
 from ratchet_ray.types import Skill, SkillStatus
-
-if TYPE_CHECKING:
-    from ratchet_ray.bank.skill_bank import SkillBank
 
 
 @dataclass(frozen=True)
@@ -67,7 +62,7 @@ def _free_id(skill_id: str, taken: set[str]) -> str:
 
 def check_pack(pack: str | Path, suite: str, allow_other_suite: bool = False
                ) -> tuple[dict, dict[str, str]]:
-    """The verified pack (``format.read_pack``), refused with ``PackError`` when it comes from
+    """The verified pack (``pack_format.read_pack``), refused with ``PackError`` when it comes from
     another suite than ``suite`` and ``allow_other_suite`` is false."""
     manifest, texts = read_pack(pack)
     source = manifest.get("source") or {}
@@ -78,9 +73,10 @@ def check_pack(pack: str | Path, suite: str, allow_other_suite: bool = False
     return manifest, texts
 
 
-def import_pack(bank: "SkillBank", pack: Path, *, round_: int = 0,
+def import_pack(bank, pack: Path, *, round_: int = 0,
                 allow_other_suite: bool = False) -> list[ImportLine]:
-    """Import ``pack`` into ``bank`` (module contract); one line per pack skill."""
+    """Import ``pack`` into ``bank`` (a ``SkillBank``; module contract); one line per pack
+    skill."""
     manifest, texts = check_pack(pack, bank.config.suite, allow_other_suite)
     source = manifest.get("source") or {}
     incoming = {}
@@ -145,3 +141,12 @@ def import_pack(bank: "SkillBank", pack: Path, *, round_: int = 0,
                                    "imported_round": round_})
     bank.log.flush()
     return lines
+
+
+class PackImporter:
+    """``SkillBank.import_pack`` (a mixin; see module contract)."""
+
+    def import_pack(self, pack: str | Path, *, round_: int = 0,
+                    allow_other_suite: bool = False) -> list[ImportLine]:
+        """Import a skill pack on probation; one ``ImportLine`` per pack skill."""
+        return import_pack(self, Path(pack), round_=round_, allow_other_suite=allow_other_suite)
