@@ -387,6 +387,9 @@ class BankSettings(BaseModel):
     new run (ignored on resume: the bank is already there)."""
     allow_other_suite: bool = False
     """Import ``pack`` even when it was exported from a run of another suite."""
+    probation: bool = True
+    """False imports ``pack`` without probation: its skills count as native ones at once (the
+    transfer measurement's control arm; docs/skill-packs.md)."""
 
 
 class LoopConfig(BaseModel):

@@ -14,7 +14,9 @@ Contracts:
 - An entered skill is ACTIVE while the bank has room under ``curator.active_cap`` and CANDIDATE
   otherwise (an unproven import never evicts a native skill); a candidate in the pack stays one.
   Its ``loaded`` event's reason starts ``pack:<pack_sha256[:16]>`` (``PACK_REASON_PREFIX``),
-  which puts it on probation. Nothing of its source record enters this run's evidence.
+  which puts it on probation (``probation=False``, ``bank.probation`` false, the transfer
+  measurement's control: ``trusted-pack:<hash>``, native at once). Nothing of its source record
+  enters this run's evidence.
 - The manifest is kept as ``<run>/packs/<pack_sha256[:16]>.json`` with the ids it entered
   under, so ``ratchet skill list`` can show where each imported skill came from.
 """
@@ -25,7 +27,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ratchet_ray.bank.probation import PACK_REASON_PREFIX, probation_floor
+from ratchet_ray.bank.probation import (PACK_REASON_PREFIX, TRUSTED_REASON_PREFIX,
+                                       probation_floor)
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill, parse_skill
 from ratchet_ray.fsutil import atomic_write_json
 from ratchet_ray.bank.pack_format import IMPORTS_DIR, PackError, read_pack
@@ -73,8 +76,8 @@ def check_pack(pack: str | Path, suite: str, allow_other_suite: bool = False
     return manifest, texts
 
 
-def import_pack(bank, pack: Path, *, round_: int = 0,
-                allow_other_suite: bool = False) -> list[ImportLine]:
+def import_pack(bank, pack: Path, *, round_: int = 0, allow_other_suite: bool = False,
+                probation: bool = True) -> list[ImportLine]:
     """Import ``pack`` into ``bank`` (a ``SkillBank``; module contract); one line per pack
     skill."""
     manifest, texts = check_pack(pack, bank.config.suite, allow_other_suite)
@@ -126,11 +129,14 @@ def import_pack(bank, pack: Path, *, round_: int = 0,
         why = ("id taken here by a different skill; " if action == "renamed" else "")
         room = "" if status is SkillStatus.ACTIVE or incoming[pack_id].status is not \
             SkillStatus.ACTIVE else f"active cap {cap} full: candidate; "
-        note = (f"{why}{room}on probation until {floor} trials here "
+        trial = (f"on probation until {floor} trials here" if probation
+                 else "without probation (bank.probation false)")
+        note = (f"{why}{room}{trial} "
                 f"(source run {source.get('run_id')}, {source.get('suite')})")
         bank._write(skill)
         bank.log.emit(round_, new_id, "loaded", status, None,
-                      f"{PACK_REASON_PREFIX}{digest} {note}")
+                      f"{PACK_REASON_PREFIX if probation else TRUSTED_REASON_PREFIX}{digest} "
+                      f"{note}")
         by_content[content_key(skill)] = skill
         entered[pack_id] = new_id
         lines.append(ImportLine(action, pack_id, new_id, status.value, note))
@@ -146,7 +152,9 @@ def import_pack(bank, pack: Path, *, round_: int = 0,
 class PackImporter:
     """``SkillBank.import_pack`` (a mixin; see module contract)."""
 
-    def import_pack(self, pack: str | Path, *, round_: int = 0,
-                    allow_other_suite: bool = False) -> list[ImportLine]:
-        """Import a skill pack on probation; one ``ImportLine`` per pack skill."""
-        return import_pack(self, Path(pack), round_=round_, allow_other_suite=allow_other_suite)
+    def import_pack(self, pack: str | Path, *, round_: int = 0, allow_other_suite: bool = False,
+                    probation: bool = True) -> list[ImportLine]:
+        """Import a skill pack on probation (or without: ``probation`` false, a control); one
+        ``ImportLine`` per pack skill."""
+        return import_pack(self, Path(pack), round_=round_, allow_other_suite=allow_other_suite,
+                           probation=probation)

@@ -22,6 +22,8 @@ from ratchet_ray.evidence.queries import EMPTY_STATS, SkillStats
 
 PACK_REASON_PREFIX = "pack:"
 """How a ``loaded`` event names the pack a skill came from (``pack:<sha256[:16]> ...``)."""
+TRUSTED_REASON_PREFIX = "trusted-pack:"
+"""... and a skill imported without probation (``bank.probation`` false): not on probation."""
 
 
 def probation_floor(settings: CuratorSettings) -> int:

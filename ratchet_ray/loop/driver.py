@@ -277,7 +277,8 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
                 if config.bank.pack:  # the bank starts from a skill pack, on probation
                     for line in ray.get(runtime.bank.import_pack.remote(
                             config.bank.pack, round_=0,
-                            allow_other_suite=config.bank.allow_other_suite)):
+                            allow_other_suite=config.bank.allow_other_suite,
+                            probation=config.bank.probation)):
                         log.info("bank.pack: %s", line.line())
                 ray.get(runtime.bank.snapshot.remote(0))
             store = EvidenceStore(run.path, cached=True)  # long-lived: loads only new parts

@@ -204,3 +204,14 @@ def test_run_flag_bank_sets_the_pack_of_a_new_run(tmp_path):
     out = CliRunner().invoke(cli, ["run", "sim", "--bank", str(tmp_path / "p"), "--dry-run"])
     assert out.exit_code == 0, out.output
     assert f"pack: {(tmp_path / 'p').resolve()}" in out.output
+
+
+def test_without_probation_imports_count_as_native_at_once(tmp_path):
+    a = source_run(tmp_path)
+    export_pack(a.run_dir, tmp_path / "pack")
+    b = new_run(tmp_path, "runB", curator={"active_cap": 4})
+    lines = b.import_pack(tmp_path / "pack", round_=0, probation=False)
+    assert all("without probation" in l.note for l in lines) and b.probation() == {}
+    assert b.add(make_skill("native", TOPICS[8]), round_=1).ok
+    b.log.store.append("capsule", 1, routed_capsules("runB", "native", 1, 1, 3))
+    assert b.add(make_skill("native2", TOPICS[9]), round_=1).evicted == ["native"]
