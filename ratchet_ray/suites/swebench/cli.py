@@ -328,7 +328,8 @@ def validate(dataset: str, subset: Path | None, instances: tuple, repeat: int,
     from ratchet_ray.suites.base import read_subset
     from ratchet_ray.suites.swebench.dataset import LOCAL_SUFFIXES
     from ratchet_ray.suites.swebench.image_cache import format_report
-    from ratchet_ray.suites.swebench.quarantine import default_path, update_quarantine
+    from ratchet_ray.suites.swebench.quarantine import (default_path, load_quarantine,
+                                                        update_quarantine)
 
     where = Path(dataset).expanduser()
     if not where.exists() and (where.suffix in LOCAL_SUFFIXES or os.sep in dataset):
@@ -352,6 +353,12 @@ def validate(dataset: str, subset: Path | None, instances: tuple, repeat: int,
     if instances:
         ids = [*(ids or []), *instances]
     out = out or Path(config.results_dir) / "swebench_validate" / time.strftime("%Y%m%d-%H%M%S")
+    target = quarantine_file or default_path(dataset) or out / "quarantine.json"
+    if target.exists():  # refused before any grade, not after them all
+        try:
+            load_quarantine(target)
+        except ValueError as exc:
+            raise click.UsageError(f"{exc}; or pass --quarantine NEW_FILE") from exc
     try:
         result = validate_dataset(config, ids, out, workers, repeat, address, note=click.echo)
     except (ValueError, ValidateError) as exc:  # unknown ids, an unreadable dataset, no graders
@@ -368,11 +375,15 @@ def validate(dataset: str, subset: Path | None, instances: tuple, repeat: int,
             click.echo(f"gold {row['instance_id']}: resolved {row['gold_resolved']} of "
                        f"{row['gold_runs']} (flake rate {row['gold_flake_rate']:.2f}); no-op "
                        f"wrong {row['noop_bad']} of {row['noop_runs']}")
-    target = quarantine_file or default_path(dataset) or out / "quarantine.json"
-    listed = update_quarantine(
-        target, {o.instance_id for o in result.outcomes}, result.quarantine(),
-        dataset=str(where.resolve()) if where.exists() else dataset, repeats=repeat,
-        gold_resolved=result.gold_resolved(), source=str(out))
+    try:
+        listed = update_quarantine(
+            target, {o.instance_id for o in result.outcomes}, result.quarantine(),
+            dataset=str(where.resolve()) if where.exists() else dataset, repeats=repeat,
+            gold_resolved=result.gold_resolved(), source=str(out))
+    except (ValueError, OSError) as exc:  # the grades are kept: only the file is refused
+        raise click.ClickException(f"{exc}; this validation's outcomes are in {out} (evidence "
+                                   "and swebench_validation.json); pass --quarantine NEW_FILE "
+                                   "to write the quarantine elsewhere") from exc
     click.echo(f"quarantine {target}: {len(listed)} instances listed "
                f"({len(result.failed_instances)} from this validation)")
     click.echo(f"{result.summary()}; logs, report and evidence in {out}")

@@ -20,10 +20,11 @@ Contracts:
   string naming why the pool could not grade it: ``loop.grade_pool.grade_all`` over a Grader
   pool, on a cluster its Docker nodes) and returns a ``Validation``: every ``Outcome`` (one per
   grade, in submission order) and one ``Failure`` per instance and kind of patch that failed any
-  repeat (``failed`` of ``repeats``); it never raises for a failing instance.
+  repeat (``failed`` of ``repeats``, with every status its grades ended in; ``flaky`` when
+  some repeats passed or the statuses differ); it never raises for a failing instance.
   ``Validation.quarantine()`` is what a quarantine file lists: every instance with a failure,
   and why (``ratchet_ray.suites.swebench.quarantine``). ``ratchet swe validate``
-  (``suites.swebench.validate_job``) runs it on a pool of its own and records every outcome as
+  (``suites.swebench.cli``) runs it on a pool of its own and records every outcome as
   ``validation`` evidence (``evidence_rows``).
 - ``before_rounds(config, grade, tasks, run_dir)`` is the suite's run-start hook: with
   ``swebench.validate_gold`` it validates the run's instances through the run's own Grader pool
@@ -74,15 +75,20 @@ class Failure:
     failed: int = 1
     """How many of the ``repeats`` grades of this patch failed."""
     repeats: int = 1
+    statuses: list[str] = field(default_factory=list)
+    """Every distinct ``exit_status`` of this patch's grades, sorted."""
 
     @property
     def flaky(self) -> bool:
-        """Failed some repeats and passed others: the verdict of this instance is not stable."""
-        return 0 < self.failed < self.repeats
+        """Failed some repeats and passed others, or ended with different statuses: the
+        verdict of this instance is not stable."""
+        return 0 < self.failed < self.repeats or len(self.statuses) > 1
 
     def line(self) -> str:
+        varied = f"; statuses {', '.join(self.statuses)}" if len(self.statuses) > 1 else ""
         times = "" if self.repeats == 1 else (
-            f" (failed {self.failed} of {self.repeats} repeats{': flaky' if self.flaky else ''})")
+            f" (failed {self.failed} of {self.repeats} repeats{': flaky' if self.flaky else ''}"
+            f"{varied})")
         return f"FAIL {self.instance_id} [{self.kind}] {self.status}: {self.reason.rstrip()}{times}"
 
 
@@ -217,15 +223,19 @@ def _failures(outcomes: Sequence[Outcome], repeat: int) -> list[Failure]:
     """One ``Failure`` per (instance, kind) that failed any repeat: the first failed grade's
     status and reason, with how many repeats failed."""
     found: dict[tuple[str, str], Failure] = {}
+    statuses: dict[tuple[str, str], set[str]] = {}
     for outcome in outcomes:
+        key = (outcome.instance_id, outcome.kind)
+        statuses.setdefault(key, set()).add(outcome.exit_status)
         if outcome.failure is None:
             continue
-        key = (outcome.instance_id, outcome.kind)
         if key in found:
             found[key].failed += 1
         else:
             found[key] = Failure(outcome.instance_id, outcome.kind, outcome.failure.status,
                                  outcome.failure.reason, 1, repeat)
+    for key, failure in found.items():
+        failure.statuses = sorted(statuses[key])
     return list(found.values())
 
 

@@ -92,7 +92,7 @@ def _capsules(run_dir: Path) -> dict[str, dict]:
 def test_scripted_round_through_real_actors_and_docker(docker_client, ray_local, tmp_path):
     dataset, subset = _write_run_inputs(tmp_path)
     quarantine = tmp_path / "instances.quarantine.json"  # an instance the subset does not use
-    quarantine.write_text(json.dumps({"instances": {"ratchet__calc-9": {"reason": "flaky"}}}))
+    quarantine.write_text(json.dumps({"instances": {"ratchet__ghost-1": {"reason": "flaky"}}}))
     config = load_config([], [
         *build_overrides("swebench", rounds=1, subset=subset, dataset_path=dataset, tag="e2e"),
         f"swebench.quarantine={quarantine}",
@@ -115,7 +115,7 @@ def test_scripted_round_through_real_actors_and_docker(docker_client, ray_local,
     # other runs on this node can only add to the counts.
     [node] = summary["suite_report"]["image_cache"]
     assert summary["suite_report"]["quarantine"] == {  # round 0 says what the run left out
-        "file": str(quarantine), "excluded": 1, "instances": {"ratchet__calc-9": "flaky"}}
+        "file": str(quarantine), "excluded": 1, "instances": {"ratchet__ghost-1": "flaky"}}
     assert node["node"] == socket.gethostname() and node["ray_nodes"] == 1, node
     assert all(node[k] >= 0 for k in COUNTERS) and "owned_gb" in node, node
     assert node["hits"] + node["builds"] + node["pulls"] + node["strips"] >= 3, node

@@ -90,7 +90,13 @@ def test_repeats_are_aggregated_per_instance_and_quarantined():
         "flaky": "gold patch not resolved in 1 of 3 repeats (unresolved)",
         "weak": "no-op patch resolved in 1 of 3 repeats (ok)"}
     assert result.lines()[0] == ("FAIL flaky [gold] unresolved: gold patch not resolved: "
-                                 "(failed 1 of 3 repeats: flaky)")
+                                 "(failed 1 of 3 repeats: flaky; statuses ok, unresolved)")
+    # Failing every repeat, but not the same way each time, is unstable too.
+    always = [out("moody", "gold", r, False, ("unresolved", "gold_unresolved")[r % 2])
+              for r in range(3)]
+    [moody] = _failures(always, 3)
+    assert moody.failed == 3 and moody.flaky and moody.statuses == ["gold_unresolved",
+                                                                     "unresolved"]
 
 
 def _tagged(instance: dict, name: str, tag: str, **fields) -> dict:
@@ -291,6 +297,11 @@ def test_bad_inputs_fail_in_one_line_before_ray_starts(instances, tmp_path):
     assert len(errors) == 1 and errors[0].startswith("Error: no Docker daemon at"), errors
     assert "docker_setup.sh" in errors[0]
     assert not (tmp_path / "out").exists()  # refused before anything ran
+    (tmp_path / "instances.jsonl.quarantine.json").write_text("{not json")
+    broken = _shell(["swe", "validate", "--dataset", str(dataset), "--out", str(tmp_path / "o2")],
+                    tmp_path, timeout=120)
+    assert broken.returncode == 2 and "is not JSON" in broken.stderr, broken.stderr[-2000:]
+    assert "Traceback" not in broken.stderr and not (tmp_path / "o2").exists()
 
     from ratchet_ray.config_files import load_config
     from ratchet_ray.suites.base import split_tasks
