@@ -13,6 +13,7 @@ from ratchet_ray.evidence.queries import EMPTY_STATS, skill_stats
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.driver import RunSetupError, run_loop
 from ratchet_ray.packs.export import export_pack
+from ratchet_ray.packs.transfer import transfer_row, transfer_table
 
 SMALL = ("n_train=20", "n_eval=10")
 
@@ -40,6 +41,12 @@ def test_a_run_starts_from_a_pack_on_probation(ray_local, tmp_path):
     records = {e["id"]: e["record"]["trials"] for e in again["skills"] if e["id"] in ids}
     assert records == {i: earned.get(i, EMPTY_STATS).trials for i in ids}
     assert sum(records.values()) > 0  # B routed its imports (else the check above is empty)
+
+    # The transfer table's row of B (``ratchet skill transfer``) reads the world's truth.
+    row = transfer_row(b, ids, "same truths", "pack, probation")
+    assert (row["imported"], row["round0"] is not None) == (len(ids), True)
+    assert 0 <= row["imported_harmful_kept"] <= row["imported_harmful"] <= len(ids)
+    assert "| same truths | pack, probation |" in transfer_table([row])
 
     bad = tmp_path / "pack" / "skills" / f"{ids[0]}.yaml"
     bad.write_text(bad.read_text() + "# edited\n")
