@@ -92,6 +92,9 @@ def _check_runs(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
 @click.option("--dataset-path", type=click.Path(exists=True, path_type=Path),
               help="Local dataset file for every run (offline use).")
 @click.option("--workers", type=click.IntRange(min=1), help="Solver and grader actors per run.")
+@click.option("--bank", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Skill pack (ratchet skill export) every run's bank starts from, on "
+                   "probation (bank.pack).")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Config override for every run, e.g. --set llm.base_url=http://...")
 @click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,

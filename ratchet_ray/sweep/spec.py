@@ -75,6 +75,8 @@ class SweepSpec:
     llm: str | None = None
     dataset_path: Path | None = None
     workers: int | None = None
+    bank: Path | None = None
+    """A skill pack every arm-seed's bank starts from, on probation (``bank.pack``)."""
     sets: tuple[str, ...] = ()
     """``--set`` items other than the budget."""
     budget: tuple[str, ...] = ()
@@ -94,7 +96,8 @@ class SweepSpec:
                             ("--subset", self.subset and self.subset.resolve()),
                             ("--llm", self.llm),
                             ("--dataset-path", self.dataset_path and self.dataset_path.resolve()),
-                            ("--workers", self.workers)):
+                            ("--workers", self.workers),
+                            ("--bank", self.bank and self.bank.resolve())):
             if value is not None:
                 flags += [name, str(value)]
         for item in self.sets:
@@ -193,7 +196,8 @@ def child_config(spec: SweepSpec, arm: str, seed: int) -> LoopConfig:
     overrides = build_overrides(spec.suite, rounds=spec.rounds, n_train=spec.n_train,
                                 n_eval=spec.n_eval, subset=spec.subset, seed=seed,
                                 tag=job_name(arm, seed), llm=spec.llm,
-                                dataset_path=spec.dataset_path, workers=spec.workers)
+                                dataset_path=spec.dataset_path, workers=spec.workers,
+                                bank=spec.bank)
     try:
         arm_config_file(arm)  # an unknown arm fails here, naming the known ones
         config = load_config(layered_files(spec.suite, arm_files(arm)),

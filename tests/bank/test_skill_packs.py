@@ -215,3 +215,16 @@ def test_without_probation_imports_count_as_native_at_once(tmp_path):
     assert b.add(make_skill("native", TOPICS[8]), round_=1).ok
     b.log.store.append("capsule", 1, routed_capsules("runB", "native", 1, 1, 3))
     assert b.add(make_skill("native2", TOPICS[9]), round_=1).evicted == ["native"]
+
+
+def test_sweep_bank_reaches_every_arm_seed(tmp_path):
+    from ratchet_ray.sweep.spec import SweepSpec, child_config, plan_jobs
+
+    a = new_run(tmp_path, "runA")  # the sweep passes the path on; each run checks the suite
+    assert a.add(make_skill("helps", TOPICS[0]), round_=0).ok
+    export_pack(a.run_dir, tmp_path / "p")
+    spec = SweepSpec(suite="sim", out_dir=tmp_path / "sweep", rounds=1, bank=tmp_path / "p")
+    jobs, _ = plan_jobs(spec, ["default", "A4"], [42], python="py")
+    for job in jobs:
+        assert job.argv[job.argv.index("--bank") + 1] == str((tmp_path / "p").resolve())
+    assert child_config(spec, "A4", 42).bank.pack == str((tmp_path / "p").resolve())
