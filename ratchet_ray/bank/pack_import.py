@@ -13,6 +13,7 @@ Contracts:
   ``synth.max_skill_chars``: not imported), ``skipped`` (deprecated in the source run).
 - An entered skill is ACTIVE while the bank has room under ``curator.active_cap`` and CANDIDATE
   otherwise (an unproven import never evicts a native skill); a candidate in the pack stays one.
+  ``do_not_retire`` is dropped (said in its line): a pack cannot exempt its skills here.
   Its ``loaded`` event's reason starts ``pack:<pack_sha256[:16]>`` (``PACK_REASON_PREFIX``),
   which puts it on probation (``probation=False``, ``bank.probation`` false, the transfer
   measurement's control: ``trusted-pack:<hash>``, native at once). Nothing of its source record
@@ -125,8 +126,11 @@ def import_pack(bank, pack: Path, *, round_: int = 0, allow_other_suite: bool = 
         status = SkillStatus.CANDIDATE
         if skill.status is SkillStatus.ACTIVE and active < cap:
             status, active = SkillStatus.ACTIVE, active + 1
-        skill = skill.model_copy(update={"status": status})
+        # An import earns its place: a pack cannot make its skill exempt from retirement here.
+        exempt = skill.do_not_retire
+        skill = skill.model_copy(update={"status": status, "do_not_retire": False})
         why = ("id taken here by a different skill; " if action == "renamed" else "")
+        why += "do_not_retire dropped; " if exempt else ""
         room = "" if status is SkillStatus.ACTIVE or incoming[pack_id].status is not \
             SkillStatus.ACTIVE else f"active cap {cap} full: candidate; "
         trial = (f"on probation until {floor} trials here" if probation

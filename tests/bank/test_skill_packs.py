@@ -228,3 +228,14 @@ def test_sweep_bank_reaches_every_arm_seed(tmp_path):
     for job in jobs:
         assert job.argv[job.argv.index("--bank") + 1] == str((tmp_path / "p").resolve())
     assert child_config(spec, "A4", 42).bank.pack == str((tmp_path / "p").resolve())
+
+
+def test_a_pack_cannot_exempt_its_skills_from_retirement(tmp_path):
+    a = new_run(tmp_path, "runA")
+    assert a.add(make_skill("sticky", TOPICS[0], do_not_retire=True), round_=0).ok
+    export_pack(a.run_dir, tmp_path / "pack")
+    b = new_run(tmp_path, "runB", curator={"min_trials": 4})
+    [line] = b.import_pack(tmp_path / "pack", round_=0)
+    assert "do_not_retire dropped" in line.note and not b.get("sticky").do_not_retire
+    b.log.store.append("capsule", 1, routed_capsules("runB", "sticky", 1, 0, 4))
+    assert [d.action for d in b.curate(1)] == ["retire"]
