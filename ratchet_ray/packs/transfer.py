@@ -3,7 +3,8 @@
 Contracts:
 - ``transfer_row(run_dir, imported, condition, arm)`` reads one finished run of a simulated world
   (``suites.sim.truth.analyze_run``: the world's truth of every skill) and returns its row:
-  round-0 and rolling eval pass@1 gain (``metrics.loop_metrics``, the paper's rolling window),
+  round-0 eval pass@1, the rolling mean (the level a bank reaches: the imports' round-0 help
+  is in it) and the rolling gain over round 0 (``metrics.loop_metrics``, the paper's window),
   the imported skills (ids in ``imported``) and how many of them are harmful in this world,
   the harmful ones still ACTIVE at the end (imported, and in all), and ``settled_round``: the
   last round in which a skill was retired or evicted (the bank sheds nothing after it; None:
@@ -22,7 +23,7 @@ from ratchet_ray.metrics import loop_metrics
 from ratchet_ray.report.data import round_rows
 from ratchet_ray.suites.sim.truth import analyze_run
 
-COLUMNS = ("condition", "arm", "round0", "rolling_gain", "imported", "imported_harmful",
+COLUMNS = ("condition", "arm", "round0", "rolling_mean", "rolling_gain", "imported", "imported_harmful",
            "imported_harmful_kept", "harmful_kept", "settled_round")
 HARMFUL = "harmful"
 
@@ -41,6 +42,7 @@ def transfer_row(run_dir: str | Path, imported: Iterable[str], condition: str, a
     return {
         "condition": condition, "arm": arm,
         "round0": None if metrics.round0 is None else round(metrics.round0, 3),
+        "rolling_mean": None if metrics.rolling_mean is None else round(metrics.rolling_mean, 3),
         "rolling_gain": None if metrics.rolling_gain is None else round(metrics.rolling_gain, 3),
         "imported": len(imported & ids),
         "imported_harmful": sum(s.skill_id in imported for s in harmful),
