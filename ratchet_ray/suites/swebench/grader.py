@@ -23,11 +23,11 @@ Per ``grade(task, patch)`` (idempotent per instance and patch: a finished report
    process; for django's and sympy's runners, no failure a later log line overrides): tampering
    they see is ``test_tampering``, a resolution they cannot vouch for ``results_mismatch``;
    not resolved -> ``unresolved`` / ``tests_errored``;
-7. a would-be resolution is proven (``differential``): every graded test's status must equal
-   the gold patch's (``gold``: a record made once per instance and image, lazily on the first
-   would-be resolution, kept in ``swebench.gold_records`` and the run's artifacts at
-   ``gold/swebench/``), else ``unresolved``; then ``k`` canary sessions (``swebench.
-   canary_sessions``, drawn per grade; up to ``swebench.canary_parallel`` at once), steps 2-6
+7. a would-be resolution is proven (``proof``, ``differential``): every graded test's status
+   must equal the gold patch's (``gold``: a record made once per instance and image, lazily on
+   the first would-be resolution, kept in ``swebench.gold_records`` and the run's artifacts at
+   ``gold/swebench/``), else ``unresolved``; then ``k`` canary sessions
+   (``swebench.canary_sessions``, drawn per grade; ``swebench.canary_parallel`` at once), steps 2-6
    again, each in a fresh container, with one graded test mutated in place (``mutants``); each
    mutant must be reported FAILED (passing -> ``test_tampering``, the session, test and change
    named; otherwise ``results_mismatch``). The trace ends with the cost of each part; each canary
