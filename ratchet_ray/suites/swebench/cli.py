@@ -10,12 +10,13 @@ and the run's quarantine, into each round's summary.
 
 Contracts of the validation's run (``validate_dataset``):
 - It checks the Docker daemon first when it starts a local Ray (this machine's daemon; one line
-  when it does not answer), joins ``address`` (else ``RAY_ADDRESS``, else starts a
-  loopback-only local Ray), starts the graders, grades, and leaves in ``out_dir`` the graders'
-  logs, ``swebench_validation.json`` and ``evidence/validation/round=0/part-*.parquet`` (so
-  ``ratchet --db OUT query`` reads it). It raises ``ValidateError`` (one line: what failed and
-  the fix) for a daemon that does not answer, a cluster that cannot be joined and graders that
-  cannot start; a failing instance is never an error (it is in the ``Validation``).
+  when it does not answer), or that something answers at a ``HOST:PORT`` address, joins
+  ``address`` (else ``RAY_ADDRESS``, else starts a loopback-only local Ray), starts the
+  graders, grades, and leaves in ``out_dir`` the graders' logs, ``swebench_validation.json``
+  and ``evidence/validation/round=0/part-*.parquet`` (so ``ratchet --db OUT query`` reads
+  it). It raises ``ValidateError`` (one line: what failed and the fix) for a daemon that does
+  not answer, a cluster that cannot be joined and graders that cannot start; a failing
+  instance is never an error (it is in the ``Validation``).
 - Pool size: ``workers`` when given (graders a cluster cannot host fail after
   ``infra.actor_start_timeout_s``, naming the resources); else ``workers.graders`` capped by the
   grades and by the ``docker`` units (and CPUs) the cluster has free now: each grader holds one
@@ -108,6 +109,24 @@ def check_docker(settings: Any) -> None:
         raise ValidateError(str(exc)) from exc
 
 
+def check_address(address: str, timeout_s: float = 10.0) -> None:
+    """Raise ``ValidateError`` when nothing accepts a connection at a ``HOST:PORT`` cluster
+    address (Ray itself retries an address that does not answer for minutes); other forms
+    (``auto``, ``ray://...``) are left to Ray."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "/" in address:
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ValidateError(f"nothing answers at the Ray cluster address {address} "
+                            f"({exc.strerror or exc}); pass the head's GCS address (HOST:6379, "
+                            "`ray status` on the head prints it) as --address / RAY_ADDRESS, or "
+                            "drop both for a local Ray") from exc
+
+
 def grader_count(wanted: int | None, default: int, jobs: int) -> tuple[int, str]:
     """(graders to start, a note when the default was capped) on the connected cluster."""
     import ray
@@ -156,7 +175,8 @@ def image_digests(settings: Any, names: list[str]) -> dict[tuple[str, str], str]
     found: dict[tuple[str, str], str] = {}
     for node, ref in refs.items():
         try:
-            found.update({(node, name): digest for name, digest in ray.get(ref, timeout=60).items()})
+            held = ray.get(ref, timeout=60)
+            found.update({(node, name): digest for name, digest in held.items()})
         except Exception:  # noqa: BLE001 - only informative: those rows carry no digest
             continue
     return found
@@ -236,6 +256,8 @@ def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,
     address = address or os.environ.get("RAY_ADDRESS") or None
     if not address:
         check_docker(settings)  # a local Ray grades with this machine's daemon
+    elif not ray.is_initialized():
+        check_address(address)
     out_dir.mkdir(parents=True, exist_ok=True)
     scope = f"swe_validate_{uuid.uuid4().hex[:12]}"
     try:

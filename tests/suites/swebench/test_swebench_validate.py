@@ -108,8 +108,8 @@ def _tagged(instance: dict, name: str, tag: str, **fields) -> dict:
 def _broken(instances: list[dict], tag: str) -> list[dict]:
     """Two broken instances: one whose image cannot build, one whose tests are never found."""
     base = instances[0]
-    no_build = _tagged(base, "nobuild", tag,
-                       dockerfile=base["dockerfile"] + "RUN echo 'the build breaks here' && false\n")
+    breaks = "RUN echo 'the build breaks here' && false\n"
+    no_build = _tagged(base, "nobuild", tag, dockerfile=base["dockerfile"] + breaks)
     no_tests = _tagged(base, "notests", tag, eval_script=base["eval_script"].replace(
         "tests/test_ops.py", "tests/test_missing.py"))
     return [no_build, no_tests]
@@ -297,6 +297,17 @@ def test_bad_inputs_fail_in_one_line_before_ray_starts(instances, tmp_path):
     assert len(errors) == 1 and errors[0].startswith("Error: no Docker daemon at"), errors
     assert "docker_setup.sh" in errors[0]
     assert not (tmp_path / "out").exists()  # refused before anything ran
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    nobody = _shell(["swe", "validate", "--dataset", str(dataset), "--address",
+                     f"127.0.0.1:{port}", "--out", str(tmp_path / "o1")], tmp_path, timeout=120)
+    lines = [line for line in nobody.stderr.splitlines() if line.strip()]
+    assert nobody.returncode == 1 and len(lines) == 1, nobody.stderr[-2000:]
+    assert lines[0].startswith("Error: nothing answers at the Ray cluster address "
+                               f"127.0.0.1:{port}")
     (tmp_path / "instances.jsonl.quarantine.json").write_text("{not json")
     broken = _shell(["swe", "validate", "--dataset", str(dataset), "--out", str(tmp_path / "o2")],
                     tmp_path, timeout=120)
