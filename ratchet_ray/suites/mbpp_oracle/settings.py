@@ -22,6 +22,9 @@ class OracleSettings(SimSettings):
     n_tasks: int = 0
     """Unused and must stay 0: the world's tasks are the dataset's MBPP+ problems; a run picks
     its train and eval tasks with ``n_train``/``n_eval`` or ``subset``, as an ``mbpp`` run."""
+    default_world: ClassVar[str] = "legacy"
+    """The oracle world keeps the sim world from before its calibration (issue 40) unless
+    ``mbpp_oracle.world: calibrated`` is given."""
     variants: int = Field(default=3, ge=1, le=10)
     """Broken variants per task (single mutations of its canonical solution, ``mutate.py``) the
     oracle Solver picks from when the world draws a failure."""

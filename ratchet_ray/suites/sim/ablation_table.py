@@ -3,7 +3,8 @@ arm-seed's truth checked against the bank the run left behind.
 
 ``python -m ratchet_ray.suites.sim.ablation_table SWEEP [--doc docs/ablations.md]`` reads the
 sim runs of a ``python -m jobs.ablations sim`` sweep folder, prints the table (Markdown) and,
-with ``--doc``, replaces the text between ``BEGIN`` and ``END`` in that page with it.
+with ``--doc``, replaces the text between ``BEGIN`` and ``END`` in that page with it;
+``--vs-paper`` adds the prediction-against-the-paper table (``vs_paper``) under it.
 
 Contracts:
 - ``bank_disagreements(run_dir, truth, result)`` -> list of what the truth report
@@ -190,7 +191,9 @@ def replace_block(text: str, table: str) -> str:
 @click.argument("sweep", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--doc", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Page whose table (between the sim-ablation-table markers) is replaced.")
-def main(sweep: Path, doc: Path | None) -> None:
+@click.option("--vs-paper", is_flag=True,
+              help="Add the predicted-vs-paper table (the paper's MBPP+ A1-A8 rolling gains).")
+def main(sweep: Path, doc: Path | None, vs_paper: bool) -> None:
     """Render SWEEP's sim ablation table, every arm-seed checked against its live bank."""
     rows = sweep_rows(sweep)
     if not rows:
@@ -203,6 +206,12 @@ def main(sweep: Path, doc: Path | None) -> None:
         raise SystemExit(f"{len({n for n, _ in bad})} arm-seed(s) disagree with their live bank; "
                          "no table written")
     table = render(rows)
+    if vs_paper:
+        from ratchet_ray.suites.sim.vs_paper import render_vs_paper
+
+        table += ("\n\nPredicted (this sweep) against the paper's MBPP+ table, rolling gain; "
+                  "verdicts at 2 standard errors (`suites/sim/vs_paper.py`):\n\n"
+                  + render_vs_paper(rows))
     if doc is not None:
         doc.write_text(replace_block(doc.read_text(), table))
         click.echo(f"{doc}: table replaced ({len(rows)} arm-seeds)", err=True)

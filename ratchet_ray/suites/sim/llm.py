@@ -14,7 +14,12 @@ another suite's tasks, ``build_world``) and an injected skill by the token in it
   type (of a random other type with probability ``pattern_noise``) and whose attribution follows
   the skill's true effect on that type (uniformly random with probability ``attribution_noise``).
 - Synthesizer (``# Skill authoring``): a skill draft about the cluster's theme carrying a fresh
-  token (``World.make_token``); the world fixes its true effect from the token.
+  token (``World.make_token``); the world fixes its true effect from the token. In a calibrated
+  world the target is the type most of the examples shown fail on (the label's words break
+  ties), the sub-mode and purity come from those examples, and a draft uses its theme and
+  sub-mode's stock wording unless it draws a fresh one (``draft_diversity``): so a re-draft
+  lands on the earlier skill of its theme and dedup refuses it (also when that skill is
+  deprecated); a draft after such a refusal is marked a re-draft.
 - Synthesizer revising a skill (``# Skill revision``, ``synth.refine``): the same draft with
   a revision token (``World.make_revision_token``) whose quality is the share of the routed
   failures shown (their ``[sim/NNN]`` tags) that are of the skill's target type.
@@ -56,6 +61,9 @@ LIVENESS_PROMPT = "Reply with OK."
 _SIZE = re.compile(r"Recurring failure pattern .*? \(x(\d+)\)$", re.MULTILINE)
 _CARD_ID = re.compile(r"^- ([a-z0-9][a-z0-9_\-]*): ", re.MULTILINE)
 ATTRIBUTIONS = ("helped", "hurt", "neutral", "inapplicable")
+# The sub-mode and purity segment of a calibrated world's token (``World.make_token``).
+STOCK_RE = re.compile(r"\.m(\d)p\dx?")
+EXISTING = "Existing skills (do not repeat them):"
 
 
 class SimLLM:
@@ -170,7 +178,10 @@ class SimLLM:
         type_ = task.type
         if world.k > 1 and rng.random() < spec.pattern_noise:
             type_ = rng.choice([t for t in range(world.k) if t != task.type])
-        pattern = rng.choice(world.phrases[type_])
+        phrases = world.phrases[type_]
+        if type_ == task.type and spec.submodes > 1:  # a phrase of the task's own sub-mode
+            phrases = phrases[task.submode::spec.submodes] or phrases
+        pattern = rng.choice(phrases)
         answer: dict[str, Any] = {
             "rationale": f"The code {pattern.split()[0]} the {pattern.split()[-1]} case, so the "
                          "failing test gets the wrong records back.",
@@ -189,7 +200,7 @@ class SimLLM:
         if token is None:
             return "inapplicable"
         truth = self.world.skill_truth(token)
-        delta = truth.delta(task.type)
+        delta = truth.effect(task)
         if delta < 0:
             return "hurt"
         if delta > 0:
@@ -201,7 +212,11 @@ class SimLLM:
         found = _PATTERN.search(prompt)
         pattern = found.group(1).strip() if found else ""
         votes = theme_votes(pattern.replace("_", " ").split())
-        if votes:
+        shown = [t.type for t in world.tasks_in(prompt.split(EXISTING, 1)[0])]
+        if world.calibrated and shown:  # the examples' failures, whatever the label's words
+            target = max(sorted(set(shown)),
+                         key=lambda t: (shown.count(t), votes.get(t, 0)))
+        elif votes:
             target = min(votes, key=lambda t: (-votes[t], t))
         else:  # no theme word in the label: the examples' most common latent type
             types = [t.type for t in world.tasks_in(prompt)]
@@ -218,9 +233,28 @@ class SimLLM:
         if "Existing skills (do not repeat them):" in prompt:
             existing = sorted(_CARD_ID.findall(
                 prompt.split("Existing skills (do not repeat them):", 1)[1]))
+        submode = purity = None
+        if world.calibrated:
+            submode, purity = self._written_for(world, target, pattern, prompt)
         token = world.make_token(target, guided, size.group(1) if size else "?", feedback,
-                                 ",".join(existing), seed)
+                                 ",".join(existing), seed, submode=submode, purity=purity,
+                                 redraft=feedback > 0)
         return json.dumps(self._draft(token, target))
+
+    def _written_for(self, world: World, target: int, pattern: str,
+                     prompt: str) -> tuple[int, float]:
+        """The sub-mode a calibrated world's draft addresses (most of the cluster's examples of
+        the target type; else the label's own) and the cluster's purity: the share of the
+        examples shown of that type and sub-mode (1.0 when none is shown)."""
+        shown = world.tasks_in(prompt.split(EXISTING, 1)[0])
+        modes = [t.submode for t in shown if t.type == target]
+        if modes:
+            submode = max(sorted(set(modes)), key=modes.count)
+        else:
+            submode = world.phrase_submode(target, pattern.replace("_", " ")) or 0
+        if not shown:
+            return submode, 1.0
+        return submode, sum(t.type == target and t.submode == submode for t in shown) / len(shown)
 
     def _refine(self, prompt: str, seed: int | None) -> str:
         world = self.world
@@ -240,12 +274,18 @@ class SimLLM:
 
     def _draft(self, token: str, target: int) -> dict[str, Any]:
         """A skill draft about ``target``'s theme carrying ``token``."""
-        rng = self.world.rng("draft", token)
+        world = self.world
+        rng = world.rng("draft", token)
         theme, words = THEMES[target]
+        submode = STOCK_RE.search(token)
+        if submode is not None and rng.random() >= world.spec.draft_diversity:
+            # the theme's stock wording: a re-draft of a sub-mode lands on its earlier skills
+            rng = world.rng("stock-draft", target, submode.group(1))
         picked = rng.sample(words, 4)
         a0, a1, a2 = aspects = rng.sample(ASPECTS, 3)
+        tail = STOCK_RE.sub("", token)[-4:]
         draft = {
-            "id": f"{theme}_{aspects[0]}_{token[-4:]}",
+            "id": f"{theme}_{aspects[0]}_{tail}",
             "name": f"{theme} {aspects[0]}",
             "description": f"tasks where {picked[0]} {picked[1]} {picked[2]} matter",
             "intent": f"Handle {' '.join(picked[:3])} {picked[3]}",

@@ -8,38 +8,95 @@ embeddings and grades.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 _STRICT = ConfigDict(extra="forbid", validate_assignment=True)
+
+# The world before the calibration (issue 40): every mechanism below the ``world`` field off and
+# the older prior. ``sim.world: legacy`` fills any setting not given explicitly from here.
+LEGACY_WORLD: dict[str, Any] = {
+    "n_types": 8, "base_alpha": 2.0, "base_beta": 5.0, "p_helpful": 0.5, "p_neutral": 0.2,
+    "p_harmful": 0.2, "p_off_target": 0.1, "helpful_effect": 0.35, "effect_spread": 0.4,
+    "route_hard_bias": 0.0, "misapply_cost": 0.0, "surface_share": 0.0, "phrase_share": 0.0,
+    "submodes": 1, "cross_submode": 1.0, "impurity_cost": 0.0, "idea_share": 0.0,
+    "draft_diversity": 1.0, "redraft_helpful_drop": 0.0, "route_preference": 0.0,
+}
 
 
 class SimSettings(BaseModel):
     """The world (tasks, failure types, skill-effect prior) and the LLM's noise."""
 
     model_config = _STRICT
+    world: Literal["calibrated", "legacy"] = "calibrated"
+    """Which world: 'calibrated' (the default: the mechanisms below, parameters fitted to the
+    paper's MBPP+ Default row only, docs/ablations.md) or 'legacy' (the world before issue 40:
+    misapplied guidance costs nothing, types share no words, drafts and routing independent of
+    the bank). The preset fills every setting not given explicitly (at config load)."""
+    default_world: ClassVar[str] = "calibrated"
+    """The preset a suite's section starts from when ``world`` is not given."""
     n_tasks: int = Field(default=100, ge=2)
     """Tasks in the world; a run draws ``n_train + n_eval`` of them."""
-    n_types: int = Field(default=8, ge=1, le=16)
+    n_types: int = Field(default=16, ge=1, le=16)
     """K latent failure types (at most 16: the built-in lexicon has 16 themes)."""
     phrases_per_type: int = Field(default=6, ge=1, le=20)
     """Paraphrased pattern phrases per type (canonicalisation and the cover guard merge them)."""
-    base_alpha: float = Field(default=2.0, gt=0)
-    base_beta: float = Field(default=5.0, gt=0)
-    """A task's base solve probability p0 ~ Beta(base_alpha, base_beta) (mean 0.29 by default,
-    near the paper's round-0 0.26)."""
-    p_helpful: float = Field(default=0.5, ge=0)
-    p_neutral: float = Field(default=0.2, ge=0)
-    p_harmful: float = Field(default=0.2, ge=0)
-    p_off_target: float = Field(default=0.1, ge=0)
+    base_alpha: float = Field(default=0.5, gt=0)
+    base_beta: float = Field(default=1.4, gt=0)
+    """A task's base solve probability p0 ~ Beta(base_alpha, base_beta) (mean 0.26, the
+    paper's round-0 0.258; legacy 2 / 5)."""
+    p_helpful: float = Field(default=0.75, ge=0)
+    p_neutral: float = Field(default=0.1, ge=0)
+    p_harmful: float = Field(default=0.1, ge=0)
+    p_off_target: float = Field(default=0.05, ge=0)
     """Prior over a new skill's true effect class (normalised; at least one must be > 0)."""
-    helpful_effect: float = Field(default=0.35, ge=0, le=1)
-    """A helpful skill adds about this to p on tasks of its target type (x U(0.6, 1.4))."""
+    helpful_effect: float = Field(default=0.8, ge=0, le=1)
+    """A helpful skill adds about this to p on tasks of its target type (and sub-mode)
+    (x U(1 - effect_spread, 1 + effect_spread))."""
+    effect_spread: float = Field(default=0.6, ge=0, le=1)
+    """Half-width of a skill's effect multiplier around 1 (legacy 0.4: U(0.6, 1.4)); wider
+    makes many helpful skills small against p0, within reach of retirement noise (A4)."""
     harmful_effect: float = Field(default=0.25, ge=0, le=1)
     """A harmful skill subtracts about this on its target type (x U(0.6, 1.4))."""
     off_target_harm: float = Field(default=0.15, ge=0, le=1)
     """An off-target skill helps its type like a helpful one and subtracts this on every other."""
+    misapply_cost: float = Field(default=0.08, ge=0, le=1)
+    """Misapplied guidance: any skill injected on a task of another type subtracts this (an
+    off-target skill subtracts it on top of ``off_target_harm``). Legacy 0."""
+    surface_share: float = Field(default=0.45, ge=0, le=1)
+    """Probability that each of the two theme words a task's prompt names is a word of its
+    type's surface partner (types 2i and 2i+1 share surface words) instead of its own: the
+    prompt's surface says less about the latent type than the Router's reading (A2 retrieves
+    on surface). Legacy 0."""
+    phrase_share: float = Field(default=0.2, ge=0, le=1)
+    """Probability that a pattern phrase swaps one of its three theme words for a word of the
+    type's partner: canonicalisation can then merge the two types' clusters. Legacy 0."""
+    submodes: int = Field(default=2, ge=1, le=3)
+    """Sub-modes per failure type: a task has one, each pattern phrase belongs to one, and a
+    skill is written for the sub-mode most of its cluster's examples show. Legacy 1."""
+    cross_submode: float = Field(default=0.7, ge=0, le=1)
+    """Share of a skill's target-type effect on tasks of the type's other sub-modes."""
+    impurity_cost: float = Field(default=0.6, ge=0, le=1)
+    """A draft's effect is scaled by 1 - impurity_cost x (1 - purity), purity the share of
+    its cluster's examples of the target type and sub-mode: impure clusters write weaker
+    skills (A5). Legacy 0."""
+    idea_share: float = Field(default=0.3, ge=0, le=1)
+    """Probability that a skill's effect class and size are its theme's idea (one draw per
+    type, sub-mode and guide) instead of a fresh draw: redundant skills are not independent
+    lottery tickets (A6). Legacy 0."""
+    draft_diversity: float = Field(default=0.08, ge=0, le=1)
+    """Probability that a draft picks fresh aspect words instead of its theme's stock ones;
+    with stock words a re-draft of a theme lands on the earlier skill of that theme (dedup,
+    also against deprecated skills), so a retired theme is hard to write again (A4). Legacy 1
+    (every draft fresh, re-synthesis free)."""
+    redraft_helpful_drop: float = Field(default=0.6, ge=0, le=1)
+    """Drafts depend on the bank: a draft re-written because dedup refused the theme's stock
+    wording (its earlier skill, ACTIVE or deprecated, holds the theme's first idea) moves this
+    share of the helpful prior mass to neutral. Legacy 0."""
+    route_preference: float = Field(default=8.0, ge=0)
+    """The Router prefers better skills: among the offered skills aimed at the task's type, it
+    picks with weights exp(route_preference x true effect on the task). Legacy 0 (uniform)."""
     no_guide_helpful_drop: float = Field(default=0.5, ge=0, le=1)
     """Without an authoring guide in the prompt (ablation A3) this share of the helpful prior
     mass moves to neutral."""
@@ -47,7 +104,7 @@ class SimSettings(BaseModel):
     """Probability that the Router picks a skill aimed at the task's type when one is offered."""
     route_noise: float = Field(default=0.05, ge=0, le=1)
     """Probability that the Router picks a uniformly random offered skill instead."""
-    route_hard_bias: float = Field(default=0.0, ge=0, le=1)
+    route_hard_bias: float = Field(default=0.4, ge=0, le=1)
     """Share of the easier half of the tasks (p0 at or above the world's median) the Router
     sends to NONE regardless of the skills: 1.0 routes only hard tasks (the confound of c-hat)."""
     pattern_noise: float = Field(default=0.15, ge=0, le=1)
@@ -60,6 +117,18 @@ class SimSettings(BaseModel):
     that were of the target type: + refine_gain on average from the skill's own failures."""
     refine_noise: float = Field(default=0.1, ge=0, le=1)
     """Standard deviation of a revision's shift (a revision can help or harm)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset(cls, data: Any) -> Any:
+        """Fill the settings not given from the chosen world's preset (``LEGACY_WORLD``)."""
+        if not isinstance(data, dict):
+            return data
+        world = data.get("world", cls.default_world)
+        data = {**data, "world": world}
+        if world == "legacy":
+            return {**LEGACY_WORLD, **data}
+        return data
 
     @model_validator(mode="after")
     def _prior_has_mass(self) -> "SimSettings":

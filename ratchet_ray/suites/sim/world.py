@@ -20,10 +20,28 @@ Contracts:
   inherited. A revision of a revision applies its shift to its own parent's truth.
 - ``route_probs(task, tokens)``: the Router's choice distribution over the offered skills and
   NONE (see ``SimSettings`` route_*); the ``sim`` LLM samples from it and the report uses it.
+
+The calibrated world (``sim.world: calibrated``, the default; every mechanism is off in
+``legacy``, which draws exactly the world it drew before):
+- Surface: types 2i and 2i+1 are partners (``partner``); each theme word a task's prompt names
+  is the partner's with probability ``surface_share``, and a pattern phrase is worded in the
+  partner's words with probability ``phrase_share`` (canonicalisation merges it there).
+- Sub-modes: a task has one of ``submodes``; phrase i is sub-mode i mod ``submodes``. A
+  calibrated draft's token carries ``.m<s>p<q>[x]``: the sub-mode written for, the cluster's
+  purity in ninths and ``x`` for a re-draft after dedup refused the theme's stock wording.
+- Truth: ``effect(task)`` is the target delta on the skill's sub-mode, times ``cross_submode``
+  on the type's other sub-modes; every other type gets ``-misapply_cost`` (off-target skills
+  their harm on top). A helpful effect is scaled by ``1 - impurity_cost (1 - purity)``; with
+  probability ``idea_share`` a first draft's class and size are its theme's idea (one draw per
+  type, sub-mode and guide); a re-draft moves ``redraft_helpful_drop`` of the helpful mass to
+  neutral.
+- Routing: among aimed skills weights ``exp(route_preference * effect(task))``, NONE competing
+  with weight 1 when the preference is on.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import statistics
@@ -36,7 +54,8 @@ from ratchet_ray.suites.sim.lexicon import THEMES, VERBS
 from ratchet_ray.suites.sim.settings import SimWorld
 
 TASK_RE = re.compile(r"\[(sim/\d+)\]")
-TOKEN_RE = re.compile(r"\b(sim-k(\d+)-([gn])-[0-9a-f]{8}(?:\.r\d[0-9a-f]{8})*)\b")
+TOKEN_RE = re.compile(
+    r"\b(sim-k(\d+)-([gn])-[0-9a-f]{8}(?:\.m(\d)p(\d)(x?))?(?:\.r\d[0-9a-f]{8})*)\b")
 REVISION_RE = re.compile(r"^(.*)\.r(\d)[0-9a-f]{8}$")
 CLASSES = ("helpful", "neutral", "harmful", "off_target")
 
@@ -47,6 +66,8 @@ class SimTask:
     type: int
     p0: float
     prompt: str
+    submode: int = 0
+    """The task's sub-mode within its type (always 0 with ``sim.submodes`` 1)."""
 
 
 @dataclass(frozen=True)
@@ -56,9 +77,22 @@ class SkillTruth:
     guided: bool
     effect_class: str
     deltas: tuple[float, ...]
+    submode: int | None = None
+    """The sub-mode the skill was written for (None: the whole type, a legacy token)."""
+    cross: float = 1.0
+    """Share of the target-type effect on tasks of the type's other sub-modes."""
 
     def delta(self, type_: int) -> float:
+        """The effect on tasks of ``type_`` (on the target type: on its own sub-mode)."""
         return self.deltas[type_]
+
+    def effect(self, task: SimTask) -> float:
+        """The effect on ``task``: ``delta`` of its type, times ``cross`` on the target type's
+        other sub-modes."""
+        d = self.deltas[task.type]
+        if task.type == self.target and self.submode is not None and task.submode != self.submode:
+            return d * self.cross
+        return d
 
 
 def parse_token(text: str) -> str | None:
@@ -78,6 +112,7 @@ class World:
         self.spec = spec
         self.seed = spec.seed
         self.k = spec.n_types
+        self.calibrated = spec.world != "legacy"
         self.phrases = [self._phrases(t) for t in range(self.k)]
         self.tasks: list[SimTask] = self._draw_tasks()
         self.by_id = {t.task_id: t for t in self.tasks}
@@ -89,13 +124,36 @@ class World:
         """A generator fixed by the world seed and ``parts`` (the identity of one draw)."""
         return random.Random(derive_seed("sim-world", self.seed, *parts))
 
+    def partner(self, type_: int) -> int:
+        """The type that shares surface words with ``type_`` (types 2i and 2i + 1; the last
+        of an odd K has none and is its own)."""
+        other = type_ ^ 1
+        return other if other < self.k else type_
+
     def _phrases(self, type_: int) -> list[str]:
+        """Phrase i belongs to sub-mode i mod ``submodes``; with probability ``phrase_share`` a
+        phrase of the type is worded in its partner type's words (a failure of this type that
+        reads as the partner's; drawn apart, so a legacy world is unchanged)."""
         words = THEMES[type_][1]
         triples = list(combinations(words, 3))
         rng = self.rng("phrases", type_)
         rng.shuffle(triples)
-        return [" ".join((rng.choice(VERBS), *triple))
-                for triple in triples[: self.spec.phrases_per_type]]
+        phrases = [[rng.choice(VERBS), *triple] for triple in triples[: self.spec.phrases_per_type]]
+        partner = self.partner(type_)
+        if self.spec.phrase_share > 0 and partner != type_:
+            for i, phrase in enumerate(phrases):
+                share = self.rng("phrase-share", type_, i)
+                if share.random() < self.spec.phrase_share:
+                    # worded in the partner's words: canonicalisation merges it there
+                    phrase[1:] = share.sample(THEMES[partner][1], 3)
+        return [" ".join(phrase) for phrase in phrases]
+
+    def phrase_submode(self, type_: int, phrase: str) -> int | None:
+        """The sub-mode of ``phrase`` among ``type_``'s phrases (None: not one of them)."""
+        try:
+            return self.phrases[type_].index(phrase) % self.spec.submodes
+        except ValueError:
+            return None
 
     # ---- tasks -----------------------------------------------------------------------------------
     def _draw_tasks(self) -> list[SimTask]:
@@ -106,9 +164,16 @@ class World:
             p0 = rng.betavariate(spec.base_alpha, spec.base_beta)
             w1, w2 = rng.sample(THEMES[type_][1], 2)
             task_id = f"sim/{i:03d}"
+            # The surface (the calibrated world's own generators, so a legacy world is as before):
+            # each named word may be the partner type's, and the task has a sub-mode.
+            surface = self.rng("surface", i)
+            partner_words = THEMES[self.partner(type_)][1]
+            w1, w2 = (surface.choice(partner_words) if surface.random() < spec.surface_share
+                      else w for w in (w1, w2))
+            submode = surface.randrange(spec.submodes) if spec.submodes > 1 else 0
             prompt = (f"[{task_id}] Write a function that transforms a batch of records. "
                       f"Make sure it handles the {w1} and {w2} cases correctly.")
-            tasks.append(SimTask(task_id, type_, p0, prompt))
+            tasks.append(SimTask(task_id, type_, p0, prompt, submode))
         return tasks
 
     def task(self, task_id: str) -> SimTask:
@@ -128,9 +193,18 @@ class World:
         return [self.by_id[i] for i in self.task_tag.findall(text) if i in self.by_id]
 
     # ---- skills ---------------------------------------------------------------------------
-    def make_token(self, target: int, guided: bool, *identity: object) -> str:
+    def make_token(self, target: int, guided: bool, *identity: object,
+                   submode: int | None = None, purity: float | None = None,
+                   redraft: bool = False) -> str:
+        """A first version's token; with ``submode`` (a calibrated world's draft) it also names
+        the sub-mode written for, the cluster's purity in ninths and whether it is a re-draft
+        after dedup refused the theme's stock one (``.m<s>p<q>[x]``)."""
         digest = derive_seed("sim-skill", self.seed, target, guided, *identity)
-        return f"sim-k{target}-{'g' if guided else 'n'}-{digest:08x}"
+        token = f"sim-k{target}-{'g' if guided else 'n'}-{digest:08x}"
+        if submode is not None:
+            digit = min(9, max(0, round((1.0 if purity is None else purity) * 9)))
+            token += f".m{submode}p{digit}{'x' if redraft else ''}"
+        return token
 
     def make_revision_token(self, parent: str, quality: float, *identity: object) -> str:
         """The token of a revision of ``parent`` built from failures of which ``quality``
@@ -167,17 +241,31 @@ class World:
             moved = weights[0] * s.no_guide_helpful_drop
             weights[0] -= moved
             weights[1] += moved
+        submode = int(found.group(4)) if found.group(4) is not None else None
+        purity = int(found.group(5)) / 9 if found.group(5) is not None else 1.0
+        redraft = found.group(6) == "x"
+        if redraft:  # the theme's first idea is taken: a different one is a worse one
+            moved = weights[0] * s.redraft_helpful_drop
+            weights[0] -= moved
+            weights[1] += moved
         rng = self.rng("truth", token)
+        if (not redraft and s.idea_share > 0
+                and self.rng("idea-pick", token).random() < s.idea_share):
+            # a redundant skill: its theme's idea (one draw per type, sub-mode and guide)
+            rng = self.rng("idea", target, submode, guided)
         effect_class = rng.choices(CLASSES, weights=weights)[0]
         deltas = [0.0] * self.k
-        scale = rng.uniform(0.6, 1.4)
+        scale = rng.uniform(1 - s.effect_spread, 1 + s.effect_spread)
         if effect_class in ("helpful", "off_target"):
-            deltas[target] = s.helpful_effect * scale
+            deltas[target] = s.helpful_effect * scale * (1 - s.impurity_cost * (1 - purity))
         if effect_class == "harmful":
             deltas[target] = -s.harmful_effect * scale
         if effect_class == "off_target":
             deltas = [d if t == target else -s.off_target_harm for t, d in enumerate(deltas)]
-        return SkillTruth(token, target, guided, effect_class, tuple(deltas))
+        if s.misapply_cost > 0:
+            deltas = [d if t == target else d - s.misapply_cost for t, d in enumerate(deltas)]
+        return SkillTruth(token, target, guided, effect_class, tuple(deltas), submode,
+                          s.cross_submode if submode is not None else 1.0)
 
     def _revised_truth(self, token: str, parent: SkillTruth, quality: float) -> SkillTruth:
         s, target = self.spec, parent.target
@@ -186,18 +274,20 @@ class World:
         top, bottom = s.helpful_effect * 1.4, -s.harmful_effect * 1.4
         deltas = list(parent.deltas)
         deltas[target] = min(top, max(bottom, deltas[target] + shift))
-        off = any(d != 0 for t, d in enumerate(deltas) if t != target)
+        # off-target harm beyond the misapplication cost every skill has off its type
+        off = any(d < -s.misapply_cost for t, d in enumerate(deltas) if t != target)
         effect_class = ("neutral" if deltas[target] == 0 and not off else
                         "harmful" if deltas[target] < 0 else
                         "off_target" if off else "helpful")
-        return SkillTruth(token, target, parent.guided, effect_class, tuple(deltas))
+        return SkillTruth(token, target, parent.guided, effect_class, tuple(deltas),
+                          parent.submode, parent.cross)
 
     def p(self, task_id: str, token: str | None) -> float:
         """True pass probability of ``task_id`` with the skill ``token`` injected (None: NONE)."""
         task = self.task(task_id)
         if token is None:
             return task.p0
-        return min(1.0, max(0.0, task.p0 + self.skill_truth(token).delta(task.type)))
+        return min(1.0, max(0.0, task.p0 + self.skill_truth(token).effect(task)))
 
     # ---- routing ---------------------------------------------------------------------------------
     def route_probs(self, task_id: str, tokens: Sequence[str | None]) -> list[float]:
@@ -212,6 +302,11 @@ class World:
         aimed = [i for i, tok in enumerate(tokens)
                  if tok is not None and self.skill_truth(tok).target == task.type]
         probs = [engage * self.spec.route_noise / n] * n
-        for i in aimed:
-            probs[i] += engage * self.spec.route_accuracy / len(aimed)
+        # The Router prefers better skills among the aimed ones (uniform at preference 0), and
+        # with a preference it may decline them all: NONE competes with weight exp(0) = 1.
+        weights = [math.exp(self.spec.route_preference * self.skill_truth(tokens[i]).effect(task))
+                   for i in aimed]
+        total = sum(weights) + (1.0 if self.spec.route_preference > 0 and aimed else 0.0)
+        for i, w in zip(aimed, weights):
+            probs[i] += engage * self.spec.route_accuracy * w / total
         return probs

@@ -27,3 +27,9 @@ def rows(run_dir: Path, sql: str) -> list[tuple]:
 
     with EvidenceStore(run_dir).connect() as con:
         return con.execute(sql).fetchall()
+
+
+def legacy_config(results_dir: Path, *sets: str, arm: str | None = None) -> LoopConfig:
+    """``sim_config`` in the world before its calibration (``sim.world: legacy``): the tests
+    whose numbers were derived for that world (its prior, routing and phrases) use it."""
+    return sim_config(results_dir, "sim.world=legacy", *sets, arm=arm)

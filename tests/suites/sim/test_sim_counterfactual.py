@@ -14,7 +14,7 @@ import pytest
 
 from ratchet_ray.suites.sim.truth import analyze_run
 
-from sim_helpers import rows, run_sim, sim_config
+from sim_helpers import rows, run_sim, legacy_config as sim_config  # legacy-world numbers
 
 pytestmark = pytest.mark.slow
 BIASED = ("sim.n_types=4", "sim.p_helpful=1", "sim.p_neutral=0", "sim.p_harmful=0",

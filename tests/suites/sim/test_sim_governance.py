@@ -19,7 +19,7 @@ from ratchet_ray.suites.sim.truth import analyze_run
 from ratchet_ray.synthesis.preprocess import cluster_verdicts
 
 from local_ray import start_local_ray
-from sim_helpers import rows, run_sim, sim_config
+from sim_helpers import rows, run_sim, legacy_config as sim_config  # legacy-world numbers
 
 pytestmark = pytest.mark.slow
 ARMS_ROUNDS = 10

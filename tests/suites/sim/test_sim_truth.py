@@ -16,7 +16,7 @@ from ratchet_ray.suites.sim.truth import analyze_run, hoeffding_eps
 from ratchet_ray.suites.sim.world import World
 from ratchet_ray.types import Capsule, Guidance, Skill
 
-from sim_helpers import sim_config
+from sim_helpers import legacy_config as sim_config  # legacy-world numbers
 
 
 def _capsule(round_, split, task, skill, passed, attempt=0):

@@ -23,7 +23,7 @@ from ratchet_ray.synthesis.preprocess import canonicalize, cover_guard, Cluster
 from ratchet_ray.types import Capsule, Task
 from ratchet_ray.suites import settings_for
 
-from sim_helpers import sim_config
+from sim_helpers import legacy_config as sim_config  # legacy-world numbers
 
 
 @pytest.fixture
