@@ -8,6 +8,9 @@ Contracts:
   tampered skill is refused, naming it), refuses another suite's pack unless
   ``--allow-other-suite``, and prints one line per pack skill (added, renamed, same, skipped,
   too_long: ``bank.pack_import``). Imported skills are on probation (``bank.probation``).
+- ``transfer`` (``ratchet skill transfer``) runs the sim world's transfer measurement
+  (``packs.transfer``: run A, its pack, six runs B) under a new ``--out`` folder and writes the
+  table to ``OUT/transfer.md``.
 - Errors surface as one readable line (``PackError`` and the bank's and config's errors).
 """
 

@@ -239,3 +239,17 @@ def test_a_pack_cannot_exempt_its_skills_from_retirement(tmp_path):
     assert "do_not_retire dropped" in line.note and not b.get("sticky").do_not_retire
     b.log.store.append("capsule", 1, routed_capsules("runB", "sticky", 1, 0, 4))
     assert [d.action for d in b.curate(1)] == ["retire"]
+
+
+def test_cli_refusals_name_the_fix(tmp_path):
+    a = source_run(tmp_path)
+    runner = CliRunner()
+    out = runner.invoke(cli, ["--db", str(a.run_dir), "skill", "export", "-o", str(tmp_path / "p")])
+    assert out.exit_code == 0, out.output  # RUN from --db
+    again = runner.invoke(cli, ["skill", "export", str(a.run_dir), "-o", str(tmp_path / "p")])
+    assert again.exit_code == 1 and "a pack is already there" in again.output
+    none = runner.invoke(cli, ["skill", "import", str(tmp_path / "p")])
+    assert none.exit_code == 2 and "--into RUN_DIR" in none.output
+    (tmp_path / "t").mkdir()
+    busy = runner.invoke(cli, ["skill", "transfer", "--out", str(tmp_path / "t")])
+    assert busy.exit_code == 2 and "exists; pass a new folder" in busy.output
