@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.metrics import loop_metrics
-from ratchet_ray.report.data import round_rows
+from ratchet_ray.report.data import round_rows, skill_events
 from ratchet_ray.suites.sim.truth import analyze_run
 
 COLUMNS = ("condition", "arm", "round0", "rolling_mean", "rolling_gain", "imported", "imported_harmful",
@@ -36,8 +36,8 @@ def transfer_row(run_dir: str | Path, imported: Iterable[str], condition: str, a
     truth = analyze_run(run_dir)
     harmful = [s for s in truth.skills if s.effect_class == HARMFUL]
     with EvidenceStore(run_dir).connect() as con:
-        shed = con.execute("SELECT max(round) FROM skill_event "
-                           "WHERE event IN ('retired', 'evicted')").fetchone()[0]
+        shed = max((e["round"] for e in skill_events(con)
+                    if e["event"] in ("retired", "evicted")), default=None)
     ids = {s.skill_id for s in truth.skills}
     return {
         "condition": condition, "arm": arm,
