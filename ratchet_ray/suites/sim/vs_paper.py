@@ -69,8 +69,8 @@ def render_vs_paper(rows: Sequence) -> str:
         spread = f" ± {statistics.stdev(own):.3f}" if len(own) > 1 else ""
         (p_mean, p_std) = PAPER_MBPP[arm][2]
         if arm == DEFAULT_ARM:
-            lines.append(f"| {arm} | {mean:+.3f}{spread} | – | – | {p_mean:+.3f} ± {p_std:.3f} "
-                         "| – | – | – |")
+            lines.append(f"| {arm} | {mean:+.3f}{spread} | – | – "
+                         f"| {p_mean:+.3f} ± {p_std:.3f} | – | – | – |")
             continue
         paired = [g - base[s] for s, g in gains[arm].items() if s in base]
         diff = statistics.fmean(paired) if paired else math.nan

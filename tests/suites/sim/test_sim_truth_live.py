@@ -23,7 +23,7 @@ from ratchet_ray.suites.sim.report import write_sim_report
 from ratchet_ray.suites.sim.truth import analyze_run
 
 from local_ray import start_local_ray
-from sim_helpers import run_sim, sim_config
+from sim_helpers import run_sim, legacy_config as sim_config  # legacy-world numbers
 
 pytestmark = pytest.mark.slow
 ALL_ARMS = ("default", "A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8", "A9", "A10")
