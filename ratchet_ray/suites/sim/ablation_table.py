@@ -38,6 +38,7 @@ import click
 from ratchet_ray.ablations import (ARM_LABELS, DEFAULT_ARM, DEPRECATION_CAUSES, RunResult,
                                    arm_sort_key, find_run_dirs, mean_std, run_result)
 from ratchet_ray.bank.skill_io import load_skill_folder
+from ratchet_ray.evidence.comparisons import eval_outcomes, paired_comparison
 from ratchet_ray.metrics import load_loop
 from ratchet_ray.suites.sim.report import NO_EFFECT_IN_SIM, headline
 from ratchet_ray.suites.sim.truth import RunTruth, analyze_run
@@ -131,12 +132,29 @@ def _stat(values: Iterable[float | None], seeds: int, digits: int = 3,
 
 
 COLUMNS = ("arm", "change", "seeds", "round 0", "peak", "final", "rolling gain", "vs Default",
-           "true gain", "created", "deprecated (retired / evicted / rolled back)", "active at end",
+           "paired Δ [95 % CI]", "p", "true gain", "created", "deprecated (retired / evicted / rolled back)", "active at end",
            "engagement", "harmful written", "retire precision", "retire recall",
            "harmful gone", "helpful kept")
 
 
-def _arm_cells(arm: str, group: list[ArmSeed], base: dict[int | None, float | None]) -> list[str]:
+def _paired_cells(arm: str, group: list[ArmSeed], default: list[ArmSeed]) -> list[str]:
+    """``[Δ [95 % CI], p]`` against the Default on the shared seeds and eval tasks
+    (``evidence.comparisons``); bold where the interval excludes 0."""
+    if arm == DEFAULT_ARM or not default:
+        return ["–", "–"]
+
+    def outcomes(rows: list[ArmSeed]) -> dict[int, dict]:
+        return {g.seed: eval_outcomes(g.result.run_dir) for g in rows if g.seed is not None}
+
+    found = paired_comparison(arm, outcomes(group), outcomes(default))
+    if found is None:
+        return ["–", "–"]
+    text = f"{found.diff:+.3f} {found.interval.describe()}"
+    return [f"**{text}**" if found.real else text, f"{found.p_value:.3g}"]
+
+
+def _arm_cells(arm: str, group: list[ArmSeed], base: dict[int | None, float | None],
+               default: list[ArmSeed] = ()) -> list[str]:
     n = len(group)
     res = [g.result for g in group]
     heads = [g.head for g in group]
@@ -151,7 +169,8 @@ def _arm_cells(arm: str, group: list[ArmSeed], base: dict[int | None, float | No
             _stat((r.round0 for r in res), n), _stat((r.peak for r in res), n),
             _stat((g.final for g in group), n),
             _stat((r.rolling_gain for r in res), n, signed=True),
-            vs, true_gain, _stat((r.skills_created for r in res), n, 1),
+            vs, *_paired_cells(arm, group, list(default)), true_gain,
+            _stat((r.skills_created for r in res), n, 1),
             f"{_stat((r.skills_deprecated for r in res), n, 1)} ({causes})",
             _stat((r.active_at_end for r in res), n, 1),
             _stat((r.router_engagement for r in res), n, 2),
@@ -169,11 +188,16 @@ def render(rows: list[ArmSeed]) -> str:
     base = {g.seed: g.result.rolling_gain for g in groups.get(DEFAULT_ARM, [])}
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for arm in sorted(groups, key=arm_sort_key):
-        lines.append("| " + " | ".join(_arm_cells(arm, groups[arm], base)) + " |")
+        lines.append("| " + " | ".join(_arm_cells(arm, groups[arm], base,
+                                                  groups.get(DEFAULT_ARM, []))) + " |")
     lines += ["", f"Every one of the {len(rows)} arm-seeds above was checked against its live "
               "bank before the table was rendered: the truth report's status of each skill, the "
               "ACTIVE count (bank files = truth = `loop.json` = this table), created - deprecated "
-              "= active, and the deprecations by last cause all agree."]
+              "= active, and the deprecations by last cause all agree. *Paired Δ* is the "
+              "rolling-gain difference from the Default over the (seed, round, eval task) pairs, "
+              "with a bootstrap interval over seeds and tasks (**bold**: it excludes 0, a real "
+              "difference); *p* is the exact McNemar test on the discordant pairs of the window "
+              "rounds."]
     return "\n".join(lines)
 
 
