@@ -118,4 +118,6 @@ def test_a_forger_cannot_tell_a_canary_session_from_the_real_one(grader, tasks, 
         old, new = mutated[name.split("-")[1]].split(" -> ")
         diff = [(a, b) for a, b in zip(real["files"]["tests/test_ops.py"]["text"].split("\n"),
                                        other["files"]["tests/test_ops.py"]["text"].split("\n")) if a != b]
-        assert len(diff) == 1 and diff[0][0].replace(old, new) == diff[0][1], diff
+        # The expectation is the line's last literal (``mul(0, 7) == 0`` -> ``== 9``).
+        head, _, tail = diff[0][0].rpartition(old) if len(diff) == 1 else ("", "", "")
+        assert len(diff) == 1 and head + new + tail == diff[0][1], diff

@@ -197,7 +197,11 @@ def test_grading_and_the_agent_use_the_stripped_image(docker_client, future_inst
                                                       gold, local_settings, limits, tmp_path):
     fix = _run_once(docker_client, raw_image, local_settings, "git rev-parse fix-add").strip()
     task = to_task(future_instance)
-    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
+    # The grader proves a resolution against the gold patch, read from the dataset it is given.
+    dataset = tmp_path / "future.jsonl"
+    dataset.write_text(json.dumps(future_instance) + "\n")
+    settings = local_settings.model_copy(update={"dataset_name": str(dataset)})
+    grader = SwebenchGrader(settings, limits, tmp_path, client=docker_client)
     resolved = grader.grade(task, gold["ratchet__calc-1"])  # strips the image on first use
     assert resolved.passed, resolved.trace
     assert InstanceImages(docker_client, local_settings).ready(raw_image, future_instance)
