@@ -9,7 +9,6 @@ the skill stays."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from cheat_script import CHEAT_ID, TRAIN, cheat_config, cheat_models
 from ratchet_ray.ablations import run_result
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.driver import run_loop
+from round_files import checkpoint_active, decision, summary
 
 ray.cloudpickle.register_pickle_by_value(cheat_script)
 
@@ -28,20 +28,6 @@ def cheat_run(tmp_path: Path, *sets: str) -> tuple[Path, EvidenceStore]:
     run_dir = run_loop(cheat_config(tmp_path, 2, *sets), models=cheat_models(),
                        show_progress=False)
     return run_dir, EvidenceStore(run_dir)
-
-
-def summary(run_dir: Path, round_: int) -> dict:
-    return json.loads((run_dir / f"round_{round_:02d}" / "summary.json").read_text())
-
-
-def decision(run_dir: Path, round_: int, skill_id: str) -> dict:
-    done = json.loads((run_dir / f"round_{round_:02d}" / "curate.json").read_text())
-    return next(d for d in done["decisions"] if d["skill_id"] == skill_id)
-
-
-def checkpoint_active(run_dir: Path, round_: int) -> list[str]:
-    manifest = run_dir / "checkpoints" / f"round_{round_:02d}" / "manifest.json"
-    return json.loads(manifest.read_text())["active"]
 
 
 def assert_round1_forged(con) -> None:

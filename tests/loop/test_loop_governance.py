@@ -16,6 +16,7 @@ from loop_helpers import (BAD_ID, GENERIC_ID, GOOD_ID, GROUP1, GROUP2, scenario_
 from ratchet_ray.config_files import load_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.driver import run_loop
+from round_files import checkpoint_active, summary
 
 
 def scenario_run(tmp_path: Path, rounds: int = 4) -> tuple[Path, EvidenceStore]:
@@ -29,15 +30,6 @@ def events(store: EvidenceStore, round_: int) -> list[tuple[str, str]]:
     rows = con.execute("SELECT event, skill_id FROM skill_event WHERE round = ? "
                        "ORDER BY created_at", [round_]).fetchall()
     return [(e, s) for e, s in rows]
-
-
-def checkpoint_active(run_dir: Path, round_: int) -> list[str]:
-    manifest = run_dir / "checkpoints" / f"round_{round_:02d}" / "manifest.json"
-    return json.loads(manifest.read_text())["active"]
-
-
-def summary(run_dir: Path, round_: int) -> dict:
-    return json.loads((run_dir / f"round_{round_:02d}" / "summary.json").read_text())
 
 
 @pytest.mark.slow

@@ -19,6 +19,7 @@ from ratchet_ray.ablations import run_result, write_report
 from ratchet_ray.cli import main
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.driver import run_loop
+from round_files import checkpoint_active, decision, summary
 from tampering_script import CHEAT_ID, P_FORGED, TOLD, TRAIN, tamper_config, tamper_models
 
 ray.cloudpickle.register_pickle_by_value(tampering_script)
@@ -28,20 +29,6 @@ def tamper_run(tmp_path: Path, *sets: str) -> tuple[Path, EvidenceStore]:
     run_dir = run_loop(tamper_config(tmp_path, 2, *sets), models=tamper_models(),
                        show_progress=False)
     return run_dir, EvidenceStore(run_dir)
-
-
-def summary(run_dir: Path, round_: int) -> dict:
-    return json.loads((run_dir / f"round_{round_:02d}" / "summary.json").read_text())
-
-
-def decision(run_dir: Path, round_: int, skill_id: str) -> dict:
-    done = json.loads((run_dir / f"round_{round_:02d}" / "curate.json").read_text())
-    return next(d for d in done["decisions"] if d["skill_id"] == skill_id)
-
-
-def checkpoint_active(run_dir: Path, round_: int) -> list[str]:
-    manifest = run_dir / "checkpoints" / f"round_{round_:02d}" / "manifest.json"
-    return json.loads(manifest.read_text())["active"]
 
 
 def assert_round1_tampered(con) -> None:
