@@ -8,9 +8,8 @@ Contracts:
   tampered skill is refused, naming it), refuses another suite's pack unless
   ``--allow-other-suite``, and prints one line per pack skill (added, renamed, same, skipped,
   too_long: ``bank.pack_import``). Imported skills are on probation (``bank.probation``).
-- ``transfer`` (``ratchet skill transfer``) runs the sim world's transfer measurement
-  (``packs.transfer``: run A, its pack, six runs B) under a new ``--out`` folder and writes the
-  table to ``OUT/transfer.md``.
+- The transfer measurement on the sim world is the sim suite's ``ratchet sim-transfer``
+  (``suites/sim/cli.py``).
 - Errors surface as one readable line (``PackError`` and the bank's and config's errors).
 """
 
@@ -100,64 +99,3 @@ def import_cmd(ctx: click.Context, pack: Path, into: Path | None, allow_other_su
         click.echo(line.line())
     entered = sum(line.action in ("added", "renamed") for line in lines)
     click.echo(f"imported {entered} skill(s) on probation from {pack}")
-
-
-TRANSFER_ARMS = (("empty bank", ()), ("pack, probation", ("bank.probation=true",)),
-                 ("pack, no probation", ("bank.probation=false",)))
-
-
-@click.command("transfer")
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="New folder for the runs, the pack and transfer.md.")
-@click.option("--rounds-a", type=click.IntRange(min=1), default=30, show_default=True,
-              help="Rounds of run A, whose bank is exported.")
-@click.option("--rounds-b", type=click.IntRange(min=1), default=30, show_default=True,
-              help="Rounds of each run B.")
-@click.option("--seed-a", type=int, default=42, show_default=True, help="Seed (world) of A.")
-@click.option("--seed-b", type=int, default=7, show_default=True,
-              help="Seed of the 'truths redrawn' world: every skill's effect drawn anew.")
-@click.option("--stronger-beta", type=click.FloatRange(min=0.01), default=3.0,
-              show_default=True,
-              help="sim.base_beta of the 'stronger model' (A's world and truths, higher p0).")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-              help="Config override for every run, e.g. --set n_train=30 (repeatable).")
-def transfer_cmd(out: Path, rounds_a: int, rounds_b: int, seed_a: int, seed_b: int,
-                 stronger_beta: float, sets: tuple[str, ...]) -> None:
-    """Measure transfer on the sim world: run A's bank as a pack in a run B, on probation and
-    without, against B from an empty bank; for a stronger model (same truths) and a world
-    whose truths are redrawn. Prints the table and writes OUT/transfer.md."""
-    from ratchet_ray.config_files import layered_files
-    from ratchet_ray.loop.driver import RunSetupError, run_loop
-    from ratchet_ray.packs.transfer import transfer_row, transfer_table
-
-    if out.exists():
-        raise click.UsageError(f"--out {out} exists; pass a new folder (the runs go there)")
-
-    def run(name: str, *extra: str) -> Path:
-        try:
-            config = load_config(layered_files("sim", []),
-                                 [f"results_dir={out / name}", *extra, *sets])
-            return run_loop(config, show_progress=False)
-        except (ConfigError, RunSetupError) as exc:
-            raise click.ClickException(str(exc)) from exc
-
-    a = run("a", f"rounds={rounds_a}", f"seed={seed_a}")
-    pack = out / "pack"
-    manifest = export_pack(a, pack)
-    ids = [e["id"] for e in manifest["skills"]]
-    conditions = (("stronger model, same truths", (f"seed={seed_a}",
-                                                   f"sim.base_beta={stronger_beta}")),
-                  ("truths redrawn", (f"seed={seed_b}",)))
-    rows = []
-    for c, (condition, world) in enumerate(conditions):
-        for k, (arm, settings) in enumerate(TRANSFER_ARMS):
-            carried = () if k == 0 else (f"bank.pack={pack.resolve()}", *settings)
-            run_dir = run(f"b{c}{k}", f"rounds={rounds_b}", *world, *carried)
-            rows.append(transfer_row(run_dir, ids if k else (), condition, arm))
-            click.echo(f"{condition} / {arm}: {run_dir}", err=True)
-    header = (f"Run A: sim, seed {seed_a}, {rounds_a} rounds, {len(ids)} ACTIVE skills exported "
-              f"(pack {manifest['pack_sha256'][:16]}). Each run B: {rounds_b} rounds. Overrides: "
-              f"{' '.join(sets) or 'none'}.\n\n")
-    table = transfer_table(rows)
-    (out / "transfer.md").write_text(header + table)
-    click.echo(header + table, nl=False)

@@ -1,4 +1,4 @@
-"""Transfer of a skill pack, measured on the simulated world (``ratchet skill transfer``).
+"""Transfer of a skill pack, measured on the simulated world (``ratchet sim-transfer``).
 
 Contracts:
 - ``transfer_row(run_dir, imported, condition, arm)`` reads one finished run of a simulated world

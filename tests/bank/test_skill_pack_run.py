@@ -42,7 +42,7 @@ def test_a_run_starts_from_a_pack_on_probation(ray_local, tmp_path):
     assert records == {i: earned.get(i, EMPTY_STATS).trials for i in ids}
     assert sum(records.values()) > 0  # B routed its imports (else the check above is empty)
 
-    # The transfer table's row of B (``ratchet skill transfer``) reads the world's truth.
+    # The transfer table's row of B (``ratchet sim-transfer``) reads the world's truth.
     row = transfer_row(b, ids, "same truths", "pack, probation")
     assert (row["imported"], row["round0"] is not None) == (len(ids), True)
     assert 0 <= row["imported_harmful_kept"] <= row["imported_harmful"] <= len(ids)

@@ -251,5 +251,5 @@ def test_cli_refusals_name_the_fix(tmp_path):
     none = runner.invoke(cli, ["skill", "import", str(tmp_path / "p")])
     assert none.exit_code == 2 and "--into RUN_DIR" in none.output
     (tmp_path / "t").mkdir()
-    busy = runner.invoke(cli, ["skill", "transfer", "--out", str(tmp_path / "t")])
+    busy = runner.invoke(cli, ["sim-transfer", "--out", str(tmp_path / "t")])
     assert busy.exit_code == 2 and "exists; pass a new folder" in busy.output

@@ -3,6 +3,8 @@ resources actors request, and the install every node gets."""
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 import yaml
@@ -34,7 +36,8 @@ def test_the_waiting_message_names_the_resource_and_its_node_type():
 
 def test_every_node_gets_the_makefiles_install_and_the_sandbox():
     makefile = (ROOT / "Makefile").read_text()
-    torch = next(word for word in makefile.split() if word.startswith("torch=="))
+    version = re.search(r"^TORCH_VERSION \?= (\S+)$", makefile, re.M).group(1)
+    torch = f"torch=={version}"
     setup = "\n".join(CLUSTER["setup_commands"])
     assert f"pip install -q {torch}" in setup
     assert setup.index(torch) < setup.index("pip install -q -e")  # torch first, as there

@@ -1,6 +1,7 @@
 """``ratchet sim-report RUN_OR_SWEEP``: the truth-aware report of ``sim`` runs
-(``ratchet_ray/suites/sim/report.py``). Added to ``ratchet`` by the suite's registration
-(``commands=``), as a module of the CLI layer."""
+(``ratchet_ray/suites/sim/report.py``), and ``ratchet sim-transfer``: a skill pack's transfer
+measured on the sim world (``ratchet_ray/packs/transfer.py``). Added to ``ratchet`` by the
+suite's registration (``commands=``), as a module of the CLI layer."""
 
 from __future__ import annotations
 
@@ -28,4 +29,67 @@ def sim_report(path: Path, delta: float, out: Path | None) -> None:
     click.echo("\n".join(str(p) for p in written))
 
 
-COMMANDS = [sim_report]
+# ``ratchet sim-transfer``: a skill pack's transfer measured on the sim world (docs/skill-packs.md).
+TRANSFER_ARMS = (("empty bank", ()), ("pack, probation", ("bank.probation=true",)),
+                 ("pack, no probation", ("bank.probation=false",)))
+
+
+@click.command("sim-transfer")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="New folder for the runs, the pack and transfer.md.")
+@click.option("--rounds-a", type=click.IntRange(min=1), default=30, show_default=True,
+              help="Rounds of run A, whose bank is exported.")
+@click.option("--rounds-b", type=click.IntRange(min=1), default=30, show_default=True,
+              help="Rounds of each run B.")
+@click.option("--seed-a", type=int, default=42, show_default=True, help="Seed (world) of A.")
+@click.option("--seed-b", type=int, default=7, show_default=True,
+              help="Seed of the 'truths redrawn' world: every skill's effect drawn anew.")
+@click.option("--stronger-beta", type=click.FloatRange(min=0.01), default=3.0,
+              show_default=True,
+              help="sim.base_beta of the 'stronger model' (A's world and truths, higher p0).")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Config override for every run, e.g. --set n_train=30 (repeatable).")
+def transfer_cmd(out: Path, rounds_a: int, rounds_b: int, seed_a: int, seed_b: int,
+                 stronger_beta: float, sets: tuple[str, ...]) -> None:
+    """Measure transfer on the sim world: run A's bank as a pack in a run B, on probation and
+    without, against B from an empty bank; for a stronger model (same truths) and a world
+    whose truths are redrawn. Prints the table and writes OUT/transfer.md."""
+    from ratchet_ray.config_files import ConfigError, layered_files, load_config
+    from ratchet_ray.loop.driver import RunSetupError, run_loop
+    from ratchet_ray.packs.export import export_pack
+    from ratchet_ray.packs.transfer import transfer_row, transfer_table
+
+    if out.exists():
+        raise click.UsageError(f"--out {out} exists; pass a new folder (the runs go there)")
+
+    def run(name: str, *extra: str) -> Path:
+        try:
+            config = load_config(layered_files("sim", []),
+                                 [f"results_dir={out / name}", *extra, *sets])
+            return run_loop(config, show_progress=False)
+        except (ConfigError, RunSetupError) as exc:
+            raise click.ClickException(str(exc)) from exc
+
+    a = run("a", f"rounds={rounds_a}", f"seed={seed_a}")
+    pack = out / "pack"
+    manifest = export_pack(a, pack)
+    ids = [e["id"] for e in manifest["skills"]]
+    conditions = (("stronger model, same truths", (f"seed={seed_a}",
+                                                   f"sim.base_beta={stronger_beta}")),
+                  ("truths redrawn", (f"seed={seed_b}",)))
+    rows = []
+    for c, (condition, world) in enumerate(conditions):
+        for k, (arm, settings) in enumerate(TRANSFER_ARMS):
+            carried = () if k == 0 else (f"bank.pack={pack.resolve()}", *settings)
+            run_dir = run(f"b{c}{k}", f"rounds={rounds_b}", *world, *carried)
+            rows.append(transfer_row(run_dir, ids if k else (), condition, arm))
+            click.echo(f"{condition} / {arm}: {run_dir}", err=True)
+    header = (f"Run A: sim, seed {seed_a}, {rounds_a} rounds, {len(ids)} ACTIVE skills exported "
+              f"(pack {manifest['pack_sha256'][:16]}). Each run B: {rounds_b} rounds. Overrides: "
+              f"{' '.join(sets) or 'none'}.\n\n")
+    table = transfer_table(rows)
+    (out / "transfer.md").write_text(header + table)
+    click.echo(header + table, nl=False)
+
+
+COMMANDS = [sim_report, transfer_cmd]
