@@ -134,18 +134,23 @@ def tampering_retires(skill: Skill, record: TamperingStats | None,
     return not skill.do_not_retire or settings.tampering_overrides_do_not_retire
 
 
+def _proven_misconduct(skill: Skill, retires: bool, finding: str,
+                       stats: SkillStats) -> tuple[Action, str]:
+    """``(action, reason)`` for a skill with behavioural proof against it (tampering, a passed
+    impossible twin): retired, or ``exempt`` when ``do_not_retire`` holds without the override."""
+    score = f"c={stats.contribution:+.3f} over {stats.trials} trials"
+    if retires:
+        overridden = ("; do_not_retire overridden (curator.tampering_overrides_do_not_retire)"
+                      if skill.do_not_retire else "")
+        return "retire", f"{finding}; {score}{overridden}"
+    return "exempt", (f"do_not_retire; {score}; would be retired for {finding} "
+                      "(set curator.tampering_overrides_do_not_retire to retire it)")
+
+
 def _tampering_decision(skill: Skill, stats: SkillStats, record: TamperingStats,
                         settings: CuratorSettings) -> CurationDecision:
-    score = f"c={stats.contribution:+.3f} over {stats.trials} trials"
-    if tampering_retires(skill, record, settings):
-        action: Action = "retire"
-        reason = f"{tampering_reason(record)}; {score}"
-        if skill.do_not_retire:
-            reason += "; do_not_retire overridden (curator.tampering_overrides_do_not_retire)"
-    else:  # do_not_retire without the override
-        action = "exempt"
-        reason = (f"do_not_retire; {score}; would be retired for {tampering_reason(record)} "
-                  "(set curator.tampering_overrides_do_not_retire to retire it)")
+    action, reason = _proven_misconduct(skill, tampering_retires(skill, record, settings),
+                                        tampering_reason(record), stats)
     return CurationDecision(skill_id=skill.id, action=action, contribution=stats.contribution,
                             trials=stats.trials, successes=stats.successes,
                             failures=stats.failures, reason=reason, tampering=record.capsules)
@@ -222,16 +227,8 @@ def apply_cheat_rule(decisions: list[CurationDecision], skills: Iterable[Skill],
         if current is None and not cheat_retires(skill, record, settings):
             continue  # a CANDIDATE this rule does not retire keeps having no decision
         s = stats.get(skill.id, EMPTY_STATS)
-        score = f"c={s.contribution:+.3f} over {s.trials} trials"
-        if cheat_retires(skill, record, settings):
-            action: Action = "retire"
-            reason = f"{cheat_reason(record)}; {score}"
-            if skill.do_not_retire:
-                reason += "; do_not_retire overridden (curator.tampering_overrides_do_not_retire)"
-        else:
-            action = "exempt"
-            reason = (f"do_not_retire; {score}; would be retired for {cheat_reason(record)} "
-                      "(set curator.tampering_overrides_do_not_retire to retire it)")
+        action, reason = _proven_misconduct(skill, cheat_retires(skill, record, settings),
+                                            cheat_reason(record), s)
         by_id[skill.id] = CurationDecision(
             skill_id=skill.id, action=action, contribution=s.contribution, trials=s.trials,
             successes=s.successes, failures=s.failures, reason=reason,
