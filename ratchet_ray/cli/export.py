@@ -30,6 +30,10 @@ def export(run_dir: Path, as_inspect: bool, out: Path, splits: tuple[str, ...]) 
         written = export_inspect(run_dir, out, splits)
     except (NotARunDir, InspectMissing) as exc:
         raise click.ClickException(str(exc)) from exc
+    except OSError as exc:  # the output folder: not creatable, not writable, or the disk full
+        raise click.ClickException(f"cannot write the logs to {out}: {exc.strerror or exc} "
+                                   f"({exc.filename or out}); pass a writable folder with -o "
+                                   "(nothing was written into the run dir)") from exc
     if not written:
         raise click.ClickException(f"{run_dir} has no {'/'.join(splits)} capsules to export "
                                    "(has a round finished?)")

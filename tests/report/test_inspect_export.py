@@ -52,6 +52,11 @@ def test_an_exported_run_reads_back_in_inspect_sample_for_capsule(scenario_run: 
               if s.metadata["skill_id"] != "NONE"]
     assert routed and all(s.metadata["skill_guidance"] for s in routed)
     assert {p.name for p in scenario_run.rglob("*")} == before  # nothing written into the run
+    blocked = tmp_path / "a-file"  # a folder under a file cannot be made: one line, no traceback
+    blocked.write_text("")
+    unwritable = CliRunner().invoke(main, ["export", "--inspect", str(scenario_run), "-o",
+                                           str(blocked / "logs")])
+    assert unwritable.exit_code == 1 and "cannot write the logs to" in unwritable.output
 
 
 def test_export_names_what_is_missing(tmp_path, monkeypatch):
