@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 # The PyTorch CPU wheel index `make setup` takes torch from (when reachable; see the recipe).
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_VERSION ?= 2.13.0
+# The pinned versions of every other package (constraints.txt says why); empty resolves freely.
+CONSTRAINTS ?= constraints.txt
 MBPP_DATA ?= $(firstword $(wildcard ../shared/data/MbppPlus-v0.2.0.jsonl.gz))
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
@@ -12,9 +14,9 @@ ifneq ($(MBPP_DATA),)
 export MBPP_OVERRIDE_PATH ?= $(abspath $(MBPP_DATA))
 endif
 
-.PHONY: setup sandbox bytecode run test test-fast flake bench chaos sim-arms clean docs
+.PHONY: setup lock sandbox bytecode run test test-fast flake bench chaos sim-arms clean docs
 
-$(BIN)/.installed: pyproject.toml
+$(BIN)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# The CPU build of torch first, so sentence-transformers does not pull a CUDA build (the
@@ -23,10 +25,15 @@ $(BIN)/.installed: pyproject.toml
 	# and cannot reach it, pip would retry it for every package instead.
 	# TORCH_INDEX= (empty) installs from the configured index alone, without the probe.
 	$(BIN)/pip install -q torch==$(TORCH_VERSION) $(if $(TORCH_INDEX),$$($(BIN)/python -c "import urllib.request as u; u.urlopen('$(TORCH_INDEX)/torch/', timeout=5)" 2>/dev/null && echo --extra-index-url $(TORCH_INDEX)))
-	$(BIN)/pip install -q -e '.[local,bedrock,openai,swebench,dev]'
+	$(BIN)/pip install -q $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) -e '.[local,bedrock,openai,swebench,dev]'
 	touch $@
 
 setup: $(BIN)/.installed
+
+# constraints.txt from the venv the suite has just passed on (torch stays the Makefile's pin).
+lock: setup  ## rewrite constraints.txt from .venv's installed versions
+	{ sed -n '/^#/p' constraints.txt; $(BIN)/pip freeze --exclude-editable | grep -vE '^(#|-e |torch==|pip==|setuptools==|wheel==)'; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 # The MBPP+ grader refuses to run without bubblewrap >= 0.8 (its sandbox): install it when missing
 # (apt as root, or with sudo; the script says what failed otherwise).
