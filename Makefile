@@ -100,7 +100,7 @@ bench: setup
 
 # The generated reference pages (tests/docs fails when they differ from what the code renders).
 docs: setup  ## regenerate docs/configuration.md, docs/cli.md and docs/evidence-schema.md from the code
-	$(BIN)/python -m ratchet_ray.cli.docs_gen docs
+	$(BIN)/python -m tools.docs_gen docs
 
 clean:
 	rm -rf $(VENV) results/*/quickstart* .pytest_cache

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from ratchet_ray.cli.import_graph import project_modules
+from tools.import_graph import project_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 100

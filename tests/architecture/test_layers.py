@@ -1,5 +1,5 @@
 """Dependencies point one way: plain library -> actors -> loop -> sweep -> cli / jobs
-(``ratchet_ray.cli.import_graph.layer_of``).
+(``tools.import_graph.layer_of``).
 
 A suite's own commands (``ratchet_ray/suites/<name>/cli.py``, which the registry names by string
 and ``ratchet`` adds) belong to the CLI layer, wherever they live.
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.cli.import_graph import (LAYERS, cycle_path, import_cycles, import_graph,
+from tools.import_graph import (LAYERS, cycle_path, import_cycles, import_graph,
                                           imported_roots, layer_of, project_modules)
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.cli import docs_gen
-from ratchet_ray.cli.docs_settings import ENV_NOTES, ratchet_variables, render_configuration
+from tools import docs_gen
+from tools.docs_settings import ENV_NOTES, ratchet_variables, render_configuration
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -21,7 +21,7 @@ DOCS = ROOT / "docs"
 def rendered(tmp_path_factory) -> Path:
     """The pages regenerated into a temp dir by the real entry point (a fresh process)."""
     out = tmp_path_factory.mktemp("docs")
-    proc = subprocess.run([sys.executable, "-m", "ratchet_ray.cli.docs_gen", str(out)], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "tools.docs_gen", str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return out
@@ -39,7 +39,7 @@ def test_check_mode_names_a_stale_page_and_the_fix(tmp_path):
     docs_gen.write_pages(tmp_path)
     assert docs_gen.stale_pages(tmp_path) == []
     (tmp_path / "cli.md").write_text("# edited by hand\n")
-    proc = subprocess.run([sys.executable, "-m", "ratchet_ray.cli.docs_gen", "--check",
+    proc = subprocess.run([sys.executable, "-m", "tools.docs_gen", "--check",
                            str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and "cli.md" in proc.stderr and "make docs" in proc.stderr
 
@@ -79,7 +79,7 @@ def test_every_setting_and_ratchet_variable_is_on_the_page():
 
 
 def test_an_undocumented_ratchet_variable_fails_generation_naming_it(monkeypatch, tmp_path):
-    from ratchet_ray.cli import docs_settings
+    from tools import docs_settings
 
     extra = tmp_path / "ratchet_ray" / "newthing.py"
     extra.parent.mkdir()
@@ -96,7 +96,7 @@ def test_cli_page_lists_every_command_and_option():
     import click
 
     from ratchet_ray.cli import main
-    from ratchet_ray.cli.docs_commands import walk
+    from tools.docs_commands import walk
 
     page = (DOCS / "cli.md").read_text()
     for command, ctx in walk(main, click.Context(main, info_name="ratchet")):
@@ -111,7 +111,7 @@ def test_cli_page_lists_every_command_and_option():
 def test_the_architecture_map_boxes_layers_and_arrows(tmp_path):
     """Boxes by package (each suite its own, its commands apart), in their layer, an implied
     arrow left to the path that implies it and the table keeping every direct import."""
-    from ratchet_ray.cli.docs_imports import reduced, render_architecture_map, structure
+    from tools.docs_imports import reduced, render_architecture_map, structure
 
     files = {"ratchet_ray/__init__.py": "", "ratchet_ray/types.py": "X = 1\n",
              "ratchet_ray/plot.py": "from ratchet_ray.report import data\n",

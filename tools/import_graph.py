@@ -18,7 +18,7 @@ Contracts:
   ``docs_imports`` draws it).
 
 Used by the architecture tests and the generated architecture map (``make docs``). Run
-``python -m ratchet_ray.cli.import_graph`` to print the cycles (exit 1 when any).
+``python -m tools.import_graph`` to print the cycles (exit 1 when any).
 """
 
 from __future__ import annotations
@@ -199,4 +199,4 @@ def main(root: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(__file__).resolve().parents[2]))
+    sys.exit(main(Path(__file__).resolve().parents[1]))
