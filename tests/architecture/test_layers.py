@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import json
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tools.import_graph import (LAYERS, cycle_path, import_cycles, import_graph,
-                                          imported_roots, layer_of, project_modules)
+from tools.import_graph import (LAYERS, cycle_path, import_cycles, import_graph, imported_roots,
+                                layer_of, project_modules)
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE_SETTINGS = re.compile(r"ratchet_ray\.suites\.\w+\.settings")
@@ -139,6 +140,22 @@ def test_jobs_are_entry_points_over_the_cli_never_imported(graph):
     jobs = [m for m in graph if m.startswith("jobs.")]
     assert jobs and all(any(t.startswith("ratchet_ray.cli") for t in graph[m]) for m in jobs), \
         {m: sorted(graph[m]) for m in jobs}
+
+
+def test_repository_tooling_is_neither_imported_nor_shipped(monkeypatch):
+    """``tools/`` (the docs generator, this import graph) serves the checkout only: no shipped
+    module imports it, and setup.py's package list (what a wheel holds) leaves it out."""
+    users = sorted(m for m, roots in imported_roots(ROOT).items() if "tools" in roots)
+    assert users == [], f"shipped modules importing the repository's tools/: {users}"
+    import setuptools
+
+    captured: dict = {}
+    monkeypatch.setattr(setuptools, "setup", lambda **kwargs: captured.update(kwargs))
+    monkeypatch.chdir(ROOT)  # setup.py finds its packages relative to the checkout
+    runpy.run_path(str(ROOT / "setup.py"))
+    packages = captured["packages"]
+    assert {"ratchet_ray.cli", "actors", "jobs"} <= set(packages)  # the real list, not an empty one
+    assert [p for p in packages if p.split(".")[0] == "tools"] == []
 
 
 def test_cycle_detection_finds_lazy_and_relative_imports(tmp_path):
