@@ -12,8 +12,9 @@ Contracts:
   of ``Synthesizer``): drafts the revision with ``prompts.refiner.refine_messages`` (whole
   structured draft, ``SkillDraft``), validates it like a new skill (``draft_to_skill``), names it
   ``<lineage>_v<n>`` (unique among ``taken``) and hands it to ``refine_skill(skill, parent_id) ->
-  AddResult`` (``SkillBank.refine``). Re-prompts like a new skill: a copied template, a
-  ``duplicate`` or ``too_long`` up to ``synth.max_reprompts`` times, a ``leakage`` refusal once.
+  AddResult`` (``SkillBank.refine``). Re-prompts like a new skill (``roles.reprompt``): a copied
+  template, a ``duplicate`` or ``too_long`` up to ``synth.max_reprompts`` times, a ``leakage``
+  refusal once.
   On success the revision's id goes to ``outcome.created`` and the parent's to
   ``outcome.refined``; otherwise ``outcome.failed`` says why and the bank is unchanged. Never
   raises for LLM trouble.
@@ -24,12 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from pydantic import ValidationError
-
 from ratchet_ray.config import SynthSettings
-from ratchet_ray.roles.drafts import DraftError, draft_to_skill, unique_id
+from ratchet_ray.roles.drafts import draft_to_skill, unique_id
 from ratchet_ray.roles.prompts.refiner import refine_messages
-from ratchet_ray.roles.prompts.synthesizer import copies_template
+from ratchet_ray.roles.reprompt import RepromptNotes, reprompt_until_added
 from ratchet_ray.seeding import derive_seed
 from ratchet_ray.skill_contract import SkillDraft
 from ratchet_ray.types import Capsule, MetaSkill, Skill, Verdict
@@ -75,55 +74,35 @@ class Reviser:
         parent = target.skill
         chosen = sorted(target.verdicts, key=lambda v: -v.confidence)[:REVISION_EXAMPLES]
         examples = [self._example(v, capsules) for v in chosen]
-        feedback: list[str] = []
-        leak_reprompted = False
-        label = f"revision of {parent.id}"
-        for attempt in range(1 + self.settings.max_reprompts):
-            messages = refine_messages(self.suite, metaskill, parent, examples, feedback,
+
+        def draft(attempt: int, feedback: Sequence[str]) -> SkillDraft:
+            messages = refine_messages(self.suite, metaskill, parent, examples, list(feedback),
                                        failures=len(target.verdicts))
             seed = derive_seed(self.seed, round_, parent.id, attempt, "refine")
-            try:
-                result = self._structured(messages, SkillDraft, self.limits.max_tokens, seed)
-            except DraftError as exc:
-                outcome.replies.extend(exc.replies)
-                outcome.failed.append(f"{label}: {exc}")
-                return None
+            result = self._structured(messages, SkillDraft, self.limits.max_tokens, seed)
             outcome.replies.extend(result.replies)
-            draft = result.value
-            if copies_template(draft):
-                feedback.append("Your draft repeated the schema lock's placeholder text. "
-                                "Write the revised skill's real guidance.")
-                continue
-            try:
-                skill = draft_to_skill(draft, taken, self.suite)
-                skill = skill.model_copy(update={"id": (rid := revision_id(parent, taken)),
-                                                 "name": rid})
-            except ValidationError as exc:
-                outcome.failed.append(f"{label}: invalid skill: {exc.errors()[:3]}")
-                return None
-            added = refine_skill(skill, parent.id)
-            if added.status == "added":
-                outcome.created.append(skill.id)
-                outcome.refined.append(parent.id)
-                outcome.evicted.extend(added.evicted)
-                return added_skill(skill, parent)
-            if added.status == "duplicate" and added.duplicate_of:
-                outcome.duplicates.append(added.duplicate_of)
-                feedback.append(f"Your revision duplicates the existing skill "
-                                f"`{added.duplicate_of}`. Keep to `{parent.id}`'s own scope.")
-            elif added.status == "leakage" and not leak_reprompted:
-                outcome.leaked.append(f"{skill.id}: {added.reason}")
-                leak_reprompted = True
-                feedback.append(added.reason)
-            elif added.status == "too_long":
-                feedback.append(f"Your revision was too long ({added.reason}). Keep the whole "
-                                f"skill under {self.settings.max_skill_chars} characters.")
-            else:
-                outcome.failed.append(f"{label}: {added.status}: {added.reason}")
-                return None
-        outcome.failed.append(f"{label}: still rejected after {self.settings.max_reprompts} "
-                              f"re-prompts ({feedback[-1] if feedback else 'no feedback'})")
-        return None
+            return result.value
+
+        def to_skill(drafted: SkillDraft) -> Skill:
+            skill = draft_to_skill(drafted, taken, self.suite)
+            rid = revision_id(parent, taken)
+            return skill.model_copy(update={"id": rid, "name": rid})
+
+        notes = RepromptNotes(
+            template="Your draft repeated the schema lock's placeholder text. "
+                     "Write the revised skill's real guidance.",
+            duplicate=lambda _skill, dup: (f"Your revision duplicates the existing skill "
+                                           f"`{dup}`. Keep to `{parent.id}`'s own scope."),
+            too_long=lambda _skill, reason: (
+                f"Your revision was too long ({reason}). Keep the whole skill under "
+                f"{self.settings.max_skill_chars} characters."))
+        skill = reprompt_until_added(f"revision of {parent.id}", outcome,
+                                     self.settings.max_reprompts, draft, to_skill,
+                                     lambda s: refine_skill(s, parent.id), notes, taken)
+        if skill is None:
+            return None
+        outcome.refined.append(parent.id)
+        return added_skill(skill, parent)
 
 
 def added_skill(skill: Skill, parent: Skill) -> Skill:

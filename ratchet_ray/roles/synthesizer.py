@@ -29,13 +29,14 @@ API:
   clusters >= ``min_cluster_size``, largest first) -> ``cover_guard`` (per
   ``synth_settings.cover_guard``) -> for the first ``max_new_per_round`` kept clusters: draft
   (``synth_settings.draft_mode``: one whole-skill call, or one call per field for base models;
-  see ``prompts.synthesizer``), validate into ``types.Skill`` (id slugified and made unique, author "synthesized", status
-  active), ``add_skill``. A ``duplicate`` re-prompts with the duplicate's id as feedback, a
+  see ``prompts.synthesizer``), validate into ``types.Skill`` (id slugified and made unique,
+  author "synthesized", status active), ``add_skill``. The re-prompt loop is ``roles.reprompt``
+  (shared with revisions): a ``duplicate`` re-prompts with the duplicate's id as feedback, a
   ``too_long`` with a length note, a copy of the schema lock's placeholders
-  (``prompts.copies_template``) with a note, up to
-  ``max_reprompts`` times; a ``leakage`` refusal (the guard, ``synth.leakage_guard``) is
-  re-prompted once with its reason, which names the quoted spans, and recorded in ``leaked``;
-  anything else ends the cluster. A free-text field a base model writes
+  (``prompts.copies_template``) with a note, up to ``max_reprompts`` times; a ``leakage``
+  refusal (the guard, ``synth.leakage_guard``) is re-prompted once with its reason, which names
+  the quoted spans, and recorded in ``leaked``; anything else ends the cluster. A free-text
+  field a base model writes
   past its length bound is cut at its last clause boundary (``prompts.synthesizer.fit_field``); a
   fieldwise id is the cluster's pattern (first 6 words, slugified) on a base-model backend
   and wherever the model cannot write one.
@@ -57,11 +58,12 @@ from ratchet_ray.llm.base import Embedder, LLMClient, LLMError, Message, Reply
 from ratchet_ray.llm.structured import ask_structured
 from ratchet_ray.roles.drafts import DraftError, draft_to_skill, slugify, unique_id
 from ratchet_ray.roles.prompts.synthesizer import (FIELD_ORDER, FIELD_STOPS, assemble_draft,
-                                                   copies_template, field_items,
+                                                   field_items,
                                                    field_max_tokens, field_messages, field_model,
                                                    field_opening, fit_field, pattern_core,
                                                    synth_messages)
 from ratchet_ray.roles.refiner import Reviser, refine_targets
+from ratchet_ray.roles.reprompt import RepromptNotes, reprompt_until_added
 from ratchet_ray.seeding import derive_seed, sampling_kwargs, seeded_order
 from ratchet_ray.skill_contract import SkillDraft
 from ratchet_ray.synthesis.preprocess import cluster_verdicts, cover_guard
@@ -186,57 +188,28 @@ class Synthesizer(Reviser):
     def _author(self, pattern: str, size: int, examples: list[str], existing: list[Skill],
                 metaskill: MetaSkill | None, add_skill: Callable[[Skill], Any],
                 taken: set[str], outcome: SynthOutcome, round_: int = 0) -> Skill | None:
-        """Draft -> validate -> add, re-prompting on duplicate/too_long. Returns the added skill."""
-        feedback: list[str] = []
-        leak_reprompted = False
+        """Draft -> validate -> add, re-prompting on what the bank refuses (``roles.reprompt``).
+        Returns the added skill."""
         label = f"{pattern} (x{size})"
-        for attempt in range(1 + self.settings.max_reprompts):
+
+        def draft(attempt: int, feedback: Sequence[str]) -> SkillDraft:
             seed = derive_seed(self.seed, round_, pattern, attempt, "synth")
-            try:
-                draft = self._draft(label, examples, existing, metaskill, feedback, seed, outcome)
-            except DraftError as exc:
-                outcome.replies.extend(exc.replies)
-                outcome.failed.append(f"{pattern}: {exc}")
-                return None
-            if copies_template(draft):
-                feedback.append("Your draft repeated the schema lock's placeholder text. "
-                                f"Write real guidance about this failure: {pattern}.")
-                continue
-            try:
-                skill = draft_to_skill(draft, taken, self.suite)
-            except ValidationError as exc:
-                outcome.failed.append(f"{pattern}: invalid skill: {exc.errors()[:3]}")
-                return None
-            added = add_skill(skill)
-            if added.status == "added":
-                outcome.created.append(added.skill_id or skill.id)
-                outcome.evicted.extend(added.evicted)
-                return skill
-            if added.status == "duplicate" and added.duplicate_of:
-                outcome.duplicates.append(added.duplicate_of)
-                if added.duplicate_of == skill.id:  # an id clash (e.g. a deprecated skill's id)
-                    taken.add(skill.id)
-                feedback.append(
-                    f"Your draft `{skill.id}` duplicates the existing skill `{added.duplicate_of}`."
-                    " Write a skill for a different aspect of the failure, with a different id, "
-                    "intent and key insight.")
-            elif added.status == "leakage":  # the guard: one re-prompt naming the spans
-                outcome.leaked.append(f"{skill.id}: {added.reason}")
-                if leak_reprompted:
-                    outcome.failed.append(f"{pattern}: still quotes task content after one "
-                                          "leakage re-prompt")
-                    return None
-                leak_reprompted = True
-                feedback.append(added.reason)
-            elif added.status == "too_long":
-                feedback.append(f"Your draft `{skill.id}` was too long ({added.reason}). Keep "
-                                f"the whole skill under {self.settings.max_skill_chars} characters.")
-            else:
-                outcome.failed.append(f"{pattern}: {added.status}: {added.reason}")
-                return None
-        outcome.failed.append(f"{pattern}: still rejected after {self.settings.max_reprompts} "
-                              f"re-prompts ({feedback[-1] if feedback else 'no feedback'})")
-        return None
+            return self._draft(label, examples, existing, metaskill, list(feedback), seed,
+                               outcome)
+
+        notes = RepromptNotes(
+            template=("Your draft repeated the schema lock's placeholder text. "
+                      f"Write real guidance about this failure: {pattern}."),
+            duplicate=lambda skill, dup: (
+                f"Your draft `{skill.id}` duplicates the existing skill `{dup}`. Write a skill "
+                "for a different aspect of the failure, with a different id, intent and key "
+                "insight."),
+            too_long=lambda skill, reason: (
+                f"Your draft `{skill.id}` was too long ({reason}). Keep the whole skill under "
+                f"{self.settings.max_skill_chars} characters."))
+        return reprompt_until_added(pattern, outcome, self.settings.max_reprompts, draft,
+                                    lambda d: draft_to_skill(d, taken, self.suite), add_skill,
+                                    notes, taken)
 
     def _draft(self, label: str, examples: list[str], existing: list[Skill],
                metaskill: MetaSkill | None, feedback: list[str], seed: int,

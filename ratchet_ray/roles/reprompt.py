@@ -1,0 +1,95 @@
+"""The re-prompt loop a new skill and a revision share (``Synthesizer._author``,
+``Reviser._revise``): draft -> validate -> hand to the bank, re-prompting on what the bank refuses.
+
+Contract of ``reprompt_until_added(name, outcome, max_reprompts, draft, to_skill, submit, notes)``:
+- Up to ``1 + max_reprompts`` attempts. Attempt ``i`` calls ``draft(i, feedback)`` (the notes so
+  far, oldest first) for a ``SkillDraft``; a ``DraftError`` (the LLM failed, the draft did not
+  validate) ends the loop: its replies go to ``outcome.replies`` and ``"<name>: <error>"`` to
+  ``outcome.failed``. The replies of a successful draft are the ``draft`` callback's to record.
+- A draft that copies the schema lock's placeholders (``copies_template``) is re-prompted with
+  ``notes.template``. Otherwise ``to_skill(draft)`` makes the skill; a ``ValidationError`` ends
+  the loop (``"<name>: invalid skill: ..."`` in ``outcome.failed``).
+- ``submit(skill) -> AddResult`` (``SkillBank.add`` / ``refine``): ``added`` records the id in
+  ``outcome.created`` and the bank's evictions in ``outcome.evicted`` and returns the skill;
+  ``duplicate`` records the bank's skill in ``outcome.duplicates`` (an id clash also marks the id
+  taken in ``taken``) and re-prompts with ``notes.duplicate(skill, duplicate_of)``; ``too_long``
+  re-prompts with ``notes.too_long(skill, reason)``; ``leakage`` (the leakage guard) is recorded in
+  ``outcome.leaked`` every time and re-prompted once with its reason (which names the quoted
+  spans), a second refusal ends the loop; any other status ends it (``"<name>: <status>:
+  <reason>"``).
+- Out of attempts: ``"<name>: still rejected after <n> re-prompts (<last note>)"``.
+- Returns the added skill, or None with the reason in ``outcome.failed``. Errors from ``submit``
+  (the bank) propagate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from pydantic import ValidationError
+
+from ratchet_ray.roles.drafts import DraftError
+from ratchet_ray.roles.prompts.synthesizer import copies_template
+from ratchet_ray.skill_contract import SkillDraft
+from ratchet_ray.types import Skill
+
+
+@dataclass(frozen=True)
+class RepromptNotes:
+    """The feedback texts an author gives the LLM; only their wording differs between authors."""
+
+    template: str
+    duplicate: Callable[[Skill, str], str]  # (the refused skill, the bank id it duplicates)
+    too_long: Callable[[Skill, str], str]  # (the refused skill, the bank's reason)
+
+
+def reprompt_until_added(name: str, outcome: Any, max_reprompts: int,
+                         draft: Callable[[int, Sequence[str]], SkillDraft],
+                         to_skill: Callable[[SkillDraft], Skill],
+                         submit: Callable[[Skill], Any], notes: RepromptNotes,
+                         taken: set[str]) -> Skill | None:
+    """The added skill or None (module contract); ``outcome`` is a ``SynthOutcome``."""
+    feedback: list[str] = []
+    leak_reprompted = False
+    for attempt in range(1 + max_reprompts):
+        try:
+            drafted = draft(attempt, list(feedback))
+        except DraftError as exc:
+            outcome.replies.extend(exc.replies)
+            outcome.failed.append(f"{name}: {exc}")
+            return None
+        if copies_template(drafted):
+            feedback.append(notes.template)
+            continue
+        try:
+            skill = to_skill(drafted)
+        except ValidationError as exc:
+            outcome.failed.append(f"{name}: invalid skill: {exc.errors()[:3]}")
+            return None
+        added = submit(skill)
+        if added.status == "added":
+            outcome.created.append(added.skill_id or skill.id)
+            outcome.evicted.extend(added.evicted)
+            return skill
+        if added.status == "duplicate" and added.duplicate_of:
+            outcome.duplicates.append(added.duplicate_of)
+            if added.duplicate_of == skill.id:  # an id clash (e.g. a deprecated skill's id)
+                taken.add(skill.id)
+            feedback.append(notes.duplicate(skill, added.duplicate_of))
+        elif added.status == "leakage":
+            outcome.leaked.append(f"{skill.id}: {added.reason}")
+            if leak_reprompted:
+                outcome.failed.append(f"{name}: still quotes task content after one "
+                                      "leakage re-prompt")
+                return None
+            leak_reprompted = True
+            feedback.append(added.reason)
+        elif added.status == "too_long":
+            feedback.append(notes.too_long(skill, added.reason))
+        else:
+            outcome.failed.append(f"{name}: {added.status}: {added.reason}")
+            return None
+    outcome.failed.append(f"{name}: still rejected after {max_reprompts} "
+                          f"re-prompts ({feedback[-1] if feedback else 'no feedback'})")
+    return None
