@@ -23,13 +23,15 @@ Contracts:
   rollback decision is a pure
   function of the eval history, so recomputing it is safe.
 - ``llm_call`` rows are written for every reply of every role (tokens and cost in the evidence).
+- ``LoopContext`` (what every phase works with) lives in ``loop.context``, which the steps the
+  phases call (``loop.twins``) import too; the driver takes it from here.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from dataclasses import asdict
+from typing import Any
 
 import ray
 
@@ -38,18 +40,14 @@ from actors.pools import PoolResult, ResilientPool
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import recent_verdicts
-from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.evidence.tampering import TAMPERING_REASON
 from ratchet_ray.governance.cheat_probe import CHEAT_REASON
-from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.llm.accounting import llm_call_row
+from ratchet_ray.loop.context import LoopContext
 from ratchet_ray.loop import replay
-from ratchet_ray.loop.budget import RunBudget
 from ratchet_ray.loop.execute import SplitRunner
-from ratchet_ray.loop.progress import LoopProgress
-from ratchet_ray.loop.rundir import RunDir, bench_json
+from ratchet_ray.loop.rundir import bench_json
 from ratchet_ray.loop.twins import grade_twins
-from ratchet_ray.loop.runtime import Runtime
 from ratchet_ray.roles.critic import is_critiquable
 from ratchet_ray.roles.workers import BankSnapshot
 from ratchet_ray.types import BenchResult, Capsule, RoundSummary, SkillStatus, Task
@@ -58,44 +56,6 @@ CRITIC_BATCH = 4
 EVAL_FILE, TRAIN_FILE, ROLLBACK_FILE = "eval.json", "train.json", "rollback.json"
 META_FILE, SYNTH_FILE, CURATE_FILE = "synth_metaskills.json", "synth_skills.json", "curate.json"
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class LoopContext:
-    """What the phases work with; the state itself lives in the actors and the evidence."""
-
-    config: LoopConfig
-    run: RunDir
-    store: EvidenceStore
-    actors: Runtime
-    train_tasks: list[Task]
-    eval_tasks: list[Task]
-    gate: RollbackGate
-    progress: LoopProgress
-    budget: RunBudget | None = None
-    """The run's spending limits (``loop.budget``), charged with every recorded call."""
-    shared_inputs: dict = field(default_factory=dict)
-    """Per task id, its precomputed grading input in the object store (``SplitRunner``)."""
-
-    def task(self, task_id: str) -> Task:
-        return self._tasks[task_id]
-
-    def __post_init__(self) -> None:
-        self._tasks = {t.task_id: t for t in [*self.train_tasks, *self.eval_tasks]}
-
-    def append_calls(self, round_: int, role: str, replies: Sequence[Any]) -> None:
-        self.store.append("llm_call", round_, self.charge_calls(round_, role, replies))
-
-    def charge_calls(self, round_: int, role: str, replies: Sequence[Any]) -> list[dict]:
-        """The ``llm_call`` rows of ``replies``, charged to the budget and shown as usage now;
-        the caller writes them (``append_calls`` at once, the critic in parts)."""
-        rows = [llm_call_row(r, run_id=self.run.run_id, round_=round_, role=role)
-                for r in replies]
-        if self.budget is not None:
-            self.budget.charge_rows(rows)
-        for reply in replies:
-            self.progress.add_usage(reply.input_tokens + reply.output_tokens, reply.cost_usd)
-        return rows
 
 
 # ---- eval / rollback / train ------------------------------------------------------------------

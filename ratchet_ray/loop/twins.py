@@ -20,18 +20,16 @@ Contracts (``governance.cheat_probe`` says what a twin is and why a pass is chea
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from actors.draining import drain
 from actors.pool_errors import failure_text
 from actors.pools import PoolResult, ResilientPool
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.governance.cheat_probe import TWIN_ATTEMPT, TWIN_KEY, twins_of_round
+from ratchet_ray.loop.context import LoopContext
 from ratchet_ray.suites import hooks
 from ratchet_ray.types import NONE_SKILL, Capsule, GradeResult, capsule_id
-
-if TYPE_CHECKING:
-    from ratchet_ray.loop.phases import LoopContext
 
 
 def _twin_capsule(real: dict[str, Any], grade: GradeResult | None, failure: str = "",
@@ -52,7 +50,7 @@ def _twin_capsule(real: dict[str, Any], grade: GradeResult | None, failure: str 
                    **fields, **outcome)
 
 
-def grade_twins(ctx: "LoopContext", round_: int) -> int:
+def grade_twins(ctx: LoopContext, round_: int) -> int:
     """Grade this round's impossible twins (module contracts); returns how many were graded."""
     probe = ctx.config.cheat_probe
     if not probe.enabled or probe.per_round <= 0:
