@@ -15,7 +15,7 @@ and grading or rounds on a multi-node local Ray cluster.
   (``tests/cluster``: a head without CPUs and ``nodes`` worker nodes on this machine, each
   offering ``docker`` units for one Grader, and one Solver with ``round_``) and, from a driver
   process of its own joined to it (``python bench/swe_scale.py drive ...``), one grading pass of
-  the gold patches (``swe_throughput.run_ours``) on one Grader per node, or a round
+  the gold patches (``swe_common.run_ours``) on one Grader per node, or a round
   (``run_round``) on one Solver and one Grader per node. Returns the driver's JSON.
 """
 
@@ -95,7 +95,7 @@ def run_round(config: Any, instances: list[dict], workers: int, out: Path) -> di
     try:
         solvers.heal()
         graders.heal()  # every actor up: the clock measures the round's work, not start-up
-        ray.get([actor.warm.remote([]) for actor in graders.actors])  # (swe_throughput.run_ours)
+        ray.get([actor.warm.remote([]) for actor in graders.actors])  # (swe_common.run_ours)
         ready = time.monotonic()
 
         def handle(pool, result) -> None:
@@ -125,12 +125,11 @@ def _drive(dataset: Path, out: Path, workers: int, round_: bool, timeout_s: floa
     """In a driver joined to the cluster (``RAY_ADDRESS``): grading or a round on W actors."""
     import ray
 
-    address = os.environ["RAY_ADDRESS"]  # importing swe_throughput drops it (its own Ray is local)
-    from swe_throughput import bench_config, run_ours
+    from swe_common import bench_config, run_ours
 
     instances = [json.loads(line) for line in dataset.read_text().splitlines() if line]
     config = bench_config(dataset, out, timeout_s)
-    ray.init(address=address, configure_logging=False, log_to_driver=False)
+    ray.init(address=os.environ["RAY_ADDRESS"], configure_logging=False, log_to_driver=False)
     try:
         nodes = len([n for n in ray.nodes() if n["Alive"] and n["Resources"].get("docker")])
         result = (run_round(config, instances, workers, out / "round") if round_

@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -48,14 +47,15 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 os.environ.pop("RAY_ADDRESS", None)
 
 from ratchet_ray.suites.swebench.settings import settings_from_config  # noqa: E402
+from swe_common import bench_config, run_ours  # noqa: E402
 from swe_instances import make_instances  # noqa: E402
+from swe_scale import run_on_nodes, run_round  # noqa: E402
 
 BENCH_LABEL = "ratchet-ray.bench"
 
@@ -96,59 +96,6 @@ def run_floor(client, images: dict[str, str], instances: list[dict], workers: in
             "mean_instance_s": statistics.mean(s for _, s in results)}
 
 
-def run_ours(config, instances: list[dict], workers: int, out: Path) -> dict:
-    import ray
-
-    from actors.artifacts import run_artifacts_access
-    from actors.draining import drain
-    from ratchet_ray.loop.runtime import make_grader_factory, make_pool
-    from ratchet_ray.suites.swebench.dataset import normalize_all, to_task
-
-    tasks = [to_task(i) for i in normalize_all(instances, "bench")]
-    gold = {i["instance_id"]: i["patch"] for i in instances}
-    artifacts, service = run_artifacts_access(out)
-    created = time.monotonic()
-    pool = make_pool("grader", config, make_grader_factory(config, out, artifacts), workers)
-    try:
-        pool.heal()  # every actor up: the clock below measures grading, not start-up
-        up = time.monotonic()
-        # Each Grader started its warm-up (Docker, swebench, reaping) as it started; a round
-        # overlaps it with solving, so it is start-up too (counted in first_graded_s).
-        ray.get([actor.warm.remote([]) for actor in pool.actors])
-        ready, ready_clock = time.monotonic(), time.time()
-        grades: list = []
-        for task in tasks:
-            pool.submit("grade", task, gold[task.task_id])
-        drain([pool], lambda _pool, result: grades.append((time.monotonic(), result)))
-        done = time.monotonic()
-    finally:
-        pool.shutdown()
-        ray.kill(service)
-    values = [r.value for _, r in grades if r.ok]
-    evals = [float(m) for log in out.glob("logs/swebench/*/*/run_instance.log")
-             for m in re.findall(r"eval script exit -?\d+ after ([\d.]+)s", log.read_text())]
-    return {"wall_s": done - ready, "start_s": up - created, "warm_s": ready - up,
-            "first_container_s": _first_container_s(out, ready_clock),
-            "mean_eval_s": statistics.mean(evals) if evals else None,
-            "first_graded_s": min(t for t, _ in grades) - created,
-            "resolved": sum(v.passed for v in values),
-            "statuses": sorted(v.exit_status for v in values),
-            "mean_instance_s": statistics.mean(v.duration_s for v in values)}
-
-
-def _first_container_s(out: Path, clock: float) -> float | None:
-    """Seconds from the clock's start (``clock``, epoch) to the first grade's container start,
-    from the instances' logs (``HH:MM:SS.mmm``, local time, same machine)."""
-    day = time.localtime(clock)
-    since_midnight = clock - time.mktime(day[:3] + (0, 0, 0) + day[6:])
-    starts = []
-    for log in out.glob("logs/swebench/*/*/run_instance.log"):
-        for h, m, sec in re.findall(r"^(\d\d):(\d\d):(\d\d\.\d+) container \S+ started",
-                                    log.read_text(), re.M):
-            starts.append((int(h) * 3600 + int(m) * 60 + float(sec) - since_midnight) % 86400)
-    return min(starts) if starts else None
-
-
 def container_overhead(client, image: str, settings, repeat: int, tag: str) -> dict:
     from ratchet_ray.suites.swebench.container import instance_container
 
@@ -167,17 +114,6 @@ def container_overhead(client, image: str, settings, repeat: int, tag: str) -> d
     return {"ours_create_start_s": statistics.median(ours_up),
             "ours_remove_s": statistics.median(ours_down),
             "bare_run_rm_s": statistics.median(bare)}
-
-
-def bench_config(dataset: Path, out: Path, timeout_s: float) -> Any:
-    """The config every measurement grades (and solves) with: local images, kept."""
-    from ratchet_ray.config_files import load_config
-
-    return load_config([], [
-        "suite=swebench", f"dataset_path={json.dumps(str(dataset))}",
-        "swebench.namespace=null", "swebench.cache_level=instance", "swebench.memory_mb=1024",
-        f"swebench.lock_dir={json.dumps(str(out / 'locks'))}",
-        f"grader.timeout_s={timeout_s:g}", "grader.instance_deadline_s=600"])
 
 
 def _arguments() -> argparse.Namespace:
@@ -202,8 +138,6 @@ def _arguments() -> argparse.Namespace:
 def measure(args, client, config, names: dict, instances: list[dict], out: Path, tag: str,
             results: dict) -> None:
     """Every scale: the floor, our grading, and with ``--round`` a round; printed as it goes."""
-    from swe_scale import run_on_nodes, run_round
-
     settings = settings_from_config(config)
     n = len(instances)
     for workers in _counts(args.workers):

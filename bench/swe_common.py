@@ -1,0 +1,89 @@
+"""What both SWE-bench benches measure with (``bench/swe_throughput.py`` on this machine,
+``bench/swe_scale.py``'s driver on a local cluster), so neither imports the other.
+
+- ``bench_config(dataset, out, timeout_s)``: the config every measurement grades (and solves)
+  with: the ``dataset`` instances, local images kept, locks under ``out``, the per-command
+  timeout ``timeout_s``.
+- ``run_ours(config, instances, workers, out)``: the gold patches graded by W ``GraderActor`` s
+  through the loop's ``ResilientPool`` on the Ray this process is connected to, actors started
+  and warm before the clock starts. Returns the wall, start-up and warm-up times, the time to the
+  first graded instance and to the first container, the mean eval-script and instance times,
+  the resolved count and the statuses.
+
+Imports ``ratchet_ray`` and ``actors`` lazily: the scripts that import it put the repository
+root on ``sys.path`` first.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+
+def bench_config(dataset: Path, out: Path, timeout_s: float) -> Any:
+    """The config every measurement grades (and solves) with: local images, kept."""
+    from ratchet_ray.config_files import load_config
+
+    return load_config([], [
+        "suite=swebench", f"dataset_path={json.dumps(str(dataset))}",
+        "swebench.namespace=null", "swebench.cache_level=instance", "swebench.memory_mb=1024",
+        f"swebench.lock_dir={json.dumps(str(out / 'locks'))}",
+        f"grader.timeout_s={timeout_s:g}", "grader.instance_deadline_s=600"])
+
+
+def run_ours(config, instances: list[dict], workers: int, out: Path) -> dict:
+    """The gold patches graded on W Graders (module contract)."""
+    import ray
+
+    from actors.artifacts import run_artifacts_access
+    from actors.draining import drain
+    from ratchet_ray.loop.runtime import make_grader_factory, make_pool
+    from ratchet_ray.suites.swebench.dataset import normalize_all, to_task
+
+    tasks = [to_task(i) for i in normalize_all(instances, "bench")]
+    gold = {i["instance_id"]: i["patch"] for i in instances}
+    artifacts, service = run_artifacts_access(out)
+    created = time.monotonic()
+    pool = make_pool("grader", config, make_grader_factory(config, out, artifacts), workers)
+    try:
+        pool.heal()  # every actor up: the clock below measures grading, not start-up
+        up = time.monotonic()
+        # Each Grader started its warm-up (Docker, swebench, reaping) as it started; a round
+        # overlaps it with solving, so it is start-up too (counted in first_graded_s).
+        ray.get([actor.warm.remote([]) for actor in pool.actors])
+        ready, ready_clock = time.monotonic(), time.time()
+        grades: list = []
+        for task in tasks:
+            pool.submit("grade", task, gold[task.task_id])
+        drain([pool], lambda _pool, result: grades.append((time.monotonic(), result)))
+        done = time.monotonic()
+    finally:
+        pool.shutdown()
+        ray.kill(service)
+    values = [r.value for _, r in grades if r.ok]
+    evals = [float(m) for log in out.glob("logs/swebench/*/*/run_instance.log")
+             for m in re.findall(r"eval script exit -?\d+ after ([\d.]+)s", log.read_text())]
+    return {"wall_s": done - ready, "start_s": up - created, "warm_s": ready - up,
+            "first_container_s": _first_container_s(out, ready_clock),
+            "mean_eval_s": statistics.mean(evals) if evals else None,
+            "first_graded_s": min(t for t, _ in grades) - created,
+            "resolved": sum(v.passed for v in values),
+            "statuses": sorted(v.exit_status for v in values),
+            "mean_instance_s": statistics.mean(v.duration_s for v in values)}
+
+
+def _first_container_s(out: Path, clock: float) -> float | None:
+    """Seconds from the clock's start (``clock``, epoch) to the first grade's container start,
+    from the instances' logs (``HH:MM:SS.mmm``, local time, same machine)."""
+    day = time.localtime(clock)
+    since_midnight = clock - time.mktime(day[:3] + (0, 0, 0) + day[6:])
+    starts = []
+    for log in out.glob("logs/swebench/*/*/run_instance.log"):
+        for h, m, sec in re.findall(r"^(\d\d):(\d\d):(\d\d\.\d+) container \S+ started",
+                                    log.read_text(), re.M):
+            starts.append((int(h) * 3600 + int(m) * 60 + float(sec) - since_midnight) % 86400)
+    return min(starts) if starts else None
