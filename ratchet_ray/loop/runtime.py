@@ -1,9 +1,9 @@
 """Ray connection and the actors of one run, with their resources in one table.
 
 Contracts:
-- ``connect_ray()`` joins the cluster named by ``RAY_ADDRESS`` (set by ``ray job submit``) or,
-  when there is none, starts a local Ray bound to 127.0.0.1. It returns True when this call
-  started Ray (the caller then shuts it down).
+- ``connect_ray(address=None)`` joins ``address``, else the cluster named by ``RAY_ADDRESS`` (set
+  by ``ray job submit``), else starts a local Ray bound to 127.0.0.1: the one ``ray.init`` of the
+  library. It returns True when this call started Ray (the caller then shuts it down).
 - ``start_runtime`` launches the SkillBank (pinned to the driver's node, where the run dir
   lives), the Solver / Grader / Critic pools and the Synthesizer (a healing pool of one).
   ``Models`` is the one injection
@@ -118,16 +118,20 @@ driver (one per CPU otherwise). A run starts its actors when it needs them; a wo
 ahead that no actor takes costs an import of Ray (1-2 s of CPU) and its memory."""
 
 
-def connect_ray() -> bool:
-    """Join ``RAY_ADDRESS`` if set, else start a loopback-only local Ray; True if it started Ray."""
+def connect_ray(address: str | None = None) -> bool:
+    """Join ``address``, else ``RAY_ADDRESS`` if set, else start a loopback-only local Ray; True
+    if it started Ray. The one ``ray.init`` of the library (``session.ray_session`` calls it)."""
     if ray.is_initialized():
         return False
-    if os.environ.get("RAY_ADDRESS"):
-        ray.init(configure_logging=False, log_to_driver=True)
-        return True
-    ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, configure_logging=False,
-             log_to_driver=False, resources={"docker": LOCAL_DOCKER_SLOTS},
-             _system_config=LOCAL_RAY_SYSTEM_CONFIG)
+    joined = bool(address or os.environ.get("RAY_ADDRESS"))
+    local = {} if joined else dict(
+        _node_ip_address="127.0.0.1", include_dashboard=False,
+        resources={"docker": LOCAL_DOCKER_SLOTS},
+        _system_config=LOCAL_RAY_SYSTEM_CONFIG)
+    # A driver joined through RAY_ADDRESS (``ray job submit``) shows its workers' logs; one given
+    # an address (a sweep's head, ``swe validate --address``) and a local run do not.
+    ray.init(address=address, configure_logging=False,
+             log_to_driver=joined and not address, **local)
     return True
 
 

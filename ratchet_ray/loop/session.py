@@ -4,8 +4,9 @@ baseline job, the sweep and the experiment evaluator start and stop Ray the same
 Contracts:
 - ``ray_session(address=None)``: inside the block Ray is connected: an already connected Ray is
   used and left running; else ``address`` (or ``RAY_ADDRESS``) is joined, else a loopback-only
-  local Ray is started (``runtime.connect_ray``). On leaving, Ray is shut down only when this
-  block connected it, however the block ends. Yields True when it connected.
+  local Ray is started (``runtime.connect_ray``, the one place that calls ``ray.init``). On
+  leaving, Ray is shut down only when this block connected it, however the block ends. Yields
+  True when it connected.
 - ``RunRuntime(config, scope, models)`` is a context manager owning one run's (or job's) Ray
   resources under the name ``scope`` (a run id, ``baseline_<hex>``):
   - entering connects Ray (``ray_session``), takes the scope's lease (``actors.run_lease``: the
@@ -48,13 +49,9 @@ log = logging.getLogger(__name__)
 @contextmanager
 def ray_session(address: str | None = None) -> Iterator[bool]:
     """Ray connected for the block; shut down after it only if this block connected it."""
-    if ray.is_initialized():
+    if not connect_ray(address):
         yield False
         return
-    if address:
-        ray.init(address=address, configure_logging=False, log_to_driver=False)
-    else:
-        connect_ray()
     try:
         yield True
     finally:

@@ -1,0 +1,62 @@
+"""The one ``ray.init`` of the library (``loop.runtime.connect_ray``, used by
+``loop.session.ray_session``): which Ray it joins or starts, with what settings, and that the
+session shuts down only the Ray it connected. ``ray.init``/``shutdown`` are recorders here: what
+is checked is the choice, not Ray starting (the loop tests start real ones)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ratchet_ray.loop import runtime, session
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Ray as seen by ``connect_ray``: not connected; ``init``/``shutdown`` record their calls."""
+    seen: list = []
+    monkeypatch.setattr(runtime.ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(runtime.ray, "init", lambda **kw: seen.append(("init", kw)))
+    monkeypatch.setattr(runtime.ray, "shutdown", lambda: seen.append(("shutdown", {})))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    return seen
+
+
+def test_no_address_starts_a_loopback_ray_offering_the_local_resources(calls):
+    with session.ray_session() as connected:
+        assert connected
+    (name, options), shutdown = calls
+    assert name == "init" and shutdown[0] == "shutdown"
+    assert options["address"] is None and options["_node_ip_address"] == "127.0.0.1"
+    assert options["resources"] == {"docker": runtime.LOCAL_DOCKER_SLOTS}
+    assert options["_system_config"] == runtime.LOCAL_RAY_SYSTEM_CONFIG
+    assert not options["log_to_driver"] and not options["include_dashboard"]
+
+
+def test_ray_address_is_joined_with_the_workers_logs(calls, monkeypatch):
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    assert runtime.connect_ray()
+    assert calls == [("init", {"address": None, "configure_logging": False,
+                               "log_to_driver": True})]
+
+
+def test_a_given_address_is_joined_without_local_settings(calls, monkeypatch):
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    assert runtime.connect_ray("10.0.0.2:6379")
+    assert calls == [("init", {"address": "10.0.0.2:6379", "configure_logging": False,
+                               "log_to_driver": False})]
+
+
+def test_a_connected_ray_is_used_and_left_running(calls, monkeypatch):
+    monkeypatch.setattr(runtime.ray, "is_initialized", lambda: True)
+    with pytest.raises(KeyError):
+        with session.ray_session("10.0.0.2:6379") as connected:
+            assert not connected
+            raise KeyError("the block failed")
+    assert calls == []
+
+
+def test_the_session_shuts_down_what_it_started_however_the_block_ends(calls):
+    with pytest.raises(KeyError):
+        with session.ray_session():
+            raise KeyError("the block failed")
+    assert [name for name, _ in calls] == ["init", "shutdown"]
