@@ -240,6 +240,31 @@ _QUERIES = (
               WHERE status_after = 'active' GROUP BY skill_id) a ON a.skill_id = c.skill_id
         WHERE c.round > a.since GROUP BY c.skill_id""",
         "(skill, capsules routed to it after the round it last became active)."),
+    NamedQuery("probation_promotions", """
+        SELECT skill_id, min(round) FILTER (WHERE earned >= $floor) AS promoted_round
+        FROM (SELECT skill_id, round,
+                     sum(count(*)) OVER (PARTITION BY skill_id ORDER BY round) AS earned
+              FROM capsule
+              WHERE split = 'train' AND skill_id <> $none AND NOT coalesce(infra_failure, false)
+                AND NOT coalesce(impossible, false)
+              GROUP BY skill_id, round)
+        GROUP BY skill_id ORDER BY skill_id""",
+        "(skill, the first round its train trials, counted as the Curator's c-hat counts them, "
+        "reached ``$floor``; NULL: not yet): when an imported skill left probation."),
+    # ---- what a run learned (``report.learned``) ----------------------------------------------
+    NamedQuery("skills_added", """
+        SELECT skill_id, min(round) AS round, max(sources) AS sources FROM skill_event
+        WHERE event = 'added' GROUP BY skill_id ORDER BY round, skill_id""",
+        "(skill, the round it entered the bank by ``added``, the failure verdicts it was drafted "
+        "from or NULL) of every skill added during the run."),
+    NamedQuery("routed_first_attempts", """
+        SELECT skill_id, round, split, count(*) AS routed,
+               count(*) FILTER (WHERE passed) AS passed
+        FROM capsule
+        WHERE coalesce(attempt, 0) = 0 AND NOT coalesce(impossible, false) AND skill_id <> $none
+        GROUP BY ALL ORDER BY skill_id, round, split""",
+        "Per (skill, round, split): first-attempt real capsules routed to the skill and how many "
+        "passed (``$none``: the no-skill id, left out)."),
     # ---- SWE-bench validation (``ratchet swe validate``) --------------------------------------
     NamedQuery("validation_flake_rates", """
         SELECT instance_id,

@@ -20,7 +20,8 @@ Contracts:
   size (characters of the guidance, and tokens estimated as characters / 4), its YAML, and
   silent bypass (``governance.bypass``): dead weight (ACTIVE, no routed capsule for the run's
   ``curator.dead_weight_rounds`` rounds) and routed-but-ignored (near-identical outputs with
-  and without it on its counterfactual probe pairs).
+  and without it on its counterfactual probe pairs), and for a skill imported from a skill pack
+  its provenance and probation state (``report.provenance``; None for a native skill).
 - ``load_run(run_dir)`` gathers all of it in one ``RunData``; capsules are ``capsules.py``'s.
 """
 
@@ -39,6 +40,7 @@ from ratchet_ray.evidence.comparisons import headline as headline_with_intervals
 from ratchet_ray.evidence.queries import skill_stats, tampering_by_skill
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.metrics import ROLLING_WINDOW, LoopMetrics, load_loop, loop_metrics
+from ratchet_ray.report.provenance import Provenance, skill_provenance
 from ratchet_ray.types import NONE_SKILL
 
 STOPPED_FILE = "stopped.json"
@@ -202,6 +204,9 @@ class SkillRow:
     probe_similarity: float | None = None
     """Mean similarity of its probe pairs' outputs (with vs without it); None: no pair."""
     ignored: bool = False
+    provenance: Provenance | None = None
+    """Imported from a skill pack: which pack, source run and model, probation state (None:
+    native; ``report.provenance``)."""
     description: str = ""
     yaml: str = ""
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -268,6 +273,7 @@ def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None) -
             skill_ev.setdefault(ev["skill_id"], []).append(ev)
     ids = [i for i in skill_ev if any(e["event"] != "rejected" for e in skill_ev[i])]
     ids += sorted(i for i in files if i not in skill_ev)
+    origins = skill_provenance(con, run_dir, events, stats, cf)
     rows = []
     for skill_id in ids:
         evs = [e for e in skill_ev.get(skill_id, []) if e["event"] != "rejected"]
@@ -301,6 +307,7 @@ def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None) -
             probe_similarity=(ignored[skill_id].mean_similarity if skill_id in ignored
                               else None),
             ignored=skill_id in ignored and ignored[skill_id].ignored,
+            provenance=origins.get(skill_id),
             description=skill.description if skill is not None else "",
             yaml=text, events=evs))
     return rows

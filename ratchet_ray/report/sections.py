@@ -238,6 +238,9 @@ def life_text(s: SkillRow) -> str:
         if e["event"] in ("retired", "evicted", "refined", "restored", "reinstated"):
             why = f" ({e['reason']})" if e.get("reason") else ""
             text += f"; {e['event']} in round {e['round']}{why}"
+    if s.provenance is not None:
+        text += (f"; imported from {s.provenance.origin_text()}, "
+                 f"{s.provenance.probation_text()}")
     return text + f"; now {s.status}"
 
 
@@ -286,6 +289,23 @@ def _bypass(s: SkillRow) -> str:
     return "<br>".join(parts) or "—"
 
 
+PROVENANCE_NOTE = ("Origin: <i>native</i>, or the skill pack it was imported from (hash "
+                   "prefix), the run and model that exported it; probation: an import's trials "
+                   "here against the floor (<code>bank.probation</code>), the round it was "
+                   "promoted, or the round it was retired or evicted still on probation. Its "
+                   "record in the source run is never evidence here. ")
+
+
+def _origin_cells(s: SkillRow) -> tuple[str, str]:
+    """(origin, probation) cells: ``native`` / ``—`` for a skill the run made itself."""
+    p = s.provenance
+    if p is None:
+        return "native", "—"
+    state = p.state.replace(" ", "-")
+    return (f'<span title="{escape(p.origin_text())}">{escape(p.origin_text())}</span>',
+            f'<span class="probation {escape(state)}">{escape(p.probation_text())}</span>')
+
+
 def _cheat_rate(s: SkillRow) -> str:
     """``1.00 (2 / 2)``: impossible twins passed / graded; "—" without twins."""
     if not s.twins:
@@ -296,7 +316,8 @@ def _cheat_rate(s: SkillRow) -> str:
 
 # Columns of the skills table that only some runs fill (counterfactual probes, tampering, the
 # cheat probe, bypass audits): shown only when a row has something in them.
-OPTIONAL_SKILL_COLUMNS = {"probe pairs": {"0"}, "ĉ_cf [95% Wilson]": {"—"},
+OPTIONAL_SKILL_COLUMNS = {"origin": {"native"}, "probation": {"—"},
+                          "probe pairs": {"0"}, "ĉ_cf [95% Wilson]": {"—"},
                           "tampering (train / eval)": {"0 / 0"},
                           "cheat rate (twins passed / graded)": {"—"}, "silent bypass": {"—"}}
 
@@ -312,7 +333,8 @@ def _without_empty(head: list[str], rows: list[list[str]], numeric: set[int],
 
 
 def skills_section(runs: list[RunData]) -> str:
-    head = ["run", "skill", "status", "born", "ended", "trials", "ĉ [95% Wilson]", "probe pairs",
+    head = ["run", "skill", "status", "origin", "probation", "born", "ended", "trials",
+            "ĉ [95% Wilson]", "probe pairs",
             "ĉ_cf [95% Wilson]", "routed train", "routed eval", "injection ≈ tokens",
             "tampering (train / eval)", "cheat rate (twins passed / graded)", "silent bypass"]
     rows, attrs = [], []
@@ -322,7 +344,7 @@ def skills_section(runs: list[RunData]) -> str:
             rows.append([
                 escape(run.label), f"<b>{escape(s.skill_id)}</b>",
                 f'<span class="pill {escape(s.status)}">{escape(s.status)}</span>',
-                str(s.born_round if s.born_round is not None else "—"), escape(ended),
+                *_origin_cells(s), str(s.born_round if s.born_round is not None else "—"), escape(ended),
                 str(s.trials), (_f(s.c_hat, signed=True) + _ci(s.c_hat_ci)) if s.trials else "—",
                 str(s.cf_pairs), (_f(s.c_cf, signed=True) + _ci(s.c_cf_ci)) if s.cf_pairs else "—",
                 str(s.routed_train), str(s.routed_eval),
@@ -340,8 +362,9 @@ def skills_section(runs: list[RunData]) -> str:
             "Curator retires the skill for it. Silent bypass: <i>dead weight</i> = active and "
             "never routed for <code>curator.dead_weight_rounds</code> rounds; <i>ignored</i> = "
             "its probe pairs' outputs with and without it are near-identical (mean similarity "
-            "shown). Click a row for its YAML and its capsules.</p>")
-    head, rows, numeric = _without_empty(head, rows, {5, 6, 7, 8, 9, 10, 11},
+            "shown). " + (PROVENANCE_NOTE if any(s.provenance for r in runs for s in r.skills)
+                          else "") + "Click a row for its YAML and its capsules.</p>")
+    head, rows, numeric = _without_empty(head, rows, {7, 8, 9, 10, 11, 12, 13},
                                          OPTIONAL_SKILL_COLUMNS)
     table = _table(head, rows, numeric, attrs) if rows else \
         '<p class="mute">No skill yet.</p>'
