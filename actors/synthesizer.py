@@ -32,8 +32,8 @@ class RemoteBank:
     def __init__(self, handle: Any):
         self.handle = handle
 
-    def add(self, skill: Skill, *, round_: int) -> AddResult:
-        return ray.get(self.handle.add.remote(skill, round_=round_))
+    def add(self, skill: Skill, *, round_: int, sources: int | None = None) -> AddResult:
+        return ray.get(self.handle.add.remote(skill, round_=round_, sources=sources))
 
     def refine(self, skill: Skill, parent_id: str, *, round_: int) -> AddResult:
         return ray.get(self.handle.refine.remote(skill, parent_id, round_=round_))

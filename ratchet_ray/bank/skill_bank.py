@@ -218,8 +218,9 @@ class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf, ProbationMixin, PackIm
         return AddResult(status=status, skill_id=skill_id, duplicate_of=duplicate_of, reason=reason)
 
     def add(self, skill: Skill | dict | str, *, round_: int,
-            stats: dict[str, SkillStats] | None = None) -> AddResult:
-        """Validate, length-cap, dedup and cap-check one proposed skill (see module contracts)."""
+            stats: dict[str, SkillStats] | None = None, sources: int | None = None) -> AddResult:
+        """Validate, length-cap, dedup and cap-check one proposed skill (see module contracts);
+        ``sources``: the failure verdicts it was drafted from, recorded on its ``added`` event."""
         try:
             if isinstance(skill, str):
                 skill = parse_skill(skill, "proposed skill")
@@ -245,7 +246,8 @@ class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf, ProbationMixin, PackIm
             return self._reject(round_, skill.id, "cap_full", "every ACTIVE skill is do_not_retire "
                                 f"and the cap {self.config.curator.active_cap} is reached")
         self._write(skill)
-        self.log.emit(round_, skill.id, "added", skill.status, None, f"author={skill.author}")
+        self.log.emit(round_, skill.id, "added", skill.status, None, f"author={skill.author}",
+                      sources)
         self.log.flush()
         return AddResult(status="added", skill_id=skill.id, evicted=evicted)
 

@@ -56,18 +56,22 @@ class EventLog:
         self.held = False  # a batch is open (``bank.batch``): flush waits for its commit
 
     def emit_raw(self, round_: int, skill_id: str, event: str, status_after: SkillStatus | None,
-                 contribution: float | None, trials: int | None, reason: str) -> None:
+                 contribution: float | None, trials: int | None, reason: str,
+                 sources: int | None = None) -> None:
+        """Buffer one row; ``sources``: the failure verdicts a synthesized skill was drafted
+        from (an ``added`` event's; None otherwise or when unknown)."""
         self._pending.append({
             "run_id": self.run_id, "round": round_, "skill_id": skill_id, "event": event,
             "status_after": status_after.value if status_after is not None else "",
             "contribution": contribution, "trials": trials, "reason": reason,
-            "created_at": time.time(),
+            "created_at": time.time(), "sources": sources,
         })
 
     def emit(self, round_: int, skill_id: str, event: str, status_after: SkillStatus | None,
-             stats: SkillStats | None, reason: str) -> None:
+             stats: SkillStats | None, reason: str, sources: int | None = None) -> None:
         self.emit_raw(round_, skill_id, event, status_after,
-                      stats.contribution if stats else None, stats.trials if stats else None, reason)
+                      stats.contribution if stats else None, stats.trials if stats else None,
+                      reason, sources)
 
     def flush(self) -> None:
         if self.held:

@@ -46,6 +46,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("run_id", _STR), ("round", _I32), ("skill_id", _STR), ("event", _STR),
         ("status_after", _STR), ("contribution", _F64), ("trials", _I64), ("reason", _STR),
         ("created_at", _F64),
+        ("sources", _I64),  # "added" by synthesis: the failure verdicts it was drafted from
     ]),
     "llm_call": pa.schema([
         ("run_id", _STR), ("round", _I32), ("role", _STR), ("backend", _STR), ("model", _STR),

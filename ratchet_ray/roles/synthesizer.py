@@ -14,9 +14,10 @@ API:
     capsule ids, per round), never in storage order.
   - ``metaskill``: the suite's active MetaSkill, or None (meta disabled, ablation A3: the prompt
     then carries no authoring prior, only the bare schema of ``skill_contract``).
-  - ``add_skill(skill) -> AddResult`` (``status`` added | duplicate | too_long | cap_full |
-    invalid, ``duplicate_of``, ``evicted``, ``reason``), e.g. ``SkillBank.add`` or, under Ray,
-    ``lambda s: ray.get(bank.add.remote(s, round_=r))``.
+  - ``add_skill(skill, *, sources) -> AddResult`` (``status`` added | duplicate | too_long |
+    cap_full | invalid, ``duplicate_of``, ``evicted``, ``reason``), e.g. ``SkillBank.add`` or,
+    under Ray, ``roles.workers.bank_adder``; ``sources`` is the size of the cluster the skill was
+    drafted from (the bank records it on the ``added`` event: ``report.learned``).
   - ``capsules`` (``{capsule_id: Capsule}``) adds the failed output and grader trace to examples.
   - ``known_ids``: every id already in the bank (deprecated too), so new ids never collide.
   - ``round_``: the current round (logged; the bank call carries it via ``add_skill``).
@@ -186,7 +187,7 @@ class Synthesizer(Reviser):
         return active, [v for v in ordered if v.capsule_id not in consumed]
 
     def _author(self, pattern: str, size: int, examples: list[str], existing: list[Skill],
-                metaskill: MetaSkill | None, add_skill: Callable[[Skill], Any],
+                metaskill: MetaSkill | None, add_skill: Callable[..., Any],
                 taken: set[str], outcome: SynthOutcome, round_: int = 0) -> Skill | None:
         """Draft -> validate -> add, re-prompting on what the bank refuses (``roles.reprompt``).
         Returns the added skill."""
@@ -208,8 +209,8 @@ class Synthesizer(Reviser):
                 f"Your draft `{skill.id}` was too long ({reason}). Keep the whole skill under "
                 f"{self.settings.max_skill_chars} characters."))
         return reprompt_until_added(pattern, outcome, self.settings.max_reprompts, draft,
-                                    lambda d: draft_to_skill(d, taken, self.suite), add_skill,
-                                    notes, taken)
+                                    lambda d: draft_to_skill(d, taken, self.suite),
+                                    lambda skill: add_skill(skill, sources=size), notes, taken)
 
     def _draft(self, label: str, examples: list[str], existing: list[Skill],
                metaskill: MetaSkill | None, feedback: list[str], seed: int,

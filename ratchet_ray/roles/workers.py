@@ -238,9 +238,9 @@ class CriticWorker:
         return results
 
 
-def bank_adder(bank: Any, round_: int) -> Callable[[Skill], Any]:
-    """``add_skill`` for the Synthesizer: ``bank.add(skill, round_=round_)``."""
-    return lambda skill: bank.add(skill, round_=round_)
+def bank_adder(bank: Any, round_: int) -> Callable[..., Any]:
+    """``add_skill`` for the Synthesizer: ``bank.add(skill, round_=round_, sources=sources)``."""
+    return lambda skill, sources=None: bank.add(skill, round_=round_, sources=sources)
 
 
 class SynthesizerWorker:

@@ -70,16 +70,17 @@ def run_leak_index(config: LoopConfig, train_ids: Iterable[str] | None = None,
     return index, {i: by_id[i] for i in eval_ids}
 
 
-def guarded_adder(add_skill: Callable[[Skill], Any], index: LeakIndex, threshold: float
-                  ) -> Callable[[Skill], Any]:
-    """``add_skill`` behind the leakage guard (module contract)."""
+def guarded_adder(add_skill: Callable[..., Any], index: LeakIndex, threshold: float
+                  ) -> Callable[..., Any]:
+    """``add_skill`` behind the leakage guard (module contract); keyword arguments (the
+    Synthesizer's ``sources``) pass through to ``add_skill``."""
     from ratchet_ray.bank.skill_events import AddResult
 
-    def add(skill: Skill) -> Any:
+    def add(skill: Skill, **kwargs: Any) -> Any:
         report = index.scan(skill)
         if report.flagged(threshold):
             return AddResult(status="leakage", skill_id=skill.id,
                              reason=report.feedback(threshold))
-        return add_skill(skill)
+        return add_skill(skill, **kwargs)
 
     return add

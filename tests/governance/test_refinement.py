@@ -53,7 +53,8 @@ def refiner_config(**synth) -> LoopConfig:
 
 def synthesize(bank, config, llm, verdicts, round_=1):
     return Synthesizer(llm, HashEmbedder(), config.synth, "mbpp").run(
-        verdicts, bank.active(), None, lambda s: bank.add(s, round_=round_), round_,
+        verdicts, bank.active(), None,
+        lambda s, sources=None: bank.add(s, round_=round_, sources=sources), round_,
         known_ids=[s.id for s in bank.all()],
         refine_skill=lambda s, parent: bank.refine(s, parent, round_=round_))
 

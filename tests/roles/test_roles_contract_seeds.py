@@ -18,6 +18,7 @@ from ratchet_ray.roles.prompts.critic import critic_messages
 from ratchet_ray.roles.prompts.synthesizer import FIELD_ORDER, field_opening, synth_messages
 from ratchet_ray.roles.router import Router
 from ratchet_ray.roles.synthesizer import Synthesizer
+from ratchet_ray.roles.workers import bank_adder
 from ratchet_ray.seeding import derive_seed, sampling_kwargs, seeded_order
 from ratchet_ray.skill_contract import (GuidanceDraft, SkillDraft, bare_schema, placeholder_texts,
                                         schema_lock)
@@ -115,7 +116,7 @@ def test_base_models_draft_one_field_per_call_with_the_evidence_in_each(bank, ve
     llm.supports_prefill = True  # a base-model backend: draft_mode auto goes fieldwise
     cluster = [verdict_factory(f"Mbpp/{n}", PATTERN) for n in range(3)]
     outcome = Synthesizer(llm, HashEmbedder(), SynthSettings(), "mbpp").run(
-        cluster, [], default_metaskill("mbpp"), lambda s: bank.add(s, round_=1), 1)
+        cluster, [], default_metaskill("mbpp"), bank_adder(bank, 1), 1)
     pattern_id = "_".join(PATTERN.split()[:6])  # the id is the pattern's: no call, no grammar
     assert outcome.created == [pattern_id] and outcome.failed == []
     asked = [list(schema["properties"]) if schema else messages[-1].content
@@ -144,7 +145,7 @@ def test_an_empty_list_line_of_a_base_model_falls_back_to_the_pattern(bank, verd
     llm.supports_prefill = True
     cluster = [verdict_factory(f"Mbpp/{n}", PATTERN) for n in range(3)]
     outcome = Synthesizer(llm, HashEmbedder(), SynthSettings(), "mbpp").run(
-        cluster, [], default_metaskill("mbpp"), lambda s: bank.add(s, round_=1), 1)
+        cluster, [], default_metaskill("mbpp"), bank_adder(bank, 1), 1)
     assert outcome.failed == [] and len(outcome.created) == 1
     skill = bank.get(outcome.created[0])
     assert skill.guidance.common_pitfalls == [PATTERN]
@@ -169,7 +170,7 @@ def test_fieldwise_drafts_that_copy_the_lock_are_reprompted(bank, verdict_factor
     llm = ScriptedLLM(answer)  # draft_mode fieldwise on a chat backend: a grammar per field
     cluster = [verdict_factory(f"Mbpp/{n}", PATTERN) for n in range(3)]
     outcome = Synthesizer(llm, HashEmbedder(), SynthSettings(draft_mode="fieldwise"), "mbpp").run(
-        cluster, [], None, lambda s: bank.add(s, round_=1), 1)
+        cluster, [], None, bank_adder(bank, 1), 1)
     assert outcome.created == ["guard_small_numbers"] and attempts["n"] == 2
     assert "placeholder" in llm.calls[len(FIELD_ORDER)][0][-1].content
 
@@ -298,7 +299,7 @@ def test_fieldwise_an_id_the_model_cannot_write_comes_from_the_pattern(bank, ver
     llm = ScriptedLLM(answer)  # a chat backend drafting field by field: the id under a grammar
     cluster = [verdict_factory(f"Mbpp/{n}", PATTERN) for n in range(3)]
     outcome = Synthesizer(llm, HashEmbedder(), SynthSettings(draft_mode="fieldwise"), "mbpp").run(
-        cluster, [], default_metaskill("mbpp"), lambda s: bank.add(s, round_=1), 1)
+        cluster, [], default_metaskill("mbpp"), bank_adder(bank, 1), 1)
     expected = "_".join(PATTERN.split()[:6])
     assert outcome.created == [expected] and outcome.failed == []
     assert len(outcome.replies) == len(FIELD_ORDER) + 1  # the id's repair attempt is counted

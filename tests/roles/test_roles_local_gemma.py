@@ -158,7 +158,8 @@ def test_gemma_synthesizer_writes_a_skill_the_bank_accepts_from_a_recorded_clust
                         limits=config.llm.roles.synth)
     assert synth.fieldwise  # a base-model backend drafts field by field
     outcome = synth.run(verdicts, [], default_metaskill("mbpp"),
-                        lambda skill: bank.add(skill, round_=0), 0, capsules=capsules)
+                        lambda skill, sources=None: bank.add(skill, round_=0, sources=sources), 0,
+                        capsules=capsules)
     assert len(outcome.created) == 1, (outcome.failed, outcome.duplicates)
     skill = bank.get(outcome.created[0])
     assert skill.is_active and skill.author == "synthesized" and "auto" in skill.tags

@@ -32,11 +32,11 @@ def cluster(verdict_factory):
 
 
 def add_to(bank: SkillBank, round_: int = 1):
-    return lambda skill: bank.add(skill, round_=round_)
+    return lambda skill, sources=None: bank.add(skill, round_=round_, sources=sources)
 
 
 def test_a_cluster_becomes_an_active_synthesized_skill(bank, config, cluster, skill_reply,
-                                                       prime_task, capsule_factory):
+                                                       prime_task, capsule_factory, tmp_path):
     llm = ScriptedLLM(lambda messages, schema: skill_reply("Edge Numbers!"))
     capsule = capsule_factory("Mbpp/0")
     synth = Synthesizer(llm, HashEmbedder(), config.synth, "mbpp",
@@ -51,6 +51,10 @@ def test_a_cluster_becomes_an_active_synthesized_skill(bank, config, cluster, sk
     assert "is_prime(9) returned True" in prompt  # the capsule snippet
     assert "whether a number is prime" in prompt  # the task text
     assert '"verify_before_returning"' in prompt  # the schema lock
+    # The bank records the cluster it came from (the run's closing lines tell it).
+    from ratchet_ray.report.learned import learned_skills
+    assert [(s.skill_id, s.round, s.sources) for s in learned_skills(tmp_path / "run")] == [
+        ("edge_numbers", 1, 3)]
 
 
 def test_dedup_hit_reprompts_with_the_duplicates_id(bank, config, cluster, skill_reply):

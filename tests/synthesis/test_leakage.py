@@ -145,7 +145,7 @@ def test_guard_rejects_reprompts_once_naming_the_span(tmp_path, index, second_le
     clean = draft("dedup_then_order", "Remove duplicates before ordering by the key.")
     replies = iter([leaking, leaking if second_leaks else clean, clean])
     llm = ScriptedLLM(lambda messages, schema: next(replies))
-    add = guarded_adder(lambda s: bank.add(s, round_=1), index, 0.6)
+    add = guarded_adder(lambda s, **kw: bank.add(s, round_=1, **kw), index, 0.6)
     outcome = Synthesizer(llm, HashEmbedder(), LoopConfig().synth, "mbpp").run(
         verdicts(), [], None, add, 1)
     assert outcome.leaked and outcome.leaked[0].startswith("copy_answer: ")
