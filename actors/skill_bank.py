@@ -1,8 +1,11 @@
 """The SkillBank as a Ray actor: one per run (arm), the only writer of skills/ and meta-skills/.
 
 Contracts:
-- ``launch_skill_bank(run_dir, embedder=..., config=..., run_id=...)`` returns a handle to the
-  named actor ``skill_bank:<run_id>`` (an existing one is reused, so a restarted driver reattaches).
+- ``launch_skill_bank(run_dir, embedder=..., config=..., run_id=..., **placement)`` returns a
+  handle to the named actor ``skill_bank:<run_id>`` (an existing one is reused, so a restarted
+  driver reattaches): the one place that sets the bank actor's start options. ``placement`` are
+  the Ray resources and scheduling strategy (``loop.runtime.start_runtime``: the bank's
+  ``ROLE_RESOURCES``, pinned to the driver's node, where the run dir lives).
   Its methods are ``SkillBank``'s (``add``, ``active``, ``curate``, ``snapshot``, ``restore``...).
 - ``embedder`` may be an ``Embedder`` or a zero-argument factory (or class) returning one, so a
   heavy local model is built inside the actor process instead of being pickled from the driver.
@@ -19,7 +22,7 @@ Example::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import ray
 
@@ -50,11 +53,9 @@ def actor_name(run_id: str) -> str:
 
 
 def launch_skill_bank(run_dir: str | Path, *, embedder: EmbedderOrFactory, config: LoopConfig,
-                      run_id: str, max_restarts: int = 3) -> ray.actor.ActorHandle:
+                      run_id: str, **placement: Any) -> ray.actor.ActorHandle:
     """Start (or reattach to) the run's SkillBank actor; see module contracts."""
-    remote_cls = ray.remote(SkillBankProcess)
-    handle = remote_cls.options(
-        name=actor_name(run_id), get_if_exists=True, num_cpus=0, max_concurrency=1,
-        max_restarts=max_restarts, max_task_retries=0,
+    return ray.remote(SkillBankProcess).options(
+        name=actor_name(run_id), get_if_exists=True, max_concurrency=1, max_restarts=3,
+        max_task_retries=0, **placement,
     ).remote(str(run_dir), embedder=embedder, config=config, run_id=run_id)
-    return handle

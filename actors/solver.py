@@ -11,18 +11,13 @@ snapshot's index::
     outcome = ray.get(solver.run.remote(task, "train", round_, bank=bank))
     outcomes, seconds = ray.get(solver.call_batch.remote("run", [(task, ("train", round_))],
                                                          bank=bank))
-
-``launch_solvers`` starts ``n`` of them with the given per-actor resources.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import ray
 
 from actors.batching import BatchCalls
-from ratchet_ray.config import LoopConfig
 from ratchet_ray.roles import workers
 
 
@@ -31,10 +26,3 @@ class SolverWorker(workers.SolverWorker, BatchCalls):
 
 
 SolverActor = ray.remote(SolverWorker)
-
-
-def launch_solvers(config: LoopConfig, n: int, *, num_cpus: float = 1.0, **kwargs: Any) -> list:
-    """``n`` Solver actors; ``kwargs`` go to ``SolverWorker`` (e.g. ``solver_cache_dir``)."""
-    if n < 1:
-        raise ValueError(f"launch_solvers: n must be >= 1, got {n}; set workers.solvers")
-    return [SolverActor.options(num_cpus=num_cpus).remote(config, **kwargs) for _ in range(n)]

@@ -24,9 +24,10 @@ Contracts:
   included), so a worker on another node runs with the driver's settings, not its own
   environment's. No actor is given a ``runtime_env``: Ray starts such a worker through a setup
   process of its own (another interpreter importing Ray, about 1 s of CPU per actor).
-- Resources: every actor asks for its role's ``ROLE_RESOURCES``; SWE-bench Solvers and Graders
-  always ask for one ``docker`` unit too (``actor_options``), which a local Ray started here
-  offers and a cluster offers on its ``docker_worker`` nodes (cluster.yaml).
+- Resources: every actor asks for its role's ``ROLE_RESOURCES`` and the custom resources its
+  suite declares for the role (``actor_options``, ``SuitePlugin.resources``: e.g. a container
+  slot), which a local Ray started here offers as the suites declare (``local_resources``) and
+  a cluster offers on the node types cluster.yaml lists.
 """
 
 from __future__ import annotations
@@ -44,13 +45,14 @@ from actors.artifacts import run_artifacts_access
 from actors.critic import CriticActor
 from actors.pools import ActorStartError, ActorStartTimeout, ResilientPool, init_failure, \
     init_failure_text
-from actors.skill_bank import SkillBankProcess, actor_name
+from actors.skill_bank import actor_name, launch_skill_bank
 from actors.solver import SolverActor
 from actors.synthesizer import SynthesizerActor
 from ratchet_ray.artifacts import Artifacts, ArtifactStore
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.llm.base import Embedder, LLMClient
 from ratchet_ray.llm.cache import CACHE_DIRNAME
+from ratchet_ray.suites.hooks import local_resources
 from ratchet_ray.types import Task
 
 log = logging.getLogger(__name__)
@@ -69,11 +71,9 @@ ROLE_RESOURCES: dict[str, dict[str, Any]] = {
 # Custom resources per (suite, role), always requested, are the suite's (``suites.hooks.
 # actor_resources``, registered with ``resources=``): an actor waits for (and an autoscaler adds)
 # a node that offers them, and a run that waits longer than infra.actor_start_timeout_s stops
-# naming the cluster.yaml node type that provides them (actors.pool_errors). cluster.yaml's
-# docker_worker nodes offer `docker`, one container harness per unit. A local Ray started by
-# ``connect_ray`` is this machine, whose Docker daemon the preflight checks: it offers
-# ``LOCAL_DOCKER_SLOTS`` units.
-LOCAL_DOCKER_SLOTS = max(1, os.cpu_count() or 1)
+# naming the cluster.yaml node type that provides them (actors.pool_errors). A local Ray started
+# by ``connect_ray`` is this machine: it offers what the registered suites declare a local
+# machine offers (``suites.hooks.local_resources``).
 
 
 def actor_options(role: str, suite: str) -> dict[str, Any]:
@@ -126,7 +126,7 @@ def connect_ray(address: str | None = None) -> bool:
     joined = bool(address or os.environ.get("RAY_ADDRESS"))
     local = {} if joined else dict(
         _node_ip_address="127.0.0.1", include_dashboard=False,
-        resources={"docker": LOCAL_DOCKER_SLOTS},
+        resources=local_resources(),
         _system_config=LOCAL_RAY_SYSTEM_CONFIG)
     # A driver joined through RAY_ADDRESS (``ray job submit``) shows its workers' logs; one given
     # an address (a sweep's head, ``swe validate --address``) and a local run do not.
@@ -259,10 +259,8 @@ def start_runtime(config: LoopConfig, run_dir: Path, run_id: str, train_tasks: S
     """Launch every actor of a run (see module contracts)."""
     warn_if_oversized(config)
     models = models.filled(config, scope=run_id)
-    bank = ray.remote(SkillBankProcess).options(
-        name=actor_name(run_id), get_if_exists=True, max_concurrency=1, max_restarts=3,
-        max_task_retries=0, scheduling_strategy=pin_to_this_node(), **ROLE_RESOURCES["bank"],
-    ).remote(str(run_dir), embedder=models.embedder, config=config, run_id=run_id)
+    bank = launch_skill_bank(run_dir, embedder=models.embedder, config=config, run_id=run_id,
+                             scheduling_strategy=pin_to_this_node(), **ROLE_RESOURCES["bank"])
     injected = {"llm": models.llm, "embedder": models.embedder}
     artifacts, service = run_artifacts_access(run_dir, config.infra.artifact_uri)
 

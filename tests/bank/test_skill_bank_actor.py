@@ -21,7 +21,8 @@ ray.cloudpickle.register_pickle_by_value(skill_builders)
 
 def test_bank_actor_serialises_concurrent_adds_and_keeps_the_cap(ray_local, run_dir):
     config = LoopConfig(curator={"active_cap": 4})
-    handle = launch_skill_bank(run_dir, embedder=fakes.HashEmbedder, config=config, run_id="actor1")
+    handle = launch_skill_bank(run_dir, embedder=fakes.HashEmbedder, config=config, run_id="actor1",
+                               num_cpus=0)
     assert ray.get(handle.ping.remote()) == "actor1"
     skills = [make_skill(f"s{i}", topic) for i, topic in enumerate(TOPICS[:8])]
     results = ray.get([handle.add.remote(s, round_=1) for s in skills])
@@ -29,7 +30,8 @@ def test_bank_actor_serialises_concurrent_adds_and_keeps_the_cap(ray_local, run_
     assert sum(len(r.evicted) for r in results) == 4
     assert len(ray.get(handle.active.remote())) == 4
 
-    again = launch_skill_bank(run_dir, embedder=fakes.HashEmbedder, config=config, run_id="actor1")
+    again = launch_skill_bank(run_dir, embedder=fakes.HashEmbedder, config=config,
+                              run_id="actor1", num_cpus=0)
     assert again._actor_id == handle._actor_id  # a restarted driver reattaches by name
     ray.get(handle.snapshot.remote(1))
     EvidenceStore(run_dir).append("capsule", 2, routed_capsules("actor1", "s7", 2, 0, 100))

@@ -84,22 +84,23 @@ def ray_with_fakes(ray_local):
 def test_actors_run_the_workers_under_ray(ray_with_fakes, tmp_path, prime_task, small_bank,
                                           capsule_factory, verdict_factory):
     ray = ray_with_fakes
-    from actors.critic import launch_critics
-    from actors.solver import launch_solvers
+    from actors.critic import CriticActor
+    from actors.solver import SolverActor
     from actors.synthesizer import SynthesizerActor
     from ratchet_ray.bank.skill_bank import SkillBank
 
     config = LoopConfig()
-    solvers = launch_solvers(config, 2, num_cpus=0.5, llm=ScriptedLLM(router_then_code),
-                             embedder=HashEmbedder(), output_kind="code")
+    solvers = [SolverActor.options(num_cpus=0.5).remote(
+        config, llm=ScriptedLLM(router_then_code), embedder=HashEmbedder(), output_kind="code")
+        for _ in range(2)]
     ray.get([s.set_bank.remote(small_bank) for s in solvers])
     outcomes = ray.get([s.run.remote(prime_task, "train", 1) for s in solvers])
     assert [o.skill_id for o in outcomes] == ["prime_check", "prime_check"]
 
     verdict = {"rationale": "r", "attribution": "inapplicable", "pattern": "skips zero input",
                "confidence": "low"}
-    critic, = launch_critics(config, 1, num_cpus=0.5,
-                             llm=ScriptedLLM(lambda m, s: json.dumps(verdict)))
+    critic = CriticActor.options(num_cpus=0.5).remote(
+        config, llm=ScriptedLLM(lambda m, s: json.dumps(verdict)))
     results = ray.get(critic.critique_batch.remote([(prime_task, capsule_factory("Mbpp/3"), None)]))
     assert results[0].verdict.pattern == "skips zero input"
 
