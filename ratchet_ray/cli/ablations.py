@@ -39,6 +39,8 @@ from pathlib import Path
 import click
 
 from ratchet_ray.ablations import write_report
+from ratchet_ray.cli.options import (bank_option, dataset_path_option, llm_option, set_option,
+                                     slice_options, workers_option)
 from ratchet_ray.loop.entry import DRY_RUN, SUITE, print_config, version_option
 from ratchet_ray.sweep.ray_head import RayHeadError, ray_cluster
 from ratchet_ray.sweep.spec import (ARMS, JobOutcome, SweepError, SweepSpec, check_sweep_file,
@@ -84,19 +86,13 @@ def _check_runs(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
               help="Seeds to run each arm with, comma-separated (each arm-seed is one run).")
 @click.option("--rounds", type=click.IntRange(min=1),
               help="Rounds per run (default: the suite's paper value, 100 MBPP+ / 20 SWE-bench).")
-@click.option("--n-train", type=click.IntRange(min=0), help="Random train slice size.")
-@click.option("--n-eval", type=click.IntRange(min=0), help="Random eval slice size.")
-@click.option("--subset", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Hard-subset file from jobs.select_subset (overrides --n-train/--n-eval).")
-@click.option("--llm", type=click.Choice(["local", "bedrock", "openai"]), help="LLM backend.")
-@click.option("--dataset-path", type=click.Path(exists=True, path_type=Path),
-              help="Local dataset file for every run (offline use).")
-@click.option("--workers", type=click.IntRange(min=1), help="Solver and grader actors per run.")
-@click.option("--bank", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Skill pack (ratchet skill export) every run's bank starts from, on "
-                   "probation (bank.pack).")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-              help="Config override for every run, e.g. --set llm.base_url=http://...")
+@slice_options()
+@llm_option()
+@dataset_path_option("Local dataset file for every run (offline use).")
+@workers_option("Solver and grader actors per run.")
+@bank_option("Skill pack (ratchet skill export) every run's bank starts from, on probation "
+             "(bank.pack).")
+@set_option("Config override for every run, e.g. --set llm.base_url=http://...")
 @click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
               help="Jobs running at once.")
 @click.option("--address", envvar="RAY_ADDRESS",

@@ -43,6 +43,8 @@ from typing import Any
 
 import click
 
+from ratchet_ray.cli.options import (config_option, dataset_path_option, llm_option, set_option,
+                                     workers_option)
 from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
                                     version_option)
 from ratchet_ray.run_flags import build_overrides
@@ -223,17 +225,11 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
               help="Sampling temperature (probes differ only through sampling); default: the "
                    "loop Solver's (llm.temperature, the Default's 1.0, and the suite's own, "
                    "e.g. the SWE-bench agent's).")
-@click.option("--llm", type=click.Choice(["local", "bedrock", "openai"]),
-              help="LLM backend (default: the config's, else local).")
-@click.option("--config", "config_files", multiple=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="YAML config file(s), applied in order over the suite's file.")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-              help="Config override, e.g. --set llm.base_url=http://127.0.0.1:8000/v1 "
-                   "(repeatable).")
-@click.option("--dataset-path", type=click.Path(exists=True, path_type=Path),
-              help="Local dataset file (offline use).")
-@click.option("--workers", type=click.IntRange(min=1), help="Solver and grader actors each.")
+@llm_option("LLM backend (default: the config's, else local).")
+@config_option()
+@set_option("Config override, e.g. --set llm.base_url=http://127.0.0.1:8000/v1 (repeatable).")
+@dataset_path_option()
+@workers_option()
 @DRY_RUN
 @version_option()
 def main(suite: str, out: Path | None, probes: int, limit: int | None, temperature: float | None,

@@ -32,11 +32,11 @@ from typing import Any, Sequence
 import click
 import duckdb
 
+from ratchet_ray.cli.options import format_option, yes_option
 from ratchet_ray.evidence import integrity
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.runlock import RunDirBusy, RunLock
 
-FORMATS = click.Choice(["table", "csv", "json"])
 _READ_ONLY = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
 _CELL_MAX = 60
 
@@ -134,8 +134,7 @@ def emit_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str) 
 
 @click.command("query")
 @click.argument("sql")
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True,
-              help="Output: an aligned table, CSV, or JSON (a list of objects).")
+@format_option()
 @click.pass_context
 def query(ctx: click.Context, sql: str, fmt: str) -> None:
     """Run read-only SQL over the evidence views (capsule, verdict, skill_event, llm_call, round,
@@ -195,7 +194,7 @@ def capsule() -> None:
 @click.option("--keep-days", type=click.FloatRange(min=0), required=True,
               help="Keep capsule parts holding any row newer than this many days.")
 @click.option("--dry-run", is_flag=True, help="List the parts that would be removed; remove nothing.")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@yes_option()
 @click.pass_context
 def prune(ctx: click.Context, keep_days: float, dry_run: bool, yes: bool) -> None:
     """Delete capsule parts older than --keep-days (the only command that removes evidence)."""

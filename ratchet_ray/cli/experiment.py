@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from ratchet_ray.cli.options import dataset_path_option, llm_option, subset_option
 from ratchet_ray.loop.entry import SUITE, default_suite
 
 
@@ -72,8 +73,7 @@ def experiment() -> None:
 @click.option("--lower-is-better/--higher-is-better", default=None,
               help="Expected metric direction (default: the evaluator's).")
 @click.option("--proposer", default="llm", show_default=True, help="llm or script:FILE.")
-@click.option("--llm", type=click.Choice(["local", "bedrock", "openai"]), default="local",
-              show_default=True, help="Backend of the llm proposer.")
+@llm_option("Backend of the llm proposer.", default="local", show_default=True)
 @click.option("--llm-model", help="Model id (backend default when omitted).")
 @click.option("--llm-base-url", help="Server URL for the openai backend.")
 @click.option("--temperature", type=click.FloatRange(0, 2), default=0.0, show_default=True,
@@ -128,8 +128,7 @@ def evaluator_sha() -> str:
 @experiment.command("eval-skill-loop")
 @click.option("--suite", type=SUITE, default=default_suite(), show_default=True,
               help="Suite of the skill-loop runs (a registered suite).")
-@click.option("--subset", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Fixed hard-subset file (jobs.select_subset).")
+@subset_option("Fixed hard-subset file (jobs.select_subset).", required=True)
 @click.option("--seeds", default="42,7,13", show_default=True, help="Comma-separated seeds.")
 @click.option("--rounds", type=click.IntRange(min=1), default=10, show_default=True,
               help="Rounds of each seed's run (fewer than the Curator and the rollback gate "
@@ -161,8 +160,7 @@ def evaluator_sha() -> str:
 @click.option("--floor-delta", type=click.FloatRange(min=1e-12, max=1), default=1e-3,
               show_default=True, help="Proposition 1 floor: per-skill failure probability "
               "delta.")
-@click.option("--dataset-path", type=click.Path(exists=True, path_type=Path),
-              help="Local dataset file (offline use).")
+@dataset_path_option()
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Keep the run dirs here (default: a temporary folder, removed after).")
 def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, prompts_dir, scalar,

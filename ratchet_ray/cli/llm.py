@@ -18,20 +18,19 @@ from pathlib import Path
 
 import click
 
+from ratchet_ray.cli.options import config_option, llm_option, yes_option
 from ratchet_ray.llm.cache import CACHE_DIRNAME, SolverCache
 from ratchet_ray.loop.entry import SUITE, default_suite
 
 
 @click.command()
-@click.option("--llm", "backend", type=click.Choice(["local", "bedrock", "openai"]), default=None,
-              help="Backend to check (default: the config's, else local).")
+@llm_option("Backend to check (default: the config's, else local).", dest="backend")
 @click.option("--suite", type=SUITE, default=default_suite(),
               help="Suite whose own checks run too (swebench: Docker and git): a registered "
                    "suite, a plugin's too ($RATCHET_SUITES, or suite_plugins in --config).")
-@click.option("--config", "config_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Run config YAML(s) whose llm section is checked.")
+@config_option("Run config YAML(s) whose llm section is checked.")
 @click.option("--base-url", default=None, help="Server URL for --llm openai.")
-def doctor(backend: str | None, suite: str, config_files: tuple[str, ...], base_url: str | None) -> None:
+def doctor(backend: str | None, suite: str, config_files: tuple[Path, ...], base_url: str | None) -> None:
     """Pre-flight: Ray, model or credentials + a one-token call, an embedding, dataset, Docker."""
     from ratchet_ray.config_files import ConfigError, layered_files, load_config
     from ratchet_ray.llm.doctor import run_checks
@@ -122,7 +121,7 @@ def cache_list(ctx: click.Context, cache_dir: Path | None) -> None:
 
 @solver_cache.command("clear")
 @_CACHE_DIR_OPTION
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@yes_option()
 @click.pass_context
 def cache_clear(ctx: click.Context, cache_dir: Path | None, yes: bool) -> None:
     """Delete every cached generation."""

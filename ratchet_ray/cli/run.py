@@ -21,6 +21,9 @@ from pathlib import Path
 
 import click
 
+from ratchet_ray.cli.options import (bank_option, config_option, dataset_path_option,
+                                     llm_option, seed_option, set_option, slice_options,
+                                     workers_option)
 from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
                                     version_option)
 from ratchet_ray.run_flags import build_overrides, loop_size_problems
@@ -33,31 +36,22 @@ _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config
 @click.argument("suite", type=SUITE, required=False)  # the config checks it against the registry
 @click.option("--rounds", type=click.IntRange(min=0),
               help="Rounds to run (the suite's paper value: 100 MBPP+, 20 SWE-bench).")
-@click.option("--n-train", type=click.IntRange(min=0), help="Random train slice size.")
-@click.option("--n-eval", type=click.IntRange(min=0), help="Random eval slice size.")
-@click.option("--subset", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Hard-subset file from jobs.select_subset (overrides --n-train/--n-eval).")
-@click.option("--seed", type=int, help="Seed of the split, task and verdict order and LLM "
-              "sampling (42).")
+@slice_options()
+@seed_option("Seed of the split, task and verdict order and LLM sampling (42).")
 @click.option("--tag", help="Suffix of the run dir name.")
-@click.option("--config", "config_files", multiple=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="YAML config file(s), applied in order (e.g. configs/ablations/A4.yaml).")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-              help="Config override, e.g. --set curator.active_cap=100 (repeatable).")
-@click.option("--llm", type=click.Choice(["local", "bedrock", "openai"]), help="LLM backend.")
+@config_option("YAML config file(s), applied in order (e.g. configs/ablations/A4.yaml).")
+@set_option()
+@llm_option()
 @click.option("--no-synth", is_flag=True,
               help="No new skills; capsules, critic and curator still run.")
 @click.option("--meta-every", type=click.IntRange(min=1), help="Meta-synth every N rounds.")
 @click.option("--resume", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Continue this run dir (its config.yaml is used as is; only --set "
                    "budget.*=... may raise its budget).")
-@click.option("--dataset-path", type=click.Path(exists=True, path_type=Path),
-              help="Local dataset file (offline use).")
-@click.option("--workers", type=click.IntRange(min=1), help="Solver and grader actors each.")
-@click.option("--bank", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Skill pack (ratchet skill export) the new run's bank starts from, its "
-                   "skills on probation (bank.pack).")
+@dataset_path_option()
+@workers_option()
+@bank_option("Skill pack (ratchet skill export) the new run's bank starts from, its skills on "
+             "probation (bank.pack).")
 @click.option("--quiet", is_flag=True, help="No progress display.")
 @DRY_RUN
 @version_option()
@@ -122,6 +116,11 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
         raise click.UsageError(str(exc)) from exc
     except RunStopped as exc:  # the cause and its fix, on one line, and a non-zero exit
         raise click.ClickException(f"run stopped: {exc}") from exc
+    from ratchet_ray.report.learned import story
+
+    # What the run learned, in words (on stderr: stdout's one line stays the run dir).
+    for line in story(path):
+        click.echo(line, err=True)
     click.echo(str(path))
 
 

@@ -40,6 +40,8 @@ from typing import Any, Callable, Iterable
 
 import click
 
+from ratchet_ray.cli.options import (config_option, n_eval_option, n_train_option, seed_option,
+                                     set_option)
 from ratchet_ray.loop.entry import SUITE, version_option
 
 
@@ -204,18 +206,15 @@ def subset_path(out_dir: Path, suite: str, n_hard: int, n_train: int, n_eval: in
               help="Suite whose rows of --source are used: a registered suite, a plugin's "
                    "too (--set suite_plugins=[path.py] or $RATCHET_SUITES).")
 @click.option("--n-hard", type=click.IntRange(min=1), help="Default: n_train + n_eval.")
-@click.option("--n-train", type=click.IntRange(min=0), help="Default: the config's n_train.")
-@click.option("--n-eval", type=click.IntRange(min=0), help="Default: the config's n_eval.")
-@click.option("--seed", type=int, help="Default: the config's seed (42).")
+@n_train_option("Default: the config's n_train.")
+@n_eval_option("Default: the config's n_eval.")
+@seed_option("Default: the config's seed (42).")
 @click.option("--probes", type=click.IntRange(min=1), default=5, show_default=True,
               help="Baseline calls per task that count.")
 @click.option("--min-solved", type=click.IntRange(min=0), default=0, show_default=True,
               help="Keep only tasks solved on at least this many probes.")
-@click.option("--config", "config_files", multiple=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="YAML config file(s) giving the defaults of --n-train/--n-eval/--seed.")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-              help="Config override, e.g. --set n_train=30 (repeatable).")
+@config_option("YAML config file(s) giving the defaults of --n-train/--n-eval/--seed.")
+@set_option("Config override, e.g. --set n_train=30 (repeatable).")
 @click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path),
               default=Path("results/subsets"), show_default=True,
               help="Folder of the subset file (named after the suite, sizes and seed).")

@@ -23,6 +23,7 @@ from ratchet_ray.bank.metaskills import MetaSkillFileError
 from ratchet_ray.bank.skill_bank import BankError, SkillBank
 from ratchet_ray.bank.skill_io import SkillFileError
 from ratchet_ray.cli.evidence import check_run_dir, writer_lock
+from ratchet_ray.cli.options import round_option, status_option
 from ratchet_ray.config_files import ConfigError, load_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
@@ -31,7 +32,6 @@ from ratchet_ray.bank.pack_format import PackError
 
 _ERRORS = (PackError, SkillFileError, MetaSkillFileError, BankError, ConfigError,
            EvidenceSchemaError, FileNotFoundError)
-STATUS = click.Choice(["active", "all", "candidate", "deprecated"])
 
 
 def _run_dir(ctx: click.Context, given: Path | None, option: str) -> Path:
@@ -52,8 +52,7 @@ def _latest_round(run_dir: Path) -> int:
 @click.argument("run", required=False, type=click.Path(path_type=Path))
 @click.option("-o", "--out", "out", required=True, type=click.Path(path_type=Path),
               help="Folder to write the pack to (must not hold a pack already).")
-@click.option("--status", type=STATUS, default="active", show_default=True,
-              help="Only the skills of this status ('all': every skill of the bank).")
+@status_option("active", "Only the skills of this status ('all': every skill of the bank).")
 @click.pass_context
 def export_cmd(ctx: click.Context, run: Path | None, out: Path, status: str) -> None:
     """Export RUN's skills with their record as a versioned skill pack."""
@@ -76,8 +75,7 @@ def export_cmd(ctx: click.Context, run: Path | None, out: Path, status: str) -> 
               help="Run dir to import into (default: --db).")
 @click.option("--allow-other-suite", is_flag=True,
               help="Import a pack exported from a run of another suite.")
-@click.option("--round", "round_", type=click.IntRange(min=0), default=None,
-              help="Round to record, 0 or more (default: the latest round in the evidence).")
+@round_option()
 @click.pass_context
 def import_cmd(ctx: click.Context, pack: Path, into: Path | None, allow_other_suite: bool,
                round_: int | None) -> None:

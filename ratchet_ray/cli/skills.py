@@ -37,7 +37,8 @@ from ratchet_ray.bank.probation import probation_floor
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill
 from ratchet_ray.cli import audit_hygiene
 from ratchet_ray.cli.skill_packs import export_cmd, import_cmd
-from ratchet_ray.cli.evidence import FORMATS, emit_rows, require_run_dir, writer_lock
+from ratchet_ray.cli.evidence import emit_rows, require_run_dir, writer_lock
+from ratchet_ray.cli.options import format_option, round_option, status_option
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import ConfigError, load_config
 from ratchet_ray.evidence import named_queries as nq
@@ -49,7 +50,6 @@ from ratchet_ray.governance import curator
 
 _USER_ERRORS = (SkillFileError, MetaSkillFileError, BankError, ConfigError, EvidenceSchemaError,
                 FileNotFoundError)
-STATUS_CHOICE = click.Choice(["all", "active", "deprecated", "candidate"])
 
 
 def run_config(run_dir: Path) -> LoopConfig:
@@ -80,10 +80,8 @@ def skill() -> None:
 
 
 @skill.command("list")
-@click.option("--status", type=STATUS_CHOICE, default="all", show_default=True,
-              help="Only the skills of this status.")
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True,
-              help="Output: an aligned table, CSV, or JSON (a list of objects).")
+@status_option("all", "Only the skills of this status.")
+@format_option()
 @click.pass_context
 def skill_list(ctx: click.Context, status: str, fmt: str) -> None:
     """Skills with their status and live train contribution."""
@@ -132,8 +130,7 @@ def skill_show(ctx: click.Context, skill_id: str) -> None:
 
 @skill.command("load")
 @click.argument("folder", required=False, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--round", "round_", type=click.IntRange(min=0), default=None,
-              help="Round to record, 0 or more (default: the latest round in the evidence).")
+@round_option()
 @click.pass_context
 def skill_load(ctx: click.Context, folder: Path | None, round_: int | None) -> None:
     """Import YAML skills from FOLDER (default: the run's skills/ folder)."""
@@ -164,8 +161,7 @@ def meta() -> None:
 
 
 @meta.command("list")
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True,
-              help="Output: an aligned table, CSV, or JSON (a list of objects).")
+@format_option()
 @click.pass_context
 def meta_list(ctx: click.Context, fmt: str) -> None:
     """Meta-skills of the run, one ACTIVE per suite."""
@@ -197,8 +193,7 @@ def tampering_rows(con) -> list[dict]:
 @click.command("audit")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
               help="Latest skill events shown.")
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True,
-              help="Output: an aligned table, CSV, or JSON (a list of objects).")
+@format_option()
 @click.option("--tampering", "only_tampering", is_flag=True,
               help="List only the capsules graded as tampering (in any format).")
 @click.option("--leakage", is_flag=True,
@@ -288,11 +283,9 @@ def hygiene_audit(ctx: click.Context, fmt: str, leakage: bool, threshold: float 
 
 
 @click.command("curate")
-@click.option("--round", "round_", type=click.IntRange(min=0), default=None,
-              help="Round to record, 0 or more (default: the latest round in the evidence).")
+@round_option()
 @click.option("--dry-run", is_flag=True, help="Show the decisions without retiring anything.")
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True,
-              help="Output: an aligned table, CSV, or JSON (a list of objects).")
+@format_option()
 @click.pass_context
 def curate(ctx: click.Context, round_: int | None, dry_run: bool, fmt: str) -> None:
     """Re-run retirement over the current evidence (do_not_retire skills are reported, kept)."""
