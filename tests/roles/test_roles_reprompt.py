@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-from conftest import _skill
 from fakes import HashEmbedder, ScriptedLLM
 
 from ratchet_ray.bank.skill_events import AddResult
@@ -110,11 +109,11 @@ def test_a_template_copy_is_reprompted_without_reaching_the_bank(skill_reply):
     assert skill is not None and len(submitted) == 1 and outcome.created == ["edge_numbers"]
 
 
-def test_the_reviser_goes_through_the_shared_loop(skill_reply):
+def test_the_reviser_goes_through_the_shared_loop(skill_reply, make_skill):
     """A revision refused twice for leakage: both refusals recorded, one re-prompt (the loop a
     new skill goes through), the parent untouched."""
     config = LoopConfig()
-    parent = _skill("window", "Sum every fixed-length window of a list")
+    parent = make_skill("window", "Sum every fixed-length window of a list")
     verdicts = tuple(Verdict(capsule_id=f"c{i}", run_id="run1", round=1, task_id=f"Mbpp/{i}",
                              skill_id="window", attribution="hurt", pattern="p",
                              confidence=0.9, rationale="r") for i in range(2))
