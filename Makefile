@@ -51,8 +51,11 @@ QUICKSTART_FLAGS ?= --rounds 2 --subset configs/subsets/mbpp_quickstart.json --t
 	--set llm.temperature=0.7 --set llm.max_tokens=256 --set synth.min_cluster_size=2 \
 	--set llm.roles.critic.max_tokens=120 --set synth.max_new_per_round=2 \
 	--set synth.max_reprompts=1
+# RUN_FLAGS: more of `ratchet run`'s options after the quickstart's (bench/quickstart_seeds.py
+# passes --seed S --quiet).
+RUN_FLAGS ?=
 run: setup sandbox  ## the quickstart: a short MBPP+ loop on the local Gemma model over the quickstart subset
-	$(BIN)/python -m jobs.skill_loop mbpp $(QUICKSTART_FLAGS)
+	$(BIN)/python -m jobs.skill_loop mbpp $(QUICKSTART_FLAGS) $(RUN_FLAGS)
 
 # Python keeps compiled modules only where PYTHONDONTWRITEBYTECODE is unset. Where it is set (CI's
 # machines set it), every process the suite starts (hundreds of Ray actors, drivers, sandboxes)
@@ -99,7 +102,7 @@ bench: setup
 	$(BIN)/python bench/grader_agreement.py --workers 2
 
 # The generated reference pages (tests/docs fails when they differ from what the code renders).
-docs: setup  ## regenerate docs/configuration.md, docs/cli.md and docs/evidence-schema.md from the code
+docs: setup  ## regenerate docs/configuration.md, cli.md, evidence-schema.md and architecture-map.md from the code (tools/docs_gen.py)
 	$(BIN)/python -m tools.docs_gen docs
 
 clean:
