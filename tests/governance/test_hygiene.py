@@ -6,12 +6,12 @@ first eviction (off in the Default), prompt tokens per skill, and ``ratchet audi
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from fakes import HashEmbedder
+from offline_data import mbpp_plus_path
 from skill_builders import TOPICS, make_skill, routed_capsules
 
 from ratchet_ray.bank.skill_bank import SkillBank
@@ -171,10 +171,7 @@ def test_run_report_shows_dead_weight_and_ignored_skills(tmp_path):
 
 @pytest.fixture(scope="module")
 def mbpp_path() -> str:
-    path = os.environ.get("MBPP_OVERRIDE_PATH")
-    if not path or not Path(path).is_file():
-        pytest.skip("MBPP+ dataset not available offline (set MBPP_OVERRIDE_PATH)")
-    return path
+    return mbpp_plus_path()
 
 
 def test_audit_leakage_flags_a_skill_quoting_an_eval_solution(tmp_path, mbpp_path):

@@ -5,13 +5,12 @@ passes; over hand-made sources, the real MBPP+ dataset and SWE-bench-shaped inst
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import hashlib
-from pathlib import Path
 
 import pytest
 from fakes import HashEmbedder, ScriptedLLM
+from offline_data import mbpp_plus_path
 
 from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.config import LoopConfig
@@ -170,10 +169,7 @@ def test_guard_off_is_the_papers_default():
 def mbpp_dataset():
     from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus
 
-    path = os.environ.get("MBPP_OVERRIDE_PATH")
-    if not path or not Path(path).is_file():
-        pytest.skip("MBPP+ dataset not available offline (set MBPP_OVERRIDE_PATH)")
-    return load_mbpp_plus(path)
+    return load_mbpp_plus(mbpp_plus_path())
 
 
 def test_mbpp_sources_give_solution_inputs_and_cached_expected_outputs(mbpp_dataset, tmp_path):

@@ -4,21 +4,18 @@ per-session cache dir, so tests never depend on or disturb ~/.cache/evalplus) an
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
 from mbpp_cases import GRADED_TASKS
+from offline_data import mbpp_plus_path
 
 
 @pytest.fixture(scope="session")
 def mbpp_dataset():
     from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus
 
-    path = os.environ.get("MBPP_OVERRIDE_PATH")
-    if not path or not Path(path).is_file():
-        pytest.skip("MBPP+ dataset not available offline (set MBPP_OVERRIDE_PATH)")
-    return load_mbpp_plus(path)
+    return load_mbpp_plus(mbpp_plus_path())
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ leave a bank the truth report agrees with, and retire a truly harmful skill.
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 from ratchet_ray.config_files import layered_files, load_config
 
 from local_ray import start_local_ray
+from offline_data import mbpp_plus_path
 
 ROOT = Path(__file__).resolve().parents[3]
 # Two failure types, so each skill is routed to about half the train tasks; p0 ~ Beta(2, 2)
@@ -31,8 +31,7 @@ CLEAR_WORLD = ("mbpp_oracle.n_types=2", "mbpp_oracle.base_alpha=2", "mbpp_oracle
 
 
 def oracle_config(results_dir: Path, *sets: str):
-    if not Path(os.environ.get("MBPP_OVERRIDE_PATH", "")).is_file():
-        pytest.skip("MBPP+ dataset not available offline (set MBPP_OVERRIDE_PATH)")
+    mbpp_plus_path()  # the suite's tasks are MBPP+'s
     return load_config(layered_files("mbpp_oracle"), [f"results_dir={results_dir}", *sets])
 
 
