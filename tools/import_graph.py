@@ -29,6 +29,8 @@ import sys
 from pathlib import Path
 
 PACKAGES = ("ratchet_ray", "actors", "jobs")
+TOOLING = ("tools",)
+"""The repository's own code (not shipped, in no layer): checked for length and duplicates."""
 LAYERS = {"plain library": 0, "actors": 1, "loop": 2, "sweep": 3, "cli/jobs": 4}
 SUITE_CLI = re.compile(r"ratchet_ray\.suites\.\w+\.cli")
 
@@ -54,10 +56,11 @@ def _module_name(root: Path, path: Path) -> str:
     return ".".join(parts)
 
 
-def project_modules(root: Path) -> dict[str, Path]:
-    """Module name -> source file for every ``.py`` under the project's packages."""
+def project_modules(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
+    """Module name -> source file for every ``.py`` under ``packages`` (the shipped ones by
+    default; the code checks add ``TOOLING``)."""
     modules: dict[str, Path] = {}
-    for package in PACKAGES:
+    for package in packages:
         for path in sorted((root / package).rglob("*.py")):
             modules[_module_name(root, path)] = path
     return modules

@@ -1,4 +1,5 @@
-"""No code written twice: the production packages share no run of ``MIN_LINES`` identical lines.
+"""No code written twice: the production packages and the repository's ``tools/`` share no
+run of ``MIN_LINES`` identical lines.
 
 What counts, as the review tool ``duplicates`` counts it: lines folded of white space, with blank
 lines, comments, import lines and lone punctuation passed over. A run of ``MIN_LINES`` such lines
@@ -14,8 +15,10 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+from tools import import_graph
+
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("ratchet_ray", "actors", "jobs")
+PACKAGES = (*import_graph.PACKAGES, *import_graph.TOOLING)
 MIN_LINES = 6
 EXCEPTIONS = {
     ("ratchet_ray/llm/base.py", "ratchet_ray/llm/cache.py"):
