@@ -48,17 +48,22 @@ class ActorStartTimeout(PoolError):
     """Actors were not started within the bound; the message names what they ask for."""
 
 
-# Which cluster.yaml node type offers each custom resource an actor may ask for (tests/cluster
-# checks this table against cluster.yaml), so a run stuck waiting names the node to add.
-NODE_TYPE_OFFERING = {"docker": "docker_worker"}
+def node_type_offering() -> dict[str, str]:
+    """Which cluster.yaml node type offers each custom resource an actor may ask for, as the
+    suites declare it (``SuitePlugin.cluster_node_types``; tests/cluster checks it against
+    cluster.yaml), so a run stuck waiting names the node to add."""
+    from ratchet_ray.suites.hooks import cluster_node_types
+
+    return cluster_node_types()
 
 
 def who_offers(resources: dict[str, Any]) -> str:
     """`` (resource 'docker' is offered by cluster.yaml node type 'docker_worker')`` for each
-    custom resource in ``resources`` the table knows; "" when none."""
+    custom resource in ``resources`` the suites name a node type for; "" when none."""
+    offering = node_type_offering()
     named = [f"resource {name!r} is offered by cluster.yaml node type "
-             f"{NODE_TYPE_OFFERING[name]!r} (give it min_workers >= 1, or let the autoscaler "
-             f"add one)" for name in sorted(resources) if name in NODE_TYPE_OFFERING]
+             f"{offering[name]!r} (give it min_workers >= 1, or let the autoscaler "
+             f"add one)" for name in sorted(resources) if name in offering]
     return f" ({'; '.join(named)})" if named else ""
 
 

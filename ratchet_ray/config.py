@@ -17,16 +17,32 @@ Contracts:
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ratchet_ray.backend_settings import (BedrockBackendSettings, LocalBackendSettings,
                                       OpenAIBackendSettings, PriceEntry, _env_float,
                                       prices_from_env)
 from ratchet_ray.prompt_templates import PromptSettings
+from ratchet_ray.resources import configs_dir
 
 _STRICT = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+@functools.lru_cache(maxsize=1)
+def default_suite() -> str:
+    """The suite the Default runs: ``suite:`` of ``configs/default.yaml`` (the schema names no
+    suite). ``ValueError`` naming the file and the fix when it names none."""
+    path = configs_dir() / "default.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    suite = data.get("suite") if isinstance(data, dict) else None
+    if not isinstance(suite, str) or not suite:
+        raise ValueError(f"{path} names no suite; add a line `suite: <a registered suite>` "
+                         "(the Default's suite, which a config without one runs)")
+    return suite
 
 
 class RoleLimits(BaseModel):
@@ -396,9 +412,10 @@ class LoopConfig(BaseModel):
     """Everything one run (one arm, one seed) needs. Defaults are the paper's Default."""
 
     model_config = _STRICT
-    suite: str = "mbpp"
-    """A registered suite (``ratchet_ray.suites.suite_names()``): mbpp, swebench, sim, or one
-    added by a plugin (``suite_plugins``, ``$RATCHET_SUITES``, an entry point)."""
+    suite: str = Field(default_factory=lambda: default_suite())
+    """A registered suite (``ratchet_ray.suites.suite_names()``): a built-in one or one added by
+    a plugin (``suite_plugins``, ``$RATCHET_SUITES``, an entry point). Default: the suite
+    ``configs/default.yaml`` names (the paper's Default runs MBPP+)."""
     suite_plugins: list[str] = Field(default_factory=list)
     """Modules that register suites (``ratchet_ray.suites.register``): ``.py`` paths (relative to
     the working directory; stored absolute) or dotted module names, loaded in every process."""
@@ -425,8 +442,8 @@ class LoopConfig(BaseModel):
     subset: str | None = None
     """Path of a hard-subset file (results/subsets/...json); overrides n_train/n_eval."""
     dataset_path: str | None = None
-    """Local dataset file for offline use; for the ``mbpp`` suite the default is
-    ``$MBPP_OVERRIDE_PATH`` (that variable names an MBPP+ file, never another suite's data)."""
+    """Local dataset file for offline use; a suite may default it from its own environment
+    variable (``SuitePlugin.env_vars``, listed under Environment variables)."""
     results_dir: str = "results"
     """Where run dirs are created (``<results_dir>/<suite>/<run name>``); give an absolute path
     on a cluster, where a job's working dir is a temporary copy."""

@@ -26,13 +26,20 @@ from pydantic import BaseModel, ValidationError
 
 from ratchet_ray import resources
 from ratchet_ray.config import LoopConfig
+from ratchet_ray.suites.hooks import env_defaulted_keys
 from ratchet_ray.suites.plugins import SuitePluginError
 from ratchet_ray.suites.resolve import resolve_config, suite_sections, unknown_keys
 
-# Keys whose default comes from the environment when a config is built (see
-# ``backend_settings``): configs/default.yaml leaves them out so that layering it never pins them.
-ENV_DEFAULTED = ("dataset_path", "llm.local", "llm.openai", "llm.bedrock", "llm.prices",
-                 "grader.evalplus_timeout_per_task_s")
+# Keys whose default comes from the environment when a config is built (``backend_settings``);
+# a suite's own are what its ``EnvVar``s default (``env_defaulted``). configs/default.yaml
+# leaves them out so that layering it never pins them.
+ENV_DEFAULTED = ("llm.local", "llm.openai", "llm.bedrock", "llm.prices")
+
+
+def env_defaulted() -> tuple[str, ...]:
+    """Every key whose default comes from the environment: ``ENV_DEFAULTED`` and the keys the
+    registered suites' environment variables default (``SuitePlugin.env_vars``)."""
+    return (*ENV_DEFAULTED, *env_defaulted_keys())
 
 CONFIGS_DIR = resources.configs_dir()  # the checkout's, or the copy a wheel ships
 

@@ -53,14 +53,34 @@ OTHER_VARS = {
                        "without them and a resume takes the full URL from here.",
     "RAY_ADDRESS": "The cluster `jobs.ablations` submits to when `--address` is not given.",
 }
-# Environment prefixes cleared while defaults are read, so they show what ships.
-_CLEARED = ("RATCHET_", "AWS_", "OPENAI_", "EVALPLUS_", "MBPP_")
+# Environment prefixes cleared while defaults are read, so they show what ships (and the
+# variables the suites declare, ``suite_variables``).
+_CLEARED = ("RATCHET_", "AWS_", "OPENAI_")
+
+
+def suite_variables() -> dict[str, str]:
+    """``{NAME: what it does}`` of the environment variables the built-in suites declare
+    (``SuitePlugin.env_vars``), each prefixed with the suites that read it."""
+    from ratchet_ray.suites import registry
+
+    readers: dict[str, list[str]] = {}
+    helps: dict[str, str] = {}
+    for name in registry.suite_names():
+        plugin = registry.registration(name)
+        if plugin.origin != BUILTIN_ORIGIN:
+            continue
+        for var in plugin.env_vars:
+            readers.setdefault(var.name, []).append(name)
+            helps.setdefault(var.name, var.help)
+    return {v: f"Suite {', '.join(f'`{n}`' for n in readers[v])}: {helps[v]}"
+            for v in sorted(readers)}
 
 
 @contextlib.contextmanager
 def clean_environment() -> Iterator[None]:
     """Hide the variables settings read their defaults from; restore them afterwards."""
-    saved = {k: v for k, v in os.environ.items() if k.startswith(_CLEARED)}
+    declared = set(suite_variables())
+    saved = {k: v for k, v in os.environ.items() if k.startswith(_CLEARED) or k in declared}
     for name in saved:
         del os.environ[name]
     try:
@@ -277,6 +297,7 @@ def render_configuration() -> str:
     out += ["", "Other variables the settings or the code read:", "",
             "| variable | what it does |", "|---|---|"]
     rows = {name: "Default of " + ", ".join(f"`{k}`" for k in named[name]) for name in others}
+    rows.update(suite_variables())
     rows.update(OTHER_VARS)
     out += [f"| `{name}` | {cell(what)} |" for name, what in sorted(rows.items())]
     return "\n".join(out) + "\n"

@@ -48,6 +48,8 @@ class Check:
     detail: str
     hint: str = ""
     seconds: float = 0.0
+    blocking: bool = True
+    """Whether a failure stops a run's preflight (``loop.preflight``); False: a warning."""
 
 
 def timed(name: str, hint: str, probe: Callable[[], str]) -> Check:

@@ -3,14 +3,16 @@
 Contracts:
 - ``InfraBreaker(split, round_, total, max_rate)`` watches the capsules of one split as they are
   recorded (``observe``). An infrastructure failure (``Capsule.infra_failure``: the model was
-  unreachable, the Docker daemon died, the sandbox could not start, an actor died) is counted;
+  unreachable, a suite's container daemon or sandbox failed, an actor died) is counted;
   the breaker trips as soon as the split's share of them must end above ``max_rate``
   (``failures > max_rate * total``), without waiting for the rest, and ``observe`` then raises
   ``InfraFailureStop``.
 - ``InfraFailureStop`` names the root cause: the first failure's underlying exception (for a
   dead actor, the reason it died, not the pool's symptom) and the most common message with its
-  count, plus the fix for that kind of failure. Every ``RunStopped`` is a reason to stop the run
-  with a non-zero exit; the round is not recorded and ``--resume`` retries.
+  count, plus the fix for that kind of failure: a suite's own hint (``SuitePlugin.fix_hints``)
+  before the generic ones; task ids are blurred by the suites' ``task_id_pattern``. Every
+  ``RunStopped`` is a reason to stop the run with a non-zero exit; the round is not recorded
+  and ``--resume`` retries.
 - Below the threshold nothing happens here: the failures stay in the denominator as always.
 """
 
@@ -20,16 +22,12 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ratchet_ray.suites.hooks import fix_hint, task_id_patterns
 from ratchet_ray.types import Capsule
 
-# Fix hints by the kind of failure, matched on the exit status and message (lower case).
+# Generic fix hints by the kind of failure, matched on the exit status and message (lower
+# case), after the suites' own (``SuitePlugin.fix_hints``: a container daemon, a sandbox).
 FIXES: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("docker", "containerd"), "start the Docker daemon (`sudo systemctl start docker`; from a "
-                               "checkout: bash .ci/docker_setup.sh), check "
-                               "DOCKER_HOST / swebench.docker_host, then `ratchet doctor "
-                               "--suite swebench`"),
-    (("sandbox",), "the MBPP+ sandbox cannot run code here; see `ratchet doctor` (sandbox) for "
-                   "the mode and its fix"),
     # Before the LLM keys: Ray's text of a dead actor says "connection error" too.
     (("actordied", "rayactorerror", "worker process"), "an actor process died: the cause above "
                                                        "names its signal, its worker log and the "
@@ -71,13 +69,20 @@ def _cause_of(capsule: Capsule) -> str:
 
 
 def _normalise(message: str) -> str:
-    """The message with numbers, ids and paths blurred, so repeats of one cause group together."""
+    """The message with numbers, ids and paths blurred, so repeats of one cause group together
+    (task ids by the registered suites' ``task_id_pattern``)."""
     message = re.sub(r"0x[0-9a-f]+|[0-9a-f]{16,}", "<id>", message, flags=re.I)
-    message = re.sub(r"Mbpp/\d+|[\w.-]+__[\w.-]+-\d+", "<task>", message)
+    for pattern in task_id_patterns():
+        message = re.sub(pattern, "<task>", message)
     return re.sub(r"\d+(\.\d+)?", "N", message)
 
 
-def fix_for(message: str) -> str:
+def fix_for(message: str, suite: str | None = None) -> str:
+    """The fix of ``message``'s kind of failure: a suite's hint (``suite``'s, or any registered
+    suite's when None) first, then the generic ones, else where to read the traces."""
+    hint = fix_hint(message, suite)
+    if hint is not None:
+        return hint
     low = message.lower()
     for keys, fix in FIXES:
         if any(k in low for k in keys):
@@ -93,6 +98,8 @@ class InfraBreaker:
     max_rate: float
     retry: str = "continue with --resume"
     """How the user retries once the cause is fixed."""
+    suite: str | None = None
+    """The run's suite, whose fix hints apply (None: every registered suite's)."""
     failures: list[tuple[str, str]] = field(default_factory=list)
     """(task_id, underlying message) per infra failure, in the order they were recorded."""
 
@@ -120,4 +127,4 @@ class InfraBreaker:
                 f"failed on infrastructure, above infra.max_failure_rate {self.max_rate:.2f}; "
                 f"the round is not recorded. Root cause (first, on {first_task}): {first}. "
                 f"Most common ({count} of {len(self.failures)}): {example}. "
-                f"Fix: {fix_for(first)}; then {self.retry}")
+                f"Fix: {fix_for(first, self.suite)}; then {self.retry}")

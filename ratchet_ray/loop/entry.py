@@ -48,10 +48,11 @@ SUITE = SuiteName()
 
 
 def default_suite() -> str:
-    """The suite of the paper's Default config (``LoopConfig.suite``)."""
-    from ratchet_ray.config import LoopConfig
+    """The suite of the paper's Default config (``configs/default.yaml``'s, which
+    ``LoopConfig.suite`` defaults to)."""
+    from ratchet_ray.config import default_suite as configured
 
-    return LoopConfig.model_fields["suite"].default
+    return configured()
 
 
 def package_version() -> str:

@@ -16,13 +16,15 @@ Contracts:
   - an actor that dies under a check (the node's model server) fails it with the actor's
     class, pid, signal and worker log (``actors.pool_errors.describe_death``), never the
     backend's install hint;
-  - the suite's checks (its registered ``doctor`` through ``suites.environment_checks`` with
-    ``preflight=True``: the MBPP+ sandbox's mode; the Docker daemon, free disk, leftover
-    containers, instance images and git for SWE-bench) as one Ray task with the Grader's
-    resources, so they run where grading will run (on a cluster: a Docker node).
-- A failed *blocking* check (the model, the embedder, the sandbox, the Docker daemon, the
-  SWE-bench dataset, git) raises ``PreflightFailed`` with each failed check's detail and fix, as
-  ``ratchet doctor`` prints them; the others (free disk, leftover containers) are warnings.
+  - the suite's checks (its ``doctor`` through ``suites.environment_checks`` with
+    ``preflight=True``: e.g. a sandbox's mode, a container daemon, free disk) as one Ray task
+    with the Grader's resources, so they run where grading will run (on a cluster: a node that
+    offers the suite's resources).
+- A failed *blocking* check (``Check.blocking``: the model, the embedder, every suite check its
+  suite did not mark a warning, and a suite's checks that did not finish in time) raises
+  ``PreflightFailed`` with each failed check's detail and fix, as ``ratchet doctor`` prints
+  them; the others are warnings. Built-in and plugin suites are treated alike: which of a
+  suite's checks block is the suite's declaration (``suites.contract.SuitePlugin.doctor``).
 - ``config.infra.preflight`` False skips it all.
 """
 
@@ -44,9 +46,6 @@ from ratchet_ray.loop.breaker import PreflightFailed
 from ratchet_ray.suites import environment_checks
 
 log = logging.getLogger(__name__)
-# Checks (by name prefix) whose failure stops the run; the others are warnings.
-BLOCKING = ("llm", "embedding", "sandbox", "docker daemon", "dataset", "git", "mbpp environment",
-            "swebench environment")
 
 
 def _bounded(name: str, hint: str, probe: Callable[[], str],
@@ -140,8 +139,8 @@ def suite_checks(config: LoopConfig) -> list[Check]:
         return [Check(f"{config.suite} environment", False,
                       f"the checks did not finish within {timeout:.0f}s on a node with the "
                       f"grader's resources {options}",
-                      "make sure a node offers those resources (e.g. docker) and is idle enough, "
-                      "or raise infra.preflight_timeout_s")]
+                      "make sure a node offers those resources and is idle enough, or raise "
+                      "infra.preflight_timeout_s")]
 
 
 def preflight(config: LoopConfig, models: Any, scope: str | None = None,
@@ -154,7 +153,7 @@ def preflight(config: LoopConfig, models: Any, scope: str | None = None,
         log.info("preflight %s %s: %s (%.1fs)", "PASS" if check.ok else "FAIL", check.name,
                  check.detail, check.seconds)
     failed = [c for c in checks if not c.ok]
-    blocking = [c for c in failed if c.name.startswith(BLOCKING)]
+    blocking = [c for c in failed if c.blocking]
     for check in failed:
         if check not in blocking:
             log.warning("preflight: %s: %s (fix: %s); going on", check.name, check.detail,

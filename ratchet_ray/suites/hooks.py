@@ -119,3 +119,54 @@ def impossible_twin(suite: str, task: Any) -> Any:
     None: the suite registered no ``impossible_twin`` hook, or cannot twin this task."""
     hook = registry.registration(suite).impossible_twin
     return None if hook is None else registry.resolve(hook)(task)
+
+
+def fix_hint(message: str, suite: str | None = None) -> str | None:
+    """The first suite fix hint (``SuitePlugin.fix_hints``) whose pattern ``message`` contains:
+    ``suite``'s only when given and registered, else every registered suite's in name order;
+    None when none matches (the caller's generic hints then apply)."""
+    plugin = registry.registered(suite) if suite is not None else None
+    plugins = [plugin] if plugin is not None else [registry.registration(n)
+                                                   for n in registry.suite_names()]
+    return next((hint for p in plugins if (hint := p.fix_for(message)) is not None), None)
+
+
+def task_id_patterns() -> list[str]:
+    """Every registered suite's ``task_id_pattern`` (suite-name order)."""
+    return [p for n in registry.suite_names()
+            if (p := registry.registration(n).task_id_pattern) is not None]
+
+
+def local_resources() -> dict[str, float]:
+    """The custom Ray resources a local Ray started on this machine offers: for each resource
+    any registered suite declares in ``local_resources``, the largest amount declared."""
+    offered: dict[str, float] = {}
+    for name in registry.suite_names():
+        for key, amount in registry.registration(name).local_resources.items():
+            offered[key] = max(offered.get(key, 0), amount)
+    return offered
+
+
+def cluster_node_types() -> dict[str, str]:
+    """Custom resource -> the cluster.yaml node type offering it, as the suites declare."""
+    return {k: v for n in registry.suite_names()
+            for k, v in registry.registration(n).cluster_node_types.items()}
+
+
+def env_vars() -> list[Any]:
+    """Every registered suite's ``EnvVar`` (``contract.EnvVar``), each name once, by name."""
+    found: dict[str, Any] = {}
+    for name in registry.suite_names():
+        for var in registry.registration(name).env_vars:
+            found.setdefault(var.name, var)
+    return [found[k] for k in sorted(found)]
+
+
+def env_defaulted_keys() -> list[str]:
+    """Config keys whose default a suite's environment variable gives (``EnvVar.config_key``)."""
+    return sorted({v.config_key for v in env_vars() if v.config_key is not None})
+
+
+def forwarded_env_vars() -> list[str]:
+    """Names of the suites' environment variables a sweep forwards to its jobs."""
+    return [v.name for v in env_vars() if v.forward]

@@ -8,8 +8,9 @@ Contracts:
 - ``submission(job, scope)`` is what a job is submitted with: the entrypoint runs the planned
   ``argv`` (its first item is this Python: the venv's, so nothing needs activating on the
   head) from ``job.cwd``, the folder the sweep was started from; the ``runtime_env`` carries the caller's settings variables
-  (``forwarded_env``: ``RATCHET_*``, ``MBPP_OVERRIDE_PATH``, HF offline switches, AWS region /
-  profile, the Ray auth mode; never a variable named like a secret: the head's environment
+  (``forwarded_env``: ``RATCHET_*``, the variables the registered suites mark ``forward``
+  (``SuitePlugin.env_vars``: e.g. a dataset path), HF offline switches, AWS region / profile,
+  the Ray auth mode; never a variable named like a secret: the head's environment
   supplies those), and makes a stop send SIGINT (a Ctrl-C: the driver records why it stopped
   and releases its actors) with ``STOP_WAIT_S`` before Ray kills it.
 - ``run_ray_jobs`` keeps at most ``parallel`` jobs running, submits the next as one ends, and
@@ -38,12 +39,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ratchet_ray.loop.rundir import write_json
 from ratchet_ray.sweep.spec import Job, JobOutcome, SweepError
+from ratchet_ray.suites.hooks import forwarded_env_vars
 
 JOBS_FILE = "jobs.json"
 STOP_WAIT_S = 60
 """Seconds a stopped job's driver has to wind down after its SIGINT before Ray kills it."""
 TERMINAL = {"SUCCEEDED", "FAILED", "STOPPED"}
-FORWARDED = ("MBPP_OVERRIDE_PATH", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HOME",
+FORWARDED = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HOME",
              "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "RAY_AUTH_MODE")
 SECRET_NAME = re.compile(r"KEY|SECRET|PASSWORD|CREDENTIAL|TOKEN(?!S)", re.IGNORECASE)
 
@@ -124,8 +126,9 @@ def gcs_address(client: Any, address: str, env: Mapping[str, str], timeout_s: fl
 
 def forwarded_env(env: Mapping[str, str]) -> dict[str, str]:
     """The caller's settings variables a job's driver needs (see module contracts)."""
+    names = {*FORWARDED, *forwarded_env_vars()}
     return {k: v for k, v in env.items()
-            if (k.startswith("RATCHET_") or k in FORWARDED) and not SECRET_NAME.search(k)}
+            if (k.startswith("RATCHET_") or k in names) and not SECRET_NAME.search(k)}
 
 
 def submission(job: Job, env: Mapping[str, str]) -> dict[str, Any]:

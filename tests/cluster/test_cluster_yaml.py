@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from actors.pool_errors import NODE_TYPE_OFFERING, who_offers
+from actors.pool_errors import node_type_offering, who_offers
 from ratchet_ray.suites.hooks import all_resources
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,9 +20,9 @@ TYPES = CLUSTER["available_node_types"]
 def test_every_requested_custom_resource_is_offered_by_the_node_type_the_errors_name():
     requested = {name for wanted in all_resources().values() for name in wanted}
     assert "docker" in requested  # the SWE-bench suite's registration asks for it
-    assert requested <= set(NODE_TYPE_OFFERING)
+    assert requested <= set(node_type_offering())
     for name in requested:
-        node_type = TYPES[NODE_TYPE_OFFERING[name]]
+        node_type = TYPES[node_type_offering()[name]]
         assert node_type["resources"].get(name, 0) >= 1
         # A fresh cluster has one, so SWE-bench actors never wait on a scale-up to start.
         assert node_type["min_workers"] >= 1

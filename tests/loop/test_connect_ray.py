@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ratchet_ray.loop import runtime, session
+from ratchet_ray.suites.hooks import local_resources
 
 
 @pytest.fixture
@@ -27,7 +28,8 @@ def test_no_address_starts_a_loopback_ray_offering_the_local_resources(calls):
     (name, options), shutdown = calls
     assert name == "init" and shutdown[0] == "shutdown"
     assert options["address"] is None and options["_node_ip_address"] == "127.0.0.1"
-    assert options["resources"] == {"docker": runtime.LOCAL_DOCKER_SLOTS}
+    # What the registered suites declare a local machine offers (SWE-bench: a Docker slot per CPU).
+    assert options["resources"] == local_resources() and local_resources()["docker"] >= 1
     assert options["_system_config"] == runtime.LOCAL_RAY_SYSTEM_CONFIG
     assert not options["log_to_driver"] and not options["include_dashboard"]
 

@@ -10,9 +10,21 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ratchet_ray.suites.contract import EnvVar, FixHint
 from ratchet_ray.suites.registry import BUILTIN_ORIGIN, register
 
 NAME = "mbpp"
+DATASET_VAR = EnvVar("MBPP_OVERRIDE_PATH", "An MBPP+ file (`MbppPlus-v0.2.0.jsonl.gz`) read "
+                     "instead of evalplus's download: the default `dataset_path` of the `mbpp` "
+                     "and `mbpp_oracle` suites", config_key="dataset_path",
+                     forward=True)
+ENV_VARS = (DATASET_VAR,
+            EnvVar("EVALPLUS_TIMEOUT_PER_TASK", "evalplus's cap on one test split's process "
+                   "(the default of `grader.evalplus_timeout_per_task_s`, read on the driver)",
+                   config_key="grader.evalplus_timeout_per_task_s"))
+SANDBOX_FIX = FixHint(("sandbox",), "the MBPP+ sandbox cannot run code here; see `ratchet "
+                                    "doctor` (sandbox) for the mode and its fix")
+TASK_ID_PATTERN = r"Mbpp/\d+"
 
 
 def configure_mbpp(config: Any, settings: Any) -> None:
@@ -24,4 +36,5 @@ def configure_mbpp(config: Any, settings: Any) -> None:
 
 register(NAME, "ratchet_ray.suites.mbpp:MbppSuite", origin=BUILTIN_ORIGIN,
          configure=configure_mbpp, doctor="ratchet_ray.suites.mbpp.doctor:environment_checks",
-         offline_tasks=True, impossible_twin="ratchet_ray.suites.mbpp.twin:impossible_twin")
+         offline_tasks=True, impossible_twin="ratchet_ray.suites.mbpp.twin:impossible_twin",
+         env_vars=ENV_VARS, fix_hints=(SANDBOX_FIX,), task_id_pattern=TASK_ID_PATTERN)

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from ratchet_ray.resources import configs_dir
+from ratchet_ray.suites.mbpp.registration import DATASET_VAR, SANDBOX_FIX, TASK_ID_PATTERN
 from ratchet_ray.suites.mbpp_oracle.settings import OracleSettings, OracleWorld
 from ratchet_ray.suites.registry import BUILTIN_ORIGIN, register
 
@@ -36,4 +37,5 @@ register(NAME, "ratchet_ray.suites.mbpp_oracle:MbppOracleSuite", settings=Oracle
          configure=configure_oracle, origin=BUILTIN_ORIGIN,
          metaskill=configs_dir() / "meta_skills" / "default_sim.md",
          doctor="ratchet_ray.suites.mbpp.doctor:environment_checks", offline_tasks=True,
-         sweep_report="ratchet_ray.suites.sim.registration:sweep_truth")
+         sweep_report="ratchet_ray.suites.sim.registration:sweep_truth",
+         env_vars=(DATASET_VAR,), fix_hints=(SANDBOX_FIX,), task_id_pattern=TASK_ID_PATTERN)

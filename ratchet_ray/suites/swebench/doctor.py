@@ -12,7 +12,9 @@ Contracts:
   on first use.
 - ``environment_checks(config, preflight)`` (the suite's registered ``doctor``) never raises: a
   local dataset file read first (``dataset (SWE-bench)``, so the instance images can be looked
-  up), then ``check_environment`` as doctor checks with fix hints, then git.
+  up), then ``check_environment`` as doctor checks with fix hints, then git. Free disk, the
+  image cache, leftover containers and instance images are warnings at a run's preflight
+  (``blocking=False``); the dataset, the daemon and git stop it.
 """
 
 from __future__ import annotations
@@ -96,6 +98,9 @@ def _image_cache_check(settings: SwebenchSettings, root: str) -> Check:
     return Check("image cache", True, report)
 
 
+# Checks whose failure a run's preflight only warns about (the others stop it): the run can
+# go on, and the fix can wait (``llm.doctor.Check.blocking``).
+WARNINGS = ("free disk", "leftover containers", "image cache", "instance images")
 # Fix hints of the environment checks, by check name.
 HINTS = {
     "docker daemon": "start the daemon (`sudo systemctl start docker`; from a checkout: bash "
@@ -140,6 +145,6 @@ def environment_checks(config: Any, preflight: bool = False) -> list[doctor.Chec
     except Exception as exc:  # a doctor reports every failure as a FAIL line instead of crashing
         found = [Check("docker daemon", False, f"{type(exc).__name__}: {exc}"[:300])]
     seconds = (time.perf_counter() - started) / max(1, len(found))
-    checks += [doctor.Check(c.name, c.ok, c.detail, "" if c.ok else HINTS.get(c.name, ""), seconds)
-               for c in found]
+    checks += [doctor.Check(c.name, c.ok, c.detail, "" if c.ok else HINTS.get(c.name, ""), seconds,
+                            blocking=c.name not in WARNINGS) for c in found]
     return [*checks, doctor.timed("git", "apt-get install git", _check_git)]

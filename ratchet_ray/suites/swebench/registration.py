@@ -11,13 +11,26 @@ each instance's agent and grader on a node that holds its image (``placement``).
 
 from __future__ import annotations
 
+import os
+
+from ratchet_ray.suites.contract import EnvVar, FixHint
 from ratchet_ray.suites.registry import BUILTIN_ORIGIN, register
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 NAME = "swebench"
 # cluster.yaml's docker_worker nodes offer `docker`, one SWE-bench harness per unit; a local Ray
-# started by ``loop.runtime.connect_ray`` offers ``LOCAL_DOCKER_SLOTS`` of them.
+# started by ``loop.runtime.connect_ray`` is this machine, whose Docker daemon the preflight
+# checks: it offers one unit per CPU.
 DOCKER = {"docker": 1}
+LOCAL_DOCKER_SLOTS = max(1, os.cpu_count() or 1)
+DOCKER_FIX = FixHint(("docker", "containerd"),
+                     "start the Docker daemon (`sudo systemctl start docker`; from a checkout: "
+                     "bash .ci/docker_setup.sh), check DOCKER_HOST / swebench.docker_host, then "
+                     f"`ratchet doctor --suite {NAME}`")
+ENV_VARS = (EnvVar("DOCKER_HOST", "The Docker daemon SWE-bench's containers run on when "
+                   "`swebench.docker_host` is unset (Docker's own variable)"),)
+TASK_ID_PATTERN = r"[\w.-]+__[\w.-]+-\d+"
+"""SWE-bench instance ids: ``<owner>__<repo>-<number>``."""
 
 
 def repo_of(task_id: str) -> str:
@@ -37,4 +50,8 @@ register(NAME, "ratchet_ray.suites.swebench:SwebenchSuite", settings=SwebenchSet
          subset_group=repo_of, subset_group_label="repos", sampling_overrides=agent_temperature,
          commands="ratchet_ray.suites.swebench.cli:COMMANDS",
          round_report="ratchet_ray.suites.swebench.cli:round_report",
-         placement="ratchet_ray.suites.swebench.placement:placement")
+         placement="ratchet_ray.suites.swebench.placement:placement",
+         impossible_twin="ratchet_ray.suites.swebench.twin:impossible_twin",
+         local_resources={"docker": LOCAL_DOCKER_SLOTS},
+         cluster_node_types={"docker": "docker_worker"}, fix_hints=(DOCKER_FIX,),
+         env_vars=ENV_VARS, task_id_pattern=TASK_ID_PATTERN)

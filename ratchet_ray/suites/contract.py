@@ -1,0 +1,272 @@
+"""The one contract of a suite plugin: everything a suite gives the generic code, in one object.
+
+A suite is a ``SuitePlugin``: what it must provide (``name``, ``factory``) and what it may, each
+with a default that gives the generic behaviour. ``registry.register(plugin)`` adds one (or
+``register(name, factory, **fields)``, the same fields as keywords); the registry holds plugins
+and nothing else, and the loop, the config, the jobs and the reports ask ``suites.hooks`` for a
+plugin's fields, never for a suite by name (``tests/architecture/test_suite_names.py``).
+
+Must:
+- ``name``: 1-40 lowercase letters, digits or ``_`` (it names ``results/<suite>/`` folders);
+- ``factory``: a zero-argument callable returning a ``suites.base.Suite`` (a class usually), or
+  a lazy ``"module:attr"`` string naming one. The suite object brings ``load_tasks``,
+  ``make_grader``, its Solver turn when its output kind is its own (``SolverTurn`` /
+  ``AgentTurn``), and optionally ``excluded_tasks`` and ``leak_sources`` (``LeakSources``: the
+  task content no skill may carry).
+
+May (a function field also takes a lazy ``"module:attr"`` string, imported on first use):
+- ``settings``: the pydantic model of its config section (``suite_settings.<name>``, or the
+  top-level ``<name>:`` in YAML and ``--set <name>.key=value``); ``moved_keys``: old config keys
+  (``grader.min_time_limit_s``) -> the key in that section they moved to: a config that still
+  writes one has it moved there when the run is of this suite, and refused in one line naming
+  the new key when it sets another value for a run of another suite;
+- ``configure(config, settings)``: cross-section rules and derived values, run once when a
+  config is resolved (raises ``ValueError`` naming the fix); ``metaskill``: its authoring prior;
+- ``doctor(config, preflight) -> list[llm.doctor.Check]``: its environment checks, which never
+  raise. Each check's ``blocking`` flag (default True) says whether its failure stops a run's
+  preflight; False is a warning (free disk, leftovers). Preflight treats every suite's checks
+  alike: a plugin's blocking check stops a run exactly as a built-in's does;
+- ``before_rounds(config, grade, tasks, run_dir) -> str | None``: a message stops a fresh run
+  before round 0 (``grade`` grades ``(task, output)`` pairs on the run's Grader pool);
+- ``fix_hints``: ``FixHint(patterns, hint)`` items: an infrastructure failure whose exit status
+  or message (lower case) contains one of the patterns gets that hint in the circuit breaker's
+  stop message, before the generic hints;
+- ``env_vars``: ``EnvVar(name, help, config_key, forward)`` items, the environment variables the
+  suite reads (the generated docs list them; ``config_key``: the setting whose default the
+  variable gives, left out of configs/default.yaml; ``forward``: a sweep forwards it to its
+  jobs);
+- ``resources``: role -> custom Ray resources its actors always request
+  (``{"grader": {"docker": 1}}``); ``local_resources``: what a local Ray the loop starts on this
+  machine offers of them (``{"docker": 8}``); ``cluster_node_types``: resource -> the
+  cluster.yaml node type offering it (``{"docker": "docker_worker"}``), named when actors wait
+  for it;
+- ``task_id_pattern``: a regex its task ids match (``Mbpp/\\d+``), which error reports blur so
+  repeats of one cause on different tasks group together;
+- the hooks of ``suites.hooks``: ``critic`` (``"code"``, ``"patch"`` or a prompt function),
+  ``subset_group`` with ``subset_group_label``, ``sampling_overrides``, ``commands`` (a
+  ``"module:attr"`` list of click commands), ``offline_tasks``, ``sweep_report``,
+  ``round_report``, ``placement`` and ``impossible_twin`` (``suites.base.ImpossibleTwins``).
+
+A bad field raises ``SuiteRegistryError`` naming the suite, the field and the fix when the
+plugin is built. ``origin`` says who registered it (in "name taken" errors).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ratchet_ray.suites.plugins import MODULE_NAME
+
+BUILTIN_OUTPUT_KINDS = ("code",)
+CRITIC_FLAVOURS = ("code", "patch")
+"""The Critic's built-in review prompts (``roles.prompts.critic``): a failing function and its
+test, or a repository patch and its test log."""
+HOOKS = ("subset_group", "sampling_overrides", "sweep_report", "round_report", "placement",
+         "impossible_twin", "doctor", "before_rounds")
+"""Fields that are functions or lazy ``"module:attr"`` strings."""
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+_SUITE_METHODS = ("load_tasks", "make_grader")
+_TURN_METHODS = ("solver_messages", "parse_output")
+_AGENT_METHODS = ("solve_agent", "solver_settings")
+
+
+class SuiteRegistryError(ValueError):
+    """A registration or lookup is invalid; the message names the suite and the fix."""
+
+
+@dataclass(frozen=True)
+class FixHint:
+    """``hint`` for an infrastructure failure whose status or message contains a pattern."""
+
+    patterns: tuple[str, ...]
+    hint: str
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    """An environment variable a suite reads. ``config_key``: the setting whose default it gives;
+    ``forward``: a sweep passes the submitting shell's value to its jobs (a data path, never a
+    machine-local address such as a Docker socket, which each node has its own of)."""
+
+    name: str
+    help: str
+    config_key: str | None = None
+    forward: bool = False
+
+
+def is_target(value: Any) -> bool:
+    """Whether ``value`` is a lazy ``"module:attr"`` string."""
+    return isinstance(value, str) and bool(
+        re.fullmatch(rf"{MODULE_NAME.pattern}:[A-Za-z_]\w*", value))
+
+
+@dataclass(frozen=True)
+class SuitePlugin:
+    """One suite: what it must provide and what it may (module contract)."""
+
+    name: str
+    factory: Callable[[], Any] | str
+    settings: type | None = None
+    metaskill: Path | None = None
+    origin: str = "register()"
+    configure: Callable[[Any, Any], None] | None = None
+    doctor: Callable[[Any, bool], list] | str | None = None
+    before_rounds: Callable[..., str | None] | str | None = None
+    fix_hints: tuple[FixHint, ...] = ()
+    env_vars: tuple[EnvVar, ...] = ()
+    resources: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    local_resources: Mapping[str, float] = field(default_factory=dict)
+    cluster_node_types: Mapping[str, str] = field(default_factory=dict)
+    task_id_pattern: str | None = None
+    moved_keys: Mapping[str, str] = field(default_factory=dict)
+    critic: Callable[..., list] | str = "code"
+    subset_group: Callable[[str], str] | str | None = None
+    subset_group_label: str = "groups"
+    sampling_overrides: Callable[[float], list[str]] | str | None = None
+    commands: str | None = None
+    offline_tasks: bool = False
+    sweep_report: Callable[[list], tuple] | str | None = None
+    round_report: Callable[[Any, Any], Any] | str | None = None
+    placement: Callable[[Any, str], Any] | str | None = None
+    impossible_twin: Callable[[Any], Any] | str | None = None
+
+    def __post_init__(self) -> None:
+        _check(self)
+        # Stored normalised: a copy of the caller's mappings, the prior as an absolute path.
+        set_ = object.__setattr__
+        set_(self, "resources", {r: dict(w) for r, w in self.resources.items()})
+        set_(self, "local_resources", dict(self.local_resources))
+        set_(self, "cluster_node_types", dict(self.cluster_node_types))
+        set_(self, "moved_keys", dict(self.moved_keys))
+        set_(self, "fix_hints", tuple(self.fix_hints))
+        set_(self, "env_vars", tuple(self.env_vars))
+        if self.metaskill is not None:
+            set_(self, "metaskill", Path(self.metaskill).resolve())
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+    def fix_for(self, message: str) -> str | None:
+        """The hint of the first ``fix_hints`` item whose pattern ``message`` contains."""
+        low = message.lower()
+        return next((h.hint for h in self.fix_hints if any(p in low for p in h.patterns)), None)
+
+
+def _check(p: SuitePlugin) -> None:
+    """``SuiteRegistryError`` naming the suite, the field and the fix for a bad field."""
+    name = p.name
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise SuiteRegistryError(f"suite name {name!r}: use 1-40 lowercase letters, digits or '_', "
+                                 "starting with a letter (it names results/<suite>/ folders)")
+    _check_factory(name, p.factory)
+    if p.settings is not None and not (isinstance(p.settings, type) and
+                                       hasattr(p.settings, "model_validate")):
+        raise SuiteRegistryError(f"suite {name!r}: settings must be a pydantic model class, "
+                                 f"got {p.settings!r}")
+    if p.configure is not None and not callable(p.configure):
+        raise SuiteRegistryError(f"suite {name!r}: configure must be a function "
+                                 f"(config, settings) -> None, got {p.configure!r}")
+    for key in HOOKS:
+        value = getattr(p, key)
+        if value is not None and not (callable(value) or is_target(value)):
+            raise SuiteRegistryError(f"suite {name!r}: {key} must be a function or "
+                                     f"'module:attr' naming one; got {value!r}")
+    if p.metaskill is not None and not Path(p.metaskill).resolve().is_file():
+        raise SuiteRegistryError(f"suite {name!r}: meta-skill file {p.metaskill} does not exist; "
+                                 "pass the path of a Markdown authoring prior (see "
+                                 "configs/meta_skills)")
+    if not (p.critic in CRITIC_FLAVOURS or callable(p.critic) or is_target(p.critic)):
+        raise SuiteRegistryError(f"suite {name!r}: critic {p.critic!r}: use one of "
+                                 f"{', '.join(CRITIC_FLAVOURS)} or a prompt function "
+                                 "(task, capsule, skill, *, prefill, templates) -> messages")
+    if p.commands is not None and not is_target(p.commands):
+        raise SuiteRegistryError(f"suite {name!r}: commands {p.commands!r} must be 'module:attr' "
+                                 "naming a list of click commands (a module of the CLI layer)")
+    _check_declarations(p)
+
+
+def _positive_amounts(wanted: Any) -> bool:
+    return isinstance(wanted, Mapping) and all(
+        isinstance(k, str) and isinstance(v, (int, float)) and v > 0 for k, v in wanted.items())
+
+
+def _check_declarations(p: SuitePlugin) -> None:
+    """The declarative fields: resources, hints, environment variables, patterns, moved keys."""
+    name = p.name
+    if not (isinstance(p.resources, Mapping) and all(
+            isinstance(role, str) and _positive_amounts(w) for role, w in p.resources.items())):
+        raise SuiteRegistryError(f"suite {name!r}: resources {p.resources!r} must map a role "
+                                 "(solver, grader, ...) to custom Ray resources, e.g. "
+                                 "{'grader': {'docker': 1}}")
+    if not _positive_amounts(p.local_resources):
+        raise SuiteRegistryError(f"suite {name!r}: local_resources {p.local_resources!r} must map "
+                                 "a custom Ray resource to the amount a local Ray offers, e.g. "
+                                 "{'docker': 8}")
+    if not (isinstance(p.cluster_node_types, Mapping) and all(
+            isinstance(k, str) and isinstance(v, str) and v
+            for k, v in p.cluster_node_types.items())):
+        raise SuiteRegistryError(f"suite {name!r}: cluster_node_types {p.cluster_node_types!r} "
+                                 "must map a custom Ray resource to the cluster.yaml node type "
+                                 "offering it, e.g. {'docker': 'docker_worker'}")
+    if not all(isinstance(h, FixHint) and h.patterns and isinstance(h.hint, str) and all(
+            isinstance(s, str) and s and s == s.lower() for s in h.patterns)
+               for h in p.fix_hints):
+        raise SuiteRegistryError(f"suite {name!r}: fix_hints must be FixHint(patterns, hint) items "
+                                 "with non-empty lower-case patterns; got "
+                                 f"{p.fix_hints!r}")
+    if not all(isinstance(v, EnvVar) and _ENV_NAME.fullmatch(v.name) for v in p.env_vars):
+        raise SuiteRegistryError(f"suite {name!r}: env_vars must be EnvVar(NAME, help) items "
+                                 f"with upper-case names; got {p.env_vars!r}")
+    if p.task_id_pattern is not None:
+        try:
+            re.compile(p.task_id_pattern)
+        except (re.error, TypeError) as exc:
+            raise SuiteRegistryError(f"suite {name!r}: task_id_pattern {p.task_id_pattern!r} is "
+                                     f"not a regular expression ({exc})") from None
+    if not (isinstance(p.moved_keys, Mapping) and all(
+            isinstance(k, str) and "." in k and isinstance(v, str) and v
+            for k, v in p.moved_keys.items())):
+        raise SuiteRegistryError(f"suite {name!r}: moved_keys must map an old dotted config key "
+                                 "(grader.x) to its key in the suite's section; got "
+                                 f"{p.moved_keys!r}")
+    if p.moved_keys and p.settings is None:
+        raise SuiteRegistryError(f"suite {name!r}: moved_keys need a settings model to move into")
+
+
+def _check_factory(name: str, factory: Any) -> None:
+    if isinstance(factory, str):
+        if not is_target(factory):
+            raise SuiteRegistryError(f"suite {name!r}: factory {factory!r} is not 'module:attr'")
+    elif not callable(factory):
+        raise SuiteRegistryError(f"suite {name!r}: factory {factory!r} is not callable; pass the "
+                                 "Suite class (or a zero-argument function returning a suite)")
+    elif isinstance(factory, type):
+        check_shape(name, factory)
+
+
+def check_shape(name: str, obj: Any) -> None:
+    """``SuiteRegistryError`` unless ``obj`` (a suite class or object) follows ``base.Suite``."""
+    missing = [a for a in ("name", "output_kind", *_SUITE_METHODS) if not hasattr(obj, a)]
+    kind = getattr(obj, "output_kind", None)
+    if not missing and getattr(obj, "name") != name:
+        raise SuiteRegistryError(f"suite {name!r}: its name attribute is {obj.name!r}; make them "
+                                 "equal (tasks, evidence and results/<suite>/ are filed under it)")
+    if not missing and not (isinstance(kind, str) and kind):
+        raise SuiteRegistryError(f"suite {name!r}: output_kind {kind!r} must be a non-empty "
+                                 f"string ({', '.join(BUILTIN_OUTPUT_KINDS)} or the suite's own)")
+    if not missing and kind not in BUILTIN_OUTPUT_KINDS:
+        methods = _AGENT_METHODS if hasattr(obj, "solve_agent") else _TURN_METHODS
+        missing = [a for a in methods if not callable(getattr(obj, a, None))]
+        if missing:
+            raise SuiteRegistryError(
+                f"suite {name!r}: output kind {kind!r} is its own, so the suite must define "
+                f"{', '.join(missing)} (see ratchet_ray.suites.base.SolverTurn, or AgentTurn "
+                f"for an agent); or use one of {BUILTIN_OUTPUT_KINDS}")
+    if missing:
+        raise SuiteRegistryError(f"suite {name!r}: {obj!r} lacks {', '.join(missing)}; a suite "
+                                 "follows ratchet_ray.suites.base.Suite")

@@ -1,0 +1,123 @@
+"""A plugin suite is treated by the loop exactly as a built-in one: its ``SuitePlugin`` declares
+a blocking environment check, a warning, a fix hint and a task-id pattern, and the preflight
+(on real Ray, where a run's preflight runs the suite's checks) and the circuit breaker act on
+those declarations, as they act on the built-ins' (SWE-bench's Docker checks and hint)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ratchet_ray.config_files import load_config
+from ratchet_ray.llm.doctor import Check
+from ratchet_ray.loop.breaker import InfraBreaker, InfraFailureStop, PreflightFailed
+from ratchet_ray.loop.preflight import preflight
+from ratchet_ray.loop.runtime import Models
+from ratchet_ray.suites import environment_checks, registry
+from ratchet_ray.suites.contract import EnvVar, FixHint, SuitePlugin
+from ratchet_ray.types import Capsule
+
+PLUGIN = '''
+import time
+
+from ratchet_ray.llm.doctor import Check
+from ratchet_ray.suites import register
+from ratchet_ray.suites.contract import FixHint, SuitePlugin
+
+
+class ProbeSuite:
+    name = "probe"
+    output_kind = "code"
+
+    def load_tasks(self, config):
+        return []
+
+    def make_grader(self, config, run_dir):
+        return None
+
+
+def doctor(config, preflight):
+    if config.rounds == 7:  # a check that hangs
+        time.sleep(120)
+    return [Check("probe daemon", False, "not running", "start it: probe-ctl start"),
+            Check("probe disk", False, "3 GB free", "free some disk", blocking=False)]
+
+
+register(SuitePlugin("probe", ProbeSuite, doctor=doctor, task_id_pattern=r"probe-\\d+",
+                     fix_hints=(FixHint(("probe daemon",), "start the probe daemon: probe-ctl "
+                                                           "start"),)))
+'''
+
+
+@pytest.fixture
+def probe_config(tmp_path):
+    plugin = tmp_path / "probe_suite.py"
+    plugin.write_text(PLUGIN)
+    yield lambda *sets: load_config([], ["suite=probe", f"suite_plugins=[{plugin}]", *sets])
+    if registry.registered("probe") is not None:
+        registry.unregister("probe")
+
+
+def test_the_preflight_stops_on_a_plugins_blocking_check_and_warns_on_the_other(
+        ray_local, probe_config):
+    models = Models(llm=object(), embedder=object())  # injected: only the suite's checks run
+    with pytest.raises(PreflightFailed) as caught:
+        preflight(probe_config("infra.preflight_timeout_s=60"), models)
+    text = str(caught.value)
+    assert "FAIL probe daemon: not running (fix: start it: probe-ctl start)" in text
+    assert "probe disk" not in text  # a warning: logged, the run goes on
+    # A plugin's checks that hang stop the run too, as a built-in suite's always did.
+    with pytest.raises(PreflightFailed, match="FAIL probe environment: the checks did not "
+                                              "finish within 3s"):
+        preflight(probe_config("rounds=7", "infra.preflight_timeout_s=3"), models)
+
+
+def test_a_builtin_suite_marks_its_checks_the_same_way(monkeypatch, tmp_path):
+    """SWE-bench's daemon check blocks and its disk check warns, by the same flag."""
+    from ratchet_ray.suites.swebench import doctor
+
+    monkeypatch.setattr(doctor, "check_environment", lambda settings, ids: [
+        Check("docker daemon", False, "down"), Check("free disk", False, "3 GB")])
+    monkeypatch.setattr(doctor, "_check_git", lambda: "/usr/bin/git")
+    config = load_config([], ["suite=swebench", f"swebench.dataset_name={tmp_path / 'none'}"])
+    flags = {c.name: c.blocking for c in environment_checks(config, preflight=True)}
+    assert flags == {"docker daemon": True, "free disk": False, "git": True}
+
+
+def capsule(task_id: str, trace: str) -> Capsule:
+    return Capsule(capsule_id=task_id, run_id="r", round=1, split="eval", task_id=task_id,
+                   skill_id="NONE", passed=False, exit_status="grader_error",
+                   infra_failure=True, grader_trace=trace)
+
+
+@pytest.mark.parametrize("suite", [None, "probe"])
+def test_the_breaker_gives_a_plugins_fix_hint_and_groups_its_task_ids(probe_config, suite):
+    probe_config()  # registers the plugin in this process
+    breaker = InfraBreaker("eval", 1, total=3, max_rate=0.5, suite=suite)
+    breaker.observe(capsule("probe-1", "[grader] probe daemon refused probe-1 after 2.0s"))
+    with pytest.raises(InfraFailureStop) as caught:
+        breaker.observe(capsule("probe-22", "[grader] probe daemon refused probe-22 after 3.5s"))
+    text = str(caught.value)
+    assert "Most common (2 of 2)" in text  # the two task ids blurred into one cause
+    assert "Fix: start the probe daemon: probe-ctl start; then" in text
+
+
+def test_the_breaker_gives_a_builtins_fix_hint_the_same_way():
+    breaker = InfraBreaker("eval", 1, total=1, max_rate=0.5, suite="swebench")
+    with pytest.raises(InfraFailureStop, match="Fix: start the Docker daemon"):
+        breaker.observe(capsule("django__django-11099",
+                                "[grader] docker: Error while fetching server API version"))
+
+
+def test_plugin_fields_are_checked_when_the_plugin_is_built():
+    def suite_class():
+        return type("S", (), {"name": "ok", "output_kind": "code", "load_tasks": None,
+                              "make_grader": None})
+
+    with pytest.raises(registry.SuiteRegistryError, match="lower-case patterns"):
+        SuitePlugin("ok", suite_class(), fix_hints=(FixHint(("Docker",), "x"),))
+    with pytest.raises(registry.SuiteRegistryError, match="upper-case names"):
+        SuitePlugin("ok", suite_class(), env_vars=(EnvVar("lower", "x"),))
+    with pytest.raises(registry.SuiteRegistryError, match="not a regular expression"):
+        SuitePlugin("ok", suite_class(), task_id_pattern="(")
+    with pytest.raises(registry.SuiteRegistryError, match="takes no other fields"):
+        registry.register(SuitePlugin("ok", suite_class()), origin="x")
