@@ -77,8 +77,10 @@ def test_the_cli_modules_write_no_copy_of_a_shared_option():
         if path.name == "options.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "option" and node.args
+            called = getattr(node, "func", None)
+            if (isinstance(node, ast.Call) and "option" in (getattr(called, "attr", None),
+                                                            getattr(called, "id", None))
+                    and node.args
                     and isinstance(node.args[0], ast.Constant) and node.args[0].value in SHARED
                     and not any(k.arg == "is_flag" and node.args[0].value == "--status"
                                 for k in node.keywords)):
