@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 from fakes import PromptScript
 
@@ -47,6 +48,24 @@ class DiesWhileStarting(Worker):
         os._exit(1)
 
 
+class GatedWorker(Worker):
+    """``Worker`` whose jobs say when they start and finish only once the test lets them: a job
+    touches ``<gate>/started-<x>``, then waits (at most 60 s) for ``<gate>/open``. A test kills an
+    actor mid-job on that condition, not after a sleep that hopes the job has begun."""
+
+    def __init__(self, gate: str):
+        super().__init__()
+        self.gate = gate
+
+    def work_on(self, x, bank, delay=0.05):
+        gate = Path(self.gate)
+        (gate / f"started-{x}").touch()
+        deadline = time.monotonic() + 60
+        while not (gate / "open").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return super().work_on(x, bank, delay)
+
+
 class BatchWorker(Worker):
     """``Worker`` with ``actors.batching.BatchCalls``'s ``call_batch``, counting its calls."""
 
@@ -62,6 +81,11 @@ class BatchWorker(Worker):
 
     def count(self):
         return self.calls
+
+
+class GatedBatchWorker(GatedWorker, BatchWorker):
+    """``BatchWorker`` whose jobs wait at ``GatedWorker``'s gate: a call of several jobs stops at
+    its first until the gate opens."""
 
 
 class Suicidal:

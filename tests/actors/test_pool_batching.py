@@ -3,15 +3,14 @@ actor killed mid-call on a real local Ray."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import ray
 
 from actors.batching import CALL_TARGET_S, BatchSizer
 from actors.draining import drain, map_unordered
 from actors.pools import ResilientPool
-from loop_helpers import BatchWorker
+from loop_helpers import BatchWorker, GatedBatchWorker
+from waiting import wait_for
 
 RemoteBatchWorker = ray.remote(num_cpus=0)(BatchWorker)
 
@@ -52,15 +51,20 @@ def test_batched_pool_gives_one_result_per_job_in_fewer_calls(ray_local):
     pool.shutdown()
 
 
-def test_an_actor_killed_mid_call_loses_its_call_and_every_job_still_yields_once(ray_local):
-    pool = ResilientPool(lambda: RemoteBatchWorker.remote(), 2, name="batched", batch=4)
-    ray.get([actor.__ray_ready__.remote() for actor in pool.actors])
+def test_an_actor_killed_mid_call_loses_its_call_and_every_job_still_yields_once(ray_local,
+                                                                                tmp_path):
+    gated = ray.remote(num_cpus=0)(GatedBatchWorker)
+    pool = ResilientPool(lambda: gated.remote(str(tmp_path)), 2, name="batched", batch=4)
     with pool.held():
         for x in range(8):
-            pool.submit("work", x, 0.3)  # a call of four takes 1.2 s
+            pool.submit("work", x, 0.0)  # two calls of four, each stopped at its first job
     victim = pool.running()[0]
-    time.sleep(0.4)
-    ray.kill(victim)  # mid-call: its four jobs are lost with it
+    try:
+        wait_for(lambda: len(list(tmp_path.glob("started-*"))) == 2, 60,
+                 "both calls to start their first job")
+        ray.kill(victim)  # mid-call: its four jobs are lost with it
+    finally:
+        (tmp_path / "open").touch()
     results: list = []
     drain([pool], lambda _pool, result: results.append(result))
     assert sorted(r.item for r in results) == list(range(8)), "each job exactly once"

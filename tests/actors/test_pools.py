@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import ray
 
 from actors.draining import drain, map_unordered
 from actors.pools import ResilientPool
-from loop_helpers import Suicidal, Worker
+from loop_helpers import GatedWorker, Suicidal, Worker
+from waiting import wait_for
 
 
 RemoteWorker = ray.remote(num_cpus=0)(Worker)
@@ -29,21 +28,24 @@ def test_every_item_yields_one_result_and_in_method_errors_are_results(ray_local
     pool.shutdown()
 
 
-def test_killed_actor_is_replaced_and_its_job_resubmitted_with_what_it_works_on(ray_local):
-    pool = make_pool(2)
+def test_killed_actor_is_replaced_and_its_job_resubmitted_with_what_it_works_on(ray_local,
+                                                                                tmp_path):
+    gated = ray.remote(num_cpus=0)(GatedWorker)
+    pool = ResilientPool(lambda: gated.remote(str(tmp_path)), 2, name="test")
     bank = ray.put("bank-v1")  # what the loop does with a split's bank snapshot
     for x in range(8):
-        pool.submit("work_on", x, bank, 0.5)
+        pool.submit("work_on", x, bank)
     victim = pool.actors[0]
-
-    def handle(_pool, result):
-        results.append(result)
-
     results: list = []
-    # Kill one actor while its first job runs; the pool must notice, replace it and resubmit.
-    time.sleep(0.2)
-    ray.kill(victim)
-    drain([pool], handle)
+    try:
+        # Kill one actor while its first job runs (both first jobs wait at the gate); the pool
+        # must notice, replace it and resubmit.
+        wait_for(lambda: len(list(tmp_path.glob("started-*"))) == 2, 60,
+                 "both actors to start their first job")
+        ray.kill(victim)
+    finally:
+        (tmp_path / "open").touch()
+    drain([pool], lambda _pool, result: results.append(result))
     assert sorted(r.item for r in results) == list(range(8))  # each item exactly once
     assert all(r.ok for r in results)
     assert {r.value[2] for r in results} == {"bank-v1"}  # the replacement needed no setup call

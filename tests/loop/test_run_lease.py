@@ -9,12 +9,10 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
-
-import pytest
 
 from actors.rate_limiter import NAMESPACE, SharedLimiter, limiter_name
 from actors.run_lease import hold_run_lease, lease_held, watch_run_lease
+from waiting import wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -27,13 +25,13 @@ def _named(ray, name: str) -> bool:
     return True
 
 
-def _wait_for(predicate, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.25)
-    return predicate()
+def _gone(ray, actor) -> bool:
+    """Whether ``actor`` has left (a call to it fails as a dead actor's)."""
+    try:
+        ray.get(actor.watching_lease.remote(), timeout=10)
+    except ray.exceptions.RayActorError:
+        return True
+    return False
 
 
 def test_sigkilled_driver_takes_its_limiter_along_but_not_a_shared_one(ray_local):
@@ -60,9 +58,10 @@ def test_sigkilled_driver_takes_its_limiter_along_but_not_a_shared_one(ray_local
         assert _named(ray, run_limiter) and lease_held("leased_run")
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
-        assert _wait_for(lambda: not lease_held("leased_run"), 30), "Ray kept a dead driver's lease"
-        assert _wait_for(lambda: not _named(ray, run_limiter), 30), \
-            "the run's limiter outlived its SIGKILLed driver"
+        wait_for(lambda: not lease_held("leased_run"), 30,
+                 "Ray to end a SIGKILLed driver's lease")
+        wait_for(lambda: not _named(ray, run_limiter), 30,
+                 "the run's limiter to leave with its SIGKILLed driver")
         assert _named(ray, limiter_name("k", 600, 0, "shared_by_runs"))
     finally:
         if proc.poll() is None:
@@ -75,11 +74,25 @@ def test_a_lease_taken_again_in_time_keeps_the_actors(ray_local):
 
     @ray.remote(num_cpus=0)
     class Watched:
+        """Watches ``scope``'s lease and counts the watch's checks (``checks``)."""
+
         def __init__(self, scope: str):
+            from actors import run_lease
+
+            held, self.count = run_lease.lease_held, 0
+
+            def counted(name: str) -> bool:  # the watch thread looks the function up per check
+                self.count += 1
+                return held(name)
+
+            run_lease.lease_held = counted  # this actor's process only
             self.watching = watch_run_lease(scope, interval_s=0.3, misses=6)
 
         def watching_lease(self) -> bool:
             return self.watching
+
+        def checks(self) -> int:
+            return self.count
 
     unowned = Watched.remote("nobody_holds_this")
     assert ray.get(unowned.watching_lease.remote()) is False
@@ -88,16 +101,16 @@ def test_a_lease_taken_again_in_time_keeps_the_actors(ray_local):
     watched = Watched.remote("resumed_run")
     assert ray.get(watched.watching_lease.remote()) is True
     ray.kill(lease)  # the first driver is gone ...
-    assert _wait_for(lambda: not lease_held("resumed_run"), 10)
+    wait_for(lambda: not lease_held("resumed_run"), 10, "the killed lease to end")
     lease = hold_run_lease("resumed_run")  # ... and a --resume takes the lease within one check
-    time.sleep(3)  # ten checks, more than the six misses it would take
+    taken_at = ray.get(watched.checks.remote())
+    # Ten checks after that, more than the six misses it would take to leave; a watch that
+    # missed the new lease has killed the actor by then, and this call fails.
+    wait_for(lambda: ray.get(watched.checks.remote(), timeout=10) >= taken_at + 10, 30,
+             "ten lease checks after the lease was taken again")
     assert ray.get(watched.watching_lease.remote(), timeout=10) is True
 
     ray.kill(lease)  # now the run is really over: the watched actor leaves by itself
-    with pytest.raises(ray.exceptions.RayActorError):
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            ray.get(watched.watching_lease.remote(), timeout=10)
-            time.sleep(0.3)
+    wait_for(lambda: _gone(ray, watched), 20, "the watched actor to leave once its lease ended")
     assert ray.get(unowned.watching_lease.remote()) is False  # no lease, no watch, still here
     ray.kill(unowned)
