@@ -6,12 +6,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from experiment_helpers import demo_repo, git, make_repo, params, rows, write_script
+from waiting import wait_for
 from ratchet_ray.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,15 +23,14 @@ def _cli_args(repo: Path, script: Path, *extra: str) -> list[str]:
             "--proposer", f"script:{script}", "--name", "t", "--budget-s", "300", *extra]
 
 
-def _wait_for(path: Path, proc: subprocess.Popen, limit_s: float = 60) -> None:
-    deadline = time.monotonic() + limit_s
-    while not path.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"the engine exited ({proc.returncode}) before the evaluator "
-                                 f"started: {proc.stdout.read()}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{path} never appeared")
-        time.sleep(0.1)
+def _appeared(path: Path, proc: subprocess.Popen) -> bool:
+    """Whether ``path`` exists; an engine that exited before writing it fails the test."""
+    if path.exists():
+        return True
+    if proc.poll() is not None:
+        raise AssertionError(f"the engine exited ({proc.returncode}) before the evaluator "
+                             f"started: {proc.stdout.read()}")
+    return False
 
 
 def _alive(pid: int) -> bool:
@@ -42,14 +41,6 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _reaped_or_gone(pid: int) -> None:
-    for _ in range(50):
-        if not _alive(pid):
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"the stray evaluator {pid} still runs after the resume")
-
-
 def test_run_resumes_after_sigkill_mid_evaluation(tmp_path):
     repo = make_repo(tmp_path)
     script = write_script(tmp_path, [params(2), params(3, mode="hang"), params(4)])
@@ -58,7 +49,8 @@ def test_run_resumes_after_sigkill_mid_evaluation(tmp_path):
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     try:
-        _wait_for(tmp_path / "eval.pid", proc)  # iteration 2's candidate is being evaluated
+        # iteration 2's candidate is being evaluated
+        wait_for(lambda: _appeared(tmp_path / "eval.pid", proc), 60, "the evaluator's eval.pid")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -77,7 +69,8 @@ def test_run_resumes_after_sigkill_mid_evaluation(tmp_path):
         if _alive(evaluator_pid):
             os.kill(evaluator_pid, signal.SIGKILL)
     assert result.exit_code == 0, result.output
-    _reaped_or_gone(evaluator_pid)  # the resumed run killed the stray evaluator first
+    # the resumed run killed the stray evaluator first
+    wait_for(lambda: not _alive(evaluator_pid), 5, f"the stray evaluator {evaluator_pid} to end")
     ledger = rows(repo)
     assert [(r.iteration, r.status, r.note) for r in ledger] == [
         (0, "keep", "baseline"), (1, "keep", ""), (2, "discard", "interrupted"),
