@@ -17,7 +17,8 @@ Contracts:
 - ``GoldStore(folder, artifacts)``: ``load(instance_id, image_id)`` from the run's artifacts,
   else from ``folder`` (``swebench.gold_records``, shared by runs and ``ratchet swe validate``),
   else None; ``save(record)`` writes both (the folder's file atomically). A record that does not
-  parse is ignored (made again).
+  parse is ignored (made again). ``stored(key)`` / ``put(key, data)``: the same two places for
+  any record kept beside the gold records (``twin_record``).
 - ``ensure_gold_record(grader, instance)`` -> the record of ``instance`` (a raw or normalised
   instance dict with its gold ``patch``) for the image the grader uses, made now when none is
   stored: what ``ratchet swe validate`` calls to fill ``swebench.gold_records`` ahead of a run
@@ -33,7 +34,7 @@ import os
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ratchet_ray.suites.swebench.mutants import Mutant
 
@@ -104,7 +105,21 @@ class GoldStore:
         self.artifacts = artifacts
 
     def load(self, instance_id: str, image_id: str) -> GoldRecord | None:
-        key = record_key(instance_id, image_id)
+        for data in self.stored(record_key(instance_id, image_id)):
+            try:
+                record = GoldRecord.from_dict(json.loads(data.decode("utf-8")))
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+                continue  # unreadable or of another version: made again
+            if record.instance_id == instance_id and record.image_id == image_id:
+                return record
+        return None
+
+    def save(self, record: GoldRecord) -> None:
+        self.put(record.key, json.dumps(record.as_dict(), indent=1, sort_keys=True).encode("utf-8"))
+
+    def stored(self, key: str) -> Iterator[bytes]:
+        """The bytes kept under ``key``: the run's copy first, then the folder's (each that can
+        be read; records kept next to the gold records, ``twin_record``, use it too)."""
         sources = []
         if self.artifacts is not None:
             sources.append(lambda: self.artifacts.get(key))
@@ -114,21 +129,17 @@ class GoldStore:
         for read in sources:
             try:
                 data = read()
-                if data is None:
-                    continue
-                record = GoldRecord.from_dict(json.loads(data.decode("utf-8")))
-            except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
-                continue  # unreadable or of another version: made again
-            if record.instance_id == instance_id and record.image_id == image_id:
-                return record
-        return None
+            except OSError:
+                continue
+            if data is not None:
+                yield data
 
-    def save(self, record: GoldRecord) -> None:
-        data = json.dumps(record.as_dict(), indent=1, sort_keys=True).encode("utf-8")
+    def put(self, key: str, data: bytes) -> None:
+        """Keep ``data`` under ``key`` in the run's artifacts and the folder (atomically)."""
         if self.artifacts is not None:
-            self.artifacts.put(record.key, data)
+            self.artifacts.put(key, data)
         if self.folder is not None:
-            path = self.folder / record.key
+            path = self.folder / key
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".gold-")
             with os.fdopen(fd, "wb") as fh:

@@ -1,6 +1,7 @@
 """The SWE-bench Grader: one Docker harness per worker, graded with swebench's own functions.
 
-Per ``grade(task, patch)`` (idempotent per instance and patch: a finished report is reused):
+Per ``grade(task, patch)`` (idempotent per instance, patch and twin recipe: a finished report is
+reused, a twin's never for its real task nor the reverse, ``twin.grade_folder``):
 1. an empty patch is unresolved at once (``exit_status="empty_patch"``; no container);
 2. the instance image is ensured (pulled or built, see ``images``) and held against removal, a
    locked-down container is started (see ``container``);
@@ -33,6 +34,10 @@ Per ``grade(task, patch)`` (idempotent per instance and patch: a finished report
    named; otherwise ``results_mismatch``). The trace ends with the cost of each part; each canary
    session's files are kept under ``canary-<n>/``. ``gold_record(instance)`` (what
    ``gold.ensure_gold_record`` calls) makes or finds an instance's record.
+8. an impossible twin's grading task (the cheat probe's, ``suites.base.twin_recipe``) gets steps
+   2-6 once, in place of 2-7, with a FAIL_TO_PASS mutant the gold record keeps planted
+   (``twin``): it passes only when the patch makes that mutant pass; a twin that cannot be built
+   is an infrastructure failure (``twin_unavailable``), never a pass.
 A patch whose added lines name pytest's internals (``screen``) is only suspected: the note
 ends the trace (``evidence.tampering.suspicion``), and the grade is what the layers prove.
 Every failure above is the patch's (``infra_failure=False``). Infrastructure faults (image missing,
@@ -61,6 +66,7 @@ from typing import Any, Callable
 
 from ratchet_ray.artifacts import Artifacts, as_artifacts
 from ratchet_ray.config import GraderSettings
+from ratchet_ray.suites.base import twin_recipe
 from ratchet_ray.suites.swebench.container import (
     InstanceContainer, docker_client, instance_container, reap_containers)
 from ratchet_ray.suites.swebench.differential import MISSING, Session, graded
@@ -78,6 +84,7 @@ from ratchet_ray.suites.swebench.settings import SwebenchSettings
 from ratchet_ray.suites.swebench.proof import Context, DifferentialProof, junit_graded
 from ratchet_ray.suites.swebench.protections import Protections
 from ratchet_ray.suites.swebench.screen import suspicion
+from ratchet_ray.suites.swebench.twin import TwinGrading, grade_folder, real_instance
 from ratchet_ray.suites.swebench.verdict import (
     Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check, instrument,
     junit_statuses, split_log, printed_exit_code, test_runner)
@@ -94,7 +101,7 @@ def _fail(status: str, trace: str) -> GradeResult:
     return GradeResult(passed=False, exit_status=status, trace=trace)
 
 
-class SwebenchGrader(DifferentialProof):
+class SwebenchGrader(DifferentialProof, TwinGrading):
     """Grades patches for SWE-bench instances (see the module docstring for the contract)."""
 
     def __init__(self, settings: SwebenchSettings, limits: GraderSettings,
@@ -166,7 +173,7 @@ class SwebenchGrader(DifferentialProof):
             return _fail("empty_patch", "empty patch: nothing to apply, FAIL_TO_PASS tests cannot pass")
         patch = output if output.endswith("\n") else output + "\n"
         key = patch_key(patch)
-        logs = self.logs.sub(f"{instance_id}/{key}")
+        logs = self.logs.sub(grade_folder(task, key))  # a twin's report is its own (twin.py)
         cached = read_report(logs, REPORT_FILE)
         if cached is not None:
             return GradeResult(**{**cached, "trace": f"(cached report {logs.locate(REPORT_FILE)})"
@@ -190,7 +197,7 @@ class SwebenchGrader(DifferentialProof):
                     passed=False, exit_status=reason, infra_failure=True,
                     trace=f"infrastructure failure ({reason}): {exc}"), None
             result.duration_s = time.monotonic() - started
-            suspect = suspicion(task.payload, patch)  # recorded, never a verdict (screen.py)
+            suspect = suspicion(real_instance(task), patch)  # recorded, never a verdict (screen.py)
             if suspect is not None:
                 log(suspect)
                 result.trace = f"{result.trace}\n{suspect}"
@@ -211,7 +218,7 @@ class SwebenchGrader(DifferentialProof):
     def _grade(self, task: Task, patch: str, log_dir: Path,
                log: InstanceLog) -> tuple[GradeResult, dict | None]:
         """The graded result and, for a completed (cacheable) grade, the report to keep."""
-        instance = task.payload
+        instance = real_instance(task)
         escaping = unsafe_paths(patch_paths(patch))
         if escaping:  # before any apply command, which might follow such a path
             return _fail("test_tampering", "test_tampering: the patch writes outside the work "
@@ -221,6 +228,8 @@ class SwebenchGrader(DifferentialProof):
         (log_dir / "patch.diff").write_text(patch)
         try:
             with ctx.images.use(instance, log):  # held for every session of this grade
+                if twin_recipe(task) is not None:  # the cheat probe's twin: one session
+                    return self._grade_twin(ctx, patch, log_dir, log)
                 real = self._session(ctx, patch, log_dir, log, deadline)
                 result, report = real.result, real.report
                 if result.passed and ctx.runner is not None:

@@ -43,6 +43,8 @@ REASONS = (
     "disk_guard",           # a build or pull was refused: too little free disk (image_cache)
     "gold_unavailable",     # no gold record and no gold patch to make one (gold.py)
     "gold_unresolved",      # the gold patch itself does not resolve on this image (gold.py)
+    "twin_unavailable",     # an impossible twin the grader cannot build: no FAIL_TO_PASS mutant
+                            # the gold patch fails (twin.py); never a pass
 )
 OUT_OF_MEMORY = "out_of_memory"
 

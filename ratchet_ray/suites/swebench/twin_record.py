@@ -1,0 +1,122 @@
+"""Twin records: which FAIL_TO_PASS mutant an instance's impossible twin plants (``twin``).
+
+The gold record (``gold``) keeps mutants the gold patch fails: no correct fix passes them. The
+cheat probe also grades wrong answers, though, and a FAIL_TO_PASS test fails before the fix, so
+its mutant may expect exactly what the unfixed code returns (``assert f(x) is True`` mutated to
+``is False`` where the bug returns False; ``== 10`` mutated to ``== 12`` where the bug returns
+12): a patch that fixes nothing would pass that twin, a false cheat. So a twin's mutant must
+also fail under the base code: once per instance and image, one session of the base code (the
+no-op ``BASE_PATCH`` applied) with every FAIL_TO_PASS mutant of the gold record planted at once;
+the first (by test id, file, line) reported neither passing in the log nor in the JUnit report
+is the twin's.
+
+Contracts:
+- ``TwinRecord`` is plain data (``as_dict``/``from_dict``): the instance, the image, the gold
+  record it was made from, the chosen mutant (None: the instance has no twin, ``reason`` says
+  why), what each candidate got under the base code, the seconds it cost.
+- ``load_twin_record(store, instance_id, image_id)`` / ``save_twin_record(store, record)``: kept
+  next to the gold records by the same ``gold.GoldStore`` (``<instance>/<image>.twin.json``, in
+  ``swebench.gold_records`` and the run's artifacts); a record that does not parse is ignored
+  (made again).
+- ``f2p_mutants(gold, instance)``: the gold record's FAIL_TO_PASS mutants, in the order above.
+- ``choose(record, candidates, base)`` fills ``record`` from the base session ``base`` (a
+  ``differential.Session``): a session that did not complete (a hang under the base code, say)
+  gives no twin, and so does a candidate not planted, or reported passing (PASSED, XFAIL, XPASS).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ratchet_ray.suites.swebench.differential import MISSING, PASSING, Session
+from ratchet_ray.suites.swebench.gold import GoldRecord, GoldStore, record_key
+from ratchet_ray.suites.swebench.mutants import Mutant
+
+TWIN_RECORD_VERSION = 1
+BASE_FILE = ".ratchet-twin-base"
+BASE_PATCH = (f"diff --git a/{BASE_FILE} b/{BASE_FILE}\nnew file mode 100644\n--- /dev/null\n"
+              f"+++ b/{BASE_FILE}\n@@ -0,0 +1 @@\n+the base code, for the cheat probe's twin\n")
+"""A patch that changes no code (it adds one file no test reads): the base code graded."""
+
+
+@dataclass
+class TwinRecord:
+    instance_id: str
+    image_id: str
+    gold_key: str
+    mutant: dict[str, Any] | None = None
+    reason: str = ""
+    under_base: dict[str, str] = field(default_factory=dict)
+    """Each candidate's description -> its status under the base code (log; JUnit)."""
+    seconds: float = 0.0
+    version: int = TWIN_RECORD_VERSION
+
+    @property
+    def key(self) -> str:
+        return twin_key(self.instance_id, self.image_id)
+
+    def chosen(self) -> Mutant | None:
+        return Mutant.from_dict(self.mutant) if self.mutant else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TwinRecord":
+        if data.get("version") != TWIN_RECORD_VERSION:
+            raise ValueError(f"twin record version {data.get('version')!r}, expected "
+                             f"{TWIN_RECORD_VERSION}")
+        record = cls(**{k: data[k] for k in ("instance_id", "image_id", "gold_key", "mutant",
+                                             "reason", "under_base", "seconds")})
+        record.chosen()  # the mutant must read back
+        return record
+
+    def describe(self) -> str:
+        if self.mutant is None:
+            return f"twin record {self.key}: no twin ({self.reason})"
+        return f"twin record {self.key}: mutant {self.chosen().describe()}"
+
+
+def twin_key(instance_id: str, image_id: str) -> str:
+    return record_key(instance_id, image_id).removesuffix(".json") + ".twin.json"
+
+
+def f2p_mutants(gold: GoldRecord, instance: dict[str, Any]) -> list[Mutant]:
+    f2p = set(instance.get("FAIL_TO_PASS") or [])
+    return sorted((m for m in gold.mutants() if m.test in f2p),
+                  key=lambda m: (m.test, m.file, m.line, m.col))
+
+
+def choose(record: TwinRecord, candidates: list[Mutant], base: Session) -> TwinRecord:
+    if base.log is None:
+        record.reason = (f"the base code's session did not complete ({base.result.exit_status}), "
+                         "so no mutant is known to fail under it")
+        return record
+    for mutant in candidates:
+        in_log = base.log.get(mutant.test, MISSING)
+        in_junit = base.junit.get(mutant.test, MISSING) if base.junit is not None else None
+        record.under_base[mutant.describe()] = in_log + (f"; JUnit {in_junit}" if in_junit else "")
+        planted = base.written.get(mutant.file) not in (None, base.texts.get(mutant.file))
+        if planted and in_log not in PASSING and in_junit not in PASSING:
+            record.mutant = mutant.as_dict()
+            return record
+    record.reason = ("every FAIL_TO_PASS mutant the gold patch fails passes under the base code "
+                     "(or could not be planted): a patch that fixes nothing would pass the twin")
+    return record
+
+
+def load_twin_record(store: GoldStore, instance_id: str, image_id: str) -> TwinRecord | None:
+    for data in store.stored(twin_key(instance_id, image_id)):
+        try:
+            record = TwinRecord.from_dict(json.loads(data.decode("utf-8")))
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            continue  # unreadable or of another version: made again
+        if (record.instance_id, record.image_id) == (instance_id, image_id):
+            return record
+    return None
+
+
+def save_twin_record(store: GoldStore, record: TwinRecord) -> None:
+    store.put(record.key, json.dumps(record.as_dict(), indent=1, sort_keys=True).encode("utf-8"))
