@@ -8,9 +8,10 @@ Contracts (a mixin over ``SkillBank``: ``log``, ``config``, ``_skills``, ``stats
 - An imported skill is *on probation* while it is routable (ACTIVE or CANDIDATE) and has fewer
   trials here than ``probation_floor(curator settings)``: ``curator.probation_min_trials`` when
   set (capped at the retirement floor), else the retirement floor (``min_trials``, or A9's
-  ``ucb_min_trials``). Under cap pressure a skill on probation is evicted before any native skill
-  (``curator.eviction_order(..., probation=...)``), so it cannot keep a slot against a native
-  skill until it has earned its trials.
+  ``ucb_min_trials``). Under cap pressure a skill on probation is ranked by the 95 % Wilson
+  lower bound of its c-hat here (-1 untried) where a native skill is ranked by its c-hat, and
+  goes first on a tie (``curator.eviction_order(..., probation=...)``): it keeps a slot against a
+  native skill only on what it has shown in this run beyond doubt.
 - Imports come through ``SkillBank.import_pack`` (``bank.pack_import``).
 """
 

@@ -31,7 +31,8 @@ Contracts:
   twice.
 - The embedder is only needed for dedup; a bank built with ``embedder=None`` (CLI) refuses ``add``.
 - Skills imported from a skill pack (``import_pack``, ``bank.probation``) are on probation until
-  they earn their trials here: under cap pressure they are evicted before native skills.
+  they earn their trials here: under cap pressure each is ranked by the lower bound of what it
+  has shown here, not by its c-hat (``curator.eviction_order``).
 - ``refine`` (``bank.refine``, ``synth.refine``) replaces an ACTIVE skill by its revision: a new
   skill id of the same lineage, the old version deprecated by a ``refined`` event.
 """

@@ -25,7 +25,9 @@ Contracts:
   -- the order in which a full bank makes room; the ids in ``dead_weight``
   (``curator.evict_dead_weight_first``, ``governance.bypass.dead_weight``) come first, in id order.
   The ids on ``probation`` (imported from a skill pack, fewer trials here than the probation
-  floor: ``bank.probation``) come next, before every native skill.
+  floor: ``bank.probation``) are ranked among the rest by the 95 % Wilson lower bound of their
+  c-hat here (-1 untried), not by c-hat, and go first on a tie: an import keeps a slot against
+  a native skill only on what it has shown here beyond doubt.
 - ``curator.retire_rule`` 'wilson_ucb' (ablation A9, beyond the paper) replaces the score bar:
   the successes rate p-hat = (c + 1) / 2 (successes / trials for c-hat; for c_cf, ties count
   one half) gets its Wilson score interval at ``ucb_z``; mapped to c = 2p - 1, a skill retires
@@ -236,20 +238,40 @@ def apply_cheat_rule(decisions: list[CurationDecision], skills: Iterable[Skill],
     return [by_id[k] for k in sorted(by_id)]
 
 
+PROBATION_Z = 1.959963984540054
+"""z of the 95 % Wilson lower bound an import on probation is ranked by under cap pressure."""
+
+
+def wilson_lower_contribution(stats: SkillStats, z: float = PROBATION_Z) -> float:
+    """Lower Wilson bound on p = (c + 1) / 2 at ``z``, mapped back to c = 2p - 1 (-1 without
+    trials): the least a skill's record shows it contributes."""
+    n = stats.trials
+    if n <= 0:
+        return -1.0
+    p = (stats.successes + (n - stats.successes - stats.failures) / 2) / n
+    centre, spread = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return 2 * max(0.0, (centre - spread) / (1 + z * z / n)) - 1
+
+
 def eviction_order(skills: Iterable[Skill], stats: Mapping[str, SkillStats],
                    dead_weight: Collection[str] = (), probation: Collection[str] = ()
                    ) -> list[str]:
-    """ACTIVE, non-``do_not_retire`` skill ids, the first to evict first (``dead_weight`` ids
-    before the rest; then the imported skills still on ``probation``, ``bank.probation``, by
-    score, before any other: an import keeps no slot against a native skill on numbers it
-    has not earned in this run)."""
+    """ACTIVE, non-``do_not_retire`` skill ids, the first to evict first: ``dead_weight`` ids
+    before the rest; then every other skill lowest score first, where a native skill's score
+    is its c-hat and an import still on ``probation`` (``bank.probation``) is ranked by the
+    95 % Wilson lower bound of its c-hat *here* (``wilson_lower_contribution``; -1 untried),
+    going first on a tie. An import so keeps a slot against a native skill only on what it
+    has shown in this run beyond doubt, never on its imported record; one that helps here
+    earns its place before the probation floor (docs/skill-packs.md, the measurement)."""
     candidates = [s for s in skills if s.is_active and not s.do_not_retire]
 
     def key(skill: Skill) -> tuple:
         s = stats.get(skill.id, EMPTY_STATS)
-        score = Fraction(s.successes - s.failures, s.trials) if s.trials else Fraction(0)
         if skill.id in dead_weight:
-            return (0, Fraction(0), 0, skill.id)
-        return (1 if skill.id in probation else 2, score, -s.trials, skill.id)
+            return (0, Fraction(0), 0, 0, skill.id)
+        if skill.id in probation:
+            return (1, _exact(wilson_lower_contribution(s)), 0, -s.trials, skill.id)
+        score = Fraction(s.successes - s.failures, s.trials) if s.trials else Fraction(0)
+        return (1, score, 1, -s.trials, skill.id)
 
     return [s.id for s in sorted(candidates, key=key)]

@@ -16,6 +16,7 @@ from ratchet_ray.cli import main as cli
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import dump_config
 from ratchet_ray.packs.export import export_pack
+from ratchet_ray.report.data import skill_events
 from ratchet_ray.bank.pack_format import PackError, read_pack
 from ratchet_ray.types import SkillStatus
 
@@ -177,6 +178,28 @@ def test_probation_judges_imports_only_on_what_they_earn_here(tmp_path):
     result = b.add(make_skill("native4", TOPICS[11]), round_=5)
     assert result.ok and result.evicted == ["native2"]  # off probation: by score (0 < 0.6)
     assert b.get("refined").is_active
+
+
+def test_an_import_on_probation_keeps_a_slot_only_on_what_it_shows_here(tmp_path):
+    """Under cap pressure an import on probation is ranked by the 95 % Wilson lower bound of its
+    c-hat here: untried (-1) or uncertain (c=0 over 10 trials) it goes before an untried native
+    skill; clearly helping here (18 of 20) it keeps its slot before the floor (100)."""
+    a = source_run(tmp_path)
+    export_pack(a.run_dir, tmp_path / "pack")
+    b = new_run(tmp_path, "runB", curator={"active_cap": 4})
+    b.import_pack(tmp_path / "pack", round_=0)
+    assert b.add(make_skill("native", TOPICS[8]), round_=0).ok
+    b.log.store.append("capsule", 1, routed_capsules("runB", "helps", 1, 18, 2)
+                       + routed_capsules("runB", "hurts", 1, 5, 5))
+    assert b.probation() == {"helps": 20, "hurts": 10, "refined": 0}
+    assert b.add(make_skill("native2", TOPICS[9]), round_=1).evicted == ["refined"]
+    assert b.add(make_skill("native3", TOPICS[10]), round_=2).evicted == ["hurts"]
+    assert b.add(make_skill("native4", TOPICS[11]), round_=3).evicted == ["native"]
+    assert b.get("helps").is_active and b.probation() == {"helps": 20}
+    with b.log.store.connect() as con:
+        why = {e["skill_id"]: e["reason"] for e in skill_events(con) if e["event"] == "evicted"}
+    assert why["hurts"].endswith("on probation (imported; 10 trials here)")
+    assert why["native"].endswith("lowest contribution")
 
 
 def test_cli_export_import_and_list_show_origin_and_probation(tmp_path):

@@ -72,6 +72,22 @@ def test_eviction_order_lowest_first_never_exempt_untried_last_among_ties():
     assert eviction_order(skills, table) == ["b", "e", "a", "d"]
 
 
+def test_eviction_ranks_imports_on_probation_by_the_lower_bound_of_what_they_earned_here():
+    """A native skill by its c-hat; an import on probation by the 95 % Wilson lower bound of its
+    c-hat here (-1 untried), first on a tie: 18 of 20 here (bound about +0.40) outranks an
+    untried native (0), not a native at +0.5; untried it ties a native at -1 and goes first."""
+    topics = ["prime divisor sqrt", "sliding window span", "heap priority queue",
+              "date parsing iso", "regex pattern match"]
+    ids = ["p_untried", "p_good", "n_untried", "n_good", "n_bad"]
+    skills = [make_skill(i, t) for i, t in zip(ids, topics)]
+    table = {"p_good": stats(18, 2), "n_good": stats(15, 5), "n_bad": stats(0, 5)}
+    probation = {"p_untried", "p_good"}
+    assert eviction_order(skills, table, probation=probation) == [
+        "p_untried", "n_bad", "n_untried", "p_good", "n_good"]
+    assert eviction_order(skills, table) == [  # without probation: by c-hat alone
+        "n_bad", "n_untried", "p_untried", "n_good", "p_good"]
+
+
 # ------------------------------------------------------------------ rollback gate
 def run(gate: RollbackGate, series: list[float], start: int = 0):
     return [gate.observe(start + i, p) for i, p in enumerate(series)]
