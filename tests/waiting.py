@@ -15,3 +15,16 @@ def wait_for(predicate: Callable[[], object], timeout: float, what: str,
         if time.monotonic() > deadline:
             raise TimeoutError(f"gave up waiting for {what} after {timeout:.0f}s")
         time.sleep(poll)
+
+
+def actor_gone(actor, timeout: float = 10.0) -> bool:
+    """Whether the Ray ``actor`` has died: a call to it fails as a dead actor's (a predicate for
+    ``wait_for``; a call still pending after ``timeout`` seconds raises ``GetTimeoutError``)."""
+    import ray
+    from ray.exceptions import RayActorError
+
+    try:
+        ray.get(actor.__ray_ready__.remote(), timeout=timeout)
+    except RayActorError:
+        return True
+    return False

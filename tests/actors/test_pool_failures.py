@@ -4,7 +4,6 @@ actor recorded in ``llm_call``."""
 
 from __future__ import annotations
 
-import time
 from types import SimpleNamespace
 
 import pytest
@@ -17,6 +16,7 @@ from actors.pools import (NEVER_STARTED_RETRIES, ActorStartError, ActorStartTime
 from actors.solver import SolverActor
 from fakes import HashEmbedder, ScriptedLLM
 from loop_helpers import BadBaseUrl, DiesWhileStarting, SlowCanonical, SlowToStart, Worker
+from waiting import actor_gone, wait_for
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.phases import record_lost_attempts
@@ -29,17 +29,6 @@ RemoteWorker = ray.remote(num_cpus=0)(Worker)
 def _tasks(ids):
     by_id = {t.task_id: t for t in get_suite("mbpp").load_tasks(LoopConfig())}
     return [by_id[t] for t in ids]
-
-
-def wait_dead(actor, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            ray.get(actor.__ray_ready__.remote(), timeout=timeout_s)
-        except RayActorError:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"actor still answers {timeout_s}s after ray.kill")
 
 
 def test_a_constructor_error_surfaces_as_itself_and_is_not_retried(ray_local):
@@ -76,7 +65,8 @@ def test_a_pool_of_one_heals_between_calls_and_reports_a_death_mid_call(ray_loca
     assert call_one(pool, "work", 3, 0.0)[0] == 9
     dead = pool.actors[0]
     ray.kill(dead)  # dies idle, between two synth phases
-    wait_dead(dead)  # ray.kill is asynchronous: a call sent at once may still reach it alive
+    # ray.kill is asynchronous: a call sent at once may still reach it alive
+    wait_for(lambda: actor_gone(dead), 30, "the killed actor to be dead")
     assert call_one(pool, "work", 4, 0.0)[0] == 16, "replaced, state rebuilt by the constructor"
     assert pool.stats.actors_replaced == 1
     pool.submit("work", 5, 5.0)

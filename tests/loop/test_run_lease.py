@@ -12,7 +12,7 @@ import textwrap
 
 from actors.rate_limiter import NAMESPACE, SharedLimiter, limiter_name
 from actors.run_lease import hold_run_lease, lease_held, watch_run_lease
-from waiting import wait_for
+from waiting import actor_gone, wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -23,15 +23,6 @@ def _named(ray, name: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _gone(ray, actor) -> bool:
-    """Whether ``actor`` has left (a call to it fails as a dead actor's)."""
-    try:
-        ray.get(actor.watching_lease.remote(), timeout=10)
-    except ray.exceptions.RayActorError:
-        return True
-    return False
 
 
 def test_sigkilled_driver_takes_its_limiter_along_but_not_a_shared_one(ray_local):
@@ -111,6 +102,6 @@ def test_a_lease_taken_again_in_time_keeps_the_actors(ray_local):
     assert ray.get(watched.watching_lease.remote(), timeout=10) is True
 
     ray.kill(lease)  # now the run is really over: the watched actor leaves by itself
-    wait_for(lambda: _gone(ray, watched), 20, "the watched actor to leave once its lease ended")
+    wait_for(lambda: actor_gone(watched), 20, "the watched actor to leave once its lease ended")
     assert ray.get(unowned.watching_lease.remote()) is False  # no lease, no watch, still here
     ray.kill(unowned)
