@@ -2,8 +2,9 @@
 
 Contracts:
 - ``connect_ray(address=None)`` joins ``address``, else the cluster named by ``RAY_ADDRESS`` (set
-  by ``ray job submit``), else starts a local Ray bound to 127.0.0.1: the one ``ray.init`` of the
-  library. It returns True when this call started Ray (the caller then shuts it down).
+  by ``ray job submit``), else starts a local Ray bound to 127.0.0.1: the library's one
+  ``ray.init`` in a driver. It returns True when this call started Ray (the caller then shuts it
+  down).
 - ``start_runtime`` launches the SkillBank (pinned to the driver's node, where the run dir
   lives), the Solver / Grader / Critic pools and the Synthesizer (a healing pool of one).
   ``Models`` is the one injection
@@ -120,7 +121,8 @@ ahead that no actor takes costs an import of Ray (1-2 s of CPU) and its memory."
 
 def connect_ray(address: str | None = None) -> bool:
     """Join ``address``, else ``RAY_ADDRESS`` if set, else start a loopback-only local Ray; True
-    if it started Ray. The one ``ray.init`` of the library (``session.ray_session`` calls it)."""
+    if it started Ray. The library's one ``ray.init`` in a driver (``session.ray_session`` calls
+    it; the doctor's and the sweep's probes are scripts of their own processes)."""
     if ray.is_initialized():
         return False
     joined = bool(address or os.environ.get("RAY_ADDRESS"))
