@@ -58,7 +58,8 @@ def test_duplicate_and_too_long_reprompt_with_their_notes_until_added(skill_repl
     skill, outcome, seen = run_loop(skill_reply, answers, taken=taken)
     # The id clash marked the id taken, so the next draft got a fresh one.
     assert "edge_numbers" in taken and skill.id == "edge_numbers_2"
-    duplicate, too_long = "edge_numbers duplicates edge_numbers", "edge_numbers_2 too long: 2100 > 2000"
+    duplicate = "edge_numbers duplicates edge_numbers"
+    too_long = "edge_numbers_2 too long: 2100 > 2000"
     assert seen == [[], [duplicate], [duplicate, too_long]]
     assert outcome.duplicates == ["edge_numbers"] and outcome.created == ["edge_numbers_2"]
 
