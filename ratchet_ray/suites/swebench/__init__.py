@@ -11,7 +11,8 @@ Modules: ``settings`` (pydantic settings), ``dataset`` (loading/normalising inst
 containers, the reaper), ``execbox`` (timed, bounded commands in a container), ``infra`` (infrastructure-failure classification),
 ``protect`` / ``guard`` (the test-harness paths a patch may not change, restored in the
 container), ``verdict`` (secret markers, JUnit cross-check, canary test), ``grader`` (the harness, with
-``grading_support``), ``agent`` (the Solver), ``doctor`` (environment checks).
+``grading_support``), ``twin`` / ``twin_record`` (impossible twins, the cheat probe's hook and
+their grading), ``agent`` (the Solver), ``doctor`` (environment checks).
 """
 
 from __future__ import annotations

@@ -153,7 +153,7 @@ def test_the_gold_patch_fails_its_twin_and_twin_and_real_grades_never_share_a_re
     assert "FAILED as it must" in real.trace  # the real grade ran its own canary sessions
     again = grader.grade(twin, gold[CALC])
     assert again.trace.startswith("(cached report") and not again.passed, again.trace
-    assert f".twin-" in again.trace.split("\n", 1)[0]
+    assert ".twin-" in again.trace.split("\n", 1)[0]
     real_again = grader.grade(tasks[CALC], gold[CALC])
     assert real_again.trace.startswith("(cached report") and real_again.passed
 
