@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ratchet_ray.backend_settings import (BedrockBackendSettings, LocalBackendSettings,
-                                      OpenAIBackendSettings, PriceEntry, _env_float,
+                                      OpenAIBackendSettings, PriceEntry,
                                       prices_from_env)
 from ratchet_ray.prompt_templates import PromptSettings
 from ratchet_ray.resources import configs_dir
@@ -297,22 +297,8 @@ class GraderSettings(BaseModel):
     evalplus's per-test limits allow (up to 136 s). SWE-bench: the limit of each Docker command."""
     memory_mb: int = Field(default=4096, gt=0)
     """Address-space limit of each sandboxed process (evalplus's own default)."""
-    allow_weak_sandbox: bool = False
-    """MBPP+: without bubblewrap, grade anyway in a rlimits-only sandbox (logged as a warning).
-    Off by default: grading refuses to start and names the fix."""
     instance_deadline_s: float = Field(default=1800.0, gt=0)
     """SWE-bench: whole-instance deadline, separate from per-command timeouts."""
-    evalplus_timeout_per_task_s: float = Field(
-        default_factory=lambda: _env_float("EVALPLUS_TIMEOUT_PER_TASK", 60.0), gt=0)
-    """MBPP+: evalplus's cap on one test split's process (default ``$EVALPLUS_TIMEOUT_PER_TASK``
-    or 60, read on the driver); graders on every node use it, whatever their environment holds."""
-    min_time_limit_s: float = Field(default=1.0, gt=0)
-    """MBPP+: the floor of a test's wall-clock limit, evalplus's ``--min-time-limit``. On a machine
-    busier than when the reference times were measured a correct solution can overrun 1 s; a
-    higher floor makes the verdicts less sensitive to load."""
-    gt_time_limit_factor: float = Field(default=4.0, gt=0)
-    """MBPP+: a test's limit is ``max(min_time_limit_s, this x the reference solution's time)``,
-    evalplus's ``--gt-time-limit-factor``."""
 
 
 class InfraSettings(BaseModel):

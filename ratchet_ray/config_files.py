@@ -26,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from ratchet_ray import resources
 from ratchet_ray.config import LoopConfig
-from ratchet_ray.suites.hooks import env_defaulted_keys
+from ratchet_ray.suites.hooks import env_defaulted_keys, moved_keys
 from ratchet_ray.suites.plugins import SuitePluginError
 from ratchet_ray.suites.resolve import resolve_config, suite_sections, unknown_keys
 
@@ -67,6 +67,9 @@ def _parse_override(text: str) -> tuple[list[str], Any]:
 
 
 def _set_path(tree: dict, path: list[str], value: Any, origin: str) -> None:
+    if ".".join(path) in moved_keys():  # a key a suite moved: resolve_config moves it on
+        _set_free(tree, path, value, origin)
+        return
     if path[0] not in LoopConfig.model_fields:
         plugins = tree.get("suite_plugins")
         sections = suite_sections(plugins if isinstance(plugins, (list, tuple)) else ())

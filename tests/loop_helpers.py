@@ -267,7 +267,7 @@ def scenario_config(tmp_path, rounds: int):
         f"results_dir={tmp_path / 'results'}", f"subset={subset}", f"rounds={rounds}",
         "curator.active_cap=2", "curator.min_trials=3", "synth.window_rounds=1",
         "rollback.consecutive=1", "meta.refresh_every_rounds=2", "workers.solvers=2",
-        "workers.graders=2", "grader.min_time_limit_s=5", "tag=scenario",
+        "workers.graders=2", "mbpp.min_time_limit_s=5", "tag=scenario",
         # The paper's mechanics, capsule for capsule: no impossible twins (the cheat probe has
         # its own loop test, tests/loop/test_loop_cheat_probe.py).
         "cheat_probe.enabled=false"])

@@ -17,9 +17,10 @@ Must:
 May (a function field also takes a lazy ``"module:attr"`` string, imported on first use):
 - ``settings``: the pydantic model of its config section (``suite_settings.<name>``, or the
   top-level ``<name>:`` in YAML and ``--set <name>.key=value``); ``moved_keys``: old config keys
-  (``grader.min_time_limit_s``) -> the key in that section they moved to: a config that still
-  writes one has it moved there when the run is of this suite, and refused in one line naming
-  the new key when it sets another value for a run of another suite;
+  (``grader.min_time_limit_s``) -> the suite-section key they moved to
+  (``mbpp.min_time_limit_s``): a config that still writes one has it moved there when the run
+  is of this suite (unless it sets the new key too), and ignored with a warning naming the new
+  key when the run's suite does not read it (as the old key was);
 - ``configure(config, settings)``: cross-section rules and derived values, run once when a
   config is resolved (raises ``ValueError`` naming the fix); ``metaskill``: its authoring prior;
 - ``doctor(config, preflight) -> list[llm.doctor.Check]``: its environment checks, which never
@@ -228,14 +229,13 @@ def _check_declarations(p: SuitePlugin) -> None:
         except (re.error, TypeError) as exc:
             raise SuiteRegistryError(f"suite {name!r}: task_id_pattern {p.task_id_pattern!r} is "
                                      f"not a regular expression ({exc})") from None
+    dotted = re.compile(r"[a-z_]\w*\.[a-z_]\w*")
     if not (isinstance(p.moved_keys, Mapping) and all(
-            isinstance(k, str) and "." in k and isinstance(v, str) and v
-            for k, v in p.moved_keys.items())):
-        raise SuiteRegistryError(f"suite {name!r}: moved_keys must map an old dotted config key "
-                                 "(grader.x) to its key in the suite's section; got "
-                                 f"{p.moved_keys!r}")
-    if p.moved_keys and p.settings is None:
-        raise SuiteRegistryError(f"suite {name!r}: moved_keys need a settings model to move into")
+            isinstance(k, str) and dotted.fullmatch(k) and isinstance(v, str) and
+            dotted.fullmatch(v) for k, v in p.moved_keys.items())):
+        raise SuiteRegistryError(f"suite {name!r}: moved_keys must map an old config key "
+                                 "(section.key, e.g. grader.x) to the suite-section key it moved "
+                                 f"to (suite.key, e.g. {name}.x); got {p.moved_keys!r}")
 
 
 def _check_factory(name: str, factory: Any) -> None:

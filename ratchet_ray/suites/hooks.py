@@ -170,3 +170,13 @@ def env_defaulted_keys() -> list[str]:
 def forwarded_env_vars() -> list[str]:
     """Names of the suites' environment variables a sweep forwards to its jobs."""
     return [v.name for v in env_vars() if v.forward]
+
+
+def moved_keys() -> dict[str, dict[str, str]]:
+    """Old config key -> {suite: the suite-section key it moved to}, over the registered
+    suites' ``SuitePlugin.moved_keys``."""
+    moved: dict[str, dict[str, str]] = {}
+    for name in registry.suite_names():
+        for old, new in registry.registration(name).moved_keys.items():
+            moved.setdefault(old, {})[name] = new
+    return moved

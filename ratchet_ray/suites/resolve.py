@@ -9,8 +9,11 @@ Contracts:
   in place; no ``fields`` then). In order, it:
   1. loads the ``suite_plugins`` (stored canonical: a file as its absolute path, so every Ray
      worker loads the same file), so their suites are registered;
-  2. moves each top-level ``<suite>:`` mapping (YAML, ``--set <suite>.key=value``, old run
-     dirs) into ``suite_settings.<suite>``; any other top-level key that is not a field raises
+  2. moves each key a suite moved into its section (``SuitePlugin.moved_keys``: e.g.
+     ``grader.min_time_limit_s`` -> ``mbpp.min_time_limit_s``) there when the run's suite reads
+     it and the new key is not set, else drops it with a warning naming the new key (the run's
+     suite never read it); then moves each top-level ``<suite>:`` mapping (YAML, ``--set
+     <suite>.key=value``, old run dirs) into ``suite_settings.<suite>``; any other top-level key that is not a field raises
      ``ConfigResolveError`` with ``unknown_keys``'s text (the valid keys and suite sections);
   3. validates the schema (pydantic's ``ValidationError``);
   4. checks that ``suite`` is registered, else ``ConfigResolveError`` listing the valid suites
@@ -33,12 +36,15 @@ Contracts:
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Iterable, Mapping
 
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.config import LoopConfig, default_suite
 from ratchet_ray.llm.registry import WORLD_BACKENDS
-from ratchet_ray.suites import registry
+from ratchet_ray.suites import hooks, registry
 from ratchet_ray.suites.plugins import resolve_plugin
+
+log = logging.getLogger(__name__)
 
 
 class ConfigResolveError(ValueError):
@@ -89,6 +95,7 @@ def _with_sections(data: dict[str, Any]) -> dict[str, Any]:
     else:
         plugins = ()  # not a list of specs: the schema names the type error
     sections = suite_sections(plugins)
+    _move_keys(data)
     extra = [k for k in data if k not in LoopConfig.model_fields]
     if not extra:
         return data
@@ -104,6 +111,34 @@ def _with_sections(data: dict[str, Any]) -> dict[str, Any]:
         merged[name] = {**(merged.get(name) or {}), **section}
     data["suite_settings"] = merged
     return data
+
+
+def _move_keys(data: dict[str, Any]) -> None:
+    """Each old key a suite moved (``hooks.moved_keys``) taken out of ``data``: into the new
+    key's top-level section when the run's suite reads it there, else dropped with a warning."""
+    moved = hooks.moved_keys()
+    if not moved:
+        return
+    suite = data.get("suite") if isinstance(data.get("suite"), str) else default_suite()
+    for old, targets in moved.items():
+        head, leaf = old.split(".")
+        section = data.get(head)
+        if not isinstance(section, Mapping) or leaf not in section:
+            continue
+        section = dict(section)
+        value = section.pop(leaf)
+        data[head] = section
+        new = targets.get(suite)
+        if new is None:
+            log.warning("%s is no longer a setting of the %s section: it is %s now, which suite "
+                        "%s does not read; ignored", old, head, " / ".join(sorted(
+                            set(targets.values()))), suite)
+            continue
+        dest, key = new.split(".")
+        stored = (data.get("suite_settings") or {}).get(dest) or {}
+        given = data.get(dest) if isinstance(data.get(dest), Mapping) else {}
+        if key not in stored and key not in given:  # the new key, when set, wins
+            data[dest] = {**given, key: value}
 
 
 def _check_suite(config: LoopConfig) -> None:

@@ -41,9 +41,6 @@ EXCEPTIONS = {
         "module `llm.world.backend_module` names, so the llm layer imports nothing of the suite)",
     ("ratchet_ray/llm/doctor.py", "name 'sim'"):
         "the `sim` LLM backend's name in the doctor's install hints per backend",
-    ("ratchet_ray/config.py", "env var 'EVALPLUS_TIMEOUT_PER_TASK'"):
-        "GraderSettings.evalplus_timeout_per_task_s, an MBPP+ setting still in the generic "
-        "grader section: it moves to the mbpp suite's settings (issue 41 item 2)",
     ("ratchet_ray/report/sections.py", "name 'sim'"):
         "the truth section's note says what the sim suite's sweep_report columns hold; it "
         "belongs in the title that hook returns (the report's own change, not this guard's)",

@@ -15,6 +15,7 @@ from ratchet_ray.llm.bedrock import BedrockConfig
 from ratchet_ray.llm.local import LocalConfig
 from ratchet_ray.llm.openai_compat import OpenAIConfig
 from ratchet_ray.loop.driver import open_run
+from ratchet_ray.suites import settings_for
 from ratchet_ray.suites.mbpp.grader import MbppGrader
 
 ENV = {"RATCHET_LOCAL_N_CTX": "4096", "RATCHET_LOCAL_N_THREADS": "3",
@@ -40,7 +41,7 @@ def test_env_defaults_become_config_values_that_the_clients_use(monkeypatch, tmp
         "served-model", 1, "json_object")
     assert (llm.bedrock.model_id, llm.bedrock.fallback_model_id, llm.bedrock.region) == (
         "a.model", None, "eu-west-1")
-    assert config.grader.evalplus_timeout_per_task_s == 30.0
+    assert settings_for(config).evalplus_timeout_per_task_s == 30.0  # the mbpp suite's section
     for name in [*ENV, "RATCHET_PRICE_TABLE"]:  # the clients read the config, not the env
         monkeypatch.delenv(name)
     prices.unlink()
@@ -68,7 +69,7 @@ def test_a_resumed_run_keeps_its_settings_when_the_env_changes(monkeypatch, tmp_
     again.release()
     assert resumed == config
     assert (resumed.llm.local.n_ctx, resumed.llm.bedrock.model_id,
-            resumed.llm.openai.model, resumed.grader.evalplus_timeout_per_task_s) == (
+            resumed.llm.openai.model, settings_for(resumed).evalplus_timeout_per_task_s) == (
         4096, "a.model", "served-model", 30.0)
 
 
@@ -114,7 +115,7 @@ def test_a_runs_grader_carries_its_settings_in_the_config_not_a_runtime_env(ray_
 
     ray = ray_local
     config = scenario_config(tmp_path, 1)
-    config.grader.evalplus_timeout_per_task_s = 30.0
+    config.suite_settings["mbpp"]["evalplus_timeout_per_task_s"] = 30.0
     grader = make_grader_factory(config, tmp_path)()
     try:
         seen = ray.get(grader.__ray_call__.remote(

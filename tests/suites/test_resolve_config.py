@@ -123,9 +123,15 @@ def test_a_bad_suite_section_names_its_key_and_the_valid_ones():
     with pytest.raises(SuiteRegistryError, match=r"swebench\.agent\.max_stepz: Extra inputs.*"
                                                  r"valid keys of the swebench section: agent"):
         resolve_config(swebench={"agent": {"max_stepz": 3}})
-    with pytest.raises(SuiteRegistryError, match=r"suite_settings\.mbpp: suite 'mbpp' registered "
-                                                 r"no settings model"):
-        resolve_config(suite_settings={"mbpp": {}})
+    bare = type("Bare", (), {"name": "bare", "output_kind": "code", "load_tasks": None,
+                             "make_grader": None})
+    register("bare", bare)
+    try:
+        with pytest.raises(SuiteRegistryError, match=r"suite_settings\.bare: suite 'bare' "
+                                                     r"registered no settings model"):
+            resolve_config(suite_settings={"bare": {}})
+    finally:
+        unregister("bare")
     with pytest.raises(ConfigError, match=r"^config: sim\.n_typez: Extra inputs.*valid keys of "
                                           r"the sim section: .*n_types"):
         load_config([], ["suite=sim", "llm.backend=sim", "sim.n_typez=1"])

@@ -121,3 +121,26 @@ def test_plugin_fields_are_checked_when_the_plugin_is_built():
         SuitePlugin("ok", suite_class(), task_id_pattern="(")
     with pytest.raises(registry.SuiteRegistryError, match="takes no other fields"):
         registry.register(SuitePlugin("ok", suite_class()), origin="x")
+
+
+def test_keys_a_suite_moved_into_its_section_keep_working(caplog, tmp_path):
+    """MBPP+'s grading keys moved from ``grader.*`` to the ``mbpp`` section: an old config (a
+    user's file, an old run dir's config.yaml) still loads, its values where they now live; a run
+    of a suite that never read them ignores them, as it always did, and says so."""
+    from ratchet_ray.suites import settings_for
+
+    old = load_config([], ["grader.min_time_limit_s=3", "grader.allow_weak_sandbox=true"])
+    assert (settings_for(old).min_time_limit_s, settings_for(old).allow_weak_sandbox) == (3, True)
+    assert "min_time_limit_s" not in old.grader.model_dump()
+    both = load_config([], ["grader.min_time_limit_s=3", "mbpp.min_time_limit_s=2"])
+    assert settings_for(both).min_time_limit_s == 2  # the new key wins
+    oracle = load_config([], ["suite=mbpp_oracle", "llm.backend=sim",
+                              "grader.gt_time_limit_factor=6"])
+    assert oracle.suite_settings["mbpp"]["gt_time_limit_factor"] == 6  # its grader is MBPP+'s
+    file = tmp_path / "old.yaml"
+    file.write_text("suite: sim\nllm: {backend: sim}\ngrader: {min_time_limit_s: 1.0}\n")
+    with caplog.at_level("WARNING"):
+        sim = load_config([file])
+    assert "mbpp" not in sim.suite_settings
+    assert "grader.min_time_limit_s is no longer a setting of the grader section: it is " \
+           "mbpp.min_time_limit_s now, which suite sim does not read" in caplog.text

@@ -168,7 +168,7 @@ def test_builtin_suites_bring_their_settings_through_the_registry(tmp_path):
     # Other test files may have registered plugin suites (records) in this process already.
     builtin = [n for n in registry.settings_sections()
                if registry.registration(n).origin == "ratchet_ray (built in)"]
-    assert builtin == ["mbpp_oracle", "sim", "swebench"]
+    assert builtin == ["mbpp", "mbpp_oracle", "sim", "swebench"]
 
     config = load_config(layered_files("swebench"), ["swebench.agent.max_steps=7"])
     settings = settings_for(config)
@@ -181,8 +181,9 @@ def test_builtin_suites_bring_their_settings_through_the_registry(tmp_path):
     old = config.model_dump(mode="json")
     old["swebench"] = old.pop("suite_settings").pop("swebench")
     assert resolve_config(old) == config
-    # An mbpp run carries no suite section; naming one for another suite is still checked.
-    assert load_config([]).suite_settings == {}
+    # An mbpp run carries its own section only (MBPP+'s grading keys, stored complete); naming
+    # one for another suite is still checked.
+    assert set(load_config([]).suite_settings) == {"mbpp"}
     with pytest.raises(ConfigError, match=r"swebench\.agent\.max_stepz: Extra inputs.*valid keys "
                                           r"of the swebench section: agent, arch"):
         load_config([], ["swebench.agent.max_stepz=3"])

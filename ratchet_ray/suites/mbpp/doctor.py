@@ -6,7 +6,7 @@ Contract: ``environment_checks(config, preflight)`` never raises; it returns, in
   not hold the file): ``config.dataset_path`` (which ``MBPP_OVERRIDE_PATH`` defaults), else
   evalplus's cached download, must exist;
 - ``sandbox``: the isolation mode the grader will run generated code in, a FAIL when the
-  sandbox refuses to (no bubblewrap >= 0.8 and no ``grader.allow_weak_sandbox``).
+  sandbox refuses to (no bubblewrap >= 0.8 and no ``mbpp.allow_weak_sandbox``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ DATASET_HINT = ("set MBPP_OVERRIDE_PATH=/path/MbppPlus-v0.2.0.jsonl.gz, or run o
                 "python -c 'from evalplus.data import get_mbpp_plus; get_mbpp_plus()'")
 SANDBOX_HINT = ("install bubblewrap >= 0.8 (`sudo apt-get install bubblewrap`; older releases: "
                 "from a checkout `sudo bash .ci/bwrap_setup.sh` builds it) and allow "
-                "unprivileged user namespaces, or set grader.allow_weak_sandbox=true")
+                "unprivileged user namespaces, or set mbpp.allow_weak_sandbox=true")
 
 
 def check_dataset(dataset_path: str | None = None) -> str:

@@ -43,6 +43,7 @@ from ratchet_ray.suites.mbpp.groundtruth import GroundTruthStore
 from ratchet_ray.suites.mbpp.sandbox import Sandbox, SandboxLimits, SandboxUnavailable
 from ratchet_ray.suites.base import twin_recipe
 from ratchet_ray.suites.mbpp.session import grade_in_sandbox
+from ratchet_ray.suites.mbpp.settings import SECTION, MbppSettings
 from ratchet_ray.suites.mbpp.twin import impossible_expected
 from ratchet_ray.types import GradeResult, Task
 
@@ -52,25 +53,37 @@ _EXTRACT_TRACE = {"no_code": "no Python code found in the model output",
                   "missing_entry_point": "the code defines no top-level function {entry}()"}
 
 
+def mbpp_settings(config: LoopConfig) -> MbppSettings:
+    """The run's ``mbpp`` section (stored complete by ``resolve_config`` for the suites that
+    grade with this grader; the model's defaults for a config without one)."""
+    from ratchet_ray.suites.registry import settings_for
+
+    return settings_for(config, SECTION)
+
+
 class MbppGrader:
+    """``settings``: the generic ``grader`` section (time budget, memory); ``mbpp``: the suite's
+    own (``MbppSettings``: evalplus's limits, the weak-sandbox opt-in)."""
+
     def __init__(self, dataset: MbppDataset, settings: GraderSettings | None = None, *,
-                 groundtruth: GroundTruthStore | None = None, limits: SandboxLimits | None = None,
-                 allow_weak: bool | None = None):
+                 mbpp: MbppSettings | None = None, groundtruth: GroundTruthStore | None = None,
+                 limits: SandboxLimits | None = None, allow_weak: bool | None = None):
         settings = settings or GraderSettings()
+        mbpp = mbpp or MbppSettings()
         self.dataset = dataset
         self.groundtruth = groundtruth or GroundTruthStore(dataset)
         self.sandbox = Sandbox(limits or SandboxLimits(
                                    budget_s=settings.timeout_s, memory_mb=settings.memory_mb,
-                                   split_cap_s=settings.evalplus_timeout_per_task_s,
-                                   min_time_limit_s=settings.min_time_limit_s,
-                                   gt_time_limit_factor=settings.gt_time_limit_factor),
-                               allow_weak=settings.allow_weak_sandbox if allow_weak is None
+                                   split_cap_s=mbpp.evalplus_timeout_per_task_s,
+                                   min_time_limit_s=mbpp.min_time_limit_s,
+                                   gt_time_limit_factor=mbpp.gt_time_limit_factor),
+                               allow_weak=mbpp.allow_weak_sandbox if allow_weak is None
                                else allow_weak)
 
     @classmethod
     def from_config(cls, config: LoopConfig, run_dir: Path | None = None) -> "MbppGrader":
         """MBPP+ grading keeps no per-run state, so ``run_dir`` is accepted and unused."""
-        return cls(load_mbpp_plus(config.dataset_path), config.grader)
+        return cls(load_mbpp_plus(config.dataset_path), config.grader, mbpp=mbpp_settings(config))
 
     @property
     def precomputed(self) -> GroundTruthStore:

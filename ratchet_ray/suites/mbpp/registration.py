@@ -2,7 +2,9 @@
 
 Imported once by ``suites.registry`` (its built-in list), exactly as a plugin module would be.
 MBPP+ tasks load offline (``$MBPP_OVERRIDE_PATH`` or evalplus's cache), and a run without a
-``dataset_path`` reads ``$MBPP_OVERRIDE_PATH`` (``configure_mbpp``).
+``dataset_path`` reads ``$MBPP_OVERRIDE_PATH`` (``configure_mbpp``). Its section
+(``settings.MbppSettings``) holds evalplus's limits and the weak-sandbox opt-in, once
+``grader.*`` keys, which a config may still write (``MOVED_KEYS``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import os
 from typing import Any
 
 from ratchet_ray.suites.contract import EnvVar, FixHint
+from ratchet_ray.suites.mbpp.settings import MOVED_KEYS, MbppSettings
 from ratchet_ray.suites.registry import BUILTIN_ORIGIN, register
 
 NAME = "mbpp"
@@ -20,8 +23,8 @@ DATASET_VAR = EnvVar("MBPP_OVERRIDE_PATH", "An MBPP+ file (`MbppPlus-v0.2.0.json
                      forward=True)
 ENV_VARS = (DATASET_VAR,
             EnvVar("EVALPLUS_TIMEOUT_PER_TASK", "evalplus's cap on one test split's process "
-                   "(the default of `grader.evalplus_timeout_per_task_s`, read on the driver)",
-                   config_key="grader.evalplus_timeout_per_task_s"))
+                   "(the default of `mbpp.evalplus_timeout_per_task_s`, read on the driver)",
+                   config_key="mbpp.evalplus_timeout_per_task_s"))
 SANDBOX_FIX = FixHint(("sandbox",), "the MBPP+ sandbox cannot run code here; see `ratchet "
                                     "doctor` (sandbox) for the mode and its fix")
 TASK_ID_PATTERN = r"Mbpp/\d+"
@@ -37,4 +40,5 @@ def configure_mbpp(config: Any, settings: Any) -> None:
 register(NAME, "ratchet_ray.suites.mbpp:MbppSuite", origin=BUILTIN_ORIGIN,
          configure=configure_mbpp, doctor="ratchet_ray.suites.mbpp.doctor:environment_checks",
          offline_tasks=True, impossible_twin="ratchet_ray.suites.mbpp.twin:impossible_twin",
-         env_vars=ENV_VARS, fix_hints=(SANDBOX_FIX,), task_id_pattern=TASK_ID_PATTERN)
+         env_vars=ENV_VARS, fix_hints=(SANDBOX_FIX,), task_id_pattern=TASK_ID_PATTERN,
+         settings=MbppSettings, moved_keys=MOVED_KEYS)

@@ -10,7 +10,7 @@ Modes, probed once per ``Sandbox``:
   only the sandbox's processes); writable are only a size-bounded private /tmp and /dev/shm
   tmpfs that vanish with it. The environment is rebuilt from an allowlist. As root, the runner
   is started through ``confine.py`` under a uid allotted to this grade alone.
-- ``weak`` (only with ``allow_weak=True``, i.e. config ``grader.allow_weak_sandbox``; logged as a
+- ``weak`` (only with ``allow_weak=True``, i.e. config ``mbpp.allow_weak_sandbox``; logged as a
   warning on every start): the runner as the grader's own user with rlimits and a scrubbed
   environment; the code can read what that user can read and reach the network.
 - ``refused``: nothing is run; ``start`` raises ``SandboxUnavailable`` naming the fix.
@@ -49,7 +49,7 @@ UNIQUE_UID_SPAN = 100_000_000
 BWRAP_FIX = ("install bubblewrap >= 0.8 (`apt-get install -y bubblewrap`; `make setup` and "
              "cluster.yaml do this) and allow unprivileged user namespaces "
              "(sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1 where it "
-             "exists), or set grader.allow_weak_sandbox=true to accept rlimits-only isolation")
+             "exists), or set mbpp.allow_weak_sandbox=true to accept rlimits-only isolation")
 _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -74,13 +74,13 @@ class SandboxLimits:
     an infrastructure failure (``sandbox_setup_timeout``)."""
     split_cap_s: float = EVALPLUS_SPLIT_CAP_S
     """evalplus's cap on one test split's process (its ``EVALPLUS_TIMEOUT_PER_TASK``; the run's
-    ``grader.evalplus_timeout_per_task_s``): a split gets ``min(split_cap_s, sum of its per-test
+    ``mbpp.evalplus_timeout_per_task_s``): a split gets ``min(split_cap_s, sum of its per-test
     limits) + 2`` seconds (``verdict.split_timeout``)."""
     min_time_limit_s: float = MIN_TIME_LIMIT_S
-    """Floor of one test's limit (evalplus's ``--min-time-limit``; ``grader.min_time_limit_s``)."""
+    """Floor of one test's limit (evalplus's ``--min-time-limit``; ``mbpp.min_time_limit_s``)."""
     gt_time_limit_factor: float = GT_TIME_LIMIT_FACTOR
     """One test's limit is ``max(min_time_limit_s, this x the reference solution's time)``
-    (evalplus's ``--gt-time-limit-factor``; ``grader.gt_time_limit_factor``)."""
+    (evalplus's ``--gt-time-limit-factor``; ``mbpp.gt_time_limit_factor``)."""
     io_slack_s: float = 1.0
     """Per test, on top of evalplus's limit: encoding and sending the output (the runner itself
     enforces evalplus's limit on the call)."""
@@ -204,7 +204,7 @@ class Sandbox:
         user = "root -> per-grade uid" if os.geteuid() == 0 else f"uid {os.geteuid()}"
         self.description = f"{self.mode} ({user}; bwrap: {why})"
         if self.mode == "weak":
-            log.warning("MBPP+ sandbox is WEAK by explicit opt-in (grader.allow_weak_sandbox): "
+            log.warning("MBPP+ sandbox is WEAK by explicit opt-in (mbpp.allow_weak_sandbox): "
                         "%s; generated code runs as this user with rlimits only", why)
 
     def start(self, job: dict) -> "SandboxProcess":

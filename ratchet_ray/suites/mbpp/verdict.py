@@ -14,7 +14,7 @@ Contracts:
   Never raises: any error while comparing is a failed test.
 - ``time_limits(ref_times, min_time_limit, factor)``: evalplus's per-test limits;
   ``split_timeout(limits, cap)``: evalplus's wall-clock cap for one split's process, where
-  ``cap`` is what ``EVALPLUS_TIMEOUT_PER_TASK`` would be (``grader.evalplus_timeout_per_task_s``).
+  ``cap`` is what ``EVALPLUS_TIMEOUT_PER_TASK`` would be (``mbpp.evalplus_timeout_per_task_s``).
 """
 
 from __future__ import annotations

@@ -58,9 +58,11 @@ class MbppOracleSuite:
 
     def make_grader(self, config: Any, run_dir: Path) -> Any:
         from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus
+        from ratchet_ray.suites.mbpp.grader import mbpp_settings
         from ratchet_ray.suites.mbpp_oracle.grader import OracleGrader
 
-        return OracleGrader(load_mbpp_plus(config.dataset_path), config.grader)
+        return OracleGrader(load_mbpp_plus(config.dataset_path), config.grader,
+                            mbpp=mbpp_settings(config))
 
 
 __all__ = ["MbppOracleSuite", "world_of"]

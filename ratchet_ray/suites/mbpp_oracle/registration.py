@@ -12,6 +12,7 @@ from typing import Any
 
 from ratchet_ray.resources import configs_dir
 from ratchet_ray.suites.mbpp.registration import DATASET_VAR, SANDBOX_FIX, TASK_ID_PATTERN
+from ratchet_ray.suites.mbpp.settings import MOVED_KEYS, SECTION, MbppSettings
 from ratchet_ray.suites.mbpp_oracle.settings import OracleSettings, OracleWorld
 from ratchet_ray.suites.registry import BUILTIN_ORIGIN, register
 
@@ -20,7 +21,8 @@ NAME = "mbpp_oracle"
 
 def configure_oracle(config: Any, settings: OracleSettings) -> None:
     """A LoopConfig of this suite needs the ``sim`` backend (the world's models), takes
-    ``$MBPP_OVERRIDE_PATH`` when it names no ``dataset_path`` (as ``mbpp``), and derives
+    ``$MBPP_OVERRIDE_PATH`` when it names no ``dataset_path`` (as ``mbpp``), grades with the
+    ``mbpp`` section (stored complete, defaults included), and derives
     ``llm.world`` from its section, seed and dataset each time the config is resolved."""
     if config.llm.backend != "sim":
         raise ValueError(f"suite {NAME!r} with llm.backend {config.llm.backend!r}: its models "
@@ -28,6 +30,10 @@ def configure_oracle(config: Any, settings: OracleSettings) -> None:
                          f"configs/{NAME}.yaml (layered automatically by jobs.skill_loop)")
     if "dataset_path" not in config.model_fields_set:
         config.dataset_path = os.environ.get("MBPP_OVERRIDE_PATH") or None
+    # Its grader is MBPP+'s: the mbpp section, stored complete (read on the driver, as for mbpp).
+    grading = MbppSettings.model_validate(config.suite_settings.get(SECTION) or {})
+    if config.suite_settings.get(SECTION) != grading.model_dump(mode="json"):
+        config.suite_settings = {**config.suite_settings, SECTION: grading.model_dump(mode="json")}
     world = OracleWorld.of_run(settings, config.seed, config.dataset_path)
     if config.llm.world != world:
         config.llm.world = world
@@ -38,4 +44,5 @@ register(NAME, "ratchet_ray.suites.mbpp_oracle:MbppOracleSuite", settings=Oracle
          metaskill=configs_dir() / "meta_skills" / "default_sim.md",
          doctor="ratchet_ray.suites.mbpp.doctor:environment_checks", offline_tasks=True,
          sweep_report="ratchet_ray.suites.sim.registration:sweep_truth",
-         env_vars=(DATASET_VAR,), fix_hints=(SANDBOX_FIX,), task_id_pattern=TASK_ID_PATTERN)
+         env_vars=(DATASET_VAR,), fix_hints=(SANDBOX_FIX,), task_id_pattern=TASK_ID_PATTERN,
+         moved_keys=MOVED_KEYS)

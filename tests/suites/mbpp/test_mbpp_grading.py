@@ -67,14 +67,14 @@ def test_the_per_test_limit_is_evalplus_min_time_limit_from_the_config(mbpp_data
                                                                        groundtruth_store,
                                                                        mbpp_tasks):
     """A correct answer whose first call takes 1.5 s (as a correct one can on a loaded machine)
-    overruns evalplus's default floor of 1 s, and passes with ``grader.min_time_limit_s=3``."""
-    from ratchet_ray.config import GraderSettings
+    overruns evalplus's default floor of 1 s, and passes with ``mbpp.min_time_limit_s=3``."""
     from ratchet_ray.suites.mbpp.grader import MbppGrader
+    from ratchet_ray.suites.mbpp.settings import MbppSettings
 
     stalls_once = ("import time\n_first = [True]\n\ndef square_perimeter(a):\n"
                    "    if _first[0]:\n        _first[0] = False\n        time.sleep(1.5)\n"
                    "    return 4 * a\n")
-    graded = {floor: MbppGrader(mbpp_dataset, GraderSettings(min_time_limit_s=floor),
+    graded = {floor: MbppGrader(mbpp_dataset, mbpp=MbppSettings(min_time_limit_s=floor),
                                 groundtruth=groundtruth_store).grade(mbpp_tasks["Mbpp/17"],
                                                                      fenced(stalls_once))
               for floor in (1.0, 3.0)}
@@ -85,7 +85,7 @@ def test_the_per_test_limit_is_evalplus_min_time_limit_from_the_config(mbpp_data
     from evalplus.config import DEFAULT_GT_TIME_LIMIT_FACTOR, DEFAULT_MIN_TIME_LIMIT
 
     defaults = MbppGrader(mbpp_dataset, groundtruth=groundtruth_store).sandbox.limits
-    assert (GraderSettings().min_time_limit_s, GraderSettings().gt_time_limit_factor) == (
+    assert (MbppSettings().min_time_limit_s, MbppSettings().gt_time_limit_factor) == (
         defaults.min_time_limit_s, defaults.gt_time_limit_factor) == (
         DEFAULT_MIN_TIME_LIMIT, DEFAULT_GT_TIME_LIMIT_FACTOR)
 

@@ -31,11 +31,11 @@ def test_without_bubblewrap_grading_refuses_and_names_the_fix(mbpp_dataset, grou
 
 
 def test_weak_mode_needs_the_config_opt_in(mbpp_dataset, groundtruth_store, monkeypatch):
-    from ratchet_ray.config import GraderSettings
+    from ratchet_ray.suites.mbpp.settings import MbppSettings
 
     monkeypatch.setattr(sandbox_module, "probe_bwrap", lambda limits: (False, "forced off by test"))
-    assert MbppGrader(mbpp_dataset, GraderSettings(), groundtruth=groundtruth_store).sandbox.mode == "refused"
-    opted = MbppGrader(mbpp_dataset, GraderSettings(allow_weak_sandbox=True), groundtruth=groundtruth_store)
+    assert MbppGrader(mbpp_dataset, mbpp=MbppSettings(), groundtruth=groundtruth_store).sandbox.mode == "refused"
+    opted = MbppGrader(mbpp_dataset, mbpp=MbppSettings(allow_weak_sandbox=True), groundtruth=groundtruth_store)
     assert opted.sandbox.mode == "weak"
 
 
