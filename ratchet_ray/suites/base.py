@@ -16,9 +16,9 @@ a ``SolverTurn`` writes the Solver's prompt for a task and the injected skill
 (``parse_output``); an ``AgentTurn`` runs a multi-step agent (``solve_agent``, with
 ``solver_settings(config)`` as its settings); the router, critic, synthesis and governance stay
 the same. Everything else suite-specific (resources, the Critic's review prompt, subset groups,
-doctor checks, commands...) comes with the suite's registration (``registry.register``). A grader that
+environment checks, fix hints, environment variables, commands...) is a field of the suite's
+``SuitePlugin`` (``contract.py``), added with ``ratchet_ray.suites.register``. A grader that
 executes model-written code must run it in the sandbox of ``ratchet_ray.suites.mbpp.sandbox``.
-Suites are added with ``ratchet_ray.suites.register`` (see ``registry.py``).
 
 Excluded tasks (optional): ``suite.excluded_tasks(config)`` -> task id -> reason; those tasks
 are in neither split of a run (a subset file's included) nor in ``select-subset``'s picks
@@ -162,7 +162,7 @@ def twin_recipe(task: Task) -> dict | None:
 
 
 class ImpossibleTwins(Protocol):
-    """Optional suite hook ``impossible_twin`` (``registry.register(..., impossible_twin=...)``):
+    """Optional suite hook ``impossible_twin`` (``SuitePlugin.impossible_twin``):
     ``(task) -> Task | None``, the grading task of ``task``'s impossible twin
     (``as_impossible_twin``) or None when the suite cannot make one for it. The suite's grader
     must then fail every correct answer to ``task`` on that grading task, honestly and

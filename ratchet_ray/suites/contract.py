@@ -229,7 +229,7 @@ def _check_declarations(p: SuitePlugin) -> None:
         except (re.error, TypeError) as exc:
             raise SuiteRegistryError(f"suite {name!r}: task_id_pattern {p.task_id_pattern!r} is "
                                      f"not a regular expression ({exc})") from None
-    dotted = re.compile(r"[a-z_]\w*\.[a-z_]\w*")
+    dotted = re.compile(r"(?!\d)\w+\.(?!\d)\w+")  # section.key
     if not (isinstance(p.moved_keys, Mapping) and all(
             isinstance(k, str) and dotted.fullmatch(k) and isinstance(v, str) and
             dotted.fullmatch(v) for k, v in p.moved_keys.items())):

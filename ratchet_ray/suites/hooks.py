@@ -1,11 +1,16 @@
 """What the generic code asks a suite for, by the suite's name, through its registration.
 
-The loop, the roles, the jobs, the CLI and the reports never name a suite: each asks here (see
-``registry.register`` for what a suite registers). Contracts:
-- A suite that registered nothing for a hook gets the generic behaviour: no custom resources,
+The loop, the roles, the jobs, the CLI and the reports never name a suite: each asks here for a
+field of the suite's ``SuitePlugin`` (``contract.py``). Contracts:
+- A suite that declared nothing for a field gets the generic behaviour: no custom resources,
   the code review of the Critic, one group for subset selection, no sampling overrides, no
   commands, tasks not loaded by reports, no extra sweep columns, no placement (locality), no
-  impossible twins (the cheat probe skips the suite).
+  impossible twins (the cheat probe skips the suite), no fix hints, environment variables,
+  task-id pattern, local resources, cluster node types or moved keys.
+- The questions over every registered suite (``all_resources``, ``fix_hint`` without a suite,
+  ``task_id_patterns``, ``local_resources``, ``cluster_node_types``, ``env_vars``,
+  ``env_defaulted_keys``, ``forwarded_env_vars``, ``moved_keys``) answer for the suites
+  registered in this process (built-ins, entry points, ``$RATCHET_SUITES``, loaded plugins).
 - Lookups of a suite that is not registered in this process raise ``SuiteRegistryError``
   naming the valid suites, except ``critic_prompt`` and ``sweep_report`` (see there); callers that know the run's
   config load its ``suite_plugins`` first (``registry.load_plugins``).
