@@ -19,9 +19,10 @@ _STRICT = ConfigDict(extra="forbid", validate_assignment=True)
 LEGACY_WORLD: dict[str, Any] = {
     "n_types": 8, "base_alpha": 2.0, "base_beta": 5.0, "p_helpful": 0.5, "p_neutral": 0.2,
     "p_harmful": 0.2, "p_off_target": 0.1, "helpful_effect": 0.35, "effect_spread": 0.4,
-    "route_hard_bias": 0.0, "misapply_cost": 0.0, "surface_share": 0.0, "phrase_share": 0.0,
-    "submodes": 1, "cross_submode": 1.0, "impurity_cost": 0.0, "idea_share": 0.0,
-    "draft_diversity": 1.0, "redraft_helpful_drop": 0.0, "route_preference": 0.0,
+    "route_hard_bias": 0.0, "route_easy_p0": None, "misapply_cost": 0.0, "surface_share": 0.0,
+    "phrase_share": 0.0, "submodes": 1, "cross_submode": 1.0, "impurity_cost": 0.0,
+    "idea_share": 0.0, "draft_diversity": 1.0, "redraft_helpful_drop": 0.0,
+    "route_preference": 0.0, "route_accuracy": 0.85, "route_noise": 0.05, "train_lift": 1.0,
 }
 
 
@@ -42,21 +43,21 @@ class SimSettings(BaseModel):
     """K latent failure types (at most 16: the built-in lexicon has 16 themes)."""
     phrases_per_type: int = Field(default=6, ge=1, le=20)
     """Paraphrased pattern phrases per type (canonicalisation and the cover guard merge them)."""
-    base_alpha: float = Field(default=0.5, gt=0)
-    base_beta: float = Field(default=1.4, gt=0)
-    """A task's base solve probability p0 ~ Beta(base_alpha, base_beta) (mean 0.26, the
-    paper's round-0 0.258; legacy 2 / 5)."""
+    base_alpha: float = Field(default=0.12, gt=0)
+    base_beta: float = Field(default=0.34, gt=0)
+    """A task's base solve probability p0 ~ Beta(base_alpha, base_beta): mean 0.26 (the paper's
+    round-0 0.258), U-shaped (a hard subset: about 2 tasks in 3 the model almost never solves
+    alone, p0 < 0.3 with mean 0.035, the rest it usually solves); legacy 2 / 5."""
     p_helpful: float = Field(default=0.75, ge=0)
     p_neutral: float = Field(default=0.1, ge=0)
     p_harmful: float = Field(default=0.1, ge=0)
     p_off_target: float = Field(default=0.05, ge=0)
     """Prior over a new skill's true effect class (normalised; at least one must be > 0)."""
-    helpful_effect: float = Field(default=0.8, ge=0, le=1)
+    helpful_effect: float = Field(default=1.0, ge=0, le=1)
     """A helpful skill adds about this to p on tasks of its target type (and sub-mode)
     (x U(1 - effect_spread, 1 + effect_spread))."""
-    effect_spread: float = Field(default=0.6, ge=0, le=1)
-    """Half-width of a skill's effect multiplier around 1 (legacy 0.4: U(0.6, 1.4)); wider
-    makes many helpful skills small against p0, within reach of retirement noise (A4)."""
+    effect_spread: float = Field(default=0.2, ge=0, le=1)
+    """Half-width of a skill's effect multiplier around 1 (legacy 0.4: U(0.6, 1.4))."""
     harmful_effect: float = Field(default=0.25, ge=0, le=1)
     """A harmful skill subtracts about this on its target type (x U(0.6, 1.4))."""
     off_target_harm: float = Field(default=0.15, ge=0, le=1)
@@ -97,16 +98,27 @@ class SimSettings(BaseModel):
     route_preference: float = Field(default=8.0, ge=0)
     """The Router prefers better skills: among the offered skills aimed at the task's type, it
     picks with weights exp(route_preference x true effect on the task). Legacy 0 (uniform)."""
+    train_lift: float = Field(default=0.75, ge=0, le=1)
+    """The train/eval asymmetry: the share of a skill's positive effect that reaches a task of
+    the run's train split (held-out eval tasks get all of it; harm reaches both in full).
+    Skills are written from the train split's failures and scored (c-hat) on the tasks those
+    failures come from: the residue the model keeps failing, for reasons a guidance reaches
+    less often than on fresh tasks. A modelling hypothesis, not a fit: the Default row the
+    world is calibrated on is eval-only and cannot identify it. 1.0: no asymmetry (legacy)."""
     no_guide_helpful_drop: float = Field(default=0.5, ge=0, le=1)
     """Without an authoring guide in the prompt (ablation A3) this share of the helpful prior
     mass moves to neutral."""
-    route_accuracy: float = Field(default=0.85, ge=0, le=1)
+    route_accuracy: float = Field(default=0.92, ge=0, le=1)
     """Probability that the Router picks a skill aimed at the task's type when one is offered."""
-    route_noise: float = Field(default=0.05, ge=0, le=1)
+    route_noise: float = Field(default=0.03, ge=0, le=1)
     """Probability that the Router picks a uniformly random offered skill instead."""
-    route_hard_bias: float = Field(default=0.4, ge=0, le=1)
-    """Share of the easier half of the tasks (p0 at or above the world's median) the Router
-    sends to NONE regardless of the skills: 1.0 routes only hard tasks (the confound of c-hat)."""
+    route_hard_bias: float = Field(default=0.95, ge=0, le=1)
+    """Share of the easier tasks (p0 at or above ``route_easy_p0``) the Router sends to NONE
+    regardless of the skills: 1.0 routes only hard tasks (the confound of c-hat)."""
+    route_easy_p0: float | None = Field(default=0.3, ge=0, le=1)
+    """Where the easier tasks start for ``route_hard_bias``: None (legacy) the world's median
+    p0, so half the tasks are the easier ones; a value: tasks that usually pass without help
+    (a model does not ask for guidance on a task it finds easy)."""
     pattern_noise: float = Field(default=0.15, ge=0, le=1)
     """Probability that the Critic names a phrase of a wrong (random other) type."""
     attribution_noise: float = Field(default=0.2, ge=0, le=1)
@@ -143,15 +155,20 @@ class SimWorld(SimSettings):
     """What the ``sim`` backend needs to rebuild the world: the settings and the run seed."""
 
     seed: int = 42
+    train_tasks: tuple[str, ...] = ()
+    """The run's train split (``configure_sim`` fills it when ``train_lift`` < 1): the tasks
+    ``train_lift`` applies to. Empty: every task is treated as held out."""
     backend_module: ClassVar[str] = "ratchet_ray.suites.sim.backend"
     """The module whose ``make_llm(world)`` / ``make_embedder(world)`` build the ``sim``
     backend's clients: ``llm.registry`` imports it by this name, so neither the LLM layer nor
     this leaf module imports the suite's code."""
 
     @classmethod
-    def of(cls, settings: SimSettings, seed: int) -> "SimWorld":
-        """The world of a run: its ``sim`` settings and its seed."""
-        return cls(seed=seed, **settings.model_dump())
+    def of(cls, settings: SimSettings, seed: int,
+           train_tasks: tuple[str, ...] = ()) -> "SimWorld":
+        """The world of a run: its ``sim`` settings, its seed and (for ``train_lift``) the ids
+        of its train split."""
+        return cls(seed=seed, train_tasks=tuple(train_tasks), **settings.model_dump())
 
 
 def configure_sim(config: Any, settings: SimSettings) -> None:
@@ -162,6 +179,12 @@ def configure_sim(config: Any, settings: SimSettings) -> None:
         raise ValueError(f"suite 'sim' with llm.backend {config.llm.backend!r}: the sim backend "
                          "only answers the sim suite and the sim suite needs it; use "
                          "configs/sim.yaml (llm.backend: sim)")
-    world = SimWorld.of(settings, config.seed)
+    train: tuple[str, ...] = ()
+    if settings.train_lift < 1:  # the asymmetry needs to know which tasks are the train split
+        from ratchet_ray.suites.base import split_tasks
+        from ratchet_ray.suites.sim import SimSuite
+
+        train = tuple(t.task_id for t in split_tasks(SimSuite().load_tasks(config), config)[0])
+    world = SimWorld.of(settings, config.seed, train)
     if config.llm.world != world:
         config.llm.world = world

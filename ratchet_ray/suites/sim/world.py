@@ -2,8 +2,9 @@
 pattern phrases per type, and the true effect of every skill the Synthesizer writes.
 
 Contracts:
-- ``World(SimWorld)`` is a pure function of the settings and the seed: the same seed gives the
-  same tasks, phrases and skill truths in every process (``seeding.derive_seed``, never a counter).
+- ``World(SimWorld)`` is a pure function of its spec (settings, seed, train split): the same
+  seed gives the same tasks, phrases and skill truths in every process (``seeding.derive_seed``,
+  never a counter).
 - Tasks are ``sim/NNN``; a task's prompt starts with ``[sim/NNN]`` and names two words of its
   type's theme (retrieval has a signal to find, the latent type stays hidden).
 - A skill is known to the world by its token ``sim-k<type>-<g|n>-<8 hex>`` (written into its
@@ -36,7 +37,12 @@ The calibrated world (``sim.world: calibrated``, the default; every mechanism is
   type, sub-mode and guide); a re-draft moves ``redraft_helpful_drop`` of the helpful mass to
   neutral.
 - Routing: among aimed skills weights ``exp(route_preference * effect(task))``, NONE competing
-  with weight 1 when the preference is on.
+  with weight 1 when the preference is on; a task at or above ``route_easy_p0`` (legacy: the
+  median p0) is sent to NONE with probability ``route_hard_bias`` whatever the skills.
+- Train/eval asymmetry: ``p`` scales a skill's positive effect on a task of the run's train
+  split (``SimWorld.train_tasks``, filled by ``configure_sim``) by ``train_lift``; held-out
+  tasks get all of it, harm reaches both in full. Routing and the Critic read the unscaled
+  effect (they do not know the split either).
 """
 
 from __future__ import annotations
@@ -117,7 +123,10 @@ class World:
         self.tasks: list[SimTask] = self._draw_tasks()
         self.by_id = {t.task_id: t for t in self.tasks}
         self.median_p0 = statistics.median(t.p0 for t in self.tasks)
+        # Tasks at or above this p0 are the easier ones the Router may leave to NONE.
+        self.easy_p0 = self.median_p0 if spec.route_easy_p0 is None else spec.route_easy_p0
         self._truths: dict[str, SkillTruth] = {}
+        self.train_ids = frozenset(spec.train_tasks)
 
     # ---- randomness ----------------------------------------------------------------------------
     def rng(self, *parts: object) -> random.Random:
@@ -283,11 +292,15 @@ class World:
                           parent.submode, parent.cross)
 
     def p(self, task_id: str, token: str | None) -> float:
-        """True pass probability of ``task_id`` with the skill ``token`` injected (None: NONE)."""
+        """True pass probability of ``task_id`` with the skill ``token`` injected (None: NONE);
+        on a train task a positive effect is scaled by ``train_lift`` (module contracts)."""
         task = self.task(task_id)
         if token is None:
             return task.p0
-        return min(1.0, max(0.0, task.p0 + self.skill_truth(token).effect(task)))
+        effect = self.skill_truth(token).effect(task)
+        if effect > 0 and task_id in self.train_ids:  # the train residue (``train_lift``)
+            effect *= self.spec.train_lift
+        return min(1.0, max(0.0, task.p0 + effect))
 
     # ---- routing ---------------------------------------------------------------------------------
     def route_probs(self, task_id: str, tokens: Sequence[str | None]) -> list[float]:
@@ -297,7 +310,7 @@ class World:
         if n == 0:
             return []
         engage = 1.0
-        if task.p0 >= self.median_p0:
+        if task.p0 >= self.easy_p0:
             engage = 1.0 - self.spec.route_hard_bias
         aimed = [i for i, tok in enumerate(tokens)
                  if tok is not None and self.skill_truth(tok).target == task.type]

@@ -198,3 +198,53 @@ def test_retrieval_only_routing_loses_most_of_the_gain_through_the_surface(tmp_p
     old_router, old_retrieval = _routing_gains(legacy_config(
         tmp_path, "sim.p_helpful=1", "sim.p_neutral=0", "sim.p_harmful=0", "sim.p_off_target=0"))
     assert old_retrieval > 0.8 * old_router, (old_router, old_retrieval)
+
+
+def _first_helpful(w: World, type_: int) -> str:
+    """The first helpful first draft for ``type_`` (a calibrated world's: pure, sub-mode 0)."""
+    for i in range(200):
+        token = (w.make_token(type_, True, "score", i, submode=0, purity=1.0) if w.calibrated
+                 else w.make_token(type_, True, "score", i))
+        if w.skill_truth(token).effect_class == "helpful":
+            return token
+    raise AssertionError(f"no helpful draft for type {type_} in 200")
+
+
+def _scores(w: World, train: set[str]) -> tuple[list[float], list[float]]:
+    """A bank of one helpful skill per type, all offered to the Router: per skill its expected
+    c-hat on the train tasks routed to it (what the Curator measures) and its expected lift
+    (pass rate over p0) on the eval tasks routed to it."""
+    bank = [_first_helpful(w, type_) for type_ in range(w.k)]
+    sums = {split: [[0.0, 0.0, 0.0] for _ in bank] for split in ("train", "eval")}
+    for task in w.tasks:
+        split = "train" if task.task_id in train else "eval"
+        for i, p in enumerate(w.route_probs(task.task_id, bank)):
+            passed = w.p(task.task_id, bank[i])
+            sums[split][i][0] += p
+            sums[split][i][1] += p * passed
+            sums[split][i][2] += p * (passed - task.p0)
+    return ([2 * s / n - 1 for n, s, _ in sums["train"]],
+            [lift / n for n, _, lift in sums["eval"]])
+
+
+def test_a_helpful_skill_scores_near_zero_where_the_curator_measures_it(tmp_path):
+    # A4's mechanism, on the world alone: the Router sends skills the hard tasks (p0 near 0)
+    # and only part of a skill's lift reaches the train residue it was written from
+    # (train_lift), so a helpful skill's train c-hat sits near 0 (median ~0.2): tau = 0 at
+    # N_min = 20 (SE ~0.22) retires it by noise where the Default's -0.1 at 100 mostly keeps
+    # it, while it lifts the held-out tasks it is routed to by ~0.7.
+    config = sim_config(tmp_path)
+    w = World(config.llm.world)
+    train = set(w.spec.train_tasks)
+    assert len(train) == config.n_train  # configure_sim gave the world the run's train split
+    c_train, lifts = _scores(w, train)
+    median = statistics.median
+    assert -0.1 < median(c_train) < 0.3, c_train
+    assert median(lifts) > 0.6, lifts
+    # the asymmetry is what keeps c-hat down: without it the same bank scores far higher
+    symmetric = World(w.spec.model_copy(update={"train_tasks": ()}))
+    assert median(_scores(symmetric, train)[0]) > median(c_train) + 0.2
+    # legacy: no asymmetry (no split needed) and a much smaller lift
+    old = World(legacy_config(tmp_path).llm.world)
+    assert old.spec.train_tasks == ()
+    assert median(_scores(old, {t.task_id for t in old.tasks[::2]})[1]) < 0.45
