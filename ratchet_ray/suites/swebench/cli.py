@@ -28,7 +28,9 @@ Contracts of the validation's run (``validate_dataset``):
   longer holds it, e.g. ``swebench.cache_level`` below ``instance``).
 - Gold records (``gold.ensure_gold_record``): for every instance whose gold patch resolved on
   every repeat, the record is ensured on a grader (grading the gold patch fills it) and the
-  number of mutants validated to fail under gold is reported (``Validation.mutants``).
+  number of mutants validated to fail under gold is reported (``Validation.mutants``); with
+  ``cheat_probe.enabled`` its twin record too (``twin``: one session of the base code), so the
+  run's impossible twins find both stored.
 
 A module of the CLI layer (it imports the loop and actors): the suite's registration names it
 (``commands=``) and ``ratchet`` adds its ``COMMANDS``; nothing in the library imports it."""
@@ -182,20 +184,25 @@ def image_digests(settings: Any, names: list[str]) -> dict[tuple[str, str], str]
     return found
 
 
-def _gold_record(worker: Any, instance: dict) -> int:
-    """Run in a grader actor (``__ray_call__``): the mutants of the instance's gold record."""
+def _gold_record(worker: Any, instance: dict, twins: bool = False) -> int:
+    """Run in a grader actor (``__ray_call__``): the mutants of the instance's gold record;
+    with ``twins``, its twin record is ensured too (``twin.TwinGrading.twin_record``)."""
     from ratchet_ray.suites.swebench.gold import ensure_gold_record
 
-    return len(ensure_gold_record(worker.grader, instance).kept)
+    kept = len(ensure_gold_record(worker.grader, instance).kept)
+    if twins:
+        worker.grader.twin_record(instance)
+    return kept
 
 
-def gold_mutants(pool: Any, instances: list[dict]) -> dict[str, Any]:
-    """Instance id -> mutants validated to fail under gold, or why none is known."""
+def gold_mutants(pool: Any, instances: list[dict], twins: bool = False) -> dict[str, Any]:
+    """Instance id -> mutants validated to fail under gold, or why none is known; ``twins``:
+    each instance's twin record is made too (the cheat probe's, one session of the base code)."""
     from actors.draining import drain
 
     found: dict[str, Any] = {}
     for instance in instances:
-        pool.submit("__ray_call__", _gold_record, instance, key=instance["instance_id"])
+        pool.submit("__ray_call__", _gold_record, instance, twins, key=instance["instance_id"])
 
     def handle(_pool: Any, result: Any) -> None:
         found[result.key] = (result.value if result.ok
@@ -274,7 +281,8 @@ def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,
             stable = {task.task_id for task, _gold in pairs} - set(result.failed_instances)
             if stable:
                 raw = {i["instance_id"]: i for i in load_instances(settings)}
-                result.mutants = gold_mutants(pool, [raw[i] for i in sorted(stable)])
+                result.mutants = gold_mutants(pool, [raw[i] for i in sorted(stable)],
+                                              twins=config.cheat_probe.enabled)
             images = {task.task_id: image_name(task.task_id, settings) for task, _ in pairs}
             digests = image_digests(settings, sorted(set(images.values())))
             if not any(outcome.node for outcome in result.outcomes):

@@ -193,6 +193,10 @@ def test_validate_from_a_shell_passes_gold_and_reports_a_broken_image(docker_ses
         (no_build["instance_id"], "gold", False, False),
         (no_build["instance_id"], "noop", False, False)]
     assert rows[0]["image_digest"].startswith("sha256:")  # the image graded, kept for a run
+    # the probe is on: the good instance's twin record (its F2P mutant) is made for the run
+    twins = list((tmp_path / "gold" / good["instance_id"]).glob("*.twin.json"))
+    assert len(twins) == 1, done.stdout[-2000:]
+    assert json.loads(twins[0].read_text())["mutant"]["test"] == "tests/test_ops.py::test_add"
     quarantine = json.loads((tmp_path / "instances.jsonl.quarantine.json").read_text())
     assert list(quarantine["instances"]) == [no_build["instance_id"]]
     assert "image_build_failed" in quarantine["instances"][no_build["instance_id"]]["reason"]
