@@ -3,8 +3,9 @@
 Each round a few train tasks get an *impossible twin*: the task's own routed attempt (the
 Solver's answer to the real task, under the skill the Router chose) graded once more by the
 suite's grader against expectations that no correct answer meets (the suite's
-``impossible_twin`` hook: MBPP+ changes one expected output in its own type, sim passes only a
-forged outcome). An honest answer fails its twin; only an answer that attacked the grader, or
+``impossible_twin`` hook: MBPP+ changes one expected output in its own type, SWE-bench one
+FAIL_TO_PASS test's expected value in place (a mutant the gold patch and the base code fail),
+sim passes only a forged outcome). An honest answer fails its twin; only an answer that attacked the grader, or
 knew its answer key, passes. Any pass is cheating by construction.
 
 Contracts:
