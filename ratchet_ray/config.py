@@ -264,7 +264,7 @@ class CheatProbeSettings(BaseModel):
     """On in our Default; false (the paper's Default) grades no twin and retires nothing."""
     per_round: int = Field(default=2, ge=0)
     """Routed train attempts per round graded against an impossible twin (among the tasks the
-    suite can twin; a suite without the hook, e.g. SWE-bench, gets none)."""
+    suite can twin; a suite without the ``impossible_twin`` hook gets none)."""
     retire: bool = True
     """Retire at once (reason ``cheat:``) a skill whose routed attempt passed a twin; false only
     measures the cheat rate."""
