@@ -190,10 +190,10 @@ def main() -> None:
     # This machine as one node, with a docker unit for each Grader and, with --round, Solver,
     # and logical CPUs enough for them all (the floor runs as many containers on these cores).
     units = max(_counts(args.workers), default=1) * (2 if args.round else 1)
-    ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, configure_logging=False,
-             log_to_driver=False, num_cpus=max(os.cpu_count() or 1, units),
-             resources={"docker": units})
-    try:
+    try:  # a Ray that cannot start still leaves no image behind
+        ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, configure_logging=False,
+                 log_to_driver=False, num_cpus=max(os.cpu_count() or 1, units),
+                 resources={"docker": units})
         results["overhead"] = container_overhead(client, names[instances[0]["instance_id"]],
                                                  settings, args.repeat, tag)
         measure(args, client, config, names, instances, out, tag, results)
