@@ -11,8 +11,8 @@ Contracts:
      worker loads the same file), so their suites are registered;
   2. moves each key a suite moved into its section (``SuitePlugin.moved_keys``: e.g.
      ``grader.min_time_limit_s`` -> ``mbpp.min_time_limit_s``) there when the run's suite reads
-     it and the new key is not set, else drops it with a warning naming the new key (the run's
-     suite never read it); then moves each top-level ``<suite>:`` mapping (YAML, ``--set
+     it and the new key is not set, else drops it (the run's suite never read it), with a
+     warning naming the new key unless the value is that key's default (an old dump); then moves each top-level ``<suite>:`` mapping (YAML, ``--set
      <suite>.key=value``, old run dirs) into ``suite_settings.<suite>``; any other top-level key that is not a field raises
      ``ConfigResolveError`` with ``unknown_keys``'s text (the valid keys and suite sections);
   3. validates the schema (pydantic's ``ValidationError``);
@@ -130,15 +130,25 @@ def _move_keys(data: dict[str, Any]) -> None:
         data[head] = section
         new = targets.get(suite)
         if new is None:
-            log.warning("%s is no longer a setting of the %s section: it is %s now, which suite "
-                        "%s does not read; ignored", old, head, " / ".join(sorted(
-                            set(targets.values()))), suite)
+            if not all(_is_default(target, value) for target in targets.values()):
+                # A dumped default (an old run dir's config.yaml) is not worth a line each load.
+                log.warning("%s is no longer a setting of the %s section: it is %s now, which "
+                            "suite %s does not read; ignored", old, head,
+                            " / ".join(sorted(set(targets.values()))), suite)
             continue
         dest, key = new.split(".")
         stored = (data.get("suite_settings") or {}).get(dest) or {}
         given = data.get(dest) if isinstance(data.get(dest), Mapping) else {}
         if key not in stored and key not in given:  # the new key, when set, wins
             data[dest] = {**given, key: value}
+
+
+def _is_default(key: str, value: Any) -> bool:
+    """Whether ``value`` is the default of the suite-section ``key`` (``suite.field``)."""
+    suite, field = key.split(".")
+    model = getattr(registry.registered(suite), "settings", None)
+    info = getattr(model, "model_fields", {}).get(field)
+    return info is not None and info.get_default(call_default_factory=True) == value
 
 
 def _check_suite(config: LoopConfig) -> None:

@@ -137,10 +137,11 @@ def test_keys_a_suite_moved_into_its_section_keep_working(caplog, tmp_path):
     oracle = load_config([], ["suite=mbpp_oracle", "llm.backend=sim",
                               "grader.gt_time_limit_factor=6"])
     assert oracle.suite_settings["mbpp"]["gt_time_limit_factor"] == 6  # its grader is MBPP+'s
-    file = tmp_path / "old.yaml"
+    file = tmp_path / "old.yaml"  # an old sim run dir's config.yaml: every default dumped
     file.write_text("suite: sim\nllm: {backend: sim}\ngrader: {min_time_limit_s: 1.0}\n")
     with caplog.at_level("WARNING"):
         sim = load_config([file])
-    assert "mbpp" not in sim.suite_settings
+        assert "mbpp" not in sim.suite_settings and caplog.text == ""
+        load_config([file], ["grader.min_time_limit_s=3"])  # a value the run will not use
     assert "grader.min_time_limit_s is no longer a setting of the grader section: it is " \
            "mbpp.min_time_limit_s now, which suite sim does not read" in caplog.text
