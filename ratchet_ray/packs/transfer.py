@@ -5,8 +5,9 @@ Contracts:
   (``suites.sim.truth.analyze_run``: the world's truth of every skill) and returns its row:
   round-0 eval pass@1, the rolling mean (the level a bank reaches: the imports' round-0 help
   is in it) and the rolling gain over round 0 (``metrics.loop_metrics``, the paper's window),
-  the imported skills (ids in ``imported``) and how many of them are harmful in this world,
-  the harmful ones still ACTIVE at the end (imported, and in all), and ``settled_round``: the
+  the imported skills (ids in ``imported``), those still ACTIVE at the end (``imported_kept``),
+  how many of them are harmful in this world, the harmful ones still ACTIVE at the end
+  (imported, and in all), and ``settled_round``: the
   last round in which a skill was retired or evicted (the bank sheds nothing after it; None:
   it never shed one).
 - ``transfer_table(rows)`` renders the rows as one Markdown table, in the order given.
@@ -23,8 +24,9 @@ from ratchet_ray.metrics import loop_metrics
 from ratchet_ray.report.data import round_rows, skill_events
 from ratchet_ray.suites.sim.truth import analyze_run
 
-COLUMNS = ("condition", "arm", "round0", "rolling_mean", "rolling_gain", "imported", "imported_harmful",
-           "imported_harmful_kept", "harmful_kept", "settled_round")
+COLUMNS = ("condition", "arm", "round0", "rolling_mean", "rolling_gain", "imported",
+           "imported_kept", "imported_harmful", "imported_harmful_kept", "harmful_kept",
+           "settled_round")
 HARMFUL = "harmful"
 
 
@@ -45,6 +47,8 @@ def transfer_row(run_dir: str | Path, imported: Iterable[str], condition: str, a
         "rolling_mean": None if metrics.rolling_mean is None else round(metrics.rolling_mean, 3),
         "rolling_gain": None if metrics.rolling_gain is None else round(metrics.rolling_gain, 3),
         "imported": len(imported & ids),
+        "imported_kept": sum(s.skill_id in imported and s.status == "active"
+                             for s in truth.skills),
         "imported_harmful": sum(s.skill_id in imported for s in harmful),
         "imported_harmful_kept": sum(s.skill_id in imported and s.status == "active"
                                      for s in harmful),
