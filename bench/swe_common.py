@@ -32,7 +32,7 @@ def bench_config(dataset: Path, out: Path, timeout_s: float) -> Any:
         "suite=swebench", f"dataset_path={json.dumps(str(dataset))}",
         "swebench.namespace=null", "swebench.cache_level=instance", "swebench.memory_mb=1024",
         f"swebench.lock_dir={json.dumps(str(out / 'locks'))}",
-        f"grader.timeout_s={timeout_s:g}", "grader.instance_deadline_s=600"])
+        f"grader.timeout_s={timeout_s:g}", "swebench.instance_deadline_s=600"])
 
 
 def run_ours(config, instances: list[dict], workers: int, out: Path) -> dict:

@@ -244,8 +244,9 @@ class CuratorSettings(BaseModel):
     probation_min_trials: int | None = Field(default=None, ge=1)
     """Trials a skill imported from a skill pack must earn in this run before it leaves
     probation (``bank.probation``; None: the retirement floor ``min_trials``, or A9's
-    ``ucb_min_trials``; a larger value is capped there). On probation it is evicted first under
-    cap pressure; its record in the source run never counts here."""
+    ``ucb_min_trials``; a larger value is capped there). On probation, under cap pressure, it is
+    ranked by the 95 % Wilson lower bound of the c-hat it earned in this run (-1 while untried)
+    and goes first on a tie; its record in the source run never counts here."""
 
 
 class CheatProbeSettings(BaseModel):
@@ -297,8 +298,6 @@ class GraderSettings(BaseModel):
     evalplus's per-test limits allow (up to 136 s). SWE-bench: the limit of each Docker command."""
     memory_mb: int = Field(default=4096, gt=0)
     """Address-space limit of each sandboxed process (evalplus's own default)."""
-    instance_deadline_s: float = Field(default=1800.0, gt=0)
-    """SWE-bench: whole-instance deadline, separate from per-command timeouts."""
 
 
 class InfraSettings(BaseModel):

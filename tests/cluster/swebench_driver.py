@@ -43,7 +43,7 @@ if __name__ == "__main__":
         *build_overrides("swebench", rounds=1, subset=subset, dataset_path=dataset, tag="cluster"),
         "swebench.namespace=null", "swebench.cache_level=instance", "swebench.memory_mb=512",
         f"results_dir={results}", "grader.timeout_s=60",
-        "grader.instance_deadline_s=300", "workers.solvers=1", "workers.graders=1"])
+        "swebench.instance_deadline_s=300", "workers.solvers=1", "workers.graders=1"])
     models = Models(llm=fakes.ScriptedLLM(test_swebench_loop.AgentScript()),
                     embedder=fakes.HashEmbedder())
     print(run_loop(config, models=models, show_progress=False), flush=True)

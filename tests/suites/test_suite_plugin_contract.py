@@ -137,8 +137,11 @@ def test_keys_a_suite_moved_into_its_section_keep_working(caplog, tmp_path):
     oracle = load_config([], ["suite=mbpp_oracle", "llm.backend=sim",
                               "grader.gt_time_limit_factor=6"])
     assert oracle.suite_settings["mbpp"]["gt_time_limit_factor"] == 6  # its grader is MBPP+'s
+    swe = load_config([], ["suite=swebench", "grader.instance_deadline_s=900"])
+    assert settings_for(swe).instance_deadline_s == 900  # SWE-bench's moved key the same way
     file = tmp_path / "old.yaml"  # an old sim run dir's config.yaml: every default dumped
-    file.write_text("suite: sim\nllm: {backend: sim}\ngrader: {min_time_limit_s: 1.0}\n")
+    file.write_text("suite: sim\nllm: {backend: sim}\n"
+                    "grader: {min_time_limit_s: 1.0, instance_deadline_s: 1800.0}\n")
     with caplog.at_level("WARNING"):
         sim = load_config([file])
         assert "mbpp" not in sim.suite_settings and caplog.text == ""

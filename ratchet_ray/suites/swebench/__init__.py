@@ -43,8 +43,10 @@ class SwebenchSuite:
 
     def make_grader(self, config: Any, run_dir: Any):
         from ratchet_ray.suites.swebench.grader import SwebenchGrader
+        from ratchet_ray.suites.swebench.settings import GradingLimits
 
-        grader = SwebenchGrader(settings_from_config(config), config.grader, run_dir)
+        settings = settings_from_config(config)
+        grader = SwebenchGrader(settings, GradingLimits.of_run(config, settings), run_dir)
         grader.start_warm_up()  # the first grade should not pay for Docker and swebench
         return grader
 

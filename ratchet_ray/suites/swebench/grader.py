@@ -15,7 +15,7 @@ reused, a twin's never for its real task nor the reverse, ``twin.grade_folder``)
 5. the eval script, instrumented (``verdict``: secret markers, a JUnit report, the test block as
    the untrusted uid; just before it, root writes every file that holds a graded test, here
    with its unchanged text), runs under ``config.grader.timeout_s`` (per command) and within
-   ``config.grader.instance_deadline_s`` (whole instance, setup included); a kill -> ``timeout``,
+   ``swebench.instance_deadline_s`` (whole instance, setup included); a kill -> ``timeout``,
    the writable layer past ``swebench.disk_mb`` -> ``disk_budget_exceeded``;
 6. the output between the real markers is parsed by swebench's ``get_eval_report`` (the log
    imitates a marker -> ``test_tampering``; no markers -> ``tests_errored``); for pytest runners
@@ -65,7 +65,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ratchet_ray.artifacts import Artifacts, as_artifacts
-from ratchet_ray.config import GraderSettings
 from ratchet_ray.suites.base import twin_recipe
 from ratchet_ray.suites.swebench.container import (
     InstanceContainer, docker_client, instance_container, reap_containers)
@@ -80,7 +79,7 @@ from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.protect import patch_paths, unsafe_paths
 from ratchet_ray.suites.swebench.infra import (
     InfraFailure, classify_exception, log_classifier_note, memory_verdict)
-from ratchet_ray.suites.swebench.settings import SwebenchSettings
+from ratchet_ray.suites.swebench.settings import GradingLimits, SwebenchSettings
 from ratchet_ray.suites.swebench.proof import Context, DifferentialProof, junit_graded
 from ratchet_ray.suites.swebench.protections import Protections
 from ratchet_ray.suites.swebench.screen import suspicion
@@ -104,7 +103,7 @@ def _fail(status: str, trace: str) -> GradeResult:
 class SwebenchGrader(DifferentialProof, TwinGrading):
     """Grades patches for SWE-bench instances (see the module docstring for the contract)."""
 
-    def __init__(self, settings: SwebenchSettings, limits: GraderSettings,
+    def __init__(self, settings: SwebenchSettings, limits: GradingLimits,
                  run_dir: str | Path | Artifacts, *, client: Any = None):
         self.settings = settings
         self.limits = limits

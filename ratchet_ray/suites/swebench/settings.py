@@ -18,6 +18,7 @@ Contracts:
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -84,6 +85,9 @@ class SwebenchSettings(BaseModel):
     when a Dockerfile must download)."""
     memory_mb: int = Field(default=4096, gt=0)
     """Memory limit of every instance container."""
+    instance_deadline_s: float = Field(default=1800.0, gt=0)
+    """Whole-instance deadline of a grade (image pull or build, apply, eval script), separate
+    from each Docker command's ``grader.timeout_s``; once ``grader.instance_deadline_s``."""
     pids_limit: int = Field(default=1024, gt=0)
     """Process limit of every instance container (fork bombs stay inside)."""
     cpus: float = Field(default=2.0, gt=0)
@@ -151,6 +155,23 @@ class SwebenchSettings(BaseModel):
             return self.canary_parallel
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         return max(1, (cores or 2) // 2)
+
+
+@dataclass(frozen=True)
+class GradingLimits:
+    """The time limits a SWE-bench grader works under: each Docker command's (``timeout_s``,
+    the generic ``grader.timeout_s``) and the whole instance's (``instance_deadline_s``)."""
+
+    timeout_s: float = 20.0
+    instance_deadline_s: float = 1800.0
+
+    @classmethod
+    def of_run(cls, config: Any, settings: SwebenchSettings) -> "GradingLimits":
+        return cls(config.grader.timeout_s, settings.instance_deadline_s)
+
+
+MOVED_KEYS = {"grader.instance_deadline_s": "swebench.instance_deadline_s"}
+"""Config keys that moved into this section (``SuitePlugin.moved_keys``)."""
 
 
 def settings_from_config(config: Any) -> SwebenchSettings:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import swebench_instances
-from ratchet_ray.config import GraderSettings
+from ratchet_ray.suites.swebench.settings import GradingLimits
 from ratchet_ray.suites.swebench.container import leftover_containers
 from ratchet_ray.suites.swebench.dataset import normalize_all, to_task
 from ratchet_ray.suites.swebench.images import image_name
@@ -65,8 +65,8 @@ def local_settings(local_dataset, gold_records) -> SwebenchSettings:
 
 
 @pytest.fixture
-def limits() -> GraderSettings:
-    return GraderSettings(timeout_s=60, instance_deadline_s=300)
+def limits() -> GradingLimits:
+    return GradingLimits(timeout_s=60, instance_deadline_s=300)
 
 
 @pytest.fixture(scope="session")

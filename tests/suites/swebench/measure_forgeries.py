@@ -25,7 +25,7 @@ import unittest_instances  # noqa: E402
 from forgeries import FORGERIES  # noqa: E402
 from test_swebench_layers import layer_of  # noqa: E402
 
-from ratchet_ray.config import GraderSettings  # noqa: E402
+from ratchet_ray.suites.swebench.settings import GradingLimits  # noqa: E402
 from ratchet_ray.suites.swebench.dataset import normalize_all, to_task  # noqa: E402
 from ratchet_ray.suites.swebench.grader import SwebenchGrader  # noqa: E402
 from ratchet_ray.suites.swebench.settings import SwebenchSettings  # noqa: E402
@@ -50,7 +50,7 @@ def main() -> None:
                                 dataset_name=str(folder / "local.jsonl"),
                                 gold_records=str(folder / "gold"), canary_sessions=(2, 2),
                                 canary_parallel=2)
-    limits = GraderSettings(timeout_s=60, instance_deadline_s=300)
+    limits = GradingLimits(timeout_s=60, instance_deadline_s=300)
     cells: dict[str, dict[str, str]] = {}
     for setup, patches in SETUPS.items():
         with ExitStack() as stack, tempfile.TemporaryDirectory() as run_dir:

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import swebench_instances  # noqa: E402
 import unittest_instances  # noqa: E402
-from ratchet_ray.config import GraderSettings  # noqa: E402
+from ratchet_ray.suites.swebench.settings import GradingLimits  # noqa: E402
 from ratchet_ray.suites.swebench.dataset import normalize_all, to_task  # noqa: E402
 from ratchet_ray.suites.swebench.grader import SwebenchGrader  # noqa: E402
 from ratchet_ray.suites.swebench.settings import SwebenchSettings  # noqa: E402
@@ -37,7 +37,7 @@ def main() -> None:
     rows = swebench_instances.make_instances() + unittest_instances.make_instances()
     (tmp / "local.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     tasks = {i["instance_id"]: to_task(i) for i in normalize_all(rows, "local")}
-    limits = GraderSettings(timeout_s=60, instance_deadline_s=300)
+    limits = GradingLimits(timeout_s=60, instance_deadline_s=300)
     settings = SwebenchSettings(namespace=None, cache_level="instance", memory_mb=512,
                                 pids_limit=256, dataset_name=str(tmp / "local.jsonl"),
                                 gold_records=str(tmp / "gold"))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.config import GraderSettings
+from ratchet_ray.suites.swebench.settings import GradingLimits
 from ratchet_ray.suites.swebench.container import (
     HARNESS_CAPS, OWNER_KEY, RUN_KEY, instance_container, leftover_containers, orphaned_containers,
     reap_containers)
@@ -102,7 +102,7 @@ def _ops_import(lines: str) -> str:
 
 def test_grading_a_patch_that_leaves_a_process_or_fills_the_disk(docker_client, tasks,
                                                                  local_settings, tmp_path):
-    limits = GraderSettings(timeout_s=30, instance_deadline_s=200)
+    limits = GradingLimits(timeout_s=30, instance_deadline_s=200)
     grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
     daemon = _ops_import("+import subprocess\n+subprocess.Popen(['sleep', '300'], start_new_session=True)\n")
     result = grader.grade(tasks["ratchet__calc-1"], daemon)
@@ -164,7 +164,7 @@ def test_the_reaper_removes_containers_of_dead_owners_and_of_the_run(docker_clie
     assert leftover_containers(docker_client) == left, "the killed owner leaked its container"
     assert reap_containers(docker_client) == left and leftover_containers(docker_client) == []
 
-    grader = SwebenchGrader(local_settings, GraderSettings(), tmp_path, client=docker_client)
+    grader = SwebenchGrader(local_settings, GradingLimits(), tmp_path, client=docker_client)
     with instance_container(docker_client, calc1_image, "ratchet__calc-1", local_settings,
                             run_label="another-run"):
         with instance_container(docker_client, calc1_image, "ratchet__calc-1", local_settings,
@@ -344,14 +344,14 @@ def test_output_that_comes_with_the_upgrade_headers_is_kept(docker_client, calc1
 
 _RACE = """
 import logging, sys, threading
-from ratchet_ray.config import GraderSettings
+from ratchet_ray.suites.swebench.settings import GradingLimits
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
 from ratchet_ray.suites.swebench.infra import classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 from ratchet_ray.suites.swebench.verdict import test_runner
 
 logging.basicConfig(level=logging.WARNING, stream=sys.stdout, format="LOGGED %(message)s")
-grader = SwebenchGrader(SwebenchSettings(namespace=None), GraderSettings(), sys.argv[1])
+grader = SwebenchGrader(SwebenchSettings(namespace=None), GradingLimits(), sys.argv[1])
 failures = []
 def guarded(call):
     try:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.config import GraderSettings
+from ratchet_ray.suites.swebench.settings import GradingLimits
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
 from ratchet_ray.suites.swebench.images import image_name
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
@@ -62,7 +62,7 @@ def test_patch_that_does_not_apply_fails_with_the_reason(docker_client, tasks, l
 
 
 def test_hanging_eval_is_recorded_as_timeout(docker_client, tasks, gold, local_settings, tmp_path):
-    grader = SwebenchGrader(local_settings, GraderSettings(timeout_s=4, instance_deadline_s=120),
+    grader = SwebenchGrader(local_settings, GradingLimits(timeout_s=4, instance_deadline_s=120),
                             tmp_path, client=docker_client)
     # calc-1's fix leaves calc-3's readiness bug in place, so its F2P test spins forever.
     result = grader.grade(tasks["ratchet__calc-3"], gold["ratchet__calc-1"])
@@ -82,7 +82,7 @@ def test_infrastructure_failures_are_classified(docker_client, tasks, gold, loca
     assert (missing.infra_failure, missing.exit_status) == (True, "image_missing")
     assert "no `dockerfile`" in missing.trace and "log: " in missing.trace
 
-    late = SwebenchGrader(local_settings, GraderSettings(instance_deadline_s=1e-6), tmp_path,
+    late = SwebenchGrader(local_settings, GradingLimits(instance_deadline_s=1e-6), tmp_path,
                           client=docker_client).grade(tasks["ratchet__calc-1"], gold["ratchet__calc-1"])
     assert (late.infra_failure, late.exit_status) == (True, "setup_timeout")
 

@@ -98,7 +98,7 @@ def test_scripted_round_through_real_actors_and_docker(docker_client, ray_local,
         f"swebench.quarantine={quarantine}",
         "swebench.namespace=null", "swebench.cache_level=instance", "swebench.memory_mb=512",
         f"results_dir={tmp_path / 'results'}", "grader.timeout_s=60",
-        "grader.instance_deadline_s=300", "workers.solvers=2", "workers.graders=2"])
+        "swebench.instance_deadline_s=300", "workers.solvers=2", "workers.graders=2"])
     models = Models(llm=fakes.ScriptedLLM(AgentScript()), embedder=fakes.HashEmbedder())
 
     run_dir = run_loop(config, models=models, show_progress=False)
@@ -197,8 +197,8 @@ def test_swebench_yaml_is_the_papers_setting_and_warns_on_a_small_machine(ray_lo
 
     config = load_config([ROOT / "configs" / "swebench.yaml"], build_overrides("swebench"))
     assert (config.suite, config.rounds, config.n_train, config.n_eval) == ("swebench", 20, 90, 60)
-    assert (config.grader.timeout_s, config.grader.instance_deadline_s) == (1800, 3600)
     settings = settings_for(config)
+    assert (config.grader.timeout_s, settings.instance_deadline_s) == (1800, 3600)
     assert settings.namespace == "swebench" and settings.agent.mode == "agent"
     layered = load_config([ROOT / "configs" / "default.yaml", ROOT / "configs" / "swebench.yaml",
                            ROOT / "configs" / "ablations" / "A3.yaml"])
