@@ -12,8 +12,9 @@ Contracts:
   2. moves each key a suite moved into its section (``SuitePlugin.moved_keys``: e.g.
      ``grader.min_time_limit_s`` -> ``mbpp.min_time_limit_s``) there when the run's suite reads
      it and the new key is not set, else drops it (the run's suite never read it), with a
-     warning naming the new key unless the value is that key's default (an old dump); then moves each top-level ``<suite>:`` mapping (YAML, ``--set
-     <suite>.key=value``, old run dirs) into ``suite_settings.<suite>``; any other top-level key that is not a field raises
+     warning naming the new key unless the value is that key's default (an old dump); then
+     moves each top-level ``<suite>:`` mapping (YAML, ``--set <suite>.key=value``, old run
+     dirs) into ``suite_settings.<suite>``; any other top-level key that is not a field raises
      ``ConfigResolveError`` with ``unknown_keys``'s text (the valid keys and suite sections);
   3. validates the schema (pydantic's ``ValidationError``);
   4. checks that ``suite`` is registered, else ``ConfigResolveError`` listing the valid suites
