@@ -7,6 +7,12 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_VERSION ?= 2.13.0
 # The pinned versions of every other package (constraints.txt says why); empty resolves freely.
 CONSTRAINTS ?= constraints.txt
+# llama-cpp-python compiles llama.cpp from source (PyPI has no wheel of it): build only what its
+# bindings load (libllama, libggml*), not the multimodal library (LLAVA_BUILD) nor llama.cpp's
+# common library, which llama-cpp-python forces on (tools/llama_cpp_bindings_only.cmake says
+# how): 31 % of the whole build's CPU time (docs/benchmarks.md). Empty builds all of it. Added to
+# any CMAKE_ARGS of the caller's (a GPU build's -DGGML_CUDA=on, say).
+LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DCMAKE_PROJECT_llama.cpp_INCLUDE=$(CURDIR)/tools/llama_cpp_bindings_only.cmake
 MBPP_DATA ?= $(firstword $(wildcard ../shared/data/MbppPlus-v0.2.0.jsonl.gz))
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
@@ -16,7 +22,7 @@ endif
 
 .PHONY: setup lock sandbox bytecode run test test-fast flake bench chaos sim-arms clean docs
 
-$(BIN)/.installed: pyproject.toml $(CONSTRAINTS)
+$(BIN)/.installed: pyproject.toml $(CONSTRAINTS) tools/llama_cpp_bindings_only.cmake
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# The CPU build of torch first, so sentence-transformers does not pull a CUDA build (the
@@ -25,7 +31,8 @@ $(BIN)/.installed: pyproject.toml $(CONSTRAINTS)
 	# and cannot reach it, pip would retry it for every package instead.
 	# TORCH_INDEX= (empty) installs from the configured index alone, without the probe.
 	$(BIN)/pip install -q torch==$(TORCH_VERSION) $(if $(TORCH_INDEX),$$($(BIN)/python -c "import urllib.request as u; u.urlopen('$(TORCH_INDEX)/torch/', timeout=5)" 2>/dev/null && echo --extra-index-url $(TORCH_INDEX)))
-	$(BIN)/pip install -q $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) -e '.[local,bedrock,openai,swebench,dev]'
+	CMAKE_ARGS="$$CMAKE_ARGS $(LLAMA_CMAKE_ARGS)" \
+	  $(BIN)/pip install -q $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) -e '.[local,bedrock,openai,swebench,dev]'
 	touch $@
 
 setup: $(BIN)/.installed
