@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ratchet_ray.suites.registry import BUILTIN_ORIGIN, register
-from ratchet_ray.suites.sim.settings import SimSettings, configure_sim
+from ratchet_ray.suites.sim.configure import configure_sim
+from ratchet_ray.suites.sim.settings import SimSettings
 
 NAME = "sim"
 

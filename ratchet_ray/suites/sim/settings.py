@@ -169,22 +169,3 @@ class SimWorld(SimSettings):
         """The world of a run: its ``sim`` settings, its seed and (for ``train_lift``) the ids
         of its train split."""
         return cls(seed=seed, train_tasks=tuple(train_tasks), **settings.model_dump())
-
-
-def configure_sim(config: Any, settings: SimSettings) -> None:
-    """The ``sim`` suite's rules for a LoopConfig (registered as its ``configure``): it needs the
-    ``sim`` LLM backend, which answers from the world of THIS run (its settings and its seed), so
-    ``llm.world`` is derived here each time the config is resolved (``resolve_config``)."""
-    if config.llm.backend != "sim":
-        raise ValueError(f"suite 'sim' with llm.backend {config.llm.backend!r}: the sim backend "
-                         "only answers the sim suite and the sim suite needs it; use "
-                         "configs/sim.yaml (llm.backend: sim)")
-    train: tuple[str, ...] = ()
-    if settings.train_lift < 1:  # the asymmetry needs to know which tasks are the train split
-        from ratchet_ray.suites.base import split_tasks
-        from ratchet_ray.suites.sim import SimSuite
-
-        train = tuple(t.task_id for t in split_tasks(SimSuite().load_tasks(config), config)[0])
-    world = SimWorld.of(settings, config.seed, train)
-    if config.llm.world != world:
-        config.llm.world = world
