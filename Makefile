@@ -50,13 +50,14 @@ sandbox:
 # The quickstart keeps itself small through its own flags (the Default is the paper's 100 rounds):
 # the tasks of configs/subsets/mbpp_quickstart.json (how they were found is written in the file),
 # 2 rounds, the Solver sampling at the temperature the subset was measured at, 256-token answers,
-# clusters of 2 verdicts (6 train tasks x 2 rounds rarely give 3 alike before the last round),
 # 120-token verdicts (measured 33-55 tokens each; a base model's runaway string otherwise runs on
-# twice, with its repair retry), and at most 2 new skills per round with 1 re-prompt each (on 2
-# cores each fieldwise draft is 8 calls; round 1 of a 9-minute run spent 40 of them on 5 drafts).
+# twice, with its repair retry), and one new skill per round, from the largest cluster of verdicts
+# however small (min_cluster_size 1), with 1 re-prompt: round 0's 6 failures may give only 3
+# verdicts and no two alike, and a skill learned in round 0 is what round 1 can route; each
+# fieldwise draft is 8 calls on 2 cores (docs/benchmarks.md has the table over seeds).
 QUICKSTART_FLAGS ?= --rounds 2 --subset configs/subsets/mbpp_quickstart.json --tag quickstart \
-	--set llm.temperature=0.7 --set llm.max_tokens=256 --set synth.min_cluster_size=2 \
-	--set llm.roles.critic.max_tokens=120 --set synth.max_new_per_round=2 \
+	--set llm.temperature=0.7 --set llm.max_tokens=256 --set synth.min_cluster_size=1 \
+	--set llm.roles.critic.max_tokens=120 --set synth.max_new_per_round=1 \
 	--set synth.max_reprompts=1
 # RUN_FLAGS: more of `ratchet run`'s options after the quickstart's (bench/quickstart_seeds.py
 # passes --seed S --quiet).
