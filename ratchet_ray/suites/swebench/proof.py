@@ -158,22 +158,30 @@ class DifferentialProof:
     def gold_record(self, instance: dict) -> GoldRecord:
         """``gold.ensure_gold_record``: the instance's gold record, made now when none is stored
         (its sessions' logs go to ``logs/swebench/<instance>/gold/``)."""
+        return self._outside_a_grade(
+            instance, "gold", lambda ctx, log_dir, log: self._gold_record(ctx, log, None,
+                                                                          log_dir)[0])
+
+    def _outside_a_grade(self, instance: dict, kind: str,
+                         make: Callable[[Context, Path, InstanceLog], Any]) -> Any:
+        """``make(ctx, log_dir, log)`` on the instance's image, outside any grade (a record made
+        ahead of a run): its own log folder, published to ``logs/swebench/<instance>/<kind>/``
+        and removed however ``make`` ends."""
         instance = normalize_instance(dict(instance)) if isinstance(
             instance.get("FAIL_TO_PASS"), str) else instance
-        log_dir = Path(tempfile.mkdtemp(prefix="ratchet-gold-"))
+        log_dir = Path(tempfile.mkdtemp(prefix=f"ratchet-{kind}-"))
         log = InstanceLog(log_dir / "run_instance.log")
-        deadline = Deadline(self.limits.instance_deadline_s)
         try:
-            ctx = self._context(instance, log, deadline)
+            ctx = self._context(instance, log, Deadline(self.limits.instance_deadline_s))
             try:
                 with ctx.images.use(instance, log):
-                    return self._gold_record(ctx, log, None, log_dir)[0]
+                    return make(ctx, log_dir, log)
             finally:
                 ctx.images.release(ctx.image, log)
         finally:
             log.close()
             try:
-                publish_folder(log_dir, self.logs.sub(f"{instance['instance_id']}/gold"))
+                publish_folder(log_dir, self.logs.sub(f"{instance['instance_id']}/{kind}"))
             finally:
                 shutil.rmtree(log_dir, ignore_errors=True)
 

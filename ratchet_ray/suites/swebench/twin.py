@@ -53,8 +53,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -62,9 +60,8 @@ from typing import Any, Callable
 from ratchet_ray.suites.base import TWIN_KEY, as_impossible_twin, twin_recipe
 from ratchet_ray.suites.swebench.canaries import after_test_patch
 from ratchet_ray.suites.swebench.differential import MISSING, PASSING, Session
-from ratchet_ray.suites.swebench.dataset import normalize_instance
 from ratchet_ray.suites.swebench.gold import GoldStore, default_folder
-from ratchet_ray.suites.swebench.grading_support import Deadline, InstanceLog, publish_folder
+from ratchet_ray.suites.swebench.grading_support import Deadline
 from ratchet_ray.suites.swebench.infra import InfraFailure
 from ratchet_ray.suites.swebench.mutants import Mutant, apply_all, candidates, locate
 from ratchet_ray.suites.swebench.twin_record import (
@@ -182,23 +179,8 @@ class TwinGrading:
         """The instance's twin record (and its gold record), each made now when none is stored:
         what ``ratchet swe validate`` calls to fill ``swebench.gold_records`` ahead of a run
         with the probe on (the sessions' logs go to ``logs/swebench/<instance>/twin/``)."""
-        instance = normalize_instance(dict(instance)) if isinstance(
-            instance.get("FAIL_TO_PASS"), str) else instance
-        log_dir = Path(tempfile.mkdtemp(prefix="ratchet-twin-"))
-        log = InstanceLog(log_dir / "run_instance.log")
-        try:
-            ctx = self._context(instance, log, Deadline(self.limits.instance_deadline_s))
-            try:
-                with ctx.images.use(instance, log):
-                    return self._twin_record(ctx, log_dir, log)[0]
-            finally:
-                ctx.images.release(ctx.image, log)
-        finally:
-            log.close()
-            try:
-                publish_folder(log_dir, self.logs.sub(f"{instance['instance_id']}/twin"))
-            finally:
-                shutil.rmtree(log_dir, ignore_errors=True)
+        return self._outside_a_grade(
+            instance, "twin", lambda ctx, log_dir, log: self._twin_record(ctx, log_dir, log)[0])
 
     def _twin_record(self, ctx: Any, log_dir: Path,
                      log: Callable[[str], None]) -> tuple[TwinRecord, bool]:
