@@ -66,8 +66,10 @@ def test_a_sweep_runs_as_ray_jobs_its_budget_stops_every_arm_and_a_higher_one_re
         name: (False, True) for name in names}, status
     runs = {r.parents[1].name: r for r in find_run_dirs(out)}
     spent = {name: _spend(run) for name, run in runs.items()}
-    # The limit is on the sum: per-arm limits would have let each arm spend BUDGET.
-    assert BUDGET <= sum(spent.values()) < 2 * BUDGET, spent
+    # The limit is on the sum: per-arm limits would have let every arm reach BUDGET before it
+    # stopped; here one arm was stopped by what the other spent. (How far the last phase of each
+    # arm overshoots depends on the world's token profile, so the sum has no tighter bound.)
+    assert sum(spent.values()) >= BUDGET and min(spent.values()) < BUDGET, spent
     for name, run in runs.items():
         record = json.loads((run / "stopped.json").read_text())
         assert record["kind"] == "BudgetExhausted" and record["budget"]["max_tokens"] == BUDGET
