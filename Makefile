@@ -105,6 +105,7 @@ bench: setup
 	$(BIN)/python bench/llm_local.py
 	$(BIN)/python bench/llm_local.py --extra-bufts
 	$(BIN)/python bench/doctor_time.py
+	$(BIN)/python bench/embedder_paths.py
 	$(BIN)/python bench/round_scaling.py
 	$(BIN)/python bench/sim_speed.py
 	$(BIN)/python bench/grader_agreement.py --workers 2
