@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from fakes import HashEmbedder
+
+from ratchet_ray.bank.skill_bank import SkillBank
+from ratchet_ray.config import LoopConfig
+from ratchet_ray.config_files import dump_config
 from ratchet_ray.types import Capsule, Guidance, Skill, capsule_id
 
 TOPICS = [
@@ -29,3 +36,13 @@ def routed_capsules(run_id: str, skill_id: str, round_: int, passed: int, failed
     return [Capsule(capsule_id=capsule_id(run_id, round_, split, f"{skill_id}/{i}"), run_id=run_id,
                     round=round_, split=split, task_id=f"{skill_id}/{i}", skill_id=skill_id,
                     passed=ok) for i, ok in enumerate(outcomes)]
+
+
+def new_run(root: Path, name: str, **settings) -> SkillBank:
+    """An empty MBPP+ run dir under ``root/results`` with its config.yaml (``settings`` are
+    LoopConfig fields) and its bank (the plain library, no Ray)."""
+    run_dir = root / "results" / "mbpp" / name
+    config = LoopConfig(**settings)
+    run_dir.mkdir(parents=True)
+    dump_config(config, run_dir / "config.yaml")
+    return SkillBank(run_dir, embedder=HashEmbedder(), config=config, run_id=name)

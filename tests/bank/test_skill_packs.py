@@ -8,28 +8,16 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from fakes import HashEmbedder
-from skill_builders import TOPICS, make_skill, routed_capsules
+from skill_builders import TOPICS, make_skill, new_run, routed_capsules
 
 from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.cli import main as cli
-from ratchet_ray.config import LoopConfig
-from ratchet_ray.config_files import dump_config
 from ratchet_ray.packs.export import export_pack
 from ratchet_ray.report.data import skill_events
 from ratchet_ray.bank.pack_format import PackError, read_pack
 from ratchet_ray.types import SkillStatus
 
 SECRET = "sk-live-9f8e7d6c5b4a39281706"
-
-
-def new_run(root, name: str, **settings) -> SkillBank:
-    """An empty run dir with its config.yaml and a bank (the plain library, no Ray)."""
-    run_dir = root / "results" / "mbpp" / name
-    config = LoopConfig(**settings)
-    run_dir.mkdir(parents=True)
-    dump_config(config, run_dir / "config.yaml")
-    return SkillBank(run_dir, embedder=HashEmbedder(), config=config, run_id=name)
 
 
 def source_run(root) -> SkillBank:

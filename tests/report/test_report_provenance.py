@@ -4,26 +4,15 @@ and absent from a run that imported nothing."""
 
 from __future__ import annotations
 
-from fakes import HashEmbedder
 from report_parse import skill_row
-from skill_builders import TOPICS, make_skill, routed_capsules
+from skill_builders import TOPICS, make_skill, new_run, routed_capsules
 
 from ratchet_ray.bank.skill_bank import SkillBank
-from ratchet_ray.config import LoopConfig
-from ratchet_ray.config_files import dump_config
 from ratchet_ray.packs.export import export_pack
 from ratchet_ray.report.data import load_run
 from ratchet_ray.report.sections import skills_section
 
 CURATOR = {"min_trials": 10, "probation_min_trials": 5, "active_cap": 4}
-
-
-def new_run(root, name: str, **settings) -> SkillBank:
-    run_dir = root / "results" / "mbpp" / name
-    config = LoopConfig(**settings)
-    run_dir.mkdir(parents=True)
-    dump_config(config, run_dir / "config.yaml")
-    return SkillBank(run_dir, embedder=HashEmbedder(), config=config, run_id=name)
 
 
 def exported_pack(root) -> tuple[SkillBank, str]:
