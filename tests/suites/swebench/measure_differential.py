@@ -9,19 +9,14 @@ image of ``.ci/docker_setup.sh``; about 3 minutes).
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import swebench_instances  # noqa: E402
-import unittest_instances  # noqa: E402
-from ratchet_ray.suites.swebench.settings import GradingLimits  # noqa: E402
-from ratchet_ray.suites.swebench.dataset import normalize_all, to_task  # noqa: E402
+from measure_common import LIMITS, local_dataset  # noqa: E402
 from ratchet_ray.suites.swebench.grader import SwebenchGrader  # noqa: E402
 from ratchet_ray.suites.swebench.settings import SwebenchSettings  # noqa: E402
 
@@ -31,11 +26,8 @@ COST = re.compile(r"cost: real session ([\d.]+)s; (\d) canary session\(s\) ([\d.
 
 
 def main() -> None:
-    tmp = Path(tempfile.mkdtemp(prefix="ratchet-measure-"))
-    rows = swebench_instances.make_instances() + unittest_instances.make_instances()
-    (tmp / "local.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    tasks = {i["instance_id"]: to_task(i) for i in normalize_all(rows, "local")}
-    limits = GradingLimits(timeout_s=60, instance_deadline_s=300)
+    tmp, rows, tasks = local_dataset("ratchet-measure-")
+    limits = LIMITS
     print("| instance | runner | gold record (once) | real session | k | canary sessions serial "
           "| canary sessions 2 at once | grade, 2 at once |")
     print("|---|---|---|---|---|---|---|---|")

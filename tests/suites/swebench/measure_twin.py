@@ -10,19 +10,14 @@ Run: ``.venv/bin/python tests/suites/swebench/measure_twin.py`` (Docker and the 
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import swebench_instances  # noqa: E402
-import unittest_instances  # noqa: E402
-from ratchet_ray.suites.swebench.settings import GradingLimits  # noqa: E402
-from ratchet_ray.suites.swebench.dataset import normalize_all, to_task  # noqa: E402
+from measure_common import LIMITS, local_dataset  # noqa: E402
 from ratchet_ray.suites.swebench.grader import SwebenchGrader  # noqa: E402
 from ratchet_ray.suites.swebench.settings import SwebenchSettings  # noqa: E402
 from ratchet_ray.suites.swebench.twin import impossible_twin  # noqa: E402
@@ -33,11 +28,8 @@ COST = re.compile(r"cost: twin session ([\d.]+)s; gold and twin records ([\d.]+)
 
 
 def main() -> None:
-    tmp = Path(tempfile.mkdtemp(prefix="ratchet-measure-twin-"))
-    rows = swebench_instances.make_instances() + unittest_instances.make_instances()
-    (tmp / "local.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    tasks = {i["instance_id"]: to_task(i) for i in normalize_all(rows, "local")}
-    limits = GradingLimits(timeout_s=60, instance_deadline_s=300)
+    tmp, rows, tasks = local_dataset("ratchet-measure-twin-")
+    limits = LIMITS
     settings = SwebenchSettings(namespace=None, cache_level="instance", memory_mb=512,
                                 pids_limit=256, dataset_name=str(tmp / "local.jsonl"),
                                 gold_records=str(tmp / "gold"))
