@@ -258,13 +258,12 @@ _QUERIES = (
         "(skill, the round it entered the bank by ``added``, the failure verdicts it was drafted "
         "from or NULL) of every skill added during the run."),
     NamedQuery("routed_first_attempts", """
-        SELECT skill_id, round, split, count(*) AS routed,
-               count(*) FILTER (WHERE passed) AS passed
+        SELECT skill_id, round, count(*) AS routed, count(*) FILTER (WHERE passed) AS passed
         FROM capsule
         WHERE coalesce(attempt, 0) = 0 AND NOT coalesce(impossible, false) AND skill_id <> $none
-        GROUP BY ALL ORDER BY skill_id, round, split""",
-        "Per (skill, round, split): first-attempt real capsules routed to the skill and how many "
-        "passed (``$none``: the no-skill id, left out)."),
+        GROUP BY ALL ORDER BY skill_id, round""",
+        "Per (skill, round): first-attempt real capsules of both splits routed to the skill and "
+        "how many passed (``$none``: the no-skill id, left out)."),
     # ---- SWE-bench validation (``ratchet swe validate``) --------------------------------------
     NamedQuery("validation_flake_rates", """
         SELECT instance_id,

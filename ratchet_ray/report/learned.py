@@ -60,26 +60,22 @@ def learned_skills(run_dir: str | Path) -> list[LearnedSkill]:
     if not store.part_paths("skill_event"):
         return []
     with store.connect() as con:
-        added = nq.fetch_all(con, "skills_added")
-        routed = nq.fetch_all(con, "routed_first_attempts", none=NONE_SKILL)
+        return _learned(con)
+
+
+def _learned(con) -> list[LearnedSkill]:
     skills = {skill_id: LearnedSkill(skill_id, round_, sources)
-              for skill_id, round_, sources in added}
-    per_round: dict[tuple[str, int], list[int]] = {}
-    for skill_id, round_, _split, tasks, passed in routed:
+              for skill_id, round_, sources in nq.fetch_all(con, "skills_added")}
+    for skill_id, round_, tasks, passed in nq.fetch_all(con, "routed_first_attempts",
+                                                        none=NONE_SKILL):
         skill = skills.get(skill_id)
-        if skill is None or round_ <= skill.round:
-            continue  # a loaded skill, or a round before the skill could be routed
-        got = per_round.setdefault((skill_id, round_), [0, 0])
-        got[0] += tasks
-        got[1] += passed
-    for (skill_id, round_), (tasks, passed) in sorted(per_round.items()):
-        skills[skill_id].routed.append(Routed(round_, tasks, passed))
+        if skill is not None and round_ > skill.round:  # not a loaded skill, nor before it was
+            skill.routed.append(Routed(round_, tasks, passed))
     return list(skills.values())
 
 
-def _eval_line(run_dir: str | Path) -> str | None:
-    with EvidenceStore(run_dir).connect() as con:
-        outcomes = outcomes_from(con)
+def _eval_line(con) -> str | None:
+    outcomes = outcomes_from(con)
     if not outcomes:
         return None
     rounds = sorted({r for r, _ in outcomes})
@@ -104,21 +100,16 @@ def _eval_line(run_dir: str | Path) -> str | None:
 
 def story(run_dir: str | Path) -> list[str]:
     """The closing lines of a run (module contracts)."""
-    skills = learned_skills(run_dir)
-    lines = []
-    if skills:
-        last_round = max([s.round for s in skills] +
-                         [r.round for s in skills for r in s.routed])
-        with EvidenceStore(run_dir).connect() as con:
-            recorded = nq.fetch_one(con, "last_round")[0]
-        last_round = max(last_round, recorded if recorded is not None else 0)
-        lines += [s.line(last_round) for s in skills]
-    else:
-        store = EvidenceStore(run_dir)
-        if store.part_paths("capsule"):
-            lines.append("no skill was learned: no cluster of failure verdicts was large enough "
-                         "(synth.min_cluster_size) or every draft was refused (ratchet audit)")
-    eval_line = _eval_line(run_dir)
-    if eval_line:
-        lines.append(eval_line)
-    return lines
+    store = EvidenceStore(run_dir)
+    graded = bool(store.part_paths("capsule"))
+    if not graded and not store.part_paths("skill_event"):
+        return []
+    with store.connect() as con:
+        skills = _learned(con)
+        last_round = nq.fetch_one(con, "last_round")[0] or 0
+        eval_line = _eval_line(con)
+    lines = [s.line(last_round) for s in skills]
+    if not skills and graded:
+        lines.append("no skill was learned: no cluster of failure verdicts was large enough "
+                     "(synth.min_cluster_size) or every draft was refused (ratchet audit)")
+    return lines + ([eval_line] if eval_line else [])
