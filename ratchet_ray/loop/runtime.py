@@ -4,7 +4,7 @@ Contracts:
 - ``connect_ray(address=None)`` joins ``address``, else the cluster named by ``RAY_ADDRESS`` (set
   by ``ray job submit``), else starts a local Ray bound to 127.0.0.1: the library's one
   ``ray.init`` in a driver. It returns True when this call started Ray (the caller then shuts it
-  down).
+  down). A Ray that cannot be started or joined is ``RayStartError``: one line with the fix.
 - ``start_runtime`` launches the SkillBank (pinned to the driver's node, where the run dir
   lives), the Solver / Grader / Critic pools and the Synthesizer (a healing pool of one).
   ``Models`` is the one injection
@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import click
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -132,9 +133,31 @@ def connect_ray(address: str | None = None) -> bool:
         _system_config=LOCAL_RAY_SYSTEM_CONFIG)
     # A driver joined through RAY_ADDRESS (``ray job submit``) shows its workers' logs; one given
     # an address (a sweep's head, ``swe validate --address``) and a local run do not.
-    ray.init(address=address, configure_logging=False,
-             log_to_driver=joined and not address, **local)
+    try:
+        ray.init(address=address, configure_logging=False,
+                 log_to_driver=joined and not address, **local)
+    except (ConnectionError, TimeoutError, RuntimeError) as exc:
+        raise RayStartError(address or os.environ.get("RAY_ADDRESS"), exc) from exc
     return True
+
+
+class RayStartError(click.ClickException):
+    """Ray could not be started or joined: one ``Error:`` line at every entry point (``ratchet``,
+    the jobs, ``swe validate``) naming the cause and the fix, never Ray's traceback. Raised by
+    ``connect_ray`` when ``ray.init`` fails (a local head that did not come up in time on a
+    loaded machine; no cluster at the address)."""
+
+    def __init__(self, address: str | None, cause: BaseException):
+        why = " ".join(f"{type(cause).__name__}: {cause}".split())[:300]
+        if address:
+            fix = (f"cannot join the Ray cluster at {address} ({why}); check --address / "
+                   "RAY_ADDRESS (`ray status --address ADDRESS`), or drop both for a local Ray")
+        else:
+            fix = (f"cannot start a local Ray ({why}); a loaded machine can delay its start past "
+                   "Ray's timeouts: retry when the load is lower, stop stale Ray processes "
+                   "(`ray stop`), or join a running head with --address / RAY_ADDRESS")
+        super().__init__(fix)
+        self.cause = cause
 
 
 def pin_to_this_node() -> NodeAffinitySchedulingStrategy:

@@ -62,3 +62,34 @@ def test_the_session_shuts_down_what_it_started_however_the_block_ends(calls):
         with session.ray_session():
             raise KeyError("the block failed")
     assert [name for name, _ in calls] == ["init", "shutdown"]
+
+
+@pytest.mark.parametrize("failure", [
+    RuntimeError("Failed to start GCS: timed out after 30 s"),
+    TimeoutError("raylet did not register in time"),
+])
+def test_a_local_ray_that_cannot_start_is_one_line_with_the_fix(calls, monkeypatch, failure):
+    def fail(**_):
+        raise failure
+
+    monkeypatch.setattr(runtime.ray, "init", fail)
+    with pytest.raises(runtime.RayStartError) as caught:
+        runtime.connect_ray()
+    text = caught.value.format_message()
+    assert "\n" not in text and type(failure).__name__ in text and str(failure) in text
+    assert text.startswith("cannot start a local Ray") and "--address" in text
+    assert caught.value.cause is failure
+
+
+def test_an_unreachable_cluster_names_the_address_it_tried(calls, monkeypatch):
+    def fail(**_):
+        raise ConnectionError("Could not find any running Ray instance.\nPlease specify one")
+
+    monkeypatch.setattr(runtime.ray, "init", fail)
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.9:6379")
+    with pytest.raises(runtime.RayStartError) as caught:
+        with session.ray_session():
+            pass
+    text = caught.value.format_message()
+    assert text.startswith("cannot join the Ray cluster at 10.0.0.9:6379") and "\n" not in text
+    assert [name for name, _ in calls] == []  # nothing started, so nothing to shut down
