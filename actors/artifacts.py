@@ -8,7 +8,7 @@ Contracts:
   It is owned by the driver: it ends with the driver's runtime (``Runtime.shutdown``) or the driver itself.
 - ``run_artifacts_access(run_dir, uri)`` is what a driver hands its actors: the service's client
   for the run dir, or (``infra.artifact_uri`` set) the URI store every node opens itself.
-- ``RemoteArtifacts(handle, location)`` is an ``ratchet_ray.artifacts.Artifacts`` whose calls go
+- ``RemoteArtifacts(handle, location)`` is an ``ratchet_ray.storage.artifacts.Artifacts`` whose calls go
   to that actor and wait for it: once ``put`` returns, the object is in the head's run dir.
   It pickles with its handle, so it can be handed to actors on any node.
 
@@ -27,7 +27,7 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from ratchet_ray.artifacts import Artifacts, ArtifactStore, check_key, run_artifacts
+from ratchet_ray.storage.artifacts import Artifacts, ArtifactStore, check_key, run_artifacts
 
 SERVICE_CONCURRENCY = 16
 

@@ -9,7 +9,7 @@ runs the generated code in its own sandbox process, so nothing the code does rea
     result = ray.get(grader.grade.remote(task, output))         # a GradeResult, never an exception
 
 The second argument is where the grader's artifacts go (SWE-bench logs and reports, the sim
-world): the run's ``ratchet_ray.artifacts.Artifacts`` (``actors.artifacts.RemoteArtifacts`` on a
+world): the run's ``ratchet_ray.storage.artifacts.Artifacts`` (``actors.artifacts.RemoteArtifacts`` on a
 cluster, so they reach the head's run dir), or a folder of this node (single-node tests).
 
 ``grade`` never raises: a grader that breaks its own contract still yields a ``GradeResult``
@@ -37,7 +37,7 @@ import ray
 
 from actors.batching import BatchCalls
 from actors.draining import call_one
-from ratchet_ray.artifacts import Artifacts
+from ratchet_ray.storage.artifacts import Artifacts
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.suites import suite_for
 from ratchet_ray.types import GradeResult, Task

@@ -341,7 +341,7 @@ class InfraSettings(BaseModel):
         return None if self.tasks_per_call == "auto" else self.tasks_per_call
     artifact_uri: str = ""
     """Where actors' artifacts go (grader logs and reports, agent trajectories, the solver cache;
-    ``ratchet_ray.artifacts``): empty = the run dir on the driver's node, served to actors on
+    ``ratchet_ray.storage.artifacts``): empty = the run dir on the driver's node, served to actors on
     every node; a ``pyarrow.fs`` URI every node reaches (``s3://bucket/prefix``,
     ``file:///shared/path``) = ``<uri>/<run dir name>``, written by the actors directly."""
 

@@ -175,7 +175,7 @@ def dump_config(config: LoopConfig, path: str | Path) -> None:
     """Write the resolved config, backend settings included; ``load_config([path])`` gives back
     an equal config, except that a ``llm.base_url`` with user info is written without it (no
     secret is ever written; see ``ratchet_ray.backend_settings``)."""
-    from ratchet_ray.fsutil import atomic_write_text
+    from ratchet_ray.storage.fsutil import atomic_write_text
 
     atomic_write_text(path, config_text(config))
 

@@ -235,7 +235,7 @@ class MlflowTracker(Tracker):
             tags["ratchet.sweep"] = str(sweep)
         run = self.client.create_run(experiment, run_name=self.run_dir.name, tags=tags)
         self.run_id = run.info.run_id
-        from ratchet_ray.fsutil import atomic_write_json
+        from ratchet_ray.storage.fsutil import atomic_write_json
 
         atomic_write_json(saved, {"run_id": self.run_id, "tracking_uri": self.uri,
                                   "experiment_id": experiment})

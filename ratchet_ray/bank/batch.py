@@ -20,7 +20,7 @@ import os
 import shutil
 
 from ratchet_ray.bank.skill_io import dump_skill, load_skill
-from ratchet_ray.fsutil import atomic_write_json, atomic_write_text, fsync_dir
+from ratchet_ray.storage.fsutil import atomic_write_json, atomic_write_text, fsync_dir
 from ratchet_ray.types import Skill
 
 BATCH_DIR = ".batch"

@@ -22,7 +22,7 @@ from typing import Iterable
 
 from ratchet_ray.bank.metaskills import dump_metaskill, load_metaskill
 from ratchet_ray.bank.skill_io import dump_skill, load_skill_folder
-from ratchet_ray.fsutil import PREV_SUFFIX, swap_dir, write_tree
+from ratchet_ray.storage.fsutil import PREV_SUFFIX, swap_dir, write_tree
 from ratchet_ray.types import MetaSkill, Skill
 
 CHECKPOINTS_DIR = "checkpoints"

@@ -30,7 +30,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ratchet_ray.fsutil import atomic_write_text
+from ratchet_ray.storage.fsutil import atomic_write_text
 
 FORMAT = "ratchet-skill-pack"
 FORMAT_VERSION = 1

@@ -31,7 +31,7 @@ from pathlib import Path
 from ratchet_ray.bank.probation import (PACK_REASON_PREFIX, TRUSTED_REASON_PREFIX,
                                        probation_floor)
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill, parse_skill
-from ratchet_ray.fsutil import atomic_write_json
+from ratchet_ray.storage.fsutil import atomic_write_json
 from ratchet_ray.bank.pack_format import IMPORTS_DIR, PackError, read_pack
 from ratchet_ray.types import Skill, SkillStatus
 

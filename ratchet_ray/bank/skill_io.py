@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ratchet_ray.fsutil import atomic_write_text
+from ratchet_ray.storage.fsutil import atomic_write_text
 from ratchet_ray.types import LINEAGE_FIELDS, Guidance, Skill, SkillStatus
 
 SKILL_SUFFIXES = (".yaml", ".yml")

@@ -35,7 +35,7 @@ import duckdb
 from ratchet_ray.cli.options import format_option, yes_option
 from ratchet_ray.evidence import integrity
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.runlock import RunDirBusy, RunLock
+from ratchet_ray.storage.runlock import RunDirBusy, RunLock
 
 _READ_ONLY = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
 _CELL_MAX = 60

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ratchet_ray.evidence.schema import KINDS
 from ratchet_ray.evidence.store import EvidenceStore, part_problem
-from ratchet_ray.fsutil import fsync_dir
+from ratchet_ray.storage.fsutil import fsync_dir
 
 QUARANTINE_DIR = "quarantine"
 

@@ -57,7 +57,7 @@ from pydantic import BaseModel
 
 from ratchet_ray.evidence.schema import (KINDS, SCHEMAS, EvidenceSchemaError, check_kind,
                                          duckdb_type, to_records)
-from ratchet_ray.fsutil import atomic_write_with, fsync_dir
+from ratchet_ray.storage.fsutil import atomic_write_with, fsync_dir
 
 EVIDENCE_DIR = "evidence"
 PART_GLOB = "round=*/part-*.parquet"

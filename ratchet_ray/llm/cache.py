@@ -1,4 +1,4 @@
-"""Eval solver cache (``solver_cache/`` of the run's artifacts, ``ratchet_ray.artifacts``): an
+"""Eval solver cache (``solver_cache/`` of the run's artifacts, ``ratchet_ray.storage.artifacts``): an
 unchanged (model, prompt, params) is paid once, whichever node's Solver asks.
 
 Contracts:
@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from ratchet_ray.artifacts import Artifacts, as_artifacts
+from ratchet_ray.storage.artifacts import Artifacts, as_artifacts
 from ratchet_ray.llm.base import LLMClient, Message, Reply
 
 CACHE_DIRNAME = "solver_cache"

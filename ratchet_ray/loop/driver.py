@@ -62,7 +62,7 @@ from ratchet_ray.config_files import dump_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.schema import to_records
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.fsutil import disk_full
+from ratchet_ray.storage.fsutil import disk_full
 from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.loop import phases
 from ratchet_ray.loop.breaker import PreflightFailed, RunStopped

@@ -33,8 +33,8 @@ from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import dump_config, load_config
 from ratchet_ray.evidence.integrity import require_readable
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.fsutil import atomic_write_json
-from ratchet_ray.runlock import RunLock
+from ratchet_ray.storage.fsutil import atomic_write_json
+from ratchet_ray.storage.runlock import RunLock
 from ratchet_ray.types import BenchResult, RoundSummary
 
 CONFIG_FILE = "config.yaml"

@@ -13,7 +13,7 @@ Contracts:
   servers and rate limiters named by the run id), which then travel to every actor; tests pass
   picklable doubles.
 - Artifacts: what Solvers and Graders produce (agent trajectories, grader logs and reports, the
-  eval solver cache, the sim world) goes through the run's ``ratchet_ray.artifacts.Artifacts``
+  eval solver cache, the sim world) goes through the run's ``ratchet_ray.storage.artifacts.Artifacts``
   (``actors.artifacts.run_artifacts_access``): an artifact service pinned to the driver's node
   that writes into the run dir there, or the ``infra.artifact_uri`` store. No actor is given a
   run-dir path, so a run on many nodes keeps every artifact in the head's run dir, and cache
@@ -50,7 +50,7 @@ from actors.pools import ActorStartError, ActorStartTimeout, ResilientPool, init
 from actors.skill_bank import actor_name, launch_skill_bank
 from actors.solver import SolverActor
 from actors.synthesizer import SynthesizerActor
-from ratchet_ray.artifacts import Artifacts, ArtifactStore
+from ratchet_ray.storage.artifacts import Artifacts, ArtifactStore
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.llm.base import Embedder, LLMClient
 from ratchet_ray.llm.cache import CACHE_DIRNAME

@@ -35,7 +35,7 @@ import ray
 from actors.artifacts import run_artifacts_access
 from actors.pools import ResilientPool
 from actors.run_lease import hold_run_lease
-from ratchet_ray.artifacts import Artifacts
+from ratchet_ray.storage.artifacts import Artifacts
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.loop.breaker import InfraBreaker
 from ratchet_ray.loop.preflight import preflight

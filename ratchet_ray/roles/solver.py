@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from ratchet_ray.artifacts import Artifacts
+from ratchet_ray.storage.artifacts import Artifacts
 from ratchet_ray.llm.base import LLMClient, Reply
 from ratchet_ray.roles.prompts.solver import CODE_STOP, code_messages, code_prefill
 from ratchet_ray.seeding import sampling_kwargs

@@ -24,7 +24,7 @@ API:
     holds the call's seed (round included) on every backend, so a sampled eval call is a new
     draw each round and only a resumed round replays; the train pass is never cached. With ``trajectory_root``, a patch agent writes
     ``<trajectory_root>/<task_id>/<split>_<round:02d>/trajectory.json``. Both may be a folder or
-    an ``ratchet_ray.artifacts.Artifacts`` (the run's store, which a Solver on any node reaches).
+    an ``ratchet_ray.storage.artifacts.Artifacts`` (the run's store, which a Solver on any node reaches).
 - ``CriticWorker(config, *, llm=None)``
   - ``critique_batch(items) -> list[CritiqueResult]``: one result per ``(task, capsule, skill)``
     item, in order; infrastructure failures are refused per item (``error`` NotCritiquable).
@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
-from ratchet_ray.artifacts import Artifacts, as_artifacts
+from ratchet_ray.storage.artifacts import Artifacts, as_artifacts
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.llm.base import Embedder, LLMClient, Reply
 from ratchet_ray.roles.critic import CritiqueResult, critique

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
 
-from ratchet_ray.artifacts import Artifacts
+from ratchet_ray.storage.artifacts import Artifacts
 from ratchet_ray.types import GradeResult, Skill, Task
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class Suite(Protocol):
 
     def make_grader(self, config: LoopConfig, run_dir: Path | Artifacts) -> Grader:
         """The suite's grader. ``run_dir`` is where its artifacts go: a Grader actor gets the
-        run's ``ratchet_ray.artifacts.Artifacts`` (it may run on another node than the run dir),
+        run's ``ratchet_ray.storage.artifacts.Artifacts`` (it may run on another node than the run dir),
         tests may pass a folder; a grader writes files only through ``as_artifacts(run_dir)``."""
         ...
 

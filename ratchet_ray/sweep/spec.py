@@ -45,7 +45,7 @@ from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import ConfigError, load_config
 from ratchet_ray.loop.rundir import RunDir, write_json
 from ratchet_ray.resources import configs_dir
-from ratchet_ray.runlock import RunDirBusy, RunLock
+from ratchet_ray.storage.runlock import RunDirBusy, RunLock
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARMS = ("default", "A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8")

@@ -9,7 +9,7 @@ import pickle
 import pytest
 from click.testing import CliRunner
 
-from ratchet_ray.artifacts import ArtifactStore, run_artifacts
+from ratchet_ray.storage.artifacts import ArtifactStore, run_artifacts
 from ratchet_ray.config import LoopConfig
 from ratchet_ray.config_files import dump_config
 from ratchet_ray.llm.base import Message, Reply

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from skill_builders import TOPICS, make_skill, routed_capsules
 from fakes import HashEmbedder
 
-from ratchet_ray import fsutil
+from ratchet_ray.storage import fsutil
 from ratchet_ray.bank import checkpoints
 from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.cli import main as ratchet
@@ -28,7 +28,7 @@ from ratchet_ray.loop import replay
 from ratchet_ray.loop.execute import EvidenceSink
 from ratchet_ray.loop.rundir import RunDir, RunFileError
 from ratchet_ray.sweep.spec import SweepError, lock_sweep
-from ratchet_ray.runlock import RunDirBusy, RunLock, holder
+from ratchet_ray.storage.runlock import RunDirBusy, RunLock, holder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,7 +102,7 @@ def test_sink_clears_each_buffer_exactly_when_its_part_is_published(run_dir):
 LOCK_CHILD = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {root!r})
-    from ratchet_ray.runlock import RunLock
+    from ratchet_ray.storage.runlock import RunLock
     RunLock({folder!r}, "child writer").acquire()
     print("locked", flush=True)
     time.sleep(600)

@@ -22,7 +22,7 @@ import re
 import time
 from pathlib import Path
 
-from ratchet_ray.artifacts import Artifacts, as_artifacts
+from ratchet_ray.storage.artifacts import Artifacts, as_artifacts
 from ratchet_ray.suites.base import as_impossible_twin, twin_recipe
 from ratchet_ray.suites.sim.world import World
 from ratchet_ray.types import GradeResult, Task

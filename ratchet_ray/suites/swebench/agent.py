@@ -42,7 +42,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ratchet_ray.artifacts import Artifacts, as_artifacts
+from ratchet_ray.storage.artifacts import Artifacts, as_artifacts
 from ratchet_ray.llm.base import LLMClient, Reply
 from ratchet_ray.llm.structured import parse_reply
 from ratchet_ray.seeding import derive_seed, sampling_kwargs

@@ -48,7 +48,7 @@ a process the kernel killed for memory while the patch's code ran is ``out_of_me
 patch's failure. The container is
 removed in ``finally`` and the cache level applied to the image; ``reap()`` removes this run's
 containers (and those of dead owners). The instance's files are written to scratch space on the
-grader's node and then put into the run's artifacts (``ratchet_ray.artifacts``: the run dir on the
+grader's node and then put into the run's artifacts (``ratchet_ray.storage.artifacts``: the run dir on the
 driver's node, or the configured storage URI) at ``logs/swebench/<instance>/<patch-key>/``, which
 every trace names; ``report.json`` is put last, atomically, and read back from there.
 """
@@ -64,7 +64,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ratchet_ray.artifacts import Artifacts, as_artifacts
+from ratchet_ray.storage.artifacts import Artifacts, as_artifacts
 from ratchet_ray.suites.base import twin_recipe
 from ratchet_ray.suites.swebench.container import (
     InstanceContainer, docker_client, instance_container, reap_containers)

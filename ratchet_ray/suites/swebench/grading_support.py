@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from ratchet_ray.artifacts import Artifacts
+from ratchet_ray.storage.artifacts import Artifacts
 from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.infra import InfraFailure
 

@@ -44,7 +44,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ratchet_ray.fsutil import atomic_write_json
+from ratchet_ray.storage.fsutil import atomic_write_json
 from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.infra import InfraFailure
 from ratchet_ray.suites.swebench.settings import SwebenchSettings, on_this_node

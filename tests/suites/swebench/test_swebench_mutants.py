@@ -128,7 +128,7 @@ def test_each_grade_draws_its_canary_sessions_a_fail_to_pass_mutant_first():
 
 
 def test_gold_records_are_kept_in_the_folder_and_the_run(tmp_path):
-    from ratchet_ray.artifacts import as_artifacts
+    from ratchet_ray.storage.artifacts import as_artifacts
 
     record = _record(junit={F2P[0]: "PASSED"}, seconds={"gold": 1.5})
     run = as_artifacts(tmp_path / "run")

@@ -199,8 +199,8 @@ def test_junit_cross_check_fails_closed():
 
 
 def test_reports_are_written_atomically_and_broken_ones_dropped(tmp_path, monkeypatch):
-    from ratchet_ray import fsutil
-    from ratchet_ray.artifacts import ArtifactStore
+    from ratchet_ray.storage import fsutil
+    from ratchet_ray.storage.artifacts import ArtifactStore
 
     store, path = ArtifactStore(tmp_path), tmp_path / "i" / "report.json"
     store.put("i/report.json", grading_support.report_bytes({"grade": {"passed": True,

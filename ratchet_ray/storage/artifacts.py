@@ -29,7 +29,7 @@ import posixpath
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ratchet_ray.fsutil import atomic_write_bytes
+from ratchet_ray.storage.fsutil import atomic_write_bytes
 
 
 class ArtifactError(RuntimeError):
