@@ -363,7 +363,7 @@ class BudgetSettings(BaseModel):
 
 
 class TrackingSettings(BaseModel):
-    """Optional MLflow tracking of the run (``ratchet_ray.tracking``), off by default: the
+    """Optional MLflow tracking of the run (``ratchet_ray.report.tracking``), off by default: the
     resolved config as params, per-round metrics, the report and the skill YAMLs as artifacts,
     logged from a background thread after each round is on disk (never failing or slowing it)."""
 

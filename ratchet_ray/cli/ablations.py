@@ -67,7 +67,7 @@ def _check_runs(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
     """Every arm's config (backend, subset), the runs' size and the tracking store, before
     anything is written or started (``SweepError`` / ``click.UsageError`` naming the fix)."""
     from ratchet_ray.run_flags import loop_size_problems
-    from ratchet_ray.tracking import tracking_problems
+    from ratchet_ray.report.tracking import tracking_problems
 
     configs = [child_config(spec, arm, seeds[0]) for arm in arms]
     problems = list(dict.fromkeys(p for c in configs for p in loop_size_problems(c)))

@@ -88,7 +88,7 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
             raise click.UsageError(str(exc)) from exc
         checked = config
     check_startable(checked)  # before a run dir exists or Ray starts
-    from ratchet_ray.tracking import tracking_problems
+    from ratchet_ray.report.tracking import tracking_problems
 
     # A new run that would measure nothing, and a tracking store that cannot be reached, are
     # refused here (a resumed run was checked when it started; its tracking is checked again).
@@ -141,7 +141,7 @@ def _resumed_config(resume: Path, resume_sets: tuple[str, ...]):
 @click.pass_context
 def plot(ctx: click.Context, run_dir: Path | None) -> None:
     """Write loop_curve.png and loop_summary.md for RUN_DIR (or --db)."""
-    from ratchet_ray.plot import plot_run
+    from ratchet_ray.report.plot import plot_run
 
     target = run_dir or (ctx.obj or {}).get("run_dir")
     if target is None:

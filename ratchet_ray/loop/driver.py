@@ -75,7 +75,7 @@ from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir, write_json
 from ratchet_ray.loop.runtime import Models
 from ratchet_ray.loop.session import RunRuntime
 from ratchet_ray.suites import before_rounds, hooks, split_tasks, suite_for
-from ratchet_ray.tracking import start_tracking
+from ratchet_ray.report.tracking import start_tracking
 from ratchet_ray.types import RoundSummary, Task
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from ratchet_ray.plot import plot_run
+from ratchet_ray.report.plot import plot_run
 from ratchet_ray.report import svg
 from ratchet_ray.report.data import wilson_contribution
 
