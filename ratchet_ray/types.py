@@ -9,7 +9,7 @@ Contracts:
 - ``NONE_SKILL`` is the skill id recorded when the Router injects nothing.
 - The field descriptions of ``Skill`` and ``Guidance`` are the one skill contract: the
   Synthesizer's structured-output schema and the meta-skill's schema lock are both generated
-  from them (``ratchet_ray.skill_contract``). ``AUTHORED_FIELDS`` are what an author writes;
+  from them (``ratchet_ray.bank.skill_contract``). ``AUTHORED_FIELDS`` are what an author writes;
   ``SYSTEM_FIELDS`` are set by the loop (version, status, author, do_not_retire);
   ``LINEAGE_FIELDS`` (lineage, lineage_version) by the bank when it refines a skill.
 """

@@ -13,7 +13,7 @@ import re
 from typing import Collection
 
 from ratchet_ray.llm.base import Reply
-from ratchet_ray.skill_contract import SkillDraft
+from ratchet_ray.bank.skill_contract import SkillDraft
 from ratchet_ray.types import Guidance, Skill, SkillStatus
 
 

@@ -30,7 +30,7 @@ from ratchet_ray.roles.drafts import draft_to_skill, unique_id
 from ratchet_ray.roles.prompts.refiner import refine_messages
 from ratchet_ray.roles.reprompt import RepromptNotes, reprompt_until_added
 from ratchet_ray.seeding import derive_seed
-from ratchet_ray.skill_contract import SkillDraft
+from ratchet_ray.bank.skill_contract import SkillDraft
 from ratchet_ray.types import Capsule, MetaSkill, Skill, Verdict
 
 REFINE_ATTRIBUTIONS = frozenset({"hurt", "neutral"})

@@ -66,7 +66,7 @@ from ratchet_ray.roles.prompts.synthesizer import (FIELD_ORDER, FIELD_STOPS, ass
 from ratchet_ray.roles.refiner import Reviser, refine_targets
 from ratchet_ray.roles.reprompt import RepromptNotes, reprompt_until_added
 from ratchet_ray.seeding import derive_seed, sampling_kwargs, seeded_order
-from ratchet_ray.skill_contract import SkillDraft
+from ratchet_ray.bank.skill_contract import SkillDraft
 from ratchet_ray.synthesis.preprocess import cluster_verdicts, cover_guard
 from ratchet_ray.types import Capsule, MetaSkill, Skill, Task, Verdict
 

@@ -20,7 +20,7 @@ from ratchet_ray.roles.router import Router
 from ratchet_ray.roles.synthesizer import Synthesizer
 from ratchet_ray.roles.workers import bank_adder
 from ratchet_ray.seeding import derive_seed, sampling_kwargs, seeded_order
-from ratchet_ray.skill_contract import (GuidanceDraft, SkillDraft, bare_schema, placeholder_texts,
+from ratchet_ray.bank.skill_contract import (GuidanceDraft, SkillDraft, bare_schema, placeholder_texts,
                                         schema_lock)
 from ratchet_ray.synthesis.preprocess import cluster_verdicts
 from ratchet_ray.types import AUTHORED_FIELDS, SYSTEM_FIELDS, Skill, SkillStatus, Task

@@ -52,7 +52,7 @@ def test_a_long_refreshed_metaskill_keeps_its_schema_lock_in_the_synth_prompt(wi
     """A8: a refreshed body near the 4,000-char guide cap is cut in its prose, never in the lock
     (appended when the rewrite dropped it, kept whole when the rewrite carried it late)."""
     from ratchet_ray.roles.prompts.synthesizer import GUIDE_CHARS, synth_messages
-    from ratchet_ray.skill_contract import schema_lock
+    from ratchet_ray.bank.skill_contract import schema_lock
 
     lock = schema_lock()
     prose = "".join(f"- DO: rule number {i} about naming the failing call.\n" for i in range(120))
@@ -69,7 +69,7 @@ def test_a_long_refreshed_metaskill_keeps_its_schema_lock_in_the_synth_prompt(wi
 def test_a_short_guide_keeps_the_shipped_layout():
     from ratchet_ray.bank.metaskills import default_metaskill
     from ratchet_ray.roles.prompts.synthesizer import synth_messages
-    from ratchet_ray.skill_contract import schema_lock
+    from ratchet_ray.bank.skill_contract import schema_lock
 
     meta = default_metaskill("mbpp")
     prompt = synth_messages("mbpp", meta, "off by one (x3)", ["Task: x"], [])[-1].content

@@ -14,7 +14,7 @@ from ratchet_ray.roles.drafts import DraftError, draft_to_skill
 from ratchet_ray.roles.refiner import RefineTarget
 from ratchet_ray.roles.reprompt import RepromptNotes, reprompt_until_added
 from ratchet_ray.roles.synthesizer import SynthOutcome, Synthesizer
-from ratchet_ray.skill_contract import SkillDraft
+from ratchet_ray.bank.skill_contract import SkillDraft
 from ratchet_ray.types import Verdict
 
 NOTES = RepromptNotes(template="no placeholders",

@@ -78,7 +78,7 @@ def test_dedup_hit_reprompts_with_the_duplicates_id(bank, config, cluster, skill
 
 
 def test_a_copied_schema_template_is_reprompted(bank, config, cluster, skill_reply):
-    from ratchet_ray.skill_contract import GuidanceDraft, SkillDraft
+    from ratchet_ray.bank.skill_contract import GuidanceDraft, SkillDraft
 
     def desc(model, name):
         return model.model_fields[name].description
@@ -191,7 +191,7 @@ def test_ids_are_slugified_and_unique():
 
 def test_a_runaway_free_text_field_is_cut_at_a_clause_within_its_bound():
     from ratchet_ray.roles.prompts.synthesizer import fit_field
-    from ratchet_ray.skill_contract import DRAFT_LIMITS
+    from ratchet_ray.bank.skill_contract import DRAFT_LIMITS
 
     clause = "returns the length of the longest word in a given string"
     runaway = "Write a function that " + ", ".join(f"{n}) {clause}" for n in range(1, 6))

@@ -53,7 +53,7 @@ API (other roles code against exactly these):
 - ``synthesizer.synth_messages(suite, metaskill, pattern, examples, existing, feedback, *,
   prefill=False)`` (a whole draft); ``field_messages(...)`` / ``field_model(name)`` /
   ``assemble_draft(fields)`` (a fieldwise draft, ``FIELD_ORDER``); ``SkillDraft`` and
-  ``schema_lock()`` are ``ratchet_ray.skill_contract``'s (generated from ``types.Skill``); no
+  ``schema_lock()`` are ``ratchet_ray.bank.skill_contract``'s (generated from ``types.Skill``); no
   prompt shows a worked example skill; ``copies_template(draft)`` detects copied schema
   placeholders.
 - ``refiner.refine_messages(suite, metaskill, skill, examples, feedback, *, failures)``.

@@ -1,6 +1,6 @@
 """The Synthesizer's skill-authoring prompts (the API: ``ratchet_ray.roles.prompts``).
 
-Two ways to draft a skill, one contract (``ratchet_ray.skill_contract``):
+Two ways to draft a skill, one contract (``ratchet_ray.bank.skill_contract``):
 - whole: one structured call for the complete ``SkillDraft`` (chat and hosted models);
 - fieldwise: one small call per field (``FIELD_ORDER``), with the cluster's pattern and examples
   in every prompt and the fields written so far, each under its own JSON-schema grammar
@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, StringConstraints, create_model
 from ratchet_ray.llm.base import Message
 from ratchet_ray.prompt_templates import render, template
 from ratchet_ray.roles.prompts.base import clip
-from ratchet_ray.skill_contract import (DRAFT_CONFIG, DRAFT_LIMITS, GuidanceDraft, SkillDraft,
+from ratchet_ray.bank.skill_contract import (DRAFT_CONFIG, DRAFT_LIMITS, GuidanceDraft, SkillDraft,
                                         bare_schema, placeholder_texts, schema_lock)
 from ratchet_ray.types import MetaSkill, Skill
 

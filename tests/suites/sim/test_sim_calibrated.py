@@ -163,7 +163,7 @@ def _routing_gains(config) -> tuple[float, float]:
     from ratchet_ray.roles.prompts.synthesizer import synth_messages
     from ratchet_ray.roles.retrieval import SkillIndex
     from ratchet_ray.roles.synthesizer import draft_to_skill
-    from ratchet_ray.skill_contract import SkillDraft
+    from ratchet_ray.bank.skill_contract import SkillDraft
     from ratchet_ray.suites.sim.world import parse_token
 
     world = World(world_spec(config))

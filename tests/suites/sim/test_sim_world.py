@@ -13,7 +13,7 @@ from ratchet_ray.roles.critic import critique
 from ratchet_ray.roles.router import Router
 from ratchet_ray.roles.solver import solve
 from ratchet_ray.roles.prompts.synthesizer import synth_messages
-from ratchet_ray.skill_contract import SkillDraft
+from ratchet_ray.bank.skill_contract import SkillDraft
 from ratchet_ray.roles.synthesizer import draft_to_skill
 from ratchet_ray.suites import get_suite
 from ratchet_ray.suites.sim import world_spec
