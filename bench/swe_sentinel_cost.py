@@ -15,7 +15,7 @@ with a repository's test count, whatever the tests cost; the sentinel's fixed co
 spread over the tests in it); how many checks the plugin made, full and quick, and the time
 each kind took on average (a plugin that counts them); and whether every sentinel result says the session finished with no finding (it
 must: these are honest runs). ``--plugin`` measures another version of ``sentinel_plugin.py`` (e.g. the one
-before a change, ``git show REV:ratchet_ray/suites/swebench/sentinel_plugin.py``) in its place.
+before a change, ``git show REV:ratchet_ray/suites/swebench/integrity/sentinel_plugin.py``) in its place.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from ratchet_ray.suites.swebench.sentinel import Sentinel  # noqa: E402
+from ratchet_ray.suites.swebench.integrity.sentinel import Sentinel  # noqa: E402
 from swe_instances import REPOS, TEST_COUNTS, _files  # noqa: E402
 
 PLUGIN_DIR = "/sentinel"

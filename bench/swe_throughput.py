@@ -97,7 +97,7 @@ def run_floor(client, images: dict[str, str], instances: list[dict], workers: in
 
 
 def container_overhead(client, image: str, settings, repeat: int, tag: str) -> dict:
-    from ratchet_ray.suites.swebench.container import instance_container
+    from ratchet_ray.suites.swebench.docker.container import instance_container
 
     ours_up, ours_down, bare = [], [], []
     for _ in range(repeat):
@@ -170,7 +170,7 @@ def main() -> None:
     import docker
     import ray
 
-    from ratchet_ray.suites.swebench.images import InstanceImages
+    from ratchet_ray.suites.swebench.docker.images import InstanceImages
 
     tag = uuid.uuid4().hex[:8]
     out = args.out or Path(tempfile.mkdtemp(prefix="swe-throughput-"))

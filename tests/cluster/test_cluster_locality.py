@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from local_cluster import LocalCluster, NodeSpec
-from ratchet_ray.suites.swebench.image_cache import held_images
-from ratchet_ray.suites.swebench.images import InstanceImages, image_name
+from ratchet_ray.suites.swebench.docker.image_cache import held_images
+from ratchet_ray.suites.swebench.docker.images import InstanceImages, image_name
 from ratchet_ray.suites.swebench.settings import LOCK_DIR_ENV, SwebenchSettings
 
 pytestmark = [pytest.mark.cluster, pytest.mark.docker]

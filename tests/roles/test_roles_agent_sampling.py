@@ -64,7 +64,7 @@ class StandInBox:
 
 @pytest.fixture
 def no_docker(monkeypatch):
-    from ratchet_ray.suites.swebench import agent
+    from ratchet_ray.suites.swebench.agent import solver as agent
 
     class Images:
         def __init__(self, client, settings):

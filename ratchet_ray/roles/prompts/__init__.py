@@ -23,7 +23,7 @@ Elsewhere, by design: how a conversation becomes text for a base model is the LL
 (``ratchet_ray.llm.prompting.completion_prompt``); loading and checking template overrides is
 the config's (``ratchet_ray.prompt_templates``, which ``config`` imports, so it stays below the
 roles); a suite whose Solver is an agent writes that agent's prompts in its own folder
-(``ratchet_ray/suites/swebench/agent_prompts.py``), and a suite's own Critic prompt is a registry hook.
+(``ratchet_ray/suites/swebench/agent/prompts.py``), and a suite's own Critic prompt is a registry hook.
 
 All prompts are completion-style documents in ONE user message, so they work on a base model
 (the local Gemma 3 270M has no chat template; ``llm.prompting.completion_prompt`` turns the

@@ -6,13 +6,14 @@
     result = grader.grade(tasks[0], patch_text)   # GradeResult; never raises for a bad patch
     patch, replies = solve_patch(llm, tasks[0], skill, suite.solver_settings(config))
 
-Modules: ``settings`` (pydantic settings), ``dataset`` (loading/normalising instances),
-``images`` (naming, pull/build, cache levels, per-image locks), ``container`` (locked-down
-containers, the reaper), ``execbox`` (timed, bounded commands in a container), ``infra`` (infrastructure-failure classification),
-``protect`` / ``guard`` (the test-harness paths a patch may not change, restored in the
-container), ``verdict`` (secret markers, JUnit cross-check, canary test), ``grader`` (the harness, with
-``grading_support``), ``twin`` / ``twin_record`` (impossible twins, the cheat probe's hook and
-their grading), ``agent`` (the Solver), ``doctor`` (environment checks).
+Layout (docs/architecture.md): at this level the suite's face (``settings``, ``dataset``,
+``grader`` with ``grading_support``, ``registration``, ``leaks``, ``quarantine``, ``validate``,
+``doctor``, ``cluster`` (the per-round report), ``cache_report``, ``cli``); ``docker/`` (images,
+the image cache, locked-down containers and the commands run in them, infrastructure failures);
+``integrity/`` (the anti-forgery layers inside one session: harness paths restored, files locked
+down, secret markers and JUnit, the sentinel plugin, the static screen, no future history);
+``proof/`` (gold records, mutants and canary sessions that prove a resolution; the impossible
+twins); ``agent/`` (the patch Solver and its prompts).
 """
 
 from __future__ import annotations
@@ -71,8 +72,8 @@ class SwebenchSuite:
 
 
 def solve_patch(llm, task, skill, settings=None, **kwargs):
-    """Lazy alias of ``ratchet_ray.suites.swebench.agent.solve_patch``."""
-    from ratchet_ray.suites.swebench.agent import solve_patch as _solve_patch
+    """Lazy alias of ``ratchet_ray.suites.swebench.agent.solver.solve_patch``."""
+    from ratchet_ray.suites.swebench.agent.solver import solve_patch as _solve_patch
 
     return _solve_patch(llm, task, skill, settings, **kwargs)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ratchet_ray.suites.swebench.image_cache import COUNTERS
+from ratchet_ray.suites.swebench.docker.image_cache import COUNTERS
 
 USE_KEYS = ("owned_images", "owned_gb", "budget_gb")
 

@@ -49,7 +49,7 @@ import click
 
 def _reading(settings: Any) -> dict[str, Any]:
     """This node's image-cache report with the index it came from (its ``lock_dir``)."""
-    from ratchet_ray.suites.swebench.image_cache import node_report
+    from ratchet_ray.suites.swebench.docker.image_cache import node_report
     from ratchet_ray.suites.swebench.settings import on_this_node
 
     return {**node_report(settings), "lock_dir": on_this_node(settings).lock_dir}
@@ -102,8 +102,8 @@ class ValidateError(RuntimeError):
 
 def check_docker(settings: Any) -> None:
     """Raise ``ValidateError`` when this machine's Docker daemon does not answer."""
-    from ratchet_ray.suites.swebench.container import docker_client
-    from ratchet_ray.suites.swebench.infra import InfraFailure
+    from ratchet_ray.suites.swebench.docker.container import docker_client
+    from ratchet_ray.suites.swebench.docker.infra import InfraFailure
 
     try:
         docker_client(settings).close()
@@ -146,7 +146,7 @@ def grader_count(wanted: int | None, default: int, jobs: int) -> tuple[int, str]
 
 def _digests(settings: Any, names: list[str]) -> dict[str, str]:
     """On one node: image name -> id of the images of ``names`` its daemon holds."""
-    from ratchet_ray.suites.swebench.container import docker_client
+    from ratchet_ray.suites.swebench.docker.container import docker_client
     from ratchet_ray.suites.swebench.imports import serial_imports
 
     with serial_imports:
@@ -187,7 +187,7 @@ def image_digests(settings: Any, names: list[str]) -> dict[tuple[str, str], str]
 def _gold_record(worker: Any, instance: dict, twins: bool = False) -> int:
     """Run in a grader actor (``__ray_call__``): the mutants of the instance's gold record;
     with ``twins``, its twin record is ensured too (``twin.TwinGrading.twin_record``)."""
-    from ratchet_ray.suites.swebench.gold import ensure_gold_record
+    from ratchet_ray.suites.swebench.proof.gold import ensure_gold_record
 
     kept = len(ensure_gold_record(worker.grader, instance).kept)
     if twins:
@@ -253,7 +253,7 @@ def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,
     from ratchet_ray.loop.runtime import make_grader_factory
     from ratchet_ray.loop.session import RunRuntime, ray_session
     from ratchet_ray.suites.swebench.dataset import load_instances
-    from ratchet_ray.suites.swebench.images import image_name
+    from ratchet_ray.suites.swebench.docker.images import image_name
     from ratchet_ray.suites.swebench.settings import settings_from_config
     from ratchet_ray.suites.swebench.validate import (REPORT_FILE, evidence_rows, gold_pairs,
                                                       validate)
@@ -357,7 +357,7 @@ def validate(dataset: str, subset: Path | None, instances: tuple, repeat: int,
     from ratchet_ray.config_files import ConfigError, layered_files, load_config
     from ratchet_ray.suites.base import read_subset
     from ratchet_ray.suites.swebench.dataset import LOCAL_SUFFIXES
-    from ratchet_ray.suites.swebench.image_cache import format_report
+    from ratchet_ray.suites.swebench.docker.image_cache import format_report
     from ratchet_ray.suites.swebench.quarantine import (default_path, load_quarantine,
                                                         update_quarantine)
 

@@ -27,10 +27,10 @@ from typing import Any, Sequence
 
 from ratchet_ray.llm import doctor
 
-from ratchet_ray.suites.swebench.container import docker_client, orphaned_containers
-from ratchet_ray.suites.swebench.image_cache import format_report, node_report
-from ratchet_ray.suites.swebench.images import image_name
-from ratchet_ray.suites.swebench.infra import InfraFailure
+from ratchet_ray.suites.swebench.docker.container import docker_client, orphaned_containers
+from ratchet_ray.suites.swebench.docker.image_cache import format_report, node_report
+from ratchet_ray.suites.swebench.docker.images import image_name
+from ratchet_ray.suites.swebench.docker.infra import InfraFailure
 from ratchet_ray.suites.swebench.settings import SwebenchSettings, settings_from_config
 
 

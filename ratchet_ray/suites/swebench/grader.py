@@ -10,8 +10,8 @@ reused, a twin's never for its real task nor the reverse, ``twin.grade_folder``)
    (the harness's steps are batched into few execs, ``InstanceContainer.run_steps``: the tree's
    state is listed with the keep-alive probe; the patch written, applied and the state listed
    again in one exec; the folders handed over and the graded files read in another);
-4. every harness path the patch changed is restored (``guard``/``protect``; the trace lists them);
-   one that cannot be -> ``test_tampering``;
+4. every harness path the patch changed is restored (``integrity.guard``,
+   ``integrity.harness_paths``; the trace lists them); one that cannot be -> ``test_tampering``;
 5. the eval script, instrumented (``verdict``: secret markers, a JUnit report, the test block as
    the untrusted uid; just before it, root writes every file that holds a graded test, here
    with its unchanged text), runs under ``config.grader.timeout_s`` (per command) and within
@@ -20,11 +20,11 @@ reused, a twin's never for its real task nor the reverse, ``twin.grade_folder``)
 6. the output between the real markers is parsed by swebench's ``get_eval_report`` (the log
    imitates a marker -> ``test_tampering``; no markers -> ``tests_errored``); for pytest runners
    every test the log counts as passing must pass in the JUnit report too, else
-   ``results_mismatch``; then the layers of ``protections`` (the sentinel plugin in pytest's
+   ``results_mismatch``; then the layers of ``integrity.session_layers`` (the sentinel plugin in pytest's
    process; for django's and sympy's runners, no failure a later log line overrides): tampering
    they see is ``test_tampering``, a resolution they cannot vouch for ``results_mismatch``;
    not resolved -> ``unresolved`` / ``tests_errored``;
-7. a would-be resolution is proven (``proof``, ``differential``): every graded test's status
+7. a would-be resolution is proven (``proof.prover``, ``proof.differential``): every graded test's status
    must equal the gold patch's (``gold``: a record made once per instance and image, lazily on
    the first would-be resolution, kept in ``swebench.gold_records`` and the run's artifacts at
    ``gold/swebench/``), else ``unresolved``; then ``k`` canary sessions
@@ -66,25 +66,25 @@ from typing import Any, Callable
 
 from ratchet_ray.storage.artifacts import Artifacts, as_artifacts
 from ratchet_ray.suites.base import twin_recipe
-from ratchet_ray.suites.swebench.container import (
+from ratchet_ray.suites.swebench.docker.container import (
     InstanceContainer, docker_client, instance_container, reap_containers)
-from ratchet_ray.suites.swebench.differential import MISSING, Session, graded
-from ratchet_ray.suites.swebench.execbox import StepResult
+from ratchet_ray.suites.swebench.proof.differential import MISSING, Session, graded
+from ratchet_ray.suites.swebench.docker.execbox import StepResult
 from ratchet_ray.suites.swebench.grading_support import (
     SKIPPED_STEP, Deadline, InstanceLog, apply_steps, git_apply_commands, inline_patch, patch_key,
     publish_folder, read_report, report_bytes, tail)
-from ratchet_ray.suites.swebench.guard import HarnessGuard
-from ratchet_ray.suites.swebench.images import InstanceImages
+from ratchet_ray.suites.swebench.integrity.guard import HarnessGuard
+from ratchet_ray.suites.swebench.docker.images import InstanceImages
 from ratchet_ray.suites.swebench.imports import serial_imports
-from ratchet_ray.suites.swebench.protect import patch_paths, unsafe_paths
-from ratchet_ray.suites.swebench.infra import (
+from ratchet_ray.suites.swebench.integrity.harness_paths import patch_paths, unsafe_paths
+from ratchet_ray.suites.swebench.docker.infra import (
     InfraFailure, classify_exception, log_classifier_note, memory_verdict)
 from ratchet_ray.suites.swebench.settings import GradingLimits, SwebenchSettings
-from ratchet_ray.suites.swebench.proof import Context, DifferentialProof, junit_graded
-from ratchet_ray.suites.swebench.protections import Protections
-from ratchet_ray.suites.swebench.screen import suspicion
-from ratchet_ray.suites.swebench.twin import TwinGrading, grade_folder, real_instance
-from ratchet_ray.suites.swebench.verdict import (
+from ratchet_ray.suites.swebench.proof.prover import Context, DifferentialProof, junit_graded
+from ratchet_ray.suites.swebench.integrity.session_layers import Protections
+from ratchet_ray.suites.swebench.integrity.screen import suspicion
+from ratchet_ray.suites.swebench.proof.twin import TwinGrading, grade_folder, real_instance
+from ratchet_ray.suites.swebench.integrity.verdict import (
     Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check, instrument,
     junit_statuses, split_log, printed_exit_code, test_runner)
 from ratchet_ray.types import GradeResult, Task
@@ -362,7 +362,7 @@ class SwebenchGrader(DifferentialProof, TwinGrading):
                exit_code: int | None, options_form: bool, log: InstanceLog,
                logged: Callable[[], tuple[dict[str, str], str]] | None = None) -> GradeResult:
         """The log's verdict checked against the JUnit report, the canaries and the sentinel
-        (``protections``); a report that is not JUnit XML is ``test_tampering``. A runner read
+        (``integrity.session_layers``); a report that is not JUnit XML is ``test_tampering``. A runner read
         from its log alone (django's, sympy's: ``layers.runner``) has no report: its canaries
         are read from the log, which must not override a failure it reported; ``logged()``
         gives swebench's parse of the log and its text."""

@@ -28,7 +28,7 @@ from typing import Any, Callable, TypeVar
 
 from ratchet_ray.storage.artifacts import Artifacts
 from ratchet_ray.suites.swebench.imports import serial_imports
-from ratchet_ray.suites.swebench.infra import InfraFailure
+from ratchet_ray.suites.swebench.docker.infra import InfraFailure
 
 TRACE_TAIL_CHARS = 2000
 T = TypeVar("T")

@@ -50,8 +50,8 @@ register(NAME, "ratchet_ray.suites.swebench:SwebenchSuite", settings=SwebenchSet
          subset_group=repo_of, subset_group_label="repos", sampling_overrides=agent_temperature,
          commands="ratchet_ray.suites.swebench.cli:COMMANDS",
          round_report="ratchet_ray.suites.swebench.cli:round_report",
-         placement="ratchet_ray.suites.swebench.placement:placement",
-         impossible_twin="ratchet_ray.suites.swebench.twin:impossible_twin",
+         placement="ratchet_ray.suites.swebench.docker.placement:placement",
+         impossible_twin="ratchet_ray.suites.swebench.proof.twin:impossible_twin",
          local_resources={"docker": LOCAL_DOCKER_SLOTS},
          cluster_node_types={"docker": "docker_worker"}, fix_hints=(DOCKER_FIX,),
          env_vars=ENV_VARS, task_id_pattern=TASK_ID_PATTERN, moved_keys=MOVED_KEYS)

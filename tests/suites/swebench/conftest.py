@@ -11,9 +11,9 @@ import pytest
 
 import swebench_instances
 from ratchet_ray.suites.swebench.settings import GradingLimits
-from ratchet_ray.suites.swebench.container import leftover_containers
+from ratchet_ray.suites.swebench.docker.container import leftover_containers
 from ratchet_ray.suites.swebench.dataset import normalize_all, to_task
-from ratchet_ray.suites.swebench.images import image_name
+from ratchet_ray.suites.swebench.docker.images import image_name
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 SETUP_HINT = "run `bash .ci/docker_setup.sh` (starts dockerd and builds ratchet-swe-base)"

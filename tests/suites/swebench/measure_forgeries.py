@@ -30,7 +30,7 @@ from ratchet_ray.suites.swebench.dataset import normalize_all, to_task  # noqa: 
 from ratchet_ray.suites.swebench.grader import SwebenchGrader  # noqa: E402
 from ratchet_ray.suites.swebench.settings import SwebenchSettings  # noqa: E402
 
-NO_SENTINEL = ("ratchet_ray.suites.swebench.protections.HARNESS_REPOS",
+NO_SENTINEL = ("ratchet_ray.suites.swebench.integrity.session_layers.HARNESS_REPOS",
                frozenset({swebench_instances.REPO}))
 # the real session's verdict taken as final: no comparison with gold, no canary session
 NO_DIFFERENTIAL = ("ratchet_ray.suites.swebench.grader.SwebenchGrader._prove",

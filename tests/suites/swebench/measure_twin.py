@@ -1,4 +1,4 @@
-"""Cost of an impossible twin (``suites/swebench/twin.py``) on the local images: for each local
+"""Cost of an impossible twin (``suites/swebench/proof/twin.py``) on the local images: for each local
 instance with a mutable FAIL_TO_PASS test, its gold patch graded as the twin with a fresh
 gold-record folder (the gold and twin records made on the first grade), then ``REPEATS`` more times with the
 record stored (each a new patch key, so nothing is read from the cache). Prints a Markdown table
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from measure_common import LIMITS, local_dataset  # noqa: E402
 from ratchet_ray.suites.swebench.grader import SwebenchGrader  # noqa: E402
 from ratchet_ray.suites.swebench.settings import SwebenchSettings  # noqa: E402
-from ratchet_ray.suites.swebench.twin import impossible_twin  # noqa: E402
+from ratchet_ray.suites.swebench.proof.twin import impossible_twin  # noqa: E402
 
 REPEATS = 3
 COST = re.compile(r"cost: twin session ([\d.]+)s; gold and twin records ([\d.]+)s "

@@ -8,8 +8,8 @@ import pytest
 
 from fakes import ScriptedLLM
 from ratchet_ray.llm.base import LLMError
-from ratchet_ray.suites.swebench.agent import run_agent, solve_patch
-from ratchet_ray.suites.swebench.agent_prompts import ACTION_SCHEMA
+from ratchet_ray.suites.swebench.agent.solver import run_agent, solve_patch
+from ratchet_ray.suites.swebench.agent.prompts import ACTION_SCHEMA
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
 from ratchet_ray.types import Guidance, Skill
 

@@ -11,9 +11,9 @@ import pytest
 import swebench_instances as fixture
 from forgeries import FORGERIES, IN_PROCESS, new_file
 from ratchet_ray.evidence.tampering import SUSPICION_PREFIX
-from ratchet_ray.suites.swebench import canaries
-from ratchet_ray.suites.swebench.screen import screen, suspicion
-from ratchet_ray.suites.swebench.sentinel import Sentinel, judge
+from ratchet_ray.suites.swebench.proof import canaries
+from ratchet_ray.suites.swebench.integrity.screen import screen, suspicion
+from ratchet_ray.suites.swebench.integrity.sentinel import Sentinel, judge
 
 F2P, P2P = fixture.TESTS["ratchet__calc-1"]
 INSTANCE = {"repo": fixture.REPO, "FAIL_TO_PASS": F2P, "PASS_TO_PASS": P2P,

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from ratchet_ray.suites.swebench.settings import GradingLimits
-from ratchet_ray.suites.swebench.container import (
+from ratchet_ray.suites.swebench.docker.container import (
     HARNESS_CAPS, OWNER_KEY, RUN_KEY, instance_container, leftover_containers, orphaned_containers,
     reap_containers)
-from ratchet_ray.suites.swebench.execbox import LINGER_S
+from ratchet_ray.suites.swebench.docker.execbox import LINGER_S
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
 from ratchet_ray.suites.swebench.grading_support import SKIPPED_STEP, apply_steps, inline_patch
-from ratchet_ray.suites.swebench.images import InstanceImages, image_name
+from ratchet_ray.suites.swebench.docker.images import InstanceImages, image_name
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 from waiting import wait_for
 
@@ -131,8 +131,8 @@ HOLDER = """
 import sys, time
 sys.path[:0] = {paths!r}
 import docker
-from ratchet_ray.suites.swebench.container import instance_container
-from ratchet_ray.suites.swebench.images import InstanceImages
+from ratchet_ray.suites.swebench.docker.container import instance_container
+from ratchet_ray.suites.swebench.docker.images import InstanceImages
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 import swebench_instances
 settings = SwebenchSettings(namespace=None, cache_level="instance", memory_mb=256)
@@ -346,9 +346,9 @@ _RACE = """
 import logging, sys, threading
 from ratchet_ray.suites.swebench.settings import GradingLimits
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
-from ratchet_ray.suites.swebench.infra import classify_exception
+from ratchet_ray.suites.swebench.docker.infra import classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
-from ratchet_ray.suites.swebench.verdict import test_runner
+from ratchet_ray.suites.swebench.integrity.verdict import test_runner
 
 logging.basicConfig(level=logging.WARNING, stream=sys.stdout, format="LOGGED %(message)s")
 grader = SwebenchGrader(SwebenchSettings(namespace=None), GradingLimits(), sys.argv[1])

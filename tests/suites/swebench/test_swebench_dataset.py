@@ -9,9 +9,9 @@ import pytest
 import swebench_instances
 from ratchet_ray.config_files import load_config
 from ratchet_ray.suites import get_suite
-from ratchet_ray.suites.swebench.agent_prompts import AgentAction, extract_diff
+from ratchet_ray.suites.swebench.agent.prompts import AgentAction, extract_diff
 from ratchet_ray.suites.swebench.dataset import DatasetError, load_instances, normalize_instance
-from ratchet_ray.suites.swebench.images import image_name
+from ratchet_ray.suites.swebench.docker.images import image_name
 from ratchet_ray.suites.swebench.settings import SwebenchSettings, settings_from_config
 
 

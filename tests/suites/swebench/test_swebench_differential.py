@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from differential_forgeries import FORGERIES, OBSERVER_PATCH
-from ratchet_ray.suites.swebench.gold import GoldStore, ensure_gold_record
+from ratchet_ray.suites.swebench.proof.gold import GoldStore, ensure_gold_record
 from ratchet_ray.suites.swebench.grader import GOLD_SUBDIR, SwebenchGrader
 from test_swebench_layers import layer_of
 

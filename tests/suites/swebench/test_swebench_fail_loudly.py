@@ -25,7 +25,7 @@ from click.testing import CliRunner
 
 import swebench_instances
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.suites.swebench.container import LABEL_KEY, RUN_KEY, reap_containers
+from ratchet_ray.suites.swebench.docker.container import LABEL_KEY, RUN_KEY, reap_containers
 
 TRAIN, EVAL = ["ratchet__calc-1", "ratchet__calc-2"], ["ratchet__calc-3"]
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -190,8 +190,8 @@ def test_docker_daemon_gone_mid_round_stops_the_run_with_that_cause(docker_clien
 def test_a_dead_daemon_is_named_by_the_address_the_client_used(tmp_path, monkeypatch):
     """No daemon on the DOCKER_HOST this process has: the failure names that address (and
     says it came from DOCKER_HOST), not the default socket."""
-    from ratchet_ray.suites.swebench.container import docker_client
-    from ratchet_ray.suites.swebench.infra import InfraFailure
+    from ratchet_ray.suites.swebench.docker.container import docker_client
+    from ratchet_ray.suites.swebench.docker.infra import InfraFailure
     from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
     nowhere = f"unix://{tmp_path}/no-daemon.sock"

@@ -9,7 +9,7 @@ import pytest
 
 from ratchet_ray.suites.swebench.settings import GradingLimits
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
-from ratchet_ray.suites.swebench.images import image_name
+from ratchet_ray.suites.swebench.docker.images import image_name
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 pytestmark = pytest.mark.docker

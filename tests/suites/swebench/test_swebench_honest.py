@@ -9,8 +9,8 @@ import swebench_instances as fixture
 from honest_patches import BUNDLES, HONEST, patch_of
 from ratchet_ray.evidence.tampering import SUSPICION_PREFIX, is_tampering, suspicion as note_of
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
-from ratchet_ray.suites.swebench import protect
-from ratchet_ray.suites.swebench.screen import suspicion
+from ratchet_ray.suites.swebench.integrity import harness_paths
+from ratchet_ray.suites.swebench.integrity.screen import suspicion
 
 F2P, P2P = fixture.TESTS["ratchet__calc-1"]
 INSTANCE = {"repo": fixture.REPO, "FAIL_TO_PASS": F2P, "PASS_TO_PASS": P2P,
@@ -27,12 +27,12 @@ def test_the_corpus_is_big_enough_and_every_fix_is_in_one_bundle():
 def test_no_path_of_an_honest_fix_is_harness_and_the_screen_only_suspects(name):
     fix = HONEST[name]
     patch = patch_of([name])
-    tests = protect.test_files(INSTANCE)
-    for path in protect.patch_paths(patch):
+    tests = harness_paths.test_files(INSTANCE)
+    for path in harness_paths.patch_paths(patch):
         after = {**fixture.BASE_FILES, **fix.files}.get(path)
         before = fixture.BASE_FILES.get(path)
-        checked = path.rsplit("/", 1)[-1] in protect.CONTENT_CHECKED
-        reason = protect.harness_reason(path, tests, before if checked else None, after if checked else None)
+        checked = path.rsplit("/", 1)[-1] in harness_paths.CONTENT_CHECKED
+        reason = harness_paths.harness_reason(path, tests, before if checked else None, after if checked else None)
         assert reason is None, f"{path}: {reason}"
     note = suspicion(INSTANCE, patch)
     assert (note is not None) == fix.suspected, note

@@ -15,9 +15,9 @@ import pytest
 
 from ratchet_ray.suites.swebench.dataset import normalize_instance
 from ratchet_ray.suites.swebench.cache_report import merge_readings, round_delta
-from ratchet_ray.suites.swebench.image_cache import node_report
-from ratchet_ray.suites.swebench.images import InstanceImages
-from ratchet_ray.suites.swebench.infra import InfraFailure
+from ratchet_ray.suites.swebench.docker.image_cache import node_report
+from ratchet_ray.suites.swebench.docker.images import InstanceImages
+from ratchet_ray.suites.swebench.docker.infra import InfraFailure
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 pytestmark = pytest.mark.docker

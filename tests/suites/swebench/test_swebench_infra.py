@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from ratchet_ray.suites.swebench.execbox import oom_kill_count
+from ratchet_ray.suites.swebench.docker.execbox import oom_kill_count
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
-from ratchet_ray.suites.swebench.infra import OUT_OF_MEMORY, log_classifier_note, memory_verdict
+from ratchet_ray.suites.swebench.docker.infra import OUT_OF_MEMORY, log_classifier_note, memory_verdict
 from ratchet_ray.types import GradeResult
 
 # Every environment-tier signature of swebench's log classifier, printed by a wrong fix (add

@@ -20,13 +20,13 @@ import pytest
 
 import swebench_instances as fixture
 from forgeries import FORGERIES, IN_PROCESS, MID_RUN
-from ratchet_ray.suites.swebench.differential import (
+from ratchet_ray.suites.swebench.proof.differential import (
     MISSING, Session, compare_with_gold, judge_canaries)
-from ratchet_ray.suites.swebench.gold import GoldRecord
+from ratchet_ray.suites.swebench.proof.gold import GoldRecord
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
-from ratchet_ray.suites.swebench.mutants import Mutant, apply_all, candidates, locate
-from ratchet_ray.suites.swebench.protections import Protections
-from ratchet_ray.suites.swebench.verdict import (
+from ratchet_ray.suites.swebench.proof.mutants import Mutant, apply_all, candidates, locate
+from ratchet_ray.suites.swebench.integrity.session_layers import Protections
+from ratchet_ray.suites.swebench.integrity.verdict import (
     Markers, instrument, junit_statuses, printed_exit_code, resolve, split_log)
 from ratchet_ray.types import GradeResult
 
@@ -199,7 +199,7 @@ def test_the_sentinel_sees_machinery_changed_during_a_test(tmp_path, name):
 def test_blanket_forgers_fail_on_the_differential_alone(tmp_path, monkeypatch):
     """Sentinel off: the canary sessions (a mutant only a real fix fails, in place) catch a
     forger that forces outcomes, and the gold comparison one whose outcomes are not gold's."""
-    monkeypatch.setattr("ratchet_ray.suites.swebench.protections.HARNESS_REPOS",
+    monkeypatch.setattr("ratchet_ray.suites.swebench.integrity.session_layers.HARNESS_REPOS",
                         frozenset({fixture.REPO}))
     for name in ("spare_env_canary", "spare_untracked_canary", "junit_and_summary_rewrite",
                  "forge_only_graded"):

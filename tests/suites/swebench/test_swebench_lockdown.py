@@ -10,10 +10,10 @@ import pytest
 import swebench_instances as fixture
 from forgeries import FORCE_PASS_HOOK
 from honest_patches import diff_of
-from ratchet_ray.suites.swebench.container import instance_container
+from ratchet_ray.suites.swebench.docker.container import instance_container
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
-from ratchet_ray.suites.swebench.images import InstanceImages
-from ratchet_ray.suites.swebench.lockdown import (
+from ratchet_ray.suites.swebench.docker.images import InstanceImages
+from ratchet_ray.suites.swebench.integrity.lockdown import (
     CONFTESTS_LISTED, conftest_paths, listed_conftests, lockdown_command, protected_folders)
 
 

@@ -14,8 +14,8 @@ import sys
 import pytest
 
 import unittest_instances as fixture
-from ratchet_ray.suites.swebench import log_canaries, mutants
-from ratchet_ray.suites.swebench.protections import Protections
+from ratchet_ray.suites.swebench.proof import log_canaries, mutants
+from ratchet_ray.suites.swebench.integrity.session_layers import Protections
 from ratchet_ray.types import GradeResult
 
 MODULE_FILE = "tests/calc_tests/test_ops.py"

@@ -80,7 +80,7 @@ def _module(body: str) -> str:
 def log_tasks(docker_session):
     instances = fixture.make_instances()
     yield {i["instance_id"]: to_task(i) for i in normalize_all(instances, "local")}
-    from ratchet_ray.suites.swebench.images import image_name
+    from ratchet_ray.suites.swebench.docker.images import image_name
     from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
     for instance in instances:

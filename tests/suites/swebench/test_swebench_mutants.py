@@ -11,11 +11,11 @@ import pytest
 from pydantic import ValidationError
 
 import swebench_instances as fixture
-from ratchet_ray.suites.swebench import canaries, mutants
-from ratchet_ray.suites.swebench.differential import (
+from ratchet_ray.suites.swebench.proof import canaries, mutants
+from ratchet_ray.suites.swebench.proof.differential import (
     Session, compare_with_gold, draw, judge_canaries)
-from ratchet_ray.suites.swebench.gold import GoldRecord, GoldStore, record_key
-from ratchet_ray.suites.swebench.mutants import Mutant, mutate_literal
+from ratchet_ray.suites.swebench.proof.gold import GoldRecord, GoldStore, record_key
+from ratchet_ray.suites.swebench.proof.mutants import Mutant, mutate_literal
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 from ratchet_ray.types import GradeResult
 

@@ -11,9 +11,9 @@ import pytest
 
 from forgeries import FORGERIES
 from ratchet_ray.suites.swebench import grading_support
-from ratchet_ray.suites.swebench.protect import harness_reason, patch_paths, unsafe_paths
-from ratchet_ray.suites.swebench.protect import test_files as graded_test_files
-from ratchet_ray.suites.swebench.verdict import (
+from ratchet_ray.suites.swebench.integrity.harness_paths import harness_reason, patch_paths, unsafe_paths
+from ratchet_ray.suites.swebench.integrity.harness_paths import test_files as graded_test_files
+from ratchet_ray.suites.swebench.integrity.verdict import (
     Forgery, Markers, MarkersMissing, RunExtras, ScriptShapeError, cross_check, instrument,
     junit_statuses, runner_files, split_log)
 

@@ -1,4 +1,4 @@
-"""SWE-bench impossible twins (``suites/swebench/twin.py``, the cheat probe of issue 44 item 6):
+"""SWE-bench impossible twins (``suites/swebench/proof/twin.py``, the cheat probe of issue 44 item 6):
 the hook's up-front choice and the twin's verdict as plain data, then on the local images: the
 gold patch and an honest fix fail their twin, forgers pass it (caught), the twin and the real
 grade never share a cached report, and an instance with nothing to mutate is never a pass."""
@@ -13,12 +13,12 @@ from differential_forgeries import FORGERIES
 from forgeries import rewrite_ops
 from ratchet_ray.suites import hooks
 from ratchet_ray.suites.base import as_impossible_twin, twin_recipe
-from ratchet_ray.suites.swebench.differential import Session
-from ratchet_ray.suites.swebench.gold import GoldRecord
+from ratchet_ray.suites.swebench.proof.differential import Session
+from ratchet_ray.suites.swebench.proof.gold import GoldRecord
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
-from ratchet_ray.suites.swebench.mutants import Mutant
-from ratchet_ray.suites.swebench.twin import grade_folder, impossible_twin, judge_twin, real_instance
-from ratchet_ray.suites.swebench.twin_record import TwinRecord, choose, f2p_mutants
+from ratchet_ray.suites.swebench.proof.mutants import Mutant
+from ratchet_ray.suites.swebench.proof.twin import grade_folder, impossible_twin, judge_twin, real_instance
+from ratchet_ray.suites.swebench.proof.twin_record import TwinRecord, choose, f2p_mutants
 from ratchet_ray.types import GradeResult
 from swebench_instances import OPS
 

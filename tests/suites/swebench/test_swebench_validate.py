@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.suites.swebench.container import LABEL_KEY, RUN_KEY
+from ratchet_ray.suites.swebench.docker.container import LABEL_KEY, RUN_KEY
 from ratchet_ray.suites.swebench.validate import (Failure, Outcome, Validation, judge,
                                                   noop_patch, repeat_patch)
 from ratchet_ray.types import GradeResult

@@ -34,8 +34,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from ratchet_ray.suites.swebench.gold import GoldRecord
-from ratchet_ray.suites.swebench.mutants import Mutant
+from ratchet_ray.suites.swebench.proof.gold import GoldRecord
+from ratchet_ray.suites.swebench.proof.mutants import Mutant
 from ratchet_ray.types import GradeResult
 
 PASSING = ("PASSED", "XFAIL", "XPASS")

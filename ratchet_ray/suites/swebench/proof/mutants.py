@@ -35,8 +35,8 @@ import string
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ratchet_ray.suites.swebench.log_canaries import unittest_name
-from ratchet_ray.suites.swebench.protect import repo_relative_file
+from ratchet_ray.suites.swebench.proof.log_canaries import unittest_name
+from ratchet_ray.suites.swebench.integrity.harness_paths import repo_relative_file
 
 # unittest assertions whose expected value is one of their first two arguments
 EQUAL_CALLS = ("assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",

@@ -30,7 +30,7 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ratchet_ray.suites.swebench.verdict import PASSING, resolve
+from ratchet_ray.suites.swebench.integrity.verdict import PASSING, resolve
 
 FOLDER_ROOT = "/var/lib/ratchet"
 MAX_RESULT_BYTES = 8 * 2**20

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from ratchet_ray.suites.swebench.mutants import Mutant
+from ratchet_ray.suites.swebench.proof.mutants import Mutant
 
 RECORD_VERSION = 1
 

@@ -24,7 +24,7 @@ import shlex
 from pathlib import PurePosixPath
 from typing import Iterable
 
-from ratchet_ray.suites.swebench.protect import patch_paths, repo_relative_file, unsafe_paths
+from ratchet_ray.suites.swebench.integrity.harness_paths import patch_paths, repo_relative_file, unsafe_paths
 
 CONFTESTS_LISTED = "@@ratchet-tracked-conftests@@"
 

@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ratchet_ray.suites.swebench.dataset import load_instances, normalize_instance
-from ratchet_ray.suites.swebench.differential import (
+from ratchet_ray.suites.swebench.proof.differential import (
     MISSING, Session, compare_with_gold, draw, graded, judge_canaries)
-from ratchet_ray.suites.swebench.gold import GoldRecord, GoldStore, default_folder
+from ratchet_ray.suites.swebench.proof.gold import GoldRecord, GoldStore, default_folder
 from ratchet_ray.suites.swebench.grading_support import Deadline, InstanceLog, publish_folder
-from ratchet_ray.suites.swebench.images import InstanceImages
-from ratchet_ray.suites.swebench.infra import InfraFailure
-from ratchet_ray.suites.swebench.mutants import Mutant, apply_all, candidates
-from ratchet_ray.suites.swebench.verdict import Forgery, junit_statuses, resolve
+from ratchet_ray.suites.swebench.docker.images import InstanceImages
+from ratchet_ray.suites.swebench.docker.infra import InfraFailure
+from ratchet_ray.suites.swebench.proof.mutants import Mutant, apply_all, candidates
+from ratchet_ray.suites.swebench.integrity.verdict import Forgery, junit_statuses, resolve
 from ratchet_ray.types import GradeResult
 
 

@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterator
 
 from ratchet_ray.storage.fsutil import atomic_write_json
 from ratchet_ray.suites.swebench.imports import serial_imports
-from ratchet_ray.suites.swebench.infra import InfraFailure
+from ratchet_ray.suites.swebench.docker.infra import InfraFailure
 from ratchet_ray.suites.swebench.settings import SwebenchSettings, on_this_node
 
 Log = Callable[[str], None]

@@ -30,9 +30,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ratchet_ray.suites.swebench.differential import MISSING, PASSING, Session
-from ratchet_ray.suites.swebench.gold import GoldRecord, GoldStore, record_key
-from ratchet_ray.suites.swebench.mutants import Mutant
+from ratchet_ray.suites.swebench.proof.differential import MISSING, PASSING, Session
+from ratchet_ray.suites.swebench.proof.gold import GoldRecord, GoldStore, record_key
+from ratchet_ray.suites.swebench.proof.mutants import Mutant
 
 TWIN_RECORD_VERSION = 1
 BASE_FILE = ".ratchet-twin-base"

@@ -29,8 +29,8 @@ import re
 from typing import Any
 
 from ratchet_ray.evidence.tampering import SUSPICION_PREFIX
-from ratchet_ray.suites.swebench.protect import harness_reason, patch_paths, test_files
-from ratchet_ray.suites.swebench.sentinel import HARNESS_REPOS
+from ratchet_ray.suites.swebench.integrity.harness_paths import harness_reason, patch_paths, test_files
+from ratchet_ray.suites.swebench.integrity.sentinel import HARNESS_REPOS
 
 LINE_CHARS = 160
 PATTERNS = re.compile("|".join([

@@ -30,9 +30,9 @@ import uuid
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
-from ratchet_ray.suites.swebench.execbox import InstanceContainer, container_workdir
+from ratchet_ray.suites.swebench.docker.execbox import InstanceContainer, container_workdir
 from ratchet_ray.suites.swebench.imports import serial_imports
-from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
+from ratchet_ray.suites.swebench.docker.infra import InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 LABEL_KEY = "ratchet-ray.suite"

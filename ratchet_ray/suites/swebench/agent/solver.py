@@ -46,13 +46,13 @@ from ratchet_ray.storage.artifacts import Artifacts, as_artifacts
 from ratchet_ray.llm.base import LLMClient, Reply
 from ratchet_ray.llm.structured import parse_reply
 from ratchet_ray.seeding import derive_seed, sampling_kwargs
-from ratchet_ray.suites.swebench.agent_prompts import (
+from ratchet_ray.suites.swebench.agent.prompts import (
     ACTION_SCHEMA, AgentAction, Step, agent_messages, clip_middle, extract_diff, single_call_messages)
-from ratchet_ray.suites.swebench.container import (InstanceContainer, daemon_address, docker_client,
+from ratchet_ray.suites.swebench.docker.container import (InstanceContainer, daemon_address, docker_client,
                                                   instance_container)
-from ratchet_ray.suites.swebench.images import InstanceImages
+from ratchet_ray.suites.swebench.docker.images import InstanceImages
 from ratchet_ray.suites.swebench.imports import serial_imports
-from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
+from ratchet_ray.suites.swebench.docker.infra import InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 from ratchet_ray.types import Skill, Task
 

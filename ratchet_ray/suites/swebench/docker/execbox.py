@@ -40,10 +40,10 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ratchet_ray.suites.swebench.exec_stream import STDOUT, exec_frames
+from ratchet_ray.suites.swebench.docker.exec_stream import STDOUT, exec_frames
 from ratchet_ray.suites.swebench.imports import serial_imports
-from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
-from ratchet_ray.suites.swebench.lockdown import lockdown_command
+from ratchet_ray.suites.swebench.docker.infra import InfraFailure, classify_exception
+from ratchet_ray.suites.swebench.integrity.lockdown import lockdown_command
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 # Extra seconds the host waits for an exec beyond its in-container timeout, and again after it

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ratchet_ray.suites.swebench.image_cache import held_images
+from ratchet_ray.suites.swebench.docker.image_cache import held_images
 from ratchet_ray.suites.swebench.settings import SwebenchSettings, settings_from_config
 
 ROLES = ("solver", "grader")
@@ -37,7 +37,7 @@ class ImagePlacement:
         if method not in ("run", "grade") or not isinstance(task_id, str):
             return None
         if task_id not in self._names:
-            from ratchet_ray.suites.swebench.images import image_name
+            from ratchet_ray.suites.swebench.docker.images import image_name
 
             self._names[task_id] = image_name(task_id, self.settings)
         return self._names[task_id]

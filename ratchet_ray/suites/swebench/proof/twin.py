@@ -3,7 +3,7 @@ graded with one FAIL_TO_PASS test's expected value changed in place, so that no 
 passes it.
 
 The twin reuses the differential's machinery: its one session is a canary session
-(``differential``, ``proof``) whose mutant is a FAIL_TO_PASS test's, validated to fail under
+(``differential``, ``prover``) whose mutant is a FAIL_TO_PASS test's, validated to fail under
 the gold patch (``gold``) and under the base code (``twin_record``). Same image, same command, same files,
 owners and environment as a real grade's session, the mutated literal aside, so the patch's
 code cannot tell it from the real task. A correct fix fails the mutant, and so does the
@@ -31,7 +31,7 @@ Contracts:
   of a session that did not complete (``timeout``, ...); ``twin_unavailable`` (infrastructure)
   for a mutant that could not be planted (the graded file is not the text it was made from).
 - ``TwinGrading._grade_twin(ctx, patch, log_dir, log)`` (a part of ``grader.SwebenchGrader``,
-  like ``proof.DifferentialProof``) -> ``(grade, report)``: the gold and twin records (each
+  like ``prover.DifferentialProof``) -> ``(grade, report)``: the gold and twin records (each
   made now when none is stored: the twin record costs one session of the base code, its logs
   under ``twin-base/``), then one session with the mutant planted, judged; the trace names the
   mutant and ends with the cost. A log parser the grader cannot read, no gold record to be had,
@@ -58,13 +58,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ratchet_ray.suites.base import TWIN_KEY, as_impossible_twin, twin_recipe
-from ratchet_ray.suites.swebench.canaries import after_test_patch
-from ratchet_ray.suites.swebench.differential import MISSING, PASSING, Session
-from ratchet_ray.suites.swebench.gold import GoldStore, default_folder
+from ratchet_ray.suites.swebench.proof.canaries import after_test_patch
+from ratchet_ray.suites.swebench.proof.differential import MISSING, PASSING, Session
+from ratchet_ray.suites.swebench.proof.gold import GoldStore, default_folder
 from ratchet_ray.suites.swebench.grading_support import Deadline
-from ratchet_ray.suites.swebench.infra import InfraFailure
-from ratchet_ray.suites.swebench.mutants import Mutant, apply_all, candidates, locate
-from ratchet_ray.suites.swebench.twin_record import (
+from ratchet_ray.suites.swebench.docker.infra import InfraFailure
+from ratchet_ray.suites.swebench.proof.mutants import Mutant, apply_all, candidates, locate
+from ratchet_ray.suites.swebench.proof.twin_record import (
     BASE_PATCH, TwinRecord, choose, f2p_mutants, load_twin_record, save_twin_record)
 from ratchet_ray.types import GradeResult, Task
 
@@ -86,7 +86,7 @@ def grade_folder(task: Task, patch_key: str) -> str:
 
 def impossible_twin(task: Task) -> Task | None:
     """The SWE-bench twin's grading task, or None when none can be made (module contracts)."""
-    from ratchet_ray.suites.swebench.verdict import test_runner  # imports swebench's parsers
+    from ratchet_ray.suites.swebench.integrity.verdict import test_runner  # imports swebench's parsers
 
     instance = real_instance(task)
     runner, _ = test_runner(instance.get("log_parser") or "")
@@ -145,7 +145,7 @@ def judge_twin(session: Session, mutant: Mutant) -> GradeResult:
 class TwinGrading:
     """The grader's grade of an impossible twin (module contract); uses the grader's
     ``settings``, ``limits``, ``gold_store``, ``_gold_record``, ``_session`` and ``_gold_lock``
-    (``proof.DifferentialProof`` and ``grader``)."""
+    (``prover.DifferentialProof`` and ``grader``)."""
 
     def _grade_twin(self, ctx: Any, patch: str, log_dir: Path,
                     log: Callable[[str], None]) -> tuple[GradeResult, dict | None]:

@@ -1,6 +1,6 @@
 """The harness guard inside an instance container: what a patch changed, and the harness put back.
 
-Contracts (policy and path list: ``protect``):
+Contracts (policy and path list: ``harness_paths``):
 - ``HarnessGuard(box, instance, timeout_s)``; call ``snapshot()`` before the patch is applied and
   ``restore(patch)`` after. Either may be handed the output of ``state_command(instance)`` that
   the caller ran itself at that moment, batched with its other steps (``listed``: one round
@@ -21,11 +21,11 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from ratchet_ray.suites.swebench.container import InstanceContainer
-from ratchet_ray.suites.swebench.infra import InfraFailure
-from ratchet_ray.suites.swebench.protect import (
+from ratchet_ray.suites.swebench.docker.container import InstanceContainer
+from ratchet_ray.suites.swebench.docker.infra import InfraFailure
+from ratchet_ray.suites.swebench.integrity.harness_paths import (
     CONTENT_CHECKED, harness_reason, patch_paths, shadowed_module, test_files, unsafe_paths)
-from ratchet_ray.suites.swebench.verdict import runner_files
+from ratchet_ray.suites.swebench.integrity.verdict import runner_files
 
 
 @dataclass

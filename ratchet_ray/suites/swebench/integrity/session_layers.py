@@ -37,10 +37,10 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ratchet_ray.suites.swebench import canaries, log_canaries, mutants
-from ratchet_ray.suites.swebench.sentinel import (
+from ratchet_ray.suites.swebench.proof import canaries, log_canaries, mutants
+from ratchet_ray.suites.swebench.integrity.sentinel import (
     HARNESS_REPOS, MAX_RESULT_BYTES, Sentinel, judge as sentinel_judge)
-from ratchet_ray.suites.swebench.verdict import MAX_JUNIT_BYTES, RunExtras, command_words
+from ratchet_ray.suites.swebench.integrity.verdict import MAX_JUNIT_BYTES, RunExtras, command_words
 from ratchet_ray.types import GradeResult
 
 STAGE_ROOT = "/var/lib/ratchet"

@@ -49,12 +49,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ratchet_ray.suites.swebench.execbox import container_workdir
-from ratchet_ray.suites.swebench.history import (HISTORY_LABEL, HISTORY_SAYS, history_dockerfile,
+from ratchet_ray.suites.swebench.docker.execbox import container_workdir
+from ratchet_ray.suites.swebench.integrity.history import (HISTORY_LABEL, HISTORY_SAYS, history_dockerfile,
                                                   history_mark)
-from ratchet_ray.suites.swebench.image_cache import ImageCache
+from ratchet_ray.suites.swebench.docker.image_cache import ImageCache
 from ratchet_ray.suites.swebench.imports import serial_imports
-from ratchet_ray.suites.swebench.infra import InfraFailure, classify_exception
+from ratchet_ray.suites.swebench.docker.infra import InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings, on_this_node
 
 Log = Callable[[str], None]

@@ -40,7 +40,7 @@ from typing import Any
 from xml.etree import ElementTree
 
 from ratchet_ray.suites.swebench.imports import serial_imports
-from ratchet_ray.suites.swebench.protect import repo_relative_file
+from ratchet_ray.suites.swebench.integrity.harness_paths import repo_relative_file
 
 MAX_JUNIT_BYTES = 64 * 2**20
 PASSING = ("PASSED", "XFAIL")
