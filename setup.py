@@ -2,7 +2,7 @@
 
 The repo keeps ``configs/`` at the top level (the default and suite files, the ablation arms,
 the default meta-skills); a wheel ships that folder as ``ratchet_ray/configs`` package data, so a
-non-editable install finds it (``ratchet_ray.resources.configs_dir``). A ``package_dir`` mapping
+non-editable install finds it (``ratchet_ray.settings.resources.configs_dir``). A ``package_dir`` mapping
 of a folder outside the package needs an explicit package list, which pyproject.toml cannot
 compute; the packages themselves are still discovered, so new ones need no edit here.
 """

@@ -38,7 +38,7 @@ import ray
 from actors.batching import BatchCalls
 from actors.draining import call_one
 from ratchet_ray.storage.artifacts import Artifacts
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.suites import suite_for
 from ratchet_ray.types import GradeResult, Task
 

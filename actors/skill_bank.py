@@ -27,7 +27,7 @@ from typing import Any, Callable
 import ray
 
 from ratchet_ray.bank.skill_bank import SkillBank
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.llm.base import Embedder
 
 EmbedderOrFactory = Embedder | Callable[[], Embedder] | None

@@ -52,7 +52,7 @@ from actors.pools import ResilientPool  # noqa: E402
 from actors.solver import SolverActor  # noqa: E402
 from bench.delay_server import serve_in_process  # noqa: E402
 from local_cluster import LocalCluster, NodeSpec  # noqa: E402
-from ratchet_ray.config import LLMSettings, LoopConfig  # noqa: E402
+from ratchet_ray.settings.schema import LLMSettings, LoopConfig  # noqa: E402
 from ratchet_ray.evidence.store import EvidenceStore  # noqa: E402
 from ratchet_ray.loop.execute import SplitRunner  # noqa: E402
 from ratchet_ray.types import GradeResult, Guidance, Skill, Task  # noqa: E402

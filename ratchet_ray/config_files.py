@@ -13,7 +13,7 @@ Contracts:
 - ``dump_config`` writes the resolved config (``config.yaml`` in the run dir) so that
   ``load_config([that file])`` reproduces it exactly.
 
-The schema itself (``LoopConfig`` and its sections) is ``ratchet_ray.config``.
+The schema itself (``LoopConfig`` and its sections) is ``ratchet_ray.settings.schema``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any, Iterable
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from ratchet_ray import resources
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings import resources
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.suites.hooks import env_defaulted_keys, moved_keys
 from ratchet_ray.suites.plugins import SuitePluginError
 from ratchet_ray.suites.resolve import resolve_config, suite_sections, unknown_keys
@@ -174,7 +174,7 @@ def _load_config(files: Iterable[str | Path], overrides: Iterable[str]) -> LoopC
 def dump_config(config: LoopConfig, path: str | Path) -> None:
     """Write the resolved config, backend settings included; ``load_config([path])`` gives back
     an equal config, except that a ``llm.base_url`` with user info is written without it (no
-    secret is ever written; see ``ratchet_ray.backend_settings``)."""
+    secret is ever written; see ``ratchet_ray.settings.backends``)."""
     from ratchet_ray.storage.fsutil import atomic_write_text
 
     atomic_write_text(path, config_text(config))

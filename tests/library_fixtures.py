@@ -7,7 +7,7 @@ import pytest
 from fakes import HashEmbedder
 
 from ratchet_ray.bank.skill_bank import SkillBank
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence.store import EvidenceStore
 
 

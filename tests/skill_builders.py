@@ -7,7 +7,7 @@ from pathlib import Path
 from fakes import HashEmbedder
 
 from ratchet_ray.bank.skill_bank import SkillBank
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.config_files import dump_config
 from ratchet_ray.types import Capsule, Guidance, Skill, capsule_id
 

@@ -29,7 +29,7 @@ import yaml
 from pydantic import ValidationError
 
 from ratchet_ray.bank.skill_io import dump_yaml
-from ratchet_ray.resources import configs_dir
+from ratchet_ray.settings.resources import configs_dir
 from ratchet_ray.bank.skill_contract import SCHEMA_LOCK_MARKER, render_schema_lock
 from ratchet_ray.types import MetaSkill
 

@@ -17,7 +17,7 @@ Contracts (a mixin over ``SkillBank``: ``log``, ``config``, ``_skills``, ``stats
 
 from __future__ import annotations
 
-from ratchet_ray.config import CuratorSettings
+from ratchet_ray.settings.schema import CuratorSettings
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import EMPTY_STATS, SkillStats
 

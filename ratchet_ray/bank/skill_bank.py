@@ -53,7 +53,7 @@ from ratchet_ray.bank.refine import SkillRefiner
 from ratchet_ray.bank.skill_events import AddResult, BankError, EventLog
 from ratchet_ray.bank.skill_io import (SkillFileError, dump_skill, load_skill_folder, parse_skill,
                                        validate_skill, write_text_atomic)
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import (EMPTY_STATS, SkillStats, TamperingStats, skill_stats,
                                           tampering_by_skill)

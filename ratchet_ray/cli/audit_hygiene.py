@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence.queries import SkillStats
 from ratchet_ray.governance import bypass
 from ratchet_ray.governance.leakage import embedding_similarity

@@ -26,7 +26,7 @@ def _make_proposer(spec: str, llm: str, model: str | None, base_url: str | None,
             raise click.UsageError(str(exc)) from exc
     if spec != "llm":
         raise click.UsageError(f"--proposer {spec!r}: use llm or script:FILE")
-    from ratchet_ray.config import LLMSettings
+    from ratchet_ray.settings.schema import LLMSettings
     from ratchet_ray.experiment.llm_proposer import LLMProposer
     from ratchet_ray.llm.registry import make_llm
 
@@ -198,7 +198,7 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, pr
     pins = [*rules.overrides(),
             *([f"budget.max_cost_usd={budget / len(seed_list)}"] if budget is not None else [])]
     if prompts_dir is not None:  # a bad template fails here, before Ray starts
-        from ratchet_ray.prompt_templates import PromptTemplateError, load_prompt_dir
+        from ratchet_ray.settings.prompt_templates import PromptTemplateError, load_prompt_dir
 
         try:
             load_prompt_dir(prompts_dir)

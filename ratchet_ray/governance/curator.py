@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Collection, Iterable, Literal, Mapping
 
-from ratchet_ray.config import CuratorSettings
+from ratchet_ray.settings.schema import CuratorSettings
 from ratchet_ray.evidence.queries import EMPTY_STATS, SkillStats, TamperingStats
 from ratchet_ray.evidence.tampering import TAMPERING_REASON
 from ratchet_ray.governance.cheat_probe import CheatStats, cheat_reason

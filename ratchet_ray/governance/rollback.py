@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from ratchet_ray.config import RollbackSettings
+from ratchet_ray.settings.schema import RollbackSettings
 
 TOLERANCE = 1e-9
 

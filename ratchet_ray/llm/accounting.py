@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from ratchet_ray.llm.base import Reply
-from ratchet_ray.backend_settings import read_price_overlay
+from ratchet_ray.settings.backends import read_price_overlay
 
 if TYPE_CHECKING:
-    from ratchet_ray.config import LLMSettings
+    from ratchet_ray.settings.schema import LLMSettings
 
 LLM_CALL_COLUMNS = (
     "run_id", "round", "role", "backend", "model", "input_tokens", "output_tokens",

@@ -3,7 +3,7 @@
 Contracts:
 - Configuration (``BedrockConfig.from_settings``): ``llm.model`` or ``llm.bedrock.model_id``,
   and the rest of ``llm.bedrock`` (defaults from ``$RATCHET_BEDROCK_*`` and ``$AWS_REGION``,
-  see ``ratchet_ray.backend_settings``). Credentials come from the boto3 chain, never the config.
+  see ``ratchet_ray.settings.backends``). Credentials come from the boto3 chain, never the config.
 - Retries: exactly one layer, botocore's ``standard`` mode (exponential backoff with jitter on
   throttling and transient errors). ``Reply.retries`` is botocore's ``RetryAttempts`` summed over
   the attempted models.
@@ -25,13 +25,13 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ratchet_ray.config import LLMSettings
+from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.accounting import PriceTable, load_price_table
 from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
 from ratchet_ray.llm.ratelimit import Limiter, LimiterFactory, estimate_tokens, make_limiter
-from ratchet_ray.backend_settings import DEFAULT_BEDROCK_EMBED_MODEL_ID as DEFAULT_EMBED_MODEL_ID
-from ratchet_ray.backend_settings import DEFAULT_BEDROCK_FALLBACK_MODEL_ID as DEFAULT_FALLBACK_MODEL_ID
-from ratchet_ray.backend_settings import DEFAULT_BEDROCK_MODEL_ID as DEFAULT_MODEL_ID
+from ratchet_ray.settings.backends import DEFAULT_BEDROCK_EMBED_MODEL_ID as DEFAULT_EMBED_MODEL_ID
+from ratchet_ray.settings.backends import DEFAULT_BEDROCK_FALLBACK_MODEL_ID as DEFAULT_FALLBACK_MODEL_ID
+from ratchet_ray.settings.backends import DEFAULT_BEDROCK_MODEL_ID as DEFAULT_MODEL_ID
 from ratchet_ray.llm.structured import schema_instruction
 
 MAX_EMBED_BATCH = 96

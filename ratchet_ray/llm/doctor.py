@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from ratchet_ray.config import LLMSettings
+from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.crash import Diagnosed
 
 RAY_PROBE = """

@@ -41,7 +41,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ratchet_ray.config import LLMSettings
+from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.storage.fsutil import fsync_dir, temp_path
 from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
 from ratchet_ray.llm.prompting import STOP_SEQUENCES, completion_prompt

@@ -3,7 +3,7 @@
 Contracts:
 - Configuration (``OpenAIConfig.from_settings``): ``llm.base_url`` or ``OPENAI_BASE_URL``
   (required), ``llm.model`` or ``llm.openai.model`` (default ``$RATCHET_OPENAI_MODEL``, else the
-  server's first listed model), ``llm.openai.*`` (see ``ratchet_ray.backend_settings``), and the one secret,
+  server's first listed model), ``llm.openai.*`` (see ``ratchet_ray.settings.backends``), and the one secret,
   ``OPENAI_API_KEY`` (self-hosted servers usually ignore it).
 - Secrets: the key is a ``SecretStr`` (never in a repr, dump or message) and is registered with
   ``redact``; every message and the limiter's (actor) name use the URL without user info, and
@@ -32,7 +32,7 @@ from typing import Any, Literal, Mapping, Sequence
 import numpy as np
 from pydantic import BaseModel, Field, SecretStr
 
-from ratchet_ray.config import LLMSettings
+from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.accounting import PriceTable, load_price_table
 from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
 from ratchet_ray.llm.ratelimit import Limiter, LimiterFactory, estimate_tokens, make_limiter

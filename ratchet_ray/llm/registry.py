@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable
 
-from ratchet_ray.config import LLMSettings
+from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.accounting import price_table
 from ratchet_ray.llm.base import Embedder, LLMClient, LLMError
 from ratchet_ray.llm.services import IN_PROCESS, LLMServices

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Mapping
 from urllib.parse import urlsplit
 
-from ratchet_ray.config import LLMSettings
+from ratchet_ray.settings.schema import LLMSettings
 
 _EXTRA_FIX = "pip install 'ratchet-ray[{extra}]'"
 

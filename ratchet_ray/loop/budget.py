@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from ratchet_ray.config import BudgetSettings, LoopConfig
+from ratchet_ray.settings.schema import BudgetSettings, LoopConfig
 from ratchet_ray.config_files import ConfigError, load_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.loop.breaker import RunStopped

@@ -50,7 +50,7 @@ SUITE = SuiteName()
 def default_suite() -> str:
     """The suite of the paper's Default config (``configs/default.yaml``'s, which
     ``LoopConfig.suite`` defaults to)."""
-    from ratchet_ray.config import default_suite as configured
+    from ratchet_ray.settings.schema import default_suite as configured
 
     return configured()
 

@@ -37,7 +37,7 @@ import ray
 
 from actors.draining import call_one, drain
 from actors.pools import PoolResult, ResilientPool
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import recent_verdicts
 from ratchet_ray.evidence.tampering import TAMPERING_REASON

@@ -39,7 +39,7 @@ import ray
 from ray.exceptions import RayActorError
 
 from actors.pool_errors import ActorDied, ray_logs_dir
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.llm import doctor
 from ratchet_ray.llm.doctor import Check
 from ratchet_ray.loop.breaker import PreflightFailed

@@ -51,7 +51,7 @@ from actors.skill_bank import actor_name, launch_skill_bank
 from actors.solver import SolverActor
 from actors.synthesizer import SynthesizerActor
 from ratchet_ray.storage.artifacts import Artifacts, ArtifactStore
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.llm.base import Embedder, LLMClient
 from ratchet_ray.llm.cache import CACHE_DIRNAME
 from ratchet_ray.suites.hooks import local_resources

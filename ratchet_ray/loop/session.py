@@ -36,7 +36,7 @@ from actors.artifacts import run_artifacts_access
 from actors.pools import ResilientPool
 from actors.run_lease import hold_run_lease
 from ratchet_ray.storage.artifacts import Artifacts
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.loop.breaker import InfraBreaker
 from ratchet_ray.loop.preflight import preflight
 from ratchet_ray.loop.runtime import Models, Runtime, connect_ray, make_pool, release_run, \

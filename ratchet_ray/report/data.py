@@ -237,7 +237,7 @@ def _dead_weight_rounds(run_dir: Path) -> int:
     """The run's ``curator.dead_weight_rounds`` (config.yaml), else the Default's."""
     import yaml
 
-    from ratchet_ray.config import CuratorSettings
+    from ratchet_ray.settings.schema import CuratorSettings
 
     config = run_dir / "config.yaml"
     raw = (yaml.safe_load(config.read_text()) or {}) if config.is_file() else {}

@@ -29,7 +29,7 @@ from typing import Any, Mapping
 
 from ratchet_ray.bank.pack_format import IMPORTS_DIR
 from ratchet_ray.bank.probation import PACK_REASON_PREFIX, TRUSTED_REASON_PREFIX, probation_floor
-from ratchet_ray.config import CuratorSettings
+from ratchet_ray.settings.schema import CuratorSettings
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import EMPTY_STATS, SkillStats
 from ratchet_ray.types import NONE_SKILL

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from ratchet_ray.config import RoleLimits, RoleSettings
+from ratchet_ray.settings.schema import RoleLimits, RoleSettings
 from ratchet_ray.llm.base import LLMClient, Reply
 from ratchet_ray.llm.structured import ask_structured
 from ratchet_ray.roles.prompts.critic import CONFIDENCE, critic_messages, verdict_model

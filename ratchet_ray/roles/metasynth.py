@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from ratchet_ray.config import RoleLimits, RoleSettings
+from ratchet_ray.settings.schema import RoleLimits, RoleSettings
 from ratchet_ray.llm.base import LLMClient, Reply
 from ratchet_ray.llm.structured import ask_structured
 from ratchet_ray.roles.prompts.metasynth import MetaSkillDraft, metasynth_messages

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ratchet_ray.config import SynthSettings
+from ratchet_ray.settings.schema import SynthSettings
 from ratchet_ray.roles.drafts import draft_to_skill, unique_id
 from ratchet_ray.roles.prompts.refiner import refine_messages
 from ratchet_ray.roles.reprompt import RepromptNotes, reprompt_until_added

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from ratchet_ray.config import RoleLimits, RoleSettings, RouterSettings
+from ratchet_ray.settings.schema import RoleLimits, RoleSettings, RouterSettings
 from ratchet_ray.llm.base import Embedder, LLMClient, Reply
 from ratchet_ray.llm.structured import ask_structured
 from ratchet_ray.roles.prompts.router import router_choice_model, router_messages

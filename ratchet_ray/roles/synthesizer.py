@@ -54,7 +54,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 from pydantic import ValidationError
 
-from ratchet_ray.config import RoleLimits, RoleSettings, SynthSettings
+from ratchet_ray.settings.schema import RoleLimits, RoleSettings, SynthSettings
 from ratchet_ray.llm.base import Embedder, LLMClient, LLMError, Message, Reply
 from ratchet_ray.llm.structured import ask_structured
 from ratchet_ray.roles.drafts import DraftError, draft_to_skill, slugify, unique_id

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from ratchet_ray.storage.artifacts import Artifacts, as_artifacts
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.llm.base import Embedder, LLMClient, Reply
 from ratchet_ray.roles.critic import CritiqueResult, critique
 from ratchet_ray.roles.metasynth import MetaRefresh, refresh

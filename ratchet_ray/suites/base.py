@@ -46,7 +46,7 @@ from ratchet_ray.types import GradeResult, Skill, Task
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # config imports the suite registry, which lives under this package
-    from ratchet_ray.config import LoopConfig
+    from ratchet_ray.settings.schema import LoopConfig
     from ratchet_ray.llm.base import Message
 
 OutputKind = str

@@ -1,6 +1,6 @@
 """Resolving a run's config: the one place where a ``LoopConfig`` meets the suite registry.
 
-``ratchet_ray.config`` is a pure schema (field types, defaults, rules between its own fields);
+``ratchet_ray.settings.schema`` is a pure schema (field types, defaults, rules between its own fields);
 what depends on the registered suites happens here, once, when a run's config is built.
 
 Contracts:
@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable, Mapping
 
-from ratchet_ray.config import LoopConfig, default_suite
+from ratchet_ray.settings.schema import LoopConfig, default_suite
 from ratchet_ray.llm.registry import WORLD_BACKENDS
 from ratchet_ray.suites import hooks, registry
 from ratchet_ray.suites.plugins import resolve_plugin

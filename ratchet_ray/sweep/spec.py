@@ -41,10 +41,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Sequence
 
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.config_files import ConfigError, load_config
 from ratchet_ray.loop.rundir import RunDir, write_json
-from ratchet_ray.resources import configs_dir
+from ratchet_ray.settings.resources import configs_dir
 from ratchet_ray.storage.runlock import RunDirBusy, RunLock
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

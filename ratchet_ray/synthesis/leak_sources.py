@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.governance.leakage import LeakIndex
 from ratchet_ray.suites.base import LeakSource, split_tasks
 from ratchet_ray.types import Skill, Task

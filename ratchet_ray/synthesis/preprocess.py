@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ratchet_ray.config import SynthSettings
+from ratchet_ray.settings.schema import SynthSettings
 from ratchet_ray.llm.base import Embedder, cosine_matrix
 from ratchet_ray.types import Skill, Verdict
 

@@ -17,7 +17,7 @@ from actors.solver import SolverActor
 from fakes import HashEmbedder, ScriptedLLM
 from loop_helpers import BadBaseUrl, DiesWhileStarting, SlowCanonical, SlowToStart, Worker
 from waiting import actor_gone, wait_for
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.phases import record_lost_attempts
 from ratchet_ray.suites import get_suite

@@ -12,7 +12,7 @@ later is covered without touching this file.
   ``actors/`` and above import ``ray``.
 - No module imports itself back through others (module cycles), and no plain-library package
   does through another package (package cycles); there is no list of tolerated back-edges.
-  ``ratchet_ray.config`` is a pure schema that imports no suite: checking a config against the
+  ``ratchet_ray.settings.schema`` is a pure schema that imports no suite: checking a config against the
   registered suites is ``ratchet_ray.suites.resolve``. The suites' settings modules that the
   suite registry imports stay leaves.
 """
@@ -115,7 +115,7 @@ def test_no_package_cycles_in_the_plain_library(graph):
                 if layer_of(dst) == "plain library" and dst.startswith("ratchet_ray."))
     for src in packages:
         packages[src].discard(src)
-    assert "ratchet_ray.suites" not in packages["ratchet_ray.config"]  # a pure schema
+    assert "ratchet_ray.suites" not in packages["ratchet_ray.settings"]  # a pure schema
     assert "ratchet_ray.suites" in packages["ratchet_ray.config_files"]  # resolves through them
     cycles = [" -> ".join(cycle_path(packages, c)) for c in import_cycles(packages)]
     assert cycles == [], "plain-library packages importing each other:\n" + "\n".join(cycles)

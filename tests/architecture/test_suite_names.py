@@ -33,7 +33,7 @@ BUILTINS = sorted(module.split(".")[2] for module in registry.BUILTIN_PLUGINS)
 SCANNED = ("ratchet_ray", "jobs", "actors", "tools")
 # (module, finding) -> why the module may still hold that string. Each entry must still be needed.
 EXCEPTIONS = {
-    ("ratchet_ray/config.py", "name 'sim'"):
+    ("ratchet_ray/settings/schema.py", "name 'sim'"):
         "`sim` is also the name of an LLM backend (`llm.backend: sim`, the simulated world's "
         "model), a different namespace of values: the schema lists the backends",
     ("ratchet_ray/llm/registry.py", "name 'sim'"):

@@ -88,7 +88,7 @@ def test_wheel_ships_configs_and_meta_skills(installed):
 def test_installed_package_resolves_its_own_files(installed):
     _, python, workdir = installed
     code = ("import ratchet_ray, actors, jobs\n"
-            "from ratchet_ray.resources import configs_dir\n"
+            "from ratchet_ray.settings.resources import configs_dir\n"
             "from ratchet_ray.bank.metaskills import default_metaskill\n"
             "from ratchet_ray.sweep.spec import arm_config_file\n"
             "from ratchet_ray.config_files import load_config, suite_files\n"

@@ -16,7 +16,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.bank.skill_io import load_skill_folder
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence.store import EvidenceStore
 
 EXTRA = ["lime", "onyx", "opal", "ruby", "jade", "teal", "amber", "coral"]

@@ -7,7 +7,7 @@ from fakes import HashEmbedder
 from skill_builders import TOPICS, make_skill
 
 from ratchet_ray.bank.skill_bank import SkillBank
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 
 
 @pytest.mark.parametrize("against_deprecated", [True, False])

@@ -9,7 +9,7 @@ from fakes import HashEmbedder
 
 from ratchet_ray.bank.skill_bank import BankError, SkillBank
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.types import MetaSkill, SkillStatus
 
 

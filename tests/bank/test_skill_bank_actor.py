@@ -11,7 +11,7 @@ from skill_builders import TOPICS, make_skill, routed_capsules
 
 from actors.skill_bank import actor_name, launch_skill_bank
 from ratchet_ray.bank.skill_bank import SkillBank
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence.store import EvidenceStore
 
 # Ray workers cannot import the tests folder by name; ship these modules by value.

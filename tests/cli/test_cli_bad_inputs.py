@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from refusals import no_ray, no_run_folder, ratchet, refused  # noqa: F401 (no_ray: a fixture)
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.config_files import dump_config
 from ratchet_ray.evidence.store import EvidenceStore
 

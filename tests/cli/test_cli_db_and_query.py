@@ -11,7 +11,7 @@ import pytest
 from skill_builders import routed_capsules
 
 from refusals import error_line, no_ray, ratchet, refused  # noqa: F401 (no_ray: a fixture)
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.config_files import dump_config
 from ratchet_ray.evidence.store import EvidenceStore
 

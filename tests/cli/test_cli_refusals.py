@@ -13,7 +13,7 @@ import pytest
 
 from refusals import no_ray, no_run_folder, ratchet, refused  # noqa: F401 (no_ray: a fixture)
 from ratchet_ray.llm.requirements import backend_problems
-from ratchet_ray.config import LLMSettings
+from ratchet_ray.settings.schema import LLMSettings
 
 pytestmark = pytest.mark.usefixtures("no_ray")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.config_files import (ConfigError, env_defaulted, dump_config, layered_files, load_config, suite_files)
 from ratchet_ray.suites import resolve_config, settings_for
 

@@ -34,7 +34,7 @@ _KEY = r"[a-z_]+(?:\.[a-z0-9_]+)+"
 
 @cache
 def _sections() -> frozenset[str]:
-    from ratchet_ray.config import LoopConfig
+    from ratchet_ray.settings.schema import LoopConfig
     from ratchet_ray.suites import suite_names
 
     return frozenset(LoopConfig.model_fields) | frozenset(suite_names())

@@ -105,7 +105,7 @@ class Fixtures:
 
 def make_run_dir(root: Path) -> Path:
     """A real, empty run dir (config.yaml, ids, evidence folder) as ``RunDir.create`` makes it."""
-    from ratchet_ray.config import LoopConfig
+    from ratchet_ray.settings.schema import LoopConfig
     from ratchet_ray.loop.rundir import RunDir
 
     config = LoopConfig(suite="mbpp", rounds=2, results_dir=str(root), tag="readme",

@@ -20,7 +20,7 @@ GENERATED = {"configuration.md", "cli.md", "evidence-schema.md", "architecture-m
 PAGES = ["README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")
                               if p.name not in GENERATED)]
 # Docstrings of the settings models (docs/configuration.md) and the text the report shows.
-SOURCES = ["ratchet_ray/config.py", *sorted(p.relative_to(ROOT).as_posix() for p in
+SOURCES = ["ratchet_ray/settings/schema.py", *sorted(p.relative_to(ROOT).as_posix() for p in
                                             (ROOT / "ratchet_ray/suites").glob("*/settings.py")),
            *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "ratchet_ray/report").glob(
                "*.py"))]

@@ -139,7 +139,7 @@ def test_the_margin_grows_with_the_evaluations_the_best_was_chosen_from():
 
 def test_the_built_in_evaluator_runs_long_enough_by_default_or_says_why_not():
     from ratchet_ray.cli.experiment import eval_skill_loop
-    from ratchet_ray.config import LoopConfig
+    from ratchet_ray.settings.schema import LoopConfig
     from ratchet_ray.experiment.skill_eval import governance_gaps
 
     rounds = next(p for p in eval_skill_loop.params if p.name == "rounds").default

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from fakes import HashEmbedder, ScriptedLLM
 
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.config_files import ConfigError, dump_config, load_config
-from ratchet_ray.prompt_templates import PromptTemplateError, load_prompt_dir, render
+from ratchet_ray.settings.prompt_templates import PromptTemplateError, load_prompt_dir, render
 from ratchet_ray.roles.prompts.solver import SOLVER_TEMPLATE, code_messages
 from ratchet_ray.roles.workers import CriticWorker, SolverWorker, SynthesizerWorker
 from ratchet_ray.types import Capsule, Guidance, MetaSkill, Skill, Task, Verdict, capsule_id

@@ -9,7 +9,7 @@ from skill_builders import TOPICS, make_skill, routed_capsules
 
 from fakes import HashEmbedder
 from ratchet_ray.bank.skill_bank import SkillBank
-from ratchet_ray.config import CuratorSettings, LoopConfig
+from ratchet_ray.settings.schema import CuratorSettings, LoopConfig
 from ratchet_ray.evidence.queries import SkillStats, skill_stats
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance.cheat_probe import (TWIN_ATTEMPT, CheatStats, cheat_by_skill,

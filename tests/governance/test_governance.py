@@ -7,7 +7,7 @@ from skill_builders import make_skill
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ratchet_ray.config import CuratorSettings
+from ratchet_ray.settings.schema import CuratorSettings
 from ratchet_ray.evidence.queries import SkillStats
 from ratchet_ray.governance.curator import curate, eviction_order, meets_retirement_bar
 from ratchet_ray.governance.rollback import RollbackGate

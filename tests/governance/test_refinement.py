@@ -13,7 +13,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from skill_builders import TOPICS, make_skill, routed_capsules
 
 from ratchet_ray.bank.skill_io import dump_skill, parse_skill
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence.queries import skill_stats
 from ratchet_ray.governance.curator import curate
 from ratchet_ray.roles.prompts.refiner import REFINE_HEADING

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from skill_builders import TOPICS, make_skill
 
-from ratchet_ray.config import CuratorSettings
+from ratchet_ray.settings.schema import CuratorSettings
 from ratchet_ray.evidence.queries import SkillStats
 from ratchet_ray.governance.curator import (curate, meets_retirement_bar,
                                             wilson_upper_contribution)

@@ -8,7 +8,7 @@ import pytest
 from skill_builders import TOPICS, make_skill, routed_capsules
 
 from ratchet_ray.bank.skill_bank import SkillBank
-from ratchet_ray.config import CuratorSettings, LoopConfig
+from ratchet_ray.settings.schema import CuratorSettings, LoopConfig
 from ratchet_ray.evidence.queries import (SkillStats, TamperingStats, tampering_by_skill,
                                           tampering_capsules, tampering_totals)
 from ratchet_ray.evidence.store import EvidenceStore

@@ -35,7 +35,7 @@ def test_price_table_file_overlays_defaults(tmp_path, monkeypatch):
 
 def _env_table(monkeypatch, path):
     """The table of a config built while $RATCHET_PRICE_TABLE named ``path``."""
-    from ratchet_ray.config import LLMSettings
+    from ratchet_ray.settings.schema import LLMSettings
     from ratchet_ray.llm.accounting import price_table
 
     monkeypatch.setenv("RATCHET_PRICE_TABLE", str(path))

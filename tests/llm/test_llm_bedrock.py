@@ -7,7 +7,7 @@ import pytest
 from fakes import HashEmbedder
 from llm_servers import WireProxy
 
-from ratchet_ray.config import LLMSettings
+from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.accounting import LLM_CALL_COLUMNS, llm_call_row
 from ratchet_ray.llm.base import LLMError, Message
 from ratchet_ray.llm.bedrock import (

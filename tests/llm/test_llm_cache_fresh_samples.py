@@ -8,7 +8,7 @@ import itertools
 
 from fakes import HashEmbedder
 
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.llm.base import Reply
 from ratchet_ray.llm.cache import CachedLLM
 from ratchet_ray.roles.workers import SolverWorker

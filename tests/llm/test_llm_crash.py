@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ratchet_ray.config import LLMSettings
+from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm import doctor, local_probe
 from ratchet_ray.llm.base import LLMError
 from ratchet_ray.llm.crash import crash_signal, crashing_function, demangle, signal_name
@@ -182,7 +182,7 @@ def test_an_actor_that_dies_is_named_with_its_signal_function_and_log(ray_local)
 def test_the_run_preflight_reports_a_crashing_local_model(ray_local, crashing_child, tmp_path):
     from fakes import HashEmbedder
 
-    from ratchet_ray.config import LoopConfig
+    from ratchet_ray.settings.schema import LoopConfig
     from ratchet_ray.loop.breaker import PreflightFailed
     from ratchet_ray.loop.preflight import preflight
     from ratchet_ray.loop.runtime import Models

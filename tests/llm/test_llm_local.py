@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from pydantic import BaseModel
 
-from ratchet_ray.config import LLMSettings
+from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.base import LLMError, Message, cosine_matrix
 from ratchet_ray.llm.local import LocalConfig, LocalLLM, MiniLMEmbedder
 from ratchet_ray.llm.structured import complete_structured

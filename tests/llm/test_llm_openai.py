@@ -9,7 +9,7 @@ import pytest
 from llm_servers import start_llama_server, stop
 from pydantic import BaseModel
 
-from ratchet_ray.config import LLMSettings
+from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.accounting import llm_call_row
 from ratchet_ray.llm.base import LLMError, Message, StructuredOutputError
 from ratchet_ray.llm.openai_compat import OpenAICompatEmbedder, OpenAICompatLLM, OpenAIConfig

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from ratchet_ray.config import LLMSettings
+from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.base import LLMError, Message
 from ratchet_ray.llm.ratelimit import LocalLimiter, RateLimiter, estimate_tokens, make_limiter
 from ratchet_ray.llm.registry import BACKENDS, make_embedder, make_llm
@@ -113,7 +113,7 @@ def test_openai_backend_without_url_says_how_to_set_it(monkeypatch):
 
 
 def test_backends_import_lazily():
-    code = ("import sys; from ratchet_ray.config import LLMSettings; from ratchet_ray.llm.registry import make_llm;"
+    code = ("import sys; from ratchet_ray.settings.schema import LLMSettings; from ratchet_ray.llm.registry import make_llm;"
             "llm = make_llm(LLMSettings(backend='bedrock'));"
             "assert 'llama_cpp' not in sys.modules and 'openai' not in sys.modules, sorted(sys.modules);"
             "assert 'boto3' not in sys.modules;"  # the boto3 client is built on first call

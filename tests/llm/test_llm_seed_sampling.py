@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from llm_servers import start_llama_server, stop
 
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.roles.solver import solve_code
 from ratchet_ray.seeding import derive_seed
 from ratchet_ray.types import Task

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from loop_helpers import scenario_config, scenario_models
-from ratchet_ray.config import BudgetSettings
+from ratchet_ray.settings.schema import BudgetSettings
 from ratchet_ray.config_files import ConfigError, dump_config, load_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.budget import BudgetExhausted, RunBudget, resume_config

@@ -8,7 +8,7 @@ from actors.pools import ResilientPool
 from actors.solver import SolverActor
 from fakes import HashEmbedder, ScriptedLLM
 from loop_helpers import SlowCanonical
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.execute import SplitRunner
 from ratchet_ray.loop.runtime import make_grader_factory

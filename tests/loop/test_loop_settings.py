@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from loop_helpers import scenario_config
-from ratchet_ray.config import LLMSettings
+from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.config_files import dump_config, load_config
 from ratchet_ray.llm.accounting import price_table
 from ratchet_ray.llm.base import LLMError

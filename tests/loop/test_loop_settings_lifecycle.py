@@ -78,7 +78,7 @@ def lease_alive(scope: str) -> bool:
 def test_run_runtime_releases_everything_it_started_and_leaves_a_ray_it_found(
         ray_local, tmp_path, interrupt):
     from loop_helpers import Worker
-    from ratchet_ray.config import LoopConfig
+    from ratchet_ray.settings.schema import LoopConfig
     from ratchet_ray.loop.session import RunRuntime
 
     remote_worker = ray.remote(num_cpus=0)(Worker)
@@ -104,7 +104,7 @@ def test_run_runtime_releases_everything_it_started_and_leaves_a_ray_it_found(
 
 
 def test_a_failed_preflight_leaves_no_lease_behind(ray_local, monkeypatch):
-    from ratchet_ray.config import LoopConfig
+    from ratchet_ray.settings.schema import LoopConfig
     from ratchet_ray.loop.breaker import PreflightFailed
     from ratchet_ray.loop.session import RunRuntime
 
@@ -120,7 +120,7 @@ def test_a_failed_preflight_leaves_no_lease_behind(ray_local, monkeypatch):
 
 
 def test_run_runtime_outside_a_with_block_says_how_to_use_it():
-    from ratchet_ray.config import LoopConfig
+    from ratchet_ray.settings.schema import LoopConfig
     from ratchet_ray.loop.session import RunRuntime
 
     with pytest.raises(RuntimeError, match="with RunRuntime"):

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 from fakes import ScriptedLLM
 
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.roles.workers import SolverWorker
 from ratchet_ray.types import Task
 

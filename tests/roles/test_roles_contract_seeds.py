@@ -11,7 +11,7 @@ from fakes import HashEmbedder, ScriptedLLM
 
 from ratchet_ray.bank.metaskills import default_metaskill
 from ratchet_ray.bank.skill_bank import SkillBank
-from ratchet_ray.config import LoopConfig, RoleLimits, SynthSettings
+from ratchet_ray.settings.schema import LoopConfig, RoleLimits, SynthSettings
 from ratchet_ray.llm.structured import complete_structured
 from ratchet_ray.roles.critic import critique
 from ratchet_ray.roles.prompts.critic import critic_messages

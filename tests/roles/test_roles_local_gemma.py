@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from ratchet_ray.config import LLMSettings, RouterSettings
+from ratchet_ray.settings.schema import LLMSettings, RouterSettings
 from ratchet_ray.roles.critic import critique
 from ratchet_ray.roles.router import Router
 from ratchet_ray.roles.solver import solve
@@ -133,7 +133,7 @@ def test_gemma_synthesizer_writes_a_skill_the_bank_accepts_from_a_recorded_clust
     length cap and dedup, and not a copy of the schema lock's placeholders."""
     from ratchet_ray.bank.metaskills import default_metaskill
     from ratchet_ray.bank.skill_bank import SkillBank
-    from ratchet_ray.config import LoopConfig
+    from ratchet_ray.settings.schema import LoopConfig
     from ratchet_ray.llm.local import MiniLMEmbedder
     from ratchet_ray.roles.prompts.synthesizer import TEMPLATE_VALUES
     from ratchet_ray.roles.synthesizer import Synthesizer

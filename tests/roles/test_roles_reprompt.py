@@ -9,7 +9,7 @@ import json
 from fakes import HashEmbedder, ScriptedLLM
 
 from ratchet_ray.bank.skill_events import AddResult
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.roles.drafts import DraftError, draft_to_skill
 from ratchet_ray.roles.refiner import RefineTarget
 from ratchet_ray.roles.reprompt import RepromptNotes, reprompt_until_added

@@ -6,7 +6,7 @@ import json
 
 from fakes import HashEmbedder, ScriptedLLM
 
-from ratchet_ray.config import RouterSettings
+from ratchet_ray.settings.schema import RouterSettings
 from ratchet_ray.llm.base import LLMError
 from ratchet_ray.roles.retrieval import SkillIndex
 from ratchet_ray.roles.router import Router

@@ -8,7 +8,7 @@ import pytest
 from fakes import HashEmbedder, ScriptedLLM
 
 from ratchet_ray.bank.skill_bank import SkillBank
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.roles.synthesizer import Synthesizer, slugify, unique_id
 from ratchet_ray.roles.workers import SynthesizerWorker
 from ratchet_ray.types import MetaSkill

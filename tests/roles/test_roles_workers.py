@@ -9,7 +9,7 @@ import sys
 import pytest
 from fakes import HashEmbedder, ScriptedLLM
 
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.roles.workers import CriticWorker, SolverWorker
 
 CODE = "```python\ndef is_prime(n):\n    return n > 1\n```"

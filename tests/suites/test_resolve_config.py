@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.config_files import ConfigError, load_config
 from ratchet_ray.suites import (ConfigResolveError, SuitePluginError, SuiteRegistryError,
                                 register, registry, resolve_config, settings_for, unregister)
@@ -84,9 +84,9 @@ def counted() -> list[tuple[int, int]]:
 
 
 def test_the_schema_imports_and_checks_no_suite():
-    """``ratchet_ray.config`` alone imports nothing of the suites and accepts any suite name;
+    """``ratchet_ray.settings.schema`` alone imports nothing of the suites and accepts any suite name;
     only resolving checks it."""
-    probe = ("import json, sys; from ratchet_ray.config import LoopConfig; "
+    probe = ("import json, sys; from ratchet_ray.settings.schema import LoopConfig; "
              "c = LoopConfig(suite='nope', suite_settings={'nope': {'x': 1}}); "
              "print(json.dumps([c.suite, sorted(m for m in sys.modules "
              "if m.startswith('ratchet_ray.suites'))]))")

@@ -139,7 +139,7 @@ class Ledger:
 
 
 def test_a_shared_budget_limits_the_sum_over_every_run_of_the_scope():
-    from ratchet_ray.config import BudgetSettings
+    from ratchet_ray.settings.schema import BudgetSettings
     from ratchet_ray.loop.budget import BudgetExhausted, RunBudget
 
     ledger = Ledger()

@@ -13,7 +13,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from offline_data import mbpp_plus_path
 
 from ratchet_ray.bank.skill_bank import SkillBank
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.governance.leakage import LeakIndex, embedding_similarity, tokenize
 from ratchet_ray.roles.synthesizer import Synthesizer
 from ratchet_ray.suites.base import LeakSource

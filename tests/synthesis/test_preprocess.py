@@ -5,7 +5,7 @@ from __future__ import annotations
 from skill_builders import make_skill
 from fakes import HashEmbedder
 
-from ratchet_ray.config import SynthSettings
+from ratchet_ray.settings.schema import SynthSettings
 from ratchet_ray.llm.base import cosine_matrix
 from ratchet_ray.synthesis.preprocess import canonicalize, cluster_verdicts, cover_guard
 from ratchet_ray.types import Verdict

@@ -3,7 +3,7 @@
 
 Where a role's prompt lives (its built-in template, which a run's ``prompts.dir`` may replace,
 is the ``*_TEMPLATE`` constant of the same module; the template names and their placeholders are
-``ratchet_ray.prompt_templates.TEMPLATES``):
+``ratchet_ray.settings.prompt_templates.TEMPLATES``):
 
 ==================  =========================================================================
 ``solver``          ``code_messages``, ``code_prefill``, ``CODE_STOP``, ``SOLVER_TEMPLATE``
@@ -21,7 +21,7 @@ is the ``*_TEMPLATE`` constant of the same module; the template names and their 
 
 Elsewhere, by design: how a conversation becomes text for a base model is the LLM layer's
 (``ratchet_ray.llm.prompting.completion_prompt``); loading and checking template overrides is
-the config's (``ratchet_ray.prompt_templates``, which ``config`` imports, so it stays below the
+the config's (``ratchet_ray.settings.prompt_templates``, which ``config`` imports, so it stays below the
 roles); a suite whose Solver is an agent writes that agent's prompts in its own folder
 (``ratchet_ray/suites/swebench/agent/prompts.py``), and a suite's own Critic prompt is a registry hook.
 
@@ -33,7 +33,7 @@ can (llama.cpp grammars) and states the schema in the prompt.
 
 API (other roles code against exactly these):
 - Every builder takes ``templates`` (keyword; the run's ``prompts.texts``): a template named
-  in ``ratchet_ray.prompt_templates.TEMPLATES`` replaces the built-in one.
+  in ``ratchet_ray.settings.prompt_templates.TEMPLATES`` replaces the built-in one.
 - ``solver.code_messages(task, skill, *, prefill="") -> list[Message]``; ``code_prefill(task)``
   (the answer's opening fence + ``def <entry_point>(``, sent as a trailing assistant message to
   backends that declare ``supports_prefill``); ``CODE_STOP`` stop sequences (they never match an

@@ -20,7 +20,7 @@ from pydantic import (BaseModel, Field, create_model, field_validator)
 
 from ratchet_ray.evidence.tampering import grader_finding, is_tampering
 from ratchet_ray.llm.base import Message
-from ratchet_ray.prompt_templates import render, template
+from ratchet_ray.settings.prompt_templates import render, template
 from ratchet_ray.roles.prompts.base import (STRUCTURED_CONFIG, clip, clip_tail, guidance_block,
                                             task_text)
 from ratchet_ray.types import Attribution, Capsule, Skill, Task

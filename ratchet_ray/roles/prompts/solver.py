@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ratchet_ray.llm.base import Message
-from ratchet_ray.prompt_templates import render, template
+from ratchet_ray.settings.prompt_templates import render, template
 from ratchet_ray.roles.prompts.base import guidance_block, task_text
 from ratchet_ray.types import Skill, Task
 

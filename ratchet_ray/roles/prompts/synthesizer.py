@@ -19,7 +19,7 @@ from typing import Annotated, Any, Mapping, Sequence
 from pydantic import BaseModel, Field, StringConstraints, create_model
 
 from ratchet_ray.llm.base import Message
-from ratchet_ray.prompt_templates import render, template
+from ratchet_ray.settings.prompt_templates import render, template
 from ratchet_ray.roles.prompts.base import clip
 from ratchet_ray.bank.skill_contract import (DRAFT_CONFIG, DRAFT_LIMITS, GuidanceDraft, SkillDraft,
                                         bare_schema, placeholder_texts, schema_lock)

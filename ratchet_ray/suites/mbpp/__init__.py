@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.suites.base import LeakSource
 from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus, to_tasks
 from ratchet_ray.suites.mbpp.grader import MbppGrader

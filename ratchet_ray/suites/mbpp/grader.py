@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from ratchet_ray.config import GraderSettings, LoopConfig
+from ratchet_ray.settings.schema import GraderSettings, LoopConfig
 from ratchet_ray.suites.mbpp.dataset import MbppDataset, load_mbpp_plus
 from ratchet_ray.suites.mbpp.extract import extract_code
 from ratchet_ray.suites.mbpp.groundtruth import GroundTruthStore

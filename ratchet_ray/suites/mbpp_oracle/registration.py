@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ratchet_ray.resources import configs_dir
+from ratchet_ray.settings.resources import configs_dir
 from ratchet_ray.suites.mbpp.registration import DATASET_VAR, SANDBOX_FIX, TASK_ID_PATTERN
 from ratchet_ray.suites.mbpp.settings import MOVED_KEYS, SECTION, MbppSettings
 from ratchet_ray.suites.mbpp_oracle.settings import OracleSettings, OracleWorld

@@ -41,7 +41,7 @@ import yaml
 
 from ratchet_ray.ablations import SkillFate, skill_fates
 from ratchet_ray.bank.skill_io import load_skill_folder
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.suites.sim.settings import SimWorld

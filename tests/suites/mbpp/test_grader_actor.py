@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 
 TASK = "Mbpp/17"
 FORK_BOMB_THAT_ALSO_SHOOTS = """```python

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ratchet_ray.config import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.suites import get_suite
 from ratchet_ray.suites.mbpp.dataset import MBPP_PLUS_TASKS, DatasetError, load_mbpp_plus
 

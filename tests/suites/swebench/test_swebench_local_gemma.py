@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ratchet_ray.config import LLMSettings
+from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.suites.swebench.agent.solver import run_agent
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
 

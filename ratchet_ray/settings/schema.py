@@ -23,11 +23,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ratchet_ray.backend_settings import (BedrockBackendSettings, LocalBackendSettings,
+from ratchet_ray.settings.backends import (BedrockBackendSettings, LocalBackendSettings,
                                       OpenAIBackendSettings, PriceEntry,
                                       prices_from_env)
-from ratchet_ray.prompt_templates import PromptSettings
-from ratchet_ray.resources import configs_dir
+from ratchet_ray.settings.prompt_templates import PromptSettings
+from ratchet_ray.settings.resources import configs_dir
 
 _STRICT = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -456,4 +456,4 @@ class LoopConfig(BaseModel):
     prompts: PromptSettings = Field(default_factory=PromptSettings)
     """Role prompt overrides: ``prompts.dir`` is a folder of ``<template>.md`` files replacing
     the built-in Solver, Router, Critic and Synthesizer templates by name
-    (``ratchet_ray.prompt_templates``); validated when the config is built."""
+    (``ratchet_ray.settings.prompt_templates``); validated when the config is built."""

@@ -20,7 +20,7 @@ _MARKER = "default.yaml"
 def configs_dir() -> Path:
     """The ``configs`` folder (see module contracts)."""
     installed = Path(str(resources.files("ratchet_ray") / "configs"))
-    checkout = Path(__file__).resolve().parents[1] / "configs"
+    checkout = Path(__file__).resolve().parents[2] / "configs"
     for candidate in (installed, checkout):
         if (candidate / _MARKER).is_file():
             return candidate
