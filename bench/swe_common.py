@@ -26,7 +26,7 @@ from typing import Any
 
 def bench_config(dataset: Path, out: Path, timeout_s: float) -> Any:
     """The config every measurement grades (and solves) with: local images, kept."""
-    from ratchet_ray.config_files import load_config
+    from ratchet_ray.run_config.files import load_config
 
     return load_config([], [
         "suite=swebench", f"dataset_path={json.dumps(str(dataset))}",

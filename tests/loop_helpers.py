@@ -258,7 +258,7 @@ def scenario_config(tmp_path, rounds: int):
     stalled past 1 s once (Mbpp/12, a chaos scenario) and turned a pass into a timeout."""
     import json
 
-    from ratchet_ray.config_files import load_config
+    from ratchet_ray.run_config.files import load_config
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     subset = tmp_path / "subset.json"

@@ -8,7 +8,7 @@ from fakes import HashEmbedder
 
 from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.config_files import dump_config
+from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.types import Capsule, Guidance, Skill, capsule_id
 
 TOPICS = [

@@ -66,7 +66,7 @@ def _csv(kind: type, example: str):
 def _check_runs(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
     """Every arm's config (backend, subset), the runs' size and the tracking store, before
     anything is written or started (``SweepError`` / ``click.UsageError`` naming the fix)."""
-    from ratchet_ray.run_flags import loop_size_problems
+    from ratchet_ray.run_config.flags import loop_size_problems
     from ratchet_ray.report.tracking import tracking_problems
 
     configs = [child_config(spec, arm, seeds[0]) for arm in arms]

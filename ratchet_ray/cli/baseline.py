@@ -47,7 +47,7 @@ from ratchet_ray.cli.options import (config_option, dataset_path_option, llm_opt
                                      workers_option)
 from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
                                     version_option)
-from ratchet_ray.run_flags import build_overrides
+from ratchet_ray.run_config.flags import build_overrides
 
 log = logging.getLogger(__name__)
 
@@ -236,7 +236,7 @@ def main(suite: str, out: Path | None, probes: int, limit: int | None, temperatu
          llm: str | None, config_files: tuple, sets: tuple, dataset_path: Path | None,
          workers: int | None, dry_run: bool) -> None:
     """Direct-LLM baseline of SUITE (no skills), resumable."""
-    from ratchet_ray.config_files import ConfigError, layered_files, load_config
+    from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
 
     overrides = build_overrides(suite, llm=llm, dataset_path=dataset_path, workers=workers)
     if temperature is not None:  # else the loop's own sampling (the config's)

@@ -171,7 +171,7 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, pr
     (printed at once, nothing runs); a safety-critical one marks the result needs_review."""
     import os
 
-    from ratchet_ray.config_files import ConfigError
+    from ratchet_ray.run_config.files import ConfigError
     from ratchet_ray.experiment.contract import REVIEW_KEY, EvalResult, format_contract
     from ratchet_ray.experiment.manifest import EvaluatorManifest, ManifestError
     from ratchet_ray.experiment.skill_eval import (REPEAT_ENV, FloorParams, repeat_seeds,
@@ -276,8 +276,8 @@ def _seed_config(suite, subset, seed, rounds, overlay, prompts_dir, dataset_path
     overlay, then the evaluator's own settings (``pins``: the manifest's and the cost share)."""
     import json
 
-    from ratchet_ray.config_files import load_config
-    from ratchet_ray.run_flags import build_overrides
+    from ratchet_ray.run_config.files import load_config
+    from ratchet_ray.run_config.flags import build_overrides
 
     overrides = build_overrides(suite, rounds=rounds, subset=subset, seed=seed,
                                 tag=f"experiment-s{seed}", dataset_path=dataset_path)

@@ -32,7 +32,7 @@ from ratchet_ray.loop.entry import SUITE, default_suite
 @click.option("--base-url", default=None, help="Server URL for --llm openai.")
 def doctor(backend: str | None, suite: str, config_files: tuple[Path, ...], base_url: str | None) -> None:
     """Pre-flight: Ray, model or credentials + a one-token call, an embedding, dataset, Docker."""
-    from ratchet_ray.config_files import ConfigError, layered_files, load_config
+    from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
     from ratchet_ray.llm.doctor import run_checks
     from ratchet_ray.suites import environment_checks
 

@@ -26,7 +26,7 @@ from ratchet_ray.cli.options import (bank_option, config_option, dataset_path_op
                                      workers_option)
 from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
                                     version_option)
-from ratchet_ray.run_flags import build_overrides, loop_size_problems
+from ratchet_ray.run_config.flags import build_overrides, loop_size_problems
 
 _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config_files", "sets",
                  "llm", "no_synth", "meta_every", "dataset_path", "workers", "bank")
@@ -58,7 +58,7 @@ _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config
 def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **flags) -> None:
     """Run the Ratchet skill loop on SUITE (mbpp, swebench, sim, or a plugin suite named with
     --set suite_plugins=[path.py] or $RATCHET_SUITES), or --resume a run."""
-    from ratchet_ray.config_files import ConfigError, layered_files, load_config
+    from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
     from ratchet_ray.loop.driver import RunSetupError, run_loop
 
     given = [k for k in _CONFIG_FLAGS if flags.get(k) not in (None, False, ())]
@@ -126,7 +126,7 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
 
 def _resumed_config(resume: Path, resume_sets: tuple[str, ...]):
     """The config a ``--resume`` continues with (its config.yaml and ``budget.*`` sets)."""
-    from ratchet_ray.config_files import ConfigError
+    from ratchet_ray.run_config.files import ConfigError
     from ratchet_ray.loop.budget import resume_config
     from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir
 

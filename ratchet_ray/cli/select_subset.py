@@ -223,7 +223,7 @@ def main(source: Path, suite: str, n_hard: int | None, n_train: int | None, n_ev
          seed: int | None, probes: int, min_solved: int, config_files: tuple, sets: tuple,
          out_dir: Path) -> None:
     """Pick a deterministic hard subset and split it into train and eval ids."""
-    from ratchet_ray.config_files import ConfigError, layered_files, load_config
+    from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
 
     try:
         config = load_config(layered_files(suite, config_files), [f"suite={suite}", *sets])

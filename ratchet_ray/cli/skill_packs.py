@@ -24,7 +24,7 @@ from ratchet_ray.bank.skill_bank import BankError, SkillBank
 from ratchet_ray.bank.skill_io import SkillFileError
 from ratchet_ray.cli.evidence import check_run_dir, writer_lock
 from ratchet_ray.cli.options import round_option, status_option
-from ratchet_ray.config_files import ConfigError, load_config
+from ratchet_ray.run_config.files import ConfigError, load_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
 from ratchet_ray.packs.export import export_pack

@@ -40,7 +40,7 @@ from ratchet_ray.cli.skill_packs import export_cmd, import_cmd
 from ratchet_ray.cli.evidence import emit_rows, require_run_dir, writer_lock
 from ratchet_ray.cli.options import format_option, round_option, status_option
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.config_files import ConfigError, load_config
+from ratchet_ray.run_config.files import ConfigError, load_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import (EMPTY_STATS, failed_llm_calls, recent_skill_events,
                                           suspicious_capsules, tampering_capsules)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ratchet_ray.settings.schema import BudgetSettings, LoopConfig
-from ratchet_ray.config_files import ConfigError, load_config
+from ratchet_ray.run_config.files import ConfigError, load_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.loop.breaker import RunStopped
 

@@ -58,7 +58,7 @@ from actors.pool_errors import failure_text
 from actors.pools import PoolError
 from ratchet_ray.bank.checkpoints import available_rounds
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.config_files import dump_config
+from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.schema import to_records
 from ratchet_ray.evidence.store import EvidenceStore

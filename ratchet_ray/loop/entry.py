@@ -94,6 +94,6 @@ def check_startable(config: Any) -> None:
 
 def print_config(config: Any) -> None:
     """``--dry-run``: the resolved config on stdout, as the run's ``config.yaml`` would hold it."""
-    from ratchet_ray.config_files import config_text
+    from ratchet_ray.run_config.files import config_text
 
     click.echo(config_text(config), nl=False)

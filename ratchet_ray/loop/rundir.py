@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.config_files import dump_config, load_config
+from ratchet_ray.run_config.files import dump_config, load_config
 from ratchet_ray.evidence.integrity import require_readable
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.storage.fsutil import atomic_write_json

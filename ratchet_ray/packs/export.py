@@ -27,7 +27,7 @@ from typing import Any
 from ratchet_ray.bank.probation import imported_from_events
 from ratchet_ray.bank.skill_io import dump_skill, load_skill_folder, validate_skill
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.config_files import load_config
+from ratchet_ray.run_config.files import load_config
 from ratchet_ray.evidence.queries import skill_stats
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance import bypass

@@ -49,7 +49,7 @@ def task_statements(run_dir: Path, ids: set[str], limit: int | None = None) -> d
     """Task statements of the run's tasks (cut to ``limit`` characters), when the suite's tasks
     load offline; else none (callers show the task id)."""
     try:
-        from ratchet_ray.config_files import load_config
+        from ratchet_ray.run_config.files import load_config
         from ratchet_ray.suites import suite_for
         from ratchet_ray.suites.hooks import loads_offline
 

@@ -12,7 +12,7 @@ Contracts:
   against what the suites registered, and runs the suite's ``configure`` hook. Every run's
   config goes through it; ``LoopConfig(...)`` alone is for code that needs no suite's rules.
 - Reading YAML files and ``--set`` overrides into a resolved ``LoopConfig`` is
-  ``ratchet_ray.config_files``.
+  ``ratchet_ray.run_config.files``.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Literal, Sequence
 
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.config_files import ConfigError, load_config
+from ratchet_ray.run_config.files import ConfigError, load_config
 from ratchet_ray.loop.rundir import RunDir, write_json
 from ratchet_ray.settings.resources import configs_dir
 from ratchet_ray.storage.runlock import RunDirBusy, RunLock
@@ -189,9 +189,9 @@ def budget_flags(spec: SweepSpec) -> list[str]:
 
 def child_config(spec: SweepSpec, arm: str, seed: int) -> LoopConfig:
     """The config a new child of ``arm``/``seed`` will resolve (validates the flags early)."""
-    from ratchet_ray.config_files import layered_files
+    from ratchet_ray.run_config.files import layered_files
     from ratchet_ray.loop.entry import startable_problems
-    from ratchet_ray.run_flags import build_overrides
+    from ratchet_ray.run_config.flags import build_overrides
 
     overrides = build_overrides(spec.suite, rounds=spec.rounds, n_train=spec.n_train,
                                 n_eval=spec.n_eval, subset=spec.subset, seed=seed,

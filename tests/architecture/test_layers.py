@@ -116,7 +116,7 @@ def test_no_package_cycles_in_the_plain_library(graph):
     for src in packages:
         packages[src].discard(src)
     assert "ratchet_ray.suites" not in packages["ratchet_ray.settings"]  # a pure schema
-    assert "ratchet_ray.suites" in packages["ratchet_ray.config_files"]  # resolves through them
+    assert "ratchet_ray.suites" in packages["ratchet_ray.run_config"]  # resolves through them
     cycles = [" -> ".join(cycle_path(packages, c)) for c in import_cycles(packages)]
     assert cycles == [], "plain-library packages importing each other:\n" + "\n".join(cycles)
 

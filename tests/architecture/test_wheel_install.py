@@ -91,7 +91,7 @@ def test_installed_package_resolves_its_own_files(installed):
             "from ratchet_ray.settings.resources import configs_dir\n"
             "from ratchet_ray.bank.metaskills import default_metaskill\n"
             "from ratchet_ray.sweep.spec import arm_config_file\n"
-            "from ratchet_ray.config_files import load_config, suite_files\n"
+            "from ratchet_ray.run_config.files import load_config, suite_files\n"
             "site = str(__import__('pathlib').Path(ratchet_ray.__file__).parents[1])\n"
             "for path in (ratchet_ray.__file__, actors.__file__, jobs.__file__, configs_dir(),\n"
             "             arm_config_file('A4'), suite_files('swebench')[0]):\n"

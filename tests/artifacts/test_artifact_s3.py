@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from ratchet_ray.storage.artifacts import ArtifactStore, run_artifacts
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.config_files import dump_config
+from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.llm.base import Message, Reply
 from ratchet_ray.llm.cache import CACHE_DIRNAME, CachedLLM, SolverCache
 

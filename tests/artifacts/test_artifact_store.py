@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from ratchet_ray.storage.artifacts import ArtifactError, ArtifactStore, as_artifacts, run_artifacts
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.config_files import dump_config
+from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.llm.cache import CACHE_DIRNAME, CachedLLM, SolverCache
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.config_files import layered_files, load_config
+from ratchet_ray.run_config.files import layered_files, load_config
 from ratchet_ray.evidence.queries import EMPTY_STATS, skill_stats
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.driver import RunSetupError, run_loop

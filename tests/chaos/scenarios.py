@@ -24,7 +24,7 @@ from chaos_llm_server import ChaosLLMServer
 from local_cluster import LocalCluster, NodeSpec
 from loop_helpers import scenario_config, scenario_models
 from ratchet_ray.cli import main as ratchet
-from ratchet_ray.config_files import dump_config
+from ratchet_ray.run_config.files import dump_config
 
 
 def _config(work: Path) -> str:

@@ -18,7 +18,7 @@ import pytest
 
 from refusals import no_ray, no_run_folder, ratchet, refused  # noqa: F401 (no_ray: a fixture)
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.config_files import dump_config
+from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.evidence.store import EvidenceStore
 
 pytestmark = pytest.mark.usefixtures("no_ray")

@@ -16,7 +16,7 @@ from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.bank.skill_io import dump_skill
 from ratchet_ray.cli import main
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.config_files import dump_config
+from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.evidence.store import EvidenceStore
 
 

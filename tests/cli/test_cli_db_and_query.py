@@ -12,7 +12,7 @@ from skill_builders import routed_capsules
 
 from refusals import error_line, no_ray, ratchet, refused  # noqa: F401 (no_ray: a fixture)
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.config_files import dump_config
+from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.evidence.store import EvidenceStore
 
 pytestmark = pytest.mark.usefixtures("no_ray")

@@ -16,7 +16,7 @@ import yaml
 
 from refusals import no_ray, no_run_folder, ratchet, refused  # noqa: F401 (no_ray: a fixture)
 from ratchet_ray.cli import main
-from ratchet_ray.config_files import load_config
+from ratchet_ray.run_config.files import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -166,7 +166,7 @@ def test_a_failing_plugin_of_the_environment(results, tmp_path, monkeypatch):
 
 
 def test_a_resumed_run_is_checked_too(results, tmp_path):
-    from ratchet_ray.config_files import dump_config, load_config
+    from ratchet_ray.run_config.files import dump_config, load_config
 
     run_dir = results / "mbpp" / "mbpp_r1_old"
     run_dir.mkdir(parents=True)

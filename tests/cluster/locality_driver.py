@@ -28,7 +28,7 @@ import fakes  # noqa: E402
 import test_swebench_loop  # noqa: E402  (ships itself to the workers by value)
 from actors.artifacts import run_artifacts_access  # noqa: E402
 from actors.draining import drain  # noqa: E402
-from ratchet_ray.config_files import load_config  # noqa: E402
+from ratchet_ray.run_config.files import load_config  # noqa: E402
 from ratchet_ray.loop.runtime import (Models, make_grader_factory, make_pool,  # noqa: E402
                                       make_solver_factory)
 from ratchet_ray.suites import suite_for  # noqa: E402

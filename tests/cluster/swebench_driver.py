@@ -25,7 +25,7 @@ import fakes  # noqa: E402
 import swebench_instances  # noqa: E402
 import test_swebench_loop  # noqa: E402  (ships itself to the workers by value)
 from ratchet_ray.cli.run import build_overrides  # noqa: E402
-from ratchet_ray.config_files import load_config  # noqa: E402
+from ratchet_ray.run_config.files import load_config  # noqa: E402
 from ratchet_ray.loop.driver import run_loop  # noqa: E402
 from ratchet_ray.loop.runtime import Models  # noqa: E402
 

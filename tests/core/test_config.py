@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.config_files import (ConfigError, env_defaulted, dump_config, layered_files, load_config, suite_files)
+from ratchet_ray.run_config.files import (ConfigError, env_defaulted, dump_config, layered_files, load_config, suite_files)
 from ratchet_ray.suites import resolve_config, settings_for
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

@@ -83,7 +83,7 @@ def _code_reference(key: str) -> bool:
 @cache
 def unknown_setting(key: str) -> bool:
     """Whether no setting (and no code) is named ``key`` (module contracts)."""
-    from ratchet_ray.config_files import ConfigError, load_config
+    from ratchet_ray.run_config.files import ConfigError, load_config
 
     try:
         load_config([], [f"{key}=null"])

@@ -15,7 +15,7 @@ import pytest
 from fakes import HashEmbedder, ScriptedLLM
 
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.config_files import ConfigError, dump_config, load_config
+from ratchet_ray.run_config.files import ConfigError, dump_config, load_config
 from ratchet_ray.settings.prompt_templates import PromptTemplateError, load_prompt_dir, render
 from ratchet_ray.roles.prompts.solver import SOLVER_TEMPLATE, code_messages
 from ratchet_ray.roles.workers import CriticWorker, SolverWorker, SynthesizerWorker

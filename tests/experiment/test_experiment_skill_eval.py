@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from ratchet_ray.cli import main
-from ratchet_ray.config_files import load_config
+from ratchet_ray.run_config.files import load_config
 from ratchet_ray.experiment.contract import parse_contract
 from ratchet_ray.roles.prompts.solver import SOLVER_TEMPLATE
 

@@ -17,7 +17,7 @@ from skill_builders import TOPICS, make_skill, routed_capsules
 from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.cli import main
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.config_files import dump_config
+from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance import bypass
 from ratchet_ray.types import Capsule, Guidance, capsule_id

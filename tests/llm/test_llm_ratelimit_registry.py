@@ -131,7 +131,7 @@ def test_embedder_follows_backend_unless_set():
 def test_the_sim_backend_comes_from_the_world_it_answers():
     """``llm.world`` names the module that builds the sim clients; without a world (settings not
     built through a sim config) the error says how to get one."""
-    from ratchet_ray.config_files import load_config
+    from ratchet_ray.run_config.files import load_config
 
     settings = load_config([], ["suite=sim", "llm.backend=sim"]).llm
     llm, embedder = make_llm(settings), make_embedder(settings)

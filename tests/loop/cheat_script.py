@@ -65,7 +65,7 @@ def cheat_models():
 def cheat_config(tmp_path, rounds: int, *sets: str):
     """``configs/sim.yaml`` over ``TRAIN``/``EVAL`` (a subset), the paper's thresholds otherwise
     (N_min 100: the score rule cannot retire anything in two rounds), plus ``sets``."""
-    from ratchet_ray.config_files import layered_files, load_config
+    from ratchet_ray.run_config.files import layered_files, load_config
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     subset = tmp_path / "subset.json"

@@ -17,7 +17,7 @@ import ray.cloudpickle  # noqa: E402
 
 import fakes  # noqa: E402
 import loop_helpers  # noqa: E402
-from ratchet_ray.config_files import load_config
+from ratchet_ray.run_config.files import load_config
 from ratchet_ray.loop.driver import run_loop  # noqa: E402
 
 ray.cloudpickle.register_pickle_by_value(fakes)

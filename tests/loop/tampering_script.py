@@ -98,7 +98,7 @@ def tamper_models():
 def tamper_config(tmp_path, rounds: int, *sets: str):
     """The run config: ``TRAIN``/``EVAL`` as a subset, the paper's thresholds otherwise
     (N_min 100: the score rule cannot retire anything in two rounds), plus ``sets``."""
-    from ratchet_ray.config_files import load_config
+    from ratchet_ray.run_config.files import load_config
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     subset = tmp_path / "subset.json"

@@ -9,7 +9,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from ratchet_ray.cli.baseline import done_probes, run_baseline
 from ratchet_ray.cli.select_subset import select_subset
 from loop_helpers import CanonicalFor
-from ratchet_ray.config_files import load_config
+from ratchet_ray.run_config.files import load_config
 from ratchet_ray.loop.runtime import Models
 from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus
 

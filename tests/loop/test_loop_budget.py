@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from loop_helpers import scenario_config, scenario_models
 from ratchet_ray.settings.schema import BudgetSettings
-from ratchet_ray.config_files import ConfigError, dump_config, load_config
+from ratchet_ray.run_config.files import ConfigError, dump_config, load_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.budget import BudgetExhausted, RunBudget, resume_config
 from ratchet_ray.loop.driver import STOPPED_FILE, run_loop

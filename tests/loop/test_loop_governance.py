@@ -13,7 +13,7 @@ import yaml
 
 from loop_helpers import (BAD_ID, GENERIC_ID, GOOD_ID, GROUP1, GROUP2, scenario_config,
                           scenario_models)
-from ratchet_ray.config_files import load_config
+from ratchet_ray.run_config.files import load_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.driver import run_loop
 from round_files import checkpoint_active, summary

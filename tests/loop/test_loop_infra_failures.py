@@ -9,7 +9,7 @@ import pytest
 from fakes import HashEmbedder, ScriptedLLM
 from loop_helpers import FailingRouterLLM
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.config_files import load_config
+from ratchet_ray.run_config.files import load_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.breaker import InfraBreaker, InfraFailureStop, RunStopped
 from ratchet_ray.loop.execute import SplitRunner, call_rows

@@ -15,7 +15,7 @@ import ray
 from actors.skill_bank import actor_name
 from loop_helpers import scenario_config, scenario_models
 from waiting import wait_for
-from ratchet_ray.config_files import dump_config
+from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.driver import run_loop
 from ratchet_ray.loop.rundir import RunDir

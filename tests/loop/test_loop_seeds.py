@@ -18,7 +18,7 @@ import ray.cloudpickle
 from fakes import HashEmbedder, ScriptedLLM
 
 from loop_helpers import EVAL, GROUP1, GROUP2
-from ratchet_ray.config_files import load_config
+from ratchet_ray.run_config.files import load_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.driver import run_loop
 from ratchet_ray.loop.runtime import Models

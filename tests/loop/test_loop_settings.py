@@ -8,7 +8,7 @@ import yaml
 
 from loop_helpers import scenario_config
 from ratchet_ray.settings.schema import LLMSettings
-from ratchet_ray.config_files import dump_config, load_config
+from ratchet_ray.run_config.files import dump_config, load_config
 from ratchet_ray.llm.accounting import price_table
 from ratchet_ray.llm.base import LLMError
 from ratchet_ray.llm.bedrock import BedrockConfig
@@ -101,7 +101,7 @@ def test_a_bad_env_default_names_the_variable(monkeypatch):
     monkeypatch.setenv("RATCHET_LOCAL_N_CTX", "lots")
     with pytest.raises(ValueError, match="RATCHET_LOCAL_N_CTX='lots' is not an integer"):
         LLMSettings()
-    from ratchet_ray.config_files import ConfigError
+    from ratchet_ray.run_config.files import ConfigError
 
     with pytest.raises(ConfigError, match="RATCHET_LOCAL_N_CTX"):
         load_config([], [])

@@ -12,7 +12,7 @@ import ray.cloudpickle
 
 import records_script
 from fakes import HashEmbedder, ScriptedLLM
-from ratchet_ray.config_files import load_config
+from ratchet_ray.run_config.files import load_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.driver import run_loop
 from ratchet_ray.loop.runtime import Models

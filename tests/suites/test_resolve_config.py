@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.config_files import ConfigError, load_config
+from ratchet_ray.run_config.files import ConfigError, load_config
 from ratchet_ray.suites import (ConfigResolveError, SuitePluginError, SuiteRegistryError,
                                 register, registry, resolve_config, settings_for, unregister)
 

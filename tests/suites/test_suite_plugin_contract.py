@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ratchet_ray.config_files import load_config
+from ratchet_ray.run_config.files import load_config
 from ratchet_ray.llm.doctor import Check
 from ratchet_ray.loop.breaker import InfraBreaker, InfraFailureStop, PreflightFailed
 from ratchet_ray.loop.preflight import preflight

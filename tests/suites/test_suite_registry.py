@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fakes import ScriptedLLM
-from ratchet_ray.config_files import ConfigError, load_config
+from ratchet_ray.run_config.files import ConfigError, load_config
 from ratchet_ray.roles.solver import solve
 from ratchet_ray.suites import (SuitePluginError, SuiteRegistryError, get_suite, load_plugins,
                                 register, resolve_config, settings_for, suite_for, suite_names,
@@ -158,7 +158,7 @@ def test_builtin_suites_bring_their_settings_through_the_registry(tmp_path):
     """config.py declares no suite's section: swebench and sim register theirs as a plugin does,
     and the YAML / --set shorthand ``<suite>.key`` lands in ``suite_settings.<suite>``."""
     from ratchet_ray.settings.schema import LoopConfig
-    from ratchet_ray.config_files import dump_config, layered_files
+    from ratchet_ray.run_config.files import dump_config, layered_files
     from ratchet_ray.suites.sim.settings import SimSettings
     from ratchet_ray.suites.swebench.settings import SwebenchSettings
 

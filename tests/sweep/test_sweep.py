@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.config_files import load_config
+from ratchet_ray.run_config.files import load_config
 from fake_jobs import FakeJobClient
 from ratchet_ray.loop.rundir import RunDir
 from ratchet_ray.sweep.spec import (Job, SweepError, SweepSpec, check_sweep_file, cpus_per_run,

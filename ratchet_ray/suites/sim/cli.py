@@ -54,7 +54,7 @@ def transfer_cmd(out: Path, rounds_a: int, rounds_b: int, seed_a: int, seed_b: i
     """Measure transfer on the sim world: run A's bank as a pack in a run B, on probation and
     without, against B from an empty bank; for a stronger model (same truths) and a world
     whose truths are redrawn. Prints the table and writes OUT/transfer.md."""
-    from ratchet_ray.config_files import ConfigError, layered_files, load_config
+    from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
     from ratchet_ray.loop.driver import RunSetupError, run_loop
     from ratchet_ray.packs.export import export_pack
     from ratchet_ray.packs.transfer import transfer_row, transfer_table

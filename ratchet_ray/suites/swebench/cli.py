@@ -354,7 +354,7 @@ def validate(dataset: str, subset: Path | None, instances: tuple, repeat: int,
     (`ratchet --db OUT query "select * from validation"`) and list the failing instances in the
     quarantine file. Keeps the images it grades (swebench.cache_level=instance unless set).
     Exit status 1 when any instance fails."""
-    from ratchet_ray.config_files import ConfigError, layered_files, load_config
+    from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
     from ratchet_ray.suites.base import read_subset
     from ratchet_ray.suites.swebench.dataset import LOCAL_SUFFIXES
     from ratchet_ray.suites.swebench.docker.image_cache import format_report

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.config_files import layered_files, load_config
+from ratchet_ray.run_config.files import layered_files, load_config
 
 from local_ray import start_local_ray
 from offline_data import mbpp_plus_path

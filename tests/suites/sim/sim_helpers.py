@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.config_files import layered_files, load_config
+from ratchet_ray.run_config.files import layered_files, load_config
 
 ROOT = Path(__file__).resolve().parents[3]
 

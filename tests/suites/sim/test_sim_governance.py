@@ -11,7 +11,7 @@ import statistics
 
 import pytest
 
-from ratchet_ray.config_files import load_config
+from ratchet_ray.run_config.files import load_config
 from ratchet_ray.evidence.queries import recent_verdicts
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.suites.sim.embedder import SimEmbedder

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ratchet_ray.bank.skill_io import write_skill
-from ratchet_ray.config_files import dump_config
+from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance.counterfactual import counterfactual_stats, probe_selected
 from ratchet_ray.suites.sim import world_spec

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from ratchet_ray.config_files import ConfigError, load_config
+from ratchet_ray.run_config.files import ConfigError, load_config
 from ratchet_ray.llm.registry import make_embedder, make_llm
 from ratchet_ray.roles.critic import critique
 from ratchet_ray.roles.router import Router

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import swebench_instances
-from ratchet_ray.config_files import load_config
+from ratchet_ray.run_config.files import load_config
 from ratchet_ray.suites import get_suite
 from ratchet_ray.suites.swebench.agent.prompts import AgentAction, extract_diff
 from ratchet_ray.suites.swebench.dataset import DatasetError, load_instances, normalize_instance

@@ -130,7 +130,7 @@ def test_docker_daemon_gone_mid_round_stops_the_run_with_that_cause(docker_clien
                                                                      tmp_path):
     import fakes
     from ratchet_ray.cli.run import build_overrides
-    from ratchet_ray.config_files import load_config
+    from ratchet_ray.run_config.files import load_config
     from ratchet_ray.loop.breaker import InfraFailureStop
     from ratchet_ray.loop.driver import run_loop
     from ratchet_ray.loop.runtime import Models

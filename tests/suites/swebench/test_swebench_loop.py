@@ -23,7 +23,7 @@ import ray.cloudpickle
 import fakes
 import swebench_instances
 from ratchet_ray.cli.run import build_overrides
-from ratchet_ray.config_files import load_config
+from ratchet_ray.run_config.files import load_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.driver import run_loop
 from ratchet_ray.loop.runtime import Models, actor_options

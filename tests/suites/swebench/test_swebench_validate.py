@@ -207,7 +207,7 @@ def test_validate_from_a_shell_passes_gold_and_reports_a_broken_image(docker_ses
 @pytest.mark.docker
 def test_repeat_5_finds_a_flaky_instance_and_a_run_leaves_it_out(docker_session, instances,
                                                                  tmp_path):
-    from ratchet_ray.config_files import load_config
+    from ratchet_ray.run_config.files import load_config
     from ratchet_ray.suites import suite_for
     from ratchet_ray.suites.base import split_tasks
     from ratchet_ray.suites.swebench.quarantine import quarantine_report
@@ -318,7 +318,7 @@ def test_bad_inputs_fail_in_one_line_before_ray_starts(instances, tmp_path):
     assert broken.returncode == 2 and "is not JSON" in broken.stderr, broken.stderr[-2000:]
     assert "Traceback" not in broken.stderr and not (tmp_path / "o2").exists()
 
-    from ratchet_ray.config_files import load_config
+    from ratchet_ray.run_config.files import load_config
     from ratchet_ray.suites.base import split_tasks
     from ratchet_ray.suites.swebench.quarantine import QuarantineError
 
@@ -339,7 +339,7 @@ def _never(messages, json_schema=None):
 @pytest.mark.docker
 def test_validate_gold_stops_a_run_before_round_0(docker_session, instances, ray_local, tmp_path):
     import fakes
-    from ratchet_ray.config_files import load_config
+    from ratchet_ray.run_config.files import load_config
     from ratchet_ray.loop.breaker import RunStopped
     from ratchet_ray.loop.driver import run_loop
     from ratchet_ray.loop.runtime import Models
@@ -393,7 +393,7 @@ def test_unknown_ids_and_missing_gold_patches_are_named(instances, tmp_path):
 def test_the_registry_hook_grades_through_the_callable_it_is_given(instances, tmp_path):
     """The hook's plumbing without Docker: a stand-in grading callable (the driver passes
     ``loop.grade_pool.grade_all`` over the run's Grader pool)."""
-    from ratchet_ray.config_files import load_config
+    from ratchet_ray.run_config.files import load_config
     from ratchet_ray.suites import before_rounds
     from ratchet_ray.suites.swebench.settings import settings_from_config
     from ratchet_ray.suites.swebench.validate import REPORT_FILE, gold_pairs
