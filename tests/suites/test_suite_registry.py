@@ -155,8 +155,8 @@ def test_config_names_plugins_and_checks_their_settings(tmp_path, monkeypatch):
 
 
 def test_builtin_suites_bring_their_settings_through_the_registry(tmp_path):
-    """config.py declares no suite's section: swebench and sim register theirs as a plugin does,
-    and the YAML / --set shorthand ``<suite>.key`` lands in ``suite_settings.<suite>``."""
+    """settings/schema.py declares no suite's section: swebench and sim register theirs as a
+    plugin does, and the YAML / --set shorthand ``<suite>.key`` lands in ``suite_settings.<suite>``."""
     from ratchet_ray.settings.schema import LoopConfig
     from ratchet_ray.run_config.files import dump_config, layered_files
     from ratchet_ray.suites.sim.settings import SimSettings
