@@ -2,7 +2,8 @@
 (``tools.import_graph.layer_of``).
 
 A suite's own commands (``ratchet_ray/suites/<name>/cli.py``, which the registry names by string
-and ``ratchet`` adds) belong to the CLI layer, wherever they live.
+and ``ratchet`` adds) belong to the CLI layer, wherever they live; a suite's code that runs over
+the Ray cluster (``ratchet_ray/suites/<name>/cluster/``) to the loop's.
 
 Every check discovers the modules on disk (``import_graph.project_modules``), so a module added
 later is covered without touching this file.
@@ -66,6 +67,9 @@ def test_module_discovery_finds_every_layer():
     assert "ratchet_ray.llm.registry" in modules and "ratchet_ray.suites" in modules
     assert {layer_of(m) for m in modules} == set(LAYERS)
     assert "ratchet_ray.loop.driver" not in plain_library()
+    assert layer_of("ratchet_ray.suites.swebench.cli") == "cli/jobs"
+    assert layer_of("ratchet_ray.suites.swebench.cluster.reports") == "loop"
+    assert layer_of("ratchet_ray.suites.swebench.docker.images") == "plain library"
 
 
 def test_plain_library_imports_with_ray_and_actors_blocked():

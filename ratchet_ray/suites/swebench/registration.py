@@ -4,9 +4,9 @@ Imported once by ``suites.registry`` (its built-in list), exactly as a plugin mo
 its settings section, Docker and git doctor checks, the gold-patch validation before round 0,
 the ``docker`` resource of its Graders and Solvers (each runs in the instance's container), the
 patch review of the Critic, subset selection balanced over repositories, the agent's own
-temperature for ``jobs.baseline --temperature``, the ``ratchet swe`` commands, each
-round's per-node image-cache report in its summary (``cli.round_report``) and the placement of
-each instance's agent and grader on a node that holds its image (``placement``).
+temperature for ``jobs.baseline --temperature``, the ``ratchet swe`` commands, each round's
+per-node image-cache report in its summary (``cluster.reports.round_report``) and the placement
+of each instance's agent and grader on a node that holds its image (``docker.placement``).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ register(NAME, "ratchet_ray.suites.swebench:SwebenchSuite", settings=SwebenchSet
          resources={"grader": DOCKER, "solver": DOCKER}, critic="patch",
          subset_group=repo_of, subset_group_label="repos", sampling_overrides=agent_temperature,
          commands="ratchet_ray.suites.swebench.cli:COMMANDS",
-         round_report="ratchet_ray.suites.swebench.cli:round_report",
+         round_report="ratchet_ray.suites.swebench.cluster.reports:round_report",
          placement="ratchet_ray.suites.swebench.docker.placement:placement",
          impossible_twin="ratchet_ray.suites.swebench.proof.twin:impossible_twin",
          local_resources={"docker": LOCAL_DOCKER_SLOTS},

@@ -1,0 +1,223 @@
+"""``ratchet swe validate``'s run: the gold and no-op grades of a dataset's instances on a
+Grader pool of its own, over the Ray cluster (``validate`` judges the outcomes; ``cli`` is the
+command).
+
+Contracts of the validation's run (``validate_dataset``):
+- It checks the Docker daemon first when it starts a local Ray (this machine's daemon; one line
+  when it does not answer), or that something answers at a ``HOST:PORT`` address, joins
+  ``address`` (else ``RAY_ADDRESS``, else starts a loopback-only local Ray), starts the
+  graders, grades, and leaves in ``out_dir`` the graders' logs, ``swebench_validation.json``
+  and ``evidence/validation/round=0/part-*.parquet`` (so ``ratchet --db OUT query`` reads
+  it). It raises ``ValidateError`` (one line: what failed and the fix) for a daemon that does
+  not answer, a cluster that cannot be joined and graders that cannot start; a failing
+  instance is never an error (it is in the ``Validation``).
+- Pool size: ``workers`` when given (graders a cluster cannot host fail after
+  ``infra.actor_start_timeout_s``, naming the resources); else ``workers.graders`` capped by the
+  grades and by the ``docker`` units (and CPUs) the cluster has free now: each grader holds one
+  unit, and a pool with actors that can never be placed holds its first dispatch until the
+  start timeout (a local Ray offers one unit per core: 2 on a 2-core machine, where the suite
+  file's 4 graders made every validation wait 300 s and fail).
+- Image digests: after grading, one zero-CPU task pinned to each Docker node reads the id of
+  every graded instance's image there (``validation.image_digest``; null where the node no
+  longer holds it, e.g. ``swebench.cache_level`` below ``instance``).
+- Gold records (``gold.ensure_gold_record``): for every instance whose gold patch resolved on
+  every repeat, the record is ensured on a grader (grading the gold patch fills it) and the
+  number of mutants validated to fail under gold is reported (``Validation.mutants``); with
+  ``cheat_probe.enabled`` its twin record too (``twin``: one session of the base code), so the
+  run's impossible twins find both stored.
+
+Suite code that uses Ray and the loop's runtime (``tools.import_graph``: a suite's ``cluster``
+package is in the loop's layer)."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ratchet_ray.suites.swebench.cluster.reports import image_digests, image_reports
+
+
+GRADER_CPUS = 0.5
+
+
+class ValidateError(RuntimeError):
+    """The validation could not run at all; the message is one line with the fix."""
+
+
+def check_docker(settings: Any) -> None:
+    """Raise ``ValidateError`` when this machine's Docker daemon does not answer."""
+    from ratchet_ray.suites.swebench.docker.container import docker_client
+    from ratchet_ray.suites.swebench.docker.infra import InfraFailure
+
+    try:
+        docker_client(settings).close()
+    except InfraFailure as exc:
+        raise ValidateError(str(exc)) from exc
+
+
+def check_address(address: str, timeout_s: float = 10.0) -> None:
+    """Raise ``ValidateError`` when nothing accepts a connection at a ``HOST:PORT`` cluster
+    address (Ray itself retries an address that does not answer for minutes); other forms
+    (``auto``, ``ray://...``) are left to Ray."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "/" in address:
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ValidateError(f"nothing answers at the Ray cluster address {address} "
+                            f"({exc.strerror or exc}); pass the head's GCS address (HOST:6379, "
+                            "`ray status` on the head prints it) as --address / RAY_ADDRESS, or "
+                            "drop both for a local Ray") from exc
+
+
+def grader_count(wanted: int | None, default: int, jobs: int) -> tuple[int, str]:
+    """(graders to start, a note when the default was capped) on the connected cluster."""
+    import ray
+
+    if wanted is not None:
+        return max(1, min(wanted, jobs)), ""
+    free = ray.available_resources()
+    room = min(int(free.get("docker", 0)), int(free.get("CPU", 0) / GRADER_CPUS))
+    size = max(1, min(default, jobs, room if room > 0 else default))
+    note = (f"{size} graders (workers.graders is {default}; the cluster has {room} free "
+            f"`docker` slots now, each grader takes one; --workers N to ask for more)"
+            if size < min(default, jobs) else "")
+    return size, note
+
+
+
+def _gold_record(worker: Any, instance: dict, twins: bool = False) -> int:
+    """Run in a grader actor (``__ray_call__``): the mutants of the instance's gold record;
+    with ``twins``, its twin record is ensured too (``twin.TwinGrading.twin_record``)."""
+    from ratchet_ray.suites.swebench.proof.gold import ensure_gold_record
+
+    kept = len(ensure_gold_record(worker.grader, instance).kept)
+    if twins:
+        worker.grader.twin_record(instance)
+    return kept
+
+
+def gold_mutants(pool: Any, instances: list[dict], twins: bool = False) -> dict[str, Any]:
+    """Instance id -> mutants validated to fail under gold, or why none is known; ``twins``:
+    each instance's twin record is made too (the cheat probe's, one session of the base code)."""
+    from actors.draining import drain
+
+    found: dict[str, Any] = {}
+    for instance in instances:
+        pool.submit("__ray_call__", _gold_record, instance, twins, key=instance["instance_id"])
+
+    def handle(_pool: Any, result: Any) -> None:
+        found[result.key] = (result.value if result.ok
+                             else f"unknown ({result.exit_status}: {result.error})"[:300])
+
+    drain([pool], handle)
+    return found
+
+
+def _grade_on(pool: Any, nodes: list[str]) -> Callable[[list], list]:
+    """A grading callable for ``validate.validate`` over ``pool`` that also keeps, per item,
+    the node that graded it (in ``nodes``): every item queued in one burst, so the pool places
+    them knowing all of them."""
+    from actors.draining import drain
+
+    def grade(items: Sequence[tuple[Any, str]]) -> list:
+        results: list[Any] = [""] * len(items)
+        nodes[:] = [""] * len(items)
+        with pool.held():
+            for index, (task, patch) in enumerate(items):
+                pool.submit("grade", task, patch, key=index)
+
+        def handle(_pool: Any, result: Any) -> None:
+            results[result.key] = (result.value if result.ok
+                                   else f"{result.exit_status}: {result.error}"[:500])
+            nodes[result.key] = result.node or ""
+
+        drain([pool], handle)
+        return results
+
+    return grade
+
+
+def _one_node() -> str:
+    import ray
+
+    return ray.get_runtime_context().get_node_id()
+
+
+def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,
+                     workers: int | None = None, repeat: int = 1, address: str | None = None,
+                     note: Callable[[str], None] = lambda _text: None) -> Validation:
+    """See the module contract; ``note`` receives progress lines for the terminal."""
+    import ray
+
+    from actors.pool_errors import PoolError
+    from ratchet_ray.evidence.store import EvidenceStore
+    from ratchet_ray.loop.runtime import make_grader_factory
+    from ratchet_ray.loop.session import RunRuntime, ray_session
+    from ratchet_ray.suites.swebench.dataset import load_instances
+    from ratchet_ray.suites.swebench.docker.images import image_name
+    from ratchet_ray.suites.swebench.settings import settings_from_config
+    from ratchet_ray.suites.swebench.validate import (REPORT_FILE, evidence_rows, gold_pairs,
+                                                      validate)
+
+    settings = settings_from_config(config)
+    pairs = gold_pairs(settings, ids)
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if not address:
+        check_docker(settings)  # a local Ray grades with this machine's daemon
+    elif not ray.is_initialized():
+        check_address(address)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    scope = f"swe_validate_{uuid.uuid4().hex[:12]}"
+    try:
+        with ray_session(address), RunRuntime(config, scope, checks=False) as rt:
+            size, capped = grader_count(workers, config.workers.graders, 2 * len(pairs) * repeat)
+            if capped:
+                note(capped)
+            pool = rt.pool("grader", make_grader_factory(config, out_dir, rt.artifacts(out_dir)),
+                           size)
+            nodes: list[str] = []
+            result = validate(_grade_on(pool, nodes), pairs, repeat)
+            for outcome, node in zip(result.outcomes, nodes):
+                outcome.node = node
+            stable = {task.task_id for task, _gold in pairs} - set(result.failed_instances)
+            if stable:
+                raw = {i["instance_id"]: i for i in load_instances(settings)}
+                result.mutants = gold_mutants(pool, [raw[i] for i in sorted(stable)],
+                                              twins=config.cheat_probe.enabled)
+            images = {task.task_id: image_name(task.task_id, settings) for task, _ in pairs}
+            digests = image_digests(settings, sorted(set(images.values())))
+            if not any(outcome.node for outcome in result.outcomes):
+                here = _one_node()  # a pool without placement does not say: one node
+                for outcome in result.outcomes:
+                    outcome.node = here
+            result.nodes = image_reports(settings)
+    except PoolError as exc:
+        raise ValidateError(" ".join(str(exc).split())) from exc
+    except (ConnectionError, TimeoutError, ray.exceptions.RaySystemError) as exc:
+        why = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        raise ValidateError(f"cannot join the Ray cluster at {address} ({why}); check "
+                            "--address / RAY_ADDRESS, or drop both for a local Ray") from exc
+    EvidenceStore(out_dir).append("validation", 0, evidence_rows(result, scope, images, digests))
+    (out_dir / REPORT_FILE).write_text(json.dumps(result.to_json(), indent=1) + "\n")
+    return result
+
+
+def flake_rates(out_dir: Path) -> list[dict[str, Any]]:
+    """Per instance of the validation in ``out_dir``: its gold and no-op runs, from the
+    ``validation`` evidence (the named query ``validation_flake_rates``)."""
+    from ratchet_ray.evidence.named_queries import fetch_dicts
+    from ratchet_ray.evidence.store import EvidenceStore
+
+    con = EvidenceStore(out_dir).connect()
+    try:
+        return fetch_dicts(con, "validation_flake_rates")
+    finally:
+        con.close()
+
