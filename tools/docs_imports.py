@@ -4,7 +4,7 @@ Contract: ``render_architecture_map(root)`` reads the sources under ``root`` (``
 nothing is imported) and renders one Mermaid flowchart and one table, a pure function of the
 code. A box is a unit a reader thinks in: a package of ``ratchet_ray`` (each suite its own,
 a suite's commands apart), ``actors/``, ``jobs/``, each top-level module of ``ratchet_ray`` that
-imports one of its packages, and the other top-level modules (the data model, config, ...)
+imports one of its packages, and the other top-level modules (the data model, seeding, ...)
 together; its label gives its non-blank lines. Boxes stand in their layer (``layer_of``), highest
 first; an arrow is "imports", lazy imports included.
 """
