@@ -54,7 +54,7 @@ def test_rendering_ignores_the_callers_environment(monkeypatch):
 
 
 def test_every_setting_and_ratchet_variable_is_on_the_page():
-    from ratchet_ray.config import LoopConfig
+    from ratchet_ray.settings.schema import LoopConfig
 
     page = (DOCS / "configuration.md").read_text()
 
