@@ -8,8 +8,9 @@ Contracts:
   tampered skill is refused, naming it), refuses another suite's pack unless
   ``--allow-other-suite``, and prints one line per pack skill (added, renamed, same, skipped,
   too_long: ``bank.pack_import``). Imported skills are on probation (``bank.probation``).
-- The transfer measurement on the sim world is the sim suite's ``ratchet sim-transfer``
-  (``suites/sim/cli.py``).
+- ``transfer`` (``cli.pack_transfer``, re-exported here for the group): transfer measured on any
+  suite; the sim world's two-world variant is the sim suite's ``ratchet sim-transfer``
+  (``suites/sim/cli.py``), on the same code.
 - Errors surface as one readable line (``PackError`` and the bank's and config's errors).
 """
 
@@ -24,11 +25,14 @@ from ratchet_ray.bank.skill_bank import BankError, SkillBank
 from ratchet_ray.bank.skill_io import SkillFileError
 from ratchet_ray.cli.evidence import check_run_dir, writer_lock
 from ratchet_ray.cli.options import round_option, status_option
+from ratchet_ray.cli.pack_transfer import transfer_cmd
 from ratchet_ray.run_config.files import ConfigError, load_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
 from ratchet_ray.packs.export import export_pack
 from ratchet_ray.bank.pack_format import PackError
+
+__all__ = ["export_cmd", "import_cmd", "transfer_cmd"]
 
 _ERRORS = (PackError, SkillFileError, MetaSkillFileError, BankError, ConfigError,
            EvidenceSchemaError, FileNotFoundError)

@@ -36,7 +36,7 @@ from ratchet_ray.bank.pack_format import IMPORTS_DIR
 from ratchet_ray.bank.probation import probation_floor
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill
 from ratchet_ray.cli import audit_hygiene
-from ratchet_ray.cli.skill_packs import export_cmd, import_cmd
+from ratchet_ray.cli.skill_packs import export_cmd, import_cmd, transfer_cmd
 from ratchet_ray.cli.evidence import emit_rows, require_run_dir, writer_lock
 from ratchet_ray.cli.options import format_option, round_option, status_option
 from ratchet_ray.settings.schema import LoopConfig
@@ -311,5 +311,6 @@ def curate(ctx: click.Context, round_: int | None, dry_run: bool, fmt: str) -> N
 
 skill.add_command(export_cmd)
 skill.add_command(import_cmd)
+skill.add_command(transfer_cmd)
 
 COMMANDS: list[click.Command] = [skill, meta, audit, curate]

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from ratchet_ray.cli.options import set_option
+
 
 @click.command("sim-report")
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
@@ -29,11 +31,6 @@ def sim_report(path: Path, delta: float, out: Path | None) -> None:
     click.echo("\n".join(str(p) for p in written))
 
 
-# ``ratchet sim-transfer``: a skill pack's transfer measured on the sim world (docs/skill-packs.md).
-TRANSFER_ARMS = (("empty bank", ()), ("pack, probation", ("bank.probation=true",)),
-                 ("pack, no probation", ("bank.probation=false",)))
-
-
 @click.command("sim-transfer")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="New folder for the runs, the pack and transfer.md.")
@@ -47,46 +44,28 @@ TRANSFER_ARMS = (("empty bank", ()), ("pack, probation", ("bank.probation=true",
 @click.option("--stronger-beta", type=click.FloatRange(min=0.01), default=3.0,
               show_default=True,
               help="sim.base_beta of the 'stronger model' (A's world and truths, higher p0).")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-              help="Config override for every run, e.g. --set n_train=30 (repeatable).")
+@set_option("Config override for every run, e.g. --set n_train=30 (repeatable).")
 def transfer_cmd(out: Path, rounds_a: int, rounds_b: int, seed_a: int, seed_b: int,
                  stronger_beta: float, sets: tuple[str, ...]) -> None:
     """Measure transfer on the sim world: run A's bank as a pack in a run B, on probation and
     without, against B from an empty bank; for a stronger model (same truths) and a world
-    whose truths are redrawn. Prints the table and writes OUT/transfer.md."""
-    from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
-    from ratchet_ray.loop.driver import RunSetupError, run_loop
-    from ratchet_ray.packs.export import export_pack
-    from ratchet_ray.packs.transfer import transfer_row, transfer_table
+    whose truths are redrawn. Prints the table and writes OUT/transfer.md. (`ratchet skill
+    transfer sim` measures one B world per seed on the same code.)"""
+    from ratchet_ray.cli.pack_transfer import TransferPlan, check_plan, measure
+    from ratchet_ray.packs.transfer import transfer_table, truth_judge
 
     if out.exists():
         raise click.UsageError(f"--out {out} exists; pass a new folder (the runs go there)")
-
-    def run(name: str, *extra: str) -> Path:
-        try:
-            config = load_config(layered_files("sim", []),
-                                 [f"results_dir={out / name}", *extra, *sets])
-            return run_loop(config, show_progress=False)
-        except (ConfigError, RunSetupError) as exc:
-            raise click.ClickException(str(exc)) from exc
-
-    a = run("a", f"rounds={rounds_a}", f"seed={seed_a}")
-    pack = out / "pack"
-    manifest = export_pack(a, pack)
-    ids = [e["id"] for e in manifest["skills"]]
-    conditions = (("stronger model, same truths", (f"seed={seed_a}",
-                                                   f"sim.base_beta={stronger_beta}")),
-                  ("truths redrawn", (f"seed={seed_b}",)))
-    rows = []
-    for c, (condition, world) in enumerate(conditions):
-        for k, (arm, settings) in enumerate(TRANSFER_ARMS):
-            carried = () if k == 0 else (f"bank.pack={pack.resolve()}", *settings)
-            run_dir = run(f"b{c}{k}", f"rounds={rounds_b}", *world, *carried)
-            rows.append(transfer_row(run_dir, ids if k else (), condition, arm))
-            click.echo(f"{condition} / {arm}: {run_dir}", err=True)
-    header = (f"Run A: sim, seed {seed_a}, {rounds_a} rounds, {len(ids)} ACTIVE skills exported "
-              f"(pack {manifest['pack_sha256'][:16]}). Each run B: {rounds_b} rounds. Overrides: "
-              f"{' '.join(sets) or 'none'}.\n\n")
+    plan = TransferPlan(
+        "sim", common=sets, a=(f"rounds={rounds_a}", f"seed={seed_a}"), rounds_b=rounds_b,
+        conditions=(("stronger model, same truths",
+                     (f"seed={seed_a}", f"sim.base_beta={stronger_beta}")),
+                    ("truths redrawn", (f"seed={seed_b}",))))
+    check_plan(plan, out)
+    manifest, rows, _records = measure(out, plan, truth_judge)
+    header = (f"Run A: sim, seed {seed_a}, {rounds_a} rounds, {len(manifest['skills'])} ACTIVE "
+              f"skills exported (pack {manifest['pack_sha256'][:16]}). Each run B: {rounds_b} "
+              f"rounds. Overrides: {' '.join(sets) or 'none'}.\n\n")
     table = transfer_table(rows)
     (out / "transfer.md").write_text(header + table)
     click.echo(header + table, nl=False)
