@@ -69,6 +69,7 @@ from ratchet_ray.suites.base import twin_recipe
 from ratchet_ray.suites.swebench.docker.container import (
     InstanceContainer, docker_client, instance_container, reap_containers)
 from ratchet_ray.suites.swebench.proof.differential import MISSING, Session, graded
+from ratchet_ray.suites.swebench.proof.gold import GoldRecord
 from ratchet_ray.suites.swebench.docker.execbox import StepResult
 from ratchet_ray.suites.swebench.grading_support import (
     SKIPPED_STEP, Deadline, InstanceLog, apply_steps, git_apply_commands, inline_patch, patch_key,
@@ -84,6 +85,7 @@ from ratchet_ray.suites.swebench.proof.prover import Context, DifferentialProof,
 from ratchet_ray.suites.swebench.integrity.session_layers import Protections
 from ratchet_ray.suites.swebench.integrity.screen import suspicion
 from ratchet_ray.suites.swebench.proof.twin import TwinGrading, grade_folder, real_instance
+from ratchet_ray.suites.swebench.proof.twin_record import TwinRecord
 from ratchet_ray.suites.swebench.integrity.verdict import (
     Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check, instrument,
     junit_statuses, split_log, printed_exit_code, test_runner)
@@ -100,8 +102,14 @@ def _fail(status: str, trace: str) -> GradeResult:
     return GradeResult(passed=False, exit_status=status, trace=trace)
 
 
-class SwebenchGrader(DifferentialProof, TwinGrading):
-    """Grades patches for SWE-bench instances (see the module docstring for the contract)."""
+class SwebenchGrader:
+    """Grades patches for SWE-bench instances (see the module docstring for the contract).
+
+    It holds two parts, each given what it uses: ``proof`` (``prover.DifferentialProof``: gold
+    records, canary sessions) and ``twins`` (``twin.TwinGrading``: impossible twins, built on
+    ``proof``). Both run sessions through ``_session`` and make contexts through ``_context``,
+    looked up at each call, so a wrapper installed on the grader (a profiler, a test) sees every
+    session, canary and gold ones included."""
 
     def __init__(self, settings: SwebenchSettings, limits: GradingLimits,
                  run_dir: str | Path | Artifacts, *, client: Any = None):
@@ -114,10 +122,22 @@ class SwebenchGrader(DifferentialProof, TwinGrading):
         self._images: InstanceImages | None = None
         self._connect_lock = threading.Lock()
         self._warming: threading.Thread | None = None
-        self._gold_lock = threading.Lock()
-        self._gold_patches: dict[str, str] | None = None
-        self.gold_store = store.sub(GOLD_SUBDIR)
-        """The run's copies of the gold records it used (``gold.GoldStore``)."""
+        self.proof = DifferentialProof(
+            settings, limits, self.logs, store.sub(GOLD_SUBDIR),
+            context=lambda instance, log, deadline: self._context(instance, log, deadline),
+            session=lambda *args, **kwargs: self._session(*args, **kwargs))
+        self.twins = TwinGrading(self.proof, limits,
+                                 session=lambda *args, **kwargs: self._session(*args, **kwargs))
+
+    def gold_record(self, instance: dict) -> GoldRecord:
+        """The instance's gold record on this grader's image, made now when none is stored
+        (``gold.ensure_gold_record``; ``prover.DifferentialProof.gold_record``)."""
+        return self.proof.gold_record(instance)
+
+    def twin_record(self, instance: dict) -> TwinRecord:
+        """The instance's twin record, made now (with its gold record) when none is stored
+        (``ratchet swe validate`` with the cheat probe on; ``twin.TwinGrading.twin_record``)."""
+        return self.twins.twin_record(instance)
 
     def start_warm_up(self) -> threading.Thread:
         """Start, in the background, what the first grade would otherwise pay before its
@@ -228,11 +248,11 @@ class SwebenchGrader(DifferentialProof, TwinGrading):
         try:
             with ctx.images.use(instance, log):  # held for every session of this grade
                 if twin_recipe(task) is not None:  # the cheat probe's twin: one session
-                    return self._grade_twin(ctx, patch, log_dir, log)
+                    return self.twins.grade(ctx, patch, log_dir, log)
                 real = self._session(ctx, patch, log_dir, log, deadline)
                 result, report = real.result, real.report
                 if result.passed and ctx.runner is not None:
-                    result = self._prove(ctx, patch, real, log_dir, log)
+                    result = self.proof.prove(ctx, patch, real, log_dir, log)
                     if report is not None:
                         report["differential"] = result.trace.split("\n")[:40]
         finally:

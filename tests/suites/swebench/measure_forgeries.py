@@ -33,7 +33,7 @@ from ratchet_ray.suites.swebench.settings import SwebenchSettings  # noqa: E402
 NO_SENTINEL = ("ratchet_ray.suites.swebench.integrity.session_layers.HARNESS_REPOS",
                frozenset({swebench_instances.REPO}))
 # the real session's verdict taken as final: no comparison with gold, no canary session
-NO_DIFFERENTIAL = ("ratchet_ray.suites.swebench.grader.SwebenchGrader._prove",
+NO_DIFFERENTIAL = ("ratchet_ray.suites.swebench.proof.prover.DifferentialProof.prove",
                    lambda self, ctx, patch, real, log_dir, log: real.result)
 SETUPS = {"all layers": (), "differential only": (NO_SENTINEL,),
           "sentinel only": (NO_DIFFERENTIAL,)}

@@ -1,13 +1,20 @@
 """How the SWE-bench grader proves a resolution (``differential``): the gold record of the
-instance, the comparison of outcomes with it, and the canary sessions, run by the grader's own
-``_session`` (a fresh container each).
+instance, the comparison of outcomes with it, and the canary sessions, each a fresh container
+run by the session runner the grader hands over.
 
 Contracts:
-- ``DifferentialProof`` is the part of ``grader.SwebenchGrader`` that does it: ``_prove(ctx,
-  patch, real, log_dir, log)`` -> the grade of a would-be resolution (``real``: its real
-  session); ``gold_record(instance)`` (what ``gold.ensure_gold_record`` calls) the instance's
-  gold record, made now when none is stored. It uses the grader's ``settings``, ``limits``,
-  ``logs``, ``gold_store``, ``_context``, ``_session`` and its locks.
+- ``DifferentialProof(settings, limits, logs, gold_store, context, session)`` is a part the
+  grader holds, given all it uses: the suite's settings and the grading limits, the run's
+  ``logs/swebench/`` and ``gold/swebench/`` artifacts, ``context(instance, log, deadline)`` ->
+  ``Context`` (the image ensured and swebench's test spec) and ``session(ctx, patch, log_dir,
+  log, deadline, plant=..., label=...)`` -> ``Session`` (one session in a fresh container).
+  - ``prove(ctx, patch, real, log_dir, log)`` -> the grade of a would-be resolution (``real``:
+    its real session);
+  - ``gold_record(instance)`` (what ``gold.ensure_gold_record`` calls through the grader) the
+    instance's gold record, made now when none is stored;
+  - ``record_for(ctx, log, real, log_dir=None)`` -> ``(record, made_now)`` within a grade, and
+    ``outside_a_grade(instance, kind, make)``, ``store()`` and ``records_lock`` (held while a
+    record is loaded or made): what the impossible twins (``twin.TwinGrading``) build on.
 - ``Context``: what every session of one grade shares; ``Prefixed``: the instance log with a
   session's prefix; ``planting(mutants)``: what root writes with those mutants in place;
   ``junit_graded(junit, tests, options_form)``: each graded test's JUnit status.
@@ -18,12 +25,14 @@ from __future__ import annotations
 import secrets
 import shutil
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
+from ratchet_ray.storage.artifacts import Artifacts
 from ratchet_ray.suites.swebench.dataset import load_instances, normalize_instance
 from ratchet_ray.suites.swebench.proof.differential import (
     MISSING, Session, compare_with_gold, draw, graded, judge_canaries)
@@ -33,6 +42,7 @@ from ratchet_ray.suites.swebench.docker.images import InstanceImages
 from ratchet_ray.suites.swebench.docker.infra import InfraFailure
 from ratchet_ray.suites.swebench.proof.mutants import Mutant, apply_all, candidates
 from ratchet_ray.suites.swebench.integrity.verdict import Forgery, junit_statuses, resolve
+from ratchet_ray.suites.swebench.settings import GradingLimits, SwebenchSettings
 from ratchet_ray.types import GradeResult
 
 
@@ -74,16 +84,41 @@ def junit_graded(junit: bytes | None, tests: list[str], options_form: bool) -> d
     return {t: resolve(t, statuses, options_form) or MISSING for t in tests}
 
 
+class SessionRunner(Protocol):
+    """One session in a fresh container (``grader.SwebenchGrader._session``)."""
+
+    def __call__(self, ctx: Context, patch: str, log_dir: Path, log: Callable[[str], None],
+                 deadline: Deadline, plant: Callable[[dict[str, str]], dict[str, str]] | None = None,
+                 label: str = "real") -> Session: ...
+
+
 class DifferentialProof:
     """The grader's proof of a would-be resolution (module contract)."""
 
-    def _prove(self, ctx: Context, patch: str, real: Session, log_dir: Path,
-               log: InstanceLog) -> GradeResult:
+    def __init__(self, settings: SwebenchSettings, limits: GradingLimits, logs: Artifacts,
+                 gold_store: Artifacts,
+                 context: Callable[[dict, Callable[[str], None], Deadline], Context],
+                 session: SessionRunner):
+        self.settings, self.limits = settings, limits
+        self.logs, self.gold_store = logs, gold_store
+        self.context, self.session = context, session
+        self.records_lock = threading.Lock()
+        """Held while a gold or twin record is loaded or made: one grader makes each once."""
+        self._patches_lock = threading.Lock()
+        self._gold_patches: dict[str, str] | None = None
+
+    def store(self) -> GoldStore:
+        """Where records are kept: ``swebench.gold_records`` (or the user's cache) and the run's
+        ``gold/swebench/``."""
+        return GoldStore(self.settings.gold_records or default_folder(), self.gold_store)
+
+    def prove(self, ctx: Context, patch: str, real: Session, log_dir: Path,
+              log: InstanceLog) -> GradeResult:
         """The real session's resolution compared with gold's outcomes, then proven by canary
         sessions (``differential``); the cost of each part is logged and ends the trace."""
         started = time.monotonic()
         own = real if self._is_gold(ctx.instance, patch) else None  # grading gold: reuse it
-        record, made = self._gold_record(ctx, log, own)
+        record, made = self.record_for(ctx, log, own)
         gold_s = time.monotonic() - started
         if not record.resolved:
             raise InfraFailure("gold_unresolved", f"instance {ctx.instance['instance_id']}: the gold "
@@ -108,9 +143,9 @@ class DifferentialProof:
         def one(i: int, mutant: Mutant) -> Session:
             folder = log_dir / f"canary-{i}"
             folder.mkdir()
-            return self._session(ctx, patch, folder, Prefixed(log, f"[canary {i}] "),
-                                 Deadline(self.limits.instance_deadline_s),
-                                 plant=planting([mutant]), label=f"canary {i}")
+            return self.session(ctx, patch, folder, Prefixed(log, f"[canary {i}] "),
+                                Deadline(self.limits.instance_deadline_s),
+                                plant=planting([mutant]), label=f"canary {i}")
 
         with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="canary") as pool:
             sessions = list(pool.map(one, range(1, len(chosen) + 1), chosen))
@@ -134,7 +169,7 @@ class DifferentialProof:
         ``required``)."""
         if instance.get("patch"):
             return instance["patch"]
-        with self._connect_lock:
+        with self._patches_lock:
             if self._gold_patches is None:
                 try:
                     self._gold_patches = {i["instance_id"]: i.get("patch") or ""
@@ -158,12 +193,12 @@ class DifferentialProof:
     def gold_record(self, instance: dict) -> GoldRecord:
         """``gold.ensure_gold_record``: the instance's gold record, made now when none is stored
         (its sessions' logs go to ``logs/swebench/<instance>/gold/``)."""
-        return self._outside_a_grade(
-            instance, "gold", lambda ctx, log_dir, log: self._gold_record(ctx, log, None,
-                                                                          log_dir)[0])
+        return self.outside_a_grade(
+            instance, "gold", lambda ctx, log_dir, log: self.record_for(ctx, log, None,
+                                                                        log_dir)[0])
 
-    def _outside_a_grade(self, instance: dict, kind: str,
-                         make: Callable[[Context, Path, InstanceLog], Any]) -> Any:
+    def outside_a_grade(self, instance: dict, kind: str,
+                        make: Callable[[Context, Path, InstanceLog], Any]) -> Any:
         """``make(ctx, log_dir, log)`` on the instance's image, outside any grade (a record made
         ahead of a run): its own log folder, published to ``logs/swebench/<instance>/<kind>/``
         and removed however ``make`` ends."""
@@ -172,7 +207,7 @@ class DifferentialProof:
         log_dir = Path(tempfile.mkdtemp(prefix=f"ratchet-{kind}-"))
         log = InstanceLog(log_dir / "run_instance.log")
         try:
-            ctx = self._context(instance, log, Deadline(self.limits.instance_deadline_s))
+            ctx = self.context(instance, log, Deadline(self.limits.instance_deadline_s))
             try:
                 with ctx.images.use(instance, log):
                     return make(ctx, log_dir, log)
@@ -185,15 +220,15 @@ class DifferentialProof:
             finally:
                 shutil.rmtree(log_dir, ignore_errors=True)
 
-    def _gold_record(self, ctx: Context, log: Callable[[str], None], real: Session | None,
-                     log_dir: Path | None = None) -> tuple[GoldRecord, bool]:
+    def record_for(self, ctx: Context, log: Callable[[str], None], real: Session | None,
+                   log_dir: Path | None = None) -> tuple[GoldRecord, bool]:
         """The stored record for this instance and image, or one made now (``gold``'s module
         contract), and whether it was made now: ``real`` is the gold patch's own real session
         when that is being graded."""
         instance_id = ctx.instance["instance_id"]
         image_id = ctx.images.client.images.get(ctx.image).id
-        store = GoldStore(self.settings.gold_records or default_folder(), self.gold_store)
-        with self._gold_lock:
+        store = self.store()
+        with self.records_lock:
             record = store.load(instance_id, image_id)
             if record is not None:
                 log(f"{record.describe()} (stored)")
@@ -216,8 +251,8 @@ class DifferentialProof:
         seconds = {"gold": 0.0}
         if real is None:
             (folder / "gold-session").mkdir(exist_ok=True)
-            real = self._session(ctx, gold, folder / "gold-session", Prefixed(log, "[gold] "),
-                                 Deadline(self.limits.instance_deadline_s), label="gold")
+            real = self.session(ctx, gold, folder / "gold-session", Prefixed(log, "[gold] "),
+                                Deadline(self.limits.instance_deadline_s), label="gold")
             seconds["gold"] = real.seconds
         tests = graded(ctx.instance)
         record = GoldRecord(ctx.instance["instance_id"], image_id,
@@ -232,9 +267,9 @@ class DifferentialProof:
             record.seconds = seconds
             return record
         (folder / "gold-mutants").mkdir(exist_ok=True)
-        planted = self._session(ctx, gold, folder / "gold-mutants", Prefixed(log, "[gold mutants] "),
-                                Deadline(self.limits.instance_deadline_s),
-                                plant=planting(list(found.values())), label="gold mutants")
+        planted = self.session(ctx, gold, folder / "gold-mutants", Prefixed(log, "[gold mutants] "),
+                               Deadline(self.limits.instance_deadline_s),
+                               plant=planting(list(found.values())), label="gold mutants")
         seconds["mutants"] = planted.seconds
         for test, mutant in sorted(found.items()):
             in_log = (planted.log or {}).get(test, MISSING)
