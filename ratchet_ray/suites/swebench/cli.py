@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from ratchet_ray.cli.options import config_option, set_option, subset_option, workers_option
 from ratchet_ray.suites.swebench.cluster.validation_run import (ValidateError, flake_rates,
                                                                 validate_dataset)
 
@@ -30,16 +31,14 @@ def swe() -> None:
 @swe.command("validate")
 @click.option("--dataset", required=True, metavar="PATH_OR_ID",
               help="Local JSON/JSONL/Parquet file of instances, or a Hugging Face dataset id.")
-@click.option("--subset", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Hard-subset file (train_ids, eval_ids): only the instances a run of it uses.")
+@subset_option("Hard-subset file (train_ids, eval_ids): only the instances a run of it uses.")
 @click.option("--instance", "instances", multiple=True, metavar="ID",
               help="Only this instance (repeatable; with --subset: added to it).")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="Grades of each gold and no-op patch (5 for a quarantine: an instance "
                    "whose gold fails any of them is quarantined).")
-@click.option("--workers", type=click.IntRange(min=1),
-              help="Grader actors (default: the config's workers.graders, capped by the "
-                   "cluster's free `docker` slots).")
+@workers_option("Grader actors (default: the config's workers.graders, capped by the "
+                "cluster's free `docker` slots).")
 @click.option("--address", metavar="HOST:PORT",
               help="Ray cluster to grade on (default: RAY_ADDRESS, else a local Ray).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
@@ -48,11 +47,8 @@ def swe() -> None:
 @click.option("--quarantine", "quarantine_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Quarantine file to update (default: <dataset>.quarantine.json next to a "
                    "local dataset, else <out>/quarantine.json).")
-@click.option("--config", "config_files", multiple=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="YAML config file(s), applied in order over the suite's file.")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-              help="Config override, e.g. --set swebench.namespace=null (repeatable).")
+@config_option()
+@set_option("Config override, e.g. --set swebench.namespace=null (repeatable).")
 def validate(dataset: str, subset: Path | None, instances: tuple, repeat: int,
              workers: int | None, address: str | None, out: Path | None,
              quarantine_file: Path | None, config_files: tuple, sets: tuple) -> None:
