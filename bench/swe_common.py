@@ -3,12 +3,18 @@
 
 - ``bench_config(dataset, out, timeout_s)``: the config every measurement grades (and solves)
   with: the ``dataset`` instances, local images kept, locks under ``out``, the per-command
-  timeout ``timeout_s``.
-- ``run_ours(config, instances, workers, out)``: the gold patches graded by W ``GraderActor`` s
-  through the loop's ``ResilientPool`` on the Ray this process is connected to, actors started
-  and warm before the clock starts. Returns the wall, start-up and warm-up times, the time to the
-  first graded instance and to the first container, the mean eval-script and instance times,
-  the resolved count and the statuses.
+  timeout ``timeout_s``, the gold records under ``out/gold``; every verdict setting at the
+  suite's default (the differential's canary sessions, ``swebench.canary_sessions`` and
+  ``canary_parallel``), so "ours" is what a user's grade costs.
+- ``make_gold_records(config, instances, out)``: the gold record of every instance whose gold
+  patch can resolve (all but the hanging one), made once before any clock, as a run's first
+  resolution (or ``ratchet swe validate``) makes it once per instance and image; its seconds.
+- ``run_ours(config, instances, workers, out, profile=False)``: the gold patches graded by W
+  ``GraderActor`` s through the loop's ``ResilientPool`` on the Ray this process is connected
+  to, actors started and warm before the clock starts. Returns the wall, start-up and warm-up
+  times, the time to the first graded instance and to the first container, the mean
+  eval-script and instance times, the resolved count and the statuses; with ``profile`` also
+  ``phases``, the seconds per grade in each of its phases (``swe_phases``).
 
 Imports ``ratchet_ray`` and ``actors`` lazily: the scripts that import it put the repository
 root on ``sys.path`` first.
@@ -24,20 +30,39 @@ from pathlib import Path
 from typing import Any
 
 
-def bench_config(dataset: Path, out: Path, timeout_s: float) -> Any:
-    """The config every measurement grades (and solves) with: local images, kept."""
+def bench_config(dataset: Path, out: Path, timeout_s: float,
+                 overrides: list[str] = ()) -> Any:
+    """The config every measurement grades (and solves) with: local images, kept; then
+    ``overrides`` (``KEY=VALUE``)."""
     from ratchet_ray.run_config.files import load_config
 
     return load_config([], [
         "suite=swebench", f"dataset_path={json.dumps(str(dataset))}",
         "swebench.namespace=null", "swebench.cache_level=instance", "swebench.memory_mb=1024",
         f"swebench.lock_dir={json.dumps(str(out / 'locks'))}",
-        f"grader.timeout_s={timeout_s:g}", "swebench.instance_deadline_s=600"])
+        f"swebench.gold_records={json.dumps(str(out / 'gold'))}",
+        f"grader.timeout_s={timeout_s:g}", "swebench.instance_deadline_s=600", *overrides])
 
 
-def run_ours(config, instances: list[dict], workers: int, out: Path) -> dict:
+def make_gold_records(config, instances: list[dict], out: Path) -> float:
+    """Every resolvable instance's gold record, made now in this process (module contract)."""
+    from ratchet_ray.suites.swebench.grader import SwebenchGrader
+    from ratchet_ray.suites.swebench.settings import GradingLimits, settings_from_config
+
+    settings = settings_from_config(config)
+    grader = SwebenchGrader(settings, GradingLimits.of_run(config, settings), out / "gold-prep")
+    started = time.monotonic()
+    for instance in instances:
+        if "test_hangs" not in instance["FAIL_TO_PASS"]:  # its gold patch never resolves
+            grader.gold_record(instance)
+    return time.monotonic() - started
+
+
+def run_ours(config, instances: list[dict], workers: int, out: Path,
+             profile: bool = False) -> dict:
     """The gold patches graded on W Graders (module contract)."""
     import ray
+    import swe_phases
 
     from actors.artifacts import run_artifacts_access
     from actors.draining import drain
@@ -55,12 +80,18 @@ def run_ours(config, instances: list[dict], workers: int, out: Path) -> dict:
         # Each Grader started its warm-up (Docker, swebench, reaping) as it started; a round
         # overlaps it with solving, so it is start-up too (counted in first_graded_s).
         ray.get([actor.warm.remote([]) for actor in pool.actors])
+        if profile:  # timers in the actors' processes, before the clock (swe_phases)
+            ray.cloudpickle.register_pickle_by_value(swe_phases)
+            ray.get([actor.__ray_call__.remote(swe_phases.install) for actor in pool.actors])
         ready, ready_clock = time.monotonic(), time.time()
         grades: list = []
         for task in tasks:
             pool.submit("grade", task, gold[task.task_id])
         drain([pool], lambda _pool, result: grades.append((time.monotonic(), result)))
         done = time.monotonic()
+        phases = (swe_phases.breakdown(ray.get([actor.__ray_call__.remote(swe_phases.spans)
+                                                for actor in pool.actors]), ready_clock)
+                  if profile else None)
     finally:
         pool.shutdown()
         ray.kill(service)
@@ -73,7 +104,8 @@ def run_ours(config, instances: list[dict], workers: int, out: Path) -> dict:
             "first_graded_s": min(t for t, _ in grades) - created,
             "resolved": sum(v.passed for v in values),
             "statuses": sorted(v.exit_status for v in values),
-            "mean_instance_s": statistics.mean(v.duration_s for v in values)}
+            "mean_instance_s": statistics.mean(v.duration_s for v in values),
+            **({"phases": phases} if profile else {})}
 
 
 def _first_container_s(out: Path, clock: float) -> float | None:

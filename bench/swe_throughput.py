@@ -1,7 +1,8 @@
 """SWE-bench grading throughput through the Grader pool against the physical floor.
 
     python bench/swe_throughput.py [--instances 6] [--workers 1,2] [--nodes 1,2,3] [--round]
-                                   [--timeout 30] [--repeat 5]
+                                   [--timeout 30] [--repeat 5] [--load N] [--profile]
+                                   [--set swebench.canary_parallel=2 ...]
 
 Generates ``--instances`` SWE-bench-format instances on three local repositories
 (``bench/swe_instances.py``: 40-120 tests per run, one repository with slow tests, the last
@@ -13,10 +14,23 @@ reported), starts a loopback Ray, and for every worker count W measures, on the 
   ``--timeout``), W at a time from a thread pool: what the hardware allows;
 - ``ours``: the gold patches graded by W ``GraderActor`` s through a ``ResilientPool`` (the
   loop's own path: image lock, locked-down container, harness guard, protections, JUnit
-  cross-check, logs published to the run's artifacts), actors started and warm (the warm-up
+  cross-check, the differential's proof of every resolution with the suite's default canary
+  sessions, logs published to the run's artifacts), actors started and warm (the warm-up
   each Grader starts as it starts: Docker, swebench's imports, reaping) before the clock starts;
   a round overlaps that warm-up with solving, and the time to the first graded instance from a
-  cold pool, printed apart, includes it.
+  cold pool, printed apart, includes it. The gold records the proof compares with are made once
+  before any clock (``swe_common.make_gold_records``: once per instance and image, as a run's
+  first resolution or ``ratchet swe validate`` makes them; their seconds are printed apart).
+  ``--set KEY=VALUE`` overrides a setting of ours (e.g. ``swebench.canary_parallel=2``).
+
+``--load N`` runs the whole measurement, floor and ours alike, beside N busy processes
+(pure-Python spin loops at the bench's priority, ``swe_load.CpuLoad``: stopped at the end,
+however it ends), so "under load" is a setting; every row records the load observed while its
+floor and its ours ran (``swe_load.LoadSampler``: the 1-minute load average and the mean count
+of runnable tasks), which on a shared machine includes other people's work. ``--profile`` times
+each grade's phases inside the Grader actors (``swe_phases``) and prints the seconds per grade
+in each: Ray dispatch, image readiness, container up and down, the pre-eval execs, the eval,
+after the eval, the report's parse, the canary sessions, the artifact put.
 
 - ``round`` (``--round``, ``bench/swe_scale.py``): every instance solved by the real patch agent
   loop on W Solvers, its model scripted to replay the gold patch as one shell action
@@ -40,6 +54,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -53,8 +68,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 os.environ.pop("RAY_ADDRESS", None)
 
 from ratchet_ray.suites.swebench.settings import settings_from_config  # noqa: E402
-from swe_common import bench_config, run_ours  # noqa: E402
+from swe_common import bench_config, make_gold_records, run_ours  # noqa: E402
 from swe_instances import make_instances  # noqa: E402
+from swe_load import CpuLoad, LoadSampler, describe  # noqa: E402
 from swe_scale import run_on_nodes, run_round  # noqa: E402
 
 BENCH_LABEL = "ratchet-ray.bench"
@@ -132,7 +148,25 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=5, help="container overhead samples")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--keep-images", action="store_true")
+    parser.add_argument("--no-hang", action="store_true",
+                        help="no hanging instance (every instance's gold patch resolves, so "
+                             "every grade of ours pays its canary sessions)")
+    parser.add_argument("--load", type=int, default=0,
+                        help="busy processes (pure-Python spin loops) running beside the whole "
+                             "measurement, floor and ours alike; 0: the machine as it is")
+    parser.add_argument("--profile", action="store_true",
+                        help="time each grade's phases inside the Grader actors (swe_phases)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config override for ours (repeatable), e.g. "
+                             "swebench.canary_parallel=2")
     return parser.parse_args()
+
+
+def _sampled(measure_one):
+    """``measure_one()``'s result with the load observed while it ran (``swe_load``)."""
+    with LoadSampler() as load:
+        got = measure_one()
+    return {**got, "load": load.summary()}
 
 
 def measure(args, client, config, names: dict, instances: list[dict], out: Path, tag: str,
@@ -141,11 +175,19 @@ def measure(args, client, config, names: dict, instances: list[dict], out: Path,
     settings = settings_from_config(config)
     n = len(instances)
     for workers in _counts(args.workers):
-        floor = run_floor(client, names, instances, workers, args.timeout, settings, tag)
-        ours = run_ours(config, instances, workers, out / f"ours_w{workers}")
+        floor = _sampled(lambda: run_floor(client, names, instances, workers, args.timeout,
+                                           settings, tag))
+        ours = _sampled(lambda: run_ours(config, instances, workers, out / f"ours_w{workers}",
+                                         profile=args.profile))
         row = {"workers": workers, "floor": floor, "ours": ours,
                "ratio": floor["wall_s"] / ours["wall_s"]}
         print(_line(n, workers, floor, ours), flush=True)
+        print(f"  load: floor {describe(floor['load'])}; ours {describe(ours['load'])}",
+              flush=True)
+        if ours.get("phases"):
+            print("  ours per grade: " + ", ".join(f"{k} {v:.2f}s"
+                                                    for k, v in ours["phases"].items()),
+                  flush=True)
         if args.round:
             row["round"] = run_round(config, instances, workers, out / f"round_w{workers}")
             print(_round_line(n, f"W={workers}", row["round"]), flush=True)
@@ -166,6 +208,9 @@ def measure(args, client, config, names: dict, instances: list[dict], out: Path,
 
 def main() -> None:
     args = _arguments()
+    # A SIGTERM (a timeout, a kill) ends the run through its ``finally``s: the spinners, the
+    # containers and the images it made are removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     import docker
     import ray
@@ -175,28 +220,38 @@ def main() -> None:
     tag = uuid.uuid4().hex[:8]
     out = args.out or Path(tempfile.mkdtemp(prefix="swe-throughput-"))
     out.mkdir(parents=True, exist_ok=True)
-    instances = make_instances(args.instances)
+    instances = make_instances(args.instances, hang=not args.no_hang)
     dataset = out / "instances.jsonl"
     dataset.write_text("".join(json.dumps(i) + "\n" for i in instances))
-    config = bench_config(dataset, out, args.timeout)
+    config = bench_config(dataset, out, args.timeout, args.set)
     settings = settings_from_config(config)
     client = docker.from_env(timeout=600)
     prepared = InstanceImages(client, settings)
     started = time.monotonic()
     names = {i["instance_id"]: prepared.ensure(i, lambda _line: None) for i in instances}
+    import ratchet_ray
+
     results: dict = {"instances": len(instances), "timeout_s": args.timeout,
                      "image_prep_s": round(time.monotonic() - started, 1), "cpus": os.cpu_count(),
-                     "load_avg": os.getloadavg()[0], "scales": [], "nodes": []}
+                     "load_avg": os.getloadavg()[0], "load_processes": args.load,
+                     "code": str(Path(ratchet_ray.__file__).parents[1]), "overrides": args.set,
+                     "scales": [], "nodes": []}
+    print(f"code measured: {results['code']}; images prepared in {results['image_prep_s']:.0f}s "
+          f"(untimed)", flush=True)
     # This machine as one node, with a docker unit for each Grader and, with --round, Solver,
     # and logical CPUs enough for them all (the floor runs as many containers on these cores).
     units = max(_counts(args.workers), default=1) * (2 if args.round else 1)
     try:  # a Ray that cannot start still leaves no image behind
+        results["gold_records_s"] = round(make_gold_records(config, instances, out), 1)
+        print(f"gold records made in {results['gold_records_s']:.0f}s (untimed, once per "
+              f"instance and image)", flush=True)
         ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, configure_logging=False,
                  log_to_driver=False, num_cpus=max(os.cpu_count() or 1, units),
                  resources={"docker": units})
         results["overhead"] = container_overhead(client, names[instances[0]["instance_id"]],
                                                  settings, args.repeat, tag)
-        measure(args, client, config, names, instances, out, tag, results)
+        with CpuLoad(args.load):  # both sides alike
+            measure(args, client, config, names, instances, out, tag, results)
     finally:
         ray.shutdown()
         _clean(client, tag, set(names.values()), args.keep_images)
