@@ -5,9 +5,9 @@ comparison, from the PyTorch CPU index to avoid the CUDA build).
 
     python bench/embedder_paths.py [--texts 256] [--repeat 3] [--batch 64]
 
-It prints, for each path: the size on disk of what only the torch path installs (torch,
-transformers, sentence-transformers; the NumPy path needs nothing beyond NumPy, SciPy,
-tokenizers and safetensors), the cold start (first embedding, model load included) and the
+It prints, for each path: the size on disk of what only the torch path installs (torch and
+sentence-transformers; transformers comes with evalplus either way, and the NumPy path needs
+nothing beyond NumPy, SciPy, tokenizers and safetensors, which the core has anyway), the cold start (first embedding, model load included) and the
 embedding throughput on skill-sized texts; then the ratios (NumPy / torch) and the lowest
 cosine and largest difference between the two paths' vectors. Without sentence-transformers it
 prints the NumPy path alone and says so. Run it on a quiet machine: it times the embedder, not
@@ -29,10 +29,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from ratchet_ray.llm.local import minilm_model_path  # noqa: E402
+from ratchet_ray.llm.local import default_threads, minilm_model_path  # noqa: E402
 from ratchet_ray.llm.minilm import MiniLM  # noqa: E402
 
-TORCH_ONLY = ("torch", "transformers", "sentence_transformers")
+# What only the torch path installs: transformers is not in it (evalplus, a core dependency,
+# requires it, so every venv has it whichever path embeds).
+TORCH_ONLY = ("torch", "torchgen", "functorch", "sentence_transformers")
 
 
 def size_mb(package: str) -> float:
@@ -71,18 +73,24 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--batch", type=int, default=64, help="texts per forward pass (both paths)")
+    parser.add_argument("--threads", type=int, default=default_threads(),
+                        help="the NumPy path's BLAS threads (default: the embedder's, half the CPUs)")
     args = parser.parse_args()
     folder = minilm_model_path()
     batch = texts(args.texts)
 
-    def numpy_embed(items: list[str]) -> np.ndarray:
-        if not hasattr(numpy_embed, "model"):
-            numpy_embed.model = MiniLM(folder)
-        return numpy_embed.model.embed(items, batch_size=args.batch)
+    model: list[MiniLM] = []
+
+    def numpy_embed(items: list[str], threads: int | None = args.threads) -> np.ndarray:
+        if not model:
+            model.append(MiniLM(folder))
+        return model[0].embed(items, batch_size=args.batch, threads=threads)
 
     n_cold, n_rate, n_vec = timed(numpy_embed, batch, args.repeat)
+    _, all_rate, _ = timed(lambda items: numpy_embed(items, None), batch, args.repeat)
     print(f"numpy path: nothing beyond NumPy, SciPy, tokenizers, safetensors; cold start "
-          f"{n_cold:.2f} s; {n_rate:.0f} texts/s")
+          f"{n_cold:.2f} s; {n_rate:.0f} texts/s with {args.threads} BLAS thread(s) (the "
+          f"embedder's default here), {all_rate:.0f} texts/s with BLAS's own (every core)")
     if importlib.util.find_spec("sentence_transformers") is None:
         print("torch path: not measured: sentence-transformers is not installed (the project no "
               "longer needs it; install it with torch's CPU build to compare)")

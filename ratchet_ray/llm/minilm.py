@@ -19,8 +19,11 @@ Contracts:
   stored reference vectors in tests/llm). As sentence-transformers does, each text is cut at
   ``max_seq_length`` tokens ([CLS] and [SEP] included) and texts are batched by length, so a
   batch pads only to its own longest text.
-- ``embed`` only reads the weights: one instance may serve several threads. NumPy's BLAS
-  decides the matmul threads (``OPENBLAS_NUM_THREADS`` and the like bound them).
+- ``embed`` only reads the weights: one instance may serve several threads. ``threads`` bounds
+  the BLAS threads of its matmuls for the call (threadpoolctl); None leaves NumPy's BLAS as it
+  is (every core). On a node shared with llama.cpp, solvers and graders fewer is faster:
+  OpenBLAS's threads spin, and on the loaded 2-core machine 1 thread embedded 1.3-2.6x faster
+  than 2 (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -223,10 +226,20 @@ class MiniLM:
         """Each text's token ids as the model sees them: [CLS] ... [SEP], cut at max_seq_length."""
         return [e.ids for e in self._tokenizer.encode_batch([str(t) for t in texts])]
 
-    def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        """Unit float32 vectors of ``texts`` in their order (module contracts)."""
+    def embed(self, texts: Sequence[str], batch_size: int = 64,
+              threads: int | None = None) -> np.ndarray:
+        """Unit float32 vectors of ``texts`` in their order, with at most ``threads`` BLAS
+        threads (module contracts)."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if threads is None:
+            return self._embed(texts, batch_size)
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=threads, user_api="blas"):
+            return self._embed(texts, batch_size)
+
+    def _embed(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         encoded = self.token_ids(texts)
         out = np.zeros((len(encoded), self.dim), dtype=np.float32)
         order = np.argsort([-len(ids) for ids in encoded], kind="stable")  # longest first

@@ -85,7 +85,8 @@ class LocalBackendSettings(BaseModel):
     """Context length (default ``$RATCHET_LOCAL_N_CTX`` or 8192)."""
     n_threads: int | None = Field(default_factory=lambda: _env_int("RATCHET_LOCAL_N_THREADS", None),
                                   gt=0)
-    """llama.cpp threads (default ``$RATCHET_LOCAL_N_THREADS``; None = half the CPUs, 1..4)."""
+    """llama.cpp threads and the embedder's BLAS threads (default ``$RATCHET_LOCAL_N_THREADS``;
+    None = half the CPUs, 1..4)."""
     extra_buffer_types: bool = Field(
         default_factory=lambda: _env_bool("RATCHET_LOCAL_EXTRA_BUFFER_TYPES", False))
     """llama.cpp's extra weight buffer types (model parameter ``use_extra_bufts``: weights

@@ -53,6 +53,7 @@ def test_order_and_vectors_do_not_depend_on_batching(minilm):
     assert np.allclose(whole, minilm.embed(texts, batch_size=1), atol=1e-5)
     reversed_ = minilm.embed(texts[::-1], batch_size=3)
     assert np.allclose(whole, reversed_[::-1], atol=1e-5)
+    assert np.allclose(whole, minilm.embed(texts, threads=1), atol=1e-5)  # one BLAS thread
     assert minilm.embed([]).shape == (0, 384)
     with pytest.raises(ValueError, match="batch_size"):
         minilm.embed(["x"], batch_size=0)
