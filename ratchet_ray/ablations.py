@@ -5,17 +5,18 @@ Pure functions over run dirs (no Ray, no LLM): ``python -m jobs.ablations``
 
 Contracts:
 - ``find_run_dirs(root)`` returns every folder below ``root`` that holds a ``loop.json``.
-- ``run_result(run_dir)`` reads ``loop.json`` through ``plot.load_loop`` / ``plot.loop_metrics`` (so
-  round 0, peak and rolling gain are the numbers ``ratchet plot`` prints) and the bank stats from
-  the evidence through DuckDB: skills created (distinct skills with an ``added`` event), skills
-  deprecated (the created skills whose LAST status change, ``skill_fates``, left them
-  deprecated: retired, evicted or deprecated by a rollback's restore, whatever happened before),
-  split by that last cause, ACTIVE at the end (the last round's count; created - deprecated
-  equals it unless a user bank was loaded) and router engagement on eval (share of eval capsules routed to a skill, not
-  NONE, over every round) and tampering (``evidence.tampering``): capsules graded as an attack
-  on the grader, train and eval, and skills the Curator retired for it; and the cheat probe
-  (``governance.cheat_probe``): impossible twins graded and passed, the cheat rate (passes /
-  twins; None without twins, e.g. with the probe off) and skills retired for it (``cheat:``).
+- ``run_result(run_dir)`` reads ``loop.json`` through ``metrics.load_loop`` /
+  ``metrics.loop_metrics`` (so round 0, peak and rolling gain are the numbers ``ratchet plot``
+  prints) and the bank stats from the evidence through DuckDB: skills created (distinct skills with
+  an ``added`` event), skills deprecated (the created skills whose LAST status change,
+  ``skill_fates``, left them deprecated: retired, evicted or deprecated by a rollback's restore,
+  whatever happened before), split by that last cause, ACTIVE at the end (the last round's count;
+  created - deprecated equals it unless a user bank was loaded) and router engagement on eval
+  (share of eval capsules routed to a skill, not NONE, over every round) and tampering
+  (``evidence.tampering``): capsules graded as an attack on the grader, train and eval, and skills
+  the Curator retired for it; and the cheat probe (``governance.cheat_probe``): impossible twins
+  graded and passed, the cheat rate (passes / twins; None without twins, e.g. with the probe off)
+  and skills retired for it (``cheat:``).
 - ``skill_fates(con)`` replays every status change a bank logged (``added``, ``loaded``,
   ``retired``, ``evicted``, ``reinstated``, ``restored``: the events carrying ``status_after``)
   in the order the bank wrote them; each skill's last ``status_after`` IS its status in the

@@ -10,7 +10,7 @@ Contracts:
   derives, so a suite sets them itself); ``--status`` offers ``all`` and every
   ``types.SkillStatus``; ``--format`` the output formats ``cli.evidence.emit_rows`` writes.
 - The run-size flags ``--n-train``, ``--n-eval`` and ``--subset`` stand for the config keys of
-  ``run_flags.build_overrides``; ``slice_options()`` gives the three together.
+  ``run_config.flags.build_overrides``; ``slice_options()`` gives the three together.
 The suite argument and option type, ``--dry-run`` and ``--version`` are ``loop.entry``'s
 (``SUITE``, ``DRY_RUN``, ``version_option``): the jobs' checks live there with them.
 """

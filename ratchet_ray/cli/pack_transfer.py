@@ -7,8 +7,8 @@ Contracts:
   B worlds (``conditions``: name and overrides, e.g. another seed and subset), B's rounds.
 - ``check_plan(plan)``: every run's config loads and is startable on this machine
   (``loop.entry.startable_problems``: the backend's model and packages, a subset file;
-  ``run_flags.loop_size_problems``), else ``click.ClickException``, one line per problem, before
-  any run dir or Ray exists.
+  ``run_config.flags.loop_size_problems``), else ``click.ClickException``, one line per problem,
+  before any run dir or Ray exists.
 - ``measure(out, plan, judge, pack=None, allow_other_suite=False)`` runs A through the loop's
   normal entry (``loop.driver.run_loop``, as ``ratchet run``), exports its ACTIVE skills
   (``packs.export``) to ``out/pack`` (or takes ``pack``: no A), then per B world the three

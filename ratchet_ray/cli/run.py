@@ -3,10 +3,10 @@
 
 Before anything starts (a run dir, Ray) the config is checked on this machine
 (``loop.entry.check_startable``: the backend's package, server URL and credentials, the subset
-file), a new run's size (``run_flags.loop_size_problems``: at least one round, one train and
+file), a new run's size (``run_config.flags.loop_size_problems``: at least one round, one train and
 one eval task) and the MLflow tracking store when tracking is on
-(``tracking.tracking_problems``: a URI MLflow knows, its server answering); each problem is one
-line naming the setting and the fix. ``--dry-run`` stops there and prints the resolved config.
+(``report.tracking.tracking_problems``: a URI MLflow knows, its server answering); each problem is
+one line naming the setting and the fix. ``--dry-run`` stops there and prints the resolved config.
 
 Config precedence, lowest first: the paper's Default, the suite's file (``configs/<suite>.yaml``,
 e.g. SWE-bench's 20 rounds), ``--config`` files in order, the flags of this command, then

@@ -4,7 +4,7 @@ The command runs the skill loop once per seed on a fixed subset; this module tur
 ``loop.json`` rows into the contract line, so the yardstick is one small, testable function.
 
 Contracts:
-- ``scalar``: per seed, the rolling gain (``plot.loop_metrics``: mean eval pass@1 of the last
+- ``scalar``: per seed, the rolling gain (``metrics.loop_metrics``: mean eval pass@1 of the last
   rounds minus round 0) or the final round's eval pass@1; the scalar is the mean over seeds and
   the per-seed values go to ``metrics["scalar_per_seed"]`` (the engine's default noise margin).
   Higher is better.

@@ -141,7 +141,7 @@ def stop_reason(run_dir: Path, rows: list[dict[str, Any]],
 
 
 def headline(rows: list[dict[str, Any]], window: int = ROLLING_WINDOW) -> LoopMetrics:
-    """Round 0, peak, rolling gain (``plot.loop_metrics``, the paper's definitions)."""
+    """Round 0, peak, rolling gain (``metrics.loop_metrics``, the paper's definitions)."""
     return loop_metrics(rows, window)
 
 

@@ -9,7 +9,7 @@ Contracts:
   the variables.
 - Secrets are never fields: the OpenAI API key (``OPENAI_API_KEY``) and AWS credentials (the
   boto3 chain) come from the environment each time a client is built; a ``base_url`` with user
-  info is written without it (``config_files.dump_config``) and its credentials come back from
+  info is written without it (``run_config.files.dump_config``) and its credentials come back from
   ``OPENAI_BASE_URL`` (``openai_compat.OpenAIConfig.from_settings``).
 - ``read_price_overlay(path)`` is the ``{pattern: (input, output)}`` of a YAML/JSON price file
   (``$RATCHET_PRICE_TABLE`` is the default of ``llm.prices``).

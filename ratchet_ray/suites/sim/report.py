@@ -8,7 +8,7 @@ Contracts:
   class and contribution, c-hat, c_cf, fate), ``arms.csv`` (per arm: mean and std over seeds)
   and one ``<arm>_s<seed>.png`` curve per run. Returns the paths written.
 - Per arm the headline columns are the paper's (round 0, peak, rolling gain of measured eval
-  pass@1, ``plot.loop_metrics``) plus the truth: rolling true pass@1, the Curator's retirement
+  pass@1, ``metrics.loop_metrics``) plus the truth: rolling true pass@1, the Curator's retirement
   precision and recall, harmful skills gone and helpful skills kept at the end (any cause,
   every status change the bank logged), skills rolled back, ACTIVE at the end (the live bank's
   count), evictions of helpful skills, rounds below the floor. Arms the sim world gives no way
