@@ -6,6 +6,7 @@ starts."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from click.testing import CliRunner
 from skill_builders import TOPICS, make_skill, new_run, routed_capsules
@@ -14,6 +15,7 @@ from ratchet_ray.cli import main as cli
 from ratchet_ray.run_config.files import load_config
 from ratchet_ray.packs.export import export_pack
 from ratchet_ray.packs.transfer import measured_judge, transfer_row
+from ratchet_ray.suites.base import read_subset
 from ratchet_ray.types import NONE_SKILL, Capsule, capsule_id
 
 
@@ -109,3 +111,12 @@ def test_refusals_are_one_line_before_anything_runs(tmp_path):
     (tmp_path / "out").mkdir()
     busy = runner.invoke(cli, ["skill", "transfer", "sim", "--out", str(tmp_path / "out")])
     assert busy.exit_code == 2 and "exists; pass a new folder" in busy.output
+
+
+def test_local_measurements_run_b_on_other_train_tasks_and_the_same_held_out_eval():
+    """docs/skill-packs.md's local measurement: B learns from tasks A never saw."""
+    subsets = Path(__file__).resolve().parents[2] / "configs" / "subsets"
+    a_train, a_eval = read_subset(subsets / "mbpp_quickstart.json")
+    b_train, b_eval = read_subset(subsets / "mbpp_transfer_b.json")
+    assert len(b_train) == len(a_train) and not set(b_train) & set(a_train + a_eval)
+    assert b_eval == a_eval
