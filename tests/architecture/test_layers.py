@@ -125,6 +125,34 @@ def test_no_package_cycles_in_the_plain_library(graph):
     assert cycles == [], "plain-library packages importing each other:\n" + "\n".join(cycles)
 
 
+TOP_LEVEL = {"ratchet_ray.types", "ratchet_ray.seeding", "ratchet_ray.redact",
+             "ratchet_ray.metrics", "ratchet_ray.ablations"}
+BOTTOM_PACKAGES = ("ratchet_ray.settings", "ratchet_ray.storage")
+
+
+def test_the_top_of_the_library_holds_only_what_no_package_can():
+    """Every module of the library lives in a package but five, each at the top for the reason
+    docs/architecture.md#packages gives (the vocabulary, two rules every layer applies, two
+    result readers that no package holds without a cycle)."""
+    top = {m for m, path in project_modules(ROOT).items()
+           if path.parent == ROOT / "ratchet_ray" and path.name != "__init__.py"}
+    assert top == TOP_LEVEL, (
+        f"new at the top of ratchet_ray/: {sorted(top - TOP_LEVEL)}, gone: "
+        f"{sorted(TOP_LEVEL - top)}; put a module in the package of its concern, or say in "
+        "docs/architecture.md#packages why it must stay at the top and list it here")
+
+
+def test_the_schema_and_storage_import_no_other_project_module(graph):
+    """``settings/`` (the schema every layer reads) and ``storage/`` (crash-safe writes, the run
+    lock, the artifact store) stand at the bottom: an import from them into another package
+    would tie nearly the whole library to it."""
+    assert {_package(m) for m in graph} >= set(BOTTOM_PACKAGES)
+    leaks = sorted(f"{m} -> {t}" for m, targets in graph.items()
+                   if _package(m) in BOTTOM_PACKAGES
+                   for t in targets if _package(t) != _package(m))
+    assert leaks == [], "the bottom packages import other project modules:\n" + "\n".join(leaks)
+
+
 def test_suite_settings_modules_are_leaves(graph):
     settings = sorted(m for m in graph if SUITE_SETTINGS.fullmatch(m))
     assert "ratchet_ray.suites.swebench.settings" in settings
