@@ -28,12 +28,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ratchet_ray.cli.options import config_option, llm_option, set_option
 from ratchet_ray.loop.entry import SUITE
+
+if TYPE_CHECKING:  # the evidence and report modules load with the command, not with --help
+    from ratchet_ray.packs.transfer import Judge
 
 TRANSFER_ARMS = (("empty bank", ()), ("pack, probation", ("bank.probation=true",)),
                  ("pack, no probation", ("bank.probation=false",)))
@@ -92,7 +95,7 @@ def _run(config) -> Path:
         raise click.ClickException(f"{config.results_dir}: {exc}") from exc
 
 
-def measure(out: Path, plan: TransferPlan, judge, pack: Path | None = None,
+def measure(out: Path, plan: TransferPlan, judge: Judge, pack: Path | None = None,
             allow_other_suite: bool = False
             ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """Run A (unless ``pack``), export its pack, run every B (module contract)."""
