@@ -7,7 +7,9 @@
 Generates ``--instances`` SWE-bench-format instances on three local repositories
 (``bench/swe_instances.py``: 40-120 tests per run, one repository with slow tests, the last
 instance hanging until the per-command timeout), builds and prepares their images (untimed, and
-reported), starts a loopback Ray, and for every worker count W measures, on the same images:
+reported), starts a loopback Ray with a local run's settings (``loop.runtime.
+LOCAL_RAY_SYSTEM_CONFIG``: its workers at the driver's priority), and for every worker count W
+measures, on the same images:
 
 - ``floor``: each instance's gold patch applied and its eval script run by a bare container of
   its image (``docker run --rm --network none``, the same memory and CPU limits, ``timeout`` at
@@ -215,6 +217,7 @@ def main() -> None:
     import docker
     import ray
 
+    from ratchet_ray.loop.runtime import LOCAL_RAY_SYSTEM_CONFIG  # a local run's Ray
     from ratchet_ray.suites.swebench.docker.images import InstanceImages
 
     tag = uuid.uuid4().hex[:8]
@@ -227,6 +230,8 @@ def main() -> None:
     settings = settings_from_config(config)
     client = docker.from_env(timeout=600)
     prepared = InstanceImages(client, settings)
+    # An image of the same name left by an earlier run that was killed holds other commits.
+    _clean(client, tag, {prepared.name(i) for i in instances}, keep_images=False)
     started = time.monotonic()
     names = {i["instance_id"]: prepared.ensure(i, lambda _line: None) for i in instances}
     import ratchet_ray
@@ -247,7 +252,7 @@ def main() -> None:
               f"instance and image)", flush=True)
         ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, configure_logging=False,
                  log_to_driver=False, num_cpus=max(os.cpu_count() or 1, units),
-                 resources={"docker": units})
+                 resources={"docker": units}, _system_config=LOCAL_RAY_SYSTEM_CONFIG)
         results["overhead"] = container_overhead(client, names[instances[0]["instance_id"]],
                                                  settings, args.repeat, tag)
         with CpuLoad(args.load):  # both sides alike

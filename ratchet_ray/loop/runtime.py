@@ -114,10 +114,15 @@ class Models:
                       else make_embedder(config.llm, services=services)))
 
 
-LOCAL_RAY_SYSTEM_CONFIG = {"prestart_worker_first_driver": False}
+LOCAL_RAY_SYSTEM_CONFIG = {"prestart_worker_first_driver": False, "worker_niceness": 0}
 """Ray's settings for the runtime a local run starts: no idle worker started ahead for the first
 driver (one per CPU otherwise). A run starts its actors when it needs them; a worker started
-ahead that no actor takes costs an import of Ray (1-2 s of CPU) and its memory."""
+ahead that no actor takes costs an import of Ray (1-2 s of CPU) and its memory. Workers at the
+driver's priority (Ray's default is nice 15): a SWE-bench Grader mostly waits on Docker, and at
+nice 15 each of its few milliseconds of work waits behind every busy process of normal priority
+on a loaded machine, while the containers it starts run at the daemon's priority
+(docs/benchmarks.md, SWE-bench under load). A cluster sets it on ``ray start``
+(``RAY_worker_niceness=0``)."""
 
 
 def connect_ray(address: str | None = None) -> bool:

@@ -45,8 +45,9 @@ daemon errors, setup past the deadline, an eval script without markers, a gold p
 cannot be had or does not resolve: trusted signals only,
 never the log's text, ``infra``) return ``infra_failure=True`` with the reason as ``exit_status``;
 a process the kernel killed for memory while the patch's code ran is ``out_of_memory``, the
-patch's failure. The container is
-removed in ``finally`` and the cache level applied to the image; ``reap()`` removes this run's
+patch's failure. Each session's container is force-removed in the background as the session
+ends (``container.Removals``: the next session starts meanwhile), and the grade waits for every
+removal before it ends and the cache level is applied to the image; ``reap()`` removes this run's
 containers (and those of dead owners). The instance's files are written to scratch space on the
 grader's node and then put into the run's artifacts (``ratchet_ray.storage.artifacts``: the run dir on the
 driver's node, or the configured storage URI) at ``logs/swebench/<instance>/<patch-key>/``, which
@@ -61,13 +62,14 @@ import shutil
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
 from ratchet_ray.storage.artifacts import Artifacts, as_artifacts
 from ratchet_ray.suites.base import twin_recipe
 from ratchet_ray.suites.swebench.docker.container import (
-    InstanceContainer, docker_client, instance_container, reap_containers)
+    InstanceContainer, Removals, docker_client, instance_container, reap_containers)
 from ratchet_ray.suites.swebench.proof.differential import MISSING, Session, graded
 from ratchet_ray.suites.swebench.proof.gold import GoldRecord
 from ratchet_ray.suites.swebench.docker.execbox import StepResult
@@ -243,18 +245,23 @@ class SwebenchGrader:
             return _fail("test_tampering", "test_tampering: the patch writes outside the work "
                          f"tree or into .git: {', '.join(escaping[:10])}"), {"test_tampering": escaping}
         deadline = Deadline(self.limits.instance_deadline_s)
-        ctx = self._context(instance, log, deadline)
+        # Each session's container is removed in the background while the grade goes on (the
+        # next session starts meanwhile); all are gone before the grade ends.
+        ctx = replace(self._context(instance, log, deadline), removals=Removals())
         (log_dir / "patch.diff").write_text(patch)
         try:
             with ctx.images.use(instance, log):  # held for every session of this grade
-                if twin_recipe(task) is not None:  # the cheat probe's twin: one session
-                    return self.twins.grade(ctx, patch, log_dir, log)
-                real = self._session(ctx, patch, log_dir, log, deadline)
-                result, report = real.result, real.report
-                if result.passed and ctx.runner is not None:
-                    result = self.proof.prove(ctx, patch, real, log_dir, log)
-                    if report is not None:
-                        report["differential"] = result.trace.split("\n")[:40]
+                try:
+                    if twin_recipe(task) is not None:  # the cheat probe's twin: one session
+                        return self.twins.grade(ctx, patch, log_dir, log)
+                    real = self._session(ctx, patch, log_dir, log, deadline)
+                    result, report = real.result, real.report
+                    if result.passed and ctx.runner is not None:
+                        result = self.proof.prove(ctx, patch, real, log_dir, log)
+                        if report is not None:
+                            report["differential"] = result.trace.split("\n")[:40]
+                finally:
+                    ctx.removals.wait()  # the image stays held until its containers are gone
         finally:
             ctx.images.release(ctx.image, log)
         return result, report
@@ -299,7 +306,8 @@ class SwebenchGrader:
         deadline.check("starting the container")
         with instance_container(
                 images.client, image, instance_id, self.settings, run_label=self.run_label,
-                first_steps=[HarnessGuard.state_command(instance)]) as box:
+                first_steps=[HarnessGuard.state_command(instance)],
+                removals=ctx.removals) as box:
             log(f"container {box.name} started from {image}")
             guard = HarnessGuard(box, instance, self.limits.timeout_s)
             guard.snapshot(box.first_results[0])  # listed in the keep-alive probe's exec

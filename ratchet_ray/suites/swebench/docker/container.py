@@ -10,8 +10,14 @@ Contracts:
   limits, a writable-layer bound (``storage_opt`` where the driver has one, the disk watchdog of
   ``run`` always) and the labels
   ``LABEL_KEY`` / ``OWNER_KEY`` (host and pid of this process) / ``RUN_KEY`` (when given). It is
-  force-removed when the block exits, whatever happened inside. ``first_steps`` run as root
-  in the same exec as the keep-alive's pid probe (``InstanceContainer.find_main_pid``).
+  force-removed when the block exits, whatever happened inside: at once, or with ``removals``
+  (a ``Removals``) in the background while its caller goes on, until ``removals.wait()``.
+  ``first_steps`` run as root in the same exec as the keep-alive's pid probe
+  (``InstanceContainer.find_main_pid``).
+- ``Removals``: the containers of one grade removed off its critical path (a removal is a
+  daemon round trip that a loaded host makes slow, and nothing of the grade needs it done):
+  ``wait()`` returns when every container handed over is gone and raises the first removal's
+  error, so a grade that waits before it ends leaves no container behind, as before.
 - What runs inside a started container: ``execbox.InstanceContainer``.
 - ``reap_containers(client, run_label)`` removes this suite's containers of that run (call it
   when none is in use, e.g. at the end of a round) and those whose owner process on this host is
@@ -26,7 +32,9 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
@@ -96,10 +104,12 @@ def _create(client: Any, settings: SwebenchSettings, **kwargs: Any) -> Any:
 @contextmanager
 def instance_container(client: Any, image: str, instance_id: str, settings: SwebenchSettings,
                        purpose: str = "eval", run_label: str | None = None,
-                       first_steps: Sequence[str] = ()) -> Iterator[InstanceContainer]:
+                       first_steps: Sequence[str] = (),
+                       removals: "Removals | None" = None) -> Iterator[InstanceContainer]:
     """Start a locked-down container of ``image``; always removed on exit (see module contract).
     ``first_steps``: root shell steps run in the exec that finds the keep-alive's pid (one round
-    trip to the daemon; results in the box's ``first_results``)."""
+    trip to the daemon; results in the box's ``first_results``); ``removals``: removed by it,
+    in the background, instead of before the block's exit returns."""
     with serial_imports:
         import docker.errors
 
@@ -128,7 +138,41 @@ def instance_container(client: Any, image: str, instance_id: str, settings: Sweb
         yield box
     finally:
         if container is not None:
-            remove_container(container)
+            if removals is not None:
+                removals.add(container)
+            else:
+                remove_container(container)
+
+
+class Removals:
+    """Containers removed in the background until ``wait`` (module contract)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: list[Future] = []
+
+    def add(self, container: Any) -> None:
+        """Start removing ``container`` (force: its processes are killed first)."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=2,
+                                                thread_name_prefix="container-removal")
+            self._pending.append(self._pool.submit(remove_container, container))
+
+    def wait(self) -> None:
+        """Return when every container handed over is removed; the first removal that failed
+        raises its error (what removing at the block's exit would have raised)."""
+        with self._lock:
+            pending, pool = self._pending, self._pool
+            self._pending, self._pool = [], None
+        if pool is None:
+            return
+        pool.shutdown(wait=True)
+        for future in pending:
+            error = future.exception()
+            if error is not None:
+                raise error
 
 
 def remove_container(container: Any) -> None:

@@ -49,7 +49,9 @@ from ratchet_ray.types import GradeResult
 @dataclass(frozen=True)
 class Context:
     """What every session of one grade shares: the instance, its image (held by the grade) and
-    swebench's test spec."""
+    swebench's test spec; ``removals``: where the grade's sessions hand their containers to be
+    removed in the background (``docker.container.Removals``, waited for before the grade
+    ends), None to remove each as its session ends."""
 
     instance: dict
     images: InstanceImages
@@ -57,6 +59,7 @@ class Context:
     spec: Any
     runner: str | None
     options_form: bool
+    removals: Any = None
 
 
 class Prefixed:
