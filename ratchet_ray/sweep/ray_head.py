@@ -209,6 +209,7 @@ def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
     # No idle workers started ahead for the first driver: the runs' actors carry environments of
     # their own and never use them (loop.runtime.LOCAL_RAY_SYSTEM_CONFIG says the same to Ray).
     env.setdefault("RAY_prestart_worker_first_driver", "0")
+    env.setdefault("RAY_worker_niceness", "0")  # workers at the driver's priority (the same)
     log.parent.mkdir(parents=True, exist_ok=True)
     for attempt in range(1, START_ATTEMPTS + 1):
         head = _start_head(num_cpus, log, env)
