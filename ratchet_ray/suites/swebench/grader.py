@@ -77,6 +77,7 @@ from ratchet_ray.suites.swebench.grading_support import (
     SKIPPED_STEP, Deadline, InstanceLog, apply_steps, git_apply_commands, inline_patch, patch_key,
     publish_folder, read_report, report_bytes, tail)
 from ratchet_ray.suites.swebench.integrity.guard import HarnessGuard
+from ratchet_ray.suites.swebench.integrity.lockdown import lockdown_command
 from ratchet_ray.suites.swebench.docker.images import InstanceImages
 from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.integrity.harness_paths import patch_paths, unsafe_paths
@@ -421,8 +422,9 @@ class SwebenchGrader:
         (its uid, or None where the image has no ``setpriv``) and the graded test files read at
         the base commit; then the protections prepared from what was read (``plant``: what root
         writes into the graded files, ``Protections.prepare``)."""
+        locked = HarnessGuard.locked_files(instance, eval_script)
         setup = box.untrusted_setup(whole_repo=False,
-                                    locked=HarnessGuard.locked_files(instance, eval_script))
+                                    lockdown=lockdown_command(locked, box.workdir))
         reading = Protections.read_step(instance, eval_script, runner)
         steps = [step for step in (setup, reading) if step is not None]
         results = box.run_steps(steps, 600) if steps else []

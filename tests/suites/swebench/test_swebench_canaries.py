@@ -11,22 +11,22 @@ import pytest
 import swebench_instances as fixture
 from forgeries import FORGERIES, IN_PROCESS, new_file
 from ratchet_ray.evidence.tampering import SUSPICION_PREFIX
-from ratchet_ray.suites.swebench.proof import canaries
+from ratchet_ray.suites.swebench.integrity import graded_tests
 from ratchet_ray.suites.swebench.integrity.screen import screen, suspicion
 from ratchet_ray.suites.swebench.integrity.sentinel import Sentinel, judge
 
 F2P, P2P = fixture.TESTS["ratchet__calc-1"]
 INSTANCE = {"repo": fixture.REPO, "FAIL_TO_PASS": F2P, "PASS_TO_PASS": P2P,
             "test_patch": fixture.TEST_PATCH["ratchet__calc-1"]}
-AFTER = canaries.after_test_patch({"tests/test_ops.py": fixture.BASE_FILES["tests/test_ops.py"]},
+AFTER = graded_tests.after_test_patch({"tests/test_ops.py": fixture.BASE_FILES["tests/test_ops.py"]},
                                   fixture.TEST_PATCH["ratchet__calc-1"])["tests/test_ops.py"]
 
 
 def test_the_test_patch_is_applied_on_the_host():
     assert "def test_add():\n    assert add(2, 3) == 5" in AFTER
-    assert canaries.after_test_patch({"a.py": "x = 1\n"}, "not a patch at all\n") == {"a.py": None}
+    assert graded_tests.after_test_patch({"a.py": "x = 1\n"}, "not a patch at all\n") == {"a.py": None}
     crlf = "x = 1\r\ny = 2\r\n"
-    assert canaries.after_test_patch({"a.py": crlf}, "") == {"a.py": crlf}, "bytes kept as they are"
+    assert graded_tests.after_test_patch({"a.py": crlf}, "") == {"a.py": crlf}, "bytes kept as they are"
 
 
 def test_the_screen_quotes_lines_that_reach_for_the_harness():

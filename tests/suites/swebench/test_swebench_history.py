@@ -19,7 +19,7 @@ from ratchet_ray.suites.swebench.agent.solver import run_agent
 from ratchet_ray.suites.swebench.docker.container import instance_container
 from ratchet_ray.suites.swebench.dataset import DatasetError, normalize_instance, to_task
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
-from ratchet_ray.suites.swebench.integrity.history import HISTORY_LABEL, history_dockerfile, history_mark
+from ratchet_ray.suites.swebench.docker.history import HISTORY_LABEL, history_dockerfile, history_mark
 from ratchet_ray.suites.swebench.docker.images import InstanceImages, image_name
 from ratchet_ray.suites.swebench.docker.infra import InfraFailure
 

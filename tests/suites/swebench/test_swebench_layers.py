@@ -24,7 +24,8 @@ from ratchet_ray.suites.swebench.proof.differential import (
     MISSING, Session, compare_with_gold, judge_canaries)
 from ratchet_ray.suites.swebench.proof.gold import GoldRecord
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
-from ratchet_ray.suites.swebench.proof.mutants import Mutant, apply_all, candidates, locate
+from ratchet_ray.suites.swebench.integrity.graded_tests import locate
+from ratchet_ray.suites.swebench.proof.mutants import Mutant, apply_all, candidates
 from ratchet_ray.suites.swebench.integrity.session_layers import Protections
 from ratchet_ray.suites.swebench.integrity.verdict import (
     Markers, instrument, junit_statuses, printed_exit_code, resolve, split_log)

@@ -123,7 +123,8 @@ def test_the_hand_over_locks_a_tracked_conftest_and_lists_it(docker_client, inst
         commit = ("mkdir -p tests/deep && echo 'x = 1' > tests/deep/conftest.py && "
                   "git add tests/deep/conftest.py && git -c user.name=t -c user.email=t@t "
                   "commit -qm c")
-        setup = box.untrusted_setup(whole_repo=False, locked=["tests/test_ops.py"])
+        setup = box.untrusted_setup(whole_repo=False,
+                                    lockdown=lockdown_command(["tests/test_ops.py"], box.workdir))
         done = box.run_steps([commit, setup], 120)
         assert done[0].exit_code == 0 and done[1].exit_code == 0, done
         assert listed_conftests(done[1].stdout) == ["tests/deep/conftest.py"]

@@ -14,7 +14,8 @@ import sys
 import pytest
 
 import unittest_instances as fixture
-from ratchet_ray.suites.swebench.proof import log_canaries, mutants
+from ratchet_ray.suites.swebench.integrity import graded_tests, log_canaries
+from ratchet_ray.suites.swebench.proof import mutants
 from ratchet_ray.suites.swebench.integrity.session_layers import Protections
 from ratchet_ray.types import GradeResult
 
@@ -56,7 +57,7 @@ def test_unittest_names_in_both_spellings(name, expected):
 
 
 def test_django_mutants_are_the_graded_methods_changed_in_place(tmp_path):
-    located = mutants.locate(_instance("unittest"), "unittest", WORDS)
+    located = graded_tests.locate(_instance("unittest"), "unittest", WORDS)
     docstring_named = fixture.GRADED["unittest"][-1]
     assert docstring_named not in located, "a test logged by its docstring cannot be located"
     assert {f for f, _ in located.values()} == {MODULE_FILE}
@@ -77,11 +78,11 @@ def test_django_mutants_are_the_graded_methods_changed_in_place(tmp_path):
 
 
 def test_sympy_mutants_are_placed_in_the_one_file_that_defines_the_test(tmp_path):
-    located = mutants.locate(_instance("sympy"), "sympy", SYMPY_WORDS)
+    located = graded_tests.locate(_instance("sympy"), "sympy", SYMPY_WORDS)
     texts = {"calc/tests/test_ops.py": fixture.SYMPY_AFTER,
              "calc/tests/test_more.py": fixture.SYMPY_FILES["calc/tests/test_more.py"]}
-    assert set(mutants.files_of(located)) == set(texts)
-    settled = mutants.settle(located, texts)
+    assert set(graded_tests.files_of(located)) == set(texts)
+    settled = graded_tests.settle(located, texts)
     assert settled == {"test_add": ("calc/tests/test_ops.py", "test_add"),
                        "test_mul": ("calc/tests/test_ops.py", "test_mul")}
     found = mutants.candidates(settled, texts, random.Random(0))

@@ -11,7 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 import swebench_instances as fixture
-from ratchet_ray.suites.swebench.proof import canaries, mutants
+from ratchet_ray.suites.swebench.integrity import graded_tests
+from ratchet_ray.suites.swebench.proof import mutants
 from ratchet_ray.suites.swebench.proof.differential import (
     Session, compare_with_gold, draw, judge_canaries)
 from ratchet_ray.suites.swebench.proof.gold import GoldRecord, GoldStore, record_key
@@ -21,7 +22,7 @@ from ratchet_ray.types import GradeResult
 
 F2P, P2P = fixture.TESTS["ratchet__calc-1"]
 INSTANCE = {"FAIL_TO_PASS": F2P, "PASS_TO_PASS": P2P}
-AFTER = canaries.after_test_patch({"tests/test_ops.py": fixture.BASE_FILES["tests/test_ops.py"]},
+AFTER = graded_tests.after_test_patch({"tests/test_ops.py": fixture.BASE_FILES["tests/test_ops.py"]},
                                   fixture.TEST_PATCH["ratchet__calc-1"])["tests/test_ops.py"]
 
 
@@ -80,7 +81,7 @@ def test_candidates_change_the_last_literal_expectation_of_each_graded_test():
     graded = ["t.py::test_int", "t.py::test_container", "t.py::test_flag", "t.py::test_no_literal",
               "t.py::test_multiline", "t.py::TestC::test_method", "t.py::TestU::test_eq",
               "t.py::test_int[1]", "t.py::test_gone"]
-    located = mutants.locate({"FAIL_TO_PASS": graded}, "pytest", [])
+    located = graded_tests.locate({"FAIL_TO_PASS": graded}, "pytest", [])
     assert "t.py::test_int[1]" not in located and located["t.py::TestC::test_method"] == (
         "t.py", "TestC::test_method")
     found = mutants.candidates(located, {"t.py": TESTS_TEXT}, random.Random(1))
@@ -101,7 +102,7 @@ def test_candidates_change_the_last_literal_expectation_of_each_graded_test():
 
 
 def test_a_mutant_does_not_apply_to_another_text_and_round_trips():
-    mutant = mutants.candidates(mutants.locate(INSTANCE, "pytest", []), {"tests/test_ops.py": AFTER},
+    mutant = mutants.candidates(graded_tests.locate(INSTANCE, "pytest", []), {"tests/test_ops.py": AFTER},
                                 random.Random(0))["tests/test_ops.py::test_add"]
     assert mutant.apply(AFTER).count("add(2, 3) == ") == 1 and len(mutant.apply(AFTER)) == len(AFTER)
     assert mutant.apply(AFTER.replace("== 5", "== 55")) is None

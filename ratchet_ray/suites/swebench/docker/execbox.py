@@ -38,12 +38,11 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ratchet_ray.suites.swebench.docker.exec_stream import STDOUT, exec_frames
 from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.docker.infra import InfraFailure, classify_exception
-from ratchet_ray.suites.swebench.integrity.lockdown import lockdown_command
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 # Extra seconds the host waits for an exec beyond its in-container timeout, and again after it
@@ -211,12 +210,12 @@ class InstanceContainer:
             self._setpriv = self.run("command -v setpriv >/dev/null", 60, user="root").exit_code == 0
         return self._setpriv
 
-    def untrusted_setup(self, *, whole_repo: bool, locked: Iterable[str] = ()) -> str | None:
+    def untrusted_setup(self, *, whole_repo: bool, lockdown: str | None = None) -> str | None:
         """The root command ``become_untrusted`` runs (None when there is no untrusted uid or
-        the image has no ``setpriv``), for a caller that batches it (``run_steps``). ``locked``:
-        files (relative to the tree) that decide the verdict, graded test files and the
-        runner's; they, their folders and the tracked conftests stay root's
-        (``lockdown.lockdown_command``)."""
+        the image has no ``setpriv``), for a caller that batches it (``run_steps``).
+        ``lockdown``: a root shell step run right after the folders are handed over (a grade's:
+        ``integrity.lockdown.lockdown_command``, which keeps the files that decide the verdict
+        root's); the container does not know the grading's policy, the grader composes it."""
         uid = self.settings.untrusted_uid
         if uid is None or not self.has_setpriv():
             return None
@@ -225,9 +224,9 @@ class InstanceContainer:
         setup = (f"git config --system --add safe.directory '*' && "
                  f"mkdir -p /tmp/ratchet-home && chown {uid}:{uid} /tmp/ratchet-home && "
                  f"find {self.workdir} {which} | xargs -0 -r chown -h {uid}:{uid}")
-        if whole_repo:  # an agent's box: the model edits every file in place
+        if whole_repo or not lockdown:  # an agent's box: the model edits every file in place
             return setup
-        return f"{setup} && ( {lockdown_command(locked, self.workdir)} )"
+        return f"{setup} && ( {lockdown} )"
 
     def become_untrusted(self, *, whole_repo: bool = True, done: StepResult | None = None) -> bool:
         """Hand the repository to ``settings.untrusted_uid`` and run later commands as that uid.

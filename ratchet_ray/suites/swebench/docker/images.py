@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ratchet_ray.suites.swebench.docker.execbox import container_workdir
-from ratchet_ray.suites.swebench.integrity.history import (HISTORY_LABEL, HISTORY_SAYS, history_dockerfile,
+from ratchet_ray.suites.swebench.docker.history import (HISTORY_LABEL, HISTORY_SAYS, history_dockerfile,
                                                   history_mark)
 from ratchet_ray.suites.swebench.docker.image_cache import ImageCache
 from ratchet_ray.suites.swebench.imports import serial_imports

@@ -54,7 +54,7 @@ class HarnessGuard:
     @staticmethod
     def locked_files(instance: dict, eval_script: str | None = None) -> set[str]:
         """The files that decide the verdict, kept root's during the test run with their
-        folders (``InstanceContainer.untrusted_setup(locked=...)``, ``lockdown.lockdown_command``):
+        folders (``lockdown.lockdown_command``, run by ``InstanceContainer.untrusted_setup(lockdown=...)``):
         the graded test files and the files the test command names."""
         script = eval_script if eval_script is not None else instance.get("eval_script") or ""
         return test_files(instance) | runner_files(script)

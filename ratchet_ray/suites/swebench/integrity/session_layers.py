@@ -10,7 +10,7 @@ Contracts:
   ``plant(texts)`` (default: the same text). Every session writes every such file, so a canary
   session (``differential``: one test mutated in place) and the real session (the unchanged
   text) write the same files the same way. ``located``: the graded tests found in them
-  (``mutants.locate``/``settle``). ``files`` (``{path: (text, mode)}``: the staged texts,
+  (``graded_tests.locate``/``settle``). ``files`` (``{path: (text, mode)}``: the staged texts,
   0600 in ``<root>/stage-<random>/``, and the sentinel's module) go into the container with
   the eval script in one archive; nothing of the repository runs in between. ``extras`` is
   what ``verdict.instrument`` adds to the script (a write that fails stops the script before
@@ -37,7 +37,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ratchet_ray.suites.swebench.proof import canaries, log_canaries, mutants
+from ratchet_ray.suites.swebench.integrity import graded_tests, log_canaries
 from ratchet_ray.suites.swebench.integrity.sentinel import (
     HARNESS_REPOS, MAX_RESULT_BYTES, Sentinel, judge as sentinel_judge)
 from ratchet_ray.suites.swebench.integrity.verdict import MAX_JUNIT_BYTES, RunExtras, command_words
@@ -87,10 +87,10 @@ def _base_texts(box: Any, base: str, paths: list[str],
 
 def _located(instance: dict[str, Any], eval_script: str,
              runner: str | None) -> dict[str, tuple[str, str]]:
-    """The graded tests a session writes the files of (``mutants.locate``)."""
+    """The graded tests a session writes the files of (``graded_tests.locate``)."""
     if runner is None:
         return {}
-    return mutants.locate(instance, runner, command_words(eval_script))
+    return graded_tests.locate(instance, runner, command_words(eval_script))
 
 
 def _unchanged(texts: dict[str, str]) -> dict[str, str]:
@@ -118,7 +118,7 @@ class Protections:
         """The root command ``prepare`` would run to read the graded test files at the base
         commit (None when it reads none), for a caller that batches it with other steps and
         hands its stdout to ``prepare`` (``read``)."""
-        files = mutants.files_of(_located(instance, eval_script, runner))
+        files = graded_tests.files_of(_located(instance, eval_script, runner))
         return _base_texts_command(instance["base_commit"], files) if files else None
 
     @classmethod
@@ -130,11 +130,11 @@ class Protections:
         if runner is None:
             return found
         located = _located(instance, eval_script, runner)
-        files = mutants.files_of(located)
+        files = graded_tests.files_of(located)
         if files:
-            texts = canaries.after_test_patch(_base_texts(box, instance["base_commit"], files, read),
+            texts = graded_tests.after_test_patch(_base_texts(box, instance["base_commit"], files, read),
                                               instance.get("test_patch") or "")
-            found.located = mutants.settle(located, texts)
+            found.located = graded_tests.settle(located, texts)
             homes = sorted({f for f, _ in found.located.values()})
             # a file that does not decode as UTF-8 is not written back (it would change)
             found.texts = {f: texts[f] for f in homes

@@ -8,14 +8,8 @@ and shape, and where it can be the same length, so the file's size does not chan
 mutant; code that forces outcomes passes both, and cannot tell which session it is in.
 
 Contracts:
-- ``locate(instance, runner, words)`` -> ``{graded test id: (file, qualname)}`` for the graded
-  tests a mutant can be made of: pytest ids ``file::name`` / ``file::Class::name`` (not
-  parametrised), django's ``name (module.Class[.name])`` (file ``tests/<module path>.py``),
-  sympy's bare ``test_x`` (file: one of the ``.py`` files the command names, settled by
-  ``settle`` once their texts are known). ``qualname`` is ``name`` or ``Class::name``.
-- ``settle(located, texts)`` the same, with each sympy test placed in the one file whose text
-  defines it (a test defined in none, or in several, is dropped).
-- ``candidates(located, texts, rng)`` -> ``{test id: Mutant}``, at most one per test: the last
+- ``candidates(located, texts, rng)`` -> ``{test id: Mutant}`` (``located``: the graded tests
+  as ``integrity.graded_tests.locate`` / ``settle`` place them), at most one per test: the last
   literal expectation of the test's body (``assert <expr> == <literal>`` or ``is True/False``;
   ``self.assertEqual(x, <literal>)`` and its kin), changed by ``mutate_literal``. Tests without
   one get none.
@@ -30,19 +24,15 @@ from __future__ import annotations
 
 import ast
 import random
-import re
 import string
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ratchet_ray.suites.swebench.proof.log_canaries import unittest_name
-from ratchet_ray.suites.swebench.integrity.harness_paths import repo_relative_file
 
 # unittest assertions whose expected value is one of their first two arguments
 EQUAL_CALLS = ("assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
                "assertDictEqual", "assertSetEqual", "assertSequenceEqual", "assertIs",
                "assertMultiLineEqual", "assertCountEqual", "assertAlmostEqual")
-_TEST_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(test\w*)\s*\(", re.M)
 
 
 @dataclass(frozen=True)
@@ -77,53 +67,6 @@ class Mutant:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Mutant":
         return cls(**{k: data[k] for k in ("test", "file", "line", "col", "old", "new", "row")})
-
-
-def locate(instance: dict[str, Any], runner: str | None,
-           words: list[str]) -> dict[str, tuple[str, str]]:
-    tests = [*instance.get("FAIL_TO_PASS", []), *instance.get("PASS_TO_PASS", [])]
-    found: dict[str, tuple[str, str]] = {}
-    if runner == "sympy":
-        files = sorted({f for w in words if w.endswith(".py") and (f := repo_relative_file(w))})
-        for test in tests:
-            if re.fullmatch(r"test_\w+", test):
-                found[test] = ("|".join(files), test)  # settled by ``settle``
-        return found
-    for test in tests:
-        if runner == "unittest":
-            parsed = unittest_name(test)
-            if parsed is None:
-                continue
-            module, cls, method = parsed
-            path = repo_relative_file("tests/" + module.replace(".", "/") + ".py")
-            if path:
-                found[test] = (path, f"{cls}::{method}")
-        elif runner == "pytest":
-            parts = test.split("::")
-            path = repo_relative_file(parts[0])
-            if (path and path.endswith(".py") and len(parts) in (2, 3)
-                    and "[" not in parts[-1]):
-                found[test] = (path, "::".join(parts[1:]))
-    return found
-
-
-def files_of(located: dict[str, tuple[str, str]]) -> list[str]:
-    """Every file a located test may live in (a sympy test's candidates included)."""
-    return sorted({f for file, _ in located.values() for f in file.split("|") if f})
-
-
-def settle(located: dict[str, tuple[str, str]],
-           texts: dict[str, str | None]) -> dict[str, tuple[str, str]]:
-    settled = {}
-    for test, (file, qual) in located.items():
-        if "|" not in file and file:
-            settled[test] = (file, qual)
-            continue
-        homes = [f for f in file.split("|") if f and texts.get(f)
-                 and qual in _TEST_DEF.findall(texts[f] or "")]
-        if len(homes) == 1:
-            settled[test] = (homes[0], qual)
-    return settled
 
 
 def _function(tree: ast.Module, qual: str) -> ast.FunctionDef | None:

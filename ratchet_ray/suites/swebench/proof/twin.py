@@ -60,11 +60,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ratchet_ray.suites.base import TWIN_KEY, as_impossible_twin, twin_recipe
-from ratchet_ray.suites.swebench.proof.canaries import after_test_patch
+from ratchet_ray.suites.swebench.integrity.graded_tests import after_test_patch
 from ratchet_ray.suites.swebench.proof.differential import MISSING, PASSING, Session
 from ratchet_ray.suites.swebench.grading_support import Deadline
 from ratchet_ray.suites.swebench.docker.infra import InfraFailure
-from ratchet_ray.suites.swebench.proof.mutants import Mutant, apply_all, candidates, locate
+from ratchet_ray.suites.swebench.integrity.graded_tests import locate
+from ratchet_ray.suites.swebench.proof.mutants import Mutant, apply_all, candidates
 from ratchet_ray.suites.swebench.proof.prover import Context, DifferentialProof, SessionRunner
 from ratchet_ray.suites.swebench.proof.twin_record import (
     BASE_PATCH, TwinRecord, choose, f2p_mutants, load_twin_record, save_twin_record)
