@@ -4,14 +4,15 @@
 Contracts:
 - A ``Judge`` names which skills of a finished run are harmful *there*, and the word its
   columns carry (``label``):
-  - ``truth_judge`` (label ``harmful``): the sim world's truth (``suites.sim.truth.analyze_run``:
-    effect class ``harmful``). Only a simulated world has one.
+  - ``truth_judge(suite)`` (label ``harmful``): the truth of a world that knows each skill's
+    effect (the suite's ``skill_truth`` hook, e.g. the sim world's effect class ``harmful``), or
+    None for a suite that knows none.
   - ``measured_judge(min_pairs)`` (label ``harmful_cf``): any suite, where no truth is known. A
     skill is harmful in the run when the run retired it, or when its counterfactual
     contribution there, c_cf = pass(skill) - pass(NONE) on the same train tasks
     (``curator.counterfactual`` probes), is below 0 over at least ``min_pairs`` probed pairs.
     A run without probes has no c_cf: only its retirements count (say so beside the table).
-  - ``judge_for(suite, min_pairs)``: the truth for ``sim``, else the measured judge.
+  - ``judge_for(suite, min_pairs)``: the suite's truth where it has one, else the measured judge.
 - ``transfer_row(run_dir, imported, condition, arm, judge=None)`` reads one finished run B and
   returns its row: round-0 eval pass@1, the rolling mean (the level a bank reaches; the
   imports' round-0 help is in it) and the rolling gain over round 0 (``metrics.loop_metrics``,
@@ -57,15 +58,12 @@ class Judge:
     judge: Callable[[Path], Verdicts]
 
 
-def _truth(run_dir: Path) -> Verdicts:
-    from ratchet_ray.suites.sim.truth import analyze_run
+def truth_judge(suite: str) -> Judge | None:
+    """The judge of a world that knows each skill's true effect, or None (module contract)."""
+    from ratchet_ray.suites.hooks import skill_truth
 
-    truth = analyze_run(run_dir)
-    return ({s.skill_id: s.status for s in truth.skills},
-            {s.skill_id for s in truth.skills if s.effect_class == HARMFUL})
-
-
-truth_judge = Judge(HARMFUL, _truth)
+    truth = skill_truth(suite)
+    return None if truth is None else Judge(HARMFUL, truth)
 
 
 def measured_judge(min_pairs: int) -> Judge:
@@ -86,8 +84,8 @@ def measured_judge(min_pairs: int) -> Judge:
 
 
 def judge_for(suite: str, min_pairs: int = 5) -> Judge:
-    """The sim world's truth for ``sim``, else ``measured_judge(min_pairs)``."""
-    return truth_judge if suite == "sim" else measured_judge(min_pairs)
+    """The suite's truth where it knows one, else ``measured_judge(min_pairs)``."""
+    return truth_judge(suite) or measured_judge(min_pairs)
 
 
 def _run_suite(run_dir: Path) -> str:

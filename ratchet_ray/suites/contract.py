@@ -46,7 +46,9 @@ May (a function field also takes a lazy ``"module:attr"`` string, imported on fi
 - the hooks of ``suites.hooks``: ``critic`` (``"code"``, ``"patch"`` or a prompt function),
   ``subset_group`` with ``subset_group_label``, ``sampling_overrides``, ``commands`` (a
   ``"module:attr"`` list of click commands), ``offline_tasks``, ``sweep_report``,
-  ``round_report``, ``placement`` and ``impossible_twin`` (``suites.base.ImpossibleTwins``).
+  ``round_report``, ``placement``, ``impossible_twin`` (``suites.base.ImpossibleTwins``) and
+  ``skill_truth`` (a world that knows each skill's true effect: ``run_dir ->
+  ({skill id: status}, {harmful skill ids})``, read by the transfer measurement).
 
 A bad field raises ``SuiteRegistryError`` naming the suite, the field and the fix when the
 plugin is built. ``origin`` says who registered it (in "name taken" errors).
@@ -66,7 +68,7 @@ CRITIC_FLAVOURS = ("code", "patch")
 """The Critic's built-in review prompts (``roles.prompts.critic``): a failing function and its
 test, or a repository patch and its test log."""
 HOOKS = ("subset_group", "sampling_overrides", "sweep_report", "round_report", "placement",
-         "impossible_twin", "doctor", "before_rounds")
+         "impossible_twin", "doctor", "before_rounds", "skill_truth")
 """Fields that are functions or lazy ``"module:attr"`` strings."""
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
@@ -134,6 +136,7 @@ class SuitePlugin:
     round_report: Callable[[Any, Any], Any] | str | None = None
     placement: Callable[[Any, str], Any] | str | None = None
     impossible_twin: Callable[[Any], Any] | str | None = None
+    skill_truth: Callable[[Path], tuple[dict[str, str], set[str]]] | str | None = None
 
     def __post_init__(self) -> None:
         _check(self)

@@ -126,6 +126,15 @@ def impossible_twin(suite: str, task: Any) -> Any:
     return None if hook is None else registry.resolve(hook)(task)
 
 
+def skill_truth(suite: str) -> Callable[[Path], tuple[dict[str, str], set[str]]] | None:
+    """The suite's ``skill_truth`` hook: ``run_dir -> ({skill id: status}, {ids of the skills
+    truly harmful})`` for a world that knows each skill's effect (a simulated one), or None: the
+    suite knows no truth (a real benchmark), or is not registered in this process."""
+    reg = registry.registered(suite)
+    hook = None if reg is None else reg.skill_truth
+    return None if hook is None else registry.resolve(hook)
+
+
 def fix_hint(message: str, suite: str | None = None) -> str | None:
     """The first suite fix hint (``SuitePlugin.fix_hints``) whose pattern ``message`` contains:
     ``suite``'s only when given and registered, else every registered suite's in name order;

@@ -106,3 +106,16 @@ def test_an_agent_suite_must_bring_its_settings():
     with pytest.raises(SuiteRegistryError, match="must define solver_settings"):
         register("agenty", NoSettings, replace=True)
     assert get_suite("agenty").solver_settings(None) == {"steps": 2}
+
+
+def test_a_world_that_knows_each_skills_truth_judges_a_transfer_as_sim_does(tmp_path):
+    from ratchet_ray.packs.transfer import HARMFUL, judge_for
+
+    register("agenty", Agent, replace=True,
+             skill_truth=lambda run_dir: ({"s1": "active", "s2": "retired"}, {"s1"}))
+    judge = judge_for("agenty")
+    assert judge.label == HARMFUL
+    assert judge.judge(tmp_path) == ({"s1": "active", "s2": "retired"}, {"s1"})
+    assert judge_for("sim").label == HARMFUL  # the built-in world, through the same hook
+    assert judge_for("mbpp").label == "harmful_cf"  # no truth: harm as measured in the run
+    assert judge_for("never_registered").label == "harmful_cf"

@@ -52,7 +52,7 @@ def transfer_cmd(out: Path, rounds_a: int, rounds_b: int, seed_a: int, seed_b: i
     whose truths are redrawn. Prints the table and writes OUT/transfer.md. (`ratchet skill
     transfer sim` measures one B world per seed on the same code.)"""
     from ratchet_ray.cli.pack_transfer import TransferPlan, check_plan, measure
-    from ratchet_ray.packs.transfer import transfer_table, truth_judge
+    from ratchet_ray.packs.transfer import judge_for, transfer_table
 
     if out.exists():
         raise click.UsageError(f"--out {out} exists; pass a new folder (the runs go there)")
@@ -62,7 +62,7 @@ def transfer_cmd(out: Path, rounds_a: int, rounds_b: int, seed_a: int, seed_b: i
                      (f"seed={seed_a}", f"sim.base_beta={stronger_beta}")),
                     ("truths redrawn", (f"seed={seed_b}",))))
     check_plan(plan, out)
-    manifest, rows, _records = measure(out, plan, truth_judge)
+    manifest, rows, _records = measure(out, plan, judge_for("sim"))
     header = (f"Run A: sim, seed {seed_a}, {rounds_a} rounds, {len(manifest['skills'])} ACTIVE "
               f"skills exported (pack {manifest['pack_sha256'][:16]}). Each run B: {rounds_b} "
               f"rounds. Overrides: {' '.join(sets) or 'none'}.\n\n")

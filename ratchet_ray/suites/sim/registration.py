@@ -30,4 +30,5 @@ register(NAME, "ratchet_ray.suites.sim:SimSuite", settings=SimSettings, configur
          origin=BUILTIN_ORIGIN, offline_tasks=True, sweep_report=sweep_truth,
          commands="ratchet_ray.suites.sim.cli:COMMANDS",
          impossible_twin="ratchet_ray.suites.sim.grader:impossible_twin",
+         skill_truth="ratchet_ray.suites.sim.truth:skill_verdicts",
          task_id_pattern=r"sim/\d+")

@@ -321,3 +321,11 @@ def _attach_probes(skills: list[SkillRow], capsules: list[tuple]) -> None:
     for skill_id, pair in pairs.items():
         by_id[skill_id].probes = len(pair)
         by_id[skill_id].c_cf = statistics.fmean(float(a) - float(b) for a, b in pair)
+
+
+def skill_verdicts(run_dir: str | Path) -> tuple[dict[str, str], set[str]]:
+    """The suite's ``skill_truth`` hook: every skill's end status in the run (lowercase) and the
+    ids of those the world made harmful (effect class ``harmful``)."""
+    truth = analyze_run(Path(run_dir))
+    return ({s.skill_id: s.status for s in truth.skills},
+            {s.skill_id for s in truth.skills if s.effect_class == "harmful"})
