@@ -39,28 +39,15 @@ from pathlib import Path
 import click
 
 from ratchet_ray.ablations import write_report
-from ratchet_ray.cli.options import (bank_option, dataset_path_option, llm_option, set_option,
-                                     slice_options, workers_option)
+from ratchet_ray.run_config.options import (bank_option, csv_list, dataset_path_option,
+                                            llm_option, seeds_option, set_option, slice_options,
+                                            workers_option)
 from ratchet_ray.loop.entry import DRY_RUN, SUITE, print_config, version_option
 from ratchet_ray.sweep.ray_head import RayHeadError, ray_cluster
 from ratchet_ray.sweep.spec import (ARMS, JobOutcome, SweepError, SweepSpec, check_sweep_file,
                                     child_config, cpus_per_run, lock_sweep, plan_jobs,
                                     recorded_spend, split_sets, with_recorded_budget,
                                     write_status)
-
-
-def _csv(kind: type, example: str):
-    """A comma-separated list of distinct ``kind`` values; refusals show ``example``."""
-    def parse(ctx: click.Context, param: click.Parameter, value: str) -> list:
-        try:
-            items = [kind(v.strip()) for v in value.split(",") if v.strip()]
-        except ValueError as exc:
-            raise click.BadParameter(f"{value!r}: comma-separated {kind.__name__}s, e.g. "
-                                     f"{example}") from exc
-        if not items or len(set(items)) != len(items):
-            raise click.BadParameter(f"{value!r}: give distinct values, e.g. {example}")
-        return items
-    return parse
 
 
 def _check_runs(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
@@ -79,11 +66,10 @@ def _check_runs(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("suite", type=SUITE)
 @click.option("--arms", default=",".join(ARMS), show_default=True,
-              callback=_csv(str, "default,A1,A4"),
+              callback=csv_list(str, "default,A1,A4"),
               help="Arms to run: default and/or the paper's A1..A8 (the default list) and "
                    "A9, A10 beyond it (configs/ablations/<arm>.yaml).")
-@click.option("--seeds", default="42,7,13", show_default=True, callback=_csv(int, "42,7,13"),
-              help="Seeds to run each arm with, comma-separated (each arm-seed is one run).")
+@seeds_option("42,7,13", "Seeds to run each arm with, comma-separated (each arm-seed is one run).")
 @click.option("--rounds", type=click.IntRange(min=1),
               help="Rounds per run (default: the suite's paper value, 100 MBPP+ / 20 SWE-bench).")
 @slice_options()

@@ -43,8 +43,8 @@ from typing import Any
 
 import click
 
-from ratchet_ray.cli.options import (config_option, dataset_path_option, llm_option, set_option,
-                                     workers_option)
+from ratchet_ray.run_config.options import (config_option, dataset_path_option, llm_option,
+                                            set_option, workers_option)
 from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
                                     version_option)
 from ratchet_ray.run_config.flags import build_overrides

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import dataset_path_option, llm_option, subset_option
+from ratchet_ray.run_config.options import dataset_path_option, llm_option, subset_option
 from ratchet_ray.loop.entry import SUITE, default_suite
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import config_option, llm_option, yes_option
+from ratchet_ray.cli.options import yes_option
+from ratchet_ray.run_config.options import config_option, llm_option
 from ratchet_ray.llm.cache import CACHE_DIRNAME, SolverCache
 from ratchet_ray.loop.entry import SUITE, default_suite
 

@@ -1,105 +1,25 @@
-"""The click options that several ``ratchet`` commands share, written once.
+"""The click options of the evidence and skill commands, written once; the options that set a
+run's config are ``run_config.options``'.
 
 Contracts:
-- Each factory returns a click decorator. Its option's names, destination, type and default are
-  fixed, so ``--llm`` (or ``--set``, ``--config``, ...) is the same option on every command that
-  has it; only the help text (and for ``--llm`` the destination and default) may be tailored to
-  the command, through keyword arguments.
-- Choices come from the registries, never from a copy: ``--llm`` offers the backends of
-  ``llm.registry.BACKENDS`` a user can pick (``WORLD_BACKENDS`` answer only from a world a suite
-  derives, so a suite sets them itself); ``--status`` offers ``all`` and every
-  ``types.SkillStatus``; ``--format`` the output formats ``cli.evidence.emit_rows`` writes.
-- The run-size flags ``--n-train``, ``--n-eval`` and ``--subset`` stand for the config keys of
-  ``run_config.flags.build_overrides``; ``slice_options()`` gives the three together.
-The suite argument and option type, ``--dry-run`` and ``--version`` are ``loop.entry``'s
-(``SUITE``, ``DRY_RUN``, ``version_option``): the jobs' checks live there with them.
+- Each factory returns a click decorator whose option's names, destination, type and default are
+  fixed; only the help text may be tailored to the command.
+- ``--status`` offers ``all`` and every ``types.SkillStatus`` (never a copy); ``--format`` the
+  output formats ``cli.evidence.emit_rows`` writes.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Callable
 
 import click
 
-from ratchet_ray.llm.registry import BACKENDS, WORLD_BACKENDS
 from ratchet_ray.types import SkillStatus
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
-USER_BACKENDS = tuple(name for name in BACKENDS if name not in WORLD_BACKENDS)
-"""The backends ``--llm`` offers: every registered one but those that answer from a suite's
-world."""
 SKILL_STATUSES = ("all", *(status.value for status in SkillStatus))
 FORMATS = click.Choice(["table", "csv", "json"])
-
-
-def llm_option(help: str = "LLM backend.", *, dest: str = "llm", default: str | None = None,
-               show_default: bool = False) -> Decorator:
-    """``--llm NAME``: one of ``USER_BACKENDS`` (``None`` when not given, unless ``default``)."""
-    return click.option("--llm", dest, type=click.Choice(USER_BACKENDS), default=default,
-                        show_default=show_default, help=help)
-
-
-def config_option(help: str = "YAML config file(s), applied in order over the suite's "
-                              "file.") -> Decorator:
-    """``--config FILE`` (repeatable, in order): existing files, as ``config_files`` paths."""
-    return click.option("--config", "config_files", multiple=True,
-                        type=click.Path(exists=True, dir_okay=False, path_type=Path), help=help)
-
-
-def set_option(help: str = "Config override, e.g. --set curator.active_cap=100 "
-                           "(repeatable).") -> Decorator:
-    """``--set KEY=VALUE`` (repeatable), as ``sets``: applied last, over every config file."""
-    return click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help=help)
-
-
-def dataset_path_option(help: str = "Local dataset file (offline use).") -> Decorator:
-    """``--dataset-path FILE``: an existing path (the config's ``dataset_path``)."""
-    return click.option("--dataset-path", type=click.Path(exists=True, path_type=Path),
-                        help=help)
-
-
-def workers_option(help: str = "Solver and grader actors each.") -> Decorator:
-    """``--workers N`` (N >= 1): ``workers.solvers`` and ``workers.graders``."""
-    return click.option("--workers", type=click.IntRange(min=1), help=help)
-
-
-def seed_option(help: str) -> Decorator:
-    """``--seed N``: the config's ``seed`` (``None`` when not given)."""
-    return click.option("--seed", type=int, help=help)
-
-
-def bank_option(help: str) -> Decorator:
-    """``--bank PACK``: an existing skill-pack folder (``bank.pack``)."""
-    return click.option("--bank", type=click.Path(exists=True, file_okay=False, path_type=Path),
-                        help=help)
-
-
-def subset_option(help: str = "Hard-subset file from jobs.select_subset (overrides "
-                              "--n-train/--n-eval).", *, required: bool = False) -> Decorator:
-    """``--subset FILE``: an existing hard-subset file (the config's ``subset``)."""
-    return click.option("--subset", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                        required=required, help=help)
-
-
-def n_train_option(help: str = "Random train slice size.") -> Decorator:
-    """``--n-train N`` (N >= 0): the config's ``n_train``."""
-    return click.option("--n-train", type=click.IntRange(min=0), help=help)
-
-
-def n_eval_option(help: str = "Random eval slice size.") -> Decorator:
-    """``--n-eval N`` (N >= 0): the config's ``n_eval``."""
-    return click.option("--n-eval", type=click.IntRange(min=0), help=help)
-
-
-def slice_options() -> Decorator:
-    """``--n-train``, ``--n-eval`` and ``--subset``, in that order, with their default help."""
-    def apply(command: Callable[..., Any]) -> Callable[..., Any]:
-        for option in reversed([n_train_option(), n_eval_option(), subset_option()]):
-            command = option(command)
-        return command
-    return apply
 
 
 def status_option(default: str, help: str) -> Decorator:

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import (bank_option, config_option, dataset_path_option,
-                                     llm_option, seed_option, set_option, slice_options,
-                                     workers_option)
+from ratchet_ray.run_config.options import (bank_option, config_option, dataset_path_option,
+                                            llm_option, seed_option, set_option, slice_options,
+                                            workers_option)
 from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
                                     version_option)
 from ratchet_ray.run_config.flags import build_overrides, loop_size_problems

@@ -40,8 +40,8 @@ from typing import Any, Callable, Iterable
 
 import click
 
-from ratchet_ray.cli.options import (config_option, n_eval_option, n_train_option, seed_option,
-                                     set_option)
+from ratchet_ray.run_config.options import (config_option, n_eval_option, n_train_option,
+                                            seed_option, set_option)
 from ratchet_ray.loop.entry import SUITE, version_option
 
 

@@ -1,4 +1,6 @@
-"""The options several commands share are one option each (``ratchet_ray/cli/options.py``):
+"""The options several commands share are one option each (``ratchet_ray/run_config/options.py``
+for those that set a run's config, ``ratchet_ray/cli/options.py`` for the evidence and skill
+commands'):
 written once, with the registries' choices, and the same type and destination on every command
 of the ``ratchet`` tree (the jobs' commands and the suites' own included)."""
 
@@ -9,12 +11,15 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli import main, options
+from ratchet_ray.cli import main
 from ratchet_ray.llm.registry import BACKENDS, WORLD_BACKENDS
 from ratchet_ray.types import SkillStatus
 from tools.docs_commands import walk
 
-CLI = Path(options.__file__).parent
+ROOT = Path(__file__).resolve().parents[2]
+COMMAND_MODULES = sorted([*(ROOT / "ratchet_ray/cli").glob("*.py"),
+                          *(ROOT / "ratchet_ray/suites").glob("*/cli.py")])
+"""Where commands are written: the ``ratchet`` tree's modules and the suites' own."""
 SHARED = ("--llm", "--config", "--set", "--dataset-path", "--workers", "--seed", "--bank",
           "--subset", "--n-train", "--n-eval", "--status", "--format", "--round", "--yes")
 """Options written once. A flag of the same name is another option (``ablations --status``
@@ -71,9 +76,9 @@ def test_a_shared_option_is_the_same_option_everywhere():
 
 
 def test_the_cli_modules_write_no_copy_of_a_shared_option():
-    """Only options.py spells ``click.option("--llm", ...)`` and the other shared ones."""
+    """Only the two options.py spell ``click.option("--llm", ...)`` and the other shared ones."""
     copies = []
-    for path in sorted(CLI.glob("*.py")):
+    for path in COMMAND_MODULES:
         if path.name == "options.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -84,5 +89,6 @@ def test_the_cli_modules_write_no_copy_of_a_shared_option():
                     and isinstance(node.args[0], ast.Constant) and node.args[0].value in SHARED
                     and not any(k.arg == "is_flag" and node.args[0].value == "--status"
                                 for k in node.keywords)):
-                copies.append(f"{path.name}:{node.lineno} {node.args[0].value}")
-    assert copies == [], f"use ratchet_ray.cli.options instead of writing these again: {copies}"
+                copies.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.args[0].value}")
+    assert copies == [], ("use ratchet_ray.run_config.options / ratchet_ray.cli.options instead "
+                          f"of writing these again: {copies}")

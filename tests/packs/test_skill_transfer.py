@@ -62,7 +62,7 @@ def test_transfer_on_sim_runs_a_exports_and_runs_three_bs(ray_local, tmp_path):
     out = tmp_path / "t"
     result = CliRunner().invoke(cli, [
         "skill", "transfer", "sim", "--out", str(out), "--rounds-a", "2", "--rounds-b", "1",
-        "--seed", "3", "--b-seed-offset", "4", "--set", "n_train=12", "--set", "n_eval=6",
+        "--seeds", "3", "--b-seed-offset", "4", "--set", "n_train=12", "--set", "n_eval=6",
         "--set-a", "sim.base_beta=2.0", "--set-b", "sim.base_beta=3.0"])
     assert result.exit_code == 0, result.output
     rows = json.loads((out / "transfer.json").read_text())["rows"]

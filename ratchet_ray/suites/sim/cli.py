@@ -9,9 +9,7 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import set_option
-
-
+from ratchet_ray.run_config.options import set_option
 @click.command("sim-report")
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--delta", type=click.FloatRange(min=0.0, max=1.0, min_open=True, max_open=True),
@@ -51,7 +49,7 @@ def transfer_cmd(out: Path, rounds_a: int, rounds_b: int, seed_a: int, seed_b: i
     without, against B from an empty bank; for a stronger model (same truths) and a world
     whose truths are redrawn. Prints the table and writes OUT/transfer.md. (`ratchet skill
     transfer sim` measures one B world per seed on the same code.)"""
-    from ratchet_ray.cli.pack_transfer import TransferPlan, check_plan, measure
+    from ratchet_ray.loop.transfer_runs import TransferPlan, check_plan, measure
     from ratchet_ray.packs.transfer import judge_for, transfer_table
 
     if out.exists():

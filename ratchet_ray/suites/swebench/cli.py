@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import config_option, set_option, subset_option, workers_option
+from ratchet_ray.run_config.options import config_option, set_option, subset_option, workers_option
 from ratchet_ray.suites.swebench.cluster.validation_run import (ValidateError, flake_rates,
                                                                 validate_dataset)
 
