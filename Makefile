@@ -35,7 +35,7 @@ setup: $(BIN)/.installed
 # left torch (one that still has it) would pin what setup no longer installs: refused.
 lock: setup  ## rewrite constraints.txt from .venv's installed versions
 	@! $(BIN)/pip show -q torch sentence-transformers 2>/dev/null || { echo "make lock: .venv still has torch or sentence-transformers, which make setup no longer installs; fix: lock from a fresh venv (make clean setup)"; exit 1; }
-	{ sed -n '/^#/p' constraints.txt; $(BIN)/pip freeze --exclude-editable | grep -vE '^(#|-e |pip==|setuptools==|wheel==)'; } > constraints.txt.new
+	{ sed -n '/^#/p' constraints.txt; $(BIN)/pip freeze --exclude-editable | grep -vE '^(#|-e |pip==|wheel==)'; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt
 
 # The MBPP+ grader refuses to run without bubblewrap >= 0.8 (its sandbox): install it when missing
