@@ -1,7 +1,8 @@
 """Retirement and eviction rules (DESIGN.md section 1, step 6) as pure functions.
 
 Contracts:
-- ``should_retire(stats, settings)``: trials >= ``min_trials`` AND contribution <= -``retire_tau``.
+- ``meets_retirement_bar(stats, settings)``: trials >= ``min_trials`` AND contribution <=
+  -``retire_tau`` (``do_not_retire`` is ``curate``'s to apply).
   The comparison is exact in rational arithmetic: ``(successes - failures) / trials`` against the
   decimal value of tau as written (``0.10`` means 1/10), so a score of exactly -0.10 retires and
   float rounding can never flip a boundary case.
@@ -105,17 +106,13 @@ def _floor(settings: CuratorSettings) -> int:
 
 
 def meets_retirement_bar(stats: SkillStats, settings: CuratorSettings) -> bool:
-    """The retirement rule, ignoring ``do_not_retire`` (see ``should_retire``)."""
+    """The retirement rule, ignoring ``do_not_retire`` (``curate`` applies it)."""
     if stats.trials < _floor(settings) or stats.trials == 0:
         return False
     if settings.retire_rule == "wilson_ucb":
         return wilson_upper_contribution(stats, settings.ucb_z) <= -settings.retire_tau
     score = Fraction(stats.successes - stats.failures, stats.trials)
     return score <= -_exact(settings.retire_tau)
-
-
-def should_retire(skill: Skill, stats: SkillStats, settings: CuratorSettings) -> bool:
-    return not skill.do_not_retire and meets_retirement_bar(stats, settings)
 
 
 def tampering_reason(record: TamperingStats) -> str:

@@ -16,9 +16,8 @@ Contracts:
   - ``bedrock``: the ``boto3`` package and credentials in the boto3 chain (environment, shared
     files, SSO, container or instance role; ``$AWS_EC2_METADATA_DISABLED`` is honoured).
   - ``sim``: nothing (the world is derived from the config; ``resolve_config`` checks the suite).
-- ``check_backend(settings, env)`` raises ``BackendRequirementError`` (a ``ValueError``) with
-  those lines when there is any. Entry points call it right after the config is loaded, before
-  a run dir exists or Ray starts; ``ratchet doctor`` goes further (it loads and calls the model).
+  Entry points check it right after the config is loaded, before a run dir exists or Ray starts
+  (``loop.entry.check_startable``); ``ratchet doctor`` goes further (it loads and calls the model).
 - The checks run where they are called (the driver): a cluster whose worker nodes differ from
   the head is not inspected here (the run's preflight calls the model where it runs).
 """
@@ -35,11 +34,6 @@ from ratchet_ray.llm.minilm import MINILM_INSTALL
 from ratchet_ray.settings.schema import LLMSettings
 
 _EXTRA_FIX = "pip install 'ratchet-ray[{extra}]'"
-
-
-class BackendRequirementError(ValueError):
-    """A backend of the config cannot work on this machine; one line per problem, each naming
-    the setting and the fix."""
 
 
 def _installed(module: str) -> bool:
@@ -142,10 +136,3 @@ def backend_problems(settings: LLMSettings, env: Mapping[str, str] | None = None
         elif backend == "bedrock":
             problems += _bedrock(settings, env)
     return list(dict.fromkeys(problems))
-
-
-def check_backend(settings: LLMSettings, env: Mapping[str, str] | None = None) -> None:
-    """``BackendRequirementError`` listing ``backend_problems`` when there is any."""
-    problems = backend_problems(settings, env)
-    if problems:
-        raise BackendRequirementError("\n".join(problems))

@@ -91,10 +91,6 @@ class RunBudget:
             return self.scope_tokens, self.scope_cost_usd
         return self.tokens, self.cost_usd
 
-    @property
-    def limited(self) -> bool:
-        return self.settings.max_tokens is not None or self.settings.max_cost_usd is not None
-
     def charge(self, tokens: int, cost_usd: float) -> None:
         self.tokens += int(tokens)
         self.cost_usd += float(cost_usd)

@@ -53,7 +53,7 @@ from ratchet_ray.roles.workers import BankSnapshot
 from ratchet_ray.types import BenchResult, Capsule, RoundSummary, SkillStatus, Task
 
 CRITIC_BATCH = 4
-EVAL_FILE, TRAIN_FILE, ROLLBACK_FILE = "eval.json", "train.json", "rollback.json"
+ROLLBACK_FILE = "rollback.json"
 META_FILE, SYNTH_FILE, CURATE_FILE = "synth_metaskills.json", "synth_skills.json", "curate.json"
 log = logging.getLogger(__name__)
 

@@ -54,10 +54,6 @@ def _env_int(name: str, default: int | None) -> int | None:
     return _env_number(name, default, int, "an integer")
 
 
-def _env_float(name: str, default: float) -> float:
-    return _env_number(name, default, float, "a number")
-
-
 def _env_bool(name: str, default: bool) -> bool:
     value = _env(name)
     if value is None:

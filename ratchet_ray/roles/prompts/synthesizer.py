@@ -29,7 +29,6 @@ from ratchet_ray.types import MetaSkill, Skill
 # routing surface (which a small model words best once the fix is written), the id last.
 FIELD_ORDER = ("key_insight", "applies_when", "common_pitfalls", "verify_before_returning",
                "intent", "description", "signals_match", "id")
-GUIDANCE_FIELDS = frozenset(GuidanceDraft.model_fields)
 _ID_REGEX = r"^[a-z][a-z0-9]*(_[a-z0-9]+){1,5}$"
 _FIELD_ITEMS = {"common_pitfalls": 3, "signals_match": 4}  # fewer than the contract allows
 # Each field is asked as a question about the failure, never with the schema lock's wording: a

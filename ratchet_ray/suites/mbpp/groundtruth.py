@@ -6,8 +6,7 @@ Contracts:
   (``oracle.py``: evalplus's ``trusted_exec`` per task and split, exactly the calls of evalplus's
   ``get_groundtruth``, spread over ``workers`` forked processes; default: this machine's usable
   cores, at most ``MAX_WORKERS``), under an exclusive file lock so that graders sharing
-  ``cache_dir`` compute each task once. ``ensure_all()`` (what ``warm`` amounts to for a whole
-  run) computes the full dataset in one go, as evalplus itself does.
+  ``cache_dir`` compute each task once.
 - Layout: ``cache_dir/<dataset_hash>/<Mbpp_N>.pkl`` (one task each, see oracle.py) and
   ``manifest.json`` mapping each task id to its file, size and sha256 (and ``imported``: true
   for an entry another store computed). Files land by
@@ -98,9 +97,6 @@ class GroundTruthStore:
         staged.write_text(json.dumps(manifest, sort_keys=True))
         os.replace(staged, self.dir / "manifest.json")
         self._manifest = manifest
-
-    def ensure_all(self) -> None:
-        self.ensure(self.dataset.problems)
 
     def ensure(self, task_ids: Iterable[str]) -> None:
         wanted = list(dict.fromkeys(task_ids))

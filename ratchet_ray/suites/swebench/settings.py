@@ -26,7 +26,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 _STRICT = ConfigDict(extra="forbid", validate_assignment=True)
 
 # Which images survive an instance, from least to most kept (the swebench harness's levels).
-CACHE_LEVELS = ("none", "base", "env", "instance")
 CacheLevel = Literal["none", "base", "env", "instance"]
 
 

@@ -378,26 +378,6 @@ class InstanceContainer:
             raise InfraFailure("docker_error", f"container {self.name}: could not write "
                                f"{', '.join(sorted(files)[:5])}")
 
-    def read_file(self, path: str, limit: int) -> bytes | None:
-        """The bytes of regular file ``path`` (None when absent or not a regular file); raises
-        ``ValueError`` when it is larger than ``limit``."""
-        with serial_imports:
-            import docker.errors
-
-        try:
-            stream, stat = self.container.get_archive(path)
-        except docker.errors.NotFound:
-            return None
-        if int(stat.get("size", 0)) > limit:
-            raise ValueError(f"{path} is {stat.get('size')} bytes (limit {limit})")
-        raw = b"".join(stream)
-        with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
-            member = tar.next()
-            if member is None or not member.isreg():
-                return None
-            handle = tar.extractfile(member)
-            return handle.read() if handle is not None else None
-
     def read_folder(self, folder: str, limit_of: Callable[[str], int | None]
                     ) -> tuple[dict[str, bytes], dict[str, int]]:
         """The regular files directly in ``folder`` that ``limit_of(name)`` wants (a byte limit;
