@@ -7,7 +7,7 @@ field of the suite's ``SuitePlugin`` (``contract.py``). Contracts:
   commands, tasks not loaded by reports, no extra sweep columns, no placement (locality), no
   impossible twins (the cheat probe skips the suite), no fix hints, environment variables,
   task-id pattern, local resources, cluster node types or moved keys.
-- The questions over every registered suite (``all_resources``, ``fix_hint`` without a suite,
+- The questions over every registered suite (``fix_hint`` without a suite,
   ``task_id_patterns``, ``local_resources``, ``cluster_node_types``, ``env_vars``,
   ``env_defaulted_keys``, ``forwarded_env_vars``, ``moved_keys``) answer for the suites
   registered in this process (built-ins, entry points, ``$RATCHET_SUITES``, loaded plugins).
@@ -30,12 +30,6 @@ from ratchet_ray.suites import registry
 def actor_resources(suite: str, role: str) -> dict[str, float]:
     """Custom Ray resources every ``role`` actor of ``suite`` requests (e.g. ``{"docker": 1}``)."""
     return dict(registry.registration(suite).resources.get(role, {}))
-
-
-def all_resources() -> dict[tuple[str, str], dict[str, float]]:
-    """``(suite, role) -> resources`` of every registered suite (cluster.yaml must offer them)."""
-    return {(name, role): dict(wanted) for name in registry.suite_names()
-            for role, wanted in registry.registration(name).resources.items()}
 
 
 def critic_prompt(suite: str) -> str | Callable[..., list]:

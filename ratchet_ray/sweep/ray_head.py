@@ -51,10 +51,6 @@ class DashboardPortTaken(RayHeadError):
     """The head's dashboard could not bind the port chosen for it: another process took it."""
 
 
-def free_port() -> int:
-    return free_ports(1)[0]
-
-
 def free_ports(count: int) -> list[int]:
     """``count`` distinct free loopback ports. Every socket stays bound until all are chosen:
     ports asked for one at a time can repeat (a port closed is offered again), and two services

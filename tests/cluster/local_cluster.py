@@ -43,7 +43,7 @@ from pathlib import Path
 
 import psutil
 
-from ratchet_ray.sweep.ray_head import (ensure_auth_token, free_port, own_port_flags,
+from ratchet_ray.sweep.ray_head import (ensure_auth_token, free_ports, own_port_flags,
                                         ray_executable)
 
 
@@ -133,7 +133,7 @@ class LocalCluster:
         self.log_dir = log_dir
         self.ready_timeout_s = ready_timeout_s
         self.nodes: dict[str, _Node] = {}
-        self.port = free_port()
+        (self.port,) = free_ports(1)
         # Ray's socket paths must stay short: a fresh folder directly under /tmp.
         self.temp = Path(tempfile.mkdtemp(prefix="rc", dir="/tmp"))
         self.env = {**os.environ, "RAY_AUTH_MODE": os.environ.get("RAY_AUTH_MODE", "token"),
@@ -170,7 +170,7 @@ class LocalCluster:
                 f"--resources={json.dumps({'node_' + spec.name: 1, **spec.resources})}"]
         if head:
             dashboard = (["--include-dashboard=true", "--dashboard-host=127.0.0.1",
-                          f"--dashboard-port={free_port()}"] if self.dashboard
+                          f"--dashboard-port={free_ports(1)[0]}"] if self.dashboard
                          else ["--include-dashboard=false"])
             argv += ["--head", f"--port={self.port}", *dashboard, f"--temp-dir={self.temp}"]
         else:

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from actors.pool_errors import node_type_offering, who_offers
-from ratchet_ray.suites.hooks import all_resources
+from ratchet_ray.suites import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = yaml.safe_load((ROOT / "cluster.yaml").read_text())
@@ -18,7 +18,8 @@ TYPES = CLUSTER["available_node_types"]
 
 
 def test_every_requested_custom_resource_is_offered_by_the_node_type_the_errors_name():
-    requested = {name for wanted in all_resources().values() for name in wanted}
+    requested = {name for suite in registry.suite_names()
+                 for wanted in registry.registration(suite).resources.values() for name in wanted}
     assert "docker" in requested  # the SWE-bench suite's registration asks for it
     assert requested <= set(node_type_offering())
     for name in requested:

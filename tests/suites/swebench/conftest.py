@@ -11,7 +11,7 @@ import pytest
 
 import swebench_instances
 from ratchet_ray.suites.swebench.settings import GradingLimits
-from ratchet_ray.suites.swebench.docker.container import leftover_containers
+from suite_containers import leftover_containers
 from ratchet_ray.suites.swebench.dataset import normalize_all, to_task
 from ratchet_ray.suites.swebench.docker.images import image_name
 from ratchet_ray.suites.swebench.settings import SwebenchSettings

@@ -16,13 +16,13 @@ import pytest
 
 from ratchet_ray.suites.swebench.settings import GradingLimits
 from ratchet_ray.suites.swebench.docker.container import (
-    HARNESS_CAPS, OWNER_KEY, RUN_KEY, instance_container, leftover_containers, orphaned_containers,
-    reap_containers)
+    HARNESS_CAPS, OWNER_KEY, RUN_KEY, instance_container, orphaned_containers, reap_containers)
 from ratchet_ray.suites.swebench.docker.execbox import LINGER_S
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
 from ratchet_ray.suites.swebench.grading_support import SKIPPED_STEP, apply_steps, inline_patch
 from ratchet_ray.suites.swebench.docker.images import InstanceImages, image_name
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
+from suite_containers import leftover_containers
 from waiting import wait_for
 
 pytestmark = pytest.mark.docker

@@ -27,7 +27,7 @@ from ratchet_ray.run_config.files import load_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.driver import run_loop
 from ratchet_ray.loop.runtime import Models, actor_options
-from ratchet_ray.suites.swebench.docker.container import leftover_containers
+from suite_containers import leftover_containers
 from ratchet_ray.suites.swebench.docker.image_cache import COUNTERS
 from ratchet_ray.suites import settings_for
 

@@ -18,7 +18,7 @@ from ratchet_ray.suites.swebench.registration import repo_of
 from ratchet_ray.cli.run import build_overrides
 from ratchet_ray.run_config.files import load_config
 from ratchet_ray.loop.runtime import Models
-from ratchet_ray.suites.swebench.docker.container import leftover_containers
+from suite_containers import leftover_containers
 from ratchet_ray.suites import settings_for
 from test_swebench_loop import AgentScript
 

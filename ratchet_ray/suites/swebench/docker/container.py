@@ -222,11 +222,6 @@ def reap_containers(client: Any, run_label: str | None = None) -> list[str]:
     return removed
 
 
-def leftover_containers(client: Any) -> list[str]:
-    """Names of containers this suite started that still exist, live runs' included (tests)."""
-    return [c.name for c in _listed(client)]
-
-
 def orphaned_containers(client: Any) -> tuple[list[str], int]:
     """This suite's containers whose owner process on this host is gone (what a killed run left
     and the next reap removes), by name, and how many others exist: those of live processes, or
