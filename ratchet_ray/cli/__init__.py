@@ -25,6 +25,7 @@ _COMMAND_MODULES = (
     "ratchet_ray.cli.llm",         # doctor, solver-cache
     "ratchet_ray.cli.run",         # run, plot
     "ratchet_ray.cli.report",      # report (HTML)
+    "ratchet_ray.cli.compare",     # compare (paired statistics of runs)
     "ratchet_ray.cli.export",      # export --inspect
     "ratchet_ray.cli.experiment",  # experiment run|eval-skill-loop
     "ratchet_ray.cli.jobs",        # baseline, select-subset, ablations (the jobs/ commands)

@@ -51,6 +51,7 @@ button{font:inherit;padding:3px 10px;cursor:pointer}
 .ci .real{color:#009E73}
 .detail{border-left:3px solid var(--acc);padding:4px 12px;margin:8px 0;background:#fbfcfe}
 details>summary{cursor:pointer;font-weight:600;margin:6px 0}
+.scroll{overflow-x:auto;max-width:100%}.scroll th{position:static}
 """
 
 JS = r"""

@@ -24,6 +24,7 @@ from typing import Any, Iterable
 import yaml
 
 from ratchet_ray.report.assets import CSS, JS
+from ratchet_ray.report.compare_section import compare_section
 from ratchet_ray.report.capsules import (COLUMNS, INTERNED, capsule_table, count_capsules,
                                          text_limit_for)
 from ratchet_ray.report.data import RunData, load_run
@@ -139,8 +140,9 @@ def render(runs: list[RunData], sweeps: list[SweepTable], payload: dict[str, Any
     rows and columns; rows None when the suite has none)."""
     title = runs[0].identity.get("run_id") if len(runs) == 1 else f"{len(runs)} runs"
     shows_truth = truth is not None and truth[1] is not None and not sweeps
+    compared = compare_section(runs) if not sweeps else ""
     nav = (["headline", "curves", "bank", "skills", "capsules"] + (["sweeps"] if sweeps else [])
-           + (["truth"] if shows_truth else []))
+           + (["truth"] if shows_truth else []) + (["compare"] if compared else []))
     labels = {"bank": "bank's life"}
     body = [headline_section(runs), curves_section(runs), bank_section(runs),
             skills_section(runs), capsules_section(payload, left_out)]
@@ -148,6 +150,7 @@ def render(runs: list[RunData], sweeps: list[SweepTable], payload: dict[str, Any
         body.append(sweep_section(sweeps, runs))
     if shows_truth:
         body.append(truth_section(truth[0], truth[1], truth[2]))
+    body.append(compared)
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
             f'content="width=device-width,initial-scale=1"><title>Ratchet report: '
