@@ -75,7 +75,10 @@ bytecode: setup
 # Ray start-ups by the dozen): beside other workers its tests only take longer and time out, so it
 # runs alone, with the `exclusive` tests (which need the machine to themselves).
 TEST_WORKERS ?= 2
-PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+# A worker that crashes (a native fault in a test) fails the run at once: replaced, it would leave
+# its group's remaining tests unscheduled under loadgroup and the run would hang to CI's limit
+# (tests/test_worker_groups.py shows both).
+PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --max-worker-restart=0
 test: setup sandbox bytecode  ## the whole suite, real components (Docker tests need `bash .ci/docker_setup.sh`)
 	$(BIN)/python -m pytest -q -rs $(PARALLEL) -m "not slow and not exclusive"
 	$(BIN)/python -m pytest -q -rs -m "slow or exclusive"

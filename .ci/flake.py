@@ -61,7 +61,7 @@ def main() -> int:
           f"slow run(s)", flush=True)
     failed: dict[str, list[str]] = defaultdict(list)
     times: list[tuple[str, float]] = []
-    parallel = ["-n", str(opts.workers), "--dist", "loadgroup"] if opts.workers > 1 else []
+    parallel = ["-n", str(opts.workers), "--dist", "loadgroup", "--max-worker-restart=0"] if opts.workers > 1 else []
     plan = [(f"quick-{k}", [*parallel, "-m", "not slow and not exclusive",
                             f"--shuffle-seed={opts.seed + k}"]) for k in range(opts.runs)]
     plan += [(f"slow-{k}", ["-m", "slow or exclusive"]) for k in range(opts.slow_runs)]

@@ -43,3 +43,59 @@ def test_a_module_fixtures_tests_share_the_group_of_its_docker_test(tmp_path):
     rounds = {v for k, v in groups.items() if "test_cluster_rounds.py" in k}
     assert rounds == {"module:tests/cluster/test_cluster_rounds.py"}, rounds
     assert {v for k, v in groups.items() if "test_cluster_yaml.py" in k} == {"-"}
+
+
+CRASHING_SUITE = '''
+import os
+import signal
+
+import pytest
+
+
+@pytest.mark.xdist_group("a")
+def test_a1():
+    pass
+
+
+@pytest.mark.xdist_group("a")
+def test_a2_dies_as_a_native_fault_would():
+    os.kill(os.getpid(), signal.SIGILL)
+
+
+@pytest.mark.xdist_group("a")
+def test_a3():
+    pass
+
+
+@pytest.mark.xdist_group("b")
+def test_b1():
+    pass
+
+
+def test_c1():
+    pass
+'''
+
+
+def makefile_parallel_flags() -> list[str]:
+    """``make test``'s xdist flags, as the Makefile spells them."""
+    text = (ROOT / "Makefile").read_text()
+    line = next(line for line in text.splitlines() if line.startswith("PARALLEL :="))
+    return line.split(":=", 1)[1].replace("$(TEST_WORKERS)", "2").split()
+
+
+def test_a_crashed_worker_fails_make_tests_run_instead_of_hanging_it(tmp_path):
+    # Without --max-worker-restart=0, xdist 3.8's loadgroup replaces the crashed worker and
+    # leaves the crashed group's other tests to no one: the run waits forever.
+    (tmp_path / "test_crashing.py").write_text(CRASHING_SUITE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    flags = makefile_parallel_flags()
+    assert "--max-worker-restart=0" in flags
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-c", os.devnull, "--rootdir", str(tmp_path), *flags,
+                           "test_crashing.py"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-3000:]
+    assert "crashed while running 'test_crashing.py::test_a2_dies_as_a_native_fault_would'" in out
+    assert "1 failed" in out  # the crash is the run's failure; nothing waits for the lost group

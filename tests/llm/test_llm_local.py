@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -52,26 +53,56 @@ def test_gemma_json_schema_constrained_generation_parses(gemma):
     assert len(result.replies) == 1  # constrained decoding needs no repair
 
 
+def _cpu_reports_amx() -> bool:
+    try:
+        return "amx_tile" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+
+
 def test_extra_buffer_types_are_off_by_default_in_the_params_given_to_llama_cpp(gemma, monkeypatch):
-    # With them on, llama-cpp-python built on a CPU with AMX crashes in ggml_backend_amx_mul_mat.
+    # With them on, llama-cpp-python built on a CPU with AMX crashes in its AMX kernels
+    # (ggml_backend_amx_mul_mat, or SIGILL in decode): that path never runs in this process.
     import llama_cpp
+    from llama_cpp import llama as llama_module
+
+    from ratchet_ray.llm.local import llama_model_defaults
 
     monkeypatch.delenv("RATCHET_LOCAL_EXTRA_BUFFER_TYPES", raising=False)
     assert LocalConfig.from_settings(LLMSettings()).extra_buffer_types is False
     assert gemma.llama.model_params.use_extra_bufts is False  # what llama_model_load_from_file got
     assert gemma.complete([Message("user", "Say OK.")], max_tokens=2).output_tokens > 0
-    # The setting turns them on, and only for the model it loads.
+    # The setting turns them on, and only for the model it loads: what Llama.__init__ reads
+    # inside the block, the library's own defaults outside it.
     monkeypatch.setenv("RATCHET_LOCAL_EXTRA_BUFFER_TYPES", "1")
     config = LocalConfig.from_settings(LLMSettings())
     assert config.extra_buffer_types is True and config.digest() != LocalConfig().digest()
-    on = LocalLLM(config.model_copy(update={"n_ctx": 256}))
-    assert on.llama.model_params.use_extra_bufts is True
-    assert on.complete([Message("user", "Say OK.")], max_tokens=2).output_tokens > 0
+    with llama_model_defaults(True):
+        assert llama_module.llama_cpp.llama_model_default_params().use_extra_bufts is True
+    with llama_model_defaults(False):
+        assert llama_module.llama_cpp.llama_model_default_params().use_extra_bufts is False
     assert llama_cpp.llama_model_default_params().use_extra_bufts is True  # library left as is
-    assert LocalLLM(LocalConfig(n_ctx=256)).llama.model_params.use_extra_bufts is False
     monkeypatch.setenv("RATCHET_LOCAL_EXTRA_BUFFER_TYPES", "maybe")
     with pytest.raises(ValueError, match=r"RATCHET_LOCAL_EXTRA_BUFFER_TYPES='maybe' is not a boolean"):
         LLMSettings()
+
+
+def test_extra_buffer_types_on_load_and_run_in_a_child_process_or_crash_there_on_amx(tmp_path):
+    """The on path end to end, in a child (``probe_local_model``): the model loads with them on
+    and answers, or, on a CPU with AMX, the child dies and the crash names the fix (turn them
+    off). Either way this process and its pytest worker live on."""
+    from ratchet_ray.llm.local_probe import LocalModelCrashed, probe_local_model
+
+    config = LocalConfig(extra_buffer_types=True, n_ctx=256)
+    try:
+        detail = probe_local_model(config, log_dir=tmp_path, timeout_s=300)
+    except LocalModelCrashed as crash:
+        assert _cpu_reports_amx(), f"crashed on a CPU without AMX: {crash}"
+        assert "the local model crashed" in str(crash)
+        assert "llm.local.extra_buffer_types=false" in crash.hint
+        assert crash.log_path.is_file()
+    else:
+        assert "extra buffer types on" in detail  # the child's model was loaded with them on
 
 
 def test_prompt_larger_than_context_is_a_typed_error_and_budget_shrinks():
