@@ -1,5 +1,7 @@
 """``ratchet export --inspect RUN_DIR -o DIR``: a run's capsules in another tool's log format
-(``ratchet_ray/report/inspect_export.py`` says what maps to what)."""
+(``ratchet_ray/report/inspect_export.py`` says what maps to what); ``ratchet export
+--predictions RUN_DIR -o FILE.jsonl``: its SWE-bench attempts as the official harness's
+predictions file (``ratchet_ray/report/predictions.py``)."""
 
 from __future__ import annotations
 
@@ -13,16 +15,28 @@ import click
 @click.option("--inspect", "as_inspect", is_flag=True,
               help="Write Inspect eval logs (one per round and split; `inspect view DIR` shows "
                    "them). Needs the `inspect` extra.")
-@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Folder to write the logs into (created; nothing is written into the run dir).")
+@click.option("--predictions", "as_predictions", is_flag=True,
+              help="Write the SWE-bench predictions JSONL (instance_id, model_name_or_path, "
+                   "model_patch; one line per attempt) that swebench.harness.run_evaluation, "
+                   "sb-cli and Modal take.")
+@click.option("--round", "round_", type=click.IntRange(min=0), default=None,
+              help="With --predictions: only this round's attempts (default: every round).")
+@click.option("-o", "--out", type=click.Path(path_type=Path), required=True,
+              help="Folder to write the Inspect logs into (created), or the predictions file "
+                   "to create; nothing is written into the run dir.")
 @click.option("--split", "splits", type=click.Choice(["eval", "train"]), multiple=True,
               default=("eval",), show_default=True,
               help="Which splits to export (repeat for both).")
-def export(run_dir: Path, as_inspect: bool, out: Path, splits: tuple[str, ...]) -> None:
-    """Export a run's capsules: one sample per capsule with its task, the skill injected, the
-    output, the grade and the grader's trace."""
-    if not as_inspect:
-        raise click.UsageError("name the format to export to: --inspect (Inspect eval logs)")
+def export(run_dir: Path, as_inspect: bool, as_predictions: bool, round_: int | None, out: Path,
+           splits: tuple[str, ...]) -> None:
+    """Export a run's capsules: as Inspect logs, one sample per capsule with its task, the skill
+    injected, the output, the grade and the grader's trace; or as SWE-bench predictions."""
+    if as_inspect == as_predictions:
+        raise click.UsageError("name one format to export to: --inspect (Inspect eval logs) or "
+                               "--predictions (SWE-bench predictions JSONL)")
+    if as_predictions:
+        _export_predictions(run_dir, out, round_, splits)
+        return
     from ratchet_ray.report.data import NotARunDir
     from ratchet_ray.report.inspect_export import InspectMissing, export_inspect
 
@@ -39,6 +53,26 @@ def export(run_dir: Path, as_inspect: bool, out: Path, splits: tuple[str, ...]) 
                                    "(has a round finished?)")
     click.echo(f"wrote {len(written)} Inspect log(s) to {out} (view them with: inspect view --log-dir "
                f"{out})")
+
+
+
+def _export_predictions(run_dir: Path, out: Path, round_: int | None,
+                        splits: tuple[str, ...]) -> None:
+    from ratchet_ray.report.predictions import PredictionsError, export_predictions
+
+    try:
+        done = export_predictions(run_dir, out, round_=round_, splits=splits)
+    except PredictionsError as exc:
+        raise click.ClickException(str(exc)) from exc
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {out}: {exc.strerror or exc}; pass a writable "
+                                   "path with -o (nothing was written)") from exc
+    click.echo(f"wrote {done.lines} prediction(s) to {out} (grade them with: python -m "
+               f"swebench.harness.run_evaluation -p {out} -d DATASET -id RUN_ID)")
+    if done.repeated_ids:
+        click.echo(f"note: {len(done.repeated_ids)} instance(s) on more than one line (rounds or "
+                   "attempts); the harness grades one line per instance: export one --round "
+                   "and one --split to regrade each")
 
 
 COMMANDS = [export]

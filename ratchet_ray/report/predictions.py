@@ -1,0 +1,127 @@
+"""A run's SWE-bench attempts as a predictions file (``ratchet export --predictions``): the JSONL
+that the official harness (``python -m swebench.harness.run_evaluation -p FILE``), sb-cli and
+Modal take, one line per attempt.
+
+Each line holds the three keys the harness reads: ``instance_id`` (the capsule's task id),
+``model_name_or_path`` (the model the run's Solver called, as ``backend/model``: the harness
+writes its logs under that name with ``/`` as ``__``) and ``model_patch`` (the graded patch, the
+capsule's output, ``""`` when the agent produced none). A fourth key, ``ratchet``, says which
+attempt the line is (capsule id, round, split, attempt, skill injected) and this project's verdict
+on it (``passed``, ``exit_status``, ``infra_failure``); the harness ignores keys it does not read.
+
+Contracts:
+- ``export_predictions(run_dir, out, round_=None, splits=("eval",))`` writes ``out`` once,
+  atomically (a temp file renamed into place: a crash leaves no file, never a part of one) and
+  refuses an existing ``out``; returns an ``Exported`` saying how many lines and which instance
+  ids appear more than once (the harness keys its grades by instance id, so it grades one line
+  per id: a file to regrade holds one round and one split).
+- Impossible twins (the cheat probe's re-grades against a twin whose tests cannot pass) are not
+  attempts at the instance and are left out.
+- Bad input raises ``PredictionsError`` with one line naming the problem and the fix: not a run
+  dir, a run of another suite, no SWE-bench attempt in the selection, an existing ``out``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from ratchet_ray.evidence import named_queries as nq
+from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.report.data import NotARunDir, check_run_dir, identity, models_used
+from ratchet_ray.storage.fsutil import atomic_write_with
+
+SUITE = "swebench"
+KEYS = ("instance_id", "model_name_or_path", "model_patch")
+
+
+class PredictionsError(ValueError):
+    """Why no predictions file was written (one line, with the fix)."""
+
+
+@dataclass(frozen=True)
+class Exported:
+    path: Path
+    lines: int
+    repeated_ids: list[str] = field(default_factory=list)
+    """Instance ids on more than one line (the harness grades one of them)."""
+
+
+def solver_model(con, who: dict[str, Any]) -> str:
+    """``backend/model`` of the run's Solver as its LLM calls name it (the config's when no call
+    was recorded)."""
+    rows = [r for r in models_used(con) if r.get("role") == "solver" and r.get("model")]
+    if rows:
+        top = max(rows, key=lambda r: r["calls"])
+        return "/".join(str(p) for p in (top.get("backend"), top["model"]) if p)
+    return "/".join(str(who[k]) for k in ("backend", "model") if who.get(k)) or "unknown"
+
+
+def prediction_lines(run_dir: Path, round_: int | None, splits: Iterable[str]
+                     ) -> list[dict[str, Any]]:
+    """The predictions of ``run_dir``'s attempts in ``splits`` (every round, or ``round_``)."""
+    try:
+        run = check_run_dir(Path(run_dir))
+    except NotARunDir as exc:
+        raise PredictionsError(str(exc)) from exc
+    who = identity(run)
+    if who.get("suite") != SUITE:
+        raise PredictionsError(f"{run} is a {who.get('suite') or 'unknown'}-suite run: it has no "
+                               f"SWE-bench attempts; pass the run dir of a swebench run")
+    splits = list(splits)
+    store = EvidenceStore(run)
+    if not store.part_paths("capsule"):
+        rows, model = [], "unknown"
+    else:
+        with store.connect() as con:
+            rows = nq.fetch_dicts(con, "capsules_for_export", splits=splits)
+            model = solver_model(con, who)
+    chosen = [r for r in rows if not r["impossible"] and (round_ is None or r["round"] == round_)]
+    if not chosen:
+        where = f"round {round_}'s " if round_ is not None else ""
+        raise PredictionsError(f"{run} has no SWE-bench attempts in {where}{'/'.join(splits)} "
+                               "split(s) (has a round finished? try --split train, or another "
+                               "--round)")
+    return [{"instance_id": r["task_id"], "model_name_or_path": model,
+             "model_patch": r["output"] or "",
+             "ratchet": {"capsule_id": r["capsule_id"], "round": int(r["round"]),
+                         "split": r["split"], "attempt": int(r["attempt"]),
+                         "skill_id": r["skill_id"], "passed": bool(r["passed"]),
+                         "exit_status": r["exit_status"],
+                         "infra_failure": bool(r["infra_failure"])}}
+            for r in chosen]
+
+
+def export_predictions(run_dir: str | Path, out: str | Path, *, round_: int | None = None,
+                       splits: Iterable[str] = ("eval",)) -> Exported:
+    """Write the predictions file ``out`` (module contract)."""
+    out = Path(out)
+    if out.exists():
+        raise PredictionsError(f"{out} already exists; pass a new file to -o (nothing was "
+                               "overwritten)")
+    lines = prediction_lines(Path(run_dir), round_, splits)
+    text = "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines)
+    try:
+        atomic_write_with(out, lambda handle: handle.write(text.encode("utf-8")), replace=False)
+    except FileExistsError as exc:  # created between the check and the write
+        raise PredictionsError(f"{out} already exists; pass a new file to -o") from exc
+    seen: dict[str, int] = {}
+    for line in lines:
+        seen[line["instance_id"]] = seen.get(line["instance_id"], 0) + 1
+    return Exported(out, len(lines), sorted(i for i, n in seen.items() if n > 1))
+
+
+def read_predictions(path: str | Path) -> list[dict[str, Any]]:
+    """The lines of a predictions file (each checked to hold the harness's three keys)."""
+    out = []
+    for number, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not raw.strip():
+            continue
+        line = json.loads(raw)
+        missing = [k for k in KEYS if k not in line]
+        if missing:
+            raise PredictionsError(f"{path}:{number}: missing {', '.join(missing)}")
+        out.append(line)
+    return out
