@@ -88,12 +88,14 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
             raise click.UsageError(str(exc)) from exc
         checked = config
     check_startable(checked)  # before a run dir exists or Ray starts
+    from ratchet_ray.report.otel import tracing_problems
     from ratchet_ray.report.tracking import tracking_problems
 
     # A new run that would measure nothing, and a tracking store that cannot be reached, are
     # refused here (a resumed run was checked when it started; its tracking is checked again).
     problems = [*(loop_size_problems(checked) if resume is None else []),
-                *tracking_problems(checked)]
+                *tracking_problems(checked),
+                *tracing_problems(checked)]
     if problems:
         raise click.ClickException("; ".join(problems))  # one line
     if dry_run:

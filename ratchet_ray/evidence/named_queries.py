@@ -57,6 +57,11 @@ _QUERIES = (
                count(*) FILTER (WHERE NOT coalesce(ok, true)) AS failed
         FROM llm_call GROUP BY round, role ORDER BY round, role""",
         "Per (round, role): calls, input and output tokens, cost and failed calls."),
+    NamedQuery("llm_calls_of_round", """
+        SELECT role, backend, model, input_tokens, output_tokens, latency_s, retries, cost_usd,
+               cached, ok, error, created_at
+        FROM llm_call WHERE round = $round ORDER BY created_at, role""",
+        "Every LLM call of one round, in the order they ended (``report.otel``'s spans)."),
     NamedQuery("models_used", """
         SELECT role, backend, model, count(*) AS calls FROM llm_call
         GROUP BY ALL ORDER BY role, backend, model""",

@@ -75,7 +75,8 @@ from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir, write_json
 from ratchet_ray.loop.runtime import Models
 from ratchet_ray.loop.session import RunRuntime
 from ratchet_ray.suites import before_rounds, hooks, split_tasks, suite_for
-from ratchet_ray.report.tracking import start_tracking
+from ratchet_ray.report.otel import start_tracing
+from ratchet_ray.report.tracking import Trackers, start_tracking
 from ratchet_ray.types import RoundSummary, Task
 
 log = logging.getLogger(__name__)
@@ -283,7 +284,8 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
                 ray.get(runtime.bank.snapshot.remote(0))
             store = EvidenceStore(run.path, cached=True)  # long-lived: loads only new parts
             budget = RunBudget.for_run(config.budget, store, str(run.path))
-            tracker = start_tracking(config, run.path)  # off by default; never raises
+            # MLflow tracking and OpenTelemetry tracing: off by default; neither ever raises
+            tracker = Trackers(start_tracking(config, run.path), start_tracing(config, run.path))
             with LoopProgress(config.rounds, enabled=show_progress, budget=budget) as progress:
                 ctx = LoopContext(config=config, run=run, store=store, actors=runtime,
                                   train_tasks=train_tasks, eval_tasks=eval_tasks, gate=gate,

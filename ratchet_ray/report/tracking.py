@@ -175,6 +175,22 @@ class NullTracker(Tracker):
     pass
 
 
+class Trackers(Tracker):
+    """Several trackers as one (MLflow tracking and OpenTelemetry tracing, ``report.otel``): each
+    is told every round and the close, in order; none of them raises."""
+
+    def __init__(self, *trackers: Tracker):
+        self.trackers = trackers
+
+    def round_done(self, summary: Any) -> None:
+        for tracker in self.trackers:
+            tracker.round_done(summary)
+
+    def close(self, finished: bool) -> None:
+        for tracker in self.trackers:
+            tracker.close(finished)
+
+
 class MlflowTracker(Tracker):
     """Logs to MLflow from a daemon thread (module contracts)."""
 
