@@ -379,6 +379,22 @@ class TrackingSettings(BaseModel):
     """Limit of one MLflow request, and of the wait for the last uploads when the run ends."""
 
 
+class TracingSettings(BaseModel):
+    """Optional OpenTelemetry traces of the run over OTLP/HTTP (``ratchet_ray.report.otel``, the
+    ``otel`` extra), off by default: the run, each round, each role's calls and each LLM call as
+    spans with the GenAI conventions' attributes, made on the driver from the evidence after each
+    round (never failing or slowing it)."""
+
+    model_config = _STRICT
+    otlp_endpoint: str | None = None
+    """OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces; None = ``$RATCHET_OTLP_ENDPOINT``,
+    and tracing is off when neither is set."""
+    service_name: str = "ratchet-ray"
+    """The ``service.name`` resource attribute of the spans."""
+    timeout_s: float = Field(default=10.0, gt=0.0)
+    """Limit of one export, and of the wait for the last spans when the run ends."""
+
+
 class BankSettings(BaseModel):
     """Where the bank of a new run starts (docs/skill-packs.md)."""
 
@@ -451,6 +467,8 @@ class LoopConfig(BaseModel):
     """Cost and token limits of the run (off by default)."""
     tracking: TrackingSettings = Field(default_factory=TrackingSettings)
     """Optional MLflow tracking (off by default)."""
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
+    """Optional OpenTelemetry traces over OTLP (off by default)."""
     bank: BankSettings = Field(default_factory=BankSettings)
     """The bank a new run starts from: a skill pack imported on probation (off by default)."""
     prompts: PromptSettings = Field(default_factory=PromptSettings)
