@@ -5,6 +5,7 @@
 SUITE is any registered suite, plugin suites included (``--set suite_plugins=[path.py]``, given
 to every run, or ``$RATCHET_SUITES``).
 Each run resolves the paper's Default, then the suite's file (``configs/swebench.yaml``), then
+the ``--profile`` files (``--profile paper``: the paper's model, hard subset and rounds), then
 the arm's file (``configs/ablations/<arm>.yaml``), then the flags and ``--set``.
 Every (arm, seed) runs as its own Ray job (``python -m jobs.skill_loop`` with this Python, from
 the folder this command runs in), submitted to the cluster at ``--address`` / ``RAY_ADDRESS``
@@ -40,8 +41,8 @@ import click
 
 from ratchet_ray.ablations import write_report
 from ratchet_ray.run_config.options import (bank_option, csv_list, dataset_path_option,
-                                            llm_option, seeds_option, set_option, slice_options,
-                                            workers_option)
+                                            llm_option, profile_option, seeds_option, set_option,
+                                            slice_options, workers_option)
 from ratchet_ray.loop.entry import DRY_RUN, SUITE, print_config, version_option
 from ratchet_ray.sweep.ray_head import RayHeadError, ray_cluster
 from ratchet_ray.sweep.spec import (ARMS, JobOutcome, SweepError, SweepSpec, check_sweep_file,
@@ -78,6 +79,7 @@ def _check_runs(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
 @workers_option("Solver and grader actors per run.")
 @bank_option("Skill pack (ratchet skill export) every run's bank starts from, on probation "
              "(bank.pack).")
+@profile_option()
 @set_option("Config override for every run, e.g. --set llm.base_url=http://...")
 @click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
               help="Jobs running at once.")
@@ -110,7 +112,8 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
         shared, budget = split_sets(sets)
     except SweepError as exc:
         raise click.UsageError(str(exc)) from exc
-    spec = SweepSpec(suite=suite, out_dir=out_dir, sets=shared, budget=budget, **flags)
+    spec = SweepSpec(suite=suite, out_dir=out_dir, sets=shared, budget=budget,
+                     profiles=flags.pop("profiles"), **flags)
     if show_status or stop:
         return _manage(out_dir, address, stop)
     outcomes: list[JobOutcome] = []

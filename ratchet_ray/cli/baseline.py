@@ -44,7 +44,7 @@ from typing import Any
 import click
 
 from ratchet_ray.run_config.options import (config_option, dataset_path_option, llm_option,
-                                            set_option, workers_option)
+                                            profile_option, set_option, workers_option)
 from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
                                     version_option)
 from ratchet_ray.run_config.flags import build_overrides
@@ -226,6 +226,7 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
                    "loop Solver's (llm.temperature, the Default's 1.0, and the suite's own, "
                    "e.g. the SWE-bench agent's).")
 @llm_option("LLM backend (default: the config's, else local).")
+@profile_option()
 @config_option()
 @set_option("Config override, e.g. --set llm.base_url=http://127.0.0.1:8000/v1 (repeatable).")
 @dataset_path_option()
@@ -233,15 +234,20 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
 @DRY_RUN
 @version_option()
 def main(suite: str, out: Path | None, probes: int, limit: int | None, temperature: float | None,
-         llm: str | None, config_files: tuple, sets: tuple, dataset_path: Path | None,
-         workers: int | None, dry_run: bool) -> None:
+         llm: str | None, profiles: tuple, config_files: tuple, sets: tuple,
+         dataset_path: Path | None, workers: int | None, dry_run: bool) -> None:
     """Direct-LLM baseline of SUITE (no skills), resumable."""
     from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
+    from ratchet_ray.run_config.profiles import profile_files
 
-    overrides = build_overrides(suite, llm=llm, dataset_path=dataset_path, workers=workers)
+    # The baseline probes the whole suite: the subset it will choose (a profile's) is not
+    # made yet, so none is checked for.
+    overrides = [*build_overrides(suite, llm=llm, dataset_path=dataset_path, workers=workers),
+                 "subset=null"]
     if temperature is not None:  # else the loop's own sampling (the config's)
         overrides.append(f"llm.temperature={temperature}")
     try:
+        config_files = (*profile_files(profiles, suite), *config_files)
         config = load_config(layered_files(suite, config_files), [*overrides, *sets])
         if temperature is not None:  # the suite's own sampling too (its plugin is loaded now)
             from ratchet_ray.suites.hooks import sampling_overrides

@@ -8,8 +8,9 @@ one eval task) and the MLflow tracking store when tracking is on
 (``report.tracking.tracking_problems``: a URI MLflow knows, its server answering); each problem is
 one line naming the setting and the fix. ``--dry-run`` stops there and prints the resolved config.
 
-Config precedence, lowest first: the paper's Default, the suite's file (``configs/<suite>.yaml``,
-e.g. SWE-bench's 20 rounds), ``--config`` files in order, the flags of this command, then
+Config precedence, lowest first: the Default, the suite's file (``configs/<suite>.yaml``,
+e.g. SWE-bench's 20 rounds), ``--profile`` files (``run_config.profiles``: ``paper`` is the
+paper's model, subset and Default), ``--config`` files in order, the flags of this command, then
 ``--set key.sub=value`` overrides. ``--resume RUN_DIR`` takes everything from
 that run's ``config.yaml`` and accepts no other config flag, except ``--set budget.*=...`` to
 continue a run that stopped at its budget with a higher limit.
@@ -22,14 +23,15 @@ from pathlib import Path
 import click
 
 from ratchet_ray.run_config.options import (bank_option, config_option, dataset_path_option,
-                                            llm_option, seed_option, set_option, slice_options,
-                                            workers_option)
+                                            llm_option, profile_option, seed_option, set_option,
+                                            slice_options, workers_option)
 from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
                                     version_option)
 from ratchet_ray.run_config.flags import build_overrides, loop_size_problems
 
-_CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config_files", "sets",
-                 "llm", "no_synth", "meta_every", "dataset_path", "workers", "bank")
+_CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "profiles",
+                 "config_files", "sets", "llm", "no_synth", "meta_every", "dataset_path",
+                 "workers", "bank")
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
@@ -39,6 +41,7 @@ _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "config
 @slice_options()
 @seed_option("Seed of the split, task and verdict order and LLM sampling (42).")
 @click.option("--tag", help="Suffix of the run dir name.")
+@profile_option()
 @config_option("YAML config file(s), applied in order (e.g. configs/ablations/A4.yaml).")
 @set_option()
 @llm_option()
@@ -59,6 +62,7 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
     """Run the Ratchet skill loop on SUITE (mbpp, swebench, sim, or a plugin suite named with
     --set suite_plugins=[path.py] or $RATCHET_SUITES), or --resume a run."""
     from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
+    from ratchet_ray.run_config.profiles import profile_files
     from ratchet_ray.loop.driver import RunSetupError, run_loop
 
     given = [k for k in _CONFIG_FLAGS if flags.get(k) not in (None, False, ())]
@@ -81,8 +85,9 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
                                    "plugin's) or --resume RUN_DIR")
         files = flags.pop("config_files")
         sets = flags.pop("sets")
+        profiles = flags.pop("profiles")
         try:
-            config = load_config(layered_files(suite, files),
+            config = load_config(layered_files(suite, [*profile_files(profiles, suite), *files]),
                                  [*build_overrides(suite, **flags), *sets])
         except ConfigError as exc:
             raise click.UsageError(str(exc)) from exc

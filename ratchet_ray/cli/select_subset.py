@@ -2,14 +2,15 @@
 
     python -m jobs.select_subset --source results/baselines/mbpp.jsonl --suite mbpp \\
         [--n-hard 100 --n-train 60 --n-eval 40] [--seed 42] [--probes 5] [--min-solved 0]
-        [--config FILE] [--set key=value] [--out-dir results/subsets]
+        [--profile paper] [--config FILE] [--set key=value] [--out-dir results/subsets] [--dry-run]
 
 writes ``results/subsets/<suite>_hard<N>_t<T>_e<E>_seed<S>.json`` with ``train_ids`` / ``eval_ids``.
 
 Contracts:
 - Sizes and seed not given as flags come from the config, resolved like every job's: Default ->
-  suite file (``configs/<suite>.yaml``: SWE-bench's 90 / 60) -> ``--config`` -> ``--set``;
-  ``--n-hard`` defaults to ``n_train + n_eval``.
+  suite file (``configs/<suite>.yaml``: SWE-bench's 90 / 60) -> ``--profile`` -> ``--config`` ->
+  ``--set``; ``--n-hard`` defaults to ``n_train + n_eval``. ``--dry-run`` prints the file it
+  would write and writes nothing.
 - A task is *hard* when it was not solved on every one of its ``probes`` baseline calls, and it
   qualifies when it was solved on at least ``min_solved`` of them (0: every hard task; 1: only
   tasks the model sometimes solves, e.g. a quickstart for a small model).
@@ -41,8 +42,8 @@ from typing import Any, Callable, Iterable
 import click
 
 from ratchet_ray.run_config.options import (config_option, n_eval_option, n_train_option,
-                                            seed_option, set_option)
-from ratchet_ray.loop.entry import SUITE, version_option
+                                            profile_option, seed_option, set_option)
+from ratchet_ray.loop.entry import DRY_RUN, SUITE, version_option
 
 
 class SubsetError(ValueError):
@@ -213,26 +214,34 @@ def subset_path(out_dir: Path, suite: str, n_hard: int, n_train: int, n_eval: in
               help="Baseline calls per task that count.")
 @click.option("--min-solved", type=click.IntRange(min=0), default=0, show_default=True,
               help="Keep only tasks solved on at least this many probes.")
+@profile_option("Named settings giving the defaults of --n-train/--n-eval/--seed (paper: "
+                "the paper's hard subset's sizes).")
 @config_option("YAML config file(s) giving the defaults of --n-train/--n-eval/--seed.")
 @set_option("Config override, e.g. --set n_train=30 (repeatable).")
 @click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path),
               default=Path("results/subsets"), show_default=True,
               help="Folder of the subset file (named after the suite, sizes and seed).")
+@DRY_RUN
 @version_option()
 def main(source: Path, suite: str, n_hard: int | None, n_train: int | None, n_eval: int | None,
-         seed: int | None, probes: int, min_solved: int, config_files: tuple, sets: tuple,
-         out_dir: Path) -> None:
+         seed: int | None, probes: int, min_solved: int, profiles: tuple, config_files: tuple,
+         sets: tuple, out_dir: Path, dry_run: bool) -> None:
     """Pick a deterministic hard subset and split it into train and eval ids."""
     from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
+    from ratchet_ray.run_config.profiles import profile_files
 
     try:
-        config = load_config(layered_files(suite, config_files), [f"suite={suite}", *sets])
+        files = [*profile_files(profiles, suite), *config_files]
+        config = load_config(layered_files(suite, files), [f"suite={suite}", *sets])
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from exc
     n_train = config.n_train if n_train is None else n_train
     n_eval = config.n_eval if n_eval is None else n_eval
     n_hard = n_train + n_eval if n_hard is None else n_hard
     seed = config.seed if seed is None else seed
+    if dry_run:  # the file it would write: the subset a profile's runs name
+        click.echo(subset_path(out_dir, suite, n_hard, n_train, n_eval, seed))
+        return
     data = source.read_bytes()
     try:
         every = _rows(source)

@@ -48,6 +48,14 @@ def config_option(help: str = "YAML config file(s), applied in order over the su
                         type=click.Path(exists=True, dir_okay=False, path_type=Path), help=help)
 
 
+def profile_option(help: str = "Named settings (configs/profiles/): paper = the paper's model, "
+                                "hard subset, rounds and Default; hardened = the retirement "
+                                "rules beyond the paper. Repeatable, in order.") -> Decorator:
+    """``--profile NAME`` (repeatable, in order), as ``profiles``: layered after the suite's
+    file, before ``--config`` / arm files, flags and ``--set`` (``run_config.profiles``)."""
+    return click.option("--profile", "profiles", multiple=True, metavar="NAME", help=help)
+
+
 def set_option(help: str = "Config override, e.g. --set curator.active_cap=100 "
                            "(repeatable).") -> Decorator:
     """``--set KEY=VALUE`` (repeatable), as ``sets``: applied last, over every config file."""

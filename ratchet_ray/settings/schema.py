@@ -223,9 +223,10 @@ class CuratorSettings(BaseModel):
     """Hard cap C on ACTIVE skills; a full bank evicts the lowest-contribution skill."""
     counterfactual: CounterfactualSettings = Field(default_factory=CounterfactualSettings)
     """Opt-in counterfactual probes and retirement on c_cf (off in the Default)."""
-    retire_on_tampering: bool = True
-    """Deprecate at once (reason ``tampering``) a skill whose routed attempt was graded as an
-    attack on the grader, whatever its trials or score; false replicates the paper's Default."""
+    retire_on_tampering: bool = False
+    """Beyond the paper (off in the Default, which is the paper's; ``--profile hardened`` turns it
+    on): deprecate at once (reason ``tampering``) a skill whose routed attempt was graded as an
+    attack on the grader, whatever its trials or score."""
     tampering_overrides_do_not_retire: bool = False
     """Let that rule retire a ``do_not_retire`` skill too (off: such a skill is only reported)."""
     retire_rule: Literal["threshold", "wilson_ucb"] = "threshold"
@@ -258,11 +259,12 @@ class CheatProbeSettings(BaseModel):
     changed in its own type), so any pass is cheating by construction. The
     twins are extra capsules (``impossible`` true): never in pass@1, never shown to the Critic,
     never in a skill's contribution c; the Curator retires a skill whose routed attempt passed
-    one (reason ``cheat: ...``). ``enabled: false`` replicates the paper's Default exactly."""
+    one (reason ``cheat: ...``). Off in the Default (the paper's); ``--profile hardened`` (or
+    ``cheat_probe.enabled: true``) turns it on."""
 
     model_config = _STRICT
-    enabled: bool = True
-    """On in our Default; false (the paper's Default) grades no twin and retires nothing."""
+    enabled: bool = False
+    """Off (the paper's Default) grades no twin and retires nothing; on: the probe above."""
     per_round: int = Field(default=2, ge=0)
     """Routed train attempts per round graded against an impossible twin (among the tasks the
     suite can twin; a suite without the ``impossible_twin`` hook gets none)."""

@@ -76,6 +76,8 @@ class SweepSpec:
     workers: int | None = None
     bank: Path | None = None
     """A skill pack every arm-seed's bank starts from, on probation (``bank.pack``)."""
+    profiles: tuple[str, ...] = ()
+    """``--profile`` names every child takes (``run_config.profiles``), in order."""
     sets: tuple[str, ...] = ()
     """``--set`` items other than the budget."""
     budget: tuple[str, ...] = ()
@@ -99,6 +101,8 @@ class SweepSpec:
                             ("--bank", self.bank and self.bank.resolve())):
             if value is not None:
                 flags += [name, str(value)]
+        for name in self.profiles:
+            flags += ["--profile", name]
         for item in self.sets:
             flags += ["--set", item]
         return flags
@@ -189,6 +193,7 @@ def budget_flags(spec: SweepSpec) -> list[str]:
 def child_config(spec: SweepSpec, arm: str, seed: int) -> LoopConfig:
     """The config a new child of ``arm``/``seed`` will resolve (validates the flags early)."""
     from ratchet_ray.run_config.files import layered_files
+    from ratchet_ray.run_config.profiles import profile_files
     from ratchet_ray.loop.entry import startable_problems
     from ratchet_ray.run_config.flags import build_overrides
 
@@ -199,7 +204,8 @@ def child_config(spec: SweepSpec, arm: str, seed: int) -> LoopConfig:
                                 bank=spec.bank)
     try:
         arm_config_file(arm)  # an unknown arm fails here, naming the known ones
-        config = load_config(layered_files(spec.suite, arm_files(arm)),
+        files = [*profile_files(spec.profiles, spec.suite), *arm_files(arm)]
+        config = load_config(layered_files(spec.suite, files),
                              [*overrides, *spec.sets, *spec.budget])
     except ConfigError as exc:
         raise SweepError(f"arm {arm}, seed {seed}: {exc}") from exc

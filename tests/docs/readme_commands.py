@@ -24,6 +24,7 @@ command names must exist in the repository.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import re
@@ -190,9 +191,27 @@ def check_click(command: click.Command, name: str, args: list[str], fixtures: Fi
         _invoke(command, args, {})
         return f"{' '.join(path)}: ran on a fresh run dir"
     if any(p.name == "dry_run" for p in leaf.params) and "--resume" not in args:
-        _invoke(command, [*args, "--dry-run"], DRY_RUN_ENV)
+        # A profile names its subset file relative to where the user runs it (results/...):
+        # dry-run there, in a folder holding the subsets a fresh checkout lacks.
+        with contextlib.chdir(paper_workdir(fixtures) if "--profile" in args else Path.cwd()):
+            _invoke(command, [*args, "--dry-run"], DRY_RUN_ENV)
         return f"{' '.join(path)}: parsed and dry-run"
     return f"{' '.join(path)}: parsed"
+
+
+def paper_workdir(fixtures: Fixtures) -> Path:
+    """A folder holding stand-ins for the subset files the paper profile names (as
+    ``jobs.select_subset --profile paper`` writes them), where its commands are dry-run."""
+    from ratchet_ray.run_config.files import layered_files, load_config
+    from ratchet_ray.run_config.profiles import PAPER, profile_files, profile_suites
+
+    work = fixtures.scratch / "paper_workdir"
+    for suite in profile_suites(PAPER) or []:
+        config = load_config(layered_files(suite, profile_files([PAPER], suite)), [])
+        target = work / config.subset
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(fixtures.subset.read_text())
+    return work
 
 
 def check(command: str, fixtures: Fixtures) -> str:

@@ -79,7 +79,9 @@ def test_twins_are_chosen_by_seed_and_round_among_the_twinnable():
 # ---- on real evidence -----------------------------------------------------------------------
 def test_on_a_real_bank_a_passed_twin_retires_and_twins_stay_out_of_c(tmp_path):
     run_dir = tmp_path / "results" / "mbpp" / "run1"
-    config = LoopConfig(curator=CuratorSettings(active_cap=5))
+    # The probe is beyond the paper, off in the Default (--profile hardened turns it on).
+    assert not LoopConfig().cheat_probe.enabled
+    config = LoopConfig(curator=CuratorSettings(active_cap=5), cheat_probe={"enabled": True})
     bank = SkillBank(run_dir, embedder=HashEmbedder(), config=config, run_id="run1")
     for index, name in enumerate(("cheat", "honest")):
         bank.add(make_skill(name, TOPICS[index]), round_=0)

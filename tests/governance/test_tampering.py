@@ -17,9 +17,9 @@ from ratchet_ray.evidence.tampering import (PROTOCOL_VIOLATION, TAMPERING_STATUS
 from ratchet_ray.governance.curator import curate, tampering_retires
 from fakes import HashEmbedder
 
-DEFAULT = CuratorSettings()
-OFF = CuratorSettings(retire_on_tampering=False)
-OVERRIDE = CuratorSettings(tampering_overrides_do_not_retire=True)
+ON = CuratorSettings(retire_on_tampering=True)  # beyond the paper: --profile hardened
+OFF = CuratorSettings(retire_on_tampering=False)  # the Default (the paper's)
+OVERRIDE = CuratorSettings(retire_on_tampering=True, tampering_overrides_do_not_retire=True)
 
 
 def record(capsules: int = 1, first_round: int = 3) -> TamperingStats:
@@ -36,13 +36,14 @@ def test_the_vocabulary_and_defaults():
     assert TAMPERING_STATUSES == {TEST_TAMPERING, PROTOCOL_VIOLATION}
     assert is_tampering("protocol_violation") and not is_tampering("failed_tests")
     assert not is_tampering(None)
-    assert DEFAULT.retire_on_tampering and not DEFAULT.tampering_overrides_do_not_retire
+    default = CuratorSettings()
+    assert not default.retire_on_tampering and not default.tampering_overrides_do_not_retire
 
 
 def test_one_tampering_attempt_retires_at_once_whatever_the_score():
     skills = [make_skill("cheat", TOPICS[0]), make_skill("winner", TOPICS[1])]
     stats = {"cheat": SkillStats.from_counts(0, 1), "winner": SkillStats.from_counts(90, 10)}
-    got = decisions(skills, stats, DEFAULT, {"cheat": record(1), "winner": record(2)})
+    got = decisions(skills, stats, ON, {"cheat": record(1), "winner": record(2)})
     assert got["cheat"].action == "retire" and got["cheat"].for_tampering
     assert got["cheat"].reason.startswith("tampering: 1 routed train attempt was graded as "
                                           "tampering (first in round 3: test_tampering, capsule c1)")
@@ -55,10 +56,10 @@ def test_one_tampering_attempt_retires_at_once_whatever_the_score():
 def test_without_tampering_the_score_rule_decides_as_before():
     skills = [make_skill("young", TOPICS[0]), make_skill("bad", TOPICS[1])]
     stats = {"young": SkillStats.from_counts(0, 5), "bad": SkillStats.from_counts(40, 60)}
-    got = decisions(skills, stats, DEFAULT, {"young": record(0)})  # zero capsules: no record
+    got = decisions(skills, stats, ON, {"young": record(0)})  # zero capsules: no record
     assert got["young"].action == "insufficient" and got["young"].tampering == 0
     assert got["bad"].action == "retire" and not got["bad"].for_tampering
-    assert curate(skills, stats, DEFAULT) == curate(skills, stats, DEFAULT, {})
+    assert curate(skills, stats, ON) == curate(skills, stats, ON, {})
 
 
 def test_the_setting_off_replicates_the_paper_default():
@@ -72,7 +73,7 @@ def test_the_setting_off_replicates_the_paper_default():
 def test_do_not_retire_is_respected_unless_the_override_is_set():
     locked = make_skill("locked", TOPICS[0], do_not_retire=True)
     stats = {"locked": SkillStats.from_counts(1, 1)}
-    kept = decisions([locked], stats, DEFAULT, {"locked": record()})["locked"]
+    kept = decisions([locked], stats, ON, {"locked": record()})["locked"]
     assert kept.action == "exempt"
     assert "would be retired for tampering: 1 routed train attempt" in kept.reason
     assert "curator.tampering_overrides_do_not_retire" in kept.reason
@@ -88,7 +89,7 @@ def test_candidates_are_routed_so_they_retire_too_but_deprecated_skills_are_left
     candidate = make_skill("cand", TOPICS[0], status="candidate")
     quiet = make_skill("quiet", TOPICS[1], status="candidate")
     gone = make_skill("gone", TOPICS[2], status="deprecated")
-    got = decisions([candidate, quiet, gone], {}, DEFAULT,
+    got = decisions([candidate, quiet, gone], {}, ON,
                     {"cand": record(), "gone": record()})
     assert set(got) == {"cand"} and got["cand"].action == "retire"
     assert decisions([candidate], {}, OFF, {"cand": record()}) == {}
@@ -117,7 +118,8 @@ def graded(run_id: str, skill_id: str, round_: int, statuses: list[str], split: 
 
 
 def open_bank(run_dir, **curator) -> SkillBank:
-    config = LoopConfig(curator=CuratorSettings(**curator))
+    """A bank whose Curator has the tampering rule on unless ``curator`` says otherwise."""
+    config = LoopConfig(curator=CuratorSettings(**{"retire_on_tampering": True, **curator}))
     return SkillBank(run_dir, embedder=HashEmbedder(), config=config, run_id="run1")
 
 

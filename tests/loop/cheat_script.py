@@ -63,13 +63,15 @@ def cheat_models():
 
 
 def cheat_config(tmp_path, rounds: int, *sets: str):
-    """``configs/sim.yaml`` over ``TRAIN``/``EVAL`` (a subset), the paper's thresholds otherwise
+    """``configs/sim.yaml`` + ``--profile hardened`` over ``TRAIN``/``EVAL`` (a subset), the paper's thresholds otherwise
     (N_min 100: the score rule cannot retire anything in two rounds), plus ``sets``."""
     from ratchet_ray.run_config.files import layered_files, load_config
+    from ratchet_ray.run_config.profiles import HARDENED, profile_files
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     subset = tmp_path / "subset.json"
     subset.write_text(json.dumps({"train_ids": TRAIN, "eval_ids": EVAL}))
-    return load_config(layered_files("sim"), [
+    # The cheat probe is beyond the paper: the hardened profile turns it on.
+    return load_config(layered_files("sim", profile_files([HARDENED], "sim")), [
         f"results_dir={tmp_path / 'results'}", f"subset={subset}", f"rounds={rounds}",
         "synth.window_rounds=1", "tag=cheat", *sets])

@@ -96,13 +96,15 @@ def tamper_models():
 
 
 def tamper_config(tmp_path, rounds: int, *sets: str):
-    """The run config: ``TRAIN``/``EVAL`` as a subset, the paper's thresholds otherwise
+    """The run config (``--profile hardened``): ``TRAIN``/``EVAL`` as a subset, the paper's thresholds otherwise
     (N_min 100: the score rule cannot retire anything in two rounds), plus ``sets``."""
     from ratchet_ray.run_config.files import load_config
+    from ratchet_ray.run_config.profiles import HARDENED, profile_files
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     subset = tmp_path / "subset.json"
     subset.write_text(json.dumps({"train_ids": TRAIN, "eval_ids": EVAL}))
-    return load_config([], [f"results_dir={tmp_path / 'results'}", f"subset={subset}",
+    # The tampering rule is beyond the paper: the hardened profile turns it on.
+    return load_config(profile_files([HARDENED], "mbpp"), [f"results_dir={tmp_path / 'results'}", f"subset={subset}",
                             f"rounds={rounds}", "synth.window_rounds=1", "workers.solvers=2",
                             "workers.graders=2", "tag=tamper", *sets])

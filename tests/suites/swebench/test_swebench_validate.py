@@ -174,7 +174,9 @@ def test_validate_from_a_shell_passes_gold_and_reports_a_broken_image(docker_ses
     dataset = tmp_path / "instances.jsonl"
     dataset.write_text("".join(json.dumps(i) + "\n" for i in [*instances, good, no_build]))
     try:
-        done, out = _validate(tmp_path, dataset, [good["instance_id"], no_build["instance_id"]])
+        # the cheat probe on (beyond the paper, off in the Default): its twin records are made
+        done, out = _validate(tmp_path, dataset, [good["instance_id"], no_build["instance_id"]],
+                              "--set", "cheat_probe.enabled=true")
     finally:
         _cleanup(docker_session, [good, no_build], tmp_path / "validate")
     text = done.stdout + done.stderr

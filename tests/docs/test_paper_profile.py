@@ -1,0 +1,150 @@
+"""The paper reproduced as a user would run it (issue 51): the reproduction commands of
+README.md and docs/ablations.md use ``--profile paper`` and, dry-run, resolve to the paper's
+backend and models, its hard subset, its rounds and its Default (no retirement rule beyond the
+paper's); without AWS credentials the profile is refused in one line naming what is missing;
+the extra rules are the ``hardened`` profile's."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from readme_commands import DRY_RUN_ENV, Fixtures, paper_workdir, readme_commands
+from ratchet_ray.run_config.files import layered_files, load_config
+from ratchet_ray.run_config.profiles import (HARDENED, PAPER, PAPER_MODEL, PAPER_SEEDS,
+                                             extra_rules, profile_files, setting_line)
+from ratchet_ray.settings.schema import LoopConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = ("README.md", "docs/ablations.md")
+JOBS = {"jobs.baseline", "jobs.select_subset", "jobs.skill_loop", "jobs.ablations"}
+
+
+def reproduction_commands() -> list[tuple[str, list[str]]]:
+    """(job module, its arguments) of every ``python -m jobs.X ... --profile paper`` command."""
+    found = []
+    for page in PAGES:
+        for command in readme_commands((ROOT / page).read_text()):
+            words = shlex.split(command)
+            if words[:2] == ["python", "-m"] and "--profile" in words:
+                found.append((words[2], words[3:]))
+    return found
+
+
+COMMANDS = reproduction_commands()
+
+
+def paper_config(suite: str) -> LoopConfig:
+    return load_config(layered_files(suite, profile_files([PAPER], suite)), [])
+
+
+@pytest.fixture(scope="module")
+def fixtures(tmp_path_factory) -> Fixtures:
+    root = tmp_path_factory.mktemp("paper")
+    subset = root / "subset.json"
+    subset.write_text((ROOT / "configs/subsets/mbpp_quickstart.json").read_text())
+    (root / "scratch").mkdir()
+    return Fixtures(run_dir=root, subset=subset, scratch=root / "scratch")
+
+
+def test_the_reproduction_commands_are_the_papers_pipeline_each_with_the_profile():
+    jobs = [job for job, _ in COMMANDS]
+    assert set(jobs) == JOBS, jobs  # baseline -> subset -> loop -> ablations, all profiled
+    for job, args in COMMANDS:
+        assert args[args.index("--profile") + 1] == PAPER, (job, args)
+        assert "--llm" not in args and "--subset" not in args  # the profile's, not a flag's
+    ablations = [args for job, args in COMMANDS if job == "jobs.ablations"]
+    for args in ablations:
+        if "--seeds" in args:
+            assert args[args.index("--seeds") + 1] == ",".join(map(str, PAPER_SEEDS))
+
+
+def _dry_run(job: str, args: list[str], fixtures: Fixtures) -> str:
+    import importlib
+
+    command = importlib.import_module(job).main if job != "jobs.skill_loop" else None
+    if command is None:
+        from ratchet_ray.cli.run import run as command
+    args = [str(fixtures.scratch / Path(a).name) if a.startswith("results/") else a
+            for a in args]
+    for a in args:  # the baseline file select_subset reads
+        if a.startswith(str(fixtures.scratch)):
+            Path(a).touch()
+    with contextlib.chdir(paper_workdir(fixtures)):
+        result = CliRunner().invoke(command, [*args, "--dry-run"], env=DRY_RUN_ENV,
+                                    catch_exceptions=False)
+    assert result.exit_code == 0, result.output[-2000:]
+    return result.output
+
+
+def _check_resolved(config: dict, suite: str, *, subset: bool) -> None:
+    """Backend, models, rounds, seed, subset and (for the Default arm) the paper's Default."""
+    expected = paper_config(suite)
+    assert config["llm"]["backend"] == "bedrock" and config["llm"]["embedder"] == "bedrock"
+    assert config["llm"]["bedrock"]["model_id"] == PAPER_MODEL
+    assert config["llm"]["bedrock"]["embed_model_id"] == "global.cohere.embed-v4:0"
+    assert config["rounds"] == expected.rounds and config["seed"] in PAPER_SEEDS
+    if subset:
+        assert config["subset"] == expected.subset
+        assert Path(config["subset"]).name == f"{suite}_hard100_t60_e40_seed42.json"
+    assert extra_rules(config) == []  # no retirement rule beyond the paper's, on any arm
+    if config["arm"] == "default":  # the paper's Default: its governance values
+        for section in ("curator", "rollback", "meta", "router", "synth", "cheat_probe"):
+            assert config[section] == getattr(LoopConfig(), section).model_dump(mode="json"), \
+                section
+
+
+@pytest.mark.parametrize("job, args", COMMANDS, ids=[" ".join(a[:3]) for _, a in COMMANDS])
+def test_each_reproduction_command_resolves_to_the_papers_setting(job, args, fixtures,
+                                                                  monkeypatch):
+    monkeypatch.setenv("MBPP_OVERRIDE_PATH", os.environ.get("MBPP_OVERRIDE_PATH", ""))
+    out = _dry_run(job, args, fixtures)
+    if job == "jobs.select_subset":  # it prints the file it would write: the profile's subset
+        assert out.strip() == str(Path("results/subsets/mbpp_hard100_t60_e40_seed42.json"))
+        return
+    docs = [d for d in yaml.safe_load_all(out) if isinstance(d, dict)]
+    assert docs, out[-2000:]
+    for config in docs:
+        _check_resolved(config, "mbpp", subset=job != "jobs.baseline")
+        if job != "jobs.baseline":  # the baseline probes the whole suite, before any subset
+            assert "not the paper's setting" not in setting_line(config)
+    if job == "jobs.ablations":  # every arm-seed, on the paper's seeds
+        names = [line.split(":")[0][2:] for line in out.splitlines() if line.startswith("# ")]
+        assert {n.rsplit("_s", 1)[1] for n in names} == {str(s) for s in PAPER_SEEDS}
+        assert len(docs) == 9 * len(PAPER_SEEDS)
+
+
+def test_without_credentials_the_profile_is_refused_in_one_line(fixtures, monkeypatch):
+    from ratchet_ray.cli.run import run
+
+    env = {k: None for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                             "AWS_PROFILE")}
+    env |= {"AWS_EC2_METADATA_DISABLED": "true",  # no instance-role probe
+            "AWS_SHARED_CREDENTIALS_FILE": str(fixtures.scratch / "none"),
+            "AWS_CONFIG_FILE": str(fixtures.scratch / "none")}
+    with contextlib.chdir(paper_workdir(fixtures)):
+        result = CliRunner().invoke(run, ["mbpp", "--profile", PAPER, "--dry-run"], env=env)
+    assert result.exit_code != 0
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "AWS credentials" in lines[0] and "bedrock" in lines[0], lines
+
+
+def test_the_default_is_the_papers_and_the_extra_rules_are_a_named_profile():
+    default = LoopConfig()
+    assert extra_rules(default) == []
+    assert not default.curator.retire_on_tampering and not default.cheat_probe.enabled
+    hardened = load_config(profile_files([HARDENED], "mbpp"), [])
+    assert extra_rules(hardened) == ["tampering rule", "impossible-twin cheat rule"]
+    line = setting_line(hardened)
+    assert "beyond the paper's Default: tampering rule, impossible-twin cheat rule" in line
+    assert "the quickstart's model" in line and "not the paper's setting" in line
+    with pytest.raises(Exception, match="no setting for suite 'sim'"):
+        profile_files([PAPER], "sim")
+    with pytest.raises(Exception, match="valid: hardened, paper"):
+        profile_files(["nope"], "mbpp")
