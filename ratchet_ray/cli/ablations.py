@@ -123,6 +123,12 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
         except SweepError as exc:
             raise click.UsageError(str(exc)) from exc
         return _dry_run(spec, arms, seeds)
+    if address and not report_only:  # nothing listening there: refused before --out is made
+        from ratchet_ray.loop.ray_address import ray_problem
+
+        problem = ray_problem(address)
+        if problem is not None:
+            raise click.ClickException(problem)
     if report_only and not out_dir.is_dir():
         raise click.UsageError(f"--report-only: {out_dir} does not exist; pass the --out (or "
                                "--tag) of a sweep that has run")

@@ -17,11 +17,22 @@ import click
               help="Capsules the browser holds at most; whole runs past it are left out.")
 @click.option("--no-tasks", is_flag=True,
               help="Do not load the suite's task statements (the browser shows task ids).")
-def report(paths: tuple[Path, ...], out: Path | None, max_capsules: int, no_tasks: bool) -> None:
+@click.option("--watch", is_flag=True,
+              help="Serve the report live on 127.0.0.1 instead of writing it: rebuilt from the "
+                   "evidence as rounds finish, the page reloads itself (Ctrl-C stops).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="With --watch: the loopback port (0: any free one).")
+@click.option("--interval", type=click.FloatRange(min=0.5), default=5.0, show_default=True,
+              help="With --watch: seconds between the page's checks for new evidence.")
+def report(paths: tuple[Path, ...], out: Path | None, max_capsules: int, no_tasks: bool,
+           watch: bool, port: int, interval: float) -> None:
     """Write one HTML page (opens offline) for run dirs, seeds of an arm, or a sweep folder:
     headline metrics, pass@1 curves with rollbacks, the bank's life, every skill's evidence, a
     capsule browser, costs, and the A1-A8 table of a sweep. Reads the evidence only: safe while
-    a run is going."""
+    a run is going. With --watch, a page on 127.0.0.1 that follows a running run."""
+    if watch:
+        _watch(paths, port, interval, max_capsules=max_capsules, with_tasks=not no_tasks)
+        return
     import time
 
     from ratchet_ray.report.data import NotARunDir
@@ -31,9 +42,13 @@ def report(paths: tuple[Path, ...], out: Path | None, max_capsules: int, no_task
 
     started = time.perf_counter()
     try:
+        _check_writable(paths, out)
         written = build_report(paths, out, max_capsules=max_capsules, with_tasks=not no_tasks)
     except (NotARunDir, ValueError) as exc:  # an unreadable part met when a view is made too
         raise click.ClickException(str(exc)) from exc
+    except OSError as exc:  # the disk filled, or the folder became read-only meanwhile
+        raise click.ClickException(f"cannot write the report: {exc.strerror or exc} "
+                                   f"({exc.filename or out}); pass a writable file with -o") from exc
     except duckdb.Error as exc:  # met by a query, past the part's footer
         cause = _unreadable(paths, exc)
         if cause is None:
@@ -41,6 +56,42 @@ def report(paths: tuple[Path, ...], out: Path | None, max_capsules: int, no_task
         raise cause from exc
     size = written.stat().st_size
     click.echo(f"{written} ({human_size(size)}, {time.perf_counter() - started:.1f} s)")
+
+
+def _check_writable(paths: tuple[Path, ...], out: Path | None) -> None:
+    """``ClickException`` before any work when the report's folder cannot be written (a
+    read-only run dir: ``-o`` writes elsewhere)."""
+    from ratchet_ray.report.sweep import expand
+    from ratchet_ray.storage.fsutil import unwritable
+
+    if out is None:
+        found = expand(paths)
+        out = (found.sweeps[0] if found.sweeps else found.run_dirs[0]) / "report.html"
+    why = unwritable(out.parent)
+    if why is not None:
+        raise click.ClickException(f"cannot write the report to {out}: {why}; pass a writable "
+                                   "file with -o /a/writable/report.html")
+
+
+def _watch(paths: tuple[Path, ...], port: int, interval: float, **options) -> None:
+    from ratchet_ray.report.data import NotARunDir
+    from ratchet_ray.report.live import LiveReport
+
+    try:
+        live = LiveReport(paths, port=port, interval_s=interval, **options)
+    except NotARunDir as exc:
+        raise click.ClickException(str(exc)) from exc
+    except OSError as exc:  # the port is taken
+        raise click.ClickException(f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}; "
+                                   "pass another --port (0: any free one)") from exc
+    click.echo(f"live report of {', '.join(str(p) for p in paths)} at {live.url} "
+               "(rebuilt as rounds finish; Ctrl-C stops)")
+    try:
+        live.serve()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        live.close()
 
 
 def human_size(size: int) -> str:

@@ -18,6 +18,7 @@ continue a run that stopped at its budget with a higher limit.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
@@ -25,8 +26,8 @@ import click
 from ratchet_ray.run_config.options import (bank_option, config_option, dataset_path_option,
                                             llm_option, profile_option, seed_option, set_option,
                                             slice_options, workers_option)
-from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
-                                    version_option)
+from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, pack_problems,
+                                    print_config, version_option)
 from ratchet_ray.run_config.flags import build_overrides, loop_size_problems
 
 _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "profiles",
@@ -77,7 +78,9 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
         config = None
         resumed = _resumed_config(resume, resume_sets)
         if suite is not None and resumed.suite != suite:
-            raise click.UsageError(f"{resume} is a {resumed.suite} run, not {suite}")
+            raise click.UsageError(f"{resume} is a {resumed.suite} run, not {suite}; continue "
+                                   f"it with --resume alone (or name {resumed.suite}), or "
+                                   f"start a new {suite} run without --resume")
         checked = resumed
     else:
         if suite is None:
@@ -98,9 +101,13 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
 
     # A new run that would measure nothing, and a tracking store that cannot be reached, are
     # refused here (a resumed run was checked when it started; its tracking is checked again).
-    problems = [*(loop_size_problems(checked) if resume is None else []),
-                *tracking_problems(checked),
+    from ratchet_ray.loop.rundir import results_dir_problem
+
+    problems = [*(loop_size_problems(checked) + pack_problems(checked) if resume is None
+                  else []), *tracking_problems(checked),
                 *tracing_problems(checked)]
+    if resume is None and not dry_run:  # a read-only results folder, before any work
+        problems += [p for p in [results_dir_problem(checked)] if p]
     if problems:
         raise click.ClickException("; ".join(problems))  # one line
     if dry_run:
@@ -115,6 +122,7 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
                        "--set results_dir=/an/absolute/path on the head node to keep it", err=True)
 
     from ratchet_ray.loop.breaker import RunStopped
+    from ratchet_ray.loop.driver import RunInterrupted
 
     try:
         path = run_loop(config, resume=resume, show_progress=not quiet, announce=announce,
@@ -123,6 +131,13 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
         raise click.UsageError(str(exc)) from exc
     except RunStopped as exc:  # the cause and its fix, on one line, and a non-zero exit
         raise click.ClickException(f"run stopped: {exc}") from exc
+    except RunInterrupted as exc:  # Ctrl-C: where it stopped and the command that goes on
+        resume_command = (f"{click.get_current_context().command_path} --resume "
+                          f"{shlex.quote(str(exc.run_dir))}")
+        click.echo(f"interrupted in round {exc.round} of {exc.rounds} ({exc.finished} round(s) "
+                   f"finished; recorded in {exc.run_dir / 'stopped.json'}); continue with: "
+                   f"{resume_command}", err=True)
+        raise SystemExit(130) from exc
     from ratchet_ray.report.learned import story
 
     # What the run learned, in words (on stderr: stdout's one line stays the run dir).
@@ -145,16 +160,24 @@ def _resumed_config(resume: Path, resume_sets: tuple[str, ...]):
 
 @click.command("plot")
 @click.argument("run_dir", required=False, type=click.Path(exists=True, path_type=Path))
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder to write the two files into (default: the run dir).")
 @click.pass_context
-def plot(ctx: click.Context, run_dir: Path | None) -> None:
+def plot(ctx: click.Context, run_dir: Path | None, out_dir: Path | None) -> None:
     """Write loop_curve.png and loop_summary.md for RUN_DIR (or --db)."""
     from ratchet_ray.report.plot import plot_run
+    from ratchet_ray.storage.fsutil import unwritable
 
     target = run_dir or (ctx.obj or {}).get("run_dir")
     if target is None:
         raise click.UsageError("give RUN_DIR (a run dir or its loop.json) or --db RUN_DIR")
+    folder = out_dir or (Path(target).parent if Path(target).is_file() else Path(target))
+    why = unwritable(folder)
+    if why is not None:  # a read-only run dir (a mounted copy): refused before any drawing
+        raise click.ClickException(f"cannot write the plot into {folder}: {why}; pass a "
+                                   "writable folder with -o DIR")
     try:
-        png, md, metrics = plot_run(target)
+        png, md, metrics = plot_run(target, out_dir=out_dir)
     except (FileNotFoundError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"{png}\n{md}")

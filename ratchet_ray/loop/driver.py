@@ -40,11 +40,16 @@ Contracts:
   ``BudgetExhausted`` (a ``RunStopped``), recorded in ``stopped.json`` and in ``loop.json``
   (``stopped``). ``run_loop(None, resume=RUN, resume_sets=["budget.max_tokens=..."])`` continues
   it with a higher limit (written to the run's ``config.yaml``); no other setting may change.
+- Ctrl-C (SIGINT: also how a stopped Ray job is told) is recorded like a stop: ``stopped.json``
+  (kind ``Interrupted``, the round it came in) and ``loop.json``; ``run_loop`` then raises
+  ``RunInterrupted`` (a ``KeyboardInterrupt``) carrying the round reached, which the CLI turns
+  into one line with the exact ``--resume`` command.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,7 +77,7 @@ from ratchet_ray.loop.phases import CriticIncomplete, LoopContext
 from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.reaper import reap_after_round
 from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir, write_json
-from ratchet_ray.loop.runtime import Models
+from ratchet_ray.loop.runtime import Models, RayStartError, check_ray
 from ratchet_ray.loop.session import RunRuntime
 from ratchet_ray.suites import before_rounds, hooks, split_tasks, suite_for
 from ratchet_ray.report.otel import start_tracing
@@ -213,6 +218,7 @@ def _open_run(config: LoopConfig | None, resume: Path | None, resume_sets: Seque
               ) -> tuple[RunDir, LoopConfig, list[Task], list[Task]]:
     if resume is not None:
         run = RunDir.open(resume)
+        run.check_writable()
         config = resume_config(run.path / CONFIG_FILE, resume_sets)
         tasks = suite_for(config).load_tasks(config)
         train = _pick(tasks, run.train_ids(), str(run.path / "train_ids.json"))
@@ -239,6 +245,35 @@ def resume_point(run: RunDir, config: LoopConfig) -> tuple[int, RollbackGate]:
     return (done[-1].round + 1 if done else 0), gate
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) stopped the run in ``round`` (``finished`` rounds were done); the stop is
+    recorded in the run dir's ``stopped.json`` and ``loop.json``. Still a ``KeyboardInterrupt``,
+    so a caller that does not know it unwinds as from Ctrl-C."""
+
+    def __init__(self, run_dir: Path, round_: int, finished: int, rounds: int):
+        super().__init__(f"interrupted in round {round_} of {rounds} ({finished} finished)")
+        self.run_dir, self.round, self.finished, self.rounds = run_dir, round_, finished, rounds
+
+
+def record_interrupt(run: RunDir, config: LoopConfig) -> RunInterrupted:
+    """Record an interrupt in ``stopped.json`` (and ``loop.json``): the round it came in is the
+    first without a summary. Returns the exception to raise; recording never hides it."""
+    try:
+        finished = run.summaries()
+    except (OSError, ValueError):
+        finished = []
+    round_ = finished[-1].round + 1 if finished else 0
+    stopped = {"cause": f"interrupted (Ctrl-C / SIGINT) in round {round_} of {config.rounds}",
+               "kind": "Interrupted", "at": time.time(), "round": round_}
+    try:
+        write_json(run.path / STOPPED_FILE, stopped)
+        run.write_loop_json(config, finished, stopped=stopped)
+    except OSError as err:
+        log.error("could not record the interrupt: %s", err)
+    log.warning("run interrupted in round %d; continue it with --resume %s", round_, run.path)
+    return RunInterrupted(run.path, round_, len(finished), config.rounds)
+
+
 def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: Models = Models(),
              show_progress: bool = True, announce: Callable[[Path], None] | None = None,
              resume_sets: Sequence[str] = ()) -> Path:
@@ -248,6 +283,7 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
     ``announce`` is called with the run dir as soon as it exists; ``resume_sets`` are the
     ``budget.*=...`` overrides of a resumed run.
     """
+    check_ray()  # an unreachable address or a leftover head: refused before the run dir exists
     run, config, train_tasks, eval_tasks = open_run(config, resume, resume_sets)
     if announce is not None:
         announce(run.path)
@@ -255,7 +291,7 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
     log.info("%s run %s: %d train / %d eval tasks, %d rounds", "resuming" if resume else "starting",
              run.path, len(train_tasks), len(eval_tasks), config.rounds)
     tracker = None
-    finished = False
+    finished = discard = False
     try:
         # The finished rounds' summaries are read (and a damaged one refused, naming the file
         # and the fix) before any actor starts.
@@ -309,6 +345,11 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
         if isinstance(exc, RunStopped):
             raise
         raise RunStopped(str(exc)) from exc
+    except RayStartError:
+        discard = resume is None and not run.summaries()  # a new run that never reached Ray
+        raise
+    except KeyboardInterrupt as exc:  # Ctrl-C, or a Ray job stopped (its SIGINT)
+        raise record_interrupt(run, config) from exc
     except BaseException:
         log.exception("run stopped; continue it with --resume %s", run.path)
         raise
@@ -317,3 +358,5 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
             tracker.close(finished)
         run.detach_log(handler)
         run.release()
+        if discard:
+            shutil.rmtree(run.path, ignore_errors=True)

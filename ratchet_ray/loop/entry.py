@@ -8,6 +8,8 @@ Contracts:
   subset file (``suites.base.read_subset``) hold on this machine, or ``click.ClickException``
   with one line per problem (``startable_problems``), naming the setting or file and the fix.
   Called right after the config is loaded: before any run dir, output file or Ray exists.
+- ``pack_problems(config)``: a new run's ``bank.pack`` verified (a corrupt or other-suite pack
+  is one line), checked with the run's size, so ``--dry-run`` refuses it too.
 - ``DRY_RUN``: the ``--dry-run`` flag; ``print_config(config)`` prints the resolved config as
   the YAML the run dir's ``config.yaml`` would hold (``config_files.config_text``).
 - ``SUITE``: the click type of a suite name on the command line. Any registered suite is
@@ -83,6 +85,20 @@ def startable_problems(config: Any) -> list[str]:
         except ValueError as exc:
             problems.append(str(exc))
     return problems
+
+
+def pack_problems(config: Any) -> list[str]:
+    """The new run's skill pack (``bank.pack``), verified as the run would import it (a corrupt
+    or other-suite pack), so ``--dry-run`` refuses what the run would: one line, or none."""
+    if not config.bank.pack:
+        return []
+    from ratchet_ray.bank.pack_import import check_pack
+
+    try:
+        check_pack(config.bank.pack, config.suite, config.bank.allow_other_suite)
+    except (ValueError, OSError) as exc:
+        return [" ".join(str(exc).split())]
+    return []
 
 
 def check_startable(config: Any) -> None:

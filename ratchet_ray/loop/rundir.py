@@ -10,8 +10,9 @@ Layout (docs/architecture.md, "The run dir")::
       round_NN/summary.json  eval.json  train.json  synth_skills.json  curate.json ...
 
 Contracts:
-- ``RunDir.create`` refuses to reuse an existing folder; ``RunDir.open`` refuses a folder without
-  ``config.yaml`` and says how to start a fresh run instead.
+- ``RunDir.create`` refuses to reuse an existing folder and a results folder it cannot write
+  (naming ``--set results_dir``); ``RunDir.open`` refuses a folder without ``config.yaml`` and
+  says how to start a fresh run instead; ``check_writable`` refuses a read-only run dir.
 - Every JSON file is written atomically and durably (``fsutil``), so a killed driver never leaves
   a half-written summary behind; a phase's output file doubles as its "done" marker on resume.
 - ``acquire`` makes this process the run's only writer (see its docstring); ``release`` ends it.
@@ -33,7 +34,7 @@ from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.run_config.files import dump_config, load_config
 from ratchet_ray.evidence.integrity import require_readable
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.storage.fsutil import atomic_write_json
+from ratchet_ray.storage.fsutil import atomic_write_json, unwritable
 from ratchet_ray.storage.runlock import RunLock
 from ratchet_ray.types import BenchResult, RoundSummary
 
@@ -58,6 +59,17 @@ def run_name(config: LoopConfig, n_train: int, n_eval: int, now: datetime | None
                              "(at most 64 characters), e.g. --tag smoke")
         name += f"_{config.tag}"
     return name
+
+
+def results_dir_problem(config: LoopConfig) -> str | None:
+    """Why a new run of ``config`` could not create its run dir under ``results_dir`` (a
+    read-only mount, no permission), in one line naming the flag that writes elsewhere."""
+    parent = Path(config.results_dir).resolve() / config.suite
+    why = unwritable(parent)
+    if why is None:
+        return None
+    return (f"cannot create the run dir under {parent}: {why}; pass a writable results folder "
+            "with --set results_dir=/a/writable/path")
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -123,6 +135,9 @@ class RunDir:
         if path.exists():
             raise FileExistsError(f"run dir {path} already exists; resume it with --resume {path} "
                                   "or give this run a --tag")
+        problem = results_dir_problem(config)
+        if problem is not None:
+            raise ValueError(problem)
         path.mkdir(parents=True)
         run = cls(path)
         dump_config(config, path / CONFIG_FILE)
@@ -139,6 +154,14 @@ class RunDir:
                 "run started, e.g. results/mbpp/mbpp_r10_t60_e40_<ts>, or start a new run without "
                 "--resume")
         return run
+
+    def check_writable(self) -> None:
+        """``ValueError`` naming the fix when the run dir cannot be written (a read-only copy):
+        a resumed run writes its lock, evidence and rounds there."""
+        why = unwritable(self.path)
+        if why is not None:
+            raise ValueError(f"cannot write to the run dir {self.path}: {why}; copy it to a "
+                             "writable place (cp -a RUN /a/writable/path/) and --resume the copy")
 
     def config(self) -> LoopConfig:
         return load_config([self.path / CONFIG_FILE])

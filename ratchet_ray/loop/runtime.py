@@ -4,7 +4,9 @@ Contracts:
 - ``connect_ray(address=None)`` joins ``address``, else the cluster named by ``RAY_ADDRESS`` (set
   by ``ray job submit``), else starts a local Ray bound to 127.0.0.1: the library's one
   ``ray.init`` in a driver. It returns True when this call started Ray (the caller then shuts it
-  down). A Ray that cannot be started or joined is ``RayStartError``: one line with the fix.
+  down). A Ray that cannot be started or joined is ``RayStartError``: one line with the fix;
+  ``check_ray(address)`` finds the quick cases (nothing listens at the address, a head left
+  running that a local start would join) before anything is created (``ray_address``).
 - ``start_runtime`` launches the SkillBank (pinned to the driver's node, where the run dir
   lives), the Solver / Grader / Critic pools and the Synthesizer (a healing pool of one).
   ``Models`` is the one injection
@@ -54,6 +56,7 @@ from ratchet_ray.storage.artifacts import Artifacts, ArtifactStore
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.llm.base import Embedder, LLMClient
 from ratchet_ray.llm.cache import CACHE_DIRNAME
+from ratchet_ray.loop.ray_address import LOCAL, ray_problem
 from ratchet_ray.suites.hooks import local_resources
 from ratchet_ray.types import Task
 
@@ -128,39 +131,63 @@ on a loaded machine, while the containers it starts run at the daemon's priority
 def connect_ray(address: str | None = None) -> bool:
     """Join ``address``, else ``RAY_ADDRESS`` if set, else start a loopback-only local Ray; True
     if it started Ray. The library's one ``ray.init`` in a driver (``session.ray_session`` calls
-    it; the doctor's and the sweep's probes are scripts of their own processes)."""
+    it; the doctor's and the sweep's probes are scripts of their own processes). An address
+    where nothing listens, or a head left running that a local start would join, is
+    ``RayStartError`` before ``ray.init`` (``ray_address.ray_problem``)."""
     if ray.is_initialized():
         return False
-    joined = bool(address or os.environ.get("RAY_ADDRESS"))
+    check_ray(address)
+    target = address or os.environ.get("RAY_ADDRESS") or None
+    joined = target not in (None, LOCAL)
     local = {} if joined else dict(
         _node_ip_address="127.0.0.1", include_dashboard=False,
         resources=local_resources(),
         _system_config=LOCAL_RAY_SYSTEM_CONFIG)
     # A driver joined through RAY_ADDRESS (``ray job submit``) shows its workers' logs; one given
-    # an address (a sweep's head, ``swe validate --address``) and a local run do not.
+    # an address (a sweep's head, ``swe validate --address``) and a local run do not. A local
+    # run starts its own Ray (``local``), never joining one it was not given.
     try:
-        ray.init(address=address, configure_logging=False,
+        ray.init(address=address if joined else LOCAL, configure_logging=False,
                  log_to_driver=joined and not address, **local)
-    except (ConnectionError, TimeoutError, RuntimeError) as exc:
-        raise RayStartError(address or os.environ.get("RAY_ADDRESS"), exc) from exc
+    except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
+        raise RayStartError(target if joined else None, exc) from exc
     return True
+
+
+def check_ray(address: str | None = None) -> None:
+    """``RayStartError`` when the Ray that ``connect_ray(address)`` would reach cannot be
+    reached (``ray_address.ray_problem``); nothing when Ray is connected already. Takes about a
+    millisecond (three seconds at most), starts nothing: entry points call it before they
+    create anything."""
+    if ray.is_initialized():
+        return
+    problem = ray_problem(address)
+    if problem is not None:
+        raise RayStartError(address or os.environ.get("RAY_ADDRESS"), problem=problem)
 
 
 class RayStartError(click.ClickException):
     """Ray could not be started or joined: one ``Error:`` line at every entry point (``ratchet``,
     the jobs, ``swe validate``) naming the cause and the fix, never Ray's traceback. Raised by
-    ``connect_ray`` when ``ray.init`` fails (a local head that did not come up in time on a
-    loaded machine; no cluster at the address)."""
+    ``connect_ray`` before ``ray.init`` for a ``problem`` found in a second (nothing listens at
+    the address, a leftover head) and when ``ray.init`` fails (a local head that did not come
+    up in time on a loaded machine; no Ray cluster at the address)."""
 
-    def __init__(self, address: str | None, cause: BaseException):
-        why = " ".join(f"{type(cause).__name__}: {cause}".split())[:300]
-        if address:
-            fix = (f"cannot join the Ray cluster at {address} ({why}); check --address / "
-                   "RAY_ADDRESS (`ray status --address ADDRESS`), or drop both for a local Ray")
+    def __init__(self, address: str | None, cause: BaseException | None = None, *,
+                 problem: str | None = None):
+        if problem is not None:
+            fix = problem
         else:
-            fix = (f"cannot start a local Ray ({why}); a loaded machine can delay its start past "
-                   "Ray's timeouts: retry when the load is lower, stop stale Ray processes "
-                   "(`ray stop`), or join a running head with --address / RAY_ADDRESS")
+            why = " ".join(f"{type(cause).__name__}: {cause}".split())[:300]
+            if address:
+                fix = (f"cannot join the Ray cluster at {address} ({why}); check --address / "
+                       "RAY_ADDRESS (`ray status --address ADDRESS`), or drop both for a local "
+                       "Ray")
+            else:
+                fix = (f"cannot start a local Ray ({why}); a loaded machine can delay its start "
+                       "past Ray's timeouts: retry when the load is lower, stop stale Ray "
+                       "processes of yours, or join a running head with --address / "
+                       "RAY_ADDRESS")
         super().__init__(fix)
         self.cause = cause
 

@@ -104,8 +104,10 @@ def _draw(rows: list[dict[str, Any]], m: LoopMetrics, title: str, out: Path) -> 
     plt.close(fig)
 
 
-def plot_run(path: str | Path, window: int = ROLLING_WINDOW) -> tuple[Path, Path, LoopMetrics]:
-    """Write ``loop_curve.png`` and ``loop_summary.md`` next to the run's ``loop.json``."""
+def plot_run(path: str | Path, window: int = ROLLING_WINDOW,
+             out_dir: str | Path | None = None) -> tuple[Path, Path, LoopMetrics]:
+    """Write ``loop_curve.png`` and ``loop_summary.md`` next to the run's ``loop.json``, or into
+    ``out_dir`` (created) when given."""
     from ratchet_ray.report.data import round_rows
 
     loop_file, data = load_loop(Path(path))
@@ -113,8 +115,10 @@ def plot_run(path: str | Path, window: int = ROLLING_WINDOW) -> tuple[Path, Path
     if not rows:
         raise ValueError(f"{loop_file} has no finished rounds yet; plot again after round 0")
     metrics = loop_metrics(rows, window)
-    png = loop_file.parent / CURVE_FILE
-    md = loop_file.parent / SUMMARY_MD_FILE
+    folder = Path(out_dir) if out_dir is not None else loop_file.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    png = folder / CURVE_FILE
+    md = folder / SUMMARY_MD_FILE
     _draw(rows, metrics, data.get("run_id", loop_file.parent.name), png)
     md.write_text(_summary_markdown(data, rows, metrics, window))
     return png, md, metrics

@@ -10,7 +10,8 @@ Contracts:
   (e.g. ``pyarrow.parquet.write_table``); ``replace=False`` publishes with ``os.link`` and
   raises ``FileExistsError`` instead of replacing an existing file (append-only data).
 - ``fsync_dir(folder)`` makes a rename or a new entry in ``folder`` durable; ``disk_full(exc)``
-  tells a full disk (or quota) from other errors.
+  tells a full disk (or quota) from other errors; ``unwritable(folder)`` says why files cannot
+  be created there (a read-only mount, permissions), before a command starts writing.
 - ``swap_dir(new, target)`` puts the fully written folder ``new`` at ``target`` so that a crash
   at any point leaves a complete folder at ``target`` or at its sibling ``<target>.prev``
   (``recover_dir(target)`` moves that one back); see its docstring.
@@ -22,6 +23,7 @@ import errno
 import json
 import os
 import shutil
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
@@ -40,6 +42,24 @@ def disk_full(exc: BaseException) -> bool:
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
     return False
+
+
+def unwritable(folder: str | Path) -> str | None:
+    """Why files cannot be created in ``folder`` (or, when it does not exist yet, in its nearest
+    existing parent, where it would be made), e.g. ``Read-only file system``; None when they
+    can. Tried for real with a temporary file that is gone at once: permission bits say nothing
+    on a read-only mount, and nothing to root."""
+    here = Path(folder).absolute()
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    if not here.is_dir():
+        return f"{here} is not a folder"
+    try:
+        with tempfile.TemporaryFile(dir=here):
+            pass
+    except OSError as exc:
+        return f"{exc.strerror or exc} ({here})"
+    return None
 
 
 def fsync_dir(folder: str | Path) -> None:

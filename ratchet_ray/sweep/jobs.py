@@ -2,7 +2,8 @@
 
 Contracts:
 - ``job_client(address)`` is a client of the cluster's job server (the dashboard of its head),
-  retried until it answers or ``timeout_s`` passes (``SweepError`` naming the address then);
+  retried until it answers or ``timeout_s`` passes (``SweepError`` naming the address then;
+  at once when nothing accepts a connection there, ``ray_address.unreachable``);
   ``address`` is the GCS address (``HOST:6379``, ``auto``) or the dashboard URL
   (``http://HOST:8265``, ``is_dashboard_url``), whose GCS address ``gcs_address`` learns.
 - ``submission(job, scope)`` is what a job is submitted with: the entrypoint runs the planned
@@ -54,6 +55,14 @@ def job_client(address: str, timeout_s: float = 120.0) -> Any:
     """A ``JobSubmissionClient`` of ``address`` (a GCS address, ``auto`` or the dashboard URL)."""
     from ray.job_submission import JobSubmissionClient
 
+    from ratchet_ray.loop.ray_address import unreachable
+
+    why = unreachable(address)  # a refused connection is not retried for two minutes
+    if why is not None:
+        raise SweepError(f"no Ray job server at {address}: {why}; start the head there (`ray "
+                         "start --head` starts its dashboard), or give the cluster's dashboard "
+                         "URL (http://HOST:8265) or GCS address (HOST:6379) with --address / "
+                         "RAY_ADDRESS")
     deadline = time.monotonic() + timeout_s
     while True:
         try:

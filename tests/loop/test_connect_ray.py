@@ -19,6 +19,8 @@ def calls(monkeypatch):
     monkeypatch.setattr(runtime.ray, "init", lambda **kw: seen.append(("init", kw)))
     monkeypatch.setattr(runtime.ray, "shutdown", lambda: seen.append(("shutdown", {})))
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    # The addresses below are made up: nothing is probed (``test_ray_doors`` probes real ones).
+    monkeypatch.setattr(runtime, "ray_problem", lambda address=None: None)
     return seen
 
 
@@ -27,7 +29,8 @@ def test_no_address_starts_a_loopback_ray_offering_the_local_resources(calls):
         assert connected
     (name, options), shutdown = calls
     assert name == "init" and shutdown[0] == "shutdown"
-    assert options["address"] is None and options["_node_ip_address"] == "127.0.0.1"
+    # "local": a Ray of its own, never a head some other process left running here.
+    assert options["address"] == "local" and options["_node_ip_address"] == "127.0.0.1"
     # What the registered suites declare a local machine offers (SWE-bench: a Docker slot per CPU).
     assert options["resources"] == local_resources() and local_resources()["docker"] >= 1
     assert options["_system_config"] == runtime.LOCAL_RAY_SYSTEM_CONFIG

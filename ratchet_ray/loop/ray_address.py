@@ -1,0 +1,99 @@
+"""Which Ray a driver would reach, checked in a second before anything is created or started.
+
+Ray itself meets a wrong address slowly: an address where nothing listens is retried for a
+minute or more (warnings, then an ``RpcError`` traceback), a dead dashboard URL is retried by
+the job client, and a head left running by ``ray start --head`` is joined by a plain
+``ray.init()``, which then refuses a local run's settings (``ValueError: When connecting to an
+existing cluster, resources must not be provided``). These checks turn each into one line
+naming the address and the fix.
+
+Contracts:
+- ``unreachable(address, timeout_s)``: for a ``HOST:PORT`` cluster address or an
+  ``http(s)://HOST:PORT`` dashboard URL, the one-line reason nothing accepts a TCP connection
+  there within ``timeout_s`` (refused, unknown host, timed out), else None. Other forms
+  (``auto``, ``local``, ``ray://...``) are left to Ray (None).
+- ``leftover_head()``: the address of a live Ray cluster a plain ``ray.init()`` on this machine
+  would join (Ray's own discovery: the address file the last ``ray start --head`` wrote), else
+  None (a file left by a head that died is ignored).
+- ``ray_problem(address)``: what a driver given ``address`` (else ``RAY_ADDRESS``, else a local
+  Ray) would meet, as one line with the fix, else None: ``unreachable`` for a given address,
+  ``leftover_head`` for a local one. ``RAY_ADDRESS=local`` asks for a local Ray of its own
+  even beside a leftover head.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from urllib.parse import urlsplit
+
+LOCAL = "local"
+"""``RAY_ADDRESS`` / address value that starts a Ray of this process's own, beside any other."""
+PROBE_TIMEOUT_S = 3.0
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    if address.startswith(("http://", "https://")):
+        parts = urlsplit(address)
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            return None
+        return parts.hostname or "127.0.0.1", port
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "/" in address:
+        return None
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def unreachable(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+    """Why nothing accepts a connection at ``address`` (module contract), else None."""
+    target = _host_port(address.strip())
+    if target is None:
+        return None
+    try:
+        socket.create_connection(target, timeout=timeout_s).close()
+    except socket.timeout:
+        return f"nothing answered at {address} within {timeout_s:.0f}s"
+    except OSError as exc:
+        return f"nothing answers at {address} ({exc.strerror or exc})"
+    return None
+
+
+def leftover_head() -> str | None:
+    """The cluster a plain ``ray.init()`` here would join (module contract), else None."""
+    try:
+        from ray._private.services import find_bootstrap_address
+    except ImportError:  # Ray moved its discovery: a local run starts its own Ray anyway
+        return None
+    try:
+        found = find_bootstrap_address(None)  # what the last `ray start` here recorded
+    except OSError:
+        return None
+    # A head killed without `ray stop` leaves the file behind: only a live one counts.
+    if not found or unreachable(found, timeout_s=1.0) is not None:
+        return None
+    return found
+
+
+def ray_problem(address: str | None = None) -> str | None:
+    """What reaching Ray would meet, in one line with the fix (module contract), else None."""
+    given = address or os.environ.get("RAY_ADDRESS") or None
+    if given == LOCAL:
+        return None
+    if given is not None:
+        why = unreachable(given)
+        if why is None:
+            return None
+        source, drop = ("--address", "drop --address") if address else \
+            ("RAY_ADDRESS", "unset RAY_ADDRESS")
+        return (f"cannot reach the Ray cluster at {given} ({source}): {why}; start the head there "
+                "(`ray start --head`), give its address (`ray status` on the head prints it), "
+                f"or {drop} for a local Ray")
+    head = leftover_head()
+    if head is None:
+        return None
+    return (f"a Ray cluster already runs on this machine at {head} (a `ray start --head` left "
+            f"running?), and a plain local run would join it; run on it with "
+            f"RAY_ADDRESS={head}, start a Ray of this run's own beside it with "
+            "RAY_ADDRESS=local, or stop that head (docs/cluster.md, \"A local head\")")

@@ -1,0 +1,158 @@
+"""Every way a user reaches Ray, gone wrong, as a user meets it: a process of its own (``python
+-m jobs.skill_loop`` / ``jobs.ablations``), ending in ONE ``Error:`` line naming the address and
+the fix within a stated bound (Ray alone retried these for 44 s to minutes, or raised a
+traceback), with no run dir or sweep folder made. Then Ctrl-C in the middle of a run: the
+round reached, the exact ``--resume`` command and ``stopped.json``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from ratchet_ray.sweep.ray_head import free_ports, own_port_flags, ray_executable
+
+ROOT = Path(__file__).resolve().parents[2]
+BOUND_S = 30.0
+"""Seconds a refusal may take, Python's start and imports on a loaded machine included; Ray's
+own retries took 44 s (an address where nothing listens) to 2 minutes (a dead dashboard)."""
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (chosen free, then released)."""
+    return free_ports(1)[0]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_TMPDIR")}
+    return {**env, **extra}
+
+
+def refused_within(argv: list[str], cwd: Path, env: dict[str, str], *words: str) -> str:
+    """Run ``argv``; it must exit non-zero within ``BOUND_S`` with one ``Error:`` line (holding
+    every one of ``words``) and no traceback. Returns that line."""
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, *argv], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=BOUND_S + 60)
+    took = time.monotonic() - started
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    assert took < BOUND_S, f"refused after {took:.1f}s (bound {BOUND_S:.0f}s): {output[-2000:]}"
+    assert "Traceback" not in output, output[-3000:]
+    errors = [line for line in output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, output[-3000:]
+    for word in words:
+        assert word in errors[0], f"{word!r} not in {errors[0]!r}"
+    return errors[0]
+
+
+def test_ray_address_where_nothing_listens_is_one_line_and_no_run_dir(tmp_path):
+    address = f"127.0.0.1:{closed_port()}"
+    refused_within(["-m", "jobs.skill_loop", "sim", "--rounds", "1", "--set",
+                    f"results_dir={tmp_path / 'results'}"], ROOT, _env(RAY_ADDRESS=address),
+                   address, "RAY_ADDRESS", "Connection refused", "ray start --head")
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("scheme", ["", "http://"], ids=["gcs-address", "dashboard-url"])
+def test_a_sweep_address_where_nothing_listens_is_one_line_and_no_sweep_folder(tmp_path, scheme):
+    address = f"{scheme}127.0.0.1:{closed_port()}"
+    out = tmp_path / "sweep"
+    refused_within(["-m", "jobs.ablations", "sim", "--arms", "default", "--seeds", "1",
+                    "--rounds", "1", "--address", address, "--out", str(out)], ROOT, _env(),
+                   address, "--address", "Connection refused")
+    assert not out.exists()
+
+
+def test_the_status_of_a_sweep_on_a_dead_dashboard_is_one_line(tmp_path):
+    """The job client alone retried a refused dashboard for two minutes."""
+    address = f"http://127.0.0.1:{closed_port()}"
+    refused_within(["-m", "jobs.ablations", "sim", "--address", address, "--status", "--out",
+                    str(tmp_path / "sweep")], ROOT, _env(), address, "Connection refused",
+                   "http://HOST:8265")
+
+
+@pytest.fixture
+def leftover_head():
+    """A ``ray start --head`` left running, as docs/cluster.md's recipe leaves one, isolated from
+    every other test: its own Ray temp folder (``RAY_TMPDIR``: where ``ray start`` records the
+    address a plain ``ray.init()`` then joins) and free ports for every service. Yields that
+    RAY_TMPDIR; the head is stopped (``--block``: SIGTERM stops what it started) afterwards."""
+    temp = Path(tempfile.mkdtemp(prefix="rh", dir="/tmp"))  # short: Ray's socket paths
+    env = _env(RAY_TMPDIR=str(temp), RAY_AUTH_MODE="disabled")
+    log = open(temp / "head.log", "w")
+    services = own_port_flags()
+    taken = {flag.split("=")[1] for flag in services}  # ports chosen apart can repeat
+    port = next(p for p in free_ports(8) if str(p) not in taken)
+    head = subprocess.Popen(
+        [ray_executable(), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+         "--disable-usage-stats", "--include-dashboard=false", "--num-cpus=1",
+         f"--port={port}", *services],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    address_file = temp / "ray" / "ray_current_cluster"
+    try:
+        deadline = time.monotonic() + 180
+        while not address_file.is_file() and time.monotonic() < deadline:
+            assert head.poll() is None, (temp / "head.log").read_text()[-3000:]
+            time.sleep(0.5)
+        assert address_file.is_file(), "the head did not record its address within 180 s"
+        yield temp, address_file.read_text().strip()
+    finally:
+        head.send_signal(signal.SIGTERM)
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait(timeout=30)
+        log.close()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.mark.slow  # a Ray head of its own starts (10-30 s); the refusal itself is BOUND_S
+def test_a_plain_local_run_beside_a_leftover_head_is_one_line_naming_it(tmp_path, leftover_head):
+    """Before: ``ValueError: When connecting to an existing cluster, resources must not be
+    provided`` (Ray joined the head and refused the local run's settings)."""
+    temp, address = leftover_head
+    refused_within(["-m", "jobs.skill_loop", "sim", "--rounds", "1", "--set",
+                    f"results_dir={tmp_path / 'results'}"], ROOT, _env(RAY_TMPDIR=str(temp)),
+                   address, f"RAY_ADDRESS={address}", "RAY_ADDRESS=local", "docs/cluster.md")
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.slow  # a real sim run on a local Ray, interrupted after its first round
+def test_ctrl_c_names_the_round_reached_and_the_exact_resume_command(tmp_path):
+    results = tmp_path / "results"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "jobs.skill_loop", "sim", "--rounds", "30", "--n-train", "10",
+         "--n-eval", "10", "--quiet", "--set", f"results_dir={results}"],
+        cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not list(results.glob("sim/*/round_00/summary.json")):
+            assert run.poll() is None, run.communicate()
+            assert time.monotonic() < deadline, "round 0 did not finish within 300 s"
+            time.sleep(0.5)
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    (run_dir,) = results.glob("sim/*")
+    assert run.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and "Aborted!" not in err, err[-3000:]
+    stopped = json.loads((run_dir / "stopped.json").read_text())
+    finished = len(list(run_dir.glob("round_*/summary.json")))
+    assert stopped["kind"] == "Interrupted" and stopped["round"] == finished >= 1
+    last = err.strip().splitlines()[-1]
+    assert last == (f"interrupted in round {finished} of 30 ({finished} round(s) finished; "
+                    f"recorded in {run_dir / 'stopped.json'}); continue with: "
+                    f"python -m jobs.skill_loop --resume {run_dir}"), err[-3000:]
+    assert json.loads((run_dir / "loop.json").read_text())["stopped"]["kind"] == "Interrupted"
