@@ -96,8 +96,22 @@ def prefill_rate(llm: LocalLLM) -> float:
     return out["usage"]["prompt_tokens"] / (time.perf_counter() - started)
 
 
+def cpu_has_amx() -> bool:
+    """Whether this CPU reports AMX, where llama.cpp's extra buffer types crash on the packaged
+    model (``ratchet_ray/llm/local.py``)."""
+    try:
+        return " amx_tile" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+
+
 def compare_buffer_types(tokens: int, reps: int, threads: int | None) -> None:
-    """Extra buffer types off (default) vs on, alternating, medians and the ratio off/on."""
+    """Extra buffer types off (default) vs on, alternating, medians and the ratio off/on; on a
+    CPU with AMX only a line saying why not (on would crash the process)."""
+    if cpu_has_amx():
+        print("extra buffer types: not measured: this CPU reports AMX, where on crashes "
+              "llama.cpp (SIGSEGV in ggml_backend_amx_mul_mat); off is the only setting here")
+        return
     models = {on: LocalLLM(LocalConfig(n_ctx=2048, n_threads=threads, extra_buffer_types=on))
               for on in (False, True)}
     for on, llm in models.items():

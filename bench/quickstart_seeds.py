@@ -8,7 +8,10 @@ eval pass@1 of round 0 and the last round with n. The last line is the share of 
 a skill learned and then routed (target: every seed) and the ratio of the slowest run to the
 5-minute budget (target: <= 1.0). Run it on a quiet machine: the wall time is the user's.
 
-    python bench/quickstart_seeds.py [--seeds 1-5] [--results DIR]
+    python bench/quickstart_seeds.py [--seeds 1-5] [--results DIR] [--run-flags "--rounds 1"]
+
+``--run-flags``: more of ``ratchet run``'s options after the seed's (its tiny run in the tests:
+``--rounds 1``); the figures of the target are the quickstart's own, without it.
 """
 
 from __future__ import annotations
@@ -34,9 +37,9 @@ def seeds(text: str) -> list[int]:
     return list(range(int(low), int(high or low) + 1))
 
 
-def one_seed(seed: int, results: Path) -> tuple[float, Path]:
+def one_seed(seed: int, results: Path, more: str = "") -> tuple[float, Path]:
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    flags = f"--seed {seed} --quiet --set results_dir={results}"
+    flags = f"--seed {seed} --quiet --set results_dir={results} {more}".strip()
     started = time.perf_counter()
     proc = subprocess.run(["make", "-s", "run", f"RUN_FLAGS={flags}"], cwd=ROOT, env=env,
                           capture_output=True, text=True)
@@ -69,13 +72,15 @@ def main() -> None:
     parser.add_argument("--seeds", default="1-5", help="a seed or a range, e.g. 1-5")
     parser.add_argument("--results", type=Path, default=None,
                         help="where the runs go (default: a temporary folder)")
+    parser.add_argument("--run-flags", default="",
+                        help="more `ratchet run` options after the seed's, e.g. \"--rounds 1\"")
     args = parser.parse_args()
     results = args.results or Path(tempfile.mkdtemp(prefix="quickstart_seeds_"))
     print("| seed | wall s | skills made | first routed round | tasks routed | eval pass@1 |")
     print("|---|---|---|---|---|---|")
     shown, walls = 0, []
     for seed in seeds(args.seeds):
-        wall, run_dir = one_seed(seed, results)
+        wall, run_dir = one_seed(seed, results, args.run_flags)
         line, routed = row(seed, wall, run_dir)
         print(line, flush=True)
         shown += routed

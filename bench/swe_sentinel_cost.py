@@ -1,12 +1,13 @@
 """What the grader's sentinel pytest plugin costs per test, on the throughput bench's repositories.
 
-    python bench/swe_sentinel_cost.py [--runs 5] [--plugin PATH] [--image ratchet-swe-base]
+    python bench/swe_sentinel_cost.py [--runs 5] [--repos fast,medium,slow] [--plugin PATH]
+                                      [--image ratchet-swe-base]
 
 For each repository of ``bench/swe_instances.py`` (``fast`` 60 tests, ``medium`` 120, ``slow`` 40
-with 2 s of sleeps) the tree is written to a temporary folder and mounted at ``/testbed`` of one
-container of the base image (``--network none``); inside it, ``--runs`` times each and
-alternately, pytest runs the repository's tests plainly (as the eval script does: ``-rA -p
-no:cacheprovider`` and a JUnit report) and with the sentinel loaded as the grader loads it (the
+with 2 s of sleeps; ``--repos`` picks some) the tree is written to a temporary folder and mounted
+at ``/testbed`` of one container of the base image (``--network none``); inside it, ``--runs``
+times each and alternately, pytest runs the repository's tests plainly (as the eval script
+does: ``-rA -p no:cacheprovider`` and a JUnit report) and with the sentinel loaded as the grader loads it (the
 module filled in by ``Sentinel.fresh``, first on ``PYTHONPATH``, ``-p`` in ``PYTEST_ADDOPTS``).
 Alternating runs in one container share the same load, so the difference of the medians is the
 plugin's. Printed per repository, for the wall time and for the CPU time (user + system) of the
@@ -111,12 +112,17 @@ def measure(repo: str, runs: int, image: str, plugin: Path | None) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="runs of each kind per repository")
+    parser.add_argument("--repos", default=",".join(REPOS),
+                        help=f"which repositories, comma-separated (of {', '.join(REPOS)})")
     parser.add_argument("--plugin", type=Path, default=None,
                         help="another sentinel_plugin.py to measure in place of this one")
     parser.add_argument("--image", default="ratchet-swe-base",
                         help="image with Python and pytest (the fixture's base image)")
     args = parser.parse_args()
-    for repo in REPOS:
+    repos = [r for r in args.repos.split(",") if r.strip()]
+    if not repos or set(repos) - set(REPOS):
+        parser.error(f"--repos {args.repos!r}: name some of {', '.join(REPOS)}")
+    for repo in repos:
         got = measure(repo, args.runs, args.image, args.plugin)
         wall, cpu, checks = got["wall"], got["cpu"], got["checks"]
         inside = (f"; its checks: {checks['full']} full, {1000 * checks['full_s'] / checks['full']:.1f}"

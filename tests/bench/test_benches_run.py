@@ -1,0 +1,192 @@
+"""Every bench in ``bench/`` runs at a tiny size (seconds), so a change under a bench (a schema, a
+function it calls, a flag it passes) breaks a test here, not a user's benchmark.
+
+Each bench runs as a user runs it, a process of this venv's Python, and the shape of what it
+prints is checked: its table rows, its ratios, its target line. The numbers are not: at this
+size they mean nothing. A bench that needs Docker, the cluster or the local model is marked as the
+tests of that part are (``docker``, ``cluster``, ``slow`` + ``model``). ``BENCHES`` names what
+runs each script; a new script in ``bench/`` without a tiny run here fails
+``test_every_bench_script_has_a_tiny_run``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "bench"
+NUMBER = r"-?\d+(?:\.\d+)?"
+DOCKER_HINT = "run `bash .ci/docker_setup.sh` (starts dockerd and builds ratchet-swe-base)"
+
+# Each runnable script of bench/ (one with a ``__main__``), and the test that runs it tiny.
+BENCHES = {
+    "evidence_query.py": "test_evidence_query",
+    "embedder_paths.py": "test_embedder_paths",
+    "mbpp_frame_memory.py": "test_mbpp_frame_memory",
+    "grader_agreement.py": "test_grader_agreement",
+    "sim_speed.py": "test_sim_speed",
+    "round_scaling.py": "test_round_scaling",  # delay_server.py is its LLM server
+    "delay_server.py": "test_round_scaling",
+    "doctor_time.py": "test_doctor_time",
+    "llm_local.py": "test_llm_local",
+    "quickstart_seeds.py": "test_quickstart_seeds",
+    "swe_sentinel_cost.py": "test_swe_sentinel_cost",
+    "swe_throughput.py": "test_swe_throughput",
+    # ``swe_scale.py drive``: swe_throughput's --nodes (a local cluster of Docker nodes), the
+    # one part not run here; its round (``run_round``) runs in test_swe_throughput.
+    "swe_scale.py": "test_swe_throughput",
+}
+
+
+def run_bench(script: str, *args: str, timeout: float = 300) -> str:
+    """The bench's stdout; fails with the end of its output when it exits non-zero."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.run([sys.executable, str(BENCH / script), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, (f"bench/{script} {' '.join(args)} exited {proc.returncode}:\n"
+                                  f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def lines_matching(output: str, pattern: str) -> list[str]:
+    return [line for line in output.splitlines() if re.search(pattern, line)]
+
+
+def test_every_bench_script_has_a_tiny_run():
+    runnable = {p.name for p in BENCH.glob("*.py") if "__main__" in p.read_text()}
+    assert runnable == set(BENCHES), (
+        f"bench scripts without a tiny run here: {sorted(runnable - set(BENCHES))}; "
+        f"named here but gone: {sorted(set(BENCHES) - runnable)}")
+    assert set(BENCHES.values()) <= set(globals())
+
+
+def test_evidence_query():
+    out = run_bench("evidence_query.py", "--capsules", "3000", "--rounds", "3", "--skills", "6",
+                    "--repeats", "1")
+    assert re.search(r"data: 3,000 capsules, 3 rounds, 6 skills", out), out
+    assert "6 skills, answers agree" in out, out
+    assert re.search(rf"ratio sqlite/duckdb: {NUMBER}x \(reference table\)", out), out
+    assert re.search(r"target \(.*\): (MET|NOT MET)$", out, re.M), out
+
+
+def test_embedder_paths():
+    out = run_bench("embedder_paths.py", "--texts", "8", "--repeat", "1", "--batch", "4",
+                    "--threads", "1")
+    assert re.search(rf"numpy path: .*cold start {NUMBER} s; {NUMBER} texts/s", out), out
+    assert ("torch path: not measured" in out
+            or re.search(rf"numpy / torch: throughput {NUMBER}", out)), out
+
+
+def _bubblewrap_or_skip() -> None:
+    from ratchet_ray.suites.mbpp.sandbox import Sandbox
+
+    sandbox = Sandbox()
+    if sandbox.mode != "bwrap":
+        pytest.skip(f"needs the bubblewrap sandbox: {sandbox.description} (`make sandbox`)")
+
+
+def test_mbpp_frame_memory():
+    _bubblewrap_or_skip()
+    out = run_bench("mbpp_frame_memory.py", "--frame-mb", "1", "--cap-mb", "8")
+    for kind in ("string", "forged_lists"):
+        assert lines_matching(out, rf"^\s*{kind}: frame {NUMBER} MiB, grader .* ratio {NUMBER};"), out
+
+
+def test_grader_agreement():
+    if not os.environ.get("MBPP_OVERRIDE_PATH"):
+        pytest.skip("set MBPP_OVERRIDE_PATH to MbppPlus-v0.2.0.jsonl.gz (the Makefile does)")
+    _bubblewrap_or_skip()
+    out = run_bench("grader_agreement.py", "--workers", "1", "--tasks", "2")
+    assert "MBPP+ grader agreement: 2 tasks x 3 solutions, 1 workers" in out, out
+    assert len(lines_matching(out, r"^\s+\w+\s*: agreement \d+/2 ")) == 3, out
+    assert re.search(rf"throughput ratio ours/evalplus {NUMBER}", out), out
+
+
+def test_sim_speed():
+    out = run_bench("sim_speed.py", "--rounds", "2", "--skip-sweep")
+    assert re.search(rf"sim one arm: 2 rounds x 100 tasks in {NUMBER} s .* ratio {NUMBER}", out), out
+
+
+@pytest.mark.slow  # four sim drivers, each with a Ray of its own
+def test_sim_speed_sweep():
+    out = run_bench("sim_speed.py", "--rounds", "1", "--sweep-rounds", "1", "--arms", "default,A1",
+                    "--parallel", "2")
+    assert re.search(rf"sim one arm: 1 rounds x 100 tasks in {NUMBER} s", out), out
+    assert re.search(rf"sim sweep: 2 runs x 1 rounds: serial {NUMBER} s, --parallel 2 {NUMBER} s, "
+                     rf"speed-up {NUMBER}x", out), out
+
+
+@pytest.mark.cluster
+def test_round_scaling():
+    out = run_bench("round_scaling.py", "--nodes", "1", "--actors", "2", "--tasks", "4",
+                    "--delay", "0.05")
+    assert "one round: 4 tasks x 2 LLM calls" in out, out
+    assert lines_matching(out, rf"^\s+1\s+2(\s+{NUMBER}){{6}}$"), out  # nodes, actors, 6 figures
+    assert re.search(r"^total \d+s$", out, re.M), out
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_doctor_time():
+    out = run_bench("doctor_time.py", "--runs", "1")
+    assert re.search(rf"median {NUMBER} s; target 30 s; ratio target/median {NUMBER}", out), out
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_llm_local():
+    out = run_bench("llm_local.py", "--tokens", "4", "--reps", "1", "--ray")
+    for label in ("free text", "json-schema grammar", "free text via Ray"):
+        assert lines_matching(out, rf"^{label}\s+raw {NUMBER} tok/s \| ours {NUMBER} tok/s \| "
+                                   rf"ratio {NUMBER}"), out
+    out = run_bench("llm_local.py", "--extra-bufts", "--tokens", "4", "--reps", "1")
+    assert ("this CPU reports AMX" in out
+            or len(lines_matching(out, rf"ratio off/on {NUMBER}$")) == 2), out
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_quickstart_seeds(tmp_path):
+    out = run_bench("quickstart_seeds.py", "--seeds", "1", "--results", str(tmp_path),
+                    "--run-flags", "--rounds 1", timeout=900)
+    assert lines_matching(out, r"^\| 1 \| \d+ \| .* \|$"), out
+    assert re.search(rf"skill learned then routed: [01]/1; slowest run / 300 s budget = {NUMBER}",
+                     out), out
+
+
+def _docker_or_skip() -> None:
+    docker = pytest.importorskip("docker")
+    try:
+        client = docker.from_env(timeout=60)
+        client.ping()
+        client.images.get(os.environ.get("RATCHET_SWE_BASE_IMAGE", "ratchet-swe-base"))
+    except docker.errors.DockerException as exc:
+        pytest.skip(f"no Docker daemon or base image ({exc}); {DOCKER_HINT}")
+
+
+@pytest.mark.docker
+def test_swe_sentinel_cost():
+    _docker_or_skip()
+    out = run_bench("swe_sentinel_cost.py", "--runs", "1", "--repos", "fast")
+    assert lines_matching(out, rf"^fast \(60 tests\), medians of 1: wall plain {NUMBER}s, .*"
+                               r"results clean: True$"), out
+
+
+@pytest.mark.slow  # a gold record, a graded floor, a grade and a round, each with canary sessions
+@pytest.mark.docker
+def test_swe_throughput(tmp_path):
+    _docker_or_skip()
+    out = run_bench("swe_throughput.py", "--instances", "1", "--workers", "1", "--repeat", "1",
+                    "--no-hang", "--round", "--profile", "--timeout", "60", "--out",
+                    str(tmp_path), "--set", "swebench.canary_sessions=[2,2]", timeout=600)
+    assert re.search(rf"^W=1: floor {NUMBER}s .* 1/1 resolved.* \| ours {NUMBER}s .*1/1 resolved",
+                     out, re.M), out
+    assert re.search(r"^  ours per grade: .*\beval ", out, re.M), out
+    assert re.search(r"^  round W=1: .* 1/1 resolved", out, re.M), out
+    assert (tmp_path / "swe_throughput.json").is_file()
