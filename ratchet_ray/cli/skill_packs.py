@@ -1,5 +1,6 @@
 """``ratchet skill export RUN -o PACK`` and ``ratchet skill import PACK --into RUN`` (skill packs,
-docs/skill-packs.md); registered on the ``skill`` group by ``cli.skills``.
+docs/skill-packs.md; ``--format agent-skills`` and a folder of SKILL.md: Agent Skills,
+``packs.agent_skills``); registered on the ``skill`` group by ``cli.skills``.
 
 Contracts:
 - ``export`` only reads RUN (default: ``--db``) and writes a new pack folder (``packs.export``);
@@ -30,7 +31,7 @@ from ratchet_ray.run_config.files import ConfigError, load_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
 from ratchet_ray.packs.export import export_pack
-from ratchet_ray.bank.pack_format import PackError
+from ratchet_ray.bank.pack_format import MANIFEST, PackError
 
 __all__ = ["export_cmd", "import_cmd", "transfer_cmd"]
 
@@ -55,12 +56,23 @@ def _latest_round(run_dir: Path) -> int:
 @click.command("export")
 @click.argument("run", required=False, type=click.Path(path_type=Path))
 @click.option("-o", "--out", "out", required=True, type=click.Path(path_type=Path),
-              help="Folder to write the pack to (must not hold a pack already).")
+              help="Folder to write to (a pack: must not hold a pack already; agent-skills: "
+                   "new or empty).")
 @status_option("active", "Only the skills of this status ('all': every skill of the bank).")
+@click.option("--format", "fmt", type=click.Choice(["pack", "agent-skills"]), default="pack",
+              show_default=True,
+              help="pack: this project's skill pack; agent-skills: one folder per skill with a "
+                   "SKILL.md (agentskills.io) carrying its evidence in its metadata.")
+@click.option("--license", "license_", default=None,
+              help="With --format agent-skills: the license: field of every SKILL.md.")
 @click.pass_context
-def export_cmd(ctx: click.Context, run: Path | None, out: Path, status: str) -> None:
-    """Export RUN's skills with their record as a versioned skill pack."""
+def export_cmd(ctx: click.Context, run: Path | None, out: Path, status: str, fmt: str,
+               license_: str | None) -> None:
+    """Export RUN's skills with their record as a versioned skill pack or as Agent Skills."""
     run_dir = _run_dir(ctx, run, "RUN")
+    if fmt == "agent-skills":
+        _export_agent_skills(run_dir, out, status, license_)
+        return
     try:
         manifest = export_pack(run_dir, out, status=status)
     except _ERRORS as exc:
@@ -73,6 +85,21 @@ def export_cmd(ctx: click.Context, run: Path | None, out: Path, status: str) -> 
                f"{run_dir.name}) written to {out}")
 
 
+def _export_agent_skills(run_dir: Path, out: Path, status: str, license_: str | None) -> None:
+    from ratchet_ray.packs.agent_skills import META, AgentSkillsError, export_agent_skills
+
+    try:
+        metas = export_agent_skills(run_dir, out, status=status, license=license_)
+    except (*_ERRORS, AgentSkillsError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    for m in metas:
+        c_hat = m[META + "c_hat"] or "-"
+        click.echo(f"{m[META + 'id']:32} {m[META + 'state']:10} trials {m[META + 'trials'] or 0:>4} "
+                   f"c-hat {c_hat}")
+    click.echo(f"{len(metas)} Agent Skill(s) from {run_dir.name} written to {out} (one folder "
+               "per skill, each with its SKILL.md)")
+
+
 @click.command("import")
 @click.argument("pack", type=click.Path(path_type=Path))
 @click.option("--into", "into", type=click.Path(path_type=Path), default=None,
@@ -83,19 +110,29 @@ def export_cmd(ctx: click.Context, run: Path | None, out: Path, status: str) -> 
 @click.pass_context
 def import_cmd(ctx: click.Context, pack: Path, into: Path | None, allow_other_suite: bool,
                round_: int | None) -> None:
-    """Import a skill pack into a run; its skills enter on probation."""
+    """Import a skill pack, or a folder of Agent Skills (SKILL.md), into a run; its skills
+    enter on probation."""
     run_dir = _run_dir(ctx, into, "--into")
     if not pack.is_dir():
         raise click.UsageError(f"skill import: {pack} is not a folder; pass a pack folder "
-                               "written by `ratchet skill export -o PACK`")
+                               "written by `ratchet skill export -o PACK`, or a folder of "
+                               "Agent Skills (SKILL.md)")
+    from ratchet_ray.packs.agent_skills import AgentSkillsError
+    from ratchet_ray.packs.agent_skills_import import import_agent_skills, skill_files
+
+    agent_skills = not (pack / MANIFEST).is_file() and bool(skill_files(pack))
     try:
         at = _latest_round(run_dir) if round_ is None else round_
         with writer_lock(run_dir, "ratchet skill import"):
             config_file = run_dir / "config.yaml"
             config = load_config([config_file] if config_file.is_file() else [])
             bank = SkillBank(run_dir, embedder=None, config=config, run_id=run_dir.name)
-            lines = bank.import_pack(pack, round_=at, allow_other_suite=allow_other_suite)
-    except _ERRORS as exc:
+            if agent_skills:
+                lines = import_agent_skills(bank, pack, round_=at,
+                                            allow_other_suite=allow_other_suite)
+            else:
+                lines = bank.import_pack(pack, round_=at, allow_other_suite=allow_other_suite)
+    except (*_ERRORS, AgentSkillsError) as exc:
         raise click.ClickException(str(exc)) from exc
     for line in lines:
         click.echo(line.line())

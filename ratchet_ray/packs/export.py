@@ -1,4 +1,5 @@
-"""``export_pack(run_dir, out, status=...)``: a run's bank as a skill pack (``bank.pack_format``).
+"""``export_pack(run_dir, out, status=...)``: a run's bank as a skill pack (``bank.pack_format``);
+``build_pack(run_dir, status=...)`` the same manifest and texts, written nowhere.
 
 Contracts:
 - Only reads the run dir (the bank's ``skills/``, ``config.yaml`` and the evidence); writes only
@@ -107,7 +108,16 @@ def export_pack(run_dir: str | Path, out: str | Path, *, status: str = "active"
                 ) -> dict[str, Any]:
     """Write the pack of ``run_dir``'s skills of ``status`` ('all' for every one) to ``out``;
     returns its manifest (module contract)."""
-    run_dir, out = Path(run_dir), Path(out)
+    manifest, texts = build_pack(run_dir, status=status)
+    write_pack(Path(out), manifest, texts)
+    return manifest
+
+
+def build_pack(run_dir: str | Path, *, status: str = "active"
+               ) -> tuple[dict[str, Any], dict[str, str]]:
+    """The pack of ``run_dir``'s skills of ``status`` as ``(manifest, {id: yaml text})``, written
+    nowhere (``export_pack`` writes it; ``packs.agent_skills`` renders it as SKILL.md files)."""
+    run_dir = Path(run_dir)
     config_file = run_dir / "config.yaml"
     config = load_config([config_file] if config_file.is_file() else [])
     folder = run_dir / "skills"
@@ -143,5 +153,4 @@ def export_pack(run_dir: str | Path, out: str | Path, *, status: str = "active"
     manifest = {"format": FORMAT, "format_version": FORMAT_VERSION,
                 "pack_sha256": pack_sha256(entries), "exported_at": round(time.time(), 3),
                 "selection": {"status": status}, "source": _scrub(source), "skills": entries}
-    write_pack(out, manifest, texts)
-    return manifest
+    return manifest, texts
