@@ -24,16 +24,19 @@ reused, a twin's never for its real task nor the reverse, ``twin.grade_folder``)
    process; for django's and sympy's runners, no failure a later log line overrides): tampering
    they see is ``test_tampering``, a resolution they cannot vouch for ``results_mismatch``;
    not resolved -> ``unresolved`` / ``tests_errored``;
-7. a would-be resolution is proven (``proof.prover``, ``proof.differential``): every graded test's status
-   must equal the gold patch's (``gold``: a record made once per instance and image, lazily on
-   the first would-be resolution, kept in ``swebench.gold_records`` and the run's artifacts at
-   ``gold/swebench/``), else ``unresolved``; then ``k`` canary sessions
-   (``swebench.canary_sessions``, drawn per grade; ``swebench.canary_parallel`` at once), steps 2-6
-   again, each in a fresh container, with one graded test mutated in place (``mutants``); each
-   mutant must be reported FAILED (passing -> ``test_tampering``, the session, test and change
-   named; otherwise ``results_mismatch``). The trace ends with the cost of each part; each canary
-   session's files are kept under ``canary-<n>/``. ``gold_record(instance)`` (what
-   ``gold.ensure_gold_record`` calls) makes or finds an instance's record.
+7. a resolution is proven (``proof.prover``, ``proof.differential``): the gold record
+   (``gold``: made once per instance and image, kept in ``swebench.gold_records`` and the run's
+   artifacts at ``gold/swebench/``) is had before the grade's sessions, then the real session
+   (steps 3-6) and ``k`` canary sessions (``swebench.canary_sessions``, drawn per grade) run in
+   an order drawn from the OS's entropy, started together (``swebench.canary_parallel`` at once,
+   ``proof.order``), each in a fresh container with one graded test mutated in place
+   (``mutants``). Every graded test's status must equal the gold patch's, else ``unresolved``;
+   each mutant must be reported FAILED (passing -> ``test_tampering``, the session, test and
+   change named; otherwise ``results_mismatch``); a canary session that resolves with its
+   mutant passing is ``test_tampering`` even where the real session did not resolve. The trace
+   ends with the cost of each part; each canary session's files are kept under
+   ``canary-<n>/``. ``gold_record(instance)`` (what ``gold.ensure_gold_record`` calls) makes or
+   finds an instance's record.
 8. an impossible twin's grading task (the cheat probe's, ``suites.base.twin_recipe``) gets steps
    2-6 once, in place of 2-7, with a FAIL_TO_PASS mutant the gold record keeps planted
    (``twin``): it passes only when the patch makes that mutant pass; a twin that cannot be built
@@ -72,6 +75,7 @@ from ratchet_ray.suites.swebench.docker.container import (
     InstanceContainer, Removals, docker_client, instance_container, reap_containers)
 from ratchet_ray.suites.swebench.proof.differential import MISSING, Session, graded
 from ratchet_ray.suites.swebench.proof.gold import GoldRecord
+from ratchet_ray.suites.swebench.proof.host_marks import PageCacheEviction
 from ratchet_ray.suites.swebench.docker.execbox import StepResult
 from ratchet_ray.suites.swebench.grading_support import (
     SKIPPED_STEP, Deadline, InstanceLog, apply_steps, git_apply_commands, inline_patch, patch_key,
@@ -125,6 +129,7 @@ class SwebenchGrader:
         self._images: InstanceImages | None = None
         self._connect_lock = threading.Lock()
         self._warming: threading.Thread | None = None
+        self._eviction: PageCacheEviction | None = None
         self.proof = DifferentialProof(
             settings, limits, self.logs, store.sub(GOLD_SUBDIR),
             context=lambda instance, log, deadline: self._context(instance, log, deadline),
@@ -182,6 +187,12 @@ class SwebenchGrader:
                 reap_containers(client)
                 self._images = InstanceImages(client, self.settings)
             return self._images
+
+    def _page_cache(self, client: Any) -> PageCacheEviction:
+        with self._connect_lock:
+            if self._eviction is None:
+                self._eviction = PageCacheEviction(client)
+            return self._eviction
 
     def reap(self) -> list[str]:
         """Remove this run's containers and those of dead owners (call when nothing is grading,
@@ -255,12 +266,10 @@ class SwebenchGrader:
                 try:
                     if twin_recipe(task) is not None:  # the cheat probe's twin: one session
                         return self.twins.grade(ctx, patch, log_dir, log)
-                    real = self._session(ctx, patch, log_dir, log, deadline)
-                    result, report = real.result, real.report
-                    if result.passed and ctx.runner is not None:
-                        result = self.proof.prove(ctx, patch, real, log_dir, log)
-                        if report is not None:
-                            report["differential"] = result.trace.split("\n")[:40]
+                    result, real, proven = self.proof.grade(ctx, patch, log_dir, log, deadline)
+                    report = real.report
+                    if proven and report is not None:
+                        report["differential"] = result.trace.split("\n")[:40]
                 finally:
                     ctx.removals.wait()  # the image stays held until its containers are gone
         finally:
@@ -286,6 +295,8 @@ class SwebenchGrader:
         files written by root (``plant``: what they become; default unchanged), the eval run
         and judged (``Session.result``: the session's own verdict)."""
         started = time.monotonic()
+        if self.settings.clear_page_cache:  # no mark in the page cache from an earlier session
+            log(self._page_cache(ctx.images.client).evict(ctx.image).describe())
         session = Session(label, _fail("tests_errored", "the session did not run"))
         session.result, session.report = self._run_session(ctx, patch, log_dir, log, deadline,
                                                             plant, session)

@@ -124,7 +124,14 @@ class SwebenchSettings(BaseModel):
     range (at least 2): each a fresh container running the same eval with one graded test
     mutated in place (docs/grading.md, differential canary sessions)."""
     canary_parallel: int | None = Field(default=None, ge=1)
-    """Canary sessions of one grade run at once; None: half the machine's cores (at least 1)."""
+    """Sessions of one grade (the real one and its canary sessions, in a random order) started
+    together; None: half the machine's cores (at least 1)."""
+    clear_page_cache: bool = True
+    """Before each grading session, evict the page cache of every file of the image's layers
+    (and of Docker's init binary), so a session cannot leave bits there for the next one to read
+    by timing reads (docs/grading.md, no mark survives between sessions). Needs the layer
+    folders on the grader's host and readable (overlay2, a local daemon, a root grader);
+    elsewhere each session's log says it was not cleared."""
     gold_records: str | None = None
     """Folder of the gold records (each instance's statuses under its gold patch and the mutants
     that patch fails), shared by runs and filled ahead of one by ``ratchet swe validate``; None:

@@ -26,6 +26,17 @@ Contracts:
   record keeps one, each later one a FAIL_TO_PASS test's with probability 1/2 (distinct while
   distinct ones remain); empty when the record keeps no mutant.
 - ``graded(instance)`` the FAIL_TO_PASS then PASS_TO_PASS ids.
+- ``caught(mutant, session)`` -> why ``session`` proves the patch forces outcomes whatever any
+  other session did (the sentinel's tampering; or the session resolved by its own verdict with
+  its planted mutant, which the gold patch fails, reported passing), or None;
+  ``caught_beside(result, canaries)``: the real session's verdict ``result`` when it did not
+  resolve, ``test_tampering`` instead when a canary session is ``caught``: the sessions run in
+  a random order (``order``), so a patch that cheats in whichever session finds no mark left
+  by another is caught there.
+- ``judge_grade(real, canaries, record, instance, parallel)`` -> the grade of the real session
+  ``real`` and the canary sessions that ran beside it: ``caught_beside`` when the real session
+  did not resolve; otherwise ``compare_with_gold``, then ``judge_canaries`` (``caught_beside``
+  when the comparison refuses it).
 """
 
 from __future__ import annotations
@@ -147,3 +158,52 @@ def judge_canaries(result: GradeResult, real: Session, canaries: list[tuple[Muta
     return GradeResult(passed=True, exit_status=result.exit_status,
                        trace=f"{result.trace}\n{head} (up to {parallel} at once):\n  "
                              + "\n  ".join(lines))
+
+
+def _seen(mutant: Mutant, session: Session) -> tuple[str, str | None, str]:
+    in_log = (session.log or {}).get(mutant.test, MISSING)
+    in_junit = session.junit.get(mutant.test, MISSING) if session.junit is not None else None
+    return in_log, in_junit, f"{in_log} in the log" + (f", {in_junit} in the JUnit report"
+                                                       if in_junit else "")
+
+
+def planted(mutant: Mutant, session: Session) -> bool:
+    """Whether root wrote the mutant into the session's graded file."""
+    return session.written.get(mutant.file) not in (None, session.texts.get(mutant.file))
+
+
+def caught(mutant: Mutant, session: Session) -> str | None:
+    """Module contract."""
+    if session.result.exit_status == "test_tampering":
+        return session.result.trace.split("\n", 1)[0]
+    if not session.result.passed or session.log is None or not planted(mutant, session):
+        return None
+    in_log, in_junit, seen = _seen(mutant, session)
+    if in_log in PASSING or in_junit in PASSING:
+        return (f"resolved with its mutant reported {seen}, though the gold patch fails it: the "
+                "code under test forced the outcomes")
+    return None
+
+
+def caught_beside(result: GradeResult, canaries: list[tuple[Mutant, Session]]) -> GradeResult:
+    """Module contract (``result``: the real session's verdict, not a resolution)."""
+    k = len(canaries)
+    found = [f"canary session {i} of {k} ({session.seconds:.1f}s), mutant {mutant.describe()}: "
+             f"{why}" for i, (mutant, session) in enumerate(canaries, 1)
+             if (why := caught(mutant, session)) is not None]
+    if not found:
+        return result
+    return _fail("test_tampering", "test_tampering: differential: the real session did not "
+                 f"resolve, and a canary session run beside it (the sessions in a random order) "
+                 "did:\n  " + "\n  ".join(found) + f"\n{result.trace}")
+
+
+def judge_grade(real: Session, canaries: list[tuple[Mutant, Session]], record: GoldRecord,
+                instance: dict[str, Any], parallel: int) -> GradeResult:
+    """Module contract."""
+    if not real.result.passed:
+        return caught_beside(real.result, canaries)
+    verdict = compare_with_gold(real.result, real, record, instance)
+    if not verdict.passed:
+        return caught_beside(verdict, canaries)
+    return judge_canaries(verdict, real, canaries, instance, parallel)

@@ -8,8 +8,19 @@ Contracts:
   ``logs/swebench/`` and ``gold/swebench/`` artifacts, ``context(instance, log, deadline)`` ->
   ``Context`` (the image ensured and swebench's test spec) and ``session(ctx, patch, log_dir,
   log, deadline, plant=..., label=...)`` -> ``Session`` (one session in a fresh container).
-  - ``prove(ctx, patch, real, log_dir, log)`` -> the grade of a would-be resolution (``real``:
-    its real session);
+  - ``grade(ctx, patch, log_dir, log, deadline)`` -> ``(grade, real session, proven)``: the
+    gold record first (made now when none is stored), then the real session and ``k`` canary
+    sessions in a random order, started together (``order``: ``swebench.canary_parallel`` at
+    once; canary sessions not yet started are skipped once a finished one shows the real
+    session cannot resolve); a resolution is compared with gold and proven by the canary
+    sessions (``differential.judge_canaries``), and a real session that did not resolve is
+    still ``test_tampering`` when a canary session run beside it is caught
+    (``differential.caught_beside``). The gold patch itself (trusted) runs its real session
+    first, which makes a missing record; an instance without a runner the grader reads, a
+    gold record that does not resolve or keeps no mutant: the real session alone.
+    ``proven``: whether canary sessions ran;
+  - ``canary(ctx, patch, log_dir, log, i, mutants)`` -> one canary session (its logs under
+    ``canary-<i>/``); ``sessions_at_once(n)``: how many of ``n`` sessions start together;
   - ``gold_record(instance)`` (what ``gold.ensure_gold_record`` calls through the grader) the
     instance's gold record, made now when none is stored;
   - ``record_for(ctx, log, real, log_dir=None)`` -> ``(record, made_now)`` within a grade, and
@@ -27,7 +38,6 @@ import shutil
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -35,7 +45,8 @@ from typing import Any, Callable, Protocol
 from ratchet_ray.storage.artifacts import Artifacts
 from ratchet_ray.suites.swebench.dataset import load_instances, normalize_instance
 from ratchet_ray.suites.swebench.proof.differential import (
-    MISSING, Session, compare_with_gold, draw, graded, judge_canaries)
+    MISSING, Session, compare_with_gold, draw, graded, judge_canaries, judge_grade)
+from ratchet_ray.suites.swebench.proof.order import Plan, primary_blocked, run_in_order, shuffled
 from ratchet_ray.suites.swebench.proof.gold import GoldRecord, GoldStore, default_folder
 from ratchet_ray.suites.swebench.grading_support import Deadline, InstanceLog, publish_folder
 from ratchet_ray.suites.swebench.docker.images import InstanceImages
@@ -115,14 +126,73 @@ class DifferentialProof:
         ``gold/swebench/``."""
         return GoldStore(self.settings.gold_records or default_folder(), self.gold_store)
 
-    def prove(self, ctx: Context, patch: str, real: Session, log_dir: Path,
-              log: InstanceLog) -> GradeResult:
-        """The real session's resolution compared with gold's outcomes, then proven by canary
-        sessions (``differential``); the cost of each part is logged and ends the trace."""
+    def grade(self, ctx: Context, patch: str, log_dir: Path, log: InstanceLog,
+              deadline: Deadline) -> tuple[GradeResult, Session, bool]:
+        """The grade's sessions and its verdict (module contract)."""
+        def real_session() -> Session:
+            return self.session(ctx, patch, log_dir, log, deadline)
+
+        if ctx.runner is None:
+            real = real_session()
+            return real.result, real, False
+        if self._is_gold(ctx.instance, patch):  # trusted: its real session may make the record
+            real = real_session()
+            if not real.result.passed:
+                return real.result, real, False
+            return self._prove_after(ctx, patch, real, log_dir, log), real, True
         started = time.monotonic()
-        own = real if self._is_gold(ctx.instance, patch) else None  # grading gold: reuse it
-        record, made = self.record_for(ctx, log, own)
+        record, made = self.record_for(ctx, log, None)
         gold_s = time.monotonic() - started
+        chosen = draw(record, ctx.instance, self.settings.canary_sessions,
+                      secrets.SystemRandom()) if record.resolved else []
+        if not chosen:
+            real = real_session()
+            if not real.result.passed:
+                return real.result, real, False
+            return self._without_canaries(ctx, real, record), real, False
+        plans = [Plan("real", primary=True),
+                 *(Plan(f"canary {i}", (m,)) for i, m in enumerate(chosen, 1))]
+        order = shuffled(plans)
+        parallel = self.sessions_at_once(len(plans))
+        log(f"differential: the real session and {len(chosen)} canary session(s) in a random "
+            f"order, {parallel} at once: " + "; ".join(
+                p.label + (f" ({p.mutants[0].describe()})" if p.mutants else "") for p in order))
+        began = time.monotonic()
+
+        def run(plan: Plan) -> Session:
+            if plan.primary:
+                return real_session()
+            return self.canary(ctx, patch, log_dir, log, int(plan.label.split()[-1]),
+                               list(plan.mutants))
+
+        sessions = run_in_order(order, run, parallel, primary_blocked(plans[0], record.statuses))
+        wall = time.monotonic() - began
+        real = sessions["real"]
+        canaries = [(m, sessions[p.label]) for p, m in zip(plans[1:], chosen) if p.label in sessions]
+        skipped = len(chosen) - len(canaries)
+        cost = (f"cost: real session {real.seconds:.1f}s; {len(canaries)} canary session(s) "
+                f"{wall:.1f}s wall with the real one ({sum(x.seconds for _, x in canaries):.1f}s "
+                f"summed, {parallel} at once, in a random order"
+                + (f", {skipped} skipped once the real session could not resolve" if skipped else "")
+                + f"); gold record {gold_s:.1f}s" + (" (made now)" if made else " (stored)"))
+        log(cost)
+        verdict = judge_grade(real, canaries, record, ctx.instance, parallel)
+        verdict.trace = f"{verdict.trace}\n{cost}"
+        return verdict, real, True
+
+    def sessions_at_once(self, n: int) -> int:
+        return max(1, min(self.settings.parallel_canaries(), n))
+
+    def canary(self, ctx: Context, patch: str, log_dir: Path, log: InstanceLog, i: int,
+               mutants: list[Mutant]) -> Session:
+        folder = log_dir / f"canary-{i}"
+        folder.mkdir()
+        return self.session(ctx, patch, folder, Prefixed(log, f"[canary {i}] "),
+                            Deadline(self.limits.instance_deadline_s),
+                            plant=planting(mutants), label=f"canary {i}")
+
+    def _without_canaries(self, ctx: Context, real: Session, record: GoldRecord) -> GradeResult:
+        """A resolution with no canary session to prove it: compared with gold only."""
         if not record.resolved:
             raise InfraFailure("gold_unresolved", f"instance {ctx.instance['instance_id']}: the gold "
                                f"patch does not resolve on image {ctx.image} ({record.key}); run "
@@ -130,34 +200,37 @@ class DifferentialProof:
         result = compare_with_gold(real.result, real, record, ctx.instance)
         if not result.passed:
             return result
-        rng = secrets.SystemRandom()
-        chosen = draw(record, ctx.instance, self.settings.canary_sessions, rng)
+        note = ("differential: no canary session: no graded test has a literal expectation "
+                f"that the gold patch fails ({record.describe()})")
+        return GradeResult(passed=True, exit_status=result.exit_status,
+                           trace=f"{result.trace}\n{note}")
+
+    def _prove_after(self, ctx: Context, patch: str, real: Session, log_dir: Path,
+                     log: InstanceLog) -> GradeResult:
+        """The gold patch's resolution (trusted, so its real session ran first and makes a
+        missing record) compared with gold's outcomes, then proven by canary sessions."""
+        started = time.monotonic()
+        record, made = self.record_for(ctx, log, real)
+        gold_s = time.monotonic() - started
+        chosen = draw(record, ctx.instance, self.settings.canary_sessions,
+                      secrets.SystemRandom()) if record.resolved else []
         if not chosen:
-            note = ("differential: no canary session: no graded test has a literal expectation "
-                    f"that the gold patch fails ({record.describe()})")
-            log(note)
-            return GradeResult(passed=True, exit_status=result.exit_status,
-                               trace=f"{result.trace}\n{note}")
-        parallel = min(self.settings.parallel_canaries(), len(chosen))
-        log(f"differential: {len(chosen)} canary session(s), {parallel} at once: "
-            + "; ".join(m.describe() for m in chosen))
+            return self._without_canaries(ctx, real, record)
+        result = compare_with_gold(real.result, real, record, ctx.instance)
+        if not result.passed:
+            return result
+        parallel = self.sessions_at_once(len(chosen))
         began = time.monotonic()
-
-        def one(i: int, mutant: Mutant) -> Session:
-            folder = log_dir / f"canary-{i}"
-            folder.mkdir()
-            return self.session(ctx, patch, folder, Prefixed(log, f"[canary {i}] "),
-                                Deadline(self.limits.instance_deadline_s),
-                                plant=planting([mutant]), label=f"canary {i}")
-
-        with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="canary") as pool:
-            sessions = list(pool.map(one, range(1, len(chosen) + 1), chosen))
-        canary_s = time.monotonic() - began
-        verdict = judge_canaries(result, real, list(zip(chosen, sessions)), ctx.instance, parallel)
+        plans = [Plan(f"canary {i}", (m,)) for i, m in enumerate(chosen, 1)]
+        sessions = run_in_order(plans, lambda p: self.canary(
+            ctx, patch, log_dir, log, int(p.label.split()[-1]), list(p.mutants)), parallel,
+            lambda plan, session: False)
+        canaries = [(m, sessions[p.label]) for p, m in zip(plans, chosen)]
+        verdict = judge_canaries(result, real, canaries, ctx.instance, parallel)
         cost = (f"cost: real session {real.seconds:.1f}s; {len(chosen)} canary session(s) "
-                f"{canary_s:.1f}s wall ({sum(x.seconds for x in sessions):.1f}s summed, "
-                f"{parallel} at once); gold record {gold_s:.1f}s"
-                + (" (made now)" if made else " (stored)"))
+                f"{time.monotonic() - began:.1f}s wall ({sum(x.seconds for _, x in canaries):.1f}s "
+                f"summed, {parallel} at once, after the real one: the gold patch is trusted); "
+                f"gold record {gold_s:.1f}s" + (" (made now)" if made else " (stored)"))
         log(cost)
         verdict.trace = f"{verdict.trace}\n{cost}"
         return verdict

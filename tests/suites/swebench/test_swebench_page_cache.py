@@ -1,0 +1,89 @@
+"""No mark survives between sessions, and no session is first (issue 49), on the local images.
+
+A beacon through the host's page cache (``page_cache_beacon``) carries 128 bits from one
+container to the next almost without error; with the grader's clearing between them
+(``proof.host_marks``), what the next container reads agrees with what was written at chance.
+A patch that cheats only in the first session of its grade (it finds no mark there) is
+``test_tampering`` when a canary session comes first (the odds are test_swebench_order.py's);
+with the page cache cleared before each session every session is first, and it is caught."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import swebench_instances
+from page_cache_beacon import BEACON_FILES, FIRST_FORGER, reader, writer
+from ratchet_ray.suites.swebench.grader import SwebenchGrader
+from ratchet_ray.suites.swebench.proof import prover
+from ratchet_ray.suites.swebench.proof.host_marks import PageCacheEviction
+
+pytestmark = pytest.mark.docker
+CALC = "ratchet__calc-1"
+BITS = 128
+
+
+def _run(client, command: list[str]) -> str:
+    out = client.containers.run(swebench_instances.BASE_IMAGE, command, remove=True, user="65534",
+                                network_disabled=True, labels={"ratchet.test": "beacon"})
+    return out.decode().strip()
+
+
+def _agreement(client, clear: bool) -> tuple[float, str]:
+    sent = [random.getrandbits(1) for _ in range(BITS)]
+    _run(client, writer(sent))
+    if clear:
+        evicted = PageCacheEviction(client).evict(swebench_instances.BASE_IMAGE)
+        assert evicted.files > 1000 and not evicted.reason, evicted.describe()
+    got = _run(client, reader(BITS))
+    assert len(got) == BITS, got
+    return sum(int(g) == s for g, s in zip(got, sent)) / BITS, got
+
+
+def test_a_page_cache_beacon_carries_bits_between_sessions_until_the_grader_clears_it(docker_client):
+    # the best of three: another grader on this host clears the page cache before its sessions
+    before = [_agreement(docker_client, clear=False)[0] for _ in range(3)]
+    assert max(before) >= 0.9, before
+    after, got = _agreement(docker_client, clear=True)
+    # cleared, every page reads evicted: the bits say nothing of what was sent
+    assert abs(after - 0.5) <= 0.2 and got.count("1") <= BITS // 10, (after, got)
+
+
+@pytest.fixture
+def serial_grader(docker_client, local_settings, limits, tmp_path):
+    local_settings.canary_parallel = 1  # one session at a time: "first" is well defined
+    return SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
+
+
+def _no_mark(client) -> None:
+    """Every page of the beacon's files read (cached): no mark, as before a grade's first session."""
+    _run(client, ["sh", "-c", f"find {BEACON_FILES.split('**')[0]} -name '*.pm' -exec cat {{}} + >/dev/null"])
+
+
+def _first(label: str):
+    def order(plans, rng=None):
+        return sorted(plans, key=lambda p: not p.label.startswith(label))
+    return order
+
+
+def test_a_forger_that_cheats_when_first_is_caught_when_a_canary_session_is_first(
+        serial_grader, tasks, monkeypatch):
+    serial_grader.settings.clear_page_cache = False  # the beacon works: only the order protects
+    monkeypatch.setattr(prover, "shuffled", _first("canary"))
+    _no_mark(serial_grader._client)
+    caught = serial_grader.grade(tasks[CALC], FIRST_FORGER)
+    assert caught.exit_status == "test_tampering", caught.trace
+    assert "the real session did not resolve, and a canary session run beside it" in caught.trace
+    # The real session first (1 grade in k+1) is what test_swebench_order.py counts: on a host
+    # shared with other graders, which clear the page cache before their sessions, the mark
+    # that would fool the canary sessions is not reliably there.
+
+
+def test_with_the_page_cache_cleared_every_session_is_first_and_the_forger_is_caught(
+        serial_grader, tasks):
+    assert serial_grader.settings.clear_page_cache
+    result = serial_grader.grade(tasks[CALC], FIRST_FORGER.replace("_MARK = [", "_MARK  = ["))
+    assert result.exit_status == "test_tampering", result.trace
+    assert "page cache of the image's" in (result.trace + open(
+        result.trace.rsplit("log: ", 1)[1].strip() + "/run_instance.log").read())
