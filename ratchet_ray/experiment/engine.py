@@ -143,7 +143,10 @@ class ExperimentEngine(IterationSteps):
                                   "option flag, e.g. --meta-skill FILE; the evaluator's own "
                                   f"{', '.join(OWN_FLAGS)} files and the built-in evaluator's "
                                   "code are always frozen)")
-        self.policy = PathPolicy.of(s.editable, [*s.protected, *frozen, LEDGER_FILE,
+        # The import closure is protected but not refused at start: a broad editable glob
+        # may cover it, and a candidate that edits one of its files is a policy violation.
+        closure = sorted(self.evaluator.closure)
+        self.policy = PathPolicy.of(s.editable, [*s.protected, *frozen, *closure, LEDGER_FILE,
                                                  f"{ARTIFACTS_DIR}/**"])
         self.git.exclude([f"/{LEDGER_FILE}", f"/{ARTIFACTS_DIR}/"])
         self.ledger = Ledger(self.repo / LEDGER_FILE)

@@ -13,6 +13,14 @@ Contracts:
   code: ``BUILTIN_CODE`` (its CLI, contract, manifest and scalar modules and
   ``ratchet_ray/metrics.py``), as this interpreter imports them (inside the repo: frozen paths;
   outside: hashed files), and the repo's own copies where the repo is a ratchet-ray checkout.
+- The evaluation path is frozen down to its import closure (``experiment.closure``): every
+  module the evaluator's code imports, transitively, found from its ``import`` statements (the
+  built-in evaluator's yardstick modules and its suite's package, i.e. the dataset loader, the
+  grader and its sandbox, whatever the editable globs; a custom evaluator's own scripts in the
+  repo, up to the modules an editable glob matches: the candidate it imports on purpose), the
+  data it reads and its config layers. Those in the repo are ``closure``: protected, so a candidate that edits
+  one is a ``policy_violation`` before it runs, even under a broad editable glob; those
+  outside are hashed with ``outside``.
 - ``digest()`` hashes every file's path and bytes; ``file_digests()`` is one sha256 per file,
   keyed by its name (repo-relative inside the repo, absolute outside); ``changed(pinned)``
   names the files whose digest differs. The engine pins them on the baseline and compares them
@@ -40,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Literal, Sequence
 
+from ratchet_ray.experiment.closure import (builtin_entries, builtin_inputs, import_closure,
+                                            module_name)
 from ratchet_ray.experiment.contract import ContractError, EvalResult, parse_contract
 from ratchet_ray.experiment.paths import glob_match
 
@@ -71,6 +81,16 @@ def runs_builtin(command: str) -> bool:
         return False
 
 
+def _option(tokens: list[str], flag: str) -> str | None:
+    """The value of ``flag`` in ``tokens`` (``--flag VALUE`` or ``--flag=VALUE``), else None."""
+    for i, token in enumerate(tokens):
+        if token == flag and i + 1 < len(tokens):
+            return tokens[i + 1]
+        if token.startswith(f"{flag}="):
+            return token.split("=", 1)[1]
+    return None
+
+
 class EvaluatorChanged(RuntimeError):
     """The evaluator's files differ from when the run started: the yardstick moved."""
 
@@ -81,6 +101,7 @@ class FrozenEvaluator:
         if not command.strip():
             raise ValueError("--evaluator is empty; give the command that prints the contract line")
         self.repo, self.command = Path(repo).resolve(), command
+        self.inputs = tuple(inputs)
         self.in_repo: set[str] = set()
         self.outside: set[Path] = set()
         files = [p.relative_to(self.repo).as_posix() for p in self.repo.rglob("*")
@@ -116,9 +137,49 @@ class FrozenEvaluator:
                     self.outside.add(installed)
                 if (self.repo / rel).is_file():  # a ratchet-ray checkout: `python -m` uses it
                     self.in_repo.add(rel)
+        self.closure: set[str] = set()
+        """Repo files the evaluation path imports or reads (``closure``): protected and hashed,
+        and, unlike ``in_repo``, allowed under a broad editable glob (a candidate's edit of one
+        is a policy violation)."""
+        self._freeze_closure(tokens)
+
+    def _freeze_closure(self, tokens: list[str]) -> None:
+        """Add the import closure of the evaluator's code, the data it reads and its config."""
+        # The evaluator's own scripts; the built-in CLI module is not walked: it drives the
+        # skill loop under test (``builtin_entries`` names the built-in's measuring modules).
+        scripts = sorted(rel for rel in self.in_repo
+                         if rel.endswith(".py") and rel not in BUILTIN_CODE)
+        roots = [(self.repo, [name for rel in scripts
+                              for name in [module_name(self.repo, self.repo / rel)] if name])]
+        data: list[Path] = []
+        if runs_builtin(self.command):
+            from ratchet_ray.settings.schema import default_suite
+
+            suite = _option(tokens, "--suite") or default_suite()
+            entries = list(builtin_entries(suite))
+            roots += [(package_root(), entries), (self.repo, entries)]
+            dataset = _option(tokens, "--dataset-path")
+            data = builtin_inputs(suite, dataset and str(self.repo / dataset))
+        for flag in OWN_FLAGS:  # the evaluator's own files outside the repo too
+            value = _option(tokens, flag)
+            if value and (self.repo / value).is_file():
+                data.append(self.repo / value)
+        def candidate(path: Path) -> bool:  # a custom evaluator's import of an editable file
+            rel = path.resolve().relative_to(self.repo).as_posix()
+            return rel not in self.in_repo and any(glob_match(rel, p) for p in self.inputs)
+
+        data += import_closure(*roots[0], stop=candidate).values()
+        for root, entries in roots[1:]:  # the built-in's yardstick: frozen whatever is editable
+            data += import_closure(root, entries).values()
+        for path in data:
+            path = path.resolve()
+            if not path.is_relative_to(self.repo):
+                self.outside.add(path)
+            elif (rel := path.relative_to(self.repo).as_posix()) not in self.in_repo:
+                self.closure.add(rel)
 
     def files(self) -> list[Path]:
-        return sorted({self.repo / p for p in self.in_repo} | self.outside)
+        return sorted({self.repo / p for p in self.in_repo | self.closure} | self.outside)
 
     def digest(self) -> str:
         h = hashlib.sha256()
