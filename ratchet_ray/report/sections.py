@@ -6,6 +6,7 @@ returns escaped HTML; charts come from ``svg``. Nothing here reads files.
 
 from __future__ import annotations
 
+import re
 from html import escape
 from typing import Any, Iterable
 
@@ -373,6 +374,11 @@ def skills_section(runs: list[RunData]) -> str:
 
 
 # ---- sweeps ------------------------------------------------------------------------------------
+def _md_cell(text: str) -> str:
+    """One Markdown table cell as HTML: escaped, its ``**bold**`` spans as ``<strong>``."""
+    return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", escape(text))
+
+
 def _md_tables_to_html(md: str) -> str:
     """The Markdown tables (and headings) of ``ablations.report_markdown`` as HTML tables."""
     out, table = [], []
@@ -380,7 +386,10 @@ def _md_tables_to_html(md: str) -> str:
     def flush() -> None:
         if table:
             head, body = table[0], [r for r in table[2:]]
-            out.append(_table([escape(c) for c in head], [[escape(c) for c in r] for r in body]))
+            # Wide tables scroll inside their section instead of overflowing it.
+            out.append('<div class="scroll">' + _table(
+                [_md_cell(c) for c in head], [[_md_cell(c) for c in r] for r in body])
+                + "</div>")
             table.clear()
 
     for line in md.splitlines():

@@ -63,6 +63,8 @@ class Frame:
     y1: float
     width: int = W
     height: int = H
+    top: int = MT
+    """Top margin: the title's line, and legend rows under it when they do not fit beside it."""
     lines: list[str] = field(default_factory=list)
 
     def sx(self, x: float) -> float:
@@ -71,7 +73,7 @@ class Frame:
 
     def sy(self, y: float) -> float:
         span = (self.y1 - self.y0) or 1.0
-        return self.height - MB - (y - self.y0) / span * (self.height - MT - MB)
+        return self.height - MB - (y - self.y0) / span * (self.height - self.top - MB)
 
 
 def _nice(step: float) -> float:
@@ -123,19 +125,58 @@ def _axes(f: Frame, xticks: Sequence[float], yticks: Sequence[float], x_label: s
     out.append(f'<line x1="{ML}" x2="{f.width - MR}" y1="{base}" y2="{base}" class="ax"/>')
     out.append(f'<text x="{(ML + f.width - MR) / 2:.0f}" y="{f.height - 4}" class="xl">'
                f'{escape(x_label)}</text>')
-    out.append(f'<text transform="translate(12,{(MT + base) / 2:.0f}) rotate(-90)" '
+    out.append(f'<text transform="translate(12,{(f.top + base) / 2:.0f}) rotate(-90)" '
                f'class="yl">{escape(y_label)}</text>')
 
 
-def _legend(f: Frame, items: list[tuple[str, str, str | None]]) -> None:
+LEGEND_ROW = 15
+"""Height of one legend row set under the title (multi-run charts have many series)."""
+
+
+def _item_width(name: str) -> int:
+    return 7 * len(name) + 28
+
+
+def legend_rows(items: list[tuple[str, str, str | None]], title: str,
+                width: int = W) -> list[list[tuple[str, str, str | None]]]:
+    """The legend's rows under the title, or ``[]`` when it fits on the title's line to the
+    right of the title (both estimated at 7 px per character, as ``_legend`` places them)."""
+    beside = width - MR - (ML + 7 * len(title) + 16)
+    if sum(_item_width(n) for n, _, _ in items) <= beside:
+        return []
+    rows: list[list[tuple[str, str, str | None]]] = [[]]
+    used = 0
+    for item in items:
+        w = _item_width(item[0])
+        if rows[-1] and used + w > width - MR - ML:
+            rows.append([])
+            used = 0
+        rows[-1].append(item)
+        used += w
+    return rows
+
+
+def _legend_item(f: Frame, x: float, y: float, name: str, color: str, dash: str | None) -> None:
+    d = f' stroke-dasharray="{dash}"' if dash else ""
+    f.lines.append(f'<line x1="{x:.0f}" x2="{x + 18:.0f}" y1="{y - 4:.0f}" y2="{y - 4:.0f}" '
+                   f'stroke="{color}" stroke-width="2.5"{d}/><text x="{x + 22:.0f}" y="{y:.0f}" '
+                   f'class="lg">{escape(name)}</text>')
+
+
+def _legend(f: Frame, items: list[tuple[str, str, str | None]],
+            rows: list[list[tuple[str, str, str | None]]] = ()) -> None:
+    """Right-aligned on the title's line, or ``rows`` (``legend_rows``) under the title."""
+    for k, row in enumerate(rows):
+        x = ML
+        for name, color, dash in row:
+            _legend_item(f, x, 16 + LEGEND_ROW * (k + 1), name, color, dash)
+            x += _item_width(name)
+    if rows:
+        return
     x = f.width - MR
     for name, color, dash in reversed(items):
-        w = 7 * len(name) + 28
-        x -= w
-        d = f' stroke-dasharray="{dash}"' if dash else ""
-        f.lines.append(f'<line x1="{x:.0f}" x2="{x + 18:.0f}" y1="12" y2="12" stroke="{color}" '
-                       f'stroke-width="2.5"{d}/><text x="{x + 22:.0f}" y="16" class="lg">'
-                       f'{escape(name)}</text>')
+        x -= _item_width(name)
+        _legend_item(f, x, 16, name, color, dash)
 
 
 def _wrap(f: Frame, kind: str) -> str:
@@ -167,7 +208,12 @@ def line_chart(series: list[Series], *, title: str, y_label: str, x_label: str =
         y_range = (0.0, yticks[-1])
     else:
         yticks = [y_range[0] + i * (y_range[1] - y_range[0]) / 5 for i in range(6)]
-    f = Frame(x0, x1, y_range[0], y_range[1], height=height)
+    legend = ([(s.name, s.color, s.dash) for s in series if s.points and s.opacity >= 0.9]
+              + [(v.label.split()[0], v.color, v.dash) for v in
+                 {v.label.split()[0]: v for v in vlines}.values()])
+    rows = legend_rows(legend, title)  # many runs: rows under the title, never over it
+    extra = LEGEND_ROW * len(rows)
+    f = Frame(x0, x1, y_range[0], y_range[1], height=height + extra, top=MT + extra)
     _axes(f, int_ticks(x0, x1), yticks, x_label, y_label, title,
           (lambda v: f"{v:.1f}") if percent else _fmt)
     for b in bands:
@@ -181,7 +227,7 @@ def line_chart(series: list[Series], *, title: str, y_label: str, x_label: str =
     for v in vlines:
         px = f.sx(v.x)
         d = f' stroke-dasharray="{v.dash}"' if v.dash else ""
-        f.lines.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{MT}" y2="{f.height - MB}" '
+        f.lines.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{f.top}" y2="{f.height - MB}" '
                        f'stroke="{v.color}" stroke-width="1.5" opacity="0.8"{d} '
                        f'data-marker="{escape(v.label.split()[0])}" data-x="{v.x:g}">'
                        f'<title>{escape(v.label)}</title></line>')
@@ -200,9 +246,7 @@ def line_chart(series: list[Series], *, title: str, y_label: str, x_label: str =
                     f'opacity="{s.opacity}" data-series="{escape(s.name)}" data-x="{x:g}" '
                     f'data-y="{y:.6g}"><title>{escape(s.name)}: round {x:g}, '
                     f'{y:.3f}</title></circle>')
-    _legend(f, [(s.name, s.color, s.dash) for s in series if s.points and s.opacity >= 0.9]
-            + [(v.label.split()[0], v.color, v.dash) for v in
-               {v.label.split()[0]: v for v in vlines}.values()])
+    _legend(f, legend, rows)
     return _wrap(f, kind)
 
 

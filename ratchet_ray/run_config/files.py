@@ -28,7 +28,8 @@ from ratchet_ray.settings import resources
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.suites.hooks import env_defaulted_keys, moved_keys
 from ratchet_ray.suites.plugins import SuitePluginError
-from ratchet_ray.suites.resolve import resolve_config, suite_sections, unknown_keys
+from ratchet_ray.suites.resolve import (did_you_mean, resolve_config, suite_sections,
+                                        unknown_keys)
 
 # Keys whose default comes from the environment when a config is built (``backend_settings``);
 # a suite's own are what its ``EnvVar``s default (``env_defaulted``). configs/default.yaml
@@ -63,7 +64,20 @@ def _parse_override(text: str) -> tuple[list[str], Any]:
     if "=" not in text:
         raise ConfigError(f"override {text!r}: expected key.sub=value, e.g. curator.active_cap=100")
     key, raw = text.split("=", 1)
-    return key.strip().split("."), yaml.safe_load(raw) if raw.strip() else None
+    try:
+        return key.strip().split("."), yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"override {text!r}: the value is not valid YAML "
+                          f"({_yaml_problem(exc)}); quote it, e.g. --set 'key=\"text\"'") from exc
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error on one line, its position as ``line L, column C`` (PyYAML's own text names
+    the stream, ``<unicode string>`` for a string, over several lines)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return " ".join(f"{where}{problem}".split())
 
 
 def _set_path(tree: dict, path: list[str], value: Any, origin: str) -> None:
@@ -82,8 +96,8 @@ def _set_path(tree: dict, path: list[str], value: Any, origin: str) -> None:
         if part not in fields:
             where = ".".join(path[:i]) or "top level"
             raise ConfigError(
-                f"{origin}: unknown key {'.'.join(path[: i + 1])!r} at {where}; "
-                f"valid keys: {', '.join(sorted(fields))}"
+                f"{origin}: unknown key {'.'.join(path[: i + 1])!r} at {where}"
+                f"{did_you_mean([part], fields)}; valid keys: {', '.join(sorted(fields))}"
             )
         annotation = fields[part].annotation
         if getattr(annotation, "__origin__", None) is dict:
@@ -154,8 +168,11 @@ def _load_config(files: Iterable[str | Path], overrides: Iterable[str]) -> LoopC
         path = Path(file)
         try:
             data = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: cannot read YAML: {exc}") from exc
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read it: {exc.strerror or exc}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML ({_yaml_problem(exc)}); fix the file "
+                              "there") from exc
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a mapping of config keys at the top level")
         for key_path, value in _flatten(data):

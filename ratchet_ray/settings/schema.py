@@ -29,7 +29,9 @@ from ratchet_ray.settings.backends import (BedrockBackendSettings, LocalBackendS
 from ratchet_ray.settings.prompt_templates import PromptSettings
 from ratchet_ray.settings.resources import configs_dir
 
-_STRICT = ConfigDict(extra="forbid", validate_assignment=True)
+_STRICT = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+"""nan and inf are refused as "Input should be a finite number": a bound (``le=1``) would name
+the bound for nan, which no comparison satisfies."""
 
 
 @functools.lru_cache(maxsize=1)

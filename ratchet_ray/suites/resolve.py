@@ -182,6 +182,18 @@ def suite_sections(plugins: Iterable[str] = ()) -> list[str]:
 
 def unknown_keys(keys: list[str], sections: list[str]) -> str:
     """The error text for top-level ``keys`` that are neither fields nor suite sections."""
+    valid = [*LoopConfig.model_fields, *sections]
     return (f"unknown key{'s' if len(keys) > 1 else ''} {', '.join(map(repr, keys))} at top "
-            f"level; valid keys: {', '.join(sorted(LoopConfig.model_fields))}; suite sections: "
-            f"{', '.join(sections)}")
+            f"level{did_you_mean(keys, valid)}; valid keys: "
+            f"{', '.join(sorted(LoopConfig.model_fields))}; suite sections: {', '.join(sections)}")
+
+
+def did_you_mean(keys: list[str], valid: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` for the first of ``keys`` close to a ``valid`` one, else ``""``."""
+    import difflib
+
+    for key in keys:
+        close = difflib.get_close_matches(key, list(valid), n=1, cutoff=0.6)
+        if close:
+            return f" (did you mean {close[0]!r}?)"
+    return ""

@@ -62,7 +62,8 @@ def test_suite_file_layers_between_the_default_and_the_arm():
     files = layered_files("swebench", [CONFIGS / "ablations" / "A4.yaml"])
     config = load_config(files, ["suite=swebench", "curator.min_trials=7"])
     assert config.rounds == 20 and config.workers.solvers == 12  # the suite file
-    assert config.grader.timeout_s == 1800.0 and settings_for(config).agent.max_steps == 60
+    assert settings_for(config).grade_command_timeout_s == 1800.0
+    assert settings_for(config).agent.max_steps == 60
     assert config.arm == "A4" and config.curator.retire_tau == 0.0  # the arm
     assert config.curator.min_trials == 7  # --set last
     assert load_config(layered_files("mbpp")).rounds == 100
@@ -74,7 +75,8 @@ def test_a_sweep_child_keeps_the_suite_defaults_under_every_arm(tmp_path, arm):
 
     config = child_config(SweepSpec(suite="swebench", out_dir=tmp_path), arm, 7)
     assert (config.suite, config.arm, config.seed, config.rounds) == ("swebench", arm, 7, 20)
-    assert config.workers.solvers == 12 and config.grader.timeout_s == 1800.0
+    assert config.workers.solvers == 12
+    assert config.suite_settings["swebench"]["grade_command_timeout_s"] == 1800.0
     assert config.meta.enabled is (arm != "A3")
     assert child_config(SweepSpec(suite="swebench", out_dir=tmp_path, rounds=3), arm, 7).rounds == 3
 
@@ -104,7 +106,8 @@ def test_unknown_key_names_file_key_and_valid_keys(tmp_path):
 def test_unknown_top_level_section(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("curation:\n  active_cap: 10\n")
-    with pytest.raises(ConfigError, match=r"unknown key 'curation' at top level; valid keys: .*curator"):
+    with pytest.raises(ConfigError, match=r"unknown key 'curation' at top level \(did you mean "
+                       r"'curator'\?\); valid keys: .*curator"):
         load_config([path])
 
 
@@ -118,8 +121,12 @@ def test_bad_value_lists_valid_values(tmp_path):
 def test_malformed_yaml_and_non_mapping_name_the_file(tmp_path):
     broken = tmp_path / "broken.yaml"
     broken.write_text("curator: [\n")
-    with pytest.raises(ConfigError, match=f"{broken}: cannot read YAML"):
+    with pytest.raises(ConfigError) as caught:
         load_config([broken])
+    # The file and the place in it, on one line (PyYAML's own text says <unicode string>).
+    text = str(caught.value)
+    assert text.startswith(f"{broken}: not valid YAML (line 2, column 1: ") and "\n" not in text
+    assert "<unicode string>" not in text
     listing = tmp_path / "list.yaml"
     listing.write_text("- a\n")
     with pytest.raises(ConfigError, match="expected a mapping"):

@@ -1,0 +1,130 @@
+"""The bad inputs of issue 53, each refused on one ``Error:`` line naming the cause and the fix,
+before anything starts (no run folder, no Ray: ``refusals``): a read-only results folder and
+``report`` / ``plot`` / ``run --resume`` on a read-only run dir (a real read-only mount made
+with bubblewrap, which root's permissions do not override), ``--dry-run`` with a corrupt skill
+pack, ``retire_tau=nan``, a typo'd config key ("did you mean"), a YAML error in a config file
+or a ``--set`` value (the file and line, not ``<unicode string>``), and ``--resume`` of a run of
+another suite. The Ray doors are ``tests/loop/test_ray_doors.py``; ``ratchet compare``'s
+refusals are ``test_cli_compare.py``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from refusals import no_ray, no_run_folder, ratchet, refused  # noqa: F401 (no_ray: a fixture)
+from ratchet_ray.bank.pack_format import MANIFEST
+from ratchet_ray.run_config.files import dump_config
+from ratchet_ray.settings.schema import LoopConfig
+
+pytestmark = pytest.mark.usefixtures("no_ray")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    for name in ("OPENAI_BASE_URL", "RATCHET_MLFLOW_URI", "RAY_ADDRESS"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path / "results"
+
+
+def run(results: Path, *args: str):
+    return ratchet("run", "mbpp", "--rounds", "1", "--set", f"results_dir={results}", *args)
+
+
+def a_run_dir(path: Path, suite: str = "mbpp") -> Path:
+    """A run dir as ``ratchet run`` leaves it before round 0: config.yaml and the split's ids."""
+    path.mkdir(parents=True)
+    config = LoopConfig()
+    config.suite = suite
+    dump_config(config, path / "config.yaml")
+    (path / "train_ids.json").write_text(json.dumps(["Mbpp/2"]))
+    (path / "eval_ids.json").write_text(json.dumps(["Mbpp/3"]))
+    return path
+
+
+# ---- read-only paths ---------------------------------------------------------------------------
+def read_only(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    """``ratchet ARGS`` in a mount namespace where ``folder`` is a read-only bind mount."""
+    folder.mkdir(parents=True, exist_ok=True)
+    argv = ["bwrap", "--bind", "/", "/", "--ro-bind", str(folder), str(folder), "--dev", "/dev",
+            "--proc", "/proc", sys.executable, "-m", "ratchet_ray.cli", *args]
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def one_error_line(done: subprocess.CompletedProcess, *words: str) -> str:
+    output = done.stdout + done.stderr
+    assert done.returncode != 0 and "Traceback" not in output, output[-3000:]
+    errors = [line for line in output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, output[-3000:]
+    for word in words:
+        assert word in errors[0], f"{word!r} not in {errors[0]!r}"
+    return errors[0]
+
+
+def test_a_read_only_results_folder_names_results_dir(tmp_path):
+    mount = tmp_path / "mount"
+    one_error_line(read_only(mount, "run", "mbpp", "--rounds", "1", "--set",
+                             f"results_dir={mount / 'results'}"),
+                   "cannot create the run dir", "Read-only file system",
+                   "--set results_dir=")
+    assert not any(mount.iterdir())
+
+
+@pytest.mark.parametrize("command, words", [
+    (["report"], ["cannot write the report", "Read-only file system", "-o"]),
+    (["plot"], ["cannot write the plot", "Read-only file system", "-o DIR"]),
+    (["run", "--resume"], ["cannot write to the run dir", "Read-only file system",
+                           "--resume the copy"]),
+], ids=["report", "plot", "resume"])
+def test_a_read_only_run_dir_names_the_flag_that_writes_elsewhere(tmp_path, command, words):
+    run_dir = a_run_dir(tmp_path / "mbpp_r1_run")
+    before = sorted(p.name for p in run_dir.iterdir())
+    one_error_line(read_only(run_dir, *command, str(run_dir)), *words)
+    assert sorted(p.name for p in run_dir.iterdir()) == before
+
+
+# ---- the config ----------------------------------------------------------------------------------
+def test_dry_run_refuses_a_corrupt_skill_pack(results, tmp_path):
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    (pack / MANIFEST).write_text("{ not json")
+    refused(run(results, "--bank", str(pack), "--dry-run"), str(pack))
+    no_run_folder(results)
+
+
+@pytest.mark.parametrize("value", ["nan", ".nan", ".inf"])
+def test_a_non_finite_number_is_named_as_such(results, value):
+    line = refused(run(results, "--set", f"curator.retire_tau={value}", "--dry-run"),
+                   "curator.retire_tau", "finite number")
+    assert "less than or equal" not in line
+
+
+@pytest.mark.parametrize("key, meant", [("curator.retire_tua", "retire_tau"),
+                                        ("curation.active_cap", "curator")])
+def test_a_typo_in_a_config_key_says_did_you_mean(results, key, meant):
+    refused(run(results, "--set", f"{key}=1", "--dry-run"), f"did you mean {meant!r}?",
+            "valid keys")
+
+
+def test_a_yaml_error_names_the_file_and_line(results, tmp_path):
+    broken = tmp_path / "arm.yaml"
+    broken.write_text("curator:\n  retire_tau: [0.1\n")
+    line = refused(run(results, "--config", str(broken), "--dry-run"), str(broken), "line 3")
+    assert "<unicode string>" not in line
+
+
+def test_a_set_value_that_is_not_yaml_is_one_line(results):
+    refused(run(results, "--set", "curator.active_cap=[", "--dry-run"),
+            "override 'curator.active_cap=['", "not valid YAML", "quote it")
+
+
+def test_resume_of_a_run_of_another_suite_gives_the_fix(results, tmp_path):
+    run_dir = a_run_dir(tmp_path / "mbpp_r1_run", suite="mbpp")
+    refused(ratchet("run", "sim", "--resume", str(run_dir)), "is a mbpp run, not sim",
+            "--resume alone", "without --resume")
