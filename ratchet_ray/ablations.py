@@ -16,7 +16,11 @@ Contracts:
   (``evidence.tampering``): capsules graded as an attack on the grader, train and eval, and skills
   the Curator retired for it; and the cheat probe (``governance.cheat_probe``): impossible twins
   graded and passed, the cheat rate (passes / twins; None without twins, e.g. with the probe off)
-  and skills retired for it (``cheat:``).
+  and skills retired for it (``cheat:``); the rollback gate's firings and its round decisions
+  (every round with an eval pass@1), per run and summed per arm as the paper counts them
+  ("2 / 300"); and the run's setting (``settings.setting_label.setting_line`` of its
+  ``config.yaml``: model, tasks, the retirement rules beyond the paper's Default), which the
+  report's title carries.
 - ``skill_fates(con)`` replays every status change a bank logged (``added``, ``loaded``,
   ``retired``, ``evicted``, ``reinstated``, ``restored``: the events carrying ``status_after``)
   in the order the bank wrote them; each skill's last ``status_after`` IS its status in the
@@ -94,6 +98,13 @@ class RunResult:
     """Impossible twins graded (infrastructure failures left out; ``governance.cheat_probe``)."""
     twin_passes: int = 0
     skills_retired_cheat: int = 0
+    rollbacks_fired: int = 0
+    """Rounds in which the rollback gate fired (restored the best round's bank)."""
+    rollback_decisions: int = 0
+    """Rounds the gate decided on: every round with an eval pass@1 (the paper: 2 firings in
+    300 decisions over its three Default seeds)."""
+    setting: str = ""
+    """``settings.setting_label.setting_line`` of the run's ``config.yaml``: model, tasks, rules."""
 
     @property
     def cheat_rate(self) -> float | None:
@@ -145,6 +156,10 @@ class ArmSummary:
     cheat_rate: Stat = Stat(None, None, 0)
     """Impossible-twin passes / twins per run (runs without twins left out)."""
     skills_retired_cheat: Stat = Stat(None, None, 0)
+    rollbacks_fired: int = 0
+    """Rollback firings summed over the arm's runs ..."""
+    rollback_decisions: int = 0
+    """... out of this many round decisions (summed, as the paper counts them)."""
     gain_vs_default: float | None = None
     vs_default: PairedComparison | None = None
     run_dirs: list[str] = field(default_factory=list)
@@ -240,7 +255,24 @@ def run_result(run_dir: str | Path, window: int = ROLLING_WINDOW) -> RunResult:
         run_dir=str(loop_file.parent), arm=str(data.get("arm") or DEFAULT_ARM),
         seed=data.get("seed"), rounds_done=len(rows), rounds_planned=data.get("rounds_planned"),
         round0=metrics.round0, peak=metrics.peak, rolling_gain=metrics.rolling_gain,
-        active_at_end=metrics.final_active, **bank_stats(loop_file.parent))
+        active_at_end=metrics.final_active, rollbacks_fired=len(metrics.rollbacks),
+        rollback_decisions=sum(r.get("eval_pass_at_1") is not None for r in rows),
+        setting=run_setting(loop_file.parent), **bank_stats(loop_file.parent))
+
+
+def run_setting(run_dir: Path) -> str:
+    """The run's ``setting_line`` from its ``config.yaml`` ("" when it has none)."""
+    import yaml
+
+    from ratchet_ray.settings.setting_label import setting_line
+
+    path = run_dir / "config.yaml"
+    return setting_line(yaml.safe_load(path.read_text()) or {}) if path.is_file() else ""
+
+
+def rollback_rate(fired: int, decisions: int) -> str:
+    """``"2 / 300"``: rollback firings per round decisions (``n/a`` without a decision)."""
+    return f"{fired} / {decisions}" if decisions else "n/a"
 
 
 def arm_sort_key(arm: str) -> tuple[int, int, str]:
@@ -275,6 +307,8 @@ def summarize(runs: Iterable[RunResult], window: int = ROLLING_WINDOW) -> list[A
             deprecated_refined=stat("deprecated_refined"),
             tampering=stat("tampering"), skills_retired_tampering=stat("skills_retired_tampering"),
             cheat_rate=stat("cheat_rate"), skills_retired_cheat=stat("skills_retired_cheat"),
+            rollbacks_fired=sum(r.rollbacks_fired for r in group),
+            rollback_decisions=sum(r.rollback_decisions for r in group),
             run_dirs=[r.run_dir for r in group]))
     default = next((s for s in summaries if s.arm == DEFAULT_ARM), None)
     if default is None or default.rolling_gain.mean is None:
@@ -341,8 +375,10 @@ def _relative(path: str, root: Path) -> str:
 def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Path,
                     failures: dict[str, str] | None = None, window: int = ROLLING_WINDOW) -> str:
     """``ablations.md``: the arm table, the per-run table, then incomplete and failed runs."""
+    settings = (sorted({r.setting for r in runs if r.setting})
+                or ["setting unknown (no config.yaml)"])
     lines = [
-        f"# Ablations: {root.name}", "",
+        f"# Ablations: {root.name}: {' | '.join(settings)}", "",
         f"Mean ± sample std over seeds (complete runs only). Rolling gain = mean eval pass@1 of "
         f"the last {window} rounds minus round 0 (with fewer rounds: every round after round 0). "
         "Created = skills the Synthesizer wrote; deprecated = those of them deprecated at the "
@@ -352,7 +388,9 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
         "capsules graded as an attack on the grader (train + eval) / skills the Curator retired "
         "for it. Cheat rate = impossible twins passed / graded (a twin fails every honest "
         "answer, so any pass is cheating; n/a: no twin, e.g. cheat_probe off) / skills the "
-        "Curator retired for it. Δ vs Default = the paired rolling-gain difference on the seeds "
+        "Curator retired for it. Rollbacks = the gate's firings / its round decisions, summed "
+        "over the arm's runs (the paper: 2 / 300 over its Default's three seeds). "
+        "Δ vs Default = the paired rolling-gain difference on the seeds "
         "and eval tasks "
         "both ran, with its 95 % bootstrap interval (seeds, then tasks, resampled; **bold**: the "
         "interval excludes 0, a real difference); p = exact McNemar test on the discordant "
@@ -362,8 +400,8 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
         "| p "
         "| created | deprecated (retired / evicted / rolled back) | active at end "
         "| router engagement (eval) | tampering (capsules / skills retired) "
-        "| cheat rate (twins passed / graded; skills retired) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| cheat rate (twins passed / graded; skills retired) | rollbacks (fired / decisions) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summaries:
         delta, p_value = _fmt_paired(s.vs_default, s.gain_vs_default)
@@ -378,13 +416,14 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
             f"{_fmt(s.deprecated_rollback.mean, 1)}{_refined(s.deprecated_refined.mean)}) "
             f"| {_fmt_stat(s.active_at_end, 1)} | {_fmt_stat(s.router_engagement)} "
             f"| {_fmt_stat(s.tampering, 1)} / {_fmt_stat(s.skills_retired_tampering, 1)} "
-            f"| {_fmt_stat(s.cheat_rate)}; {_fmt_stat(s.skills_retired_cheat, 1)} |")
+            f"| {_fmt_stat(s.cheat_rate)}; {_fmt_stat(s.skills_retired_cheat, 1)} "
+            f"| {rollback_rate(s.rollbacks_fired, s.rollback_decisions)} |")
     lines += ["", "## Runs", "",
               "| arm | seed | rounds | round-0 | peak | rolling gain | created "
               "| deprecated (retired / evicted / rolled back) "
               "| active | engagement | tampering (capsules / retired) "
-              "| cheat rate (passed / twins; retired) | run dir |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| cheat rate (passed / twins; retired) | rollbacks (fired / decisions) | run dir |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(runs, key=lambda r: (arm_sort_key(r.arm), str(r.seed))):
         lines.append(
             f"| {r.arm} | {r.seed} | {r.rounds_done}/{r.rounds_planned} | {_fmt(r.round0)} "
@@ -394,6 +433,7 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
             f"| {_fmt(r.router_engagement)} "
             f"| {r.tampering} / {r.skills_retired_tampering} "
             f"| {_fmt(r.cheat_rate)} ({r.twin_passes} / {r.twins}; {r.skills_retired_cheat}) "
+            f"| {rollback_rate(r.rollbacks_fired, r.rollback_decisions)} "
             f"| {_relative(r.run_dir, root)} |")
     incomplete = [r for r in runs if not r.complete]
     if incomplete:

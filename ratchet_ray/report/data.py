@@ -99,7 +99,8 @@ def round_rows(run_dir: str | Path, con=None) -> list[dict[str, Any]]:
 
 
 def identity(run_dir: Path) -> dict[str, Any]:
-    """run_id, suite, arm, seed, rounds_planned and the backends, from loop.json / config.yaml."""
+    """run_id, suite, arm, seed, rounds_planned, the backends and the setting line (model, tasks,
+    rules: ``settings.setting_label.setting_line``), from loop.json / config.yaml."""
     out: dict[str, Any] = {"run_id": run_dir.name, "suite": None, "arm": "default",
                            "seed": None, "rounds_planned": None, "backend": None, "model": None}
     loop = run_dir / LOOP_FILE
@@ -118,6 +119,9 @@ def identity(run_dir: Path) -> dict[str, Any]:
                        seed=raw.get("seed"), rounds_planned=raw.get("rounds"))
         out["backend"], out["model"] = llm.get("backend"), llm.get("model")
         out["embedder"] = llm.get("embedder") or llm.get("backend")
+        from ratchet_ray.settings.setting_label import setting_line
+
+        out["setting"] = setting_line(raw)  # model, tasks, rules: every title carries it
     return out
 
 

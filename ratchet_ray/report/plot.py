@@ -33,8 +33,11 @@ def _summary_markdown(data: dict[str, Any], rows: list[dict[str, Any]], m: LoopM
     note = "" if len(m.window_rounds) >= window else (
         f" (only {len(m.window_rounds)} round(s) after round 0; the window is shorter "
         f"than {window})")
+    from ratchet_ray.report.data import identity
+
+    setting = identity(Path(data["run_dir"])).get("setting") if data.get("run_dir") else None
     lines = [
-        f"# {data.get('run_id', 'run')}",
+        f"# {data.get('run_id', 'run')}" + (f": {setting}" if setting else ""),
         "",
         f"suite `{data.get('suite')}`, arm `{data.get('arm')}`, seed {data.get('seed')}, "
         f"{m.rounds} of {data.get('rounds_planned')} rounds finished",
@@ -45,7 +48,9 @@ def _summary_markdown(data: dict[str, Any], rows: list[dict[str, Any]], m: LoopM
         f"| peak eval pass@1 | {fmt(m.peak)} (round {m.peak_round}) |",
         f"| mean eval pass@1, last {window} rounds | {fmt(m.rolling_mean)} |",
         f"| rolling gain | {fmt(m.rolling_gain)}{note} |",
-        f"| rollbacks | {len(m.rollbacks)} {m.rollbacks if m.rollbacks else ''} |",
+        f"| rollbacks (fired / decisions) | {len(m.rollbacks)} / "
+        f"{sum(r.get('eval_pass_at_1') is not None for r in rows)} "
+        f"{m.rollbacks if m.rollbacks else ''} |",
         f"| final bank | {m.final_active} active, {m.final_deprecated} deprecated |",
         "",
         "| round | eval pass@1 | train pass@1 | active | deprecated | created | retired "
@@ -120,5 +125,6 @@ def plot_run(path: str | Path, window: int = ROLLING_WINDOW,
     png = folder / CURVE_FILE
     md = folder / SUMMARY_MD_FILE
     _draw(rows, metrics, data.get("run_id", loop_file.parent.name), png)
-    md.write_text(_summary_markdown(data, rows, metrics, window))
+    md.write_text(_summary_markdown({**data, "run_dir": str(loop_file.parent)}, rows, metrics,
+                                    window))
     return png, md, metrics

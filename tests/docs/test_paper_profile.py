@@ -17,9 +17,9 @@ from click.testing import CliRunner
 
 from readme_commands import DRY_RUN_ENV, Fixtures, paper_workdir, readme_commands
 from ratchet_ray.run_config.files import layered_files, load_config
-from ratchet_ray.run_config.profiles import (HARDENED, PAPER, PAPER_MODEL, PAPER_SEEDS,
-                                             extra_rules, profile_files, setting_line)
+from ratchet_ray.run_config.profiles import HARDENED, PAPER, PAPER_SEEDS, profile_files
 from ratchet_ray.settings.schema import LoopConfig
+from ratchet_ray.settings.setting_label import PAPER_MODEL, extra_rules, setting_line
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ("README.md", "docs/ablations.md")
