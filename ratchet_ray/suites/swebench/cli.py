@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from ratchet_ray.suites.swebench.cluster.validation_run import (ValidateError, f
 
 @click.group("swe")
 def swe() -> None:
-    """SWE-bench tools: validate a dataset's instances and images."""
+    """SWE-bench tools: validate a dataset's instances and images, build sets from real projects."""
 
 
 @swe.command("validate")
@@ -123,6 +124,52 @@ def validate(dataset: str, subset: Path | None, instances: tuple, repeat: int,
     click.echo(f"{result.summary()}; logs, report and evidence in {out}")
     if not result.ok:
         raise SystemExit(1)
+
+
+@swe.command("make-instances")
+@click.argument("spec", metavar="PROJECT[==VERSION]")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder of the set: instances.jsonl (for --dataset / dataset_path) and "
+                   "recipe.json (inputs, digests, tests left out, every candidate).")
+@click.option("--source", type=click.Path(path_type=Path),
+              help="A local sdist (.tar.gz/.zip) or checkout instead of PyPI's sdist.")
+@click.option("--count", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Instances to keep.")
+@click.option("--max-candidates", type=click.IntRange(min=1), default=40, show_default=True,
+              help="Candidate bugs to try at most (one test run each).")
+@click.option("--modifier", "modifiers", multiple=True, metavar="NAME",
+              help="Only this SWE-smith modifier, e.g. func_pm_op_change (repeatable).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bug order.")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Candidate test runs at once (the set does not depend on it).")
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("~/.cache/ratchet-ray/realcode"), show_default=True,
+              help="Where sdists and wheels are downloaded to (reused when present).")
+@click.option("--base-image", default="ratchet-swe-base", show_default=True,
+              help="The image every project image starts from (.ci/docker_setup.sh builds it).")
+@click.option("--force", is_flag=True, help="Replace an existing --out folder.")
+def make_instances(spec: str, out: Path, source: Path | None, count: int, max_candidates: int,
+                   modifiers: tuple, seed: int, jobs: int, cache: Path, base_image: str,
+                   force: bool) -> None:
+    """Build a SWE-bench instance set from a real project's source (a recipe of
+    ratchet_ray/suites/swebench/realcode/projects.py): its image built offline from pip's
+    downloads, bugs from SWE-smith's modifiers kept when the project's own tests catch them.
+    Grade it with `ratchet swe validate --dataset OUT/instances.jsonl`."""
+    from ratchet_ray.suites.swebench.realcode import RealcodeError, Request, make_instances as make
+    from ratchet_ray.suites.swebench.realcode import resolve_project
+
+    def stop(signum, _frame):  # a killed build still removes its half-written set and image
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        project = resolve_project(spec)
+        make(Request(project=project, out=out, cache=cache.expanduser(), base_image=base_image,
+                     source=source, count=count, max_candidates=max_candidates, seed=seed,
+                     modifiers=list(modifiers) or None, jobs=jobs,
+                     force=force), note=click.echo)
+    except RealcodeError as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 COMMANDS = [swe]

@@ -1,0 +1,36 @@
+"""SWE-bench instance sets built from real Python projects, offline (``ratchet swe make-instances``).
+
+A project's PyPI sdist and its dependencies' wheels are fetched on the host (``sources``), laid
+into one reproducible layer on the base image (``image``), and its own test suite is run in
+containers without network (``runner``). Bugs come from SWE-smith's procedural modifiers
+(``bugs``); one is kept when the suite catches it, and becomes a record in SWE-bench's fields
+whose FAIL_TO_PASS tests return only with the test patch (``records``). ``build`` runs it all and
+writes the set atomically; ``projects`` holds the recipes.
+
+``resolve_project("flask==2.3.3")`` is the recipe for that version (another version than the
+recipe's keeps its dependency pins but not its sdist digest); ``KeyError`` becomes
+``RealcodeError``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ratchet_ray.suites.swebench.realcode.build import Request, make_instances
+from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
+from ratchet_ray.suites.swebench.realcode.projects import PROJECTS, Project, project
+
+
+def resolve_project(spec: str) -> Project:
+    name, _, version = spec.partition("==")
+    try:
+        recipe = project(name.strip())
+    except KeyError as exc:
+        raise RealcodeError(str(exc.args[0])) from None
+    version = version.strip()
+    if not version or version == recipe.version:
+        return recipe
+    return replace(recipe, version=version, sdist_sha256=None)
+
+
+__all__ = ["PROJECTS", "Project", "RealcodeError", "Request", "make_instances", "resolve_project"]

@@ -1,0 +1,102 @@
+"""Candidate bugs made by SWE-smith's own procedural modifiers (``swesmith``, over libcst).
+
+Contracts:
+- ``candidates(tree, project, seed, modifiers)`` yields ``Bug``s in a fixed order for a given
+  tree, seed and modifier list: every function and class of the project's ``source_dirs``
+  (swesmith's Python adapter), per modifier the entities it can change shuffled by
+  ``seed``, the modifiers interleaved round-robin so a short run still samples each of them.
+  Each modifier is a fresh instance seeded from ``seed`` and the entity, so the rewrite never
+  depends on what was tried before. A bug is a git-style diff of one file (``diff --git``
+  header), made by swesmith's ``generate_patch_fast``; identical diffs are yielded once.
+- ``modifier_names()``: every Python modifier swesmith has; ``candidates`` raises
+  ``RealcodeError`` for a name not among them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
+from ratchet_ray.suites.swebench.realcode.projects import Project
+
+
+@dataclass(frozen=True)
+class Bug:
+    modifier: str
+    file: str
+    """Relative to the tree's root."""
+    entity: str
+    diff: str
+    explanation: str
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(self.diff.encode()).hexdigest()[:8]
+
+
+def _modifiers():
+    try:
+        from swesmith.bug_gen.procedural.python import MODIFIERS_PYTHON
+    except ImportError as exc:
+        raise RealcodeError(f"make-instances needs SWE-smith's modifiers ({exc}); install them "
+                            f"with pip install 'ratchet-ray[realcode]'") from exc
+    return MODIFIERS_PYTHON
+
+
+def modifier_names() -> list[str]:
+    return [pm.name for pm in _modifiers()]
+
+
+def _entities(tree: Path, project: Project) -> list:
+    from swesmith.bug_gen.adapters.python import get_entities_from_file_py
+
+    entities: list = []
+    for folder in project.source_dirs:
+        for path in sorted((tree / folder).rglob("*.py")):
+            get_entities_from_file_py(entities, str(path))
+    return entities
+
+
+def candidates(tree: Path, project: Project, seed: int,
+               modifiers: list[str] | None = None) -> Iterator[Bug]:
+    """The candidate bugs of ``tree`` (module contract)."""
+    from swesmith.bug_gen.utils import generate_patch_fast
+
+    known = _modifiers()
+    if modifiers:
+        unknown = sorted(set(modifiers) - {pm.name for pm in known})
+        if unknown:
+            raise RealcodeError(f"unknown modifier(s) {', '.join(unknown)}; swesmith's Python "
+                                f"modifiers: {', '.join(pm.name for pm in known)}")
+        known = [pm for pm in known if pm.name in modifiers]
+    entities = _entities(tree, project)
+    queues = []
+    for pm in known:
+        able = [e for e in entities if pm.can_change(e)]
+        random.Random(f"{seed}:{pm.name}").shuffle(able)
+        queues.append((pm, able))
+    seen: set[str] = set()
+    while any(queue for _, queue in queues):
+        for pm, queue in queues:
+            if not queue:
+                continue
+            entity = queue.pop(0)
+            fresh = type(pm)(likelihood=pm.likelihood,
+                             seed=int(hashlib.sha256(f"{seed}:{pm.name}:{entity.file_path}:"
+                                                     f"{entity.line_start}".encode())
+                                      .hexdigest()[:8], 16))
+            rewrite = fresh.modify(entity)
+            if rewrite is None:
+                continue
+            patch = generate_patch_fast(entity, rewrite, str(tree))
+            if not patch or patch in seen:
+                continue
+            seen.add(patch)
+            rel = os.path.relpath(entity.file_path, tree)
+            yield Bug(pm.name, rel, entity.name, f"diff --git a/{rel} b/{rel}\n{patch}",
+                      rewrite.explanation)

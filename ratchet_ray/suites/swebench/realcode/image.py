@@ -1,0 +1,158 @@
+"""A real project's image, built without network from inputs fetched on the host.
+
+Contracts:
+- ``site_packages(sources, dest)`` installs every wheel into ``dest`` with the host's pip
+  (``--target``, no index, no bytecode, no scripts): the image never runs pip.
+- ``layer_tar(tree, site, project)`` is one tar holding ``testbed/`` (the project's tree) and
+  ``opt/ratchet-site/`` (the dependencies and a metadata stub, so ``importlib.metadata`` finds
+  the project): entries sorted, owned by root, dated ``EPOCH``, modes normalised, so the same
+  inputs give the same bytes.
+- ``ensure_image(client, project, tar, base)`` builds ``FROM base; ADD layer.tar /`` (classic
+  builder, no network) tagged ``ratchet-realcode/<project>:<version>-<inputs digest>``
+  (``ProjectImage``); the tag names the inputs, so an existing image of that tag is reused
+  (``built`` False). ``content_digest`` is the sha256 of the image's layer diff ids, working
+  folder and environment: equal for two builds of the same inputs (the image id is not: docker
+  dates each build). ``remove_image`` undoes a build this call made.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import subprocess
+import sys
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
+from ratchet_ray.suites.swebench.realcode.projects import Project
+from ratchet_ray.suites.swebench.realcode.sources import Sources
+
+EPOCH = 1704067200  # 2024-01-01T00:00:00Z: every file of the layer carries this date
+SITE = "opt/ratchet-site"
+IMAGE_REPO = "ratchet-realcode"
+LABEL = "ratchet-ray.realcode"
+
+
+def site_packages(sources: Sources, dest: Path) -> Path:
+    """Install the wheels into ``dest`` (module contract)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if not sources.wheels:
+        return dest
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                           "--no-index", "--no-deps", "--no-compile", "--target", str(dest),
+                           *[str(w) for w in sources.wheels]], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RealcodeError(f"pip cannot install the wheels into the image's site folder: "
+                            f"{(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+    # Console scripts name the host's interpreter: useless in the image and not reproducible.
+    for path in sorted((dest / "bin").rglob("*"), reverse=True) if (dest / "bin").exists() else []:
+        path.unlink() if path.is_file() else path.rmdir()
+    if (dest / "bin").exists():
+        (dest / "bin").rmdir()
+    return dest
+
+
+def _metadata_stub(project: Project) -> bytes:
+    return (f"Metadata-Version: 2.1\nName: {project.dist_name}\nVersion: {project.version}\n"
+            ).encode()
+
+
+def layer_tar(tree: Path, site: Path, project: Project) -> bytes:
+    """The image's one added layer (module contract)."""
+    buf = io.BytesIO()
+    entries: list[tuple[str, Path | bytes | None]] = [("opt", None), ("testbed", None),
+                                                       (SITE, None)]
+    for root, prefix in ((tree, "testbed"), (site, SITE)):
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root)
+            if "__pycache__" in rel.parts or ".git" in rel.parts:
+                continue
+            entries.append((f"{prefix}/{rel.as_posix()}", path if path.is_file() else None))
+    stub = f"{SITE}/{project.dist_name}-{project.version}.dist-info"
+    entries += [(stub, None), (f"{stub}/METADATA", _metadata_stub(project))]
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, source in sorted(entries, key=lambda e: e[0]):
+            info = tarfile.TarInfo(name)
+            info.mtime, info.uid, info.gid, info.uname, info.gname = EPOCH, 0, 0, "root", "root"
+            if source is None:
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+                continue
+            data = source if isinstance(source, bytes) else source.read_bytes()
+            executable = isinstance(source, Path) and source.stat().st_mode & 0o111
+            info.size, info.mode = len(data), 0o755 if executable else 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def dockerfile(project: Project, base: str) -> str:
+    return (f"FROM {base}\nADD layer.tar /\n"
+            f"ENV PYTHONPATH=/testbed/{project.import_path}:/{SITE}\nWORKDIR /testbed\n")
+
+
+@dataclass
+class ProjectImage:
+    tag: str
+    image_id: str
+    content_digest: str
+    base_id: str
+    layer_sha256: str
+    built: bool
+
+
+def content_digest(client: Any, tag: str) -> str:
+    attrs = client.images.get(tag).attrs
+    config = attrs.get("Config") or {}
+    body = {"layers": (attrs.get("RootFS") or {}).get("Layers") or [],
+            "env": sorted(config.get("Env") or []), "workdir": config.get("WorkingDir") or ""}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def ensure_image(client: Any, project: Project, layer: bytes, base: str) -> ProjectImage:
+    """The project image of these inputs, built when absent (module contract)."""
+    import docker.errors
+
+    try:
+        base_id = client.images.get(base).id
+    except docker.errors.ImageNotFound:
+        raise RealcodeError(f"base image {base} is not present; build it with "
+                            f".ci/docker_setup.sh (or set RATCHET_SWE_BASE_IMAGE)") from None
+    text = dockerfile(project, base)
+    layer_sha = hashlib.sha256(layer).hexdigest()
+    inputs = hashlib.sha256(f"{base_id}\n{text}\n{layer_sha}".encode()).hexdigest()[:16]
+    tag = f"{IMAGE_REPO}/{project.name}:{project.version}-{inputs}"
+    built = False
+    try:
+        client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        context = io.BytesIO()
+        with tarfile.open(fileobj=context, mode="w") as tar:
+            for name, data in (("Dockerfile", text.encode()), ("layer.tar", layer)):
+                info = tarfile.TarInfo(name)
+                info.size, info.mtime = len(data), EPOCH
+                tar.addfile(info, io.BytesIO(data))
+        context.seek(0)
+        try:
+            for event in client.api.build(fileobj=context, custom_context=True, tag=tag, rm=True,
+                                          forcerm=True, decode=True, network_mode="none",
+                                          labels={LABEL: inputs}):
+                if "error" in event:
+                    raise RealcodeError(f"building {tag} failed: {event['error'].strip()}")
+        except docker.errors.APIError as exc:
+            raise RealcodeError(f"building {tag} failed: {exc}") from exc
+        built = True
+    image = client.images.get(tag)
+    return ProjectImage(tag, image.id, content_digest(client, tag), base_id, layer_sha, built)
+
+
+def remove_image(client: Any, image: ProjectImage) -> None:
+    import docker.errors
+
+    try:
+        client.images.remove(image.tag, force=True)
+    except docker.errors.DockerException:
+        pass  # already gone: nothing half-built is left either way

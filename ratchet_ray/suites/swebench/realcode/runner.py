@@ -1,0 +1,97 @@
+"""The project's own test command, run in a container of its image, parsed by swebench.
+
+Contracts:
+- ``run_suite(client, image, project, diff=None, removed=())`` starts one container of
+  ``image`` without network, applies ``diff`` to ``/testbed`` (``git apply``), deletes
+  ``removed``, runs ``project.test_command`` on the test folders (deselected tests left out)
+  between swebench's start/end markers, and returns a ``SuiteRun``: every test id's status as
+  the project's swebench log parser reads the log, the log, the short summary lines
+  (``summary``: pytest's ``FAILED id - why``) and the seconds. A run past
+  ``project.timeout_s`` raises ``RealcodeError``; the container is removed either way.
+- ``passed(status)``: swebench's PASSED/XFAIL count as passing, as its grader counts them.
+"""
+
+from __future__ import annotations
+
+import base64
+import shlex
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ratchet_ray.suites.swebench.imports import serial_imports
+from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
+from ratchet_ray.suites.swebench.realcode.projects import Project
+
+START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
+
+
+@dataclass
+class SuiteRun:
+    statuses: dict[str, str]
+    log: str
+    seconds: float
+    summary: dict[str, str] = field(default_factory=dict)
+    """Test id -> the reason pytest's short summary gives for a failure or error."""
+
+
+def passed(status: str) -> bool:
+    return status in ("PASSED", "XFAIL")
+
+
+def test_args(project: Project, paths: tuple[str, ...] | list[str] | None = None) -> str:
+    """The test command's arguments: ``paths`` (default the test folders), deselections."""
+    words = [*(paths or project.test_dirs)]
+    for test_id, _why in project.deselected:
+        words += ["--deselect", test_id]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def script(project: Project, diff: str | None, removed: tuple[str, ...] | list[str]) -> str:
+    lines = ["set -e", "cd /testbed"]
+    if diff:
+        lines.append(f"echo {base64.b64encode(diff.encode()).decode()} | base64 -d | "
+                     f"git apply -")
+    if removed:
+        lines.append("rm -f -- " + " ".join(shlex.quote(p) for p in removed))
+    lines += ["set +e", f"echo '{START}'", f"{project.test_command} {test_args(project)}",
+              f"echo '{END}'"]
+    return "\n".join(lines) + "\n"
+
+
+def _summary(log: str) -> dict[str, str]:
+    reasons = {}
+    for line in log.splitlines():
+        for status in ("FAILED ", "ERROR "):
+            if line.startswith(status) and " - " in line:
+                test_id, why = line[len(status):].split(" - ", 1)
+                reasons[test_id.strip()] = why.strip()
+    return reasons
+
+
+def run_suite(client: Any, image: str, project: Project, diff: str | None = None,
+              removed: tuple[str, ...] | list[str] = ()) -> SuiteRun:
+    """One full run of the test command (module contract)."""
+    with serial_imports:
+        from swebench.harness.log_parsers import PARSER_REGISTRY
+
+    started = time.monotonic()
+    container = client.containers.create(image, ["bash", "-c", script(project, diff, removed)],
+                                         network_disabled=True, network_mode="none")
+    try:
+        container.start()
+        try:
+            result = container.wait(timeout=project.timeout_s)
+        except Exception as exc:  # requests' ReadTimeout / ConnectionError: the run hangs
+            raise RealcodeError(f"the test command of {project.name} ran past "
+                                f"{project.timeout_s}s in {image}; deselect the hanging tests "
+                                f"in its recipe") from exc
+        log = container.logs(stdout=True, stderr=True).decode(errors="replace")
+    finally:
+        container.remove(force=True)
+    if START not in log or END not in log:
+        raise RealcodeError(f"the test run in {image} stopped before its test command "
+                            f"(exit {result.get('StatusCode')}): {log.strip()[-300:]}")
+    body = log.split(START, 1)[1].split(END, 1)[0]
+    statuses = PARSER_REGISTRY[project.log_parser](body, None)
+    return SuiteRun(statuses, body, time.monotonic() - started, _summary(body))
