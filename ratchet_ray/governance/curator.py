@@ -10,8 +10,8 @@ Contracts:
   ACTIVE skill (and per CANDIDATE the tampering rule retires), sorted by id: ``retire``, ``keep`` (enough trials, score above the bar), ``insufficient`` (fewer than
   ``min_trials``) or ``exempt`` (``do_not_retire``: never retired, but reported with its live
   score and whether it *would* be retired, so an operator can review unlock candidates).
-- The tampering rule (``curator.retire_on_tampering``, on by default; off replicates the
-  paper's Default): ``curate(..., tampering=...)`` (per skill, its routed train capsules graded
+- The tampering rule (``curator.retire_on_tampering``, beyond the paper: off in the Default,
+  which is the paper's; ``--profile hardened`` turns it on): ``curate(..., tampering=...)`` (per skill, its routed train capsules graded
   as an attack on the grader, ``evidence.queries.tampering_by_skill``) retires a routable skill
   (ACTIVE, or CANDIDATE: those are routed during the bootstrap) with any such capsule at once,
   whatever its trials and score, with a reason starting ``tampering:`` (``TAMPERING_REASON``)

@@ -461,8 +461,8 @@ class LoopConfig(BaseModel):
     curator: CuratorSettings = Field(default_factory=CuratorSettings)
     rollback: RollbackSettings = Field(default_factory=RollbackSettings)
     cheat_probe: CheatProbeSettings = Field(default_factory=CheatProbeSettings)
-    """Impossible twins of train tasks graded each round (beyond the paper: ``enabled: false``
-    replicates it; docs/skill-hygiene.md)."""
+    """Impossible twins of train tasks graded each round (beyond the paper: off in the Default;
+    ``--profile hardened`` turns it on; docs/skill-hygiene.md)."""
     workers: WorkerSettings = Field(default_factory=WorkerSettings)
     grader: GraderSettings = Field(default_factory=GraderSettings)
     infra: InfraSettings = Field(default_factory=InfraSettings)
