@@ -5,13 +5,15 @@ What maps to what (one log per (round, split); eval only unless train is asked f
 
 | Inspect | ratchet |
 |---|---|
-| ``EvalLog`` file ``<run_id>_r<NN>_<split>.json`` | one round's pass over one split |
-| ``eval.task`` / ``eval.model`` | ``ratchet/<suite>/<split>`` / the Solver's model (``llm_call``) |
+| ``EvalLog`` file ``<first capsule's time>_ratchet-<suite>-<split>-r<NN>_<id>.json`` | one round's pass over one split |
+| ``eval.task`` / ``eval.task_display_name`` / ``eval.model`` | ``ratchet/<suite>/<split>/r<NN>`` / ``<suite> <split> round <N> (<run id>)`` / the Solver's model (``llm_call``) |
 | ``eval.metadata`` | run id, arm, seed, round, split, suite |
 | ``EvalSample`` (``id`` = task id, ``epoch`` = attempt + 1) | one capsule |
 | ``sample.input`` | the task statement (the task id where the suite's tasks do not load offline) |
 | ``sample.output`` | the graded output (code, patch) as the Solver's reply |
 | ``sample.scores["ratchet_grader"]`` | ``C``/``I`` = passed or not; ``explanation`` = exit status |
+| ``sample.model_usage``, ``output.usage``, ``stats.model_usage`` | the Solver's tokens and cost per capsule, summed per log |
+| ``sample.total_time`` / ``working_time`` / ``output.time`` | the Solver's latency of the capsule |
 | ``sample.metadata`` | skill injected (id and guidance), exit status, infra failure, grader trace, impossible twin, tokens, cost, latency, capsule id |
 | ``results.scores[0].metrics["accuracy"]`` | the round's pass@1 over the split's first attempts |
 
@@ -19,6 +21,9 @@ Contracts:
 - ``export_inspect(run_dir, out_dir, splits)`` writes the logs and returns their paths in
   (round, split) order; it needs the optional ``inspect-ai`` package (extra ``inspect``) and says
   how to install it when it is missing (``InspectMissing``). Nothing is written into the run dir.
+  File names follow Inspect's ``{timestamp}_{task}_{id}`` form (``log_name``), so ``inspect
+  view`` and ``inspect_ai.log.list_eval_logs`` list every exported log, each round apart: the
+  id is a digest of (run id, round, split), so exporting again rewrites the same files.
 - ``task_statements(run_dir, ids, limit)`` the statements of the run's tasks when its suite loads
   offline, else ``{}`` (shared with the HTML report).
 """
@@ -26,7 +31,9 @@ Contracts:
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import logging
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -84,6 +91,32 @@ def _iso(seconds: float | None) -> str:
     return dt.datetime.fromtimestamp(float(seconds), dt.timezone.utc).isoformat()
 
 
+def log_name(run_id: str, suite: str, split: str, round_: int, started: float) -> tuple[str, str]:
+    """``(file name, log id)`` of one exported log: Inspect's ``{timestamp}_{task}_{id}.json``
+    (its viewer lists only names that start with a timestamp, and splits them on ``_``), the
+    timestamp that of the round's first capsule."""
+    stamp = dt.datetime.fromtimestamp(float(started), dt.timezone.utc).strftime(
+        "%Y-%m-%dT%H-%M-%S+00-00")
+    task = re.sub(r"[^A-Za-z0-9]+", "-", f"ratchet-{suite}-{split}-r{round_:02d}")
+    log_id = hashlib.sha256(f"{run_id}/{round_}/{split}".encode()).hexdigest()[:22]
+    return f"{stamp}_{task}_{log_id}.json", log_id
+
+
+def _usage(capsule: dict[str, Any], usage_cls) -> Any:
+    tokens_in, tokens_out = int(capsule["input_tokens"] or 0), int(capsule["output_tokens"] or 0)
+    return usage_cls(input_tokens=tokens_in, output_tokens=tokens_out,
+                     total_tokens=tokens_in + tokens_out,
+                     total_cost=float(capsule["cost_usd"]) if capsule["cost_usd"] else None)
+
+
+def _total(usages: list[Any], usage_cls) -> Any:
+    costs = [u.total_cost for u in usages if u.total_cost is not None]
+    return usage_cls(input_tokens=sum(u.input_tokens for u in usages),
+                     output_tokens=sum(u.output_tokens for u in usages),
+                     total_tokens=sum(u.total_tokens for u in usages),
+                     total_cost=sum(costs) if costs else None)
+
+
 def _solver_model(con, fallback: str) -> str:
     rows = [r for r in nq.fetch_dicts(con, "models_used") if r["role"] == "solver"]
     if not rows:
@@ -98,7 +131,7 @@ def export_inspect(run_dir: str | Path, out_dir: str | Path,
     try:
         from inspect_ai.log import (EvalConfig, EvalDataset, EvalLog, EvalMetric, EvalResults,
                                     EvalSample, EvalScore, EvalSpec, EvalStats, write_eval_log)
-        from inspect_ai.model import ModelOutput
+        from inspect_ai.model import ModelOutput, ModelUsage
         from inspect_ai.scorer import Score
     except ImportError as exc:
         raise InspectMissing("the Inspect export needs the inspect-ai package: pip install "
@@ -119,16 +152,20 @@ def export_inspect(run_dir: str | Path, out_dir: str | Path,
     written = []
     suite = str(who.get("suite") or "unknown")
     for (round_, split), capsules in sorted(groups.items()):
-        samples = [_sample(c, statements, guidance, model, EvalSample, ModelOutput, Score)
-                   for c in capsules]
+        samples = [_sample(c, statements, guidance, model, EvalSample, ModelOutput, Score,
+                           ModelUsage) for c in capsules]
         first = [c for c in capsules if c["attempt"] == 0]
         pass_at_1 = sum(bool(c["passed"]) for c in first) / len(first) if first else 0.0
         started = min(c["created_at"] for c in capsules)
         finished = max(c["created_at"] for c in capsules)
+        name, log_id = log_name(str(who["run_id"]), suite, split, round_, started)
         log = EvalLog(
             status="success",
             eval=EvalSpec(
-                created=_iso(started), task=f"ratchet/{suite}/{split}", run_id=str(who["run_id"]),
+                created=_iso(started), task=f"ratchet/{suite}/{split}/r{round_:02d}",
+                task_id=log_id, eval_id=log_id,
+                task_display_name=f"{suite} {split} round {round_} ({who['run_id']})",
+                run_id=str(who["run_id"]),
                 dataset=EvalDataset(name=suite, samples=len(first),
                                     sample_ids=[c["task_id"] for c in first]),
                 model=model, config=EvalConfig(),
@@ -139,22 +176,31 @@ def export_inspect(run_dir: str | Path, out_dir: str | Path,
                 scores=[EvalScore(name=SCORER, scorer=SCORER,
                                   metrics={"accuracy": EvalMetric(name="accuracy",
                                                                   value=pass_at_1)})]),
-            stats=EvalStats(started_at=_iso(started), completed_at=_iso(finished)),
+            stats=EvalStats(started_at=_iso(started), completed_at=_iso(finished),
+                            model_usage={model: _total([_usage(c, ModelUsage) for c in capsules],
+                                                       ModelUsage)}),
             samples=samples)
-        path = out / f"{who['run_id']}_r{round_:02d}_{split}.json"
+        path = out / name
         write_eval_log(log, str(path), format="json")
         written.append(path)
     return written
 
 
 def _sample(capsule: dict[str, Any], statements: dict[str, str], guidance: dict[str, str],
-            model: str, sample_cls, output_cls, score_cls):
+            model: str, sample_cls, output_cls, score_cls, usage_cls):
     skill = capsule["skill_id"]
     injected = None if skill in (None, NONE_SKILL) else skill
+    usage = _usage(capsule, usage_cls)
+    seconds = float(capsule["latency_s"]) if capsule["latency_s"] is not None else None
+    output = output_cls.from_content(model, capsule["output"] or "")
+    output.usage, output.time = usage, seconds
+    done = capsule["created_at"]
     return sample_cls(
         id=capsule["task_id"], epoch=int(capsule["attempt"]) + 1,
         input=statements.get(capsule["task_id"], f"task {capsule['task_id']}"), target="",
-        output=output_cls.from_content(model, capsule["output"] or ""),
+        output=output, model_usage={model: usage}, total_time=seconds, working_time=seconds,
+        started_at=_iso(done - seconds) if done is not None and seconds is not None else None,
+        completed_at=_iso(done) if done is not None else None,
         scores={SCORER: score_cls(value="C" if capsule["passed"] else "I",
                                   answer=(capsule["output"] or "")[:200],
                                   explanation=capsule["exit_status"] or "")},

@@ -21,7 +21,7 @@ def _capsules(run: Path, split: str) -> list[tuple]:
 
 
 def test_an_exported_run_reads_back_in_inspect_sample_for_capsule(scenario_run: Path, tmp_path):
-    from inspect_ai.log import read_eval_log
+    from inspect_ai.log import list_eval_logs, read_eval_log
 
     out = tmp_path / "inspect"
     result = CliRunner().invoke(main, ["export", "--inspect", str(scenario_run), "-o", str(out),
@@ -33,21 +33,38 @@ def test_an_exported_run_reads_back_in_inspect_sample_for_capsule(scenario_run: 
     for split in ("eval", "train"):
         expected = _capsules(scenario_run, split)
         seen = []
-        for path in [p for p in logs if p.name.endswith(f"_{split}.json")]:
+        for path in [p for p in logs if f"-{split}-r" in p.name]:
             log = read_eval_log(str(path))
             assert log.status == "success" and log.eval.metadata["split"] == split
             round_ = log.eval.metadata["round"]
+            # The round in the name Inspect's list shows and in the title, each log apart.
+            assert path.name.split("_")[1].endswith(f"-{split}-r{round_:02d}")
+            assert log.eval.task == f"ratchet/mbpp/{split}/r{round_:02d}"
+            assert log.eval.task_display_name.startswith(f"mbpp {split} round {round_} (")
             first = [s for s in log.samples if s.epoch == 1]
             accuracy = log.results.scores[0].metrics["accuracy"].value
             assert accuracy == pytest.approx(
                 sum(s.scores["ratchet_grader"].value == "C" for s in first) / len(first))
             for s in log.samples:
+                # Tokens and time where Inspect's viewer reads them, as the capsule recorded.
+                usage = s.model_usage[log.eval.model]
+                assert usage.input_tokens == s.metadata["input_tokens"] > 0
+                assert usage.total_tokens == usage.input_tokens + usage.output_tokens
+                assert s.output.usage == usage and s.total_time == s.metadata["latency_s"]
+                assert s.working_time == s.output.time == s.total_time is not None
                 seen.append((round_, s.id, s.epoch - 1, s.metadata["skill_id"],
                              s.scores["ratchet_grader"].value == "C",
                              s.scores["ratchet_grader"].explanation, s.output.completion))
                 assert s.input  # the task's statement, or its id where it does not load
                 assert "grader_trace" in s.metadata and "skill_guidance" in s.metadata
+            total = log.stats.model_usage[log.eval.model]
+            assert total.input_tokens == sum(s.metadata["input_tokens"] for s in log.samples)
         assert sorted(seen) == sorted(expected), split
+    # Inspect's own listing (what `inspect view` shows) finds every exported log, none twice.
+    listed = list_eval_logs(str(out))
+    assert sorted(Path(info.name.removeprefix("file://")).name for info in listed) == \
+        sorted(p.name for p in logs)
+    assert len({(info.task, info.task_id) for info in listed}) == len(logs)
     routed = [s for p in logs for s in read_eval_log(str(p)).samples
               if s.metadata["skill_id"] != "NONE"]
     assert routed and all(s.metadata["skill_guidance"] for s in routed)
