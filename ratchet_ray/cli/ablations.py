@@ -46,7 +46,7 @@ from ratchet_ray.run_config.options import (bank_option, csv_list, dataset_path_
 from ratchet_ray.loop.entry import DRY_RUN, SUITE, print_config, version_option
 from ratchet_ray.sweep.ray_head import RayHeadError, ray_cluster
 from ratchet_ray.sweep.spec import (ARMS, JobOutcome, SweepError, SweepSpec, check_sweep_file,
-                                    child_config, cpus_per_run, lock_sweep, plan_jobs,
+                                    child_config, cpus_per_run, job_name, lock_sweep, plan_jobs,
                                     recorded_spend, split_sets, with_recorded_budget,
                                     write_status)
 
@@ -69,7 +69,8 @@ def _check_runs(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
 @click.option("--arms", default=",".join(ARMS), show_default=True,
               callback=csv_list(str, "default,A1,A4"),
               help="Arms to run: default and/or the paper's A1..A8 (the default list) and "
-                   "A9, A10 beyond it (configs/ablations/<arm>.yaml).")
+                   "A9, A10 beyond it (configs/ablations/<arm>.yaml), or the path of an arm "
+                   "file of yours (my_arm.yaml: its runs are named my_arm).")
 @seeds_option("42,7,13", "Seeds to run each arm with, comma-separated (each arm-seed is one run).")
 @click.option("--rounds", type=click.IntRange(min=1),
               help="Rounds per run (default: the suite's paper value, 100 MBPP+ / 20 SWE-bench).")
@@ -188,11 +189,11 @@ def _dry_run(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
         raise click.UsageError(str(exc)) from exc
     for outcome in skipped:
         click.echo(f"# {outcome.name}: skip ({outcome.message})")
+    planned = {job_name(arm, seed): (arm, seed) for arm in arms for seed in seeds}
     for job in jobs:
         click.echo(f"---\n# {job.name}: {job.action}: {shlex.join(job.argv)}")
         if job.action == "new":
-            arm, seed = job.name.rsplit("_s", 1)
-            print_config(child_config(spec, arm, int(seed)))
+            print_config(child_config(spec, *planned[job.name]))
 
 
 def _manage(out_dir: Path, address: str | None, stop: bool) -> None:

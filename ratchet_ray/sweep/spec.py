@@ -16,7 +16,9 @@ Contracts:
   unfinished rounds is continued with ``--resume RUN_DIR``; one without a run dir starts with
   ``[--config <arm file>] --seed S --tag <arm>_s<S>``, the shared flags and
   ``--set results_dir=runs/<arm>_s<S>``; the child resolves Default -> suite file -> arm file
-  -> flags and ``--set`` (the Default arm adds no file). Each new config is validated before
+  -> flags and ``--set`` (the Default arm adds no file). An arm may be a YAML file of the
+  user's (``is_arm_file``: a path or a ``.yaml`` name): its runs are named by the file's stem
+  (``arm_name``; ``--set arm=<stem>``). Each new config is validated before
   anything runs, its backend and subset file too (``loop.entry.startable_problems``). Every
   job (new or resumed) gets the sweep's scope as ``budget.scope`` and the sweep's budget
   (``--set budget.*``), so the limits apply to the sum over all arm-seeds; a new job also gets
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -51,6 +54,7 @@ ARMS = ("default", "A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8")
 SWEEP_FILE = "sweep.json"
 STATUS_FILE = "status.json"
 # Config keys the sweep sets per child; a --set of one of them would break the layout.
+_NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,40}$")
 RESERVED_KEYS = ("suite", "arm", "seed", "tag", "results_dir", "budget.scope",
                  "llm.limiter_scope")
 BUDGET_KEYS = ("budget.max_tokens", "budget.max_cost_usd")
@@ -145,11 +149,35 @@ class JobOutcome:
 
 
 def job_name(arm: str, seed: int) -> str:
-    return f"{arm}_s{seed}"
+    return f"{arm_name(arm)}_s{seed}"
+
+
+def is_arm_file(arm: str) -> bool:
+    """Whether ``--arms`` names an arm file of the user's (a path, or a ``.yaml`` / ``.yml``
+    name) rather than a shipped arm (``default``, ``A1`` ... under ``configs/ablations``)."""
+    return arm.endswith((".yaml", ".yml")) or "/" in arm
+
+
+def arm_name(arm: str) -> str:
+    """The arm's name in job names, run dirs and the report: an arm file's stem (the runs get
+    ``--set arm=<stem>``), else the arm as given."""
+    return Path(arm).stem if is_arm_file(arm) else arm
 
 
 def arm_config_file(arm: str) -> Path:
-    """``configs/default.yaml`` for the Default, ``configs/ablations/<arm>.yaml`` otherwise."""
+    """``configs/default.yaml`` for the Default, ``configs/ablations/<arm>.yaml`` for a shipped
+    arm, the file itself (resolved) for an arm file of the user's (``is_arm_file``)."""
+    if is_arm_file(arm):
+        path = Path(arm).expanduser().resolve()
+        if not path.is_file():
+            raise SweepError(f"arm file {arm} does not exist ({path}); give the path of a YAML "
+                             "config file (its keys change the Default, as "
+                             "configs/ablations/A4.yaml does) or a shipped arm name")
+        if not _NAME_OK.match(path.stem) or path.stem == "default":
+            raise SweepError(f"arm file {arm}: its name {path.stem!r} names the arm's runs; "
+                             "rename the file to letters, digits, '_', '.' or '-' (not "
+                             "'default')")
+        return path
     configs = configs_dir()
     path = configs / ("default.yaml" if arm == "default" else f"ablations/{arm}.yaml")
     if not path.is_file():
@@ -197,7 +225,8 @@ def child_config(spec: SweepSpec, arm: str, seed: int) -> LoopConfig:
     from ratchet_ray.loop.entry import startable_problems
     from ratchet_ray.run_config.flags import build_overrides
 
-    overrides = build_overrides(spec.suite, rounds=spec.rounds, n_train=spec.n_train,
+    named = [f"arm={arm_name(arm)}"] if is_arm_file(arm) else []  # the file's runs, by name
+    overrides = named + build_overrides(spec.suite, rounds=spec.rounds, n_train=spec.n_train,
                                 n_eval=spec.n_eval, subset=spec.subset, seed=seed,
                                 tag=job_name(arm, seed), llm=spec.llm,
                                 dataset_path=spec.dataset_path, workers=spec.workers,
@@ -274,6 +303,8 @@ def plan_jobs(spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int],
             else:
                 child_config(spec, arm, seed)
                 configs = [flag for path in arm_files(arm) for flag in ("--config", str(path))]
+                if is_arm_file(arm):
+                    configs += ["--set", f"arm={arm_name(arm)}"]
                 argv = [*base, spec.suite, *configs, "--seed",
                         str(seed), "--tag", name, *spec.shared_flags(), *budget_flags(spec),
                         "--set", f"llm.limiter_scope={spec.scope}",

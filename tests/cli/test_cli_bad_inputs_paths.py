@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from refusals import no_ray, no_run_folder, ratchet, refused  # noqa: F401 (no_ray: a fixture)
 from ratchet_ray.bank.pack_format import MANIFEST
@@ -128,3 +129,27 @@ def test_resume_of_a_run_of_another_suite_gives_the_fix(results, tmp_path):
     run_dir = a_run_dir(tmp_path / "mbpp_r1_run", suite="mbpp")
     refused(ratchet("run", "sim", "--resume", str(run_dir)), "is a mbpp run, not sim",
             "--resume alone", "without --resume")
+
+
+# ---- an arm file of the user's -------------------------------------------------------------------
+def test_ablations_take_the_path_of_an_arm_file(results, tmp_path):
+    arm = tmp_path / "arms" / "my_arm.yaml"
+    arm.parent.mkdir()
+    arm.write_text("curator:\n  min_trials: 7\n")
+    out = ratchet("ablations", "sim", "--arms", f"default,{arm}", "--seeds", "3", "--rounds", "1",
+                  "--dry-run")
+    assert out.exit_code == 0, out.output
+    docs = [d for d in out.stdout.split("---\n") if d.strip()]
+    plans = [d.splitlines()[0] for d in docs]
+    assert plans[1].startswith("# my_arm_s3: new: ") and f"--config {arm} --set arm=my_arm" in \
+        plans[1]
+    configs = [yaml.safe_load(d) for d in docs]
+    assert [(c["arm"], c["curator"]["min_trials"]) for c in configs] == [("default", 100),
+                                                                         ("my_arm", 7)]
+    no_run_folder(results)
+
+
+def test_a_missing_arm_file_is_one_line(results, tmp_path):
+    refused(ratchet("ablations", "sim", "--arms", "default,no/such_arm.yaml", "--rounds", "1",
+                    "--dry-run"), "arm file no/such_arm.yaml does not exist",
+            "configs/ablations/A4.yaml")
