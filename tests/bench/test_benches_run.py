@@ -41,6 +41,7 @@ BENCHES = {
     # ``swe_scale.py drive``: swe_throughput's --nodes (a local cluster of Docker nodes), the
     # one part not run here; its round (``run_round``) runs in test_swe_throughput.
     "swe_scale.py": "test_swe_throughput",
+    "mutant_detector.py": "test_mutant_detector",
 }
 
 
@@ -106,6 +107,13 @@ def test_grader_agreement():
     assert "MBPP+ grader agreement: 2 tasks x 3 solutions, 1 workers" in out, out
     assert len(lines_matching(out, r"^\s+\w+\s*: agreement \d+/2 ")) == 3, out
     assert re.search(rf"throughput ratio ours/evalplus {NUMBER}", out), out
+
+
+def test_mutant_detector():
+    out = run_bench("mutant_detector.py", "--files", "25", "--packages", "numpy,networkx")
+    assert re.search(r"test files: 25, expectations: \d+", out), out
+    assert len(lines_matching(out, rf"^\| (before|after) \| {NUMBER} \| \w+ \| {NUMBER} \|$")) == 2, out
+    assert re.search(r"target: detector AUC after <= 0.6: (met|NOT met)", out), out
 
 
 def test_sim_speed():

@@ -40,6 +40,33 @@ def test_a_literal_changes_value_but_not_type_and_mostly_not_length(source, same
     assert mutate_literal("f(x)", random.Random(0)) is None
 
 
+def _replaced(text: str, seeds: int = 40) -> list[str]:
+    """The replacements of the last literal of ``text``'s one test over ``seeds`` draws."""
+    tree = ast.parse(text)
+    (literal, compared), = mutants.expectations(tree, "test_x")
+    lines = text.split("\n")
+    old = ast.get_source_segment(text, literal)
+    pool = mutants.literal_pool(tree, text)
+    args = mutants.call_arguments(lines, compared)
+    return [mutants.replacement(old, random.Random(s), pool, args) for s in range(seeds)]
+
+
+def test_a_replacement_looks_like_a_real_expectation():
+    """One of the call's arguments where the real value is one, never one where it is not;
+    another literal of the file (or of its words) of the same type and length; a number of the
+    same number of digits."""
+    assert set(_replaced("def test_x():\n    assert pick(3, 7) == 7\n")) == {"3"}
+    added = _replaced("def test_x():\n    assert add(2, 3) == 5\n", 200)
+    assert {"2", "3", "5"}.isdisjoint(added) and len(set(added)) >= 4 and all(len(a) == 1 for a in added)
+    big = _replaced("def test_x():\n    assert f(1) == 4096\n")
+    assert all(len(b) == 4 and b != "4096" and not b.startswith("0") for b in big)
+    text = "NAMES = ['delta', 'gamma']\n\n\ndef test_x():\n    assert name(4) == 'alpha'\n"
+    words = _replaced(text, 100)
+    assert set(words) <= {"'delta'", "'gamma'"} and set(words) == {"'delta'", "'gamma'"}, words
+    lone = _replaced("def test_x():\n    assert shout('hi') == 'HELLO'\n")
+    assert all(len(w) == 7 and w != "'HELLO'" and ast.literal_eval(w) for w in lone)
+
+
 TESTS_TEXT = '''import unittest
 from m import f
 

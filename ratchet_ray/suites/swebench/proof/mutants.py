@@ -2,9 +2,10 @@
 
 A canary session (``differential``) runs the eval exactly as the real session does, except that
 one graded test's expected value is different: same file, same name, same position, same type
-and shape, and where it can be the same length, so the file's size does not change either
-(``5`` -> ``7``, ``'abc'`` -> ``'abd'``, ``2.5`` -> ``2.6``, ``[1, 2]`` -> ``[1, 3]``; ``True``
--> ``False`` and ``''`` -> ``'a'`` are the exceptions). A fix passes the real test and fails its
+and length, so the file's size does not change either (``True`` -> ``False`` and ``''`` ->
+``'q'`` are the exceptions), and a value drawn from what real expectations look like
+(``literals.replacement``: another argument of the compared call where the real value is one,
+another literal of the file, a number of the same magnitude, a string of the file's words). A fix passes the real test and fails its
 mutant; code that forces outcomes passes both, and cannot tell which session it is in.
 
 Contracts:
@@ -17,17 +18,21 @@ Contracts:
   one the mutant was made from (the literal is not where it was). ``Mutant`` round-trips through
   ``as_dict``/``from_dict`` (gold records keep them).
 - ``mutate_literal(source, rng)`` -> another literal of the same type and shape (same length
-  where one exists), or None.
+  where one exists), or None: a character edit, the replacement's last resort (and the whole
+  design before issue 49, which ``bench/mutant_detector.py`` compares with).
+- ``expectations(tree, qual)``: the test's literal expectations, each with what it is compared
+  with.
 """
 
 from __future__ import annotations
 
 import ast
 import random
-import string
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ratchet_ray.suites.swebench.proof.literals import (  # noqa: F401 - mutate_literal: this module's contract
+    call_arguments, literal_pool, mutate_literal, replacement, vocabulary)
 
 # unittest assertions whose expected value is one of their first two arguments
 EQUAL_CALLS = ("assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
@@ -96,8 +101,9 @@ def _literal(node: ast.expr | None) -> bool:
     return False
 
 
-def _expectations(fn: ast.FunctionDef) -> list[ast.expr]:
-    """The literal expectations in ``fn``'s body, in source order."""
+def _expectations(fn: ast.FunctionDef) -> list[tuple[ast.expr, ast.expr]]:
+    """The literal expectations in ``fn``'s body, in source order, each with the expression it
+    is compared with."""
     found = []
     for node in ast.walk(fn):
         if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare):
@@ -106,20 +112,27 @@ def _expectations(fn: ast.FunctionDef) -> list[ast.expr]:
                 right, left = cmp.comparators[0], cmp.left
                 if isinstance(cmp.ops[0], ast.Is):
                     if isinstance(right, ast.Constant) and type(right.value) is bool:
-                        found.append(right)
+                        found.append((right, left))
                 elif _literal(right):
-                    found.append(right)
+                    found.append((right, left))
                 elif _literal(left):
-                    found.append(left)
+                    found.append((left, right))
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
               and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"
               and node.func.attr in EQUAL_CALLS and len(node.args) >= 2):
             first, second = node.args[:2]
             if _literal(second):
-                found.append(second)
+                found.append((second, first))
             elif _literal(first):
-                found.append(first)
-    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
+                found.append((first, second))
+    return sorted(found, key=lambda pair: (pair[0].lineno, pair[0].col_offset))
+
+
+def expectations(tree: ast.AST, qual: str) -> list[tuple[ast.expr, ast.expr]]:
+    """``_expectations`` of the test ``qual`` (``Class::method`` or ``function``) in ``tree``;
+    empty when it is not there (``bench/mutant_detector.py`` reads real ones with it)."""
+    fn = _function(tree, qual) if isinstance(tree, ast.Module) else None
+    return _expectations(fn) if fn is not None else []
 
 
 def _constants(node: ast.expr) -> list[ast.Constant]:
@@ -132,48 +145,6 @@ def _constants(node: ast.expr) -> list[ast.Constant]:
     return [c for part in reversed(parts) for c in _constants(part)]
 
 
-def _next_char(c: str, rng: random.Random) -> str:
-    for pool in (string.digits, string.ascii_lowercase, string.ascii_uppercase):
-        if c in pool:
-            return rng.choice([p for p in pool if p != c])
-    return c
-
-
-def mutate_literal(source: str, rng: random.Random) -> str | None:
-    """A different literal of ``source``'s type (same length where possible; see the module
-    docstring), checked by evaluating both."""
-    try:
-        before = ast.literal_eval(source)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-    if type(before) is bool:
-        return str(not before)
-    candidates = []
-    body_end = len(source)
-    if isinstance(before, (str, bytes)):
-        quote = source[-1]
-        body_end = len(source) - (3 if source.endswith(quote * 3) and len(source) >= 6 else 1)
-    for i in range(body_end - 1, -1, -1):
-        c = source[i]
-        if isinstance(before, (str, bytes)) and i > 0 and source[i - 1] == "\\":
-            continue  # part of an escape
-        changed = _next_char(c, rng)
-        if changed != c:
-            candidates.append(source[:i] + changed + source[i + 1:])
-        if len(candidates) >= 3:
-            break
-    if isinstance(before, (str, bytes)) and body_end < len(source):
-        candidates.append(source[:body_end] + "q" + source[body_end:])  # '' -> 'q'
-    for new in candidates:
-        try:
-            after = ast.literal_eval(new)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            continue
-        if type(after) is type(before) and after != before:
-            return new
-    return None
-
-
 def _segment(lines: list[str], node: ast.expr) -> tuple[int, str] | None:
     """``(character column, text)`` of a one-line node (``ast`` offsets are UTF-8 bytes)."""
     if node.lineno != node.end_lineno:
@@ -183,16 +154,17 @@ def _segment(lines: list[str], node: ast.expr) -> tuple[int, str] | None:
     return col, raw[node.col_offset:node.end_col_offset].decode(errors="replace")
 
 
-def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef,
-            rng: random.Random) -> Mutant | None:
+def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Random,
+            pool: tuple[list[str], dict]) -> Mutant | None:
     lines = text.split("\n")
-    for expectation in reversed(_expectations(fn)):
+    for expectation, compared in reversed(_expectations(fn)):
+        args = call_arguments(lines, compared)
         for constant in _constants(expectation):
             found = _segment(lines, constant)
             if found is None:
                 continue
             col, old = found
-            new = mutate_literal(old, rng)
+            new = replacement(old, rng, pool[0], args, pool[1])
             if new is not None:
                 return Mutant(test, file, constant.lineno, col, old, new, lines[constant.lineno - 1])
     return None
@@ -201,6 +173,7 @@ def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef,
 def candidates(located: dict[str, tuple[str, str]], texts: dict[str, str | None],
                rng: random.Random) -> dict[str, Mutant]:
     trees: dict[str, ast.Module | None] = {}
+    pools: dict[str, tuple[list[str], dict]] = {}
     found = {}
     for test, (file, qual) in sorted(located.items()):
         text = texts.get(file)
@@ -211,11 +184,13 @@ def candidates(located: dict[str, tuple[str, str]], texts: dict[str, str | None]
                 trees[file] = ast.parse(text)
             except SyntaxError:
                 trees[file] = None
+            pools[file] = (literal_pool(trees[file], text) if trees[file] is not None else [],
+                           vocabulary(text))
         tree = trees[file]
         fn = _function(tree, qual) if tree is not None else None
         if fn is None:
             continue
-        mutant = _mutant(test, file, text, fn, rng)
+        mutant = _mutant(test, file, text, fn, rng, pools[file])
         if mutant is not None and mutant.apply(text) is not None:
             found[test] = mutant
     return found
