@@ -186,7 +186,10 @@ def caught(mutant: Mutant, session: Session) -> str | None:
 
 
 def caught_beside(result: GradeResult, canaries: list[tuple[Mutant, Session]]) -> GradeResult:
-    """Module contract (``result``: the real session's verdict, not a resolution)."""
+    """Module contract (``result``: the real session's verdict, not a resolution; one that is
+    already ``test_tampering`` stays as it is, naming the layer that caught it)."""
+    if result.exit_status == "test_tampering":
+        return result
     k = len(canaries)
     found = [f"canary session {i} of {k} ({session.seconds:.1f}s), mutant {mutant.describe()}: "
              f"{why}" for i, (mutant, session) in enumerate(canaries, 1)

@@ -17,7 +17,8 @@ Contracts:
     still ``test_tampering`` when a canary session run beside it is caught
     (``differential.caught_beside``). The gold patch itself (trusted) runs its real session
     first, which makes a missing record; an instance without a runner the grader reads, a
-    gold record that does not resolve or keeps no mutant: the real session alone.
+    gold record that does not resolve or keeps no mutant, no gold patch to be had: the real
+    session alone (its resolution then ``gold_unresolved`` / ``gold_unavailable``).
     ``proven``: whether canary sessions ran;
   - ``canary(ctx, patch, log_dir, log, i, mutants)`` -> one canary session (its logs under
     ``canary-<i>/``); ``sessions_at_once(n)``: how many of ``n`` sessions start together;
@@ -141,7 +142,15 @@ class DifferentialProof:
                 return real.result, real, False
             return self._prove_after(ctx, patch, real, log_dir, log), real, True
         started = time.monotonic()
-        record, made = self.record_for(ctx, log, None)
+        try:
+            record, made = self.record_for(ctx, log, None)
+        except InfraFailure as exc:
+            if exc.reason != "gold_unavailable":
+                raise
+            real = real_session()  # no gold to prove a resolution with: only one is refused
+            if real.result.passed:
+                raise
+            return real.result, real, False
         gold_s = time.monotonic() - started
         chosen = draw(record, ctx.instance, self.settings.canary_sessions,
                       secrets.SystemRandom()) if record.resolved else []
