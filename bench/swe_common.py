@@ -41,7 +41,8 @@ def bench_config(dataset: Path, out: Path, timeout_s: float,
         "swebench.namespace=null", "swebench.cache_level=instance", "swebench.memory_mb=1024",
         f"swebench.lock_dir={json.dumps(str(out / 'locks'))}",
         f"swebench.gold_records={json.dumps(str(out / 'gold'))}",
-        f"grader.timeout_s={timeout_s:g}", "swebench.instance_deadline_s=600", *overrides])
+        f"swebench.grade_command_timeout_s={timeout_s:g}", "swebench.instance_deadline_s=600",
+        *overrides])
 
 
 def make_gold_records(config, instances: list[dict], out: Path) -> float:

@@ -299,7 +299,8 @@ class GraderSettings(BaseModel):
     model_config = _STRICT
     timeout_s: float = Field(default=20.0, gt=0)
     """MBPP+: time budget floor per task; tasks whose reference solution is slow get what
-    evalplus's per-test limits allow (up to 136 s). SWE-bench: the limit of each Docker command."""
+    evalplus's per-test limits allow (up to 136 s). SWE-bench reads
+    ``swebench.grade_command_timeout_s`` instead (this key, set, moves there for its runs)."""
     memory_mb: int = Field(default=4096, gt=0)
     """Address-space limit of each sandboxed process (evalplus's own default)."""
 

@@ -54,7 +54,7 @@ def main(dataset: Path, out: Path, size: int, ids: list[str]) -> dict:
     config = load_config([], [
         "suite=swebench", f"dataset_path={json.dumps(str(dataset))}",
         "swebench.namespace=null", "swebench.cache_level=instance", "swebench.memory_mb=512",
-        f"results_dir={json.dumps(str(out))}", "grader.timeout_s=60",
+        f"results_dir={json.dumps(str(out))}", "swebench.grade_command_timeout_s=60",
         "swebench.instance_deadline_s=300"])
     tasks = {t.task_id: t for t in suite_for(config).load_tasks(config)}
     models = Models(llm=fakes.ScriptedLLM(test_swebench_loop.AgentScript()),

@@ -42,7 +42,7 @@ if __name__ == "__main__":
     config = load_config([], [
         *build_overrides("swebench", rounds=1, subset=subset, dataset_path=dataset, tag="cluster"),
         "swebench.namespace=null", "swebench.cache_level=instance", "swebench.memory_mb=512",
-        f"results_dir={results}", "grader.timeout_s=60",
+        f"results_dir={results}", "swebench.grade_command_timeout_s=60",
         "swebench.instance_deadline_s=300", "workers.solvers=1", "workers.graders=1"])
     models = Models(llm=fakes.ScriptedLLM(test_swebench_loop.AgentScript()),
                     embedder=fakes.HashEmbedder())

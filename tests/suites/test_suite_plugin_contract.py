@@ -148,3 +148,29 @@ def test_keys_a_suite_moved_into_its_section_keep_working(caplog, tmp_path):
         load_config([file], ["grader.min_time_limit_s=3"])  # a value the run will not use
     assert "grader.min_time_limit_s is no longer a setting of the grader section: it is " \
            "mbpp.min_time_limit_s now, which suite sim does not read" in caplog.text
+
+
+def test_grader_timeout_s_is_mbpps_and_swebench_has_its_own_key(caplog):
+    """``grader.timeout_s`` is MBPP+'s per-task floor; a SWE-bench grade's Docker commands are
+    limited by ``swebench.grade_command_timeout_s``. An old SWE-bench config's
+    ``grader.timeout_s`` still loads there with a warning naming the new key; the new key, set,
+    wins; the default file's ``grader.timeout_s`` (layered under every suite's) moves nothing."""
+    from ratchet_ray.run_config.files import layered_files
+    from ratchet_ray.suites import resolve_config, settings_for
+    from ratchet_ray.suites.swebench.settings import GradingLimits
+
+    mbpp = load_config([], ["grader.timeout_s=30"])
+    assert mbpp.grader.timeout_s == 30 and "swebench" not in mbpp.suite_settings
+    with caplog.at_level("WARNING"):
+        old = load_config([], ["suite=swebench", "grader.timeout_s=60"])
+    assert GradingLimits.of_run(old, settings_for(old)).timeout_s == 60
+    assert "it is swebench.grade_command_timeout_s now (60 used)" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert resolve_config(old) == old and caplog.text == ""  # stored, it resolves to itself
+        both = load_config([], ["suite=swebench", "grader.timeout_s=60",
+                                "swebench.grade_command_timeout_s=90"])
+    assert settings_for(both).grade_command_timeout_s == 90
+    assert "grader.timeout_s=60 ignored" in caplog.text
+    layered = load_config(layered_files("swebench"), ["suite=swebench"])
+    assert settings_for(layered).grade_command_timeout_s == 1800

@@ -14,8 +14,8 @@ reused, a twin's never for its real task nor the reverse, ``twin.grade_folder``)
    ``integrity.harness_paths``; the trace lists them); one that cannot be -> ``test_tampering``;
 5. the eval script, instrumented (``verdict``: secret markers, a JUnit report, the test block as
    the untrusted uid; just before it, root writes every file that holds a graded test, here
-   with its unchanged text), runs under ``config.grader.timeout_s`` (per command) and within
-   ``swebench.instance_deadline_s`` (whole instance, setup included); a kill -> ``timeout``,
+   with its unchanged text), runs under ``swebench.grade_command_timeout_s`` (per command) and
+   within ``swebench.instance_deadline_s`` (whole instance, setup included); a kill -> ``timeout``,
    the writable layer past ``swebench.disk_mb`` -> ``disk_budget_exceeded``;
 6. the output between the real markers is parsed by swebench's ``get_eval_report`` (the log
    imitates a marker -> ``test_tampering``; no markers -> ``tests_errored``); for pytest runners

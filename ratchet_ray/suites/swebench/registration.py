@@ -15,7 +15,7 @@ import os
 
 from ratchet_ray.suites.contract import EnvVar, FixHint
 from ratchet_ray.suites.registry import BUILTIN_ORIGIN, register
-from ratchet_ray.suites.swebench.settings import MOVED_KEYS, SwebenchSettings
+from ratchet_ray.suites.swebench.settings import MOVED_KEYS, SwebenchSettings, adopt_old_keys
 
 NAME = "swebench"
 # cluster.yaml's docker_worker nodes offer `docker`, one SWE-bench harness per unit; a local Ray
@@ -54,4 +54,5 @@ register(NAME, "ratchet_ray.suites.swebench:SwebenchSuite", settings=SwebenchSet
          impossible_twin="ratchet_ray.suites.swebench.proof.twin:impossible_twin",
          local_resources={"docker": LOCAL_DOCKER_SLOTS},
          cluster_node_types={"docker": "docker_worker"}, fix_hints=(DOCKER_FIX,),
-         env_vars=ENV_VARS, task_id_pattern=TASK_ID_PATTERN, moved_keys=MOVED_KEYS)
+         env_vars=ENV_VARS, task_id_pattern=TASK_ID_PATTERN, moved_keys=MOVED_KEYS,
+         configure=adopt_old_keys)

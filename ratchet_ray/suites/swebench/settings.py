@@ -7,6 +7,11 @@ Contracts:
   registry registers ``SwebenchSettings`` as this suite's settings, so YAML's ``swebench:`` and
   ``--set swebench.key=value`` land there) and otherwise returns the defaults;
   ``config.dataset_path`` always wins over ``dataset_name``.
+- ``adopt_old_keys(config, settings)`` (the suite's ``configure`` hook): a config that still sets
+  ``grader.timeout_s`` (other than its default) for a SWE-bench run, the key this suite read as
+  each Docker command's limit before ``grade_command_timeout_s``, has its value moved there
+  unless the new key is set too (other than its default), with a warning naming the new key;
+  ``grader.timeout_s`` itself is MBPP+'s per-task floor.
 - ``on_this_node(settings)``: the settings a worker uses on its node: ``$RATCHET_SWEBENCH_LOCK_DIR``
   of the node's environment (set where the node is started, e.g. ``ray start``), when set,
   replaces ``lock_dir``, so a node can keep its locks and image-cache index apart from another
@@ -17,6 +22,7 @@ Contracts:
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -24,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 _STRICT = ConfigDict(extra="forbid", validate_assignment=True)
+log = logging.getLogger(__name__)
 
 # Which images survive an instance, from least to most kept (the swebench harness's levels).
 CacheLevel = Literal["none", "base", "env", "instance"]
@@ -84,9 +91,12 @@ class SwebenchSettings(BaseModel):
     when a Dockerfile must download)."""
     memory_mb: int = Field(default=4096, gt=0)
     """Memory limit of every instance container."""
+    grade_command_timeout_s: float = Field(default=1800.0, gt=0)
+    """The limit of each Docker command of a grade (the patch's apply, the eval script, each
+    canary session's), the swebench harness's default timeout; once ``grader.timeout_s``."""
     instance_deadline_s: float = Field(default=1800.0, gt=0)
     """Whole-instance deadline of a grade (image pull or build, apply, eval script), separate
-    from each Docker command's ``grader.timeout_s``; once ``grader.instance_deadline_s``."""
+    from each Docker command's ``grade_command_timeout_s``; once ``grader.instance_deadline_s``."""
     pids_limit: int = Field(default=1024, gt=0)
     """Process limit of every instance container (fork bombs stay inside)."""
     cpus: float = Field(default=2.0, gt=0)
@@ -166,18 +176,47 @@ class SwebenchSettings(BaseModel):
 @dataclass(frozen=True)
 class GradingLimits:
     """The time limits a SWE-bench grader works under: each Docker command's (``timeout_s``,
-    the generic ``grader.timeout_s``) and the whole instance's (``instance_deadline_s``)."""
+    ``swebench.grade_command_timeout_s``) and the whole instance's (``instance_deadline_s``)."""
 
     timeout_s: float = 20.0
     instance_deadline_s: float = 1800.0
 
     @classmethod
     def of_run(cls, config: Any, settings: SwebenchSettings) -> "GradingLimits":
-        return cls(config.grader.timeout_s, settings.instance_deadline_s)
+        """The limits ``settings`` set for a run (``config``: the run's; since
+        ``grade_command_timeout_s`` both live in the suite's section)."""
+        return cls(settings.grade_command_timeout_s, settings.instance_deadline_s)
 
 
 MOVED_KEYS = {"grader.instance_deadline_s": "swebench.instance_deadline_s"}
-"""Config keys that moved into this section (``SuitePlugin.moved_keys``)."""
+"""Config keys that moved into this section (``SuitePlugin.moved_keys``); ``grader.timeout_s``,
+which MBPP+ still reads, is ``adopt_old_keys``'s."""
+
+
+def _default(model: type[BaseModel], field: str) -> Any:
+    return model.model_fields[field].get_default(call_default_factory=True)
+
+
+def adopt_old_keys(config: Any, settings: SwebenchSettings) -> None:
+    """``grader.timeout_s`` of a SWE-bench run as ``grade_command_timeout_s`` (module contract).
+    A value equal to a key's default counts as unset: the default config file writes
+    ``grader.timeout_s: 20`` under every suite's, and a run dir's config.yaml every default. The
+    old key is reset to its default once read, so the stored config resolves to itself."""
+    old, old_default = config.grader.timeout_s, _default(type(config.grader), "timeout_s")
+    if old == old_default:
+        return
+    config.grader.timeout_s = old_default
+    new, new_default = settings.grade_command_timeout_s, _default(SwebenchSettings,
+                                                                  "grade_command_timeout_s")
+    if new != new_default:
+        log.warning("grader.timeout_s=%g ignored: a SWE-bench grade's Docker commands are "
+                    "limited by swebench.grade_command_timeout_s (%g here)", old, new)
+        return
+    if old != new_default:  # an old run dir's dumped 1800 is the new default: nothing to say
+        log.warning("grader.timeout_s no longer limits a SWE-bench grade's Docker commands: it is "
+                    "swebench.grade_command_timeout_s now (%g used); set that key instead", old)
+    section = {**config.suite_settings.get("swebench", {}), "grade_command_timeout_s": old}
+    config.suite_settings = {**config.suite_settings, "swebench": section}
 
 
 def settings_from_config(config: Any) -> SwebenchSettings:

@@ -146,8 +146,9 @@ def test_docker_daemon_gone_mid_round_stops_the_run_with_that_cause(docker_clien
     config = load_config([], [
         *build_overrides("swebench", rounds=1, subset=subset, dataset_path=dataset, tag="dead"),
         "swebench.namespace=null", "swebench.cache_level=instance", "swebench.memory_mb=512",
-        f"swebench.docker_host=unix://{sock}", f"results_dir={results}", "grader.timeout_s=60",
-        "swebench.instance_deadline_s=300", "workers.solvers=2", "workers.graders=2"])
+        f"swebench.docker_host=unix://{sock}", f"results_dir={results}",
+        "swebench.grade_command_timeout_s=60", "swebench.instance_deadline_s=300",
+        "workers.solvers=2", "workers.graders=2"])
 
     def kill_after_eval() -> None:
         while not list(results.glob("swebench/*/round_00/eval.json")):

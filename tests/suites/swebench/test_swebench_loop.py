@@ -97,7 +97,7 @@ def test_scripted_round_through_real_actors_and_docker(docker_client, ray_local,
         *build_overrides("swebench", rounds=1, subset=subset, dataset_path=dataset, tag="e2e"),
         f"swebench.quarantine={quarantine}",
         "swebench.namespace=null", "swebench.cache_level=instance", "swebench.memory_mb=512",
-        f"results_dir={tmp_path / 'results'}", "grader.timeout_s=60",
+        f"results_dir={tmp_path / 'results'}", "swebench.grade_command_timeout_s=60",
         "swebench.instance_deadline_s=300", "workers.solvers=2", "workers.graders=2"])
     models = Models(llm=fakes.ScriptedLLM(AgentScript()), embedder=fakes.HashEmbedder())
 
@@ -163,8 +163,8 @@ def test_cli_round_with_the_local_model(docker_client, tmp_path):
         [str(BIN / "python"), "-m", "jobs.skill_loop", "swebench", "--dataset-path", str(dataset),
          "--rounds", "1", "--n-train", "1", "--n-eval", "1", "--workers", "1",
          "--set", "swebench.namespace=null", "--set", "swebench.agent.max_steps=3",
-         "--set", f"results_dir={tmp_path / 'results'}", "--set", "grader.timeout_s=60",
-         "--quiet"],
+         "--set", f"results_dir={tmp_path / 'results'}",
+         "--set", "swebench.grade_command_timeout_s=60", "--quiet"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_dir = Path(proc.stdout.strip().splitlines()[-1])
@@ -198,7 +198,7 @@ def test_swebench_yaml_is_the_papers_setting_and_warns_on_a_small_machine(ray_lo
     config = load_config([ROOT / "configs" / "swebench.yaml"], build_overrides("swebench"))
     assert (config.suite, config.rounds, config.n_train, config.n_eval) == ("swebench", 20, 90, 60)
     settings = settings_for(config)
-    assert (config.grader.timeout_s, settings.instance_deadline_s) == (1800, 3600)
+    assert (settings.grade_command_timeout_s, settings.instance_deadline_s) == (1800, 3600)
     assert settings.namespace == "swebench" and settings.agent.mode == "agent"
     layered = load_config([ROOT / "configs" / "default.yaml", ROOT / "configs" / "swebench.yaml",
                            ROOT / "configs" / "ablations" / "A3.yaml"])

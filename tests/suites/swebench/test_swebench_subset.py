@@ -92,8 +92,8 @@ def test_baseline_probes_the_real_agent_and_feeds_the_subset(docker_client, ray_
     swebench_instances.write_dataset(dataset)
     config = load_config([], [
         *build_overrides("swebench", dataset_path=dataset), "swebench.namespace=null",
-        "swebench.cache_level=instance", "swebench.memory_mb=512", "grader.timeout_s=60",
-        "workers.solvers=2", "workers.graders=2"])
+        "swebench.cache_level=instance", "swebench.memory_mb=512",
+        "swebench.grade_command_timeout_s=60", "workers.solvers=2", "workers.graders=2"])
     models = Models(llm=fakes.ScriptedLLM(AgentScript()), embedder=fakes.HashEmbedder())
     out = tmp_path / "baselines" / "swebench.jsonl"
     out.parent.mkdir()

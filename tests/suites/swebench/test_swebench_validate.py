@@ -132,7 +132,7 @@ def _flaky(instances: list[dict], tag: str) -> dict:
 
 
 SETS = ["--set", "swebench.namespace=null", "--set", "swebench.memory_mb=512",
-        "--set", "grader.timeout_s=60"]
+        "--set", "swebench.grade_command_timeout_s=60"]
 
 
 def _validate(tmp_path: Path, dataset: Path, ids: list[str], *extra: str):
@@ -358,7 +358,7 @@ def test_validate_gold_stops_a_run_before_round_0(docker_session, instances, ray
         f"dataset_path={json.dumps(str(dataset))}", "swebench.validate_gold=true",
         "swebench.namespace=null", "swebench.cache_level=instance", "swebench.memory_mb=512",
         f"swebench.lock_dir={tmp_path / 'locks'}", f"results_dir={tmp_path / 'results'}",
-        "grader.timeout_s=60", "workers.solvers=1", "workers.graders=2"])
+        "swebench.grade_command_timeout_s=60", "workers.solvers=1", "workers.graders=2"])
     llm = fakes.ScriptedLLM(_never)
     with pytest.raises(RunStopped) as stopped:
         run_loop(config, models=Models(llm=llm, embedder=fakes.HashEmbedder()),
