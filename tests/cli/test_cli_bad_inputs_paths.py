@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from one_line import process_error_line
 from refusals import no_ray, no_run_folder, ratchet, refused  # noqa: F401 (no_ray: a fixture)
 from ratchet_ray.bank.pack_format import MANIFEST
 from ratchet_ray.run_config.files import dump_config
@@ -58,22 +59,12 @@ def read_only(folder: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
-def one_error_line(done: subprocess.CompletedProcess, *words: str) -> str:
-    output = done.stdout + done.stderr
-    assert done.returncode != 0 and "Traceback" not in output, output[-3000:]
-    errors = [line for line in output.splitlines() if line.startswith("Error:")]
-    assert len(errors) == 1, output[-3000:]
-    for word in words:
-        assert word in errors[0], f"{word!r} not in {errors[0]!r}"
-    return errors[0]
-
-
 def test_a_read_only_results_folder_names_results_dir(tmp_path):
     mount = tmp_path / "mount"
-    one_error_line(read_only(mount, "run", "mbpp", "--rounds", "1", "--set",
-                             f"results_dir={mount / 'results'}"),
-                   "cannot create the run dir", "Read-only file system",
-                   "--set results_dir=")
+    done = read_only(mount, "run", "mbpp", "--rounds", "1", "--set",
+                     f"results_dir={mount / 'results'}")
+    process_error_line(done, "cannot create the run dir", "Read-only file system",
+                       "--set results_dir=")
     assert not any(mount.iterdir())
 
 
@@ -86,7 +77,7 @@ def test_a_read_only_results_folder_names_results_dir(tmp_path):
 def test_a_read_only_run_dir_names_the_flag_that_writes_elsewhere(tmp_path, command, words):
     run_dir = a_run_dir(tmp_path / "mbpp_r1_run")
     before = sorted(p.name for p in run_dir.iterdir())
-    one_error_line(read_only(run_dir, *command, str(run_dir)), *words)
+    process_error_line(read_only(run_dir, *command, str(run_dir)), *words)
     assert sorted(p.name for p in run_dir.iterdir()) == before
 
 
