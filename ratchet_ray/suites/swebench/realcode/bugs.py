@@ -86,8 +86,9 @@ def candidates(tree: Path, project: Project, seed: int,
             if not queue:
                 continue
             entity = queue.pop(0)
+            rel = os.path.relpath(entity.file_path, tree)  # never the tree's own (temporary) path
             fresh = type(pm)(likelihood=pm.likelihood,
-                             seed=int(hashlib.sha256(f"{seed}:{pm.name}:{entity.file_path}:"
+                             seed=int(hashlib.sha256(f"{seed}:{pm.name}:{rel}:"
                                                      f"{entity.line_start}".encode())
                                       .hexdigest()[:8], 16))
             rewrite = fresh.modify(entity)
@@ -97,6 +98,5 @@ def candidates(tree: Path, project: Project, seed: int,
             if not patch or patch in seen:
                 continue
             seen.add(patch)
-            rel = os.path.relpath(entity.file_path, tree)
             yield Bug(pm.name, rel, entity.name, f"diff --git a/{rel} b/{rel}\n{patch}",
                       rewrite.explanation)

@@ -75,7 +75,8 @@ def test_the_layer_is_the_same_bytes_for_the_same_inputs(tmp_path):
 def test_candidates_come_from_swesmith_in_a_fixed_order(tmp_path):
     tree = write_tree(tmp_path / "t")
     first = list(bugs.candidates(tree, PROJECT, seed=3))
-    assert first and first == list(bugs.candidates(tree, PROJECT, seed=3))
+    elsewhere = write_tree(tmp_path / "other" / "place")  # the tree's path never matters
+    assert first and first == list(bugs.candidates(elsewhere, PROJECT, seed=3))
     assert {b.modifier for b in first} <= set(bugs.modifier_names())
     for bug in first:
         assert bug.diff.startswith("diff --git a/src/tinycalc/ops.py b/src/tinycalc/ops.py\n")
