@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from ratchet_ray.report.tracking import NullTracker, Tracker
+from ratchet_ray.report.tracking import Tracker, start_guarded
 
 log = logging.getLogger(__name__)
 ENV_ENDPOINT = "RATCHET_OTLP_ENDPOINT"
@@ -207,11 +207,5 @@ class OtelTracer(Tracker):
 
 def start_tracing(config: Any, run_dir: Path) -> Tracker:
     """The run's tracer (module contracts); never raises."""
-    try:
-        endpoint = resolve_endpoint(config)
-        if endpoint is None:
-            return NullTracker()
-        return OtelTracer(config, run_dir, endpoint)
-    except Exception as exc:  # noqa: BLE001 - tracing never fails the run
-        log.warning("OpenTelemetry tracing could not start: %s: %s", type(exc).__name__, exc)
-        return NullTracker()
+    return start_guarded("OpenTelemetry tracing", lambda: resolve_endpoint(config),
+                         lambda endpoint: OtelTracer(config, run_dir, endpoint))

@@ -352,11 +352,19 @@ class MlflowTracker(Tracker):
 
 def start_tracking(config: Any, run_dir: Path) -> Tracker:
     """The run's tracker (module contracts); never raises."""
+    return start_guarded("MLflow tracking", lambda: resolve_uri(config),
+                         lambda uri: MlflowTracker(config, run_dir, uri))
+
+
+def start_guarded(what: str, where: Callable[[], str | None],
+                  build: Callable[[str], Tracker]) -> Tracker:
+    """``build(where())``, or the no-op tracker when ``where()`` is None (off) or either raises
+    (one WARNING naming ``what``): a tracker never fails the run."""
     try:
-        uri = resolve_uri(config)
-        if uri is None:
+        target = where()
+        if target is None:
             return NullTracker()
-        return MlflowTracker(config, run_dir, uri)
+        return build(target)
     except Exception as exc:  # noqa: BLE001 - tracking never fails the run
-        log.warning("MLflow tracking could not start: %s", exc)
+        log.warning("%s could not start: %s", what, exc)
         return NullTracker()

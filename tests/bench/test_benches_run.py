@@ -41,6 +41,7 @@ BENCHES = {
     # ``swe_scale.py drive``: swe_throughput's --nodes (a local cluster of Docker nodes), the
     # one part not run here; its round (``run_round``) runs in test_swe_throughput.
     "swe_scale.py": "test_swe_throughput",
+    "swe_harness_agreement.py": "test_swe_harness_agreement",
     "mutant_detector.py": "test_mutant_detector",
 }
 
@@ -198,3 +199,17 @@ def test_swe_throughput(tmp_path):
     assert re.search(r"^  ours per grade: .*\beval ", out, re.M), out
     assert re.search(r"^  round W=1: .* 1/1 resolved", out, re.M), out
     assert (tmp_path / "swe_throughput.json").is_file()
+
+
+@pytest.mark.slow  # two grades with canary sessions and two runs of the official harness
+@pytest.mark.docker
+def test_swe_harness_agreement(tmp_path):
+    _docker_or_skip()
+    out = run_bench("swe_harness_agreement.py", "--instances", "ratchet__calc-1", "--kinds",
+                    "gold,forgery", "--forgeries", "1", "--workers", "1", "--json",
+                    str(tmp_path / "agreement.json"), timeout=900)
+    assert lines_matching(out, r"^\| gold \| 1 \| 1/1 \| 1 \| 1 \|$"), out
+    assert lines_matching(out, r"^\| forgery \| 1 \| [01]/1 \| 0 \| [01] \|$"), out
+    assert re.search(rf"^ours {NUMBER} s for 2 grades; harness {NUMBER} s \(2 harness runs\)", out,
+                     re.M), out
+    assert (tmp_path / "agreement.json").is_file()
