@@ -152,7 +152,7 @@ def test_doctor_time():
 def test_llm_local():
     out = run_bench("llm_local.py", "--tokens", "4", "--reps", "1", "--ray")
     for label in ("free text", "json-schema grammar", "free text via Ray"):
-        assert lines_matching(out, rf"^{label}\s+raw {NUMBER} tok/s \| ours {NUMBER} tok/s \| "
+        assert lines_matching(out, rf"^{label}\s+raw\s+{NUMBER} tok/s \| ours\s+{NUMBER} tok/s \| "
                                    rf"ratio {NUMBER}"), out
     out = run_bench("llm_local.py", "--extra-bufts", "--tokens", "4", "--reps", "1")
     assert ("this CPU reports AMX" in out
