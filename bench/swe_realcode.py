@@ -77,7 +77,7 @@ def main() -> None:
     wall = time.monotonic() - started
     print(f"dataset {args.dataset} ({len(pairs)} instances), repeat {args.repeat}, "
           f"workers {args.workers}; gold records made in {prep:.0f} s before the clock")
-    print("| instance | gold resolved | no-op unresolved | gold flake rate | mean gold grade s | "
+    print("| instance | gold resolved | no-op unresolved | gold failure rate | mean gold grade s | "
           "mean no-op grade s | proof share of a resolved grade |")
     print("|---|---|---|---|---|---|---|")
     all_ok = True
@@ -90,14 +90,11 @@ def main() -> None:
         all_ok &= resolved == len(gold) and unresolved == len(noop)
         shares = [p / o.duration_s for o in gold if o.passed and o.duration_s
                   and (p := _proof_seconds(o.trace)) is not None]
-        flake = 1 - resolved / len(gold) if 0 < resolved < len(gold) else 0.0
+        flake = 1 - resolved / len(gold)
+        share = f"{statistics.mean(shares):.2f}" if shares else "n/a"
         print(f"| {task.task_id} | {resolved}/{len(gold)} | {unresolved}/{len(noop)} | "
               f"{flake:.2f} | {statistics.mean(o.duration_s for o in gold):.1f} | "
-              f"{statistics.mean(o.duration_s for o in noop):.1f} | "
-              f"{statistics.mean(shares):.2f} |" if shares else
-              f"| {task.task_id} | {resolved}/{len(gold)} | {unresolved}/{len(noop)} | "
-              f"{flake:.2f} | {statistics.mean(o.duration_s for o in gold):.1f} | "
-              f"{statistics.mean(o.duration_s for o in noop):.1f} | n/a |")
+              f"{statistics.mean(o.duration_s for o in noop):.1f} | {share} |")
     for failure in result.failures:
         print(f"FAIL {failure.instance_id} {failure.kind}: {failure.failed}/{failure.repeats} "
               f"{failure.statuses} {failure.reason[:300]}")

@@ -43,6 +43,7 @@ BENCHES = {
     "swe_scale.py": "test_swe_throughput",
     "swe_harness_agreement.py": "test_swe_harness_agreement",
     "mutant_detector.py": "test_mutant_detector",
+    "swe_realcode.py": "test_swe_realcode",
 }
 
 
@@ -213,3 +214,28 @@ def test_swe_harness_agreement(tmp_path):
     assert re.search(rf"^ours {NUMBER} s for 2 grades; harness {NUMBER} s \(2 harness runs\)", out,
                      re.M), out
     assert (tmp_path / "agreement.json").is_file()
+
+
+@pytest.mark.slow  # a real-project set of one instance built, then its gold and no-op graded
+@pytest.mark.docker
+def test_swe_realcode(tmp_path):
+    _docker_or_skip()
+    sys.path.insert(0, str(ROOT / "tests" / "suites" / "swebench" / "realcode"))
+    from tiny_project import PROJECT, write_tree
+
+    from ratchet_ray.suites.swebench.realcode.build import Request, make_instances
+
+    recipe = make_instances(Request(project=PROJECT, out=tmp_path / "set", cache=tmp_path,
+                                    source=write_tree(tmp_path / "tinycalc"), count=1),
+                            note=lambda _: None)
+    try:
+        out = run_bench("swe_realcode.py", "--dataset", str(tmp_path / "set" / "instances.jsonl"),
+                        "--repeat", "1", "--workers", "1", "--out", str(tmp_path / "bench"),
+                        timeout=900)
+    finally:
+        for image in [*(f"sweb.eval.x86_64.{i.lower()}:latest" for i in recipe["instances"]),
+                      recipe["image"]["tag"]]:
+            subprocess.run(["docker", "rmi", "-f", image], capture_output=True)
+    assert len(lines_matching(out, rf"^\| ratchet__tinycalc-\S+ \| 1/1 \| 1/1 \| 0\.00 \| {NUMBER} \|")) == 1, out
+    assert re.search(r"target: every gold resolved .*: met", out), out
+
