@@ -151,3 +151,25 @@ def test_ctrl_c_names_the_round_reached_and_the_exact_resume_command(tmp_path):
                     f"recorded in {run_dir / 'stopped.json'}); continue with: "
                     f"python -m jobs.skill_loop --resume {run_dir}"), err[-3000:]
     assert json.loads((run_dir / "loop.json").read_text())["stopped"]["kind"] == "Interrupted"
+
+
+def test_an_interrupt_is_recorded_with_the_round_it_came_in(tmp_path):
+    """The record the Ctrl-C test above reads, without a run: rounds 0 and 1 finished, so the
+    interrupt came in round 2."""
+    from ratchet_ray.loop.driver import record_interrupt
+    from ratchet_ray.loop.rundir import RunDir
+    from ratchet_ray.settings.schema import LoopConfig
+    from ratchet_ray.types import RoundSummary
+
+    config = LoopConfig(rounds=5, results_dir=str(tmp_path))
+    run = RunDir.create(config, ["t1"], ["e1"])
+    for round_ in (0, 1):
+        run.write_summary(RoundSummary(round=round_))
+    raised = record_interrupt(run, config)
+    assert isinstance(raised, KeyboardInterrupt)  # unwinds as Ctrl-C wherever it is not known
+    assert (raised.run_dir, raised.round, raised.finished, raised.rounds) == (run.path, 2, 2, 5)
+    stopped = json.loads((run.path / "stopped.json").read_text())
+    assert (stopped["kind"], stopped["round"]) == ("Interrupted", 2)
+    assert stopped["cause"] == "interrupted (Ctrl-C / SIGINT) in round 2 of 5"
+    loop = json.loads((run.path / "loop.json").read_text())
+    assert loop["stopped"] == stopped and [r["round"] for r in loop["rounds"]] == [0, 1]
