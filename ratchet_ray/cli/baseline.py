@@ -264,6 +264,9 @@ def main(suite: str, out: Path | None, probes: int, limit: int | None, temperatu
         click.echo(f"# output: {out}")
         print_config(config)
         return
+    from ratchet_ray.loop.runtime import check_ray
+
+    check_ray()  # an unreachable RAY_ADDRESS or a leftover head: before the output folder
     out.parent.mkdir(parents=True, exist_ok=True)
     from actors.pools import PoolError
     from ratchet_ray.loop.breaker import RunStopped

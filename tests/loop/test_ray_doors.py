@@ -49,12 +49,15 @@ def refused_within(argv: list[str], cwd: Path, env: dict[str, str], *words: str)
     return line
 
 
-def test_ray_address_where_nothing_listens_is_one_line_and_no_run_dir(tmp_path):
+@pytest.mark.parametrize("job", [["jobs.skill_loop", "sim", "--rounds", "1"],
+                                 ["jobs.baseline", "sim", "--limit", "2", "--probes", "1"]],
+                         ids=["skill-loop", "baseline"])
+def test_ray_address_where_nothing_listens_is_one_line_and_no_run_dir(tmp_path, job):
     address = f"127.0.0.1:{closed_port()}"
-    refused_within(["-m", "jobs.skill_loop", "sim", "--rounds", "1", "--set",
-                    f"results_dir={tmp_path / 'results'}"], ROOT, _env(RAY_ADDRESS=address),
-                   address, "RAY_ADDRESS", "Connection refused", "ray start --head")
-    assert not (tmp_path / "results").exists()
+    refused_within(["-m", *job, "--set", f"results_dir={tmp_path / 'results'}"], ROOT,
+                   _env(RAY_ADDRESS=address), address, "RAY_ADDRESS", "Connection refused",
+                   "ray start --head")
+    assert not (tmp_path / "results").exists()  # no run dir, no baseline output folder
 
 
 @pytest.mark.parametrize("scheme", ["", "http://"], ids=["gcs-address", "dashboard-url"])
