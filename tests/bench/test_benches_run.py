@@ -194,7 +194,7 @@ def test_swe_throughput(tmp_path):
     _docker_or_skip()
     out = run_bench("swe_throughput.py", "--instances", "1", "--workers", "1", "--repeat", "1",
                     "--no-hang", "--round", "--profile", "--timeout", "60", "--out",
-                    str(tmp_path), "--set", "swebench.canary_sessions=[2,2]", timeout=600)
+                    str(tmp_path), "--set", "swebench.canary_sessions=[2,2]", timeout=850)
     assert re.search(rf"^W=1: floor {NUMBER}s .* 1/1 resolved.* \| ours {NUMBER}s .*1/1 resolved",
                      out, re.M), out
     assert re.search(r"^  ours per grade: .*\beval ", out, re.M), out
