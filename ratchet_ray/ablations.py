@@ -375,10 +375,10 @@ def _relative(path: str, root: Path) -> str:
 def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Path,
                     failures: dict[str, str] | None = None, window: int = ROLLING_WINDOW) -> str:
     """``ablations.md``: the arm table, the per-run table, then incomplete and failed runs."""
-    settings = (sorted({r.setting for r in runs if r.setting})
-                or ["setting unknown (no config.yaml)"])
+    from ratchet_ray.settings.setting_label import combined
+
     lines = [
-        f"# Ablations: {root.name}: {' | '.join(settings)}", "",
+        f"# Ablations: {root.name}: {combined(r.setting for r in runs)}", "",
         f"Mean ± sample std over seeds (complete runs only). Rolling gain = mean eval pass@1 of "
         f"the last {window} rounds minus round 0 (with fewer rounds: every round after round 0). "
         "Created = skills the Synthesizer wrote; deprecated = those of them deprecated at the "

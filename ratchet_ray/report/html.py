@@ -139,8 +139,10 @@ def render(runs: list[RunData], sweeps: list[SweepTable], payload: dict[str, Any
     """The page; ``truth``: the suite's extra columns for runs outside a sweep (its title,
     rows and columns; rows None when the suite has none)."""
     title = runs[0].identity.get("run_id") if len(runs) == 1 else f"{len(runs)} runs"
-    settings = sorted({str(r.identity["setting"]) for r in runs if r.identity.get("setting")})
-    title = f"{title}: {' | '.join(settings)}" if settings else title  # model, tasks, rules
+    from ratchet_ray.settings.setting_label import combined
+
+    settings = [str(r.identity.get("setting") or "") for r in runs]
+    title = f"{title}: {combined(settings)}" if any(settings) else title  # model, tasks, rules
     shows_truth = truth is not None and truth[1] is not None and not sweeps
     compared = compare_section(runs) if not sweeps else ""
     nav = (["headline", "curves", "bank", "skills", "capsules"] + (["sweeps"] if sweeps else [])

@@ -8,13 +8,15 @@ Contracts:
   paper's setting (Bedrock ``PAPER_MODEL`` on a hard subset; the quickstart's local model is
   named as such), SWE-bench's Solver (this project's, not the paper's Claude Code) and which
   retirement rules beyond the paper's Default were on (``extra_rules``). Every table and report
-  title carries it (``--profile paper`` in ``run_config.profiles`` is the paper's setting).
+  title carries it (``--profile paper`` in ``run_config.profiles`` is the paper's setting);
+  ``combined(lines)`` is several runs' lines as one title (seeds of one slice merged).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 PAPER_MODEL = "global.anthropic.claude-opus-4-7"
 
@@ -90,3 +92,24 @@ def setting_line(config: Any) -> str:
     text += (f" · beyond the paper's Default: {', '.join(rules)}" if rules
              else " · retirement rules: the paper's Default")
     return text
+
+
+_SEED = re.compile(r" \(seed (-?\d+)\)")
+
+
+def combined(lines: Iterable[str]) -> str:
+    """Several runs' ``setting_line``s as one title: lines that differ only in their random
+    slice's seed are merged (``(seeds 7, 13, 42)``), the others joined by `` | ``."""
+    seeds: dict[str, list[int]] = {}
+    for line in lines:
+        if not line:
+            continue
+        found = _SEED.search(line)
+        key = _SEED.sub(" (seed {})", line) if found else line
+        seeds.setdefault(key, []).extend([int(found.group(1))] if found else [])
+    parts = []
+    for key, found in sorted(seeds.items()):
+        values = sorted(set(found))
+        label = ("seed" if len(values) == 1 else "seeds") + " " + ", ".join(map(str, values))
+        parts.append(key.replace("(seed {})", f"({label})") if values else key)
+    return " | ".join(parts) or "setting unknown (no config.yaml)"

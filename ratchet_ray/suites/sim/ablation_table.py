@@ -16,7 +16,8 @@ Contracts:
   bank loaded). Empty when they agree.
 - ``sweep_rows(sweep_dir)``: one ``ArmSeed`` per *complete* sim run below ``sweep_dir`` (every
   planned round done), sorted by arm then seed; incomplete runs are left out (never averaged).
-- ``render(rows)``: the Markdown table, per arm mean ± sample std over its seeds (``n=k`` where
+- ``render(rows)``: the Markdown table under a title naming the runs' setting (model, tasks,
+  rules: ``settings.setting_label.setting_line``), per arm mean ± sample std over its seeds (``n=k`` where
   only k seeds define a number, e.g. recall with no harmful skill), the Default first. "vs
   Default" is paired by seed: the mean over the arm's seeds of its rolling gain minus the
   Default's on the same seed (the same world), so arms run on different seeds stay comparable.
@@ -164,7 +165,7 @@ def _arm_cells(arm: str, group: list[ArmSeed], base: dict[int | None, float | No
     true_gain = _stat((h["true_rolling_gain"] for h in heads), n, signed=True)
     causes = " / ".join(f"{mean_std(getattr(r, f'deprecated_{c}') for r in res).mean:.1f}"
                         for c in ("retired", "evicted", "rollback"))
-    label = ARM_LABELS.get(arm, arm) + (" (no effect in sim)" if arm in NO_EFFECT_IN_SIM else "")
+    label = ARM_LABELS.get(arm, arm) + (" (not modelled in sim)" if arm in NO_EFFECT_IN_SIM else "")
     return [arm, label, ", ".join(str(g.seed) for g in group),
             _stat((r.round0 for r in res), n), _stat((r.peak for r in res), n),
             _stat((g.final for g in group), n),
@@ -186,7 +187,10 @@ def render(rows: list[ArmSeed]) -> str:
     for row in rows:
         groups.setdefault(row.arm, []).append(row)
     base = {g.seed: g.result.rolling_gain for g in groups.get(DEFAULT_ARM, [])}
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    from ratchet_ray.settings.setting_label import combined
+
+    lines = [f"**Ablations on {combined(r.result.setting for r in rows)}**", "",
+             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for arm in sorted(groups, key=arm_sort_key):
         lines.append("| " + " | ".join(_arm_cells(arm, groups[arm], base,
                                                   groups.get(DEFAULT_ARM, []))) + " |")
@@ -233,8 +237,10 @@ def main(sweep: Path, doc: Path | None, vs_paper: bool) -> None:
     if vs_paper:
         from ratchet_ray.suites.sim.vs_paper import render_vs_paper
 
-        table += ("\n\nPredicted (this sweep) against the paper's MBPP+ table, rolling gain; "
-                  "verdicts at 2 standard errors (`suites/sim/vs_paper.py`):\n\n"
+        table += ("\n\nThis sweep against the paper's MBPP+ table, rolling gain; verdicts at 2 "
+                  "standard errors; basis: what the world's number rests on (fitted on the "
+                  "Default row, a prediction, a mechanism added for the arm, or not modelled: "
+                  "`suites/sim/vs_paper.py`):\n\n"
                   + render_vs_paper(rows))
     if doc is not None:
         doc.write_text(replace_block(doc.read_text(), table))

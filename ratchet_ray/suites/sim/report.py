@@ -73,9 +73,9 @@ ARM_COLUMNS = ("round0", "peak", "rolling_gain", "true_rolling", "true_rolling_g
 REFINE_COLUMNS = ("refined", "refined_better", "refine_delta", "lineages_helpful_kept",
                   "helpful_kept", "true_rolling_gain")
 NO_EFFECT_IN_SIM = {
-    "A7": "no effect in the sim world: the cap of 50 never binds there (no run holds more than "
+    "A7": "not modelled in the sim world: the cap of 50 never binds there (no run holds more than "
           "about 30 active skills), so raising it to 100 changes nothing",
-    "A8": "no effect in the sim world: the sim Synthesizer only asks whether its prompt carries "
+    "A8": "not modelled in the sim world: the sim Synthesizer only asks whether its prompt carries "
           "an authoring guide (A3 removes it), not what the guide says, so a refreshed "
           "meta-skill changes nothing",
 }
@@ -152,7 +152,7 @@ def _markdown(truths: list[RunTruth], heads: list[dict[str, Any]],
     for row in table:
         cells = [_fmt(row[f"{c}_mean"], row[f"{c}_std"], signed=c.endswith("gain"))
                  for c in ARM_COLUMNS]
-        arm = row["arm"] + (" (no effect in sim)" if row["arm"] in NO_EFFECT_IN_SIM else "")
+        arm = row["arm"] + (" (not modelled in sim)" if row["arm"] in NO_EFFECT_IN_SIM else "")
         lines.append(f"| {arm} | {row['seeds']} | " + " | ".join(cells) + " |")
     notes = [f"- {arm}: {NO_EFFECT_IN_SIM[arm]}." for arm in NO_EFFECT_IN_SIM
              if any(row["arm"] == arm for row in table)]

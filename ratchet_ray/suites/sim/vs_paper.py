@@ -1,16 +1,25 @@
-"""The sim world's A1-A8 prediction against the paper's MBPP+ ablation table.
+"""The sim world's A1-A8 table against the paper's MBPP+ ablation table, each arm labelled by
+what the world's agreement with the paper can mean for it.
 
 Contracts:
 - ``PAPER_MBPP``: the paper's MBPP+ hard-100 table (Claude Opus 4.7, 100 rounds, seeds 42, 7,
   13): per arm (round 0, peak, rolling gain), each (mean, sample std over the 3 seeds).
+- ``ARM_BASIS``: per arm, what the world's number for it rests on: ``FITTED`` (the Default: the
+  world's parameters were fitted on this row), ``PREDICTION`` (no mechanism was added for the
+  arm: its number follows from the fitted world, A1), ``ADDED`` (a mechanism was added to the
+  world so that this arm would move, ``ADDED_FOR`` names its ``sim.*`` settings: a hypothesis,
+  its agreement is a consistency check, not a prediction) or ``NOT_MODELLED`` (the world has no
+  mechanism the arm's knob reaches, A7 and A8: it runs the Default run for run).
 - ``verdict(diff, se)``: "lower" / "higher" when the difference to the Default is beyond 2
   standard errors, else "within noise".
+- ``agreement(...)``: "yes" (same verdict), "sign" (one is within noise and both differences
+  have the same strict sign: a difference of exactly 0 has none) or "NO".
 - ``render_vs_paper(rows)`` (``ablation_table.ArmSeed`` rows of one sweep): one line per arm
-  in the paper's table: the sim's rolling gain, its difference to the Default paired by seed
-  (SE = sample std / sqrt(n)), the paper's gain and difference (SE = sqrt((s_arm^2 +
-  s_default^2) / 3), the seeds being unpaired there) and whether the two verdicts agree:
-  "yes" (same verdict), "sign" (one is within noise, the means have the same sign) or "NO".
-  Arms the sweep did not run are left out.
+  in the paper's table: its basis, the sim's rolling gain, its difference to the Default
+  paired by seed (SE = sample std / sqrt(n)), the paper's gain and difference (SE =
+  sqrt((s_arm^2 + s_default^2) / 3), the seeds being unpaired there) and the agreement; a
+  ``NOT_MODELLED`` arm's agreement is "not modelled", never a verdict. Arms the sweep did not
+  run are left out.
 """
 
 from __future__ import annotations
@@ -32,7 +41,21 @@ PAPER_MBPP: dict[str, tuple[tuple[float, float], tuple[float, float], tuple[floa
     "A7": ((0.292, 0.042), (0.650, 0.089), (0.317, 0.110)),
     "A8": ((0.250, 0.035), (0.725, 0.020), (0.372, 0.017)),
 }
-COLUMNS = ("arm", "sim rolling gain", "sim vs Default", "sim verdict", "paper rolling gain",
+FITTED = "fitted on this row"
+PREDICTION = "prediction"
+ADDED = "mechanism added for this arm (a hypothesis)"
+NOT_MODELLED = "not modelled"
+ARM_BASIS = {"default": FITTED, "A1": PREDICTION, "A2": ADDED, "A3": ADDED, "A4": ADDED,
+             "A5": ADDED, "A6": ADDED, "A7": NOT_MODELLED, "A8": NOT_MODELLED}
+ADDED_FOR = {
+    "A2": ("misapply_cost", "surface_share", "route_preference"),
+    "A3": ("no_guide_helpful_drop",),
+    "A4": ("train_lift", "route_easy_p0", "redraft_helpful_drop"),
+    "A5": ("phrase_share", "impurity_cost"),
+    "A6": ("submodes", "cross_submode", "idea_share"),
+}
+"""The ``sim.*`` settings added to the world for each ``ADDED`` arm (docs/simulator.md)."""
+COLUMNS = ("arm", "basis", "sim rolling gain", "sim vs Default", "sim verdict", "paper rolling gain",
            "paper vs Default", "paper verdict", "agrees")
 
 
@@ -45,13 +68,26 @@ def verdict(diff: float, se: float) -> str:
     return "within noise"
 
 
+def _sign(value: float) -> int:
+    return (value > 0) - (value < 0)
+
+
 def agreement(sim: str, paper: str, sim_diff: float, paper_diff: float) -> str:
     """'yes', 'sign' or 'NO' (see the module contract)."""
     if sim == paper:
         return "yes"
-    if "within noise" in (sim, paper) and (sim_diff >= 0) == (paper_diff >= 0):
+    if "within noise" in (sim, paper) and _sign(sim_diff) == _sign(paper_diff) != 0:
         return "sign"
     return "NO"
+
+
+def basis_label(arm: str) -> str:
+    """The basis cell: ``ARM_BASIS``'s label, with the settings added for an ``ADDED`` arm."""
+    basis = ARM_BASIS.get(arm, NOT_MODELLED)
+    if basis != ADDED:
+        return basis
+    keys = ", ".join(f"`sim.{k}`" for k in ADDED_FOR[arm])
+    return f"mechanism added for {arm} ({keys}): a hypothesis"
 
 
 def render_vs_paper(rows: Sequence) -> str:
@@ -69,7 +105,7 @@ def render_vs_paper(rows: Sequence) -> str:
         spread = f" ± {statistics.stdev(own):.3f}" if len(own) > 1 else ""
         (p_mean, p_std) = PAPER_MBPP[arm][2]
         if arm == DEFAULT_ARM:
-            lines.append(f"| {arm} | {mean:+.3f}{spread} | – | – "
+            lines.append(f"| {arm} | {basis_label(arm)} | {mean:+.3f}{spread} | – | – "
                          f"| {p_mean:+.3f} ± {p_std:.3f} | – | – | – |")
             continue
         paired = [g - base[s] for s, g in gains[arm].items() if s in base]
@@ -80,7 +116,9 @@ def render_vs_paper(rows: Sequence) -> str:
         p_se = math.sqrt((p_std ** 2 + paper_base[1] ** 2) / 3)
         paper = verdict(p_diff, p_se)
         agrees = agreement(sim, paper, diff, p_diff) if paired else "–"
-        lines.append(f"| {arm} | {mean:+.3f}{spread} | {diff:+.3f} ± {se:.3f} (SE) | {sim} "
-                     f"| {p_mean:+.3f} ± {p_std:.3f} | {p_diff:+.3f} ± {p_se:.3f} (SE) | {paper} "
+        if ARM_BASIS.get(arm) == NOT_MODELLED:
+            sim = agrees = NOT_MODELLED  # the world runs the Default here: nothing to compare
+        lines.append(f"| {arm} | {basis_label(arm)} | {mean:+.3f}{spread} "
+                     f"| {diff:+.3f} ± {se:.3f} (SE) | {sim} | {p_mean:+.3f} ± {p_std:.3f} | {p_diff:+.3f} ± {p_se:.3f} (SE) | {paper} "
                      f"| {agrees} |")
     return "\n".join(lines)

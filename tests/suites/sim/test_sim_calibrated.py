@@ -130,7 +130,8 @@ def test_the_router_prefers_better_skills_and_may_decline(world, legacy):
 def test_the_prediction_is_compared_with_the_paper_at_two_standard_errors():
     from types import SimpleNamespace
 
-    from ratchet_ray.suites.sim.vs_paper import agreement, render_vs_paper, verdict
+    from ratchet_ray.suites.sim.vs_paper import (ARM_BASIS, NOT_MODELLED, PAPER_MBPP, PREDICTION,
+                                                 agreement, render_vs_paper, verdict)
 
     assert verdict(-0.1, 0.04) == "lower" and verdict(0.1, 0.04) == "higher"
     assert verdict(0.05, 0.04) == "within noise"
@@ -138,6 +139,13 @@ def test_the_prediction_is_compared_with_the_paper_at_two_standard_errors():
     assert agreement("within noise", "higher", 0.01, 0.04) == "sign"
     assert agreement("within noise", "lower", 0.01, -0.3) == "NO"
     assert agreement("higher", "lower", 0.2, -0.3) == "NO"
+    # a difference of exactly 0 has no sign: it agrees with neither direction (was ``>=``)
+    assert agreement("within noise", "higher", 0.0, 0.04) == "NO"
+    assert agreement("within noise", "lower", 0.0, -0.3) == "NO"
+    # every paper arm has a basis; only A1 is a prediction, A7 and A8 are not modelled
+    assert set(ARM_BASIS) == set(PAPER_MBPP)
+    assert [a for a, b in ARM_BASIS.items() if b == PREDICTION] == ["A1"]
+    assert [a for a, b in ARM_BASIS.items() if b == NOT_MODELLED] == ["A7", "A8"]
 
     def row(arm, seed, gain):
         return SimpleNamespace(arm=arm, seed=seed, result=SimpleNamespace(rolling_gain=gain))
@@ -145,14 +153,20 @@ def test_the_prediction_is_compared_with_the_paper_at_two_standard_errors():
     rows = [row("default", s, g) for s, g in ((42, 0.30), (7, 0.32), (13, 0.34))]
     rows += [row("A2", s, g) for s, g in ((42, 0.05), (7, 0.10), (13, 0.08))]
     rows += [row("A6", s, g) for s, g in ((42, 0.28), (7, 0.35), (13, 0.33))]
+    rows += [row("A8", s, g) for s, g in ((42, 0.30), (7, 0.32), (13, 0.34))]  # = Default
     rows += [row("A9", 42, 0.3)]  # not in the paper: left out
     table = render_vs_paper(rows).splitlines()
-    assert [line.split(" | ")[0] for line in table[2:]] == ["| default", "| A2", "| A6"]
+    assert [line.split(" | ")[0] for line in table[2:]] == ["| default", "| A2", "| A6", "| A8"]
+    assert table[2].split(" | ")[1] == "fitted on this row"
     a2 = table[3].split(" | ")
-    assert a2[2].startswith("-0.243") and a2[3] == "lower" and a2[6] == "lower"
+    assert a2[1].startswith("mechanism added for A2 (`sim.misapply_cost`")
+    assert a2[3].startswith("-0.243") and a2[4] == "lower" and a2[7] == "lower"
     assert table[3].endswith("| yes |")
     a6 = table[4].split(" | ")  # paired diffs 0 all but -0.02/+0.01 -> within noise
-    assert a6[3] == "within noise" and a6[6] == "within noise" and table[4].endswith("| yes |")
+    assert a6[4] == "within noise" and a6[7] == "within noise" and table[4].endswith("| yes |")
+    a8 = table[5].split(" | ")  # no mechanism: no verdict, never "sign" (the paper: higher)
+    assert a8[1] == a8[4] == "not modelled" and a8[7] == "higher"
+    assert table[5].endswith("| not modelled |")
 
 
 def _routing_gains(config) -> tuple[float, float]:

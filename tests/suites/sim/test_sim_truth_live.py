@@ -121,6 +121,6 @@ def test_a_bank_that_differs_from_the_truth_is_named_and_no_table_is_written(arm
 def test_sim_report_marks_the_arms_without_effect(arm_runs, tmp_path):
     write_sim_report(arm_runs["default"].parents[2], out=tmp_path)
     text = (tmp_path / "sim_report.md").read_text()
-    assert "| A7 (no effect in sim) |" in text and "| A8 (no effect in sim) |" in text
-    assert "- A7: no effect in the sim world" in text
+    assert "| A7 (not modelled in sim) |" in text and "| A8 (not modelled in sim) |" in text
+    assert "- A7: not modelled in the sim world" in text
     assert "| default |" in text and "rolled back" in text
