@@ -109,3 +109,19 @@ def test_off_imports_nothing_of_opentelemetry(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_a_bad_endpoint_is_refused_in_one_line(monkeypatch):
+    from ratchet_ray.report.otel import tracing_problems
+    from ratchet_ray.settings.schema import LoopConfig
+
+    config = LoopConfig(suite="sim")
+    config.tracing.otlp_endpoint = "localhost:4318"
+    (problem,) = tracing_problems(config, {})
+    assert "is not an http(s) URL" in problem and "http://127.0.0.1:4318/v1/traces" in problem
+    config.tracing.otlp_endpoint = None
+    assert tracing_problems(config, {"RATCHET_OTLP_ENDPOINT": "http://127.0.0.1:4318/v1/traces"}) == []
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http", None)
+    (missing,) = tracing_problems(config, {"RATCHET_OTLP_ENDPOINT": "http://127.0.0.1:1/v1/traces"})
+    assert "pip install 'ratchet-ray[otel]'" in missing
+
