@@ -62,8 +62,10 @@ def _why(reason: str, test_text: str) -> str:
     kind, _, message = reason.partition(":")
     if not re.fullmatch(r"[A-Za-z_][\w.]*", kind.strip()):
         return "the test fails"
-    if kind.strip().endswith("AssertionError") or not message.strip():
+    if kind.strip().endswith("AssertionError"):
         return f"{kind.strip()} (an expectation about the result does not hold)"
+    if not message.strip():
+        return f"{kind.strip()} is raised"
     message = message.strip()[:200]
     # Any 12 characters the test file also holds may be its code: then only the kind is told.
     if any(message[i:i + _QUOTE] in test_text for i in range(max(0, len(message) - _QUOTE + 1))):

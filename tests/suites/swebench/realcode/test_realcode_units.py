@@ -120,5 +120,6 @@ def test_the_problem_statement_never_quotes_a_test_line():
     why = records._why("ValueError: compute_the_total([1, 2]) == 3 is wrong", test_text)
     assert why == "ValueError"
     assert records._why("KeyError: 'missing'", test_text) == "KeyError: 'missing'"
+    assert records._why("NotImplementedError", test_text) == "NotImplementedError is raised"
     assert "compute" not in records._why("AssertionError: assert compute_the_total([1, 2]) == 3",
                                          test_text)
