@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from ratchet_ray.cli.options import round_option
+
 
 @click.command("export")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
@@ -19,8 +21,7 @@ import click
               help="Write the SWE-bench predictions JSONL (instance_id, model_name_or_path, "
                    "model_patch; one line per attempt) that swebench.harness.run_evaluation, "
                    "sb-cli and Modal take.")
-@click.option("--round", "round_", type=click.IntRange(min=0), default=None,
-              help="With --predictions: only this round's attempts (default: every round).")
+@round_option("With --predictions: only this round's attempts (default: every round).")
 @click.option("-o", "--out", type=click.Path(path_type=Path), required=True,
               help="Folder to write the Inspect logs into (created), or the predictions file "
                    "to create; nothing is written into the run dir.")

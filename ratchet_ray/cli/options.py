@@ -34,11 +34,11 @@ def format_option() -> Decorator:
                         help="Output: an aligned table, CSV, or JSON (a list of objects).")
 
 
-def round_option() -> Decorator:
-    """``--round R`` (R >= 0) as ``round_``; ``None`` means the latest round in the evidence."""
-    return click.option("--round", "round_", type=click.IntRange(min=0), default=None,
-                        help="Round to record, 0 or more (default: the latest round in the "
-                             "evidence).")
+def round_option(help: str = "Round to record, 0 or more (default: the latest round in the "
+                              "evidence).") -> Decorator:
+    """``--round R`` (R >= 0) as ``round_``; ``None`` means what ``help`` says (default: the
+    latest round in the evidence)."""
+    return click.option("--round", "round_", type=click.IntRange(min=0), default=None, help=help)
 
 
 def yes_option() -> Decorator:

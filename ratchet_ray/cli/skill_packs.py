@@ -1,5 +1,5 @@
 """``ratchet skill export RUN -o PACK`` and ``ratchet skill import PACK --into RUN`` (skill packs,
-docs/skill-packs.md; ``--format agent-skills`` and a folder of SKILL.md: Agent Skills,
+docs/skill-packs.md; ``--as agent-skills`` and a folder of SKILL.md: Agent Skills,
 ``packs.agent_skills``); registered on the ``skill`` group by ``cli.skills``.
 
 Contracts:
@@ -59,12 +59,12 @@ def _latest_round(run_dir: Path) -> int:
               help="Folder to write to (a pack: must not hold a pack already; agent-skills: "
                    "new or empty).")
 @status_option("active", "Only the skills of this status ('all': every skill of the bank).")
-@click.option("--format", "fmt", type=click.Choice(["pack", "agent-skills"]), default="pack",
+@click.option("--as", "fmt", type=click.Choice(["pack", "agent-skills"]), default="pack",
               show_default=True,
               help="pack: this project's skill pack; agent-skills: one folder per skill with a "
                    "SKILL.md (agentskills.io) carrying its evidence in its metadata.")
 @click.option("--license", "license_", default=None,
-              help="With --format agent-skills: the license: field of every SKILL.md.")
+              help="With --as agent-skills: the license: field of every SKILL.md.")
 @click.pass_context
 def export_cmd(ctx: click.Context, run: Path | None, out: Path, status: str, fmt: str,
                license_: str | None) -> None:

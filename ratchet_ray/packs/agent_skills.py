@@ -1,5 +1,5 @@
 """A run's bank as Agent Skills (agentskills.io): one folder per skill holding a ``SKILL.md``
-(``ratchet skill export --format agent-skills -o DIR``), with the evidence that the skill helped
+(``ratchet skill export --as agent-skills -o DIR``), with the evidence that the skill helped
 or not in its ``metadata``; ``packs.agent_skills_import`` reads such folders back.
 
 What maps to what (docs/skill-packs.md#agent-skills):

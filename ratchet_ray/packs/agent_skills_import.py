@@ -139,7 +139,7 @@ def read_agent_skills(folder: str | Path, suite: str) -> tuple[dict[str, Any], d
     files = skill_files(folder)
     if not files:
         raise AgentSkillsError(f"{folder}: no {SKILL_FILE} in it or in its subfolders; pass a "
-                               "folder written by `ratchet skill export --format agent-skills`")
+                               "folder written by `ratchet skill export --as agent-skills`")
     texts, entries, sources = {}, [], []
     for path in files:
         front, body = _front_and_body(path)

@@ -49,7 +49,7 @@ def _valid(folder: Path) -> list[str]:
 def test_export_validates_carries_the_evidence_and_round_trips(tmp_path):
     a = _source(tmp_path)
     out = tmp_path / "skills1"
-    result = CliRunner().invoke(cli, ["skill", "export", str(a.run_dir), "--format", "agent-skills",
+    result = CliRunner().invoke(cli, ["skill", "export", str(a.run_dir), "--as", "agent-skills",
                                       "--status", "all", "--license", "MIT", "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert _valid(out) == ["gone", "helps", "hurts-a-lot"]
@@ -106,7 +106,7 @@ def test_a_hand_written_skill_imports_and_bad_input_is_one_line(tmp_path):
 
     full = tmp_path / "full"
     (full / "keep").mkdir(parents=True)
-    exists = CliRunner().invoke(cli, ["skill", "export", str(b.run_dir), "--format",
+    exists = CliRunner().invoke(cli, ["skill", "export", str(b.run_dir), "--as",
                                       "agent-skills", "-o", str(full)])
     assert exists.exit_code == 1 and "is not an empty folder" in exists.output
     assert len(exists.output.strip().splitlines()) == 1 and _files(full) == {}
