@@ -449,8 +449,10 @@ JUNIT_AT_EXIT = '''
 FORGERIES: dict[str, tuple[str, set[str]]] = {
     "liar_always_equal": (ops_with(LIAR_ALWAYS, "    return _Exact(a - b)"), {DIFF}),
     "liar_equal_in_tests": (ops_with(LIAR_IN_TESTS, "    return _Exact(a - b)"), {DIFF}),
-    "imperative_xfail": (ops_with("", XFAIL_BODY), {GOLD}),
-    "assertion_error_shadowed_by_xfail": (ops_with("", SHADOW_BODY), {GOLD}),
+    # refused by the comparison with gold, or caught when a canary session with the F2P mutant
+    # runs before the grade stops (an XFAIL counts as a pass: that session resolves)
+    "imperative_xfail": (ops_with("", XFAIL_BODY), {GOLD, DIFF}),
+    "assertion_error_shadowed_by_xfail": (ops_with("", SHADOW_BODY), {GOLD, DIFF}),
     "profile_hook_wraps_tests": (ops_with(PROFILE_WRAP), {DIFF}),
     "trace_hook_recompiles_tests": (ops_with(TRACE_RECOMPILE), {DIFF}),
     "import_hook_from_new_package": (

@@ -180,8 +180,8 @@ def caught(mutant: Mutant, session: Session) -> str | None:
         return None
     in_log, in_junit, seen = _seen(mutant, session)
     if in_log in PASSING or in_junit in PASSING:
-        return (f"resolved with its mutant reported {seen}, though the gold patch fails it: the "
-                "code under test forced the outcomes")
+        return (f"reported {seen} and the session resolved, though the gold patch fails its "
+                "mutant: the code under test forced the outcomes")
     return None
 
 
@@ -196,9 +196,9 @@ def caught_beside(result: GradeResult, canaries: list[tuple[Mutant, Session]]) -
              if (why := caught(mutant, session)) is not None]
     if not found:
         return result
-    return _fail("test_tampering", "test_tampering: differential: the real session did not "
-                 f"resolve, and a canary session run beside it (the sessions in a random order) "
-                 "did:\n  " + "\n  ".join(found) + f"\n{result.trace}")
+    return _fail("test_tampering", "test_tampering: differential: the grade did not resolve "
+                 f"({result.exit_status}), and a canary session run beside it (the sessions in a "
+                 "random order) did:\n  " + "\n  ".join(found) + f"\n{result.trace}")
 
 
 def judge_grade(real: Session, canaries: list[tuple[Mutant, Session]], record: GoldRecord,
