@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.realcode import bugs as bug_gen
 from ratchet_ray.suites.swebench.realcode import image as images
 from ratchet_ray.suites.swebench.realcode import sources as fetching
@@ -115,7 +116,8 @@ def _judge(run, graded: set[str], request: Request) -> tuple[list[str], str]:
 
 def make_instances(request: Request, note: Note = print) -> dict:
     """Build the instance set (module contract); returns the recipe."""
-    import docker
+    with serial_imports:
+        import docker
 
     project = request.project
     if request.out.exists() and not request.force:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
 from ratchet_ray.suites.swebench.realcode.projects import Project
 from ratchet_ray.suites.swebench.realcode.sources import Sources
@@ -114,7 +115,8 @@ def content_digest(client: Any, tag: str) -> str:
 
 def ensure_image(client: Any, project: Project, layer: bytes, base: str) -> ProjectImage:
     """The project image of these inputs, built when absent (module contract)."""
-    import docker.errors
+    with serial_imports:
+        import docker.errors
 
     try:
         base_id = client.images.get(base).id
@@ -150,7 +152,8 @@ def ensure_image(client: Any, project: Project, layer: bytes, base: str) -> Proj
 
 
 def remove_image(client: Any, image: ProjectImage) -> None:
-    import docker.errors
+    with serial_imports:
+        import docker.errors
 
     try:
         client.images.remove(image.tag, force=True)
