@@ -171,7 +171,8 @@ def test_the_gold_patch_fails_its_twin_and_twin_and_real_grades_never_share_a_re
     assert re.search(rf"impossible twin: {re.escape(ADD)} \(tests/test_ops\.py:\d+: 5 -> \d\) "
                      r"planted in place of the real test: reported FAILED in the log, FAILED in "
                      r"the JUnit report; the twin is not resolved", first.trace), first.trace
-    assert re.search(r"cost: twin session [\d.]+s; 2 decoy session\(s\) [\d.]+s wall with it "
+    # decoys not yet started once the twin cannot resolve are skipped: 1 or 2 of them ran
+    assert re.search(r"cost: twin session [\d.]+s; [12] decoy session\(s\) [\d.]+s wall with it "
                      r"\(\d at once\); gold and twin records [\d.]+s", first.trace), first.trace
     real = grader.grade(tasks[CALC], gold[CALC])
     assert real.passed and "cached report" not in real.trace, real.trace
