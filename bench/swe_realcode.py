@@ -25,14 +25,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from swe_common import bench_config  # noqa: E402
 
-_COST = re.compile(r"cost: real session ([\d.]+)s; \d+ canary session\(s\) ([\d.]+)s wall with "
-                   r"the real one")
+_COST = re.compile(r"cost: real session ([\d.]+)s; \d+ canary session\(s\) ([\d.]+)s wall"
+                   r"( with the real one)?")
 
 
 def _proof_seconds(trace: str) -> float | None:
-    """The canary sessions' seconds beyond the real session, from the trace's cost line."""
+    """The canary sessions' seconds beyond the real session, from the trace's cost line (their
+    wall time, less the real session's when they ran beside it)."""
     found = _COST.search(trace or "")
-    return float(found.group(2)) - float(found.group(1)) if found else None
+    if not found:
+        return None
+    wall = float(found.group(2))
+    return wall - float(found.group(1)) if found.group(3) else wall
 
 
 def main() -> None:
