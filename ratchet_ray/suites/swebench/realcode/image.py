@@ -2,7 +2,8 @@
 
 Contracts:
 - ``site_packages(sources, dest)`` installs every wheel into ``dest`` with the host's pip
-  (``--target``, no index, no bytecode, no scripts): the image never runs pip.
+  (``--target``, no index, no bytecode, no scripts, nor their RECORD lines): the image never
+  runs pip, and the folder's bytes do not depend on the host interpreter's path.
 - ``layer_tar(tree, site, project)`` is one tar holding ``testbed/`` (the project's tree) and
   ``opt/ratchet-site/`` (the dependencies and a metadata stub, so ``importlib.metadata`` finds
   the project): entries sorted, owned by root, dated ``EPOCH``, modes normalised, so the same
@@ -20,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -49,11 +51,13 @@ def site_packages(sources: Sources, dest: Path) -> Path:
     if proc.returncode != 0:
         raise RealcodeError(f"pip cannot install the wheels into the image's site folder: "
                             f"{(proc.stderr.strip().splitlines() or ['?'])[-1]}")
-    # Console scripts name the host's interpreter: useless in the image and not reproducible.
-    for path in sorted((dest / "bin").rglob("*"), reverse=True) if (dest / "bin").exists() else []:
-        path.unlink() if path.is_file() else path.rmdir()
+    # Console scripts name the host's interpreter (its path, even python vs python3): useless in
+    # the image and not reproducible. They go, and so do their lines in each RECORD.
     if (dest / "bin").exists():
-        (dest / "bin").rmdir()
+        shutil.rmtree(dest / "bin")
+    for record in sorted(dest.glob("*.dist-info/RECORD")):
+        lines = record.read_text().splitlines(keepends=True)
+        record.write_text("".join(ln for ln in lines if not ln.startswith("../../bin/")))
     return dest
 
 
