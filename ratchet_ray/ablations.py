@@ -257,15 +257,18 @@ def run_result(run_dir: str | Path, window: int = ROLLING_WINDOW) -> RunResult:
         round0=metrics.round0, peak=metrics.peak, rolling_gain=metrics.rolling_gain,
         active_at_end=metrics.final_active, rollbacks_fired=len(metrics.rollbacks),
         rollback_decisions=sum(r.get("eval_pass_at_1") is not None for r in rows),
-        setting=run_setting(loop_file.parent), **bank_stats(loop_file.parent))
+        setting=run_setting(loop_file.parent, data), **bank_stats(loop_file.parent))
 
 
-def run_setting(run_dir: Path) -> str:
-    """The run's ``setting_line`` from its ``config.yaml`` ("" when it has none)."""
+def run_setting(run_dir: Path, loop: dict[str, Any]) -> str:
+    """The run's setting line: the one its ``loop.json`` records (with the suite's Solver), else
+    ``setting_line`` of its ``config.yaml`` ("" when it has neither)."""
     import yaml
 
     from ratchet_ray.settings.setting_label import setting_line
 
+    if loop.get("setting"):
+        return str(loop["setting"])
     path = run_dir / "config.yaml"
     return setting_line(yaml.safe_load(path.read_text()) or {}) if path.is_file() else ""
 

@@ -62,16 +62,17 @@ class RunPair:
 
 
 def _identity(run_dir: Path) -> tuple[int, list[str]]:
-    """The run's seed and eval task ids, from its config.yaml and eval_ids.json."""
-    from ratchet_ray.run_config.files import load_config
+    """The run's seed and eval task ids, from its config.yaml (the resolved config the run
+    wrote: read as data, the evidence layer resolves nothing) and eval_ids.json."""
+    import yaml
 
-    config = load_config([run_dir / "config.yaml"])
     try:
+        seed = (yaml.safe_load((run_dir / "config.yaml").read_text()) or {})["seed"]
         ids = json.loads((run_dir / "eval_ids.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise NotPaired(f"{run_dir}: its eval task ids cannot be read ({exc}); compare run dirs "
-                        "that `ratchet run` wrote") from exc
-    return config.seed, [str(i) for i in ids]
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
+        raise NotPaired(f"{run_dir}: its seed or eval task ids cannot be read ({exc!r}); compare "
+                        "run dirs that `ratchet run` wrote") from exc
+    return int(seed), [str(i) for i in ids]
 
 
 def check_paired(reference: Path, other: Path) -> int:

@@ -35,6 +35,7 @@ from ratchet_ray.run_config.files import dump_config, load_config
 from ratchet_ray.evidence.integrity import require_readable
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.storage.fsutil import atomic_write_json, unwritable
+from ratchet_ray.suites.hooks import setting_line
 from ratchet_ray.storage.runlock import RunLock
 from ratchet_ray.types import BenchResult, RoundSummary
 
@@ -214,8 +215,9 @@ class RunDir:
 
     def write_loop_json(self, config: LoopConfig, summaries: list[RoundSummary],
                         stopped: dict[str, Any] | None = None) -> None:
-        """``loop.json``: the run's identity and one row per finished round (``plot`` reads it);
-        ``stopped``: why the run stopped early (the next finished round drops it)."""
+        """``loop.json``: the run's identity, its setting line (model, tasks, the suite's Solver,
+        the rules: ``suites.hooks.setting_line``) and one row per finished round (``plot`` reads
+        it); ``stopped``: why the run stopped early (the next finished round drops it)."""
         rows = []
         for s in summaries:
             row = s.model_dump(mode="json")
@@ -224,7 +226,7 @@ class RunDir:
             rows.append(row)
         write_json(self.path / LOOP_FILE, {
             "run_id": self.run_id, "suite": config.suite, "arm": config.arm, "seed": config.seed,
-            "rounds_planned": config.rounds, "rounds": rows,
+            "rounds_planned": config.rounds, "setting": setting_line(config), "rounds": rows,
             **({"stopped": stopped} if stopped else {})})
 
     # ---- logging ---------------------------------------------------------------------------

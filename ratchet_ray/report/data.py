@@ -119,7 +119,7 @@ def identity(run_dir: Path) -> dict[str, Any]:
                        seed=raw.get("seed"), rounds_planned=raw.get("rounds"))
         out["backend"], out["model"] = llm.get("backend"), llm.get("model")
         out["embedder"] = llm.get("embedder") or llm.get("backend")
-        from ratchet_ray.settings.setting_label import setting_line
+        from ratchet_ray.suites.hooks import setting_line
 
         out["setting"] = setting_line(raw)  # model, tasks, rules: every title carries it
     return out

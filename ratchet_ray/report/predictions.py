@@ -32,8 +32,8 @@ from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.report.data import NotARunDir, check_run_dir, identity, models_used
 from ratchet_ray.storage.fsutil import atomic_write_with
+from ratchet_ray.suites.hooks import output_kind
 
-SUITE = "swebench"
 KEYS = ("instance_id", "model_name_or_path", "model_patch")
 
 
@@ -67,9 +67,11 @@ def prediction_lines(run_dir: Path, round_: int | None, splits: Iterable[str]
     except NotARunDir as exc:
         raise PredictionsError(str(exc)) from exc
     who = identity(run)
-    if who.get("suite") != SUITE:
-        raise PredictionsError(f"{run} is a {who.get('suite') or 'unknown'}-suite run: it has no "
-                               f"SWE-bench attempts; pass the run dir of a swebench run")
+    suite = who.get("suite")
+    if not suite or output_kind(suite) != "patch":
+        raise PredictionsError(f"{run} is a {suite or 'unknown'}-suite run: its attempts are "
+                               "not repository patches (no SWE-bench attempts); pass the run "
+                               "dir of a swebench run")
     splits = list(splits)
     store = EvidenceStore(run)
     if not store.part_paths("capsule"):

@@ -6,7 +6,8 @@ Contracts:
   report reads it back without resolving anything.
 - ``setting_line(config)`` names the model and the tasks a run used, says whether that is the
   paper's setting (Bedrock ``PAPER_MODEL`` on a hard subset; the quickstart's local model is
-  named as such), SWE-bench's Solver (this project's, not the paper's Claude Code) and which
+  named as such), the suite's Solver where the caller passes its note (``suites.hooks.solver_note``:
+  SWE-bench's is this project's agent, not the paper's Claude Code) and which
   retirement rules beyond the paper's Default were on (``extra_rules``). Every table and report
   title carries it (``--profile paper`` in ``run_config.profiles`` is the paper's setting);
   ``combined(lines)`` is several runs' lines as one title (seeds of one slice merged).
@@ -21,7 +22,8 @@ from typing import Any, Iterable
 PAPER_MODEL = "global.anthropic.claude-opus-4-7"
 
 
-def _get(config: Any, dotted: str) -> Any:
+def config_value(config: Any, dotted: str) -> Any:
+    """``config``'s value at the ``dotted`` key (a ``LoopConfig`` or a dict), None where absent."""
     value = config
     for part in dotted.split("."):
         value = value.get(part) if isinstance(value, dict) else getattr(value, part, None)
@@ -31,32 +33,32 @@ def _get(config: Any, dotted: str) -> Any:
 def model_label(config: Any) -> str:
     """The generation model a config names: ``bedrock global.anthropic...``, ``local Gemma 3
     270M (the quickstart's model)``, ``openai <model>``, ``sim world``."""
-    backend = _get(config, "llm.backend")
-    model = _get(config, "llm.model")
+    backend = config_value(config, "llm.backend")
+    model = config_value(config, "llm.model")
     if backend == "local":
         return f"local {model or 'Gemma 3 270M'} (the quickstart's model)"
     if backend == "bedrock":
-        return f"bedrock {model or _get(config, 'llm.bedrock.model_id') or '?'}"
+        return f"bedrock {model or config_value(config, 'llm.bedrock.model_id') or '?'}"
     if backend == "openai":
-        return f"openai {model or _get(config, 'llm.openai.model') or '?'}"
-    return f"{backend} (a simulated model)" if backend == "sim" else str(backend)
+        return f"openai {model or config_value(config, 'llm.openai.model') or '?'}"
+    return f"{backend} (a simulated world's model)"  # the schema's one other backend
 
 
 def tasks_label(config: Any) -> str:
     """The tasks a config runs: its subset file's name, else the random slice's sizes."""
-    subset = _get(config, "subset")
+    subset = config_value(config, "subset")
     if subset:
         return f"subset {Path(str(subset)).name}"
-    return (f"random slice {_get(config, 'n_train')} train / {_get(config, 'n_eval')} eval "
-            f"(seed {_get(config, 'seed')})")
+    return (f"random slice {config_value(config, 'n_train')} train / {config_value(config, 'n_eval')} eval "
+            f"(seed {config_value(config, 'seed')})")
 
 
 def extra_rules(config: Any) -> list[str]:
     """The retirement rules beyond the paper's Default that ``config`` turns on."""
     rules = []
-    if _get(config, "curator.retire_on_tampering"):
+    if config_value(config, "curator.retire_on_tampering"):
         rules.append("tampering rule")
-    if _get(config, "cheat_probe.enabled") and _get(config, "cheat_probe.retire"):
+    if config_value(config, "cheat_probe.enabled") and config_value(config, "cheat_probe.retire"):
         rules.append("impossible-twin cheat rule")
     return rules
 
@@ -64,26 +66,17 @@ def extra_rules(config: Any) -> list[str]:
 def is_paper_setting(config: Any) -> bool:
     """The paper's model on a hard subset of the paper's suites (the paper's Default aside:
     ``extra_rules`` says what differs there)."""
-    model = _get(config, "llm.model") or _get(config, "llm.bedrock.model_id")
-    subset = _get(config, "subset")
-    return (_get(config, "llm.backend") == "bedrock" and model == PAPER_MODEL
-            and (_get(config, "llm.embedder") or "bedrock") == "bedrock"
+    model = config_value(config, "llm.model") or config_value(config, "llm.bedrock.model_id")
+    subset = config_value(config, "subset")
+    return (config_value(config, "llm.backend") == "bedrock" and model == PAPER_MODEL
+            and (config_value(config, "llm.embedder") or "bedrock") == "bedrock"
             and bool(subset) and "_hard" in Path(str(subset)).name)
 
 
-def solver_label(config: Any) -> str | None:
-    """SWE-bench's Solver, which is not the paper's (a Claude Code session); None elsewhere."""
-    if _get(config, "suite") != "swebench":
-        return None
-    mode = _get(config, "suite_settings.swebench.agent.mode") or "agent"
-    kind = "in-house shell agent" if mode == "agent" else "in-house single call"
-    return f"solver: {kind} (not the paper's Claude Code)"
-
-
-def setting_line(config: Any) -> str:
-    """Model, tasks, whether that is the paper's setting, and the extra rules (contracts)."""
-    text = f"{_get(config, 'suite')} · model {model_label(config)} · {tasks_label(config)}"
-    solver = solver_label(config)
+def setting_line(config: Any, solver: str | None = None) -> str:
+    """Model, tasks, the Solver, whether that is the paper's setting, and the extra rules
+    (contracts)."""
+    text = f"{config_value(config, 'suite')} · model {model_label(config)} · {tasks_label(config)}"
     if solver:
         text += f" · {solver}"
     if not is_paper_setting(config):

@@ -27,6 +27,37 @@ from typing import Any, Callable, Sequence
 from ratchet_ray.suites import registry
 
 
+def _suite_class(suite: str) -> Any | None:
+    """The object ``suite``'s factory names (its class, for the built-ins), imported now; None
+    for a suite not registered in this process."""
+    reg = registry.registered(suite)
+    return None if reg is None else registry.resolve(reg.factory)
+
+
+def output_kind(suite: str) -> str | None:
+    """What ``suite``'s Solver returns (``code``, ``patch`` or the suite's own kind), read from
+    the class its factory names without building it; None when the suite is not registered or
+    its factory is a function."""
+    return getattr(_suite_class(suite), "output_kind", None)
+
+
+def solver_note(suite: str, config: Any) -> str | None:
+    """What ``suite``'s Solver is where results are shown, when the suite says (its class's
+    ``solver_note(config)``: SWE-bench's is not the paper's agent); None otherwise."""
+    note = getattr(_suite_class(suite), "solver_note", None)
+    return note(config) if callable(note) else note
+
+
+def setting_line(config: Any) -> str:
+    """``settings.setting_label.setting_line`` with the Solver's note of the config's suite (a
+    suite not registered in this process adds none)."""
+    from ratchet_ray.settings.setting_label import config_value
+    from ratchet_ray.settings.setting_label import setting_line as line
+
+    suite = config_value(config, "suite")
+    return line(config, solver=solver_note(suite, config) if suite else None)
+
+
 def actor_resources(suite: str, role: str) -> dict[str, float]:
     """Custom Ray resources every ``role`` actor of ``suite`` requests (e.g. ``{"docker": 1}``)."""
     return dict(registry.registration(suite).resources.get(role, {}))

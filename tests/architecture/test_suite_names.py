@@ -41,6 +41,9 @@ EXCEPTIONS = {
         "module `llm.world.backend_module` names, so the llm layer imports nothing of the suite)",
     ("ratchet_ray/llm/doctor.py", "name 'sim'"):
         "the `sim` LLM backend's name in the doctor's install hints per backend",
+    ("ratchet_ray/cli/export.py", "name 'swebench'"):
+        "the official harness's module (`python -m swebench.harness.run_evaluation`), which "
+        "export --predictions says how to run: the harness's package, not the suite",
     ("ratchet_ray/report/sections.py", "name 'sim'"):
         "the truth section's note says what the sim suite's sweep_report columns hold; it "
         "belongs in the title that hook returns (the report's own change, not this guard's)",

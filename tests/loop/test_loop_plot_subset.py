@@ -52,7 +52,7 @@ def test_plot_command_writes_curve_and_summary(tmp_path):
     md = (run_dir / "loop_summary.md").read_text()
     assert "| round-0 eval pass@1 | 0.200 |" in md
     assert "| peak eval pass@1 | 0.400 (round 1) |" in md
-    assert "| rollbacks | 1 [2] |" in md and "restored round 0" in md
+    assert "| rollbacks (fired / decisions) | 1 / 4 [2] |" in md and "restored round 0" in md
     assert "rolling gain +0.067" in result.output
 
 

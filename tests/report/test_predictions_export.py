@@ -76,7 +76,7 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
     mbpp.mkdir()
     (mbpp / "config.yaml").write_text("suite: mbpp\n")
     other = runner.invoke(main, ["export", "--predictions", str(mbpp), "-o", str(out)])
-    assert other.exit_code == 1 and "mbpp-suite run: it has no SWE-bench attempts" in other.output
+    assert other.exit_code == 1 and "mbpp-suite run: its attempts are not repository patches" in other.output
     empty = tmp_path / "swebench_empty"  # a swebench run before its first round finished
     empty.mkdir()
     (empty / "config.yaml").write_text("suite: swebench\n")

@@ -31,6 +31,16 @@ class SwebenchSuite:
     name = "swebench"
     output_kind = "patch"
 
+    @staticmethod
+    def solver_note(config: Any) -> str:
+        """The Solver named wherever results are shown: this project's agent, not the paper's
+        Claude Code session (``config``: a ``LoopConfig`` or its ``config.yaml`` as a dict)."""
+        from ratchet_ray.settings.setting_label import config_value
+
+        mode = config_value(config, "suite_settings.swebench.agent.mode") or "agent"
+        kind = "in-house shell agent" if mode == "agent" else "in-house single call"
+        return f"solver: {kind} (not the paper's Claude Code)"
+
     def load_tasks(self, config: Any) -> list[Task]:
         return [to_task(i) for i in load_instances(settings_from_config(config))]
 
