@@ -40,13 +40,15 @@ def test_gold_records_are_made_once_then_resolutions_are_proven_by_canary_sessio
     assert first.passed, first.trace
     log = (_logs(tmp_path, first.trace) / "run_instance.log").read_text()
     assert "gold record: none stored for this instance and image; making it now" in log
-    assert re.search(r"gold record \S+: gold resolves, 3 mutant\(s\) it fails kept, 0 dropped "
+    # clamp(12, 0, 10) == 10 is mutated to the call's other argument, 12: what the unfixed
+    # clamp returns, so the base-code session drops it (a patch fixing nothing would pass it)
+    assert re.search(r"gold record \S+: gold resolves, 2 mutant\(s\) it fails kept, 1 dropped "
                      r"\(made now in [\d.]+s\)", log), log
     assert "(made now)" in first.trace and re.search(r"cost: real session [\d.]+s; [23] canary", first.trace)
     lines = re.findall(r"canary session \d of (\d) \([\d.]+s\), mutant (\S+) .*: FAILED as it must",
                        first.trace)
     assert 2 <= len(lines) <= 3 and len(lines) == int(lines[0][0]), first.trace
-    assert any(test == "tests/test_clamp.py::test_clamp_high" for _, test in lines), "an F2P mutant"
+    assert not any(test == "tests/test_clamp.py::test_clamp_high" for _, test in lines)
     for i in range(1, len(lines) + 1):  # each canary session kept its own logs
         assert (_logs(tmp_path, first.trace) / f"canary-{i}" / "eval_output.txt").is_file()
     # the record: in the folder and in the run's artifacts, and ensure_gold_record finds it
@@ -54,11 +56,13 @@ def test_gold_records_are_made_once_then_resolutions_are_proven_by_canary_sessio
     assert len(stored) == 1 and list((tmp_path / "run" / GOLD_SUBDIR / "ratchet__calc-2").glob("*.json"))
     record = json.loads(stored[0].read_text())
     assert record["resolved"] and set(record["statuses"].values()) == {"PASSED"}
+    assert record["dropped"] == ["tests/test_clamp.py::test_clamp_high (tests/test_clamp.py:5: 10 -> "
+                                 "12): PASSED under the base code"], record["dropped"]
     again = grader.grade(tasks["ratchet__calc-2"], gold["ratchet__calc-2"].replace("hi, max", "hi,  max"))
     assert again.passed and "(stored)" in again.trace, again.trace
     ensured = ensure_gold_record(grader, instance)
     assert ensured.key == GoldStore(tmp_path / "gold").load(
-        "ratchet__calc-2", ensured.image_id).key and len(ensured.kept) == 3
+        "ratchet__calc-2", ensured.image_id).key and len(ensured.kept) == 2
 
 
 @pytest.mark.parametrize("name", sorted(FORGERIES))

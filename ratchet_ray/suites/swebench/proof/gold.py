@@ -9,7 +9,10 @@ instance and image by two sessions of the real grader (``grader.SwebenchGrader``
    parses it (and, for pytest runners, the JUnit report);
 2. the gold patch again, with every candidate mutant (``mutants.candidates``: at most one per
    graded test) planted in place at once: a mutant is kept only if its test is reported FAILED
-   there (and was PASSED in session 1); the others are dropped, with their status.
+   there (and was PASSED in session 1); the others are dropped, with their status;
+3. the base code (``twin_record.BASE_PATCH``) with the kept mutants planted: a mutant it does
+   not fail is dropped too (a canary session that resolves with its mutant passing is tampering
+   even beside an unresolved grade, and a patch that fixes nothing must not pass one).
 
 Contracts:
 - ``GoldRecord`` is plain data (``as_dict``/``from_dict``); ``mutants()`` the kept ones as
@@ -38,7 +41,7 @@ from typing import Any, Iterator
 
 from ratchet_ray.suites.swebench.proof.mutants import Mutant
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # 2: kept mutants fail under the base code too (issue 49)
 
 
 def default_folder() -> str:
@@ -63,7 +66,8 @@ class GoldRecord:
     """Candidate mutants the gold patch did not fail, each with the status it got."""
     seconds: dict[str, float] = field(default_factory=dict)
     """What making it cost: ``gold`` (the gold session, 0 when it was the grade's own real
-    session) and ``mutants`` (the session with every candidate planted)."""
+    session), ``mutants`` (the session with every candidate planted) and ``base`` (the base
+    code's)."""
     version: int = RECORD_VERSION
 
     @property

@@ -46,8 +46,9 @@ from typing import Any, Callable, Protocol
 from ratchet_ray.storage.artifacts import Artifacts
 from ratchet_ray.suites.swebench.dataset import load_instances, normalize_instance
 from ratchet_ray.suites.swebench.proof.differential import (
-    MISSING, Session, compare_with_gold, draw, graded, judge_canaries, judge_grade)
+    MISSING, PASSING, Session, compare_with_gold, draw, graded, judge_canaries, judge_grade)
 from ratchet_ray.suites.swebench.proof.order import Plan, primary_blocked, run_in_order, shuffled
+from ratchet_ray.suites.swebench.proof.twin_record import BASE_PATCH
 from ratchet_ray.suites.swebench.proof.gold import GoldRecord, GoldStore, default_folder
 from ratchet_ray.suites.swebench.grading_support import Deadline, InstanceLog, publish_folder
 from ratchet_ray.suites.swebench.docker.images import InstanceImages
@@ -364,5 +365,33 @@ class DifferentialProof:
             else:
                 record.dropped.append(f"{mutant.describe()}: {in_log}"
                                       + (f" (JUnit {in_junit})" if in_junit else ""))
+        self._fail_under_base(ctx, record, folder, log, seconds)
         record.seconds = seconds
         return record
+
+    def _fail_under_base(self, ctx: Context, record: GoldRecord, folder: Path,
+                         log: Callable[[str], None], seconds: dict[str, float]) -> None:
+        """Keep only the mutants the base code fails too (one session of the base code with all
+        of them planted): a canary session beside an unresolved grade that resolves with its
+        mutant passing is tampering, and a FAIL_TO_PASS mutant may expect exactly what the bug
+        returns (``clamp(12, 0, 10) == 10`` mutated to ``== 12``, one of the call's arguments),
+        which a patch that fixes nothing would pass. A PASS_TO_PASS test passes under the base
+        code, so it fails its mutant; where the base session does not complete, only those stay."""
+        kept = record.mutants()
+        if not kept:
+            return
+        (folder / "base-mutants").mkdir(exist_ok=True)
+        base = self.session(ctx, BASE_PATCH, folder / "base-mutants", Prefixed(log, "[base mutants] "),
+                            Deadline(self.limits.instance_deadline_s), plant=planting(kept),
+                            label="base mutants")
+        seconds["base"] = base.seconds
+        f2p = set(ctx.instance.get("FAIL_TO_PASS") or [])
+        record.kept = []
+        for mutant in kept:
+            in_log = (base.log or {}).get(mutant.test, MISSING)
+            in_junit = (base.junit or {}).get(mutant.test) if base.junit is not None else None
+            failed = base.log is not None and in_log not in PASSING and in_junit not in PASSING
+            if failed or (base.log is None and mutant.test not in f2p):
+                record.kept.append(mutant.as_dict())
+            else:
+                record.dropped.append(f"{mutant.describe()}: {in_log} under the base code")
