@@ -27,7 +27,7 @@ COUNT = 3
 
 def _build(out: Path, cache: Path) -> dict:
     return make_instances(Request(project=resolve_project("flask==2.3.3"), out=out, cache=cache,
-                                  count=COUNT, max_candidates=15), note=print)
+                                  count=COUNT, max_candidates=15, jobs=2), note=print)
 
 
 def test_flask_builds_reproducibly_and_grades_as_swebench_says(tmp_path, docker_session,
@@ -45,7 +45,8 @@ def test_flask_builds_reproducibly_and_grades_as_swebench_says(tmp_path, docker_
         rows = [json.loads(line) for line in (tmp_path / "a" / "instances.jsonl").open()]
         for row in rows:  # the FAIL_TO_PASS tests are not in the agent's tree
             for test_file in {t.split("::")[0] for t in json.loads(row["FAIL_TO_PASS"])}:
-                assert f"new file mode 100644\n--- /dev/null\n+++ b/{test_file}" in row["test_patch"]
+                assert f"diff --git a/{test_file} b/{test_file}\nnew file mode 100644\n" in \
+                    row["test_patch"]
         env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PYTEST_CURRENT_TEST")}
         done = subprocess.run(
             [RATCHET, "swe", "validate", "--dataset", str(tmp_path / "a" / "instances.jsonl"),
