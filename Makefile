@@ -80,8 +80,8 @@ TEST_WORKERS ?= 2
 # (tests/test_worker_groups.py shows both).
 PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --max-worker-restart=0
 test: setup sandbox bytecode  ## the whole suite, real components (Docker tests need `bash .ci/docker_setup.sh`)
-	$(BIN)/python -m pytest -q -rs $(PARALLEL) -m "not slow and not exclusive"
-	$(BIN)/python -m pytest -q -rs -m "slow or exclusive"
+	$(BIN)/python -m pytest -q -rs $(PARALLEL) -m "not slow and not exclusive and not realcode_large"
+	$(BIN)/python -m pytest -q -rs -m "(slow or exclusive) and not realcode_large"
 
 test-fast: setup bytecode  ## skip the heavy (real-model, many-round) tests
 	$(BIN)/python -m pytest -q $(PARALLEL) -m "not slow and not docker and not exclusive"

@@ -62,9 +62,9 @@ def main() -> int:
     failed: dict[str, list[str]] = defaultdict(list)
     times: list[tuple[str, float]] = []
     parallel = ["-n", str(opts.workers), "--dist", "loadgroup", "--max-worker-restart=0"] if opts.workers > 1 else []
-    plan = [(f"quick-{k}", [*parallel, "-m", "not slow and not exclusive",
+    plan = [(f"quick-{k}", [*parallel, "-m", "not slow and not exclusive and not realcode_large",
                             f"--shuffle-seed={opts.seed + k}"]) for k in range(opts.runs)]
-    plan += [(f"slow-{k}", ["-m", "slow or exclusive"]) for k in range(opts.slow_runs)]
+    plan += [(f"slow-{k}", ["-m", "(slow or exclusive) and not realcode_large"]) for k in range(opts.slow_runs)]
     for label, args in plan:
         bad, seconds = run(label, [*args, *opts.extra])
         times.append((label, seconds))

@@ -2,7 +2,7 @@
 
 Contracts:
 - ``candidates(tree, project, seed, modifiers)`` yields ``Bug``s in a fixed order for a given
-  tree, seed and modifier list: every function and class of the project's ``source_dirs``
+  tree, seed and modifier list: every function and class of the project's ``source_dirs`` (folders or modules)
   (swesmith's Python adapter), per modifier the entities it can change shuffled by
   ``seed``, the modifiers interleaved round-robin so a short run still samples each of them.
   Each modifier is a fresh instance seeded from ``seed`` and the entity, so the rewrite never
@@ -56,8 +56,9 @@ def _entities(tree: Path, project: Project) -> list:
     from swesmith.bug_gen.adapters.python import get_entities_from_file_py
 
     entities: list = []
-    for folder in project.source_dirs:
-        for path in sorted((tree / folder).rglob("*.py")):
+    for folder in project.source_dirs:  # a folder, or one module (a ``.py`` file)
+        where = tree / folder
+        for path in [where] if where.is_file() else sorted(where.rglob("*.py")):
             get_entities_from_file_py(entities, str(path))
     return entities
 

@@ -3,8 +3,8 @@
 Contract of ``make_instances(request, note)``:
 1. the sources (``sources.fetch`` or a local ``--source``) and the project tree;
 2. the project image (``image``), reused when its inputs' tag exists;
-3. the test command on the clean tree, twice: the tests that pass both times are the ones
-   graded (a test failing or flaky there is listed in the recipe with why, never graded); fewer
+3. the test command on the clean tree, twice: the tests that pass both times, and whose id
+   names their file (``projects.test_file``), are the ones graded (a test failing or flaky there is listed in the recipe with why, never graded); fewer
    than half the collected tests passing offline ends the build (the tests need the network or
    a dependency the recipe lacks);
 4. candidate bugs (``bugs.candidates``) each run once: a bug is kept when at least one graded
@@ -36,7 +36,7 @@ from ratchet_ray.suites.swebench.realcode import bugs as bug_gen
 from ratchet_ray.suites.swebench.realcode import image as images
 from ratchet_ray.suites.swebench.realcode import sources as fetching
 from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
-from ratchet_ray.suites.swebench.realcode.projects import Project
+from ratchet_ray.suites.swebench.realcode.projects import Project, test_file
 from ratchet_ray.suites.swebench.realcode.records import instance_id, instance_record, test_files
 from ratchet_ray.suites.swebench.realcode.runner import passed, run_suite
 
@@ -81,8 +81,10 @@ def _clean_tests(client, tag: str, project: Project, note: Note) -> tuple[set[st
          f"{runs[1].seconds:.1f}s")
     collected = set(runs[0].statuses) | set(runs[1].statuses)
     good = {t for t in collected if all(passed(r.statuses.get(t, "")) for r in runs)}
-    left_out = {}
-    for test in sorted(collected - good):
+    left_out = {t: "its id names no test file (django prints a docstring line in its place)"
+                for t in good if test_file(project, t) is None}
+    good -= set(left_out)
+    for test in sorted(collected - good - set(left_out)):
         statuses = [r.statuses.get(test, "missing") for r in runs]
         if len(set(statuses)) > 1:
             left_out[test] = f"flaky on the clean tree ({' then '.join(statuses)})"
@@ -109,8 +111,9 @@ def _judge(run, graded: set[str], request: Request) -> tuple[list[str], str]:
         return f2p, "no graded test fails"
     if len(f2p) > request.max_f2p:
         return f2p, f"{len(f2p)} tests fail (more than {request.max_f2p}: the bug breaks too much)"
-    if len(test_files(f2p)) > request.max_test_files:
-        return f2p, f"failing tests in {len(test_files(f2p))} files (max {request.max_test_files})"
+    files = test_files(request.project, f2p)
+    if len(files) > request.max_test_files:
+        return f2p, f"failing tests in {len(files)} files (max {request.max_test_files})"
     return f2p, ""
 
 
@@ -160,8 +163,9 @@ def make_instances(request: Request, note: Note = print) -> dict:
                          f"({run.seconds:.1f}s): {why or f'kept ({len(f2p)} FAIL_TO_PASS)'}")
                     if why:
                         continue
-                    files = test_files(f2p)
-                    p2p = sorted(t for t in graded if t.split("::")[0] in files and t not in f2p)
+                    files = test_files(project, f2p)
+                    p2p = sorted(t for t in graded if test_file(project, t) in files
+                                 and t not in f2p)
                     records.append(instance_record(project, tree, bug, f2p, p2p, image.tag,
                                                    run.summary))
         if not records:

@@ -6,10 +6,17 @@ its runtime and test dependencies (each pinned ``name==version``, fetched for CP
 manylinux), the folders whose code is mutated, the test command and its swebench log parser, and
 the tests deselected with the reason. ``PROJECTS`` lists them by short name; ``project(name)``
 raises ``KeyError`` naming the known ones.
+
+Test ids are the project's log parser's: pytest's ``path::name`` or django's unittest lines
+``test_x (app.module.Class.test_x)``. ``test_file(project, id)`` is the file holding a test
+(None when the id names none: a django test whose verbose line is its docstring), and
+``test_label(project, path)`` the argument that runs a test file or folder (pytest: the path;
+django: ``runtests.py``'s dotted label relative to ``tests/``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 
@@ -33,7 +40,7 @@ class Project:
     import_path: str
     """Folder (relative to the sdist root) put first on ``PYTHONPATH`` (``src`` layouts)."""
     test_dirs: tuple[str, ...]
-    """Folders the test command runs; an sdist lacking one has no tests to grade."""
+    """Folders or files the test command runs; an sdist lacking one has no tests to grade."""
     test_command: str
     """The test command, run in ``/testbed`` with test paths appended."""
     log_parser: str
@@ -41,6 +48,8 @@ class Project:
     """``(test id prefix, why)``: never run (network, timing) and never graded."""
     timeout_s: int = 600
     """Limit of one full run of the test command in a container."""
+    test_ids: str = "pytest"
+    """How the log parser's ids name tests: ``pytest`` (``path::name``) or ``django``."""
 
 
 FLASK = Project(
@@ -56,7 +65,53 @@ FLASK = Project(
     deselected=(),
 )
 
-PROJECTS: dict[str, Project] = {p.name: p for p in (FLASK,)}
+# django 4.2 LTS (Python 3.11), graded as SWE-bench grades django: its own runner, one process,
+# sqlite, swebench's parse_log_django. The labels are utils_tests' modules for the utilities that
+# are pure functions of their input (text, html, dates, numbers, http, encodings, ...): they run
+# in seconds with no database, no network and no optional dependency, and each tests one module
+# of django/utils, so the bugs are made in exactly those modules (a bug in code every test
+# imports, such as the settings or the app registry, breaks hundreds of tests and is dropped).
+_DJANGO_UTILS = ("text", "html", "dateformat", "numberformat", "http", "encoding", "ipv6",
+                 "crypto", "dateparse", "duration", "timesince", "regex_helper",
+                 "datastructures", "inspect", "jslex", "feedgenerator", "tree", "hashable",
+                 "lorem_ipsum", "termcolors", "timezone")
+
+DJANGO = Project(
+    name="django", repo="django/django", pypi="django", version="4.2.16",
+    sdist_sha256="6f1616c2786c408ce86ab7e10f792b8f15742f7b7b7460243929cb371e7f1dad",
+    # django 4.2's install_requires (asgiref, sqlparse); the chosen tests need nothing optional.
+    wheels=("asgiref==3.7.2", "sqlparse==0.4.4"),
+    dist_name="Django",
+    source_dirs=tuple(f"django/utils/{m}.py" for m in _DJANGO_UTILS),
+    import_path="",
+    test_dirs=tuple(f"tests/utils_tests/test_{m}.py" for m in _DJANGO_UTILS),
+    test_command="python3 tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1",
+    log_parser="parse_log_django",
+    deselected=(),
+    test_ids="django",
+)
+
+PROJECTS: dict[str, Project] = {p.name: p for p in (FLASK, DJANGO)}
+
+_DJANGO_ID = re.compile(r"^\w+ \(([\w.]+)\)$")
+
+
+def test_file(project: Project, test_id: str) -> str | None:
+    """The file holding ``test_id`` (module docstring); None when the id names no file."""
+    if project.test_ids != "django":
+        return test_id.split("::")[0]
+    found = _DJANGO_ID.match(test_id)
+    if not found or found.group(1).count(".") < 2:
+        return None  # a docstring line, or an id without module.Class.method
+    return "tests/" + "/".join(found.group(1).split(".")[:-2]) + ".py"
+
+
+def test_label(project: Project, path: str) -> str:
+    """The test command's argument that runs the file or folder ``path`` (module docstring)."""
+    if project.test_ids != "django":
+        return path
+    rel = path.removeprefix("tests/").removesuffix(".py")
+    return rel.replace("/", ".")
 
 
 def project(name: str) -> Project:

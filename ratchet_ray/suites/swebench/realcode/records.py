@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ratchet_ray.suites.swebench.realcode.bugs import Bug
 from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
-from ratchet_ray.suites.swebench.realcode.projects import Project
+from ratchet_ray.suites.swebench.realcode.projects import Project, test_file
 from ratchet_ray.suites.swebench.realcode.runner import test_args
 
 GIT_ENV = {"GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
@@ -53,8 +53,8 @@ def instance_id(project: Project, bug: Bug) -> str:
     return f"{owner}__{name}-{project.version}-{bug.modifier}-{bug.key}"
 
 
-def test_files(f2p: list[str]) -> list[str]:
-    return sorted({test.split("::")[0] for test in f2p})
+def test_files(project: Project, f2p: list[str]) -> list[str]:
+    return sorted({test_file(project, test) or "" for test in f2p} - {""})
 
 
 def _why(reason: str, test_text: str) -> str:
@@ -76,7 +76,7 @@ def _why(reason: str, test_text: str) -> str:
 def problem_statement(project: Project, bug: Bug, f2p: list[str], reasons: dict[str, str],
                       test_text: str) -> str:
     """The issue text: which behaviour broke and how it fails (module contract)."""
-    listed = [f"- `{test.split('::', 1)[-1]}` ({test.split('::')[0]}): "
+    listed = [f"- `{test.split('::', 1)[-1]}` ({test_file(project, test)}): "
               f"{_why(reasons.get(test, ''), test_text)}" for test in f2p[:_MAX_LISTED]]
     more = f"\n- ... and {len(f2p) - _MAX_LISTED} more" if len(f2p) > _MAX_LISTED else ""
     return (f"{project.repo} {project.version}: {len(f2p)} test(s) of the project's own suite "
@@ -108,7 +108,7 @@ def instance_dockerfile(image_tag: str, bug: Bug, files: list[str], commit: str)
 def instance_record(project: Project, tree: Path, bug: Bug, f2p: list[str], p2p: list[str],
                     image_tag: str, reasons: dict[str, str]) -> dict:
     """The SWE-bench record of ``bug`` (module contract)."""
-    files = test_files(f2p)
+    files = test_files(project, f2p)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "testbed"
         shutil.copytree(tree, work, ignore=shutil.ignore_patterns(".git", "__pycache__"))

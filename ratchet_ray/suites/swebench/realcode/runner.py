@@ -6,7 +6,8 @@ Contracts:
   ``removed``, runs ``project.test_command`` on the test folders (deselected tests left out)
   between swebench's start/end markers, and returns a ``SuiteRun``: every test id's status as
   the project's swebench log parser reads the log, the log, the short summary lines
-  (``summary``: pytest's ``FAILED id - why``) and the seconds. A run past
+  (``summary``: pytest's ``FAILED id - why``, or the exception line ending unittest's
+  ``FAIL: id`` block) and the seconds. A run past
   ``project.timeout_s`` raises ``RealcodeError``; the container is removed either way.
 - ``passed(status)``: swebench's PASSED/XFAIL count as passing, as its grader counts them.
 """
@@ -14,6 +15,7 @@ Contracts:
 from __future__ import annotations
 
 import base64
+import re
 import shlex
 import time
 from dataclasses import dataclass, field
@@ -21,7 +23,7 @@ from typing import Any
 
 from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
-from ratchet_ray.suites.swebench.realcode.projects import Project
+from ratchet_ray.suites.swebench.realcode.projects import Project, test_label
 
 START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
 
@@ -40,8 +42,9 @@ def passed(status: str) -> bool:
 
 
 def test_args(project: Project, paths: tuple[str, ...] | list[str] | None = None) -> str:
-    """The test command's arguments: ``paths`` (default the test folders), deselections."""
-    words = [*(paths or project.test_dirs)]
+    """The test command's arguments: ``paths`` (default the test folders) as the runner's
+    labels, deselections."""
+    words = [test_label(project, p) for p in (paths or project.test_dirs)]
     for test_id, _why in project.deselected:
         words += ["--deselect", test_id]
     return " ".join(shlex.quote(w) for w in words)
@@ -59,13 +62,23 @@ def script(project: Project, diff: str | None, removed: tuple[str, ...] | list[s
     return "\n".join(lines) + "\n"
 
 
+_EXCEPTION = re.compile(r"[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
+
+
 def _summary(log: str) -> dict[str, str]:
-    reasons = {}
+    reasons: dict[str, str] = {}
+    block: str | None = None  # unittest's "FAIL: id" block: its exception line is the reason
     for line in log.splitlines():
         for status in ("FAILED ", "ERROR "):
             if line.startswith(status) and " - " in line:
                 test_id, why = line[len(status):].split(" - ", 1)
                 reasons[test_id.strip()] = why.strip()
+        if line.startswith(("FAIL: ", "ERROR: ")):
+            block = line.split(": ", 1)[1].strip()
+        elif line.startswith("=" * 20):
+            block = None
+        elif block and _EXCEPTION.match(line):
+            reasons[block] = line.strip()  # the latest: a chained exception's raised one
     return reasons
 
 

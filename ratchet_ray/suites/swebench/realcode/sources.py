@@ -10,7 +10,7 @@ Contracts:
 - ``local(path, project)``: a local sdist file (``.tar.gz``/``.zip``) or checkout folder used in
   place of the download (its digest is the archive's, or the tree's for a folder).
 - ``extract(sources, project, dest)`` unpacks the sdist's tree into ``dest`` (its single top
-  folder stripped) and raises ``RealcodeError`` when a test folder of the recipe is absent
+  folder stripped) and raises ``RealcodeError`` when a test folder or file of the recipe is absent
   (an sdist without tests has nothing to grade).
 """
 
@@ -176,9 +176,10 @@ def extract(sources: Sources, project: Project, dest: Path) -> Path:
             tops = list(Path(tmp).iterdir())
             root = tops[0] if len(tops) == 1 and tops[0].is_dir() else Path(tmp)
             shutil.copytree(root, dest, dirs_exist_ok=True)
-    absent = [d for d in project.test_dirs if not (dest / d).is_dir()]
+    absent = [d for d in project.test_dirs if not (dest / d).exists()]
     if absent:
-        raise RealcodeError(f"{src.name} has no {', '.join(absent)}/ folder: this sdist ships "
+        named = ", ".join(d if d.endswith(".py") else f"{d}/ folder" for d in absent)
+        raise RealcodeError(f"{src.name} has no {named}: this sdist ships "
                             f"without the tests the instances are graded by; pass --source with "
                             f"a checkout that has them")
     return dest
