@@ -62,6 +62,7 @@ def script(project: Project, diff: str | None, removed: tuple[str, ...] | list[s
     return "\n".join(lines) + "\n"
 
 
+_UNITTEST_ID = re.compile(r"\w+ \([\w.]+\)")
 _EXCEPTION = re.compile(r"[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
 
 
@@ -73,8 +74,9 @@ def _summary(log: str) -> dict[str, str]:
             if line.startswith(status) and " - " in line:
                 test_id, why = line[len(status):].split(" - ", 1)
                 reasons[test_id.strip()] = why.strip()
-        if line.startswith(("FAIL: ", "ERROR: ")):
-            block = line.split(": ", 1)[1].strip()
+        if line.startswith(("FAIL: ", "ERROR: ")):  # a subtest's params follow the id
+            head = _UNITTEST_ID.match(line.split(": ", 1)[1])
+            block = head.group(0) if head else line.split(": ", 1)[1].strip()
         elif line.startswith("=" * 20):
             block = None
         elif block and _EXCEPTION.match(line):

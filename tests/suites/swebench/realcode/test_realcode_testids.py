@@ -1,5 +1,5 @@
 """How a recipe's test ids map to files and runner labels (pytest's and django's), and the
-failure reasons read from unittest's log: what makes django's instances' test patches and
+failure reasons read from unittest's log (a subtest's parameters after the id): what makes django's instances' test patches and
 eval scripts right."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ file_of, files_of, args_of, summary = (projects.test_file, records.test_files, r
 
 DJANGO_LOG = """\
 ======================================================================
-FAIL: test_wrap (utils_tests.test_text.TestUtilsText.test_wrap)
+FAIL: test_wrap (utils_tests.test_text.TestUtilsText.test_wrap) (value='a b')
 ----------------------------------------------------------------------
 Traceback (most recent call last):
   File "/testbed/tests/utils_tests/test_text.py", line 10, in test_wrap
