@@ -212,7 +212,11 @@ def test_cli_export_import_and_list_show_origin_and_probation(tmp_path):
 def test_run_flag_bank_sets_the_pack_of_a_new_run(tmp_path):
     a = source_run(tmp_path)
     export_pack(a.run_dir, tmp_path / "p")
+    # A dry run imports the pack as the run would: another suite's pack is refused in one line.
     out = CliRunner().invoke(cli, ["run", "sim", "--bank", str(tmp_path / "p"), "--dry-run"])
+    assert out.exit_code == 1 and "exported from a 'mbpp' run" in out.output, out.output
+    out = CliRunner().invoke(cli, ["run", "sim", "--bank", str(tmp_path / "p"), "--dry-run",
+                                   "--set", "bank.allow_other_suite=true"])
     assert out.exit_code == 0, out.output
     assert f"pack: {(tmp_path / 'p').resolve()}" in out.output
 

@@ -109,7 +109,8 @@ def test_an_unknown_suite_lists_the_valid_ones_and_the_fix():
 
 
 def test_unknown_top_level_keys_name_the_valid_keys_and_sections():
-    with pytest.raises(ConfigResolveError, match=r"^unknown key 'curation' at top level; valid "
+    with pytest.raises(ConfigResolveError, match=r"^unknown key 'curation' at top level \(did you mean "
+                                                     r"'curator'\?\); valid "
                                                  r"keys: .*curator.*; suite sections: "
                                                  r"(\w+, )*sim, swebench"):
         resolve_config({"curation": {"active_cap": 3}})

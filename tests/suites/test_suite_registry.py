@@ -188,7 +188,7 @@ def test_builtin_suites_bring_their_settings_through_the_registry(tmp_path):
                                           r"of the swebench section: agent, arch"):
         load_config([], ["swebench.agent.max_stepz=3"])
     with pytest.raises(ConfigError, match=r"override 'swebnch\.memory_mb=1': unknown key "
-                                          r"'swebnch' at top level; valid keys: .*suite "
+                                          r"'swebnch' at top level \(did you mean 'swebench'\?\); valid keys: .*suite "
                                           r"sections: (\w+, )*sim, swebench"):
         load_config([], ["swebnch.memory_mb=1"])
 

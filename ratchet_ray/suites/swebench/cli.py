@@ -139,7 +139,8 @@ def validate(dataset: str, subset: Path | None, instances: tuple, repeat: int,
               help="Candidate bugs to try at most (one test run each).")
 @click.option("--modifier", "modifiers", multiple=True, metavar="NAME",
               help="Only this SWE-smith modifier, e.g. func_pm_op_change (repeatable).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bug order.")
+@click.option("--bug-seed", "seed", type=int, default=0, show_default=True,
+              help="Seed of the order candidate bugs are tried in.")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Candidate test runs at once (the set does not depend on it).")
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path),
