@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ratchet_ray.suites.swebench.realcode import resolve_project
 from ratchet_ray.suites.swebench.realcode.build import Request, make_instances
+from swe_validate_cli import remove_instance_images, validate
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
-RATCHET = str(Path(sys.executable).with_name("ratchet"))
 COUNT = 3
 
 
@@ -47,18 +45,9 @@ def test_flask_builds_reproducibly_and_grades_as_swebench_says(tmp_path, docker_
             for test_file in {t.split("::")[0] for t in json.loads(row["FAIL_TO_PASS"])}:
                 assert f"diff --git a/{test_file} b/{test_file}\nnew file mode 100644\n" in \
                     row["test_patch"]
-        env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PYTEST_CURRENT_TEST")}
-        done = subprocess.run(
-            [RATCHET, "swe", "validate", "--dataset", str(tmp_path / "a" / "instances.jsonl"),
-             "--out", str(tmp_path / "validate"), "--set", "swebench.namespace=null",
-             "--set", f"swebench.lock_dir={tmp_path / 'locks'}",
-             "--set", f"swebench.gold_records={tmp_path / 'gold'}"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1500)
-        text = done.stdout + done.stderr
-        assert done.returncode == 0, text[-4000:]
-        assert f"{COUNT}/{COUNT} instances valid" in done.stdout, text[-4000:]
+        code, stdout, text = validate(tmp_path / "a" / "instances.jsonl", tmp_path)
+        assert code == 0, text[-4000:]
+        assert f"{COUNT}/{COUNT} instances valid" in stdout, text[-4000:]
     finally:
-        for row in (json.loads(line) for line in (tmp_path / "a" / "instances.jsonl").open()):
-            subprocess.run(["docker", "rmi", "-f", f"sweb.eval.x86_64.{row['instance_id'].lower()}"
-                            ":latest"], capture_output=True)
+        remove_instance_images(tmp_path / "a" / "instances.jsonl")
         docker_session.images.remove(second["image"]["tag"], force=True)

@@ -1,0 +1,33 @@
+"""``ratchet swe validate`` run from a shell on a built set, as the real-project slow tests grade.
+
+``validate(dataset, tmp_path)`` runs it with the set's namespace, locks and gold records in
+``tmp_path`` and returns ``(exit status, stdout, stdout + stderr)``; ``remove_instance_images``
+removes the instance images the grades built (the project image is the caller's to keep).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+RATCHET = str(Path(sys.executable).with_name("ratchet"))
+
+
+def validate(dataset: Path, tmp_path: Path) -> tuple[int, str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PYTEST_CURRENT_TEST")}
+    done = subprocess.run(
+        [RATCHET, "swe", "validate", "--dataset", str(dataset),
+         "--out", str(tmp_path / "validate"), "--set", "swebench.namespace=null",
+         "--set", f"swebench.lock_dir={tmp_path / 'locks'}",
+         "--set", f"swebench.gold_records={tmp_path / 'gold'}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1500)
+    return done.returncode, done.stdout, done.stdout + done.stderr
+
+
+def remove_instance_images(dataset: Path) -> None:
+    for row in (json.loads(line) for line in dataset.open()):
+        subprocess.run(["docker", "rmi", "-f", f"sweb.eval.x86_64.{row['instance_id'].lower()}"
+                        ":latest"], capture_output=True)
