@@ -10,8 +10,11 @@ a skill learned and then routed (target: every seed) and the ratio of the slowes
 
     python bench/quickstart_seeds.py [--seeds 1-5] [--results DIR] [--run-flags "--rounds 1"]
 
-``--run-flags``: more of ``ratchet run``'s options after the seed's (its tiny run in the tests:
-``--rounds 1``); the figures of the target are the quickstart's own, without it.
+``--run-flags``: more of ``ratchet run``'s options after the seed's; the figures of the target
+are the quickstart's own, without it. Each run's terminal output (what the user reads) is kept
+beside its run as ``seed<S>.stderr.log`` under ``--results``. The suite runs this bench at seed 1
+with the quickstart's own flags (tests/loop/test_quickstart_learns.py): its row, its run dir
+and its closing lines are the quickstart's test.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ def one_seed(seed: int, results: Path, more: str = "") -> tuple[float, Path]:
     proc = subprocess.run(["make", "-s", "run", f"RUN_FLAGS={flags}"], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     elapsed = time.perf_counter() - started
+    (results / f"seed{seed}.stderr.log").write_text(proc.stderr)
     if proc.returncode != 0:
         sys.exit(f"seed {seed}: make run failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     return elapsed, Path(proc.stdout.strip().splitlines()[-1])
@@ -76,6 +80,7 @@ def main() -> None:
                         help="more `ratchet run` options after the seed's, e.g. \"--rounds 1\"")
     args = parser.parse_args()
     results = args.results or Path(tempfile.mkdtemp(prefix="quickstart_seeds_"))
+    results.mkdir(parents=True, exist_ok=True)
     print("| seed | wall s | skills made | first routed round | tasks routed | eval pass@1 |")
     print("|---|---|---|---|---|---|")
     shown, walls = 0, []
