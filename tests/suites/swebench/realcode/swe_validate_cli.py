@@ -1,7 +1,8 @@
 """``ratchet swe validate`` run from a shell on a built set, as the real-project slow tests grade.
 
-``validate(dataset, tmp_path)`` runs it with the set's namespace, locks and gold records in
-``tmp_path`` and returns ``(exit status, stdout, stdout + stderr)``; ``remove_instance_images``
+``validate(dataset, tmp_path, gold=None)`` runs it with the set's namespace, locks and gold
+records in ``tmp_path`` (the gold records in ``gold`` when given, to share them with other
+grades) and returns ``(exit status, stdout, stdout + stderr)``; ``remove_instance_images``
 removes the instance images the grades built (the project image is the caller's to keep).
 """
 
@@ -16,13 +17,13 @@ from pathlib import Path
 RATCHET = str(Path(sys.executable).with_name("ratchet"))
 
 
-def validate(dataset: Path, tmp_path: Path) -> tuple[int, str, str]:
+def validate(dataset: Path, tmp_path: Path, gold: Path | None = None) -> tuple[int, str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PYTEST_CURRENT_TEST")}
     done = subprocess.run(
         [RATCHET, "swe", "validate", "--dataset", str(dataset),
          "--out", str(tmp_path / "validate"), "--set", "swebench.namespace=null",
          "--set", f"swebench.lock_dir={tmp_path / 'locks'}",
-         "--set", f"swebench.gold_records={tmp_path / 'gold'}"],
+         "--set", f"swebench.gold_records={gold or tmp_path / 'gold'}"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1500)
     return done.returncode, done.stdout, done.stdout + done.stderr
 
