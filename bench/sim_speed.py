@@ -1,7 +1,7 @@
 """How fast the ``sim`` suite runs the real loop, and what a parallel sweep buys over a serial one.
 
     python bench/sim_speed.py [--rounds 100] [--sweep-rounds 20] [--arms default,A1,...,A8]
-                              [--seeds 42] [--parallel 3] [--skip-sweep]
+                              [--seeds 42] [--parallel 3] [--skip-sweep | --sweep-only]
 
 1. One arm: ``python -m jobs.skill_loop sim --rounds R`` (60 train + 40 eval tasks, the Default
    governance, real Ray actors and Parquet evidence); prints the wall time, rounds per second,
@@ -51,34 +51,46 @@ def main() -> None:
     parser.add_argument("--arms", default="default,A1,A2,A3,A4,A5,A6,A7,A8")
     parser.add_argument("--seeds", default="42")
     parser.add_argument("--parallel", type=int, default=3)
-    parser.add_argument("--skip-sweep", action="store_true")
+    parts = parser.add_mutually_exclusive_group()
+    parts.add_argument("--skip-sweep", action="store_true", help="only part 1 (one arm)")
+    parts.add_argument("--sweep-only", action="store_true", help="only part 2 (the sweep)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        wall = timed([sys.executable, "-m", "jobs.skill_loop", "sim", "--rounds", str(args.rounds),
-                      "--quiet", "--set", f"results_dir={tmp}/one"])
-        walls = round_walls(Path(tmp) / "one")
-        tenth = max(1, len(walls) // 10)
-        target = TARGET_S_PER_100_ROUNDS * args.rounds / 100
-        print(f"sim one arm: {args.rounds} rounds x 100 tasks in {wall:.1f} s "
-              f"= {args.rounds / wall:.2f} rounds/s (cores: {os.cpu_count()}, load "
-              f"{os.getloadavg()[0]:.1f}); start-up {wall - sum(walls):.1f} s, mean round "
-              f"{sum(walls) / len(walls):.2f} s (first {tenth}: "
-              f"{sum(walls[:tenth]) / tenth:.2f} s, last {tenth}: "
-              f"{sum(walls[-tenth:]) / tenth:.2f} s); target {target:.0f} s, ratio "
-              f"{wall / target:.2f} ({'meets' if wall <= target else 'misses'} the target)")
-        if args.skip_sweep:
-            return
-        runs = len(args.arms.split(",")) * len(args.seeds.split(","))
-        walls = {}
-        for parallel in (1, args.parallel):
-            walls[parallel] = timed([sys.executable, "-m", "jobs.ablations", "sim",
-                                     "--arms", args.arms, "--seeds", args.seeds,
-                                     "--rounds", str(args.sweep_rounds),
-                                     "--parallel", str(parallel),
-                                     "--out", f"{tmp}/sweep_p{parallel}"])
-        print(f"sim sweep: {runs} runs x {args.sweep_rounds} rounds: serial {walls[1]:.1f} s, "
-              f"--parallel {args.parallel} {walls[args.parallel]:.1f} s, speed-up "
-              f"{walls[1] / walls[args.parallel]:.2f}x")
+        if not args.sweep_only:
+            one_arm(args, Path(tmp))
+        if not args.skip_sweep:
+            sweep(args, Path(tmp))
+
+
+def one_arm(args: argparse.Namespace, tmp: Path) -> None:
+    """Part 1: one ``sim`` run of ``--rounds`` rounds, timed and set against the target."""
+    wall = timed([sys.executable, "-m", "jobs.skill_loop", "sim", "--rounds", str(args.rounds),
+                  "--quiet", "--set", f"results_dir={tmp}/one"])
+    walls = round_walls(tmp / "one")
+    tenth = max(1, len(walls) // 10)
+    target = TARGET_S_PER_100_ROUNDS * args.rounds / 100
+    print(f"sim one arm: {args.rounds} rounds x 100 tasks in {wall:.1f} s "
+          f"= {args.rounds / wall:.2f} rounds/s (cores: {os.cpu_count()}, load "
+          f"{os.getloadavg()[0]:.1f}); start-up {wall - sum(walls):.1f} s, mean round "
+          f"{sum(walls) / len(walls):.2f} s (first {tenth}: "
+          f"{sum(walls[:tenth]) / tenth:.2f} s, last {tenth}: "
+          f"{sum(walls[-tenth:]) / tenth:.2f} s); target {target:.0f} s, ratio "
+          f"{wall / target:.2f} ({'meets' if wall <= target else 'misses'} the target)")
+
+
+def sweep(args: argparse.Namespace, tmp: Path) -> None:
+    """Part 2: the ablation sweep over ``--arms`` x ``--seeds``, serial and ``--parallel P``."""
+    runs = len(args.arms.split(",")) * len(args.seeds.split(","))
+    walls = {}
+    for parallel in (1, args.parallel):
+        walls[parallel] = timed([sys.executable, "-m", "jobs.ablations", "sim",
+                                 "--arms", args.arms, "--seeds", args.seeds,
+                                 "--rounds", str(args.sweep_rounds),
+                                 "--parallel", str(parallel),
+                                 "--out", f"{tmp}/sweep_p{parallel}"])
+    print(f"sim sweep: {runs} runs x {args.sweep_rounds} rounds: serial {walls[1]:.1f} s, "
+          f"--parallel {args.parallel} {walls[args.parallel]:.1f} s, speed-up "
+          f"{walls[1] / walls[args.parallel]:.2f}x")
 
 
 if __name__ == "__main__":

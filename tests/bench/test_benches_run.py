@@ -129,11 +129,11 @@ def test_sim_speed():
     assert re.search(rf"sim one arm: 2 rounds x 100 tasks in {NUMBER} s .* ratio {NUMBER}", out), out
 
 
-@pytest.mark.slow  # three sim drivers, each with a Ray of its own
+@pytest.mark.slow  # two sim drivers, each with a Ray of its own (test_sim_speed runs part 1)
 def test_sim_speed_sweep():
-    out = run_bench("sim_speed.py", "--rounds", "1", "--sweep-rounds", "1", "--arms", "default",
+    out = run_bench("sim_speed.py", "--sweep-only", "--sweep-rounds", "1", "--arms", "default",
                     "--parallel", "2")
-    assert re.search(rf"sim one arm: 1 rounds x 100 tasks in {NUMBER} s", out), out
+    assert "sim one arm" not in out, out
     assert re.search(rf"sim sweep: 1 runs x 1 rounds: serial {NUMBER} s, --parallel 2 {NUMBER} s, "
                      rf"speed-up {NUMBER}x", out), out
 
@@ -198,16 +198,23 @@ def test_swe_throughput(tmp_path):
     assert (tmp_path / "swe_throughput.json").is_file()
 
 
-@pytest.mark.slow  # two grades with canary sessions and two runs of the official harness
+@pytest.mark.slow  # three grades with canary sessions and three runs of the official harness
 @pytest.mark.docker
 def test_swe_harness_agreement(tmp_path):
+    """Ours and the official harness on one predictions file per round: they agree on the gold
+    patch (resolved) and on a README-only one (unresolved), and differ on a forgery the way
+    docs/swebench.md says (the harness parses the test log the patch rewrites and resolves it;
+    ours calls it tampering)."""
     _docker_or_skip()
     out = run_bench("swe_harness_agreement.py", "--instances", "ratchet__calc-1", "--kinds",
-                    "gold,forgery", "--forgeries", "1", "--workers", "1", "--json",
-                    str(tmp_path / "agreement.json"), timeout=900)
+                    "gold,wrong,forgery", "--forgeries", "forge_only_graded", "--workers", "1",
+                    "--json", str(tmp_path / "agreement.json"), timeout=900)
     assert lines_matching(out, r"^\| gold \| 1 \| 1/1 \| 1 \| 1 \|$"), out
-    assert lines_matching(out, r"^\| forgery \| 1 \| [01]/1 \| 0 \| [01] \|$"), out
-    assert re.search(rf"^ours {NUMBER} s for 2 grades; harness {NUMBER} s \(2 harness runs\)", out,
+    assert lines_matching(out, r"^\| wrong \| 1 \| 1/1 \| 0 \| 0 \|$"), out
+    assert lines_matching(out, r"^\| forgery \| 1 \| 0/1 \| 0 \| 1 \|$"), out
+    assert ("- forgery forge_only_graded on ratchet__calc-1: ours test_tampering, harness "
+            "resolved") in out, out
+    assert re.search(rf"^ours {NUMBER} s for 3 grades; harness {NUMBER} s \(3 harness runs\)", out,
                      re.M), out
     assert (tmp_path / "agreement.json").is_file()
 
