@@ -33,12 +33,21 @@ class SwebenchSuite:
 
     @staticmethod
     def solver_note(config: Any) -> str:
-        """The Solver named wherever results are shown: this project's agent, not the paper's
-        Claude Code session (``config``: a ``LoopConfig`` or its ``config.yaml`` as a dict)."""
+        """The Solver named wherever results are shown: the agent that ran (``swebench.solver``:
+        this project's, or mini-swe-agent with its version), never the paper's Claude Code
+        session (``config``: a ``LoopConfig`` or its ``config.yaml`` as a dict)."""
         from ratchet_ray.settings.setting_label import config_value
 
-        mode = config_value(config, "suite_settings.swebench.agent.mode") or "agent"
-        kind = "in-house shell agent" if mode == "agent" else "in-house single call"
+        if config_value(config, "suite_settings.swebench.solver") == "mini-swe-agent":
+            from importlib.metadata import PackageNotFoundError, version
+
+            try:
+                kind = f"mini-swe-agent {version('mini-swe-agent')}"
+            except PackageNotFoundError:  # the report of a run made where it was installed
+                kind = "mini-swe-agent"
+        else:
+            mode = config_value(config, "suite_settings.swebench.agent.mode") or "agent"
+            kind = "in-house shell agent" if mode == "agent" else "in-house single call"
         return f"solver: {kind} (not the paper's Claude Code)"
 
     def load_tasks(self, config: Any) -> list[Task]:

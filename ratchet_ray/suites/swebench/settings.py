@@ -27,7 +27,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 _STRICT = ConfigDict(extra="forbid", validate_assignment=True)
 log = logging.getLogger(__name__)
@@ -67,10 +67,23 @@ class AgentSettings(BaseModel):
     """single_call: characters of repository files named in the issue shown to the model."""
 
 
+SOLVERS = {"ratchet": "this project's shell agent",
+           "mini-swe-agent": "the SWE-bench team's reference agent"}
+"""The patch agents ``swebench.solver`` chooses between, each with what it is."""
+Solver = Literal["ratchet", "mini-swe-agent"]
+
+
 class SwebenchSettings(BaseModel):
     """Dataset, images and containers of the SWE-bench suite."""
 
     model_config = _STRICT
+    solver: Solver = "ratchet"
+    """Which agent writes the patch: 'ratchet', this project's shell agent (``agent.mode`` picks
+    its loop or one call), or 'mini-swe-agent', the SWE-bench team's bash-only reference agent
+    (its own loop, prompts and submission, driving the same locked-down container through this
+    project's LLM backend; ``pip install 'ratchet-ray[swebench]'``). Both take their limits from
+    ``agent.*`` (steps, time, cost, format errors, per-command timeout, tokens per reply) and
+    inject the routed skill's guidance; reports name the one that ran."""
     dataset_name: str = "SWE-bench/SWE-bench_Verified"
     """Hugging Face dataset id. swebench>=5 grades with the ``eval_script``/``log_parser`` columns
     that this dataset ships; an id without them fails at load with the missing columns named."""
@@ -155,6 +168,22 @@ class SwebenchSettings(BaseModel):
     max_log_bytes: int = Field(default=20_000_000, gt=0)
     """Command output kept per exec; beyond it the middle is dropped (runaway output)."""
     agent: AgentSettings = Field(default_factory=AgentSettings)
+
+    @field_validator("solver", mode="before")
+    @classmethod
+    def _known_solver(cls, value: Any) -> Any:
+        if value not in SOLVERS:
+            raise ValueError(f"unknown solver {value!r}: set swebench.solver to one of "
+                             + ", ".join(f"{name!r} ({what})" for name, what in SOLVERS.items()))
+        return value
+
+    @model_validator(mode="after")
+    def _solver_mode(self) -> "SwebenchSettings":
+        if self.solver == "mini-swe-agent" and self.agent.mode != "agent":
+            raise ValueError(f"swebench.agent.mode={self.agent.mode!r} is the in-house solver's "
+                             "one-call mode; mini-swe-agent is an agent only: drop the mode or "
+                             "set swebench.solver=ratchet")
+        return self
 
     @field_validator("canary_sessions")
     @classmethod

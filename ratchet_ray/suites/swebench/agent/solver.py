@@ -1,4 +1,6 @@
-"""The patch Solver: an agentic shell loop inside the task's container, or one completion.
+"""The patch Solver: an agentic shell loop inside the task's container, or one completion, or
+(``settings.solver == "mini-swe-agent"``) the reference agent of ``agent.mini_swe`` in the same
+container, its patch what it submitted.
 
 API (the Solver role calls exactly this)::
 
@@ -73,6 +75,10 @@ class AgentRun:
     """What every call sampled at (module contract)."""
     seed: int | None = None
     """The attempt's seed; step k's is ``derive_seed(seed, "agent", k)``."""
+    solver: str = "ratchet"
+    """``swebench.solver``: which agent ran."""
+    native: dict[str, Any] | None = None
+    """mini-swe-agent's own serialized trajectory (its solver only)."""
 
     def sampling(self, llm: LLMClient, step: int) -> dict[str, Any]:
         """``temperature`` and, where the backend takes one, ``seed`` of step ``step``'s call."""
@@ -99,7 +105,7 @@ def run_agent(llm: LLMClient, task: Task, skill: Skill | None,
               seed: int | None = None) -> AgentRun:
     settings = settings or SwebenchSettings()
     own = settings.agent.temperature
-    run = AgentRun(patch="", exit_status="error", seed=seed,
+    run = AgentRun(patch="", exit_status="error", seed=seed, solver=settings.solver,
                    temperature=own if own is not None else (temperature or 0.0))
     started = time.monotonic()
     try:
@@ -108,11 +114,16 @@ def run_agent(llm: LLMClient, task: Task, skill: Skill | None,
         with images.use(task.payload, lambda _msg: None) as image, instance_container(
                 client, image, task.task_id, settings, purpose="agent", run_label=run_label) as box:
             box.become_untrusted(whole_repo=True)  # the model's commands run as a plain uid
-            if settings.agent.mode == "single_call":
-                _single_call(llm, task, skill, settings, box, run)
+            if settings.solver == "mini-swe-agent":  # its patch is what it submitted
+                from ratchet_ray.suites.swebench.agent.mini_swe import run_mini_swe_agent
+
+                run_mini_swe_agent(llm, task, skill, settings, box, run, started)
             else:
-                _loop(llm, task, skill, settings, box, run, started)
-            run.patch = _diff(box) or run.patch
+                if settings.agent.mode == "single_call":
+                    _single_call(llm, task, skill, settings, box, run)
+                else:
+                    _loop(llm, task, skill, settings, box, run, started)
+                run.patch = _diff(box) or run.patch
     except Exception as exc:
         # The caller records the failure; these replies still cost tokens and must be counted.
         lost = _daemon_lost(exc, settings)
@@ -244,11 +255,13 @@ def _diff(box: InstanceContainer) -> str:
 
 
 def _save(run: AgentRun, task: Task, log_dir: Artifacts) -> None:
-    record = {"instance_id": task.task_id, "exit_status": run.exit_status,
+    record = {"instance_id": task.task_id, "solver": run.solver, "exit_status": run.exit_status,
               "duration_s": run.duration_s, "patch": run.patch,
               "temperature": run.temperature, "seed": run.seed,
               "steps": [asdict(s) for s in run.steps],
               "replies": [{"text": r.text, "input_tokens": r.input_tokens,
                            "output_tokens": r.output_tokens, "cost_usd": r.cost_usd}
                           for r in run.replies]}
+    if run.native is not None:
+        record["mini_swe_agent"] = run.native
     log_dir.put_json("trajectory.json", record)

@@ -1,0 +1,206 @@
+"""mini-swe-agent as the patch Solver (``swebench.solver=mini-swe-agent``): the SWE-bench team's
+bash-only reference agent, its own loop, prompts and submission rule, on this project's
+locked-down instance container and this project's LLM backend.
+
+API (``agent.solver.run_agent`` calls it inside the container it set up)::
+
+    run_mini_swe_agent(llm, task, skill, settings, box, run, started)  # fills ``run`` (AgentRun)
+
+Contracts:
+- The loop is ``minisweagent.agents.default.DefaultAgent``, unchanged, with the agent and model
+  templates of the package's own ``benchmarks/swebench_backticks.yaml`` (actions in
+  ```` ```mswea_bash_command ```` blocks: text actions, since the local model and the completion
+  backends make no tool calls). The routed skill's guidance is the preamble of its system
+  template, as in the in-house agent (``skill=None``: none). Limits come from ``settings.agent``:
+  ``max_steps`` model calls, ``max_cost_usd`` (0: none), what is left of ``max_time_s``,
+  ``max_format_errors`` consecutive format errors.
+- Model (``ProjectModel``): each query is one ``llm.complete`` on this project's backend (the
+  local llama.cpp model by default; litellm is never called): ``max_tokens`` is
+  ``agent.max_tokens``, sampling as the in-house agent's (``AgentRun.sampling``: temperature and
+  the per-call derived seed). The action is parsed by mini-swe-agent's own regex parser; a reply
+  without exactly one action is its ``FormatError`` (a failed step, its reply still counted).
+- Environment (``ContainerEnvironment``): each action runs through ``InstanceContainer.run`` (the
+  untrusted uid, the repository's folder, ``agent.command_timeout_s``), with the yaml's
+  environment variables exported first. A timed-out command reports returncode -1 and an
+  ``exception_info``, as mini-swe-agent's Docker environment does; output whose first line is
+  ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` with exit code 0 submits the rest of it.
+- The patch follows mini-swe-agent's SWE-bench runner: what the agent submitted, and "" when it
+  stopped otherwise (``LimitsExceeded``, ``TimeExceeded``, ``RepeatedFormatError``: its exit
+  statuses are kept as ``run.exit_status``). An exception (backend, Docker) propagates to
+  ``run_agent``, as that runner records an exception with an empty patch.
+- ``run.steps`` gets one ``Step`` per action or format error (the trajectory every report
+  reads) and ``run.native`` mini-swe-agent's own serialized trajectory.
+- Importing ``minisweagent`` prints nothing (``MSWEA_SILENT_STARTUP``); without the package
+  the attempt fails with one line naming the extra to install.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import time
+from functools import lru_cache
+from typing import Any
+
+from ratchet_ray.llm.base import LLMClient, Message
+from ratchet_ray.suites.swebench.agent.prompts import Step, clip_middle, skill_preamble
+from ratchet_ray.suites.swebench.docker.execbox import InstanceContainer
+from ratchet_ray.suites.swebench.settings import SwebenchSettings
+from ratchet_ray.types import Skill, Task
+
+CONFIG_FILE = "benchmarks/swebench_backticks.yaml"
+"""mini-swe-agent's own SWE-bench config with text (backtick) actions, under its config folder."""
+SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+MISSING = ("swebench.solver=mini-swe-agent needs the mini-swe-agent package: "
+           "pip install 'ratchet-ray[swebench]' (or set swebench.solver=ratchet)")
+
+
+def _minisweagent():
+    os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")  # its import prints a banner otherwise
+    try:
+        import minisweagent
+    except ImportError as exc:
+        raise ImportError(MISSING) from exc
+    return minisweagent
+
+
+@lru_cache(maxsize=1)
+def reference_config() -> dict[str, Any]:
+    """The package's ``swebench_backticks.yaml`` (agent, environment and model sections)."""
+    import yaml
+
+    path = _minisweagent().package_dir / "config" / CONFIG_FILE
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+class ProjectModel:
+    """mini-swe-agent's ``Model`` protocol on this project's ``LLMClient`` (module contract)."""
+
+    def __init__(self, llm: LLMClient, run: Any, max_tokens: int, templates: dict[str, Any]):
+        self.llm, self.run, self.max_tokens = llm, run, max_tokens
+        self.config = {"observation_template": templates["observation_template"],
+                       "format_error_template": templates["format_error_template"],
+                       "model_name": f"{getattr(llm, 'backend', '?')}/{getattr(llm, 'model', '?')}"}
+
+    def query(self, messages: list[dict], **kwargs: Any) -> dict:
+        from minisweagent.exceptions import FormatError
+        from minisweagent.models.utils.actions_text import parse_regex_actions
+
+        prompt = [Message(m["role"], m["content"]) for m in messages
+                  if m.get("role") in ("system", "user", "assistant")]
+        reply = self.llm.complete(prompt, max_tokens=self.max_tokens,
+                                  **self.run.sampling(self.llm, len(self.run.replies)))
+        self.run.replies.append(reply)
+        usage = {"cost": reply.cost_usd, "input_tokens": reply.input_tokens,
+                 "output_tokens": reply.output_tokens}
+        try:
+            actions = parse_regex_actions(
+                reply.text, action_regex=r"```mswea_bash_command\s*\n(.*?)\n```",
+                format_error_template=self.config["format_error_template"],
+                template_kwargs={"finish_reason": (reply.extra or {}).get("finish_reason", "")})
+        except FormatError as exc:
+            exc.messages[0]["extra"].update(usage)  # the agent charges a failed call's cost
+            raise
+        return {"role": "assistant", "content": reply.text,
+                "extra": {"actions": actions, **usage, "timestamp": time.time()}}
+
+    def format_message(self, **kwargs: Any) -> dict:
+        return dict(kwargs)
+
+    def format_observation_messages(self, message: dict, outputs: list[dict],
+                                    template_vars: dict | None = None) -> list[dict]:
+        from minisweagent.models.utils.actions_text import format_observation_messages
+
+        return format_observation_messages(
+            outputs, observation_template=self.config["observation_template"],
+            template_vars=template_vars)
+
+    def get_template_vars(self, **kwargs: Any) -> dict[str, Any]:
+        return dict(self.config)
+
+    def serialize(self) -> dict:
+        return {"info": {"config": {"model": self.config,
+                                    "model_type": "ratchet_ray LLM backend"}}}
+
+
+class ContainerEnvironment:
+    """mini-swe-agent's ``Environment`` protocol on an ``InstanceContainer`` (module contract)."""
+
+    def __init__(self, box: InstanceContainer, timeout_s: float, env: dict[str, str]):
+        self.box, self.timeout_s = box, timeout_s
+        self.exports = "".join(f"export {k}={shlex.quote(str(v))}; " for k, v in env.items())
+        self.config = {"cwd": box.workdir, "timeout": timeout_s, "env": env}
+
+    def execute(self, action: dict, cwd: str = "", *, timeout: float | None = None) -> dict[str, Any]:
+        from minisweagent.exceptions import Submitted
+
+        limit = timeout or self.timeout_s
+        result = self.box.run(self.exports + action.get("command", ""), limit,
+                              workdir=cwd or None)
+        output: dict[str, Any] = {"output": result.output, "returncode": result.exit_code,
+                                  "exception_info": ""}
+        if result.timed_out:
+            output.update(returncode=-1, exception_info=f"An error occurred while executing the "
+                                                        f"command: timed out after {limit:g} seconds")
+        lines = result.output.lstrip().splitlines(keepends=True)
+        if lines and lines[0].strip() == SUBMIT_MARKER and output["returncode"] == 0:
+            submission = "".join(lines[1:])
+            raise Submitted({"role": "exit", "content": submission,
+                             "extra": {"exit_status": "Submitted", "submission": submission}})
+        return output
+
+    def get_template_vars(self, **kwargs: Any) -> dict[str, Any]:
+        return {**self.config, **kwargs}
+
+    def serialize(self) -> dict:
+        return {"info": {"config": {"environment": self.config,
+                                    "environment_type": "ratchet_ray InstanceContainer"}}}
+
+
+def run_mini_swe_agent(llm: LLMClient, task: Task, skill: Skill | None,
+                       settings: SwebenchSettings, box: InstanceContainer, run: Any,
+                       started: float) -> None:
+    """One mini-swe-agent attempt at ``task`` in ``box``, recorded in ``run`` (module contract)."""
+    _minisweagent()
+    from minisweagent.agents.default import DefaultAgent
+
+    reference = reference_config()
+    limits = settings.agent
+    left_s = max(1, int(limits.max_time_s - (time.monotonic() - started)))
+    agent_config = {**reference["agent"],
+                    "system_template": skill_preamble(skill) + reference["agent"]["system_template"],
+                    "step_limit": limits.max_steps, "cost_limit": limits.max_cost_usd,
+                    "wall_time_limit_seconds": left_s,
+                    "max_consecutive_format_errors": limits.max_format_errors}
+    agent = DefaultAgent(ProjectModel(llm, run, limits.max_tokens, reference["model"]),
+                         ContainerEnvironment(box, limits.command_timeout_s,
+                                              reference["environment"].get("env", {})),
+                         **agent_config)
+    try:
+        info = agent.run(task.prompt)
+    finally:
+        run.steps = steps_of(agent.messages)
+        run.native = agent.serialize()
+    run.exit_status = info.get("exit_status") or "error"
+    run.patch = info.get("submission") or ""
+
+
+def steps_of(messages: list[dict]) -> list[Step]:
+    """The trajectory as ``Step`` s: each action with its observation, each format error with
+    the rejected reply (the system and task messages and the exit are left out)."""
+    steps: list[Step] = []
+    for message in messages[2:]:
+        extra = message.get("extra", {})
+        if message.get("role") == "assistant":
+            command = "\n".join(a["command"] for a in extra.get("actions", []))
+            thought = message["content"].split("```", 1)[0].strip()
+            steps.append(Step(clip_middle(thought, 300), command, ""))
+        elif extra.get("interrupt_type") == "FormatError":
+            steps.append(Step("(invalid reply)", clip_middle(extra.get("model_response", ""), 300),
+                              clip_middle(message["content"], 300)))
+        elif message.get("role") == "user" and steps and not steps[-1].observation:
+            steps[-1].observation = clip_middle(extra.get("raw_output", message["content"]), 3000)
+            steps[-1].exit_code = extra.get("returncode")
+        elif message.get("role") == "exit" and steps and not steps[-1].observation:
+            steps[-1].observation = f"({extra.get('exit_status', 'exit')})"
+    return steps
