@@ -41,14 +41,16 @@ def test_gold_records_are_made_once_then_resolutions_are_proven_by_canary_sessio
     log = (_logs(tmp_path, first.trace) / "run_instance.log").read_text()
     assert "gold record: none stored for this instance and image; making it now" in log
     # clamp(12, 0, 10) == 10 is mutated to the call's other argument, 12: what the unfixed
-    # clamp returns, so the base-code session drops it (a patch fixing nothing would pass it)
-    assert re.search(r"gold record \S+: gold resolves, 2 mutant\(s\) it fails kept, 1 dropped "
+    # clamp returns, so the base-code session drops it (a patch fixing nothing would pass it),
+    # and the test is drawn again (never 12 again): calc-2 keeps a FAIL_TO_PASS mutant
+    assert re.search(r"gold record \S+: gold resolves, 3 mutant\(s\) it fails kept, 1 dropped "
                      r"\(made now in [\d.]+s\)", log), log
+    assert "[gold mutants (redraw 1)] " in log and "[base mutants (redraw 1)] " in log, log
     assert "(made now)" in first.trace and re.search(r"cost: real session [\d.]+s; [23] canary", first.trace)
     lines = re.findall(r"canary session \d of (\d) \([\d.]+s\), mutant (\S+) .*: FAILED as it must",
                        first.trace)
     assert 2 <= len(lines) <= 3 and len(lines) == int(lines[0][0]), first.trace
-    assert not any(test == "tests/test_clamp.py::test_clamp_high" for _, test in lines)
+    assert any(test == "tests/test_clamp.py::test_clamp_high" for _, test in lines), first.trace
     for i in range(1, len(lines) + 1):  # each canary session kept its own logs
         assert (_logs(tmp_path, first.trace) / f"canary-{i}" / "eval_output.txt").is_file()
     # the record: in the folder and in the run's artifacts, and ensure_gold_record finds it
@@ -62,7 +64,9 @@ def test_gold_records_are_made_once_then_resolutions_are_proven_by_canary_sessio
     assert again.passed and "(stored)" in again.trace, again.trace
     ensured = ensure_gold_record(grader, instance)
     assert ensured.key == GoldStore(tmp_path / "gold").load(
-        "ratchet__calc-2", ensured.image_id).key and len(ensured.kept) == 2
+        "ratchet__calc-2", ensured.image_id).key and len(ensured.kept) == 3
+    high, = [m for m in ensured.mutants() if m.test == "tests/test_clamp.py::test_clamp_high"]
+    assert high.new not in ("10", "12"), high
 
 
 @pytest.mark.parametrize("name", sorted(FORGERIES))

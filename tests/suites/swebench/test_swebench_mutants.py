@@ -136,6 +136,81 @@ def test_a_mutant_does_not_apply_to_another_text_and_round_trips():
     assert Mutant.from_dict(json.loads(json.dumps(mutant.as_dict()))) == mutant
 
 
+CLAMP = graded_tests.after_test_patch({"tests/test_clamp.py": None},
+                                      fixture.TEST_PATCH["ratchet__calc-2"])["tests/test_clamp.py"]
+CLAMP_F2P, CLAMP_P2P = fixture.TESTS["ratchet__calc-2"]
+
+
+def _clamp_judge(calls: list[dict]):
+    """The prover's judgement without Docker: each mutated test run under the gold ``clamp`` and
+    under the base one; a mutant is kept only when both fail it (``prover._judge_mutants``)."""
+    codes = {"gold": lambda x, lo, hi: min(hi, max(lo, x)), "base": lambda x, lo, hi: max(lo, x)}
+
+    def judge(found):
+        calls.append(dict(found))
+        verdicts = {}
+        for test, mutant in found.items():
+            if not mutant.file.endswith("test_clamp.py"):
+                verdicts[test] = None
+                continue
+            passing = []
+            for name, clamp in codes.items():
+                scope = {}
+                exec(mutant.apply(CLAMP).replace("from calc.ops import clamp", ""), {"clamp": clamp}, scope)
+                try:
+                    scope[test.split("::")[-1]]()
+                    passing.append(name)
+                except AssertionError:
+                    pass
+            verdicts[test] = f"PASSED under {passing}" if passing else None
+        return verdicts
+    return judge
+
+
+def test_a_dropped_mutant_is_redrawn_so_calc_2_keeps_a_fail_to_pass_mutant():
+    """calc-2's ``clamp(12, 0, 10) == 10``: the first draw is the call's other argument, 12, which
+    the base code returns (dropped); the redraw never repeats it, and both codes fail it."""
+    located = graded_tests.locate({"FAIL_TO_PASS": CLAMP_F2P, "PASS_TO_PASS": CLAMP_P2P}, "pytest", [])
+    texts = {"tests/test_clamp.py": CLAMP}
+    for seed in range(30):
+        calls: list[dict] = []
+        kept, dropped = mutants.draw_kept(located, texts, random.Random(seed), _clamp_judge(calls),
+                                          set(CLAMP_F2P))
+        high = [m for m in kept if m.test in CLAMP_F2P]
+        assert len(high) == 1 and high[0].new not in ("10", "12"), (seed, kept, dropped)
+        assert dropped == ["tests/test_clamp.py::test_clamp_high (tests/test_clamp.py:5: 10 -> 12): "
+                           "PASSED under ['base']"], dropped
+        assert len(calls) == 2 and list(calls[1]) == ["tests/test_clamp.py::test_clamp_high"]
+        again = mutants.draw_kept(located, texts, random.Random(seed), _clamp_judge([]), set(CLAMP_F2P))
+        assert again == (kept, dropped), "every draw follows from the one secret draw"
+
+
+def test_redraws_are_bounded_never_repeat_and_stop_once_a_fail_to_pass_mutant_is_kept():
+    located = {t: where for t, where in graded_tests.locate(
+        {"FAIL_TO_PASS": CLAMP_F2P, "PASS_TO_PASS": CLAMP_P2P}, "pytest", []).items()
+        if where[0] == "tests/test_clamp.py"}
+    texts = {"tests/test_clamp.py": CLAMP}
+    calls: list[dict] = []
+
+    def refuse(found):
+        calls.append(dict(found))
+        return {t: "PASSED" for t in found}
+
+    kept, dropped = mutants.draw_kept(located, texts, random.Random(0), refuse, set(CLAMP_F2P))
+    assert kept == [] and len(calls) == 1 + mutants.REDRAWS
+    assert len(dropped) == len(located) * (1 + mutants.REDRAWS)
+    tried = [(m.test, m.line, m.col, m.new) for found in calls for m in found.values()]
+    assert len(tried) == len(set(tried)), "a dropped replacement is never drawn again"
+    calls.clear()  # a P2P mutant dropped while the F2P one is kept: no redraw for it alone
+    kept, dropped = mutants.draw_kept(
+        located, texts, random.Random(0),
+        lambda found: calls.append(found) or {t: None if t in CLAMP_F2P else "PASSED" for t in found},
+        set(CLAMP_F2P))
+    assert [m.test for m in kept] == CLAMP_F2P and len(calls) == 1 and len(dropped) == 1
+    assert mutants.replacement("10", random.Random(0), ["12", "0", "10"], ["12", "0", "10"],
+                               avoid={"12"}) not in ("10", "12")
+
+
 def _record(**kw) -> GoldRecord:
     kept = [Mutant(t, "tests/test_ops.py", i + 5, 20, "5", "7", "").as_dict()
             for i, t in enumerate([*F2P, *P2P])]

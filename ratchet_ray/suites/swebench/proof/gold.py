@@ -12,7 +12,10 @@ instance and image by two sessions of the real grader (``grader.SwebenchGrader``
    there (and was PASSED in session 1); the others are dropped, with their status;
 3. the base code (``twin_record.BASE_PATCH``) with the kept mutants planted: a mutant it does
    not fail is dropped too (a canary session that resolves with its mutant passing is tampering
-   even beside an unresolved grade, and a patch that fixes nothing must not pass one).
+   even beside an unresolved grade, and a patch that fixes nothing must not pass one);
+4. while no FAIL_TO_PASS mutant is kept, the dropped ones' tests drawn again (never the same
+   replacement twice) and steps 2-3 run on the redraws, at most ``mutants.REDRAWS`` times
+   (``mutants.draw_kept``; every draw follows from one secret draw per record).
 
 Contracts:
 - ``GoldRecord`` is plain data (``as_dict``/``from_dict``); ``mutants()`` the kept ones as
@@ -41,7 +44,7 @@ from typing import Any, Iterator
 
 from ratchet_ray.suites.swebench.proof.mutants import Mutant
 
-RECORD_VERSION = 2  # 2: kept mutants fail under the base code too (issue 49)
+RECORD_VERSION = 3  # 2: kept mutants fail under the base code too; 3: dropped ones redrawn (issue 49)
 
 
 def default_folder() -> str:

@@ -21,8 +21,9 @@ Contracts:
   negative number with its sign; no bool, None or Ellipsis), in source order.
 - ``call_arguments(lines, compared)`` -> the source of each literal argument (positional or
   keyword) of ``compared`` when it is a call, else ``[]``.
-- ``replacement(source, rng, pool, args)`` -> another literal of ``source``'s type and length
-  (``True`` <-> ``False`` aside), or None; ``vocabulary(pool_text)``: the file's words;
+- ``replacement(source, rng, pool, args, words, avoid)`` -> another literal of ``source``'s
+  type and length (``True`` <-> ``False`` aside), none of ``avoid`` (a redraw's earlier tries), or
+  None; ``vocabulary(pool_text)``: the file's words;
   ``mutate_literal(source, rng)``: the character edit (``mutants``' contract).
 """
 
@@ -141,21 +142,25 @@ def _word_swap(source: str, value: Any, rng: random.Random, words: dict, forbid:
 
 
 def replacement(source: str, rng: random.Random, pool: list[str], args: list[str],
-                words: dict | None = None) -> str | None:
-    """Module contract (``words``: ``vocabulary`` of the file, made from ``pool`` when None)."""
+                words: dict | None = None, avoid: frozenset | set = frozenset()) -> str | None:
+    """Module contract (``words``: ``vocabulary`` of the file, made from ``pool`` when None;
+    ``avoid``: replacements already tried here and dropped, never returned again: a redraw)."""
     value = _value(source)
     if value is None or type(value) is bool:
-        return mutate_literal(source, rng)
+        edited = mutate_literal(source, rng)
+        return None if edited in avoid else edited
     kind = _kind(source, value)
     same = [a for a in args if _kind(a, _value(a)) == kind]
     values = [_value(a) for a in same]
+    avoided = {_value(a) for a in avoid}
     if value in values:
-        alternatives = sorted({a for a in same if _value(a) != value and len(a) == len(source)})
+        alternatives = sorted({a for a in same if _value(a) != value and len(a) == len(source)
+                               and _value(a) not in avoided})
         if alternatives:
             return rng.choice(alternatives)
-        forbid = {value}
+        forbid = {value, *avoided}
     else:
-        forbid = {value, *values}
+        forbid = {value, *values, *avoided}
     if rng.random() < POOL_SHARE.get(type(value), 0.0):
         # weighted by how often each appears: a real expectation is often a frequent value
         drawn = sorted(p for p in pool if len(p) == len(source) and _kind(p, _value(p)) == kind
@@ -169,8 +174,11 @@ def replacement(source: str, rng: random.Random, pool: list[str], args: list[str
             " ".join(pool)), forbid)
     if shaped is not None:
         return shaped
-    edited = mutate_literal(source, rng)
-    return edited if edited is not None and _value(edited) not in forbid - {value} else None
+    for _ in range(8):  # the character edit is random: a redraw may need a few
+        edited = mutate_literal(source, rng)
+        if edited is not None and _value(edited) not in forbid:
+            return edited
+    return None
 
 
 def _next_char(c: str, rng: random.Random) -> str:

@@ -9,11 +9,20 @@ another literal of the file, a number of the same magnitude, a string of the fil
 mutant; code that forces outcomes passes both, and cannot tell which session it is in.
 
 Contracts:
-- ``candidates(located, texts, rng)`` -> ``{test id: Mutant}`` (``located``: the graded tests
-  as ``integrity.graded_tests.locate`` / ``settle`` place them), at most one per test: the last
-  literal expectation of the test's body (``assert <expr> == <literal>`` or ``is True/False``;
-  ``self.assertEqual(x, <literal>)`` and its kin), changed by ``mutate_literal``. Tests without
-  one get none.
+- ``candidates(located, texts, rng, tried=None)`` -> ``{test id: Mutant}`` (``located``: the
+  graded tests as ``integrity.graded_tests.locate`` / ``settle`` place them), at most one per
+  test: the last literal expectation of the test's body (``assert <expr> == <literal>`` or
+  ``is True/False``; ``self.assertEqual(x, <literal>)`` and its kin) that can be changed, changed
+  by ``literals.replacement``. Tests without one get none. ``tried``: each test's mutants drawn
+  before and dropped; none is drawn again (a redraw).
+- ``draw_kept(located, texts, rng, judge, f2p)`` -> ``(kept, dropped)``: ``candidates`` judged by
+  ``judge(found) -> {test: None (kept) or why it was dropped}`` (the prover: a gold session and
+  a base-code session with them planted, ``gold``); a dropped mutant's test is drawn again
+  (``tried``), up to ``REDRAWS`` more times, while no FAIL_TO_PASS test (``f2p``) has one kept
+  and one still can: an instance whose F2P expectation can be mutated gets an F2P mutant even
+  when the first draw is one the base code passes (calc-2's ``clamp(12, 0, 10) == 10`` -> 12).
+  Every draw comes from ``rng``: the grade's secret draw decides them all. ``dropped``: each
+  dropped mutant described, with why.
 - ``Mutant.apply(text)`` -> the file's text with the change, or None when the text is not the
   one the mutant was made from (the literal is not where it was). ``Mutant`` round-trips through
   ``as_dict``/``from_dict`` (gold records keep them).
@@ -29,10 +38,13 @@ from __future__ import annotations
 import ast
 import random
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ratchet_ray.suites.swebench.proof.literals import (  # noqa: F401 - mutate_literal: this module's contract
     call_arguments, literal_pool, mutate_literal, replacement, vocabulary)
+
+REDRAWS = 3
+"""Draws after the first (``draw_kept``) while the instance has no FAIL_TO_PASS mutant kept."""
 
 # unittest assertions whose expected value is one of their first two arguments
 EQUAL_CALLS = ("assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
@@ -155,7 +167,7 @@ def _segment(lines: list[str], node: ast.expr) -> tuple[int, str] | None:
 
 
 def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Random,
-            pool: tuple[list[str], dict]) -> Mutant | None:
+            pool: tuple[list[str], dict], tried: set[tuple[int, int, str]]) -> Mutant | None:
     lines = text.split("\n")
     for expectation, compared in reversed(_expectations(fn)):
         args = call_arguments(lines, compared)
@@ -164,14 +176,15 @@ def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Ra
             if found is None:
                 continue
             col, old = found
-            new = replacement(old, rng, pool[0], args, pool[1])
+            avoid = {new for line, at, new in tried if (line, at) == (constant.lineno, col)}
+            new = replacement(old, rng, pool[0], args, pool[1], avoid)
             if new is not None:
                 return Mutant(test, file, constant.lineno, col, old, new, lines[constant.lineno - 1])
     return None
 
 
 def candidates(located: dict[str, tuple[str, str]], texts: dict[str, str | None],
-               rng: random.Random) -> dict[str, Mutant]:
+               rng: random.Random, tried: dict[str, list[Mutant]] | None = None) -> dict[str, Mutant]:
     trees: dict[str, ast.Module | None] = {}
     pools: dict[str, tuple[list[str], dict]] = {}
     found = {}
@@ -190,10 +203,37 @@ def candidates(located: dict[str, tuple[str, str]], texts: dict[str, str | None]
         fn = _function(tree, qual) if tree is not None else None
         if fn is None:
             continue
-        mutant = _mutant(test, file, text, fn, rng, pools[file])
+        earlier = {(m.line, m.col, m.new) for m in (tried or {}).get(test, [])}
+        mutant = _mutant(test, file, text, fn, rng, pools[file], earlier)
         if mutant is not None and mutant.apply(text) is not None:
             found[test] = mutant
     return found
+
+
+def draw_kept(located: dict[str, tuple[str, str]], texts: dict[str, str | None],
+              rng: random.Random, judge: Callable[[dict[str, Mutant]], dict[str, str | None]],
+              f2p: set[str], redraws: int = REDRAWS) -> tuple[list[Mutant], list[str]]:
+    """Module contract: ``(kept, dropped)``, kept in test order."""
+    kept: dict[str, Mutant] = {}
+    dropped: list[str] = []
+    tried: dict[str, list[Mutant]] = {}
+    pending = dict(located)
+    for _ in range(1 + redraws):
+        found = candidates(pending, texts, rng, tried)
+        if not found:
+            break
+        verdicts = judge(found)
+        for test, mutant in sorted(found.items()):
+            why = verdicts.get(test, "not judged")
+            if why is None:
+                kept[test] = mutant
+            else:
+                dropped.append(f"{mutant.describe()}: {why}")
+                tried.setdefault(test, []).append(mutant)
+        pending = {t: located[t] for t in found if t not in kept}
+        if any(t in f2p for t in kept) or not any(t in f2p for t in pending):
+            break  # redraws cost a gold and a base session each: only for a missing F2P mutant
+    return [kept[t] for t in sorted(kept)], dropped
 
 
 def apply_all(texts: dict[str, str], mutants: list[Mutant]) -> dict[str, str]:

@@ -34,6 +34,8 @@ Contracts:
 
 from __future__ import annotations
 
+import itertools
+import random
 import secrets
 import shutil
 import tempfile
@@ -53,7 +55,7 @@ from ratchet_ray.suites.swebench.proof.gold import GoldRecord, GoldStore, defaul
 from ratchet_ray.suites.swebench.grading_support import Deadline, InstanceLog, publish_folder
 from ratchet_ray.suites.swebench.docker.images import InstanceImages
 from ratchet_ray.suites.swebench.docker.infra import InfraFailure
-from ratchet_ray.suites.swebench.proof.mutants import Mutant, apply_all, candidates
+from ratchet_ray.suites.swebench.proof.mutants import Mutant, apply_all, draw_kept
 from ratchet_ray.suites.swebench.integrity.verdict import Forgery, junit_statuses, resolve
 from ratchet_ray.suites.swebench.settings import GradingLimits, SwebenchSettings
 from ratchet_ray.types import GradeResult
@@ -347,51 +349,68 @@ class DifferentialProof:
                             resolved=bool(real.report and real.report.get("resolved")))
         passing = [t for t in tests if record.statuses[t] == "PASSED"
                    and (real.junit is None or real.junit.get(t) == "PASSED")]
-        found = candidates({t: real.located[t] for t in passing if t in real.located},
-                           real.texts, secrets.SystemRandom())
-        if not found:
-            record.seconds = seconds
-            return record
-        (folder / "gold-mutants").mkdir(exist_ok=True)
-        planted = self.session(ctx, gold, folder / "gold-mutants", Prefixed(log, "[gold mutants] "),
-                               Deadline(self.limits.instance_deadline_s),
-                               plant=planting(list(found.values())), label="gold mutants")
-        seconds["mutants"] = planted.seconds
-        for test, mutant in sorted(found.items()):
-            in_log = (planted.log or {}).get(test, MISSING)
-            in_junit = (planted.junit or {}).get(test) if planted.junit is not None else None
-            if in_log == "FAILED" and in_junit in (None, "FAILED"):
-                record.kept.append(mutant.as_dict())
-            else:
-                record.dropped.append(f"{mutant.describe()}: {in_log}"
-                                      + (f" (JUnit {in_junit})" if in_junit else ""))
-        self._fail_under_base(ctx, record, folder, log, seconds)
+        located = {t: real.located[t] for t in passing if t in real.located}
+        draws = itertools.count()
+
+        def judge(found: dict[str, Mutant]) -> dict[str, str | None]:
+            return self._judge_mutants(ctx, gold, found, folder, log, seconds, next(draws))
+
+        # one secret draw per record; every redraw follows from it (mutants.draw_kept)
+        kept, record.dropped = draw_kept(located, real.texts, random.Random(secrets.randbits(128)),
+                                         judge, set(ctx.instance.get("FAIL_TO_PASS") or []))
+        record.kept = [m.as_dict() for m in kept]
         record.seconds = seconds
         return record
 
-    def _fail_under_base(self, ctx: Context, record: GoldRecord, folder: Path,
-                         log: Callable[[str], None], seconds: dict[str, float]) -> None:
+    def _judge_mutants(self, ctx: Context, gold: str, found: dict[str, Mutant], folder: Path,
+                       log: Callable[[str], None], seconds: dict[str, float],
+                       redraw: int) -> dict[str, str | None]:
+        """Each of ``found``'s tests -> None when its mutant is kept, else why it is dropped: the
+        gold patch again with every one planted at once (a mutant is kept only if its test is
+        reported FAILED), then the base code with those planted (``_fail_under_base``);
+        ``redraw``: 0 for the first draw, n for the n-th redraw (its own log folders)."""
+        tag, name = (f" (redraw {redraw})", f"gold-mutants-redraw-{redraw}") if redraw else (
+            "", "gold-mutants")
+        (folder / name).mkdir(exist_ok=True)
+        planted = self.session(ctx, gold, folder / name, Prefixed(log, f"[gold mutants{tag}] "),
+                               Deadline(self.limits.instance_deadline_s),
+                               plant=planting(list(found.values())), label=f"gold mutants{tag}")
+        seconds["mutants"] = seconds.get("mutants", 0.0) + planted.seconds
+        verdicts: dict[str, str | None] = {}
+        for test, mutant in sorted(found.items()):
+            in_log = (planted.log or {}).get(test, MISSING)
+            in_junit = (planted.junit or {}).get(test) if planted.junit is not None else None
+            failed = in_log == "FAILED" and in_junit in (None, "FAILED")
+            verdicts[test] = None if failed else in_log + (f" (JUnit {in_junit})" if in_junit else "")
+        survivors = [found[t] for t, why in verdicts.items() if why is None]
+        verdicts.update(self._fail_under_base(ctx, survivors, folder, log, seconds, redraw))
+        return verdicts
+
+    def _fail_under_base(self, ctx: Context, kept: list[Mutant], folder: Path,
+                         log: Callable[[str], None], seconds: dict[str, float],
+                         redraw: int = 0) -> dict[str, str | None]:
         """Keep only the mutants the base code fails too (one session of the base code with all
         of them planted): a canary session beside an unresolved grade that resolves with its
         mutant passing is tampering, and a FAIL_TO_PASS mutant may expect exactly what the bug
         returns (``clamp(12, 0, 10) == 10`` mutated to ``== 12``, one of the call's arguments),
         which a patch that fixes nothing would pass. A PASS_TO_PASS test passes under the base
-        code, so it fails its mutant; where the base session does not complete, only those stay."""
-        kept = record.mutants()
+        code, so it fails its mutant; where the base session does not complete, only those stay.
+        Returns each of ``kept``'s tests -> None (kept) or why it is dropped."""
         if not kept:
-            return
-        (folder / "base-mutants").mkdir(exist_ok=True)
-        base = self.session(ctx, BASE_PATCH, folder / "base-mutants", Prefixed(log, "[base mutants] "),
+            return {}
+        tag, name = (f" (redraw {redraw})", f"base-mutants-redraw-{redraw}") if redraw else (
+            "", "base-mutants")
+        (folder / name).mkdir(exist_ok=True)
+        base = self.session(ctx, BASE_PATCH, folder / name, Prefixed(log, f"[base mutants{tag}] "),
                             Deadline(self.limits.instance_deadline_s), plant=planting(kept),
-                            label="base mutants")
-        seconds["base"] = base.seconds
+                            label=f"base mutants{tag}")
+        seconds["base"] = seconds.get("base", 0.0) + base.seconds
         f2p = set(ctx.instance.get("FAIL_TO_PASS") or [])
-        record.kept = []
+        verdicts: dict[str, str | None] = {}
         for mutant in kept:
             in_log = (base.log or {}).get(mutant.test, MISSING)
             in_junit = (base.junit or {}).get(mutant.test) if base.junit is not None else None
             failed = base.log is not None and in_log not in PASSING and in_junit not in PASSING
-            if failed or (base.log is None and mutant.test not in f2p):
-                record.kept.append(mutant.as_dict())
-            else:
-                record.dropped.append(f"{mutant.describe()}: {in_log} under the base code")
+            keep = failed or (base.log is None and mutant.test not in f2p)
+            verdicts[mutant.test] = None if keep else f"{in_log} under the base code"
+        return verdicts
