@@ -1,0 +1,53 @@
+"""``swebench.solver`` picks the patch agent (no Docker, no model): the config resolves it, the
+setting line every report shows names the agent that ran, and a wrong name or combination is
+refused in one line."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+
+import pytest
+
+from ratchet_ray.run_config.files import ConfigError, load_config
+from ratchet_ray.suites.hooks import setting_line
+from ratchet_ray.suites.swebench import SwebenchSuite
+from ratchet_ray.suites.swebench.settings import settings_from_config
+
+
+def _config(*overrides: str):
+    return load_config([], ["suite=swebench", *overrides])
+
+
+def test_the_setting_chooses_the_agent_and_the_reports_name_it():
+    default, mini = _config(), _config("swebench.solver=mini-swe-agent")
+    assert settings_from_config(default).solver == "ratchet"
+    assert settings_from_config(mini).solver == "mini-swe-agent"
+    assert SwebenchSuite.solver_note(default) == "solver: in-house shell agent (not the paper's Claude Code)"
+    version = importlib.metadata.version("mini-swe-agent")
+    assert SwebenchSuite.solver_note(mini) == f"solver: mini-swe-agent {version} (not the paper's Claude Code)"
+    assert f"solver: mini-swe-agent {version}" in setting_line(mini)
+    as_stored = {"suite": "swebench", "suite_settings": {"swebench": {"solver": "mini-swe-agent"}}}
+    assert "mini-swe-agent" in SwebenchSuite.solver_note(as_stored), "a run dir's config.yaml"
+
+
+def test_an_unknown_solver_is_refused_in_one_line():
+    with pytest.raises(ConfigError) as caught:
+        _config("swebench.solver=mini-swe-agnt")
+    message = str(caught.value)
+    assert "\n" not in message and "unknown solver 'mini-swe-agnt'" in message
+    assert "'ratchet'" in message and "'mini-swe-agent'" in message
+
+
+def test_mini_swe_agent_has_no_single_call_mode():
+    with pytest.raises(ConfigError) as caught:
+        _config("swebench.solver=mini-swe-agent", "swebench.agent.mode=single_call")
+    assert "\n" not in str(caught.value) and "set swebench.solver=ratchet" in str(caught.value)
+
+
+def test_without_the_package_the_attempt_names_the_extra(monkeypatch):
+    from ratchet_ray.suites.swebench.agent import mini_swe
+
+    monkeypatch.setitem(sys.modules, "minisweagent", None)  # import fails as if not installed
+    with pytest.raises(ImportError, match=r"pip install 'ratchet-ray\[swebench\]'"):
+        mini_swe.reference_config.__wrapped__()
