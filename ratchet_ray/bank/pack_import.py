@@ -1,5 +1,5 @@
 """``import_pack(bank, pack, round_=..., allow_other_suite=False)``: a skill pack into a bank, on
-probation (``bank.probation``).
+probation (``governance.probation``).
 
 Contracts:
 - The pack is verified first (``pack_format.read_pack``: a tampered skill is refused naming it) and
@@ -28,11 +28,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ratchet_ray.bank.probation import (PACK_REASON_PREFIX, TRUSTED_REASON_PREFIX,
-                                       probation_floor)
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill, parse_skill
 from ratchet_ray.storage.fsutil import atomic_write_json
 from ratchet_ray.bank.pack_format import IMPORTS_DIR, PackError, read_pack
+from ratchet_ray.governance.probation import (PACK_REASON_PREFIX, TRUSTED_REASON_PREFIX,
+                                              probation_floor)
 from ratchet_ray.types import Skill, SkillStatus
 
 
@@ -152,13 +152,3 @@ def import_pack(bank, pack: Path, *, round_: int = 0, allow_other_suite: bool = 
     bank.log.flush()
     return lines
 
-
-class PackImporter:
-    """``SkillBank.import_pack`` (a mixin; see module contract)."""
-
-    def import_pack(self, pack: str | Path, *, round_: int = 0, allow_other_suite: bool = False,
-                    probation: bool = True) -> list[ImportLine]:
-        """Import a skill pack on probation (or without: ``probation`` false, a control); one
-        ``ImportLine`` per pack skill."""
-        return import_pack(self, Path(pack), round_=round_, allow_other_suite=allow_other_suite,
-                           probation=probation)

@@ -7,10 +7,10 @@ Contracts:
   that id), serialised length > ``synth.max_skill_chars`` (``too_long``), cosine of full-YAML
   embeddings >= ``synth.dedup_threshold`` against any bank skill (deprecated ones only with
   ``synth.dedup_against_deprecated``, the Default) (``duplicate``, duplicate_of = the nearest
-  skill, for the re-prompt), then the active cap: a full bank evicts the
-  lowest-contribution ACTIVE skill that is not ``do_not_retire`` (``curator.eviction_order``;
-  dead weight first with ``curator.evict_dead_weight_first``, ``governance.bypass``);
-  if every ACTIVE skill is exempt the add is rejected with ``cap_full`` and the bank is unchanged.
+  skill, for the re-prompt), then the active cap: a full bank evicts whom
+  ``governance.capacity.evictions`` names (the lowest-contribution ACTIVE skill that is not
+  ``do_not_retire``; dead weight and imports on probation first); if every ACTIVE skill is
+  exempt the add is rejected with ``cap_full`` and the bank is unchanged.
 - The number of ACTIVE skills never exceeds ``curator.active_cap`` through any method, except
   when the user's own ``do_not_retire`` skills alone exceed it (``load`` then imports the excess
   as ``candidate``).
@@ -19,55 +19,71 @@ Contracts:
   is authoritative). Pointing it at the bank's own ``skills/`` registers files dropped there.
 - One ACTIVE MetaSkill per suite; ``ensure_default_metaskill`` copies the shipped default in on
   first use. With ``meta.enabled`` false (ablation A3) no meta-skill is served.
-- ``begin_batch`` / ``commit_batch`` (``bank.batch``) make many changes (the synth phase's
-  adds and evictions) commit together with their events or not at all.
-- ``restore`` keeps deprecated every skill the Curator's tampering rule retires
-  (``curator.tampering_retires``) or its cheat rule retires (``curator.cheat_retires``, a
-  passed impossible twin): a rollback never brings back a skill that tampered or cheated.
+- ``begin_batch()``: from now on skill writes stay in memory (the bank answers as if they were
+  made: dedup, cap and evictions see them) and skill events are buffered; calling it again
+  forgets the open batch first (an attempt retried after its actor died starts afresh).
+  ``commit_batch()`` stages every changed skill file under ``skills/.batch/`` with a manifest
+  naming the batch's events, writes the events as one evidence part (the commit point), then
+  moves the files into ``skills/``; ``abort_batch()`` forgets the batch. A crash before the
+  events are written leaves nothing of the batch (the next open deletes the staged copies); a
+  crash after finds them and moves them in (``batch_recovery``: "committed", "dropped" or "").
+  So the synth phase, cut short, simply runs again: nothing is doubled, events match files.
+- ``restore`` brings back a round's bank as ``governance.rollback.restored`` says: never a
+  skill that tampered or cheated.
 - Status flips (evict, retire, reinstate, curate, restore) write their events first, as one
   part, then the files; opening a bank (``recover=True``, the writer) applies a logged flip a
   crash cut short
   (``recovered`` lists those skills), so events and files always agree and nothing is logged
   twice.
 - The embedder is only needed for dedup; a bank built with ``embedder=None`` (CLI) refuses ``add``.
-- Skills imported from a skill pack (``import_pack``, ``bank.probation``) are on probation until
-  they earn their trials here: under cap pressure each is ranked by the lower bound of what it
-  has shown here, not by its c-hat (``curator.eviction_order``).
-- ``refine`` (``bank.refine``, ``synth.refine``) replaces an ACTIVE skill by its revision: a new
-  skill id of the same lineage, the old version deprecated by a ``refined`` event.
+- Skills imported from a skill pack (``import_pack``, ``bank.pack_import``) are on probation
+  until they earn their trials here (``governance.probation``).
+- ``refine(revision, parent_id, *, round_)`` (``synth.refine``, arm A10) puts ``revision`` in as
+  the next version of ``parent_id``'s lineage (``lineage`` = the parent's, ``lineage_version`` +
+  1; each version its own id, so its evidence is never pooled with another's) and deprecates the
+  parent with a ``refined`` event. Checked like ``add``: the parent must be ACTIVE and not
+  ``do_not_retire`` (else ``invalid``), then id, length and dedup against every skill except its
+  own lineage's versions. The parent's slot is freed first, so it evicts only when the bank is
+  over the cap already. It joins an open batch, or commits its own: all of it lands or nothing.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import json
+import os
+import shutil
+
 import numpy as np
 
 from ratchet_ray.bank import checkpoints
-from ratchet_ray.bank.batch import SkillBatch
-from ratchet_ray.bank.metaskill_shelf import MetaSkillShelf
-from ratchet_ray.bank.metaskills import load_metaskill
-from ratchet_ray.bank.pack_import import PackImporter
-from ratchet_ray.bank.probation import ProbationMixin
-from ratchet_ray.bank.refine import SkillRefiner
+from ratchet_ray.bank.metaskills import default_metaskill, dump_metaskill, load_metaskill
+from ratchet_ray.bank.pack_import import ImportLine, import_pack
 from ratchet_ray.bank.skill_events import AddResult, BankError, EventLog
-from ratchet_ray.bank.skill_io import (SkillFileError, dump_skill, load_skill_folder, parse_skill,
-                                       validate_skill, write_text_atomic)
+from ratchet_ray.bank.skill_io import (SkillFileError, dump_skill, load_skill, load_skill_folder,
+                                       parse_skill, validate_skill, write_text_atomic)
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import (EMPTY_STATS, SkillStats, TamperingStats, skill_stats,
                                           tampering_by_skill)
-from ratchet_ray.governance import bypass, counterfactual, curator
+from ratchet_ray.governance import capacity, counterfactual, curator, probation, rollback
 from ratchet_ray.governance.cheat_probe import CheatStats, cheats_for_curation
+from ratchet_ray.storage.fsutil import atomic_write_json, atomic_write_text, fsync_dir
 from ratchet_ray.llm.base import Embedder, cosine_matrix
 from ratchet_ray.types import MetaSkill, Skill, SkillStatus
 
 __all__ = ["AddResult", "BankError", "SkillBank"]
 ACTIVE, DEPRECATED, CANDIDATE = SkillStatus.ACTIVE, SkillStatus.DEPRECATED, SkillStatus.CANDIDATE
+BATCH_DIR, BATCH_MANIFEST = ".batch", "batch.json"
+REFINED_EVENT = "refined"
+"""The skill event that deprecates a version its refinement replaced."""
 
 
-class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf, ProbationMixin, PackImporter):
+class SkillBank:
     """The governed skill library of one run (see module contracts)."""
+
+    _batch: dict[str, Skill] | None = None
 
     def __init__(self, run_dir: str | Path, *, embedder: Embedder | None, config: LoopConfig,
                  run_id: str, recover: bool = True):
@@ -76,7 +92,7 @@ class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf, ProbationMixin, PackIm
         self.meta_dir = self.run_dir / "meta-skills"
         self.embedder, self.config, self.run_id = embedder, config, run_id
         self.log = EventLog(self.run_dir, run_id)
-        self.batch_recovery = self.finish_batch() if recover else ""
+        self.batch_recovery = self._finish_batch() if recover else ""
         skills = (load_skill_folder(self.skills_dir, require_id_filenames=True)
                   if self.skills_dir.is_dir() else [])
         metas = [load_metaskill(p) for p in sorted(self.meta_dir.glob("*.md"))]
@@ -124,6 +140,21 @@ class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf, ProbationMixin, PackIm
         with self.log.store.connect() as con:
             return tampering_by_skill(con, "train")
 
+    def imported(self) -> dict[str, str]:
+        """``{skill id: pack hash prefix}`` of the bank's skills that came from a pack."""
+        return probation.imported(self.log.store, self._skills)
+
+    def probation(self, stats: dict[str, SkillStats] | None = None) -> dict[str, int]:
+        """``{skill id: trials earned here}`` of the imports on probation (``governance.probation``)."""
+        return probation.on_probation(self._skills, self.imported(),
+                                      lambda: self.stats() if stats is None else stats,
+                                      self.config.curator)
+
+    def lineage(self, lineage_id: str) -> list[Skill]:
+        """Every version of one lineage in the bank, oldest first."""
+        return sorted((s for s in self._skills.values() if s.lineage_id == lineage_id),
+                      key=lambda s: s.lineage_version)
+
     # ------------------------------------------------------------------ crash recovery
     def _finish_logged_flips(self) -> list[str]:
         """Apply status flips whose events were written but whose files a crash cut short.
@@ -158,30 +189,18 @@ class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf, ProbationMixin, PackIm
 
     def _make_room(self, round_: int, stats: dict[str, SkillStats] | None, extra: int = 1
                    ) -> list[str] | None:
-        """Evict until ``extra`` more ACTIVE skills fit; None (and no change) if impossible."""
-        need = len(self.active()) + extra - self.config.curator.active_cap
-        if need <= 0:
-            return []
-        stats = self.stats() if stats is None else stats
-        dead = {}
-        if self.config.curator.evict_dead_weight_first:  # beyond the paper: unrouted skills go first
-            with self.log.store.connect() as con:
-                dead = bypass.dead_weight(con, self.active(),
-                                          self.config.curator.dead_weight_rounds, round_)
-        probation = self.probation(stats)  # imports that have not earned their trials go first
-        order = curator.eviction_order(self.active(), stats, dead, probation)
-        if len(order) < need:
+        """Evict whom ``governance.capacity`` names until ``extra`` more ACTIVE skills fit;
+        None (and no change) if impossible."""
+        plan = capacity.evictions(self.active(), lambda: self.stats() if stats is None else stats,
+                                  self.config.curator, round_=round_, store=self.log.store,
+                                  probation=self.probation, extra=extra)
+        if plan is None:
             return None
-        for skill_id in order[:need]:
-            s = stats.get(skill_id, EMPTY_STATS)
-            why = (f"dead weight: ACTIVE since round {dead[skill_id].active_since}, never routed"
-                   if skill_id in dead else
-                   f"on probation (imported; {probation[skill_id]} trials here)"
-                   if skill_id in probation else "lowest contribution")
-            self.log.emit(round_, skill_id, "evicted", DEPRECATED, s,
-                          f"active cap {self.config.curator.active_cap} reached; {why}")
-        self._flip({skill_id: DEPRECATED for skill_id in order[:need]})
-        return order[:need]
+        for skill_id, record, reason in plan:
+            self.log.emit(round_, skill_id, "evicted", DEPRECATED, record, reason)
+        if plan:
+            self._flip({skill_id: DEPRECATED for skill_id, _, _ in plan})
+        return [skill_id for skill_id, _, _ in plan]
 
     def _flip(self, statuses: dict[str, SkillStatus]) -> None:
         """Write the events emitted so far (one part), then the skills' new statuses: a crash in
@@ -218,6 +237,24 @@ class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf, ProbationMixin, PackIm
         self.log.flush()
         return AddResult(status=status, skill_id=skill_id, duplicate_of=duplicate_of, reason=reason)
 
+    def _refusal(self, skill: Skill, round_: int, exclude_lineage: str | None = None,
+                 what: str = "skill") -> AddResult | None:
+        """The rejection of an id in use, an overlong skill or a near-duplicate of a bank skill
+        (not counting ``exclude_lineage``'s versions); None when ``skill`` passes."""
+        if skill.id in self._skills:
+            status = self._skills[skill.id].status.value
+            return self._reject(round_, skill.id, "duplicate", f"id {skill.id!r} is already in the "
+                                f"bank ({status}); choose a new id", skill.id)
+        size, cap = len(dump_skill(skill)), self.config.synth.max_skill_chars
+        if size > cap:
+            return self._reject(round_, skill.id, "too_long", f"{size} chars > cap {cap}; shorten it")
+        nearest, cosine = self._nearest(skill, exclude_lineage)
+        bar = self.config.synth.dedup_threshold
+        if nearest is not None and cosine >= bar:
+            return self._reject(round_, skill.id, "duplicate", f"cosine {cosine:.3f} to {nearest!r} "
+                                f">= {bar}; write a different {what}", nearest)
+        return None
+
     def add(self, skill: Skill | dict | str, *, round_: int,
             stats: dict[str, SkillStats] | None = None, sources: int | None = None) -> AddResult:
         """Validate, length-cap, dedup and cap-check one proposed skill (see module contracts);
@@ -230,18 +267,9 @@ class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf, ProbationMixin, PackIm
         except SkillFileError as exc:
             proposed = skill.get("id", "?") if isinstance(skill, dict) else "?"
             return self._reject(round_, str(proposed), "invalid", str(exc))
-        if skill.id in self._skills:
-            status = self._skills[skill.id].status.value
-            return self._reject(round_, skill.id, "duplicate", f"id {skill.id!r} is already in the "
-                                f"bank ({status}); choose a new id", skill.id)
-        size, cap = len(dump_skill(skill)), self.config.synth.max_skill_chars
-        if size > cap:
-            return self._reject(round_, skill.id, "too_long", f"{size} chars > cap {cap}; shorten it")
-        nearest, cosine = self._nearest(skill)
-        bar = self.config.synth.dedup_threshold
-        if nearest is not None and cosine >= bar:
-            return self._reject(round_, skill.id, "duplicate", f"cosine {cosine:.3f} to {nearest!r} "
-                                f">= {bar}; write a different skill", nearest)
+        refused = self._refusal(skill, round_)
+        if refused is not None:
+            return refused
         evicted = self._make_room(round_, stats) if skill.is_active else []
         if evicted is None:
             return self._reject(round_, skill.id, "cap_full", "every ACTIVE skill is do_not_retire "
@@ -292,6 +320,162 @@ class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf, ProbationMixin, PackIm
         self._flip({d.skill_id: DEPRECATED for d in retired})  # events and files commit together
         return decisions
 
+    # ------------------------------------------------------------------ batches
+    def begin_batch(self) -> None:
+        """Open a batch; an open one is forgotten first (a retried attempt starts afresh)."""
+        if self._batch is not None:
+            self.abort_batch()
+        self._batch = {}
+        self.log.held = True
+
+    def in_batch(self, skill: Skill) -> bool:
+        """Keep ``skill``'s write in the batch (True) or let it go to disk now (False)."""
+        if self._batch is None:
+            return False
+        self._batch[skill.id] = skill
+        self._skills[skill.id] = skill
+        return True
+
+    def commit_batch(self) -> list[str]:
+        """Commit the batch (see module contracts); returns the ids of the skills it changed."""
+        staged, self._batch = self._batch or {}, None
+        self.log.held = False
+        events = self.log.pending_keys()
+        if not staged:
+            self.log.flush()
+            return []
+        folder = self.skills_dir / BATCH_DIR
+        if folder.exists():
+            shutil.rmtree(folder)
+        for skill in staged.values():
+            atomic_write_text(folder / f"{skill.id}.yaml", dump_skill(skill))
+        atomic_write_json(folder / BATCH_MANIFEST, {"events": events})
+        self.log.flush()  # the commit point: every event of the batch in one part
+        self._move_in(folder)
+        return sorted(staged)
+
+    def abort_batch(self) -> None:
+        """Forget a batch (its phase failed): the bank is again what the files say."""
+        staged, self._batch = self._batch or {}, None
+        self.log.held = False
+        self.log.discard()
+        for skill_id in staged:
+            path = self.skills_dir / f"{skill_id}.yaml"
+            if path.is_file():
+                self._skills[skill_id] = load_skill(path)
+            else:
+                self._skills.pop(skill_id, None)
+                self._vectors.pop(skill_id, None)  # dedup must not see a skill never added
+
+    def _move_in(self, folder: Path) -> None:
+        for path in sorted(folder.glob("*.yaml")):
+            os.replace(path, self.skills_dir / path.name)
+        fsync_dir(self.skills_dir)
+        shutil.rmtree(folder)
+
+    def _finish_batch(self) -> str:
+        """On open: move in a committed batch a crash interrupted, or drop an uncommitted one."""
+        folder = self.skills_dir / BATCH_DIR
+        if not folder.is_dir():
+            return ""
+        try:
+            wanted = {tuple(e) for e in json.loads((folder / BATCH_MANIFEST).read_text())["events"]}
+        except (OSError, ValueError, KeyError, TypeError):
+            wanted = set()  # no manifest: the crash came before the commit point
+        if wanted and wanted & self.log.recorded_keys():
+            self._move_in(folder)
+            return "committed"
+        shutil.rmtree(folder)
+        return "dropped"
+
+    # ------------------------------------------------------------------ refinement
+    def refine(self, revision: Skill, parent_id: str, *, round_: int,
+               stats: dict[str, SkillStats] | None = None) -> AddResult:
+        """Replace ACTIVE ``parent_id`` by ``revision``, its next version (module contracts)."""
+        parent = self._skills.get(parent_id)
+        if parent is None or not parent.is_active or parent.do_not_retire:
+            why = ("is not in the bank" if parent is None else
+                   "is do_not_retire" if parent.do_not_retire else f"is {parent.status.value}")
+            return self._reject(round_, revision.id, "invalid",
+                                f"cannot refine {parent_id!r}: it {why}; only an ACTIVE skill "
+                                "that may retire is refined")
+        revision = revision.model_copy(update={
+            "lineage": parent.lineage_id, "lineage_version": parent.lineage_version + 1,
+            "status": ACTIVE})
+        refused = self._refusal(revision, round_, exclude_lineage=parent.lineage_id,
+                                what="revision")
+        if refused is not None:
+            return refused
+        own_batch = self._batch is None
+        if own_batch:
+            self.begin_batch()
+        try:
+            evicted = self._replace(parent, revision, round_, stats)
+        except BaseException:
+            if own_batch:
+                self.abort_batch()
+            raise
+        if own_batch:
+            self.commit_batch()
+        return AddResult(status="added", skill_id=revision.id, evicted=evicted)
+
+    def _replace(self, parent: Skill, revision: Skill, round_: int,
+                 stats: dict[str, SkillStats] | None) -> list[str]:
+        where = f"lineage {revision.lineage}, version {revision.lineage_version}"
+        s = (stats if stats is not None else self.stats()).get(parent.id, EMPTY_STATS)
+        self.log.emit(round_, parent.id, REFINED_EVENT, DEPRECATED, s,
+                      f"refined: superseded by {revision.id} ({where})")
+        self._write(parent.model_copy(update={"status": DEPRECATED}))
+        evicted = self._make_room(round_, stats)
+        if evicted is None:  # over the cap with only exempt skills: never after a freed slot
+            raise BankError(f"cannot refine {parent.id!r}: the bank is over its active cap "
+                            "with do_not_retire skills; raise curator.active_cap")
+        self._write(revision)
+        self.log.emit(round_, revision.id, "added", ACTIVE, None,
+                      f"author={revision.author}; refines {parent.id} ({where})")
+        self.log.flush()
+        return evicted
+
+    def import_pack(self, pack: str | Path, *, round_: int = 0, allow_other_suite: bool = False,
+                    probation: bool = True) -> list[ImportLine]:
+        """Import a skill pack on probation (or without: ``probation`` false, a control); one
+        ``ImportLine`` per pack skill (``bank.pack_import``)."""
+        return import_pack(self, Path(pack), round_=round_, allow_other_suite=allow_other_suite,
+                           probation=probation)
+
+    # ------------------------------------------------------------------ meta-skills
+    def _write_meta(self, meta: MetaSkill) -> None:
+        write_text_atomic(self.meta_dir / f"{meta.id}.md", dump_metaskill(meta))
+        self._metas[meta.id] = meta
+
+    def metaskills(self) -> list[MetaSkill]:
+        return [self._metas[k] for k in sorted(self._metas)]
+
+    def active_metaskill(self, suite: str) -> MetaSkill | None:
+        if not self.config.meta.enabled:
+            return None
+        active = [m for m in self._metas.values() if m.suite == suite and m.status is ACTIVE]
+        return max(active, key=lambda m: (m.created_round, m.id)) if active else None
+
+    def add_metaskill(self, meta: MetaSkill, *, round_: int) -> None:
+        """Store ``meta`` as the suite's ACTIVE meta-skill, deprecating the previous one
+        (``meta_added`` / ``meta_retired`` events; nothing is deleted)."""
+        if meta.id in self._metas:
+            raise BankError(f"meta-skill id {meta.id!r} already exists; choose a new id")
+        for old in [m for m in self._metas.values() if m.suite == meta.suite and m.status is ACTIVE]:
+            self._write_meta(old.model_copy(update={"status": DEPRECATED}))
+            self.log.emit(round_, old.id, "meta_retired", DEPRECATED, None, f"replaced by {meta.id}")
+        self._write_meta(meta.model_copy(update={"status": ACTIVE}))
+        self.log.emit(round_, meta.id, "meta_added", ACTIVE, None, f"suite={meta.suite}")
+        self.log.flush()
+
+    def ensure_default_metaskill(self, suite: str, *, round_: int = 0) -> MetaSkill | None:
+        """Copy the shipped default in when the suite has no meta-skill yet; return the active one."""
+        if self.config.meta.enabled and not any(m.suite == suite for m in self._metas.values()):
+            source = self.config.meta.default_file if suite == self.config.suite else None
+            self.add_metaskill(default_metaskill(suite, source=source), round_=round_)
+        return self.active_metaskill(suite)
+
     # ------------------------------------------------------------------ snapshots
     def snapshot(self, round_: int) -> Path:
         return checkpoints.write_snapshot(self.run_dir, round_, self.all(),
@@ -303,16 +487,9 @@ class SkillBank(SkillRefiner, SkillBatch, MetaSkillShelf, ProbationMixin, PackIm
         recorded in ``current_round`` (default ``round_``). Returns the ids whose status changed."""
         at = round_ if current_round is None else current_round
         skills, metas = checkpoints.read_snapshot(self.run_dir, round_)
-        wanted = {s.id: s for s in skills}
-        tampered, cheated = self.tampering(), self.cheats()
         changed, targets = [], []
-        for skill_id in sorted(set(self._skills) | set(wanted)):
-            target = wanted.get(skill_id) or self._skills[skill_id].model_copy(
-                update={"status": DEPRECATED})
-            if (curator.tampering_retires(target, tampered.get(skill_id), self.config.curator)
-                    or curator.cheat_retires(target, cheated.get(skill_id), self.config.curator)):
-                # A skill the tampering rule retires never comes back with an older bank.
-                target = target.model_copy(update={"status": DEPRECATED})
+        for skill_id, target in rollback.restored(self._skills, skills, self.tampering(),
+                                                  self.cheats(), self.config.curator).items():
             if self._skills.get(skill_id) != target:
                 before = self._skills.get(skill_id)
                 targets.append(target)

@@ -3,8 +3,8 @@
 Contract: ``EventLog`` buffers ``skill_event`` rows and ``flush`` writes them as one evidence part
 per round (through ``EvidenceStore.append``), so a multi-skill change (curate, restore) is one
 atomic write; while ``held`` (a bank batch is open) ``flush`` keeps buffering. Event names:
-added, rejected, evicted, retired, refined (a version replaced by its revision, ``bank.refine``),
-reinstated, restored, loaded, meta_added, meta_retired, meta_restored.
+added, rejected, evicted, retired, refined (a version replaced by its revision,
+``SkillBank.refine``), reinstated, restored, loaded, meta_added, meta_retired, meta_restored.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class EventLog:
         self.store = EvidenceStore(run_dir, cached=True)  # the bank reads it every round
         self.run_id = run_id
         self._pending: list[dict] = []
-        self.held = False  # a batch is open (``bank.batch``): flush waits for its commit
+        self.held = False  # a batch is open (``SkillBank.begin_batch``): flush waits for its commit
 
     def emit_raw(self, round_: int, skill_id: str, event: str, status_after: SkillStatus | None,
                  contribution: float | None, trials: int | None, reason: str,

@@ -8,7 +8,7 @@ Contracts:
 - ``import`` takes RUN's writer lock (refused while a run writes there), verifies the pack (a
   tampered skill is refused, naming it), refuses another suite's pack unless
   ``--allow-other-suite``, and prints one line per pack skill (added, renamed, same, skipped,
-  too_long: ``bank.pack_import``). Imported skills are on probation (``bank.probation``).
+  too_long: ``bank.pack_import``). Imported skills are on probation (``governance.probation``).
 - ``transfer`` (``cli.pack_transfer``, re-exported here for the group): transfer measured on any
   suite; the sim world's two-world variant is the sim suite's ``ratchet sim-transfer``
   (``suites/sim/cli.py``), on the same code.

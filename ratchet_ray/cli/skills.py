@@ -17,7 +17,7 @@ Contracts:
   prompt tokens with contribution per 1k tokens), each alone or together, in any format.
 - ``skill export`` / ``skill import`` (``cli.skill_packs``): skill packs; ``skill list`` shows
   each skill's origin (native, or the pack and source run it came from) and, for an import
-  still on probation, its trials here against the probation floor (``bank.probation``).
+  still on probation, its trials here against the probation floor (``governance.probation``).
 - ``curate`` re-runs retirement on the current evidence and records it as skill events of
   ``--round`` (default: the latest round in the evidence).
 Errors from bad files or config surface as one readable message, never a traceback.
@@ -33,7 +33,7 @@ import click
 from ratchet_ray.bank.metaskills import MetaSkillFileError
 from ratchet_ray.bank.skill_bank import BankError, SkillBank
 from ratchet_ray.bank.pack_format import IMPORTS_DIR
-from ratchet_ray.bank.probation import probation_floor
+from ratchet_ray.governance.probation import probation_floor
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill
 from ratchet_ray.cli import audit_hygiene
 from ratchet_ray.cli.skill_packs import export_cmd, import_cmd, transfer_cmd

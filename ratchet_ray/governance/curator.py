@@ -1,4 +1,4 @@
-"""Retirement and eviction rules (DESIGN.md section 1, step 6) as pure functions.
+"""Retirement rules (DESIGN.md section 1, step 6) as pure functions.
 
 Contracts:
 - ``meets_retirement_bar(stats, settings)``: trials >= ``min_trials`` AND contribution <=
@@ -21,14 +21,7 @@ Contracts:
   routed to the skill, so a skill reinstated by hand is retired again at the next curation (mark
   it ``do_not_retire`` to keep it). With the rule off, tampering changes no decision (each
   decision still reports its ``tampering`` count).
-- ``eviction_order(skills, stats, dead_weight=())`` lists the ACTIVE, non-exempt skills lowest
-  contribution first (ties: more trials first, so an untried skill keeps its chance; then id)
-  -- the order in which a full bank makes room; the ids in ``dead_weight``
-  (``curator.evict_dead_weight_first``, ``governance.bypass.dead_weight``) come first, in id order.
-  The ids on ``probation`` (imported from a skill pack, fewer trials here than the probation
-  floor: ``bank.probation``) are ranked among the rest by the 95 % Wilson lower bound of their
-  c-hat here (-1 untried), not by c-hat, and go first on a tie: an import keeps a slot against
-  a native skill only on what it has shown here beyond doubt.
+- The active cap, the eviction order, dead weight and probation are ``governance.capacity``'s.
 - ``curator.retire_rule`` 'wilson_ucb' (ablation A9, beyond the paper) replaces the score bar:
   the successes rate p-hat = (c + 1) / 2 (successes / trials for c-hat; for c_cf, ties count
   one half) gets its Wilson score interval at ``ucb_z``; mapped to c = 2p - 1, a skill retires
@@ -47,7 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from fractions import Fraction
-from typing import Collection, Iterable, Literal, Mapping
+from typing import Iterable, Literal, Mapping
 
 from ratchet_ray.settings.schema import CuratorSettings
 from ratchet_ray.evidence.queries import EMPTY_STATS, SkillStats, TamperingStats
@@ -79,19 +72,24 @@ class CurationDecision:
         return asdict(self)
 
 
-def _exact(value: float) -> Fraction:
+def exact(value: float) -> Fraction:
     # repr() gives the shortest decimal that round-trips, i.e. the value as the user wrote it.
     return Fraction(repr(float(value)))
 
 
 def wilson_upper_contribution(stats: SkillStats, z: float) -> float:
     """Upper Wilson bound on p = (c + 1) / 2 at ``z``, mapped back to c = 2p - 1 (A9)."""
+    return wilson_bounds(stats, z)[1] if stats.trials > 0 else 1.0
+
+
+def wilson_bounds(stats: SkillStats, z: float) -> tuple[float, float]:
+    """The Wilson score interval at ``z`` on p = (c + 1) / 2 (ties count one half), mapped
+    back to c = 2p - 1, as ``(lower, upper)``; ``stats`` has trials."""
     n = stats.trials
-    if n <= 0:
-        return 1.0
     p = (stats.successes + (n - stats.successes - stats.failures) / 2) / n
     centre, spread = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return 2 * min(1.0, (centre + spread) / (1 + z * z / n)) - 1
+    return (2 * max(0.0, (centre - spread) / (1 + z * z / n)) - 1,
+            2 * min(1.0, (centre + spread) / (1 + z * z / n)) - 1)
 
 
 def _bar(settings: CuratorSettings) -> str:
@@ -112,7 +110,7 @@ def meets_retirement_bar(stats: SkillStats, settings: CuratorSettings) -> bool:
     if settings.retire_rule == "wilson_ucb":
         return wilson_upper_contribution(stats, settings.ucb_z) <= -settings.retire_tau
     score = Fraction(stats.successes - stats.failures, stats.trials)
-    return score <= -_exact(settings.retire_tau)
+    return score <= -exact(settings.retire_tau)
 
 
 def tampering_reason(record: TamperingStats) -> str:
@@ -233,42 +231,3 @@ def apply_cheat_rule(decisions: list[CurationDecision], skills: Iterable[Skill],
             successes=s.successes, failures=s.failures, reason=reason,
             tampering=current.tampering if current is not None else 0)
     return [by_id[k] for k in sorted(by_id)]
-
-
-PROBATION_Z = 1.959963984540054
-"""z of the 95 % Wilson lower bound an import on probation is ranked by under cap pressure."""
-
-
-def wilson_lower_contribution(stats: SkillStats, z: float = PROBATION_Z) -> float:
-    """Lower Wilson bound on p = (c + 1) / 2 at ``z``, mapped back to c = 2p - 1 (-1 without
-    trials): the least a skill's record shows it contributes."""
-    n = stats.trials
-    if n <= 0:
-        return -1.0
-    p = (stats.successes + (n - stats.successes - stats.failures) / 2) / n
-    centre, spread = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return 2 * max(0.0, (centre - spread) / (1 + z * z / n)) - 1
-
-
-def eviction_order(skills: Iterable[Skill], stats: Mapping[str, SkillStats],
-                   dead_weight: Collection[str] = (), probation: Collection[str] = ()
-                   ) -> list[str]:
-    """ACTIVE, non-``do_not_retire`` skill ids, the first to evict first: ``dead_weight`` ids
-    before the rest; then every other skill lowest score first, where a native skill's score
-    is its c-hat and an import still on ``probation`` (``bank.probation``) is ranked by the
-    95 % Wilson lower bound of its c-hat *here* (``wilson_lower_contribution``; -1 untried),
-    going first on a tie. An import so keeps a slot against a native skill only on what it
-    has shown in this run beyond doubt, never on its imported record; one that helps here
-    earns its place before the probation floor (docs/skill-packs.md, the measurement)."""
-    candidates = [s for s in skills if s.is_active and not s.do_not_retire]
-
-    def key(skill: Skill) -> tuple:
-        s = stats.get(skill.id, EMPTY_STATS)
-        if skill.id in dead_weight:
-            return (0, Fraction(0), 0, 0, skill.id)
-        if skill.id in probation:
-            return (1, _exact(wilson_lower_contribution(s)), 0, -s.trials, skill.id)
-        score = Fraction(s.successes - s.failures, s.trials) if s.trials else Fraction(0)
-        return (1, score, 1, -s.trials, skill.id)
-
-    return [s.id for s in sorted(candidates, key=key)]

@@ -11,6 +11,10 @@ Contracts:
 - The gate is a pure function of the observation history: ``RollbackGate.from_history`` replays
   it (for resume) and ends in the same state as the original gate.
 - A disabled gate tracks the same state but never fires.
+- ``restored(current, snapshot, tampered, cheated, settings)``: what a restore makes of each
+  skill: its copy in the snapshot, DEPRECATED when it was born later, and DEPRECATED whatever the
+  snapshot says when the Curator's tampering or cheat rule retires it (``curator.tampering_retires``,
+  ``curator.cheat_retires``): a rollback never brings back a skill that tampered or cheated.
 
 Example::
 
@@ -23,9 +27,13 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Mapping
 
-from ratchet_ray.settings.schema import RollbackSettings
+from ratchet_ray.evidence.queries import TamperingStats
+from ratchet_ray.governance.cheat_probe import CheatStats
+from ratchet_ray.governance.curator import cheat_retires, tampering_retires
+from ratchet_ray.settings.schema import CuratorSettings, RollbackSettings
+from ratchet_ray.types import Skill, SkillStatus
 
 TOLERANCE = 1e-9
 
@@ -87,3 +95,20 @@ class RollbackGate:
         return RollbackDecision(fire=fire, restore_round=self.best_round if fire else None,
                                 regressed_streak=streak_seen, regressed=regressed,
                                 best_round=self.best_round, best_pass_at_1=self.best_pass_at_1)
+
+
+def restored(current: Mapping[str, Skill], snapshot: Iterable[Skill],
+             tampered: Mapping[str, TamperingStats], cheated: Mapping[str, CheatStats],
+             settings: CuratorSettings) -> dict[str, Skill]:
+    """``{skill id: the skill a restore brings back}`` for every skill of the bank or the
+    snapshot (module contract), sorted by id."""
+    wanted = {s.id: s for s in snapshot}
+    out = {}
+    for skill_id in sorted(set(current) | set(wanted)):
+        target = wanted.get(skill_id) or current[skill_id].model_copy(
+            update={"status": SkillStatus.DEPRECATED})
+        if (tampering_retires(target, tampered.get(skill_id), settings)
+                or cheat_retires(target, cheated.get(skill_id), settings)):
+            target = target.model_copy(update={"status": SkillStatus.DEPRECATED})
+        out[skill_id] = target
+    return out

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ratchet_ray.bank.probation import imported_from_events
+from ratchet_ray.governance.probation import imported_from_events
 from ratchet_ray.bank.skill_io import dump_skill, load_skill_folder, validate_skill
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.run_config.files import load_config

@@ -5,7 +5,7 @@ Contracts:
   files: the ``loaded`` skill events (``pack:<hash prefix> ...`` puts an import on probation,
   ``trusted-pack:<hash prefix> ...`` imports it without: ``bank.probation``), the manifests the
   importing run kept in ``<run>/packs/<hash prefix>.json`` (``bank.pack_import``), the run's
-  ``config.yaml`` (the probation floor, ``bank.probation.probation_floor``) and, through the
+  ``config.yaml`` (the probation floor, ``governance.probation.probation_floor``) and, through the
   named query ``probation_promotions``, the round each skill's train trials here reached the
   floor. Trials are the ones the run's Curator judges on (c-hat's, or the counterfactual
   pairs when ``curator.counterfactual.retire_on`` is ``c_cf``). Nothing is taken from memory
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ratchet_ray.bank.pack_format import IMPORTS_DIR
-from ratchet_ray.bank.probation import PACK_REASON_PREFIX, TRUSTED_REASON_PREFIX, probation_floor
+from ratchet_ray.governance.probation import PACK_REASON_PREFIX, TRUSTED_REASON_PREFIX, probation_floor
 from ratchet_ray.settings.schema import CuratorSettings
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import EMPTY_STATS, SkillStats

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from ratchet_ray.settings.schema import CuratorSettings
 from ratchet_ray.evidence.queries import SkillStats
-from ratchet_ray.governance.curator import curate, eviction_order, meets_retirement_bar
+from ratchet_ray.governance.capacity import eviction_order
+from ratchet_ray.governance.curator import curate, meets_retirement_bar
 from ratchet_ray.governance.rollback import RollbackGate
 
 DEFAULT = CuratorSettings()

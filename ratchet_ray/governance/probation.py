@@ -1,6 +1,6 @@
-"""Probation of skills imported from a skill pack (``ratchet skill import``, ``bank.pack``).
+"""Probation of skills imported from a skill pack (``ratchet skill import``, ``bank.probation``).
 
-Contracts (a mixin over ``SkillBank``: ``log``, ``config``, ``_skills``, ``stats``):
+Contracts:
 - A skill is *imported* when its ``loaded`` event's reason starts with ``PACK_REASON_PREFIX``
   (``pack:<pack hash> ...``, written by ``bank.pack_import``). Its record in the source run never
   enters this run's evidence, so every score the Curator reads of it (c-hat, c_cf, trials) is
@@ -10,16 +10,19 @@ Contracts (a mixin over ``SkillBank``: ``log``, ``config``, ``_skills``, ``stats
   set (capped at the retirement floor), else the retirement floor (``min_trials``, or A9's
   ``ucb_min_trials``). Under cap pressure a skill on probation is ranked by the 95 % Wilson
   lower bound of its c-hat here (-1 untried) where a native skill is ranked by its c-hat, and
-  goes first on a tie (``curator.eviction_order(..., probation=...)``): it keeps a slot against a
+  goes first on a tie (``governance.capacity.eviction_order``): it keeps a slot against a
   native skill only on what it has shown in this run beyond doubt.
-- Imports come through ``SkillBank.import_pack`` (``bank.pack_import``).
 """
 
 from __future__ import annotations
 
-from ratchet_ray.settings.schema import CuratorSettings
+from typing import Callable, Mapping
+
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import EMPTY_STATS, SkillStats
+from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.settings.schema import CuratorSettings
+from ratchet_ray.types import Skill, SkillStatus
 
 PACK_REASON_PREFIX = "pack:"
 """How a ``loaded`` event names the pack a skill came from (``pack:<sha256[:16]> ...``)."""
@@ -45,28 +48,27 @@ def imported_from_events(events: list[dict]) -> dict[str, str]:
     return out
 
 
-class ProbationMixin:
-    """``SkillBank.imported`` / ``probation`` (see module contract)."""
+def imported(store: EvidenceStore, skill_ids: Mapping[str, object]) -> dict[str, str]:
+    """``{skill id: pack hash prefix}`` of the skills in ``skill_ids`` that came from a pack,
+    read from the run's skill events."""
+    if not any(store.part_paths("skill_event")):
+        return {}
+    with store.connect() as con:
+        events = nq.fetch_dicts(con, "skill_events")
+    return {k: v for k, v in imported_from_events(events).items() if k in skill_ids}
 
-    def imported(self) -> dict[str, str]:
-        """``{skill id: pack hash prefix}`` of the bank's skills that came from a pack."""
-        if not any(self.log.store.part_paths("skill_event")):
-            return {}
-        with self.log.store.connect() as con:
-            events = nq.fetch_dicts(con, "skill_events")
-        return {k: v for k, v in imported_from_events(events).items() if k in self._skills}
 
-    def probation(self, stats: dict[str, SkillStats] | None = None) -> dict[str, int]:
-        """``{skill id: trials earned here}`` of the imported skills still on probation."""
-        imported = self.imported()
-        if not imported:
-            return {}
-        stats = self.stats() if stats is None else stats
-        floor = probation_floor(self.config.curator)
-        out = {}
-        for skill_id in imported:
-            skill = self._skills[skill_id]
-            trials = stats.get(skill_id, EMPTY_STATS).trials
-            if skill.status.value != "deprecated" and trials < floor:
-                out[skill_id] = trials
-        return out
+def on_probation(skills: Mapping[str, Skill], imported_ids: Mapping[str, str],
+                 stats: Callable[[], Mapping[str, SkillStats]],
+                 settings: CuratorSettings) -> dict[str, int]:
+    """``{skill id: trials earned here}`` of the imported skills still on probation; ``stats``
+    is only read when some skill was imported."""
+    if not imported_ids:
+        return {}
+    table, floor = stats(), probation_floor(settings)
+    out = {}
+    for skill_id in imported_ids:
+        trials = table.get(skill_id, EMPTY_STATS).trials
+        if skills[skill_id].status is not SkillStatus.DEPRECATED and trials < floor:
+            out[skill_id] = trials
+    return out
