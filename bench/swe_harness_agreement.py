@@ -1,7 +1,7 @@
 """SWE-bench verdicts: ours against the official harness (``swebench.harness.run_evaluation``)
 on the same predictions, exported by ``ratchet export --predictions``.
 
-    python bench/swe_harness_agreement.py [--workers 2] [--forgeries N] [--kinds gold,forgery]
+    python bench/swe_harness_agreement.py [--workers 2] [--forgeries N|NAME,...] [--kinds gold,forgery]
                                           [--instances ID,...] [--json OUT]
 
 Needs Docker and the base image of ``.ci/docker_setup.sh``; no network. The corpus, on the local
@@ -48,9 +48,11 @@ WRONG = ("diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n
          " calc: a tiny library used to test the SWE-bench harness.\n+See the tests.\n")
 
 
-def corpus(rows: list[dict], forgeries: int | None, kinds: set[str]
+def corpus(rows: list[dict], forgeries: int | list[str] | None, kinds: set[str]
            ) -> list[tuple[int, str, str, str, str]]:
-    """``(round, instance_id, kind, name, patch)`` of ``kinds``: no instance twice in a round."""
+    """``(round, instance_id, kind, name, patch)`` of ``kinds``: no instance twice in a round.
+    ``forgeries``: every forgery (None), the first N by name, or these names (``SystemExit``
+    naming the known ones for a name the corpus lacks)."""
     import differential_forgeries
     import honest_patches
     from forgeries import FORGERIES
@@ -61,12 +63,23 @@ def corpus(rows: list[dict], forgeries: int | None, kinds: set[str]
     extra = [("honest", name, honest_patches.patch_of(names))
              for name, names in honest_patches.BUNDLES.items()]
     forged = {**FORGERIES, **{n: p for n, (p, _) in differential_forgeries.FORGERIES.items()}}
-    names = sorted(forged)[:forgeries] if forgeries is not None else sorted(forged)
+    if isinstance(forgeries, list):
+        unknown = sorted(set(forgeries) - set(forged))
+        if unknown:
+            sys.exit(f"--forgeries: no forgery named {', '.join(unknown)}; known: "
+                     f"{', '.join(sorted(forged))}")
+        names = forgeries
+    else:
+        names = sorted(forged)[:forgeries] if forgeries is not None else sorted(forged)
     extra += [("forgery", name, forged[name]) for name in names]
     if not any(r["instance_id"] == calc1 for r in rows):  # the honest fixes and forgeries are its
         extra = []
     out += [(2 + i, calc1, kind, name, patch) for i, (kind, name, patch) in enumerate(extra)]
     return [item for item in out if item[2] in kinds]
+
+
+def _count_or_names(text: str) -> int | list[str]:
+    return int(text) if text.isdigit() else [name for name in text.split(",") if name]
 
 
 def _wrong_for(row: dict) -> str:
@@ -150,8 +163,9 @@ def table(items: list, ours: dict, theirs: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=2, help="the harness's --max_workers")
-    parser.add_argument("--forgeries", type=int, default=None,
-                        help="only the first N forgeries (by name); default every one")
+    parser.add_argument("--forgeries", type=_count_or_names, default=None,
+                        help="only the first N forgeries (by name), or these (comma list); "
+                             "default every one")
     parser.add_argument("--timeout", type=int, default=60, help="per-command test timeout, s")
     parser.add_argument("--json", type=Path, help="also write the verdicts here")
     parser.add_argument("--kinds", default="gold,wrong,honest,forgery",

@@ -1,6 +1,6 @@
 """``ratchet export --predictions``: a swebench run's attempts as the harness's predictions JSONL
-(the agreement with the official harness itself is ``bench/swe_harness_agreement.py`` and
-``tests/suites/swebench/test_swebench_harness_agreement.py``)."""
+(the agreement with the official harness itself is ``bench/swe_harness_agreement.py``, run
+tiny by ``tests/bench/test_benches_run.py``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The official SWE-bench harness (``swebench.harness.run_evaluation``, installed with the
 ``swebench`` extra) run as its command line on a predictions file, offline, on the local images:
-what ``bench/swe_harness_agreement.py`` and ``test_swebench_harness_agreement.py`` compare this
+what ``bench/swe_harness_agreement.py`` (and its tiny run in ``tests/bench/``) compares this
 project's verdicts with.
 
 - ``harness_dataset(rows, path, image_of)``: the instances written as a JSONL dataset the harness
