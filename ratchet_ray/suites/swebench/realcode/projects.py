@@ -91,7 +91,71 @@ DJANGO = Project(
     test_ids="django",
 )
 
-PROJECTS: dict[str, Project] = {p.name: p for p in (FLASK, DJANGO)}
+# pytest 7.4.4 (the last 7.x; SWE-bench's pytest-dev/pytest task instances run up to 8.x), graded
+# by swebench's parse_log_pytest. The runner under test is pytest itself: src/ comes first on
+# PYTHONPATH, so the base image's own pytest never runs. Its whole testing/ suite (most tests
+# are pytester runs of an inner session, many in a subprocess) takes many minutes a run; the test
+# modules chosen each test one module of src/_pytest whose code is a function of its input
+# (mark expressions, approx and raises, saferepr, the terminal writer, source and traceback
+# objects, paths, warnings capture, monkeypatch, assertion explanations, ...), and the bugs are
+# made in exactly those modules. A bug in the collection or reporting core instead breaks every
+# test and is dropped as breaking too much.
+_PYTEST_TESTS = {
+    "testing/test_mark_expression.py": "src/_pytest/mark/expression.py",
+    "testing/python/approx.py": "src/_pytest/python_api.py",
+    "testing/python/raises.py": "src/_pytest/python_api.py",
+    "testing/io/test_saferepr.py": "src/_pytest/_io/saferepr.py",
+    "testing/io/test_terminalwriter.py": "src/_pytest/_io/terminalwriter.py",
+    "testing/io/test_wcwidth.py": "src/_pytest/_io/wcwidth.py",
+    "testing/code/test_source.py": "src/_pytest/_code/source.py",
+    "testing/code/test_code.py": "src/_pytest/_code/code.py",
+    "testing/code/test_excinfo.py": "src/_pytest/_code/code.py",
+    "testing/test_scope.py": "src/_pytest/scope.py",
+    "testing/test_stash.py": "src/_pytest/stash.py",
+    "testing/test_findpaths.py": "src/_pytest/config/findpaths.py",
+    "testing/test_pathlib.py": "src/_pytest/pathlib.py",
+    "testing/test_recwarn.py": "src/_pytest/recwarn.py",
+    "testing/test_monkeypatch.py": "src/_pytest/monkeypatch.py",
+    "testing/test_assertion.py": "src/_pytest/assertion/util.py",
+    "testing/test_warning_types.py": "src/_pytest/warning_types.py",
+    "testing/test_compat.py": "src/_pytest/compat.py",
+    "testing/test_parseopt.py": "src/_pytest/config/argparsing.py",
+}
+
+PYTEST = Project(
+    name="pytest", repo="pytest-dev/pytest", pypi="pytest", version="7.4.4",
+    sdist_sha256="2cf0005922c6ace4a3e2ec8b4080eb0d9753fdc93107415332f50ce9e7994280",
+    # pytest 7.4's install_requires on Python 3.11 (iniconfig, packaging, pluggy<2) and the two
+    # of its "testing" extra the chosen modules import: attrs (test_assertion) and Pygments (the
+    # terminal writer's highlighting). numpy, requests, decorator and jinja2 are left out: the
+    # tests needing them skip (importorskip) and are not graded.
+    wheels=("iniconfig==2.0.0", "packaging==23.2", "pluggy==1.3.0", "attrs==23.1.0",
+            "Pygments==2.17.2"),
+    dist_name="pytest",
+    source_dirs=tuple(sorted(set(_PYTEST_TESTS.values()))),
+    import_path="src",
+    test_dirs=tuple(_PYTEST_TESTS),
+    test_command="python3 -m pytest -rA -p no:cacheprovider",
+    log_parser="parse_log_pytest",
+    # Each of these starts a fresh interpreter (runpytest_subprocess, python -O, bash) or
+    # recurses to the interpreter's limit: seconds each, about half of a run's time, and none of
+    # them tests a module the bugs are made in (the assertion rewriting hook, argcomplete).
+    deselected=(
+        ("testing/test_assertion.py::TestImportHookInstallation",
+         "the assertion rewriting import hook (assertion/rewrite.py), a subprocess per test"),
+        ("testing/test_assertion.py::test_warn_missing",
+         "runs python -O in subprocesses (the rewrite hook's warning)"),
+        ("testing/test_assertion.py::test_assertion_options",
+         "a subprocess session with --assert=plain"),
+        ("testing/code/test_excinfo.py::test_no_recursion_index_on_recursion_error",
+         "recurses to the interpreter's limit (10 s a run)"),
+        ("testing/test_compat.py::test_is_generator_async_gen_syntax", "a subprocess session"),
+        ("testing/test_parseopt.py::test_argcomplete",
+         "runs bash; argcomplete is not installed, so it skips after seconds"),
+    ),
+)
+
+PROJECTS: dict[str, Project] = {p.name: p for p in (FLASK, DJANGO, PYTEST)}
 
 _DJANGO_ID = re.compile(r"^\w+ \(([\w.]+)\)$")
 
