@@ -36,11 +36,14 @@ from ratchet_ray.suites.swebench.realcode import bugs as bug_gen
 from ratchet_ray.suites.swebench.realcode import image as images
 from ratchet_ray.suites.swebench.realcode import sources as fetching
 from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
-from ratchet_ray.suites.swebench.realcode.projects import Project, test_file
+from ratchet_ray.suites.swebench.realcode.projects import Project, index_tests, test_file
 from ratchet_ray.suites.swebench.realcode.records import instance_id, instance_record, test_files
 from ratchet_ray.suites.swebench.realcode.runner import passed, run_suite
 
 Note = Callable[[str], None]
+NO_FILE = {"django": "its id names no test file (django prints a docstring line in its place)",
+           "sympy": "its id names no single test file (sympy's log names a test by its function, "
+                    "and this name is defined in more than one selected file)"}
 NETWORK_WORDS = ("Name or service not known", "Temporary failure in name resolution",
                  "Network is unreachable", "nodename nor servname", "getaddrinfo failed")
 
@@ -81,7 +84,7 @@ def _clean_tests(client, tag: str, project: Project, note: Note) -> tuple[set[st
          f"{runs[1].seconds:.1f}s")
     collected = set(runs[0].statuses) | set(runs[1].statuses)
     good = {t for t in collected if all(passed(r.statuses.get(t, "")) for r in runs)}
-    left_out = {t: "its id names no test file (django prints a docstring line in its place)"
+    left_out = {t: NO_FILE.get(project.test_ids, "its id names no test file")
                 for t in good if test_file(project, t) is None}
     good -= set(left_out)
     for test in sorted(collected - good - set(left_out)):
@@ -104,14 +107,14 @@ def _clean_tests(client, tag: str, project: Project, note: Note) -> tuple[set[st
     return good, left_out
 
 
-def _judge(run, graded: set[str], request: Request) -> tuple[list[str], str]:
+def _judge(run, graded: set[str], project: Project, request: Request) -> tuple[list[str], str]:
     """FAIL_TO_PASS of a bug's run and why it is dropped ('' when kept)."""
     f2p = sorted(t for t in graded if not passed(run.statuses.get(t, "missing")))
     if not f2p:
         return f2p, "no graded test fails"
     if len(f2p) > request.max_f2p:
         return f2p, f"{len(f2p)} tests fail (more than {request.max_f2p}: the bug breaks too much)"
-    files = test_files(request.project, f2p)
+    files = test_files(project, f2p)
     if len(files) > request.max_test_files:
         return f2p, f"failing tests in {len(files)} files (max {request.max_test_files})"
     return f2p, ""
@@ -136,6 +139,7 @@ def make_instances(request: Request, note: Note = print) -> dict:
             sources.wheels = fetching.fetch_wheels(project, request.cache)
             sources.digests.update({w.name: fetching.sha256_file(w) for w in sources.wheels})
         tree = fetching.extract(sources, project, staging / "work" / "testbed")
+        project = index_tests(project, tree)  # sympy's ids name no file: read them off the tree
         site = images.site_packages(sources, staging / "work" / "site")
         layer = images.layer_tar(tree, site, project)
         image = images.ensure_image(client, project, layer, request.base_image)
@@ -156,7 +160,7 @@ def make_instances(request: Request, note: Note = print) -> dict:
                 for bug, run in zip(batch, runs):  # in candidate order: the set never depends
                     if len(records) >= request.count:  # on which run ended first
                         break
-                    f2p, why = _judge(run, graded, request)
+                    f2p, why = _judge(run, graded, project, request)
                     outcomes.append(Outcome(instance_id(project, bug), bug.modifier, bug.file,
                                             bug.entity, not why, why or "kept", f2p))
                     note(f"candidate {len(outcomes)}: {bug.modifier} in {bug.file}:{bug.entity} "
@@ -174,7 +178,7 @@ def make_instances(request: Request, note: Note = print) -> dict:
                                 f"fails a graded test ({len(outcomes)} candidates tried); try "
                                 f"other modifiers or a larger --max-candidates")
         recipe = {
-            "project": {k: v for k, v in asdict(project).items()},
+            "project": {k: v for k, v in asdict(project).items() if k != "test_index"},
             "inputs": dict(sorted(sources.digests.items())),
             "image": {"tag": image.tag, "content_digest": image.content_digest,
                       "base_image": request.base_image, "base_id": image.base_id,

@@ -7,7 +7,8 @@ Contracts:
   between swebench's start/end markers, and returns a ``SuiteRun``: every test id's status as
   the project's swebench log parser reads the log, the log, the short summary lines
   (``summary``: pytest's ``FAILED id - why``, or the exception line ending unittest's
-  ``FAIL: id`` block) and the seconds. A run past
+  ``FAIL: id`` block or the traceback under sympy's ``___ path.py:test_x ___`` header) and the
+  seconds. A run past
   ``project.timeout_s`` raises ``RealcodeError``; the container is removed either way.
 - ``passed(status)``: swebench's PASSED/XFAIL count as passing, as its grader counts them.
 """
@@ -63,6 +64,7 @@ def script(project: Project, diff: str | None, removed: tuple[str, ...] | list[s
 
 
 _UNITTEST_ID = re.compile(r"\w+ \([\w.]+\)")
+_SYMPY_HEADER = re.compile(r"^_+ \S+\.py:(test_\w+) _+$")  # sympy's "___ path.py:test_x ___"
 _EXCEPTION = re.compile(r"[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
 
 
@@ -77,6 +79,8 @@ def _summary(log: str) -> dict[str, str]:
         if line.startswith(("FAIL: ", "ERROR: ")):  # a subtest's params follow the id
             head = _UNITTEST_ID.match(line.split(": ", 1)[1])
             block = head.group(0) if head else line.split(": ", 1)[1].strip()
+        elif header := _SYMPY_HEADER.match(line):  # the test's traceback follows
+            block = header.group(1)
         elif line.startswith("=" * 20):
             block = None
         elif block and _EXCEPTION.match(line):
