@@ -51,3 +51,32 @@ def test_without_the_package_the_attempt_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "minisweagent", None)  # import fails as if not installed
     with pytest.raises(ImportError, match=r"pip install 'ratchet-ray\[swebench\]'"):
         mini_swe.reference_config.__wrapped__()
+
+
+class _CompletionLLM:
+    """A base-model completion backend: it writes on past its first action unless stopped."""
+
+    backend, model, supports_prefill = "scripted", "base-1", True
+
+    def __init__(self):
+        self.stops = []
+
+    def complete(self, messages, *, max_tokens=512, temperature=0.0, stop=None, seed=None):
+        from ratchet_ray.llm.base import Reply
+
+        self.stops.append(stop)
+        text = "THOUGHT: look.\n\n```mswea_bash_command\nls -la\n```\n\nTHOUGHT: more.\n```mswea_bash_command\npwd\n```\n"
+        if stop:  # llama.cpp cuts at the first stop string and leaves it out
+            text = text.split(stop[0], 1)[0]
+        return Reply(text=text, input_tokens=10, output_tokens=7)
+
+
+def test_a_completion_backend_stops_at_the_first_action_and_it_parses():
+    from ratchet_ray.suites.swebench.agent.mini_swe import ProjectModel, reference_config
+    from ratchet_ray.suites.swebench.agent.solver import AgentRun
+
+    llm, run = _CompletionLLM(), AgentRun(patch="")
+    model = ProjectModel(llm, run, 64, reference_config()["model"])
+    message = model.query([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}])
+    assert message["extra"]["actions"] == [{"command": "ls -la"}] and llm.stops == [["\n```\n"]]
+    assert message["content"].endswith("ls -la\n```\n") and len(run.replies) == 1

@@ -19,6 +19,9 @@ Contracts:
   ``agent.max_tokens``, sampling as the in-house agent's (``AgentRun.sampling``: temperature and
   the per-call derived seed). The action is parsed by mini-swe-agent's own regex parser; a reply
   without exactly one action is its ``FormatError`` (a failed step, its reply still counted).
+  On a base-model completion backend (``supports_prefill``: the local Gemma), which goes on
+  writing further example turns after its first action, generation stops at the first closing
+  fence (``ACTION_END``), which is put back; a chat model's reply is taken as it comes.
 - Environment (``ContainerEnvironment``): each action runs through ``InstanceContainer.run`` (the
   untrusted uid, the repository's folder, ``agent.command_timeout_s``), with the yaml's
   environment variables exported first. A timed-out command reports returncode -1 and an
@@ -37,6 +40,7 @@ Contracts:
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import time
 from functools import lru_cache
@@ -51,6 +55,10 @@ from ratchet_ray.types import Skill, Task
 CONFIG_FILE = "benchmarks/swebench_backticks.yaml"
 """mini-swe-agent's own SWE-bench config with text (backtick) actions, under its config folder."""
 SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+ACTION_REGEX = r"```mswea_bash_command\s*\n(.*?)\n```"
+"""mini-swe-agent's text action (its ``LitellmTextbasedModelConfig.action_regex``)."""
+ACTION_END = "\n```\n"
+"""A closing fence (an opening one has the language name after the backticks)."""
 MISSING = ("swebench.solver=mini-swe-agent needs the mini-swe-agent package: "
            "pip install 'ratchet-ray[swebench]' (or set swebench.solver=ratchet)")
 
@@ -88,20 +96,26 @@ class ProjectModel:
 
         prompt = [Message(m["role"], m["content"]) for m in messages
                   if m.get("role") in ("system", "user", "assistant")]
+        completion = bool(getattr(self.llm, "supports_prefill", False))
         reply = self.llm.complete(prompt, max_tokens=self.max_tokens,
+                                  stop=[ACTION_END] if completion else None,
                                   **self.run.sampling(self.llm, len(self.run.replies)))
         self.run.replies.append(reply)
+        text = reply.text
+        if (completion and "```mswea_bash_command" in text
+                and not re.search(ACTION_REGEX, text, re.DOTALL)):
+            text = text.rstrip("\n") + ACTION_END  # the stop sequence cut the closing fence
         usage = {"cost": reply.cost_usd, "input_tokens": reply.input_tokens,
                  "output_tokens": reply.output_tokens}
         try:
             actions = parse_regex_actions(
-                reply.text, action_regex=r"```mswea_bash_command\s*\n(.*?)\n```",
+                text, action_regex=ACTION_REGEX,
                 format_error_template=self.config["format_error_template"],
                 template_kwargs={"finish_reason": (reply.extra or {}).get("finish_reason", "")})
         except FormatError as exc:
             exc.messages[0]["extra"].update(usage)  # the agent charges a failed call's cost
             raise
-        return {"role": "assistant", "content": reply.text,
+        return {"role": "assistant", "content": text,
                 "extra": {"actions": actions, **usage, "timestamp": time.time()}}
 
     def format_message(self, **kwargs: Any) -> dict:
