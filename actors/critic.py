@@ -1,6 +1,6 @@
 """Ray actor for the Critic: one Verdict per train-failure capsule, in batches.
 
-``CriticActor = ray.remote(CriticWorker)``; see ``ratchet_ray.roles.workers.CriticWorker``::
+``CriticActor = ray.remote(CriticWorker)``; see ``ratchet_ray.roles.critic.CriticWorker``::
 
     critic = CriticActor.remote(config)
     results = ray.get(critic.critique_batch.remote([(task, capsule, skill_or_None), ...]))
@@ -13,6 +13,6 @@ from __future__ import annotations
 
 import ray
 
-from ratchet_ray.roles.workers import CriticWorker
+from ratchet_ray.roles.critic import CriticWorker
 
 CriticActor = ray.remote(CriticWorker)

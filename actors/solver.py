@@ -1,6 +1,6 @@
 """Ray actor for the Solver pool: route + solve tasks against the bank snapshot each call carries.
 
-``SolverActor``: ``ratchet_ray.roles.workers.SolverWorker`` plus ``actors.batching.BatchCalls``
+``SolverActor``: ``ratchet_ray.roles.solver.SolverWorker`` plus ``actors.batching.BatchCalls``
 (several tasks per call), under the same class name (process titles, the Ray dashboard and the
 chaos tests name actors by it). The actor holds no state a replacement would need: the split's
 bank travels as an object ref with every call, and the worker only memoizes the last
@@ -18,10 +18,10 @@ from __future__ import annotations
 import ray
 
 from actors.batching import BatchCalls
-from ratchet_ray.roles import workers
+from ratchet_ray.roles import solver
 
 
-class SolverWorker(workers.SolverWorker, BatchCalls):
+class SolverWorker(solver.SolverWorker, BatchCalls):
     """The Solver as a pool actor: one task per ``run``, or several per ``call_batch``."""
 
 

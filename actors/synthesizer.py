@@ -1,7 +1,7 @@
 """Ray actor for the Synthesizer (and the Meta-Synthesizer on its cadence).
 
 ``SynthesizerActor = ray.remote(SynthesizerProcess)``; see
-``ratchet_ray.roles.workers.SynthesizerWorker``::
+``ratchet_ray.roles.synthesizer.SynthesizerWorker``::
 
     synth = SynthesizerActor.remote(config, tasks=train_tasks)
     outcome = ray.get(synth.run.remote(verdicts, active, metaskill, bank_handle, round_))
@@ -21,7 +21,7 @@ import ray
 
 from ratchet_ray.bank.skill_events import AddResult
 from ratchet_ray.roles.synthesizer import SynthOutcome
-from ratchet_ray.roles.workers import SynthesizerWorker
+from ratchet_ray.roles.synthesizer import SynthesizerWorker
 from ratchet_ray.types import Skill
 
 

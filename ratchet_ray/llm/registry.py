@@ -10,12 +10,14 @@ Contracts:
   ``services.local_llm`` / ``local_embedder`` set, e.g. the node's model server of
   ``actors/llm_server.py``; else the model loads in this process). The same arguments always
   give the same kind of client, whatever runs in the process.
+- ``LazyEmbedder(settings, embedder=None)`` builds the configured embedder on first use, so a
+  role worker that never embeds (small bank, no synthesis) never loads one.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.accounting import price_table
@@ -111,3 +113,23 @@ def make_embedder(settings: LLMSettings, backend: str | None = None, *,
     over ``services``."""
     backend = _check(backend or settings.embedder or settings.backend)
     return _EMBEDDER_FACTORIES[backend](settings, services)
+
+
+class LazyEmbedder:
+    """Builds the configured embedder on first use (loading MiniLM costs seconds and memory)."""
+
+    def __init__(self, settings: LLMSettings, embedder: Embedder | None = None):
+        self._settings = settings
+        self._embedder = embedder
+
+    @property
+    def name(self) -> str:
+        return self.get().name
+
+    def get(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = make_embedder(self._settings)
+        return self._embedder
+
+    def embed(self, texts: Sequence[str], input_type: str = "search_document") -> Any:
+        return self.get().embed(texts, input_type)

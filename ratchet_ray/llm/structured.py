@@ -90,7 +90,7 @@ def _describe(exc: Exception) -> str:
 @functools.lru_cache(maxsize=512)
 def _json_schema(schema_model: type[BaseModel]) -> dict[str, Any]:
     # Generating a JSON schema costs about a millisecond; the roles ask with a few fixed models
-    # (the router's per bank, cached in ``roles.prompts.router``). Callers only read it.
+    # (the router's per bank, cached in ``roles.router_prompt``). Callers only read it.
     return schema_model.model_json_schema()
 
 

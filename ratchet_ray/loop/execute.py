@@ -8,7 +8,7 @@ Contracts:
   exactly one capsule.
 - Tasks are submitted (and so attempted and batched onto the pools) in an order the run's seed
   decides, per round and split (``seeding.seeded_order`` over task ids), not in split order.
-- ``bank`` (an object ref of a ``roles.workers.BankSnapshot``, ``ray.put`` once per split) goes
+- ``bank`` (an object ref of a ``roles.solver.BankSnapshot``, ``ray.put`` once per split) goes
   with every Solver call, so a Solver that replaces a dead one needs nothing replayed; without
   it the Solvers route to what their ``set_bank`` gave. Several tasks may travel in one call
   (the pools' batching, ``infra.tasks_per_call``); every task still gets its own result,

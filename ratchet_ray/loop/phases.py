@@ -49,7 +49,7 @@ from ratchet_ray.loop.execute import SplitRunner
 from ratchet_ray.loop.rundir import bench_json
 from ratchet_ray.loop.twins import grade_twins
 from ratchet_ray.roles.critic import is_critiquable
-from ratchet_ray.roles.workers import BankSnapshot
+from ratchet_ray.roles.solver import BankSnapshot
 from ratchet_ray.types import BenchResult, Capsule, RoundSummary, SkillStatus, Task
 
 CRITIC_BATCH = 4

@@ -7,13 +7,13 @@ API:
   replies, error)``; ``limits`` (``llm.roles.critic``) sets temperature and token cap, ``seed``
   the sampling seed on backends that take one, ``flavour`` the review prompt (default: the one
   the task's suite registered): code and its failing test, or a patch and its test log
-  (``prompts.critic``).
+  (``critic_prompt``).
   - ``skill`` is the skill the capsule was routed to (None for NONE).
   - A capsule that is not critiquable is refused WITHOUT an LLM call: ``verdict`` None,
     ``error`` ``"NotCritiquable: ..."`` naming why.
   - The LLM answers ``VerdictOut`` (pattern, rationale, attribution, confidence level) under a
     JSON-schema constraint; with no skill injected the attribution is fixed to ``inapplicable``.
-    The prompt carries the grader's concrete finding (``prompts.failure_summary``). A pattern
+    The prompt carries the grader's concrete finding (``critic_prompt.failure_summary``). A pattern
     that is not 2-10 snake_case words, names no concrete mistake (only attribution labels or
     generic words like 'wrong output'), repeats itself or contains the task's entry point, or a
     rationale that is a bare label, fails validation and gets the one repair retry.
@@ -22,17 +22,24 @@ API:
     and keeps the failed replies for accounting (a refusal: the model was asked and failed);
     a backend failure gives ``"<ExcName>: ..."`` with ``retryable`` True (the model was never
     heard: the capsule still needs its review).
+- ``CriticWorker(config, *, llm=None)``, the plain class behind the Critic actor
+  (``actors/critic.py``): ``critique_batch(items) -> list[CritiqueResult]``, one result per
+  ``(task, capsule, skill)`` item, in order; infrastructure failures are refused per item.
+  Each call samples with a seed derived from ``config.seed`` and the capsule's round, split,
+  task and attempt (not its run id, so two runs of one seed draw alike).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable, Mapping, NamedTuple, Sequence
 
-from ratchet_ray.settings.schema import RoleLimits, RoleSettings
+from ratchet_ray.settings.schema import LoopConfig, RoleLimits, RoleSettings
 from ratchet_ray.llm.base import LLMClient, Reply
+from ratchet_ray.llm.registry import make_llm
 from ratchet_ray.llm.structured import ask_structured
-from ratchet_ray.roles.prompts.critic import CONFIDENCE, critic_messages, verdict_model
+from ratchet_ray.roles.critic_prompt import CONFIDENCE, critic_messages, verdict_model
+from ratchet_ray.seeding import derive_seed
 from ratchet_ray.types import NONE_SKILL, Capsule, Skill, Task, Verdict
 
 DEFAULT_LIMITS = RoleSettings().critic
@@ -104,3 +111,31 @@ def critique(llm: LLMClient, task: Task, capsule: Capsule, skill: Skill | None, 
         rationale=out.rationale.strip(),
     )
     return CritiqueResult(verdict, list(result.replies))
+
+
+class CritiqueItem(NamedTuple):
+    task: Task
+    capsule: Capsule
+    skill: Skill | None
+
+
+class CriticWorker:
+    def __init__(self, config: LoopConfig, *, llm: LLMClient | None = None):
+        from ratchet_ray.suites import load_plugins
+
+        self.config = config
+        self.llm = llm if llm is not None else make_llm(config.llm)
+        # The review prompt is the one the task's suite registered: a plugin suite's too.
+        load_plugins(config.suite_plugins)
+
+    def critique_batch(self, items: Sequence[CritiqueItem | tuple]) -> list[CritiqueResult]:
+        results = []
+        for item in items:
+            task, capsule, skill = CritiqueItem(*item)
+            results.append(critique(self.llm, task, capsule, skill,
+                                    limits=self.config.llm.roles.critic,
+                                    templates=self.config.prompts.texts,
+                                    seed=derive_seed(self.config.seed, capsule.round,
+                                                     capsule.split, capsule.task_id,
+                                                     capsule.attempt, "critic")))
+        return results

@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 from ratchet_ray.settings.schema import RoleLimits, RoleSettings
 from ratchet_ray.llm.base import LLMClient, Reply
 from ratchet_ray.llm.structured import ask_structured
-from ratchet_ray.roles.prompts.metasynth import MetaSkillDraft, metasynth_messages
+from ratchet_ray.roles.metasynth_prompt import MetaSkillDraft, metasynth_messages
 from ratchet_ray.types import MetaSkill, SkillStatus, Verdict
 
 

@@ -9,7 +9,7 @@ Contracts:
   verdicts in the order given. A failure the Critic says the skill helped (it did its part)
   or did not apply to (a routing miss, not the skill's text) is no reason to rewrite it.
 - ``Reviser._revise(target, metaskill, refine_skill, taken, outcome, round_, capsules)`` (a mixin
-  of ``Synthesizer``): drafts the revision with ``prompts.refiner.refine_messages`` (whole
+  of ``Synthesizer``): drafts the revision with ``refiner_prompt.refine_messages`` (whole
   structured draft, ``SkillDraft``), validates it like a new skill (``draft_to_skill``), names it
   ``<lineage>_v<n>`` (unique among ``taken``) and hands it to ``refine_skill(skill, parent_id) ->
   AddResult`` (``SkillBank.refine``). Re-prompts like a new skill (``roles.reprompt``): a copied
@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ratchet_ray.settings.schema import SynthSettings
 from ratchet_ray.roles.drafts import draft_to_skill, unique_id
-from ratchet_ray.roles.prompts.refiner import refine_messages
+from ratchet_ray.roles.refiner_prompt import refine_messages
 from ratchet_ray.roles.reprompt import RepromptNotes, reprompt_until_added
 from ratchet_ray.seeding import derive_seed
 from ratchet_ray.bank.skill_contract import SkillDraft

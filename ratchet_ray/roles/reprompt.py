@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 from pydantic import ValidationError
 
 from ratchet_ray.roles.drafts import DraftError
-from ratchet_ray.roles.prompts.synthesizer import copies_template
+from ratchet_ray.roles.synthesizer_prompt import copies_template
 from ratchet_ray.bank.skill_contract import SkillDraft
 from ratchet_ray.types import Skill
 

@@ -34,7 +34,7 @@ from typing import Mapping, Sequence
 from ratchet_ray.settings.schema import RoleLimits, RoleSettings, RouterSettings
 from ratchet_ray.llm.base import Embedder, LLMClient, Reply
 from ratchet_ray.llm.structured import ask_structured
-from ratchet_ray.roles.prompts.router import router_choice_model, router_messages
+from ratchet_ray.roles.router_prompt import router_choice_model, router_messages
 from ratchet_ray.roles.retrieval import SkillIndex
 from ratchet_ray.types import NONE_SKILL, Skill, SkillStatus, Task
 

@@ -22,21 +22,47 @@ API:
 - Never raises for a failing backend or agent: ``exit_status`` is the exception's class name
   (mini-swe-agent style), ``error`` its message, ``output`` empty; the caller still grades and
   records the attempt, so every task yields a capsule. ``exit_status == "ok"`` otherwise.
+- ``SolverWorker(config, *, llm=None, embedder=None, output_kind=None, solver_cache_dir=None,
+  agent_settings=None, trajectory_root=None)``, the plain class behind the Solver actor
+  (``actors/solver.py``; clients from ``config.llm`` unless injected, the embedder built lazily):
+  - ``set_bank(skills) -> int``: what the caller lets the split route to (the round's ACTIVE
+    skills, plus CANDIDATE ones on a bootstrap train pass; DEPRECATED ones are dropped); builds
+    the ``SkillIndex`` once when routing will need it; returns the number of routable skills.
+  - ``run(task, split, round_, *, bank=None) -> SolveOutcome`` (route + solve; never raises for
+    LLM trouble). ``bank`` (a ``BankSnapshot``) is what this call routes to; the worker keeps the
+    last snapshot's routable skills and index, keyed by its ``snapshot_id``, so the calls of one
+    split pay for them once, and any worker (a fresh replacement too) can serve any call: the
+    loop ``ray.put``s the snapshot once per split and sends its ref with every call. Without
+    ``bank`` the call routes to what ``set_bank`` gave (direct use, tools, tests).
+    The router and solver calls sample with seeds derived from ``config.seed``, the round, the
+    split and the task (``seeding.derive_seed``), so a resumed run draws the same numbers.
+    Eval-split generations go through ``CachedLLM`` when ``solver_cache_dir`` is given: its key
+    holds the call's seed (round included) on every backend, so a sampled eval call is a new
+    draw each round and only a resumed round replays; the train pass is never cached. With
+    ``trajectory_root``, a patch agent writes
+    ``<trajectory_root>/<task_id>/<split>_<round:02d>/trajectory.json``. Both may be a folder or
+    an ``ratchet_ray.storage.artifacts.Artifacts`` (the run's store, which a Solver on any node reaches).
 """
 
 from __future__ import annotations
 
 import inspect
 import re
+import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-from ratchet_ray.storage.artifacts import Artifacts
-from ratchet_ray.llm.base import LLMClient, Reply
-from ratchet_ray.roles.prompts.solver import CODE_STOP, code_messages, code_prefill
-from ratchet_ray.seeding import sampling_kwargs
-from ratchet_ray.types import Skill, Task
+from ratchet_ray.llm.base import Embedder, LLMClient, Reply
+from ratchet_ray.llm.registry import LazyEmbedder, make_llm
+from ratchet_ray.roles.retrieval import SkillIndex
+from ratchet_ray.roles.router import ROUTABLE, RouteDecision, Router
+from ratchet_ray.roles.solver_prompt import CODE_STOP, code_messages, code_prefill
+from ratchet_ray.seeding import derive_seed, sampling_kwargs
+from ratchet_ray.settings.schema import LoopConfig
+from ratchet_ray.storage.artifacts import Artifacts, as_artifacts
+from ratchet_ray.types import NONE_SKILL, Skill, Task
 
 OUTPUT_KINDS = ("code",)
 """Output kinds with a built-in Solver turn; a suite of any other kind is its own turn."""
@@ -124,3 +150,119 @@ def solve(llm: LLMClient, task: Task, skill: Skill | None, *, output_kind: str,
     except Exception as exc:  # noqa: BLE001
         replies = list(getattr(exc, "replies", []) or [])
         return SolveResult("", replies, type(exc).__name__, str(exc)[:2000])
+
+
+@dataclass(frozen=True)
+class BankSnapshot:
+    """The skills one split may route to, named by an id unique to this snapshot."""
+
+    snapshot_id: str
+    skills: tuple[Skill, ...]
+
+    @classmethod
+    def of(cls, skills: Sequence[Skill]) -> "BankSnapshot":
+        return cls(uuid.uuid4().hex, tuple(skills))
+
+
+@dataclass
+class SolveOutcome:
+    """One routed attempt, ready to be graded and recorded as a capsule."""
+
+    task_id: str
+    split: str
+    round: int
+    skill_id: str
+    route_reason: str
+    output: str
+    exit_status: str
+    error: str = ""
+    router_replies: list[Reply] = field(default_factory=list)
+    solver_replies: list[Reply] = field(default_factory=list)
+    latency_s: float = 0.0
+    route_error: str = ""
+    """The router's failure when it fell back to NONE (``RouteDecision.error``), else ""."""
+
+
+class SolverWorker:
+    def __init__(self, config: LoopConfig, *, llm: LLMClient | None = None,
+                 embedder: Embedder | None = None, output_kind: str | None = None,
+                 solver_cache_dir: str | Path | Artifacts | None = None,
+                 agent_settings: Any = None, trajectory_root: str | Path | Artifacts | None = None):
+        self.config = config
+        self.llm = llm if llm is not None else make_llm(config.llm)
+        self.embedder = LazyEmbedder(config.llm, embedder)
+        self.turn = None  # the suite itself when it brings its own output kind (SolverTurn)
+        if output_kind is None:
+            from ratchet_ray.suites import suite_for
+
+            suite = suite_for(config)
+            output_kind = suite.output_kind
+            self.turn = suite if output_kind not in OUTPUT_KINDS else None  # its own turn
+        self.output_kind = output_kind
+        self.agent_settings = agent_settings
+        self.trajectory_root = (as_artifacts(trajectory_root) if trajectory_root is not None
+                                else None)
+        self.eval_llm = self.llm
+        if solver_cache_dir is not None:
+            from ratchet_ray.llm.cache import CachedLLM
+
+            self.eval_llm = CachedLLM(self.llm, solver_cache_dir)
+        self.skills: list[Skill] = []
+        self.index: SkillIndex | None = None
+        self.snapshot_id: str | None = None
+        """The ``BankSnapshot`` that ``skills`` and ``index`` come from (None: ``set_bank``)."""
+
+    def set_bank(self, skills: Sequence[Skill]) -> int:
+        self.snapshot_id = None
+        self.skills = [s for s in skills if s.status in ROUTABLE]
+        router = self.config.router
+        needs_index = bool(self.skills) and router.inject and (
+            router.mode == "retrieval_only" or len(self.skills) > router.full_bank_max)
+        self.index = SkillIndex.build(self.skills, self.embedder) if needs_index else None
+        return len(self.skills)
+
+    def use_bank(self, bank: BankSnapshot) -> None:
+        """Route to ``bank`` from now on (a no-op when it is the snapshot already in use)."""
+        if bank.snapshot_id != self.snapshot_id:
+            self.set_bank(bank.skills)
+            self.snapshot_id = bank.snapshot_id
+
+    def run(self, task: Task, split: str, round_: int, *, probe: bool = False,
+            bank: BankSnapshot | None = None) -> SolveOutcome:
+        """Route and solve ``task`` against ``bank`` (default: ``set_bank``'s); ``probe`` (a
+        counterfactual probe, ``curator.counterfactual``) solves it with NONE, no router call,
+        under its own sampling seed."""
+        started = time.perf_counter()
+        if bank is not None:
+            self.use_bank(bank)
+        llm = self.eval_llm if split == "eval" else self.llm
+        seed = self.config.seed
+        if probe:
+            decision = RouteDecision(NONE_SKILL, reason="counterfactual probe (NONE)")
+        else:
+            decision = Router(llm, self.embedder, self.config.router,
+                              self.config.llm.roles.router,
+                              templates=self.config.prompts.texts).route(
+                task, self.skills, self.index,
+                seed=derive_seed(seed, round_, split, task.task_id, "router"))
+        skill = next((s for s in self.skills if s.id == decision.skill_id), None)
+        result = solve(llm, task, skill, output_kind=self.output_kind,
+                       max_tokens=self.config.llm.max_tokens,
+                       temperature=self.config.llm.temperature,
+                       agent_settings=self.agent_settings, turn=self.turn,
+                       templates=self.config.prompts.texts,
+                       log_dir=self._trajectory_dir(task, split, round_),
+                       seed=derive_seed(seed, round_, split, task.task_id,
+                                        "probe" if probe else "solver"))
+        return SolveOutcome(task_id=task.task_id, split=split, round=round_,
+                            skill_id=decision.skill_id, route_reason=decision.reason,
+                            route_error=decision.error,
+                            output=result.output, exit_status=result.exit_status,
+                            error=result.error, router_replies=decision.replies,
+                            solver_replies=result.replies,
+                            latency_s=time.perf_counter() - started)
+
+    def _trajectory_dir(self, task: Task, split: str, round_: int) -> Artifacts | None:
+        if self.trajectory_root is None:
+            return None
+        return self.trajectory_root.sub(f"{task.task_id}/{split}_{round_:02d}")

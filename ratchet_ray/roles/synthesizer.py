@@ -16,7 +16,7 @@ API:
     then carries no authoring prior, only the bare schema of ``skill_contract``).
   - ``add_skill(skill, *, sources) -> AddResult`` (``status`` added | duplicate | too_long |
     cap_full | invalid, ``duplicate_of``, ``evicted``, ``reason``), e.g. ``SkillBank.add`` or,
-    under Ray, ``roles.workers.bank_adder``; ``sources`` is the size of the cluster the skill was
+    under Ray, ``bank_adder``; ``sources`` is the size of the cluster the skill was
     drafted from (the bank records it on the ``added`` event: ``report.learned``).
   - ``capsules`` (``{capsule_id: Capsule}``) adds the failed output and grader trace to examples.
   - ``known_ids``: every id already in the bank (deprecated too), so new ids never collide.
@@ -30,19 +30,28 @@ API:
   clusters >= ``min_cluster_size``, largest first) -> ``cover_guard`` (per
   ``synth_settings.cover_guard``) -> for the first ``max_new_per_round`` kept clusters: draft
   (``synth_settings.draft_mode``: one whole-skill call, or one call per field for base models;
-  see ``prompts.synthesizer``), validate into ``types.Skill`` (id slugified and made unique,
+  see ``synthesizer_prompt``), validate into ``types.Skill`` (id slugified and made unique,
   author "synthesized", status active), ``add_skill``. The re-prompt loop is ``roles.reprompt``
   (shared with revisions): a ``duplicate`` re-prompts with the duplicate's id as feedback, a
   ``too_long`` with a length note, a copy of the schema lock's placeholders
-  (``prompts.copies_template``) with a note, up to ``max_reprompts`` times; a ``leakage``
+  (``synthesizer_prompt.copies_template``) with a note, up to ``max_reprompts`` times; a ``leakage``
   refusal (the guard, ``synth.leakage_guard``) is re-prompted once with its reason, which names
   the quoted spans, and recorded in ``leaked``; anything else ends the cluster. A free-text
   field a base model writes
-  past its length bound is cut at its last clause boundary (``prompts.synthesizer.fit_field``); a
+  past its length bound is cut at its last clause boundary (``synthesizer_prompt.fit_field``); a
   fieldwise id is the cluster's pattern (first 6 words, slugified) on a base-model backend
   and wherever the model cannot write one.
 - Never raises for LLM trouble (the cluster goes to ``failed`` as ``"<pattern>: <reason>"``);
   errors from ``add_skill`` (the bank) propagate. ``synth_settings.enabled`` False does nothing.
+- ``SynthesizerWorker(config, *, llm=None, embedder=None, tasks=())``, the plain class behind
+  the Synthesizer actor (``actors/synthesizer.py``):
+  - ``run(verdicts, active_skills, metaskill, bank, round_, *, capsules=None, known_ids=())
+    -> SynthOutcome``: ``bank`` is a ``SkillBank`` or anything with its ``add(skill, *,
+    round_)`` (``actors/synthesizer.py`` wraps the bank actor's handle so), and with
+    ``synth.refine`` (A10) its ``refine(skill, parent_id, *, round_)``; ``metaskill`` is
+    dropped when ``config.meta.enabled`` is False (ablation A3); with ``synth.leakage_guard``
+    every add and revision passes the leakage guard first.
+  - ``refresh_metaskill(current, verdicts, round_) -> MetaRefresh`` (``roles.metasynth``).
 """
 
 from __future__ import annotations
@@ -54,23 +63,27 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 from pydantic import ValidationError
 
-from ratchet_ray.settings.schema import RoleLimits, RoleSettings, SynthSettings
+from ratchet_ray.settings.schema import LoopConfig, RoleLimits, RoleSettings, SynthSettings
 from ratchet_ray.llm.base import Embedder, LLMClient, LLMError, Message, Reply
+from ratchet_ray.llm.registry import LazyEmbedder, make_llm
 from ratchet_ray.llm.structured import ask_structured
 from ratchet_ray.roles.drafts import DraftError, draft_to_skill, slugify, unique_id
-from ratchet_ray.roles.prompts.synthesizer import (FIELD_ORDER, FIELD_STOPS, assemble_draft,
+from ratchet_ray.roles.synthesizer_prompt import (FIELD_ORDER, FIELD_STOPS, assemble_draft,
                                                    field_items,
                                                    field_max_tokens, field_messages, field_model,
                                                    field_opening, fit_field, pattern_core,
                                                    synth_messages)
+from ratchet_ray.roles.metasynth import MetaRefresh, refresh
 from ratchet_ray.roles.refiner import Reviser, refine_targets
 from ratchet_ray.roles.reprompt import RepromptNotes, reprompt_until_added
 from ratchet_ray.seeding import derive_seed, sampling_kwargs, seeded_order
 from ratchet_ray.bank.skill_contract import SkillDraft
+from ratchet_ray.synthesis.leak_sources import guarded_adder, run_leak_index
 from ratchet_ray.synthesis.preprocess import cluster_verdicts, cover_guard
 from ratchet_ray.types import Capsule, MetaSkill, Skill, Task, Verdict
 
-__all__ = ["DraftError", "SynthOutcome", "Synthesizer", "draft_to_skill", "slugify", "unique_id"]
+__all__ = ["DraftError", "SynthOutcome", "Synthesizer", "SynthesizerWorker", "bank_adder",
+           "draft_to_skill", "slugify", "unique_id"]
 EXAMPLES_PER_CLUSTER = 3
 log = logging.getLogger(__name__)
 
@@ -289,3 +302,56 @@ class Synthesizer(Reviser):
         if answer.value is None:
             raise DraftError(answer.error, answer.replies) from answer.exception
         return answer
+
+
+def bank_adder(bank: Any, round_: int) -> Callable[..., Any]:
+    """``add_skill`` for the Synthesizer: ``bank.add(skill, round_=round_, sources=sources)``."""
+    return lambda skill, sources=None: bank.add(skill, round_=round_, sources=sources)
+
+
+class SynthesizerWorker:
+    def __init__(self, config: LoopConfig, *, llm: LLMClient | None = None,
+                 embedder: Embedder | None = None, tasks: Sequence[Task] = ()):
+        self.config = config
+        self.llm = llm if llm is not None else make_llm(config.llm)
+        self.embedder = LazyEmbedder(config.llm, embedder)
+        self.synthesizer = Synthesizer(self.llm, self.embedder, config.synth, config.suite,
+                                       tasks={t.task_id: t for t in tasks}, seed=config.seed,
+                                       limits=config.llm.roles.synth,
+                                       templates=config.prompts.texts)
+        self._index = None
+
+    def run(self, verdicts: Sequence[Verdict], active_skills: Sequence[Skill],
+            metaskill: MetaSkill | None, bank: Any, round_: int, *,
+            capsules: Mapping[str, Capsule] | None = None,
+            known_ids: Sequence[str] = ()) -> SynthOutcome:
+        prior = metaskill if self.config.meta.enabled else None
+        add = bank_adder(bank, round_)
+        guard = self.config.synth.leakage_guard
+
+        def refine(skill: Skill, parent_id: str) -> Any:
+            def put(revision: Skill) -> Any:
+                return bank.refine(revision, parent_id, round_=round_)
+            if guard:  # a revision passes the same leakage guard as a new skill
+                put = guarded_adder(put, self._leak_index(), self.config.synth.leakage_threshold)
+            return put(skill)
+
+        if guard:
+            add = guarded_adder(add, self._leak_index(), self.config.synth.leakage_threshold)
+        return self.synthesizer.run(verdicts, active_skills, prior, add,
+                                    round_, capsules=capsules, known_ids=known_ids,
+                                    refine_skill=refine if self.config.synth.refine else None)
+
+    def _leak_index(self) -> Any:
+        """The run's leak index, built on first use (``synth.leakage_guard``): the split
+        ``split_tasks`` derives from the config, the ids the run dir records."""
+        if self._index is None:
+            self._index = run_leak_index(self.config)[0]
+        return self._index
+
+    def refresh_metaskill(self, current: MetaSkill, verdicts: Sequence[Verdict],
+                          round_: int) -> MetaRefresh:
+        return refresh(self.llm, self.config.suite, current, verdicts, round_=round_,
+                       limits=self.config.llm.roles.metasynth,
+                       seed=derive_seed(self.config.seed, round_, "metasynth"),
+                       templates=self.config.prompts.texts)

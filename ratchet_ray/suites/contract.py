@@ -65,7 +65,7 @@ from ratchet_ray.suites.plugins import MODULE_NAME
 
 BUILTIN_OUTPUT_KINDS = ("code",)
 CRITIC_FLAVOURS = ("code", "patch")
-"""The Critic's built-in review prompts (``roles.prompts.critic``): a failing function and its
+"""The Critic's built-in review prompts (``roles.critic_prompt``): a failing function and its
 test, or a repository patch and its test log."""
 HOOKS = ("subset_group", "sampling_overrides", "sweep_report", "round_report", "placement",
          "impossible_twin", "doctor", "before_rounds", "skill_truth")

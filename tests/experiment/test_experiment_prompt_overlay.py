@@ -17,8 +17,10 @@ from fakes import HashEmbedder, ScriptedLLM
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.run_config.files import ConfigError, dump_config, load_config
 from ratchet_ray.settings.prompt_templates import PromptTemplateError, load_prompt_dir, render
-from ratchet_ray.roles.prompts.solver import SOLVER_TEMPLATE, code_messages
-from ratchet_ray.roles.workers import CriticWorker, SolverWorker, SynthesizerWorker
+from ratchet_ray.roles.solver_prompt import SOLVER_TEMPLATE, code_messages
+from ratchet_ray.roles.critic import CriticWorker
+from ratchet_ray.roles.solver import SolverWorker
+from ratchet_ray.roles.synthesizer import SynthesizerWorker
 from ratchet_ray.types import Capsule, Guidance, MetaSkill, Skill, Task, Verdict, capsule_id
 
 TASK = Task(task_id="Mbpp/3", suite="mbpp", prompt='"""\nDecide whether n is prime.\n"""\n',

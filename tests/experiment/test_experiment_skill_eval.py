@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from ratchet_ray.cli import main
 from ratchet_ray.run_config.files import load_config
 from ratchet_ray.experiment.contract import parse_contract
-from ratchet_ray.roles.prompts.solver import SOLVER_TEMPLATE
+from ratchet_ray.roles.solver_prompt import SOLVER_TEMPLATE
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}

@@ -16,7 +16,7 @@ from ratchet_ray.bank.skill_io import dump_skill, parse_skill
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence.queries import skill_stats
 from ratchet_ray.governance.curator import curate
-from ratchet_ray.roles.prompts.refiner import REFINE_HEADING
+from ratchet_ray.roles.refiner_prompt import REFINE_HEADING
 from ratchet_ray.roles.synthesizer import Synthesizer
 from ratchet_ray.types import SkillStatus, Verdict
 

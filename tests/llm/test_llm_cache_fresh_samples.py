@@ -11,7 +11,7 @@ from fakes import HashEmbedder
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.llm.base import Reply
 from ratchet_ray.llm.cache import CachedLLM
-from ratchet_ray.roles.workers import SolverWorker
+from ratchet_ray.roles.solver import SolverWorker
 from ratchet_ray.types import Task
 
 TASK = Task(task_id="Mbpp/3", suite="mbpp", payload={"entry_point": "is_prime"},

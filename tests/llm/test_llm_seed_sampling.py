@@ -1,6 +1,6 @@
 """Seeds vary runs as the paper's do (issue 26): the Default Solver samples (temperature 1.0),
 so the run seeds 42, 7 and 13 give different Solver samples of one task, and each call's
-sampling seed (derived from the run seed as ``roles.workers`` derives it) makes a seed
+sampling seed (derived from the run seed as the role workers derive it) makes a seed
 reproduce its own sample. On the real Gemma 270M, in process (``local``) and behind llama.cpp's
 OpenAI-compatible server (``openai``, the chat API's ``seed``).
 """

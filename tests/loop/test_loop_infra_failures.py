@@ -13,7 +13,7 @@ from ratchet_ray.run_config.files import load_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.breaker import InfraBreaker, InfraFailureStop, RunStopped
 from ratchet_ray.loop.execute import SplitRunner, call_rows
-from ratchet_ray.roles.workers import SolverWorker
+from ratchet_ray.roles.solver import SolverWorker
 from ratchet_ray.suites import get_suite
 from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus
 from ratchet_ray.types import Capsule

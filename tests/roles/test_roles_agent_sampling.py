@@ -14,7 +14,7 @@ import pytest
 from fakes import ScriptedLLM
 
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.roles.workers import SolverWorker
+from ratchet_ray.roles.solver import SolverWorker
 from ratchet_ray.types import Task
 
 TASK = Task(task_id="ratchet__calc-1", suite="swebench", prompt="add() returns a - b",

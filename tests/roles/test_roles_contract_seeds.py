@@ -14,11 +14,11 @@ from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.settings.schema import LoopConfig, RoleLimits, SynthSettings
 from ratchet_ray.llm.structured import complete_structured
 from ratchet_ray.roles.critic import critique
-from ratchet_ray.roles.prompts.critic import critic_messages
-from ratchet_ray.roles.prompts.synthesizer import FIELD_ORDER, field_opening, synth_messages
+from ratchet_ray.roles.critic_prompt import critic_messages
+from ratchet_ray.roles.synthesizer_prompt import FIELD_ORDER, field_opening, synth_messages
 from ratchet_ray.roles.router import Router
 from ratchet_ray.roles.synthesizer import Synthesizer
-from ratchet_ray.roles.workers import bank_adder
+from ratchet_ray.roles.synthesizer import bank_adder
 from ratchet_ray.seeding import derive_seed, sampling_kwargs, seeded_order
 from ratchet_ray.bank.skill_contract import (GuidanceDraft, SkillDraft, bare_schema, placeholder_texts,
                                         schema_lock)
@@ -190,7 +190,7 @@ def test_derived_seeds_are_stable_and_orders_ignore_storage_order():
 def test_structured_calls_pass_the_seed_and_a_derived_one_to_the_repair():
     replies = iter(["not json", json.dumps({"body": "x" * 50})])
     llm = Recorder(lambda m, s: next(replies))
-    from ratchet_ray.roles.prompts.metasynth import MetaSkillDraft
+    from ratchet_ray.roles.metasynth_prompt import MetaSkillDraft
 
     complete_structured(llm, [], MetaSkillDraft, max_tokens=9, temperature=0.4, seed=11)
     assert [p["seed"] for p in llm.params] == [11, derive_seed(11, "repair")]
@@ -272,7 +272,8 @@ class SeedEcho(ScriptedLLM):
 
 def test_workers_sample_with_seeds_of_the_run_seed_round_split_and_task(prime_task,
                                                                         capsule_factory):
-    from ratchet_ray.roles.workers import CriticWorker, SolverWorker
+    from ratchet_ray.roles.critic import CriticWorker
+    from ratchet_ray.roles.solver import SolverWorker
 
     def evidence(seed: int, round_: int = 0) -> tuple:
         config = LoopConfig(seed=seed)

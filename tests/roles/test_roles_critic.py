@@ -75,7 +75,7 @@ def test_an_attribution_word_as_pattern_gets_the_repair_retry(prime_task, capsul
 
 
 def test_useless_patterns_and_rationales_are_rejected(prime_task, capsule_factory):
-    from ratchet_ray.roles.prompts.critic import verdict_model
+    from ratchet_ray.roles.critic_prompt import verdict_model
 
     model = verdict_model(False, entry_point="is_prime")
     base = {"rationale": "9 is odd but not prime", "attribution": "inapplicable",

@@ -9,7 +9,7 @@ import json
 from fakes import ScriptedLLM
 
 from ratchet_ray.roles.critic import critique, is_critiquable
-from ratchet_ray.roles.prompts.critic import critic_messages, tampering_note
+from ratchet_ray.roles.critic_prompt import critic_messages, tampering_note
 from ratchet_ray.types import Task
 
 ANSWER = {"rationale": "it wrote forged result frames instead of computing",

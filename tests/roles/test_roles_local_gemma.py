@@ -42,7 +42,7 @@ def assert_review_contract(result, capsule, *, entry_point: str) -> None:
     evidence. Every reply obeys the grammar: a JSON object with the verdict's fields."""
     import json
 
-    from ratchet_ray.roles.prompts.critic import GENERIC_PATTERN_WORDS
+    from ratchet_ray.roles.critic_prompt import GENERIC_PATTERN_WORDS
 
     assert result.replies and all(r.backend == "local" for r in result.replies)
     for reply in result.replies:
@@ -135,7 +135,7 @@ def test_gemma_synthesizer_writes_a_skill_the_bank_accepts_from_a_recorded_clust
     from ratchet_ray.bank.skill_bank import SkillBank
     from ratchet_ray.settings.schema import LoopConfig
     from ratchet_ray.llm.local import MiniLMEmbedder
-    from ratchet_ray.roles.prompts.synthesizer import TEMPLATE_VALUES
+    from ratchet_ray.roles.synthesizer_prompt import TEMPLATE_VALUES
     from ratchet_ray.roles.synthesizer import Synthesizer
     from ratchet_ray.types import Capsule, Task, Verdict, capsule_id
 
@@ -170,6 +170,6 @@ def test_gemma_synthesizer_writes_a_skill_the_bank_accepts_from_a_recorded_clust
     assert g.key_insight.startswith("To avoid maximum recursion depth")  # its own pattern
     # One generation per field at least; the id is not asked of a prefill backend (the
     # cluster's pattern names it), and a field may take more than one attempt.
-    from ratchet_ray.roles.prompts.synthesizer import FIELD_ORDER
+    from ratchet_ray.roles.synthesizer_prompt import FIELD_ORDER
     assert len(outcome.replies) >= len(FIELD_ORDER) - 1
     assert {r.backend for r in outcome.replies} == {"local"}

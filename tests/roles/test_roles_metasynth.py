@@ -51,7 +51,7 @@ def test_helpers():
 def test_a_long_refreshed_metaskill_keeps_its_schema_lock_in_the_synth_prompt(with_lock):
     """A8: a refreshed body near the 4,000-char guide cap is cut in its prose, never in the lock
     (appended when the rewrite dropped it, kept whole when the rewrite carried it late)."""
-    from ratchet_ray.roles.prompts.synthesizer import GUIDE_CHARS, synth_messages
+    from ratchet_ray.roles.synthesizer_prompt import GUIDE_CHARS, synth_messages
     from ratchet_ray.bank.skill_contract import schema_lock
 
     lock = schema_lock()
@@ -68,7 +68,7 @@ def test_a_long_refreshed_metaskill_keeps_its_schema_lock_in_the_synth_prompt(wi
 
 def test_a_short_guide_keeps_the_shipped_layout():
     from ratchet_ray.bank.metaskills import default_metaskill
-    from ratchet_ray.roles.prompts.synthesizer import synth_messages
+    from ratchet_ray.roles.synthesizer_prompt import synth_messages
     from ratchet_ray.bank.skill_contract import schema_lock
 
     meta = default_metaskill("mbpp")

@@ -6,7 +6,7 @@ import pytest
 from fakes import ScriptedLLM
 
 from ratchet_ray.llm.base import LLMError
-from ratchet_ray.roles.prompts.solver import CODE_STOP
+from ratchet_ray.roles.solver_prompt import CODE_STOP
 from ratchet_ray.roles.solver import extract_code, solve
 
 FENCED = "```python\ndef is_prime(n):\n    return n > 1 and all(n % d for d in range(2, n))\n```\n"

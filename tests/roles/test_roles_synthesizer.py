@@ -10,7 +10,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.roles.synthesizer import Synthesizer, slugify, unique_id
-from ratchet_ray.roles.workers import SynthesizerWorker
+from ratchet_ray.roles.synthesizer import SynthesizerWorker
 from ratchet_ray.types import MetaSkill
 
 PATTERN = "treats one as a prime number"
@@ -190,7 +190,7 @@ def test_ids_are_slugified_and_unique():
 
 
 def test_a_runaway_free_text_field_is_cut_at_a_clause_within_its_bound():
-    from ratchet_ray.roles.prompts.synthesizer import fit_field
+    from ratchet_ray.roles.synthesizer_prompt import fit_field
     from ratchet_ray.bank.skill_contract import DRAFT_LIMITS
 
     clause = "returns the length of the longest word in a given string"

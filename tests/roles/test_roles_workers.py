@@ -10,7 +10,8 @@ import pytest
 from fakes import HashEmbedder, ScriptedLLM
 
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.roles.workers import CriticWorker, SolverWorker
+from ratchet_ray.roles.critic import CriticWorker
+from ratchet_ray.roles.solver import SolverWorker
 
 CODE = "```python\ndef is_prime(n):\n    return n > 1\n```"
 

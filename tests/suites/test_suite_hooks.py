@@ -9,7 +9,7 @@ import pytest
 from fakes import ScriptedLLM
 from ratchet_ray.cli.select_subset import select_subset
 from ratchet_ray.loop.runtime import actor_options
-from ratchet_ray.roles.prompts.critic import critic_messages
+from ratchet_ray.roles.critic_prompt import critic_messages
 from ratchet_ray.roles.solver import solve
 from ratchet_ray.suites import SuiteRegistryError, get_suite, register, registry
 from ratchet_ray.suites.hooks import (actor_resources, critic_prompt, sampling_overrides,

@@ -263,7 +263,7 @@ def test_a_suite_without_leak_sources_is_audited_on_its_prompts_one_with_them_on
 def test_the_synthesizer_worker_guards_with_the_runs_eval_split(tmp_path, mbpp_dataset):
     """``synth.leakage_guard`` on: the worker builds the run's index (the split ``split_tasks``
     derives) and a draft quoting an eval task's solution line never reaches the bank."""
-    from ratchet_ray.roles.workers import SynthesizerWorker
+    from ratchet_ray.roles.synthesizer import SynthesizerWorker
     from ratchet_ray.suites.base import split_tasks
     from ratchet_ray.suites.mbpp.dataset import to_tasks
 

@@ -1,7 +1,7 @@
 """The ``sim`` LLM backend: answers every role's prompt from the simulated world's truth.
 
 It implements ``LLMClient`` exactly like the real backends and reads only what a real model
-reads: the prompt text the roles build (``ratchet_ray.roles.prompts``). It recognises the role by
+reads: the prompt text the roles build (``ratchet_ray.roles.*_prompt``). It recognises the role by
 the prompt's heading, the task by its tag (``[sim/NNN]``, or the ``task_tag`` of a world over
 another suite's tasks, ``build_world``) and an injected skill by the token in its
 ``applies_when``, and answers:
@@ -108,7 +108,7 @@ class SimLLM:
         if role is None:
             raise LLMError("sim backend: the prompt starts with none of the role headings "
                            f"{sorted(ROLE_HEADINGS)}; it only answers the prompts of "
-                           "ratchet_ray.roles.prompts (was a heading renamed?)")
+                           "ratchet_ray.roles.*_prompt (was a heading renamed?)")
         text = getattr(self, f"_{role}")(prompt, seed)
         return Reply(text=text, input_tokens=len(prompt.split()), output_tokens=len(text.split()),
                      latency_s=time.perf_counter() - started, model=self.model,

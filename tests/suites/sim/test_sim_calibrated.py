@@ -174,7 +174,7 @@ def _routing_gains(config) -> tuple[float, float]:
     the real prompt code) under the LLM Router and under retrieval-only top-1 (A2, the real
     ``SkillIndex``), from the world's truth (no sampling)."""
     from ratchet_ray.llm.registry import make_embedder, make_llm
-    from ratchet_ray.roles.prompts.synthesizer import synth_messages
+    from ratchet_ray.roles.synthesizer_prompt import synth_messages
     from ratchet_ray.roles.retrieval import SkillIndex
     from ratchet_ray.roles.synthesizer import draft_to_skill
     from ratchet_ray.bank.skill_contract import SkillDraft

@@ -13,8 +13,8 @@ import pytest
 from ratchet_ray.ablations import run_result
 from ratchet_ray.bank.skill_io import load_skill_folder
 from ratchet_ray.llm.registry import make_llm
-from ratchet_ray.roles.prompts.refiner import refine_messages
-from ratchet_ray.roles.prompts.synthesizer import synth_messages
+from ratchet_ray.roles.refiner_prompt import refine_messages
+from ratchet_ray.roles.synthesizer_prompt import synth_messages
 from ratchet_ray.bank.skill_contract import SkillDraft
 from ratchet_ray.roles.synthesizer import draft_to_skill
 from ratchet_ray.suites.sim import world_spec

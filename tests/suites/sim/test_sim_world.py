@@ -12,7 +12,7 @@ from ratchet_ray.llm.registry import make_embedder, make_llm
 from ratchet_ray.roles.critic import critique
 from ratchet_ray.roles.router import Router
 from ratchet_ray.roles.solver import solve
-from ratchet_ray.roles.prompts.synthesizer import synth_messages
+from ratchet_ray.roles.synthesizer_prompt import synth_messages
 from ratchet_ray.bank.skill_contract import SkillDraft
 from ratchet_ray.roles.synthesizer import draft_to_skill
 from ratchet_ray.suites import get_suite

@@ -16,7 +16,7 @@ from typing import Mapping
 
 from ratchet_ray.llm.base import Message
 from ratchet_ray.settings.prompt_templates import render, template
-from ratchet_ray.roles.prompts.base import guidance_block, task_text
+from ratchet_ray.roles.prompt_base import guidance_block, task_text
 from ratchet_ray.types import Skill, Task
 
 # A base model keeps writing after the function; these end the completion at the usual places.

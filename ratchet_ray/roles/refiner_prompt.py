@@ -17,7 +17,7 @@ from typing import Sequence
 import yaml
 
 from ratchet_ray.llm.base import Message
-from ratchet_ray.roles.prompts.synthesizer import authoring_guide
+from ratchet_ray.roles.synthesizer_prompt import authoring_guide
 from ratchet_ray.types import AUTHORED_FIELDS, MetaSkill, Skill
 
 REFINE_HEADING = "# Skill revision"

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from ratchet_ray.llm.base import Message
 from ratchet_ray.settings.prompt_templates import render, template
-from ratchet_ray.roles.prompts.base import STRUCTURED_CONFIG, clip
+from ratchet_ray.roles.prompt_base import STRUCTURED_CONFIG, clip
 from ratchet_ray.types import MetaSkill
 
 

@@ -1,4 +1,4 @@
-"""The Critic's prompts and verdict model (the API: ``ratchet_ray.roles.prompts``).
+"""The Critic's prompts and verdict model (the API: ``ratchet_ray.roles``).
 
 ``critic_messages`` follows the review prompt the task's suite registered
 (``suites.hooks.critic_prompt``): ``"code"`` shows the function and its failing test;
@@ -21,7 +21,7 @@ from pydantic import (BaseModel, Field, create_model, field_validator)
 from ratchet_ray.evidence.tampering import grader_finding, is_tampering
 from ratchet_ray.llm.base import Message
 from ratchet_ray.settings.prompt_templates import render, template
-from ratchet_ray.roles.prompts.base import (STRUCTURED_CONFIG, clip, clip_tail, guidance_block,
+from ratchet_ray.roles.prompt_base import (STRUCTURED_CONFIG, clip, clip_tail, guidance_block,
                                             task_text)
 from ratchet_ray.types import Attribution, Capsule, Skill, Task
 

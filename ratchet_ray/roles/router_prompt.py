@@ -16,7 +16,7 @@ from pydantic import BaseModel, create_model
 
 from ratchet_ray.llm.base import Message
 from ratchet_ray.settings.prompt_templates import render, template
-from ratchet_ray.roles.prompts.base import STRUCTURED_CONFIG, task_text
+from ratchet_ray.roles.prompt_base import STRUCTURED_CONFIG, task_text
 from ratchet_ray.types import NONE_SKILL, Skill, Task
 
 

@@ -1,4 +1,4 @@
-"""The Synthesizer's skill-authoring prompts (the API: ``ratchet_ray.roles.prompts``).
+"""The Synthesizer's skill-authoring prompts (the API: ``ratchet_ray.roles``).
 
 Two ways to draft a skill, one contract (``ratchet_ray.bank.skill_contract``):
 - whole: one structured call for the complete ``SkillDraft`` (chat and hosted models);
@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, StringConstraints, create_model
 
 from ratchet_ray.llm.base import Message
 from ratchet_ray.settings.prompt_templates import render, template
-from ratchet_ray.roles.prompts.base import clip
+from ratchet_ray.roles.prompt_base import clip
 from ratchet_ray.bank.skill_contract import (DRAFT_CONFIG, DRAFT_LIMITS, GuidanceDraft, SkillDraft,
                                         bare_schema, placeholder_texts, schema_lock)
 from ratchet_ray.types import MetaSkill, Skill
