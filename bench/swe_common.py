@@ -9,6 +9,8 @@
 - ``make_gold_records(config, instances, out)``: the gold record of every instance whose gold
   patch can resolve (all but the hanging one), made once before any clock, as a run's first
   resolution (or ``ratchet swe validate``) makes it once per instance and image; its seconds.
+- ``proof_seconds(trace)``: a grade's canary sessions' seconds beyond its real session, read
+  from the cost line its trace ends with (None when no canary session ran).
 - ``run_ours(config, instances, workers, out, profile=False)``: the gold patches graded by W
   ``GraderActor`` s through the loop's ``ResilientPool`` on the Ray this process is connected
   to, actors started and warm before the clock starts. Returns the wall, start-up and warm-up
@@ -43,6 +45,20 @@ def bench_config(dataset: Path, out: Path, timeout_s: float,
         f"swebench.gold_records={json.dumps(str(out / 'gold'))}",
         f"swebench.grade_command_timeout_s={timeout_s:g}", "swebench.instance_deadline_s=600",
         *overrides])
+
+
+_COST = re.compile(r"cost: real session ([\d.]+)s; \d+ canary session\(s\) ([\d.]+)s wall"
+                   r"( with the real one)?")
+
+
+def proof_seconds(trace: str) -> float | None:
+    """The canary sessions' seconds beyond the real session (their wall time, less the real
+    session's when they ran beside it); None without a cost line."""
+    found = _COST.search(trace or "")
+    if not found:
+        return None
+    wall = float(found.group(2))
+    return wall - float(found.group(1)) if found.group(3) else wall
 
 
 def make_gold_records(config, instances: list[dict], out: Path) -> float:

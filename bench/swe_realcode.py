@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
 import time
@@ -23,20 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from swe_common import bench_config  # noqa: E402
-
-_COST = re.compile(r"cost: real session ([\d.]+)s; \d+ canary session\(s\) ([\d.]+)s wall"
-                   r"( with the real one)?")
-
-
-def _proof_seconds(trace: str) -> float | None:
-    """The canary sessions' seconds beyond the real session, from the trace's cost line (their
-    wall time, less the real session's when they ran beside it)."""
-    found = _COST.search(trace or "")
-    if not found:
-        return None
-    wall = float(found.group(2))
-    return wall - float(found.group(1)) if found.group(3) else wall
+from swe_common import bench_config, proof_seconds  # noqa: E402
 
 
 def main() -> None:
@@ -93,7 +79,7 @@ def main() -> None:
         unresolved = sum((not o.passed) and not o.infra_failure for o in noop)
         all_ok &= resolved == len(gold) and unresolved == len(noop)
         shares = [p / o.duration_s for o in gold if o.passed and o.duration_s
-                  and (p := _proof_seconds(o.trace)) is not None]
+                  and (p := proof_seconds(o.trace)) is not None]
         flake = 1 - resolved / len(gold)
         share = f"{statistics.mean(shares):.2f}" if shares else "n/a"
         print(f"| {task.task_id} | {resolved}/{len(gold)} | {unresolved}/{len(noop)} | "

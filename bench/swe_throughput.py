@@ -91,7 +91,9 @@ def _floor_resolved(instance: dict, output: str) -> bool:
 
 
 def run_floor(client, images: dict[str, str], instances: list[dict], workers: int,
-              timeout_s: float, settings, tag: str) -> dict:
+              timeout_s: float, settings, tag: str, resolved=_floor_resolved) -> dict:
+    """The gold patches run by bare containers, W at a time; ``resolved(instance, output)``
+    reads a container's output (``bench/swe_realcode_throughput.py`` passes swebench's parser)."""
     def one(instance: dict) -> tuple[bool, float]:
         started = time.monotonic()
         container = client.containers.create(
@@ -104,7 +106,7 @@ def run_floor(client, images: dict[str, str], instances: list[dict], workers: in
             output = container.logs().decode(errors="replace")
         finally:
             container.remove(force=True)
-        return _floor_resolved(instance, output), time.monotonic() - started
+        return resolved(instance, output), time.monotonic() - started
 
     started = time.monotonic()
     with ThreadPoolExecutor(workers) as pool:
