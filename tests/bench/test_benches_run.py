@@ -46,6 +46,10 @@ BENCHES = {
     "swe_harness_agreement.py": "test_swe_harness_agreement",
     "mutant_detector.py": "test_mutant_detector",
     "swe_realcode.py": "test_swe_realcode",
+    # On the same one-instance set, after swe_realcode made its gold record:
+    "swe_realcode_reach.py": "test_swe_realcode",
+    "swe_realcode_throughput.py": "test_swe_realcode",
+    "swe_install_uid.py": "test_swe_realcode",
 }
 
 
@@ -231,14 +235,29 @@ def test_swe_realcode(tmp_path):
     recipe = make_instances(Request(project=PROJECT, out=tmp_path / "set", cache=tmp_path,
                                     source=write_tree(tmp_path / "tinycalc"), count=1),
                             note=lambda _: None)
+    dataset = str(tmp_path / "set" / "instances.jsonl")
     try:
-        out = run_bench("swe_realcode.py", "--dataset", str(tmp_path / "set" / "instances.jsonl"),
-                        "--repeat", "1", "--workers", "1", "--out", str(tmp_path / "bench"),
-                        timeout=900)
+        out = run_bench("swe_realcode.py", "--dataset", dataset, "--repeat", "1", "--workers", "1",
+                        "--out", str(tmp_path / "bench"), timeout=900)
+        gold = str(next((tmp_path / "bench").glob("*/gold")))
+        reach = run_bench("swe_realcode_reach.py", "--dataset", dataset, "--gold", gold,
+                          "--out", str(tmp_path / "reach"), timeout=600)
+        speed = run_bench("swe_realcode_throughput.py", "--dataset", dataset, "--gold", gold,
+                          "--workers", "1", "--out", str(tmp_path / "speed"), timeout=600)
+        # tinycalc has no build file, so its install fails: the row still shows it ran as the uid
+        install = run_bench("swe_install_uid.py", "--dataset", dataset, "--command", "offline",
+                            "--out", str(tmp_path / "install"), timeout=600)
     finally:
         for image in [*(f"sweb.eval.x86_64.{i.lower()}:latest" for i in recipe["instances"]),
                       recipe["image"]["tag"]]:
             subprocess.run(["docker", "rmi", "-f", image], capture_output=True)
     assert len(lines_matching(out, rf"^\| ratchet__tinycalc-\S+ \| 1/1 \| 1/1 \| 0\.00 \| {NUMBER} \|")) == 1, out
     assert re.search(r"target: every gold resolved .*: met", out), out
-
+    assert len(lines_matching(reach, r"^\| ratchet__tinycalc-\S+ \| 1 \| \d+ \| \d+ \| \d+ \| "
+                                     r"[01]/1 \| (yes|no) \| (yes|no) \|")) == 1, reach
+    assert re.search(r"^first canary session mutates a FAIL_TO_PASS test on [01]/1 instances; .* "
+                     r"impossible twin built on [01]/1$", reach, re.M), reach
+    assert len(lines_matching(speed, rf"^\| 1 \| {NUMBER} \| {NUMBER} \| {NUMBER} \| {NUMBER} \| "
+                                     rf"{NUMBER} \| 1/1 / 1/1 \|")) == 1, speed
+    assert len(lines_matching(install, r"^\| ratchet__tinycalc-\S+ \| offline: .* \| exit \d+ in "
+                                       r"\d+ ms as uid 65534; .* \| resolved \|")) == 1, install
