@@ -11,6 +11,7 @@ runs each script; a new script in ``bench/`` without a tiny run here fails
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -50,6 +51,7 @@ BENCHES = {
     "swe_realcode_reach.py": "test_swe_realcode",
     "swe_realcode_throughput.py": "test_swe_realcode",
     "swe_install_uid.py": "test_swe_realcode",
+    "swe_solvers.py": "test_swe_solvers",
 }
 
 
@@ -261,3 +263,18 @@ def test_swe_realcode(tmp_path):
                                      rf"{NUMBER} \| 1/1 / 1/1 \|")) == 1, speed
     assert len(lines_matching(install, r"^\| ratchet__tinycalc-\S+ \| offline: .* \| exit \d+ in "
                                        r"\d+ ms as uid 65534; .* \| resolved \|")) == 1, install
+
+
+@pytest.mark.slow  # the local model drives each Solver one step, then two grades
+@pytest.mark.model
+@pytest.mark.docker
+def test_swe_solvers(tmp_path):
+    _docker_or_skip()
+    out = run_bench("swe_solvers.py", "--instance", "ratchet__calc-1", "--max-steps", "1",
+                    "--out", str(tmp_path), timeout=600)
+    assert lines_matching(out, r"^date .*; machine .*; model local "), out
+    for solver in ("ratchet", "mini-swe-agent"):
+        assert lines_matching(out, rf"^\| ratchet__calc-1 \| {solver} \| 1 \| [01] \| \d+ \| \d+ \| "
+                                   rf"\w+ \| \d+ \| \w+( \(resolved\))? \| \d+ \|$"), out
+        assert lines_matching(out, rf"^{solver}: [01]/1 resolved, 1 LLM calls, \d+ tokens"), out
+    assert len(json.loads(next(tmp_path.glob("*/swe_solvers.json")).read_text())) == 2
