@@ -218,11 +218,15 @@ def validate_settings(name: str, section: Any) -> Any:
 
 
 def settings_for(config: Any, name: str | None = None) -> Any:
-    """The validated ``suite_settings.<name>`` section of ``config`` (``name``: the run's suite);
-    the registered model's defaults when the config has no such section."""
+    """The one reader of a suite's settings: the validated ``suite_settings.<name>`` section of
+    ``config`` (``name``: the run's suite), the registered model's defaults when the config has no
+    such section; then, when the model defines ``for_run(config)``, what it returns: the run-wide
+    options that override the section (SWE-bench's ``dataset_path`` over ``dataset_name``)."""
     load_plugins(getattr(config, "suite_plugins", ()))
     name = name or config.suite
-    return validate_settings(name, config.suite_settings.get(name))
+    settings = validate_settings(name, (getattr(config, "suite_settings", None) or {}).get(name))
+    for_run = getattr(settings, "for_run", None)
+    return for_run(config) if callable(for_run) else settings
 
 
 def settings_sections() -> list[str]:

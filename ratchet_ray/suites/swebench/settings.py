@@ -3,10 +3,11 @@
 Contracts:
 - ``SwebenchSettings()`` is a working default for the real benchmark (images pulled from the
   ``swebench`` namespace, cache level ``env``, the agentic solver).
-- ``settings_from_config(config)`` reads the config's ``suite_settings.swebench`` section (the
-  registry registers ``SwebenchSettings`` as this suite's settings, so YAML's ``swebench:`` and
-  ``--set swebench.key=value`` land there) and otherwise returns the defaults;
-  ``config.dataset_path`` always wins over ``dataset_name``.
+- ``settings_from_config(config)`` is the registry's one reader (``registry.settings_for``), typed:
+  the config's ``suite_settings.swebench`` section (the registry registers ``SwebenchSettings`` as
+  this suite's settings, so YAML's ``swebench:`` and ``--set swebench.key=value`` land there) or
+  the defaults, then ``for_run(config)``: ``config.dataset_path`` always wins over
+  ``dataset_name``.
 - ``adopt_old_keys(config, settings)`` (the suite's ``configure`` hook): a config that still sets
   ``grader.timeout_s`` (other than its default) for a SWE-bench run, the key this suite read as
   each Docker command's limit before ``grade_command_timeout_s``, has its value moved there
@@ -16,8 +17,8 @@ Contracts:
   of the node's environment (set where the node is started, e.g. ``ray start``), when set,
   replaces ``lock_dir``, so a node can keep its locks and image-cache index apart from another
   Ray node of the same host (one with a Docker daemon of its own).
-- This module imports nothing but pydantic (and the standard library), so the registry may
-  import it.
+- This module imports nothing but pydantic (and the standard library) at import time, so the
+  registry may import it.
 """
 
 from __future__ import annotations
@@ -194,6 +195,12 @@ class SwebenchSettings(BaseModel):
                              "(e.g. [2, 3]); fewer than 2 canary sessions prove too little")
         return value
 
+    def for_run(self, config: Any) -> "SwebenchSettings":
+        """These settings for a run of ``config`` (``registry.settings_for`` applies it): the
+        run's ``dataset_path``, when set, wins over ``dataset_name``."""
+        path = getattr(config, "dataset_path", None)
+        return self.model_copy(update={"dataset_name": str(path)}) if path else self
+
     def parallel_canaries(self) -> int:
         """``canary_parallel``, or half the cores this process may use (at least 1)."""
         if self.canary_parallel is not None:
@@ -249,12 +256,10 @@ def adopt_old_keys(config: Any, settings: SwebenchSettings) -> None:
 
 
 def settings_from_config(config: Any) -> SwebenchSettings:
-    """The suite's settings for a ``LoopConfig`` (its ``suite_settings.swebench`` section)."""
-    section = (getattr(config, "suite_settings", None) or {}).get("swebench")
-    settings = SwebenchSettings.model_validate(section or {})
-    if getattr(config, "dataset_path", None):
-        settings.dataset_name = str(config.dataset_path)
-    return settings
+    """``registry.settings_for(config, "swebench")``, typed: the suite's settings for a run."""
+    from ratchet_ray.suites.registry import settings_for  # the registry imports this module
+
+    return settings_for(config, "swebench")
 
 
 LOCK_DIR_ENV = "RATCHET_SWEBENCH_LOCK_DIR"
