@@ -23,15 +23,13 @@ import time
 from typing import Any, Sequence
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.accounting import PriceTable, load_price_table
 from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
 from ratchet_ray.llm.ratelimit import Limiter, LimiterFactory, estimate_tokens, make_limiter
-from ratchet_ray.settings.backends import DEFAULT_BEDROCK_EMBED_MODEL_ID as DEFAULT_EMBED_MODEL_ID
-from ratchet_ray.settings.backends import DEFAULT_BEDROCK_FALLBACK_MODEL_ID as DEFAULT_FALLBACK_MODEL_ID
-from ratchet_ray.settings.backends import DEFAULT_BEDROCK_MODEL_ID as DEFAULT_MODEL_ID
+from ratchet_ray.settings.backends import BedrockBackendSettings
 from ratchet_ray.llm.structured import schema_instruction
 
 MAX_EMBED_BATCH = 96
@@ -44,14 +42,11 @@ _UNAVAILABLE = {"ResourceNotFoundException", "AccessDeniedException", "ModelNotR
 _PERMANENT = {"ResourceNotFoundException", "AccessDeniedException"}
 
 
-class BedrockConfig(BaseModel):
-    model_id: str = DEFAULT_MODEL_ID
-    fallback_model_id: str | None = DEFAULT_FALLBACK_MODEL_ID
-    embed_model_id: str = DEFAULT_EMBED_MODEL_ID
-    region: str = "us-east-1"
-    endpoint_url: str | None = None
-    max_attempts: int = Field(default=8, ge=1)
-    """botocore standard-mode attempts per call, first attempt included."""
+class BedrockConfig(BedrockBackendSettings):
+    """``llm.bedrock`` (``settings.backends``, its fields and their environment defaults) plus
+    what only a client sets: timeouts, the run's request and token budgets, embedding batch and
+    dimension."""
+
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 300.0
     requests_per_minute: int = 0
@@ -64,17 +59,11 @@ class BedrockConfig(BaseModel):
     def from_settings(cls, settings: LLMSettings) -> "BedrockConfig":
         """From ``llm.model`` and ``llm.bedrock`` (whose defaults came from
         ``$RATCHET_BEDROCK_*`` / ``$AWS_REGION`` when the config was built)."""
-        bedrock = settings.bedrock
-        return cls(
-            model_id=settings.model or bedrock.model_id,
-            fallback_model_id=bedrock.fallback_model_id or None,
-            embed_model_id=bedrock.embed_model_id,
-            region=bedrock.region,
-            endpoint_url=bedrock.endpoint_url,
-            max_attempts=bedrock.max_attempts,
-            requests_per_minute=settings.requests_per_minute,
-            tokens_per_minute=settings.tokens_per_minute,
-        )
+        return cls(**{**settings.bedrock.model_dump(),
+                      "model_id": settings.model or settings.bedrock.model_id,
+                      "fallback_model_id": settings.bedrock.fallback_model_id or None,
+                      "requests_per_minute": settings.requests_per_minute,
+                      "tokens_per_minute": settings.tokens_per_minute})
 
 
 def _runtime_client(config: BedrockConfig):

