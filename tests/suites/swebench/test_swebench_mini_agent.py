@@ -11,15 +11,10 @@ import pytest
 from fakes import ScriptedLLM
 from ratchet_ray.suites.swebench.agent.solver import run_agent
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
-from ratchet_ray.types import Guidance, Skill
+from test_swebench_agent import SKILL  # the same skill as the in-house agent's tests
 
 pytestmark = pytest.mark.docker
 
-SKILL = Skill(id="read_before_edit", name="read_before_edit", description="Any bug fix.",
-              intent="Fix a bug in a function", guidance=Guidance(
-                  applies_when="a function returns a wrong value",
-                  key_insight="read the function before editing it",
-                  common_pitfalls=["editing the tests"], verify_before_returning="run it once"))
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat patch.txt"
 
 
