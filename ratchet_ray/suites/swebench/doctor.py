@@ -12,7 +12,8 @@ Contracts:
   on first use.
 - ``environment_checks(config, preflight)`` (the suite's registered ``doctor``) never raises: a
   local dataset file read first (``dataset (SWE-bench)``, so the instance images can be looked
-  up), then ``check_environment`` as doctor checks with fix hints, then git. Free disk, the
+  up), then ``check_environment`` as doctor checks with fix hints, then, with
+  ``swebench.solver=mini-swe-agent``, that the package and its templates load, then git. Free disk, the
   image cache, leftover containers and instance images are warnings at a run's preflight
   (``blocking=False``); the dataset, the daemon and git stop it.
 """
@@ -147,4 +148,16 @@ def environment_checks(config: Any, preflight: bool = False) -> list[doctor.Chec
     seconds = (time.perf_counter() - started) / max(1, len(found))
     checks += [doctor.Check(c.name, c.ok, c.detail, "" if c.ok else HINTS.get(c.name, ""), seconds,
                             blocking=c.name not in WARNINGS) for c in found]
+    if settings.solver == "mini-swe-agent":
+        checks.append(doctor.timed("solver (mini-swe-agent)", "pip install 'ratchet-ray[swebench]'",
+                                   _check_mini_swe_agent))
     return [*checks, doctor.timed("git", "apt-get install git", _check_git)]
+
+
+def _check_mini_swe_agent() -> str:
+    from importlib.metadata import version
+
+    from ratchet_ray.suites.swebench.agent.mini_swe import CONFIG_FILE, reference_config
+
+    reference_config()  # the package imports and its SWE-bench templates load
+    return f"mini-swe-agent {version('mini-swe-agent')} with its {CONFIG_FILE}"

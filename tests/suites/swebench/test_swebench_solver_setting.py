@@ -80,3 +80,21 @@ def test_a_completion_backend_stops_at_the_first_action_and_it_parses():
     message = model.query([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}])
     assert message["extra"]["actions"] == [{"command": "ls -la"}] and llm.stops == [["\n```\n"]]
     assert message["content"].endswith("ls -la\n```\n") and len(run.replies) == 1
+
+
+def test_doctor_checks_the_chosen_solver_loads(monkeypatch):
+    from ratchet_ray.suites.swebench.agent import mini_swe
+    from ratchet_ray.suites.swebench.doctor import environment_checks
+
+    monkeypatch.setattr("ratchet_ray.suites.swebench.doctor.check_environment",
+                        lambda settings, ids: [])  # the Docker checks are test_swebench_doctor's
+    assert "solver (mini-swe-agent)" not in {c.name for c in environment_checks(_config())}
+    mini = _config("swebench.solver=mini-swe-agent")
+    [check] = [c for c in environment_checks(mini) if c.name == "solver (mini-swe-agent)"]
+    assert check.ok and "swebench_backticks.yaml" in check.detail and check.blocking
+
+    mini_swe.reference_config.cache_clear()
+    monkeypatch.setitem(sys.modules, "minisweagent", None)
+    [check] = [c for c in environment_checks(mini) if c.name == "solver (mini-swe-agent)"]
+    assert not check.ok and "ratchet-ray[swebench]" in check.hint
+    mini_swe.reference_config.cache_clear()
