@@ -32,9 +32,8 @@ Contracts:
   skill that tampered or cheated.
 - Status flips (evict, retire, reinstate, curate, restore) write their events first, as one
   part, then the files; opening a bank (``recover=True``, the writer) applies a logged flip a
-  crash cut short
-  (``recovered`` lists those skills), so events and files always agree and nothing is logged
-  twice.
+  crash cut short (``recovered`` lists those skills), so events and files always agree and
+  nothing is logged twice.
 - The embedder is only needed for dedup; a bank built with ``embedder=None`` (CLI) refuses ``add``.
 - Skills imported from a skill pack (``import_pack``, ``bank.pack_import``) are on probation
   until they earn their trials here (``governance.probation``).
@@ -49,11 +48,10 @@ Contracts:
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import json
 import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 
@@ -83,8 +81,6 @@ REFINED_EVENT = "refined"
 class SkillBank:
     """The governed skill library of one run (see module contracts)."""
 
-    _batch: dict[str, Skill] | None = None
-
     def __init__(self, run_dir: str | Path, *, embedder: Embedder | None, config: LoopConfig,
                  run_id: str, recover: bool = True):
         self.run_dir = Path(run_dir)
@@ -99,6 +95,7 @@ class SkillBank:
         self._skills: dict[str, Skill] = {s.id: s for s in skills}
         self._metas: dict[str, MetaSkill] = {m.id: m for m in metas}
         self._vectors: dict[str, np.ndarray] = {}
+        self._batch: dict[str, Skill] | None = None  # an open batch's skills (begin_batch)
         # Only a writer finishes cut flips (a read-only CLI command opens with recover=False).
         self.recovered = self._finish_logged_flips() if recover else []
 

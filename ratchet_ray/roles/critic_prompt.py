@@ -231,6 +231,14 @@ def _head(name: str, default: str, templates: Mapping[str, str] | None, task: Ta
         "guidance": guidance_block(skill) if skill is not None else ""})
 
 
+def _review_messages(head: str, review: str, prefill: bool) -> list[Message]:
+    """The head and the review in one user message, or with ``prefill`` the review opening the
+    answer (``critic_messages``)."""
+    if prefill:
+        return [Message("user", head), Message("assistant", review + "\nAnswer: ")]
+    return [Message("user", f"{head}\n\n{review}")]
+
+
 def patch_critic_messages(task: Task, capsule: Capsule, skill: Skill | None, *,
                           prefill: bool = False,
                           templates: Mapping[str, str] | None = None) -> list[Message]:
@@ -240,9 +248,7 @@ def patch_critic_messages(task: Task, capsule: Capsule, skill: Skill | None, *,
     review = (f"Patch:\n{clip(capsule.output, 2500) or '(empty patch)'}\n"
               f"{tampering_note(capsule)}"
               f"Test log: {capsule.exit_status}: {clip_tail(capsule.grader_trace, 1500)}")
-    if prefill:
-        return [Message("user", head), Message("assistant", review + "\nAnswer: ")]
-    return [Message("user", f"{head}\n\n{review}")]
+    return _review_messages(head, review, prefill)
 
 
 # The head of the code review (``prompt_templates`` name ``critic``).
@@ -286,6 +292,4 @@ def critic_messages(task: Task, capsule: Capsule, skill: Skill | None, *,
     review = (f"Solver output:\n{shown}\n"
               f"{_anonymize(tampering_note(capsule), entry_point)}"
               f"Failing test: {_anonymize(failure_summary(capsule), entry_point)}")
-    if prefill:
-        return [Message("user", head), Message("assistant", review + "\nAnswer: ")]
-    return [Message("user", f"{head}\n\n{review}")]
+    return _review_messages(head, review, prefill)
