@@ -60,7 +60,7 @@ from ratchet_ray.bank.metaskills import default_metaskill, dump_metaskill, load_
 from ratchet_ray.bank.pack_import import ImportLine, import_pack
 from ratchet_ray.bank.skill_events import AddResult, BankError, EventLog
 from ratchet_ray.bank.skill_io import (SkillFileError, dump_skill, load_skill, load_skill_folder,
-                                       parse_skill, validate_skill, write_text_atomic)
+                                       parse_skill, validate_skill)
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import (EMPTY_STATS, SkillStats, TamperingStats, skill_stats,
@@ -178,7 +178,7 @@ class SkillBank:
     def _write(self, skill: Skill) -> None:
         if self.in_batch(skill):  # an open batch commits it later, with its events
             return
-        write_text_atomic(self.skills_dir / f"{skill.id}.yaml", dump_skill(skill))
+        atomic_write_text(self.skills_dir / f"{skill.id}.yaml", dump_skill(skill))
         self._skills[skill.id] = skill
 
     def _set_status(self, skill_id: str, status: SkillStatus) -> None:
@@ -442,7 +442,7 @@ class SkillBank:
 
     # ------------------------------------------------------------------ meta-skills
     def _write_meta(self, meta: MetaSkill) -> None:
-        write_text_atomic(self.meta_dir / f"{meta.id}.md", dump_metaskill(meta))
+        atomic_write_text(self.meta_dir / f"{meta.id}.md", dump_metaskill(meta))
         self._metas[meta.id] = meta
 
     def metaskills(self) -> list[MetaSkill]:

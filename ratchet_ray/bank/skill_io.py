@@ -9,7 +9,6 @@ Contracts:
 - ``parse_skill`` / ``load_skill`` raise ``SkillFileError`` for malformed YAML, a non-mapping
   document, a missing required field (``intent``, ``description``, ...), an unknown field or an
   unknown ``status``; the message names the file and the field and says how to fix it.
-- ``write_text_atomic`` writes through a temp file + rename, so a reader never sees half a file.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ratchet_ray.storage.fsutil import atomic_write_text
 from ratchet_ray.types import LINEAGE_FIELDS, Guidance, Skill, SkillStatus
 
 SKILL_SUFFIXES = (".yaml", ".yml")
@@ -157,12 +155,3 @@ def load_skill_folder(folder: str | Path, *, require_id_filenames: bool = False)
     if problems:
         raise SkillFileError(str(folder), problems)
     return skills
-
-
-def write_text_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically and durably (``fsutil.atomic_write_text``)."""
-    atomic_write_text(path, text)
-
-
-def write_skill(skill: Skill, path: str | Path) -> None:
-    write_text_atomic(path, dump_skill(skill))

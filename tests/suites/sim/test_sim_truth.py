@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ratchet_ray.bank.skill_io import write_skill
+from ratchet_ray.bank.skill_io import dump_skill
 from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance.counterfactual import counterfactual_stats, probe_selected
@@ -35,9 +35,9 @@ def run_dir(tmp_path):
     (path / "eval_ids.json").write_text(json.dumps([t1.task_id]))
     (path / "loop.json").write_text(json.dumps({"suite": "sim", "rounds": []}))
     token = world.make_token(t0.type, True, "x")
-    write_skill(Skill(id="s1", name="s1", description="d", intent="i",
-                      guidance=Guidance(applies_when=f"when (ref {token})", key_insight="k")),
-                path / "skills" / "s1.yaml")
+    (path / "skills" / "s1.yaml").write_text(dump_skill(Skill(
+        id="s1", name="s1", description="d", intent="i",
+        guidance=Guidance(applies_when=f"when (ref {token})", key_insight="k"))))
     store = EvidenceStore(path)
     # train: s1 routed on t0 twice (pass, fail); probes with NONE (fail, fail) on the same tasks
     store.append("capsule", 0, [_capsule(0, "train", t0.task_id, "s1", True),
