@@ -20,8 +20,7 @@ from typing import Any
 import ray
 
 from ratchet_ray.bank.skill_events import AddResult
-from ratchet_ray.roles.synthesizer import SynthOutcome
-from ratchet_ray.roles.synthesizer import SynthesizerWorker
+from ratchet_ray.roles.synthesizer import SynthesizerWorker, SynthOutcome
 from ratchet_ray.types import Skill
 
 
