@@ -7,17 +7,22 @@ manylinux), the folders whose code is mutated, the test command and its swebench
 the tests deselected with the reason. ``PROJECTS`` lists them by short name; ``project(name)``
 raises ``KeyError`` naming the known ones.
 
-Test ids are the project's log parser's: pytest's ``path::name`` or django's unittest lines
-``test_x (app.module.Class.test_x)``. ``test_file(project, id)`` is the file holding a test
-(None when the id names none: a django test whose verbose line is its docstring), and
-``test_label(project, path)`` the argument that runs a test file or folder (pytest: the path;
-django: ``runtests.py``'s dotted label relative to ``tests/``).
+Test ids are the project's log parser's: pytest's ``path::name``, django's unittest lines
+``test_x (app.module.Class.test_x)`` or sympy's bare function name ``test_x``.
+``test_file(project, id)`` is the file holding a test (None when the id names none: a django
+test whose verbose line is its docstring, a sympy name defined in more than one selected file),
+and ``test_label(project, path)`` the argument that runs a test file or folder (pytest and
+sympy: the path; django: ``runtests.py``'s dotted label relative to ``tests/``). A sympy name
+says nothing of its file, so ``index_tests(project, tree)`` returns the recipe with
+``test_index`` read from the tree's test files (other recipes come back as they are).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,10 @@ class Project:
     timeout_s: int = 600
     """Limit of one full run of the test command in a container."""
     test_ids: str = "pytest"
-    """How the log parser's ids name tests: ``pytest`` (``path::name``) or ``django``."""
+    """How the log parser's ids name tests: ``pytest`` (``path::name``), ``django`` or
+    ``sympy``."""
+    test_index: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """sympy's ids: function name -> the one selected test file defining it (``index_tests``)."""
 
 
 FLASK = Project(
@@ -144,13 +152,69 @@ PYTEST = Project(
     ),
 )
 
-PROJECTS: dict[str, Project] = {p.name: p for p in (FLASK, DJANGO, PYTEST)}
+# sympy 1.12 (Python 3.8-3.11; SWE-bench's sympy instances run up to 1.13), graded as SWE-bench
+# grades sympy: swebench's parse_log_sympy reads its own runner's verbose log (``test_x ok``).
+# The sdist ships no bin/test (only bin/isympy), so the command calls what bin/test calls,
+# ``sympy.test(*paths, verbose=True)``, with bin/test's ``-C`` (``SYMPY_USE_CACHE=no``) and
+# SWE-bench's warning filters; sympy.test reruns itself in a subprocess with a random
+# PYTHONHASHSEED, as under SWE-bench. The whole suite takes hours; the test modules chosen
+# each test one module of pure functions (iterables, dense polynomial arithmetic over lists,
+# Galois fields, monomial orders, permutations, primality, digits, ...) and run in about half a
+# minute with the cache off; the bugs are made in exactly those modules. Left out: ntheory's
+# generate, factor_, residue and continued_fraction tests (10 to 60 s each with the cache off),
+# and ntheory/tests/test_partitions.py (one test, which parse_log_sympy never reads: a file's
+# last test line ends in ``[OK]``).
+_SYMPY_TESTS = {
+    "sympy/combinatorics/tests/test_graycode.py": "sympy/combinatorics/graycode.py",
+    "sympy/combinatorics/tests/test_permutations.py": "sympy/combinatorics/permutations.py",
+    "sympy/combinatorics/tests/test_prufer.py": "sympy/combinatorics/prufer.py",
+    "sympy/combinatorics/tests/test_subsets.py": "sympy/combinatorics/subsets.py",
+    "sympy/ntheory/tests/test_digits.py": "sympy/ntheory/digits.py",
+    "sympy/ntheory/tests/test_egyptian_fraction.py": "sympy/ntheory/egyptian_fraction.py",
+    "sympy/ntheory/tests/test_modular.py": "sympy/ntheory/modular.py",
+    "sympy/ntheory/tests/test_multinomial.py": "sympy/ntheory/multinomial.py",
+    "sympy/ntheory/tests/test_primetest.py": "sympy/ntheory/primetest.py",
+    "sympy/polys/tests/test_densearith.py": "sympy/polys/densearith.py",
+    "sympy/polys/tests/test_densebasic.py": "sympy/polys/densebasic.py",
+    "sympy/polys/tests/test_densetools.py": "sympy/polys/densetools.py",
+    "sympy/polys/tests/test_galoistools.py": "sympy/polys/galoistools.py",
+    "sympy/polys/tests/test_heuristicgcd.py": "sympy/polys/heuristicgcd.py",
+    "sympy/polys/tests/test_monomials.py": "sympy/polys/monomials.py",
+    "sympy/polys/tests/test_orderings.py": "sympy/polys/orderings.py",
+    "sympy/polys/tests/test_orthopolys.py": "sympy/polys/orthopolys.py",
+    "sympy/polys/tests/test_sqfreetools.py": "sympy/polys/sqfreetools.py",
+    "sympy/utilities/tests/test_enumerative.py": "sympy/utilities/enumerative.py",
+    "sympy/utilities/tests/test_iterables.py": "sympy/utilities/iterables.py",
+}
+
+SYMPY = Project(
+    name="sympy", repo="sympy/sympy", pypi="sympy", version="1.12",
+    sdist_sha256="ebf595c8dac3e0fdc4152c51878b498396ec7f30e7a914d6071e674d49420fb8",
+    # sympy's one requirement (mpmath>=0.19; 1.3.0, pure Python); the chosen tests import
+    # nothing optional (numpy, gmpy2 and the rest stay out: sympy's ground types are Python's).
+    wheels=("mpmath==1.3.0",),
+    dist_name="sympy",
+    source_dirs=tuple(sorted(set(_SYMPY_TESTS.values()))),
+    import_path="",
+    test_dirs=tuple(_SYMPY_TESTS),
+    test_command="PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' SYMPY_USE_CACHE=no "
+                 "python3 -c 'import sys, sympy; sys.exit(not sympy.test(*sys.argv[1:], "
+                 "verbose=True))'",
+    log_parser="parse_log_sympy",
+    deselected=(),
+    test_ids="sympy",
+)
+
+PROJECTS: dict[str, Project] = {p.name: p for p in (FLASK, DJANGO, PYTEST, SYMPY)}
 
 _DJANGO_ID = re.compile(r"^\w+ \(([\w.]+)\)$")
 
 
 def test_file(project: Project, test_id: str) -> str | None:
     """The file holding ``test_id`` (module docstring); None when the id names no file."""
+    if project.test_ids == "sympy":
+        path, header, _ = test_id.partition(".py:")  # a failure's header: ``path.py:test_x``
+        return path + ".py" if header else project.test_index.get(test_id)
     if project.test_ids != "django":
         return test_id.split("::")[0]
     found = _DJANGO_ID.match(test_id)
@@ -165,6 +229,25 @@ def test_label(project: Project, path: str) -> str:
         return path
     rel = path.removeprefix("tests/").removesuffix(".py")
     return rel.replace("/", ".")
+
+
+_SYMPY_TEST = re.compile(r"^def (test_\w+)\s*\(", re.MULTILINE)
+
+
+def index_tests(project: Project, tree: Path) -> Project:
+    """``project`` with ``test_index`` read from ``tree`` (module docstring): every module-level
+    ``def test_*`` of the selected test files; a name defined in two files maps to neither."""
+    if project.test_ids != "sympy":
+        return project
+    defined: dict[str, set[str]] = {}
+    for where in project.test_dirs:
+        paths = [tree / where] if where.endswith(".py") else sorted((tree / where).rglob(
+            "test_*.py"))
+        for path in paths:
+            for name in _SYMPY_TEST.findall(path.read_text(errors="replace")):
+                defined.setdefault(name, set()).add(path.relative_to(tree).as_posix())
+    return replace(project, test_index={name: min(files) for name, files in defined.items()
+                                        if len(files) == 1})
 
 
 def project(name: str) -> Project:
