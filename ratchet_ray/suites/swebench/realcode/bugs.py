@@ -7,7 +7,10 @@ Contracts:
   ``seed``, the modifiers interleaved round-robin so a short run still samples each of them.
   Each modifier is a fresh instance seeded from ``seed`` and the entity, so the rewrite never
   depends on what was tried before. A bug is a git-style diff of one file (``diff --git``
-  header), made by swesmith's ``generate_patch_fast``; identical diffs are yielded once.
+  header), made by swesmith's ``generate_patch_fast``; identical diffs are yielded once, and a
+  diff over ``MAX_DIFF`` bytes never (a test run and the instance's Dockerfile each carry it
+  base64-encoded in one command argument, which Linux caps at 128 KiB: a class of thousands of
+  lines shuffled by ``func_pm_class_shuffle_funcs`` is larger).
 - ``modifier_names()``: every Python modifier swesmith has; ``candidates`` raises
   ``RealcodeError`` for a name not among them.
 """
@@ -23,6 +26,8 @@ from typing import Iterator
 
 from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
 from ratchet_ray.suites.swebench.realcode.projects import Project
+
+MAX_DIFF = 90_000  # bytes: base64 makes 120,000 of them, under the kernel's 131,072 per argument
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,7 @@ def candidates(tree: Path, project: Project, seed: int,
             if rewrite is None:
                 continue
             patch = generate_patch_fast(entity, rewrite, str(tree))
-            if not patch or patch in seen:
+            if not patch or patch in seen or len(patch.encode()) > MAX_DIFF:
                 continue
             seen.add(patch)
             yield Bug(pm.name, rel, entity.name, f"diff --git a/{rel} b/{rel}\n{patch}",

@@ -123,3 +123,13 @@ def test_the_problem_statement_never_quotes_a_test_line():
     assert records._why("NotImplementedError", test_text) == "NotImplementedError is raised"
     assert "compute" not in records._why("AssertionError: assert compute_the_total([1, 2]) == 3",
                                          test_text)
+
+
+def test_a_diff_too_long_for_one_command_argument_is_never_a_candidate(tmp_path, monkeypatch):
+    tree = write_tree(tmp_path / "t")
+    every = list(bugs.candidates(tree, PROJECT, seed=0))
+    body = {b.diff: len(b.diff.split("\n", 1)[1].encode()) for b in every}  # less the header
+    monkeypatch.setattr(bugs, "MAX_DIFF", max(body.values()) - 1)
+    kept = list(bugs.candidates(tree, PROJECT, seed=0))
+    assert kept == [b for b in every if body[b.diff] < max(body.values())]
+    assert 0 < len(kept) < len(every)
