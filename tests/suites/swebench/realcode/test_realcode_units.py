@@ -126,10 +126,12 @@ def test_the_problem_statement_never_quotes_a_test_line():
 
 
 def test_a_diff_too_long_for_one_command_argument_is_never_a_candidate(tmp_path, monkeypatch):
+    assert bugs.MAX_DIFF * 4 / 3 < 128 * 1024 - 8 * 1024  # base64 and the script's other lines
     tree = write_tree(tmp_path / "t")
     every = list(bugs.candidates(tree, PROJECT, seed=0))
-    body = {b.diff: len(b.diff.split("\n", 1)[1].encode()) for b in every}  # less the header
-    monkeypatch.setattr(bugs, "MAX_DIFF", max(body.values()) - 1)
-    kept = list(bugs.candidates(tree, PROJECT, seed=0))
-    assert kept == [b for b in every if body[b.diff] < max(body.values())]
-    assert 0 < len(kept) < len(every)
+    longest = max(len(b.diff.split("\n", 1)[1].encode()) for b in every)  # less the header
+    monkeypatch.setattr(bugs, "MAX_DIFF", longest)
+    assert list(bugs.candidates(tree, PROJECT, seed=0)) == every
+    monkeypatch.setattr(bugs, "MAX_DIFF", longest - 1)
+    assert [b for b in bugs.candidates(tree, PROJECT, seed=0)] == \
+        [b for b in every if len(b.diff.split("\n", 1)[1].encode()) < longest]
