@@ -3,8 +3,8 @@
 Contracts:
 - ``SwebenchSettings()`` is a working default for the real benchmark (images pulled from the
   ``swebench`` namespace, cache level ``env``, the agentic solver).
-- ``settings_from_config(config)`` is the registry's one reader (``registry.settings_for``), typed:
-  the config's ``suite_settings.swebench`` section (the registry registers ``SwebenchSettings`` as
+- ``settings_from_config(config)`` reads as the registry's one reader (``registry.settings_for``)
+  does, typed: the config's ``suite_settings.swebench`` section (the registry registers ``SwebenchSettings`` as
   this suite's settings, so YAML's ``swebench:`` and ``--set swebench.key=value`` land there) or
   the defaults, then ``for_run(config)``: ``config.dataset_path`` always wins over
   ``dataset_name``.
@@ -17,8 +17,8 @@ Contracts:
   of the node's environment (set where the node is started, e.g. ``ray start``), when set,
   replaces ``lock_dir``, so a node can keep its locks and image-cache index apart from another
   Ray node of the same host (one with a Docker daemon of its own).
-- This module imports nothing but pydantic (and the standard library) at import time, so the
-  registry may import it.
+- This module imports nothing but pydantic (and the standard library), so the registry may
+  import it.
 """
 
 from __future__ import annotations
@@ -256,10 +256,11 @@ def adopt_old_keys(config: Any, settings: SwebenchSettings) -> None:
 
 
 def settings_from_config(config: Any) -> SwebenchSettings:
-    """``registry.settings_for(config, "swebench")``, typed: the suite's settings for a run."""
-    from ratchet_ray.suites.registry import settings_for  # the registry imports this module
-
-    return settings_for(config, "swebench")
+    """The suite's settings for a run, typed: what ``registry.settings_for(config, "swebench")``
+    returns (the section validated, then ``for_run``), without importing the registry (this
+    module is a leaf the registry imports)."""
+    section = (getattr(config, "suite_settings", None) or {}).get("swebench")
+    return SwebenchSettings.model_validate(section or {}).for_run(config)
 
 
 LOCK_DIR_ENV = "RATCHET_SWEBENCH_LOCK_DIR"
