@@ -112,6 +112,8 @@ def _lying(original):
 
 
 _response.Response.get_data = _lying(_response.Response.get_data)
+# ``data`` is a property made from the original ``get_data``: made again from the liar
+_response.Response.data = property(_response.Response.get_data, _response.Response.set_data)
 '''
 LIAR_ALWAYS = '''
 class _ExactBytes(bytes):
