@@ -98,3 +98,19 @@ def test_doctor_checks_the_chosen_solver_loads(monkeypatch):
     [check] = [c for c in environment_checks(mini) if c.name == "solver (mini-swe-agent)"]
     assert not check.ok and "ratchet-ray[swebench]" in check.hint
     mini_swe.reference_config.cache_clear()
+
+
+def test_a_reply_cut_at_max_tokens_is_a_format_error_not_a_cut_command():
+    from minisweagent.exceptions import FormatError
+
+    from ratchet_ray.llm.base import Reply
+    from ratchet_ray.suites.swebench.agent.mini_swe import ProjectModel, reference_config
+    from ratchet_ray.suites.swebench.agent.solver import AgentRun
+
+    llm = _CompletionLLM()
+    llm.complete = lambda messages, **kw: Reply(text="```mswea_bash_command\nrm -rf bui",
+                                                extra={"finish_reason": "length"})
+    model = ProjectModel(llm, AgentRun(patch=""), 8, reference_config()["model"])
+    with pytest.raises(FormatError) as caught:
+        model.query([{"role": "user", "content": "u"}])
+    assert "output token limit" in caught.value.messages[0]["content"]

@@ -21,7 +21,8 @@ Contracts:
   without exactly one action is its ``FormatError`` (a failed step, its reply still counted).
   On a base-model completion backend (``supports_prefill``: the local Gemma), which goes on
   writing further example turns after its first action, generation stops at the first closing
-  fence (``ACTION_END``), which is put back; a chat model's reply is taken as it comes.
+  fence (``ACTION_END``), which is put back (not after a reply cut at ``max_tokens``: a cut
+  command never runs); a chat model's reply is taken as it comes.
 - Environment (``ContainerEnvironment``): each action runs through ``InstanceContainer.run`` (the
   untrusted uid, the repository's folder, ``agent.command_timeout_s``), with the yaml's
   environment variables exported first. A timed-out command reports returncode -1 and an
@@ -101,8 +102,8 @@ class ProjectModel:
                                   stop=[ACTION_END] if completion else None,
                                   **self.run.sampling(self.llm, len(self.run.replies)))
         self.run.replies.append(reply)
-        text = reply.text
-        if (completion and "```mswea_bash_command" in text
+        text, finish = reply.text, (reply.extra or {}).get("finish_reason", "")
+        if (completion and finish != "length" and "```mswea_bash_command" in text
                 and not re.search(ACTION_REGEX, text, re.DOTALL)):
             text = text.rstrip("\n") + ACTION_END  # the stop sequence cut the closing fence
         usage = {"cost": reply.cost_usd, "input_tokens": reply.input_tokens,
@@ -111,7 +112,7 @@ class ProjectModel:
             actions = parse_regex_actions(
                 text, action_regex=ACTION_REGEX,
                 format_error_template=self.config["format_error_template"],
-                template_kwargs={"finish_reason": (reply.extra or {}).get("finish_reason", "")})
+                template_kwargs={"finish_reason": finish})
         except FormatError as exc:
             exc.messages[0]["extra"].update(usage)  # the agent charges a failed call's cost
             raise
