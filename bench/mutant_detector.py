@@ -1,21 +1,27 @@
 """Can a mutant be told from a real expectation, seen alone? A detector's AUC over real test files.
 
     python bench/mutant_detector.py [--files 600] [--packages numpy,networkx,...] [--seed 0]
+    python bench/mutant_detector.py --realcode all [--repeats 5] [--files 200]
 
-The test suites of packages installed in this venv (their ``tests/test_*.py``, ``--files`` of them
-drawn with ``--seed``) stand for the repositories the grader mutates. For every test function
-with a literal expectation, the literal the grader would change (``proof.mutants``: the last
-constant of the last expectation it can change) gives one real sample, as written, and one
-mutant sample per design, the file with that literal replaced: ``before``, the character edit of
-issue 44 (``literals.mutate_literal``), and ``after``, the replacement drawn from what real
-expectations look like (``literals.replacement``). Each sample is described by what a forger
-sees in the file: how many other constants of the file have its value, whether its text appears
-elsewhere in the file, whether it equals one of the compared call's literal arguments, its type
+Two sources of test files (``mutant_sources``): the test suites of packages installed in this
+venv (``--files`` of them drawn with ``--seed``), or, with ``--realcode``, the real projects
+whose sdists ``ratchet swe make-instances`` cached (``--cache``): every graded test file of each
+project's instance set (``--instances``), or ``--files`` of its test files where it has none
+yet. For every test function with a literal expectation, the literal the grader would change
+(``proof.mutants``: the last constant of the last expectation it can change) gives one real
+sample, as written, and one mutant sample per design, the file with that literal replaced:
+``before``, the character edit of issue 44 (``literals.mutate_literal``), and ``after``, the
+replacement drawn from what real expectations look like (``literals.replacement``). Each sample
+is described by what a forger sees in the repository: how many other constants of the file have
+its value, whether its text appears elsewhere in the file, how often its value is a literal of
+the repository's other files, whether it equals one of the compared call's literal arguments or
+a constant of the compared expression, whether the test function writes it elsewhere, its type
 and length, for a number its magnitude and roundness, for a string its character classes and
-the share of its words found elsewhere in the file. A logistic regression over those features,
-fitted and scored in 5 folds split by file, and each feature alone (rank), give an AUC for
-real-vs-mutant: 0.5 is chance, 1.0 a detector that is never wrong. Printed per design: the
-samples, the detector's AUC, the best single feature's, and the target line (after <= 0.6).
+the share of its words found elsewhere in the file and in the repository. A logistic regression
+over those features, fitted and scored in 5 folds split by file, and each feature alone (rank),
+give an AUC for real-vs-mutant: 0.5 is chance, 1.0 a detector that is never wrong. Printed per
+design (and per project, averaged over ``--repeats`` draws of the mutants): the samples, the
+detector's AUC, the best single feature's, and the target line (after <= 0.6).
 """
 
 from __future__ import annotations
@@ -24,7 +30,6 @@ import argparse
 import ast
 import math
 import random
-import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -34,38 +39,35 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
+from mutant_sources import WORD, Source, installed, literal_key, realcode  # noqa: E402
 from ratchet_ray.suites.swebench.proof import literals  # noqa: E402
 from ratchet_ray.suites.swebench.proof.mutants import expectations  # noqa: E402
 
 PACKAGES = "numpy,networkx,sympy,pandas,scipy,sklearn,matplotlib,libcst,pyarrow,trio,mpmath"
-WORD = re.compile(r"[A-Za-z]+|[0-9]+")
+CACHE = Path.home() / ".cache" / "ratchet-ray" / "realcode"
+INSTANCES = ROOT / "results" / "realcode"
 FEATURES = ["same_in_file", "text_elsewhere", "equals_argument", "is_str", "is_int", "is_float",
             "is_bytes", "is_bool", "length", "magnitude", "round", "digits", "upper", "space",
-            "punct", "identifier", "words_elsewhere"]
+            "punct", "identifier", "words_elsewhere", "repo_same", "repo_words", "in_test",
+            "in_compared"]
 
 
-def test_files(packages: list[str], count: int, rng: random.Random) -> list[Path]:
-    site = Path(np.__file__).resolve().parents[1]
-    found = sorted(p for name in packages for p in (site / name).rglob("test_*.py")
-                   if "tests" in p.parts or "test" in p.parts)
-    rng.shuffle(found)
-    return found[:count]
-
-
-def _tests(tree: ast.Module) -> list[str]:
-    quals = []
+def _tests(tree: ast.Module) -> dict[str, ast.AST]:
+    """Every test function of a module, by ``Class::method`` or ``function``."""
+    found: dict[str, ast.AST] = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
-            quals.append(node.name)
+            found[node.name] = node
         elif isinstance(node, ast.ClassDef):
-            quals += [f"{node.name}::{m.name}" for m in node.body
-                      if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
-                      and m.name.startswith("test")]
-    return quals
+            found.update({f"{node.name}::{m.name}": m for m in node.body
+                          if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                          and m.name.startswith("test")})
+    return found
 
 
-def _target(lines: list[str], pairs) -> tuple[ast.expr, list[str]] | None:
-    """The constant the grader changes (``mutants._mutant``'s choice) and the call's arguments."""
+def _target(lines: list[str], pairs) -> tuple[ast.expr, ast.expr, list[str]] | None:
+    """The constant the grader changes (``mutants._mutant``'s choice), what it is compared
+    with and the call's arguments."""
     for expectation, compared in reversed(pairs):
         parts = [expectation.operand if isinstance(expectation, ast.UnaryOp) else expectation]
         while parts and isinstance(parts[-1], (ast.List, ast.Tuple, ast.Set, ast.Dict)):
@@ -73,29 +75,53 @@ def _target(lines: list[str], pairs) -> tuple[ast.expr, list[str]] | None:
             parts += list(node.values if isinstance(node, ast.Dict) else node.elts)
         for constant in reversed(parts):
             if isinstance(constant, ast.Constant) and constant.lineno == constant.end_lineno:
-                return constant, literals.call_arguments(lines, compared)
+                return constant, compared, literals.call_arguments(lines, compared)
     return None
 
 
-def features(source: str, rest: str, counts: Counter, words: Counter, args: list[str]) -> list[float]:
-    value = literals._value(source)
+def _keys(node: ast.AST, skip: ast.AST | None = None) -> Counter:
+    """The literal values (``literal_key``) of the constants under ``node``, ``skip`` aside."""
+    return Counter(literal_key(n.value) for n in ast.walk(node)
+                   if isinstance(n, ast.Constant) and n is not skip and literal_key(n.value))
+
+
+class Context:
+    """What a forger reads around one expectation: its file (the literal removed once), the
+    repository's other files, the test function and the compared expression."""
+
+    def __init__(self, source: Source, rest: str, counts: Counter, words: Counter,
+                 args: list[str], in_test: Counter, in_compared: Counter):
+        self.source, self.rest, self.counts, self.words = source, rest, counts, words
+        self.args, self.in_test, self.in_compared = args, in_test, in_compared
+
+
+def features(literal: str, ctx: Context) -> list[float]:
+    value = literals._value(literal)
     body = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
     own = Counter(WORD.findall(body))
-    found = [w for w in own if words[w] > 0]
+    found = [w for w in own if ctx.words[w] > 0]
+    in_repo = [w for w in own if ctx.source.repo.words_elsewhere(ctx.source.name, w) > 0]
     number = isinstance(value, (int, float)) and type(value) is not bool
-    return [math.log1p(max(0, counts[(type(value), value)])), float(bool(body) and body in rest),
+    key = literal_key(value)
+    return [math.log1p(max(0, ctx.counts[(type(value), value)])),
+            float(bool(body) and body in ctx.rest),
             float(any(literals._value(a) == value and type(literals._value(a)) is type(value)
-                      for a in args)),
+                      for a in ctx.args)),
             *(float(type(value) is t) for t in (str, int, float, bytes, bool)),
-            math.log1p(len(source)), math.log10(abs(value) + 1) if number else 0.0,
+            math.log1p(len(literal)), math.log10(abs(value) + 1) if number else 0.0,
             float(number and value != 0 and value % 10 == 0),
             *(sum(f(c) for c in body) / max(1, len(body))
               for f in (str.isdigit, str.isupper, str.isspace, lambda c: not c.isalnum())),
-            float(body.isidentifier()), len(found) / max(1, len(own))]
+            float(body.isidentifier()), len(found) / max(1, len(own)),
+            math.log1p(max(0, ctx.source.repo.elsewhere(ctx.source.name, key))),
+            len(in_repo) / max(1, len(own)),
+            float(ctx.in_test[key] > 0), float(ctx.in_compared[key] > 0)]
 
 
-def samples(path: Path, rng: random.Random, per_file: int) -> dict[str, list]:
-    text = path.read_text(errors="replace")
+def samples(source: Source, rng: random.Random, per_file: int | None) -> dict[str, list]:
+    """One real and one mutant sample per design for each test of ``source`` with a literal
+    expectation (``per_file`` of them drawn with ``rng``; None: every one)."""
+    text = source.text
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
@@ -106,29 +132,32 @@ def samples(path: Path, rng: random.Random, per_file: int) -> dict[str, list]:
     words_all = Counter(WORD.findall(text))
     vocab = literals.vocabulary(text)
     out: dict[str, list] = {"real": [], "before": [], "after": []}
-    quals = _tests(tree)
+    tests = _tests(tree)
+    quals = sorted(tests)
     rng.shuffle(quals)
     for qual in quals[:per_file]:
         found = _target(lines, expectations(tree, qual))
         if found is None:
             continue
-        node, args = found
+        node, compared, args = found
         raw = lines[node.lineno - 1].encode()
         old = raw[node.col_offset:node.end_col_offset].decode(errors="replace")
         value = literals._value(old)
         if value is None:
             continue
-        rest = text.replace(old, "", 1) if old in text else text
-        words = words_all - Counter(WORD.findall(str(value)))
         others = counts.copy()
         others[(type(value), value)] -= 1
+        ctx = Context(source, text.replace(old, "", 1) if old in text else text, others,
+                      words_all - Counter(WORD.findall(str(value))), args,
+                      _keys(tests[qual], skip=node), _keys(compared))
         news = {"before": literals.mutate_literal(old, rng),
-                "after": literals.replacement(old, rng, pool, args, vocab)}
+                "after": literals.replacement(old, rng, pool, args, vocab,
+                                              local=literals.literal_pool(tests[qual], text))}
         if any(new is None for new in news.values()):
             continue
-        out["real"].append(features(old, rest, others, words, args))
+        out["real"].append(features(old, ctx))
         for design, new in news.items():
-            out[design].append(features(new, rest, others, words, args))
+            out[design].append(features(new, ctx))
     return out
 
 
@@ -171,17 +200,20 @@ def detector_auc(real: list, mutant: list, groups: list, folds: int = 5) -> floa
     return auc(scores, y)
 
 
-def measure(files: list[Path], rng: random.Random, per_file: int = 8) -> dict:
+def measure(sources: list[Source], rng: random.Random, per_file: int | None = 8) -> dict:
     real, designs, groups = [], {"before": [], "after": []}, []
-    for index, path in enumerate(files):
-        got = samples(path, rng, per_file)
+    for index, source in enumerate(sources):
+        got = samples(source, rng, per_file)
         for i in range(len(got.get("real", []))):
             real.append(got["real"][i])
             groups.append(index)
             for design in designs:
                 designs[design].append(got[design][i])
-    result = {"files": len(files), "samples": len(real)}
+    result = {"files": len(sources), "samples": len(real)}
     for design, mutant in designs.items():
+        if not real:
+            result[design] = {"auc": float("nan"), "best_feature": "none", "best_feature_auc": float("nan")}
+            continue
         x = np.array(real + mutant, dtype=float)
         y = np.array([0] * len(real) + [1] * len(mutant))
         single = {name: max(auc(x[:, k], y), auc(-x[:, k], y)) for k, name in enumerate(FEATURES)}
@@ -191,15 +223,8 @@ def measure(files: list[Path], rng: random.Random, per_file: int = 8) -> dict:
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--files", type=int, default=600)
-    parser.add_argument("--packages", default=PACKAGES)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    rng = random.Random(args.seed)
-    files = test_files(args.packages.split(","), args.files, rng)
-    result = measure(files, rng)
+def _installed(args: argparse.Namespace, rng: random.Random) -> None:
+    result = measure(installed(args.packages.split(","), args.files, rng), rng)
     print(f"test files: {result['files']}, expectations: {result['samples']}")
     print("| design | detector AUC (logistic, 5 folds by file) | best single feature | its AUC |")
     print("|---|---|---|---|")
@@ -209,6 +234,54 @@ def main() -> None:
     verdict = "met" if result["after"]["auc"] <= 0.6 else "NOT met"
     print(f"target: detector AUC after <= 0.6: {verdict} ({result['after']['auc']:.3f}; "
           f"before {result['before']['auc']:.3f})")
+
+
+def _realcode(args: argparse.Namespace, rng: random.Random) -> None:
+    names = [n for n in args.realcode.split(",") if n] if args.realcode != "all" else None
+    projects = realcode(Path(args.cache), Path(args.instances), names, args.files, rng)
+    if not projects:
+        raise SystemExit(f"mutant_detector: no real project's sdist under {args.cache}/*/sdist"
+                         f"{' named ' + args.realcode if names else ''}; build one with `ratchet swe "
+                         "make-instances` (it caches the sdist there) or pass --cache")
+    print(f"detector AUC: mean over {args.repeats} draws of the mutants (seeds {args.seed}.."
+          f"{args.seed + args.repeats - 1}), [lowest, highest]; chance is 0.5")
+    print("| project | test files | expectations | design | detector AUC (logistic, 5 folds by "
+          "file) | best single feature | its AUC |")
+    print("|---|---|---|---|---|---|---|")
+    after = {}
+    for project, (sources, origin) in projects.items():
+        runs = [measure(sources, random.Random(args.seed + r), per_file=None)
+                for r in range(args.repeats)]
+        for design in ("before", "after"):
+            aucs = [r[design]["auc"] for r in runs]
+            best = runs[0][design]
+            mean = sum(aucs) / len(aucs)
+            after[project] = mean if design == "after" else after.get(project)
+            print(f"| {project} | {runs[0]['files']} {origin} | {runs[0]['samples']} | {design} | "
+                  f"{mean:.3f} [{min(aucs):.3f}, {max(aucs):.3f}] | {best['best_feature']} | "
+                  f"{best['best_feature_auc']:.3f} |")
+    verdict = "met" if all(a <= 0.6 for a in after.values()) else "NOT met"
+    print(f"target: detector AUC after <= 0.6 on every project: {verdict} ("
+          + ", ".join(f"{p} {a:.3f}" for p, a in after.items()) + ")")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=600,
+                        help="test files drawn (installed packages; a real project without an "
+                             "instance set)")
+    parser.add_argument("--packages", default=PACKAGES)
+    parser.add_argument("--realcode", default=None, metavar="NAMES",
+                        help="real projects instead of installed packages: 'all', or names "
+                             "(flask, django-4.2.16, ...) of sdists cached under --cache")
+    parser.add_argument("--cache", default=str(CACHE))
+    parser.add_argument("--instances", default=str(INSTANCES))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="real projects: draws of the mutants averaged over (seeds from --seed)")
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    (_realcode if args.realcode else _installed)(args, rng)
 
 
 if __name__ == "__main__":

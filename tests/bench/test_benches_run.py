@@ -123,11 +123,35 @@ def test_grader_agreement():
     assert re.search(rf"throughput ratio ours/evalplus {NUMBER}", out), out
 
 
-def test_mutant_detector():
+def test_mutant_detector(tmp_path):
     out = run_bench("mutant_detector.py", "--files", "25", "--packages", "numpy,networkx")
     assert re.search(r"test files: 25, expectations: \d+", out), out
     assert len(lines_matching(out, rf"^\| (before|after) \| {NUMBER} \| \w+ \| {NUMBER} \|$")) == 2, out
     assert re.search(r"target: detector AUC after <= 0.6: (met|NOT met)", out), out
+    # --realcode: a real project's sdist as make-instances caches it, its instance set naming
+    # the graded test files (five of six: the sixth is not graded)
+    import io
+    import json
+    import tarfile
+    (tmp_path / "cache" / "demo-1.0" / "sdist").mkdir(parents=True)
+    with tarfile.open(tmp_path / "cache" / "demo-1.0" / "sdist" / "demo-1.0.tar.gz", "w:gz") as tar:
+        for i in range(6):
+            body = "".join(f"def test_{j}():\n    v = make({i + j}, 'k{j}')\n    assert size(v) == {j + 2}\n"
+                           f"    assert name(v) == 'item {j}'\n\n\n" for j in range(4)).encode()
+            info = tarfile.TarInfo(f"demo-1.0/tests/test_m{i}.py")
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+    (tmp_path / "sets" / "demo-1.0").mkdir(parents=True)
+    (tmp_path / "sets" / "demo-1.0" / "instances.jsonl").write_text(json.dumps(
+        {"FAIL_TO_PASS": json.dumps([f"tests/test_m{i}.py::test_0" for i in range(5)]),
+         "PASS_TO_PASS": "[]"}) + "\n")
+    out = run_bench("mutant_detector.py", "--realcode", "all", "--repeats", "1", "--cache",
+                    str(tmp_path / "cache"), "--instances", str(tmp_path / "sets"))
+    rows = lines_matching(out, rf"^\| demo-1\.0 \| 5 graded test files \| 20 \| (before|after) \| "
+                               rf"{NUMBER} \[{NUMBER}, {NUMBER}\] \| \w+ \| {NUMBER} \|$")
+    assert len(rows) == 2, out
+    assert re.search(r"target: detector AUC after <= 0.6 on every project: (met|NOT met) "
+                     rf"\(demo-1\.0 {NUMBER}\)", out), out
 
 
 def test_sim_speed():

@@ -169,6 +169,7 @@ def _segment(lines: list[str], node: ast.expr) -> tuple[int, str] | None:
 def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Random,
             pool: tuple[list[str], dict], tried: set[tuple[int, int, str]]) -> Mutant | None:
     lines = text.split("\n")
+    local = literal_pool(fn, text)
     for expectation, compared in reversed(_expectations(fn)):
         args = call_arguments(lines, compared)
         for constant in _constants(expectation):
@@ -177,7 +178,7 @@ def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Ra
                 continue
             col, old = found
             avoid = {new for line, at, new in tried if (line, at) == (constant.lineno, col)}
-            new = replacement(old, rng, pool[0], args, pool[1], avoid)
+            new = replacement(old, rng, pool[0], args, pool[1], avoid, local)
             if new is not None:
                 return Mutant(test, file, constant.lineno, col, old, new, lines[constant.lineno - 1])
     return None
