@@ -2,6 +2,7 @@
 
     python bench/mutant_detector.py [--files 600] [--packages numpy,networkx,...] [--seed 0]
     python bench/mutant_detector.py --realcode all [--repeats 5] [--files 200]
+    python bench/mutant_detector.py ... --drawing old_literals.py   # an older drawing's AUC
 
 Two sources of test files (``mutant_sources``): the test suites of packages installed in this
 venv (``--files`` of them drawn with ``--seed``), or, with ``--realcode``, the real projects
@@ -28,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
+import inspect
 import math
 import random
 import sys
@@ -46,6 +49,8 @@ from ratchet_ray.suites.swebench.proof.mutants import expectations  # noqa: E402
 PACKAGES = "numpy,networkx,sympy,pandas,scipy,sklearn,matplotlib,libcst,pyarrow,trio,mpmath"
 CACHE = Path.home() / ".cache" / "ratchet-ray" / "realcode"
 INSTANCES = ROOT / "results" / "realcode"
+DRAWING = literals
+"""The module whose ``replacement`` draws the ``after`` design (``--drawing``: another one)."""
 FEATURES = ["same_in_file", "text_elsewhere", "equals_argument", "is_str", "is_int", "is_float",
             "is_bytes", "is_bool", "length", "magnitude", "round", "digits", "upper", "space",
             "punct", "identifier", "words_elsewhere", "repo_same", "repo_words", "in_test",
@@ -150,9 +155,10 @@ def samples(source: Source, rng: random.Random, per_file: int | None) -> dict[st
         ctx = Context(source, text.replace(old, "", 1) if old in text else text, others,
                       words_all - Counter(WORD.findall(str(value))), args,
                       _keys(tests[qual], skip=node), _keys(compared))
+        local = {"local": literals.literal_pool(tests[qual], text)} if "local" in inspect.signature(
+            DRAWING.replacement).parameters else {}  # an older drawing (--drawing) has none
         news = {"before": literals.mutate_literal(old, rng),
-                "after": literals.replacement(old, rng, pool, args, vocab,
-                                              local=literals.literal_pool(tests[qual], text))}
+                "after": DRAWING.replacement(old, rng, pool, args, vocab, **local)}
         if any(new is None for new in news.values()):
             continue
         out["real"].append(features(old, ctx))
@@ -279,7 +285,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=5,
                         help="real projects: draws of the mutants averaged over (seeds from --seed)")
+    parser.add_argument("--drawing", default=None, metavar="LITERALS_PY",
+                        help="draw 'after' with this copy of proof/literals.py instead (an older "
+                             "one: git show REV:ratchet_ray/suites/swebench/proof/literals.py)")
     args = parser.parse_args()
+    if args.drawing:
+        global DRAWING
+        spec = importlib.util.spec_from_file_location("drawing_literals", args.drawing)
+        DRAWING = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(DRAWING)
     rng = random.Random(args.seed)
     (_realcode if args.realcode else _installed)(args, rng)
 

@@ -146,7 +146,8 @@ def test_mutant_detector(tmp_path):
         {"FAIL_TO_PASS": json.dumps([f"tests/test_m{i}.py::test_0" for i in range(5)]),
          "PASS_TO_PASS": "[]"}) + "\n")
     out = run_bench("mutant_detector.py", "--realcode", "all", "--repeats", "1", "--cache",
-                    str(tmp_path / "cache"), "--instances", str(tmp_path / "sets"))
+                    str(tmp_path / "cache"), "--instances", str(tmp_path / "sets"), "--drawing",
+                    str(ROOT / "ratchet_ray" / "suites" / "swebench" / "proof" / "literals.py"))
     rows = lines_matching(out, rf"^\| demo-1\.0 \| 5 graded test files \| 20 \| (before|after) \| "
                                rf"{NUMBER} \[{NUMBER}, {NUMBER}\] \| \w+ \| {NUMBER} \|$")
     assert len(rows) == 2, out
