@@ -6,8 +6,8 @@ graded by the real grader.
     python bench/swe_solvers.py                                    # the local calc/ucalc/scalc instances
     python bench/swe_solvers.py --dataset results/realcode/flask-2.3.3/instances.jsonl --limit 3
 
-Runs in this process, no Ray: one attempt per instance and Solver, greedy (temperature 0), no
-skill injected, with the config's LLM backend (the local llama.cpp Gemma unless ``--set
+Runs in this process, no Ray: one attempt per instance and Solver, greedy (temperature 0; or
+``--temperature T --seed S``, each call's seed derived from S as in a run), no skill injected, with the config's LLM backend (the local llama.cpp Gemma unless ``--set
 llm.backend=...``). Prints the date, machine and command, then one markdown row per instance
 and Solver (LLM calls, format errors, prompt and completion tokens, how the attempt ended, the
 grade, seconds) and each Solver's totals; ``swe_solvers.json`` under ``--out`` keeps the rows.
@@ -46,13 +46,13 @@ def local_dataset(path: Path) -> Path:
     return path
 
 
-def attempt(llm, task, settings, grader, log_dir: Path) -> dict:
+def attempt(llm, task, settings, grader, log_dir: Path, seed: int | None) -> dict:
     """One Solver's attempt at ``task`` and its grade, as a table row."""
     from ratchet_ray.suites.swebench.agent.solver import run_agent
 
     started = time.monotonic()
     try:
-        run = run_agent(llm, task, None, settings, log_dir=log_dir)
+        run = run_agent(llm, task, None, settings, log_dir=log_dir, seed=seed)
         replies, steps, ended, patch = run.replies, run.steps, run.exit_status, run.patch
     except Exception as exc:  # noqa: BLE001  (recorded as the Solver role records it)
         replies, steps, patch = list(getattr(exc, "replies", [])), [], ""
@@ -80,6 +80,8 @@ def main() -> None:
     parser.add_argument("--instance", action="append", default=[], help="only these ids")
     parser.add_argument("--solvers", default=",".join(SOLVERS))
     parser.add_argument("--max-steps", type=int, default=10)
+    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, help="the attempts' seed (each call's derived from it)")
     parser.add_argument("--timeout", type=float, default=600, help="each grading command's limit")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="KEY=VALUE config override (e.g. llm.backend=openai)")
@@ -96,7 +98,7 @@ def main() -> None:
     out.mkdir(parents=True)
     dataset = args.dataset.resolve() if args.dataset else local_dataset(out / "local.jsonl")
     config = bench_config(dataset, out, args.timeout, [
-        f"swebench.agent.max_steps={args.max_steps}", "swebench.agent.temperature=0",
+        f"swebench.agent.max_steps={args.max_steps}", f"swebench.agent.temperature={args.temperature:g}",
         *args.overrides])
     tasks = SwebenchSuite().load_tasks(config)
     if args.instance:
@@ -110,7 +112,9 @@ def main() -> None:
     print(f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; machine {platform.node()} "
           f"({os.cpu_count()} CPUs, {platform.machine()}); model {model_label(config)}")
     print(f"command: python bench/swe_solvers.py {shlex.join(sys.argv[1:])}")
-    print(f"{len(tasks)} instances, max {args.max_steps} steps, greedy, no skill\n")
+    sampling = (f"temperature {args.temperature:g}, seed {args.seed}" if args.temperature
+                else "greedy")
+    print(f"{len(tasks)} instances, max {args.max_steps} steps, {sampling}, no skill\n")
     print("| instance | solver | LLM calls | format errors | prompt tokens | completion tokens "
           "| ended | patch lines | grade | solve s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -118,7 +122,8 @@ def main() -> None:
     for task in tasks:
         for solver in args.solvers.split(","):
             settings = base.model_copy(update={"solver": solver})
-            rows.append(attempt(llm, task, settings, grader, out / solver / task.task_id))
+            rows.append(attempt(llm, task, settings, grader, out / solver / task.task_id,
+                                args.seed))
             print(row(rows[-1]), flush=True)
     print()
     for solver in args.solvers.split(","):
