@@ -2,11 +2,11 @@
 
 Contract: ``render_architecture_map(root)`` reads the sources under ``root`` (``import_graph``:
 nothing is imported) and renders one Mermaid flowchart and one table, a pure function of the
-code. A box is a unit a reader thinks in: a package of ``ratchet_ray`` (each suite its own,
-a suite's commands apart), ``actors/``, ``jobs/``, each top-level module of ``ratchet_ray`` that
-imports one of its packages, and the other top-level modules (the data model, seeding, ...)
-together; its label gives its non-blank lines. Boxes stand in their layer (``layer_of``), highest
-first; an arrow is "imports", lazy imports included.
+code. A box is a unit a reader thinks in: a package of ``ratchet_ray`` (each suite its own),
+``actors/``, ``jobs/``, each top-level module of ``ratchet_ray`` that imports one of its
+packages, and the other top-level modules (the data model, seeding, ...) together; its label
+gives its non-blank lines. Boxes stand in their layer (``layer_of``), highest first; an arrow
+is "imports", lazy imports included.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def unit_of(module: str, packages: set[str], own_box: frozenset[str] = frozenset
     if parts[:2] == ["ratchet_ray", "suites"] and len(parts) >= 3:
         suite = ".".join(parts[:3])
         if suite in packages:
-            return f"ratchet_ray/suites/{parts[2]}/" + ("cli.py" if parts[3:] == ["cli"] else "")
+            return f"ratchet_ray/suites/{parts[2]}/"
         return "ratchet_ray/suites/"
     if len(parts) >= 2 and ".".join(parts[:2]) in packages:
         return f"ratchet_ray/{parts[1]}/"

@@ -24,7 +24,6 @@ Used by the architecture tests and the generated architecture map (``make docs``
 from __future__ import annotations
 
 import ast
-import re
 import sys
 from pathlib import Path
 
@@ -32,20 +31,18 @@ PACKAGES = ("ratchet_ray", "actors", "jobs")
 TOOLING = ("tools",)
 """The repository's own code (not shipped, in no layer): checked for length and duplicates."""
 LAYERS = {"plain library": 0, "actors": 1, "loop": 2, "sweep": 3, "cli/jobs": 4}
-SUITE_CLI = re.compile(r"ratchet_ray\.suites\.\w+\.cli")
-SUITE_CLUSTER = re.compile(r"ratchet_ray\.suites\.\w+\.cluster(\.\w+)*")
-"""A suite's code that runs over the Ray cluster (Ray tasks, a pool of its own): the loop's layer."""
 
 
 def layer_of(module: str) -> str:
-    """The layer of ``module`` (a key of ``LAYERS``): a suite's own commands count as CLI, its
-    ``cluster`` package as the loop."""
+    """The layer of ``module`` (a key of ``LAYERS``), decided by its folder alone: a suite's
+    package is plain library, whole; its commands and Ray code live in ``cli/`` and ``loop/``,
+    which its registration names by string."""
     parts = module.split(".")
     if parts[0] == "actors":
         return "actors"
-    if parts[0] == "jobs" or parts[:2] == ["ratchet_ray", "cli"] or SUITE_CLI.fullmatch(module):
+    if parts[0] == "jobs" or parts[:2] == ["ratchet_ray", "cli"]:
         return "cli/jobs"
-    if parts[:2] == ["ratchet_ray", "loop"] or SUITE_CLUSTER.fullmatch(module):
+    if parts[:2] == ["ratchet_ray", "loop"]:
         return "loop"
     if parts[:2] == ["ratchet_ray", "sweep"]:
         return "sweep"

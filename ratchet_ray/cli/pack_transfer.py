@@ -1,6 +1,6 @@
 """``ratchet skill transfer SUITE``: a skill pack's transfer measured on any suite, and the
 report over seeds. The runs themselves are ``loop.transfer_runs``'s, which ``ratchet
-sim-transfer`` (``suites/sim/cli.py``) shares (docs/skill-packs.md).
+sim-transfer`` (``cli/sim.py``) shares (docs/skill-packs.md).
 
 Contracts:
 - ``skill transfer`` writes ``OUT/seed_<s>/`` per seed of A (``--seeds``, comma-separated; B's

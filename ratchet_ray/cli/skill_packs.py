@@ -11,7 +11,7 @@ Contracts:
   too_long: ``bank.pack_import``). Imported skills are on probation (``governance.probation``).
 - ``transfer`` (``cli.pack_transfer``, re-exported here for the group): transfer measured on any
   suite; the sim world's two-world variant is the sim suite's ``ratchet sim-transfer``
-  (``suites/sim/cli.py``), on the same code.
+  (``cli/sim.py``), on the same code.
 - Errors surface as one readable line (``PackError`` and the bank's and config's errors).
 """
 

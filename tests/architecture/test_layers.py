@@ -1,9 +1,10 @@
 """Dependencies point one way: plain library -> actors -> loop -> sweep -> cli / jobs
 (``tools.import_graph.layer_of``).
 
-A suite's own commands (``ratchet_ray/suites/<name>/cli.py``, which the registry names by string
-and ``ratchet`` adds) belong to the CLI layer, wherever they live; a suite's code that runs over
-the Ray cluster (``ratchet_ray/suites/<name>/cluster/``) to the loop's.
+A module's layer is its folder's: a suite's package is plain library, whole; its own commands
+(``ratchet_ray/cli/<suite>.py``) and its code that runs over the Ray cluster
+(``ratchet_ray/loop/<suite>_*.py``) stand in their layers, and its registration names them by
+string, so nothing imports them back up.
 
 Every check discovers the modules on disk (``import_graph.project_modules``), so a module added
 later is covered without touching this file.
@@ -67,8 +68,10 @@ def test_module_discovery_finds_every_layer():
     assert "ratchet_ray.llm.registry" in modules and "ratchet_ray.suites" in modules
     assert {layer_of(m) for m in modules} == set(LAYERS)
     assert "ratchet_ray.loop.driver" not in plain_library()
-    assert layer_of("ratchet_ray.suites.swebench.cli") == "cli/jobs"
-    assert layer_of("ratchet_ray.suites.swebench.cluster.reports") == "loop"
+    assert layer_of("ratchet_ray.cli.swebench") == "cli/jobs"
+    assert layer_of("ratchet_ray.loop.swebench_nodes") == "loop"
+    assert {layer_of(m) for m in modules if m.startswith("ratchet_ray.suites")} == {
+        "plain library"}
     assert layer_of("ratchet_ray.suites.swebench.docker.images") == "plain library"
 
 

@@ -1,10 +1,13 @@
 """No module outside a built-in suite's folder knows a built-in suite: the generic code asks the
 suite registry (``ratchet_ray.suites.hooks``: the suite's ``SuitePlugin``), so a plugin suite
-gets everything a built-in one gets, and a built-in suite can be removed by removing its folder
-and its line in ``ratchet_ray.suites.registry.BUILTIN_PLUGINS``.
+gets everything a built-in one gets, and a built-in suite can be removed by removing its own
+modules and its line in ``ratchet_ray.suites.registry.BUILTIN_PLUGINS``. A suite's own modules
+are its folder (plain library) and the two kinds its registration names by string from the layers
+above: its commands, ``ratchet_ray/cli/<suite>.py``, and its code that uses Ray,
+``ratchet_ray/loop/<suite>_*.py`` (``suite_modules``).
 
 How it decides: every module of ``ratchet_ray/``, ``jobs/``, ``actors/`` and ``tools/`` is
-parsed (``ast``), except those under ``ratchet_ray/suites/<built-in>/``. A string constant is a
+parsed (``ast``), except a built-in suite's own modules. A string constant is a
 finding when it holds
 - a built-in suite's name as a word, in any case (``mbpp``, ``"mbpp environment"``,
   ``"--suite swebench"``, ``"Mbpp/"``), except in a dotted module path of a suite's package
@@ -106,16 +109,29 @@ def findings_in(source: str, knowledge: dict[str, list]) -> list[tuple[int, str]
     return found
 
 
+def suite_modules(name: str) -> list[Path]:
+    """The built-in suite ``name``'s own modules: its folder, its command module in the CLI
+    layer and its modules in the loop's layer."""
+    return sorted([*(ROOT / "ratchet_ray" / "suites" / name).rglob("*.py"),
+                   *(ROOT / "ratchet_ray" / "cli").glob(f"{name}.py"),
+                   *(ROOT / "ratchet_ray" / "loop").glob(f"{name}_*.py")])
+
+
 def checked_modules() -> list[Path]:
-    inside = tuple(ROOT / "ratchet_ray" / "suites" / name for name in BUILTINS)
+    own = {f for name in BUILTINS for f in suite_modules(name)}
     files = [f for top in SCANNED for f in (ROOT / top).rglob("*.py")]
-    return sorted(f for f in files if not any(f.is_relative_to(d) for d in inside))
+    return sorted(f for f in files if f not in own)
 
 
 def test_the_builtin_suites_are_the_registrys_folders():
     assert BUILTINS == ["mbpp", "mbpp_oracle", "sim", "swebench"]
     for name in BUILTINS:
         assert (ROOT / "ratchet_ray" / "suites" / name / "registration.py").is_file()
+    # the modules its registration names from the layers above are its own, and only those
+    assert [p.relative_to(ROOT).as_posix() for p in suite_modules("swebench")
+            if "suites" not in p.parts] == ["ratchet_ray/cli/swebench.py",
+                                            "ratchet_ray/loop/swebench_nodes.py",
+                                            "ratchet_ray/loop/swebench_validation.py"]
 
 
 def test_the_builtins_declare_what_the_check_looks_for():

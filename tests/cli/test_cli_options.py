@@ -17,9 +17,8 @@ from ratchet_ray.types import SkillStatus
 from tools.docs_commands import walk
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMAND_MODULES = sorted([*(ROOT / "ratchet_ray/cli").glob("*.py"),
-                          *(ROOT / "ratchet_ray/suites").glob("*/cli.py")])
-"""Where commands are written: the ``ratchet`` tree's modules and the suites' own."""
+COMMAND_MODULES = sorted((ROOT / "ratchet_ray/cli").glob("*.py"))
+"""Where commands are written: the ``ratchet`` tree's modules, the suites' own among them."""
 SHARED = ("--llm", "--config", "--set", "--dataset-path", "--workers", "--seed", "--bank",
           "--subset", "--n-train", "--n-eval", "--status", "--format", "--round", "--yes")
 """Options written once. A flag of the same name is another option (``ablations --status``

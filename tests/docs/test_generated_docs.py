@@ -109,8 +109,9 @@ def test_cli_page_lists_every_command_and_option():
 
 
 def test_the_architecture_map_boxes_layers_and_arrows(tmp_path):
-    """Boxes by package (each suite its own, its commands apart), in their layer, an implied
-    arrow left to the path that implies it and the table keeping every direct import."""
+    """Boxes by package (each suite its own, plain library; its commands in ``cli/``), in their
+    layer, an implied arrow left to the path that implies it and the table keeping every direct
+    import."""
     from tools.docs_imports import reduced, render_architecture_map, structure
 
     files = {"ratchet_ray/__init__.py": "", "ratchet_ray/types.py": "X = 1\n",
@@ -118,7 +119,8 @@ def test_the_architecture_map_boxes_layers_and_arrows(tmp_path):
              "ratchet_ray/report/__init__.py": "",
              "ratchet_ray/report/data.py": "import ratchet_ray.types\n",
              "ratchet_ray/suites/__init__.py": "", "ratchet_ray/suites/toy/__init__.py": "",
-             "ratchet_ray/suites/toy/cli.py": "from ratchet_ray.suites.toy import run\n",
+             "ratchet_ray/cli/__init__.py": "",
+             "ratchet_ray/cli/toy.py": "from ratchet_ray.suites.toy import run\n",
              "ratchet_ray/suites/toy/run.py": "from ratchet_ray import types\n",
              "ratchet_ray/loop/__init__.py": "from ratchet_ray import plot, types\n",
              "actors/__init__.py": "", "jobs/__init__.py": ""}
@@ -126,8 +128,9 @@ def test_the_architecture_map_boxes_layers_and_arrows(tmp_path):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     lines, layers, edges = structure(tmp_path)
-    assert layers["ratchet_ray/suites/toy/cli.py"] == "cli/jobs"
+    assert layers["ratchet_ray/cli/"] == "cli/jobs"
     assert layers["ratchet_ray/suites/toy/"] == "plain library"
+    assert edges["ratchet_ray/cli/"] == {"ratchet_ray/suites/toy/"}
     assert layers["ratchet_ray/loop/"] == "loop"
     assert lines["ratchet_ray/plot.py"] == 1  # imports a package of ratchet_ray: its own box
     assert edges["ratchet_ray/loop/"] == {"ratchet_ray/plot.py", "ratchet_ray/*.py"}

@@ -28,7 +28,7 @@ def sweep_truth(run_dirs: list[Path]) -> tuple[str, list[dict[str, Any]], list[s
 
 register(NAME, "ratchet_ray.suites.sim:SimSuite", settings=SimSettings, configure=configure_sim,
          origin=BUILTIN_ORIGIN, offline_tasks=True, sweep_report=sweep_truth,
-         commands="ratchet_ray.suites.sim.cli:COMMANDS",
+         commands="ratchet_ray.cli.sim:COMMANDS",
          impossible_twin="ratchet_ray.suites.sim.grader:impossible_twin",
          skill_truth="ratchet_ray.suites.sim.truth:skill_verdicts",
          task_id_pattern=r"sim/\d+")

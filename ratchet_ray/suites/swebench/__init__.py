@@ -8,12 +8,15 @@
 
 Layout (docs/architecture.md): at this level the suite's face (``settings``, ``dataset``,
 ``grader`` with ``grading_support``, ``registration``, ``leaks``, ``quarantine``, ``validate``,
-``doctor``, ``cluster`` (the per-round report), ``cache_report``, ``cli``); ``docker/`` (images,
+``doctor``, ``cache_report``); ``docker/`` (images,
 the image cache, locked-down containers and the commands run in them, infrastructure failures);
 ``integrity/`` (the anti-forgery layers inside one session: harness paths restored, files locked
 down, secret markers and JUnit, the sentinel plugin, the static screen, no future history);
 ``proof/`` (gold records, mutants and canary sessions that prove a resolution; the impossible
-twins); ``agent/`` (the patch Solver and its prompts).
+twins); ``agent/`` (the patch Solver and its prompts). All of it plain library: the suite's
+``ratchet swe`` commands are ``ratchet_ray/cli/swebench.py`` and its code that uses Ray (the
+per-round report, ``ratchet swe validate``'s run) ``ratchet_ray/loop/swebench_*.py``, which the
+registration names by string.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Every Docker node's image cache, as the cluster reports it: for ``ratchet swe validate`` and
 for each round's summary (what each node's cache did during the round). Plain data here; the
-Ray tasks that read each node (``image_reports``, ``round_report``) are in ``cluster.reports``,
-the suite's code allowed to use Ray.
+Ray tasks that read each node (``image_reports``, ``round_report``) are in the loop's layer,
+``ratchet_ray.loop.swebench_nodes``.
 
 Contracts:
 - ``merge_readings(readings)``: ``image_cache.node_report`` readings (each with the

@@ -5,7 +5,7 @@ its settings section, Docker and git doctor checks, the gold-patch validation be
 the ``docker`` resource of its Graders and Solvers (each runs in the instance's container), the
 patch review of the Critic, subset selection balanced over repositories, the agent's own
 temperature for ``jobs.baseline --temperature``, the ``ratchet swe`` commands, each round's
-per-node image-cache report in its summary (``cluster.reports.round_report``) and the placement
+per-node image-cache report in its summary (``loop.swebench_nodes.round_report``) and the placement
 of each instance's agent and grader on a node that holds its image (``docker.placement``).
 """
 
@@ -48,8 +48,8 @@ register(NAME, "ratchet_ray.suites.swebench:SwebenchSuite", settings=SwebenchSet
          before_rounds="ratchet_ray.suites.swebench.validate:before_rounds",
          resources={"grader": DOCKER, "solver": DOCKER}, critic="patch",
          subset_group=repo_of, subset_group_label="repos", sampling_overrides=agent_temperature,
-         commands="ratchet_ray.suites.swebench.cli:COMMANDS",
-         round_report="ratchet_ray.suites.swebench.cluster.reports:round_report",
+         commands="ratchet_ray.cli.swebench:COMMANDS",
+         round_report="ratchet_ray.loop.swebench_nodes:round_report",
          placement="ratchet_ray.suites.swebench.docker.placement:placement",
          impossible_twin="ratchet_ray.suites.swebench.proof.twin:impossible_twin",
          local_resources={"docker": LOCAL_DOCKER_SLOTS},

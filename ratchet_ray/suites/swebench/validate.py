@@ -24,7 +24,7 @@ Contracts:
   some repeats passed or the statuses differ); it never raises for a failing instance.
   ``Validation.quarantine()`` is what a quarantine file lists: every instance with a failure,
   and why (``ratchet_ray.suites.swebench.quarantine``). ``ratchet swe validate``
-  (``cluster.validation_run``) runs it on a pool of its own and records every outcome as
+  (``ratchet_ray.loop.swebench_validation``) runs it on a pool of its own and records every outcome as
   ``validation`` evidence (``evidence_rows``).
 - ``before_rounds(config, grade, tasks, run_dir)`` is the suite's run-start hook: with
   ``swebench.validate_gold`` it validates the run's instances through the run's own Grader pool

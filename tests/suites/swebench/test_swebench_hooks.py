@@ -9,7 +9,7 @@ from dataclasses import fields
 
 from ratchet_ray.suites import registry
 from ratchet_ray.suites.contract import is_target
-from ratchet_ray.suites.swebench.cluster import reports
+from ratchet_ray.loop import swebench_nodes as reports
 
 
 def test_every_hook_named_by_string_resolves():

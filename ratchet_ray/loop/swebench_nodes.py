@@ -12,8 +12,9 @@ Contracts:
 - ``image_digests(settings, names)``: (node id, image name) -> image id on every alive Docker
   node; a node that cannot say is left out.
 
-Suite code that uses Ray (``tools.import_graph``: a suite's ``cluster`` package is in the loop's
-layer); the plain data it merges is in ``cache_report``."""
+The SWE-bench suite's code that uses Ray, in the loop's layer: the suite's registration names
+``round_report`` by string, so the suite's own package stays plain library; the plain data it
+merges is in ``suites.swebench.cache_report``."""
 
 from __future__ import annotations
 

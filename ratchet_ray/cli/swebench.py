@@ -2,8 +2,8 @@
 
 ``ratchet swe validate`` grades every gold patch (must resolve) and a no-op patch (must not) of
 a dataset's instances, ``--repeat`` times each, on a Grader pool of its own
-(``cluster.validation_run``, judged by ``validate``), prints each failure and every Docker
-node's image-cache report (``cluster.reports``), records every grade as ``validation`` evidence
+(``loop.swebench_validation``, judged by ``suites.swebench.validate``), prints each failure and every Docker
+node's image-cache report (``loop.swebench_nodes``), records every grade as ``validation`` evidence
 in its output folder and updates the dataset's quarantine file (``quarantine``).
 
 A module of the CLI layer: the suite's registration names it (``commands=``) and ``ratchet``
@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 
 from ratchet_ray.run_config.options import config_option, set_option, subset_option, workers_option
-from ratchet_ray.suites.swebench.cluster.validation_run import (ValidateError, flake_rates,
+from ratchet_ray.loop.swebench_validation import (ValidateError, flake_rates,
                                                                 validate_dataset)
 
 

@@ -1,7 +1,7 @@
 """``ratchet sim-report RUN_OR_SWEEP``: the truth-aware report of ``sim`` runs
 (``ratchet_ray/suites/sim/report.py``), and ``ratchet sim-transfer``: a skill pack's transfer
-measured on the sim world (``ratchet_ray/packs/transfer.py``). Added to ``ratchet`` by the
-suite's registration (``commands=``), as a module of the CLI layer."""
+measured on the sim world (``ratchet_ray/packs/transfer.py``). The ``sim`` suite's commands, in
+the CLI layer: the suite's registration names them (``commands=``) and ``ratchet`` adds them."""
 
 from __future__ import annotations
 

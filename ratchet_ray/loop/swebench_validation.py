@@ -1,6 +1,6 @@
 """``ratchet swe validate``'s run: the gold and no-op grades of a dataset's instances on a
-Grader pool of its own, over the Ray cluster (``validate`` judges the outcomes; ``cli`` is the
-command).
+Grader pool of its own, over the Ray cluster (``suites.swebench.validate`` judges the outcomes;
+``cli.swebench`` is the command).
 
 Contracts of the validation's run (``validate_dataset``):
 - It checks the Docker daemon first when it starts a local Ray (this machine's daemon; one line
@@ -26,8 +26,8 @@ Contracts of the validation's run (``validate_dataset``):
   ``cheat_probe.enabled`` its twin record too (``twin``: one session of the base code), so the
   run's impossible twins find both stored.
 
-Suite code that uses Ray and the loop's runtime (``tools.import_graph``: a suite's ``cluster``
-package is in the loop's layer)."""
+The SWE-bench suite's code that uses Ray and the loop's runtime, in the loop's layer (the suite's
+own package stays plain library)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ratchet_ray.suites.swebench.cluster.reports import image_digests, image_reports
+from ratchet_ray.loop.swebench_nodes import image_digests, image_reports
 
 
 GRADER_CPUS = 0.5
