@@ -227,6 +227,12 @@ def test_redraws_are_bounded_never_repeat_and_stop_once_a_fail_to_pass_mutant_is
         lambda found: calls.append(found) or {t: None if t in CLAMP_F2P else "PASSED" for t in found},
         set(CLAMP_F2P))
     assert [m.test for m in kept] == CLAMP_F2P and len(calls) == 1 and len(dropped) == 1
+    calls.clear()  # the base code's session did not complete: no redraw would complete either
+    kept, dropped = mutants.draw_kept(
+        located, texts, random.Random(0),
+        lambda found: calls.append(found) or {t: mutants.Final("MISSING") for t in found},
+        set(CLAMP_F2P))
+    assert kept == [] and len(calls) == 1 and len(dropped) == 2
     assert mutants.replacement("10", random.Random(0), ["12", "0", "10"], ["12", "0", "10"],
                                avoid={"12"}) not in ("10", "12")
 

@@ -22,7 +22,7 @@ Contracts:
   and one still can: an instance whose F2P expectation can be mutated gets an F2P mutant even
   when the first draw is one the base code passes (calc-2's ``clamp(12, 0, 10) == 10`` -> 12).
   Every draw comes from ``rng``: the grade's secret draw decides them all. ``dropped``: each
-  dropped mutant described, with why.
+  dropped mutant described, with why; a reason that is a ``Final`` is not drawn again.
 - ``Mutant.apply(text)`` -> the file's text with the change, or None when the text is not the
   one the mutant was made from (the literal is not where it was). ``Mutant`` round-trips through
   ``as_dict``/``from_dict`` (gold records keep them).
@@ -211,6 +211,11 @@ def candidates(located: dict[str, tuple[str, str]], texts: dict[str, str | None]
     return found
 
 
+class Final(str):
+    """Why a mutant was dropped, when drawing its test again cannot help (the base code's session
+    did not complete: another value would hang the same way, at the same cost)."""
+
+
 def draw_kept(located: dict[str, tuple[str, str]], texts: dict[str, str | None],
               rng: random.Random, judge: Callable[[dict[str, Mutant]], dict[str, str | None]],
               f2p: set[str], redraws: int = REDRAWS) -> tuple[list[Mutant], list[str]]:
@@ -231,7 +236,8 @@ def draw_kept(located: dict[str, tuple[str, str]], texts: dict[str, str | None],
             else:
                 dropped.append(f"{mutant.describe()}: {why}")
                 tried.setdefault(test, []).append(mutant)
-        pending = {t: located[t] for t in found if t not in kept}
+        pending = {t: located[t] for t in found
+                   if t not in kept and not isinstance(verdicts.get(t), Final)}
         if any(t in f2p for t in kept) or not any(t in f2p for t in pending):
             break  # redraws cost a gold and a base session each: only for a missing F2P mutant
     return [kept[t] for t in sorted(kept)], dropped

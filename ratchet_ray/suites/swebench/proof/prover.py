@@ -55,7 +55,7 @@ from ratchet_ray.suites.swebench.proof.gold import GoldRecord, GoldStore, defaul
 from ratchet_ray.suites.swebench.grading_support import Deadline, InstanceLog, publish_folder
 from ratchet_ray.suites.swebench.docker.images import InstanceImages
 from ratchet_ray.suites.swebench.docker.infra import InfraFailure
-from ratchet_ray.suites.swebench.proof.mutants import Mutant, apply_all, draw_kept
+from ratchet_ray.suites.swebench.proof.mutants import Final, Mutant, apply_all, draw_kept
 from ratchet_ray.suites.swebench.integrity.verdict import Forgery, junit_statuses, resolve
 from ratchet_ray.suites.swebench.settings import GradingLimits, SwebenchSettings
 from ratchet_ray.types import GradeResult
@@ -381,7 +381,9 @@ class DifferentialProof:
             in_log = (planted.log or {}).get(test, MISSING)
             in_junit = (planted.junit or {}).get(test) if planted.junit is not None else None
             failed = in_log == "FAILED" and in_junit in (None, "FAILED")
-            verdicts[test] = None if failed else in_log + (f" (JUnit {in_junit})" if in_junit else "")
+            why = in_log + (f" (JUnit {in_junit})" if in_junit else "")
+            verdicts[test] = None if failed else why if planted.log is not None else Final(
+                f"{why} (the session did not complete: not drawn again)")
         survivors = [found[t] for t, why in verdicts.items() if why is None]
         verdicts.update(self._fail_under_base(ctx, survivors, folder, log, seconds, redraw))
         return verdicts
@@ -412,5 +414,7 @@ class DifferentialProof:
             in_junit = (base.junit or {}).get(mutant.test) if base.junit is not None else None
             failed = base.log is not None and in_log not in PASSING and in_junit not in PASSING
             keep = failed or (base.log is None and mutant.test not in f2p)
-            verdicts[mutant.test] = None if keep else f"{in_log} under the base code"
+            verdicts[mutant.test] = None if keep else f"{in_log} under the base code" if (
+                base.log is not None) else Final(f"{in_log} under the base code (its session did "
+                                                 "not complete: not drawn again)")
         return verdicts
