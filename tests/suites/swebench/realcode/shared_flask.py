@@ -28,3 +28,15 @@ class BuiltSet:
 def build_flask(out: Path, cache: Path) -> dict:
     return make_instances(Request(project=resolve_project("flask==2.3.3"), out=out, cache=cache,
                                   count=FLASK_COUNT, max_candidates=15, jobs=2), note=print)
+
+
+def ensure_project_image(built: BuiltSet, client, out: Path) -> None:
+    """The set's project image, built again into ``out`` when it is gone (the reproducibility
+    test removes it and rebuilds it; one that timed out midway leaves none): the same inputs
+    give the same tag, so the set's instances build on it as before."""
+    import docker
+
+    try:
+        client.images.get(built.recipe["image"]["tag"])
+    except docker.errors.ImageNotFound:
+        build_flask(out, built.cache)

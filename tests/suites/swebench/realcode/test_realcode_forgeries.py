@@ -20,6 +20,7 @@ import differential_forgeries
 import forgeries
 from real_forgeries import INPUT_FILES, real_forgeries
 from real_grading import RealGrading, base_file
+from shared_flask import ensure_project_image
 from test_swebench_layers import layer_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
@@ -33,6 +34,7 @@ NAMES = sorted({*forgeries.FORGERIES, *forgeries.MID_RUN, *differential_forgerie
 
 @pytest.fixture(scope="module")
 def forging(flask_set, docker_session, tmp_path_factory):
+    ensure_project_image(flask_set, docker_session, tmp_path_factory.mktemp("rebuilt"))
     grading = RealGrading(flask_set.dataset, tmp_path_factory.mktemp("forgeries"), docker_session,
                           gold_records=flask_set.gold)
     assert INSTANCE in grading.rows, (f"the flask build no longer makes {INSTANCE} "

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from real_grading import RealGrading
+from shared_flask import ensure_project_image
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
 HERE = Path(__file__).resolve().parent
@@ -42,6 +43,7 @@ def graders(request, docker_session, tmp_path_factory):
     def of(set_name: str, instance_id: str) -> RealGrading:
         if instance_id in IN_THE_SESSION_SET:
             flask_set = request.getfixturevalue("flask_set")
+            ensure_project_image(flask_set, docker_session, tmp_path_factory.mktemp("rebuilt"))
             key, dataset, gold = "session", flask_set.dataset, flask_set.gold
         else:
             folder = Path(os.environ.get("RATCHET_REALCODE_SETS") or ROOT / "results" / "realcode")
