@@ -26,7 +26,8 @@ def rows(dataset: Path) -> dict[str, dict]:
 def base_file(row: dict, path: str) -> str:
     """``path`` as the agent's tree has it; only for a file the bug (the gold patch) leaves
     alone, so the project image's clean tree has the same text."""
-    assert f"diff --git a/{path} b/{path}" not in row["patch"], f"the bug of {row['instance_id']} edits {path}"
+    assert f"diff --git a/{path} b/{path}" not in row["patch"], \
+        f"the bug of {row['instance_id']} edits {path}"
     image = row["realcode"]["project_image"]
     done = subprocess.run(["docker", "run", "--rm", "--network", "none", image, "cat", f"/testbed/{path}"],
                           capture_output=True, text=True, timeout=300)
