@@ -244,7 +244,7 @@ def _installed(args: argparse.Namespace, rng: random.Random) -> None:
 
 def _realcode(args: argparse.Namespace, rng: random.Random) -> None:
     names = [n for n in args.realcode.split(",") if n] if args.realcode != "all" else None
-    projects = realcode(Path(args.cache), Path(args.instances), names, args.files, rng)
+    projects = realcode(Path(args.cache), Path(args.instances), names, args.files, args.seed)
     if not projects:
         raise SystemExit(f"mutant_detector: no real project's sdist under {args.cache}/*/sdist"
                          f"{' named ' + args.realcode if names else ''}; build one with `ratchet swe "

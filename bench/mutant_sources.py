@@ -4,11 +4,11 @@ A forger inside the graded repository sees more than the graded file: every othe
 repository, so whether a value or a word appears elsewhere there is a feature too. Two sources:
 - ``installed(packages, count, rng)``: ``count`` test files (``tests/test_*.py``) of packages
   installed in this venv, drawn with ``rng``; a file's repository is its package's folder.
-- ``realcode(cache, instances, names, count, rng)``: per real project (``<name>-<version>``, its
+- ``realcode(cache, instances, names, count, seed)``: per real project (``<name>-<version>``, its
   sdist cached by ``ratchet swe make-instances`` under ``cache/<name>-<version>/sdist/``), every
   graded test file of its instance set (``instances/<name>-<version>/instances.jsonl``: the files
   of its FAIL_TO_PASS and PASS_TO_PASS tests), or, with no instance set yet, ``count`` of its test
-  files drawn with ``rng``; a file's repository is the sdist's ``.py`` files.
+  files drawn with ``seed``; a file's repository is the sdist's ``.py`` files.
 ``Source``: a file's name, text and ``Repository``; ``Repository.elsewhere(name, key)`` and
 ``words_elsewhere(name, word)``: how often a literal value (``literal_key``) or a word occurs in
 the repository's other files.
@@ -132,9 +132,10 @@ def _graded_files(instances: Path, folder: str) -> set[str] | None:
 
 
 def realcode(cache: Path, instances: Path, names: list[str] | None, count: int,
-             rng: random.Random) -> dict[str, tuple[list[Source], str]]:
+             seed: int) -> dict[str, tuple[list[Source], str]]:
     """``{project folder: (sources, where they come from)}`` (module docstring); ``names``:
-    project names or folders to keep (None: every project cached)."""
+    project names or folders to keep (None: every project cached); a project's files drawn with
+    ``seed`` and its name (the same whichever other projects are read)."""
     found = {}
     for folder in sorted(p for p in cache.glob("*/sdist") if p.is_dir()):
         project = folder.parent.name
@@ -150,7 +151,7 @@ def realcode(cache: Path, instances: Path, names: list[str] | None, count: int,
         else:
             tests = sorted(f for f in files if Path(f).name.startswith("test_")
                            and ({"tests", "test", "testing"} & set(Path(f).parts)))
-            rng.shuffle(tests)
+            random.Random(f"{seed}:{project}").shuffle(tests)
             chosen, origin = sorted(tests[:count]), "test files (no instance set)"
         repo = Repository(files)
         found[project] = ([Source(f, files[f], repo) for f in chosen], origin)
