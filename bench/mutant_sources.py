@@ -22,7 +22,7 @@ import random
 import re
 import tarfile
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 WORD = re.compile(r"[A-Za-z]+|[0-9]+")
@@ -30,6 +30,7 @@ WORD = re.compile(r"[A-Za-z]+|[0-9]+")
 _TOKEN = re.compile(r"""[bB]?(?:'[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")"""
                     r"""|(?<![\w.])\d[\d_]*(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])""")
 _VALUES: dict[str, tuple | None] = {}
+_SYMPY_TEST = re.compile(r"^def (test_\w+)\s*\(", re.MULTILINE)  # as projects.index_tests reads
 
 
 def literal_key(value: object) -> tuple | None:
@@ -108,9 +109,10 @@ def _sdist_files(tarball: Path) -> dict[str, str]:
     return files
 
 
-def _graded_files(instances: Path, folder: str) -> set[str] | None:
+def _graded_files(instances: Path, folder: str, sdist: dict[str, str]) -> set[str] | None:
     """The files of an instance set's graded tests, or None when there is no instance set (or
-    none of its test ids names a file)."""
+    none of its test ids names a file). A sympy id names only its function: the file is the
+    one of the recipe's test files that defines it (``projects.index_tests``, over the sdist)."""
     path = instances / folder / "instances.jsonl"
     if not path.is_file():
         return None
@@ -119,6 +121,13 @@ def _graded_files(instances: Path, folder: str) -> set[str] | None:
         recipe = projects.project(folder.rsplit("-", 1)[0])
     except KeyError:
         recipe = None
+    if recipe is not None and recipe.test_ids == "sympy":
+        defined: dict[str, set[str]] = {}
+        for name, text in sdist.items():
+            if any(name == d or name.startswith(d.rstrip("/") + "/") for d in recipe.test_dirs):
+                for test in _SYMPY_TEST.findall(text):
+                    defined.setdefault(test, set()).add(name)
+        recipe = replace(recipe, test_index={t: min(f) for t, f in defined.items() if len(f) == 1})
     files = set()
     for line in path.read_text().splitlines():
         row = json.loads(line)
@@ -145,7 +154,7 @@ def realcode(cache: Path, instances: Path, names: list[str] | None, count: int,
         if not tarballs:
             continue
         files = _sdist_files(tarballs[0])
-        graded = _graded_files(instances, project)
+        graded = _graded_files(instances, project, files)
         if graded is not None:
             chosen, origin = sorted(f for f in graded if f in files), "graded test files"
         else:
