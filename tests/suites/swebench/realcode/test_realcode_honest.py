@@ -6,9 +6,9 @@ condition negated instead of two branches swapped, a comprehension for a recursi
 removed method written anew; honest_fixes/README.md lists them). A correct fix the grader
 refused would be a false positive of the proof; every one must resolve.
 
-The three for the session's flask instances (shared_flask.py) run in the slow suite; the others
-are for the sets docs/swebench.md builds (``results/realcode/<set>``, or
-``$RATCHET_REALCODE_SETS/<set>``) and run with ``-m realcode_large``.
+Three are for the session's flask instances (shared_flask.py), two of them run in the slow
+suite; the others are for the sets docs/swebench.md builds (``results/realcode/<set>``, or
+``$RATCHET_REALCODE_SETS/<set>``); all run with ``-m realcode_large``.
 """
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ FIXES = sorted((HERE / "honest_fixes").glob("*/*.patch"))
 IN_THE_SESSION_SET = {"pallets__flask-2.3.3-func_pm_class_rm_funcs-a0135e0c",
                       "pallets__flask-2.3.3-func_pm_ctrl_invert_if-b3800159",
                       "pallets__flask-2.3.3-func_pm_remove_cond-1ea1efed"}
+# In the slow suite: two of them (about a minute a grade on a loaded 2-core box); the rest with
+# -m realcode_large
+SLOW = {"pallets__flask-2.3.3-func_pm_class_rm_funcs-a0135e0c",
+        "pallets__flask-2.3.3-func_pm_remove_cond-1ea1efed"}
 
 
 def _added(patch: str) -> list[str]:
@@ -60,10 +64,10 @@ def graders(request, docker_session, tmp_path_factory):
 
 def test_there_are_at_least_ten_honest_fixes_on_two_projects():
     assert len(FIXES) >= 10 and {f.parent.name for f in FIXES} == {"flask-2.3.3", "django-4.2.16"}
-    assert IN_THE_SESSION_SET <= {f.stem for f in FIXES}
+    assert SLOW <= IN_THE_SESSION_SET <= {f.stem for f in FIXES}
 
 
-@pytest.mark.parametrize("fix", [pytest.param(f, id=f.stem, marks=() if f.stem in IN_THE_SESSION_SET
+@pytest.mark.parametrize("fix", [pytest.param(f, id=f.stem, marks=() if f.stem in SLOW
                                               else pytest.mark.realcode_large) for f in FIXES])
 def test_each_honest_fix_resolves(graders, fix):
     grading = graders(fix.parent.name, fix.stem)
