@@ -12,7 +12,7 @@ Contracts:
   probes differ only through sampling. Without ``--temperature`` the probes sample as the loop's
   Solver does (the config's ``llm.temperature``, the Default's 1.0, and a suite's own sampling
   settings, e.g. SWE-bench's ``swebench.agent.temperature``), so the hard subset is chosen under
-  the conditions it is used in; ``--temperature T`` sets them all (the suite's registered
+  the conditions it is used in; ``--temperature T`` sets them all (the suite object's optional
   ``sampling_overrides``, ``suites.hooks.sampling_overrides``).
 - SUITE is any registered suite, plugin suites included (``--set suite_plugins=[path.py]`` or
   ``$RATCHET_SUITES``). Grading is the suite's grader; SWE-bench grader logs and agent

@@ -24,6 +24,10 @@ Excluded tasks (optional): ``suite.excluded_tasks(config)`` -> task id -> reason
 are in neither split of a run (a subset file's included) nor in ``select-subset``'s picks
 (SWE-bench: the instances its ``swebench.quarantine`` file lists).
 
+Own sampling (optional, an ``AgentTurn`` that samples apart from ``llm.temperature``):
+``suite.sampling_overrides(temperature)`` -> the ``key=value`` overrides that make its Solver
+sample at ``temperature`` (``jobs.baseline --temperature``; SWE-bench: its agent's temperature).
+
 Leak sources (optional, ``LeakSources``): ``suite.leak_sources(config, tasks)`` yields the
 task-specific content a skill must never carry (``LeakSource``: the test inputs, expected
 outputs, reference solutions... of each given task), which the leakage audit and guard

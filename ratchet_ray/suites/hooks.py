@@ -83,9 +83,10 @@ def subset_grouping(suite: str) -> tuple[str, Callable[[str], str]] | None:
 
 def sampling_overrides(suite: str, temperature: float) -> list[str]:
     """``key=value`` overrides that make ``suite``'s own Solver sample at ``temperature`` (beyond
-    ``llm.temperature``, which every suite's Solver call uses)."""
-    hook = registry.registration(suite).sampling_overrides
-    return [] if hook is None else list(registry.resolve(hook)(temperature))
+    ``llm.temperature``, which every suite's Solver call uses): the suite object's optional
+    ``sampling_overrides`` method (``suites.base``), none without it."""
+    own = getattr(registry.get_suite(suite), "sampling_overrides", None)
+    return [] if own is None else list(own(temperature))
 
 
 def suite_commands() -> list[Any]:

@@ -1,6 +1,6 @@
-"""A plugin suite's registered hooks reach the generic code exactly as a built-in suite's do:
-the Solver's agent turn, actor resources, the Critic's review prompt, subset groups, baseline
-sampling overrides; and ``register`` refuses a malformed hook naming it. No Ray."""
+"""A plugin suite's registered hooks and its suite object reach the generic code exactly as a
+built-in suite's do: the Solver's agent turn, actor resources, the Critic's review prompt, subset
+groups, baseline sampling overrides (the suite object's); and ``register`` refuses a malformed hook naming it. No Ray."""
 
 from __future__ import annotations
 
@@ -31,6 +31,9 @@ class Agent:
     def solver_settings(self, config):
         return {"steps": 2}
 
+    def sampling_overrides(self, temperature):
+        return [f"agenty.temperature={temperature}"]
+
     def solve_agent(self, llm, task, skill, settings, *, log_dir=None):
         from ratchet_ray.llm.base import Message
 
@@ -48,8 +51,7 @@ def own_review(task, capsule, skill, *, prefill=False, templates=None):
 @pytest.fixture(autouse=True)
 def agenty():
     register("agenty", Agent, resources={"solver": {"gpu_slot": 1}}, critic=own_review,
-             subset_group=lambda task_id: task_id.split("/")[0], subset_group_label="areas",
-             sampling_overrides=lambda t: [f"agenty.temperature={t}"])
+             subset_group=lambda task_id: task_id.split("/")[0], subset_group_label="areas")
     yield
     registry.unregister("agenty")
 
@@ -64,7 +66,7 @@ def test_the_agent_turn_is_the_suites_own():
         solve(llm, task, None, output_kind="plan", max_tokens=8, temperature=0.0)
 
 
-def test_resources_review_groups_and_sampling_come_from_the_registration():
+def test_resources_review_groups_and_sampling_come_from_the_suite():
     assert actor_options("solver", "agenty") == {"num_cpus": 0.25,
                                                  "resources": {"gpu_slot": 1}}
     assert "resources" not in actor_options("grader", "agenty")

@@ -79,6 +79,12 @@ class SwebenchSuite:
 
         return swebench_leak_sources(config, tasks)
 
+    @staticmethod
+    def sampling_overrides(temperature: float) -> list[str]:
+        """The patch agent samples with its own temperature (``swebench.agent.temperature``): a
+        baseline at ``temperature`` sets it (``suites.base``: own sampling)."""
+        return [f"swebench.agent.temperature={temperature}"]
+
     def solver_settings(self, config: Any) -> SwebenchSettings:
         """What the Solver passes to ``solve_agent`` as its settings."""
         return settings_from_config(config)

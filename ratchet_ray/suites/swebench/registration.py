@@ -3,8 +3,8 @@
 Imported once by ``suites.registry`` (its built-in list), exactly as a plugin module would be:
 its settings section, Docker and git doctor checks, the gold-patch validation before round 0,
 the ``docker`` resource of its Graders and Solvers (each runs in the instance's container), the
-patch review of the Critic, subset selection balanced over repositories, the agent's own
-temperature for ``jobs.baseline --temperature``, the ``ratchet swe`` commands, each round's
+patch review of the Critic, subset selection balanced over repositories, the ``ratchet swe``
+commands, each round's
 per-node image-cache report in its summary (``loop.swebench_nodes.round_report``) and the placement
 of each instance's agent and grader on a node that holds its image (``docker.placement``).
 """
@@ -38,16 +38,11 @@ def repo_of(task_id: str) -> str:
     return task_id.rsplit("-", 1)[0]
 
 
-def agent_temperature(temperature: float) -> list[str]:
-    """The patch agent samples with its own temperature: a baseline at ``temperature`` sets it."""
-    return [f"{NAME}.agent.temperature={temperature}"]
-
-
 register(NAME, "ratchet_ray.suites.swebench:SwebenchSuite", settings=SwebenchSettings,
          doctor="ratchet_ray.suites.swebench.doctor:environment_checks", origin=BUILTIN_ORIGIN,
          before_rounds="ratchet_ray.suites.swebench.validate:before_rounds",
          resources={"grader": DOCKER, "solver": DOCKER}, critic="patch",
-         subset_group=repo_of, subset_group_label="repos", sampling_overrides=agent_temperature,
+         subset_group=repo_of, subset_group_label="repos",
          commands="ratchet_ray.cli.swebench:COMMANDS",
          round_report="ratchet_ray.loop.swebench_nodes:round_report",
          placement="ratchet_ray.suites.swebench.docker.placement:placement",
