@@ -16,6 +16,10 @@ Contracts:
   model is told why), never a crash; ``max_format_errors`` consecutive ones end the attempt. The
   attempt ends at ``done``, at ``max_steps``, at ``max_time_s`` or at ``max_cost_usd``; in every
   case the patch is the repository's ``git diff`` (new files included) at that moment.
+- Whichever agent ran, the patch returned has no build artifact (``without_build_artifacts``):
+  a file under ``__pycache__/`` or ``.pytest_cache/``, or a ``.pyc``/``.pyo``, is bytecode the
+  agent's own test runs left in a tree without a ``.gitignore`` (a real project's sdist ships
+  none), never part of a fix.
 - ``single_call`` mode: one completion with the issue, the file list and the files the issue
   names; the diff in the reply is applied leniently (``git apply --recount``, then ``patch``) so
   the returned patch is the well-formed ``git diff``; a diff that applies nowhere is returned as
@@ -37,6 +41,7 @@ Contracts:
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -124,6 +129,7 @@ def run_agent(llm: LLMClient, task: Task, skill: Skill | None,
                 else:
                     _loop(llm, task, skill, settings, box, run, started)
                 run.patch = _diff(box) or run.patch
+            run.patch = without_build_artifacts(run.patch)
     except Exception as exc:
         # The caller records the failure; these replies still cost tokens and must be counted.
         lost = _daemon_lost(exc, settings)
@@ -247,6 +253,25 @@ def _issue_files(issue: str, paths: list[str], box: InstanceContainer, budget: i
         parts.append(block)
         budget -= len(block)
     return "\n".join(parts)
+
+
+_FILE_SECTION = re.compile(r"^diff --git ", re.MULTILINE)
+_ARTIFACT = re.compile(r"(^|/)(__pycache__|\.pytest_cache)/|\.py[co]$")
+
+
+def without_build_artifacts(patch: str) -> str:
+    """``patch`` without the file sections (``diff --git a/P b/P`` to the next one) of bytecode
+    and test caches (see module contract); the rest byte for byte."""
+    starts = [m.start() for m in _FILE_SECTION.finditer(patch)]
+    if not starts:
+        return patch
+    kept = [patch[:starts[0]]]
+    for begin, end in zip(starts, starts[1:] + [len(patch)]):
+        section = patch[begin:end]
+        paths = section.split("\n", 1)[0].removeprefix("diff --git ").split(" ")
+        if not any(_ARTIFACT.search(p.removeprefix("a/").removeprefix("b/")) for p in paths):
+            kept.append(section)
+    return "".join(kept)
 
 
 def _diff(box: InstanceContainer) -> str:
