@@ -33,7 +33,7 @@ def test_pytest_instances_build_and_grade_as_swebench_says(tmp_path, docker_sess
     cache = Path(os.environ.get("RATCHET_REALCODE_CACHE") or tmp_path_factory.mktemp("cache"))
     project = resolve_project("pytest==7.4.4")
     recipe = make_instances(Request(project=project, out=tmp_path / "set", cache=cache,
-                                    count=COUNT, max_candidates=12, jobs=2), note=print)
+                                    count=COUNT, max_candidates=16, jobs=2), note=print)
     rows = [json.loads(line) for line in (tmp_path / "set" / "instances.jsonl").open()]
     try:
         assert len(rows) == COUNT and recipe["graded_tests"] > 300
