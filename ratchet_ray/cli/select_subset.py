@@ -16,7 +16,7 @@ Contracts:
   tasks the model sometimes solves, e.g. a quickstart for a small model).
 - Selection is stratified by difficulty (how many probes solved the task): each stratum gets its
   share of ``n_hard`` (largest remainder), and so does each stratum of the train/eval split. A
-  suite that registered a ``subset_group`` (``suites.hooks.subset_grouping``; SWE-bench: the
+  suite whose object has a ``subset_group`` (``suites.hooks.subset_grouping``; SWE-bench: the
   repository, ``owner__repo`` of the instance id) has every pick take its least-picked group
   available in its stratum, so groups end up as balanced as the strata allow, and the document
   counts the picks per group under the suite's label (SWE-bench: ``repos``).

@@ -24,6 +24,10 @@ Excluded tasks (optional): ``suite.excluded_tasks(config)`` -> task id -> reason
 are in neither split of a run (a subset file's included) nor in ``select-subset``'s picks
 (SWE-bench: the instances its ``swebench.quarantine`` file lists).
 
+Subset groups (optional): ``suite.subset_group(task_id)`` -> the group ``select-subset``
+balances its picks over, counted in the subset file under ``suite.subset_group_label``
+(default ``"groups"``; SWE-bench: the repository, under ``"repos"``).
+
 Own sampling (optional, an ``AgentTurn`` that samples apart from ``llm.temperature``):
 ``suite.sampling_overrides(temperature)`` -> the ``key=value`` overrides that make its Solver
 sample at ``temperature`` (``jobs.baseline --temperature``; SWE-bench: its agent's temperature).

@@ -12,7 +12,8 @@ Must:
   a lazy ``"module:attr"`` string naming one. The suite object brings ``load_tasks``,
   ``make_grader``, its Solver turn when its output kind is its own (``SolverTurn`` /
   ``AgentTurn``), and optionally ``excluded_tasks``, ``leak_sources`` (``LeakSources``: the
-  task content no skill may carry) and, for an agent with a sampling of its own,
+  task content no skill may carry), ``subset_group`` with ``subset_group_label`` (task id ->
+  the group subset selection balances) and, for an agent with a sampling of its own,
   ``sampling_overrides`` (``suites.base``).
 
 May (a function field also takes a lazy ``"module:attr"`` string, imported on first use):
@@ -45,7 +46,7 @@ May (a function field also takes a lazy ``"module:attr"`` string, imported on fi
 - ``task_id_pattern``: a regex its task ids match (``Mbpp/\\d+``), which error reports blur so
   repeats of one cause on different tasks group together;
 - the hooks of ``suites.hooks``: ``critic`` (``"code"``, ``"patch"`` or a prompt function),
-  ``subset_group`` with ``subset_group_label``, ``commands`` (a ``"module:attr"`` list of
+  ``commands`` (a ``"module:attr"`` list of
   click commands, a module of the CLI layer), ``offline_tasks``, ``sweep_report``,
   ``round_report``, ``placement``, ``impossible_twin`` (``suites.base.ImpossibleTwins``) and
   ``skill_truth`` (a world that knows each skill's true effect: ``run_dir ->
@@ -68,8 +69,8 @@ BUILTIN_OUTPUT_KINDS = ("code",)
 CRITIC_FLAVOURS = ("code", "patch")
 """The Critic's built-in review prompts (``roles.critic_prompt``): a failing function and its
 test, or a repository patch and its test log."""
-HOOKS = ("subset_group", "sweep_report", "round_report", "placement", "impossible_twin", "doctor",
-         "before_rounds", "skill_truth")
+HOOKS = ("sweep_report", "round_report", "placement", "impossible_twin", "doctor", "before_rounds",
+         "skill_truth")
 """Fields that are functions or lazy ``"module:attr"`` strings."""
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
@@ -128,8 +129,6 @@ class SuitePlugin:
     task_id_pattern: str | None = None
     moved_keys: Mapping[str, str] = field(default_factory=dict)
     critic: Callable[..., list] | str = "code"
-    subset_group: Callable[[str], str] | str | None = None
-    subset_group_label: str = "groups"
     commands: str | None = None
     offline_tasks: bool = False
     sweep_report: Callable[[list], tuple] | str | None = None

@@ -75,10 +75,9 @@ def critic_prompt(suite: str) -> str | Callable[..., list]:
 
 def subset_grouping(suite: str) -> tuple[str, Callable[[str], str]] | None:
     """``(label, task id -> group)`` that subset selection balances, or None (one group)."""
-    reg = registry.registration(suite)
-    if reg.subset_group is None:
-        return None
-    return reg.subset_group_label, registry.resolve(reg.subset_group)
+    own = registry.get_suite(suite)
+    group = getattr(own, "subset_group", None)
+    return None if group is None else (getattr(own, "subset_group_label", "groups"), group)
 
 
 def sampling_overrides(suite: str, temperature: float) -> list[str]:

@@ -34,6 +34,12 @@ class Agent:
     def sampling_overrides(self, temperature):
         return [f"agenty.temperature={temperature}"]
 
+    subset_group_label = "areas"
+
+    @staticmethod
+    def subset_group(task_id):
+        return task_id.split("/")[0]
+
     def solve_agent(self, llm, task, skill, settings, *, log_dir=None):
         from ratchet_ray.llm.base import Message
 
@@ -50,8 +56,7 @@ def own_review(task, capsule, skill, *, prefill=False, templates=None):
 
 @pytest.fixture(autouse=True)
 def agenty():
-    register("agenty", Agent, resources={"solver": {"gpu_slot": 1}}, critic=own_review,
-             subset_group=lambda task_id: task_id.split("/")[0], subset_group_label="areas")
+    register("agenty", Agent, resources={"solver": {"gpu_slot": 1}}, critic=own_review)
     yield
     registry.unregister("agenty")
 
@@ -91,7 +96,7 @@ def test_resources_review_groups_and_sampling_come_from_the_suite():
 @pytest.mark.parametrize("hooks, problem", [
     ({"critic": "prose"}, "critic 'prose': use one of code, patch"),
     ({"resources": {"grader": {"docker": 0}}}, "resources .*must map a role"),
-    ({"subset_group": 3}, "subset_group must be a function"),
+    ({"placement": 3}, "placement must be a function"),
     ({"commands": "not a target"}, "commands 'not a target' must be 'module:attr'"),
     ({"flavor": "code"}, "unknown register\\(\\) argument\\(s\\) flavor"),
 ])

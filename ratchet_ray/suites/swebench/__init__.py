@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ratchet_ray.suites.swebench.dataset import load_instances, to_task
+from ratchet_ray.suites.swebench.dataset import load_instances, repo_of, to_task
 from ratchet_ray.suites.swebench.settings import AgentSettings, SwebenchSettings, settings_from_config
 from ratchet_ray.types import Task
 
@@ -33,6 +33,8 @@ class SwebenchSuite:
 
     name = "swebench"
     output_kind = "patch"
+    subset_group_label = "repos"
+    subset_group = staticmethod(repo_of)  # select-subset balances its picks over repositories
 
     @staticmethod
     def solver_note(config: Any) -> str:

@@ -8,6 +8,8 @@ Contracts:
   the field and the fix; nothing is silently dropped.
 - ``to_task(instance)`` is the loop's ``Task``: the prompt is the issue text only; the payload holds
   every instance field except the gold ``patch`` (so no role can leak it into a prompt).
+- ``repo_of(instance_id)`` is its repository, ``owner__repo`` (the groups ``select-subset``
+  balances).
 - A local file holds a JSON list (or ``{"instances": [...]}``), one JSON object per line, or a
   Parquet table with the SWE-bench columns; optional ``dockerfile`` builds the image locally.
 """
@@ -34,6 +36,11 @@ HIDDEN_FIELDS = ("patch",)
 
 class DatasetError(ValueError):
     """The dataset cannot be loaded or an instance is malformed; the message says how to fix it."""
+
+
+def repo_of(task_id: str) -> str:
+    """``django__django-11099`` -> ``django__django`` (SWE-bench instance ids end in -<number>)."""
+    return task_id.rsplit("-", 1)[0]
 
 
 def _read_local(path: Path) -> list[dict[str, Any]]:

@@ -3,8 +3,7 @@
 Imported once by ``suites.registry`` (its built-in list), exactly as a plugin module would be:
 its settings section, Docker and git doctor checks, the gold-patch validation before round 0,
 the ``docker`` resource of its Graders and Solvers (each runs in the instance's container), the
-patch review of the Critic, subset selection balanced over repositories, the ``ratchet swe``
-commands, each round's
+patch review of the Critic, the ``ratchet swe`` commands, each round's
 per-node image-cache report in its summary (``loop.swebench_nodes.round_report``) and the placement
 of each instance's agent and grader on a node that holds its image (``docker.placement``).
 """
@@ -33,16 +32,10 @@ TASK_ID_PATTERN = r"[\w.-]+__[\w.-]+-\d+"
 """SWE-bench instance ids: ``<owner>__<repo>-<number>``."""
 
 
-def repo_of(task_id: str) -> str:
-    """``django__django-11099`` -> ``django__django`` (SWE-bench instance ids end in -<number>)."""
-    return task_id.rsplit("-", 1)[0]
-
-
 register(NAME, "ratchet_ray.suites.swebench:SwebenchSuite", settings=SwebenchSettings,
          doctor="ratchet_ray.suites.swebench.doctor:environment_checks", origin=BUILTIN_ORIGIN,
          before_rounds="ratchet_ray.suites.swebench.validate:before_rounds",
          resources={"grader": DOCKER, "solver": DOCKER}, critic="patch",
-         subset_group=repo_of, subset_group_label="repos",
          commands="ratchet_ray.cli.swebench:COMMANDS",
          round_report="ratchet_ray.loop.swebench_nodes:round_report",
          placement="ratchet_ray.suites.swebench.docker.placement:placement",

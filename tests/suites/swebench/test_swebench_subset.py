@@ -14,7 +14,7 @@ import fakes
 import swebench_instances
 from ratchet_ray.cli.baseline import run_baseline
 from ratchet_ray.cli.select_subset import select_subset
-from ratchet_ray.suites.swebench.registration import repo_of
+from ratchet_ray.suites.swebench.dataset import repo_of
 from ratchet_ray.cli.run import build_overrides
 from ratchet_ray.run_config.files import load_config
 from ratchet_ray.loop.runtime import Models
