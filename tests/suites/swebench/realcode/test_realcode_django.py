@@ -17,10 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.suites.swebench.realcode import resolve_project
-from ratchet_ray.suites.swebench.realcode.build import Request, make_instances
 from ratchet_ray.suites.swebench.realcode.projects import test_file as file_of
-from swe_validate_cli import remove_instance_images, validate
+from swe_validate_cli import assert_all_valid, built_set
 
 pytestmark = [pytest.mark.realcode_large, pytest.mark.slow, pytest.mark.docker]
 COUNT = 3
@@ -29,11 +27,7 @@ COUNT = 3
 def test_django_instances_build_and_grade_as_swebench_says(tmp_path, docker_session,
                                                            tmp_path_factory):
     cache = Path(os.environ.get("RATCHET_REALCODE_CACHE") or tmp_path_factory.mktemp("cache"))
-    project = resolve_project("django==4.2.16")
-    recipe = make_instances(Request(project=project, out=tmp_path / "set", cache=cache,
-                                    count=COUNT, max_candidates=15, jobs=2), note=print)
-    rows = [json.loads(line) for line in (tmp_path / "set" / "instances.jsonl").open()]
-    try:
+    with built_set("django==4.2.16", tmp_path, cache, COUNT, 15) as (project, recipe, rows):
         assert len(rows) == COUNT and recipe["graded_tests"] > 100
         for row in rows:
             assert row["log_parser"] == "parse_log_django" and row["repo"] == "django/django"
@@ -43,8 +37,4 @@ def test_django_instances_build_and_grade_as_swebench_says(tmp_path, docker_sess
                 label = path[len("tests/"):-len(".py")].replace("/", ".")
                 assert label in row["eval_script"].split(" --parallel 1 ")[1]  # ... and run
             assert "--settings=test_sqlite --parallel 1" in row["eval_script"]
-        code, stdout, text = validate(tmp_path / "set" / "instances.jsonl", tmp_path)
-        assert code == 0, text[-4000:]
-        assert f"{COUNT}/{COUNT} instances valid" in stdout, text[-4000:]
-    finally:
-        remove_instance_images(tmp_path / "set" / "instances.jsonl")
+        assert_all_valid(tmp_path, COUNT)

@@ -19,10 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.suites.swebench.realcode import resolve_project
-from ratchet_ray.suites.swebench.realcode.build import Request, make_instances
 from ratchet_ray.suites.swebench.realcode.projects import test_file as file_of
-from swe_validate_cli import remove_instance_images, validate
+from swe_validate_cli import assert_all_valid, built_set
 
 pytestmark = [pytest.mark.realcode_large, pytest.mark.slow, pytest.mark.docker]
 COUNT = 3
@@ -31,11 +29,7 @@ COUNT = 3
 def test_pytest_instances_build_and_grade_as_swebench_says(tmp_path, docker_session,
                                                            tmp_path_factory):
     cache = Path(os.environ.get("RATCHET_REALCODE_CACHE") or tmp_path_factory.mktemp("cache"))
-    project = resolve_project("pytest==7.4.4")
-    recipe = make_instances(Request(project=project, out=tmp_path / "set", cache=cache,
-                                    count=COUNT, max_candidates=16, jobs=2), note=print)
-    rows = [json.loads(line) for line in (tmp_path / "set" / "instances.jsonl").open()]
-    try:
+    with built_set("pytest==7.4.4", tmp_path, cache, COUNT, 16) as (project, recipe, rows):
         assert len(rows) == COUNT and recipe["graded_tests"] > 300
         assert not any(t.startswith(d) for t in recipe["left_out"]
                        for d, _why in project.deselected)  # deselected: never run, never graded
@@ -48,8 +42,4 @@ def test_pytest_instances_build_and_grade_as_swebench_says(tmp_path, docker_sess
                 assert path in command.split()  # ... and run
             assert command.count("--deselect") == len(project.deselected)
             assert row["realcode"]["file"] in project.source_dirs
-        code, stdout, text = validate(tmp_path / "set" / "instances.jsonl", tmp_path)
-        assert code == 0, text[-4000:]
-        assert f"{COUNT}/{COUNT} instances valid" in stdout, text[-4000:]
-    finally:
-        remove_instance_images(tmp_path / "set" / "instances.jsonl")
+        assert_all_valid(tmp_path, COUNT)

@@ -18,9 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.suites.swebench.realcode import resolve_project
-from ratchet_ray.suites.swebench.realcode.build import Request, make_instances
-from swe_validate_cli import remove_instance_images, validate
+from swe_validate_cli import assert_all_valid, built_set
 
 pytestmark = [pytest.mark.realcode_large, pytest.mark.slow, pytest.mark.docker]
 COUNT = 3
@@ -29,11 +27,7 @@ COUNT = 3
 def test_sympy_instances_build_and_grade_as_swebench_says(tmp_path, docker_session,
                                                           tmp_path_factory):
     cache = Path(os.environ.get("RATCHET_REALCODE_CACHE") or tmp_path_factory.mktemp("cache"))
-    project = resolve_project("sympy==1.12")
-    recipe = make_instances(Request(project=project, out=tmp_path / "set", cache=cache,
-                                    count=COUNT, max_candidates=15, jobs=2), note=print)
-    rows = [json.loads(line) for line in (tmp_path / "set" / "instances.jsonl").open()]
-    try:
+    with built_set("sympy==1.12", tmp_path, cache, COUNT, 15) as (project, recipe, rows):
         assert len(rows) == COUNT and recipe["graded_tests"] > 200
         assert "test_is_palindromic" in recipe["left_out"]  # in two selected files
         for row in rows:
@@ -49,8 +43,4 @@ def test_sympy_instances_build_and_grade_as_swebench_says(tmp_path, docker_sessi
                 assert f" {path}" in row["eval_script"].split("verbose=True))'")[1]
             assert "sympy.test(*sys.argv[1:], verbose=True)" in row["eval_script"]
             assert row["realcode"]["file"] in project.source_dirs
-        code, stdout, text = validate(tmp_path / "set" / "instances.jsonl", tmp_path)
-        assert code == 0, text[-4000:]
-        assert f"{COUNT}/{COUNT} instances valid" in stdout, text[-4000:]
-    finally:
-        remove_instance_images(tmp_path / "set" / "instances.jsonl")
+        assert_all_valid(tmp_path, COUNT)
