@@ -40,10 +40,11 @@ Contracts:
   ``BudgetExhausted`` (a ``RunStopped``), recorded in ``stopped.json`` and in ``loop.json``
   (``stopped``). ``run_loop(None, resume=RUN, resume_sets=["budget.max_tokens=..."])`` continues
   it with a higher limit (written to the run's ``config.yaml``); no other setting may change.
-- Ctrl-C (SIGINT: also how a stopped Ray job is told) is recorded like a stop: ``stopped.json``
-  (kind ``Interrupted``, the round it came in) and ``loop.json``; ``run_loop`` then raises
-  ``RunInterrupted`` (a ``KeyboardInterrupt``) carrying the round reached, which the CLI turns
-  into one line with the exact ``--resume`` command.
+- Ctrl-C (SIGINT: also how a stopped Ray job is told; one that lands inside a DuckDB query,
+  which DuckDB reports as its own exception, too: ``query_interrupted``) is recorded like a
+  stop: ``stopped.json`` (kind ``Interrupted``, the round it came in) and ``loop.json``;
+  ``run_loop`` then raises ``RunInterrupted`` (a ``KeyboardInterrupt``) carrying the round
+  reached, which the CLI turns into one line with the exact ``--resume`` command.
 """
 
 from __future__ import annotations
@@ -245,6 +246,16 @@ def resume_point(run: RunDir, config: LoopConfig) -> tuple[int, RollbackGate]:
     return (done[-1].round + 1 if done else 0), gate
 
 
+def query_interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is how DuckDB reports a SIGINT that arrived during one of its queries: its
+    own ``InterruptException``, or a ``RuntimeError`` "Query interrupted", never Python's
+    ``KeyboardInterrupt``; the run treats it as Ctrl-C."""
+    import duckdb
+
+    return (isinstance(exc, getattr(duckdb, "InterruptException", ()))
+            or (isinstance(exc, RuntimeError) and str(exc).startswith("Query interrupted")))
+
+
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C (SIGINT) stopped the run in ``round`` (``finished`` rounds were done); the stop is
     recorded in the run dir's ``stopped.json`` and ``loop.json``. Still a ``KeyboardInterrupt``,
@@ -350,7 +361,9 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
         raise
     except KeyboardInterrupt as exc:  # Ctrl-C, or a Ray job stopped (its SIGINT)
         raise record_interrupt(run, config) from exc
-    except BaseException:
+    except BaseException as exc:
+        if query_interrupted(exc):  # Ctrl-C that came while DuckDB ran a query
+            raise record_interrupt(run, config) from exc
         log.exception("run stopped; continue it with --resume %s", run.path)
         raise
     finally:
