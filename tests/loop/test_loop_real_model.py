@@ -109,13 +109,17 @@ def test_readme_local_head_recipe_runs_the_local_model_end_to_end(tmp_path):
     env["PATH"] = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
                                   if Path(p).resolve() != BIN.resolve())
     env["HF_HUB_OFFLINE"] = "1"  # no hub on this machine; the model ships as a package
+    # Output to a file, not a pipe: the head `ray start` leaves behind holds its inherited
+    # descriptors, so a pipe would stay open after a failed line until the timeout.
+    log = tmp_path / "recipe.log"
     try:
-        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=1500)
+        with log.open("w") as sink:
+            proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=ROOT, env=env,
+                                  stdout=sink, stderr=subprocess.STDOUT, timeout=1500)
     finally:
         subprocess.run([str(BIN / "ray"), "stop", "--force"], env=env, capture_output=True,
                        timeout=120)  # the recipe's own `ray stop` did not run if a line failed
-    output = proc.stdout + proc.stderr
+    output = log.read_text()
     assert proc.returncode == 0, output[-4000:]
     assert "succeeded" in output, output[-4000:]
     run_dirs = list((tmp_path / "mbpp").iterdir())
