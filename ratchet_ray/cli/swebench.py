@@ -158,6 +158,7 @@ def make_instances(spec: str, out: Path, source: Path | None, count: int, max_ca
     Grade it with `ratchet swe validate --dataset OUT/instances.jsonl`."""
     from ratchet_ray.suites.swebench.realcode import RealcodeError, Request, make_instances as make
     from ratchet_ray.suites.swebench.realcode import resolve_project
+    from docker.errors import DockerException
 
     def stop(signum, _frame):  # a killed build still removes its half-written set and image
         raise SystemExit(128 + signum)
@@ -171,6 +172,11 @@ def make_instances(spec: str, out: Path, source: Path | None, count: int, max_ca
                      force=force), note=click.echo)
     except RealcodeError as exc:
         raise click.ClickException(str(exc)) from exc
+    except DockerException as exc:  # no daemon, or it went away mid-build (the set is removed)
+        raise click.ClickException(
+            f"Docker: {exc}; start the Docker daemon (from a checkout: bash .ci/docker_setup.sh) "
+            "or set DOCKER_HOST, check it with `ratchet doctor --suite swebench`, then run "
+            "make-instances again") from exc
 
 
 COMMANDS = [swe]

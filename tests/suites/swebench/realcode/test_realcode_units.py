@@ -135,3 +135,19 @@ def test_a_diff_too_long_for_one_command_argument_is_never_a_candidate(tmp_path,
     monkeypatch.setattr(bugs, "MAX_DIFF", longest - 1)
     assert [b for b in bugs.candidates(tree, PROJECT, seed=0)] == \
         [b for b in every if len(b.diff.split("\n", 1)[1].encode()) < longest]
+
+
+def test_no_docker_daemon_is_one_line_naming_the_fix_and_leaves_no_set(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from ratchet_ray.cli import main
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no-daemon.sock'}")
+    out = tmp_path / "set"
+    result = CliRunner().invoke(main, ["swe", "make-instances", "flask==2.3.3", "--out", str(out),
+                                       "--count", "1"])
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: Docker: "), result.output
+    assert "start the Docker daemon" in lines[0] and "Traceback" not in result.output
+    assert not out.exists() and list(tmp_path.iterdir()) == []
