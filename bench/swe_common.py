@@ -33,16 +33,16 @@ from typing import Any
 
 
 def bench_config(dataset: Path, out: Path, timeout_s: float,
-                 overrides: list[str] = ()) -> Any:
-    """The config every measurement grades (and solves) with: local images, kept; then
-    ``overrides`` (``KEY=VALUE``)."""
+                 overrides: list[str] = (), gold: Path | None = None) -> Any:
+    """The config every measurement grades (and solves) with: local images, kept, gold records
+    in ``gold`` (default ``out/gold``); then ``overrides`` (``KEY=VALUE``)."""
     from ratchet_ray.run_config.files import load_config
 
     return load_config([], [
         "suite=swebench", f"dataset_path={json.dumps(str(dataset))}",
         "swebench.namespace=null", "swebench.cache_level=instance", "swebench.memory_mb=1024",
         f"swebench.lock_dir={json.dumps(str(out / 'locks'))}",
-        f"swebench.gold_records={json.dumps(str(out / 'gold'))}",
+        f"swebench.gold_records={json.dumps(str((gold or out / 'gold').resolve()))}",
         f"swebench.grade_command_timeout_s={timeout_s:g}", "swebench.instance_deadline_s=600",
         *overrides])
 

@@ -60,8 +60,7 @@ def main() -> None:
 
     out = args.out / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True)
-    overrides = [f"swebench.gold_records={json.dumps(str(args.gold.resolve()))}"] if args.gold else []
-    config = bench_config(args.dataset.resolve(), out, 600, overrides)
+    config = bench_config(args.dataset.resolve(), out, 600, gold=args.gold)
     settings = settings_from_config(config)
     grader = SwebenchGrader(settings, GradingLimits.of_run(config, settings), out / "grader")
     instances = [json.loads(line) for line in args.dataset.read_text().splitlines() if line.strip()]
