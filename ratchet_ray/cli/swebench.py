@@ -157,8 +157,11 @@ def make_instances(spec: str, out: Path, source: Path | None, count: int, max_ca
     downloads, bugs from SWE-smith's modifiers kept when the project's own tests catch them.
     Grade it with `ratchet swe validate --dataset OUT/instances.jsonl`."""
     from ratchet_ray.suites.swebench.realcode import RealcodeError, Request, make_instances as make
+    from ratchet_ray.suites.swebench.imports import serial_imports
     from ratchet_ray.suites.swebench.realcode import resolve_project
-    from docker.errors import DockerException
+
+    with serial_imports:
+        from docker.errors import DockerException
 
     def stop(signum, _frame):  # a killed build still removes its half-written set and image
         raise SystemExit(128 + signum)
