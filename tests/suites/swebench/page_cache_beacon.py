@@ -38,19 +38,42 @@ def beacon_write(bits):
             _os.close(fd)
 
 
-def beacon_read(n, threshold_ns=30000):
-    """One timed read per file (one file per bit: a read's readahead never reaches another)."""
-    bits = []
-    for path in _FILES[:n]:
+_CALIBRATION = 24
+"""The last files: half read (cached), half evicted, then timed, to set the reader's threshold."""
+
+
+def _timed_read(path):
+    fd = _os.open(path, _os.O_RDONLY)
+    try:
+        _os.posix_fadvise(fd, 0, 0, _os.POSIX_FADV_RANDOM)  # no readahead beyond the page read
+        began = _time.perf_counter_ns()
+        _os.pread(fd, 1, 4096)
+        return _time.perf_counter_ns() - began
+    finally:
+        _os.close(fd)
+
+
+def _threshold_ns():
+    """Between a cached and an evicted read on this host, measured now: a disk (or a VM's
+    host cache) may answer an evicted page in 10 to 100 us, so no constant fits every host."""
+    kept, evicted = _FILES[-_CALIBRATION:-_CALIBRATION // 2], _FILES[-_CALIBRATION // 2:]
+    for path in kept:
+        _timed_read(path)
+    cached = sorted(_timed_read(path) for path in kept)
+    for path in evicted:
         fd = _os.open(path, _os.O_RDONLY)
-        try:
-            _os.posix_fadvise(fd, 0, 0, _os.POSIX_FADV_RANDOM)
-            began = _time.perf_counter_ns()
-            _os.pread(fd, 1, 4096)
-            bits.append(1 if _time.perf_counter_ns() - began < threshold_ns else 0)
-        finally:
-            _os.close(fd)
-    return bits
+        _os.posix_fadvise(fd, 0, 0, _os.POSIX_FADV_DONTNEED)
+        _os.close(fd)
+    cold = sorted(_timed_read(path) for path in evicted)
+    return (cached[len(cached) // 2] * cold[len(cold) // 2]) ** 0.5
+
+
+def beacon_read(n):
+    """One timed read per file (one file per bit: a read's readahead never reaches another)."""
+    assert n <= len(_FILES) - _CALIBRATION, (n, len(_FILES))
+    bits = [_timed_read(path) for path in _FILES[:n]]  # first: calibrating reads pages too
+    threshold = _threshold_ns()
+    return [1 if took < threshold else 0 for took in bits]
 '''
 
 MARK = [1, 0, 1, 0, 1, 1, 0, 0, 1, 1, 0, 1, 0, 0, 1, 0]
