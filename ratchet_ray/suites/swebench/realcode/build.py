@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ratchet_ray.suites.swebench.docker.container import reap_containers
 from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.realcode import bugs as bug_gen
 from ratchet_ray.suites.swebench.realcode import image as images
@@ -129,6 +130,7 @@ def make_instances(request: Request, note: Note = print) -> dict:
     if request.out.exists() and not request.force:
         raise RealcodeError(f"{request.out} exists; pass another --out or --force to replace it")
     client = docker.from_env()
+    reap_containers(client)  # test runs a killed build left behind (their owner is gone)
     request.out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{request.out.name}.", dir=request.out.parent))
     built: images.ProjectImage | None = None

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ratchet_ray.suites.swebench.docker.container import LABELS, OWNER_KEY, owner_label
 from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
 from ratchet_ray.suites.swebench.realcode.projects import Project, test_label
@@ -95,8 +96,11 @@ def run_suite(client: Any, image: str, project: Project, diff: str | None = None
         from swebench.harness.log_parsers import PARSER_REGISTRY
 
     started = time.monotonic()
+    # labelled as the grader's containers are: one a SIGKILLed build leaves running is removed by
+    # the next build's (or run's) reap, and `ratchet doctor` names it meanwhile
     container = client.containers.create(image, ["bash", "-c", script(project, diff, removed)],
-                                         network_disabled=True, network_mode="none")
+                                         network_disabled=True, network_mode="none",
+                                         labels={**LABELS, OWNER_KEY: owner_label()})
     try:
         container.start()
         try:

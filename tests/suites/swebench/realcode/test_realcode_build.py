@@ -73,3 +73,64 @@ def test_the_tiny_project_builds_instances_the_grader_loads(tmp_path, docker_cli
         assert all(i["FAIL_TO_PASS"] and i["log_parser"] == "parse_log_pytest" for i in loaded)
     finally:
         docker_client.images.remove(recipe["image"]["tag"], force=True)
+
+
+SLOW_TEST = "import time\n\n\ndef test_slow():\n    time.sleep(120)\n"
+KILLED_BUILD = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {here!r})
+from tiny_project import PROJECT
+from ratchet_ray.suites.swebench.realcode.build import Request, make_instances
+make_instances(Request(project=PROJECT, out=Path({out!r}), cache=Path({cache!r}),
+                       source=Path({source!r})), note=lambda _: None)
+"""
+
+
+def test_a_sigkilled_build_leaves_a_test_run_the_next_build_removes(tmp_path, docker_client):
+    """SIGTERM cleans up in the build itself; SIGKILL cannot, so each test run is labelled with
+    its owner process, `ratchet doctor` names it once the owner is gone, and the next build's
+    reap removes it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from ratchet_ray.suites.swebench.docker.container import OWNER_KEY, orphaned_containers
+
+    source = write_tree(tmp_path / "tinycalc")
+    (source / "tests" / "test_slow.py").write_text(SLOW_TEST)  # the clean run outlives the kill
+    script = KILLED_BUILD.format(here=str(Path(__file__).parent), out=str(tmp_path / "set"),
+                                 cache=str(tmp_path / "cache"), source=str(source))
+    build = subprocess.Popen([sys.executable, "-c", script])
+    tag = None
+    try:
+        deadline = time.monotonic() + 120
+        while tag is None and time.monotonic() < deadline and build.poll() is None:
+            running = [c for c in docker_client.containers.list(filters={"label": OWNER_KEY})
+                       if c.labels[OWNER_KEY].endswith(f"/{build.pid}")]
+            tag = running[0].image.tags[0] if running else None
+            time.sleep(0.5)
+        assert tag, f"no labelled test run of the build appeared (exit {build.poll()})"
+    finally:
+        os.kill(build.pid, signal.SIGKILL)
+        build.wait()
+    owner = f"/{build.pid}"
+    left = [c for c in docker_client.containers.list(all=True, filters={"label": OWNER_KEY})
+            if c.labels[OWNER_KEY].endswith(owner)]
+    try:
+        assert len(left) == 1 and left[0].name in orphaned_containers(docker_client)[0]
+        with pytest.raises(RealcodeError):  # the next build: reaps first, then fails fast
+            make_instances(Request(project=PROJECT, out=tmp_path / "next",
+                                   cache=tmp_path / "cache",
+                                   source=write_tree(tmp_path / "net", network=True)),
+                           note=lambda _: None)
+        assert not [c for c in docker_client.containers.list(all=True) if c.id == left[0].id]
+    finally:
+        for container in docker_client.containers.list(all=True, filters={"label": OWNER_KEY}):
+            if container.labels[OWNER_KEY].endswith(owner):
+                container.remove(force=True)
+        for image in {tag} | _images(docker_client, "tinycalc"):
+            docker_client.images.remove(image, force=True)
