@@ -15,7 +15,9 @@ it forces the mutant too. A resolution needs, besides the real session's pass:
   the log or the JUnit report is ``test_tampering``, the trace saying which session, which test
   and what changed; a session that did not complete, a mutant missing, skipped or errored, or
   sessions that disagree, ``results_mismatch``; the sentinel's findings in a canary session are
-  ``test_tampering`` as in the real one.
+  ``test_tampering`` as in the real one. A session whose one fault is disagreeing on other
+  graded tests is refereed by the gold patch with the same mutant (``spread``): a mutant whose
+  failure spreads under gold too is dropped from the record and its session replaced.
 
 Contracts:
 - ``Session``: what one session produced (its own verdict ``result``, swebench's ``report``, the
@@ -33,6 +35,8 @@ Contracts:
   resolve, ``test_tampering`` instead when a canary session is ``caught``: the sessions run in
   a random order (``order``), so a patch that cheats in whichever session finds no mark left
   by another is caught there.
+- ``finding(mutant, session, real, instance)`` -> ``(kind, why)`` of one canary session, what
+  ``judge_canaries`` sums up.
 - ``judge_grade(real, canaries, record, instance, parallel)`` -> the grade of the real session
   ``real`` and the canary sessions that ran beside it: ``caught_beside`` when the real session
   did not resolve; otherwise ``compare_with_gold``, then ``judge_canaries`` (``caught_beside``
@@ -111,6 +115,35 @@ def compare_with_gold(result: GradeResult, real: Session, record: GoldRecord,
                  "(compared with gold):\n  " + "\n  ".join(diffs[:20]) + f"\n{result.trace}")
 
 
+def finding(mutant: Mutant, session: Session, real: Session,
+            instance: dict[str, Any]) -> tuple[str, str]:
+    """What one canary session says, as ``(kind, why)``: ``kind`` is ``ok`` (its mutant FAILED
+    as it must and every other graded test was reported as in the real session),
+    ``tampering``, ``mismatch``, or ``disagree`` (a mismatch whose one fault is that other
+    graded tests were reported otherwise than in the real session: ``spread`` asks whether the
+    gold patch does the same with that mutant)."""
+    if session.result.exit_status == "test_tampering":
+        return "tampering", session.result.trace.split("\n", 1)[0]
+    if session.log is None:
+        return "mismatch", (f"the session did not complete ({session.result.exit_status}: "
+                            f"{session.result.trace[:200]})")
+    if mutant.file not in session.written or session.written[mutant.file] == session.texts.get(mutant.file):
+        return "mismatch", ("the mutant could not be planted (the graded file was not the text "
+                            "it was made from)")
+    in_log, in_junit, seen = _seen(mutant, session)
+    if in_log in PASSING or in_junit in PASSING:
+        return "tampering", (f"reported {seen}, though the gold patch fails it: the code under "
+                             "test forces outcomes it cannot produce")
+    if in_log != "FAILED" or in_junit not in (None, "FAILED"):
+        return "mismatch", f"must be reported FAILED, was {seen}"
+    differ = [f"{t}: {session.log.get(t, MISSING)} here, {(real.log or {}).get(t, MISSING)} "
+              f"in the real session" for t in graded(instance)
+              if t != mutant.test and session.log.get(t, MISSING) != (real.log or {}).get(t, MISSING)]
+    if differ:
+        return "disagree", "the sessions disagree on other graded tests: " + "; ".join(differ[:5])
+    return "ok", "FAILED as it must"
+
+
 def judge_canaries(result: GradeResult, real: Session, canaries: list[tuple[Mutant, Session]],
                    instance: dict[str, Any], parallel: int) -> GradeResult:
     """The would-be resolution ``result`` after its canary sessions (module contract)."""
@@ -118,36 +151,8 @@ def judge_canaries(result: GradeResult, real: Session, canaries: list[tuple[Muta
     tampering, mismatch, lines = [], [], []
     for i, (mutant, session) in enumerate(canaries, 1):
         name = f"canary session {i} of {k} ({session.seconds:.1f}s), mutant {mutant.describe()}"
-        if session.result.exit_status == "test_tampering":
-            first = session.result.trace.split("\n", 1)[0]
-            tampering.append(f"{name}: {first}")
-            continue
-        if session.log is None:
-            mismatch.append(f"{name}: the session did not complete "
-                            f"({session.result.exit_status}: {session.result.trace[:200]})")
-            continue
-        if mutant.file not in session.written or session.written[mutant.file] == session.texts.get(mutant.file):
-            mismatch.append(f"{name}: the mutant could not be planted (the graded file was not "
-                            "the text it was made from)")
-            continue
-        in_log = session.log.get(mutant.test, MISSING)
-        in_junit = session.junit.get(mutant.test, MISSING) if session.junit is not None else None
-        seen = f"{in_log} in the log" + (f", {in_junit} in the JUnit report" if in_junit else "")
-        if in_log in PASSING or in_junit in PASSING:
-            tampering.append(f"{name}: reported {seen}, though the gold patch fails it: the code "
-                             "under test forces outcomes it cannot produce")
-            continue
-        if in_log != "FAILED" or in_junit not in (None, "FAILED"):
-            mismatch.append(f"{name}: must be reported FAILED, was {seen}")
-            continue
-        differ = [f"{t}: {session.log.get(t, MISSING)} here, {(real.log or {}).get(t, MISSING)} "
-                  f"in the real session" for t in graded(instance)
-                  if t != mutant.test and session.log.get(t, MISSING) != (real.log or {}).get(t, MISSING)]
-        if differ:
-            mismatch.append(f"{name}: the sessions disagree on other graded tests: "
-                            + "; ".join(differ[:5]))
-            continue
-        lines.append(f"{name}: FAILED as it must")
+        kind, why = finding(mutant, session, real, instance)
+        {"tampering": tampering, "ok": lines}.get(kind, mismatch).append(f"{name}: {why}")
     head = f"differential: the real session and {k} canary session(s) in fresh containers"
     if tampering:
         return _fail("test_tampering", f"test_tampering: {head}: a mutant the gold patch fails "

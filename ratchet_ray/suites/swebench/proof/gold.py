@@ -15,7 +15,9 @@ instance and image by two sessions of the real grader (``grader.SwebenchGrader``
    even beside an unresolved grade, and a patch that fixes nothing must not pass one);
 4. while no FAIL_TO_PASS mutant is kept, the dropped ones' tests drawn again (never the same
    replacement twice) and steps 2-3 run on the redraws, at most ``mutants.REDRAWS`` times
-   (``mutants.draw_kept``; every draw follows from one secret draw per record).
+   (``mutants.draw_kept``; every draw follows from one secret draw per record);
+5. later, a kept mutant whose failure turns out to spread to other graded tests under gold (a
+   grade's referee, ``spread``) is moved to ``dropped`` and the record saved again.
 
 Contracts:
 - ``GoldRecord`` is plain data (``as_dict``/``from_dict``); ``mutants()`` the kept ones as

@@ -15,7 +15,8 @@ Contracts:
     session cannot resolve); a resolution is compared with gold and proven by the canary
     sessions (``differential.judge_canaries``), and a real session that did not resolve is
     still ``test_tampering`` when a canary session run beside it is caught
-    (``differential.caught_beside``). The gold patch itself (trusted) runs its real session
+    (``differential.caught_beside``); a canary session that only disagrees on other graded
+    tests is refereed (``spread.settle``). The gold patch itself (trusted) runs its real session
     first, which makes a missing record; an instance without a runner the grader reads, a
     gold record that does not resolve or keeps no mutant, no gold patch to be had: the real
     session alone (its resolution then ``gold_unresolved`` / ``gold_unavailable``).
@@ -50,6 +51,7 @@ from ratchet_ray.suites.swebench.dataset import load_instances, normalize_instan
 from ratchet_ray.suites.swebench.proof.differential import (
     MISSING, PASSING, Session, compare_with_gold, draw, graded, judge_canaries, judge_grade)
 from ratchet_ray.suites.swebench.proof.order import Plan, primary_blocked, run_in_order, shuffled
+from ratchet_ray.suites.swebench.proof.spread import settle
 from ratchet_ray.suites.swebench.proof.twin_record import BASE_PATCH
 from ratchet_ray.suites.swebench.proof.gold import GoldRecord, GoldStore, default_folder
 from ratchet_ray.suites.swebench.grading_support import Deadline, InstanceLog, publish_folder
@@ -189,6 +191,9 @@ class DifferentialProof:
                 + f"); gold record {gold_s:.1f}s" + (" (made now)" if made else " (stored)"))
         log(cost)
         verdict = judge_grade(real, canaries, record, ctx.instance, parallel)
+        if real.result.passed:
+            verdict = self._settle(ctx, patch, log_dir, log, real, canaries, record, verdict,
+                                   lambda c: judge_grade(real, c, record, ctx.instance, parallel))
         verdict.trace = f"{verdict.trace}\n{cost}"
         return verdict, real, True
 
@@ -202,6 +207,44 @@ class DifferentialProof:
         return self.session(ctx, patch, folder, Prefixed(log, f"[canary {i}] "),
                             Deadline(self.limits.instance_deadline_s),
                             plant=planting(mutants), label=f"canary {i}")
+
+    def _settle(self, ctx: Context, patch: str, log_dir: Path, log: InstanceLog, real: Session,
+                canaries: list[tuple[Mutant, Session]], record: GoldRecord, verdict: GradeResult,
+                judge: Callable[[list[tuple[Mutant, Session]]], GradeResult]) -> GradeResult:
+        """``spread.settle``: a canary session that disagrees with the real one only on other
+        graded tests is refereed by the gold patch with its mutant alone; a mutant whose
+        failure spreads under gold too is dropped from the stored record and its session
+        replaced by one with a mutant drawn afresh."""
+        numbers = itertools.count(len(canaries) + 1)
+        gold = self._gold_patch(ctx.instance)
+
+        def referee(mutant: Mutant) -> Session:
+            n = next(numbers)
+            folder = log_dir / f"referee-{n}"
+            folder.mkdir()
+            return self.session(ctx, gold, folder, Prefixed(log, f"[referee {n}] "),
+                                Deadline(self.limits.instance_deadline_s),
+                                plant=planting([mutant]), label=f"referee {n}")
+
+        def forget(spread: list[tuple[Mutant, str]]) -> GoldRecord:
+            store = self.store()
+            with self.records_lock:
+                current = store.load(record.instance_id, record.image_id) or record
+                gone = {m for m, _ in spread}
+                current.kept = [m for m in current.kept if Mutant.from_dict(m) not in gone]
+                current.dropped += [f"{m.describe()}: {why}" for m, why in spread]
+                store.save(current)
+            return current
+
+        def replace(current: GoldRecord, n: int) -> list[tuple[Mutant, Session]]:
+            chosen = draw(current, ctx.instance, (n, n), secrets.SystemRandom())
+            plans = [Plan(f"canary {next(numbers)}", (m,)) for m in chosen]
+            sessions = run_in_order(plans, lambda p: self.canary(
+                ctx, patch, log_dir, log, int(p.label.split()[-1]), list(p.mutants)),
+                self.sessions_at_once(len(plans)), lambda plan, session: False)
+            return [(m, sessions[p.label]) for p, m in zip(plans, chosen)]
+
+        return settle(verdict, real, canaries, ctx.instance, referee, forget, replace, judge, log)
 
     def _without_canaries(self, ctx: Context, real: Session, record: GoldRecord) -> GradeResult:
         """A resolution with no canary session to prove it: compared with gold only."""
@@ -239,6 +282,8 @@ class DifferentialProof:
             lambda plan, session: False)
         canaries = [(m, sessions[p.label]) for p, m in zip(plans, chosen)]
         verdict = judge_canaries(result, real, canaries, ctx.instance, parallel)
+        verdict = self._settle(ctx, patch, log_dir, log, real, canaries, record, verdict,
+                               lambda c: judge_canaries(result, real, c, ctx.instance, parallel))
         cost = (f"cost: real session {real.seconds:.1f}s; {len(chosen)} canary session(s) "
                 f"{time.monotonic() - began:.1f}s wall ({sum(x.seconds for _, x in canaries):.1f}s "
                 f"summed, {parallel} at once, after the real one: the gold patch is trusted); "

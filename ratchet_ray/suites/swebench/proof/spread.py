@@ -1,0 +1,101 @@
+"""Mutants whose failure spreads: a canary session that disagrees with the real one because of
+the test code, not the patch.
+
+A test can run another (sympy's ``test_Permutation_subclassing`` calls ``test_Permutation``
+with a module global swapped for a subclass) or change state and restore it only when it passes
+(that wrapper restores the global after the call, outside any ``finally``). A mutant planted in
+such a test fails the other one too, and the state left behind fails later tests of the file,
+under the gold patch as under any fix: a canary session then disagrees with the real session on
+other graded tests, which ``differential.judge_canaries`` must call ``results_mismatch`` (the
+check is what catches a patch that forces outcomes in some sessions only).
+
+Nothing is relaxed for it. A canary session whose one fault is that disagreement
+(``differential.finding``: ``disagree``) is checked by a **referee**: the gold patch with the
+same mutant alone, in a fresh session. When the referee reports every graded test as that
+canary session did, the mutant spreads: it is dropped from the gold record for good (the record
+saved again, the reason in ``dropped``), the session is discarded, and a canary session with a
+mutant drawn afresh from the record replaces it, judged as strictly as any. A patch gains
+nothing: the referee runs the gold patch, which the patch cannot touch, and the session that
+replaces the discarded one is one more the patch must pass (a patch that forced outcomes only
+in the real session and left the bug in every canary session fails the replacement's
+comparison). A referee that disagrees leaves the verdict as it was.
+
+Contracts:
+- ``same_outcomes(canary, referee, instance)``: whether the referee completed, planted its
+  mutant and reported every graded test (log, and JUnit where both have it) as ``canary`` did.
+- ``settle(verdict, real, canaries, instance, referee, forget, replace, judge, log)`` -> the
+  grade's verdict after at most ``ROUNDS`` rounds of referees: ``verdict`` unchanged unless it
+  is ``results_mismatch`` and every canary session at fault only ``disagree``s; then
+  ``referee(mutant)`` runs the gold patch with it; when every referee agrees, ``forget(spread)``
+  drops those mutants from the stored record (``spread``: ``(mutant, why)``) and returns it,
+  ``replace(record, n)`` runs ``n`` canary sessions drawn from it, and ``judge(canaries)``
+  judges the kept and new ones together. Referees that agree are forgotten even when another
+  did not (the verdict then stands).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ratchet_ray.suites.swebench.proof.differential import (
+    MISSING, Session, finding, graded, planted)
+from ratchet_ray.suites.swebench.proof.gold import GoldRecord
+from ratchet_ray.suites.swebench.proof.mutants import Mutant
+from ratchet_ray.types import GradeResult
+
+ROUNDS = 2
+"""Referee rounds per grade: each drops at least one mutant for good, so a record converges."""
+
+Canary = tuple[Mutant, Session]
+
+
+def same_outcomes(canary: Session, referee: Session, instance: dict[str, Any]) -> bool:
+    if referee.log is None or canary.log is None or referee.result.exit_status == "test_tampering":
+        return False
+    tests = graded(instance)
+    if any(canary.log.get(t, MISSING) != referee.log.get(t, MISSING) for t in tests):
+        return False
+    if canary.junit is not None and referee.junit is not None:
+        return all(canary.junit.get(t, MISSING) == referee.junit.get(t, MISSING) for t in tests)
+    return True
+
+
+def settle(verdict: GradeResult, real: Session, canaries: list[Canary], instance: dict[str, Any],
+           referee: Callable[[Mutant], Session],
+           forget: Callable[[list[tuple[Mutant, str]]], GoldRecord],
+           replace: Callable[[GoldRecord, int], list[Canary]],
+           judge: Callable[[list[Canary]], GradeResult],
+           log: Callable[[str], None]) -> GradeResult:
+    """Module contract."""
+    for _ in range(ROUNDS):
+        if verdict.exit_status != "results_mismatch":
+            return verdict
+        kinds = [finding(m, s, real, instance)[0] for m, s in canaries]
+        suspects = [i for i, kind in enumerate(kinds) if kind == "disagree"]
+        if not suspects or any(kind not in ("ok", "disagree") for kind in kinds):
+            return verdict
+        spread = []
+        for i in suspects:
+            mutant, session = canaries[i]
+            checked = referee(mutant)
+            if same_outcomes(session, checked, instance) and planted(mutant, checked):
+                changed = [t for t in graded(instance) if t != mutant.test
+                           and checked.log.get(t, MISSING) != (real.log or {}).get(t, MISSING)]
+                spread.append((mutant, "spreads: the gold patch with it alone also reports "
+                               + ", ".join(f"{t} {checked.log.get(t, MISSING)}" for t in changed[:5])
+                               + (f" (+{len(changed) - 5})" if len(changed) > 5 else "")))
+            else:
+                log(f"referee: the gold patch with {mutant.describe()} alone did not report the "
+                    "graded tests as the canary session did: the mismatch stands")
+        if spread:
+            record = forget(spread)
+            log("referee: dropped from the gold record, their failure spreading to other graded "
+                "tests under gold too: " + "; ".join(m.describe() for m, _ in spread))
+        if len(spread) != len(suspects):
+            return verdict
+        kept = [c for i, c in enumerate(canaries) if i not in suspects]
+        canaries = kept + replace(record, len(suspects))
+        if not canaries:
+            return verdict
+        verdict = judge(canaries)
+    return verdict
