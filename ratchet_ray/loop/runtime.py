@@ -28,9 +28,9 @@ Contracts:
   environment's. No actor is given a ``runtime_env``: Ray starts such a worker through a setup
   process of its own (another interpreter importing Ray, about 1 s of CPU per actor).
 - Resources: every actor asks for its role's ``ROLE_RESOURCES`` and the custom resources its
-  suite declares for the role (``actor_options``, ``SuitePlugin.resources``: e.g. a container
-  slot), which a local Ray started here offers as the suites declare (``local_resources``) and
-  a cluster offers on the node types cluster.yaml lists.
+  suite declares for the role (``actor_options``, ``SuitePlugin.cluster.resources``: e.g. a
+  container slot), which a local Ray started here offers as the suites declare
+  (``Cluster.local_resources``) and a cluster offers on the node types cluster.yaml lists.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ ROLE_RESOURCES: dict[str, dict[str, Any]] = {
 }
 
 # Custom resources per (suite, role), always requested, are the suite's (``suites.hooks.
-# actor_resources``, registered with ``resources=``): an actor waits for (and an autoscaler adds)
+# actor_resources``: its ``Cluster.resources``): an actor waits for (and an autoscaler adds)
 # a node that offers them, and a run that waits longer than infra.actor_start_timeout_s stops
 # naming the cluster.yaml node type that provides them (actors.pool_errors). A local Ray started
 # by ``connect_ray`` is this machine: it offers what the registered suites declare a local

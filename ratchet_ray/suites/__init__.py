@@ -18,7 +18,7 @@ for a plugin's fields. Each built-in suite registers itself in its folder's
 from __future__ import annotations
 
 from ratchet_ray.suites.base import AgentTurn, Grader, SolverTurn, Suite, split_tasks
-from ratchet_ray.suites.contract import EnvVar, FixHint, SuitePlugin
+from ratchet_ray.suites.contract import Cluster, EnvVar, FixHint, SuitePlugin
 from ratchet_ray.suites.plugins import resolve_plugin
 from ratchet_ray.suites.registry import (ENTRY_POINT_GROUP, ENV_VAR, SuitePluginError,
                                          SuiteRegistryError, before_rounds,
@@ -27,7 +27,7 @@ from ratchet_ray.suites.registry import (ENTRY_POINT_GROUP, ENV_VAR, SuitePlugin
                                          suite_names, unregister)
 from ratchet_ray.suites.resolve import ConfigResolveError, resolve_config
 
-__all__ = ["AgentTurn", "ConfigResolveError", "ENTRY_POINT_GROUP", "ENV_VAR", "EnvVar",
+__all__ = ["AgentTurn", "Cluster", "ConfigResolveError", "ENTRY_POINT_GROUP", "ENV_VAR", "EnvVar",
            "FixHint", "Grader", "SolverTurn", "Suite", "SuitePlugin", "SuitePluginError",
            "SuiteRegistryError", "before_rounds", "environment_checks", "get_suite",
            "load_plugins", "register", "resolve_config", "resolve_plugin", "settings_for",

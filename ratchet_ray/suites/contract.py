@@ -1,22 +1,19 @@
 """The one contract of a suite plugin: everything a suite gives the generic code, in one object.
 
-A suite is a ``SuitePlugin``: what it must provide (``name``, ``factory``) and what it may, each
-with a default that gives the generic behaviour. ``registry.register(plugin)`` adds one (or
-``register(name, factory, **fields)``, the same fields as keywords); the registry holds plugins
-and nothing else, and the loop, the config, the jobs and the reports ask ``suites.hooks`` for a
-plugin's fields, never for a suite by name (``tests/architecture/test_suite_names.py``).
+Its shape is Inspect's (``Task(dataset, solver, scorer)``): a small core every suite fills, and
+optional extensions, each apart, for what only some suites need. ``registry.register(plugin)``
+adds one (or ``register(name, factory, **fields)``, the same fields as keywords); the registry
+holds plugins and nothing else, and the loop, the config, the jobs and the reports ask
+``suites.hooks`` for a plugin's fields, never for a suite by name
+(``tests/architecture/test_suite_names.py``).
 
-Must:
+The core (``name`` and ``factory`` are required):
 - ``name``: 1-40 lowercase letters, digits or ``_`` (it names ``results/<suite>/`` folders);
 - ``factory``: a zero-argument callable returning a ``suites.base.Suite`` (a class usually), or
-  a lazy ``"module:attr"`` string naming one. The suite object brings ``load_tasks``,
-  ``make_grader``, its Solver turn when its output kind is its own (``SolverTurn`` /
-  ``AgentTurn``), and optionally ``excluded_tasks``, ``leak_sources`` (``LeakSources``: the
-  task content no skill may carry), ``subset_group`` with ``subset_group_label`` (task id ->
-  the group subset selection balances) and, for an agent with a sampling of its own,
-  ``sampling_overrides`` (``suites.base``).
-
-May (a function field also takes a lazy ``"module:attr"`` string, imported on first use):
+  a lazy ``"module:attr"`` string naming one. The suite object is Inspect's task: its dataset
+  (``load_tasks``), its solver (the built-in code Solver, or its own ``SolverTurn`` /
+  ``AgentTurn``) and its scorer (``make_grader``: a ``Grader``); its optional methods are listed
+  in ``suites.base``;
 - ``settings``: the pydantic model of its config section (``suite_settings.<name>``, or the
   top-level ``<name>:`` in YAML and ``--set <name>.key=value``); ``moved_keys``: old config keys
   (``grader.min_time_limit_s``) -> the suite-section key they moved to
@@ -25,32 +22,27 @@ May (a function field also takes a lazy ``"module:attr"`` string, imported on fi
   key when the run's suite does not read it (as the old key was);
 - ``configure(config, settings)``: cross-section rules and derived values, run once when a
   config is resolved (raises ``ValueError`` naming the fix); ``metaskill``: its authoring prior;
-- ``doctor(config, preflight) -> list[llm.doctor.Check]``: its environment checks, which never
-  raise. Each check's ``blocking`` flag (default True) says whether its failure stops a run's
-  preflight; False is a warning (free disk, leftovers). Preflight treats every suite's checks
-  alike: a plugin's blocking check stops a run exactly as a built-in's does;
-- ``before_rounds(config, grade, tasks, run_dir) -> str | None``: a message stops a fresh run
-  before round 0 (``grade`` grades ``(task, output)`` pairs on the run's Grader pool);
-- ``fix_hints``: ``FixHint(patterns, hint)`` items: an infrastructure failure whose exit status
-  or message (lower case) contains one of the patterns gets that hint in the circuit breaker's
-  stop message, before the generic hints;
-- ``env_vars``: ``EnvVar(name, help, config_key, forward)`` items, the environment variables the
-  suite reads (the generated docs list them; ``config_key``: the setting whose default the
-  variable gives, left out of configs/default.yaml; ``forward``: a sweep forwards it to its
-  jobs);
-- ``resources``: role -> custom Ray resources its actors always request
-  (``{"grader": {"docker": 1}}``); ``local_resources``: what a local Ray the loop starts on this
-  machine offers of them (``{"docker": 8}``); ``cluster_node_types``: resource -> the
-  cluster.yaml node type offering it (``{"docker": "docker_worker"}``), named when actors wait
-  for it;
-- ``task_id_pattern``: a regex its task ids match (``Mbpp/\\d+``), which error reports blur so
-  repeats of one cause on different tasks group together;
-- the hooks of ``suites.hooks``: ``critic`` (``"code"``, ``"patch"`` or a prompt function),
-  ``commands`` (a ``"module:attr"`` list of
-  click commands, a module of the CLI layer), ``offline_tasks``, ``sweep_report``,
-  ``round_report``, ``placement``, ``impossible_twin`` (``suites.base.ImpossibleTwins``) and
-  ``skill_truth`` (a world that knows each skill's true effect: ``run_dir ->
-  ({skill id: status}, {harmful skill ids})``, read by the transfer measurement).
+- ``critic``: the Critic's review prompt (``"code"``, ``"patch"`` or a prompt function).
+
+Optional, each with a default that gives the generic behaviour (a function field also takes a
+lazy ``"module:attr"`` string, imported on first use):
+- its environment: ``doctor(config, preflight) -> list[llm.doctor.Check]``, checks that never
+  raise, each ``blocking`` (default True: its failure stops a run's preflight, exactly as a
+  built-in's does) or a warning; ``fix_hints``: ``FixHint(patterns, hint)`` items, the circuit
+  breaker's hint for an infrastructure failure whose status or message (lower case) contains a
+  pattern, before the generic hints; ``env_vars``: ``EnvVar(name, help, config_key, forward)``
+  items, the variables it reads (listed in the generated docs; ``config_key``: the setting whose
+  default the variable gives; ``forward``: a sweep forwards it to its jobs);
+- its reports and tools: ``task_id_pattern`` (a regex its task ids match, blurred by error
+  reports so repeats of one cause group together), ``offline_tasks`` (reports may load its
+  tasks), ``commands`` (``"module:attr"`` naming a list of click commands, a module of the CLI
+  layer), ``sweep_report`` (extra per-arm columns of a sweep report), ``impossible_twin``
+  (``(task) -> Task | None``, the grading task of its impossible twin, ``suites.base``) and
+  ``skill_truth`` (a world that knows each skill's true effect: ``run_dir -> ({skill id:
+  status}, {harmful skill ids})``, read by the transfer measurement);
+- ``cluster``: a ``Cluster``, the extension of a suite whose Solver and grader need a node's
+  own service (SWE-bench: Docker): custom Ray resources, placement, a check before round 0 and
+  a per-round report.
 
 A bad field raises ``SuiteRegistryError`` naming the suite, the field and the fix when the
 plugin is built. ``origin`` says who registered it (in "name taken" errors).
@@ -69,8 +61,8 @@ BUILTIN_OUTPUT_KINDS = ("code",)
 CRITIC_FLAVOURS = ("code", "patch")
 """The Critic's built-in review prompts (``roles.critic_prompt``): a failing function and its
 test, or a repository patch and its test log."""
-HOOKS = ("sweep_report", "round_report", "placement", "impossible_twin", "doctor", "before_rounds",
-         "skill_truth")
+HOOKS = ("sweep_report", "impossible_twin", "doctor", "skill_truth")
+CLUSTER_HOOKS = ("before_rounds", "placement", "round_report")
 """Fields that are functions or lazy ``"module:attr"`` strings."""
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
@@ -103,6 +95,38 @@ class EnvVar:
     forward: bool = False
 
 
+@dataclass(frozen=True)
+class Cluster:
+    """The extension of a suite whose Solver and grader need more than a CPU of any node (Inspect's
+    ``sandbox``, spread over a Ray cluster; SWE-bench: a Docker daemon holding the instance's image).
+
+    ``resources``: role -> custom Ray resources its actors always request
+    (``{"grader": {"docker": 1}}``); ``local_resources``: what a local Ray the loop starts on this
+    machine offers of them (``{"docker": 8}``); ``node_types``: resource -> the cluster.yaml node
+    type offering it (``{"docker": "docker_worker"}``), named when actors wait for it. Hooks (a
+    function or a lazy ``"module:attr"`` string): ``before_rounds(config, grade, tasks, run_dir)
+    -> str | None``: a message stops a fresh run before round 0 (``grade`` grades ``(task,
+    output)`` pairs on the run's Grader pool); ``placement(config, role)``: the ``Placement`` of
+    a role's pool (which node runs each job best); ``round_report(config, start)``: called as
+    each round starts (``start`` None) and ends (with what the start returned), the second value
+    the round's ``summary.json`` ``suite_report``. A hook may live in the loop layer (it may use
+    Ray): the registration names it by string, so the suite's folder stays plain library."""
+
+    resources: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    local_resources: Mapping[str, float] = field(default_factory=dict)
+    node_types: Mapping[str, str] = field(default_factory=dict)
+    before_rounds: Callable[..., str | None] | str | None = None
+    placement: Callable[[Any, str], Any] | str | None = None
+    round_report: Callable[[Any, Any], Any] | str | None = None
+
+    def __post_init__(self) -> None:  # stored as copies of the caller's mappings
+        object.__setattr__(self, "resources", {r: dict(w) for r, w in self.resources.items()}
+                           if isinstance(self.resources, Mapping) else self.resources)
+        for key in ("local_resources", "node_types"):
+            value = getattr(self, key)
+            object.__setattr__(self, key, dict(value) if isinstance(value, Mapping) else value)
+
+
 def is_target(value: Any) -> bool:
     """Whether ``value`` is a lazy ``"module:attr"`` string."""
     return isinstance(value, str) and bool(
@@ -120,30 +144,22 @@ class SuitePlugin:
     origin: str = "register()"
     configure: Callable[[Any, Any], None] | None = None
     doctor: Callable[[Any, bool], list] | str | None = None
-    before_rounds: Callable[..., str | None] | str | None = None
     fix_hints: tuple[FixHint, ...] = ()
     env_vars: tuple[EnvVar, ...] = ()
-    resources: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    local_resources: Mapping[str, float] = field(default_factory=dict)
-    cluster_node_types: Mapping[str, str] = field(default_factory=dict)
     task_id_pattern: str | None = None
     moved_keys: Mapping[str, str] = field(default_factory=dict)
     critic: Callable[..., list] | str = "code"
     commands: str | None = None
     offline_tasks: bool = False
     sweep_report: Callable[[list], tuple] | str | None = None
-    round_report: Callable[[Any, Any], Any] | str | None = None
-    placement: Callable[[Any, str], Any] | str | None = None
     impossible_twin: Callable[[Any], Any] | str | None = None
     skill_truth: Callable[[Path], tuple[dict[str, str], set[str]]] | str | None = None
+    cluster: Cluster = field(default_factory=Cluster)
 
     def __post_init__(self) -> None:
         _check(self)
         # Stored normalised: a copy of the caller's mappings, the prior as an absolute path.
         set_ = object.__setattr__
-        set_(self, "resources", {r: dict(w) for r, w in self.resources.items()})
-        set_(self, "local_resources", dict(self.local_resources))
-        set_(self, "cluster_node_types", dict(self.cluster_node_types))
         set_(self, "moved_keys", dict(self.moved_keys))
         set_(self, "fix_hints", tuple(self.fix_hints))
         set_(self, "env_vars", tuple(self.env_vars))
@@ -175,10 +191,8 @@ def _check(p: SuitePlugin) -> None:
         raise SuiteRegistryError(f"suite {name!r}: configure must be a function "
                                  f"(config, settings) -> None, got {p.configure!r}")
     for key in HOOKS:
-        value = getattr(p, key)
-        if value is not None and not (callable(value) or is_target(value)):
-            raise SuiteRegistryError(f"suite {name!r}: {key} must be a function or "
-                                     f"'module:attr' naming one; got {value!r}")
+        _check_hook(name, key, getattr(p, key))
+    _check_cluster(name, p.cluster)
     if p.metaskill is not None and not Path(p.metaskill).resolve().is_file():
         raise SuiteRegistryError(f"suite {name!r}: meta-skill file {p.metaskill} does not exist; "
                                  "pass the path of a Markdown authoring prior (see "
@@ -198,24 +212,38 @@ def _positive_amounts(wanted: Any) -> bool:
         isinstance(k, str) and isinstance(v, (int, float)) and v > 0 for k, v in wanted.items())
 
 
-def _check_declarations(p: SuitePlugin) -> None:
-    """The declarative fields: resources, hints, environment variables, patterns, moved keys."""
-    name = p.name
-    if not (isinstance(p.resources, Mapping) and all(
-            isinstance(role, str) and _positive_amounts(w) for role, w in p.resources.items())):
-        raise SuiteRegistryError(f"suite {name!r}: resources {p.resources!r} must map a role "
-                                 "(solver, grader, ...) to custom Ray resources, e.g. "
+def _check_cluster(name: str, c: Cluster) -> None:
+    """The ``Cluster`` extension's fields, named as ``cluster.<field>`` in the message."""
+    if not isinstance(c, Cluster):
+        raise SuiteRegistryError(f"suite {name!r}: cluster must be a Cluster(...) "
+                                 f"(ratchet_ray.suites.contract), got {c!r}")
+    if not (isinstance(c.resources, Mapping) and all(
+            isinstance(role, str) and _positive_amounts(w) for role, w in c.resources.items())):
+        raise SuiteRegistryError(f"suite {name!r}: cluster.resources {c.resources!r} must map a "
+                                 "role (solver, grader, ...) to custom Ray resources, e.g. "
                                  "{'grader': {'docker': 1}}")
-    if not _positive_amounts(p.local_resources):
-        raise SuiteRegistryError(f"suite {name!r}: local_resources {p.local_resources!r} must map "
-                                 "a custom Ray resource to the amount a local Ray offers, e.g. "
-                                 "{'docker': 8}")
-    if not (isinstance(p.cluster_node_types, Mapping) and all(
-            isinstance(k, str) and isinstance(v, str) and v
-            for k, v in p.cluster_node_types.items())):
-        raise SuiteRegistryError(f"suite {name!r}: cluster_node_types {p.cluster_node_types!r} "
-                                 "must map a custom Ray resource to the cluster.yaml node type "
-                                 "offering it, e.g. {'docker': 'docker_worker'}")
+    if not _positive_amounts(c.local_resources):
+        raise SuiteRegistryError(f"suite {name!r}: cluster.local_resources {c.local_resources!r} "
+                                 "must map a custom Ray resource to the amount a local Ray "
+                                 "offers, e.g. {'docker': 8}")
+    if not (isinstance(c.node_types, Mapping) and all(
+            isinstance(k, str) and isinstance(v, str) and v for k, v in c.node_types.items())):
+        raise SuiteRegistryError(f"suite {name!r}: cluster.node_types {c.node_types!r} must map "
+                                 "a custom Ray resource to the cluster.yaml node type offering "
+                                 "it, e.g. {'docker': 'docker_worker'}")
+    for key in CLUSTER_HOOKS:
+        _check_hook(name, f"cluster.{key}", getattr(c, key))
+
+
+def _check_hook(name: str, key: str, value: Any) -> None:
+    if value is not None and not (callable(value) or is_target(value)):
+        raise SuiteRegistryError(f"suite {name!r}: {key} must be a function or "
+                                 f"'module:attr' naming one; got {value!r}")
+
+
+def _check_declarations(p: SuitePlugin) -> None:
+    """The declarative fields: hints, environment variables, patterns, moved keys."""
+    name = p.name
     if not all(isinstance(h, FixHint) and h.patterns and isinstance(h.hint, str) and all(
             isinstance(s, str) and s and s == s.lower() for s in h.patterns)
                for h in p.fix_hints):

@@ -60,7 +60,7 @@ def setting_line(config: Any) -> str:
 
 def actor_resources(suite: str, role: str) -> dict[str, float]:
     """Custom Ray resources every ``role`` actor of ``suite`` requests (e.g. ``{"docker": 1}``)."""
-    return dict(registry.registration(suite).resources.get(role, {}))
+    return dict(registry.registration(suite).cluster.resources.get(role, {}))
 
 
 def critic_prompt(suite: str) -> str | Callable[..., list]:
@@ -125,7 +125,7 @@ def sweep_report(suite: str, run_dirs: Sequence[Path]) -> tuple[str, list, tuple
 def placement(config: Any, role: str) -> Any:
     """The run suite's ``Placement`` for ``role``'s pool (``actors.placement``: which node runs
     each job best), or None: no locality (the suite registered none, or none for the role)."""
-    hook = registry.registration(config.suite).placement
+    hook = registry.registration(config.suite).cluster.placement
     return None if hook is None else registry.resolve(hook)(config, role)
 
 
@@ -134,11 +134,11 @@ def round_report(config: Any, start: Any) -> Any:
     to pass back at its end), then that value as it ends (returns the round's
     ``RoundSummary.suite_report``). None when the suite registered none; a hook that raises
     is logged and reported as ``{"error": ...}`` (a report never stops a round)."""
-    reg = registry.registration(config.suite)
-    if reg.round_report is None:
+    hook = registry.registration(config.suite).cluster.round_report
+    if hook is None:
         return None
     try:
-        return registry.resolve(reg.round_report)(config, start)
+        return registry.resolve(hook)(config, start)
     except Exception as exc:  # noqa: BLE001 - informative only
         logging.getLogger(__name__).warning("suite %s: round_report failed: %s", config.suite, exc)
         return {"error": f"{type(exc).__name__}: {exc}"[:500]}
@@ -181,7 +181,7 @@ def local_resources() -> dict[str, float]:
     any registered suite declares in ``local_resources``, the largest amount declared."""
     offered: dict[str, float] = {}
     for name in registry.suite_names():
-        for key, amount in registry.registration(name).local_resources.items():
+        for key, amount in registry.registration(name).cluster.local_resources.items():
             offered[key] = max(offered.get(key, 0), amount)
     return offered
 
@@ -189,7 +189,7 @@ def local_resources() -> dict[str, float]:
 def cluster_node_types() -> dict[str, str]:
     """Custom resource -> the cluster.yaml node type offering it, as the suites declare."""
     return {k: v for n in registry.suite_names()
-            for k, v in registry.registration(n).cluster_node_types.items()}
+            for k, v in registry.registration(n).cluster.node_types.items()}
 
 
 def env_vars() -> list[Any]:

@@ -21,7 +21,7 @@ Contracts:
 - ``environment_checks(config, preflight=False)``: the run suite's ``doctor`` checks (none when
   it has none), for ``ratchet doctor`` and, with ``preflight=True`` on a node with the grader's
   resources, a run's preflight. ``before_rounds(config, grade, tasks, run_dir)``: the run
-  suite's hook's message (None when it has none or nothing to say).
+  suite's ``cluster.before_rounds`` hook's message (None when it has none or nothing to say).
 - ``settings_for(config)`` is the run suite's ``suite_settings`` section validated by its
   settings model (``resolve_config`` validates every section the same way); its ``metaskill``
   becomes ``config.meta.default_file`` there, which the SkillBank reads.
@@ -37,16 +37,13 @@ import os
 from importlib.metadata import entry_points
 from typing import Any, Callable, Iterable
 
-from ratchet_ray.suites.contract import (BUILTIN_OUTPUT_KINDS, CRITIC_FLAVOURS, HOOKS,
+from ratchet_ray.suites.contract import (BUILTIN_OUTPUT_KINDS, CRITIC_FLAVOURS, Cluster,
                                          SuitePlugin, SuiteRegistryError, check_shape)
 from ratchet_ray.suites.plugins import (ENTRY_POINT_GROUP, ENV_VAR, SuitePluginError,
                                         entry_point_factory, import_plugin, plugin_key)
 
-__all__ = ["BUILTIN_OUTPUT_KINDS", "CRITIC_FLAVOURS", "ENTRY_POINT_GROUP", "ENV_VAR", "HOOKS",
-           "Registration", "SuitePlugin", "SuitePluginError", "SuiteRegistryError"]
-
-Registration = SuitePlugin
-"""The former name of a registered suite's record (kept for code that imported it)."""
+__all__ = ["BUILTIN_OUTPUT_KINDS", "CRITIC_FLAVOURS", "ENTRY_POINT_GROUP", "ENV_VAR",
+           "SuitePlugin", "SuitePluginError", "SuiteRegistryError"]
 
 _REGISTRY: dict[str, SuitePlugin] = {}
 _LOADED: dict[str, tuple[str, ...]] = {}  # plugin key -> suite names it registered
@@ -79,6 +76,11 @@ def register(plugin: SuitePlugin | str, factory: Callable[[], Any] | str | None 
     else:
         name = plugin
         unknown = sorted(set(fields) - set(SuitePlugin.field_names()))
+        moved = [f for f in unknown if f in Cluster.__dataclass_fields__ or f == "cluster_node_types"]
+        if moved:
+            raise SuiteRegistryError(f"suite {name!r}: {', '.join(moved)} moved into the Cluster "
+                                     "extension; pass cluster=Cluster(...) "
+                                     "(ratchet_ray.suites.contract)")
         if unknown:
             valid = sorted(set(SuitePlugin.field_names()) - {"name", "factory"})
             raise SuiteRegistryError(f"suite {name!r}: unknown register() argument(s) "
@@ -195,9 +197,9 @@ def environment_checks(config: Any, preflight: bool = False) -> list:
 
 def before_rounds(config: Any, grade: Callable[..., list], tasks: Any,
                   run_dir: Any) -> str | None:
-    """The run suite's registered ``before_rounds`` hook's message, if any (module contracts)."""
+    """The run suite's registered ``cluster.before_rounds`` hook's message, if any (module contracts)."""
     load_plugins(getattr(config, "suite_plugins", ()))
-    hook = registration(config.suite).before_rounds
+    hook = registration(config.suite).cluster.before_rounds
     return None if hook is None else resolve(hook)(config, grade, tasks, run_dir)
 
 

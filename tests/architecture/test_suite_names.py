@@ -87,7 +87,8 @@ def suite_knowledge(names: list[str]) -> dict[str, list]:
         "names": names,
         "env_vars": sorted({v.name for p in plugins for v in p.env_vars}),
         "resources": sorted({r for p in plugins for r in
-                             [*p.local_resources, *(k for w in p.resources.values() for k in w)]}),
+                             [*p.cluster.local_resources,
+                              *(k for w in p.cluster.resources.values() for k in w)]}),
         "patterns": sorted({p.task_id_pattern for p in plugins if p.task_id_pattern}),
     }
 

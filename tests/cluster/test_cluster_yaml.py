@@ -19,7 +19,7 @@ TYPES = CLUSTER["available_node_types"]
 
 def test_every_requested_custom_resource_is_offered_by_the_node_type_the_errors_name():
     requested = {name for suite in registry.suite_names()
-                 for wanted in registry.registration(suite).resources.values() for name in wanted}
+                 for wanted in registry.registration(suite).cluster.resources.values() for name in wanted}
     assert "docker" in requested  # the SWE-bench suite's registration asks for it
     assert requested <= set(node_type_offering())
     for name in requested:

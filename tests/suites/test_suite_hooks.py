@@ -11,7 +11,7 @@ from ratchet_ray.cli.select_subset import select_subset
 from ratchet_ray.loop.runtime import actor_options
 from ratchet_ray.roles.critic_prompt import critic_messages
 from ratchet_ray.roles.solver import solve
-from ratchet_ray.suites import SuiteRegistryError, get_suite, register, registry
+from ratchet_ray.suites import Cluster, SuiteRegistryError, get_suite, register, registry
 from ratchet_ray.suites.hooks import (actor_resources, critic_prompt, sampling_overrides,
                                       subset_grouping, sweep_report)
 from ratchet_ray.types import Capsule, Task
@@ -56,7 +56,8 @@ def own_review(task, capsule, skill, *, prefill=False, templates=None):
 
 @pytest.fixture(autouse=True)
 def agenty():
-    register("agenty", Agent, resources={"solver": {"gpu_slot": 1}}, critic=own_review)
+    register("agenty", Agent, cluster=Cluster(resources={"solver": {"gpu_slot": 1}}),
+             critic=own_review)
     yield
     registry.unregister("agenty")
 
@@ -95,8 +96,10 @@ def test_resources_review_groups_and_sampling_come_from_the_suite():
 
 @pytest.mark.parametrize("hooks, problem", [
     ({"critic": "prose"}, "critic 'prose': use one of code, patch"),
-    ({"resources": {"grader": {"docker": 0}}}, "resources .*must map a role"),
-    ({"placement": 3}, "placement must be a function"),
+    ({"cluster": Cluster(resources={"grader": {"docker": 0}})}, "cluster.resources .*must map a role"),
+    ({"cluster": Cluster(placement=3)}, "cluster.placement must be a function"),
+    ({"cluster": {"placement": 3}}, "cluster must be a Cluster"),
+    ({"resources": {"grader": {"docker": 1}}}, "resources moved into the Cluster extension"),
     ({"commands": "not a target"}, "commands 'not a target' must be 'module:attr'"),
     ({"flavor": "code"}, "unknown register\\(\\) argument\\(s\\) flavor"),
 ])

@@ -1,18 +1,19 @@
 """The ``swebench`` suite's registration: everything SWE-bench-specific the generic code asks for.
 
 Imported once by ``suites.registry`` (its built-in list), exactly as a plugin module would be:
-its settings section, Docker and git doctor checks, the gold-patch validation before round 0,
-the ``docker`` resource of its Graders and Solvers (each runs in the instance's container), the
-patch review of the Critic, the ``ratchet swe`` commands, each round's
-per-node image-cache report in its summary (``loop.swebench_nodes.round_report``) and the placement
-of each instance's agent and grader on a node that holds its image (``docker.placement``).
+its settings section, Docker and git doctor checks, the patch review of the Critic, the
+``ratchet swe`` commands, and its ``Cluster`` extension: the ``docker`` resource of its Graders
+and Solvers (each runs in the instance's container), the gold-patch validation before round 0,
+the placement of each instance's agent and grader on a node that holds its image
+(``docker.placement``) and each round's per-node image-cache report in its summary
+(``loop.swebench_nodes.round_report``).
 """
 
 from __future__ import annotations
 
 import os
 
-from ratchet_ray.suites.contract import EnvVar, FixHint
+from ratchet_ray.suites.contract import Cluster, EnvVar, FixHint
 from ratchet_ray.suites.registry import BUILTIN_ORIGIN, register
 from ratchet_ray.suites.swebench.settings import MOVED_KEYS, SwebenchSettings, adopt_old_keys
 
@@ -32,15 +33,18 @@ TASK_ID_PATTERN = r"[\w.-]+__[\w.-]+-\d+"
 """SWE-bench instance ids: ``<owner>__<repo>-<number>``."""
 
 
+CLUSTER = Cluster(resources={"grader": DOCKER, "solver": DOCKER},
+                  local_resources={"docker": LOCAL_DOCKER_SLOTS},
+                  node_types={"docker": "docker_worker"},
+                  before_rounds="ratchet_ray.suites.swebench.validate:before_rounds",
+                  placement="ratchet_ray.suites.swebench.docker.placement:placement",
+                  round_report="ratchet_ray.loop.swebench_nodes:round_report")
+
+
 register(NAME, "ratchet_ray.suites.swebench:SwebenchSuite", settings=SwebenchSettings,
-         doctor="ratchet_ray.suites.swebench.doctor:environment_checks", origin=BUILTIN_ORIGIN,
-         before_rounds="ratchet_ray.suites.swebench.validate:before_rounds",
-         resources={"grader": DOCKER, "solver": DOCKER}, critic="patch",
+         configure=adopt_old_keys, moved_keys=MOVED_KEYS, critic="patch", origin=BUILTIN_ORIGIN,
+         doctor="ratchet_ray.suites.swebench.doctor:environment_checks", fix_hints=(DOCKER_FIX,),
+         env_vars=ENV_VARS, task_id_pattern=TASK_ID_PATTERN,
          commands="ratchet_ray.cli.swebench:COMMANDS",
-         round_report="ratchet_ray.loop.swebench_nodes:round_report",
-         placement="ratchet_ray.suites.swebench.docker.placement:placement",
          impossible_twin="ratchet_ray.suites.swebench.proof.twin:impossible_twin",
-         local_resources={"docker": LOCAL_DOCKER_SLOTS},
-         cluster_node_types={"docker": "docker_worker"}, fix_hints=(DOCKER_FIX,),
-         env_vars=ENV_VARS, task_id_pattern=TASK_ID_PATTERN, moved_keys=MOVED_KEYS,
-         configure=adopt_old_keys)
+         cluster=CLUSTER)
