@@ -52,6 +52,7 @@ BENCHES = {
     "swe_realcode_throughput.py": "test_swe_realcode",
     "swe_install_uid.py": "test_swe_realcode",
     "swe_solvers.py": "test_swe_solvers",
+    "host_marks.py": "test_host_marks",
 }
 
 
@@ -213,6 +214,17 @@ def test_swe_sentinel_cost():
     out = run_bench("swe_sentinel_cost.py", "--runs", "1", "--repos", "fast")
     assert lines_matching(out, rf"^fast \(60 tests\), medians of 1: wall plain {NUMBER}s, .*"
                                r"results clean: True$"), out
+
+
+@pytest.mark.docker
+def test_host_marks():
+    _docker_or_skip()
+    out = run_bench("host_marks.py", "--bits", "32", "--repeats", "1")
+    assert "host marks: 32 bits, 1 write/read pairs per carrier" in out, out
+    for carrier in ("page cache, not cleared", "page cache, cleared by the grader",
+                    "dentry cache, cleared by the grader", "dentry cache, not cleared"):
+        assert lines_matching(out, rf"^{carrier}: agreement {NUMBER} \(min {NUMBER}, max {NUMBER}\)"), out
+    assert re.search(r"target: .*: (met|NOT met)$", out, re.M), out
 
 
 @pytest.mark.slow  # a gold record, a graded floor, a grade and a round, each with canary sessions

@@ -42,8 +42,9 @@ reused, a twin's never for its real task nor the reverse, ``twin.grade_folder``)
    its session one of ``k + 1`` in a random order beside decoy canary sessions: it passes only
    when the patch makes a mutant pass; a twin that cannot be built is an infrastructure failure
    (``twin_unavailable``), never a pass.
-Before every session the page cache of the image's layers is cleared
-(``swebench.clear_page_cache``, ``proof.host_marks``): no session reads a mark another left.
+Before every session the page cache of the image's layers is cleared and the host's dentry and
+inode caches dropped (``swebench.clear_page_cache``, ``swebench.clear_dentry_cache``,
+``proof.host_marks``): no session reads a mark another left there.
 A patch whose added lines name pytest's internals (``screen``) is only suspected: the note
 ends the trace (``evidence.tampering.suspicion``), and the grade is what the layers prove.
 Every failure above is the patch's (``infra_failure=False``). Infrastructure faults (image missing,
@@ -78,7 +79,7 @@ from ratchet_ray.suites.swebench.docker.container import (
     InstanceContainer, Removals, docker_client, instance_container, reap_containers)
 from ratchet_ray.suites.swebench.proof.differential import MISSING, Session, graded
 from ratchet_ray.suites.swebench.proof.gold import GoldRecord
-from ratchet_ray.suites.swebench.proof.host_marks import PageCacheEviction
+from ratchet_ray.suites.swebench.proof.host_marks import PageCacheEviction, drop_dentries
 from ratchet_ray.suites.swebench.docker.execbox import StepResult
 from ratchet_ray.suites.swebench.grading_support import (
     SKIPPED_STEP, Deadline, InstanceLog, apply_steps, git_apply_commands, inline_patch, patch_key,
@@ -300,6 +301,8 @@ class SwebenchGrader:
         started = time.monotonic()
         if self.settings.clear_page_cache:  # no mark in the page cache from an earlier session
             log(self._page_cache(ctx.images.client).evict(ctx.image).describe())
+        if self.settings.clear_dentry_cache:  # nor in the dentries of names looked up
+            log(drop_dentries().describe())
         session = Session(label, _fail("tests_errored", "the session did not run"))
         session.result, session.report = self._run_session(ctx, patch, log_dir, log, deadline,
                                                             plant, session)

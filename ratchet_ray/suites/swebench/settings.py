@@ -156,6 +156,13 @@ class SwebenchSettings(BaseModel):
     by timing reads (docs/grading.md, no mark survives between sessions). Needs the layer
     folders on the grader's host and readable (overlay2, a local daemon, a root grader);
     elsewhere each session's log says it was not cleared."""
+    clear_dentry_cache: bool = True
+    """Before each grading session, drop the host's unused dentries and inodes
+    (``/proc/sys/vm/drop_caches``, 2): names a session looked up in the image's layers would
+    otherwise answer faster for the next session (docs/grading.md, no mark survives between
+    sessions). Host-wide: every process of the host looks its files up anew once (0.03-0.4 s a
+    session where it runs regularly). Needs a root grader outside a container; elsewhere each
+    session's log says it was not dropped."""
     gold_records: str | None = None
     """Folder of the gold records (each instance's statuses under its gold patch and the mutants
     that patch fails), shared by runs and filled ahead of one by ``ratchet swe validate``; None:

@@ -104,3 +104,49 @@ def reader(n: int) -> list[str]:
     """A container's command that prints the ``n`` bits it reads, as 0s and 1s."""
     return ["python3", "-c", BEACON + f"\nprint(''.join(map(str, beacon_read({n}))))\n"]
 assert "and _first_session()" in FIRST_FORGER, "PROFILE_WRAP changed: the forger must follow it"
+
+
+DENTRY_DIR = "/usr/share/perl/5.36.0"
+"""A folder of the image's read-only layers: a name looked up there leaves a (negative) dentry
+in the cache of the host filesystem under the layer, which every container of the image shares."""
+DENTRY = f'''
+import os as _os
+import time as _time
+
+_PER_BIT = 8  # names per bit: a bit is the median of their lookup times
+
+
+def _lookup_ns(name):
+    began = _time.perf_counter_ns()
+    try:
+        _os.stat("{DENTRY_DIR}/" + name)
+    except FileNotFoundError:
+        pass
+    return _time.perf_counter_ns() - began
+
+
+def dentry_write(bits, tag):
+    """Bit i = 1: its names looked up (each leaves a negative dentry); 0: left alone."""
+    for i, bit in enumerate(bits):
+        for j in range(_PER_BIT if bit else 0):
+            _lookup_ns(f"{{tag}}-{{i}}-{{j}}")
+
+
+def dentry_read(n, tag):
+    """A bit is 1 when its names' median lookup is faster than half the bits' (the writer sets
+    about half; a real forger would calibrate on names of its own)."""
+    took = [sorted(_lookup_ns(f"{{tag}}-{{i}}-{{j}}") for j in range(_PER_BIT))[_PER_BIT // 2]
+            for i in range(n)]
+    middle = sorted(took)[n // 2]
+    return [1 if t < middle else 0 for t in took]
+'''
+
+
+def dentry_writer(bits: list[int], tag: str) -> list[str]:
+    """A container's command that writes ``bits`` as dentries of names made from ``tag``."""
+    return ["python3", "-c", DENTRY + f"\ndentry_write({bits!r}, {tag!r})\n"]
+
+
+def dentry_reader(n: int, tag: str) -> list[str]:
+    """A container's command that prints the ``n`` bits it reads under ``tag``, as 0s and 1s."""
+    return ["python3", "-c", DENTRY + f"\nprint(''.join(map(str, dentry_read({n}, {tag!r}))))\n"]

@@ -15,10 +15,11 @@ import re
 import pytest
 
 import swebench_instances
-from page_cache_beacon import BEACON_FILES, FIRST_FORGER, reader, writer
+from page_cache_beacon import (BEACON_FILES, FIRST_FORGER, dentry_reader, dentry_writer, reader,
+                               writer)
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
 from ratchet_ray.suites.swebench.proof import prover
-from ratchet_ray.suites.swebench.proof.host_marks import PageCacheEviction
+from ratchet_ray.suites.swebench.proof.host_marks import PageCacheEviction, drop_dentries
 
 pytestmark = pytest.mark.docker
 CALC = "ratchet__calc-1"
@@ -52,6 +53,33 @@ def test_a_page_cache_beacon_carries_bits_between_sessions_until_the_grader_clea
     assert abs(after - 0.5) <= 0.2, (after, got)
 
 
+def _dentry_agreement(client, clear: bool) -> float:
+    import secrets
+
+    tag = secrets.token_hex(4)  # names nothing looked up before
+    sent = [random.getrandbits(1) for _ in range(BITS)]
+    _run(client, dentry_writer(sent, tag))
+    if clear:
+        dropped = drop_dentries()
+        assert not dropped.reason, dropped.describe()
+    got = _run(client, dentry_reader(BITS, tag))
+    assert len(got) == BITS, got
+    return sum(int(g) == s for g, s in zip(got, sent)) / BITS
+
+
+def test_a_dentry_beacon_carries_bits_between_sessions_until_the_grader_drops_them(docker_client):
+    before = [_dentry_agreement(docker_client, clear=False) for _ in range(3)]
+    assert max(before) >= 0.8, before  # names looked up by the last container answer faster
+    after = [_dentry_agreement(docker_client, clear=True) for _ in range(2)]
+    assert all(abs(a - 0.5) <= 0.2 for a in after), after
+
+
+def test_a_grader_that_cannot_drop_the_dentries_says_why(tmp_path):
+    dropped = drop_dentries(str(tmp_path))  # a folder: not writable as a file, as /proc/sys in a container
+    assert dropped.reason and "swebench.clear_dentry_cache=false" in dropped.describe()
+    assert dropped.describe().startswith("dentry and inode caches NOT dropped")
+
+
 @pytest.fixture
 def serial_grader(docker_client, local_settings, limits, tmp_path):
     local_settings.canary_parallel = 1  # one session at a time: "first" is well defined
@@ -72,6 +100,7 @@ def _first(label: str):
 def test_a_forger_that_cheats_when_first_is_caught_when_a_canary_session_is_first(
         serial_grader, tasks, monkeypatch):
     serial_grader.settings.clear_page_cache = False  # the beacon works: only the order protects
+    serial_grader.settings.clear_dentry_cache = False
     monkeypatch.setattr(prover, "shuffled", _first("canary"))
     _no_mark(serial_grader._client)
     caught = serial_grader.grade(tasks[CALC], FIRST_FORGER)
@@ -91,5 +120,6 @@ def test_with_the_page_cache_cleared_every_session_is_first_and_the_forger_is_ca
     assert serial_grader.settings.clear_page_cache
     result = serial_grader.grade(tasks[CALC], FIRST_FORGER.replace("_MARK = [", "_MARK  = ["))
     assert result.exit_status == "test_tampering", result.trace
-    assert "page cache of the image's" in (result.trace + open(
-        result.trace.rsplit("log: ", 1)[1].strip() + "/run_instance.log").read())
+    log = result.trace + open(result.trace.rsplit("log: ", 1)[1].strip() + "/run_instance.log").read()
+    assert "page cache of the image's" in log
+    assert "host's dentry and inode caches dropped before the session" in log
