@@ -1,42 +1,23 @@
-"""What a benchmark suite provides to the loop: tasks, a grader and the kind of output it grades.
+"""What the suite object provides to the loop: Inspect's task (dataset, solver, scorer).
 
-Contract: ``Suite.load_tasks(config)`` returns every task of the suite (deterministic order);
-``split_tasks`` picks train/eval ids deterministically from the seed (or from a subset file);
-``Grader.grade`` never raises for anything the solver produced: every failure is a ``GradeResult``
-with ``passed=False`` and ``exit_status`` naming the reason. A grade that caught the output
-attacking the grader (tampered tests or reports, forged results) uses a status of
+A ``Suite`` gives its dataset (``load_tasks(config)``: every task, in a deterministic order), its
+``output_kind`` with the solver that produces it, and its scorer (``make_grader``: a ``Grader``);
+everything else a suite gives the generic code is a field of its ``SuitePlugin``
+(``contract.py``). ``split_tasks`` picks train/eval ids deterministically from the seed (or from
+a subset file).
+
+Grading: ``Grader.grade`` never raises for anything the solver produced: every failure is a
+``GradeResult`` with ``passed=False`` and ``exit_status`` naming the reason. A grade that caught
+the output attacking the grader (tampered tests or reports, forged results) uses a status of
 ``ratchet_ray.evidence.tampering.TAMPERING_STATUSES`` (``test_tampering``,
 ``protocol_violation``) with ``infra_failure=False`` and the finding in its trace: that is how a
-suite feeds the tampering signal (the Curator's rule, the Critic, ``ratchet audit``).
+suite feeds the tampering signal (the Curator's rule, the Critic, ``ratchet audit``). A grader
+that executes model-written code must run it in the sandbox of ``ratchet_ray.suites.mbpp.sandbox``.
 
-Output kinds: ``"code"`` (a Python function, the built-in code Solver) is built in. A suite
-with any other output kind (e.g. ``"json"``, or SWE-bench's ``"patch"``) brings its Solver turn:
-a ``SolverTurn`` writes the Solver's prompt for a task and the injected skill
-(``solver_messages``) and turns the model's reply into the output its grader reads
-(``parse_output``); an ``AgentTurn`` runs a multi-step agent (``solve_agent``, with
-``solver_settings(config)`` as its settings); the router, critic, synthesis and governance stay
-the same. Everything else suite-specific (resources, the Critic's review prompt, subset groups,
-environment checks, fix hints, environment variables, commands...) is a field of the suite's
-``SuitePlugin`` (``contract.py``), added with ``ratchet_ray.suites.register``. A grader that
-executes model-written code must run it in the sandbox of ``ratchet_ray.suites.mbpp.sandbox``.
-
-Excluded tasks (optional): ``suite.excluded_tasks(config)`` -> task id -> reason; those tasks
-are in neither split of a run (a subset file's included) nor in ``select-subset``'s picks
-(SWE-bench: the instances its ``swebench.quarantine`` file lists).
-
-Subset groups (optional): ``suite.subset_group(task_id)`` -> the group ``select-subset``
-balances its picks over, counted in the subset file under ``suite.subset_group_label``
-(default ``"groups"``; SWE-bench: the repository, under ``"repos"``).
-
-Own sampling (optional, an ``AgentTurn`` that samples apart from ``llm.temperature``):
-``suite.sampling_overrides(temperature)`` -> the ``key=value`` overrides that make its Solver
-sample at ``temperature`` (``jobs.baseline --temperature``; SWE-bench: its agent's temperature).
-
-Leak sources (optional, ``LeakSources``): ``suite.leak_sources(config, tasks)`` yields the
-task-specific content a skill must never carry (``LeakSource``: the test inputs, expected
-outputs, reference solutions... of each given task), which the leakage audit and guard
-(``ratchet_ray.governance.leakage``) match skills against. A suite without it is audited
-against its tasks' prompts only.
+Solvers: ``"code"`` (a Python function, the built-in code Solver) is built in. A suite with any
+other output kind (e.g. ``"json"``, or SWE-bench's ``"patch"``) brings its Solver turn: a
+``SolverTurn`` (one completion call) or an ``AgentTurn`` (a multi-step agent); the router,
+critic, synthesis and governance stay the same.
 """
 
 from __future__ import annotations
@@ -87,6 +68,24 @@ class PrecomputedInputs(Protocol):
 
 
 class Suite(Protocol):
+    """A suite object (module contract). Optional methods, each with the generic behaviour when
+    absent:
+
+    - ``excluded_tasks(config)`` -> task id -> reason: tasks in neither split of a run (a
+      subset file's included) nor in ``select-subset``'s picks (SWE-bench: its quarantine file);
+    - ``subset_group(task_id)`` -> the group ``select-subset`` balances its picks over, counted
+      in the subset file under ``subset_group_label`` (default ``"groups"``; SWE-bench: the
+      repository, under ``"repos"``);
+    - ``sampling_overrides(temperature)`` -> the ``key=value`` overrides that make an
+      ``AgentTurn`` with a sampling of its own sample at ``temperature`` (``jobs.baseline
+      --temperature``);
+    - ``leak_sources(config, tasks)`` -> the ``LeakSource`` items of ``tasks`` (any order), the
+      task content no skill may carry, which the leakage audit and guard
+      (``ratchet_ray.governance.leakage``) match skills against; it may read the dataset for what
+      a ``Task`` hides (reference solutions), must not run model output or grade anything, and
+      should stay cheap. Without it a suite is audited against its tasks' prompts only;
+    - ``solver_note(config)``: what its Solver is where results are shown."""
+
     name: str
     output_kind: OutputKind
 
@@ -128,7 +127,7 @@ class AgentTurn(Protocol):
 
 @dataclass(frozen=True)
 class LeakSource:
-    """One piece of one task's content that no skill may carry verbatim.
+    """One piece of one task's content that no skill may carry verbatim (``Suite.leak_sources``).
 
     ``kind`` names it in reports (e.g. ``prompt``, ``entry_point``, ``test_input``,
     ``expected_output``, ``solution``, ``test_name``, ``test_patch``, ``gold_patch``); ``answer``
@@ -143,14 +142,6 @@ class LeakSource:
     identifier: bool = False
 
 
-class LeakSources(Protocol):
-    """Optional ``Suite`` method: the ``LeakSource`` items of ``tasks`` (any order; may read the
-    suite's dataset for what a ``Task`` hides, e.g. reference solutions). Must not run model
-    output or grade anything; should stay cheap (bounded text per task)."""
-
-    def leak_sources(self, config: LoopConfig, tasks: Sequence[Task]) -> Iterable[LeakSource]: ...
-
-
 TWIN_KEY = "impossible_twin"
 """The payload key that marks a grading task as an impossible twin (``impossible_twin``)."""
 
@@ -158,7 +149,17 @@ TWIN_KEY = "impossible_twin"
 def as_impossible_twin(task: Task, recipe: dict | None = None) -> Task:
     """The grading task of ``task``'s impossible twin: the same id, suite and prompt (what the
     Solver, Router and LLM could see does not change), and ``payload[TWIN_KEY]`` = ``recipe``
-    (what the suite's grader changes in its expectations). Only graders ever receive it."""
+    (what the suite's grader changes in its expectations). Only graders ever receive it.
+
+    A suite's ``impossible_twin`` hook (``SuitePlugin.impossible_twin``: ``(task) -> Task |
+    None``) returns this, or None when it cannot twin the task. Its grader must then fail every
+    correct answer to ``task`` on the twin, honestly and deterministically (MBPP+: one expected
+    output changed in its own type; sim: only a forged outcome passes), so that a pass proves the
+    answer attacked the grader or knew its answer key (``governance.cheat_probe``). A twin the
+    grader cannot build at grade time is an infrastructure failure (``infra_failure=True``),
+    never a pass. A grader that reuses earlier grades (a report cache keyed by task id and
+    output, as SWE-bench's) must key them by the twin recipe too, or a twin would read its real
+    task's grade: a false cheat."""
     recipe = {"of": task.task_id, **(recipe or {})}
     return task.model_copy(update={"payload": {**task.payload, TWIN_KEY: recipe}})
 
@@ -167,21 +168,6 @@ def twin_recipe(task: Task) -> dict | None:
     """The twin recipe of a grading task (None: a real task, graded as it is)."""
     recipe = task.payload.get(TWIN_KEY)
     return recipe if isinstance(recipe, dict) else None
-
-
-class ImpossibleTwins(Protocol):
-    """Optional suite hook ``impossible_twin`` (``SuitePlugin.impossible_twin``):
-    ``(task) -> Task | None``, the grading task of ``task``'s impossible twin
-    (``as_impossible_twin``) or None when the suite cannot make one for it. The suite's grader
-    must then fail every correct answer to ``task`` on that grading task, honestly and
-    deterministically (MBPP+: one expected output changed in its own type; sim: only a forged
-    outcome passes), so that a pass proves the answer attacked the grader or knew its answer
-    key (``governance.cheat_probe``). A twin the grader cannot build at grade time is an
-    infrastructure failure (``infra_failure=True``), never a pass. A grader that reuses
-    earlier grades (a report cache keyed by task id and output, as SWE-bench's) must key them by
-    the twin recipe too, or a twin would read its real task's grade: a false cheat."""
-
-    def __call__(self, task: Task) -> Task | None: ...
 
 
 SUBSET_KEYS = ("train_ids", "eval_ids")

@@ -145,7 +145,7 @@ def round_report(config: Any, start: Any) -> Any:
 
 
 def impossible_twin(suite: str, task: Any) -> Any:
-    """The grading task of ``task``'s impossible twin (``suites.base.ImpossibleTwins``), or
+    """The grading task of ``task``'s impossible twin (``suites.base.as_impossible_twin``), or
     None: the suite registered no ``impossible_twin`` hook, or cannot twin this task."""
     hook = registry.registration(suite).impossible_twin
     return None if hook is None else registry.resolve(hook)(task)

@@ -2,7 +2,7 @@
 
 Contracts:
 - ``task_sources(suite, config, tasks)``: the suite's own ``leak_sources(config, tasks)``
-  (``suites.base.LeakSources``) when it has one, else each task's prompt; always plus each
+  (``suites.base.Suite.leak_sources``) when it has one, else each task's prompt; always plus each
   task's prompt (a suite that forgot it is still audited on what the Solver saw).
 - ``run_leak_index(config, train_ids, eval_ids)`` -> ``governance.leakage.LeakIndex`` over the
   run's tasks (ids the run dir records, or ``split_tasks`` for a run being set up), with the

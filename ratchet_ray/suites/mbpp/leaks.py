@@ -1,4 +1,4 @@
-"""MBPP+ leak sources: what a skill must not quote from an MBPP+ task (``suites.base.LeakSources``).
+"""MBPP+ leak sources: what a skill must not quote from an MBPP+ task (``Suite.leak_sources``).
 
 Per task: the entry point (an identifier), the example asserts of the prompt, every line of the
 canonical solution, the base test inputs and the first ``PLUS_INPUTS`` plus inputs (each repr cut

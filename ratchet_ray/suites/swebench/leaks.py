@@ -1,4 +1,4 @@
-"""SWE-bench leak sources: what a skill must not quote from an instance (``LeakSources``).
+"""SWE-bench leak sources: what a skill must not quote from an instance (``Suite.leak_sources``).
 
 Per instance: its problem statement, every FAIL_TO_PASS / PASS_TO_PASS test id (and the test
 function's own name as an identifier), and the changed lines of its test patch and of its gold
