@@ -7,11 +7,11 @@ report (the ``sim`` suite's: the same truth report reads both worlds).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from ratchet_ray.settings.resources import configs_dir
-from ratchet_ray.suites.mbpp.registration import DATASET_VAR, SANDBOX_FIX, TASK_ID_PATTERN
+from ratchet_ray.suites.mbpp.registration import (DATASET_VAR, SANDBOX_FIX, TASK_ID_PATTERN,
+                                                  configure_mbpp)
 from ratchet_ray.suites.mbpp.settings import MOVED_KEYS, SECTION, MbppSettings
 from ratchet_ray.suites.mbpp_oracle.settings import OracleSettings, OracleWorld
 from ratchet_ray.suites.registry import BUILTIN_ORIGIN, register
@@ -28,8 +28,7 @@ def configure_oracle(config: Any, settings: OracleSettings) -> None:
         raise ValueError(f"suite {NAME!r} with llm.backend {config.llm.backend!r}: its models "
                          "are the simulated world's, so it needs llm.backend sim; use "
                          f"configs/{NAME}.yaml (layered automatically by jobs.skill_loop)")
-    if "dataset_path" not in config.model_fields_set:
-        config.dataset_path = os.environ.get("MBPP_OVERRIDE_PATH") or None
+    configure_mbpp(config, settings)
     # Its grader is MBPP+'s: the mbpp section, stored complete (read on the driver, as for mbpp).
     grading = MbppSettings.model_validate(config.suite_settings.get(SECTION) or {})
     if config.suite_settings.get(SECTION) != grading.model_dump(mode="json"):
