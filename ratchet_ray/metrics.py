@@ -4,7 +4,8 @@ evaluator share.
 
 Contracts:
 - ``load_loop(path)`` -> ``(loop.json path, its content)`` for a run dir or a ``loop.json``
-  path; ``FileNotFoundError`` naming the fix when there is none.
+  path; ``FileNotFoundError`` naming the fix when there is none, ``ValueError`` naming the file
+  and the fix when it is not a JSON object (``read_loop_file``).
 - ``loop_metrics(rows, window)``: round-0 eval pass@1, the peak (and its round), and the rolling
   gain = mean eval pass@1 of the last ``window`` (``ROLLING_WINDOW``, 10) rounds minus round 0's;
   with fewer rounds the window is every round after round 0.
@@ -40,7 +41,22 @@ def load_loop(path: Path) -> tuple[Path, dict[str, Any]]:
     if not loop_file.is_file():
         raise FileNotFoundError(f"{loop_file} not found: pass a run dir written by `ratchet run` "
                                 "(it holds loop.json once a round has finished)")
-    return loop_file, json.loads(loop_file.read_text())
+    return loop_file, read_loop_file(loop_file)
+
+
+def read_loop_file(loop_file: Path) -> dict[str, Any]:
+    """The content of an existing ``loop.json``; ``ValueError`` naming it when it is garbled
+    (a copy cut short, a hand edit): the rounds it summarises are also in the run's evidence."""
+    try:
+        data = json.loads(loop_file.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{loop_file} is not JSON ({exc}): restore it from a copy; with it moved "
+                         "aside, `ratchet report` reads the rounds from the run's evidence/")
+    if not isinstance(data, dict):
+        raise ValueError(f"{loop_file} holds a JSON {type(data).__name__}, not the object "
+                         "`ratchet run` writes: restore it from a copy; with it moved aside, "
+                         "`ratchet report` reads the rounds from the run's evidence/")
+    return data
 
 
 def loop_metrics(rows: list[dict[str, Any]], window: int = ROLLING_WINDOW) -> LoopMetrics:

@@ -39,7 +39,7 @@ from ratchet_ray.evidence.comparisons import wilson as wilson_interval
 from ratchet_ray.evidence.comparisons import headline as headline_with_intervals
 from ratchet_ray.evidence.queries import skill_stats, tampering_by_skill
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.metrics import ROLLING_WINDOW, LoopMetrics, load_loop, loop_metrics
+from ratchet_ray.metrics import ROLLING_WINDOW, LoopMetrics, load_loop, loop_metrics, read_loop_file
 from ratchet_ray.report.provenance import Provenance, skill_provenance
 from ratchet_ray.types import NONE_SKILL
 
@@ -105,7 +105,7 @@ def identity(run_dir: Path) -> dict[str, Any]:
                            "seed": None, "rounds_planned": None, "backend": None, "model": None}
     loop = run_dir / LOOP_FILE
     if loop.is_file():
-        data = json.loads(loop.read_text())
+        data = read_loop_file(loop)
         out.update({k: data.get(k, out[k]) for k in ("run_id", "suite", "arm", "seed",
                                                      "rounds_planned")})
     config = run_dir / "config.yaml"
@@ -133,7 +133,7 @@ def stop_reason(run_dir: Path, rows: list[dict[str, Any]],
     if (run_dir / STOPPED_FILE).is_file():
         stopped = json.loads((run_dir / STOPPED_FILE).read_text())
     elif (run_dir / LOOP_FILE).is_file():
-        stopped = json.loads((run_dir / LOOP_FILE).read_text()).get("stopped")
+        stopped = read_loop_file(run_dir / LOOP_FILE).get("stopped")
     if stopped:
         return {"state": "stopped", "kind": stopped.get("kind"), "cause": stopped.get("cause"),
                 "at": stopped.get("at")}

@@ -61,6 +61,16 @@ def test_plot_of_a_folder_without_loop_json_names_the_fix(tmp_path):
     assert result.exit_code != 0 and "loop.json" in result.output
 
 
+@pytest.mark.parametrize("garbled", ['{"rounds": [', "[1, 2]", "\udcff"])
+def test_plot_and_report_of_a_garbled_loop_json_name_the_file_and_the_fix(tmp_path, garbled):
+    (tmp_path / "loop.json").write_text(garbled, errors="surrogateescape")
+    for args in (["plot", str(tmp_path)], ["report", str(tmp_path), "--out", str(tmp_path / "r.html")]):
+        result = CliRunner().invoke(ratchet, args)
+        assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+        assert f"{tmp_path / 'loop.json'}" in result.output and "restore it" in result.output
+        assert len(result.output.strip().splitlines()) == 1, result.output
+
+
 def _baseline(path: Path, suite: str, n_tasks: int, probes: int = 5) -> None:
     lines = []
     for i in range(n_tasks):
