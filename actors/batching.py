@@ -2,7 +2,8 @@
 
 Contracts:
 - ``BatchCalls`` is a mixin for worker classes: ``call_batch(method, calls, **kwargs)`` runs
-  ``self.<method>(item, *args, **kwargs)`` for each ``(item, args)`` of ``calls`` in order and
+  ``self.<method>(item, *args, **kwargs)`` (``method`` a name, or a plain function called as
+  ``method(self, item, ...)``) for each ``(item, args)`` of ``calls`` in order and
   returns ``([(ok, value_or_exception), ...], seconds)``. An exception raised by one item is that
   item's result (as it is for a single call), never the others'. Keyword arguments are shared
   by every job of the call; object refs among them are resolved by Ray before the call runs
@@ -21,7 +22,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Sequence
+from functools import partial
+from typing import Any, Callable, Sequence
 
 CALL_TARGET_S = 0.1
 """Work one adaptive call carries: small enough that a death mid-call costs little to redo."""
@@ -33,9 +35,9 @@ EWMA_WEIGHT = 0.5
 class BatchCalls:
     """Mixin: ``call_batch`` (module contracts)."""
 
-    def call_batch(self, method: str, calls: Sequence[tuple[Any, tuple]],
+    def call_batch(self, method: str | Callable[..., Any], calls: Sequence[tuple[Any, tuple]],
                    **kwargs: Any) -> tuple[list[tuple[bool, Any]], float]:
-        run = getattr(self, method)
+        run = getattr(self, method) if isinstance(method, str) else partial(method, self)
         started = time.perf_counter()
         results: list[tuple[bool, Any]] = []
         for item, args in calls:

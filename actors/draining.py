@@ -10,14 +10,15 @@ Contracts:
   actor that cannot start stops the loop with ``ActorStartError`` / ``ActorStartTimeout``; the
   results of one wait are handled inside every pool's ``held()``, so the work they submit
   leaves in full calls (batching) and is placed as a whole (placement).
-- ``map_unordered(pool, method, items, *args)``: one result per item, in completion order.
+- ``map_unordered(pool, method, items, *args)``: one result per item, in completion order
+  (``method`` by reference, as ``ResilientPool.submit`` takes it).
 - ``call_one(pool, method, *args)``: one call on a (typically one-actor) pool, healed first; how
   the loop drives its stateful helpers (the Synthesizer) so a dead one is replaced, not fatal.
 
 Example::
 
     pool = ResilientPool(lambda: Echo.remote(), size=4, name="echo")
-    assert sorted(r.value for r in map_unordered(pool, "echo", range(10))) == list(range(10))
+    assert sorted(r.value for r in map_unordered(pool, Echo.echo, range(10))) == list(range(10))
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def drain(pools: Sequence[ResilientPool], handle: Callable[[ResilientPool, PoolR
             tick()
 
 
-def map_unordered(pool: ResilientPool, method: str, items: Iterable[Any],
+def map_unordered(pool: ResilientPool, method: Callable[..., Any], items: Iterable[Any],
                   *args: Any) -> list[PoolResult]:
     """Run ``method(item, *args)`` for every item; one result per item, in completion order."""
     results: list[PoolResult] = []
@@ -72,12 +73,13 @@ def map_unordered(pool: ResilientPool, method: str, items: Iterable[Any],
     return results
 
 
-def call_one(pool: ResilientPool, method: str, *args: Any, **kwargs: Any) -> Any:
+def call_one(pool: ResilientPool, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Run one call ``method(*args, **kwargs)`` on ``pool`` and return its value, or raise the
     error that ended it. Actors that died idle are replaced first (``heal``), so a stateful
     helper held as a pool of one (the Synthesizer) survives a crash between calls."""
     if not args:
-        raise ValueError(f"call_one({pool.name!r}, {method!r}): give the call's arguments")
+        raise ValueError(f"call_one({pool.name!r}, {method.__name__}): give the call's "
+                         "arguments")
     pool.heal()
     pool.submit(method, *args, **kwargs)
     results: list[PoolResult] = []

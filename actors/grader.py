@@ -134,7 +134,7 @@ def share_precomputed(graders: Any, task_ids: Sequence[str]) -> dict[str, Shared
     if not ids:
         return {}
     started = time.monotonic()
-    blobs = call_one(graders, "precompute", ids)
+    blobs = call_one(graders, GraderWorker.precompute, ids)
     if blobs:
         log.info("grading inputs of %d task(s) precomputed and shared in %.1fs", len(blobs),
                  time.monotonic() - started)

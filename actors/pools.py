@@ -4,6 +4,9 @@ Contracts:
 - ``ResilientPool(make_actor, size, name=...)`` owns ``size`` actor handles from ``make_actor()``.
   ``submit(method, item, *args)`` queues one call ``actor.<method>(item, *args)``; at most one call
   is in flight per actor, so work spreads evenly and a dead actor takes at most one job with it.
+  ``method`` is the function itself, never its name as a string (``method_name``): a method of the
+  actors' class (``SolverWorker.run``), which a rename breaks at import, not mid-run, or a plain
+  function run on the actor's instance through Ray's ``__ray_call__`` (``fn(instance, item, ...)``).
 - ``complete(ref)`` turns a finished object ref into its ``PoolResult`` (value or error), one per
   job of the call. When the actor died (``RayActorError``: killed, crashed, out of memory) the
   pool replaces the actor (the actors are stateless: what they work on, e.g. the split's bank
@@ -47,11 +50,16 @@ Contracts:
   unchanged: a job lost with its actor goes back to the front of the queue and is placed
   again. ``PoolResult.node`` is then the node that ran the job.
 
+Why not Ray's ``max_task_retries`` or ``ray.util.ActorPool`` (the SkillBank and artifact actors
+do use Ray's restarts): here a retry must be seen and bounded per job, as ``LostAttempt``s, the
+never-started rule and ``max_attempts=1`` for the non-idempotent Synthesizer need; Ray retries a
+task silently, and ``ActorPool`` has no batching, placement, start-up bound or cancelling.
+
 Example (``drain`` from ``actors.draining``)::
 
     pool = ResilientPool(lambda: Echo.remote(), size=4, name="echo")
     for x in range(10):
-        pool.submit("echo", x)
+        pool.submit(Echo.echo, x)
     results = []
     drain([pool], lambda _pool, result: results.append(result))
 """
@@ -108,9 +116,20 @@ class PoolResult:
         return "ok" if self.error is None else type(self.error).__name__
 
 
+def method_name(method: Callable[..., Any]) -> str | None:
+    """The actor method ``method`` is (a function defined in a class: ``SolverWorker.run`` ->
+    ``"run"``), or None for a plain function (module-level or local), which runs through Ray's
+    ``__ray_call__``. A string raises ``TypeError``: calls go by reference."""
+    if isinstance(method, str) or not callable(method):
+        raise TypeError(f"pool jobs take the method itself (e.g. SolverWorker.run), not "
+                        f"{method!r}")
+    parts = getattr(method, "__qualname__", getattr(method, "__name__", "")).split(".")
+    return parts[-1] if len(parts) > 1 and parts[-2] != "<locals>" else None
+
+
 @dataclass
 class _Job:
-    method: str
+    method: Callable[..., Any]
     item: Any
     args: tuple
     kwargs: dict
@@ -122,6 +141,11 @@ class _Job:
     """What the job needs on its node (``Placement.key``); None: nothing."""
     overtaken: int = 0
     """How many later jobs started before this one (bounded by the pool's size)."""
+
+    @property
+    def name(self) -> str:
+        """The method's name (what batching, placement and lost attempts are keyed by)."""
+        return method_name(self.method) or self.method.__name__
 
 
 @dataclass
@@ -212,14 +236,18 @@ class ResilientPool:
         return ref in self._inflight
 
     # ---- work ----------------------------------------------------------------------------------
-    def submit(self, method: str, item: Any, *args: Any, key: Any = None, **kwargs: Any) -> None:
-        """Queue ``actor.<method>(item, *args, **kwargs)``; it starts as soon as an actor is idle.
-
-        The result carries ``item`` and ``key`` (default: ``item``) to tell jobs apart.
-        """
+    def submit(self, method: Callable[..., Any], item: Any, *args: Any, key: Any = None,
+               **kwargs: Any) -> None:
+        """Queue ``actor.<method>(item, *args, **kwargs)`` (``method`` by reference: module
+        contracts); it starts as soon as an actor is idle. The result carries ``item`` and
+        ``key`` (default: ``item``) to tell jobs apart. A method the actors lack raises
+        ``AttributeError`` here, not when the job is dispatched."""
+        name = method_name(method)
+        if name is not None:
+            getattr(self._slots[0].actor, name)  # Ray's handle names the missing method
         job = _Job(method, item, args, kwargs, item if key is None else key)
         if self.locality is not None:
-            job.place = self.locality.key(method, item)
+            job.place = self.locality.key(job.name, item)
         self._queue.append(job)
         self.stats.submitted += 1
         self._dispatch()
@@ -335,20 +363,15 @@ class ResilientPool:
             failure = err.cause if isinstance(err.cause, BaseException) else err
         for job in jobs:
             job.attempts += 1
-        if failure is not None:
-            self._dispatch()
-            return [self._finish(PoolResult(job.item, error=failure, attempts=job.attempts,
-                                            key=job.key, node=slot.node)) for job in jobs]
         self._dispatch()
-        if not batched:
-            (job,) = jobs
-            return [self._finish(PoolResult(job.item, value=value, attempts=job.attempts,
-                                            key=job.key, node=slot.node))]
-        outcomes, seconds = value
-        self._sizer.observe(jobs[0].method, len(jobs), seconds)
-        return [self._finish(PoolResult(job.item, value=out if ok else None,
-                                        error=None if ok else out, attempts=job.attempts,
-                                        key=job.key, node=slot.node))
+        if failure is not None:
+            outcomes = [(False, failure)] * len(jobs)
+        elif not batched:
+            outcomes = [(True, value)]
+        else:
+            outcomes, seconds = value
+            self._sizer.observe(jobs[0].name, len(jobs), seconds)
+        return [self._finish(job, slot.node, None if ok else out, out if ok else None)
                 for job, (ok, out) in zip(jobs, outcomes)]
 
     def _died_under(self, slot: _Slot, jobs: list[_Job], err: RayActorError) -> list[PoolResult]:
@@ -367,20 +390,19 @@ class ResilientPool:
                 retry.append(job)
                 continue
             job.attempts += 1
-            self.lost.append(LostAttempt(job.method, job.item, job.key, job.attempts,
+            self.lost.append(LostAttempt(job.name, job.item, job.key, job.attempts,
                                          death[:2000]))
             if job.attempts < self.max_attempts:
                 retry.append(job)
             else:
-                failed.append(self._finish(PoolResult(job.item, error=err,
-                                                      attempts=job.attempts, key=job.key)))
+                failed.append(self._finish(job, None, err))
         if never_started:
             log.warning("pool %s: an actor died before it started, under %s on %d job(s); sent "
-                        "back without spending an attempt: %s", self.name, jobs[0].method,
+                        "back without spending an attempt: %s", self.name, jobs[0].name,
                         len(jobs), death)
         else:
             log.warning("pool %s: actor died running %s on %d job(s) (attempt %d): %s",
-                        self.name, jobs[0].method, len(jobs), jobs[0].attempts, death)
+                        self.name, jobs[0].name, len(jobs), jobs[0].attempts, death)
         self.stats.resubmitted += len(retry)
         self._queue.extendleft(reversed(retry))  # first again, in their order
         self._dispatch()
@@ -424,10 +446,13 @@ class ResilientPool:
         self._queue.clear()
 
     # ---- internals -----------------------------------------------------------------------------
-    def _finish(self, result: PoolResult) -> PoolResult:
+    def _finish(self, job: _Job, node: str | None, error: BaseException | None,
+                value: Any = None) -> PoolResult:
+        """The job's one result (counted in ``stats``)."""
         self.stats.completed += 1
-        self.stats.failed += 0 if result.ok else 1
-        return result
+        self.stats.failed += 0 if error is None else 1
+        return PoolResult(job.item, value=value, error=error, attempts=job.attempts,
+                          key=job.key, node=node)
 
     def take_lost(self) -> list[LostAttempt]:
         """The attempts lost to dead actors since the last call (and forget them)."""
@@ -477,14 +502,17 @@ class ResilientPool:
     def _start_call(self, slot: _Slot, head: _Job, queued: int) -> None:
         """Start ``head`` on ``slot``'s idle actor: a plain call, or a batch with companions."""
         slot.jobs = [head]
+        name = method_name(head.method)
         if self._sizer is None:
-            ref = getattr(slot.actor, head.method).remote(head.item, *head.args, **head.kwargs)
+            args = (head.item, *head.args)
+            ref = (getattr(slot.actor, name).remote(*args, **head.kwargs) if name is not None
+                   else slot.actor.__ray_call__.remote(head.method, *args, **head.kwargs))
         else:
-            size = self._sizer.size(head.method, queued, len(self._slots))
+            size = self._sizer.size(head.name, queued, len(self._slots))
             slot.jobs += self._companions(slot, head, size - 1)
             slot.batched = True
             ref = slot.actor.call_batch.remote(
-                head.method, [(job.item, job.args) for job in slot.jobs], **head.kwargs)
+                name or head.method, [(job.item, job.args) for job in slot.jobs], **head.kwargs)
         self._inflight[ref] = slot
 
     def _companions(self, slot: _Slot, head: _Job, room: int) -> list[_Job]:

@@ -83,6 +83,7 @@ def run_ours(config, instances: list[dict], workers: int, out: Path,
 
     from actors.artifacts import run_artifacts_access
     from actors.draining import drain
+    from actors.grader import GraderWorker
     from ratchet_ray.loop.runtime import make_grader_factory, make_pool
     from ratchet_ray.suites.swebench.dataset import normalize_all, to_task
 
@@ -103,7 +104,7 @@ def run_ours(config, instances: list[dict], workers: int, out: Path,
         ready, ready_clock = time.monotonic(), time.time()
         grades: list = []
         for task in tasks:
-            pool.submit("grade", task, gold[task.task_id])
+            pool.submit(GraderWorker.grade, task, gold[task.task_id])
         drain([pool], lambda _pool, result: grades.append((time.monotonic(), result)))
         done = time.monotonic()
         phases = (swe_phases.breakdown(ray.get([actor.__ray_call__.remote(swe_phases.spans)

@@ -78,6 +78,8 @@ def run_round(config: Any, instances: list[dict], workers: int, out: Path) -> di
 
     from actors.artifacts import run_artifacts_access
     from actors.draining import drain
+    from actors.grader import GraderWorker
+    from actors.solver import SolverWorker
     from ratchet_ray.loop.runtime import (Models, make_grader_factory, make_pool,
                                           make_solver_factory)
     from ratchet_ray.suites.swebench.dataset import normalize_all, to_task
@@ -102,12 +104,12 @@ def run_round(config: Any, instances: list[dict], workers: int, out: Path) -> di
             if pool is solvers:
                 outcome = result.value
                 solved[result.item.task_id] = outcome.latency_s if result.ok else 0.0
-                graders.submit("grade", result.item, outcome.output if result.ok else "")
+                graders.submit(GraderWorker.grade, result.item, outcome.output if result.ok else "")
             else:
                 grades.append(result)
         with solvers.held():
             for task in tasks:
-                solvers.submit("run", task, "train", 0)
+                solvers.submit(SolverWorker.run, task, "train", 0)
         drain([solvers, graders], handle)
         wall = time.monotonic() - ready
     finally:

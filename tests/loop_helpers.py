@@ -23,6 +23,11 @@ class Worker:
         return x * x, os.getpid(), bank
 
 
+def cube_on(worker, x, delay=0.0):
+    """A plain function a pool runs on a ``Worker`` (``__ray_call__``): the worker comes first."""
+    return worker.work(x, delay)[0] * x
+
+
 class ByParity:
     """A pool placement: jobs need their item's parity; a node holds nothing (the pool's actors
     call ``held_here`` as they start, so it must be importable there: shipped by value here)."""

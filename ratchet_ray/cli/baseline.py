@@ -134,8 +134,10 @@ class ProbeRun:
                         "" if result.ok else result.exit_status, tried), cause)
 
     def grade(self, task: Any, probe: int, outcome: Any) -> None:
+        from actors.grader import GraderWorker
+
         extra = (self.shared[task.task_id],) if task.task_id in self.shared else ()
-        self.graders.submit("grade", task, outcome.output, *extra, key=(task, probe))
+        self.graders.submit(GraderWorker.grade, task, outcome.output, *extra, key=(task, probe))
 
     def retried(self, task: Any, probe: int, what: str, cause: str) -> bool:
         """Whether the probe gets another attempt after an infrastructure failure."""
@@ -149,7 +151,9 @@ class ProbeRun:
         if what == "grade":
             self.grade(task, probe, self.answers[key])
         else:
-            self.solvers.submit("run", task, "baseline", probe, key=(task, probe))
+            from actors.solver import SolverWorker
+
+            self.solvers.submit(SolverWorker.run, task, "baseline", probe, key=(task, probe))
         return True
 
     def write(self, row: dict, cause: str = "") -> None:
@@ -175,6 +179,7 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     ``models`` (a ``loop.runtime.Models``) replaces the LLM, as in ``run_loop``.
     """
     from actors.grader import share_precomputed
+    from actors.solver import SolverWorker
     from actors.draining import drain
     from ratchet_ray.loop.runtime import Models, make_grader_factory, make_solver_factory
     from ratchet_ray.loop.session import RunRuntime
@@ -208,7 +213,7 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
         with out.open("a") as sink:
             probing = ProbeRun(config.suite, solvers, graders, shared, sink, breaker)
             for task, probe in todo:
-                solvers.submit("run", task, "baseline", probe, key=(task, probe))
+                solvers.submit(SolverWorker.run, task, "baseline", probe, key=(task, probe))
             drain([solvers, graders], probing.on_result)
             probing.release_held()
     return probing.written, probing.passed

@@ -42,8 +42,10 @@ import time
 from typing import Any, Callable, Mapping, Sequence
 
 from actors.draining import drain
+from actors.grader import GraderWorker
 from actors.pool_errors import failure_text
 from actors.pools import PoolResult, ResilientPool
+from actors.solver import SolverWorker
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance.counterfactual import PROBE_ATTEMPT, probe_selected
@@ -206,7 +208,7 @@ class SplitRunner:
                            EvidenceSink(self.store, round_, known, flush_every=self.flush_every))
         with self.solvers.held():  # queued first, so the first calls leave full
             for task in todo:
-                self.solvers.submit("run", task, split, round_, **self.bank_kwargs)
+                self.solvers.submit(SolverWorker.run, task, split, round_, **self.bank_kwargs)
         try:
             drain([self.solvers, self.graders], state.on_result, tick=state.sink.flush_if_due)
         finally:
@@ -264,7 +266,7 @@ class SplitRound:
             self.record(self._capsule(task, failure=result.exit_status, failure_trace=trace), [])
             return
         if outcome.exit_status == "ok" and runner.wants_probe(task, self.split, self.round, outcome):
-            runner.solvers.submit("run", task, self.split, self.round, probe=True,
+            runner.solvers.submit(SolverWorker.run, task, self.split, self.round, probe=True,
                                   key=(PROBE_KEY, task.task_id), **runner.bank_kwargs)
         if outcome.exit_status != "ok":  # a failed attempt has nothing to grade
             self.record(self._capsule(
@@ -273,7 +275,7 @@ class SplitRound:
                 self._calls(outcome))
             return
         self.awaiting_grade[task.task_id] = outcome
-        runner.graders.submit("grade", task, outcome.output, *runner.grade_args(task))
+        runner.graders.submit(GraderWorker.grade, task, outcome.output, *runner.grade_args(task))
 
     def graded(self, result: PoolResult) -> None:
         task = result.item
@@ -292,7 +294,7 @@ class SplitRound:
         task = result.item
         if result.ok and result.value.exit_status == "ok":
             self.probes_awaiting_grade[task.task_id] = result.value
-            self.runner.graders.submit("grade", task, result.value.output,
+            self.runner.graders.submit(GraderWorker.grade, task, result.value.output,
                                        *self.runner.grade_args(task), key=(PROBE_KEY, task.task_id))
             return
         status = result.exit_status if not result.ok else result.value.exit_status

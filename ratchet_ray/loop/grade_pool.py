@@ -12,13 +12,14 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from actors.draining import drain
+from actors.grader import GraderWorker
 from ratchet_ray.types import GradeResult, Task
 
 
 def grade_all(graders: Any, items: Sequence[tuple[Task, str]]) -> list[GradeResult | str]:
     results: list[GradeResult | str] = [""] * len(items)
     for index, (task, output) in enumerate(items):
-        graders.submit("grade", task, output, key=index)
+        graders.submit(GraderWorker.grade, task, output, key=index)
 
     def handle(_pool: Any, result: Any) -> None:
         results[result.key] = (result.value if result.ok

@@ -37,6 +37,7 @@ import ray
 
 from actors.draining import call_one, drain
 from actors.pools import PoolResult, ResilientPool
+from actors.synthesizer import SynthesizerProcess
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import recent_verdicts
@@ -48,7 +49,7 @@ from ratchet_ray.loop import replay
 from ratchet_ray.loop.execute import SplitRunner
 from ratchet_ray.loop.rundir import bench_json
 from ratchet_ray.loop.twins import grade_twins
-from ratchet_ray.roles.critic import is_critiquable
+from ratchet_ray.roles.critic import CriticWorker, is_critiquable
 from ratchet_ray.roles.solver import BankSnapshot
 from ratchet_ray.types import BenchResult, Capsule, RoundSummary, SkillStatus, Task
 
@@ -199,7 +200,7 @@ def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
 
     cancelled: list[Any] = []
     for start in range(0, len(items), CRITIC_BATCH):
-        ctx.actors.critics.submit("critique_batch", items[start:start + CRITIC_BATCH])
+        ctx.actors.critics.submit(CriticWorker.critique_batch, items[start:start + CRITIC_BATCH])
     try:
         drain([ctx.actors.critics], handle)
     finally:
@@ -252,7 +253,7 @@ def metasynth(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
         replay.begin(ctx.run, round_, META_FILE)  # a cut attempt is replayed, never rerun
         bank, suite = ctx.actors.bank, ctx.config.suite
         current = ray.get(bank.ensure_default_metaskill.remote(suite, round_=round_))
-        result = call_one(ctx.actors.synthesizer, "refresh_metaskill", current,
+        result = call_one(ctx.actors.synthesizer, SynthesizerProcess.refresh_metaskill, current,
                           _window(ctx, round_), round_)
         ctx.append_calls(round_, "metasynth", result.replies)  # before the bank changes
         replay.mark_calls_recorded(ctx.run, round_, META_FILE)
@@ -284,7 +285,7 @@ def synth(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
             ctx, "capsules_by_id", ids=ids)} if ids else {}
         outcome = replay.batched(  # its skills commit with their events and llm_calls, or not
             bank, ctx.run, round_, SYNTH_FILE, lambda: call_one(
-                ctx.actors.synthesizer, "run", verdicts, [s for s in every if s.is_active], meta,
+                ctx.actors.synthesizer, SynthesizerProcess.run, verdicts, [s for s in every if s.is_active], meta,
                 bank, round_, capsules=capsules, known_ids=[s.id for s in every]),
             lambda result: ctx.append_calls(round_, "synthesizer", result.replies))
         done = {k: v for k, v in asdict(outcome).items() if k != "replies"}

@@ -110,7 +110,7 @@ def gold_mutants(pool: Any, instances: list[dict], twins: bool = False) -> dict[
 
     found: dict[str, Any] = {}
     for instance in instances:
-        pool.submit("__ray_call__", _gold_record, instance, twins, key=instance["instance_id"])
+        pool.submit(_gold_record, instance, twins, key=instance["instance_id"])
 
     def handle(_pool: Any, result: Any) -> None:
         found[result.key] = (result.value if result.ok
@@ -125,13 +125,14 @@ def _grade_on(pool: Any, nodes: list[str]) -> Callable[[list], list]:
     the node that graded it (in ``nodes``): every item queued in one burst, so the pool places
     them knowing all of them."""
     from actors.draining import drain
+    from actors.grader import GraderWorker
 
     def grade(items: Sequence[tuple[Any, str]]) -> list:
         results: list[Any] = [""] * len(items)
         nodes[:] = [""] * len(items)
         with pool.held():
             for index, (task, patch) in enumerate(items):
-                pool.submit("grade", task, patch, key=index)
+                pool.submit(GraderWorker.grade, task, patch, key=index)
 
         def handle(_pool: Any, result: Any) -> None:
             results[result.key] = (result.value if result.ok

@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 from actors.draining import drain
+from actors.grader import GraderWorker
 from actors.pool_errors import failure_text
 from actors.pools import PoolResult, ResilientPool
 from ratchet_ray.evidence import named_queries as nq
@@ -80,7 +81,7 @@ def grade_twins(ctx: LoopContext, round_: int) -> int:
 
     for task_id, twin in sorted(todo.items()):
         shared = ctx.shared_inputs.get(task_id)
-        graders.submit("grade", twin, real[task_id]["output"] or "",
+        graders.submit(GraderWorker.grade, twin, real[task_id]["output"] or "",
                        *(() if shared is None else (shared,)), key=(TWIN_KEY, task_id))
     try:
         drain([graders], handle)

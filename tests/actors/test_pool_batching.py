@@ -39,8 +39,8 @@ def test_batched_pool_gives_one_result_per_job_in_fewer_calls(ray_local):
     pool = ResilientPool(lambda: RemoteBatchWorker.remote(), 2, name="batched", batch=5)
     with pool.held():
         for x in [1, 2, "boom", 3, 4, 5, 6, 7, 8, 9]:
-            pool.submit("work", x, 0.0)
-    results = map_unordered(pool, "work", [])
+            pool.submit(BatchWorker.work, x, 0.0)
+    results = map_unordered(pool, BatchWorker.work, [])
     assert sorted(str(r.item) for r in results) == sorted(
         str(x) for x in [1, 2, "boom", 3, 4, 5, 6, 7, 8, 9])
     assert [(r.item, r.exit_status) for r in results if not r.ok] == [("boom", "KeyError")]
@@ -57,7 +57,7 @@ def test_an_actor_killed_mid_call_loses_its_call_and_every_job_still_yields_once
     pool = ResilientPool(lambda: gated.remote(str(tmp_path)), 2, name="batched", batch=4)
     with pool.held():
         for x in range(8):
-            pool.submit("work", x, 0.0)  # two calls of four, each stopped at its first job
+            pool.submit(BatchWorker.work, x, 0.0)  # two calls of four, each stopped at its first job
     victim = pool.running()[0]
     try:
         wait_for(lambda: len(list(tmp_path.glob("started-*"))) == 2, 60,

@@ -13,7 +13,7 @@ from ray.exceptions import RayActorError
 from actors.draining import call_one, map_unordered
 from actors.pools import (NEVER_STARTED_RETRIES, ActorStartError, ActorStartTimeout,
                           ResilientPool)
-from actors.solver import SolverActor
+from actors.solver import SolverActor, SolverWorker
 from fakes import HashEmbedder, ScriptedLLM
 from loop_helpers import BadBaseUrl, DiesWhileStarting, SlowCanonical, SlowToStart, Worker
 from waiting import actor_gone, wait_for
@@ -35,9 +35,9 @@ def test_a_constructor_error_surfaces_as_itself_and_is_not_retried(ray_local):
     broken = ray.remote(num_cpus=0)(BadBaseUrl)
     pool = ResilientPool(lambda: broken.remote(), 2, name="solver")
     for x in range(4):
-        pool.submit("work", x)
+        pool.submit(Worker.work, x)
     with pytest.raises(ActorStartError) as caught:
-        map_unordered(pool, "work", [])  # drains the four jobs submitted above
+        map_unordered(pool, Worker.work, [])  # drains the four jobs submitted above
     assert isinstance(caught.value.cause, ConnectionError)
     assert "pool 'solver': an actor cannot start: ConnectionError: http://127.0.0.1:9/v1: " \
            "connection refused (constructor)" in str(caught.value)
@@ -54,26 +54,26 @@ def test_an_actor_no_node_can_place_fails_with_the_missing_resource(ray_local):
     with pytest.raises(ActorStartTimeout, match=r"pool 'grader': 1 actor\(s\) did not start "
                                                 r"within 2s; each asks for .*gpu_h200"):
         pool.heal()
-    pool.submit("work", 3)
+    pool.submit(Worker.work, 3)
     with pytest.raises(ActorStartTimeout, match="gpu_h200"):
-        map_unordered(pool, "work", [])
+        map_unordered(pool, Worker.work, [])
     pool.shutdown()
 
 
 def test_a_pool_of_one_heals_between_calls_and_reports_a_death_mid_call(ray_local):
     pool = ResilientPool(lambda: RemoteWorker.remote(), 1, name="synthesizer", max_attempts=1)
-    assert call_one(pool, "work", 3, 0.0)[0] == 9
+    assert call_one(pool, Worker.work, 3, 0.0)[0] == 9
     dead = pool.actors[0]
     ray.kill(dead)  # dies idle, between two synth phases
     # ray.kill is asynchronous: a call sent at once may still reach it alive
     wait_for(lambda: actor_gone(dead), 30, "the killed actor to be dead")
-    assert call_one(pool, "work", 4, 0.0)[0] == 16, "replaced, state rebuilt by the constructor"
+    assert call_one(pool, Worker.work, 4, 0.0)[0] == 16, "replaced, state rebuilt by the constructor"
     assert pool.stats.actors_replaced == 1
-    pool.submit("work", 5, 5.0)
+    pool.submit(Worker.work, 5, 5.0)
     ray.kill(pool.actors[0])  # dies mid-call: one attempt only (synthesis is not idempotent)
-    (result,) = map_unordered(pool, "work", [])
+    (result,) = map_unordered(pool, Worker.work, [])
     assert isinstance(result.error, RayActorError) and result.attempts == 1
-    assert call_one(pool, "work", 7, 0.0)[0] == 49, "the next phase gets a live actor"
+    assert call_one(pool, Worker.work, 7, 0.0)[0] == 49, "the next phase gets a live actor"
     pool.shutdown()
 
 
@@ -88,9 +88,9 @@ def test_an_attempt_lost_with_its_actor_is_recorded_in_llm_call(ray_local, tmp_p
         output_kind="code"), 2, name="solver")
     solvers.heal()  # every actor up: a kill now lands on an attempt, not on a constructor
     for task in tasks:
-        solvers.submit("run", task, "eval", 0)
+        solvers.submit(SolverWorker.run, task, "eval", 0)
     ray.kill(solvers.running()[0])  # dies mid-attempt: its spend is lost with the process
-    results = map_unordered(solvers, "run", [])
+    results = map_unordered(solvers, SolverWorker.run, [])
     assert all(r.ok for r in results) and solvers.stats.resubmitted == 1
     store = EvidenceStore(tmp_path / "run")
     ctx = SimpleNamespace(actors=SimpleNamespace(solvers=solvers, graders=solvers), config=config,
@@ -106,9 +106,9 @@ def test_an_attempt_lost_with_its_actor_is_recorded_in_llm_call(ray_local, tmp_p
 def test_an_actor_killed_before_it_started_costs_its_job_no_attempt(ray_local):
     slow = ray.remote(num_cpus=0)(SlowToStart)
     pool = ResilientPool(lambda: slow.remote(1.5), 1, name="solver", max_attempts=1)
-    pool.submit("work", 6)
+    pool.submit(Worker.work, 6)
     ray.kill(pool.actors[0])  # still in its constructor: the job has not run anywhere
-    (result,) = map_unordered(pool, "work", [])
+    (result,) = map_unordered(pool, Worker.work, [])
     assert result.ok and result.value[0] == 36 and result.attempts == 1, result
     assert pool.stats.never_started == 1 and pool.stats.actors_replaced == 1
     assert pool.take_lost() == [], "nothing ran, so nothing was lost"
@@ -118,8 +118,8 @@ def test_an_actor_killed_before_it_started_costs_its_job_no_attempt(ray_local):
 def test_actors_that_never_start_hold_a_job_a_bounded_number_of_times(ray_local):
     doomed = ray.remote(num_cpus=0)(DiesWhileStarting)
     pool = ResilientPool(lambda: doomed.remote(), 1, name="solver", max_attempts=2)
-    pool.submit("work", 6)
-    (result,) = map_unordered(pool, "work", [])
+    pool.submit(Worker.work, 6)
+    (result,) = map_unordered(pool, Worker.work, [])
     assert isinstance(result.error, RayActorError) and result.attempts == 2, result
     assert pool.stats.never_started == NEVER_STARTED_RETRIES
     assert pool.stats.actors_replaced == NEVER_STARTED_RETRIES + 2

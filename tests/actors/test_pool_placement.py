@@ -22,7 +22,7 @@ def _locality(holdings: dict[str, set]) -> Locality:
 
 
 def _queue(*items) -> deque:
-    return deque(_Job("work", x, (), {}, x, place=ByParity().key("work", x)) for x in items)
+    return deque(_Job(Worker.work, x, (), {}, x, place=ByParity().key("work", x)) for x in items)
 
 
 def _slots(*nodes) -> list:
@@ -86,7 +86,7 @@ def test_a_pool_with_a_placement_on_one_node_runs_in_order_and_knows_the_node(ra
     results = []
     with pool.held():
         for x in range(6):
-            pool.submit("work", x)
+            pool.submit(Worker.work, x)
         assert not pool.refs()  # held: placed once the burst is known
     drain([pool], lambda _pool, result: results.append(result))
     assert sorted(r.value[0] for r in results) == [x * x for x in range(6)]

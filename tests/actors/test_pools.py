@@ -7,11 +7,12 @@ import ray
 
 from actors.draining import drain, map_unordered
 from actors.pools import ResilientPool
-from loop_helpers import GatedWorker, Suicidal, Worker
+from loop_helpers import BatchWorker, GatedWorker, Suicidal, Worker, cube_on
 from waiting import wait_for
 
 
 RemoteWorker = ray.remote(num_cpus=0)(Worker)
+RemoteBatchWorker = ray.remote(num_cpus=0)(BatchWorker)
 
 
 def make_pool(size: int) -> ResilientPool:
@@ -20,7 +21,7 @@ def make_pool(size: int) -> ResilientPool:
 
 def test_every_item_yields_one_result_and_in_method_errors_are_results(ray_local):
     pool = make_pool(3)
-    results = map_unordered(pool, "work", [1, 2, "boom", 3, 4])
+    results = map_unordered(pool, Worker.work, [1, 2, "boom", 3, 4])
     assert sorted(str(r.item) for r in results) == ["1", "2", "3", "4", "boom"]
     failed = [r for r in results if not r.ok]
     assert [(r.item, r.exit_status) for r in failed] == [("boom", "KeyError")]
@@ -34,7 +35,7 @@ def test_killed_actor_is_replaced_and_its_job_resubmitted_with_what_it_works_on(
     pool = ResilientPool(lambda: gated.remote(str(tmp_path)), 2, name="test")
     bank = ray.put("bank-v1")  # what the loop does with a split's bank snapshot
     for x in range(8):
-        pool.submit("work_on", x, bank)
+        pool.submit(GatedWorker.work_on, x, bank)
     victim = pool.actors[0]
     results: list = []
     try:
@@ -57,12 +58,12 @@ def test_killed_actor_is_replaced_and_its_job_resubmitted_with_what_it_works_on(
 def test_two_pools_chain_through_one_wait_loop(ray_local):
     first, second = make_pool(2), make_pool(2)
     for x in range(5):
-        first.submit("work", x)
+        first.submit(Worker.work, x)
     finals = []
 
     def handle(pool, result):
         if pool is first:
-            second.submit("work", result.value[0])  # square again in the second pool
+            second.submit(Worker.work, result.value[0])  # square again in the second pool
         else:
             finals.append(result.value[0])
 
@@ -75,7 +76,7 @@ def test_two_pools_chain_through_one_wait_loop(ray_local):
 def test_job_on_an_actor_that_keeps_dying_comes_back_failed(ray_local):
     remote = ray.remote(num_cpus=0, max_restarts=0)(Suicidal)
     pool = ResilientPool(lambda: remote.remote(), 1, name="dying", max_attempts=2)
-    results = map_unordered(pool, "work", [7])
+    results = map_unordered(pool, Worker.work, [7])
     assert len(results) == 1 and not results[0].ok
     assert results[0].attempts == 2 and results[0].exit_status.endswith("Error")
     pool.shutdown()
@@ -84,3 +85,27 @@ def test_job_on_an_actor_that_keeps_dying_comes_back_failed(ray_local):
 def test_size_must_be_positive():
     with pytest.raises(ValueError, match="size must be >= 1"):
         ResilientPool(lambda: None, 0, name="empty")
+
+
+def test_jobs_go_by_reference_a_plain_function_runs_on_the_actor_and_names_are_refused(
+        ray_local):
+    pool = make_pool(2)
+    with pytest.raises(TypeError, match="not 'work'"):
+        pool.submit("work", 3)
+
+    class Other:
+        def work_off(self, x):
+            return x
+
+    with pytest.raises(AttributeError, match="work_off"):
+        pool.submit(Other.work_off, 3)  # a method these actors do not have
+    results = map_unordered(pool, cube_on, [1, 2, 3])
+    assert sorted(r.value for r in results) == [1, 8, 27], [r.error for r in results]
+    pool.shutdown()
+    batched = ResilientPool(lambda: RemoteBatchWorker.remote(), 1, name="batched", batch=3)
+    with batched.held():
+        for x in (1, 2, 3):
+            batched.submit(cube_on, x)
+    assert sorted(r.value for r in map_unordered(batched, cube_on, [])) == [1, 8, 27]
+    assert ray.get(batched.actors[0].count.remote()) == 1, "three jobs in one call"
+    batched.shutdown()

@@ -28,6 +28,8 @@ import fakes  # noqa: E402
 import test_swebench_loop  # noqa: E402  (ships itself to the workers by value)
 from actors.artifacts import run_artifacts_access  # noqa: E402
 from actors.draining import drain  # noqa: E402
+from actors.grader import GraderWorker  # noqa: E402
+from actors.solver import SolverWorker  # noqa: E402
 from ratchet_ray.run_config.files import load_config  # noqa: E402
 from ratchet_ray.loop.runtime import (Models, make_grader_factory, make_pool,  # noqa: E402
                                       make_solver_factory)
@@ -36,7 +38,7 @@ from ratchet_ray.suites import suite_for  # noqa: E402
 ray.cloudpickle.register_pickle_by_value(fakes)  # the workers cannot import tests/ by name
 
 
-def run_pool(pool, method: str, jobs: list[tuple]) -> dict[str, dict]:
+def run_pool(pool, method, jobs: list[tuple]) -> dict[str, dict]:
     """Queue ``jobs`` (item, *args) in order, drain, and return per task id its result."""
     out: dict[str, dict] = {}
 
@@ -63,11 +65,11 @@ def main(dataset: Path, out: Path, size: int, ids: list[str]) -> dict:
     artifacts, service = run_artifacts_access(out)
     solvers = make_pool("solver", config, make_solver_factory(
         config, out, models, solver_cache=False, artifacts=artifacts), size)
-    solved = run_pool(solvers, "run", [(tasks[i], "train", 0) for i in ids])
+    solved = run_pool(solvers, SolverWorker.run, [(tasks[i], "train", 0) for i in ids])
     surveys = {"solver": solvers.locality.surveys}
     solvers.shutdown()  # frees the docker units the graders need
     graders = make_pool("grader", config, make_grader_factory(config, out, artifacts), size)
-    graded = run_pool(graders, "grade", [(tasks[i], solved[i]["value"].output) for i in ids])
+    graded = run_pool(graders, GraderWorker.grade, [(tasks[i], solved[i]["value"].output) for i in ids])
     surveys["grader"] = graders.locality.surveys
     graders.shutdown()
     ray.kill(service)
