@@ -25,7 +25,7 @@ Contracts:
 - Before the first round, the graders' precomputed inputs of every task of the run (MBPP+: the
   expected outputs) are computed in one batch on one grader and shared with the others through
   the object store (``actors.grader.share_precomputed``); a failure there stops the run. Then,
-  on a fresh run, the suite's ``before_rounds`` hook (``suites.registry``) grades on the Grader
+  on a fresh run, the suite's ``before_rounds`` hook (``suites.hooks``) grades on the Grader
   pool (SWE-bench's ``swebench.validate_gold``); a message it returns stops the run
   (``PreflightFailed``).
 - Failing loudly: a preflight (``loop.preflight``: the ``ratchet doctor`` checks of the backend

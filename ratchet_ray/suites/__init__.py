@@ -21,10 +21,9 @@ from ratchet_ray.suites.base import AgentTurn, Grader, SolverTurn, Suite, split_
 from ratchet_ray.suites.contract import Cluster, EnvVar, FixHint, SuitePlugin
 from ratchet_ray.suites.plugins import resolve_plugin
 from ratchet_ray.suites.registry import (ENTRY_POINT_GROUP, ENV_VAR, SuitePluginError,
-                                         SuiteRegistryError, before_rounds,
-                                         environment_checks, get_suite,
-                                         load_plugins, register, settings_for, suite_for,
-                                         suite_names, unregister)
+                                         SuiteRegistryError, get_suite, load_plugins, register,
+                                         settings_for, suite_for, suite_names, unregister)
+from ratchet_ray.suites.hooks import before_rounds, environment_checks
 from ratchet_ray.suites.resolve import ConfigResolveError, resolve_config
 
 __all__ = ["AgentTurn", "Cluster", "ConfigResolveError", "ENTRY_POINT_GROUP", "ENV_VAR", "EnvVar",

@@ -2,18 +2,20 @@
 
 The loop, the roles, the jobs, the CLI and the reports never name a suite: each asks here for a
 field of the suite's ``SuitePlugin`` (``contract.py``). Contracts:
-- A suite that declared nothing for a field gets the generic behaviour: no custom resources,
+- A suite that declared nothing for a field gets the generic behaviour: no environment checks,
   the code review of the Critic, one group for subset selection, no sampling overrides, no
-  commands, tasks not loaded by reports, no extra sweep columns, no placement (locality), no
-  impossible twins (the cheat probe skips the suite), no fix hints, environment variables,
-  task-id pattern, local resources, cluster node types or moved keys.
+  commands, tasks not loaded by reports, no extra sweep columns, no impossible twins (the cheat
+  probe skips the suite), no fix hints, environment variables, task-id pattern or moved keys;
+  and without a ``Cluster`` extension no custom resources (local ones or node types), no
+  placement (locality), no check before round 0 and no round report.
 - The questions over every registered suite (``fix_hint`` without a suite,
   ``task_id_patterns``, ``local_resources``, ``cluster_node_types``, ``env_vars``,
   ``env_defaulted_keys``, ``forwarded_env_vars``, ``moved_keys``) answer for the suites
   registered in this process (built-ins, entry points, ``$RATCHET_SUITES``, loaded plugins).
 - Lookups of a suite that is not registered in this process raise ``SuiteRegistryError``
-  naming the valid suites, except ``critic_prompt`` and ``sweep_report`` (see there); callers that know the run's
-  config load its ``suite_plugins`` first (``registry.load_plugins``).
+  naming the valid suites, except ``critic_prompt``, ``sweep_report`` and ``skill_truth`` (see
+  there); callers that know the run's config load its ``suite_plugins`` first
+  (``registry.load_plugins``), as ``environment_checks`` and ``before_rounds`` do themselves.
 - ``"module:attr"`` hooks are imported on first use.
 """
 
@@ -120,6 +122,23 @@ def sweep_report(suite: str, run_dirs: Sequence[Path]) -> tuple[str, list, tuple
         return None
     title, rows, columns = registry.resolve(hook)(list(run_dirs))
     return title, rows, tuple(columns)
+
+
+def environment_checks(config: Any, preflight: bool = False) -> list:
+    """The run suite's ``doctor`` checks (none when it has none), for ``ratchet doctor`` and,
+    with ``preflight=True`` on a node with the grader's resources, a run's preflight."""
+    registry.load_plugins(getattr(config, "suite_plugins", ()))
+    doctor = registry.registration(config.suite).doctor
+    return [] if doctor is None else list(registry.resolve(doctor)(config, preflight))
+
+
+def before_rounds(config: Any, grade: Callable[..., list], tasks: Any,
+                  run_dir: Any) -> str | None:
+    """The run suite's ``cluster.before_rounds`` hook's message: a fresh run stops on it before
+    round 0; None when the suite has no such hook or nothing to say."""
+    registry.load_plugins(getattr(config, "suite_plugins", ()))
+    hook = registry.registration(config.suite).cluster.before_rounds
+    return None if hook is None else registry.resolve(hook)(config, grade, tasks, run_dir)
 
 
 def placement(config: Any, role: str) -> Any:

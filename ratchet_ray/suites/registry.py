@@ -18,14 +18,11 @@ Contracts:
 - ``registration(name)`` is a suite's plugin (an unknown name lists the registered ones and how
   to add one), ``registered(name)`` the same or None; ``get_suite(name)`` / ``suite_for(config)``
   instantiate a suite and check its shape.
-- ``environment_checks(config, preflight=False)``: the run suite's ``doctor`` checks (none when
-  it has none), for ``ratchet doctor`` and, with ``preflight=True`` on a node with the grader's
-  resources, a run's preflight. ``before_rounds(config, grade, tasks, run_dir)``: the run
-  suite's ``cluster.before_rounds`` hook's message (None when it has none or nothing to say).
 - ``settings_for(config)`` is the run suite's ``suite_settings`` section validated by its
   settings model (``resolve_config`` validates every section the same way); its ``metaskill``
   becomes ``config.meta.default_file`` there, which the SkillBank reads.
-- Everything else the generic code asks of a suite goes through ``hooks.py``.
+- Everything else the generic code asks of a suite goes through ``hooks.py``, its checks and
+  its hook before round 0 included.
 - Registrations, loaded plugins and discovery are per process (module state); a failed
   discovery is retried, and reported, on the next lookup.
 """
@@ -186,21 +183,6 @@ def suite_for(config: Any) -> Any:
     """The suite of a run: loads ``config.suite_plugins`` in this process, then ``get_suite``."""
     load_plugins(getattr(config, "suite_plugins", ()))
     return get_suite(config.suite)
-
-
-def environment_checks(config: Any, preflight: bool = False) -> list:
-    """The run suite's registered ``doctor`` checks (module contracts)."""
-    load_plugins(getattr(config, "suite_plugins", ()))
-    doctor = registration(config.suite).doctor
-    return [] if doctor is None else list(resolve(doctor)(config, preflight))
-
-
-def before_rounds(config: Any, grade: Callable[..., list], tasks: Any,
-                  run_dir: Any) -> str | None:
-    """The run suite's registered ``cluster.before_rounds`` hook's message, if any (module contracts)."""
-    load_plugins(getattr(config, "suite_plugins", ()))
-    hook = registration(config.suite).cluster.before_rounds
-    return None if hook is None else resolve(hook)(config, grade, tasks, run_dir)
 
 
 def validate_settings(name: str, section: Any) -> Any:
