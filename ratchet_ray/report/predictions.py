@@ -34,9 +34,6 @@ from ratchet_ray.report.data import NotARunDir, check_run_dir, identity, models_
 from ratchet_ray.storage.fsutil import atomic_write_with
 from ratchet_ray.suites.hooks import output_kind
 
-KEYS = ("instance_id", "model_name_or_path", "model_patch")
-
-
 class PredictionsError(ValueError):
     """Why no predictions file was written (one line, with the fix)."""
 
@@ -114,16 +111,3 @@ def export_predictions(run_dir: str | Path, out: str | Path, *, round_: int | No
         seen[line["instance_id"]] = seen.get(line["instance_id"], 0) + 1
     return Exported(out, len(lines), sorted(i for i, n in seen.items() if n > 1))
 
-
-def read_predictions(path: str | Path) -> list[dict[str, Any]]:
-    """The lines of a predictions file (each checked to hold the harness's three keys)."""
-    out = []
-    for number, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not raw.strip():
-            continue
-        line = json.loads(raw)
-        missing = [k for k in KEYS if k not in line]
-        if missing:
-            raise PredictionsError(f"{path}:{number}: missing {', '.join(missing)}")
-        out.append(line)
-    return out
