@@ -16,8 +16,8 @@ finding when it holds
   text (``e.g. results/mbpp/<run-id>``); a hint table, a check name or a default is code;
 - an environment variable a built-in suite declares (``SuitePlugin.env_vars``), or a prefix of
   one (``"MBPP_"``);
-- a custom Ray resource a built-in suite declares (``resources``, ``local_resources``), as the
-  whole string (``"docker"``);
+- a custom Ray resource a built-in suite declares (its ``Cluster``'s ``resources``,
+  ``local_resources``), as the whole string (``"docker"``);
 - a built-in suite's task-id pattern (``task_id_pattern``, e.g. ``Mbpp/\\d+``).
 Docstrings (a string statement on its own: a module's, class's, function's or attribute's)
 and comments are prose and do not count; an f-string's literal parts count like any string.
