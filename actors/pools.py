@@ -145,7 +145,7 @@ class _Job:
     @property
     def name(self) -> str:
         """The method's name (what batching, placement and lost attempts are keyed by)."""
-        return method_name(self.method) or self.method.__name__
+        return method_name(self.method) or getattr(self.method, "__name__", repr(self.method))
 
 
 @dataclass
