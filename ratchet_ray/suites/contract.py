@@ -97,8 +97,8 @@ class EnvVar:
 
 @dataclass(frozen=True)
 class Cluster:
-    """The extension of a suite whose Solver and grader need more than a CPU of any node (Inspect's
-    ``sandbox``, spread over a Ray cluster; SWE-bench: a Docker daemon holding the instance's image).
+    """The extension of a suite whose Solver and grader need more than a CPU of any node
+    (Inspect's ``sandbox``, over a Ray cluster; SWE-bench: a Docker daemon with the image).
 
     ``resources``: role -> custom Ray resources its actors always request
     (``{"grader": {"docker": 1}}``); ``local_resources``: what a local Ray the loop starts on this
@@ -137,24 +137,24 @@ def is_target(value: Any) -> bool:
 class SuitePlugin:
     """One suite: what it must provide and what it may (module contract)."""
 
-    name: str
+    name: str  # the core
     factory: Callable[[], Any] | str
     settings: type | None = None
     metaskill: Path | None = None
     origin: str = "register()"
     configure: Callable[[Any, Any], None] | None = None
-    doctor: Callable[[Any, bool], list] | str | None = None
-    fix_hints: tuple[FixHint, ...] = ()
-    env_vars: tuple[EnvVar, ...] = ()
-    task_id_pattern: str | None = None
     moved_keys: Mapping[str, str] = field(default_factory=dict)
     critic: Callable[..., list] | str = "code"
+    doctor: Callable[[Any, bool], list] | str | None = None  # its environment
+    fix_hints: tuple[FixHint, ...] = ()
+    env_vars: tuple[EnvVar, ...] = ()
+    task_id_pattern: str | None = None  # its reports and tools
     commands: str | None = None
     offline_tasks: bool = False
     sweep_report: Callable[[list], tuple] | str | None = None
     impossible_twin: Callable[[Any], Any] | str | None = None
     skill_truth: Callable[[Path], tuple[dict[str, str], set[str]]] | str | None = None
-    cluster: Cluster = field(default_factory=Cluster)
+    cluster: Cluster = field(default_factory=Cluster)  # a distributed, containerised suite's
 
     def __post_init__(self) -> None:
         _check(self)

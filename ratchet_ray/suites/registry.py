@@ -73,7 +73,8 @@ def register(plugin: SuitePlugin | str, factory: Callable[[], Any] | str | None 
     else:
         name = plugin
         unknown = sorted(set(fields) - set(SuitePlugin.field_names()))
-        moved = [f for f in unknown if f in Cluster.__dataclass_fields__ or f == "cluster_node_types"]
+        moved = [f for f in unknown
+                 if f in Cluster.__dataclass_fields__ or f == "cluster_node_types"]
         if moved:
             raise SuiteRegistryError(f"suite {name!r}: {', '.join(moved)} moved into the Cluster "
                                      "extension; pass cluster=Cluster(...) "

@@ -96,7 +96,8 @@ def test_resources_review_groups_and_sampling_come_from_the_suite():
 
 @pytest.mark.parametrize("hooks, problem", [
     ({"critic": "prose"}, "critic 'prose': use one of code, patch"),
-    ({"cluster": Cluster(resources={"grader": {"docker": 0}})}, "cluster.resources .*must map a role"),
+    ({"cluster": Cluster(resources={"grader": {"docker": 0}})},
+     "cluster.resources .*must map a role"),
     ({"cluster": Cluster(placement=3)}, "cluster.placement must be a function"),
     ({"cluster": {"placement": 3}}, "cluster must be a Cluster"),
     ({"resources": {"grader": {"docker": 1}}}, "resources moved into the Cluster extension"),

@@ -16,7 +16,8 @@ def test_every_hook_named_by_string_resolves():
     plugin = registry.registration("swebench")
     named = {f.name: getattr(owner, f.name) for owner in (plugin, plugin.cluster)
              for f in fields(owner) if is_target(getattr(owner, f.name))}
-    assert {"round_report", "commands", "placement", "impossible_twin", "before_rounds"} <= set(named)
+    assert {"round_report", "commands", "placement", "impossible_twin",
+            "before_rounds"} <= set(named)
     for name, target in named.items():
         assert callable(registry.resolve(target)) or name == "commands", (name, target)
     assert registry.resolve(plugin.cluster.round_report) is reports.round_report
