@@ -50,7 +50,7 @@ class ActorStartTimeout(PoolError):
 
 def node_type_offering() -> dict[str, str]:
     """Which cluster.yaml node type offers each custom resource an actor may ask for, as the
-    suites declare it (``SuitePlugin.cluster_node_types``; tests/cluster checks it against
+    suites declare it (``Cluster.node_types``; tests/cluster checks it against
     cluster.yaml), so a run stuck waiting names the node to add."""
     from ratchet_ray.suites.hooks import cluster_node_types
 

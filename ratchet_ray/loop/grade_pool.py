@@ -4,7 +4,7 @@ Contract: ``grade_all(graders, items)`` submits ``grade(task, output)`` for ever
 ``actors.pools.ResilientPool`` ``graders`` (the pool retries a job whose actor died), waits until
 all are done and returns, in the order of ``items``, each ``GradeResult`` or, for a job that
 failed in the pool itself, a string naming why. It is the grading callable that suite hooks
-(``suites.registry`` ``before_rounds``) receive, so the plain library never touches Ray.
+(``suites.hooks.before_rounds``) receive, so the plain library never touches Ray.
 """
 
 from __future__ import annotations
