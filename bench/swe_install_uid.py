@@ -4,15 +4,15 @@
         --dataset results/realcode/django-4.2.16/instances.jsonl [--limit 1]
 
 SWE-bench's eval scripts install the repository before the tests (its per-repository
-``install`` command, ``python -m pip install -e .`` for flask 2.3 and django 4.2); the grader
-runs such a line as ``swebench.untrusted_uid`` (``integrity.verdict.INSTALL_STEP``). The sets of
-``ratchet swe make-instances`` have no install step (the image puts the tree on ``PYTHONPATH``)
-and their images no pip, so for the first ``--limit`` instances of each set this bench grades
-variants that do:
+``install`` command, ``python -m pip install -e .`` for flask 2.3, django 4.2 and pytest 7.4);
+the grader runs such a line as ``swebench.untrusted_uid`` (``integrity.verdict.INSTALL_STEP``).
+The sets of ``ratchet swe make-instances`` have no install step (the image puts the tree on
+``PYTHONPATH``) and their images no pip, so for the first ``--limit`` instances of each set this
+bench grades variants that do:
 
-- an image ``FROM`` the project image with pip and the build backends (pip, setuptools, wheel,
-  flit_core wheels that pip downloads on the host, once, into ``--cache``) installed by root,
-  built with no network, as a SWE-bench image carries its environment's pip;
+- an image ``FROM`` the project image with pip and the build backends (``TOOLS``: wheels that
+  pip downloads on the host, once, into ``--cache``) installed by root, built with no network,
+  as a SWE-bench image carries its environment's pip;
 - per install command, the instance with its eval script's install line inserted before the
   test patch is applied (``cd /testbed`` then the command, timed, its exit status, the uid it
   ran as and the user site's contents printed), its ``dockerfile`` ``FROM`` that image and its id
@@ -45,7 +45,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from swe_common import bench_config  # noqa: E402
 
-TOOLS = ("pip==24.0", "setuptools==69.5.1", "wheel==0.43.0", "flit_core==3.9.0")
+# The build backends of the projects' pyproject.toml: flit_core (flask), setuptools (django),
+# setuptools_scm with what it requires (pytest: its version comes from setuptools_scm, which
+# reads the sdist's PKG-INFO when there is no git checkout).
+TOOLS = ("pip==24.0", "setuptools==69.5.1", "wheel==0.43.0", "flit_core==3.9.0",
+         "setuptools_scm==8.0.4", "packaging==23.2", "typing_extensions==4.9.0")
 COMMANDS = {
     "swebench": "python3 -m pip install -e .",
     "offline": "python3 -m pip install --no-index --no-build-isolation --no-deps "
