@@ -35,7 +35,7 @@ from typing import Any
 
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.comparisons import Headline, outcomes_from
-from ratchet_ray.evidence.comparisons import wilson as wilson_interval
+from ratchet_ray.evidence.comparisons import wilson
 from ratchet_ray.evidence.comparisons import headline as headline_with_intervals
 from ratchet_ray.evidence.queries import skill_stats, tampering_by_skill
 from ratchet_ray.evidence.store import EvidenceStore
@@ -45,7 +45,6 @@ from ratchet_ray.types import NONE_SKILL
 
 STOPPED_FILE = "stopped.json"
 LOOP_FILE = "loop.json"
-Z95 = 1.959963984540054
 CHARS_PER_TOKEN = 4
 """Injection cost estimate: a skill's guidance costs about one token per 4 characters."""
 
@@ -149,24 +148,12 @@ def headline(rows: list[dict[str, Any]], window: int = ROLLING_WINDOW) -> LoopMe
     return loop_metrics(rows, window)
 
 
-# ---- usage -----------------------------------------------------------------------------------
-def usage_by_round_role(con) -> list[dict[str, Any]]:
-    """Per (round, role): calls, input and output tokens, cost in USD, failed calls."""
-    return nq.fetch_dicts(con, "usage_by_round_role")
-
-
 def models_used(con) -> list[dict[str, Any]]:
     """Per (role, backend, model): how many calls (the backends a run really used)."""
     return nq.fetch_dicts(con, "models_used")
 
 
 # ---- skills ----------------------------------------------------------------------------------
-def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float] | None:
-    """Wilson score interval of a proportion as ``(low, high)`` (None without trials)."""
-    interval = wilson_interval(successes, n, z)
-    return None if interval is None else (interval.low, interval.high)
-
-
 def wilson_contribution(wins: int, losses: int, n: int) -> tuple[float, float] | None:
     """95% interval of a contribution (wins - losses) / n in [-1, 1]: the Wilson interval of the
     score's [0, 1] image (wins + ties / 2) / n, mapped back by x -> 2x - 1. Exact for c-hat
@@ -174,7 +161,7 @@ def wilson_contribution(wins: int, losses: int, n: int) -> tuple[float, float] |
     of the 0 / 0.5 / 1 outcomes is at most the binomial one, so the interval is conservative."""
     ties = n - wins - losses
     interval = wilson(wins + ties / 2, n)
-    return None if interval is None else (2 * interval[0] - 1, 2 * interval[1] - 1)
+    return None if interval is None else (2 * interval.low - 1, 2 * interval.high - 1)
 
 
 @dataclass
@@ -368,7 +355,8 @@ def load_run(run_dir: str | Path, window: int = ROLLING_WINDOW) -> RunData:
         events = skill_events(con)
         skills = skill_rows(con, path, events)
         metas = metaskill_versions(con, path, events)
-        usage, models = usage_by_round_role(con), models_used(con)
+        # Per (round, role): calls, tokens in and out, cost in USD, failed calls.
+        usage, models = nq.fetch_dicts(con, "usage_by_round_role"), models_used(con)
         stats = headline_with_intervals(outcomes_from(con), window)
     return RunData(run_dir=path, identity=ident, rounds=rows, metrics=headline(rows, window),
                    stop=stop_reason(path, rows, ident.get("rounds_planned")), usage=usage,

@@ -38,14 +38,13 @@ Contracts:
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from ratchet_ray.report.tracking import Tracker, start_guarded
+from ratchet_ray.report.tracking import Tracker, installed, start_guarded
 
 log = logging.getLogger(__name__)
 ENV_ENDPOINT = "RATCHET_OTLP_ENDPOINT"
@@ -64,7 +63,7 @@ def tracing_problems(config: Any, env: Mapping[str, str] | None = None) -> list[
     if endpoint is None:
         return []
     missing = [m for m in ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http")
-               if _absent(m)]
+               if not installed(m)]
     if missing:
         return [f"tracing.otlp_endpoint is {endpoint} but {', '.join(missing)} is not installed: "
                 "pip install 'ratchet-ray[otel]'"]
@@ -72,13 +71,6 @@ def tracing_problems(config: Any, env: Mapping[str, str] | None = None) -> list[
         return [f"tracing.otlp_endpoint {endpoint!r} is not an http(s) URL; pass e.g. "
                 "http://127.0.0.1:4318/v1/traces (OTLP over HTTP)"]
     return []
-
-
-def _absent(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is None
-    except ModuleNotFoundError:
-        return True
 
 
 def _ns(seconds: float) -> int:

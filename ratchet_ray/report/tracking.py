@@ -90,7 +90,7 @@ def tracking_problems(config: Any, env: Mapping[str, str] | None = None) -> list
     source = _uri_source(config, env)
     off = ("unset tracking.mlflow_uri and $RATCHET_MLFLOW_URI" if source != "tracking.enabled"
            else "--set tracking.enabled=false")
-    if not _installed("mlflow"):
+    if not installed("mlflow"):
         return [f"{source}: MLflow tracking needs the package mlflow, which is not installed; "
                 f"fix: pip install 'ratchet-ray[tracking]', or {off}"]
     if uri is None:  # the default local store, made under results_dir with the run
@@ -113,7 +113,7 @@ def tracking_problems(config: Any, env: Mapping[str, str] | None = None) -> list
     return []
 
 
-def _installed(module: str) -> bool:
+def installed(module: str) -> bool:
     """Whether ``module`` can be imported, without importing it (MLflow takes seconds)."""
     try:
         return importlib.util.find_spec(module) is not None

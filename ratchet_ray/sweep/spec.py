@@ -206,10 +206,6 @@ def split_sets(sets: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(shared), tuple(budget)
 
 
-def check_sets(sets: Sequence[str]) -> None:
-    split_sets(sets)
-
-
 def budget_flags(spec: SweepSpec) -> list[str]:
     """What every job (new or resumed) gets: the sweep's scope and budget."""
     flags = ["--set", f"budget.scope={spec.scope}"]
@@ -284,7 +280,7 @@ def is_finished(run_dir: Path) -> bool:
 def plan_jobs(spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int],
               python: str = sys.executable) -> tuple[list[Job], list[JobOutcome]]:
     """Jobs to run and arm-seeds to skip (see module contracts)."""
-    check_sets([*spec.sets, *spec.budget])
+    split_sets([*spec.sets, *spec.budget])  # refuses a reserved key before anything runs
     jobs, skipped = [], []
     for arm in arms:
         for seed in seeds:
