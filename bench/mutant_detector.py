@@ -44,7 +44,7 @@ sys.path[:0] = [str(ROOT)]
 
 from mutant_sources import WORD, Source, installed, literal_key, realcode  # noqa: E402
 from ratchet_ray.suites.swebench.proof import literals  # noqa: E402
-from ratchet_ray.suites.swebench.proof.mutants import expectations  # noqa: E402
+from ratchet_ray.suites.swebench.proof.mutants import expectations, observations  # noqa: E402
 
 PACKAGES = "numpy,networkx,sympy,pandas,scipy,sklearn,matplotlib,libcst,pyarrow,trio,mpmath"
 CACHE = Path.home() / ".cache" / "ratchet-ray" / "realcode"
@@ -138,6 +138,7 @@ def samples(source: Source, rng: random.Random, per_file: int | None) -> dict[st
     vocab = literals.vocabulary(text)
     out: dict[str, list] = {"real": [], "before": [], "after": []}
     tests = _tests(tree)
+    seen = observations(tree, text, pool)  # how the file writes its expectations
     quals = sorted(tests)
     rng.shuffle(quals)
     for qual in quals[:per_file]:
@@ -155,8 +156,10 @@ def samples(source: Source, rng: random.Random, per_file: int | None) -> dict[st
         ctx = Context(source, text.replace(old, "", 1) if old in text else text, others,
                       words_all - Counter(WORD.findall(str(value))), args,
                       _keys(tests[qual], skip=node), _keys(compared))
-        local = {"local": literals.literal_pool(tests[qual], text)} if "local" in inspect.signature(
-            DRAWING.replacement).parameters else {}  # an older drawing (--drawing) has none
+        given = inspect.signature(DRAWING.replacement).parameters  # an older drawing has fewer
+        local = {"local": literals.literal_pool(tests[qual], text)} if "local" in given else {}
+        if "rates" in given:  # the file's other tests, as the prover gives them
+            local["rates"] = literals.shares([o for at, o in seen.items() if at != id(tests[qual])])
         news = {"before": literals.mutate_literal(old, rng),
                 "after": DRAWING.replacement(old, rng, pool, args, vocab, **local)}
         if any(new is None for new in news.values()):

@@ -69,22 +69,23 @@ def test_a_replacement_looks_like_a_real_expectation():
 
 def test_a_replacement_follows_the_test_function_its_bytes_words_and_small_numbers():
     """Issue 49 on the real projects' graded tests: a real expectation is often a value its own
-    test wrote earlier (the replacement is drawn from the function's literals first); a bytes
-    literal gets a word of the file, not a swapped letter; a 0 or a 1 is as likely as in real
-    expectations (small numbers weighted up)."""
+    test wrote earlier (the replacement is drawn from the function's literals most often); a
+    bytes literal gets a word of the file, not a swapped letter; a 0 or a 1 is as likely as in
+    real expectations (``literals.DIGITS``)."""
     text = ("N = 3\n\n\ndef test_x():\n    items = make(4, 7)\n    assert size(items) == 5\n")
     tree = ast.parse(text)
     (literal, compared), = mutants.expectations(tree, "test_x")
     local = mutants.literal_pool(mutants._function(tree, "test_x"), text)
-    drawn = {mutants.replacement("5", random.Random(s), mutants.literal_pool(tree, text), [],
-                                 local=local) for s in range(30)}
-    assert drawn == {"4", "7"}, drawn
+    drawn = [mutants.replacement("5", random.Random(s), mutants.literal_pool(tree, text), [],
+                                 local=local) for s in range(400)]
+    assert "5" not in drawn and drawn.count("4") + drawn.count("7") > 400 * 0.6, drawn
+    assert min(drawn.count("4"), drawn.count("7")) > max(drawn.count(d) for d in "0123689"), drawn
     words = mutants.vocabulary("greeting hello world there")
     swapped = {mutants.replacement('b"hello world"', random.Random(s), [], [], words) for s in range(30)}
     assert all(b.startswith('b"') and set(ast.literal_eval(b).split()) <= {b"hello", b"world", b"there"}
                for b in swapped) and len(swapped) > 1 and 'b"hello world"' not in swapped, swapped
     small = [mutants.replacement("7", random.Random(s), [], []) for s in range(400)]
-    assert small.count("0") > small.count("1") > small.count("2") > small.count("9"), small
+    assert small.count("0") + small.count("1") > 400 * 0.45 and small.count("2") > small.count("9"), small
 
 
 TESTS_TEXT = '''import unittest

@@ -3,32 +3,35 @@
 A mutant (``mutants``) must be told from the real test by nothing but its value, and its value
 must not give it away either: a string whose last letter was swapped at random is a word found
 nowhere else in the repository, and where a test expects one of the call's own arguments
-(``assert pick(a, b) == b``) a random digit is not what a test expects. So a replacement is
-drawn, by the shape of the literal it replaces (same type, same length: the file keeps its
-size, a canary session's graded file is as large as the real one's):
+(``assert pick(a, b) == b``) a random digit is not what a test expects. So a replacement keeps
+the shape of the literal it replaces (same type and quotes, same length: the file keeps its
+size; a number its sign) and is drawn:
 - where the real value is one of the compared call's literal arguments, another argument of it;
   where it is not, never one of them;
-- else, with the probability ``LOCAL_SHARE``, another literal of the test function itself (a
-  real expectation is often a value its test wrote earlier: ``make(5)`` ... ``== 5``; on the
-  real projects' graded tests 29% are, a replacement drawn from the whole file 13%);
-- else, with the probability ``POOL_SHARE`` (per type: how often a real expectation's value
-  appears elsewhere in its file, measured by ``bench/mutant_detector.py``), another literal of
-  the same file;
-- else an edit of the same shape real values have: for a number, another of the same number of
-  digits and sign (small numbers likelier: ``NUMBER_PRIOR``); for a string or bytes, one word of
-  it replaced by a word of the file's vocabulary of the same length and case (a string made of
-  the file's own words); failing all, a character
-  edit of the same class (``mutate_literal``, the design before issue 49).
+- else from ``distribution``, what a real expectation of that shape is in this file: another
+  literal of the test function itself (a real expectation is often a value its test wrote
+  earlier: ``make(5)`` ... ``== 5``), else another literal of the file, each by how often it is
+  written, else a fresh value (a one-digit number by ``DIGITS``; more digits by Benford's law; a
+  string with one word swapped for a word of the file of the same length and case). The shares
+  are the file's own (``shares``: how its other tests' expectations are written, the replaced
+  test left out, pulled toward ``SHARES``);
+- through ``derange``: the real value is never its own mutant, and drawing "any other value"
+  would make a frequent value (pytest's monkeypatch tests expect 42 nine times) rarer among
+  mutants than among real expectations; deranged, a value drawn from ``distribution`` gives a
+  mutant distributed as ``distribution`` itself;
+- failing all, a character edit of the same class (``mutate_literal``, the design before
+  issue 49).
 
 Contracts:
 - ``literal_pool(tree, text)`` -> the source text of every one-line constant of the file (a
   negative number with its sign; no bool, None or Ellipsis), in source order.
 - ``call_arguments(lines, compared)`` -> the source of each literal argument (positional or
   keyword) of ``compared`` when it is a call, else ``[]``.
-- ``replacement(source, rng, pool, args, words, avoid)`` -> another literal of ``source``'s
-  type and length (``True`` <-> ``False`` aside), none of ``avoid`` (a redraw's earlier tries), or
-  None; ``vocabulary(pool_text)``: the file's words;
-  ``mutate_literal(source, rng)``: the character edit (``mutants``' contract).
+- ``replacement(source, rng, pool, args, words, avoid, local, rates)`` -> another literal of
+  ``source``'s shape (``True`` <-> ``False`` aside), none of ``avoid`` (a redraw's earlier
+  tries), or None; ``vocabulary(pool_text)``: the file's words;
+  ``observation(source, pool, local)`` and ``shares(observations)``: how a file writes its
+  expectations; ``mutate_literal(source, rng)``: the character edit (``mutants``' contract).
 """
 
 from __future__ import annotations
@@ -37,14 +40,23 @@ import ast
 import random
 import re
 import string
+from collections import Counter
 from typing import Any
 
-POOL_SHARE = {str: 0.85, bytes: 0.85, int: 0.85, float: 0.85}
-"""How often the replacement is another literal of the file, per type (module docstring)."""
-LOCAL_SHARE = 1.0
-"""How often it is first drawn from the test function's own literals (module docstring)."""
-NUMBER_PRIOR = 1.5
-"""A number ``n`` is drawn with the weight ``1 / (|n| + 1) ** NUMBER_PRIOR`` (``_prior``)."""
+SHARES = {int: (0.77, 0.87), float: (0.60, 0.59), str: (0.95, 0.85), bytes: (0.95, 0.85)}
+"""Per type, the prior of ``shares``: how often a real expectation is another literal of its own
+test function (of its shape, its own occurrence aside), and when not, another of its file.
+Numbers: measured on 600 installed packages' test files (``bench/mutant_detector.py``'s
+samples). Strings and bytes: those files measure 0.66/0.26 and 0.40/0.20, but files that repeat
+their strings (flask's: 0.77/0.43 and 0.53/0.60) are then told by a mutant string found nowhere
+in the repository; the higher prior is the one that scored best on the real projects (so their
+AUC is no held-out measure for it, docs/benchmarks.md)."""
+DIGITS = (0.306, 0.295, 0.171, 0.084, 0.048, 0.033, 0.024, 0.014, 0.013, 0.012)
+"""How often a one-digit real expectation is 0, 1, ..., 9 (the same 600 files)."""
+PRIOR_WEIGHT = 8
+"""How many observations ``SHARES`` counts as, against a file's own (``shares``)."""
+FRESH = None
+"""``distribution``'s key for a value written nowhere else in the file."""
 
 _WORD = re.compile(r"[A-Za-z]+|[0-9]+")
 
@@ -120,31 +132,129 @@ def _case(word: str) -> str:
     return "title" if word[:1].isupper() and word[1:].islower() else "mixed"
 
 
-def _prior(value: Any) -> float:
-    """How likely a real expectation is this number: 0 and 1 far likelier than 7 (measured on
-    the real projects' graded tests, ``bench/mutant_detector.py``: 0 35%, 1 26%, 2 12%, 3 8%)."""
-    return 1.0 / (abs(value) + 1) ** NUMBER_PRIOR if type(value) in (int, float) else 1.0
+def _shape(source: str, value: Any) -> tuple:
+    """What a replacement keeps: the type (a string's prefix and quotes), the length, a number's
+    sign (a ``-1`` is no replacement for a ``42``: real expectations are rarely negative)."""
+    return (*_kind(source, value), len(source), source.startswith("-"))
 
 
-def _choose(drawn: list[str], rng: random.Random) -> str:
-    """One of ``drawn`` (repeats count), a number weighted by ``_prior``: the replacement of a 1
-    must not be a 2 more often than a real expectation is (the real one is never drawn, so
-    without the weight a 0 or a 1 would be rarer among mutants than among real values)."""
-    return rng.choices(drawn, [_prior(_value(d)) for d in drawn])[0]
+def _others(source: str, shape: tuple, literals) -> Counter:
+    """``literals`` of ``shape`` counted by value (keyed by the first text written for it), the
+    replaced literal's own occurrence left out once: what a real expectation here repeats."""
+    found: Counter = Counter()
+    texts: dict = {}
+    for p in literals:
+        v = _value(p)
+        if v is not None and type(v) is not bool and _shape(p, v) == shape:
+            found[v] += 1
+            texts.setdefault(v, p)
+    value = _value(source)
+    if found[value] > 0 and source in literals:
+        found[value] -= 1
+    return Counter({texts[v]: n for v, n in found.items() if n > 0})
+
+
+def observation(source: str, pool: list[str], local=()) -> tuple | None:
+    """How one real expectation was written: ``(type, in_function, in_file)``, whether its value
+    is another literal of its test function of its shape (None: the function has none), and if
+    not, another of its file (None: it is, or the file has none). None for a bool or no literal."""
+    value = _value(source)
+    if value is None or type(value) is bool:
+        return None
+    shape = _shape(source, value)
+    near, far = _others(source, shape, local), _others(source, shape, pool)
+    in_near = any(_value(t) == value for t in near) if near else None
+    in_far = None if in_near or not far else any(_value(t) == value for t in far)
+    return type(value), in_near, in_far
+
+
+def shares(observations) -> dict[type, tuple[float, float]]:
+    """``SHARES`` as this file writes its other expectations (``observation`` of each): per type,
+    the file's rates, each pulled toward ``SHARES`` by ``PRIOR_WEIGHT`` pseudo-observations (a
+    file of few tests is mostly the prior)."""
+    found = [o for o in observations if o is not None]
+    out = {}
+    for kind, prior in SHARES.items():
+        rates = []
+        for at, base in zip((1, 2), prior):
+            seen = [o[at] for o in found if o[0] is kind and o[at] is not None]
+            rates.append((sum(seen) + PRIOR_WEIGHT * base) / (len(seen) + PRIOR_WEIGHT))
+        out[kind] = (rates[0], rates[1])
+    return out
+
+
+def distribution(source: str, pool: list[str], local=(),
+                 rates: dict | None = None) -> dict[str | None, float]:
+    """What a real expectation of ``source``'s shape is, in this file: ``{literal: probability}``
+    (module docstring), the key ``FRESH`` for a value found nowhere else in the file; ``rates``:
+    ``shares`` of the file (None: ``SHARES``)."""
+    value = _value(source)
+    shape = _shape(source, value)
+    share_local, share_file = (rates or SHARES).get(type(value), (0.0, 0.0))
+    masses: dict[str | None, float] = {}
+    left = 1.0
+    for share, found in ((share_local, _others(source, shape, local)),
+                         (share_file, _others(source, shape, pool))):
+        if found:
+            mass, total = left * share, sum(found.values())
+            for text, count in found.items():
+                masses[text] = masses.get(text, 0.0) + mass * count / total
+            left -= mass
+    digits = source.lstrip("-")
+    if type(value) is int and len(digits) == 1 and digits.isdigit():
+        sign = source[:-1]
+        for d, weight in enumerate(DIGITS):
+            if not (sign and d == 0):  # no test writes -0
+                masses[f"{sign}{d}"] = masses.get(f"{sign}{d}", 0.0) + left * weight
+    else:
+        masses[FRESH] = left
+    total = sum(masses.values())
+    return {k: m / total for k, m in masses.items() if m > 0}
+
+
+def derange(masses: dict, own, rng: random.Random):
+    """A key of ``masses`` other than ``own``, drawn so that where ``own`` was itself drawn from
+    ``masses`` the result is distributed as ``masses`` too: a mutant is never its real value, yet
+    a frequent value is as frequent among mutants as among real expectations (drawing "any other
+    value" would make every frequent value rarer among mutants: the tell of issue 49's second
+    pass). The keys are laid on a circle in a random order, each an arc as long as its
+    probability; a point drawn in ``own``'s arc is turned by at least the longest arc (and at most
+    one turn less it), so it lands elsewhere, and uniformly: the result is distributed as
+    ``masses``. Where one key holds more than half the mass no such turn exists: then a turn of
+    half, and where it lands on ``own``, another key by its mass. ``masses`` holds a key other
+    than ``own``."""
+    keys = sorted(masses, key=lambda k: (k is not None, str(k)))
+    rng.shuffle(keys)
+    if masses.get(own, 0.0) <= 0.0:
+        return rng.choices(keys, [masses[k] for k in keys])[0]
+    total, starts, at = sum(masses.values()), {}, 0.0
+    for k in keys:
+        starts[k] = at
+        at += masses[k] / total
+    largest = max(masses.values()) / total
+    low, high = min(largest, 0.5), max(1.0 - largest, 0.5)
+    point = (starts[own] + rng.random() * masses[own] / total
+             + low + rng.random() * (high - low)) % 1.0
+    chosen = next((k for k in reversed(keys) if starts[k] <= point), keys[0])
+    if chosen == own:
+        rest = [k for k in keys if k != own]
+        return rng.choices(rest, [masses[k] for k in rest])[0]
+    return chosen
 
 
 def _same_digits(source: str, value: int, rng: random.Random, forbid: set) -> str | None:
+    """A number of ``source``'s sign and number of digits: one digit by ``DIGITS``, more by
+    Benford's law (a 1xx as likely as a 2xx and a 3xx together, as real values are)."""
     digits = source.lstrip("-+")
     if not digits.isdigit() or (len(digits) > 1 and digits.startswith("0")):
         return None  # 0x1f, 1_000, 007: left to the character edit
-    low = 0 if len(digits) == 1 else 10 ** (len(digits) - 1)
     sign = source[:len(source) - len(digits)]
-    span = 10 ** len(digits) - low
-    for _ in range(20):  # small values likelier, as in real expectations (1/(rank+1) weights)
-        new = (rng.choices(range(10), [_prior(v) for v in range(10)])[0] if low == 0
-               else low + min(span - 1, int(span ** rng.random()) - 1))
+    low = 10 ** (len(digits) - 1)
+    for _ in range(20):
+        new = (rng.choices(range(10), DIGITS)[0] if len(digits) == 1
+               else min(10 * low - 1, int(low * 10 ** rng.random())))
         candidate = f"{sign}{new}"
-        if candidate != source and _value(candidate) not in forbid and _value(candidate) != value:
+        if candidate not in (source, "-0") and _value(candidate) not in forbid:
             return candidate
     return None
 
@@ -166,12 +276,24 @@ def _word_swap(source: str, value: Any, rng: random.Random, words: dict, forbid:
     return None
 
 
+def _fresh(source: str, value: Any, rng: random.Random, pool: list[str], words: dict,
+           forbid: set) -> str | None:
+    """A value of ``source``'s shape written nowhere in the file: a number of the same digits, a
+    string with a word swapped for another of the file's; None when there is none (then one of
+    the file's literals: a character edit is a word found nowhere, the worst tell)."""
+    taken = forbid | {value} | {_value(p) for p in pool}
+    if type(value) is int:
+        return _same_digits(source, value, rng, taken)
+    return _word_swap(source, value, rng, words, taken)
+
+
 def replacement(source: str, rng: random.Random, pool: list[str], args: list[str],
                 words: dict | None = None, avoid: frozenset | set = frozenset(),
-                local: list[str] = ()) -> str | None:
+                local: list[str] = (), rates: dict | None = None) -> str | None:
     """Module contract (``words``: ``vocabulary`` of the file, made from ``pool`` when None;
     ``avoid``: replacements already tried here and dropped, never returned again: a redraw;
-    ``local``: the literals of the test function itself, ``literal_pool(function, text)``)."""
+    ``local``: the literals of the test function itself, ``literal_pool(function, text)``;
+    ``rates``: ``shares`` of the file's other tests, None: ``SHARES``)."""
     value = _value(source)
     if value is None or type(value) is bool:
         edited = mutate_literal(source, rng)
@@ -179,32 +301,35 @@ def replacement(source: str, rng: random.Random, pool: list[str], args: list[str
     kind = _kind(source, value)
     same = [a for a in args if _kind(a, _value(a)) == kind]
     values = [_value(a) for a in same]
-    avoided = {_value(a) for a in avoid}
+    forbid = {_value(a) for a in avoid}
     if value in values:
         alternatives = sorted({a for a in same if _value(a) != value and len(a) == len(source)
-                               and _value(a) not in avoided})
+                               and _value(a) not in forbid})
         if alternatives:
-            return _choose(alternatives, rng)
-        forbid = {value, *avoided}
+            return rng.choice(alternatives)
     else:
-        forbid = {value, *values, *avoided}
-    for share, literals in ((LOCAL_SHARE, local), (POOL_SHARE.get(type(value), 0.0), pool)):
-        if rng.random() < share:
-            # weighted by how often each appears: a real expectation is often a frequent value
-            drawn = sorted(p for p in literals if len(p) == len(source)
-                           and _kind(p, _value(p)) == kind and _value(p) not in forbid)
-            if drawn:
-                return _choose(drawn, rng)
-    if type(value) is int:
-        shaped = _same_digits(source, value, rng, forbid)
-    else:
-        shaped = _word_swap(source, value, rng, words if words is not None else vocabulary(
-            " ".join(pool)), forbid)
-    if shaped is not None:
-        return shaped
-    for _ in range(8):  # the character edit is random: a redraw may need a few
+        forbid |= set(values)
+    words = words if words is not None else vocabulary(" ".join(pool))
+    masses = distribution(source, pool, local, rates)
+    # a real value written nowhere else in the file was a fresh draw: FRESH is its key (a
+    # fresh replacement differs from it all the same, where nothing else is left)
+    own = next((k for k in masses if k is not FRESH and _value(k) == value), FRESH)
+    masses = {k: m for k, m in masses.items()
+              if k is own or k is FRESH or _value(k) not in forbid}
+    while masses:
+        if len(masses) > 1:
+            chosen = derange(masses, own, rng)
+        elif own not in masses or own is FRESH:
+            chosen = next(iter(masses))
+        else:
+            break
+        drawn = _fresh(source, value, rng, pool, words, forbid) if chosen is FRESH else chosen
+        if drawn is not None:
+            return drawn
+        masses.pop(chosen)  # no fresh value of this shape: one of the file's instead
+    for _ in range(8):
         edited = mutate_literal(source, rng)
-        if edited is not None and _value(edited) not in forbid:
+        if edited is not None and _value(edited) not in forbid | {value}:
             return edited
     return None
 

@@ -30,7 +30,9 @@ Contracts:
   where one exists), or None: a character edit, the replacement's last resort (and the whole
   design before issue 49, which ``bench/mutant_detector.py`` compares with).
 - ``expectations(tree, qual)``: the test's literal expectations, each with what it is compared
-  with.
+  with; ``observations(tree, text, pool)``: how each test function of a file writes its
+  expectation (``literals.observation``), whence a test's ``literals.shares``: the file's other
+  tests.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from ratchet_ray.suites.swebench.proof.literals import (  # noqa: F401 - mutate_literal: this module's contract
-    call_arguments, literal_pool, mutate_literal, replacement, vocabulary)
+    call_arguments, literal_pool, mutate_literal, observation, replacement, shares, vocabulary)
 
 REDRAWS = 3
 """Draws after the first (``draw_kept``) while the instance has no FAIL_TO_PASS mutant kept."""
@@ -166,10 +168,25 @@ def _segment(lines: list[str], node: ast.expr) -> tuple[int, str] | None:
     return col, raw[node.col_offset:node.end_col_offset].decode(errors="replace")
 
 
+def observations(tree: ast.AST, text: str, pool: list[str]) -> dict[int, tuple | None]:
+    """``literals.observation`` of each test function's expectation (the literal ``_mutant``
+    tries first), by the ``id`` of the function's node: how the file writes its expectations."""
+    lines = text.split("\n")
+    found = {}
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name.startswith("test"):
+            segments = [s for e, _ in reversed(_expectations(fn)) for c in _constants(e)
+                        if (s := _segment(lines, c)) is not None]
+            if segments:
+                found[id(fn)] = observation(segments[0][1], pool, literal_pool(fn, text))
+    return found
+
+
 def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Random,
-            pool: tuple[list[str], dict], tried: set[tuple[int, int, str]]) -> Mutant | None:
+            pool: tuple[list[str], dict, dict], tried: set[tuple[int, int, str]]) -> Mutant | None:
     lines = text.split("\n")
     local = literal_pool(fn, text)
+    rates = shares([o for at, o in pool[2].items() if at != id(fn)])  # the test's own left out
     for expectation, compared in reversed(_expectations(fn)):
         args = call_arguments(lines, compared)
         for constant in _constants(expectation):
@@ -178,7 +195,7 @@ def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Ra
                 continue
             col, old = found
             avoid = {new for line, at, new in tried if (line, at) == (constant.lineno, col)}
-            new = replacement(old, rng, pool[0], args, pool[1], avoid, local)
+            new = replacement(old, rng, pool[0], args, pool[1], avoid, local, rates)
             if new is not None:
                 return Mutant(test, file, constant.lineno, col, old, new, lines[constant.lineno - 1])
     return None
@@ -187,7 +204,7 @@ def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Ra
 def candidates(located: dict[str, tuple[str, str]], texts: dict[str, str | None],
                rng: random.Random, tried: dict[str, list[Mutant]] | None = None) -> dict[str, Mutant]:
     trees: dict[str, ast.Module | None] = {}
-    pools: dict[str, tuple[list[str], dict]] = {}
+    pools: dict[str, tuple[list[str], dict, dict]] = {}
     found = {}
     for test, (file, qual) in sorted(located.items()):
         text = texts.get(file)
@@ -198,8 +215,9 @@ def candidates(located: dict[str, tuple[str, str]], texts: dict[str, str | None]
                 trees[file] = ast.parse(text)
             except SyntaxError:
                 trees[file] = None
-            pools[file] = (literal_pool(trees[file], text) if trees[file] is not None else [],
-                           vocabulary(text))
+            pool = literal_pool(trees[file], text) if trees[file] is not None else []
+            pools[file] = (pool, vocabulary(text),
+                           observations(trees[file], text, pool) if trees[file] is not None else {})
         tree = trees[file]
         fn = _function(tree, qual) if tree is not None else None
         if fn is None:

@@ -1,0 +1,78 @@
+"""How a mutant's value is drawn (``proof.literals``, issue 49's second pass): a frequent real
+value is as frequent among mutants, a number keeps its sign and its digits' law, and the shares
+follow how the file writes its own expectations. No Docker; the detector's AUC over real test
+files is ``bench/mutant_detector.py``'s."""
+
+from __future__ import annotations
+
+import ast
+import random
+from collections import Counter
+
+from ratchet_ray.suites.swebench.proof import literals, mutants
+
+
+def test_derange_never_returns_its_own_value_and_keeps_the_distribution():
+    """Real values drawn from ``masses`` give mutants distributed as ``masses``; drawing "any
+    other value" by mass instead makes the most frequent value rarer among mutants (the tell)."""
+    masses = {"a": 0.4, "b": 0.3, "c": 0.2, "d": 0.1}
+    rng = random.Random(0)
+    pairs = [(own, literals.derange(masses, own, rng))
+             for own in rng.choices(list(masses), list(masses.values()), k=6000)]
+    assert all(own != new for own, new in pairs)
+    drawn = Counter(new for _, new in pairs)
+    assert all(abs(drawn[k] / 6000 - m) < 0.025 for k, m in masses.items()), drawn
+    other = Counter(rng.choices([k for k in masses if k != own], [m for k, m in masses.items() if k != own])[0]
+                    for own, _ in pairs)
+    assert other["a"] / 6000 < 0.4 - 0.05, other  # what the derangement corrects
+    assert literals.derange({"a": 0.8, "b": 0.2}, "a", rng) == "b"  # over half: the rest
+
+
+def test_a_frequent_expectation_is_as_frequent_among_mutants():
+    """pytest's monkeypatch tests expect 42 many times: where real expectations are drawn as
+    ``distribution`` says, their mutants are 42 as often as they are (and never 42 for a 42)."""
+    pool = ["42"] * 5 + ["17", "23", "64", "31", "58", "76"]
+    masses = literals.distribution("99", pool)
+    assert masses["42"] > 0.3 and literals.FRESH in masses
+    real, mutated = [], []
+    for seed in range(4000):
+        rng = random.Random(seed)
+        old = rng.choices(list(masses), list(masses.values()))[0] or "99"  # FRESH: one of its own
+        new = literals.replacement(old, rng, [*pool, old], [])  # the file holds the real one
+        assert new != old and len(new) == 2 and not new.startswith("-")
+        real.append(old)
+        mutated.append(new)
+    for value in ("42", "17"):
+        assert abs(mutated.count(value) - real.count(value)) < 0.03 * len(real), value
+
+
+def test_a_number_keeps_its_sign_and_its_digits_follow_benford():
+    assert {literals.replacement("42", random.Random(s), ["-1", "-7", "42"], []) for s in range(200)
+            } & {"-1", "-7"} == set()
+    assert {literals.replacement("-3", random.Random(s), ["-3"], []) for s in range(100)} <= {
+        f"-{d}" for d in range(1, 10)}
+    lead = Counter(literals.replacement("4096", random.Random(s), [], [])[0] for s in range(600))
+    assert lead["1"] > 3 * lead["9"] and lead["1"] > lead["2"] > lead["5"], lead
+
+
+def test_the_shares_follow_the_file_s_other_expectations_not_the_replaced_one():
+    repeats = "".join(f"def test_{i}():\n    v = make({i + 20})\n    assert size(v) == {i + 20}\n\n"
+                      for i in range(6))
+    fresh = "".join(f"def test_{i}():\n    v = make({i + 20})\n    assert size(v) == {i + 50}\n\n"
+                    for i in range(6))
+    prior = literals.SHARES[int][0]
+    for text, above in ((repeats, True), (fresh, False)):
+        tree = ast.parse(text)
+        seen = mutants.observations(tree, text, literals.literal_pool(tree, text))
+        assert len(seen) == 6 and all(o[0] is int for o in seen.values())
+        rate = literals.shares(seen.values())[int][0]
+        assert (rate > prior + 0.05) if above else (rate < prior - 0.2), rate
+    # drawn through mutants.candidates: a file whose tests repeat their arguments gets mutants
+    # that are its tests' own literals more often than one whose tests do not
+    tree = ast.parse(repeats)
+    located = {f"t.py::test_{i}": ("t.py", f"test_{i}") for i in range(6)}
+    found = [m for s in range(40) for m in mutants.candidates(located, {"t.py": repeats},
+                                                              random.Random(s)).values()]
+    own = sum(m.new == str(int(m.test.rsplit("_", 1)[1]) + 20) for m in found)
+    assert not own, "the real value is never its own mutant"
+    assert all(len(m.new) == 2 for m in found) and len(found) == 240
