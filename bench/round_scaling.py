@@ -47,7 +47,6 @@ os.environ.pop("RAY_ADDRESS", None)
 import ray  # noqa: E402
 from ray.util import ActorPool  # noqa: E402
 
-from actors.draining import map_unordered  # noqa: E402
 from actors.pools import ResilientPool  # noqa: E402
 from actors.solver import SolverActor  # noqa: E402
 from bench.delay_server import serve_in_process  # noqa: E402
