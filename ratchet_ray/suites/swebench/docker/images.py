@@ -5,8 +5,9 @@ Contracts:
   ``sweb.eval.x86_64.<id>:<tag>`` (lower case) for local images (``namespace`` None) and
   ``<namespace>/sweb.eval.x86_64.<id with __ -> _1776_>:<tag>`` for registry images.
 - ``InstanceImages.ensure(instance, log)`` makes the image present and ``ready``: absent ->
-  ``namespace`` set -> pull; ``namespace`` None -> build from the instance's ``dockerfile`` with
-  the classic builder (no BuildKit needed); then, once per image, its repository is stripped of
+  ``namespace`` set -> pull (an instance with its own ``dockerfile`` that the registry does not
+  have, or cannot serve, is built from it instead); ``namespace`` None -> build from the
+  instance's ``dockerfile`` with the classic builder (no BuildKit needed); then, once per image, its repository is stripped of
   every commit, ref, reflog entry and object newer than ``base_commit`` (``history``: a derived
   layer tagged with the same name and marked with ``HISTORY_LABEL``; an image someone else
   pulled or built is stripped the first time it is used). Every agent and grader container starts
@@ -195,9 +196,7 @@ class InstanceImages:
                 if not self.exists(name):
                     self.cache.make_room(name, log)  # budget and disk guard first
                     if self.settings.namespace is not None:
-                        log(f"pulling {name}")
-                        self.client.images.pull(name)
-                        event = "pull"
+                        event = self._pull(name, instance, log)
                     else:
                         self._build(name, instance, log)
                         event = "build"
@@ -212,6 +211,25 @@ class InstanceImages:
             except docker.errors.DockerException as exc:
                 raise InfraFailure(classify_exception(exc) or "docker_error",
                                    f"cannot obtain image {name}: {exc}") from exc
+
+    def _pull(self, name: str, instance: dict[str, Any], log: Log) -> str:
+        """Pull ``name``; when the registry has no such image (or cannot be reached) and the
+        instance carries its own ``dockerfile`` (a set ``ratchet swe make-instances`` made: its
+        images exist nowhere else), build it from that under the same name. ``pull``/``build``."""
+        with serial_imports:
+            import docker.errors
+
+        log(f"pulling {name}")
+        try:
+            self.client.images.pull(name)
+            return "pull"
+        except docker.errors.APIError as exc:
+            if not instance.get("dockerfile"):
+                raise
+            log(f"{name} not pulled from namespace {self.settings.namespace!r} "
+                f"({str(exc).strip()[:200]}): building it from the instance's dockerfile")
+        self._build(name, instance, log)
+        return "build"
 
     def _strip_history(self, name: str, instance: dict[str, Any], log: Log) -> None:
         """Rebuild ``name`` as a layer over itself whose repository holds nothing newer than
