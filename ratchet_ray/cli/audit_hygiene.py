@@ -9,16 +9,15 @@ Contracts (each reads the run dir only; nothing is written):
 - ``bypass_rows(con, skills, config, near)``: one row per skill with routings since its last
   activation, dead weight (``curator.dead_weight_rounds``) and the probe pairs' similarity
   (``governance.bypass``).
-- ``cost_rows(con, skills, stats)``: ``governance.bypass.skill_costs``.
+- The --cost table's rows are ``governance.bypass.skill_costs``' (``COST_COLUMNS``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.evidence.queries import SkillStats
 from ratchet_ray.governance import bypass
 from ratchet_ray.governance.leakage import embedding_similarity
 from ratchet_ray.types import Skill
@@ -73,8 +72,3 @@ def bypass_rows(con: Any, skills: Sequence[Skill], config: LoopConfig,
                      "mean_similarity": round(probe.mean_similarity, 4) if probe else None,
                      "ignored": bool(probe and probe.ignored)})
     return rows
-
-
-def cost_rows(con: Any, skills: Sequence[Skill], stats: Mapping[str, SkillStats]
-              ) -> list[dict[str, Any]]:
-    return bypass.skill_costs(con, skills, stats)

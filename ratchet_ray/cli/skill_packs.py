@@ -47,7 +47,8 @@ def _run_dir(ctx: click.Context, given: Path | None, option: str) -> Path:
     return check_run_dir(Path(run_dir))
 
 
-def _latest_round(run_dir: Path) -> int:
+def latest_round(run_dir: Path) -> int:
+    """The last round with a capsule or a skill event (0 for an empty run)."""
     with EvidenceStore(run_dir).connect() as con:
         value = nq.fetch_one(con, "last_round")[0]
     return 0 if value is None else int(value)
@@ -122,7 +123,7 @@ def import_cmd(ctx: click.Context, pack: Path, into: Path | None, allow_other_su
 
     agent_skills = not (pack / MANIFEST).is_file() and bool(skill_files(pack))
     try:
-        at = _latest_round(run_dir) if round_ is None else round_
+        at = latest_round(run_dir) if round_ is None else round_
         with writer_lock(run_dir, "ratchet skill import"):
             config_file = run_dir / "config.yaml"
             config = load_config([config_file] if config_file.is_file() else [])

@@ -36,17 +36,16 @@ from ratchet_ray.bank.pack_format import IMPORTS_DIR
 from ratchet_ray.governance.probation import probation_floor
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill
 from ratchet_ray.cli import audit_hygiene
-from ratchet_ray.cli.skill_packs import export_cmd, import_cmd, transfer_cmd
+from ratchet_ray.cli.skill_packs import export_cmd, import_cmd, latest_round, transfer_cmd
 from ratchet_ray.cli.evidence import emit_rows, require_run_dir, writer_lock
 from ratchet_ray.cli.options import format_option, round_option, status_option
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.run_config.files import ConfigError, load_config
-from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import (EMPTY_STATS, failed_llm_calls, recent_skill_events,
                                           suspicious_capsules, tampering_capsules)
 from ratchet_ray.evidence.tampering import grader_finding, suspicion
 from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
-from ratchet_ray.governance import curator
+from ratchet_ray.governance import bypass, curator
 
 _USER_ERRORS = (SkillFileError, MetaSkillFileError, BankError, ConfigError, EvidenceSchemaError,
                 FileNotFoundError)
@@ -66,12 +65,6 @@ def open_bank(ctx: click.Context, *, writer: bool = False) -> SkillBank:
                          recover=writer)
     except _USER_ERRORS as exc:
         raise click.ClickException(str(exc)) from exc
-
-
-def latest_round(run_dir: Path) -> int:
-    with EvidenceStore(run_dir).connect() as con:
-        value = nq.fetch_one(con, "last_round")[0]
-    return 0 if value is None else int(value)
 
 
 @click.group("skill")
@@ -276,7 +269,7 @@ def hygiene_audit(ctx: click.Context, fmt: str, leakage: bool, threshold: float 
                                f"(>= {near:g} similar on most probe pairs): "
                                f"{', '.join(ignored) or 'none'}")
             if cost:
-                emit_rows(audit_hygiene.cost_rows(con, skills, bank.stats()),
+                emit_rows(bypass.skill_costs(con, skills, bank.stats()),
                           audit_hygiene.COST_COLUMNS, fmt)
     except (*_USER_ERRORS, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
