@@ -11,7 +11,7 @@ Contracts:
   ``current_round - window + 1 .. current_round`` in a stable order (round, created_at, capsule).
 - ``pass_at_1_by_round(con)`` gives one dict per (round, split) with infra failures in the
   denominator.
-- Tampering (``evidence.tampering``: capsules whose exit status is in ``statuses``, by default
+- Tampering (``evidence.tampering``: capsules whose exit status is in
   ``TAMPERING_STATUSES``; infrastructure failures never count, nor impossible twins, which
   grade an attempt that has its own capsule again): ``tampering_by_skill(con,
   split)`` -> ``{skill_id: TamperingStats}`` over the capsules of ``split`` routed to a skill
@@ -27,7 +27,7 @@ Contracts:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Collection
+from typing import Any
 
 import duckdb
 
@@ -131,24 +131,22 @@ WHERE event = 'retired' AND starts_with(coalesce(reason, ''), ?)
 """
 
 
-def _statuses(statuses: Collection[str] | None) -> list[str]:
-    return sorted(TAMPERING_STATUSES if statuses is None else statuses)
+_STATUSES = sorted(TAMPERING_STATUSES)  # a DuckDB list parameter
 
 
-def tampering_by_skill(con: duckdb.DuckDBPyConnection, split: str = "train",
-                       statuses: Collection[str] | None = None) -> dict[str, TamperingStats]:
+def tampering_by_skill(con: duckdb.DuckDBPyConnection, split: str = "train"
+                       ) -> dict[str, TamperingStats]:
     """Per skill, its routed ``split`` capsules graded as tampering (see module contracts)."""
-    rows = con.execute(TAMPERING_BY_SKILL_SQL, [split, NONE_SKILL, _statuses(statuses),
+    rows = con.execute(TAMPERING_BY_SKILL_SQL, [split, NONE_SKILL, _STATUSES,
                                                 SCREEN_ONLY_TRACE]).fetchall()
     return {skill_id: TamperingStats(capsules=int(n), first_round=int(first), last_round=int(last),
                                      first_capsule=str(capsule), first_status=str(status))
             for skill_id, n, first, last, capsule, status in rows}
 
 
-def tampering_capsules(con: duckdb.DuckDBPyConnection,
-                       statuses: Collection[str] | None = None) -> list[dict[str, Any]]:
+def tampering_capsules(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Every capsule graded as tampering, with its route and the grader's trace."""
-    return _rows_as_dicts(con.execute(TAMPERING_CAPSULES_SQL, [_statuses(statuses)]))
+    return _rows_as_dicts(con.execute(TAMPERING_CAPSULES_SQL, [_STATUSES]))
 
 
 def suspicious_capsules(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -157,13 +155,11 @@ def suspicious_capsules(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     return _rows_as_dicts(con.execute(SUSPICIOUS_CAPSULES_SQL, [SUSPICION_LIKE]))
 
 
-def tampering_totals(con: duckdb.DuckDBPyConnection,
-                     statuses: Collection[str] | None = None) -> dict[str, int]:
+def tampering_totals(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """``train_tampering`` / ``eval_tampering`` capsules and ``skills_retired_tampering``."""
-    train, eval_ = con.execute(TAMPERING_TOTALS_SQL, [_statuses(statuses)]).fetchone()
-    (retired,) = con.execute(TAMPERING_RETIRED_SQL, [f"{TAMPERING_REASON}:"]).fetchone()
+    train, eval_ = con.execute(TAMPERING_TOTALS_SQL, [_STATUSES]).fetchone()
     return {"train_tampering": int(train or 0), "eval_tampering": int(eval_ or 0),
-            "skills_retired_tampering": int(retired or 0)}
+            "skills_retired_tampering": skills_retired_with(con, f"{TAMPERING_REASON}:")}
 
 
 def skills_retired_with(con: duckdb.DuckDBPyConnection, prefix: str) -> int:

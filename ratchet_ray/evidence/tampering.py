@@ -14,9 +14,9 @@ Contracts:
   a tampering status; its finding goes into the trace as one line starting with
   ``SUSPICION_PREFIX``, followed by the quoted lines indented. ``suspicion(trace)`` returns that
   note ("" when none), for the audit and the report; ``SUSPICION_LIKE`` matches such traces in
-  SQL. ``is_proof(status, trace)``: a tampering status from behavioural proof, i.e. not a
-  capsule of an older run whose only finding was the static screen (``SCREEN_ONLY_TRACE``);
-  only those retire a skill (``evidence.queries.tampering_by_skill``).
+  SQL. Only a tampering status from behavioural proof retires a skill, i.e. not a capsule of an
+  older run whose only finding was the static screen (``SCREEN_ONLY_TRACE``): the rule is
+  ``evidence.queries.tampering_by_skill``'s SQL.
 - ``grader_finding(status, trace, limit)``: the grader's concrete finding for a tampering
   capsule, one line of at most ``limit`` characters: the first trace line naming the status or
   what was detected, else the first informative line; sandbox banners (``[sandbox bwrap]``)
@@ -71,8 +71,3 @@ def suspicion(trace: str | None) -> str:
                 body.append(more)
             return "\n".join(body)
     return ""
-
-
-def is_proof(status: str | None, trace: str | None) -> bool:
-    """A tampering status backed by behavioural proof (see module contracts)."""
-    return is_tampering(status) and SCREEN_ONLY_TRACE not in (trace or "")
