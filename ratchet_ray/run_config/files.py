@@ -26,21 +26,10 @@ from pydantic import BaseModel, ValidationError
 
 from ratchet_ray.settings import resources
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.suites.hooks import env_defaulted_keys, moved_keys
+from ratchet_ray.suites.hooks import moved_keys
 from ratchet_ray.suites.plugins import SuitePluginError
 from ratchet_ray.suites.resolve import (did_you_mean, resolve_config, suite_sections,
                                         unknown_keys)
-
-# Keys whose default comes from the environment when a config is built (``backend_settings``);
-# a suite's own are what its ``EnvVar``s default (``env_defaulted``). configs/default.yaml
-# leaves them out so that layering it never pins them.
-ENV_DEFAULTED = ("llm.local", "llm.openai", "llm.bedrock", "llm.prices")
-
-
-def env_defaulted() -> tuple[str, ...]:
-    """Every key whose default comes from the environment: ``ENV_DEFAULTED`` and the keys the
-    registered suites' environment variables default (``SuitePlugin.env_vars``)."""
-    return (*ENV_DEFAULTED, *env_defaulted_keys())
 
 CONFIGS_DIR = resources.configs_dir()  # the checkout's, or the copy a wheel ships
 
