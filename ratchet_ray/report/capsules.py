@@ -61,10 +61,6 @@ class CapsuleTable:
         return self.strings[v] if column in INTERNED and v is not None else v
 
 
-def count_capsules(run_dir: Path) -> int:
-    return EvidenceStore(run_dir).row_count("capsule")
-
-
 def capsule_table(run_dir: str | Path, text_limit: int = MAX_TEXT, con=None) -> CapsuleTable:
     """Every capsule of the run, with its verdict (module contracts); ``con``: an open
     ``EvidenceStore(run_dir).connect()`` to reuse."""

@@ -153,6 +153,16 @@ def models_used(con) -> list[dict[str, Any]]:
     return nq.fetch_dicts(con, "models_used")
 
 
+def solver_model(con, who: dict[str, Any]) -> str:
+    """``backend/model`` of the run's Solver as its LLM calls name it (the config's when no call
+    was recorded)."""
+    rows = [r for r in models_used(con) if r.get("role") == "solver" and r.get("model")]
+    if rows:
+        top = max(rows, key=lambda r: r["calls"])
+        return "/".join(str(p) for p in (top.get("backend"), top["model"]) if p)
+    return "/".join(str(who[k]) for k in ("backend", "model") if who.get(k)) or "unknown"
+
+
 # ---- skills ----------------------------------------------------------------------------------
 def wilson_contribution(wins: int, losses: int, n: int) -> tuple[float, float] | None:
     """95% interval of a contribution (wins - losses) / n in [-1, 1]: the Wilson interval of the

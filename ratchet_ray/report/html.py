@@ -25,8 +25,8 @@ import yaml
 
 from ratchet_ray.report.assets import CSS, JS
 from ratchet_ray.report.compare_section import compare_section
-from ratchet_ray.report.capsules import (COLUMNS, INTERNED, capsule_table, count_capsules,
-                                         text_limit_for)
+from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.report.capsules import COLUMNS, INTERNED, capsule_table, text_limit_for
 from ratchet_ray.report.data import RunData, load_run
 from ratchet_ray.report.sections import (bank_section, curves_section, headline_section,
                                          life_text, skills_section, sweep_section,
@@ -67,7 +67,7 @@ def capsule_payload(runs: list[RunData], max_capsules: int = MAX_CAPSULES,
                     with_tasks: bool = True) -> tuple[dict[str, Any], list[str]]:
     """The browser's JSON (runs, columns, strings, rows per run, tasks per run) and the runs
     left out for ``max_capsules``."""
-    counts = [count_capsules(r.run_dir) for r in runs]
+    counts = [EvidenceStore(r.run_dir).row_count("capsule") for r in runs]
     kept, total, left_out = [], 0, []
     for run, n in zip(runs, counts):
         if kept and total + n > max_capsules:

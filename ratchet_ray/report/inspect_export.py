@@ -41,7 +41,7 @@ import yaml
 
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.report.data import check_run_dir, identity
+from ratchet_ray.report.data import check_run_dir, identity, solver_model
 from ratchet_ray.types import NONE_SKILL
 
 SCORER = "ratchet_grader"
@@ -117,14 +117,6 @@ def _total(usages: list[Any], usage_cls) -> Any:
                      total_cost=sum(costs) if costs else None)
 
 
-def _solver_model(con, fallback: str) -> str:
-    rows = [r for r in nq.fetch_dicts(con, "models_used") if r["role"] == "solver"]
-    if not rows:
-        return fallback
-    top = max(rows, key=lambda r: r["calls"])
-    return f"{top['backend']}/{top['model']}"
-
-
 def export_inspect(run_dir: str | Path, out_dir: str | Path,
                    splits: Iterable[str] = ("eval",)) -> list[Path]:
     """Write one Inspect log per (round, split) of the run into ``out_dir`` (module contract)."""
@@ -140,8 +132,7 @@ def export_inspect(run_dir: str | Path, out_dir: str | Path,
     who = identity(run)
     with EvidenceStore(run).connect() as con:
         rows = nq.fetch_dicts(con, "capsules_for_export", splits=list(splits))
-        fallback = "/".join(str(who[k]) for k in ("backend", "model") if who.get(k)) or "unknown"
-        model = _solver_model(con, fallback)
+        model = solver_model(con, who)
     statements = task_statements(run, {r["task_id"] for r in rows})
     guidance = _skill_guidance(run)
     groups: dict[tuple[int, str], list[dict[str, Any]]] = {}

@@ -30,7 +30,7 @@ from typing import Any, Iterable
 
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.report.data import NotARunDir, check_run_dir, identity, models_used
+from ratchet_ray.report.data import NotARunDir, check_run_dir, identity, solver_model
 from ratchet_ray.storage.fsutil import atomic_write_with
 from ratchet_ray.suites.hooks import output_kind
 
@@ -44,16 +44,6 @@ class Exported:
     lines: int
     repeated_ids: list[str] = field(default_factory=list)
     """Instance ids on more than one line (the harness grades one of them)."""
-
-
-def solver_model(con, who: dict[str, Any]) -> str:
-    """``backend/model`` of the run's Solver as its LLM calls name it (the config's when no call
-    was recorded)."""
-    rows = [r for r in models_used(con) if r.get("role") == "solver" and r.get("model")]
-    if rows:
-        top = max(rows, key=lambda r: r["calls"])
-        return "/".join(str(p) for p in (top.get("backend"), top["model"]) if p)
-    return "/".join(str(who[k]) for k in ("backend", "model") if who.get(k)) or "unknown"
 
 
 def prediction_lines(run_dir: Path, round_: int | None, splits: Iterable[str]
