@@ -160,7 +160,8 @@ def _record(out_dir: Path, name: str, entry: dict[str, Any]) -> None:
 
 
 def _status(client: Any, job_id: str) -> str:
-    return str(getattr(client.get_job_status(job_id), "value", client.get_job_status(job_id)))
+    status = client.get_job_status(job_id)  # one request per poll, not two
+    return str(getattr(status, "value", status))
 
 
 def live_jobs(client: Any, out_dir: Path) -> dict[str, str]:
