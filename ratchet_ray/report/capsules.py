@@ -11,7 +11,8 @@ Contracts:
   are cut to it and end with ``TRUNCATED``; ``text_limit_for(n)`` picks the limit that keeps a
   report of ``n`` capsules under about ``TEXT_BUDGET`` characters of capsule text.
 - Repeated strings (task, skill, exit status, split, part) are interned into ``strings`` and the
-  rows hold their indices: a 100-round run of 100 tasks stays a few MB.
+  rows hold their indices: a 100-round run of 100 tasks stays a few MB. Given ``strings`` (a
+  list other runs' tables interned into), the table appends to it, so runs share one table.
 """
 
 from __future__ import annotations
@@ -61,17 +62,18 @@ class CapsuleTable:
         return self.strings[v] if column in INTERNED and v is not None else v
 
 
-def capsule_table(run_dir: str | Path, text_limit: int = MAX_TEXT, con=None) -> CapsuleTable:
+def capsule_table(run_dir: str | Path, text_limit: int = MAX_TEXT, con=None,
+                  strings: list[str] | None = None) -> CapsuleTable:
     """Every capsule of the run, with its verdict (module contracts); ``con``: an open
     ``EvidenceStore(run_dir).connect()`` to reuse."""
+    strings = [] if strings is None else strings
     store = EvidenceStore(Path(run_dir))
     parts = store.part_paths("capsule")
     if not parts:
-        return CapsuleTable(COLUMNS, [], [], text_limit)
+        return CapsuleTable(COLUMNS, [], strings, text_limit)
     files = [str(p.resolve()) for p in parts]
     root = str(Path(run_dir).resolve()) + "/"
-    strings: list[str] = []
-    index: dict[str, int] = {}
+    index = {s: i for i, s in enumerate(strings)}
 
     def intern(s: str | None) -> int | None:
         if s is None:
@@ -83,7 +85,7 @@ def capsule_table(run_dir: str | Path, text_limit: int = MAX_TEXT, con=None) -> 
 
     if con is None:  # only the verdict view is needed besides the parts read directly
         with store.connect(kinds=("verdict",)) as own:
-            return capsule_table(run_dir, text_limit, own)
+            return capsule_table(run_dir, text_limit, own, strings)
     cur = nq.execute(con, "capsules_with_verdicts", files=files)
     names = [d[0] for d in cur.description]
     raw = cur.fetchall()

@@ -15,7 +15,6 @@ Contracts:
 from __future__ import annotations
 
 import json
-import os
 import time
 from html import escape
 from pathlib import Path
@@ -26,7 +25,8 @@ import yaml
 from ratchet_ray.report.assets import CSS, JS
 from ratchet_ray.report.compare_section import compare_section
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.report.capsules import COLUMNS, INTERNED, capsule_table, text_limit_for
+from ratchet_ray.storage.fsutil import atomic_write_text
+from ratchet_ray.report.capsules import COLUMNS, capsule_table, text_limit_for
 from ratchet_ray.report.data import RunData, load_run
 from ratchet_ray.report.sections import (bank_section, curves_section, headline_section,
                                          life_text, skills_section, sweep_section,
@@ -76,22 +76,10 @@ def capsule_payload(runs: list[RunData], max_capsules: int = MAX_CAPSULES,
         kept.append(run)
         total += n
     limit = text_limit_for(total)
-    strings: list[str] = []
-    index: dict[str, int] = {}
+    strings: list[str] = []  # interned by every run's table: one for the page
     rows_per_run, tasks = [], []
     for run in kept:
-        table = capsule_table(run.run_dir, limit)
-        remap = []  # this run's interned strings -> the page's
-        for s in table.strings:
-            if s not in index:
-                index[s] = len(strings)
-                strings.append(s)
-            remap.append(index[s])
-        cols = [table.columns.index(c) for c in INTERNED]
-        for row in table.rows:
-            for c in cols:
-                if row[c] is not None:
-                    row[c] = remap[row[c]]
+        table = capsule_table(run.run_dir, limit, strings=strings)
         rows_per_run.append(table.rows)
         ids = {table.strings[r[table.columns.index("task_id")]] for r in table.rows}
         tasks.append(_task_texts(run, ids) if with_tasks else {})
@@ -183,8 +171,4 @@ def build_report(paths: Iterable[str | Path], out: str | Path | None = None, *,
     page = render(runs, sweeps, payload, left_out, truth)
     target = Path(out) if out is not None else (
         (found.sweeps[0] if found.sweeps else found.run_dirs[0]) / "report.html")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temp.write_text(page, encoding="utf-8")
-    os.replace(temp, target)
-    return target
+    return atomic_write_text(target, page)
