@@ -13,10 +13,11 @@ Contracts:
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from ratchet_ray.storage.fsutil import atomic_write_text
 
 ARTIFACTS_DIR = ".ratchet-experiment"
 
@@ -42,9 +43,7 @@ class RunArtifacts:
             folder.mkdir(parents=True, exist_ok=True)
 
     def begin(self, attempt: Attempt) -> None:
-        tmp = self.marker.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(attempt)))
-        os.replace(tmp, self.marker)
+        atomic_write_text(self.marker, json.dumps(asdict(attempt)))
 
     def in_flight(self) -> Attempt | None:
         if not self.marker.exists():

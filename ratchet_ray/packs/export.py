@@ -65,11 +65,10 @@ def _source(run_dir: Path, config: LoopConfig, con) -> dict[str, Any]:
     if model is None:  # the backend's default: the model the Solver's calls really used
         used = [r["model"] for r in models_used(con) if r.get("role") == "solver" and r["model"]]
         model = used[0] if used else None
-    with_rounds = [r for r in skill_events(con)]
     return {"run_id": run_dir.name, "suite": config.suite, "arm": config.arm, "seed": config.seed,
             "backend": config.llm.backend, "embedder": config.llm.embedder or config.llm.backend,
             "model": model, "config_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-            "last_event_round": max((r["round"] for r in with_rounds), default=None)}
+            "last_event_round": max((r["round"] for r in skill_events(con)), default=None)}
 
 
 def _lineage(skill: Skill, bank: list[Skill]) -> dict[str, Any]:
