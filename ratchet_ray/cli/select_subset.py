@@ -44,6 +44,7 @@ import click
 from ratchet_ray.run_config.options import (config_option, n_eval_option, n_train_option,
                                             profile_option, seed_option, set_option)
 from ratchet_ray.loop.entry import DRY_RUN, SUITE, version_option
+from ratchet_ray.storage.fsutil import atomic_write_json
 
 
 class SubsetError(ValueError):
@@ -261,8 +262,7 @@ def main(source: Path, suite: str, n_hard: int | None, n_train: int | None, n_ev
         raise click.ClickException(str(exc)) from exc
     doc["source_sha256"] = hashlib.sha256(data).hexdigest()
     out = subset_path(out_dir, suite, n_hard, n_train, n_eval, seed)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    atomic_write_json(out, doc)  # a subset file is whole or absent
     click.echo(f"{out}: {len(doc['train_ids'])} train / {len(doc['eval_ids'])} eval "
                f"from {doc['hard_available']} hard tasks; strata {doc['strata']}")
 
