@@ -46,7 +46,8 @@ from typing import Any, Iterator
 
 from ratchet_ray.suites.swebench.proof.mutants import Mutant
 
-RECORD_VERSION = 3  # 2: kept mutants fail under the base code too; 3: dropped ones redrawn (issue 49)
+RECORD_VERSION = 4  # 2: kept mutants fail under the base code too; 3: dropped ones redrawn (issue 49);
+# 4: mutants drawn as the file writes its expectations (a record of 3 keeps mutants a detector tells apart)
 
 
 def default_folder() -> str:
