@@ -6,6 +6,7 @@ up once, not once on each worker."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -98,4 +99,9 @@ def test_a_crashed_worker_fails_make_tests_run_instead_of_hanging_it(tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out[-3000:]
     assert "crashed while running 'test_crashing.py::test_a2_dies_as_a_native_fault_would'" in out
-    assert "1 failed" in out  # the crash is the run's failure; nothing waits for the lost group
+    # The crash is the run's failure and nothing waits for the lost group. The crashed test is
+    # reported once, or twice when xdist had already handed it to the other worker as well
+    # (which then crashes on it too): the run ends either way, with no test left unrun.
+    summary = re.search(r"^(\d) failed, (\d) passed in ", out, re.M)
+    assert summary and summary.group(1) in "12", out[-3000:]
+    assert int(summary.group(1)) + int(summary.group(2)) in (4, 5), out[-3000:]
