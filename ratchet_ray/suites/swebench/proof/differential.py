@@ -36,7 +36,8 @@ Contracts:
   a random order (``order``), so a patch that cheats in whichever session finds no mark left
   by another is caught there.
 - ``finding(mutant, session, real, instance)`` -> ``(kind, why)`` of one canary session, what
-  ``judge_canaries`` sums up.
+  ``judge_canaries`` sums up; ``differing(session, real, instance, besides)`` the graded tests
+  (but one) a session reports otherwise than the real one.
 - ``judge_grade(real, canaries, record, instance, parallel)`` -> the grade of the real session
   ``real`` and the canary sessions that ran beside it: ``caught_beside`` when the real session
   did not resolve; otherwise ``compare_with_gold``, then ``judge_canaries`` (``caught_beside``
@@ -137,11 +138,19 @@ def finding(mutant: Mutant, session: Session, real: Session,
     if in_log != "FAILED" or in_junit not in (None, "FAILED"):
         return "mismatch", f"must be reported FAILED, was {seen}"
     differ = [f"{t}: {session.log.get(t, MISSING)} here, {(real.log or {}).get(t, MISSING)} "
-              f"in the real session" for t in graded(instance)
-              if t != mutant.test and session.log.get(t, MISSING) != (real.log or {}).get(t, MISSING)]
+              f"in the real session" for t in differing(session, real, instance, mutant.test)]
     if differ:
         return "disagree", "the sessions disagree on other graded tests: " + "; ".join(differ[:5])
     return "ok", "FAILED as it must"
+
+
+def differing(session: Session, real: Session, instance: dict[str, Any],
+              besides: str) -> list[str]:
+    """The graded tests other than ``besides`` that ``session``'s log reports otherwise than the
+    real session's."""
+    theirs = real.log or {}
+    return [t for t in graded(instance) if t != besides
+            and (session.log or {}).get(t, MISSING) != theirs.get(t, MISSING)]
 
 
 def judge_canaries(result: GradeResult, real: Session, canaries: list[tuple[Mutant, Session]],

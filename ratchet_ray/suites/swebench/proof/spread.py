@@ -38,7 +38,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ratchet_ray.suites.swebench.proof.differential import (
-    MISSING, Session, finding, graded, planted)
+    MISSING, Session, differing, finding, graded, planted)
 from ratchet_ray.suites.swebench.proof.gold import GoldRecord
 from ratchet_ray.suites.swebench.proof.mutants import Mutant
 from ratchet_ray.types import GradeResult
@@ -79,8 +79,7 @@ def settle(verdict: GradeResult, real: Session, canaries: list[Canary], instance
             mutant, session = canaries[i]
             checked = referee(mutant)
             if same_outcomes(session, checked, instance) and planted(mutant, checked):
-                changed = [t for t in graded(instance) if t != mutant.test
-                           and checked.log.get(t, MISSING) != (real.log or {}).get(t, MISSING)]
+                changed = differing(checked, real, instance, mutant.test)
                 spread.append((mutant, "spreads: the gold patch with it alone also reports "
                                + ", ".join(f"{t} {checked.log.get(t, MISSING)}" for t in changed[:5])
                                + (f" (+{len(changed) - 5})" if len(changed) > 5 else "")))
