@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
-import secrets
 import statistics
 import sys
 from pathlib import Path
@@ -34,52 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "suites" / "swebench")]
 
-from page_cache_beacon import dentry_reader, dentry_writer, reader, writer  # noqa: E402
+from page_cache_beacon import Trial  # noqa: E402
 
 IMAGE = os.environ.get("RATCHET_SWE_BASE_IMAGE", "ratchet-swe-base")
-
-
-def _run(client, command: list[str]) -> str:
-    out = client.containers.run(IMAGE, command, remove=True, user="65534", network_disabled=True,
-                                labels={"ratchet.bench": "host_marks"})
-    return out.decode().strip()
-
-
-def _agreement(sent: list[int], got: str) -> float:
-    if len(got) != len(sent):
-        raise SystemExit(f"the reader printed {got!r}, not {len(sent)} bits")
-    return sum(int(g) == s for g, s in zip(got, sent)) / len(sent)
-
-
-def page_cache(client, bits: int, clear: bool) -> tuple[float, float | None]:
-    """Agreement of one write/read, and the clearing's seconds when ``clear``."""
-    from ratchet_ray.suites.swebench.proof.host_marks import PageCacheEviction
-
-    sent = [random.getrandbits(1) for _ in range(bits)]
-    _run(client, writer(sent))
-    seconds = None
-    if clear:
-        evicted = PageCacheEviction(client).evict(IMAGE)
-        if evicted.reason:
-            raise SystemExit(evicted.describe())
-        seconds = evicted.seconds
-    return _agreement(sent, _run(client, reader(bits))), seconds
-
-
-def dentries(client, bits: int, clear: bool) -> tuple[float, float | None]:
-    """Agreement of one write/read, and the drop's seconds when ``clear``."""
-    from ratchet_ray.suites.swebench.proof.host_marks import drop_dentries
-
-    tag = secrets.token_hex(4)  # names no earlier run looked up
-    sent = [random.getrandbits(1) for _ in range(bits)]
-    _run(client, dentry_writer(sent, tag))
-    seconds = None
-    if clear:
-        dropped = drop_dentries()
-        if dropped.reason:
-            raise SystemExit(dropped.describe())
-        seconds = dropped.seconds
-    return _agreement(sent, _run(client, dentry_reader(bits, tag))), seconds
 
 
 def _spread(values: list[float]) -> str:
@@ -96,20 +51,24 @@ def main() -> None:
                          "per bit)")
     import docker
 
-    client = docker.from_env()
-    open_cache = [page_cache(client, args.bits, clear=False)[0] for _ in range(args.repeats)]
-    cleared = [page_cache(client, args.bits, clear=True) for _ in range(args.repeats)]
-    open_dentries = [dentries(client, args.bits, clear=False)[0] for _ in range(args.repeats)]
-    dropped = [dentries(client, args.bits, clear=True) for _ in range(args.repeats)]
+    trial = Trial(docker.from_env(), IMAGE, args.bits)
+
+    def cleared(measure) -> tuple[float, float]:
+        return measure(clear=True), trial.cleared_in
+
+    open_cache = [trial.page_cache(clear=False) for _ in range(args.repeats)]
+    cleared_cache = [cleared(trial.page_cache) for _ in range(args.repeats)]
+    open_dentries = [trial.dentries(clear=False) for _ in range(args.repeats)]
+    dropped = [cleared(trial.dentries) for _ in range(args.repeats)]
     print(f"host marks: {args.bits} bits, {args.repeats} write/read pairs per carrier, "
           f"image {IMAGE}, {os.cpu_count()} cores")
     print(f"page cache, not cleared: agreement {_spread(open_cache)}")
-    print(f"page cache, cleared by the grader: agreement {_spread([a for a, _ in cleared])}; "
-          f"clearing {_spread([s for _, s in cleared])} s")
+    print(f"page cache, cleared by the grader: agreement {_spread([a for a, _ in cleared_cache])}; "
+          f"clearing {_spread([s for _, s in cleared_cache])} s")
     print(f"dentry cache, not cleared: agreement {_spread(open_dentries)}")
     print(f"dentry cache, cleared by the grader: agreement {_spread([a for a, _ in dropped])}; "
           f"drop {_spread([s for _, s in dropped])} s")
-    at_chance = all(abs(a - 0.5) <= 0.2 for a, _ in cleared + dropped)
+    at_chance = all(abs(a - 0.5) <= 0.2 for a, _ in cleared_cache + dropped)
     print(f"target: both carriers at chance once cleared (|agreement - 0.5| <= 0.2): "
           f"{'met' if at_chance else 'NOT met'}")
 

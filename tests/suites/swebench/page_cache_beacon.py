@@ -12,6 +12,9 @@ refuses). A patch that cheats only in the first session of its grade.
 
 from __future__ import annotations
 
+import random
+import secrets
+
 from differential_forgeries import PROFILE_WRAP, ops_with
 
 BEACON_FILES = "/usr/share/perl/5.36.0/**/*.pm"
@@ -150,3 +153,48 @@ def dentry_writer(bits: list[int], tag: str) -> list[str]:
 def dentry_reader(n: int, tag: str) -> list[str]:
     """A container's command that prints the ``n`` bits it reads under ``tag``, as 0s and 1s."""
     return ["python3", "-c", DENTRY + f"\nprint(''.join(map(str, dentry_read({n}, {tag!r}))))\n"]
+
+
+class Trial:
+    """One write and one read of a beacon between two fresh containers of ``image`` (as the
+    sessions of a grade are), optionally with the grader's clearing between them: what the
+    beacon test and ``bench/host_marks.py`` measure. ``cleared_in``: the clearing's seconds."""
+
+    def __init__(self, client, image: str, bits: int):
+        self.client, self.image, self.bits = client, image, bits
+        self.cleared_in: float | None = None
+
+    def _run(self, command: list[str]) -> str:
+        out = self.client.containers.run(self.image, command, remove=True, user="65534",
+                                         network_disabled=True, labels={"ratchet.test": "beacon"})
+        return out.decode().strip()
+
+    def _agreement(self, sent: list[int], got: str) -> float:
+        if len(got) != len(sent):
+            raise AssertionError(f"the reader printed {got!r}, not {len(sent)} bits")
+        return sum(int(g) == s for g, s in zip(got, sent)) / len(sent)
+
+    def page_cache(self, clear: bool) -> float:
+        from ratchet_ray.suites.swebench.proof.host_marks import PageCacheEviction
+
+        sent = [random.getrandbits(1) for _ in range(self.bits)]
+        self._run(writer(sent))
+        if clear:
+            evicted = PageCacheEviction(self.client).evict(self.image)
+            if evicted.reason or evicted.files < 1000:
+                raise AssertionError(evicted.describe())
+            self.cleared_in = evicted.seconds
+        return self._agreement(sent, self._run(reader(self.bits)))
+
+    def dentries(self, clear: bool) -> float:
+        from ratchet_ray.suites.swebench.proof.host_marks import drop_dentries
+
+        tag = secrets.token_hex(4)  # names no earlier trial looked up
+        sent = [random.getrandbits(1) for _ in range(self.bits)]
+        self._run(dentry_writer(sent, tag))
+        if clear:
+            dropped = drop_dentries()
+            if dropped.reason:
+                raise AssertionError(dropped.describe())
+            self.cleared_in = dropped.seconds
+        return self._agreement(sent, self._run(dentry_reader(self.bits, tag)))

@@ -382,29 +382,3 @@ def test_first_imports_from_several_threads_do_not_deadlock(docker_client, tmp_p
         run = subprocess.run([sys.executable, "-c", _RACE, str(tmp_path / str(attempt))],
                              capture_output=True, text=True, timeout=240, cwd=ROOT)
         assert (run.returncode, run.stdout.strip()) == (0, "clean"), run.stdout + run.stderr[-2000:]
-
-
-def test_an_instance_the_registry_does_not_have_is_built_from_its_own_dockerfile(
-        docker_client, instances, tmp_path):
-    """A make-instances set's images exist nowhere else: with the suite's default namespace (a
-    registry here at a closed loopback port, so nothing leaves this host) the pull fails and the
-    instance's dockerfile builds the image under the registry's name; an instance without a
-    dockerfile still fails as image_missing / docker_error."""
-    from ratchet_ray.suites.swebench.grading_support import InfraFailure
-
-    settings = SwebenchSettings(namespace="127.0.0.1:9/ratchet-none", cache_level="none",
-                                lock_dir=str(tmp_path / "locks"))
-    images = InstanceImages(docker_client, settings)
-    instance = next(i for i in instances if i["instance_id"] == "ratchet__calc-1")
-    name = images.name(instance)
-    assert name.startswith("127.0.0.1:9/ratchet-none/") and not images.exists(name)
-    said: list[str] = []
-    try:
-        assert images.ensure(instance, said.append) == name and images.ready(name, instance)
-        assert any("not pulled from namespace '127.0.0.1:9/ratchet-none'" in line and
-                   "building it from the instance's dockerfile" in line for line in said), said
-    finally:
-        if images.exists(name):
-            docker_client.images.remove(name, force=True)
-    with pytest.raises(InfraFailure):
-        images.ensure({**instance, "dockerfile": None}, said.append)

@@ -174,3 +174,27 @@ def test_nodes_sharing_one_index_are_reported_once():
     later = merge_readings([{**reading, "hits": 3}, {"node": "h", "hits": 9, "lock_dir": "/x"}])
     assert [(r["node"], r["hits"]) for r in round_delta(merged, later)] == [
         ("h:/tmp/l", 1), ("h:/x", 4)]
+
+
+def test_an_instance_the_registry_does_not_have_is_built_from_its_own_dockerfile(
+        docker_client, instances, tmp_path):
+    """A make-instances set's images exist nowhere else: with the suite's default namespace (a
+    registry here at a closed loopback port, so nothing leaves this host) the pull fails and the
+    instance's dockerfile builds the image under the registry's name; an instance without a
+    dockerfile still fails as image_missing / docker_error."""
+    settings = SwebenchSettings(namespace="127.0.0.1:9/ratchet-none", cache_level="none",
+                                lock_dir=str(tmp_path / "locks"))
+    images = InstanceImages(docker_client, settings)
+    instance = next(i for i in instances if i["instance_id"] == "ratchet__calc-1")
+    name = images.name(instance)
+    assert name.startswith("127.0.0.1:9/ratchet-none/") and not images.exists(name)
+    said: list[str] = []
+    try:
+        assert images.ensure(instance, said.append) == name and images.ready(name, instance)
+        assert any("not pulled from namespace '127.0.0.1:9/ratchet-none'" in line and
+                   "building it from the instance's dockerfile" in line for line in said), said
+    finally:
+        if images.exists(name):
+            docker_client.images.remove(name, force=True)
+    with pytest.raises(InfraFailure):
+        images.ensure({**instance, "dockerfile": None}, said.append)

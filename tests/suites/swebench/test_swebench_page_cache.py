@@ -9,17 +9,15 @@ with the page cache cleared before each session every session is first, and it i
 
 from __future__ import annotations
 
-import random
 import re
 
 import pytest
 
 import swebench_instances
-from page_cache_beacon import (BEACON_FILES, FIRST_FORGER, dentry_reader, dentry_writer, reader,
-                               writer)
+from page_cache_beacon import BEACON_FILES, FIRST_FORGER, Trial
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
 from ratchet_ray.suites.swebench.proof import prover
-from ratchet_ray.suites.swebench.proof.host_marks import PageCacheEviction, drop_dentries
+from ratchet_ray.suites.swebench.proof.host_marks import drop_dentries
 
 pytestmark = pytest.mark.docker
 CALC = "ratchet__calc-1"
@@ -32,45 +30,25 @@ def _run(client, command: list[str]) -> str:
     return out.decode().strip()
 
 
-def _agreement(client, clear: bool) -> tuple[float, str]:
-    sent = [random.getrandbits(1) for _ in range(BITS)]
-    _run(client, writer(sent))
-    if clear:
-        evicted = PageCacheEviction(client).evict(swebench_instances.BASE_IMAGE)
-        assert evicted.files > 1000 and not evicted.reason, evicted.describe()
-    got = _run(client, reader(BITS))
-    assert len(got) == BITS, got
-    return sum(int(g) == s for g, s in zip(got, sent)) / BITS, got
+@pytest.fixture
+def trial(docker_client) -> Trial:
+    return Trial(docker_client, swebench_instances.BASE_IMAGE, BITS)
 
 
-def test_a_page_cache_beacon_carries_bits_between_sessions_until_the_grader_clears_it(docker_client):
+def test_a_page_cache_beacon_carries_bits_between_sessions_until_the_grader_clears_it(trial):
     # the best of three: another grader on this host clears the page cache before its sessions
-    before = [_agreement(docker_client, clear=False)[0] for _ in range(3)]
+    before = [trial.page_cache(clear=False) for _ in range(3)]
     assert max(before) >= 0.9, before
-    after, got = _agreement(docker_client, clear=True)
+    after = trial.page_cache(clear=True)
     # cleared, the pages read evicted (or cached by whatever else reads them meanwhile): the
     # bits say nothing of what was sent
-    assert abs(after - 0.5) <= 0.2, (after, got)
+    assert abs(after - 0.5) <= 0.2, after
 
 
-def _dentry_agreement(client, clear: bool) -> float:
-    import secrets
-
-    tag = secrets.token_hex(4)  # names nothing looked up before
-    sent = [random.getrandbits(1) for _ in range(BITS)]
-    _run(client, dentry_writer(sent, tag))
-    if clear:
-        dropped = drop_dentries()
-        assert not dropped.reason, dropped.describe()
-    got = _run(client, dentry_reader(BITS, tag))
-    assert len(got) == BITS, got
-    return sum(int(g) == s for g, s in zip(got, sent)) / BITS
-
-
-def test_a_dentry_beacon_carries_bits_between_sessions_until_the_grader_drops_them(docker_client):
-    before = [_dentry_agreement(docker_client, clear=False) for _ in range(3)]
+def test_a_dentry_beacon_carries_bits_between_sessions_until_the_grader_drops_them(trial):
+    before = [trial.dentries(clear=False) for _ in range(3)]
     assert max(before) >= 0.8, before  # names looked up by the last container answer faster
-    after = [_dentry_agreement(docker_client, clear=True) for _ in range(2)]
+    after = [trial.dentries(clear=True) for _ in range(2)]
     assert all(abs(a - 0.5) <= 0.2 for a in after), after
 
 
