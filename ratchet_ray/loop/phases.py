@@ -94,26 +94,34 @@ def _run_split(ctx: LoopContext, tasks: list[Task], split: str, round_: int) -> 
     try:
         bench = runner.run(tasks, split, round_)
     finally:
-        record_lost_attempts(ctx, round_)
+        record_lost_attempts(ctx, round_, ctx.actors.solvers)
+        ctx.actors.graders.take_lost()  # grading makes no LLM calls: nothing to account
     ctx.run.write_round_json(round_, f"{split}.json", bench_json(bench))
     return bench
 
 
-def record_lost_attempts(ctx: LoopContext, round_: int) -> None:
-    """One failed ``llm_call`` row per solver attempt lost with its actor: what it spent died
-    with the process, but the attempt (and that it was lost) stays in the evidence."""
-    lost = ctx.actors.solvers.take_lost()
-    ctx.actors.graders.take_lost()  # grading makes no LLM calls: nothing to account
+def record_lost_attempts(ctx: LoopContext, round_: int, pool: ResilientPool) -> None:
+    """One failed ``llm_call`` row (role: the pool's name) per attempt ``pool``, the solvers or
+    the critics, lost with its actor: what it spent died with the process, but the attempt (and
+    that it was lost) stays in the evidence."""
+    lost = pool.take_lost()
     if not lost:
         return
     backend, model = ctx.config.llm.backend, ctx.config.llm.model or ""
-    rows = [llm_call_row(None, run_id=ctx.run.run_id, round_=round_, role="solver", ok=False,
+    rows = [llm_call_row(None, run_id=ctx.run.run_id, round_=round_, role=pool.name, ok=False,
                          backend=backend, model=model,
-                         error=f"lost: the solver actor died running "
-                               f"{getattr(a.item, 'task_id', a.item)} (attempt {a.attempt}); "
+                         error=f"lost: the {pool.name} actor died running "
+                               f"{_lost_work(a.item)} (attempt {a.attempt}); "
                                f"tokens unknown: {a.error}")
             for a in lost]
     ctx.store.append("llm_call", round_, rows)
+
+
+def _lost_work(item: Any) -> Any:
+    """A solver's task id, or the task ids of a critic batch's ``(task, capsule, skill)``s."""
+    if isinstance(item, list):
+        return ", ".join(capsule.task_id for _task, capsule, _skill in item)
+    return getattr(item, "task_id", item)
 
 
 def evaluate(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
@@ -205,6 +213,7 @@ def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
         drain([ctx.actors.critics], handle)
     finally:
         flush()
+        record_lost_attempts(ctx, round_, ctx.actors.critics)
     if cancelled:  # resume reviews exactly the capsules without a verdict
         raise ctx.budget.error(f"in round {round_} critic ({sum(map(len, cancelled))} of "
                                f"{len(items)} failures not reviewed)")

@@ -12,13 +12,14 @@ from ray.exceptions import RayActorError
 
 from actors.draining import call_one, map_unordered
 from actors.pools import (NEVER_STARTED_RETRIES, ActorStartError, ActorStartTimeout,
-                          ResilientPool)
+                          LostAttempt, ResilientPool)
 from actors.solver import SolverActor, SolverWorker
 from fakes import HashEmbedder, ScriptedLLM
 from loop_helpers import BadBaseUrl, DiesWhileStarting, SlowCanonical, SlowToStart, Worker
 from waiting import actor_gone, wait_for
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.loop import phases
 from ratchet_ray.loop.phases import record_lost_attempts
 from ratchet_ray.suites import get_suite
 from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus
@@ -93,14 +94,45 @@ def test_an_attempt_lost_with_its_actor_is_recorded_in_llm_call(ray_local, tmp_p
     results = map_unordered(solvers, SolverWorker.run, [])
     assert all(r.ok for r in results) and solvers.stats.resubmitted == 1
     store = EvidenceStore(tmp_path / "run")
-    ctx = SimpleNamespace(actors=SimpleNamespace(solvers=solvers, graders=solvers), config=config,
-                          run=SimpleNamespace(run_id="lost"), store=store)
-    record_lost_attempts(ctx, 0)
+    ctx = SimpleNamespace(config=config, run=SimpleNamespace(run_id="lost"), store=store)
+    record_lost_attempts(ctx, 0, solvers)
     rows = store.connect().execute("SELECT role, ok, error FROM llm_call").fetchall()
     assert len(rows) == 1 and rows[0][:2] == ("solver", False)
     assert rows[0][2].startswith("lost: the solver actor died running Mbpp/")
     assert solvers.take_lost() == [], "each lost attempt is recorded once"
     solvers.shutdown()
+
+
+@ray.remote(num_cpus=0)
+class EmptyBank:
+    def all(self):
+        return []
+
+
+class CriticsThatLostABatch:
+    """A critic pool, idle, whose actor died under a batch (``ResilientPool``'s lost record)."""
+
+    name, busy = "critic", False
+
+    def __init__(self, capsule):
+        self.lost = [LostAttempt("critique_batch", [(None, capsule, None)], None, 1, "killed")]
+
+    def take_lost(self):
+        lost, self.lost = self.lost, []
+        return lost
+
+
+def test_the_critic_phase_records_the_attempts_its_pool_lost(ray_local, tmp_path):
+    critics = CriticsThatLostABatch(SimpleNamespace(task_id="Mbpp/2"))
+    store = EvidenceStore(tmp_path / "run")
+    ctx = SimpleNamespace(config=LoopConfig(), run=SimpleNamespace(run_id="lost"), store=store,
+                          actors=SimpleNamespace(bank=EmptyBank.remote(), critics=critics),
+                          progress=SimpleNamespace(set_total=lambda total: None))
+    phases.critic(ctx, 0, SimpleNamespace(verdicts=0))
+    rows = store.connect().execute("SELECT role, ok, error FROM llm_call").fetchall()
+    assert rows == [("critic", False, "lost: the critic actor died running Mbpp/2 (attempt 1); "
+                                      "tokens unknown: killed")]
+    assert critics.lost == [], "collected, so the pool's list does not grow run-long"
 
 
 def test_an_actor_killed_before_it_started_costs_its_job_no_attempt(ray_local):
