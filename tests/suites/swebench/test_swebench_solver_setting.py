@@ -5,6 +5,8 @@ refused in one line."""
 from __future__ import annotations
 
 import importlib.metadata
+import os
+import subprocess
 import sys
 
 import pytest
@@ -114,3 +116,25 @@ def test_a_reply_cut_at_max_tokens_is_a_format_error_not_a_cut_command():
     with pytest.raises(FormatError) as caught:
         model.query([{"role": "user", "content": "u"}])
     assert "output token limit" in caught.value.messages[0]["content"]
+
+
+def test_mini_swe_agent_import_reads_no_users_env_file(tmp_path):
+    """mini-swe-agent's import loads ``~/.config/mini-swe-agent/.env`` into the environment;
+    through the solver it must not (the agent runs on the loop's own model client)."""
+    config = tmp_path / "config" / "mini-swe-agent"
+    config.mkdir(parents=True)
+    (config / ".env").write_text("RATCHET_PLANTED_KEY=from-the-users-env-file\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MSWEA_")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    probe = ("import os; from ratchet_ray.suites.swebench.agent.mini_swe import _minisweagent; "
+             "m = _minisweagent(); print(os.environ.get('RATCHET_PLANTED_KEY')); "
+             "print(m.global_config_dir)")
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[0] == "None", out
+    assert not out[1].startswith(str(tmp_path)), out
+    # The same probe with the user's own choice of folder loads that folder's file.
+    env["MSWEA_GLOBAL_CONFIG_DIR"] = str(config)
+    chosen = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                            text=True, check=True).stdout.split()
+    assert chosen[0] == "from-the-users-env-file", chosen

@@ -34,7 +34,8 @@ Contracts:
   ``run_agent``, as that runner records an exception with an empty patch.
 - ``run.steps`` gets one ``Step`` per action or format error (the trajectory every report
   reads) and ``run.native`` mini-swe-agent's own serialized trajectory.
-- Importing ``minisweagent`` prints nothing (``MSWEA_SILENT_STARTUP``); without the package
+- Importing ``minisweagent`` prints nothing (``MSWEA_SILENT_STARTUP``) and reads no user's
+  ``.env`` (``MSWEA_GLOBAL_CONFIG_DIR`` is a private empty folder unless set); without the package
   the attempt fails with one line naming the extra to install.
 """
 
@@ -43,6 +44,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import tempfile
 import time
 from functools import lru_cache
 from typing import Any
@@ -66,6 +68,12 @@ MISSING = ("swebench.solver=mini-swe-agent needs the mini-swe-agent package: "
 
 def _minisweagent():
     os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")  # its import prints a banner otherwise
+    if "MSWEA_GLOBAL_CONFIG_DIR" not in os.environ:
+        # Its import loads ``<config dir>/.env`` into this process's environment (a user's API
+        # keys, proxies) and creates the folder. The agent here runs on the loop's own model
+        # client, so it gets a private, empty folder instead; a user who sets the variable
+        # chooses otherwise.
+        os.environ["MSWEA_GLOBAL_CONFIG_DIR"] = tempfile.mkdtemp(prefix="ratchet-mswea-")
     try:
         import minisweagent
     except ImportError as exc:
