@@ -5,7 +5,7 @@ the NONE route) through ``EvidenceStore.append_table`` -- one part per round, th
 -- and the same rows into SQLite, the reference implementation's store (one ``capsules`` table
 holding the full forensic payload, indexed on ``skill_id``; a forced full scan of that table and
 a copy with a covering index, SQLite's best case, are shown too). Then it times the curator's
-query (``queries.SKILL_STATS_SQL``: trials and successes per skill over train capsules) on each,
+query (named query ``skill_stats``: trials and successes per skill over train capsules) on each,
 checks that all answers agree, and prints median timings and the ratios.
 Target: DuckDB >= 10x faster than SQLite's reference table and < 1 s.
 
@@ -29,7 +29,8 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ratchet_ray.evidence.queries import SKILL_STATS_SQL, skill_stats  # noqa: E402
+from ratchet_ray.evidence.named_queries import QUERIES  # noqa: E402
+from ratchet_ray.evidence.queries import skill_stats  # noqa: E402
 from ratchet_ray.evidence.schema import SCHEMAS  # noqa: E402
 from ratchet_ray.evidence.store import EvidenceStore  # noqa: E402
 from ratchet_ray.types import NONE_SKILL  # noqa: E402
@@ -81,7 +82,7 @@ def sqlite_ddl() -> str:
 
 
 def sqlite_dialect(sql: str) -> str:
-    """``SKILL_STATS_SQL`` as SQLite reads it (no ``count_if``, booleans as 0/1)."""
+    """The ``skill_stats`` query as SQLite reads it (no ``count_if``, booleans as 0/1)."""
     sql = sql.replace("count_if(passed)", "sum(passed)").replace("FROM capsule\n", "FROM capsules\n")
     return re.sub(r"coalesce\((\w+), false\)", r"coalesce(\1, 0)", sql)
 
@@ -138,10 +139,11 @@ def run(args: argparse.Namespace, root: Path) -> None:
     con = store.connect()
     duck_s, duck = median_time(lambda: skill_stats(con, "train"), args.repeats)
     cold_s, _ = median_time(lambda: skill_stats(store.connect(), "train"), args.repeats)
-    sqlite_sql = sqlite_dialect(SKILL_STATS_SQL)
+    sqlite_sql = sqlite_dialect(QUERIES["skill_stats"].sql)
 
     def sqlite_stats(sql: str) -> dict:
-        return {s: (int(t), int(ok)) for s, t, ok in db.execute(sql, ["train", NONE_SKILL])}
+        params = {"split": "train", "none": NONE_SKILL}
+        return {s: (int(t), int(ok)) for s, t, ok in db.execute(sql, params)}
 
     db.execute("SELECT count(*) FROM capsules").fetchone()  # warm the page cache like DuckDB's
     lite_s, lite = median_time(lambda: sqlite_stats(sqlite_sql), args.repeats)

@@ -46,7 +46,7 @@ def render_evidence_schema() -> str:
         out.append("")
     out += ["## Named queries", "",
             "Every statement the code runs over these views (`ratchet_ray/evidence/named_queries.py`"
-            "; the read helpers of `evidence/queries.py` aside). Parameters are DuckDB named "
+            "; `evidence/queries.py` wraps some in typed helpers). Parameters are DuckDB named "
             "parameters (`$name`); each query runs as is in `ratchet query` once they are "
             "replaced by values.", ""]
     for name, query in sorted(QUERIES.items()):

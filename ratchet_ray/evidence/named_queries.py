@@ -1,8 +1,8 @@
 """Every SQL statement the code runs over the evidence views, by name.
 
 Contracts:
-- The package's SQL lives in ``ratchet_ray/evidence/`` only: here (named queries) and in the
-  helpers of ``evidence.queries`` / ``evidence.store``. Code elsewhere calls ``fetch_all`` /
+- Every query the package runs over the views lives here, named (``evidence.queries`` wraps some
+  in typed helpers; ``evidence.store`` keeps only its DDL). Code elsewhere calls ``fetch_all`` /
   ``fetch_one`` / ``fetch_dicts`` with a query's name and its parameters; it never writes SQL
   (``tests/architecture`` checks both).
 - Parameters are DuckDB named parameters (``$name``), bound by DuckDB, never spliced into the
@@ -92,6 +92,12 @@ _QUERIES = (
           AND capsule_id NOT IN (SELECT capsule_id FROM verdict WHERE round = $round)
         ORDER BY task_id""",
         "A round's first-attempt train failures that have no verdict yet (the Critic's input)."),
+    NamedQuery("capsule_ids", """
+        SELECT capsule_id FROM capsule""",
+        "Every recorded capsule id (a resumed run skips them)."),
+    NamedQuery("capsule_ids_of_round", """
+        SELECT capsule_id FROM capsule WHERE round = $round""",
+        "The capsule ids recorded in one round."),
     NamedQuery("capsules_by_id", """
         SELECT * FROM capsule WHERE list_contains($ids, capsule_id) ORDER BY task_id""",
         "The capsules whose ids are in ``$ids`` (the verdicts' capsules for the Synthesizer)."),
@@ -209,10 +215,84 @@ _QUERIES = (
         GROUP BY arm ORDER BY arm""",
         "Per arm: impossible twins graded and passed (all, and those routed to a skill) and "
         "the cheat rate = passes / twins."),
+    # ---- skills' outcomes and tampering (``evidence.queries``' typed helpers) -------------------
+    NamedQuery("skill_stats", """
+        SELECT skill_id, count(*) AS trials, count_if(passed) AS successes
+        FROM capsule
+        WHERE split = $split AND skill_id <> $none AND NOT coalesce(infra_failure, false)
+          AND NOT coalesce(impossible, false)
+        GROUP BY skill_id""",
+        "(skill, trials, successes) of the ``$split`` capsules routed to each skill."),
+    NamedQuery("tampering_by_skill", """
+        WITH hit AS (
+          SELECT skill_id, round, capsule_id, exit_status,
+                 row_number() OVER (PARTITION BY skill_id
+                                    ORDER BY round, created_at, capsule_id) AS nth
+          FROM capsule
+          WHERE split = $split AND skill_id <> $none AND list_contains($statuses, exit_status)
+            AND NOT coalesce(infra_failure, false)
+            AND NOT coalesce(impossible, false)
+            AND NOT contains(coalesce(grader_trace, ''), $screen_only))
+        SELECT skill_id, count(*) AS capsules, min(round) AS first_round,
+               max(round) AS last_round,
+               max(capsule_id) FILTER (WHERE nth = 1) AS first_capsule,
+               max(exit_status) FILTER (WHERE nth = 1) AS first_status
+        FROM hit
+        GROUP BY skill_id""",
+        "(skill, capsules, first and last round, first capsule and status) of its routed "
+        "``$split`` capsules graded as tampering."),
+    NamedQuery("tampering_capsules", """
+        SELECT round, split, task_id, skill_id, exit_status, coalesce(attempt, 0) AS attempt,
+               capsule_id, grader_trace
+        FROM capsule
+        WHERE list_contains($statuses, exit_status) AND NOT coalesce(infra_failure, false)
+          AND NOT coalesce(impossible, false)
+        ORDER BY round, split, task_id, capsule_id""",
+        "Every capsule graded as tampering, with its route and the grader's trace."),
+    NamedQuery("tampering_totals", """
+        SELECT count(*) FILTER (WHERE split = 'train') AS train_tampering,
+               count(*) FILTER (WHERE split = 'eval') AS eval_tampering
+        FROM capsule
+        WHERE list_contains($statuses, exit_status) AND NOT coalesce(infra_failure, false)
+          AND NOT coalesce(impossible, false)""",
+        "(train, eval) capsules graded as tampering."),
+    NamedQuery("suspicious_capsules", """
+        SELECT round, split, task_id, skill_id, exit_status, coalesce(attempt, 0) AS attempt,
+               capsule_id, grader_trace
+        FROM capsule
+        WHERE grader_trace LIKE $pattern AND NOT coalesce(impossible, false)
+        ORDER BY round, split, task_id, capsule_id""",
+        "Every capsule whose trace matches ``$pattern`` (a screen's suspicion)."),
+    NamedQuery("skills_retired_with", """
+        SELECT count(DISTINCT skill_id) FROM skill_event
+        WHERE event = 'retired' AND starts_with(coalesce(reason, ''), $prefix)""",
+        "How many skills were retired with a reason starting ``$prefix``."),
+    NamedQuery("pass_at_1_by_round", """
+        SELECT round, split, count(*) AS total, count_if(passed) AS resolved,
+               count_if(coalesce(infra_failure, false)) AS infra_failures
+        FROM capsule GROUP BY round, split ORDER BY round, split""",
+        "Per (round, split): capsules, resolved and infrastructure failures."),
+    NamedQuery("recent_skill_events", """
+        SELECT round, skill_id, event, status_after, contribution, trials, reason, created_at
+        FROM skill_event ORDER BY created_at DESC, round DESC LIMIT $limit""",
+        "The latest ``$limit`` skill events, newest first."),
+    NamedQuery("failed_llm_calls", """
+        SELECT role, count(*) AS failed, min(round) AS first_round, max(round) AS last_round,
+               arg_max(error, round) AS last_error
+        FROM llm_call WHERE NOT ok
+        GROUP BY role ORDER BY failed DESC, role""",
+        "Per role: failed LLM calls, over which rounds, and the latest error."),
+    NamedQuery("registered_skill_ids", """
+        SELECT DISTINCT skill_id FROM skill_event WHERE event <> 'rejected'""",
+        "Ids that entered the bank (any skill event except a rejection)."),
     # ---- verdicts -----------------------------------------------------------------------------
     NamedQuery("verdicts_of_round", """
         SELECT count(*) FROM verdict WHERE round = $round""",
         "How many verdicts one round has."),
+    NamedQuery("verdicts_between", """
+        SELECT * FROM verdict WHERE round > $after AND round <= $last
+        ORDER BY round, created_at, capsule_id""",
+        "The verdicts of rounds ``$after + 1 .. $last``, in a stable order."),
     # ---- skill events -------------------------------------------------------------------------
     NamedQuery("skill_events", """
         SELECT round, skill_id, event, status_after, contribution, trials, reason, created_at

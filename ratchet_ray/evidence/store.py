@@ -55,6 +55,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
+from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.schema import (KINDS, SCHEMAS, EvidenceSchemaError, check_kind,
                                          duckdb_type, to_records)
 from ratchet_ray.storage.fsutil import atomic_write_with, fsync_dir
@@ -278,9 +279,9 @@ class EvidenceStore:
         """Capsule ids already recorded (all rounds, or one): a resumed run skips them."""
         with self.connect() as con:
             if round_ is None:
-                rows = con.execute("SELECT capsule_id FROM capsule").fetchall()
+                rows = nq.fetch_all(con, "capsule_ids")
             else:
-                rows = con.execute("SELECT capsule_id FROM capsule WHERE round = ?", [round_]).fetchall()
+                rows = nq.fetch_all(con, "capsule_ids_of_round", round=round_)
         return {row[0] for row in rows}
 
     def row_count(self, kind: str) -> int:

@@ -99,7 +99,9 @@ def test_every_named_query_prepares_against_the_evidence_views(tmp_path):
     from ratchet_ray.evidence.store import EvidenceStore
 
     sample = {"round": 0, "split": "train", "none": "NONE", "ids": ["c"], "since": 0.0,
-              "events": ["created"], "files": [], "splits": ["eval"], "floor": 1}
+              "events": ["created"], "files": [], "splits": ["eval"], "floor": 1,
+              "statuses": ["tampered"], "screen_only": "screen", "pattern": "%screen%",
+              "prefix": "cheat:", "after": 0, "last": 1, "limit": 5}
     with EvidenceStore(tmp_path).connect() as con:
         for name, query in sorted(nq.QUERIES.items()):
             if name == "capsules_with_verdicts":  # reads parts by path: none in an empty run
