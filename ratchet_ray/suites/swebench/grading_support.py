@@ -24,11 +24,11 @@ import shlex
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Callable, TypeVar
 
 from ratchet_ray.storage.artifacts import Artifacts
 from ratchet_ray.suites.swebench.imports import serial_imports
-from ratchet_ray.suites.swebench.docker.infra import InfraFailure
+from ratchet_ray.suites.swebench.docker.infra import InfraFailure, within
 
 TRACE_TAIL_CHARS = 2000
 T = TypeVar("T")
@@ -118,23 +118,11 @@ class Deadline:
     def run(self, stage: str, fn: Callable[[], T]) -> T:
         """``fn()`` unless it outlives the deadline (it then finishes in the background)."""
         self.check(stage)
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["value"] = fn()
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-                box["error"] = exc
-
-        worker = threading.Thread(target=target, name=f"deadline-{stage}", daemon=True)
-        worker.start()
-        worker.join(max(0.0, self.remaining()))
-        if worker.is_alive():
+        done, value = within(fn, self.remaining(), f"deadline-{stage}")
+        if not done:
             raise InfraFailure("setup_timeout", f"{stage} did not finish within the instance "
                                                 f"deadline of {self.seconds:g}s")
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
+        return value
 
 
 def tail(text: str, limit: int = TRACE_TAIL_CHARS) -> str:

@@ -42,7 +42,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ratchet_ray.suites.swebench.docker.exec_stream import STDOUT, exec_frames
 from ratchet_ray.suites.swebench.imports import serial_imports
-from ratchet_ray.suites.swebench.docker.infra import InfraFailure, classify_exception
+from ratchet_ray.suites.swebench.docker.infra import InfraFailure, classify_exception, within
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 # Extra seconds the host waits for an exec beyond its in-container timeout, and again after it
@@ -110,23 +110,13 @@ def _clip_bytes(data: bytearray, limit: int) -> bytes:
 
 def _in_thread(fn: Callable[[], Any], seconds: float, what: str) -> Any:
     """``fn()`` in a daemon thread; ``InfraFailure("exec_hung")`` if it outlives ``seconds``."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except Exception as exc:  # noqa: BLE001 - re-raised in the caller's thread below
-            box["error"] = exc
-
-    worker = threading.Thread(target=target, name=f"docker-{what}", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        raise InfraFailure("exec_hung", f"the Docker daemon did not answer {what} within {seconds:.0f}s")
-    if "error" in box:
-        exc = box["error"]
+    try:
+        done, value = within(fn, seconds, f"docker-{what}")
+    except Exception as exc:  # noqa: BLE001 - every daemon error is an infrastructure one
         raise InfraFailure(classify_exception(exc) or "docker_error", f"{what} failed: {exc}") from exc
-    return box.get("value")
+    if not done:
+        raise InfraFailure("exec_hung", f"the Docker daemon did not answer {what} within {seconds:.0f}s")
+    return value
 
 
 class InstanceContainer:

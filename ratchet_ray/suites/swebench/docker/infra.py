@@ -27,6 +27,9 @@ Contracts:
 
 from __future__ import annotations
 
+import threading
+from typing import Any, Callable
+
 from ratchet_ray.evidence.tampering import is_tampering
 from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.types import GradeResult
@@ -57,6 +60,28 @@ class InfraFailure(RuntimeError):
             raise ValueError(f"InfraFailure: unknown reason {reason!r}; valid: {REASONS}")
         super().__init__(message)
         self.reason = reason
+
+
+def within(fn: Callable[[], Any], seconds: float, name: str) -> tuple[bool, Any]:
+    """``fn()`` in a daemon thread named ``name``, waited for ``seconds``: ``(True, value)``, or
+    ``(False, None)`` while it still runs (it finishes in the background); its error is raised
+    in the caller's thread."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name=name, daemon=True)
+    worker.start()
+    worker.join(max(0.0, seconds))
+    if worker.is_alive():
+        return False, None
+    if "error" in box:
+        raise box["error"]
+    return True, box.get("value")
 
 
 def classify_exception(exc: BaseException) -> str | None:

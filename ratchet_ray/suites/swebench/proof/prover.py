@@ -44,7 +44,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 from ratchet_ray.storage.artifacts import Artifacts
 from ratchet_ray.suites.swebench.dataset import load_instances, normalize_instance
@@ -157,8 +157,7 @@ class DifferentialProof:
                 raise
             return real.result, real, False
         gold_s = time.monotonic() - started
-        chosen = draw(record, ctx.instance, self.settings.canary_sessions,
-                      secrets.SystemRandom()) if record.resolved else []
+        chosen = self._draw(ctx, record)
         if not chosen:
             real = real_session()
             if not real.result.passed:
@@ -202,11 +201,32 @@ class DifferentialProof:
 
     def canary(self, ctx: Context, patch: str, log_dir: Path, log: InstanceLog, i: int,
                mutants: list[Mutant]) -> Session:
-        folder = log_dir / f"canary-{i}"
-        folder.mkdir()
-        return self.session(ctx, patch, folder, Prefixed(log, f"[canary {i}] "),
+        return self.side_session(ctx, patch, log_dir / f"canary-{i}", log, f"canary {i}", mutants)
+
+    def side_session(self, ctx: Context, patch: str, folder: Path, log: Callable[[str], None],
+                     label: str, mutants: list[Mutant] | None = None) -> Session:
+        """A session beside a grade's real one (``label``: a canary, a referee, a record's):
+        logs in ``folder``, lines prefixed ``[label]``, its own deadline, ``mutants`` planted."""
+        folder.mkdir(exist_ok=True)
+        return self.session(ctx, patch, folder, Prefixed(log, f"[{label}] "),
                             Deadline(self.limits.instance_deadline_s),
-                            plant=planting(mutants), label=f"canary {i}")
+                            plant=None if mutants is None else planting(mutants), label=label)
+
+    def _canaries(self, ctx: Context, patch: str, log_dir: Path, log: InstanceLog,
+                  chosen: list[Mutant], numbers: Iterator[int],
+                  parallel: int) -> list[tuple[Mutant, Session]]:
+        """A canary session per mutant of ``chosen`` (numbered by ``numbers``), none skipped."""
+        plans = [Plan(f"canary {i}", (m,)) for m, i in zip(chosen, numbers)]
+        sessions = run_in_order(plans, lambda p: self.canary(
+            ctx, patch, log_dir, log, int(p.label.split()[-1]), list(p.mutants)), parallel,
+            lambda plan, session: False)
+        return [(m, sessions[p.label]) for p, m in zip(plans, chosen)]
+
+    def _draw(self, ctx: Context, record: GoldRecord) -> list[Mutant]:
+        """The grade's canary mutants, drawn from the OS's entropy (none for an unresolved
+        record)."""
+        return draw(record, ctx.instance, self.settings.canary_sessions,
+                    secrets.SystemRandom()) if record.resolved else []
 
     def _settle(self, ctx: Context, patch: str, log_dir: Path, log: InstanceLog, real: Session,
                 canaries: list[tuple[Mutant, Session]], record: GoldRecord, verdict: GradeResult,
@@ -220,11 +240,8 @@ class DifferentialProof:
 
         def referee(mutant: Mutant) -> Session:
             n = next(numbers)
-            folder = log_dir / f"referee-{n}"
-            folder.mkdir()
-            return self.session(ctx, gold, folder, Prefixed(log, f"[referee {n}] "),
-                                Deadline(self.limits.instance_deadline_s),
-                                plant=planting([mutant]), label=f"referee {n}")
+            return self.side_session(ctx, gold, log_dir / f"referee-{n}", log, f"referee {n}",
+                                     [mutant])
 
         def forget(spread: list[tuple[Mutant, str]]) -> GoldRecord:
             store = self.store()
@@ -238,11 +255,8 @@ class DifferentialProof:
 
         def replace(current: GoldRecord, n: int) -> list[tuple[Mutant, Session]]:
             chosen = draw(current, ctx.instance, (n, n), secrets.SystemRandom())
-            plans = [Plan(f"canary {next(numbers)}", (m,)) for m in chosen]
-            sessions = run_in_order(plans, lambda p: self.canary(
-                ctx, patch, log_dir, log, int(p.label.split()[-1]), list(p.mutants)),
-                self.sessions_at_once(len(plans)), lambda plan, session: False)
-            return [(m, sessions[p.label]) for p, m in zip(plans, chosen)]
+            return self._canaries(ctx, patch, log_dir, log, chosen, numbers,
+                                  self.sessions_at_once(len(chosen)))
 
         return settle(verdict, real, canaries, ctx.instance, referee, forget, replace, judge, log)
 
@@ -267,8 +281,7 @@ class DifferentialProof:
         started = time.monotonic()
         record, made = self.record_for(ctx, log, real)
         gold_s = time.monotonic() - started
-        chosen = draw(record, ctx.instance, self.settings.canary_sessions,
-                      secrets.SystemRandom()) if record.resolved else []
+        chosen = self._draw(ctx, record)
         if not chosen:
             return self._without_canaries(ctx, real, record)
         result = compare_with_gold(real.result, real, record, ctx.instance)
@@ -276,11 +289,8 @@ class DifferentialProof:
             return result
         parallel = self.sessions_at_once(len(chosen))
         began = time.monotonic()
-        plans = [Plan(f"canary {i}", (m,)) for i, m in enumerate(chosen, 1)]
-        sessions = run_in_order(plans, lambda p: self.canary(
-            ctx, patch, log_dir, log, int(p.label.split()[-1]), list(p.mutants)), parallel,
-            lambda plan, session: False)
-        canaries = [(m, sessions[p.label]) for p, m in zip(plans, chosen)]
+        canaries = self._canaries(ctx, patch, log_dir, log, chosen, itertools.count(1),
+                                  parallel)
         verdict = judge_canaries(result, real, canaries, ctx.instance, parallel)
         verdict = self._settle(ctx, patch, log_dir, log, real, canaries, record, verdict,
                                lambda c: judge_canaries(result, real, c, ctx.instance, parallel))
@@ -383,9 +393,7 @@ class DifferentialProof:
             "patch graded, then every candidate mutant planted under it)")
         seconds = {"gold": 0.0}
         if real is None:
-            (folder / "gold-session").mkdir(exist_ok=True)
-            real = self.session(ctx, gold, folder / "gold-session", Prefixed(log, "[gold] "),
-                                Deadline(self.limits.instance_deadline_s), label="gold")
+            real = self.side_session(ctx, gold, folder / "gold-session", log, "gold")
             seconds["gold"] = real.seconds
         tests = graded(ctx.instance)
         record = GoldRecord(ctx.instance["instance_id"], image_id,
@@ -416,10 +424,8 @@ class DifferentialProof:
         ``redraw``: 0 for the first draw, n for the n-th redraw (its own log folders)."""
         tag, name = (f" (redraw {redraw})", f"gold-mutants-redraw-{redraw}") if redraw else (
             "", "gold-mutants")
-        (folder / name).mkdir(exist_ok=True)
-        planted = self.session(ctx, gold, folder / name, Prefixed(log, f"[gold mutants{tag}] "),
-                               Deadline(self.limits.instance_deadline_s),
-                               plant=planting(list(found.values())), label=f"gold mutants{tag}")
+        planted = self.side_session(ctx, gold, folder / name, log, f"gold mutants{tag}",
+                                    list(found.values()))
         seconds["mutants"] = seconds.get("mutants", 0.0) + planted.seconds
         verdicts: dict[str, str | None] = {}
         for test, mutant in sorted(found.items()):
@@ -447,10 +453,7 @@ class DifferentialProof:
             return {}
         tag, name = (f" (redraw {redraw})", f"base-mutants-redraw-{redraw}") if redraw else (
             "", "base-mutants")
-        (folder / name).mkdir(exist_ok=True)
-        base = self.session(ctx, BASE_PATCH, folder / name, Prefixed(log, f"[base mutants{tag}] "),
-                            Deadline(self.limits.instance_deadline_s), plant=planting(kept),
-                            label=f"base mutants{tag}")
+        base = self.side_session(ctx, BASE_PATCH, folder / name, log, f"base mutants{tag}", kept)
         seconds["base"] = seconds.get("base", 0.0) + base.seconds
         f2p = set(ctx.instance.get("FAIL_TO_PASS") or [])
         verdicts: dict[str, str | None] = {}

@@ -267,11 +267,8 @@ class TwinGrading:
             else:
                 log("twin record: none stored; the base code graded with every FAIL_TO_PASS "
                     "mutant planted (a twin's mutant must fail under it too)")
-                folder = log_dir / "twin-base"  # kept with the grade's logs
-                folder.mkdir()
-                base = self.session(ctx, BASE_PATCH, folder, lambda line: log(f"[base] {line}"),
-                                    Deadline(self.limits.instance_deadline_s),
-                                    plant=lambda texts: apply_all(texts, candidates), label="base")
+                base = self.proof.side_session(ctx, BASE_PATCH, log_dir / "twin-base", log,
+                                               "base", candidates)  # kept with the grade's logs
                 choose(record, candidates, base)
                 record.seconds = base.seconds
             save_twin_record(store, record)

@@ -25,7 +25,6 @@ import itertools
 import json
 import shutil
 import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
