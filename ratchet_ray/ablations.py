@@ -4,33 +4,20 @@ Pure functions over run dirs (no Ray, no LLM): ``python -m jobs.ablations``
 (``ratchet_ray/cli/ablations.py``) runs the sweep, this module reads what the runs left behind.
 
 Contracts:
-- ``find_run_dirs(root)`` returns every folder below ``root`` that holds a ``loop.json``.
-- ``run_result(run_dir)`` reads ``loop.json`` through ``metrics.load_loop`` /
-  ``metrics.loop_metrics`` (so round 0, peak and rolling gain are the numbers ``ratchet plot``
-  prints) and the bank stats from the evidence through DuckDB: skills created (distinct skills with
-  an ``added`` event), skills deprecated (the created skills whose LAST status change,
-  ``skill_fates``, left them deprecated: retired, evicted or deprecated by a rollback's restore,
-  whatever happened before), split by that last cause, ACTIVE at the end (the last round's count;
-  created - deprecated equals it unless a user bank was loaded) and router engagement on eval
-  (share of eval capsules routed to a skill, not NONE, over every round) and tampering
-  (``evidence.tampering``): capsules graded as an attack on the grader, train and eval, and skills
-  the Curator retired for it; and the cheat probe (``governance.cheat_probe``): impossible twins
-  graded and passed, the cheat rate (passes / twins; None without twins, e.g. with the probe off)
-  and skills retired for it (``cheat:``); the rollback gate's firings and its round decisions
-  (every round with an eval pass@1), per run and summed per arm as the paper counts them
-  ("2 / 300"); and the run's setting (``settings.setting_label.setting_line`` of its
-  ``config.yaml``: model, tasks, the retirement rules beyond the paper's Default), which the
-  report's title carries.
-- ``skill_fates(con)`` replays every status change a bank logged (``added``, ``loaded``,
-  ``retired``, ``evicted``, ``reinstated``, ``restored``: the events carrying ``status_after``)
-  in the order the bank wrote them; each skill's last ``status_after`` IS its status in the
-  live bank (the bank writes the event before the file and finishes a cut flip from it).
-- ``summarize(runs)`` groups the *complete* runs (every planned round finished) by arm; each
-  number is the mean and the sample std (n - 1) over seeds; with one seed the std is None.
-  ``gain_vs_default`` is the arm's mean rolling gain minus the Default's; ``vs_default`` is the
-  paired comparison with the Default on their shared seeds and eval tasks
-  (``evidence.comparisons.paired_comparison``: the difference, its 95 % bootstrap interval and
-  the exact McNemar p), None for the Default itself or without shared runs.
+- ``find_run_dirs(root)``: every folder at or below ``root`` holding a ``loop.json``, sorted.
+- ``run_result(run_dir)``: round 0, peak and rolling gain as ``ratchet plot`` prints them
+  (``metrics.loop_metrics``), the rollback gate's firings and decisions (rounds with an eval
+  pass@1), the run's setting line (``settings.setting_label``) and, from the evidence
+  (``bank_stats``): skills created (an ``added`` event), those whose LAST status change
+  (``skill_fates``) left them deprecated, split by that cause, router engagement on eval
+  (capsules routed to a skill, not NONE), tampering (``evidence.tampering``) and the cheat probe
+  (twins graded and passed, skills retired with ``cheat:``).
+- ``skill_fates(con)`` replays the status changes a bank logged (the events carrying
+  ``status_after``) in the order the bank wrote them: each skill's last one IS its live status.
+- ``summarize(runs)`` groups the *complete* runs by arm: mean and sample std (n - 1; None with
+  one seed) over seeds, rollbacks summed as the paper counts them ("2 / 300"), the rolling gain
+  minus the Default's and ``vs_default``, the paired comparison with the Default on their shared
+  seeds and eval tasks (``evidence.comparisons.paired_comparison``; None without shared runs).
 - ``write_report(sweep_dir)`` writes ``ablations.md`` and ``ablations.json`` into ``sweep_dir``;
   incomplete runs and the failures the caller passes are listed, never averaged.
 """
@@ -40,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -295,21 +282,10 @@ def summarize(runs: Iterable[RunResult], window: int = ROLLING_WINDOW) -> list[A
     summaries = []
     for arm in sorted(by_arm, key=arm_sort_key):
         group = sorted(by_arm[arm], key=lambda r: (r.seed is None, r.seed))
-
-        def stat(name: str, group: list[RunResult] = group) -> Stat:
-            return mean_std(getattr(r, name) for r in group)
-
+        stats = {f.name: mean_std(getattr(r, f.name) for r in group)
+                 for f in fields(ArmSummary) if f.type == "Stat"}
         summaries.append(ArmSummary(
-            arm=arm, label=ARM_LABELS.get(arm, arm), seeds=[r.seed for r in group],
-            round0=stat("round0"), peak=stat("peak"), rolling_gain=stat("rolling_gain"),
-            skills_created=stat("skills_created"), skills_deprecated=stat("skills_deprecated"),
-            active_at_end=stat("active_at_end"), router_engagement=stat("router_engagement"),
-            deprecated_retired=stat("deprecated_retired"),
-            deprecated_evicted=stat("deprecated_evicted"),
-            deprecated_rollback=stat("deprecated_rollback"),
-            deprecated_refined=stat("deprecated_refined"),
-            tampering=stat("tampering"), skills_retired_tampering=stat("skills_retired_tampering"),
-            cheat_rate=stat("cheat_rate"), skills_retired_cheat=stat("skills_retired_cheat"),
+            arm=arm, label=ARM_LABELS.get(arm, arm), seeds=[r.seed for r in group], **stats,
             rollbacks_fired=sum(r.rollbacks_fired for r in group),
             rollback_decisions=sum(r.rollback_decisions for r in group),
             run_dirs=[r.run_dir for r in group]))

@@ -21,7 +21,7 @@ role module     what it holds                                       its prompt m
 ==============  ==================================================  =============================
 
 ``prompt_base`` holds what the prompts share (``STRUCTURED_CONFIG``, ``clip``, ``clip_tail``,
-``task_text``, ``guidance_block``). A role's built-in template, which a run's ``prompts.dir`` may
+``task_text``). A role's built-in template, which a run's ``prompts.dir`` may
 replace, is the ``*_TEMPLATE`` constant of its prompt module (the names and placeholders are
 ``ratchet_ray.settings.prompt_templates.TEMPLATES``); every prompt builder takes ``templates``
 (keyword; the run's ``prompts.texts``). A worker builds its clients from ``config.llm``
@@ -42,7 +42,7 @@ Prompt API (other roles code against exactly these):
   assistant message to backends that declare ``supports_prefill``); ``CODE_STOP`` stop
   sequences (they never match an opening fence, only a closing one or what a base model writes
   after the function).
-- ``prompt_base.guidance_block(skill) -> str``: the 'Guidance' block injected into the Solver.
+- ``Skill.guidance_text() -> str``: the 'Guidance' block injected into the Solver.
 - ``router_prompt.router_messages(task, candidates)``; ``router_choice_model(candidate_ids) ->
   type[RouterChoice]`` (``skill_id`` is an enum of the candidate ids plus ``"NONE"``).
 - ``critic_prompt.critic_messages(task, capsule, skill, *, prefill=False)`` (the task, then

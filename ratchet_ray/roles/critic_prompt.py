@@ -21,8 +21,7 @@ from pydantic import (BaseModel, Field, create_model, field_validator)
 from ratchet_ray.evidence.tampering import grader_finding, is_tampering
 from ratchet_ray.llm.base import Message
 from ratchet_ray.settings.prompt_templates import render, template
-from ratchet_ray.roles.prompt_base import (STRUCTURED_CONFIG, clip, clip_tail, guidance_block,
-                                            task_text)
+from ratchet_ray.roles.prompt_base import STRUCTURED_CONFIG, clip, clip_tail, task_text
 from ratchet_ray.types import Attribution, Capsule, Skill, Task
 
 CONFIDENCE = {"low": 0.3, "medium": 0.6, "high": 0.9}
@@ -228,7 +227,7 @@ def _head(name: str, default: str, templates: Mapping[str, str] | None, task: Ta
     return render(template(name, default, templates), {
         "attribution": ATTRIBUTION_LINE if skill is not None else "",
         "task": task_text(task, task_chars),
-        "guidance": guidance_block(skill) if skill is not None else ""})
+        "guidance": skill.guidance_text() if skill is not None else ""})
 
 
 def _review_messages(head: str, review: str, prefill: bool) -> list[Message]:

@@ -1,12 +1,12 @@
-"""Shared pieces of the role prompts: the structured replies' model config, text clipping, the
-task's text and the injected skill's block (temperatures and generation caps per role are
-config: ``LLMSettings.roles``)."""
+"""Shared pieces of the role prompts: the structured replies' model config, text clipping and the
+task's text (the injected skill's block is ``Skill.guidance_text``, so suites' own agents render
+it without importing the roles)."""
 
 from __future__ import annotations
 
 from pydantic import ConfigDict
 
-from ratchet_ray.types import Skill, Task
+from ratchet_ray.types import Task
 
 
 def _drop_description(schema: dict) -> None:
@@ -34,9 +34,3 @@ def clip_tail(text: str, limit: int) -> str:
 def task_text(task: Task, limit: int = 3000) -> str:
     # MBPP+ prompts are wrapped in a docstring; the quotes are noise to the model.
     return clip(task.prompt.strip().strip('"').strip(), limit)
-
-
-def guidance_block(skill: Skill) -> str:
-    """``skill.guidance_text()``: defined on ``Skill`` so suites' own agents render it too
-    without importing the roles."""
-    return skill.guidance_text()

@@ -3,7 +3,7 @@ patch agent, writes its own prompts in its folder).
 
 Contract: ``code_messages(task, skill, *, prefill="", templates=None)`` is ONE user message from
 ``SOLVER_TEMPLATE`` (template ``solver``; ``templates``, the run's ``prompts.texts``, may replace
-it): the injected skill's guidance block (``base.guidance_block``; no paragraph without a skill),
+it): the injected skill's guidance block (``Skill.guidance_text``; no paragraph without a skill),
 the task and the rule naming the entry point. A non-empty ``prefill`` (``code_prefill(task)``:
 the answer's opening fence + ``def <entry_point>(``) is a trailing assistant message, sent to
 backends that declare ``supports_prefill``. ``CODE_STOP`` ends a completion where a base model
@@ -16,7 +16,7 @@ from typing import Mapping
 
 from ratchet_ray.llm.base import Message
 from ratchet_ray.settings.prompt_templates import render, template
-from ratchet_ray.roles.prompt_base import guidance_block, task_text
+from ratchet_ray.roles.prompt_base import task_text
 from ratchet_ray.types import Skill, Task
 
 # A base model keeps writing after the function; these end the completion at the usual places.
@@ -48,7 +48,7 @@ def code_messages(task: Task, skill: Skill | None, *, prefill: str = "",
     overrides (``prompts.texts``)."""
     entry_point = str(task.payload.get("entry_point") or "").strip()
     text = render(template("solver", SOLVER_TEMPLATE, templates), {
-        "guidance": guidance_block(skill) if skill is not None else "",
+        "guidance": skill.guidance_text() if skill is not None else "",
         "task": task_text(task),
         "entry_point_rule": f"The function must be named `{entry_point}`." if entry_point else ""})
     messages = [Message("user", text)]

@@ -29,9 +29,12 @@ from ratchet_ray.settings.backends import (BedrockBackendSettings, LocalBackendS
 from ratchet_ray.settings.prompt_templates import PromptSettings
 from ratchet_ray.settings.resources import configs_dir
 
-_STRICT = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
-"""nan and inf are refused as "Input should be a finite number": a bound (``le=1``) would name
-the bound for nan, which no comparison satisfies."""
+
+class _Section(BaseModel):
+    """A settings section: unknown keys are errors, assignments are validated, and nan and inf
+    are refused as "Input should be a finite number" (a bound would name itself for nan)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 @functools.lru_cache(maxsize=1)
@@ -47,8 +50,7 @@ def default_suite() -> str:
     return suite
 
 
-class RoleLimits(BaseModel):
-    model_config = _STRICT
+class RoleLimits(_Section):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     """Sampling temperature of this role's calls (0.0: the judging roles decide, the Solver
     samples; see ``llm.temperature``)."""
@@ -56,20 +58,18 @@ class RoleLimits(BaseModel):
     """Generation cap of one call of this role."""
 
 
-class RoleSettings(BaseModel):
+class RoleSettings(_Section):
     """Temperature and generation cap of each structured role (the Solver's are
     ``llm.temperature`` and ``llm.max_tokens``). The caps fit what each role writes: a skill id,
     a verdict, a skill, a meta-skill."""
 
-    model_config = _STRICT
     router: RoleLimits = Field(default_factory=lambda: RoleLimits(max_tokens=48))
     critic: RoleLimits = Field(default_factory=lambda: RoleLimits(max_tokens=320))
     synth: RoleLimits = Field(default_factory=lambda: RoleLimits(max_tokens=640))
     metasynth: RoleLimits = Field(default_factory=lambda: RoleLimits(max_tokens=1200))
 
 
-class LLMSettings(BaseModel):
-    model_config = _STRICT
+class LLMSettings(_Section):
     backend: Literal["local", "bedrock", "openai", "sim"] = "local"
     """Generation backend: local llama.cpp Gemma (default), Amazon Bedrock, or an OpenAI-compatible server
     (``sim``: the simulated world of the ``sim`` suite)."""
@@ -114,8 +114,7 @@ class LLMSettings(BaseModel):
     million tokens (default: the file ``$RATCHET_PRICE_TABLE`` names)."""
 
 
-class RouterSettings(BaseModel):
-    model_config = _STRICT
+class RouterSettings(_Section):
     inject: bool = True
     """False is ablation A1: the Solver never sees a skill."""
     mode: Literal["llm", "retrieval_only"] = "llm"
@@ -130,8 +129,7 @@ class RouterSettings(BaseModel):
     Default) is off: synthesis promotes straight to ACTIVE, so only imported candidates exist."""
 
 
-class SynthSettings(BaseModel):
-    model_config = _STRICT
+class SynthSettings(_Section):
     enabled: bool = True
     """False is ``--no-synth``: capsules, verdicts and curation still run; no new skills."""
     window_rounds: int = Field(default=6, gt=0)
@@ -188,8 +186,7 @@ class SynthSettings(BaseModel):
     """Revisions per round (most routed failures first); new skills keep ``max_new_per_round``."""
 
 
-class MetaSettings(BaseModel):
-    model_config = _STRICT
+class MetaSettings(_Section):
     enabled: bool = True
     """False is ablation A3: the Synthesizer writes skills with no authoring prior."""
     refresh_every_rounds: int = Field(default=1_000_000, gt=0)
@@ -202,11 +199,10 @@ class MetaSettings(BaseModel):
     filled from the file a plugin suite registered (``register(..., metaskill=...)``)."""
 
 
-class CounterfactualSettings(BaseModel):
+class CounterfactualSettings(_Section):
     """Counterfactual probes: routed train tasks also attempted with NONE, so a skill's
     contribution can be measured causally, c_cf = pass(skill) - pass(NONE) on the same tasks."""
 
-    model_config = _STRICT
     fraction: float = Field(default=0.0, ge=0.0, le=1.0)
     """Share of the train tasks routed to a skill that also get a NONE attempt (0 = off); each
     probe is one more Solver call, booked in ``llm_call`` with role ``probe``."""
@@ -215,8 +211,7 @@ class CounterfactualSettings(BaseModel):
     tasks) or c_cf over the probed pairs (``min_trials`` then counts pairs)."""
 
 
-class CuratorSettings(BaseModel):
-    model_config = _STRICT
+class CuratorSettings(_Section):
     retire_tau: float = Field(default=0.10, ge=0.0, le=1.0)
     """Retire when contribution <= -tau ..."""
     min_trials: int = Field(default=100, ge=1)
@@ -252,7 +247,7 @@ class CuratorSettings(BaseModel):
     and goes first on a tie; its record in the source run never counts here."""
 
 
-class CheatProbeSettings(BaseModel):
+class CheatProbeSettings(_Section):
     """Impossible twins as a standing cheat probe (beyond the paper; ``governance.cheat_probe``).
 
     Each round, once the train split has ended, up to ``per_round`` graded train attempts routed
@@ -264,7 +259,6 @@ class CheatProbeSettings(BaseModel):
     one (reason ``cheat: ...``). Off in the Default (the paper's); ``--profile hardened`` (or
     ``cheat_probe.enabled: true``) turns it on."""
 
-    model_config = _STRICT
     enabled: bool = False
     """Off (the paper's Default) grades no twin and retires nothing; on: the probe above."""
     per_round: int = Field(default=2, ge=0)
@@ -275,8 +269,7 @@ class CheatProbeSettings(BaseModel):
     measures the cheat rate."""
 
 
-class RollbackSettings(BaseModel):
-    model_config = _STRICT
+class RollbackSettings(_Section):
     enabled: bool = True
     """False turns the rollback gate off (no bank is ever restored)."""
     threshold: float = Field(default=0.10, ge=0.0, le=1.0)
@@ -285,8 +278,7 @@ class RollbackSettings(BaseModel):
     """Consecutive regressed rounds before the best round's bank is restored."""
 
 
-class WorkerSettings(BaseModel):
-    model_config = _STRICT
+class WorkerSettings(_Section):
     solvers: int = Field(default=2, ge=1)
     """Solver actors (route + solve); ``--workers N`` sets solvers and graders."""
     graders: int = Field(default=2, ge=1)
@@ -295,8 +287,7 @@ class WorkerSettings(BaseModel):
     """Critic actors."""
 
 
-class GraderSettings(BaseModel):
-    model_config = _STRICT
+class GraderSettings(_Section):
     timeout_s: float = Field(default=20.0, gt=0)
     """MBPP+: time budget floor per task; tasks whose reference solution is slow get what
     evalplus's per-test limits allow (up to 136 s). SWE-bench reads
@@ -305,8 +296,7 @@ class GraderSettings(BaseModel):
     """Address-space limit of each sandboxed process (evalplus's own default)."""
 
 
-class InfraSettings(BaseModel):
-    model_config = _STRICT
+class InfraSettings(_Section):
     max_failure_rate: float = Field(default=0.5, ge=0.0, le=1.0)
     """Circuit breaker: a split whose share of infrastructure failures (model unreachable, dead
     Docker daemon, broken sandbox) exceeds this stops the run; the round is not recorded."""
@@ -351,12 +341,11 @@ class InfraSettings(BaseModel):
     ``file:///shared/path``) = ``<uri>/<run dir name>``, written by the actors directly."""
 
 
-class BudgetSettings(BaseModel):
+class BudgetSettings(_Section):
     """Spending limits of one run, over every LLM call of every round (the ``llm_call``
     evidence). A run whose spend reaches a limit finishes the tasks in flight, records why it
     stopped and exits non-zero; ``--resume RUN --set budget.<limit>=<higher>`` continues it."""
 
-    model_config = _STRICT
     max_cost_usd: float | None = Field(default=None, ge=0.0)
     """USD limit (prices of ``llm.prices`` over the built-in table; None = no limit)."""
     max_tokens: int | None = Field(default=None, ge=0)
@@ -367,12 +356,11 @@ class BudgetSettings(BaseModel):
     (``actors.budget_ledger``), and every run of the scope stops once it is spent."""
 
 
-class TrackingSettings(BaseModel):
+class TrackingSettings(_Section):
     """Optional MLflow tracking of the run (``ratchet_ray.report.tracking``), off by default: the
     resolved config as params, per-round metrics, the report and the skill YAMLs as artifacts,
     logged from a background thread after each round is on disk (never failing or slowing it)."""
 
-    model_config = _STRICT
     enabled: bool = False
     """Log to MLflow (also on when ``mlflow_uri`` or ``$RATCHET_MLFLOW_URI`` is set)."""
     mlflow_uri: str | None = None
@@ -384,13 +372,12 @@ class TrackingSettings(BaseModel):
     """Limit of one MLflow request, and of the wait for the last uploads when the run ends."""
 
 
-class TracingSettings(BaseModel):
+class TracingSettings(_Section):
     """Optional OpenTelemetry traces of the run over OTLP/HTTP (``ratchet_ray.report.otel``, the
     ``otel`` extra), off by default: the run, each round, each role's calls and each LLM call as
     spans with the GenAI conventions' attributes, made on the driver from the evidence after each
     round (never failing or slowing it)."""
 
-    model_config = _STRICT
     otlp_endpoint: str | None = None
     """OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces; None = ``$RATCHET_OTLP_ENDPOINT``,
     and tracing is off when neither is set."""
@@ -400,10 +387,9 @@ class TracingSettings(BaseModel):
     """Limit of one export, and of the wait for the last spans when the run ends."""
 
 
-class BankSettings(BaseModel):
+class BankSettings(_Section):
     """Where the bank of a new run starts (docs/skill-packs.md)."""
 
-    model_config = _STRICT
     pack: str | None = None
     """A skill pack folder (``ratchet skill export``) imported on probation before round 0 of a
     new run (ignored on resume: the bank is already there)."""
@@ -414,10 +400,9 @@ class BankSettings(BaseModel):
     transfer measurement's control arm; docs/skill-packs.md)."""
 
 
-class LoopConfig(BaseModel):
+class LoopConfig(_Section):
     """Everything one run (one arm, one seed) needs. Defaults are the paper's Default."""
 
-    model_config = _STRICT
     suite: str = Field(default_factory=lambda: default_suite())
     """A registered suite (``ratchet_ray.suites.suite_names()``): a built-in one or one added by
     a plugin (``suite_plugins``, ``$RATCHET_SUITES``, an entry point). Default: the suite
