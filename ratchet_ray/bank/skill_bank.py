@@ -2,48 +2,36 @@
 
 Contracts:
 - Nothing is ever deleted: retirement, eviction and rollback flip ``status``; every state change
-  (and every rejected add) is a ``skill_event`` row written through ``EvidenceStore``.
-- ``add`` checks, in order: schema (``invalid``), id already used (``duplicate``, duplicate_of =
-  that id), serialised length > ``synth.max_skill_chars`` (``too_long``), cosine of full-YAML
-  embeddings >= ``synth.dedup_threshold`` against any bank skill (deprecated ones only with
-  ``synth.dedup_against_deprecated``, the Default) (``duplicate``, duplicate_of = the nearest
-  skill, for the re-prompt), then the active cap: a full bank evicts whom
-  ``governance.capacity.evictions`` names (the lowest-contribution ACTIVE skill that is not
-  ``do_not_retire``; dead weight and imports on probation first); if every ACTIVE skill is
-  exempt the add is rejected with ``cap_full`` and the bank is unchanged.
-- The number of ACTIVE skills never exceeds ``curator.active_cap`` through any method, except
-  when the user's own ``do_not_retire`` skills alone exceed it (``load`` then imports the excess
-  as ``candidate``).
+  (and every rejected add) is a ``skill_event`` row (``EvidenceStore``).
+- ``add`` checks, in order: schema (``invalid``), id in use (``duplicate``), serialised length >
+  ``synth.max_skill_chars`` (``too_long``), cosine of full-YAML embeddings >=
+  ``synth.dedup_threshold`` to a bank skill (deprecated ones too with
+  ``synth.dedup_against_deprecated``) (``duplicate``, duplicate_of = the nearest, for the
+  re-prompt), then the active cap: a full bank evicts whom ``governance.capacity.evictions``
+  names; if every ACTIVE skill is exempt, ``cap_full`` and the bank is unchanged.
+- ACTIVE skills never exceed ``curator.active_cap``, except when the user's own
+  ``do_not_retire`` skills alone do (``load`` then imports the excess as ``candidate``).
 - ``load(folder)`` validates every file first (one bad file: ``SkillFileError`` naming file and
-  field, bank unchanged), then imports the skills not yet in the bank; no dedup (the user's bank
-  is authoritative). Pointing it at the bank's own ``skills/`` registers files dropped there.
-- One ACTIVE MetaSkill per suite; ``ensure_default_metaskill`` copies the shipped default in on
-  first use. With ``meta.enabled`` false (ablation A3) no meta-skill is served.
-- ``begin_batch()``: from now on skill writes stay in memory (the bank answers as if they were
-  made: dedup, cap and evictions see them) and skill events are buffered; calling it again
-  forgets the open batch first (an attempt retried after its actor died starts afresh).
-  ``commit_batch()`` stages every changed skill file under ``skills/.batch/`` with a manifest
-  naming the batch's events, writes the events as one evidence part (the commit point), then
-  moves the files into ``skills/``; ``abort_batch()`` forgets the batch. A crash before the
-  events are written leaves nothing of the batch (the next open deletes the staged copies); a
-  crash after finds them and moves them in (``batch_recovery``: "committed", "dropped" or "").
-  So the synth phase, cut short, simply runs again: nothing is doubled, events match files.
-- ``restore`` brings back a round's bank as ``governance.rollback.restored`` says: never a
-  skill that tampered or cheated.
+  field, bank unchanged), then imports the skills not yet in the bank, without dedup. Pointing it
+  at the bank's own ``skills/`` registers files dropped there.
+- One ACTIVE MetaSkill per suite (``ensure_default_metaskill`` copies the shipped default in);
+  none is served with ``meta.enabled`` false (A3).
+- ``begin_batch()``: skill writes stay in memory (dedup, cap and evictions see them) and events
+  are buffered; calling it again forgets the open batch. ``commit_batch()`` stages the changed
+  files under ``skills/.batch/`` with a manifest of the batch's events, writes the events as one
+  part (the commit point), then moves the files in; ``abort_batch()`` forgets the batch. On
+  open, a staged batch whose events are written is moved in, else dropped (``batch_recovery``:
+  "committed", "dropped" or ""): a synth phase cut short simply runs again.
 - Status flips (evict, retire, reinstate, curate, restore) write their events first, as one
-  part, then the files; opening a bank (``recover=True``, the writer) applies a logged flip a
-  crash cut short (``recovered`` lists those skills), so events and files always agree and
-  nothing is logged twice.
-- The embedder is only needed for dedup; a bank built with ``embedder=None`` (CLI) refuses ``add``.
-- Skills imported from a skill pack (``import_pack``, ``bank.pack_import``) are on probation
-  until they earn their trials here (``governance.probation``).
-- ``refine(revision, parent_id, *, round_)`` (``synth.refine``, arm A10) puts ``revision`` in as
-  the next version of ``parent_id``'s lineage (``lineage`` = the parent's, ``lineage_version`` +
-  1; each version its own id, so its evidence is never pooled with another's) and deprecates the
-  parent with a ``refined`` event. Checked like ``add``: the parent must be ACTIVE and not
-  ``do_not_retire`` (else ``invalid``), then id, length and dedup against every skill except its
-  own lineage's versions. The parent's slot is freed first, so it evicts only when the bank is
-  over the cap already. It joins an open batch, or commits its own: all of it lands or nothing.
+  part, then the files; opening with ``recover=True`` (the writer) applies a logged flip a
+  crash cut short (``recovered``), so events and files agree and nothing is logged twice.
+- ``restore`` brings back a round's bank as ``governance.rollback.restored`` says.
+- A bank built with ``embedder=None`` (CLI) refuses ``add``. Skills imported from a pack
+  (``import_pack``) are on probation (``governance.probation``).
+- ``refine(revision, parent_id, *, round_)`` (A10) puts ``revision`` in as the next version of
+  ACTIVE, retirable ``parent_id``'s lineage (else ``invalid``) and deprecates the parent
+  (``refined``); checked like ``add``, but dedup skips its own lineage. The parent's slot is freed
+  first. It joins an open batch, or commits its own: all of it lands or nothing.
 """
 
 from __future__ import annotations

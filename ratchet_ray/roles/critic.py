@@ -1,32 +1,20 @@
 """The Critic: one Verdict per train-failure capsule.
 
 API:
-- ``is_critiquable(capsule) -> bool``: True for a failed, non-infrastructure, train capsule.
-  Callers filter with it (the Critic never learns from infrastructure failures: docs/architecture.md).
-- ``critique(llm, task, capsule, skill, *, limits=None, seed=None) -> CritiqueResult(verdict,
-  replies, error)``; ``limits`` (``llm.roles.critic``) sets temperature and token cap, ``seed``
-  the sampling seed on backends that take one, ``flavour`` the review prompt (default: the one
-  the task's suite registered): code and its failing test, or a patch and its test log
-  (``critic_prompt``).
-  - ``skill`` is the skill the capsule was routed to (None for NONE).
-  - A capsule that is not critiquable is refused WITHOUT an LLM call: ``verdict`` None,
-    ``error`` ``"NotCritiquable: ..."`` naming why.
-  - The LLM answers ``VerdictOut`` (pattern, rationale, attribution, confidence level) under a
-    JSON-schema constraint; with no skill injected the attribution is fixed to ``inapplicable``.
-    The prompt carries the grader's concrete finding (``critic_prompt.failure_summary``). A pattern
-    that is not 2-10 snake_case words, names no concrete mistake (only attribution labels or
-    generic words like 'wrong output'), repeats itself or contains the task's entry point, or a
-    rationale that is a bare label, fails validation and gets the one repair retry.
-  - ``verdict.pattern`` is the label with ``_`` turned into spaces (``'off by one in range'``).
-  - Never raises for LLM trouble: a garbled reply gives ``error`` ``"StructuredOutputError: ..."``
-    and keeps the failed replies for accounting (a refusal: the model was asked and failed);
-    a backend failure gives ``"<ExcName>: ..."`` with ``retryable`` True (the model was never
-    heard: the capsule still needs its review).
-- ``CriticWorker(config, *, llm=None)``, the plain class behind the Critic actor
-  (``actors/critic.py``): ``critique_batch(items) -> list[CritiqueResult]``, one result per
-  ``(task, capsule, skill)`` item, in order; infrastructure failures are refused per item.
-  Each call samples with a seed derived from ``config.seed`` and the capsule's round, split,
-  task and attempt (not its run id, so two runs of one seed draw alike).
+- ``is_critiquable(capsule)``: a failed, non-infrastructure, train capsule (the Critic never
+  learns from infrastructure failures).
+- ``critique(llm, task, capsule, skill, *, limits=None, seed=None, templates=None,
+  flavour=None) -> CritiqueResult(verdict, replies, error, retryable)``: ``skill`` is the
+  routed skill (None for NONE), ``limits`` is ``llm.roles.critic``, ``flavour`` the review
+  prompt (default: the task's suite's, ``critic_prompt``).
+  - A capsule that is not critiquable is refused without an LLM call (``"NotCritiquable: ..."``).
+  - The reply is a ``VerdictOut`` under a JSON-schema constraint (``critic_prompt.verdict_model``;
+    an invalid one gets the one repair retry); ``verdict.pattern`` is the label with spaces.
+  - Never raises for LLM trouble: a garbled reply gives ``"StructuredOutputError: ..."`` with the
+    replies kept; a backend failure ``"<ExcName>: ..."`` with ``retryable`` True.
+- ``CriticWorker(config, *, llm=None)``, behind the Critic actor: ``critique_batch(items)``, one
+  result per ``(task, capsule, skill)`` in order, each sampled with a seed from ``config.seed``
+  and the capsule's round, split, task and attempt (not its run id: two runs of a seed agree).
 """
 
 from __future__ import annotations

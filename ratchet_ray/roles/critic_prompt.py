@@ -1,5 +1,11 @@
-"""The Critic's prompts and verdict model (the API: ``ratchet_ray.roles``).
+"""The Critic's prompts and verdict model.
 
+``critic_messages(task, capsule, skill, *, prefill=False)``: the task, worked examples, the
+output and the grader's concrete finding (``failure_summary``) last; with ``prefill`` the part
+from the examples on is a trailing assistant message. ``verdict_model(skill_used, *,
+entry_point="")``: without a skill the attribution is fixed to ``inapplicable``; ``pattern`` is
+2-10 snake_case words (``PATTERN_REGEX``, normalised from spaced or hyphenated text), rejected
+when it names no concrete mistake, repeats itself or contains ``entry_point``.
 ``critic_messages`` follows the review prompt the task's suite registered
 (``suites.hooks.critic_prompt``): ``"code"`` shows the function and its failing test;
 ``"patch"`` (SWE-bench) shows the agent's patch and the tail of the test log, with worked

@@ -2,46 +2,28 @@
 
 API:
 - ``solve(llm, task, skill, *, output_kind, max_tokens, temperature, agent_settings=None,
-  log_dir=None, seed=None, turn=None) -> SolveResult(output, replies, exit_status, error)``;
-  ``seed`` is the sampling seed of a single call on backends that take one.
-  - ``output_kind == "code"`` (the built-in turn): ONE completion call asking for the
-    ``entry_point`` function in a ```python block; ``output`` is that block's code
-    (``extract_code``). When the client declares ``supports_prefill`` (a base-model completion
-    backend), the answer's fence and ``def <entry_point>(`` header are prefilled and
-    re-attached to the continuation.
-  - any other ``output_kind`` is the suite's own, served by ``turn`` (the suite):
-    - an agent (``suites.base.AgentTurn``: the suite has ``solve_agent``, e.g. SWE-bench's
-      patch agent): ``turn.solve_agent(llm, task, skill, agent_settings, log_dir=log_dir)``
-      returns ``(output, replies)``; the agent writes its trajectory under ``log_dir``. An agent
-      whose ``solve_agent`` takes ``temperature`` and ``seed`` keywords gets the Solver's
-      temperature and the call's seed (it samples like the one-call turns; older plugin agents
-      without them are called as before);
-    - else ONE completion call with the messages of ``turn.solver_messages(task, skill)``;
-      ``output`` is ``turn.parse_output(reply.text)`` (``suites.base.SolverTurn``).
-  An output kind other than ``"code"`` without a ``turn`` is a caller bug: ``ValueError``.
-- Never raises for a failing backend or agent: ``exit_status`` is the exception's class name
-  (mini-swe-agent style), ``error`` its message, ``output`` empty; the caller still grades and
-  records the attempt, so every task yields a capsule. ``exit_status == "ok"`` otherwise.
+  log_dir=None, seed=None, turn=None) -> SolveResult(output, replies, exit_status, error)``:
+  - ``"code"`` (built in): ONE call asking for the ``entry_point`` function in a ```python
+    block (``extract_code``); a client with ``supports_prefill`` gets the fence and
+    ``def <entry_point>(`` prefilled, re-attached to the continuation;
+  - another kind is served by ``turn`` (the suite; without one: ``ValueError``): an agent
+    (``suites.base.AgentTurn``) runs ``solve_agent(llm, task, skill, agent_settings,
+    log_dir=...)``, given ``temperature`` and ``seed`` when its signature takes them; else ONE
+    call with ``turn.solver_messages`` parsed by ``turn.parse_output`` (``SolverTurn``).
+  - Never raises for a failing backend or agent: ``exit_status`` is the exception's class name,
+    ``error`` its message, ``output`` empty (the attempt is still graded and recorded).
 - ``SolverWorker(config, *, llm=None, embedder=None, output_kind=None, solver_cache_dir=None,
-  agent_settings=None, trajectory_root=None)``, the plain class behind the Solver actor
-  (``actors/solver.py``; clients from ``config.llm`` unless injected, the embedder built lazily):
-  - ``set_bank(skills) -> int``: what the caller lets the split route to (the round's ACTIVE
-    skills, plus CANDIDATE ones on a bootstrap train pass; DEPRECATED ones are dropped); builds
-    the ``SkillIndex`` once when routing will need it; returns the number of routable skills.
-  - ``run(task, split, round_, *, bank=None) -> SolveOutcome`` (route + solve; never raises for
-    LLM trouble). ``bank`` (a ``BankSnapshot``) is what this call routes to; the worker keeps the
-    last snapshot's routable skills and index, keyed by its ``snapshot_id``, so the calls of one
-    split pay for them once, and any worker (a fresh replacement too) can serve any call: the
-    loop ``ray.put``s the snapshot once per split and sends its ref with every call. Without
-    ``bank`` the call routes to what ``set_bank`` gave (direct use, tools, tests).
-    The router and solver calls sample with seeds derived from ``config.seed``, the round, the
-    split and the task (``seeding.derive_seed``), so a resumed run draws the same numbers.
-    Eval-split generations go through ``CachedLLM`` when ``solver_cache_dir`` is given: its key
-    holds the call's seed (round included) on every backend, so a sampled eval call is a new
-    draw each round and only a resumed round replays; the train pass is never cached. With
-    ``trajectory_root``, a patch agent writes
-    ``<trajectory_root>/<task_id>/<split>_<round:02d>/trajectory.json``. Both may be a folder or
-    an ``ratchet_ray.storage.artifacts.Artifacts`` (the run's store, which a Solver on any node reaches).
+  agent_settings=None, trajectory_root=None)``, behind the Solver actor:
+  - ``set_bank(skills) -> int``: what a split may route to (ACTIVE, plus CANDIDATE on a
+    bootstrap train pass); builds the ``SkillIndex`` once when routing needs it.
+  - ``run(task, split, round_, *, bank=None) -> SolveOutcome`` (route + solve). ``bank`` (a
+    ``BankSnapshot``, ``ray.put`` once per split) is cached by ``snapshot_id``, so any worker
+    serves any call; without it, what ``set_bank`` gave. Router and solver calls sample with
+    seeds from ``config.seed``, round, split and task (``seeding.derive_seed``). Eval
+    generations go through ``CachedLLM`` with ``solver_cache_dir`` (keyed by the call's seed, so
+    only a resumed round replays); train is never cached. A patch agent writes
+    ``<trajectory_root>/<task_id>/<split>_<round:02d>/trajectory.json``; both roots may be a
+    folder or the run's ``storage.artifacts.Artifacts``.
 """
 
 from __future__ import annotations

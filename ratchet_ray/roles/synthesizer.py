@@ -1,57 +1,39 @@
 """The Synthesizer: turn clustered failure verdicts into new ACTIVE skills.
 
 API:
-- ``Synthesizer(llm, embedder, synth_settings: SynthSettings, suite: str, *, tasks=None,
-  seed=42, limits=None, templates=None)``; ``tasks`` (``{task_id: Task}``) lets examples show
-  the task text; ``templates`` are the run's prompt overrides (``prompts.texts``);
-  ``seed`` is the run's seed (verdict order and sampling seeds); ``limits`` is
-  ``llm.roles.synth`` (temperature, token cap).
+- ``Synthesizer(llm, embedder, synth_settings, suite, *, tasks=None, seed=42, limits=None,
+  templates=None)``: ``tasks`` (``{task_id: Task}``) lets examples show the task text; ``seed``
+  is the run's (verdict order, sampling seeds); ``limits`` is ``llm.roles.synth``.
 - ``Synthesizer.run(verdicts, active_skills, metaskill, add_skill, round_, *, capsules=None,
-  known_ids=(), refine_skill=None) -> SynthOutcome(created, skipped_clusters, duplicates, evicted,
-  failed, deferred, refined, replies)``
-  - ``verdicts``: the window's verdicts (the caller selects the last W rounds). They enter
-    canonicalisation and clustering in an order the seed decides (``seeding.seeded_order`` over
-    capsule ids, per round), never in storage order.
-  - ``metaskill``: the suite's active MetaSkill, or None (meta disabled, ablation A3: the prompt
-    then carries no authoring prior, only the bare schema of ``skill_contract``).
-  - ``add_skill(skill, *, sources) -> AddResult`` (``status`` added | duplicate | too_long |
-    cap_full | invalid, ``duplicate_of``, ``evicted``, ``reason``), e.g. ``SkillBank.add`` or,
-    under Ray, ``bank_adder``; ``sources`` is the size of the cluster the skill was
-    drafted from (the bank records it on the ``added`` event: ``report.learned``).
-  - ``capsules`` (``{capsule_id: Capsule}``) adds the failed output and grader trace to examples.
-  - ``known_ids``: every id already in the bank (deprecated too), so new ids never collide.
-  - ``round_``: the current round (logged; the bank call carries it via ``add_skill``).
+  known_ids=(), refine_skill=None) -> SynthOutcome``:
+  - ``verdicts`` (the window's) enter clustering in an order the seed decides
+    (``seeding.seeded_order`` over capsule ids, per round), never in storage order;
+  - ``metaskill`` None (A3): the prompt carries only the bare schema of ``skill_contract``;
+  - ``add_skill(skill, *, sources) -> AddResult`` (``SkillBank.add`` or, under Ray,
+    ``bank_adder``); ``sources``, the cluster's size, goes on the ``added`` event;
+  - ``capsules`` (``{capsule_id: Capsule}``) adds the failed output and grader trace to examples;
+    ``known_ids`` (deprecated too) keeps new ids from colliding;
   - ``refine_skill(skill, parent_id) -> AddResult`` (``SkillBank.refine``): with
-    ``synth.refine`` (arm A10, beyond the paper) the skills ``roles.refiner.refine_targets``
-    picks are revised first (``Reviser._revise``); the verdicts of a skill revised this round
-    are not clustered again, and the cover guard and ``existing`` see the revision in place of
-    its parent. Without ``refine_skill`` or with ``synth.refine`` off nothing is revised.
-- Steps: ``synthesis.preprocess.cluster_verdicts`` (canonicalise per ``synth_settings.canonicalize``,
-  clusters >= ``min_cluster_size``, largest first) -> ``cover_guard`` (per
-  ``synth_settings.cover_guard``) -> for the first ``max_new_per_round`` kept clusters: draft
-  (``synth_settings.draft_mode``: one whole-skill call, or one call per field for base models;
-  see ``synthesizer_prompt``), validate into ``types.Skill`` (id slugified and made unique,
-  author "synthesized", status active), ``add_skill``. The re-prompt loop is ``roles.reprompt``
-  (shared with revisions): a ``duplicate`` re-prompts with the duplicate's id as feedback, a
-  ``too_long`` with a length note, a copy of the schema lock's placeholders
-  (``synthesizer_prompt.copies_template``) with a note, up to ``max_reprompts`` times; a ``leakage``
-  refusal (the guard, ``synth.leakage_guard``) is re-prompted once with its reason, which names
-  the quoted spans, and recorded in ``leaked``; anything else ends the cluster. A free-text
-  field a base model writes
-  past its length bound is cut at its last clause boundary (``synthesizer_prompt.fit_field``); a
-  fieldwise id is the cluster's pattern (first 6 words, slugified) on a base-model backend
-  and wherever the model cannot write one.
+    ``synth.refine`` (A10) the skills ``roles.refiner.refine_targets`` picks are revised first;
+    their verdicts are not clustered again, and the cover guard and ``existing`` see the
+    revision in place of its parent.
+- Steps: ``synthesis.preprocess.cluster_verdicts`` -> ``cover_guard`` -> for the first
+  ``max_new_per_round`` kept clusters: draft (``synth.draft_mode``: one whole-skill call, or one
+  call per field; ``synthesizer_prompt``), validate into a ``Skill`` (id slugified and unique,
+  author "synthesized", status active), ``add_skill``. The re-prompt loop is ``roles.reprompt``:
+  a ``duplicate``, ``too_long`` or copied schema placeholder re-prompts with a note up to
+  ``max_reprompts`` times; a ``leakage`` refusal (``synth.leakage_guard``) once, naming the
+  quoted spans (recorded in ``leaked``); anything else ends the cluster. A base model's field
+  past its length bound is cut at its last clause boundary (``fit_field``); a fieldwise id is
+  the cluster's pattern (first 6 words, slugified) on a base-model backend and wherever the
+  model cannot write one.
 - Never raises for LLM trouble (the cluster goes to ``failed`` as ``"<pattern>: <reason>"``);
-  errors from ``add_skill`` (the bank) propagate. ``synth_settings.enabled`` False does nothing.
-- ``SynthesizerWorker(config, *, llm=None, embedder=None, tasks=())``, the plain class behind
-  the Synthesizer actor (``actors/synthesizer.py``):
-  - ``run(verdicts, active_skills, metaskill, bank, round_, *, capsules=None, known_ids=())
-    -> SynthOutcome``: ``bank`` is a ``SkillBank`` or anything with its ``add(skill, *,
-    round_)`` (``actors/synthesizer.py`` wraps the bank actor's handle so), and with
-    ``synth.refine`` (A10) its ``refine(skill, parent_id, *, round_)``; ``metaskill`` is
-    dropped when ``config.meta.enabled`` is False (ablation A3); with ``synth.leakage_guard``
-    every add and revision passes the leakage guard first.
-  - ``refresh_metaskill(current, verdicts, round_) -> MetaRefresh`` (``roles.metasynth``).
+  errors from ``add_skill`` propagate. ``synth.enabled`` False does nothing.
+- ``SynthesizerWorker(config, *, llm=None, embedder=None, tasks=())``, behind the Synthesizer
+  actor: ``run(verdicts, active_skills, metaskill, bank, round_, ...)`` with ``bank`` a
+  ``SkillBank`` or anything with its ``add`` (and, for A10, ``refine``); ``metaskill`` is
+  dropped under A3; with ``synth.leakage_guard`` every add and revision passes the guard first.
+  ``refresh_metaskill(current, verdicts, round_) -> MetaRefresh`` (``roles.metasynth``).
 """
 
 from __future__ import annotations

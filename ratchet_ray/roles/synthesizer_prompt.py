@@ -1,4 +1,6 @@
-"""The Synthesizer's skill-authoring prompts (the API: ``ratchet_ray.roles``).
+"""The Synthesizer's skill-authoring prompts: ``synth_messages`` (a whole draft),
+``field_messages`` / ``field_model`` / ``assemble_draft`` (a fieldwise one), ``copies_template``
+(copied schema placeholders).
 
 Two ways to draft a skill, one contract (``ratchet_ray.bank.skill_contract``):
 - whole: one structured call for the complete ``SkillDraft`` (chat and hosted models);
