@@ -78,6 +78,13 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray: ...
 
 
+def unit_rows(rows: Any) -> np.ndarray:
+    """``rows`` as a float32 matrix with L2-normalised rows (all-zero rows stay zero)."""
+    matrix = np.asarray(rows, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1.0, norms)
+
+
 def cosine_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Pairwise cosine of row-normalised embeddings (a: n x d, b: m x d) -> n x m."""
     if a.size == 0 or b.size == 0:

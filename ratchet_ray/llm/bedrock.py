@@ -27,8 +27,8 @@ from pydantic import Field
 
 from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.accounting import PriceTable, load_price_table
-from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
-from ratchet_ray.llm.ratelimit import Limiter, LimiterFactory, estimate_tokens, make_limiter
+from ratchet_ray.llm.base import InputType, LLMError, Message, Reply, unit_rows
+from ratchet_ray.llm.ratelimit import HostedClient, LimiterFactory, estimate_tokens, make_limiter
 from ratchet_ray.settings.backends import BedrockBackendSettings
 from ratchet_ray.llm.structured import schema_instruction
 
@@ -66,45 +66,20 @@ class BedrockConfig(BedrockBackendSettings):
                       "tokens_per_minute": settings.tokens_per_minute})
 
 
-def _runtime_client(config: BedrockConfig):
-    import boto3
-    from botocore.config import Config
+class _BedrockBase(HostedClient):
+    def _make_client(self):
+        import boto3
+        from botocore.config import Config
 
-    retry_config = Config(retries={"mode": "standard", "total_max_attempts": config.max_attempts},
-                          connect_timeout=config.connect_timeout_s, read_timeout=config.read_timeout_s)
-    # A session of its own, not boto3's default one: that caches the credentials it first found
-    # for the whole process, so a client made later would not see the environment it is made in.
-    return boto3.session.Session().client("bedrock-runtime", region_name=config.region,
-                                          endpoint_url=config.endpoint_url, config=retry_config)
-
-
-class _BedrockBase:
-    """Shared lazy state: the boto3 client and the limiter are built per process (not pickled;
-    the ``limiters`` factory is, so a shared budget stays shared where the client lands)."""
-
-    def __init__(self, config: BedrockConfig, limiter_model: str,
-                 limiters: LimiterFactory = make_limiter):
-        self.config = config
-        self._limiter_key = f"bedrock-{limiter_model}"
-        self._limiters = limiters
-        self._client = None
-        self._limiter: Limiter | None = None
-
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_client": None, "_limiter": None}
-
-    @property
-    def client(self):
-        if self._client is None:
-            self._client = _runtime_client(self.config)
-        return self._client
-
-    @property
-    def limiter(self) -> Limiter:
-        if self._limiter is None:
-            self._limiter = self._limiters(self._limiter_key, self.config.requests_per_minute,
-                                           self.config.tokens_per_minute)
-        return self._limiter
+        retry_config = Config(retries={"mode": "standard",
+                                       "total_max_attempts": self.config.max_attempts},
+                              connect_timeout=self.config.connect_timeout_s,
+                              read_timeout=self.config.read_timeout_s)
+        # A session of its own, not boto3's default one: that caches the credentials it first
+        # found for the whole process, so a client made later would not see its environment.
+        return boto3.session.Session().client("bedrock-runtime", region_name=self.config.region,
+                                              endpoint_url=self.config.endpoint_url,
+                                              config=retry_config)
 
 
 def to_converse(messages: Sequence[Message], json_schema: dict[str, Any] | None):
@@ -147,7 +122,7 @@ class BedrockLLM(_BedrockBase):
 
     def __init__(self, config: BedrockConfig, prices: PriceTable | None = None, *,
                  limiters: LimiterFactory = make_limiter):
-        super().__init__(config, config.model_id, limiters)
+        super().__init__(config, f"bedrock-{config.model_id}", limiters)
         self.model = config.model_id
         self.prices = prices or load_price_table()
         self.primary_disabled = False
@@ -217,7 +192,7 @@ def parse_embeddings(payload: dict) -> list[list[float]]:
 
 class BedrockEmbedder(_BedrockBase):
     def __init__(self, config: BedrockConfig, *, limiters: LimiterFactory = make_limiter):
-        super().__init__(config, config.embed_model_id, limiters)
+        super().__init__(config, f"bedrock-{config.embed_model_id}", limiters)
         self.name = config.embed_model_id
 
     def _invoke(self, texts: list[str], input_type: str) -> list[list[float]]:
@@ -244,6 +219,4 @@ class BedrockEmbedder(_BedrockBase):
             rows.extend(self._invoke(list(texts[start : start + batch]), input_type))
         if not rows:
             return np.zeros((0, self.config.embed_dimension or 0), dtype=np.float32)
-        matrix = np.asarray(rows, dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        return matrix / np.where(norms == 0, 1.0, norms)
+        return unit_rows(rows)

@@ -35,8 +35,8 @@ from pydantic import SecretStr
 from ratchet_ray.settings.backends import OpenAIBackendSettings
 from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.accounting import PriceTable, load_price_table
-from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
-from ratchet_ray.llm.ratelimit import Limiter, LimiterFactory, estimate_tokens, make_limiter
+from ratchet_ray.llm.base import InputType, LLMError, Message, Reply, unit_rows
+from ratchet_ray.llm.ratelimit import HostedClient, LimiterFactory, estimate_tokens, make_limiter
 from ratchet_ray.llm.structured import schema_instruction
 from ratchet_ray.redact import MASK, redact, redact_url, register_secret
 
@@ -77,13 +77,10 @@ class OpenAIConfig(OpenAIBackendSettings):
                       "tokens_per_minute": settings.tokens_per_minute})
 
 
-class _OpenAIBase:
+class _OpenAIBase(HostedClient):
     def __init__(self, config: OpenAIConfig, limiters: LimiterFactory = make_limiter):
-        self.config = config
+        super().__init__(config, f"openai-{redact_url(config.base_url)}", limiters)
         register_secret(config.api_key.get_secret_value())
-        self._limiters = limiters  # pickled with the client; the limiter itself is per process
-        self._client = None
-        self._limiter: Limiter | None = None
 
     @property
     def where(self) -> str:
@@ -94,30 +91,15 @@ class _OpenAIBase:
         """An ``LLMError`` whose message holds no credential (it may reach a capsule trace)."""
         return LLMError(redact(text))
 
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_client": None, "_limiter": None}
-
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         register_secret(self.config.api_key.get_secret_value())  # redact it in this process too
 
-    @property
-    def client(self):
-        if self._client is None:
-            from openai import OpenAI
+    def _make_client(self):
+        from openai import OpenAI
 
-            self._client = OpenAI(base_url=self.config.base_url,
-                                  api_key=self.config.api_key.get_secret_value(),
-                                  max_retries=self.config.max_retries, timeout=self.config.timeout_s)
-        return self._client
-
-    @property
-    def limiter(self) -> Limiter:
-        if self._limiter is None:
-            self._limiter = self._limiters(f"openai-{self.where}",
-                                           self.config.requests_per_minute,
-                                           self.config.tokens_per_minute)
-        return self._limiter
+        return OpenAI(base_url=self.config.base_url, api_key=self.config.api_key.get_secret_value(),
+                      max_retries=self.config.max_retries, timeout=self.config.timeout_s)
 
     def _first_model(self) -> str:
         import openai
@@ -263,6 +245,4 @@ class OpenAICompatEmbedder(_OpenAIBase):
         vectors: list[np.ndarray] = []
         for start in range(0, len(texts), self.config.embed_batch):
             vectors.extend(self._embed_batch(list(texts[start : start + self.config.embed_batch])))
-        matrix = np.stack(vectors)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        return matrix / np.where(norms == 0, 1.0, norms)
+        return unit_rows(np.stack(vectors))

@@ -15,12 +15,15 @@ Contracts:
   Limiter``). ``make_limiter`` (the default) gives each client its own in-process limiter; the
   cluster-wide one is ``actors.rate_limiter.cluster_limiter``, which the loop passes in
   (``ratchet_ray.llm.services``).
+- ``HostedClient``: what the hosted backends (openai, bedrock) share: the SDK client and the
+  limiter, both made per process on first use and never pickled (the factory is, so a shared
+  budget stays shared where the client lands).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from ratchet_ray.llm.base import Message
 
@@ -109,3 +112,34 @@ def make_limiter(key: str, requests_per_minute: int, tokens_per_minute: int) -> 
     """An in-process limiter of its own for one client (``key`` is not needed: nothing is shared);
     a no-op limiter when both limits are 0. The default ``LimiterFactory``."""
     return LocalLimiter(requests_per_minute, tokens_per_minute)
+
+
+class HostedClient:
+    """Lazy ``client`` (``_make_client``) and ``limiter`` of budget ``limiter_key`` (module
+    contracts); ``config`` holds ``requests_per_minute`` and ``tokens_per_minute``."""
+
+    def __init__(self, config: Any, limiter_key: str, limiters: LimiterFactory = make_limiter):
+        self.config = config
+        self._limiter_key = limiter_key
+        self._limiters = limiters
+        self._client = None
+        self._limiter: Limiter | None = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_client": None, "_limiter": None}
+
+    def _make_client(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self._make_client()
+        return self._client
+
+    @property
+    def limiter(self) -> Limiter:
+        if self._limiter is None:
+            self._limiter = self._limiters(self._limiter_key, self.config.requests_per_minute,
+                                           self.config.tokens_per_minute)
+        return self._limiter
