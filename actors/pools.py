@@ -1,54 +1,35 @@
 """Fault-tolerant actor pools: fan work out over N stateless actors with ``ray.wait`` loops.
 
 Contracts:
-- ``ResilientPool(make_actor, size, name=...)`` owns ``size`` actor handles from ``make_actor()``.
-  ``submit(method, item, *args)`` queues one call ``actor.<method>(item, *args)``; at most one call
-  is in flight per actor, so work spreads evenly and a dead actor takes at most one job with it.
-  ``method`` is the function itself, never its name as a string (``method_name``): a method of the
-  actors' class (``SolverWorker.run``), which a rename breaks at import, not mid-run, or a plain
-  function run on the actor's instance through Ray's ``__ray_call__`` (``fn(instance, item, ...)``).
-- ``complete(ref)`` turns a finished object ref into its ``PoolResult`` (value or error), one per
-  job of the call. When the actor died (``RayActorError``: killed, crashed, out of memory) the
-  pool replaces the actor (the actors are stateless: what they work on, e.g. the split's bank
-  snapshot, travels with each call, so a fresh actor needs no setup), resubmits the job and
-  returns no result for it; after ``max_attempts`` deaths the job comes back as a failed result
-  instead. An exception raised *inside* the method is a failed result at once (no retry): it
-  is the job's outcome, not the actor's. Each death of an actor under a job is kept in
-  ``pool.lost`` (what was being run, the attempt and the error) so a caller can account for the
-  work it lost. An actor that died before it ever started (its ``__ray_ready__`` failed: e.g.
-  placed on a node that was dying) ran nothing: the job goes back without spending one of its
-  ``max_attempts`` and nothing is recorded as lost, up to ``NEVER_STARTED_RETRIES`` times per
-  job (after that such deaths count too, so a node that kills every fresh actor cannot hold a
-  job forever).
-- Start-up: every actor's ``__ray_ready__`` is watched. An actor whose constructor raised stops
-  the pool's caller with ``ActorStartError`` carrying the constructor's own exception (it is
-  never retried: a bad base URL or a missing image fails the same way every time); an actor not
-  started within ``start_timeout_s`` (e.g. it asks for a resource no node has) raises
-  ``ActorStartTimeout`` naming the resources it asks for and what the cluster has.
-- Every wait is bounded: ``heal`` by the start bound plus ``setup_timeout_s``,
-  ``actors.draining.drain`` by the start bound of the actors its jobs wait on (``check_started``;
-  a running job itself may take as long as it takes: its own deadline belongs to the suite).
-- Waiting on results is ``actors.draining`` (``drain``, ``map_unordered``, ``call_one``), built
-  on this class's public API (``refs``/``owns``/``complete``, ``held``, ``check_started``). Every
-  submitted job yields exactly one result, unless ``cancel_queued`` dropped it before it started.
-- Batching (``batch`` other than 1; the actors must offer ``actors.batching.BatchCalls``):
-  queued jobs of one method with equal keyword arguments travel together, in queue order, as
-  one ``call_batch`` (``actors.batching.BatchSizer`` decides how many: ``batch`` N at most N,
-  None adaptive). Each job still yields its own ``PoolResult``; an exception of one job is that
-  job's result. An actor that dies mid-call loses the whole call: every job in it counts the
-  attempt (one ``LostAttempt`` each) and goes back to the front of the queue, so each job still
-  yields exactly one result (no job of a lost call returned one). ``drain`` dispatches after it
-  has handled every finished result of a wait, and ``held()`` lets a caller queue many jobs
-  before the first call leaves, so calls fill up (both only on a batching pool).
-- Locality (``placement``, a suite's ``actors.placement.Placement``; None: none): each job's
-  key (what it needs on its node, e.g. an instance's image) is taken at ``submit``, and an
-  idle actor takes the earliest queued job its node holds, else the earliest job no node of
-  the pool's actors holds, else one whose holders have more queued jobs than actors; a job
-  whose holder is busy (and not overloaded) waits for it. No job is overtaken more than
-  ``size`` times, and ``held()`` holds its dispatch too, so a burst is placed as a whole
-  (``actors.placement`` states when nodes are learned and surveyed). Fault tolerance is
-  unchanged: a job lost with its actor goes back to the front of the queue and is placed
-  again. ``PoolResult.node`` is then the node that ran the job.
+- ``ResilientPool(make_actor, size, name=...)`` owns ``size`` actors from ``make_actor()``; at
+  most one call is in flight per actor, so work spreads evenly and a dead actor takes at most one
+  call with it. Jobs name their method by reference (``submit``), never by string.
+- Deaths (``RayActorError``: killed, crashed, out of memory): the actor is replaced (actors are
+  stateless: what they work on travels with each call) and the job resubmitted, each death kept
+  in ``pool.lost`` as a ``LostAttempt``; after ``max_attempts`` deaths the job comes back failed.
+  An exception raised *inside* the method is the job's failed result at once (no retry). An actor
+  that died before it started (its ``__ray_ready__`` failed) ran nothing: the job goes back
+  without spending an attempt or recording a loss, at most ``NEVER_STARTED_RETRIES`` times (so a
+  node that kills every fresh actor cannot hold a job forever).
+- Start-up: a constructor that raised stops the caller with ``ActorStartError`` carrying its
+  exception (never retried: it fails the same way every time); actors not started within
+  ``start_timeout_s`` raise ``ActorStartTimeout`` naming the resources asked for and the
+  cluster's. Every wait is bounded: ``heal`` by that plus ``setup_timeout_s``,
+  ``actors.draining`` by ``check_started``; a running job takes as long as it takes (its own
+  deadline belongs to the suite).
+- ``actors.draining`` waits on results through the public API (``refs``/``owns``/``complete``,
+  ``held``, ``check_started``): every submitted job yields exactly one result, unless
+  ``cancel_queued`` dropped it before it started.
+- Batching (``batch`` other than 1; the actors offer ``actors.batching.BatchCalls``): queued jobs
+  of one method with equal keyword arguments travel in queue order as one ``call_batch``
+  (``BatchSizer``: ``batch`` N at most N, None adaptive). Each job still yields its own result;
+  a death mid-call costs every job in it an attempt and sends them back to the front of the queue.
+- Locality (``placement``: an ``actors.placement.Placement``): each job's key (what it needs on
+  its node, e.g. an image) is taken at ``submit``; an idle actor takes the earliest queued job
+  its node holds, else the earliest no node of the pool holds, else one whose holders have more
+  queued jobs than actors; a job whose holder is busy (not overloaded) waits for it, overtaken at
+  most ``size`` times. ``held()`` holds dispatch so a burst is placed (and batched) as a whole.
+  A lost job is placed again; ``PoolResult.node`` is the node that ran it.
 
 Why not Ray's ``max_task_retries`` or ``ray.util.ActorPool`` (the SkillBank and artifact actors
 do use Ray's restarts): here a retry must be seen and bounded per job, as ``LostAttempt``s, the
@@ -238,8 +219,9 @@ class ResilientPool:
     # ---- work ----------------------------------------------------------------------------------
     def submit(self, method: Callable[..., Any], item: Any, *args: Any, key: Any = None,
                **kwargs: Any) -> None:
-        """Queue ``actor.<method>(item, *args, **kwargs)`` (``method`` by reference: module
-        contracts); it starts as soon as an actor is idle. The result carries ``item`` and
+        """Queue ``actor.<method>(item, *args, **kwargs)``; it starts as soon as an actor is idle.
+        ``method`` is a method of the actors' class (``SolverWorker.run``: a rename breaks at
+        import, not mid-run) or a plain function, run as ``fn(instance, item, ...)``. The result carries ``item`` and
         ``key`` (default: ``item``) to tell jobs apart. A method the actors lack raises
         ``AttributeError`` here, not when the job is dispatched."""
         name = method_name(method)
