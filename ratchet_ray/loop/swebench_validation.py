@@ -58,24 +58,6 @@ def check_docker(settings: Any) -> None:
         raise ValidateError(str(exc)) from exc
 
 
-def check_address(address: str, timeout_s: float = 10.0) -> None:
-    """Raise ``ValidateError`` when nothing accepts a connection at a ``HOST:PORT`` cluster
-    address (Ray itself retries an address that does not answer for minutes); other forms
-    (``auto``, ``ray://...``) are left to Ray."""
-    import socket
-
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or "/" in address:
-        return
-    try:
-        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s).close()
-    except OSError as exc:
-        raise ValidateError(f"nothing answers at the Ray cluster address {address} "
-                            f"({exc.strerror or exc}); pass the head's GCS address (HOST:6379, "
-                            "`ray status` on the head prints it) as --address / RAY_ADDRESS, or "
-                            "drop both for a local Ray") from exc
-
-
 def grader_count(wanted: int | None, default: int, jobs: int) -> tuple[int, str]:
     """(graders to start, a note when the default was capped) on the connected cluster."""
     import ray
@@ -159,7 +141,7 @@ def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,
 
     from actors.pool_errors import PoolError
     from ratchet_ray.evidence.store import EvidenceStore
-    from ratchet_ray.loop.runtime import make_grader_factory
+    from ratchet_ray.loop.runtime import check_ray, make_grader_factory
     from ratchet_ray.loop.session import RunRuntime, ray_session
     from ratchet_ray.suites.swebench.dataset import load_instances
     from ratchet_ray.suites.swebench.docker.images import image_name
@@ -172,8 +154,8 @@ def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,
     address = address or os.environ.get("RAY_ADDRESS") or None
     if not address:
         check_docker(settings)  # a local Ray grades with this machine's daemon
-    elif not ray.is_initialized():
-        check_address(address)
+    else:
+        check_ray(address)  # before anything is written: one line naming the fix
     out_dir.mkdir(parents=True, exist_ok=True)
     scope = f"swe_validate_{uuid.uuid4().hex[:12]}"
     try:

@@ -312,8 +312,8 @@ def test_bad_inputs_fail_in_one_line_before_ray_starts(instances, tmp_path):
                      f"127.0.0.1:{port}", "--out", str(tmp_path / "o1")], tmp_path, timeout=120)
     lines = [line for line in nobody.stderr.splitlines() if line.strip()]
     assert nobody.returncode == 1 and len(lines) == 1, nobody.stderr[-2000:]
-    assert lines[0].startswith("Error: nothing answers at the Ray cluster address "
-                               f"127.0.0.1:{port}")
+    assert lines[0].startswith(f"Error: cannot reach the Ray cluster at 127.0.0.1:{port} "
+                               f"(--address): nothing answers at 127.0.0.1:{port}")
     (tmp_path / "instances.jsonl.quarantine.json").write_text("{not json")
     broken = _shell(["swe", "validate", "--dataset", str(dataset), "--out", str(tmp_path / "o2")],
                     tmp_path, timeout=120)
