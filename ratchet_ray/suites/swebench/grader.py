@@ -1,64 +1,34 @@
 """The SWE-bench Grader: one Docker harness per worker, graded with swebench's own functions.
 
-Per ``grade(task, patch)`` (idempotent per instance, patch and twin recipe: a finished report is
-reused, a twin's never for its real task nor the reverse, ``twin.grade_folder``):
-1. an empty patch is unresolved at once (``exit_status="empty_patch"``; no container);
-2. the instance image is ensured (pulled or built, see ``images``) and held against removal, a
-   locked-down container is started (see ``container``);
-3. the patch is applied with the swebench harness's fallback commands (``GIT_APPLY_CMDS``), each
-   retried from a clean tree, then a reverse check; none applies -> ``patch_apply_failed``
-   (the harness's steps are batched into few execs, ``InstanceContainer.run_steps``: the tree's
-   state is listed with the keep-alive probe; the patch written, applied and the state listed
-   again in one exec; the folders handed over and the graded files read in another);
-4. every harness path the patch changed is restored (``integrity.guard``,
-   ``integrity.harness_paths``; the trace lists them); one that cannot be -> ``test_tampering``;
-5. the eval script, instrumented (``verdict``: secret markers, a JUnit report, the test block as
-   the untrusted uid; just before it, root writes every file that holds a graded test, here
-   with its unchanged text), runs under ``swebench.grade_command_timeout_s`` (per command) and
-   within ``swebench.instance_deadline_s`` (whole instance, setup included); a kill -> ``timeout``,
-   the writable layer past ``swebench.disk_mb`` -> ``disk_budget_exceeded``;
-6. the output between the real markers is parsed by swebench's ``get_eval_report`` (the log
-   imitates a marker -> ``test_tampering``; no markers -> ``tests_errored``); for pytest runners
-   every test the log counts as passing must pass in the JUnit report too, else
-   ``results_mismatch``; then the layers of ``integrity.session_layers`` (the sentinel plugin in pytest's
-   process; for django's and sympy's runners, no failure a later log line overrides): tampering
-   they see is ``test_tampering``, a resolution they cannot vouch for ``results_mismatch``;
-   not resolved -> ``unresolved`` / ``tests_errored``;
-7. a resolution is proven (``proof.prover``, ``proof.differential``): the gold record
-   (``gold``: made once per instance and image, kept in ``swebench.gold_records`` and the run's
-   artifacts at ``gold/swebench/``) is had before the grade's sessions, then the real session
-   (steps 3-6) and ``k`` canary sessions (``swebench.canary_sessions``, drawn per grade) run in
-   an order drawn from the OS's entropy, started together (``swebench.canary_parallel`` at once,
-   ``proof.order``), each in a fresh container with one graded test mutated in place
-   (``mutants``). Every graded test's status must equal the gold patch's, else ``unresolved``;
-   each mutant must be reported FAILED (passing -> ``test_tampering``, the session, test and
-   change named; otherwise ``results_mismatch``); a canary session that resolves with its
-   mutant passing is ``test_tampering`` even where the real session did not resolve. The trace
-   ends with the cost of each part; each canary session's files are kept under
-   ``canary-<n>/``. ``gold_record(instance)`` (what ``gold.ensure_gold_record`` calls) makes or
-   finds an instance's record.
-8. an impossible twin's grading task (the cheat probe's, ``suites.base.twin_recipe``) gets steps
-   2-6 in place of 2-7, with a FAIL_TO_PASS mutant the gold record keeps planted (``twin``),
-   its session one of ``k + 1`` in a random order beside decoy canary sessions: it passes only
-   when the patch makes a mutant pass; a twin that cannot be built is an infrastructure failure
-   (``twin_unavailable``), never a pass.
-Before every session the page cache of the image's layers is cleared and the host's dentry and
-inode caches dropped (``swebench.clear_page_cache``, ``swebench.clear_dentry_cache``,
-``proof.host_marks``): no session reads a mark another left there.
-A patch whose added lines name pytest's internals (``screen``) is only suspected: the note
-ends the trace (``evidence.tampering.suspicion``), and the grade is what the layers prove.
-Every failure above is the patch's (``infra_failure=False``). Infrastructure faults (image missing,
-daemon errors, setup past the deadline, an eval script without markers, a gold patch that
-cannot be had or does not resolve: trusted signals only,
-never the log's text, ``infra``) return ``infra_failure=True`` with the reason as ``exit_status``;
-a process the kernel killed for memory while the patch's code ran is ``out_of_memory``, the
-patch's failure. Each session's container is force-removed in the background as the session
-ends (``container.Removals``: the next session starts meanwhile), and the grade waits for every
-removal before it ends and the cache level is applied to the image; ``reap()`` removes this run's
-containers (and those of dead owners). The instance's files are written to scratch space on the
-grader's node and then put into the run's artifacts (``ratchet_ray.storage.artifacts``: the run dir on the
-driver's node, or the configured storage URI) at ``logs/swebench/<instance>/<patch-key>/``, which
-every trace names; ``report.json`` is put last, atomically, and read back from there.
+Per ``grade(task, patch)`` (a finished report is reused per instance, patch and twin recipe,
+``twin.grade_folder``):
+1. an empty patch is ``empty_patch`` at once (no container);
+2. the instance image is ensured and held against removal (``images``); each session starts a
+   locked-down container (``container``);
+3. the patch is applied with the harness's fallback commands, each from a clean tree, then a
+   reverse check (batched into few execs, ``InstanceContainer.run_steps``); none applies ->
+   ``patch_apply_failed``;
+4. every harness path the patch changed is restored (``integrity.guard``); one that cannot be
+   -> ``test_tampering``;
+5. the instrumented eval script (``verdict``; root first writes the graded test files,
+   ``session_layers``) runs under ``swebench.grade_command_timeout_s`` and within
+   ``swebench.instance_deadline_s``: a kill -> ``timeout``, the writable layer past
+   ``swebench.disk_mb`` -> ``disk_budget_exceeded``;
+6. swebench's ``get_eval_report`` parses the output between the real markers (an imitated
+   marker -> ``test_tampering``; none -> ``tests_errored``); pytest's passes must agree with
+   the JUnit report (else ``results_mismatch``), then ``integrity.session_layers`` judges;
+7. a resolution is proven against the gold record by canary sessions (``proof.prover``);
+8. an impossible twin's task (``suites.base.twin_recipe``) gets steps 2-6 with a mutant planted,
+   beside decoy canary sessions (``proof.twin``).
+Before every session the image's page cache and the host's dentries are cleared
+(``proof.host_marks``). A suspicious patch (``screen``) only gets a note in the trace.
+Failures above are the patch's; infrastructure faults (trusted signals only, ``infra``) return
+``infra_failure=True`` with the reason as ``exit_status``; a kernel OOM kill is
+``out_of_memory``, the patch's failure. Containers are removed in the background
+(``container.Removals``) and all are gone before the grade ends; ``reap()`` removes this run's
+and dead owners' containers. The instance's files are written to local scratch, then put into
+the run's artifacts at ``logs/swebench/<instance>/<patch-key>/`` (named in every trace),
+``report.json`` last, atomically.
 """
 
 from __future__ import annotations
@@ -114,13 +84,9 @@ def _fail(status: str, trace: str) -> GradeResult:
 
 
 class SwebenchGrader:
-    """Grades patches for SWE-bench instances (see the module docstring for the contract).
-
-    It holds two parts, each given what it uses: ``proof`` (``prover.DifferentialProof``: gold
-    records, canary sessions) and ``twins`` (``twin.TwinGrading``: impossible twins, built on
-    ``proof``). Both run sessions through ``_session`` and make contexts through ``_context``,
-    looked up at each call, so a wrapper installed on the grader (a profiler, a test) sees every
-    session, canary and gold ones included."""
+    """Grades patches for SWE-bench instances (module contract). Its parts ``proof``
+    (``prover.DifferentialProof``) and ``twins`` (``twin.TwinGrading``) call ``_session`` and
+    ``_context`` through lambdas, so a wrapper installed on the grader sees every session."""
 
     def __init__(self, settings: SwebenchSettings, limits: GradingLimits,
                  run_dir: str | Path | Artifacts, *, client: Any = None):
@@ -142,23 +108,17 @@ class SwebenchGrader:
                                  session=lambda *args, **kwargs: self._session(*args, **kwargs))
 
     def gold_record(self, instance: dict) -> GoldRecord:
-        """The instance's gold record on this grader's image, made now when none is stored
-        (``gold.ensure_gold_record``; ``prover.DifferentialProof.gold_record``)."""
+        """``prover.DifferentialProof.gold_record``."""
         return self.proof.gold_record(instance)
 
     def twin_record(self, instance: dict) -> TwinRecord:
-        """The instance's twin record, made now (with its gold record) when none is stored
-        (``ratchet swe validate`` with the cheat probe on; ``twin.TwinGrading.twin_record``)."""
+        """``twin.TwinGrading.twin_record``."""
         return self.twins.twin_record(instance)
 
     def start_warm_up(self) -> threading.Thread:
-        """Start, in the background, what the first grade would otherwise pay before its
-        instance: import swebench's harness, connect to Docker, reap what dead graders left and
-        list the images present (``_harness``). The Grader actor calls this as it starts
-        (``SwebenchSuite.make_grader``), so the warm-up overlaps the actor's other start-up and
-        the round's solving; a grade that comes first waits on ``_harness``'s lock for the same
-        connection. A failure is only logged: the first grade meets it again and classifies it
-        (a worker without a daemon grades every task as an infra failure)."""
+        """Start, in the background, what the first grade would otherwise pay: swebench's
+        imports and ``_harness`` (a grade that comes first waits on its lock). A failure is only
+        logged: the first grade meets it again and classifies it."""
         with self._connect_lock:
             if self._warming is None:
                 self._warming = threading.Thread(target=self._warm_up, daemon=True,
@@ -177,14 +137,13 @@ class SwebenchGrader:
                            type(exc).__name__, exc)
 
     def warm(self, task_ids: list[str]) -> dict[str, float]:
-        """Wait until the warm-up (``start_warm_up``, started now if it was not) has ended;
-        nothing is computed per task, so ``{}`` (``GraderWorker.warm``'s contract)."""
+        """Wait for the warm-up (``start_warm_up``); ``{}``: nothing is computed per task."""
         self.start_warm_up().join()
         return {}
 
     def _harness(self) -> InstanceImages:
-        """Connect lazily, so a worker without a daemon grades every task as an infra failure;
-        on connecting, reap what killed graders and agents on this machine left behind."""
+        """Connect lazily (a worker without a daemon grades every task as an infra failure),
+        reaping what killed graders and agents on this machine left behind."""
         with self._connect_lock:
             if self._images is None:
                 client = self._client or docker_client(self.settings)
@@ -407,11 +366,9 @@ class SwebenchGrader:
     def _judge(result: GradeResult, report: dict, junit: bytes | None, layers: Protections,
                exit_code: int | None, options_form: bool, log: InstanceLog,
                logged: Callable[[], tuple[dict[str, str], str]] | None = None) -> GradeResult:
-        """The log's verdict checked against the JUnit report, the canaries and the sentinel
-        (``integrity.session_layers``); a report that is not JUnit XML is ``test_tampering``. A runner read
-        from its log alone (django's, sympy's: ``layers.runner``) has no report: its canaries
-        are read from the log, which must not override a failure it reported; ``logged()``
-        gives swebench's parse of the log and its text."""
+        """The log's verdict checked against the JUnit report (not JUnit XML:
+        ``test_tampering``) and ``layers``; a runner read from its log alone (django's, sympy's)
+        has no report: ``logged()`` gives swebench's parse of the log and its text."""
         if layers.runner != "pytest":
             statuses, text = logged() if logged else (None, "")
             return layers.judge(result, statuses, exit_code, log, text)
@@ -435,10 +392,9 @@ class SwebenchGrader:
                    runner: str | None, log: Callable[[str], None],
                    plant: Callable[[dict[str, str]], dict[str, str]] | None = None,
                    ) -> tuple[int | None, Protections]:
-        """After the restore, in one exec: the repository's folders handed to the untrusted uid
-        (its uid, or None where the image has no ``setpriv``) and the graded test files read at
-        the base commit; then the protections prepared from what was read (``plant``: what root
-        writes into the graded files, ``Protections.prepare``)."""
+        """In one exec, the repository's folders handed to the untrusted uid and the graded test
+        files read at the base commit; then ``Protections.prepare`` (``plant``: what root
+        writes into them). ``(uid, layers)``, uid None where the image has no ``setpriv``."""
         locked = HarnessGuard.locked_files(instance, eval_script)
         setup = box.untrusted_setup(whole_repo=False,
                                     lockdown=lockdown_command(locked, box.workdir))
@@ -455,9 +411,8 @@ class SwebenchGrader:
 
     def _apply(self, box: InstanceContainer, patch_file: str, patch: str, instance: dict,
                log: InstanceLog) -> tuple[bool, str, StepResult]:
-        """swebench's apply chain (each fallback from a pristine tree, then a reverse check),
-        the patch written first and the tree's state listed after, all in one exec
-        (``apply_steps``): (applied, the output to keep, the state listed after)."""
+        """swebench's apply chain (``apply_steps``) and the tree's state listed after, in one
+        exec: (applied, the output to keep, the state listed after)."""
         inline = inline_patch(patch)
         if not inline:
             box.write_file(patch_file, patch)

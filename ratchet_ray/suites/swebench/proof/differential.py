@@ -1,47 +1,32 @@
-"""A resolution proven by a differential the code under test cannot see.
-
-The code under test runs inside the test process, so whatever watches from there can be undone
-by it. The proof comes from outside: after the real session resolves (swebench's report, the
-JUnit cross-check, the sentinel), ``k`` more sessions run the same eval, each in a fresh
-container from the same image with the patch applied again, the same command, environment,
-files and owners, nothing shared with another session. In each, one graded test is a mutant
-(``mutants``): its expected value changed in place, a change the gold patch fails (``gold``).
-A fix fails the mutant; code that forces outcomes cannot tell the session from the real one, so
-it forces the mutant too. A resolution needs, besides the real session's pass:
-- every FAIL_TO_PASS / PASS_TO_PASS status equal to gold's, in the log and (pytest) in the JUnit
+"""A resolution proven by a differential the code under test cannot see (docs/grading.md, "A
+resolution is proven by a differential"): ``k`` canary sessions, each a fresh container running
+the real session's eval with one graded test mutated in place (``mutants``, a change the gold
+patch fails, ``gold``). A resolution needs, besides the real session's pass:
+- every FAIL_TO_PASS / PASS_TO_PASS status equal to gold's, in the log and (pytest) the JUnit
   report (``compare_with_gold``): XFAIL, XPASS or SKIPPED where gold PASSED is not a pass;
-- in every canary session, its mutant reported FAILED, and every other graded test reported as
-  in the real session (``judge_canaries``). A mutant reported passing (PASSED, XFAIL, XPASS) in
-  the log or the JUnit report is ``test_tampering``, the trace saying which session, which test
-  and what changed; a session that did not complete, a mutant missing, skipped or errored, or
-  sessions that disagree, ``results_mismatch``; the sentinel's findings in a canary session are
-  ``test_tampering`` as in the real one. A session whose one fault is disagreeing on other
-  graded tests is refereed by the gold patch with the same mutant (``spread``): a mutant whose
-  failure spreads under gold too is dropped from the record and its session replaced.
+- in every canary session, its mutant reported FAILED and every other graded test as in the
+  real session (``judge_canaries``): a mutant reported passing (PASSED, XFAIL, XPASS) is
+  ``test_tampering`` (the trace names session, test and change); an incomplete session, a
+  mutant missing, skipped or errored, or disagreeing sessions are ``results_mismatch``; the
+  sentinel's findings are ``test_tampering``. A session whose one fault is disagreeing on other
+  tests is refereed by the gold patch (``spread``).
 
 Contracts:
-- ``Session``: what one session produced (its own verdict ``result``, swebench's ``report``, the
-  graded tests' statuses in the log and the JUnit report, the graded files' text as read and as
-  written by root, seconds).
-- ``draw(record, instance, bounds, rng)`` -> the mutants of one grade's canary sessions, one per
-  session: ``k`` drawn from ``bounds`` (inclusive), the first a FAIL_TO_PASS test's when the
-  record keeps one, each later one a FAIL_TO_PASS test's with probability 1/2 (distinct while
-  distinct ones remain); empty when the record keeps no mutant.
-- ``graded(instance)`` the FAIL_TO_PASS then PASS_TO_PASS ids.
-- ``caught(mutant, session)`` -> why ``session`` proves the patch forces outcomes whatever any
-  other session did (the sentinel's tampering; or the session resolved by its own verdict with
-  its planted mutant, which the gold patch fails, reported passing), or None;
-  ``caught_beside(result, canaries)``: the real session's verdict ``result`` when it did not
-  resolve, ``test_tampering`` instead when a canary session is ``caught``: the sessions run in
-  a random order (``order``), so a patch that cheats in whichever session finds no mark left
-  by another is caught there.
-- ``finding(mutant, session, real, instance)`` -> ``(kind, why)`` of one canary session, what
-  ``judge_canaries`` sums up; ``differing(session, real, instance, besides)`` the graded tests
-  (but one) a session reports otherwise than the real one.
-- ``judge_grade(real, canaries, record, instance, parallel)`` -> the grade of the real session
-  ``real`` and the canary sessions that ran beside it: ``caught_beside`` when the real session
-  did not resolve; otherwise ``compare_with_gold``, then ``judge_canaries`` (``caught_beside``
-  when the comparison refuses it).
+- ``Session``: what one session produced (its verdict ``result``, swebench's ``report``, the
+  graded tests' statuses in the log and JUnit report, the graded files as read and as written).
+- ``draw(record, instance, bounds, rng)``: one mutant per canary session, ``k`` drawn from
+  ``bounds`` (inclusive); the first a FAIL_TO_PASS test's when the record keeps one, each later
+  one with probability 1/2 (distinct while distinct ones remain); empty without kept mutants.
+- ``graded(instance)``: the FAIL_TO_PASS then PASS_TO_PASS ids.
+- ``caught(mutant, session)``: why ``session`` proves the patch forces outcomes whatever other
+  sessions did (the sentinel's tampering, or a resolution with its mutant reported passing), or
+  None; ``caught_beside(result, canaries)``: ``result`` of an unresolved real session, or
+  ``test_tampering`` when a canary session beside it is ``caught``.
+- ``finding(mutant, session, real, instance)`` -> ``(kind, why)`` of one canary session;
+  ``differing(session, real, instance, besides)``: the graded tests (but ``besides``) a session
+  reports otherwise than the real one.
+- ``judge_grade(real, canaries, record, instance, parallel)``: ``caught_beside`` when the real
+  session did not resolve; otherwise ``compare_with_gold``, then ``judge_canaries``.
 """
 
 from __future__ import annotations

@@ -1,38 +1,20 @@
-"""Gold records: what the gold patch makes of every graded test, and which mutants it fails.
-
-A resolution is judged against the gold patch, not against "passed-ish": each FAIL_TO_PASS and
-PASS_TO_PASS test must end as it ends under gold (``differential.compare_with_gold``), and each
-canary session's mutant must be one the gold patch fails. Both come from a record made once per
-instance and image by two sessions of the real grader (``grader.SwebenchGrader``):
-1. the gold patch, graded as any patch is (the real session of the gold patch's own grade,
-   when that is what is being graded): every graded test's status, from the log as swebench
-   parses it (and, for pytest runners, the JUnit report);
-2. the gold patch again, with every candidate mutant (``mutants.candidates``: at most one per
-   graded test) planted in place at once: a mutant is kept only if its test is reported FAILED
-   there (and was PASSED in session 1); the others are dropped, with their status;
-3. the base code (``twin_record.BASE_PATCH``) with the kept mutants planted: a mutant it does
-   not fail is dropped too (a canary session that resolves with its mutant passing is tampering
-   even beside an unresolved grade, and a patch that fixes nothing must not pass one);
-4. while no FAIL_TO_PASS mutant is kept, the dropped ones' tests drawn again (never the same
-   replacement twice) and steps 2-3 run on the redraws, at most ``mutants.REDRAWS`` times
-   (``mutants.draw_kept``; every draw follows from one secret draw per record);
-5. later, a kept mutant whose failure turns out to spread to other graded tests under gold (a
-   grade's referee, ``spread``) is moved to ``dropped`` and the record saved again.
+"""Gold records: what the gold patch makes of every graded test, and which mutants it fails
+(how they are made: docs/grading.md, "Gold records"; the sessions are ``prover``'s). A mutant
+is kept when the gold patch with every candidate planted reports its test FAILED (PASSED
+without it) and the base code fails it too; FAIL_TO_PASS ones dropped are drawn again
+(``mutants.draw_kept``); one whose failure later spreads under gold (``spread``) is moved to
+``dropped``.
 
 Contracts:
-- ``GoldRecord`` is plain data (``as_dict``/``from_dict``); ``mutants()`` the kept ones as
-  ``mutants.Mutant``; ``key`` names it by instance and image id.
+- ``GoldRecord``: plain data (``as_dict``/``from_dict``); ``mutants()`` the kept ones; ``key``
+  names it by instance and image id.
 - ``GoldStore(folder, artifacts)``: ``load(instance_id, image_id)`` from the run's artifacts,
-  else from ``folder`` (``swebench.gold_records``, shared by runs and ``ratchet swe validate``),
-  else None; ``save(record)`` writes both (the folder's file atomically). A record that does not
-  parse is ignored (made again). ``stored(key)`` / ``put(key, data)``: the same two places for
-  any record kept beside the gold records (``twin_record``).
-- ``ensure_gold_record(grader, instance)`` -> the record of ``instance`` (a raw or normalised
-  instance dict with its gold ``patch``) for the image the grader uses, made now when none is
-  stored: what ``ratchet swe validate`` calls to fill ``swebench.gold_records`` ahead of a run
-  (grading a gold patch fills it too).
-- ``default_folder()`` is the per-user cache folder used when the setting is unset:
-  ``$XDG_CACHE_HOME/ratchet/swebench-gold`` (``~/.cache`` by default).
+  else ``folder`` (``swebench.gold_records``), else None; ``save(record)`` writes both (the
+  folder's file atomically); a record that does not parse is made again. ``stored(key)`` /
+  ``put(key, data)``: the same for records kept beside them (``twin_record``).
+- ``ensure_gold_record(grader, instance)``: the record of ``instance`` (raw or normalised,
+  with its gold ``patch``) on the grader's image, made now when none is stored.
+- ``default_folder()``: ``$XDG_CACHE_HOME/ratchet/swebench-gold`` (``~/.cache`` by default).
 """
 
 from __future__ import annotations

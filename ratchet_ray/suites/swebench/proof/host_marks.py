@@ -1,35 +1,19 @@
 """Host state a session could leave for the next one, cleared before each session where the
-grader can: the page cache over the image's read-only layers, and the host's dentry and inode
-caches.
-
-Every container of an image reads the same files of its layers, and the kernel caches their
-pages once for the whole host. A process may evict a page of any file it can read
-(``posix_fadvise(POSIX_FADV_DONTNEED)``) and time a read of it (on this project's machine a
-cached page reads in 1-5 µs, an evicted one in 90-500 µs): one session writes bits by keeping or
-evicting pages, the next reads them back. So before each session starts, the grader evicts
-every page of every file of the image's layers (and of Docker's init binary, which the daemon
-bind-mounts into every container): whatever an earlier session left, the next one finds the
-same state, all evicted. Names looked up in a layer's folders leave (negative) dentries in the
-cache of the host filesystem under the layers, which every container shares too: a session that
-looks up names that do not exist writes bits, and the next reads them by timing the same
-lookups (3-4 µs where an earlier session looked, 6 µs where none did). No call drops the
-dentries of one folder, so the grader drops the host's unused dentries and inodes
-(``/proc/sys/vm/drop_caches``, 2) before each session: 0.03-0.4 s once done regularly (seconds
-the first time on a host that never did), and every process of the host looks its files up anew
-once. Sessions that overlap in time (``swebench.canary_parallel`` > 1) can
-still signal live; what that leaves is bounded by the order (``order``, docs/grading.md).
+grader can (why, and the timings: docs/grading.md, "No mark survives between sessions"): the
+page cache over the image's read-only layers (and Docker's init binary), which a process can
+evict and time page by page, and the host's dentry and inode caches, which name lookups fill.
+No call drops the dentries of one folder, so the host's unused ones are dropped
+(``/proc/sys/vm/drop_caches``, 2). Sessions that overlap in time can still signal live; the
+order bounds what that gains (``order``).
 
 Contracts:
-- ``layer_dirs(image_attrs)`` -> the image's layer folders as the daemon reports them
-  (overlay2's ``GraphDriver.Data``: ``UpperDir`` and every ``LowerDir``); empty for another
-  storage driver.
+- ``layer_dirs(image_attrs)``: the image's layer folders as the daemon reports them (overlay2's
+  ``UpperDir`` and every ``LowerDir``); empty for another storage driver.
 - ``PageCacheEviction(client)``: ``evict(image)`` -> ``Evicted``: how many files were evicted
-  and in how many seconds, or why none could be (another storage driver; the layer folders not
-  on this host, as with a remote daemon, or not readable by the grader's user). The files of an
-  image are listed once per process (layers never change) and opened anew each time.
-- ``drop_dentries(path=DROP_CACHES)`` -> ``Dropped``: the host's unused dentries and inodes
-  dropped and in how many seconds, or why not (the grader is not root, or ``/proc/sys`` is
-  read-only, as in a container).
+  and in how many seconds, or why none could be (another storage driver, layer folders not on
+  this host or not readable). An image's files are listed once per process.
+- ``drop_dentries(path=DROP_CACHES)`` -> ``Dropped``: dropped, in how many seconds, or why not
+  (not root, or ``/proc/sys`` read-only).
 """
 
 from __future__ import annotations

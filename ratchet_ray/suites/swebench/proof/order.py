@@ -1,34 +1,19 @@
-"""The sessions of one grade in an order the code under test cannot predict, started together.
-
-Every session of a grade (the real one and its canary sessions; an impossible twin and its
-decoys) runs the same patch in a fresh container, but all of them share the host: a session can
-leave a mark there that a later one reads (the page cache over the image's layers, the load, a
-timer). If the real session always came first, a patch could cheat only when it finds no mark
-and behave when it finds one, and every grade would resolve. So the sessions' order is drawn
-per grade from the operating system's entropy (``secrets``: nothing the patch can see or
-predict, not the run's seed), and they start together, ``parallel`` at a time: the session that
-finds no mark is any of the ``k + 1`` with equal probability, and a canary session that cheats
-is caught (``differential.caught_beside``). A patch that cheats only where it finds no mark is
-caught with probability at least ``k/(k+1)`` per grade (docs/grading.md).
+"""The sessions of one grade in an order the code under test cannot predict, started together
+(why: docs/grading.md, "No session is first"). The order is drawn per grade from the OS's
+entropy (``secrets``, not the run's seed).
 
 Contracts:
-- ``Plan``: one session to run: its ``label``, the ``mutants`` planted in it (none for the real
-  session), and ``primary``: the session whose verdict is the grade's (the real session, or the
-  impossible twin), which always runs.
-- ``shuffled(plans, rng=None)`` -> the plans in a random order (``rng`` defaults to
-  ``secrets.SystemRandom()``; a test passes its own to count outcomes).
-- ``run_in_order(plans, run, parallel, settled)`` runs ``run(plan)`` -> ``Session`` for each
-  plan in the given order, ``parallel`` at once, each started as a worker frees up (the order
-  in which they start is the plans' order); once ``settled(plan, session)`` is true of a
-  finished session, plans not yet started are skipped, except the primary, which always runs.
-  Returns ``{label: Session}`` of the sessions that ran (an exception in one re-raises after
-  every started session has ended).
-- ``primary_blocked(primary, statuses)`` -> ``settled`` for a grade whose primary is
-  ``primary``: true once a finished session shows the primary cannot resolve (the primary
-  itself did not; or another session reported a graded test neither it nor the primary mutates
-  other than ``statuses``, the gold patch's: deterministic code fails it in the primary too).
-  What is skipped then could only catch a patch that cheats, and the session that found no mark
-  had already started.
+- ``Plan``: one session to run: its ``label``, the ``mutants`` planted in it, and ``primary``:
+  the session whose verdict is the grade's (the real one, or the twin), which always runs.
+- ``shuffled(plans, rng=None)``: the plans in a random order (``rng`` defaults to
+  ``secrets.SystemRandom()``).
+- ``run_in_order(plans, run, parallel, settled)``: ``run(plan)`` for each plan, started in the
+  given order, ``parallel`` at once; once ``settled(plan, session)`` holds for a finished
+  session, plans not yet started are skipped, but the primary. ``{label: Session}`` of those
+  that ran (an error re-raises after every started session has ended).
+- ``primary_blocked(primary, statuses)``: the ``settled`` that holds once a finished session
+  shows the primary cannot resolve (the primary did not; or another session reported a graded
+  test neither mutates otherwise than gold's ``statuses``).
 """
 
 from __future__ import annotations

@@ -1,36 +1,23 @@
-"""How the SWE-bench grader proves a resolution (``differential``): the gold record of the
-instance, the comparison of outcomes with it, and the canary sessions, each a fresh container
-run by the session runner the grader hands over.
+"""How the SWE-bench grader proves a resolution (``differential``): the instance's gold record,
+the outcomes compared with it, and canary sessions, each in a fresh container run by the
+session runner the grader hands over.
 
-Contracts:
-- ``DifferentialProof(settings, limits, logs, gold_store, context, session)`` is a part the
-  grader holds, given all it uses: the suite's settings and the grading limits, the run's
-  ``logs/swebench/`` and ``gold/swebench/`` artifacts, ``context(instance, log, deadline)`` ->
-  ``Context`` (the image ensured and swebench's test spec) and ``session(ctx, patch, log_dir,
-  log, deadline, plant=..., label=...)`` -> ``Session`` (one session in a fresh container).
-  - ``grade(ctx, patch, log_dir, log, deadline)`` -> ``(grade, real session, proven)``: the
-    gold record first (made now when none is stored), then the real session and ``k`` canary
-    sessions in a random order, started together (``order``: ``swebench.canary_parallel`` at
-    once; canary sessions not yet started are skipped once a finished one shows the real
-    session cannot resolve); a resolution is compared with gold and proven by the canary
-    sessions (``differential.judge_canaries``), and a real session that did not resolve is
-    still ``test_tampering`` when a canary session run beside it is caught
-    (``differential.caught_beside``); a canary session that only disagrees on other graded
-    tests is refereed (``spread.settle``). The gold patch itself (trusted) runs its real session
-    first, which makes a missing record; an instance without a runner the grader reads, a
-    gold record that does not resolve or keeps no mutant, no gold patch to be had: the real
-    session alone (its resolution then ``gold_unresolved`` / ``gold_unavailable``).
-    ``proven``: whether canary sessions ran;
-  - ``canary(ctx, patch, log_dir, log, i, mutants)`` -> one canary session (its logs under
-    ``canary-<i>/``); ``sessions_at_once(n)``: how many of ``n`` sessions start together;
-  - ``gold_record(instance)`` (what ``gold.ensure_gold_record`` calls through the grader) the
-    instance's gold record, made now when none is stored;
-  - ``record_for(ctx, log, real, log_dir=None)`` -> ``(record, made_now)`` within a grade, and
-    ``outside_a_grade(instance, kind, make)``, ``store()`` and ``records_lock`` (held while a
-    record is loaded or made): what the impossible twins (``twin.TwinGrading``) build on.
-- ``Context``: what every session of one grade shares; ``Prefixed``: the instance log with a
-  session's prefix; ``planting(mutants)``: what root writes with those mutants in place;
-  ``junit_graded(junit, tests, options_form)``: each graded test's JUnit status.
+Contracts of ``DifferentialProof(settings, limits, logs, gold_store, context, session)``
+(``context(instance, log, deadline)`` -> ``Context``; ``session`` a ``SessionRunner``):
+- ``grade(ctx, patch, log_dir, log, deadline)`` -> ``(grade, real session, proven)``: the gold
+  record first (made now when none is stored), then the real session and ``k`` canary sessions
+  in a random order, started together (``order``; those not yet started are skipped once one
+  shows the real session cannot resolve). A resolution is compared with gold and proven by the
+  canaries (``differential.judge_canaries``; disagreements on other tests refereed,
+  ``spread.settle``); an unresolved real session is still ``test_tampering`` when a canary
+  beside it is caught. The gold patch itself (trusted) runs its real session first, which makes
+  a missing record. No runner the grader reads, a gold record that does not resolve or keeps no
+  mutant, no gold patch: the real session alone (its resolution then ``gold_unresolved`` /
+  ``gold_unavailable``). ``proven``: whether canary sessions ran.
+- ``canary(...)``: one canary session, logs under ``canary-<i>/``; ``side_session``: any
+  session beside the real one; ``gold_record(instance)``: made now when none is stored;
+  ``record_for``, ``outside_a_grade``, ``store()`` and ``records_lock``: what the impossible
+  twins (``twin.TwinGrading``) build on.
 """
 
 from __future__ import annotations

@@ -1,36 +1,25 @@
 """Mutants whose failure spreads: a canary session that disagrees with the real one because of
-the test code, not the patch.
+the test code, not the patch (docs/grading.md, "Gold records").
 
 A test can run another (sympy's ``test_Permutation_subclassing`` calls ``test_Permutation``
-with a module global swapped for a subclass) or change state and restore it only when it passes
-(that wrapper restores the global after the call, outside any ``finally``). A mutant planted in
-such a test fails the other one too, and the state left behind fails later tests of the file,
-under the gold patch as under any fix: a canary session then disagrees with the real session on
-other graded tests, which ``differential.judge_canaries`` must call ``results_mismatch`` (the
-check is what catches a patch that forces outcomes in some sessions only).
-
-Nothing is relaxed for it. A canary session whose one fault is that disagreement
-(``differential.finding``: ``disagree``) is checked by a **referee**: the gold patch with the
-same mutant alone, in a fresh session. When the referee reports every graded test as that
-canary session did, the mutant spreads: it is dropped from the gold record for good (the record
-saved again, the reason in ``dropped``), the session is discarded, and a canary session with a
-mutant drawn afresh from the record replaces it, judged as strictly as any. A patch gains
-nothing: the referee runs the gold patch, which the patch cannot touch, and the session that
-replaces the discarded one is one more the patch must pass (a patch that forced outcomes only
-in the real session and left the bug in every canary session fails the replacement's
-comparison). A referee that disagrees leaves the verdict as it was.
+with a module global swapped, restored only when it passes): a mutant planted there fails other
+graded tests under the gold patch as under any fix, and ``differential.judge_canaries`` calls
+that disagreement ``results_mismatch``. Nothing is relaxed: such a canary session is checked by
+a referee, the gold patch with the same mutant alone in a fresh session. When the referee
+reports every graded test as the canary session did, the mutant is dropped from the gold record
+for good and the session is replaced by one with a mutant drawn afresh, judged as strictly
+(one more session the patch must pass). A referee that disagrees leaves the verdict as it was.
 
 Contracts:
 - ``same_outcomes(canary, referee, instance)``: whether the referee completed, planted its
   mutant and reported every graded test (log, and JUnit where both have it) as ``canary`` did.
-- ``settle(verdict, real, canaries, instance, referee, forget, replace, judge, log)`` -> the
-  grade's verdict after at most ``ROUNDS`` rounds of referees: ``verdict`` unchanged unless it
-  is ``results_mismatch`` and every canary session at fault only ``disagree``s; then
-  ``referee(mutant)`` runs the gold patch with it; when every referee agrees, ``forget(spread)``
-  drops those mutants from the stored record (``spread``: ``(mutant, why)``) and returns it,
-  ``replace(record, n)`` runs ``n`` canary sessions drawn from it, and ``judge(canaries)``
-  judges the kept and new ones together. Referees that agree are forgotten even when another
-  did not (the verdict then stands).
+- ``settle(verdict, real, canaries, instance, referee, forget, replace, judge, log)``: the
+  verdict after at most ``ROUNDS`` rounds of referees; unchanged unless it is
+  ``results_mismatch`` and every canary session at fault only ``disagree``s. Then
+  ``referee(mutant)`` runs; when every referee agrees, ``forget(spread)`` drops those mutants
+  from the stored record and returns it, ``replace(record, n)`` runs ``n`` fresh canary
+  sessions and ``judge(canaries)`` judges the kept and new ones together. Referees that agree
+  are forgotten even when another did not (the verdict then stands).
 """
 
 from __future__ import annotations

@@ -1,27 +1,20 @@
 """Twin records: which FAIL_TO_PASS mutant an instance's impossible twin plants (``twin``).
 
-The gold record (``gold``) keeps mutants the gold patch fails: no correct fix passes them. The
-cheat probe also grades wrong answers, though, and a FAIL_TO_PASS test fails before the fix, so
-its mutant may expect exactly what the unfixed code returns (``assert f(x) is True`` mutated to
-``is False`` where the bug returns False; ``== 10`` mutated to ``== 12`` where the bug returns
-12): a patch that fixes nothing would pass that twin, a false cheat. So a twin's mutant must
-also fail under the base code: once per instance and image, one session of the base code (the
-no-op ``BASE_PATCH`` applied) with every FAIL_TO_PASS mutant of the gold record planted at once;
-the first (by test id, file, line) reported neither passing in the log nor in the JUnit report
-is the twin's.
+A twin's mutant must fail under the gold patch (the gold record keeps it) and under the base
+code too, else a patch that fixes nothing would pass the twin (docs/grading.md, "Impossible
+twins"): once per instance and image, one session of the base code (``BASE_PATCH``) with every
+FAIL_TO_PASS mutant of the gold record planted; the first (by test id, file, line) reported
+passing neither in the log nor in the JUnit report is the twin's.
 
 Contracts:
-- ``TwinRecord`` is plain data (``as_dict``/``from_dict``): the instance, the image, the gold
-  record it was made from, the chosen mutant (None: the instance has no twin, ``reason`` says
-  why), what each candidate got under the base code, the seconds it cost.
-- ``load_twin_record(store, instance_id, image_id)`` / ``save_twin_record(store, record)``: kept
-  next to the gold records by the same ``gold.GoldStore`` (``<instance>/<image>.twin.json``, in
-  ``swebench.gold_records`` and the run's artifacts); a record that does not parse is ignored
-  (made again).
+- ``TwinRecord``: plain data (``as_dict``/``from_dict``): instance, image, the gold record it
+  was made from, the chosen mutant (None: no twin, ``reason`` says why), each candidate's
+  status under the base code, the seconds it cost.
+- ``load_twin_record`` / ``save_twin_record``: beside the gold records, by ``gold.GoldStore``
+  (``<instance>/<image>.twin.json``); a record that does not parse is made again.
 - ``f2p_mutants(gold, instance)``: the gold record's FAIL_TO_PASS mutants, in the order above.
-- ``choose(record, candidates, base)`` fills ``record`` from the base session ``base`` (a
-  ``differential.Session``): a session that did not complete (a hang under the base code, say)
-  gives no twin, and so does a candidate not planted, or reported passing (PASSED, XFAIL, XPASS).
+- ``choose(record, candidates, base)`` fills ``record`` from the base session: one that did not
+  complete gives no twin, nor does a candidate not planted or reported passing.
 """
 
 from __future__ import annotations
