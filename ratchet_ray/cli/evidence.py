@@ -18,7 +18,8 @@ Contracts:
 - ``query`` on a table that is not an evidence view names the views (not DuckDB's guess); any
   other error of the statement is DuckDB's text on one line; an unreadable part is named with
   ``evidence verify`` / ``repair`` (``EvidenceStore.read_error``).
-- ``emit_rows`` / ``require_run_dir`` / ``writer_lock`` are shared with ``ratchet_ray.cli.skills``.
+- ``emit_rows`` / ``require_run_dir`` / ``run_config`` / ``writer_lock`` are shared with the
+  other commands.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ import duckdb
 from ratchet_ray.cli.options import format_option, yes_option
 from ratchet_ray.evidence import integrity
 from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.run_config.files import load_config
+from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.storage.runlock import RunDirBusy, RunLock
 
 _READ_ONLY = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
@@ -100,6 +103,12 @@ def require_run_dir(ctx: click.Context) -> Path:
         raise click.UsageError("this command works on a run: pass --db RUN_DIR before the command, "
                                "e.g. ratchet --db results/mbpp/<run-id> skill list")
     return check_run_dir(Path(run_dir))
+
+
+def run_config(run_dir: Path) -> LoopConfig:
+    """The run's resolved ``config.yaml`` (the Default when it has none)."""
+    path = run_dir / "config.yaml"
+    return load_config([path] if path.is_file() else [])
 
 
 def _cell(value: Any) -> str:

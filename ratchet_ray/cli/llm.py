@@ -86,7 +86,7 @@ def _cache(ctx: click.Context, cache_dir: Path | None) -> SolverCache:
     """``--cache-dir``, else the run's cache: ``solver_cache/`` of its artifacts (the run dir, or
     the ``infra.artifact_uri`` its config.yaml names)."""
     from ratchet_ray.storage.artifacts import run_artifacts
-    from ratchet_ray.cli.skills import run_config
+    from ratchet_ray.cli.evidence import run_config
 
     if cache_dir is not None:
         return SolverCache(cache_dir)

@@ -24,10 +24,10 @@ import click
 from ratchet_ray.bank.metaskills import MetaSkillFileError
 from ratchet_ray.bank.skill_bank import BankError, SkillBank
 from ratchet_ray.bank.skill_io import SkillFileError
-from ratchet_ray.cli.evidence import check_run_dir, writer_lock
+from ratchet_ray.cli.evidence import check_run_dir, run_config, writer_lock
 from ratchet_ray.cli.options import round_option, status_option
 from ratchet_ray.cli.pack_transfer import transfer_cmd
-from ratchet_ray.run_config.files import ConfigError, load_config
+from ratchet_ray.run_config.files import ConfigError
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
 from ratchet_ray.packs.export import export_pack
@@ -125,9 +125,8 @@ def import_cmd(ctx: click.Context, pack: Path, into: Path | None, allow_other_su
     try:
         at = latest_round(run_dir) if round_ is None else round_
         with writer_lock(run_dir, "ratchet skill import"):
-            config_file = run_dir / "config.yaml"
-            config = load_config([config_file] if config_file.is_file() else [])
-            bank = SkillBank(run_dir, embedder=None, config=config, run_id=run_dir.name)
+            bank = SkillBank(run_dir, embedder=None, config=run_config(run_dir),
+                             run_id=run_dir.name)
             if agent_skills:
                 lines = import_agent_skills(bank, pack, round_=at,
                                             allow_other_suite=allow_other_suite)

@@ -37,10 +37,9 @@ from ratchet_ray.governance.probation import probation_floor
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill
 from ratchet_ray.cli import audit_hygiene
 from ratchet_ray.cli.skill_packs import export_cmd, import_cmd, latest_round, transfer_cmd
-from ratchet_ray.cli.evidence import emit_rows, require_run_dir, writer_lock
+from ratchet_ray.cli.evidence import emit_rows, require_run_dir, run_config, writer_lock
 from ratchet_ray.cli.options import format_option, round_option, status_option
-from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.run_config.files import ConfigError, load_config
+from ratchet_ray.run_config.files import ConfigError
 from ratchet_ray.evidence.queries import (EMPTY_STATS, failed_llm_calls, recent_skill_events,
                                           suspicious_capsules, tampering_capsules)
 from ratchet_ray.evidence.tampering import grader_finding, suspicion
@@ -49,11 +48,6 @@ from ratchet_ray.governance import bypass, curator
 
 _USER_ERRORS = (SkillFileError, MetaSkillFileError, BankError, ConfigError, EvidenceSchemaError,
                 FileNotFoundError)
-
-
-def run_config(run_dir: Path) -> LoopConfig:
-    path = run_dir / "config.yaml"
-    return load_config([path] if path.is_file() else [])
 
 
 def open_bank(ctx: click.Context, *, writer: bool = False) -> SkillBank:

@@ -40,7 +40,7 @@ from ratchet_ray.evidence.comparisons import headline as headline_with_intervals
 from ratchet_ray.evidence.queries import skill_stats, tampering_by_skill
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.metrics import ROLLING_WINDOW, LoopMetrics, load_loop, loop_metrics, read_loop_file
-from ratchet_ray.report.provenance import Provenance, skill_provenance
+from ratchet_ray.report.provenance import Provenance, curator_settings, skill_provenance
 from ratchet_ray.types import NONE_SKILL
 
 STOPPED_FILE = "stopped.json"
@@ -163,6 +163,18 @@ def solver_model(con, who: dict[str, Any]) -> str:
     return "/".join(str(who[k]) for k in ("backend", "model") if who.get(k)) or "unknown"
 
 
+def exported_capsules(run_dir: Path, who: dict[str, Any], splits: list[str]
+                      ) -> tuple[list[dict[str, Any]], str]:
+    """``(rows of capsules_for_export over splits, the Solver's model)`` for the predictions and
+    Inspect exports; ``([], "unknown")`` before any capsule is written."""
+    store = EvidenceStore(run_dir)
+    if not store.part_paths("capsule"):
+        return [], "unknown"
+    with store.connect() as con:
+        return (nq.fetch_dicts(con, "capsules_for_export", splits=splits),
+                solver_model(con, who))
+
+
 # ---- skills ----------------------------------------------------------------------------------
 def wilson_contribution(wins: int, losses: int, n: int) -> tuple[float, float] | None:
     """95% interval of a contribution (wins - losses) / n in [-1, 1]: the Wilson interval of the
@@ -234,18 +246,6 @@ def _skill_files(run_dir: Path) -> dict[str, tuple[str, Any]]:
     return out
 
 
-def _dead_weight_rounds(run_dir: Path) -> int:
-    """The run's ``curator.dead_weight_rounds`` (config.yaml), else the Default's."""
-    import yaml
-
-    from ratchet_ray.settings.schema import CuratorSettings
-
-    config = run_dir / "config.yaml"
-    raw = (yaml.safe_load(config.read_text()) or {}) if config.is_file() else {}
-    value = (raw.get("curator") or {}).get("dead_weight_rounds")
-    return int(value) if value else CuratorSettings().dead_weight_rounds
-
-
 def _guidance_chars(skill: Any) -> int:
     g = skill.guidance.model_dump(mode="json")
     return sum(len(v) if isinstance(v, str) else sum(len(x) for x in v) for v in g.values()
@@ -261,7 +261,7 @@ def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None) -
     events = skill_events(con) if events is None else events
     files = _skill_files(run_dir)
     dead = bypass.dead_weight(con, [s for _t, s in files.values() if s is not None],
-                              _dead_weight_rounds(run_dir))
+                              curator_settings(run_dir).dead_weight_rounds)
     ignored = bypass.ignored_skills(con)
     stats, cf = skill_stats(con, "train"), counterfactual_stats(con)
     routed = {s: (int(t), int(e))

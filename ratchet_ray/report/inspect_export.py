@@ -39,9 +39,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from ratchet_ray.evidence import named_queries as nq
-from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.report.data import check_run_dir, identity, solver_model
+from ratchet_ray.report.data import check_run_dir, exported_capsules, identity
 from ratchet_ray.types import NONE_SKILL
 
 SCORER = "ratchet_grader"
@@ -130,9 +128,7 @@ def export_inspect(run_dir: str | Path, out_dir: str | Path,
                              "'ratchet-ray[inspect]' (or pip install inspect-ai)") from exc
     run = check_run_dir(Path(run_dir))
     who = identity(run)
-    with EvidenceStore(run).connect() as con:
-        rows = nq.fetch_dicts(con, "capsules_for_export", splits=list(splits))
-        model = solver_model(con, who)
+    rows, model = exported_capsules(run, who, list(splits))
     statements = task_statements(run, {r["task_id"] for r in rows})
     guidance = _skill_guidance(run)
     groups: dict[tuple[int, str], list[dict[str, Any]]] = {}

@@ -28,9 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ratchet_ray.evidence import named_queries as nq
-from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.report.data import NotARunDir, check_run_dir, identity, solver_model
+from ratchet_ray.report.data import NotARunDir, check_run_dir, exported_capsules, identity
 from ratchet_ray.storage.fsutil import atomic_write_with
 from ratchet_ray.suites.hooks import output_kind
 
@@ -60,13 +58,7 @@ def prediction_lines(run_dir: Path, round_: int | None, splits: Iterable[str]
                                "not repository patches (no SWE-bench attempts); pass the run "
                                "dir of a swebench run")
     splits = list(splits)
-    store = EvidenceStore(run)
-    if not store.part_paths("capsule"):
-        rows, model = [], "unknown"
-    else:
-        with store.connect() as con:
-            rows = nq.fetch_dicts(con, "capsules_for_export", splits=splits)
-            model = solver_model(con, who)
+    rows, model = exported_capsules(run, who, splits)
     chosen = [r for r in rows if not r["impossible"] and (round_ is None or r["round"] == round_)]
     if not chosen:
         where = f"round {round_}'s " if round_ is not None else ""

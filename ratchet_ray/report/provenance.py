@@ -76,7 +76,7 @@ class Provenance:
         return "no probation (bank.probation false)"
 
 
-def _curator_settings(run_dir: Path) -> CuratorSettings:
+def curator_settings(run_dir: Path) -> CuratorSettings:
     """The run's ``curator`` settings from ``config.yaml`` (the Default without one)."""
     import yaml
 
@@ -126,7 +126,7 @@ def skill_provenance(con, run_dir: Path, events: list[dict[str, Any]],
     imports = _imports(events)
     if not imports:
         return {}
-    settings = _curator_settings(run_dir)
+    settings = curator_settings(run_dir)
     floor = probation_floor(settings)
     by_cf = settings.counterfactual.retire_on == "c_cf"
     promoted = {} if by_cf else {

@@ -57,14 +57,18 @@ def _pass_series(run: RunData, key: str) -> dict[int, float]:
     return {r["round"]: r[key] for r in run.rounds if r.get(key) is not None}
 
 
-def arm_curves(runs: list[RunData]) -> dict[str, dict[str, Any]]:
-    """``{arm: {"seeds": {label: {split: {round: p}}}, "mean": {split: [(round, mean, std)]}}}``."""
+def _by_arm(runs: list[RunData]) -> list[tuple[str, list[RunData]]]:
+    """The runs grouped by arm, arms in the ablation table's order."""
     by_arm: dict[str, list[RunData]] = {}
     for run in runs:
         by_arm.setdefault(str(run.identity.get("arm") or "default"), []).append(run)
+    return [(arm, by_arm[arm]) for arm in sorted(by_arm, key=arm_sort_key)]
+
+
+def arm_curves(runs: list[RunData]) -> dict[str, dict[str, Any]]:
+    """``{arm: {"seeds": {label: {split: {round: p}}}, "mean": {split: [(round, mean, std)]}}}``."""
     out: dict[str, dict[str, Any]] = {}
-    for arm in sorted(by_arm, key=arm_sort_key):
-        group = by_arm[arm]
+    for arm, group in _by_arm(runs):
         seeds = {run.label: {s: _pass_series(run, f"{s}_pass_at_1") for s in ("eval", "train")}
                  for run in group}
         mean: dict[str, list[tuple[int, float, float]]] = {}
@@ -82,12 +86,8 @@ def arm_curves(runs: list[RunData]) -> dict[str, dict[str, Any]]:
 
 def arm_headlines(runs: list[RunData]) -> list[dict[str, Any]]:
     """Per arm: seeds and round-0 / peak / rolling-gain mean ± std (module contracts)."""
-    by_arm: dict[str, list[RunData]] = {}
-    for run in runs:
-        by_arm.setdefault(str(run.identity.get("arm") or "default"), []).append(run)
     table = []
-    for arm in sorted(by_arm, key=arm_sort_key):
-        group = by_arm[arm]
+    for arm, group in _by_arm(runs):
         row: dict[str, Any] = {"arm": arm, "seeds": [r.identity.get("seed") for r in group],
                                "rounds": [len(r.rounds) for r in group]}
         for name in ("round0", "peak", "rolling_gain"):
