@@ -70,33 +70,25 @@ def mark_calls_recorded(run: RunDir, round_: int, result_file: str) -> None:
     run.write_round_json(round_, result_file + STARTED_SUFFIX, {**marker, "calls_recorded": True})
 
 
-def _events_since(store: EvidenceStore, round_: int, since: float) -> list[tuple[str, str]]:
-    with store.connect() as con:
-        return nq.fetch_all(con, "skill_events_since", round=round_, since=since)
-
-
-def _started(run: RunDir, round_: int, result_file: str) -> float | None:
+def _cut_attempt_events(run: RunDir, store: EvidenceStore, round_: int, result_file: str,
+                        role: str) -> list[tuple[str, str]] | None:
+    """The bank's events since the cut attempt of ``result_file`` started (None: no attempt
+    started); records its ``llm_call`` row as lost unless the attempt had written its own."""
     marker = run.read_round_json(round_, result_file + STARTED_SUFFIX)
-    return None if marker is None else float(marker["started_at"])
-
-
-def _record_lost(store: EvidenceStore, run: RunDir, round_: int, role: str,
-                 result_file: str = "") -> None:
-    marker = run.read_round_json(round_, result_file + STARTED_SUFFIX) if result_file else None
-    if marker and marker.get("calls_recorded"):
-        return  # the attempt got as far as writing its own llm_call rows
-    store.append("llm_call", round_, [llm_call_row(None, run_id=run.run_id, round_=round_,
-                                                   role=role, ok=False, error=LOST_NOTE)])
+    if marker is None:
+        return None
+    if not marker.get("calls_recorded"):
+        store.append("llm_call", round_, [llm_call_row(None, run_id=run.run_id, round_=round_,
+                                                       role=role, ok=False, error=LOST_NOTE)])
+    with store.connect() as con:
+        return nq.fetch_all(con, "skill_events_since", round=round_,
+                            since=float(marker["started_at"]))
 
 
 def recover_synth(run: RunDir, store: EvidenceStore, round_: int, result_file: str
                   ) -> dict[str, Any] | None:
     """The synth result of a cut attempt, rebuilt from the bank's events (module contracts)."""
-    since = _started(run, round_, result_file)
-    if since is None:
-        return None
-    _record_lost(store, run, round_, "synthesizer", result_file)
-    events = _events_since(store, round_, since)
+    events = _cut_attempt_events(run, store, round_, result_file, "synthesizer")
     if not events:  # its batch never committed: nothing happened, run it again
         return None
     done = {"created": [s for e, s in events if e == "added"],
@@ -111,11 +103,9 @@ def recover_synth(run: RunDir, store: EvidenceStore, round_: int, result_file: s
 def recover_metasynth(run: RunDir, store: EvidenceStore, round_: int, result_file: str
                       ) -> dict[str, Any] | None:
     """The metasynth result of a cut attempt, rebuilt from the bank's events."""
-    since = _started(run, round_, result_file)
-    if since is None:
+    events = _cut_attempt_events(run, store, round_, result_file, "metasynth")
+    if events is None:
         return None
-    _record_lost(store, run, round_, "metasynth", result_file)
-    events = _events_since(store, round_, since)
     added = [s for e, s in events if e == "meta_added"]
     if not added:
         return None
