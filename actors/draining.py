@@ -1,19 +1,15 @@
-"""Waiting on ``actors.pools.ResilientPool`` results: the ``ray.wait`` loop and the two ways of
-running work that rest on it. Uses only the pool's public API, so the pool's queueing, healing,
-batching and placement stay in ``actors/pools.py``.
+"""Waiting on ``actors.pools.ResilientPool`` results, through the pool's public API only (its
+queueing, healing, batching and placement stay in ``actors/pools.py``).
 
 Contracts:
-- ``drain(pools, handle)`` is the one ``ray.wait`` loop: it hands every finished result to
-  ``handle(pool, result)``, which may submit more work (e.g. solver result -> grader job), until
-  all pools are idle. Every submitted job yields exactly one result, unless ``cancel_queued``
-  dropped it before it started. Each pass checks the pools' start-up (``check_started``), so an
-  actor that cannot start stops the loop with ``ActorStartError`` / ``ActorStartTimeout``; the
-  results of one wait are handled inside every pool's ``held()``, so the work they submit
-  leaves in full calls (batching) and is placed as a whole (placement).
-- ``map_unordered(pool, method, items, *args)``: one result per item, in completion order
-  (``method`` by reference, as ``ResilientPool.submit`` takes it).
-- ``call_one(pool, method, *args)``: one call on a (typically one-actor) pool, healed first; how
-  the loop drives its stateful helpers (the Synthesizer) so a dead one is replaced, not fatal.
+- ``drain(pools, handle)`` is the one ``ray.wait`` loop: every finished result goes to
+  ``handle(pool, result)``, which may submit more work (solver result -> grader job), until all
+  pools are idle. Each pass checks the pools' start-up (``check_started``), so an actor that
+  cannot start stops the loop with ``ActorStartError`` / ``ActorStartTimeout``; the results of
+  one wait are handled inside every pool's ``held()``, so the work they submit leaves in full
+  calls and is placed as a whole.
+- ``map_unordered`` and ``call_one`` (a healed pool of one: how the loop drives the stateful
+  Synthesizer, so a dead one is replaced, not fatal) rest on it.
 
 Example::
 

@@ -1,22 +1,16 @@
 """What a ``ResilientPool`` raises when it cannot work at all, and how an actor's death is read.
 
-- ``ActorStartError``: an actor's constructor raised; ``cause`` is that exception (or, when Ray
-  did not keep the object, Ray's error whose message ends with the constructor's traceback).
-- ``ActorStartTimeout``: actors not started within the bound (e.g. a resource no node has);
-  ``not_started_text`` is its message (what each actor asks for, what the cluster has and has
-  free, the fix), and ``who_offers(resources)`` names the cluster.yaml node type that offers
-  each custom one.
-- ``init_failure(err)``: the constructor's exception inside a ``RayActorError``, or None when
-  the actor died for another reason (killed, crashed, out of memory).
-- ``LostAttempt``: one job's run that died with its actor.
-- ``ActorDied`` / ``describe_death(err)``: an actor whose worker process died (crashed, killed,
-  out of memory), named for a person: its class, pid and actor name, the signal and the
-  llama.cpp function it died in when its worker log says (Ray's ``.err`` log of the worker,
-  found by pid under the session's logs folder when it is on this machine), Ray's exit type and
-  detail, and the log's path; ``hint`` is the fix that cause calls for (never an install hint:
-  a package that is missing fails in a constructor, ``init_failure``). ``failure_text(err)``:
-  a dead actor told that way (``ActorDiedError: actor ... died: ... (fix: ...)``), any other
-  error as ``str(err)``: what a capsule's trace and a lost attempt carry.
+Contracts:
+- ``ActorStartError`` (a constructor raised) and ``ActorStartTimeout`` (not started within the
+  bound; ``not_started_text`` is its message, ``who_offers`` names the cluster.yaml node type
+  that offers each custom resource asked for) are ``PoolError``s.
+- ``init_failure(err)``: the constructor's exception inside a Ray error, or None when the actor
+  died for another reason (killed, crashed, out of memory).
+- ``describe_death(err)``: a dead worker named for a person (class, pid, actor name, the signal
+  and llama.cpp function its Ray ``.err`` log names when that log is on this machine, Ray's exit
+  type and detail, the log's path) and the fix that cause calls for (never an install hint: a
+  missing package fails in a constructor). ``failure_text`` is that as one line (what capsule
+  traces and ``LostAttempt``s carry); ``ActorDied`` raises it.
 """
 
 from __future__ import annotations

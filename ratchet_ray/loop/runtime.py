@@ -1,19 +1,15 @@
 """Ray connection and the actors of one run, with their resources in one table.
 
 Contracts:
-- ``connect_ray(address=None)`` joins ``address``, else the cluster named by ``RAY_ADDRESS`` (set
-  by ``ray job submit``), else starts a local Ray bound to 127.0.0.1: the library's one
-  ``ray.init`` in a driver. It returns True when this call started Ray (the caller then shuts it
-  down). A Ray that cannot be started or joined is ``RayStartError``: one line with the fix;
-  ``check_ray(address)`` finds the quick cases (nothing listens at the address, a head left
-  running that a local start would join) before anything is created (``ray_address``).
+- ``connect_ray`` is the library's one ``ray.init`` in a driver; a Ray that cannot be started
+  or joined is ``RayStartError``, one line with the fix (``check_ray`` finds the quick cases
+  before anything is created).
 - ``start_runtime`` launches the SkillBank (pinned to the driver's node, where the run dir
   lives), the Solver / Grader / Critic pools and the Synthesizer (a healing pool of one).
-  ``Models`` is the one injection
-  point for the LLM and the embedder: ``Models()`` (production) is filled on the driver with the
-  clients of ``config.llm`` over the run's shared services (``Models.filled``: per-node model
-  servers and rate limiters named by the run id), which then travel to every actor; tests pass
-  picklable doubles.
+  ``Models`` is the one injection point for the LLM and the embedder: ``Models()`` (production)
+  is filled on the driver with the clients of ``config.llm`` over the run's shared services
+  (``Models.filled``: per-node model servers and rate limiters named by the run id), which then
+  travel to every actor; tests pass picklable doubles.
 - Artifacts: what Solvers and Graders produce (agent trajectories, grader logs and reports, the
   eval solver cache, the sim world) goes through the run's ``ratchet_ray.storage.artifacts.Artifacts``
   (``actors.artifacts.run_artifacts_access``): an artifact service pinned to the driver's node
@@ -72,13 +68,6 @@ ROLE_RESOURCES: dict[str, dict[str, Any]] = {
     "critic": {"num_cpus": 0.25},
     "synthesizer": {"num_cpus": 0.25},
 }
-
-# Custom resources per (suite, role), always requested, are the suite's (``suites.hooks.
-# actor_resources``: its ``Cluster.resources``): an actor waits for (and an autoscaler adds)
-# a node that offers them, and a run that waits longer than infra.actor_start_timeout_s stops
-# naming the cluster.yaml node type that provides them (actors.pool_errors). A local Ray started
-# by ``connect_ray`` is this machine: it offers what the registered suites declare a local
-# machine offers (``suites.hooks.local_resources``).
 
 
 def actor_options(role: str, suite: str) -> dict[str, Any]:
@@ -168,10 +157,8 @@ def check_ray(address: str | None = None) -> None:
 
 class RayStartError(click.ClickException):
     """Ray could not be started or joined: one ``Error:`` line at every entry point (``ratchet``,
-    the jobs, ``swe validate``) naming the cause and the fix, never Ray's traceback. Raised by
-    ``connect_ray`` before ``ray.init`` for a ``problem`` found in a second (nothing listens at
-    the address, a leftover head) and when ``ray.init`` fails (a local head that did not come
-    up in time on a loaded machine; no Ray cluster at the address)."""
+    the jobs, ``swe validate``) naming the cause and the fix, never Ray's traceback: the
+    ``problem`` ``check_ray`` found, or why ``ray.init`` failed (``cause``)."""
 
     def __init__(self, address: str | None, cause: BaseException | None = None, *,
                  problem: str | None = None):
