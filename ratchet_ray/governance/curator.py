@@ -2,36 +2,29 @@
 
 Contracts:
 - ``meets_retirement_bar(stats, settings)``: trials >= ``min_trials`` AND contribution <=
-  -``retire_tau`` (``do_not_retire`` is ``curate``'s to apply).
-  The comparison is exact in rational arithmetic: ``(successes - failures) / trials`` against the
-  decimal value of tau as written (``0.10`` means 1/10), so a score of exactly -0.10 retires and
-  float rounding can never flip a boundary case.
-- ``curate(skills, stats, settings, tampering=None)`` returns one ``CurationDecision`` per
-  ACTIVE skill (and per CANDIDATE the tampering rule retires), sorted by id: ``retire``, ``keep`` (enough trials, score above the bar), ``insufficient`` (fewer than
-  ``min_trials``) or ``exempt`` (``do_not_retire``: never retired, but reported with its live
-  score and whether it *would* be retired, so an operator can review unlock candidates).
-- The tampering rule (``curator.retire_on_tampering``, beyond the paper: off in the Default,
-  which is the paper's; ``--profile hardened`` turns it on): ``curate(..., tampering=...)`` (per skill, its routed train capsules graded
-  as an attack on the grader, ``evidence.queries.tampering_by_skill``) retires a routable skill
-  (ACTIVE, or CANDIDATE: those are routed during the bootstrap) with any such capsule at once,
-  whatever its trials and score, with a reason starting ``tampering:`` (``TAMPERING_REASON``)
-  that names the count, the first round, status and capsule. A ``do_not_retire`` skill that
-  tampered is ``exempt`` (its reason says it tampered) unless
-  ``curator.tampering_overrides_do_not_retire`` is set. The record counts every capsule ever
-  routed to the skill, so a skill reinstated by hand is retired again at the next curation (mark
-  it ``do_not_retire`` to keep it). With the rule off, tampering changes no decision (each
-  decision still reports its ``tampering`` count).
+  -``retire_tau`` (``do_not_retire`` is ``curate``'s to apply), exact in rational arithmetic
+  against tau as written (``0.10`` is 1/10): a score of exactly -0.10 retires, and float
+  rounding never flips a boundary case.
+- ``curate(skills, stats, settings, tampering=None, cheats=None)``: one ``CurationDecision`` per
+  ACTIVE skill (and per CANDIDATE a misconduct rule retires), sorted by id: ``retire``, ``keep``,
+  ``insufficient`` (fewer than ``min_trials``) or ``exempt`` (``do_not_retire``: never retired,
+  but reported with its score and whether it *would* be retired).
+- The tampering rule (``curator.retire_on_tampering``, beyond the paper; ``--profile hardened``):
+  a routable skill (ACTIVE, or CANDIDATE: routed during the bootstrap) with any routed train
+  capsule graded as tampering (``evidence.queries.tampering_by_skill``) retires at once,
+  whatever its trials and score, with a reason ``tampering: ...`` naming the count, the first
+  round, status and capsule. A ``do_not_retire`` skill is ``exempt`` (its reason says why)
+  unless ``curator.tampering_overrides_do_not_retire``. The record counts every capsule ever
+  routed to the skill, so a skill reinstated by hand is retired again at the next curation.
+  With the rule off, tampering changes no decision (each still reports its count).
+- The cheat rule (``cheat_probe.retire`` with the probe on; ``apply_cheat_rule``, after and
+  apart from the others): a routable skill with a passed impossible twin retires at once,
+  reason ``cheat: ...``; ``do_not_retire`` as for tampering.
+- ``curator.retire_rule`` 'wilson_ucb' (A9, beyond the paper) replaces the score bar: the
+  success rate p = (c + 1) / 2 (ties count one half) gets its Wilson interval at ``ucb_z``;
+  mapped back to c = 2p - 1, a skill retires when the upper bound is <= -tau
+  (``wilson_upper_contribution``) on ``ucb_min_trials`` or more trials.
 - The active cap, the eviction order, dead weight and probation are ``governance.capacity``'s.
-- ``curator.retire_rule`` 'wilson_ucb' (ablation A9, beyond the paper) replaces the score bar:
-  the successes rate p-hat = (c + 1) / 2 (successes / trials for c-hat; for c_cf, ties count
-  one half) gets its Wilson score interval at ``ucb_z``; mapped to c = 2p - 1, a skill retires
-  when the upper bound is <= -tau (``wilson_upper_contribution``), on ``ucb_min_trials`` or more
-  trials. A clearly harmful skill goes early; an uncertain one stays past ``min_trials``.
-- The cheat rule (``cheat_probe.retire``, with the probe on; beyond the paper): ``curate(...,
-  cheats=...)`` (per skill, its routed impossible twins, ``governance.cheat_probe``) retires a
-  routable skill with any passed twin at once, reason ``cheat: ...``; ``do_not_retire`` as for
-  tampering. It is applied after, and apart from, the score and tampering rules
-  (``apply_cheat_rule``).
 Skills without capsules score 0.0 with 0 trials.
 """
 
@@ -67,6 +60,13 @@ class CurationDecision:
     def for_tampering(self) -> bool:
         """A retirement under the tampering rule (not the score rule)."""
         return self.action == "retire" and self.reason.startswith(f"{TAMPERING_REASON}:")
+
+    @classmethod
+    def of(cls, skill_id: str, stats: SkillStats, action: Action, reason: str,
+           tampering: int = 0) -> "CurationDecision":
+        return cls(skill_id=skill_id, action=action, contribution=stats.contribution,
+                   trials=stats.trials, successes=stats.successes, failures=stats.failures,
+                   reason=reason, tampering=tampering)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -121,14 +121,20 @@ def tampering_reason(record: TamperingStats) -> str:
             f"{record.first_capsule})")
 
 
+def _proof_retires(skill: Skill, settings: CuratorSettings) -> bool:
+    """Whether proof of misconduct retires ``skill``: a routable one (ACTIVE or CANDIDATE); a
+    ``do_not_retire`` one only with ``curator.tampering_overrides_do_not_retire``."""
+    if skill.status not in (SkillStatus.ACTIVE, SkillStatus.CANDIDATE):
+        return False
+    return not skill.do_not_retire or settings.tampering_overrides_do_not_retire
+
+
 def tampering_retires(skill: Skill, record: TamperingStats | None,
                       settings: CuratorSettings) -> bool:
     """Whether the tampering rule retires ``skill`` now (see module contract)."""
     if not settings.retire_on_tampering or record is None or record.capsules <= 0:
         return False
-    if skill.status not in (SkillStatus.ACTIVE, SkillStatus.CANDIDATE):
-        return False
-    return not skill.do_not_retire or settings.tampering_overrides_do_not_retire
+    return _proof_retires(skill, settings)
 
 
 def _proven_misconduct(skill: Skill, retires: bool, finding: str,
@@ -144,19 +150,12 @@ def _proven_misconduct(skill: Skill, retires: bool, finding: str,
                       "(set curator.tampering_overrides_do_not_retire to retire it)")
 
 
-def _tampering_decision(skill: Skill, stats: SkillStats, record: TamperingStats,
-                        settings: CuratorSettings) -> CurationDecision:
-    action, reason = _proven_misconduct(skill, tampering_retires(skill, record, settings),
-                                        tampering_reason(record), stats)
-    return CurationDecision(skill_id=skill.id, action=action, contribution=stats.contribution,
-                            trials=stats.trials, successes=stats.successes,
-                            failures=stats.failures, reason=reason, tampering=record.capsules)
-
-
 def _decide(skill: Skill, stats: SkillStats, settings: CuratorSettings,
             record: TamperingStats | None = None) -> CurationDecision:
     if settings.retire_on_tampering and record is not None and record.capsules > 0:
-        return _tampering_decision(skill, stats, record, settings)
+        action, reason = _proven_misconduct(skill, tampering_retires(skill, record, settings),
+                                            tampering_reason(record), stats)
+        return CurationDecision.of(skill.id, stats, action, reason, record.capsules)
     bar = _bar(settings)
     score = f"c={stats.contribution:+.3f} over {stats.trials} trials"
     if settings.retire_rule == "wilson_ucb" and stats.trials:
@@ -171,10 +170,8 @@ def _decide(skill: Skill, stats: SkillStats, settings: CuratorSettings,
         action, reason = "insufficient", f"{score}; needs {_floor(settings)} trials"
     else:
         action, reason = "keep", f"{score} above the bar ({bar})"
-    return CurationDecision(skill_id=skill.id, action=action, contribution=stats.contribution,
-                            trials=stats.trials, successes=stats.successes,
-                            failures=stats.failures, reason=reason,
-                            tampering=record.capsules if record is not None else 0)
+    return CurationDecision.of(skill.id, stats, action, reason,
+                               record.capsules if record is not None else 0)
 
 
 def curate(skills: Iterable[Skill], stats: Mapping[str, SkillStats],
@@ -199,11 +196,7 @@ def cheat_retires(skill: Skill, record: CheatStats | None, settings: CuratorSett
     """Whether the cheat rule retires ``skill`` now: a routable skill (ACTIVE or CANDIDATE)
     with a passed impossible twin; a ``do_not_retire`` one only with
     ``curator.tampering_overrides_do_not_retire``."""
-    if record is None or record.passes <= 0:
-        return False
-    if skill.status not in (SkillStatus.ACTIVE, SkillStatus.CANDIDATE):
-        return False
-    return not skill.do_not_retire or settings.tampering_overrides_do_not_retire
+    return record is not None and record.passes > 0 and _proof_retires(skill, settings)
 
 
 def apply_cheat_rule(decisions: list[CurationDecision], skills: Iterable[Skill],
@@ -226,8 +219,6 @@ def apply_cheat_rule(decisions: list[CurationDecision], skills: Iterable[Skill],
         s = stats.get(skill.id, EMPTY_STATS)
         action, reason = _proven_misconduct(skill, cheat_retires(skill, record, settings),
                                             cheat_reason(record), s)
-        by_id[skill.id] = CurationDecision(
-            skill_id=skill.id, action=action, contribution=s.contribution, trials=s.trials,
-            successes=s.successes, failures=s.failures, reason=reason,
-            tampering=current.tampering if current is not None else 0)
+        by_id[skill.id] = CurationDecision.of(skill.id, s, action, reason,
+                                              current.tampering if current is not None else 0)
     return [by_id[k] for k in sorted(by_id)]

@@ -64,6 +64,12 @@ ATTRIBUTIONS = ("helped", "hurt", "neutral", "inapplicable")
 # The sub-mode and purity segment of a calibrated world's token (``World.make_token``).
 STOCK_RE = re.compile(r"\.m(\d)p\dx?")
 EXISTING = "Existing skills (do not repeat them):"
+FEEDBACK = "Feedback on your previous draft:"
+
+
+def _feedback_count(prompt: str) -> int:
+    """How many feedback items a re-prompt carries (0 on a first draft)."""
+    return prompt.split(FEEDBACK, 1)[1].count("\n- ") if FEEDBACK in prompt else 0
 
 
 class SimLLM:
@@ -227,12 +233,9 @@ class SimLLM:
         # theme, the cluster's size, the re-prompt count and the bank's ids (a canonical label
         # is the first-seen of equally frequent paraphrases, so its words may not be used).
         size = _SIZE.search(prompt)
-        feedback, existing = 0, []
-        if "Feedback on your previous draft:" in prompt:
-            feedback = prompt.split("Feedback on your previous draft:", 1)[1].count("\n- ")
-        if "Existing skills (do not repeat them):" in prompt:
-            existing = sorted(_CARD_ID.findall(
-                prompt.split("Existing skills (do not repeat them):", 1)[1]))
+        feedback = _feedback_count(prompt)
+        existing = (sorted(_CARD_ID.findall(prompt.split(EXISTING, 1)[1]))
+                    if EXISTING in prompt else [])
         submode = purity = None
         if world.calibrated:
             submode, purity = self._written_for(world, target, pattern, prompt)
@@ -266,10 +269,8 @@ class SimLLM:
         target = world.skill_truth(parent).target
         shown = [t.type for t in world.tasks_in(current[-1])]
         quality = sum(t == target for t in shown) / len(shown) if shown else 0.5
-        feedback = 0
-        if "Feedback on your previous draft:" in prompt:
-            feedback = prompt.split("Feedback on your previous draft:", 1)[1].count("\n- ")
-        token = world.make_revision_token(parent, quality, len(shown), feedback, seed)
+        token = world.make_revision_token(parent, quality, len(shown), _feedback_count(prompt),
+                                          seed)
         return json.dumps(self._draft(token, target))
 
     def _draft(self, token: str, target: int) -> dict[str, Any]:
@@ -284,7 +285,7 @@ class SimLLM:
         picked = rng.sample(words, 4)
         a0, a1, a2 = aspects = rng.sample(ASPECTS, 3)
         tail = STOCK_RE.sub("", token)[-4:]
-        draft = {
+        return {
             "id": f"{theme}_{aspects[0]}_{tail}",
             "name": f"{theme} {aspects[0]}",
             "description": f"tasks where {picked[0]} {picked[1]} {picked[2]} matter",
@@ -299,7 +300,6 @@ class SimLLM:
                 "verify_before_returning": f"trace the {a0} once",
             },
         }
-        return draft
 
     def _metasynth(self, prompt: str, seed: int | None) -> str:
         body = ("# Authoring guide (revised)\n"
