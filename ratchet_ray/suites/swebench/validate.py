@@ -1,35 +1,28 @@
 """Gold-patch validation: does every instance of a run grade as SWE-bench says it must, and
-does it grade the same way every time?
+the same way every time?
 
 Contracts:
-- Per instance and repeat two grades on the real harness, on the images a run will use: its
-  gold ``patch`` must resolve (``passed``), and a no-op patch (``noop_patch``: one new file
-  outside the repository's code, because the grader answers a truly empty patch without a
-  container) must not (``passed`` False and not an infrastructure failure: the FAIL_TO_PASS
-  tests fail before the fix). Anything else is a failed outcome: a gold patch unresolved or
-  failing on infrastructure (an image that cannot build, a test command that errors), a no-op
-  patch that resolves (the tests do not test the issue) or fails on infrastructure.
-- Repeats (``repeat`` N >= 1): every gold and no-op patch is graded N times, all at once.
-  Repeat 0 grades the patch itself; repeat k > 0 grades it behind one header line
-  (``repeat_patch``: text before a diff's first ``diff --git`` line, which git and patch skip),
-  so the tree graded is the same but the grader's per-patch report cache cannot answer it.
-- ``gold_pairs(settings, ids)`` reads the instances with their gold patches (``ids``: these only,
-  in this order; an unknown id raises ``ValueError`` naming it).
-- ``validate(grade, pairs, repeat=1)`` grades every gold and no-op patch through ``grade`` (a
-  callable taking ``(task, patch)`` pairs and returning, in order, each ``GradeResult`` or a
-  string naming why the pool could not grade it: ``loop.grade_pool.grade_all`` over a Grader
-  pool, on a cluster its Docker nodes) and returns a ``Validation``: every ``Outcome`` (one per
-  grade, in submission order) and one ``Failure`` per instance and kind of patch that failed any
-  repeat (``failed`` of ``repeats``, with every status its grades ended in; ``flaky`` when
-  some repeats passed or the statuses differ); it never raises for a failing instance.
-  ``Validation.quarantine()`` is what a quarantine file lists: every instance with a failure,
-  and why (``ratchet_ray.suites.swebench.quarantine``). ``ratchet swe validate``
-  (``ratchet_ray.loop.swebench_validation``) runs it on a pool of its own and records every outcome as
+- Per instance and repeat, two grades on the real harness and the run's images: the gold
+  ``patch`` must resolve, and a no-op patch (``noop_patch``: one new file, since the grader
+  answers an empty patch without a container) must not, without an infrastructure failure.
+  Anything else is a failed outcome.
+- ``repeat`` N >= 1: every patch graded N times, all at once; repeat k > 0 grades it behind one
+  header line (``repeat_patch``, skipped by git and patch): the same tree, but a patch the
+  grader's report cache cannot answer.
+- ``gold_pairs(settings, ids)``: the instances with their gold patches (``ids``: these only, in
+  this order; an unknown id raises ``ValueError``).
+- ``validate(grade, pairs, repeat=1)`` grades through ``grade`` (``(task, patch)`` pairs -> each
+  ``GradeResult`` or a string naming why the pool could not grade it, in order;
+  ``loop.grade_pool.grade_all``) and returns a ``Validation``: every ``Outcome`` in submission
+  order and one ``Failure`` per instance and kind that failed any repeat (``flaky`` when some
+  passed or the statuses differ); it never raises for a failing instance.
+  ``Validation.quarantine()``: what a quarantine file lists (``quarantine``).
+  ``ratchet swe validate`` (``loop.swebench_validation``) records every outcome as
   ``validation`` evidence (``evidence_rows``).
-- ``before_rounds(config, grade, tasks, run_dir)`` is the suite's run-start hook: with
-  ``swebench.validate_gold`` it validates the run's instances through the run's own Grader pool
-  (one repeat), writes ``swebench_validation.json`` in the run dir and returns the message that
-  stops the run (the failures named) when any fails; otherwise, and when the setting is off, None.
+- ``before_rounds(config, grade, tasks, run_dir)``, the suite's run-start hook: with
+  ``swebench.validate_gold``, validates the run's instances on its Grader pool (one repeat),
+  writes ``swebench_validation.json`` in the run dir and returns the message that stops the run
+  when any fails; else None.
 """
 
 from __future__ import annotations

@@ -1,42 +1,35 @@
 """mini-swe-agent as the patch Solver (``swebench.solver=mini-swe-agent``): the SWE-bench team's
 bash-only reference agent, its own loop, prompts and submission rule, on this project's
-locked-down instance container and this project's LLM backend.
+locked-down instance container and LLM backend.
 
 API (``agent.solver.run_agent`` calls it inside the container it set up)::
 
     run_mini_swe_agent(llm, task, skill, settings, box, run, started)  # fills ``run`` (AgentRun)
 
 Contracts:
-- The loop is ``minisweagent.agents.default.DefaultAgent``, unchanged, with the agent and model
-  templates of the package's own ``benchmarks/swebench_backticks.yaml`` (actions in
-  ```` ```mswea_bash_command ```` blocks: text actions, since the local model and the completion
-  backends make no tool calls). The routed skill's guidance is the preamble of its system
-  template, as in the in-house agent (``skill=None``: none). Limits come from ``settings.agent``:
-  ``max_steps`` model calls, ``max_cost_usd`` (0: none), what is left of ``max_time_s``,
-  ``max_format_errors`` consecutive format errors.
-- Model (``ProjectModel``): each query is one ``llm.complete`` on this project's backend (the
-  local llama.cpp model by default; litellm is never called): ``max_tokens`` is
-  ``agent.max_tokens``, sampling as the in-house agent's (``AgentRun.sampling``: temperature and
-  the per-call derived seed). The action is parsed by mini-swe-agent's own regex parser; a reply
-  without exactly one action is its ``FormatError`` (a failed step, its reply still counted).
-  On a base-model completion backend (``supports_prefill``: the local Gemma), which goes on
-  writing further example turns after its first action, generation stops at the first closing
-  fence (``ACTION_END``), which is put back (not after a reply cut at ``max_tokens``: a cut
-  command never runs); a chat model's reply is taken as it comes.
-- Environment (``ContainerEnvironment``): each action runs through ``InstanceContainer.run`` (the
-  untrusted uid, the repository's folder, ``agent.command_timeout_s``), with the yaml's
-  environment variables exported first. A timed-out command reports returncode -1 and an
-  ``exception_info``, as mini-swe-agent's Docker environment does; output whose first line is
-  ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` with exit code 0 submits the rest of it.
-- The patch follows mini-swe-agent's SWE-bench runner: what the agent submitted, and "" when it
-  stopped otherwise (``LimitsExceeded``, ``TimeExceeded``, ``RepeatedFormatError``: its exit
-  statuses are kept as ``run.exit_status``). An exception (backend, Docker) propagates to
-  ``run_agent``, as that runner records an exception with an empty patch.
-- ``run.steps`` gets one ``Step`` per action or format error (the trajectory every report
-  reads) and ``run.native`` mini-swe-agent's own serialized trajectory.
-- Importing ``minisweagent`` prints nothing (``MSWEA_SILENT_STARTUP``) and reads no user's
-  ``.env`` (``MSWEA_GLOBAL_CONFIG_DIR`` is a private empty folder unless set); without the package
-  the attempt fails with one line naming the extra to install.
+- The loop is ``minisweagent.agents.default.DefaultAgent``, unchanged, with the templates of the
+  package's ``benchmarks/swebench_backticks.yaml`` (text actions in ```` ```mswea_bash_command
+  ```` blocks: the local backends make no tool calls); the routed skill's guidance is its system
+  template's preamble. Limits from ``settings.agent``: ``max_steps``, ``max_cost_usd`` (0:
+  none), what is left of ``max_time_s``, ``max_format_errors``.
+- Model (``ProjectModel``): each query is one ``llm.complete`` on this project's backend
+  (litellm is never called), ``agent.max_tokens``, sampled as the in-house agent
+  (``AgentRun.sampling``); mini-swe-agent's own regex parser reads the action (not exactly one:
+  its ``FormatError``, the reply still counted). A base-model completion backend
+  (``supports_prefill``) stops at the first closing fence (``ACTION_END``, put back unless the
+  reply was cut at ``max_tokens``: a cut command never runs).
+- Environment (``ContainerEnvironment``): each action runs through ``InstanceContainer.run``
+  (untrusted uid, ``agent.command_timeout_s``), the yaml's variables exported first; a timeout
+  reports returncode -1 and an ``exception_info`` as mini-swe-agent's Docker environment does;
+  output whose first line is ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` with exit 0 submits the
+  rest.
+- The patch, as mini-swe-agent's SWE-bench runner takes it: what was submitted, else "" (its
+  exit status kept as ``run.exit_status``); an exception propagates to ``run_agent``.
+- ``run.steps``: one ``Step`` per action or format error; ``run.native``: mini-swe-agent's own
+  trajectory.
+- Importing ``minisweagent`` prints nothing and reads no user's ``.env``
+  (``MSWEA_GLOBAL_CONFIG_DIR`` a private empty folder unless set); without the package the
+  attempt fails with one line naming the extra to install.
 """
 
 from __future__ import annotations

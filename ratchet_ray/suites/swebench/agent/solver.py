@@ -8,34 +8,27 @@ API (the Solver role calls exactly this)::
     run = run_agent(llm, task, skill, settings, log_dir=path)   # the full record
 
 Contracts:
-- ``agent`` mode: each step asks ``llm.complete`` for one action (``AgentAction``, JSON schema
-  passed as ``json_schema``) and runs its command in a fresh container of the instance image
-  (network off, limits as for grading; the commands run as ``settings.untrusted_uid`` where the
-  image has ``setpriv``, the repository handed to that uid; the image is held against removal
-  by a grader on the same machine while the container lives). A reply that is not a valid action is a failed step (the
-  model is told why), never a crash; ``max_format_errors`` consecutive ones end the attempt. The
-  attempt ends at ``done``, at ``max_steps``, at ``max_time_s`` or at ``max_cost_usd``; in every
-  case the patch is the repository's ``git diff`` (new files included) at that moment.
-- Whichever agent ran, the patch returned has no build artifact (``without_build_artifacts``):
-  a file under ``__pycache__/`` or ``.pytest_cache/``, or a ``.pyc``/``.pyo``, is bytecode the
-  agent's own test runs left in a tree without a ``.gitignore`` (a real project's sdist ships
-  none), never part of a fix.
+- ``agent`` mode: each step asks ``llm.complete`` for one action (``AgentAction``, as
+  ``json_schema``) and runs its command in a container of the instance image (no network,
+  grading's limits, as ``settings.untrusted_uid`` where the image has ``setpriv``; the image held
+  against removal while it lives). An invalid reply is a failed step (the model is told why),
+  never a crash; ``max_format_errors`` in a row end the attempt, as do ``done``, ``max_steps``,
+  ``max_time_s`` and ``max_cost_usd``; the patch is then the repository's ``git diff`` (new
+  files included).
+- Whichever agent ran, the patch has no build artifact (``without_build_artifacts``: files under
+  ``__pycache__/`` or ``.pytest_cache/``, ``.pyc``/``.pyo``, left by the agent's own test runs).
 - ``single_call`` mode: one completion with the issue, the file list and the files the issue
-  names; the diff in the reply is applied leniently (``git apply --recount``, then ``patch``) so
-  the returned patch is the well-formed ``git diff``; a diff that applies nowhere is returned as
-  written (the grader then reports it).
-- Sampling: every call samples at ``settings.agent.temperature`` when it is set, else at the
-  ``temperature`` the caller gives (the Solver passes the loop's ``llm.temperature``, the
-  Default's 1.0, as the paper's agent sampled), else greedily (0.0: direct use without a loop).
-  With ``seed`` (the Solver's derived seed of the call: run seed, round, split, task), step k
-  samples with ``derive_seed(seed, "agent", k)`` on backends that take a seed
-  (``seeding.sampling_kwargs``), so five baseline probes of one instance are five draws, and a
-  resumed run draws the same ones. Both are recorded in the trajectory.
-- The routed skill's guidance is the preamble of the system prompt; ``skill=None`` injects nothing.
+  names; its diff applied leniently (``git apply --recount``, then ``patch``) so the patch is
+  the well-formed ``git diff``; one that applies nowhere is returned as written.
+- Sampling: at ``settings.agent.temperature`` when set, else the caller's ``temperature`` (the
+  loop's ``llm.temperature``), else 0.0. With ``seed``, step k samples with
+  ``derive_seed(seed, "agent", k)`` where the backend takes a seed (``seeding.sampling_kwargs``):
+  baseline probes of one instance are distinct draws, a resumed run draws the same. Both are
+  recorded in the trajectory.
+- The routed skill's guidance is the system prompt's preamble (``skill=None``: nothing).
 - Every reply is returned for accounting. An exception (LLM backend, Docker) propagates with the
-  replies so far attached as ``exc.replies``; the container is removed in ``finally`` and, when
-  ``log_dir`` (a folder or an ``Artifacts`` store, e.g. the run's, reached from any node) is
-  given, ``trajectory.json`` is written there in ``finally`` too, atomically.
+  replies so far as ``exc.replies``; the container is removed and, with ``log_dir`` (a folder or
+  an ``Artifacts`` store), ``trajectory.json`` written atomically, in ``finally``.
 """
 
 from __future__ import annotations

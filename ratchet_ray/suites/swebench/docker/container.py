@@ -1,31 +1,21 @@
 """One instance container: locked down, labelled, removed in ``finally``, reaped if its owner dies.
 
 Contracts:
-- ``docker_client(settings)`` connects to the configured daemon or raises
-  ``InfraFailure("daemon_unreachable")`` naming the address and how to start one.
-- ``instance_container(client, image, instance_id, settings, purpose, run_label)`` is a context
-  manager yielding an ``InstanceContainer``. The container runs ``tail -f /dev/null`` under
-  Docker's init (it reaps what is killed) in ``/testbed`` with ``network_mode="none"``, every
-  capability dropped except ``HARNESS_CAPS``, ``no-new-privileges``, the memory, pids and CPU
-  limits, a writable-layer bound (``storage_opt`` where the driver has one, the disk watchdog of
-  ``run`` always) and the labels
-  ``LABEL_KEY`` / ``OWNER_KEY`` (host and pid of this process) / ``RUN_KEY`` (when given). It is
-  force-removed when the block exits, whatever happened inside: at once, or with ``removals``
-  (a ``Removals``) in the background while its caller goes on, until ``removals.wait()``.
-  ``first_steps`` run as root in the same exec as the keep-alive's pid probe
-  (``InstanceContainer.find_main_pid``).
-- ``Removals``: the containers of one grade removed off its critical path (a removal is a
-  daemon round trip that a loaded host makes slow, and nothing of the grade needs it done):
-  ``wait()`` returns when every container handed over is gone and raises the first removal's
-  error, so a grade that waits before it ends leaves no container behind, as before.
-- What runs inside a started container: ``execbox.InstanceContainer``.
-- ``reap_containers(client, run_label)`` removes this suite's containers of that run (call it
-  when none is in use, e.g. at the end of a round) and those whose owner process on this host is
-  gone (a killed actor cannot run its ``finally``); a container the daemon refuses to remove now
-  is left for the next reap.
-- ``orphaned_containers(client)`` names what a reap without a run label would remove (owner dead
-  on this host) and counts the rest; ``doctor`` reports only the orphans, so its fix never
-  removes a container a live run on this machine is grading in.
+- ``docker_client(settings)`` connects or raises ``InfraFailure("daemon_unreachable")`` naming
+  the address and how to start a daemon.
+- ``instance_container(client, image, instance_id, settings, ...)`` yields an
+  ``InstanceContainer`` (``execbox``): ``tail -f /dev/null`` under Docker's init in ``/testbed``,
+  no network, every capability dropped but ``HARNESS_CAPS``, ``no-new-privileges``, memory,
+  pids and CPU limits, a writable-layer bound (``storage_opt`` where the driver has one, always
+  ``run``'s disk watchdog), and the labels ``LABEL_KEY``, ``OWNER_KEY`` (this process's host and
+  pid) and ``RUN_KEY`` (when given). Force-removed when the block exits, whatever happened: at
+  once, or in the background by ``removals`` (``Removals``) until its ``wait()``.
+- ``Removals.wait()`` returns when every container handed over is gone and raises the first
+  removal's error: a grade that waits leaves no container behind.
+- ``reap_containers(client, run_label)`` removes this suite's containers of that run and those
+  whose owner process on this host is gone; one the daemon refuses now is left for the next.
+  ``orphaned_containers(client)`` names the latter and counts the rest (what ``doctor`` shows:
+  its fix never removes a container a live run uses).
 """
 
 from __future__ import annotations

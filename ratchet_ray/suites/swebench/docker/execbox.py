@@ -1,30 +1,22 @@
 """A started instance container and the commands run in it: timed, bounded, and cleaned up.
 
 Contracts:
-- ``InstanceContainer.run(command, timeout_s, user=...)`` runs ``bash -c command`` under coreutils
-  ``timeout -s KILL`` as ``user`` (root, or the untrusted uid after ``become_untrusted``) and
-  returns ``CommandResult``; stdout and stderr are interleaved (``stdout`` alone too); output
-  beyond ``settings.max_log_bytes`` loses its middle. Processes the command leaves behind that
-  keep the output open are killed (``LINGER_S`` after the command exits: ``lingering``; past the
-  limit: ``timed_out``, the model's timeout), as is everything once the writable layer passes
-  ``settings.disk_mb`` (``disk_exceeded``). Only a daemon that stops answering even then raises
-  ``InfraFailure("exec_hung")``.
-- ``become_untrusted`` hands the repository to ``settings.untrusted_uid`` (False where the image
-  has no ``setpriv``); ``kill_all`` ends every process but init and the keep-alive command.
-- ``put_files({path: (content, mode)})`` writes any number of root-owned files in one archive;
-  ``read_folder(folder, limit_of)`` reads a folder's wanted files in one archive. Each call to
-  the daemon is a round trip that a loaded host serialises, so the grader batches its files
-  into these (docs/benchmarks.md, SWE-bench throughput).
-- ``run_steps(steps, timeout_s)`` runs several shell snippets, in order, in one exec (one round
-  trip instead of one per snippet): each in its own subshell, whatever the previous one's
-  status, with its own exit status, stdout and stderr (``StepResult``). A step may leave flags
-  for later ones in ``$STEPS_DIR`` (a fresh root-only folder, removed afterwards). Output that
-  does not read back whole (the exec killed, or clipped past ``settings.max_log_bytes``) raises
-  ``InfraFailure("docker_error")``: the steps have run, so they are never run again.
-  ``find_main_pid(then)`` is such an exec, its own probes first, ``then``'s results kept in
-  ``first_results``; one probe reads the memory cgroup's OOM-kill count, so
-  ``oom_kills_since_start()`` tells (from the kernel, not from anything printed) whether a
-  process was killed for memory since.
+- ``InstanceContainer.run(command, timeout_s, user=...)`` runs ``bash -c command`` under
+  ``timeout -s KILL`` as ``user`` (root, or the untrusted uid after ``become_untrusted``):
+  ``CommandResult`` with stdout and stderr interleaved (``stdout`` alone too), the middle of
+  output past ``settings.max_log_bytes`` cut. Processes left holding the output open are killed
+  (``LINGER_S`` after the command exits: ``lingering``; past the limit: ``timed_out``), and
+  everything once the writable layer passes ``settings.disk_mb`` (``disk_exceeded``). Only a
+  daemon that stops answering even then raises ``InfraFailure("exec_hung")``.
+- ``run_steps(steps, timeout_s)``: shell snippets in one exec (one daemon round trip), each in
+  its own subshell whatever the previous one did, with its own ``StepResult``; ``$STEPS_DIR``
+  (root-only, removed after) carries flags between steps. Output that does not read back whole
+  raises ``InfraFailure("docker_error")`` (the steps ran: never run again).
+  ``find_main_pid(then)`` is such an exec, its probes first (the keep-alive's pid, ``setpriv``,
+  the memory cgroup's OOM-kill count, so ``oom_kills_since_start()`` reads the kernel, not
+  anything printed), ``then``'s results in ``first_results``.
+- ``put_files`` / ``read_folder``: many files in one archive each way (daemon round trips are
+  what a loaded host serialises; docs/benchmarks.md, SWE-bench throughput).
 """
 
 from __future__ import annotations

@@ -1,28 +1,19 @@
-"""Infrastructure failures: the environment broke, not the model's patch.
+"""Infrastructure failures: the environment broke, not the model's patch (docs/grading.md,
+"Infrastructure or the patch's failure").
 
 Contracts:
-- ``InfraFailure(reason, message)`` is raised by the image and container helpers for anything the
-  model cannot have caused; ``reason`` is one of ``REASONS`` and becomes the capsule's
-  ``exit_status`` with ``infra_failure=True`` (the row counts in the denominator and is never fed
-  to the Critic).
-- ``classify_exception(exc)`` maps Docker SDK / transport errors to a reason, or None when the
-  exception is not an infrastructure failure.
-- ``log_classifier_note(report)``: swebench's post-hoc classifier of an eval log
-  (``swebench.harness.infra_failure``, applied by ``get_eval_report``) reads text the code under
-  test can print, so its verdict is never an infrastructure failure here (DESIGN: a failure the
-  code caused is never infrastructure; infra means the code never ran). It is kept only as a
-  note for the grade's log ("" when it flagged nothing).
-- ``OUT_OF_MEMORY``: the exit status of a grade whose container's memory cgroup killed a process
-  while the patch's code ran (the kernel's count, ``execbox.oom_kills_since_start``). The code
-  ran, so it is the patch's failure (``infra_failure=False``), never infrastructure: give
-  ``swebench.memory_mb`` what the repository's tests need (a gold patch that runs out of memory
-  shows the limit is too small). ``memory_verdict(result, oom_kills, memory_mb)`` applies it to
-  a session's grade: a grade that is neither resolved nor tampering becomes ``OUT_OF_MEMORY``
-  (more telling than the missing results it left), a resolution keeps its verdict (a test may
-  expect a child to be killed) with a note, and tampering stays tampering.
-- Infrastructure comes only from trusted signals: the Docker SDK's and the daemon's errors
-  (``classify_exception``), the grader's own ``InfraFailure`` (image, start-up deadline, an
-  eval script without markers, a daemon that stops answering), never from the log.
+- ``InfraFailure(reason, message)``, ``reason`` one of ``REASONS``: the capsule's
+  ``exit_status`` with ``infra_failure=True`` (counted in the denominator, never shown to the
+  Critic). Infrastructure comes only from trusted signals (Docker's errors, the grader's own
+  checks), never from the log.
+- ``classify_exception(exc)``: the reason of a Docker SDK / transport error, else None.
+- ``log_classifier_note(report)``: swebench's log classifier reads text the code under test can
+  print, so its verdict is only a note for the grade's log ("" when it flagged nothing).
+- ``memory_verdict(result, oom_kills, memory_mb)``: after the container's memory cgroup killed a
+  process while the patch's code ran (the kernel's count), a grade neither resolved nor
+  tampering becomes ``OUT_OF_MEMORY``, the patch's failure; a resolution keeps its verdict with
+  a note (a test may expect a child to be killed), tampering stays tampering.
+- ``within(fn, seconds, name)``: ``fn()`` in a thread under a time limit.
 """
 
 from __future__ import annotations

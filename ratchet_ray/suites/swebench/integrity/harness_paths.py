@@ -1,33 +1,22 @@
-"""Which paths of a patch belong to the test harness: the grader restores them before the tests run.
-
-A graded patch may fix the code; it may not change how the tests run or what they report. The
-policy (docs/grading.md, "Tampering policy") is *restore*: after the patch is applied, every
-harness path it changed is put back as it is at the base commit, or deleted when the patch created
-it; the rest of the patch is graded as usual and the trace names every restored path. So a patch
-that only tampers is graded on the untouched tests (unresolved), a real fix that also edits a test
-file (an agent's scratch test) still resolves, and the Critic reads what was undone. Paths that
-cannot be restored (inside ``.git``, absolute, with ``..``) fail the attempt as ``test_tampering``.
+"""Which paths of a patch belong to the test harness: the grader restores them before the tests
+run (the policy and why: docs/grading.md, "Tampering policy: restore"). Paths that cannot be
+restored (inside ``.git``, absolute, with ``..``) fail the attempt as ``test_tampering``.
 
 Contracts:
-- ``patch_paths(patch)`` every path a unified/git diff names (old and new sides, renames, copies).
-- ``unsafe_paths(paths)`` the ones that escape the work tree or reach into ``.git``.
-- ``test_files(instance)`` the test files named by FAIL_TO_PASS / PASS_TO_PASS and the test patch.
-- ``repo_relative_file(word)`` the word as a plain relative path inside the tree, or None.
-- ``harness_reason(path, tests, before, after, runners)`` why ``path`` is harness (None when it is
-  not); ``runners`` are the files the test command names (``verdict.runner_files``);
-  ``before``/``after`` are its text at the base commit and after the patch (None: absent), read
-  only for files whose test sections are compared (``CONTENT_CHECKED``) and for new modules
-  at the root of the tree (``shadowed_module``: ``python -m pytest`` puts the root first on
-  ``sys.path``, so a new ``pytest.py`` there would replace pytest, and a new ``argparse.py`` a
-  module pytest imports; only a module the patch creates counts, so the repository's own root
-  modules stay editable).
-  A ``CONTENT_CHECKED`` file is harness when its test settings changed as *any* reader sees
-  them: pytest's own ini parser (``iniconfig``, in each of its modes), ``configparser``,
-  ``tomllib`` for ``[tool.pytest*]``/``[tool.tox]``, or a changed line that names pytest, tox,
-  ``addopts`` or plugins (``CONFIG_WORDS``). Then the whole file is restored, so a section
-  header that two parsers read differently cannot slip a setting past the guard. A new
-  ``setup.cfg``/``pyproject.toml``/``setup.py`` without test settings is not harness (a new
-  packaging file is the patch's own).
+- ``patch_paths(patch)``: every path a unified/git diff names (both sides, renames, copies).
+- ``unsafe_paths(paths)``: the ones that escape the work tree or reach into ``.git``.
+- ``test_files(instance)``: the test files named by FAIL_TO_PASS / PASS_TO_PASS and the test patch.
+- ``repo_relative_file(word)``: the word as a plain relative path inside the tree, or None.
+- ``harness_reason(path, tests, before, after, runners)``: why ``path`` is harness, or None
+  (``runners``: the files the test command names; ``before``/``after``: its text at the base
+  commit and after the patch, None when absent, read only for ``CONTENT_CHECKED`` files and new
+  root modules). A new module at the tree's root that shadows one pytest imports
+  (``shadowed_module``: ``python -m pytest`` puts the root first on ``sys.path``) is harness;
+  the repository's own root modules stay editable. A ``CONTENT_CHECKED`` file is harness when
+  its test settings changed as any reader sees them (``iniconfig`` in each mode,
+  ``configparser``, ``tomllib`` for ``[tool.pytest*]``/``[tool.tox]``, or a changed line naming
+  ``CONFIG_WORDS``); then the whole file is restored. A new packaging file without test
+  settings is the patch's own.
 """
 
 from __future__ import annotations

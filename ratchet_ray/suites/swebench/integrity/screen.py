@@ -1,26 +1,16 @@
-"""A static screen of a patch for code aimed at the test harness: suspicion, never a verdict.
-
-A forger can spell anything indirectly, and an honest fix may name pytest's internals (in a
-comment, a string, or a repository whose own code has a ``TestReport``), so what the screen finds
-is recorded and shown (the grade's trace, ``evidence.tampering.suspicion``, ``ratchet audit``)
-but never fails a grade nor retires a skill: tampering needs behavioural proof (a canary that
-passed, the sentinel, a harness path that had to be restored).
+"""A static screen of a patch for code aimed at the test harness: suspicion, never a verdict
+(docs/grading.md, "Suspicion is not proof"): what it finds is recorded and shown (the grade's
+trace, ``evidence.tampering.suspicion``, ``ratchet audit``), never fails a grade nor retires a
+skill; tampering needs behavioural proof.
 
 Contracts:
-- ``suspicion(instance, patch)`` -> the grade's note (``evidence.tampering.SUSPICION_PREFIX``
-  then the quoted lines), or None when nothing was found. Harness paths the guard restores
-  anyway and repositories whose code under test is pytest (``sentinel.HARNESS_REPOS``) are not
-  screened.
-- ``screen(patch, skip)`` -> the added lines (``path:line: text``) of files not in ``skip`` that
-  name pytest's internals or the test run's plumbing (``PATTERNS``: ``_pytest``, pytest hook
-  names, ``hookimpl``, report objects, ``PYTEST_ADDOPTS`` and other ``PYTEST_*`` variables,
-  JUnit writers, ``sys.modules`` lookups of pytest or pluggy, pluggy's call machinery), and the
-  lines that walk the garbage collector or interpreter frames (``gc.get_objects``/``referrers``,
-  ``sys._getframe``, ``f_back``, ``inspect.stack``) in a patch that also names pytest, JUnit, outcomes or
-  reports. An empty list: nothing found. Lines are quoted at most ``LINE_CHARS`` long.
-- Harness files the grader restores (``skip``) are not screened: their changes never reach the
-  run. Repositories whose code under test is pytest itself are not screened at all (the caller
-  decides, see ``sentinel.HARNESS_REPOS``).
+- ``suspicion(instance, patch)``: the grade's note (``evidence.tampering.SUSPICION_PREFIX``
+  then the quoted lines), or None. Repositories whose code under test is pytest
+  (``sentinel.HARNESS_REPOS``) are not screened.
+- ``screen(patch, skip)``: the added lines (``path:line: text``, at most ``LINE_CHARS``) of
+  files not in ``skip`` (harness files the guard restores anyway) that name pytest's internals
+  or the run's plumbing (``PATTERNS``), and lines that walk the garbage collector or frames in a
+  patch that also names pytest, JUnit, outcomes or reports; empty when nothing was found.
 """
 
 from __future__ import annotations

@@ -2,24 +2,19 @@
 and judge.
 
 Contracts:
-- ``Sentinel.fresh(junit_dir, tree, root)`` names a plugin module and a result stem made for one
-  grade (``ratchet_sentinel_<random>``, in ``<root>/sentinel-<random>/``, ``root`` by default
-  ``FOLDER_ROOT``, results in the root-owned,
-  unlistable ``junit_dir``); ``source`` is the plugin's text with those filled in. The module
-  goes into a root-owned folder outside the tree (``files()``, staged with the grader's other
-  files in one put), and ``addopts``/``pythonpath`` load it first in pytest's process. Nothing
-  of the canaries is in it.
-- ``Sentinel.parse_results(files, too_big)`` turns the result files read from the report
-  folder (as root, ``result_name`` tells which) into dicts; a file that is not a JSON object,
-  or is past ``MAX_RESULT_BYTES``, becomes ``{"garbled": why}``.
-- ``judge(results, statuses, exit_code)`` -> ``SentinelVerdict``: ``findings`` (tampering: the
-  plugin's own findings; a test the plugin saw raise or fail that the JUnit report passes; a
-  process that exited 0 while pytest's session ended otherwise; a garbled result) and
-  ``incomplete`` (why the plugin cannot vouch for the run: no result of the outermost session,
-  or one that never reached its end). Results of nested sessions (a test that runs pytest) only
-  count in ``notes``.
+- ``Sentinel.fresh(junit_dir, tree, root)``: a plugin module and result stem made for one grade
+  (``ratchet_sentinel_<random>`` in ``<root>/sentinel-<random>/``; results in the root-owned,
+  unlistable ``junit_dir``); ``source``: the plugin's text with those filled in; ``files()``
+  stages it with the grader's other files; ``addopts``/``pythonpath`` load it first in pytest.
+- ``Sentinel.parse_results(files, too_big)``: the result files read from the report folder
+  (``result_name`` tells which) as dicts; one not a JSON object, or past ``MAX_RESULT_BYTES``,
+  becomes ``{"garbled": why}``.
+- ``judge(results, statuses, exit_code)`` -> ``SentinelVerdict``: ``findings`` (the plugin's
+  own; a test it saw raise or fail that the JUnit report passes; exit 0 while pytest's session
+  ended otherwise; a garbled result) and ``incomplete`` (no result of the outermost session, or
+  one that never reached its end). Nested sessions (a test that runs pytest) only give ``notes``.
 - ``HARNESS_REPOS``: repositories whose code under test is pytest itself; the sentinel and the
-  static screen stay off there (the canaries still run).
+  static screen stay off there.
 """
 
 from __future__ import annotations

@@ -1,41 +1,28 @@
 """The grader's pytest plugin: it watches, from inside the test process, the machinery that
-decides and writes test outcomes, and writes what it saw to a file the grader reads.
+decides and writes test outcomes, and writes what it saw to a file the grader reads
+(docs/grading.md, "The sentinel plugin").
 
-This file is not imported by ratchet-ray: ``sentinel.Sentinel`` copies its text, with the
-``RESULT_STEM``/``TREE``/``NESTED_FLAG`` lines filled in for one grade, into a root-owned folder
-of the instance container, and pytest loads it first (``-p`` in ``PYTEST_ADDOPTS``, the folder on
-``PYTHONPATH``). It runs under the instance's interpreter and pytest, so it is written for old
+Not imported by ratchet-ray: ``sentinel.Sentinel`` copies its text, with ``RESULT_STEM`` /
+``TREE`` / ``NESTED_FLAG`` filled in for one grade, into a root-owned folder of the container,
+and pytest loads it first. It runs under the instance's interpreter, so it is written for old
 ones too (Python 3.5 syntax, pytest 3.x and pluggy 0.x names tried alongside today's).
 
-What it records (``<RESULT_STEM>.<pid>.json``; written at session start and again at unconfigure,
-``finished`` true only then; nothing is written per test):
-- ``findings``: evidence of tampering. A watched function, class or code object of pytest's report
-  machinery (``WATCHED_MODULES``: report classes, runner, JUnit writer, terminal reporter,
-  skipping, assertion rewriting, pluggy's callers) replaced, wrapped or added after the session
-  started, or at start-up by code from the repository tree; an implementation of a watched hook
-  (``WATCHED_HOOKS``) added by anything but a conftest module, or removed; a report that is not
-  pytest's ``TestReport``; a test whose call raised but whose report says passed; a session exit
-  status of 0 with failing reports. Each names what and, for a replacement, the file it came from.
-- ``notes``: start-up changes by code outside the tree (an installed plugin), and the sentinel's
-  own start-up errors (it then watches less; the grader does not refuse a grade for those).
-- ``raised``/``failed``: node ids whose call raised (not a skip/xfail) / whose report failed,
-  the evidence the grader checks the JUnit report against; ``exitstatus``: pytest's own;
-  ``checks``: how many checks were full comparisons and how many quick ones found the
-  machinery untouched since the last full one, and the seconds each kind took in all (the cost
-  of watching, for the benches).
+What it records (``<RESULT_STEM>.<pid>.json``, written at session start and at unconfigure,
+``finished`` true only then):
+- ``findings``: evidence of tampering: a watched function, class or code object
+  (``WATCHED_MODULES``) replaced, wrapped or added after the session started, or at start-up by
+  code from the tree; a watched hook's implementation (``WATCHED_HOOKS``) added by anything but
+  a conftest module, or removed; a report that is not pytest's ``TestReport``; a test whose call
+  raised reported passed; exit status 0 with failing reports. Each names what and where from.
+- ``notes``: start-up changes by code outside the tree, and the sentinel's own start-up errors.
+- ``raised``/``failed``: node ids whose call raised (not a skip/xfail) / whose report failed;
+  ``exitstatus``: pytest's; ``checks``: how many full and quick comparisons, and their seconds.
 
-When it looks: at session start (the baseline), once collection is done, after every test's
-protocol, and at session end. Before the first test and after each, it first compares, by
-identity and in C-level loops, everything a full comparison reads (the watched modules in
-``sys.modules``, their namespaces and those of their classes key by key, each watched
-function's ``__code__``, the watched builtins, the watched hooks' implementations) with a
-snapshot taken before the last full comparison; only when anything differs does it compare in
-full with the baseline (and snapshot again). A full comparison is a function of exactly that
-state, so skipping it when the state is the same object for object loses no finding, and any
-replacement, however soon undone, that is still in place at the end of a test is seen after
-that test, as before. At session end the comparison is always in full.
-Code under test shares this process and can, knowing this plugin, defeat it: it is a tripwire
-for report rewriting that does not single it out (see docs/grading.md, SWE-bench threat model).
+It looks at session start (the baseline), after collection, after every test and at session end
+(always in full then). Before and after each test a quick check compares, by identity, what a
+full comparison reads with a snapshot; only when anything differs does it compare in full with
+the baseline: a full comparison is a function of exactly that state, so nothing still in place
+at the end of a test is missed. Code in the same process can defeat it: a tripwire, not a proof.
 """
 
 import builtins

@@ -1,31 +1,22 @@
 """The grader's layers inside one session: the graded test files written by root, and the
-sentinel plugin (the static screen is ``screen``'s, a suspicion only).
+sentinel plugin (the static screen, a suspicion only, is ``screen``'s).
 
 Contracts:
-- ``Protections.prepare(box, instance, eval_script, markers, runner, log, plant=...)`` (after
-  the patch is applied and the harness restored, before the eval script runs): reads the files
-  that hold the graded tests at the base commit (one exec for all of them; ``read_step`` is
-  that exec's command, for a caller that batches it), applies the test patch to them on the
-  host (``texts``), and stages what root writes into each just before the tests start:
-  ``plant(texts)`` (default: the same text). Every session writes every such file, so a canary
-  session (``differential``: one test mutated in place) and the real session (the unchanged
-  text) write the same files the same way. ``located``: the graded tests found in them
-  (``graded_tests.locate``/``settle``). ``files`` (``{path: (text, mode)}``: the staged texts,
-  0600 in ``<root>/stage-<random>/``, and the sentinel's module) go into the container with
-  the eval script in one archive; nothing of the repository runs in between. ``extras`` is
-  what ``verdict.instrument`` adds to the script (a write that fails stops the script before
-  the tests: the session's markers are then missing). The sentinel is pytest's alone.
-- ``collect(box)`` reads the report folder once (inside the container's lifetime): returns the
-  JUnit report (None when absent; ``ValueError`` past ``verdict.MAX_JUNIT_BYTES``) and keeps
-  the sentinel's results.
-- ``judge(result, statuses, exit_code, log, test_log)`` -> the session's grade after the
-  layers (``statuses``: the JUnit report's for pytest, swebench's parse of the log for a log
-  runner): a sentinel finding is ``test_tampering`` whatever the tests said; a resolution the
-  sentinel cannot vouch for (no result, or a session cut short) is ``results_mismatch``; for a
-  log runner (``test_log``: the output swebench parsed), a test the log reports failed and then
-  passed is ``results_mismatch`` (``log_canaries.contradictions``; a line that starts with
-  ``ok`` after a failure misleads django's parser in an honest log too). The trace names what
-  was detected, and by which layer.
+- ``Protections.prepare(box, instance, eval_script, markers, runner, log, plant=...)``, after
+  the restore and before the eval script: reads the graded tests' files at the base commit in
+  one exec (``read_step``: its command, for a caller that batches it), applies the test patch on
+  the host (``texts``), and stages what root writes into each just before the tests,
+  ``plant(texts)`` (default unchanged): every session writes the same files the same way, a
+  canary session's with one test mutated. ``located``: the graded tests found in them.
+  ``files`` (the staged texts, 0600 under ``<root>/stage-<random>/``, and the sentinel's module)
+  go in with the eval script in one archive; ``extras`` is what ``verdict.instrument`` adds (a
+  failed write stops the script before the tests). The sentinel is pytest's alone.
+- ``collect(box)``: the JUnit report (None when absent; ``ValueError`` past
+  ``verdict.MAX_JUNIT_BYTES``), the sentinel's results kept, in one read of the report folder.
+- ``judge(result, statuses, exit_code, log, test_log)``: a sentinel finding is
+  ``test_tampering`` whatever the tests said; a resolution the sentinel cannot vouch for is
+  ``results_mismatch``, and so, for a log runner, is a test the log reports failed and then
+  passed (``log_canaries.contradictions``). The trace names what was detected, by which layer.
 """
 
 from __future__ import annotations

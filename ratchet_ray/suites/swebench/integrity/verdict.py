@@ -1,33 +1,24 @@
-"""Where the verdict is read from: per-run secret markers and a JUnit report, cross-checked.
+"""Where the verdict is read from: per-run secret markers and a JUnit report, cross-checked
+(docs/grading.md, "The verdict comes from channels the tests cannot write").
 
-The eval script's test block is rewritten (``instrument``):
-- swebench's fixed markers become lines printing ``Markers.start``/``end``, 128 random bits made
-  by the host for this run. They exist only in the script (root-only inside the container) and in
-  the trusted bash; the test block runs as the untrusted uid, which cannot read either.
-- the block runs under ``setpriv`` as that uid (when the image has it), its stderr joined to
-  stdout (so the section is in write order), with ``PYTEST_ADDOPTS`` adding ``--junitxml`` at a
-  random path inside a root-owned folder it may create files in but not list; then every process
-  of that uid is killed, the end marker and the exit code are printed, and the script ends (no
-  root step runs in the tree after the untrusted code).
-- a step before the block that installs or builds the repository (``INSTALL_STEP``: swebench's
-  per-repository install command, ``pip install -e .``, ``setup.py``...) runs the patch's code,
-  so it runs as that uid too, and every process of the uid is killed after it: the patch's code
-  never runs as root, where it could read the staged files and the script or leave a process
-  or a start-up hook behind. (On a conda image pip then installs into the uid's user site,
-  which the tests' interpreter reads; site-packages stays as the image built it.)
+``instrument`` rewrites the eval script's test block:
+- swebench's markers become ``Markers.start``/``end``, 128 random bits of the host's, only in
+  the root-only script and the trusted bash;
+- the block runs under ``setpriv`` as the untrusted uid (where the image has it), stderr joined
+  to stdout, with ``PYTEST_ADDOPTS`` adding ``--junitxml`` at a random path in a root-owned
+  folder it can create files in but not list; then every process of the uid is killed and the
+  end marker and exit code are printed (no root step runs in the tree after the tests);
+- an install step before the block (``INSTALL_STEP``) runs the patch's code, so it runs as the
+  uid too, every process of the uid killed after it;
+- ``RunExtras``: root steps just before the tests (the graded files written) and pytest options
+  and a ``PYTHONPATH`` entry (the sentinel plugin).
 
-- ``RunExtras``: root steps just before the tests (the canaries of ``canaries``, written into
-  the graded test files) and pytest options and a ``PYTHONPATH`` entry (the sentinel plugin of
-  ``sentinel``, loaded first from a root-owned folder). Nothing in the environment names a canary.
-
-``command_words(eval_script)`` are the test command's shell words; ``runner_files(eval_script)`` the
-repository files among them (the guard restores them like test files); ``printed_exit_code`` the
-command's exit code as the trusted script printed it after the end marker.
-
-``split_log(stdout, output, markers)`` cuts the standard output at the real markers and rebuilds
-the log swebench parses; output that imitates swebench's own markers, or secret markers that are
-missing or repeated, raise ``Forgery``. ``junit_statuses(xml)`` reads the report into ``{node id: status}``
-and ``cross_check`` lists the tests the log counts as passing that the report does not.
+``command_words(eval_script)``: the test command's shell words; ``runner_files(eval_script)``:
+the repository files among them; ``printed_exit_code``: the exit code the trusted script printed.
+``split_log(stdout, output, markers)`` cuts stdout at the real markers and rebuilds swebench's
+log; an imitated swebench marker, or secret markers missing or repeated, raise ``Forgery``.
+``junit_statuses(xml)``: ``{node id: status}``; ``cross_check``: the tests the log counts as
+passing that the report does not.
 """
 
 from __future__ import annotations
