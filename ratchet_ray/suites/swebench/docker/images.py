@@ -1,40 +1,24 @@
 """Instance images: named as the swebench harness names them, pulled or built, cleaned per cache level.
 
 Contracts:
-- ``image_name(instance_id, settings)`` is swebench's ``ImageSpec.name``:
-  ``sweb.eval.x86_64.<id>:<tag>`` (lower case) for local images (``namespace`` None) and
-  ``<namespace>/sweb.eval.x86_64.<id with __ -> _1776_>:<tag>`` for registry images.
-- ``InstanceImages.ensure(instance, log)`` makes the image present and ``ready``: absent ->
-  ``namespace`` set -> pull (an instance with its own ``dockerfile`` that the registry does not
-  have, or cannot serve, is built from it instead); ``namespace`` None -> build from the
-  instance's ``dockerfile`` with the classic builder (no BuildKit needed); then, once per image, its repository is stripped of
-  every commit, ref, reflog entry and object newer than ``base_commit`` (``history``: a derived
-  layer tagged with the same name and marked with ``HISTORY_LABEL``; an image someone else
-  pulled or built is stripped the first time it is used). Every agent and grader container starts
-  from that image: the preparation costs nothing per container. Failures raise
-  ``InfraFailure`` (image_missing / image_build_failed, naming why the history could not be
-  removed / daemon errors). One build or pull per image at a time per object.
-- ``InstanceImages.ready(name, instance)``: the image is present and stripped to the instance's
-  ``base_commit`` by the current ``history`` script.
-- ``InstanceImages.use(instance, log)`` is a context manager yielding the image name with the
-  image ready and held: one lock file per image under the node's ``settings.lock_dir``
-  (``settings.on_this_node``; ``ImageLock``) is
-  held shared for the block, so no grader or agent on this machine removes the image between its
-  ``ensure`` and the end of its container; building, pulling or stripping takes it exclusively.
-- ``InstanceImages.release(name, log)`` applies the cache level after an instance: below
-  ``instance`` it removes the instance image if this object's client did not find it present
-  when the object was created, and only when it gets the image's lock exclusively at once (a
-  grader or agent that uses it keeps it); an image a running container uses is kept (not forced).
-  Removing a stripped image removes the image it was derived from too (no longer tagged).
-- The node's image cache (``image_cache.ImageCache``, ``InstanceImages.cache``): ``ensure``
-  counts a hit, a build, a pull or a strip in the node's index and marks the image used; a
-  build or pull first makes room under ``swebench.image_cache_gb`` and passes the disk guard
-  (``swebench.build_min_free_gb``, ``InfraFailure("disk_guard")``), both while holding the
-  image's exclusive lock, so however many workers of a node ask, one of them builds and the
-  others find it ready (hits). ``use`` marks the image used (LRU recency), and an image it
-  finds ready that the node's index does not list yet (e.g. an agent's first use, which skips
-  ``ensure``) is recorded as a hit: the index lists every image this node's workers use, which
-  is what placement reads; ``release`` drops a removed image from the index.
+- ``image_name(instance_id, settings)``: swebench's ``ImageSpec.name``
+  (``sweb.eval.x86_64.<id>:<tag>`` locally, ``<namespace>/sweb.eval.x86_64.<id with __ ->
+  _1776_>:<tag>`` from a registry).
+- ``InstanceImages.ensure(instance, log)``: the image present and ``ready``: pulled when
+  ``namespace`` is set (an instance with its own ``dockerfile`` the registry cannot serve is
+  built from it), else built from the instance's ``dockerfile`` (classic builder); then, once per
+  image, stripped of every commit, ref and object newer than ``base_commit`` (``history``: a
+  derived layer under the same name, marked ``HISTORY_LABEL``). Failures raise ``InfraFailure``.
+  A build or pull first makes room in the node's cache and passes its disk guard
+  (``image_cache``), all under the image's exclusive lock, so one worker of a node builds and
+  the others find it ready.
+- ``InstanceImages.use(instance, log)``: a block with the image ready and held: the image's lock
+  file under the node's ``lock_dir`` (``ImageLock``) held shared, so no worker of this machine
+  removes it meanwhile; marks it used in the node's index (recording a hit when unlisted, so the
+  index lists every image this node uses, which placement reads).
+- ``InstanceImages.release(name, log)`` applies the cache level: below ``instance`` it removes
+  an image this object did not find present at its creation, only when it gets the image's
+  lock at once and no container uses it, and drops it from the index.
 """
 
 from __future__ import annotations
@@ -73,16 +57,19 @@ def image_name(instance_id: str, settings: SwebenchSettings) -> str:
     return spec.name
 
 
-def _dockerfile_context(dockerfile: str) -> io.BytesIO:
-    """A build context holding only the Dockerfile (instances carry everything in RUN steps)."""
-    data = dockerfile.encode()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo("Dockerfile")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    buf.seek(0)
-    return buf
+def build_events(client: Any, files: dict[str, bytes], tag: str, network: str,
+                 labels: dict[str, str] | None = None, mtime: int = 0) -> Iterator[dict]:
+    """The daemon's events of a classic build of ``tag`` from a context holding only ``files``
+    (name -> bytes, dated ``mtime``; an instance's Dockerfile carries the rest in RUN steps)."""
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        for file, data in files.items():
+            info = tarfile.TarInfo(file)
+            info.size, info.mtime = len(data), mtime
+            tar.addfile(info, io.BytesIO(data))
+    context.seek(0)
+    return client.api.build(fileobj=context, custom_context=True, tag=tag, rm=True,
+                            forcerm=True, decode=True, network_mode=network, labels=labels)
 
 
 class ImageLock:
@@ -250,9 +237,8 @@ class InstanceImages:
         output: list[str] = []
         try:
             # No network: the script only rewrites the repository that is already there.
-            for event in self.client.api.build(fileobj=_dockerfile_context(dockerfile),
-                                               custom_context=True, tag=name, rm=True,
-                                               forcerm=True, decode=True, network_mode="none"):
+            for event in build_events(self.client, {"Dockerfile": dockerfile.encode()}, name,
+                                      "none"):
                 for line in str(event.get("stream") or "").splitlines():
                     if line.strip():
                         output.append(line.strip())
@@ -283,11 +269,8 @@ class InstanceImages:
                                f"set swebench.namespace to pull it, or add a dockerfile field")
         log(f"building {name} locally")
         try:
-            for event in self.client.api.build(fileobj=_dockerfile_context(dockerfile),
-                                               custom_context=True, tag=name, rm=True,
-                                               forcerm=True, decode=True,
-                                               network_mode=self.settings.build_network,
-                                               labels={BUILT_LABEL: "instance"}):
+            for event in build_events(self.client, {"Dockerfile": dockerfile.encode()}, name,
+                                      self.settings.build_network, {BUILT_LABEL: "instance"}):
                 if "error" in event:
                     raise InfraFailure("image_build_failed", f"building {name} failed: "
                                        f"{event['error'].strip()}")

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ratchet_ray.suites.swebench.docker.images import build_events
 from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
 from ratchet_ray.suites.swebench.realcode.projects import Project
@@ -135,17 +136,9 @@ def ensure_image(client: Any, project: Project, layer: bytes, base: str) -> Proj
     try:
         client.images.get(tag)
     except docker.errors.ImageNotFound:
-        context = io.BytesIO()
-        with tarfile.open(fileobj=context, mode="w") as tar:
-            for name, data in (("Dockerfile", text.encode()), ("layer.tar", layer)):
-                info = tarfile.TarInfo(name)
-                info.size, info.mtime = len(data), EPOCH
-                tar.addfile(info, io.BytesIO(data))
-        context.seek(0)
         try:
-            for event in client.api.build(fileobj=context, custom_context=True, tag=tag, rm=True,
-                                          forcerm=True, decode=True, network_mode="none",
-                                          labels={LABEL: inputs}):
+            for event in build_events(client, {"Dockerfile": text.encode(), "layer.tar": layer},
+                                      tag, "none", {LABEL: inputs}, EPOCH):
                 if "error" in event:
                     raise RealcodeError(f"building {tag} failed: {event['error'].strip()}")
         except docker.errors.APIError as exc:
