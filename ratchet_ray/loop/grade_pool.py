@@ -1,10 +1,13 @@
 """Grade many (task, output) pairs on a Grader pool and wait for all of them.
 
 Contract: ``grade_all(graders, items)`` submits ``grade(task, output)`` for every item to the
-``actors.pools.ResilientPool`` ``graders`` (the pool retries a job whose actor died), waits until
-all are done and returns, in the order of ``items``, each ``GradeResult`` or, for a job that
-failed in the pool itself, a string naming why. It is the grading callable that suite hooks
-(``suites.hooks.before_rounds``) receive, so the plain library never touches Ray.
+``actors.pools.ResilientPool`` ``graders`` (the pool retries a job whose actor died), in one
+burst (``held``: a placing pool places them knowing all of them), waits until all are done and
+returns, in the order of ``items``, each ``GradeResult`` or, for a job that failed in the pool
+itself, a string naming why; ``nodes``, when given, is filled with the node that graded each
+item ("" where the pool does not say). It is the grading callable that suite hooks
+(``suites.hooks.before_rounds``) and ``swe validate`` receive, so the plain library never
+touches Ray.
 """
 
 from __future__ import annotations
@@ -16,14 +19,20 @@ from actors.grader import GraderWorker
 from ratchet_ray.types import GradeResult, Task
 
 
-def grade_all(graders: Any, items: Sequence[tuple[Task, str]]) -> list[GradeResult | str]:
+def grade_all(graders: Any, items: Sequence[tuple[Task, str]],
+              nodes: list[str] | None = None) -> list[GradeResult | str]:
     results: list[GradeResult | str] = [""] * len(items)
-    for index, (task, output) in enumerate(items):
-        graders.submit(GraderWorker.grade, task, output, key=index)
+    where = [""] * len(items)
+    with graders.held():
+        for index, (task, output) in enumerate(items):
+            graders.submit(GraderWorker.grade, task, output, key=index)
 
     def handle(_pool: Any, result: Any) -> None:
         results[result.key] = (result.value if result.ok
                                else f"{result.exit_status}: {result.error}"[:500])
+        where[result.key] = result.node or ""
 
     drain([graders], handle)
+    if nodes is not None:
+        nodes[:] = where
     return results

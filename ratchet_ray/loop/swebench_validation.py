@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -102,31 +103,6 @@ def gold_mutants(pool: Any, instances: list[dict], twins: bool = False) -> dict[
     return found
 
 
-def _grade_on(pool: Any, nodes: list[str]) -> Callable[[list], list]:
-    """A grading callable for ``validate.validate`` over ``pool`` that also keeps, per item,
-    the node that graded it (in ``nodes``): every item queued in one burst, so the pool places
-    them knowing all of them."""
-    from actors.draining import drain
-    from actors.grader import GraderWorker
-
-    def grade(items: Sequence[tuple[Any, str]]) -> list:
-        results: list[Any] = [""] * len(items)
-        nodes[:] = [""] * len(items)
-        with pool.held():
-            for index, (task, patch) in enumerate(items):
-                pool.submit(GraderWorker.grade, task, patch, key=index)
-
-        def handle(_pool: Any, result: Any) -> None:
-            results[result.key] = (result.value if result.ok
-                                   else f"{result.exit_status}: {result.error}"[:500])
-            nodes[result.key] = result.node or ""
-
-        drain([pool], handle)
-        return results
-
-    return grade
-
-
 def _one_node() -> str:
     import ray
 
@@ -141,6 +117,7 @@ def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,
 
     from actors.pool_errors import PoolError
     from ratchet_ray.evidence.store import EvidenceStore
+    from ratchet_ray.loop.grade_pool import grade_all
     from ratchet_ray.loop.runtime import check_ray, make_grader_factory
     from ratchet_ray.loop.session import RunRuntime, ray_session
     from ratchet_ray.suites.swebench.dataset import load_instances
@@ -166,7 +143,7 @@ def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,
             pool = rt.pool("grader", make_grader_factory(config, out_dir, rt.artifacts(out_dir)),
                            size)
             nodes: list[str] = []
-            result = validate(_grade_on(pool, nodes), pairs, repeat)
+            result = validate(partial(grade_all, pool, nodes=nodes), pairs, repeat)
             for outcome, node in zip(result.outcomes, nodes):
                 outcome.node = node
             stable = {task.task_id for task, _gold in pairs} - set(result.failed_instances)
