@@ -17,7 +17,8 @@ is described by what a forger sees in the repository: how many other constants o
 its value, whether its text appears elsewhere in the file, how often its value is a literal of
 the repository's other files, whether it equals one of the compared call's literal arguments or
 a constant of the compared expression, whether the test function writes it elsewhere, its type
-and length, for a number its magnitude and roundness, for a string its character classes and
+and length, for a number its magnitude and roundness (whether it ends in 0, how many zeros end
+it, how many significant digits it has), for a string its character classes and
 the share of its words found elsewhere in the file and in the repository. A logistic regression
 over those features, fitted and scored in 5 folds split by file, and each feature alone (rank),
 give an AUC for real-vs-mutant: 0.5 is chance, 1.0 a detector that is never wrong. Printed per
@@ -52,9 +53,9 @@ INSTANCES = ROOT / "results" / "realcode"
 DRAWING = literals
 """The module whose ``replacement`` draws the ``after`` design (``--drawing``: another one)."""
 FEATURES = ["same_in_file", "text_elsewhere", "equals_argument", "is_str", "is_int", "is_float",
-            "is_bytes", "is_bool", "length", "magnitude", "round", "digits", "upper", "space",
-            "punct", "identifier", "words_elsewhere", "repo_same", "repo_words", "in_test",
-            "in_compared"]
+            "is_bytes", "is_bool", "length", "magnitude", "round", "zeros", "significant", "digits",
+            "upper", "space", "punct", "identifier", "words_elsewhere", "repo_same", "repo_words",
+            "in_test", "in_compared"]
 
 
 def _tests(tree: ast.Module) -> dict[str, ast.AST]:
@@ -100,6 +101,21 @@ class Context:
         self.args, self.in_test, self.in_compared = args, in_test, in_compared
 
 
+def roundness(literal: str, value: object) -> tuple[float, float]:
+    """``(zeros, significant)`` of a number as written: how many zeros end an integer of 2 digits
+    and more (``250``: 1, ``1000``: 3; else 0), and how many significant digits its text has
+    (``0.25``: 2, ``100.0``: 1, ``1234``: 4); ``(0, 0)`` for anything else."""
+    if not isinstance(value, (int, float)) or type(value) is bool:
+        return 0.0, 0.0
+    mantissa = literal.lstrip("-+").lower().replace("_", "").split("e")[0]
+    if not mantissa.replace(".", "", 1).isdigit():
+        return 0.0, 0.0  # 0x1f, 0o17, inf
+    digits = mantissa.replace(".", "").lstrip("0")
+    zeros = (len(mantissa) - len(mantissa.rstrip("0"))
+             if type(value) is int and len(mantissa) > 1 and mantissa[0] != "0" else 0)
+    return float(zeros), float(len(digits.rstrip("0")))
+
+
 def features(literal: str, ctx: Context) -> list[float]:
     value = literals._value(literal)
     body = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
@@ -114,7 +130,7 @@ def features(literal: str, ctx: Context) -> list[float]:
                       for a in ctx.args)),
             *(float(type(value) is t) for t in (str, int, float, bytes, bool)),
             math.log1p(len(literal)), math.log10(abs(value) + 1) if number else 0.0,
-            float(number and value != 0 and value % 10 == 0),
+            float(number and value != 0 and value % 10 == 0), *roundness(literal, value),
             *(sum(f(c) for c in body) / max(1, len(body))
               for f in (str.isdigit, str.isupper, str.isspace, lambda c: not c.isalnum())),
             float(body.isidentifier()), len(found) / max(1, len(own)),

@@ -33,17 +33,46 @@ def test_a_frequent_expectation_is_as_frequent_among_mutants():
     ``distribution`` says, their mutants are 42 as often as they are (and never 42 for a 42)."""
     pool = ["42"] * 5 + ["17", "23", "64", "31", "58", "76"]
     masses = literals.distribution("99", pool)
-    assert masses["42"] > 0.3 and literals.FRESH in masses
+    assert masses["42"] > 0.25 and {literals.FRESH, literals.FRESH_ROUND} <= set(masses)
+    fresh = {literals.FRESH: "99", literals.FRESH_ROUND: "90"}  # a fresh value: one of its own
     real, mutated = [], []
     for seed in range(4000):
         rng = random.Random(seed)
-        old = rng.choices(list(masses), list(masses.values()))[0] or "99"  # FRESH: one of its own
+        old = rng.choices(list(masses), list(masses.values()))[0]
+        old = fresh.get(old, old)
         new = literals.replacement(old, rng, [*pool, old], [])  # the file holds the real one
         assert new != old and len(new) == 2 and not new.startswith("-")
         real.append(old)
         mutated.append(new)
     for value in ("42", "17"):
         assert abs(mutated.count(value) - real.count(value)) < 0.03 * len(real), value
+    rounded = sum(m.endswith("0") for m in mutated) / len(mutated)
+    assert abs(rounded - real.count("90") / len(real)) < 0.03 and abs(rounded - literals.ROUND[2]) < 0.03
+
+
+def test_a_number_is_as_round_as_real_expectations_not_as_the_file_s_literals():
+    """pytest's files write round numbers (timeouts, widths: 10, 20, 30) far more often than
+    their expectations end in 0; a mutant of a frequent plain expectation (42) drawn among the
+    file's other literals alone was told by its roundness. It ends in 0 as often as the file's
+    other expectations do (``literals.ROUND`` when it has none), and a fresh round number has
+    Benford's leading digit and mostly all zeros after it (``literals.WHOLE``)."""
+    pool = ["42"] * 6 + ["10", "20", "30", "60", "10", "20"]
+    drawn = [literals.replacement("42", random.Random(s), pool, []) for s in range(2000)]
+    assert "42" not in drawn and all(len(d) == 2 for d in drawn)
+    rounded = sum(d.endswith("0") for d in drawn) / len(drawn)
+    assert abs(rounded - literals.ROUND[2]) < 0.04, rounded  # the file's literals: 6 of 6 after 42
+    plain = "".join(f"def test_{i}():\n    assert size({i}) == {2 * i + 21}\n\n" for i in range(12))
+    tree = ast.parse(plain)
+    rates = literals.shares(mutants.observations(tree, plain, literals.literal_pool(tree, plain)).values())
+    assert rates["round"][2] < literals.ROUND[2] / 2, rates  # 12 plain expectations: rarely round
+    assert literals.round_share(3, rates) == literals.ROUND[3] and literals.round_share(7) == literals.ROUND_MORE
+    fresh = [literals.replacement("4096", random.Random(s), [], [], rates={"round": {4: 1.0}})
+             for s in range(600)]
+    assert all(len(f) == 4 and f.endswith("0") and f != "4096" for f in fresh)
+    whole = sum(f.endswith("000") for f in fresh) / len(fresh)
+    assert abs(whole - literals.WHOLE) < 0.07 and Counter(f[0] for f in fresh)["1"] > 0.2 * len(fresh)
+    assert all(not literals.replacement("4096", random.Random(s), [], [], rates={"round": {4: 0.0}}
+                                        ).endswith("0") for s in range(300))
 
 
 def test_a_number_keeps_its_sign_and_its_digits_follow_benford():

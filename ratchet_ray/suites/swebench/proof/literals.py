@@ -15,6 +15,10 @@ size; a number its sign) and is drawn:
   string with one word swapped for a word of the file of the same length and case). The shares
   are the file's own (``shares``: how its other tests' expectations are written, the replaced
   test left out, pulled toward ``SHARES``);
+- a number of 2 digits and more round (ending in 0: 10, 250, 1000) as often as the file's other
+  expectations are (``ROUND``, ``round_share``), whatever the real value is and however round
+  the file's other literals are: its roundness is drawn first, then its value among the keys of
+  that roundness;
 - through ``derange``: the real value is never its own mutant, and drawing "any other value"
   would make a frequent value (pytest's monkeypatch tests expect 42 nine times) rarer among
   mutants than among real expectations; deranged, a value drawn from ``distribution`` gives a
@@ -51,12 +55,27 @@ samples). Strings and bytes: those files measure 0.66/0.26 and 0.40/0.20, but fi
 their strings (flask's: 0.77/0.43 and 0.53/0.60) are then told by a mutant string found nowhere
 in the repository; the higher prior is the one that scored best on the real projects (so their
 AUC is no held-out measure for it, docs/benchmarks.md)."""
+ROUND = {2: 0.33, 3: 0.52}
+"""How often a real expectation of n digits (an integer of 2 and more, by n) is round, ends in a
+0 (10, 250, 1000); ``ROUND_MORE`` from 4 digits on (the same 600 files: 30 of 90, 17 of 33, 11
+of 22). A file's literals are no measure of it: pytest's write 30 of their 67 two-digit numbers
+round (timeouts, sizes) and their expectations 1 of 16, so a mutant drawn from them alone was
+told by its roundness."""
+ROUND_MORE = 0.5
+WHOLE = 0.6
+"""How often a round number's zeros are all but its first digit (100, 3000), not fewer (250,
+1200): the same files' round literals, 0.53 to 0.8 by number of digits."""
 DIGITS = (0.306, 0.295, 0.171, 0.084, 0.048, 0.033, 0.024, 0.014, 0.013, 0.012)
 """How often a one-digit real expectation is 0, 1, ..., 9 (the same 600 files)."""
 PRIOR_WEIGHT = 8
 """How many observations ``SHARES`` counts as, against a file's own (``shares``)."""
 FRESH = None
-"""``distribution``'s key for a value written nowhere else in the file."""
+"""``distribution``'s key for a value written nowhere else in the file (a number of 2 digits and
+more: one that does not end in 0)."""
+FRESH_ROUND = "<fresh round>"
+"""``distribution``'s key for a number of 2 digits and more written nowhere else in the file that
+ends in 0 (its roundness is drawn as real expectations' is: ``ROUND``)."""
+FRESHES = (FRESH, FRESH_ROUND)
 
 _WORD = re.compile(r"[A-Za-z]+|[0-9]+")
 
@@ -154,10 +173,25 @@ def _others(source: str, shape: tuple, literals) -> Counter:
     return Counter({texts[v]: n for v, n in found.items() if n > 0})
 
 
+def _digits(source: str) -> int | None:
+    """How many digits a plain integer literal of 2 digits and more has (``-250``: 3), else None
+    (one digit, ``0x1f``, ``1_000``, ``007``, not an integer)."""
+    digits = source.lstrip("-+")
+    if len(digits) < 2 or not digits.isdigit() or digits.startswith("0"):
+        return None
+    return len(digits)
+
+
+def _round(source: str) -> bool:
+    """Whether ``source`` is an integer of 2 digits and more that ends in 0."""
+    return _digits(source) is not None and source.endswith("0")
+
+
 def observation(source: str, pool: list[str], local=()) -> tuple | None:
-    """How one real expectation was written: ``(type, in_function, in_file)``, whether its value
-    is another literal of its test function of its shape (None: the function has none), and if
-    not, another of its file (None: it is, or the file has none). None for a bool or no literal."""
+    """How one real expectation was written: ``(type, in_function, in_file, roundness)``, whether
+    its value is another literal of its test function of its shape (None: the function has none),
+    and if not, another of its file (None: it is, or the file has none), and for an integer of 2
+    digits and more ``(digits, ends in 0)`` (else None). None for a bool or no literal."""
     value = _value(source)
     if value is None or type(value) is bool:
         return None
@@ -165,13 +199,16 @@ def observation(source: str, pool: list[str], local=()) -> tuple | None:
     near, far = _others(source, shape, local), _others(source, shape, pool)
     in_near = any(_value(t) == value for t in near) if near else None
     in_far = None if in_near or not far else any(_value(t) == value for t in far)
-    return type(value), in_near, in_far
+    digits = _digits(source) if type(value) is int else None
+    return type(value), in_near, in_far, None if digits is None else (digits, _round(source))
 
 
-def shares(observations) -> dict[type, tuple[float, float]]:
+def shares(observations) -> dict:
     """``SHARES`` as this file writes its other expectations (``observation`` of each): per type,
     the file's rates, each pulled toward ``SHARES`` by ``PRIOR_WEIGHT`` pseudo-observations (a
-    file of few tests is mostly the prior)."""
+    file of few tests is mostly the prior); under the key ``"round"``, ``{digits: how often an
+    integer expectation of that many digits ends in 0}``, pulled toward ``ROUND`` the same way,
+    for the numbers of digits the file's expectations have (``round_share``: any)."""
     found = [o for o in observations if o is not None]
     out = {}
     for kind, prior in SHARES.items():
@@ -180,7 +217,19 @@ def shares(observations) -> dict[type, tuple[float, float]]:
             seen = [o[at] for o in found if o[0] is kind and o[at] is not None]
             rates.append((sum(seen) + PRIOR_WEIGHT * base) / (len(seen) + PRIOR_WEIGHT))
         out[kind] = (rates[0], rates[1])
+    rounds: dict[int, list[bool]] = {}
+    for o in found:
+        if len(o) > 3 and o[3] is not None:
+            rounds.setdefault(o[3][0], []).append(o[3][1])
+    out["round"] = {n: (sum(seen) + PRIOR_WEIGHT * ROUND.get(n, ROUND_MORE)) / (len(seen) + PRIOR_WEIGHT)
+                    for n, seen in rounds.items()}
     return out
+
+
+def round_share(digits: int, rates: dict | None = None) -> float:
+    """How often an integer expectation of ``digits`` digits ends in 0: ``rates["round"]``
+    (``shares``) where the file has such expectations, else ``ROUND``."""
+    return (rates or {}).get("round", {}).get(digits, ROUND.get(digits, ROUND_MORE))
 
 
 def distribution(source: str, pool: list[str], local=(),
@@ -208,8 +257,39 @@ def distribution(source: str, pool: list[str], local=(),
                 masses[f"{sign}{d}"] = masses.get(f"{sign}{d}", 0.0) + left * weight
     else:
         masses[FRESH] = left
+    if type(value) is int and _digits(source) is not None:
+        masses = _by_roundness(masses, round_share(_digits(source), rates))
     total = sum(masses.values())
     return {k: m / total for k, m in masses.items() if m > 0}
+
+
+def _by_roundness(masses: dict, share: float) -> dict:
+    """``masses`` of a number of 2 digits and more made round (ending in 0) with probability
+    ``share``, as real expectations are (``ROUND``): the fresh value's mass split between
+    ``FRESH_ROUND`` and ``FRESH`` by ``share``, then the round keys' mass scaled to ``share`` and
+    the others' to the rest (within each, the file's literals keep their proportions)."""
+    out = dict(masses)
+    fresh = out.pop(FRESH, 0.0)
+    out[FRESH_ROUND], out[FRESH] = fresh * share, fresh * (1.0 - share)
+    is_round = {k: k is FRESH_ROUND or (k is not FRESH and _round(k)) for k in out}
+    total = sum(out.values())
+    rounded = sum(m for k, m in out.items() if is_round[k]) / total
+    if not 0.0 < rounded < 1.0:
+        return out  # one class only: nothing to scale toward
+    return {k: m / total * (share / rounded if is_round[k] else (1.0 - share) / (1.0 - rounded))
+            for k, m in out.items()}
+
+
+def _one_roundness(masses: dict, own, share: float, rng: random.Random) -> dict:
+    """The keys of ``masses`` (``_by_roundness``'s) of one roundness, round with probability
+    ``share`` whatever the real value's is: deranged among all keys, a mutant of a frequent
+    plain value (pytest's 42s) would be round as often as the file's other literals are, far
+    more than real expectations (a class whose only key is ``own``, a literal: all of them; a
+    fresh key is no obstacle: a fresh value differs from the real one)."""
+    want = rng.random() < share
+    kept = {k: m for k, m in masses.items()
+            if (k is FRESH_ROUND or (k not in FRESHES and _round(k))) == want}
+    return kept if any(k != own or k in FRESHES for k in kept) else masses
 
 
 def derange(masses: dict, own, rng: random.Random):
@@ -242,17 +322,41 @@ def derange(masses: dict, own, rng: random.Random):
     return chosen
 
 
-def _same_digits(source: str, value: int, rng: random.Random, forbid: set) -> str | None:
+def _benford(digits: int, rng: random.Random) -> int:
+    """A number of ``digits`` digits by Benford's law (a 1xx as likely as a 2xx and a 3xx
+    together, as real values are)."""
+    low = 10 ** (digits - 1)
+    return min(10 * low - 1, int(low * 10 ** rng.random()))
+
+
+def _multi_digit(digits: int, round_: bool, rng: random.Random) -> int:
+    """A number of ``digits`` (2 and more) digits by Benford's law that ends in 0 (``round_``:
+    all its digits but the first zeros with probability ``WHOLE``, else fewer) or does not."""
+    if not round_:
+        for _ in range(20):
+            new = _benford(digits, rng)
+            if new % 10:
+                return new
+        return new + 1  # ...9 cannot end in 0; a ...0 here becomes ...1
+    zeros = digits - 1 if digits == 2 or rng.random() < WHOLE else rng.randint(1, digits - 2)
+    for _ in range(20):
+        head = _benford(digits - zeros, rng)
+        if zeros == digits - 1 or head % 10:
+            return head * 10 ** zeros
+    return (head + 1) * 10 ** zeros
+
+
+def _same_digits(source: str, value: int, rng: random.Random, forbid: set,
+                 round_: bool = False) -> str | None:
     """A number of ``source``'s sign and number of digits: one digit by ``DIGITS``, more by
-    Benford's law (a 1xx as likely as a 2xx and a 3xx together, as real values are)."""
+    Benford's law, ending in 0 where ``round_`` (``FRESH_ROUND``) and else not."""
     digits = source.lstrip("-+")
     if not digits.isdigit() or (len(digits) > 1 and digits.startswith("0")):
         return None  # 0x1f, 1_000, 007: left to the character edit
     sign = source[:len(source) - len(digits)]
-    low = 10 ** (len(digits) - 1)
     for _ in range(20):
         new = (rng.choices(range(10), DIGITS)[0] if len(digits) == 1
-               else min(10 * low - 1, int(low * 10 ** rng.random())))
+               else _multi_digit(len(digits), round_, rng))
         candidate = f"{sign}{new}"
         if candidate not in (source, "-0") and _value(candidate) not in forbid:
             return candidate
@@ -277,13 +381,14 @@ def _word_swap(source: str, value: Any, rng: random.Random, words: dict, forbid:
 
 
 def _fresh(source: str, value: Any, rng: random.Random, pool: list[str], words: dict,
-           forbid: set) -> str | None:
-    """A value of ``source``'s shape written nowhere in the file: a number of the same digits, a
-    string with a word swapped for another of the file's; None when there is none (then one of
-    the file's literals: a character edit is a word found nowhere, the worst tell)."""
+           forbid: set, round_: bool = False) -> str | None:
+    """A value of ``source``'s shape written nowhere in the file: a number of the same digits
+    (ending in 0 where ``round_``), a string with a word swapped for another of the file's; None
+    when there is none (then one of the file's literals: a character edit is a word found
+    nowhere, the worst tell)."""
     taken = forbid | {value} | {_value(p) for p in pool}
     if type(value) is int:
-        return _same_digits(source, value, rng, taken)
+        return _same_digits(source, value, rng, taken, round_)
     return _word_swap(source, value, rng, words, taken)
 
 
@@ -311,19 +416,24 @@ def replacement(source: str, rng: random.Random, pool: list[str], args: list[str
         forbid |= set(values)
     words = words if words is not None else vocabulary(" ".join(pool))
     masses = distribution(source, pool, local, rates)
-    # a real value written nowhere else in the file was a fresh draw: FRESH is its key (a
-    # fresh replacement differs from it all the same, where nothing else is left)
-    own = next((k for k in masses if k is not FRESH and _value(k) == value), FRESH)
+    # a real value written nowhere else in the file was a fresh draw: FRESH (FRESH_ROUND for a
+    # round number) is its key (a fresh replacement differs from it all the same, where nothing
+    # else is left)
+    own = next((k for k in masses if k not in FRESHES and _value(k) == value),
+               FRESH_ROUND if _round(source) else FRESH)
     masses = {k: m for k, m in masses.items()
-              if k is own or k is FRESH or _value(k) not in forbid}
+              if k is own or k in FRESHES or _value(k) not in forbid}
+    if type(value) is int and _digits(source) is not None:
+        masses = _one_roundness(masses, own, round_share(_digits(source), rates), rng)
     while masses:
         if len(masses) > 1:
             chosen = derange(masses, own, rng)
-        elif own not in masses or own is FRESH:
+        elif own not in masses or own in FRESHES:
             chosen = next(iter(masses))
         else:
             break
-        drawn = _fresh(source, value, rng, pool, words, forbid) if chosen is FRESH else chosen
+        drawn = (_fresh(source, value, rng, pool, words, forbid, chosen is FRESH_ROUND)
+                 if chosen in FRESHES else chosen)
         if drawn is not None:
             return drawn
         masses.pop(chosen)  # no fresh value of this shape: one of the file's instead
