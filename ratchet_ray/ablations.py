@@ -293,14 +293,14 @@ def summarize(runs: Iterable[RunResult], window: int = ROLLING_WINDOW) -> list[A
     if default is None or default.rolling_gain.mean is None:
         return summaries
     base = default.rolling_gain.mean
-    paired = _paired_with_default(by_arm, window)
+    paired = paired_with_default(by_arm, window)
     return [replace(s, gain_vs_default=None if s.rolling_gain.mean is None
                     else s.rolling_gain.mean - base, vs_default=paired.get(s.arm))
             for s in summaries]
 
 
-def _paired_with_default(by_arm: dict[str, list[RunResult]],
-                         window: int) -> dict[str, PairedComparison]:
+def paired_with_default(by_arm: dict[str, list[RunResult]],
+                        window: int = ROLLING_WINDOW) -> dict[str, PairedComparison]:
     """Each arm's paired comparison with the Default (its eval outcomes per seed, read once)."""
     def per_seed(group: list[RunResult]) -> dict[int, dict]:
         return {r.seed: eval_outcomes(r.run_dir) for r in group if r.seed is not None}
@@ -335,13 +335,15 @@ def _fmt_stat(stat: Stat, digits: int = 3, signed: bool = False) -> str:
     return text if stat.std is None else f"{text} ± {stat.std:.{digits}f}"
 
 
-def _fmt_paired(paired: PairedComparison | None, unpaired: float | None) -> tuple[str, str]:
-    """``(Δ vs Default [95 % CI], p)`` cells; a difference whose interval excludes 0 is bold.
-    Without pairs (no shared seed or task) the plain difference of means, with no interval."""
-    if paired is None:
-        return _fmt(unpaired, signed=True), "n/a"
+def paired_cells(paired: PairedComparison) -> tuple[str, str]:
+    """``(Δ vs Default [95 % CI], p)`` cells; a difference whose interval excludes 0 is bold."""
     text = f"{paired.diff:+.3f} {paired.interval.describe()}"
     return (f"**{text}**" if paired.real else text), f"{paired.p_value:.3g}"
+
+
+def _fmt_paired(paired: PairedComparison | None, unpaired: float | None) -> tuple[str, str]:
+    """``paired_cells``; without pairs (no shared seed or task) the plain difference of means."""
+    return (_fmt(unpaired, signed=True), "n/a") if paired is None else paired_cells(paired)
 
 
 def _relative(path: str, root: Path) -> str:

@@ -21,7 +21,6 @@ field of the suite's ``SuitePlugin`` (``contract.py``). Contracts:
 
 from __future__ import annotations
 
-import importlib
 import logging
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -100,10 +99,8 @@ def suite_commands() -> list[Any]:
         pass
     commands = []
     for reg in registry.registered_so_far():
-        target = reg.commands
-        if target is not None:
-            module, _, attr = target.partition(":")
-            commands.extend(getattr(importlib.import_module(module), attr))
+        if reg.commands is not None:
+            commands.extend(registry.resolve(reg.commands))
     return commands
 
 

@@ -37,9 +37,10 @@ from typing import Any, Iterable
 import click
 
 from ratchet_ray.ablations import (ARM_LABELS, DEFAULT_ARM, DEPRECATION_CAUSES, RunResult,
-                                   arm_sort_key, find_run_dirs, mean_std, run_result)
+                                   arm_sort_key, find_run_dirs, mean_std, paired_cells,
+                                   paired_with_default, run_result)
 from ratchet_ray.bank.skill_io import load_skill_folder
-from ratchet_ray.evidence.comparisons import eval_outcomes, paired_comparison
+from ratchet_ray.evidence.comparisons import PairedComparison
 from ratchet_ray.metrics import load_loop
 from ratchet_ray.suites.sim.report import NO_EFFECT_IN_SIM, headline
 from ratchet_ray.suites.sim.truth import RunTruth, analyze_run
@@ -138,24 +139,8 @@ COLUMNS = ("arm", "change", "seeds", "round 0", "peak", "final", "rolling gain",
            "harmful gone", "helpful kept")
 
 
-def _paired_cells(arm: str, group: list[ArmSeed], default: list[ArmSeed]) -> list[str]:
-    """``[Δ [95 % CI], p]`` against the Default on the shared seeds and eval tasks
-    (``evidence.comparisons``); bold where the interval excludes 0."""
-    if arm == DEFAULT_ARM or not default:
-        return ["–", "–"]
-
-    def outcomes(rows: list[ArmSeed]) -> dict[int, dict]:
-        return {g.seed: eval_outcomes(g.result.run_dir) for g in rows if g.seed is not None}
-
-    found = paired_comparison(arm, outcomes(group), outcomes(default))
-    if found is None:
-        return ["–", "–"]
-    text = f"{found.diff:+.3f} {found.interval.describe()}"
-    return [f"**{text}**" if found.real else text, f"{found.p_value:.3g}"]
-
-
 def _arm_cells(arm: str, group: list[ArmSeed], base: dict[int | None, float | None],
-               default: list[ArmSeed] = ()) -> list[str]:
+               comparison: PairedComparison | None) -> list[str]:
     n = len(group)
     res = [g.result for g in group]
     heads = [g.head for g in group]
@@ -170,7 +155,8 @@ def _arm_cells(arm: str, group: list[ArmSeed], base: dict[int | None, float | No
             _stat((r.round0 for r in res), n), _stat((r.peak for r in res), n),
             _stat((g.final for g in group), n),
             _stat((r.rolling_gain for r in res), n, signed=True),
-            vs, *_paired_cells(arm, group, list(default)), true_gain,
+            vs, *(paired_cells(comparison) if comparison is not None else ("–", "–")),
+            true_gain,
             _stat((r.skills_created for r in res), n, 1),
             f"{_stat((r.skills_deprecated for r in res), n, 1)} ({causes})",
             _stat((r.active_at_end for r in res), n, 1),
@@ -187,13 +173,15 @@ def render(rows: list[ArmSeed]) -> str:
     for row in rows:
         groups.setdefault(row.arm, []).append(row)
     base = {g.seed: g.result.rolling_gain for g in groups.get(DEFAULT_ARM, [])}
+    comparisons = paired_with_default({arm: [g.result for g in group]
+                                       for arm, group in groups.items()})
     from ratchet_ray.settings.setting_label import combined
 
     lines = [f"**Ablations on {combined(r.result.setting for r in rows)}**", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for arm in sorted(groups, key=arm_sort_key):
-        lines.append("| " + " | ".join(_arm_cells(arm, groups[arm], base,
-                                                  groups.get(DEFAULT_ARM, []))) + " |")
+        cells = _arm_cells(arm, groups[arm], base, comparisons.get(arm))
+        lines.append("| " + " | ".join(cells) + " |")
     lines += ["", f"Every one of the {len(rows)} arm-seeds above was checked against its live "
               "bank before the table was rendered: the truth report's status of each skill, the "
               "ACTIVE count (bank files = truth = `loop.json` = this table), created - deprecated "
