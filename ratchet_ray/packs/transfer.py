@@ -1,35 +1,26 @@
 """Transfer of a skill pack, measured: one run B's row, and the table over runs and seeds
-(``ratchet skill transfer``, ``ratchet sim-transfer``; docs/skill-packs.md).
+(``ratchet skill transfer``, ``ratchet sim-transfer``; docs/skill-packs.md). Only reads run dirs.
 
 Contracts:
 - A ``Judge`` names which skills of a finished run are harmful *there*, and the word its
-  columns carry (``label``):
-  - ``truth_judge(suite)`` (label ``harmful``): the truth of a world that knows each skill's
-    effect (the suite's ``skill_truth`` hook, e.g. the sim world's effect class ``harmful``), or
-    None for a suite that knows none.
-  - ``measured_judge(min_pairs)`` (label ``harmful_cf``): any suite, where no truth is known. A
-    skill is harmful in the run when the run retired it, or when its counterfactual
-    contribution there, c_cf = pass(skill) - pass(NONE) on the same train tasks
-    (``curator.counterfactual`` probes), is below 0 over at least ``min_pairs`` probed pairs.
-    A run without probes has no c_cf: only its retirements count (say so beside the table).
-  - ``judge_for(suite, min_pairs)``: the suite's truth where it has one, else the measured judge.
-- ``transfer_row(run_dir, imported, condition, arm, judge=None)`` reads one finished run B and
-  returns its row: round-0 eval pass@1, the rolling mean (the level a bank reaches; the
-  imports' round-0 help is in it) and the rolling gain over round 0 (``metrics.loop_metrics``,
-  the paper's window), the imported skills (ids in ``imported``), those still ACTIVE at the end
+  columns carry (``label``): ``truth_judge(suite)`` (``harmful``) is the suite's
+  ``skill_truth`` hook (a world that knows each skill's effect), None for a suite that knows
+  none; ``measured_judge(min_pairs)`` (``harmful_cf``) calls a skill harmful when the run
+  retired it or its c_cf there (``curator.counterfactual`` probes) is below 0 over at least
+  ``min_pairs`` pairs (without probes only retirements count); ``judge_for(suite, min_pairs)``:
+  the truth where there is one, else the measured judge.
+- ``transfer_row(run_dir, imported, condition, arm, judge=None)``: round-0 eval pass@1, the
+  rolling mean and gain (``metrics.loop_metrics``), the imported skills, those ACTIVE at the end
   (``imported_kept``), how many of them the judge calls harmful and of those the ones still
   ACTIVE, every harmful skill still ACTIVE (native ones too), and ``settled_round``: the last
-  round in which a skill was retired or evicted (the bank sheds nothing after it; None: it
-  never shed one). ``judge`` None: ``judge_for`` the run's suite (its ``config.yaml``).
-- ``columns(label)``: the row's keys in table order, with the judge's label in the harm columns.
-- ``transfer_table(rows, cols=None)`` renders rows as one Markdown table, in the order given
-  (``cols`` None: ``columns("harmful")``, the sim world's).
-- ``imported_records(run_dir, imported)``: what run B measured of each imported skill (status,
-  trials, c-hat, probed pairs, c_cf) for the detail beside the table.
-- ``summary_rows(rows)``: per (condition, arm) in first-seen order, over the rows' seeds: n,
-  mean and sample std of round0, rolling_mean and rolling_gain, the mean of imported_kept, the
-  sums of the harm counts, and the settled rounds seen.
-Only reads run dirs.
+  round a skill was retired or evicted (None: none was). ``judge`` None: ``judge_for`` the run's
+  suite.
+- ``columns(label)``: the row's keys in table order; ``transfer_table(rows, cols=None)``: one
+  Markdown table in the order given (``cols`` None: ``columns("harmful")``).
+- ``imported_records(run_dir, imported)``: what run B measured of each imported skill.
+- ``summary_rows(rows)``: per (condition, arm) in first-seen order: n, mean and sample std of
+  round0, rolling_mean and rolling_gain, the mean of imported_kept, the sums of the harm
+  counts, and the settled rounds seen.
 """
 
 from __future__ import annotations

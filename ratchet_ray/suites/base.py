@@ -1,23 +1,19 @@
 """What the suite object provides to the loop: Inspect's task (dataset, solver, scorer).
 
 A ``Suite`` gives its dataset (``load_tasks(config)``: every task, in a deterministic order), its
-``output_kind`` with the solver that produces it, and its scorer (``make_grader``: a ``Grader``);
-everything else a suite gives the generic code is a field of its ``SuitePlugin``
-(``contract.py``). ``split_tasks`` picks train/eval ids deterministically from the seed (or from
-a subset file).
+``output_kind`` and its scorer (``make_grader``); everything else is a field of its
+``SuitePlugin`` (``contract.py``). ``split_tasks`` picks train/eval ids deterministically from
+the seed (or from a subset file).
 
-Grading: ``Grader.grade`` never raises for anything the solver produced: every failure is a
+Grading: ``Grader.grade`` never raises for what the solver produced: a failure is a
 ``GradeResult`` with ``passed=False`` and ``exit_status`` naming the reason. A grade that caught
-the output attacking the grader (tampered tests or reports, forged results) uses a status of
-``ratchet_ray.evidence.tampering.TAMPERING_STATUSES`` (``test_tampering``,
-``protocol_violation``) with ``infra_failure=False`` and the finding in its trace: that is how a
-suite feeds the tampering signal (the Curator's rule, the Critic, ``ratchet audit``). A grader
-that executes model-written code must run it in the sandbox of ``ratchet_ray.suites.mbpp.sandbox``.
+the output attacking the grader uses a status of ``evidence.tampering.TAMPERING_STATUSES`` with
+``infra_failure=False`` and the finding in its trace: that is how a suite feeds the tampering
+signal. A grader that executes model-written code runs it in ``suites.mbpp.sandbox``.
 
-Solvers: ``"code"`` (a Python function, the built-in code Solver) is built in. A suite with any
-other output kind (e.g. ``"json"``, or SWE-bench's ``"patch"``) brings its Solver turn: a
-``SolverTurn`` (one completion call) or an ``AgentTurn`` (a multi-step agent); the router,
-critic, synthesis and governance stay the same.
+Solvers: ``"code"`` is built in; a suite with another output kind (e.g. SWE-bench's ``"patch"``)
+brings its Solver turn, a ``SolverTurn`` (one completion call) or an ``AgentTurn`` (a multi-step
+agent); the router, critic, synthesis and governance stay the same.
 """
 
 from __future__ import annotations
@@ -68,22 +64,17 @@ class PrecomputedInputs(Protocol):
 
 
 class Suite(Protocol):
-    """A suite object (module contract). Optional methods, each with the generic behaviour when
-    absent:
+    """A suite object (module contract). Optional methods (absent: the generic behaviour):
 
-    - ``excluded_tasks(config)`` -> task id -> reason: tasks in neither split of a run (a
-      subset file's included) nor in ``select-subset``'s picks (SWE-bench: its quarantine file);
-    - ``subset_group(task_id)`` -> the group ``select-subset`` balances its picks over, counted
-      in the subset file under ``subset_group_label`` (default ``"groups"``; SWE-bench: the
-      repository, under ``"repos"``);
-    - ``sampling_overrides(temperature)`` -> the ``key=value`` overrides that make an
-      ``AgentTurn`` with a sampling of its own sample at ``temperature`` (``jobs.baseline
-      --temperature``);
-    - ``leak_sources(config, tasks)`` -> the ``LeakSource`` items of ``tasks`` (any order), the
-      task content no skill may carry, which the leakage audit and guard
-      (``ratchet_ray.governance.leakage``) match skills against; it may read the dataset for what
-      a ``Task`` hides (reference solutions), must not run model output or grade anything, and
-      should stay cheap. Without it a suite is audited against its tasks' prompts only;
+    - ``excluded_tasks(config)`` -> task id -> reason: tasks in neither split (a subset file's
+      included) nor in ``select-subset``'s picks (SWE-bench: its quarantine file);
+    - ``subset_group(task_id)``: the group ``select-subset`` balances over, counted under
+      ``subset_group_label`` (default ``"groups"``; SWE-bench: the repository, ``"repos"``);
+    - ``sampling_overrides(temperature)``: the ``key=value`` overrides that make an
+      ``AgentTurn`` with its own sampling sample at ``temperature`` (``jobs.baseline``);
+    - ``leak_sources(config, tasks)``: the ``LeakSource`` items no skill may carry
+      (``governance.leakage``); it may read the dataset for what a ``Task`` hides, must not run
+      model output or grade, and should stay cheap (without it: the tasks' prompts only);
     - ``solver_note(config)``: what its Solver is where results are shown."""
 
     name: str
