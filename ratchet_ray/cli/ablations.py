@@ -40,6 +40,7 @@ from pathlib import Path
 import click
 
 from ratchet_ray.ablations import write_report
+from ratchet_ray.cli.options import one_line
 from ratchet_ray.run_config.options import (bank_option, csv_list, dataset_path_option,
                                             llm_option, profile_option, seeds_option, set_option,
                                             slice_options, workers_option)
@@ -161,10 +162,8 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
     failures = {o.name: o.cause or o.message for o in outcomes if not o.ok}
     from ratchet_ray.evidence.store import UnreadableEvidence
 
-    try:
+    with one_line(UnreadableEvidence):  # `python -m jobs.ablations` is not under `ratchet`
         md, js, summaries = write_report(out_dir, failures=failures)
-    except UnreadableEvidence as exc:  # `python -m jobs.ablations` is not under `ratchet`
-        raise click.ClickException(str(exc)) from exc
     for s in summaries:
         gain = s.rolling_gain
         click.echo(f"{s.arm:>8}: rolling gain {gain.mean:+.3f}" if gain.mean is not None
@@ -203,7 +202,7 @@ def _manage(out_dir: Path, address: str | None, stop: bool) -> None:
         raise click.UsageError("--status / --stop act on the cluster the sweep runs on: give its "
                                "--address (or RAY_ADDRESS); a sweep on a head it started itself "
                                "is stopped with Ctrl-C in its own shell")
-    try:
+    with one_line(SweepError):
         client = job_client(address)
         if stop:
             stopped = stop_recorded_jobs(client, out_dir)
@@ -211,8 +210,6 @@ def _manage(out_dir: Path, address: str | None, stop: bool) -> None:
             return
         for name, status in recorded_status(client, out_dir).items():
             click.echo(f"{status:<10} {name:<14} log {out_dir / 'logs' / (name + '.log')}")
-    except SweepError as exc:
-        raise click.ClickException(str(exc)) from exc
 
 
 def _stop_on_sigterm(signum: int, frame) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from ratchet_ray.cli.options import one_line
+
 
 @click.command("compare")
 @click.argument("runs", nargs=-1, required=True,
@@ -23,11 +25,9 @@ def compare(runs: tuple[Path, ...]) -> None:
     from ratchet_ray.evidence.run_pairs import NotPaired, describe, paired_runs
     from ratchet_ray.report.data import NotARunDir, check_run_dir
 
-    try:
+    with one_line(NotPaired, NotARunDir):
         reference = check_run_dir(runs[0])
         pairs = [paired_runs(reference, check_run_dir(other)) for other in runs[1:]]
-    except (NotPaired, NotARunDir) as exc:
-        raise click.ClickException(str(exc)) from exc
     for i, pair in enumerate(pairs):
         if i:
             click.echo("")

@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import click
 import duckdb
 
-from ratchet_ray.cli.options import format_option, yes_option
+from ratchet_ray.cli.options import format_option, one_line, yes_option
 from ratchet_ray.evidence import integrity
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.run_config.files import load_config
@@ -272,10 +272,8 @@ def repair_cmd(ctx: click.Context) -> None:
 
 def writer_lock(run_dir: Path, purpose: str) -> RunLock:
     """The run dir's writer lock for a CLI command that changes it (ClickException if busy)."""
-    try:
+    with one_line(RunDirBusy):
         return RunLock(run_dir, purpose).acquire()
-    except RunDirBusy as exc:
-        raise click.ClickException(str(exc)) from exc
 
 
 COMMANDS: list[click.Command] = [query, capsule, evidence]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from ratchet_ray.cli.options import one_line
 from ratchet_ray.run_config.options import dataset_path_option, llm_option, subset_option
 from ratchet_ray.loop.entry import SUITE, default_suite
 
@@ -100,11 +101,9 @@ def run(repo: Path, editable, protected, evaluator, evaluator_path, name, spec, 
         noise_margin=noise_margin, max_fix_attempts=max_fix_attempts,
         lower_is_better=lower_is_better)
     chosen = _make_proposer(proposer, llm, llm_model, llm_base_url, temperature, max_tokens)
-    try:
+    with one_line(ExperimentError, EvaluatorChanged, GitError, LedgerError, PolicyError,
+                  ProposerUnavailable, ValueError):
         report = ExperimentEngine(settings, chosen).run()
-    except (ExperimentError, EvaluatorChanged, GitError, LedgerError, PolicyError,
-            ProposerUnavailable, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
     for row in report.rows:
         scalar = "" if row.scalar is None else f" scalar={row.scalar:.6g}"
         click.echo(f"#{row.iteration} {row.status}{scalar} {row.note}".rstrip())

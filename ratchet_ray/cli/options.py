@@ -1,16 +1,19 @@
-"""The click options of the evidence and skill commands, written once; the options that set a
-run's config are ``run_config.options``'.
+"""The click options of the evidence and skill commands, and the commands' one-line error,
+written once; the options that set a run's config are ``run_config.options``'.
 
 Contracts:
 - Each factory returns a click decorator whose option's names, destination, type and default are
   fixed; only the help text may be tailored to the command.
 - ``--status`` offers ``all`` and every ``types.SkillStatus`` (never a copy); ``--format`` the
   output formats ``cli.evidence.emit_rows`` writes.
+- ``one_line(*errors)``: an error of those types raised inside is click's one ``Error:`` line
+  (its message, the cause chained), never a traceback.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import click
 
@@ -39,6 +42,15 @@ def round_option(help: str = "Round to record, 0 or more (default: the latest ro
     """``--round R`` (R >= 0) as ``round_``; ``None`` means what ``help`` says (default: the
     latest round in the evidence)."""
     return click.option("--round", "round_", type=click.IntRange(min=0), default=None, help=help)
+
+
+@contextmanager
+def one_line(*errors: type[BaseException]) -> Iterator[None]:
+    """``errors`` raised inside become ``click.ClickException(str(error))`` (module contracts)."""
+    try:
+        yield
+    except errors as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 def yes_option() -> Decorator:

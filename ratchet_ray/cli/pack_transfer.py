@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from ratchet_ray.cli.options import one_line
 from ratchet_ray.loop.entry import SUITE
 from ratchet_ray.loop.transfer_runs import TRANSFER_ARMS, TransferPlan, check_plan, measure
 from ratchet_ray.run_config.options import config_option, llm_option, seeds_option, set_option
@@ -85,10 +86,8 @@ def transfer_cmd(suite: str, out: Path, rounds_a: int, rounds_b: int, seeds: lis
     if out.exists():
         raise click.UsageError(f"--out {out} exists; pass a new folder (the runs go there)")
     if pack is not None:
-        try:
+        with one_line(PackError):
             check_pack(pack, suite, allow_other_suite)
-        except PackError as exc:
-            raise click.ClickException(str(exc)) from exc
     common = (*(() if llm is None else (f"llm.backend={llm}",)), *sets)
     base = TransferPlan(suite, config_files, common, rounds_b=rounds_b)
     subset = (lambda path: (f"subset={json.dumps(str(path.resolve()))}",) if path else ())

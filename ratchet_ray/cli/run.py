@@ -23,6 +23,7 @@ from pathlib import Path
 
 import click
 
+from ratchet_ray.cli.options import one_line
 from ratchet_ray.run_config.options import (bank_option, config_option, dataset_path_option,
                                             llm_option, profile_option, seed_option, set_option,
                                             slice_options, workers_option)
@@ -176,10 +177,8 @@ def plot(ctx: click.Context, run_dir: Path | None, out_dir: Path | None) -> None
     if why is not None:  # a read-only run dir (a mounted copy): refused before any drawing
         raise click.ClickException(f"cannot write the plot into {folder}: {why}; pass a "
                                    "writable folder with -o DIR")
-    try:
+    with one_line(FileNotFoundError, ValueError):
         png, md, metrics = plot_run(target, out_dir=out_dir)
-    except (FileNotFoundError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
     click.echo(f"{png}\n{md}")
     if metrics.round0 is not None:
         click.echo(f"round 0 {metrics.round0:.3f}, peak {metrics.peak:.3f} (round "

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import click
 
+from ratchet_ray.cli.options import one_line
 from ratchet_ray.run_config.options import set_option
+
+
 @click.command("sim-report")
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--delta", type=click.FloatRange(min=0.0, max=1.0, min_open=True, max_open=True),
@@ -22,10 +25,8 @@ def sim_report(path: Path, delta: float, out: Path | None) -> None:
     best-possible pass@1, retirement precision/recall, evictions, the Proposition 1 floor."""
     from ratchet_ray.suites.sim.report import write_sim_report
 
-    try:
+    with one_line(FileNotFoundError, ValueError):
         written = write_sim_report(path, delta, out)
-    except (FileNotFoundError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
     click.echo("\n".join(str(p) for p in written))
 
 

@@ -25,7 +25,7 @@ from ratchet_ray.bank.metaskills import MetaSkillFileError
 from ratchet_ray.bank.skill_bank import BankError, SkillBank
 from ratchet_ray.bank.skill_io import SkillFileError
 from ratchet_ray.cli.evidence import check_run_dir, run_config, writer_lock
-from ratchet_ray.cli.options import round_option, status_option
+from ratchet_ray.cli.options import one_line, round_option, status_option
 from ratchet_ray.cli.pack_transfer import transfer_cmd
 from ratchet_ray.run_config.files import ConfigError
 from ratchet_ray.evidence import named_queries as nq
@@ -74,10 +74,8 @@ def export_cmd(ctx: click.Context, run: Path | None, out: Path, status: str, fmt
     if fmt == "agent-skills":
         _export_agent_skills(run_dir, out, status, license_)
         return
-    try:
+    with one_line(*_ERRORS):
         manifest = export_pack(run_dir, out, status=status)
-    except _ERRORS as exc:
-        raise click.ClickException(str(exc)) from exc
     for entry in manifest["skills"]:
         r = entry["record"]
         c_hat = "-" if r["c_hat"] is None else f"{r['c_hat']:+.3f}"
@@ -89,10 +87,8 @@ def export_cmd(ctx: click.Context, run: Path | None, out: Path, status: str, fmt
 def _export_agent_skills(run_dir: Path, out: Path, status: str, license_: str | None) -> None:
     from ratchet_ray.packs.agent_skills import META, AgentSkillsError, export_agent_skills
 
-    try:
+    with one_line(*_ERRORS, AgentSkillsError):
         metas = export_agent_skills(run_dir, out, status=status, license=license_)
-    except (*_ERRORS, AgentSkillsError) as exc:
-        raise click.ClickException(str(exc)) from exc
     for m in metas:
         c_hat = m[META + "c_hat"] or "-"
         click.echo(f"{m[META + 'id']:32} {m[META + 'state']:10} trials {m[META + 'trials'] or 0:>4} "
@@ -122,7 +118,7 @@ def import_cmd(ctx: click.Context, pack: Path, into: Path | None, allow_other_su
     from ratchet_ray.packs.agent_skills_import import import_agent_skills, skill_files
 
     agent_skills = not (pack / MANIFEST).is_file() and bool(skill_files(pack))
-    try:
+    with one_line(*_ERRORS, AgentSkillsError):
         at = latest_round(run_dir) if round_ is None else round_
         with writer_lock(run_dir, "ratchet skill import"):
             bank = SkillBank(run_dir, embedder=None, config=run_config(run_dir),
@@ -132,8 +128,6 @@ def import_cmd(ctx: click.Context, pack: Path, into: Path | None, allow_other_su
                                             allow_other_suite=allow_other_suite)
             else:
                 lines = bank.import_pack(pack, round_=at, allow_other_suite=allow_other_suite)
-    except (*_ERRORS, AgentSkillsError) as exc:
-        raise click.ClickException(str(exc)) from exc
     for line in lines:
         click.echo(line.line())
     entered = sum(line.action in ("added", "renamed") for line in lines)

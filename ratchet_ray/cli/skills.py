@@ -38,7 +38,7 @@ from ratchet_ray.bank.skill_io import SkillFileError, dump_skill
 from ratchet_ray.cli import audit_hygiene
 from ratchet_ray.cli.skill_packs import export_cmd, import_cmd, latest_round, transfer_cmd
 from ratchet_ray.cli.evidence import emit_rows, require_run_dir, run_config, writer_lock
-from ratchet_ray.cli.options import format_option, round_option, status_option
+from ratchet_ray.cli.options import format_option, one_line, round_option, status_option
 from ratchet_ray.run_config.files import ConfigError
 from ratchet_ray.evidence.queries import (EMPTY_STATS, failed_llm_calls, recent_skill_events,
                                           suspicious_capsules, tampering_capsules)
@@ -54,11 +54,9 @@ def open_bank(ctx: click.Context, *, writer: bool = False) -> SkillBank:
     """A SkillBank without an embedder (the CLI never dedups), or a ClickException. Only a
     ``writer`` (holding the run's lock) finishes status flips a crash cut short."""
     run_dir = require_run_dir(ctx)
-    try:
+    with one_line(*_USER_ERRORS):
         return SkillBank(run_dir, embedder=None, config=run_config(run_dir), run_id=run_dir.name,
                          recover=writer)
-    except _USER_ERRORS as exc:
-        raise click.ClickException(str(exc)) from exc
 
 
 @click.group("skill")
@@ -106,10 +104,8 @@ def pack_origins(bank: SkillBank) -> dict[str, str]:
 def skill_show(ctx: click.Context, skill_id: str) -> None:
     """Print one skill's YAML and its live score."""
     bank = open_bank(ctx)
-    try:
+    with one_line(BankError):
         found = bank.get(skill_id)
-    except BankError as exc:
-        raise click.ClickException(str(exc)) from exc
     st = bank.stats().get(skill_id, EMPTY_STATS)
     click.echo(dump_skill(found).rstrip("\n"))
     click.echo(f"# train: {st.trials} trials, {st.successes} passed, contribution {st.contribution:+.3f}")
@@ -130,12 +126,9 @@ def skill_load(ctx: click.Context, folder: Path | None, round_: int | None) -> N
     bank = open_bank(ctx)
     folder = folder or bank.skills_dir
     at = latest_round(bank.run_dir) if round_ is None else round_
-    try:
-        with writer_lock(bank.run_dir, "ratchet skill load"):
-            bank = open_bank(ctx, writer=True)  # reread under the lock: files may have changed
-            results = bank.load_results(folder, round_=at)
-    except _USER_ERRORS as exc:
-        raise click.ClickException(str(exc)) from exc
+    with one_line(*_USER_ERRORS), writer_lock(bank.run_dir, "ratchet skill load"):
+        bank = open_bank(ctx, writer=True)  # reread under the lock: files may have changed
+        results = bank.load_results(folder, round_=at)
     for r in results:
         extra = f" (evicted {', '.join(r.evicted)})" if r.evicted else ""
         click.echo(f"{r.status:9} {r.skill_id}{extra} {r.reason}".rstrip())
@@ -278,7 +271,7 @@ def curate(ctx: click.Context, round_: int | None, dry_run: bool, fmt: str) -> N
     """Re-run retirement over the current evidence (do_not_retire skills are reported, kept)."""
     bank = open_bank(ctx)
     at = latest_round(bank.run_dir) if round_ is None else round_
-    try:
+    with one_line(*_USER_ERRORS):
         if dry_run:
             decisions = curator.curate(bank.all(), bank.stats(), bank.config.curator,
                                        bank.tampering())
@@ -286,8 +279,6 @@ def curate(ctx: click.Context, round_: int | None, dry_run: bool, fmt: str) -> N
             with writer_lock(bank.run_dir, "ratchet curate"):
                 bank = open_bank(ctx, writer=True)  # reread under the lock
                 decisions = bank.curate(at)
-    except _USER_ERRORS as exc:
-        raise click.ClickException(str(exc)) from exc
     emit_rows([d.to_dict() for d in decisions],
               ["skill_id", "action", "contribution", "trials", "reason"], fmt)
     if fmt == "table":

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import click
 
+from ratchet_ray.cli.options import one_line
 from ratchet_ray.run_config.options import config_option, set_option, subset_option, workers_option
 from ratchet_ray.loop.swebench_validation import (ValidateError, flake_rates,
                                                                 validate_dataset)
@@ -94,10 +95,9 @@ def validate(dataset: str, subset: Path | None, instances: tuple, repeat: int,
             load_quarantine(target)
         except ValueError as exc:
             raise click.UsageError(f"{exc}; or pass --quarantine NEW_FILE") from exc
-    try:
+    # Unknown ids, an unreadable dataset, no graders:
+    with one_line(ValueError, ValidateError):
         result = validate_dataset(config, ids, out, workers, repeat, address, note=click.echo)
-    except (ValueError, ValidateError) as exc:  # unknown ids, an unreadable dataset, no graders
-        raise click.ClickException(str(exc)) from exc
     for line in result.lines():
         click.echo(line)
     for instance_id, mutants in sorted(result.mutants.items()):
