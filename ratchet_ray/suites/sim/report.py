@@ -22,7 +22,6 @@ Contracts:
 from __future__ import annotations
 
 import csv
-import statistics
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterable
@@ -54,15 +53,11 @@ def headline(truth: RunTruth, window: int = ROLLING_WINDOW) -> dict[str, Any]:
     out["active_at_end"] = truth.active_at_end()
     probed = [s for s in truth.skills if s.c_cf is not None and s.c_hat is not None]
     out["probed_skills"] = len(probed)
-    out["sign_agree_c_hat"] = (statistics.fmean(float((s.c_hat > 0) == s.helpful) for s in probed)
-                               if probed else None)
-    out["sign_agree_c_cf"] = (statistics.fmean(float((s.c_cf > 0) == s.helpful) for s in probed)
-                              if probed else None)
+    out["sign_agree_c_hat"] = mean_std(float((s.c_hat > 0) == s.helpful) for s in probed).mean
+    out["sign_agree_c_cf"] = mean_std(float((s.c_cf > 0) == s.helpful) for s in probed).mean
     # c-hat estimates 2 p(skill) - 1, c_cf estimates p(skill) - p(NONE): both against the truth
-    out["c_hat_abs_err"] = (statistics.fmean(abs(s.c_hat - s.c_true) for s in probed)
-                            if probed else None)
-    out["c_cf_abs_err"] = (statistics.fmean(abs(s.c_cf - s.c_true) for s in probed)
-                           if probed else None)
+    out["c_hat_abs_err"] = mean_std(abs(s.c_hat - s.c_true) for s in probed).mean
+    out["c_cf_abs_err"] = mean_std(abs(s.c_cf - s.c_true) for s in probed).mean
     return out
 
 

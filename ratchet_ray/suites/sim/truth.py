@@ -172,10 +172,8 @@ class RunTruth:
             "rounds_to_retire": statistics.fmean(delays) if delays else None,
             "evicted": len(evicted), "evicted_helpful": len([s for s in evicted if s.helpful]),
             "rolled_back": len(rolled_back),
-            "deprecated_retired": len([s for s in self.skills if s.deprecated_by == "retired"]),
-            "deprecated_evicted": len([s for s in self.skills if s.deprecated_by == "evicted"]),
-            "deprecated_rollback": len([s for s in self.skills if s.deprecated_by == "rollback"]),
-            "deprecated_refined": len([s for s in self.skills if s.deprecated_by == "refined"]),
+            **{f"deprecated_{cause}": len([s for s in self.skills if s.deprecated_by == cause])
+               for cause in ("retired", "evicted", "rollback", "refined")},
             **self.refinement(),
         }
 

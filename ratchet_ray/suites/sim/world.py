@@ -107,6 +107,13 @@ def parse_token(text: str) -> str | None:
     return found.group(1) if found else None
 
 
+def _to_neutral(weights: list[float], share: float) -> None:
+    """Move ``share`` of the helpful prior mass (``weights[0]``) to neutral (``weights[1]``)."""
+    moved = weights[0] * share
+    weights[0] -= moved
+    weights[1] += moved
+
+
 class World:
     """See the module contracts. A world over other tasks (another suite's, e.g. real MBPP+
     problems) subclasses it: ``_draw_tasks`` gives its tasks and ``task_tag`` finds a task's id
@@ -247,16 +254,12 @@ class World:
         s = self.spec
         weights = [s.p_helpful, s.p_neutral, s.p_harmful, s.p_off_target]
         if not guided:
-            moved = weights[0] * s.no_guide_helpful_drop
-            weights[0] -= moved
-            weights[1] += moved
+            _to_neutral(weights, s.no_guide_helpful_drop)
         submode = int(found.group(4)) if found.group(4) is not None else None
         purity = int(found.group(5)) / 9 if found.group(5) is not None else 1.0
         redraft = found.group(6) == "x"
         if redraft:  # the theme's first idea is taken: a different one is a worse one
-            moved = weights[0] * s.redraft_helpful_drop
-            weights[0] -= moved
-            weights[1] += moved
+            _to_neutral(weights, s.redraft_helpful_drop)
         rng = self.rng("truth", token)
         if (not redraft and s.idea_share > 0
                 and self.rng("idea-pick", token).random() < s.idea_share):
