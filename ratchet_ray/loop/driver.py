@@ -68,7 +68,7 @@ from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.schema import to_records
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.storage.fsutil import disk_full
+from ratchet_ray.storage.fsutil import atomic_write_json, disk_full
 from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.loop import phases
 from ratchet_ray.loop.breaker import PreflightFailed, RunStopped
@@ -77,7 +77,7 @@ from ratchet_ray.loop.budget import BudgetExhausted, RunBudget, resume_config
 from ratchet_ray.loop.phases import CriticIncomplete, LoopContext
 from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.reaper import reap_after_round
-from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir, write_json
+from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir
 from ratchet_ray.loop.runtime import Models, RayStartError, check_ray
 from ratchet_ray.loop.session import RunRuntime
 from ratchet_ray.suites import before_rounds, hooks, split_tasks, suite_for
@@ -277,7 +277,7 @@ def record_interrupt(run: RunDir, config: LoopConfig) -> RunInterrupted:
     stopped = {"cause": f"interrupted (Ctrl-C / SIGINT) in round {round_} of {config.rounds}",
                "kind": "Interrupted", "at": time.time(), "round": round_}
     try:
-        write_json(run.path / STOPPED_FILE, stopped)
+        atomic_write_json(run.path / STOPPED_FILE, stopped)
         run.write_loop_json(config, finished, stopped=stopped)
     except OSError as err:
         log.error("could not record the interrupt: %s", err)
@@ -347,7 +347,7 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
         stopped = {"cause": str(exc), "kind": type(exc).__name__, "at": time.time()}
         if isinstance(exc, BudgetExhausted):
             stopped["budget"] = exc.details
-        write_json(run.path / STOPPED_FILE, stopped)
+        atomic_write_json(run.path / STOPPED_FILE, stopped)
         try:
             run.write_loop_json(config, run.summaries(), stopped=stopped)
         except (OSError, ValueError) as err:  # stopped.json holds the cause either way

@@ -73,11 +73,6 @@ def results_dir_problem(config: LoopConfig) -> str | None:
             "with --set results_dir=/a/writable/path")
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically and durably (``fsutil.atomic_write_json``)."""
-    atomic_write_json(path, data)
-
-
 def bench_json(bench: BenchResult) -> dict[str, Any]:
     """A BenchResult with its pass@1 spelled out (it is a property, not a field)."""
     return {**bench.model_dump(mode="json"), "pass_at_1": bench.pass_at_1}
@@ -142,8 +137,8 @@ class RunDir:
         path.mkdir(parents=True)
         run = cls(path)
         dump_config(config, path / CONFIG_FILE)
-        write_json(path / TRAIN_IDS_FILE, list(train_ids))
-        write_json(path / EVAL_IDS_FILE, list(eval_ids))
+        atomic_write_json(path / TRAIN_IDS_FILE, list(train_ids))
+        atomic_write_json(path / EVAL_IDS_FILE, list(eval_ids))
         return run
 
     @classmethod
@@ -181,7 +176,7 @@ class RunDir:
         return self.round_dir(round_) / name
 
     def write_round_json(self, round_: int, name: str, data: Any) -> None:
-        write_json(self.round_file(round_, name), data)
+        atomic_write_json(self.round_file(round_, name), data)
 
     def read_round_json(self, round_: int, name: str) -> Any | None:
         """The phase output ``name`` of ``round_``, or None when that phase has not finished."""
@@ -224,7 +219,7 @@ class RunDir:
             row["eval_pass_at_1"] = s.eval.pass_at_1 if s.eval else None
             row["train_pass_at_1"] = s.train.pass_at_1 if s.train else None
             rows.append(row)
-        write_json(self.path / LOOP_FILE, {
+        atomic_write_json(self.path / LOOP_FILE, {
             "run_id": self.run_id, "suite": config.suite, "arm": config.arm, "seed": config.seed,
             "rounds_planned": config.rounds, "setting": setting_line(config), "rounds": rows,
             **({"stopped": stopped} if stopped else {})})

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ratchet_ray.loop.rundir import write_json
+from ratchet_ray.storage.fsutil import atomic_write_json
 from ratchet_ray.sweep.spec import Job, JobOutcome, SweepError
 from ratchet_ray.suites.hooks import forwarded_env_vars
 
@@ -156,7 +156,7 @@ def read_jobs(out_dir: Path) -> dict[str, dict[str, Any]]:
 def _record(out_dir: Path, name: str, entry: dict[str, Any]) -> None:
     jobs = read_jobs(out_dir)
     jobs[name] = entry
-    write_json(out_dir / JOBS_FILE, jobs)
+    atomic_write_json(out_dir / JOBS_FILE, jobs)
 
 
 def _status(client: Any, job_id: str) -> str:

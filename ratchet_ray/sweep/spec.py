@@ -46,7 +46,8 @@ from typing import Literal, Sequence
 
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.run_config.files import ConfigError, load_config
-from ratchet_ray.loop.rundir import RunDir, write_json
+from ratchet_ray.loop.rundir import RunDir
+from ratchet_ray.storage.fsutil import atomic_write_json
 from ratchet_ray.settings.resources import configs_dir
 from ratchet_ray.storage.runlock import RunDirBusy, RunLock
 
@@ -260,7 +261,7 @@ def check_sweep_file(spec: SweepSpec) -> None:
                 f"{spec.out_dir} was started with {recorded['suite']} {' '.join(recorded['flags'])}"
                 f"; rerun with those flags to resume it (only --set budget.* may change), or "
                 "give a new --out for a new sweep")
-    write_json(path, {**current, "budget": list(spec.budget)})
+    atomic_write_json(path, {**current, "budget": list(spec.budget)})
 
 
 def find_run(results_dir: Path, suite: str) -> Path | None:
@@ -322,7 +323,7 @@ def lock_sweep(out_dir: Path) -> RunLock:
 def write_status(out_dir: Path, outcomes: Sequence[JobOutcome]) -> Path:
     """``status.json``: every arm-seed of this invocation with what happened to it."""
     path = out_dir / STATUS_FILE
-    write_json(path, {o.name: asdict(o) | {"ok": o.ok} for o in outcomes})
+    atomic_write_json(path, {o.name: asdict(o) | {"ok": o.ok} for o in outcomes})
     return path
 
 
