@@ -2,11 +2,9 @@
 baseline job, the sweep and the experiment evaluator start and stop Ray the same way.
 
 Contracts:
-- ``ray_session(address=None)``: inside the block Ray is connected: an already connected Ray is
-  used and left running; else ``address`` (or ``RAY_ADDRESS``) is joined, else a loopback-only
-  local Ray is started (``runtime.connect_ray``, the one place that calls ``ray.init``). On
-  leaving, Ray is shut down only when this block connected it, however the block ends. Yields
-  True when it connected.
+- ``ray_session(address=None)``: Ray connected for the block (``runtime.connect_ray``); on
+  leaving, however the block ends, shut down only when this block connected it (it yields True
+  then).
 - ``RunRuntime(config, scope, models)`` is a context manager owning one run's (or job's) Ray
   resources under the name ``scope`` (a run id, ``baseline_<hex>``):
   - entering connects Ray (``ray_session``), takes the scope's lease (``actors.run_lease``: the
