@@ -6,17 +6,9 @@
     result = grader.grade(tasks[0], patch_text)   # GradeResult; never raises for a bad patch
     patch, replies = solve_patch(llm, tasks[0], skill, suite.solver_settings(config))
 
-Layout (docs/architecture.md): at this level the suite's face (``settings``, ``dataset``,
-``grader`` with ``grading_support``, ``registration``, ``leaks``, ``quarantine``, ``validate``,
-``doctor``, ``cache_report``); ``docker/`` (images,
-the image cache, locked-down containers and the commands run in them, infrastructure failures);
-``integrity/`` (the anti-forgery layers inside one session: harness paths restored, files locked
-down, secret markers and JUnit, the sentinel plugin, the static screen, no future history);
-``proof/`` (gold records, mutants and canary sessions that prove a resolution; the impossible
-twins); ``agent/`` (the patch Solver and its prompts). All of it plain library: the suite's
-``ratchet swe`` commands are ``ratchet_ray/cli/swebench.py`` and its code that uses Ray (the
-per-round report, ``ratchet swe validate``'s run) ``ratchet_ray/loop/swebench_*.py``, which the
-registration names by string.
+Layout: docs/architecture.md. All of it plain library: the ``ratchet swe`` commands are
+``ratchet_ray/cli/swebench.py``, the code that uses Ray ``ratchet_ray/loop/swebench_*.py``, which
+the registration names by string.
 """
 
 from __future__ import annotations

@@ -1,20 +1,15 @@
-"""Every Docker node's image cache, as the cluster reports it: for ``ratchet swe validate`` and
-for each round's summary (what each node's cache did during the round). Plain data here; the
-Ray tasks that read each node (``image_reports``, ``round_report``) are in the loop's layer,
-``ratchet_ray.loop.swebench_nodes``.
+"""Every Docker node's image cache, as the cluster reports it, for ``ratchet swe validate`` and
+each round's summary (the Ray tasks that read the nodes are ``loop.swebench_nodes``'s).
 
 Contracts:
-- ``merge_readings(readings)``: ``image_cache.node_report`` readings (each with the
-  ``lock_dir`` it read) as one entry per index: Ray nodes of one host share
-  ``swebench.lock_dir`` and so one index, reported once with ``ray_nodes`` counting them; a
-  host with several indexes (``$RATCHET_SWEBENCH_LOCK_DIR`` per node) names each entry
-  ``host:lock_dir``, so every entry's node is its own; sorted by node.
-- ``round_delta(start, end)``: per node of ``end``, the change of each counter
-  (``image_cache.COUNTERS``: hits, builds, pulls, strips, evictions, refusals) since ``start``
-  and the cache use at the end (``owned_images``, ``owned_gb``, ``budget_gb``); a node absent
-  from ``start`` counts from its index's totals (``"since": "index start"``); an entry with an
-  ``error`` is passed on as it is. The counters are the node's, so another run that uses the
-  same node during the round counts in them too.
+- ``merge_readings(readings)``: ``image_cache.node_report`` readings (each with its
+  ``lock_dir``) as one entry per index, sorted by node: Ray nodes of one host that share an index
+  are one entry (``ray_nodes`` counts them); a host with several indexes names each entry
+  ``host:lock_dir``.
+- ``round_delta(start, end)``: per node of ``end``, each counter's change since ``start``
+  (``image_cache.COUNTERS``) and the cache use at the end (``USE_KEYS``); a node absent from
+  ``start`` counts from its index's totals (``"since": "index start"``); an entry with an
+  ``error`` is passed on. The counters are the node's: another run using it counts too.
 """
 
 from __future__ import annotations

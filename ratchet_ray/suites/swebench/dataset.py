@@ -1,17 +1,16 @@
 """SWE-bench instances: loaded from Hugging Face ``datasets`` or a local JSON / JSONL / Parquet file.
 
 Contracts:
-- ``load_instances(settings)`` returns normalised instance dicts sorted by ``instance_id``:
-  ``FAIL_TO_PASS``/``PASS_TO_PASS`` are lists of strings, ``log_parser`` names a parser of
-  swebench's ``PARSER_REGISTRY`` (derived from the repo when absent), ``eval_type`` is a swebench
-  ``EvalType`` value. Anything missing or malformed raises ``DatasetError`` naming the instance,
-  the field and the fix; nothing is silently dropped.
-- ``to_task(instance)`` is the loop's ``Task``: the prompt is the issue text only; the payload holds
-  every instance field except the gold ``patch`` (so no role can leak it into a prompt).
-- ``repo_of(instance_id)`` is its repository, ``owner__repo`` (the groups ``select-subset``
-  balances).
+- ``load_instances(settings)``: normalised instance dicts sorted by ``instance_id``
+  (``FAIL_TO_PASS``/``PASS_TO_PASS`` lists of strings, ``log_parser`` a parser of swebench's
+  ``PARSER_REGISTRY``, derived from the repo when absent, ``eval_type`` a swebench ``EvalType``
+  value). Anything missing or malformed raises ``DatasetError`` naming the instance, the field
+  and the fix; nothing is silently dropped.
+- ``to_task(instance)``: the loop's ``Task``: the issue text is the prompt; the payload holds
+  every field but the gold ``patch``, so no role can leak it into a prompt.
+- ``repo_of(instance_id)``: its repository ``owner__repo`` (what ``select-subset`` balances).
 - A local file holds a JSON list (or ``{"instances": [...]}``), one JSON object per line, or a
-  Parquet table with the SWE-bench columns; optional ``dockerfile`` builds the image locally.
+  Parquet table of the SWE-bench columns; an optional ``dockerfile`` builds the image locally.
 """
 
 from __future__ import annotations

@@ -2,20 +2,16 @@
 preflight, on a node with the grader's resources).
 
 Contracts:
-- ``check_environment(settings, instance_ids=(), min_free_gb=50.0)`` never raises; it returns
-  one ``Check(name, ok, detail)`` per probe: the daemon answers, free disk under the daemon's
-  data root, this node's image cache (``image_cache``: hits, builds, evictions, use against
-  ``swebench.image_cache_gb``; FAIL when the disk guard would refuse a build now), leftover
-  suite containers (FAIL only for those whose owner process on this host is gone, named with the
-  command that removes them; live runs' containers are counted, never listed for removal), and
-  (for the given instances) whether their images are present locally or will be pulled / built
-  on first use.
-- ``environment_checks(config, preflight)`` (the suite's registered ``doctor``) never raises: a
-  local dataset file read first (``dataset (SWE-bench)``, so the instance images can be looked
-  up), then ``check_environment`` as doctor checks with fix hints, then, with
-  ``swebench.solver=mini-swe-agent``, that the package and its templates load, then git. Free disk, the
-  image cache, leftover containers and instance images are warnings at a run's preflight
-  (``blocking=False``); the dataset, the daemon and git stop it.
+- ``check_environment(settings, instance_ids=(), min_free_gb=50.0)`` never raises; one
+  ``Check(name, ok, detail)`` per probe: the daemon answers; free disk under its data root; this
+  node's image cache (FAIL when the disk guard would refuse a build now); leftover containers
+  (FAIL only for those of dead owners on this host, named with the command that removes them;
+  live runs' are only counted); and whether the given instances' images are present or will be
+  pulled / built on first use.
+- ``environment_checks(config, preflight)`` (the suite's ``doctor``) never raises: a local
+  dataset file read first (so the images can be looked up), ``check_environment`` with fix
+  hints, mini-swe-agent's package and templates when it is the solver, then git. ``WARNINGS``
+  only warn at a run's preflight; the dataset, the daemon and git stop it.
 """
 
 from __future__ import annotations

@@ -2,20 +2,16 @@
 verdict wrong or unstable (``ratchet swe validate --repeat N``).
 
 Contracts:
-- A quarantine file is JSON: ``{"version": 1, "dataset": ..., "instances": {id: {"reason": ...,
-  "repeats": N, "gold_resolved": k, "validation": <out dir>}}}``. ``load_quarantine(path)``
-  also takes a plain JSON list of ids (reason "listed") and returns id -> reason; a file that is
-  missing or malformed raises ``QuarantineError`` (a ``DatasetError``) naming the file, what is
-  wrong and the fix.
-- ``default_path(dataset)``: next to a local dataset file, ``<file>.quarantine.json``; None for
-  a Hugging Face id (the caller picks a folder of its own).
-- ``update_quarantine(path, validated, found, ...)`` merges one validation into the file: every
-  instance of ``validated`` is now listed exactly when ``found`` names it (with its reason);
-  instances this validation did not grade keep their entries. Written atomically.
-- ``quarantine_report(settings)``: what a round's summary says of it: the file, how many
-  instances it leaves out and each one's reason.
-- ``excluded(settings)``: id -> reason of ``swebench.quarantine`` ({} when unset): what a run
-  leaves out of both splits and what subset selection skips.
+- A quarantine file: ``{"version": 1, "dataset": ..., "instances": {id: {"reason": ...,
+  "repeats": N, "gold_resolved": k, "validation": <out dir>}}}``, or a JSON list of ids (reason
+  "listed"). ``load_quarantine(path)``: id -> reason; a missing or malformed file raises
+  ``QuarantineError`` (a ``DatasetError``) naming the file, what is wrong and the fix.
+- ``default_path(dataset)``: ``<file>.quarantine.json`` beside a local dataset file; None for a
+  Hugging Face id.
+- ``update_quarantine(path, validated, found, ...)`` merges one validation, atomically: every
+  instance of ``validated`` is listed exactly when ``found`` names it; others keep their entries.
+- ``excluded(settings)``: id -> reason of ``swebench.quarantine`` ({} when unset), what runs and
+  subset selection leave out; ``quarantine_report(settings)``: the file, how many and why.
 """
 
 from __future__ import annotations

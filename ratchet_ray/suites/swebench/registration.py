@@ -1,12 +1,8 @@
-"""The ``swebench`` suite's registration: everything SWE-bench-specific the generic code asks for.
-
-Imported once by ``suites.registry`` (its built-in list), exactly as a plugin module would be:
-its settings section, Docker and git doctor checks, the patch review of the Critic, the
-``ratchet swe`` commands, and its ``Cluster`` extension: the ``docker`` resource of its Graders
-and Solvers (each runs in the instance's container), the gold-patch validation before round 0,
-the placement of each instance's agent and grader on a node that holds its image
-(``docker.placement``) and each round's per-node image-cache report in its summary
-(``loop.swebench_nodes.round_report``).
+"""The ``swebench`` suite's registration, imported by ``suites.registry`` as a plugin module
+would be: its settings, doctor checks, the Critic's patch review, the ``ratchet swe`` commands,
+and its ``Cluster`` extension (the ``docker`` resource of its Graders and Solvers, the gold-patch
+validation before round 0, placement on a node holding the instance's image, and each round's
+per-node image-cache report).
 """
 
 from __future__ import annotations

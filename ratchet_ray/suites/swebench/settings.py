@@ -1,24 +1,17 @@
 """Settings of the SWE-bench suite: dataset, instance images, containers and the patch agent.
 
 Contracts:
-- ``SwebenchSettings()`` is a working default for the real benchmark (images pulled from the
-  ``swebench`` namespace, cache level ``env``, the agentic solver).
-- ``settings_from_config(config)`` reads as the registry's one reader (``registry.settings_for``)
-  does, typed: the config's ``suite_settings.swebench`` section (the registry registers ``SwebenchSettings`` as
-  this suite's settings, so YAML's ``swebench:`` and ``--set swebench.key=value`` land there) or
-  the defaults, then ``for_run(config)``: ``config.dataset_path`` always wins over
-  ``dataset_name``.
-- ``adopt_old_keys(config, settings)`` (the suite's ``configure`` hook): a config that still sets
-  ``grader.timeout_s`` (other than its default) for a SWE-bench run, the key this suite read as
-  each Docker command's limit before ``grade_command_timeout_s``, has its value moved there
-  unless the new key is set too (other than its default), with a warning naming the new key;
-  ``grader.timeout_s`` itself is MBPP+'s per-task floor.
-- ``on_this_node(settings)``: the settings a worker uses on its node: ``$RATCHET_SWEBENCH_LOCK_DIR``
-  of the node's environment (set where the node is started, e.g. ``ray start``), when set,
-  replaces ``lock_dir``, so a node can keep its locks and image-cache index apart from another
-  Ray node of the same host (one with a Docker daemon of its own).
-- This module imports nothing but pydantic (and the standard library), so the registry may
-  import it.
+- ``SwebenchSettings()`` works for the real benchmark (images pulled from the ``swebench``
+  namespace, cache level ``env``, the agentic solver).
+- ``settings_from_config(config)``: what ``registry.settings_for(config, "swebench")`` returns
+  (the config's ``suite_settings.swebench`` validated, then ``for_run``: ``dataset_path`` wins
+  over ``dataset_name``), without importing the registry: this module imports nothing but
+  pydantic and the standard library, so the registry may import it.
+- ``adopt_old_keys(config, settings)`` (the ``configure`` hook): a SWE-bench run's
+  ``grader.timeout_s`` other than its default moves to ``grade_command_timeout_s`` unless that
+  is set too, with a warning naming the new key (``grader.timeout_s`` is MBPP+'s).
+- ``on_this_node(settings)``: ``$RATCHET_SWEBENCH_LOCK_DIR`` of the node's environment, when
+  set, replaces ``lock_dir`` (Ray nodes of one host, each with its own Docker daemon).
 """
 
 from __future__ import annotations

@@ -1,31 +1,23 @@
-"""No future history: an instance image whose repository holds nothing newer than ``base_commit``.
-
-Real SWE-bench images keep the repository's whole clone: the upstream fix sits in later commits,
-tags, packed refs, reflogs, remote-tracking refs or plain unreachable objects, where ``git log
---all`` or ``git cat-file --batch-all-objects`` finds it. ``images.InstanceImages`` therefore
-rebuilds every instance image once (a derived layer, tagged with the same name) with
-``HISTORY_SCRIPT`` run over its repository, and marks it with ``HISTORY_LABEL``; every agent and
-grader container starts from that image, so no container pays for it again.
+"""No future history: an instance image whose repository holds nothing newer than
+``base_commit`` (real SWE-bench images keep the whole clone, fix included, in later commits,
+tags, refs, reflogs or unreachable objects). ``images.InstanceImages`` rebuilds every image once
+with ``HISTORY_SCRIPT`` run over its repository and marks it ``HISTORY_LABEL``.
 
 Contracts:
-- ``history_dockerfile(image, base_commit, user)`` is a Dockerfile ``FROM image`` that runs the
-  script as root (the image's ``user`` restored after it) and sets ``HISTORY_LABEL`` to
-  ``history_mark(base_commit)``; ``base_commit`` must be a hex commit id (``ValueError``).
+- ``history_dockerfile(image, base_commit, user, repo)``: ``FROM image``, the script run as root
+  (the image's ``user`` restored after), ``HISTORY_LABEL`` set to ``history_mark(base_commit)``;
+  a ``base_commit`` that is not a hex commit id raises ``ValueError``.
 - What the script leaves, or it fails (exit 3, the reason on stderr) and the build with it:
-  - HEAD is ``base_commit`` (it refuses an image whose HEAD is elsewhere: its checkout is not the
-    instance's), on its branch when HEAD was a branch (no other branch), else detached;
-  - the only other refs are tags that point into ``base_commit``'s history and, when annotated,
-    were made no later than it (swebench's own image scripts keep such tags: ``git describe`` and
-    setuptools-scm versions stay as graded upstream);
-  - no remote (nor its ``branch.*`` upstream config), stash, notes, replace refs, reflog,
-    ``FETCH_HEAD``/``ORIG_HEAD``/other ``*_HEAD``, commit messages left in ``.git``, rerere cache,
-    linked worktrees, grafts, alternates, commit-graph or multi-pack index;
-  - one pack of exactly the objects reachable from those refs and the index: the objects of
-    ``base_commit``'s history stay (``git checkout <base_commit> -- <tests>`` of an eval script
-    works), every other object is gone (repacked without it, then pruned);
-  - the work tree, the index, ``.git/config`` (less the remotes), hooks, ``info/exclude`` and
-    submodule repositories (``.git/modules``, left as they are) are untouched, so untracked and
-    ignored files and uncommitted changes the image had are still there.
+  - HEAD is ``base_commit`` (an image whose HEAD is elsewhere is refused), on its branch when it
+    was on one (no other branch), else detached;
+  - the only other refs are tags into ``base_commit``'s history, annotated ones made no later
+    than it (``git describe`` and setuptools-scm versions stay as graded upstream);
+  - no remote (nor ``branch.*`` config), stash, notes, replace refs, reflog, ``*_HEAD``, commit
+    messages, rerere cache, linked worktrees, grafts, alternates, commit-graph or multi-pack
+    index;
+  - one pack of exactly the objects the kept refs and the index reach;
+  - the work tree, index, ``.git/config`` (less the remotes), hooks, ``info/exclude`` and
+    ``.git/modules`` untouched: untracked files and uncommitted changes stay.
 """
 
 from __future__ import annotations

@@ -1,34 +1,24 @@
 """The node's cache of instance images: an LRU index under a disk budget, a disk guard, counters.
 
 Contracts:
-- One index per node: ``<settings.lock_dir>/image_cache.json`` (a folder on local disk shared by
-  every grader and agent of the node, as the per-image locks are), read and written only under
-  ``flock`` on ``<lock_dir>/image_cache.lock``. It holds, per image name, the last time a worker
-  asked for it, its size and whether this project built or pulled it (``owned``), and the node's
-  counters: ``hits`` (an image found ready), ``builds``, ``pulls``, ``strips`` (history removed
-  from an image found present), ``evictions``, ``refusals`` (builds refused by the disk guard).
-  The index is advisory: one that cannot be read starts empty, one that cannot be written is a
-  logged warning, never a failed grade.
-- ``ImageCache.record(name, event, owned)`` updates the index after an ``ensure``;
-  ``touch(name)`` marks a use of a listed image (recency only; False when unlisted);
-  ``forget(name)`` drops an image removed otherwise (the cache level's ``release``).
-- ``ImageCache.make_room(name, log)`` runs before a build or pull of ``name``, under that
-  image's exclusive lock. The expected size of the new image is the largest image in the index
-  (0 before the first). With ``swebench.image_cache_gb`` set it removes the least recently used
-  *owned* images, never ``name``, until the owned images plus the new one fit the budget; with
-  too little free disk under Docker's data root for the new image plus
-  ``swebench.build_min_free_gb`` it removes more of them the same way, and when still short raises
-  ``InfraFailure("disk_guard")`` naming the free space, the need and the settings. An image is
-  removed only when its per-image lock is free at once (no grader or agent of this node holds
-  it) and the daemon agrees (``force=False``: an image a container uses is never removed).
-  Images the project neither built nor pulled (``owned`` False) and images outside the index are
-  never removed. Sizes are the images' full (virtual) sizes, so layers shared between images
-  count once per image: the budget bounds what the images hold from above.
-- ``ImageCache.report()`` is the node's counters and cache use (a small dict, for the run's
-  logs, ``ratchet swe validate`` and ``ratchet doctor``); ``node_report(settings)`` reads it
-  without a Docker client, ``held_images(settings)`` the image names the index lists (what
-  placement sends work to this node for). Both read the node's own ``lock_dir``
-  (``settings.on_this_node``).
+- One index per node, ``<settings.lock_dir>/image_cache.json``, read and written only under
+  ``flock`` on ``<lock_dir>/image_cache.lock``: per image name its last use, size and whether
+  this project built or pulled it (``owned``), and the node's ``COUNTERS`` (``hits``,
+  ``builds``, ``pulls``, ``strips``, ``evictions``, ``refusals`` by the disk guard). Advisory:
+  one that cannot be read starts empty, one that cannot be written is a logged warning.
+- ``ImageCache.record(name, event, owned)`` after an ``ensure``; ``touch(name)`` marks a use
+  (False when unlisted); ``forget(name)`` drops an image removed otherwise.
+- ``ImageCache.make_room(name, log)``, before a build or pull of ``name`` under its exclusive
+  lock, expecting the index's largest image size: removes the least recently used owned images
+  (never ``name``) until the owned ones plus the new one fit ``swebench.image_cache_gb``, and
+  more while the free disk under Docker's data root is short of the new image plus
+  ``swebench.build_min_free_gb``; still short: ``InfraFailure("disk_guard")`` naming the free
+  space, the need and the settings. An image is removed only when its lock is free at once and
+  the daemon agrees (``force=False``); images not owned or not indexed never are. Sizes are full
+  (virtual) sizes: the budget bounds the images from above.
+- ``ImageCache.report()``: the counters and cache use; ``node_report(settings)`` reads it
+  without a Docker client, ``held_images(settings)`` the names the index lists (what placement
+  reads), both from the node's own ``lock_dir`` (``settings.on_this_node``).
 """
 
 from __future__ import annotations

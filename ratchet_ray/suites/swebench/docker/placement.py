@@ -1,17 +1,13 @@
 """Where SWE-bench work runs best: on the node that holds the instance's image (the suite's
-``placement`` hook, registered in ``registration.py``; the pools' side is ``actors.placement``).
+``placement`` hook; the pools' side is ``actors.placement``). Plain library: no Ray here.
 
 Contracts:
-- ``placement(config, role)``: an ``ImagePlacement`` for the Solver and Grader pools (the roles
-  that run instance containers), None for the others.
+- ``placement(config, role)``: an ``ImagePlacement`` for the Solver and Grader pools, else None.
 - ``ImagePlacement.key(method, item)``: the image name (``images.image_name``) of a job whose
-  item is a task (``run``: the agent; ``grade``: the harness), None for any other job (a list of
-  ids to warm, a batch of verdicts).
-- ``ImagePlacement.held_here()`` runs on a node: the images its image-cache index lists
-  (``image_cache.held_images``, under the node's own ``lock_dir``): the node's records of
-  what it built, pulled or found ready and has not removed since, not what a Docker daemon
-  shared by several Ray nodes of one host happens to hold. An unreadable index holds nothing.
-- Plain library: no Ray here; the pool runs ``held_here`` on each node.
+  item is a task (``run``, ``grade``), else None.
+- ``ImagePlacement.held_here()``, run on a node: the images its image-cache index lists
+  (``image_cache.held_images``): what the node's workers built, pulled or found ready and did
+  not remove, not what a Docker daemon shared by several nodes holds. Unreadable: none.
 """
 
 from __future__ import annotations

@@ -3,20 +3,18 @@
 Contract of ``make_instances(request, note)``:
 1. the sources (``sources.fetch`` or a local ``--source``) and the project tree;
 2. the project image (``image``), reused when its inputs' tag exists;
-3. the test command on the clean tree, twice: the tests that pass both times, and whose id
-   names their file (``projects.test_file``), are the ones graded (a test failing or flaky there is listed in the recipe with why, never graded); fewer
-   than half the collected tests passing offline ends the build (the tests need the network or
-   a dependency the recipe lacks);
-4. candidate bugs (``bugs.candidates``) each run once: a bug is kept when at least one graded
-   test fails (FAIL_TO_PASS, at most ``max_f2p``) and those tests lie in at most
-   ``max_test_files`` files; PASS_TO_PASS are the other graded tests of those files;
-5. until ``count`` bugs are kept or ``max_candidates`` were tried (``jobs`` at once, judged in
-   candidate order, so the set is the same for any ``jobs``); none kept ends the build.
-Output (``request.out``, a folder): ``instances.jsonl`` (``records``) and ``recipe.json`` (every
-input digest, the image tag, id and content digest, the tests left out and why, every candidate's
-outcome). It is written to a sibling temporary folder and renamed into place only when the build
-succeeds; any failure removes that folder and an image this call built, and raises
-``RealcodeError``. An existing ``out`` is refused (``--force`` replaces it).
+3. the test command on the clean tree, twice: the tests passing both times whose id names their
+   file (``projects.test_file``) are graded (the others listed in the recipe with why); fewer
+   than half the collected tests passing offline ends the build;
+4. candidate bugs (``bugs.candidates``), each run once, until ``count`` are kept or
+   ``max_candidates`` tried (``jobs`` at once, judged in candidate order: the set is the same for
+   any ``jobs``): a bug is kept when 1 to ``max_f2p`` graded tests fail (FAIL_TO_PASS), in at
+   most ``max_test_files`` files; PASS_TO_PASS are the other graded tests of those files. None
+   kept ends the build.
+Output in ``request.out``: ``instances.jsonl`` (``records``) and ``recipe.json`` (every input
+digest, the image, the tests left out and why, every candidate's outcome), written to a sibling
+temporary folder and renamed into place on success; any failure removes it and an image this
+call built, and raises ``RealcodeError``. An existing ``out`` is refused unless ``force``.
 """
 
 from __future__ import annotations

@@ -2,18 +2,16 @@
 
 Contracts:
 - ``site_packages(sources, dest)`` installs every wheel into ``dest`` with the host's pip
-  (``--target``, no index, no bytecode, no scripts, nor their RECORD lines): the image never
-  runs pip, and the folder's bytes do not depend on the host interpreter's path.
-- ``layer_tar(tree, site, project)`` is one tar holding ``testbed/`` (the project's tree) and
-  ``opt/ratchet-site/`` (the dependencies and a metadata stub, so ``importlib.metadata`` finds
-  the project): entries sorted, owned by root, dated ``EPOCH``, modes normalised, so the same
-  inputs give the same bytes.
-- ``ensure_image(client, project, tar, base)`` builds ``FROM base; ADD layer.tar /`` (classic
-  builder, no network) tagged ``ratchet-realcode/<project>:<version>-<inputs digest>``
-  (``ProjectImage``); the tag names the inputs, so an existing image of that tag is reused
-  (``built`` False). ``content_digest`` is the sha256 of the image's layer diff ids, working
-  folder and environment: equal for two builds of the same inputs (the image id is not: docker
-  dates each build). ``remove_image`` undoes a build this call made.
+  (``--target``, no index, bytecode or scripts, nor their RECORD lines): the image never runs
+  pip, and the folder's bytes do not depend on the host interpreter's path.
+- ``layer_tar(tree, site, project)``: one reproducible tar (entries sorted, root-owned, dated
+  ``EPOCH``, modes normalised) of ``testbed/`` (the project's tree) and ``opt/ratchet-site/``
+  (the dependencies and a metadata stub, so ``importlib.metadata`` finds the project).
+- ``ensure_image(client, project, tar, base)`` builds ``FROM base; ADD layer.tar /`` without
+  network as ``ratchet-realcode/<project>:<version>-<inputs digest>`` (``ProjectImage``),
+  reusing an existing image of that tag (``built`` False). ``content_digest``: the sha256 of the
+  layer diff ids, working folder and environment, equal for two builds of the same inputs
+  (unlike the image id). ``remove_image`` undoes a build this call made.
 """
 
 from __future__ import annotations

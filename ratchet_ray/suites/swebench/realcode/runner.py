@@ -1,16 +1,14 @@
 """The project's own test command, run in a container of its image, parsed by swebench.
 
 Contracts:
-- ``run_suite(client, image, project, diff=None, removed=())`` starts one container of
-  ``image`` without network, applies ``diff`` to ``/testbed`` (``git apply``), deletes
-  ``removed``, runs ``project.test_command`` on the test folders (deselected tests left out)
-  between swebench's start/end markers, and returns a ``SuiteRun``: every test id's status as
-  the project's swebench log parser reads the log, the log, the short summary lines
-  (``summary``: pytest's ``FAILED id - why``, or the exception line ending unittest's
-  ``FAIL: id`` block or the traceback under sympy's ``___ path.py:test_x ___`` header) and the
-  seconds. A run past
-  ``project.timeout_s`` raises ``RealcodeError``; the container is removed either way.
-- ``passed(status)``: swebench's PASSED/XFAIL count as passing, as its grader counts them.
+- ``run_suite(client, image, project, diff=None, removed=())``: one container of ``image``
+  without network, ``diff`` applied to ``/testbed``, ``removed`` deleted, ``project.test_command``
+  run on the test folders (deselections left out) between swebench's markers; returns a
+  ``SuiteRun``: each test's status by the project's swebench log parser, the log, the seconds,
+  and ``summary``: each failure's reason (pytest's ``FAILED id - why``, or the exception line
+  of unittest's ``FAIL: id`` block or under sympy's ``___ path.py:test_x ___`` header). Past
+  ``project.timeout_s``: ``RealcodeError``; the container is removed either way.
+- ``passed(status)``: PASSED and XFAIL pass, as swebench's grader counts them.
 """
 
 from __future__ import annotations
