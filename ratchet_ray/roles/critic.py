@@ -27,6 +27,7 @@ from ratchet_ray.llm.base import LLMClient, Reply
 from ratchet_ray.llm.registry import make_llm
 from ratchet_ray.llm.structured import ask_structured
 from ratchet_ray.roles.critic_prompt import CONFIDENCE, critic_messages, verdict_model
+from ratchet_ray.roles.prompt_base import supports_prefill
 from ratchet_ray.seeding import derive_seed
 from ratchet_ray.types import NONE_SKILL, Capsule, Skill, Task, Verdict
 
@@ -81,8 +82,8 @@ def critique(llm: LLMClient, task: Task, capsule: Capsule, skill: Skill | None, 
     # judged as if no guidance were visible.
     shown = skill if skill is not None and capsule.skill_id != NONE_SKILL else None
     # Base-model backends continue a trailing assistant message: the review opens there.
-    prefill = bool(getattr(llm, "supports_prefill", False))
-    result = ask_structured(llm, critic_messages(task, capsule, shown, prefill=prefill,
+    result = ask_structured(llm, critic_messages(task, capsule, shown,
+                                                 prefill=supports_prefill(llm),
                                                  templates=templates, flavour=flavour),
                             verdict_model(shown is not None, entry_point=_entry_point(task)),
                             max_tokens=limits.max_tokens, temperature=limits.temperature,

@@ -19,6 +19,11 @@ STRUCTURED_CONFIG = ConfigDict(extra="forbid", str_strip_whitespace=True,
 """The model config of every structured reply a role asks for (strict keys, stripped text)."""
 
 
+def supports_prefill(llm: object) -> bool:
+    """Backends that continue a trailing assistant message declare ``supports_prefill = True``."""
+    return bool(getattr(llm, "supports_prefill", False))
+
+
 def clip(text: str, limit: int) -> str:
     """Keep the head of ``text`` and say how much was cut, so the model knows it is partial."""
     text = text.strip()

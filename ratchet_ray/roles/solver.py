@@ -38,6 +38,7 @@ from typing import Any, Mapping, Sequence
 
 from ratchet_ray.llm.base import Embedder, LLMClient, Reply
 from ratchet_ray.llm.registry import LazyEmbedder, make_llm
+from ratchet_ray.roles.prompt_base import supports_prefill
 from ratchet_ray.roles.retrieval import SkillIndex
 from ratchet_ray.roles.router import ROUTABLE, RouteDecision, Router
 from ratchet_ray.roles.solver_prompt import CODE_STOP, code_messages, code_prefill
@@ -70,11 +71,6 @@ def extract_code(text: str) -> str:
     body = text[opening.end():]
     closing = body.find("```")
     return (body if closing == -1 else body[:closing]).rstrip()
-
-
-def supports_prefill(llm: LLMClient) -> bool:
-    """Backends that continue a trailing assistant message declare ``supports_prefill = True``."""
-    return bool(getattr(llm, "supports_prefill", False))
 
 
 def solve_code(llm: LLMClient, task: Task, skill: Skill | None, *, max_tokens: int,

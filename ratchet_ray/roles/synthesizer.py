@@ -56,6 +56,7 @@ from ratchet_ray.roles.synthesizer_prompt import (FIELD_ORDER, FIELD_STOPS, asse
                                                    field_opening, fit_field, pattern_core,
                                                    synth_messages)
 from ratchet_ray.roles.metasynth import MetaRefresh, refresh
+from ratchet_ray.roles.prompt_base import supports_prefill
 from ratchet_ray.roles.refiner import Reviser, refine_targets
 from ratchet_ray.roles.reprompt import RepromptNotes, reprompt_until_added
 from ratchet_ray.seeding import derive_seed, sampling_kwargs, seeded_order
@@ -111,7 +112,7 @@ class Synthesizer(Reviser):
         self.seed = seed
         self.limits = limits or RoleSettings().synth
         # Base-model backends continue a trailing assistant message: the draft opens there.
-        self.prefill = bool(getattr(llm, "supports_prefill", False))
+        self.prefill = supports_prefill(llm)
         mode = synth_settings.draft_mode
         self.fieldwise = mode == "fieldwise" or (mode == "auto" and self.prefill)
 
