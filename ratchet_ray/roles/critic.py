@@ -27,7 +27,7 @@ from ratchet_ray.llm.base import LLMClient, Reply
 from ratchet_ray.llm.registry import make_llm
 from ratchet_ray.llm.structured import ask_structured
 from ratchet_ray.roles.critic_prompt import CONFIDENCE, critic_messages, verdict_model
-from ratchet_ray.roles.prompt_base import supports_prefill
+from ratchet_ray.roles.prompt_base import entry_point, supports_prefill
 from ratchet_ray.seeding import derive_seed
 from ratchet_ray.types import NONE_SKILL, Capsule, Skill, Task, Verdict
 
@@ -63,10 +63,6 @@ def is_critiquable(capsule: Capsule) -> bool:
     return not refusal_reason(capsule)
 
 
-def _entry_point(task: Task) -> str:
-    return str(task.payload.get("entry_point") or "")
-
-
 def critique(llm: LLMClient, task: Task, capsule: Capsule, skill: Skill | None, *,
              limits: RoleLimits | None = None, seed: int | None = None,
              templates: Mapping[str, str] | None = None,
@@ -85,7 +81,7 @@ def critique(llm: LLMClient, task: Task, capsule: Capsule, skill: Skill | None, 
     result = ask_structured(llm, critic_messages(task, capsule, shown,
                                                  prefill=supports_prefill(llm),
                                                  templates=templates, flavour=flavour),
-                            verdict_model(shown is not None, entry_point=_entry_point(task)),
+                            verdict_model(shown is not None, entry_point=entry_point(task)),
                             max_tokens=limits.max_tokens, temperature=limits.temperature,
                             seed=seed)
     if result.value is None:

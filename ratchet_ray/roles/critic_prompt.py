@@ -27,7 +27,8 @@ from pydantic import (BaseModel, Field, create_model, field_validator)
 from ratchet_ray.evidence.tampering import grader_finding, is_tampering
 from ratchet_ray.llm.base import Message
 from ratchet_ray.settings.prompt_templates import render, template
-from ratchet_ray.roles.prompt_base import STRUCTURED_CONFIG, clip, clip_tail, task_text
+from ratchet_ray.roles.prompt_base import (STRUCTURED_CONFIG, clip, clip_tail, entry_point,
+                                            task_text)
 from ratchet_ray.types import Attribution, Capsule, Skill, Task
 
 CONFIDENCE = {"low": 0.3, "medium": 0.6, "high": 0.9}
@@ -292,9 +293,9 @@ def critic_messages(task: Task, capsule: Capsule, skill: Skill | None, *,
     head = _head("critic", CRITIC_TEMPLATE, templates, task, skill, 1200)
     # The function is called `f` in the review: a small model otherwise copies its name into
     # the pattern ('check_k_not_in_tuple'), which no other task's failure can share.
-    entry_point = str(task.payload.get("entry_point") or "").strip()
-    shown = _anonymize(clip(capsule.output, 1000), entry_point) or "(empty)"
+    name = entry_point(task)
+    shown = _anonymize(clip(capsule.output, 1000), name) or "(empty)"
     review = (f"Solver output:\n{shown}\n"
-              f"{_anonymize(tampering_note(capsule), entry_point)}"
-              f"Failing test: {_anonymize(failure_summary(capsule), entry_point)}")
+              f"{_anonymize(tampering_note(capsule), name)}"
+              f"Failing test: {_anonymize(failure_summary(capsule), name)}")
     return _review_messages(head, review, prefill)

@@ -36,6 +36,11 @@ def clip_tail(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"[{len(text) - limit} chars cut]...\n{text[-limit:]}"
 
 
+def entry_point(task: Task) -> str:
+    """The function a code task asks for ('' when the task names none)."""
+    return str(task.payload.get("entry_point") or "").strip()
+
+
 def task_text(task: Task, limit: int = 3000) -> str:
     # MBPP+ prompts are wrapped in a docstring; the quotes are noise to the model.
     return clip(task.prompt.strip().strip('"').strip(), limit)

@@ -16,7 +16,7 @@ from typing import Mapping
 
 from ratchet_ray.llm.base import Message
 from ratchet_ray.settings.prompt_templates import render, template
-from ratchet_ray.roles.prompt_base import task_text
+from ratchet_ray.roles.prompt_base import entry_point, task_text
 from ratchet_ray.types import Skill, Task
 
 # A base model keeps writing after the function; these end the completion at the usual places.
@@ -26,8 +26,8 @@ CODE_STOP = ("\n```\n", "\nassert ", "\nprint(", "\nif __name__", "\n# Test", "\
 
 def code_prefill(task: Task) -> str:
     """The start of the answer (fence + function header) for backends that continue a prefill."""
-    entry_point = str(task.payload.get("entry_point") or "").strip()
-    return f"```python\ndef {entry_point}(" if entry_point else "```python\n"
+    name = entry_point(task)
+    return f"```python\ndef {name}(" if name else "```python\n"
 
 
 # The Solver's template (``prompt_templates``; a run's ``prompts.dir`` may override it).
@@ -46,10 +46,10 @@ def code_messages(task: Task, skill: Skill | None, *, prefill: str = "",
     ``prefill`` becomes a trailing assistant message the model continues (base models write far
     better code when the function header is already written). ``templates``: the run's
     overrides (``prompts.texts``)."""
-    entry_point = str(task.payload.get("entry_point") or "").strip()
+    name = entry_point(task)
     text = render(template("solver", SOLVER_TEMPLATE, templates), {
         "guidance": skill.guidance_text() if skill is not None else "",
         "task": task_text(task),
-        "entry_point_rule": f"The function must be named `{entry_point}`." if entry_point else ""})
+        "entry_point_rule": f"The function must be named `{name}`." if name else ""})
     messages = [Message("user", text)]
     return [*messages, Message("assistant", prefill)] if prefill else messages
