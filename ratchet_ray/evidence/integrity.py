@@ -45,17 +45,12 @@ def _round_of(path: Path) -> int | None:
     return int(value) if value.isdigit() else None
 
 
-check_part = part_problem
-"""Why ``path`` is not a readable part of ``kind``, or None when it is (``store.part_problem``:
-the store's readers name an unreadable part with it too)."""
-
-
 def verify(store: EvidenceStore, *, full: bool = True) -> list[BadPart]:
     """Every unreadable part of every kind (see module contracts)."""
     bad = []
     for kind in KINDS:
         for path in store.part_paths(kind):
-            reason = check_part(path, kind, full=full)
+            reason = part_problem(path, kind, full=full)
             if reason is not None:
                 bad.append(BadPart(kind, _round_of(path), path, path.stat().st_size, reason))
     return bad

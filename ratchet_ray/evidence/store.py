@@ -85,7 +85,7 @@ def _columns_present(paths: list[Path], names: list[str]) -> set[str]:
 
 def part_problem(path: Path, kind: str, *, full: bool = True) -> str | None:
     """Why ``path`` is not a readable part of ``kind`` (its footer, its columns and, ``full``,
-    every row), or None when it is (``integrity.check_part``)."""
+    every row), or None when it is (``integrity.verify`` and the readers' errors use it)."""
     try:
         parquet = pq.ParquetFile(path)
         names = set(parquet.schema_arrow.names)

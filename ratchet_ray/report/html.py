@@ -28,6 +28,7 @@ from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.storage.fsutil import atomic_write_text
 from ratchet_ray.report.capsules import COLUMNS, capsule_table, text_limit_for
 from ratchet_ray.report.data import RunData, load_run
+from ratchet_ray.report.inspect_export import task_statements
 from ratchet_ray.report.sections import (bank_section, curves_section, headline_section,
                                          life_text, skills_section, sweep_section,
                                          truth_section)
@@ -55,14 +56,6 @@ def _skill_json(runs: list[RunData]) -> dict[str, dict[str, Any]]:
 
 
 # ---- capsules ----------------------------------------------------------------------------------
-def _task_texts(run: RunData, ids: set[str]) -> dict[str, str]:
-    """Task statements of the run's tasks (cut to 1,500 characters), when the suite's tasks load
-    offline; else none (the browser then shows the task id only)."""
-    from ratchet_ray.report.inspect_export import task_statements
-
-    return task_statements(run.run_dir, ids, limit=1500)
-
-
 def capsule_payload(runs: list[RunData], max_capsules: int = MAX_CAPSULES,
                     with_tasks: bool = True) -> tuple[dict[str, Any], list[str]]:
     """The browser's JSON (runs, columns, strings, rows per run, tasks per run) and the runs
@@ -82,7 +75,9 @@ def capsule_payload(runs: list[RunData], max_capsules: int = MAX_CAPSULES,
         table = capsule_table(run.run_dir, limit, strings=strings)
         rows_per_run.append(table.rows)
         ids = {table.strings[r[table.columns.index("task_id")]] for r in table.rows}
-        tasks.append(_task_texts(run, ids) if with_tasks else {})
+        # Statements cut to 1,500 characters; none (the browser shows the task id) when the
+        # suite's tasks do not load offline.
+        tasks.append(task_statements(run.run_dir, ids, limit=1500) if with_tasks else {})
     return ({"runs": [r.label for r in kept], "columns": list(COLUMNS), "strings": strings,
              "rows": rows_per_run, "tasks": tasks, "text_limit": limit}, left_out)
 

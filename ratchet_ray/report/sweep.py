@@ -25,7 +25,7 @@ from typing import Any, Iterable
 
 from ratchet_ray.ablations import (ArmSummary, RunResult, arm_sort_key, find_run_dirs, mean_std,
                                    run_result, summarize)
-from ratchet_ray.report.data import LOOP_FILE, NotARunDir, RunData, check_run_dir
+from ratchet_ray.report.data import NotARunDir, RunData, check_run_dir
 
 
 @dataclass
@@ -109,8 +109,7 @@ class SweepTable:
 
 def sweep_table(sweep_dir: Path) -> SweepTable:
     """The A1–A8 table of ``sweep_dir`` and the suite's extra columns (contracts)."""
-    run_dirs = [d for d in find_run_dirs(sweep_dir) if (d / LOOP_FILE).is_file()]
-    runs = [run_result(d) for d in run_dirs]
+    runs = [run_result(d) for d in find_run_dirs(sweep_dir)]
     title, rows, columns, error = suite_columns([Path(r.run_dir) for r in runs])
     return SweepTable(sweep_dir, runs, summarize(runs), rows, columns, error, title)
 

@@ -5,7 +5,7 @@ Contracts:
   ``$RATCHET_MLFLOW_URI`` is set (the setting wins over the variable). With no URI the store is
   a local file, ``sqlite:///<results_dir>/mlflow.db`` (artifacts under
   ``<results_dir>/mlartifacts``); a ``file:`` URI (MLflow's legacy folder store) is accepted.
-- ``start_tracking(config, run_dir)`` returns a ``Tracker``: ``NullTracker`` when off, else
+- ``start_tracking(config, run_dir)`` returns a ``Tracker``: the no-op base when off, else
   ``MlflowTracker``. Every MLflow call happens on the tracker's own daemon thread; the driver
   only enqueues (``round_done``) after a round's evidence, summary and ``loop.json`` are on disk,
   so tracking can neither fail nor slow the loop. Any failure is one ``WARNING`` log line and
@@ -169,10 +169,6 @@ class Tracker:
 
     def close(self, finished: bool) -> None:
         """The run ended (``finished``: every planned round done)."""
-
-
-class NullTracker(Tracker):
-    pass
 
 
 class Trackers(Tracker):
@@ -363,8 +359,8 @@ def start_guarded(what: str, where: Callable[[], str | None],
     try:
         target = where()
         if target is None:
-            return NullTracker()
+            return Tracker()
         return build(target)
     except Exception as exc:  # noqa: BLE001 - tracking never fails the run
         log.warning("%s could not start: %s", what, exc)
-        return NullTracker()
+        return Tracker()
