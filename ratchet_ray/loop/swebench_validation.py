@@ -20,7 +20,7 @@ Contracts of the validation's run (``validate_dataset``):
 - Image digests: after grading, one zero-CPU task pinned to each Docker node reads the id of
   every graded instance's image there (``validation.image_digest``; null where the node no
   longer holds it, e.g. ``swebench.cache_level`` below ``instance``).
-- Gold records (``gold.ensure_gold_record``): for every instance whose gold patch resolved on
+- Gold records (``SwebenchGrader.gold_record``): for every instance whose gold patch resolved on
   every repeat, the record is ensured on a grader (grading the gold patch fills it) and the
   number of mutants validated to fail under gold is reported (``Validation.mutants``); with
   ``cheat_probe.enabled`` its twin record too (``twin``: one session of the base code), so the
@@ -78,9 +78,7 @@ def grader_count(wanted: int | None, default: int, jobs: int) -> tuple[int, str]
 def _gold_record(worker: Any, instance: dict, twins: bool = False) -> int:
     """Run in a grader actor (``__ray_call__``): the mutants of the instance's gold record;
     with ``twins``, its twin record is ensured too (``twin.TwinGrading.twin_record``)."""
-    from ratchet_ray.suites.swebench.proof.gold import ensure_gold_record
-
-    kept = len(ensure_gold_record(worker.grader, instance).kept)
+    kept = len(worker.grader.gold_record(instance).kept)
     if twins:
         worker.grader.twin_record(instance)
     return kept

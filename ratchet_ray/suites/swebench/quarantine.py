@@ -17,11 +17,10 @@ Contracts:
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from ratchet_ray.storage.fsutil import atomic_write_text
 from ratchet_ray.suites.swebench.dataset import DatasetError
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
@@ -83,11 +82,7 @@ def update_quarantine(path: str | Path, validated: Iterable[str], found: Mapping
                                 "validation": source}
     doc = {"version": VERSION, "dataset": dataset,
            "instances": dict(sorted(entries.items()))}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(json.dumps(doc, indent=1) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
     return {i: str(e.get("reason") or "listed") for i, e in doc["instances"].items()}
 
 

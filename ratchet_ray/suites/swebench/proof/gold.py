@@ -12,8 +12,6 @@ Contracts:
   else ``folder`` (``swebench.gold_records``), else None; ``save(record)`` writes both (the
   folder's file atomically); a record that does not parse is made again. ``stored(key)`` /
   ``put(key, data)``: the same for records kept beside them (``twin_record``).
-- ``ensure_gold_record(grader, instance)``: the record of ``instance`` (raw or normalised,
-  with its gold ``patch``) on the grader's image, made now when none is stored.
 - ``default_folder()``: ``$XDG_CACHE_HOME/ratchet/swebench-gold`` (``~/.cache`` by default).
 """
 
@@ -21,11 +19,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from ratchet_ray.storage.fsutil import atomic_write_bytes
 from ratchet_ray.suites.swebench.proof.mutants import Mutant
 
 RECORD_VERSION = 4  # 2: kept mutants fail under the base code too; 3: dropped ones redrawn (issue 49);
@@ -131,16 +129,4 @@ class GoldStore:
         if self.artifacts is not None:
             self.artifacts.put(key, data)
         if self.folder is not None:
-            path = self.folder / key
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".gold-")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-
-
-def ensure_gold_record(grader: Any, instance: dict[str, Any]) -> GoldRecord:
-    """The gold record of ``instance`` (with its gold ``patch``) on ``grader``'s image, made
-    now if neither the run nor ``swebench.gold_records`` holds it (see the module contract).
-    Raises ``ValueError`` for an instance without a gold patch."""
-    return grader.gold_record(instance)
+            atomic_write_bytes(self.folder / key, data)

@@ -321,7 +321,7 @@ class DifferentialProof:
         return gold or None
 
     def gold_record(self, instance: dict) -> GoldRecord:
-        """``gold.ensure_gold_record``: the instance's gold record, made now when none is stored
+        """The instance's gold record, made now when none is stored
         (its sessions' logs go to ``logs/swebench/<instance>/gold/``)."""
         return self.outside_a_grade(
             instance, "gold", lambda ctx, log_dir, log: self.record_for(ctx, log, None,
