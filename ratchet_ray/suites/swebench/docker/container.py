@@ -30,7 +30,7 @@ from typing import Any, Iterator, Sequence
 
 from ratchet_ray.suites.swebench.docker.execbox import InstanceContainer, container_workdir
 from ratchet_ray.suites.swebench.imports import serial_imports
-from ratchet_ray.suites.swebench.docker.infra import InfraFailure, classify_exception
+from ratchet_ray.suites.swebench.docker.infra import InfraFailure, docker_failure
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 LABEL_KEY = "ratchet-ray.suite"
@@ -121,8 +121,7 @@ def instance_container(client: Any, image: str, instance_id: str, settings: Sweb
             )
             container.start()
         except docker.errors.DockerException as exc:
-            raise InfraFailure(classify_exception(exc) or "docker_error",
-                               f"cannot start container {name} from {image}: {exc}") from exc
+            raise docker_failure(exc, f"cannot start container {name} from {image}") from exc
         box = InstanceContainer(container, settings)
         box.find_main_pid(first_steps)
         yield box

@@ -34,7 +34,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ratchet_ray.suites.swebench.docker.exec_stream import STDOUT, exec_frames
 from ratchet_ray.suites.swebench.imports import serial_imports
-from ratchet_ray.suites.swebench.docker.infra import InfraFailure, classify_exception, within
+from ratchet_ray.suites.swebench.docker.infra import InfraFailure, docker_failure, within
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 # Extra seconds the host waits for an exec beyond its in-container timeout, and again after it
@@ -105,7 +105,7 @@ def _in_thread(fn: Callable[[], Any], seconds: float, what: str) -> Any:
     try:
         done, value = within(fn, seconds, f"docker-{what}")
     except Exception as exc:  # noqa: BLE001 - every daemon error is an infrastructure one
-        raise InfraFailure(classify_exception(exc) or "docker_error", f"{what} failed: {exc}") from exc
+        raise docker_failure(exc, f"{what} failed") from exc
     if not done:
         raise InfraFailure("exec_hung", f"the Docker daemon did not answer {what} within {seconds:.0f}s")
     return value
@@ -270,10 +270,8 @@ class InstanceContainer:
         worker.start()
         why = self._watch(worker, state, started, limit)
         duration = time.monotonic() - started
-        if state["error"] is not None:
-            exc = state["error"]
-            raise InfraFailure(classify_exception(exc) or "docker_error",
-                               f"container {self.name}: exec failed: {exc}") from exc
+        if (exc := state["error"]) is not None:
+            raise docker_failure(exc, f"container {self.name}: exec failed") from exc
         exit_code = _in_thread(lambda: api.exec_inspect(state["exec_id"]).get("ExitCode"),
                                EXEC_GRACE_S, f"inspecting an exec in {self.name}")
         exit_code = -1 if exit_code is None else int(exit_code)

@@ -39,7 +39,7 @@ from ratchet_ray.suites.swebench.docker.history import (HISTORY_LABEL, HISTORY_S
                                                   history_mark)
 from ratchet_ray.suites.swebench.docker.image_cache import ImageCache
 from ratchet_ray.suites.swebench.imports import serial_imports
-from ratchet_ray.suites.swebench.docker.infra import InfraFailure, classify_exception
+from ratchet_ray.suites.swebench.docker.infra import InfraFailure, docker_failure
 from ratchet_ray.suites.swebench.settings import SwebenchSettings, on_this_node
 
 Log = Callable[[str], None]
@@ -196,8 +196,7 @@ class InstanceImages:
                 raise InfraFailure("image_missing", f"image {name} not found in registry "
                                    f"namespace {self.settings.namespace!r}: {exc}") from exc
             except docker.errors.DockerException as exc:
-                raise InfraFailure(classify_exception(exc) or "docker_error",
-                                   f"cannot obtain image {name}: {exc}") from exc
+                raise docker_failure(exc, f"cannot obtain image {name}") from exc
 
     def _pull(self, name: str, instance: dict[str, Any], log: Log) -> str:
         """Pull ``name``; when the registry has no such image (or cannot be reached) and the

@@ -100,6 +100,11 @@ def classify_exception(exc: BaseException) -> str | None:
     return None
 
 
+def docker_failure(exc: BaseException, doing: str) -> InfraFailure:
+    """``exc``, met while ``doing``, as an ``InfraFailure`` (its reason, else ``docker_error``)."""
+    return InfraFailure(classify_exception(exc) or "docker_error", f"{doing}: {exc}")
+
+
 def log_classifier_note(report: dict) -> str:
     """A note of what swebench's log classifier said, "" when nothing (see module contract)."""
     if not report.get("infra_failure"):
