@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import ray
 
-from actors.named_client import NamedActorClient
-from actors.rate_limiter import NAMESPACE, scope_token
+from actors.named_client import NAMESPACE, NamedActorClient, kill_named
+from actors.rate_limiter import scope_token
 
 
 class BudgetLedgerProcess:
@@ -78,8 +78,4 @@ class SharedBudget(NamedActorClient):
 
 def release_budget_ledger(scope: str) -> bool:
     """Kill scope ``scope``'s ledger; False when there was none."""
-    try:
-        ray.kill(ray.get_actor(ledger_name(scope), namespace=NAMESPACE))
-    except ValueError:
-        return False
-    return True
+    return kill_named(ledger_name(scope))

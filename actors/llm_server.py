@@ -34,16 +34,14 @@ from typing import Any, Sequence
 
 import numpy as np
 import ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from actors.named_client import NamedActorClient
+from actors.named_client import NAMESPACE, NamedActorClient, kill_named
+from actors.placement import pinned
 from actors.rate_limiter import DEFAULT_SCOPE, cluster_limiter, scope_token
 from actors.run_lease import watch_run_lease
 from ratchet_ray.llm.base import InputType, Message, Reply
 from ratchet_ray.llm.local import LocalConfig, LocalLLM, LocalModelServer, MiniLMEmbedder
 from ratchet_ray.llm.services import LLMServices
-
-NAMESPACE = "ratchet"
 
 
 # num_cpus=0: the server must never wait for a CPU slot held by the very actors it serves.
@@ -71,7 +69,7 @@ def get_node_server(config: LocalConfig, scope: str = DEFAULT_SCOPE):
     return LLMServerActor.options(
         name=server_name(node_id, config, scope), namespace=NAMESPACE, get_if_exists=True,
         lifetime="detached",
-        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
+        scheduling_strategy=pinned(node_id),
     ).remote(config, scope)
 
 
@@ -83,11 +81,8 @@ def release_llm_actors(scope: str | None = None) -> list[str]:
     released = []
     for entry in ray.util.list_named_actors(all_namespaces=True):
         name = entry["name"]
-        if entry["namespace"] == NAMESPACE and name.startswith(prefixes):
-            try:
-                ray.kill(ray.get_actor(name, namespace=NAMESPACE))
-            except ValueError:  # released by someone else in between
-                continue
+        # kill_named is False when someone else released it in between
+        if entry["namespace"] == NAMESPACE and name.startswith(prefixes) and kill_named(name):
             released.append(name)
     return released
 

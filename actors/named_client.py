@@ -9,6 +9,8 @@ Contracts:
 - ``_call(method, *args, **kwargs)`` is a blocking call. When the actor is gone (released at the end of a
   run or sweep while this client lived on), the call is made once more on a new actor of the
   same name; a second failure raises.
+- ``NAMESPACE`` is every such actor's Ray namespace; ``kill_named(name)`` kills one (False when
+  there is none: never started, or already gone).
 """
 
 from __future__ import annotations
@@ -17,6 +19,17 @@ from typing import Any
 
 import ray
 from ray.exceptions import RayActorError
+
+NAMESPACE = "ratchet"
+
+
+def kill_named(name: str, namespace: str | None = NAMESPACE) -> bool:
+    """Kill the actor named ``name`` (``namespace`` None: the job's own); False when none is."""
+    try:
+        ray.kill(ray.get_actor(name, namespace=namespace))
+    except ValueError:
+        return False
+    return True
 
 
 class NamedActorClient:

@@ -22,11 +22,10 @@ import time
 
 import ray
 
-from actors.named_client import NamedActorClient
+from actors.named_client import NAMESPACE, NamedActorClient
 from actors.run_lease import scope_token, watch_run_lease
 from ratchet_ray.llm.ratelimit import Limiter, LocalLimiter, RateLimiter
 
-NAMESPACE = "ratchet"
 DEFAULT_SCOPE = "shared"
 """The scope of clients built outside a run (tools, tests); a run uses its run id."""
 

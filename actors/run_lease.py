@@ -25,7 +25,8 @@ import time
 
 import ray
 
-NAMESPACE = "ratchet"
+from actors.named_client import NAMESPACE
+
 CHECK_INTERVAL_S = 5.0
 MISSES_BEFORE_EXIT = 2
 

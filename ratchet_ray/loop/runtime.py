@@ -39,10 +39,11 @@ from typing import Any, Callable, Sequence
 
 import click
 import ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.artifacts import run_artifacts_access
 from actors.critic import CriticActor
+from actors.named_client import kill_named
+from actors.placement import pinned
 from actors.pools import ActorStartError, ActorStartTimeout, ResilientPool, init_failure, \
     init_failure_text
 from actors.skill_bank import actor_name, launch_skill_bank
@@ -179,12 +180,6 @@ class RayStartError(click.ClickException):
         self.cause = cause
 
 
-def pin_to_this_node() -> NodeAffinitySchedulingStrategy:
-    """Schedule on the driver's node (hard affinity): the run dir is a local folder here."""
-    return NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(),
-                                          soft=False)
-
-
 def make_grader_factory(config: LoopConfig, run_dir: Path,
                         artifacts: Artifacts | None = None) -> Callable[[], Any]:
     """Makes one of the suite's grader actors; what they produce goes to ``artifacts`` (the run's,
@@ -244,11 +239,8 @@ def release_run(run_id: str) -> list[str]:
     from actors.llm_server import release_llm_actors
 
     released = release_llm_actors(run_id)
-    try:
-        ray.kill(ray.get_actor(actor_name(run_id)))
+    if kill_named(actor_name(run_id), namespace=None):
         released.append(actor_name(run_id))
-    except ValueError:  # no such actor: never started, or already gone
-        pass
     return released
 
 
@@ -304,7 +296,7 @@ def start_runtime(config: LoopConfig, run_dir: Path, run_id: str, train_tasks: S
     warn_if_oversized(config)
     models = models.filled(config, scope=run_id)
     bank = launch_skill_bank(run_dir, embedder=models.embedder, config=config, run_id=run_id,
-                             scheduling_strategy=pin_to_this_node(), **ROLE_RESOURCES["bank"])
+                             scheduling_strategy=pinned(), **ROLE_RESOURCES["bank"])
     injected = {"llm": models.llm, "embedder": models.embedder}
     artifacts, service = run_artifacts_access(run_dir, config.infra.artifact_uri)
 
