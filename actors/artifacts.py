@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from actors.placement import pinned
 from ratchet_ray.storage.artifacts import Artifacts, ArtifactStore, check_key, run_artifacts
 
 SERVICE_CONCURRENCY = 16
@@ -62,10 +62,8 @@ ArtifactServiceActor = ray.remote(ArtifactService)
 
 def launch_artifact_service(location: str | Path) -> Any:
     """Start the service for ``location`` on this (the driver's) node; see module contracts."""
-    here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(),
-                                          soft=False)
     return ArtifactServiceActor.options(
-        num_cpus=0, max_concurrency=SERVICE_CONCURRENCY, scheduling_strategy=here,
+        num_cpus=0, max_concurrency=SERVICE_CONCURRENCY, scheduling_strategy=pinned(),
         # Stateless (everything is on disk) and every call idempotent: a crashed service is
         # restarted and the calls it held are retried, instead of failing every artifact write.
         max_restarts=3, max_task_retries=3,

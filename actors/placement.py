@@ -55,6 +55,18 @@ class Placement(Protocol):
     def held_here(self) -> Iterable[Hashable]: ...
 
 
+def pinned(node: str | None = None) -> NodeAffinitySchedulingStrategy:
+    """Hard affinity to ``node`` (None: this process's node)."""
+    return NodeAffinitySchedulingStrategy(node or ray.get_runtime_context().get_node_id(),
+                                          soft=False)
+
+
+def on_node(task: Any, node: str) -> Any:
+    """``task`` (a remote function) as a zero-CPU, never-retried run pinned to ``node``: how a
+    node is asked about itself."""
+    return task.options(num_cpus=0, max_retries=0, scheduling_strategy=pinned(node))
+
+
 def node_of_actor(_instance: Any) -> str:
     """Run through ``actor.__ray_call__``: the Ray node id of the actor's process."""
     return ray.get_runtime_context().get_node_id()
@@ -183,15 +195,11 @@ class Locality:
         warm up, so the surveys after jobs end find a warm worker instead of paying that start
         (seconds per node on a loaded host) while every dispatch waits."""
         if node not in self._warmed:
-            self._warmed[node] = _survey_task().options(
-                num_cpus=0, max_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
-                    node, soft=False)).remote(self.placement)
+            self._warmed[node] = on_node(_survey_task(), node).remote(self.placement)
 
     def _survey(self, nodes: list[str]) -> None:
         task = _survey_task()
-        refs = {node: task.options(num_cpus=0, max_retries=0, scheduling_strategy=(
-            NodeAffinitySchedulingStrategy(node, soft=False))).remote(self.placement)
-            for node in nodes}
+        refs = {node: on_node(task, node).remote(self.placement) for node in nodes}
         ready, late = ray.wait(list(refs.values()), num_returns=len(refs),
                                timeout=SURVEY_TIMEOUT_S)
         done = set(ready)

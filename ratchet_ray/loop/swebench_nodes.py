@@ -34,14 +34,13 @@ def image_reports(settings: Any) -> list[dict]:
     each), one entry per index (``cache_report.merge_readings``); only informative: a failure
     is one entry ``{"node": "?", "error": why}``."""
     import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+    from actors.placement import on_node
     from ratchet_ray.suites.swebench.cache_report import merge_readings
 
     nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("docker")]
     task = ray.remote(_reading)
-    refs = [task.options(num_cpus=0, max_retries=0, scheduling_strategy=(
-        NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))).remote(settings) for n in nodes]
+    refs = [on_node(task, n["NodeID"]).remote(settings) for n in nodes]
     try:
         return merge_readings(ray.get(refs, timeout=60))
     except Exception as exc:  # noqa: BLE001 - only informative: never fails a run or a validation
@@ -90,14 +89,13 @@ def image_digests(settings: Any, names: list[str]) -> dict[tuple[str, str], str]
     """(node id, image name) -> image id, read on every alive node offering ``docker``; a node
     that cannot say is left out (its rows get a null digest)."""
     import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from actors.placement import on_node
 
     nodes = [n["NodeID"] for n in ray.nodes()
              if n.get("Alive") and n.get("Resources", {}).get("docker")]
     task = ray.remote(_digests)
-    refs = {node: task.options(num_cpus=0, max_retries=0, scheduling_strategy=(
-        NodeAffinitySchedulingStrategy(node, soft=False))).remote(settings, names)
-        for node in nodes}
+    refs = {node: on_node(task, node).remote(settings, names) for node in nodes}
     found: dict[tuple[str, str], str] = {}
     for node, ref in refs.items():
         try:
