@@ -1,8 +1,7 @@
 """A sentence-transformers BERT embedder (all-MiniLM-L6-v2) run by NumPy: no torch.
 
-The local embedder used to be sentence-transformers on torch (835 MB installed for a
-22M-parameter model, and the default package index's Linux torch is the CUDA build). This is the
-same forward pass over the same files, in NumPy (docs/benchmarks.md has the measurements).
+The same forward pass over the same files as sentence-transformers, without torch's 835 MB
+(docs/benchmarks.md has the measurements).
 
 Contracts:
 - ``MiniLM(folder)`` reads a sentence-transformers model folder: ``config.json`` (a BERT:

@@ -1,8 +1,7 @@
 """Crash-safe soft phases that change the bank (synth, metasynth): start marker, batch, replay.
 
-The Synthesizer adds skills to the bank while it works and its result file is written at the
-end, so a driver killed in between used to find no result file on resume, run the phase again
-and add a second batch. Now:
+The Synthesizer adds skills to the bank while it works and writes its result file at the end;
+a driver killed in between must neither lose those skills nor add them twice on resume.
 
 Contracts:
 - ``begin(run, round_, result_file)`` writes ``round_NN/<result_file>.started`` (the time the
