@@ -125,7 +125,8 @@ def load_mbpp_plus(dataset_path: str | None = None) -> MbppDataset:
                            "MbppPlus-v0.2.0.jsonl.gz") from exc
 
 
-def _numeric_id(task_id: str) -> tuple[int, str]:
+def numeric_order(task_id: str) -> tuple[int, str]:
+    """Sort key of MBPP+ ids in numeric order (``Mbpp/2`` before ``Mbpp/10``)."""
     tail = task_id.rsplit("/", 1)[-1]
     return (int(tail), task_id) if tail.isdigit() else (10**9, task_id)
 
@@ -142,7 +143,7 @@ def to_tasks(dataset: MbppDataset, suite: str = "mbpp") -> list[Task]:
     """One ``Task`` per problem in numeric order. ``prompt`` is the description with its example
     assert; ``payload`` has ``entry_point``, ``example_tests`` and ``dataset_hash``."""
     tasks = []
-    for task_id in sorted(dataset.problems, key=_numeric_id):
+    for task_id in sorted(dataset.problems, key=numeric_order):
         problem = dataset.problems[task_id]
         prompt, examples = split_prompt(problem["prompt"])
         tasks.append(Task(task_id=task_id, suite=suite, prompt=prompt, payload={

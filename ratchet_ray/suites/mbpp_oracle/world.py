@@ -48,11 +48,6 @@ def _fields(row: dict) -> dict:
     return {k: row[k] for k in ("prompt", "entry_point", "canonical_solution")}
 
 
-def _numeric(task_id: str) -> tuple[int, str]:
-    tail = task_id.rsplit("/", 1)[-1]
-    return (int(tail), task_id) if tail.isdigit() else (10**9, task_id)
-
-
 class MbppWorld(World):
     """See the module contracts."""
 
@@ -64,10 +59,10 @@ class MbppWorld(World):
         super().__init__(spec)
 
     def _draw_tasks(self) -> list[SimTask]:
-        from ratchet_ray.suites.mbpp.dataset import split_prompt
+        from ratchet_ray.suites.mbpp.dataset import numeric_order, split_prompt
 
         tasks = []
-        for task_id in sorted(self.problems, key=_numeric):
+        for task_id in sorted(self.problems, key=numeric_order):
             rng = self.rng("mbpp-task", task_id)
             type_ = rng.randrange(self.k)
             p0 = rng.betavariate(self.spec.base_alpha, self.spec.base_beta)
