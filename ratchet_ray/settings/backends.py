@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
@@ -43,18 +43,14 @@ def _env(name: str, default: str | None = None) -> str | None:
     return value if value else default
 
 
-def _env_number(name: str, default: Any, kind: Callable[[str], Any], what: str) -> Any:
+def _env_int(name: str, default: int | None) -> int | None:
     value = _env(name)
     if value is None:
         return default
     try:
-        return kind(value)
+        return int(value)
     except ValueError as exc:
-        raise ValueError(f"${name}={value!r} is not {what}; fix or unset it") from exc
-
-
-def _env_int(name: str, default: int | None) -> int | None:
-    return _env_number(name, default, int, "an integer")
+        raise ValueError(f"${name}={value!r} is not an integer; fix or unset it") from exc
 
 
 def _env_bool(name: str, default: bool) -> bool:
