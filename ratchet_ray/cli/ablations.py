@@ -110,20 +110,16 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
                                "give the dashboard URL (http://HOST:8265) or the GCS address "
                                "(HOST:6379, or auto) and run the sweep on the head, next to its "
                                "--out folder and the runs' dirs")
-    try:
+    with one_line(SweepError, error=click.UsageError):
         shared, budget = split_sets(sets)
-    except SweepError as exc:
-        raise click.UsageError(str(exc)) from exc
     spec = SweepSpec(suite=suite, out_dir=out_dir, sets=shared, budget=budget,
                      profiles=flags.pop("profiles"), **flags)
     if show_status or stop:
         return _manage(out_dir, address, stop)
     outcomes: list[JobOutcome] = []
     if dry_run:
-        try:
+        with one_line(SweepError, error=click.UsageError):
             _check_runs(spec, arms, seeds)
-        except SweepError as exc:
-            raise click.UsageError(str(exc)) from exc
         return _dry_run(spec, arms, seeds)
     if address and not report_only:  # nothing listening there: refused before --out is made
         from ratchet_ray.loop.ray_address import ray_problem
@@ -135,14 +131,12 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
         raise click.UsageError(f"--report-only: {out_dir} does not exist; pass the --out (or "
                                "--tag) of a sweep that has run")
     if not report_only:
-        try:
+        with one_line(SweepError, error=click.UsageError):
             _check_runs(spec, arms, seeds)  # before --out is written
             held = lock_sweep(out_dir)  # noqa: F841 (one sweep per --out until this exits)
             spec = with_recorded_budget(spec)
             jobs, skipped = plan_jobs(spec, arms, seeds)
             check_sweep_file(spec)
-        except SweepError as exc:
-            raise click.UsageError(str(exc)) from exc
         outcomes += skipped
         for outcome in skipped:
             click.echo(f"skip   {outcome.name}: {outcome.message}", err=True)
@@ -182,10 +176,8 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
 
 def _dry_run(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
     """``--dry-run``: each arm-seed's plan and the config a new one resolves; nothing written."""
-    try:
+    with one_line(SweepError, error=click.UsageError):
         jobs, skipped = plan_jobs(with_recorded_budget(spec), arms, seeds)
-    except SweepError as exc:
-        raise click.UsageError(str(exc)) from exc
     for outcome in skipped:
         click.echo(f"# {outcome.name}: skip ({outcome.message})")
     planned = {job_name(arm, seed): (arm, seed) for arm in arms for seed in seeds}
@@ -244,7 +236,7 @@ def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int]
 
     signal.signal(signal.SIGTERM, _stop_on_sigterm)  # until ray.init (installed again after)
     env = {**os.environ, **({"RAY_ADDRESS": address} if address else {})}
-    try:
+    with one_line(RayHeadError, SweepError):
         with ray_cluster(num_cpus, spec.out_dir / "logs" / "ray_head.log", env) as cluster_env:
             os.environ.update(cluster_env)  # this process's Ray client and job client
             given = cluster_env["RAY_ADDRESS"]
@@ -271,8 +263,6 @@ def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int]
                 finally:
                     release_llm_actors(spec.scope)  # the rate limiter every arm shared
                     release_budget_ledger(spec.scope)
-    except (RayHeadError, SweepError) as exc:
-        raise click.ClickException(str(exc)) from exc
 
 
 if __name__ == "__main__":

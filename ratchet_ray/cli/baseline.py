@@ -43,6 +43,7 @@ from typing import Any
 
 import click
 
+from ratchet_ray.cli.options import one_line
 from ratchet_ray.run_config.options import (config_option, dataset_path_option, llm_option,
                                             profile_option, set_option, workers_option)
 from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
@@ -251,7 +252,7 @@ def main(suite: str, out: Path | None, probes: int, limit: int | None, temperatu
                  "subset=null"]
     if temperature is not None:  # else the loop's own sampling (the config's)
         overrides.append(f"llm.temperature={temperature}")
-    try:
+    with one_line(ConfigError, error=click.UsageError):
         config_files = (*profile_files(profiles, suite), *config_files)
         config = load_config(layered_files(suite, config_files), [*overrides, *sets])
         if temperature is not None:  # the suite's own sampling too (its plugin is loaded now)
@@ -261,8 +262,6 @@ def main(suite: str, out: Path | None, probes: int, limit: int | None, temperatu
             if own:
                 config = load_config(layered_files(suite, config_files),
                                      [*overrides, *own, *sets])
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from exc
     check_startable(config)  # before the output file exists or Ray starts
     out = out or Path(config.results_dir) / "baselines" / f"{suite}.jsonl"
     if dry_run:

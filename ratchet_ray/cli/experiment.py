@@ -21,10 +21,8 @@ def _make_proposer(spec: str, llm: str, model: str | None, base_url: str | None,
     from ratchet_ray.experiment.proposals import ProposalError, ScriptProposer
 
     if spec.startswith("script:"):
-        try:
+        with one_line(ProposalError, error=click.UsageError):
             return ScriptProposer(Path(spec[len("script:"):]))
-        except ProposalError as exc:
-            raise click.UsageError(str(exc)) from exc
     if spec != "llm":
         raise click.UsageError(f"--proposer {spec!r}: use llm or script:FILE")
     from ratchet_ray.settings.schema import LLMSettings
@@ -182,11 +180,9 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, pr
         raise click.UsageError(f"--seeds {seeds!r}: expected comma-separated integers") from exc
     if not seed_list:
         raise click.UsageError("--seeds: give at least one seed")
-    try:
+    with one_line(ManifestError, ValueError, error=click.UsageError):
         seed_list = repeat_seeds(seed_list, os.environ.get(REPEAT_ENV, ""))
         rules = EvaluatorManifest.load(manifest) if manifest else EvaluatorManifest()
-    except (ManifestError, ValueError) as exc:
-        raise click.UsageError(str(exc)) from exc
     pinned = {"evaluator_sha": evaluator_sha(), "manifest_sha256": rules.sha256()}
     check = _check_overlay(config_overlay, rules)
     if check.vetoes:  # the yardstick is not the candidate's to move: nothing runs

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import yes_option
+from ratchet_ray.cli.options import one_line, yes_option
 from ratchet_ray.run_config.options import config_option, llm_option
 from ratchet_ray.llm.cache import CACHE_DIRNAME, SolverCache
 from ratchet_ray.loop.entry import SUITE, default_suite
@@ -38,10 +38,9 @@ def doctor(backend: str | None, suite: str, config_files: tuple[Path, ...], base
     from ratchet_ray.suites import environment_checks
 
     # The suite's own layer and name: suite defaults (e.g. the MBPP+ dataset path) follow it.
-    try:
+    # A suite no registry holds is refused with the valid ones listed.
+    with one_line(ConfigError, error=click.UsageError):
         config = load_config(layered_files(suite, config_files), [f"suite={suite}"])
-    except ConfigError as exc:  # e.g. a suite no registry holds: the valid ones are listed
-        raise click.UsageError(str(exc)) from exc
     settings = config.llm
     updates = {k: v for k, v in {"backend": backend, "base_url": base_url}.items() if v}
     if backend and backend != settings.backend:

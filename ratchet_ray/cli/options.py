@@ -6,8 +6,9 @@ Contracts:
   fixed; only the help text may be tailored to the command.
 - ``--status`` offers ``all`` and every ``types.SkillStatus`` (never a copy); ``--format`` the
   output formats ``cli.evidence.emit_rows`` writes.
-- ``one_line(*errors)``: an error of those types raised inside is click's one ``Error:`` line
-  (its message, the cause chained), never a traceback.
+- ``one_line(*errors, error=...)``: an error of those types raised inside is click's one
+  ``Error:`` line (its message, the cause chained; ``ClickException``, or ``UsageError``),
+  never a traceback.
 """
 
 from __future__ import annotations
@@ -45,12 +46,14 @@ def round_option(help: str = "Round to record, 0 or more (default: the latest ro
 
 
 @contextmanager
-def one_line(*errors: type[BaseException]) -> Iterator[None]:
-    """``errors`` raised inside become ``click.ClickException(str(error))`` (module contracts)."""
+def one_line(*errors: type[BaseException],
+             error: type[click.ClickException] = click.ClickException) -> Iterator[None]:
+    """``errors`` raised inside become ``error(str(exc))`` (module contracts); pass
+    ``error=click.UsageError`` for bad input that the usage line helps with (exit 2)."""
     try:
         yield
     except errors as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise error(str(exc)) from exc
 
 
 def yes_option() -> Decorator:

@@ -90,11 +90,9 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
         files = flags.pop("config_files")
         sets = flags.pop("sets")
         profiles = flags.pop("profiles")
-        try:
+        with one_line(ConfigError, error=click.UsageError):
             config = load_config(layered_files(suite, [*profile_files(profiles, suite), *files]),
                                  [*build_overrides(suite, **flags), *sets])
-        except ConfigError as exc:
-            raise click.UsageError(str(exc)) from exc
         checked = config
     check_startable(checked)  # before a run dir exists or Ray starts
     from ratchet_ray.report.otel import tracing_problems
@@ -153,10 +151,8 @@ def _resumed_config(resume: Path, resume_sets: tuple[str, ...]):
     from ratchet_ray.loop.budget import resume_config
     from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir
 
-    try:
+    with one_line(FileNotFoundError, ConfigError, error=click.UsageError):
         return resume_config(RunDir.open(resume).path / CONFIG_FILE, resume_sets)
-    except (FileNotFoundError, ConfigError) as exc:
-        raise click.UsageError(str(exc)) from exc
 
 
 @click.command("plot")

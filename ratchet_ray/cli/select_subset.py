@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterable
 
 import click
 
+from ratchet_ray.cli.options import one_line
 from ratchet_ray.run_config.options import (config_option, n_eval_option, n_train_option,
                                             profile_option, seed_option, set_option)
 from ratchet_ray.loop.entry import DRY_RUN, SUITE, version_option
@@ -231,11 +232,9 @@ def main(source: Path, suite: str, n_hard: int | None, n_train: int | None, n_ev
     from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
     from ratchet_ray.run_config.profiles import profile_files
 
-    try:
+    with one_line(ConfigError, error=click.UsageError):
         files = [*profile_files(profiles, suite), *config_files]
         config = load_config(layered_files(suite, files), [f"suite={suite}", *sets])
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from exc
     n_train = config.n_train if n_train is None else n_train
     n_eval = config.n_eval if n_eval is None else n_eval
     n_hard = n_train + n_eval if n_hard is None else n_hard

@@ -235,7 +235,7 @@ def hygiene_audit(ctx: click.Context, fmt: str, leakage: bool, threshold: float 
                                "--bypass, --cost (or --format table for several)")
     bank = open_bank(ctx)
     skills = bank.all()
-    try:
+    with one_line(*_USER_ERRORS, ValueError):
         if leakage:
             bar = bank.config.synth.leakage_threshold if threshold is None else threshold
             rows, spans = audit_hygiene.leakage_rows(bank.run_dir, bank.config, skills, bar, embed)
@@ -258,8 +258,6 @@ def hygiene_audit(ctx: click.Context, fmt: str, leakage: bool, threshold: float 
             if cost:
                 emit_rows(bypass.skill_costs(con, skills, bank.stats()),
                           audit_hygiene.COST_COLUMNS, fmt)
-    except (*_USER_ERRORS, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
 
 
 @click.command("curate")

@@ -81,10 +81,8 @@ def validate(dataset: str, subset: Path | None, instances: tuple, repeat: int,
         raise click.UsageError(str(exc)) from exc
     ids: list[str] | None = None
     if subset is not None:
-        try:
+        with one_line(ValueError, error=click.UsageError):
             train, held_out = read_subset(subset)
-        except ValueError as exc:
-            raise click.UsageError(str(exc)) from exc
         ids = [*train, *held_out]
     if instances:
         ids = [*(ids or []), *instances]
