@@ -64,10 +64,6 @@ class LedgerRow:
 COLUMNS = tuple(f.name for f in fields(LedgerRow))
 
 
-def _flat(text: str) -> str:
-    return " ".join(str(text).split())
-
-
 def _cell(name: str, value: Any) -> str:
     if value is None:
         return ""
@@ -77,7 +73,7 @@ def _cell(name: str, value: Any) -> str:
         return ",".join(str(s) for s in value)
     if isinstance(value, float):
         return f"{value:.6g}"
-    return _flat(value)
+    return " ".join(str(value).split())  # tabs and newlines would break the row
 
 
 def _parse(name: str, text: str) -> Any:

@@ -63,10 +63,6 @@ def child_command(config: LocalConfig) -> list[str]:
     return [sys.executable, "-m", "ratchet_ray.llm.local_probe", config.model_dump_json()]
 
 
-def default_log_dir() -> Path:
-    return Path(tempfile.gettempdir()) / "ratchet-logs"
-
-
 def _child_env() -> dict[str, str]:
     # The child imports ratchet_ray from where this process did, whatever its working directory.
     root = str(Path(__file__).resolve().parents[2])
@@ -93,7 +89,7 @@ def _last_line(text: str) -> str:
 def probe_local_model(config: LocalConfig, log_dir: Path | None = None,
                       timeout_s: float = 60.0) -> str:
     """Load and call the model in a child process (module contracts)."""
-    folder = Path(log_dir) if log_dir is not None else default_log_dir()
+    folder = Path(log_dir) if log_dir is not None else Path(tempfile.gettempdir()) / "ratchet-logs"
     folder.mkdir(parents=True, exist_ok=True)
     handle, name = tempfile.mkstemp(prefix=f"local-model-{time.strftime('%Y%m%dT%H%M%S')}-",
                                     suffix=".log", dir=folder)  # unique, even twice a second

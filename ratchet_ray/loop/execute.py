@@ -136,10 +136,6 @@ def _route_note(outcome: Any) -> str:
     return f"[router] {error}\n" if error else ""
 
 
-def replies_of(outcome: Any) -> list[Any]:
-    return [*outcome.router_replies, *outcome.solver_replies]
-
-
 class SplitRunner:
     """Runs one split of one round through the pools; see the module contracts."""
 
@@ -175,7 +171,7 @@ class SplitRunner:
                 failure_trace: str = "", attempt: int = 0) -> Capsule:
         """The task's capsule: graded (``grade``) or, with ``failure``, an ungraded
         infrastructure failure whose ``failure_trace`` says what broke."""
-        replies = replies_of(outcome) if outcome is not None else []
+        replies = [*outcome.router_replies, *outcome.solver_replies] if outcome is not None else []
         passed = bool(grade and grade.passed and not failure)
         if failure:
             exit_status, infra = failure, True

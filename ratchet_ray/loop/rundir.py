@@ -169,11 +169,8 @@ class RunDir:
         return _read_json(self.path / EVAL_IDS_FILE, _IDS_FIX)
 
     # ---- per-round files -------------------------------------------------------------------
-    def round_dir(self, round_: int) -> Path:
-        return self.path / f"round_{round_:02d}"
-
     def round_file(self, round_: int, name: str) -> Path:
-        return self.round_dir(round_) / name
+        return self.path / f"round_{round_:02d}" / name
 
     def write_round_json(self, round_: int, name: str, data: Any) -> None:
         atomic_write_json(self.round_file(round_, name), data)

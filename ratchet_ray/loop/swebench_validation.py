@@ -101,12 +101,6 @@ def gold_mutants(pool: Any, instances: list[dict], twins: bool = False) -> dict[
     return found
 
 
-def _one_node() -> str:
-    import ray
-
-    return ray.get_runtime_context().get_node_id()
-
-
 def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,
                      workers: int | None = None, repeat: int = 1, address: str | None = None,
                      note: Callable[[str], None] = lambda _text: None) -> Validation:
@@ -152,7 +146,7 @@ def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,
             images = {task.task_id: image_name(task.task_id, settings) for task, _ in pairs}
             digests = image_digests(settings, sorted(set(images.values())))
             if not any(outcome.node for outcome in result.outcomes):
-                here = _one_node()  # a pool without placement does not say: one node
+                here = ray.get_runtime_context().get_node_id()  # no placement: one node
                 for outcome in result.outcomes:
                     outcome.node = here
             result.nodes = image_reports(settings)
