@@ -243,7 +243,7 @@ def main(source: Path, suite: str, n_hard: int | None, n_train: int | None, n_ev
         click.echo(subset_path(out_dir, suite, n_hard, n_train, n_eval, seed))
         return
     data = source.read_bytes()
-    try:
+    with one_line(SubsetError):
         every = _rows(source)
         rows = [r for r in every if r.get("suite", suite) == suite]
         if every and not rows:  # a baseline of another suite
@@ -257,8 +257,6 @@ def main(source: Path, suite: str, n_hard: int | None, n_train: int | None, n_ev
         doc = select_subset(rows, suite=suite, n_hard=n_hard, n_train=n_train, n_eval=n_eval,
                             seed=seed, probes=probes, min_solved=min_solved,
                             excluded=_excluded(config))
-    except SubsetError as exc:
-        raise click.ClickException(str(exc)) from exc
     doc["source_sha256"] = hashlib.sha256(data).hexdigest()
     out = subset_path(out_dir, suite, n_hard, n_train, n_eval, seed)
     atomic_write_json(out, doc)  # a subset file is whole or absent

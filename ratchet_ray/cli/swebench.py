@@ -74,11 +74,10 @@ def validate(dataset: str, subset: Path | None, instances: tuple, repeat: int,
                                "SWE-bench/SWE-bench_Verified")
     source = (f"dataset_path={json.dumps(str(where.resolve()))}" if where.exists()
               else f"swebench.dataset_name={json.dumps(dataset)}")
-    try:  # every repeat grades the same image, and a run after it finds them: keep them
+    # Every repeat grades the same image, and a run after it finds them: keep them.
+    with one_line(ConfigError, error=click.UsageError):
         config = load_config(layered_files("swebench", config_files),
                              ["suite=swebench", source, "swebench.cache_level=instance", *sets])
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from exc
     ids: list[str] | None = None
     if subset is not None:
         with one_line(ValueError, error=click.UsageError):
