@@ -47,7 +47,7 @@ from ratchet_ray.storage.artifacts import Artifacts, as_artifacts
 from ratchet_ray.suites.base import twin_recipe
 from ratchet_ray.suites.swebench.docker.container import (
     InstanceContainer, Removals, docker_client, instance_container, reap_containers)
-from ratchet_ray.suites.swebench.proof.differential import MISSING, Session, graded
+from ratchet_ray.suites.swebench.proof.differential import MISSING, Session, fail, graded
 from ratchet_ray.suites.swebench.proof.gold import GoldRecord
 from ratchet_ray.suites.swebench.proof.host_marks import PageCacheEviction, drop_dentries
 from ratchet_ray.suites.swebench.docker.execbox import StepResult
@@ -77,10 +77,6 @@ GOLD_SUBDIR = "gold/swebench"
 REPORT_FILE = "report.json"
 EVAL_SCRIPT = "/var/lib/ratchet/eval.sh"
 logger = logging.getLogger(__name__)
-
-
-def _fail(status: str, trace: str) -> GradeResult:
-    return GradeResult(passed=False, exit_status=status, trace=trace)
 
 
 class SwebenchGrader:
@@ -166,7 +162,7 @@ class SwebenchGrader:
         started = time.monotonic()
         instance_id = task.task_id
         if not output.strip():
-            return _fail("empty_patch", "empty patch: nothing to apply, FAIL_TO_PASS tests cannot pass")
+            return fail("empty_patch", "empty patch: nothing to apply, FAIL_TO_PASS tests cannot pass")
         patch = output if output.endswith("\n") else output + "\n"
         key = patch_key(patch)
         logs = self.logs.sub(grade_folder(task, key))  # a twin's report is its own (twin.py)
@@ -217,7 +213,7 @@ class SwebenchGrader:
         instance = real_instance(task)
         escaping = unsafe_paths(patch_paths(patch))
         if escaping:  # before any apply command, which might follow such a path
-            return _fail("test_tampering", "test_tampering: the patch writes outside the work "
+            return fail("test_tampering", "test_tampering: the patch writes outside the work "
                          f"tree or into .git: {', '.join(escaping[:10])}"), {"test_tampering": escaping}
         deadline = Deadline(self.limits.instance_deadline_s)
         # Each session's container is removed in the background while the grade goes on (the
@@ -262,7 +258,7 @@ class SwebenchGrader:
             log(self._page_cache(ctx.images.client).evict(ctx.image).describe())
         if self.settings.clear_dentry_cache:  # nor in the dentries of names looked up
             log(drop_dentries().describe())
-        session = Session(label, _fail("tests_errored", "the session did not run"))
+        session = Session(label, fail("tests_errored", "the session did not run"))
         session.result, session.report = self._run_session(ctx, patch, log_dir, log, deadline,
                                                             plant, session)
         session.seconds = time.monotonic() - started
@@ -291,7 +287,7 @@ class SwebenchGrader:
             applied, apply_output, after = self._apply(box, CONTAINER_PATCH_FILE, patch, instance, log)
             if not applied:
                 trace = f"patch_apply_failed: no fallback command applied the patch\n{tail(apply_output)}"
-                return _fail("patch_apply_failed", trace), \
+                return fail("patch_apply_failed", trace), \
                     {"patch_successfully_applied": False, "apply_output": tail(apply_output)}
             outcome = guard.restore(patch, after)
             restored = outcome.describe()
@@ -299,7 +295,7 @@ class SwebenchGrader:
                 log(restored)
             if outcome.tampering:
                 log(f"test_tampering: {outcome.tampering}")
-                return _fail("test_tampering", f"test_tampering: {outcome.tampering}\n{restored}"), \
+                return fail("test_tampering", f"test_tampering: {outcome.tampering}\n{restored}"), \
                     {"test_tampering": outcome.tampering, "restored": outcome.restored}
             uid, layers = self._hand_over(box, instance, spec.eval_script, markers, runner, log,
                                           plant)
@@ -324,11 +320,11 @@ class SwebenchGrader:
                 try:
                     junit = layers.collect(box)
                 except ValueError as exc:
-                    return _fail("test_tampering", f"test_tampering: {exc}\n{restored}"), {}
+                    return fail("test_tampering", f"test_tampering: {exc}\n{restored}"), {}
         (log_dir / "eval_output.txt").write_text(run.output)
         prefix = f"{restored}\n" if restored else ""
         if run.disk_exceeded:
-            return _fail("disk_budget_exceeded", f"{prefix}disk_budget_exceeded: the container wrote "
+            return fail("disk_budget_exceeded", f"{prefix}disk_budget_exceeded: the container wrote "
                          f"more than {self.settings.disk_mb} MB; its processes were killed\n"
                          f"{tail(run.output)}"), None
         if run.timed_out:
@@ -336,13 +332,13 @@ class SwebenchGrader:
                                                    f"seconds exceeded.")
             which = ("per-command timeout" if timeout >= self.limits.timeout_s
                      else "instance deadline")
-            return _fail("timeout", f"{prefix}timeout: eval script killed after {timeout:.0f}s "
+            return fail("timeout", f"{prefix}timeout: eval script killed after {timeout:.0f}s "
                          f"({which})\n{tail(run.output)}"), None
         try:
             swe_log, section = split_log(run.stdout, run.output, markers)
         except Forgery as exc:
             status = "tests_errored" if isinstance(exc, MarkersMissing) else "test_tampering"
-            return memory_verdict(_fail(status, f"{prefix}{status}: {exc}\n{tail(run.output)}"),
+            return memory_verdict(fail(status, f"{prefix}{status}: {exc}\n{tail(run.output)}"),
                                   oom_kills, self.settings.memory_mb), {"forgery": str(exc)}
         output_path = log_dir / LOG_TEST_OUTPUT
         output_path.write_text(swe_log)
@@ -377,14 +373,14 @@ class SwebenchGrader:
             try:
                 statuses = junit_statuses(junit)
             except Forgery as exc:
-                return _fail("test_tampering", f"test_tampering: {exc}")
+                return fail("test_tampering", f"test_tampering: {exc}")
         check = cross_check(report, statuses, options_form)
         report["junit_disagreements"] = check.disagreements
         if not check.agree:
             log("log and JUnit report disagree: " + "; ".join(check.disagreements[:5]))
             note = ("results_mismatch: the test log and the JUnit report disagree, so the log "
                     "is not trusted:\n  " + "\n  ".join(check.disagreements[:10]))
-            result = _fail("results_mismatch" if result.passed else result.exit_status,
+            result = fail("results_mismatch" if result.passed else result.exit_status,
                            f"{note}\n{result.trace}")
         return layers.judge(result, statuses, exit_code, log)
 
@@ -400,7 +396,7 @@ class SwebenchGrader:
                                     lockdown=lockdown_command(locked, box.workdir))
         reading = Protections.read_step(instance, eval_script, runner)
         steps = [step for step in (setup, reading) if step is not None]
-        results = box.run_steps(steps, 600) if steps else []
+        results = box.run_steps(steps, 600)
         untrusted = box.become_untrusted(whole_repo=False, done=results[0] if setup else None)
         if not untrusted:
             log("the image has no setpriv: the tests run as root")
@@ -442,7 +438,7 @@ class SwebenchGrader:
     @staticmethod
     def _verdict(report: dict, test_output: str) -> GradeResult:
         if not report.get("patch_successfully_applied"):
-            return _fail("tests_errored", f"tests_errored: no parseable test results\n{tail(test_output)}")
+            return fail("tests_errored", f"tests_errored: no parseable test results\n{tail(test_output)}")
         status = report.get("tests_status", {})
         lines = []
         for kind in ("FAIL_TO_PASS", "PASS_TO_PASS"):
@@ -452,4 +448,4 @@ class SwebenchGrader:
                          + (f"; failing: {', '.join(bad[:10])}" if bad else ""))
         if report.get("resolved"):
             return GradeResult(passed=True, exit_status="ok", trace="resolved\n" + "\n".join(lines))
-        return _fail("unresolved", "unresolved\n" + "\n".join(lines) + "\n" + tail(test_output))
+        return fail("unresolved", "unresolved\n" + "\n".join(lines) + "\n" + tail(test_output))

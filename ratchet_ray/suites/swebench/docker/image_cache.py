@@ -16,9 +16,9 @@ Contracts:
   space, the need and the settings. An image is removed only when its lock is free at once and
   the daemon agrees (``force=False``); images not owned or not indexed never are. Sizes are full
   (virtual) sizes: the budget bounds the images from above.
-- ``ImageCache.report()``: the counters and cache use; ``node_report(settings)`` reads it
-  without a Docker client, ``held_images(settings)`` the names the index lists (what placement
-  reads), both from the node's own ``lock_dir`` (``settings.on_this_node``).
+- ``node_report(settings)``: the node's counters and cache use, read without a Docker client;
+  ``held_images(settings)`` the names the index lists (what placement reads); both read the
+  node's own ``lock_dir`` (``settings.on_this_node``).
 """
 
 from __future__ import annotations
@@ -147,9 +147,6 @@ class ImageCache:
     def forget(self, name: str) -> None:
         with _index(self.settings.lock_dir) as state:
             state["images"].pop(name, None)
-
-    def report(self) -> dict[str, Any]:
-        return node_report(self.settings)
 
     def _free_bytes(self) -> tuple[int | None, str]:
         """Free bytes under the daemon's data root and that root; None when not local."""

@@ -1,18 +1,16 @@
 """The harness guard inside an instance container: what a patch changed, and the harness put back.
 
 Contracts (policy and path list: ``harness_paths``):
-- ``HarnessGuard(box, instance, timeout_s)``; call ``snapshot()`` before the patch is applied and
-  ``restore(patch)`` after. Either may be handed the output of ``state_command(instance)`` that
-  the caller ran itself at that moment, batched with its other steps (``listed``: one round
-  trip to the daemon fewer); the guard then reads the same facts from it. ``restore`` returns ``GuardOutcome``: ``restored`` lists
-  ``(path, reason)`` put back to the base commit or deleted; ``tampering`` is a message when the
-  attempt must fail instead (a path in ``.git``/outside the tree, a harness file that existed
-  untracked before the patch and so has no base version, or a restore that did not hold).
-- ``locked_files(instance, eval_script)``: the files that decide the verdict (graded tests,
-  the runner's files), which the hand-over to the untrusted uid keeps root's, read-only, in
-  root-owned folders (``lockdown.lockdown_command``).
-- It runs only git, ``cat`` and ``rm`` as root in the container: nothing of the repository runs
-  before the tests start, so nothing the patch added can undo the restore.
+- ``HarnessGuard(box, instance, timeout_s)``: ``snapshot()`` before the patch is applied,
+  ``restore(patch)`` after; either may be handed the output of ``state_command(instance)`` the
+  caller ran at that moment in a batch of its own (``listed``). ``restore`` -> ``GuardOutcome``:
+  ``restored`` lists ``(path, reason)`` put back to the base commit or deleted; ``tampering``,
+  a message when the attempt must fail instead (a path in ``.git``/outside the tree, a harness
+  file untracked before the patch, so without a base version, or a restore that did not hold).
+- ``locked_files(instance, eval_script)``: the files that decide the verdict (graded tests, the
+  runner's files), kept root's by the hand-over (``lockdown.lockdown_command``).
+- Only git, ``cat`` and ``rm`` run as root: nothing of the repository runs before the tests, so
+  nothing the patch added can undo the restore.
 """
 
 from __future__ import annotations

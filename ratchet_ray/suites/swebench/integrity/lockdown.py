@@ -2,20 +2,18 @@
 the tracked conftests (the test user cannot rewrite, replace or add next to them).
 
 Contracts:
-- ``protected_folders(files)`` -> ``(read_only, sticky)``: the folders of ``files`` (graded test
-  files, the runner's files) and the chains of folders above them up to the work tree.
-- ``lockdown_command(files, workdir)``: the root shell step, run in the same exec after the
-  repository's folders were handed to the untrusted uid (``InstanceContainer.untrusted_setup``),
-  that makes them root-owned for the test run: the folders holding graded files read-only to
-  the uid (0755, with their ``__pycache__``), the folders above them sticky (1777: the uid may add
-  its own files, e.g. a test's output in the working directory, but cannot rename or delete
-  root's, so no path to a graded file can be redirected), the files themselves root's and not
-  writable by others; the same for every tracked ``conftest.py`` and the folders above it. It
-  prints the tracked conftests last (after ``CONFTESTS_LISTED``).
-- ``listed_conftests(stdout)``: those paths, read from that step's output.
-- ``conftest_paths(tracked, test_patch)``: the conftest files pytest may legitimately load:
-  those tracked at the base commit (after the restore nothing else is) and those the test patch
-  adds. A conftest is recognised by its path in the tree, never by an object's ``__file__``.
+- ``protected_folders(files)`` -> ``(read_only, sticky)``: the folders of ``files`` and the
+  chains of folders above them up to the work tree.
+- ``lockdown_command(files, workdir)``: the root step run right after the folders were handed to
+  the untrusted uid (``InstanceContainer.untrusted_setup``): folders holding graded files
+  read-only to the uid (0755, with their ``__pycache__``), the folders above sticky (1777: the
+  uid adds its own files but cannot rename or delete root's, so no path to a graded file can be
+  redirected), the files root's and not writable by others; the same for every tracked
+  ``conftest.py``. It prints the tracked conftests last (after ``CONFTESTS_LISTED``), which
+  ``listed_conftests(stdout)`` reads.
+- ``conftest_paths(tracked, test_patch)``: the conftests pytest may legitimately load, those
+  tracked at the base commit and those the test patch adds, recognised by their path in the
+  tree, never by an object's ``__file__``.
 """
 
 from __future__ import annotations
@@ -50,13 +48,9 @@ def protected_folders(files: Iterable[str]) -> tuple[list[str], list[str]]:
 
 
 def lockdown_command(files: Iterable[str], workdir: str) -> str:
-    """The root shell step (run in the tree, after the folders were handed to the untrusted
-    uid) that makes ``protected_folders(files)`` root-owned: read-only ones 0755 (and their
-    ``__pycache__``, whose compiled tests pytest would load), sticky ones 1777, the graded files
-    that exist root-owned and not writable by others; and the same for every tracked
-    ``conftest.py`` and the folders above it (sticky unless read-only). Folders the test patch
-    creates later are root's 0755 already. A symbolic link is never changed (``chmod`` would
-    follow it out of the tree)."""
+    """The root step of the module contract (a ``__pycache__`` too: pytest would load its
+    compiled tests). Folders the test patch creates later are root's 0755 already; a symbolic
+    link is never changed (``chmod`` would follow it out of the tree)."""
     files = sorted(f for f in files if repo_relative_file(f) is not None)
     read_only, sticky = protected_folders(files)
     quote = shlex.quote

@@ -79,7 +79,8 @@ def draw(record: GoldRecord, instance: dict[str, Any], bounds: tuple[int, int],
     return chosen
 
 
-def _fail(status: str, trace: str) -> GradeResult:
+def fail(status: str, trace: str) -> GradeResult:
+    """A failed grade: ``status`` and ``trace``."""
     return GradeResult(passed=False, exit_status=status, trace=trace)
 
 
@@ -97,7 +98,7 @@ def compare_with_gold(result: GradeResult, real: Session, record: GoldRecord,
                 diffs.append(f"{test}: {got_j} in the JUnit report, {want_j} under gold")
     if not diffs:
         return result
-    return _fail("unresolved", "unresolved: graded tests did not end as under the gold patch "
+    return fail("unresolved", "unresolved: graded tests did not end as under the gold patch "
                  "(compared with gold):\n  " + "\n  ".join(diffs[:20]) + f"\n{result.trace}")
 
 
@@ -149,10 +150,10 @@ def judge_canaries(result: GradeResult, real: Session, canaries: list[tuple[Muta
         {"tampering": tampering, "ok": lines}.get(kind, mismatch).append(f"{name}: {why}")
     head = f"differential: the real session and {k} canary session(s) in fresh containers"
     if tampering:
-        return _fail("test_tampering", f"test_tampering: {head}: a mutant the gold patch fails "
+        return fail("test_tampering", f"test_tampering: {head}: a mutant the gold patch fails "
                      "passed:\n  " + "\n  ".join(tampering + mismatch) + f"\n{result.trace}")
     if mismatch:
-        return _fail("results_mismatch", f"results_mismatch: {head} cannot vouch for the "
+        return fail("results_mismatch", f"results_mismatch: {head} cannot vouch for the "
                      "resolution:\n  " + "\n  ".join(mismatch) + f"\n{result.trace}")
     return GradeResult(passed=True, exit_status=result.exit_status,
                        trace=f"{result.trace}\n{head} (up to {parallel} at once):\n  "
@@ -195,7 +196,7 @@ def caught_beside(result: GradeResult, canaries: list[tuple[Mutant, Session]]) -
              if (why := caught(mutant, session)) is not None]
     if not found:
         return result
-    return _fail("test_tampering", "test_tampering: differential: the grade did not resolve "
+    return fail("test_tampering", "test_tampering: differential: the grade did not resolve "
                  f"({result.exit_status}), and a canary session run beside it (the sessions in a "
                  "random order) did:\n  " + "\n  ".join(found) + f"\n{result.trace}")
 
