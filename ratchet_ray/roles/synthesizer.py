@@ -225,9 +225,7 @@ class Synthesizer(Reviser):
             messages = field_messages(self.suite, metaskill, label, examples, existing,
                                       feedback, fields, name, templates=self.templates)
             cap, field_seed = field_max_tokens(name, limits.max_tokens), derive_seed(seed, name)
-            if name == "id" and self.prefill:
-                # The id is only a handle; a base model asked for one wrote 'id_1' or ran into
-                # its token cap (measured, Gemma 270M): the cluster's pattern names the skill.
+            if name == "id" and self.prefill:  # a base model's own id: 'id_1' (see below)
                 fields[name] = _pattern_id(label)
                 continue
             opening = field_opening(name, label) if self.prefill else ""
@@ -240,8 +238,8 @@ class Synthesizer(Reviser):
             except DraftError as exc:
                 if name != "id":
                     raise
-                # The id is only a handle: when a base model cannot write one (measured: Gemma
-                # 270M ran a snake_case id into its token cap), the cluster's pattern names it.
+                # The id is only a handle: when a model cannot write one (measured: Gemma 270M
+                # wrote 'id_1' or ran it into its token cap), the cluster's pattern names it.
                 outcome.replies.extend(exc.replies)
                 fields[name] = _pattern_id(label)
                 continue
