@@ -164,20 +164,9 @@ def _status(client: Any, job_id: str) -> str:
     return str(getattr(status, "value", status))
 
 
-def live_jobs(client: Any, out_dir: Path) -> dict[str, str]:
-    """Arm-seed -> submission id of the recorded jobs that have not ended on this cluster."""
-    live = {}
-    for name, entry in read_jobs(out_dir).items():
-        try:
-            if _status(client, entry["job_id"]) not in TERMINAL:
-                live[name] = entry["job_id"]
-        except RuntimeError:  # the cluster does not know it (another cluster, restarted head)
-            continue
-    return live
-
-
 def recorded_status(client: Any, out_dir: Path) -> dict[str, str]:
-    """Arm-seed -> its latest job's status (``UNKNOWN`` when this cluster does not know it)."""
+    """Arm-seed -> its latest job's status (``UNKNOWN`` when this cluster does not know it:
+    another cluster, a restarted head)."""
     found = {}
     for name, entry in sorted(read_jobs(out_dir).items()):
         try:
@@ -185,6 +174,13 @@ def recorded_status(client: Any, out_dir: Path) -> dict[str, str]:
         except RuntimeError:
             found[name] = "UNKNOWN"
     return found
+
+
+def live_jobs(client: Any, out_dir: Path) -> dict[str, str]:
+    """Arm-seed -> submission id of the recorded jobs that have not ended on this cluster."""
+    jobs = read_jobs(out_dir)
+    return {name: jobs[name]["job_id"] for name, status in recorded_status(client, out_dir).items()
+            if status != "UNKNOWN" and status not in TERMINAL}
 
 
 def stop_recorded_jobs(client: Any, out_dir: Path, wait_s: float = STOP_WAIT_S + 30) -> list[str]:
