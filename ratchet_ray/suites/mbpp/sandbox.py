@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ratchet_ray.suites.mbpp.channel import SandboxProcess, reap_sandbox
+from ratchet_ray.suites.mbpp.confine import minimal_roots
 from ratchet_ray.suites.mbpp.verdict import (EVALPLUS_SPLIT_CAP_S, GT_TIME_LIMIT_FACTOR,
                                              MIN_TIME_LIMIT_S)
 
@@ -99,12 +100,6 @@ def _runtime_paths() -> list[str]:
     return sorted({os.path.realpath(p) for p in paths if p and os.path.isdir(p)})
 
 
-def _minimal(paths: list[str]) -> list[str]:
-    from ratchet_ray.suites.mbpp.confine import minimal_roots
-
-    return minimal_roots(paths)
-
-
 def bwrap_argv(bwrap: str, limits: SandboxLimits) -> list[str]:
     size = str(limits.fsize_mb * 1024 * 1024)
     argv = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
@@ -119,7 +114,7 @@ def bwrap_argv(bwrap: str, limits: SandboxLimits) -> list[str]:
         elif os.path.isdir(top):
             argv += ["--ro-bind", top, top]
     argv += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
-    for path in _minimal(_runtime_paths()):
+    for path in minimal_roots(_runtime_paths()):
         if not path.startswith("/usr/"):
             argv += ["--ro-bind", path, path]
     argv += ["--ro-bind", str(PACKAGE_DIR), SANDBOX_PACKAGE,
