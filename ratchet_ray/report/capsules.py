@@ -62,10 +62,9 @@ class CapsuleTable:
         return self.strings[v] if column in INTERNED and v is not None else v
 
 
-def capsule_table(run_dir: str | Path, text_limit: int = MAX_TEXT, con=None,
+def capsule_table(run_dir: str | Path, text_limit: int = MAX_TEXT,
                   strings: list[str] | None = None) -> CapsuleTable:
-    """Every capsule of the run, with its verdict (module contracts); ``con``: an open
-    ``EvidenceStore(run_dir).connect()`` to reuse."""
+    """Every capsule of the run, with its verdict (module contracts)."""
     strings = [] if strings is None else strings
     store = EvidenceStore(Path(run_dir))
     parts = store.part_paths("capsule")
@@ -83,16 +82,11 @@ def capsule_table(run_dir: str | Path, text_limit: int = MAX_TEXT, con=None,
             strings.append(s)
         return index[s]
 
-    if con is None:  # only the verdict view is needed besides the parts read directly
-        with store.connect(kinds=("verdict",)) as own:
-            return capsule_table(run_dir, text_limit, own, strings)
-    cur = nq.execute(con, "capsules_with_verdicts", files=files)
-    names = [d[0] for d in cur.description]
-    raw = cur.fetchall()
-    pos = {n: i for i, n in enumerate(names)}
+    with store.connect(kinds=("verdict",)) as con:  # the parts are read directly, by path
+        found = nq.fetch_dicts(con, "capsules_with_verdicts", files=files)
     rows = []
-    for r in raw:
-        rec = {n: r[pos[n]] for n in COLUMNS}
+    for r in found:
+        rec = {n: r[n] for n in COLUMNS}
         rec["part"] = rec["part"].removeprefix(root) if rec["part"] else None
         for key in ("output", "grader_trace", "rationale"):
             rec[key] = truncate(rec[key], text_limit)
