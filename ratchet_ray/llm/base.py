@@ -12,7 +12,7 @@ Contracts:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Literal, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -78,8 +78,14 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray: ...
 
 
-def unit_rows(rows: Any) -> np.ndarray:
-    """``rows`` as a float32 matrix with L2-normalised rows (all-zero rows stay zero)."""
+def embed_in_batches(texts: Sequence[str], batch: int,
+                     embed_batch: Callable[[list[str]], Sequence[Any]], dim: int = 0) -> np.ndarray:
+    """The rows of ``embed_batch`` over ``texts`` in slices of at most ``batch``, in order, as
+    float32 and L2-normalised (an all-zero row stays zero); shape ``(0, dim)`` for no text."""
+    rows = [row for start in range(0, len(texts), batch)
+            for row in embed_batch(list(texts[start:start + batch]))]
+    if not rows:
+        return np.zeros((0, dim), dtype=np.float32)
     matrix = np.asarray(rows, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.where(norms == 0, 1.0, norms)

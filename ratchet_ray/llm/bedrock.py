@@ -27,7 +27,7 @@ from pydantic import Field
 
 from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.accounting import PriceTable, load_price_table
-from ratchet_ray.llm.base import InputType, LLMError, Message, Reply, unit_rows
+from ratchet_ray.llm.base import InputType, LLMError, Message, Reply, embed_in_batches
 from ratchet_ray.llm.ratelimit import HostedClient, LimiterFactory, estimate_tokens, make_limiter
 from ratchet_ray.settings.backends import BedrockBackendSettings
 from ratchet_ray.llm.structured import schema_instruction
@@ -213,10 +213,6 @@ class BedrockEmbedder(_BedrockBase):
         return vectors
 
     def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray:
-        rows: list[list[float]] = []
-        batch = self.config.embed_batch
-        for start in range(0, len(texts), batch):
-            rows.extend(self._invoke(list(texts[start : start + batch]), input_type))
-        if not rows:
-            return np.zeros((0, self.config.embed_dimension or 0), dtype=np.float32)
-        return unit_rows(rows)
+        return embed_in_batches(texts, self.config.embed_batch,
+                                lambda part: self._invoke(part, input_type),
+                                self.config.embed_dimension or 0)

@@ -35,7 +35,7 @@ from pydantic import SecretStr
 from ratchet_ray.settings.backends import OpenAIBackendSettings
 from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.accounting import PriceTable, load_price_table
-from ratchet_ray.llm.base import InputType, LLMError, Message, Reply, unit_rows
+from ratchet_ray.llm.base import InputType, LLMError, Message, Reply, embed_in_batches
 from ratchet_ray.llm.ratelimit import HostedClient, LimiterFactory, estimate_tokens, make_limiter
 from ratchet_ray.llm.structured import schema_instruction
 from ratchet_ray.redact import MASK, redact, redact_url, register_secret
@@ -240,9 +240,4 @@ class OpenAICompatEmbedder(_OpenAIBase):
         return [_pooled(row.embedding) for row in sorted(response.data, key=lambda item: item.index)]
 
     def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray:
-        if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
-        vectors: list[np.ndarray] = []
-        for start in range(0, len(texts), self.config.embed_batch):
-            vectors.extend(self._embed_batch(list(texts[start : start + self.config.embed_batch])))
-        return unit_rows(np.stack(vectors))
+        return embed_in_batches(texts, self.config.embed_batch, self._embed_batch)
