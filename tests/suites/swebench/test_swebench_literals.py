@@ -105,3 +105,21 @@ def test_the_shares_follow_the_file_s_other_expectations_not_the_replaced_one():
     own = sum(m.new == str(int(m.test.rsplit("_", 1)[1]) + 20) for m in found)
     assert not own, "the real value is never its own mutant"
     assert all(len(m.new) == 2 for m in found) and len(found) == 240
+
+
+def test_how_often_a_mutant_is_an_argument_follows_the_file_s_other_tests():
+    """sympy's graded tests expect one of the call's arguments 12 times in 43, flask's none in
+    16: ``shares`` reads it from the file's other tests (``mutants.observations``), and a mutant
+    whose real value is no argument takes one as often as makes up for the rest."""
+    echoes = "".join(f"def test_{i}():\n    assert pick({i + 2}, 1) == {i + 2}\n\n" for i in range(6))
+    never = "".join(f"def test_{i}():\n    assert add({i + 2}, 1) == {i + 3}\n\n" for i in range(6))
+    found = {}
+    for name, text in (("echoes", echoes), ("never", never)):
+        tree = ast.parse(text)
+        seen = mutants.observations(tree, text, literals.literal_pool(tree, text))
+        assert {o[4] for o in seen.values()} == {name == "echoes"}
+        found[name] = literals.shares(seen.values())["argument"]
+    assert found["never"] < literals.ARGUMENT < found["echoes"], found
+    assert (literals.argument_share({"argument": found["never"]}) < literals.argument_share()
+            < literals.argument_share({"argument": found["echoes"]}) == 1.0)
+    assert literals.observation("5", ["5"], (), ["'5'"])[4] is None  # no argument of its type

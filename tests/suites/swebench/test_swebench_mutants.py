@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 import swebench_instances as fixture
 from ratchet_ray.suites.swebench.integrity import graded_tests
-from ratchet_ray.suites.swebench.proof import mutants
+from ratchet_ray.suites.swebench.proof import literals, mutants
 from ratchet_ray.suites.swebench.proof.differential import (
     Session, compare_with_gold, draw, judge_canaries)
 from ratchet_ray.suites.swebench.proof.gold import GoldRecord, GoldStore, record_key
@@ -52,12 +52,18 @@ def _replaced(text: str, seeds: int = 40) -> list[str]:
 
 
 def test_a_replacement_looks_like_a_real_expectation():
-    """One of the call's arguments where the real value is one, never one where it is not;
-    another literal of the file (or of its words) of the same type and length; a number of the
-    same number of digits."""
+    """One of the call's arguments where the real value is one; where it is not, one of them as
+    often as makes mutants arguments as often as real expectations are (``argument_share``:
+    about half the time, the real values that are an argument with no other made up for), of
+    its sign; another literal of the file (or of its words) of the same type and length; a
+    number of the same number of digits."""
     assert set(_replaced("def test_x():\n    assert pick(3, 7) == 7\n")) == {"3"}
-    added = _replaced("def test_x():\n    assert add(2, 3) == 5\n", 200)
-    assert {"2", "3", "5"}.isdisjoint(added) and len(set(added)) >= 4 and all(len(a) == 1 for a in added)
+    added = _replaced("def test_x():\n    assert add(2, 3) == 5\n", 400)
+    share = literals.argument_share()
+    assert 0.4 < share < 0.7 and literals.argument_share({"argument": 0.0}) == 0.0
+    assert "5" not in added and len(set(added)) >= 4 and all(len(a) == 1 for a in added)
+    assert abs((added.count("2") + added.count("3")) / len(added) - share) < 0.07, added
+    assert "-1" not in _replaced("def test_x():\n    assert add(-1, 3) == 42\n", 200)
     big = _replaced("def test_x():\n    assert f(1) == 4096\n")
     assert all(len(b) == 4 and b != "4096" and not b.startswith("0") for b in big)
     text = "NAMES = ['delta', 'gamma']\n\n\ndef test_x():\n    assert name(4) == 'alpha'\n"

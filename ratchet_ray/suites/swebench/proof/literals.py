@@ -7,7 +7,8 @@ nowhere else in the repository, and where a test expects one of the call's own a
 the shape of the literal it replaces (same type and quotes, same length: the file keeps its
 size; a number its sign) and is drawn:
 - where the real value is one of the compared call's literal arguments, another argument of it;
-  where it is not, never one of them;
+  where it is not, one of them (of its type, length and sign) by ``argument_share``, as often
+  as makes mutants arguments as often as real expectations are, else never one of them;
 - else from ``distribution``, what a real expectation of that shape is in this file: another
   literal of the test function itself (a real expectation is often a value its test wrote
   earlier: ``make(5)`` ... ``== 5``), else another literal of the file, each by how often it is
@@ -65,6 +66,14 @@ ROUND_MORE = 0.5
 WHOLE = 0.6
 """How often a round number's zeros are all but its first digit (100, 3000), not fewer (250,
 1200): the same files' round literals, 0.53 to 0.8 by number of digits."""
+ARGUMENT = 0.32
+"""How often a real expectation is one of the compared call's literal arguments, where the call
+has one of its type (the same 600 files: 55 of 173; sympy's graded files: 12 of 43)."""
+ARGUMENT_OTHER = 0.22
+"""Of those, how often the call has another argument of its type and length (12 of 55): only
+then can the mutant be an argument too; ``ARGUMENT_ELIGIBLE``: how often a call has an argument
+of the type and length of an expectation that is none of its arguments (75 of 118)."""
+ARGUMENT_ELIGIBLE = 0.64
 DIGITS = (0.306, 0.295, 0.171, 0.084, 0.048, 0.033, 0.024, 0.014, 0.013, 0.012)
 """How often a one-digit real expectation is 0, 1, ..., 9 (the same 600 files)."""
 PRIOR_WEIGHT = 8
@@ -187,11 +196,13 @@ def _round(source: str) -> bool:
     return _digits(source) is not None and source.endswith("0")
 
 
-def observation(source: str, pool: list[str], local=()) -> tuple | None:
-    """How one real expectation was written: ``(type, in_function, in_file, roundness)``, whether
-    its value is another literal of its test function of its shape (None: the function has none),
-    and if not, another of its file (None: it is, or the file has none), and for an integer of 2
-    digits and more ``(digits, ends in 0)`` (else None). None for a bool or no literal."""
+def observation(source: str, pool: list[str], local=(), args=()) -> tuple | None:
+    """How one real expectation was written: ``(type, in_function, in_file, roundness,
+    argument)``, whether its value is another literal of its test function of its shape (None:
+    the function has none), and if not, another of its file (None: it is, or the file has none),
+    for an integer of 2 digits and more ``(digits, ends in 0)`` (else None), and whether it is one
+    of the compared call's literal arguments ``args`` (None: the call has none of its type).
+    None for a bool or no literal."""
     value = _value(source)
     if value is None or type(value) is bool:
         return None
@@ -200,7 +211,10 @@ def observation(source: str, pool: list[str], local=()) -> tuple | None:
     in_near = any(_value(t) == value for t in near) if near else None
     in_far = None if in_near or not far else any(_value(t) == value for t in far)
     digits = _digits(source) if type(value) is int else None
-    return type(value), in_near, in_far, None if digits is None else (digits, _round(source))
+    kind = _kind(source, value)
+    same = [_value(a) for a in args if _kind(a, _value(a)) == kind]
+    return (type(value), in_near, in_far, None if digits is None else (digits, _round(source)),
+            value in same if same else None)
 
 
 def shares(observations) -> dict:
@@ -208,7 +222,9 @@ def shares(observations) -> dict:
     the file's rates, each pulled toward ``SHARES`` by ``PRIOR_WEIGHT`` pseudo-observations (a
     file of few tests is mostly the prior); under the key ``"round"``, ``{digits: how often an
     integer expectation of that many digits ends in 0}``, pulled toward ``ROUND`` the same way,
-    for the numbers of digits the file's expectations have (``round_share``: any)."""
+    for the numbers of digits the file's expectations have (``round_share``: any); under
+    ``"argument"``, how often an expectation is one of its call's arguments, where the call has
+    one of its type, pulled toward ``ARGUMENT``."""
     found = [o for o in observations if o is not None]
     out = {}
     for kind, prior in SHARES.items():
@@ -223,7 +239,18 @@ def shares(observations) -> dict:
             rounds.setdefault(o[3][0], []).append(o[3][1])
     out["round"] = {n: (sum(seen) + PRIOR_WEIGHT * ROUND.get(n, ROUND_MORE)) / (len(seen) + PRIOR_WEIGHT)
                     for n, seen in rounds.items()}
+    seen = [o[4] for o in found if len(o) > 4 and o[4] is not None]
+    out["argument"] = (sum(seen) + PRIOR_WEIGHT * ARGUMENT) / (len(seen) + PRIOR_WEIGHT)
     return out
+
+
+def argument_share(rates: dict | None = None) -> float:
+    """How often a mutant is one of the call's arguments where the real value is none of them and
+    one of its type and length is there: as often as makes mutants arguments as often as real
+    expectations are (``rates["argument"]``, ``shares``; else ``ARGUMENT``), the real values that
+    are an argument and have no other to take (``ARGUMENT_OTHER``) made up for."""
+    real = (rates or {}).get("argument", ARGUMENT)
+    return min(1.0, real * (1.0 - ARGUMENT_OTHER) / max(1e-9, (1.0 - real) * ARGUMENT_ELIGIBLE))
 
 
 def round_share(digits: int, rates: dict | None = None) -> float:
@@ -407,12 +434,15 @@ def replacement(source: str, rng: random.Random, pool: list[str], args: list[str
     same = [a for a in args if _kind(a, _value(a)) == kind]
     values = [_value(a) for a in same]
     forbid = {_value(a) for a in avoid}
+    alternatives = sorted({a for a in same if _value(a) != value and len(a) == len(source)
+                           and a.startswith("-") == source.startswith("-")
+                           and _value(a) not in forbid})
     if value in values:
-        alternatives = sorted({a for a in same if _value(a) != value and len(a) == len(source)
-                               and _value(a) not in forbid})
         if alternatives:
             return rng.choice(alternatives)
     else:
+        if alternatives and rng.random() < argument_share(rates):
+            return rng.choice(alternatives)
         forbid |= set(values)
     words = words if words is not None else vocabulary(" ".join(pool))
     masses = distribution(source, pool, local, rates)

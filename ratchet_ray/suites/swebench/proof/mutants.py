@@ -175,10 +175,12 @@ def observations(tree: ast.AST, text: str, pool: list[str]) -> dict[int, tuple |
     found = {}
     for fn in ast.walk(tree):
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name.startswith("test"):
-            segments = [s for e, _ in reversed(_expectations(fn)) for c in _constants(e)
-                        if (s := _segment(lines, c)) is not None]
+            segments = [(s, compared) for e, compared in reversed(_expectations(fn))
+                        for c in _constants(e) if (s := _segment(lines, c)) is not None]
             if segments:
-                found[id(fn)] = observation(segments[0][1], pool, literal_pool(fn, text))
+                (_, old), compared = segments[0]
+                found[id(fn)] = observation(old, pool, literal_pool(fn, text),
+                                            call_arguments(lines, compared))
     return found
 
 
