@@ -104,11 +104,9 @@ def compare_with_gold(result: GradeResult, real: Session, record: GoldRecord,
 
 def finding(mutant: Mutant, session: Session, real: Session,
             instance: dict[str, Any]) -> tuple[str, str]:
-    """What one canary session says, as ``(kind, why)``: ``kind`` is ``ok`` (its mutant FAILED
-    as it must and every other graded test was reported as in the real session),
-    ``tampering``, ``mismatch``, or ``disagree`` (a mismatch whose one fault is that other
-    graded tests were reported otherwise than in the real session: ``spread`` asks whether the
-    gold patch does the same with that mutant)."""
+    """What one canary session says, as ``(kind, why)``: ``ok`` (its mutant FAILED, every other
+    graded test as in the real session), ``tampering``, ``mismatch``, or ``disagree`` (a
+    mismatch whose one fault is other graded tests reported otherwise, refereed by ``spread``)."""
     if session.result.exit_status == "test_tampering":
         return "tampering", session.result.trace.split("\n", 1)[0]
     if session.log is None:

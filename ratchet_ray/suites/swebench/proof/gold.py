@@ -10,8 +10,8 @@ Contracts:
   names it by instance and image id.
 - ``GoldStore(folder, artifacts)``: ``load(instance_id, image_id)`` from the run's artifacts,
   else ``folder`` (``swebench.gold_records``), else None; ``save(record)`` writes both (the
-  folder's file atomically); a record that does not parse is made again. ``stored(key)`` /
-  ``put(key, data)``: the same for records kept beside them (``twin_record``).
+  folder's file atomically); a record that does not parse is made again; ``kind``: a record
+  kept beside them (``twin_record.TwinRecord``).
 - ``default_folder()``: ``$XDG_CACHE_HOME/ratchet/swebench-gold`` (``~/.cache`` by default).
 """
 
@@ -58,7 +58,11 @@ class GoldRecord:
 
     @property
     def key(self) -> str:
-        return record_key(self.instance_id, self.image_id)
+        return self.key_for(self.instance_id, self.image_id)
+
+    @staticmethod
+    def key_for(instance_id: str, image_id: str) -> str:
+        return record_key(instance_id, image_id)
 
     def mutants(self) -> list[Mutant]:
         return [Mutant.from_dict(m) for m in self.kept]
@@ -94,17 +98,19 @@ class GoldStore:
         self.folder = Path(folder).expanduser() if folder else None
         self.artifacts = artifacts
 
-    def load(self, instance_id: str, image_id: str) -> GoldRecord | None:
-        for data in self.stored(record_key(instance_id, image_id)):
+    def load(self, instance_id: str, image_id: str, kind: Any = GoldRecord) -> Any:
+        """The record of ``kind`` (``GoldRecord``, or ``twin_record.TwinRecord``) kept for this
+        instance and image, or None (one unreadable or of another version is made again)."""
+        for data in self.stored(kind.key_for(instance_id, image_id)):
             try:
-                record = GoldRecord.from_dict(json.loads(data.decode("utf-8")))
+                record = kind.from_dict(json.loads(data.decode("utf-8")))
             except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-                continue  # unreadable or of another version: made again
+                continue
             if record.instance_id == instance_id and record.image_id == image_id:
                 return record
         return None
 
-    def save(self, record: GoldRecord) -> None:
+    def save(self, record: Any) -> None:
         self.put(record.key, json.dumps(record.as_dict(), indent=1, sort_keys=True).encode("utf-8"))
 
     def stored(self, key: str) -> Iterator[bytes]:

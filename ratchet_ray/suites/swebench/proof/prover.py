@@ -218,10 +218,7 @@ class DifferentialProof:
     def _settle(self, ctx: Context, patch: str, log_dir: Path, log: InstanceLog, real: Session,
                 canaries: list[tuple[Mutant, Session]], record: GoldRecord, verdict: GradeResult,
                 judge: Callable[[list[tuple[Mutant, Session]]], GradeResult]) -> GradeResult:
-        """``spread.settle``: a canary session that disagrees with the real one only on other
-        graded tests is refereed by the gold patch with its mutant alone; a mutant whose
-        failure spreads under gold too is dropped from the stored record and its session
-        replaced by one with a mutant drawn afresh."""
+        """``spread.settle`` with this grade's referees, record and fresh canary sessions."""
         numbers = itertools.count(len(canaries) + 1)
         gold = self._gold_patch(ctx.instance)
 
@@ -429,13 +426,11 @@ class DifferentialProof:
     def _fail_under_base(self, ctx: Context, kept: list[Mutant], folder: Path,
                          log: Callable[[str], None], seconds: dict[str, float],
                          redraw: int = 0) -> dict[str, str | None]:
-        """Keep only the mutants the base code fails too (one session of the base code with all
-        of them planted): a canary session beside an unresolved grade that resolves with its
-        mutant passing is tampering, and a FAIL_TO_PASS mutant may expect exactly what the bug
-        returns (``clamp(12, 0, 10) == 10`` mutated to ``== 12``, one of the call's arguments),
-        which a patch that fixes nothing would pass. A PASS_TO_PASS test passes under the base
-        code, so it fails its mutant; where the base session does not complete, only those stay.
-        Returns each of ``kept``'s tests -> None (kept) or why it is dropped."""
+        """Each of ``kept``'s tests -> None when the base code fails its mutant too (one session
+        of the base code with all planted), else why it is dropped: a FAIL_TO_PASS mutant may
+        expect exactly what the bug returns, which a patch that fixes nothing would pass (why:
+        docs/grading.md, "Gold records"). Where the base session does not complete, only the
+        PASS_TO_PASS mutants stay."""
         if not kept:
             return {}
         tag, name = (f" (redraw {redraw})", f"base-mutants-redraw-{redraw}") if redraw else (

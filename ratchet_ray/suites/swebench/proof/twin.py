@@ -48,7 +48,7 @@ from ratchet_ray.suites.swebench.integrity.graded_tests import locate
 from ratchet_ray.suites.swebench.proof.mutants import Mutant, apply_all, candidates
 from ratchet_ray.suites.swebench.proof.prover import Context, DifferentialProof, SessionRunner
 from ratchet_ray.suites.swebench.proof.twin_record import (
-    BASE_PATCH, TwinRecord, choose, f2p_mutants, load_twin_record, save_twin_record)
+    BASE_PATCH, TwinRecord, choose, f2p_mutants)
 from ratchet_ray.suites.swebench.settings import GradingLimits
 from ratchet_ray.types import GradeResult, Task
 
@@ -224,7 +224,7 @@ class TwinGrading:
                                "out of the run")
         store = self.proof.store()
         with self.proof.records_lock:
-            stored = load_twin_record(store, instance_id, gold.image_id)
+            stored = store.load(instance_id, gold.image_id, TwinRecord)
             if stored is not None and stored.gold_key == gold.key:
                 log(f"{stored.describe()} (stored)")
                 return stored, made
@@ -240,6 +240,6 @@ class TwinGrading:
                                                "base", candidates)  # kept with the grade's logs
                 choose(record, candidates, base)
                 record.seconds = base.seconds
-            save_twin_record(store, record)
+            store.save(record)
             log(f"{record.describe()} (made now in {record.seconds:.1f}s)")
             return record, True

@@ -10,8 +10,8 @@ Contracts:
 - ``TwinRecord``: plain data (``as_dict``/``from_dict``): instance, image, the gold record it
   was made from, the chosen mutant (None: no twin, ``reason`` says why), each candidate's
   status under the base code, the seconds it cost.
-- ``load_twin_record`` / ``save_twin_record``: beside the gold records, by ``gold.GoldStore``
-  (``<instance>/<image>.twin.json``); a record that does not parse is made again.
+- Kept beside the gold records by ``gold.GoldStore`` (``load(..., kind=TwinRecord)``, ``save``)
+  as ``<instance>/<image>.twin.json``; a record that does not parse is made again.
 - ``f2p_mutants(gold, instance)``: the gold record's FAIL_TO_PASS mutants, in the order above.
 - ``choose(record, candidates, base)`` fills ``record`` from the base session: one that did not
   complete gives no twin, nor does a candidate not planted or reported passing.
@@ -19,12 +19,11 @@ Contracts:
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ratchet_ray.suites.swebench.proof.differential import MISSING, PASSING, Session
-from ratchet_ray.suites.swebench.proof.gold import GoldRecord, GoldStore, record_key
+from ratchet_ray.suites.swebench.proof.gold import GoldRecord, record_key
 from ratchet_ray.suites.swebench.proof.mutants import Mutant
 
 TWIN_RECORD_VERSION = 1
@@ -48,7 +47,11 @@ class TwinRecord:
 
     @property
     def key(self) -> str:
-        return twin_key(self.instance_id, self.image_id)
+        return self.key_for(self.instance_id, self.image_id)
+
+    @staticmethod
+    def key_for(instance_id: str, image_id: str) -> str:
+        return record_key(instance_id, image_id).removesuffix(".json") + ".twin.json"
 
     def chosen(self) -> Mutant | None:
         return Mutant.from_dict(self.mutant) if self.mutant else None
@@ -70,10 +73,6 @@ class TwinRecord:
         if self.mutant is None:
             return f"twin record {self.key}: no twin ({self.reason})"
         return f"twin record {self.key}: mutant {self.chosen().describe()}"
-
-
-def twin_key(instance_id: str, image_id: str) -> str:
-    return record_key(instance_id, image_id).removesuffix(".json") + ".twin.json"
 
 
 def f2p_mutants(gold: GoldRecord, instance: dict[str, Any]) -> list[Mutant]:
@@ -98,18 +97,3 @@ def choose(record: TwinRecord, candidates: list[Mutant], base: Session) -> TwinR
     record.reason = ("every FAIL_TO_PASS mutant the gold patch fails passes under the base code "
                      "(or could not be planted): a patch that fixes nothing would pass the twin")
     return record
-
-
-def load_twin_record(store: GoldStore, instance_id: str, image_id: str) -> TwinRecord | None:
-    for data in store.stored(twin_key(instance_id, image_id)):
-        try:
-            record = TwinRecord.from_dict(json.loads(data.decode("utf-8")))
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-            continue  # unreadable or of another version: made again
-        if (record.instance_id, record.image_id) == (instance_id, image_id):
-            return record
-    return None
-
-
-def save_twin_record(store: GoldStore, record: TwinRecord) -> None:
-    store.put(record.key, json.dumps(record.as_dict(), indent=1, sort_keys=True).encode("utf-8"))
