@@ -4,7 +4,7 @@
     tasks = suite.load_tasks(config)              # config.dataset_path or settings.dataset_name
     grader = suite.make_grader(config, run_dir)   # one Docker harness per worker
     result = grader.grade(tasks[0], patch_text)   # GradeResult; never raises for a bad patch
-    patch, replies = solve_patch(llm, tasks[0], skill, suite.solver_settings(config))
+    patch, replies = suite.solve_agent(llm, tasks[0], skill, suite.solver_settings(config))
 
 Layout: docs/architecture.md. All of it plain library: the ``ratchet swe`` commands are
 ``ratchet_ray/cli/swebench.py``, the code that uses Ray ``ratchet_ray/loop/swebench_*.py``, which
@@ -89,16 +89,10 @@ class SwebenchSuite:
         """The Solver's turn (``suites.base.AgentTurn``): the patch agent's ``(patch, replies)``,
         its trajectory under ``log_dir`` (imported lazily: workers of other suites never load it),
         sampled at the loop's ``temperature`` with the call's ``seed`` (``agent`` contract)."""
+        from ratchet_ray.suites.swebench.agent.solver import solve_patch
+
         return solve_patch(llm, task, skill, settings, log_dir=log_dir, temperature=temperature,
                            seed=seed)
 
 
-def solve_patch(llm, task, skill, settings=None, **kwargs):
-    """Lazy alias of ``ratchet_ray.suites.swebench.agent.solver.solve_patch``."""
-    from ratchet_ray.suites.swebench.agent.solver import solve_patch as _solve_patch
-
-    return _solve_patch(llm, task, skill, settings, **kwargs)
-
-
-__all__ = ["AgentSettings", "SwebenchSettings", "SwebenchSuite", "settings_from_config",
-           "solve_patch"]
+__all__ = ["AgentSettings", "SwebenchSettings", "SwebenchSuite", "settings_from_config"]

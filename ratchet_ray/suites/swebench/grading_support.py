@@ -35,12 +35,9 @@ T = TypeVar("T")
 
 
 def git_apply_commands() -> list[str]:
-    """The harness's patch-apply fallbacks (their home moved from constants in swebench 5)."""
+    """The harness's patch-apply fallbacks."""
     with serial_imports:
-        try:
-            from swebench.harness.constants import GIT_APPLY_CMDS  # type: ignore[attr-defined]
-        except ImportError:
-            from swebench.harness.run_evaluation import GIT_APPLY_CMDS
+        from swebench.harness.run_evaluation import GIT_APPLY_CMDS
     return list(GIT_APPLY_CMDS)
 
 
