@@ -13,7 +13,7 @@ embedder's, so the start-ups overlap and the whole run stays well under 30 s.
 
 The run's preflight (``ratchet_ray.loop.preflight``) reuses the pieces: ``check_llm_client`` and
 ``check_embedder_client`` on the run's own clients (``few_retries`` keeps a down server quick)
-and ``timed`` for a bounded probe. Suites build their checks with ``timed`` too.
+and ``in_thread`` for a probe bounded in time. Suites build their checks with ``timed`` too.
 """
 
 from __future__ import annotations
@@ -64,6 +64,30 @@ def timed(name: str, hint: str, probe: Callable[[], str]) -> Check:
             return Check(name, False, exc.detail, exc.hint, time.perf_counter() - started)
         return Check(name, False, f"{type(exc).__name__}: {exc}"[:300], hint, time.perf_counter() - started)
     return Check(name, True, detail, "", time.perf_counter() - started)
+
+
+def in_thread(name: str, hint: str, probe: Callable[[], str],
+              timeout_s: float | None = None) -> Callable[[], Check]:
+    """Start ``timed(name, hint, probe)`` in a daemon thread; the returned join gives its Check,
+    or a FAIL when there is none: no answer within ``timeout_s`` (a hung call is left behind,
+    never waited on), or, unbounded, an interrupted check."""
+    box: dict[str, Check] = {}
+    thread = threading.Thread(target=lambda: box.update(check=timed(name, hint, probe)),
+                              name=f"check-{name}", daemon=True)
+    thread.start()
+
+    def join() -> Check:
+        thread.join(timeout_s)
+        if "check" in box:
+            return box["check"]
+        if timeout_s is None:
+            return Check(name, False, "interrupted", hint)
+        # Silence is not a missing install: the install hint would send the user the wrong way.
+        return Check(name, False, f"no answer within {timeout_s:.0f}s",
+                     "the check hung or the machine is too busy for it: run `ratchet doctor` to "
+                     "see it alone, and raise infra.preflight_timeout_s if a first model load is "
+                     "just slow here", timeout_s)
+    return join
 
 
 def _start_ray_probe() -> subprocess.Popen:
@@ -173,16 +197,11 @@ def run_checks(settings: LLMSettings,
         checks.append(timed("aws-credentials", backend_hint("bedrock"), _check_credentials))
     # The model check in a thread (for local: waiting on its child process) while the embedder
     # loads here: the two loads overlap. Each is bounded on its own.
-    llm_box: dict[str, Check] = {}
-    llm_thread = threading.Thread(target=lambda: llm_box.update(check=timed(
-        f"llm ({backend})", backend_hint(backend), lambda: _check_llm(settings))), daemon=True)
-    llm_thread.start()
+    llm_check = in_thread(f"llm ({backend})", backend_hint(backend), lambda: _check_llm(settings))
     embed_backend = settings.embedder or backend
     embed_check = timed(f"embedding ({embed_backend})", backend_hint(embed_backend),
                         lambda: _check_embedder(settings))
-    llm_thread.join()
-    checks.extend([llm_box.get("check") or Check(f"llm ({backend})", False, "interrupted",
-                                                 backend_hint(backend)), embed_check])
+    checks.extend([llm_check(), embed_check])
     if environment is not None:
         checks.extend(environment())
     return [_finish_ray_probe(ray_probe, started), *checks]

@@ -31,7 +31,6 @@ Contracts:
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
 from typing import Any, Callable
 
@@ -46,29 +45,6 @@ from ratchet_ray.loop.breaker import PreflightFailed
 from ratchet_ray.suites import environment_checks
 
 log = logging.getLogger(__name__)
-
-
-def _bounded(name: str, hint: str, probe: Callable[[], str],
-             timeout_s: float) -> Callable[[], Check]:
-    """Start ``probe`` in a daemon thread; the returned join gives its Check, or a FAIL once
-    ``timeout_s`` has passed (a hung call is left behind, never waited on)."""
-    box: dict[str, Check] = {}
-
-    def target() -> None:
-        box["check"] = doctor.timed(name, hint, probe)
-
-    thread = threading.Thread(target=target, name=f"preflight-{name}", daemon=True)
-    thread.start()
-
-    def join() -> Check:
-        thread.join(timeout_s)
-        # Silence is not a missing install: the install hint would send the user the wrong way.
-        return box.get("check") or Check(
-            name, False, f"no answer within {timeout_s:.0f}s",
-            "the check hung or the machine is too busy for it: run `ratchet doctor` to see it "
-            "alone, and raise infra.preflight_timeout_s if a first model load is just slow here",
-            timeout_s)
-    return join
 
 
 def _naming_deaths(probe: Callable[[], str]) -> Callable[[], str]:
@@ -112,12 +88,12 @@ def model_checks(config: LoopConfig, models: Any, scope: str | None = None,
         bound = timeout
         if settings.backend == "local":  # two bounded steps: the child, then the server
             probe, bound = _local_model_first(config, probe, log_dir or ray_logs_dir()), 2 * timeout
-        joins.append(_bounded(f"llm ({settings.backend})", doctor.backend_hint(settings.backend),
+        joins.append(doctor.in_thread(f"llm ({settings.backend})", doctor.backend_hint(settings.backend),
                               probe, bound))
     if models.embedder is None:
         backend = settings.embedder or settings.backend
         embedder = doctor.few_retries(filled.embedder)
-        joins.append(_bounded(f"embedding ({backend})", doctor.backend_hint(backend),
+        joins.append(doctor.in_thread(f"embedding ({backend})", doctor.backend_hint(backend),
                               _naming_deaths(lambda: doctor.check_embedder_client(embedder)),
                               timeout))
     return [join() for join in joins]
