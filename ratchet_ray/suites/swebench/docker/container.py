@@ -96,10 +96,8 @@ def instance_container(client: Any, image: str, instance_id: str, settings: Sweb
                        purpose: str = "eval", run_label: str | None = None,
                        first_steps: Sequence[str] = (),
                        removals: "Removals | None" = None) -> Iterator[InstanceContainer]:
-    """Start a locked-down container of ``image``; always removed on exit (see module contract).
-    ``first_steps``: root shell steps run in the exec that finds the keep-alive's pid (one round
-    trip to the daemon; results in the box's ``first_results``); ``removals``: removed by it,
-    in the background, instead of before the block's exit returns."""
+    """A locked-down container of ``image`` (module contract); ``first_steps``: root steps run
+    in ``find_main_pid``'s exec (results in ``first_results``)."""
     with serial_imports:
         import docker.errors
 

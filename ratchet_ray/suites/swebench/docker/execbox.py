@@ -122,38 +122,37 @@ class InstanceContainer:
         """Who ``run`` runs as by default; ``become_untrusted`` switches it."""
         self.main_pid: int | None = None
         """Pid of the keep-alive command (init's only child at start; ``kill_all`` spares it)."""
-        self._setpriv: bool | None = None
+        self.setpriv = False
+        """Whether the image can drop root inside a script (util-linux ``setpriv``), probed by
+        ``find_main_pid``: the image's files outside the work tree do not change before the
+        harness runs anything of the repository."""
         self.oom_kills_at_start: int | None = None
         """The memory cgroup's OOM-kill count when the container started (``find_main_pid``)."""
         self.first_results: list[StepResult] = []
         """The results of ``find_main_pid``'s ``then`` steps."""
 
     def find_main_pid(self, then: Sequence[str] = (), timeout_s: float = 60) -> None:
-        """Find the keep-alive command's pid and whether the image has ``setpriv``, and run
-        ``then`` (root shell steps) in the same exec: one round trip to the daemon for what the
-        caller would otherwise ask next (``first_results``). Nothing but init and the keep-alive
-        runs yet, so ``/proc/1``'s only child is the keep-alive."""
+        """The module contract's first exec: ``then``'s results in ``first_results``. Nothing
+        but init and the keep-alive runs yet, so ``/proc/1``'s only child is the keep-alive."""
         probes = ["cat /proc/1/task/1/children", "command -v setpriv >/dev/null", OOM_PROBE]
         results = self.run_steps([*probes, *then], timeout_s)
         children = results[0].stdout.split()
         self.main_pid = int(children[0]) if len(children) == 1 and children[0].isdigit() else None
-        self._setpriv = results[1].exit_code == 0
+        self.setpriv = results[1].exit_code == 0
         self.oom_kills_at_start = oom_kill_count(results[2].stdout)
         self.first_results = results[len(probes):]
 
     def oom_kills_since_start(self) -> int | None:
-        """How many processes the kernel's OOM killer ended in this container's memory cgroup
-        since ``find_main_pid`` (None where the cgroup does not say). Read as root from the
-        cgroup's own counter (``OOM_PROBE``): kernel state that nothing in the container can
-        write, unlike any text a process prints."""
+        """Processes the kernel's OOM killer ended in this container's memory cgroup since
+        ``find_main_pid`` (None where the cgroup does not say), from its counter (``OOM_PROBE``),
+        which nothing in the container can write."""
         if self.oom_kills_at_start is None:
             return None
         now = oom_kill_count(self.run(OOM_PROBE, 60, user="root").stdout)
         return None if now is None else now - self.oom_kills_at_start
 
-    def run_steps(self, steps: Sequence[str], timeout_s: float, *,
-                  user: str = "root") -> list[StepResult]:
-        """Run ``steps`` in one exec (see the module contract); one ``StepResult`` per step."""
+    def run_steps(self, steps: Sequence[str], timeout_s: float) -> list[StepResult]:
+        """Run ``steps`` as root in one exec (module contract); one ``StepResult`` per step."""
         if not steps:
             return []
         token = secrets.token_hex(16)  # unguessable: no step's output can fake a boundary
@@ -166,7 +165,7 @@ class InstanceContainer:
                      f'cat "$STEPS_DIR/$i.o"; printf "\\n{token} stderr\\n"; '
                      f'cat "$STEPS_DIR/$i.e"; done; printf "\\n{token} end\\n"; '
                      f'rm -rf "$STEPS_DIR"')
-        result = self.run("\n".join(lines), timeout_s, user=user)
+        result = self.run("\n".join(lines), timeout_s, user="root")
         parsed = _parse_steps(result.stdout, token, len(steps))
         if parsed is None:
             raise InfraFailure("docker_error", f"container {self.name}: {len(steps)} batched "
@@ -179,27 +178,12 @@ class InstanceContainer:
     def name(self) -> str:
         return self.container.name
 
-    @property
-    def untrusted_user(self) -> str:
-        uid = self.settings.untrusted_uid
-        return f"{uid}:{uid}"
-
-    def has_setpriv(self) -> bool:
-        """Whether the image can drop root inside a script (util-linux ``setpriv``); known from
-        ``find_main_pid`` (the image's files outside the work tree do not change before the
-        harness runs anything of the repository), else asked once."""
-        if self._setpriv is None:
-            self._setpriv = self.run("command -v setpriv >/dev/null", 60, user="root").exit_code == 0
-        return self._setpriv
-
     def untrusted_setup(self, *, whole_repo: bool, lockdown: str | None = None) -> str | None:
-        """The root command ``become_untrusted`` runs (None when there is no untrusted uid or
-        the image has no ``setpriv``), for a caller that batches it (``run_steps``).
-        ``lockdown``: a root shell step run right after the folders are handed over (a grade's:
-        ``integrity.lockdown.lockdown_command``, which keeps the files that decide the verdict
-        root's); the container does not know the grading's policy, the grader composes it."""
+        """The root command ``become_untrusted`` runs, for a caller that batches it (None
+        without an untrusted uid or ``setpriv``); ``lockdown``: a root step run right after the
+        folders are handed over (the grader's policy, ``integrity.lockdown``)."""
         uid = self.settings.untrusted_uid
-        if uid is None or not self.has_setpriv():
+        if uid is None or not self.setpriv:
             return None
         # Grading keeps .git root-owned: the untrusted uid must not plant hooks or config.
         which = "-print0" if whole_repo else f"-path {self.workdir}/.git -prune -o -type d -print0"
@@ -211,14 +195,11 @@ class InstanceContainer:
         return f"{setup} && ( {lockdown} )"
 
     def become_untrusted(self, *, whole_repo: bool = True, done: StepResult | None = None) -> bool:
-        """Hand the repository to ``settings.untrusted_uid`` and run later commands as that uid.
-
-        ``whole_repo`` chowns every file (an agent edits files in place); otherwise only the
-        folders (tests may create files; root-owned files stay unmodifiable, and no file is
-        copied up). False, with nothing changed, when the image has no ``setpriv``. ``done``:
-        the result of ``untrusted_setup``'s command, already run by the caller in a batch
-        (else it runs here); a failed setup raises ``InfraFailure`` either way.
-        """
+        """Hand the repository to ``settings.untrusted_uid`` and run later commands as that uid:
+        every file with ``whole_repo`` (an agent edits in place), else the folders only (root's
+        files stay unmodifiable, none is copied up). False, nothing changed, without
+        ``setpriv``. ``done``: ``untrusted_setup``'s result when the caller ran it in a batch;
+        a failed setup raises ``InfraFailure``."""
         setup = self.untrusted_setup(whole_repo=whole_repo)
         if setup is None:
             return False
@@ -231,7 +212,7 @@ class InstanceContainer:
             raise InfraFailure("docker_error", f"container {self.name}: could not hand "
                                f"{self.workdir} to uid {self.settings.untrusted_uid}: "
                                f"{output[-500:]}")
-        self.user = self.untrusted_user
+        self.user = f"{self.settings.untrusted_uid}:{self.settings.untrusted_uid}"
         return True
 
     def run(self, command: str, timeout_s: float, *, workdir: str | None = None,
