@@ -328,9 +328,10 @@ def _fmt(value: float | None, digits: int = 3, signed: bool = False) -> str:
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
-def _fmt_stat(stat: Stat, digits: int = 3, signed: bool = False) -> str:
+def fmt_stat(stat: Stat, digits: int = 3, signed: bool = False, missing: str = "n/a") -> str:
+    """``mean ± std`` (no ``± std`` with one number); ``missing`` without a mean."""
     if stat.mean is None:
-        return "n/a"
+        return missing
     text = _fmt(stat.mean, digits, signed)
     return text if stat.std is None else f"{text} ± {stat.std:.{digits}f}"
 
@@ -390,14 +391,14 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
             delta = p_value = "—"
         lines.append(
             f"| {s.arm} | {s.label} | {', '.join(str(x) for x in s.seeds)} "
-            f"| {_fmt_stat(s.round0)} | {_fmt_stat(s.peak)} "
-            f"| {_fmt_stat(s.rolling_gain, signed=True)} | {delta} | {p_value} "
-            f"| {_fmt_stat(s.skills_created, 1)} | {_fmt_stat(s.skills_deprecated, 1)} "
+            f"| {fmt_stat(s.round0)} | {fmt_stat(s.peak)} "
+            f"| {fmt_stat(s.rolling_gain, signed=True)} | {delta} | {p_value} "
+            f"| {fmt_stat(s.skills_created, 1)} | {fmt_stat(s.skills_deprecated, 1)} "
             f"({_fmt(s.deprecated_retired.mean, 1)} / {_fmt(s.deprecated_evicted.mean, 1)} / "
             f"{_fmt(s.deprecated_rollback.mean, 1)}{_refined(s.deprecated_refined.mean)}) "
-            f"| {_fmt_stat(s.active_at_end, 1)} | {_fmt_stat(s.router_engagement)} "
-            f"| {_fmt_stat(s.tampering, 1)} / {_fmt_stat(s.skills_retired_tampering, 1)} "
-            f"| {_fmt_stat(s.cheat_rate)}; {_fmt_stat(s.skills_retired_cheat, 1)} "
+            f"| {fmt_stat(s.active_at_end, 1)} | {fmt_stat(s.router_engagement)} "
+            f"| {fmt_stat(s.tampering, 1)} / {fmt_stat(s.skills_retired_tampering, 1)} "
+            f"| {fmt_stat(s.cheat_rate)}; {fmt_stat(s.skills_retired_cheat, 1)} "
             f"| {rollback_rate(s.rollbacks_fired, s.rollback_decisions)} |")
     lines += ["", "## Runs", "",
               "| arm | seed | rounds | round-0 | peak | rolling gain | created "

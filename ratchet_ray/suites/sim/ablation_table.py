@@ -37,7 +37,7 @@ from typing import Any, Iterable
 import click
 
 from ratchet_ray.ablations import (ARM_LABELS, DEFAULT_ARM, DEPRECATION_CAUSES, RunResult,
-                                   arm_sort_key, find_run_dirs, mean_std, paired_cells,
+                                   arm_sort_key, find_run_dirs, fmt_stat, mean_std, paired_cells,
                                    paired_with_default, run_result)
 from ratchet_ray.bank.skill_io import load_skill_folder
 from ratchet_ray.evidence.comparisons import PairedComparison
@@ -125,12 +125,8 @@ def sweep_rows(sweep_dir: str | Path) -> list[ArmSeed]:
 def _stat(values: Iterable[float | None], seeds: int, digits: int = 3,
           signed: bool = False) -> str:
     stat = mean_std(values)
-    if stat.mean is None:
-        return "–"
-    text = f"{stat.mean:+.{digits}f}" if signed else f"{stat.mean:.{digits}f}"
-    if stat.std is not None:
-        text += f" ± {stat.std:.{digits}f}"
-    return text + (f" (n={stat.n})" if stat.n < seeds else "")
+    text = fmt_stat(stat, digits, signed, missing="–")
+    return text + (f" (n={stat.n})" if stat.mean is not None and stat.n < seeds else "")
 
 
 COLUMNS = ("arm", "change", "seeds", "round 0", "peak", "final", "rolling gain", "vs Default",

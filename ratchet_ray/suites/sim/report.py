@@ -26,7 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterable
 
-from ratchet_ray.ablations import arm_sort_key, find_run_dirs, mean_std
+from ratchet_ray.ablations import Stat, arm_sort_key, find_run_dirs, fmt_stat, mean_std
 from ratchet_ray.metrics import ROLLING_WINDOW, loop_metrics
 from ratchet_ray.suites.sim.truth import DEFAULT_DELTA, RunTruth, analyze_run
 
@@ -93,10 +93,7 @@ def arm_table(heads: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _fmt(mean: float | None, std: float | None, signed: bool = False) -> str:
-    if mean is None:
-        return "–"
-    text = f"{mean:+.3f}" if signed else f"{mean:.3f}"
-    return text + (f" ± {std:.3f}" if std is not None else "")
+    return fmt_stat(Stat(mean, std, 0), signed=signed, missing="–")
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
