@@ -90,6 +90,11 @@ class Skill(BaseModel):
         """The lineage this skill is a version of (its own id for a first version)."""
         return self.lineage or self.id
 
+    def as_revision_of(self, parent: "Skill") -> "Skill":
+        """This skill as the next version of ``parent``'s lineage (``SkillBank.refine``)."""
+        return self.model_copy(update={"lineage": parent.lineage_id,
+                                       "lineage_version": parent.lineage_version + 1})
+
     def retrieval_text(self) -> str:
         """The surface the Router scores: intent, name, description and signals (empties dropped)."""
         parts = [self.intent, self.name.replace("_", " "), self.description, *self.signals_match]

@@ -384,9 +384,7 @@ class SkillBank:
             return self._reject(round_, revision.id, "invalid",
                                 f"cannot refine {parent_id!r}: it {why}; only an ACTIVE skill "
                                 "that may retire is refined")
-        revision = revision.model_copy(update={
-            "lineage": parent.lineage_id, "lineage_version": parent.lineage_version + 1,
-            "status": ACTIVE})
+        revision = revision.as_revision_of(parent).model_copy(update={"status": ACTIVE})
         refused = self._refusal(revision, round_, exclude_lineage=parent.lineage_id,
                                 what="revision")
         if refused is not None:

@@ -102,10 +102,4 @@ class Reviser:
         if skill is None:
             return None
         outcome.refined.append(parent.id)
-        return added_skill(skill, parent)
-
-
-def added_skill(skill: Skill, parent: Skill) -> Skill:
-    """The revision as the bank holds it (its lineage fields set, ``SkillBank.refine``)."""
-    return skill.model_copy(update={"lineage": parent.lineage_id,
-                                    "lineage_version": parent.lineage_version + 1})
+        return skill.as_revision_of(parent)  # as the bank holds it
