@@ -16,13 +16,12 @@ from __future__ import annotations
 import json
 import shutil
 import time
-import uuid
 from pathlib import Path
 from typing import Iterable
 
 from ratchet_ray.bank.metaskills import dump_metaskill, load_metaskill
 from ratchet_ray.bank.skill_io import dump_skill, load_skill_folder
-from ratchet_ray.storage.fsutil import PREV_SUFFIX, swap_dir, write_tree
+from ratchet_ray.storage.fsutil import PREV_SUFFIX, swap_dir, temp_path, write_tree
 from ratchet_ray.types import MetaSkill, Skill
 
 CHECKPOINTS_DIR = "checkpoints"
@@ -49,7 +48,7 @@ def write_snapshot(run_dir: Path, round_: int, skills: Iterable[Skill],
                    metas: Iterable[MetaSkill], run_id: str) -> Path:
     target = checkpoint_dir(run_dir, round_)
     target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"
+    temp = temp_path(target)
     skills, metas = list(skills), list(metas)
     manifest = {"round": round_, "run_id": run_id, "created_at": time.time(),
                 "active": sorted(s.id for s in skills if s.is_active),

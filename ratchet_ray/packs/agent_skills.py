@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ import yaml
 from ratchet_ray.bank.pack_format import IMPORTS_DIR
 from ratchet_ray.bank.skill_io import parse_skill
 from ratchet_ray.packs.export import build_pack
-from ratchet_ray.storage.fsutil import fsync_dir, write_tree
+from ratchet_ray.storage.fsutil import fsync_dir, temp_path, write_tree
 from ratchet_ray.types import Skill
 
 SKILL_FILE = "SKILL.md"
@@ -197,7 +196,7 @@ def export_agent_skills(run_dir: str | Path, out: str | Path, *, status: str = "
         files[f"{name}/{SKILL_FILE}"] = skill_markdown(
             skill, meta, suite=manifest["source"].get("suite") or "", license=license).encode()
         metas.append(meta)
-    temp = out.parent / f".{out.name}.{uuid.uuid4().hex}.tmp"
+    temp = temp_path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
         write_tree(temp, files)

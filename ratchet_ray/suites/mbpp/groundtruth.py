@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
+from ratchet_ray.storage.fsutil import atomic_write_bytes, atomic_write_text
 from ratchet_ray.suites.mbpp.dataset import MbppDataset
 
 log = logging.getLogger(__name__)
@@ -93,9 +94,7 @@ class GroundTruthStore:
                                    f"{self.dir} to recompute") from exc
 
     def _write_manifest(self, manifest: dict[str, dict]) -> None:
-        staged = self.dir / f".manifest-{os.getpid()}.tmp"
-        staged.write_text(json.dumps(manifest, sort_keys=True))
-        os.replace(staged, self.dir / "manifest.json")
+        atomic_write_text(self.dir / "manifest.json", json.dumps(manifest, sort_keys=True))
         self._manifest = manifest
 
     def ensure(self, task_ids: Iterable[str]) -> None:
@@ -190,9 +189,7 @@ class GroundTruthStore:
         self.dir.mkdir(parents=True, exist_ok=True)
         with open(self.dir / ".lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            staged = self.dir / f".{task_id.replace('/', '_')}-{os.getpid()}.tmp"
-            staged.write_bytes(data)
-            os.replace(staged, self.path(task_id))
+            atomic_write_bytes(self.path(task_id), data)
             manifest = self._read_manifest()  # what other graders added meanwhile stays
             manifest[task_id] = {"file": self.path(task_id).name, "sha256": sha256,
                                  "bytes": len(data), "imported": True}
