@@ -156,7 +156,6 @@ class PoolStats:
     failed: int = 0
     actors_replaced: int = 0
     resubmitted: int = 0
-    cancelled: int = 0
     never_started: int = 0
     """Jobs sent back because their actor died before it started (no attempt spent)."""
 
@@ -417,7 +416,6 @@ class ResilientPool:
             else:
                 dropped.append(job.item)
         self._queue = kept
-        self.stats.cancelled += len(dropped)
         return dropped
 
     def shutdown(self) -> None:

@@ -101,16 +101,20 @@ class _OpenAIBase(HostedClient):
         return OpenAI(base_url=self.config.base_url, api_key=self.config.api_key.get_secret_value(),
                       max_retries=self.config.max_retries, timeout=self.config.timeout_s)
 
-    def _first_model(self) -> str:
-        import openai
+    def _model_id(self) -> str:
+        """``_model``, else the first model the server lists (then remembered)."""
+        if self._model is None:
+            import openai
 
-        try:
-            models = [m.id for m in self.client.models.list()]
-        except openai.OpenAIError as exc:
-            raise self._error(f"{self.where}: cannot list models ({exc}); is the server up?") from exc
-        if not models:
-            raise self._error(f"{self.where} serves no model; set llm.model")
-        return models[0]
+            try:
+                models = [m.id for m in self.client.models.list()]
+            except openai.OpenAIError as exc:
+                raise self._error(f"{self.where}: cannot list models ({exc}); is the server "
+                                  "up?") from exc
+            if not models:
+                raise self._error(f"{self.where} serves no model; set llm.model")
+            self._model = models[0]
+        return self._model
 
 
 def _with_instruction(chat: list[dict], instruction: str) -> list[dict]:
@@ -152,11 +156,7 @@ class OpenAICompatLLM(_OpenAIBase):
                                  if config.schema_mode != "auto" else SCHEMA_MODES)
         """Structured-output modes still believed to work on this server, best first."""
 
-    @property
-    def model(self) -> str:
-        if self._model is None:
-            self._model = self._first_model()
-        return self._model
+    model = property(_OpenAIBase._model_id)
 
     def _create(self, request: dict[str, Any]):
         raw = self.client.chat.completions.with_raw_response.create(**request)
@@ -220,11 +220,7 @@ class OpenAICompatEmbedder(_OpenAIBase):
         super().__init__(config, limiters)
         self._model = config.embed_model or config.model
 
-    @property
-    def name(self) -> str:
-        if self._model is None:
-            self._model = self._first_model()
-        return self._model
+    name = property(_OpenAIBase._model_id)
 
     def _embed_batch(self, texts: list[str]) -> list[np.ndarray]:
         import openai
