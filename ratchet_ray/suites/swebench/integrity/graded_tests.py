@@ -1,19 +1,18 @@
-"""The graded tests of an instance: where they live, and their text after the test patch.
-
-The session's layers (``session_layers``: which files stay root's, what the sentinel watches) and
-the differential's mutants (``proof.mutants``) both start from here.
+"""The graded tests of an instance: where they live, and their text after the test patch (what
+the session's layers, ``session_layers``, and the differential's mutants, ``proof.mutants``,
+start from).
 
 Contracts:
-- ``locate(instance, runner, words)`` -> ``{graded test id: (file, qualname)}`` for the graded
-  tests a mutant can be made of: pytest ids ``file::name`` / ``file::Class::name`` (not
-  parametrised), django's ``name (module.Class[.name])`` (file ``tests/<module path>.py``),
-  sympy's bare ``test_x`` (file: one of the ``.py`` files the command names, settled by
-  ``settle`` once their texts are known). ``qualname`` is ``name`` or ``Class::name``.
-- ``settle(located, texts)`` the same, with each sympy test placed in the one file whose text
-  defines it (a test defined in none, or in several, is dropped).
-- ``files_of(located)`` every file a located test may live in (a sympy test's candidates too).
-- ``after_test_patch(texts, test_patch)`` the files' text after the test patch (host ``git
-  apply``; None for a file it does not yield; bytes and line endings kept as they are).
+- ``locate(instance, runner, words)`` -> ``{graded test id: (file, qualname)}`` for the tests a
+  mutant can be made of: pytest's ``file::name`` / ``file::Class::name`` (not parametrised),
+  django's ``name (module.Class[.name])`` (file ``tests/<module path>.py``), sympy's bare
+  ``test_x`` (file: one of the ``.py`` files the command names, settled by ``settle``);
+  ``qualname`` is ``name`` or ``Class::name``.
+- ``settle(located, texts)``: each sympy test placed in the one file whose text defines it (one
+  defined in none, or in several, is dropped).
+- ``files_of(located)``: every file a located test may live in.
+- ``after_test_patch(texts, test_patch)``: the files' text after the test patch (host ``git
+  apply``; None for a file it does not yield; bytes and line endings kept).
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 """SWE-bench instance sets built from real Python projects, offline (``ratchet swe make-instances``).
 
-A project's PyPI sdist and its dependencies' wheels are fetched on the host (``sources``), laid
-into one reproducible layer on the base image (``image``), and its own test suite is run in
+The project's PyPI sdist and its dependencies' wheels are fetched on the host (``sources``),
+laid into one reproducible layer on the base image (``image``), and its own test suite run in
 containers without network (``runner``). Bugs come from SWE-smith's procedural modifiers
-(``bugs``); one is kept when the suite catches it, and becomes a record in SWE-bench's fields
-whose FAIL_TO_PASS tests return only with the test patch (``records``). ``build`` runs it all and
-writes the set atomically; ``projects`` holds the recipes.
-
-``resolve_project("flask==2.3.3")`` is the recipe for that version (another version than the
-recipe's keeps its dependency pins but not its sdist digest); ``KeyError`` becomes
-``RealcodeError``.
+(``bugs``); one the suite catches becomes a record in SWE-bench's fields whose FAIL_TO_PASS
+tests return only with the test patch (``records``). ``build`` runs it all; ``projects`` holds
+the recipes. ``resolve_project("flask==2.3.3")``: the recipe for that version (another version
+keeps the recipe's pins but not its sdist digest); an unknown project is a ``RealcodeError``.
 """
 
 from __future__ import annotations

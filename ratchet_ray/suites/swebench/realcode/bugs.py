@@ -1,18 +1,16 @@
 """Candidate bugs made by SWE-smith's own procedural modifiers (``swesmith``, over libcst).
 
 Contracts:
-- ``candidates(tree, project, seed, modifiers)`` yields ``Bug``s in a fixed order for a given
-  tree, seed and modifier list: every function and class of the project's ``source_dirs`` (folders or modules)
-  (swesmith's Python adapter), per modifier the entities it can change shuffled by
-  ``seed``, the modifiers interleaved round-robin so a short run still samples each of them.
-  Each modifier is a fresh instance seeded from ``seed`` and the entity, so the rewrite never
-  depends on what was tried before. A bug is a git-style diff of one file (``diff --git``
-  header), made by swesmith's ``generate_patch_fast``; identical diffs are yielded once, and a
-  diff over ``MAX_DIFF`` bytes never (a test run and the instance's Dockerfile each carry it
-  base64-encoded in one command argument, which Linux caps at 128 KiB: a class of thousands of
-  lines shuffled by ``func_pm_class_shuffle_funcs`` is larger).
+- ``candidates(tree, project, seed, modifiers)`` yields ``Bug``s in an order fixed by tree,
+  seed and modifiers: per modifier, the functions and classes of the project's ``source_dirs``
+  it can change (swesmith's Python adapter), shuffled by ``seed``, the modifiers interleaved
+  round-robin so a short run samples each. Each modifier is a fresh instance seeded from
+  ``seed`` and the entity, so a rewrite never depends on what was tried before. A bug is a
+  git-style diff of one file (swesmith's ``generate_patch_fast``); identical diffs are yielded
+  once, and one over ``MAX_DIFF`` bytes never (a test run and the instance's Dockerfile carry it
+  base64-encoded in one command argument, which Linux caps at 128 KiB).
 - ``modifier_names()``: every Python modifier swesmith has; ``candidates`` raises
-  ``RealcodeError`` for a name not among them.
+  ``RealcodeError`` for another name.
 """
 
 from __future__ import annotations

@@ -1,16 +1,15 @@
 """One kept bug as an instance record in SWE-bench's fields.
 
 Contracts:
-- ``instance_record(project, tree, bug, f2p, p2p, image_tag, reasons)`` works in a scratch
-  copy of ``tree`` with git and returns the record: the base is the tree with the bug applied
-  and every file holding a FAIL_TO_PASS test deleted (like Verified, the agent never sees those
-  tests), committed as a root commit with a fixed identity and date (``base_commit``, the same
-  on the host and in the image: the instance's ``dockerfile`` makes that commit from the
-  project image and fails unless git arrives at the same hash); ``test_patch`` adds those files
-  back; ``patch`` (gold) is the bug's reverse; ``eval_script`` applies the test patch and runs the
-  project's test command on the test patch's files between swebench's markers;
-  ``problem_statement`` is written from the failures (``problem_statement``) and never quotes a
-  test file; FAIL_TO_PASS / PASS_TO_PASS are JSON lists as SWE-bench stores them.
+- ``instance_record(project, tree, bug, f2p, p2p, image_tag, reasons)`` works with git in a
+  scratch copy of ``tree``: the base is the tree with the bug applied and every file holding a
+  FAIL_TO_PASS test deleted (as in Verified, the agent never sees those tests), committed as a
+  root commit with a fixed identity and date (``base_commit``, the same on the host and in the
+  image, whose ``dockerfile`` fails unless git arrives at that hash); ``test_patch`` adds those
+  files back; ``patch`` (gold) is the bug's reverse; ``eval_script`` applies the test patch and
+  runs the test command on its files between swebench's markers; ``problem_statement`` is
+  written from the failures and never quotes a test file; FAIL_TO_PASS / PASS_TO_PASS are JSON
+  lists as SWE-bench stores them.
 - The record is a function of its inputs only: no clock, no host path.
 """
 
