@@ -23,7 +23,7 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
-from ratchet_ray.llm.crash import Diagnosed, crash_signal, crashing_function
+from ratchet_ray.llm.crash import Diagnosed, crash_signal, crashing_function, last_line
 
 
 class PoolError(RuntimeError):
@@ -169,7 +169,7 @@ def describe_death(err: BaseException, logs_dir: Path | None = None) -> tuple[st
     exit_match = re.search(r"Worker exit type: (\S+) Worker exit detail: (.*?)(?:\. Some common "
                            r"causes|\n|$)", text, re.DOTALL)
     ray_says = (f"{exit_match.group(1)}: {exit_match.group(2).strip()}" if exit_match
-                else _last_line(text)).rstrip(". ")
+                else last_line(text, "no detail")).rstrip(". ")
     log = worker_log(int(pid), logs_dir) if pid else None
     signame = function = None
     if log is not None:
@@ -203,8 +203,3 @@ def _death_hint(signame: str | None, function: str | None, ray_says: str) -> str
     if signame is not None:
         return f"a native crash ({signame}) in that process: read the log named above"
     return "Ray's reason above says why; the worker's log holds its last words"
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "no detail"

@@ -18,7 +18,7 @@ Contracts:
   ``gguf_*``, ``ggml::...``) among the native frames of ``text``, in glibc's
   (``lib.so(symbol+0x1c)[0x..]``), absl's (``@ 0x.. (unknown) symbol()``) or gdb's
   (``#3 0x.. in symbol (``) format; Itanium-mangled names are turned back into ``a::b::name``.
-  None when no such frame is named.
+  None when no such frame is named. ``last_line(text, empty)``: a crash report's last words.
 """
 
 from __future__ import annotations
@@ -90,6 +90,12 @@ def demangle(symbol: str) -> str:
         if not nested:
             break
     return "::".join(parts) if parts else symbol
+
+
+def last_line(text: str, empty: str) -> str:
+    """The last non-blank line of ``text`` (at most 300 characters), or ``empty``."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else empty
 
 
 def crashing_function(text: str) -> str | None:

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from ratchet_ray.llm.base import LLMError
-from ratchet_ray.llm.crash import Diagnosed, crashing_function, signal_name
+from ratchet_ray.llm.crash import Diagnosed, crashing_function, last_line, signal_name
 from ratchet_ray.llm.local import LocalConfig
 
 PORTABLE_BUILD = ("CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install --force-reinstall --no-cache-dir "
@@ -81,11 +81,6 @@ def _last_json(stdout: str) -> dict | None:
     return None
 
 
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "no output"
-
-
 def probe_local_model(config: LocalConfig, log_dir: Path | None = None,
                       timeout_s: float = 60.0) -> str:
     """Load and call the model in a child process (module contracts)."""
@@ -124,7 +119,7 @@ def probe_local_model(config: LocalConfig, log_dir: Path | None = None,
     if result is not None and result.get("error"):
         raise LLMError(f"{result['error']} (log: {log_path})")
     raise LLMError(f"the local model's child process exited {proc.returncode}: "
-                   f"{_last_line(stderr)}; its log: {log_path}")
+                   f"{last_line(stderr, 'no output')}; its log: {log_path}")
 
 
 def main(argv: list[str]) -> int:
