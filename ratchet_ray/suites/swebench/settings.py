@@ -144,18 +144,15 @@ class SwebenchSettings(BaseModel):
     """Sessions of one grade (the real one and its canary sessions, in a random order) started
     together; None: half the machine's cores (at least 1)."""
     clear_page_cache: bool = True
-    """Before each grading session, evict the page cache of every file of the image's layers
-    (and of Docker's init binary), so a session cannot leave bits there for the next one to read
-    by timing reads (docs/grading.md, no mark survives between sessions). Needs the layer
-    folders on the grader's host and readable (overlay2, a local daemon, a root grader);
-    elsewhere each session's log says it was not cleared."""
+    """Before each grading session, evict the page cache of the image's layer files (and of
+    Docker's init binary): no session leaves bits there for the next to read by timing
+    (docs/grading.md, no mark survives between sessions). Needs readable layer folders on the
+    grader's host (overlay2, a local daemon, a root grader); elsewhere the log says so."""
     clear_dentry_cache: bool = True
     """Before each grading session, drop the host's unused dentries and inodes
-    (``/proc/sys/vm/drop_caches``, 2): names a session looked up in the image's layers would
-    otherwise answer faster for the next session (docs/grading.md, no mark survives between
-    sessions). Host-wide: every process of the host looks its files up anew once (0.03-0.4 s a
-    session where it runs regularly). Needs a root grader outside a container; elsewhere each
-    session's log says it was not dropped."""
+    (``/proc/sys/vm/drop_caches``, 2): names one session looked up would answer faster for the
+    next (docs/grading.md). Host-wide, 0.03-0.4 s a session where it runs regularly. Needs a
+    root grader outside a container; elsewhere the log says so."""
     gold_records: str | None = None
     """Folder of the gold records (each instance's statuses under its gold patch and the mutants
     that patch fails), shared by runs and filled ahead of one by ``ratchet swe validate``; None:
