@@ -42,19 +42,14 @@ class ActorStartTimeout(PoolError):
     """Actors were not started within the bound; the message names what they ask for."""
 
 
-def node_type_offering() -> dict[str, str]:
-    """Which cluster.yaml node type offers each custom resource an actor may ask for, as the
-    suites declare it (``Cluster.node_types``; tests/cluster checks it against
-    cluster.yaml), so a run stuck waiting names the node to add."""
-    from ratchet_ray.suites.hooks import cluster_node_types
-
-    return cluster_node_types()
-
-
 def who_offers(resources: dict[str, Any]) -> str:
     """`` (resource 'docker' is offered by cluster.yaml node type 'docker_worker')`` for each
-    custom resource in ``resources`` the suites name a node type for; "" when none."""
-    offering = node_type_offering()
+    custom resource in ``resources`` the suites name a node type for (``Cluster.node_types``;
+    tests/cluster checks them against cluster.yaml), so a run stuck waiting names the node to
+    add; "" when none."""
+    from ratchet_ray.suites.hooks import cluster_node_types
+
+    offering = cluster_node_types()
     named = [f"resource {name!r} is offered by cluster.yaml node type "
              f"{offering[name]!r} (give it min_workers >= 1, or let the autoscaler "
              f"add one)" for name in sorted(resources) if name in offering]

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import yaml
 
-from actors.pool_errors import node_type_offering, who_offers
+from actors.pool_errors import who_offers
 from ratchet_ray.suites import registry
+from ratchet_ray.suites.hooks import cluster_node_types
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = yaml.safe_load((ROOT / "cluster.yaml").read_text())
@@ -21,9 +22,9 @@ def test_every_requested_custom_resource_is_offered_by_the_node_type_the_errors_
     requested = {name for suite in registry.suite_names()
                  for wanted in registry.registration(suite).cluster.resources.values() for name in wanted}
     assert "docker" in requested  # the SWE-bench suite's registration asks for it
-    assert requested <= set(node_type_offering())
+    assert requested <= set(cluster_node_types())
     for name in requested:
-        node_type = TYPES[node_type_offering()[name]]
+        node_type = TYPES[cluster_node_types()[name]]
         assert node_type["resources"].get(name, 0) >= 1
         # A fresh cluster has one, so SWE-bench actors never wait on a scale-up to start.
         assert node_type["min_workers"] >= 1
