@@ -402,7 +402,7 @@ class SwebenchGrader:
             log("the image has no setpriv: the tests run as root")
         layers = Protections.prepare(box, instance, eval_script, markers, runner, log,
                                      read=results[-1].stdout if reading is not None else None,
-                                     **({"plant": plant} if plant is not None else {}))
+                                     plant=plant)
         return (self.settings.untrusted_uid if untrusted else None), layers
 
     def _apply(self, box: InstanceContainer, patch_file: str, patch: str, instance: dict,

@@ -84,10 +84,6 @@ def _located(instance: dict[str, Any], eval_script: str,
     return graded_tests.locate(instance, runner, command_words(eval_script))
 
 
-def _unchanged(texts: dict[str, str]) -> dict[str, str]:
-    return dict(texts)
-
-
 @dataclass
 class Protections:
     runner: str | None = None
@@ -116,7 +112,7 @@ class Protections:
     def prepare(cls, box: Any, instance: dict[str, Any], eval_script: str, markers: Any,
                 runner: str | None, log: Callable[[str], None],
                 root: str = STAGE_ROOT, read: str | None = None,
-                plant: Callable[[dict[str, str]], dict[str, str]] = _unchanged) -> "Protections":
+                plant: Callable[[dict[str, str]], dict[str, str]] | None = None) -> "Protections":
         found = cls(workdir=box.workdir, junit_path=markers.junit_path, runner=runner)
         if runner is None:
             return found
@@ -131,7 +127,7 @@ class Protections:
             found.texts = {f: texts[f] for f in homes
                            if texts.get(f) is not None and "\ufffd" not in texts[f]}
             found.located = {t: v for t, v in found.located.items() if v[0] in found.texts}
-            found.written = plant(dict(found.texts))
+            found.written = plant(dict(found.texts)) if plant else dict(found.texts)
         if found.written:
             found.stage = f"{root}/stage-{secrets.token_hex(8)}"
             for i, path in enumerate(sorted(found.written)):
