@@ -123,3 +123,32 @@ def test_referee_rounds_are_bounded():
     verdict, referees = settled([(SPREADING, session(SPREAD))], both, everywhere)
     assert verdict.exit_status == "results_mismatch"
     assert len(referees.ran) == ROUNDS
+
+
+def test_the_grades_cost_line_counts_the_referee_and_replacement_sessions(tmp_path):
+    """``DifferentialProof._settle`` runs the referee (gold, the spreading mutant alone) and a
+    replacement canary session; both are named in what it returns for the cost line."""
+    from ratchet_ray.suites.swebench.proof.prover import Context, DifferentialProof, _settle_cost
+    from ratchet_ray.suites.swebench.settings import GradingLimits, SwebenchSettings
+
+    labels = []
+
+    def run_session(ctx, patch, folder, log, deadline, plant=None, label="real"):
+        labels.append((label, patch))  # the replacement (josephus's mutant) fails as it should
+        return session(GOLD[SPREADING] if label.startswith("referee") else GOLD[JOSEPHUS])
+
+    proof = DifferentialProof(SwebenchSettings(gold_records=str(tmp_path / "gold")),
+                              GradingLimits(), None, None, None, run_session)
+    proof.store().save(record())
+    ctx = Context({**INSTANCE, "instance_id": "i", "patch": "GOLD"}, None, "img", None, None,
+                  False)
+    real, canaries = session(ALL_PASS, planted=False), [(SPREADING, session(SPREAD))]
+    verdict = judge_canaries(RESOLVED, real, canaries, INSTANCE, 2)
+    settled, ran = proof._settle(ctx, "PATCH", tmp_path, lambda line: None, real, canaries,
+                                 record(), verdict,
+                                 lambda c: judge_canaries(RESOLVED, real, c, INSTANCE, 2))
+    assert settled.passed, settled.trace
+    assert labels == [("referee 2", "GOLD"), ("canary 3", "PATCH")]
+    assert len(ran) == 2
+    assert _settle_cost(ran) == "; 2 referee and replacement session(s) 2.0s summed"
+    assert _settle_cost([]) == ""

@@ -76,6 +76,14 @@ class Prefixed:
         self.log(self.prefix + message)
 
 
+def _settle_cost(sessions: list[Session]) -> str:
+    """The cost line's part for the referee and replacement sessions a grade's settling ran."""
+    if not sessions:
+        return ""
+    return (f"; {len(sessions)} referee and replacement session(s) "
+            f"{sum(x.seconds for x in sessions):.1f}s summed")
+
+
 def planting(mutants: list[Mutant]) -> Callable[[dict[str, str]], dict[str, str]]:
     """What root writes in a session with ``mutants`` in place (every other file unchanged)."""
     return lambda texts: apply_all(texts, mutants)
@@ -175,11 +183,13 @@ class DifferentialProof:
                 f"summed, {parallel} at once, in a random order"
                 + (f", {skipped} skipped once the real session could not resolve" if skipped else "")
                 + f"); gold record {gold_s:.1f}s" + (" (made now)" if made else " (stored)"))
-        log(cost)
         verdict = judge_grade(real, canaries, record, ctx.instance, parallel)
         if real.result.passed:
-            verdict = self._settle(ctx, patch, log_dir, log, real, canaries, record, verdict,
-                                   lambda c: judge_grade(real, c, record, ctx.instance, parallel))
+            verdict, settled = self._settle(
+                ctx, patch, log_dir, log, real, canaries, record, verdict,
+                lambda c: judge_grade(real, c, record, ctx.instance, parallel))
+            cost += _settle_cost(settled)
+        log(cost)
         verdict.trace = f"{verdict.trace}\n{cost}"
         return verdict, real, True
 
@@ -217,15 +227,19 @@ class DifferentialProof:
 
     def _settle(self, ctx: Context, patch: str, log_dir: Path, log: InstanceLog, real: Session,
                 canaries: list[tuple[Mutant, Session]], record: GoldRecord, verdict: GradeResult,
-                judge: Callable[[list[tuple[Mutant, Session]]], GradeResult]) -> GradeResult:
-        """``spread.settle`` with this grade's referees, record and fresh canary sessions."""
+                judge: Callable[[list[tuple[Mutant, Session]]], GradeResult]
+                ) -> tuple[GradeResult, list[Session]]:
+        """``spread.settle`` with this grade's referees, record and fresh canary sessions; with
+        the verdict, the referee and replacement sessions it ran (for the grade's cost line)."""
         numbers = itertools.count(len(canaries) + 1)
         gold = self._gold_patch(ctx.instance)
+        ran: list[Session] = []
 
         def referee(mutant: Mutant) -> Session:
             n = next(numbers)
-            return self.side_session(ctx, gold, log_dir / f"referee-{n}", log, f"referee {n}",
-                                     [mutant])
+            ran.append(self.side_session(ctx, gold, log_dir / f"referee-{n}", log,
+                                         f"referee {n}", [mutant]))
+            return ran[-1]
 
         def forget(spread: list[tuple[Mutant, str]]) -> GoldRecord:
             store = self.store()
@@ -239,10 +253,13 @@ class DifferentialProof:
 
         def replace(current: GoldRecord, n: int) -> list[tuple[Mutant, Session]]:
             chosen = draw(current, ctx.instance, (n, n), secrets.SystemRandom())
-            return self._canaries(ctx, patch, log_dir, log, chosen, numbers,
-                                  self.sessions_at_once(len(chosen)))
+            fresh = self._canaries(ctx, patch, log_dir, log, chosen, numbers,
+                                   self.sessions_at_once(len(chosen)))
+            ran.extend(session for _, session in fresh)
+            return fresh
 
-        return settle(verdict, real, canaries, ctx.instance, referee, forget, replace, judge, log)
+        return (settle(verdict, real, canaries, ctx.instance, referee, forget, replace, judge,
+                       log), ran)
 
     def _without_canaries(self, ctx: Context, real: Session, record: GoldRecord) -> GradeResult:
         """A resolution with no canary session to prove it: compared with gold only."""
@@ -276,12 +293,14 @@ class DifferentialProof:
         canaries = self._canaries(ctx, patch, log_dir, log, chosen, itertools.count(1),
                                   parallel)
         verdict = judge_canaries(result, real, canaries, ctx.instance, parallel)
-        verdict = self._settle(ctx, patch, log_dir, log, real, canaries, record, verdict,
-                               lambda c: judge_canaries(result, real, c, ctx.instance, parallel))
+        verdict, settled = self._settle(
+            ctx, patch, log_dir, log, real, canaries, record, verdict,
+            lambda c: judge_canaries(result, real, c, ctx.instance, parallel))
         cost = (f"cost: real session {real.seconds:.1f}s; {len(chosen)} canary session(s) "
                 f"{time.monotonic() - began:.1f}s wall ({sum(x.seconds for _, x in canaries):.1f}s "
                 f"summed, {parallel} at once, after the real one: the gold patch is trusted); "
-                f"gold record {gold_s:.1f}s" + (" (made now)" if made else " (stored)"))
+                f"gold record {gold_s:.1f}s" + (" (made now)" if made else " (stored)")
+                + _settle_cost(settled))
         log(cost)
         verdict.trace = f"{verdict.trace}\n{cost}"
         return verdict
