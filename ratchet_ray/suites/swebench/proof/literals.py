@@ -46,7 +46,7 @@ import random
 import re
 import string
 from collections import Counter
-from typing import Any
+from typing import Any, NamedTuple
 
 SHARES = {int: (0.77, 0.87), float: (0.60, 0.59), str: (0.95, 0.85), bytes: (0.95, 0.85)}
 """Per type, the prior of ``shares``: how often a real expectation is another literal of its own
@@ -196,13 +196,24 @@ def _round(source: str) -> bool:
     return _digits(source) is not None and source.endswith("0")
 
 
-def observation(source: str, pool: list[str], local=(), args=()) -> tuple | None:
-    """How one real expectation was written: ``(type, in_function, in_file, roundness,
-    argument)``, whether its value is another literal of its test function of its shape (None:
-    the function has none), and if not, another of its file (None: it is, or the file has none),
-    for an integer of 2 digits and more ``(digits, ends in 0)`` (else None), and whether it is one
-    of the compared call's literal arguments ``args`` (None: the call has none of its type).
-    None for a bool or no literal."""
+class Observation(NamedTuple):
+    """How one real expectation was written (``observation``)."""
+
+    kind: type
+    in_function: bool | None
+    """Its value is another literal of its test function of its shape (None: it has none)."""
+    in_file: bool | None
+    """If not, another of its file (None: it is, or the file has none)."""
+    roundness: tuple[int, bool] | None
+    """For an integer of 2 digits and more, ``(digits, ends in 0)``; else None."""
+    argument: bool | None
+    """It is one of the compared call's literal arguments (None: the call has none of its type)."""
+
+
+def observation(source: str, pool: list[str], local=(), args=()) -> Observation | None:
+    """How the real expectation ``source`` was written, against its test function's literals
+    ``local``, its file's ``pool`` and its call's literal arguments ``args``; None for a bool or
+    no literal."""
     value = _value(source)
     if value is None or type(value) is bool:
         return None
@@ -213,34 +224,37 @@ def observation(source: str, pool: list[str], local=(), args=()) -> tuple | None
     digits = _digits(source) if type(value) is int else None
     kind = _kind(source, value)
     same = [_value(a) for a in args if _kind(a, _value(a)) == kind]
-    return (type(value), in_near, in_far, None if digits is None else (digits, _round(source)),
-            value in same if same else None)
+    return Observation(type(value), in_near, in_far,
+                       None if digits is None else (digits, _round(source)),
+                       value in same if same else None)
+
+
+def _pulled(seen: list[bool], prior: float) -> float:
+    """The rate of ``seen`` pulled toward ``prior`` by ``PRIOR_WEIGHT`` pseudo-observations."""
+    return (sum(seen) + PRIOR_WEIGHT * prior) / (len(seen) + PRIOR_WEIGHT)
 
 
 def shares(observations) -> dict:
     """``SHARES`` as this file writes its other expectations (``observation`` of each): per type,
-    the file's rates, each pulled toward ``SHARES`` by ``PRIOR_WEIGHT`` pseudo-observations (a
-    file of few tests is mostly the prior); under the key ``"round"``, ``{digits: how often an
-    integer expectation of that many digits ends in 0}``, pulled toward ``ROUND`` the same way,
-    for the numbers of digits the file's expectations have (``round_share``: any); under
-    ``"argument"``, how often an expectation is one of its call's arguments, where the call has
-    one of its type, pulled toward ``ARGUMENT``."""
+    the file's rates, each pulled toward ``SHARES`` (``_pulled``: a file of few tests is mostly
+    the prior); under the key ``"round"``, ``{digits: how often an integer expectation of that
+    many digits ends in 0}``, pulled toward ``ROUND``, for the numbers of digits the file's
+    expectations have (``round_share``: any); under ``"argument"``, how often an expectation is
+    one of its call's arguments, where the call has one of its type, pulled toward
+    ``ARGUMENT``."""
     found = [o for o in observations if o is not None]
-    out = {}
-    for kind, prior in SHARES.items():
-        rates = []
-        for at, base in zip((1, 2), prior):
-            seen = [o[at] for o in found if o[0] is kind and o[at] is not None]
-            rates.append((sum(seen) + PRIOR_WEIGHT * base) / (len(seen) + PRIOR_WEIGHT))
-        out[kind] = (rates[0], rates[1])
+    out: dict = {}
+    for kind, (function_prior, file_prior) in SHARES.items():
+        ours = [o for o in found if o.kind is kind]
+        out[kind] = (_pulled([o.in_function for o in ours if o.in_function is not None],
+                             function_prior),
+                     _pulled([o.in_file for o in ours if o.in_file is not None], file_prior))
     rounds: dict[int, list[bool]] = {}
     for o in found:
-        if len(o) > 3 and o[3] is not None:
-            rounds.setdefault(o[3][0], []).append(o[3][1])
-    out["round"] = {n: (sum(seen) + PRIOR_WEIGHT * ROUND.get(n, ROUND_MORE)) / (len(seen) + PRIOR_WEIGHT)
-                    for n, seen in rounds.items()}
-    seen = [o[4] for o in found if len(o) > 4 and o[4] is not None]
-    out["argument"] = (sum(seen) + PRIOR_WEIGHT * ARGUMENT) / (len(seen) + PRIOR_WEIGHT)
+        if o.roundness is not None:
+            rounds.setdefault(o.roundness[0], []).append(o.roundness[1])
+    out["round"] = {n: _pulled(seen, ROUND.get(n, ROUND_MORE)) for n, seen in rounds.items()}
+    out["argument"] = _pulled([o.argument for o in found if o.argument is not None], ARGUMENT)
     return out
 
 

@@ -43,7 +43,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from ratchet_ray.suites.swebench.proof.literals import (  # noqa: F401 - mutate_literal: this module's contract
-    call_arguments, literal_pool, mutate_literal, observation, replacement, shares, vocabulary)
+    Observation, call_arguments, literal_pool, mutate_literal, observation, replacement, shares,
+    vocabulary)
 
 REDRAWS = 3
 """Draws after the first (``draw_kept``) while the instance has no FAIL_TO_PASS mutant kept."""
@@ -168,7 +169,7 @@ def _segment(lines: list[str], node: ast.expr) -> tuple[int, str] | None:
     return col, raw[node.col_offset:node.end_col_offset].decode(errors="replace")
 
 
-def observations(tree: ast.AST, text: str, pool: list[str]) -> dict[int, tuple | None]:
+def observations(tree: ast.AST, text: str, pool: list[str]) -> dict[int, "Observation | None"]:
     """``literals.observation`` of each test function's expectation (the literal ``_mutant``
     tries first), by the ``id`` of the function's node: how the file writes its expectations."""
     lines = text.split("\n")
