@@ -20,8 +20,7 @@ Contracts:
   breaker.
 - ``cheat_by_skill(con)`` -> ``{skill_id: CheatStats}``: per skill, its routed train twins graded
   (infrastructure failures left out) and passed; the Curator's cheat rule
-  (``governance.curator.apply_cheat_rule``) reads it. ``cheat_rates(con)``: twins, passes and
-  their rate per arm and per (arm, skill).
+  (``governance.curator.apply_cheat_rule``) reads it.
 - ``cheat_probe.enabled: false`` (the paper's Default) grades no twin and retires nothing.
 """
 
@@ -88,12 +87,6 @@ def cheat_reason(record: CheatStats) -> str:
     return (f"{CHEAT_REASON}: passed {record.passes} of {record.twins} impossible {twins} "
             f"(first in round {record.first_round}, capsule {record.first_capsule}); an honest "
             "answer fails every twin")
-
-
-def cheat_rates(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]]:
-    """Cheat rate per arm and per (arm, skill): twins, passes, passes / twins."""
-    return {"by_arm": nq.fetch_dicts(con, "cheat_rate_by_arm", none=NONE_SKILL),
-            "by_skill": nq.fetch_dicts(con, "cheat_rate_by_skill")}
 
 
 def arm_cheat_rate(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:

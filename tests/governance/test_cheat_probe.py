@@ -12,12 +12,19 @@ from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.settings.schema import CuratorSettings, LoopConfig
 from ratchet_ray.evidence.queries import SkillStats, skill_stats
 from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.governance.cheat_probe import (TWIN_ATTEMPT, CheatStats, cheat_by_skill,
-                                                cheat_rates, twins_of_round)
+                                                twins_of_round)
 from ratchet_ray.governance.curator import curate
-from ratchet_ray.types import Capsule, SkillStatus, Task, capsule_id
+from ratchet_ray.types import NONE_SKILL, Capsule, SkillStatus, Task, capsule_id
 
 DEFAULT = CuratorSettings()
+
+
+def cheat_rates(con) -> dict[str, list[dict]]:
+    """Cheat rate per arm and per (arm, skill): twins, passes, passes / twins."""
+    return {"by_arm": nq.fetch_dicts(con, "cheat_rate_by_arm", none=NONE_SKILL),
+            "by_skill": nq.fetch_dicts(con, "cheat_rate_by_skill")}
 
 
 def twin_capsules(skill_id: str, round_: int, passed: int, failed: int, *, infra: int = 0,
