@@ -1,30 +1,17 @@
-"""The evaluator's import closure: every project module its evaluation path imports, the data it
-reads and its config, computed from the code (the ``import`` statements), never from a list of
-files.
+"""The evaluator's import closure: the project modules its evaluation path imports, the data it
+reads and its config, computed from the ``import`` statements, never from a list of files.
 
 Contracts:
-- ``import_closure(root, entries)``: the source files of the modules ``entries`` (dotted names)
-  and of every module they import, transitively, that lives under ``root`` (a module is
-  ``root/a/b.py`` or ``root/a/b/__init__.py``), found by parsing each file's AST: every
-  ``import`` / ``from ... import`` at any depth (a function's lazy import counts; so does a
-  relative one), a ``from a import b`` naming the module ``a.b`` when that is one, and the
-  ``__init__`` of every package on the way (importing ``a.b.c`` runs ``a`` and ``a.b``).
-  Modules outside ``root`` (the standard library, third-party packages) are left out, and so
-  is a module ``stop`` names, with what only it imports (a custom evaluator's candidate).
-- ``YARDSTICK_ENTRIES``: the built-in evaluator's measuring modules (the contract line, its
-  scalar, the manifest, the headline metrics and the run dir that writes ``eval_pass_at_1``);
-  ``builtin_entries(suite)`` adds the suite's own package (its dataset loader and grader, with
-  the sandbox they import). The skill loop under test (roles, bank, governance) is not an entry:
-  it is what a candidate may change.
-- ``builtin_inputs(suite, dataset_path)``: the files the built-in evaluator reads besides code:
-  the config layers it resolves (``configs/default.yaml``, the suite's file) and the dataset
-  file (``--dataset-path``, else the one the suite's config resolves, e.g.
-  ``$MBPP_OVERRIDE_PATH``), those that exist.
-- ``module_name(root, path)``: the dotted module of a ``.py`` file under ``root`` (None
-  elsewhere), so a custom evaluator script's own imports are walked the same way; there a
-  module an editable glob matches is the candidate the evaluator scores (it imports it on
-  purpose, e.g. ``model.py``): the walk stops at it. The built-in evaluator's closure has no
-  such stop: its yardstick modules are frozen whatever the editable globs say.
+- ``import_closure(root, entries, stop)``: the source files of the modules ``entries`` and of
+  every module under ``root`` they import, transitively (any depth, lazy and relative imports,
+  ``from a import b`` as module ``a.b`` when it is one, and every package ``__init__`` on the
+  way). Modules outside ``root`` are left out, and so is a module ``stop`` names, with what
+  only it imports (a custom evaluator's candidate).
+- ``builtin_entries(suite)``: ``YARDSTICK_ENTRIES`` (the built-in's measuring modules) plus the
+  suite's package (dataset loader, grader, sandbox); the skill loop under test is no entry.
+- ``builtin_inputs(suite, dataset_path)``: the existing config layers and dataset file the
+  built-in evaluator reads.
+- ``module_name(root, path)``: the dotted module of a ``.py`` file under ``root``, else None.
 """
 
 from __future__ import annotations

@@ -1,27 +1,19 @@
 """The evaluator contract: one JSON line ``{"scalar", "vetoes", "metrics", "seeds", "lower_is_better"}``.
 
 Contracts:
-- ``format_contract(result)`` is the line an evaluator prints (last line of its output, by
-  convention); ``parse_contract(text)`` finds the LAST line of ``text`` that is a JSON object
-  holding a ``scalar`` key and validates it. A missing or malformed line raises
-  ``ContractError`` naming the problem: the engine treats that run as a crash.
-- ``scalar`` is a finite number; ``vetoes`` a list of strings (any entry vetoes the candidate);
-  ``metrics`` a JSON object; ``seeds`` a list of ints; ``lower_is_better`` a bool.
-- Noise: an evaluator that averages over seeds may report its per-seed scalars as
-  ``metrics["scalar_per_seed"]`` (a list of numbers). ``noise_margin(baseline, candidate)`` is
-  then the standard error of the difference of the two means, sqrt(var_b/n_b + var_c/n_c)
-  (sample variances); with fewer than two per-seed values on either side it is 0.0 here and
-  the engine uses the noise it measured on the baseline (``repeat_noise``).
-- Review: an evaluator that finds a candidate safety-critical (e.g. it changes the rollback
-  gate) lists why in ``metrics["needs_review"]`` (a list of strings); the engine then never
-  merges it (status ``needs_review``).
-- ``repeat_noise(scalars)`` is the noise of a difference of two single evaluations,
-  sqrt(2) x the sample std of repeated baseline scalars (None with fewer than two).
-- ``max_adjusted_margin(margin, competed)``: the best so far is the maximum of ``competed``
-  noisy evaluations, so it sits above its true value by about sigma x E[max of ``competed``
-  standard normals] (Blom's approximation); ``margin`` (the noise of a difference,
-  sqrt(2) x sigma) is widened by that bias: ``margin x (1 + E[max] / sqrt(2))``. One evaluation
-  (the baseline alone) leaves it unchanged; 10 widen it 2.1x.
+- ``format_contract(result)`` is the line an evaluator prints; ``parse_contract(text)``
+  validates the LAST line of ``text`` that is a JSON object with a ``scalar`` key, raising
+  ``ContractError`` naming the problem (the engine's crash).
+- Types: ``scalar`` finite number, ``vetoes`` strings (any one vetoes), ``metrics`` an object,
+  ``seeds`` ints, ``lower_is_better`` bool. ``metrics["scalar_per_seed"]`` feeds the noise
+  margin; ``metrics["needs_review"]`` (reasons) makes the engine never merge the candidate.
+- ``noise_margin(baseline, candidate)``: the standard error of the difference of the per-seed
+  means, sqrt(var_b/n_b + var_c/n_c); 0.0 with fewer than two values on a side.
+- ``repeat_noise(scalars)``: sqrt(2) x the sample std of repeated baseline scalars (None with
+  fewer than two).
+- ``max_adjusted_margin(margin, competed)``: ``margin x (1 + E[max] / sqrt(2))``, E[max] of
+  ``competed`` standard normals (Blom), since the best so far is a maximum of noisy
+  evaluations; 1 leaves it unchanged, 10 widen it 2.1x.
 """
 
 from __future__ import annotations

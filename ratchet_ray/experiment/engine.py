@@ -1,48 +1,37 @@
 """The keep/revert experiment loop against a frozen evaluator (``ratchet experiment run``).
 
 One iteration: propose ONE change -> apply it -> only editable paths changed? (else
-``policy_violation``, reverted, no commit) -> commit the candidate -> evaluator hash unchanged?
--> run the evaluator under the per-experiment budget (crash/timeout: up to ``max_fix_attempts``
-follow-up fixes, then ``crash``) -> keep if no veto, the scalar beats the best by more than the
-noise margin and nothing safety-critical changed (else ``needs_review``: never merged), else
-reset to the pre-experiment commit -> append the ledger row.
+``policy_violation``, reverted, no commit) -> commit the candidate -> evaluator unchanged? -> run
+the evaluator under the per-experiment budget (crash/timeout: up to ``max_fix_attempts`` fixes,
+then ``crash``) -> keep if no veto, the scalar beats the best by more than the noise margin and
+nothing safety-critical changed (else ``needs_review``: never merged), else reset to the
+pre-experiment commit -> append the ledger row. The user-facing rules: docs/experiment-loop.md.
 
-Contracts:
-- ``ExperimentEngine(settings, proposer).run()`` works in ``settings.repo`` only, on the branch
-  ``experiment/<name>`` (created from HEAD when missing). It refuses to start (``DirtyWorktree``)
-  when the worktree has changes, naming protected and evaluator paths first; the ledger
-  ``results.tsv`` and ``.ratchet-experiment/`` are git-excluded so they never count as dirt.
-- Iteration 0 evaluates the starting commit (the baseline, a ``keep`` row); its metrics pin the
-  run's metric direction, the evaluator's hash and one digest per evaluator file (``_engine``):
-  before every iteration and every evaluation the files are compared again, and any change
-  (by a candidate, a human or a reinstalled package) stops the run with ``EvaluatorChanged``
-  naming the changed files; a resumed run does the same. The hashes an evaluator reports of
-  itself (``REPORTED_PINS``: the built-in evaluator's code, its resolved yardstick config and
-  its manifest) are pinned too: a candidate whose evaluation reports others moved the
-  yardstick through something no file list names, and is vetoed. Between
-  iterations the worktree equals HEAD, and HEAD is the last ``keep`` row's commit: a rejected
-  attempt is reset to its base commit and the untracked files it created are deleted.
-- Per experiment (one candidate, its fixes each): the evaluator runs at most ``eval_timeout_s``
-  (default ``budget_s * DEFAULT_EVAL_SHARE``, so one evaluation cannot spend the whole run) and
-  a reported ``metrics["cost_usd"]`` over ``eval_cost_usd`` (default 10 USD) is a veto.
-- Noise: a gain must exceed the noise margin: ``noise_margin`` when given, else the per-seed
-  standard error (``contract.noise_margin``) when both sides report two or more per-seed
-  scalars, else the noise measured on the baseline: it is evaluated ``noise_repeats`` more times
-  (``RATCHET_EVAL_REPEAT=k`` in the evaluator's environment) and the margin is
-  ``contract.repeat_noise`` of those scalars, pinned in the baseline row (``_engine.noise``).
-  A measured margin is widened for the best being a maximum (``contract.max_adjusted_margin``
-  over the evaluations that competed for it); a given ``noise_margin`` is used as given.
-- Review: a candidate that changes a path matching a ``review`` glob (it must be editable too),
-  or whose contract lists ``metrics["needs_review"]``, and would have been kept, gets
-  ``needs_review``: HEAD stays at its base and its commit is kept on ``review/<name>/iterNNN``.
-- Stops at ``max_iterations`` finished iterations, when ``budget_s`` (summed over the branch's
-  ledger rows, so a resumed run continues the same budget) is spent, after ``patience``
-  iterations without a keep, or when the proposer is exhausted; a proposer whose backend
-  cannot answer raises ``ProposerUnavailable`` out of ``run()`` before that iteration changes
+Contracts of ``ExperimentEngine(settings, proposer).run()``:
+- Works in ``settings.repo`` on the branch ``experiment/<name>`` (created from HEAD when
+  missing); a dirty worktree is ``DirtyWorktree`` (protected and evaluator paths named first).
+  ``results.tsv`` and ``.ratchet-experiment/`` are git-excluded, never dirt.
+- Iteration 0 (the baseline, a ``keep`` row) pins the metric direction, the evaluator's hash,
+  one digest per evaluator file and its self-reported hashes (``REPORTED_PINS``) under
+  ``_engine``. A changed file, before any iteration or evaluation or on resume, stops the run
+  (``EvaluatorChanged``); other reported hashes veto the candidate. Between iterations the
+  worktree equals HEAD, the last ``keep``'s commit; a rejected attempt is reset to its base and
+  its new untracked files deleted.
+- One evaluation runs at most ``eval_timeout_s`` (default ``budget_s * DEFAULT_EVAL_SHARE``);
+  ``metrics["cost_usd"]`` over ``eval_cost_usd`` is a veto.
+- Noise margin: ``noise_margin`` as given, else ``contract.noise_margin`` of the per-seed
+  scalars, else ``contract.repeat_noise`` of ``noise_repeats`` extra baseline evaluations
+  (``RATCHET_EVAL_REPEAT=k``), pinned in ``_engine.noise``; a measured margin is widened by
+  ``contract.max_adjusted_margin``.
+- A would-be keep that changes a ``review`` glob or lists ``metrics["needs_review"]`` is
+  ``needs_review``: HEAD stays, the commit is kept on ``review/<name>/iterNNN``.
+- Stops at ``max_iterations``, a spent ``budget_s`` (summed over the branch's ledger, so a
+  resume continues it), ``patience`` iterations without a keep, or an exhausted proposer; an
+  unreachable proposer backend raises ``ProposerUnavailable`` before the iteration changes
   anything.
-- Resume: a run killed mid-attempt left ``attempt.json``; the next ``run()`` kills the
-  evaluator it may have left running, restores the attempt's base commit, appends a ``discard`` row noted ``interrupted`` and runs that iteration
-  again. Nothing is kept without its ledger row.
+- Resume after a kill (``attempt.json`` left): the stray evaluator is killed, the base commit
+  restored, a ``discard`` row noted ``interrupted`` appended and the iteration run again.
+  Nothing is kept without its ledger row.
 """
 
 from __future__ import annotations

@@ -1,39 +1,25 @@
 """The frozen evaluator: which files it is made of, their hash, and one bounded run of it.
 
-Contracts:
-- ``FrozenEvaluator(repo, command, paths, inputs)``: ``paths`` are globs inside the repo or
-  absolute files outside it; files the command names (tokens that are existing files in the
-  repo, ``--flag=FILE`` included) are added: a file right after an option flag
-  (``--meta-skill prior.md``) is an input and is left out when it matches an ``inputs`` glob
-  (the editable candidate files), except after the evaluator's own flags (``OWN_FLAGS``:
-  ``--manifest``, ``--subset``, ``--dataset-path``), whose file is always frozen (the engine
-  then refuses an editable glob that matches it); any other file (the evaluator's script,
-  positional arguments) is always frozen.
-- The built-in evaluator (a command with the token ``eval-skill-loop``) is frozen down to its
-  code: ``BUILTIN_CODE`` (its CLI, contract, manifest and scalar modules and
-  ``ratchet_ray/metrics.py``), as this interpreter imports them (inside the repo: frozen paths;
-  outside: hashed files), and the repo's own copies where the repo is a ratchet-ray checkout.
-- The evaluation path is frozen down to its import closure (``experiment.closure``): every
-  module the evaluator's code imports, transitively, found from its ``import`` statements (the
-  built-in evaluator's yardstick modules and its suite's package, i.e. the dataset loader, the
-  grader and its sandbox, whatever the editable globs; a custom evaluator's own scripts in the
-  repo, up to the modules an editable glob matches: the candidate it imports on purpose), the
-  data it reads and its config layers. Those in the repo are ``closure``: protected, so a candidate that edits
-  one is a ``policy_violation`` before it runs, even under a broad editable glob; those
-  outside are hashed with ``outside``.
-- ``digest()`` hashes every file's path and bytes; ``file_digests()`` is one sha256 per file,
-  keyed by its name (repo-relative inside the repo, absolute outside); ``changed(pinned)``
-  names the files whose digest differs. The engine pins them on the baseline and compares them
-  before every iteration and every run, so an evaluator that changed stops the run
-  (``EvaluatorChanged``, naming the files).
-- ``run_evaluator(command, cwd, log_path, timeout_s)`` runs ``command`` through the shell in
-  its own process group with stdout and stderr going to ``log_path`` (never into memory), kills
-  the whole group when ``timeout_s`` passes, and parses the contract line from the log's last
-  64 KiB only. Outcome ``ok`` needs exit status 0 and a valid contract line; anything else is
-  ``crash`` or ``timeout`` with ``problem`` saying why. ``on_start(pgid)`` is called once the
-  process runs, so a caller can record it; ``stop_stray(pgid, cwd)`` kills such a recorded
-  group later if it still runs in ``cwd``. ``env`` adds variables to the evaluator's
-  environment (the noise repeats' ``RATCHET_EVAL_REPEAT``).
+Contracts (the user-facing rules: docs/experiment-loop.md):
+- ``FrozenEvaluator(repo, command, paths, inputs)`` freezes ``paths`` (globs in the repo or
+  absolute files outside) and the repo files the command names (``--flag=FILE`` too). A file
+  right after an option flag is the candidate's input when it matches an ``inputs`` glob, except
+  after ``OWN_FLAGS``, whose file is always frozen; any other named file is always frozen.
+- The built-in evaluator (token ``eval-skill-loop``) is frozen down to ``BUILTIN_CODE`` as this
+  interpreter imports it (in the repo: frozen paths; outside: hashed files), plus the repo's own
+  copies in a ratchet-ray checkout.
+- The evaluation path's import closure (``experiment.closure``: the built-in's yardstick and
+  suite package whatever is editable; a custom evaluator's scripts up to the editable modules
+  they import), the data it reads and its config layers are frozen too: in the repo as
+  ``closure`` (protected, so editing one is a ``policy_violation`` even under a broad editable
+  glob), outside in ``outside``.
+- ``digest()`` hashes every file's path and bytes; ``file_digests()`` is one sha256 per file by
+  name (repo-relative inside, absolute outside); ``changed(pinned)`` names those that differ.
+- ``run_evaluator`` runs ``command`` through the shell in its own process group, output to
+  ``log_path`` (never memory), kills the group after ``timeout_s`` and parses the contract line
+  from the log's last ``TAIL_BYTES``. ``ok`` needs status 0 and a valid line; else ``crash`` or
+  ``timeout`` with ``problem`` saying why. ``on_start(pgid)`` lets a caller record the group for
+  ``stop_stray``; ``env`` adds variables (the noise repeats' ``RATCHET_EVAL_REPEAT``).
 """
 
 from __future__ import annotations

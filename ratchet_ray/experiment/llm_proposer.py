@@ -1,25 +1,18 @@
 """An LLM as the proposer: one edit to one editable file, with its reasoning.
 
 Contracts:
-- The prompt holds the spec (goal and constraints), the editable files, the ledger's recent
-  rows and the best scalar so far, and asks for ONE focused change.
-- The reply is a JSON object constrained by a JSON schema; backends that can constrain decoding
-  (llama.cpp grammars for the local Gemma, OpenAI ``response_format``) do so, so even a 270M base
-  model returns a well-formed, applicable edit:
-  - line mode (the editable files have at most ``MAX_LINE_CHOICES`` non-blank lines whose text
-    occurs once in their file): ``{"reasoning", "line", "replace"}`` where ``line`` is one of
-    the labels ``"<path>:<line number>: <line text>"`` (the text shortened, and double quotes
-    and backslashes shown as ``'`` and ``/``: llama.cpp's schema-to-grammar converter cannot
-    escape them) and ``replace`` is that line's new text (may be several lines);
-  - search mode (larger files): ``{"reasoning", "path", "search", "replace"}`` with ``path``
-    one of the editable files and ``search`` a verbatim excerpt of it.
-- Whether a search-mode edit applies is checked when it is applied; one that does not becomes
-  a ``discard`` row, never a crash of the run.
-- ``fix`` shows the crash's log tail and asks for an edit that repairs the candidate.
-- A reply that is no valid edit even after the repair attempt (``StructuredOutputError``) is
-  raised as ``ProposalError`` (a ``discard`` row); any other ``LLMError`` (no credentials, the
-  server unreachable, retries spent) as ``ProposerUnavailable`` naming the backend and model
-  (the run stops). The replies' tokens and cost go to ``Proposal.extra`` (ledger metrics).
+- The prompt holds the spec, the editable files, the ledger's recent rows and the best scalar,
+  and asks for ONE focused change (``fix``: a repair, shown the crash's log tail).
+- The reply is JSON under a schema that backends able to constrain decoding (llama.cpp
+  grammars, OpenAI ``response_format``) enforce, so even a 270M model's edit applies:
+  - line mode (at most ``MAX_LINE_CHOICES`` non-blank lines unique in their file):
+    ``{"reasoning", "line", "replace"}``, ``line`` one of ``"<path>:<n>: <text>"`` (shortened;
+    ``"`` and ``\\`` shown as ``'`` and ``/``: llama.cpp's converter cannot escape them);
+  - search mode (larger files): ``{"reasoning", "path", "search", "replace"}``.
+- An edit that does not apply, or a reply that is no valid edit after the repair attempt
+  (``StructuredOutputError`` -> ``ProposalError``), is a ``discard`` row; any other ``LLMError``
+  is ``ProposerUnavailable`` naming the backend and model. Tokens and cost go to
+  ``Proposal.extra``.
 """
 
 from __future__ import annotations

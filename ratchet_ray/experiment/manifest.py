@@ -1,31 +1,18 @@
-"""The built-in evaluator's manifest: which config keys a candidate may change, which of them a
-human must review, the evaluator's own pinned settings and its per-experiment cost budget.
-
-``ratchet experiment eval-skill-loop --manifest FILE`` reads it (default: ``EvaluatorManifest()``,
-the values below). The file is frozen with the evaluator: the engine hashes every file the
-evaluator command names that is not editable, and the contract line reports
-``manifest_sha256``, so a candidate can neither widen its own allowlist nor hide that it did.
+"""The built-in evaluator's manifest (``eval-skill-loop --manifest FILE``, default
+``EvaluatorManifest()``): the config keys a candidate may change, those a human must review,
+the evaluator's own pinned settings and its cost budget. The file is frozen with the evaluator
+and its hash reported (``manifest_sha256``), so a candidate cannot widen its own allowlist.
 
 Contracts:
-- ``flatten(data)`` turns a config overlay's nested mapping into dotted leaf keys
-  (``{"synth": {"dedup_threshold": 0.9}}`` -> ``synth.dedup_threshold``); an empty mapping is
-  a leaf too (it would replace a section).
-- ``check_overlay(data)`` -> ``OverlayCheck(vetoes, review)``: every leaf key matching a
-  ``review_keys`` pattern goes to ``review`` (the candidate is evaluated, and kept only by a
-  human: the engine's ``needs_review``); every other key that matches no ``allowed_keys``
-  pattern is a veto naming the key. Patterns are ``fnmatch`` globs over the dotted key
-  (``synth.*`` matches ``synth.a.b``).
-- ``EvaluatorManifest.load(path)`` raises ``ManifestError`` naming the file and the problem for
-  an unknown field, a pattern that is not a string, or settings that are not a mapping.
-- ``sha256()`` hashes the manifest's content (canonical JSON), whatever file it came from.
+- ``flatten(data)``: an overlay's nested mapping as dotted leaf keys; an empty mapping is a leaf.
+- ``check_overlay(data)`` -> ``OverlayCheck(vetoes, review)``: a key matching ``review_keys``
+  goes to ``review`` (the engine's ``needs_review``); any other key matching no
+  ``allowed_keys`` is a veto naming it. Patterns are ``fnmatch`` globs over the dotted key.
+- ``EvaluatorManifest.load(path)`` raises ``ManifestError`` naming the file and the problem.
+- ``sha256()`` hashes the content (canonical JSON), whatever file it came from.
 
-Why these defaults (docs/experiment-loop.md): a candidate tunes the governance the paper
-ablates (``router.*``, ``synth.*``, ``curator.*``, the meta-skill cadence) and nothing that
-moves the measuring stick: the model and its backend, sampling temperatures and token caps
-(``llm.*``), the data and split (``dataset_path``, ``subset``, ``n_train``, ``n_eval``,
-``seed``, ``rounds``), the grader and its sandbox (``grader.*``), budgets, infrastructure and
-workers. Rollback and the tampering rule are the ratchet's safety net: a candidate may change
-them, but only a human merges that.
+Why these defaults: docs/experiment-loop.md (governance is tunable, the measuring stick is not;
+rollback and the tampering rule need a human).
 """
 
 from __future__ import annotations

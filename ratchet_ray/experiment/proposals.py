@@ -1,25 +1,18 @@
 """Proposals (one focused change + its reasoning), how they are applied, and the scripted proposer.
 
 Contracts:
-- A ``Proposal`` carries ``reasoning`` and either ``edits`` (search/replace, whole-file writes,
-  deletions) or a unified ``diff`` (applied with ``git apply``), or both (edits first).
-- ``apply_proposal(repo, proposal)`` writes the change into the worktree. It raises
-  ``PolicyError`` for a path that leaves the repo (nothing is written for it) and
-  ``ProposalError`` when the change cannot be applied (search text absent or ambiguous, a diff
-  that does not apply, an empty change). Whether the touched paths are *allowed* is the
-  engine's check on the resulting worktree, not this function's.
-- Search/replace: the search text must occur exactly once; if it does not occur verbatim, a
-  match of the same lines ignoring leading/trailing whitespace is tried (small models often
-  lose indentation). ``search == ""`` is refused: use ``content`` to write a whole file.
-- ``Proposer`` is the interface: ``propose(ctx)`` returns the iteration's proposal (raising
-  ``ProposerExhausted`` when it has nothing left, which ends the run), ``fix(ctx, failure,
-  attempt)`` returns a follow-up change for a crashed or timed-out candidate, or None. A
-  proposer whose backend cannot answer at all (no credentials, server unreachable) raises
-  ``ProposerUnavailable``: the run stops with that error and no row (a rerun resumes), instead
-  of filling the ledger with one ``discard`` per iteration.
-- ``ScriptProposer(file)``: a JSON or YAML list (or ``{"proposals": [...]}``); entry ``i``
-  (0-based) is iteration ``i + 1``'s proposal, so a resumed run gets the same proposals; an
-  entry's ``fixes`` list holds its fix attempts in order.
+- A ``Proposal`` carries ``reasoning`` and ``edits`` (search/replace, whole files, deletions), a
+  unified ``diff`` (``git apply``), or both (edits first).
+- ``apply_proposal(repo, proposal)`` raises ``PolicyError`` for a path leaving the repo (nothing
+  written for it) and ``ProposalError`` for a change that cannot apply; which paths are allowed
+  is the engine's check, not this one's.
+- Search text must occur exactly once, verbatim or else ignoring each line's surrounding
+  whitespace (small models lose indentation); ``search == ""`` is refused (use ``content``).
+- ``Proposer``: ``propose(ctx)`` (``ProposerExhausted`` ends the run), ``fix(ctx, failure,
+  attempt)`` (a follow-up change or None); a backend that cannot answer at all raises
+  ``ProposerUnavailable``: the run stops with no row instead of one ``discard`` per iteration.
+- ``ScriptProposer(file)``: a JSON/YAML list (or ``{"proposals": [...]}``); entry ``i`` is
+  iteration ``i + 1``'s proposal (a resume gets the same), its ``fixes`` its fix attempts.
 """
 
 from __future__ import annotations

@@ -1,33 +1,20 @@
-"""The contract line of the built-in evaluator ``ratchet experiment eval-skill-loop``.
-
-The command runs the skill loop once per seed on a fixed subset; this module turns the runs'
-``loop.json`` rows into the contract line, so the yardstick is one small, testable function.
+"""The contract line of the built-in evaluator ``ratchet experiment eval-skill-loop``: turns the
+per-seed runs' ``loop.json`` rows into it, so the yardstick is one small, testable function.
 
 Contracts:
-- ``scalar``: per seed, the rolling gain (``metrics.loop_metrics``: mean eval pass@1 of the last
-  rounds minus round 0) or the final round's eval pass@1; the scalar is the mean over seeds and
-  the per-seed values go to ``metrics["scalar_per_seed"]`` (the engine's default noise margin).
-  Higher is better.
-- Vetoes: the mean final eval pass@1 below the Proposition 1 floor
-  ``E[p0] - (tau + eps) - C * delta`` with ``eps = sqrt(ln(2/delta) / (2 * N_min))``, where
-  E[p0] is the mean round-0 eval pass@1 (round 0 runs with an empty bank: the no-skill rate);
-  total cost over ``cost_budget_usd``; a seed whose run finished no round.
-- The floor's tau, N_min, C and delta are the evaluator's own parameters (``FloorParams``,
-  default the paper's Default), never the candidate's config: a candidate that loosens its
-  governance knobs does not move its own floor.
-- Noise repeats: the engine runs the baseline again with ``RATCHET_EVAL_REPEAT=k`` (k >= 1)
-  when it has fewer than two per-seed scalars; ``repeat_seeds(seeds, k)`` then shifts every
-  seed by ``REPEAT_STRIDE * k``, so repeat k is a run of other seeds, reproducible as any other.
-- ``yardstick_sha(configs, candidate_keys)``: sha256 of what the evaluator resolves before a
-  candidate's overlay (each seed's ``LoopConfig`` without its run-local ``results_dir`` and
-  ``tag``, the candidate's ``prompts`` channel and every key a ``candidate_keys`` glob matches):
-  a candidate that changes a default the yardstick uses, in code or in a config file, makes
-  its evaluation report another hash, which the engine vetoes.
+- ``scalar``: the mean over seeds of the rolling gain (``metrics.loop_metrics``) or the final
+  eval pass@1; the per-seed values go to ``metrics["scalar_per_seed"]``. Higher is better.
+- Vetoes: mean final eval pass@1 below the Proposition 1 floor ``E[p0] - (tau + eps) - C *
+  delta``, ``eps = sqrt(ln(2/delta) / (2 * N_min))`` (E[p0]: mean round-0 pass@1, the empty
+  bank's rate); total cost over ``cost_budget_usd``; a seed that finished no round. The floor's
+  parameters are the evaluator's own (``FloorParams``), never the candidate's config.
+- ``repeat_seeds(seeds, k)`` shifts every seed by ``REPEAT_STRIDE * k`` for noise repeat k
+  (``RATCHET_EVAL_REPEAT``): another reproducible set of seeds.
+- ``yardstick_sha(configs, candidate_keys)``: sha256 of each seed's resolved ``LoopConfig``
+  without ``results_dir``, ``tag``, ``prompts`` and the ``candidate_keys`` globs, so a candidate
+  that moves a default the yardstick uses reports another hash (vetoed by the engine).
 - ``governance_gaps(config)``: why the Curator or the rollback gate cannot act within
-  ``config.rounds`` rounds ([] when both can): rollback needs a best round and then
-  ``rollback.consecutive`` rounds below it; retirement needs ``curator.min_trials`` routed
-  attempts, and a skill written after round 0 can be routed at most ``n_train + n_eval`` times
-  a round after it. A scalar measured where they cannot act says nothing about them.
+  ``config.rounds`` ([] when both can); a scalar measured there says nothing about them.
 """
 
 from __future__ import annotations
