@@ -1,32 +1,20 @@
-"""The paper's ablation sweep: ``python -m jobs.ablations SUITE --arms default,A1,...,A8
---seeds 42,7,13 --rounds R [--n-train N --n-eval M | --subset FILE] [--parallel N] [--set k=v]
-[--address ADDR] [--status | --stop]``.
+"""The paper's ablation sweep: ``python -m jobs.ablations SUITE --arms default,A1,...,A8 --seeds
+42,7,13 --rounds R [...]`` (the whole workflow: docs/ablations.md). SUITE: any registered suite, plugins included
+(``--set suite_plugins=[path.py]`` reaches every run, or ``$RATCHET_SUITES``).
 
-SUITE is any registered suite, plugin suites included (``--set suite_plugins=[path.py]``, given
-to every run, or ``$RATCHET_SUITES``).
-Each run resolves the paper's Default, then the suite's file (``configs/swebench.yaml``), then
-the ``--profile`` files (``--profile paper``: the paper's model, hard subset and rounds), then
-the arm's file (``configs/ablations/<arm>.yaml``), then the flags and ``--set``.
-Every (arm, seed) runs as its own Ray job (``python -m jobs.skill_loop`` with this Python, from
-the folder this command runs in), submitted to the cluster at ``--address`` / ``RAY_ADDRESS``
-(its dashboard URL ``http://HOST:8265``, as for ``ray job submit``, or its GCS address
-``HOST:6379`` / ``auto``: the sweep runs on the head, where its ``--out`` folder and the runs'
-dirs are), else to a head this command starts on 127.0.0.1 and stops at the end. At most
-``--parallel`` jobs run at once; the command follows them (status lines, each job's log copied
-to ``<out>/logs/<arm>_s<seed>.log``) until they end. Ctrl-C (or SIGTERM) stops all its jobs;
-``--stop`` stops them from another shell and ``--status`` lists them. Rerunning the same
-command resumes the sweep: finished arm-seeds are skipped, unfinished ones continue with
-``--resume``, jobs still running are followed again.
-``--set budget.max_tokens=N`` / ``budget.max_cost_usd=X`` is the budget of the whole sweep (the
-sum over all arm-seeds): once spent every job stops cleanly; rerun with a higher value to go
-on. All jobs share one rate limiter (``llm.requests_per_minute`` / ``tokens_per_minute``).
-A failing arm-seed does not stop the others; it is listed at the end (and in
-``ablations.md``) and the exit status is 1. The report — ``ablations.md`` and
-``ablations.json`` in ``--out`` — is written after the runs (``--report-only`` writes it
-without running anything). ``--dry-run`` checks every arm's config (its backend and subset file
-too), prints each arm-seed's plan and resolved config, and writes or starts nothing.
-Layout: ``ratchet_ray/sweep/spec.py``; jobs: ``ratchet_ray/sweep/jobs.py``; metrics:
-``ratchet_ray/ablations.py``.
+Each run's config layers: Default -> suite file -> ``--profile`` files -> the arm's
+``configs/ablations/<arm>.yaml`` -> flags and ``--set``. Every (arm, seed) is its own Ray job
+(``python -m jobs.skill_loop`` with this Python, from this folder) on the cluster at
+``--address`` / ``RAY_ADDRESS`` (dashboard ``http://HOST:8265`` or GCS ``HOST:6379`` / ``auto``),
+else on a head this command starts on 127.0.0.1 and stops at the end; at most ``--parallel`` at
+once, followed until they end (logs copied to ``<out>/logs/<arm>_s<seed>.log``). Ctrl-C or
+SIGTERM stops them all; ``--stop`` / ``--status`` act from another shell. Rerunning resumes:
+finished arm-seeds are skipped, unfinished ones ``--resume``, running ones followed again.
+``budget.max_tokens`` / ``budget.max_cost_usd`` bound the whole sweep; all jobs share one rate
+limiter. A failing arm-seed does not stop the others: it is listed at the end and the exit
+status is 1. ``ablations.md`` / ``ablations.json`` in ``--out`` are written after the runs
+(``--report-only``: without running); ``--dry-run`` checks and prints each plan, starting
+nothing. Layout: ``sweep/spec.py``; jobs: ``sweep/jobs.py``; metrics: ``ratchet_ray/ablations.py``.
 """
 
 from __future__ import annotations

@@ -1,36 +1,23 @@
-"""The direct-LLM baseline: every task, ``--probes`` (5) calls each, no skills; resumable.
-
-    python -m jobs.baseline mbpp [--out results/baselines/mbpp.jsonl] [--probes 5] [--limit N]
-        [--temperature T] [--llm local|bedrock|openai] [--set key=value ...] [--workers N]
+"""The direct-LLM baseline: every task, ``--probes`` (5) calls each, no skills; resumable
+(``python -m jobs.baseline SUITE [--out FILE] [--probes 5] [--limit N] [--temperature T] ...``).
 
 Contracts:
-- One JSON line per (task, probe): ``suite, task_id, probe, passed, exit_status, infra_failure,
-  input_tokens, output_tokens, cost_usd, latency_s, backend, model``. The line is appended and
-  flushed as soon as that probe is graded, so a killed job loses only probes in flight; a rerun
-  skips every (task, probe) already in the file (a torn last line is cut off first).
-- The Solver is the loop's own (an empty bank, so the Router injects nothing and makes no call);
-  probes differ only through sampling. Without ``--temperature`` the probes sample as the loop's
-  Solver does (the config's ``llm.temperature``, the Default's 1.0, and a suite's own sampling
-  settings, e.g. SWE-bench's ``swebench.agent.temperature``), so the hard subset is chosen under
-  the conditions it is used in; ``--temperature T`` sets them all (the suite object's optional
-  ``sampling_overrides``, ``suites.hooks.sampling_overrides``).
-- SUITE is any registered suite, plugin suites included (``--set suite_plugins=[path.py]`` or
-  ``$RATCHET_SUITES``). Grading is the suite's grader; SWE-bench grader logs and agent
-  trajectories go to ``<out stem>_workdir/logs/<suite>/``.
-- Config layers: Default -> suite file (``configs/<suite>.yaml``) -> ``--config`` -> flags and
-  ``--set``.
-- Every probe samples with its own seed, derived from ``seed`` and the probe number, on backends
-  that take one, so a rerun draws the same numbers.
-- Infrastructure failures are retried, as the loop retries them, at most ``INFRA_ATTEMPTS``
-  times in all per probe: a grade that failed on infrastructure (Docker, the sandbox, a dead
-  grader) is graded again from the same answer, a solve that did (the backend, the agent's
-  container) is solved again. The row's ``infra_retries`` counts them, and the job's last line
-  says how many probes needed one, so a hard subset is never chosen from an accident of load.
-- Failing loudly, as ``ratchet run``: the preflight checks first, and a job whose share of
-  probes still failing on infrastructure after their retries exceeds ``infra.max_failure_rate``
-  stops with the root cause (non-zero exit); its infra-failure rows are not written, so a rerun
-  retries them.
-- ``jobs.select_subset`` reads this file.
+- One JSON line per (task, probe) (``_row``'s keys), appended and flushed once graded, so a
+  kill loses only probes in flight; a rerun skips every pair in the file (a torn last line is
+  cut first). ``jobs.select_subset`` reads it.
+- The Solver is the loop's own with an empty bank (the Router makes no call); probes differ
+  only through sampling, each with its own seed from ``seed`` and the probe number. Without
+  ``--temperature`` they sample as the loop's Solver does (``llm.temperature`` and the suite's
+  own settings), so the hard subset is chosen under the conditions it is used in;
+  ``--temperature`` sets them all (``suites.hooks.sampling_overrides``).
+- SUITE is any registered suite, plugins included; grading is its grader; SWE-bench logs and
+  trajectories go to ``<out stem>_workdir/logs/<suite>/``. Config layers as every job's.
+- Infrastructure failures are retried as the loop retries them, at most ``INFRA_ATTEMPTS`` in
+  all per probe (a failed grade regrades the same answer, a failed solve solves again); the
+  row's ``infra_retries`` counts them and the job's last line sums them.
+- Fails loudly as ``ratchet run``: preflight checks first; a share of probes still failing on
+  infrastructure over ``infra.max_failure_rate`` stops the job with the root cause (non-zero
+  exit), and their rows are not written, so a rerun retries them.
 """
 
 from __future__ import annotations

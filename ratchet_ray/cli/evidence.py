@@ -1,25 +1,19 @@
-"""``ratchet query`` (read-only SQL over the evidence views) and ``ratchet capsule prune``.
+"""``ratchet query``, ``ratchet capsule prune`` and ``ratchet evidence verify|repair``.
 
 Contracts:
-- ``query`` accepts only SELECT / EXPLAIN statements and runs them on a sandboxed connection
-  (file access limited to the run's evidence folder, configuration locked); views: capsule,
-  verdict, skill_event, llm_call, round. Output: ``--format table|csv|json``.
-- ``capsule prune --keep-days N`` is the only command that removes evidence: it deletes whole
-  capsule parts whose every row is older than N days, after confirmation (or ``--yes``);
-  ``--dry-run`` only lists them.
-- ``evidence verify [--quick]`` lists unreadable parts (exit 1 if any); ``evidence repair`` moves
-  them to ``<run>/quarantine/`` (deletes nothing) under the run's writer lock and says what each
-  held; a resume refuses to start over a bad part and names both commands.
-- Commands that change a run (``capsule prune``, ``evidence repair``, and ``skill load`` /
-  ``curate`` in ``ratchet_ray.cli.skills``) take the run dir's writer lock (``writer_lock``) and
-  are refused, naming the holder, while a run writes there; read-only commands never lock.
-- ``--db`` must be a run dir (``check_run_dir``: a folder holding one of ``RUN_DIR_MARKERS``);
-  any other folder is refused, naming what a run dir holds and listing the run dirs below it.
-- ``query`` on a table that is not an evidence view names the views (not DuckDB's guess); any
-  other error of the statement is DuckDB's text on one line; an unreadable part is named with
-  ``evidence verify`` / ``repair`` (``EvidenceStore.read_error``).
-- ``emit_rows`` / ``require_run_dir`` / ``run_config`` / ``writer_lock`` are shared with the
-  other commands.
+- ``query`` runs only SELECT / EXPLAIN on a sandboxed connection (files limited to the run's
+  evidence, configuration locked) over the views capsule, verdict, skill_event, llm_call,
+  round. A table that is no view is named with the views; any other error is DuckDB's text on
+  one line; an unreadable part names ``evidence verify`` / ``repair``.
+- ``capsule prune --keep-days N``, the only command that removes evidence, deletes whole
+  capsule parts older than N days after confirmation (or ``--yes``); ``--dry-run`` lists them.
+- ``evidence verify [--quick]`` lists unreadable parts (exit 1 if any); ``evidence repair``
+  moves them to ``<run>/quarantine/`` (deletes nothing) and says what each held.
+- Commands that change a run take its writer lock (``writer_lock``), refused naming the holder
+  while a run writes there; read-only commands never lock.
+- ``--db`` must be a run dir (``check_run_dir``: holding one of ``RUN_DIR_MARKERS``); another
+  folder is refused, naming what a run dir holds and the run dirs below it.
+- ``emit_rows`` / ``require_run_dir`` / ``run_config`` / ``writer_lock`` serve the other commands.
 """
 
 from __future__ import annotations

@@ -1,33 +1,23 @@
-"""Deterministic hard-subset selection from a direct-LLM baseline.
-
-    python -m jobs.select_subset --source results/baselines/mbpp.jsonl --suite mbpp \\
-        [--n-hard 100 --n-train 60 --n-eval 40] [--seed 42] [--probes 5] [--min-solved 0]
-        [--profile paper] [--config FILE] [--set key=value] [--out-dir results/subsets] [--dry-run]
-
-writes ``results/subsets/<suite>_hard<N>_t<T>_e<E>_seed<S>.json`` with ``train_ids`` / ``eval_ids``.
+"""Deterministic hard-subset selection from a direct-LLM baseline (``python -m
+jobs.select_subset --source BASELINE.jsonl --suite SUITE ...``): writes
+``results/subsets/<suite>_hard<N>_t<T>_e<E>_seed<S>.json`` with ``train_ids`` / ``eval_ids``.
 
 Contracts:
-- Sizes and seed not given as flags come from the config, resolved like every job's: Default ->
-  suite file (``configs/<suite>.yaml``: SWE-bench's 90 / 60) -> ``--profile`` -> ``--config`` ->
-  ``--set``; ``--n-hard`` defaults to ``n_train + n_eval``. ``--dry-run`` prints the file it
-  would write and writes nothing.
-- A task is *hard* when it was not solved on every one of its ``probes`` baseline calls, and it
-  qualifies when it was solved on at least ``min_solved`` of them (0: every hard task; 1: only
-  tasks the model sometimes solves, e.g. a quickstart for a small model).
-- Selection is stratified by difficulty (how many probes solved the task): each stratum gets its
-  share of ``n_hard`` (largest remainder), and so does each stratum of the train/eval split. A
-  suite whose object has a ``subset_group`` (``suites.hooks.subset_grouping``; SWE-bench: the
-  repository, ``owner__repo`` of the instance id) has every pick take its least-picked group
-  available in its stratum, so groups end up as balanced as the strata allow, and the document
-  counts the picks per group under the suite's label (SWE-bench: ``repos``).
-- Tasks the suite excludes (``suites.base.excluded_tasks``; SWE-bench: the instances of its
-  ``swebench.quarantine`` file, ``--set swebench.quarantine=FILE``) are never picked; the
-  document lists those of the baseline as ``excluded_ids``.
-- ``--suite`` is any registered suite, plugin suites included (``--set suite_plugins=[...]``).
-- Same baseline content, suite, sizes, probes and seed -> a byte-identical file (no timestamps,
-  no paths; the source is identified by its SHA-256).
-- The selection functions raise ``SubsetError`` (a ``ValueError``) naming the problem and the
-  fix; only the command (``main``) turns it into a click error.
+- Sizes and seed not given as flags come from the config, layered as every job's (SWE-bench's
+  file: 90 / 60); ``--n-hard`` defaults to ``n_train + n_eval``. ``--dry-run`` writes nothing.
+- A task is *hard* when not solved on every one of its ``probes`` calls; it qualifies when
+  solved on at least ``min_solved`` (0: every hard task).
+- Selection is stratified by difficulty (probes solved), each stratum and each stratum of the
+  train/eval split getting its share by largest remainder. A suite with a ``subset_group``
+  (``suites.hooks.subset_grouping``; SWE-bench: the repository) has each pick take its
+  least-picked group in the stratum, and the document counts picks per group under the
+  suite's label.
+- Tasks the suite excludes (``suites.base.excluded_tasks``; SWE-bench's quarantine file) are
+  never picked; the document lists the baseline's as ``excluded_ids``.
+- Same baseline content, suite, sizes, probes and seed -> a byte-identical file (no timestamps
+  or paths; the source is its SHA-256).
+- Selection functions raise ``SubsetError`` (a ``ValueError``) naming the problem and the fix;
+  only ``main`` turns it into a click error.
 """
 
 from __future__ import annotations

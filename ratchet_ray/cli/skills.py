@@ -1,26 +1,20 @@
 """``ratchet skill list|show|load``, ``ratchet meta list``, ``ratchet audit``, ``ratchet curate``.
 
 Contracts:
-- Every command works on ``--db RUN_DIR``; the run's ``config.yaml`` supplies the thresholds
-  (the paper's Default when the file is absent); the run id is the folder name.
-- Read-only commands (list, show, meta list, audit, ``curate --dry-run``) change nothing.
-- ``skill load`` and ``curate`` take the run dir's writer lock: while a run (or another command)
-  writes there they are refused with a message naming the holder.
-- ``skill load [FOLDER]`` imports a user's YAML bank (default: the run's own ``skills/``, which
-  registers files dropped there); a bad file is reported with its field and nothing is imported.
-- ``audit`` lists every capsule graded as tampering (``evidence.tampering``: round, split,
-  task, skill, status and the grader's finding), after the latest skill events in table format
-  and alone with ``--tampering``; in table format then the capsules a static screen suspected
-  (``tampering.suspicion``: recorded, never tampering nor a retirement) with the first line quoted.
-- ``audit --leakage`` / ``--bypass`` / ``--cost`` (beyond the paper): per-skill tables of
-  ``cli.audit_hygiene`` (leakage score with quoted spans, dead weight and routed-but-ignored,
-  prompt tokens with contribution per 1k tokens), each alone or together, in any format.
-- ``skill export`` / ``skill import`` (``cli.skill_packs``): skill packs; ``skill list`` shows
-  each skill's origin (native, or the pack and source run it came from) and, for an import
-  still on probation, its trials here against the probation floor (``governance.probation``).
-- ``curate`` re-runs retirement on the current evidence and records it as skill events of
-  ``--round`` (default: the latest round in the evidence).
-Errors from bad files or config surface as one readable message, never a traceback.
+- Every command works on ``--db RUN_DIR``, with the thresholds of its ``config.yaml`` (the
+  paper's Default when absent); the run id is the folder name.
+- Read-only commands (list, show, meta list, audit, ``curate --dry-run``) change nothing;
+  ``skill load`` and ``curate`` take the run dir's writer lock (refused, naming the holder).
+- ``skill load [FOLDER]`` imports a YAML bank (default: the run's ``skills/``); a bad file is
+  reported with its field and nothing is imported.
+- ``audit`` lists the capsules graded as tampering (``evidence.tampering``) after the latest
+  skill events (alone with ``--tampering``), then, in table format, those a static screen
+  suspected (``tampering.suspicion``: recorded only). ``--leakage`` / ``--bypass`` / ``--cost``
+  add ``cli.audit_hygiene``'s per-skill tables.
+- ``skill export`` / ``import`` are ``cli.skill_packs``'; ``skill list`` shows each skill's
+  origin and an import's probation trials against the floor (``governance.probation``).
+- ``curate`` re-runs retirement on the current evidence as skill events of ``--round``.
+Bad files or config are one readable message, never a traceback.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """The capsule browser's rows: every capsule of a run with its Critic verdict, texts truncated.
 
 Contracts:
-- ``capsule_table(run_dir, text_limit)`` reads every Parquet part of the ``capsule`` kind
-  (``EvidenceStore.part_paths``, the parts present now) with the verdict of each capsule, and
-  returns ``CapsuleTable``: ``columns`` and one list per capsule, in (round, split, task,
-  attempt, capsule id) order. Each row names where its full text is: the part's path relative to
-  the run dir and the row number inside that part (``duckdb`` ``file_row_number``), so
-  ``ratchet query`` / pyarrow can read the untruncated output.
-- Texts (output, grader trace, the Critic's rationale) longer than ``text_limit`` characters
-  are cut to it and end with ``TRUNCATED``; ``text_limit_for(n)`` picks the limit that keeps a
-  report of ``n`` capsules under about ``TEXT_BUDGET`` characters of capsule text.
-- Repeated strings (task, skill, exit status, split, part) are interned into ``strings`` and the
-  rows hold their indices: a 100-round run of 100 tasks stays a few MB. Given ``strings`` (a
-  list other runs' tables interned into), the table appends to it, so runs share one table.
+- ``capsule_table(run_dir, text_limit)`` reads the ``capsule`` parts present now, each with its
+  verdict, into a ``CapsuleTable``: one row per capsule in (round, split, task, attempt,
+  capsule id) order, each naming its part (relative to the run dir) and row number there, so
+  ``ratchet query`` / pyarrow can read the full text.
+- Texts over ``text_limit`` characters are cut and end with ``TRUNCATED``; ``text_limit_for(n)``
+  keeps ``n`` capsules under about ``TEXT_BUDGET`` characters.
+- Repeated strings are interned into ``strings`` (rows hold indices; 100 rounds x 100 tasks
+  stay a few MB); a given ``strings`` list is appended to, so runs share one table.
 """
 
 from __future__ import annotations

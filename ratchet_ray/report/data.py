@@ -1,27 +1,18 @@
 """The numbers of a run report, read from a run dir; ``ratchet plot`` and the notebook use them too.
 
 Contracts:
-- Every function only reads: the evidence through ``EvidenceStore`` (fresh DuckDB views, so a
-  report of a run in progress sees every part present when it is built), ``loop.json``,
-  ``stopped.json``, ``config.yaml`` and the bank's ``skills/*.yaml`` / ``meta-skills/*.md``.
-  Nothing in the run dir is written or locked, so a report is safe to build while the run goes.
-- ``round_rows(run_dir)``: one dict per finished round, in round order, with the ``round``
-  evidence kind's columns (``eval_pass_at_1``, ``train_pass_at_1``, ``active_skills``,
-  ``deprecated_skills``, ``rollback_fired``, ``restored_round``, ``skills_created`` ...). The
-  evidence is the source; a folder holding only ``loop.json`` (an older or copied run) falls
-  back to its rows, which hold the same numbers. A round recorded twice keeps its latest row.
-- ``headline`` uses ``metrics.loop_metrics``: round 0, peak, rolling gain are the paper's numbers.
-- ``skill_rows``: per skill of the bank (every file in ``skills/`` and every id in the events):
-  status, birth / end round and reason, trials and c-hat over train (``evidence.queries``),
-  c_cf over counterfactual probes (``governance.counterfactual``), each with a 95% Wilson
-  interval (``wilson_contribution``), routings per split (first attempts), tampering capsules
-  per split (``evidence.tampering`` via ``queries.tampering_by_skill``), impossible twins graded
-  and passed (the cheat rate, ``governance.cheat_probe.cheat_by_skill``), the injected text's
-  size (characters of the guidance, and tokens estimated as characters / 4), its YAML, and
-  silent bypass (``governance.bypass``): dead weight (ACTIVE, no routed capsule for the run's
-  ``curator.dead_weight_rounds`` rounds) and routed-but-ignored (near-identical outputs with
-  and without it on its counterfactual probe pairs), and for a skill imported from a skill pack
-  its provenance and probation state (``report.provenance``; None for a native skill).
+- Every function only reads (the evidence through fresh ``EvidenceStore`` views, ``loop.json``,
+  ``stopped.json``, ``config.yaml``, the bank's files): nothing is written or locked, so a
+  report of a run in progress is safe and sees every part present when it is built.
+- ``round_rows(run_dir)``: one dict per finished round, in order, with the ``round`` evidence
+  kind's columns; a folder holding only ``loop.json`` falls back to its rows (the same numbers).
+  A round recorded twice keeps its latest row.
+- ``headline`` is ``metrics.loop_metrics``: round 0, peak, rolling gain (the paper's numbers).
+- ``skill_rows``: per skill of the bank (every file in ``skills/`` and id in the events): status,
+  birth / end, c-hat and c_cf with 95% Wilson intervals, routings and tampering per split, the
+  cheat rate of impossible twins, the guidance's size (characters, tokens ~ characters / 4),
+  its YAML, silent bypass (``governance.bypass``) and, for an imported skill, its provenance
+  (``report.provenance``; None when native).
 - ``load_run(run_dir)`` gathers all of it in one ``RunData``; capsules are ``capsules.py``'s.
 """
 

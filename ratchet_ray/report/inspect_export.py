@@ -1,30 +1,14 @@
 """A run's capsules as Inspect eval logs (``ratchet export --inspect RUN -o DIR``), so
-``inspect view`` and every tool that reads Inspect's log format can show a run.
-
-What maps to what (one log per (round, split); eval only unless train is asked for):
-
-| Inspect | ratchet |
-|---|---|
-| ``EvalLog`` file ``<first capsule's time>_ratchet-<suite>-<split>-r<NN>_<id>.json`` | one round's pass over one split |
-| ``eval.task`` / ``eval.task_display_name`` / ``eval.model`` | ``ratchet/<suite>/<split>/r<NN>`` / ``<suite> <split> round <N> (<run id>)`` / the Solver's model (``llm_call``) |
-| ``eval.metadata`` | run id, arm, seed, round, split, suite |
-| ``EvalSample`` (``id`` = task id, ``epoch`` = attempt + 1) | one capsule |
-| ``sample.input`` | the task statement (the task id where the suite's tasks do not load offline) |
-| ``sample.output`` | the graded output (code, patch) as the Solver's reply |
-| ``sample.scores["ratchet_grader"]`` | ``C``/``I`` = passed or not; ``explanation`` = exit status |
-| ``sample.model_usage``, ``output.usage``, ``stats.model_usage`` | the Solver's tokens and cost per capsule, summed per log |
-| ``sample.total_time`` / ``working_time`` / ``output.time`` | the Solver's latency of the capsule |
-| ``sample.metadata`` | skill injected (id and guidance), exit status, infra failure, grader trace, impossible twin, tokens, cost, latency, capsule id |
-| ``results.scores[0].metrics["accuracy"]`` | the round's pass@1 over the split's first attempts |
+``inspect view`` and every tool that reads Inspect's log format can show a run. One log per
+(round, split), one sample per capsule; what maps to what: docs/report.md, "Inspect logs".
 
 Contracts:
 - ``export_inspect(run_dir, out_dir, splits)`` writes the logs and returns their paths in
-  (round, split) order; it needs the optional ``inspect-ai`` package (extra ``inspect``) and says
-  how to install it when it is missing (``InspectMissing``). Nothing is written into the run dir.
-  File names follow Inspect's ``{timestamp}_{task}_{id}`` form (``log_name``), so ``inspect
-  view`` and ``inspect_ai.log.list_eval_logs`` list every exported log, each round apart: the
-  id is a digest of (run id, round, split), so exporting again rewrites the same files.
-- ``task_statements(run_dir, ids, limit)`` the statements of the run's tasks when its suite loads
+  (round, split) order; without the optional ``inspect-ai`` package (extra ``inspect``) it
+  raises ``InspectMissing`` saying how to install it. Nothing is written into the run dir.
+  Names follow Inspect's ``{timestamp}_{task}_{id}`` (``log_name``) so ``inspect view`` lists
+  them; the id digests (run id, round, split), so a second export rewrites the same files.
+- ``task_statements(run_dir, ids, limit)``: the run's task statements when its suite loads
   offline, else ``{}`` (shared with the HTML report).
 """
 

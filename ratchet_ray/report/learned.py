@@ -1,19 +1,15 @@
-"""What a run learned, in words: the closing lines of ``ratchet run`` (and of ``make run``).
-
-A short run on a small model shows the loop's mechanics, not a gain, so the lines say which skill
-was learned from how many failures and whether a later round routed it to any task, and they
-print the eval pass@1 with its n and say when its change is within sampling noise.
+"""What a run learned, in words: the closing lines of ``ratchet run`` (and of ``make run``). A
+short run on a small model shows the loop's mechanics, not a gain, so the lines say what was
+learned from what and whether it was used, and flag an eval change within sampling noise.
 
 Contracts:
-- ``learned_skills(run_dir)`` -> one ``LearnedSkill`` per skill the run's bank ``added`` (by
-  synthesis or a pack import, never a ``loaded`` user skill), in the order they were added: the
-  round, the failure verdicts it was drafted from (None when the evidence does not say), and per
-  later round the first-attempt real capsules routed to it (impossible twins and counterfactual
-  probes left out) and how many passed. Read from the run's evidence only.
-- ``story(run_dir)`` -> the lines: one per learned skill, then the eval line. The eval line gives
-  round 0's and the last round's pass@1 with n, and the change flagged "within noise" when the
-  bootstrap interval of the run's rolling gain (``evidence.comparisons.headline``) includes 0.
-  A run with no evidence gives no lines.
+- ``learned_skills(run_dir)``: one ``LearnedSkill`` per skill the bank ``added`` (synthesis or
+  pack import, never a ``loaded`` user skill), in order: its round, the failure verdicts it was
+  drafted from (None when unknown), and per later round its routed first-attempt real capsules
+  and passes. Read from the evidence only.
+- ``story(run_dir)``: one line per learned skill, then round 0's and the last round's eval
+  pass@1 with n, "within noise" when the rolling gain's bootstrap interval
+  (``evidence.comparisons.headline``) includes 0. No evidence: no lines.
 """
 
 from __future__ import annotations

@@ -1,23 +1,17 @@
-"""The live view of a running run (``ratchet report --watch RUN``): the run's report served on
-127.0.0.1, rebuilt from the evidence whenever it changes, in a page that reloads itself when a
-newer one exists. The page is the report ``ratchet report`` writes (``html.build_report``), so
-the live view shows the same figures as the final report at every moment, and once the run ends
-it is the final report.
+"""The live view of a running run (``ratchet report --watch RUN``): the report ``ratchet report``
+writes (``html.build_report``), served on 127.0.0.1 and rebuilt whenever the evidence changes,
+in a page that reloads itself when a newer one exists (docs/report.md, "The live view").
 
 Contracts:
-- ``evidence_signature(paths)``: a digest of what the report reads of each run under ``paths``
-  (every evidence part, ``loop.json``, each round's ``summary.json``, ``stopped.json``, the
-  bank's skill files; their names, sizes and modification times): it changes when a round
-  finishes or a part is published, and reading it costs a folder walk, no DuckDB.
+- ``evidence_signature(paths)``: a digest of the names, sizes and times of what the report reads
+  (evidence parts, ``loop.json``, round summaries, ``stopped.json``, skill files); a folder
+  walk, no DuckDB.
 - ``LiveReport(paths, port=0, interval_s=5, **report_options)``: ``serve()`` answers ``GET /``
-  with the report of the current signature (rebuilt at most once per change, one build at a
-  time), with a status line (``#live-status``: the signature's time and "live") and a script
-  that asks ``GET /signature`` every ``interval_s`` seconds and reloads the page when the
-  answer differs from the one it was built at; ``GET /report.html`` is the same page without
-  the script. It binds ``127.0.0.1`` only (``port`` 0: any free port; ``url`` says which) and
-  writes nothing into the run dir (its builds go to a private temp folder, removed by
-  ``close``). A build that fails (a part written as it is read) keeps serving the last good
-  page and says why in the status line.
+  with the current signature's report (built at most once per change, one build at a time)
+  plus a status line (``#live-status``) and a script that polls ``GET /signature`` every
+  ``interval_s`` and reloads on a change; ``GET /report.html`` is the page without the script.
+  It binds 127.0.0.1 only (``url`` says the port) and builds in a private temp folder removed
+  by ``close``. A failed build keeps the last good page and says why in the status line.
 """
 
 from __future__ import annotations

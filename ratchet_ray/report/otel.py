@@ -1,39 +1,21 @@
-"""Optional OpenTelemetry traces of a run, exported over OTLP/HTTP (the ``otel`` extra), with the
-GenAI semantic conventions' attributes, so Langfuse, Datadog, MLflow (>= 3.6), Jaeger or any
-OTLP collector shows a run as a trace.
+"""Optional OpenTelemetry traces of a run over OTLP/HTTP (the ``otel`` extra), with the GenAI
+semantic conventions' attributes: one trace per run, spans ``ratchet.run`` > ``ratchet.round``
+> ``invoke_agent <role>`` > ``chat <model>`` (the span table: docs/report.md, "OpenTelemetry
+traces").
 
-The tree of one run (one trace)::
-
-    ratchet.run <run id>                      the whole run (this process's part of it)
-      ratchet.round <R>                       one round: its wall time, pass@1, tokens, cost
-        invoke_agent <role>                   the role's calls in the round (solver, router,
-                                              critic, synthesizer, ...), from its first call to
-                                              its last, with their tokens and cost summed
-          chat <model>                        one LLM call: gen_ai.operation.name "chat",
-                                              gen_ai.provider.name (the backend),
-                                              gen_ai.request.model, gen_ai.usage.input_tokens /
-                                              output_tokens, ratchet.cost_usd, error.type
-
-Where the spans are made (why not in the workers): every LLM call of every Ray worker process is
-already recorded as an ``llm_call`` evidence row with its role, model, tokens, cost, latency and
-end time, and a round's rows are on disk when the round ends. The driver turns them into spans
-with those exact start and end times after each round: no tracer in any worker process, no trace
-context carried through Ray calls, and a call whose worker died after recording it is still
-traced, while one that was never recorded (and so never counted in the run's cost) is not. The
-price: a round's spans leave when the round ends, not while it runs. The evidence does not tie an
-LLM call to the task it served, so a role's span groups its calls in the round instead of one
-span per task.
+Why the driver makes the spans after each round from the ``llm_call`` evidence, not a tracer in
+each worker: docs/report.md, "Where the spans are made" (real start/end times, exactly the calls
+counted in the cost; the price: spans leave when the round ends, a role's span groups its calls).
 
 Contracts:
 - Off by default, and then nothing of OpenTelemetry is imported: ``start_tracing(config,
   run_dir)`` returns the no-op ``Tracker`` unless ``tracing.otlp_endpoint`` (or
   ``$RATCHET_OTLP_ENDPOINT``; the setting wins) is set.
-- ``OtelTracer`` uses its own ``TracerProvider`` (no process-global provider is set) with a
-  batch processor and the OTLP/HTTP exporter (``tracing.timeout_s`` per export);
-  ``round_done(summary)`` reads the round's ``llm_call`` rows and emits its spans; ``close``
-  ends the run span and flushes, waiting at most ``tracing.timeout_s``. Like MLflow tracking it
-  never fails the run: any error is one WARNING line and the tracer stops.
-- Missing package: ``tracing_problems(config, env)`` names ``pip install 'ratchet-ray[otel]'``.
+- ``OtelTracer`` has its own ``TracerProvider`` (none set process-wide), a batch processor and
+  the OTLP/HTTP exporter (``tracing.timeout_s`` per export); ``round_done(summary)`` emits the
+  round's spans; ``close`` ends the run span and flushes within ``tracing.timeout_s``. It never
+  fails the run: any error is one WARNING line and the tracer stops.
+- ``tracing_problems(config, env)`` names ``pip install 'ratchet-ray[otel]'`` when it is missing.
 """
 
 from __future__ import annotations

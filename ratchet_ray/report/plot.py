@@ -1,17 +1,13 @@
 """``ratchet plot RUN``: the learning curve and headline metrics of one run.
 
 Contracts:
-- Input: a run dir or its ``loop.json``. Output, next to ``loop.json``: ``loop_curve.png`` (eval and
-  train pass@1 per round, ACTIVE and deprecated bank size, rollback markers) and
+- Input: a run dir or its ``loop.json``. Output, beside ``loop.json``: ``loop_curve.png`` (eval
+  and train pass@1 per round, ACTIVE and deprecated bank size, rollback markers) and
   ``loop_summary.md`` (round 0, peak, rolling gain).
-- The headline metrics are ``ratchet_ray.metrics``' (``load_loop`` + ``loop_metrics``), the one
-  definition the ablation report and ``ratchet report`` use too.
-- The rounds drawn are ``report.data.round_rows`` (the ``round`` evidence, else ``loop.json``'s
-  rows), the same points as ``ratchet report``'s curves; the round axis has integer ticks and
-  the skill axis starts at 0.
-- Rolling gain = mean eval pass@1 of the last ``window`` (10) rounds minus round 0's, the paper's
-  headline number; with fewer rounds the window is every round after round 0 (and the summary
-  says so).
+- The metrics are ``ratchet_ray.metrics``' and the points ``report.data.round_rows``, as in
+  ``ratchet report``; integer round ticks, the skill axis from 0.
+- Rolling gain: mean eval pass@1 of the last ``window`` (10) rounds minus round 0's; with fewer
+  rounds every round after round 0 (the summary says so).
 """
 
 from __future__ import annotations

@@ -1,24 +1,17 @@
 """A run's SWE-bench attempts as a predictions file (``ratchet export --predictions``): the JSONL
-that the official harness (``python -m swebench.harness.run_evaluation -p FILE``), sb-cli and
-Modal take, one line per attempt.
+the official harness (``swebench.harness.run_evaluation -p FILE``), sb-cli and Modal take.
 
-Each line holds the three keys the harness reads: ``instance_id`` (the capsule's task id),
-``model_name_or_path`` (the model the run's Solver called, as ``backend/model``: the harness
-writes its logs under that name with ``/`` as ``__``) and ``model_patch`` (the graded patch, the
-capsule's output, ``""`` when the agent produced none). A fourth key, ``ratchet``, says which
-attempt the line is (capsule id, round, split, attempt, skill injected) and this project's verdict
-on it (``passed``, ``exit_status``, ``infra_failure``); the harness ignores keys it does not read.
+Each line holds the harness's ``instance_id``, ``model_name_or_path`` (``backend/model``) and
+``model_patch`` (the graded patch, ``""`` when none), plus ``ratchet``: which attempt it is and
+this project's verdict (the harness ignores keys it does not read).
 
 Contracts:
-- ``export_predictions(run_dir, out, round_=None, splits=("eval",))`` writes ``out`` once,
-  atomically (a temp file renamed into place: a crash leaves no file, never a part of one) and
-  refuses an existing ``out``; returns an ``Exported`` saying how many lines and which instance
-  ids appear more than once (the harness keys its grades by instance id, so it grades one line
-  per id: a file to regrade holds one round and one split).
-- Impossible twins (the cheat probe's re-grades against a twin whose tests cannot pass) are not
-  attempts at the instance and are left out.
-- Bad input raises ``PredictionsError`` with one line naming the problem and the fix: not a run
-  dir, a run of another suite, no SWE-bench attempt in the selection, an existing ``out``.
+- ``export_predictions(run_dir, out, round_=None, splits=("eval",))`` writes ``out`` atomically
+  and refuses an existing one; the ``Exported`` it returns counts the lines and names instance
+  ids seen more than once (the harness grades one line per id).
+- Impossible twins are not attempts at the instance and are left out.
+- Bad input (not a run dir, another suite, no SWE-bench attempt selected, an existing ``out``)
+  raises ``PredictionsError`` naming the problem and the fix.
 """
 
 from __future__ import annotations

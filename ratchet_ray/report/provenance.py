@@ -2,22 +2,16 @@
 
 Contracts:
 - ``skill_provenance(con, run_dir, events, trials)`` reads only the run's evidence and bank
-  files: the ``loaded`` skill events (``pack:<hash prefix> ...`` puts an import on probation,
-  ``trusted-pack:<hash prefix> ...`` imports it without: ``bank.probation``), the manifests the
-  importing run kept in ``<run>/packs/<hash prefix>.json`` (``bank.pack_import``), the run's
-  ``config.yaml`` (the probation floor, ``governance.probation.probation_floor``) and, through the
-  named query ``probation_promotions``, the round each skill's train trials here reached the
-  floor. Trials are the ones the run's Curator judges on (c-hat's, or the counterfactual
-  pairs when ``curator.counterfactual.retire_on`` is ``c_cf``). Nothing is taken from memory
-  or from the pack's own records.
-- It returns ``{skill id: Provenance}`` for the imported skills only; a native skill has no
-  entry (the table shows ``native`` and hides both columns when no skill was imported).
-- ``Provenance.state`` is one of ``on probation`` (routable, ``trials`` of ``floor`` earned
-  here), ``promoted`` (its trials here reached the floor in ``promoted_round``), ``retired on
-  probation`` / ``evicted on probation`` (it left the bank, in ``ended_round``, before reaching
-  the floor), ``left probation`` (the floor is reached but the round is not known: the run
-  judges on counterfactual pairs, ``curator.counterfactual.retire_on: c_cf``) or ``no
-  probation`` (imported with ``bank.probation`` false: native at once).
+  files: the ``loaded`` events (``pack:<hash prefix>`` imports on probation,
+  ``trusted-pack:<hash prefix>`` without), the manifests in ``<run>/packs/<hash prefix>.json``,
+  the probation floor in ``config.yaml`` and the round the train trials reached it (named query
+  ``probation_promotions``). Trials are those the run's Curator judges on (c-hat's, or the
+  counterfactual pairs under ``retire_on: c_cf``).
+- It returns ``{skill id: Provenance}`` for imported skills only (a native one has no entry).
+- ``Provenance.state``: ``on probation`` (``trials`` of ``floor`` earned here), ``promoted``
+  (in ``promoted_round``), ``retired on probation`` / ``evicted on probation`` (in
+  ``ended_round``, before the floor), ``left probation`` (floor reached, round unknown under
+  ``c_cf``) or ``no probation`` (imported with ``bank.probation`` false).
 """
 
 from __future__ import annotations

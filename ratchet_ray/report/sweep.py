@@ -1,19 +1,16 @@
 """The report's view of several runs: arms over seeds, and a sweep's A1–A8 table.
 
 Contracts:
-- ``expand(paths)``: the run dirs the report covers, in argument order. A run dir is itself; a
-  folder holding no run but run dirs below it (a sweep folder of ``jobs.ablations``) stands for
-  every run dir under it (``ablations.find_run_dirs``) and is returned in ``sweeps``. A path
-  holding neither raises ``NotARunDir``.
-- ``arm_curves(runs)``: per arm, the eval and train pass@1 of each seed per round and their mean
-  and sample std over the seeds that finished that round (the curves' band).
-- ``arm_headlines(runs)``: per arm, round 0 / peak / rolling gain as mean ± sample std over its
-  seeds (``ablations.mean_std``), every run counted (finished or not; the run table says which).
-- ``sweep_table(sweep_dir)``: ``ablations.summarize`` over ``ablations.run_result`` of its runs
-  (the A1–A8 table of ``ablations.md``: complete runs only) plus the extra per-arm columns the
-  runs' suite registered (``suites.hooks.sweep_report``, e.g. the sim suite's truth columns of
-  ``ratchet sim-report``): ``extra`` (rows), ``extra_columns`` and ``extra_title``; None when the
-  suite has none, and ``extra_error`` says why when they could not be computed.
+- ``expand(paths)``: the run dirs covered, in argument order; a folder of run dirs (a
+  ``jobs.ablations`` sweep) stands for every run dir under it and is returned in ``sweeps``;
+  anything else raises ``NotARunDir``.
+- ``arm_curves(runs)``: per arm, each seed's eval and train pass@1 per round, with mean and
+  sample std over the seeds that finished the round.
+- ``arm_headlines(runs)``: per arm, round 0 / peak / rolling gain as mean ± sample std over all
+  its seeds (``ablations.mean_std``).
+- ``sweep_table(sweep_dir)``: ``ablations.summarize`` of its complete runs plus the per-arm
+  columns the suite registered (``suites.hooks.sweep_report``) in ``extra`` /
+  ``extra_columns`` / ``extra_title`` (None when none; ``extra_error`` when they failed).
 """
 
 from __future__ import annotations

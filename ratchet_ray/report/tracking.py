@@ -1,35 +1,28 @@
-"""Optional MLflow tracking of a run: params, per-round metrics, the report and the skill YAMLs.
+"""Optional MLflow tracking of a run: params, per-round metrics, the report and the skill YAMLs
+(what is logged: docs/report.md, "MLflow tracking").
 
 Contracts:
-- Off by default. On when ``tracking.enabled`` is true, ``tracking.mlflow_uri`` is set or
-  ``$RATCHET_MLFLOW_URI`` is set (the setting wins over the variable). With no URI the store is
-  a local file, ``sqlite:///<results_dir>/mlflow.db`` (artifacts under
-  ``<results_dir>/mlartifacts``); a ``file:`` URI (MLflow's legacy folder store) is accepted.
-- ``start_tracking(config, run_dir)`` returns a ``Tracker``: the no-op base when off, else
-  ``MlflowTracker``. Every MLflow call happens on the tracker's own daemon thread; the driver
-  only enqueues (``round_done``) after a round's evidence, summary and ``loop.json`` are on disk,
-  so tracking can neither fail nor slow the loop. Any failure is one ``WARNING`` log line and
-  the tracker stops trying (a dead server is not retried every round); HTTP requests use
-  ``tracking.timeout_s`` and at most one retry. ``close(finished)`` waits at most
-  ``tracking.timeout_s`` for the queue (plus the report upload) and never raises.
-- ``tracking_problems(config, env)`` is what the entry points check before a run starts (or
-  ``--dry-run`` ends), one line each naming where the URI came from and the fix: the ``mlflow``
-  package installed, a URI scheme MLflow stores in (``KNOWN_SCHEMES``; ``localhost:5000`` is
-  not one), an ``http(s)`` server that answers within ``tracking.timeout_s`` (any HTTP reply
-  counts: the URI may sit behind a proxy or a login), a ``sqlite`` file whose folder exists.
-  Empty when tracking is off. The tracker itself still never fails the run.
-- One MLflow run per run dir (an arm-seed), named after it; its id is kept in
-  ``<run_dir>/mlflow_run.json`` so a resumed run keeps logging into the same MLflow run. A run
-  of a sweep (``<sweep>/runs/<arm>_s<seed>/<suite>/<run dir>`` with ``<sweep>/sweep.json``) is
-  nested (``mlflow.parentRunId``) under one MLflow run of the sweep, found by its
-  ``ratchet.sweep`` tag or created (under a lock file in the sweep folder, so parallel arms
-  share one parent).
-- Params: the resolved config, flattened to dotted keys. Metrics per round (step = round):
-  ``eval_pass_at_1``, ``train_pass_at_1``, ``active_skills``, ``deprecated_skills``,
-  ``input_tokens``, ``output_tokens``, ``tokens``, ``cost_usd``, ``rollback_fired``,
-  ``skills_created``, ``skills_retired``, ``skills_evicted``, ``wall_s`` and ``tokens_<role>``
-  / ``cost_usd_<role>`` from the round's ``llm_call`` evidence. Artifacts: ``skills/*.yaml``
-  (after every round, overwritten), ``meta-skills/*.md`` and, at ``close``, ``report.html``.
+- Off by default; on when ``tracking.enabled``, ``tracking.mlflow_uri`` or
+  ``$RATCHET_MLFLOW_URI`` is set (the setting wins). Without a URI the store is
+  ``sqlite:///<results_dir>/mlflow.db`` (artifacts in ``<results_dir>/mlartifacts``); a
+  ``file:`` URI is accepted.
+- ``start_tracking(config, run_dir)`` returns the no-op ``Tracker`` when off, else an
+  ``MlflowTracker`` whose MLflow calls all run on its own daemon thread: the driver only
+  enqueues (``round_done``) once the round is on disk, so tracking neither fails nor slows the
+  loop. A failure is one WARNING line and the tracker stops; requests use
+  ``tracking.timeout_s`` and at most one retry; ``close(finished)`` waits at most
+  ``tracking.timeout_s`` (plus the report upload) and never raises.
+- ``tracking_problems(config, env)``: what the entry points check before a run, one line each
+  naming the URI's source and the fix (the ``mlflow`` package, a scheme in ``KNOWN_SCHEMES``,
+  an ``http(s)`` server answering within ``tracking.timeout_s``, a ``sqlite`` file's folder);
+  empty when off.
+- One MLflow run per run dir, its id kept in ``<run_dir>/mlflow_run.json`` (a resume logs into
+  it); a sweep's run (``<sweep>/sweep.json`` above it) is nested under one parent run, found
+  by its ``ratchet.sweep`` tag or created under a lock file in the sweep folder.
+- Params: the resolved config as dotted keys; metrics per round (step = round) from the round
+  summary and the round's ``llm_call`` evidence (``tokens_<role>``, ``cost_usd_<role>``);
+  artifacts ``skills/*.yaml`` (every round), ``meta-skills/*.md`` and, at ``close``,
+  ``report.html``.
 """
 
 from __future__ import annotations

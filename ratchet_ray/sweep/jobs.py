@@ -1,31 +1,23 @@
 """The sweep's arm-seeds as Ray jobs (``ray.job_submission.JobSubmissionClient``).
 
 Contracts:
-- ``job_client(address)`` is a client of the cluster's job server (the dashboard of its head),
-  retried until it answers or ``timeout_s`` passes (``SweepError`` naming the address then;
-  at once when nothing accepts a connection there, ``ray_address.unreachable``);
-  ``address`` is the GCS address (``HOST:6379``, ``auto``) or the dashboard URL
-  (``http://HOST:8265``, ``is_dashboard_url``), whose GCS address ``gcs_address`` learns.
-- ``submission(job, scope)`` is what a job is submitted with: the entrypoint runs the planned
-  ``argv`` (its first item is this Python: the venv's, so nothing needs activating on the
-  head) from ``job.cwd``, the folder the sweep was started from; the ``runtime_env`` carries the caller's settings variables
-  (``forwarded_env``: ``RATCHET_*``, the variables the registered suites mark ``forward``
-  (``SuitePlugin.env_vars``: e.g. a dataset path), HF offline switches, AWS region / profile,
-  the Ray auth mode; never a variable named like a secret: the head's environment
-  supplies those), and makes a stop send SIGINT (a Ctrl-C: the driver records why it stopped
-  and releases its actors) with ``STOP_WAIT_S`` before Ray kills it.
-- ``run_ray_jobs`` keeps at most ``parallel`` jobs running, submits the next as one ends, and
-  follows the ``attach`` ones (jobs an earlier invocation submitted that still run: a rerun
-  does not submit them twice). Each job's driver log is copied into its ``Job.log`` (after a
-  header line per attempt) every ``log_every_s`` and when it ends; ``jobs.json`` in the sweep
-  folder records every submission id as it is made. ``on_done`` gets one ``JobOutcome`` per
-  job (SUCCEEDED: returncode 0; FAILED: the driver's exit code and the root cause its run
-  recorded in ``stopped.json``; STOPPED: returncode None), in finishing order.
-- Leaving ``run_ray_jobs`` by an exception (Ctrl-C, SIGTERM turned into ``SystemExit``) stops
-  every job it still follows, waits for them to end (bounded), reports them and re-raises: the
-  sweep leaves nothing running, and a rerun resumes the stopped arm-seeds.
-- ``stop_recorded_jobs`` / ``recorded_status`` act on the jobs ``jobs.json`` names (the
-  ``--stop`` / ``--status`` of a sweep whose command is no longer running).
+- ``job_client(address)``: a client of the head's job server, retried until it answers or
+  ``timeout_s`` passes (then ``SweepError`` naming the address; at once when nothing accepts a
+  connection). ``address`` is a GCS address (``HOST:6379``, ``auto``) or the dashboard URL
+  (``is_dashboard_url``), whose GCS address ``gcs_address`` learns.
+- ``submission(job, scope)``: the entrypoint runs ``argv`` (this venv's Python first) from
+  ``job.cwd``; the ``runtime_env`` carries ``forwarded_env`` (``RATCHET_*``, the suites'
+  ``forward`` variables, HF offline switches, AWS region / profile, Ray auth mode; never a
+  secret-named one) and makes a stop a SIGINT with ``STOP_WAIT_S`` before Ray kills it.
+- ``run_ray_jobs`` keeps at most ``parallel`` jobs running and follows the ``attach`` ones (an
+  earlier invocation's, never submitted twice); driver logs are copied into ``Job.log`` every
+  ``log_every_s`` and at the end; ``jobs.json`` records each submission id as made;
+  ``on_done`` gets each ``JobOutcome`` in finishing order (FAILED carries the exit code and the
+  root cause from ``stopped.json``; STOPPED: returncode None).
+- Leaving ``run_ray_jobs`` by an exception (Ctrl-C, SIGTERM) stops every job it follows, waits
+  (bounded), reports them and re-raises: nothing is left running, and a rerun resumes them.
+- ``stop_recorded_jobs`` / ``recorded_status``: ``--stop`` / ``--status`` for the jobs
+  ``jobs.json`` names.
 """
 
 from __future__ import annotations

@@ -1,23 +1,18 @@
 """A Ray head on 127.0.0.1 for the length of a ``with`` block (used by ``python -m jobs.ablations``).
 
 Contracts:
-- ``ray_cluster(...)`` yields the environment variables its children need to join the cluster:
-  ``RAY_ADDRESS`` when it is set (that cluster is reused and left alone), else the address of a
-  head it starts itself with ``ray start --head --block`` bound to 127.0.0.1, in its own
-  process group, with usage stats off and its dashboard (the Ray job server) on a free
-  loopback port, whose URL is yielded as ``RAY_API_SERVER_ADDRESS`` (what ``ray job`` and
-  ``--address`` take). Ray starts such a head with token authentication, which its clients
-  only use under ``RAY_AUTH_MODE=token`` (the token is ``~/.ray/auth_token``, made here when
-  missing: ``ensure_auth_token``); that mode is set for the head and yielded for the children
-  unless the caller's environment names a mode.
-- The yielded head is ready: ``ray status`` answers and ``ray start`` has said its runtime
-  started (its dashboard included) before the block starts. A dashboard whose port another
-  process took between choosing it and binding it (ports are chosen free, then released) is
-  started again on fresh ports, up to ``START_ATTEMPTS`` times; a head that dies otherwise, or
-  does not get there within ``ready_timeout_s``, raises ``RayHeadError`` quoting its log.
-- On leaving the block the head it started gets SIGTERM (``--block`` then stops every Ray
-  process it started), SIGKILL to its group if it lingers (or if ``ray start`` itself died,
-  for what it had started); nothing else is touched.
+- ``ray_cluster(...)`` yields the variables children need to join: ``RAY_ADDRESS`` when set
+  (that cluster is reused and left alone), else the address of a head it starts (``ray start
+  --head --block`` on 127.0.0.1, its own process group, usage stats off) with its dashboard on
+  a free loopback port as ``RAY_API_SERVER_ADDRESS``. Such a head uses token authentication
+  (``ensure_auth_token`` makes ``~/.ray/auth_token``), so ``RAY_AUTH_MODE=token`` is set and
+  yielded unless the caller's environment names a mode.
+- The head is ready when the block starts (``ray status`` answers, the runtime has started). A
+  dashboard port taken between choosing and binding it is retried on fresh ports up to
+  ``START_ATTEMPTS`` times; any other death, or no readiness within ``ready_timeout_s``, raises
+  ``RayHeadError`` quoting its log.
+- Leaving the block: SIGTERM to the head it started, SIGKILL to its group if it lingers (or if
+  ``ray start`` died); nothing else is touched.
 """
 
 from __future__ import annotations

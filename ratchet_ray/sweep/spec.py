@@ -12,26 +12,20 @@ Layout of a sweep folder (``python -m jobs.ablations --out``)::
     ablations.md  ablations.json            the report (ratchet_ray/ablations.py)
 
 Contracts:
-- ``plan_jobs``: an arm-seed whose run dir has finished every round is skipped; one with
-  unfinished rounds is continued with ``--resume RUN_DIR``; one without a run dir starts with
-  ``[--config <arm file>] --seed S --tag <arm>_s<S>``, the shared flags and
-  ``--set results_dir=runs/<arm>_s<S>``; the child resolves Default -> suite file -> arm file
-  -> flags and ``--set`` (the Default arm adds no file). An arm may be a YAML file of the
-  user's (``is_arm_file``: a path or a ``.yaml`` name): its runs are named by the file's stem
-  (``arm_name``; ``--set arm=<stem>``). Each new config is validated before
-  anything runs, its backend and subset file too (``loop.entry.startable_problems``). Every
-  job (new or resumed) gets the sweep's scope as ``budget.scope`` and the sweep's budget
-  (``--set budget.*``), so the limits apply to the sum over all arm-seeds; a new job also gets
-  the scope as ``llm.limiter_scope`` (one rate limit for all arms). Every job runs from the
-  folder the sweep was started from (``Job.cwd``).
-- Budget: ``--set budget.max_tokens=N`` / ``budget.max_cost_usd=X`` given to the sweep is the
-  sweep's budget (not per arm). It is recorded in ``sweep.json`` and kept by a rerun that gives
-  none; a rerun that gives one replaces it (raise it to continue a sweep that ran out).
-- ``check_sweep_file``: the first invocation records the shared flags; a later one with other
-  flags (budget aside) is refused (the runs would not be comparable) and told how to proceed.
-- ``lock_sweep``: one sweep per ``--out`` at a time (an exclusive lock on ``<out>/.lock``, held
-  until the process exits); each child driver also locks its own run dir.
-- Running the jobs: ``ratchet_ray/sweep/jobs.py``.
+- ``plan_jobs``: an arm-seed whose run dir finished every round is skipped, one with unfinished
+  rounds gets ``--resume RUN_DIR``, a new one ``[--config <arm file>] --seed S --tag
+  <arm>_s<S>``, the shared flags and ``--set results_dir=runs/<arm>_s<S>`` (the Default arm
+  adds no file). A user's arm YAML (``is_arm_file``) names its runs by its stem (``arm_name``).
+  Each new config is validated first, backend and subset file too
+  (``loop.entry.startable_problems``). Every job gets the sweep's scope as ``budget.scope`` and
+  the sweep's budget, a new one the scope as ``llm.limiter_scope`` too (one rate limit), and
+  runs from the folder the sweep started in (``Job.cwd``).
+- Budget: ``--set budget.max_tokens`` / ``budget.max_cost_usd`` bound the sum over all
+  arm-seeds; recorded in ``sweep.json``, kept by a rerun that gives none, replaced by one that
+  gives one (raise it to continue).
+- ``check_sweep_file``: a later invocation with other shared flags (budget aside) is refused
+  (the runs would not be comparable) and told how to proceed.
+- ``lock_sweep``: one sweep per ``--out`` at a time (``<out>/.lock`` until the process exits).
 """
 
 from __future__ import annotations
