@@ -53,9 +53,6 @@ class ArtifactService:
     def delete(self, key: str) -> bool:
         return self.store.delete(key)
 
-    def ping(self) -> str:
-        return self.store.location
-
 
 ArtifactServiceActor = ray.remote(ArtifactService)
 

@@ -1,27 +1,20 @@
 """Ray actor for the Grader pool: grades solver outputs with the suite's grader, statelessly.
 
-``GraderActor = ray.remote(GraderWorker)``. Each actor builds its suite grader once (for MBPP+: the
-dataset, the sandbox probe and the ground-truth memo) and then grades many outputs; every grade
-runs the generated code in its own sandbox process, so nothing the code does reaches the actor::
+``GraderActor = ray.remote(GraderWorker)``. Each actor builds its suite grader once, then grades
+many outputs; every grade runs the generated code in its own sandbox process::
 
     grader = GraderActor.options(num_cpus=0.5).remote(config, artifacts)  # or a run-dir path
     ray.get(grader.warm.remote([t.task_id for t in tasks]))   # optional: precompute test oracles
     result = ray.get(grader.grade.remote(task, output))         # a GradeResult, never an exception
 
-The second argument is where the grader's artifacts go (SWE-bench logs and reports, the sim
-world): the run's ``ratchet_ray.storage.artifacts.Artifacts`` (``actors.artifacts.RemoteArtifacts`` on a
-cluster, so they reach the head's run dir), or a folder of this node (single-node tests).
+``artifacts`` is the run's ``storage.artifacts.Artifacts`` (``RemoteArtifacts`` on a cluster),
+or a folder of this node (single-node tests). ``grade`` never raises: a broken grader still
+yields a ``GradeResult`` (``infra_failure=True``, ``exit_status`` = the exception's name).
 
-``grade`` never raises: a grader that breaks its own contract still yields a ``GradeResult``
-(``infra_failure=True``, ``exit_status`` = the exception's name), so every task gets a row.
-
-Precomputed inputs (a suite grader's ``precomputed`` store, MBPP+'s expected outputs) are computed
-once per run and reach every node through Ray's object store (``share_precomputed``):
-``precompute`` computes a run's tasks in one batch on one grader and returns their verified
-bytes, the driver puts each into the object store, and ``grade(task, output, shared)`` with
-that task's ``SharedInput`` imports the bytes into this node's store only when it lacks them.
-A shared input that cannot be fetched (its node died) is only a lost shortcut: the grader
-computes the task itself, as it would without one.
+Precomputed inputs (MBPP+'s expected outputs) are computed once per run in one batch on one
+grader and shared through Ray's object store (``share_precomputed``); ``grade(task, output,
+shared)`` imports them into this node's store only when it lacks them, and one that cannot be
+fetched (its node died) is computed here instead.
 """
 
 from __future__ import annotations
@@ -116,9 +109,6 @@ class GraderWorker(BatchCalls):
         and of dead owners); names removed, [] for suites with nothing to reap."""
         reap = getattr(self.grader, "reap", None)
         return reap() if reap else []
-
-    def ping(self) -> str:
-        return "ok"
 
 
 GraderActor = ray.remote(GraderWorker)

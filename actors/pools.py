@@ -199,10 +199,6 @@ class ResilientPool:
     def actors(self) -> list[Any]:
         return [slot.actor for slot in self._slots]
 
-    def running(self) -> list[Any]:
-        """Actors with a job in flight right now."""
-        return [slot.actor for slot in self._slots if slot.jobs]
-
     @property
     def queued(self) -> int:
         """Jobs waiting for an actor (not started yet)."""

@@ -9,6 +9,11 @@ from pathlib import Path
 from fakes import PromptScript
 
 
+def running_actors(pool) -> list:
+    """The actors of the ``ResilientPool`` ``pool`` with a job in flight right now."""
+    return [slot.actor for slot in pool._slots if slot.jobs]
+
+
 class Worker:
     """A stateless worker: ``work`` sleeps a little and returns (x*x, pid, None); ``work_on``
     returns (x*x, pid, what it was given to work on)."""

@@ -10,7 +10,7 @@ field of the suite's ``SuitePlugin`` (``contract.py``). Contracts:
   placement (locality), no check before round 0 and no round report.
 - The questions over every registered suite (``fix_hint`` without a suite,
   ``task_id_patterns``, ``local_resources``, ``cluster_node_types``, ``env_vars``,
-  ``env_defaulted_keys``, ``forwarded_env_vars``, ``moved_keys``) answer for the suites
+  ``forwarded_env_vars``, ``moved_keys``) answer for the suites
   registered in this process (built-ins, entry points, ``$RATCHET_SUITES``, loaded plugins).
 - Lookups of a suite that is not registered in this process raise ``SuiteRegistryError``
   naming the valid suites, except ``critic_prompt``, ``sweep_report`` and ``skill_truth`` (see
@@ -215,11 +215,6 @@ def env_vars() -> list[Any]:
         for var in registry.registration(name).env_vars:
             found.setdefault(var.name, var)
     return [found[k] for k in sorted(found)]
-
-
-def env_defaulted_keys() -> list[str]:
-    """Config keys whose default a suite's environment variable gives (``EnvVar.config_key``)."""
-    return sorted({v.config_key for v in env_vars() if v.config_key is not None})
 
 
 def forwarded_env_vars() -> list[str]:

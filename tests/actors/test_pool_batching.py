@@ -9,7 +9,7 @@ import ray
 from actors.batching import CALL_TARGET_S, BatchSizer
 from actors.draining import drain, map_unordered
 from actors.pools import ResilientPool
-from loop_helpers import BatchWorker, GatedBatchWorker
+from loop_helpers import BatchWorker, GatedBatchWorker, running_actors
 from waiting import wait_for
 
 RemoteBatchWorker = ray.remote(num_cpus=0)(BatchWorker)
@@ -58,7 +58,7 @@ def test_an_actor_killed_mid_call_loses_its_call_and_every_job_still_yields_once
     with pool.held():
         for x in range(8):
             pool.submit(BatchWorker.work, x, 0.0)  # two calls of four, each stopped at its first job
-    victim = pool.running()[0]
+    victim = running_actors(pool)[0]
     try:
         wait_for(lambda: len(list(tmp_path.glob("started-*"))) == 2, 60,
                  "both calls to start their first job")

@@ -15,7 +15,8 @@ from actors.pools import (NEVER_STARTED_RETRIES, ActorStartError, ActorStartTime
                           LostAttempt, ResilientPool)
 from actors.solver import SolverActor, SolverWorker
 from fakes import HashEmbedder, ScriptedLLM
-from loop_helpers import BadBaseUrl, DiesWhileStarting, SlowCanonical, SlowToStart, Worker
+from loop_helpers import (BadBaseUrl, DiesWhileStarting, SlowCanonical, SlowToStart, Worker,
+                          running_actors)
 from waiting import actor_gone, wait_for
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence.store import EvidenceStore
@@ -90,7 +91,7 @@ def test_an_attempt_lost_with_its_actor_is_recorded_in_llm_call(ray_local, tmp_p
     solvers.heal()  # every actor up: a kill now lands on an attempt, not on a constructor
     for task in tasks:
         solvers.submit(SolverWorker.run, task, "eval", 0)
-    ray.kill(solvers.running()[0])  # dies mid-attempt: its spend is lost with the process
+    ray.kill(running_actors(solvers)[0])  # dies mid-attempt: its spend is lost with the process
     results = map_unordered(solvers, SolverWorker.run, [])
     assert all(r.ok for r in results) and solvers.stats.resubmitted == 1
     store = EvidenceStore(tmp_path / "run")

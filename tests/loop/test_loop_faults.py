@@ -7,7 +7,7 @@ import ray
 from actors.pools import ResilientPool
 from actors.solver import SolverActor
 from fakes import HashEmbedder, ScriptedLLM
-from loop_helpers import SlowCanonical
+from loop_helpers import SlowCanonical, running_actors
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.execute import SplitRunner
@@ -56,8 +56,8 @@ def test_killing_a_solver_and_a_grader_mid_round_loses_nothing(ray_local, tmp_pa
         # that finds that pool busy (the first grade may outlast a fast solve: the grader's
         # start-up probes the sandbox), so each kill lands mid-job.
         for name, pool in (("solver", solvers), ("grader", graders)):
-            if name not in killed and pool.running():
-                killed[name] = pool.running()[0]
+            if name not in killed and running_actors(pool):
+                killed[name] = running_actors(pool)[0]
                 ray.kill(killed[name])
         gate.touch()
 

@@ -54,7 +54,6 @@ def test_actor_survives_hostile_code_then_grades_a_good_solution(ray_local, mbpp
     leak = ray.get(actor.grade.remote(task, "def square_perimeter(a):\n    import os\n    return os.environ.get('AWS_SECRET_ACCESS_KEY', 'none')\n"), timeout=120)
     assert not leak.passed and "fake-in-actor" not in leak.trace and "'none'" in leak.trace
 
-    assert ray.get(actor.ping.remote(), timeout=30) == "ok"
     assert ray.get(actor.describe.remote(), timeout=30)["pid"] == info["pid"]  # same process, not restarted
     good = ray.get(actor.grade.remote(task, mbpp_dataset.problem(TASK)["canonical_solution"]), timeout=120)
     assert good.passed and good.exit_status == "ok", good.trace
