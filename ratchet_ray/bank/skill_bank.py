@@ -1,37 +1,30 @@
 """SkillBank: the only writer of a run's ``skills/`` and ``meta-skills/`` folders.
 
 Contracts:
-- Nothing is ever deleted: retirement, eviction and rollback flip ``status``; every state change
-  (and every rejected add) is a ``skill_event`` row (``EvidenceStore``).
+- Nothing is deleted: retirement, eviction and rollback flip ``status``; every state change (and
+  every rejected add) is a ``skill_event`` row.
 - ``add`` checks, in order: schema (``invalid``), id in use (``duplicate``), serialised length >
   ``synth.max_skill_chars`` (``too_long``), cosine of full-YAML embeddings >=
   ``synth.dedup_threshold`` to a bank skill (deprecated ones too with
-  ``synth.dedup_against_deprecated``) (``duplicate``, duplicate_of = the nearest, for the
-  re-prompt), then the active cap: a full bank evicts whom ``governance.capacity.evictions``
-  names; if every ACTIVE skill is exempt, ``cap_full`` and the bank is unchanged.
-- ACTIVE skills never exceed ``curator.active_cap``, except when the user's own
-  ``do_not_retire`` skills alone do (``load`` then imports the excess as ``candidate``).
+  ``synth.dedup_against_deprecated``; ``duplicate``, duplicate_of = the nearest), then the active
+  cap: a full bank evicts whom ``governance.capacity.evictions`` names, or, if every ACTIVE skill
+  is exempt, refuses (``cap_full``, bank unchanged). A bank opened with ``embedder=None`` refuses.
+- ACTIVE skills never exceed ``curator.active_cap``, unless the user's ``do_not_retire`` skills
+  alone do (``load`` then imports the excess as ``candidate``).
 - ``load(folder)`` validates every file first (one bad file: ``SkillFileError`` naming file and
-  field, bank unchanged), then imports the skills not yet in the bank, without dedup. Pointing it
-  at the bank's own ``skills/`` registers files dropped there.
+  field, bank unchanged), then imports the skills not yet in the bank, without dedup; pointed at
+  the bank's own ``skills/`` it registers files dropped there.
 - One ACTIVE MetaSkill per suite (``ensure_default_metaskill`` copies the shipped default in);
   none is served with ``meta.enabled`` false (A3).
-- ``begin_batch()``: skill writes stay in memory (dedup, cap and evictions see them) and events
-  are buffered; calling it again forgets the open batch. ``commit_batch()`` stages the changed
-  files under ``skills/.batch/`` with a manifest of the batch's events, writes the events as one
-  part (the commit point), then moves the files in; ``abort_batch()`` forgets the batch. On
-  open, a staged batch whose events are written is moved in, else dropped (``batch_recovery``:
-  "committed", "dropped" or ""): a synth phase cut short simply runs again.
+- ``begin_batch()`` keeps skill writes in memory (dedup, cap and evictions see them) and buffers
+  events; ``commit_batch()`` stages the files under ``skills/.batch/`` with a manifest of the
+  events, writes the events as one part (the commit point), then moves the files in. On open, a
+  staged batch whose events are written is moved in, else dropped (``batch_recovery``).
 - Status flips (evict, retire, reinstate, curate, restore) write their events first, as one
   part, then the files; opening with ``recover=True`` (the writer) applies a logged flip a
   crash cut short (``recovered``), so events and files agree and nothing is logged twice.
-- ``restore`` brings back a round's bank as ``governance.rollback.restored`` says.
-- A bank built with ``embedder=None`` (CLI) refuses ``add``. Skills imported from a pack
-  (``import_pack``) are on probation (``governance.probation``).
-- ``refine(revision, parent_id, *, round_)`` (A10) puts ``revision`` in as the next version of
-  ACTIVE, retirable ``parent_id``'s lineage (else ``invalid``) and deprecates the parent
-  (``refined``); checked like ``add``, but dedup skips its own lineage. The parent's slot is freed
-  first. It joins an open batch, or commits its own: all of it lands or nothing.
+- Pack imports (``import_pack``) are on probation (``governance.probation``).
+- ``refine`` (A10) replaces an ACTIVE, retirable skill by its lineage's next version; see there.
 """
 
 from __future__ import annotations
@@ -376,7 +369,9 @@ class SkillBank:
     # ------------------------------------------------------------------ refinement
     def refine(self, revision: Skill, parent_id: str, *, round_: int,
                stats: dict[str, SkillStats] | None = None) -> AddResult:
-        """Replace ACTIVE ``parent_id`` by ``revision``, its next version (module contracts)."""
+        """Put ``revision`` in as the next version of ACTIVE, retirable ``parent_id``'s lineage
+        (else ``invalid``), deprecating the parent (``refined``) and freeing its slot first. Checked
+        like ``add``, but dedup skips the lineage. Joins an open batch, or commits its own."""
         parent = self._skills.get(parent_id)
         if parent is None or not parent.is_active or parent.do_not_retire:
             why = ("is not in the bank" if parent is None else

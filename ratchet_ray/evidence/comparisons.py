@@ -1,34 +1,24 @@
 """Paired statistics over eval outcomes: is an arm's difference from the Default real, and how
 sure is one run's headline?
 
-Every arm of a sweep runs the same seeds, and a seed fixes the eval split, so two arms'
-eval outcomes pair up by ``(seed, round, task)``: the same task, the same round, one arm each.
-Paired statistics use that, where means ± std over three seeds throw it away.
+Every arm of a sweep runs the same seeds, and a seed fixes the eval split, so two arms' eval
+outcomes pair up by ``(seed, round, task)``; paired statistics use that, where means ± std over
+seeds throw it away. Outcomes are ``{(round, task_id): passed}`` of a run's first-attempt eval
+capsules (``eval_outcomes``; an infrastructure failure counts as a failure).
 
-Contracts:
-- ``eval_outcomes(run_dir)`` -> ``{(round, task_id): passed}`` of a run's first-attempt eval
-  capsules (the reported pass@1's denominator: an infrastructure failure counts as a failure),
-  read with the named query ``eval_first_attempts``.
-- ``rolling_gain(outcomes, window)`` is ``metrics.loop_metrics``'s rolling gain computed from
-  the outcomes (mean eval pass@1 of the last ``window`` rounds after round 0, minus round 0).
-- ``paired_comparison(arm, default, window)`` takes ``{seed: outcomes}`` for two arms and
-  pairs them on the seeds both have (with at least two rounds in common) and, per seed, the
-  tasks both have in every round used.
-  It returns ``PairedComparison``: the mean over seeds of the per-seed rolling-gain difference
-  (arm minus Default), its percentile bootstrap interval (seeds resampled, then tasks within
-  each seed, the same task draws for both arms: the pairing is kept), and the exact two-sided
-  McNemar test on the discordant ``(seed, round, task)`` pairs of the window rounds. Identical
-  outcomes give a difference of exactly 0, an interval of exactly [0, 0] and p = 1.
-- ``mcnemar_exact(b, c)`` the two-sided exact (binomial) McNemar p-value.
-- ``bootstrap_interval(values, ...)``, ``wilson(successes, n)`` intervals; ``headline(outcomes)``
-  a run's round-0 and peak pass@1 with their n and Wilson interval, and its rolling gain with a
-  bootstrap interval over tasks, and whether that interval includes 0 ("within noise").
-- Every bootstrap uses ``numpy.random.default_rng(seed)`` with ``BOOTSTRAP_SEED`` by default:
-  the same evidence gives the same interval.
+``paired_comparison`` pairs two arms on the seeds both have (with at least two rounds in common)
+and, per seed, the tasks both have in every round used. Its difference is the mean over seeds
+of the per-seed rolling-gain difference (``rolling_gain``: ``metrics.loop_metrics``'s, from the
+outcomes), with a percentile bootstrap interval (seeds resampled, then tasks within each seed,
+the same task draws for both arms) and the exact McNemar test on the discordant window pairs.
+Identical outcomes give a difference of exactly 0, an interval [0, 0] and p = 1. ``headline``
+gives a run's round-0 and peak pass@1 with Wilson intervals and its rolling gain with a
+bootstrap interval over tasks. Every bootstrap uses ``numpy.random.default_rng(BOOTSTRAP_SEED)``
+by default: the same evidence gives the same interval.
 
-The McNemar test treats the pairs as independent; the same task recurs every round, so its p is
-optimistic when a task's outcome is sticky. The bootstrap resamples whole tasks (all their
-rounds at once) and is the one to read for "is the gain difference real".
+McNemar treats the pairs as independent, but a task recurs every round, so its p is optimistic
+when outcomes are sticky; the bootstrap resamples whole tasks and is the one to read for "is the
+gain difference real".
 """
 
 from __future__ import annotations

@@ -1,27 +1,20 @@
-"""Typed helpers over named evidence queries (``evidence.named_queries``, where their SQL lives).
+"""Typed helpers over named evidence queries (``evidence.named_queries`` holds their SQL).
 
 Contracts:
-- ``skill_stats(con, split)`` counts, per skill id, the capsules of ``split`` routed to that skill
-  (the NONE route excluded). Skill ids are never reused, so "since it was added" is every capsule
-  carrying the id. Infrastructure failures are excluded: they say nothing about the skill (they
-  still count in pass@1, see ``pass_at_1_by_round``), and so are impossible twins (a twin's
-  failure is expected, ``governance.cheat_probe``). The writer guarantees one row per capsule id
-  (a resumed run skips ids in ``EvidenceStore.capsule_ids``), so rows are counted as they are.
-- ``recent_verdicts(con, current_round, window)`` returns the verdicts of rounds
-  ``current_round - window + 1 .. current_round`` in a stable order (round, created_at, capsule).
-- ``pass_at_1_by_round(con)`` gives one dict per (round, split) with infra failures in the
-  denominator.
-- Tampering (``evidence.tampering``: capsules whose exit status is in
-  ``TAMPERING_STATUSES``; infrastructure failures never count, nor impossible twins, which
-  grade an attempt that has its own capsule again): ``tampering_by_skill(con,
-  split)`` -> ``{skill_id: TamperingStats}`` over the capsules of ``split`` routed to a skill
-  (NONE excluded); ``tampering_capsules(con)`` lists every such capsule, any split or route,
-  in (round, split, task, capsule) order; ``tampering_totals(con)`` counts them per split and
-  counts the skills the Curator retired for tampering (``skill_event`` reason
-  ``tampering: ...``). Suspicion is not proof: ``tampering_by_skill`` (what the Curator retires
-  on) leaves out capsules of older runs whose only finding was the static screen
-  (``tampering.SCREEN_ONLY_TRACE``); ``suspicious_capsules(con)`` lists the capsules whose trace
-  records a screen's suspicion (``tampering.SUSPICION_PREFIX``), whatever their status.
+- ``skill_stats(con, split)`` counts, per skill id, the capsules of ``split`` routed to it (NONE
+  excluded); ids are never reused, so that is every capsule since it was added. Infrastructure
+  failures (they still count in pass@1) and impossible twins (``governance.cheat_probe``) say
+  nothing about the skill and are excluded. The writer keeps one row per capsule id, so rows are
+  counted as they are.
+- ``recent_verdicts`` returns the verdicts of the last ``window`` rounds up to
+  ``current_round``, ordered by round, created_at, capsule.
+- Tampering (``evidence.tampering``; never infrastructure failures, nor impossible twins, whose
+  attempt has its own capsule): ``tampering_by_skill`` over the capsules of ``split`` routed to a
+  skill; ``tampering_capsules`` every such capsule in (round, split, task, capsule) order;
+  ``tampering_totals`` per split, with the skills the Curator retired for it. Suspicion is not
+  proof: ``tampering_by_skill`` (what the Curator retires on) leaves out older runs' capsules
+  whose only finding was the static screen (``tampering.SCREEN_ONLY_TRACE``);
+  ``suspicious_capsules`` lists those whose trace records a screen's suspicion.
 """
 
 from __future__ import annotations

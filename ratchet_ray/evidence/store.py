@@ -1,36 +1,26 @@
 """Append-only evidence: one Parquet part per write, DuckDB views for reading.
 
-Layout: ``<run_dir>/evidence/<kind>/round=<R>/part-<uuid>.parquet`` (kinds in ``KINDS``; ``R``
-unpadded, e.g. ``round=3``, so a raw ``read_parquet(..., hive_partitioning=true)`` types the
-partition ``round`` as an integer; run dirs written with padded ``round=03`` folders stay
-readable through ``connect`` and are renamed by ``migrate_partitions`` when a writer opens them).
+Layout: ``<run_dir>/evidence/<kind>/round=<R>/part-<uuid>.parquet`` (kinds in ``KINDS``). ``R`` is
+unpadded so a raw ``read_parquet(..., hive_partitioning=true)`` types ``round`` as an integer;
+older padded ``round=03`` folders stay readable and ``migrate_partitions`` renames them.
 
 Contracts:
-- ``append`` writes one new part atomically: the bytes go to a hidden temp file in the same folder,
-  are fsynced, then published under the final name with ``os.link`` (which refuses to replace an
-  existing file), so a part is never rewritten and a crash leaves at most a ``.tmp`` file, which
-  no reader globs. An empty ``rows`` writes nothing and returns None.
-- Every row's ``round`` must equal ``round_`` (the partition); a mismatch raises before writing.
-- ``connect`` returns an in-memory DuckDB connection with one view per kind (named as the kind)
-  over ``read_parquet(..., hive_partitioning=true)``, which sees every part present when a query
-  runs; a kind with no parts at connect time gets an empty view with the same typed columns
-  (connect again to see its first parts). ``sandboxed=True`` additionally limits file access to
-  the evidence folder and locks the configuration (used for user-supplied SQL).
-- ``EvidenceStore(run_dir, cached=True)`` (the loop's long-lived readers: the driver, the
-  SkillBank) keeps one in-memory DuckDB database per store with one *table* per kind; each
-  ``connect`` first loads the parts that appeared since the last one (parts are immutable, so a
-  loaded part never changes; a part that disappeared, i.e. was pruned, reloads its kind) and
-  returns a cursor on it. It sees every part present at connect time, and a query costs the
-  rows it reads instead of opening every part of every kind, so reads stay flat over a long run.
-  Writing is unchanged: every ``append`` is on disk before it returns.
-- A read that fails on an unreadable part (truncated, garbage: what a crash or a full disk can
-  leave) raises ``UnreadableEvidence`` (a ``ValueError``) from ``connect`` and from a cached
-  store's refresh, naming the part and the commands that list and move such parts
-  (``ratchet --db RUN evidence verify`` / ``evidence repair``) on one line, instead of DuckDB's
-  error; ``read_error(exc)`` makes the same out of a DuckDB error raised later by a query
-  (``exc`` itself when no part is unreadable: a mistake in the SQL stays the SQL's).
-- ``prune_parts`` is the only code path that deletes evidence; it removes whole parts whose newest
-  ``created_at`` is older than the cutoff and never edits a part.
+- ``append`` writes one new part atomically (temp file, fsync, ``os.link``, which never replaces
+  a part): a crash leaves at most a ``.tmp`` file no reader globs. Empty ``rows`` write nothing
+  (None); a row whose ``round`` is not ``round_`` raises before writing.
+- ``connect`` returns an in-memory DuckDB connection with one view per kind over every part
+  present when a query runs; a kind with no parts at connect time gets an empty typed view.
+  ``sandboxed=True`` limits file access to the evidence folder and locks the configuration (for
+  user SQL). With ``cached=True`` (the loop's long-lived readers) one in-memory database per
+  store holds a *table* per kind; each ``connect`` loads only the parts that appeared since the
+  last (a pruned part reloads its kind), so reads stay flat over a long run. Writes are always
+  on disk before ``append`` returns.
+- A read that fails on an unreadable part (a crash's or a full disk's leftovers) raises
+  ``UnreadableEvidence`` (a ``ValueError``) naming the part and the commands that list and move
+  such parts (``ratchet --db RUN evidence verify`` / ``evidence repair``) on one line;
+  ``read_error(exc)`` does the same for a later query's DuckDB error (``exc`` itself when no part
+  is unreadable: a mistake in the SQL stays the SQL's).
+- ``prune_parts`` is the only code that deletes evidence: whole parts older than the cutoff.
 
 Example::
 
@@ -105,6 +95,14 @@ _SQL_ERRORS = (duckdb.ParserException, duckdb.SyntaxException, duckdb.BinderExce
                duckdb.NotImplementedException, duckdb.InterruptException)
 
 
+def _select_list(kind: str, present: set[str]) -> str:
+    """The kind's columns in schema order; one no part holds yet (written before the column
+    existed) reads as a typed null."""
+    return ", ".join(f.name if f.name in present
+                     else f"CAST(NULL AS {duckdb_type(f.type)}) AS {f.name}"
+                     for f in SCHEMAS[kind])
+
+
 def _sql_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -174,10 +172,9 @@ class EvidenceStore:
             replace=False)
 
     def migrate_partitions(self) -> list[Path]:
-        """Rename zero-padded partition folders (``round=03``, the layout before unpadded ones)
-        to ``round=3``; returns the folders renamed. Writers call it once when they take the run
-        dir, so raw DuckDB reads of a resumed old run see one integer ``round`` (mixed padded and
-        unpadded values would make DuckDB type the partition as VARCHAR)."""
+        """Rename padded partition folders (``round=03``) to ``round=3``; returns those renamed.
+        Writers call it on taking the run dir: mixed padded and unpadded values make DuckDB type the
+        partition as VARCHAR."""
         moved: list[Path] = []
         for kind in KINDS:
             before = len(moved)
@@ -209,12 +206,8 @@ class EvidenceStore:
             typed = ", ".join(f"CAST(NULL AS {duckdb_type(f.type)}) AS {f.name}" for f in schema)
             return f"SELECT {typed} WHERE false"
         pattern = _sql_literal(str(self.root.resolve() / kind / PART_GLOB))
-        # A column no part has yet (a run written before it existed) reads as null.
-        present = _columns_present(self.part_paths(kind), schema.names)
-        columns = [name if name in present
-                   else f"CAST(NULL AS {duckdb_type(schema.field(name).type)}) AS {name}"
-                   for name in schema.names]
-        return (f"SELECT {', '.join(columns)} FROM read_parquet({pattern}, "
+        columns = _select_list(kind, _columns_present(self.part_paths(kind), schema.names))
+        return (f"SELECT {columns} FROM read_parquet({pattern}, "
                 "hive_partitioning=true, hive_types={'round': INTEGER}, union_by_name=true)")
 
     def connect(self, *, sandboxed: bool = False,
@@ -291,11 +284,8 @@ class EvidenceStore:
     # ------------------------------------------------------------------ pruning
     def prune_parts(self, kind: str, *, keep_days: float, dry_run: bool = False,
                     now: float | None = None) -> list[Path]:
-        """Delete whole parts of ``kind`` whose every row is older than ``keep_days``.
-
-        A part holding any newer row is kept intact (parts are never edited). Returns the parts
-        removed (or, with ``dry_run``, the parts that would be removed).
-        """
+        """Delete the parts of ``kind`` whose every row is older than ``keep_days`` (a part is never
+        edited); returns the parts removed (``dry_run``: that would be)."""
         if keep_days < 0:
             raise ValueError(f"keep_days must be >= 0, got {keep_days}")
         cutoff = (time.time() if now is None else now) - keep_days * 86400.0
@@ -350,8 +340,4 @@ class _PartCache:
                   "hive_types={'round': INTEGER}, union_by_name=true)")
         present = {row[0] for row in self.con.execute(f"DESCRIBE SELECT * FROM {source}")
                    .fetchall()}
-        # Parts written before a column existed read it as null, as the views do.
-        columns = ", ".join(f.name if f.name in present
-                            else f"CAST(NULL AS {duckdb_type(f.type)}) AS {f.name}"
-                            for f in SCHEMAS[kind])
-        self.con.execute(f'INSERT INTO "{kind}" SELECT {columns} FROM {source}')
+        self.con.execute(f'INSERT INTO "{kind}" SELECT {_select_list(kind, present)} FROM {source}')

@@ -1,31 +1,27 @@
 """Retirement rules (DESIGN.md section 1, step 6) as pure functions.
 
 Contracts:
-- ``meets_retirement_bar(stats, settings)``: trials >= ``min_trials`` AND contribution <=
-  -``retire_tau`` (``do_not_retire`` is ``curate``'s to apply), exact in rational arithmetic
-  against tau as written (``0.10`` is 1/10): a score of exactly -0.10 retires, and float
-  rounding never flips a boundary case.
-- ``curate(skills, stats, settings, tampering=None, cheats=None)``: one ``CurationDecision`` per
-  ACTIVE skill (and per CANDIDATE a misconduct rule retires), sorted by id: ``retire``, ``keep``,
-  ``insufficient`` (fewer than ``min_trials``) or ``exempt`` (``do_not_retire``: never retired,
-  but reported with its score and whether it *would* be retired).
-- The tampering rule (``curator.retire_on_tampering``, beyond the paper; ``--profile hardened``):
-  a routable skill (ACTIVE, or CANDIDATE: routed during the bootstrap) with any routed train
-  capsule graded as tampering (``evidence.queries.tampering_by_skill``) retires at once,
-  whatever its trials and score, with a reason ``tampering: ...`` naming the count, the first
-  round, status and capsule. A ``do_not_retire`` skill is ``exempt`` (its reason says why)
+- ``meets_retirement_bar``: trials >= ``min_trials`` AND contribution <= -``retire_tau``, exact
+  in rational arithmetic against tau as written (``0.10`` is 1/10): a score of exactly -0.10
+  retires, and float rounding never flips a boundary case.
+- ``curate``: one ``CurationDecision`` per ACTIVE skill (and per CANDIDATE a misconduct rule
+  retires), sorted by id: ``retire``, ``keep``, ``insufficient`` (fewer than ``min_trials``) or
+  ``exempt`` (``do_not_retire``: never retired, but reported with whether it *would* be).
+- Tampering rule (``curator.retire_on_tampering``, beyond the paper; ``--profile hardened``): a
+  routable skill (ACTIVE, or CANDIDATE: routed during the bootstrap) with any routed train
+  capsule graded as tampering retires at once, whatever its score, the reason ``tampering: ...``
+  naming the count, first round, status and capsule. A ``do_not_retire`` skill is ``exempt``
   unless ``curator.tampering_overrides_do_not_retire``. The record counts every capsule ever
-  routed to the skill, so a skill reinstated by hand is retired again at the next curation.
-  With the rule off, tampering changes no decision (each still reports its count).
-- The cheat rule (``cheat_probe.retire`` with the probe on; ``apply_cheat_rule``, after and
-  apart from the others): a routable skill with a passed impossible twin retires at once,
-  reason ``cheat: ...``; ``do_not_retire`` as for tampering.
-- ``curator.retire_rule`` 'wilson_ucb' (A9, beyond the paper) replaces the score bar: the
-  success rate p = (c + 1) / 2 (ties count one half) gets its Wilson interval at ``ucb_z``;
-  mapped back to c = 2p - 1, a skill retires when the upper bound is <= -tau
-  (``wilson_upper_contribution``) on ``ucb_min_trials`` or more trials.
-- The active cap, the eviction order, dead weight and probation are ``governance.capacity``'s.
-Skills without capsules score 0.0 with 0 trials.
+  routed to the skill, so a skill reinstated by hand retires again at the next curation. With
+  the rule off, tampering changes no decision (each still reports its count).
+- Cheat rule (``cheat_probe.retire`` with the probe on; ``apply_cheat_rule``, after the others):
+  a routable skill with a passed impossible twin retires at once (``cheat: ...``);
+  ``do_not_retire`` as for tampering.
+- ``curator.retire_rule`` 'wilson_ucb' (A9, beyond the paper) replaces the score bar: a skill
+  retires when the Wilson upper bound on c (``wilson_upper_contribution``) is <= -tau on
+  ``ucb_min_trials`` or more trials.
+- The active cap, eviction order, dead weight and probation are ``governance.capacity``'s.
+  Skills without capsules score 0.0 with 0 trials.
 """
 
 from __future__ import annotations
@@ -178,10 +174,8 @@ def curate(skills: Iterable[Skill], stats: Mapping[str, SkillStats],
            settings: CuratorSettings,
            tampering: Mapping[str, TamperingStats] | None = None,
            cheats: Mapping[str, CheatStats] | None = None) -> list[CurationDecision]:
-    """One decision per ACTIVE skill, and per CANDIDATE skill the tampering rule retires (see
-    module contract), sorted by id; other skills are ignored. ``cheats`` (per skill, its
-    impossible twins: ``governance.cheat_probe``) applies the cheat rule on top
-    (``apply_cheat_rule``)."""
+    """One decision per ACTIVE skill, and per CANDIDATE the tampering rule retires, sorted by id;
+    ``cheats`` (``governance.cheat_probe``) applies the cheat rule on top (module contract)."""
     skills = list(skills)
     tampering = tampering or {}
     chosen = [s for s in skills if s.is_active or (
@@ -193,19 +187,15 @@ def curate(skills: Iterable[Skill], stats: Mapping[str, SkillStats],
 
 # ---- the cheat rule (impossible twins, governance.cheat_probe) --------------------------------
 def cheat_retires(skill: Skill, record: CheatStats | None, settings: CuratorSettings) -> bool:
-    """Whether the cheat rule retires ``skill`` now: a routable skill (ACTIVE or CANDIDATE)
-    with a passed impossible twin; a ``do_not_retire`` one only with
-    ``curator.tampering_overrides_do_not_retire``."""
+    """Whether the cheat rule retires ``skill`` now: a passed twin, and ``_proof_retires``."""
     return record is not None and record.passes > 0 and _proof_retires(skill, settings)
 
 
 def apply_cheat_rule(decisions: list[CurationDecision], skills: Iterable[Skill],
                      stats: Mapping[str, SkillStats], settings: CuratorSettings,
                      cheats: Mapping[str, CheatStats]) -> list[CurationDecision]:
-    """``decisions`` with the cheat rule applied: a skill whose routed attempt passed an
-    impossible twin is retired at once, whatever its trials and score, with a reason starting
-    ``cheat:`` (a retirement for tampering stays as it is); a ``do_not_retire`` one is
-    ``exempt`` with the finding in its reason. Sorted by id, like ``curate``."""
+    """``decisions`` with the cheat rule applied, sorted by id (module contract); a retirement for
+    tampering stays as it is."""
     by_id = {d.skill_id: d for d in decisions}
     for skill in skills:
         record = cheats.get(skill.id)

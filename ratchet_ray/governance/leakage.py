@@ -1,31 +1,27 @@
 """Leakage audit: does a skill carry task-specific content verbatim? Pure functions.
 
-A skill is general advice; quoting an eval task (its prompt, entry point, test inputs, expected
-outputs, reference solution, test names or patches) lets it pass that task without learning
-anything, and quoting a train task's *answer* is the same cheat one split over.
+A skill is general advice; quoting an eval task (prompt, entry point, test inputs, expected
+outputs, reference solution, test names or patches) passes that task without learning, and
+quoting a train task's *answer* is the same cheat one split over.
 
 Contracts:
-- Tokens (``tokenize``): the lowercased text's identifiers (snake_case kept whole), numbers and
-  single punctuation characters; whitespace never counts, so re-indented code still matches.
-- Items: each source (``suites.base.LeakSource``: ``task_id``, ``kind``, ``text``, ``answer``,
-  ``identifier``; any object with those attributes) is cut into lines, and prose lines into
-  sentences; an item is kept when it has at least ``MIN_ITEM_TOKENS`` tokens, or, for an
-  ``identifier``, when it is one token of at least ``MIN_IDENTIFIER_CHARS`` characters that
-  contains ``_`` or a digit (``similar_elements``, ``test_parse_2``: never ``sum``).
-- Generic content is not leakage: an n-gram (``ngram`` tokens), or a whole item shorter than
-  that, found in the items of at least ``generic_tasks`` distinct tasks (``for i in range ( len
-  (``, ``return true``) is ignored.
-- Matching (``LeakIndex.scan``): every task-specific n-gram of an item that a skill field
-  contains (an item shorter than ``ngram`` must appear whole) marks those tokens as copied, per
-  alignment (skill offset - item offset); an item's *coverage* is the most tokens of one
-  alignment over its length, in [0, 1]. A quoted solution line or expected output scores 1.0.
-- ``LeakageReport`` per skill: ``eval_score`` = the largest coverage of an eval-split item,
-  ``train_answer_score`` = of a train item with ``answer``, ``train_score`` = of any train item
-  (reported, never a reason to reject: a skill built from train failures may name a train
-  task); ``overlaps`` quote the copied span of the skill with the task, kind and coverage,
-  highest first. ``flagged(threshold)``: eval_score or train_answer_score >= threshold.
-- Embedding similarity (``embedding_similarity``) is reported beside the score, never part of
-  it: a skill about digit sums is rightly close to a task about digit sums.
+- Tokens (``tokenize``): lowercased identifiers (snake_case whole), numbers and single
+  punctuation characters; whitespace never counts, so re-indented code still matches.
+- Items: each source (``suites.base.LeakSource`` or alike) is cut into lines, prose into
+  sentences; an item is kept with at least ``MIN_ITEM_TOKENS`` tokens, or, as an ``identifier``,
+  one token of at least ``MIN_IDENTIFIER_CHARS`` characters with ``_`` or a digit
+  (``similar_elements``, ``test_parse_2``: never ``sum``).
+- Generic content is not leakage: an n-gram (or a whole item shorter than one) found in items of
+  at least ``generic_tasks`` distinct tasks (``return true``) is ignored.
+- ``LeakIndex.scan``: every task-specific n-gram of an item that a skill field contains (a short
+  item must appear whole) marks those tokens copied, per alignment; an item's *coverage* is the
+  most tokens of one alignment over its length (a quoted solution line scores 1.0).
+- ``LeakageReport``: ``eval_score`` (largest coverage of an eval item), ``train_answer_score``
+  (of a train answer), ``train_score`` (of any train item; reported, never a reason to reject);
+  ``overlaps`` quote each copied span, highest first. ``flagged(threshold)``: eval_score or
+  train_answer_score >= threshold.
+- ``embedding_similarity`` is reported beside the score, never part of it: a skill about digit
+  sums is rightly close to a task about digit sums.
 """
 
 from __future__ import annotations

@@ -1,20 +1,17 @@
 """The persistence-gated rollback (the paper's step 7; docs/architecture.md, the loop's phases).
 
 Contracts:
-- A round *regresses* when its eval pass@1 is more than ``threshold`` below the best pass@1 seen
-  in any earlier round (or this one). Differences within ``TOLERANCE`` of the threshold count as
-  exactly at it, i.e. not a regression, so float noise (0.4 - 0.3 = 0.10000000000000003) cannot
-  flip a boundary case.
-- ``observe`` returns ``fire=True`` on the ``consecutive``-th regressed round in a row, with
-  ``restore_round`` = the best round. Firing resets the streak to 0, so a run of 5 regressions
-  fires exactly once; any non-regressed round ("one recovery") also resets it.
-- The gate is a pure function of the observation history: ``RollbackGate.from_history`` replays
-  it (for resume) and ends in the same state as the original gate.
-- A disabled gate tracks the same state but never fires.
-- ``restored(current, snapshot, tampered, cheated, settings)``: what a restore makes of each
-  skill: its copy in the snapshot, DEPRECATED when it was born later, and DEPRECATED whatever the
-  snapshot says when the Curator's tampering or cheat rule retires it (``curator.tampering_retires``,
-  ``curator.cheat_retires``): a rollback never brings back a skill that tampered or cheated.
+- A round *regresses* when its eval pass@1 is more than ``threshold`` below the best pass@1 of
+  any earlier round (or this one); differences within ``TOLERANCE`` of the threshold count as
+  at it (no regression), so float noise (0.4 - 0.3 = 0.10000000000000003) flips nothing.
+- ``observe`` fires on the ``consecutive``-th regressed round in a row, with ``restore_round`` =
+  the best round. Firing, or any non-regressed round, resets the streak, so 5 regressions in a
+  row fire once. A disabled gate tracks the same state but never fires.
+- The gate is a pure function of its observation history: ``RollbackGate.from_history`` replays
+  it (for resume) into the same state.
+- ``restored``: each skill's copy in the snapshot, DEPRECATED when born later, and DEPRECATED
+  whatever the snapshot says when the Curator's tampering or cheat rule retires it: a rollback
+  never brings back a skill that tampered or cheated.
 
 Example::
 

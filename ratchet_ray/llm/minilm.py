@@ -1,28 +1,20 @@
-"""A sentence-transformers BERT embedder (all-MiniLM-L6-v2) run by NumPy: no torch.
-
-The same forward pass over the same files as sentence-transformers, without torch's 835 MB
-(docs/benchmarks.md has the measurements).
+"""A sentence-transformers BERT embedder (all-MiniLM-L6-v2) run by NumPy: the same forward pass
+over the same files, without torch's 835 MB (docs/benchmarks.md).
 
 Contracts:
-- ``MiniLM(folder)`` reads a sentence-transformers model folder: ``config.json`` (a BERT:
-  ``model_type`` bert, absolute positions, exact GELU), ``model.safetensors``,
-  ``tokenizer.json``, ``sentence_bert_config.json`` (``max_seq_length``, ``do_lower_case``)
-  and ``modules.json`` (Transformer, then a Pooling module whose config asks for mean pooling,
-  then optionally Normalize). A missing, unreadable or unsupported file raises ``MiniLMModelError`` (an
-  ``LLMError``), one line naming the file and the fix. Everything is loaded in the constructor.
-- ``embed(texts, batch_size)`` returns float32 ``(len(texts), dim)`` rows in the input order,
-  each of unit length (the embedder's callers compare by inner product; the packaged model's
-  modules.json ends in Normalize, so these are the vectors sentence-transformers gives with or
-  without ``normalize_embeddings``). They equal ``SentenceTransformer.encode(...,
-  normalize_embeddings=True)`` within float32 rounding (cosine >= 0.9999, checked against
-  stored reference vectors in tests/llm). As sentence-transformers does, each text is cut at
-  ``max_seq_length`` tokens ([CLS] and [SEP] included) and texts are batched by length, so a
-  batch pads only to its own longest text.
+- ``MiniLM(folder)`` loads, in the constructor, a sentence-transformers folder: ``config.json``
+  (a BERT: absolute positions, exact GELU), ``model.safetensors``, ``tokenizer.json``,
+  ``sentence_bert_config.json`` and ``modules.json`` (Transformer, mean Pooling, optionally
+  Normalize). A missing, unreadable or unsupported file raises ``MiniLMModelError`` (an
+  ``LLMError``), one line naming the file and the fix.
+- ``embed(texts, batch_size)`` returns float32 unit rows in input order, equal to
+  ``SentenceTransformer.encode(..., normalize_embeddings=True)`` within float32 rounding (cosine
+  >= 0.9999, checked in tests/llm). As there, each text is cut at ``max_seq_length`` tokens
+  ([CLS] and [SEP] included) and texts are batched by length.
 - ``embed`` only reads the weights: one instance may serve several threads. ``threads`` bounds
-  the BLAS threads of its matmuls for the call (threadpoolctl); None leaves NumPy's BLAS as it
-  is (every core). On a node shared with llama.cpp, solvers and graders fewer is faster:
-  OpenBLAS's threads spin, and on the loaded 2-core machine 1 thread embedded 1.5-2.2x faster
-  than 2 (docs/benchmarks.md).
+  its matmuls' BLAS threads for the call (threadpoolctl; None: every core). On a node shared
+  with llama.cpp, solvers and graders fewer is faster: on the loaded 2-core machine 1 thread
+  embedded 1.5-2.2x faster than 2 (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -3,24 +3,20 @@
 Contracts:
 - Configuration (``OpenAIConfig.from_settings``): ``llm.base_url`` or ``OPENAI_BASE_URL``
   (required), ``llm.model`` or ``llm.openai.model`` (default ``$RATCHET_OPENAI_MODEL``, else the
-  server's first listed model), ``llm.openai.*`` (see ``ratchet_ray.settings.backends``), and the one secret,
-  ``OPENAI_API_KEY`` (self-hosted servers usually ignore it).
-- Secrets: the key is a ``SecretStr`` (never in a repr, dump or message) and is registered with
-  ``redact``; every message and the limiter's (actor) name use the URL without user info, and
-  ``LLMError`` texts pass through ``redact`` (they end up in capsule traces and critic prompts).
-  The key itself still travels, pickled, to the actors that call the server.
-- Retries: one layer, the ``openai`` client's own (``max_retries``, backoff on 429/5xx);
-  ``Reply.retries`` is the client's ``retries_taken``.
-- Structured output: ``json_schema`` is sent as ``response_format={"type": "json_schema", ...}``;
-  a server that rejects that response_format (HTTP 400/422, or 500 from llama.cpp's server) is
-  asked again with llama.cpp's ``{"type": "json_object", "schema": ...}``, then with only an
-  instruction in the prompt; the client remembers the first mode that worked
-  (``llm.openai.schema_mode`` pins one). Callers validate either way
-  (``structured.complete_structured``).
-- Embeddings: a server answering one vector per token (llama.cpp, models without pooling) gets
-  last-token pooling; rows are L2-normalised.
-- Every call books the limiter of its budget first, made by the ``limiters`` factory it was
-  given (default: in-process ``ratelimit.make_limiter``; the loop passes the cluster's).
+  server's first listed model), ``llm.openai.*`` and the one secret, ``OPENAI_API_KEY``.
+- The key is a ``SecretStr`` registered with ``redact``: every message and the limiter's name use
+  the URL without user info, and ``LLMError`` texts pass through ``redact`` (they end up in
+  capsule traces and critic prompts). The key itself travels, pickled, to the calling actors.
+- Retries: only the ``openai`` client's own (``max_retries``); ``Reply.retries`` is its
+  ``retries_taken``.
+- ``json_schema`` is sent as ``response_format={"type": "json_schema", ...}``; a server that
+  rejects it (HTTP 400/422, or 500 from llama.cpp's server) is asked again with llama.cpp's
+  ``{"type": "json_object", "schema": ...}``, then with only an instruction in the prompt; the
+  first mode that worked is remembered (``llm.openai.schema_mode`` pins one).
+- Embeddings: a server answering one vector per token gets last-token pooling; rows are
+  L2-normalised.
+- Every call first books its budget's limiter from the ``limiters`` factory (default: in-process
+  ``ratelimit.make_limiter``; the loop passes the cluster's).
 """
 
 from __future__ import annotations

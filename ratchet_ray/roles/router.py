@@ -1,29 +1,18 @@
-"""The Router: pick one ACTIVE skill for a task, or NONE.
+"""The Router: pick one ACTIVE skill for a task, or NONE (the paper's rule; docs/architecture.md).
 
-API:
-- ``Router(llm, embedder, settings: RouterSettings, limits: RoleLimits | None = None, *,
-  templates=None)`` (``limits``: the router's temperature and token cap, ``llm.roles.router``;
-  ``templates``: the run's prompt overrides, ``prompts.texts``)
-- ``Router.route(task, active_skills, index=None, *, seed=None) -> RouteDecision(skill_id,
-  replies, reason)``; ``seed`` is the call's sampling seed (backends that take one).
-- ``active_skills`` are the skills the caller lets this split route to: ACTIVE ones, plus
-  CANDIDATE ones on a train split during the bootstrap period (``router.bootstrap_rounds``);
-  DEPRECATED skills are never routed.
-
-Behaviour (the paper's routing rule; docs/architecture.md):
-- ``settings.inject`` False (ablation A1): always NONE, no LLM call.
-- no ACTIVE skill: NONE, no LLM call.
-- ``settings.mode == "retrieval_only"`` (ablation A2): the top retrieved skill, no LLM call.
-- ``len(active_skills) <= settings.full_bank_max``: every active skill goes to the LLM.
-- larger: the ``SkillIndex`` shortlist (tf-idf top-K union embedding top-K, K =
-  ``settings.shortlist_k``) goes to the LLM.
-- The LLM answers ``{"skill_id": ...}`` constrained to the candidate ids plus NONE; NONE is always
-  allowed. A garbled or failed reply routes to NONE with the error in ``reason``; ``route`` never
-  raises for LLM trouble, and ``replies`` keeps every reply (including failed attempts) for cost
-  accounting.
-  Such a fallback also sets ``error``, which the caller records as evidence.
-- ``index``: pass the round's prebuilt ``SkillIndex`` over ``active_skills`` (the Solver worker
-  builds one per bank snapshot); when None and one is needed it is built on the fly.
+``Router(..., limits)`` takes the router's temperature and token cap (``llm.roles.router``);
+``route(task, active_skills, index=None, *, seed=None)``: ``active_skills`` are what the split
+may route to (ACTIVE, plus CANDIDATE on a train split during ``router.bootstrap_rounds``; never
+DEPRECATED); ``index`` is the round's prebuilt ``SkillIndex`` over them (built on the fly when
+None and needed).
+- ``settings.inject`` False (A1), or no ACTIVE skill: NONE, no LLM call.
+- ``settings.mode == "retrieval_only"`` (A2): the top retrieved skill, no LLM call.
+- Up to ``settings.full_bank_max`` skills all go to the LLM; a larger bank sends the
+  ``SkillIndex`` shortlist (tf-idf top-K union embedding top-K, K = ``settings.shortlist_k``).
+- The LLM answers ``{"skill_id": ...}`` constrained to the candidates plus NONE. A garbled or
+  failed reply routes to NONE with the error in ``reason`` and ``error`` (which the caller
+  records as evidence); ``route`` never raises for LLM trouble, and ``replies`` keeps every
+  reply, failed attempts too, for cost accounting.
 """
 
 from __future__ import annotations

@@ -1,29 +1,25 @@
 """The Solver: one attempt at a task with 0 or 1 skill's guidance injected into the prompt.
 
-API:
-- ``solve(llm, task, skill, *, output_kind, max_tokens, temperature, agent_settings=None,
-  log_dir=None, seed=None, turn=None) -> SolveResult(output, replies, exit_status, error)``:
-  - ``"code"`` (built in): ONE call asking for the ``entry_point`` function in a ```python
-    block (``extract_code``); a client with ``supports_prefill`` gets the fence and
-    ``def <entry_point>(`` prefilled, re-attached to the continuation;
-  - another kind is served by ``turn`` (the suite; without one: ``ValueError``): an agent
-    (``suites.base.AgentTurn``) runs ``solve_agent(llm, task, skill, agent_settings,
-    log_dir=...)``, given ``temperature`` and ``seed`` when its signature takes them; else ONE
-    call with ``turn.solver_messages`` parsed by ``turn.parse_output`` (``SolverTurn``).
-  - Never raises for a failing backend or agent: ``exit_status`` is the exception's class name,
-    ``error`` its message, ``output`` empty (the attempt is still graded and recorded).
-- ``SolverWorker(config, *, llm=None, embedder=None, output_kind=None, solver_cache_dir=None,
-  agent_settings=None, trajectory_root=None)``, behind the Solver actor:
-  - ``set_bank(skills) -> int``: what a split may route to (ACTIVE, plus CANDIDATE on a
-    bootstrap train pass); builds the ``SkillIndex`` once when routing needs it.
-  - ``run(task, split, round_, *, bank=None) -> SolveOutcome`` (route + solve). ``bank`` (a
-    ``BankSnapshot``, ``ray.put`` once per split) is cached by ``snapshot_id``, so any worker
-    serves any call; without it, what ``set_bank`` gave. Router and solver calls sample with
-    seeds from ``config.seed``, round, split and task (``seeding.derive_seed``). Eval
-    generations go through ``CachedLLM`` with ``solver_cache_dir`` (keyed by the call's seed, so
-    only a resumed round replays); train is never cached. A patch agent writes
-    ``<trajectory_root>/<task_id>/<split>_<round:02d>/trajectory.json``; both roots may be a
-    folder or the run's ``storage.artifacts.Artifacts``.
+``solve(llm, task, skill, *, output_kind, ...) -> SolveResult``:
+- ``"code"`` (built in): ONE call asking for the ``entry_point`` function in a ```python block
+  (``extract_code``); a ``supports_prefill`` client gets the fence and ``def <entry_point>(``
+  prefilled, re-attached to the continuation.
+- Another kind is served by ``turn`` (the suite; without one: ``ValueError``): an agent
+  (``suites.base.AgentTurn``) runs ``solve_agent``, given ``temperature`` and ``seed`` when its
+  signature takes them; else ONE call with ``turn.solver_messages`` parsed by
+  ``turn.parse_output`` (``SolverTurn``).
+- Never raises for a failing backend or agent: ``exit_status`` is the exception's class name,
+  ``error`` its message, ``output`` empty (the attempt is still graded and recorded).
+
+``SolverWorker`` (behind the Solver actor) routes and solves. ``set_bank(skills)`` keeps what a
+split may route to (ACTIVE, plus CANDIDATE on a bootstrap train pass) and builds the
+``SkillIndex`` once when routing needs it; ``run(..., bank=)`` takes a ``BankSnapshot`` (one
+``ray.put`` per split) cached by ``snapshot_id``, so any worker serves any call. Router and solver
+calls sample with seeds from ``config.seed``, round, split and task (``seeding.derive_seed``).
+Eval generations go through ``CachedLLM`` with ``solver_cache_dir`` (keyed by the call's seed, so
+only a resumed round replays); train is never cached. A patch agent writes
+``<trajectory_root>/<task_id>/<split>_<round:02d>/trajectory.json``; both roots may be a folder
+or the run's ``storage.artifacts.Artifacts``.
 """
 
 from __future__ import annotations

@@ -1,39 +1,26 @@
 """The Synthesizer: turn clustered failure verdicts into new ACTIVE skills.
 
-API:
-- ``Synthesizer(llm, embedder, synth_settings, suite, *, tasks=None, seed=42, limits=None,
-  templates=None)``: ``tasks`` (``{task_id: Task}``) lets examples show the task text; ``seed``
-  is the run's (verdict order, sampling seeds); ``limits`` is ``llm.roles.synth``.
-- ``Synthesizer.run(verdicts, active_skills, metaskill, add_skill, round_, *, capsules=None,
-  known_ids=(), refine_skill=None) -> SynthOutcome``:
-  - ``verdicts`` (the window's) enter clustering in an order the seed decides
-    (``seeding.seeded_order`` over capsule ids, per round), never in storage order;
-  - ``metaskill`` None (A3): the prompt carries only the bare schema of ``skill_contract``;
-  - ``add_skill(skill, *, sources) -> AddResult`` (``SkillBank.add`` or, under Ray,
-    ``bank_adder``); ``sources``, the cluster's size, goes on the ``added`` event;
-  - ``capsules`` (``{capsule_id: Capsule}``) adds the failed output and grader trace to examples;
-    ``known_ids`` (deprecated too) keeps new ids from colliding;
-  - ``refine_skill(skill, parent_id) -> AddResult`` (``SkillBank.refine``): with
-    ``synth.refine`` (A10) the skills ``roles.refiner.refine_targets`` picks are revised first;
-    their verdicts are not clustered again, and the cover guard and ``existing`` see the
-    revision in place of its parent.
-- Steps: ``synthesis.preprocess.cluster_verdicts`` -> ``cover_guard`` -> for the first
-  ``max_new_per_round`` kept clusters: draft (``synth.draft_mode``: one whole-skill call, or one
-  call per field; ``synthesizer_prompt``), validate into a ``Skill`` (id slugified and unique,
-  author "synthesized", status active), ``add_skill``. The re-prompt loop is ``roles.reprompt``:
-  a ``duplicate``, ``too_long`` or copied schema placeholder re-prompts with a note up to
-  ``max_reprompts`` times; a ``leakage`` refusal (``synth.leakage_guard``) once, naming the
-  quoted spans (recorded in ``leaked``); anything else ends the cluster. A base model's field
-  past its length bound is cut at its last clause boundary (``fit_field``); a fieldwise id is
-  the cluster's pattern (first 6 words, slugified) on a base-model backend and wherever the
-  model cannot write one.
+``Synthesizer(...).run(verdicts, active_skills, metaskill, add_skill, round_, ...)``:
+- ``verdicts`` enter clustering in an order the run's ``seed`` decides per round
+  (``seeding.seeded_order``), never in storage order; ``metaskill`` None (A3): the prompt
+  carries only ``skill_contract``'s bare schema; ``tasks`` and ``capsules`` add the task text,
+  failed output and grader trace to examples; ``known_ids`` (deprecated too) keep ids unique.
+- ``add_skill(skill, *, sources)`` is ``SkillBank.add`` (``bank_adder``); ``sources``, the
+  cluster's size, goes on the ``added`` event. With ``synth.refine`` (A10) and ``refine_skill``
+  (``SkillBank.refine``) the skills ``refiner.refine_targets`` picks are revised first; their
+  verdicts are not clustered again, and the cover guard sees the revision, not its parent.
+- Steps: ``preprocess.cluster_verdicts`` -> ``cover_guard`` -> for the first
+  ``max_new_per_round`` kept clusters: draft (``synth.draft_mode``: one whole-skill call or one
+  per field), validate into a ``Skill`` (``drafts``), ``add_skill``, re-prompting on a
+  refusal (``roles.reprompt``). A base model's field past its bound is cut at a clause boundary
+  (``fit_field``); a fieldwise id is the cluster's pattern (first 6 words, slugified) on a
+  base-model backend and wherever the model cannot write one.
 - Never raises for LLM trouble (the cluster goes to ``failed`` as ``"<pattern>: <reason>"``);
   errors from ``add_skill`` propagate. ``synth.enabled`` False does nothing.
-- ``SynthesizerWorker(config, *, llm=None, embedder=None, tasks=())``, behind the Synthesizer
-  actor: ``run(verdicts, active_skills, metaskill, bank, round_, ...)`` with ``bank`` a
-  ``SkillBank`` or anything with its ``add`` (and, for A10, ``refine``); ``metaskill`` is
-  dropped under A3; with ``synth.leakage_guard`` every add and revision passes the guard first.
-  ``refresh_metaskill(current, verdicts, round_) -> MetaRefresh`` (``roles.metasynth``).
+
+``SynthesizerWorker`` (behind the Synthesizer actor) takes a ``SkillBank`` (or anything with its
+``add`` and, for A10, ``refine``), drops ``metaskill`` under A3, and with ``synth.leakage_guard``
+passes every add and revision through the guard first.
 """
 
 from __future__ import annotations
