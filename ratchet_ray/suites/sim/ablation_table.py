@@ -1,30 +1,24 @@
 """The sim ablation table of ``docs/ablations.md``, rendered from a sweep folder, with every
 arm-seed's truth checked against the bank the run left behind.
 
-``python -m ratchet_ray.suites.sim.ablation_table SWEEP [--doc docs/ablations.md]`` reads the
-sim runs of a ``python -m jobs.ablations sim`` sweep folder, prints the table (Markdown) and,
-with ``--doc``, replaces the text between ``BEGIN`` and ``END`` in that page with it;
-``--vs-paper`` adds the prediction-against-the-paper table (``vs_paper``) under it.
+``python -m ratchet_ray.suites.sim.ablation_table SWEEP [--doc docs/ablations.md] [--vs-paper]``
+prints the table of a ``python -m jobs.ablations sim`` sweep (Markdown); ``--doc`` replaces the
+text between ``BEGIN`` and ``END`` in that page with it; ``--vs-paper`` adds ``vs_paper``'s table.
 
 Contracts:
-- ``bank_disagreements(run_dir, truth, result)`` -> list of what the truth report
-  (``suites.sim.truth.analyze_run``) and the ablation numbers (``ablations.run_result``) say
-  about the run's bank that its live files do not: the status of each skill (``skills/*.yaml``),
-  the ACTIVE count (files = truth = ``loop.json``'s last round), created - deprecated = ACTIVE
-  and the deprecations by last cause (retired / evicted / rolled back, and any other cause the
-  ablation table splits out), both checked when every skill was created by the run (no user
-  bank loaded). Empty when they agree.
-- ``sweep_rows(sweep_dir)``: one ``ArmSeed`` per *complete* sim run below ``sweep_dir`` (every
-  planned round done), sorted by arm then seed; incomplete runs are left out (never averaged).
-- ``render(rows)``: the Markdown table under a title naming the runs' setting (model, tasks,
-  rules: ``settings.setting_label.setting_line``), per arm mean ± sample std over its seeds (``n=k`` where
-  only k seeds define a number, e.g. recall with no harmful skill), the Default first. "vs
-  Default" is paired by seed: the mean over the arm's seeds of its rolling gain minus the
-  Default's on the same seed (the same world), so arms run on different seeds stay comparable.
-  "True gain" is the truth report's rolling gain of the expected pass@1 of the routing taken
-  (no grading noise).
+- ``bank_disagreements(run_dir, truth, result)``: what the truth report and the ablation numbers
+  (``ablations.run_result``) say about the run's bank that its live files do not: each skill's
+  status, the ACTIVE count (files = truth = ``loop.json``'s last round), and, when every skill
+  was created by the run (no user bank), created - deprecated = ACTIVE and the deprecations by
+  last cause. Empty when they agree.
+- ``sweep_rows(sweep_dir)``: one ``ArmSeed`` per *complete* sim run (every planned round done),
+  sorted by arm then seed; incomplete runs are left out (never averaged).
+- ``render(rows)``: the Markdown table under a title naming the runs' setting, per arm mean ±
+  sample std over its seeds (``n=k`` where only k seeds define a number), the Default first.
+  "vs Default" is paired by seed (the arm's rolling gain minus the Default's on the same world);
+  "true gain" is the truth report's rolling gain of the expected pass@1 (no grading noise).
 - ``main`` exits 1, naming every arm-seed whose truth disagrees with its bank, before anything
-  is printed or written: the table is only ever rendered from runs that agree.
+  is printed or written.
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
 """The ``sim`` embedder: maps paraphrases of one failure theme to nearby vectors.
 
 Contract (``Embedder``): unit-norm float32 rows of dimension ``DIM``; deterministic and
-independent of any seed or process. A word of the lexicon contributes its theme's direction
-(weight ``THEME_WEIGHT``) plus its own direction (``WORD_WEIGHT``); any other word only its own
-direction at ``OTHER_WEIGHT`` (aspect words at ``ASPECT_WEIGHT``); structural words
-(``lexicon.STRUCTURE``: YAML keys, task
-boilerplate) and words with digits (ids, tokens) only ``STRUCTURE_WEIGHT``. So two paraphrases
-of one theme sharing no word have a cosine near 0.80 (under the Default's 0.85: canonicalisation
-merges them through phrases that share words, transitively), sharing one word near 0.88, texts
-of different themes are near-orthogonal, a skill's routing surface (theme words) is close to its
-theme's phrases (the cover guard fires), and two skills of one theme written with different
-aspect words (``lexicon.ASPECTS``) in their guidance stay under the dedup bar.
+independent of any seed or process. A lexicon word contributes its theme's direction
+(``THEME_WEIGHT``) plus its own (``WORD_WEIGHT``); any other word its own at ``OTHER_WEIGHT``
+(aspect words ``ASPECT_WEIGHT``); structural words (``lexicon.STRUCTURE``) and words with
+digits (ids, tokens) only ``STRUCTURE_WEIGHT``. So two paraphrases of one theme sharing no word
+have a cosine near 0.80 (under the Default's 0.85: canonicalisation merges them transitively
+through phrases that share words), sharing one word near 0.88; different themes are
+near-orthogonal; a skill's routing surface is close to its theme's phrases (the cover guard
+fires); two skills of one theme with different aspect words stay under the dedup bar.
 """
 
 from __future__ import annotations

@@ -1,36 +1,28 @@
 """The ``sim`` LLM backend: answers every role's prompt from the simulated world's truth.
 
-It implements ``LLMClient`` exactly like the real backends and reads only what a real model
-reads: the prompt text the roles build (``ratchet_ray.roles.*_prompt``). It recognises the role by
-the prompt's heading, the task by its tag (``[sim/NNN]``, or the ``task_tag`` of a world over
-another suite's tasks, ``build_world``) and an injected skill by the token in its
-``applies_when``, and answers:
+An ``LLMClient`` that reads only what a real model reads, the prompts of
+``ratchet_ray.roles.*_prompt``: the role by the prompt's heading (``ROLE_HEADINGS``), the task by
+its tag (``[sim/NNN]``, or the ``task_tag`` of a world over another suite's tasks,
+``build_world``) and an injected skill by the token in its ``applies_when``. It answers:
 
-- Router (``# Skill routing``): ``{"skill_id": ...}`` sampled from ``World.route_probs``.
-- Solver (``# Python programming task``): a code block whose ``# outcome:`` line is a draw of
-  Bernoulli(p(task | skill)); the ``sim`` grader reads it (``answer`` renders the reply from
-  the draw: a world over real tasks answers with code its real grader passes or fails).
-- Critic (``# Failure review``): a verdict whose pattern is a paraphrase of the task's latent
-  type (of a random other type with probability ``pattern_noise``) and whose attribution follows
-  the skill's true effect on that type (uniformly random with probability ``attribution_noise``).
-- Synthesizer (``# Skill authoring``): a skill draft about the cluster's theme carrying a fresh
-  token (``World.make_token``); the world fixes its true effect from the token. In a calibrated
-  world the target is the type most of the examples shown fail on (the label's words break
-  ties), the sub-mode and purity come from those examples, and a draft uses its theme and
-  sub-mode's stock wording unless it draws a fresh one (``draft_diversity``): so a re-draft
-  lands on the earlier skill of its theme and dedup refuses it (also when that skill is
-  deprecated); a draft after such a refusal is marked a re-draft.
-- Synthesizer revising a skill (``# Skill revision``, ``synth.refine``): the same draft with
-  a revision token (``World.make_revision_token``) whose quality is the share of the routed
-  failures shown (their ``[sim/NNN]`` tags) that are of the skill's target type.
-- Meta-Synthesizer (``# Meta-skill revision``): a revised guide.
-- The liveness ping of ``ratchet doctor`` / the preflight (``Reply with OK.``): ``OK``.
+- Router: ``{"skill_id": ...}`` sampled from ``World.route_probs``.
+- Solver: ``answer`` renders a draw of Bernoulli(p(task | skill)) (here a code block whose
+  ``# outcome:`` line the ``sim`` grader reads).
+- Critic: a pattern paraphrasing the task's latent type (a random other type with probability
+  ``pattern_noise``) and an attribution following the skill's true effect (uniformly random with
+  probability ``attribution_noise``).
+- Synthesizer: a draft on the cluster's theme carrying a fresh token (``World.make_token``). In
+  a calibrated world the target is the examples' most common type (the label's words break
+  ties), sub-mode and purity come from the examples, and a draft uses its theme and sub-mode's
+  stock wording unless it draws fresh words (``draft_diversity``), so a re-draft lands on the
+  earlier skill and dedup refuses it; a draft after such a refusal is marked a re-draft.
+- Synthesizer revising (``synth.refine``): the same draft with a revision token whose quality is
+  the share of the routed failures shown that are of the skill's target type.
+- Meta-Synthesizer: a revised guide; the liveness ping (``Reply with OK.``): ``OK``.
 
-Every draw is fixed by the world seed, the call's sampling ``seed`` (``supports_seed``: the
-workers derive it from the run seed, round, split, task and role) and what the call is about, so
-equal runs give equal evidence in any process layout. An unseeded call falls back to a
-per-client counter of identical calls (deterministic for one client and one call order).
-A prompt it cannot place raises ``LLMError`` naming the heading it expected.
+Every draw is fixed by the world seed, the call's ``seed`` (``supports_seed``) and what the call
+is about, so equal runs give equal evidence in any process layout; an unseeded call counts
+identical calls per client. A prompt it cannot place raises ``LLMError``.
 """
 
 from __future__ import annotations

@@ -2,21 +2,15 @@
 
 Contracts:
 - ``write_sim_report(path, delta, out=None)`` analyses every sim run dir at or below ``path``
-  (a run dir, a sweep folder, or any folder of runs) with ``truth.analyze_run`` and writes, into
-  ``out`` (default ``<path>/sim_report``): ``sim_report.md``, ``rounds.csv`` (per run and round:
-  measured, true and oracle pass@1, the Proposition 1 floor), ``skills.csv`` (per skill: true
-  class and contribution, c-hat, c_cf, fate), ``arms.csv`` (per arm: mean and std over seeds)
-  and one ``<arm>_s<seed>.png`` curve per run. Returns the paths written.
-- Per arm the headline columns are the paper's (round 0, peak, rolling gain of measured eval
-  pass@1, ``metrics.loop_metrics``) plus the truth: rolling true pass@1, the Curator's retirement
-  precision and recall, harmful skills gone and helpful skills kept at the end (any cause,
-  every status change the bank logged), skills rolled back, ACTIVE at the end (the live bank's
-  count), evictions of helpful skills, rounds below the floor. Arms the sim world gives no way
-  to matter (``NO_EFFECT_IN_SIM``: A7, A8) are marked so in the table, with the reason.
-  When any run refined skills (``synth.refine``, A10) a second table gives per arm the
-  versions replaced, the share of revisions truly better than their parent, the mean change of
-  the true effect, and helpful lineages kept (``RunTruth.refinement``).
-- Raises ``FileNotFoundError`` when no sim run is found.
+  with ``truth.analyze_run`` and writes into ``out`` (default ``<path>/sim_report``):
+  ``sim_report.md``, ``rounds.csv`` (per run and round: measured, true and oracle pass@1, the
+  Proposition 1 floor), ``skills.csv`` (per skill: true class and contribution, c-hat, c_cf,
+  fate), ``arms.csv`` (per arm: mean and std over seeds) and one ``<arm>_s<seed>.png`` curve
+  per run. Returns the paths written; ``FileNotFoundError`` when no sim run is found.
+- Per arm: the paper's headline numbers (``metrics.loop_metrics``) plus the truth
+  (``ARM_COLUMNS``); arms the world gives no way to matter (``NO_EFFECT_IN_SIM``) are marked
+  with the reason. When any run refined skills (A10) a second table gives
+  ``REFINE_COLUMNS`` (``RunTruth.refinement``).
 """
 
 from __future__ import annotations

@@ -1,29 +1,22 @@
-"""What the truth says about one finished (or partly finished) ``sim`` run.
-
-Pure reads of a run dir (config, capsules, skill events, skill files) plus the world rebuilt from
-the run's config; no Ray, no LLM.
+"""What the truth says about one finished (or partly finished) ``sim`` run: pure reads of a run
+dir (config, capsules, skill events and files) plus the world rebuilt from its config.
 
 Contracts:
 - ``analyze_run(run_dir, delta)`` -> ``RunTruth``: one ``RoundTruth`` per round with eval
-  capsules (measured pass@1; *true* pass@1 = mean over the eval capsules of p(task | the skill
-  it was routed to), i.e. the expected pass@1 of the decisions taken; *oracle* = mean over the
-  eval tasks of the best p the skills written before that round allow, NONE included, cap
-  ignored) and one ``SkillTruth`` row per skill of the bank.
-- Only first attempts (``attempt == 0``) count as the loop's pass@1 and as the Curator's c-hat;
-  counterfactual probes (``attempt >= 1``, routed to NONE) feed ``c_cf`` only.
-- A skill is *harmful* when its true contribution on the tasks it was routed to (train, first
-  attempts) is below zero, *helpful* when above; a skill never routed is judged on every task
-  of the world. Retirement metrics use the FIRST ``retired`` event of each skill (the Curator's
-  decisions); every other status change comes from the bank's own events too
-  (``ablations.skill_fates``: evictions, rollbacks' ``restored`` in both directions,
-  reinstatements), so each row's ``status`` is the skill's status in the live bank at the end
-  and ``active_at_end`` equals the bank's ACTIVE count by construction.
-- Refinement (``synth.refine``, A10): every version is its own row (its own trials, c-hat and
-  truth, never pooled), with its ``lineage``, ``lineage_version`` and the round a ``refined``
-  event deprecated it; ``retirement()`` adds ``refined`` (versions replaced), ``refined_better``
-  (share of revisions whose true effect on their target type beats their parent's) and
-  ``refine_delta`` (the mean change of that effect), and ``lineages_helpful_kept`` (share of
-  lineages with a helpful version whose ACTIVE version at the end is helpful).
+  capsules (measured pass@1; *true* = mean over them of p(task | the skill routed to), the
+  expected pass@1 of the decisions taken; *oracle* = mean over the eval tasks of the best p the
+  skills written before that round allow, NONE included, cap ignored) and one ``SkillRow`` per
+  skill of the bank.
+- Only first attempts (``attempt == 0``) count as pass@1 and as the Curator's c-hat;
+  counterfactual NONE probes (``attempt >= 1``) feed ``c_cf`` only.
+- A skill is *harmful* / *helpful* when its true contribution on the train tasks it was routed
+  to (first attempts) is below / above zero; a skill never routed is judged on every task.
+  Retirement metrics use each skill's FIRST ``retired`` event; every other status change comes
+  from the bank's events (``ablations.skill_fates``), so ``status`` is the live bank's at the end
+  and ``active_at_end`` equals its ACTIVE count by construction.
+- Refinement (A10): every version is its own row (own trials, c-hat, truth) with its lineage and
+  the round a ``refined`` event deprecated it; ``RunTruth.refinement`` compares revisions with
+  their parents.
 - ``prop1_floor(e_p0, tau, n_min, cap, delta)`` = E[p0] - (tau + eps) - C * delta with
   eps = sqrt(ln(2 / delta) / (2 N_min)) (Proposition 1 with its Hoeffding tolerance).
 """
@@ -178,7 +171,10 @@ class RunTruth:
         }
 
     def refinement(self) -> dict[str, float | int | None]:
-        """Revisions against their parents' truth, and helpful lineages kept (module contract)."""
+        """``refined`` (versions replaced), ``refined_better`` (share of revisions whose true
+        target effect beats their parent's), ``refine_delta`` (mean change of that effect) and
+        ``lineages_helpful_kept`` (share of lineages with a helpful version whose ACTIVE version
+        at the end is helpful)."""
         by_version = {(s.lineage, s.lineage_version): s for s in self.skills}
         pairs = [(by_version[(s.lineage, s.lineage_version - 1)], s) for s in self.skills
                  if s.lineage_version > 1 and (s.lineage, s.lineage_version - 1) in by_version]
@@ -201,8 +197,8 @@ class RunTruth:
 
 
 def run_world(config: LoopConfig, path: Path) -> World:
-    """The simulated world a run's config derives (``llm.world``, set by its suite's
-    ``configure``), built by the module that world names; ValueError for a run of no world."""
+    """The world a run's config derives (``llm.world``), built by the module it names;
+    ValueError for a run of no world."""
     spec = config.llm.world
     if spec is None and config.llm.backend == "sim":  # a config the suite did not resolve
         from ratchet_ray.suites import registry
@@ -219,9 +215,8 @@ def run_world(config: LoopConfig, path: Path) -> World:
 
 
 def analyze_run(run_dir: str | Path, delta: float = DEFAULT_DELTA) -> RunTruth:
-    """The truth of one run of a simulated world (see module contracts): a ``sim`` run, or a
-    run of a suite over another suite's tasks whose ``configure`` derives a world (``llm.world``);
-    raises ValueError for a run without one."""
+    """The truth of one run of a simulated world (module contracts), also of a suite over
+    another suite's tasks whose ``configure`` derives one; ValueError for a run without one."""
     path = Path(run_dir)
     if not (path / "config.yaml").is_file():
         raise FileNotFoundError(f"{path} is not a run dir (no config.yaml)")

@@ -4,22 +4,15 @@ what the world's agreement with the paper can mean for it.
 Contracts:
 - ``PAPER_MBPP``: the paper's MBPP+ hard-100 table (Claude Opus 4.7, 100 rounds, seeds 42, 7,
   13): per arm (round 0, peak, rolling gain), each (mean, sample std over the 3 seeds).
-- ``ARM_BASIS``: per arm, what the world's number for it rests on: ``FITTED`` (the Default: the
-  world's parameters were fitted on this row), ``PREDICTION`` (no mechanism was added for the
-  arm: its number follows from the fitted world, A1), ``ADDED`` (a mechanism was added to the
-  world so that this arm would move, ``ADDED_FOR`` names its ``sim.*`` settings: a hypothesis,
-  its agreement is a consistency check, not a prediction) or ``NOT_MODELLED`` (the world has no
-  mechanism the arm's knob reaches, A7 and A8: it runs the Default run for run).
-- ``verdict(diff, se)``: "lower" / "higher" when the difference to the Default is beyond 2
-  standard errors, else "within noise".
-- ``agreement(...)``: "yes" (same verdict), "sign" (one is within noise and both differences
-  have the same strict sign: a difference of exactly 0 has none) or "NO".
-- ``render_vs_paper(rows)`` (``ablation_table.ArmSeed`` rows of one sweep): one line per arm
-  in the paper's table: its basis, the sim's rolling gain, its difference to the Default
-  paired by seed (SE = sample std / sqrt(n)), the paper's gain and difference (SE =
-  sqrt((s_arm^2 + s_default^2) / 3), the seeds being unpaired there) and the agreement; a
-  ``NOT_MODELLED`` arm's agreement is "not modelled", never a verdict. Arms the sweep did not
-  run are left out.
+- ``ARM_BASIS``: what the world's number for an arm rests on: ``FITTED`` (the Default row the
+  parameters were fitted on), ``PREDICTION`` (no mechanism added for the arm), ``ADDED`` (a
+  mechanism added so the arm would move, its settings in ``ADDED_FOR``: agreement is a
+  consistency check, not a prediction) or ``NOT_MODELLED`` (A7, A8: the Default run for run).
+- ``render_vs_paper(rows)`` (``ablation_table.ArmSeed`` rows): one line per arm of the paper's
+  table that the sweep ran: basis, sim rolling gain, its difference to the Default paired by
+  seed (SE = sample std / sqrt(n)), the paper's gain and difference (SE =
+  sqrt((s_arm^2 + s_default^2) / 3), unpaired seeds), each difference's ``verdict`` and their
+  ``agreement``; a ``NOT_MODELLED`` arm's agreement is "not modelled", never a verdict.
 """
 
 from __future__ import annotations
@@ -60,7 +53,7 @@ COLUMNS = ("arm", "basis", "sim rolling gain", "sim vs Default", "sim verdict", 
 
 
 def verdict(diff: float, se: float) -> str:
-    """The difference's verdict at 2 standard errors (see the module contract)."""
+    """"lower" / "higher" when ``diff`` is beyond 2 standard errors, else "within noise"."""
     if diff < -2 * se:
         return "lower"
     if diff > 2 * se:
@@ -73,7 +66,8 @@ def _sign(value: float) -> int:
 
 
 def agreement(sim: str, paper: str, sim_diff: float, paper_diff: float) -> str:
-    """'yes', 'sign' or 'NO' (see the module contract)."""
+    """"yes" (same verdict), "sign" (one is within noise and both differences have the same
+    strict sign; 0 has none) or "NO"."""
     if sim == paper:
         return "yes"
     if "within noise" in (sim, paper) and _sign(sim_diff) == _sign(paper_diff) != 0:

@@ -1,48 +1,34 @@
-"""The simulated world: tasks with a base solve probability and a latent failure type, paraphrased
-pattern phrases per type, and the true effect of every skill the Synthesizer writes.
+"""The simulated world: tasks with a base solve probability p0 and a latent failure type,
+paraphrased pattern phrases per type, and the true effect of every skill the Synthesizer writes.
 
 Contracts:
-- ``World(SimWorld)`` is a pure function of its spec (settings, seed, train split): the same
-  seed gives the same tasks, phrases and skill truths in every process (``seeding.derive_seed``,
-  never a counter).
-- Tasks are ``sim/NNN``; a task's prompt starts with ``[sim/NNN]`` and names two words of its
-  type's theme (retrieval has a signal to find, the latent type stays hidden).
-- A skill is known to the world by its token ``sim-k<type>-<g|n>-<8 hex>`` (written into its
-  ``applies_when`` by the ``sim`` LLM): its target type, whether an authoring guide was in the
-  prompt, and a hash. ``skill_truth(token)`` draws the effect class from the prior (with the
-  A3 shift when unguided) and the per-type deltas; ``p(task, token)`` is
-  ``clip(p0 + delta[type])``; a missing token (NONE, or a skill the world did not write) is p0.
-- A revision (``synth.refine``, arm A10) carries its parent's token plus ``.r<q><8 hex>``
-  (``make_revision_token``): q (0-9) is the share, in ninths, of the routed failures shown
-  that were of the skill's target type. Its truth is the parent's with the target delta
-  shifted by a draw from N(refine_gain * (2 q/9 - 1), refine_noise) (so correlated with the
-  parent, better in expectation when built from the skill's own target-type failures, worse
-  when from other types' ones), kept within the world's range; the off-target harm is
-  inherited. A revision of a revision applies its shift to its own parent's truth.
+- ``World(SimWorld)`` is a pure function of its spec: the same seed gives the same tasks, phrases
+  and skill truths in every process (``seeding.derive_seed``, never a counter).
+- Tasks are ``sim/NNN``; a prompt starts with ``[sim/NNN]`` and names two words of its type's
+  theme (the latent type stays hidden).
+- A skill's token ``sim-k<type>-<g|n>-<8 hex>`` (in its ``applies_when``, written by the ``sim``
+  LLM) gives its target type, whether an authoring guide was in the prompt, and a hash.
+  ``skill_truth(token)`` draws the effect class from the prior (A3 shift when unguided) and the
+  per-type deltas; ``p(task, token)`` is ``clip(p0 + delta[type])``; no token (NONE, or a skill
+  the world did not write) gives p0.
+- A revision (``synth.refine``, A10) appends ``.r<q><8 hex>`` to its parent's token
+  (``make_revision_token``), q (0-9) the share in ninths of the routed failures shown that were
+  of the target type. Its truth is its parent's with the target delta shifted by
+  N(refine_gain * (2 q/9 - 1), refine_noise) (a revision of a revision: of its own parent's),
+  kept within the world's range; off-target harm is inherited.
 - ``route_probs(task, tokens)``: the Router's choice distribution over the offered skills and
-  NONE (see ``SimSettings`` route_*); the ``sim`` LLM samples from it and the report uses it.
+  NONE (``SimSettings`` route_*); the ``sim`` LLM samples from it, the report reads it.
 
-The calibrated world (``sim.world: calibrated``, the default; every mechanism is off in
-``legacy``, which draws exactly the world it drew before):
-- Surface: types 2i and 2i+1 are partners (``partner``); each theme word a task's prompt names
-  is the partner's with probability ``surface_share``, and a pattern phrase is worded in the
-  partner's words with probability ``phrase_share`` (canonicalisation merges it there).
-- Sub-modes: a task has one of ``submodes``; phrase i is sub-mode i mod ``submodes``. A
-  calibrated draft's token carries ``.m<s>p<q>[x]``: the sub-mode written for, the cluster's
-  purity in ninths and ``x`` for a re-draft after dedup refused the theme's stock wording.
-- Truth: ``effect(task)`` is the target delta on the skill's sub-mode, times ``cross_submode``
-  on the type's other sub-modes; every other type gets ``-misapply_cost`` (off-target skills
-  their harm on top). A helpful effect is scaled by ``1 - impurity_cost (1 - purity)``; with
-  probability ``idea_share`` a first draft's class and size are its theme's idea (one draw per
-  type, sub-mode and guide); a re-draft moves ``redraft_helpful_drop`` of the helpful mass to
-  neutral.
-- Routing: among aimed skills weights ``exp(route_preference * effect(task))``, NONE competing
-  with weight 1 when the preference is on; a task at or above ``route_easy_p0`` (legacy: the
-  median p0) is sent to NONE with probability ``route_hard_bias`` whatever the skills.
-- Train/eval asymmetry: ``p`` scales a skill's positive effect on a task of the run's train
-  split (``SimWorld.train_tasks``, filled by ``configure_sim``) by ``train_lift``; held-out
-  tasks get all of it, harm reaches both in full. Routing and the Critic read the unscaled
-  effect (they do not know the split either).
+The calibrated world (``sim.world: calibrated``, the default; ``legacy`` turns every mechanism
+off and draws exactly the world it drew before; each is described by its ``SimSettings`` field):
+partner types 2i and 2i+1 share surface words (``surface_share``, ``phrase_share``); tasks and
+phrases have sub-modes (phrase i is sub-mode i mod ``submodes``) and a calibrated draft's token
+carries ``.m<s>p<q>[x]`` (sub-mode written for, cluster purity in ninths, ``x`` for a re-draft
+after dedup refused the stock wording); truth adds ``cross_submode``, ``misapply_cost``,
+``impurity_cost``, ``idea_share`` and ``redraft_helpful_drop``; routing adds
+``route_preference`` (NONE competes with weight 1) and ``route_easy_p0`` / ``route_hard_bias``;
+``p`` scales a positive effect on a train task by ``train_lift`` (routing and the Critic read
+the unscaled effect).
 """
 
 from __future__ import annotations
@@ -230,12 +216,6 @@ class World:
         digit = min(9, max(0, round(quality * 9)))
         digest = derive_seed("sim-revision", self.seed, parent, digit, *identity)
         return f"{parent}.r{digit}{digest:08x}"
-
-    @staticmethod
-    def parent_token(token: str) -> str | None:
-        """The token a revision revised (None for a first version)."""
-        found = REVISION_RE.match(token)
-        return found.group(1) if found else None
 
     def skill_truth(self, token: str) -> SkillTruth:
         if token not in self._truths:

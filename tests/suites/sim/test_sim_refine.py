@@ -20,10 +20,16 @@ from ratchet_ray.roles.synthesizer import draft_to_skill
 from ratchet_ray.suites.sim import world_spec
 from ratchet_ray.suites.sim.report import write_sim_report
 from ratchet_ray.suites.sim.truth import analyze_run
-from ratchet_ray.suites.sim.world import World, parse_token
+from ratchet_ray.suites.sim.world import REVISION_RE, World, parse_token
 
 from local_ray import start_local_ray
 from sim_helpers import rows, run_sim, legacy_config as sim_config  # legacy-world numbers
+
+
+def parent_token(token: str) -> str | None:
+    """The token a revision revised (None for a first version)."""
+    found = REVISION_RE.match(token)
+    return found.group(1) if found else None
 
 
 @pytest.fixture
@@ -36,8 +42,8 @@ def test_a_revision_is_its_parent_shifted_better_from_its_own_failures(world):
     parents = [world.make_token(i % world.k, True, "p", i) for i in range(400)]
     own = [world.make_revision_token(p, 1.0, "r") for p in parents]
     foreign = [world.make_revision_token(p, 0.0, "r") for p in parents]
-    assert all(World.parent_token(r) == p for r, p in zip(own, parents))
-    assert World.parent_token(parents[0]) is None and parse_token(f"x {own[0]} y") == own[0]
+    assert all(parent_token(r) == p for r, p in zip(own, parents))
+    assert parent_token(parents[0]) is None and parse_token(f"x {own[0]} y") == own[0]
 
     def shift(child, parent):
         c, p = world.skill_truth(child), world.skill_truth(parent)
@@ -56,7 +62,7 @@ def test_a_revision_is_its_parent_shifted_better_from_its_own_failures(world):
     assert statistics.correlation(*zip(*pairs)) > 0.8
     # a revision of a revision shifts its own parent's truth; the draw is fixed by the token
     again = world.make_revision_token(own[0], 1.0, "r2")
-    assert World.parent_token(again) == own[0]
+    assert parent_token(again) == own[0]
     assert World(world.spec).skill_truth(again) == world.skill_truth(again)
     top = spec.helpful_effect * 1.4
     assert all(-spec.harmful_effect * 1.4 <= world.skill_truth(c).delta(world.skill_truth(c).target)
@@ -81,7 +87,7 @@ def test_the_sim_llm_revises_from_the_failures_in_the_prompt(tmp_path):
                              seed=3)
         return parse_token(json.loads(reply.text)["guidance"]["applies_when"])
     own, foreign = revise(same), revise(other)
-    assert World.parent_token(own) == parent and World.parent_token(foreign) == parent
+    assert parent_token(own) == parent and parent_token(foreign) == parent
     assert own.split(".r")[-1][0] == "9" and foreign.split(".r")[-1][0] == "0"  # q in ninths
     assert revise(same) == own  # seeded
 
@@ -109,7 +115,7 @@ def test_a10_run_refines_and_the_truth_is_reported_per_version(a10_run):
         # the child's world token is a revision of the parent's: its truth is known
         p_tok = parse_token(parent.guidance.applies_when)
         c_tok = parse_token(child.guidance.applies_when)
-        assert World.parent_token(c_tok) == p_tok
+        assert parent_token(c_tok) == p_tok
         row, prow = by_id[child_id], by_id[parent_id]
         assert (row.lineage, row.lineage_version) == (child.lineage, child.lineage_version)
         assert prow.refined_round == events[[e[1] for e in events].index(parent_id)][0]
