@@ -1,27 +1,16 @@
 """A run's bank as Agent Skills (agentskills.io): one folder per skill holding a ``SKILL.md``
 (``ratchet skill export --as agent-skills -o DIR``), with the evidence that the skill helped
-or not in its ``metadata``; ``packs.agent_skills_import`` reads such folders back.
-
-What maps to what (docs/skill-packs.md#agent-skills):
-
-| SKILL.md | ratchet |
-|---|---|
-| folder name = ``name`` | the skill id, ``_`` as ``-`` (the spec allows lowercase letters, digits, ``-``) |
-| ``description`` | the skill's description, then "Use it to: " and its intent (what a router matches) |
-| ``compatibility`` | the suite it was learned on; natural-language guidance only, no tools |
-| ``license`` | ``--license`` when given |
-| body | the intent, then one section per guidance field (applies when, key insight, common pitfalls, verify before returning) and a generated Evidence section |
-| ``metadata`` (string values) | ``ratchet.*``: the skill's other fields (id, version, author, signals, tags, preconditions as JSON lists, lineage), its state, c-hat with its 95% interval and n (routed train trials), c_cf with its interval and pairs, the rounds it was born and retired in, its lineage id, the source run, suite and model, the pack hash and the canonical YAML's sha256 |
+or not in its ``metadata``; ``packs.agent_skills_import`` reads such folders back. What maps
+to what: docs/skill-packs.md (the SKILL.md table).
 
 Contracts:
 - ``export_agent_skills(run_dir, out, status=..., license=None)`` builds the run's pack
   (``packs.export.build_pack``: the same selection, records and redaction as a skill pack) and
   writes every folder into a temp sibling renamed to ``out`` at the end: ``out`` is complete or
   absent. ``out`` must not exist or be an empty folder (``AgentSkillsError`` otherwise).
-- The evidence of a skill is the run's own once the run has routed it (trials > 0); a skill the
-  run imported and has not routed yet carries the record it was imported with (the pack
-  manifest the import kept under ``<run>/packs/``), source run and model included, so
-  export -> import -> export writes the same files.
+- A skill's evidence is the run's own once the run has routed it (trials > 0); an imported skill
+  not routed yet carries the record it was imported with (the manifest the import kept under
+  ``<run>/packs/``), so export -> import -> export writes the same files.
 - ``skill_markdown(...)`` is pure: the same skill and record give the same bytes.
 """
 

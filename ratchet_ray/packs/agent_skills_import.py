@@ -3,17 +3,15 @@ are (``ratchet skill import DIR``; ``packs.agent_skills`` writes them).
 
 Contracts:
 - ``read_agent_skills(folder, suite)`` reads ``folder/SKILL.md`` or every ``folder/*/SKILL.md``
-  and returns a pack (``bank.pack_format``'s manifest and ``{id: yaml}``) without writing
-  anything. A SKILL.md this project wrote (``ratchet.*`` metadata) gives back the exact skill
-  and the record it was exported with; a hand-written one becomes a skill whose id is its
-  ``name`` (``-`` as ``_``), whose description and intent are its ``description``, whose key
-  insight is its body and whose "applies when" is its description, with no record.
-- Every file is parsed before anything is returned: a SKILL.md without frontmatter, without a
-  ``name`` or a ``description``, or whose fields do not make a valid skill, raises
-  ``AgentSkillsError`` naming the file and the fix, and nothing is imported.
-- ``import_agent_skills(bank, folder, round_=..., allow_other_suite=False)`` writes that pack
-  to a temp folder and imports it with ``bank.import_pack``: the same probation, dedup,
-  renaming, cap and length rules, and the manifest kept under ``<run>/packs/``.
+  into a pack (``bank.pack_format``'s manifest and ``{id: yaml}``), writing nothing. A SKILL.md
+  this project wrote (``ratchet.*`` metadata) gives back the exact skill and its exported
+  record; a hand-written one becomes a skill with no record (``_hand_written``).
+- Every file is parsed first: one without frontmatter, ``name`` or ``description``, or whose
+  fields make no valid skill, raises ``AgentSkillsError`` naming the file and the fix, and
+  nothing is imported.
+- ``import_agent_skills(bank, folder, round_=..., allow_other_suite=False)`` imports that pack
+  with ``bank.import_pack``: the same probation, dedup, renaming, cap and length rules, and the
+  manifest kept under ``<run>/packs/``.
 """
 
 from __future__ import annotations
@@ -29,8 +27,7 @@ import yaml
 from ratchet_ray.bank.pack_format import (FORMAT, FORMAT_VERSION, SKILLS_DIR, pack_sha256,
                                           skill_sha256, write_pack)
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill, validate_skill
-from ratchet_ray.packs.agent_skills import (EVIDENCE_SECTION, META, SECTIONS, SKILL_FILE,
-                                           AgentSkillsError)
+from ratchet_ray.packs.agent_skills import META, SECTIONS, SKILL_FILE, AgentSkillsError
 
 _FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)(.*)\Z", re.S)
 
@@ -89,7 +86,7 @@ def _ours(meta: dict[str, str], body: str) -> dict[str, Any]:
             "description": meta["description"], "intent": meta["intent"],
             "signals_match": json.loads(meta["signals_match"]), "tags": json.loads(meta["tags"]),
             "preconditions": json.loads(meta["preconditions"]),
-            "status": meta["state"] if meta["state"] != "deprecated" else "deprecated",
+            "status": meta["state"],
             "author": meta["author"], "do_not_retire": meta["do_not_retire"] == "true",
             "lineage_version": int(meta["lineage_version"]), "guidance": guidance}
     if meta.get("lineage"):
@@ -98,6 +95,8 @@ def _ours(meta: dict[str, str], body: str) -> dict[str, Any]:
 
 
 def _hand_written(front: dict[str, Any], body: str) -> dict[str, Any]:
+    """Id and name: ``name`` (``-`` as ``_``); description, intent and applies-when:
+    ``description``; key insight: the body."""
     name = str(front["name"]).strip()
     description = " ".join(str(front["description"]).split())
     text = body.strip() or description

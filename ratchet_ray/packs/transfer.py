@@ -3,22 +3,19 @@
 
 Contracts:
 - A ``Judge`` names which skills of a finished run are harmful *there*, and the word its
-  columns carry (``label``): ``truth_judge(suite)`` (``harmful``) is the suite's
-  ``skill_truth`` hook (a world that knows each skill's effect), None for a suite that knows
-  none; ``measured_judge(min_pairs)`` (``harmful_cf``) calls a skill harmful when the run
-  retired it or its c_cf there (``curator.counterfactual`` probes) is below 0 over at least
-  ``min_pairs`` pairs (without probes only retirements count); ``judge_for(suite, min_pairs)``:
-  the truth where there is one, else the measured judge.
+  columns carry (``label``): ``truth_judge(suite)`` (``harmful``, the suite's ``skill_truth``
+  hook; None for a suite that knows none), ``measured_judge(min_pairs)`` (``harmful_cf``:
+  retired in the run, or c_cf there below 0 over at least ``min_pairs`` probed pairs), and
+  ``judge_for(suite, min_pairs)``: the truth where there is one, else the measured judge.
 - ``transfer_row(run_dir, imported, condition, arm, judge=None)``: round-0 eval pass@1, the
   rolling mean and gain (``metrics.loop_metrics``), the imported skills, those ACTIVE at the end
   (``imported_kept``), how many of them the judge calls harmful and of those the ones still
   ACTIVE, every harmful skill still ACTIVE (native ones too), and ``settled_round``: the last
-  round a skill was retired or evicted (None: none was). ``judge`` None: ``judge_for`` the run's
-  suite.
+  round a skill was retired or evicted (None: none was). ``judge`` None: the run suite's.
 - ``columns(label)``: the row's keys in table order; ``transfer_table(rows, cols=None)``: one
-  Markdown table in the order given (``cols`` None: ``columns("harmful")``).
+  Markdown table (``cols`` None: ``columns("harmful")``).
 - ``imported_records(run_dir, imported)``: what run B measured of each imported skill.
-- ``summary_rows(rows)``: per (condition, arm) in first-seen order: n, mean and sample std of
+- ``summary_rows(rows)``: per (condition, arm) in first-seen order: n, mean ± sample std of
   round0, rolling_mean and rolling_gain, the mean of imported_kept, the sums of the harm
   counts, and the settled rounds seen.
 """
@@ -30,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from ratchet_ray.ablations import fmt_stat, mean_std
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.metrics import loop_metrics
 from ratchet_ray.report.data import round_rows, skill_events, skill_rows
@@ -149,12 +147,7 @@ def transfer_table(rows: list[dict[str, Any]], cols: Iterable[str] | None = None
 
 
 def _mean_std(values: list[float | None], signed: bool = False) -> str:
-    known = [v for v in values if v is not None]
-    if not known:
-        return "-"
-    spec = "+.3f" if signed else ".3f"
-    mean = format(statistics.fmean(known), spec)
-    return mean if len(known) < 2 else f"{mean} ± {statistics.stdev(known):.3f}"
+    return fmt_stat(mean_std(values), signed=signed, missing="-")
 
 
 def summary_rows(rows: list[dict[str, Any]], label: str = HARMFUL) -> list[dict[str, Any]]:

@@ -1,25 +1,14 @@
 """The ``mbpp_oracle`` suite: a simulated world over the real MBPP+ tasks with real grading.
 
-A product feature, chosen by name (``suite: mbpp_oracle``, ``configs/mbpp_oracle.yaml``): the
-tasks are MBPP+ problems (every one; a run's split by ``n_train``/``n_eval`` or ``subset`` as
-for ``mbpp``), every output is graded by the real sandboxed evalplus check, and the governance
-(Router, bank, Curator, Synthesizer, evidence, rollback) is the real one on real Ray actors,
-while the models are the ``sim`` world's: each skill the Synthesizer writes has a true effect
-per latent failure type (``suites.sim.world``), the Router and the Critic answer from that
-truth, and the Solver is an oracle stand-in that answers with the task's canonical solution
-with probability p(task, routed skill) and otherwise a plausibly broken variant of it
-(``llm.py``, ``mutate.py``). So retirement and refinement decisions taken on real grades can
-be scored against a known truth (``ratchet sim-report``, ``suites.sim.truth``), as on the
-``sim`` suite, but with MBPP+'s grading in the loop: its cost, its sandbox and any broken
+A product feature (``suite: mbpp_oracle``, ``configs/mbpp_oracle.yaml``): the tasks are every
+MBPP+ problem (a run splits them as ``mbpp`` does), every output is graded by the real sandboxed
+evalplus check and the governance is the real one on real Ray actors, while the models are the
+``sim`` world's: each skill has a true effect per latent failure type (``suites.sim.world``),
+the Router and Critic answer from that truth, and the Solver answers with the task's canonical
+solution with probability p(task, routed skill), else a plausibly broken variant (``llm.py``,
+``mutate.py``). So decisions taken on real grades can be scored against a known truth
+(``ratchet sim-report``), with MBPP+'s grading in the loop: its cost, its sandbox and any broken
 variant its tests fail to catch.
-
-    suite = MbppOracleSuite()
-    tasks = suite.load_tasks(config)            # config.suite == "mbpp_oracle"
-    grader = suite.make_grader(config, run_dir)  # OracleGrader: MbppGrader, verdicts remembered
-
-Modules: ``settings`` (the config section, the world handle), ``world`` (``MbppWorld``),
-``mutate`` (broken variants), ``llm`` (the oracle Solver), ``backend`` (the clients for
-``llm.registry``), ``grader``, ``registration``.
 """
 
 from __future__ import annotations

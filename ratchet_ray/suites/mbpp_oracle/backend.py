@@ -1,9 +1,5 @@
-"""The ``sim`` LLM backend's clients for the ``mbpp_oracle`` world (``OracleWorld.backend_module``).
-
-``llm.registry`` imports this module by that name: ``make_llm(world)`` is the oracle stand-in
-(``llm.OracleLLM``), ``make_embedder(world)`` the ``sim`` world's theme-aware embedder (the
-``sim`` backend's own), ``make_world(world)`` the ``MbppWorld`` (for
-``suites.sim.truth.analyze_run``).
+"""The ``sim`` LLM backend's clients for the ``mbpp_oracle`` world, imported by ``llm.registry``
+by ``OracleWorld.backend_module``: the oracle Solver, the ``sim`` embedder, the ``MbppWorld``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """The ``mbpp_oracle`` grader: the real MBPP+ grader, remembering each program's verdict.
 
-Contract: ``OracleGrader`` is ``MbppGrader`` (sandboxed evalplus check, expected outputs from
-the ground-truth store, every exit status the same) except that a grader actor grades a given
-program for a given task once: the oracle Solver writes only a task's canonical solution or
-one of its few broken variants, so the same text comes back round after round, and MBPP+
-grading is a pure function of (task, code). The first grade of each (task id, output) is a real
-sandboxed run; later ones return its ``GradeResult`` (``duration_s`` 0: nothing ran). Grades
-that are infrastructure failures or timeouts (which load can cause) are never remembered.
+Contract: ``OracleGrader`` is ``MbppGrader`` except that one grader grades a given program for a
+given task once: the oracle Solver writes only a task's canonical solution or one of its few
+broken variants, and MBPP+ grading is a pure function of (task, code). Later grades of a
+(task id, output) return the first one's ``GradeResult`` with ``duration_s`` 0; infrastructure
+failures and timeouts / memory failures (which load can cause) are never remembered.
 """
 
 from __future__ import annotations

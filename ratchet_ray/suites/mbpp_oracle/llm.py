@@ -1,12 +1,10 @@
 """The oracle Solver of the ``mbpp_oracle`` world: the ``sim`` LLM with real code for answers.
 
-Every role answers as the ``sim`` backend does (``SimLLM``: Router, Critic, Synthesizer and
-refinement from the world's truth), except that the Solver's reply is Python the real MBPP+
-grader runs: when the world draws a pass (probability ``p(task, routed skill)``) the task's
-canonical solution, else one of its broken variants (``MbppWorld.broken``, picked by the call's
-draw). The reply's first line is a comment saying which (``# oracle stand-in: canonical`` or
-``# oracle stand-in: broken (<mutation>)``): the grader ignores comments, a reader of a capsule
-sees what the world drew, and ``truth`` compares the draw with the grade.
+Every role answers as ``SimLLM`` does, but the Solver's reply is Python the real MBPP+ grader
+runs: on a drawn pass the canonical solution, else one of its broken variants
+(``MbppWorld.broken``, picked by the call's draw). Its first line says which
+(``CANONICAL_MARK`` or ``BROKEN_MARK (<mutation>)``): the grader ignores comments, a capsule's
+reader sees what the world drew.
 """
 
 from __future__ import annotations

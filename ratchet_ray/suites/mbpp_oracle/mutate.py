@@ -1,21 +1,16 @@
-"""Plausibly broken variants of a reference solution: the answers the oracle Solver gives when
-the world draws a failure.
+"""Plausibly broken variants of a reference solution: the oracle Solver's answers when the world
+draws a failure.
 
 Contract: ``broken_variants(code, limit, rng)`` -> up to ``limit`` ``Variant``s, each the code
-with ONE small mutation of the kind a model's slip makes: an off-by-one integer constant
-(``n`` -> ``n + 1``: range bounds, indices, slices), a flipped comparison (``<`` <-> ``<=``,
-``>`` <-> ``>=``, ``==`` <-> ``!=``, ``in`` <-> ``not in``), a swapped arithmetic operator
-(``+`` <-> ``-``, ``*`` -> ``+``, ``/`` -> ``//``, ``&`` <-> ``|``), a swapped boolean operator
-(``and`` <-> ``or``) or a twin builtin or method (``max`` <-> ``min``, ``any`` <-> ``all``,
-``upper`` <-> ``lower``, ``startswith`` <-> ``endswith``...); a
-solution with no such site gets ``return None`` in place of each returned value (a forgotten
-result). Sites are taken in source order and ``rng`` (the world's, so the choice is fixed by
-the seed) picks which; a variant identical to the source (unparse normalises it) is skipped.
-Nothing inside a ``while`` statement is mutated: a flipped loop condition can spin forever
-and turn a wrong answer into a grader timeout. Whether a variant really fails is the real
-grader's to say (an equivalent mutant passes): the variants are plausible slips, not
-guaranteed failures, and the world's truth counts them as failures while the grade records
-what the tests said.
+with ONE small mutation of the kind a model's slip makes: an off-by-one integer constant, a
+flipped comparison (``_COMPARE_SWAP``), a swapped arithmetic or boolean operator
+(``_BINOP_SWAP``, ``_BOOL_SWAP``) or a twin builtin or method (``_NAME_SWAP``); a solution
+with no such site gets ``return None`` for each returned value (a forgotten result). ``rng``
+(the world's, fixed by the seed) picks the sites; a variant identical to the source (after
+unparse) is skipped. Nothing inside a ``while`` is mutated: a flipped loop condition can spin
+forever and turn a wrong answer into a grader timeout. The variants are plausible slips, not
+guaranteed failures: the world's truth counts them as failures, the grade records what the
+tests said (an equivalent mutant passes).
 """
 
 from __future__ import annotations

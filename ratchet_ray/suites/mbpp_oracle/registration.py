@@ -1,8 +1,6 @@
-"""The ``mbpp_oracle`` suite's registration (imported by ``suites.registry``'s built-in list,
-exactly as a plugin module would be): its settings section and ``configure`` rule (the ``sim``
-LLM backend answering from the world over MBPP+, ``llm.world``; the dataset as for ``mbpp``),
-the MBPP+ doctor checks (dataset, sandbox), offline tasks and the truth columns of a sweep
-report (the ``sim`` suite's: the same truth report reads both worlds).
+"""The ``mbpp_oracle`` suite's registration (imported by ``suites.registry``, as a plugin would
+be): its section and ``configure`` rule, MBPP+'s doctor checks, offline tasks and the ``sim``
+suite's truth columns of a sweep report (one truth report reads both worlds).
 """
 
 from __future__ import annotations

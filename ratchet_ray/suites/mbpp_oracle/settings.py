@@ -1,10 +1,7 @@
-"""Settings of the ``mbpp_oracle`` suite (its config section) and the world handle its LLM
-backend receives (``llm.world``): the ``sim`` world's knobs over the real MBPP+ tasks.
-
-The skill-effect prior, the Router's and the Critic's noise and the refinement knobs are the
-``sim`` suite's (``SimSettings``, reused, same meaning); what differs is where the tasks come
-from (every MBPP+ problem of the dataset, not ``n_tasks`` drawn ones) and how the Solver answers
-(see ``variants``). Imports only the ``sim`` suite's settings module, itself a leaf.
+"""Settings of the ``mbpp_oracle`` suite and the world handle its LLM backend receives
+(``llm.world``): the ``sim`` world's knobs (``SimSettings``, same meaning) over every MBPP+
+problem of the dataset instead of ``n_tasks`` drawn ones, plus how the Solver answers.
+Imports only the ``sim`` suite's settings module, itself a leaf.
 """
 
 from __future__ import annotations

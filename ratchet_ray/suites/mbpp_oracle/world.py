@@ -1,19 +1,16 @@
 """The simulated world over the real MBPP+ tasks: the ``sim`` world's skill truth, routing and
-Critic, with MBPP+ problems for tasks and their canonical solutions for answers.
+Critic (``suites.sim.world``'s contracts hold unchanged), with MBPP+ problems for tasks and
+their canonical solutions for answers.
 
-Contracts (beyond ``ratchet_ray.suites.sim.world``'s, which hold unchanged: skill tokens,
-``skill_truth``, ``p(task, token) = clip(p0 + delta[type])``, ``route_probs``):
-- ``MbppWorld(OracleWorld)`` has one task per MBPP+ problem of the dataset (every one, in
-  numeric order, whatever subset a run uses). Each task's latent type and base solve
-  probability p0 ~ Beta(base_alpha, base_beta) are drawn from a generator of the world seed and
-  the task id alone, so a task's truth does not depend on the dataset's other tasks or on the
-  run's split.
-- A task's prompt is ``[Mbpp/N] `` + the MBPP+ description (its example assert included) + a
-  line naming two words of its type's theme (as a ``sim`` prompt does: the failure kind a
-  retriever can find); ``task_tag`` finds the id. ``prompt(task_id)`` is that text.
-- ``solution(task_id)``: the task's canonical solution (the dataset's, which the real grader's
-  expected outputs are computed from). ``broken(task_id)``: its ``variants`` broken variants
-  (``mutate.broken_variants``, drawn from the world seed and the task id), computed on first use.
+Contracts:
+- ``MbppWorld(OracleWorld)`` has one task per MBPP+ problem of the dataset, in numeric order,
+  whatever subset a run uses; each task's latent type and p0 ~ Beta(base_alpha, base_beta) are
+  drawn from the world seed and the task id alone (independent of other tasks and the split).
+- ``prompt(task_id)``: ``[Mbpp/N] `` + the MBPP+ description (example assert included) + a line
+  naming two words of its type's theme, as a ``sim`` prompt does; ``task_tag`` finds the id.
+- ``solution(task_id)``: the dataset's canonical solution (the expected outputs' source);
+  ``broken(task_id)``: its ``variants`` broken variants (``mutate.broken_variants``, drawn from
+  the world seed and the task id), computed on first use.
 """
 
 from __future__ import annotations
