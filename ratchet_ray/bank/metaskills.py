@@ -1,24 +1,13 @@
-"""Meta-skill files: Markdown with a YAML front matter block, and the shipped defaults.
-
-File format (``meta-skills/<id>.md``)::
-
-    ---
-    id: default_mbpp
-    suite: mbpp
-    version: 0.1.0
-    status: active
-    created_round: -1
-    ---
-    <Markdown body: schema lock + Do/Don't authoring prior>
+"""Meta-skill files (``meta-skills/<id>.md``): Markdown with a YAML front matter block (id, suite,
+version, status, created_round), and the shipped defaults.
 
 Contracts:
 - ``dump_metaskill`` / ``parse_metaskill`` round-trip byte-stably, like skills.
-- ``default_metaskill(suite)`` reads ``configs/meta_skills/default_<suite>.md`` (or the
-  ``source`` file a plugin suite registered; plain Markdown,
-  no front matter), writes the schema lock generated from ``types.Skill``
+- ``default_metaskill(suite)`` reads ``configs/meta_skills/default_<suite>.md`` (or the ``source``
+  a plugin suite registered; plain Markdown), puts the schema lock generated from ``types.Skill``
   (``skill_contract.schema_lock``) in place of its ``{{SKILL_SCHEMA_LOCK}}`` line, and returns
-  it as the ACTIVE MetaSkill ``default_<suite>``; an unknown suite
-  or a missing file raises ``MetaSkillFileError`` naming the valid suites / the expected path.
+  the ACTIVE MetaSkill ``default_<suite>``; an unknown suite or a missing file raises
+  ``MetaSkillFileError`` naming the valid suites / the expected path.
 """
 
 from __future__ import annotations

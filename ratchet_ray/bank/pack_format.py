@@ -1,25 +1,17 @@
 """The skill pack layout (format version 1): hashing, writing and verified reading.
 
-Layout of a pack folder (docs/skill-packs.md)::
-
-    PACK/
-      pack.json            the manifest (below)
-      skills/<id>.yaml     each skill's canonical YAML (``bank.skill_io.dump_skill``)
-
-``pack.json`` holds ``format`` (``FORMAT``), ``format_version`` (``FORMAT_VERSION``),
-``pack_sha256``, ``source`` (run id, suite, arm, seed, backend, model, embedder, config_sha256,
-rounds), ``selection`` and ``skills``: one entry per skill, sorted by id, with ``id``, ``file``,
-``sha256`` (of the file's bytes), ``status``, ``lineage``, ``status_history``, ``record`` (its
-measured record in the source run) and ``provenance``.
+A pack folder (docs/skill-packs.md) holds ``pack.json`` and ``skills/<id>.yaml`` (canonical
+YAML). The manifest holds ``format``, ``format_version``, ``pack_sha256``, ``source`` (run id,
+suite, arm, seed, backend, model, embedder, config_sha256, rounds), ``selection`` and ``skills``:
+per skill, sorted by id, ``id``, ``file``, ``sha256`` (of the file's bytes), ``status``,
+``lineage``, ``status_history``, ``record`` (measured in the source run) and ``provenance``.
 
 Contracts:
-- ``skill_sha256(text)`` is the sha256 of the UTF-8 text; ``pack_sha256(entries)`` hashes the
-  format version and the sorted ``(id, sha256)`` pairs only: the pack hash names the skills'
-  content, so export -> import -> export of the same skills gives the same hash, whatever the
-  records (which are provenance, never evidence in the importing run) say.
-- ``read_pack(folder)`` returns the manifest and ``{id: text}`` only after verifying: a known
-  format and version, every listed file present and its sha256 as listed (else ``PackError``
-  naming the skill: its text changed since export), no unlisted skill file, and the pack hash.
+- ``pack_sha256`` hashes the format version and the sorted ``(id, sha256)`` pairs only, so
+  export -> import -> export of the same skills gives the same hash whatever the records say.
+- ``read_pack`` returns the manifest and ``{id: text}`` only after verifying a known format and
+  version, every listed file present with its listed sha256 (else ``PackError`` naming the
+  skill), no unlisted skill file, and the pack hash.
 - ``PackError`` messages are one line naming the pack, the problem and the fix.
 """
 

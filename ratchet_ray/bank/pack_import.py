@@ -1,25 +1,22 @@
-"""``import_pack(bank, pack, round_=..., allow_other_suite=False)``: a skill pack into a bank, on
-probation (``governance.probation``).
+"""``import_pack``: a skill pack into a bank, on probation (``governance.probation``).
 
 Contracts:
-- The pack is verified first (``pack_format.read_pack``: a tampered skill is refused naming it) and
-  its source suite checked (another suite's pack: ``PackError`` unless ``allow_other_suite``);
-  every skill is parsed before any is written, so a refused pack changes nothing.
-- Per pack skill, sorted by id, one ``ImportLine``:
-  ``same`` (a bank skill already holds the same content, whatever its id and status: no
-  duplicate, and a skill retired here is not brought back), ``added`` (entered under its own
-  id), ``renamed`` (its id is taken here by different content, or was used before: it enters
-  as ``<id>_<n>``, the smallest free n >= 2, both skills kept), ``too_long`` (over
-  ``synth.max_skill_chars``: not imported), ``skipped`` (deprecated in the source run).
-- An entered skill is ACTIVE while the bank has room under ``curator.active_cap`` and CANDIDATE
-  otherwise (an unproven import never evicts a native skill); a candidate in the pack stays one.
-  ``do_not_retire`` is dropped (said in its line): a pack cannot exempt its skills here.
-  Its ``loaded`` event's reason starts ``pack:<pack_sha256[:16]>`` (``PACK_REASON_PREFIX``),
-  which puts it on probation (``probation=False``, ``bank.probation`` false, the transfer
-  measurement's control: ``trusted-pack:<hash>``, native at once). Nothing of its source record
-  enters this run's evidence.
-- The manifest is kept as ``<run>/packs/<pack_sha256[:16]>.json`` with the ids it entered
-  under, so ``ratchet skill list`` can show where each imported skill came from.
+- The pack is verified first (``pack_format.read_pack``) and its source suite checked (another
+  suite's: ``PackError`` unless ``allow_other_suite``); every skill is parsed before any is
+  written, so a refused pack changes nothing.
+- One ``ImportLine`` per pack skill, sorted by id: ``same`` (a bank skill holds the same
+  content, whatever its id and status: a skill retired here is not brought back), ``added``,
+  ``renamed`` (its id is taken by other content or was used before: it enters as ``<id>_<n>``,
+  the smallest free n >= 2), ``too_long`` (over ``synth.max_skill_chars``), ``skipped``
+  (deprecated in the source run).
+- An entered skill is ACTIVE while the bank has room under ``curator.active_cap``, else
+  CANDIDATE (an unproven import never evicts a native skill); a pack's candidate stays one;
+  ``do_not_retire`` is dropped (said in its line). Its ``loaded`` event's reason starts
+  ``pack:<pack_sha256[:16]>`` (``PACK_REASON_PREFIX``), which puts it on probation
+  (``probation=False`` or ``bank.probation`` false, the transfer control: ``trusted-pack:``,
+  native at once). Nothing of its source record enters this run's evidence.
+- The manifest is kept as ``<run>/packs/<pack_sha256[:16]>.json`` with the ids entered under, so
+  ``ratchet skill list`` shows where each imported skill came from.
 """
 
 from __future__ import annotations

@@ -1,21 +1,17 @@
-"""The one skill contract: the draft model, its JSON schema and the schema lock, all from ``types.Skill``.
+"""The one skill contract: the draft model, its JSON schema and the schema lock (``types.Skill``).
 
-The Synthesizer asks the LLM for a ``SkillDraft`` (structured output) and the meta-skill tells
-the author which keys to write (its schema lock). Both are generated here from the fields and
-descriptions of ``types.Skill`` / ``types.Guidance``, so they cannot drift apart: a model that
-follows the meta-skill writes exactly what the schema accepts.
+The Synthesizer asks the LLM for a ``SkillDraft`` and the meta-skill tells the author which keys
+to write (its schema lock); both come from the fields and descriptions of ``types.Skill`` /
+``types.Guidance`` here, so a model that follows the meta-skill writes what the schema accepts.
 
 Contracts:
-- ``SkillDraft`` / ``GuidanceDraft``: every ``types.AUTHORED_FIELDS`` field, required (a
-  grammar-constrained base model then writes each one; ``OPTIONAL_IN_DRAFT`` may be left out)
-  and bounded by ``DRAFT_LIMITS`` (so it
-  cannot ramble inside one string until the token cap cuts the JSON); unknown keys are rejected.
-  The loop sets ``types.SYSTEM_FIELDS`` itself.
-- ``schema_lock()`` is the Markdown block the shipped meta-skills carry in place of
-  ``SCHEMA_LOCK_MARKER``: one ``key: <description>`` line per draft field.
-- ``bare_schema()`` is the draft's JSON schema as compact text: what ablation A3 (no meta-skill,
-  no authoring prior) still shows the author.
-- ``render_schema_lock(body)`` replaces the marker in a meta-skill body with ``schema_lock()``.
+- ``SkillDraft`` / ``GuidanceDraft``: every ``types.AUTHORED_FIELDS`` field, required (so a
+  grammar-constrained base model writes each; ``OPTIONAL_IN_DRAFT`` may be left out), bounded by
+  ``DRAFT_LIMITS`` (no rambling inside one string until the token cap cuts the JSON); unknown
+  keys are rejected. The loop sets ``types.SYSTEM_FIELDS`` itself.
+- ``schema_lock()``: one ``key: <description>`` line per draft field, which
+  ``render_schema_lock(body)`` puts in place of ``SCHEMA_LOCK_MARKER``.
+- ``bare_schema()``: the draft's compact JSON schema, all that ablation A3 (no meta-skill) shows.
 """
 
 from __future__ import annotations

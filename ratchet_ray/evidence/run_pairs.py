@@ -1,21 +1,17 @@
-"""Any two runs compared task by task (``ratchet compare RUN_A RUN_B [...]`` and the report's
-comparison section): paired statistics outside an ablation sweep.
+"""Any two runs compared task by task (``ratchet compare`` and the report's comparison section):
+paired statistics outside an ablation sweep.
 
-Two runs pair up when they ran the same eval tasks under the same seed (the seed fixes the
-split, the task order and the sampling): their first-attempt eval capsules then pair by
-``(round, task)``. Runs that do not share both are refused (``NotPaired``, one line naming what
-differs), since an unpaired difference would mix the change with the draw of tasks.
+Two runs pair up when they ran the same eval tasks under the same seed (which fixes split, task
+order and sampling): their first-attempt eval capsules pair by ``(round, task)``. Others are
+refused (``NotPaired``, one line naming what differs): an unpaired difference would mix the
+change with the draw of tasks.
 
-Contracts:
-- ``paired_runs(reference, other)`` -> ``RunPair``: per round both runs finished, the paired
-  difference of eval pass@1 (other minus reference, on the tasks both graded that round), its
-  95 % percentile bootstrap interval (tasks resampled, one draw for both runs) and the exact
-  McNemar p on the round's discordant tasks; and the rolling gain's paired difference as an
-  ablation sweep computes it (``comparisons.paired_comparison`` over the one shared seed).
-  ``NotPaired`` when the seeds or the eval task sets differ, or nothing is shared.
-- ``describe(pair)`` the lines the terminal prints; ``pair_rows(pair)`` the rows the report
-  shows. Every bootstrap is seeded (``comparisons.BOOTSTRAP_SEED``): the same runs give the
-  same intervals.
+``paired_runs(reference, other)`` -> ``RunPair``: per round both finished, the paired difference
+of eval pass@1 (other minus reference, on the tasks both graded), its 95 % bootstrap interval
+(tasks resampled, one draw for both) and the exact McNemar p; and the rolling gain's paired
+difference as a sweep computes it (``comparisons.paired_comparison``). ``describe`` gives the
+terminal's lines, ``pair_rows`` the report's rows. Bootstraps are seeded
+(``comparisons.BOOTSTRAP_SEED``): the same runs give the same intervals.
 """
 
 from __future__ import annotations

@@ -1,26 +1,19 @@
 """The tampering vocabulary: exit statuses that say the graded output attacked its grader.
 
 Contracts:
-- ``TAMPERING_STATUSES`` is the one list of such statuses. A suite's grader that detects an
-  attempt to make it report a pass without solving the task (changed or shadowed tests, a
-  rewritten report, forged result frames...) grades the capsule ``passed=False``,
-  ``infra_failure=False`` with one of them, and says what it found in the trace:
-  ``TEST_TAMPERING`` (the test harness or its results were tampered with) or
-  ``PROTOCOL_VIOLATION`` (the code broke the grading protocol, e.g. wrote forged frames on the
-  grader's channel). Suites contribute by reporting these names; governance, the Critic, the
-  audit and the ablation report read only this set, never a suite's name.
-- ``is_tampering(status)``: whether an exit status is one of them (None is not).
-- Suspicion is not proof. A grader's static screen (code that *names* the harness) never makes
-  a tampering status; its finding goes into the trace as one line starting with
-  ``SUSPICION_PREFIX``, followed by the quoted lines indented. ``suspicion(trace)`` returns that
-  note ("" when none), for the audit and the report; ``SUSPICION_LIKE`` matches such traces in
-  SQL. Only a tampering status from behavioural proof retires a skill, i.e. not a capsule of an
-  older run whose only finding was the static screen (``SCREEN_ONLY_TRACE``): the rule is
-  ``evidence.queries.tampering_by_skill``'s SQL.
-- ``grader_finding(status, trace, limit)``: the grader's concrete finding for a tampering
-  capsule, one line of at most ``limit`` characters: the first trace line naming the status or
-  what was detected, else the first informative line; sandbox banners (``[sandbox bwrap]``)
-  are skipped. Never raises; an empty trace gives ``"(no details)"``.
+- ``TAMPERING_STATUSES`` is the one list. A grader that catches an attempt to make it report a
+  pass without solving the task grades the capsule ``passed=False``, ``infra_failure=False``
+  with ``TEST_TAMPERING`` (harness or results tampered with) or ``PROTOCOL_VIOLATION`` (e.g.
+  forged frames on the grader's channel), and says what it found in the trace. Governance, the
+  Critic, the audit and the report read only this set, never a suite's name.
+- Suspicion is not proof: a grader's static screen (code that *names* the harness) never makes
+  a tampering status; its finding is a trace line starting with ``SUSPICION_PREFIX`` (quoted
+  lines indented below), read by ``suspicion(trace)`` and matched in SQL by ``SUSPICION_LIKE``.
+  Only behavioural proof retires a skill, i.e. not an older run's capsule whose only finding
+  was the static screen (``SCREEN_ONLY_TRACE``; ``evidence.queries.tampering_by_skill``).
+- ``grader_finding``: one line of at most ``limit`` characters, the first trace line naming the
+  status or what was detected, else the first informative one (sandbox banners skipped); never
+  raises; an empty trace gives ``"(no details)"``.
 """
 
 from __future__ import annotations

@@ -1,26 +1,20 @@
-"""Silent bypass and cost per skill, read from a run's evidence (DuckDB over the Parquet tables).
+"""Silent bypass and cost per skill, read from a run's evidence.
 
 Contracts:
-- Dead weight (``dead_weight``): a skill ACTIVE now whose latest activation (the last skill event
-  leaving it ``active``: added, loaded, reinstated or restored) was in round ``a``, with no
-  capsule (any split, any attempt) routed to it in a round after ``a``, while the evidence
-  reaches round ``a + k`` or later (``k`` = ``curator.dead_weight_rounds``): it had ``k`` full
-  rounds to be routed and never was. A skill added in round ``a``'s synthesis is routable from
-  round ``a + 1``, hence "after".
+- Dead weight (``dead_weight``): a skill ACTIVE now whose latest activation (the last event
+  leaving it ``active``) was in round ``a``, with no capsule routed to it after ``a`` (a skill
+  added in round ``a``'s synthesis is routable from ``a + 1``), while the evidence reaches round
+  ``a + k`` (``k`` = ``curator.dead_weight_rounds``): ``k`` full rounds and never routed.
 - Routed but ignored (``ignored_skills``): on the counterfactual probe pairs
-  (``governance.counterfactual``: the train capsule of attempt 0 routed to the skill and the
-  attempt >= 1 of the same task and round routed to NONE, infra failures dropped), the
-  Solver's two outputs are compared by ``similarity``: difflib's ``SequenceMatcher.ratio`` on
-  the outputs with every whitespace run collapsed to one space (1.0 = identical). A pair at or
-  above ``near`` (default 0.95) is near-identical; a skill is *ignored* when it has at least
-  ``min_pairs`` pairs and at least ``share`` (default 0.8) of them are near-identical: the
-  guidance did not change what the Solver wrote. A Solver sampling at temperature > 0 makes
-  two outputs differ even when the skill is ignored, so this under-reports at 1.0.
-- Cost (``skill_costs``): the tokens a skill adds to the Solver's prompt per routing (its
-  ``guidance_text()`` at ~4 characters a token, the estimate the rate limiter uses) times its
-  routed capsules per split; ``gain_per_1k`` = its net train outcome balance (successes -
-  failures, the numerator of c-hat, or of c_cf when the caller passes those stats) per 1,000
-  train prompt tokens it cost (None before its first train routing).
+  (``governance.counterfactual``), the Solver's two outputs are compared by ``similarity``
+  (difflib's ratio on whitespace-collapsed text, 1.0 = identical); a skill is *ignored* when at
+  least ``share`` of its (at least ``min_pairs``) pairs reach ``near``: the guidance did not
+  change what the Solver wrote. Sampling at temperature > 0 makes outputs differ anyway, so this
+  under-reports there.
+- Cost (``skill_costs``): the tokens a skill adds to the Solver's prompt per routing
+  (``guidance_text()`` at ~4 characters a token, the rate limiter's estimate) times its routed
+  capsules per split; ``gain_per_1k`` = its net train balance (successes - failures, of c-hat or
+  c_cf as the caller's stats say) per 1,000 train prompt tokens (None before its first).
 """
 
 from __future__ import annotations

@@ -1,20 +1,15 @@
 """The active cap (``curator.active_cap``): when a bank must make room, and whom it evicts.
 
 Contracts:
-- ``evictions(active, stats, settings, *, extra=1, round_, store, probation)``: the skills to
-  evict so that ``extra`` more ACTIVE skills fit under the cap, each with the reason its
-  ``evicted`` event records; ``[]`` when they fit already, None when they cannot (every ACTIVE
-  skill is ``do_not_retire``), and the bank is then left unchanged. ``stats`` and
-  ``probation`` are called only when room must be made.
-- ``eviction_order(skills, stats, dead_weight=(), probation=())`` lists the ACTIVE, non-exempt
-  skills lowest contribution first (ties: more trials first, so an untried skill keeps its
-  chance; then id): the order in which a full bank makes room. The ids in ``dead_weight``
-  (``curator.evict_dead_weight_first``, beyond the paper: ``governance.bypass.dead_weight``,
-  ACTIVE for ``curator.dead_weight_rounds`` and never routed) come first, in id order. The ids
-  on ``probation`` (imported from a skill pack, fewer trials here than the probation floor:
-  ``governance.probation``) are ranked among the rest by the 95 % Wilson lower bound of their
-  c-hat here (-1 untried), not by c-hat, and go first on a tie: an import keeps a slot against
-  a native skill only on what it has shown here beyond doubt (docs/skill-packs.md).
+- ``evictions``: the skills to evict so that ``extra`` more ACTIVE skills fit, each with its
+  ``evicted`` event's reason; ``[]`` when they fit, None (bank unchanged) when every ACTIVE
+  skill is ``do_not_retire``. ``stats`` and ``probation`` are called only when room is needed.
+- ``eviction_order``: the ACTIVE, non-exempt skills lowest contribution first (ties: more trials
+  first, so an untried skill keeps its chance; then id). ``dead_weight`` ids
+  (``curator.evict_dead_weight_first``: ``governance.bypass.dead_weight``) come first, in id
+  order. Ids on ``probation`` (``governance.probation``) rank by the 95 % Wilson lower bound of
+  their c-hat here (-1 untried) and go first on a tie: an import keeps a slot against a native
+  skill only on what it has shown here beyond doubt (docs/skill-packs.md).
 """
 
 from __future__ import annotations

@@ -1,25 +1,19 @@
-"""Eval solver cache (``solver_cache/`` of the run's artifacts, ``ratchet_ray.storage.artifacts``): an
-unchanged (model, prompt, params) is paid once, whichever node's Solver asks.
+"""Eval solver cache (``solver_cache/`` of the run's artifacts): an unchanged (model, prompt,
+params) is paid once, whichever node's Solver asks.
 
 Contracts:
-- ``cache_key(backend, model, messages, params)`` is a sha256 over a canonical JSON of all four;
-  any change of prompt text, skill text, temperature, max_tokens, stop, schema or sampling seed
-  changes the key.
-- ``SolverCache(store)`` stores one JSON object per key in an ``Artifacts`` store (or a folder),
-  each put atomic, so concurrent Solvers never see half-written entries; a corrupt entry reads
-  as a miss.
-- ``CachedLLM(client, cache)`` (a ``SolverCache``, an ``Artifacts`` or a folder) is an
-  ``LLMClient``: a hit returns the stored text with ``cached=True``, zero tokens and zero cost
-  (nothing was paid; the original accounting is in ``extra["original"]``); a miss calls
-  ``client`` and stores the reply.
-- Fresh samples on every backend: ``CachedLLM`` declares ``supports_seed`` whatever its client,
-  so a caller always hands it the call's seed (``seeding.derive_seed`` of the run seed, round,
-  split, task and role; the skill is in the prompt), and the seed is always part of the key.
-  The seed reaches ``client`` only when the client takes one (Bedrock's Converse has none), yet
-  the key still differs per round: a sampled eval call is a new draw each round, and the cache
-  serves only the same call again (a resumed round, an identical request of the same round).
-  A sampled call (temperature > 0) without a seed has no identity to replay: it goes to
-  ``client`` and is not stored.
+- ``cache_key`` is a sha256 over a canonical JSON of backend, model, messages and params: any
+  change of prompt, skill, temperature, max_tokens, stop, schema or seed changes it.
+- ``SolverCache`` stores one JSON object per key in an ``Artifacts`` store (or a folder), each
+  put atomic; a corrupt entry reads as a miss.
+- ``CachedLLM`` is an ``LLMClient``: a hit returns the stored text with ``cached=True``, zero
+  tokens and cost (the original accounting in ``extra["original"]``); a miss calls the client
+  and stores the reply.
+- ``CachedLLM`` declares ``supports_seed`` whatever its client, so a caller always hands it the
+  call's seed (derived from run seed, round, split, task and role) and the seed is in the key:
+  a sampled eval call is a new draw each round, and only the same call is replayed (a resumed
+  round). The seed reaches the client only when it takes one. A sampled call (temperature > 0)
+  without a seed has no identity to replay: it goes to the client and is not stored.
 """
 
 from __future__ import annotations

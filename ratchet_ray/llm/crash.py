@@ -1,24 +1,18 @@
 """Reading a native crash: which signal killed a process, and in which llama.cpp function.
 
 Contracts:
-- ``Diagnosed``: the base of an exception that carries its own ``detail`` and fix (``hint``),
-  which ``doctor.timed`` prints instead of the check's generic hint (a crashed model, a dead
-  actor: a reinstall fixes neither).
-- ``install_native_backtrace()`` (in the process that may crash): on SIGSEGV, SIGBUS, SIGILL,
-  SIGFPE or SIGABRT, glibc's ``backtrace_symbols_fd`` writes the native frames to stderr under a
-  line ``native backtrace (SIGSEGV):``, then the signal's default action ends the process (it
-  still dies of that signal). Together with ``faulthandler`` (the Python frames, installed after
-  it so both run) this is what Ray's workers already write to their ``.err`` log, for a plain
-  child process. Best effort: a handler that cannot unwind still ends in the same signal.
-- ``signal_name(returncode)``: ``SIGSEGV`` for -11 (``subprocess``'s death by signal), None for
-  a normal exit.
-- ``crash_signal(text)``: the signal a crash report names (Ray's/absl's ``*** SIGSEGV received``,
-  our ``native backtrace (SIGSEGV)``, Python's ``Fatal Python error: Segmentation fault``), or None.
+- ``Diagnosed``: an exception carrying its own ``detail`` and fix (``hint``), which
+  ``doctor.timed`` prints instead of the check's generic hint (a reinstall fixes no crash).
+- ``install_native_backtrace()``: on SIGSEGV, SIGBUS, SIGILL, SIGFPE or SIGABRT, glibc's
+  ``backtrace_symbols_fd`` writes the native frames to stderr under ``native backtrace
+  (SIGSEGV):``, then the process still dies of the signal. With ``faulthandler`` (installed
+  after it, so both run) a plain child process writes what Ray's workers write to their ``.err``
+  log. Best effort.
+- ``crash_signal(text)``: the signal a crash report names (Ray's/absl's ``*** SIGSEGV
+  received``, ours, Python's ``Fatal Python error: Segmentation fault``), or None.
 - ``crashing_function(text)``: the innermost llama.cpp function (``ggml_*``, ``llama_*``,
-  ``gguf_*``, ``ggml::...``) among the native frames of ``text``, in glibc's
-  (``lib.so(symbol+0x1c)[0x..]``), absl's (``@ 0x.. (unknown) symbol()``) or gdb's
-  (``#3 0x.. in symbol (``) format; Itanium-mangled names are turned back into ``a::b::name``.
-  None when no such frame is named. ``last_line(text, empty)``: a crash report's last words.
+  ``gguf_*``, ``ggml::...``) among the native frames, in glibc's, absl's or gdb's format;
+  Itanium-mangled names are demangled to ``a::b::name``. None when no such frame is named.
 """
 
 from __future__ import annotations

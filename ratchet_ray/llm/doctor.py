@@ -1,19 +1,15 @@
 """Pre-flight checks behind ``ratchet doctor``: each check is PASS or FAIL with a fix hint.
 
-Contract: ``run_checks(settings, environment=None)`` returns one ``Check`` per item, in order:
-Ray, the generation backend (credentials where relevant, model load, a one-token call), the
-embedder (one embedding), then the checks ``environment()`` returns: a suite's own (its
-registered ``doctor``, run through ``suites.environment_checks``; this layer knows no suite).
-No check raises; a failure is a ``Check`` with ``ok=False``. The ``local`` model is loaded and
-called in a child process (``local_probe``): a crash inside llama.cpp is a FAIL naming the signal,
-the crashing function, the fix and the child's log, never the doctor's own death; a failure that
-knows its cause (``crash.Diagnosed``) brings its own fix instead of the backend's install hint.
-The Ray check runs in a subprocess started first and the model check in a thread next to the
-embedder's, so the start-ups overlap and the whole run stays well under 30 s.
-
-The run's preflight (``ratchet_ray.loop.preflight``) reuses the pieces: ``check_llm_client`` and
-``check_embedder_client`` on the run's own clients (``few_retries`` keeps a down server quick)
-and ``in_thread`` for a probe bounded in time. Suites build their checks with ``timed`` too.
+``run_checks`` returns one ``Check`` per item, in order: Ray, the generation backend
+(credentials where relevant, model load, a one-token call), the embedder (one embedding), then
+``environment()``'s (a suite's own, ``suites.environment_checks``; this layer knows no suite).
+No check raises. The ``local`` model is loaded and called in a child process (``local_probe``):
+a crash inside llama.cpp is a FAIL naming the signal, function, fix and log, never the doctor's
+death; a ``crash.Diagnosed`` failure brings its own fix instead of the install hint. Ray starts
+in a subprocess first and the model check runs in a thread beside the embedder's, so the
+start-ups overlap and the whole run stays well under 30 s. The run's preflight
+(``loop.preflight``) and the suites reuse ``check_llm_client``, ``check_embedder_client``,
+``few_retries``, ``in_thread`` and ``timed``.
 """
 
 from __future__ import annotations

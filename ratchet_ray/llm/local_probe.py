@@ -1,22 +1,18 @@
 """Load and call the local model in a child process: a crash inside llama.cpp becomes a report.
 
-Contracts:
-- ``probe_local_model(config, log_dir=None, timeout_s=60)`` runs ``python -m
-  ratchet_ray.llm.local_probe CONFIG_JSON`` (``child_command``): the child loads
-  ``LocalLLM(config)``, makes one one-token call and prints one JSON line. Its stderr (llama.cpp's log, and on a crash
-  the native and Python frames: ``crash.install_native_backtrace`` and ``faulthandler``) goes to
-  a log file ``local-model-<time>-<random>.log`` in ``log_dir`` (default
-  ``$TMPDIR/ratchet-logs``), kept when the probe fails and removed when it passes. Returns
+Contracts (nothing is loaded in the calling process):
+- ``probe_local_model`` runs ``child_command`` (this module's ``main``: load ``LocalLLM``, one
+  one-token call, one JSON line). The child's stderr (llama.cpp's log; on a crash the native and
+  Python frames) goes to ``local-model-<time>-<random>.log`` in ``log_dir`` (default
+  ``$TMPDIR/ratchet-logs``), kept when the probe fails, removed when it passes. Returns
   ``ratchet doctor``'s PASS detail.
 - A child killed by a signal raises ``LocalModelCrashed``: ``the local model crashed (SIGSEGV in
-  ggml_backend_amx_mul_mat); fix: ...; its log: PATH`` (the function when the log names a
-  llama.cpp frame); ``.hint`` is the fix: extra buffer types off when they were on, else a
-  llama-cpp-python built for a generic x86-64 CPU, or another model. A child past ``timeout_s``
-  is killed (its whole process group) and raises ``LocalModelCrashed`` saying so. A child that
-  failed with an error of ours (``LLMError``: a missing package, a model file that is not there,
-  ...) raises ``LLMError`` with that message unchanged, so its fix (e.g. the install hint)
-  stays; any other failure raises ``LLMError`` with the log's last line and the log's path.
-- Nothing is loaded in the calling process.
+  ggml_backend_amx_mul_mat); fix: ...; its log: PATH``; the fix (``crash_fix``) is extra buffer
+  types off when they were on, else a generic x86-64 build or another model. A child past
+  ``timeout_s`` is killed (its process group) and raises ``LocalModelCrashed`` saying so. A
+  child's own ``LLMError`` (a missing package or model file) is raised with its message
+  unchanged, so its fix stays; any other failure raises ``LLMError`` with the log's last line
+  and path.
 """
 
 from __future__ import annotations
@@ -38,9 +34,8 @@ PORTABLE_BUILD = ("CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install --force-reinstall 
 
 
 class LocalModelCrashed(LLMError, Diagnosed):
-    """The local model's child process died (a signal) or hung. ``str()``: what happened, the
-    fix and the log; ``detail``: what happened and the log (a doctor check's detail, its fix
-    printed apart); ``hint``: the fix; ``log_path``: the child's stderr."""
+    """The local model's child process died (a signal) or hung: ``detail`` (what happened and
+    the log, a doctor check's detail), ``hint`` (the fix), ``log_path`` (the child's stderr)."""
 
     def __init__(self, what: str, hint: str, log_path: Path):
         super().__init__(f"{what}; fix: {hint}; its log: {log_path}")

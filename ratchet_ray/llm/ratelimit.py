@@ -1,23 +1,18 @@
 """Requests-per-minute and tokens-per-minute limiter (two token buckets with reservations).
 
 Contracts:
-- ``RateLimiter.reserve(tokens)`` books one request of ``tokens`` tokens and returns how many
-  seconds the caller must wait before sending it (0.0 when within budget). Booking first and
-  sleeping outside means a shared limiter (a Ray actor, see ``actors/rate_limiter.py``) never
-  blocks while callers wait.
-- ``RateLimiter.settle(delta_tokens)`` corrects the token booking once the real usage is known
-  (negative refunds an over-estimate).
-- A limit of 0 means unlimited. A single request larger than the per-minute token budget is
-  booked as the whole budget, so it waits at most a minute instead of forever.
-- ``estimate_tokens`` is the pre-call estimate: prompt characters / 4 plus ``max_tokens`` (the
-  way Bedrock reserves quota before a call).
-- A client never looks for a limiter: it is handed a ``LimiterFactory`` (``key, rpm, tpm ->
-  Limiter``). ``make_limiter`` (the default) gives each client its own in-process limiter; the
-  cluster-wide one is ``actors.rate_limiter.cluster_limiter``, which the loop passes in
-  (``ratchet_ray.llm.services``).
-- ``HostedClient``: what the hosted backends (openai, bedrock) share: the SDK client and the
-  limiter, both made per process on first use and never pickled (the factory is, so a shared
-  budget stays shared where the client lands).
+- ``RateLimiter.reserve(tokens)`` books one request and returns the seconds to wait before
+  sending it (0.0 within budget): booking first and sleeping outside, a shared limiter (a Ray
+  actor) never blocks while callers wait. ``settle(delta_tokens)`` corrects the booking once
+  the real usage is known (negative refunds).
+- A limit of 0 is unlimited. A request larger than the per-minute token budget books the whole
+  budget, so it waits at most a minute instead of forever.
+- ``estimate_tokens``: prompt characters / 4 plus ``max_tokens`` (as Bedrock reserves quota).
+- A client is handed a ``LimiterFactory`` (``key, rpm, tpm -> Limiter``): ``make_limiter`` (the
+  default) gives each client its own; the loop passes the cluster-wide
+  ``actors.rate_limiter.cluster_limiter`` (``llm.services``).
+- ``HostedClient`` (openai, bedrock): the SDK client and limiter, made per process on first use
+  and never pickled (the factory is, so a shared budget stays shared where the client lands).
 """
 
 from __future__ import annotations

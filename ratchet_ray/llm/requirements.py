@@ -1,25 +1,18 @@
 """What a backend needs before anything starts: its package, its server URL, its credentials.
 
-Contracts:
-- ``backend_problems(settings, env)`` lists, one line each, what the generation backend and the
-  embedder backend of ``settings`` (an ``LLMSettings``) lack on this machine, cheaply: no model
-  is loaded, no server is called, nothing is imported but ``boto3`` for the credential chain of
-  ``bedrock``. Each line names the setting (or package, or variable) and the fix. Empty: fine.
-  - ``local``: the ``llama_cpp`` package (generation), ``tokenizers`` and ``safetensors``
-    (the NumPy embedder, ``llm/minilm.py``), the packaged Gemma / MiniLM unless
-    ``llm.local.model_path`` / ``embed_model_path`` (or a ``llm.model`` ending in ``.gguf``)
-    name files, which must then exist here. The packaged MiniLM's fix says ``--no-deps``: its
-    metadata would otherwise pull sentence-transformers and torch, which nothing here uses.
-  - ``openai``: the ``openai`` package; ``llm.base_url`` or ``$OPENAI_BASE_URL``, an
-    ``http(s)://HOST[:PORT]/...`` URL; a URL saved without its user info needs the full one in
-    ``$OPENAI_BASE_URL`` (as ``openai_compat.OpenAIConfig.from_settings`` requires).
-  - ``bedrock``: the ``boto3`` package and credentials in the boto3 chain (environment, shared
-    files, SSO, container or instance role; ``$AWS_EC2_METADATA_DISABLED`` is honoured).
-  - ``sim``: nothing (the world is derived from the config; ``resolve_config`` checks the suite).
-  Entry points check it right after the config is loaded, before a run dir exists or Ray starts
-  (``loop.entry.check_startable``); ``ratchet doctor`` goes further (it loads and calls the model).
-- The checks run where they are called (the driver): a cluster whose worker nodes differ from
-  the head is not inspected here (the run's preflight calls the model where it runs).
+``backend_problems(settings, env)`` lists, one line each naming the setting, package or variable
+and the fix, what the generation and embedder backends lack on this machine, cheaply (no model
+loaded, no server called, nothing imported but ``boto3`` for ``bedrock``'s credential chain):
+- ``local``: ``llama_cpp``, ``tokenizers`` and ``safetensors``, the packaged Gemma / MiniLM
+  unless ``llm.local.model_path`` / ``embed_model_path`` (or a ``.gguf`` ``llm.model``) name
+  files, which must then exist. MiniLM's fix says ``--no-deps`` (its metadata pulls torch).
+- ``openai``: the ``openai`` package and an ``http(s)://HOST[:PORT]/...`` ``llm.base_url`` or
+  ``$OPENAI_BASE_URL`` (a URL saved without user info needs the full one in the variable).
+- ``bedrock``: ``boto3`` and credentials in its chain (``$AWS_EC2_METADATA_DISABLED`` honoured).
+- ``sim``: nothing.
+Entry points call it right after loading the config, before a run dir exists or Ray starts
+(``loop.entry.check_startable``); it inspects only this machine (the run's preflight calls the
+model where it runs), and ``ratchet doctor`` goes further.
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
 """Structured replies: generate JSON for a pydantic model, validate, repair once, else a typed error.
 
-Contract of ``complete_structured(llm, messages, schema_model, *, max_tokens, temperature,
-seed=None)``:
-- asks ``llm`` for JSON matching ``schema_model``'s JSON schema (constrained decoding where the
-  backend can do it) and validates the reply with pydantic;
-- on a reply that does not validate, asks once more with the bad reply and the validation error
-  appended (the repair attempt);
-- ``seed``: the first call's sampling seed and, derived from it, the repair call's; passed only
-  to backends that accept one (``seeding.sampling_kwargs``);
-- returns ``Structured(value, replies)`` where ``replies`` are all generations made (1 or 2), so
-  the caller can account every call;
-- otherwise raises ``StructuredOutputError`` carrying the last raw text and all replies. An
-  ``LLMError`` during the repair attempt also becomes a ``StructuredOutputError`` (the first reply
-  is kept for accounting); an ``LLMError`` on the first attempt propagates unchanged.
+``complete_structured`` asks for JSON matching the model's schema (constrained decoding where the
+backend can) and validates it; a reply that does not validate is asked once more with the bad
+reply and the error appended. ``seed`` is the first call's sampling seed, the repair's derived
+from it (only for backends that take one). Returns ``Structured(value, replies)`` with every
+generation made (1 or 2), else raises ``StructuredOutputError`` with the last raw text and all
+replies; an ``LLMError`` on the repair also becomes one, on the first attempt it propagates.
 
-``ask_structured(...)`` (same arguments) never raises either error: it returns an ``Answer``
-whose ``value`` is None on a failure, with ``error`` ("<error type>: <message>"), the replies
-made, and ``backend_failed`` (True for an ``LLMError``: the backend did not answer, worth a
-retry; False for replies that did not validate). The roles (Critic, Router, Synthesizer,
-meta-synthesis) turn that one shape into their own outcome.
+``ask_structured`` (same arguments) never raises either: its ``Answer`` has ``value`` None on a
+failure, with ``error`` ("<error type>: <message>"), the replies, and ``backend_failed`` (True
+for an ``LLMError``, worth a retry; False for replies that did not validate). The roles turn
+that one shape into their own outcome.
 """
 
 from __future__ import annotations

@@ -1,20 +1,18 @@
 """The Critic: one Verdict per train-failure capsule.
 
-API:
-- ``is_critiquable(capsule)``: a failed, non-infrastructure, train capsule (the Critic never
-  learns from infrastructure failures).
-- ``critique(llm, task, capsule, skill, *, limits=None, seed=None, templates=None,
-  flavour=None) -> CritiqueResult(verdict, replies, error, retryable)``: ``skill`` is the
-  routed skill (None for NONE), ``limits`` is ``llm.roles.critic``, ``flavour`` the review
-  prompt (default: the task's suite's, ``critic_prompt``).
-  - A capsule that is not critiquable is refused without an LLM call (``"NotCritiquable: ..."``).
-  - The reply is a ``VerdictOut`` under a JSON-schema constraint (``critic_prompt.verdict_model``;
-    an invalid one gets the one repair retry); ``verdict.pattern`` is the label with spaces.
-  - Never raises for LLM trouble: a garbled reply gives ``"StructuredOutputError: ..."`` with the
-    replies kept; a backend failure ``"<ExcName>: ..."`` with ``retryable`` True.
-- ``CriticWorker(config, *, llm=None)``, behind the Critic actor: ``critique_batch(items)``, one
-  result per ``(task, capsule, skill)`` in order, each sampled with a seed from ``config.seed``
-  and the capsule's round, split, task and attempt (not its run id: two runs of a seed agree).
+``critique(llm, task, capsule, skill, ...) -> CritiqueResult(verdict, replies, error,
+retryable)``: ``skill`` is the routed one (None for NONE), ``limits`` is ``llm.roles.critic``,
+``flavour`` the review prompt (default: the task's suite's).
+- A capsule that is not ``is_critiquable`` (a failed, non-infrastructure, train one) is refused
+  without an LLM call (``"NotCritiquable: ..."``).
+- The reply is a ``VerdictOut`` under a JSON-schema constraint (``critic_prompt.verdict_model``,
+  one repair retry); ``verdict.pattern`` is the label with spaces.
+- Never raises for LLM trouble: a garbled reply gives ``"StructuredOutputError: ..."`` with the
+  replies kept; a backend failure ``"<ExcName>: ..."`` with ``retryable`` True.
+
+``CriticWorker`` (behind the Critic actor): ``critique_batch(items)``, one result per ``(task,
+capsule, skill)`` in order, each sampled with a seed from ``config.seed`` and the capsule's
+round, split, task and attempt (not its run id: two runs of a seed agree).
 """
 
 from __future__ import annotations

@@ -1,23 +1,17 @@
 """The Synthesizer's refinement step (``synth.refine``, arm A10, beyond the paper).
 
 Contracts:
-- ``refine_targets(verdicts, active_skills, settings)``: the ACTIVE skills (not
-  ``do_not_retire``) with at least ``synth.refine_min_failures`` verdicts on their routed
-  failures among ``verdicts`` (the window's) that blame the skill (``REFINE_ATTRIBUTIONS``:
-  the Critic found it hurt, or changed nothing, on a task it was meant for), most such
-  verdicts first (ties by id), at most ``synth.refine_max_per_round``; each with those
-  verdicts in the order given. A failure the Critic says the skill helped (it did its part)
-  or did not apply to (a routing miss, not the skill's text) is no reason to rewrite it.
-- ``Reviser._revise(target, metaskill, refine_skill, taken, outcome, round_, capsules)`` (a mixin
-  of ``Synthesizer``): drafts the revision with ``refiner_prompt.refine_messages`` (whole
-  structured draft, ``SkillDraft``), validates it like a new skill (``draft_to_skill``), names it
-  ``<lineage>_v<n>`` (unique among ``taken``) and hands it to ``refine_skill(skill, parent_id) ->
-  AddResult`` (``SkillBank.refine``). Re-prompts like a new skill (``roles.reprompt``): a copied
-  template, a ``duplicate`` or ``too_long`` up to ``synth.max_reprompts`` times, a ``leakage``
-  refusal once.
-  On success the revision's id goes to ``outcome.created`` and the parent's to
-  ``outcome.refined``; otherwise ``outcome.failed`` says why and the bank is unchanged. Never
-  raises for LLM trouble.
+- ``refine_targets``: the ACTIVE, retirable skills with at least ``synth.refine_min_failures``
+  verdicts among the window's that blame the skill (``REFINE_ATTRIBUTIONS``: it hurt, or
+  changed nothing, on a task it was meant for), most first (ties by id), at most
+  ``synth.refine_max_per_round``, each with those verdicts in order. A failure the skill helped
+  on or did not apply to (a routing miss) is no reason to rewrite it.
+- ``Reviser._revise`` (a ``Synthesizer`` mixin) drafts the revision (``refine_messages``, a whole
+  ``SkillDraft``), validates it like a new skill, names it ``<lineage>_v<n>`` (unique among
+  ``taken``) and hands it to ``refine_skill`` (``SkillBank.refine``), re-prompting like a new
+  skill (``roles.reprompt``). On success the revision's id goes to ``outcome.created`` and the
+  parent's to ``outcome.refined``; else ``outcome.failed`` says why and the bank is unchanged.
+  Never raises for LLM trouble.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
-"""Synthesis pre-processing as pure functions (the paper's synth step: docs/architecture.md,
-"The loop's phases").
+"""Synthesis pre-processing as pure functions (the paper's synth step: docs/architecture.md).
 
 Contracts:
-- ``canonicalize(patterns, embedder, threshold, enabled)`` returns one canonical label per input.
-  Patterns whose pairwise cosine is >= ``threshold`` are merged by union-find, so merging is
-  transitive (a~b and b~c put a, b, c together even if a and c are far apart). A component's
-  label is its most frequent pattern (ties: first seen). Identical strings always share a label.
-  ``enabled=False`` (ablation A5) returns the patterns verbatim. Cosines within ``COS_EPS`` below
-  the threshold count as meeting it (float32 noise).
-- ``cluster_verdicts`` groups verdicts by canonical pattern and keeps clusters with at least
-  ``min_cluster_size`` verdicts, largest first (ties by label).
-- ``cover_guard`` splits clusters into (kept, skipped): a cluster is skipped when its pattern has
-  cosine >= ``threshold`` to some ACTIVE skill, and the skipped copy names that skill in
-  ``covered_by``. ``enabled=False`` (ablation A6) keeps every cluster.
+- ``canonicalize`` returns one canonical label per pattern: patterns with pairwise cosine >=
+  ``threshold`` (within ``COS_EPS`` below counts: float32 noise) merge by union-find, so merging
+  is transitive; a component's label is its most frequent pattern (ties: first seen); identical
+  strings always share one. ``enabled=False`` (A5) returns the patterns verbatim.
+- ``cluster_verdicts`` groups verdicts by canonical pattern and keeps clusters of at least
+  ``min_cluster_size``, largest first (ties by label).
+- ``cover_guard`` splits clusters into (kept, skipped): skipped when the pattern has cosine >=
+  ``threshold`` to an ACTIVE skill, named in ``covered_by``. ``enabled=False`` (A6) keeps all.
 The embedder is only called when there is something to compare.
 """
 
