@@ -3,32 +3,26 @@
 Per ``grade(task, patch)`` (a finished report is reused per instance, patch and twin recipe,
 ``twin.grade_folder``):
 1. an empty patch is ``empty_patch`` at once (no container);
-2. the instance image is ensured and held against removal (``images``); each session starts a
-   locked-down container (``container``);
-3. the patch is applied with the harness's fallback commands, each from a clean tree, then a
-   reverse check (batched into few execs, ``InstanceContainer.run_steps``); none applies ->
-   ``patch_apply_failed``;
-4. every harness path the patch changed is restored (``integrity.guard``); one that cannot be
-   -> ``test_tampering``;
+2. the instance image is ensured and held (``images``); each session starts a locked-down
+   container (``container``);
+3. the patch is applied with the harness's fallback commands, then a reverse check (few execs);
+   none applies -> ``patch_apply_failed``;
+4. every harness path the patch changed is restored (``integrity.guard``), else
+   ``test_tampering``;
 5. the instrumented eval script (``verdict``; root first writes the graded test files,
-   ``session_layers``) runs under ``swebench.grade_command_timeout_s`` and within
-   ``swebench.instance_deadline_s``: a kill -> ``timeout``, the writable layer past
-   ``swebench.disk_mb`` -> ``disk_budget_exceeded``;
-6. swebench's ``get_eval_report`` parses the output between the real markers (an imitated
-   marker -> ``test_tampering``; none -> ``tests_errored``); pytest's passes must agree with
-   the JUnit report (else ``results_mismatch``), then ``integrity.session_layers`` judges;
+   ``session_layers``) runs within ``swebench.grade_command_timeout_s`` and
+   ``instance_deadline_s`` (else ``timeout``) and ``disk_mb`` (else ``disk_budget_exceeded``);
+6. swebench's ``get_eval_report`` parses the output between the real markers (an imitated one ->
+   ``test_tampering``; none -> ``tests_errored``); pytest's passes must agree with the JUnit
+   report (else ``results_mismatch``), then ``integrity.session_layers`` judges;
 7. a resolution is proven against the gold record by canary sessions (``proof.prover``);
-8. an impossible twin's task (``suites.base.twin_recipe``) gets steps 2-6 with a mutant planted,
-   beside decoy canary sessions (``proof.twin``).
-Before every session the image's page cache and the host's dentries are cleared
-(``proof.host_marks``). A suspicious patch (``screen``) only gets a note in the trace.
-Failures above are the patch's; infrastructure faults (trusted signals only, ``infra``) return
-``infra_failure=True`` with the reason as ``exit_status``; a kernel OOM kill is
-``out_of_memory``, the patch's failure. Containers are removed in the background
-(``container.Removals``) and all are gone before the grade ends; ``reap()`` removes this run's
-and dead owners' containers. The instance's files are written to local scratch, then put into
-the run's artifacts at ``logs/swebench/<instance>/<patch-key>/`` (named in every trace),
-``report.json`` last, atomically.
+8. an impossible twin's task gets steps 2-6 with a mutant planted, beside decoys (``proof.twin``).
+Before every session the page cache and dentries are cleared (``proof.host_marks``); a
+suspicious patch (``screen``) only gets a note. Infrastructure faults (trusted signals only,
+``infra``) return ``infra_failure=True`` with the reason as ``exit_status``; a kernel OOM kill is
+``out_of_memory``, the patch's failure. All containers are gone before the grade ends
+(``container.Removals``). The files go to local scratch, then to the run's artifacts at
+``logs/swebench/<instance>/<patch-key>/`` (named in every trace), ``report.json`` last.
 """
 
 from __future__ import annotations
@@ -112,9 +106,8 @@ class SwebenchGrader:
         return self.twins.twin_record(instance)
 
     def start_warm_up(self) -> threading.Thread:
-        """Start, in the background, what the first grade would otherwise pay: swebench's
-        imports and ``_harness`` (a grade that comes first waits on its lock). A failure is only
-        logged: the first grade meets it again and classifies it."""
+        """Start swebench's imports and ``_harness`` in the background (a grade that comes first
+        waits on its lock); a failure is only logged: the first grade meets it again."""
         with self._connect_lock:
             if self._warming is None:
                 self._warming = threading.Thread(target=self._warm_up, daemon=True,

@@ -3,26 +3,20 @@ the same way every time?
 
 Contracts:
 - Per instance and repeat, two grades on the real harness and the run's images: the gold
-  ``patch`` must resolve, and a no-op patch (``noop_patch``: one new file, since the grader
-  answers an empty patch without a container) must not, without an infrastructure failure.
-  Anything else is a failed outcome.
-- ``repeat`` N >= 1: every patch graded N times, all at once; repeat k > 0 grades it behind one
-  header line (``repeat_patch``, skipped by git and patch): the same tree, but a patch the
-  grader's report cache cannot answer.
-- ``gold_pairs(settings, ids)``: the instances with their gold patches (``ids``: these only, in
-  this order; an unknown id raises ``ValueError``).
-- ``validate(grade, pairs, repeat=1)`` grades through ``grade`` (``(task, patch)`` pairs -> each
-  ``GradeResult`` or a string naming why the pool could not grade it, in order;
-  ``loop.grade_pool.grade_all``) and returns a ``Validation``: every ``Outcome`` in submission
-  order and one ``Failure`` per instance and kind that failed any repeat (``flaky`` when some
-  passed or the statuses differ); it never raises for a failing instance.
-  ``Validation.quarantine()``: what a quarantine file lists (``quarantine``).
-  ``ratchet swe validate`` (``loop.swebench_validation``) records every outcome as
-  ``validation`` evidence (``evidence_rows``).
+  ``patch`` must resolve, a no-op patch (``noop_patch``: one new file, as an empty patch gets no
+  container) must not, both without an infrastructure failure.
+- ``repeat`` N >= 1: every patch graded N times, all at once; repeat k > 0 behind one header
+  line (``repeat_patch``): the same tree, but a patch the grader's report cache cannot answer.
+- ``validate(grade, pairs, repeat=1)`` grades through ``grade`` (``loop.grade_pool.grade_all``:
+  each ``GradeResult`` or a string naming why the pool could not grade it) and returns a
+  ``Validation``: every ``Outcome`` in submission order and one ``Failure`` per instance and
+  kind that failed any repeat (``flaky`` when some passed or the statuses differ); it never
+  raises for a failing instance. ``ratchet swe validate`` (``loop.swebench_validation``)
+  records every outcome as ``validation`` evidence (``evidence_rows``).
 - ``before_rounds(config, grade, tasks, run_dir)``, the suite's run-start hook: with
-  ``swebench.validate_gold``, validates the run's instances on its Grader pool (one repeat),
-  writes ``swebench_validation.json`` in the run dir and returns the message that stops the run
-  when any fails; else None.
+  ``swebench.validate_gold``, validates the run's instances (one repeat), writes
+  ``swebench_validation.json`` in the run dir and returns the message that stops the run when
+  any fails; else None.
 """
 
 from __future__ import annotations
@@ -189,7 +183,8 @@ def judge(instance_id: str, kind: str, grade: GradeResult | None,
 
 def gold_pairs(settings: SwebenchSettings, ids: Sequence[str] | None = None
                ) -> list[tuple[Task, str]]:
-    """(task, gold patch) of the instances (module contract)."""
+    """(task, gold patch) of the instances (``ids``: these only, in this order; an unknown id
+    raises ``ValueError``)."""
     instances = {i["instance_id"]: i for i in load_instances(settings)}
     if ids is None:
         ids = list(instances)

@@ -1,35 +1,28 @@
 """mini-swe-agent as the patch Solver (``swebench.solver=mini-swe-agent``): the SWE-bench team's
 bash-only reference agent, its own loop, prompts and submission rule, on this project's
-locked-down instance container and LLM backend.
-
-API (``agent.solver.run_agent`` calls it inside the container it set up)::
-
-    run_mini_swe_agent(llm, task, skill, settings, box, run, started)  # fills ``run`` (AgentRun)
+locked-down instance container and LLM backend. ``agent.solver.run_agent`` calls
+``run_mini_swe_agent(llm, task, skill, settings, box, run, started)``, which fills ``run``.
 
 Contracts:
-- The loop is ``minisweagent.agents.default.DefaultAgent``, unchanged, with the templates of the
-  package's ``benchmarks/swebench_backticks.yaml`` (text actions in ```` ```mswea_bash_command
-  ```` blocks: the local backends make no tool calls); the routed skill's guidance is its system
-  template's preamble. Limits from ``settings.agent``: ``max_steps``, ``max_cost_usd`` (0:
-  none), what is left of ``max_time_s``, ``max_format_errors``.
-- Model (``ProjectModel``): each query is one ``llm.complete`` on this project's backend
-  (litellm is never called), ``agent.max_tokens``, sampled as the in-house agent
-  (``AgentRun.sampling``); mini-swe-agent's own regex parser reads the action (not exactly one:
-  its ``FormatError``, the reply still counted). A base-model completion backend
+- The loop is ``minisweagent.agents.default.DefaultAgent``, unchanged, with the templates of
+  ``benchmarks/swebench_backticks.yaml`` (text actions in ```` ```mswea_bash_command ```` blocks:
+  the local backends make no tool calls); the routed skill's guidance prefixes the system
+  template. Limits from ``settings.agent``: ``max_steps``, ``max_cost_usd`` (0: none), what is
+  left of ``max_time_s``, ``max_format_errors``.
+- ``ProjectModel``: each query is one ``llm.complete`` (litellm is never called),
+  ``agent.max_tokens``, sampled as the in-house agent; mini-swe-agent's regex parser reads the
+  action (not exactly one: its ``FormatError``, the reply still counted). A base-model backend
   (``supports_prefill``) stops at the first closing fence (``ACTION_END``, put back unless the
   reply was cut at ``max_tokens``: a cut command never runs).
-- Environment (``ContainerEnvironment``): each action runs through ``InstanceContainer.run``
-  (untrusted uid, ``agent.command_timeout_s``), the yaml's variables exported first; a timeout
-  reports returncode -1 and an ``exception_info`` as mini-swe-agent's Docker environment does;
-  output whose first line is ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` with exit 0 submits the
-  rest.
-- The patch, as mini-swe-agent's SWE-bench runner takes it: what was submitted, else "" (its
-  exit status kept as ``run.exit_status``); an exception propagates to ``run_agent``.
-- ``run.steps``: one ``Step`` per action or format error; ``run.native``: mini-swe-agent's own
-  trajectory.
-- Importing ``minisweagent`` prints nothing and reads no user's ``.env``
-  (``MSWEA_GLOBAL_CONFIG_DIR`` a private empty folder unless set); without the package the
-  attempt fails with one line naming the extra to install.
+- ``ContainerEnvironment``: each action runs through ``InstanceContainer.run`` (untrusted uid,
+  ``agent.command_timeout_s``), the yaml's variables exported first; a timeout reports
+  returncode -1 and an ``exception_info`` as mini-swe-agent's Docker environment does; output
+  whose first line is ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` with exit 0 submits the rest.
+- The patch: what was submitted, else "" (the exit status kept as ``run.exit_status``); an
+  exception propagates. ``run.steps``: one ``Step`` per action or format error; ``run.native``:
+  mini-swe-agent's own trajectory.
+- Importing ``minisweagent`` prints nothing and reads no user's ``.env``; without the package
+  the attempt fails with one line naming the extra to install.
 """
 
 from __future__ import annotations

@@ -1,34 +1,26 @@
-"""The patch Solver: an agentic shell loop inside the task's container, or one completion, or
-(``settings.solver == "mini-swe-agent"``) the reference agent of ``agent.mini_swe`` in the same
-container, its patch what it submitted.
-
-API (the Solver role calls exactly this)::
-
-    patch, replies = solve_patch(llm, task, skill, settings)   # settings: SwebenchSettings | None
-    run = run_agent(llm, task, skill, settings, log_dir=path)   # the full record
+"""The patch Solver: an agentic shell loop inside the task's container, one completion, or
+(``settings.solver == "mini-swe-agent"``) ``agent.mini_swe`` in the same container. The Solver
+role calls ``solve_patch(llm, task, skill, settings) -> (patch, replies)``;
+``run_agent(..., log_dir=path)`` gives the full record.
 
 Contracts:
-- ``agent`` mode: each step asks ``llm.complete`` for one action (``AgentAction``, as
-  ``json_schema``) and runs its command in a container of the instance image (no network,
-  grading's limits, as ``settings.untrusted_uid`` where the image has ``setpriv``; the image held
-  against removal while it lives). An invalid reply is a failed step (the model is told why),
-  never a crash; ``max_format_errors`` in a row end the attempt, as do ``done``, ``max_steps``,
-  ``max_time_s`` and ``max_cost_usd``; the patch is then the repository's ``git diff`` (new
-  files included).
-- Whichever agent ran, the patch has no build artifact (``without_build_artifacts``: files under
-  ``__pycache__/`` or ``.pytest_cache/``, ``.pyc``/``.pyo``, left by the agent's own test runs).
+- ``agent`` mode: each step asks ``llm.complete`` for one ``AgentAction`` (as ``json_schema``)
+  and runs its command in a container of the instance image (no network, grading's limits, as
+  ``settings.untrusted_uid`` where the image has ``setpriv``, the image held). An invalid reply
+  is a failed step (the model is told why), never a crash; ``max_format_errors`` in a row end
+  the attempt, as do ``done``, ``max_steps``, ``max_time_s`` and ``max_cost_usd``; the patch is
+  then the repository's ``git diff`` (new files included).
+- Whichever agent ran, the patch has no build artifact (``without_build_artifacts``).
 - ``single_call`` mode: one completion with the issue, the file list and the files the issue
   names; its diff applied leniently (``git apply --recount``, then ``patch``) so the patch is
   the well-formed ``git diff``; one that applies nowhere is returned as written.
-- Sampling: at ``settings.agent.temperature`` when set, else the caller's ``temperature`` (the
-  loop's ``llm.temperature``), else 0.0. With ``seed``, step k samples with
-  ``derive_seed(seed, "agent", k)`` where the backend takes a seed (``seeding.sampling_kwargs``):
-  baseline probes of one instance are distinct draws, a resumed run draws the same. Both are
-  recorded in the trajectory.
+- Sampling: at ``settings.agent.temperature`` when set, else the caller's ``temperature``, else
+  0.0; with ``seed``, step k samples with ``derive_seed(seed, "agent", k)`` where the backend
+  takes one (a resumed run draws the same). Both are recorded in the trajectory.
 - The routed skill's guidance is the system prompt's preamble (``skill=None``: nothing).
-- Every reply is returned for accounting. An exception (LLM backend, Docker) propagates with the
-  replies so far as ``exc.replies``; the container is removed and, with ``log_dir`` (a folder or
-  an ``Artifacts`` store), ``trajectory.json`` written atomically, in ``finally``.
+- Every reply is returned for accounting. An exception propagates with the replies so far as
+  ``exc.replies``; the container is removed and, with ``log_dir`` (a folder or ``Artifacts``),
+  ``trajectory.json`` written atomically, in ``finally``.
 """
 
 from __future__ import annotations
@@ -253,8 +245,9 @@ _ARTIFACT = re.compile(r"(^|/)(__pycache__|\.pytest_cache)/|\.py[co]$")
 
 
 def without_build_artifacts(patch: str) -> str:
-    """``patch`` without the file sections (``diff --git a/P b/P`` to the next one) of bytecode
-    and test caches (see module contract); the rest byte for byte."""
+    """``patch`` without the file sections (``diff --git a/P b/P`` to the next one) under
+    ``__pycache__/`` or ``.pytest_cache/`` or of ``.pyc``/``.pyo`` files (left by the agent's own
+    test runs); the rest byte for byte."""
     starts = [m.start() for m in _FILE_SECTION.finditer(patch)]
     if not starts:
         return patch

@@ -2,12 +2,9 @@
 
 Contracts:
 - One index per node, ``<settings.lock_dir>/image_cache.json``, read and written only under
-  ``flock`` on ``<lock_dir>/image_cache.lock``: per image name its last use, size and whether
-  this project built or pulled it (``owned``), and the node's ``COUNTERS`` (``hits``,
-  ``builds``, ``pulls``, ``strips``, ``evictions``, ``refusals`` by the disk guard). Advisory:
-  one that cannot be read starts empty, one that cannot be written is a logged warning.
-- ``ImageCache.record(name, event, owned)`` after an ``ensure``; ``touch(name)`` marks a use
-  (False when unlisted); ``forget(name)`` drops an image removed otherwise.
+  ``flock`` on ``image_cache.lock``: per image its last use, size and whether this project built
+  or pulled it (``owned``), and the node's ``COUNTERS``. Advisory: one that cannot be read starts
+  empty, one that cannot be written is a logged warning.
 - ``ImageCache.make_room(name, log)``, before a build or pull of ``name`` under its exclusive
   lock, expecting the index's largest image size: removes the least recently used owned images
   (never ``name``) until the owned ones plus the new one fit ``swebench.image_cache_gb``, and
@@ -16,9 +13,8 @@ Contracts:
   space, the need and the settings. An image is removed only when its lock is free at once and
   the daemon agrees (``force=False``); images not owned or not indexed never are. Sizes are full
   (virtual) sizes: the budget bounds the images from above.
-- ``node_report(settings)``: the node's counters and cache use, read without a Docker client;
-  ``held_images(settings)`` the names the index lists (what placement reads); both read the
-  node's own ``lock_dir`` (``settings.on_this_node``).
+- ``node_report(settings)`` and ``held_images(settings)`` read the node's own ``lock_dir``
+  (``settings.on_this_node``) without a Docker client.
 """
 
 from __future__ import annotations

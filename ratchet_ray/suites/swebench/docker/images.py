@@ -1,24 +1,22 @@
-"""Instance images: named as the swebench harness names them, pulled or built, cleaned per cache level.
+"""Instance images: named as the swebench harness names them, pulled or built, cleaned per cache
+level.
 
 Contracts:
 - ``image_name(instance_id, settings)``: swebench's ``ImageSpec.name``
   (``sweb.eval.x86_64.<id>:<tag>`` locally, ``<namespace>/sweb.eval.x86_64.<id with __ ->
   _1776_>:<tag>`` from a registry).
 - ``InstanceImages.ensure(instance, log)``: the image present and ``ready``: pulled when
-  ``namespace`` is set (an instance with its own ``dockerfile`` the registry cannot serve is
-  built from it), else built from the instance's ``dockerfile`` (classic builder); then, once per
-  image, stripped of every commit, ref and object newer than ``base_commit`` (``history``: a
-  derived layer under the same name, marked ``HISTORY_LABEL``). Failures raise ``InfraFailure``.
-  A build or pull first makes room in the node's cache and passes its disk guard
-  (``image_cache``), all under the image's exclusive lock, so one worker of a node builds and
-  the others find it ready.
-- ``InstanceImages.use(instance, log)``: a block with the image ready and held: the image's lock
-  file under the node's ``lock_dir`` (``ImageLock``) held shared, so no worker of this machine
-  removes it meanwhile; marks it used in the node's index (recording a hit when unlisted, so the
-  index lists every image this node uses, which placement reads).
+  ``namespace`` is set (unless the instance has its own ``dockerfile``), else built from the
+  instance's ``dockerfile``; then, once per image, stripped of every commit, ref and object
+  newer than ``base_commit`` (``history``). Failures raise ``InfraFailure``. A build or pull
+  first makes room in the node's cache under its disk guard (``image_cache``), all under the
+  image's exclusive lock, so one worker of a node builds and the others find it ready.
+- ``InstanceImages.use(instance, log)``: a block with the image ready and its ``ImageLock`` held
+  shared, so no worker of this machine removes it; marks it used in the node's index (which
+  placement reads).
 - ``InstanceImages.release(name, log)`` applies the cache level: below ``instance`` it removes
-  an image this object did not find present at its creation, only when it gets the image's
-  lock at once and no container uses it, and drops it from the index.
+  an image that was not present at this object's creation, only when it gets the image's lock at
+  once and no container uses it, and drops it from the index.
 """
 
 from __future__ import annotations

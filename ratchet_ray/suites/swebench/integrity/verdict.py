@@ -5,20 +5,15 @@
 - swebench's markers become ``Markers.start``/``end``, 128 random bits of the host's, only in
   the root-only script and the trusted bash;
 - the block runs under ``setpriv`` as the untrusted uid (where the image has it), stderr joined
-  to stdout, with ``PYTEST_ADDOPTS`` adding ``--junitxml`` at a random path in a root-owned
-  folder it can create files in but not list; then every process of the uid is killed and the
-  end marker and exit code are printed (no root step runs in the tree after the tests);
-- an install step before the block (``INSTALL_STEP``) runs the patch's code, so it runs as the
-  uid too, every process of the uid killed after it;
-- ``RunExtras``: root steps just before the tests (the graded files written) and pytest options
-  and a ``PYTHONPATH`` entry (the sentinel plugin).
+  to stdout, ``PYTEST_ADDOPTS`` adding ``--junitxml`` at a random path in a root-owned folder it
+  can create files in but not list; then every process of the uid is killed and the end marker
+  and exit code are printed (no root step runs in the tree after the tests);
+- an install step before the block (``INSTALL_STEP``) runs as the uid too, then the same kill;
+- ``RunExtras``: root steps just before the tests and pytest options and a ``PYTHONPATH`` entry.
 
-``command_words(eval_script)``: the test command's shell words; ``runner_files(eval_script)``:
-the repository files among them; ``printed_exit_code``: the exit code the trusted script printed.
 ``split_log(stdout, output, markers)`` cuts stdout at the real markers and rebuilds swebench's
 log; an imitated swebench marker, or secret markers missing or repeated, raise ``Forgery``.
-``junit_statuses(xml)``: ``{node id: status}``; ``cross_check``: the tests the log counts as
-passing that the report does not.
+``cross_check``: the tests the log counts as passing that the JUnit report does not.
 """
 
 from __future__ import annotations

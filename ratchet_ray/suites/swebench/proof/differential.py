@@ -5,26 +5,18 @@ patch fails, ``gold``). A resolution needs, besides the real session's pass:
 - every FAIL_TO_PASS / PASS_TO_PASS status equal to gold's, in the log and (pytest) the JUnit
   report (``compare_with_gold``): XFAIL, XPASS or SKIPPED where gold PASSED is not a pass;
 - in every canary session, its mutant reported FAILED and every other graded test as in the
-  real session (``judge_canaries``): a mutant reported passing (PASSED, XFAIL, XPASS) is
-  ``test_tampering`` (the trace names session, test and change); an incomplete session, a
-  mutant missing, skipped or errored, or disagreeing sessions are ``results_mismatch``; the
-  sentinel's findings are ``test_tampering``. A session whose one fault is disagreeing on other
-  tests is refereed by the gold patch (``spread``).
+  real session (``judge_canaries``): a mutant reported passing is ``test_tampering`` (the trace
+  names session, test and change), as are the sentinel's findings; an incomplete session, a
+  mutant missing, skipped or errored, or disagreeing sessions are ``results_mismatch``
+  (disagreeing on other tests alone: refereed, ``spread``).
 
 Contracts:
-- ``Session``: what one session produced (its verdict ``result``, swebench's ``report``, the
-  graded tests' statuses in the log and JUnit report, the graded files as read and as written).
 - ``draw(record, instance, bounds, rng)``: one mutant per canary session, ``k`` drawn from
   ``bounds`` (inclusive); the first a FAIL_TO_PASS test's when the record keeps one, each later
   one with probability 1/2 (distinct while distinct ones remain); empty without kept mutants.
-- ``graded(instance)``: the FAIL_TO_PASS then PASS_TO_PASS ids.
 - ``caught(mutant, session)``: why ``session`` proves the patch forces outcomes whatever other
-  sessions did (the sentinel's tampering, or a resolution with its mutant reported passing), or
-  None; ``caught_beside(result, canaries)``: ``result`` of an unresolved real session, or
-  ``test_tampering`` when a canary session beside it is ``caught``.
-- ``finding(mutant, session, real, instance)`` -> ``(kind, why)`` of one canary session;
-  ``differing(session, real, instance, besides)``: the graded tests (but ``besides``) a session
-  reports otherwise than the real one.
+  sessions did, or None; ``caught_beside(result, canaries)``: ``result`` of an unresolved real
+  session, or ``test_tampering`` when a canary session beside it is ``caught``.
 - ``judge_grade(real, canaries, record, instance, parallel)``: ``caught_beside`` when the real
   session did not resolve; otherwise ``compare_with_gold``, then ``judge_canaries``.
 """
@@ -45,6 +37,8 @@ MISSING = "MISSING"
 
 @dataclass
 class Session:
+    """What one session produced: its own verdict ``result`` and swebench's ``report``, then:"""
+
     label: str
     result: GradeResult
     report: dict | None = None
@@ -60,6 +54,7 @@ class Session:
 
 
 def graded(instance: dict[str, Any]) -> list[str]:
+    """The FAIL_TO_PASS then PASS_TO_PASS ids."""
     return [*instance.get("FAIL_TO_PASS", []), *instance.get("PASS_TO_PASS", [])]
 
 

@@ -1,42 +1,28 @@
 """Replacement literals drawn from what real expectations look like (issue 49).
 
 A mutant (``mutants``) must be told from the real test by nothing but its value, and its value
-must not give it away either: a string whose last letter was swapped at random is a word found
-nowhere else in the repository, and where a test expects one of the call's own arguments
-(``assert pick(a, b) == b``) a random digit is not what a test expects. So a replacement keeps
-the shape of the literal it replaces (same type and quotes, same length: the file keeps its
-size; a number its sign) and is drawn:
+must not give it away either (a randomly edited string is a word found nowhere else; a test that
+expects one of the call's own arguments is not expecting a random digit). So a replacement keeps
+the literal's shape (type and quotes, length, a number's sign) and is drawn:
 - where the real value is one of the compared call's literal arguments, another argument of it;
-  where it is not, one of them (of its type, length and sign) by ``argument_share``, as often
-  as makes mutants arguments as often as real expectations are, else never one of them;
+  where it is not, one of them by ``argument_share`` (as often as real expectations are one);
 - else from ``distribution``, what a real expectation of that shape is in this file: another
-  literal of the test function itself (a real expectation is often a value its test wrote
-  earlier: ``make(5)`` ... ``== 5``), else another literal of the file, each by how often it is
-  written, else a fresh value (a one-digit number by ``DIGITS``; more digits by Benford's law; a
-  string with one word swapped for a word of the file of the same length and case). The shares
-  are the file's own (``shares``: how its other tests' expectations are written, the replaced
-  test left out, pulled toward ``SHARES``);
-- a number of 2 digits and more round (ending in 0: 10, 250, 1000) as often as the file's other
-  expectations are (``ROUND``, ``round_share``), whatever the real value is and however round
-  the file's other literals are: its roundness is drawn first, then its value among the keys of
-  that roundness;
-- through ``derange``: the real value is never its own mutant, and drawing "any other value"
-  would make a frequent value (pytest's monkeypatch tests expect 42 nine times) rarer among
-  mutants than among real expectations; deranged, a value drawn from ``distribution`` gives a
-  mutant distributed as ``distribution`` itself;
-- failing all, a character edit of the same class (``mutate_literal``, the design before
-  issue 49).
+  literal of the test function (``make(5)`` ... ``== 5``), else of the file, each by how often it
+  is written, else a fresh value (one digit by ``DIGITS``, more by Benford's law; a string with
+  one word swapped for a file word of the same length and case), by the file's own ``shares``
+  pulled toward ``SHARES``;
+- a number of 2+ digits round (ending in 0) as often as the file's expectations are (``ROUND``,
+  ``round_share``), whatever the real value and the file's other literals: roundness first;
+- through ``derange``: never the real value itself, yet a frequent value (pytest's 42s) is as
+  frequent among mutants as among real expectations;
+- failing all, a character edit of the same class (``mutate_literal``).
 
-Contracts:
-- ``literal_pool(tree, text)`` -> the source text of every one-line constant of the file (a
-  negative number with its sign; no bool, None or Ellipsis), in source order.
-- ``call_arguments(lines, compared)`` -> the source of each literal argument (positional or
-  keyword) of ``compared`` when it is a call, else ``[]``.
-- ``replacement(source, rng, pool, args, words, avoid, local, rates)`` -> another literal of
-  ``source``'s shape (``True`` <-> ``False`` aside), none of ``avoid`` (a redraw's earlier
-  tries), or None; ``vocabulary(pool_text)``: the file's words;
-  ``observation(source, pool, local)`` and ``shares(observations)``: how a file writes its
-  expectations; ``mutate_literal(source, rng)``: the character edit (``mutants``' contract).
+Contracts: ``literal_pool(tree, text)``: the source of every one-line constant (a negative number
+with its sign; no bool, None or Ellipsis), in source order. ``call_arguments(lines, compared)``:
+the source of each literal argument of ``compared`` when it is a call, else ``[]``.
+``replacement(...)``: another literal of ``source``'s shape (``True`` <-> ``False`` aside), none
+of ``avoid``, or None. ``vocabulary``, ``observation`` and ``shares``: a file's words and how it
+writes its expectations.
 """
 
 from __future__ import annotations
@@ -49,23 +35,19 @@ from collections import Counter
 from typing import Any, NamedTuple
 
 SHARES = {int: (0.77, 0.87), float: (0.60, 0.59), str: (0.95, 0.85), bytes: (0.95, 0.85)}
-"""Per type, the prior of ``shares``: how often a real expectation is another literal of its own
-test function (of its shape, its own occurrence aside), and when not, another of its file.
-Numbers: measured on 600 installed packages' test files (``bench/mutant_detector.py``'s
-samples). Strings and bytes: those files measure 0.66/0.26 and 0.40/0.20, but files that repeat
-their strings (flask's: 0.77/0.43 and 0.53/0.60) are then told by a mutant string found nowhere
-in the repository; the higher prior is the one that scored best on the real projects (so their
-AUC is no held-out measure for it, docs/benchmarks.md)."""
+"""Per type, the prior of ``shares``: how often a real expectation is another literal of its test
+function (its own occurrence aside), and if not, of its file. Numbers: measured on 600 packages'
+test files (``bench/mutant_detector.py``). Strings and bytes measure 0.66/0.26 and 0.40/0.20
+there, but files that repeat strings (flask's) then tell a mutant by a string found nowhere; the
+higher prior scored best on the real projects (no held-out measure: docs/benchmarks.md)."""
 ROUND = {2: 0.33, 3: 0.52}
-"""How often a real expectation of n digits (an integer of 2 and more, by n) is round, ends in a
-0 (10, 250, 1000); ``ROUND_MORE`` from 4 digits on (the same 600 files: 30 of 90, 17 of 33, 11
-of 22). A file's literals are no measure of it: pytest's write 30 of their 67 two-digit numbers
-round (timeouts, sizes) and their expectations 1 of 16, so a mutant drawn from them alone was
-told by its roundness."""
+"""How often a real integer expectation of n (2+) digits ends in 0; ``ROUND_MORE`` from 4 digits
+on (the same 600 files: 30 of 90, 17 of 33, 11 of 22). A file's literals are no measure of it
+(pytest's: 30 of 67 two-digit numbers round, its expectations 1 of 16)."""
 ROUND_MORE = 0.5
 WHOLE = 0.6
-"""How often a round number's zeros are all but its first digit (100, 3000), not fewer (250,
-1200): the same files' round literals, 0.53 to 0.8 by number of digits."""
+"""How often a round number's zeros are all but its first digit (100, not 250): the same files,
+0.53 to 0.8 by number of digits."""
 ARGUMENT = 0.32
 """How often a real expectation is one of the compared call's literal arguments, where the call
 has one of its type (the same 600 files: 55 of 173; sympy's graded files: 12 of 43)."""
@@ -79,11 +61,9 @@ DIGITS = (0.306, 0.295, 0.171, 0.084, 0.048, 0.033, 0.024, 0.014, 0.013, 0.012)
 PRIOR_WEIGHT = 8
 """How many observations ``SHARES`` counts as, against a file's own (``shares``)."""
 FRESH = None
-"""``distribution``'s key for a value written nowhere else in the file (a number of 2 digits and
-more: one that does not end in 0)."""
+"""``distribution``'s key for a value written nowhere else in the file (2+ digits: not round)."""
 FRESH_ROUND = "<fresh round>"
-"""``distribution``'s key for a number of 2 digits and more written nowhere else in the file that
-ends in 0 (its roundness is drawn as real expectations' is: ``ROUND``)."""
+"""``distribution``'s key for a round number (2+ digits) written nowhere else in the file."""
 FRESHES = (FRESH, FRESH_ROUND)
 
 _WORD = re.compile(r"[A-Za-z]+|[0-9]+")
@@ -212,8 +192,7 @@ class Observation(NamedTuple):
 
 def observation(source: str, pool: list[str], local=(), args=()) -> Observation | None:
     """How the real expectation ``source`` was written, against its test function's literals
-    ``local``, its file's ``pool`` and its call's literal arguments ``args``; None for a bool or
-    no literal."""
+    ``local``, the file's ``pool`` and its call's ``args``; None for a bool or no literal."""
     value = _value(source)
     if value is None or type(value) is bool:
         return None
@@ -235,13 +214,10 @@ def _pulled(seen: list[bool], prior: float) -> float:
 
 
 def shares(observations) -> dict:
-    """``SHARES`` as this file writes its other expectations (``observation`` of each): per type,
-    the file's rates, each pulled toward ``SHARES`` (``_pulled``: a file of few tests is mostly
-    the prior); under the key ``"round"``, ``{digits: how often an integer expectation of that
-    many digits ends in 0}``, pulled toward ``ROUND``, for the numbers of digits the file's
-    expectations have (``round_share``: any); under ``"argument"``, how often an expectation is
-    one of its call's arguments, where the call has one of its type, pulled toward
-    ``ARGUMENT``."""
+    """How this file writes its other expectations (``observation`` of each), each rate pulled
+    toward its prior (``_pulled``): per type, ``SHARES``'s pair; ``"round"``: ``{digits: share
+    ending in 0}`` (toward ``ROUND``); ``"argument"``: share that is a call argument (toward
+    ``ARGUMENT``)."""
     found = [o for o in observations if o is not None]
     out: dict = {}
     for kind, (function_prior, file_prior) in SHARES.items():
@@ -259,10 +235,10 @@ def shares(observations) -> dict:
 
 
 def argument_share(rates: dict | None = None) -> float:
-    """How often a mutant is one of the call's arguments where the real value is none of them and
-    one of its type and length is there: as often as makes mutants arguments as often as real
-    expectations are (``rates["argument"]``, ``shares``; else ``ARGUMENT``), the real values that
-    are an argument and have no other to take (``ARGUMENT_OTHER``) made up for."""
+    """How often a mutant is a call argument where the real value is none (one of its type and
+    length being there), so that mutants are arguments as often as real expectations are
+    (``rates["argument"]`` or ``ARGUMENT``), making up for those with no other to take
+    (``ARGUMENT_OTHER``)."""
     real = (rates or {}).get("argument", ARGUMENT)
     return min(1.0, real * (1.0 - ARGUMENT_OTHER) / max(1e-9, (1.0 - real) * ARGUMENT_ELIGIBLE))
 
@@ -275,9 +251,8 @@ def round_share(digits: int, rates: dict | None = None) -> float:
 
 def distribution(source: str, pool: list[str], local=(),
                  rates: dict | None = None) -> dict[str | None, float]:
-    """What a real expectation of ``source``'s shape is, in this file: ``{literal: probability}``
-    (module docstring), the key ``FRESH`` for a value found nowhere else in the file; ``rates``:
-    ``shares`` of the file (None: ``SHARES``)."""
+    """``{literal or FRESH: probability}`` of a real expectation of ``source``'s shape in this
+    file (module docstring); ``rates``: the file's ``shares`` (None: ``SHARES``)."""
     value = _value(source)
     shape = _shape(source, value)
     share_local, share_file = (rates or SHARES).get(type(value), (0.0, 0.0))
@@ -305,10 +280,9 @@ def distribution(source: str, pool: list[str], local=(),
 
 
 def _by_roundness(masses: dict, share: float) -> dict:
-    """``masses`` of a number of 2 digits and more made round (ending in 0) with probability
-    ``share``, as real expectations are (``ROUND``): the fresh value's mass split between
-    ``FRESH_ROUND`` and ``FRESH`` by ``share``, then the round keys' mass scaled to ``share`` and
-    the others' to the rest (within each, the file's literals keep their proportions)."""
+    """``masses`` of a 2+ digit number made round with probability ``share``: ``FRESH``'s mass
+    split with ``FRESH_ROUND`` by ``share``, then the round keys scaled to ``share`` in all, the
+    others to the rest (each keeping its proportions)."""
     out = dict(masses)
     fresh = out.pop(FRESH, 0.0)
     out[FRESH_ROUND], out[FRESH] = fresh * share, fresh * (1.0 - share)
@@ -322,11 +296,9 @@ def _by_roundness(masses: dict, share: float) -> dict:
 
 
 def _one_roundness(masses: dict, own, share: float, rng: random.Random) -> dict:
-    """The keys of ``masses`` (``_by_roundness``'s) of one roundness, round with probability
-    ``share`` whatever the real value's is: deranged among all keys, a mutant of a frequent
-    plain value (pytest's 42s) would be round as often as the file's other literals are, far
-    more than real expectations (a class whose only key is ``own``, a literal: all of them; a
-    fresh key is no obstacle: a fresh value differs from the real one)."""
+    """The keys of ``masses`` of one roundness, round with probability ``share`` whatever the real
+    value's (else a mutant of pytest's 42s would be as round as the file's literals); all keys
+    where that class holds only ``own``, a literal (a fresh key differs from the real one)."""
     want = rng.random() < share
     kept = {k: m for k, m in masses.items()
             if (k is FRESH_ROUND or (k not in FRESHES and _round(k))) == want}
@@ -334,16 +306,12 @@ def _one_roundness(masses: dict, own, share: float, rng: random.Random) -> dict:
 
 
 def derange(masses: dict, own, rng: random.Random):
-    """A key of ``masses`` other than ``own``, drawn so that where ``own`` was itself drawn from
-    ``masses`` the result is distributed as ``masses`` too: a mutant is never its real value, yet
-    a frequent value is as frequent among mutants as among real expectations (drawing "any other
-    value" would make every frequent value rarer among mutants: the tell of issue 49's second
-    pass). The keys are laid on a circle in a random order, each an arc as long as its
-    probability; a point drawn in ``own``'s arc is turned by at least the longest arc (and at most
-    one turn less it), so it lands elsewhere, and uniformly: the result is distributed as
-    ``masses``. Where one key holds more than half the mass no such turn exists: then a turn of
-    half, and where it lands on ``own``, another key by its mass. ``masses`` holds a key other
-    than ``own``."""
+    """A key of ``masses`` (which holds one) other than ``own``, distributed as ``masses`` where
+    ``own`` was drawn from it: a frequent value stays as frequent among mutants ("any other
+    value" made it rarer: issue 49's second pass). The keys lie on a circle in random order, each
+    an arc its probability long; a point in ``own``'s arc turns by at least the longest arc and at
+    most one turn less it, landing elsewhere uniformly. Where one key holds over half the mass: a
+    half turn, and landing on ``own``, another key by its mass."""
     keys = sorted(masses, key=lambda k: (k is not None, str(k)))
     rng.shuffle(keys)
     if masses.get(own, 0.0) <= 0.0:
@@ -364,15 +332,14 @@ def derange(masses: dict, own, rng: random.Random):
 
 
 def _benford(digits: int, rng: random.Random) -> int:
-    """A number of ``digits`` digits by Benford's law (a 1xx as likely as a 2xx and a 3xx
-    together, as real values are)."""
+    """A number of ``digits`` digits by Benford's law (a 1xx as likely as a 2xx and a 3xx)."""
     low = 10 ** (digits - 1)
     return min(10 * low - 1, int(low * 10 ** rng.random()))
 
 
 def _multi_digit(digits: int, round_: bool, rng: random.Random) -> int:
-    """A number of ``digits`` (2 and more) digits by Benford's law that ends in 0 (``round_``:
-    all its digits but the first zeros with probability ``WHOLE``, else fewer) or does not."""
+    """A Benford number of ``digits`` (2+) digits ending in 0 where ``round_`` (all zeros but the
+    first digit with probability ``WHOLE``), else not."""
     if not round_:
         for _ in range(20):
             new = _benford(digits, rng)
@@ -389,8 +356,8 @@ def _multi_digit(digits: int, round_: bool, rng: random.Random) -> int:
 
 def _same_digits(source: str, value: int, rng: random.Random, forbid: set,
                  round_: bool = False) -> str | None:
-    """A number of ``source``'s sign and number of digits: one digit by ``DIGITS``, more by
-    Benford's law, ending in 0 where ``round_`` (``FRESH_ROUND``) and else not."""
+    """A number of ``source``'s sign and digit count: one digit by ``DIGITS``, more by
+    ``_multi_digit``."""
     digits = source.lstrip("-+")
     if not digits.isdigit() or (len(digits) > 1 and digits.startswith("0")):
         return None  # 0x1f, 1_000, 007: left to the character edit
@@ -423,10 +390,9 @@ def _word_swap(source: str, value: Any, rng: random.Random, words: dict, forbid:
 
 def _fresh(source: str, value: Any, rng: random.Random, pool: list[str], words: dict,
            forbid: set, round_: bool = False) -> str | None:
-    """A value of ``source``'s shape written nowhere in the file: a number of the same digits
-    (ending in 0 where ``round_``), a string with a word swapped for another of the file's; None
-    when there is none (then one of the file's literals: a character edit is a word found
-    nowhere, the worst tell)."""
+    """A value of ``source``'s shape written nowhere in the file (``_same_digits``,
+    ``_word_swap``), or None: then one of the file's literals, not a character edit (the worst
+    tell)."""
     taken = forbid | {value} | {_value(p) for p in pool}
     if type(value) is int:
         return _same_digits(source, value, rng, taken, round_)
@@ -436,10 +402,9 @@ def _fresh(source: str, value: Any, rng: random.Random, pool: list[str], words: 
 def replacement(source: str, rng: random.Random, pool: list[str], args: list[str],
                 words: dict | None = None, avoid: frozenset | set = frozenset(),
                 local: list[str] = (), rates: dict | None = None) -> str | None:
-    """Module contract (``words``: ``vocabulary`` of the file, made from ``pool`` when None;
-    ``avoid``: replacements already tried here and dropped, never returned again: a redraw;
-    ``local``: the literals of the test function itself, ``literal_pool(function, text)``;
-    ``rates``: ``shares`` of the file's other tests, None: ``SHARES``)."""
+    """Module contract. ``words``: the file's ``vocabulary`` (None: made from ``pool``);
+    ``avoid``: earlier tries of a redraw, never returned again; ``local``: the test function's
+    ``literal_pool``; ``rates``: ``shares`` of the file's other tests (None: ``SHARES``)."""
     value = _value(source)
     if value is None or type(value) is bool:
         edited = mutate_literal(source, rng)
@@ -460,9 +425,8 @@ def replacement(source: str, rng: random.Random, pool: list[str], args: list[str
         forbid |= set(values)
     words = words if words is not None else vocabulary(" ".join(pool))
     masses = distribution(source, pool, local, rates)
-    # a real value written nowhere else in the file was a fresh draw: FRESH (FRESH_ROUND for a
-    # round number) is its key (a fresh replacement differs from it all the same, where nothing
-    # else is left)
+    # a real value written nowhere else in the file was a fresh draw: FRESH (or FRESH_ROUND) is
+    # its key (a fresh replacement still differs from it)
     own = next((k for k in masses if k not in FRESHES and _value(k) == value),
                FRESH_ROUND if _round(source) else FRESH)
     masses = {k: m for k, m in masses.items()

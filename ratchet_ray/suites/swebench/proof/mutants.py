@@ -1,38 +1,30 @@
 """Mutants of graded tests, made in place: one expected value changed in the test's own style.
 
 A canary session (``differential``) runs the eval exactly as the real session does, except that
-one graded test's expected value is different: same file, same name, same position, same type
-and length, so the file's size does not change either (``True`` -> ``False`` and ``''`` ->
-``'q'`` are the exceptions), and a value drawn from what real expectations look like
-(``literals.replacement``: another argument of the compared call where the real value is one,
-another literal of the file, a number of the same magnitude, a string of the file's words). A fix passes the real test and fails its
-mutant; code that forces outcomes passes both, and cannot tell which session it is in.
+one graded test's expected value is different: same file, name and position, same type and
+length (the file's size too; ``True`` -> ``False`` and ``''`` -> ``'q'`` aside), a value drawn
+from what real expectations look like (``literals.replacement``). A fix passes the real test and
+fails its mutant; code that forces outcomes passes both, and cannot tell which session it is in.
 
 Contracts:
-- ``candidates(located, texts, rng, tried=None)`` -> ``{test id: Mutant}`` (``located``: the
-  graded tests as ``integrity.graded_tests.locate`` / ``settle`` place them), at most one per
-  test: the last literal expectation of the test's body (``assert <expr> == <literal>`` or
-  ``is True/False``; ``self.assertEqual(x, <literal>)`` and its kin) that can be changed, changed
-  by ``literals.replacement``. Tests without one get none. ``tried``: each test's mutants drawn
-  before and dropped; none is drawn again (a redraw).
+- ``candidates(located, texts, rng, tried=None)`` -> ``{test id: Mutant}`` (``located``: as
+  ``integrity.graded_tests.locate`` places the tests), at most one per test: its body's last
+  literal expectation that can be changed (``assert <expr> == <literal>``, ``is True/False``,
+  ``self.assertEqual(x, <literal>)`` and kin), by ``literals.replacement``. ``tried``: each
+  test's mutants drawn before and dropped, never drawn again (a redraw).
 - ``draw_kept(located, texts, rng, judge, f2p)`` -> ``(kept, dropped)``: ``candidates`` judged by
-  ``judge(found) -> {test: None (kept) or why it was dropped}`` (the prover: a gold session and
-  a base-code session with them planted, ``gold``); a dropped mutant's test is drawn again
-  (``tried``), up to ``REDRAWS`` more times, while no FAIL_TO_PASS test (``f2p``) has one kept
-  and one still can: an instance whose F2P expectation can be mutated gets an F2P mutant even
-  when the first draw is one the base code passes (calc-2's ``clamp(12, 0, 10) == 10`` -> 12).
-  Every draw comes from ``rng``: the grade's secret draw decides them all. ``dropped``: each
-  dropped mutant described, with why; a reason that is a ``Final`` is not drawn again.
-- ``Mutant.apply(text)`` -> the file's text with the change, or None when the text is not the
-  one the mutant was made from (the literal is not where it was). ``Mutant`` round-trips through
-  ``as_dict``/``from_dict`` (gold records keep them).
-- ``mutate_literal(source, rng)`` -> another literal of the same type and shape (same length
-  where one exists), or None: a character edit, the replacement's last resort (and the whole
+  ``judge(found) -> {test: None (kept) or why dropped}`` (the prover's gold and base-code
+  sessions); a dropped mutant's test is drawn again, up to ``REDRAWS`` times, while no
+  FAIL_TO_PASS test (``f2p``) has one kept and one still can (calc-2's ``clamp(12, 0, 10) ==
+  10`` -> 12 passes under the base code). Every draw comes from ``rng`` (the grade's secret
+  draw). A reason that is a ``Final`` is not drawn again.
+- ``Mutant.apply(text)`` -> the text with the change, or None when the literal is not where it
+  was; ``as_dict``/``from_dict`` round-trip (gold records keep them).
+- ``mutate_literal(source, rng)``: a character edit, the replacement's last resort (and the
   design before issue 49, which ``bench/mutant_detector.py`` compares with).
-- ``expectations(tree, qual)``: the test's literal expectations, each with what it is compared
-  with; ``observations(tree, text, pool)``: how each test function of a file writes its
-  expectation (``literals.observation``), whence a test's ``literals.shares``: the file's other
-  tests.
+- ``expectations(tree, qual)``: the test's literal expectations with what each is compared with;
+  ``observations(tree, text, pool)``: how each test of a file writes its expectation
+  (``literals.observation``).
 """
 
 from __future__ import annotations

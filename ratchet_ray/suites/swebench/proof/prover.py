@@ -2,22 +2,17 @@
 the outcomes compared with it, and canary sessions, each in a fresh container run by the
 session runner the grader hands over.
 
-Contracts of ``DifferentialProof(settings, limits, logs, gold_store, context, session)``
-(``context(instance, log, deadline)`` -> ``Context``; ``session`` a ``SessionRunner``):
-- ``grade(ctx, patch, log_dir, log, deadline)`` -> ``(grade, real session, proven)``: the gold
-  record first (made now when none is stored), then the real session and ``k`` canary sessions
-  in a random order, started together (``order``; those not yet started are skipped once one
-  shows the real session cannot resolve). A resolution is compared with gold and proven by the
-  canaries (``differential.judge_canaries``; disagreements on other tests refereed,
-  ``spread.settle``); an unresolved real session is still ``test_tampering`` when a canary
-  beside it is caught. The gold patch itself (trusted) runs its real session first, which makes
-  a missing record. No runner the grader reads, a gold record that does not resolve or keeps no
-  mutant, no gold patch: the real session alone (its resolution then ``gold_unresolved`` /
-  ``gold_unavailable``). ``proven``: whether canary sessions ran.
-- ``canary(...)``: one canary session, logs under ``canary-<i>/``; ``side_session``: any
-  session beside the real one; ``gold_record(instance)``: made now when none is stored;
-  ``record_for``, ``outside_a_grade``, ``store()`` and ``records_lock``: what the impossible
-  twins (``twin.TwinGrading``) build on.
+``DifferentialProof.grade(ctx, patch, log_dir, log, deadline)`` -> ``(grade, real session,
+proven)``: the gold record first (made now when none is stored), then the real session and
+``k`` canary sessions in a random order, started together (``order``: those not yet started are
+skipped once one shows the real session cannot resolve). A resolution is compared with gold and
+proven by the canaries (``differential.judge_canaries``; disagreements on other tests refereed,
+``spread.settle``); an unresolved real session is still ``test_tampering`` when a canary beside
+it is caught. The gold patch itself (trusted) runs its real session first, which makes a missing
+record. No runner the grader reads, a gold record that does not resolve or keeps no mutant, no
+gold patch: the real session alone (its resolution then ``gold_unresolved`` /
+``gold_unavailable``). ``proven``: whether canary sessions ran. ``record_for``,
+``outside_a_grade``, ``store()`` and ``records_lock`` are what ``twin.TwinGrading`` builds on.
 """
 
 from __future__ import annotations
@@ -53,9 +48,8 @@ from ratchet_ray.types import GradeResult
 @dataclass(frozen=True)
 class Context:
     """What every session of one grade shares: the instance, its image (held by the grade) and
-    swebench's test spec; ``removals``: where the grade's sessions hand their containers to be
-    removed in the background (``docker.container.Removals``, waited for before the grade
-    ends), None to remove each as its session ends."""
+    swebench's test spec; ``removals``: a ``docker.container.Removals`` the sessions hand their
+    containers to (waited for before the grade ends), None to remove each as it ends."""
 
     instance: dict
     images: InstanceImages
@@ -66,16 +60,6 @@ class Context:
     removals: Any = None
 
 
-class Prefixed:
-    """The instance log, each line prefixed with the session it is about."""
-
-    def __init__(self, log: Callable[[str], None], prefix: str):
-        self.log, self.prefix = log, prefix
-
-    def __call__(self, message: str) -> None:
-        self.log(self.prefix + message)
-
-
 def _settle_cost(sessions: list[Session]) -> str:
     """The cost line's part for the referee and replacement sessions a grade's settling ran."""
     if not sessions:
@@ -84,14 +68,9 @@ def _settle_cost(sessions: list[Session]) -> str:
             f"{sum(x.seconds for x in sessions):.1f}s summed")
 
 
-def planting(mutants: list[Mutant]) -> Callable[[dict[str, str]], dict[str, str]]:
-    """What root writes in a session with ``mutants`` in place (every other file unchanged)."""
-    return lambda texts: apply_all(texts, mutants)
-
-
 def junit_graded(junit: bytes | None, tests: list[str], options_form: bool) -> dict[str, str]:
-    """Each graded test's status in the JUnit report (``MISSING`` without one; a report that is
-    not JUnit XML reads as none, the session's own verdict has already refused it)."""
+    """Each graded test's status in the JUnit report (``MISSING`` without one; a non-JUnit report
+    reads as none: the session's own verdict has refused it)."""
     try:
         statuses = junit_statuses(junit) if junit is not None else {}
     except Forgery:
@@ -123,8 +102,7 @@ class DifferentialProof:
         self._gold_patches: dict[str, str] | None = None
 
     def store(self) -> GoldStore:
-        """Where records are kept: ``swebench.gold_records`` (or the user's cache) and the run's
-        ``gold/swebench/``."""
+        """``swebench.gold_records`` (or the user's cache) and the run's ``gold/swebench/``."""
         return GoldStore(self.settings.gold_records or default_folder(), self.gold_store)
 
     def grade(self, ctx: Context, patch: str, log_dir: Path, log: InstanceLog,
@@ -205,9 +183,10 @@ class DifferentialProof:
         """A session beside a grade's real one (``label``: a canary, a referee, a record's):
         logs in ``folder``, lines prefixed ``[label]``, its own deadline, ``mutants`` planted."""
         folder.mkdir(exist_ok=True)
-        return self.session(ctx, patch, folder, Prefixed(log, f"[{label}] "),
+        return self.session(ctx, patch, folder, lambda message: log(f"[{label}] {message}"),
                             Deadline(self.limits.instance_deadline_s),
-                            plant=None if mutants is None else planting(mutants), label=label)
+                            plant=None if mutants is None else (
+                                lambda texts: apply_all(texts, mutants)), label=label)
 
     def _canaries(self, ctx: Context, patch: str, log_dir: Path, log: InstanceLog,
                   chosen: list[Mutant], numbers: Iterator[int],
@@ -220,8 +199,7 @@ class DifferentialProof:
         return [(m, sessions[p.label]) for p, m in zip(plans, chosen)]
 
     def _draw(self, ctx: Context, record: GoldRecord) -> list[Mutant]:
-        """The grade's canary mutants, drawn from the OS's entropy (none for an unresolved
-        record)."""
+        """The grade's canary mutants, from the OS's entropy (none for an unresolved record)."""
         return draw(record, ctx.instance, self.settings.canary_sessions,
                     secrets.SystemRandom()) if record.resolved else []
 
@@ -229,8 +207,8 @@ class DifferentialProof:
                 canaries: list[tuple[Mutant, Session]], record: GoldRecord, verdict: GradeResult,
                 judge: Callable[[list[tuple[Mutant, Session]]], GradeResult]
                 ) -> tuple[GradeResult, list[Session]]:
-        """``spread.settle`` with this grade's referees, record and fresh canary sessions; with
-        the verdict, the referee and replacement sessions it ran (for the grade's cost line)."""
+        """``spread.settle`` with this grade's referees, record and fresh canaries; the verdict
+        and the sessions it ran (for the cost line)."""
         numbers = itertools.count(len(canaries) + 1)
         gold = self._gold_patch(ctx.instance)
         ran: list[Session] = []
@@ -337,8 +315,7 @@ class DifferentialProof:
         return gold or None
 
     def gold_record(self, instance: dict) -> GoldRecord:
-        """The instance's gold record, made now when none is stored
-        (its sessions' logs go to ``logs/swebench/<instance>/gold/``)."""
+        """The instance's gold record, made now (logs: ``logs/swebench/<id>/gold/``) if none."""
         return self.outside_a_grade(
             instance, "gold", lambda ctx, log_dir, log: self.record_for(ctx, log, None,
                                                                         log_dir)[0])

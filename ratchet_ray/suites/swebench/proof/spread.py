@@ -2,24 +2,19 @@
 the test code, not the patch (docs/grading.md, "Gold records").
 
 A test can run another (sympy's ``test_Permutation_subclassing`` calls ``test_Permutation``
-with a module global swapped, restored only when it passes): a mutant planted there fails other
-graded tests under the gold patch as under any fix, and ``differential.judge_canaries`` calls
-that disagreement ``results_mismatch``. Nothing is relaxed: such a canary session is checked by
-a referee, the gold patch with the same mutant alone in a fresh session. When the referee
-reports every graded test as the canary session did, the mutant is dropped from the gold record
-for good and the session is replaced by one with a mutant drawn afresh, judged as strictly
-(one more session the patch must pass). A referee that disagrees leaves the verdict as it was.
+with a module global swapped): a mutant planted there fails other graded tests under any fix,
+which ``differential.judge_canaries`` calls ``results_mismatch``. Nothing is relaxed: such a
+session is checked by a referee, the gold patch with the same mutant alone. When the referee
+reports every graded test as the canary session did, the mutant leaves the gold record for good
+and the session is replaced by one with a fresh mutant, judged as strictly. A referee that
+disagrees leaves the verdict as it was.
 
-Contracts:
-- ``same_outcomes(canary, referee, instance)``: whether the referee completed, planted its
-  mutant and reported every graded test (log, and JUnit where both have it) as ``canary`` did.
-- ``settle(verdict, real, canaries, instance, referee, forget, replace, judge, log)``: the
-  verdict after at most ``ROUNDS`` rounds of referees; unchanged unless it is
-  ``results_mismatch`` and every canary session at fault only ``disagree``s. Then
-  ``referee(mutant)`` runs; when every referee agrees, ``forget(spread)`` drops those mutants
-  from the stored record and returns it, ``replace(record, n)`` runs ``n`` fresh canary
-  sessions and ``judge(canaries)`` judges the kept and new ones together. Referees that agree
-  are forgotten even when another did not (the verdict then stands).
+``settle(verdict, real, canaries, instance, referee, forget, replace, judge, log)``: the verdict
+after at most ``ROUNDS`` rounds of referees; unchanged unless it is ``results_mismatch`` and
+every canary session at fault only ``disagree``s. Then ``referee(mutant)`` runs; when every
+referee agrees, ``forget(spread)`` drops those mutants from the stored record and returns it,
+``replace(record, n)`` runs ``n`` fresh canary sessions and ``judge(canaries)`` judges the kept
+and new ones together. Agreeing referees' mutants are forgotten even when another did not agree.
 """
 
 from __future__ import annotations
@@ -39,6 +34,8 @@ Canary = tuple[Mutant, Session]
 
 
 def same_outcomes(canary: Session, referee: Session, instance: dict[str, Any]) -> bool:
+    """Whether ``referee`` completed, planted its mutant and reported every graded test (log,
+    and JUnit where both have it) as ``canary`` did."""
     if referee.log is None or canary.log is None or referee.result.exit_status == "test_tampering":
         return False
     tests = graded(instance)
