@@ -1,28 +1,22 @@
 """One local model copy per node: a named Ray actor that owns Gemma and MiniLM for its node.
 
 Contracts:
-- Run-scoped: ``get_node_server(config, scope)`` returns the handle of actor
-  ``ratchet-llm-<scope>-<node id>-<config digest>`` (namespace ``ratchet``) pinned to the
-  caller's node, creating it on first use (``get_if_exists``), so every solver/critic/
-  synthesizer of one run (``scope``: its run id) on a node shares one model, and two runs in one
-  cluster never share (or release) each other's servers.
-- The server is detached: a non-detached named actor would die with whichever task happened to
-  create it. ``release_llm_actors(scope)`` kills the model servers and rate limiters of that
-  scope (the loop calls it when a run ends: normal exit, failure or Ctrl-C; a killed driver's
-  servers leave by themselves once its lease is gone, ``actors.run_lease``, unless a
-  ``--resume`` takes the lease again first); ``release_llm_actors()`` kills every
-  one of namespace ``ratchet`` (clean-up after crashed runs). A later call starts them again.
-- The actor runs generations one at a time (llama.cpp contexts are not thread-safe) and
-  embeddings one at a time, in two concurrency groups, so an embedding never waits behind a long
-  generation.
-- ``NodeLLMClient`` / ``NodeEmbedderClient`` are the thin ``LLMClient`` / ``Embedder`` that
-  ``make_llm`` / ``make_embedder`` return for the ``local`` backend when given
-  ``cluster_services(scope)`` (the loop runtime does, with the run id; the plain library never
-  looks for Ray). That bundle also carries the rate limiter of the scope
-  (``actors.rate_limiter.cluster_limiter``; ``limiter_scope`` shares one across runs).
-  The clients pickle without their handle and re-resolve it on the node where they are used; if
-  the server died (released, or its node's worker crashed), one new server is started and the
-  call is sent once more.
+- ``get_node_server(config, scope)`` returns actor ``ratchet-llm-<scope>-<node id>-<config
+  digest>`` (namespace ``ratchet``) pinned to the caller's node, created on first use, so the
+  actors of one run (``scope``: its run id) on a node share one model and two runs never share
+  (or release) each other's servers.
+- The server is detached (a non-detached named actor would die with whichever task created
+  it). ``release_llm_actors(scope)`` kills that scope's model servers and rate limiters (the
+  loop does when a run ends; a killed driver's leave once its lease is gone,
+  ``actors.run_lease``, unless a ``--resume`` retakes it); ``release_llm_actors()`` kills every
+  one of namespace ``ratchet``. A later call starts them again.
+- Generations and embeddings run one at a time each (llama.cpp contexts are not thread-safe),
+  in two concurrency groups, so an embedding never waits behind a long generation.
+- ``NodeLLMClient`` / ``NodeEmbedderClient`` are what ``make_llm`` / ``make_embedder`` return
+  for the ``local`` backend given ``cluster_services(scope)`` (which also carries the scope's
+  rate limiter, ``actors.rate_limiter.cluster_limiter``). They pickle without their handle and
+  re-resolve it where used; if the server died, one new server is started and the call is sent
+  once more.
 - ``Reply.latency_s`` is the server-side generation time; ``extra["wall_s"]`` adds queueing.
 """
 

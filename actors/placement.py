@@ -2,35 +2,26 @@
 job needs (an instance's container image), when one does.
 
 Contracts:
-- A suite hands its pools a ``Placement`` (``ratchet_ray.suites.hooks.placement``; None: no
-  locality, the pool dispatches in queue order as always). ``key(method, item)`` names what one
-  job needs on its node (hashable; None: nothing, any actor will do), computed once per job on
-  the driver. ``held_here()`` runs *on a node*, in a zero-CPU task pinned there, and returns the
-  keys that node holds now, from the node's own records (not a daemon shared by several Ray
-  nodes of one host); it should not raise, and when it does (or its node does not answer
-  within ``SURVEY_TIMEOUT_S``) that node counts as holding nothing. A placement must pickle.
-- ``Locality`` is the pool's part. It learns each actor's Ray node and what that node holds
-  (a call of its own, queued on the actor before any job, run in the actor's process), and
-  surveys the nodes of the pool's actors (``held_here`` on each) when a dispatch has a choice
-  to make and what it knew may be stale: at first (what the starting actors said, when every
-  node answered that way; else tasks), after a job with a key ended (its node may have built,
-  pulled or removed something), and after an actor was replaced. As a node is learned, one
-  survey task is started there unwaited, so later surveys find a warm worker. A pool whose
-  actors are all on one node never surveys (nothing to choose).
-- The first dispatch of a pool waits (bounded by the pool's start timeout, whose errors it
-  raises as ``drain`` would) until the pool's actors have started, so the first jobs already go
-  where their keys are; later, an actor whose node is not known yet (a replacement still
-  starting) counts as holding nothing.
-- Choice (``pick``; the pool first lets every idle actor take a job its node holds, then the
-  rest): an idle actor takes the earliest queued job whose key its node holds; failing that,
-  the earliest job that no node of the pool's actors holds (any free actor will do); failing
-  that, the earliest job each of whose holder nodes has more queued jobs than actors (work
-  stealing: a node holding everything does not keep the others idle); failing that nothing: the
-  job waits for an actor of its holder, which is busy (it would have taken it otherwise) and so
-  will come back to it. Order stays bounded: a queued job overtaken ``pool size`` times by later
-  jobs goes to the next idle actor whatever it holds. A batching pool's call carries, after its
-  first job, only jobs of the same method and keyword arguments that this node holds or no node
-  holds. Without a survey's knowledge (one node, or before any) jobs go in queue order.
+- A suite hands its pools a ``Placement`` (``suites.hooks.placement``; None: queue order).
+  ``key(method, item)`` names what one job needs on its node (hashable; None: any actor), computed
+  once per job on the driver. ``held_here()`` runs on a node, in a zero-CPU task pinned there, and
+  returns the keys that node holds now from its own records (not a daemon several Ray nodes of
+  one host share); if it raises or does not answer within ``SURVEY_TIMEOUT_S``, that node holds
+  nothing. A placement must pickle.
+- ``Locality`` is the pool's part. It learns each actor's node (a call queued on the actor before
+  any job) and surveys the nodes of the pool's actors when a dispatch has a choice and its
+  knowledge may be stale: at first, after a job with a key ended, after an actor was replaced.
+  One unwaited survey task starts on each newly learned node, so later surveys find a warm
+  worker. A pool whose actors are all on one node never surveys.
+- The first dispatch waits (bounded by the pool's start timeout, raising as ``drain`` would)
+  until the pool's actors have started; later, an actor whose node is unknown (a replacement
+  still starting) holds nothing.
+- Choice (``pick``): an idle actor takes the earliest queued job its node holds; else the
+  earliest job no node of the pool holds; else the earliest job each of whose holder nodes has
+  more queued jobs than actors (work stealing); else nothing (the job waits for its busy holder).
+  A queued job overtaken ``pool size`` times goes to the next idle actor whatever it holds. A
+  batching pool's call carries, after its first job, only jobs of the same method and keyword
+  arguments that this node holds or no node holds. Without a survey, jobs go in queue order.
 """
 
 from __future__ import annotations

@@ -4,37 +4,30 @@ Contracts:
 - ``ResilientPool(make_actor, size, name=...)`` owns ``size`` actors from ``make_actor()``; at
   most one call is in flight per actor, so work spreads evenly and a dead actor takes at most one
   call with it. Jobs name their method by reference (``submit``), never by string.
-- Deaths (``RayActorError``: killed, crashed, out of memory): the actor is replaced (actors are
-  stateless: what they work on travels with each call) and the job resubmitted, each death kept
-  in ``pool.lost`` as a ``LostAttempt``; after ``max_attempts`` deaths the job comes back failed.
-  An exception raised *inside* the method is the job's failed result at once (no retry). An actor
-  that died before it started (its ``__ray_ready__`` failed) ran nothing: the job goes back
-  without spending an attempt or recording a loss, at most ``NEVER_STARTED_RETRIES`` times (so a
-  node that kills every fresh actor cannot hold a job forever).
-- Start-up: a constructor that raised stops the caller with ``ActorStartError`` carrying its
-  exception (never retried: it fails the same way every time); actors not started within
-  ``start_timeout_s`` raise ``ActorStartTimeout`` naming the resources asked for and the
-  cluster's. Every wait is bounded: ``heal`` by that plus ``setup_timeout_s``,
-  ``actors.draining`` by ``check_started``; a running job takes as long as it takes (its own
-  deadline belongs to the suite).
+- A death (``RayActorError``) replaces the actor (what it works on travels with each call) and
+  resubmits the job, kept in ``pool.lost`` as a ``LostAttempt``; after ``max_attempts`` deaths
+  the job comes back failed. An exception raised inside the method is the job's failed result at
+  once. An actor that died before it started ran nothing: its job goes back without spending an
+  attempt, at most ``NEVER_STARTED_RETRIES`` times.
+- A constructor that raised stops the caller with ``ActorStartError`` (never retried); actors not
+  started within ``start_timeout_s`` raise ``ActorStartTimeout`` naming the resources asked for
+  and the cluster's. ``heal`` waits at most that plus ``setup_timeout_s``; a running job takes
+  as long as it takes (its deadline is the suite's).
 - ``actors.draining`` waits on results through the public API (``refs``/``owns``/``complete``,
   ``held``, ``check_started``): every submitted job yields exactly one result, unless
   ``cancel_queued`` dropped it before it started.
-- Batching (``batch`` other than 1; the actors offer ``actors.batching.BatchCalls``): queued jobs
-  of one method with equal keyword arguments travel in queue order as one ``call_batch``
-  (``BatchSizer``: ``batch`` N at most N, None adaptive). Each job still yields its own result;
-  a death mid-call costs every job in it an attempt and sends them back to the front of the queue.
-- Locality (``placement``: an ``actors.placement.Placement``): each job's key (what it needs on
-  its node, e.g. an image) is taken at ``submit``; an idle actor takes the earliest queued job
-  its node holds, else the earliest no node of the pool holds, else one whose holders have more
-  queued jobs than actors; a job whose holder is busy (not overloaded) waits for it, overtaken at
-  most ``size`` times. ``held()`` holds dispatch so a burst is placed (and batched) as a whole.
-  A lost job is placed again; ``PoolResult.node`` is the node that ran it.
+- Batching (``batch`` other than 1, ``actors.batching``): queued jobs of one method with equal
+  keyword arguments travel in queue order as one ``call_batch`` (``batch`` N: at most N; None:
+  adaptive). Each job yields its own result; a death mid-call costs each of them an attempt and
+  sends them back to the front of the queue.
+- Locality (``placement``): each job's key is taken at ``submit`` and dispatch follows
+  ``actors.placement``; ``held()`` holds dispatch so a burst is placed (and batched) as a whole.
+  ``PoolResult.node`` is the node that ran a job.
 
-Why not Ray's ``max_task_retries`` or ``ray.util.ActorPool`` (the SkillBank and artifact actors
-do use Ray's restarts): here a retry must be seen and bounded per job, as ``LostAttempt``s, the
-never-started rule and ``max_attempts=1`` for the non-idempotent Synthesizer need; Ray retries a
-task silently, and ``ActorPool`` has no batching, placement, start-up bound or cancelling.
+Why not Ray's ``max_task_retries`` or ``ray.util.ActorPool``: a retry here must be seen and
+bounded per job (``LostAttempt``, the never-started rule, ``max_attempts=1`` for the
+non-idempotent Synthesizer), and ``ActorPool`` has no batching, placement, start-up bound or
+cancelling.
 
 Example (``drain`` from ``actors.draining``)::
 

@@ -1,23 +1,20 @@
 """The run's spending budget: tokens and USD over every LLM call, stopped cleanly when spent.
 
 Contracts:
-- ``RunBudget.for_run(settings, store)`` starts from what the run's evidence already holds
-  (every ``llm_call`` row of every round), so a resumed run counts what it spent before.
-- ``charge(tokens, cost_usd)`` / ``charge_rows(llm_call rows)`` add spend as it is recorded;
-  ``exhausted`` is true once the spend reaches ``budget.max_tokens`` or ``budget.max_cost_usd``
-  (a limit of None is no limit).
-- ``check(where)`` raises ``BudgetExhausted`` (a ``RunStopped``: the driver records it in
-  ``stopped.json`` and ``loop.json`` and the CLI exits non-zero) naming the spend, the limit
-  and the command that continues the run with a higher limit. The phases call it between
-  work: a split or the critic stops handing out work once the budget is spent, lets the tasks
-  in flight finish and be recorded, then raises (``stop``), so nothing is lost or doubled and
-  ``--resume`` picks up exactly the tasks that were not started.
+- ``RunBudget.for_run(settings, store)`` starts from every ``llm_call`` row the run's evidence
+  holds, so a resumed run counts what it spent before.
+- ``charge`` / ``charge_rows`` add spend as it is recorded; ``exhausted`` is true once it
+  reaches ``budget.max_tokens`` or ``budget.max_cost_usd`` (None: no limit).
+- ``check(where)`` raises ``BudgetExhausted`` (a ``RunStopped``) naming the spend, the limit and
+  the command that continues with a higher limit. A split or the critic stops handing out work
+  once spent, lets the tasks in flight be recorded, then raises (``stop``), so ``--resume``
+  picks up exactly the tasks not started.
 - Shared budget (``budget.scope``, set by a sweep for all its arm-seeds): the limits apply to
-  the sum of every run of the scope. The run reports its own absolute spend to the scope's
-  ledger (``actors.budget_ledger``) when it starts and with every charge, and ``exhausted`` /
-  ``describe`` use the scope's total; the message names the sweep as what to rerun.
+  the sum of the scope's runs. Each run reports its absolute spend to the scope's ledger
+  (``actors.budget_ledger``) at start and with every charge; ``exhausted`` / ``describe`` use
+  the scope's total, and the message names the sweep as what to rerun.
 - ``resume_config(config_file, sets)`` applies ``--set budget.*=...`` to a resumed run's
-  config; any other key is refused (a resumed run keeps the settings it started with).
+  config; any other key is refused.
 """
 
 from __future__ import annotations

@@ -4,47 +4,28 @@ One round is the list ``ROUND_PHASES``, run in order::
 
     eval -> rollback -> train -> critic -> metasynth -> synth -> curate -> snapshot
 
-Contracts:
+Which phases are critical, what reruns and what a failure does: docs/architecture.md (the phase
+table) and docs/running.md ("When the infrastructure breaks", "Budget"). Contracts:
 - ``run_loop(config)`` creates ``results/<suite>/<run-id>/`` and runs ``config.rounds`` rounds;
   ``run_loop(None, resume=RUN_DIR)`` reloads that run's ``config.yaml`` and task ids, rebuilds
   the rollback gate from the finished rounds' eval pass@1, and continues from the first round
-  without a ``summary.json`` (see ``phases`` for what each phase skips). An uninterrupted run and
-  a killed-and-resumed one end with the same capsules, each task once per split and round.
-- A *critical* phase (eval, rollback, train, critic, snapshot) that fails stops the run (resume
-  it later); any other phase that fails is logged and listed in the round's ``failed_steps``.
-  The critic is critical because a finished round must hold exactly one verdict per critiquable
-  train failure: a round recorded with reviews missing would never get them (resume skips it).
-- Nothing is lost to a dead process: an actor that died under a phase (``RayActorError``: a
-  killed Critic, Synthesizer or SkillBank) or a critic phase that left failures unreviewed for
-  a backend error (``CriticIncomplete``) makes the phase run again, up to ``PHASE_ATTEMPTS``
-  times in all (every phase but rollback is safe to rerun: each skips what its evidence already
-  holds, see ``phases``); after that the run stops with ``RunStopped`` naming the cause, in a
-  soft phase too, and ``--resume`` finishes the round.
-- After each round: ``round_NN/summary.json``, a ``round`` evidence row and ``loop.json``;
-  the summary's ``suite_report`` is the suite's ``round_report`` hook's (``suites.hooks``).
-- Before the first round, the graders' precomputed inputs of every task of the run (MBPP+: the
-  expected outputs) are computed in one batch on one grader and shared with the others through
-  the object store (``actors.grader.share_precomputed``); a failure there stops the run. Then,
-  on a fresh run, the suite's ``before_rounds`` hook (``suites.hooks``) grades on the Grader
-  pool (SWE-bench's ``swebench.validate_gold``); a message it returns stops the run
-  (``PreflightFailed``).
-- Failing loudly: a preflight (``loop.preflight``: the ``ratchet doctor`` checks of the backend
-  and suite) runs before any round; a split whose infrastructure failures exceed
-  ``infra.max_failure_rate`` (``loop.breaker``) and actors that cannot start (``actors.pools``)
-  stop the run in any phase with ``RunStopped`` naming the root cause. The round is not
-  recorded, ``stopped.json`` in the run dir keeps the cause until a later run of it finishes,
-  and ``--resume`` retries.
-- Budget (``loop.budget``, ``budget.max_tokens`` / ``budget.max_cost_usd``): the run's spend so
-  far (its whole evidence) is checked before every phase that calls an LLM, and the splits and
-  the critic stop handing out work once it is spent; the run then stops with
-  ``BudgetExhausted`` (a ``RunStopped``), recorded in ``stopped.json`` and in ``loop.json``
-  (``stopped``). ``run_loop(None, resume=RUN, resume_sets=["budget.max_tokens=..."])`` continues
-  it with a higher limit (written to the run's ``config.yaml``); no other setting may change.
-- Ctrl-C (SIGINT: also how a stopped Ray job is told; one that lands inside a DuckDB query,
-  which DuckDB reports as its own exception, too: ``query_interrupted``) is recorded like a
-  stop: ``stopped.json`` (kind ``Interrupted``, the round it came in) and ``loop.json``;
-  ``run_loop`` then raises ``RunInterrupted`` (a ``KeyboardInterrupt``) carrying the round
-  reached, which the CLI turns into one line with the exact ``--resume`` command.
+  without a ``summary.json``; ``resume_sets`` may only raise ``budget.*`` limits. An
+  uninterrupted run and a killed-and-resumed one end with the same capsules.
+- A critical phase that fails stops the run; a soft one is listed in the round's
+  ``failed_steps``. ``RayActorError`` or ``CriticIncomplete`` reruns a phase, up to
+  ``PHASE_ATTEMPTS`` in all, then ``RunStopped`` (in a soft phase too).
+- After each round: ``round_NN/summary.json`` (its ``suite_report`` from the suite's
+  ``round_report`` hook), a ``round`` evidence row and ``loop.json``.
+- Before the first round, the graders' precomputed inputs of every task (MBPP+: the expected
+  outputs) are computed once and shared (``actors.grader.share_precomputed``); a failure stops
+  the run. Then, on a fresh run, the suite's ``before_rounds`` hook grades on the Grader pool; a
+  message it returns stops the run (``PreflightFailed``).
+- ``RunStopped`` (preflight, breaker, actor start, ``BudgetExhausted``) leaves the round
+  unrecorded and its cause in ``stopped.json`` until a later run of it finishes.
+- Ctrl-C (SIGINT, also a stopped Ray job; inside a DuckDB query too: ``query_interrupted``) is
+  recorded like a stop (``stopped.json`` kind ``Interrupted``, ``loop.json``); ``run_loop`` then
+  raises ``RunInterrupted`` carrying the round reached, which the CLI turns into one line with
+  the exact ``--resume`` command.
 """
 
 from __future__ import annotations

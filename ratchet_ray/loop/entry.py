@@ -4,21 +4,17 @@ eval-skill-loop``. The jobs import this module, never ``ratchet_ray.cli`` (whose
 imports the jobs back).
 
 Contracts:
-- ``check_startable(config)``: the config's backend requirements (``llm.requirements``) and its
-  subset file (``suites.base.read_subset``) hold on this machine, or ``click.ClickException``
-  with one line per problem (``startable_problems``), naming the setting or file and the fix.
-  Called right after the config is loaded: before any run dir, output file or Ray exists.
-- ``pack_problems(config)``: a new run's ``bank.pack`` verified (a corrupt or other-suite pack
-  is one line), checked with the run's size, so ``--dry-run`` refuses it too.
-- ``DRY_RUN``: the ``--dry-run`` flag; ``print_config(config)`` prints the resolved config as
-  the YAML the run dir's ``config.yaml`` would hold (``config_files.config_text``).
-- ``SUITE``: the click type of a suite name on the command line. Any registered suite is
-  accepted, plugin suites included (loaded from the config's ``suite_plugins``, ``--set
-  suite_plugins=[...]``, ``$RATCHET_SUITES`` or an entry point), so the choice is the suite
-  registry's: the config checks the name when it is loaded and lists the valid suites.
-  ``default_suite()`` is the Default's suite (``LoopConfig.suite``).
-- ``version_option()``: ``--version``, printing ``ratchet-ray <version>`` (the installed
-  distribution's version, else ``ratchet_ray.__version__``).
+- ``check_startable(config)``: the backend's requirements and the subset file hold here, or
+  ``click.ClickException`` with one line per problem naming the setting or file and the fix;
+  called before any run dir, output file or Ray exists.
+- ``pack_problems(config)``: a new run's ``bank.pack`` verified with the run's size (a corrupt or
+  other-suite pack is one line), so ``--dry-run`` refuses it too.
+- ``DRY_RUN``: the ``--dry-run`` flag; ``print_config(config)`` prints the YAML the run dir's
+  ``config.yaml`` would hold.
+- ``SUITE``: the click type of a suite name. Any registered suite is accepted, plugin suites
+  included, so the config checks the name when loaded and lists the valid suites.
+  ``default_suite()`` is ``LoopConfig.suite``'s default.
+- ``version_option()``: ``--version``, printing ``ratchet-ray <version>``.
 """
 
 from __future__ import annotations

@@ -1,38 +1,28 @@
 """Solve and grade one split of one round: Solver pool -> Grader pool -> Capsule, per task.
 
 Contracts:
-- ``SplitRunner.run`` skips tasks whose capsule (deterministic ``types.capsule_id``) is already
-  in the evidence (resume), fans the rest out with one ``ray.wait`` loop over both pools (each
-  result handled by the split's ``SplitRound``, one method per event), and returns the split's
-  ``BenchResult`` read back from the evidence, after checking that every task of the split has
-  exactly one capsule.
-- Tasks are submitted (and so attempted and batched onto the pools) in an order the run's seed
-  decides, per round and split (``seeding.seeded_order`` over task ids), not in split order.
-- ``bank`` (an object ref of a ``roles.solver.BankSnapshot``, ``ray.put`` once per split) goes
-  with every Solver call, so a Solver that replaces a dead one needs nothing replayed; without
-  it the Solvers route to what their ``set_bank`` gave. Several tasks may travel in one call
-  (the pools' batching, ``infra.tasks_per_call``); every task still gets its own result,
-  capsule and progress step, and a call lost with its actor is redone once per lost attempt.
-- ``shared_inputs`` (task id -> ``actors.grader.SharedInput``, from ``share_precomputed`` at run
-  start) go with each task's grade call, so graders on every node grade from inputs computed
-  once (MBPP+: the expected outputs) instead of computing them again.
-- Every task yields a capsule even when something fails: a solver that failed (``exit_status``
-  not ``"ok"``: the LLM backend broke, or Docker did while the SWE-bench agent worked, which is
-  ``"InfraFailure"``), or a pool job that died ``max_attempts`` times, is recorded ungraded with
-  ``exit_status`` = the exception's name, its message in ``grader_trace`` and
-  ``infra_failure=True`` (it counts in pass@1, the Critic never sees it).
-- Counterfactual probes (``probe_fraction`` > 0, train only): a task routed to a skill and picked
-  by ``governance.counterfactual.probe_selected`` is solved once more with NONE; its capsule has
-  ``attempt`` 1 and its calls role ``probe``. Probes never count in the split's pass@1, never
-  trip the breaker, and a probe lost to a crash is not redone on resume.
-- Budget (``loop.budget``): every solver answer's calls are charged as it arrives; once the
-  budget is spent, the tasks not yet started are dropped, those in flight finish and are recorded, and the split raises
-  ``BudgetExhausted`` (resume runs exactly the dropped tasks).
-- Capsules and their ``llm_call`` rows are written in small parts (``flush_every`` capsules,
-  default ``FLUSH_EVERY``, or ``FLUSH_AFTER_S`` seconds) so a killed driver loses at most one part's worth of work, which a
-  resumed run redoes; ``EvidenceSink`` drops a capsule id it has already written and clears each
-  kind's buffer exactly when that kind's part is published (a failed write is retried, never
-  doubled).
+- ``SplitRunner.run`` skips tasks whose capsule (``types.capsule_id``) is already in the evidence
+  (resume), submits the rest in the order ``seeding.seeded_order`` gives per round and split, runs
+  one ``ray.wait`` loop over both pools (each event handled by ``SplitRound``), and returns the
+  split's ``BenchResult`` read back from the evidence once every task has exactly one capsule.
+- ``bank`` (an object ref of a ``roles.solver.BankSnapshot``) goes with every Solver call, so a
+  replacement Solver needs nothing replayed; without it Solvers route to their ``set_bank``.
+  Several tasks may share one call (``infra.tasks_per_call``); each still gets its own result,
+  capsule and progress step. ``shared_inputs`` (from ``share_precomputed``) go with each task's
+  grade call, so no grader computes them again.
+- Every task yields a capsule: a failed solve (``exit_status`` not ``"ok"``) or a pool job that
+  died ``max_attempts`` times is recorded ungraded, ``exit_status`` the exception's name, its
+  message in ``grader_trace``, ``infra_failure=True`` (counts in pass@1, never critiqued).
+- Counterfactual probes (``probe_fraction`` > 0, train only): a routed task picked by
+  ``governance.counterfactual.probe_selected`` is solved once more with NONE (``attempt`` 1,
+  calls of role ``probe``); probes never count in pass@1, never trip the breaker, and one lost
+  to a crash is not redone on resume.
+- Budget: each answer's calls are charged as it arrives; once spent, unstarted tasks are
+  dropped, those in flight recorded, and the split raises ``BudgetExhausted`` (resume runs
+  exactly the dropped tasks).
+- Capsules and their ``llm_call`` rows are written every ``flush_every`` capsules or
+  ``FLUSH_AFTER_S`` seconds, so a killed driver loses at most one part; ``EvidenceSink`` drops a
+  capsule id already written and clears a kind's buffer only once its part is published.
 """
 
 from __future__ import annotations

@@ -1,30 +1,22 @@
-"""The phases of one round, in order:
-eval, rollback, train, critic, metasynth, synth, curate, snapshot.
-
-Every phase is ``phase(ctx, round_, summary) -> note`` and fills its part of the ``RoundSummary``.
+"""The phases of one round, in order: eval, rollback, train, critic, metasynth, synth, curate,
+snapshot. Each is ``phase(ctx, round_, summary) -> note`` and fills its part of the
+``RoundSummary``; what each skips on a rerun: docs/architecture.md, the phase table.
 
 Contracts:
-- Snapshots: ``checkpoints/round_NN`` is the bank round NN starts from (the driver writes
-  round 00 when the run is created; the snapshot phase of round R writes round R+1), so the bank
-  that earned a round's eval pass@1 is exactly that round's checkpoint.
-- The rollback check reads this round's eval pass@1, so it runs right after eval: on firing it
-  restores the best round's bank (the one that round was evaluated with) and this round's
-  metasynth, synth and curate are skipped; train already uses the restored bank.
-- Resume: eval/train skip capsules already in the evidence and the critic skips capsules that
-  already have a verdict; metasynth, synth and curate (not idempotent) write their output file
-  last and are skipped, with the summary refilled from that file, when it exists; metasynth and
-  synth mark their start first, so an attempt a crash cut short is replayed from the bank's
-  events (``replay``), never rerun. Curate's retirements are logged before they are applied
-  (``SkillBank``), so rerunning it retires nothing twice. Curate applies both Curator rules:
-  the score rule and the tampering rule, which retires a skill in the round its routed train
-  attempt is first graded as tampering (``governance.curator``), and the cheat rule, which
-  retires a skill whose routed attempt passed an impossible twin (``governance.cheat_probe``:
-  train graded a few routed attempts again against impossible twins, ``loop.twins``). The
-  rollback decision is a pure
-  function of the eval history, so recomputing it is safe.
-- ``llm_call`` rows are written for every reply of every role (tokens and cost in the evidence).
-- ``LoopContext`` (what every phase works with) lives in ``loop.context``, which the steps the
-  phases call (``loop.twins``) import too; the driver takes it from here.
+- Snapshots: ``checkpoints/round_NN`` is the bank round NN starts from (the driver writes round
+  00; round R's snapshot writes R+1), so the bank that earned a round's eval pass@1 is exactly
+  that round's checkpoint.
+- Rollback reads this round's eval pass@1, so it runs right after eval; on firing it restores
+  the best round's bank, which train then uses, and skips this round's metasynth, synth and
+  curate. Its decision is a pure function of the eval history.
+- Resume: metasynth, synth and curate (not idempotent) write their output file last and are
+  skipped, the summary refilled from it, when it exists; metasynth and synth mark their start
+  first, so a crashed attempt is replayed from the bank's events (``replay``), never rerun.
+- Curate applies the Curator's score rule, its tampering rule (a skill retires in the round its
+  routed train attempt is first graded as tampering) and the cheat rule (a skill whose routed
+  attempt passed an impossible twin, ``loop.twins``, ``governance.cheat_probe``).
+- ``llm_call`` rows are written for every reply of every role.
+- ``LoopContext`` lives in ``loop.context`` (the steps the phases call import it too).
 """
 
 from __future__ import annotations

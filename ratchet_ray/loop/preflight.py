@@ -1,31 +1,22 @@
 """Preflight of a run: the ``ratchet doctor`` checks this run depends on, bounded in time.
 
-Contracts:
-- ``preflight(config, models, scope=None)`` runs when a run starts or resumes, before any round:
-  - with ``models.llm`` / ``models.embedder`` None (production), one one-token call on the
-    run's own LLM client and one embedding on its embedder (``Models.filled`` over the shared
-    services of ``scope``, the run id: the clients, model servers and rate limiters every actor
-    of the run gets, released with the run), each in a thread bounded by
-    ``config.infra.preflight_timeout_s``; injected
-    clients (test doubles, a deployment's shared client) are the caller's business and skipped;
-  - for the ``local`` backend, the model is first loaded and called in a child process on this
-    node (``llm.local_probe``, bounded by the same timeout, its stderr in a log file under
-    ``log_dir``: default, the Ray session's logs folder): a crash inside llama.cpp fails the
-    check with the signal, the crashing function, the fix and the log, and the run's model
-    server is not started to die the same way;
-  - an actor that dies under a check (the node's model server) fails it with the actor's
-    class, pid, signal and worker log (``actors.pool_errors.describe_death``), never the
-    backend's install hint;
-  - the suite's checks (its ``doctor`` through ``suites.environment_checks`` with
-    ``preflight=True``: e.g. a sandbox's mode, a container daemon, free disk) as one Ray task
-    with the Grader's resources, so they run where grading will run (on a cluster: a node that
-    offers the suite's resources).
-- A failed *blocking* check (``Check.blocking``: the model, the embedder, every suite check its
-  suite did not mark a warning, and a suite's checks that did not finish in time) raises
-  ``PreflightFailed`` with each failed check's detail and fix, as ``ratchet doctor`` prints
-  them; the others are warnings. Built-in and plugin suites are treated alike: which of a
-  suite's checks block is the suite's declaration (``suites.contract.SuitePlugin.doctor``).
-- ``config.infra.preflight`` False skips it all.
+Contracts of ``preflight(config, models, scope=None)``, run before any round of a run or resume
+(``config.infra.preflight`` False skips it all):
+- With ``models.llm`` / ``models.embedder`` None (production), one one-token call and one
+  embedding on the run's own clients (``Models.filled`` over the services of ``scope``, the run
+  id), each in a thread bounded by ``infra.preflight_timeout_s``; injected clients are skipped.
+- For the ``local`` backend the model is first loaded and called in a child process
+  (``llm.local_probe``, same timeout, stderr logged under ``log_dir``, default the Ray session's
+  logs folder): a llama.cpp crash fails the check with the signal, the crashing function, the
+  fix and the log, before the run's model server is started to die the same way.
+- An actor that dies under a check fails it with the actor's class, pid, signal and worker log
+  (``actors.pool_errors.describe_death``), never the backend's install hint.
+- The suite's checks (``suites.environment_checks``, ``preflight=True``) run as one Ray task
+  with the Grader's resources, so they run where grading will.
+- A failed blocking check (``Check.blocking``; a suite check that did not finish in time
+  blocks) raises ``PreflightFailed`` with each failed check's detail and fix, as ``ratchet
+  doctor`` prints them; the others are warnings. Which of a suite's checks block is the suite's
+  declaration, built-in or plugin alike.
 """
 
 from __future__ import annotations

@@ -1,24 +1,19 @@
 """Which Ray a driver would reach, checked in a second before anything is created or started.
 
-Ray itself meets a wrong address slowly: an address where nothing listens is retried for a
-minute or more (warnings, then an ``RpcError`` traceback), a dead dashboard URL is retried by
-the job client, and a head left running by ``ray start --head`` is joined by a plain
-``ray.init()``, which then refuses a local run's settings (``ValueError: When connecting to an
-existing cluster, resources must not be provided``). These checks turn each into one line
-naming the address and the fix.
+Ray meets a wrong address slowly: nothing listening is retried for a minute or more, a dead
+dashboard URL is retried by the job client, and a head left by ``ray start --head`` is joined by
+a plain ``ray.init()``, which then refuses a local run's settings. These checks turn each into
+one line naming the address and the fix.
 
 Contracts:
-- ``unreachable(address, timeout_s)``: for a ``HOST:PORT`` cluster address or an
-  ``http(s)://HOST:PORT`` dashboard URL, the one-line reason nothing accepts a TCP connection
-  there within ``timeout_s`` (refused, unknown host, timed out), else None. Other forms
-  (``auto``, ``local``, ``ray://...``) are left to Ray (None).
-- ``leftover_head()``: the address of a live Ray cluster a plain ``ray.init()`` on this machine
-  would join (Ray's own discovery: the address file the last ``ray start --head`` wrote), else
-  None (a file left by a head that died is ignored).
+- ``unreachable(address, timeout_s)``: for a ``HOST:PORT`` address or an ``http(s)://HOST:PORT``
+  dashboard URL, the one-line reason nothing accepts a TCP connection there within
+  ``timeout_s``, else None; other forms (``auto``, ``local``, ``ray://...``) are Ray's (None).
+- ``leftover_head()``: the address of a live cluster a plain ``ray.init()`` here would join (the
+  address file the last ``ray start --head`` wrote; one a dead head left is ignored), else None.
 - ``ray_problem(address)``: what a driver given ``address`` (else ``RAY_ADDRESS``, else a local
-  Ray) would meet, as one line with the fix, else None: ``unreachable`` for a given address,
-  ``leftover_head`` for a local one. ``RAY_ADDRESS=local`` asks for a local Ray of its own
-  even beside a leftover head.
+  Ray) would meet, one line with the fix, else None. ``RAY_ADDRESS=local`` asks for a local Ray
+  of its own even beside a leftover head.
 """
 
 from __future__ import annotations

@@ -4,22 +4,19 @@ The Synthesizer adds skills to the bank while it works and writes its result fil
 a driver killed in between must neither lose those skills nor add them twice on resume.
 
 Contracts:
-- ``begin(run, round_, result_file)`` writes ``round_NN/<result_file>.started`` (the time the
-  attempt starts) before the phase touches the bank.
-- ``batched(bank, run, round_, result_file, attempt, record_calls)`` runs ``attempt()`` inside a
-  bank batch (``SkillBank.begin_batch``): its skill changes commit together with their events
-  after ``record_calls(result)`` has written the attempt's ``llm_call`` rows, or not at all. So a
-  synth cut anywhere before the commit left nothing in the bank and runs again from scratch
-  (the same inputs give the same skills), and one cut after it is rebuilt below.
+- ``begin`` writes ``round_NN/<result_file>.started`` before the phase touches the bank.
+- ``batched`` runs ``attempt()`` inside a bank batch (``SkillBank.begin_batch``): its skill
+  changes commit with their events after ``record_calls(result)`` wrote the attempt's
+  ``llm_call`` rows, or not at all. A synth cut before the commit left nothing and runs again
+  (same inputs, same skills); one cut after it is rebuilt below.
 - Metasynth records its ``llm_call`` rows (``mark_calls_recorded``) before it adds the new
-  meta-skill, so every cut point either lost the replies (one 'lost' row) or kept them (none).
-- ``recover_synth`` / ``recover_metasynth`` return None when no attempt started without
-  finishing. Otherwise, unless the attempt had written its own ``llm_call`` rows, they record
-  one failed row saying its replies were lost with it (tokens unknown: the spend is marked, not
-  silently dropped), and look at the ``skill_event`` rows written since the marker. None: the
-  attempt's batch never committed, so the phase runs again (nothing can be doubled). Some: the
-  batch committed whole; the result is rebuilt from those events (what it added or evicted),
-  written as the result file and returned, and the phase does not run again.
+  meta-skill, so a cut either lost the replies (one 'lost' row) or kept them.
+- ``recover_synth`` / ``recover_metasynth`` return None unless an attempt started without
+  finishing. Then, unless it wrote its own ``llm_call`` rows, they record one failed row saying
+  its replies were lost (tokens unknown: the spend is marked, not dropped), and read the
+  ``skill_event`` rows since the marker: none, the batch never committed and the phase runs
+  again; some, the batch committed whole and the result is rebuilt from them, written as the
+  result file and returned, and the phase does not run again.
 """
 
 from __future__ import annotations

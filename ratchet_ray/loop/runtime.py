@@ -3,30 +3,25 @@
 Contracts:
 - ``connect_ray`` is the library's one ``ray.init`` in a driver; a Ray that cannot be started
   or joined is ``RayStartError``, one line with the fix (``check_ray`` finds the quick cases
-  before anything is created).
+  first).
 - ``start_runtime`` launches the SkillBank (pinned to the driver's node, where the run dir
   lives), the Solver / Grader / Critic pools and the Synthesizer (a healing pool of one).
   ``Models`` is the one injection point for the LLM and the embedder: ``Models()`` (production)
-  is filled on the driver with the clients of ``config.llm`` over the run's shared services
-  (``Models.filled``: per-node model servers and rate limiters named by the run id), which then
-  travel to every actor; tests pass picklable doubles.
-- Artifacts: what Solvers and Graders produce (agent trajectories, grader logs and reports, the
-  eval solver cache, the sim world) goes through the run's ``ratchet_ray.storage.artifacts.Artifacts``
-  (``actors.artifacts.run_artifacts_access``): an artifact service pinned to the driver's node
-  that writes into the run dir there, or the ``infra.artifact_uri`` store. No actor is given a
-  run-dir path, so a run on many nodes keeps every artifact in the head's run dir, and cache
-  entries written on one node are read on every other.
-- Lifecycle: ``release_run(run_id)`` kills every named actor of the run (SkillBank, model
-  servers, the run's limiters); the driver calls it when the run ends, by normal exit, failure
-  or Ctrl-C. Another run in the same cluster keeps its own.
-- Settings: every actor gets the run's config (resolved once on the driver, env defaults
-  included), so a worker on another node runs with the driver's settings, not its own
-  environment's. No actor is given a ``runtime_env``: Ray starts such a worker through a setup
-  process of its own (another interpreter importing Ray, about 1 s of CPU per actor).
-- Resources: every actor asks for its role's ``ROLE_RESOURCES`` and the custom resources its
-  suite declares for the role (``actor_options``, ``SuitePlugin.cluster.resources``: e.g. a
-  container slot), which a local Ray started here offers as the suites declare
-  (``Cluster.local_resources``) and a cluster offers on the node types cluster.yaml lists.
+  is filled on the driver with ``config.llm``'s clients over the run's shared services
+  (``Models.filled``: per-node model servers and rate limiters named by the run id); tests pass
+  picklable doubles.
+- Artifacts (trajectories, grader logs, the eval solver cache, the sim world) go through the
+  run's ``storage.artifacts.Artifacts`` (``actors.artifacts.run_artifacts_access``): a service
+  pinned to the driver's node writing into the run dir, or the ``infra.artifact_uri`` store. No
+  actor gets a run-dir path, so every node's artifacts land in the head's run dir.
+- ``release_run(run_id)`` kills every named actor of the run; the driver calls it however the
+  run ends. Another run in the same cluster keeps its own.
+- Every actor gets the run's resolved config, so a worker on another node runs with the driver's
+  settings, not its environment's. No actor gets a ``runtime_env`` (Ray would start it through a
+  setup process: about 1 s of CPU per actor).
+- Every actor asks for its role's ``ROLE_RESOURCES`` plus the custom resources its suite
+  declares for the role (``actor_options``, ``Cluster.resources``), which a local Ray started
+  here offers as ``Cluster.local_resources`` says.
 """
 
 from __future__ import annotations

@@ -2,23 +2,17 @@
 baseline job, the sweep and the experiment evaluator start and stop Ray the same way.
 
 Contracts:
-- ``ray_session(address=None)``: Ray connected for the block (``runtime.connect_ray``); on
-  leaving, however the block ends, shut down only when this block connected it (it yields True
-  then).
-- ``RunRuntime(config, scope, models)`` is a context manager owning one run's (or job's) Ray
-  resources under the name ``scope`` (a run id, ``baseline_<hex>``):
-  - entering connects Ray (``ray_session``), takes the scope's lease (``actors.run_lease``: the
-    scope's detached model servers and limiters leave by themselves if this process dies), runs
-    the preflight (``loop.preflight``; ``PreflightFailed`` leaves nothing behind) and fills
-    ``models`` over the scope's shared services; ``checks=False``, for a job that asks no LLM
-    (``ratchet swe validate``), does neither;
-  - ``pool``, ``artifacts``, ``start_run_actors`` and ``own`` start actors that the runtime
-    releases on exit; ``breaker`` is the run's infrastructure circuit breaker for one split
-    (``infra.max_failure_rate``);
-  - leaving, by return, exception or Ctrl-C, releases in reverse order of acquisition: the
-    pools and owned actors, then every named actor of the scope (``runtime.release_run``: model
-    servers, its rate limiters, a SkillBank), then the lease, then Ray when it started it.
-    Each release runs even when an earlier one failed.
+- ``ray_session(address=None)``: Ray connected for the block (``runtime.connect_ray``); shut
+  down on leaving, however the block ends, only when this block connected it (it yields True).
+- ``RunRuntime(config, scope, models)`` owns one run's (or job's) Ray resources under the name
+  ``scope`` (a run id, ``baseline_<hex>``). Entering connects Ray, takes the scope's lease
+  (``actors.run_lease``: its detached servers leave by themselves if this process dies), runs
+  the preflight (``PreflightFailed`` leaves nothing behind) and fills ``models``;
+  ``checks=False`` (a job that asks no LLM) skips the last two. ``pool``, ``artifacts``,
+  ``start_run_actors`` and ``own`` start actors it releases on exit; ``breaker`` is one split's
+  circuit breaker. Leaving, by return, exception or Ctrl-C, releases in reverse order: pools and
+  owned actors, every named actor of the scope (``runtime.release_run``), the lease, then Ray
+  when it started it; each release runs even when an earlier one failed.
 """
 
 from __future__ import annotations

@@ -1,33 +1,24 @@
 """``ratchet swe validate``'s run: the gold and no-op grades of a dataset's instances on a
-Grader pool of its own, over the Ray cluster (``suites.swebench.validate`` judges the outcomes;
-``cli.swebench`` is the command).
+Grader pool of its own (``suites.swebench.validate`` judges the outcomes; ``cli.swebench`` is
+the command). It is the SWE-bench code that uses Ray, so it lives in the loop's layer.
 
-Contracts of the validation's run (``validate_dataset``):
-- It checks the Docker daemon first when it starts a local Ray (this machine's daemon; one line
-  when it does not answer), or that something answers at a ``HOST:PORT`` address, joins
-  ``address`` (else ``RAY_ADDRESS``, else starts a loopback-only local Ray), starts the
-  graders, grades, and leaves in ``out_dir`` the graders' logs, ``swebench_validation.json``
-  and ``evidence/validation/round=0/part-*.parquet`` (so ``ratchet --db OUT query`` reads
-  it). It raises ``ValidateError`` (one line: what failed and the fix) for a daemon that does
-  not answer, a cluster that cannot be joined and graders that cannot start; a failing
-  instance is never an error (it is in the ``Validation``).
-- Pool size: ``workers`` when given (graders a cluster cannot host fail after
-  ``infra.actor_start_timeout_s``, naming the resources); else ``workers.graders`` capped by the
-  grades and by the ``docker`` units (and CPUs) the cluster has free now: each grader holds one
-  unit, and a pool with actors that can never be placed holds its first dispatch until the
-  start timeout (a local Ray offers one unit per core: 2 on a 2-core machine, where the suite
-  file's 4 graders made every validation wait 300 s and fail).
-- Image digests: after grading, one zero-CPU task pinned to each Docker node reads the id of
-  every graded instance's image there (``validation.image_digest``; null where the node no
-  longer holds it, e.g. ``swebench.cache_level`` below ``instance``).
-- Gold records (``SwebenchGrader.gold_record``): for every instance whose gold patch resolved on
-  every repeat, the record is ensured on a grader (grading the gold patch fills it) and the
-  number of mutants validated to fail under gold is reported (``Validation.mutants``); with
-  ``cheat_probe.enabled`` its twin record too (``twin``: one session of the base code), so the
-  run's impossible twins find both stored.
-
-The SWE-bench suite's code that uses Ray and the loop's runtime, in the loop's layer (the suite's
-own package stays plain library)."""
+Contracts of ``validate_dataset``:
+- It checks the Docker daemon (starting a local Ray) or a ``HOST:PORT`` address first, joins
+  ``address`` (else ``RAY_ADDRESS``, else a loopback-only local Ray), grades, and leaves in
+  ``out_dir`` the graders' logs, ``swebench_validation.json`` and
+  ``evidence/validation/round=0/part-*.parquet`` (``ratchet --db OUT query`` reads it). A daemon
+  that does not answer, a cluster that cannot be joined or graders that cannot start raise
+  ``ValidateError`` (one line: what failed and the fix); a failing instance is in the
+  ``Validation``, never an error.
+- Pool size: ``workers`` when given; else ``workers.graders`` capped by the grades and by the
+  ``docker`` units (and CPUs) free now, so no grader waits unplaceable until the start timeout
+  (a 2-core local Ray offers 2 units; 4 graders made every validation wait 300 s and fail).
+- Image digests: one zero-CPU task per Docker node reads each graded instance's image id there
+  (``validation.image_digest``; null where the node no longer holds it).
+- Gold records: for each instance whose gold patch resolved on every repeat, the record is
+  ensured on a grader and its mutants validated to fail under gold counted
+  (``Validation.mutants``); with ``cheat_probe.enabled`` its twin record too (``twin``).
+"""
 
 from __future__ import annotations
 

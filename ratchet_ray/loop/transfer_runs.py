@@ -1,22 +1,17 @@
 """The runs of a skill pack's transfer measurement: run A, its pack, runs B (``ratchet skill
-transfer``, ``ratchet sim-transfer``; docs/skill-packs.md). Each run goes through the loop's
-normal entry (``loop.driver.run_loop``), as ``ratchet run``.
+transfer``, ``ratchet sim-transfer``; docs/skill-packs.md), each through the loop's normal
+entry (``loop.driver.run_loop``), as ``ratchet run``.
 
 Contracts:
-- ``TransferPlan``: the suite, its ``--config`` files, the overrides of every run (``common``:
-  the ``--set``'s and ``--llm``, applied last), A's own (``a``: rounds, seed, subset) and the
-  B worlds (``conditions``: name and overrides, e.g. another seed and subset), B's rounds.
-- ``check_plan(plan)``: every run's config loads and is startable on this machine
-  (``loop.entry.startable_problems``: the backend's model and packages, a subset file;
-  ``run_config.flags.loop_size_problems``), else ``click.ClickException``, one line per problem,
-  before any run dir or Ray exists.
-- ``measure(out, plan, judge, pack=None, allow_other_suite=False)`` runs A through the loop's
-  normal entry (``loop.driver.run_loop``, as ``ratchet run``), exports its ACTIVE skills
-  (``packs.export``) to ``out/pack`` (or takes ``pack``: no A), then per B world the three
-  ``TRANSFER_ARMS`` (an empty bank; the pack on probation; the pack with ``bank.probation:
-  false``) in series, and returns ``(manifest, rows, records)``: the pack's manifest, one row
-  per B run (``packs.transfer.transfer_row`` under ``judge``) and what each pack arm measured of
-  the imports (``imported_records``). A run that fails is one ``ClickException`` line.
+- ``TransferPlan``: the suite, its ``--config`` files, every run's overrides (``common``, applied
+  last), A's own (``a``) and the B worlds (``conditions``: name and overrides), B's rounds.
+- ``check_plan(plan)``: every run's config loads and is startable here, else
+  ``click.ClickException``, one line per problem, before any run dir or Ray exists.
+- ``measure(out, plan, judge, pack=None, allow_other_suite=False)`` runs A, exports its ACTIVE
+  skills to ``out/pack`` (or takes ``pack``: no A), then per B world the three
+  ``TRANSFER_ARMS`` in series, and returns ``(manifest, rows, records)``: the pack's manifest,
+  one ``transfer_row`` per B run under ``judge``, and what each pack arm measured of the imports.
+  A run that fails is one ``ClickException`` line.
 """
 
 from __future__ import annotations

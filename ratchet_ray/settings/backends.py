@@ -1,19 +1,16 @@
 """Backend settings of the LLM clients: config fields whose defaults come from the environment.
 
 Contracts:
-- Each field's default is read from its environment variable (named in the field's doc) when
-  the settings object is built, i.e. once, on the driver, when the run's ``LoopConfig`` is
-  loaded; after that the value is part of the config: written to the run's ``config.yaml``,
-  pickled to every actor on every node, and read back as is by ``--resume`` (a changed variable
-  does not change a resumed run). Config files and ``--set llm.<backend>.<key>=...`` override
-  the variables.
-- Secrets are never fields: the OpenAI API key (``OPENAI_API_KEY``) and AWS credentials (the
-  boto3 chain) come from the environment each time a client is built; a ``base_url`` with user
-  info is written without it (``run_config.files.dump_config``) and its credentials come back from
-  ``OPENAI_BASE_URL`` (``openai_compat.OpenAIConfig.from_settings``).
-- Each backend has this one settings model; its client's config (``llm.local.LocalConfig``,
-  ``llm.bedrock.BedrockConfig``, ``llm.openai_compat.OpenAIConfig``) extends it with what only a
-  client holds (timeouts, seeds, secrets, the run's rate budgets), never a copy of its fields.
+- A field's default is read from its environment variable (named in the field's doc) once, when
+  the run's ``LoopConfig`` is loaded on the driver; from then on it is config: written to
+  ``config.yaml``, pickled to every actor, read back as is by ``--resume``. Config files and
+  ``--set llm.<backend>.<key>=...`` override the variables.
+- Secrets are never fields: ``OPENAI_API_KEY`` and AWS credentials (the boto3 chain) are read
+  each time a client is built; a ``base_url`` with user info is written without it
+  (``run_config.files.dump_config``), its credentials coming back from ``OPENAI_BASE_URL``.
+- Each backend has this one settings model; its client's config (``LocalConfig``,
+  ``BedrockConfig``, ``OpenAIConfig``) extends it with what only a client holds (timeouts,
+  seeds, secrets, rate budgets), never a copy of its fields.
 - ``read_price_overlay(path)`` is the ``{pattern: (input, output)}`` of a YAML/JSON price file
   (``$RATCHET_PRICE_TABLE`` is the default of ``llm.prices``).
 

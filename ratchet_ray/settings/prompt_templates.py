@@ -1,26 +1,21 @@
 """Role prompt templates a run may override from a directory (config key ``prompts.dir``).
 
 Each LLM role builds its prompt from one named template (the built-in text lives next to the
-role's prompt builder, in ``ratchet_ray.roles``); a file ``<name>.md`` in ``prompts.dir``
-replaces the template of that name for the whole run. This is how a candidate's edited role
-prompts reach a run (``ratchet experiment eval-skill-loop --prompts-dir``).
+role's prompt builder, in ``ratchet_ray.roles``); ``<name>.md`` in ``prompts.dir`` replaces the
+template of that name for the whole run (``ratchet experiment eval-skill-loop --prompts-dir``).
 
 Contracts:
-- ``TEMPLATES`` names every overridable template with its placeholders: the required ones
-  (without them the role cannot do its job, e.g. the Solver's ``{task}`` and ``{guidance}``)
-  and the optional ones. A template is ``str.format`` text: ``{name}`` is a placeholder and a
-  literal brace is written ``{{`` / ``}}``.
-- ``load_prompt_dir(path)`` reads every ``*.md`` file of the directory and raises
-  ``PromptTemplateError`` naming the file and the fix for: a name that is no template, an
-  unknown or malformed placeholder, a missing required placeholder, an empty directory, any
-  other file. It returns ``{name: text}``.
-- ``render(template, values)`` fills the placeholders. A paragraph (text between blank lines)
-  that is only one placeholder whose value is empty is dropped with its blank line, so an absent
-  part (no skill injected) leaves no gap.
-- ``PromptSettings``: ``dir`` (absolutised when set, dumped to config.yaml so a resumed run reads
-  the same directory), ``digest`` (of the files read; a resumed run whose files changed is
-  refused) and ``texts`` (the loaded overrides, never dumped; they travel inside the config to
-  every actor, so no worker needs to see the directory).
+- ``TEMPLATES`` names every overridable template with its required placeholders (without them
+  the role cannot work, e.g. the Solver's ``{task}`` and ``{guidance}``) and optional ones. A
+  template is ``str.format`` text (a literal brace is ``{{`` / ``}}``).
+- ``load_prompt_dir(path)`` returns ``{name: text}`` for every ``*.md`` file, raising
+  ``PromptTemplateError`` naming the file and the fix for a name that is no template, an unknown
+  or malformed placeholder, a missing required one, an empty directory or any other file.
+- ``render(template, values)`` fills the placeholders; a paragraph that is only one placeholder
+  whose value is empty is dropped with its blank line, so an absent part leaves no gap.
+- ``PromptSettings``: ``dir`` (absolutised, dumped so a resumed run reads the same directory),
+  ``digest`` (of the files read; a resumed run whose files changed is refused) and ``texts``
+  (the overrides, never dumped; they travel inside the config to every actor).
 """
 
 from __future__ import annotations

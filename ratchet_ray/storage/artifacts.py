@@ -3,21 +3,17 @@ world): files an actor produces for a run, kept in the run dir or in a storage U
 
 Contracts:
 - ``Artifacts`` is what an actor is given instead of a folder: ``put(key, data)`` (atomic: a
-  reader sees the old object, the new one or none), ``put_many(items)`` (those puts in the
-  order given, so a marker put last lands last; one round trip where the store is remote),
-  ``get(key)`` (bytes, None when absent),
-  ``keys(prefix)`` (every key under ``prefix``, sorted), ``delete(key)`` (True if it existed),
-  ``locate(key)`` (the path or URI a person can open, for traces and messages) and
-  ``sub(prefix)`` (the same store seen from a folder of it). Keys are relative POSIX paths
-  (``logs/swebench/<instance>/<key>/report.json``); ``..``, absolute and empty keys raise
-  ``ValueError``.
-- ``ArtifactStore(location)`` implements it over ``pyarrow.fs``: a local folder (a plain path,
-  the default: the run dir) or any URI ``pyarrow.fs.FileSystem.from_uri`` knows
-  (``s3://bucket/prefix``, ``gs://...``, ``file:///abs/path``). On a local filesystem a put is a
-  temp file, fsync and rename (``fsutil``); object stores publish a whole object on close.
-- ``run_artifacts(run_dir, uri)`` is the store of one run: ``run_dir`` itself when ``uri`` is
-  empty, else ``<uri>/<run dir name>``. ``as_artifacts(x)`` turns a folder or URI into an
-  ``ArtifactStore`` and passes an ``Artifacts`` through, so callers may still pass a folder.
+  reader sees the old object, the new one or none), ``put_many(items)`` (in order, so a marker
+  put last lands last; one round trip where the store is remote), ``get(key)`` (None when
+  absent), ``keys(prefix)`` (sorted), ``delete(key)`` (True if it existed), ``locate(key)`` (a
+  path or URI a person can open) and ``sub(prefix)`` (the store seen from a folder of it). Keys
+  are relative POSIX paths; ``..``, absolute and empty keys raise ``ValueError``.
+- ``ArtifactStore(location)`` implements it over ``pyarrow.fs``: a local folder (the default: the
+  run dir; a put is a temp file, fsync and rename) or any URI ``pyarrow.fs.FileSystem.from_uri``
+  knows (``s3://bucket/prefix``, ``file:///abs/path``; objects are published whole on close).
+- ``run_artifacts(run_dir, uri)`` is one run's store: ``run_dir`` itself, or
+  ``<uri>/<run dir name>``. ``as_artifacts(x)`` turns a folder or URI into an ``ArtifactStore``
+  and passes an ``Artifacts`` through.
 - Nothing here imports Ray: ``actors/artifacts.py`` serves a head-local store to actors on other
   nodes through the same interface.
 """

@@ -1,48 +1,14 @@
 """The one contract of a suite plugin: everything a suite gives the generic code, in one object.
 
-Its shape is Inspect's (``Task(dataset, solver, scorer)``): a small core every suite fills, and
-optional extensions, each apart, for what only some suites need. ``registry.register(plugin)``
-adds one (or ``register(name, factory, **fields)``, the same fields as keywords); the registry
+Its shape is Inspect's (``Task(dataset, solver, scorer)``): a core every suite fills (``name``,
+``factory``, ``settings``, ``moved_keys``, ``configure``, ``metaskill``, ``critic``) and optional
+extensions, each with a default giving the generic behaviour (a function field also takes a lazy
+``"module:attr"`` string, imported on first use); ``cluster`` is the extension of a suite whose
+actors need a node's own service. Each field's meaning: docs/suites.md, "What the plugin may
+declare" (``doctor``'s checks never raise). ``registry.register(plugin)`` adds one; the registry
 holds plugins and nothing else, and the loop, the config, the jobs and the reports ask
 ``suites.hooks`` for a plugin's fields, never for a suite by name
 (``tests/architecture/test_suite_names.py``).
-
-The core (``name`` and ``factory`` are required):
-- ``name``: 1-40 lowercase letters, digits or ``_`` (it names ``results/<suite>/`` folders);
-- ``factory``: a zero-argument callable returning a ``suites.base.Suite`` (a class usually), or
-  a lazy ``"module:attr"`` string naming one. The suite object is Inspect's task: its dataset
-  (``load_tasks``), its solver (the built-in code Solver, or its own ``SolverTurn`` /
-  ``AgentTurn``) and its scorer (``make_grader``: a ``Grader``); its optional methods are listed
-  in ``suites.base``;
-- ``settings``: the pydantic model of its config section (``suite_settings.<name>``, or the
-  top-level ``<name>:`` in YAML and ``--set <name>.key=value``); ``moved_keys``: old config keys
-  (``grader.min_time_limit_s``) -> the suite-section key they moved to
-  (``mbpp.min_time_limit_s``): a config that still writes one has it moved there when the run
-  is of this suite (unless it sets the new key too), and ignored with a warning naming the new
-  key when the run's suite does not read it (as the old key was);
-- ``configure(config, settings)``: cross-section rules and derived values, run once when a
-  config is resolved (raises ``ValueError`` naming the fix); ``metaskill``: its authoring prior;
-- ``critic``: the Critic's review prompt (``"code"``, ``"patch"`` or a prompt function).
-
-Optional, each with a default that gives the generic behaviour (a function field also takes a
-lazy ``"module:attr"`` string, imported on first use):
-- its environment: ``doctor(config, preflight) -> list[llm.doctor.Check]``, checks that never
-  raise, each ``blocking`` (default True: its failure stops a run's preflight, exactly as a
-  built-in's does) or a warning; ``fix_hints``: ``FixHint(patterns, hint)`` items, the circuit
-  breaker's hint for an infrastructure failure whose status or message (lower case) contains a
-  pattern, before the generic hints; ``env_vars``: ``EnvVar(name, help, config_key, forward)``
-  items, the variables it reads (listed in the generated docs; ``config_key``: the setting whose
-  default the variable gives; ``forward``: a sweep forwards it to its jobs);
-- its reports and tools: ``task_id_pattern`` (a regex its task ids match, blurred by error
-  reports so repeats of one cause group together), ``offline_tasks`` (reports may load its
-  tasks), ``commands`` (``"module:attr"`` naming a list of click commands, a module of the CLI
-  layer), ``sweep_report`` (extra per-arm columns of a sweep report), ``impossible_twin``
-  (``(task) -> Task | None``, the grading task of its impossible twin, ``suites.base``) and
-  ``skill_truth`` (a world that knows each skill's true effect: ``run_dir -> ({skill id:
-  status}, {harmful skill ids})``, read by the transfer measurement);
-- ``cluster``: a ``Cluster``, the extension of a suite whose Solver and grader need a node's
-  own service (SWE-bench: Docker): custom Ray resources, placement, a check before round 0 and
-  a per-round report.
 
 A bad field raises ``SuiteRegistryError`` naming the suite, the field and the fix when the
 plugin is built. ``origin`` says who registered it (in "name taken" errors).
@@ -99,18 +65,10 @@ class EnvVar:
 class Cluster:
     """The extension of a suite whose Solver and grader need more than a CPU of any node
     (Inspect's ``sandbox``, over a Ray cluster; SWE-bench: a Docker daemon with the image).
-
-    ``resources``: role -> custom Ray resources its actors always request
-    (``{"grader": {"docker": 1}}``); ``local_resources``: what a local Ray the loop starts on this
-    machine offers of them (``{"docker": 8}``); ``node_types``: resource -> the cluster.yaml node
-    type offering it (``{"docker": "docker_worker"}``), named when actors wait for it. Hooks (a
-    function or a lazy ``"module:attr"`` string): ``before_rounds(config, grade, tasks, run_dir)
-    -> str | None``: a message stops a fresh run before round 0 (``grade`` grades ``(task,
-    output)`` pairs on the run's Grader pool); ``placement(config, role)``: the ``Placement`` of
-    a role's pool (which node runs each job best); ``round_report(config, start)``: called as
-    each round starts (``start`` None) and ends (with what the start returned), the second value
-    the round's ``summary.json`` ``suite_report``. A hook may live in the loop layer (it may use
-    Ray): the registration names it by string, so the suite's folder stays plain library."""
+    Fields: docs/suites.md, the ``Cluster`` table. ``before_rounds``' ``grade`` grades ``(task,
+    output)`` pairs on the run's Grader pool; ``round_report``'s end call gets what its start call
+    returned. A hook may live in the loop layer (it may use Ray): the registration names it by
+    string, so the suite's folder stays plain library."""
 
     resources: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     local_resources: Mapping[str, float] = field(default_factory=dict)

@@ -2,20 +2,16 @@
 
 The loop, the roles, the jobs, the CLI and the reports never name a suite: each asks here for a
 field of the suite's ``SuitePlugin`` (``contract.py``). Contracts:
-- A suite that declared nothing for a field gets the generic behaviour: no environment checks,
-  the code review of the Critic, one group for subset selection, no sampling overrides, no
-  commands, tasks not loaded by reports, no extra sweep columns, no impossible twins (the cheat
-  probe skips the suite), no fix hints, environment variables, task-id pattern or moved keys;
-  and without a ``Cluster`` extension no custom resources (local ones or node types), no
-  placement (locality), no check before round 0 and no round report.
-- The questions over every registered suite (``fix_hint`` without a suite,
-  ``task_id_patterns``, ``local_resources``, ``cluster_node_types``, ``env_vars``,
-  ``forwarded_env_vars``, ``moved_keys``) answer for the suites
-  registered in this process (built-ins, entry points, ``$RATCHET_SUITES``, loaded plugins).
-- Lookups of a suite that is not registered in this process raise ``SuiteRegistryError``
-  naming the valid suites, except ``critic_prompt``, ``sweep_report`` and ``skill_truth`` (see
-  there); callers that know the run's config load its ``suite_plugins`` first
-  (``registry.load_plugins``), as ``environment_checks`` and ``before_rounds`` do themselves.
+- A suite that declared nothing for a field gets the generic behaviour (the defaults in
+  docs/suites.md; no impossible twins: the cheat probe skips the suite; without a ``Cluster``:
+  no custom resources, no locality, no check before round 0, no round report).
+- The questions over every suite (``fix_hint`` without a suite, ``task_id_patterns``,
+  ``local_resources``, ``cluster_node_types``, ``env_vars``, ``forwarded_env_vars``,
+  ``moved_keys``) answer for the suites registered in this process.
+- Looking up a suite not registered in this process raises ``SuiteRegistryError`` naming the
+  valid suites, except ``critic_prompt``, ``sweep_report`` and ``skill_truth`` (see there);
+  callers that know the run's config load its ``suite_plugins`` first, as
+  ``environment_checks`` and ``before_rounds`` do themselves.
 - ``"module:attr"`` hooks are imported on first use.
 """
 

@@ -1,30 +1,24 @@
 """The suite registry: it holds ``SuitePlugin`` objects (``contract.py``), and nothing else.
 
 Contracts:
-- ``register(plugin, *, replace=False)`` adds a ``SuitePlugin``; ``register(name, factory,
-  **fields)`` is the same with the plugin's fields as keywords (``contract.SuitePlugin`` lists
-  them and what each means). A bad field raises ``SuiteRegistryError`` at once; registering a
-  taken name raises it too unless it is the same factory again (a module imported twice) or
-  ``replace=True``.
-- Discovery (``discover()``, once per process before the first lookup): every entry point of the
-  group ``ratchet_ray.suites`` (entry-point name = suite name, value = ``module:Factory``) and
-  every plugin named in ``$RATCHET_SUITES`` (``os.pathsep``-separated).
-- ``load_plugins(specs)`` imports user modules that call ``register`` at import time; a spec is
-  a ``.py`` file path or a dotted module name (``plugins.py``), each loaded once per process. A
-  missing file, a failing import or a module that registers nothing raises ``SuitePluginError``
-  naming the spec and the fix. ``resolve_config`` loads a config's ``suite_plugins`` through
-  it, and ``suite_for(config)`` loads them again in each Ray worker, so a suite named in the
-  config works on every process.
+- ``register(plugin, *, replace=False)`` adds a plugin; ``register(name, factory, **fields)``
+  takes its fields as keywords. A bad field raises ``SuiteRegistryError`` at once, and so does a
+  taken name unless it is the same factory again (a module imported twice) or ``replace=True``.
+- ``discover()``, once per process before the first lookup, registers every entry point of the
+  group ``ratchet_ray.suites`` (name = suite name, value = ``module:Factory``) and every plugin
+  in ``$RATCHET_SUITES`` (``os.pathsep``-separated); a failed discovery is retried, and
+  reported, on the next lookup.
+- ``load_plugins(specs)`` imports, once per process, modules that call ``register`` (a ``.py``
+  path or a dotted module name); a missing file, a failing import or a module that registers
+  nothing raises ``SuitePluginError`` naming the spec and the fix. ``resolve_config`` and, in
+  each Ray worker, ``suite_for(config)`` load a config's ``suite_plugins`` through it.
 - ``registration(name)`` is a suite's plugin (an unknown name lists the registered ones and how
-  to add one), ``registered(name)`` the same or None; ``get_suite(name)`` / ``suite_for(config)``
-  instantiate a suite and check its shape.
+  to add one), ``registered(name)`` the same or None; ``get_suite(name)`` /
+  ``suite_for(config)`` instantiate a suite and check its shape.
 - ``settings_for(config)`` is the run suite's ``suite_settings`` section validated by its
-  settings model (``resolve_config`` validates every section the same way); its ``metaskill``
-  becomes ``config.meta.default_file`` there, which the SkillBank reads.
-- Everything else the generic code asks of a suite goes through ``hooks.py``, its checks and
-  its hook before round 0 included.
-- Registrations, loaded plugins and discovery are per process (module state); a failed
-  discovery is retried, and reported, on the next lookup.
+  settings model.
+- Everything else the generic code asks of a suite goes through ``hooks.py``. Registrations,
+  loaded plugins and discovery are per-process module state.
 """
 
 from __future__ import annotations
