@@ -1,14 +1,11 @@
 """Bank snapshots: ``checkpoints/round_NN/{skills/, meta-skills/, manifest.json}``.
 
-Contracts:
-- ``write_snapshot`` builds the snapshot in a hidden temp folder (every file and folder fsynced)
-  and swaps it into place with ``fsutil.swap_dir``: a crash at any point leaves a complete
-  snapshot of that round, the previous one or the new one, never half of one and never none
-  (between the swap's two renames the previous one sits at ``round_NN.prev``, which
-  ``read_snapshot`` and ``available_rounds`` use and the next ``write_snapshot`` moves back).
-  Re-snapshotting a round (a resumed run) replaces that round's checkpoint only.
-- ``read_snapshot`` returns the skills and meta-skills of a round, or raises ``FileNotFoundError``
-  naming the available rounds.
+``write_snapshot`` builds the snapshot in a hidden, fsynced temp folder and swaps it in with
+``fsutil.swap_dir``: a crash leaves that round's previous or new snapshot, never half or none
+(between the swap's renames the previous one is ``round_NN.prev``, which the readers use and the
+next write moves back); a resumed run's re-snapshot replaces that round's only.
+``read_snapshot`` returns a round's skills and meta-skills, or raises ``FileNotFoundError``
+naming the available rounds.
 """
 
 from __future__ import annotations

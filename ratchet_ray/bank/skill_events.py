@@ -1,10 +1,9 @@
 """What the SkillBank returns and records: ``AddResult``, ``BankError`` and the skill-event log.
 
-Contract: ``EventLog`` buffers ``skill_event`` rows and ``flush`` writes them as one evidence part
-per round (through ``EvidenceStore.append``), so a multi-skill change (curate, restore) is one
-atomic write; while ``held`` (a bank batch is open) ``flush`` keeps buffering. Event names:
-added, rejected, evicted, retired, refined (a version replaced by its revision,
-``SkillBank.refine``), reinstated, restored, loaded, meta_added, meta_retired, meta_restored.
+``EventLog.flush`` writes the buffered ``skill_event`` rows as one evidence part per round, so a
+multi-skill change (curate, restore) is one atomic write; while ``held`` (a batch is open) it
+keeps buffering. Events: added, rejected, evicted, retired, refined, reinstated, restored,
+loaded, meta_added, meta_retired, meta_restored.
 """
 
 from __future__ import annotations
@@ -29,11 +28,8 @@ class BankError(ValueError):
 
 @dataclass(frozen=True)
 class AddResult:
-    """Outcome of ``SkillBank.add`` (also of ``reinstate`` / ``load``).
-
-    ``duplicate_of`` names the bank skill a ``duplicate`` collides with (feed it to the re-prompt);
-    ``evicted`` lists the skills deprecated to make room.
-    """
+    """Outcome of ``SkillBank.add`` (also ``reinstate`` / ``load``): ``duplicate_of`` names the
+    skill a ``duplicate`` collides with (for the re-prompt); ``evicted``: deprecated for room."""
 
     status: AddStatus
     skill_id: str

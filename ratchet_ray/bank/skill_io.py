@@ -1,14 +1,12 @@
 """Skill YAML files: parse with errors that name the file and the field; dump byte-stably.
 
 Contracts:
-- ``dump_skill(skill)`` is canonical: fields in schema order (``types.Skill``), every field
-  written (but ``types.LINEAGE_FIELDS`` only when not their default: a first version's file is
-  what it was before refinement existed), multi-line strings as literal blocks, no line folding. ``dump_skill(parse_skill(text))``
-  equals ``text`` for any ``text`` produced by ``dump_skill`` (byte-stable round trip), and
-  ``parse_skill(dump_skill(s)) == s``.
-- ``parse_skill`` / ``load_skill`` raise ``SkillFileError`` for malformed YAML, a non-mapping
-  document, a missing required field (``intent``, ``description``, ...), an unknown field or an
-  unknown ``status``; the message names the file and the field and says how to fix it.
+- ``dump_skill`` is canonical: fields in schema order, every field written (``LINEAGE_FIELDS``
+  only when not their default, so a first version's file is what it was before refinement
+  existed), multi-line strings as literal blocks, no folding; ``dump_skill(parse_skill(text))``
+  equals any ``text`` it produced, and ``parse_skill(dump_skill(s)) == s``.
+- ``parse_skill`` / ``load_skill`` raise ``SkillFileError`` for malformed YAML, a non-mapping, a
+  missing or unknown field or an unknown ``status``, naming the file and field and the fix.
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
 """Checking evidence parts and moving unreadable ones aside (``ratchet evidence verify|repair``).
 
 Contracts:
-- ``verify(store, full=True)`` returns one ``BadPart`` per part that cannot be read (truncated,
-  garbage, a schema that is not its kind's); ``full=False`` reads only each footer (what the
-  driver does before a resume: fast, and it catches the truncated part a crash or a full disk
-  leaves), ``full=True`` also decodes every row. Leftover hidden ``.tmp`` files of interrupted
-  writes are harmless (no reader globs them) and reported by ``leftover_temp_files``.
-- ``quarantine(store, bad)`` moves each bad part to
-  ``<run_dir>/quarantine/<UTCts>/evidence/<kind>/round=<R>/`` (never deletes anything), so the
-  views work again; ``describe_loss`` says what the moved parts held as far as it is known.
-- ``CorruptEvidence`` (a ``ValueError``) is what a writer raises when it will not resume over a
-  bad part; its message names both commands.
+- ``verify`` returns one ``BadPart`` per unreadable part (truncated, garbage, a schema not its
+  kind's); ``full=False`` reads only footers (the driver's check before a resume: fast, and it
+  catches a crash's truncated part), ``full=True`` also decodes every row. Leftover ``.tmp``
+  files are harmless and reported by ``leftover_temp_files``.
+- ``quarantine`` moves bad parts to ``<run_dir>/quarantine/<UTCts>/evidence/<kind>/round=<R>/``
+  (never deletes), so the views work again; ``describe_loss`` says what they held, as known.
+- ``CorruptEvidence`` (a ``ValueError``): a writer will not resume over a bad part; its message
+  names both commands.
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
 """Every SQL statement the code runs over the evidence views, by name.
 
 Contracts:
-- Every query the package runs over the views lives here, named (``evidence.queries`` wraps some
-  in typed helpers; ``evidence.store`` keeps only its DDL). Code elsewhere calls ``fetch_all`` /
-  ``fetch_one`` / ``fetch_dicts`` with a query's name and its parameters; it never writes SQL
+- Every query over the views lives here, named (``evidence.queries`` wraps some in typed
+  helpers; ``evidence.store`` keeps only its DDL); code elsewhere calls ``fetch_all`` /
+  ``fetch_one`` / ``fetch_dicts`` with a name and parameters and never writes SQL
   (``tests/architecture`` checks both).
-- Parameters are DuckDB named parameters (``$name``), bound by DuckDB, never spliced into the
-  text: a query is a constant. A call must pass exactly the parameters its query names; a
-  missing or extra one, or an unknown query name, raises ``KeyError`` naming the query and what
-  it takes.
-- Views: ``capsule``, ``verdict``, ``skill_event``, ``llm_call``, ``round``, ``validation`` as
-  ``EvidenceStore.connect()`` creates them (docs/evidence-schema.md lists their columns).
+- Parameters are DuckDB named parameters (``$name``), never spliced into the text. A call must
+  pass exactly those its query names; a missing or extra one, or an unknown name, raises
+  ``KeyError`` naming the query and what it takes.
+- Views as ``EvidenceStore.connect()`` creates them (columns: docs/evidence-schema.md);
   ``capsules_with_verdicts`` reads capsule parts by path (``$files``) so the report can number
   each row by its part and row.
 """

@@ -1,13 +1,12 @@
 """Column names and Arrow types of every evidence kind, in one place.
 
 Contracts:
-- ``SCHEMAS[kind]`` is the Arrow schema of every Parquet part of that kind; ``KINDS`` lists the
-  kinds in a fixed order. The ``round`` column is also the hive partition (``round=NN``).
-- ``to_records(kind, rows)`` turns dicts or pydantic models into plain dicts with exactly the
-  schema's columns. Unknown columns and missing required columns raise ``EvidenceSchemaError``
-  naming the kind, the column and the valid columns; other missing columns become null, and
-  ``created_at`` defaults to now. Every text value passes through ``redact.redact``: no URL
-  credentials or API key reaches the evidence (nor, through capsule traces, a critic prompt).
+- ``SCHEMAS[kind]`` is the Arrow schema of every part of that kind; ``KINDS`` lists the kinds in
+  a fixed order; the ``round`` column is also the hive partition.
+- ``to_records`` turns dicts or pydantic models into dicts with exactly the schema's columns:
+  unknown or missing required columns raise ``EvidenceSchemaError`` naming kind, column and the
+  valid ones; other missing columns are null, ``created_at`` defaults to now. Every text value
+  passes through ``redact.redact``: no credential reaches the evidence (nor a critic prompt).
 - A ``RoundSummary`` is flattened into ``eval_*`` / ``train_*`` columns for the ``round`` kind.
 """
 

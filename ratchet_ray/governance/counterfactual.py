@@ -1,15 +1,12 @@
 """Counterfactual contribution of each skill from the probes of ``curator.counterfactual``.
 
-Contracts:
-- A probe is a train capsule with ``attempt >= 1`` routed to NONE: the same task of the same
-  round, attempted again without the skill its first attempt (``attempt == 0``) was routed to.
-- ``probe_selected(seed, round_, task_id, fraction)``: whether that routed train task gets a probe;
-  a pure function of the run seed, the round and the task, so a resumed run probes the same ones.
-- ``counterfactual_stats(con)`` -> ``{skill_id: SkillStats}`` over the probed pairs (infra
-  failures on either side dropped): ``trials`` = pairs, ``successes`` = pairs the skill passed and
-  NONE failed, ``failures`` = pairs NONE passed and the skill failed, so
-  ``(successes - failures) / trials`` = pass(skill) - pass(NONE) on the same tasks = c_cf, and the
-  Curator's rule (``governance.curator``) applies to it unchanged.
+A probe is a train capsule with ``attempt >= 1`` routed to NONE: the same task and round
+attempted again without the skill its first attempt was routed to. ``probe_selected`` is a pure
+function of run seed, round and task, so a resumed run probes the same ones.
+``counterfactual_stats`` counts, over the probed pairs (infra failures on either side dropped),
+``trials`` = pairs, ``successes`` = skill passed and NONE failed, ``failures`` = the reverse, so
+``(successes - failures) / trials`` = pass(skill) - pass(NONE) on the same tasks = c_cf, to which
+the Curator's rule applies unchanged.
 """
 
 from __future__ import annotations

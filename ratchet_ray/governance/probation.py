@@ -2,16 +2,12 @@
 
 Contracts:
 - A skill is *imported* when its ``loaded`` event's reason starts with ``PACK_REASON_PREFIX``
-  (``pack:<pack hash> ...``, written by ``bank.pack_import``). Its record in the source run never
-  enters this run's evidence, so every score the Curator reads of it (c-hat, c_cf, trials) is
-  earned here: retirement judges it by the same rule as a native skill, on its own capsules.
-- An imported skill is *on probation* while it is routable (ACTIVE or CANDIDATE) and has fewer
-  trials here than ``probation_floor(curator settings)``: ``curator.probation_min_trials`` when
-  set (capped at the retirement floor), else the retirement floor (``min_trials``, or A9's
-  ``ucb_min_trials``). Under cap pressure a skill on probation is ranked by the 95 % Wilson
-  lower bound of its c-hat here (-1 untried) where a native skill is ranked by its c-hat, and
-  goes first on a tie (``governance.capacity.eviction_order``): it keeps a slot against a
-  native skill only on what it has shown in this run beyond doubt.
+  (``bank.pack_import``). Its source record never enters this run's evidence, so every score the
+  Curator reads of it is earned here, and retirement judges it like a native skill.
+- It is *on probation* while routable (ACTIVE or CANDIDATE) with fewer trials here than
+  ``probation_floor``: ``curator.probation_min_trials`` when set (capped at the retirement
+  floor), else the retirement floor (``min_trials``, or A9's ``ucb_min_trials``). Under cap
+  pressure it then ranks by its Wilson lower bound (``governance.capacity.eviction_order``).
 """
 
 from __future__ import annotations

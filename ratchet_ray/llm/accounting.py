@@ -1,14 +1,13 @@
 """Cost accounting: a price table and the ``llm_call`` evidence row built from a ``Reply``.
 
 Contracts:
-- ``PriceTable.cost(model, input_tokens, output_tokens)`` is USD from per-million-token prices;
-  the entry whose pattern is the longest substring of the model id wins; an unknown model costs
-  0.0 (local models are free; an unpriced remote model is reported by ``unpriced``).
-- ``load_price_table(path=None)`` starts from ``DEFAULT_PRICES`` and overlays a YAML/JSON file
-  ``path`` of ``{pattern: {input: usd_per_mtok, output: usd_per_mtok}}``; ``price_table(llm)``
-  overlays the run's ``llm.prices`` instead (its default: the file ``$RATCHET_PRICE_TABLE``
-  names, read once when the config is built, so a resumed run keeps its prices).
-- ``llm_call_row(reply | None, ...)`` returns a dict with exactly ``LLM_CALL_COLUMNS``.
+- ``PriceTable.cost``: USD from per-million-token prices of the entry whose pattern is the
+  longest substring of the model id; an unknown model costs 0.0 (``unpriced`` reports them).
+- ``load_price_table(path)`` overlays a YAML/JSON ``{pattern: {input:, output:}}`` file on
+  ``DEFAULT_PRICES``; ``price_table(llm)`` overlays the run's ``llm.prices`` instead (default:
+  the ``$RATCHET_PRICE_TABLE`` file, read once when the config is built, so a resumed run keeps
+  its prices).
+- ``llm_call_row`` returns a dict with exactly ``LLM_CALL_COLUMNS``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """The two interfaces every backend implements: text generation and embeddings.
 
-Contracts:
-- ``LLMClient.complete`` returns a ``Reply``; it raises ``LLMError`` (or a subclass) on failure
-  after the backend's single retry layer has given up. When ``json_schema`` is given, a backend
-  that can constrain decoding (llama.cpp grammars, OpenAI ``response_format``) does so; callers
-  still validate the text (see ``ratchet_ray.llm.structured``).
-- ``Embedder.embed`` returns a float32 array of shape ``(len(texts), dim)`` whose rows have unit
-  L2 norm, so cosine similarity is a dot product.
+``LLMClient.complete`` returns a ``Reply`` or raises ``LLMError`` once the backend's single retry
+layer gives up; a backend that can constrain decoding to ``json_schema`` does (callers still
+validate: ``llm.structured``). ``Embedder.embed`` returns float32 ``(len(texts), dim)`` rows of
+unit L2 norm, so cosine similarity is a dot product.
 """
 
 from __future__ import annotations

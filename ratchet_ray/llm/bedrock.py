@@ -1,19 +1,16 @@
-"""Amazon Bedrock: Converse for generation (primary + fallback model), Cohere embed-v4 for embeddings.
+"""Amazon Bedrock: Converse for generation (primary + fallback model), Cohere embed-v4 embeddings.
 
 Contracts:
-- Configuration (``BedrockConfig.from_settings``): ``llm.model`` or ``llm.bedrock.model_id``,
-  and the rest of ``llm.bedrock`` (defaults from ``$RATCHET_BEDROCK_*`` and ``$AWS_REGION``,
-  see ``ratchet_ray.settings.backends``). Credentials come from the boto3 chain, never the config.
-- Retries: exactly one layer, botocore's ``standard`` mode (exponential backoff with jitter on
-  throttling and transient errors). ``Reply.retries`` is botocore's ``RetryAttempts`` summed over
-  the attempted models.
-- Fallback: when the primary model is unavailable (not found, no access, not ready, overloaded
-  after retries), the same request goes to the fallback model; a permanent refusal (not found,
-  access denied, invalid model id) makes this client skip the primary from then on.
-- Rate: every call first books the limiter of its budget, made by the ``limiters`` factory it
-  was given (default: in-process ``ratelimit.make_limiter``; the loop passes the cluster's).
-- Embeddings: at most 96 texts per ``invoke_model`` call, ``input_type`` passed through; both the
-  ``{"embeddings": {"float": [...]}}`` and the plain ``{"embeddings": [[...]]}`` shapes parse.
+- Configuration (``BedrockConfig.from_settings``): ``llm.model`` or ``llm.bedrock.model_id`` and
+  the rest of ``llm.bedrock``; credentials come from the boto3 chain, never the config.
+- Retries: only botocore's ``standard`` mode; ``Reply.retries`` sums its ``RetryAttempts`` over
+  the models tried.
+- Fallback: a primary that is unavailable (not found, no access, not ready, overloaded after
+  retries) hands the same request to the fallback model; a permanent refusal (not found, access
+  denied, invalid model id) makes this client skip the primary from then on.
+- Every call first books its budget's limiter from the ``limiters`` factory (default:
+  in-process ``ratelimit.make_limiter``; the loop passes the cluster's).
+- Embeddings: at most 96 texts per ``invoke_model`` call, ``input_type`` passed through.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Completion-style prompts for base models (the local Gemma has no chat template).
 
-Contract: ``completion_prompt(messages, json_schema=None)`` renders the conversation as plain
-text sections and ends with an open ``### Response`` section for the model to continue. A
-trailing ``assistant`` message is a prefill: it is written verbatim inside that open section, so
-a role can start the answer (e.g. a code fence and the function signature) for the model.
-``STOP_SEQUENCES`` end a generation where a base model would start writing the next turn.
-When a JSON schema is given, the instruction to answer in JSON is added to the prompt as well
-as enforced by the grammar: a base model follows a grammar far better when the prompt agrees.
+``completion_prompt`` renders the conversation as plain text sections ending in an open
+``### Response`` section; a trailing ``assistant`` message is a prefill written verbatim inside
+it. ``STOP_SEQUENCES`` end a generation where a base model would start the next turn. A JSON
+schema is also stated in the prompt, not only enforced by the grammar: a base model follows a
+grammar far better when the prompt agrees.
 """
 
 from __future__ import annotations

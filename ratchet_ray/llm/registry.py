@@ -1,17 +1,12 @@
 """Backend registry: ``make_llm`` / ``make_embedder`` from ``LLMSettings``, imports done lazily.
 
 Contracts:
-- ``BACKENDS`` names every backend; an unknown name raises ``LLMError`` listing the valid ones.
-  ``WORLD_BACKENDS`` are those that answer from a simulated world (``llm.world``).
-- A backend's module is imported only when that backend is built, so ``bedrock`` needs no
-  llama.cpp and ``local`` needs no boto3.
-- ``services`` (``llm.services.LLMServices``, default ``IN_PROCESS``) is the only source of
-  shared state: the rate limiter a remote backend books, and for ``local`` the model (with
-  ``services.local_llm`` / ``local_embedder`` set, e.g. the node's model server of
-  ``actors/llm_server.py``; else the model loads in this process). The same arguments always
-  give the same kind of client, whatever runs in the process.
-- ``LazyEmbedder(settings, embedder=None)`` builds the configured embedder on first use, so a
-  role worker that never embeds (small bank, no synthesis) never loads one.
+- ``BACKENDS`` names every backend (an unknown one raises ``LLMError`` listing them);
+  ``WORLD_BACKENDS`` answer from a simulated world (``llm.world``).
+- A backend's module is imported only when it is built (``bedrock`` needs no llama.cpp).
+- ``services`` (``llm.services``, default ``IN_PROCESS``) is the only source of shared state, so
+  the same arguments always give the same kind of client, whatever runs in the process.
+- ``LazyEmbedder`` builds the embedder on first use: a worker that never embeds never loads one.
 """
 
 from __future__ import annotations

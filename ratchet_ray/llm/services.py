@@ -1,17 +1,10 @@
 """Shared services an LLM client may use, handed to ``make_llm`` / ``make_embedder`` explicitly.
 
-Contracts:
-- ``LLMServices`` says where a client gets what is shared beyond its own process: the rate
-  limiter of its budget (``limiters``) and, for the ``local`` backend, the model itself
-  (``local_llm`` / ``local_embedder``: ``LocalConfig -> client``; None loads the model in this
-  process).
-- ``IN_PROCESS`` (the default everywhere) shares nothing: an in-process limiter per client and
-  the model loaded where the client runs. Whether Ray happens to run in the process changes
-  nothing: the library never looks.
-- The cluster's services (one model server per node, one limiter actor per budget) are
-  ``actors.llm_server.cluster_services()``; the loop runtime builds its clients with them.
-- Every field must pickle (clients built with them travel to actors): module-level functions
-  and classes do.
+``LLMServices`` says where a client gets what is shared beyond its process: its budget's rate
+limiter (``limiters``) and, for ``local``, the model (``local_llm`` / ``local_embedder``:
+``LocalConfig -> client``; None loads it in this process). ``IN_PROCESS`` (the default) shares
+nothing, whether or not Ray runs in the process: the library never looks. The cluster's services
+are ``actors.llm_server.cluster_services()``. Every field must pickle (clients travel to actors).
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """The Critic's prompts and verdict model.
 
-``critic_messages(task, capsule, skill, *, prefill=False)``: the task, worked examples, the
-output and the grader's concrete finding (``failure_summary``) last; with ``prefill`` the part
-from the examples on is a trailing assistant message. ``verdict_model(skill_used, *,
-entry_point="")``: without a skill the attribution is fixed to ``inapplicable``; ``pattern`` is
-2-10 snake_case words (``PATTERN_REGEX``, normalised from spaced or hyphenated text), rejected
-when it names no concrete mistake, repeats itself or contains ``entry_point``.
-``critic_messages`` follows the review prompt the task's suite registered
-(``suites.hooks.critic_prompt``): ``"code"`` shows the function and its failing test;
-``"patch"`` (SWE-bench) shows the agent's patch and the tail of the test log, with worked
-answers about patches, never about Python functions; a suite's own prompt function is called
-with the same arguments. A capsule graded as tampering
-(``evidence.tampering``) also says so, with the grader's finding (``tampering_note``), so the
-Critic names the attack, not a wrong answer.
+``critic_messages`` puts the task, worked examples, the output and the grader's concrete finding
+(``failure_summary``) last, following the review prompt the task's suite registered
+(``suites.hooks.critic_prompt``): ``"code"`` shows the function and its failing test; ``"patch"``
+(SWE-bench) the agent's patch, the test log's tail and worked answers about patches; a suite's
+own function gets the same arguments. A capsule graded as tampering also says so, with the
+grader's finding (``tampering_note``), so the Critic names the attack, not a wrong answer.
+``verdict_model``: without a skill the attribution is fixed to ``inapplicable``; ``pattern`` is
+2-10 snake_case words, rejected when it names no concrete mistake, repeats itself or contains
+``entry_point``.
 """
 
 from __future__ import annotations

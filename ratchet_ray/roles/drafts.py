@@ -1,10 +1,9 @@
-"""Turning an LLM's draft into a skill, shared by the Synthesizer's new skills and its revisions
-(``roles.refiner``): ids (``slugify``, ``unique_id``), ``draft_to_skill`` and ``DraftError``.
+"""Turning an LLM's draft into a skill, for new skills and revisions alike.
 
-Contracts: ``slugify`` returns a valid skill id (``^[a-z0-9][a-z0-9_-]{0,79}$``), never empty;
-``unique_id(slug, taken)`` is ``slug`` or ``slug_<n>`` (the smallest n >= 2 not taken);
-``draft_to_skill`` validates a draft into an ACTIVE synthesized ``Skill`` with a fresh unique
-id (tags gain ``auto`` and the suite) or raises pydantic's ``ValidationError``.
+``slugify`` returns a valid, non-empty skill id; ``unique_id(slug, taken)`` is ``slug`` or
+``slug_<n>`` (smallest free n >= 2); ``draft_to_skill`` validates a draft into an ACTIVE
+synthesized ``Skill`` with a fresh unique id (tags gain ``auto`` and the suite) or raises
+pydantic's ``ValidationError``.
 """
 
 from __future__ import annotations

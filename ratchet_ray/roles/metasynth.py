@@ -1,17 +1,12 @@
 """The Meta-Synthesizer: rewrite a suite's authoring prior (MetaSkill) from recent verdicts.
 
-Runs on its own cadence (every ``MetaSettings.refresh_every_rounds`` rounds or
-``refresh_every_tasks`` train tasks; pinned off in the Default, ablation A8 turns it on).
-
-API:
-- ``refresh(llm, suite, current, verdicts, *, round_=-1, limits=None, seed=None) ->
-  MetaRefresh(metaskill, replies, error)``; ``limits`` is ``llm.roles.metasynth``.
-  - ``metaskill``: a NEW ``MetaSkill`` (status active, minor version bumped, id
-    ``<base>_v<major>_<minor>_<patch>``, ``created_round=round_``) or None when the LLM failed;
-    the caller stores it with ``SkillBank.add_metaskill`` (which retires the previous one).
-  - ``verdicts``: the window's verdicts; their patterns, counted, are what the rewrite targets.
-  - Never raises for LLM trouble: ``error`` is ``"<ExcName>: ..."``; ``replies`` keeps every
-    generation for cost accounting. A ``current`` for another suite is a caller bug (ValueError).
+Runs every ``MetaSettings.refresh_every_rounds`` rounds or ``refresh_every_tasks`` train tasks
+(off in the Default; ablation A8 turns it on). ``refresh`` targets the window's verdict patterns,
+counted, and returns a NEW ``MetaSkill`` (active, minor version bumped, id
+``<base>_v<major>_<minor>_<patch>``, ``created_round=round_``; the caller stores it with
+``SkillBank.add_metaskill``), or None with ``error`` ``"<ExcName>: ..."`` when the LLM failed: it
+never raises for LLM trouble, and ``replies`` keeps every generation. A ``current`` for another
+suite is a caller bug (ValueError).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The meta-synthesizer's prompt and its structured answer.
-
-Contract: ``metasynth_messages(suite, current, pattern_counts, *, templates=None)`` is ONE user
-message from ``METASYNTH_TEMPLATE`` (template ``metasynth``): the current authoring guide
-(clipped to 3,000 characters) and up to 40 recent failure patterns with their counts; the
-answer is a ``MetaSkillDraft`` (the revised guide as Markdown with a Do / Don't list).
+"""The meta-synthesizer's prompt (``METASYNTH_TEMPLATE``): the current guide (clipped to 3,000
+characters) and up to 40 recent failure patterns with counts; the answer is a ``MetaSkillDraft``
+(the revised guide as Markdown with a Do / Don't list).
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """The Synthesizer's revision prompt (``synth.refine``, arm A10, beyond the paper).
 
-Contract: ``refine_messages(suite, metaskill, skill, examples, feedback, *, failures)`` is ONE
-user message that starts with ``REFINE_HEADING``, carries the authoring guide as a new
-skill's prompt does (``synthesizer.authoring_guide``: under A3 the bare schema), the current
-skill's authored fields as YAML (never its status, lineage or other fields the loop sets), the
-routed failures' examples (task, failed output, grader, the Critic's verdict with its
-attribution) and any feedback on an earlier draft, and asks for the complete revised skill as
-the same JSON object a new skill is (``skill_contract.SkillDraft``), so the reply is validated
-exactly like a new skill's. The revision's id is the loop's (``<lineage>_v<n>``), not the model's.
+``refine_messages`` is ONE user message: ``REFINE_HEADING``, the authoring guide as for a new
+skill (under A3 the bare schema), the current skill's authored fields as YAML (nothing the loop
+sets), the routed failures' examples and any feedback on an earlier draft; it asks for the whole
+revised skill as a ``SkillDraft``, validated exactly like a new skill. The revision's id is the
+loop's (``<lineage>_v<n>``), not the model's.
 """
 
 from __future__ import annotations

@@ -1,25 +1,21 @@
 """The re-prompt loop a new skill and a revision share (``Synthesizer._author``,
-``Reviser._revise``): draft -> validate -> hand to the bank, re-prompting on what the bank refuses.
+``Reviser._revise``): draft -> validate -> hand to the bank, re-prompting on what it refuses.
 
-Contract of ``reprompt_until_added(name, outcome, max_reprompts, draft, to_skill, submit, notes)``:
-- Up to ``1 + max_reprompts`` attempts. Attempt ``i`` calls ``draft(i, feedback)`` (the notes so
-  far, oldest first) for a ``SkillDraft``; a ``DraftError`` (the LLM failed, the draft did not
-  validate) ends the loop: its replies go to ``outcome.replies`` and ``"<name>: <error>"`` to
-  ``outcome.failed``. The replies of a successful draft are the ``draft`` callback's to record.
-- A draft that copies the schema lock's placeholders (``copies_template``) is re-prompted with
-  ``notes.template``. Otherwise ``to_skill(draft)`` makes the skill; a ``ValidationError`` ends
-  the loop (``"<name>: invalid skill: ..."`` in ``outcome.failed``).
-- ``submit(skill) -> AddResult`` (``SkillBank.add`` / ``refine``): ``added`` records the id in
-  ``outcome.created`` and the bank's evictions in ``outcome.evicted`` and returns the skill;
-  ``duplicate`` records the bank's skill in ``outcome.duplicates`` (an id clash also marks the id
-  taken in ``taken``) and re-prompts with ``notes.duplicate(skill, duplicate_of)``; ``too_long``
-  re-prompts with ``notes.too_long(skill, reason)``; ``leakage`` (the leakage guard) is recorded in
-  ``outcome.leaked`` every time and re-prompted once with its reason (which names the quoted
-  spans), a second refusal ends the loop; any other status ends it (``"<name>: <status>:
-  <reason>"``).
-- Out of attempts: ``"<name>: still rejected after <n> re-prompts (<last note>)"``.
-- Returns the added skill, or None with the reason in ``outcome.failed``. Errors from ``submit``
-  (the bank) propagate.
+Contract of ``reprompt_until_added``:
+- Up to ``1 + max_reprompts`` attempts, each ``draft(i, feedback)`` (the notes so far, oldest
+  first). A ``DraftError`` ends the loop: its replies go to ``outcome.replies`` and
+  ``"<name>: <error>"`` to ``outcome.failed`` (a good draft's replies are ``draft``'s to record).
+- A draft copying the schema lock's placeholders (``copies_template``) is re-prompted with
+  ``notes.template``; else ``to_skill(draft)`` makes the skill, and a ``ValidationError`` ends
+  the loop (``"<name>: invalid skill: ..."``).
+- ``submit(skill)`` (``SkillBank.add`` / ``refine``): ``added`` records the id in
+  ``outcome.created`` and evictions in ``outcome.evicted`` and returns the skill; ``duplicate``
+  records the bank's skill in ``outcome.duplicates`` (an id clash also marks the id ``taken``)
+  and re-prompts with ``notes.duplicate``; ``too_long`` with ``notes.too_long``; ``leakage`` is
+  recorded in ``outcome.leaked`` every time and re-prompted once with its reason (which names
+  the spans); anything else ends the loop (``"<name>: <status>: <reason>"``).
+- Out of attempts: ``"<name>: still rejected after <n> re-prompts (<last note>)"``. Returns the
+  added skill, or None with the reason in ``outcome.failed``; errors from ``submit`` propagate.
 """
 
 from __future__ import annotations

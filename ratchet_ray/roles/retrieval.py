@@ -1,13 +1,9 @@
 """Two-stage shortlist for the Router: tf-idf top-K union embedding top-K over the skills.
 
-API:
-- ``SkillIndex.build(skills, embedder) -> SkillIndex``: indexes ``Skill.retrieval_text()`` with a
-  scikit-learn tf-idf matrix and a faiss ``IndexFlatIP`` over the embedder's unit vectors
-  (inner product = cosine). Build once per round per worker; it is read-only afterwards.
-- ``SkillIndex.query(task_text, k) -> list[str]``: the union of the tf-idf top-k and the embedding
-  top-k skill ids (so at most ``2k`` ids), best first by the sum of both cosine scores. The first id
-  is the single best match (retrieval-only routing, ablation A2, injects it).
-- ``SkillIndex.ids``: indexed skill ids, in bank order.
+``SkillIndex.build`` indexes ``Skill.retrieval_text()`` in a scikit-learn tf-idf matrix and a
+faiss ``IndexFlatIP`` over the embedder's unit vectors (once per round per worker; read-only
+afterwards). ``query(task_text, k)`` returns the union of both top-k (at most ``2k`` ids), best
+first by the sum of both cosines; the first is the single best match (A2 injects it).
 
 Example::
 

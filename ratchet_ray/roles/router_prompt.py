@@ -1,10 +1,8 @@
 """The Router's prompt and its structured answer.
 
-Contract: ``router_messages(task, candidates, *, templates=None)`` is ONE user message from
-``ROUTER_TEMPLATE`` (template ``router``): the task and one card per candidate skill (id,
-intent, when it applies) plus ``NONE``. ``router_choice_model(candidate_ids)`` is the answer's
-model: ``skill_id`` an enum of the candidate ids plus ``"NONE"`` (cached per candidate set: a
-round routes every task over one bank).
+``router_messages`` is ONE user message from ``ROUTER_TEMPLATE``: the task and one card per
+candidate (id, intent, when it applies) plus ``NONE``. ``router_choice_model``: ``skill_id`` an
+enum of the candidate ids plus ``"NONE"`` (cached per candidate set).
 """
 
 from __future__ import annotations

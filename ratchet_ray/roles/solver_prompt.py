@@ -1,13 +1,10 @@
-"""The Solver's prompt for code tasks (a suite whose Solver turn is an agent, e.g. SWE-bench's
-patch agent, writes its own prompts in its folder).
+"""The Solver's prompt for code tasks (an agent suite writes its own prompts in its folder).
 
-Contract: ``code_messages(task, skill, *, prefill="", templates=None)`` is ONE user message from
-``SOLVER_TEMPLATE`` (template ``solver``; ``templates``, the run's ``prompts.texts``, may replace
-it): the injected skill's guidance block (``Skill.guidance_text``; no paragraph without a skill),
-the task and the rule naming the entry point. A non-empty ``prefill`` (``code_prefill(task)``:
-the answer's opening fence + ``def <entry_point>(``) is a trailing assistant message, sent to
-backends that declare ``supports_prefill``. ``CODE_STOP`` ends a completion where a base model
-goes on after the function; it never matches an opening fence, only a closing one.
+``code_messages`` is ONE user message from ``SOLVER_TEMPLATE`` (template ``solver``): the skill's
+guidance block (none without a skill), the task and the rule naming the entry point. A
+non-empty ``prefill`` (``code_prefill``: the opening fence + ``def <entry_point>(``) is a
+trailing assistant message, for ``supports_prefill`` backends. ``CODE_STOP`` ends a completion
+where a base model goes on after the function; it only ever matches a closing fence.
 """
 
 from __future__ import annotations

@@ -1,16 +1,13 @@
-"""The Synthesizer's skill-authoring prompts: ``synth_messages`` (a whole draft),
-``field_messages`` / ``field_model`` / ``assemble_draft`` (a fieldwise one), ``copies_template``
-(copied schema placeholders).
-
-Two ways to draft a skill, one contract (``ratchet_ray.bank.skill_contract``):
-- whole: one structured call for the complete ``SkillDraft`` (chat and hosted models);
-- fieldwise: one small call per field (``FIELD_ORDER``), with the cluster's pattern and examples
-  in every prompt and the fields written so far, each under its own JSON-schema grammar
-  (``field_model``); on a base-model backend instead each field is the one-line continuation of
-  an opening (``field_opening``; lists split by ``field_items``) and the id is the cluster's
-  pattern; for small base models, which copy whatever worked example, description or schema a
-  prompt shows instead of writing a skill for their own pattern.
-No prompt shows a worked example skill.
+"""The Synthesizer's skill-authoring prompts, two ways to one contract (``bank.skill_contract``):
+- whole (``synth_messages``): one structured call for the complete ``SkillDraft`` (chat and
+  hosted models);
+- fieldwise (``field_messages``, ``field_model``, ``assemble_draft``): one small call per field
+  (``FIELD_ORDER``), each prompt with the pattern, examples and the fields so far, each under its
+  own grammar; on a base-model backend each field is instead the one-line continuation of an
+  opening (``field_opening``, lists split by ``field_items``) and the id is the pattern. Small
+  base models copy whatever worked example, description or schema a prompt shows, so no prompt
+  shows a worked example skill.
+``copies_template`` catches copied schema placeholders.
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
 """What a run's skills must not quote: the leak sources of its train and eval tasks.
 
 Contracts:
-- ``task_sources(suite, config, tasks)``: the suite's own ``leak_sources(config, tasks)``
-  (``suites.base.Suite.leak_sources``) when it has one, else each task's prompt; always plus each
-  task's prompt (a suite that forgot it is still audited on what the Solver saw).
-- ``run_leak_index(config, train_ids, eval_ids)`` -> ``governance.leakage.LeakIndex`` over the
-  run's tasks (ids the run dir records, or ``split_tasks`` for a run being set up), with the
-  run's ``synth.leakage_ngram``. A task id the suite does not know raises ``ValueError`` naming
-  it: the audit must never silently skip tasks.
-- ``guarded_adder(add_skill, index, threshold)``: an ``add_skill`` that first scans the draft;
-  a flagged one is refused (``AddResult`` status ``leakage``, reason = the re-prompt note
-  naming the spans) without reaching the bank, anything else is passed on.
+- ``task_sources``: the suite's own ``leak_sources(config, tasks)`` when it has one, always plus
+  each task's prompt (a suite that forgot it is still audited on what the Solver saw).
+- ``run_leak_index`` -> ``governance.leakage.LeakIndex`` over the run's tasks (the ids the run
+  dir records, or ``split_tasks`` for a run being set up) with ``synth.leakage_ngram``; a task
+  id the suite does not know raises ``ValueError`` naming it (no task is silently skipped).
+- ``guarded_adder``: an ``add_skill`` that scans the draft first and refuses a flagged one
+  (``AddResult`` status ``leakage``, reason = the re-prompt note naming the spans) without
+  reaching the bank.
 """
 
 from __future__ import annotations
