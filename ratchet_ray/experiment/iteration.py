@@ -29,10 +29,8 @@ class IterationSteps:
     """The per-iteration steps; the engine supplies git, policy, ledger, artifacts, proposer."""
 
     def _context(self, iteration: int) -> ProposalContext:
-        files = {}
-        for path in self.policy.editable_files(self.git.tracked()):
-            text = (self.repo / path).read_text(errors="replace")
-            files[path] = text[:MAX_FILE_CHARS]
+        files = {path: (self.repo / path).read_text(errors="replace")[:MAX_FILE_CHARS]
+                 for path in self.policy.editable_files(self.git.tracked())}
         spec = (self.repo / self.spec_path).read_text() if self.spec_path else ""
         best = self._best()
         return ProposalContext(iteration, spec, files, self._rows()[-self.settings.recent_rows:],
@@ -44,8 +42,7 @@ class IterationSteps:
             apply_proposal(self.repo, proposal, self.git.apply_diff)
         except PolicyError as exc:
             return str(exc)
-        violations = self.policy.violations(self.git.changed_paths())
-        return "; ".join(violations)
+        return "; ".join(self.policy.violations(self.git.changed_paths()))
 
     def _iterate(self, iteration: int) -> None:
         started = time.monotonic()
@@ -105,18 +102,15 @@ class IterationSteps:
     def _candidate(self, proposal: Proposal, attempt: Attempt, row: LedgerRow, try_no: int) -> bool:
         """Apply ``proposal`` and commit it; False (row filled, tree restored) when it failed."""
         try:
-            problem = self._apply(proposal)
+            violation = self._apply(proposal)
+            problem = violation or ("" if self.git.changed_paths() else "the change is empty")
         except ProposalError as exc:
+            violation, problem = "", f"not applied: {exc}"
+        if problem:  # an unusable first proposal is a discard, an unusable fix a crash
             self.git.restore(attempt.base, attempt.untracked_before)
-            row.status, row.note = ("discard" if try_no == 1 else "crash"), f"not applied: {exc}"
-            return False
-        if problem:
-            self.git.restore(attempt.base, attempt.untracked_before)
-            row.status, row.note = "policy_violation", problem
-            return False
-        if not self.git.changed_paths():
-            self.git.restore(attempt.base, attempt.untracked_before)
-            row.status, row.note = ("discard" if try_no == 1 else "crash"), "the change is empty"
+            row.status = ("policy_violation" if violation
+                          else "discard" if try_no == 1 else "crash")
+            row.note = problem
             return False
         first_line = (proposal.reasoning.strip().splitlines() or ["(no reasoning)"])[0][:72]
         tag = f"#{attempt.iteration}" + (f" fix {try_no - 1}" if try_no > 1 else "")

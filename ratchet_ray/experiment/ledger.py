@@ -1,18 +1,13 @@
 """``results.tsv``: the append-only ledger of every experiment attempt, in the target worktree.
 
 Contracts:
-- One header line (``COLUMNS``), then one row per outcome; a row is written with a single
-  ``write`` + ``fsync`` and the file is only ever opened for appending, so earlier bytes never
-  change. An existing ledger with another header raises ``LedgerError`` (never rewritten).
-- ``status`` is one of ``STATUSES``; ``needs_review`` is a candidate that would have been kept
-  but touches a safety-critical path or key: never merged by the engine, its commit is kept on
-  ``review/<name>/iterNNN`` for a human. Iteration 0 is the baseline evaluation of the starting
-  commit (status ``keep``). A row whose ``note`` is ``interrupted`` records an attempt cut short
-  by a kill; its iteration is run again on resume and it counts toward nothing.
-- Free text (reasoning, notes) has tabs and newlines folded to spaces; ``vetoes`` and
-  ``metrics`` are compact JSON; ``seeds`` is comma-separated.
-- ``rows()`` skips a torn last line (a kill during a write) instead of failing: the next
-  ``append`` starts on a fresh line.
+- One header line (``COLUMNS``), then one row per outcome, each a single ``write`` + ``fsync``
+  to a file only opened for appending. Another header raises ``LedgerError`` (never rewritten).
+- ``status`` is one of ``STATUSES``. Iteration 0 is the baseline (``keep``); a row noted
+  ``interrupted`` is an attempt cut short by a kill, run again on resume and counted nowhere.
+- Free text has tabs and newlines folded to spaces; ``vetoes`` and ``metrics`` are compact
+  JSON; ``seeds`` is comma-separated.
+- ``rows()`` skips a torn last line (a kill mid-write); the next ``append`` starts a fresh line.
 """
 
 from __future__ import annotations
