@@ -12,7 +12,7 @@ Contracts:
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.accounting import price_table
@@ -31,44 +31,6 @@ def _check(name: str) -> str:
     return name
 
 
-def _local_llm(settings: LLMSettings, services: LLMServices) -> LLMClient:
-    from ratchet_ray.llm.local import LocalConfig, LocalLLM
-
-    return (services.local_llm or LocalLLM)(LocalConfig.from_settings(settings))
-
-
-def _local_embedder(settings: LLMSettings, services: LLMServices) -> Embedder:
-    from ratchet_ray.llm.local import LocalConfig, MiniLMEmbedder
-
-    return (services.local_embedder or MiniLMEmbedder)(LocalConfig.from_settings(settings))
-
-
-def _bedrock_llm(settings: LLMSettings, services: LLMServices) -> LLMClient:
-    from ratchet_ray.llm.bedrock import BedrockConfig, BedrockLLM
-
-    return BedrockLLM(BedrockConfig.from_settings(settings), price_table(settings),
-                      limiters=services.limiters)
-
-
-def _bedrock_embedder(settings: LLMSettings, services: LLMServices) -> Embedder:
-    from ratchet_ray.llm.bedrock import BedrockConfig, BedrockEmbedder
-
-    return BedrockEmbedder(BedrockConfig.from_settings(settings), limiters=services.limiters)
-
-
-def _openai_llm(settings: LLMSettings, services: LLMServices) -> LLMClient:
-    from ratchet_ray.llm.openai_compat import OpenAICompatLLM, OpenAIConfig
-
-    return OpenAICompatLLM(OpenAIConfig.from_settings(settings), price_table(settings),
-                           limiters=services.limiters)
-
-
-def _openai_embedder(settings: LLMSettings, services: LLMServices) -> Embedder:
-    from ratchet_ray.llm.openai_compat import OpenAICompatEmbedder, OpenAIConfig
-
-    return OpenAICompatEmbedder(OpenAIConfig.from_settings(settings), limiters=services.limiters)
-
-
 def _world_backend(settings: LLMSettings) -> Any:
     """The module that builds the ``sim`` backend's clients, named by the world they answer from
     (``llm.world.backend_module``), so this layer names nothing of the sim suite."""
@@ -79,27 +41,25 @@ def _world_backend(settings: LLMSettings) -> Any:
     return importlib.import_module(settings.world.backend_module)
 
 
-def _sim_llm(settings: LLMSettings, services: LLMServices) -> LLMClient:
-    return _world_backend(settings).make_llm(settings.world)
-
-
-def _sim_embedder(settings: LLMSettings, services: LLMServices) -> Embedder:
-    return _world_backend(settings).make_embedder(settings.world)
-
-
-_LLM_FACTORIES: dict[str, Callable[[LLMSettings, LLMServices], LLMClient]] = {
-    "local": _local_llm, "bedrock": _bedrock_llm, "openai": _openai_llm, "sim": _sim_llm,
-}
-_EMBEDDER_FACTORIES: dict[str, Callable[[LLMSettings, LLMServices], Embedder]] = {
-    "local": _local_embedder, "bedrock": _bedrock_embedder, "openai": _openai_embedder,
-    "sim": _sim_embedder,
-}
-
-
 def make_llm(settings: LLMSettings, backend: str | None = None, *,
              services: LLMServices = IN_PROCESS) -> LLMClient:
     """The generation client for ``backend`` (default ``settings.backend``) over ``services``."""
-    return _LLM_FACTORIES[_check(backend or settings.backend)](settings, services)
+    backend = _check(backend or settings.backend)
+    if backend == "local":
+        from ratchet_ray.llm.local import LocalConfig, LocalLLM
+
+        return (services.local_llm or LocalLLM)(LocalConfig.from_settings(settings))
+    if backend == "bedrock":
+        from ratchet_ray.llm.bedrock import BedrockConfig, BedrockLLM
+
+        return BedrockLLM(BedrockConfig.from_settings(settings), price_table(settings),
+                          limiters=services.limiters)
+    if backend == "openai":
+        from ratchet_ray.llm.openai_compat import OpenAICompatLLM, OpenAIConfig
+
+        return OpenAICompatLLM(OpenAIConfig.from_settings(settings), price_table(settings),
+                               limiters=services.limiters)
+    return _world_backend(settings).make_llm(settings.world)  # sim
 
 
 def make_embedder(settings: LLMSettings, backend: str | None = None, *,
@@ -107,7 +67,20 @@ def make_embedder(settings: LLMSettings, backend: str | None = None, *,
     """The embedder for ``backend`` (default ``settings.embedder``, else ``settings.backend``)
     over ``services``."""
     backend = _check(backend or settings.embedder or settings.backend)
-    return _EMBEDDER_FACTORIES[backend](settings, services)
+    if backend == "local":
+        from ratchet_ray.llm.local import LocalConfig, MiniLMEmbedder
+
+        return (services.local_embedder or MiniLMEmbedder)(LocalConfig.from_settings(settings))
+    if backend == "bedrock":
+        from ratchet_ray.llm.bedrock import BedrockConfig, BedrockEmbedder
+
+        return BedrockEmbedder(BedrockConfig.from_settings(settings), limiters=services.limiters)
+    if backend == "openai":
+        from ratchet_ray.llm.openai_compat import OpenAICompatEmbedder, OpenAIConfig
+
+        return OpenAICompatEmbedder(OpenAIConfig.from_settings(settings),
+                                    limiters=services.limiters)
+    return _world_backend(settings).make_embedder(settings.world)  # sim
 
 
 class LazyEmbedder:

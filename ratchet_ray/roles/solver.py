@@ -82,15 +82,6 @@ def solve_code(llm: LLMClient, task: Task, skill: Skill | None, *, max_tokens: i
     return SolveResult(extract_code(text), [reply])
 
 
-def solve_turn(llm: LLMClient, task: Task, skill: Skill | None, turn: Any, *, max_tokens: int,
-               temperature: float, seed: int | None = None) -> SolveResult:
-    """One call with a suite's own prompt; its ``parse_output`` makes the graded output."""
-    stop = list(getattr(turn, "solver_stop", ()) or ()) or None
-    reply = llm.complete(turn.solver_messages(task, skill), max_tokens=max_tokens,
-                         temperature=temperature, stop=stop, **sampling_kwargs(llm, seed))
-    return SolveResult(turn.parse_output(reply.text), [reply])
-
-
 def _agent_sampling(agent: Any, temperature: float, seed: int | None) -> dict[str, Any]:
     """``temperature`` and ``seed`` for an agent that takes them as keywords, else nothing."""
     try:
@@ -118,8 +109,11 @@ def solve(llm: LLMClient, task: Task, skill: Skill | None, *, output_kind: str,
             output, replies = agent(llm, task, skill, agent_settings, log_dir=log_dir,
                                     **_agent_sampling(agent, temperature, seed))
             return SolveResult(output, list(replies))
-        return solve_turn(llm, task, skill, turn, max_tokens=max_tokens,
-                          temperature=temperature, seed=seed)
+        # A suite's own prompt in one call; its ``parse_output`` makes the graded output.
+        stop = list(getattr(turn, "solver_stop", ()) or ()) or None
+        reply = llm.complete(turn.solver_messages(task, skill), max_tokens=max_tokens,
+                             temperature=temperature, stop=stop, **sampling_kwargs(llm, seed))
+        return SolveResult(turn.parse_output(reply.text), [reply])
     # Every attempt must become a graded capsule; the failure is recorded, not swallowed.
     except Exception as exc:  # noqa: BLE001
         replies = list(getattr(exc, "replies", []) or [])
