@@ -2,15 +2,13 @@
 write through Ray, so grader logs, trajectories and cache entries land in the head's run dir.
 
 Contracts:
-- ``launch_artifact_service(location)`` starts an ``ArtifactService`` actor pinned to the
-  calling (driver's) node, asking for no CPU, serving ``ArtifactStore(location)`` with several
-  calls at once (puts of distinct keys are independent atomic writes), restarted if it dies.
-  It is owned by the driver: it ends with the driver's runtime (``Runtime.shutdown``) or the driver itself.
+- ``launch_artifact_service(location)`` starts an ``ArtifactService`` pinned to the driver's
+  node, with no CPU, serving ``ArtifactStore(location)`` several calls at once (puts of distinct
+  keys are independent atomic writes), restarted if it dies; it ends with the driver's runtime.
 - ``run_artifacts_access(run_dir, uri)`` is what a driver hands its actors: the service's client
   for the run dir, or (``infra.artifact_uri`` set) the URI store every node opens itself.
-- ``RemoteArtifacts(handle, location)`` is an ``ratchet_ray.storage.artifacts.Artifacts`` whose calls go
-  to that actor and wait for it: once ``put`` returns, the object is in the head's run dir.
-  It pickles with its handle, so it can be handed to actors on any node.
+- ``RemoteArtifacts(handle, location)`` is an ``Artifacts`` whose calls go to that actor and wait:
+  once ``put`` returns, the object is in the head's run dir. It pickles with its handle.
 
 Example::
 

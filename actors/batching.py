@@ -2,20 +2,17 @@
 
 Contracts:
 - ``BatchCalls`` is a mixin for worker classes: ``call_batch(method, calls, **kwargs)`` runs
-  ``self.<method>(item, *args, **kwargs)`` (``method`` a name, or a plain function called as
-  ``method(self, item, ...)``) for each ``(item, args)`` of ``calls`` in order and
-  returns ``([(ok, value_or_exception), ...], seconds)``. An exception raised by one item is that
-  item's result (as it is for a single call), never the others'. Keyword arguments are shared
-  by every job of the call; object refs among them are resolved by Ray before the call runs
-  (how the round's bank snapshot reaches a Solver: ``ray.put`` once, then a ref per call).
-- ``BatchSizer(fixed)`` decides how many queued jobs one call carries. ``fixed`` N: at most N.
-  ``fixed`` None (adaptive): one job per call until the method's per-job time is known (the
-  workers' own timing, so queueing and Ray's overhead do not count), then enough jobs to fill
-  about ``CALL_TARGET_S`` seconds of work. Either way no call takes more than a fair share of
-  the queue (``ceil(queued / actors)``), so every actor gets work. A task that takes seconds (a
-  real LLM call) therefore travels alone: full parallelism, and an actor's death loses one
-  task; tasks of a millisecond (the ``sim`` suite) travel in dozens, so Ray's per-call overhead
-  (about a millisecond) is paid once per call instead of once per task.
+  ``self.<method>(item, *args, **kwargs)`` (or a plain function as ``method(self, item, ...)``)
+  for each ``(item, args)`` of ``calls`` in order and returns ``([(ok, value_or_exception),
+  ...], seconds)``; one item's exception is that item's result only. Keyword arguments are
+  shared by the call's jobs; object refs among them are resolved by Ray (how the round's bank
+  snapshot reaches a Solver: ``ray.put`` once, then a ref per call).
+- ``BatchSizer(fixed)``: how many queued jobs one call carries. ``fixed`` N: at most N; None
+  (adaptive): one per call until the method's per-job time is known (the workers' own timing),
+  then enough to fill about ``CALL_TARGET_S`` seconds. No call takes more than a fair share of
+  the queue (``ceil(queued / actors)``). So a real LLM task travels alone (full parallelism, a
+  death loses one task) and millisecond ``sim`` tasks travel in dozens (Ray's ~1 ms per-call
+  overhead paid once per call).
 """
 
 from __future__ import annotations

@@ -1,17 +1,15 @@
 """The SkillBank as a Ray actor: one per run (arm), the only writer of skills/ and meta-skills/.
 
 Contracts:
-- ``launch_skill_bank(run_dir, embedder=..., config=..., run_id=..., **placement)`` returns a
-  handle to the named actor ``skill_bank:<run_id>`` (an existing one is reused, so a restarted
-  driver reattaches): the one place that sets the bank actor's start options. ``placement`` are
-  the Ray resources and scheduling strategy (``loop.runtime.start_runtime``: the bank's
-  ``ROLE_RESOURCES``, pinned to the driver's node, where the run dir lives).
-  Its methods are ``SkillBank``'s (``add``, ``active``, ``curate``, ``snapshot``, ``restore``...).
+- ``launch_skill_bank(run_dir, embedder=..., config=..., run_id=..., **placement)`` returns the
+  named actor ``skill_bank:<run_id>`` (an existing one is reused, so a restarted driver
+  reattaches); the one place that sets its start options (``placement``: Ray resources and
+  scheduling strategy). Its methods are ``SkillBank``'s.
 - ``embedder`` may be an ``Embedder`` or a zero-argument factory (or class) returning one, so a
-  heavy local model is built inside the actor process instead of being pickled from the driver.
-- Calls run one at a time (``max_concurrency=1``): the bank is a single writer. All state lives
-  on disk, so a restarted actor (``max_restarts``) re-reads it; a call in flight when the actor
-  died is not retried (an add must not be applied twice).
+  heavy local model is built inside the actor instead of pickled from the driver.
+- Calls run one at a time (the bank is a single writer). All state lives on disk, so a restarted
+  actor (``max_restarts``) re-reads it; a call in flight when it died is not retried (an add
+  must not be applied twice).
 
 Example::
 

@@ -1,13 +1,5 @@
-"""The run directory: one self-contained folder per run (one arm, one seed).
-
-Layout (docs/architecture.md, "The run dir")::
-
-    results/<suite>/<suite>_r<R>_t<N>_e<M>_<UTCts>[_<tag>]/
-      config.yaml  train_ids.json  eval_ids.json  run.log  loop.json
-      evidence/<kind>/round=<R>/part-*.parquet    (EvidenceStore)
-      .lock                                       (the writer lock, see ``acquire``)
-      skills/  meta-skills/  checkpoints/round_NN/  (SkillBank)
-      round_NN/summary.json  eval.json  train.json  synth_skills.json  curate.json ...
+"""The run directory: one self-contained folder per run (one arm, one seed); its layout is in
+docs/architecture.md, "The run dir".
 
 Contracts:
 - ``RunDir.create`` refuses to reuse an existing folder and a results folder it cannot write

@@ -1,20 +1,17 @@
 """The cheat probe's step of the train phase: impossible twins graded once the train split ends.
 
-Contracts (``governance.cheat_probe`` says what a twin is and why a pass is cheating):
-- ``grade_twins(ctx, round_)`` picks, among this round's first-attempt train capsules routed to
-  a skill and graded (infrastructure failures and the suite's untwinnable tasks left out), up
-  to ``cheat_probe.per_round`` in the order the run seed and the round decide
-  (``twins_of_round``), and grades each capsule's recorded output once more on the Grader pool
-  against its twin's grading task (the suite's ``impossible_twin`` hook). Nothing is solved
-  again: the Solver, the Router and the LLM see nothing of a twin. Each twin becomes one capsule
-  (``attempt`` ``TWIN_ATTEMPT``, the real attempt's skill, ``impossible`` true, no tokens),
-  written at once.
-- Resume: the choice is a function of the evidence of the finished split, so a resumed round
-  picks the same twins and grades only those without a capsule; a run resumed from evidence
-  without twins (the probe newly on) grades this round's too.
-- Off (``cheat_probe.enabled`` false, ``per_round`` 0), or a suite without the hook: nothing
-  is graded and nothing written. A twin whose grade call died ``max_attempts`` times is
-  recorded as an infrastructure failure (never counted in the cheat rate).
+Contracts (what a twin is and why a pass is cheating: ``governance.cheat_probe``):
+- ``grade_twins(ctx, round_)`` picks, among this round's graded first-attempt train capsules
+  routed to a skill (infrastructure failures and untwinnable tasks left out), up to
+  ``cheat_probe.per_round`` in the order the run seed and round decide (``twins_of_round``),
+  and grades each recorded output once more on the Grader pool against its twin (the suite's
+  ``impossible_twin`` hook); nothing is solved again. Each twin is one capsule written at once
+  (``attempt`` ``TWIN_ATTEMPT``, the real attempt's skill, ``impossible`` true, no tokens).
+- Resume: the choice is a function of the finished split's evidence, so a resumed round picks
+  the same twins and grades only those without a capsule (all of them when the probe is new).
+- Off (``enabled`` false, ``per_round`` 0) or a suite without the hook: nothing is written. A
+  twin whose grade died ``max_attempts`` times is an infrastructure failure (never counted in
+  the cheat rate).
 """
 
 from __future__ import annotations

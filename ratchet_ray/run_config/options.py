@@ -1,21 +1,17 @@
-"""The click options that set a run's config, shared by every command that takes them (``ratchet
-run``, the jobs, ``ablations``, ``baseline``, ``select-subset``, ``experiment``, ``doctor``, ``skill
-transfer`` and the suites' own commands), written once.
+"""The click options that set a run's config, written once for every command that takes them
+(``ratchet run``, the jobs, ``ablations``, ``baseline``, ``select-subset``, ``experiment``,
+``doctor``, ``skill transfer`` and the suites' own commands).
 
 Contracts:
-- Each factory returns a click decorator. Its option's names, destination, type and default are
-  fixed, so ``--llm`` (or ``--set``, ``--config``, ...) is the same option on every command that
-  has it; only the help text (and for ``--llm`` the destination and default) may be tailored to
-  the command, through keyword arguments.
-- Choices come from the registries, never from a copy: ``--llm`` offers the backends of
-  ``llm.registry.BACKENDS`` a user can pick (``WORLD_BACKENDS`` answer only from a world a suite
-  derives, so a suite sets them itself).
-- The run-size flags ``--n-train``, ``--n-eval`` and ``--subset`` stand for the config keys of
-  ``run_config.flags.build_overrides``; ``slice_options()`` gives the three together.
-The suite argument and option type, ``--dry-run`` and ``--version`` are ``loop.entry``'s
-(``SUITE``, ``DRY_RUN``, ``version_option``): the jobs' checks live there with them. The options
-of the evidence and skill commands (``--status``, ``--format``, ``--round``, ``--yes``) are
-``cli.options``'.
+- Each factory returns a click decorator whose option names, destination, type and default are
+  fixed, so ``--llm`` (``--set``, ``--config``, ...) is the same option everywhere; keyword
+  arguments tailor only the help text (and for ``--llm`` the destination and default).
+- Choices come from the registries: ``--llm`` offers ``llm.registry.BACKENDS`` a user can pick
+  (``WORLD_BACKENDS`` answer only from a world a suite derives).
+- ``--n-train``, ``--n-eval`` and ``--subset`` stand for ``run_config.flags.build_overrides``'
+  keys; ``slice_options()`` gives the three.
+The suite argument, ``--dry-run`` and ``--version`` are ``loop.entry``'s; the evidence and skill
+commands' options are ``cli.options``'.
 """
 
 from __future__ import annotations

@@ -1,20 +1,17 @@
 """Named profiles: ready-made settings a command takes with ``--profile NAME`` (repeatable).
 
 Contracts:
-- A profile is ``configs/profiles/<name>.yaml`` (the same for every suite) or a folder
-  ``configs/profiles/<name>/`` holding ``all.yaml`` (every suite it covers) and
-  ``<suite>.yaml`` per suite; a folder profile covers only the suites it has a file for.
+- A profile is ``configs/profiles/<name>.yaml`` (every suite) or a folder
+  ``configs/profiles/<name>/`` of ``all.yaml`` and one ``<suite>.yaml`` per suite it covers.
   ``profile_files(names, suite)`` lists the files of ``names`` in order; an unknown name, or a
   suite a profile does not cover, raises ``ConfigError`` naming the valid choices.
-- Every entry point layers them after the suite's file and before ``--config`` / an arm's
-  file, flags and ``--set`` (``layered_files(suite, [*profile_files(...), *files])``), so a
-  flag still wins over a profile.
+- Entry points layer them after the suite's file and before ``--config`` / an arm's file, flags
+  and ``--set``, so a flag still wins over a profile.
 - ``PAPER`` (``paper``) is the paper's setting: Bedrock Claude Opus 4.7 + Cohere embed-v4, the
-  hard subset, the paper's rounds and its Default (no retirement rule beyond the paper's);
-  ``PAPER_SEEDS`` are its sweep's seeds. ``HARDENED`` (``hardened``) turns on the rules beyond
-  the paper (the tampering rule, the impossible-twin cheat probe).
-- Which setting a result came from (model, tasks, rules) is ``settings.setting_label``'s
-  ``setting_line``, which every table and report title carries.
+  hard subset, the paper's rounds and Default; ``PAPER_SEEDS`` its sweep's seeds. ``HARDENED``
+  (``hardened``) turns on the rules beyond the paper (tampering rule, cheat probe).
+- Which setting a result came from is ``settings.setting_label.setting_line``, which every
+  table and report title carries.
 """
 
 from __future__ import annotations

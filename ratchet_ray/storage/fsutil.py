@@ -1,20 +1,16 @@
 """Crash-safe file writes: the one atomic-write helper of the package.
 
 Contracts:
-- ``atomic_write_bytes`` / ``atomic_write_text`` / ``atomic_write_json`` write to a hidden temp
-  file in the target's folder, fsync it, ``os.replace`` it over the target and fsync the folder.
-  After a crash at any point a reader sees the old file or the new one, never a mix, and once the
-  call returns the new file survives a power cut. The temp file is removed on a Python error; a
-  hard crash may leave a ``.<name>.*.tmp`` file that nothing reads.
-- ``atomic_write_with(path, write)`` is the same for a writer that needs a binary file handle
-  (e.g. ``pyarrow.parquet.write_table``); ``replace=False`` publishes with ``os.link`` and
-  raises ``FileExistsError`` instead of replacing an existing file (append-only data).
-- ``fsync_dir(folder)`` makes a rename or a new entry in ``folder`` durable; ``disk_full(exc)``
-  tells a full disk (or quota) from other errors; ``unwritable(folder)`` says why files cannot
-  be created there (a read-only mount, permissions), before a command starts writing.
-- ``swap_dir(new, target)`` puts the fully written folder ``new`` at ``target`` so that a crash
-  at any point leaves a complete folder at ``target`` or at its sibling ``<target>.prev``
-  (``recover_dir(target)`` moves that one back); see its docstring.
+- ``atomic_write_bytes`` / ``_text`` / ``_json`` write a hidden temp file in the target's folder,
+  fsync it, ``os.replace`` it over the target and fsync the folder: after a crash a reader sees
+  the old file or the new one, and once the call returns the new file survives a power cut. A
+  Python error removes the temp file; a hard crash may leave a ``.<name>.*.tmp`` nothing reads.
+- ``atomic_write_with(path, write)`` does the same for a writer that needs a binary handle;
+  ``replace=False`` publishes with ``os.link`` and raises ``FileExistsError`` rather than
+  replace a file (append-only data).
+- ``fsync_dir``, ``disk_full``, ``unwritable`` and ``swap_dir`` / ``recover_dir`` (a folder
+  swapped in so a crash leaves a complete one at ``target`` or ``<target>.prev``): see their
+  docstrings.
 """
 
 from __future__ import annotations

@@ -1,20 +1,18 @@
 """Importing suite plugins: spec parsing, module import and the errors a user sees.
 
 Contracts:
-- A plugin spec is a ``.py`` file path (made absolute against the working directory) or a dotted
-  module name; ``resolve_plugin(spec)`` is its canonical form (what a resolved config stores in
-  ``suite_plugins``, so every Ray worker loads the same file), ``plugin_key(spec)`` that form and
-  the file's path (None for a module name). A spec that is neither raises ``SuitePluginError``.
-- ``import_plugin(key, path, source)`` imports the plugin and returns its module name; a file
-  is imported once per process under a name derived from its absolute path. A missing file or a
-  failing import raises ``SuitePluginError`` naming the spec, where it came from (``source``),
-  the failing line of the plugin when known, and the fix.
-- ``entry_point_factory(ep, dist)`` is a suite factory that loads an installed package's entry
-  point when the suite is first used; a failing load raises ``SuitePluginError`` naming the
-  entry point, its package and the fix.
+- A plugin spec is a ``.py`` file path (made absolute) or a dotted module name;
+  ``resolve_plugin(spec)`` is its canonical form (stored in a resolved config's
+  ``suite_plugins``, so every Ray worker loads the same file), ``plugin_key(spec)`` that form
+  and the file's path (None for a module). Any other spec raises ``SuitePluginError``.
+- ``import_plugin(key, path, source)`` imports it once per process (a file under a name derived
+  from its absolute path) and returns the module name; a missing file or a failing import raises
+  ``SuitePluginError`` naming the spec, ``source``, the plugin's failing line when known, and the
+  fix.
+- ``entry_point_factory(ep, dist)`` is a suite factory loading an installed package's entry point
+  on first use; a failing load raises ``SuitePluginError`` naming it, its package and the fix.
 
-This module holds no registry state: ``registry.load_plugins`` and ``registry.discover`` use it
-and record which suites each plugin registered.
+No registry state lives here: ``registry.load_plugins`` and ``registry.discover`` use it.
 """
 
 from __future__ import annotations
