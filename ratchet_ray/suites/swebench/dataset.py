@@ -133,8 +133,7 @@ def normalize_instance(raw: dict[str, Any]) -> dict[str, Any]:
     if eval_type not in valid:
         raise DatasetError(f"instance {instance_id}: eval_type {eval_type!r}; valid: {valid}")
     instance["eval_type"] = eval_type
-    instance.setdefault("version", "")
-    instance["version"] = str(instance["version"] or "")
+    instance["version"] = str(instance.get("version") or "")
     instance.setdefault("hints_text", "")
     return instance
 

@@ -2,12 +2,9 @@
 deadline, report files and the patch-apply fallbacks.
 
 Contracts:
-- ``report_bytes(data)`` is a report as kept: one object, put atomically (a reader sees the old
-  report, the new one, or none, never a torn one).
-- ``read_report(store, key)`` returns the ``grade`` dict of a finished report, or None when it is
-  absent, truncated or not a report; a broken one is deleted so the instance is graded again.
-- ``publish_folder(folder, store, last)`` copies a local scratch folder into the store, then
-  ``last`` (the report), in one ``put_many``: one round trip to a remote store per grade.
+- A report is one object, put atomically (a reader sees the old report, the new one, or none);
+  ``read_report(store, key)`` returns the ``grade`` dict of a finished one, or None when it is
+  absent, truncated or not a report (a broken one is deleted so the instance is graded again).
 - ``apply_steps(patch_file, timeout_s, patch)`` are the shell steps (``run_steps``) of the
   harness's apply chain: the patch written to ``patch_file`` (a here-document, when ``patch``
   is given), each fallback of ``git_apply_commands`` from a clean tree until one applies (each

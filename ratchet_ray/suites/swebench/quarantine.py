@@ -6,12 +6,9 @@ Contracts:
   "repeats": N, "gold_resolved": k, "validation": <out dir>}}}``, or a JSON list of ids (reason
   "listed"). ``load_quarantine(path)``: id -> reason; a missing or malformed file raises
   ``QuarantineError`` (a ``DatasetError``) naming the file, what is wrong and the fix.
-- ``default_path(dataset)``: ``<file>.quarantine.json`` beside a local dataset file; None for a
-  Hugging Face id.
 - ``update_quarantine(path, validated, found, ...)`` merges one validation, atomically: every
   instance of ``validated`` is listed exactly when ``found`` names it; others keep their entries.
-- ``excluded(settings)``: id -> reason of ``swebench.quarantine`` ({} when unset), what runs and
-  subset selection leave out; ``quarantine_report(settings)``: the file, how many and why.
+- ``excluded(settings)`` is what runs and subset selection leave out.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """Settings of the SWE-bench suite: dataset, instance images, containers and the patch agent.
 
-Contracts:
-- ``SwebenchSettings()`` works for the real benchmark (images pulled from the ``swebench``
-  namespace, cache level ``env``, the agentic solver).
-- ``settings_from_config(config)``: what ``registry.settings_for(config, "swebench")`` returns
-  (the config's ``suite_settings.swebench`` validated, then ``for_run``: ``dataset_path`` wins
-  over ``dataset_name``), without importing the registry: this module imports nothing but
-  pydantic and the standard library, so the registry may import it.
-- ``adopt_old_keys(config, settings)`` (the ``configure`` hook): a SWE-bench run's
-  ``grader.timeout_s`` other than its default moves to ``grade_command_timeout_s`` unless that
-  is set too, with a warning naming the new key (``grader.timeout_s`` is MBPP+'s).
-- ``on_this_node(settings)``: ``$RATCHET_SWEBENCH_LOCK_DIR`` of the node's environment, when
-  set, replaces ``lock_dir`` (Ray nodes of one host, each with its own Docker daemon).
+``SwebenchSettings()`` works for the real benchmark (images pulled from the ``swebench``
+namespace, cache level ``env``, the agentic solver). This module imports nothing but pydantic
+and the standard library, so the registry may import it (``settings_from_config``).
 """
 
 from __future__ import annotations
@@ -231,10 +222,11 @@ def _default(model: type[BaseModel], field: str) -> Any:
 
 
 def adopt_old_keys(config: Any, settings: SwebenchSettings) -> None:
-    """``grader.timeout_s`` of a SWE-bench run as ``grade_command_timeout_s`` (module contract).
-    A value equal to a key's default counts as unset: the default config file writes
-    ``grader.timeout_s: 20`` under every suite's, and a run dir's config.yaml every default. The
-    old key is reset to its default once read, so the stored config resolves to itself."""
+    """The ``configure`` hook: a SWE-bench run's ``grader.timeout_s`` (MBPP+'s) moves to
+    ``grade_command_timeout_s`` unless that is set too, with a warning naming the new key. A
+    value equal to a key's default counts as unset (the default config file and a run dir's
+    config.yaml write every default); the old key is reset once read, so the stored config
+    resolves to itself."""
     old, old_default = config.grader.timeout_s, _default(type(config.grader), "timeout_s")
     if old == old_default:
         return
@@ -253,9 +245,8 @@ def adopt_old_keys(config: Any, settings: SwebenchSettings) -> None:
 
 
 def settings_from_config(config: Any) -> SwebenchSettings:
-    """The suite's settings for a run, typed: what ``registry.settings_for(config, "swebench")``
-    returns (the section validated, then ``for_run``), without importing the registry (this
-    module is a leaf the registry imports)."""
+    """What ``registry.settings_for(config, "swebench")`` returns (the section validated, then
+    ``for_run``), without importing the registry."""
     section = (getattr(config, "suite_settings", None) or {}).get("swebench")
     return SwebenchSettings.model_validate(section or {}).for_run(config)
 
@@ -264,8 +255,9 @@ LOCK_DIR_ENV = "RATCHET_SWEBENCH_LOCK_DIR"
 
 
 def on_this_node(settings: SwebenchSettings) -> SwebenchSettings:
-    """``settings`` with this node's ``lock_dir`` (module contract); the same object when the
-    node sets none."""
+    """``settings`` with ``$RATCHET_SWEBENCH_LOCK_DIR`` as ``lock_dir`` where this node's
+    environment sets it (Ray nodes of one host, each with its own Docker daemon), else the
+    same object."""
     override = os.environ.get(LOCK_DIR_ENV)
     if not override or override == settings.lock_dir:
         return settings

@@ -10,12 +10,8 @@ Contracts:
   ``run``'s disk watchdog), and the labels ``LABEL_KEY``, ``OWNER_KEY`` (this process's host and
   pid) and ``RUN_KEY`` (when given). Force-removed when the block exits, whatever happened: at
   once, or in the background by ``removals`` (``Removals``) until its ``wait()``.
-- ``Removals.wait()`` returns when every container handed over is gone and raises the first
-  removal's error: a grade that waits leaves no container behind.
-- ``reap_containers(client, run_label)`` removes this suite's containers of that run and those
-  whose owner process on this host is gone; one the daemon refuses now is left for the next.
-  ``orphaned_containers(client)`` names the latter and counts the rest (what ``doctor`` shows:
-  its fix never removes a container a live run uses).
+- ``reap_containers`` never removes a container a live run uses; one the daemon refuses now is
+  left for the next reap.
 """
 
 from __future__ import annotations

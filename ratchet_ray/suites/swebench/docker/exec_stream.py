@@ -1,17 +1,14 @@
 """An exec's output from the Docker daemon, every frame of it.
 
-Contract:
-- ``exec_frames(api, exec_id)`` starts the created exec (no TTY) and yields its output as
-  ``(stream, data)`` frames, ``stream`` 1 for stdout and 2 for stderr, in the order the daemon
-  sent them, until the daemon closes the stream. Nothing the daemon sent is dropped.
+``exec_frames(api, exec_id)`` starts the created exec (no TTY) and yields its output as
+``(stream, data)`` frames (1: stdout, 2: stderr) in the daemon's order until it closes the
+stream; nothing the daemon sent is dropped.
 
-Why not ``APIClient.exec_start(stream=True)``: exec start is an HTTP upgrade. ``http.client``
-parses the ``101 UPGRADED`` headers through a buffered reader that takes whatever one ``recv``
-returns, so when the first frames arrive with the headers (a fast command, a loaded client) they
-sit in that buffer. docker-py then reads the raw socket beneath it and those frames are lost:
-a command's output comes back empty with exit code 0 (docker/docker-py#3332, #2042). On a busy
-machine that happened to an agent's observation. Here the frames are read through the buffered
-reader itself, so what it holds comes first.
+Why not ``APIClient.exec_start(stream=True)``: exec start is an HTTP upgrade whose ``101``
+headers ``http.client`` parses through a buffered reader; frames that arrive with the headers (a
+fast command, a loaded client) sit in that buffer while docker-py reads the raw socket beneath,
+so a command's output comes back empty with exit code 0 (docker/docker-py#3332, #2042; it
+happened to an agent's observation). Here the frames are read through that buffered reader.
 """
 
 from __future__ import annotations

@@ -11,10 +11,8 @@ Contracts:
 - ``run_steps(steps, timeout_s)``: shell snippets in one exec (one daemon round trip), each in
   its own subshell whatever the previous one did, with its own ``StepResult``; ``$STEPS_DIR``
   (root-only, removed after) carries flags between steps. Output that does not read back whole
-  raises ``InfraFailure("docker_error")`` (the steps ran: never run again).
-  ``find_main_pid(then)`` is such an exec, its probes first (the keep-alive's pid, ``setpriv``,
-  the memory cgroup's OOM-kill count, so ``oom_kills_since_start()`` reads the kernel, not
-  anything printed), ``then``'s results in ``first_results``.
+  raises ``InfraFailure("docker_error")`` (the steps ran: never run again). ``find_main_pid``
+  is such an exec, its probes first (the keep-alive's pid, ``setpriv``, the OOM-kill count).
 - ``put_files`` / ``read_folder``: many files in one archive each way (daemon round trips are
   what a loaded host serialises; docs/benchmarks.md, SWE-bench throughput).
 """

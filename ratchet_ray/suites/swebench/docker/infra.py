@@ -6,14 +6,12 @@ Contracts:
   ``exit_status`` with ``infra_failure=True`` (counted in the denominator, never shown to the
   Critic). Infrastructure comes only from trusted signals (Docker's errors, the grader's own
   checks), never from the log.
-- ``classify_exception(exc)``: the reason of a Docker SDK / transport error, else None.
 - ``log_classifier_note(report)``: swebench's log classifier reads text the code under test can
-  print, so its verdict is only a note for the grade's log ("" when it flagged nothing).
+  print, so its verdict is only a note for the grade's log.
 - ``memory_verdict(result, oom_kills, memory_mb)``: after the container's memory cgroup killed a
   process while the patch's code ran (the kernel's count), a grade neither resolved nor
   tampering becomes ``OUT_OF_MEMORY``, the patch's failure; a resolution keeps its verdict with
   a note (a test may expect a child to be killed), tampering stays tampering.
-- ``within(fn, seconds, name)``: ``fn()`` in a thread under a time limit.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ Contracts:
   ``qualname`` is ``name`` or ``Class::name``.
 - ``settle(located, texts)``: each sympy test placed in the one file whose text defines it (one
   defined in none, or in several, is dropped).
-- ``files_of(located)``: every file a located test may live in.
 - ``after_test_patch(texts, test_patch)``: the files' text after the test patch (host ``git
   apply``; None for a file it does not yield; bytes and line endings kept).
 """

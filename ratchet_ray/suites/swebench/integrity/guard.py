@@ -7,8 +7,6 @@ Contracts (policy and path list: ``harness_paths``):
   ``restored`` lists ``(path, reason)`` put back to the base commit or deleted; ``tampering``,
   a message when the attempt must fail instead (a path in ``.git``/outside the tree, a harness
   file untracked before the patch, so without a base version, or a restore that did not hold).
-- ``locked_files(instance, eval_script)``: the files that decide the verdict (graded tests, the
-  runner's files), kept root's by the hand-over (``lockdown.lockdown_command``).
 - Only git, ``cat`` and ``rm`` run as root: nothing of the repository runs before the tests, so
   nothing the patch added can undo the restore.
 """

@@ -2,21 +2,15 @@
 run (the policy and why: docs/grading.md, "Tampering policy: restore"). Paths that cannot be
 restored (inside ``.git``, absolute, with ``..``) fail the attempt as ``test_tampering``.
 
-Contracts:
-- ``patch_paths(patch)``: every path a unified/git diff names (both sides, renames, copies).
-- ``unsafe_paths(paths)``: the ones that escape the work tree or reach into ``.git``.
-- ``test_files(instance)``: the test files named by FAIL_TO_PASS / PASS_TO_PASS and the test patch.
-- ``repo_relative_file(word)``: the word as a plain relative path inside the tree, or None.
-- ``harness_reason(path, tests, before, after, runners)``: why ``path`` is harness, or None
-  (``runners``: the files the test command names; ``before``/``after``: its text at the base
-  commit and after the patch, None when absent, read only for ``CONTENT_CHECKED`` files and new
-  root modules). A new module at the tree's root that shadows one pytest imports
-  (``shadowed_module``: ``python -m pytest`` puts the root first on ``sys.path``) is harness;
-  the repository's own root modules stay editable. A ``CONTENT_CHECKED`` file is harness when
-  its test settings changed as any reader sees them (``iniconfig`` in each mode,
-  ``configparser``, ``tomllib`` for ``[tool.pytest*]``/``[tool.tox]``, or a changed line naming
-  ``CONFIG_WORDS``); then the whole file is restored. A new packaging file without test
-  settings is the patch's own.
+``harness_reason(path, tests, before, after, runners)``: why ``path`` is harness, or None
+(``runners``: the files the test command names; ``before``/``after``: its text at the base
+commit and after the patch, None when absent, read only for ``CONTENT_CHECKED`` files and new
+root modules). A new root module that shadows one pytest imports (``shadowed_module``: ``python
+-m pytest`` puts the root first on ``sys.path``) is harness; the repository's own root modules
+stay editable. A ``CONTENT_CHECKED`` file is harness, and restored whole, when its test settings
+changed as any reader sees them (``iniconfig`` in each mode, ``configparser``, ``tomllib`` for
+``[tool.pytest*]``/``[tool.tox]``, or a changed line naming ``CONFIG_WORDS``). A new packaging
+file without test settings is the patch's own.
 """
 
 from __future__ import annotations

@@ -2,18 +2,15 @@
 the tracked conftests (the test user cannot rewrite, replace or add next to them).
 
 Contracts:
-- ``protected_folders(files)`` -> ``(read_only, sticky)``: the folders of ``files`` and the
-  chains of folders above them up to the work tree.
 - ``lockdown_command(files, workdir)``: the root step run right after the folders were handed to
   the untrusted uid (``InstanceContainer.untrusted_setup``): folders holding graded files
-  read-only to the uid (0755, with their ``__pycache__``), the folders above sticky (1777: the
-  uid adds its own files but cannot rename or delete root's, so no path to a graded file can be
-  redirected), the files root's and not writable by others; the same for every tracked
-  ``conftest.py``. It prints the tracked conftests last (after ``CONFTESTS_LISTED``), which
-  ``listed_conftests(stdout)`` reads.
-- ``conftest_paths(tracked, test_patch)``: the conftests pytest may legitimately load, those
-  tracked at the base commit and those the test patch adds, recognised by their path in the
-  tree, never by an object's ``__file__``.
+  read-only to the uid (0755, with their ``__pycache__``), the folders above them up to the tree
+  sticky (1777: the uid adds its own files but cannot rename or delete root's, so no path to a
+  graded file can be redirected), the files root's and not writable by others; the same for
+  every tracked ``conftest.py``, which it prints last (``listed_conftests`` reads them).
+- ``conftest_paths(tracked, test_patch)``: the conftests pytest may legitimately load (tracked
+  at the base commit, or added by the test patch), recognised by their path in the tree, never
+  by an object's ``__file__``.
 """
 
 from __future__ import annotations
@@ -34,8 +31,9 @@ def _folder_chain(path: str) -> list[str]:
 
 
 def protected_folders(files: Iterable[str]) -> tuple[list[str], list[str]]:
-    """``(read_only, sticky)`` folders, relative to the tree (see the module contract); a
-    folder holding a graded file is read-only even where it is also above another."""
+    """``(read_only, sticky)``, relative to the tree: the folders of ``files``, and those above
+    them up to the tree; a folder holding a graded file is read-only even where it is also
+    above another."""
     read_only: set[str] = set()
     sticky: set[str] = set()
     for path in files:

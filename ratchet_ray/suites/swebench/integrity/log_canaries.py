@@ -6,12 +6,8 @@ like pytest's, by canary sessions with a graded test mutated in place (``differe
 ``mutants``: django's ``self.assertEqual(x, 5)`` becomes ``self.assertEqual(x, 7)``, sympy's
 ``assert f() == 5`` likewise); this module names their tests and checks their log.
 
-Contracts:
-- ``unittest_name(name)`` -> ``(module, class, method)`` of a unittest log name (``name
-  (module.Class)`` or, Python 3.11+, ``name (module.Class.name)``), or None (a docstring line).
-- ``keys(module, cls, method)`` both spellings.
-- ``contradictions(runner, log, statuses)`` -> the names the log reports failed that
-  ``statuses`` (swebench's parse of it) counts as passed: a late line overrode a failure.
+A unittest log name is ``name (module.Class)`` or, Python 3.11+, ``name (module.Class.name)``;
+``keys(module, cls, method)`` gives both spellings.
 """
 
 from __future__ import annotations

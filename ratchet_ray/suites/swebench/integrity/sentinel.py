@@ -6,9 +6,6 @@ Contracts:
   (``ratchet_sentinel_<random>`` in ``<root>/sentinel-<random>/``; results in the root-owned,
   unlistable ``junit_dir``); ``source``: the plugin's text with those filled in; ``files()``
   stages it with the grader's other files; ``addopts``/``pythonpath`` load it first in pytest.
-- ``Sentinel.parse_results(files, too_big)``: the result files read from the report folder
-  (``result_name`` tells which) as dicts; one not a JSON object, or past ``MAX_RESULT_BYTES``,
-  becomes ``{"garbled": why}``.
 - ``judge(results, statuses, exit_code)`` -> ``SentinelVerdict``: ``findings`` (the plugin's
   own; a test it saw raise or fail that the JUnit report passes; exit 0 while pytest's session
   ended otherwise; a garbled result) and ``incomplete`` (no result of the outermost session, or

@@ -11,8 +11,6 @@ Contracts:
   ``files`` (the staged texts, 0600 under ``<root>/stage-<random>/``, and the sentinel's module)
   go in with the eval script in one archive; ``extras`` is what ``verdict.instrument`` adds (a
   failed write stops the script before the tests). The sentinel is pytest's alone.
-- ``collect(box)``: the JUnit report (None when absent; ``ValueError`` past
-  ``verdict.MAX_JUNIT_BYTES``), the sentinel's results kept, in one read of the report folder.
 - ``judge(result, statuses, exit_code, log, test_log)``: a sentinel finding is
   ``test_tampering`` whatever the tests said; a resolution the sentinel cannot vouch for is
   ``results_mismatch``, and so, for a log runner, is a test the log reports failed and then

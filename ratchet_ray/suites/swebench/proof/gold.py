@@ -5,14 +5,10 @@ without it) and the base code fails it too; FAIL_TO_PASS ones dropped are drawn 
 (``mutants.draw_kept``); one whose failure later spreads under gold (``spread``) is moved to
 ``dropped``.
 
-Contracts:
-- ``GoldRecord``: plain data (``as_dict``/``from_dict``); ``mutants()`` the kept ones; ``key``
-  names it by instance and image id.
-- ``GoldStore(folder, artifacts)``: ``load(instance_id, image_id)`` from the run's artifacts,
-  else ``folder`` (``swebench.gold_records``), else None; ``save(record)`` writes both (the
-  folder's file atomically); a record that does not parse is made again; ``kind``: a record
-  kept beside them (``twin_record.TwinRecord``).
-- ``default_folder()``: ``$XDG_CACHE_HOME/ratchet/swebench-gold`` (``~/.cache`` by default).
+``GoldStore(folder, artifacts)``: ``load(instance_id, image_id)`` from the run's artifacts,
+else ``folder`` (``swebench.gold_records``, else ``$XDG_CACHE_HOME/ratchet/swebench-gold``),
+else None; ``save(record)`` writes both (the folder's file atomically); a record that does not
+parse is made again.
 """
 
 from __future__ import annotations

@@ -7,13 +7,11 @@ No call drops the dentries of one folder, so the host's unused ones are dropped
 order bounds what that gains (``order``).
 
 Contracts:
-- ``layer_dirs(image_attrs)``: the image's layer folders as the daemon reports them (overlay2's
-  ``UpperDir`` and every ``LowerDir``); empty for another storage driver.
-- ``PageCacheEviction(client)``: ``evict(image)`` -> ``Evicted``: how many files were evicted
-  and in how many seconds, or why none could be (another storage driver, layer folders not on
-  this host or not readable). An image's files are listed once per process.
-- ``drop_dentries(path=DROP_CACHES)`` -> ``Dropped``: dropped, in how many seconds, or why not
-  (not root, or ``/proc/sys`` read-only).
+- ``PageCacheEviction(client).evict(image)`` -> ``Evicted``: files evicted and seconds, or why
+  none could be (``layer_dirs`` empty: another storage driver than overlay2; layer folders not
+  on this host or not readable). An image's files are listed once per process.
+- ``drop_dentries(path=DROP_CACHES)`` -> ``Dropped``: seconds, or why not (not root, or
+  ``/proc/sys`` read-only).
 """
 
 from __future__ import annotations
@@ -71,6 +69,7 @@ def drop_dentries(path: str = DROP_CACHES) -> Dropped:
 
 
 def layer_dirs(image_attrs: dict[str, Any]) -> list[str]:
+    """overlay2's ``UpperDir`` and every ``LowerDir`` of the image; empty for another driver."""
     driver = image_attrs.get("GraphDriver") or {}
     if driver.get("Name") not in (None, "overlay2", "overlay"):
         return []

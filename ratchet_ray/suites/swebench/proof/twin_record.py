@@ -6,15 +6,11 @@ twins"): once per instance and image, one session of the base code (``BASE_PATCH
 FAIL_TO_PASS mutant of the gold record planted; the first (by test id, file, line) reported
 passing neither in the log nor in the JUnit report is the twin's.
 
-Contracts:
-- ``TwinRecord``: plain data (``as_dict``/``from_dict``): instance, image, the gold record it
-  was made from, the chosen mutant (None: no twin, ``reason`` says why), each candidate's
-  status under the base code, the seconds it cost.
-- Kept beside the gold records by ``gold.GoldStore`` (``load(..., kind=TwinRecord)``, ``save``)
-  as ``<instance>/<image>.twin.json``; a record that does not parse is made again.
-- ``f2p_mutants(gold, instance)``: the gold record's FAIL_TO_PASS mutants, in the order above.
-- ``choose(record, candidates, base)`` fills ``record`` from the base session: one that did not
-  complete gives no twin, nor does a candidate not planted or reported passing.
+``TwinRecord`` (plain data: the chosen mutant, None with ``reason`` for no twin; each
+candidate's status under the base code) is kept beside the gold records by ``gold.GoldStore``
+as ``<instance>/<image>.twin.json``; one that does not parse is made again. ``choose(record,
+candidates, base)`` fills it from the base session: one that did not complete gives no twin, nor
+does a candidate not planted or reported passing.
 """
 
 from __future__ import annotations

@@ -70,15 +70,13 @@ FLASK = Project(
     dist_name="Flask", source_dirs=("src/flask",), import_path="src", test_dirs=("tests",),
     test_command="python3 -m pytest -rA -p no:cacheprovider",
     log_parser="parse_log_pytest",
-    deselected=(),
 )
 
 # django 4.2 LTS (Python 3.11), graded as SWE-bench grades django: its own runner, one process,
-# sqlite, swebench's parse_log_django. The labels are utils_tests' modules for the utilities that
-# are pure functions of their input (text, html, dates, numbers, http, encodings, ...): they run
-# in seconds with no database, no network and no optional dependency, and each tests one module
-# of django/utils, so the bugs are made in exactly those modules (a bug in code every test
-# imports, such as the settings or the app registry, breaks hundreds of tests and is dropped).
+# sqlite, parse_log_django. The labels are utils_tests' modules for pure-function utilities (text,
+# html, dates, numbers, http, ...): seconds with no database, network or optional dependency, each
+# testing one module of django/utils, where the bugs are made (a bug in code every test imports,
+# the settings or the app registry, breaks hundreds of tests and is dropped).
 _DJANGO_UTILS = ("text", "html", "dateformat", "numberformat", "http", "encoding", "ipv6",
                  "crypto", "dateparse", "duration", "timesince", "regex_helper",
                  "datastructures", "inspect", "jslex", "feedgenerator", "tree", "hashable",
@@ -95,21 +93,17 @@ DJANGO = Project(
     test_dirs=tuple(f"tests/utils_tests/test_{m}.py" for m in _DJANGO_UTILS),
     test_command="python3 tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1",
     log_parser="parse_log_django",
-    deselected=(),
     test_ids="django",
 )
 
-# pytest 7.4.4 (the last 7.x; SWE-bench's pytest-dev/pytest task instances run up to 8.x), graded
-# by swebench's parse_log_pytest. The runner under test is pytest itself: src/ comes first on
-# PYTHONPATH, so the base image's own pytest never runs. Its whole testing/ suite (most tests
-# are pytester runs of an inner session, many in a subprocess) takes many minutes a run; the test
-# modules chosen each test one module of src/_pytest whose code is a function of its input
-# (mark expressions, approx and raises, saferepr, the terminal writer, source objects, paths,
-# warnings capture, monkeypatch, ...), and the bugs are made in exactly those modules. Left out:
-# test_assertion.py and code/test_excinfo.py (assertion/util.py, _code/code.py), four fifths of
-# a run's time (an inner pytester session per test: 200 s of 250 s at load 18 here), and a bug
-# in code.py breaks every test's report (759 failing: dropped as breaking too much); as is any
-# bug in the collection or reporting core.
+# pytest 7.4.4 (the last 7.x; SWE-bench's pytest instances run up to 8.x), graded by
+# parse_log_pytest. The runner under test is pytest itself: src/ comes first on PYTHONPATH, so the
+# base image's pytest never runs. Its whole testing/ suite takes many minutes; the modules chosen
+# each test one module of src/_pytest whose code is a function of its input (mark expressions,
+# approx, saferepr, the terminal writer, paths, monkeypatch, ...), where the bugs are made. Left
+# out: test_assertion.py and code/test_excinfo.py, four fifths of a run's time (an inner pytester
+# session per test: 200 s of 250 s at load 18), and a bug in _code/code.py breaks every test's
+# report (759 failing: dropped), as does any bug in the collection or reporting core.
 _PYTEST_TESTS = {
     "testing/test_mark_expression.py": "src/_pytest/mark/expression.py",
     "testing/python/approx.py": "src/_pytest/python_api.py",
@@ -153,17 +147,15 @@ PYTEST = Project(
 )
 
 # sympy 1.12 (Python 3.8-3.11; SWE-bench's sympy instances run up to 1.13), graded as SWE-bench
-# grades sympy: swebench's parse_log_sympy reads its own runner's verbose log (``test_x ok``).
-# The sdist ships no bin/test (only bin/isympy), so the command calls what bin/test calls,
-# ``sympy.test(*paths, verbose=True)``, with bin/test's ``-C`` (``SYMPY_USE_CACHE=no``) and
-# SWE-bench's warning filters; sympy.test reruns itself in a subprocess with a random
-# PYTHONHASHSEED, as under SWE-bench. The whole suite takes hours; the test modules chosen
-# each test one module of pure functions (iterables, dense polynomial arithmetic over lists,
-# Galois fields, monomial orders, permutations, primality, digits, ...) and run in about half a
-# minute with the cache off; the bugs are made in exactly those modules. Left out: ntheory's
-# generate, factor_, residue and continued_fraction tests (10 to 60 s each with the cache off),
-# and ntheory/tests/test_partitions.py (one test, which parse_log_sympy never reads: a file's
-# last test line ends in ``[OK]``).
+# grades sympy: parse_log_sympy reads its runner's verbose log (``test_x ok``). The sdist ships
+# no bin/test, so the command calls what it calls, ``sympy.test(*paths, verbose=True)``, with its
+# ``-C`` (``SYMPY_USE_CACHE=no``) and SWE-bench's warning filters; sympy.test reruns itself with a
+# random PYTHONHASHSEED, as under SWE-bench. The whole suite takes hours; the modules chosen each
+# test one module of pure functions (iterables, dense polynomials, Galois fields, permutations,
+# primality, ...), where the bugs are made, in about half a minute. Left out: ntheory's generate,
+# factor_, residue and continued_fraction tests (10 to 60 s each with the cache off), and
+# test_partitions.py (one test, which parse_log_sympy never reads: a file's last line ends in
+# ``[OK]``).
 _SYMPY_TESTS = {
     "sympy/combinatorics/tests/test_graycode.py": "sympy/combinatorics/graycode.py",
     "sympy/combinatorics/tests/test_permutations.py": "sympy/combinatorics/permutations.py",
@@ -201,7 +193,6 @@ SYMPY = Project(
                  "python3 -c 'import sys, sympy; sys.exit(not sympy.test(*sys.argv[1:], "
                  "verbose=True))'",
     log_parser="parse_log_sympy",
-    deselected=(),
     test_ids="sympy",
 )
 

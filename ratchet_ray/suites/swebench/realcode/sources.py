@@ -9,9 +9,8 @@ Contracts:
   and pip's own reason; a pinned sdist whose bytes differ from its digest raises too.
 - ``local(path, project)``: a local sdist file (``.tar.gz``/``.zip``) or checkout folder used in
   place of the download (its digest is the archive's, or the tree's for a folder).
-- ``extract(sources, project, dest)`` unpacks the sdist's tree into ``dest`` (its single top
-  folder stripped) and raises ``RealcodeError`` when a test folder or file of the recipe is absent
-  (an sdist without tests has nothing to grade).
+- ``extract(sources, project, dest)`` unpacks the sdist's tree (its top folder stripped);
+  ``RealcodeError`` when a test folder or file of the recipe is absent.
 """
 
 from __future__ import annotations
