@@ -5,15 +5,13 @@ A ``Suite`` gives its dataset (``load_tasks(config)``: every task, in a determin
 ``SuitePlugin`` (``contract.py``). ``split_tasks`` picks train/eval ids deterministically from
 the seed (or from a subset file).
 
-Grading: ``Grader.grade`` never raises for what the solver produced: a failure is a
-``GradeResult`` with ``passed=False`` and ``exit_status`` naming the reason. A grade that caught
-the output attacking the grader uses a status of ``evidence.tampering.TAMPERING_STATUSES`` with
-``infra_failure=False`` and the finding in its trace: that is how a suite feeds the tampering
-signal. A grader that executes model-written code runs it in ``suites.mbpp.sandbox``.
+``Grader.grade`` never raises for what the solver produced: a failure is a ``GradeResult`` with
+``passed=False`` and ``exit_status`` naming the reason; an output caught attacking the grader
+gets a status of ``evidence.tampering.TAMPERING_STATUSES`` (``infra_failure=False``, the finding
+in its trace). Model-written code runs in ``suites.mbpp.sandbox``.
 
-Solvers: ``"code"`` is built in; a suite with another output kind (e.g. SWE-bench's ``"patch"``)
-brings its Solver turn, a ``SolverTurn`` (one completion call) or an ``AgentTurn`` (a multi-step
-agent); the router, critic, synthesis and governance stay the same.
+Solvers: ``"code"`` is built in; a suite with another output kind brings a ``SolverTurn`` (one
+completion call) or an ``AgentTurn`` (a multi-step agent, e.g. SWE-bench's ``"patch"``).
 """
 
 from __future__ import annotations
@@ -64,18 +62,12 @@ class PrecomputedInputs(Protocol):
 
 
 class Suite(Protocol):
-    """A suite object (module contract). Optional methods (absent: the generic behaviour):
-
-    - ``excluded_tasks(config)`` -> task id -> reason: tasks in neither split (a subset file's
-      included) nor in ``select-subset``'s picks (SWE-bench: its quarantine file);
-    - ``subset_group(task_id)``: the group ``select-subset`` balances over, counted under
-      ``subset_group_label`` (default ``"groups"``; SWE-bench: the repository, ``"repos"``);
-    - ``sampling_overrides(temperature)``: the ``key=value`` overrides that make an
-      ``AgentTurn`` with its own sampling sample at ``temperature`` (``jobs.baseline``);
-    - ``leak_sources(config, tasks)``: the ``LeakSource`` items no skill may carry
-      (``governance.leakage``); it may read the dataset for what a ``Task`` hides, must not run
-      model output or grade, and should stay cheap (without it: the tasks' prompts only);
-    - ``solver_note(config)``: what its Solver is where results are shown."""
+    """A suite object (module contract). Its optional methods (absent: the generic behaviour)
+    are listed in docs/suites.md; besides: ``excluded_tasks`` also keeps tasks out of
+    ``select-subset``'s picks (a subset file's are included), ``subset_group_label`` defaults to
+    ``"groups"``, ``leak_sources`` may read the dataset for what a ``Task`` hides but must not
+    run model output or grade, and should stay cheap (without it: the tasks' prompts only), and
+    ``solver_note(config)`` names its Solver where results are shown."""
 
     name: str
     output_kind: OutputKind
@@ -119,12 +111,9 @@ class AgentTurn(Protocol):
 @dataclass(frozen=True)
 class LeakSource:
     """One piece of one task's content that no skill may carry verbatim (``Suite.leak_sources``).
-
-    ``kind`` names it in reports (e.g. ``prompt``, ``entry_point``, ``test_input``,
-    ``expected_output``, ``solution``, ``test_name``, ``test_patch``, ``gold_patch``); ``answer``
-    marks what solves or grades the task (a solution, an expected output, a test or gold patch):
-    a skill may name a train task, never carry its answer. ``identifier``: a name matched as a
-    whole token (an entry point, a test function), however short."""
+    ``kind`` names it in reports (``prompt``, ``expected_output``, ``gold_patch``...); ``answer``
+    marks what solves or grades the task (a skill may name a train task, never carry its
+    answer); ``identifier``: a name matched as a whole token (an entry point), however short."""
 
     task_id: str
     kind: str
@@ -138,19 +127,13 @@ TWIN_KEY = "impossible_twin"
 
 
 def as_impossible_twin(task: Task, recipe: dict | None = None) -> Task:
-    """The grading task of ``task``'s impossible twin: the same id, suite and prompt (what the
-    Solver, Router and LLM could see does not change), and ``payload[TWIN_KEY]`` = ``recipe``
-    (what the suite's grader changes in its expectations). Only graders ever receive it.
-
-    A suite's ``impossible_twin`` hook (``SuitePlugin.impossible_twin``: ``(task) -> Task |
-    None``) returns this, or None when it cannot twin the task. Its grader must then fail every
-    correct answer to ``task`` on the twin, honestly and deterministically (MBPP+: one expected
-    output changed in its own type; sim: only a forged outcome passes), so that a pass proves the
-    answer attacked the grader or knew its answer key (``governance.cheat_probe``). A twin the
-    grader cannot build at grade time is an infrastructure failure (``infra_failure=True``),
-    never a pass. A grader that reuses earlier grades (a report cache keyed by task id and
-    output, as SWE-bench's) must key them by the twin recipe too, or a twin would read its real
-    task's grade: a false cheat."""
+    """The grading task of ``task``'s impossible twin: the same id, suite and prompt, and
+    ``payload[TWIN_KEY]`` = ``recipe`` (what the grader changes in its expectations); what a
+    suite's ``impossible_twin`` hook returns (or None: no twin). Only graders receive it, and
+    must then fail every correct answer on the twin, deterministically (docs/skill-hygiene.md,
+    "Impossible twins"); a twin the grader cannot build is ``infra_failure=True``, never a pass.
+    A grader reusing earlier grades (SWE-bench's report cache) must key them by the recipe too,
+    or a twin would read its real task's grade: a false cheat."""
     recipe = {"of": task.task_id, **(recipe or {})}
     return task.model_copy(update={"payload": {**task.payload, TWIN_KEY: recipe}})
 

@@ -224,10 +224,5 @@ BUILTIN_PLUGINS = (
 """The built-in suites: each registers itself in its own folder, the way a plugin does (the one
 place outside the suites' folders that names them); config and the generic code know none."""
 
-
-def _register_builtins() -> None:
-    for module in BUILTIN_PLUGINS:
-        importlib.import_module(module)
-
-
-_register_builtins()
+for _module in BUILTIN_PLUGINS:
+    importlib.import_module(_module)

@@ -1,38 +1,28 @@
-"""Resolving a run's config: the one place where a ``LoopConfig`` meets the suite registry.
+"""Resolving a run's config: the one place where a ``LoopConfig`` meets the suite registry
+(``settings.schema`` is a pure schema; what depends on the registered suites happens here, once).
 
-``ratchet_ray.settings.schema`` is a pure schema (field types, defaults, rules between its own fields);
-what depends on the registered suites happens here, once, when a run's config is built.
-
-Contracts:
-- ``resolve_config(data=None, /, **fields) -> LoopConfig``: ``data`` is a mapping of config
-  keys (``fields`` merged over it), or a ``LoopConfig`` (resolved on a deep copy, never changed
-  in place; no ``fields`` then). In order, it:
+Contracts of ``resolve_config(data=None, /, **fields) -> LoopConfig``: ``data`` is a mapping of
+config keys (``fields`` merged over it) or a ``LoopConfig`` (resolved on a deep copy; no
+``fields`` then). In order, it:
   1. loads the ``suite_plugins`` (stored canonical: a file as its absolute path, so every Ray
-     worker loads the same file), so their suites are registered;
-  2. moves each key a suite moved into its section (``SuitePlugin.moved_keys``: e.g.
-     ``grader.min_time_limit_s`` -> ``mbpp.min_time_limit_s``) there when the run's suite reads
-     it and the new key is not set, else drops it (the run's suite never read it), with a
-     warning naming the new key unless the value is that key's default (an old dump); then
-     moves each top-level ``<suite>:`` mapping (YAML, ``--set <suite>.key=value``, old run
-     dirs) into ``suite_settings.<suite>``; any other top-level key that is not a field raises
-     ``ConfigResolveError`` with ``unknown_keys``'s text (the valid keys and suite sections);
+     worker loads the same file);
+  2. moves each key a suite moved (``SuitePlugin.moved_keys``) into the run suite's section
+     unless the new key is set, else drops it with a warning naming the new key (none for a
+     default value: an old dump); moves each top-level ``<suite>:`` mapping into
+     ``suite_settings.<suite>``; any other unknown top-level key raises ``ConfigResolveError``
+     (``unknown_keys``' text);
   3. validates the schema (pydantic's ``ValidationError``);
-  4. checks that ``suite`` is registered, else ``ConfigResolveError`` listing the valid suites
-     and how to add one;
+  4. checks ``suite`` is registered, else ``ConfigResolveError`` listing the valid suites;
   5. validates every ``suite_settings`` section, and the run suite's even when absent, against
-     the model its suite registered (``SuiteRegistryError`` naming the section's keys), and
-     stores each complete, defaults included, so ``config.yaml`` pins every value;
-  6. calls the run suite's ``configure(config, settings)`` hook once (it may set fields, which
-     the schema validates on assignment, or raise ``ValueError`` naming the fix);
-  7. refuses a world backend (``llm.registry.WORLD_BACKENDS``: ``sim``) as ``llm.backend`` or
-     ``llm.embedder`` when no suite hook derived its world (``llm.world``), and
-     fills ``meta.default_file`` from the meta-skill the run suite registered, when unset.
-  A plugin that cannot be loaded raises ``SuitePluginError``; every other problem a
-  ``ValueError`` naming the key and the fix. Resolving a resolved config gives an equal one.
-- ``suite_sections(plugins)`` are the top-level keys that are suite sections (the registered
-  suites with a settings model, after loading ``plugins``); ``unknown_keys(keys, sections)`` is
-  the error text for top-level keys that are neither fields nor sections (``config_files``
-  names ``--set`` overrides and files with it).
+     its suite's model (``SuiteRegistryError`` naming the keys), stored complete so
+     ``config.yaml`` pins every value;
+  6. calls the run suite's ``configure(config, settings)`` once (it may set fields, validated on
+     assignment, or raise ``ValueError`` naming the fix);
+  7. refuses a world backend (``sim``) as ``llm.backend`` or ``llm.embedder`` without a derived
+     ``llm.world``, and fills an unset ``meta.default_file`` from the suite's meta-skill.
+An unloadable plugin raises ``SuitePluginError``, every other problem a ``ValueError`` naming
+the key and the fix. Resolving a resolved config gives an equal one. ``suite_sections`` and
+``unknown_keys`` serve ``run_config.files`` too.
 """
 
 from __future__ import annotations
