@@ -135,12 +135,9 @@ class SkillBank:
 
     # ------------------------------------------------------------------ crash recovery
     def _finish_logged_flips(self) -> list[str]:
-        """Apply status flips whose events were written but whose files a crash cut short.
-
-        Status flips are logged first (``_flip``), so an event newer than its skill's file with
-        another ``status_after`` is a flip the crash interrupted: its file is rewritten now and
-        nothing is logged twice. A file written after its last event (a hand edit) is left alone.
-        """
+        """Apply logged status flips a crash cut short: an event newer than its skill's file with
+        another ``status_after`` (flips log first) rewrites the file, logging nothing twice; a file
+        written after its last event (a hand edit) is left alone."""
         if not self._skills or not any(self.log.store.part_paths("skill_event")):
             return []
         with self.log.store.connect() as con:

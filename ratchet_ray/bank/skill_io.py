@@ -125,11 +125,9 @@ def skill_files(folder: str | Path) -> list[Path]:
 
 
 def load_skill_folder(folder: str | Path, *, require_id_filenames: bool = False) -> list[Skill]:
-    """Every skill in ``folder``; all files are checked and every problem is reported at once.
-
-    Raises ``SkillFileError`` listing each bad file and field, a duplicated id, or (with
-    ``require_id_filenames``, as in a bank's own ``skills/``) a file not named ``<id>.yaml``.
-    """
+    """Every skill in ``folder``, or one ``SkillFileError`` listing each bad file and field, a
+    duplicated id, or (``require_id_filenames``, a bank's own ``skills/``) a file not named
+    ``<id>.yaml``."""
     folder = Path(folder)
     if not folder.is_dir():
         raise SkillFileError(str(folder), ["not a folder of skill YAML files"])

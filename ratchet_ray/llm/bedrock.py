@@ -40,9 +40,7 @@ _PERMANENT = {"ResourceNotFoundException", "AccessDeniedException"}
 
 
 class BedrockConfig(BedrockBackendSettings):
-    """``llm.bedrock`` (``settings.backends``, its fields and their environment defaults) plus
-    what only a client sets: timeouts, the run's request and token budgets, embedding batch and
-    dimension."""
+    """``llm.bedrock`` plus what only a client sets: timeouts, budgets, embedding batch and size."""
 
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 300.0
@@ -54,8 +52,8 @@ class BedrockConfig(BedrockBackendSettings):
 
     @classmethod
     def from_settings(cls, settings: LLMSettings) -> "BedrockConfig":
-        """From ``llm.model`` and ``llm.bedrock`` (whose defaults came from
-        ``$RATCHET_BEDROCK_*`` / ``$AWS_REGION`` when the config was built)."""
+        """From ``llm.model`` and ``llm.bedrock`` (whose defaults came from ``$RATCHET_BEDROCK_*`` /
+        ``$AWS_REGION`` when the config was built)."""
         return cls(**{**settings.bedrock.model_dump(),
                       "model_id": settings.model or settings.bedrock.model_id,
                       "fallback_model_id": settings.bedrock.fallback_model_id or None,

@@ -49,9 +49,8 @@ class Check:
 
 
 def timed(name: str, hint: str, probe: Callable[[], str]) -> Check:
-    """``probe()``'s detail as a PASS, or what it raised as a FAIL with ``hint``; the time taken.
-    An exception that knows its cause (``crash.Diagnosed``: a crashed local model, a dead
-    actor) gives its own detail and fix instead."""
+    """``probe()``'s detail as a PASS, or what it raised as a FAIL with ``hint`` (a
+    ``crash.Diagnosed`` gives its own detail and fix); with the time taken."""
     started = time.perf_counter()
     try:
         detail = probe()

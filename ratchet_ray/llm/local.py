@@ -44,16 +44,14 @@ from ratchet_ray.llm.prompting import STOP_SEQUENCES, completion_prompt
 
 
 class LocalConfig(LocalBackendSettings):
-    """``llm.local`` (``settings.backends``, its fields and their environment defaults) plus
-    what only a client sets: its load seed and embedding batch."""
+    """``llm.local`` plus what only a client sets: its load seed and embedding batch."""
 
     seed: int = 0
     embed_batch: int = Field(default=64, gt=0)
 
     @classmethod
     def from_settings(cls, settings: LLMSettings) -> "LocalConfig":
-        """From ``llm.local`` (its defaults came from ``$RATCHET_LOCAL_*`` when the config was
-        built); a ``llm.model`` ending in .gguf names the model file."""
+        """From ``llm.local``; a ``llm.model`` ending in .gguf names the model file."""
         model = settings.model if settings.model and settings.model.endswith(".gguf") else None
         return cls(**{**settings.local.model_dump(),
                       "model_path": model or settings.local.model_path})
@@ -107,12 +105,10 @@ _LOAD_LOCK = threading.Lock()
 
 @contextmanager
 def llama_model_defaults(extra_buffer_types: bool) -> Iterator[None]:
-    """Within the block, every ``llama_cpp.Llama`` built in this process loads its model with
-    ``use_extra_bufts=extra_buffer_types``: ``Llama.__init__`` builds its model parameters from
-    the ctypes binding's ``llama_model_default_params()`` and loads the model in the same call,
-    with no keyword for this field, so that function returns the defaults with the field set.
-    Held under a lock: two loads in one process never see each other's value. (How
-    ``tests/llm/llm_servers.py`` runs llama.cpp's own server with our default, too.)"""
+    """Within the block, every ``llama_cpp.Llama`` built in this process loads with
+    ``use_extra_bufts=extra_buffer_types``: ``Llama.__init__`` takes no keyword for it but reads the
+    binding's ``llama_model_default_params()``, which returns the field set meanwhile (under a lock,
+    so two loads never see each other's value; ``tests/llm/llm_servers.py`` uses it too)."""
     import llama_cpp
     from llama_cpp import llama as llama_module
 
@@ -137,10 +133,9 @@ def llama_model_defaults(extra_buffer_types: bool) -> Iterator[None]:
 
 
 def load_llama(path: str, *, extra_buffer_types: bool, **kwargs: Any):
-    """``llama_cpp.Llama(model_path=path, **kwargs)`` loaded with model parameter
-    ``use_extra_bufts=extra_buffer_types`` (``llama_model_defaults``). The loaded model's
-    ``model_params`` are checked, so a llama-cpp-python whose constructor stops reading the
-    defaults this way fails loudly instead of silently loading the crashing kernels."""
+    """``llama_cpp.Llama(model_path=path, **kwargs)`` with ``use_extra_bufts=extra_buffer_types``,
+    checked on the loaded model, so a llama-cpp-python that stops reading the defaults this way
+    fails loudly instead of silently loading the crashing kernels."""
     import llama_cpp
     from llama_cpp import Llama
 
@@ -230,9 +225,8 @@ class LocalLLM:
 
 
 class MiniLMEmbedder:
-    """The local embedder: all-MiniLM-L6-v2 (or the sentence-transformers BERT folder of
-    ``LocalConfig.embed_model_path``) run by NumPy (``ratchet_ray.llm.minilm``), no torch.
-    Loads on first use; unit float32 vectors, queries and documents alike."""
+    """The local embedder: all-MiniLM-L6-v2 (or ``LocalConfig.embed_model_path``'s BERT folder) on
+    NumPy (``llm.minilm``), loaded on first use; unit float32 vectors for queries and documents."""
 
     def __init__(self, config: LocalConfig | None = None):
         self.config = config or LocalConfig()

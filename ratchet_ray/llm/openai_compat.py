@@ -38,9 +38,7 @@ from ratchet_ray.redact import MASK, redact, redact_url, register_secret
 
 
 class OpenAIConfig(OpenAIBackendSettings):
-    """``llm.openai`` (``settings.backends``, its fields and their environment defaults) plus
-    what only a client holds: the server URL, the API key, the timeout and the run's request and
-    token budgets."""
+    """``llm.openai`` plus what only a client holds: URL, API key, timeout and the run's budgets."""
 
     base_url: str
     api_key: SecretStr = SecretStr("not-needed")
@@ -51,10 +49,9 @@ class OpenAIConfig(OpenAIBackendSettings):
 
     @classmethod
     def from_settings(cls, settings: LLMSettings, env: Mapping[str, str] = os.environ) -> "OpenAIConfig":
-        """From ``llm.base_url`` / ``llm.model`` and ``llm.openai`` (whose defaults came from
-        ``$RATCHET_OPENAI_*`` when the config was built). Only the secrets come from ``env``:
-        ``OPENAI_API_KEY``, and ``OPENAI_BASE_URL`` for the URL itself when ``llm.base_url`` is
-        unset or was saved without its user info (a resumed run's config.yaml)."""
+        """From ``llm.base_url`` / ``llm.model`` and ``llm.openai``; only the secrets come from
+        ``env``: ``OPENAI_API_KEY``, and ``OPENAI_BASE_URL`` when ``llm.base_url`` is unset or was
+        saved without its user info (a resumed run's config.yaml)."""
         base_url = settings.base_url or env.get("OPENAI_BASE_URL")
         if not base_url:
             raise LLMError("the openai backend needs a server URL: set llm.base_url "

@@ -146,11 +146,9 @@ def _critic_example(output: str, failure: str, rationale: str, pattern: str, *,
 
 
 def _worked_examples(examples: Sequence[tuple[str, str, str, str]], **labels: str) -> str:
-    """The worked answers as template text (braces doubled: a template is ``str.format`` text).
-    They sit in the template's fixed head, before the task: every review then starts with the
-    same instructions and examples, so a backend that reuses a cached prompt prefix (llama.cpp
-    keeps the previous prompt's KV cache; hosted prompt caches) evaluates them once, not per
-    verdict (measured on Gemma 270M: ~400 of a review's ~600 prompt tokens)."""
+    """The worked answers as template text (braces doubled). They sit in the template's fixed head,
+    so a backend that reuses a cached prompt prefix evaluates them once, not per verdict
+    (measured on Gemma 270M: ~400 of a review's ~600 prompt tokens)."""
     text = "\n\n".join(_critic_example(*ex, **labels) for ex in examples)
     return text.replace("{", "{{").replace("}", "}}")
 
@@ -269,15 +267,13 @@ CRITIC_TEMPLATE = (
 def critic_messages(task: Task, capsule: Capsule, skill: Skill | None, *,
                     prefill: bool = False, templates: Mapping[str, str] | None = None,
                     flavour: str | Callable[..., list] | None = None) -> list[Message]:
-    """The review prompt: the fixed part first (instructions and worked examples, the same in
-    every review, so a cached prompt prefix covers them), then the task, then the failure. With
-    ``prefill`` (backends that continue a trailing assistant message) the concrete failure opens
-    the answer itself, ending in ``Answer: ``: a base model labels what it read last, and
-    otherwise the schema section that the backend appends sits in between (measured: with it
-    there Gemma 270M copied the schema's 'inapplicable' or an example's label for nearly every
-    failure). ``flavour``: the review prompt (default: the one the task's suite registered,
-    ``suites.hooks.critic_prompt``); ``"patch"`` gets ``patch_critic_messages``, a function
-    is the suite's own prompt."""
+    """The review prompt: the fixed part first (instructions and worked examples, so a cached
+    prompt prefix covers them), then the task, then the failure. With ``prefill`` the concrete
+    failure opens the answer itself, ending in ``Answer: ``: a base model labels what it read last
+    (measured: with the backend's schema section in between, Gemma 270M copied the schema's
+    'inapplicable' or an example's label for nearly every failure). ``flavour``: the review prompt
+    (default: the task's suite's); ``"patch"`` gets ``patch_critic_messages``, a function is the
+    suite's own prompt."""
     if flavour is None:
         from ratchet_ray.suites.hooks import critic_prompt
 

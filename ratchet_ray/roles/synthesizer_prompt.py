@@ -188,11 +188,9 @@ def field_opening(name: str, pattern: str) -> str:
 
 
 def fit_field(name: str, text: str) -> str:
-    """A free-text continuation cut to field ``name``'s length bound at its last clause (or, failing
-    that, word) boundary: a base model's line can run on past one sentence (measured: Gemma 270M
-    wrote a numbered list repeating one clause, 'Write a function that 1) returns ... 2) ...',
-    and the whole draft failed on the intent's 160-character bound). Text within the bound is
-    returned as it is."""
+    """A continuation within the bound as it is, else cut to field ``name``'s bound at its last
+    clause (or word) boundary: measured, Gemma 270M ran the intent on as a numbered list and the
+    whole draft failed on its 160-character bound."""
     limit = DRAFT_LIMITS[name]
     if not isinstance(limit, int) or len(text) <= limit:
         return text
