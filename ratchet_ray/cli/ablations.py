@@ -1,6 +1,7 @@
 """The paper's ablation sweep: ``python -m jobs.ablations SUITE --arms default,A1,...,A8 --seeds
-42,7,13 --rounds R [...]`` (the whole workflow: docs/ablations.md). SUITE: any registered suite, plugins included
-(``--set suite_plugins=[path.py]`` reaches every run, or ``$RATCHET_SUITES``).
+42,7,13 --rounds R [...]`` (the whole workflow: docs/ablations.md). SUITE: any registered
+suite, plugins included (``--set suite_plugins=[path.py]`` reaches every run, or
+``$RATCHET_SUITES``).
 
 Each run's config layers: Default -> suite file -> ``--profile`` files -> the arm's
 ``configs/ablations/<arm>.yaml`` -> flags and ``--set``. Every (arm, seed) is its own Ray job

@@ -1,15 +1,14 @@
 """The hygiene tables of ``ratchet audit`` (beyond the paper): --leakage, --bypass, --cost.
+Each reads the run dir only.
 
-Contracts (each reads the run dir only; nothing is written):
-- ``leakage_rows(run_dir, config, skills, threshold, embed)``: one row per skill (every status)
-  from ``governance.leakage`` over the run's leak sources (``synthesis.leak_sources``: the
-  tasks ``train_ids.json`` / ``eval_ids.json`` record); ``embed`` adds the eval task whose
-  prompt the run's embedder finds closest to each skill. Plus the overlaps of the flagged
-  skills (skill, split, task, kind, coverage, field, span) for the details table.
-- ``bypass_rows(con, skills, config, near)``: one row per skill with routings since its last
-  activation, dead weight (``curator.dead_weight_rounds``) and the probe pairs' similarity
-  (``governance.bypass``).
-- The --cost table's rows are ``governance.bypass.skill_costs``' (``COST_COLUMNS``).
+Contracts:
+- ``leakage_rows(run_dir, config, skills, threshold, embed)``: one row per skill from
+  ``governance.leakage`` over the run's leak sources (``synthesis.leak_sources``), ``embed``
+  adding each skill's nearest eval task by the run's embedder; plus the flagged skills'
+  overlaps (skill, split, task, kind, coverage, field, span).
+- ``bypass_rows(con, skills, config, near)``: per skill, routings since its last activation,
+  dead weight and the probe pairs' similarity (``governance.bypass``).
+- The --cost rows are ``governance.bypass.skill_costs``' (``COST_COLUMNS``).
 """
 
 from __future__ import annotations

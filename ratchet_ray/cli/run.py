@@ -1,19 +1,15 @@
 """``ratchet run`` (the skill loop; the same command as ``python -m jobs.skill_loop``) and
 ``ratchet plot RUN``.
 
-Before anything starts (a run dir, Ray) the config is checked on this machine
-(``loop.entry.check_startable``: the backend's package, server URL and credentials, the subset
-file), a new run's size (``run_config.flags.loop_size_problems``: at least one round, one train and
-one eval task) and the MLflow tracking store when tracking is on
-(``report.tracking.tracking_problems``: a URI MLflow knows, its server answering); each problem is
-one line naming the setting and the fix. ``--dry-run`` stops there and prints the resolved config.
+Before a run dir or Ray exists, the config is checked on this machine
+(``loop.entry.check_startable``), a new run's size (``run_config.flags.loop_size_problems``)
+and the MLflow store when tracking is on (``report.tracking.tracking_problems``): one line per
+problem naming the setting and the fix. ``--dry-run`` stops there and prints the config.
 
-Config precedence, lowest first: the Default, the suite's file (``configs/<suite>.yaml``,
-e.g. SWE-bench's 20 rounds), ``--profile`` files (``run_config.profiles``: ``paper`` is the
-paper's model, subset and Default), ``--config`` files in order, the flags of this command, then
-``--set key.sub=value`` overrides. ``--resume RUN_DIR`` takes everything from
-that run's ``config.yaml`` and accepts no other config flag, except ``--set budget.*=...`` to
-continue a run that stopped at its budget with a higher limit.
+Config precedence, lowest first: the Default, the suite's file, ``--profile`` files,
+``--config`` files in order, this command's flags, ``--set`` overrides. ``--resume RUN_DIR``
+takes the run's ``config.yaml`` and accepts no other config flag but ``--set budget.*=...`` (a
+higher limit for a run that stopped at its budget).
 """
 
 from __future__ import annotations
@@ -76,24 +72,20 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
             raise click.UsageError(f"--resume continues {resume} with its own config.yaml; drop "
                                    f"{', '.join('--' + k.replace('_', '-') for k in given)}"
                                    " (only --set budget.*=... may change)")
-        config = None
-        resumed = _resumed_config(resume, resume_sets)
-        if suite is not None and resumed.suite != suite:
-            raise click.UsageError(f"{resume} is a {resumed.suite} run, not {suite}; continue "
-                                   f"it with --resume alone (or name {resumed.suite}), or "
+        config, checked = None, _resumed_config(resume, resume_sets)
+        if suite is not None and checked.suite != suite:
+            raise click.UsageError(f"{resume} is a {checked.suite} run, not {suite}; continue "
+                                   f"it with --resume alone (or name {checked.suite}), or "
                                    f"start a new {suite} run without --resume")
-        checked = resumed
     else:
         if suite is None:
             raise click.UsageError("give a SUITE (a registered one: mbpp, swebench, sim or a "
                                    "plugin's) or --resume RUN_DIR")
-        files = flags.pop("config_files")
-        sets = flags.pop("sets")
-        profiles = flags.pop("profiles")
+        files, sets, profiles = flags.pop("config_files"), flags.pop("sets"), flags.pop("profiles")
         with one_line(ConfigError, error=click.UsageError):
-            config = load_config(layered_files(suite, [*profile_files(profiles, suite), *files]),
-                                 [*build_overrides(suite, **flags), *sets])
-        checked = config
+            checked = config = load_config(
+                layered_files(suite, [*profile_files(profiles, suite), *files]),
+                [*build_overrides(suite, **flags), *sets])
     check_startable(checked)  # before a run dir exists or Ray starts
     from ratchet_ray.report.otel import tracing_problems
     from ratchet_ray.report.tracking import tracking_problems

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -169,10 +169,7 @@ def select_subset(rows: list[dict[str, Any]], *, suite: str, n_hard: int, n_trai
     if left_out:
         doc["excluded_ids"] = left_out
     if labelled is not None:
-        groups: dict[str, int] = defaultdict(int)
-        for task_id in train_ids + eval_ids:
-            groups[labelled[1](task_id)] += 1
-        doc[labelled[0]] = dict(sorted(groups.items()))
+        doc[labelled[0]] = dict(sorted(Counter(map(labelled[1], train_ids + eval_ids)).items()))
     return doc
 
 

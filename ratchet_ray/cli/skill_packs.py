@@ -1,18 +1,14 @@
 """``ratchet skill export RUN -o PACK`` and ``ratchet skill import PACK --into RUN`` (skill packs,
-docs/skill-packs.md; ``--as agent-skills`` and a folder of SKILL.md: Agent Skills,
-``packs.agent_skills``); registered on the ``skill`` group by ``cli.skills``.
+docs/skill-packs.md; ``--as agent-skills`` and SKILL.md folders: ``packs.agent_skills``),
+registered on the ``skill`` group by ``cli.skills`` with ``transfer`` (``cli.pack_transfer``).
 
 Contracts:
-- ``export`` only reads RUN (default: ``--db``) and writes a new pack folder (``packs.export``);
-  it prints the pack hash and one line per skill.
-- ``import`` takes RUN's writer lock (refused while a run writes there), verifies the pack (a
-  tampered skill is refused, naming it), refuses another suite's pack unless
-  ``--allow-other-suite``, and prints one line per pack skill (added, renamed, same, skipped,
-  too_long: ``bank.pack_import``). Imported skills are on probation (``governance.probation``).
-- ``transfer`` (``cli.pack_transfer``, re-exported here for the group): transfer measured on any
-  suite; the sim world's two-world variant is the sim suite's ``ratchet sim-transfer``
-  (``cli/sim.py``), on the same code.
-- Errors surface as one readable line (``PackError`` and the bank's and config's errors).
+- ``export`` only reads RUN (default: ``--db``), writes a new pack folder (``packs.export``) and
+  prints the pack hash and one line per skill.
+- ``import`` takes RUN's writer lock, verifies the pack (a tampered skill is refused, named),
+  refuses another suite's pack unless ``--allow-other-suite`` and prints one line per pack
+  skill (``bank.pack_import``); imports go on probation (``governance.probation``).
+- Errors (``PackError``, the bank's and config's) are one readable line.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
-"""``ratchet swe ...``: the SWE-bench suite's commands (click only).
+"""``ratchet swe ...``: the SWE-bench suite's commands (click only; the suite's registration
+names this module, ``commands=``, and nothing in the library imports it).
 
-``ratchet swe validate`` grades every gold patch (must resolve) and a no-op patch (must not) of
-a dataset's instances, ``--repeat`` times each, on a Grader pool of its own
-(``loop.swebench_validation``, judged by ``suites.swebench.validate``), prints each failure and every Docker
-node's image-cache report (``loop.swebench_nodes``), records every grade as ``validation`` evidence
-in its output folder and updates the dataset's quarantine file (``quarantine``).
-
-A module of the CLI layer: the suite's registration names it (``commands=``) and ``ratchet``
-adds its ``COMMANDS``; nothing in the library imports it."""
+``ratchet swe validate`` grades every gold patch (must resolve) and a no-op patch (must not),
+``--repeat`` times each, on its own Grader pool (``loop.swebench_validation``), prints each
+failure and every Docker node's image-cache report, records every grade as ``validation``
+evidence in its output folder and updates the dataset's quarantine file."""
 
 from __future__ import annotations
 

@@ -1,15 +1,12 @@
 """The report page: ``build_report(paths, out)`` writes one self-contained HTML file.
 
 Contracts:
-- The file needs nothing but a browser: charts are inline SVG (``svg``), style and script are
-  embedded (``assets``), data sits in ``<script type="application/json">`` blocks; no URL is
-  fetched. Sections: Headline, Curves, The bank's life, Skills, Capsules, and Sweeps when a
-  sweep folder is given.
-- Inputs are read only (``data``, ``capsules``, ``sweep``); the page is written to a temp file
-  next to ``out`` and renamed over it, so a reader never sees half a report.
-- Capsule texts are cut to fit ``capsules.TEXT_BUDGET`` over all runs; when the runs hold more
-  than ``max_capsules`` capsules, the browser keeps whole runs (in order) up to that number and
-  the page names the runs left out and the option that includes them.
+- It needs nothing but a browser: inline SVG (``svg``), embedded style and script
+  (``assets``), data in ``<script type="application/json">`` blocks; no URL is fetched.
+  Sections: Headline, Curves, The bank's life, Skills, Capsules, and Sweeps for a sweep folder.
+- Inputs are only read; the page is written to a temp file next to ``out`` and renamed over it.
+- Capsule texts are cut to fit ``capsules.TEXT_BUDGET`` over all runs; past ``max_capsules``
+  the browser keeps whole runs in order and the page names those left out and the option.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ Contracts:
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -81,8 +82,6 @@ def export_predictions(run_dir: str | Path, out: str | Path, *, round_: int | No
         atomic_write_with(out, lambda handle: handle.write(text.encode("utf-8")), replace=False)
     except FileExistsError as exc:  # created between the check and the write
         raise PredictionsError(f"{out} already exists; pass a new file to -o") from exc
-    seen: dict[str, int] = {}
-    for line in lines:
-        seen[line["instance_id"]] = seen.get(line["instance_id"], 0) + 1
+    seen = Counter(line["instance_id"] for line in lines)
     return Exported(out, len(lines), sorted(i for i, n in seen.items() if n > 1))
 

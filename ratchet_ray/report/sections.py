@@ -246,7 +246,7 @@ def life_text(s: SkillRow) -> str:
     return text + f"; now {s.status}"
 
 
-def _lane(s: SkillRow, last: int) -> svg.Lane:
+def _lane(s: SkillRow) -> svg.Lane:
     color = LIFE_COLORS.get(s.end_event or s.status, LIFE_COLORS["active"])
     marks = [(e["round"], EVENT_COLORS[e["event"]], f"{e['event']} in round {e['round']}: "
               f"{e.get('reason') or ''}") for e in s.events if e["event"] in EVENT_COLORS]
@@ -261,7 +261,7 @@ def bank_section(runs: list[RunData]) -> str:
              "rollback (blue). Hover for the reason.</p>"]
     for k, run in enumerate(runs):
         last = max([r["round"] for r in run.rounds] or [0])
-        lanes = [_lane(s, last) for s in run.skills]
+        lanes = [_lane(s) for s in run.skills]
         metas = _table(["meta-skill", "added in round", "retired in round", "text"], [[
             escape(m["id"]), str(m["added_round"]), str(m["retired_round"] or "—"),
             f"<details><summary>show</summary><pre>{escape(m['text'])}</pre></details>"]
@@ -386,7 +386,7 @@ def _md_tables_to_html(md: str) -> str:
 
     def flush() -> None:
         if table:
-            head, body = table[0], [r for r in table[2:]]
+            head, body = table[0], table[2:]
             # Wide tables scroll inside their section instead of overflowing it.
             out.append('<div class="scroll">' + _table(
                 [_md_cell(c) for c in head], [[_md_cell(c) for c in r] for r in body])

@@ -50,13 +50,9 @@ ROUND_METRICS = ("eval_pass_at_1", "train_pass_at_1", "active_skills", "deprecat
 
 def resolve_uri(config: Any) -> str | None:
     """The tracking URI of ``config`` (module contracts), or None when tracking is off."""
-    settings = config.tracking
-    uri = settings.mlflow_uri or os.environ.get(ENV_URI) or None
-    if uri is None and not settings.enabled:
-        return None
-    if uri is None:
-        root = Path(config.results_dir).resolve()
-        return f"sqlite:///{root / 'mlflow.db'}"
+    uri = config.tracking.mlflow_uri or os.environ.get(ENV_URI) or None
+    if uri is None and config.tracking.enabled:
+        return f"sqlite:///{Path(config.results_dir).resolve() / 'mlflow.db'}"
     return uri
 
 

@@ -108,11 +108,8 @@ def gcs_address(client: Any, address: str, env: Mapping[str, str], timeout_s: fl
     submit_when_ready(client, submission_id=job_id,
                       entrypoint=f"{shlex.quote(python)} -c {shlex.quote(_GCS_PROBE)}",
                       runtime_env={"env_vars": forwarded_env(env)})  # the Ray auth mode
-    deadline = time.monotonic() + timeout_s
+    _wait_ended(client, [job_id], timeout_s)
     status = _status(client, job_id)
-    while status not in TERMINAL and time.monotonic() < deadline:
-        time.sleep(0.2)
-        status = _status(client, job_id)
     logs = client.get_job_logs(job_id) if status in TERMINAL else ""
     found = re.search(r"^RATCHET_GCS_ADDRESS=(\S+)$", logs, re.MULTILINE)
     if status != "SUCCEEDED" or found is None:

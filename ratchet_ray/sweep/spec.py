@@ -48,8 +48,8 @@ from ratchet_ray.storage.runlock import RunDirBusy, RunLock
 ARMS = ("default", "A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8")
 SWEEP_FILE = "sweep.json"
 STATUS_FILE = "status.json"
-# Config keys the sweep sets per child; a --set of one of them would break the layout.
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,40}$")
+# Config keys the sweep sets per child; a --set of one of them would break the layout.
 RESERVED_KEYS = ("suite", "arm", "seed", "tag", "results_dir", "budget.scope",
                  "llm.limiter_scope")
 BUDGET_KEYS = ("budget.max_tokens", "budget.max_cost_usd")
@@ -100,11 +100,8 @@ class SweepSpec:
                             ("--bank", self.bank and self.bank.resolve())):
             if value is not None:
                 flags += [name, str(value)]
-        for name in self.profiles:
-            flags += ["--profile", name]
-        for item in self.sets:
-            flags += ["--set", item]
-        return flags
+        return [*flags, *(f for name in self.profiles for f in ("--profile", name)),
+                *(f for item in self.sets for f in ("--set", item))]
 
 
 @dataclass(frozen=True)
@@ -203,10 +200,7 @@ def split_sets(sets: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def budget_flags(spec: SweepSpec) -> list[str]:
     """What every job (new or resumed) gets: the sweep's scope and budget."""
-    flags = ["--set", f"budget.scope={spec.scope}"]
-    for item in spec.budget:
-        flags += ["--set", item]
-    return flags
+    return [f for item in (f"budget.scope={spec.scope}", *spec.budget) for f in ("--set", item)]
 
 
 def child_config(spec: SweepSpec, arm: str, seed: int) -> LoopConfig:
