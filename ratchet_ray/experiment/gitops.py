@@ -2,15 +2,14 @@
 
 Contracts:
 - ``Git(repo)`` raises ``GitError`` if ``repo`` is not the top of a git worktree.
-- ``changed_paths()`` lists every path that differs from HEAD: modified, deleted, renamed (both
-  sides) and untracked (non-ignored) files, one entry per file (``-uall``).
-- ``restore(commit, keep_untracked)`` moves the branch to ``commit`` (``reset --hard``) and
-  deletes the untracked, non-ignored files that are not in ``keep_untracked``: those the attempt
-  created. Ignored files are left alone.
-- ``commit_all(message, amend)`` stages everything and commits (or amends HEAD) under a fixed
-  experiment identity, so the target repo needs no ``user.name`` setting; returns the commit id.
-- ``exclude(paths)`` adds entries to ``.git/info/exclude`` (local, never committed) so the
-  engine's ledger and artifacts never make the worktree dirty.
+- ``changed_paths()``: every path differing from HEAD (modified, deleted, both sides of a
+  rename, untracked non-ignored), one entry per file.
+- ``restore(commit, keep_untracked)``: ``reset --hard`` to ``commit``, then delete the
+  untracked non-ignored files not in ``keep_untracked`` (the attempt's).
+- ``commit_all(message, amend)`` commits (or amends) everything under a fixed identity (no
+  ``user.name`` needed) and returns the commit id.
+- ``exclude(paths)`` appends to ``.git/info/exclude`` (local), so the ledger and artifacts are
+  never dirt.
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
 """The in-flight marker of an attempt and the run's artifact folder, for resuming after a kill.
 
 Contracts:
-- ``ARTIFACTS_DIR/<name>/`` (in the target worktree, git-excluded) holds ``patches/`` (the diff
-  of every committed candidate), ``logs/`` (one evaluator log per run) and ``attempt.json``.
-- ``attempt.json`` exists exactly while an attempt may have changed the worktree: it is written
-  (atomically) before the proposal is applied and removed after the ledger row is appended.
-  It names the iteration, the commit the attempt started from, the untracked files that
-  existed then and the running evaluator's process group: what a resumed run needs to stop a
-  stray evaluator and undo the attempt.
+- ``ARTIFACTS_DIR/<name>/`` (git-excluded) holds ``patches/`` (each committed candidate's
+  diff), ``logs/`` (one per evaluator run) and ``attempt.json``.
+- ``attempt.json`` exists exactly while an attempt may have changed the worktree (written
+  atomically before the proposal is applied, removed after its ledger row): the iteration, base
+  commit, untracked files then and the evaluator's process group, all a resume needs to stop
+  a stray evaluator and undo the attempt.
 """
 
 from __future__ import annotations
