@@ -111,10 +111,8 @@ def _flatten_round(summary: RoundSummary) -> dict[str, Any]:
     data = summary.model_dump(mode="python", exclude={"eval", "train", "suite_report"})
     for split in ("eval", "train"):
         result = getattr(summary, split)
-        data[f"{split}_total"] = result.total if result else None
-        data[f"{split}_resolved"] = result.resolved if result else None
-        data[f"{split}_infra_failures"] = result.infra_failures if result else None
-        data[f"{split}_pass_at_1"] = result.pass_at_1 if result else None
+        for name in ("total", "resolved", "infra_failures", "pass_at_1"):
+            data[f"{split}_{name}"] = getattr(result, name) if result else None
     return data
 
 

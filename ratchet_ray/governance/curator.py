@@ -95,13 +95,14 @@ def _bar(settings: CuratorSettings) -> str:
     return f"c <= -{settings.retire_tau:g} after >= {settings.min_trials} trials"
 
 
-def _floor(settings: CuratorSettings) -> int:
+def retirement_floor(settings: CuratorSettings) -> int:
+    """The trials a skill needs before the retirement rule may retire it."""
     return settings.ucb_min_trials if settings.retire_rule == "wilson_ucb" else settings.min_trials
 
 
 def meets_retirement_bar(stats: SkillStats, settings: CuratorSettings) -> bool:
     """The retirement rule, ignoring ``do_not_retire`` (``curate`` applies it)."""
-    if stats.trials < _floor(settings) or stats.trials == 0:
+    if stats.trials < retirement_floor(settings) or stats.trials == 0:
         return False
     if settings.retire_rule == "wilson_ucb":
         return wilson_upper_contribution(stats, settings.ucb_z) <= -settings.retire_tau
@@ -162,8 +163,8 @@ def _decide(skill: Skill, stats: SkillStats, settings: CuratorSettings,
         reason = f"do_not_retire; {score}" + (f"; would be retired ({bar})" if would_retire else "")
     elif would_retire:
         action, reason = "retire", f"{score} meets {bar}"
-    elif stats.trials < _floor(settings):
-        action, reason = "insufficient", f"{score}; needs {_floor(settings)} trials"
+    elif stats.trials < retirement_floor(settings):
+        action, reason = "insufficient", f"{score}; needs {retirement_floor(settings)} trials"
     else:
         action, reason = "keep", f"{score} above the bar ({bar})"
     return CurationDecision.of(skill.id, stats, action, reason,

@@ -17,6 +17,7 @@ from typing import Callable, Mapping
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import EMPTY_STATS, SkillStats
 from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.governance.curator import retirement_floor
 from ratchet_ray.settings.schema import CuratorSettings
 from ratchet_ray.types import Skill, SkillStatus
 
@@ -28,7 +29,7 @@ TRUSTED_REASON_PREFIX = "trusted-pack:"
 
 def probation_floor(settings: CuratorSettings) -> int:
     """Trials an imported skill must earn in this run before it leaves probation."""
-    floor = settings.ucb_min_trials if settings.retire_rule == "wilson_ucb" else settings.min_trials
+    floor = retirement_floor(settings)
     if settings.probation_min_trials is not None:
         return min(floor, settings.probation_min_trials)
     return floor
