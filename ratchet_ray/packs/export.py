@@ -2,20 +2,17 @@
 ``build_pack(run_dir, status=...)`` the same manifest and texts, written nowhere.
 
 Contracts:
-- Only reads the run dir (the bank's ``skills/``, ``config.yaml`` and the evidence); writes only
-  ``out`` (``pack_format.write_pack``: refused when a pack is already there).
-- Each skill entry carries its canonical YAML's sha256, its ``lineage`` (lineage id, version,
-  the parent version it refines and every version of the lineage in the source bank), its
-  ``status_history`` (the source's skill events: round, event, status_after, reason), its
-  ``record`` in the source run (``report.data.skill_rows``: trials, c-hat and c_cf with 95%
-  Wilson intervals, routings per split, tampering capsules per split, impossible twins graded
-  and passed, probe similarity and routed-but-ignored; ``governance.bypass.skill_costs``:
-  injected tokens per routing and in all, with their cost at the source model's input price)
-  and its ``provenance`` (the pack it was itself imported from, if any).
-- Secrets never enter a pack: every string written goes through ``redact.redact`` (URL user
-  info, registered secrets, the values of ``redact.SECRET_ENV_VARS``), and the source config
-  enters only as the sha256 of its redacted text. A skill whose text held a secret is exported
-  with it masked (``***``), and its hash is the masked text's.
+- Only reads the run dir (``skills/``, ``config.yaml``, the evidence); writes only ``out``
+  (``pack_format.write_pack``: refused when a pack is already there).
+- Each skill entry carries its canonical YAML's sha256, its ``lineage`` (id, version, the parent
+  it refines, every version in the source bank), its ``status_history`` (the source's skill
+  events), its ``record`` in the source run (``_record``: ``report.data.skill_rows``' trials,
+  c-hat and c_cf with 95% Wilson intervals, routings, tampering, twins, probe similarity and
+  routed-but-ignored; ``governance.bypass.skill_costs``' injected tokens and their cost at the
+  source model's input price) and its ``provenance`` (the pack it was imported from, if any).
+- Secrets never enter a pack: every string written goes through ``redact.redact``, and the
+  source config enters only as the sha256 of its redacted text. A skill whose text held a
+  secret is exported masked (``***``), its hash the masked text's.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """MBPP+ (evalplus v0.2.0, 378 tasks): tasks for the loop and sandboxed evalplus grading.
 
-``MbppSuite`` implements the ``Suite`` protocol of ``ratchet_ray.suites.base``:
-- ``load_tasks(config)`` -> one ``Task`` per problem (``task_id`` like ``"Mbpp/2"``,
-  ``prompt`` = the description with its example assert, ``payload`` = ``entry_point``,
-  ``example_tests``, ``dataset_hash``), read from ``config.dataset_path``, else
-  ``MBPP_OVERRIDE_PATH``, else evalplus's download;
-- ``make_grader(config, run_dir)`` -> ``MbppGrader`` (see grader.py for exit statuses,
-  session.py / verdict.py / wire.py for the verdict computed outside the sandbox, sandbox.py /
-  runner.py / confine.py for the bubblewrap isolation, groundtruth.py for expected outputs).
-
-Example::
-
-    suite = MbppSuite()
-    tasks = suite.load_tasks(LoopConfig(dataset_path="MbppPlus-v0.2.0.jsonl.gz"))
-    grader = suite.make_grader(LoopConfig(dataset_path=...), run_dir)
-    grader.grade(tasks[0], "```python\\ndef similar_elements(a, b): ...\\n```")
+``MbppSuite`` implements ``suites.base.Suite``: ``load_tasks`` (one ``Task`` per problem,
+dataset.py), ``make_grader`` (``MbppGrader``: grader.py for exit statuses, session.py /
+verdict.py / wire.py for the verdict computed outside the sandbox, sandbox.py / runner.py /
+confine.py for the isolation, groundtruth.py for expected outputs) and ``leak_sources``
+(leaks.py).
 """
 
 from __future__ import annotations

@@ -6,10 +6,8 @@ once the sandbox side closed; ``FrameTimeout`` past the deadline; ``FrameTooLarg
 ``max_frame`` bytes, before reading it) while draining a capped stderr tail. ``close()`` SIGKILLs
 the sandbox's session and returns only once ``reap_sandbox`` saw its pid namespace gone.
 
-Memory: a frame is read straight into one buffer of its announced size (``os.readv``), which
-``next_frame`` hands over as a ``bytearray`` the caller owns: the grader holds a frame once,
-never a growing buffer plus slices and copies of it (issue 44: one frame near the 512 MiB cap
-cost three times its size before).
+Memory: a frame is read straight into one ``bytearray`` of its announced size (``os.readv``),
+handed to the caller: never a growing buffer plus slices and copies (issue 44).
 """
 
 from __future__ import annotations
@@ -33,7 +31,6 @@ class FrameTimeout(Exception):
 
 class FrameTooLarge(Exception):
     """The runner announced a frame above ``max_frame_mb``."""
-
 
 
 def reap_sandbox(info_fd: int, timeout_s: float = 5.0) -> None:
@@ -94,12 +91,10 @@ class SandboxProcess:
             pass  # died at start-up: next_frame sees EOF and the stderr says why
 
     def next_frame(self, deadline: float) -> bytearray | None:
-        """The next frame's bytes (the caller's to keep); None once the runner side closed
-        (exited or was killed).
-
-        Past the deadline, what had already arrived is still read once before ``FrameTimeout``:
-        a grader that was itself slow must not miss a frame that the sandbox sent in time (the
-        runner's start frame above all, which decides whether a failure is the code's)."""
+        """The next frame's bytes (the caller's to keep); None once the runner side closed.
+        Past the deadline, what had arrived is still read once before ``FrameTimeout``: a slow
+        grader must not miss a frame sent in time (above all the start frame, which decides
+        whether a failure is the code's)."""
         last_look = False
         while True:
             frame = self._take()

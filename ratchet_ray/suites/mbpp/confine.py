@@ -1,18 +1,14 @@
 """Root-only launcher: give up root before starting bubblewrap; standard library only.
 
-bubblewrap's user namespace maps the sandbox to the uid that started it, so a grader running as
-root must not start it as root (root's processes are exempt from RLIMIT_NPROC and may read any
-file that is bound in). ``sandbox.Sandbox`` therefore runs, as root::
-
-    python -I -S -B confine.py UID RUNTIME_PATH... -- bwrap ARGS...
-
-which, in a fresh private mount namespace of its own (single-threaded, so ``unshare`` works):
-1. hides each directory that other users may not enter and that holds part of the Python runtime
-   (e.g. ``/root`` when Python lives in ``/root/.pyenv``) under an empty tmpfs, re-exposing only
-   the runtime paths read-only, so the unprivileged uid can reach the interpreter at its usual
-   path and nothing else that was in there (no ``~/.aws``);
-2. drops every group, switches to ``UID`` (a uid allotted to this grade alone, never a real
-   account) and sets no_new_privs;
+bubblewrap maps the sandbox to the uid that started it, so a grader running as root must not
+start it as root (root is exempt from RLIMIT_NPROC and may read any file bound in).
+``sandbox.Sandbox`` runs, as root, ``python -I -S -B confine.py UID RUNTIME_PATH... -- bwrap
+ARGS...``, which in a private mount namespace of its own (single-threaded, so ``unshare`` works):
+1. hides each directory other users may not enter that holds part of the Python runtime (e.g.
+   ``/root`` for ``/root/.pyenv``) under an empty tmpfs, re-exposing only the runtime paths
+   read-only (no ``~/.aws``);
+2. drops every group, switches to ``UID`` (allotted to this grade alone, never a real account)
+   and sets no_new_privs;
 3. execs bubblewrap, which builds the real sandbox as that uid.
 """
 

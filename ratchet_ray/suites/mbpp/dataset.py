@@ -1,20 +1,16 @@
 """MBPP+ problems as evalplus sees them, and as the loop's ``Task`` rows.
 
 Contracts:
-- ``load_mbpp_plus(dataset_path)`` returns the problems exactly as ``evalplus.data.get_mbpp_plus``
-  builds them (inputs deserialised per task) plus the dataset hash evalplus uses (md5 of the file's
-  bytes). Source, in order: ``dataset_path`` (config ``dataset_path``), else the
-  ``MBPP_OVERRIDE_PATH`` environment variable, else evalplus's own cached download. A given
-  path that does not exist or is not an MBPP+ file raises ``DatasetError`` naming the path and
-  the fix.
-- ``to_tasks(dataset)`` gives one ``Task`` per problem, ordered by numeric id (``Mbpp/2`` first);
-  the payload never carries the canonical solution or the hidden tests.
+- ``load_mbpp_plus(dataset_path)``: the problems exactly as ``evalplus.data.get_mbpp_plus``
+  builds them plus evalplus's dataset hash (md5 of the file). Source: ``dataset_path``, else
+  ``$MBPP_OVERRIDE_PATH``, else evalplus's cached download. A path that does not exist or is not
+  an MBPP+ file raises ``DatasetError`` naming the path and the fix.
+- ``to_tasks(dataset)``: one ``Task`` per problem, by numeric id (``Mbpp/2`` first); the payload
+  never carries the canonical solution or the hidden tests.
 
-A file read from a path never imports ``evalplus.data``: that package imports Hugging Face
-``datasets`` (pandas, pyarrow, an HTTP stack) on import, about 2 s of CPU in every process that
-loads MBPP+ (each grader actor, each driver), for a function it never calls. The inputs are
-deserialised by evalplus's own ``mbpp_deserialize_inputs``, compiled from its source
-(``evalplus_deserializer``); tests/suites/mbpp checks the result equals ``get_mbpp_plus``.
+A file read from a path never imports ``evalplus.data`` (it imports Hugging Face ``datasets``:
+about 2 s of CPU in every grader and driver); the inputs are deserialised by evalplus's own
+``mbpp_deserialize_inputs``, compiled from its source (``evalplus_deserializer``).
 """
 
 from __future__ import annotations

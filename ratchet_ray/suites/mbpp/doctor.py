@@ -1,12 +1,8 @@
-"""The MBPP+ suite's checks for ``ratchet doctor`` and a run's preflight (its registered
-``doctor``).
+"""The MBPP+ suite's checks for ``ratchet doctor`` and a run's preflight (its ``doctor``).
 
-Contract: ``environment_checks(config, preflight)`` never raises; it returns, in order:
-- ``dataset (MBPP+)`` (not at preflight: the driver loads the tasks, and a grader's node need
-  not hold the file): ``config.dataset_path`` (which ``MBPP_OVERRIDE_PATH`` defaults), else
-  evalplus's cached download, must exist;
-- ``sandbox``: the isolation mode the grader will run generated code in, a FAIL when the
-  sandbox refuses to (no bubblewrap >= 0.8 and no ``mbpp.allow_weak_sandbox``).
+``environment_checks(config, preflight)`` never raises; it returns ``dataset (MBPP+)`` (not at
+preflight: a grader's node need not hold the file), then ``sandbox`` (a FAIL when the sandbox
+refuses to run generated code).
 """
 
 from __future__ import annotations

@@ -2,31 +2,23 @@
 
 Contract: ``grade(task, output)`` never raises. Every failure is ``passed=False`` with
 ``exit_status`` naming the reason:
-- ``no_code`` / ``missing_entry_point``: nothing gradable was extracted (nothing was run), or the
-  module defines no such function;
-- ``syntax_error``: the extracted module does not compile;
-- ``failed_tests``: a test returned the wrong value (the trace shows input, got and expected), or
-  a value the sandbox cannot send as plain data (any object that is not a plain builtin value, a
-  subclass of one included);
-- ``protocol_violation`` (``evidence.tampering``: an attack on the grader, which the Curator
-  retires a skill for): a malformed or out-of-order frame on the grader's channel, i.e. the
-  code wrote forged results where only the trusted runner writes (the trace says where);
-- ``timeout`` / ``memory``: a time or memory limit was hit;
-- an exception's name (``TypeError``, ``RecursionError``, ``SystemExit``...) raised by the
-  solution, or ``crashed`` when its process died without one (``os._exit``, a segfault);
+- ``no_code`` / ``missing_entry_point``: nothing gradable was extracted (nothing ran), or the
+  module defines no such function; ``syntax_error``: it does not compile;
+- ``failed_tests``: a wrong value (the trace shows input, got and expected), or a value that is
+  not plain builtin data (a subclass of one included);
+- ``protocol_violation`` (``evidence.tampering``): a malformed or out-of-order frame, i.e.
+  results forged where only the trusted runner writes;
+- ``timeout`` / ``memory``: a limit was hit; an exception's name (``TypeError``,
+  ``SystemExit``...) raised by the solution, or ``crashed`` when its process died without one;
 - ``infra_failure=True`` rows (``sandbox_setup_error``, ``sandbox_setup_timeout``,
   ``sandbox_unavailable``, a grader exception's name): the infrastructure failed before the
-  sandboxed runner said it was about to run the code (its start frame, session.py); they stay
-  in the denominator but the Critic must not learn from them. Whatever happens after that frame
-  (a hang or sleep at import, a crash, a killed runner, closed file descriptors, a garbled
-  channel) is the code's, with one of the statuses above and ``infra_failure=False``.
-The verdict is computed here, outside the sandbox, from the outputs it sends back (session.py);
-the expected outputs never enter it. ``trace`` is short (<= 2000 chars) and starts with the
-sandbox mode, e.g. ``[sandbox bwrap]``. Expected outputs come from ``GroundTruthStore``
-(computed once per dataset in one batch, hash-verified on every load); ``warm`` precomputes them.
-A grading task marked as an impossible twin (``suites.base.twin_recipe``, the cheat probe's) is
-graded against ``twin.impossible_expected``: one expected output changed so that no correct
-solution passes; a task that cannot be twinned is an infrastructure failure (``TwinUnavailable``).
+  runner's start frame (session.py); they count in the denominator but the Critic must not learn
+  from them. Everything after that frame is the code's (``infra_failure=False``).
+The verdict is computed outside the sandbox (session.py); ``trace`` is at most
+``MAX_TRACE_CHARS`` and starts with the sandbox mode (``[sandbox bwrap]``). Expected outputs
+come from ``GroundTruthStore``; ``warm`` precomputes them. A grading task marked as an
+impossible twin (``suites.base.twin_recipe``) is graded against ``twin.impossible_expected``; a
+task that cannot be twinned is an infrastructure failure (``TwinUnavailable``).
 """
 
 from __future__ import annotations
@@ -111,7 +103,8 @@ class MbppGrader:
         except Exception as exc:  # grade() never raises: the row still counts, as infra failure
             log.exception("MBPP+ grading of %s failed inside the grader", task.task_id)
             return GradeResult(passed=False, exit_status=type(exc).__name__, infra_failure=True,
-                               trace=f"[grader error] {type(exc).__name__}: {exc}"[:2000],
+                               trace=f"[grader error] {type(exc).__name__}: "
+                                     f"{exc}"[:MAX_TRACE_CHARS],
                                duration_s=time.monotonic() - started)
 
     def _grade(self, task: Task, output: str, started: float) -> GradeResult:

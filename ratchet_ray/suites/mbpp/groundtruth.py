@@ -1,26 +1,22 @@
 """Expected outputs of MBPP+ tasks: computed in one parallel batch, stored once per dataset hash.
 
 Contracts:
-- ``GroundTruthStore(dataset, cache_dir, workers=None).ensure(task_ids)`` makes sure the expected
-  outputs of ``task_ids`` are stored; the missing ones are computed together in ONE child process
-  (``oracle.py``: evalplus's ``trusted_exec`` per task and split, exactly the calls of evalplus's
-  ``get_groundtruth``, spread over ``workers`` forked processes; default: this machine's usable
-  cores, at most ``MAX_WORKERS``), under an exclusive file lock so that graders sharing
-  ``cache_dir`` compute each task once.
-- Layout: ``cache_dir/<dataset_hash>/<Mbpp_N>.pkl`` (one task each, see oracle.py) and
-  ``manifest.json`` mapping each task id to its file, size and sha256 (and ``imported``: true
-  for an entry another store computed). Files land by
-  ``os.replace``; the manifest is rewritten atomically under the lock. Tasks that finished are
+- ``GroundTruthStore(dataset, cache_dir, workers=None).ensure(task_ids)`` stores the expected
+  outputs of ``task_ids``; the missing ones are computed together in ONE child (``oracle.py``,
+  over ``workers`` forked processes; default: the usable cores, at most ``MAX_WORKERS``), under
+  an exclusive file lock so that graders sharing ``cache_dir`` compute each task once.
+- Layout: ``cache_dir/<dataset_hash>/<Mbpp_N>.pkl`` and ``manifest.json`` mapping each task id
+  to its file, size and sha256 (``imported``: computed by another store). Files land by
+  ``os.replace``; the manifest is rewritten atomically under the lock; tasks that finished are
   kept even when others of their batch failed.
-- ``load(task_id)`` reads the file, checks its sha256 against the manifest and only then
-  unpickles it, in the grader (trusted) process: evalplus's ``{"base", "base_time", "plus",
-  "plus_time"}`` plus ``<split>_digest`` / ``<split>_bytes``. No sandbox ever sees these files
-  (they are not bound into it). A mismatch raises ``GroundTruthError`` naming the file and the fix.
+- ``load(task_id)`` checks the file's sha256 against the manifest before unpickling it, in the
+  grader (trusted) process only: evalplus's ``{"base", "base_time", "plus", "plus_time"}`` plus
+  ``<split>_digest`` / ``<split>_bytes``. A mismatch raises ``GroundTruthError`` naming the file
+  and the fix. No sandbox ever sees these files.
 - ``blob(task_id) -> (bytes, sha256)`` and ``add_blob(task_id, data, sha256)`` move verified
-  entries between stores (the loop moves them through Ray's object store to the graders of
-  other nodes) without recomputing them; ``has(task_id)`` says whether the store holds one.
-- ``timings`` maps each task computed by this store to the seconds its worker spent on it;
-  ``batches`` lists each child run: ``{"tasks", "workers", "seconds"}``.
+  entries between stores (through Ray's object store) without recomputing; ``has(task_id)``.
+- ``timings``: seconds per task this store computed; ``batches``: one
+  ``{"tasks", "workers", "seconds"}`` per child run.
 - evalplus's own cache is never touched: the child runs with a private ``XDG_CACHE_HOME``.
 """
 

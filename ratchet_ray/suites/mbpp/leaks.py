@@ -1,11 +1,10 @@
 """MBPP+ leak sources: what a skill must not quote from an MBPP+ task (``Suite.leak_sources``).
 
-Per task: the entry point (an identifier), the example asserts of the prompt, every line of the
-canonical solution, the base test inputs and the first ``PLUS_INPUTS`` plus inputs (each repr cut
-to ``MAX_REPR`` characters), and the expected outputs of the base inputs where the run's
-ground-truth cache (``groundtruth.GroundTruthStore``, the graders' default cache) already holds
-them: the audit never runs a reference solution. Solutions, example asserts and expected outputs
-are ``answer`` sources (a train skill must not carry them either).
+Per task: the entry point, the prompt's example asserts, every line of the canonical solution,
+the base inputs and the first ``PLUS_INPUTS`` plus inputs (each repr cut to ``MAX_REPR``), and
+the base inputs' expected outputs where the ground-truth cache already holds them (the audit
+never runs a reference solution). Solutions, example asserts and expected outputs are ``answer``
+sources (a train skill must not carry them either).
 """
 
 from __future__ import annotations

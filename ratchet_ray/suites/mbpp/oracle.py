@@ -1,27 +1,19 @@
 """Child process that computes MBPP+ expected outputs in ONE batch with evalplus, in parallel.
 
-Run by ``groundtruth.GroundTruthStore`` as ``python -I -B oracle.py JOB.pkl OUT_DIR WORKERS``;
-imports only the standard library and evalplus's ``trusted_exec`` (the function evalplus's
-``get_groundtruth`` calls per task and split; ``evalplus.evaluate`` itself is not imported: it
-costs seconds of imports and would write evalplus's own cache file, which nothing reads). JOB
-holds ``problems`` ({task_id: problem}). Per task, exactly ``get_groundtruth``'s two calls:
-``trusted_exec(prompt + canonical_solution, <split>_input, entry_point, record_time=True,
-output_not_none=entry_point in MBPP_OUTPUT_NOT_NONE_TASKS)`` for base, then plus.
+Run by ``groundtruth.GroundTruthStore`` as ``python -I -B oracle.py JOB.pkl OUT_DIR WORKERS``
+(JOB: ``{"problems": {task_id: problem}}``); imports only the standard library and evalplus's
+``trusted_exec`` (not ``evalplus.evaluate``: seconds of imports and a cache file nobody reads).
+Per task, exactly ``get_groundtruth``'s two calls, base then plus: ``trusted_exec(prompt +
+canonical_solution, <split>_input, entry_point, record_time=True, output_not_none=entry_point
+in MBPP_OUTPUT_NOT_NONE_TASKS)``. Tasks go to ``WORKERS`` forked processes (1: this process),
+each taking the next task when free; reference times are measured in each task's worker.
 
-Tasks are spread over ``WORKERS`` forked processes (1: computed in this process), each taking
-the next task as soon as it is free, so the batch takes about max(longest task, total /
-WORKERS). The reference times evalplus records are each task's own, measured in its worker.
-
-Output per task: ``OUT_DIR/<Mbpp_N>.pkl``, a pickle of ``{"<split>_pickles": [bytes, ...],
-"<split>_time": [...], "<split>_digest": [...], "<split>_bytes": [...]}`` for both splits: each
-output pickled once, alone (protocol 4, as runner.py hashes outputs), its sha256 (None where it
-may hold a NaN, see ``digests``) and size; ``groundtruth.load`` unpickles the outputs back into
-evalplus's ``{"base", "base_time", "plus", "plus_time"}``. One JSON line per finished task goes to
-stdout: ``{"task_id", "file", "sha256", "bytes", "seconds"}``. The canonical solutions are
-trusted dataset code, so this process is not sandboxed; it exists so that their memory (hundreds
-of MB for some tasks) returns to the OS instead of staying in a long-lived grader. A task whose
-canonical solution raises is reported on stderr and left out; the others are still written, and
-the exit status is 1.
+Output per task: ``OUT_DIR/<Mbpp_N>.pkl``, a pickle of ``{"<split>_pickles", "<split>_time",
+"<split>_digest", "<split>_bytes"}`` (per output: its pickle, see ``digests``), and one JSON
+line on stdout: ``{"task_id", "file", "sha256", "bytes", "seconds"}``. The canonical solutions
+are trusted, so this is not sandboxed; it is a child so that their memory (hundreds of MB for
+some tasks) returns to the OS. A task whose solution raises is reported on stderr and left out;
+the others are still written, and the exit status is 1.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The ``mbpp`` suite's registration: everything MBPP+-specific the generic code asks for.
-
-Imported once by ``suites.registry`` (its built-in list), exactly as a plugin module would be.
-MBPP+ tasks load offline (``$MBPP_OVERRIDE_PATH`` or evalplus's cache), and a run without a
-``dataset_path`` reads ``$MBPP_OVERRIDE_PATH`` (``configure_mbpp``). Its section
-(``settings.MbppSettings``) holds evalplus's limits and the weak-sandbox opt-in, once
-``grader.*`` keys, which a config may still write (``MOVED_KEYS``).
+"""The ``mbpp`` suite's registration (imported by ``suites.registry``, as a plugin would be):
+offline tasks (``$MBPP_OVERRIDE_PATH`` is a run's default ``dataset_path``, ``configure_mbpp``),
+its section ``settings.MbppSettings`` (with the ``grader.*`` keys it once was, ``MOVED_KEYS``).
 """
 
 from __future__ import annotations

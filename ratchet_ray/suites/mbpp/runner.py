@@ -2,27 +2,24 @@
 
 Started by ``sandbox.Sandbox`` as ``python -I -S -B runner.py RESULT_FD`` (inside bubblewrap in
 the strong mode); standard library only, plus ``wire.py`` next to it and, when the grader names
-it, evalplus's ``eval/utils.py`` (loaded by file location for ``reliability_guard``/
-``swallow_io``/``time_limit``, so the solution runs under the same guard as in evalplus).
+it, evalplus's ``eval/utils.py`` (by file location, so the solution runs under evalplus's own
+``reliability_guard``/``swallow_io``/``time_limit``). It never sees the expected outputs and
+decides nothing.
 
-It never sees the expected outputs and decides nothing: the grader compares. Protocol: the job
-(a pickle written by the trusted grader: code, entry point, the splits' inputs and per-test time
+Protocol: the job (a pickle from the grader: code, entry point, the splits' inputs and per-test
 limits, rlimits) arrives on stdin. Frames go to RESULT_FD, each a 4-byte big-endian length and a
-JSON object: ``{"k": "start"}`` first, written once the trusted set-up is done (job read, evalplus
-loaded, limits applied) and before the code is compiled or run: nothing of the solution runs
-before it is in the pipe, so the solution can neither hold it back nor write before it, and the
-grader files everything that happens after it (a hang, a crash, a killed runner, a closed or
-garbled channel) as the code's doing, and any failure before it as infrastructure. Then
+JSON object: ``{"k": "start"}`` first, once the trusted set-up is done (job read, evalplus
+loaded, limits applied) and before the code is compiled or run, so the solution can neither hold
+it back nor write before it: the grader files every failure after it (a hang, a crash, a killed
+runner, a closed or garbled channel) as the code's, any before it as infrastructure. Then
 ``{"k": "syntax", "name", "msg"}`` once if the code does not compile; per split
 ``{"k": "ready", "split"}`` after the module ran, ``{"k": "out", "split", "i", "v", "h"}`` per
-test (``v`` is ``wire.encode``'s text, or null when the value is too big for the wire; ``h`` is
-the sha256 of its pickle, which the grader compares with the expected output's own digest) or
-``{"k": "exc", "split", "i", "stage", "name", "msg"}`` at the first test that raised (the split
-stops there, like evalplus's fast check), and ``{"k": "exit", "split", "signal"}`` once the
-split's process is gone. Each split runs in its own forked process (``os.fork``; no
-multiprocessing, so no start method can skip a step); between splits every other process of the
-sandbox is killed. Output of the solution is swallowed; stdout/stderr carry nothing the grader
-trusts.
+test (``v``: ``wire.encode``'s text, null when too big for the wire; ``h``: the sha256 of its
+pickle) or ``{"k": "exc", "split", "i", "stage", "name", "msg"}`` at the first test that raised
+(the split stops, like evalplus's fast check), and ``{"k": "exit", "split", "signal"}`` once the
+split's process is gone. Each split runs in its own ``os.fork``ed process (no multiprocessing,
+so no start method can skip a step); between splits every other process of the sandbox is
+killed. The solution's output is swallowed; stdout/stderr carry nothing the grader trusts.
 """
 
 from __future__ import annotations

@@ -1,25 +1,19 @@
-"""Start the sandboxed runner (``runner.py``) for one grade and read its frames, whatever it does.
+"""Start the sandboxed runner (``runner.py``) for one grade and read its frames, whatever it does
+(the isolation and why: docs/grading.md, "The sandbox").
 
 Modes, probed once per ``Sandbox``:
-- ``bwrap`` (the strong mode; needs bubblewrap >= 0.8 and unprivileged user namespaces, no root):
-  fresh user, pid, ipc, uts, cgroup, mount and network namespaces (no network at all: a loopback
-  of its own), ``--die-with-parent``, no capabilities, no further user namespaces, a new session;
-  the filesystem is an empty read-only root holding read-only binds of /usr (and its /bin, /lib
-  links), the Python runtime, the venv's site-packages and this package's directory only: no
-  home, no run dir, no expected outputs, no /tmp/ray sockets, no host /proc (its own /proc shows
-  only the sandbox's processes); writable are only a size-bounded private /tmp and /dev/shm
-  tmpfs that vanish with it. The environment is rebuilt from an allowlist. As root, the runner
-  is started through ``confine.py`` under a uid allotted to this grade alone.
-- ``weak`` (only with ``allow_weak=True``, i.e. config ``mbpp.allow_weak_sandbox``; logged as a
-  warning on every start): the runner as the grader's own user with rlimits and a scrubbed
-  environment; the code can read what that user can read and reach the network.
+- ``bwrap`` (bubblewrap >= 0.8 and unprivileged user namespaces, no root needed; ``bwrap_argv``
+  is the whole isolation): fresh namespaces (no network), no capabilities, an empty read-only
+  root with read-only binds of /usr, the Python runtime, the venv's site-packages and this
+  package only; writable only size-bounded private /tmp and /dev/shm; the environment rebuilt
+  from an allowlist. As root, the runner starts through ``confine.py`` under a per-grade uid.
+- ``weak`` (only with ``allow_weak=True``, config ``mbpp.allow_weak_sandbox``; a warning on
+  every start): the runner as the grader's own user with rlimits and a scrubbed environment.
 - ``refused``: nothing is run; ``start`` raises ``SandboxUnavailable`` naming the fix.
 
-Limits in every mode (``runner.apply_limits``): RLIMIT_AS ``memory_mb`` per process on top of the
-interpreter, RLIMIT_NPROC ``nproc`` extra tasks (counted per user namespace, so per grade in the
-bwrap mode: all of a grade's processes together hold at most (nproc + 2) x (memory_mb + the
-interpreter)), CPU seconds, file size, open files; the grader SIGKILLs the whole sandbox at the
-end of every grade (bwrap's pid namespace dies with its init).
+Limits in every mode (``runner.apply_limits``): ``SandboxLimits``' address space, extra tasks
+(per user namespace in the bwrap mode, so per grade), CPU seconds, file size, open files; the
+grader SIGKILLs the whole sandbox at the end of every grade.
 """
 
 from __future__ import annotations
@@ -66,25 +60,22 @@ class SandboxLimits:
     fsize_mb: int = 16
     """Largest file the code may write; also the size of the private /tmp and /dev/shm."""
     grace_s: float = 10.0
-    """Extra wall-clock time for the first split, on top of evalplus's cap: the runner's own
-    start-up after its start frame (loading the code's module, evalplus's guard)."""
+    """Extra wall-clock time for the first split on top of evalplus's cap: the runner's start-up
+    after its start frame (loading the code's module, evalplus's guard)."""
     startup_s: float = 60.0
     """Wall-clock time the sandbox may take to send its start frame (bubblewrap, the interpreter,
-    the runner's trusted imports): none of the code exists yet, so this wait is not the code's
-    budget. Generous because a loaded machine starts interpreters slowly; a start-up past it is
-    an infrastructure failure (``sandbox_setup_timeout``)."""
+    trusted imports; not the code's budget). Generous: a loaded machine starts interpreters
+    slowly. Past it: an infrastructure failure (``sandbox_setup_timeout``)."""
     split_cap_s: float = EVALPLUS_SPLIT_CAP_S
-    """evalplus's cap on one test split's process (its ``EVALPLUS_TIMEOUT_PER_TASK``; the run's
-    ``mbpp.evalplus_timeout_per_task_s``): a split gets ``min(split_cap_s, sum of its per-test
-    limits) + 2`` seconds (``verdict.split_timeout``)."""
+    """evalplus's cap on one split's process (``mbpp.evalplus_timeout_per_task_s``; see
+    ``verdict.split_timeout``)."""
     min_time_limit_s: float = MIN_TIME_LIMIT_S
     """Floor of one test's limit (evalplus's ``--min-time-limit``; ``mbpp.min_time_limit_s``)."""
     gt_time_limit_factor: float = GT_TIME_LIMIT_FACTOR
-    """One test's limit is ``max(min_time_limit_s, this x the reference solution's time)``
-    (evalplus's ``--gt-time-limit-factor``; ``mbpp.gt_time_limit_factor``)."""
+    """evalplus's ``--gt-time-limit-factor`` (``mbpp.gt_time_limit_factor``)."""
     io_slack_s: float = 1.0
-    """Per test, on top of evalplus's limit: encoding and sending the output (the runner itself
-    enforces evalplus's limit on the call)."""
+    """Per test on top of evalplus's limit (which the runner enforces on the call): encoding
+    and sending the output."""
     max_frame_mb: int = 512
     """Largest encoded output of one test the grader accepts."""
 

@@ -1,38 +1,31 @@
-"""One grade, trusted side: feed the sandbox, read its frames, and decide the verdict here.
+"""One grade, trusted side: feed the sandbox, read its frames, and decide the verdict here
+(why: docs/grading.md, "MBPP+ grading").
 
-``grade_in_sandbox(sandbox, problem, expected, code)`` -> ``Outcome``. The sandbox receives the
-code, the entry point, the inputs and evalplus's per-test limits; never the expected outputs.
-Each frame is checked against the protocol (split, index, kind). An output whose pickle digest
-equals the expected output's (computed by oracle.py; absent where a NaN makes equal values
-unequal) is evalplus's exact match; otherwise it is decoded by ``wire.decode`` (plain values
-only) and judged by ``verdict.SplitChecker`` as evalplus would. Outputs over ``MAX_NODES``
-values travel as the digest alone, so they pass only when identical to the expected value.
-Deadlines are the grader's own clock: the start frame within ``startup_s`` of launching the
-sandbox (trusted start-up, no code yet); from the start frame on, per test, evalplus's limit plus
-``io_slack_s`` after the previous frame; per split, evalplus's cap (``verdict.split_timeout``);
-the first split also gets ``grace_s`` for loading the code; the whole grade its budget. The first failing test ends the grade (evalplus's fast check), and the
-sandbox is killed whatever happened. Nothing the sandbox sends can make a test pass unless the
-output it carries is the right one.
+``grade_in_sandbox(sandbox, problem, expected, code, budget_floor_s)`` -> ``Outcome``. The
+sandbox gets the code, the entry point, the inputs and evalplus's per-test limits, never the
+expected outputs. Each frame (protocol: runner.py) is checked for split, index and kind. An
+output whose pickle digest equals the expected output's (oracle.py; absent where a NaN makes
+equal values unequal) is evalplus's exact match; otherwise ``wire.decode`` builds plain values
+and ``verdict.SplitChecker`` judges them as evalplus would. Outputs over ``MAX_NODES`` values
+travel as the digest alone, so they pass only when identical to the expected value. Deadlines,
+on the grader's clock: the start frame within ``startup_s`` of launch (trusted start-up, no code
+yet); then per test evalplus's limit plus ``io_slack_s`` after the previous frame; per split
+evalplus's cap (``verdict.split_timeout``), the first split plus ``grace_s`` for loading the
+code; the whole grade its budget. The first failing test ends the grade (evalplus's fast
+check); the sandbox is killed whatever happened. Nothing the sandbox sends can make a test pass
+unless the output it carries is the right one.
 
-Memory: judging one frame holds about twice its size at most (the channel's one buffer, then
-its text, then the decoded output), whatever the frame holds. A frame is ASCII JSON with a
-handful of fields (``runner._frame``) and an output's wire text has at most ``4 * MAX_NODES``
-values (``wire.encode`` stops at ``MAX_NODES``; a container adds its tag, a complex two parts),
-so a frame that is not ASCII, that would build more than ``MAX_MESSAGE_VALUES`` values, or that
-escapes a character beyond Latin-1 in a frame over ``WIDE_CHECK_BYTES`` (the runner's frames are
-that large only for an output, whose text holds no such escape), and a wire text past its value
-bound, are refused before anything is built: the runner never sends them, so an honest answer's
-verdict is unchanged, and a forged one cannot make the grader build tens of bytes per byte it
-sent (nested empty lists did: 22 times the frame, issue 44; ``bench/mbpp_frame_memory.py``).
+Memory: judging a frame holds at most about twice its size. A frame the runner never writes is
+refused before anything is built: not ASCII, more than ``MAX_MESSAGE_VALUES`` values, an escape
+beyond Latin-1 in a frame over ``WIDE_CHECK_BYTES`` (only an output's frame is that large, and
+its wire text holds none), or a wire text past ``MAX_WIRE_VALUES``. So an honest verdict is
+unchanged, and a forged frame cannot make the grader build tens of bytes per byte it sent
+(nested empty lists did: 22 times the frame, issue 44; ``bench/mbpp_frame_memory.py``).
 
-Infrastructure or the code's fault: the runner's first frame, ``{"k": "start"}``, is written by
-trusted code before the solution is compiled or run (runner.py). Until it arrives, any failure
-(bubblewrap or the interpreter not starting, a start-up past the deadline, a runner fault) is the
-infrastructure's: ``Outcome.reached_untrusted`` is False. From it on, every failure is the
-code's, whatever the sandbox does next (hang, die, kill its runner, close or garble the channel,
-send a second "start"), and so is any error the grader hits while judging what the sandbox sent.
-The solution cannot take the marker back: it is in the pipe before the solution exists, and only
-the grader holds the pipe's read end.
+Attribution: until the runner's start frame (runner.py) any failure (bubblewrap or the
+interpreter not starting, a start-up past the deadline, a runner fault) is the infrastructure's:
+``Outcome.reached_untrusted`` is False. From it on every failure is the code's, whatever the
+sandbox does next, and so is any error the grader hits while judging what the sandbox sent.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The ``mbpp`` suite's config section (``mbpp:`` in YAML, ``--set mbpp.key=value``): how MBPP+
-solutions are graded, beyond the generic ``grader`` section (``timeout_s``, ``memory_mb``).
-
-Contract: ``MbppSettings`` is validated and stored complete by ``resolve_config`` for an
-``mbpp`` run (and for an ``mbpp_oracle`` run, whose grader is this suite's), so every grader node
-uses the driver's values; ``MOVED_KEYS`` are the ``grader.*`` keys these fields had before they
-moved here, which a config may still write (``SuitePlugin.moved_keys``).
+"""The ``mbpp`` config section (``mbpp:``, ``--set mbpp.key=value``): how MBPP+ solutions are
+graded beyond the generic ``grader`` section. Stored complete by ``resolve_config`` for the
+suites that grade with this grader, so every grader node uses the driver's values.
 """
 
 from __future__ import annotations
@@ -30,16 +26,15 @@ def _split_cap_default() -> float:
 class MbppSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
     allow_weak_sandbox: bool = False
-    """Without bubblewrap, grade anyway in a rlimits-only sandbox (logged as a warning). Off by
-    default: grading refuses to start and names the fix."""
+    """Without bubblewrap, grade anyway in a rlimits-only sandbox (logged as a warning). Off:
+    grading refuses to start and names the fix."""
     evalplus_timeout_per_task_s: float = Field(
         default_factory=_split_cap_default, gt=0)
     """evalplus's cap on one test split's process (default ``$EVALPLUS_TIMEOUT_PER_TASK`` or 60,
     read on the driver); graders on every node use it, whatever their environment holds."""
     min_time_limit_s: float = Field(default=1.0, gt=0)
-    """The floor of a test's wall-clock limit, evalplus's ``--min-time-limit``. On a machine
-    busier than when the reference times were measured a correct solution can overrun 1 s; a
-    higher floor makes the verdicts less sensitive to load."""
+    """The floor of a test's wall-clock limit, evalplus's ``--min-time-limit``; a higher floor
+    keeps a correct solution on a busy machine from overrunning 1 s."""
     gt_time_limit_factor: float = Field(default=4.0, gt=0)
     """A test's limit is ``max(min_time_limit_s, this x the reference solution's time)``,
     evalplus's ``--gt-time-limit-factor``."""

@@ -2,26 +2,23 @@
 changed in its own type, so that no correct solution passes.
 
 Contracts:
-- ``impossible_twin(task)`` (the suite's ``impossible_twin`` hook) -> the twin's grading task
-  (``suites.base.as_impossible_twin``: same id, prompt and payload, plus the twin marker), or
-  None for a task whose evalplus rule does not compare the output with the expected one
-  (``UNTWINNABLE``: special oracles, set equality, "not None" tasks): a changed expected output
-  would not make those impossible.
+- ``impossible_twin(task)`` (the suite's hook) -> the twin's grading task
+  (``suites.base.as_impossible_twin``), or None for an ``UNTWINNABLE`` entry point, whose
+  evalplus rule does not compare the output with the expected one.
 - ``impossible_expected(problem, expected)`` -> ``(twin_expected, where)``: a copy of the
-  task's expected outputs (``GroundTruthStore.load``; never mutated) where ONE test's output is
-  replaced by ``perturb`` of it, the first such test of the hidden ``plus`` split (then
-  ``base``), and its digest dropped, so only ``verdict.SplitChecker`` judges it. A test is only
-  used when the checker, on fresh state at the task's atol and at evalplus's forced float atol,
-  rejects the original expected output against the changed one: the correct answer fails the
-  twin, while an answer keyed to the twin's table would pass it. ``where`` names the test
-  (``plus test 1``). No usable test raises ``TwinUnavailable`` (the grader files it as an
-  infrastructure failure, never a pass).
+  expected outputs (never mutated) with ONE test's output replaced by ``perturb`` of it, the
+  first usable test of the hidden ``plus`` split (then ``base``), and its digest dropped, so
+  only ``verdict.SplitChecker`` judges it. A test is usable when the checker, at the task's
+  atol and at evalplus's forced float atol, rejects the original output against the changed
+  one: the correct answer fails the twin, an answer keyed to the twin's table passes it.
+  ``where`` names the test (``plus test 1``). No usable test: ``TwinUnavailable`` (the grader
+  files it as an infrastructure failure, never a pass).
 - ``perturb(value)``: a value of the same type, unequal to ``value``: bool negated, int + 1,
   float moved by at least 1 (NaN and infinities to 0.0), complex + 1, str/bytes with a changed
-  last character (``"a"`` when empty), list/tuple/dict (and dict subclasses such as
-  ``Counter``) with their first changeable item changed, set/frozenset with one member changed,
-  and a non-empty container with nothing changeable (``[{}, {}]``) one item shorter; ``None``
-  (``NO_CHANGE``) for None, empty containers and anything else.
+  last character (``"a"`` when empty), list/tuple/dict (subclasses such as ``Counter`` too)
+  with their first changeable item changed, set/frozenset with one member changed, a non-empty
+  container with nothing changeable one item shorter; ``NO_CHANGE`` (None) for None, empty
+  containers and anything else.
 """
 
 from __future__ import annotations

@@ -1,20 +1,15 @@
 """evalplus's MBPP+ pass/fail rules, applied in the trusted grader to decoded plain values.
 
-evalplus compares inside the process that runs the untrusted function (``unsafe_execute``), where
-a returned object can lie through ``__eq__`` and the code can read the expected values. Here the
-same rules run outside the sandbox on values ``wire.decode`` built (plain builtins only), with
-evalplus's own constants and helpers: ``MBPP_OUTPUT_SET_EQ_TASKS``, ``MBPP_OUTPUT_NOT_NONE_TASKS``,
-the per-task oracles of ``evalplus.eval._special_oracle`` (evaluated on the trusted copy of the
-inputs), ``is_floats``, the ``atol`` rules and the time limits of ``untrusted_check``.
+evalplus compares inside the untrusted process (``unsafe_execute``), where a returned object can
+lie through ``__eq__``; here the same rules run outside the sandbox on values ``wire.decode``
+built, with evalplus's own constants and helpers (``MBPP_OUTPUT_SET_EQ_TASKS``,
+``MBPP_OUTPUT_NOT_NONE_TASKS``, the per-task oracles of ``_special_oracle`` on the trusted
+inputs, ``is_floats``, the ``atol`` rules, ``untrusted_check``'s time limits).
 
-Contracts:
-- ``SplitChecker(entry_point, atol)``: ``check(inp, out, exp) -> bool`` for consecutive tests of
-  one split. Like evalplus, once a float expected output forces ``atol = 1e-6`` the forced value
-  stays for the rest of the split (``matched_exactly(exp)`` records a test passed by digest).
-  Never raises: any error while comparing is a failed test.
-- ``time_limits(ref_times, min_time_limit, factor)``: evalplus's per-test limits;
-  ``split_timeout(limits, cap)``: evalplus's wall-clock cap for one split's process, where
-  ``cap`` is what ``EVALPLUS_TIMEOUT_PER_TASK`` would be (``mbpp.evalplus_timeout_per_task_s``).
+``SplitChecker(entry_point, atol).check(inp, out, exp)`` judges consecutive tests of one split
+and never raises (an error while comparing fails the test). Like evalplus, once a float expected
+output forces ``atol = 1e-6`` it stays for the rest of the split (``matched_exactly`` records a
+test passed by digest).
 """
 
 from __future__ import annotations
@@ -36,13 +31,13 @@ EVALPLUS_SPLIT_CAP_S = 60.0  # untrusted_check: min(EVALPLUS_TIMEOUT_PER_TASK or
 
 def time_limits(ref_times: list[float], min_time_limit: float = MIN_TIME_LIMIT_S,
                 factor: float = GT_TIME_LIMIT_FACTOR) -> list[float]:
+    """evalplus's per-test limits: ``max(min_time_limit, factor x reference time)``."""
     return [max(min_time_limit, factor * t) for t in ref_times]
 
 
 def split_timeout(limits: list[float], cap: float = EVALPLUS_SPLIT_CAP_S) -> float:
-    """evalplus joins the split's process after ``min(cap, sum) + 1`` and then ``+ 1`` more;
-    ``cap`` is evalplus's ``EVALPLUS_TIMEOUT_PER_TASK`` (the run's config carries it, so a grader
-    on any node uses the driver's value, whatever its own environment holds)."""
+    """evalplus joins the split's process after ``min(cap, sum) + 1``, then ``+ 1`` more; ``cap``:
+    its ``EVALPLUS_TIMEOUT_PER_TASK`` (from the run's config: the driver's value on any node)."""
     return min(cap, sum(limits)) + 2.0
 
 

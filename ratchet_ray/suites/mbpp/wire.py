@@ -2,25 +2,24 @@
 
 Standard library only: the sandboxed runner loads this file by location. Contracts:
 
-- ``encode(value, max_nodes, max_depth) -> str``: a JSON text that describes ``value`` exactly
+- ``encode(value, max_nodes, max_depth) -> str``: a JSON text describing ``value`` exactly
   enough for evalplus's comparison rules. Types are taken with ``type(x) is ...`` (never
-  ``isinstance``, never a method the object could override), so ``int``/``bool``/``float``,
-  ``list``/``tuple``, ``set``/``frozenset``, ``dict``, ``str``/``bytes``, ``complex``, ``None``,
-  NaN/inf and the ``collections`` containers the reference solutions return (``Counter``,
-  ``OrderedDict``, ``defaultdict``, ``deque``) keep their identity. Anything else (a subclass of
-  a builtin, a user class, a module, a generator...) becomes the marker ``["?", type name]``,
-  which the trusted side decodes to ``Opaque``: it equals nothing, so it is a wrong answer
-  (except where evalplus itself only asks "is it not None"). Encoding stops with
-  ``Unencodable`` past ``max_nodes`` values or ``max_depth`` nesting (cycles included).
-- ``decode(text, max_depth, max_values=None) -> value``: the inverse, run by the grader. It
-  builds only plain builtin values and ``Opaque``; it never imports, calls or instantiates
-  anything named by the input, so a forged text can at worst describe some plain value.
-  Malformed input raises ``WireError``; so does, before anything is built, a text that is not
-  ASCII (``encode`` writes ASCII only) or one that would build more than ``max_values`` values
-  (``too_many_values``): a text of nested empty lists builds tens of bytes per byte it has.
+  ``isinstance`` or a method the object could override), so ``int``/``bool``/``float`` (NaN,
+  inf), ``list``/``tuple``, ``set``/``frozenset``, ``dict``, ``str``/``bytes``, ``complex``,
+  ``None`` and the ``collections`` containers the reference solutions return keep their
+  identity. Anything else (a subclass of a builtin, a user class...) becomes ``["?", type
+  name]``, decoded to ``Opaque``, which equals nothing: a wrong answer (except where evalplus
+  only asks "is it not None"). ``Unencodable`` past ``max_nodes`` values or ``max_depth``
+  nesting (cycles included).
+- ``decode(text, max_depth, max_values=None) -> value``: the inverse, in the grader. It builds
+  only plain builtin values and ``Opaque``, never importing, calling or instantiating anything
+  the input names, so a forged text can at worst describe some plain value. ``WireError`` for
+  malformed input and, before anything is built, for a text that is not ASCII (``encode`` writes
+  ASCII only) or would build more than ``max_values`` values (nested empty lists build tens of
+  bytes per byte).
 - ``too_many_values(text, limit)``: whether ``json.loads(text)`` would build more than ``limit``
-  values, from the commas, colons and opening brackets outside strings (every value but the
-  first follows one of them); no copy of ``text`` is made, and counting stops past ``limit``.
+  values, counted from the commas, colons and opening brackets outside strings, without copying
+  ``text`` and stopping past ``limit``.
 
 Layout: JSON null/true/false/strings are themselves; JSON numbers are ints (no fraction or
 exponent) or floats (``repr`` form, ``NaN``/``Infinity`` included); big ints are ``["i", hex]``;
@@ -122,10 +121,6 @@ def encode(value, max_nodes: int = 5_000_000, max_depth: int = 100) -> str:
         raise Unencodable("nested too deeply") from exc
 
 
-def _decode_float(text: str) -> float:
-    return float(text)
-
-
 _JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"')
 
 
@@ -155,7 +150,7 @@ def decode(text: str | bytes, max_depth: int = 100, max_values: int | None = Non
     if max_values is not None and too_many_values(text, max_values):
         raise WireError(f"not a valid encoding: more than {max_values} values")
     try:
-        tree = json.loads(text, parse_constant=_decode_float)
+        tree = json.loads(text, parse_constant=float)
     except (ValueError, RecursionError) as exc:
         raise WireError(f"not a valid encoding: {str(exc)[:100]}") from exc
     return _build(tree, 0, max_depth)

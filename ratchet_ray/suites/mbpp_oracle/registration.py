@@ -18,10 +18,9 @@ NAME = "mbpp_oracle"
 
 
 def configure_oracle(config: Any, settings: OracleSettings) -> None:
-    """A LoopConfig of this suite needs the ``sim`` backend (the world's models), takes
-    ``$MBPP_OVERRIDE_PATH`` when it names no ``dataset_path`` (as ``mbpp``), grades with the
-    ``mbpp`` section (stored complete, defaults included), and derives
-    ``llm.world`` from its section, seed and dataset each time the config is resolved."""
+    """A LoopConfig of this suite needs the ``sim`` backend, takes ``$MBPP_OVERRIDE_PATH`` as
+    ``mbpp`` does, grades with the ``mbpp`` section (stored complete) and derives ``llm.world``
+    from its section, seed and dataset at every resolve."""
     if config.llm.backend != "sim":
         raise ValueError(f"suite {NAME!r} with llm.backend {config.llm.backend!r}: its models "
                          "are the simulated world's, so it needs llm.backend sim; use "

@@ -1,13 +1,10 @@
 """The ``sim`` suite: a seeded world with known skill effects that drives the real governance.
 
-    suite = SimSuite()
-    tasks = suite.load_tasks(config)              # config.suite == "sim"; world from sim + seed
-    grader = suite.make_grader(config, run_dir)   # reads the sim Solver's drawn outcome
-
-The LLM and the embedder are the ``sim`` backends of ``ratchet_ray.llm.registry`` (``llm.py``,
-``embedder.py``), selected by ``configs/sim.yaml``. Modules: ``settings`` (the ``sim`` config
-section), ``lexicon`` (themes and words), ``world`` (tasks and skill truth), ``grader``,
-``truth`` (a run against the truth), ``report`` (``ratchet sim-report``).
+``SimSuite`` loads the world's tasks and grades the sim Solver's drawn outcome; the LLM and the
+embedder are the ``sim`` backends of ``llm.registry`` (``llm.py``, ``embedder.py``, selected by
+``configs/sim.yaml``). Modules: ``settings``, ``lexicon`` (themes and words), ``world`` (tasks
+and skill truth), ``grader``, ``truth`` (a run against the truth), ``report`` (``ratchet
+sim-report``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The ``sim`` LLM backend's clients, built from a run's world.
-
-``llm.registry`` imports this module by the name the world gives (``SimWorld.backend_module``)
-when ``llm.backend`` or ``llm.embedder`` is ``sim``: ``make_llm(world)`` answers from that world
-(its settings and run seed), ``make_embedder(world)`` is the world's theme-aware bag of words,
-``make_world(world)`` the ``World`` itself (for ``truth.analyze_run``).
+"""The ``sim`` LLM backend's clients, built from a run's world: ``llm.registry`` imports this
+module by ``SimWorld.backend_module`` when ``llm.backend`` or ``llm.embedder`` is ``sim``.
 """
 
 from __future__ import annotations

@@ -19,10 +19,8 @@ NAME = "sim"
 
 
 def configure_sim(config: Any, settings: SimSettings) -> None:
-    """The ``sim`` suite's rules for a LoopConfig (its ``configure``): it needs the ``sim`` LLM
-    backend, which answers from the world of THIS run (its settings, seed and, for
-    ``train_lift``, train split), so ``llm.world`` is derived here each time the config is
-    resolved (``resolve_config``)."""
+    """The suite's ``configure``: it needs the ``sim`` LLM backend, which answers from THIS run's
+    world (settings, seed, train split), so ``llm.world`` is derived at every resolve."""
     if config.llm.backend != "sim":
         raise ValueError(f"suite 'sim' with llm.backend {config.llm.backend!r}: the sim backend "
                          "only answers the sim suite and the sim suite needs it; use "

@@ -1,9 +1,7 @@
-"""Settings of the simulated world (the ``sim`` section of the config) and the world handle the
-``sim`` LLM backend receives (``llm.world``: these settings plus the run seed).
-
-Every number here shapes the world or how the simulated LLM answers; none of them is read by the
-governance (router, bank, curator, synthesis, rollback), which only ever sees prompts, replies,
-embeddings and grades.
+"""Settings of the simulated world (the ``sim`` config section) and the world handle the ``sim``
+LLM backend receives (``llm.world``: these settings plus the run seed). Each number shapes the
+world or the simulated LLM's answers; the governance never reads them (it sees only prompts,
+replies, embeddings and grades).
 """
 
 from __future__ import annotations
@@ -31,10 +29,10 @@ class SimSettings(BaseModel):
 
     model_config = _STRICT
     world: Literal["calibrated", "legacy"] = "calibrated"
-    """Which world: 'calibrated' (the default: the mechanisms below, parameters fitted to the
-    paper's MBPP+ Default row only, docs/ablations.md) or 'legacy' (the world before issue 40:
-    misapplied guidance costs nothing, types share no words, drafts and routing independent of
-    the bank). The preset fills every setting not given explicitly (at config load)."""
+    """'calibrated' (the default: the mechanisms below, fitted to the paper's MBPP+ Default row
+    only, docs/ablations.md) or 'legacy' (the world before issue 40: misapplied guidance free,
+    no shared words, drafts and routing independent of the bank). The preset fills every
+    setting not given explicitly."""
     default_world: ClassVar[str] = "calibrated"
     """The preset a suite's section starts from when ``world`` is not given."""
     n_tasks: int = Field(default=100, ge=2)
@@ -46,16 +44,15 @@ class SimSettings(BaseModel):
     base_alpha: float = Field(default=0.12, gt=0)
     base_beta: float = Field(default=0.34, gt=0)
     """A task's base solve probability p0 ~ Beta(base_alpha, base_beta): mean 0.26 (the paper's
-    round-0 0.258), U-shaped (a hard subset: about 2 tasks in 3 the model almost never solves
-    alone, p0 < 0.3 with mean 0.035, the rest it usually solves); legacy 2 / 5."""
+    round-0 0.258), U-shaped (about 2 tasks in 3 have p0 < 0.3, mean 0.035); legacy 2 / 5."""
     p_helpful: float = Field(default=0.75, ge=0)
     p_neutral: float = Field(default=0.1, ge=0)
     p_harmful: float = Field(default=0.1, ge=0)
     p_off_target: float = Field(default=0.05, ge=0)
     """Prior over a new skill's true effect class (normalised; at least one must be > 0)."""
     helpful_effect: float = Field(default=1.0, ge=0, le=1)
-    """A helpful skill adds about this to p on tasks of its target type (and sub-mode)
-    (x U(1 - effect_spread, 1 + effect_spread))."""
+    """A helpful skill adds about this to p on its target type and sub-mode (x U(1 -
+    effect_spread, 1 + effect_spread))."""
     effect_spread: float = Field(default=0.2, ge=0, le=1)
     """Half-width of a skill's effect multiplier around 1 (legacy 0.4: U(0.6, 1.4))."""
     harmful_effect: float = Field(default=0.25, ge=0, le=1)
@@ -66,10 +63,9 @@ class SimSettings(BaseModel):
     """Misapplied guidance: any skill injected on a task of another type subtracts this (an
     off-target skill subtracts it on top of ``off_target_harm``). Legacy 0."""
     surface_share: float = Field(default=0.45, ge=0, le=1)
-    """Probability that each of the two theme words a task's prompt names is a word of its
-    type's surface partner (types 2i and 2i+1 share surface words) instead of its own: the
-    prompt's surface says less about the latent type than the Router's reading (A2 retrieves
-    on surface). Legacy 0."""
+    """Probability that each theme word a task's prompt names is its surface partner's (types
+    2i and 2i+1): the surface says less about the latent type than the Router's reading (A2
+    retrieves on surface). Legacy 0."""
     phrase_share: float = Field(default=0.2, ge=0, le=1)
     """Probability that a pattern phrase swaps one of its three theme words for a word of the
     type's partner: canonicalisation can then merge the two types' clusters. Legacy 0."""
@@ -79,32 +75,28 @@ class SimSettings(BaseModel):
     cross_submode: float = Field(default=0.7, ge=0, le=1)
     """Share of a skill's target-type effect on tasks of the type's other sub-modes."""
     impurity_cost: float = Field(default=0.6, ge=0, le=1)
-    """A draft's effect is scaled by 1 - impurity_cost x (1 - purity), purity the share of
-    its cluster's examples of the target type and sub-mode: impure clusters write weaker
-    skills (A5). Legacy 0."""
+    """A draft's effect is scaled by 1 - impurity_cost x (1 - purity), purity the share of its
+    cluster's examples of the target type and sub-mode (A5). Legacy 0."""
     idea_share: float = Field(default=0.3, ge=0, le=1)
     """Probability that a skill's effect class and size are its theme's idea (one draw per
     type, sub-mode and guide) instead of a fresh draw: redundant skills are not independent
     lottery tickets (A6). Legacy 0."""
     draft_diversity: float = Field(default=0.08, ge=0, le=1)
-    """Probability that a draft picks fresh aspect words instead of its theme's stock ones;
-    with stock words a re-draft of a theme lands on the earlier skill of that theme (dedup,
-    also against deprecated skills), so a retired theme is hard to write again (A4). Legacy 1
-    (every draft fresh, re-synthesis free)."""
+    """Probability that a draft picks fresh aspect words instead of its theme's stock ones,
+    with which a re-draft lands on the theme's earlier skill (dedup, deprecated ones too): a
+    retired theme is hard to write again (A4). Legacy 1 (re-synthesis free)."""
     redraft_helpful_drop: float = Field(default=0.6, ge=0, le=1)
-    """Drafts depend on the bank: a draft re-written because dedup refused the theme's stock
-    wording (its earlier skill, ACTIVE or deprecated, holds the theme's first idea) moves this
-    share of the helpful prior mass to neutral. Legacy 0."""
+    """A draft re-written because dedup refused the theme's stock wording (its earlier skill,
+    ACTIVE or deprecated, holds the first idea) moves this share of the helpful prior mass to
+    neutral. Legacy 0."""
     route_preference: float = Field(default=8.0, ge=0)
-    """The Router prefers better skills: among the offered skills aimed at the task's type, it
-    picks with weights exp(route_preference x true effect on the task). Legacy 0 (uniform)."""
+    """Among the offered skills aimed at the task's type the Router picks with weights
+    exp(route_preference x true effect on the task). Legacy 0 (uniform)."""
     train_lift: float = Field(default=0.75, ge=0, le=1)
-    """The train/eval asymmetry: the share of a skill's positive effect that reaches a task of
-    the run's train split (held-out eval tasks get all of it; harm reaches both in full).
-    Skills are written from the train split's failures and scored (c-hat) on the tasks those
-    failures come from: the residue the model keeps failing, for reasons a guidance reaches
-    less often than on fresh tasks. A modelling hypothesis, not a fit: the Default row the
-    world is calibrated on is eval-only and cannot identify it. 1.0: no asymmetry (legacy)."""
+    """The share of a skill's positive effect that reaches a train task (eval tasks get all;
+    harm reaches both in full): skills are written and scored on the residue the model keeps
+    failing, which guidance reaches less often. A hypothesis, not a fit (the eval-only Default
+    row cannot identify it). 1.0: no asymmetry (legacy)."""
     no_guide_helpful_drop: float = Field(default=0.5, ge=0, le=1)
     """Without an authoring guide in the prompt (ablation A3) this share of the helpful prior
     mass moves to neutral."""
@@ -113,20 +105,18 @@ class SimSettings(BaseModel):
     route_noise: float = Field(default=0.03, ge=0, le=1)
     """Probability that the Router picks a uniformly random offered skill instead."""
     route_hard_bias: float = Field(default=0.95, ge=0, le=1)
-    """Share of the easier tasks (p0 at or above ``route_easy_p0``) the Router sends to NONE
-    regardless of the skills: 1.0 routes only hard tasks (the confound of c-hat)."""
+    """Share of the easier tasks (p0 >= ``route_easy_p0``) the Router sends to NONE whatever
+    the skills: 1.0 routes only hard tasks (the confound of c-hat)."""
     route_easy_p0: float | None = Field(default=0.3, ge=0, le=1)
-    """Where the easier tasks start for ``route_hard_bias``: None (legacy) the world's median
-    p0, so half the tasks are the easier ones; a value: tasks that usually pass without help
-    (a model does not ask for guidance on a task it finds easy)."""
+    """Where the easier tasks start for ``route_hard_bias``: None (legacy) the median p0; a
+    value: tasks that usually pass without help (no model asks for guidance there)."""
     pattern_noise: float = Field(default=0.15, ge=0, le=1)
     """Probability that the Critic names a phrase of a wrong (random other) type."""
     attribution_noise: float = Field(default=0.2, ge=0, le=1)
     """Probability that the Critic's attribution label is uniformly random."""
     refine_gain: float = Field(default=0.1, ge=0, le=1)
-    """A revision (``synth.refine``, A10) shifts its parent's effect on the target type by
-    N(refine_gain * (2 q - 1), refine_noise), q the share of the failures it was built from
-    that were of the target type: + refine_gain on average from the skill's own failures."""
+    """A revision (A10) shifts its parent's target effect by N(refine_gain * (2 q - 1),
+    refine_noise), q the share of its failures of the target type."""
     refine_noise: float = Field(default=0.1, ge=0, le=1)
     """Standard deviation of a revision's shift (a revision can help or harm)."""
 
@@ -156,16 +146,15 @@ class SimWorld(SimSettings):
 
     seed: int = 42
     train_tasks: tuple[str, ...] = ()
-    """The run's train split (``configure_sim`` fills it when ``train_lift`` < 1): the tasks
-    ``train_lift`` applies to. Empty: every task is treated as held out."""
+    """The run's train split, which ``train_lift`` applies to (``configure_sim`` fills it when
+    ``train_lift`` < 1). Empty: every task is held out."""
     backend_module: ClassVar[str] = "ratchet_ray.suites.sim.backend"
-    """The module whose ``make_llm(world)`` / ``make_embedder(world)`` build the ``sim``
-    backend's clients: ``llm.registry`` imports it by this name, so neither the LLM layer nor
-    this leaf module imports the suite's code."""
+    """The module whose ``make_llm`` / ``make_embedder`` / ``make_world`` build the backend's
+    clients, imported by name (``llm.registry``) so neither that layer nor this leaf module
+    imports the suite's code."""
 
     @classmethod
     def of(cls, settings: SimSettings, seed: int,
            train_tasks: tuple[str, ...] = ()) -> "SimWorld":
-        """The world of a run: its ``sim`` settings, its seed and (for ``train_lift``) the ids
-        of its train split."""
+        """The world of a run: its settings, seed and (for ``train_lift``) train split."""
         return cls(seed=seed, train_tasks=tuple(train_tasks), **settings.model_dump())

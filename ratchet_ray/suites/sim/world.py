@@ -19,16 +19,13 @@ Contracts:
 - ``route_probs(task, tokens)``: the Router's choice distribution over the offered skills and
   NONE (``SimSettings`` route_*); the ``sim`` LLM samples from it, the report reads it.
 
-The calibrated world (``sim.world: calibrated``, the default; ``legacy`` turns every mechanism
-off and draws exactly the world it drew before; each is described by its ``SimSettings`` field):
-partner types 2i and 2i+1 share surface words (``surface_share``, ``phrase_share``); tasks and
-phrases have sub-modes (phrase i is sub-mode i mod ``submodes``) and a calibrated draft's token
-carries ``.m<s>p<q>[x]`` (sub-mode written for, cluster purity in ninths, ``x`` for a re-draft
-after dedup refused the stock wording); truth adds ``cross_submode``, ``misapply_cost``,
-``impurity_cost``, ``idea_share`` and ``redraft_helpful_drop``; routing adds
-``route_preference`` (NONE competes with weight 1) and ``route_easy_p0`` / ``route_hard_bias``;
-``p`` scales a positive effect on a train task by ``train_lift`` (routing and the Critic read
-the unscaled effect).
+The calibrated world (the default; ``legacy`` turns every mechanism off and draws exactly the
+world it drew before) adds the mechanisms its ``SimSettings`` fields describe: partner types 2i
+and 2i+1, sub-modes (phrase i is sub-mode i mod ``submodes``), misapplication, impurity, ideas,
+re-drafts, routing preference (NONE competing with weight 1) and ``train_lift`` (routing and the
+Critic read the unscaled effect). A calibrated draft's token carries ``.m<s>p<q>[x]``: the
+sub-mode written for, the cluster's purity in ninths, ``x`` for a re-draft after dedup refused
+the stock wording.
 """
 
 from __future__ import annotations
@@ -292,9 +289,7 @@ class World:
         n = len(tokens)
         if n == 0:
             return []
-        engage = 1.0
-        if task.p0 >= self.easy_p0:
-            engage = 1.0 - self.spec.route_hard_bias
+        engage = 1.0 - self.spec.route_hard_bias if task.p0 >= self.easy_p0 else 1.0
         aimed = [i for i, tok in enumerate(tokens)
                  if tok is not None and self.skill_truth(tok).target == task.type]
         probs = [engage * self.spec.route_noise / n] * n
