@@ -1,13 +1,11 @@
-"""Waiting on ``actors.pools.ResilientPool`` results, through the pool's public API only (its
-queueing, healing, batching and placement stay in ``actors/pools.py``).
+"""Waiting on ``actors.pools.ResilientPool`` results, through the pool's public API only.
 
 Contracts:
 - ``drain(pools, handle)`` is the one ``ray.wait`` loop: every finished result goes to
-  ``handle(pool, result)``, which may submit more work (solver result -> grader job), until all
-  pools are idle. Each pass checks the pools' start-up (``check_started``), so an actor that
-  cannot start stops the loop with ``ActorStartError`` / ``ActorStartTimeout``; the results of
-  one wait are handled inside every pool's ``held()``, so the work they submit leaves in full
-  calls and is placed as a whole.
+  ``handle(pool, result)``, which may submit more work, until all pools are idle. Each pass
+  checks the pools' start-up, so an actor that cannot start stops the loop with
+  ``ActorStartError`` / ``ActorStartTimeout``; one wait's results are handled inside every
+  pool's ``held()``, so the work they submit leaves in full calls, placed as a whole.
 - ``map_unordered`` and ``call_one`` (a healed pool of one: how the loop drives the stateful
   Synthesizer, so a dead one is replaced, not fatal) rest on it.
 

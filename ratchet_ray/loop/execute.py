@@ -212,14 +212,9 @@ class SplitRunner:
 
 
 class SplitRound:
-    """The state of one split of one round while its results arrive: one method per event.
-
-    ``on_result`` dispatches each pool result to ``solved`` / ``graded`` (the task's own attempt)
-    or ``probe_solved`` / ``probe_graded`` (its counterfactual NONE attempt). The runner gives the
-    split's settings and pools and is only read; what changes as results arrive lives here: the
-    solver outputs waiting for their grade, the infra-failure capsules the breaker holds back,
-    the tasks a spent budget cancelled.
-    """
+    """The state of one split of one round while its results arrive, one method per event
+    (``on_result`` dispatches to ``solved`` / ``graded`` or, for the counterfactual NONE attempt,
+    ``probe_solved`` / ``probe_graded``). The runner is only read; what changes lives here."""
 
     def __init__(self, runner: SplitRunner, split: str, round_: int, total: int,
                  sink: EvidenceSink):

@@ -309,12 +309,11 @@ def curate(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
         decisions = ray.get(ctx.actors.bank.curate.remote(round_))
         done = {"decisions": [d.to_dict() for d in decisions]}
         ctx.run.write_round_json(round_, CURATE_FILE, done)
-    summary.skills_retired = [d["skill_id"] for d in done["decisions"] if d["action"] == "retire"]
-    # The Curator's tampering rule (curator.retire_on_tampering): said loudly, not just counted.
-    tampered = [d for d in done["decisions"] if d["action"] == "retire"
-                and d["reason"].startswith(f"{TAMPERING_REASON}:")]
-    cheated = [d for d in done["decisions"] if d["action"] == "retire"
-               and d["reason"].startswith(f"{CHEAT_REASON}:")]
+    retired = [d for d in done["decisions"] if d["action"] == "retire"]
+    summary.skills_retired = [d["skill_id"] for d in retired]
+    # The Curator's tampering and cheat rules: said loudly, not just counted.
+    tampered = [d for d in retired if d["reason"].startswith(f"{TAMPERING_REASON}:")]
+    cheated = [d for d in retired if d["reason"].startswith(f"{CHEAT_REASON}:")]
     for d in [*tampered, *cheated]:
         log.warning("round %d: skill %s retired: %s", round_, d["skill_id"], d["reason"])
     extra = f" ({len(tampered)} for tampering)" if tampered else ""

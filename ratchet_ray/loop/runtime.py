@@ -103,22 +103,16 @@ class Models:
 
 
 LOCAL_RAY_SYSTEM_CONFIG = {"prestart_worker_first_driver": False, "worker_niceness": 0}
-"""Ray's settings for the runtime a local run starts: no idle worker started ahead for the first
-driver (one per CPU otherwise). A run starts its actors when it needs them; a worker started
-ahead that no actor takes costs an import of Ray (1-2 s of CPU) and its memory. Workers at the
-driver's priority (Ray's default is nice 15): a SWE-bench Grader mostly waits on Docker, and at
-nice 15 each of its few milliseconds of work waits behind every busy process of normal priority
-on a loaded machine, while the containers it starts run at the daemon's priority
-(docs/benchmarks.md, SWE-bench under load). A cluster sets it on ``ray start``
-(``RAY_worker_niceness=0``)."""
+"""Ray's settings for a local run's runtime: no idle worker started ahead for the first driver
+(one per CPU otherwise; one no actor takes costs 1-2 s of CPU and its memory), and workers at the
+driver's priority, not nice 15, so a Grader's few milliseconds of work do not wait behind every
+busy process of a loaded machine (docs/benchmarks.md, SWE-bench under load). A cluster sets it
+on ``ray start`` (``RAY_worker_niceness=0``)."""
 
 
 def connect_ray(address: str | None = None) -> bool:
     """Join ``address``, else ``RAY_ADDRESS`` if set, else start a loopback-only local Ray; True
-    if it started Ray. The library's one ``ray.init`` in a driver (``session.ray_session`` calls
-    it; the doctor's and the sweep's probes are scripts of their own processes). An address
-    where nothing listens, or a head left running that a local start would join, is
-    ``RayStartError`` before ``ray.init`` (``ray_address.ray_problem``)."""
+    if it started Ray. What ``check_ray`` refuses is refused before ``ray.init``."""
     if ray.is_initialized():
         return False
     check_ray(address)
@@ -140,10 +134,9 @@ def connect_ray(address: str | None = None) -> bool:
 
 
 def check_ray(address: str | None = None) -> None:
-    """``RayStartError`` when the Ray that ``connect_ray(address)`` would reach cannot be
-    reached (``ray_address.ray_problem``); nothing when Ray is connected already. Takes about a
-    millisecond (three seconds at most), starts nothing: entry points call it before they
-    create anything."""
+    """``RayStartError`` when the Ray ``connect_ray(address)`` would reach cannot be reached
+    (``ray_address.ray_problem``); nothing when connected already. Starts nothing and takes
+    three seconds at most, so entry points call it before they create anything."""
     if ray.is_initialized():
         return
     problem = ray_problem(address)
@@ -228,9 +221,9 @@ class Runtime:
 
 
 def release_run(run_id: str) -> list[str]:
-    """Kill every named actor of run ``run_id`` that outlives its creator: the SkillBank, the
-    per-node model servers and the run's own rate limiters (a shared ``llm.limiter_scope`` is
-    left to whoever set it). Called when a run ends, however it ends; returns their names."""
+    """Kill every named actor of run ``run_id`` that outlives its creator (the SkillBank, model
+    servers, the run's own rate limiters, not a shared ``llm.limiter_scope``); returns their
+    names."""
     from actors.llm_server import release_llm_actors
 
     released = release_llm_actors(run_id)
@@ -241,10 +234,8 @@ def release_run(run_id: str) -> list[str]:
 
 def make_pool(role: str, config: LoopConfig, make_actor: Callable[[], Any], size: int,
               **kwargs: Any) -> ResilientPool:
-    """A ``ResilientPool`` of ``role`` actors with the run's start-up and setup bounds
-    (``config.infra``), the role's resources (named when an actor cannot be placed) and the
-    suite's placement for the role (``suites.hooks.placement``: locality, e.g. a job on the
-    node that holds its image)."""
+    """A ``ResilientPool`` of ``role`` actors with the run's bounds (``config.infra``), the
+    role's resources and the suite's placement for the role (``suites.hooks.placement``)."""
     from ratchet_ray.suites.hooks import placement
 
     return ResilientPool(make_actor, size, name=role, resources=actor_options(role, config.suite),

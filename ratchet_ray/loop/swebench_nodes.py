@@ -1,20 +1,17 @@
-"""The suite's readings of every Docker node, taken by tiny Ray tasks pinned to each: the
-loop's per-round report (``round_report``, the suite's hook, registered in ``registration.py``)
-and what ``ratchet swe validate`` prints and records of the nodes.
+"""The SWE-bench suite's readings of every Docker node, taken by tiny Ray tasks pinned to each: the
+loop's per-round report (the suite's ``round_report`` hook) and what ``ratchet swe validate``
+records of the nodes. It uses Ray, so it lives in the loop's layer (the registration names it
+by string); the plain data it merges is ``suites.swebench.cache_report``.
 
 Contracts:
 - ``image_reports(settings)``: every alive node offering ``docker`` reads its image-cache report
-  (``image_cache.node_report``), merged to one entry per index (``cache_report``); only
-  informative: any failure is one entry ``{"node": "?", "error": why}``.
+  (``image_cache.node_report``), merged to one entry per index; only informative: any failure
+  is one entry ``{"node": "?", "error": why}``.
 - ``round_report(config, start)``: at a round's start (``start`` None) the readings; at its end
-  ``{"image_cache": cache_report.round_delta}`` for the round's ``summary.json``, with
-  ``"quarantine"`` when the run has one (``quarantine.quarantine_report``).
+  ``{"image_cache": cache_report.round_delta}``, with ``"quarantine"`` when the run has one.
 - ``image_digests(settings, names)``: (node id, image name) -> image id on every alive Docker
   node; a node that cannot say is left out.
-
-The SWE-bench suite's code that uses Ray, in the loop's layer: the suite's registration names
-``round_report`` by string, so the suite's own package stays plain library; the plain data it
-merges is in ``suites.swebench.cache_report``."""
+"""
 
 from __future__ import annotations
 

@@ -1,19 +1,15 @@
-"""Config files: the layering of YAML files and ``key.sub=value`` overrides into one ``LoopConfig``.
+"""Config files: the layering of YAML files and ``key.sub=value`` overrides into one ``LoopConfig``
+(the schema itself is ``ratchet_ray.settings.schema``).
 
 Contracts:
 - ``load_config(files, overrides)`` merges the files in order, then the overrides, and resolves
-  the result (``ratchet_ray.suites.resolve_config``: schema, plugins, suite sections, the
-  suite's ``configure`` hook); any problem raises ``ConfigError`` naming the file or override,
-  the key, and the valid keys or values (a suite plugin that cannot be loaded: the registry's
-  one line, naming the module).
-- ``suite_files(suite)`` is the suite's own layer (``configs/<suite>.yaml`` when it exists);
-  every entry point resolves Default -> suite file -> ``--config`` / arm files -> flags and
-  ``--set`` (``layered_files``), so a suite's paper values (e.g. 20 SWE-bench rounds) hold under
-  every arm, the baseline and the subset selection.
-- ``dump_config`` writes the resolved config (``config.yaml`` in the run dir) so that
-  ``load_config([that file])`` reproduces it exactly.
-
-The schema itself (``LoopConfig`` and its sections) is ``ratchet_ray.settings.schema``.
+  the result (``suites.resolve_config``); any problem raises ``ConfigError`` naming the file or
+  override, the key, and the valid keys or values (an unloadable plugin: the registry's line).
+- ``suite_files(suite)`` is the suite's own layer (``configs/<suite>.yaml``); every entry point
+  layers Default -> suite file -> ``--config`` / arm files -> flags and ``--set``
+  (``layered_files``), so a suite's paper values (20 SWE-bench rounds) hold under every arm,
+  the baseline and the subset selection.
+- ``dump_config`` writes the resolved config so that ``load_config([that file])`` reproduces it.
 """
 
 from __future__ import annotations
