@@ -25,6 +25,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ratchet_ray.bank.skill_contract import unique_id
 from ratchet_ray.bank.skill_io import SkillFileError, dump_skill, parse_skill
 from ratchet_ray.storage.fsutil import atomic_write_json
 from ratchet_ray.bank.pack_format import IMPORTS_DIR, PackError, read_pack
@@ -52,13 +53,6 @@ def content_key(skill: Skill) -> str:
     """The skill's text with its id, name and status left out: what 'same content' compares."""
     return dump_skill(skill.model_copy(update={"id": "x", "name": "x",
                                                "status": SkillStatus.ACTIVE}))
-
-
-def _free_id(skill_id: str, taken: set[str]) -> str:
-    n = 2
-    while f"{skill_id}_{n}" in taken:
-        n += 1
-    return f"{skill_id}_{n}"
 
 
 def check_pack(pack: str | Path, suite: str, allow_other_suite: bool = False
@@ -115,7 +109,7 @@ def import_pack(bank, pack: Path, *, round_: int = 0, allow_other_suite: bool = 
             continue
         action, new_id = "added", pack_id
         if pack_id in here:
-            new_id = _free_id(pack_id, taken)
+            new_id = unique_id(pack_id, taken)  # taken holds pack_id: a suffix
             taken.add(new_id)
             action = "renamed"
             skill = skill.model_copy(update={

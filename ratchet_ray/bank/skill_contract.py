@@ -17,7 +17,7 @@ Contracts:
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Collection
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
 
@@ -31,6 +31,16 @@ DRAFT_LIMITS: dict[str, int | tuple[int, int]] = {
     "tags": (4, 40), "preconditions": (3, 120), "applies_when": 300, "key_insight": 400,
     "common_pitfalls": (5, 160), "verify_before_returning": 300,
 }
+
+
+def unique_id(slug: str, taken: Collection[str]) -> str:
+    """``slug``, or ``slug_<n>`` with the smallest n >= 2 not in ``taken``."""
+    if slug not in taken:
+        return slug
+    n = 2
+    while f"{slug}_{n}" in taken:
+        n += 1
+    return f"{slug}_{n}"
 
 
 def _drop_description(schema: dict) -> None:

@@ -1,9 +1,8 @@
 """Turning an LLM's draft into a skill, for new skills and revisions alike.
 
-``slugify`` returns a valid, non-empty skill id; ``unique_id(slug, taken)`` is ``slug`` or
-``slug_<n>`` (smallest free n >= 2); ``draft_to_skill`` validates a draft into an ACTIVE
-synthesized ``Skill`` with a fresh unique id (tags gain ``auto`` and the suite) or raises
-pydantic's ``ValidationError``.
+``slugify`` returns a valid, non-empty skill id; ``draft_to_skill`` validates a draft into an
+ACTIVE synthesized ``Skill`` with a fresh id (``bank.skill_contract.unique_id``; tags gain
+``auto`` and the suite) or raises pydantic's ``ValidationError``.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ import re
 from typing import Collection
 
 from ratchet_ray.llm.base import Reply
-from ratchet_ray.bank.skill_contract import SkillDraft
+from ratchet_ray.bank.skill_contract import SkillDraft, unique_id
 from ratchet_ray.types import Guidance, Skill, SkillStatus
 
 
@@ -21,15 +20,6 @@ def slugify(text: str) -> str:
     slug = re.sub(r"[^a-z0-9_\-]+", "_", text.lower()).strip("_-")
     slug = re.sub(r"_+", "_", slug)[:60].strip("_-")
     return slug or "skill"
-
-
-def unique_id(slug: str, taken: Collection[str]) -> str:
-    if slug not in taken:
-        return slug
-    n = 2
-    while f"{slug}_{n}" in taken:
-        n += 1
-    return f"{slug}_{n}"
 
 
 class DraftError(Exception):

@@ -4,19 +4,12 @@ it without importing the roles)."""
 
 from __future__ import annotations
 
-from pydantic import ConfigDict
-
+from ratchet_ray.bank.skill_contract import DRAFT_CONFIG
 from ratchet_ray.types import Task
 
-
-def _drop_description(schema: dict) -> None:
-    # The schema is shown to the model; class docstrings there are noise (and tokens).
-    schema.pop("description", None)
-
-
-STRUCTURED_CONFIG = ConfigDict(extra="forbid", str_strip_whitespace=True,
-                               json_schema_extra=_drop_description)
-"""The model config of every structured reply a role asks for (strict keys, stripped text)."""
+STRUCTURED_CONFIG = DRAFT_CONFIG
+"""The model config of every structured reply a role asks for, a skill draft's too (strict keys,
+stripped text, no class docstring in the schema the model is shown)."""
 
 
 def supports_prefill(llm: object) -> bool:
