@@ -33,6 +33,15 @@ class NamedQuery:
         return frozenset(re.findall(r"\$([a-z_][a-z0-9_]*)", self.sql))
 
 
+# A counterfactual probe pair: the train task's first attempt, routed to a skill (s), and its
+# later attempt of the same round routed to NONE (n), neither an infrastructure failure.
+_PROBE_PAIRS = """
+        FROM capsule s JOIN capsule n
+          ON s.round = n.round AND s.task_id = n.task_id AND s.split = n.split
+        WHERE s.split = 'train' AND coalesce(s.attempt, 0) = 0 AND s.skill_id <> $none
+          AND coalesce(n.attempt, 0) >= 1 AND n.skill_id = $none
+          AND NOT coalesce(s.infra_failure, false) AND NOT coalesce(n.infra_failure, false)"""
+
 _QUERIES = (
     # ---- spend and usage ----------------------------------------------------------------------
     NamedQuery("llm_spend_total", """
@@ -152,21 +161,11 @@ _QUERIES = (
     NamedQuery("counterfactual_pairs", """
         SELECT s.skill_id, count(*) AS pairs,
                count_if(s.passed AND NOT n.passed) AS wins,
-               count_if(n.passed AND NOT s.passed) AS losses
-        FROM capsule s JOIN capsule n
-          ON s.round = n.round AND s.task_id = n.task_id AND s.split = n.split
-        WHERE s.split = 'train' AND coalesce(s.attempt, 0) = 0 AND s.skill_id <> $none
-          AND coalesce(n.attempt, 0) >= 1 AND n.skill_id = $none
-          AND NOT coalesce(s.infra_failure, false) AND NOT coalesce(n.infra_failure, false)
+               count_if(n.passed AND NOT s.passed) AS losses""" + _PROBE_PAIRS + """
         GROUP BY s.skill_id""",
         "Per probed skill: probe pairs, wins (with passed, without failed) and losses."),
     NamedQuery("probe_outputs", """
-        SELECT s.skill_id, s.output, n.output
-        FROM capsule s JOIN capsule n
-          ON s.round = n.round AND s.task_id = n.task_id AND s.split = n.split
-        WHERE s.split = 'train' AND coalesce(s.attempt, 0) = 0 AND s.skill_id <> $none
-          AND coalesce(n.attempt, 0) >= 1 AND n.skill_id = $none
-          AND NOT coalesce(s.infra_failure, false) AND NOT coalesce(n.infra_failure, false)
+        SELECT s.skill_id, s.output, n.output""" + _PROBE_PAIRS + """
         ORDER BY s.skill_id, s.round, s.task_id""",
         "(skill, output with it, output without it) of every probe pair."),
     # ---- the cheat probe: impossible twins (governance.cheat_probe) ----------------------------
