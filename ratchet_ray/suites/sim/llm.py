@@ -51,7 +51,6 @@ _PATTERN = re.compile(r"Recurring failure pattern \(\d+ examples shown\): (.*?)(
 # The health check of ``ratchet doctor`` and the run's preflight.
 LIVENESS_PROMPT = "Reply with OK."
 _SIZE = re.compile(r"Recurring failure pattern .*? \(x(\d+)\)$", re.MULTILINE)
-_CARD_ID = re.compile(r"^- ([a-z0-9][a-z0-9_\-]*): ", re.MULTILINE)
 ATTRIBUTIONS = ("helped", "hurt", "neutral", "inapplicable")
 # The sub-mode and purity segment of a calibrated world's token (``World.make_token``).
 STOCK_RE = re.compile(r"\.m(\d)p\dx?")
@@ -226,7 +225,7 @@ class SimLLM:
         # is the first-seen of equally frequent paraphrases, so its words may not be used).
         size = _SIZE.search(prompt)
         feedback = _feedback_count(prompt)
-        existing = (sorted(_CARD_ID.findall(prompt.split(EXISTING, 1)[1]))
+        existing = (sorted(i for i, _ in _CARD.findall(prompt.split(EXISTING, 1)[1]))
                     if EXISTING in prompt else [])
         submode = purity = None
         if world.calibrated:
