@@ -74,13 +74,9 @@ def _row(suite: str, task_id: str, probe: int, outcome: Any, grade: Any, failure
 
 
 class ProbeRun:
-    """The baseline's probes while their results arrive: one method per event.
-
-    A probe is solved, then graded; an infrastructure failure of either step is tried again
-    (the solve, or the grade of the same answer) up to ``INFRA_ATTEMPTS`` attempts in all, and
-    its row then records the last failure. Rows are appended to ``sink`` as probes finish; an
-    infra-failure row is held until the job ends below the breaker's threshold
-    (``release_held``)."""
+    """The baseline's probes while their results arrive, one method per event (retries: the
+    module contract). Rows go to ``sink`` as probes finish; an infra-failure row is held until
+    the job ends below the breaker's threshold (``release_held``)."""
 
     def __init__(self, suite: str, solvers: Any, graders: Any, shared: dict[str, Any],
                  sink: Any, breaker: Any):

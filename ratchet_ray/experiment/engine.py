@@ -1,11 +1,7 @@
 """The keep/revert experiment loop against a frozen evaluator (``ratchet experiment run``).
 
-One iteration: propose ONE change -> apply it -> only editable paths changed? (else
-``policy_violation``, reverted, no commit) -> commit the candidate -> evaluator unchanged? -> run
-the evaluator under the per-experiment budget (crash/timeout: up to ``max_fix_attempts`` fixes,
-then ``crash``) -> keep if no veto, the scalar beats the best by more than the noise margin and
-nothing safety-critical changed (else ``needs_review``: never merged), else reset to the
-pre-experiment commit -> append the ledger row. The user-facing rules: docs/experiment-loop.md.
+One iteration (propose, apply, vet the paths, commit, evaluate with bounded fixes, decide, the
+ledger row) is ``iteration.IterationSteps``'; the user-facing rules: docs/experiment-loop.md.
 
 Contracts of ``ExperimentEngine(settings, proposer).run()``:
 - Works in ``settings.repo`` on the branch ``experiment/<name>`` (created from HEAD when

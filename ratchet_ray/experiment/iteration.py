@@ -1,9 +1,10 @@
 """One iteration of the experiment loop (a mixin of ``ExperimentEngine``; see ``engine``).
 
 propose -> apply -> vet the changed paths (``policy_violation``: restored, no commit) -> commit
-the candidate -> evaluate (crash/timeout: bounded fixes) -> keep / revert / veto / crash -> the
-ledger row. Every path out of an attempt leaves the worktree equal to HEAD, and HEAD equal to
-the last kept commit.
+the candidate -> evaluator unchanged? -> evaluate (crash/timeout: up to ``max_fix_attempts``
+fixes, then ``crash``) -> keep (no veto, a gain beyond the noise margin) / ``needs_review`` /
+revert / veto / crash -> the ledger row. Every path out of an attempt leaves the worktree equal
+to HEAD, and HEAD equal to the last kept commit.
 """
 
 from __future__ import annotations

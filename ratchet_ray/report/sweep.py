@@ -83,14 +83,11 @@ def arm_curves(runs: list[RunData]) -> dict[str, dict[str, Any]]:
 
 def arm_headlines(runs: list[RunData]) -> list[dict[str, Any]]:
     """Per arm: seeds and round-0 / peak / rolling-gain mean ± std (module contracts)."""
-    table = []
-    for arm, group in _by_arm(runs):
-        row: dict[str, Any] = {"arm": arm, "seeds": [r.identity.get("seed") for r in group],
-                               "rounds": [len(r.rounds) for r in group]}
-        for name in ("round0", "peak", "rolling_gain"):
-            row[name] = mean_std(getattr(r.metrics, name) for r in group)
-        table.append(row)
-    return table
+    return [{"arm": arm, "seeds": [r.identity.get("seed") for r in group],
+             "rounds": [len(r.rounds) for r in group],
+             **{name: mean_std(getattr(r.metrics, name) for r in group)
+                for name in ("round0", "peak", "rolling_gain")}}
+            for arm, group in _by_arm(runs)]
 
 
 @dataclass

@@ -1,28 +1,23 @@
 """Optional MLflow tracking of a run: params, per-round metrics, the report and the skill YAMLs
-(what is logged: docs/report.md, "MLflow tracking").
+(what is logged, and how to view it: docs/report.md, "MLflow tracking").
 
 Contracts:
 - Off by default; on when ``tracking.enabled``, ``tracking.mlflow_uri`` or
   ``$RATCHET_MLFLOW_URI`` is set (the setting wins). Without a URI the store is
-  ``sqlite:///<results_dir>/mlflow.db`` (artifacts in ``<results_dir>/mlartifacts``); a
-  ``file:`` URI is accepted.
-- ``start_tracking(config, run_dir)`` returns the no-op ``Tracker`` when off, else an
-  ``MlflowTracker`` whose MLflow calls all run on its own daemon thread: the driver only
-  enqueues (``round_done``) once the round is on disk, so tracking neither fails nor slows the
-  loop. A failure is one WARNING line and the tracker stops; requests use
-  ``tracking.timeout_s`` and at most one retry; ``close(finished)`` waits at most
-  ``tracking.timeout_s`` (plus the report upload) and never raises.
+  ``sqlite:///<results_dir>/mlflow.db``; a ``file:`` URI is accepted.
+- ``start_tracking(config, run_dir)``: the no-op ``Tracker`` when off, else an ``MlflowTracker``
+  whose MLflow calls all run on its own daemon thread (the driver only enqueues a durable
+  round), so tracking neither fails nor slows the loop. A failure is one WARNING line and the
+  tracker stops; requests use ``tracking.timeout_s`` and one retry; ``close(finished)`` waits
+  at most ``2 x tracking.timeout_s`` and never raises.
 - ``tracking_problems(config, env)``: what the entry points check before a run, one line each
-  naming the URI's source and the fix (the ``mlflow`` package, a scheme in ``KNOWN_SCHEMES``,
-  an ``http(s)`` server answering within ``tracking.timeout_s``, a ``sqlite`` file's folder);
-  empty when off.
-- One MLflow run per run dir, its id kept in ``<run_dir>/mlflow_run.json`` (a resume logs into
-  it); a sweep's run (``<sweep>/sweep.json`` above it) is nested under one parent run, found
-  by its ``ratchet.sweep`` tag or created under a lock file in the sweep folder.
+  naming the URI's source and the fix; empty when off.
+- One MLflow run per run dir, its id in ``<run_dir>/mlflow_run.json`` (a resume logs into it); a
+  sweep's run (``<sweep>/sweep.json`` above it) is nested under one parent run, found by its
+  ``ratchet.sweep`` tag or created under a lock file in the sweep folder.
 - Params: the resolved config as dotted keys; metrics per round (step = round) from the round
-  summary and the round's ``llm_call`` evidence (``tokens_<role>``, ``cost_usd_<role>``);
-  artifacts ``skills/*.yaml`` (every round), ``meta-skills/*.md`` and, at ``close``,
-  ``report.html``.
+  summary and its ``llm_call`` evidence; artifacts ``skills/``, ``meta-skills/`` and, at
+  ``close``, ``report.html``.
 """
 
 from __future__ import annotations

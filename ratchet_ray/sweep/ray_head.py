@@ -68,11 +68,9 @@ def ray_executable() -> str:
 
 
 def ensure_auth_token(env: Mapping[str, str]) -> None:
-    """Under ``RAY_AUTH_MODE=token`` in ``env``, make sure the token a head and its clients read
-    exists, generating ``~/.ray/auth_token`` with ``ray get-auth-token --generate`` when none is
-    found (a no-op when one is). ``ray start --head`` never generates it, only a local
-    ``ray.init()`` does, so on a fresh machine the head would otherwise refuse to start.
-    Raises ``RayHeadError`` quoting Ray when the token cannot be made."""
+    """Under ``RAY_AUTH_MODE=token`` in ``env``, generate ``~/.ray/auth_token`` (``ray
+    get-auth-token --generate``) when Ray would find no token: ``ray start --head`` never makes
+    one, so a fresh machine's head would refuse to start. ``RayHeadError`` quotes Ray's failure."""
     if env.get("RAY_AUTH_MODE", "").lower() != "token" or _has_auth_token(env):
         return
     done = subprocess.run([ray_executable(), "get-auth-token", "--generate"], env=dict(env),
