@@ -70,8 +70,7 @@ def check_pack(pack: str | Path, suite: str, allow_other_suite: bool = False
 
 def import_pack(bank, pack: Path, *, round_: int = 0, allow_other_suite: bool = False,
                 probation: bool = True) -> list[ImportLine]:
-    """Import ``pack`` into ``bank`` (a ``SkillBank``; module contract); one line per pack
-    skill."""
+    """Import ``pack`` into ``bank`` (module contract): one line per pack skill."""
     manifest, texts = check_pack(pack, bank.config.suite, allow_other_suite)
     source = manifest.get("source") or {}
     incoming = {}

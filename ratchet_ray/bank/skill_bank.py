@@ -164,8 +164,7 @@ class SkillBank:
 
     def _make_room(self, round_: int, stats: dict[str, SkillStats] | None, extra: int = 1
                    ) -> list[str] | None:
-        """Evict whom ``governance.capacity`` names until ``extra`` more ACTIVE skills fit;
-        None (and no change) if impossible."""
+        """Evict so ``extra`` more ACTIVE skills fit (``governance.capacity``); None: impossible."""
         plan = capacity.evictions(self.active(), lambda: self.stats() if stats is None else stats,
                                   self.config.curator, round_=round_, store=self.log.store,
                                   probation=self.probation, extra=extra)
@@ -433,8 +432,7 @@ class SkillBank:
         return max(active, key=lambda m: (m.created_round, m.id)) if active else None
 
     def add_metaskill(self, meta: MetaSkill, *, round_: int) -> None:
-        """Store ``meta`` as the suite's ACTIVE meta-skill, deprecating the previous one
-        (``meta_added`` / ``meta_retired`` events; nothing is deleted)."""
+        """Store ``meta`` as the suite's ACTIVE meta-skill, deprecating the previous one."""
         if meta.id in self._metas:
             raise BankError(f"meta-skill id {meta.id!r} already exists; choose a new id")
         for old in [m for m in self._metas.values() if m.suite == meta.suite and m.status is ACTIVE]:

@@ -142,8 +142,7 @@ def mcnemar_exact(b: int, c: int) -> float:
 def paired_comparison(arm: str, runs: Mapping[int, Outcomes], default: Mapping[int, Outcomes],
                       window: int = ROLLING_WINDOW, samples: int = BOOTSTRAP_SAMPLES,
                       seed: int = BOOTSTRAP_SEED) -> PairedComparison | None:
-    """The arm against the Default on their shared seeds (module contract); None when they
-    share no seed, no round or no task."""
+    """The arm against the Default on shared seeds (module contract); None if nothing is shared."""
     seeds = sorted(set(runs) & set(default))
     pairs = []  # per seed: (arm matrix, default matrix, window, rounds)
     for s in seeds:

@@ -89,8 +89,7 @@ def tampering_capsules(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 
 def suspicious_capsules(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """Every capsule whose trace records a static screen's suspicion (never a verdict), with
-    its route, status and trace."""
+    """Every capsule whose trace records a static screen's suspicion (never a verdict)."""
     return nq.fetch_dicts(con, "suspicious_capsules", pattern=SUSPICION_LIKE)
 
 

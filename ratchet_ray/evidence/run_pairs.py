@@ -72,8 +72,7 @@ def _identity(run_dir: Path) -> tuple[int, list[str]]:
 
 
 def check_paired(reference: Path, other: Path) -> int:
-    """The seed both runs share; ``NotPaired`` naming the difference when seed or eval tasks
-    differ."""
+    """The seed both runs share, else ``NotPaired`` naming what differs."""
     seed_a, ids_a = _identity(reference)
     seed_b, ids_b = _identity(other)
     if seed_a != seed_b:

@@ -77,8 +77,7 @@ def activity(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, int], dict[str, 
 
 def dead_weight(con: duckdb.DuckDBPyConnection, skills: Iterable[Skill], k: int,
                 current_round: int | None = None) -> dict[str, DeadWeight]:
-    """The ACTIVE skills that are dead weight at ``current_round`` (default: the evidence's
-    last round), by id (module contract)."""
+    """The ACTIVE skills that are dead weight at ``current_round`` (default: the last), by id."""
     if k < 1:
         raise ValueError(f"dead-weight rounds k={k}: use 1 or more (curator.dead_weight_rounds)")
     now = last_round(con) if current_round is None else current_round

@@ -97,8 +97,7 @@ class RollbackGate:
 def restored(current: Mapping[str, Skill], snapshot: Iterable[Skill],
              tampered: Mapping[str, TamperingStats], cheated: Mapping[str, CheatStats],
              settings: CuratorSettings) -> dict[str, Skill]:
-    """``{skill id: the skill a restore brings back}`` for every skill of the bank or the
-    snapshot (module contract), sorted by id."""
+    """``{skill id: what a restore brings back}`` for every skill of bank or snapshot, by id."""
     wanted = {s.id: s for s in snapshot}
     out = {}
     for skill_id in sorted(set(current) | set(wanted)):

@@ -224,8 +224,7 @@ class MiniLM:
 
     def embed(self, texts: Sequence[str], batch_size: int = 64,
               threads: int | None = None) -> np.ndarray:
-        """Unit float32 vectors of ``texts`` in their order, with at most ``threads`` BLAS
-        threads (module contracts)."""
+        """Unit float32 vectors of ``texts`` in order, using at most ``threads`` BLAS threads."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if threads is None:

@@ -64,8 +64,7 @@ def make_llm(settings: LLMSettings, backend: str | None = None, *,
 
 def make_embedder(settings: LLMSettings, backend: str | None = None, *,
                   services: LLMServices = IN_PROCESS) -> Embedder:
-    """The embedder for ``backend`` (default ``settings.embedder``, else ``settings.backend``)
-    over ``services``."""
+    """The embedder for ``backend`` (default ``settings.embedder``, else ``settings.backend``)."""
     backend = _check(backend or settings.embedder or settings.backend)
     if backend == "local":
         from ratchet_ray.llm.local import LocalConfig, MiniLMEmbedder

@@ -172,8 +172,7 @@ class Synthesizer(Reviser):
     def _author(self, pattern: str, size: int, examples: list[str], existing: list[Skill],
                 metaskill: MetaSkill | None, add_skill: Callable[..., Any],
                 taken: set[str], outcome: SynthOutcome, round_: int = 0) -> Skill | None:
-        """Draft -> validate -> add, re-prompting on what the bank refuses (``roles.reprompt``).
-        Returns the added skill."""
+        """Draft -> validate -> add, re-prompting on refusals (``roles.reprompt``)."""
         label = f"{pattern} (x{size})"
 
         def draft(attempt: int, feedback: Sequence[str]) -> SkillDraft:

@@ -70,8 +70,7 @@ def run_leak_index(config: LoopConfig, train_ids: Iterable[str] | None = None,
 
 def guarded_adder(add_skill: Callable[..., Any], index: LeakIndex, threshold: float
                   ) -> Callable[..., Any]:
-    """``add_skill`` behind the leakage guard (module contract); keyword arguments (the
-    Synthesizer's ``sources``) pass through to ``add_skill``."""
+    """``add_skill`` behind the leakage guard (module contract), passing ``sources`` through."""
     from ratchet_ray.bank.skill_events import AddResult
 
     def add(skill: Skill, **kwargs: Any) -> Any:
