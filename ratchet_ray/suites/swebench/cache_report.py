@@ -2,10 +2,9 @@
 each round's summary (the Ray tasks that read the nodes are ``loop.swebench_nodes``'s).
 
 Contracts:
-- ``merge_readings(readings)``: ``image_cache.node_report`` readings (each with its
-  ``lock_dir``) as one entry per index, sorted by node: Ray nodes of one host that share an index
-  are one entry (``ray_nodes`` counts them); a host with several indexes names each entry
-  ``host:lock_dir``.
+- ``merge_readings(readings)``: ``image_cache.node_report`` readings as one entry per index,
+  sorted by node: Ray nodes of one host sharing an index are one (``ray_nodes`` counts them); a
+  host with several indexes names each ``host:lock_dir``.
 - ``round_delta(start, end)``: per node of ``end``, each counter's change since ``start``
   (``image_cache.COUNTERS``) and the cache use at the end (``USE_KEYS``); a node absent from
   ``start`` counts from its index's totals (``"since": "index start"``); an entry with an

@@ -1,2 +1,2 @@
-"""The patch Solver of the SWE-bench suite: the agentic shell loop (``solver``) and its prompts
-and action schema (``prompts``)."""
+"""The patch Solvers of the SWE-bench suite: the in-house shell agent (``solver``, ``prompts``)
+and mini-swe-agent (``mini_swe``)."""

@@ -8,7 +8,6 @@ Contracts:
 - ``agent_messages(task, skill, steps, settings)``: a system message (the routed skill's guidance
   as its preamble — the CLAUDE.md analogue — then the rules) and one user message holding the
   issue and the newest steps that fit in ``settings.max_prompt_chars``.
-- ``single_call_messages(task, skill, files, context)``: one request for a unified diff.
 - ``extract_diff(text)``: the diff in a reply (a ```diff block, else from the first
   ``diff --git``/``--- `` line), or "" when there is none.
 """
@@ -113,6 +112,7 @@ def agent_messages(task: Task, skill: Skill | None, steps: Sequence[Step],
 
 
 def single_call_messages(task: Task, skill: Skill | None, files: str, context: str) -> list[Message]:
+    """One request for a unified diff (``files``: the file list; ``context``: named files)."""
     system = skill_preamble(skill) + (
         "# Task\nWrite a patch that fixes the issue below. Reply with only a unified diff in git "
         "format (diff --git a/PATH b/PATH, ---/+++ lines, @@ hunks with 3 lines of context) "

@@ -5,8 +5,7 @@ with ``HISTORY_SCRIPT`` run over its repository and marks it ``HISTORY_LABEL``.
 
 Contracts:
 - ``history_dockerfile(image, base_commit, user, repo)``: ``FROM image``, the script run as root
-  (the image's ``user`` restored after), ``HISTORY_LABEL`` set to ``history_mark(base_commit)``;
-  a ``base_commit`` that is not a hex commit id raises ``ValueError``.
+  (``user`` restored after), ``HISTORY_LABEL`` set; ``ValueError`` for a non-hex ``base_commit``.
 - What the script leaves, or it fails (exit 3, the reason on stderr) and the build with it:
   - HEAD is ``base_commit`` (an image whose HEAD is elsewhere is refused), on its branch when it
     was on one (no other branch), else detached;

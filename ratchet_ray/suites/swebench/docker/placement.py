@@ -3,11 +3,10 @@
 
 Contracts:
 - ``placement(config, role)``: an ``ImagePlacement`` for the Solver and Grader pools, else None.
-- ``ImagePlacement.key(method, item)``: the image name (``images.image_name``) of a job whose
-  item is a task (``run``, ``grade``), else None.
-- ``ImagePlacement.held_here()``, run on a node: the images its image-cache index lists
-  (``image_cache.held_images``): what the node's workers built, pulled or found ready and did
-  not remove, not what a Docker daemon shared by several nodes holds. Unreadable: none.
+- ``ImagePlacement.key(method, item)``: the image name of a job whose item is a task, else None.
+- ``ImagePlacement.held_here()``, run on a node: the images its image-cache index lists (what
+  the node's workers built, pulled or found ready and kept, not what a Docker daemon shared by
+  several nodes holds); unreadable: none.
 """
 
 from __future__ import annotations

@@ -7,10 +7,10 @@ Contracts:
 - ``suspicion(instance, patch)``: the grade's note (``evidence.tampering.SUSPICION_PREFIX``
   then the quoted lines), or None. Repositories whose code under test is pytest
   (``sentinel.HARNESS_REPOS``) are not screened.
-- ``screen(patch, skip)``: the added lines (``path:line: text``, at most ``LINE_CHARS``) of
-  files not in ``skip`` (harness files the guard restores anyway) that name pytest's internals
-  or the run's plumbing (``PATTERNS``), and lines that walk the garbage collector or frames in a
-  patch that also names pytest, JUnit, outcomes or reports; empty when nothing was found.
+- ``screen(patch, skip)``: the added lines (``path:line: text``) of files not in ``skip`` (harness
+  files the guard restores anyway) that name pytest's internals or the run's plumbing
+  (``PATTERNS``), and lines that walk the garbage collector or frames in a patch that also names
+  pytest, JUnit, outcomes or reports.
 """
 
 from __future__ import annotations

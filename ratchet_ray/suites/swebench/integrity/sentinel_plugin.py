@@ -19,10 +19,9 @@ What it records (``<RESULT_STEM>.<pid>.json``, written at session start and at u
   ``exitstatus``: pytest's; ``checks``: how many full and quick comparisons, and their seconds.
 
 It looks at session start (the baseline), after collection, after every test and at session end
-(always in full then). Before and after each test a quick check compares, by identity, what a
-full comparison reads with a snapshot; only when anything differs does it compare in full with
-the baseline: a full comparison is a function of exactly that state, so nothing still in place
-at the end of a test is missed. Code in the same process can defeat it: a tripwire, not a proof.
+(in full then). Before and after each test a quick check compares by identity what a full
+comparison reads with a snapshot, and compares in full only when anything differs: nothing still
+in place at the end of a test is missed. Code in the same process can defeat it: a tripwire, not a proof.
 """
 
 import builtins

@@ -4,13 +4,12 @@ sentinel plugin (the static screen, a suspicion only, is ``screen``'s).
 Contracts:
 - ``Protections.prepare(box, instance, eval_script, markers, runner, log, plant=...)``, after
   the restore and before the eval script: reads the graded tests' files at the base commit in
-  one exec (``read_step``: its command, for a caller that batches it), applies the test patch on
-  the host (``texts``), and stages what root writes into each just before the tests,
-  ``plant(texts)`` (default unchanged): every session writes the same files the same way, a
-  canary session's with one test mutated. ``located``: the graded tests found in them.
-  ``files`` (the staged texts, 0600 under ``<root>/stage-<random>/``, and the sentinel's module)
-  go in with the eval script in one archive; ``extras`` is what ``verdict.instrument`` adds (a
-  failed write stops the script before the tests). The sentinel is pytest's alone.
+  one exec, applies the test patch on the host (``texts``), and stages what root writes into
+  each just before the tests, ``plant(texts)`` (default unchanged): every session writes the
+  same files the same way, a canary session's with one test mutated. ``files`` (the staged
+  texts, 0600 under ``<root>/stage-<random>/``, and the sentinel's module) go in with the eval
+  script in one archive; ``extras`` is what ``verdict.instrument`` adds. The sentinel is
+  pytest's alone.
 - ``judge(result, statuses, exit_code, log, test_log)``: a sentinel finding is
   ``test_tampering`` whatever the tests said; a resolution the sentinel cannot vouch for is
   ``results_mismatch``, and so, for a log runner, is a test the log reports failed and then

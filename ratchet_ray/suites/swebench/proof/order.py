@@ -5,8 +5,7 @@ entropy (``secrets``, not the run's seed).
 Contracts:
 - ``Plan``: one session to run: its ``label``, the ``mutants`` planted in it, and ``primary``:
   the session whose verdict is the grade's (the real one, or the twin), which always runs.
-- ``shuffled(plans, rng=None)``: the plans in a random order (``rng`` defaults to
-  ``secrets.SystemRandom()``).
+- ``shuffled(plans, rng=None)``: the plans in a random order (default ``secrets.SystemRandom()``).
 - ``run_in_order(plans, run, parallel, settled)``: ``run(plan)`` for each plan, started in the
   given order, ``parallel`` at once; once ``settled(plan, session)`` holds for a finished
   session, plans not yet started are skipped, but the primary. ``{label: Session}`` of those

@@ -136,25 +136,10 @@ class DifferentialProof:
             if not real.result.passed:
                 return real.result, real, False
             return self._without_canaries(ctx, real, record), real, False
-        plans = [Plan("real", primary=True),
-                 *(Plan(f"canary {i}", (m,)) for i, m in enumerate(chosen, 1))]
-        order = shuffled(plans)
-        parallel = self.sessions_at_once(len(plans))
-        log(f"differential: the real session and {len(chosen)} canary session(s) in a random "
-            f"order, {parallel} at once: " + "; ".join(
-                p.label + (f" ({p.mutants[0].describe()})" if p.mutants else "") for p in order))
-        began = time.monotonic()
-
-        def run(plan: Plan) -> Session:
-            if plan.primary:
-                return real_session()
-            return self.canary(ctx, patch, log_dir, log, int(plan.label.split()[-1]),
-                               list(plan.mutants))
-
-        sessions = run_in_order(order, run, parallel, primary_blocked(plans[0], record.statuses))
-        wall = time.monotonic() - began
-        real = sessions["real"]
-        canaries = [(m, sessions[p.label]) for p, m in zip(plans[1:], chosen) if p.label in sessions]
+        real, canaries, parallel, wall = self.beside(
+            ctx, patch, log_dir, log, Plan("real", primary=True), real_session, chosen,
+            record.statuses, f"differential: the real session and {len(chosen)} canary "
+            "session(s) in a random order")
         skipped = len(chosen) - len(canaries)
         cost = (f"cost: real session {real.seconds:.1f}s; {len(canaries)} canary session(s) "
                 f"{wall:.1f}s wall with the real one ({sum(x.seconds for _, x in canaries):.1f}s "
@@ -170,6 +155,30 @@ class DifferentialProof:
         log(cost)
         verdict.trace = f"{verdict.trace}\n{cost}"
         return verdict, real, True
+
+    def beside(self, ctx: Context, patch: str, log_dir: Path, log: InstanceLog, primary: Plan,
+               run_primary: Callable[[], Session], chosen: list[Mutant],
+               statuses: dict[str, str], intro: str
+               ) -> tuple[Session, list[tuple[Mutant, Session]], int, float]:
+        """``primary``'s session and a canary session per mutant of ``chosen``, in a random order,
+        started together (``order``; ``statuses``: gold's, for ``primary_blocked``), logged after
+        ``intro``: ``(primary's session, the canaries that ran, sessions at once, wall s)``."""
+        plans = [primary, *(Plan(f"canary {i}", (m,)) for i, m in enumerate(chosen, 1))]
+        order = shuffled(plans)
+        parallel = self.sessions_at_once(len(plans))
+        log(f"{intro}, {parallel} at once: " + "; ".join(
+            p.label + (f" ({p.mutants[0].describe()})" if p.mutants else "") for p in order))
+        began = time.monotonic()
+
+        def run(plan: Plan) -> Session:
+            if plan.primary:
+                return run_primary()
+            return self.canary(ctx, patch, log_dir, log, int(plan.label.split()[-1]),
+                               list(plan.mutants))
+
+        sessions = run_in_order(order, run, parallel, primary_blocked(primary, statuses))
+        ran = [(m, sessions[p.label]) for p, m in zip(plans[1:], chosen) if p.label in sessions]
+        return sessions[primary.label], ran, parallel, time.monotonic() - began
 
     def sessions_at_once(self, n: int) -> int:
         return max(1, min(self.settings.parallel_canaries(), n))

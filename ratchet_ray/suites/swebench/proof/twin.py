@@ -36,7 +36,7 @@ from typing import Any, Callable
 from ratchet_ray.suites.base import TWIN_KEY, as_impossible_twin, twin_recipe
 from ratchet_ray.suites.swebench.integrity.graded_tests import after_test_patch
 from ratchet_ray.suites.swebench.proof.differential import MISSING, PASSING, Session, caught, draw
-from ratchet_ray.suites.swebench.proof.order import Plan, primary_blocked, run_in_order, shuffled
+from ratchet_ray.suites.swebench.proof.order import Plan
 from ratchet_ray.suites.swebench.grading_support import Deadline
 from ratchet_ray.suites.swebench.docker.infra import InfraFailure
 from ratchet_ray.suites.swebench.integrity.graded_tests import locate
@@ -167,29 +167,16 @@ class TwinGrading:
         others = replace(gold, kept=[m for m in gold.kept if Mutant.from_dict(m) != mutant])
         decoys = draw(others, ctx.instance, self.proof.settings.canary_sessions,
                       secrets.SystemRandom())
-        twin = Plan("twin", (mutant,), primary=True)
-        plans = [twin, *(Plan(f"canary {i}", (m,)) for i, m in enumerate(decoys, 1))]
-        order = shuffled(plans)
-        parallel = self.proof.sessions_at_once(len(plans))
-        log(f"impossible twin: with {len(decoys)} decoy canary session(s) in a random order, "
-            f"{parallel} at once: " + "; ".join(
-                p.label + f" ({p.mutants[0].describe()})" for p in order))
-        began = time.monotonic()
-
-        def run(plan: Plan) -> Session:
-            if plan.primary:
-                return self.session(ctx, patch, log_dir, log,
-                                    Deadline(self.limits.instance_deadline_s),
-                                    plant=lambda texts: apply_all(texts, [mutant]), label="twin")
-            return self.proof.canary(ctx, patch, log_dir, log, int(plan.label.split()[-1]),
-                                     list(plan.mutants))
-
-        sessions = run_in_order(order, run, parallel, primary_blocked(twin, gold.statuses))
-        session = sessions["twin"]
-        ran = [(m, sessions[p.label]) for p, m in zip(plans[1:], decoys) if p.label in sessions]
+        session, ran, parallel, wall = self.proof.beside(
+            ctx, patch, log_dir, log, Plan("twin", (mutant,), primary=True),
+            lambda: self.session(ctx, patch, log_dir, log,
+                                 Deadline(self.limits.instance_deadline_s),
+                                 plant=lambda texts: apply_all(texts, [mutant]), label="twin"),
+            decoys, gold.statuses, f"impossible twin: with {len(decoys)} decoy canary session(s) "
+            "in a random order")
         result = judge_decoys(judge_twin(session, mutant), ran)
         cost = (f"cost: twin session {session.seconds:.1f}s; {len(ran)} decoy session(s) "
-                f"{time.monotonic() - began:.1f}s wall with it ({parallel} at once); gold and "
+                f"{wall:.1f}s wall with it ({parallel} at once); gold and "
                 f"twin records {records_s:.1f}s" + (" (made now)" if made else " (stored)"))
         log(cost)
         result.trace = f"{result.trace}\n{cost}"

@@ -2,15 +2,12 @@
 
 Contracts:
 - ``candidates(tree, project, seed, modifiers)`` yields ``Bug``s in an order fixed by tree,
-  seed and modifiers: per modifier, the functions and classes of the project's ``source_dirs``
-  it can change (swesmith's Python adapter), shuffled by ``seed``, the modifiers interleaved
+  seed and modifiers: per modifier (``RealcodeError`` for a name swesmith lacks), the functions
+  and classes of ``source_dirs`` it can change, shuffled by ``seed``, the modifiers interleaved
   round-robin so a short run samples each. Each modifier is a fresh instance seeded from
   ``seed`` and the entity, so a rewrite never depends on what was tried before. A bug is a
-  git-style diff of one file (swesmith's ``generate_patch_fast``); identical diffs are yielded
-  once, and one over ``MAX_DIFF`` bytes never (a test run and the instance's Dockerfile carry it
-  base64-encoded in one command argument, which Linux caps at 128 KiB).
-- ``modifier_names()``: every Python modifier swesmith has; ``candidates`` raises
-  ``RealcodeError`` for another name.
+  git-style diff of one file; identical diffs are yielded once, and one over ``MAX_DIFF`` bytes
+  never (it travels base64-encoded in one command argument, which Linux caps at 128 KiB).
 """
 
 from __future__ import annotations

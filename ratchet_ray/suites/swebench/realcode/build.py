@@ -11,10 +11,10 @@ Contract of ``make_instances(request, note)``:
    any ``jobs``): a bug is kept when 1 to ``max_f2p`` graded tests fail (FAIL_TO_PASS), in at
    most ``max_test_files`` files; PASS_TO_PASS are the other graded tests of those files. None
    kept ends the build.
-Output in ``request.out``: ``instances.jsonl`` (``records``) and ``recipe.json`` (every input
-digest, the image, the tests left out and why, every candidate's outcome), written to a sibling
-temporary folder and renamed into place on success; any failure removes it and an image this
-call built, and raises ``RealcodeError``. An existing ``out`` is refused unless ``force``.
+Output in ``request.out`` (refused when it exists, unless ``force``): ``instances.jsonl`` and
+``recipe.json`` (every input digest, the image, the tests left out and why, every candidate's
+outcome), written to a sibling temporary folder and renamed into place on success; any failure
+removes it and an image this call built, and raises ``RealcodeError``.
 """
 
 from __future__ import annotations
