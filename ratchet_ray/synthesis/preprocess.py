@@ -2,8 +2,8 @@
 
 Contracts:
 - ``canonicalize`` returns one canonical label per pattern: patterns with pairwise cosine >=
-  ``threshold`` (within ``COS_EPS`` below counts: float32 noise) merge by union-find, so merging
-  is transitive; a component's label is its most frequent pattern (ties: first seen); identical
+  ``threshold`` (within ``COS_EPS`` below counts: float32 noise) merge transitively (connected
+  components); a component's label is its most frequent pattern (ties: first seen); identical
   strings always share one. ``enabled=False`` (A5) returns the patterns verbatim.
 - ``cluster_verdicts`` groups verdicts by canonical pattern and keeps clusters of at least
   ``min_cluster_size``, largest first (ties by label).
@@ -38,40 +38,23 @@ class Cluster:
         return len(self.verdicts)
 
 
-class _UnionFind:
-    def __init__(self, n: int):
-        self.parent = list(range(n))
-
-    def find(self, i: int) -> int:
-        while self.parent[i] != i:
-            self.parent[i] = self.parent[self.parent[i]]  # path halving
-            i = self.parent[i]
-        return i
-
-    def union(self, i: int, j: int) -> None:
-        ri, rj = self.find(i), self.find(j)
-        if ri != rj:
-            self.parent[max(ri, rj)] = min(ri, rj)
-
-
 def canonicalize(patterns: Sequence[str], embedder: Embedder, threshold: float,
                  enabled: bool = True) -> list[str]:
     """Canonical label per pattern (see module contract)."""
+    from scipy.sparse.csgraph import connected_components  # a dependency of scikit-learn
+
     patterns = list(patterns)
     if not enabled or len(set(patterns)) < 2:
         return patterns
     unique = list(dict.fromkeys(patterns))
     vectors = embedder.embed(unique, input_type="clustering")
-    sims = cosine_matrix(vectors, vectors)
-    uf = _UnionFind(len(unique))
-    rows, cols = np.nonzero(np.triu(sims >= threshold - COS_EPS, k=1))
-    for i, j in zip(rows.tolist(), cols.tolist()):
-        uf.union(i, j)
+    close = cosine_matrix(vectors, vectors) >= threshold - COS_EPS
+    _, component = connected_components(close, directed=False)
     counts = Counter(patterns)
     first_seen = {p: i for i, p in enumerate(unique)}
     members: dict[int, list[str]] = {}
     for index, pattern in enumerate(unique):
-        members.setdefault(uf.find(index), []).append(pattern)
+        members.setdefault(int(component[index]), []).append(pattern)
     label_of: dict[str, str] = {}
     for group in members.values():
         label = min(group, key=lambda p: (-counts[p], first_seen[p]))
