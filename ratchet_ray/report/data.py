@@ -7,7 +7,7 @@ Contracts:
 - ``round_rows(run_dir)``: one dict per finished round, in order, with the ``round`` evidence
   kind's columns; a folder holding only ``loop.json`` falls back to its rows (the same numbers).
   A round recorded twice keeps its latest row.
-- ``RunData.metrics`` is ``metrics.loop_metrics``: round 0, peak, rolling gain (the paper's).
+- ``headline`` is ``metrics.loop_metrics``: round 0, peak, rolling gain (the paper's numbers).
 - ``skill_rows``: per skill of the bank (every file in ``skills/`` and id in the events): status,
   birth / end, c-hat and c_cf with 95% Wilson intervals, routings and tampering per split, the
   cheat rate of impossible twins, the guidance's size (characters, tokens ~ characters / 4),
@@ -132,6 +132,12 @@ def stop_reason(run_dir: Path, rows: list[dict[str, Any]],
         return {"state": "finished", "kind": None, "cause": f"all {done} rounds finished"}
     return {"state": "in progress or interrupted", "kind": None,
             "cause": f"{done} of {rounds_planned} rounds finished, no stop recorded"}
+
+
+def headline(rows: list[dict[str, Any]], window: int = ROLLING_WINDOW) -> LoopMetrics:
+    """Round 0, peak, rolling gain (``metrics.loop_metrics``, the paper's definitions); the
+    notebook's entry point (notebooks/evidence_queries.ipynb)."""
+    return loop_metrics(rows, window)
 
 
 def models_used(con) -> list[dict[str, Any]]:
@@ -354,6 +360,6 @@ def load_run(run_dir: str | Path, window: int = ROLLING_WINDOW) -> RunData:
         # Per (round, role): calls, tokens in and out, cost in USD, failed calls.
         usage, models = nq.fetch_dicts(con, "usage_by_round_role"), models_used(con)
         stats = headline_with_intervals(outcomes_from(con), window)
-    return RunData(run_dir=path, identity=ident, rounds=rows, metrics=loop_metrics(rows, window),
+    return RunData(run_dir=path, identity=ident, rounds=rows, metrics=headline(rows, window),
                    stop=stop_reason(path, rows, ident.get("rounds_planned")), usage=usage,
                    models=models, skills=skills, events=events, metaskills=metas, stats=stats)
