@@ -29,8 +29,7 @@ class BudgetLedgerProcess:
         self.spend: dict[str, tuple[int, float]] = {}
 
     def report(self, key: str, tokens: int, cost_usd: float) -> tuple[int, float]:
-        self.spend[key] = (int(tokens), float(cost_usd))
-        return self.total()
+        return self.seed({key: (tokens, cost_usd)})
 
     def seed(self, spends: dict[str, tuple[int, float]]) -> tuple[int, float]:
         for key, (tokens, cost) in spends.items():
@@ -39,9 +38,6 @@ class BudgetLedgerProcess:
 
     def total(self) -> tuple[int, float]:
         return (sum(t for t, _ in self.spend.values()), sum(c for _, c in self.spend.values()))
-
-    def runs(self) -> dict[str, tuple[int, float]]:
-        return dict(self.spend)
 
 
 BudgetLedgerActor = ray.remote(num_cpus=0)(BudgetLedgerProcess)
@@ -71,9 +67,6 @@ class SharedBudget(NamedActorClient):
         """Record several runs' absolute spends at once; returns the total."""
         tokens_total, cost_total = self._call("seed", spends)
         return int(tokens_total), float(cost_total)
-
-    def runs(self) -> dict[str, tuple[int, float]]:
-        return self._call("runs")
 
 
 def release_budget_ledger(scope: str) -> bool:

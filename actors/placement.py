@@ -26,9 +26,10 @@ Contracts:
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from typing import Any, Callable, Hashable, Iterable, Protocol
 
 import ray
@@ -75,14 +76,9 @@ def held_on_node(placement: Placement) -> list:
     return list(placement.held_here())
 
 
-_held_task = None
-
-
+@functools.lru_cache(maxsize=None)
 def _survey_task() -> Any:
-    global _held_task
-    if _held_task is None:
-        _held_task = ray.remote(held_on_node)
-    return _held_task
+    return ray.remote(held_on_node)
 
 
 class Locality:
@@ -238,15 +234,10 @@ class Locality:
     @staticmethod
     def _steal(held: list[set[str]], slots: list) -> int | None:
         """The earliest queued job every holder of which has more queued jobs than actors."""
-        actors: dict[str, int] = {}
-        for slot in slots:
-            actors[slot.node] = actors.get(slot.node, 0) + 1
-        backlog: dict[str, int] = {}
-        for nodes in held:
-            for node in nodes:
-                backlog[node] = backlog.get(node, 0) + 1
+        actors = Counter(slot.node for slot in slots)
+        backlog = Counter(node for nodes in held for node in nodes)
         return next((i for i, nodes in enumerate(held)
-                     if all(backlog[node] > actors.get(node, 0) for node in nodes)), None)
+                     if all(backlog[node] > actors[node] for node in nodes)), None)
 
     def fits(self, job: Any, slot: Any, slots: list) -> bool:
         """Whether ``job`` may join a call on ``slot``'s actor: its node holds the job's key, or

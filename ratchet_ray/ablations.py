@@ -1,25 +1,17 @@
 """The ablation report: per arm, the headline metrics and bank stats as mean ± std over seeds.
 
 Pure functions over run dirs (no Ray, no LLM): ``python -m jobs.ablations``
-(``ratchet_ray/cli/ablations.py``) runs the sweep, this module reads what the runs left behind.
-
-Contracts:
-- ``find_run_dirs(root)``: every folder at or below ``root`` holding a ``loop.json``, sorted.
-- ``run_result(run_dir)``: round 0, peak and rolling gain as ``ratchet plot`` prints them
-  (``metrics.loop_metrics``), the rollback gate's firings and decisions (rounds with an eval
-  pass@1), the run's setting line (``settings.setting_label``) and, from the evidence
-  (``bank_stats``): skills created (an ``added`` event), those whose LAST status change
-  (``skill_fates``) left them deprecated, split by that cause, router engagement on eval
-  (capsules routed to a skill, not NONE), tampering (``evidence.tampering``) and the cheat probe
-  (twins graded and passed, skills retired with ``cheat:``).
-- ``skill_fates(con)`` replays the status changes a bank logged (the events carrying
-  ``status_after``) in the order the bank wrote them: each skill's last one IS its live status.
-- ``summarize(runs)`` groups the *complete* runs by arm: mean and sample std (n - 1; None with
-  one seed) over seeds, rollbacks summed as the paper counts them ("2 / 300"), the rolling gain
-  minus the Default's and ``vs_default``, the paired comparison with the Default on their shared
-  seeds and eval tasks (``evidence.comparisons.paired_comparison``; None without shared runs).
-- ``write_report(sweep_dir)`` writes ``ablations.md`` and ``ablations.json`` into ``sweep_dir``;
-  incomplete runs and the failures the caller passes are listed, never averaged.
+(``ratchet_ray/cli/ablations.py``) runs the sweep, this module reads what the runs left behind
+(docs/ablations.md). Contracts beyond the functions' own docstrings:
+- ``run_result(run_dir)``: the metrics ``ratchet plot`` prints (``metrics.loop_metrics``), the
+  rollback gate's firings and decisions (rounds with an eval pass@1), the run's setting line and,
+  from the evidence (``bank_stats``), created skills, those a LAST status change
+  (``skill_fates``: each skill's last change IS its live status) left deprecated, by cause,
+  eval router engagement, tampering and the cheat probe's counts.
+- ``summarize(runs)`` groups only *complete* runs by arm: sample std (n - 1; None with one seed),
+  rollbacks summed as the paper counts them ("2 / 300"), the rolling gain minus the Default's,
+  and the paired comparison with the Default on shared seeds and eval tasks (None without).
+- ``write_report`` lists incomplete runs and the caller's failures, never averaged.
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """The infrastructure circuit breaker of one split of one round, and the run's stop errors.
 
 Contracts:
-- ``InfraBreaker(split, round_, total, max_rate)`` watches the capsules of one split as they are
-  recorded (``observe``). An infrastructure failure (``Capsule.infra_failure``: the model was
-  unreachable, a suite's container daemon or sandbox failed, an actor died) is counted;
-  the breaker trips as soon as the split's share of them must end above ``max_rate``
-  (``failures > max_rate * total``), without waiting for the rest, and ``observe`` then raises
-  ``InfraFailureStop``.
-- ``InfraFailureStop`` names the root cause: the first failure's underlying exception (for a
-  dead actor, the reason it died, not the pool's symptom) and the most common message with its
-  count, plus the fix for that kind of failure: a suite's own hint (``SuitePlugin.fix_hints``)
-  before the generic ones; task ids are blurred by the suites' ``task_id_pattern``. Every
-  ``RunStopped`` is a reason to stop the run with a non-zero exit; the round is not recorded
-  and ``--resume`` retries.
-- Below the threshold nothing happens here: the failures stay in the denominator as always.
+- ``InfraBreaker(split, round_, total, max_rate)`` counts the infrastructure failures
+  (``Capsule.infra_failure``) among the capsules it ``observe``s and trips as soon as the
+  split's share must end above ``max_rate`` (``failures > max_rate * total``): ``observe`` then
+  raises ``InfraFailureStop``. Below the threshold nothing happens here.
+- ``InfraFailureStop`` names the root cause (the first failure's underlying exception; for a
+  dead actor, why it died), the most common message with its count, and the fix: a suite's own
+  hint (``SuitePlugin.fix_hints``) before the generic ones; task ids are blurred by the suites'
+  ``task_id_pattern``. Every ``RunStopped`` stops the run with a non-zero exit; the round is not
+  recorded and ``--resume`` retries.
 """
 
 from __future__ import annotations
@@ -84,10 +80,8 @@ def fix_for(message: str, suite: str | None = None) -> str:
     if hint is not None:
         return hint
     low = message.lower()
-    for keys, fix in FIXES:
-        if any(k in low for k in keys):
-            return fix
-    return "read run.log for the full traces"
+    return next((fix for keys, fix in FIXES if any(k in low for k in keys)),
+                "read run.log for the full traces")
 
 
 @dataclass

@@ -67,15 +67,15 @@ class LoopProgress:
         self.close()
 
     # ---- phases ------------------------------------------------------------------------------
-    def phase(self, round_: int, name: str, total: int = 0) -> None:
-        """Start phase ``name`` of ``round_`` with ``total`` work items (0: no bar)."""
+    def phase(self, round_: int, name: str) -> None:
+        """Start phase ``name`` of ``round_`` (its bar without a total until ``set_total``)."""
         self._round, self._phase = round_, name
         self.counters = PhaseCounters()
         self._started = time.monotonic()
         if self._bar is not None:
             if self._task is not None:
                 self._bar.remove_task(self._task)
-            self._task = self._bar.add_task(self._describe(), total=total or None)
+            self._task = self._bar.add_task(self._describe(), total=None)
 
     def set_total(self, total: int) -> None:
         """The current phase has ``total`` work items (draws the bar's denominator)."""
@@ -96,8 +96,7 @@ class LoopProgress:
         c.passed += int(bool(passed))
         c.tokens += tokens
         c.cost_usd += cost_usd
-        self.total_tokens += tokens
-        self.total_cost += cost_usd
+        self.add_usage(tokens, cost_usd)
         if self._bar is not None and self._task is not None:
             self._bar.update(self._task, advance=1, description=self._describe())
 

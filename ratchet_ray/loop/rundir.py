@@ -202,12 +202,10 @@ class RunDir:
         """``loop.json``: the run's identity, its setting line (model, tasks, the suite's Solver,
         the rules: ``suites.hooks.setting_line``) and one row per finished round (``plot`` reads
         it); ``stopped``: why the run stopped early (the next finished round drops it)."""
-        rows = []
-        for s in summaries:
-            row = s.model_dump(mode="json")
-            row["eval_pass_at_1"] = s.eval.pass_at_1 if s.eval else None
-            row["train_pass_at_1"] = s.train.pass_at_1 if s.train else None
-            rows.append(row)
+        rows = [s.model_dump(mode="json")
+                | {"eval_pass_at_1": s.eval.pass_at_1 if s.eval else None,
+                   "train_pass_at_1": s.train.pass_at_1 if s.train else None}
+                for s in summaries]
         atomic_write_json(self.path / LOOP_FILE, {
             "run_id": self.run_id, "suite": config.suite, "arm": config.arm, "seed": config.seed,
             "rounds_planned": config.rounds, "setting": setting_line(config), "rounds": rows,

@@ -60,8 +60,7 @@ class RunRuntime:
         self._stack: ExitStack | None = None
 
     def __enter__(self) -> "RunRuntime":
-        stack = ExitStack()
-        try:
+        with ExitStack() as stack:  # unwound here if entering fails, else kept until __exit__
             stack.enter_context(ray_session())
             lease = hold_run_lease(self.scope)
             stack.callback(ray.kill, lease)
@@ -69,10 +68,7 @@ class RunRuntime:
             if self.checks:  # a crashed local-model probe's log lands in log_dir (the run dir)
                 preflight(self.config, self.models, scope=self.scope, log_dir=self.log_dir)
                 self.models = self.models.filled(self.config, scope=self.scope)
-        except BaseException:
-            stack.close()
-            raise
-        self._stack = stack
+            self._stack = stack.pop_all()
         return self
 
     def __exit__(self, *exc_info: Any) -> None:

@@ -65,7 +65,6 @@ def grader_count(wanted: int | None, default: int, jobs: int) -> tuple[int, str]
     return size, note
 
 
-
 def _gold_record(worker: Any, instance: dict, twins: bool = False) -> int:
     """Run in a grader actor (``__ray_call__``): the mutants of the instance's gold record;
     with ``twins``, its twin record is ensured too (``twin.TwinGrading.twin_record``)."""
@@ -158,9 +157,6 @@ def flake_rates(out_dir: Path) -> list[dict[str, Any]]:
     from ratchet_ray.evidence.named_queries import fetch_dicts
     from ratchet_ray.evidence.store import EvidenceStore
 
-    con = EvidenceStore(out_dir).connect()
-    try:
+    with EvidenceStore(out_dir).connect() as con:
         return fetch_dicts(con, "validation_flake_rates")
-    finally:
-        con.close()
 

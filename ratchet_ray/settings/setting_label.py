@@ -1,16 +1,8 @@
-"""The one line that says which setting a result came from: model, tasks, whether that is the
-paper's setting, the SWE-bench Solver, and the retirement rules beyond the paper's Default.
-
-Contracts:
-- Every function takes a ``LoopConfig`` or its ``config.yaml`` as a dict (a run dir's), so a
-  report reads it back without resolving anything.
-- ``setting_line(config)`` names the model and the tasks a run used, says whether that is the
-  paper's setting (Bedrock ``PAPER_MODEL`` on a hard subset; the quickstart's local model is
-  named as such), the suite's Solver where the caller passes its note (``suites.hooks.solver_note``:
-  SWE-bench's is this project's agent, not the paper's Claude Code) and which
-  retirement rules beyond the paper's Default were on (``extra_rules``). Every table and report
-  title carries it (``--profile paper`` in ``run_config.profiles`` is the paper's setting);
-  ``combined(lines)`` is several runs' lines as one title (seeds of one slice merged).
+"""The one line that says which setting a result came from (``setting_line``): model, tasks,
+whether that is the paper's setting, the suite's Solver note (``suites.hooks.solver_note``) and
+the retirement rules beyond the paper's Default. Every table and report title carries it;
+``combined(lines)`` merges several runs' lines into one title. Every function takes a
+``LoopConfig`` or a run dir's ``config.yaml`` as a dict, so a report resolves nothing.
 """
 
 from __future__ import annotations

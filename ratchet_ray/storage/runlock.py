@@ -42,12 +42,8 @@ def _describe(folder: Path, info: dict[str, Any] | None) -> str:
 
 def _read_info(path: Path) -> dict[str, Any] | None:
     try:
-        text = path.read_text()
-    except OSError:
-        return None
-    try:
-        info = json.loads(text)
-    except ValueError:
+        info = json.loads(path.read_text())
+    except (OSError, ValueError):  # no file, or torn or foreign text: the holder is unknown
         return None
     return info if isinstance(info, dict) else None
 
