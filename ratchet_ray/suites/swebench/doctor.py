@@ -3,7 +3,7 @@ preflight, on a node with the grader's resources).
 
 Contracts:
 - ``check_environment(settings, instance_ids=(), min_free_gb=50.0)`` never raises; one
-  ``Check(name, ok, detail)`` per probe: the daemon answers; free disk under its data root; this
+  ``llm.doctor.Check`` per probe (no hint yet): the daemon answers; free disk under its data root; this
   node's image cache (FAIL when the disk guard would refuse a build now); leftover containers
   (FAIL only for those of dead owners on this host, named with the command that removes them;
   live runs' are only counted); and whether the given instances' images are present or will be
@@ -18,24 +18,16 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from ratchet_ray.llm import doctor
-
+from ratchet_ray.llm.doctor import Check
 from ratchet_ray.suites.swebench.docker.container import docker_client, orphaned_containers
 from ratchet_ray.suites.swebench.docker.image_cache import format_report, node_report
 from ratchet_ray.suites.swebench.docker.images import image_name
 from ratchet_ray.suites.swebench.docker.infra import InfraFailure
 from ratchet_ray.suites.swebench.settings import SwebenchSettings, settings_from_config
-
-
-@dataclass
-class Check:
-    name: str
-    ok: bool
-    detail: str
 
 
 def check_environment(settings: SwebenchSettings, instance_ids: Sequence[str] = (),
@@ -121,12 +113,12 @@ def _check_git() -> str:
     return path
 
 
-def environment_checks(config: Any, preflight: bool = False) -> list[doctor.Check]:
+def environment_checks(config: Any, preflight: bool = False) -> list[Check]:
     """The suite's checks for ``ratchet doctor`` and the preflight (module contracts)."""
     from ratchet_ray.suites.swebench.dataset import load_instances
 
     settings = settings_from_config(config)
-    checks: list[doctor.Check] = []
+    checks: list[Check] = []
     ids: list[str] = []
 
     def read_dataset() -> str:
@@ -142,8 +134,8 @@ def environment_checks(config: Any, preflight: bool = False) -> list[doctor.Chec
     except Exception as exc:  # a doctor reports every failure as a FAIL line instead of crashing
         found = [Check("docker daemon", False, f"{type(exc).__name__}: {exc}"[:300])]
     seconds = (time.perf_counter() - started) / max(1, len(found))
-    checks += [doctor.Check(c.name, c.ok, c.detail, "" if c.ok else HINTS.get(c.name, ""), seconds,
-                            blocking=c.name not in WARNINGS) for c in found]
+    checks += [Check(c.name, c.ok, c.detail, "" if c.ok else HINTS.get(c.name, ""), seconds,
+                     blocking=c.name not in WARNINGS) for c in found]
     if settings.solver == "mini-swe-agent":
         checks.append(doctor.timed("solver (mini-swe-agent)", "pip install 'ratchet-ray[swebench]'",
                                    _check_mini_swe_agent))
