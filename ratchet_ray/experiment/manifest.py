@@ -22,7 +22,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import yaml
 
@@ -56,7 +56,8 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _matches(key: str, patterns: tuple[str, ...]) -> bool:
+def key_matches(key: str, patterns: Sequence[str]) -> bool:
+    """Whether a dotted key matches one of ``patterns`` (``synth.*`` matches ``synth.a.b``)."""
     return any(fnmatchcase(key, p) for p in patterns)
 
 
@@ -115,10 +116,10 @@ class EvaluatorManifest:
         """Vetoes and review reasons of a candidate's overlay (module contract)."""
         check = OverlayCheck()
         for key in sorted(flatten(data)):
-            if _matches(key, self.review_keys):
+            if key_matches(key, self.review_keys):
                 check.review.append(f"the config overlay sets {key}, a safety-critical key: a "
                                     "human reviews it before it is merged")
-            elif not _matches(key, self.allowed_keys):
+            elif not key_matches(key, self.allowed_keys):
                 check.vetoes.append(f"the config overlay sets {key}, which the evaluator does not "
                                     "let a candidate change (allowed: "
                                     f"{', '.join(self.allowed_keys)})")

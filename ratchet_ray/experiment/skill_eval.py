@@ -103,7 +103,7 @@ RUN_LOCAL_KEYS = ("results_dir", "tag", "prompts")
 
 def yardstick_sha(configs: Sequence[Any], candidate_keys: Sequence[str] = ()) -> str:
     """The hash of the configs the evaluator resolves, candidate knobs left out (module contract)."""
-    from ratchet_ray.experiment.manifest import flatten
+    from ratchet_ray.experiment.manifest import flatten, key_matches
 
     h = hashlib.sha256()
     for config in configs:
@@ -111,16 +111,9 @@ def yardstick_sha(configs: Sequence[Any], candidate_keys: Sequence[str] = ()) ->
         for key in RUN_LOCAL_KEYS:
             data.pop(key, None)
         kept = {k: v for k, v in flatten(data).items()
-                if not any(fnmatch_key(k, p) for p in candidate_keys)}
+                if not key_matches(k, candidate_keys)}
         h.update(json.dumps(kept, sort_keys=True, default=str).encode() + b"\0")
     return h.hexdigest()
-
-
-def fnmatch_key(key: str, pattern: str) -> bool:
-    """The manifest's match of a dotted key (``synth.*`` matches ``synth.a.b``)."""
-    from fnmatch import fnmatchcase
-
-    return fnmatchcase(key, pattern)
 
 
 def governance_gaps(config: Any) -> list[str]:
