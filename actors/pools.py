@@ -207,11 +207,10 @@ class ResilientPool:
     # ---- work ----------------------------------------------------------------------------------
     def submit(self, method: Callable[..., Any], item: Any, *args: Any, key: Any = None,
                **kwargs: Any) -> None:
-        """Queue ``actor.<method>(item, *args, **kwargs)``; it starts as soon as an actor is idle.
-        ``method`` is a method of the actors' class (``SolverWorker.run``: a rename breaks at
-        import, not mid-run) or a plain function, run as ``fn(instance, item, ...)``. The result carries ``item`` and
-        ``key`` (default: ``item``) to tell jobs apart. A method the actors lack raises
-        ``AttributeError`` here, not when the job is dispatched."""
+        """Queue ``actor.<method>(item, *args, **kwargs)``, started once an actor is idle.
+        ``method``: a method of the actors' class (a rename breaks at import, not mid-run) or a
+        plain function, run as ``fn(instance, item, ...)``; one the actors lack raises
+        ``AttributeError`` here. The result carries ``item`` and ``key`` (default ``item``)."""
         name = method_name(method)
         if name is not None:
             getattr(self._slots[0].actor, name)  # Ray's handle names the missing method
@@ -224,10 +223,9 @@ class ResilientPool:
 
     @contextmanager
     def held(self):
-        """On a batching pool, queue jobs without starting any until the block ends (then they
-        leave in calls as full as batching allows), and on a pool with a placement (then each
-        is placed knowing the whole burst); nests. A pool of plain calls starts each job at
-        once, as outside the block."""
+        """On a batching or placing pool, start no queued job until the block ends, so they
+        leave in full calls, each placed knowing the whole burst; nests. A pool of plain calls
+        starts each job at once, as outside the block."""
         self._held += 1
         try:
             yield self
@@ -236,11 +234,8 @@ class ResilientPool:
             self._dispatch()
 
     def heal(self) -> int:
-        """Replace the actors that died while idle; returns how many were replaced.
-
-        A dead actor is noticed when a job or setup call reaches it, so one that died between
-        jobs could sit in the pool unused; call this between phases (no jobs in flight).
-        """
+        """Replace the actors that died while idle (unnoticed until a call reached them);
+        returns how many. Call it between phases (no jobs in flight)."""
         if self._inflight:
             raise RuntimeError(f"pool {self.name!r}: heal while jobs are in flight")
         replaced = 0

@@ -1,14 +1,7 @@
 """The paper's headline metrics of one run, from its ``loop.json`` rounds: the one definition
-that ``ratchet plot``, ``ratchet report``, the ablation table, ``sim-report`` and the experiment
-evaluator share.
-
-Contracts:
-- ``load_loop(path)`` -> ``(loop.json path, its content)`` for a run dir or a ``loop.json``
-  path; ``FileNotFoundError`` naming the fix when there is none, ``ValueError`` naming the file
-  and the fix when it is not a JSON object (``read_loop_file``).
-- ``loop_metrics(rows, window)``: round-0 eval pass@1, the peak (and its round), and the rolling
-  gain = mean eval pass@1 of the last ``window`` (``ROLLING_WINDOW``, 10) rounds minus round 0's;
-  with fewer rounds the window is every round after round 0.
+``ratchet plot``, ``ratchet report``, the ablation table, ``sim-report`` and the experiment
+evaluator share. Rolling gain = mean eval pass@1 of the last ``window`` (``ROLLING_WINDOW``)
+rounds minus round 0's; with fewer rounds the window is every round after round 0.
 """
 
 from __future__ import annotations
@@ -36,7 +29,8 @@ class LoopMetrics:
 
 
 def load_loop(path: Path) -> tuple[Path, dict[str, Any]]:
-    """``(loop.json path, its content)`` for a run dir or a ``loop.json`` path."""
+    """``(loop.json path, its content)`` for a run dir or a ``loop.json`` path;
+    ``FileNotFoundError`` naming the fix when there is none."""
     loop_file = path / "loop.json" if path.is_dir() else path
     if not loop_file.is_file():
         raise FileNotFoundError(f"{loop_file} not found: pass a run dir written by `ratchet run` "

@@ -4,16 +4,10 @@ The paper's seeds (42, 7, 13) fix "task selection, splits and clustering order, 
 output"; on a backend that accepts a sampling seed they fix its draws as well. Every derived
 number is a pure function of the run seed and the call's identity (round, split, task, role,
 attempt), never of a counter or the clock, so a resumed run draws exactly what an uninterrupted
-one would have.
-
-Contracts:
-- ``derive_seed(*parts)`` is a stable 31-bit integer of its parts (SHA-256; the same on every
-  machine and Python version).
-- ``seeded_order(items, key, *parts)`` sorts ``items`` by ``key`` (so the storage order does not
-  matter), then shuffles them with ``derive_seed(*parts)``.
-- ``sampling_kwargs(llm, seed)`` is ``{"seed": seed}`` for a client that declares
-  ``supports_seed = True`` and ``{}`` otherwise (Bedrock's Converse API has no seed), so callers
-  never pass a keyword a backend does not know.
+one would have. ``derive_seed`` is SHA-256 based: the same on every machine and Python version;
+``seeded_order`` sorts first, so the storage order does not matter; ``sampling_kwargs`` is {}
+for a client without ``supports_seed`` (Bedrock's Converse API has no seed), so callers never
+pass a keyword a backend does not know.
 """
 
 from __future__ import annotations

@@ -181,11 +181,9 @@ class RunSetupError(ValueError):
 
 def open_run(config: LoopConfig | None, resume: Path | None,
              resume_sets: Sequence[str] = ()) -> tuple[RunDir, LoopConfig, list[Task], list[Task]]:
-    """Create a new run dir from ``config`` or reopen ``resume`` (with its ``budget.*``
-    overrides ``resume_sets`` applied and saved); returns the run and its tasks.
-
-    Raises ``RunSetupError`` for anything the user can fix (nothing has been run yet).
-    """
+    """Create a new run dir from ``config`` or reopen ``resume`` (its ``budget.*`` overrides
+    ``resume_sets`` applied and saved); returns the run and its tasks. ``RunSetupError`` for
+    anything the user can fix (nothing has been run yet)."""
     try:
         opened = _open_run(config, resume, resume_sets)
         opened[0].acquire("ratchet run --resume" if resume else "ratchet run")  # the one writer
@@ -269,12 +267,9 @@ def record_interrupt(run: RunDir, config: LoopConfig) -> RunInterrupted:
 def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: Models = Models(),
              show_progress: bool = True, announce: Callable[[Path], None] | None = None,
              resume_sets: Sequence[str] = ()) -> Path:
-    """Run (or resume) a skill loop; returns the run dir. See the module contracts.
-
-    ``models`` replaces the LLM and the embedder of every actor (tests inject doubles there);
-    ``announce`` is called with the run dir as soon as it exists; ``resume_sets`` are the
-    ``budget.*=...`` overrides of a resumed run.
-    """
+    """Run (or resume) a skill loop; returns the run dir (module contracts). ``models``
+    replaces every actor's LLM and embedder (tests inject doubles there); ``announce`` gets the
+    run dir as soon as it exists."""
     check_ray()  # an unreachable address or a leftover head: refused before the run dir exists
     run, config, train_tasks, eval_tasks = open_run(config, resume, resume_sets)
     if announce is not None:

@@ -123,14 +123,10 @@ def atomic_write_json(path: str | Path, data: Any) -> Path:
 
 
 def swap_dir(new: Path, target: Path) -> None:
-    """Put the complete folder ``new`` at ``target`` (same parent), crash-safe at every step.
-
-    Steps: ``target`` -> ``target.prev`` (rename), ``new`` -> ``target`` (rename), delete
-    ``target.prev``. Whatever step a crash interrupts, one complete copy exists: at ``target``,
-    or (between the two renames) at ``target.prev``, which ``recover_dir`` renames back. A stale
-    ``target.prev`` next to a present ``target`` is garbage from a finished swap and is removed
-    first.
-    """
+    """Put the complete folder ``new`` at ``target`` (same parent), crash-safe at every step:
+    rename ``target`` to ``target.prev``, ``new`` to ``target``, delete ``target.prev``. After a
+    crash one complete copy exists, at ``target`` or (between the renames) at ``target.prev``,
+    which ``recover_dir`` renames back; a stale ``.prev`` beside a ``target`` is removed first."""
     prev = target.with_name(target.name + PREV_SUFFIX)
     recover_dir(target)
     if prev.exists():
@@ -145,10 +141,8 @@ def swap_dir(new: Path, target: Path) -> None:
 
 
 def recover_dir(target: Path) -> bool:
-    """Finish a ``swap_dir`` cut between its renames: move ``target.prev`` back to ``target``.
-
-    Returns True when it did. Safe to call at any time (a no-op when ``target`` exists).
-    """
+    """Finish a ``swap_dir`` cut between its renames: move ``target.prev`` back to ``target``
+    (True when it did). Safe to call at any time (a no-op when ``target`` exists)."""
     prev = target.with_name(target.name + PREV_SUFFIX)
     if target.exists() or not prev.is_dir():
         return False

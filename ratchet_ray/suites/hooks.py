@@ -32,9 +32,8 @@ def _suite_class(suite: str) -> Any | None:
 
 
 def output_kind(suite: str) -> str | None:
-    """What ``suite``'s Solver returns (``code``, ``patch`` or the suite's own kind), read from
-    the class its factory names without building it; None when the suite is not registered or
-    its factory is a function."""
+    """What ``suite``'s Solver returns (``code``, ``patch``...), read from the class its factory
+    names without building it; None for an unregistered suite or a factory function."""
     return getattr(_suite_class(suite), "output_kind", None)
 
 
@@ -79,8 +78,7 @@ def subset_grouping(suite: str) -> tuple[str, Callable[[str], str]] | None:
 
 def sampling_overrides(suite: str, temperature: float) -> list[str]:
     """``key=value`` overrides that make ``suite``'s own Solver sample at ``temperature`` (beyond
-    ``llm.temperature``, which every suite's Solver call uses): the suite object's optional
-    ``sampling_overrides`` method (``suites.base``), none without it."""
+    ``llm.temperature``): the suite's optional ``sampling_overrides`` method, none without it."""
     own = getattr(registry.get_suite(suite), "sampling_overrides", None)
     return [] if own is None else list(own(temperature))
 
@@ -93,11 +91,8 @@ def suite_commands() -> list[Any]:
         registry.discover()
     except registry.SuitePluginError:
         pass
-    commands = []
-    for reg in registry.registered_so_far():
-        if reg.commands is not None:
-            commands.extend(registry.resolve(reg.commands))
-    return commands
+    return [command for reg in registry.registered_so_far() if reg.commands is not None
+            for command in registry.resolve(reg.commands)]
 
 
 def loads_offline(suite: str) -> bool:
@@ -142,10 +137,8 @@ def placement(config: Any, role: str) -> Any:
 
 
 def round_report(config: Any, start: Any) -> Any:
-    """The run suite's ``round_report`` hook: ``start`` None as a round starts (returns what
-    to pass back at its end), then that value as it ends (returns the round's
-    ``RoundSummary.suite_report``). None when the suite registered none; a hook that raises
-    is logged and reported as ``{"error": ...}`` (a report never stops a round)."""
+    """The run suite's ``round_report`` hook's answer (``Cluster.round_report``; None without
+    one); a hook that raises is logged and reported as ``{"error": ...}``, never stops a round."""
     hook = registry.registration(config.suite).cluster.round_report
     if hook is None:
         return None
@@ -164,9 +157,8 @@ def impossible_twin(suite: str, task: Any) -> Any:
 
 
 def skill_truth(suite: str) -> Callable[[Path], tuple[dict[str, str], set[str]]] | None:
-    """The suite's ``skill_truth`` hook: ``run_dir -> ({skill id: status}, {ids of the skills
-    truly harmful})`` for a world that knows each skill's effect (a simulated one), or None: the
-    suite knows no truth (a real benchmark), or is not registered in this process."""
+    """The suite's ``skill_truth`` hook (a simulated world's knowledge of each skill's effect),
+    or None: the suite knows no truth (a real benchmark) or is not registered here."""
     reg = registry.registered(suite)
     hook = None if reg is None else reg.skill_truth
     return None if hook is None else registry.resolve(hook)
