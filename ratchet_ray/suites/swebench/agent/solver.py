@@ -113,7 +113,8 @@ def run_agent(llm: LLMClient, task: Task, skill: Skill | None,
                     _single_call(llm, task, skill, settings, box, run)
                 else:
                     _loop(llm, task, skill, settings, box, run, started)
-                run.patch = _diff(box) or run.patch
+                diff = box.run(DIFF_COMMAND, SETUP_TIMEOUT_S).output
+                run.patch = diff if diff.strip() else run.patch
             run.patch = without_build_artifacts(run.patch)
     except Exception as exc:
         # The caller records the failure; these replies still cost tokens and must be counted.
@@ -258,11 +259,6 @@ def without_build_artifacts(patch: str) -> str:
         if not any(_ARTIFACT.search(p.removeprefix("a/").removeprefix("b/")) for p in paths):
             kept.append(section)
     return "".join(kept)
-
-
-def _diff(box: InstanceContainer) -> str:
-    diff = box.run(DIFF_COMMAND, SETUP_TIMEOUT_S).output
-    return diff if diff.strip() else ""
 
 
 def _save(run: AgentRun, task: Task, log_dir: Artifacts) -> None:

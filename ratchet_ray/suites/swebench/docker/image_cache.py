@@ -43,10 +43,6 @@ EVENTS = {"hit": "hits", "build": "builds", "pull": "pulls", "strip": "strips"}
 GB = 1e9
 
 
-def _empty() -> dict[str, Any]:
-    return {"images": {}, "counters": dict.fromkeys(COUNTERS, 0)}
-
-
 @contextmanager
 def _index(lock_dir: str | Path, write: bool = True) -> Iterator[dict[str, Any]]:
     """The node's index, locked for the block; written back at the end when ``write``."""
@@ -61,7 +57,7 @@ def _index(lock_dir: str | Path, write: bool = True) -> Iterator[dict[str, Any]]
             state.setdefault("images", {})
             state["counters"] = {**dict.fromkeys(COUNTERS, 0), **state.get("counters", {})}
         except (OSError, ValueError):  # absent, or torn by a crash: start again (only a cache)
-            state = _empty()
+            state = {"images": {}, "counters": dict.fromkeys(COUNTERS, 0)}
         yield state
         if write:
             try:
@@ -73,19 +69,15 @@ def _index(lock_dir: str | Path, write: bool = True) -> Iterator[dict[str, Any]]
         os.close(fd)
 
 
-def _summary(state: dict[str, Any], settings: SwebenchSettings) -> dict[str, Any]:
-    owned = [e for e in state["images"].values() if e.get("owned")]
-    return {"node": socket.gethostname(), **state["counters"],
-            "images": len(state["images"]), "owned_images": len(owned),
-            "owned_gb": round(sum(e.get("size", 0) for e in owned) / GB, 3),
-            "budget_gb": settings.image_cache_gb}
-
-
 def node_report(settings: SwebenchSettings) -> dict[str, Any]:
     """This node's counters and cache use, from the index alone (module contract)."""
     settings = on_this_node(settings)
     with _index(settings.lock_dir, write=False) as state:
-        return _summary(state, settings)
+        owned = [e for e in state["images"].values() if e.get("owned")]
+        return {"node": socket.gethostname(), **state["counters"],
+                "images": len(state["images"]), "owned_images": len(owned),
+                "owned_gb": round(sum(e.get("size", 0) for e in owned) / GB, 3),
+                "budget_gb": settings.image_cache_gb}
 
 
 def held_images(settings: SwebenchSettings) -> list[str]:
