@@ -29,10 +29,12 @@ from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
 from ratchet_ray.packs.export import export_pack
 from ratchet_ray.bank.pack_format import MANIFEST, PackError
 
-__all__ = ["export_cmd", "import_cmd", "transfer_cmd"]
+__all__ = ["USER_ERRORS", "export_cmd", "import_cmd", "transfer_cmd"]
 
-_ERRORS = (PackError, SkillFileError, MetaSkillFileError, BankError, ConfigError,
-           EvidenceSchemaError, FileNotFoundError)
+USER_ERRORS = (SkillFileError, MetaSkillFileError, BankError, ConfigError, EvidenceSchemaError,
+               FileNotFoundError)
+"""Bad files or config a skill command meets: each is its one-line error (``one_line``)."""
+_ERRORS = (PackError, *USER_ERRORS)
 
 
 def _run_dir(ctx: click.Context, given: Path | None, option: str) -> Path:

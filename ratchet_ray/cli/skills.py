@@ -24,31 +24,27 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.bank.metaskills import MetaSkillFileError
 from ratchet_ray.bank.skill_bank import BankError, SkillBank
 from ratchet_ray.bank.pack_format import IMPORTS_DIR
 from ratchet_ray.governance.probation import probation_floor
-from ratchet_ray.bank.skill_io import SkillFileError, dump_skill
+from ratchet_ray.bank.skill_io import dump_skill
 from ratchet_ray.cli import audit_hygiene
-from ratchet_ray.cli.skill_packs import export_cmd, import_cmd, latest_round, transfer_cmd
+from ratchet_ray.cli.skill_packs import (USER_ERRORS, export_cmd, import_cmd, latest_round,
+                                         transfer_cmd)
 from ratchet_ray.cli.evidence import emit_rows, require_run_dir, run_config, writer_lock
 from ratchet_ray.cli.options import format_option, one_line, round_option, status_option
-from ratchet_ray.run_config.files import ConfigError
 from ratchet_ray.evidence.queries import (EMPTY_STATS, failed_llm_calls, recent_skill_events,
                                           suspicious_capsules, tampering_capsules)
 from ratchet_ray.evidence.tampering import grader_finding, suspicion
-from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
+from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance import bypass, curator
-
-_USER_ERRORS = (SkillFileError, MetaSkillFileError, BankError, ConfigError, EvidenceSchemaError,
-                FileNotFoundError)
 
 
 def open_bank(ctx: click.Context, *, writer: bool = False) -> SkillBank:
     """A SkillBank without an embedder (the CLI never dedups), or a ClickException. Only a
     ``writer`` (holding the run's lock) finishes status flips a crash cut short."""
     run_dir = require_run_dir(ctx)
-    with one_line(*_USER_ERRORS):
+    with one_line(*USER_ERRORS):
         return SkillBank(run_dir, embedder=None, config=run_config(run_dir), run_id=run_dir.name,
                          recover=writer)
 
@@ -120,7 +116,7 @@ def skill_load(ctx: click.Context, folder: Path | None, round_: int | None) -> N
     bank = open_bank(ctx)
     folder = folder or bank.skills_dir
     at = latest_round(bank.run_dir) if round_ is None else round_
-    with one_line(*_USER_ERRORS), writer_lock(bank.run_dir, "ratchet skill load"):
+    with one_line(*USER_ERRORS), writer_lock(bank.run_dir, "ratchet skill load"):
         bank = open_bank(ctx, writer=True)  # reread under the lock: files may have changed
         results = bank.load_results(folder, round_=at)
     for r in results:
@@ -229,7 +225,7 @@ def hygiene_audit(ctx: click.Context, fmt: str, leakage: bool, threshold: float 
                                "--bypass, --cost (or --format table for several)")
     bank = open_bank(ctx)
     skills = bank.all()
-    with one_line(*_USER_ERRORS, ValueError):
+    with one_line(*USER_ERRORS, ValueError):
         if leakage:
             bar = bank.config.synth.leakage_threshold if threshold is None else threshold
             rows, spans = audit_hygiene.leakage_rows(bank.run_dir, bank.config, skills, bar, embed)
@@ -263,7 +259,7 @@ def curate(ctx: click.Context, round_: int | None, dry_run: bool, fmt: str) -> N
     """Re-run retirement over the current evidence (do_not_retire skills are reported, kept)."""
     bank = open_bank(ctx)
     at = latest_round(bank.run_dir) if round_ is None else round_
-    with one_line(*_USER_ERRORS):
+    with one_line(*USER_ERRORS):
         if dry_run:
             decisions = curator.curate(bank.all(), bank.stats(), bank.config.curator,
                                        bank.tampering())
