@@ -1,17 +1,14 @@
 """A budget several runs share (every arm-seed of a sweep): one named ledger actor per scope.
 
 Contracts:
-- The ledger keeps each run's latest *absolute* spend (tokens, USD) under a key (the run dir's
-  resolved path); ``report(key, tokens, cost_usd)`` replaces that run's entry and returns the
-  sum over every run. Absolute values make a repeated report (a resumed run, a sweep seeding
-  the spend of its finished arms again) count once.
-- The actor ``ratchet-budget-<scope>`` lives in namespace ``ratchet``, detached (it must outlive
-  whichever run created it); the first caller creates it (``get_if_exists``).
-  ``release_budget_ledger(scope)`` removes it (the sweep does, when it ends); a ledger left by a
-  killed sweep is reused and re-seeded by its next invocation.
-- ``SharedBudget`` (an ``actors.named_client.NamedActorClient``) pickles without its actor
-  handle; a ledger released while a run still reports is created again (that run then counts
-  only the spends reported after).
+- The ledger keeps each run's latest absolute spend (tokens, USD) under its key (the run dir's
+  resolved path); ``report`` replaces that entry and returns the sum over every run, so a
+  repeated report (a resumed run, a sweep re-seeding its finished arms) counts once.
+- The detached actor ``ratchet-budget-<scope>`` (namespace ``ratchet``) is created by the first
+  caller; ``release_budget_ledger(scope)`` removes it (the sweep does, when it ends); one left
+  by a killed sweep is reused and re-seeded by its next invocation.
+- ``SharedBudget`` pickles without its handle; a ledger released while a run still reports is
+  created again (that run then counts only the spends reported after).
 """
 
 from __future__ import annotations

@@ -2,15 +2,12 @@
 actor, every later one (any node, any run sharing the name) reuses it.
 
 Contracts:
-- ``NamedActorClient`` subclasses implement ``_create()``: ``ActorClass.options(name=...,
-  namespace=..., get_if_exists=True, lifetime="detached").remote(...)``. ``_actor()`` returns the
-  handle, resolved once per process; the client pickles without it, so it re-resolves where it
-  lands (a Ray worker on another node).
-- ``_call(method, *args, **kwargs)`` is a blocking call. When the actor is gone (released at the end of a
-  run or sweep while this client lived on), the call is made once more on a new actor of the
-  same name; a second failure raises.
-- ``NAMESPACE`` is every such actor's Ray namespace; ``kill_named(name)`` kills one (False when
-  there is none: never started, or already gone).
+- Subclasses of ``NamedActorClient`` implement ``_create()`` (``ActorClass.options(name=...,
+  namespace=..., get_if_exists=True, lifetime="detached").remote(...)``); ``_actor()`` resolves
+  the handle once per process, and the client pickles without it.
+- ``_call(method, ...)`` blocks; when the actor is gone (released while this client lived on),
+  the call is made once more on a new actor of the same name; a second failure raises.
+- ``NAMESPACE`` is every such actor's namespace; ``kill_named(name)`` kills one (False: none).
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
 """What a ``ResilientPool`` raises when it cannot work at all, and how an actor's death is read.
 
 Contracts:
-- ``ActorStartError`` (a constructor raised) and ``ActorStartTimeout`` (not started within the
-  bound; ``not_started_text`` is its message, ``who_offers`` names the cluster.yaml node type
-  that offers each custom resource asked for) are ``PoolError``s.
-- ``init_failure(err)``: the constructor's exception inside a Ray error, or None when the actor
-  died for another reason (killed, crashed, out of memory).
+- ``ActorStartError`` (a constructor raised) and ``ActorStartTimeout`` (not started in time;
+  ``not_started_text``, with ``who_offers`` naming the cluster.yaml node type offering each
+  custom resource asked for) are ``PoolError``s.
+- ``init_failure(err)``: the constructor's exception inside a Ray error, else None.
 - ``describe_death(err)``: a dead worker named for a person (class, pid, actor name, the signal
   and llama.cpp function its Ray ``.err`` log names when that log is on this machine, Ray's exit
-  type and detail, the log's path) and the fix that cause calls for (never an install hint: a
-  missing package fails in a constructor). ``failure_text`` is that as one line (what capsule
-  traces and ``LostAttempt``s carry); ``ActorDied`` raises it.
+  type and detail, the log's path) and the fix for that cause (never an install hint);
+  ``failure_text`` is that as one line; ``ActorDied`` raises it.
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """One cluster-wide rate limiter per (backend, model): a named Ray actor every caller shares.
 
 Contracts:
-- ``cluster_limiter`` is the ``LimiterFactory`` (``ratchet_ray.llm.ratelimit``) of clients used
-  inside a Ray cluster: a ``SharedLimiter`` per budget, a no-op in-process limiter when both
-  limits are 0 (no actor for nothing). The loop hands it to ``make_llm`` through
-  ``actors.llm_server.cluster_services()``; the library never looks for it.
-- The actor ``ratchet-ratelimit-<scope>-<key>-<rpm>-<tpm>`` lives in namespace ``ratchet``;
-  the first caller creates it and later callers reuse it (``get_if_exists``), so every solver,
-  critic and synthesizer of a run (``scope``: its run id, or a scope several runs share, e.g.
-  a sweep's ``llm.limiter_scope``) draws on one budget. Callers sleep in their own process; the
-  actor only books. It is detached (a non-detached named actor dies with the task that happened
-  to create it); ``actors.llm_server.release_llm_actors(scope)`` removes it when its run ends,
-  and it leaves by itself when the driver of its run dies (``actors.run_lease``).
-- ``SharedLimiter`` (an ``actors.named_client.NamedActorClient``) pickles without its actor
-  handle and re-resolves it where it lands.
+- ``cluster_limiter`` is the ``LimiterFactory`` (``llm.ratelimit``) of clients inside a Ray
+  cluster: a ``SharedLimiter`` per budget, a no-op in-process limiter when both limits are 0.
+  The loop hands it to ``make_llm`` through ``actors.llm_server.cluster_services()``.
+- The actor ``ratchet-ratelimit-<scope>-<key>-<rpm>-<tpm>`` (namespace ``ratchet``) is created by
+  the first caller and reused by the rest, so a run's actors (``scope``: its run id, or a shared
+  ``llm.limiter_scope``) draw on one budget; callers sleep in their own process, the actor only
+  books. It is detached, released with its run (``release_llm_actors``) and leaves by itself when
+  its run's driver dies (``actors.run_lease``).
+- ``SharedLimiter`` pickles without its handle and re-resolves it where it lands.
 """
 
 from __future__ import annotations

@@ -1,19 +1,17 @@
 """A run's lease: the driver holds it, and the run's detached actors leave when it is gone.
 
 Why: the per-node model servers and the run's rate limiters are detached (a non-detached named
-actor would die with whichever task happened to create it). The driver releases them when the
-run ends normally, by an error or by Ctrl-C; a SIGKILLed driver cannot, and its servers would
-hold a model copy per node until someone resumes the run.
+actor would die with whichever task created it); a SIGKILLed driver cannot release them, and
+its servers would hold a model copy per node until someone resumes the run.
 
 Contracts:
-- ``hold_run_lease(run_id)`` (driver) starts the non-detached named actor
-  ``ratchet-lease-<run id>`` (namespace ``ratchet``), owned by the calling driver, so Ray ends
-  it when that driver exits or dies. The caller keeps the handle for the run's lifetime.
-- ``watch_run_lease(scope)`` (inside a detached actor of that scope) does nothing when no lease
-  of that scope exists at the time of the call (a scope several runs share, or a client built
-  outside a run); otherwise it starts a daemon thread that checks every ``interval_s`` seconds
-  and kills the calling actor once the lease has been missing for ``misses`` checks in a row.
-  A ``--resume`` that takes the lease again in time keeps the servers, which it then reuses.
+- ``hold_run_lease(run_id)`` starts the non-detached named actor ``ratchet-lease-<run id>``
+  (namespace ``ratchet``) owned by the calling driver, so Ray ends it with that driver; the
+  caller keeps the handle for the run's lifetime.
+- ``watch_run_lease(scope)``, inside a detached actor, does nothing when no lease of that scope
+  exists (a shared scope, a client built outside a run); otherwise a daemon thread checks every
+  ``interval_s`` and kills the actor once the lease was missing ``misses`` times in a row. A
+  ``--resume`` that retakes the lease in time keeps the servers, and reuses them.
 """
 
 from __future__ import annotations

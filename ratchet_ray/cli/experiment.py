@@ -13,7 +13,8 @@ import click
 
 from ratchet_ray.cli.options import one_line
 from ratchet_ray.run_config.options import dataset_path_option, llm_option, subset_option
-from ratchet_ray.loop.entry import SUITE, default_suite
+from ratchet_ray.loop.entry import SUITE
+from ratchet_ray.settings.schema import default_suite
 
 
 def _make_proposer(spec: str, llm: str, model: str | None, base_url: str | None,

@@ -21,7 +21,8 @@ import click
 from ratchet_ray.cli.options import one_line, yes_option
 from ratchet_ray.run_config.options import config_option, llm_option
 from ratchet_ray.llm.cache import CACHE_DIRNAME, SolverCache
-from ratchet_ray.loop.entry import SUITE, default_suite
+from ratchet_ray.loop.entry import SUITE
+from ratchet_ray.settings.schema import default_suite
 
 
 @click.command()

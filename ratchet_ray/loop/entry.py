@@ -13,7 +13,6 @@ Contracts:
   ``config.yaml`` would hold.
 - ``SUITE``: the click type of a suite name. Any registered suite is accepted, plugin suites
   included, so the config checks the name when loaded and lists the valid suites.
-  ``default_suite()`` is ``LoopConfig.suite``'s default.
 - ``version_option()``: ``--version``, printing ``ratchet-ray <version>``.
 """
 
@@ -43,14 +42,6 @@ class SuiteName(click.ParamType):
 
 
 SUITE = SuiteName()
-
-
-def default_suite() -> str:
-    """The suite of the paper's Default config (``configs/default.yaml``'s, which
-    ``LoopConfig.suite`` defaults to)."""
-    from ratchet_ray.settings.schema import default_suite as configured
-
-    return configured()
 
 
 def package_version() -> str:

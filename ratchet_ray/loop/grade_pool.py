@@ -1,13 +1,11 @@
 """Grade many (task, output) pairs on a Grader pool and wait for all of them.
 
-Contract: ``grade_all(graders, items)`` submits ``grade(task, output)`` for every item to the
-``actors.pools.ResilientPool`` ``graders`` (the pool retries a job whose actor died), in one
-burst (``held``: a placing pool places them knowing all of them), waits until all are done and
-returns, in the order of ``items``, each ``GradeResult`` or, for a job that failed in the pool
-itself, a string naming why; ``nodes``, when given, is filled with the node that graded each
-item ("" where the pool does not say). It is the grading callable that suite hooks
-(``suites.hooks.before_rounds``) and ``swe validate`` receive, so the plain library never
-touches Ray.
+Contract: ``grade_all(graders, items)`` submits every item to the pool in one burst (``held``:
+a placing pool places them knowing all of them), waits, and returns in the order of ``items``
+each ``GradeResult`` or, for a job that failed in the pool itself, a string naming why;
+``nodes``, when given, gets the node that graded each item ("" where the pool does not say).
+It is the grading callable suite hooks (``before_rounds``) and ``swe validate`` receive, so the
+plain library never touches Ray.
 """
 
 from __future__ import annotations

@@ -39,9 +39,9 @@ LOST_NOTE = ("attempt cut short (the driver stopped) after it started; its repli
 T = TypeVar("T")
 
 
-def begin(run: RunDir, round_: int, result_file: str, *, calls_recorded: bool = False) -> None:
+def begin(run: RunDir, round_: int, result_file: str) -> None:
     run.write_round_json(round_, result_file + STARTED_SUFFIX,
-                         {"started_at": time.time(), "calls_recorded": calls_recorded})
+                         {"started_at": time.time(), "calls_recorded": False})
 
 
 def batched(bank: Any, run: RunDir, round_: int, result_file: str, attempt: Callable[[], T],
@@ -99,11 +99,9 @@ def recover_synth(run: RunDir, store: EvidenceStore, round_: int, result_file: s
 def recover_metasynth(run: RunDir, store: EvidenceStore, round_: int, result_file: str
                       ) -> dict[str, Any] | None:
     """The metasynth result of a cut attempt, rebuilt from the bank's events."""
-    events = _cut_attempt_events(run, store, round_, result_file, "metasynth")
-    if events is None:
-        return None
+    events = _cut_attempt_events(run, store, round_, result_file, "metasynth") or []
     added = [s for e, s in events if e == "meta_added"]
-    if not added:
+    if not added:  # no attempt started, or its meta-skill was never added: run it again
         return None
     retired = [s for e, s in events if e == "meta_retired"]
     done = {"created": added[-1], "replaced": retired[-1] if retired else None, "error": None,

@@ -1,18 +1,15 @@
 """The settings schema of a run: one ``LoopConfig`` and its sections, validated on assignment.
 
 Contracts:
-- ``LoopConfig()`` is the paper's Default: 100 rounds, active cap 50, retire at or below -0.10
+- ``LoopConfig()`` is the paper's Default (100 rounds, active cap 50, retire at or below -0.10
   after 100 trials, rollback after 5 consecutive rounds more than 0.10 below the best, the
-  Solver sampled at temperature 1.0 (the provider's default sampling the paper's runs used) and
-  the judging roles (Router, Critic, Synthesizer, Meta-Synthesizer) at 0.0, and the rest as each
-  field's comment says.
+  Solver at temperature 1.0, the provider's default the paper's runs used, and the judging
+  roles (Router, Critic, the Synthesizers) at 0.0; the rest as each field says).
 - Unknown keys are errors (``extra="forbid"``); rules within a section are field validators.
-- A pure schema: it knows no suite. ``ratchet_ray.suites.resolve_config`` turns data into a
-  run's config: it loads ``suite_plugins``, checks ``suite`` and every ``suite_settings`` section
-  against what the suites registered, and runs the suite's ``configure`` hook. Every run's
-  config goes through it; ``LoopConfig(...)`` alone is for code that needs no suite's rules.
-- Reading YAML files and ``--set`` overrides into a resolved ``LoopConfig`` is
-  ``ratchet_ray.run_config.files``.
+- A pure schema that knows no suite: every run's config goes through
+  ``suites.resolve_config`` (plugins, suite sections, the suite's ``configure`` hook);
+  ``LoopConfig(...)`` alone is for code that needs no suite's rules. Reading YAML files and
+  ``--set`` overrides is ``ratchet_ray.run_config.files``.
 """
 
 from __future__ import annotations

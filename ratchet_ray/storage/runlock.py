@@ -2,16 +2,14 @@
 
 Contracts:
 - ``RunLock(folder, purpose).acquire()`` takes an exclusive ``flock`` on ``<folder>/.lock``
-  without waiting and then writes the holder (pid, host, start time, purpose) into that file.
-  The kernel releases the lock when the holder's process dies, however it dies (SIGKILL
-  included), so a crashed run never needs manual cleanup; the stale holder text left behind is
-  overwritten by the next writer. ``flock`` works on local filesystems and, on Linux, on NFS
-  (emulated with byte-range locks); the file descriptor is close-on-exec, so children never
-  inherit it.
-- A second writer, in this process or another, on this host or another that shares the
-  filesystem, gets ``RunDirBusy`` naming the holder and what to do; it never waits.
+  without waiting, then writes the holder (pid, host, start time, purpose) into it. The kernel
+  drops the lock when the holder dies, however (SIGKILL included), so a crashed run needs no
+  cleanup; the next writer overwrites the stale text. ``flock`` works locally and, on Linux,
+  on NFS; the descriptor is close-on-exec, so children never inherit it.
+- A second writer (this process or another, on any host sharing the filesystem) gets
+  ``RunDirBusy`` naming the holder and what to do; it never waits.
 - ``release()`` is idempotent; ``RunLock`` is a context manager. Readers never lock:
-  ``holder(folder)`` reports the current holder (or None) for messages and ``ratchet`` commands.
+  ``holder(folder)`` reports the current holder (or None).
 """
 
 from __future__ import annotations
