@@ -47,9 +47,7 @@ def _entries(path: Path) -> dict[str, dict[str, Any]]:
                               f"{FIX}") from exc
     except ValueError as exc:
         raise QuarantineError(f"quarantine file {path} is not JSON ({exc}); {FIX}") from exc
-    if isinstance(data, list) and all(isinstance(i, str) for i in data):
-        return {i: {"reason": "listed"} for i in data}
-    instances = data.get("instances") if isinstance(data, dict) else None
+    instances = data.get("instances") if isinstance(data, dict) else data
     if isinstance(instances, list) and all(isinstance(i, str) for i in instances):
         return {i: {"reason": "listed"} for i in instances}
     if not isinstance(instances, dict) or not all(
