@@ -20,7 +20,6 @@ fetched (its node died) is computed here instead.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,13 +95,6 @@ class GraderWorker(BatchCalls):
         except Exception as exc:  # a lost shortcut: grading computes the task as without one
             log.warning("could not import the shared grading input of %s (%s: %s); this "
                         "grader computes it", shared.task_id, type(exc).__name__, exc)
-
-    def describe(self) -> dict[str, str | int | bool]:
-        """Which suite, which isolation, which process (for logs and health checks), and
-        whether the suite's grader has precomputed inputs to share."""
-        return {"suite": self.suite_name, "pid": os.getpid(),
-                "isolation": str(getattr(self.grader, "isolation", "n/a")),
-                "precomputed": self._precomputed() is not None}
 
     def reap(self) -> list[str]:
         """Remove what graders of this run left on this node (SWE-bench: containers of this run

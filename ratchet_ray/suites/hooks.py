@@ -164,43 +164,45 @@ def skill_truth(suite: str) -> Callable[[Path], tuple[dict[str, str], set[str]]]
     return None if hook is None else registry.resolve(hook)
 
 
+def _every_plugin() -> list[Any]:
+    """Every registered suite's ``SuitePlugin``, in suite-name order (after discovery)."""
+    return [registry.registration(name) for name in registry.suite_names()]
+
+
 def fix_hint(message: str, suite: str | None = None) -> str | None:
     """The first suite fix hint (``SuitePlugin.fix_hints``) whose pattern ``message`` contains:
     ``suite``'s only when given and registered, else every registered suite's in name order;
     None when none matches (the caller's generic hints then apply)."""
     plugin = registry.registered(suite) if suite is not None else None
-    plugins = [plugin] if plugin is not None else [registry.registration(n)
-                                                   for n in registry.suite_names()]
+    plugins = [plugin] if plugin is not None else _every_plugin()
     return next((hint for p in plugins if (hint := p.fix_for(message)) is not None), None)
 
 
 def task_id_patterns() -> list[str]:
     """Every registered suite's ``task_id_pattern`` (suite-name order)."""
-    return [p for n in registry.suite_names()
-            if (p := registry.registration(n).task_id_pattern) is not None]
+    return [p.task_id_pattern for p in _every_plugin() if p.task_id_pattern is not None]
 
 
 def local_resources() -> dict[str, float]:
     """The custom Ray resources a local Ray started on this machine offers: for each resource
     any registered suite declares in ``local_resources``, the largest amount declared."""
     offered: dict[str, float] = {}
-    for name in registry.suite_names():
-        for key, amount in registry.registration(name).cluster.local_resources.items():
+    for plugin in _every_plugin():
+        for key, amount in plugin.cluster.local_resources.items():
             offered[key] = max(offered.get(key, 0), amount)
     return offered
 
 
 def cluster_node_types() -> dict[str, str]:
     """Custom resource -> the cluster.yaml node type offering it, as the suites declare."""
-    return {k: v for n in registry.suite_names()
-            for k, v in registry.registration(n).cluster.node_types.items()}
+    return {k: v for p in _every_plugin() for k, v in p.cluster.node_types.items()}
 
 
 def env_vars() -> list[Any]:
     """Every registered suite's ``EnvVar`` (``contract.EnvVar``), each name once, by name."""
     found: dict[str, Any] = {}
-    for name in registry.suite_names():
-        for var in registry.registration(name).env_vars:
+    for plugin in _every_plugin():
+        for var in plugin.env_vars:
             found.setdefault(var.name, var)
     return [found[k] for k in sorted(found)]
 
@@ -214,7 +216,7 @@ def moved_keys() -> dict[str, dict[str, str]]:
     """Old config key -> {suite: the suite-section key it moved to}, over the registered
     suites' ``SuitePlugin.moved_keys``."""
     moved: dict[str, dict[str, str]] = {}
-    for name in registry.suite_names():
-        for old, new in registry.registration(name).moved_keys.items():
-            moved.setdefault(old, {})[name] = new
+    for plugin in _every_plugin():
+        for old, new in plugin.moved_keys.items():
+            moved.setdefault(old, {})[plugin.name] = new
     return moved

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from ratchet_ray.settings.schema import LoopConfig
 
 TASK = "Mbpp/17"
@@ -26,7 +28,7 @@ def test_plain_worker_grades_without_ray(mbpp_dataset, mbpp_tasks, tmp_path, mon
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # hermetic ground-truth cache
     worker = GraderWorker(LoopConfig(dataset_path=mbpp_dataset.source), tmp_path)
-    assert worker.describe()["suite"] == "mbpp"
+    assert worker.suite_name == "mbpp"
     assert set(worker.warm([TASK])) == {TASK}  # computed now, and timed
     assert worker.warm([TASK]) == {}            # memoised on disk and in the worker
     good = worker.grade(mbpp_tasks[TASK], mbpp_dataset.problem(TASK)["canonical_solution"])
@@ -42,7 +44,7 @@ def test_actor_survives_hostile_code_then_grades_a_good_solution(ray_local, mbpp
         "XDG_CACHE_HOME": str(tmp_path / "cache"), "AWS_SECRET_ACCESS_KEY": "fake-in-actor"}},
     ).remote(config, str(tmp_path))
     ray = ray_local
-    info = ray.get(actor.describe.remote(), timeout=120)
+    pid = ray.get(actor.__ray_call__.remote(lambda _worker: os.getpid()), timeout=120)
     ray.get(actor.warm.remote([TASK]), timeout=300)
     task = mbpp_tasks[TASK]
 
@@ -54,7 +56,8 @@ def test_actor_survives_hostile_code_then_grades_a_good_solution(ray_local, mbpp
     leak = ray.get(actor.grade.remote(task, "def square_perimeter(a):\n    import os\n    return os.environ.get('AWS_SECRET_ACCESS_KEY', 'none')\n"), timeout=120)
     assert not leak.passed and "fake-in-actor" not in leak.trace and "'none'" in leak.trace
 
-    assert ray.get(actor.describe.remote(), timeout=30)["pid"] == info["pid"]  # same process, not restarted
+    assert ray.get(actor.__ray_call__.remote(lambda _worker: os.getpid()),
+                   timeout=30) == pid  # same process, not restarted
     good = ray.get(actor.grade.remote(task, mbpp_dataset.problem(TASK)["canonical_solution"]), timeout=120)
     assert good.passed and good.exit_status == "ok", good.trace
     ray.kill(actor)
