@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from ratchet_ray.suites.swebench.integrity.verdict import PASSING
+
 RUNNERS = ("unittest", "sympy")
 # ``name (module.Class)``, or ``name (module.Class.name)`` (Python 3.11+)
 _UNITTEST_NAME = re.compile(r"^(\w+) \(([\w.]+)\)$")
@@ -54,4 +56,4 @@ def contradictions(runner: str, log: str, statuses: dict[str, str]) -> list[str]
     for m in _FAILED_LINES[runner].finditer(log):
         name = (m.group(1) or m.group(2) or "").strip()
         names.update({name, *(keys(*parsed) if (parsed := unittest_name(name)) else ())})
-    return sorted(n for n in names if n and statuses.get(n) in ("PASSED", "XFAIL"))
+    return sorted(n for n in names if n and statuses.get(n) in PASSING)

@@ -60,11 +60,6 @@ def site_packages(sources: Sources, dest: Path) -> Path:
     return dest
 
 
-def _metadata_stub(project: Project) -> bytes:
-    return (f"Metadata-Version: 2.1\nName: {project.dist_name}\nVersion: {project.version}\n"
-            ).encode()
-
-
 def layer_tar(tree: Path, site: Path, project: Project) -> bytes:
     """The image's one added layer (module contract)."""
     buf = io.BytesIO()
@@ -77,7 +72,8 @@ def layer_tar(tree: Path, site: Path, project: Project) -> bytes:
                 continue
             entries.append((f"{prefix}/{rel.as_posix()}", path if path.is_file() else None))
     stub = f"{SITE}/{project.dist_name}-{project.version}.dist-info"
-    entries += [(stub, None), (f"{stub}/METADATA", _metadata_stub(project))]
+    metadata = f"Metadata-Version: 2.1\nName: {project.dist_name}\nVersion: {project.version}\n"
+    entries += [(stub, None), (f"{stub}/METADATA", metadata.encode())]
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name, source in sorted(entries, key=lambda e: e[0]):
             info = tarfile.TarInfo(name)

@@ -22,6 +22,7 @@ from typing import Any
 
 from ratchet_ray.suites.swebench.docker.container import LABELS, OWNER_KEY, owner_label
 from ratchet_ray.suites.swebench.imports import serial_imports
+from ratchet_ray.suites.swebench.integrity.verdict import PASSING
 from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
 from ratchet_ray.suites.swebench.realcode.projects import Project, test_label
 
@@ -38,7 +39,7 @@ class SuiteRun:
 
 
 def passed(status: str) -> bool:
-    return status in ("PASSED", "XFAIL")
+    return status in PASSING
 
 
 def test_args(project: Project, paths: tuple[str, ...] | list[str] | None = None) -> str:

@@ -33,11 +33,8 @@ WHEEL_TARGET = ("--only-binary", ":all:", "--python-version", "3.11", "--impleme
 
 
 def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def tree_digest(root: Path) -> str:
