@@ -84,11 +84,13 @@ def _kind(source: str, value: Any) -> tuple:
     return (type(value),)
 
 
-def _segment(lines: list[str], node: ast.AST) -> str | None:
+def segment(lines: list[str], node: ast.AST) -> tuple[int, str] | None:
+    """``(character column, text)`` of a one-line node (``ast`` offsets are UTF-8 bytes)."""
     if getattr(node, "lineno", None) is None or node.lineno != node.end_lineno:
         return None
     raw = lines[node.lineno - 1].encode()
-    return raw[node.col_offset:node.end_col_offset].decode(errors="replace")
+    col = len(raw[:node.col_offset].decode(errors="replace"))
+    return col, raw[node.col_offset:node.end_col_offset].decode(errors="replace")
 
 
 def _constant(node: ast.AST) -> bool:
@@ -104,22 +106,18 @@ def literal_pool(tree: ast.AST, text: str) -> list[str]:
     pool = []
     for node in ast.walk(tree):
         if _constant(node) and id(node) not in inner:
-            seg = _segment(lines, node)
-            if seg is not None and _value(seg) is not None:
-                pool.append(seg)
+            seg = segment(lines, node)
+            if seg is not None and _value(seg[1]) is not None:
+                pool.append(seg[1])
     return pool
 
 
 def call_arguments(lines: list[str], compared: ast.AST) -> list[str]:
     if not isinstance(compared, ast.Call):
         return []
-    found = []
-    for node in [*compared.args, *(k.value for k in compared.keywords)]:
-        if _constant(node):
-            seg = _segment(lines, node)
-            if seg is not None:
-                found.append(seg)
-    return found
+    nodes = [*compared.args, *(k.value for k in compared.keywords)]
+    found = [segment(lines, node) for node in nodes if _constant(node)]
+    return [seg[1] for seg in found if seg is not None]
 
 
 def vocabulary(pool_text: str) -> dict[tuple[int, str], list[str]]:

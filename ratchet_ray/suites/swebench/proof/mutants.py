@@ -35,8 +35,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from ratchet_ray.suites.swebench.proof.literals import (  # noqa: F401 - mutate_literal: this module's contract
-    Observation, call_arguments, literal_pool, mutate_literal, observation, replacement, shares,
-    vocabulary)
+    Observation, call_arguments, literal_pool, mutate_literal, observation, replacement, segment,
+    shares, vocabulary)
 
 REDRAWS = 3
 """Draws after the first (``draw_kept``) while the instance has no FAIL_TO_PASS mutant kept."""
@@ -152,15 +152,6 @@ def _constants(node: ast.expr) -> list[ast.Constant]:
     return [c for part in reversed(parts) for c in _constants(part)]
 
 
-def _segment(lines: list[str], node: ast.expr) -> tuple[int, str] | None:
-    """``(character column, text)`` of a one-line node (``ast`` offsets are UTF-8 bytes)."""
-    if node.lineno != node.end_lineno:
-        return None
-    raw = lines[node.lineno - 1].encode()
-    col = len(raw[:node.col_offset].decode(errors="replace"))
-    return col, raw[node.col_offset:node.end_col_offset].decode(errors="replace")
-
-
 def observations(tree: ast.AST, text: str, pool: list[str]) -> dict[int, "Observation | None"]:
     """``literals.observation`` of each test function's expectation (the literal ``_mutant``
     tries first), by the ``id`` of the function's node: how the file writes its expectations."""
@@ -169,7 +160,7 @@ def observations(tree: ast.AST, text: str, pool: list[str]) -> dict[int, "Observ
     for fn in ast.walk(tree):
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name.startswith("test"):
             segments = [(s, compared) for e, compared in reversed(_expectations(fn))
-                        for c in _constants(e) if (s := _segment(lines, c)) is not None]
+                        for c in _constants(e) if (s := segment(lines, c)) is not None]
             if segments:
                 (_, old), compared = segments[0]
                 found[id(fn)] = observation(old, pool, literal_pool(fn, text),
@@ -185,7 +176,7 @@ def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Ra
     for expectation, compared in reversed(_expectations(fn)):
         args = call_arguments(lines, compared)
         for constant in _constants(expectation):
-            found = _segment(lines, constant)
+            found = segment(lines, constant)
             if found is None:
                 continue
             col, old = found
