@@ -85,13 +85,10 @@ class EvidenceSink:
             self.flush()
 
     def flush(self) -> None:
-        """Write the buffered capsules, then the buffered llm_call rows, one part each.
-
-        Each buffer is emptied right after its own part is published and only then, so a failed
-        append (a full disk) keeps exactly the rows not yet written for the next flush, and a
-        retried flush never writes a published row twice. Capsules go first: they are the unit
-        of resume; a crash before the llm_call part only under-counts tokens.
-        """
+        """Write the buffered capsules, then the buffered llm_call rows, one part each. A buffer
+        is emptied only once its part is published, so a failed append (a full disk) keeps
+        exactly the unwritten rows and a retry never doubles one. Capsules go first: they are
+        the unit of resume; a crash before the llm_call part only under-counts tokens."""
         if self._capsules:
             capsules = self._capsules
             self.store.append("capsule", self.round, capsules)

@@ -77,18 +77,11 @@ def _gold_record(worker: Any, instance: dict, twins: bool = False) -> int:
 def gold_mutants(pool: Any, instances: list[dict], twins: bool = False) -> dict[str, Any]:
     """Instance id -> mutants validated to fail under gold, or why none is known; ``twins``:
     each instance's twin record is made too (the cheat probe's, one session of the base code)."""
-    from actors.draining import drain
+    from actors.draining import map_unordered
 
-    found: dict[str, Any] = {}
-    for instance in instances:
-        pool.submit(_gold_record, instance, twins, key=instance["instance_id"])
-
-    def handle(_pool: Any, result: Any) -> None:
-        found[result.key] = (result.value if result.ok
-                             else f"unknown ({result.exit_status}: {result.error})"[:300])
-
-    drain([pool], handle)
-    return found
+    return {r.item["instance_id"]: r.value if r.ok
+            else f"unknown ({r.exit_status}: {r.error})"[:300]
+            for r in map_unordered(pool, _gold_record, instances, twins)}
 
 
 def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,

@@ -75,9 +75,8 @@ class Suite(Protocol):
     def load_tasks(self, config: LoopConfig) -> list[Task]: ...
 
     def make_grader(self, config: LoopConfig, run_dir: Path | Artifacts) -> Grader:
-        """The suite's grader. ``run_dir`` is where its artifacts go: a Grader actor gets the
-        run's ``ratchet_ray.storage.artifacts.Artifacts`` (it may run on another node than the run dir),
-        tests may pass a folder; a grader writes files only through ``as_artifacts(run_dir)``."""
+        """The suite's grader; ``run_dir`` (the run's ``Artifacts``, or a folder in tests) is
+        where its artifacts go, written only through ``as_artifacts(run_dir)``."""
         ...
 
 
