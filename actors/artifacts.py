@@ -30,26 +30,8 @@ from ratchet_ray.storage.artifacts import Artifacts, ArtifactStore, check_key, r
 SERVICE_CONCURRENCY = 16
 
 
-class ArtifactService:
-    """Plain class behind the actor: ``ArtifactStore``'s primitives, bytes in and out."""
-
-    def __init__(self, location: str):
-        self.store = ArtifactStore(location)
-
-    def put(self, key: str, data: bytes) -> None:
-        self.store.put(key, data)
-
-    def put_many(self, items: list[tuple[str, bytes]]) -> None:
-        self.store.put_many(items)
-
-    def get(self, key: str) -> bytes | None:
-        return self.store.get(key)
-
-    def keys(self, prefix: str = "") -> list[str]:
-        return self.store.keys(prefix)
-
-    def delete(self, key: str) -> bool:
-        return self.store.delete(key)
+class ArtifactService(ArtifactStore):
+    """The store as the service's actor class (its own name, which Ray's state shows)."""
 
 
 ArtifactServiceActor = ray.remote(ArtifactService)
