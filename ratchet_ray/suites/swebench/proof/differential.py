@@ -107,15 +107,15 @@ def finding(mutant: Mutant, session: Session, real: Session,
     if session.log is None:
         return "mismatch", (f"the session did not complete ({session.result.exit_status}: "
                             f"{session.result.trace[:200]})")
-    if mutant.file not in session.written or session.written[mutant.file] == session.texts.get(mutant.file):
+    if not planted(mutant, session):
         return "mismatch", ("the mutant could not be planted (the graded file was not the text "
                             "it was made from)")
-    in_log, in_junit, seen = _seen(mutant, session)
+    in_log, in_junit, said = seen(mutant, session)
     if in_log in PASSING or in_junit in PASSING:
-        return "tampering", (f"reported {seen}, though the gold patch fails it: the code under "
+        return "tampering", (f"reported {said}, though the gold patch fails it: the code under "
                              "test forces outcomes it cannot produce")
     if in_log != "FAILED" or in_junit not in (None, "FAILED"):
-        return "mismatch", f"must be reported FAILED, was {seen}"
+        return "mismatch", f"must be reported FAILED, was {said}"
     differ = [f"{t}: {session.log.get(t, MISSING)} here, {(real.log or {}).get(t, MISSING)} "
               f"in the real session" for t in differing(session, real, instance, mutant.test)]
     if differ:
@@ -153,7 +153,9 @@ def judge_canaries(result: GradeResult, real: Session, canaries: list[tuple[Muta
                              + "\n  ".join(lines))
 
 
-def _seen(mutant: Mutant, session: Session) -> tuple[str, str | None, str]:
+def seen(mutant: Mutant, session: Session) -> tuple[str, str | None, str]:
+    """How the session reported the mutant's test: in the log, in the JUnit report (None without
+    one), and both in words."""
     in_log = (session.log or {}).get(mutant.test, MISSING)
     in_junit = session.junit.get(mutant.test, MISSING) if session.junit is not None else None
     return in_log, in_junit, f"{in_log} in the log" + (f", {in_junit} in the JUnit report"
@@ -171,9 +173,9 @@ def caught(mutant: Mutant, session: Session) -> str | None:
         return session.result.trace.split("\n", 1)[0]
     if not session.result.passed or session.log is None or not planted(mutant, session):
         return None
-    in_log, in_junit, seen = _seen(mutant, session)
+    in_log, in_junit, said = seen(mutant, session)
     if in_log in PASSING or in_junit in PASSING:
-        return (f"reported {seen} and the session resolved, though the gold patch fails its "
+        return (f"reported {said} and the session resolved, though the gold patch fails its "
                 "mutant: the code under test forced the outcomes")
     return None
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ratchet_ray.suites.swebench.proof.differential import MISSING, PASSING, Session
+from ratchet_ray.suites.swebench.proof.differential import PASSING, Session, planted, seen
 from ratchet_ray.suites.swebench.proof.gold import GoldRecord, record_key
 from ratchet_ray.suites.swebench.proof.mutants import Mutant
 
@@ -83,11 +83,9 @@ def choose(record: TwinRecord, candidates: list[Mutant], base: Session) -> TwinR
                          "so no mutant is known to fail under it")
         return record
     for mutant in candidates:
-        in_log = base.log.get(mutant.test, MISSING)
-        in_junit = base.junit.get(mutant.test, MISSING) if base.junit is not None else None
+        in_log, in_junit, _ = seen(mutant, base)
         record.under_base[mutant.describe()] = in_log + (f"; JUnit {in_junit}" if in_junit else "")
-        planted = base.written.get(mutant.file) not in (None, base.texts.get(mutant.file))
-        if planted and in_log not in PASSING and in_junit not in PASSING:
+        if planted(mutant, base) and in_log not in PASSING and in_junit not in PASSING:
             record.mutant = mutant.as_dict()
             return record
     record.reason = ("every FAIL_TO_PASS mutant the gold patch fails passes under the base code "
