@@ -32,10 +32,7 @@ def seeded_order(items: Iterable[T], key: Callable[[T], Any], *parts: object) ->
     return ordered
 
 
-def supports_seed(llm: Any) -> bool:
-    return bool(getattr(llm, "supports_seed", False))
-
-
 def sampling_kwargs(llm: Any, seed: int | None) -> dict[str, int]:
     """The ``seed=`` keyword for ``llm.complete`` when the backend accepts one."""
-    return {"seed": int(seed)} if seed is not None and supports_seed(llm) else {}
+    accepts = getattr(llm, "supports_seed", False)
+    return {"seed": int(seed)} if seed is not None and accepts else {}
