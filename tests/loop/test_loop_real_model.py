@@ -68,7 +68,7 @@ def check_evidence(run_dir: Path) -> None:
                                 "SELECT round, split, count(*) AS n, count(DISTINCT task_id) AS "
                                 "tasks FROM capsule WHERE NOT impossible GROUP BY ALL ORDER BY ALL"))
     assert [(c["round"], c["split"], c["n"], c["tasks"]) for c in counts] == [
-        (0, "eval", 2, 2), (0, "train", 3, 3), (1, "eval", 2, 2), (1, "train", 3, 3)]
+        (0, "eval", 2, 2), (0, "train", 3, 3)]
     graded = json.loads(ratchet("--db", str(run_dir), "query", "--format", "json",
                                 "SELECT exit_status, grader_trace, output, infra_failure "
                                 "FROM capsule"))
@@ -91,14 +91,16 @@ def test_readme_local_head_recipe_runs_the_local_model_end_to_end(tmp_path):
     """The README's recipe, line by line as written, from the repo root in a shell where the
     venv is NOT active (a new user's): ``source .venv/bin/activate``, ``ray start --head``, ``ray
     job submit ... -- python -m jobs.skill_loop mbpp`` and ``ray stop``. The one change: the job
-    gets a small run's flags (2 rounds, 3 + 2 tasks, an absolute results dir, the quickstart's
-    token caps) after its command. Then the run dir it left is queried and plotted."""
+    gets a small run's flags (1 round, 3 + 2 tasks, an absolute results dir, the quickstart's
+    token caps) after its command. Then the run dir it left is queried and plotted. One round:
+    the door is what this test adds (a second round on the real model, about 75 s of CI, is
+    test_quickstart_learns' own)."""
     import ray
 
     recipe = readme_local_head_recipe()
     submits = [line for line in recipe.splitlines() if line.startswith("ray job submit")]
     assert len(submits) == 1 and submits[0].endswith(README_JOB), submits
-    small = (f" --rounds 2 --n-train 3 --n-eval 2 --set results_dir={tmp_path} --quiet "
+    small = (f" --rounds 1 --n-train 3 --n-eval 2 --set results_dir={tmp_path} --quiet "
              + " ".join(QUICK_CAPS))
     script = recipe.replace(submits[0], submits[0] + small)
     # `ray stop` stops every Ray of this user: this process's own local Ray goes first (the
@@ -124,5 +126,5 @@ def test_readme_local_head_recipe_runs_the_local_model_end_to_end(tmp_path):
     assert "succeeded" in output, output[-4000:]
     run_dirs = list((tmp_path / "mbpp").iterdir())
     assert len(run_dirs) == 1
-    check_run_dir(run_dirs[0], rounds=2, n_train=3, n_eval=2)
+    check_run_dir(run_dirs[0], rounds=1, n_train=3, n_eval=2)
     check_evidence(run_dirs[0])
