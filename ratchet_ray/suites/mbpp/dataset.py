@@ -103,13 +103,20 @@ def _load_file(path: Path) -> MbppDataset:
     return MbppDataset(problems=problems, dataset_hash=digest, source=str(path))
 
 
+def dataset_file(dataset_path: str | None = None) -> Path | None:
+    """The MBPP+ file to read: ``dataset_path``, else ``$MBPP_OVERRIDE_PATH``, ``~`` expanded;
+    None when neither is set (evalplus's own cached download)."""
+    chosen = dataset_path or os.environ.get("MBPP_OVERRIDE_PATH")
+    return Path(chosen).expanduser() if chosen else None
+
+
 def load_mbpp_plus(dataset_path: str | None = None) -> MbppDataset:
     """Problems and hash; see the module contract for where they come from."""
-    chosen = dataset_path or os.environ.get("MBPP_OVERRIDE_PATH")
-    if chosen:
+    path = dataset_file(dataset_path)
+    if path is not None:
         # Read the file directly: evalplus only honours MBPP_OVERRIDE_PATH if it was set before
         # evalplus was first imported in this process, which callers cannot always guarantee.
-        return _load_file(Path(chosen).expanduser())
+        return _load_file(path)
     from evalplus.data.mbpp import _ready_mbpp_plus_path, get_mbpp_plus, get_mbpp_plus_hash
 
     try:

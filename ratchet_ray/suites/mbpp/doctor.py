@@ -7,11 +7,11 @@ refuses to run generated code).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from ratchet_ray.llm.doctor import Check, timed
+from ratchet_ray.suites.mbpp.dataset import dataset_file
 
 DATASET_HINT = ("set MBPP_OVERRIDE_PATH=/path/MbppPlus-v0.2.0.jsonl.gz, or run once online: "
                 "python -c 'from evalplus.data import get_mbpp_plus; get_mbpp_plus()'")
@@ -22,11 +22,11 @@ SANDBOX_HINT = ("install bubblewrap >= 0.8 (`sudo apt-get install bubblewrap`; o
 
 def check_dataset(dataset_path: str | None = None) -> str:
     """Where the MBPP+ problems will be read from; raises when there is no such file."""
-    chosen = dataset_path or os.environ.get("MBPP_OVERRIDE_PATH")
-    if chosen:
-        if not Path(chosen).expanduser().is_file():
-            raise FileNotFoundError(f"MBPP+ dataset {chosen} does not exist")
-        return str(chosen)
+    path = dataset_file(dataset_path)
+    if path is not None:
+        if not path.is_file():
+            raise FileNotFoundError(f"MBPP+ dataset {path} does not exist")
+        return str(path)
     from evalplus.data.utils import CACHE_DIR  # where evalplus itself looks
 
     cached = sorted(Path(CACHE_DIR).glob("MbppPlus*.jsonl"))

@@ -15,9 +15,7 @@ Contracts:
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 from ratchet_ray.suites.mbpp_oracle.mutate import Variant, broken_variants
 from ratchet_ray.suites.mbpp_oracle.settings import OracleWorld
@@ -30,15 +28,15 @@ TASK_TAG = re.compile(r"\[(Mbpp/\d+)\]")
 def read_problems(dataset_path: str | None) -> dict[str, dict]:
     """``task_id -> {prompt, entry_point, canonical_solution}`` of the MBPP+ file (the test
     inputs are not parsed: the world never needs them)."""
-    from ratchet_ray.suites.mbpp.dataset import load_mbpp_plus, read_jsonl
+    from ratchet_ray.suites.mbpp.dataset import dataset_file, load_mbpp_plus, read_jsonl
 
-    chosen = dataset_path or os.environ.get("MBPP_OVERRIDE_PATH")
-    if not chosen:  # evalplus's own download, as the mbpp suite reads it
+    path = dataset_file(dataset_path)
+    if path is None:  # evalplus's own download, as the mbpp suite reads it
         return {k: _fields(v) for k, v in load_mbpp_plus(None).problems.items()}
-    if not os.path.isfile(chosen):
-        raise FileNotFoundError(f"MBPP+ dataset {chosen} does not exist; set dataset_path (or "
+    if not path.is_file():
+        raise FileNotFoundError(f"MBPP+ dataset {path} does not exist; set dataset_path (or "
                                 "MBPP_OVERRIDE_PATH) to MbppPlus-v0.2.0.jsonl.gz")
-    return {row["task_id"]: _fields(row) for row in read_jsonl(Path(chosen))}
+    return {row["task_id"]: _fields(row) for row in read_jsonl(path)}
 
 
 def _fields(row: dict) -> dict:

@@ -7,6 +7,7 @@ import json
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -85,6 +86,28 @@ def test_missing_or_malformed_file_names_path_and_fix(tmp_path):
         handle.write(json.dumps({"task_id": "Mbpp/2"}) + "\n")
     with pytest.raises(DatasetError, match="record 1: missing fields"):
         load_mbpp_plus(str(bad))
+
+
+def test_every_reader_of_the_file_expands_a_home_relative_path(tmp_path, monkeypatch):
+    """The suite's loader, its doctor check and the oracle world read one ``dataset_file``: a
+    ``~/...`` path (``--set mbpp.dataset_path=~/data/...`` or ``$MBPP_OVERRIDE_PATH``) finds the
+    file for each; the oracle world's reader once took it literally and said it did not exist."""
+    from offline_data import mbpp_plus_path
+    from ratchet_ray.suites.mbpp.doctor import check_dataset
+    from ratchet_ray.suites.mbpp_oracle.world import read_problems
+
+    home = tmp_path / "home"
+    (home / "data").mkdir(parents=True)
+    (home / "data" / "mbpp.jsonl.gz").write_bytes(Path(mbpp_plus_path()).read_bytes())
+    monkeypatch.setenv("HOME", str(home))
+    for given, env in (("~/data/mbpp.jsonl.gz", None), (None, "~/data/mbpp.jsonl.gz")):
+        if env:
+            monkeypatch.setenv("MBPP_OVERRIDE_PATH", env)
+        assert len(load_mbpp_plus(given).problems) == MBPP_PLUS_TASKS
+        assert check_dataset(given) == str(home / "data" / "mbpp.jsonl.gz")
+        assert len(read_problems(given)) == MBPP_PLUS_TASKS
+    with pytest.raises(FileNotFoundError, match=f"{home}/data/none.jsonl.gz does not exist"):
+        read_problems("~/data/none.jsonl.gz")
 
 
 def test_unknown_task_id_names_the_dataset(mbpp_dataset):
