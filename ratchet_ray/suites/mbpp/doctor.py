@@ -15,9 +15,6 @@ from ratchet_ray.suites.mbpp.dataset import dataset_file
 
 DATASET_HINT = ("set MBPP_OVERRIDE_PATH=/path/MbppPlus-v0.2.0.jsonl.gz, or run once online: "
                 "python -c 'from evalplus.data import get_mbpp_plus; get_mbpp_plus()'")
-SANDBOX_HINT = ("install bubblewrap >= 0.8 (`sudo apt-get install bubblewrap`; older releases: "
-                "from a checkout `sudo bash .ci/bwrap_setup.sh` builds it) and allow "
-                "unprivileged user namespaces, or set mbpp.allow_weak_sandbox=true")
 
 
 def check_dataset(dataset_path: str | None = None) -> str:
@@ -49,4 +46,6 @@ def environment_checks(config: Any, preflight: bool = False) -> list[Check]:
     """The suite's checks (module contract)."""
     checks = [] if preflight else [timed("dataset (MBPP+)", DATASET_HINT,
                                          lambda: check_dataset(config.dataset_path))]
-    return [*checks, timed("sandbox", SANDBOX_HINT, check_sandbox)]
+    from ratchet_ray.suites.mbpp.sandbox import BWRAP_FIX
+
+    return [*checks, timed("sandbox", BWRAP_FIX, check_sandbox)]

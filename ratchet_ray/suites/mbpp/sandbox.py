@@ -41,10 +41,12 @@ CONFINE_SCRIPT = PACKAGE_DIR / "confine.py"
 SANDBOX_PACKAGE = "/ratchet"  # where PACKAGE_DIR appears inside the sandbox
 UNIQUE_UID_FLOOR = 1_000_000_000  # same floor as confine.py; never a real account
 UNIQUE_UID_SPAN = 100_000_000
-BWRAP_FIX = ("install bubblewrap >= 0.8 (`apt-get install -y bubblewrap`; `make setup` and "
-             "cluster.yaml do this) and allow unprivileged user namespaces "
-             "(sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1 where it "
-             "exists), or set mbpp.allow_weak_sandbox=true to accept rlimits-only isolation")
+BWRAP_FIX = ("install bubblewrap >= 0.8 (`sudo apt-get install -y bubblewrap`; `make run`, "
+             "`make test` and cluster.yaml do this; older releases: from a checkout `sudo bash "
+             ".ci/bwrap_setup.sh` builds it) and allow unprivileged user namespaces (sysctl "
+             "user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1 where it exists), "
+             "or set mbpp.allow_weak_sandbox=true to accept rlimits-only isolation")
+"""The fix for a refused sandbox: in the refusal and as ``ratchet doctor``'s hint."""
 _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 PR_SET_CHILD_SUBREAPER = 36
 
