@@ -16,7 +16,7 @@ from __future__ import annotations
 import ray
 
 from actors.named_client import NAMESPACE, NamedActorClient, kill_named
-from actors.rate_limiter import scope_token
+from actors.run_lease import scope_token
 
 
 class BudgetLedgerProcess:

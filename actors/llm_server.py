@@ -31,8 +31,8 @@ import ray
 
 from actors.named_client import NAMESPACE, NamedActorClient, kill_named
 from actors.placement import pinned
-from actors.rate_limiter import DEFAULT_SCOPE, cluster_limiter, scope_token
-from actors.run_lease import watch_run_lease
+from actors.rate_limiter import DEFAULT_SCOPE, cluster_limiter
+from actors.run_lease import scope_token, watch_run_lease
 from ratchet_ray.llm.base import InputType, Message, Reply
 from ratchet_ray.llm.local import LocalConfig, LocalLLM, LocalModelServer, MiniLMEmbedder
 from ratchet_ray.llm.services import LLMServices
