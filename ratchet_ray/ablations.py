@@ -311,10 +311,11 @@ def paired_with_default(by_arm: dict[str, list[RunResult]],
 def _refined(count: float | None) -> str:
     """The A10 share of a deprecation count, after the three causes every arm has: only where
     a refinement deprecated something, so the other arms' cells read as before."""
-    return f" / {_fmt(count, 1)} refined" if count else ""
+    return f" / {fmt_number(count, 1)} refined" if count else ""
 
 
-def _fmt(value: float | None, digits: int = 3, signed: bool = False) -> str:
+def fmt_number(value: float | None, digits: int = 3, signed: bool = False) -> str:
+    """``value`` to ``digits`` places (with its sign when ``signed``); ``n/a`` when None."""
     if value is None:
         return "n/a"
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
@@ -324,7 +325,7 @@ def fmt_stat(stat: Stat, digits: int = 3, signed: bool = False, missing: str = "
     """``mean ± std`` (no ``± std`` with one number); ``missing`` without a mean."""
     if stat.mean is None:
         return missing
-    text = _fmt(stat.mean, digits, signed)
+    text = fmt_number(stat.mean, digits, signed)
     return text if stat.std is None else f"{text} ± {stat.std:.{digits}f}"
 
 
@@ -336,7 +337,7 @@ def paired_cells(paired: PairedComparison) -> tuple[str, str]:
 
 def _fmt_paired(paired: PairedComparison | None, unpaired: float | None) -> tuple[str, str]:
     """``paired_cells``; without pairs (no shared seed or task) the plain difference of means."""
-    return (_fmt(unpaired, signed=True), "n/a") if paired is None else paired_cells(paired)
+    return (fmt_number(unpaired, signed=True), "n/a") if paired is None else paired_cells(paired)
 
 
 def _relative(path: str, root: Path) -> str:
@@ -386,8 +387,8 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
             f"| {fmt_stat(s.round0)} | {fmt_stat(s.peak)} "
             f"| {fmt_stat(s.rolling_gain, signed=True)} | {delta} | {p_value} "
             f"| {fmt_stat(s.skills_created, 1)} | {fmt_stat(s.skills_deprecated, 1)} "
-            f"({_fmt(s.deprecated_retired.mean, 1)} / {_fmt(s.deprecated_evicted.mean, 1)} / "
-            f"{_fmt(s.deprecated_rollback.mean, 1)}{_refined(s.deprecated_refined.mean)}) "
+            f"({fmt_number(s.deprecated_retired.mean, 1)} / {fmt_number(s.deprecated_evicted.mean, 1)} / "
+            f"{fmt_number(s.deprecated_rollback.mean, 1)}{_refined(s.deprecated_refined.mean)}) "
             f"| {fmt_stat(s.active_at_end, 1)} | {fmt_stat(s.router_engagement)} "
             f"| {fmt_stat(s.tampering, 1)} / {fmt_stat(s.skills_retired_tampering, 1)} "
             f"| {fmt_stat(s.cheat_rate)}; {fmt_stat(s.skills_retired_cheat, 1)} "
@@ -400,13 +401,13 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(runs, key=lambda r: (arm_sort_key(r.arm), str(r.seed))):
         lines.append(
-            f"| {r.arm} | {r.seed} | {r.rounds_done}/{r.rounds_planned} | {_fmt(r.round0)} "
-            f"| {_fmt(r.peak)} | {_fmt(r.rolling_gain, signed=True)} | {r.skills_created} "
+            f"| {r.arm} | {r.seed} | {r.rounds_done}/{r.rounds_planned} | {fmt_number(r.round0)} "
+            f"| {fmt_number(r.peak)} | {fmt_number(r.rolling_gain, signed=True)} | {r.skills_created} "
             f"| {r.skills_deprecated} ({r.deprecated_retired} / {r.deprecated_evicted} / "
             f"{r.deprecated_rollback}{_refined(r.deprecated_refined)}) | {r.active_at_end} "
-            f"| {_fmt(r.router_engagement)} "
+            f"| {fmt_number(r.router_engagement)} "
             f"| {r.tampering} / {r.skills_retired_tampering} "
-            f"| {_fmt(r.cheat_rate)} ({r.twin_passes} / {r.twins}; {r.skills_retired_cheat}) "
+            f"| {fmt_number(r.cheat_rate)} ({r.twin_passes} / {r.twins}; {r.skills_retired_cheat}) "
             f"| {rollback_rate(r.rollbacks_fired, r.rollback_decisions)} "
             f"| {_relative(r.run_dir, root)} |")
     incomplete = [r for r in runs if not r.complete]

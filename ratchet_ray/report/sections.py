@@ -10,6 +10,7 @@ import re
 from html import escape
 from typing import Any, Iterable
 
+from ratchet_ray.ablations import fmt_number as _f, fmt_stat as _stat  # short: table cells
 from ratchet_ray.report import svg
 from ratchet_ray.evidence.comparisons import Headline, Proportion
 from ratchet_ray.report.data import RunData, SkillRow
@@ -20,18 +21,6 @@ LIFE_COLORS = {"active": "#009E73", "retired": "#D55E00", "evicted": "#999999",
                "refined": "#F0E442"}
 EVENT_COLORS = {"retired": "#D55E00", "evicted": "#555555", "restored": "#0072B2",
                 "reinstated": "#56B4E9", "loaded": "#E69F00", "refined": "#F0E442"}
-
-
-def _f(v: float | None, digits: int = 3, signed: bool = False) -> str:
-    if v is None:
-        return "n/a"
-    return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
-
-
-def _stat(s: Any, signed: bool = False) -> str:
-    if s.mean is None:
-        return "n/a"
-    return _f(s.mean, signed=signed) + ("" if s.std is None else f" ± {s.std:.3f}")
 
 
 def _card(k: str, v: str, small: bool = False, note_html: str = "") -> str:
