@@ -68,12 +68,13 @@ run: setup sandbox  ## the quickstart: a short MBPP+ loop on the local Gemma mod
 bytecode: setup
 	$(BIN)/python -m compileall -q -j 0 ratchet_ray actors jobs tests bench > /dev/null
 
-# The quick suite mostly waits (Ray start-ups, sandboxes, containers, model servers): TEST_WORKERS
+# Both suites mostly wait (Ray start-ups, sandboxes, containers, model servers): TEST_WORKERS
 # pytest-xdist workers share the cores. Groups keep on one worker what must not run side by side
-# (tests/conftest.py `_xdist_group`): the Docker tests, and a module's tests that share a module
-# fixture (set up once, not once per worker). The slow suite is CPU-bound (llama.cpp on every core,
-# Ray start-ups by the dozen): beside other workers its tests only take longer and time out, so it
-# runs alone, with the `exclusive` tests (which need the machine to themselves).
+# (tests/conftest.py `_xdist_group`): the Docker tests, the heavy runs of the local model (llama.cpp
+# on every core, one after another), and a module's tests that share a module fixture (set up once,
+# not once per worker). The quick suite runs first, then the slow one, each on the workers (on the
+# 2-core dev box the slow suite took 20.0 min on two workers, 28.9 on one), then the `exclusive` tests,
+# which need the machine to themselves, alone.
 TEST_WORKERS ?= 2
 # A worker that crashes (a native fault in a test) fails the run at once: replaced, it would leave
 # its group's remaining tests unscheduled under loadgroup and the run would hang to CI's limit
@@ -81,7 +82,8 @@ TEST_WORKERS ?= 2
 PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --max-worker-restart=0
 test: setup sandbox bytecode  ## the whole suite, real components (Docker tests need `bash .ci/docker_setup.sh`)
 	$(BIN)/python -m pytest -q -rs $(PARALLEL) -m "not slow and not exclusive and not realcode_large"
-	$(BIN)/python -m pytest -q -rs -m "(slow or exclusive) and not realcode_large"
+	$(BIN)/python -m pytest -q -rs $(PARALLEL) -m "slow and not exclusive and not realcode_large"
+	$(BIN)/python -m pytest -q -rs -m "exclusive and not realcode_large"
 
 test-fast: setup bytecode  ## skip the heavy (real-model, many-round) tests
 	$(BIN)/python -m pytest -q $(PARALLEL) -m "not slow and not docker and not exclusive"

@@ -3,10 +3,10 @@ failed at least once is reported (zero tolerance: a flaky test is a bug, never r
 
     python .ci/flake.py [--runs 3] [--slow-runs 2] [--workers 2] [--seed S] [-- extra pytest args]
 
-As ``make test`` runs them: the quick suite on ``--workers`` pytest-xdist workers (``--dist
-loadgroup``), then the slow suite and the ``exclusive`` tests in one process. Each quick run shuffles modules and tests with
-``--shuffle-seed`` (seed S, S+1, ...; S printed, so a failing order can be replayed); the slow
-runs keep file order. Exit status 1 when any test failed in any run. Writes a JUnit report per
+As ``make test`` runs them: the quick suite, then the slow suite, on ``--workers`` pytest-xdist
+workers (``--dist loadgroup``), then the ``exclusive`` tests alone. Each quick run shuffles
+modules and tests with ``--shuffle-seed`` (seed S, S+1, ...; S printed, so a failing order can
+be replayed); the slow runs keep file order. Exit status 1 when any test failed in any run. Writes a JUnit report per
 run under ``.ci/flake-reports/``.
 """
 
@@ -64,7 +64,9 @@ def main() -> int:
     parallel = ["-n", str(opts.workers), "--dist", "loadgroup", "--max-worker-restart=0"] if opts.workers > 1 else []
     plan = [(f"quick-{k}", [*parallel, "-m", "not slow and not exclusive and not realcode_large",
                             f"--shuffle-seed={opts.seed + k}"]) for k in range(opts.runs)]
-    plan += [(f"slow-{k}", ["-m", "(slow or exclusive) and not realcode_large"]) for k in range(opts.slow_runs)]
+    for k in range(opts.slow_runs):
+        plan += [(f"slow-{k}", [*parallel, "-m", "slow and not exclusive and not realcode_large"]),
+                 (f"exclusive-{k}", ["-m", "exclusive and not realcode_large"])]
     for label, args in plan:
         bad, seconds = run(label, [*args, *opts.extra])
         times.append((label, seconds))
