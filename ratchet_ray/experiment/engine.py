@@ -220,11 +220,8 @@ class ExperimentEngine(IterationSteps):
             final = [r for r in self._final_rows() if r.iteration >= 1]
             if len(final) >= s.max_iterations:
                 return f"iteration cap ({s.max_iterations}) reached"
-            since_keep = 0
-            for row in reversed(final):
-                if row.status == "keep":
-                    break
-                since_keep += 1
+            since_keep = next((i for i, row in enumerate(reversed(final)) if row.status == "keep"),
+                              len(final))
             if s.patience and since_keep >= s.patience:
                 return f"no improvement in the last {s.patience} iterations"
             if self._remaining() <= 0:

@@ -70,18 +70,13 @@ class Git:
         return {p for p in out.split("\0") if p}
 
     def changed_paths(self) -> list[str]:
-        out = self.run("status", "--porcelain=v1", "-z", "-uall").stdout
-        entries, paths = out.split("\0"), []
-        i = 0
-        while i < len(entries):
-            entry = entries[i]
-            i += 1
-            if len(entry) < 4:
-                continue
-            paths.append(entry[3:])
-            if entry[0] in "RC":  # a rename's source follows as its own NUL-separated field
-                paths.append(entries[i])
-                i += 1
+        entries = iter(self.run("status", "--porcelain=v1", "-z", "-uall").stdout.split("\0"))
+        paths = []
+        for entry in entries:
+            if len(entry) >= 4:
+                paths.append(entry[3:])
+                if entry[0] in "RC":  # a rename's source follows as its own NUL-separated field
+                    paths.append(next(entries))
         return sorted(set(paths))
 
     def commit_all(self, message: str, amend: bool = False) -> str:

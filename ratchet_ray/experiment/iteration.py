@@ -13,10 +13,9 @@ import logging
 import time
 
 from ratchet_ray.experiment.contract import improves, max_adjusted_margin, noise_margin
-from ratchet_ray.experiment.paths import matches_any
 from ratchet_ray.experiment.evaluator import EvalRun, EvaluatorChanged
 from ratchet_ray.experiment.ledger import LedgerRow
-from ratchet_ray.experiment.paths import PolicyError
+from ratchet_ray.experiment.paths import PolicyError, matches_any
 from ratchet_ray.experiment.proposals import (Proposal, ProposalContext, ProposalError,
                                               ProposerUnavailable, apply_proposal)
 from ratchet_ray.experiment.state import Attempt

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Protocol, Sequence
 
@@ -109,10 +110,7 @@ def _loose_find(text: str, search: str) -> tuple[int, int] | None:
     """The span of the one block of lines equal to ``search``'s lines up to outer whitespace."""
     want = [line.strip() for line in search.strip("\n").split("\n")]
     lines = text.split("\n")
-    offsets, pos = [], 0
-    for line in lines:
-        offsets.append(pos)
-        pos += len(line) + 1
+    offsets = [0, *accumulate(len(line) + 1 for line in lines)]
     hits = [i for i in range(len(lines) - len(want) + 1)
             if [line.strip() for line in lines[i:i + len(want)]] == want]
     if len(hits) != 1:
