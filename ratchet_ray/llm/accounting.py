@@ -3,10 +3,9 @@
 Contracts:
 - ``PriceTable.cost``: USD from per-million-token prices of the entry whose pattern is the
   longest substring of the model id; an unknown model costs 0.0 (``unpriced`` reports them).
-- ``load_price_table(path)`` overlays a YAML/JSON ``{pattern: {input:, output:}}`` file on
-  ``DEFAULT_PRICES``; ``price_table(llm)`` overlays the run's ``llm.prices`` instead (default:
-  the ``$RATCHET_PRICE_TABLE`` file, read once when the config is built, so a resumed run keeps
-  its prices).
+- ``PriceTable()`` is ``DEFAULT_PRICES``; ``price_table(llm)`` overlays the run's ``llm.prices``
+  (default: the ``$RATCHET_PRICE_TABLE`` YAML/JSON file, read once when the config is built, so
+  a resumed run keeps its prices).
 - ``llm_call_row`` returns a dict with exactly ``LLM_CALL_COLUMNS``.
 """
 
@@ -14,11 +13,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from ratchet_ray.llm.base import Reply
-from ratchet_ray.settings.backends import read_price_overlay
 
 if TYPE_CHECKING:
     from ratchet_ray.settings.schema import LLMSettings
@@ -61,14 +58,6 @@ class PriceTable:
         if price is None:
             return 0.0
         return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
-
-
-def load_price_table(path: str | Path | None = None) -> PriceTable:
-    """Default prices, overlaid with the price file ``path`` when given."""
-    prices = dict(DEFAULT_PRICES)
-    if path:
-        prices.update(read_price_overlay(path))
-    return PriceTable(prices)
 
 
 def price_table(settings: "LLMSettings") -> PriceTable:

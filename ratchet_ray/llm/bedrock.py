@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import Field
 
 from ratchet_ray.settings.schema import LLMSettings
-from ratchet_ray.llm.accounting import PriceTable, load_price_table
+from ratchet_ray.llm.accounting import PriceTable
 from ratchet_ray.llm.base import InputType, LLMError, Message, Reply, embed_in_batches
 from ratchet_ray.llm.ratelimit import HostedClient, LimiterFactory, estimate_tokens, make_limiter
 from ratchet_ray.settings.backends import BedrockBackendSettings
@@ -119,7 +119,7 @@ class BedrockLLM(_BedrockBase):
                  limiters: LimiterFactory = make_limiter):
         super().__init__(config, f"bedrock-{config.model_id}", limiters)
         self.model = config.model_id
-        self.prices = prices or load_price_table()
+        self.prices = prices or PriceTable()
         self.primary_disabled = False
 
     def _converse(self, model_id: str, system, turns, inference: dict) -> dict:

@@ -30,7 +30,7 @@ from pydantic import SecretStr
 
 from ratchet_ray.settings.backends import OpenAIBackendSettings
 from ratchet_ray.settings.schema import LLMSettings
-from ratchet_ray.llm.accounting import PriceTable, load_price_table
+from ratchet_ray.llm.accounting import PriceTable
 from ratchet_ray.llm.base import InputType, LLMError, Message, Reply, embed_in_batches
 from ratchet_ray.llm.ratelimit import HostedClient, LimiterFactory, estimate_tokens, make_limiter
 from ratchet_ray.llm.structured import schema_instruction
@@ -144,7 +144,7 @@ class OpenAICompatLLM(_OpenAIBase):
                  limiters: LimiterFactory = make_limiter):
         super().__init__(config, limiters)
         self._model = config.model
-        self.prices = prices or load_price_table()
+        self.prices = prices or PriceTable()
         self.schema_modes = list(SCHEMA_MODES[SCHEMA_MODES.index(config.schema_mode):]
                                  if config.schema_mode != "auto" else SCHEMA_MODES)
         """Structured-output modes still believed to work on this server, best first."""

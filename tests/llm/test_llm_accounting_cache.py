@@ -10,15 +10,16 @@ import pytest
 from click.testing import CliRunner
 from fakes import ScriptedLLM
 
-from ratchet_ray.llm.accounting import LLM_CALL_COLUMNS, llm_call_row, load_price_table
+from ratchet_ray.llm.accounting import LLM_CALL_COLUMNS, PriceTable, llm_call_row
 from ratchet_ray.llm.base import Message, Reply
 from ratchet_ray.llm.cache import CachedLLM, SolverCache, cache_key
+from ratchet_ray.settings.backends import read_price_overlay
 
 PROMPT = [Message("system", "Solve."), Message("user", "Write add(a, b).")]
 
 
 def test_price_table_longest_pattern_wins_and_unknown_is_free():
-    table = load_price_table()
+    table = PriceTable()
     assert table.cost("global.anthropic.claude-opus-4-7", 1_000_000, 0) == pytest.approx(5.0)
     assert table.cost("anthropic.claude-opus-4-20250514-v1:0", 0, 1_000_000) == pytest.approx(75.0)
     assert table.cost("gemma-3-270m-q4_k_m", 10**6, 10**6) == 0.0
@@ -28,9 +29,9 @@ def test_price_table_longest_pattern_wins_and_unknown_is_free():
 def test_price_table_file_overlays_defaults(tmp_path, monkeypatch):
     path = tmp_path / "prices.yaml"
     path.write_text("my-model: {input: 2.0, output: 4.0}\nclaude-sonnet-4: {input: 1.0, output: 1.0}\n")
-    for table in (load_price_table(path), _env_table(monkeypatch, path)):
-        assert table.cost("vendor/my-model-7b", 500_000, 250_000) == pytest.approx(2.0)
-        assert table.cost("global.anthropic.claude-sonnet-4-6", 10**6, 10**6) == pytest.approx(2.0)
+    table = _env_table(monkeypatch, path)
+    assert table.cost("vendor/my-model-7b", 500_000, 250_000) == pytest.approx(2.0)
+    assert table.cost("global.anthropic.claude-sonnet-4-6", 10**6, 10**6) == pytest.approx(2.0)
 
 
 def _env_table(monkeypatch, path):
@@ -49,7 +50,7 @@ def test_bad_price_file_names_the_problem(tmp_path):
     path = tmp_path / "prices.json"
     path.write_text(json.dumps({"m": 3}))
     with pytest.raises(ValueError, match="entry 'm' needs keys input and output"):
-        load_price_table(path)
+        read_price_overlay(path)
 
 
 def test_llm_call_row_has_exactly_the_evidence_columns():
