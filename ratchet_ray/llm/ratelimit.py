@@ -10,7 +10,7 @@ Contracts:
 - ``estimate_tokens``: prompt characters / 4 plus ``max_tokens`` (as Bedrock reserves quota).
 - A client is handed a ``LimiterFactory`` (``key, rpm, tpm -> Limiter``): ``make_limiter`` (the
   default) gives each client its own; the loop passes the cluster-wide
-  ``actors.rate_limiter.cluster_limiter`` (``llm.services``).
+  ``actors.rate_limiter.cluster_limiter`` (``llm.registry.LLMServices``).
 - ``HostedClient`` (openai, bedrock): the SDK client and limiter, made per process on first use
   and never pickled (the factory is, so a shared budget stays shared where the client lands).
 """

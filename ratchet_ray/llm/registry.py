@@ -4,7 +4,7 @@ Contracts:
 - ``BACKENDS`` names every backend (an unknown one raises ``LLMError`` listing them);
   ``WORLD_BACKENDS`` answer from a simulated world (``llm.world``).
 - A backend's module is imported only when it is built (``bedrock`` needs no llama.cpp).
-- ``services`` (``llm.services``, default ``IN_PROCESS``) is the only source of shared state, so
+- ``services`` (``LLMServices``, default ``IN_PROCESS``) is the only source of shared state, so
   the same arguments always give the same kind of client, whatever runs in the process.
 - ``LazyEmbedder`` builds the embedder on first use: a worker that never embeds never loads one.
 """
@@ -12,17 +12,37 @@ Contracts:
 from __future__ import annotations
 
 import importlib
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.accounting import price_table
 from ratchet_ray.llm.base import Embedder, LLMClient, LLMError
-from ratchet_ray.llm.services import IN_PROCESS, LLMServices
+from ratchet_ray.llm.ratelimit import LimiterFactory, make_limiter
+
+if TYPE_CHECKING:
+    from ratchet_ray.llm.local import LocalConfig
 
 BACKENDS = ("local", "bedrock", "openai", "sim")
 WORLD_BACKENDS = ("sim",)
 """Backends whose clients answer from ``llm.world``, which only a suite's ``configure`` derives
 (``ratchet_ray.suites.resolve_config`` refuses them without one)."""
+
+
+@dataclass(frozen=True)
+class LLMServices:
+    """Where a client gets what is shared beyond its process: its budget's rate limiter
+    (``limiters``) and, for ``local``, the model (``local_llm`` / ``local_embedder``:
+    ``LocalConfig -> client``; None loads it in this process). ``IN_PROCESS`` shares nothing,
+    whether or not Ray runs in the process: the library never looks. The cluster's services are
+    ``actors.llm_server.cluster_services()``. Every field must pickle (clients travel to actors)."""
+
+    limiters: LimiterFactory = make_limiter
+    local_llm: Callable[["LocalConfig"], LLMClient] | None = None
+    local_embedder: Callable[["LocalConfig"], Embedder] | None = None
+
+
+IN_PROCESS = LLMServices()
 
 
 def _check(name: str) -> str:

@@ -13,7 +13,7 @@ A role's built-in template, which a run's ``prompts.dir`` may replace, is its pr
 builds its clients from ``config.llm`` (``llm.registry.make_llm``, ``LazyEmbedder``) unless one is
 injected. Every prompt is a completion-style document in ONE user message, so it works on a base
 model (no chat template) and chat models alike; structured roles pass their pydantic model's JSON
-schema to the backend. Turning a conversation into base-model text is ``llm.prompting``'s; an
+schema to the backend. Turning a conversation into base-model text is ``llm.local``'s; an
 agent suite writes its agent's prompts in its own folder; a suite's own Critic prompt is a hook.
 
 This ``__init__`` imports nothing: where a name is used says where it is defined.
