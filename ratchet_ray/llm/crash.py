@@ -86,10 +86,10 @@ def demangle(symbol: str) -> str:
     return "::".join(parts) if parts else symbol
 
 
-def last_line(text: str, empty: str) -> str:
-    """The last non-blank line of ``text`` (at most 300 characters), or ``empty``."""
+def last_line(text: str, empty: str, limit: int = 300) -> str:
+    """The last non-blank line of ``text`` (at most ``limit`` characters), or ``empty``."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else empty
+    return lines[-1][:limit] if lines else empty
 
 
 def crashing_function(text: str) -> str | None:

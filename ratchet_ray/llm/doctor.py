@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 
 from ratchet_ray.settings.schema import LLMSettings
-from ratchet_ray.llm.crash import Diagnosed
+from ratchet_ray.llm.crash import Diagnosed, last_line
 
 RAY_PROBE = """
 import ray
@@ -109,8 +109,8 @@ def _finish_ray_probe(proc: subprocess.Popen, started: float,
                      "machine, or a hang: run `ratchet doctor` alone)", hint,
                      time.perf_counter() - started)
     if proc.returncode != 0:
-        tail = output.strip().splitlines()[-1] if output.strip() else f"exit {proc.returncode}"
-        return Check("ray", False, tail[:300], hint, time.perf_counter() - started)
+        return Check("ray", False, last_line(output, f"exit {proc.returncode}"), hint,
+                     time.perf_counter() - started)
     return Check("ray", True, "local Ray started and ran a task", "", time.perf_counter() - started)
 
 
@@ -166,12 +166,6 @@ def check_llm_client(llm) -> str:
     return f"{llm.backend}:{reply.model} answered ({reply.output_tokens} token, {reply.latency_s:.2f}s)"
 
 
-def _check_embedder(settings: LLMSettings) -> str:
-    from ratchet_ray.llm.registry import make_embedder
-
-    return check_embedder_client(make_embedder(settings))
-
-
 def check_embedder_client(embedder) -> str:
     """One embedding of unit norm from ``embedder``; raises otherwise."""
     vectors = embedder.embed(["ratchet doctor"], input_type="search_query")
@@ -184,6 +178,8 @@ def run_checks(settings: LLMSettings,
                environment: Callable[[], list[Check]] | None = None) -> list[Check]:
     """Ray, the backend's credentials (bedrock), the model, the embedder, then ``environment()``
     (the suite's checks, ``suites.environment_checks``), in that order; never raises."""
+    from ratchet_ray.llm.registry import make_embedder
+
     started = time.perf_counter()
     ray_probe = _start_ray_probe()
     checks: list[Check] = []
@@ -195,7 +191,7 @@ def run_checks(settings: LLMSettings,
     llm_check = in_thread(f"llm ({backend})", backend_hint(backend), lambda: _check_llm(settings))
     embed_backend = settings.embedder or backend
     embed_check = timed(f"embedding ({embed_backend})", backend_hint(embed_backend),
-                        lambda: _check_embedder(settings))
+                        lambda: check_embedder_client(make_embedder(settings)))
     checks.extend([llm_check(), embed_check])
     if environment is not None:
         checks.extend(environment())

@@ -25,9 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from ratchet_ray.llm.base import LLMError
-from ratchet_ray.llm.crash import Diagnosed, crashing_function, last_line, signal_name
-from ratchet_ray.llm.local import LocalConfig
+from ratchet_ray.llm.base import LLMError, Message
+from ratchet_ray.llm.crash import (Diagnosed, crashing_function, install_native_backtrace,
+                                  last_line, signal_name)
+from ratchet_ray.llm.local import LocalConfig, LocalLLM
 
 PORTABLE_BUILD = ("CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install --force-reinstall --no-cache-dir "
                   "llama-cpp-python")
@@ -121,13 +122,8 @@ def main(argv: list[str]) -> int:
     """The child: load, one one-token call, one JSON line on stdout (module contracts)."""
     import faulthandler
 
-    from ratchet_ray.llm.crash import install_native_backtrace
-
-    install_native_backtrace()
+    install_native_backtrace()  # before llama.cpp loads (``LocalLLM.llama``)
     faulthandler.enable()  # after: it chains to the native handler
-    from ratchet_ray.llm.base import Message
-    from ratchet_ray.llm.local import LocalLLM
-
     try:
         llm = LocalLLM(LocalConfig.model_validate_json(argv[0]))
         reply = llm.complete([Message("user", "Reply with OK.")], max_tokens=1, temperature=0.0)

@@ -40,13 +40,18 @@ class MiniLMModelError(LLMError):
     NumPy forward pass does not implement; the message names the file and the fix."""
 
 
-def _json(folder: Path, name: str) -> dict[str, Any] | list[Any]:
+def _required(folder: Path, name: str) -> Path:
+    """``folder / name``; ``MiniLMModelError`` when there is no such file."""
     path = folder / name
+    if not path.is_file():
+        raise MiniLMModelError(f"embedder model folder {folder} has no {name}; fix: {FIX}")
+    return path
+
+
+def _json(folder: Path, name: str) -> dict[str, Any] | list[Any]:
+    path = _required(folder, name)
     try:
         return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise MiniLMModelError(f"embedder model folder {folder} has no {name}; "
-                               f"fix: {FIX}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MiniLMModelError(f"embedder model file {path} cannot be read ({exc}); "
                                f"fix: {FIX}") from None
@@ -112,10 +117,7 @@ class MiniLM:
     def _load_tokenizer(self, folder: Path):
         from tokenizers import Tokenizer
 
-        path = folder / "tokenizer.json"
-        if not path.is_file():
-            raise MiniLMModelError(f"embedder model folder {folder} has no tokenizer.json; "
-                                   f"fix: {FIX}")
+        path = _required(folder, "tokenizer.json")
         try:
             tokenizer = Tokenizer.from_file(str(path))
         except Exception as exc:  # tokenizers raises a bare Exception for a malformed file
@@ -132,10 +134,7 @@ class MiniLM:
         from safetensors import SafetensorError
         from safetensors.numpy import load_file
 
-        path = folder / "model.safetensors"
-        if not path.is_file():
-            raise MiniLMModelError(f"embedder model folder {folder} has no model.safetensors; "
-                                   f"fix: {FIX}")
+        path = _required(folder, "model.safetensors")
         try:
             raw = load_file(str(path))
         except (SafetensorError, OSError, ValueError) as exc:

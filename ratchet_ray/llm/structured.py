@@ -70,13 +70,10 @@ def parse_reply(text: str, schema_model: type[ModelT]) -> ModelT:
 
 
 def _describe(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        parts = []
-        for err in exc.errors()[:8]:
-            loc = ".".join(str(p) for p in err["loc"]) or "(root)"
-            parts.append(f"{loc}: {err['msg']}")
-        return "; ".join(parts)
-    return str(exc)
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+                     for err in exc.errors()[:8])
 
 
 @functools.lru_cache(maxsize=512)
