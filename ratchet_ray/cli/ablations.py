@@ -15,7 +15,8 @@ finished arm-seeds are skipped, unfinished ones ``--resume``, running ones follo
 limiter. A failing arm-seed does not stop the others: it is listed at the end and the exit
 status is 1. ``ablations.md`` / ``ablations.json`` in ``--out`` are written after the runs
 (``--report-only``: without running); ``--dry-run`` checks and prints each plan, starting
-nothing. Layout: ``sweep/spec.py``; jobs: ``sweep/jobs.py``; metrics: ``ratchet_ray/ablations.py``.
+nothing. Layout: ``sweep/spec.py``; jobs: ``sweep/jobs.py``; metrics:
+``ratchet_ray/arm_summary.py``; the report: ``ratchet_ray/report/ablation_report.py``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.ablations import write_report
+from ratchet_ray.report.ablation_report import write_report
 from ratchet_ray.cli.options import one_line
 from ratchet_ray.run_config.options import (bank_option, csv_list, dataset_path_option,
                                             llm_option, profile_option, seeds_option, set_option,

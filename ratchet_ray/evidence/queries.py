@@ -15,6 +15,8 @@ Contracts:
   proof: ``tampering_by_skill`` (what the Curator retires on) leaves out older runs' capsules
   whose only finding was the static screen (``tampering.SCREEN_ONLY_TRACE``);
   ``suspicious_capsules`` lists those whose trace records a screen's suspicion.
+- ``skill_fates`` gives each skill's status changes from the bank's own ``skill_event`` rows, in
+  the order it logged them: a skill's last change IS its live status.
 """
 
 from __future__ import annotations
@@ -137,3 +139,51 @@ def failed_llm_calls(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 def registered_skill_ids(con: duckdb.DuckDBPyConnection) -> set[str]:
     """Ids that entered the bank through the SkillBank (any skill event except a rejection)."""
     return {row[0] for row in nq.fetch_all(con, "registered_skill_ids")}
+
+
+STATUS_EVENTS = ("added", "loaded", "retired", "evicted", "refined", "reinstated", "restored")
+"""The skill events that set a skill's status (``status_after``); the others (``rejected``,
+``meta_*``) never change a skill's status."""
+DEPRECATION_CAUSES = {"retired": "retired", "evicted": "evicted", "refined": "refined",
+                      "restored": "rollback"}
+
+
+@dataclass(frozen=True)
+class SkillFate:
+    """Every status change of one skill, in the order the bank logged them."""
+
+    skill_id: str
+    changes: tuple[tuple[int, str, str], ...]
+    """``(round, event, status_after)`` per change."""
+
+    @property
+    def created(self) -> bool:
+        """Written by the Synthesizer (an ``added`` event), not loaded from a user's bank."""
+        return any(event == "added" for _, event, _ in self.changes)
+
+    @property
+    def status(self) -> str:
+        """The skill's status now: the last change's ``status_after``."""
+        return self.changes[-1][2]
+
+    @property
+    def cause(self) -> str | None:
+        """What deprecated it last (retired / evicted / refined / rollback); None when it is not
+        deprecated."""
+        if self.status != "deprecated":
+            return None
+        return DEPRECATION_CAUSES.get(self.changes[-1][1], self.changes[-1][1])
+
+    def first(self, event: str, status: str | None = None) -> int | None:
+        """Round of the first ``event`` (with that ``status_after`` when given), else None."""
+        return next((r for r, e, s in self.changes
+                     if e == event and (status is None or s == status)), None)
+
+
+def skill_fates(con) -> dict[str, SkillFate]:
+    """Every skill's status changes from the bank's own ``skill_event`` rows (module contract)."""
+    rows = nq.fetch_all(con, "skill_status_changes", events=list(STATUS_EVENTS))
+    changes: dict[str, list[tuple[int, str, str]]] = {}
+    for skill_id, round_, event, status in rows:
+        changes.setdefault(skill_id, []).append((int(round_), event, status))
+    return {k: SkillFate(k, tuple(v)) for k, v in sorted(changes.items())}

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ratchet_ray.ablations import fmt_stat, mean_std
+from ratchet_ray.arm_summary import fmt_stat, mean_std
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.metrics import loop_metrics
 from ratchet_ray.report.data import round_rows, skill_events, skill_rows

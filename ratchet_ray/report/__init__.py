@@ -3,7 +3,8 @@ the other views of a finished run: ``ratchet plot`` and the MLflow tracking.
 
 - ``data``: one run's numbers, read from its run dir (evidence through ``EvidenceStore``,
   ``loop.json``, ``stopped.json``, the bank's YAML files); ``ratchet plot`` draws from it too.
-- ``capsules``: the capsule browser's rows; ``sweep``: several runs and a sweep's tables.
+- ``capsules``: the capsule browser's rows; ``sweep``: several runs and a sweep's tables;
+  ``ablation_report``: a sweep's ``ablations.md`` / ``ablations.json``.
 - ``svg``: the charts as inline SVG strings (no chart library, no network).
 - ``sections`` and ``html``: the page (sections, embedded JSON, ``assets``' style and script).
 - ``plot``: ``ratchet plot RUN``, the learning curve as a PNG and the headline metrics as Markdown.

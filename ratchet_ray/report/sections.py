@@ -10,8 +10,9 @@ import re
 from html import escape
 from typing import Any, Iterable
 
-from ratchet_ray.ablations import fmt_number as _f, fmt_stat as _stat  # short: table cells
+from ratchet_ray.arm_summary import DEFAULT_ARM, fmt_number as _f, fmt_stat as _stat
 from ratchet_ray.report import svg
+from ratchet_ray.report.ablation_report import report_markdown
 from ratchet_ray.evidence.comparisons import Headline, Proportion
 from ratchet_ray.report.data import RunData, SkillRow
 from ratchet_ray.report.sweep import SweepTable, arm_curves, arm_headlines
@@ -370,7 +371,7 @@ def _md_cell(text: str) -> str:
 
 
 def _md_tables_to_html(md: str) -> str:
-    """The Markdown tables (and headings) of ``ablations.report_markdown`` as HTML tables."""
+    """The Markdown tables (and headings) of ``ablation_report.report_markdown`` as HTML tables."""
     out, table = [], []
 
     def flush() -> None:
@@ -417,8 +418,6 @@ def truth_section(title: str, extra: list[dict[str, Any]], columns: Iterable[str
 
 
 def sweep_section(sweeps: list[SweepTable], runs: list[RunData]) -> str:
-    from ratchet_ray.ablations import DEFAULT_ARM, report_markdown
-
     parts = ['<section id="sweeps"><h2>Sweeps</h2>']
     for table in sweeps:
         parts.append(f"<h3>{escape(str(table.root))}</h3>")

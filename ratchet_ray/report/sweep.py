@@ -7,8 +7,8 @@ Contracts:
 - ``arm_curves(runs)``: per arm, each seed's eval and train pass@1 per round, with mean and
   sample std over the seeds that finished the round.
 - ``arm_headlines(runs)``: per arm, round 0 / peak / rolling gain as mean ± sample std over all
-  its seeds (``ablations.mean_std``).
-- ``sweep_table(sweep_dir)``: ``ablations.summarize`` of its complete runs plus the per-arm
+  its seeds (``arm_summary.mean_std``).
+- ``sweep_table(sweep_dir)``: ``arm_summary.summarize`` of its complete runs plus the per-arm
   columns the suite registered (``suites.hooks.sweep_report``) in ``extra`` /
   ``extra_columns`` / ``extra_title`` (None when none; ``extra_error`` when they failed).
 """
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from ratchet_ray.ablations import (ArmSummary, RunResult, arm_sort_key, find_run_dirs, mean_std,
-                                   run_result, summarize)
+from ratchet_ray.arm_summary import (ArmSummary, RunResult, arm_sort_key, find_run_dirs,
+                                     mean_std, run_result, summarize)
 from ratchet_ray.report.data import NotARunDir, RunData, check_run_dir
 
 

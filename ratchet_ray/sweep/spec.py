@@ -9,7 +9,7 @@ Layout of a sweep folder (``python -m jobs.ablations --out``)::
     logs/ray_head.log                       the local Ray head, when the sweep started one
     jobs.json                               the Ray job of every submitted arm-seed
     status.json                             what the last invocation did per arm-seed
-    ablations.md  ablations.json            the report (ratchet_ray/ablations.py)
+    ablations.md  ablations.json            the report (ratchet_ray/report/ablation_report.py)
 
 Contracts:
 - ``plan_jobs``: an arm-seed whose run dir finished every round is skipped, one with unfinished

@@ -129,7 +129,7 @@ def test_no_package_cycles_in_the_plain_library(graph):
 
 
 TOP_LEVEL = {"ratchet_ray.types", "ratchet_ray.seeding", "ratchet_ray.redact",
-             "ratchet_ray.metrics", "ratchet_ray.ablations"}
+             "ratchet_ray.metrics", "ratchet_ray.arm_summary"}
 BOTTOM_PACKAGES = ("ratchet_ray.settings", "ratchet_ray.storage")
 
 

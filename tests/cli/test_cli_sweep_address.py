@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ratchet_ray.ablations import find_run_dirs
+from ratchet_ray.arm_summary import find_run_dirs
 from ratchet_ray.sweep.ray_head import ray_cluster
 
 PLUGIN = ("from ratchet_ray.suites import register\n\n"

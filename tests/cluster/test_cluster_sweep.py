@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.ablations import find_run_dirs, run_result
+from ratchet_ray.arm_summary import find_run_dirs, run_result
 from ratchet_ray.evidence.store import EvidenceStore
 
 pytestmark = pytest.mark.cluster

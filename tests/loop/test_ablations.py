@@ -1,7 +1,8 @@
 """The ablation report over hand-built run dirs, and the whole sweep end to end.
 
-- ``ratchet_ray/ablations.py`` over synthetic run dirs (``loop.json`` + real Parquet evidence
-  through ``EvidenceStore``): exact means and sample stds per arm, bank stats via DuckDB.
+- ``ratchet_ray/arm_summary.py`` and ``report/ablation_report.py`` over synthetic run dirs
+  (``loop.json`` + real Parquet evidence through ``EvidenceStore``): exact means and sample stds
+  per arm, bank stats via DuckDB.
 - ``python -m jobs.ablations`` for real: 2 arms x 1 seed x 1 round on 2+2 MBPP+ tasks, the
   ``openai`` backend against ``bench/delay_server.py`` (chat + embeddings), a local Ray head the
   job starts; a second invocation skips the finished arm and resumes the partial one.
@@ -18,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.ablations import (arm_sort_key, bank_stats, find_run_dirs, run_result,
-                                   skill_fates, write_report)
+from ratchet_ray.arm_summary import arm_sort_key, bank_stats, find_run_dirs, run_result
+from ratchet_ray.evidence.queries import skill_fates
 from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.report.ablation_report import write_report
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ import ray.cloudpickle
 
 import cheat_script
 from cheat_script import CHEAT_ID, TRAIN, cheat_config, cheat_models
-from ratchet_ray.ablations import run_result
+from ratchet_ray.arm_summary import run_result
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.driver import run_loop
 from round_files import checkpoint_active, decision, summary

@@ -15,7 +15,8 @@ import ray.cloudpickle
 from click.testing import CliRunner
 
 import tampering_script
-from ratchet_ray.ablations import run_result, write_report
+from ratchet_ray.arm_summary import run_result
+from ratchet_ray.report.ablation_report import write_report
 from ratchet_ray.cli import main
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.driver import run_loop

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.ablations import run_result, write_report
+from ratchet_ray.arm_summary import run_result
+from ratchet_ray.report.ablation_report import write_report
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.report.data import load_run
 from ratchet_ray.report.sections import skills_section

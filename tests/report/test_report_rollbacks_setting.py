@@ -12,7 +12,8 @@ from pathlib import Path
 
 import yaml
 
-from ratchet_ray.ablations import run_result, write_report
+from ratchet_ray.arm_summary import run_result
+from ratchet_ray.report.ablation_report import write_report
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.report.plot import plot_run
 from ratchet_ray.run_config.files import config_text, layered_files, load_config

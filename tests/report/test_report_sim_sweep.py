@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ratchet_ray.ablations import ARM_LABELS
+from ratchet_ray.arm_summary import ARM_LABELS
 from ratchet_ray.report.html import build_report
 from report_parse import chart, page
 

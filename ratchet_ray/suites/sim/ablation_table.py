@@ -7,7 +7,7 @@ text between ``BEGIN`` and ``END`` in that page with it; ``--vs-paper`` adds ``v
 
 Contracts:
 - ``bank_disagreements(run_dir, truth, result)``: what the truth report and the ablation numbers
-  (``ablations.run_result``) say about the run's bank that its live files do not: each skill's
+  (``arm_summary.run_result``) say about the run's bank that its live files do not: each skill's
   status, the ACTIVE count (files = truth = ``loop.json``'s last round), and, when every skill
   was created by the run (no user bank), created - deprecated = ACTIVE and the deprecations by
   last cause. Empty when they agree.
@@ -30,11 +30,12 @@ from typing import Any, Iterable
 
 import click
 
-from ratchet_ray.ablations import (ARM_LABELS, DEFAULT_ARM, DEPRECATION_CAUSES, RunResult,
-                                   arm_sort_key, find_run_dirs, fmt_stat, mean_std, paired_cells,
-                                   paired_with_default, run_result)
+from ratchet_ray.arm_summary import (ARM_LABELS, DEFAULT_ARM, RunResult, arm_sort_key,
+                                     find_run_dirs, fmt_stat, mean_std, paired_cells,
+                                     paired_with_default, run_result)
 from ratchet_ray.bank.skill_io import load_skill_folder
 from ratchet_ray.evidence.comparisons import PairedComparison
+from ratchet_ray.evidence.queries import DEPRECATION_CAUSES
 from ratchet_ray.metrics import load_loop
 from ratchet_ray.suites.sim.report import NO_EFFECT_IN_SIM, headline
 from ratchet_ray.suites.sim.truth import RunTruth, analyze_run

@@ -20,7 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterable
 
-from ratchet_ray.ablations import Stat, arm_sort_key, find_run_dirs, fmt_stat, mean_std
+from ratchet_ray.arm_summary import Stat, arm_sort_key, find_run_dirs, fmt_stat, mean_std
 from ratchet_ray.metrics import ROLLING_WINDOW, loop_metrics
 from ratchet_ray.suites.sim.truth import DEFAULT_DELTA, RunTruth, analyze_run
 

@@ -12,8 +12,8 @@ Contracts:
 - A skill is *harmful* / *helpful* when its true contribution on the train tasks it was routed
   to (first attempts) is below / above zero; a skill never routed is judged on every task.
   Retirement metrics use each skill's FIRST ``retired`` event; every other status change comes
-  from the bank's events (``ablations.skill_fates``), so ``status`` is the live bank's at the end
-  and ``active_at_end`` equals its ACTIVE count by construction.
+  from the bank's events (``evidence.queries.skill_fates``), so ``status`` is the live bank's at
+  the end and ``active_at_end`` equals its ACTIVE count by construction.
 - Refinement (A10): every version is its own row (own trials, c-hat, truth) with its lineage and
   the round a ``refined`` event deprecated it; ``RunTruth.refinement`` compares revisions with
   their parents.
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from ratchet_ray.ablations import SkillFate, skill_fates
+from ratchet_ray.evidence.queries import SkillFate, skill_fates
 from ratchet_ray.bank.skill_io import load_skill_folder
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence import named_queries as nq

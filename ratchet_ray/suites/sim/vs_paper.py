@@ -21,7 +21,7 @@ import math
 import statistics
 from typing import Sequence
 
-from ratchet_ray.ablations import DEFAULT_ARM, arm_sort_key
+from ratchet_ray.arm_summary import DEFAULT_ARM, arm_sort_key
 
 PAPER_MBPP: dict[str, tuple[tuple[float, float], tuple[float, float], tuple[float, float]]] = {
     "default": ((0.258, 0.047), (0.658, 0.042), (0.328, 0.018)),

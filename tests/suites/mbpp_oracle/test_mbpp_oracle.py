@@ -110,7 +110,7 @@ def clear_run(tmp_path_factory, _ray_session):
 
 @pytest.mark.slow
 def test_a_real_run_agrees_with_its_truth_and_retires_a_harmful_skill(clear_run):
-    from ratchet_ray.ablations import run_result
+    from ratchet_ray.arm_summary import run_result
     from ratchet_ray.suites.sim.ablation_table import bank_disagreements
     from ratchet_ray.suites.sim.truth import analyze_run
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ratchet_ray.ablations import write_report
+from ratchet_ray.report.ablation_report import write_report
 
 from sim_helpers import run_sim, sim_config
 

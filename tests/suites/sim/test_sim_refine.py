@@ -10,7 +10,7 @@ import statistics
 
 import pytest
 
-from ratchet_ray.ablations import run_result
+from ratchet_ray.arm_summary import run_result
 from ratchet_ray.bank.skill_io import load_skill_folder
 from ratchet_ray.llm.registry import make_llm
 from ratchet_ray.roles.refiner_prompt import refine_messages

@@ -15,7 +15,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from ratchet_ray.ablations import run_result
+from ratchet_ray.arm_summary import run_result
 from ratchet_ray.bank.skill_io import load_skill_folder
 from ratchet_ray.suites.sim.ablation_table import (BEGIN, END, bank_disagreements, main,
                                                    render, replace_block, sweep_rows)

@@ -1,4 +1,5 @@
-"""The ablation report: per arm, the headline metrics and bank stats as mean ± std over seeds.
+"""Per arm of an ablation sweep: each run's headline metrics and bank stats, and their mean ±
+std over seeds (the numbers ``report/ablation_report.py`` writes as ``ablations.md``).
 
 Pure functions over run dirs (no Ray, no LLM): ``python -m jobs.ablations``
 (``ratchet_ray/cli/ablations.py``) runs the sweep, this module reads what the runs left behind
@@ -6,33 +7,31 @@ Pure functions over run dirs (no Ray, no LLM): ``python -m jobs.ablations``
 - ``run_result(run_dir)``: the metrics ``ratchet plot`` prints (``metrics.loop_metrics``), the
   rollback gate's firings and decisions (rounds with an eval pass@1), the run's setting line and,
   from the evidence (``bank_stats``), created skills, those a LAST status change
-  (``skill_fates``: each skill's last change IS its live status) left deprecated, by cause,
-  eval router engagement, tampering and the cheat probe's counts.
+  (``evidence.queries.skill_fates``) left deprecated, by cause, eval router engagement,
+  tampering and the cheat probe's counts.
 - ``summarize(runs)`` groups only *complete* runs by arm: sample std (n - 1; None with one seed),
   rollbacks summed as the paper counts them ("2 / 300"), the rolling gain minus the Default's,
   and the paired comparison with the Default on shared seeds and eval tasks (None without).
-- ``write_report`` lists incomplete runs and the caller's failures, never averaged.
+- ``fmt_number`` / ``fmt_stat`` / ``paired_cells``: how every table of these numbers writes them
+  (``ablations.md``, the HTML report, the sim table, a pack's transfer).
 """
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Iterable
 
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.comparisons import PairedComparison, eval_outcomes, paired_comparison
-from ratchet_ray.evidence.queries import skills_retired_with, tampering_totals
+from ratchet_ray.evidence.queries import skill_fates, skills_retired_with, tampering_totals
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance.cheat_probe import CHEAT_REASON, arm_cheat_rate
 from ratchet_ray.metrics import ROLLING_WINDOW, load_loop, loop_metrics
 from ratchet_ray.types import NONE_SKILL
 
-REPORT_MD = "ablations.md"
-REPORT_JSON = "ablations.json"
 DEFAULT_ARM = "default"
 # One line per arm, as in DESIGN.md section 1 (each arm changes one knob of the Default).
 ARM_LABELS = {
@@ -158,54 +157,6 @@ def find_run_dirs(root: str | Path) -> list[Path]:
     return sorted(p.parent for p in Path(root).rglob("loop.json") if p.is_file())
 
 
-STATUS_EVENTS = ("added", "loaded", "retired", "evicted", "refined", "reinstated", "restored")
-"""The skill events that set a skill's status (``status_after``); the others (``rejected``,
-``meta_*``) never change a skill's status."""
-DEPRECATION_CAUSES = {"retired": "retired", "evicted": "evicted", "refined": "refined",
-                      "restored": "rollback"}
-
-
-@dataclass(frozen=True)
-class SkillFate:
-    """Every status change of one skill, in the order the bank logged them."""
-
-    skill_id: str
-    changes: tuple[tuple[int, str, str], ...]
-    """``(round, event, status_after)`` per change."""
-
-    @property
-    def created(self) -> bool:
-        """Written by the Synthesizer (an ``added`` event), not loaded from a user's bank."""
-        return any(event == "added" for _, event, _ in self.changes)
-
-    @property
-    def status(self) -> str:
-        """The skill's status now: the last change's ``status_after``."""
-        return self.changes[-1][2]
-
-    @property
-    def cause(self) -> str | None:
-        """What deprecated it last (retired / evicted / refined / rollback); None when it is not
-        deprecated."""
-        if self.status != "deprecated":
-            return None
-        return DEPRECATION_CAUSES.get(self.changes[-1][1], self.changes[-1][1])
-
-    def first(self, event: str, status: str | None = None) -> int | None:
-        """Round of the first ``event`` (with that ``status_after`` when given), else None."""
-        return next((r for r, e, s in self.changes
-                     if e == event and (status is None or s == status)), None)
-
-
-def skill_fates(con) -> dict[str, SkillFate]:
-    """Every skill's status changes from the bank's own ``skill_event`` rows (module contract)."""
-    rows = nq.fetch_all(con, "skill_status_changes", events=list(STATUS_EVENTS))
-    changes: dict[str, list[tuple[int, str, str]]] = {}
-    for skill_id, round_, event, status in rows:
-        changes.setdefault(skill_id, []).append((int(round_), event, status))
-    return {k: SkillFate(k, tuple(v)) for k, v in sorted(changes.items())}
-
-
 def bank_stats(run_dir: Path) -> dict[str, int]:
     """Skills created and deprecated, by last cause (``skill_fates``), and eval routing counts
     (capsule), via DuckDB."""
@@ -250,12 +201,6 @@ def run_setting(run_dir: Path, loop: dict[str, Any]) -> str:
         return str(loop["setting"])
     path = run_dir / "config.yaml"
     return setting_line(yaml.safe_load(path.read_text()) or {}) if path.is_file() else ""
-
-
-def rollback_rate(fired: int, decisions: int) -> str:
-    """``"2 / 300"``: rollback firings per round decisions (``n/a`` without a decision)."""
-    return f"{fired} / {decisions}" if decisions else "n/a"
-
 
 def arm_sort_key(arm: str) -> tuple[int, int, str]:
     """Default first, then A1, A2, ... A10 in numeric order, then any other name."""
@@ -307,13 +252,7 @@ def paired_with_default(by_arm: dict[str, list[RunResult]],
     return out
 
 
-# ---- report ------------------------------------------------------------------------------------
-def _refined(count: float | None) -> str:
-    """The A10 share of a deprecation count, after the three causes every arm has: only where
-    a refinement deprecated something, so the other arms' cells read as before."""
-    return f" / {fmt_number(count, 1)} refined" if count else ""
-
-
+# ---- how every table writes these numbers ------------------------------------------------------
 def fmt_number(value: float | None, digits: int = 3, signed: bool = False) -> str:
     """``value`` to ``digits`` places (with its sign when ``signed``); ``n/a`` when None."""
     if value is None:
@@ -334,116 +273,3 @@ def paired_cells(paired: PairedComparison) -> tuple[str, str]:
     text = f"{paired.diff:+.3f} {paired.interval.describe()}"
     return (f"**{text}**" if paired.real else text), f"{paired.p_value:.3g}"
 
-
-def _fmt_paired(paired: PairedComparison | None, unpaired: float | None) -> tuple[str, str]:
-    """``paired_cells``; without pairs (no shared seed or task) the plain difference of means."""
-    return (fmt_number(unpaired, signed=True), "n/a") if paired is None else paired_cells(paired)
-
-
-def _relative(path: str, root: Path) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(root.resolve()))
-    except ValueError:
-        return path
-
-
-def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Path,
-                    failures: dict[str, str] | None = None, window: int = ROLLING_WINDOW) -> str:
-    """``ablations.md``: the arm table, the per-run table, then incomplete and failed runs."""
-    from ratchet_ray.settings.setting_label import combined
-
-    lines = [
-        f"# Ablations: {root.name}: {combined(r.setting for r in runs)}", "",
-        f"Mean ± sample std over seeds (complete runs only). Rolling gain = mean eval pass@1 of "
-        f"the last {window} rounds minus round 0 (with fewer rounds: every round after round 0). "
-        "Created = skills the Synthesizer wrote; deprecated = those of them deprecated at the "
-        "end, by what deprecated them last (retired by the Curator / evicted at the cap / "
-        "rolled back), so created - deprecated = active at the end (a loaded user bank aside). "
-        "Router engagement = share of eval capsules routed to a skill (not NONE). Tampering = "
-        "capsules graded as an attack on the grader (train + eval) / skills the Curator retired "
-        "for it. Cheat rate = impossible twins passed / graded (a twin fails every honest "
-        "answer, so any pass is cheating; n/a: no twin, e.g. cheat_probe off) / skills the "
-        "Curator retired for it. Rollbacks = the gate's firings / its round decisions, summed "
-        "over the arm's runs (the paper: 2 / 300 over its Default's three seeds). "
-        "Δ vs Default = the paired rolling-gain difference on the seeds "
-        "and eval tasks "
-        "both ran, with its 95 % bootstrap interval (seeds, then tasks, resampled; **bold**: the "
-        "interval excludes 0, a real difference); p = exact McNemar test on the discordant "
-        "(seed, round, task) pairs of the window rounds (pairs taken as independent, so "
-        "optimistic when a task's outcome repeats across rounds).", "",
-        "| arm | change | seeds | round-0 pass@1 | peak | rolling gain | Δ vs Default [95 % CI] "
-        "| p "
-        "| created | deprecated (retired / evicted / rolled back) | active at end "
-        "| router engagement (eval) | tampering (capsules / skills retired) "
-        "| cheat rate (twins passed / graded; skills retired) | rollbacks (fired / decisions) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for s in summaries:
-        delta, p_value = _fmt_paired(s.vs_default, s.gain_vs_default)
-        if s.arm == DEFAULT_ARM:
-            delta = p_value = "—"
-        lines.append(
-            f"| {s.arm} | {s.label} | {', '.join(str(x) for x in s.seeds)} "
-            f"| {fmt_stat(s.round0)} | {fmt_stat(s.peak)} "
-            f"| {fmt_stat(s.rolling_gain, signed=True)} | {delta} | {p_value} "
-            f"| {fmt_stat(s.skills_created, 1)} | {fmt_stat(s.skills_deprecated, 1)} "
-            f"({fmt_number(s.deprecated_retired.mean, 1)} / {fmt_number(s.deprecated_evicted.mean, 1)} / "
-            f"{fmt_number(s.deprecated_rollback.mean, 1)}{_refined(s.deprecated_refined.mean)}) "
-            f"| {fmt_stat(s.active_at_end, 1)} | {fmt_stat(s.router_engagement)} "
-            f"| {fmt_stat(s.tampering, 1)} / {fmt_stat(s.skills_retired_tampering, 1)} "
-            f"| {fmt_stat(s.cheat_rate)}; {fmt_stat(s.skills_retired_cheat, 1)} "
-            f"| {rollback_rate(s.rollbacks_fired, s.rollback_decisions)} |")
-    lines += ["", "## Runs", "",
-              "| arm | seed | rounds | round-0 | peak | rolling gain | created "
-              "| deprecated (retired / evicted / rolled back) "
-              "| active | engagement | tampering (capsules / retired) "
-              "| cheat rate (passed / twins; retired) | rollbacks (fired / decisions) | run dir |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in sorted(runs, key=lambda r: (arm_sort_key(r.arm), str(r.seed))):
-        lines.append(
-            f"| {r.arm} | {r.seed} | {r.rounds_done}/{r.rounds_planned} | {fmt_number(r.round0)} "
-            f"| {fmt_number(r.peak)} | {fmt_number(r.rolling_gain, signed=True)} | {r.skills_created} "
-            f"| {r.skills_deprecated} ({r.deprecated_retired} / {r.deprecated_evicted} / "
-            f"{r.deprecated_rollback}{_refined(r.deprecated_refined)}) | {r.active_at_end} "
-            f"| {fmt_number(r.router_engagement)} "
-            f"| {r.tampering} / {r.skills_retired_tampering} "
-            f"| {fmt_number(r.cheat_rate)} ({r.twin_passes} / {r.twins}; {r.skills_retired_cheat}) "
-            f"| {rollback_rate(r.rollbacks_fired, r.rollback_decisions)} "
-            f"| {_relative(r.run_dir, root)} |")
-    incomplete = [r for r in runs if not r.complete]
-    if incomplete:
-        lines += ["", "## Incomplete runs (not averaged)", ""]
-        lines += [f"- {r.arm} seed {r.seed}: {r.rounds_done} of {r.rounds_planned} rounds "
-                  f"({_relative(r.run_dir, root)})" for r in incomplete]
-    if failures:
-        lines += ["", "## Failed", ""]
-        lines += [f"- {name}: {message}" for name, message in sorted(failures.items())]
-    return "\n".join(lines) + "\n"
-
-
-def report_json(summaries: list[ArmSummary], runs: list[RunResult],
-                failures: dict[str, str] | None = None,
-                window: int = ROLLING_WINDOW) -> dict[str, Any]:
-    """``ablations.json``: the same numbers as the Markdown, machine-readable."""
-    return {
-        "rolling_window": window, "std": "sample (n - 1); null with one seed",
-        "arms": [asdict(s) for s in summaries],
-        "runs": [asdict(r) | {"complete": r.complete, "router_engagement": r.router_engagement,
-                              "tampering": r.tampering, "cheat_rate": r.cheat_rate}
-                 for r in runs],
-        "failed": dict(sorted((failures or {}).items())),
-    }
-
-
-def write_report(sweep_dir: str | Path, runs: list[RunResult] | None = None,
-                 failures: dict[str, str] | None = None,
-                 window: int = ROLLING_WINDOW) -> tuple[Path, Path, list[ArmSummary]]:
-    """Write ``ablations.md`` and ``ablations.json`` into ``sweep_dir`` from the runs below it."""
-    root = Path(sweep_dir)
-    if runs is None:
-        runs = [run_result(d, window) for d in find_run_dirs(root)]
-    summaries = summarize(runs, window)
-    md, js = root / REPORT_MD, root / REPORT_JSON
-    md.write_text(report_markdown(summaries, runs, root, failures, window))
-    js.write_text(json.dumps(report_json(summaries, runs, failures, window), indent=2) + "\n")
-    return md, js, summaries
