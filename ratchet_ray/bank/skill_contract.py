@@ -50,6 +50,8 @@ def _drop_description(schema: dict) -> None:
 
 DRAFT_CONFIG = ConfigDict(extra="forbid", str_strip_whitespace=True,
                           json_schema_extra=_drop_description)
+"""The model config of a skill draft and of every structured reply a role asks for (strict
+keys, stripped text, no class docstring in the schema the model is shown)."""
 
 
 def _draft_fields(model: type[BaseModel], names: tuple[str, ...],

@@ -23,8 +23,8 @@ from pydantic import (BaseModel, Field, create_model, field_validator)
 from ratchet_ray.evidence.tampering import grader_finding, is_tampering
 from ratchet_ray.llm.base import Message
 from ratchet_ray.settings.prompt_templates import render, template
-from ratchet_ray.roles.prompt_base import (STRUCTURED_CONFIG, clip, clip_tail, entry_point,
-                                            task_text)
+from ratchet_ray.bank.skill_contract import DRAFT_CONFIG
+from ratchet_ray.roles.prompt_base import clip, clip_tail, entry_point, task_text
 from ratchet_ray.types import Attribution, Capsule, Skill, Task
 
 CONFIDENCE = {"low": 0.3, "medium": 0.6, "high": 0.9}
@@ -74,7 +74,7 @@ class VerdictOut(BaseModel):
     """The Critic's structured answer for one failed attempt. ``rationale`` comes first: the
     model restates the concrete failure, then labels it (``pattern``) from what it just wrote."""
 
-    model_config = STRUCTURED_CONFIG
+    model_config = DRAFT_CONFIG
     # Normalised task names a pattern must not contain (set per task by ``verdict_model``).
     task_names: ClassVar[tuple[str, ...]] = ()
     rationale: str = Field(min_length=1, max_length=300)

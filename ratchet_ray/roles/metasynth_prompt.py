@@ -11,14 +11,15 @@ from pydantic import BaseModel, Field
 
 from ratchet_ray.llm.base import Message
 from ratchet_ray.settings.prompt_templates import render, template
-from ratchet_ray.roles.prompt_base import STRUCTURED_CONFIG, clip
+from ratchet_ray.bank.skill_contract import DRAFT_CONFIG
+from ratchet_ray.roles.prompt_base import clip
 from ratchet_ray.types import MetaSkill
 
 
 class MetaSkillDraft(BaseModel):
     """A revised authoring prior: Markdown with a Do / Don't list."""
 
-    model_config = STRUCTURED_CONFIG
+    model_config = DRAFT_CONFIG
     body: str = Field(min_length=40, max_length=4000)
 
 

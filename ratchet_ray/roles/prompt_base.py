@@ -1,15 +1,10 @@
-"""Shared pieces of the role prompts: the structured replies' model config, text clipping and the
-task's text (the injected skill's block is ``Skill.guidance_text``, so suites' own agents render
-it without importing the roles)."""
+"""Shared pieces of the role prompts: text clipping and the task's text (the injected skill's
+block is ``Skill.guidance_text``, so suites' own agents render it without importing the roles;
+a structured reply's model config is ``bank.skill_contract.DRAFT_CONFIG``)."""
 
 from __future__ import annotations
 
-from ratchet_ray.bank.skill_contract import DRAFT_CONFIG
 from ratchet_ray.types import Task
-
-STRUCTURED_CONFIG = DRAFT_CONFIG
-"""The model config of every structured reply a role asks for, a skill draft's too (strict keys,
-stripped text, no class docstring in the schema the model is shown)."""
 
 
 def supports_prefill(llm: object) -> bool:

@@ -9,7 +9,7 @@ Contracts:
 - ``Reviser._revise`` (a ``Synthesizer`` mixin) drafts the revision (``refine_messages``, a whole
   ``SkillDraft``), validates it like a new skill, names it ``<lineage>_v<n>`` (unique among
   ``taken``) and hands it to ``refine_skill`` (``SkillBank.refine``), re-prompting like a new
-  skill (``roles.reprompt``). On success the revision's id goes to ``outcome.created`` and the
+  skill (``roles.drafts``). On success the revision's id goes to ``outcome.created`` and the
   parent's to ``outcome.refined``; else ``outcome.failed`` says why and the bank is unchanged.
   Never raises for LLM trouble.
 """
@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ratchet_ray.settings.schema import SynthSettings
-from ratchet_ray.roles.drafts import draft_to_skill, unique_id
+from ratchet_ray.roles.drafts import RepromptNotes, draft_to_skill, reprompt_until_added
 from ratchet_ray.roles.refiner_prompt import refine_messages
-from ratchet_ray.roles.reprompt import RepromptNotes, reprompt_until_added
 from ratchet_ray.seeding import derive_seed
-from ratchet_ray.bank.skill_contract import SkillDraft
+from ratchet_ray.bank.skill_contract import SkillDraft, unique_id
 from ratchet_ray.types import Capsule, MetaSkill, Skill, Verdict
 
 REFINE_ATTRIBUTIONS = frozenset({"hurt", "neutral"})
@@ -53,11 +52,6 @@ def refine_targets(verdicts: Sequence[Verdict], active_skills: Sequence[Skill],
             for k in ranked[:settings.refine_max_per_round]]
 
 
-def revision_id(parent: Skill, taken: set[str]) -> str:
-    """``<lineage>_v<n>`` for the next version of ``parent``'s lineage, unique among ``taken``."""
-    return unique_id(f"{parent.lineage_id[:72]}_v{parent.lineage_version + 1}", taken)
-
-
 class Reviser:
     """``Synthesizer._revise`` (module contract); uses the Synthesizer's settings, llm and
     ``_structured`` / ``_example``."""
@@ -79,7 +73,7 @@ class Reviser:
 
         def to_skill(drafted: SkillDraft) -> Skill:
             skill = draft_to_skill(drafted, taken, self.suite)
-            rid = revision_id(parent, taken)
+            rid = unique_id(f"{parent.lineage_id[:72]}_v{parent.lineage_version + 1}", taken)
             return skill.model_copy(update={"id": rid, "name": rid})
 
         notes = RepromptNotes(

@@ -41,10 +41,6 @@ class RouteDecision:
     ("" when it chose normally); the caller records it (a failed ``llm_call`` row, the capsule's
     trace) so an outage is visible in the evidence."""
 
-    @property
-    def injected(self) -> bool:
-        return self.skill_id != NONE_SKILL
-
 
 class Router:
     def __init__(self, llm: LLMClient | None, embedder: Embedder | None, settings: RouterSettings,

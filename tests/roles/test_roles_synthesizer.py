@@ -9,7 +9,8 @@ from fakes import HashEmbedder, ScriptedLLM
 
 from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.settings.schema import LoopConfig
-from ratchet_ray.roles.synthesizer import Synthesizer, slugify, unique_id
+from ratchet_ray.bank.skill_contract import unique_id
+from ratchet_ray.roles.synthesizer import Synthesizer, slugify
 from ratchet_ray.roles.synthesizer import SynthesizerWorker
 from ratchet_ray.types import MetaSkill
 
