@@ -65,15 +65,10 @@ def write_snapshot(run_dir: Path, round_: int, skills: Iterable[Skill],
     return target
 
 
-def _readable_dir(run_dir: Path, round_: int) -> Path:
-    """The snapshot folder to read: ``round_NN``, or its ``.prev`` copy when a crash cut a swap."""
-    folder = checkpoint_dir(run_dir, round_)
-    prev = folder.with_name(folder.name + PREV_SUFFIX)
-    return prev if not folder.is_dir() and prev.is_dir() else folder
-
-
 def read_snapshot(run_dir: Path, round_: int) -> tuple[list[Skill], list[MetaSkill]]:
-    folder = _readable_dir(run_dir, round_)
+    folder = checkpoint_dir(run_dir, round_)
+    prev = folder.with_name(folder.name + PREV_SUFFIX)  # left by a crash that cut a swap
+    folder = prev if not folder.is_dir() and prev.is_dir() else folder
     if not folder.is_dir():
         raise FileNotFoundError(
             f"no bank snapshot for round {round_} at {folder}; available rounds: "

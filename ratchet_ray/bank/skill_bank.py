@@ -93,10 +93,8 @@ class SkillBank:
         return self._skills[skill_id]
 
     def status_counts(self) -> dict[str, int]:
-        counts = {s.value: 0 for s in SkillStatus}
-        for skill in self._skills.values():
-            counts[skill.status.value] += 1
-        return counts
+        statuses = [skill.status for skill in self._skills.values()]
+        return {s.value: statuses.count(s) for s in SkillStatus}
 
     def stats(self) -> dict[str, SkillStats]:
         """Per-skill contribution over TRAIN capsules, from the evidence: c-hat, or c_cf over the
@@ -154,9 +152,10 @@ class SkillBank:
 
     # ------------------------------------------------------------------ writing skills
     def _write(self, skill: Skill) -> None:
-        if self.in_batch(skill):  # an open batch commits it later, with its events
-            return
-        atomic_write_text(self.skills_dir / f"{skill.id}.yaml", dump_skill(skill))
+        if self._batch is not None:  # an open batch commits it later, with its events
+            self._batch[skill.id] = skill
+        else:
+            atomic_write_text(self.skills_dir / f"{skill.id}.yaml", dump_skill(skill))
         self._skills[skill.id] = skill
 
     def _set_status(self, skill_id: str, status: SkillStatus) -> None:
@@ -301,14 +300,6 @@ class SkillBank:
             self.abort_batch()
         self._batch = {}
         self.log.held = True
-
-    def in_batch(self, skill: Skill) -> bool:
-        """Keep ``skill``'s write in the batch (True) or let it go to disk now (False)."""
-        if self._batch is None:
-            return False
-        self._batch[skill.id] = skill
-        self._skills[skill.id] = skill
-        return True
 
     def commit_batch(self) -> list[str]:
         """Commit the batch (see module contracts); returns the ids of the skills it changed."""

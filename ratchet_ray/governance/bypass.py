@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 import duckdb
@@ -49,9 +49,6 @@ class IgnoredStats:
     near_identical: int
     mean_similarity: float
     ignored: bool
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def similarity(a: str, b: str) -> float:

@@ -29,10 +29,8 @@ TRUSTED_REASON_PREFIX = "trusted-pack:"
 
 def probation_floor(settings: CuratorSettings) -> int:
     """Trials an imported skill must earn in this run before it leaves probation."""
-    floor = retirement_floor(settings)
-    if settings.probation_min_trials is not None:
-        return min(floor, settings.probation_min_trials)
-    return floor
+    floor, own = retirement_floor(settings), settings.probation_min_trials
+    return floor if own is None else min(floor, own)
 
 
 def imported_from_events(events: list[dict]) -> dict[str, str]:
@@ -63,9 +61,6 @@ def on_probation(skills: Mapping[str, Skill], imported_ids: Mapping[str, str],
     if not imported_ids:
         return {}
     table, floor = stats(), probation_floor(settings)
-    out = {}
-    for skill_id in imported_ids:
-        trials = table.get(skill_id, EMPTY_STATS).trials
-        if skills[skill_id].status is not SkillStatus.DEPRECATED and trials < floor:
-            out[skill_id] = trials
-    return out
+    trials = {i: table.get(i, EMPTY_STATS).trials for i in imported_ids}
+    return {i: n for i, n in trials.items()
+            if skills[i].status is not SkillStatus.DEPRECATED and n < floor}
