@@ -3,7 +3,7 @@
 ``router`` (``Router``: one ACTIVE skill or NONE per task, from a ``retrieval.SkillIndex``
 shortlist), ``solver`` (``solve``: one attempt; ``SolverWorker``), ``critic`` (``critique``: one
 Verdict per train-failure capsule; ``CriticWorker``), ``synthesizer`` (``Synthesizer``: verdict
-clusters -> new skills, re-prompts in ``reprompt``, drafts in ``drafts``; ``SynthesizerWorker``),
+clusters -> new skills, drafts and re-prompts in ``drafts``; ``SynthesizerWorker``),
 ``refiner`` (``Reviser``: an ACTIVE skill's revision, A10), ``metasynth`` (``refresh``: a new
 MetaSkill). The workers are plain classes; ``actors/<role>.py`` applies ``ray.remote``.
 
