@@ -45,7 +45,7 @@ def experiment() -> None:
 @click.option("--editable", multiple=True, required=True, help="Glob a proposal may change (repeat).")
 @click.option("--protected", multiple=True, help="Glob no proposal may change (repeat).")
 @click.option("--evaluator", required=True, help="Shell command printing the contract JSON line.")
-@click.option("--evaluator-path", multiple=True,
+@click.option("--evaluator-path", "evaluator_paths", multiple=True,
               help="Evaluator file besides those its command names (hashed and frozen; repeat).")
 @click.option("--name", default="default", show_default=True, help="Experiment name (branch).")
 @click.option("--spec", help="Spec file in the repo (default program.md when present).")
@@ -80,9 +80,7 @@ def experiment() -> None:
               help="Sampling temperature of the llm proposer.")
 @click.option("--max-tokens", type=click.IntRange(min=16), default=400, show_default=True,
               help="Generation cap of one proposal of the llm proposer.")
-def run(repo: Path, editable, protected, evaluator, evaluator_path, name, spec, max_iterations,
-        budget_s, eval_timeout_s, eval_cost_usd, review, noise_repeats, patience, noise_margin, max_fix_attempts, lower_is_better,
-        proposer, llm, llm_model, llm_base_url, temperature, max_tokens) -> None:
+def run(proposer, llm, llm_model, llm_base_url, temperature, max_tokens, **options) -> None:
     """Propose, evaluate, keep or revert, log: until the cap, the budget or a plateau."""
     from ratchet_ray.experiment.engine import ExperimentEngine, ExperimentError, ExperimentSettings
     from ratchet_ray.experiment.evaluator import EvaluatorChanged
@@ -92,13 +90,10 @@ def run(repo: Path, editable, protected, evaluator, evaluator_path, name, spec, 
     from ratchet_ray.experiment.proposals import ProposerUnavailable
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    settings = ExperimentSettings(
-        repo=repo, editable=list(editable), protected=list(protected), evaluator=evaluator,
-        evaluator_paths=list(evaluator_path), name=name, spec=spec, max_iterations=max_iterations,
-        budget_s=budget_s, eval_timeout_s=eval_timeout_s, eval_cost_usd=eval_cost_usd,
-        review=list(review), noise_repeats=noise_repeats, patience=patience or None,
-        noise_margin=noise_margin, max_fix_attempts=max_fix_attempts,
-        lower_is_better=lower_is_better)
+    # The options' destinations are ExperimentSettings' fields (repeatable ones as lists).
+    settings = ExperimentSettings(**{k: list(v) if isinstance(v, tuple) else v
+                                     for k, v in options.items()})
+    settings.patience = settings.patience or None  # --patience 0: never stop on a plateau
     chosen = _make_proposer(proposer, llm, llm_model, llm_base_url, temperature, max_tokens)
     with one_line(ExperimentError, EvaluatorChanged, GitError, LedgerError, PolicyError,
                   ProposerUnavailable, ValueError):
@@ -108,7 +103,7 @@ def run(repo: Path, editable, protected, evaluator, evaluator_path, name, spec, 
         click.echo(f"#{row.iteration} {row.status}{scalar} {row.note}".rstrip())
     best = "n/a" if report.best_scalar is None else f"{report.best_scalar:.6g}"
     click.echo(f"stopped: {report.stop_reason}; best {best} at {report.head[:10]} on "
-               f"{report.branch}; ledger {Path(repo) / LEDGER_FILE}")
+               f"{report.branch}; ledger {Path(settings.repo) / LEDGER_FILE}")
 
 
 def evaluator_sha() -> str:

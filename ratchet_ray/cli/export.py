@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import round_option
+from ratchet_ray.cli.options import one_line, round_option
 
 
 @click.command("export")
@@ -42,9 +42,8 @@ def export(run_dir: Path, as_inspect: bool, as_predictions: bool, round_: int | 
     from ratchet_ray.report.inspect_export import InspectMissing, export_inspect
 
     try:
-        written = export_inspect(run_dir, out, splits)
-    except (NotARunDir, InspectMissing) as exc:
-        raise click.ClickException(str(exc)) from exc
+        with one_line(NotARunDir, InspectMissing):
+            written = export_inspect(run_dir, out, splits)
     except OSError as exc:  # the output folder: not creatable, not writable, or the disk full
         raise click.ClickException(f"cannot write the logs to {out}: {exc.strerror or exc} "
                                    f"({exc.filename or out}); pass a writable folder with -o "
@@ -56,15 +55,13 @@ def export(run_dir: Path, as_inspect: bool, as_predictions: bool, round_: int | 
                f"{out})")
 
 
-
 def _export_predictions(run_dir: Path, out: Path, round_: int | None,
                         splits: tuple[str, ...]) -> None:
     from ratchet_ray.report.predictions import PredictionsError, export_predictions
 
     try:
-        done = export_predictions(run_dir, out, round_=round_, splits=splits)
-    except PredictionsError as exc:
-        raise click.ClickException(str(exc)) from exc
+        with one_line(PredictionsError):
+            done = export_predictions(run_dir, out, round_=round_, splits=splits)
     except OSError as exc:
         raise click.ClickException(f"cannot write {out}: {exc.strerror or exc}; pass a writable "
                                    "path with -o (nothing was written)") from exc

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from ratchet_ray.cli.options import one_line
+
 
 @click.command("report")
 @click.argument("paths", nargs=-1, required=True,
@@ -41,11 +43,10 @@ def report(paths: tuple[Path, ...], out: Path | None, max_capsules: int, no_task
     import duckdb
 
     started = time.perf_counter()
-    try:
-        _check_writable(paths, out)
-        written = build_report(paths, out, max_capsules=max_capsules, with_tasks=not no_tasks)
-    except (NotARunDir, ValueError) as exc:  # an unreadable part met when a view is made too
-        raise click.ClickException(str(exc)) from exc
+    try:  # ValueError: an unreadable part met when a view is made too
+        with one_line(NotARunDir, ValueError):
+            _check_writable(paths, out)
+            written = build_report(paths, out, max_capsules=max_capsules, with_tasks=not no_tasks)
     except OSError as exc:  # the disk filled, or the folder became read-only meanwhile
         raise click.ClickException(f"cannot write the report: {exc.strerror or exc} "
                                    f"({exc.filename or out}); pass a writable file with -o") from exc
@@ -78,9 +79,8 @@ def _watch(paths: tuple[Path, ...], port: int, interval: float, **options) -> No
     from ratchet_ray.report.live import LiveReport
 
     try:
-        live = LiveReport(paths, port=port, interval_s=interval, **options)
-    except NotARunDir as exc:
-        raise click.ClickException(str(exc)) from exc
+        with one_line(NotARunDir):
+            live = LiveReport(paths, port=port, interval_s=interval, **options)
     except OSError as exc:  # the port is taken
         raise click.ClickException(f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}; "
                                    "pass another --port (0: any free one)") from exc

@@ -72,7 +72,12 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
             raise click.UsageError(f"--resume continues {resume} with its own config.yaml; drop "
                                    f"{', '.join('--' + k.replace('_', '-') for k in given)}"
                                    " (only --set budget.*=... may change)")
-        config, checked = None, _resumed_config(resume, resume_sets)
+        from ratchet_ray.loop.budget import resume_config
+        from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir
+
+        with one_line(FileNotFoundError, ConfigError, error=click.UsageError):
+            checked = resume_config(RunDir.open(resume).path / CONFIG_FILE, resume_sets)
+        config = None
         if suite is not None and checked.suite != suite:
             raise click.UsageError(f"{resume} is a {checked.suite} run, not {suite}; continue "
                                    f"it with --resume alone (or name {checked.suite}), or "
@@ -135,16 +140,6 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
     for line in story(path):
         click.echo(line, err=True)
     click.echo(str(path))
-
-
-def _resumed_config(resume: Path, resume_sets: tuple[str, ...]):
-    """The config a ``--resume`` continues with (its config.yaml and ``budget.*`` sets)."""
-    from ratchet_ray.run_config.files import ConfigError
-    from ratchet_ray.loop.budget import resume_config
-    from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir
-
-    with one_line(FileNotFoundError, ConfigError, error=click.UsageError):
-        return resume_config(RunDir.open(resume).path / CONFIG_FILE, resume_sets)
 
 
 @click.command("plot")

@@ -83,12 +83,8 @@ def _largest_remainder(total: int, sizes: dict[int, int]) -> dict[int, int]:
     return shares
 
 
-Grouping = Callable[[str], str] | None
-"""Task id -> the group subset selection balances (None: one group)."""
-
-
-def _group(task_id: str, grouping: Grouping) -> str:
-    return grouping(task_id) if grouping is not None else ""
+Grouping = Callable[[str], str]
+"""Task id -> the group subset selection balances."""
 
 
 def _seeded(ids: list[str], rng: random.Random) -> list[str]:
@@ -99,24 +95,24 @@ def _seeded(ids: list[str], rng: random.Random) -> list[str]:
 
 def _balanced_pick(strata: dict[int, list[str]], quotas: dict[int, int], grouping: Grouping,
                    seed: int, label: str) -> dict[int, list[str]]:
-    """Fill every stratum's quota. Each pick serves the least-picked group (one group for a
-    suite without ``grouping``) that an unfilled stratum still offers, from the stratum with the most picks
-    left, taking that stratum's first such task in its seeded order."""
+    """Fill every stratum's quota. Each pick serves the least-picked group that an unfilled
+    stratum still offers, from the stratum with the most picks left, taking that stratum's first
+    such task in its seeded order."""
     pools = {k: _seeded(v, random.Random(f"{seed}:{label}:{k}")) for k, v in strata.items()}
     chosen: dict[int, list[str]] = {k: [] for k in sorted(strata) if quotas.get(k)}
     per_group: dict[str, int] = defaultdict(int)
     group_order = {g: i for i, g in enumerate(_seeded(
-        sorted({_group(t, grouping) for v in strata.values() for t in v}),
+        sorted({grouping(t) for v in strata.values() for t in v}),
         random.Random(f"{seed}:{label}:groups")))}
     while True:
         open_strata = [k for k in chosen if len(chosen[k]) < quotas[k]]
         if not open_strata:
             return chosen
-        offered = {_group(t, grouping) for k in open_strata for t in pools[k]}
+        offered = {grouping(t) for k in open_strata for t in pools[k]}
         group = min(offered, key=lambda g: (per_group[g], group_order[g]))
-        k = max((k for k in open_strata if any(_group(t, grouping) == group for t in pools[k])),
+        k = max((k for k in open_strata if any(grouping(t) == group for t in pools[k])),
                 key=lambda k: (quotas[k] - len(chosen[k]), -k))
-        task_id = next(t for t in pools[k] if _group(t, grouping) == group)
+        task_id = next(t for t in pools[k] if grouping(t) == group)
         pools[k].remove(task_id)
         chosen[k].append(task_id)
         per_group[group] += 1
@@ -152,7 +148,7 @@ def select_subset(rows: list[dict[str, Any]], *, suite: str, n_hard: int, n_trai
     from ratchet_ray.suites.hooks import subset_grouping
 
     labelled = subset_grouping(suite)
-    grouping = labelled[1] if labelled else None
+    grouping = labelled[1] if labelled else (lambda _task_id: "")  # no grouping: one group
     picks = _largest_remainder(n_hard, {k: len(v) for k, v in strata.items()})
     chosen = _balanced_pick(strata, picks, grouping, seed, "pick")
     eval_share = _largest_remainder(n_eval, {k: len(v) for k, v in chosen.items()})

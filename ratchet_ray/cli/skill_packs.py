@@ -24,7 +24,7 @@ from ratchet_ray.cli.evidence import check_run_dir, run_config, writer_lock
 from ratchet_ray.cli.options import one_line, round_option, status_option
 from ratchet_ray.cli.pack_transfer import transfer_cmd
 from ratchet_ray.run_config.files import ConfigError
-from ratchet_ray.evidence import named_queries as nq
+from ratchet_ray.governance.bypass import last_round
 from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
 from ratchet_ray.packs.export import export_pack
 from ratchet_ray.bank.pack_format import MANIFEST, PackError
@@ -48,8 +48,7 @@ def _run_dir(ctx: click.Context, given: Path | None, option: str) -> Path:
 def latest_round(run_dir: Path) -> int:
     """The last round with a capsule or a skill event (0 for an empty run)."""
     with EvidenceStore(run_dir).connect() as con:
-        value = nq.fetch_one(con, "last_round")[0]
-    return 0 if value is None else int(value)
+        return last_round(con) or 0
 
 
 @click.command("export")

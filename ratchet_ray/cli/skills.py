@@ -145,19 +145,10 @@ def meta_list(ctx: click.Context, fmt: str) -> None:
 TAMPERING_COLUMNS = ["round", "split", "task_id", "skill_id", "exit_status", "finding"]
 
 
-def suspicion_rows(con) -> list[dict]:
-    """Every capsule whose trace records the static screen's suspicion (not a verdict), with
-    its first quoted line."""
-    return [{**{k: row[k] for k in TAMPERING_COLUMNS[:-1]},
-             "finding": (suspicion(row["grader_trace"]).splitlines()[1:2] or ["?"])[0].strip()}
-            for row in suspicious_capsules(con)]
-
-
-def tampering_rows(con) -> list[dict]:
-    """Every capsule graded as tampering (any split, any route), with the grader's finding."""
-    return [{**{k: row[k] for k in TAMPERING_COLUMNS[:-1]},
-             "finding": grader_finding(row["exit_status"], row["grader_trace"])}
-            for row in tampering_capsules(con)]
+def _capsule_rows(capsules: list[dict], finding) -> list[dict]:
+    """``TAMPERING_COLUMNS`` of each capsule, ``finding(capsule)`` the last."""
+    return [{**{k: row[k] for k in TAMPERING_COLUMNS[:-1]}, "finding": finding(row)}
+            for row in capsules]
 
 
 @click.command("audit")
@@ -197,8 +188,12 @@ def audit(ctx: click.Context, limit: int, fmt: str, only_tampering: bool, leakag
     with EvidenceStore(require_run_dir(ctx)).connect() as con:
         rows = recent_skill_events(con, limit)
         failures = failed_llm_calls(con)
-        tampered = tampering_rows(con)
-        suspected = suspicion_rows(con)
+        # Graded as tampering (any split, any route), with the grader's finding; suspected by
+        # the static screen (recorded, not a verdict), with its first quoted line.
+        tampered = _capsule_rows(tampering_capsules(con), lambda row: grader_finding(
+            row["exit_status"], row["grader_trace"]))
+        suspected = _capsule_rows(suspicious_capsules(con), lambda row: (
+            suspicion(row["grader_trace"]).splitlines()[1:2] or ["?"])[0].strip())
     if only_tampering:
         emit_rows(tampered, TAMPERING_COLUMNS, fmt)
         return
