@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
 from ratchet_ray.suites.swebench.docker.execbox import InstanceContainer, container_workdir
-from ratchet_ray.suites.swebench.imports import serial_imports
+from ratchet_ray.suites.swebench.imports import docker_errors, serial_imports
 from ratchet_ray.suites.swebench.docker.infra import InfraFailure, docker_failure
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
@@ -39,6 +39,8 @@ INSTANCE_KEY = "ratchet-ray.instance"
 # SETUID/SETGID (setpriv and docker exec drop to that uid), KILL (end processes it left behind).
 HARNESS_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "KILL")
 _NO_STORAGE_OPT = "--storage-opt is supported only"
+START_DAEMON = ("start one (`sudo systemctl start docker`, or from a checkout "
+                "`bash .ci/docker_setup.sh`)")
 
 
 def owner_label() -> str:
@@ -68,19 +70,16 @@ def docker_client(settings: SwebenchSettings) -> Any:
         return client
     except Exception as exc:  # noqa: BLE001 - every way of failing to connect is the same infra fault
         raise InfraFailure("daemon_unreachable",
-                           f"no Docker daemon at {daemon_address(settings)} ({type(exc).__name__}: {exc}); "
-                           f"start one (`sudo systemctl start docker`, or from a checkout `bash .ci/docker_setup.sh`)") from exc
+                           f"no Docker daemon at {daemon_address(settings)} "
+                           f"({type(exc).__name__}: {exc}); {START_DAEMON}") from exc
 
 
 def _create(client: Any, settings: SwebenchSettings, **kwargs: Any) -> Any:
     """Create with a ``storage_opt`` size when the daemon's storage driver supports one."""
-    with serial_imports:
-        import docker.errors
-
     if getattr(client, "_ratchet_storage_opt", True):
         try:
             return client.containers.create(storage_opt={"size": f"{settings.disk_mb}M"}, **kwargs)
-        except docker.errors.APIError as exc:
+        except docker_errors().APIError as exc:
             if _NO_STORAGE_OPT not in str(exc):
                 raise
             client._ratchet_storage_opt = False  # the disk watchdog of `run` is the bound then
@@ -94,9 +93,6 @@ def instance_container(client: Any, image: str, instance_id: str, settings: Sweb
                        removals: "Removals | None" = None) -> Iterator[InstanceContainer]:
     """A locked-down container of ``image`` (module contract); ``first_steps``: root steps run
     in ``find_main_pid``'s exec (results in ``first_results``)."""
-    with serial_imports:
-        import docker.errors
-
     # A random suffix: several graders/solvers may work on the same instance at once.
     name = f"sweb.{purpose}.{instance_id.lower()}.{uuid.uuid4().hex[:8]}"
     labels = {**LABELS, INSTANCE_KEY: instance_id, OWNER_KEY: owner_label()}
@@ -114,7 +110,7 @@ def instance_container(client: Any, image: str, instance_id: str, settings: Sweb
                 security_opt=["no-new-privileges:true"], labels=labels,
             )
             container.start()
-        except docker.errors.DockerException as exc:
+        except docker_errors().DockerException as exc:
             raise docker_failure(exc, f"cannot start container {name} from {image}") from exc
         box = InstanceContainer(container, settings)
         box.find_main_pid(first_steps)
@@ -160,14 +156,12 @@ class Removals:
 
 def remove_container(container: Any) -> None:
     """Force-remove (SIGKILL + delete); a container that is already gone is fine."""
-    with serial_imports:
-        import docker.errors
-
+    errors = docker_errors()
     try:
         container.remove(force=True)
-    except docker.errors.NotFound:
+    except errors.NotFound:
         return
-    except docker.errors.APIError as exc:
+    except errors.APIError as exc:
         if exc.status_code == 409 and "already in progress" in str(exc):
             return  # a reaper removes it right now
         raise
@@ -190,16 +184,13 @@ def _owner_gone(owner: str) -> bool:
 def reap_containers(client: Any, run_label: str | None = None) -> list[str]:
     """Remove this suite's containers labelled with ``run_label`` and those whose owner process
     on this host is gone; the names removed."""
-    with serial_imports:
-        import docker.errors
-
     removed = []
     for container in _listed(client):
         labels = container.labels or {}
         if (run_label and labels.get(RUN_KEY) == run_label) or _owner_gone(labels.get(OWNER_KEY, "")):
             try:
                 remove_container(container)
-            except docker.errors.APIError:
+            except docker_errors().APIError:
                 continue  # the daemon refused now; the next reap tries again
             removed.append(container.name)
     return removed

@@ -31,7 +31,7 @@ from pathlib import PurePosixPath
 from typing import Any, Callable, Mapping, Sequence
 
 from ratchet_ray.suites.swebench.docker.exec_stream import STDOUT, exec_frames
-from ratchet_ray.suites.swebench.imports import serial_imports
+from ratchet_ray.suites.swebench.imports import docker_errors, serial_imports
 from ratchet_ray.suites.swebench.docker.infra import InfraFailure, docker_failure, within
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
@@ -343,12 +343,9 @@ class InstanceContainer:
         None: skipped), in one round trip: ``({name: bytes}, {name: size}`` of those over their
         limit, not read``)``. An absent folder reads as empty. The archive is streamed, so what
         is skipped is never held in memory."""
-        with serial_imports:
-            import docker.errors
-
         try:
             stream, _ = self.container.get_archive(folder)
-        except docker.errors.NotFound:
+        except docker_errors().NotFound:
             return {}, {}
         found: dict[str, bytes] = {}
         too_big: dict[str, int] = {}

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ratchet_ray.storage.fsutil import atomic_write_json
-from ratchet_ray.suites.swebench.imports import serial_imports
+from ratchet_ray.suites.swebench.imports import docker_errors
 from ratchet_ray.suites.swebench.docker.infra import InfraFailure
 from ratchet_ray.suites.swebench.settings import SwebenchSettings, on_this_node
 
@@ -41,6 +41,14 @@ INDEX_LOCK = "image_cache.lock"
 COUNTERS = ("hits", "builds", "pulls", "strips", "evictions", "refusals")
 EVENTS = {"hit": "hits", "build": "builds", "pull": "pulls", "strip": "strips"}
 GB = 1e9
+
+
+def find_image(client: Any, name: str) -> Any:
+    """The daemon's image ``name``, or None when it has none."""
+    try:
+        return client.images.get(name)
+    except docker_errors().ImageNotFound:
+        return None
 
 
 @contextmanager
@@ -106,18 +114,10 @@ class ImageCache:
         self.lock_for = lock_for
         """``name -> ImageLock`` of the worker (the per-image locks of this node)."""
 
-    def _size(self, name: str) -> int:
-        with serial_imports:
-            import docker.errors
-
-        try:
-            return int(self.client.images.get(name).attrs.get("Size") or 0)
-        except docker.errors.ImageNotFound:
-            return 0
-
     def record(self, name: str, event: str, owned: bool = False) -> None:
         """Count ``event`` (hit, build, pull, strip) and mark ``name`` used now."""
-        size = self._size(name)
+        image = find_image(self.client, name)
+        size = int(image.attrs.get("Size") or 0) if image is not None else 0
         with _index(self.settings.lock_dir) as state:
             entry = state["images"].setdefault(name, {"owned": False})
             entry.update(last_used=time.time(), size=size or entry.get("size", 0),
@@ -191,9 +191,7 @@ class ImageCache:
                log: Log, why: str) -> bool:
         """Remove owned images, least recently used first, while ``until_ok()`` (still over);
         True once it no longer is."""
-        with serial_imports:
-            import docker.errors
-
+        errors = docker_errors()
         order = sorted((e.get("last_used", 0), n) for n, e in state["images"].items()
                        if e.get("owned") and n != keep)
         for _used, name in order:
@@ -204,10 +202,10 @@ class ImageCache:
                     continue  # a grader or agent of this node holds it
                 try:
                     self.client.images.remove(name, force=False, noprune=False)
-                except docker.errors.ImageNotFound:  # removed by someone else: only forget it
+                except errors.ImageNotFound:  # removed by someone else: only forget it
                     state["images"].pop(name, None)
                     continue
-                except docker.errors.APIError as exc:  # 409: a container uses it
+                except errors.APIError as exc:  # 409: a container uses it
                     log(f"kept image {name} (least recently used) for now: {exc}")
                     continue
             state["images"].pop(name, None)

@@ -35,8 +35,8 @@ from typing import Any, Callable, Iterator
 from ratchet_ray.suites.swebench.docker.execbox import container_workdir
 from ratchet_ray.suites.swebench.docker.history import (HISTORY_LABEL, HISTORY_SAYS, history_dockerfile,
                                                   history_mark)
-from ratchet_ray.suites.swebench.docker.image_cache import ImageCache
-from ratchet_ray.suites.swebench.imports import serial_imports
+from ratchet_ray.suites.swebench.docker.image_cache import ImageCache, find_image
+from ratchet_ray.suites.swebench.imports import docker_errors, serial_imports
 from ratchet_ray.suites.swebench.docker.infra import InfraFailure, docker_failure
 from ratchet_ray.suites.swebench.settings import SwebenchSettings, on_this_node
 
@@ -125,24 +125,12 @@ class InstanceImages:
             return self._image_locks.setdefault(name, threading.Lock())
 
     def exists(self, name: str) -> bool:
-        with serial_imports:
-            import docker.errors
-
-        try:
-            self.client.images.get(name)
-            return True
-        except docker.errors.ImageNotFound:
-            return False
+        return find_image(self.client, name) is not None
 
     def ready(self, name: str, instance: dict[str, Any]) -> bool:
         """Present and stripped of the history after the instance's ``base_commit``."""
-        with serial_imports:
-            import docker.errors
-
-        try:
-            labels = self.client.images.get(name).labels or {}
-        except docker.errors.ImageNotFound:
-            return False
+        image = find_image(self.client, name)
+        labels = (image.labels or {}) if image is not None else {}
         return labels.get(HISTORY_LABEL) == history_mark(instance["base_commit"])
 
     def lock(self, name: str) -> ImageLock:
@@ -168,9 +156,7 @@ class InstanceImages:
     def ensure(self, instance: dict[str, Any], log: Log) -> str:
         """The instance's image name, after making sure the daemon has it, stripped of the
         history after ``base_commit`` (module contract)."""
-        with serial_imports:
-            import docker.errors
-
+        errors = docker_errors()
         name = self.name(instance)
         with self._image_lock(name), self.lock(name).exclusive():
             try:
@@ -190,24 +176,21 @@ class InstanceImages:
                 return name
             except InfraFailure:
                 raise
-            except docker.errors.ImageNotFound as exc:
+            except errors.ImageNotFound as exc:
                 raise InfraFailure("image_missing", f"image {name} not found in registry "
                                    f"namespace {self.settings.namespace!r}: {exc}") from exc
-            except docker.errors.DockerException as exc:
+            except errors.DockerException as exc:
                 raise docker_failure(exc, f"cannot obtain image {name}") from exc
 
     def _pull(self, name: str, instance: dict[str, Any], log: Log) -> str:
         """Pull ``name``; when the registry has no such image (or cannot be reached) and the
         instance carries its own ``dockerfile`` (a set ``ratchet swe make-instances`` made: its
         images exist nowhere else), build it from that under the same name. ``pull``/``build``."""
-        with serial_imports:
-            import docker.errors
-
         log(f"pulling {name}")
         try:
             self.client.images.pull(name)
             return "pull"
-        except docker.errors.APIError as exc:
+        except docker_errors().APIError as exc:
             if not instance.get("dockerfile"):
                 raise
             log(f"{name} not pulled from namespace {self.settings.namespace!r} "
@@ -218,9 +201,6 @@ class InstanceImages:
     def _strip_history(self, name: str, instance: dict[str, Any], log: Log) -> None:
         """Rebuild ``name`` as a layer over itself whose repository holds nothing newer than
         ``base_commit`` (``history``), tagged with the same name."""
-        with serial_imports:
-            import docker.errors
-
         base = instance["base_commit"]
         user = (self.client.images.get(name).attrs.get("Config") or {}).get("User") or ""
         try:
@@ -247,7 +227,7 @@ class InstanceImages:
                         [line[:300] for line in output[-3:]]
                     raise InfraFailure("image_build_failed", f"cannot remove the history after "
                                        f"base_commit {base} from {name}: {' '.join(why)}")
-        except docker.errors.APIError as exc:
+        except docker_errors().APIError as exc:
             raise InfraFailure("image_build_failed", f"cannot remove the history after base_commit "
                                f"{base} from {name}: {exc}") from exc
         if not self.ready(name, instance):
@@ -256,9 +236,6 @@ class InstanceImages:
         log(f"history after base_commit removed from {name} in {time.monotonic() - started:.1f}s")
 
     def _build(self, name: str, instance: dict[str, Any], log: Log) -> str:
-        with serial_imports:
-            import docker.errors
-
         dockerfile = instance.get("dockerfile")
         if not dockerfile:
             raise InfraFailure("image_missing", f"image {name} is not present and instance "
@@ -273,7 +250,7 @@ class InstanceImages:
                                        f"{event['error'].strip()}")
                 if "stream" in event and event["stream"].strip():
                     log(event["stream"].rstrip())
-        except docker.errors.APIError as exc:
+        except docker_errors().APIError as exc:
             raise InfraFailure("image_build_failed", f"building {name} failed: {exc}") from exc
         if not self.exists(name):
             raise InfraFailure("image_build_failed", f"building {name} reported success but the "
@@ -282,9 +259,7 @@ class InstanceImages:
 
     def release(self, name: str, log: Log) -> bool:
         """Apply the cache level to ``name``; True when the image was removed."""
-        with serial_imports:
-            import docker.errors
-
+        errors = docker_errors()
         if self.settings.cache_level == "instance" or name in self.prior:
             return False
         with self._image_lock(name), self.lock(name).exclusive(wait=False) as free:
@@ -296,9 +271,9 @@ class InstanceImages:
                 self.cache.forget(name)
                 log(f"removed image {name} (cache level {self.settings.cache_level})")
                 return True
-            except docker.errors.ImageNotFound:
+            except errors.ImageNotFound:
                 return False
-            except docker.errors.APIError as exc:
+            except errors.APIError as exc:
                 # 409: another container (a concurrent grader) still uses it; the next release
                 # or `ratchet doctor` cleans it up.
                 log(f"kept image {name}: {exc}")

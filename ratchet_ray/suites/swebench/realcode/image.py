@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ratchet_ray.suites.swebench.docker.image_cache import find_image
 from ratchet_ray.suites.swebench.docker.images import build_events
-from ratchet_ray.suites.swebench.imports import serial_imports
+from ratchet_ray.suites.swebench.imports import docker_errors
 from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
 from ratchet_ray.suites.swebench.realcode.projects import Project
 from ratchet_ray.suites.swebench.realcode.sources import Sources
@@ -114,39 +115,30 @@ def content_digest(client: Any, tag: str) -> str:
 
 def ensure_image(client: Any, project: Project, layer: bytes, base: str) -> ProjectImage:
     """The project image of these inputs, built when absent (module contract)."""
-    with serial_imports:
-        import docker.errors
-
-    try:
-        base_id = client.images.get(base).id
-    except docker.errors.ImageNotFound:
+    base_image = find_image(client, base)
+    if base_image is None:
         raise RealcodeError(f"base image {base} is not present; build it with "
-                            f".ci/docker_setup.sh (or set RATCHET_SWE_BASE_IMAGE)") from None
+                            f".ci/docker_setup.sh (or set RATCHET_SWE_BASE_IMAGE)")
+    base_id = base_image.id
     text = dockerfile(project, base)
     layer_sha = hashlib.sha256(layer).hexdigest()
     inputs = hashlib.sha256(f"{base_id}\n{text}\n{layer_sha}".encode()).hexdigest()[:16]
     tag = f"{IMAGE_REPO}/{project.name}:{project.version}-{inputs}"
-    built = False
-    try:
-        client.images.get(tag)
-    except docker.errors.ImageNotFound:
+    built = find_image(client, tag) is None
+    if built:
         try:
             for event in build_events(client, {"Dockerfile": text.encode(), "layer.tar": layer},
                                       tag, "none", {LABEL: inputs}, EPOCH):
                 if "error" in event:
                     raise RealcodeError(f"building {tag} failed: {event['error'].strip()}")
-        except docker.errors.APIError as exc:
+        except docker_errors().APIError as exc:
             raise RealcodeError(f"building {tag} failed: {exc}") from exc
-        built = True
     image = client.images.get(tag)
     return ProjectImage(tag, image.id, content_digest(client, tag), base_id, layer_sha, built)
 
 
 def remove_image(client: Any, image: ProjectImage) -> None:
-    with serial_imports:
-        import docker.errors
-
     try:
         client.images.remove(image.tag, force=True)
-    except docker.errors.DockerException:
+    except docker_errors().DockerException:
         pass  # already gone: nothing half-built is left either way
