@@ -26,7 +26,8 @@ from typing import Any, Iterable
 
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.comparisons import PairedComparison, eval_outcomes, paired_comparison
-from ratchet_ray.evidence.queries import skill_fates, skills_retired_with, tampering_totals
+from ratchet_ray.evidence.queries import (DEPRECATION_CAUSES, skill_fates, skills_retired_with,
+                                          tampering_totals)
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance.cheat_probe import CHEAT_REASON, arm_cheat_rate
 from ratchet_ray.metrics import ROLLING_WINDOW, load_loop, loop_metrics
@@ -169,10 +170,7 @@ def bank_stats(run_dir: Path) -> dict[str, int]:
         cheat_retired = skills_retired_with(con, f"{CHEAT_REASON}:")
     return {"twins": twins, "twin_passes": passes, "skills_retired_cheat": int(cheat_retired),
             "skills_created": len(fates), "skills_deprecated": len(causes),
-            "deprecated_retired": causes.count("retired"),
-            "deprecated_evicted": causes.count("evicted"),
-            "deprecated_rollback": causes.count("rollback"),
-            "deprecated_refined": causes.count("refined"),
+            **{f"deprecated_{c}": causes.count(c) for c in DEPRECATION_CAUSES.values()},
             "eval_capsules": int(capsules), "eval_routed": int(routed), **tampering}
 
 

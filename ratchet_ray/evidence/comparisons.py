@@ -8,7 +8,7 @@ capsules (``eval_outcomes``; an infrastructure failure counts as a failure).
 
 ``paired_comparison`` pairs two arms on the seeds both have (with at least two rounds in common)
 and, per seed, the tasks both have in every round used. Its difference is the mean over seeds
-of the per-seed rolling-gain difference (``rolling_gain``: ``metrics.loop_metrics``'s, from the
+of the per-seed rolling-gain difference (``metrics.loop_metrics``'s rolling gain, from the
 outcomes), with a percentile bootstrap interval (seeds resampled, then tasks within each seed,
 the same task draws for both arms) and the exact McNemar test on the discordant window pairs.
 Identical outcomes give a difference of exactly 0, an interval [0, 0] and p = 1. ``headline``
@@ -61,14 +61,6 @@ def window_rounds(rounds: list[int], window: int = ROLLING_WINDOW) -> list[int]:
     when there is only one), as ``metrics.loop_metrics`` chooses them."""
     later = rounds[1:] or rounds
     return later[-window:]
-
-
-def rolling_gain(outcomes: Outcomes, window: int = ROLLING_WINDOW) -> float | None:
-    rounds = _rounds(outcomes)
-    if not rounds:
-        return None
-    matrix, _ = _matrix(outcomes, rounds, None)
-    return float(_gain(matrix, window_rounds(rounds, window), rounds))
 
 
 def _matrix(outcomes: Outcomes, rounds: list[int],

@@ -201,12 +201,11 @@ class EvidenceStore:
 
     def view_sql(self, kind: str) -> str:
         """The SELECT behind the ``kind`` view (typed and empty when the kind has no parts)."""
-        schema = SCHEMAS[kind]
-        if not self.part_paths(kind):
-            typed = ", ".join(f"CAST(NULL AS {duckdb_type(f.type)}) AS {f.name}" for f in schema)
-            return f"SELECT {typed} WHERE false"
+        parts = self.part_paths(kind)
+        if not parts:
+            return f"SELECT {_select_list(kind, set())} WHERE false"
         pattern = _sql_literal(str(self.root.resolve() / kind / PART_GLOB))
-        columns = _select_list(kind, _columns_present(self.part_paths(kind), schema.names))
+        columns = _select_list(kind, _columns_present(parts, SCHEMAS[kind].names))
         return (f"SELECT {columns} FROM read_parquet({pattern}, "
                 "hive_partitioning=true, hive_types={'round': INTEGER}, union_by_name=true)")
 

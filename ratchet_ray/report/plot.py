@@ -23,8 +23,7 @@ SUMMARY_MD_FILE = "loop_summary.md"
 
 def _summary_markdown(data: dict[str, Any], rows: list[dict[str, Any]], m: LoopMetrics,
                       window: int) -> str:
-    def fmt(x: float | None) -> str:
-        return "n/a" if x is None else f"{x:.3f}"
+    from ratchet_ray.arm_summary import fmt_number as fmt
 
     note = "" if len(m.window_rounds) >= window else (
         f" (only {len(m.window_rounds)} round(s) after round 0; the window is shorter "

@@ -10,7 +10,7 @@ import re
 from html import escape
 from typing import Any, Iterable
 
-from ratchet_ray.arm_summary import DEFAULT_ARM, fmt_number as _f, fmt_stat as _stat
+from ratchet_ray.arm_summary import DEFAULT_ARM, Stat, fmt_number as _f, fmt_stat as _stat
 from ratchet_ray.report import svg
 from ratchet_ray.report.ablation_report import report_markdown
 from ratchet_ray.evidence.comparisons import Headline, Proportion
@@ -401,11 +401,9 @@ def _md_tables_to_html(md: str) -> str:
 def _suite_table(title: str, extra: list[dict[str, Any]], columns: Iterable[str]) -> str:
     """A suite's extra per-arm columns (mean ± std over seeds) under ``title``."""
     cols = list(columns)
-    rows = [[escape(r["arm"]), str(r["seeds"])] + [
-        "–" if r[f"{c}_mean"] is None else
-        _f(r[f"{c}_mean"], signed=c.endswith("gain")) +
-        ("" if r[f"{c}_std"] is None else f" ± {r[f'{c}_std']:.3f}") for c in cols]
-        for r in extra]
+    rows = [[escape(r["arm"]), str(r["seeds"])]
+            + [_stat(Stat(r[f"{c}_mean"], r[f"{c}_std"], 0), signed=c.endswith("gain"),
+                     missing="–") for c in cols] for r in extra]
     return f"<h3>{escape(title)}</h3>" + _table(
         ["arm", "seeds"] + [escape(c.replace("_", " ")) for c in cols], rows)
 

@@ -15,13 +15,12 @@ Contracts:
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from ratchet_ray.arm_summary import (ArmSummary, RunResult, arm_sort_key, find_run_dirs,
-                                     mean_std, run_result, summarize)
+from ratchet_ray.arm_summary import (DEFAULT_ARM, ArmSummary, RunResult, arm_sort_key,
+                                     find_run_dirs, mean_std, run_result, summarize)
 from ratchet_ray.report.data import NotARunDir, RunData, check_run_dir
 
 
@@ -58,7 +57,7 @@ def _by_arm(runs: list[RunData]) -> list[tuple[str, list[RunData]]]:
     """The runs grouped by arm, arms in the ablation table's order."""
     by_arm: dict[str, list[RunData]] = {}
     for run in runs:
-        by_arm.setdefault(str(run.identity.get("arm") or "default"), []).append(run)
+        by_arm.setdefault(str(run.identity.get("arm") or DEFAULT_ARM), []).append(run)
     return [(arm, by_arm[arm]) for arm in sorted(by_arm, key=arm_sort_key)]
 
 
@@ -71,12 +70,8 @@ def arm_curves(runs: list[RunData]) -> dict[str, dict[str, Any]]:
         mean: dict[str, list[tuple[int, float, float]]] = {}
         for split in ("eval", "train"):
             rounds = sorted({r for s in seeds.values() for r in s[split]})
-            pts = []
-            for r in rounds:
-                vals = [s[split][r] for s in seeds.values() if r in s[split]]
-                pts.append((r, statistics.fmean(vals),
-                            statistics.stdev(vals) if len(vals) > 1 else 0.0))
-            mean[split] = pts
+            stats = [(r, mean_std(s[split].get(r) for s in seeds.values())) for r in rounds]
+            mean[split] = [(r, st.mean, st.std or 0.0) for r, st in stats]
         out[arm] = {"seeds": seeds, "mean": mean, "n": len(group)}
     return out
 

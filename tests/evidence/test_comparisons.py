@@ -7,7 +7,7 @@ import math
 import pytest
 
 from ratchet_ray.evidence.comparisons import (
-    Interval, headline, mcnemar_exact, paired_comparison, rolling_gain, wilson)
+    Interval, headline, mcnemar_exact, paired_comparison, wilson)
 
 
 def outcomes(table: dict[int, str]) -> dict[tuple[int, str], bool]:
@@ -35,8 +35,8 @@ def test_wilson_interval_by_hand():
 
 def test_rolling_gain_is_the_window_mean_minus_round_zero():
     run = outcomes({0: "0000", 1: "1000", 2: "1100", 3: "1110"})
-    assert rolling_gain(run, window=2) == pytest.approx((0.5 + 0.75) / 2 - 0.0)
-    assert rolling_gain(run, window=10) == pytest.approx((0.25 + 0.5 + 0.75) / 3)
+    assert headline(run, window=2).rolling_gain == pytest.approx((0.5 + 0.75) / 2 - 0.0)
+    assert headline(run, window=10).rolling_gain == pytest.approx((0.25 + 0.5 + 0.75) / 3)
 
 
 def test_identical_arms_differ_by_exactly_zero():
