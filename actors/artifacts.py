@@ -25,7 +25,7 @@ from typing import Any
 import ray
 
 from actors.placement import pinned
-from ratchet_ray.storage.artifacts import Artifacts, ArtifactStore, check_key, run_artifacts
+from ratchet_ray.storage.artifacts import Artifacts, ArtifactStore, run_artifacts
 
 SERVICE_CONCURRENCY = 16
 
@@ -70,7 +70,7 @@ class RemoteArtifacts(Artifacts):
         return ray.get(self.handle.delete.remote(key))
 
     def locate(self, key: str = "") -> str:
-        return f"{self.location.rstrip('/')}/{check_key(key)}" if key else self.location
+        return ArtifactStore(self.location).locate(key)  # what the service would answer
 
 
 def run_artifacts_access(run_dir: str | Path, uri: str = "") -> tuple[Artifacts, Any]:

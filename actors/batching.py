@@ -64,9 +64,7 @@ class BatchSizer:
         return max(1, min(share, MAX_BATCH, int(CALL_TARGET_S / max(estimate, 1e-6))))
 
     def observe(self, method: str, jobs: int, seconds: float) -> None:
-        """Record that a call of ``jobs`` jobs ran ``seconds`` on its worker."""
-        if jobs < 1:
-            return
+        """Record that a call of ``jobs`` (>= 1) jobs ran ``seconds`` on its worker."""
         latest = seconds / jobs
         known = self.per_job_s.get(method)
         self.per_job_s[method] = (latest if known is None

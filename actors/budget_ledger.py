@@ -57,8 +57,7 @@ class SharedBudget(NamedActorClient):
 
     def report(self, key: str, tokens: int, cost_usd: float) -> tuple[int, float]:
         """Record run ``key``'s absolute spend; returns the scope's total (tokens, USD)."""
-        tokens_total, cost_total = self._call("report", key, tokens, cost_usd)
-        return int(tokens_total), float(cost_total)
+        return self.seed({key: (tokens, cost_usd)})
 
     def seed(self, spends: dict[str, tuple[int, float]]) -> tuple[int, float]:
         """Record several runs' absolute spends at once; returns the total."""

@@ -4,7 +4,8 @@ Contracts:
 - ``ActorStartError`` (a constructor raised) and ``ActorStartTimeout`` (not started in time;
   ``not_started_text``, with ``who_offers`` naming the cluster.yaml node type offering each
   custom resource asked for) are ``PoolError``s.
-- ``init_failure(err)``: the constructor's exception inside a Ray error, else None.
+- ``init_failure(err)``: the constructor's exception inside a Ray error, else None;
+  ``raise_if_init_failed(pool, err)`` raises it as ``ActorStartError``.
 - ``describe_death(err)``: a dead worker named for a person (class, pid, actor name, the signal
   and llama.cpp function its Ray ``.err`` log names when that log is on this machine, Ray's exit
   type and detail, the log's path) and the fix for that cause (never an install hint);
@@ -90,8 +91,14 @@ def init_failure_text(err: BaseException, cause: BaseException) -> str:
     the original exception object did not survive the trip)."""
     if cause is not err:
         return f"{type(cause).__name__}: {cause}"[:2000]
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return (lines[-1] if lines else type(err).__name__)[:2000]
+    return last_line(str(err), type(err).__name__, 2000)
+
+
+def raise_if_init_failed(pool: str, err: BaseException) -> None:
+    """``ActorStartError`` when ``err`` says an actor of ``pool`` died in its constructor."""
+    cause = init_failure(err)
+    if cause is not None:
+        raise ActorStartError(pool, cause, init_failure_text(err, cause)) from cause
 
 
 @dataclass

@@ -27,15 +27,7 @@ Contracts:
 Why not Ray's ``max_task_retries`` or ``ray.util.ActorPool``: a retry here must be seen and
 bounded per job (``LostAttempt``, the never-started rule, ``max_attempts=1`` for the
 non-idempotent Synthesizer), and ``ActorPool`` has no batching, placement, start-up bound or
-cancelling.
-
-Example (``drain`` from ``actors.draining``)::
-
-    pool = ResilientPool(lambda: Echo.remote(), size=4, name="echo")
-    for x in range(10):
-        pool.submit(Echo.echo, x)
-    results = []
-    drain([pool], lambda _pool, result: results.append(result))
+cancelling. An example of use: ``actors.draining``.
 """
 
 from __future__ import annotations
@@ -53,11 +45,11 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from actors.batching import BatchSizer
 from actors.placement import Locality, Placement
 from actors.pool_errors import (ActorStartError, ActorStartTimeout, LostAttempt, PoolError,
-                                failure_text, init_failure, init_failure_text, not_started_text)
+                                failure_text, not_started_text, raise_if_init_failed)
 
 log = logging.getLogger(__name__)
 __all__ = ["ActorStartError", "ActorStartTimeout", "LostAttempt", "PoolError", "PoolResult",
-           "ResilientPool", "init_failure", "init_failure_text"]
+           "ResilientPool"]
 START_TIMEOUT_S = 300.0
 SETUP_TIMEOUT_S = 600.0
 NEVER_STARTED_RETRIES = 5
@@ -263,7 +255,7 @@ class ResilientPool:
                 try:
                     ray.get(ref)
                 except (RayActorError, RayTaskError) as err:
-                    self._raise_if_init_failed(err)  # else killed before it started: a job sees it
+                    raise_if_init_failed(self.name, err)  # else killed unstarted: a job sees it
                 else:
                     slot.started = True
         late = [slot for slot in self._slots if slot.ready is not None
@@ -271,11 +263,6 @@ class ResilientPool:
         if late:
             raise ActorStartTimeout(not_started_text(self.name, len(late), self.start_timeout_s,
                                                         self.resources))
-
-    def _raise_if_init_failed(self, err: BaseException) -> None:
-        cause = init_failure(err)
-        if cause is not None:
-            raise ActorStartError(self.name, cause, init_failure_text(err, cause)) from cause
 
     def _wait_all(self, pending: dict[Any, _Slot], what: str, tick_s: float = 1.0):
         """Wait for every ref of ``pending``; yields (ref, slot, RayActorError or None).
@@ -291,11 +278,11 @@ class ResilientPool:
                 try:
                     ray.get(ref)  # ready already: this only surfaces the outcome
                 except RayActorError as err:
-                    self._raise_if_init_failed(err)
+                    raise_if_init_failed(self.name, err)
                     yield ref, slot, err
                     continue
                 except RayTaskError as err:
-                    self._raise_if_init_failed(err)
+                    raise_if_init_failed(self.name, err)
                     raise  # the setup call itself failed: a bug to see, not to heal
                 yield ref, slot, None
             if not pending:
@@ -321,10 +308,10 @@ class ResilientPool:
         try:
             value = ray.get(ref)  # ``ref`` came out of ray.wait: already finished, no blocking
         except RayActorError as err:
-            self._raise_if_init_failed(err)
+            raise_if_init_failed(self.name, err)
             return self._died_under(slot, jobs, err)
         except RayTaskError as err:
-            self._raise_if_init_failed(err)  # the actor never started: every job would fail
+            raise_if_init_failed(self.name, err)  # the actor never started: every job would fail
             failure = err.cause if isinstance(err.cause, BaseException) else err
         for job in jobs:
             job.attempts += 1
@@ -441,23 +428,18 @@ class ResilientPool:
         if self._held and (self._sizer is not None or self.locality is not None):
             return  # plain calls gain nothing from waiting; placed ones do (the whole burst)
         queued = len(self._queue)  # the fair share is of the queue as this pass found it
-        if self.locality is None:
-            for slot in self._slots:
-                if not self._queue:
-                    return
-                if not slot.jobs:
-                    self._start_call(slot, self._queue.popleft(), queued)
-            return
         idle = [slot for slot in self._slots if not slot.jobs]
         if not idle or not self._queue:
             return
-        self.locality.prepare(self._slots, self._queue, self.check_started,
-                              self.start_timeout_s)
-        for local_only in (True, False):  # every holder first, then the rest
+        if self.locality is not None:
+            self.locality.prepare(self._slots, self._queue, self.check_started,
+                                  self.start_timeout_s)
+        for local_only in (True, False):  # with locality: every holder first, then the rest
             for slot in idle:
                 if slot.jobs or not self._queue:
                     continue
-                index = self.locality.pick(self._queue, slot, self._slots, local_only)
+                index = (0 if self.locality is None
+                         else self.locality.pick(self._queue, slot, self._slots, local_only))
                 if index is not None:
                     job = self._queue[index]
                     del self._queue[index]

@@ -26,7 +26,6 @@ DEFAULT_SCOPE = "shared"
 """The scope of clients built outside a run (tools, tests); a run uses its run id."""
 
 
-
 class RateLimiterProcess(RateLimiter):
     """The limiter as a run's actor: it leaves when its run's driver is gone (``run_lease``)."""
 

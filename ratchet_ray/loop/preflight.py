@@ -65,11 +65,9 @@ def _local_model_first(config: LoopConfig, probe: Callable[[], str],
 def model_checks(config: LoopConfig, models: Any, scope: str | None = None,
                  log_dir: Path | None = None) -> list[Check]:
     """The LLM and embedder checks on the run's own clients (see module contracts)."""
-    from ratchet_ray.loop.runtime import Models
-
     if models.llm is not None and models.embedder is not None:
         return []
-    filled = Models(llm=models.llm, embedder=models.embedder).filled(config, scope=scope)
+    filled = models.filled(config, scope=scope)  # a ``runtime.Models``
     timeout = config.infra.preflight_timeout_s
     settings = config.llm
     joins = []

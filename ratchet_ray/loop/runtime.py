@@ -39,8 +39,8 @@ from actors.artifacts import run_artifacts_access
 from actors.critic import CriticActor
 from actors.named_client import kill_named
 from actors.placement import pinned
-from actors.pools import ActorStartError, ActorStartTimeout, ResilientPool, init_failure, \
-    init_failure_text
+from actors.pool_errors import ActorStartTimeout, raise_if_init_failed
+from actors.pools import ResilientPool
 from actors.skill_bank import actor_name, launch_skill_bank
 from actors.solver import SolverActor
 from actors.synthesizer import SynthesizerActor
@@ -49,7 +49,7 @@ from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.llm.base import Embedder, LLMClient
 from ratchet_ray.llm.cache import CACHE_DIRNAME
 from ratchet_ray.loop.ray_address import LOCAL, ray_problem
-from ratchet_ray.suites.hooks import local_resources
+from ratchet_ray.suites.hooks import actor_resources, local_resources, placement
 from ratchet_ray.types import Task
 
 log = logging.getLogger(__name__)
@@ -69,8 +69,6 @@ ROLE_RESOURCES: dict[str, dict[str, Any]] = {
 def actor_options(role: str, suite: str) -> dict[str, Any]:
     """Ray options of one ``role`` actor: ``ROLE_RESOURCES`` plus the custom resources the suite
     registered for the role (whether or not a node offers them yet)."""
-    from ratchet_ray.suites.hooks import actor_resources
-
     options = dict(ROLE_RESOURCES[role])
     custom = actor_resources(suite, role)
     if custom:
@@ -236,8 +234,6 @@ def make_pool(role: str, config: LoopConfig, make_actor: Callable[[], Any], size
               **kwargs: Any) -> ResilientPool:
     """A ``ResilientPool`` of ``role`` actors with the run's bounds (``config.infra``), the
     role's resources and the suite's placement for the role (``suites.hooks.placement``)."""
-    from ratchet_ray.suites.hooks import placement
-
     return ResilientPool(make_actor, size, name=role, resources=actor_options(role, config.suite),
                          start_timeout_s=config.infra.actor_start_timeout_s,
                          setup_timeout_s=config.infra.setup_timeout_s,
@@ -255,10 +251,8 @@ def wait_bank(bank: Any, config: LoopConfig) -> None:
             " (it is pinned to the driver's node and asks for no CPU); see the Ray worker logs"
         ) from exc
     except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as err:
-        cause = init_failure(err)
-        if cause is None:
-            raise
-        raise ActorStartError("bank", cause, init_failure_text(err, cause)) from cause
+        raise_if_init_failed("bank", err)
+        raise
 
 
 def warn_if_oversized(config: LoopConfig) -> float:
