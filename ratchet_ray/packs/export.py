@@ -33,7 +33,7 @@ from ratchet_ray.llm.accounting import price_table
 from ratchet_ray.bank.pack_format import (FORMAT, FORMAT_VERSION, SKILLS_DIR, PackError,
                                           pack_sha256, skill_sha256, write_pack)
 from ratchet_ray.redact import redact
-from ratchet_ray.report.data import models_used, skill_events, skill_rows
+from ratchet_ray.report.data import SkillRow, models_used, skill_events, skill_rows
 from ratchet_ray.types import Skill
 
 def _scrub(value: Any) -> Any:
@@ -77,24 +77,20 @@ def _lineage(skill: Skill, bank: list[Skill]) -> dict[str, Any]:
                          for s in versions]}
 
 
-def _record(row, cost: dict[str, Any] | None, model: str | None, config: LoopConfig
-            ) -> dict[str, Any]:
-    tokens = (cost or {}).get("train_tokens", 0) + (cost or {}).get("eval_tokens", 0)
+def _record(row: SkillRow | None, cost: dict[str, Any] | None, model: str | None,
+            config: LoopConfig) -> dict[str, Any]:
+    row, cost = row or SkillRow("", "", None, None, None, None), cost or {}  # unmeasured: zeros
+    tokens = cost.get("train_tokens", 0) + cost.get("eval_tokens", 0)
     usd = price_table(config.llm).cost(model, tokens, 0) if model else None
     return {
-        "trials": row.trials if row else 0,
-        "c_hat": _round(row.c_hat) if row else None, "c_hat_ci95": _ci(row.c_hat_ci) if row else None,
-        "cf_pairs": row.cf_pairs if row else 0,
-        "c_cf": _round(row.c_cf) if row else None, "c_cf_ci95": _ci(row.c_cf_ci) if row else None,
-        "routed_train": row.routed_train if row else 0,
-        "routed_eval": row.routed_eval if row else 0,
-        "tampering_train": row.tampering_train if row else 0,
-        "tampering_eval": row.tampering_eval if row else 0,
-        "impossible_twins": row.twins if row else 0,
-        "impossible_twin_passes": row.twin_passes if row else 0,
-        "probe_similarity": _round(row.probe_similarity) if row else None,
-        "routed_but_ignored": bool(row.ignored) if row else False,
-        "injection_tokens_per_routing": (cost or {}).get("tokens_per_routing"),
+        "trials": row.trials, "c_hat": _round(row.c_hat), "c_hat_ci95": _ci(row.c_hat_ci),
+        "cf_pairs": row.cf_pairs, "c_cf": _round(row.c_cf), "c_cf_ci95": _ci(row.c_cf_ci),
+        "routed_train": row.routed_train, "routed_eval": row.routed_eval,
+        "tampering_train": row.tampering_train, "tampering_eval": row.tampering_eval,
+        "impossible_twins": row.twins, "impossible_twin_passes": row.twin_passes,
+        "probe_similarity": _round(row.probe_similarity),
+        "routed_but_ignored": bool(row.ignored),
+        "injection_tokens_per_routing": cost.get("tokens_per_routing"),
         "injection_tokens": tokens,
         "injection_cost_usd": None if usd is None else round(usd, 6),
     }

@@ -31,6 +31,7 @@ from ratchet_ray.arm_summary import fmt_stat, mean_std
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.metrics import loop_metrics
 from ratchet_ray.report.data import round_rows, skill_events, skill_rows
+from ratchet_ray.run_config.files import load_config
 
 HARMFUL = "harmful"
 
@@ -77,12 +78,6 @@ def judge_for(suite: str, min_pairs: int = 5) -> Judge:
     return truth_judge(suite) or measured_judge(min_pairs)
 
 
-def _run_suite(run_dir: Path) -> str:
-    from ratchet_ray.run_config.files import load_config
-
-    return load_config([run_dir / "config.yaml"]).suite
-
-
 def columns(label: str = HARMFUL) -> tuple[str, ...]:
     """The row's keys in table order (module contract)."""
     return ("condition", "arm", "round0", "rolling_mean", "rolling_gain", "imported",
@@ -98,7 +93,7 @@ def transfer_row(run_dir: str | Path, imported: Iterable[str], condition: str, a
                  judge: Judge | None = None) -> dict[str, Any]:
     """One run's transfer numbers (module contract)."""
     run_dir, imported = Path(run_dir), set(imported)
-    judge = judge or judge_for(_run_suite(run_dir))
+    judge = judge or judge_for(load_config([run_dir / "config.yaml"]).suite)
     metrics = loop_metrics(round_rows(run_dir))
     status, harmful = judge.judge(run_dir)
     with EvidenceStore(run_dir).connect() as con:

@@ -27,8 +27,8 @@ from ratchet_ray.suites import registry
 def _suite_class(suite: str) -> Any | None:
     """The object ``suite``'s factory names (its class, for the built-ins), imported now; None
     for a suite not registered in this process."""
-    reg = registry.registered(suite)
-    return None if reg is None else registry.resolve(reg.factory)
+    factory = getattr(registry.registered(suite), "factory", None)
+    return None if factory is None else registry.resolve(factory)
 
 
 def output_kind(suite: str) -> str | None:
@@ -63,10 +63,8 @@ def critic_prompt(suite: str) -> str | Callable[..., list]:
     """The Critic's review prompt of ``suite``: a built-in flavour (``registry.CRITIC_FLAVOURS``)
     or the suite's prompt function. A suite not registered in this process (a task of a plugin
     whose module this process never loaded) gets ``"code"``, the generic review."""
-    reg = registry.registered(suite)
-    if reg is None or reg.critic in registry.CRITIC_FLAVOURS:
-        return "code" if reg is None else reg.critic
-    return registry.resolve(reg.critic)
+    critic = getattr(registry.registered(suite), "critic", "code")
+    return critic if critic in registry.CRITIC_FLAVOURS else registry.resolve(critic)
 
 
 def subset_grouping(suite: str) -> tuple[str, Callable[[str], str]] | None:
@@ -104,8 +102,7 @@ def sweep_report(suite: str, run_dirs: Sequence[Path]) -> tuple[str, list, tuple
     """``(title, rows, columns)`` the suite adds to a sweep report of its ``run_dirs`` (None:
     nothing, also for a suite not registered in this process: a report may read the runs of a
     plugin it never loaded). May raise: the report then shows why those columns are missing."""
-    reg = registry.registered(suite)
-    hook = None if reg is None else reg.sweep_report
+    hook = getattr(registry.registered(suite), "sweep_report", None)
     if hook is None:
         return None
     title, rows, columns = registry.resolve(hook)(list(run_dirs))
@@ -159,8 +156,7 @@ def impossible_twin(suite: str, task: Any) -> Any:
 def skill_truth(suite: str) -> Callable[[Path], tuple[dict[str, str], set[str]]] | None:
     """The suite's ``skill_truth`` hook (a simulated world's knowledge of each skill's effect),
     or None: the suite knows no truth (a real benchmark) or is not registered here."""
-    reg = registry.registered(suite)
-    hook = None if reg is None else reg.skill_truth
+    hook = getattr(registry.registered(suite), "skill_truth", None)
     return None if hook is None else registry.resolve(hook)
 
 

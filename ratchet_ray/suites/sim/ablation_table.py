@@ -56,15 +56,11 @@ class ArmSeed:
     disagreements: list[str]
 
 
-def _live_statuses(run_dir: Path) -> dict[str, str]:
-    folder = run_dir / "skills"
-    return {s.id: s.status.value for s in load_skill_folder(folder)} if folder.is_dir() else {}
-
-
 def bank_disagreements(run_dir: Path, truth: RunTruth, result: RunResult) -> list[str]:
     """What the truth / ablation numbers say about the bank that its files do not (contract)."""
     found: list[str] = []
-    live = _live_statuses(run_dir)
+    folder = run_dir / "skills"
+    live = {s.id: s.status.value for s in load_skill_folder(folder)} if folder.is_dir() else {}
     told = {s.skill_id: s.status for s in truth.skills}
     for skill_id in sorted(set(live) | set(told)):
         if live.get(skill_id) != told.get(skill_id):
