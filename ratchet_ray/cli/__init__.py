@@ -24,11 +24,12 @@ _COMMAND_MODULES = (
     "ratchet_ray.cli.evidence",    # query, capsule prune, evidence verify|repair
     "ratchet_ray.cli.llm",         # doctor, solver-cache
     "ratchet_ray.cli.run",         # run, plot
-    "ratchet_ray.cli.report",      # report (HTML)
-    "ratchet_ray.cli.compare",     # compare (paired statistics of runs)
+    "ratchet_ray.cli.report",      # report (HTML), compare (paired statistics of runs)
     "ratchet_ray.cli.export",      # export --inspect
     "ratchet_ray.cli.experiment",  # experiment run|eval-skill-loop
-    "ratchet_ray.cli.jobs",        # baseline, select-subset, ablations (the jobs/ commands)
+    "ratchet_ray.cli.baseline",    # baseline (also python -m jobs.baseline)
+    "ratchet_ray.cli.select_subset",  # select-subset (also jobs.select_subset)
+    "ratchet_ray.cli.ablations",   # ablations (also jobs.ablations)
 )
 
 

@@ -55,7 +55,7 @@ def _check_runs(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
         raise click.UsageError("; ".join(problems))  # one line
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command("ablations", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("suite", type=SUITE)
 @click.option("--arms", default=",".join(ARMS), show_default=True,
               callback=csv_list(str, "default,A1,A4"),
@@ -254,6 +254,8 @@ def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int]
                     release_llm_actors(spec.scope)  # the rate limiter every arm shared
                     release_budget_ledger(spec.scope)
 
+
+COMMANDS = [main]
 
 if __name__ == "__main__":
     main(prog_name="python -m jobs.ablations")

@@ -279,5 +279,7 @@ def infra_retry_note(out: Path) -> str:
             f"infrastructure")
 
 
+COMMANDS = [main]
+
 if __name__ == "__main__":
     main(prog_name="python -m jobs.baseline")

@@ -247,5 +247,7 @@ def main(source: Path, suite: str, n_hard: int | None, n_train: int | None, n_ev
                f"from {doc['hard_available']} hard tasks; strata {doc['strata']}")
 
 
+COMMANDS = [main]
+
 if __name__ == "__main__":
     main(prog_name="python -m jobs.select_subset")
