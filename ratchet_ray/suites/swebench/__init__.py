@@ -63,7 +63,8 @@ class SwebenchSuite:
         from ratchet_ray.suites.swebench.settings import GradingLimits
 
         settings = settings_from_config(config)
-        grader = SwebenchGrader(settings, GradingLimits.of_run(config, settings), run_dir)
+        limits = GradingLimits(settings.grade_command_timeout_s, settings.instance_deadline_s)
+        grader = SwebenchGrader(settings, limits, run_dir)
         grader.start_warm_up()  # the first grade should not pay for Docker and swebench
         return grader
 
@@ -89,10 +90,11 @@ class SwebenchSuite:
         """The Solver's turn (``suites.base.AgentTurn``): the patch agent's ``(patch, replies)``,
         its trajectory under ``log_dir`` (imported lazily: workers of other suites never load it),
         sampled at the loop's ``temperature`` with the call's ``seed`` (``agent`` contract)."""
-        from ratchet_ray.suites.swebench.agent.solver import solve_patch
+        from ratchet_ray.suites.swebench.agent.solver import run_agent
 
-        return solve_patch(llm, task, skill, settings, log_dir=log_dir, temperature=temperature,
-                           seed=seed)
+        run = run_agent(llm, task, skill, settings, log_dir=log_dir, temperature=temperature,
+                        seed=seed)
+        return run.patch, run.replies
 
 
 __all__ = ["AgentSettings", "SwebenchSettings", "SwebenchSuite", "settings_from_config"]

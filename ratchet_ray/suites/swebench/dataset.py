@@ -28,7 +28,7 @@ SUITE_NAME = "swebench"
 REQUIRED_FIELDS = ("instance_id", "repo", "base_commit", "problem_statement",
                    "FAIL_TO_PASS", "PASS_TO_PASS", "eval_script")
 LOCAL_SUFFIXES = (".json", ".jsonl", ".parquet")
-_COMMIT_ID = re.compile(r"^[0-9a-fA-F]{7,64}$")
+COMMIT_ID = re.compile(r"^[0-9a-fA-F]{7,64}$")
 # Fields the Solver must never see: the reference fix.
 HIDDEN_FIELDS = ("patch",)
 
@@ -114,7 +114,7 @@ def normalize_instance(raw: dict[str, Any]) -> dict[str, Any]:
                 "or add eval_script to your file)" if "eval_script" in missing else "")
         raise DatasetError(f"instance {instance_id}: missing field(s) {', '.join(missing)}{hint}")
     instance = dict(raw)
-    if not _COMMIT_ID.match(str(raw["base_commit"])):
+    if not COMMIT_ID.match(str(raw["base_commit"])):
         raise DatasetError(f"instance {instance_id}: base_commit {raw['base_commit']!r} is not a "
                            f"hex commit id; give the commit the repository is checked out at "
                            f"(the image's history after it is removed before any container runs)")

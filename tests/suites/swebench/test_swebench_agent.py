@@ -8,7 +8,7 @@ import pytest
 
 from fakes import ScriptedLLM
 from ratchet_ray.llm.base import LLMError
-from ratchet_ray.suites.swebench.agent.solver import run_agent, solve_patch
+from ratchet_ray.suites.swebench.agent.solver import run_agent
 from ratchet_ray.suites.swebench.agent.prompts import ACTION_SCHEMA
 from ratchet_ray.suites.swebench.grader import SwebenchGrader
 from ratchet_ray.types import Guidance, Skill
@@ -67,9 +67,8 @@ def test_limits_end_the_attempt_with_the_current_diff(docker_client, tasks, loca
     assert not llm.calls[0][0][0].content.startswith("# Project guidance"), "no skill, no preamble"
 
     garbage = ScriptedLLM(lambda messages, schema: "not json at all")
-    patch, replies = solve_patch(garbage, tasks["ratchet__calc-2"], None, local_settings,
-                                 client=docker_client)
-    assert (patch, len(replies)) == ("", local_settings.agent.max_format_errors)
+    run = run_agent(garbage, tasks["ratchet__calc-2"], None, local_settings, client=docker_client)
+    assert (run.patch, len(run.replies)) == ("", local_settings.agent.max_format_errors)
 
 
 def test_backend_failure_propagates_with_the_replies_so_far(docker_client, tasks, local_settings):
@@ -82,8 +81,8 @@ def test_backend_failure_propagates_with_the_replies_so_far(docker_client, tasks
             raise LLMError("backend down") from None
 
     with pytest.raises(LLMError, match="backend down") as caught:
-        solve_patch(ScriptedLLM(responder), tasks["ratchet__calc-1"], None, local_settings,
-                    client=docker_client)
+        run_agent(ScriptedLLM(responder), tasks["ratchet__calc-1"], None, local_settings,
+                  client=docker_client)
     assert len(caught.value.replies) == 1
 
 

@@ -1,7 +1,6 @@
 """The patch Solver: an agentic shell loop inside the task's container, one completion, or
 (``settings.solver == "mini-swe-agent"``) ``agent.mini_swe`` in the same container. The Solver
-role calls ``solve_patch(llm, task, skill, settings) -> (patch, replies)``;
-``run_agent(..., log_dir=path)`` gives the full record.
+role calls ``run_agent(llm, task, skill, settings)`` (``SwebenchSuite.solve_agent``).
 
 Contracts:
 - ``agent`` mode: each step asks ``llm.complete`` for one ``AgentAction`` (as ``json_schema``)
@@ -76,23 +75,13 @@ class AgentRun:
         return {"temperature": self.temperature, **sampling_kwargs(llm, seed)}
 
 
-def solve_patch(llm: LLMClient, task: Task, skill: Skill | None,
-                settings: SwebenchSettings | None = None, *, client: Any = None,
-                log_dir: str | Path | Artifacts | None = None,
-                run_label: str | None = None, temperature: float | None = None,
-                seed: int | None = None) -> tuple[str, list[Reply]]:
-    """``(patch, replies)`` for one attempt at ``task`` (see the module contract); ``run_label``
-    labels the container so the end-of-round reaper of that run removes it if it leaks."""
-    run = run_agent(llm, task, skill, settings, client=client, log_dir=log_dir,
-                    run_label=run_label, temperature=temperature, seed=seed)
-    return run.patch, run.replies
-
-
 def run_agent(llm: LLMClient, task: Task, skill: Skill | None,
               settings: SwebenchSettings | None = None, *, client: Any = None,
               log_dir: str | Path | Artifacts | None = None,
               run_label: str | None = None, temperature: float | None = None,
               seed: int | None = None) -> AgentRun:
+    """One attempt at ``task`` (module contract); ``run_label`` labels the container so the
+    end-of-round reaper of that run removes it if it leaks."""
     settings = settings or SwebenchSettings()
     own = settings.agent.temperature
     run = AgentRun(patch="", exit_status="error", seed=seed, solver=settings.solver,

@@ -22,8 +22,9 @@ Contracts:
 from __future__ import annotations
 
 import json
-import re
 import shlex
+
+from ratchet_ray.suites.swebench.dataset import COMMIT_ID
 
 HISTORY_LABEL = "ratchet-ray.history"
 # Bumped whenever HISTORY_SCRIPT changes what it removes: images marked by an older script are
@@ -31,7 +32,6 @@ HISTORY_LABEL = "ratchet-ray.history"
 HISTORY_VERSION = "1"
 # Every line the script prints (its result, or why it refused) starts with this.
 HISTORY_SAYS = "ratchet-history:"
-_COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
 
 HISTORY_SCRIPT = r"""
 set -euo pipefail
@@ -101,18 +101,13 @@ def history_mark(base_commit: str) -> str:
     return f"v{HISTORY_VERSION}:{base_commit}"
 
 
-def history_script(repo: str, base_commit: str) -> str:
-    """The bash script stripping the repository at ``repo`` to ``base_commit`` (module contract)."""
-    if not _COMMIT.match(base_commit or ""):
-        raise ValueError(f"base_commit {base_commit!r} is not a hex commit id")
-    return (HISTORY_SCRIPT.replace("__REPO__", shlex.quote(repo))
-            .replace("__BASE__", shlex.quote(base_commit)))
-
-
 def history_dockerfile(image: str, base_commit: str, user: str | None, repo: str) -> str:
     """A Dockerfile deriving from ``image`` whose repository at ``repo`` holds no history after
     ``base_commit`` (module contract); ``user`` is the image's configured user."""
-    script = history_script(repo, base_commit)
+    if not COMMIT_ID.match(base_commit or ""):
+        raise ValueError(f"base_commit {base_commit!r} is not a hex commit id")
+    script = (HISTORY_SCRIPT.replace("__REPO__", shlex.quote(repo))
+              .replace("__BASE__", shlex.quote(base_commit)))
     as_root = bool(user) and user not in ("root", "0", "0:0")
     lines = [f"FROM {image}"]
     if as_root:

@@ -15,15 +15,15 @@ from dataclasses import replace
 
 from ratchet_ray.suites.swebench.realcode.build import Request, make_instances
 from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
-from ratchet_ray.suites.swebench.realcode.projects import PROJECTS, Project, project
+from ratchet_ray.suites.swebench.realcode.projects import PROJECTS, Project
 
 
 def resolve_project(spec: str) -> Project:
     name, _, version = spec.partition("==")
-    try:
-        recipe = project(name.strip())
-    except KeyError as exc:
-        raise RealcodeError(str(exc.args[0])) from None
+    recipe = PROJECTS.get(name.strip().lower())
+    if recipe is None:
+        raise RealcodeError(f"no recipe for project {name.strip()!r}; known: "
+                            f"{', '.join(sorted(PROJECTS))}")
     version = version.strip()
     if not version or version == recipe.version:
         return recipe

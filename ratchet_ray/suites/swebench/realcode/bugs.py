@@ -48,10 +48,6 @@ def _modifiers():
     return MODIFIERS_PYTHON
 
 
-def modifier_names() -> list[str]:
-    return [pm.name for pm in _modifiers()]
-
-
 def _entities(tree: Path, project: Project) -> list:
     from swesmith.bug_gen.adapters.python import get_entities_from_file_py
 

@@ -4,8 +4,7 @@ A ``Project`` is everything the build needs besides the network-free image: the 
 version of the sdist (its sha256 pinned, so the same name gives the same bytes), the wheels of
 its runtime and test dependencies (each pinned ``name==version``, fetched for CPython 3.11 on
 manylinux), the folders whose code is mutated, the test command and its swebench log parser, and
-the tests deselected with the reason. ``PROJECTS`` lists them by short name; ``project(name)``
-raises ``KeyError`` naming the known ones.
+the tests deselected with the reason. ``PROJECTS`` lists them by short name.
 
 Test ids are the project's log parser's: pytest's ``path::name``, django's unittest lines
 ``test_x (app.module.Class.test_x)`` or sympy's bare function name ``test_x``.
@@ -239,11 +238,3 @@ def index_tests(project: Project, tree: Path) -> Project:
                 defined.setdefault(name, set()).add(path.relative_to(tree).as_posix())
     return replace(project, test_index={name: min(files) for name, files in defined.items()
                                         if len(files) == 1})
-
-
-def project(name: str) -> Project:
-    try:
-        return PROJECTS[name.lower()]
-    except KeyError:
-        raise KeyError(f"no recipe for project {name!r}; known: {', '.join(sorted(PROJECTS))}"
-                       ) from None

@@ -77,7 +77,7 @@ def test_candidates_come_from_swesmith_in_a_fixed_order(tmp_path):
     first = list(bugs.candidates(tree, PROJECT, seed=3))
     elsewhere = write_tree(tmp_path / "other" / "place")  # the tree's path never matters
     assert first and first == list(bugs.candidates(elsewhere, PROJECT, seed=3))
-    assert {b.modifier for b in first} <= set(bugs.modifier_names())
+    assert {b.modifier for b in first} <= {pm.name for pm in bugs._modifiers()}
     for bug in first:
         assert bug.diff.startswith("diff --git a/src/tinycalc/ops.py b/src/tinycalc/ops.py\n")
         subprocess.run(["git", "apply", "--check", "-"], cwd=tree, input=bug.diff, text=True,
