@@ -30,15 +30,9 @@ def checkpoint_dir(run_dir: Path, round_: int) -> Path:
 
 
 def available_rounds(run_dir: Path) -> list[int]:
-    root = Path(run_dir) / CHECKPOINTS_DIR
-    if not root.is_dir():
-        return []
-    found = set()
-    for p in root.glob("round_*"):
-        number = p.name.split("_", 1)[1].removesuffix(PREV_SUFFIX)
-        if p.is_dir() and number.isdigit():
-            found.add(int(number))
-    return sorted(found)
+    numbers = (p.name.split("_", 1)[1].removesuffix(PREV_SUFFIX)
+               for p in (Path(run_dir) / CHECKPOINTS_DIR).glob("round_*") if p.is_dir())
+    return sorted({int(n) for n in numbers if n.isdigit()})
 
 
 def write_snapshot(run_dir: Path, round_: int, skills: Iterable[Skill],

@@ -126,11 +126,6 @@ class SkillBank:
                                       lambda: self.stats() if stats is None else stats,
                                       self.config.curator)
 
-    def lineage(self, lineage_id: str) -> list[Skill]:
-        """Every version of one lineage in the bank, oldest first."""
-        return sorted((s for s in self._skills.values() if s.lineage_id == lineage_id),
-                      key=lambda s: s.lineage_version)
-
     # ------------------------------------------------------------------ crash recovery
     def _finish_logged_flips(self) -> list[str]:
         """Apply logged status flips a crash cut short: an event newer than its skill's file with

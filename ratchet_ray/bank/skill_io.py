@@ -66,12 +66,8 @@ def dump_skill(skill: Skill) -> str:
                       if k not in defaults or v != defaults[k]})
 
 
-def _field_name(loc: tuple) -> str:
-    return ".".join(str(part) for part in loc) or "(document)"
-
-
 def _describe(error: dict[str, Any]) -> str:
-    field = _field_name(error["loc"])
+    field = ".".join(str(part) for part in error["loc"]) or "(document)"
     leaf = str(error["loc"][-1]) if error["loc"] else ""
     kind = error["type"]
     if kind == "missing":

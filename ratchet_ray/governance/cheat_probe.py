@@ -52,10 +52,6 @@ class CheatStats:
     first_round: int | None = None
     first_capsule: str | None = None
 
-    @property
-    def rate(self) -> float:
-        return self.passes / self.twins if self.twins else 0.0
-
 
 def twins_of_round(tasks: Iterable[Task], make_twin: Callable[[Task], Task | None], seed: int,
                    round_: int, count: int) -> dict[str, Task]:

@@ -81,7 +81,7 @@ def test_a_blamed_skill_is_refined_into_a_new_version_and_the_old_is_deprecated(
     assert old.status is SkillStatus.DEPRECATED and new.is_active
     assert (new.lineage, new.lineage_version, new.lineage_id) == ("window", 2, "window")
     assert (old.lineage, old.lineage_version, old.lineage_id) == (None, 1, "window")
-    assert [s.id for s in bank.lineage("window")] == ["window", "window_v2"]
+    assert [s.id for s in bank.all() if s.lineage_id == "window"] == ["window", "window_v2"]
     # the revision prompt: the current skill and the verdicts of its routed failures
     prompt = llm.calls[0][0][-1].content
     assert prompt.startswith(REFINE_HEADING) and "the skill said 0" in prompt
