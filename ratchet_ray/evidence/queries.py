@@ -117,14 +117,6 @@ def recent_verdicts(con: duckdb.DuckDBPyConnection, current_round: int, window: 
     return [Verdict(**{k: v for k, v in row.items() if v is not None}) for row in rows]
 
 
-def pass_at_1_by_round(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """One dict per (round, split): total, resolved, infra_failures, pass_at_1."""
-    rows = nq.fetch_dicts(con, "pass_at_1_by_round")
-    for row in rows:
-        row["pass_at_1"] = row["resolved"] / row["total"] if row["total"] else 0.0
-    return rows
-
-
 def recent_skill_events(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[dict[str, Any]]:
     """The latest ``limit`` skill events, newest first (the ``audit`` command)."""
     return nq.fetch_dicts(con, "recent_skill_events", limit=limit)

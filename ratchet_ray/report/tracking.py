@@ -56,12 +56,6 @@ KNOWN_SCHEMES = ("http", "https", "file", "sqlite", "postgresql", "mysql", "mssq
 """URI schemes MLflow keeps runs in (a database scheme may carry a driver: ``mysql+pymysql``)."""
 
 
-def _uri_source(config: Any, env: Mapping[str, str]) -> str:
-    if config.tracking.mlflow_uri:
-        return "tracking.mlflow_uri"
-    return f"${ENV_URI}" if env.get(ENV_URI) else "tracking.enabled"
-
-
 def tracking_problems(config: Any, env: Mapping[str, str] | None = None) -> list[str]:
     """Why tracking as ``config`` asks for it cannot work here (module contracts); [] if it can."""
     from ratchet_ray.redact import redact_url
@@ -71,7 +65,8 @@ def tracking_problems(config: Any, env: Mapping[str, str] | None = None) -> list
     uri = settings.mlflow_uri or env.get(ENV_URI) or None
     if uri is None and not settings.enabled:
         return []
-    source = _uri_source(config, env)
+    source = ("tracking.mlflow_uri" if settings.mlflow_uri
+              else f"${ENV_URI}" if env.get(ENV_URI) else "tracking.enabled")
     off = ("unset tracking.mlflow_uri and $RATCHET_MLFLOW_URI" if source != "tracking.enabled"
            else "--set tracking.enabled=false")
     if not installed("mlflow"):

@@ -67,7 +67,8 @@ def test_round_summaries_are_flattened(store):
 
 
 def test_queries_over_capsules_and_verdicts(store):
-    from ratchet_ray.evidence.queries import pass_at_1_by_round, recent_verdicts, skill_stats
+    from ratchet_ray.evidence import named_queries as nq
+    from ratchet_ray.evidence.queries import recent_verdicts, skill_stats
 
     store.append("capsule", 1, routed_capsules("run1", "s1", 1, 3, 7)
                  + routed_capsules("run1", "NONE", 1, 5, 0)
@@ -84,8 +85,8 @@ def test_queries_over_capsules_and_verdicts(store):
     assert stats["s1"].contribution == -0.4
     assert skill_stats(con, "eval")["s1"].contribution == 1.0
     assert [v.round for v in recent_verdicts(con, current_round=7, window=6)] == [2, 3, 4, 5, 6, 7]
-    by_round = {(r["round"], r["split"]): r for r in pass_at_1_by_round(con)}
-    assert by_round[(1, "train")]["total"] == 15 and by_round[(1, "train")]["pass_at_1"] == 8 / 15
+    by_round = {(r["round"], r["split"]): r for r in nq.fetch_dicts(con, "pass_at_1_by_round")}
+    assert (by_round[(1, "train")]["total"], by_round[(1, "train")]["resolved"]) == (15, 8)
     assert by_round[(2, "train")]["infra_failures"] == 1 and by_round[(2, "train")]["total"] == 1
 
 

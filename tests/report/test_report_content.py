@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from loop_helpers import BAD_ID, GENERIC_ID, GOOD_ID
 from ratchet_ray.cli import main as ratchet
-from ratchet_ray.evidence.queries import pass_at_1_by_round
+from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.report.html import build_report
 from report_parse import capsules, chart, json_block, markers, page, points, skill_row
@@ -29,7 +29,8 @@ def test_curves_are_the_evidence_per_round_pass_at_1(scenario_run, tmp_path):
     out = build_report([scenario_run], tmp_path / "report.html")
     html = page(out)
     with EvidenceStore(scenario_run).connect() as con:
-        measured = {(r["round"], r["split"]): r["pass_at_1"] for r in pass_at_1_by_round(con)}
+        measured = {(r["round"], r["split"]): r["resolved"] / r["total"]
+                    for r in nq.fetch_dicts(con, "pass_at_1_by_round")}
         recorded = con.execute("SELECT round, eval_pass_at_1, train_pass_at_1 FROM round "
                                "ORDER BY round").fetchall()
     curve = chart(html, "pass")
