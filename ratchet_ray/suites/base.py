@@ -32,9 +32,6 @@ if TYPE_CHECKING:  # config imports the suite registry, which lives under this p
     from ratchet_ray.settings.schema import LoopConfig
     from ratchet_ray.llm.base import Message
 
-OutputKind = str
-""""code" (built in), or a suite's own kind served by its ``SolverTurn`` or ``AgentTurn``."""
-
 
 class Grader(Protocol):
     """``grade`` never raises for what the graded output does. Optional attribute
@@ -70,7 +67,7 @@ class Suite(Protocol):
     ``solver_note(config)`` names its Solver where results are shown."""
 
     name: str
-    output_kind: OutputKind
+    output_kind: str  # "code" (built in), or its own kind: its SolverTurn or AgentTurn
 
     def load_tasks(self, config: LoopConfig) -> list[Task]: ...
 
