@@ -29,11 +29,8 @@ def register_secret(value: str | None) -> None:
 
 
 def _secrets() -> list[str]:
-    found = set(_registered)
-    for name in SECRET_ENV_VARS:
-        value = os.environ.get(name)
-        if value and len(value) >= MIN_SECRET_LEN:
-            found.add(value)
+    from_env = {os.environ.get(name) or "" for name in SECRET_ENV_VARS}
+    found = _registered | {value for value in from_env if len(value) >= MIN_SECRET_LEN}
     return sorted(found, key=len, reverse=True)  # longest first: a key containing another
 
 

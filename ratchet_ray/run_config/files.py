@@ -89,7 +89,7 @@ def _set_path(tree: dict, path: list[str], value: Any, origin: str) -> None:
             # Free-form section (suite_settings): resolve_config checks it against its suite.
             _set_free(tree, path[i:], value, origin)
             return
-        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        model = _section(model, part)
         if i == len(path) - 1:
             tree[part] = value
         else:

@@ -36,8 +36,7 @@ SchemaMode = Literal["auto", "json_schema", "json_object", "none"]
 
 
 def _env(name: str, default: str | None = None) -> str | None:
-    value = os.environ.get(name)
-    return value if value else default
+    return os.environ.get(name) or default
 
 
 def _env_int(name: str, default: int | None) -> int | None:

@@ -82,9 +82,8 @@ def _placeholders(text: str, where: str) -> set[str]:
     return names
 
 
-def check_template(name: str, text: str, where: str = "") -> None:
-    """Raise ``PromptTemplateError`` unless ``text`` is a valid template ``name``."""
-    where = where or f"prompt template {name!r}"
+def check_template(name: str, text: str, where: str) -> None:
+    """Raise ``PromptTemplateError`` naming ``where`` unless ``text`` is valid template ``name``."""
     spec = TEMPLATES.get(name)
     if spec is None:
         raise PromptTemplateError(f"{where}: {name!r} is no prompt template; name the file after "
