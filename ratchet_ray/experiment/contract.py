@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from statistics import NormalDist, variance
 from typing import Any
 
@@ -59,9 +59,7 @@ class EvalResult:
 
 
 def format_contract(result: EvalResult) -> str:
-    return json.dumps({"scalar": result.scalar, "vetoes": list(result.vetoes),
-                       "metrics": result.metrics, "seeds": list(result.seeds),
-                       "lower_is_better": result.lower_is_better}, sort_keys=False)
+    return json.dumps(asdict(result))  # the keys in CONTRACT_KEYS' order
 
 
 def _validate(data: dict[str, Any]) -> EvalResult:

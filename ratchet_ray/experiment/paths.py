@@ -88,13 +88,8 @@ class PathPolicy:
         return matches_any(path, self.editable) and not matches_any(path, self.protected)
 
     def violations(self, paths: Iterable[str]) -> list[str]:
-        problems = []
-        for path in sorted(set(paths)):
-            if matches_any(path, self.protected):
-                problems.append(f"{path}: protected")
-            elif not matches_any(path, self.editable):
-                problems.append(f"{path}: not editable")
-        return problems
+        return [f"{path}: protected" if matches_any(path, self.protected)
+                else f"{path}: not editable" for path in sorted(set(paths)) if not self.allows(path)]
 
     def editable_files(self, tracked: Iterable[str]) -> list[str]:
         return sorted(p for p in tracked if self.allows(p))
