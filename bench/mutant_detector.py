@@ -2,7 +2,7 @@
 
     python bench/mutant_detector.py [--files 600] [--packages numpy,networkx,...] [--seed 0]
     python bench/mutant_detector.py --realcode all [--repeats 5] [--files 200]
-    python bench/mutant_detector.py ... --drawing old_literals.py   # an older drawing's AUC
+    python bench/mutant_detector.py ... --drawing old_drawing.py   # an older drawing's AUC
 
 Two sources of test files (``mutant_sources``): the test suites of packages installed in this
 venv (``--files`` of them drawn with ``--seed``), or, with ``--realcode``, the real projects
@@ -11,15 +11,16 @@ project's instance set (``--instances``), or ``--files`` of its test files where
 yet. For every test function with a literal expectation, the literal the grader would change
 (``proof.mutants``: the last constant of the last expectation it can change) gives one real
 sample, as written, and one mutant sample per design, the file with that literal replaced:
-``before``, the character edit of issue 44 (``literals.mutate_literal``), and ``after``, the
-replacement drawn from what real expectations look like (``literals.replacement``). Each sample
-is described by what a forger sees in the repository: how many other constants of the file have
-its value, whether its text appears elsewhere in the file, how often its value is a literal of
-the repository's other files, whether it equals one of the compared call's literal arguments or
-a constant of the compared expression, whether the test function writes it elsewhere, its type
-and length, for a number its magnitude and roundness (whether it ends in 0, how many zeros end
-it, how many significant digits it has), for a string its character classes and
-the share of its words found elsewhere in the file and in the repository. A logistic regression
+``before``, the character edit of issue 44 (``replacement_literal.mutate_literal``), and
+``after``, the replacement drawn from what real expectations look like
+(``replacement_literal.replacement``). Each sample is described by what a forger sees in the
+repository: how many other constants of the file have its value, whether its text appears
+elsewhere in the file, how often its value is a literal of the repository's other files, whether
+it equals one of the compared call's literal arguments or a constant of the compared expression,
+whether the test function writes it elsewhere, its type and length, for a number its magnitude
+and roundness (whether it ends in 0, how many zeros end it, how many significant digits it has),
+for a string its character classes and the share of its words found elsewhere in the file and
+in the repository. A logistic regression
 over those features, fitted and scored in 5 folds split by file, and each feature alone (rank),
 give an AUC for real-vs-mutant: 0.5 is chance, 1.0 a detector that is never wrong. Printed per
 design (and per project, averaged over ``--repeats`` draws of the mutants): the samples, the
@@ -44,13 +45,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 from mutant_sources import WORD, Source, installed, literal_key, realcode  # noqa: E402
-from ratchet_ray.suites.swebench.proof import literals  # noqa: E402
+from ratchet_ray.suites.swebench.proof import replacement_literal  # noqa: E402
+from ratchet_ray.suites.swebench.proof.real_expectations import (  # noqa: E402
+    call_arguments, literal_pool, literal_value, shares, vocabulary)
 from ratchet_ray.suites.swebench.proof.mutants import expectations, observations  # noqa: E402
 
 PACKAGES = "numpy,networkx,sympy,pandas,scipy,sklearn,matplotlib,libcst,pyarrow,trio,mpmath"
 CACHE = Path.home() / ".cache" / "ratchet-ray" / "realcode"
 INSTANCES = ROOT / "results" / "realcode"
-DRAWING = literals
+DRAWING = replacement_literal
 """The module whose ``replacement`` draws the ``after`` design (``--drawing``: another one)."""
 FEATURES = ["same_in_file", "text_elsewhere", "equals_argument", "is_str", "is_int", "is_float",
             "is_bytes", "is_bool", "length", "magnitude", "round", "zeros", "significant", "digits",
@@ -81,7 +84,7 @@ def _target(lines: list[str], pairs) -> tuple[ast.expr, ast.expr, list[str]] | N
             parts += list(node.values if isinstance(node, ast.Dict) else node.elts)
         for constant in reversed(parts):
             if isinstance(constant, ast.Constant) and constant.lineno == constant.end_lineno:
-                return constant, compared, literals.call_arguments(lines, compared)
+                return constant, compared, call_arguments(lines, compared)
     return None
 
 
@@ -117,7 +120,7 @@ def roundness(literal: str, value: object) -> tuple[float, float]:
 
 
 def features(literal: str, ctx: Context) -> list[float]:
-    value = literals._value(literal)
+    value = literal_value(literal)
     body = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
     own = Counter(WORD.findall(body))
     found = [w for w in own if ctx.words[w] > 0]
@@ -126,7 +129,7 @@ def features(literal: str, ctx: Context) -> list[float]:
     key = literal_key(value)
     return [math.log1p(max(0, ctx.counts[(type(value), value)])),
             float(bool(body) and body in ctx.rest),
-            float(any(literals._value(a) == value and type(literals._value(a)) is type(value)
+            float(any(literal_value(a) == value and type(literal_value(a)) is type(value)
                       for a in ctx.args)),
             *(float(type(value) is t) for t in (str, int, float, bytes, bool)),
             math.log1p(len(literal)), math.log10(abs(value) + 1) if number else 0.0,
@@ -148,10 +151,10 @@ def samples(source: Source, rng: random.Random, per_file: int | None) -> dict[st
     except (SyntaxError, ValueError):
         return {}
     lines = text.split("\n")
-    pool = literals.literal_pool(tree, text)
-    counts = Counter((type(literals._value(p)), literals._value(p)) for p in pool)
+    pool = literal_pool(tree, text)
+    counts = Counter((type(literal_value(p)), literal_value(p)) for p in pool)
     words_all = Counter(WORD.findall(text))
-    vocab = literals.vocabulary(text)
+    vocab = vocabulary(text)
     out: dict[str, list] = {"real": [], "before": [], "after": []}
     tests = _tests(tree)
     seen = observations(tree, text, pool)  # how the file writes its expectations
@@ -164,7 +167,7 @@ def samples(source: Source, rng: random.Random, per_file: int | None) -> dict[st
         node, compared, args = found
         raw = lines[node.lineno - 1].encode()
         old = raw[node.col_offset:node.end_col_offset].decode(errors="replace")
-        value = literals._value(old)
+        value = literal_value(old)
         if value is None:
             continue
         others = counts.copy()
@@ -173,10 +176,10 @@ def samples(source: Source, rng: random.Random, per_file: int | None) -> dict[st
                       words_all - Counter(WORD.findall(str(value))), args,
                       _keys(tests[qual], skip=node), _keys(compared))
         given = inspect.signature(DRAWING.replacement).parameters  # an older drawing has fewer
-        local = {"local": literals.literal_pool(tests[qual], text)} if "local" in given else {}
+        local = {"local": literal_pool(tests[qual], text)} if "local" in given else {}
         if "rates" in given:  # the file's other tests, as the prover gives them
-            local["rates"] = literals.shares([o for at, o in seen.items() if at != id(tests[qual])])
-        news = {"before": literals.mutate_literal(old, rng),
+            local["rates"] = shares([o for at, o in seen.items() if at != id(tests[qual])])
+        news = {"before": replacement_literal.mutate_literal(old, rng),
                 "after": DRAWING.replacement(old, rng, pool, args, vocab, **local)}
         if any(new is None for new in news.values()):
             continue
@@ -304,9 +307,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=5,
                         help="real projects: draws of the mutants averaged over (seeds from --seed)")
-    parser.add_argument("--drawing", default=None, metavar="LITERALS_PY",
-                        help="draw 'after' with this copy of proof/literals.py instead (an older "
-                             "one: git show REV:ratchet_ray/suites/swebench/proof/literals.py)")
+    parser.add_argument("--drawing", default=None, metavar="DRAWING_PY",
+                        help="draw 'after' with this copy of proof/replacement_literal.py instead "
+                             "(an older one: git show REV:ratchet_ray/suites/swebench/proof/"
+                             "replacement_literal.py, proof/literals.py before the split)")
     args = parser.parse_args()
     if args.drawing:
         global DRAWING

@@ -148,7 +148,7 @@ def test_mutant_detector(tmp_path):
          "PASS_TO_PASS": "[]"}) + "\n")
     out = run_bench("mutant_detector.py", "--realcode", "all", "--repeats", "1", "--cache",
                     str(tmp_path / "cache"), "--instances", str(tmp_path / "sets"), "--drawing",
-                    str(ROOT / "ratchet_ray" / "suites" / "swebench" / "proof" / "literals.py"))
+                    str(ROOT / "ratchet_ray/suites/swebench/proof/replacement_literal.py"))
     rows = lines_matching(out, rf"^\| demo-1\.0 \| 5 graded test files \| 20 \| (before|after) \| "
                                rf"{NUMBER} \[{NUMBER}, {NUMBER}\] \| \w+ \| {NUMBER} \|$")
     assert len(rows) == 2, out

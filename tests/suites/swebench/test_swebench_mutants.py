@@ -12,11 +12,13 @@ from pydantic import ValidationError
 
 import swebench_instances as fixture
 from ratchet_ray.suites.swebench.integrity import graded_tests
-from ratchet_ray.suites.swebench.proof import literals, mutants
+from ratchet_ray.suites.swebench.proof import mutants
 from ratchet_ray.suites.swebench.proof.differential import (
     Session, compare_with_gold, draw, judge_canaries)
 from ratchet_ray.suites.swebench.proof.gold import GoldRecord, GoldStore, record_key
-from ratchet_ray.suites.swebench.proof.mutants import Mutant, mutate_literal
+from ratchet_ray.suites.swebench.proof.mutants import Mutant
+from ratchet_ray.suites.swebench.proof.real_expectations import argument_share
+from ratchet_ray.suites.swebench.proof.replacement_literal import mutate_literal
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 from ratchet_ray.types import GradeResult
 
@@ -59,8 +61,8 @@ def test_a_replacement_looks_like_a_real_expectation():
     number of the same number of digits."""
     assert set(_replaced("def test_x():\n    assert pick(3, 7) == 7\n")) == {"3"}
     added = _replaced("def test_x():\n    assert add(2, 3) == 5\n", 400)
-    share = literals.argument_share()
-    assert 0.4 < share < 0.7 and literals.argument_share({"argument": 0.0}) == 0.0
+    share = argument_share()
+    assert 0.4 < share < 0.7 and argument_share({"argument": 0.0}) == 0.0
     assert "5" not in added and len(set(added)) >= 4 and all(len(a) == 1 for a in added)
     assert abs((added.count("2") + added.count("3")) / len(added) - share) < 0.07, added
     assert "-1" not in _replaced("def test_x():\n    assert add(-1, 3) == 42\n", 200)
@@ -77,7 +79,7 @@ def test_a_replacement_follows_the_test_function_its_bytes_words_and_small_numbe
     """Issue 49 on the real projects' graded tests: a real expectation is often a value its own
     test wrote earlier (the replacement is drawn from the function's literals most often); a
     bytes literal gets a word of the file, not a swapped letter; a 0 or a 1 is as likely as in
-    real expectations (``literals.DIGITS``)."""
+    real expectations (``real_expectations.DIGITS``)."""
     text = ("N = 3\n\n\ndef test_x():\n    items = make(4, 7)\n    assert size(items) == 5\n")
     tree = ast.parse(text)
     (literal, compared), = mutants.expectations(tree, "test_x")

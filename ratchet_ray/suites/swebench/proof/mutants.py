@@ -3,15 +3,15 @@
 A canary session (``differential``) runs the eval exactly as the real session does, except that
 one graded test's expected value is different: same file, name and position, same type and
 length (the file's size too; ``True`` -> ``False`` and ``''`` -> ``'q'`` aside), a value drawn
-from what real expectations look like (``literals.replacement``). A fix passes the real test and
+from what real expectations look like (``replacement_literal``). A fix passes the real test and
 fails its mutant; code that forces outcomes passes both, and cannot tell which session it is in.
 
 Contracts:
 - ``candidates(located, texts, rng, tried=None)`` -> ``{test id: Mutant}`` (``located``: as
   ``integrity.graded_tests.locate`` places the tests), at most one per test: its body's last
   literal expectation that can be changed (``assert <expr> == <literal>``, ``is True/False``,
-  ``self.assertEqual(x, <literal>)`` and kin), by ``literals.replacement``. ``tried``: each
-  test's mutants drawn before and dropped, never drawn again (a redraw).
+  ``self.assertEqual(x, <literal>)`` and kin), by ``replacement_literal.replacement``.
+  ``tried``: each test's mutants drawn before and dropped, never drawn again (a redraw).
 - ``draw_kept(located, texts, rng, judge, f2p)`` -> ``(kept, dropped)``: ``candidates`` judged by
   ``judge(found) -> {test: None (kept) or why dropped}`` (the prover's gold and base-code
   sessions); a dropped mutant's test is drawn again, up to ``REDRAWS`` times, while no
@@ -20,11 +20,9 @@ Contracts:
   draw). A reason that is a ``Final`` is not drawn again.
 - ``Mutant.apply(text)`` -> the text with the change, or None when the literal is not where it
   was; ``as_dict``/``from_dict`` round-trip (gold records keep them).
-- ``mutate_literal(source, rng)``: a character edit, the replacement's last resort (and the
-  design before issue 49, which ``bench/mutant_detector.py`` compares with).
 - ``expectations(tree, qual)``: the test's literal expectations with what each is compared with;
   ``observations(tree, text, pool)``: how each test of a file writes its expectation
-  (``literals.observation``).
+  (``real_expectations.observation``).
 """
 
 from __future__ import annotations
@@ -34,9 +32,9 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from ratchet_ray.suites.swebench.proof.literals import (  # noqa: F401 - mutate_literal: this module's contract
-    Observation, call_arguments, literal_pool, mutate_literal, observation, replacement, segment,
-    shares, vocabulary)
+from ratchet_ray.suites.swebench.proof.real_expectations import (
+    Observation, call_arguments, literal_pool, observation, segment, shares, vocabulary)
+from ratchet_ray.suites.swebench.proof.replacement_literal import replacement
 
 REDRAWS = 3
 """Draws after the first (``draw_kept``) while the instance has no FAIL_TO_PASS mutant kept."""
@@ -153,8 +151,9 @@ def _constants(node: ast.expr) -> list[ast.Constant]:
 
 
 def observations(tree: ast.AST, text: str, pool: list[str]) -> dict[int, "Observation | None"]:
-    """``literals.observation`` of each test function's expectation (the literal ``_mutant``
-    tries first), by the ``id`` of the function's node: how the file writes its expectations."""
+    """``real_expectations.observation`` of each test function's expectation (the literal
+    ``_mutant`` tries first), by the ``id`` of the function's node: how the file writes its
+    expectations."""
     lines = text.split("\n")
     found = {}
     for fn in ast.walk(tree):

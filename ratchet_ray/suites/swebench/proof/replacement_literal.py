@@ -1,0 +1,230 @@
+"""A mutant's replacement literal, drawn as a real expectation is (issue 49; what real ones look
+like: ``real_expectations``). A mutant (``mutants``) must be told from the real test by nothing
+but its value, and its value must not give it away either (a randomly edited string is a word
+found nowhere else; a test that expects one of the call's own arguments is not expecting a
+random digit).
+
+``replacement(...)``: another literal of ``source``'s shape (``True`` <-> ``False`` aside), none
+of ``avoid``, or None, drawn:
+- where the real value is one of the compared call's literal arguments, another argument of it;
+  where it is not, one of them by ``argument_share`` (as often as real expectations are one);
+- else from ``distribution``, its roundness first (``round_share``, whatever the real value); a
+  fresh value: more digits by Benford's law, a string with one word swapped for a file word of
+  the same length and case;
+- through ``derange``: never the real value itself, yet a frequent value (pytest's 42s) is as
+  frequent among mutants as among real expectations;
+- failing all, a character edit of the same class (``mutate_literal``).
+Every draw comes from the ``rng`` given, in a fixed order: one seed, the same mutants.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import string
+from typing import Any
+
+from ratchet_ray.suites.swebench.proof.real_expectations import (
+    DIGITS, FRESH, FRESH_ROUND, FRESHES, STRING_HEAD, WHOLE, WORD, argument_share, digit_count,
+    distribution, is_round, literal_kind, literal_value, round_share, vocabulary, word_case)
+
+
+def _one_roundness(masses: dict, own, share: float, rng: random.Random) -> dict:
+    """The keys of ``masses`` of one roundness, round with probability ``share`` whatever the real
+    value's (else a mutant of pytest's 42s would be as round as the file's literals); all keys
+    where that class holds only ``own``, a literal (a fresh key differs from the real one)."""
+    want = rng.random() < share
+    kept = {k: m for k, m in masses.items()
+            if (k is FRESH_ROUND or (k not in FRESHES and is_round(k))) == want}
+    return kept if any(k != own or k in FRESHES for k in kept) else masses
+
+
+def derange(masses: dict, own, rng: random.Random):
+    """A key of ``masses`` (which holds one) other than ``own``, distributed as ``masses`` where
+    ``own`` was drawn from it: a frequent value stays as frequent among mutants ("any other
+    value" made it rarer: issue 49's second pass). The keys lie on a circle in random order, each
+    an arc its probability long; a point in ``own``'s arc turns by at least the longest arc and at
+    most one turn less it, landing elsewhere uniformly. Where one key holds over half the mass: a
+    half turn, and landing on ``own``, another key by its mass."""
+    keys = sorted(masses, key=lambda k: (k is not None, str(k)))
+    rng.shuffle(keys)
+    if masses.get(own, 0.0) <= 0.0:
+        return rng.choices(keys, [masses[k] for k in keys])[0]
+    total, starts, at = sum(masses.values()), {}, 0.0
+    for k in keys:
+        starts[k] = at
+        at += masses[k] / total
+    largest = max(masses.values()) / total
+    low, high = min(largest, 0.5), max(1.0 - largest, 0.5)
+    point = (starts[own] + rng.random() * masses[own] / total
+             + low + rng.random() * (high - low)) % 1.0
+    chosen = next((k for k in reversed(keys) if starts[k] <= point), keys[0])
+    if chosen == own:
+        rest = [k for k in keys if k != own]
+        return rng.choices(rest, [masses[k] for k in rest])[0]
+    return chosen
+
+
+def _benford(digits: int, rng: random.Random) -> int:
+    """A number of ``digits`` digits by Benford's law (a 1xx as likely as a 2xx and a 3xx)."""
+    low = 10 ** (digits - 1)
+    return min(10 * low - 1, int(low * 10 ** rng.random()))
+
+
+def _multi_digit(digits: int, round_: bool, rng: random.Random) -> int:
+    """A Benford number of ``digits`` (2+) digits ending in 0 where ``round_`` (all zeros but the
+    first digit with probability ``WHOLE``), else not."""
+    if not round_:
+        for _ in range(20):
+            new = _benford(digits, rng)
+            if new % 10:
+                return new
+        return new + 1  # ...9 cannot end in 0; a ...0 here becomes ...1
+    zeros = digits - 1 if digits == 2 or rng.random() < WHOLE else rng.randint(1, digits - 2)
+    for _ in range(20):
+        head = _benford(digits - zeros, rng)
+        if zeros == digits - 1 or head % 10:
+            return head * 10 ** zeros
+    return (head + 1) * 10 ** zeros
+
+
+def _same_digits(source: str, value: int, rng: random.Random, forbid: set,
+                 round_: bool = False) -> str | None:
+    """A number of ``source``'s sign and digit count: one digit by ``DIGITS``, more by
+    ``_multi_digit``."""
+    digits = source.lstrip("-+")
+    if not digits.isdigit() or (len(digits) > 1 and digits.startswith("0")):
+        return None  # 0x1f, 1_000, 007: left to the character edit
+    sign = source[:len(source) - len(digits)]
+    for _ in range(20):
+        new = (rng.choices(range(10), DIGITS)[0] if len(digits) == 1
+               else _multi_digit(len(digits), round_, rng))
+        candidate = f"{sign}{new}"
+        if candidate not in (source, "-0") and literal_value(candidate) not in forbid:
+            return candidate
+    return None
+
+
+def _word_swap(source: str, value: Any, rng: random.Random, words: dict, forbid: set) -> str | None:
+    head = STRING_HEAD.match(source)
+    if not isinstance(value, (str, bytes)) or "\\" in source or head is None:
+        return None  # a bytes literal too: its words are ASCII, as the vocabulary's are
+    body = range(head.end(), len(source) - len(head.group(1)))  # the prefix is no word
+    spots = [m for m in WORD.finditer(source) if m.start() in body and m.end() - 1 in body
+             and (len(m.group()), word_case(m.group())) in words]
+    rng.shuffle(spots)
+    for spot in spots:
+        word = spot.group()
+        others = [w for w in words[(len(word), word_case(word))] if w != word]
+        if others:
+            new = source[:spot.start()] + rng.choice(others) + source[spot.end():]
+            swapped = literal_value(new)
+            if swapped not in forbid and type(swapped) is type(value) and swapped != value:
+                return new
+    return None
+
+
+def _fresh(source: str, value: Any, rng: random.Random, pool: list[str], words: dict,
+           forbid: set, round_: bool = False) -> str | None:
+    """A value of ``source``'s shape written nowhere in the file (``_same_digits``,
+    ``_word_swap``), or None: then one of the file's literals, not a character edit (the worst
+    tell)."""
+    taken = forbid | {value} | {literal_value(p) for p in pool}
+    if type(value) is int:
+        return _same_digits(source, value, rng, taken, round_)
+    return _word_swap(source, value, rng, words, taken)
+
+
+def replacement(source: str, rng: random.Random, pool: list[str], args: list[str],
+                words: dict | None = None, avoid: frozenset | set = frozenset(),
+                local: list[str] = (), rates: dict | None = None) -> str | None:
+    """Module contract. ``words``: the file's ``vocabulary`` (None: made from ``pool``);
+    ``avoid``: earlier tries of a redraw, never returned again; ``local``: the test function's
+    ``literal_pool``; ``rates``: ``shares`` of the file's other tests (None: ``SHARES``)."""
+    value = literal_value(source)
+    if value is None or type(value) is bool:
+        edited = mutate_literal(source, rng)
+        return None if edited in avoid else edited
+    kind = literal_kind(source, value)
+    same = [a for a in args if literal_kind(a, literal_value(a)) == kind]
+    values = [literal_value(a) for a in same]
+    forbid = {literal_value(a) for a in avoid}
+    alternatives = sorted({a for a in same if literal_value(a) != value and len(a) == len(source)
+                           and a.startswith("-") == source.startswith("-")
+                           and literal_value(a) not in forbid})
+    if value in values:
+        if alternatives:
+            return rng.choice(alternatives)
+    else:
+        if alternatives and rng.random() < argument_share(rates):
+            return rng.choice(alternatives)
+        forbid |= set(values)
+    words = words if words is not None else vocabulary(" ".join(pool))
+    masses = distribution(source, pool, local, rates)
+    # a real value written nowhere else in the file was a fresh draw: FRESH (or FRESH_ROUND) is
+    # its key (a fresh replacement still differs from it)
+    own = next((k for k in masses if k not in FRESHES and literal_value(k) == value),
+               FRESH_ROUND if is_round(source) else FRESH)
+    masses = {k: m for k, m in masses.items()
+              if k is own or k in FRESHES or literal_value(k) not in forbid}
+    if type(value) is int and digit_count(source) is not None:
+        masses = _one_roundness(masses, own, round_share(digit_count(source), rates), rng)
+    while masses:
+        if len(masses) > 1:
+            chosen = derange(masses, own, rng)
+        elif own not in masses or own in FRESHES:
+            chosen = next(iter(masses))
+        else:
+            break
+        drawn = (_fresh(source, value, rng, pool, words, forbid, chosen is FRESH_ROUND)
+                 if chosen in FRESHES else chosen)
+        if drawn is not None:
+            return drawn
+        masses.pop(chosen)  # no fresh value of this shape: one of the file's instead
+    for _ in range(8):
+        edited = mutate_literal(source, rng)
+        if edited is not None and literal_value(edited) not in forbid | {value}:
+            return edited
+    return None
+
+
+def _next_char(c: str, rng: random.Random) -> str:
+    for pool in (string.digits, string.ascii_lowercase, string.ascii_uppercase):
+        if c in pool:
+            return rng.choice([p for p in pool if p != c])
+    return c
+
+
+def mutate_literal(source: str, rng: random.Random) -> str | None:
+    """A different literal of ``source``'s type (same length where possible; see the module
+    docstring), checked by evaluating both."""
+    try:
+        before = ast.literal_eval(source)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    if type(before) is bool:
+        return str(not before)
+    candidates = []
+    body_end = len(source)
+    if isinstance(before, (str, bytes)):
+        quote = source[-1]
+        body_end = len(source) - (3 if source.endswith(quote * 3) and len(source) >= 6 else 1)
+    for i in range(body_end - 1, -1, -1):
+        c = source[i]
+        if isinstance(before, (str, bytes)) and i > 0 and source[i - 1] == "\\":
+            continue  # part of an escape
+        changed = _next_char(c, rng)
+        if changed != c:
+            candidates.append(source[:i] + changed + source[i + 1:])
+        if len(candidates) >= 3:
+            break
+    if isinstance(before, (str, bytes)) and body_end < len(source):
+        candidates.append(source[:body_end] + "q" + source[body_end:])  # '' -> 'q'
+    for new in candidates:
+        try:
+            after = ast.literal_eval(new)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if type(after) is type(before) and after != before:
+            return new
+    return None
