@@ -41,14 +41,15 @@ def check_environment(settings: SwebenchSettings, instance_ids: Sequence[str] = 
                                            f"{info.get('Driver')}, {info.get('NCPU')} CPUs")]
     root = info.get("DockerRootDir") or "/var/lib/docker"
     try:
-        free_gb = shutil.disk_usage(root).free / 1e9
+        free_gb: float | None = shutil.disk_usage(root).free / 1e9
         checks.append(Check("free disk", free_gb >= min_free_gb,
                             f"{free_gb:.1f} GB free under {root} (want >= {min_free_gb:g} GB; "
                             f"lower swebench.cache_level to keep fewer images)"))
     except OSError as exc:
+        free_gb = None
         checks.append(Check("free disk", True, f"cannot stat {root} from here ({exc}); remote daemon?"))
     checks.append(_leftover_check(client))
-    checks.append(_image_cache_check(settings, root))
+    checks.append(_image_cache_check(settings, root, free_gb))
     if instance_ids:
         present = {tag for image in client.images.list() for tag in image.tags}
         missing = [i for i in instance_ids if image_name(i, settings) not in present]
@@ -72,15 +73,11 @@ def _leftover_check(client: Any) -> Check:
                  f"{len(orphaned)} left by dead processes: docker rm -f {shown}{in_use}")
 
 
-def _image_cache_check(settings: SwebenchSettings, root: str) -> Check:
+def _image_cache_check(settings: SwebenchSettings, root: str, free_gb: float | None) -> Check:
     """This node's image cache (counters, use against the budget); a FAIL when the disk guard
-    would refuse the next build already."""
+    would refuse the next build already (``free_gb`` under ``root``: None when unknown)."""
     report = format_report(node_report(settings))
-    try:
-        free_gb = shutil.disk_usage(root).free / 1e9
-    except OSError:
-        return Check("image cache", True, report)
-    if free_gb < settings.build_min_free_gb:
+    if free_gb is not None and free_gb < settings.build_min_free_gb:
         return Check("image cache", False, f"{report}; {free_gb:.1f} GB free under {root} is "
                      f"below swebench.build_min_free_gb={settings.build_min_free_gb:g}: builds "
                      f"and pulls will be refused")

@@ -143,13 +143,10 @@ def read_report(store: Artifacts, key: str) -> dict | None:
         return None
 
 
-def publish_folder(folder: Path, store: Artifacts,
-                   last: list[tuple[str, bytes]] = ()) -> list[str]:
+def publish_folder(folder: Path, store: Artifacts, last: list[tuple[str, bytes]] = ()) -> None:
     """Put every file under ``folder`` into ``store`` at its relative path (the instance's
     scratch logs, written on the grader's node, reach the run's artifacts), then ``last`` (a
-    report, which marks the logs complete), in one ``put_many``; the keys put, in order."""
+    report, which marks the logs complete), in one ``put_many``."""
     items = [(path.relative_to(folder).as_posix(), path.read_bytes())
              for path in sorted(p for p in folder.rglob("*") if p.is_file())]
-    items += list(last)
-    store.put_many(items)
-    return [key for key, _ in items]
+    store.put_many(items + list(last))

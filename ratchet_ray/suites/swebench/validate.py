@@ -125,10 +125,9 @@ class Validation:
     def gold_resolved(self) -> dict[str, int]:
         """Instance id -> how many of its ``repeat`` gold grades resolved."""
         counts: dict[str, int] = {}
-        for outcome in self.outcomes:
-            if outcome.kind == "gold":
-                counts[outcome.instance_id] = (counts.get(outcome.instance_id, 0)
-                                               + int(outcome.failure is None))
+        for o in self.outcomes:
+            if o.kind == "gold":
+                counts[o.instance_id] = counts.get(o.instance_id, 0) + int(o.failure is None)
         return counts
 
     def summary(self) -> str:

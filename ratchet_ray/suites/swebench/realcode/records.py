@@ -28,7 +28,7 @@ from pathlib import Path
 from ratchet_ray.suites.swebench.realcode.bugs import Bug
 from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
 from ratchet_ray.suites.swebench.realcode.projects import Project, test_file
-from ratchet_ray.suites.swebench.realcode.runner import test_args
+from ratchet_ray.suites.swebench.realcode.runner import END, START, test_args
 
 GIT_ENV = {"GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
            "GIT_AUTHOR_NAME": "ratchet", "GIT_AUTHOR_EMAIL": "ratchet@localhost",
@@ -88,9 +88,9 @@ def problem_statement(project: Project, bug: Bug, f2p: list[str], reasons: dict[
 def eval_script(project: Project, test_patch: str, files: list[str]) -> str:
     return "\n".join(["#!/bin/bash", "set -uxo pipefail", "cd /testbed",
                       f"git apply -v - <<'{HEREDOC}'", test_patch.rstrip("\n"), HEREDOC,
-                      ": '>>>>> Start Test Output'",
+                      f": '{START}'",
                       f"{project.test_command} {test_args(project, files)}",
-                      ": '>>>>> End Test Output'", ""])
+                      f": '{END}'", ""])
 
 
 def instance_dockerfile(image_tag: str, bug: Bug, files: list[str], commit: str) -> str:
