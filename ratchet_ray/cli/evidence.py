@@ -90,9 +90,14 @@ def check_run_dir(run_dir: Path) -> Path:
                            + "\n".join(f"  {p}" for p in runs[:_LISTED]) + more)
 
 
-def require_run_dir(ctx: click.Context) -> Path:
-    """The ``--db RUN_DIR`` of the group, checked to be a run dir (``check_run_dir``)."""
-    run_dir = (ctx.obj or {}).get("run_dir")
+def require_run_dir(ctx: click.Context, given: Path | None = None,
+                    option: str | None = None) -> Path:
+    """``given`` (the command's own ``option``, e.g. RUN), else the group's ``--db RUN_DIR``,
+    checked to be a run dir (``check_run_dir``); neither is a ``UsageError`` naming both."""
+    run_dir = given if given is not None else (ctx.obj or {}).get("run_dir")
+    if run_dir is None and option is not None:
+        raise click.UsageError(f"name the run: {option} RUN_DIR (or ratchet --db RUN_DIR ...), "
+                               "e.g. results/mbpp/<run-id>")
     if run_dir is None:
         raise click.UsageError("this command works on a run: pass --db RUN_DIR before the command, "
                                "e.g. ratchet --db results/mbpp/<run-id> skill list")

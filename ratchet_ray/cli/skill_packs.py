@@ -20,7 +20,7 @@ import click
 from ratchet_ray.bank.metaskills import MetaSkillFileError
 from ratchet_ray.bank.skill_bank import BankError, SkillBank
 from ratchet_ray.bank.skill_io import SkillFileError
-from ratchet_ray.cli.evidence import check_run_dir, run_config, writer_lock
+from ratchet_ray.cli.evidence import require_run_dir, run_config, writer_lock
 from ratchet_ray.cli.options import one_line, round_option, status_option
 from ratchet_ray.cli.pack_transfer import transfer_cmd
 from ratchet_ray.run_config.files import ConfigError
@@ -35,14 +35,6 @@ USER_ERRORS = (SkillFileError, MetaSkillFileError, BankError, ConfigError, Evide
                FileNotFoundError)
 """Bad files or config a skill command meets: each is its one-line error (``one_line``)."""
 _ERRORS = (PackError, *USER_ERRORS)
-
-
-def _run_dir(ctx: click.Context, given: Path | None, option: str) -> Path:
-    run_dir = given if given is not None else (ctx.obj or {}).get("run_dir")
-    if run_dir is None:
-        raise click.UsageError(f"name the run: {option} RUN_DIR (or ratchet --db RUN_DIR ...), "
-                               "e.g. results/mbpp/<run-id>")
-    return check_run_dir(Path(run_dir))
 
 
 def latest_round(run_dir: Path) -> int:
@@ -67,7 +59,7 @@ def latest_round(run_dir: Path) -> int:
 def export_cmd(ctx: click.Context, run: Path | None, out: Path, status: str, fmt: str,
                license_: str | None) -> None:
     """Export RUN's skills with their record as a versioned skill pack or as Agent Skills."""
-    run_dir = _run_dir(ctx, run, "RUN")
+    run_dir = require_run_dir(ctx, run, "RUN")
     if fmt == "agent-skills":
         _export_agent_skills(run_dir, out, status, license_)
         return
@@ -106,7 +98,7 @@ def import_cmd(ctx: click.Context, pack: Path, into: Path | None, allow_other_su
                round_: int | None) -> None:
     """Import a skill pack, or a folder of Agent Skills (SKILL.md), into a run; its skills
     enter on probation."""
-    run_dir = _run_dir(ctx, into, "--into")
+    run_dir = require_run_dir(ctx, into, "--into")
     if not pack.is_dir():
         raise click.UsageError(f"skill import: {pack} is not a folder; pass a pack folder "
                                "written by `ratchet skill export -o PACK`, or a folder of "
