@@ -53,11 +53,10 @@ from ratchet_ray.storage.fsutil import atomic_write_json, disk_full
 from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.loop import phases
 from ratchet_ray.loop.breaker import PreflightFailed, RunStopped
-from ratchet_ray.loop.grade_pool import grade_all
+from ratchet_ray.loop.grade_pool import grade_all, reap_after_round
 from ratchet_ray.loop.budget import BudgetExhausted, RunBudget, resume_config
 from ratchet_ray.loop.phases import CriticIncomplete, LoopContext
 from ratchet_ray.loop.progress import LoopProgress
-from ratchet_ray.loop.reaper import reap_after_round
 from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir
 from ratchet_ray.loop.runtime import Models, RayStartError, check_ray
 from ratchet_ray.loop.session import RunRuntime

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from actors.draining import drain
 from actors.grader import GraderWorker
@@ -43,7 +43,8 @@ from ratchet_ray.llm.accounting import llm_call_row
 from ratchet_ray.seeding import seeded_order
 from ratchet_ray.loop.breaker import InfraBreaker
 from ratchet_ray.loop.budget import RunBudget
-from ratchet_ray.types import BenchResult, Capsule, GradeResult, NONE_SKILL, Task, capsule_id
+from ratchet_ray.types import (BenchResult, Capsule, GradeResult, NONE_SKILL, Task, Verdict,
+                               capsule_id)
 
 FLUSH_EVERY = 8
 PROBE_KEY = "probe"
@@ -52,28 +53,29 @@ log = logging.getLogger(__name__)
 
 
 class EvidenceSink:
-    """Buffers one round's capsules and llm_call rows and appends them as evidence parts."""
+    """Buffers one round's rows of ``kind`` (capsules; the critic's verdicts) and their llm_call
+    rows and appends them as evidence parts."""
 
-    def __init__(self, store: EvidenceStore, round_: int, known_ids: set[str],
-                 flush_every: int = FLUSH_EVERY, flush_after_s: float = FLUSH_AFTER_S):
-        self.store, self.round = store, round_
+    def __init__(self, store: EvidenceStore, round_: int, known_ids: Iterable[str] = (),
+                 flush_every: int = FLUSH_EVERY, kind: str = "capsule"):
+        self.store, self.round, self.kind = store, round_, kind
         self.known = set(known_ids)
-        self.flush_every, self.flush_after_s = flush_every, flush_after_s
-        self._capsules: list[Capsule] = []
+        self.flush_every = flush_every
+        self._rows: list[Capsule | Verdict] = []
         self._calls: list[dict[str, Any]] = []
         self._last_flush = time.monotonic()
         self.written = 0
 
-    def add(self, capsule: Capsule, calls: Sequence[dict[str, Any]] = ()) -> bool:
-        """Buffer one capsule (False, and nothing buffered, when its id is already recorded)."""
-        if capsule.capsule_id in self.known:
-            log.warning("capsule %s (%s) already recorded; dropping the duplicate",
-                        capsule.capsule_id, capsule.task_id)
+    def add(self, row: Capsule | Verdict, calls: Sequence[dict[str, Any]] = ()) -> bool:
+        """Buffer one row (False, and nothing buffered, when its capsule id is already recorded)."""
+        if row.capsule_id in self.known:
+            log.warning("%s %s (%s) already recorded; dropping the duplicate", self.kind,
+                        row.capsule_id, row.task_id)
             return False
-        self.known.add(capsule.capsule_id)
-        self._capsules.append(capsule)
+        self.known.add(row.capsule_id)
+        self._rows.append(row)
         self._calls.extend(calls)
-        if len(self._capsules) >= self.flush_every:
+        if len(self._rows) >= self.flush_every:
             self.flush()
         return True
 
@@ -81,19 +83,19 @@ class EvidenceSink:
         self._calls.extend(calls)
 
     def flush_if_due(self) -> None:
-        if time.monotonic() - self._last_flush >= self.flush_after_s:
+        if time.monotonic() - self._last_flush >= FLUSH_AFTER_S:
             self.flush()
 
     def flush(self) -> None:
-        """Write the buffered capsules, then the buffered llm_call rows, one part each. A buffer
+        """Write the buffered rows, then the buffered llm_call rows, one part each. A buffer
         is emptied only once its part is published, so a failed append (a full disk) keeps
-        exactly the unwritten rows and a retry never doubles one. Capsules go first: they are
-        the unit of resume; a crash before the llm_call part only under-counts tokens."""
-        if self._capsules:
-            capsules = self._capsules
-            self.store.append("capsule", self.round, capsules)
-            self._capsules = []
-            self.written += len(capsules)
+        exactly the unwritten rows and a retry never doubles one. Capsules (verdicts) go first:
+        they are the unit of resume; a crash before the llm_call part only under-counts tokens."""
+        if self._rows:
+            rows = self._rows
+            self.store.append(self.kind, self.round, rows)
+            self._rows = []
+            self.written += len(rows)
         if self._calls:
             self.store.append("llm_call", self.round, self._calls)
             self._calls = []

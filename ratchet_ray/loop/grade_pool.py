@@ -1,20 +1,30 @@
-"""Grade many (task, output) pairs on a Grader pool and wait for all of them.
+"""What the driver asks of a whole Grader pool outside a split.
 
-Contract: ``grade_all(graders, items)`` submits every item to the pool in one burst (``held``:
-a placing pool places them knowing all of them), waits, and returns in the order of ``items``
-each ``GradeResult`` or, for a job that failed in the pool itself, a string naming why;
-``nodes``, when given, gets the node that graded each item ("" where the pool does not say).
-It is the grading callable suite hooks (``before_rounds``) and ``swe validate`` receive, so the
-plain library never touches Ray.
+Contracts:
+- ``grade_all(graders, items)`` submits every item in one burst (``held``: a placing pool places
+  them knowing all of them), waits, and returns in the order of ``items`` each ``GradeResult``
+  or, for a job that failed in the pool itself, a string naming why; ``nodes``, when given, gets
+  the node that graded each item ("" where the pool does not say). Suite hooks
+  (``before_rounds``) and ``swe validate`` receive it, so the plain library never touches Ray.
+- ``reap_after_round(graders, timeout_s)`` calls every grader's ``reap()`` between rounds (a
+  suite's grader removes what killed actors left on its node, e.g. this run's containers) and
+  returns the names removed; a dead or late actor is logged and skipped (its replacement reaps
+  dead owners' containers when it connects), never raised.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Sequence
+
+import ray
+from ray.exceptions import RayError
 
 from actors.draining import drain
 from actors.grader import GraderWorker
 from ratchet_ray.types import GradeResult, Task
+
+log = logging.getLogger(__name__)
 
 
 def grade_all(graders: Any, items: Sequence[tuple[Task, str]],
@@ -34,3 +44,21 @@ def grade_all(graders: Any, items: Sequence[tuple[Task, str]],
     if nodes is not None:
         nodes[:] = where
     return results
+
+
+def reap_after_round(graders: Any, timeout_s: float = 120.0) -> list[str]:
+    refs = [actor.reap.remote() for actor in graders.actors]
+    if not refs:
+        return []
+    ready, late = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+    removed: list[str] = []
+    for ref in ready:
+        try:
+            removed.extend(ray.get(ref))
+        except RayError as exc:
+            log.warning("a grader could not reap leftover containers: %s", exc)
+    if late:
+        log.warning("%d grader(s) did not finish reaping within %.0fs", len(late), timeout_s)
+    if removed:
+        log.info("reaped %d leftover container(s): %s", len(removed), ", ".join(removed[:10]))
+    return removed

@@ -38,7 +38,7 @@ from ratchet_ray.governance.cheat_probe import CHEAT_REASON
 from ratchet_ray.llm.accounting import llm_call_row
 from ratchet_ray.loop.context import LoopContext
 from ratchet_ray.loop import replay
-from ratchet_ray.loop.execute import SplitRunner
+from ratchet_ray.loop.execute import EvidenceSink, SplitRunner
 from ratchet_ray.loop.rundir import bench_json
 from ratchet_ray.loop.twins import grade_twins
 from ratchet_ray.roles.critic import CriticWorker, is_critiquable
@@ -167,16 +167,8 @@ def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
     # Verdicts and their calls are written in parts of ``infra.evidence_flush_every`` verdicts
     # (and whatever is left when the phase ends, even on an error): a killed driver redoes at
     # most one part's reviews on resume (it skips capsules that have a verdict).
-    buffered_verdicts: list[Any] = []
-    buffered_calls: list[dict] = []
-
-    def flush() -> None:
-        if buffered_verdicts:
-            ctx.store.append("verdict", round_, buffered_verdicts)
-            buffered_verdicts.clear()
-        if buffered_calls:
-            ctx.store.append("llm_call", round_, buffered_calls)
-            buffered_calls.clear()
+    sink = EvidenceSink(ctx.store, round_, flush_every=ctx.config.infra.evidence_flush_every,
+                        kind="verdict")
 
     def handle(_pool: ResilientPool, result: PoolResult) -> None:
         if not result.ok:  # the batch's actor died max_attempts times
@@ -185,15 +177,14 @@ def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
             for _ in result.item:
                 ctx.progress.advance(failed=True)
             return
-        buffered_verdicts.extend(r.verdict for r in result.value if r.verdict is not None)
         errors.extend(r.error for r in result.value if r.verdict is None and not r.retryable)
         unreviewed.extend(f"{item[1].capsule_id} ({item[1].task_id}): {r.error}"
                           for item, r in zip(result.item, result.value) if r.retryable)
-        buffered_calls.extend(ctx.charge_calls(round_, "critic",
-                                               [reply for r in result.value for reply in r.replies]))
-        if len(buffered_verdicts) >= ctx.config.infra.evidence_flush_every:
-            flush()
+        sink.add_calls(ctx.charge_calls(round_, "critic",
+                                        [reply for r in result.value for reply in r.replies]))
         for r in result.value:
+            if r.verdict is not None:
+                sink.add(r.verdict)
             ctx.progress.advance(failed=r.verdict is None)
         if ctx.budget is not None and ctx.budget.exhausted:  # batches in flight finish
             cancelled.extend(ctx.actors.critics.cancel_queued())
@@ -204,7 +195,7 @@ def critic(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
     try:
         drain([ctx.actors.critics], handle)
     finally:
-        flush()
+        sink.flush()
         record_lost_attempts(ctx, round_, ctx.actors.critics)
     if cancelled:  # resume reviews exactly the capsules without a verdict
         raise ctx.budget.error(f"in round {round_} critic ({sum(map(len, cancelled))} of "

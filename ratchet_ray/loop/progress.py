@@ -24,8 +24,6 @@ class PhaseCounters:
     done: int = 0
     failed: int = 0
     passed: int = 0
-    tokens: int = 0
-    cost_usd: float = 0.0
 
     @property
     def pass_at_1(self) -> float:
@@ -35,12 +33,11 @@ class PhaseCounters:
 class LoopProgress:
     """One bar for the current phase; run-wide tokens and cost in its description."""
 
-    def __init__(self, rounds: int, *, enabled: bool = True, console: Console | None = None,
-                 budget: Any = None):
+    def __init__(self, rounds: int, *, enabled: bool = True, budget: Any = None):
         self.rounds = rounds
         self.budget = budget
         self.enabled = enabled
-        self.console = console or Console(stderr=True)
+        self.console = Console(stderr=True)
         self.live = enabled and self.console.is_terminal
         self.counters = PhaseCounters()
         self.total_tokens = 0
@@ -94,8 +91,6 @@ class LoopProgress:
         c.done += 1
         c.failed += int(failed)
         c.passed += int(bool(passed))
-        c.tokens += tokens
-        c.cost_usd += cost_usd
         self.add_usage(tokens, cost_usd)
         if self._bar is not None and self._task is not None:
             self._bar.update(self._task, advance=1, description=self._describe())
@@ -136,12 +131,8 @@ class LoopProgress:
             return self.budget.describe()
         return f"tokens {self.total_tokens}, ${self.total_cost:.4f}"
 
-    def _pass_text(self) -> str:
-        if self._phase in ("eval", "train") and self.counters.done:
-            return f", pass@1 {self.counters.pass_at_1:.3f}"
-        return ""
-
     def _describe(self) -> str:
         c = self.counters
+        shown = f", pass@1 {c.pass_at_1:.3f}" if self._phase in ("eval", "train") and c.done else ""
         return (f"round {self._round}/{self.rounds - 1} {self._phase:<9} failed {c.failed}"
-                f"{self._pass_text()} | {self.usage_text()}")
+                f"{shown} | {self.usage_text()}")

@@ -42,9 +42,9 @@ _IDS_FIX = ("the file is written once when the run starts; restore it from a cop
 _TAG_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 
 
-def run_name(config: LoopConfig, n_train: int, n_eval: int, now: datetime | None = None) -> str:
+def run_name(config: LoopConfig, n_train: int, n_eval: int) -> str:
     """``<suite>_r<R>_t<N>_e<M>_<UTCts>[_<tag>]``, e.g. ``mbpp_r10_t60_e40_20260101T120000Z``."""
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     name = f"{config.suite}_r{config.rounds}_t{n_train}_e{n_eval}_{stamp}"
     if config.tag:
         if not _TAG_OK.match(config.tag):
@@ -116,10 +116,9 @@ class RunDir:
 
     # ---- creation / opening ----------------------------------------------------------------
     @classmethod
-    def create(cls, config: LoopConfig, train_ids: list[str], eval_ids: list[str],
-               now: datetime | None = None) -> "RunDir":
+    def create(cls, config: LoopConfig, train_ids: list[str], eval_ids: list[str]) -> "RunDir":
         parent = Path(config.results_dir).resolve() / config.suite
-        path = parent / run_name(config, len(train_ids), len(eval_ids), now)
+        path = parent / run_name(config, len(train_ids), len(eval_ids))
         if path.exists():
             raise FileExistsError(f"run dir {path} already exists; resume it with --resume {path} "
                                   "or give this run a --tag")

@@ -26,6 +26,14 @@ def _reading(settings: Any) -> dict[str, Any]:
     return {**node_report(settings), "lock_dir": on_this_node(settings).lock_dir}
 
 
+def _docker_nodes() -> list[str]:
+    """The ids of the alive Ray nodes offering ``docker``."""
+    import ray
+
+    return [n["NodeID"] for n in ray.nodes()
+            if n.get("Alive") and n.get("Resources", {}).get("docker")]
+
+
 def image_reports(settings: Any) -> list[dict]:
     """The image-cache report of every alive node offering ``docker`` (one tiny task pinned to
     each), one entry per index (``cache_report.merge_readings``); only informative: a failure
@@ -35,9 +43,8 @@ def image_reports(settings: Any) -> list[dict]:
     from actors.placement import on_node
     from ratchet_ray.suites.swebench.cache_report import merge_readings
 
-    nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("docker")]
     task = ray.remote(_reading)
-    refs = [on_node(task, n["NodeID"]).remote(settings) for n in nodes]
+    refs = [on_node(task, node).remote(settings) for node in _docker_nodes()]
     try:
         return merge_readings(ray.get(refs, timeout=60))
     except Exception as exc:  # noqa: BLE001 - only informative: never fails a run or a validation
@@ -61,7 +68,6 @@ def round_report(config: Any, start: Any) -> Any:
             report["quarantine"] = quarantine_report(settings)
         return report
     return readings
-
 
 
 def _digests(settings: Any, names: list[str]) -> dict[str, str]:
@@ -89,10 +95,8 @@ def image_digests(settings: Any, names: list[str]) -> dict[tuple[str, str], str]
 
     from actors.placement import on_node
 
-    nodes = [n["NodeID"] for n in ray.nodes()
-             if n.get("Alive") and n.get("Resources", {}).get("docker")]
     task = ray.remote(_digests)
-    refs = {node: on_node(task, node).remote(settings, names) for node in nodes}
+    refs = {node: on_node(task, node).remote(settings, names) for node in _docker_nodes()}
     found: dict[tuple[str, str], str] = {}
     for node, ref in refs.items():
         try:
@@ -101,4 +105,3 @@ def image_digests(settings: Any, names: list[str]) -> dict[tuple[str, str], str]
         except Exception:  # noqa: BLE001 - only informative: those rows carry no digest
             continue
     return found
-

@@ -152,4 +152,3 @@ def flake_rates(out_dir: Path) -> list[dict[str, Any]]:
 
     with EvidenceStore(out_dir).connect() as con:
         return fetch_dicts(con, "validation_flake_rates")
-

@@ -247,7 +247,7 @@ def test_the_end_of_a_round_reaps_on_every_grader(ray_local, docker_client, calc
     from types import SimpleNamespace
 
     from actors.grader import GraderWorker
-    from ratchet_ray.loop.reaper import reap_after_round
+    from ratchet_ray.loop.grade_pool import reap_after_round
 
     ray = ray_local
     actor = ray.remote(GraderWorker).options(num_cpus=0.25).remote(
