@@ -49,12 +49,6 @@ def _target(factory: Callable[[], Any] | str) -> str:
         f"{getattr(factory, '__module__', None)}:{getattr(factory, '__qualname__', id(factory))}")
 
 
-def _same_factory(a: Callable[[], Any] | str, b: Callable[[], Any] | str) -> bool:
-    # The same target again: a module imported twice, or an entry point's module that also
-    # calls register() for itself when the entry point loads it.
-    return a is b or _target(a) == _target(b)
-
-
 def register(plugin: SuitePlugin | str, factory: Callable[[], Any] | str | None = None, *,
              replace: bool = False, **fields: Any) -> SuitePlugin:
     """Add a suite (module contracts): a ``SuitePlugin``, or its name, factory and fields as
@@ -78,7 +72,10 @@ def register(plugin: SuitePlugin | str, factory: Callable[[], Any] | str | None 
             raise SuiteRegistryError(f"suite {name!r}: unknown register() argument(s) "
                                      f"{', '.join(unknown)}; valid fields: {', '.join(valid)}")
     old = _REGISTRY.get(name) if isinstance(name, str) else None
-    if old is not None and not replace and not _same_factory(old.factory, factory):
+    # The same target again is no clash: a module imported twice, or an entry point's module
+    # that also calls register() for itself when the entry point loads it.
+    if old is not None and not replace and not (old.factory is factory
+                                                or _target(old.factory) == _target(factory)):
         raise SuiteRegistryError(f"suite {name!r} is already registered by {old.origin}; "
                                  "choose another name, or pass replace=True to override it on "
                                  "purpose")
