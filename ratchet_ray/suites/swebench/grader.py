@@ -367,12 +367,12 @@ class SwebenchGrader:
                 statuses = junit_statuses(junit)
             except Forgery as exc:
                 return fail("test_tampering", f"test_tampering: {exc}")
-        check = cross_check(report, statuses, options_form)
-        report["junit_disagreements"] = check.disagreements
-        if not check.agree:
-            log("log and JUnit report disagree: " + "; ".join(check.disagreements[:5]))
+        disagreements = cross_check(report, statuses, options_form)
+        report["junit_disagreements"] = disagreements
+        if disagreements:
+            log("log and JUnit report disagree: " + "; ".join(disagreements[:5]))
             note = ("results_mismatch: the test log and the JUnit report disagree, so the log "
-                    "is not trusted:\n  " + "\n  ".join(check.disagreements[:10]))
+                    "is not trusted:\n  " + "\n  ".join(disagreements[:10]))
             result = fail("results_mismatch" if result.passed else result.exit_status,
                            f"{note}\n{result.trace}")
         return layers.judge(result, statuses, exit_code, log)

@@ -75,7 +75,6 @@ def settle(located: dict[str, tuple[str, str]],
     return settled
 
 
-
 def after_test_patch(texts: dict[str, str | None], test_patch: str) -> dict[str, str | None]:
     with tempfile.TemporaryDirectory(prefix="ratchet-tests-") as tmp:
         for rel, text in texts.items():

@@ -118,14 +118,13 @@ def judge(results: list[dict], statuses: dict[str, str] | None,
           exit_code: int | None) -> SentinelVerdict:
     """What the sentinel's results say about the run (see the module contract)."""
     verdict = SentinelVerdict()
-    outer = [r for r in results if not r.get("nested")]
     for result in results:
         if "garbled" in result:
             verdict.findings.append(f"a result file is garbled ({result['garbled']})")
         elif result.get("nested"):
             verdict.notes.append(f"nested pytest session {result.get('pid')}: "
                                  f"{len(result.get('findings') or [])} finding(s)")
-    outer = [r for r in outer if "garbled" not in r]
+    outer = [r for r in results if not r.get("nested") and "garbled" not in r]
     for result in outer:
         verdict.findings.extend(str(f) for f in result.get("findings") or [])
         verdict.notes.extend(str(n) for n in (result.get("notes") or [])[:10])

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import secrets
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from xml.etree import ElementTree
 
@@ -290,29 +290,21 @@ def resolve(test: str, statuses: dict[str, str], options_form: bool = False) -> 
     return None
 
 
-@dataclass
-class CrossCheck:
-    disagreements: list[str] = field(default_factory=list)
-
-    @property
-    def agree(self) -> bool:
-        return not self.disagreements
-
-
 def cross_check(report: dict[str, Any], statuses: dict[str, str] | None,
-                options_form: bool = False) -> CrossCheck:
-    """Every F2P/P2P test the log counts as a success must pass in the JUnit report too (a P2P
-    test may also be skipped); a missing report disagrees with every success."""
-    check = CrossCheck()
+                options_form: bool = False) -> list[str]:
+    """The disagreements (empty when they agree): every F2P/P2P test the log counts as a success
+    must pass in the JUnit report too (a P2P test may also be skipped); a missing report
+    disagrees with every success."""
+    disagreements = []
     tests_status = report.get("tests_status", {})
     for kind, allowed in (("FAIL_TO_PASS", PASSING), ("PASS_TO_PASS", (*PASSING, "SKIPPED"))):
         for test in tests_status.get(kind, {}).get("success", []):
             status = None if statuses is None else resolve(test, statuses, options_form)
             if status not in allowed:
-                check.disagreements.append(
+                disagreements.append(
                     f"{test}: the log says passed, the JUnit report says "
                     f"{'nothing (no report)' if statuses is None else status or 'nothing'}")
-    return check
+    return disagreements
 
 
 def test_runner(name: str) -> tuple[str | None, bool]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -71,8 +71,7 @@ class GoldRecord:
     def from_dict(cls, data: dict[str, Any]) -> "GoldRecord":
         if data.get("version") != RECORD_VERSION:
             raise ValueError(f"gold record version {data.get('version')!r}, expected {RECORD_VERSION}")
-        record = cls(**{k: data[k] for k in ("instance_id", "image_id", "statuses", "junit",
-                                             "resolved", "kept", "dropped", "seconds")})
+        record = cls(**{f.name: data[f.name] for f in fields(cls) if f.name != "version"})
         record.mutants()  # every kept mutant must read back
         return record
 
@@ -108,7 +107,11 @@ class GoldStore:
         return None
 
     def save(self, record: Any) -> None:
-        self.put(record.key, json.dumps(record.as_dict(), indent=1, sort_keys=True).encode("utf-8"))
+        data = json.dumps(record.as_dict(), indent=1, sort_keys=True).encode("utf-8")
+        if self.artifacts is not None:
+            self.artifacts.put(record.key, data)
+        if self.folder is not None:
+            atomic_write_bytes(self.folder / record.key, data)
 
     def stored(self, key: str) -> Iterator[bytes]:
         """The bytes kept under ``key``: the run's copy first, then the folder's (each that can
@@ -126,10 +129,3 @@ class GoldStore:
                 continue
             if data is not None:
                 yield data
-
-    def put(self, key: str, data: bytes) -> None:
-        """Keep ``data`` under ``key`` in the run's artifacts and the folder (atomically)."""
-        if self.artifacts is not None:
-            self.artifacts.put(key, data)
-        if self.folder is not None:
-            atomic_write_bytes(self.folder / key, data)

@@ -78,13 +78,6 @@ def layer_dirs(image_attrs: dict[str, Any]) -> list[str]:
     return [d for d in (data.get("UpperDir"), *lower) if d]
 
 
-def _files(top: str) -> list[str]:
-    found = []
-    for folder, _, names in os.walk(top):
-        found.extend(os.path.join(folder, name) for name in names)
-    return found
-
-
 def _evict(path: str) -> bool:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -122,7 +115,8 @@ class PageCacheEviction:
             listed = (f"the image's layer folders ({dirs[0]}, ...) are not readable on this host "
                       "(a remote Docker daemon, or a grader that is not root)")
         else:
-            listed = [f for d in dirs for f in _files(d)]
+            listed = [os.path.join(folder, name) for d in dirs
+                      for folder, _, names in os.walk(d) for name in names]
             init = self._init_binary()
             listed += [init] if init else []
         with self._lock:

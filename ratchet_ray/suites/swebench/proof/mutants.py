@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import ast
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable
 
 from ratchet_ray.suites.swebench.proof.real_expectations import (
@@ -76,7 +76,7 @@ class Mutant:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Mutant":
-        return cls(**{k: data[k] for k in ("test", "file", "line", "col", "old", "new", "row")})
+        return cls(**{f.name: data[f.name] for f in fields(cls)})
 
 
 def _function(tree: ast.Module, qual: str) -> ast.FunctionDef | None:

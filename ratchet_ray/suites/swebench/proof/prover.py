@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator, Protocol
 from ratchet_ray.storage.artifacts import Artifacts
 from ratchet_ray.suites.swebench.dataset import load_instances, normalize_instance
 from ratchet_ray.suites.swebench.proof.differential import (
-    MISSING, PASSING, Session, compare_with_gold, draw, graded, judge_canaries, judge_grade)
+    MISSING, PASSING, Session, compare_with_gold, draw, graded, judge_canaries, judge_grade, seen)
 from ratchet_ray.suites.swebench.proof.order import Plan, primary_blocked, run_in_order, shuffled
 from ratchet_ray.suites.swebench.proof.spread import settle
 from ratchet_ray.suites.swebench.proof.twin_record import BASE_PATCH
@@ -172,10 +172,7 @@ class DifferentialProof:
         began = time.monotonic()
 
         def run(plan: Plan) -> Session:
-            if plan.primary:
-                return run_primary()
-            return self.canary(ctx, patch, log_dir, log, int(plan.label.split()[-1]),
-                               list(plan.mutants))
+            return run_primary() if plan.primary else self.canary(ctx, patch, log_dir, log, plan)
 
         sessions = run_in_order(order, run, parallel, primary_blocked(primary, statuses))
         ran = [(m, sessions[p.label]) for p, m in zip(plans[1:], chosen) if p.label in sessions]
@@ -184,9 +181,11 @@ class DifferentialProof:
     def sessions_at_once(self, n: int) -> int:
         return max(1, min(self.settings.parallel_canaries(), n))
 
-    def canary(self, ctx: Context, patch: str, log_dir: Path, log: InstanceLog, i: int,
-               mutants: list[Mutant]) -> Session:
-        return self.side_session(ctx, patch, log_dir / f"canary-{i}", log, f"canary {i}", mutants)
+    def canary(self, ctx: Context, patch: str, log_dir: Path, log: InstanceLog,
+               plan: Plan) -> Session:
+        """``plan``'s session (``canary <n>``), its logs in ``canary-<n>/``."""
+        return self.side_session(ctx, patch, log_dir / plan.label.replace(" ", "-"), log,
+                                 plan.label, list(plan.mutants))
 
     def side_session(self, ctx: Context, patch: str, folder: Path, log: Callable[[str], None],
                      label: str, mutants: list[Mutant] | None = None) -> Session:
@@ -203,9 +202,8 @@ class DifferentialProof:
                   parallel: int) -> list[tuple[Mutant, Session]]:
         """A canary session per mutant of ``chosen`` (numbered by ``numbers``), none skipped."""
         plans = [Plan(f"canary {i}", (m,)) for m, i in zip(chosen, numbers)]
-        sessions = run_in_order(plans, lambda p: self.canary(
-            ctx, patch, log_dir, log, int(p.label.split()[-1]), list(p.mutants)), parallel,
-            lambda plan, session: False)
+        sessions = run_in_order(plans, lambda p: self.canary(ctx, patch, log_dir, log, p),
+                                parallel, lambda plan, session: False)
         return [(m, sessions[p.label]) for p, m in zip(plans, chosen)]
 
     def _draw(self, ctx: Context, record: GoldRecord) -> list[Mutant]:
@@ -442,8 +440,7 @@ class DifferentialProof:
         f2p = set(ctx.instance.get("FAIL_TO_PASS") or [])
         verdicts: dict[str, str | None] = {}
         for mutant in kept:
-            in_log = (base.log or {}).get(mutant.test, MISSING)
-            in_junit = (base.junit or {}).get(mutant.test) if base.junit is not None else None
+            in_log, in_junit, _ = seen(mutant, base)
             failed = base.log is not None and in_log not in PASSING and in_junit not in PASSING
             keep = failed or (base.log is None and mutant.test not in f2p)
             verdicts[mutant.test] = None if keep else f"{in_log} under the base code" if (

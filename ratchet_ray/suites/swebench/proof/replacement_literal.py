@@ -221,10 +221,7 @@ def mutate_literal(source: str, rng: random.Random) -> str | None:
     if isinstance(before, (str, bytes)) and body_end < len(source):
         candidates.append(source[:body_end] + "q" + source[body_end:])  # '' -> 'q'
     for new in candidates:
-        try:
-            after = ast.literal_eval(new)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            continue
+        after = literal_value(new)  # None (no literal) is no other value of ``before``'s type
         if type(after) is type(before) and after != before:
             return new
     return None

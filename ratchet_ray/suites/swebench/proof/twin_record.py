@@ -15,7 +15,7 @@ does a candidate not planted or reported passing.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ratchet_ray.suites.swebench.proof.differential import PASSING, Session, planted, seen
@@ -60,8 +60,7 @@ class TwinRecord:
         if data.get("version") != TWIN_RECORD_VERSION:
             raise ValueError(f"twin record version {data.get('version')!r}, expected "
                              f"{TWIN_RECORD_VERSION}")
-        record = cls(**{k: data[k] for k in ("instance_id", "image_id", "gold_key", "mutant",
-                                             "reason", "under_base", "seconds")})
+        record = cls(**{f.name: data[f.name] for f in fields(cls) if f.name != "version"})
         record.chosen()  # the mutant must read back
         return record
 
