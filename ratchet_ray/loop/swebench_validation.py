@@ -68,9 +68,9 @@ def grader_count(wanted: int | None, default: int, jobs: int) -> tuple[int, str]
 def _gold_record(worker: Any, instance: dict, twins: bool = False) -> int:
     """Run in a grader actor (``__ray_call__``): the mutants of the instance's gold record;
     with ``twins``, its twin record is ensured too (``twin.TwinGrading.twin_record``)."""
-    kept = len(worker.grader.gold_record(instance).kept)
+    kept = len(worker.grader.proof.gold_record(instance).kept)
     if twins:
-        worker.grader.twin_record(instance)
+        worker.grader.twins.twin_record(instance)
     return kept
 
 

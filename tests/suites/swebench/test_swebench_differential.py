@@ -32,7 +32,7 @@ def _logs(run_dir: Path, trace: str) -> Path:
 def test_gold_records_are_made_once_then_resolutions_are_proven_by_canary_sessions(
         docker_client, local_settings, limits, tmp_path, tasks, gold, instances):
     """A fresh gold-record folder: the first would-be resolution makes the record (the trace and
-    the log say so, with its cost); the next grade and ``grader.gold_record`` find it stored."""
+    the log say so, with its cost); the next grade and ``grader.proof.gold_record`` find it stored."""
     local_settings.gold_records = str(tmp_path / "gold")
     grader = SwebenchGrader(local_settings, limits, tmp_path / "run", client=docker_client)
     instance = next(i for i in instances if i["instance_id"] == "ratchet__calc-2")
@@ -53,7 +53,7 @@ def test_gold_records_are_made_once_then_resolutions_are_proven_by_canary_sessio
     assert any(test == "tests/test_clamp.py::test_clamp_high" for _, test in lines), first.trace
     for i in range(1, len(lines) + 1):  # each canary session kept its own logs
         assert (_logs(tmp_path, first.trace) / f"canary-{i}" / "eval_output.txt").is_file()
-    # the record: in the folder and in the run's artifacts, and grader.gold_record finds it
+    # the record: in the folder and in the run's artifacts, and grader.proof.gold_record finds it
     stored = list((tmp_path / "gold" / "ratchet__calc-2").glob("*.json"))
     assert len(stored) == 1 and list((tmp_path / "run" / GOLD_SUBDIR / "ratchet__calc-2").glob("*.json"))
     record = json.loads(stored[0].read_text())
@@ -62,7 +62,7 @@ def test_gold_records_are_made_once_then_resolutions_are_proven_by_canary_sessio
                                  "12): PASSED under the base code"], record["dropped"]
     again = grader.grade(tasks["ratchet__calc-2"], gold["ratchet__calc-2"].replace("hi, max", "hi,  max"))
     assert again.passed and "(stored)" in again.trace, again.trace
-    ensured = grader.gold_record(instance)
+    ensured = grader.proof.gold_record(instance)
     assert ensured.key == GoldStore(tmp_path / "gold").load(
         "ratchet__calc-2", ensured.image_id).key and len(ensured.kept) == 3
     high, = [m for m in ensured.mutants() if m.test == "tests/test_clamp.py::test_clamp_high"]
