@@ -63,8 +63,7 @@ class SwebenchSuite:
         from ratchet_ray.suites.swebench.settings import GradingLimits
 
         settings = settings_from_config(config)
-        limits = GradingLimits(settings.grade_command_timeout_s, settings.instance_deadline_s)
-        grader = SwebenchGrader(settings, limits, run_dir)
+        grader = SwebenchGrader(settings, GradingLimits.of_run(config, settings), run_dir)
         grader.start_warm_up()  # the first grade should not pay for Docker and swebench
         return grader
 

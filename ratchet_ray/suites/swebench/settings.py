@@ -205,6 +205,12 @@ class GradingLimits:
     timeout_s: float = 20.0
     instance_deadline_s: float = 1800.0
 
+    @classmethod
+    def of_run(cls, config: Any, settings: SwebenchSettings) -> "GradingLimits":
+        """The limits ``settings`` set for a run (``config``: the run's; since
+        ``grade_command_timeout_s`` both live in the suite's section)."""
+        return cls(settings.grade_command_timeout_s, settings.instance_deadline_s)
+
 
 MOVED_KEYS = {"grader.instance_deadline_s": "swebench.instance_deadline_s"}
 """Config keys that moved into this section (``SuitePlugin.moved_keys``); ``grader.timeout_s``,
