@@ -52,7 +52,7 @@ def main() -> None:
     instances = {i: json.loads(line) for i, line in enumerate(args.dataset.read_text().splitlines())}
     for row in instances.values():
         if row["instance_id"] in {t.task_id for t, _ in pairs}:
-            graders[0].gold_record(row)
+            graders[0].proof.gold_record(row)
     prep = time.monotonic() - prep
 
     def grade(items):

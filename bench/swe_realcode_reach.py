@@ -7,7 +7,7 @@ built.
 
 Reads each instance's gold record from ``--gold`` (``swebench.gold_records``: the folder
 ``ratchet swe validate`` filled; a record missing there is made now) and makes its twin record
-(``grader.SwebenchGrader.twin_record``: one session of the base code with the gold record's
+(``twin.TwinGrading.twin_record``: one session of the base code with the gold record's
 FAIL_TO_PASS mutants planted; a stored one is read). In this process, no Ray. The first canary
 session of a grade plants a FAIL_TO_PASS mutant exactly when the gold record keeps one
 (``differential.draw`` takes the first from that pool whenever it is not empty), so the reach is
@@ -71,8 +71,8 @@ def main() -> None:
     started = time.monotonic()
     for instance in instances:
         up_front = impossible_twin(tasks[instance["instance_id"]]) is not None
-        gold = grader.gold_record(instance)
-        twin = grader.twin_record(instance) if gold.resolved and up_front else None
+        gold = grader.proof.gold_record(instance)
+        twin = grader.twins.twin_record(instance) if gold.resolved and up_front else None
         rows.append(_row(instance, gold, twin, up_front))
     wall = time.monotonic() - started
     print(f"dataset {args.dataset} ({len(rows)} instances); records read or made in {wall:.0f} s")

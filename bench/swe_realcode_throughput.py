@@ -105,7 +105,7 @@ def main() -> None:
     images = InstanceImages(client, settings)
     names = {i["instance_id"]: images.ensure(i, lambda _line: None) for i in instances}
     for instance in instances:
-        graders[0].gold_record(instance)
+        graders[0].proof.gold_record(instance)
     prep = time.monotonic() - started
     tasks = {t.task_id: t for t in map(to_task, normalize_all(instances, "bench"))}
     pairs = [(tasks[i["instance_id"]], i["patch"]) for i in instances]

@@ -42,7 +42,6 @@ from ratchet_ray.suites.base import twin_recipe
 from ratchet_ray.suites.swebench.docker.container import (
     InstanceContainer, Removals, docker_client, instance_container, reap_containers)
 from ratchet_ray.suites.swebench.proof.differential import MISSING, Session, fail, graded
-from ratchet_ray.suites.swebench.proof.gold import GoldRecord
 from ratchet_ray.suites.swebench.proof.host_marks import PageCacheEviction, drop_dentries
 from ratchet_ray.suites.swebench.docker.execbox import StepResult
 from ratchet_ray.suites.swebench.grading_support import (
@@ -60,7 +59,6 @@ from ratchet_ray.suites.swebench.proof.prover import Context, DifferentialProof,
 from ratchet_ray.suites.swebench.integrity.session_layers import Protections
 from ratchet_ray.suites.swebench.integrity.screen import suspicion
 from ratchet_ray.suites.swebench.proof.twin import TwinGrading, grade_folder, real_instance
-from ratchet_ray.suites.swebench.proof.twin_record import TwinRecord
 from ratchet_ray.suites.swebench.integrity.verdict import (
     Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check, instrument,
     junit_statuses, split_log, printed_exit_code, test_runner)
@@ -96,14 +94,6 @@ class SwebenchGrader:
             session=lambda *args, **kwargs: self._session(*args, **kwargs))
         self.twins = TwinGrading(self.proof, limits,
                                  session=lambda *args, **kwargs: self._session(*args, **kwargs))
-
-    def gold_record(self, instance: dict) -> GoldRecord:
-        """``prover.DifferentialProof.gold_record``."""
-        return self.proof.gold_record(instance)
-
-    def twin_record(self, instance: dict) -> TwinRecord:
-        """``twin.TwinGrading.twin_record``."""
-        return self.twins.twin_record(instance)
 
     def start_warm_up(self) -> threading.Thread:
         """Start swebench's imports and ``_harness`` in the background (a grade that comes first
