@@ -98,15 +98,6 @@ def unsafe_paths(paths: Iterable[str]) -> list[str]:
     return sorted(bad)
 
 
-def _module_files(dotted: str) -> set[str]:
-    parts = [p for p in dotted.split(".") if p]
-    files = set()
-    for k in range(len(parts), 1, -1):
-        rel = "/".join(parts[:k]) + ".py"
-        files.update({rel, f"tests/{rel}"})
-    return files
-
-
 def test_files(instance: dict[str, Any]) -> set[str]:
     """Test files the instance grades with: F2P/P2P ids (pytest ``path::name``, unittest
     ``name (module.Class)``) and every file its test patch touches."""
@@ -115,8 +106,10 @@ def test_files(instance: dict[str, Any]) -> set[str]:
         head = test.split("::", 1)[0]
         if head.endswith(".py"):
             files.add(head[2:] if head.startswith("./") else head)
-        elif m := re.search(r"\(([\w.]+)\)\s*$", test):
-            files.update(_module_files(m.group(1)))
+        elif m := re.search(r"\(([\w.]+)\)\s*$", test):  # its module's file at each depth
+            parts = [p for p in m.group(1).split(".") if p]
+            rels = ["/".join(parts[:k]) + ".py" for k in range(len(parts), 1, -1)]
+            files.update({*rels, *(f"tests/{rel}" for rel in rels)})
     return files
 
 

@@ -24,12 +24,6 @@ from ratchet_ray.suites.swebench.integrity.harness_paths import patch_paths, rep
 CONFTESTS_LISTED = "@@ratchet-tracked-conftests@@"
 
 
-def _folder_chain(path: str) -> list[str]:
-    """The folders above ``path`` inside the tree, outermost first (``.`` is the tree)."""
-    parts = PurePosixPath(path).parts[:-1]
-    return ["."] + ["/".join(parts[:k]) for k in range(1, len(parts) + 1)]
-
-
 def protected_folders(files: Iterable[str]) -> tuple[list[str], list[str]]:
     """``(read_only, sticky)``, relative to the tree: the folders of ``files``, and those above
     them up to the tree; a folder holding a graded file is read-only even where it is also
@@ -39,7 +33,8 @@ def protected_folders(files: Iterable[str]) -> tuple[list[str], list[str]]:
     for path in files:
         if repo_relative_file(path) is None:
             continue
-        chain = _folder_chain(path)
+        parts = PurePosixPath(path).parts[:-1]  # the folders above it, outermost first
+        chain = ["."] + ["/".join(parts[:k]) for k in range(1, len(parts) + 1)]
         read_only.add(chain[-1])
         sticky.update(chain[:-1])
     return sorted(read_only), sorted(sticky - read_only)

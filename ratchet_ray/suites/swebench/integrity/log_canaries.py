@@ -7,7 +7,7 @@ like pytest's, by canary sessions with a graded test mutated in place (``differe
 ``assert f() == 5`` likewise); this module names their tests and checks their log.
 
 A unittest log name is ``name (module.Class)`` or, Python 3.11+, ``name (module.Class.name)``;
-``keys(module, cls, method)`` gives both spellings.
+``contradictions`` reads both spellings.
 """
 
 from __future__ import annotations
@@ -35,10 +35,6 @@ def unittest_name(name: str) -> tuple[str, str, str] | None:
     return ".".join(parts[:-1]), parts[-1], method
 
 
-def keys(module: str, cls: str, method: str) -> tuple[str, str]:
-    return f"{method} ({module}.{cls})", f"{method} ({module}.{cls}.{method})"
-
-
 _FAILED_LINES = {
     # ``name ... FAIL``, and the ``FAIL: name (module.Class...)`` header of its traceback
     "unittest": re.compile(r"^\s*(.*?) \.\.\. (?:FAIL|ERROR)\s*$|^(?:FAIL|ERROR): (\w+ \([\w.]+\))", re.M),
@@ -55,5 +51,8 @@ def contradictions(runner: str, log: str, statuses: dict[str, str]) -> list[str]
     names = set()
     for m in _FAILED_LINES[runner].finditer(log):
         name = (m.group(1) or m.group(2) or "").strip()
-        names.update({name, *(keys(*parsed) if (parsed := unittest_name(name)) else ())})
+        names.add(name)
+        if parsed := unittest_name(name):
+            module, cls, method = parsed
+            names.update({f"{method} ({module}.{cls})", f"{method} ({module}.{cls}.{method})"})
     return sorted(n for n in names if n and statuses.get(n) in PASSING)
