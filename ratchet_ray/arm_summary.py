@@ -200,6 +200,7 @@ def run_setting(run_dir: Path, loop: dict[str, Any]) -> str:
     path = run_dir / "config.yaml"
     return setting_line(yaml.safe_load(path.read_text()) or {}) if path.is_file() else ""
 
+
 def arm_sort_key(arm: str) -> tuple[int, int, str]:
     """Default first, then A1, A2, ... A10 in numeric order, then any other name."""
     if arm == DEFAULT_ARM:

@@ -35,6 +35,7 @@ NEAR_IDENTICAL = 0.95
 IGNORED_SHARE = 0.8
 MIN_PAIRS = 3
 
+
 @dataclass(frozen=True)
 class DeadWeight:
     skill_id: str

@@ -20,6 +20,7 @@ from ratchet_ray.types import NONE_SKILL
 
 PROBE_ATTEMPT = 1
 
+
 def probe_selected(seed: int, round_: int, task_id: str, fraction: float) -> bool:
     if fraction <= 0.0:
         return False

@@ -36,6 +36,7 @@ from ratchet_ray.redact import redact
 from ratchet_ray.report.data import SkillRow, models_used, skill_events, skill_rows
 from ratchet_ray.types import Skill
 
+
 def _scrub(value: Any) -> Any:
     """``value`` with every string redacted (recursively)."""
     if isinstance(value, str):
@@ -123,7 +124,8 @@ def build_pack(run_dir: str | Path, *, status: str = "active"
         source = _source(run_dir, config, con)
         rows = {r.skill_id: r for r in skill_rows(con, run_dir)}
         events = skill_events(con)
-        costs = {r["skill_id"]: r for r in bypass.skill_costs(con, chosen, skill_stats(con, "train"))}
+        costs = {r["skill_id"]: r
+                 for r in bypass.skill_costs(con, chosen, skill_stats(con, "train"))}
     imported = imported_from_events(events)
     entries, texts = [], {}
     for skill in sorted(chosen, key=lambda s: s.id):

@@ -29,6 +29,7 @@ COLUMNS = ("capsule_id", "round", "split", "task_id", "attempt", "skill_id", "pa
            "output_tokens", "cost_usd", "part", "row", "attribution", "pattern", "confidence",
            "rationale")
 
+
 def text_limit_for(n_capsules: int, budget: int = TEXT_BUDGET) -> int:
     """Characters kept per text field so ``n_capsules`` capsules fit ``budget`` (3 fields)."""
     if n_capsules <= 0:

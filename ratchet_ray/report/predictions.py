@@ -26,6 +26,7 @@ from ratchet_ray.report.data import NotARunDir, check_run_dir, exported_capsules
 from ratchet_ray.storage.fsutil import atomic_write_with
 from ratchet_ray.suites.hooks import output_kind
 
+
 class PredictionsError(ValueError):
     """Why no predictions file was written (one line, with the fix)."""
 

@@ -32,6 +32,8 @@ FORGED = "forged"
 def impossible_twin(task: Task) -> Task:
     """The sim twin's grading task (every sim task has one): only a forged pass passes it."""
     return as_impossible_twin(task, {"passes": f"pass ({FORGED}) only"})
+
+
 WORLD_FILE = Path("sim") / "world.json"
 
 
