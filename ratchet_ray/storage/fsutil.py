@@ -7,7 +7,9 @@ Contracts:
   Python error removes the temp file; a hard crash may leave a ``.<name>.*.tmp`` nothing reads.
 - ``atomic_write_with(path, write)`` does the same for a writer that needs a binary handle;
   ``replace=False`` publishes with ``os.link`` and raises ``FileExistsError`` rather than
-  replace a file (append-only data).
+  replace a file (append-only data). A target that exists and is no regular file (a device
+  such as ``/dev/null``, a fifo, a folder, or a link to one) is refused with an ``OSError``
+  naming it, never replaced.
 - ``fsync_dir``, ``disk_full``, ``unwritable`` and ``swap_dir`` / ``recover_dir`` (a folder
   swapped in so a crash leaves a complete one at ``target`` or ``<target>.prev``): see their
   docstrings.
@@ -76,6 +78,10 @@ def atomic_write_with(path: str | Path, write: Callable[[BinaryIO], None], *,
                       replace: bool = True) -> Path:
     """Create ``path`` from what ``write(handle)`` writes, atomically and durably (module doc)."""
     path = Path(path)
+    if path.exists() and not path.is_file():
+        # The rename would put a file where the device or folder was (-o /dev/null, run as
+        # root, would leave every program a regular file at /dev/null).
+        raise OSError(errno.EINVAL, "not a regular file: a write would replace it", str(path))
     if not path.parent.is_dir():
         path.parent.mkdir(parents=True, exist_ok=True)
         fsync_dir(path.parent.parent)  # the new folder's own entry must survive a power cut too

@@ -48,6 +48,19 @@ def test_atomic_write_keeps_the_old_file_when_the_write_fails(tmp_path):
     assert [p.name for p in path.parent.iterdir()] == ["data.json"]  # no temp file left
 
 
+def test_atomic_write_refuses_to_replace_a_device_fifo_or_a_link_to_one(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    link = tmp_path / "link"
+    link.symlink_to(fifo)  # /dev/stdout is such a link
+    for target in (fifo, link):
+        with pytest.raises(OSError, match="not a regular file") as info:
+            fsutil.atomic_write_text(target, "report")
+        assert info.value.filename == str(target)
+    assert fifo.is_fifo() and link.is_symlink()  # neither replaced by a regular file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "pipe"]  # no temp file
+
+
 def test_a_snapshot_swap_cut_between_its_renames_leaves_a_readable_snapshot(run_dir, monkeypatch):
     skills = [make_skill("s1", TOPICS[0])]
     checkpoints.write_snapshot(run_dir, 2, skills, [], "run1")
