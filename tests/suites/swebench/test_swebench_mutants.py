@@ -338,3 +338,39 @@ def test_the_canary_settings():
     for bad in ([1, 2], [3, 2]):
         with pytest.raises(ValidationError, match="2 <= low <= high"):
             SwebenchSettings(canary_sessions=bad)
+
+
+# A FAIL_TO_PASS test whose bug breaks its second expectation and not its last (flask's
+# test_nested_blueprint has that shape): code that drops every assert but the last literal one
+# passes it without a fix, so a mutant at the last expectation never catches it.
+SPARED = '''def test_x():
+    prepare(0)
+    assert first(1) == 11
+    assert (
+        broken(2) == 22
+    )
+    assert last(3) == 33
+'''
+BASE_FAILURE = ("    def test_x():\n>       assert (\n E   assert 21 == 22\n\n"
+                "tests/test_spared.py:4: AssertionError")
+
+
+def _placed(failure: str | None, seed: int) -> int:
+    located = {"tests/test_spared.py::test_x": ("tests/test_spared.py", "test_x")}
+    failures = None if failure is None else {"tests/test_spared.py::test_x": failure}
+    found = mutants.candidates(located, {"tests/test_spared.py": SPARED}, random.Random(seed),
+                               failures=failures)
+    return found["tests/test_spared.py::test_x"].line
+
+
+def test_a_fail_to_pass_mutant_sits_where_the_base_code_fails_not_at_the_last_expectation():
+    """Where the base code's traceback names a line of the test (the JUnit failure text), the
+    mutant goes into the expectation spanning it (line 4's assert spans lines 4-6, the literal
+    is on 5), whatever the draw; a failure at no literal expectation (an exception in
+    ``prepare``) puts it at any expectation from the failing line on, at random; no failure
+    known: the last."""
+    assert mutants.failing_lines(BASE_FAILURE, "tests/test_spared.py") == [4]
+    assert {_placed(BASE_FAILURE, seed) for seed in range(20)} == {5}
+    raised = "tests/test_spared.py:2: in test_x\nsrc/lib.py:7: TypeError"
+    assert {_placed(raised, seed) for seed in range(40)} == {3, 5, 7}
+    assert {_placed(None, seed) for seed in range(20)} == {7}

@@ -238,23 +238,43 @@ def _status(case: ElementTree.Element) -> str:
     return "PASSED"
 
 
-def junit_statuses(xml: bytes) -> dict[str, str]:
-    """``{pytest node id: PASSED | FAILED | ERROR | SKIPPED | XFAIL}`` from an xunit1 report
-    (raises ``Forgery`` for a report that is too big or not JUnit XML)."""
+def _cases(xml: bytes) -> list[tuple[str, ElementTree.Element]]:
+    """``(pytest node id, testcase element)`` of an xunit1 report, in its order (raises
+    ``Forgery`` for a report that is too big or not JUnit XML)."""
     if len(xml) > MAX_JUNIT_BYTES:
         raise Forgery(f"the JUnit report is {len(xml)} bytes (limit {MAX_JUNIT_BYTES})")
     try:
         root = ElementTree.fromstring(xml)
     except ElementTree.ParseError as exc:
         raise Forgery(f"the JUnit report is not XML ({exc})") from exc
-    statuses: dict[str, str] = {}
+    cases = []
     for case in root.iter("testcase"):
         path, classname, name = case.get("file"), case.get("classname", ""), case.get("name", "")
         if not path or not name:
             continue
         module = path[:-3].replace("/", ".") if path.endswith(".py") else path.replace("/", ".")
         rest = classname[len(module) + 1:] if classname.startswith(module + ".") else ""
-        node = "::".join([path, *[p for p in rest.split(".") if p], name])
+        cases.append(("::".join([path, *[p for p in rest.split(".") if p], name]), case))
+    return cases
+
+
+def junit_failures(xml: bytes) -> dict[str, str]:
+    """``{pytest node id: the failure's text}`` (pytest's traceback, which names each frame's
+    ``file:line``) for every test the xunit1 report says failed (``Forgery`` as
+    ``junit_statuses``)."""
+    failures: dict[str, str] = {}
+    for node, case in _cases(xml):
+        for child in case:
+            if child.tag == "failure":
+                failures[node] = failures.get(node, "") + (child.text or "")
+    return failures
+
+
+def junit_statuses(xml: bytes) -> dict[str, str]:
+    """``{pytest node id: PASSED | FAILED | ERROR | SKIPPED | XFAIL}`` from an xunit1 report
+    (raises ``Forgery`` for a report that is too big or not JUnit XML)."""
+    statuses: dict[str, str] = {}
+    for node, case in _cases(xml):
         status = _status(case)
         # A test reported twice (call and teardown errors) keeps its worst outcome.
         if statuses.get(node) in (None, "PASSED", "XFAIL", "SKIPPED"):

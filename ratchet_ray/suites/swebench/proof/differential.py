@@ -47,6 +47,9 @@ class Session:
     before its tests were read (``result`` says why)."""
     junit: dict[str, str] | None = None
     """Graded test id -> status in the JUnit report (pytest runners)."""
+    failures: dict[str, str] = field(default_factory=dict)
+    """Graded test id -> its failure's text in the JUnit report (pytest's traceback), for the
+    tests that failed there (pytest runners)."""
     texts: dict[str, str] = field(default_factory=dict)
     written: dict[str, str] = field(default_factory=dict)
     located: dict[str, tuple[str, str]] = field(default_factory=dict)

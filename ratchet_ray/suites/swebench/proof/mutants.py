@@ -7,12 +7,16 @@ from what real expectations look like (``replacement_literal``). A fix passes th
 fails its mutant; code that forces outcomes passes both, and cannot tell which session it is in.
 
 Contracts:
-- ``candidates(located, texts, rng, tried=None)`` -> ``{test id: Mutant}`` (``located``: as
-  ``integrity.graded_tests.locate`` places the tests), at most one per test: its body's last
-  literal expectation that can be changed (``assert <expr> == <literal>``, ``is True/False``,
-  ``self.assertEqual(x, <literal>)`` and kin), by ``replacement_literal.replacement``.
+- ``candidates(located, texts, rng, tried=None, failures=None)`` -> ``{test id: Mutant}``
+  (``located``: as ``integrity.graded_tests.locate`` places the tests), at most one per test:
+  a literal expectation of its body that can be changed (``assert <expr> == <literal>``,
+  ``is True/False``, ``self.assertEqual(x, <literal>)`` and kin), by
+  ``replacement_literal.replacement``: for a test in ``failures`` (a FAIL_TO_PASS test -> how
+  the base code fails it, pytest's traceback or ``""``) the one the base code failed at, else
+  one at random from the failing line on (``_ordered``); for any other, the last.
   ``tried``: each test's mutants drawn before and dropped, never drawn again (a redraw).
-- ``draw_kept(located, texts, rng, judge, f2p)`` -> ``(kept, dropped)``: ``candidates`` judged by
+- ``failing_lines(failure, file)``: the lines of ``file`` a traceback's frames name.
+- ``draw_kept(located, texts, rng, judge, f2p, failures=None)`` -> ``(kept, dropped)``: ``candidates`` judged by
   ``judge(found) -> {test: None (kept) or why dropped}`` (the prover's gold and base-code
   sessions); a dropped mutant's test is drawn again, up to ``REDRAWS`` times, while no
   FAIL_TO_PASS test (``f2p``) has one kept and one still can (calc-2's ``clamp(12, 0, 10) ==
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import random
+import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable
 
@@ -109,6 +114,11 @@ def _literal(node: ast.expr | None) -> bool:
 def _expectations(fn: ast.FunctionDef) -> list[tuple[ast.expr, ast.expr]]:
     """The literal expectations in ``fn``'s body, in source order, each with the expression it
     is compared with."""
+    return [(expected, compared) for expected, compared, _ in _spanned(fn)]
+
+
+def _spanned(fn: ast.FunctionDef) -> list[tuple[ast.expr, ast.expr, tuple[int, int]]]:
+    """``_expectations`` with the first and last line of the statement or call holding each."""
     found = []
     for node in ast.walk(fn):
         if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare):
@@ -117,20 +127,57 @@ def _expectations(fn: ast.FunctionDef) -> list[tuple[ast.expr, ast.expr]]:
                 right, left = cmp.comparators[0], cmp.left
                 if isinstance(cmp.ops[0], ast.Is):
                     if isinstance(right, ast.Constant) and type(right.value) is bool:
-                        found.append((right, left))
+                        found.append((right, left, _span(node)))
                 elif _literal(right):
-                    found.append((right, left))
+                    found.append((right, left, _span(node)))
                 elif _literal(left):
-                    found.append((left, right))
+                    found.append((left, right, _span(node)))
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
               and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"
               and node.func.attr in EQUAL_CALLS and len(node.args) >= 2):
             first, second = node.args[:2]
             if _literal(second):
-                found.append((second, first))
+                found.append((second, first, _span(node)))
             elif _literal(first):
-                found.append((first, second))
-    return sorted(found, key=lambda pair: (pair[0].lineno, pair[0].col_offset))
+                found.append((first, second, _span(node)))
+    return sorted(found, key=lambda found: (found[0].lineno, found[0].col_offset))
+
+
+def _span(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.end_lineno or node.lineno
+
+
+_FRAME_LINE = re.compile(r"^(\S+?):(\d+): ", re.M)
+
+
+def failing_lines(failure: str, file: str) -> list[int]:
+    """The lines of ``file`` that the frames of a failure's traceback (pytest's ``path:line:``
+    locations, as the JUnit report keeps them) name, outermost first."""
+    return [int(line) for path, line in _FRAME_LINE.findall(failure)
+            if path == file or path.endswith("/" + file) or file.endswith("/" + path)]
+
+
+def _ordered(fn: ast.FunctionDef, failing: list[int] | None,
+             rng: random.Random) -> list[tuple[ast.expr, ast.expr, tuple[int, int]]]:
+    """The expectations to try, in order. Without ``failing`` (no base failure known) the last
+    first. With it (the lines of the test's file where the base code failed it): the expectation
+    the base code failed, innermost frame first, then those the failure kept from running, then
+    the rest, each group in a random order: a mutant at a fixed place (the last expectation)
+    is spared by code that forces every other expectation and lets that one run honestly, which
+    passes wherever the bug does not reach it (why: docs/grading.md, threat model)."""
+    spanned = _spanned(fn)
+    if failing is None:
+        return list(reversed(spanned))
+    inside = [line for line in failing if fn.lineno <= line <= (fn.end_lineno or fn.lineno)]
+    hit: list[tuple[ast.expr, ast.expr, tuple[int, int]]] = []
+    for line in reversed(inside):
+        hit += [x for x in spanned if x[2][0] <= line <= x[2][1] and x not in hit]
+    first = min(inside) if inside else fn.lineno
+    after = [x for x in spanned if x[2][0] >= first and x not in hit]
+    rest = [x for x in spanned if x not in hit and x not in after]
+    rng.shuffle(after)
+    rng.shuffle(rest)
+    return hit + after + rest
 
 
 def expectations(tree: ast.AST, qual: str) -> list[tuple[ast.expr, ast.expr]]:
@@ -168,11 +215,12 @@ def observations(tree: ast.AST, text: str, pool: list[str]) -> dict[int, "Observ
 
 
 def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Random,
-            pool: tuple[list[str], dict, dict], tried: set[tuple[int, int, str]]) -> Mutant | None:
+            pool: tuple[list[str], dict, dict], tried: set[tuple[int, int, str]],
+            failing: list[int] | None = None) -> Mutant | None:
     lines = text.split("\n")
     local = literal_pool(fn, text)
     rates = shares([o for at, o in pool[2].items() if at != id(fn)])  # the test's own left out
-    for expectation, compared in reversed(_expectations(fn)):
+    for expectation, compared, _ in _ordered(fn, failing, rng):
         args = call_arguments(lines, compared)
         for constant in _constants(expectation):
             found = segment(lines, constant)
@@ -187,7 +235,8 @@ def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Ra
 
 
 def candidates(located: dict[str, tuple[str, str]], texts: dict[str, str | None],
-               rng: random.Random, tried: dict[str, list[Mutant]] | None = None) -> dict[str, Mutant]:
+               rng: random.Random, tried: dict[str, list[Mutant]] | None = None,
+               failures: dict[str, str] | None = None) -> dict[str, Mutant]:
     trees: dict[str, ast.Module | None] = {}
     pools: dict[str, tuple[list[str], dict, dict]] = {}
     found = {}
@@ -208,7 +257,9 @@ def candidates(located: dict[str, tuple[str, str]], texts: dict[str, str | None]
         if fn is None:
             continue
         earlier = {(m.line, m.col, m.new) for m in (tried or {}).get(test, [])}
-        mutant = _mutant(test, file, text, fn, rng, pools[file], earlier)
+        failure = (failures or {}).get(test)
+        mutant = _mutant(test, file, text, fn, rng, pools[file], earlier,
+                         None if failure is None else failing_lines(failure, file))
         if mutant is not None and mutant.apply(text) is not None:
             found[test] = mutant
     return found
@@ -221,14 +272,15 @@ class Final(str):
 
 def draw_kept(located: dict[str, tuple[str, str]], texts: dict[str, str | None],
               rng: random.Random, judge: Callable[[dict[str, Mutant]], dict[str, str | None]],
-              f2p: set[str], redraws: int = REDRAWS) -> tuple[list[Mutant], list[str]]:
+              f2p: set[str], redraws: int = REDRAWS,
+              failures: dict[str, str] | None = None) -> tuple[list[Mutant], list[str]]:
     """Module contract: ``(kept, dropped)``, kept in test order."""
     kept: dict[str, Mutant] = {}
     dropped: list[str] = []
     tried: dict[str, list[Mutant]] = {}
     pending = dict(located)
     for _ in range(1 + redraws):
-        found = candidates(pending, texts, rng, tried)
+        found = candidates(pending, texts, rng, tried, failures)
         if not found:
             break
         verdicts = judge(found)

@@ -40,7 +40,8 @@ from ratchet_ray.suites.swebench.grading_support import Deadline, InstanceLog, p
 from ratchet_ray.suites.swebench.docker.images import InstanceImages
 from ratchet_ray.suites.swebench.docker.infra import InfraFailure
 from ratchet_ray.suites.swebench.proof.mutants import Final, Mutant, apply_all, draw_kept
-from ratchet_ray.suites.swebench.integrity.verdict import Forgery, junit_statuses, resolve
+from ratchet_ray.suites.swebench.integrity.verdict import (
+    Forgery, junit_failures, junit_statuses, resolve)
 from ratchet_ray.suites.swebench.settings import GradingLimits, SwebenchSettings
 from ratchet_ray.types import GradeResult
 
@@ -76,6 +77,17 @@ def junit_graded(junit: bytes | None, tests: list[str], options_form: bool) -> d
     except Forgery:
         statuses = {}
     return {t: resolve(t, statuses, options_form) or MISSING for t in tests}
+
+
+def junit_failed(junit: bytes | None, tests: list[str], options_form: bool) -> dict[str, str]:
+    """Each graded test's failure text in the JUnit report, for those that failed there (none
+    without a report, or for one that is not JUnit XML)."""
+    try:
+        failures = junit_failures(junit) if junit is not None else {}
+    except Forgery:
+        return {}
+    found = {t: resolve(t, failures, options_form) for t in tests}
+    return {t: text for t, text in found.items() if text}
 
 
 class SessionRunner(Protocol):
@@ -388,16 +400,31 @@ class DifferentialProof:
                    and (real.junit is None or real.junit.get(t) == "PASSED")]
         located = {t: real.located[t] for t in passing if t in real.located}
         draws = itertools.count()
+        f2p = set(ctx.instance.get("FAIL_TO_PASS") or [])
 
         def judge(found: dict[str, Mutant]) -> dict[str, str | None]:
             return self._judge_mutants(ctx, gold, found, folder, log, seconds, next(draws))
 
         # one secret draw per record; every redraw follows from it (mutants.draw_kept)
         kept, record.dropped = draw_kept(located, real.texts, random.Random(secrets.randbits(128)),
-                                         judge, set(ctx.instance.get("FAIL_TO_PASS") or []))
+                                         judge, f2p, failures=self._base_failures(
+                                             ctx, [t for t in located if t in f2p], folder, log,
+                                             seconds))
         record.kept = [m.as_dict() for m in kept]
         record.seconds = seconds
         return record
+
+    def _base_failures(self, ctx: Context, tests: list[str], folder: Path,
+                       log: Callable[[str], None], seconds: dict[str, float]) -> dict[str, str]:
+        """Each FAIL_TO_PASS test of ``tests`` -> how the base code fails it (its traceback in
+        the JUnit report of one session of the base code, pytest runners; ``""`` where none
+        is read): where ``mutants.candidates`` puts its mutant, at the expectation the bug
+        breaks, which code that forces outcomes must force (docs/grading.md, threat model)."""
+        if not tests or ctx.runner != "pytest":
+            return {t: "" for t in tests}
+        base = self.side_session(ctx, BASE_PATCH, folder / "base-code", log, "base code")
+        seconds["base"] = seconds.get("base", 0.0) + base.seconds
+        return {t: base.failures.get(t, "") for t in tests}
 
     def _judge_mutants(self, ctx: Context, gold: str, found: dict[str, Mutant], folder: Path,
                        log: Callable[[str], None], seconds: dict[str, float],

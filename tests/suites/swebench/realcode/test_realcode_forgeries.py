@@ -5,9 +5,11 @@ for flask (real_forgeries.py), is graded on a real flask 2.3.3 instance of the s
 (shared_flask.py), its bug still in place. Each must come back not resolved, not an
 infrastructure failure, and refused as the corpus expects of the same attack on ``calc``: the
 exit status and trace phrase of ``test_swebench_forgery.EXPECTED`` and ``MID_RUN``, or one of the
-layers ``differential_forgeries.FORGERIES`` names. Five of them (one per layer: harness restored,
-exit code, sentinel, JUnit cross-check, differential) run in the slow suite; all run with
-``-m realcode_large`` (docs/swebench.md, "Real projects").
+layers ``differential_forgeries.FORGERIES`` names; ``real_forgeries.REAL_ONLY`` (attacks calc's
+one-expectation tests cannot carry) by the layer it names. Six of them (one per layer: harness
+restored, exit code, sentinel, JUnit cross-check, differential; and every assert but the last
+expectation's dropped, which resolved before gold records of version 6) run in the slow suite;
+all run with ``-m realcode_large`` (docs/swebench.md, "Real projects").
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 
 import differential_forgeries
 import forgeries
-from real_forgeries import INPUT_FILES, real_forgeries
+from real_forgeries import INPUT_FILES, REAL_ONLY, real_forgeries
 from real_grading import RealGrading, base_file
 from shared_flask import ensure_project_image
 from test_swebench_layers import layer_of
@@ -28,8 +30,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.docker]
 # compare the response's data: every trigger of real_forgeries.py runs in them.
 INSTANCE = "pallets__flask-2.3.3-func_pm_remove_cond-1ea1efed"
 SLOW = ("root_conftest", "fake_passed_lines", "claimed_conftest_makereport",
-        "saved_stdout_filtered", "liar_always_equal")
-NAMES = sorted({*forgeries.FORGERIES, *forgeries.MID_RUN, *differential_forgeries.FORGERIES})
+        "saved_stdout_filtered", "liar_always_equal", "all_but_the_last_expectation_forced")
+NAMES = sorted({*forgeries.FORGERIES, *forgeries.MID_RUN, *differential_forgeries.FORGERIES,
+                *REAL_ONLY})
 
 
 @pytest.fixture(scope="module")
