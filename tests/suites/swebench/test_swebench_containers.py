@@ -82,6 +82,17 @@ def test_processes_left_running_are_the_models_not_infra(docker_client, calc1_im
         assert box.run("echo alive", 30).output.strip() == "alive"
 
 
+def test_a_host_limit_kills_unseen_by_the_container(docker_client, calc1_image, local_settings):
+    """``host_limit_s`` (the instance deadline left) stops the command like its own limit, and
+    no process of the container sees it: ``timeout``'s argument is the command's limit."""
+    with instance_container(docker_client, calc1_image, "ratchet__calc-1", local_settings) as box:
+        started = time.monotonic()
+        result = box.run("cat /proc/[0-9]*/cmdline | tr '\\0' ' '; sleep 100", 60, host_limit_s=3)
+        assert result.timed_out and time.monotonic() - started < 20, result
+        assert "timeout -s KILL 60 " in result.output and " 3 " not in result.output, result.output
+        assert box.run("echo alive", 30, host_limit_s=120).output.strip() == "alive"
+
+
 def test_disk_budget_kills_a_writer(docker_client, calc1_image, local_settings):
     local_settings.disk_mb = 40
     with instance_container(docker_client, calc1_image, "ratchet__calc-1", local_settings) as box:

@@ -14,6 +14,7 @@ import pytest
 from differential_forgeries import FORGERIES, OBSERVER_PATCH
 from ratchet_ray.suites.swebench.proof.gold import GoldStore
 from ratchet_ray.suites.swebench.grader import GOLD_SUBDIR, SwebenchGrader
+from ratchet_ray.suites.swebench.settings import GradingLimits
 from test_swebench_layers import layer_of
 
 pytestmark = pytest.mark.docker
@@ -95,6 +96,27 @@ def _masked(value: str) -> str:
     """Per-session random names (the container's host name, the sentinel's module, the report
     folder) differ between any two sessions, two real ones too: masked before comparing."""
     return re.sub(r"[0-9a-fA-F]{8,}", "<random>", value)
+
+
+def test_no_session_shows_the_deadline_it_has_left(docker_client, local_settings, tasks, tmp_path):
+    """The instance deadline is the host's alone. With limits of the defaults' shape (a
+    command's as long as the instance's: 1800 s and 1800 s), the real session's deadline
+    started before its gold record (made in this grade) and each canary session's with the
+    session, so ``timeout``'s argument, in the process list every test process can read, told
+    the real session from the canary ones (272 against 297-299 on calc-1). Now every session
+    shows the command's limit, and the processes a test sees are the same in each, random
+    names masked."""
+    local_settings.gold_records = str(tmp_path / "gold")
+    grader = SwebenchGrader(local_settings, GradingLimits(timeout_s=300, instance_deadline_s=300),
+                            tmp_path / "run", client=docker_client)
+    result = grader.grade(tasks[CALC], OBSERVER_PATCH)
+    assert result.passed and "(made now)" in result.trace, result.trace
+    seen = _observations(result.trace)
+    real = [_masked(c) for c in seen.pop(next(k for k in seen if not k.startswith("canary-")))["processes"]]
+    assert any(c.startswith("timeout -s KILL 300 /bin/bash -c /bin/bash ") for c in real), real
+    assert 2 <= len(seen) <= 3
+    for name, other in seen.items():
+        assert [_masked(c) for c in other["processes"]] == real, name
 
 
 def test_a_forger_cannot_tell_a_canary_session_from_the_real_one(grader, tasks, gold):

@@ -6,7 +6,8 @@ Contracts:
   ``CommandResult`` with stdout and stderr interleaved (``stdout`` alone too), the middle of
   output past ``settings.max_log_bytes`` cut. Processes left holding the output open are killed
   (``LINGER_S`` after the command exits: ``lingering``; past the limit: ``timed_out``), and
-  everything once the writable layer passes ``settings.disk_mb`` (``disk_exceeded``). Only a
+  everything once the writable layer passes ``settings.disk_mb`` (``disk_exceeded``) or a
+  shorter ``host_limit_s`` passes (``timed_out``; a limit no process there sees). Only a
   daemon that stops answering even then raises ``InfraFailure("exec_hung")``.
 - ``run_steps(steps, timeout_s)``: shell snippets in one exec (one daemon round trip), each in
   its own subshell whatever the previous one did, with its own ``StepResult``; ``$STEPS_DIR``
@@ -214,8 +215,11 @@ class InstanceContainer:
         return True
 
     def run(self, command: str, timeout_s: float, *, workdir: str | None = None,
-            user: str | None = None) -> CommandResult:
-        """Run ``command`` with bash under a hard in-container time limit (see module contract)."""
+            user: str | None = None, host_limit_s: float | None = None) -> CommandResult:
+        """Run ``command`` with bash under a hard in-container time limit (see module contract).
+        ``host_limit_s``, when shorter, is a limit only the host enforces (it kills every
+        process at it, ``timed_out``): one the container must not see, as ``timeout``'s
+        argument is seen by every process there."""
         limit = max(1, math.ceil(timeout_s))
         argv = ["timeout", "-s", "KILL", str(limit), "/bin/bash", "-c", command]
         user = user or self.user
@@ -247,7 +251,8 @@ class InstanceContainer:
 
         worker = threading.Thread(target=pump, name=f"exec-{self.name}", daemon=True)
         worker.start()
-        why = self._watch(worker, state, started, limit)
+        hidden = None if host_limit_s is None or host_limit_s >= limit else max(0.0, host_limit_s)
+        why = self._watch(worker, state, started, limit, hidden)
         duration = time.monotonic() - started
         if (exc := state["error"]) is not None:
             raise docker_failure(exc, f"container {self.name}: exec failed") from exc
@@ -261,13 +266,15 @@ class InstanceContainer:
                              disk_exceeded=why == "disk", stdout=stdout)
 
     def _watch(self, worker: threading.Thread, state: dict[str, Any], started: float,
-               limit: int) -> str | None:
-        """Wait for the exec's output to close; kill what keeps it open. Why it killed, or None."""
+               limit: int, hidden: float | None = None) -> str | None:
+        """Wait for the exec's output to close; kill what keeps it open, or everything at the
+        ``hidden`` limit. Why it killed, or None."""
         api = self.container.client.api
         killed_at: float | None = None
         why: str | None = None
         exited_at: float | None = None
         next_disk = started + DISK_POLL_S
+        cutoff = limit + LINGER_S if hidden is None else hidden  # the host's own limit is sooner
         while True:
             worker.join(POLL_S)
             if not worker.is_alive():
@@ -279,8 +286,8 @@ class InstanceContainer:
                                        f"stayed open {EXEC_GRACE_S:.0f}s after every process in "
                                        f"the container was killed")
                 continue
-            if now - started >= limit + LINGER_S:
-                why = "timeout"  # timeout(1) killed its group; something outside it holds on
+            if now - started >= cutoff:
+                why = "timeout"  # timeout(1) killed its group, something outside it holds on
             elif "exec_id" in state and exited_at is None and not _in_thread(
                     lambda: api.exec_inspect(state["exec_id"]).get("Running"), EXEC_GRACE_S,
                     f"inspecting an exec in {self.name}"):
