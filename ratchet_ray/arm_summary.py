@@ -191,14 +191,13 @@ def run_result(run_dir: str | Path, window: int = ROLLING_WINDOW) -> RunResult:
 def run_setting(run_dir: Path, loop: dict[str, Any]) -> str:
     """The run's setting line: the one its ``loop.json`` records (with the suite's Solver), else
     ``setting_line`` of its ``config.yaml`` ("" when it has neither)."""
-    import yaml
-
+    from ratchet_ray.settings.schema import read_config_file
     from ratchet_ray.settings.setting_label import setting_line
 
     if loop.get("setting"):
         return str(loop["setting"])
     path = run_dir / "config.yaml"
-    return setting_line(yaml.safe_load(path.read_text()) or {}) if path.is_file() else ""
+    return setting_line(read_config_file(path)) if path.is_file() else ""
 
 
 def arm_sort_key(arm: str) -> tuple[int, int, str]:

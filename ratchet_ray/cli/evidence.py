@@ -30,7 +30,7 @@ import duckdb
 from ratchet_ray.cli.options import format_option, one_line, yes_option
 from ratchet_ray.evidence import integrity
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.run_config.files import load_config
+from ratchet_ray.run_config.files import ConfigError, load_config
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.storage.runlock import RunDirBusy, RunLock
 
@@ -105,9 +105,11 @@ def require_run_dir(ctx: click.Context, given: Path | None = None,
 
 
 def run_config(run_dir: Path) -> LoopConfig:
-    """The run's resolved ``config.yaml`` (the Default when it has none)."""
+    """The run's resolved ``config.yaml`` (the Default when it has none); a garbled one is its
+    one-line error naming the file."""
     path = run_dir / "config.yaml"
-    return load_config([path] if path.is_file() else [])
+    with one_line(ConfigError):
+        return load_config([path] if path.is_file() else [])
 
 
 def _cell(value: Any) -> str:

@@ -41,8 +41,8 @@ def export(run_dir: Path, as_inspect: bool, as_predictions: bool, round_: int | 
     from ratchet_ray.report.data import NotARunDir
     from ratchet_ray.report.inspect_export import InspectMissing, export_inspect
 
-    try:
-        with one_line(NotARunDir, InspectMissing):
+    try:  # ValueError: a garbled loop.json or config.yaml, named with its fix (as `report`)
+        with one_line(NotARunDir, InspectMissing, ValueError):
             written = export_inspect(run_dir, out, splits)
     except OSError as exc:  # the output folder: not creatable, not writable, or the disk full
         raise click.ClickException(f"cannot write the logs to {out}: {exc.strerror or exc} "

@@ -60,12 +60,12 @@ class RunPair:
 def _identity(run_dir: Path) -> tuple[int, list[str]]:
     """The run's seed and eval task ids, from its config.yaml (the resolved config the run
     wrote: read as data, the evidence layer resolves nothing) and eval_ids.json."""
-    import yaml
+    from ratchet_ray.settings.schema import read_config_file
 
     try:
-        seed = (yaml.safe_load((run_dir / "config.yaml").read_text()) or {})["seed"]
+        seed = read_config_file(run_dir / "config.yaml")["seed"]
         ids = json.loads((run_dir / "eval_ids.json").read_text())
-    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise NotPaired(f"{run_dir}: its seed or eval task ids cannot be read ({exc!r}); compare "
                         "run dirs that `ratchet run` wrote") from exc
     return int(seed), [str(i) for i in ids]

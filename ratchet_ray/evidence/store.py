@@ -284,11 +284,15 @@ class EvidenceStore:
     def prune_parts(self, kind: str, *, keep_days: float, dry_run: bool = False,
                     now: float | None = None) -> list[Path]:
         """Delete the parts of ``kind`` whose every row is older than ``keep_days`` (a part is never
-        edited); returns the parts removed (``dry_run``: that would be)."""
+        edited); returns the parts removed (``dry_run``: that would be). An unreadable part
+        (its age unknown) is ``UnreadableEvidence`` before anything is deleted."""
         if keep_days < 0:
             raise ValueError(f"keep_days must be >= 0, got {keep_days}")
         cutoff = (time.time() if now is None else now) - keep_days * 86400.0
-        doomed = [p for p in self.part_paths(kind) if self._newest_created_at(p) < cutoff]
+        try:
+            doomed = [p for p in self.part_paths(kind) if self._newest_created_at(p) < cutoff]
+        except (OSError, pa.ArrowException) as exc:
+            raise self.read_error(exc) from exc
         if not dry_run:
             for path in doomed:
                 path.unlink()

@@ -100,9 +100,9 @@ def identity(run_dir: Path) -> dict[str, Any]:
                                                      "rounds_planned")})
     config = run_dir / "config.yaml"
     if config.is_file():
-        import yaml
+        from ratchet_ray.settings.schema import read_config_file
 
-        raw = yaml.safe_load(config.read_text()) or {}
+        raw = read_config_file(config)  # ValueError naming the file when garbled
         llm = raw.get("llm") or {}
         if not loop.is_file():  # loop.json names the run as the ablation report reads it
             out.update(suite=raw.get("suite"), arm=raw.get("arm") or "default",

@@ -58,7 +58,7 @@ def _skill_guidance(run_dir: Path) -> dict[str, str]:
     for path in sorted((run_dir / "skills").glob("*.yaml")):
         try:
             data = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError):
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
             continue
         if isinstance(data, dict) and data.get("id"):
             guidance = data.get("guidance")

@@ -72,10 +72,10 @@ class Provenance:
 
 def curator_settings(run_dir: Path) -> CuratorSettings:
     """The run's ``curator`` settings from ``config.yaml`` (the Default without one)."""
-    import yaml
+    from ratchet_ray.settings.schema import read_config_file
 
     config = run_dir / "config.yaml"
-    raw = (yaml.safe_load(config.read_text()) or {}) if config.is_file() else {}
+    raw = read_config_file(config) if config.is_file() else {}
     return CuratorSettings.model_validate(raw.get("curator") or {})
 
 

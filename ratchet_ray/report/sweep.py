@@ -126,9 +126,9 @@ def suite_columns(run_dirs: list[Path]) -> tuple[str, list[dict[str, Any]] | Non
 
 
 def _suite(run_dir: Path) -> str | None:
-    import yaml
+    from ratchet_ray.settings.schema import read_config_file
 
     config = run_dir / "config.yaml"
     if not config.is_file():
         return None
-    return (yaml.safe_load(config.read_text()) or {}).get("suite")
+    return read_config_file(config).get("suite")

@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ratchet_ray.settings import resources
-from ratchet_ray.settings.schema import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig, read_config_file, yaml_problem
 from ratchet_ray.suites.hooks import moved_keys
 from ratchet_ray.suites.plugins import SuitePluginError
 from ratchet_ray.suites.resolve import (did_you_mean, resolve_config, suite_sections,
@@ -53,16 +53,7 @@ def _parse_override(text: str) -> tuple[list[str], Any]:
         return key.strip().split("."), yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError as exc:
         raise ConfigError(f"override {text!r}: the value is not valid YAML "
-                          f"({_yaml_problem(exc)}); quote it, e.g. --set 'key=\"text\"'") from exc
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """A YAML error on one line, its position as ``line L, column C`` (PyYAML's own text names
-    the stream, ``<unicode string>`` for a string, over several lines)."""
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc)
-    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-    return " ".join(f"{where}{problem}".split())
+                          f"({yaml_problem(exc)}); quote it, e.g. --set 'key=\"text\"'") from exc
 
 
 def _set_path(tree: dict, path: list[str], value: Any, origin: str) -> None:
@@ -152,14 +143,9 @@ def _load_config(files: Iterable[str | Path], overrides: Iterable[str]) -> LoopC
     for file in files:
         path = Path(file)
         try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read it: {exc.strerror or exc}") from exc
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML ({_yaml_problem(exc)}); fix the file "
-                              "there") from exc
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a mapping of config keys at the top level")
+            data = read_config_file(path)
+        except ValueError as exc:  # names the file and the fix
+            raise ConfigError(str(exc)) from exc
         for key_path, value in _flatten(data):
             _set_path(tree, key_path, value, str(path))
     for text in overrides:

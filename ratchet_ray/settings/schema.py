@@ -15,6 +15,7 @@ Contracts:
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any, Literal
 
 import yaml
@@ -32,6 +33,35 @@ class _Section(BaseModel):
     are refused as "Input should be a finite number" (a bound would name itself for nan)."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The mapping a config YAML file holds (``{}`` for an empty one), as data: nothing resolved
+    or validated. ``ValueError`` naming the file, the problem (unreadable, not UTF-8, not YAML
+    with its line and column, not a mapping) and the fix; every reader of a run's config.yaml
+    goes through here, so a garbled one is one line wherever it is met."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read it: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                         f"{exc.start}); restore the file, or save it as UTF-8") from exc
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML ({yaml_problem(exc)}); fix the file "
+                         "there") from exc
+    if data is not None and not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping of config keys at the top level")
+    return data or {}
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error on one line, its position as ``line L, column C`` (PyYAML's own text names
+    the stream, ``<unicode string>`` for a string, over several lines)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return " ".join(f"{where}{problem}".split())
 
 
 @functools.lru_cache(maxsize=1)

@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 from ratchet_ray.arm_summary import Stat, arm_sort_key, find_run_dirs, fmt_stat, mean_std
 from ratchet_ray.metrics import ROLLING_WINDOW, loop_metrics
-from ratchet_ray.suites.sim.truth import DEFAULT_DELTA, RunTruth, analyze_run
+from ratchet_ray.suites.sim.truth import DEFAULT_DELTA, NotASimRun, RunTruth, analyze_run
 
 REPORT_DIR = "sim_report"
 
@@ -193,8 +193,8 @@ def write_sim_report(path: str | Path, delta: float = DEFAULT_DELTA,
         if (run_dir / "config.yaml").is_file():
             try:
                 truths.append(analyze_run(run_dir, delta))
-            except ValueError:  # a non-sim run next to sim runs: not ours to report
-                continue
+            except NotASimRun:  # a non-sim run next to sim runs: not ours to report (a sim run
+                continue        # whose files are garbled is its own error, never left out)
     if not truths:
         raise FileNotFoundError(f"no sim run under {root}: pass a run dir of `python -m "
                                 "jobs.skill_loop sim` or a sweep folder of `python -m "

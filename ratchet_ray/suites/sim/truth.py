@@ -30,11 +30,9 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from ratchet_ray.evidence.queries import SkillFate, skill_fates
 from ratchet_ray.bank.skill_io import load_skill_folder
-from ratchet_ray.settings.schema import LoopConfig
+from ratchet_ray.settings.schema import LoopConfig, read_config_file
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.suites.sim.settings import SimWorld
@@ -196,9 +194,14 @@ class RunTruth:
         }
 
 
+class NotASimRun(ValueError):
+    """A run of no simulated world (``run_world``): one to skip among sim runs, unlike a sim run
+    whose files are garbled (a plain ``ValueError`` naming the file)."""
+
+
 def run_world(config: LoopConfig, path: Path) -> World:
     """The world a run's config derives (``llm.world``), built by the module it names;
-    ValueError for a run of no world."""
+    ``NotASimRun`` for a run of no world."""
     spec = config.llm.world
     if spec is None and config.llm.backend == "sim":  # a config the suite did not resolve
         from ratchet_ray.suites import registry
@@ -208,7 +211,7 @@ def run_world(config: LoopConfig, path: Path) -> World:
             configure(config, registry.settings_for(config))
         spec = config.llm.world
     if not isinstance(spec, SimWorld):
-        raise ValueError(f"{path} is a {config.suite} run without a simulated world; "
+        raise NotASimRun(f"{path} is a {config.suite} run without a simulated world; "
                          "sim-report needs a run of a simulated world (python -m "
                          "jobs.skill_loop sim ..., or a suite over a world such as mbpp_oracle)")
     return importlib.import_module(spec.backend_module).make_world(spec)
@@ -222,7 +225,7 @@ def analyze_run(run_dir: str | Path, delta: float = DEFAULT_DELTA) -> RunTruth:
         raise FileNotFoundError(f"{path} is not a run dir (no config.yaml)")
     # A run dir's config.yaml is stored complete (every section with its defaults): resolving
     # it (which derives llm.world) is all that loading it takes, below the config-file layer.
-    config = resolve_config(yaml.safe_load((path / "config.yaml").read_text()) or {})
+    config = resolve_config(read_config_file(path / "config.yaml"))
     world = run_world(config, path)
     skills_dir = path / "skills"
     files = load_skill_folder(skills_dir) if skills_dir.is_dir() else []

@@ -1,0 +1,105 @@
+"""A run dir whose own files are garbled (a copy cut short, a hand edit, bytes that are not
+UTF-8), met by the commands that read it: each is one ``Error:`` line naming the file and the
+fix, never a traceback (``refusals.refused``), and nothing of the run is removed or changed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from skill_builders import TOPICS, make_skill, routed_capsules
+from fakes import HashEmbedder
+
+from refusals import ratchet, refused
+from ratchet_ray.bank.skill_bank import SkillBank
+from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.run_config.files import dump_config, layered_files, load_config
+
+
+@pytest.fixture
+def run(tmp_path) -> Path:
+    """A finished two-round sim run as the commands read it: config.yaml, loop.json, a skill,
+    the default meta-skill and capsules of both splits."""
+    run_dir = tmp_path / "results" / "sim" / "sim_r2_run"
+    run_dir.mkdir(parents=True)
+    config = load_config(layered_files("sim"))  # a sim run's config, its world derived
+    dump_config(config, run_dir / "config.yaml")
+    bank = SkillBank(run_dir, embedder=HashEmbedder(), config=config, run_id=run_dir.name)
+    bank.add(make_skill("one", TOPICS[0]), round_=0)
+    bank.ensure_default_metaskill("sim")
+    store = EvidenceStore(run_dir)
+    for round_ in (0, 1):
+        store.append("capsule", round_, routed_capsules(run_dir.name, "one", round_, 3, 2)
+                     + routed_capsules(run_dir.name, "NONE", round_, 2, 2, split="eval"))
+    (run_dir / "loop.json").write_text(json.dumps({
+        "run_id": run_dir.name, "suite": "sim", "seed": 42, "rounds_planned": 2,
+        "rounds": [{"round": r, "eval_pass_at_1": 0.5, "active_skills": 1} for r in (0, 1)]}))
+    (run_dir / "eval_ids.json").write_text(json.dumps(["t1", "t2"]))
+    return run_dir
+
+
+def _commands(run_dir: Path, out: Path) -> dict[str, list[str]]:
+    return {
+        "skill-list": ["--db", str(run_dir), "skill", "list"],
+        "solver-cache": ["--db", str(run_dir), "solver-cache", "list"],
+        "plot": ["plot", str(run_dir), "-o", str(out / "plot")],
+        "report": ["report", str(run_dir), "-o", str(out / "report.html")],
+        "export": ["export", str(run_dir), "--inspect", "-o", str(out / "logs")],
+        "sim-report": ["sim-report", str(run_dir), "--out", str(out / "sim")],
+    }
+
+
+def _files(run_dir: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run_dir)): p.read_bytes()
+            for p in sorted(run_dir.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("garble, words", [
+    (b"\xff\xfe\x00seed: 42\n", ["not UTF-8 text (byte 0xff at offset 0)",
+                                 "restore the file, or save it as UTF-8"]),
+    (b"seed: 42\nllm:\n  backend: [sim\n", ["not valid YAML (line 4", "fix the file there"]),
+    (b"- seed\n- 42\n", ["expected a mapping of config keys at the top level"]),
+], ids=["not-utf8", "not-yaml", "a-list"])
+@pytest.mark.parametrize("command", ["skill-list", "solver-cache", "plot", "report", "export",
+                                     "sim-report"])
+def test_a_garbled_config_yaml_is_one_line_naming_it(run, tmp_path, garble, words, command):
+    config = run / "config.yaml"
+    config.write_bytes(garble)
+    before = _files(run)
+    refused(ratchet(*_commands(run, tmp_path / "out")[command]), str(config), *words)
+    assert _files(run) == before
+
+
+@pytest.mark.parametrize("text", ["", '{"rounds": [', "[1, 2]"], ids=["empty", "cut", "a-list"])
+def test_export_of_a_run_with_a_garbled_loop_json_is_one_line(run, tmp_path, text):
+    (run / "loop.json").write_text(text)
+    refused(ratchet(*_commands(run, tmp_path / "out")["export"]), str(run / "loop.json"),
+            "restore it from a copy")
+    assert not (tmp_path / "out").exists()
+
+
+def test_export_skips_the_guidance_of_a_skill_file_that_is_not_utf8(run, tmp_path):
+    """The guidance shown beside each sample is a courtesy: a garbled skill file leaves it out,
+    as a file that is not YAML does, and the logs are written."""
+    (run / "skills" / "one.yaml").write_bytes(b"\xff\xfe not text")
+    out = ratchet(*_commands(run, tmp_path / "out")["export"])
+    assert out.exit_code == 0, out.output
+    assert "wrote 2 Inspect log(s)" in out.output
+
+
+def test_sim_report_names_a_garbled_sim_run_instead_of_finding_no_sim_run(run, tmp_path):
+    (run / "skills" / "one.yaml").write_bytes(b"\xff\xfe not text")
+    line = refused(ratchet(*_commands(run, tmp_path / "out")["sim-report"]),
+                   str(run / "skills" / "one.yaml"))
+    assert "no sim run" not in line
+
+
+def test_a_capsule_prune_over_an_unreadable_part_names_evidence_verify(run):
+    part = EvidenceStore(run).part_paths("capsule")[0]
+    part.write_bytes(b"")  # a part cut to nothing (a disk that filled, a copy cut short)
+    before = _files(run)
+    for extra in (["--dry-run"], ["--yes"]):
+        refused(ratchet("--db", str(run), "capsule", "prune", "--keep-days", "0", *extra),
+                f"evidence part {part} cannot be read", "evidence verify", "evidence repair")
+    assert _files(run) == before  # nothing pruned: the parts' ages were not all known
