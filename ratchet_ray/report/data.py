@@ -225,12 +225,16 @@ def skill_events(con) -> list[dict[str, Any]]:
 def _skill_files(run_dir: Path) -> dict[str, tuple[str, Any]]:
     """``{id: (yaml text, parsed Skill or None)}`` of ``skills/*.yaml`` (a bad file keeps its
     text, so the report still shows what is there)."""
-    from ratchet_ray.bank.skill_io import parse_skill
+    from ratchet_ray.bank.skill_io import parse_skill, skill_files
 
     out: dict[str, tuple[str, Any]] = {}
     folder = run_dir / "skills"
-    for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
-        text = path.read_text(errors="replace")
+    for path in skill_files(folder) if folder.is_dir() else []:  # the files the bank reads
+        try:
+            text = path.read_text(errors="replace")
+        except OSError as exc:  # unreadable (a permission): shown as such, like a broken file
+            out[path.stem] = (f"# cannot read {path}: {exc.strerror or exc}", None)
+            continue
         try:
             out[path.stem] = (text, parse_skill(text, str(path)))
         except Exception:  # noqa: BLE001 - a report shows a broken file rather than failing

@@ -103,3 +103,20 @@ def test_a_capsule_prune_over_an_unreadable_part_names_evidence_verify(run):
         refused(ratchet("--db", str(run), "capsule", "prune", "--keep-days", "0", *extra),
                 f"evidence part {part} cannot be read", "evidence verify", "evidence repair")
     assert _files(run) == before  # nothing pruned: the parts' ages were not all known
+
+
+@pytest.mark.parametrize("command", ["report", "skill-export"])
+def test_links_in_skills_that_lead_nowhere_are_left_out_as_the_bank_leaves_them(run, tmp_path,
+                                                                                command):
+    """A link loop and a dangling link in skills/ are no skill files to the bank (``skill
+    list``): the report and the export read the same files, and do not fail on the links."""
+    skills = run / "skills"
+    (skills / "a.yaml").symlink_to("b.yaml")
+    (skills / "b.yaml").symlink_to("a.yaml")
+    (skills / "gone.yaml").symlink_to(tmp_path / "no-such-skill.yaml")
+    args = {**_commands(run, tmp_path / "out"),
+            "skill-export": ["skill", "export", str(run), "-o", str(tmp_path / "out" / "pack")]}
+    out = ratchet(*args[command])
+    assert out.exit_code == 0, out.output
+    listed = ratchet("--db", str(run), "skill", "list", "--format", "json")
+    assert [s["id"] for s in json.loads(listed.output)] == ["one"]
