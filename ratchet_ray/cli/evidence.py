@@ -272,9 +272,16 @@ def repair_cmd(ctx: click.Context) -> None:
 
 
 def writer_lock(run_dir: Path, purpose: str) -> RunLock:
-    """The run dir's writer lock for a CLI command that changes it (ClickException if busy)."""
+    """The run dir's writer lock for a CLI command that changes it (ClickException if busy, or
+    if the run dir cannot be written: a read-only copy or mount)."""
     with one_line(RunDirBusy):
-        return RunLock(run_dir, purpose).acquire()
+        try:
+            return RunLock(run_dir, purpose).acquire()
+        except OSError as exc:  # its lock file cannot be made: nothing else could be written
+            raise click.ClickException(
+                f"{purpose} changes the run dir, and {run_dir} cannot be written: "
+                f"{exc.strerror or exc}; copy it to a writable place (cp -a RUN "
+                "/a/writable/path/) and run the command on the copy") from exc
 
 
 COMMANDS: list[click.Command] = [query, capsule, evidence]

@@ -25,8 +25,13 @@ def sim_report(path: Path, delta: float, out: Path | None) -> None:
     best-possible pass@1, retirement precision/recall, evictions, the Proposition 1 floor."""
     from ratchet_ray.suites.sim.report import write_sim_report
 
-    with one_line(FileNotFoundError, ValueError):
-        written = write_sim_report(path, delta, out)
+    try:
+        with one_line(FileNotFoundError, ValueError):
+            written = write_sim_report(path, delta, out)
+    except OSError as exc:  # the report folder: a read-only run dir, or the disk full
+        raise click.ClickException(f"cannot write the sim report: {exc.strerror or exc} "
+                                   f"({exc.filename or out}); pass a writable folder with "
+                                   "--out DIR") from exc
     click.echo("\n".join(str(p) for p in written))
 
 

@@ -5,12 +5,15 @@ fix, never a traceback (``refusals.refused``), and nothing of the run is removed
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from skill_builders import TOPICS, make_skill, routed_capsules
 from fakes import HashEmbedder
 
+from one_line import process_error_line
 from refusals import ratchet, refused
 from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.evidence.store import EvidenceStore
@@ -30,12 +33,14 @@ def run(tmp_path) -> Path:
     bank.ensure_default_metaskill("sim")
     store = EvidenceStore(run_dir)
     for round_ in (0, 1):
-        store.append("capsule", round_, routed_capsules(run_dir.name, "one", round_, 3, 2)
-                     + routed_capsules(run_dir.name, "NONE", round_, 2, 2, split="eval"))
+        capsules = (routed_capsules(run_dir.name, "one", round_, 3, 2)
+                    + routed_capsules(run_dir.name, "NONE", round_, 2, 2, split="eval"))
+        store.append("capsule", round_, [c.model_copy(update={"task_id": f"sim/{i:03d}"})
+                                         for i, c in enumerate(capsules)])  # the world's tasks
     (run_dir / "loop.json").write_text(json.dumps({
         "run_id": run_dir.name, "suite": "sim", "seed": 42, "rounds_planned": 2,
         "rounds": [{"round": r, "eval_pass_at_1": 0.5, "active_skills": 1} for r in (0, 1)]}))
-    (run_dir / "eval_ids.json").write_text(json.dumps(["t1", "t2"]))
+    (run_dir / "eval_ids.json").write_text(json.dumps(["sim/005", "sim/006"]))
     return run_dir
 
 
@@ -120,3 +125,37 @@ def test_links_in_skills_that_lead_nowhere_are_left_out_as_the_bank_leaves_them(
     assert out.exit_code == 0, out.output
     listed = ratchet("--db", str(run), "skill", "list", "--format", "json")
     assert [s["id"] for s in json.loads(listed.output)] == ["one"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["curate"], ["ratchet curate changes the run dir"]),
+    (["capsule", "prune", "--keep-days", "0", "--yes"], ["ratchet capsule prune changes"]),
+    (["evidence", "repair"], ["ratchet evidence repair changes the run dir"]),
+    (["skill", "load"], ["ratchet skill load changes the run dir"]),
+    (["skill", "import", "PACK"], ["ratchet skill import changes the run dir"]),
+], ids=["curate", "prune", "repair", "skill-load", "skill-import"])
+def test_a_command_that_changes_a_read_only_run_dir_says_to_copy_it(run, tmp_path, args, words):
+    """Its writer lock cannot be made (a real read-only mount, which root's permissions do not
+    override): one line naming the run dir and the copy to work on, not OSError's traceback."""
+    pack = tmp_path / "pack"
+    assert ratchet("skill", "export", str(run), "-o", str(pack)).exit_code == 0
+    before = _files(run)
+    argv = ["--db", str(run), *[str(pack) if a == "PACK" else a for a in args]]
+    process_error_line(_read_only(run, argv), *words, f"{run} cannot be written",
+                       "Read-only file system", "cp -a RUN /a/writable/path/")
+    assert _files(run) == before
+
+
+def test_sim_report_into_a_read_only_run_dir_names_out(run):
+    process_error_line(_read_only(run, ["sim-report", str(run)]), "cannot write the sim report",
+                       "Read-only file system", "--out DIR")
+    assert not (run / "sim_report").exists()
+
+
+def _read_only(folder: Path, argv: list[str]) -> subprocess.CompletedProcess:
+    """``ratchet ARGV`` in a mount namespace where ``folder`` is a read-only bind mount."""
+    wrap = ["bwrap", "--bind", "/", "/", "--ro-bind", str(folder), str(folder), "--dev", "/dev",
+            "--proc", "/proc"]
+    return subprocess.run([*wrap, sys.executable, "-m", "ratchet_ray.cli", *argv],
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True,
+                          text=True, timeout=120)
