@@ -11,7 +11,8 @@ import pytest
 
 from forgeries import FORGERIES
 from ratchet_ray.suites.swebench import grading_support
-from ratchet_ray.suites.swebench.integrity.harness_paths import harness_reason, patch_paths, unsafe_paths
+from ratchet_ray.suites.swebench.integrity.harness_paths import (
+    harness_reason, import_roots, patch_paths, unsafe_paths)
 from ratchet_ray.suites.swebench.integrity.harness_paths import test_files as graded_test_files
 from ratchet_ray.suites.swebench.integrity.verdict import (
     Forgery, Markers, MarkersMissing, RunExtras, ScriptShapeError, cross_check, instrument,
@@ -52,6 +53,21 @@ def test_harness_paths(path, reason):
                                   "tests/argparse.py", "calc.py", "json/helpers.py", "site/x.html"])
 def test_other_paths_are_the_patchs_own(path):
     assert harness_reason(path, TESTS) is None
+
+
+def test_a_module_on_the_image_s_python_path_shadows_as_at_the_root():
+    """flask's images put ``/testbed/src`` on PYTHONPATH, ahead of pytest and the standard
+    library: a new ``src/pytest.py`` ran instead of pytest. Folders outside the tree, and
+    modules below the top of such a folder, are not roots."""
+    roots = import_roots(["PATH=/usr/bin", "PYTHONPATH=/testbed/src:/opt/ratchet-site:/testbed"],
+                         "/testbed")
+    assert roots == ("src", "")
+    assert "a new module on PYTHONPATH that shadows pytest" in harness_reason(
+        "src/pytest.py", TESTS, roots=roots)
+    assert "shadows json" in harness_reason("src/json/__init__.py", TESTS, roots=roots)
+    assert harness_reason("src/pytest.py", TESTS) is None, "no PYTHONPATH: an ordinary module"
+    assert harness_reason("src/flask/json/__init__.py", TESTS, roots=roots) is None
+    assert harness_reason("src/json.py", TESTS, before="", roots=roots) is None, "its own"
 
 
 def test_a_root_module_shadows_only_when_the_patch_creates_it():

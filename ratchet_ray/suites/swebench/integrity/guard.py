@@ -20,7 +20,8 @@ from typing import Any
 from ratchet_ray.suites.swebench.docker.container import InstanceContainer
 from ratchet_ray.suites.swebench.docker.infra import InfraFailure
 from ratchet_ray.suites.swebench.integrity.harness_paths import (
-    CONTENT_CHECKED, harness_reason, patch_paths, shadowed_module, test_files, unsafe_paths)
+    CONTENT_CHECKED, harness_reason, import_roots, patch_paths, shadowed_module, test_files,
+    unsafe_paths)
 from ratchet_ray.suites.swebench.integrity.verdict import runner_files
 
 
@@ -43,6 +44,10 @@ class HarnessGuard:
         self.base = instance["base_commit"]
         self.tests = test_files(instance)
         self.runners = runner_files(instance.get("eval_script") or "")
+        # where a new module shadows pytest or the standard library: the tree's root, and its
+        # folders the image's PYTHONPATH puts first (a new src/pytest.py replaced pytest)
+        config = (getattr(getattr(box, "container", None), "attrs", None) or {}).get("Config") or {}
+        self.roots = ("", *import_roots(config.get("Env") or [], getattr(box, "workdir", "")))
         self.timeout_s = timeout_s
         self._changed0: set[str] = set()
         self._untracked0: set[str] = set()
@@ -92,9 +97,9 @@ class HarnessGuard:
             if path.rsplit("/", 1)[-1] in CONTENT_CHECKED:
                 before = self._read(f"git show {self.base}:{quoted} 2>/dev/null")
                 after = self._read(f"cat -- {quoted} 2>/dev/null")
-            elif shadowed_module(path) is not None:  # only a module the patch creates counts
+            elif shadowed_module(path, self.roots) is not None:  # only one the patch creates
                 before = self._read(f"git cat-file -e {self.base}:{quoted} 2>/dev/null")
-            reason = harness_reason(path, self.tests, before, after, self.runners)
+            reason = harness_reason(path, self.tests, before, after, self.runners, self.roots)
             if reason:
                 found.append((path, reason))
         return found

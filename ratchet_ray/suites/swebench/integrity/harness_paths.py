@@ -2,12 +2,13 @@
 run (the policy and why: docs/grading.md, "Tampering policy: restore"). Paths that cannot be
 restored (inside ``.git``, absolute, with ``..``) fail the attempt as ``test_tampering``.
 
-``harness_reason(path, tests, before, after, runners)``: why ``path`` is harness, or None
+``harness_reason(path, tests, before, after, runners, roots)``: why ``path`` is harness, or None
 (``runners``: the files the test command names; ``before``/``after``: its text at the base
 commit and after the patch, None when absent, read only for ``CONTENT_CHECKED`` files and new
 root modules). A new root module that shadows one pytest imports (``shadowed_module``: ``python
--m pytest`` puts the root first on ``sys.path``) is harness; the repository's own root modules
-stay editable. A ``CONTENT_CHECKED`` file is harness, and restored whole, when its test settings
+-m pytest`` puts the root first on ``sys.path``), or one at the top of a folder the image's
+``PYTHONPATH`` puts there (``import_roots``: flask's ``src``), is harness; the repository's own
+root modules stay editable. A ``CONTENT_CHECKED`` file is harness, and restored whole, when its test settings
 changed as any reader sees them (``iniconfig`` in each mode, ``configparser``, ``tomllib`` for
 ``[tool.pytest*]``/``[tool.tox]``, or a changed line naming ``CONFIG_WORDS``). A new packaging
 file without test settings is the patch's own.
@@ -122,10 +123,34 @@ def repo_relative_file(word: str) -> str | None:
     return None
 
 
-def shadowed_module(path: str) -> str | None:
+def import_roots(env: Iterable[str], workdir: str) -> tuple[str, ...]:
+    """The folders of the tree, relative to it, that ``PYTHONPATH`` in ``env`` (``NAME=value``
+    entries, the image's) puts on ``sys.path`` ahead of the standard library and pytest
+    (flask's images: ``src``); ``""`` for the tree itself."""
+    roots: list[str] = []
+    top = PurePosixPath(workdir)
+    for entry in env:
+        name, _, value = entry.partition("=")
+        if name != "PYTHONPATH":
+            continue
+        for folder in value.split(":"):
+            path = PurePosixPath(folder)
+            if path == top or top in path.parents:
+                rel = path.relative_to(top).as_posix()
+                roots.append("" if rel == "." else rel)
+    return tuple(dict.fromkeys(roots))
+
+
+def shadowed_module(path: str, roots: Iterable[str] = ()) -> str | None:
     """The runner module a file at ``path`` would replace, if it is a module at the root of the
-    tree (``name.py``/``.pyc``/``.so``, or ``name/__init__.py``/``__main__.py``) with a
+    tree or of one of ``roots`` (``import_roots``: folders on ``sys.path`` before the runner's)
+    (``name.py``/``.pyc``/``.so``, or ``name/__init__.py``/``__main__.py``) with a
     ``RUNNER_MODULES`` name; else None."""
+    for root in roots:
+        if root and path.startswith(root.rstrip("/") + "/"):
+            found = shadowed_module(path[len(root.rstrip("/")) + 1:])
+            if found is not None:
+                return found
     parts = PurePosixPath(path).parts
     if len(parts) == 1 and parts[0].endswith(_MODULE_SUFFIXES):
         name = parts[0].split(".", 1)[0]
@@ -191,8 +216,10 @@ def _test_sections(name: str, text: str | None) -> Any:
 
 
 def harness_reason(path: str, tests: set[str], before: str | None = None,
-                   after: str | None = None, runners: set[str] = frozenset()) -> str | None:
-    """Why ``path`` is part of the test harness, or None (see the module contract)."""
+                   after: str | None = None, runners: set[str] = frozenset(),
+                   roots: Iterable[str] = ()) -> str | None:
+    """Why ``path`` is part of the test harness, or None (see the module contract; ``roots``:
+    ``import_roots``, where a new module shadows as at the root)."""
     name = PurePosixPath(path).name
     if name in HARNESS_NAMES:
         return HARNESS_NAMES[name]
@@ -203,9 +230,10 @@ def harness_reason(path: str, tests: set[str], before: str | None = None,
         return "test file the instance is graded with"
     if path in runners:
         return "a file the eval script's test command runs"
-    module = shadowed_module(path)
+    module = shadowed_module(path, roots)
     if module is not None and before is None:
-        return f"a new module at the root that shadows {module}, which the test run imports"
+        where = "at the root" if shadowed_module(path) is not None else "on PYTHONPATH"
+        return f"a new module {where} that shadows {module}, which the test run imports"
     if name in CONTENT_CHECKED:
         return _config_reason(name, before, after)
     return None

@@ -264,7 +264,9 @@ def _trace(frame, event, arg):
 if "pytest" in sys.modules:
     sys.settrace(_trace)
 '''
-REAL_ONLY = ("all_but_the_last_expectation_forced",)
+# The corpus's fake pytest (it writes PASSED lines and a JUnit report) at the top of ``src``,
+# which flask's images put on PYTHONPATH, before pytest's own folder: calc has no such folder.
+REAL_ONLY = ("all_but_the_last_expectation_forced", "pytest_shadowed_from_the_python_path")
 
 
 def _mid_run_parts() -> dict[str, tuple[str, str]]:
@@ -411,7 +413,11 @@ def real_forgeries(row: dict, texts: dict[str, str]) -> dict[str, tuple[str, Exp
     assert static.keys() == set(corpus.FORGERIES) | set(corpus.MID_RUN), "every forgery of the corpus"
     named = repr(set(sorted({t.split("::")[-1].split("[")[0] for t in f2p})))
     real_only = {"all_but_the_last_expectation_forced": (
-        appended(ALL_BUT_LAST.replace("{named}", named)), Expect(layers=frozenset({DIFF})))}
+        appended(ALL_BUT_LAST.replace("{named}", named)), Expect(layers=frozenset({DIFF}))),
+        "pytest_shadowed_from_the_python_path": (
+            new_file("src/pytest.py", _shadow_pytest(row)),
+            Expect("unresolved", re.escape("src/pytest.py (a new module on PYTHONPATH that "
+                                           "shadows pytest")))}
     assert real_only.keys() == set(REAL_ONLY)
     return {**static, **{name: (patch, Expect(layers=layers[name]))
                          for name, patch in differential.items()}, **real_only}

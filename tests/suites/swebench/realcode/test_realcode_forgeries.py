@@ -6,9 +6,10 @@ for flask (real_forgeries.py), is graded on a real flask 2.3.3 instance of the s
 infrastructure failure, and refused as the corpus expects of the same attack on ``calc``: the
 exit status and trace phrase of ``test_swebench_forgery.EXPECTED`` and ``MID_RUN``, or one of the
 layers ``differential_forgeries.FORGERIES`` names; ``real_forgeries.REAL_ONLY`` (attacks calc's
-one-expectation tests cannot carry) by the layer it names. Six of them (one per layer: harness
-restored, exit code, sentinel, JUnit cross-check, differential; and every assert but the last
-expectation's dropped, which resolved before gold records of version 6) run in the slow suite;
+tests and tree cannot carry) by the layer it names. Seven of them (one per layer: harness
+restored, exit code, sentinel, JUnit cross-check, differential; every assert but the last
+expectation's dropped, which resolved before gold records of version 6; a fake pytest in
+``src``, on flask's PYTHONPATH, which replaced pytest before it was restored) run in the slow suite;
 all run with ``-m realcode_large`` (docs/swebench.md, "Real projects").
 """
 
@@ -30,7 +31,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.docker]
 # compare the response's data: every trigger of real_forgeries.py runs in them.
 INSTANCE = "pallets__flask-2.3.3-func_pm_remove_cond-1ea1efed"
 SLOW = ("root_conftest", "fake_passed_lines", "claimed_conftest_makereport",
-        "saved_stdout_filtered", "liar_always_equal", "all_but_the_last_expectation_forced")
+        "saved_stdout_filtered", "liar_always_equal", *REAL_ONLY)
 NAMES = sorted({*forgeries.FORGERIES, *forgeries.MID_RUN, *differential_forgeries.FORGERIES,
                 *REAL_ONLY})
 
