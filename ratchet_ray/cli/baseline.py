@@ -41,15 +41,27 @@ log = logging.getLogger(__name__)
 
 
 def done_probes(out: Path) -> set[tuple[str, int]]:
-    """(task_id, probe) pairs already in ``out``; a torn last line (killed mid-write) is removed."""
+    """(task_id, probe) pairs already in ``out``; a torn last line (killed mid-write) is removed.
+    Any other line that is no baseline row (garbled, not UTF-8) is a ``ClickException`` naming
+    the file, the line and the fix, before any probe runs."""
     if not out.is_file():
         return set()
     data = out.read_bytes()
     if data and not data.endswith(b"\n"):
         data = data[: data.rfind(b"\n") + 1]
         out.write_bytes(data)
-    return {(row["task_id"], int(row["probe"]))
-            for row in map(json.loads, data.decode().splitlines()) if row}
+    done = set()
+    for n, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)  # bytes: not UTF-8 is a UnicodeDecodeError, a ValueError
+            done.add((str(row["task_id"]), int(row["probe"])))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise click.ClickException(
+                f"{out}:{n}: not a baseline row ({' '.join(str(exc).split())}); delete that line "
+                "(the rerun redoes its probe) or pass another --out") from exc
+    return done
 
 
 INFRA_ATTEMPTS = 3

@@ -44,11 +44,11 @@ class SubsetError(ValueError):
 
 def _rows(source: Path) -> list[dict[str, Any]]:
     rows = []
-    for n, line in enumerate(source.read_text().splitlines(), start=1):
+    for n, line in enumerate(source.read_bytes().splitlines(), start=1):
         if line.strip():
             try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as err:
+                rows.append(json.loads(line))  # bytes: not UTF-8 is a UnicodeDecodeError
+            except ValueError as err:
                 raise SubsetError(f"{source}:{n}: not JSON ({err}); the baseline file is "
                                   "written by `python -m jobs.baseline`") from err
     return rows

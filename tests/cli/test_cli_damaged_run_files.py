@@ -159,3 +159,35 @@ def _read_only(folder: Path, argv: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run([*wrap, sys.executable, "-m", "ratchet_ray.cli", *argv],
                           cwd=Path(__file__).resolve().parents[2], capture_output=True,
                           text=True, timeout=120)
+
+
+# ---- a baseline file (python -m jobs.baseline) ---------------------------------------------------
+def _baseline(path: Path, *extra: bytes) -> Path:
+    rows = [{"suite": "sim", "task_id": f"sim/{t:03d}", "probe": p, "passed": t % 2 == 0}
+            for t in range(4) for p in range(2)]
+    path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in rows) + b"".join(extra))
+    return path
+
+
+def test_select_subset_of_a_baseline_with_a_line_that_is_not_utf8(tmp_path):
+    source = _baseline(tmp_path / "sim.jsonl", b"\x80\x81 garbled\n")
+    refused(ratchet("select-subset", "--source", str(source), "--suite", "sim", "--n-train", "1",
+                    "--n-eval", "1", "--out-dir", str(tmp_path / "subsets")),
+            f"{source}:9: not JSON", "python -m jobs.baseline")
+    assert not (tmp_path / "subsets").exists()
+
+
+def test_a_baseline_rerun_names_a_garbled_line_of_its_file(tmp_path):
+    """The rerun reads what is done before any probe runs: a torn last line (a kill mid-write)
+    is dropped, a blank line skipped, any other line that is no row named with its fix."""
+    import click
+
+    from ratchet_ray.cli.baseline import done_probes
+
+    out = _baseline(tmp_path / "sim.jsonl", b"\n", b'{"task_id": "sim/009", "pro')
+    assert len(done_probes(out)) == 8 and out.read_bytes().endswith(b"}\n\n")
+    for garbled in (b"\x80\x81 garbled\n", b'{"task_id": "sim/009"}\n'):
+        _baseline(out, garbled)
+        with pytest.raises(click.ClickException, match=f"{out}:9: not a baseline row") as info:
+            done_probes(out)
+        assert "delete that line (the rerun redoes its probe)" in info.value.message
