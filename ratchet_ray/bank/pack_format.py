@@ -92,7 +92,12 @@ def read_pack(folder: str | Path) -> tuple[dict[str, Any], dict[str, str]]:
         if not path.is_file():
             raise PackError(f"{folder}: skill {skill_id!r}: {path.name} is missing; re-export "
                             "the pack")
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:  # garbled since export: as a changed text
+            raise PackError(f"{folder}: skill {skill_id!r}: {path.name} cannot be read "
+                            f"({exc}); the pack is refused; re-export it from the source "
+                            "run") from exc
         if skill_sha256(text) != entry.get("sha256"):
             raise PackError(f"{folder}: skill {skill_id!r}: its text changed since export "
                             "(sha256 mismatch); the pack is refused; re-export it from the "

@@ -40,7 +40,12 @@ def skill_files(folder: Path) -> list[Path]:
 
 
 def _front_and_body(path: Path) -> tuple[dict[str, Any], str]:
-    match = _FRONT.match(path.read_text(encoding="utf-8"))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AgentSkillsError(f"{path}: cannot be read ({exc}); save it as UTF-8 text (the "
+                               "Agent Skills format is Markdown)") from exc
+    match = _FRONT.match(text)
     if not match:
         raise AgentSkillsError(f"{path}: no YAML frontmatter between --- lines; start the file "
                                "with ---, name: and description:, then ---")

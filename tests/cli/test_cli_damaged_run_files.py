@@ -191,3 +191,18 @@ def test_a_baseline_rerun_names_a_garbled_line_of_its_file(tmp_path):
         with pytest.raises(click.ClickException, match=f"{out}:9: not a baseline row") as info:
             done_probes(out)
         assert "delete that line (the rerun redoes its probe)" in info.value.message
+
+
+# ---- a skill pack or a folder of Agent Skills ------------------------------------------------------
+@pytest.mark.parametrize("form", ["pack", "agent-skills"])
+def test_importing_a_skill_file_that_is_not_utf8_is_refused_naming_it(run, tmp_path, form):
+    out = tmp_path / "exported"
+    assert ratchet("skill", "export", str(run), "--as", form, "-o", str(out)).exit_code == 0
+    garbled = (out / "skills" / "one.yaml") if form == "pack" else next(out.glob("*/SKILL.md"))
+    garbled.write_bytes(b"---\nname: one\n\xff\xfe\n---\n")
+    before = _files(run)
+    refused(ratchet("skill", "import", str(out), "--into", str(run)), str(garbled.name),
+            "cannot be read", "re-export it" if form == "pack" else "save it as UTF-8")
+    after = _files(run)
+    assert after.pop(".lock", b"") == b""  # the writer lock it took, released
+    assert after == before
