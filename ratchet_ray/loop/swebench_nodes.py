@@ -73,19 +73,10 @@ def round_report(config: Any, start: Any) -> Any:
 def _digests(settings: Any, names: list[str]) -> dict[str, str]:
     """On one node: image name -> id of the images of ``names`` its daemon holds."""
     from ratchet_ray.suites.swebench.docker.container import docker_client
-    from ratchet_ray.suites.swebench.imports import serial_imports
-
-    with serial_imports:
-        import docker.errors
+    from ratchet_ray.suites.swebench.docker.image_cache import find_image
 
     client = docker_client(settings)
-    found: dict[str, str] = {}
-    for name in names:
-        try:
-            found[name] = client.images.get(name).id
-        except docker.errors.ImageNotFound:
-            continue
-    return found
+    return {name: image.id for name in names if (image := find_image(client, name)) is not None}
 
 
 def image_digests(settings: Any, names: list[str]) -> dict[tuple[str, str], str]:
