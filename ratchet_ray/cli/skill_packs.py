@@ -13,7 +13,9 @@ Contracts:
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import click
 
@@ -63,7 +65,7 @@ def export_cmd(ctx: click.Context, run: Path | None, out: Path, status: str, fmt
     if fmt == "agent-skills":
         _export_agent_skills(run_dir, out, status, license_)
         return
-    with one_line(*_ERRORS):
+    with _writing(out), one_line(*_ERRORS):
         manifest = export_pack(run_dir, out, status=status)
     for entry in manifest["skills"]:
         r = entry["record"]
@@ -73,10 +75,22 @@ def export_cmd(ctx: click.Context, run: Path | None, out: Path, status: str, fmt
                f"{run_dir.name}) written to {out}")
 
 
+@contextmanager
+def _writing(out: Path) -> Iterator[None]:
+    """An OSError writing the export (a folder that cannot be made, a read-only place, the disk
+    full) is one line naming ``-o``."""
+    try:
+        yield
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the skills to {out}: {exc.strerror or exc} "
+                                   f"({exc.filename or out}); pass a writable folder with -o "
+                                   "(nothing was written into the run dir)") from exc
+
+
 def _export_agent_skills(run_dir: Path, out: Path, status: str, license_: str | None) -> None:
     from ratchet_ray.packs.agent_skills import META, AgentSkillsError, export_agent_skills
 
-    with one_line(*_ERRORS, AgentSkillsError):
+    with _writing(out), one_line(*_ERRORS, AgentSkillsError):
         metas = export_agent_skills(run_dir, out, status=status, license=license_)
     for m in metas:
         c_hat = m[META + "c_hat"] or "-"

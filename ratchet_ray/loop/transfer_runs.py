@@ -5,8 +5,9 @@ entry (``loop.driver.run_loop``), as ``ratchet run``.
 Contracts:
 - ``TransferPlan``: the suite, its ``--config`` files, every run's overrides (``common``, applied
   last), A's own (``a``) and the B worlds (``conditions``: name and overrides), B's rounds.
-- ``check_plan(plan)``: every run's config loads and is startable here, else
-  ``click.ClickException``, one line per problem, before any run dir or Ray exists.
+- ``check_plan(plan, out)``: ``out`` can be created and every run's config loads and is
+  startable here, else ``click.ClickException``, one line per problem, before any run dir or
+  Ray exists.
 - ``measure(out, plan, judge, pack=None, allow_other_suite=False)`` runs A, exports its ACTIVE
   skills to ``out/pack`` (or takes ``pack``: no A), then per B world the three
   ``TRANSFER_ARMS`` in series, and returns ``(manifest, rows, records)``: the pack's manifest,
@@ -61,6 +62,12 @@ def check_plan(plan: TransferPlan, out: Path) -> None:
     """Refuse a plan whose runs cannot start here (module contract)."""
     from ratchet_ray.loop.entry import startable_problems
     from ratchet_ray.run_config.flags import loop_size_problems
+    from ratchet_ray.storage.fsutil import unwritable
+
+    why = unwritable(out)  # every run, pack and table goes under --out
+    if why is not None:
+        raise click.ClickException(f"cannot create --out {out}: {why}; pass a new folder in a "
+                                   "writable place")
 
     configs = [plan.config(out / "a", *plan.a)]
     configs += [plan.config(out / "b", *extra) for _c, _a, extra in plan.b_runs()]

@@ -206,3 +206,22 @@ def test_importing_a_skill_file_that_is_not_utf8_is_refused_naming_it(run, tmp_p
     after = _files(run)
     assert after.pop(".lock", b"") == b""  # the writer lock it took, released
     assert after == before
+
+
+# ---- an output folder that cannot be made ---------------------------------------------------------
+@pytest.mark.parametrize("args, words", [
+    (["skill", "export", "RUN", "-o", "OUT"], ["cannot write the skills to", "-o"]),
+    (["skill", "export", "RUN", "--as", "agent-skills", "-o", "OUT"],
+     ["cannot write the skills to", "-o"]),
+    (["skill", "transfer", "sim", "--pack", "PACK", "--out", "OUT"], ["cannot create --out"]),
+    (["sim-transfer", "--out", "OUT"], ["cannot create --out"]),
+], ids=["export-pack", "export-agent-skills", "skill-transfer", "sim-transfer"])
+def test_an_output_folder_under_a_file_is_one_line_naming_the_option(run, tmp_path, args,
+                                                                      words):
+    pack = tmp_path / "pack"
+    assert ratchet("skill", "export", str(run), "-o", str(pack)).exit_code == 0
+    out = run / "config.yaml" / "out"  # a file where a folder would be made
+    names = {"RUN": str(run), "PACK": str(pack), "OUT": str(out)}
+    before = _files(run)
+    refused(ratchet(*[names.get(a, a) for a in args]), *words, "config.yaml")
+    assert _files(run) == before
