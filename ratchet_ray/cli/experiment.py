@@ -245,19 +245,16 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, pr
 
 def _check_overlay(overlay: Path | None, rules):
     """The manifest's verdict on the overlay's keys (a file that is not a mapping: usage error)."""
-    import yaml
-
     from ratchet_ray.experiment.manifest import OverlayCheck
+    from ratchet_ray.settings.schema import read_config_file
 
     if overlay is None:
         return OverlayCheck()
     try:
-        data = yaml.safe_load(Path(overlay).read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise click.UsageError(f"--config-overlay {overlay}: not valid YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        raise click.UsageError(f"--config-overlay {overlay}: expected a mapping of config keys, "
-                               "e.g. synth: {min_cluster_size: 2}")
+        data = read_config_file(Path(overlay))
+    except ValueError as exc:  # unreadable, not UTF-8, not YAML or not a mapping: named
+        raise click.UsageError(f"--config-overlay {exc}; an overlay is a mapping of config "
+                               "keys, e.g. synth: {min_cluster_size: 2}") from exc
     return rules.check_overlay(data)
 
 

@@ -96,6 +96,26 @@ def test_eval_skill_loop_vetoes_an_overlay_that_changes_the_model(tmp_path):
     assert len(contract.metrics["manifest_sha256"]) == 64
 
 
+@pytest.mark.parametrize("text, words", [
+    (b"\xff\xfesynth: {}\n", ["not UTF-8 text (byte 0xff at offset 0)"]),
+    (b"synth: [1\n", ["not valid YAML (line 2, column 1"]),
+    (b"- synth\n", ["expected a mapping of config keys"]),
+], ids=["not-utf8", "not-yaml", "a-list"])
+def test_eval_skill_loop_refuses_an_overlay_that_is_no_mapping_on_one_line(tmp_path, text,
+                                                                            words):
+    subset = tmp_path / "subset.json"
+    subset.write_text(json.dumps({"train_ids": ["Mbpp/2"], "eval_ids": ["Mbpp/3"]}))
+    overlay = tmp_path / "knobs.yaml"
+    overlay.write_bytes(text)
+    result = CliRunner().invoke(main, ["experiment", "eval-skill-loop", "--subset", str(subset),
+                                       "--seeds", "42", "--config-overlay", str(overlay)])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and result.output.rstrip().endswith(errors[0]), result.output
+    for word in [f"--config-overlay {overlay}", *words, "e.g. synth: {min_cluster_size: 2}"]:
+        assert word in errors[0]
+
+
 def test_noise_repeats_run_other_seeds():
     assert repeat_seeds([42, 7], "") == [42, 7] and repeat_seeds([42, 7], "2") == [2042, 2007]
     with pytest.raises(ValueError, match="RATCHET_EVAL_REPEAT"):
