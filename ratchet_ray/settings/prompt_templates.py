@@ -116,7 +116,11 @@ def load_prompt_dir(path: str | Path) -> dict[str, str]:
         if not file.is_file() or file.suffix != SUFFIX:
             raise PromptTemplateError(f"{file}: only <template>{SUFFIX} files belong in "
                                       f"prompts.dir; templates: {', '.join(TEMPLATES)}")
-        text = file.read_text()
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PromptTemplateError(f"{file}: cannot be read ({exc}); save the template as "
+                                      "UTF-8 text") from exc
         check_template(file.stem, text, str(file))
         texts[file.stem] = text
     if not texts:

@@ -159,6 +159,15 @@ def test_unusable_override_files_name_the_file_and_the_fix(tmp_path, name, text,
         load_config([], [f"prompts.dir={json.dumps(str(folder))}"])
 
 
+def test_an_override_file_that_is_not_utf8_names_the_file(tmp_path):
+    folder = _prompt_dir(tmp_path, {})
+    (folder / "solver.md").write_bytes(b"\xff\xfe{task} {guidance}")
+    with pytest.raises(ConfigError) as info:  # was the bare codec error, naming no file
+        load_config([], [f"prompts.dir={json.dumps(str(folder))}"])
+    assert f"{folder / 'solver.md'}: cannot be read" in str(info.value)
+    assert "save the template as UTF-8 text" in str(info.value)
+
+
 def test_an_empty_or_missing_prompts_dir_is_an_error(tmp_path):
     with pytest.raises(PromptTemplateError, match="holds no <template>.md file"):
         load_prompt_dir(_prompt_dir(tmp_path, {}))
