@@ -30,7 +30,7 @@ from typing import Any
 
 import click
 
-from ratchet_ray.cli.options import one_line
+from ratchet_ray.cli.options import NumberRange, one_line
 from ratchet_ray.run_config.options import (config_option, dataset_path_option, llm_option,
                                             profile_option, set_option, workers_option)
 from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
@@ -222,7 +222,7 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
 @click.option("--probes", type=click.IntRange(min=1), default=5, show_default=True,
               help="Calls (probes) per task; a rerun adds only the missing ones.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N tasks of the suite.")
-@click.option("--temperature", type=click.FloatRange(0.0, 2.0),
+@click.option("--temperature", type=NumberRange(0.0, 2.0),
               help="Sampling temperature (probes differ only through sampling); default: the "
                    "loop Solver's (llm.temperature, the Default's 1.0, and the suite's own, "
                    "e.g. the SWE-bench agent's).")

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 import click
 import duckdb
 
-from ratchet_ray.cli.options import format_option, one_line, yes_option
+from ratchet_ray.cli.options import NumberRange, format_option, one_line, yes_option
 from ratchet_ray.evidence import integrity
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.run_config.files import ConfigError, load_config
@@ -201,7 +201,7 @@ def capsule() -> None:
 
 
 @capsule.command("prune")
-@click.option("--keep-days", type=click.FloatRange(min=0), required=True,
+@click.option("--keep-days", type=NumberRange(min=0), required=True,
               help="Keep capsule parts holding any row newer than this many days.")
 @click.option("--dry-run", is_flag=True, help="List the parts that would be removed; remove nothing.")
 @yes_option()

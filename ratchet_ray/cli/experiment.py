@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import one_line
+from ratchet_ray.cli.options import NumberRange, one_line
 from ratchet_ray.run_config.options import dataset_path_option, llm_option, subset_option
 from ratchet_ray.loop.entry import SUITE
 from ratchet_ray.settings.schema import default_suite
@@ -51,11 +51,11 @@ def experiment() -> None:
 @click.option("--spec", help="Spec file in the repo (default program.md when present).")
 @click.option("--max-iterations", type=click.IntRange(min=1), default=25, show_default=True,
               help="Proposals evaluated at most (resumes continue the count).")
-@click.option("--budget-s", type=click.FloatRange(min=1), default=3600, show_default=True,
+@click.option("--budget-s", type=NumberRange(min=1), default=3600, show_default=True,
               help="Wall-clock budget of the whole run (resumes continue it).")
-@click.option("--eval-timeout-s", type=click.FloatRange(min=1),
+@click.option("--eval-timeout-s", type=NumberRange(min=1),
               help="Time limit of one evaluation (default: a quarter of --budget-s).")
-@click.option("--eval-cost-usd", type=click.FloatRange(min=0), default=10.0, show_default=True,
+@click.option("--eval-cost-usd", type=NumberRange(min=0), default=10.0, show_default=True,
               help="Cost limit of one evaluation: a contract whose metrics.cost_usd is over it "
                    "is a veto.")
 @click.option("--review", multiple=True,
@@ -66,7 +66,7 @@ def experiment() -> None:
                    "evaluator reports fewer than two per-seed scalars.")
 @click.option("--patience", type=click.IntRange(min=0), default=10, show_default=True,
               help="Stop after this many iterations without a keep (0: never).")
-@click.option("--noise-margin", type=click.FloatRange(min=0),
+@click.option("--noise-margin", type=NumberRange(min=0),
               help="Fixed improvement margin (default: from the evaluator's per-seed scalars).")
 @click.option("--max-fix-attempts", type=click.IntRange(min=0), default=2, show_default=True,
               help="Follow-up fixes a crashed or timed-out candidate gets before `crash`.")
@@ -76,7 +76,7 @@ def experiment() -> None:
 @llm_option("Backend of the llm proposer.", default="local", show_default=True)
 @click.option("--llm-model", help="Model id (backend default when omitted).")
 @click.option("--llm-base-url", help="Server URL for the openai backend.")
-@click.option("--temperature", type=click.FloatRange(0, 2), default=0.0, show_default=True,
+@click.option("--temperature", type=NumberRange(0, 2), default=0.0, show_default=True,
               help="Sampling temperature of the llm proposer.")
 @click.option("--max-tokens", type=click.IntRange(min=16), default=400, show_default=True,
               help="Generation cap of one proposal of the llm proposer.")
@@ -141,7 +141,7 @@ def evaluator_sha() -> str:
                    "(allowed_keys), those a human must review (review_keys), the evaluator's "
                    "own settings and cost_budget_usd (default: the built-in manifest; keep the "
                    "file out of --editable so it is frozen).")
-@click.option("--cost-budget-usd", type=click.FloatRange(min=0),
+@click.option("--cost-budget-usd", type=NumberRange(min=0),
               help="Cost limit of this evaluation, all seeds (default: the manifest's, 10 USD): "
                    "each seed's run stops at its share and the candidate is vetoed.")
 @click.option("--floor-tau", type=float, default=0.10, show_default=True,
@@ -150,7 +150,7 @@ def evaluator_sha() -> str:
               help="Proposition 1 floor: trials before retirement (N_min).")
 @click.option("--floor-cap", type=click.IntRange(min=1), default=50, show_default=True,
               help="Proposition 1 floor: the active cap C.")
-@click.option("--floor-delta", type=click.FloatRange(min=1e-12, max=1), default=1e-3,
+@click.option("--floor-delta", type=NumberRange(min=1e-12, max=1), default=1e-3,
               show_default=True, help="Proposition 1 floor: per-skill failure probability "
               "delta.")
 @dataset_path_option()

@@ -9,10 +9,13 @@ Contracts:
 - ``one_line(*errors, error=...)``: an error of those types raised inside is click's one
   ``Error:`` line (its message, the cause chained; ``ClickException``, or ``UsageError``),
   never a traceback.
+- ``NumberRange``: every bounded number option's type; ``nan`` is refused as click refuses a
+  value out of range.
 """
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -24,6 +27,17 @@ Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 SKILL_STATUSES = ("all", *(status.value for status in SkillStatus))
 FORMATS = click.Choice(["table", "csv", "json"])
+
+
+class NumberRange(click.FloatRange):
+    """``click.FloatRange`` that refuses ``nan``, which passes every bound (``--keep-days nan``
+    pruned nothing and ``--threshold nan`` flagged nothing, each as if that was asked)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number; give one in the range {self._describe_range()}", param, ctx)
+        return number
 
 
 def status_option(default: str, help: str) -> Decorator:

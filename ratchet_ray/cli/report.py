@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import one_line
+from ratchet_ray.cli.options import NumberRange, one_line
 
 
 @click.command("report")
@@ -28,7 +28,7 @@ from ratchet_ray.cli.options import one_line
                    "evidence as rounds finish, the page reloads itself (Ctrl-C stops).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="With --watch: the loopback port (0: any free one).")
-@click.option("--interval", type=click.FloatRange(min=0.5), default=5.0, show_default=True,
+@click.option("--interval", type=NumberRange(min=0.5), default=5.0, show_default=True,
               help="With --watch: seconds between the page's checks for new evidence.")
 def report(paths: tuple[Path, ...], out: Path | None, max_capsules: int, no_tasks: bool,
            watch: bool, port: int, interval: float) -> None:

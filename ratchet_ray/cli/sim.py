@@ -9,13 +9,13 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import one_line
+from ratchet_ray.cli.options import NumberRange, one_line
 from ratchet_ray.run_config.options import set_option
 
 
 @click.command("sim-report")
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--delta", type=click.FloatRange(min=0.0, max=1.0, min_open=True, max_open=True),
+@click.option("--delta", type=NumberRange(min=0.0, max=1.0, min_open=True, max_open=True),
               default=1e-3, show_default=True,
               help="Per-skill failure probability delta of Proposition 1's floor.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
@@ -45,7 +45,7 @@ def sim_report(path: Path, delta: float, out: Path | None) -> None:
 @click.option("--seed-a", type=int, default=42, show_default=True, help="Seed (world) of A.")
 @click.option("--seed-b", type=int, default=7, show_default=True,
               help="Seed of the 'truths redrawn' world: every skill's effect drawn anew.")
-@click.option("--stronger-beta", type=click.FloatRange(min=0.01), default=3.0,
+@click.option("--stronger-beta", type=NumberRange(min=0.01), default=3.0,
               show_default=True,
               help="sim.base_beta of the 'stronger model' (A's world and truths, higher p0).")
 @set_option("Config override for every run, e.g. --set n_train=30 (repeatable).")

@@ -32,7 +32,8 @@ from ratchet_ray.cli import audit_hygiene
 from ratchet_ray.cli.skill_packs import (USER_ERRORS, export_cmd, import_cmd, latest_round,
                                          transfer_cmd)
 from ratchet_ray.cli.evidence import emit_rows, require_run_dir, run_config, writer_lock
-from ratchet_ray.cli.options import format_option, one_line, round_option, status_option
+from ratchet_ray.cli.options import (NumberRange, format_option, one_line, round_option,
+                                     status_option)
 from ratchet_ray.evidence.queries import (EMPTY_STATS, failed_llm_calls, recent_skill_events,
                                           suspicious_capsules, tampering_capsules)
 from ratchet_ray.evidence.tampering import grader_finding, suspicion
@@ -160,7 +161,7 @@ def _capsule_rows(capsules: list[dict], finding) -> list[dict]:
 @click.option("--leakage", is_flag=True,
               help="Per skill, its verbatim overlap with the run's eval tasks (and train "
                    "answers), flagged at --threshold; in table format then the quoted spans.")
-@click.option("--threshold", type=click.FloatRange(0.0, 1.0), default=None,
+@click.option("--threshold", type=NumberRange(0.0, 1.0), default=None,
               help="Leakage score that flags a skill (default: the run's "
                    "synth.leakage_threshold).")
 @click.option("--embed", is_flag=True,
@@ -169,7 +170,7 @@ def _capsule_rows(capsules: list[dict], finding) -> list[dict]:
 @click.option("--bypass", "bypass_", is_flag=True,
               help="Per skill: routings since activation, dead weight "
                    "(curator.dead_weight_rounds) and routed-but-ignored on the probe pairs.")
-@click.option("--near", type=click.FloatRange(0.0, 1.0), default=0.95, show_default=True,
+@click.option("--near", type=NumberRange(0.0, 1.0), default=0.95, show_default=True,
               help="With --bypass: output similarity (difflib ratio) of a near-identical pair.")
 @click.option("--cost", is_flag=True,
               help="Per skill: prompt tokens it adds per routing, summed over its routings, "

@@ -91,3 +91,22 @@ def test_the_cli_modules_write_no_copy_of_a_shared_option():
                 copies.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.args[0].value}")
     assert copies == [], ("use ratchet_ray.run_config.options / ratchet_ray.cli.options instead "
                           f"of writing these again: {copies}")
+
+
+def test_every_bounded_number_option_refuses_nan():
+    """``nan`` passes every bound of ``click.FloatRange`` (``--keep-days nan`` pruned nothing
+    and said so): every such option of the tree is ``NumberRange``, which refuses it."""
+    from click.testing import CliRunner
+
+    from ratchet_ray.cli.options import NumberRange
+
+    ranged = {f"{ctx.command_path} {param.opts[0]}": param
+              for command, ctx in walk(main, click.Context(main, info_name="ratchet"))
+              for param in command.params if isinstance(param.type, click.FloatRange)}
+    assert len(ranged) >= 14 and "ratchet capsule prune --keep-days" in ranged
+    plain = [name for name, param in ranged.items() if not isinstance(param.type, NumberRange)]
+    assert not plain, f"click.FloatRange lets nan through: {plain}"
+    result = CliRunner().invoke(main, ["sim-report", ".", "--delta", "nan"])
+    assert result.exit_code == 2, result.output
+    assert ("Invalid value for '--delta': 'nan' is not a number; give one in the range "
+            "0.0<x<1.0") in result.output
