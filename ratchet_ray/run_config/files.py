@@ -68,7 +68,10 @@ def _set_path(tree: dict, path: list[str], value: Any, origin: str) -> None:
         path = ["suite_settings", *path]  # ``swebench.memory_mb``: that suite's section
     model: type[BaseModel] | None = LoopConfig
     for i, part in enumerate(path):
-        fields = model.model_fields if model else {}
+        if model is None:  # the key before this part holds a value, not a section of keys
+            holder = ".".join(path[:i])
+            raise ConfigError(f"{origin}: {holder} is not a section; set it as {holder}=VALUE")
+        fields = model.model_fields
         if part not in fields:
             where = ".".join(path[:i]) or "top level"
             raise ConfigError(
@@ -86,7 +89,8 @@ def _set_path(tree: dict, path: list[str], value: Any, origin: str) -> None:
         else:
             tree = tree.setdefault(part, {})
             if not isinstance(tree, dict):
-                raise ConfigError(f"{origin}: {'.'.join(path[: i + 1])} is not a section")
+                holder = ".".join(path[: i + 1])
+                raise ConfigError(f"{origin}: {holder} is not a section; set it as {holder}=VALUE")
 
 
 def _set_free(tree: dict, path: list[str], value: Any, origin: str) -> None:

@@ -166,3 +166,13 @@ def test_make_run_points_at_the_quickstart_subset_which_says_how_it_was_made():
     assert subset["suite"] == "mbpp" and subset["how_made"]
     assert subset["train_ids"] and subset["eval_ids"]
     assert not set(subset["train_ids"]) & set(subset["eval_ids"])
+
+
+def test_a_key_under_a_value_names_the_value_and_how_to_set_it():
+    """``curator.active_cap`` holds a number: a key under it names nothing, with or without a
+    file that sets it (without one, the error listed "valid keys:" with none after it)."""
+    for files in ([], [DEFAULT]):
+        with pytest.raises(ConfigError, match=r"^override 'curator.active_cap.x=3': "
+                           r"curator.active_cap is not a section; set it as "
+                           r"curator.active_cap=VALUE$"):
+            load_config(files, ["curator.active_cap.x=3"])
