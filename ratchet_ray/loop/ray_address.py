@@ -12,8 +12,9 @@ Contracts:
 - ``leftover_head()``: the address of a live cluster a plain ``ray.init()`` here would join (the
   address file the last ``ray start --head`` wrote; one a dead head left is ignored), else None.
 - ``ray_problem(address)``: what a driver given ``address`` (else ``RAY_ADDRESS``, else a local
-  Ray) would meet, one line with the fix, else None. ``RAY_ADDRESS=local`` asks for a local Ray
-  of its own even beside a leftover head.
+  Ray) would meet, one line with the fix, else None: nothing listening, an address of none of
+  the forms a driver takes (``garbage``, a host without its port), a leftover head.
+  ``RAY_ADDRESS=local`` asks for a local Ray of its own even beside a leftover head.
 """
 
 from __future__ import annotations
@@ -55,6 +56,16 @@ def unreachable(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
     return None
 
 
+def _malformed(address: str) -> str | None:
+    """Why ``address`` is none of the forms a driver can be given (``HOST:PORT``, a dashboard
+    URL, a ``scheme://`` address such as ``ray://``, ``auto``), else None."""
+    text = address.strip()
+    if "://" in text or text == "auto" or _host_port(text) is not None:
+        return None
+    return ("it is no Ray address: give HOST:PORT (the head's GCS, e.g. 127.0.0.1:6379), "
+            "http://HOST:8265 (its dashboard), ray://HOST:10001 or auto")
+
+
 def leftover_head() -> str | None:
     """The cluster a plain ``ray.init()`` here would join (module contract), else None."""
     try:
@@ -77,7 +88,7 @@ def ray_problem(address: str | None = None) -> str | None:
     if given == LOCAL:
         return None
     if given is not None:
-        why = unreachable(given)
+        why = unreachable(given) or _malformed(given)
         if why is None:
             return None
         source, drop = ("--address", "drop --address") if address else \

@@ -176,3 +176,21 @@ def test_an_interrupt_is_recorded_with_the_round_it_came_in(tmp_path):
     assert stopped["cause"] == "interrupted (Ctrl-C / SIGINT) in round 2 of 5"
     loop = json.loads((run.path / "loop.json").read_text())
     assert loop["stopped"] == stopped and [r["round"] for r in loop["rounds"]] == [0, 1]
+
+
+def test_a_ray_address_of_no_known_form_is_one_line_and_no_run_dir(tmp_path):
+    """``RAY_ADDRESS=garbage`` is neither HOST:PORT, a URL nor ``auto``: named before the run
+    dir is made (Ray's own "Invalid address format" came after it, leaving results/ behind)."""
+    refused_within(["-m", "jobs.skill_loop", "sim", "--rounds", "1", "--set",
+                    f"results_dir={tmp_path / 'results'}"], ROOT, _env(RAY_ADDRESS="garbage"),
+                   "garbage (RAY_ADDRESS)", "no Ray address", "HOST:PORT", "unset RAY_ADDRESS")
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_address_forms_ray_takes_are_left_to_ray(monkeypatch):
+    from ratchet_ray.loop.ray_address import ray_problem
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    for address in ("auto", "local", "ray://127.0.0.1:10001"):  # Ray's: reached by Ray itself
+        assert ray_problem(address) is None, address
+    assert "no Ray address" in ray_problem("127.0.0.1")  # no port: Ray refuses it too
