@@ -274,6 +274,10 @@ def main(suite: str, out: Path | None, probes: int, limit: int | None, temperatu
         ran, passed = run_baseline(config, out, probes, limit)
     except (RunStopped, PoolError) as exc:  # the cause and its fix; lost probes are redone
         raise click.ClickException(f"baseline stopped: {exc}") from exc
+    except KeyboardInterrupt:  # Ctrl-C: every probe written is kept; a rerun runs the rest
+        click.echo(f"interrupted: {len(done_probes(out))} probe(s) kept in {out}; rerun the "
+                   "same command to run the rest", err=True)
+        raise SystemExit(130) from None
     total = len(done_probes(out))
     click.echo(f"{out}: {ran} probe(s) run now ({passed} passed); {total} in the file")
     click.echo(infra_retry_note(out))

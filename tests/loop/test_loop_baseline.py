@@ -67,3 +67,23 @@ def test_baseline_retries_infrastructure_failures_within_a_bound_and_says_so(ray
     assert infra_retry_note(out).startswith(
         f"2 probe(s) retried after an infrastructure failure (at most {INFRA_ATTEMPTS} attempts "
         "each), 0 of them still failed")
+
+
+def test_ctrl_c_in_a_baseline_keeps_its_rows_and_says_to_rerun(tmp_path, monkeypatch):
+    """An interrupted baseline exits 130 with how many probes its file keeps and that the same
+    command goes on (click printed a bare "Aborted!")."""
+    from click.testing import CliRunner
+
+    import ratchet_ray.cli.baseline as baseline
+
+    def interrupted(config, out, probes, limit):  # one probe written, then Ctrl-C
+        out.write_text(json.dumps({"task_id": "t1", "probe": 0, "passed": True}) + "\n")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(baseline, "run_baseline", interrupted)
+    monkeypatch.setenv("RAY_ADDRESS", "local")  # never a head another test left running
+    out = tmp_path / "b.jsonl"
+    result = CliRunner().invoke(baseline.main, ["sim", "--out", str(out), "--probes", "1"])
+    assert result.exit_code == 130, result.output
+    assert f"interrupted: 1 probe(s) kept in {out}; rerun the same command" in result.output
+    assert done_probes(out) == {("t1", 0)}
