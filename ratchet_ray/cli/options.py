@@ -36,7 +36,8 @@ class NumberRange(click.FloatRange):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
         number = super().convert(value, param, ctx)
         if math.isnan(number):
-            self.fail(f"{value!r} is not a number; give one in the range {self._describe_range()}", param, ctx)
+            self.fail(f"{value!r} is not a number; give one in the range "
+                      f"{self._describe_range()}", param, ctx)
         return number
 
 
