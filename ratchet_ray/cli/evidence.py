@@ -69,7 +69,8 @@ def runs_below(folder: Path) -> list[Path]:
 
 def check_run_dir(run_dir: Path) -> Path:
     """``run_dir`` when it is a run dir, else ``click.UsageError`` naming what a run dir holds
-    and listing the run dirs below it (``--db results/sim`` lists that suite's runs)."""
+    and listing the run dirs below it (``--db results/sim`` lists that suite's runs); a run dir
+    whose ``evidence`` is no folder is one too."""
     run_dir = Path(run_dir)
     if not run_dir.exists():
         raise click.UsageError(f"--db {run_dir}: no such run directory; pass a run dir, e.g. "
@@ -78,6 +79,10 @@ def check_run_dir(run_dir: Path) -> Path:
         raise click.UsageError(f"--db {run_dir} is a file; pass its run dir (the folder holding "
                                "config.yaml and evidence/)")
     if any((run_dir / marker).exists() for marker in RUN_DIR_MARKERS):
+        evidence = run_dir / "evidence"
+        if evidence.exists() and not evidence.is_dir():  # every query would read no part
+            raise click.UsageError(f"{evidence} is not a folder: the run's evidence is the "
+                                   "Parquet parts in it; restore it from a copy of the run")
         return run_dir
     runs = runs_below(run_dir)
     expected = (f"--db {run_dir} is not a run dir (expected a folder with config.yaml and "

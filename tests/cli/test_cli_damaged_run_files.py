@@ -225,3 +225,19 @@ def test_an_output_folder_under_a_file_is_one_line_naming_the_option(run, tmp_pa
     before = _files(run)
     refused(ratchet(*[names.get(a, a) for a in args]), *words, "config.yaml")
     assert _files(run) == before
+
+
+def test_an_evidence_that_is_a_file_is_named_not_read_as_no_evidence(run):
+    """A run dir whose ``evidence`` was replaced by a file (a copy gone wrong) read as a run
+    with no capsules in every ``--db`` command; each now names it, and nothing is changed."""
+    import shutil
+
+    shutil.rmtree(run / "evidence")
+    (run / "evidence").write_text("not a folder\n")
+    before = _files(run)
+    for args in (["query", "select count(*) from capsule"], ["evidence", "verify"],
+                 ["audit", "--leakage"]):
+        refused(ratchet("--db", str(run), *args), f"{run / 'evidence'} is not a folder",
+                "restore it from a copy of the run")
+    assert _files(run) == before
+
