@@ -144,7 +144,7 @@ def evaluator_sha() -> str:
 @click.option("--cost-budget-usd", type=NumberRange(min=0),
               help="Cost limit of this evaluation, all seeds (default: the manifest's, 10 USD): "
                    "each seed's run stops at its share and the candidate is vetoed.")
-@click.option("--floor-tau", type=float, default=0.10, show_default=True,
+@click.option("--floor-tau", type=NumberRange(min=0, max=1), default=0.10, show_default=True,
               help="Proposition 1 floor: the retirement threshold tau.")
 @click.option("--floor-n-min", type=click.IntRange(min=1), default=100, show_default=True,
               help="Proposition 1 floor: trials before retirement (N_min).")

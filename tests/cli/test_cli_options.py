@@ -106,6 +106,10 @@ def test_every_bounded_number_option_refuses_nan():
     assert len(ranged) >= 14 and "ratchet capsule prune --keep-days" in ranged
     plain = [name for name, param in ranged.items() if not isinstance(param.type, NumberRange)]
     assert not plain, f"click.FloatRange lets nan through: {plain}"
+    unbounded = [f"{ctx.command_path} {param.opts[0]}"
+                 for command, ctx in walk(main, click.Context(main, info_name="ratchet"))
+                 for param in command.params if type(param.type) is click.types.FloatParamType]
+    assert not unbounded, f"a plain float option takes nan: {unbounded}"
     result = CliRunner().invoke(main, ["sim-report", ".", "--delta", "nan"])
     assert result.exit_code == 2, result.output
     assert ("Invalid value for '--delta': 'nan' is not a number; give one in the range "
