@@ -8,10 +8,10 @@ commit and after the patch, None when absent, read only for ``CONTENT_CHECKED`` 
 root modules). A new root module that shadows one pytest imports (``shadowed_module``: ``python
 -m pytest`` puts the root first on ``sys.path``), or one at the top of a folder the image's
 ``PYTHONPATH`` puts there (``import_roots``: flask's ``src``), is harness; the repository's own
-root modules stay editable. A ``CONTENT_CHECKED`` file is harness, and restored whole, when its test settings
-changed as any reader sees them (``iniconfig`` in each mode, ``configparser``, ``tomllib`` for
-``[tool.pytest*]``/``[tool.tox]``, or a changed line naming ``CONFIG_WORDS``). A new packaging
-file without test settings is the patch's own.
+root modules stay editable. A ``CONTENT_CHECKED`` file is harness, and restored whole, when its
+test settings changed as any reader sees them (``iniconfig`` in each mode, ``configparser``,
+``tomllib`` for ``[tool.pytest*]``/``[tool.tox]``, or a changed line naming ``CONFIG_WORDS``). A
+new packaging file without test settings is the patch's own.
 """
 
 from __future__ import annotations

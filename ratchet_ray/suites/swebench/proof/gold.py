@@ -22,10 +22,12 @@ from typing import Any, Iterator
 from ratchet_ray.storage.fsutil import atomic_write_bytes
 from ratchet_ray.suites.swebench.proof.mutants import Mutant
 
-RECORD_VERSION = 6  # 2: kept mutants fail under the base code too; 3: dropped ones redrawn (issue 49);
-# 4: mutants drawn as the file writes its expectations (a record of 3 keeps mutants a detector tells apart);
+# 2: kept mutants fail under the base code too; 3: dropped ones redrawn (issue 49);
+# 4: mutants drawn as the file writes its expectations (a record of 3 keeps mutants a detector
+# tells apart);
 # 5: numbers as round as the file's expectations, and a call's argument as often (issue 48);
 # 6: a FAIL_TO_PASS mutant at the expectation the base code fails, not the last (spared by a forger)
+RECORD_VERSION = 6
 
 
 def default_folder() -> str:

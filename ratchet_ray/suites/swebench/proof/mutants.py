@@ -16,12 +16,12 @@ Contracts:
   one at random from the failing line on (``_ordered``); for any other, the last.
   ``tried``: each test's mutants drawn before and dropped, never drawn again (a redraw).
 - ``failing_lines(failure, file)``: the lines of ``file`` a traceback's frames name.
-- ``draw_kept(located, texts, rng, judge, f2p, failures=None)`` -> ``(kept, dropped)``: ``candidates`` judged by
-  ``judge(found) -> {test: None (kept) or why dropped}`` (the prover's gold and base-code
-  sessions); a dropped mutant's test is drawn again, up to ``REDRAWS`` times, while no
-  FAIL_TO_PASS test (``f2p``) has one kept and one still can (calc-2's ``clamp(12, 0, 10) ==
-  10`` -> 12 passes under the base code). Every draw comes from ``rng`` (the grade's secret
-  draw). A reason that is a ``Final`` is not drawn again.
+- ``draw_kept(located, texts, rng, judge, f2p, failures=None)`` -> ``(kept, dropped)``:
+  ``candidates`` judged by ``judge(found) -> {test: None (kept) or why dropped}`` (the prover's
+  gold and base-code sessions); a dropped mutant's test is drawn again, up to ``REDRAWS``
+  times, while no FAIL_TO_PASS test (``f2p``) has one kept and one still can (calc-2's
+  ``clamp(12, 0, 10) == 10`` -> 12 passes under the base code). Every draw comes from ``rng``
+  (the grade's secret draw). A reason that is a ``Final`` is not drawn again.
 - ``Mutant.apply(text)`` -> the text with the change, or None when the literal is not where it
   was; ``as_dict``/``from_dict`` round-trip (gold records keep them).
 - ``expectations(tree, qual)``: the test's literal expectations with what each is compared with;
