@@ -54,8 +54,11 @@ def task_statements(run_dir: Path, ids: set[str], limit: int | None = None) -> d
 
 def _skill_guidance(run_dir: Path) -> dict[str, str]:
     """``{skill id: guidance as YAML}`` of the run's bank files (the text a Solver was shown)."""
+    from ratchet_ray.bank.skill_io import skill_files
+
     out = {}
-    for path in sorted((run_dir / "skills").glob("*.yaml")):
+    folder = run_dir / "skills"
+    for path in skill_files(folder) if folder.is_dir() else []:  # the files the bank reads
         try:
             data = yaml.safe_load(path.read_text())
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
