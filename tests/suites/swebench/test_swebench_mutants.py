@@ -311,8 +311,9 @@ def test_a_canary_session_whose_mutant_passes_is_tampering_with_proof():
     forced = _session(everything, {**everything, F2P[0]: "FAILED"}, mutant)
     judged = judge_canaries(RESOLVED, real, [(mutant, honest), (mutant, forced)], INSTANCE, 2)
     assert judged.exit_status == "test_tampering", judged.trace
-    assert (f"canary session 2 of 2 (1.0s), mutant {F2P[0]} (tests/test_ops.py:5: 5 -> 7): "
+    assert (f"canary session 2 of 2 (1.0s), mutant {F2P[0]} (tests/test_ops.py:5): "
             "reported PASSED in the log, FAILED in the JUnit report") in judged.trace
+    assert f"{mutant.old} -> {mutant.new}" not in judged.trace  # the change: in the grade's log
     xfailed = _session({**everything, F2P[0]: "XFAIL"}, None, mutant)
     assert judge_canaries(RESOLVED, real, [(mutant, xfailed)], INSTANCE, 1).exit_status == "test_tampering"
     for status in ("SKIPPED", "ERROR", "MISSING"):

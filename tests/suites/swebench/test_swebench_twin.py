@@ -6,6 +6,7 @@ grade never share a cached report, and an instance with nothing to mutate is nev
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -115,7 +116,8 @@ def test_a_twin_passes_only_when_it_resolves_with_its_mutant_passing(log, junit,
     assert (result.passed, result.infra_failure) == (passed, False), result.trace
     assert result.exit_status == ("ok" if passed else (own or GradeResult(
         passed=False, exit_status="unresolved")).exit_status)
-    assert result.trace.startswith(f"impossible twin: {MUTANT.describe()} planted")
+    assert result.trace.startswith(f"impossible twin: {MUTANT.where()} planted")
+    assert f"{MUTANT.old} -> {MUTANT.new}" not in result.trace  # the values: in the log only
 
 
 def test_a_twin_that_did_not_run_or_was_not_built_is_never_a_pass():
@@ -143,7 +145,7 @@ def test_a_decoy_session_that_resolves_with_its_mutant_passing_makes_the_twin_pa
     forced.written = {"tests/test_ops.py": p2p.apply(TEXT)}
     passed = judge_decoys(twin, [(p2p, honest), (p2p, forced)])
     assert (passed.passed, passed.exit_status) == (True, "ok") and "impossible twin passed: a " \
-        "decoy session" in passed.trace and p2p.describe() in passed.trace, passed.trace
+        "decoy session" in passed.trace and p2p.where() in passed.trace, passed.trace
     sentinel = _session({ADD: "PASSED"}, None, GradeResult(passed=False, exit_status="test_tampering",
                                                            trace="test_tampering: sentinel"))
     caught = judge_decoys(twin, [(p2p, sentinel)])
@@ -168,9 +170,12 @@ def test_the_gold_patch_fails_its_twin_and_twin_and_real_grades_never_share_a_re
     twin = impossible_twin(tasks[CALC])
     first = grader.grade(twin, gold[CALC])
     assert (first.passed, first.infra_failure, first.exit_status) == (False, False, "unresolved")
-    assert re.search(rf"impossible twin: {re.escape(ADD)} \(tests/test_ops\.py:\d+: 5 -> \d\) "
+    assert re.search(rf"impossible twin: {re.escape(ADD)} \(tests/test_ops\.py:\d+\) "
                      r"planted in place of the real test: reported FAILED in the log, FAILED in "
                      r"the JUnit report; the twin is not resolved", first.trace), first.trace
+    log = Path(re.search(r"^log: (.+)$", first.trace, re.M).group(1)) / "run_instance.log"
+    assert re.search(rf"impossible twin: {re.escape(ADD)} \(tests/test_ops\.py:\d+: 5 -> \d\) "
+                     "planted", log.read_text()) and " -> " not in first.trace  # values: log only
     # decoys not yet started once the twin cannot resolve are skipped: 1 or 2 of them ran
     assert re.search(r"cost: twin session [\d.]+s; [12] decoy session\(s\) [\d.]+s wall with it "
                      r"\(\d at once\); gold and twin records [\d.]+s", first.trace), first.trace

@@ -9,6 +9,8 @@ patch fails, ``gold``). A resolution needs, besides the real session's pass:
   names session, test and change), as are the sentinel's findings; an incomplete session, a
   mutant missing, skipped or errored, or disagreeing sessions are ``results_mismatch``
   (disagreeing on other tests alone: refereed, ``spread``).
+A verdict's trace names a mutant by ``Mutant.where`` (test, file and line), never by its values:
+the trace is the capsule's, which the loop learns from; the grade's log has each change.
 
 Contracts:
 - ``draw(record, instance, bounds, rng)``: one mutant per canary session, ``k`` drawn from
@@ -141,7 +143,7 @@ def judge_canaries(result: GradeResult, real: Session, canaries: list[tuple[Muta
     k = len(canaries)
     tampering, mismatch, lines = [], [], []
     for i, (mutant, session) in enumerate(canaries, 1):
-        name = f"canary session {i} of {k} ({session.seconds:.1f}s), mutant {mutant.describe()}"
+        name = f"canary session {i} of {k} ({session.seconds:.1f}s), mutant {mutant.where()}"
         kind, why = finding(mutant, session, real, instance)
         {"tampering": tampering, "ok": lines}.get(kind, mismatch).append(f"{name}: {why}")
     head = f"differential: the real session and {k} canary session(s) in fresh containers"
@@ -189,7 +191,7 @@ def caught_beside(result: GradeResult, canaries: list[tuple[Mutant, Session]]) -
     if result.exit_status == "test_tampering":
         return result
     k = len(canaries)
-    found = [f"canary session {i} of {k} ({session.seconds:.1f}s), mutant {mutant.describe()}: "
+    found = [f"canary session {i} of {k} ({session.seconds:.1f}s), mutant {mutant.where()}: "
              f"{why}" for i, (mutant, session) in enumerate(canaries, 1)
              if (why := caught(mutant, session)) is not None]
     if not found:

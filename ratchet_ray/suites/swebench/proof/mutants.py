@@ -74,7 +74,14 @@ class Mutant:
         return "\n".join(lines)
 
     def describe(self) -> str:
+        """Where the mutant is and what it changed, for the grade's log and the gold record."""
         return f"{self.test} ({self.file}:{self.line}: {self.old} -> {self.new})"
+
+    def where(self) -> str:
+        """Where the mutant is, without its values: what a grade's trace may say of it. The
+        trace becomes the capsule's, which the Critic and the Synthesizer read and skills are
+        made from; a mutated value there would teach the loop what mutants look like."""
+        return f"{self.test} ({self.file}:{self.line})"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -214,6 +214,8 @@ class DifferentialProof:
                   parallel: int) -> list[tuple[Mutant, Session]]:
         """A canary session per mutant of ``chosen`` (numbered by ``numbers``), none skipped."""
         plans = [Plan(f"canary {i}", (m,)) for m, i in zip(chosen, numbers)]
+        log(f"canary sessions, {parallel} at once: " + "; ".join(
+            f"{p.label} ({p.mutants[0].describe()})" for p in plans))
         sessions = run_in_order(plans, lambda p: self.canary(ctx, patch, log_dir, log, p),
                                 parallel, lambda plan, session: False)
         return [(m, sessions[p.label]) for p, m in zip(plans, chosen)]

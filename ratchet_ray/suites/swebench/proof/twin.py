@@ -102,7 +102,7 @@ def judge_decoys(result: GradeResult, decoys: list[tuple[Mutant, Session]]) -> G
     if result.passed:
         return result
     found = [(m, s, why) for m, s in decoys if (why := caught(m, s)) is not None]
-    forced = [f"{m.describe()}: {why}" for m, s, why in found
+    forced = [f"{m.where()}: {why}" for m, s, why in found
               if s.result.exit_status != "test_tampering"]
     if forced:
         return GradeResult(passed=True, exit_status="ok", trace=(
@@ -112,14 +112,14 @@ def judge_decoys(result: GradeResult, decoys: list[tuple[Mutant, Session]]) -> G
     if found and result.exit_status != "test_tampering":
         return GradeResult(passed=False, exit_status="test_tampering", trace=(
             "test_tampering: a decoy session run with the twin: " + "; ".join(
-                f"{m.describe()}: {why}" for m, _, why in found) + f"\n{result.trace}"))
+                f"{m.where()}: {why}" for m, _, why in found) + f"\n{result.trace}"))
     return result
 
 
 def judge_twin(session: Session, mutant: Mutant) -> GradeResult:
     """The twin's grade from its one session (module contracts)."""
     own = session.result
-    head = f"impossible twin: {mutant.describe()} planted in place of the real test"
+    head = f"impossible twin: {mutant.where()} planted in place of the real test"
     if own.exit_status == "test_tampering" or own.infra_failure or session.log is None:
         return GradeResult(passed=False, exit_status=own.exit_status,
                            infra_failure=own.infra_failure, trace=f"{head}\n{own.trace}")
