@@ -30,7 +30,7 @@ from pathlib import Path
 import click
 
 from ratchet_ray.report.ablation_report import write_report
-from ratchet_ray.cli.options import one_line
+from ratchet_ray.cli.options import exit_on_signal, one_line
 from ratchet_ray.run_config.options import (bank_option, csv_list, dataset_path_option,
                                             llm_option, profile_option, seeds_option, set_option,
                                             slice_options, workers_option)
@@ -194,11 +194,6 @@ def _manage(out_dir: Path, address: str | None, stop: bool) -> None:
             click.echo(f"{status:<10} {name:<14} log {out_dir / 'logs' / (name + '.log')}")
 
 
-def _stop_on_sigterm(signum: int, frame) -> None:
-    # Unwind like Ctrl-C, so the running jobs and the local Ray head are stopped on the way.
-    raise SystemExit(128 + signum)
-
-
 def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int],
          address: str | None, outcomes: list[JobOutcome]) -> None:
     """Run ``jobs`` on the cluster, appending each outcome to ``outcomes`` as it ends."""
@@ -224,7 +219,9 @@ def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int]
     from ratchet_ray.sweep.jobs import (gcs_address, is_dashboard_url, job_client,
                                         live_jobs, run_ray_jobs)
 
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)  # until ray.init (installed again after)
+    # Unwind like Ctrl-C, so the running jobs and the local Ray head are stopped on the way;
+    # until ray.init (installed again after).
+    signal.signal(signal.SIGTERM, exit_on_signal)
     env = {**os.environ, **({"RAY_ADDRESS": address} if address else {})}
     with one_line(RayHeadError, SweepError):
         with ray_cluster(num_cpus, spec.out_dir / "logs" / "ray_head.log", env) as cluster_env:
@@ -239,7 +236,7 @@ def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int]
             with ray_session(driver_address):
                 # Ray's driver installs a SIGTERM handler that aborts the process, which would
                 # leave the jobs and the local head running: ours again, so SIGTERM stops them.
-                signal.signal(signal.SIGTERM, _stop_on_sigterm)
+                signal.signal(signal.SIGTERM, exit_on_signal)
                 try:
                     if spec.budget:  # the spend of arm-seeds no job of this invocation reports
                         SharedBudget(spec.scope).seed(recorded_spend(spec, arms, seeds))
@@ -256,6 +253,3 @@ def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int]
 
 
 COMMANDS = [main]
-
-if __name__ == "__main__":
-    main(prog_name="python -m jobs.ablations")

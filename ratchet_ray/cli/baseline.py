@@ -30,7 +30,7 @@ from typing import Any
 
 import click
 
-from ratchet_ray.cli.options import NumberRange, one_line
+from ratchet_ray.cli.options import NumberRange, suite_config
 from ratchet_ray.run_config.options import (config_option, dataset_path_option, llm_option,
                                             profile_option, set_option, workers_option)
 from ratchet_ray.loop.entry import (DRY_RUN, SUITE, check_startable, print_config,
@@ -238,25 +238,19 @@ def main(suite: str, out: Path | None, probes: int, limit: int | None, temperatu
          llm: str | None, profiles: tuple, config_files: tuple, sets: tuple,
          dataset_path: Path | None, workers: int | None, dry_run: bool) -> None:
     """Direct-LLM baseline of SUITE (no skills), resumable."""
-    from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
-    from ratchet_ray.run_config.profiles import profile_files
-
     # The baseline probes the whole suite: the subset it will choose (a profile's) is not
     # made yet, so none is checked for.
     overrides = [*build_overrides(suite, llm=llm, dataset_path=dataset_path, workers=workers),
                  "subset=null"]
     if temperature is not None:  # else the loop's own sampling (the config's)
         overrides.append(f"llm.temperature={temperature}")
-    with one_line(ConfigError, error=click.UsageError):
-        config_files = (*profile_files(profiles, suite), *config_files)
-        config = load_config(layered_files(suite, config_files), [*overrides, *sets])
-        if temperature is not None:  # the suite's own sampling too (its plugin is loaded now)
-            from ratchet_ray.suites.hooks import sampling_overrides
+    config = suite_config(suite, config_files, [*overrides, *sets], profiles)
+    if temperature is not None:  # the suite's own sampling too (its plugin is loaded now)
+        from ratchet_ray.suites.hooks import sampling_overrides
 
-            own = sampling_overrides(suite, temperature)
-            if own:
-                config = load_config(layered_files(suite, config_files),
-                                     [*overrides, *own, *sets])
+        own = sampling_overrides(suite, temperature)
+        if own:
+            config = suite_config(suite, config_files, [*overrides, *own, *sets], profiles)
     check_startable(config)  # before the output file exists or Ray starts
     out = out or Path(config.results_dir) / "baselines" / f"{suite}.jsonl"
     if dry_run:
@@ -296,6 +290,3 @@ def infra_retry_note(out: Path) -> str:
 
 
 COMMANDS = [main]
-
-if __name__ == "__main__":
-    main(prog_name="python -m jobs.baseline")

@@ -123,28 +123,27 @@ def _cell(value: Any) -> str:
     return text if len(text) <= _CELL_MAX else text[: _CELL_MAX - 1] + "…"
 
 
-def format_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str) -> str:
-    """Render rows as an aligned text table, CSV or JSON (a list of objects)."""
+def emit_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str) -> None:
+    """Print rows as an aligned text table, CSV or JSON (a list of objects)."""
     if fmt == "json":
-        return json.dumps([{c: r.get(c) for c in columns} for r in rows], indent=2, default=str)
+        click.echo(json.dumps([{c: r.get(c) for c in columns} for r in rows], indent=2,
+                              default=str))
+        return
     if fmt == "csv":
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore",
                                 lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
-        return buffer.getvalue().rstrip("\n")
+        click.echo(buffer.getvalue().rstrip("\n"))
+        return
     cells = [[_cell(r.get(c)) for c in columns] for r in rows]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)),
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
     lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
-    return "\n".join(lines)
-
-
-def emit_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str) -> None:
-    click.echo(format_rows(rows, columns, fmt))
+    click.echo("\n".join(lines))
 
 
 @click.command("query")
@@ -214,8 +213,10 @@ def capsule() -> None:
 def prune(ctx: click.Context, keep_days: float, dry_run: bool, yes: bool) -> None:
     """Delete capsule parts older than --keep-days (the only command that removes evidence)."""
     store = EvidenceStore(require_run_dir(ctx))
+    import pyarrow.parquet as pq
+
     doomed = store.prune_parts("capsule", keep_days=keep_days, dry_run=True)
-    rows = sum(_rows_in(p) for p in doomed)
+    rows = sum(pq.ParquetFile(p).metadata.num_rows for p in doomed)
     click.echo(f"{len(doomed)} capsule part(s), {rows} row(s), older than {keep_days:g} day(s)")
     if dry_run or not doomed:
         for path in doomed:
@@ -226,12 +227,6 @@ def prune(ctx: click.Context, keep_days: float, dry_run: bool, yes: bool) -> Non
     with writer_lock(store.run_dir, "ratchet capsule prune"):
         removed = store.prune_parts("capsule", keep_days=keep_days)
     click.echo(f"removed {len(removed)} part(s)")
-
-
-def _rows_in(path: Path) -> int:
-    import pyarrow.parquet as pq
-
-    return pq.ParquetFile(path).metadata.num_rows
 
 
 @click.group("evidence")

@@ -224,9 +224,9 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, pr
             runs, spent = {}, []
             for seed in seed_list:
                 try:
-                    runs[seed], stop = _run_seed(suite, subset, seed, rounds, config_overlay,
-                                                 meta_skill, prompts_dir, dataset_path, out_dir,
-                                                 pins)
+                    runs[seed], stop = _run_seed(_seed_config(
+                        suite, subset, seed, rounds, config_overlay, prompts_dir, dataset_path,
+                        out_dir, pins), meta_skill)
                 except (ConfigError, ValueError) as exc:
                     raise click.ClickException(f"seed {seed}: {exc}") from exc
                 if stop:
@@ -276,17 +276,16 @@ def _seed_config(suite, subset, seed, rounds, overlay, prompts_dir, dataset_path
                         f"results_dir={json.dumps(str(Path(out_dir).resolve()))}"])
 
 
-def _run_seed(suite, subset, seed, rounds, overlay, meta_skill, prompts_dir, dataset_path,
-              out_dir, pins=()) -> tuple[list, str]:
-    """One seed's ``loop.json`` rounds, and why its cost budget stopped it ('' when it did not)."""
+def _run_seed(config, meta_skill) -> tuple[list, str]:
+    """The ``loop.json`` rounds of one seed's run of ``config`` (``_seed_config``), and why its
+    cost budget stopped it ('' when it did not)."""
     import json
 
     from ratchet_ray.bank.metaskills import default_metaskill, dump_metaskill
     from ratchet_ray.loop.budget import BudgetExhausted
     from ratchet_ray.loop.driver import open_run, run_loop
 
-    config = _seed_config(suite, subset, seed, rounds, overlay, prompts_dir, dataset_path,
-                          out_dir, pins)
+    suite = config.suite
     run, config, _, _ = open_run(config, None)  # creates the run dir, holding its writer lock
     try:
         if meta_skill is not None:

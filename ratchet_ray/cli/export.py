@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import one_line, round_option
+from ratchet_ray.cli.options import cannot_write, one_line, round_option
 
 
 @click.command("export")
@@ -41,13 +41,11 @@ def export(run_dir: Path, as_inspect: bool, as_predictions: bool, round_: int | 
     from ratchet_ray.report.data import NotARunDir
     from ratchet_ray.report.inspect_export import InspectMissing, export_inspect
 
-    try:  # ValueError: a garbled loop.json or config.yaml, named with its fix (as `report`)
-        with one_line(NotARunDir, InspectMissing, ValueError):
-            written = export_inspect(run_dir, out, splits)
-    except OSError as exc:  # the output folder: not creatable, not writable, or the disk full
-        raise click.ClickException(f"cannot write the logs to {out}: {exc.strerror or exc} "
-                                   f"({exc.filename or out}); pass a writable folder with -o "
-                                   "(nothing was written into the run dir)") from exc
+    # ValueError: a garbled loop.json or config.yaml, named with its fix (as `report`).
+    with cannot_write(f"the logs to {out}", "pass a writable folder with -o (nothing was "
+                      "written into the run dir)", out), \
+            one_line(NotARunDir, InspectMissing, ValueError):
+        written = export_inspect(run_dir, out, splits)
     if not written:
         raise click.ClickException(f"{run_dir} has no {'/'.join(splits)} capsules to export "
                                    "(has a round finished?)")

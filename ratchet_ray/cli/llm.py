@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import one_line, yes_option
+from ratchet_ray.cli.options import suite_config, yes_option
 from ratchet_ray.run_config.options import config_option, llm_option
 from ratchet_ray.llm.cache import CACHE_DIRNAME, SolverCache
 from ratchet_ray.loop.entry import SUITE
@@ -34,14 +34,12 @@ from ratchet_ray.settings.schema import default_suite
 @click.option("--base-url", default=None, help="Server URL for --llm openai.")
 def doctor(backend: str | None, suite: str, config_files: tuple[Path, ...], base_url: str | None) -> None:
     """Pre-flight: Ray, model or credentials + a one-token call, an embedding, dataset, Docker."""
-    from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
     from ratchet_ray.llm.doctor import run_checks
     from ratchet_ray.suites import environment_checks
 
     # The suite's own layer and name: suite defaults (e.g. the MBPP+ dataset path) follow it.
     # A suite no registry holds is refused with the valid ones listed.
-    with one_line(ConfigError, error=click.UsageError):
-        config = load_config(layered_files(suite, config_files), [f"suite={suite}"])
+    config = suite_config(suite, config_files, [f"suite={suite}"])
     settings = config.llm
     updates = {k: v for k, v in {"backend": backend, "base_url": base_url}.items() if v}
     if backend and backend != settings.backend:

@@ -8,7 +8,8 @@ Contracts:
   output formats ``cli.evidence.emit_rows`` writes.
 - ``one_line(*errors, error=...)``: an error of those types raised inside is click's one
   ``Error:`` line (its message, the cause chained; ``ClickException``, or ``UsageError``),
-  never a traceback.
+  never a traceback; ``cannot_write(what, fix, target)`` likewise an ``OSError`` of a write.
+- ``suite_config``: a command's config, layered as every run's; a bad one is a usage error.
 - ``NumberRange``: every bounded number option's type; ``nan`` is refused as click refuses a
   value out of range.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import click
 
@@ -69,6 +70,34 @@ def one_line(*errors: type[BaseException],
         yield
     except errors as exc:
         raise error(str(exc)) from exc
+
+
+def suite_config(suite: str, files: Iterable[Any] = (), overrides: Iterable[str] = (),
+                 profiles: Iterable[str] = ()) -> Any:
+    """The ``LoopConfig`` of the Default, ``suite``'s file, the ``profiles``' files, ``files``
+    in order, then ``overrides``."""
+    from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
+    from ratchet_ray.run_config.profiles import profile_files
+
+    with one_line(ConfigError, error=click.UsageError):
+        return load_config(layered_files(suite, [*profile_files(profiles, suite), *files]),
+                           list(overrides))
+
+
+@contextmanager
+def cannot_write(what: str, fix: str, target: Any) -> Iterator[None]:
+    """An ``OSError`` inside (a folder that cannot be made, a read-only place, the disk full) is
+    ``cannot write WHAT: <reason> (<its file, else target>); FIX``."""
+    try:
+        yield
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {what}: {exc.strerror or exc} "
+                                   f"({exc.filename or target}); {fix}") from exc
+
+
+def exit_on_signal(signum: int, _frame: Any) -> None:
+    """A signal handler (SIGTERM) that unwinds like Ctrl-C: ``finally`` blocks clean up."""
+    raise SystemExit(128 + signum)
 
 
 def yes_option() -> Decorator:

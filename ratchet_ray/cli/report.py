@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import NumberRange, one_line
+from ratchet_ray.cli.options import NumberRange, cannot_write, one_line
 
 
 @click.command("report")
@@ -47,13 +47,13 @@ def report(paths: tuple[Path, ...], out: Path | None, max_capsules: int, no_task
     import duckdb
 
     started = time.perf_counter()
-    try:  # ValueError: an unreadable part met when a view is made too
-        with one_line(NotARunDir, ValueError):
+    # OSError: the disk filled, or the folder became read-only meanwhile; ValueError: an
+    # unreadable part met when a view is made too.
+    try:
+        with cannot_write("the report", "pass a writable file with -o", out), \
+                one_line(NotARunDir, ValueError):
             _check_writable(paths, out)
             written = build_report(paths, out, max_capsules=max_capsules, with_tasks=not no_tasks)
-    except OSError as exc:  # the disk filled, or the folder became read-only meanwhile
-        raise click.ClickException(f"cannot write the report: {exc.strerror or exc} "
-                                   f"({exc.filename or out}); pass a writable file with -o") from exc
     except duckdb.Error as exc:  # met by a query, past the part's footer
         cause = _unreadable(paths, exc)
         if cause is None:

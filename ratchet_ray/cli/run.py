@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import one_line
+from ratchet_ray.cli.options import one_line, suite_config
 from ratchet_ray.run_config.options import (bank_option, config_option, dataset_path_option,
                                             llm_option, profile_option, seed_option, set_option,
                                             slice_options, workers_option)
@@ -59,8 +59,7 @@ _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "profil
 def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **flags) -> None:
     """Run the Ratchet skill loop on SUITE (mbpp, swebench, sim, or a plugin suite named with
     --set suite_plugins=[path.py] or $RATCHET_SUITES), or --resume a run."""
-    from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
-    from ratchet_ray.run_config.profiles import profile_files
+    from ratchet_ray.run_config.files import ConfigError
     from ratchet_ray.loop.driver import RunSetupError, run_loop
 
     given = [k for k in _CONFIG_FLAGS if flags.get(k) not in (None, False, ())]
@@ -87,10 +86,8 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
             raise click.UsageError("give a SUITE (a registered one: mbpp, swebench, sim or a "
                                    "plugin's) or --resume RUN_DIR")
         files, sets, profiles = flags.pop("config_files"), flags.pop("sets"), flags.pop("profiles")
-        with one_line(ConfigError, error=click.UsageError):
-            checked = config = load_config(
-                layered_files(suite, [*profile_files(profiles, suite), *files]),
-                [*build_overrides(suite, **flags), *sets])
+        checked = config = suite_config(suite, files, [*build_overrides(suite, **flags), *sets],
+                                        profiles)
     check_startable(checked)  # before a run dir exists or Ray starts
     from ratchet_ray.report.otel import tracing_problems
     from ratchet_ray.report.tracking import tracking_problems

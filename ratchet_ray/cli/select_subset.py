@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable
 
 import click
 
-from ratchet_ray.cli.options import one_line
+from ratchet_ray.cli.options import one_line, suite_config
 from ratchet_ray.run_config.options import (config_option, n_eval_option, n_train_option,
                                             profile_option, seed_option, set_option)
 from ratchet_ray.loop.entry import DRY_RUN, SUITE, version_option
@@ -169,17 +169,6 @@ def select_subset(rows: list[dict[str, Any]], *, suite: str, n_hard: int, n_trai
     return doc
 
 
-def _excluded(config: Any) -> set[str]:
-    """The tasks the suite excludes (``suites.base.excluded_tasks``), as a ``SubsetError``
-    naming the fix when they cannot be read (e.g. a missing quarantine file)."""
-    from ratchet_ray.suites.base import excluded_tasks
-
-    try:
-        return set(excluded_tasks(config))
-    except ValueError as exc:
-        raise SubsetError(str(exc)) from exc
-
-
 def subset_path(out_dir: Path, suite: str, n_hard: int, n_train: int, n_eval: int,
                 seed: int) -> Path:
     return out_dir / f"{suite}_hard{n_hard}_t{n_train}_e{n_eval}_seed{seed}.json"
@@ -212,12 +201,7 @@ def main(source: Path, suite: str, n_hard: int | None, n_train: int | None, n_ev
          seed: int | None, probes: int, min_solved: int, profiles: tuple, config_files: tuple,
          sets: tuple, out_dir: Path, dry_run: bool) -> None:
     """Pick a deterministic hard subset and split it into train and eval ids."""
-    from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
-    from ratchet_ray.run_config.profiles import profile_files
-
-    with one_line(ConfigError, error=click.UsageError):
-        files = [*profile_files(profiles, suite), *config_files]
-        config = load_config(layered_files(suite, files), [f"suite={suite}", *sets])
+    config = suite_config(suite, config_files, [f"suite={suite}", *sets], profiles)
     n_train = config.n_train if n_train is None else n_train
     n_eval = config.n_eval if n_eval is None else n_eval
     n_hard = n_train + n_eval if n_hard is None else n_hard
@@ -225,8 +209,12 @@ def main(source: Path, suite: str, n_hard: int | None, n_train: int | None, n_ev
     if dry_run:  # the file it would write: the subset a profile's runs name
         click.echo(subset_path(out_dir, suite, n_hard, n_train, n_eval, seed))
         return
+    from ratchet_ray.suites.base import excluded_tasks
+
     data = source.read_bytes()
-    with one_line(SubsetError):
+    # ValueError: a SubsetError, or the tasks the suite excludes cannot be read (e.g. a missing
+    # quarantine file), named with the fix.
+    with one_line(ValueError):
         every = _rows(source)
         rows = [r for r in every if r.get("suite", suite) == suite]
         if every and not rows:  # a baseline of another suite
@@ -239,7 +227,7 @@ def main(source: Path, suite: str, n_hard: int | None, n_train: int | None, n_ev
                               f"jobs.baseline {suite} --out {source}` first (it resumes)")
         doc = select_subset(rows, suite=suite, n_hard=n_hard, n_train=n_train, n_eval=n_eval,
                             seed=seed, probes=probes, min_solved=min_solved,
-                            excluded=_excluded(config))
+                            excluded=excluded_tasks(config))
     doc["source_sha256"] = hashlib.sha256(data).hexdigest()
     out = subset_path(out_dir, suite, n_hard, n_train, n_eval, seed)
     atomic_write_json(out, doc)  # a subset file is whole or absent
@@ -248,6 +236,3 @@ def main(source: Path, suite: str, n_hard: int | None, n_train: int | None, n_ev
 
 
 COMMANDS = [main]
-
-if __name__ == "__main__":
-    main(prog_name="python -m jobs.select_subset")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import NumberRange, one_line
+from ratchet_ray.cli.options import NumberRange, cannot_write, one_line
 from ratchet_ray.run_config.options import set_option
 
 
@@ -25,13 +25,10 @@ def sim_report(path: Path, delta: float, out: Path | None) -> None:
     best-possible pass@1, retirement precision/recall, evictions, the Proposition 1 floor."""
     from ratchet_ray.suites.sim.report import write_sim_report
 
-    try:
-        with one_line(FileNotFoundError, ValueError):
-            written = write_sim_report(path, delta, out)
-    except OSError as exc:  # the report folder: a read-only run dir, or the disk full
-        raise click.ClickException(f"cannot write the sim report: {exc.strerror or exc} "
-                                   f"({exc.filename or out}); pass a writable folder with "
-                                   "--out DIR") from exc
+    # OSError: the report folder is a read-only run dir, or the disk is full.
+    with cannot_write("the sim report", "pass a writable folder with --out DIR", out), \
+            one_line(FileNotFoundError, ValueError):
+        written = write_sim_report(path, delta, out)
     click.echo("\n".join(str(p) for p in written))
 
 

@@ -13,9 +13,7 @@ Contracts:
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import click
 
@@ -23,7 +21,7 @@ from ratchet_ray.bank.metaskills import MetaSkillFileError
 from ratchet_ray.bank.skill_bank import BankError, SkillBank
 from ratchet_ray.bank.skill_io import SkillFileError
 from ratchet_ray.cli.evidence import require_run_dir, run_config, writer_lock
-from ratchet_ray.cli.options import one_line, round_option, status_option
+from ratchet_ray.cli.options import cannot_write, one_line, round_option, status_option
 from ratchet_ray.cli.pack_transfer import transfer_cmd
 from ratchet_ray.run_config.files import ConfigError
 from ratchet_ray.governance.bypass import last_round
@@ -75,16 +73,10 @@ def export_cmd(ctx: click.Context, run: Path | None, out: Path, status: str, fmt
                f"{run_dir.name}) written to {out}")
 
 
-@contextmanager
-def _writing(out: Path) -> Iterator[None]:
-    """An OSError writing the export (a folder that cannot be made, a read-only place, the disk
-    full) is one line naming ``-o``."""
-    try:
-        yield
-    except OSError as exc:
-        raise click.ClickException(f"cannot write the skills to {out}: {exc.strerror or exc} "
-                                   f"({exc.filename or out}); pass a writable folder with -o "
-                                   "(nothing was written into the run dir)") from exc
+def _writing(out: Path):
+    """The export's OSError (``cannot_write``) naming ``-o``."""
+    return cannot_write(f"the skills to {out}", "pass a writable folder with -o (nothing was "
+                        "written into the run dir)", out)
 
 
 def _export_agent_skills(run_dir: Path, out: Path, status: str, license_: str | None) -> None:

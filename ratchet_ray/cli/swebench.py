@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import one_line
+from ratchet_ray.cli.options import exit_on_signal, one_line, suite_config
 from ratchet_ray.run_config.options import config_option, set_option, subset_option, workers_option
 from ratchet_ray.loop.swebench_validation import (ValidateError, flake_rates,
                                                                 validate_dataset)
@@ -57,7 +57,6 @@ def validate(dataset: str, subset: Path | None, instances: tuple, repeat: int,
     (`ratchet --db OUT query "select * from validation"`) and list the failing instances in the
     quarantine file. Keeps the images it grades (swebench.cache_level=instance unless set).
     Exit status 1 when any instance fails."""
-    from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
     from ratchet_ray.suites.base import read_subset
     from ratchet_ray.suites.swebench.dataset import LOCAL_SUFFIXES
     from ratchet_ray.suites.swebench.docker.image_cache import format_report
@@ -72,9 +71,8 @@ def validate(dataset: str, subset: Path | None, instances: tuple, repeat: int,
     source = (f"dataset_path={json.dumps(str(where.resolve()))}" if where.exists()
               else f"swebench.dataset_name={json.dumps(dataset)}")
     # Every repeat grades the same image, and a run after it finds them: keep them.
-    with one_line(ConfigError, error=click.UsageError):
-        config = load_config(layered_files("swebench", config_files),
-                             ["suite=swebench", source, "swebench.cache_level=instance", *sets])
+    config = suite_config("swebench", config_files,
+                          ["suite=swebench", source, "swebench.cache_level=instance", *sets])
     ids: list[str] | None = None
     if subset is not None:
         with one_line(ValueError, error=click.UsageError):
@@ -157,10 +155,8 @@ def make_instances(spec: str, out: Path, source: Path | None, count: int, max_ca
     with serial_imports:
         from docker.errors import DockerException
 
-    def stop(signum, _frame):  # a killed build still removes its half-written set and image
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, stop)
+    # A killed build still removes its half-written set and image.
+    signal.signal(signal.SIGTERM, exit_on_signal)
     try:
         project = resolve_project(spec)
         make(Request(project=project, out=out, cache=cache.expanduser(), base_image=base_image,
