@@ -12,7 +12,8 @@ Contracts:
   was created by the run (no user bank), created - deprecated = ACTIVE and the deprecations by
   last cause. Empty when they agree.
 - ``sweep_rows(sweep_dir)``: one ``ArmSeed`` per *complete* sim run (every planned round done),
-  sorted by arm then seed; incomplete runs are left out (never averaged).
+  sorted by arm then seed; incomplete and damaged runs are left out (never averaged) and,
+  with ``left_out``, listed there (``main`` prints them before the table).
 - ``render(rows)``: the Markdown table under a title naming the runs' setting, per arm mean ±
   sample std over its seeds (``n=k`` where only k seeds define a number), the Default first.
   "vs Default" is paired by seed (the arm's rolling gain minus the Default's on the same world);
@@ -38,7 +39,7 @@ from ratchet_ray.evidence.comparisons import PairedComparison
 from ratchet_ray.evidence.queries import DEPRECATION_CAUSES
 from ratchet_ray.metrics import load_loop
 from ratchet_ray.suites.sim.report import NO_EFFECT_IN_SIM, headline
-from ratchet_ray.suites.sim.truth import RunTruth, analyze_run
+from ratchet_ray.suites.sim.truth import NotASimRun, RunTruth, analyze_run
 
 BEGIN = "<!-- sim-ablation-table:begin (python -m ratchet_ray.suites.sim.ablation_table) -->"
 END = "<!-- sim-ablation-table:end -->"
@@ -97,16 +98,22 @@ def _final_pass(run_dir: Path) -> float | None:
     return max(evals, key=lambda r: r["round"])["eval_pass_at_1"] if evals else None
 
 
-def sweep_rows(sweep_dir: str | Path) -> list[ArmSeed]:
-    """Every complete sim run below ``sweep_dir``, checked against its bank (contract)."""
+def sweep_rows(sweep_dir: str | Path, left_out: list[str] | None = None) -> list[ArmSeed]:
+    """Every complete sim run below ``sweep_dir``, checked against its bank (contract); each run
+    left out for any reason but being another suite's goes to ``left_out`` as ``"<dir>: why"``."""
     rows = []
     for run_dir in find_run_dirs(sweep_dir):
         try:
             truth = analyze_run(run_dir)
-        except (ValueError, FileNotFoundError):  # not a sim run, or not a run dir
+            result = run_result(run_dir)
+        except NotASimRun:
             continue
-        result = run_result(run_dir)
+        except (ValueError, OSError) as exc:  # a damaged run: said, never silently dropped
+            (left_out if left_out is not None else []).append(f"{run_dir}: {exc}")
+            continue
         if not result.complete:
+            (left_out if left_out is not None else []).append(
+                f"{run_dir}: incomplete ({result.rounds_done} of {result.rounds_planned} rounds)")
             continue
         rows.append(ArmSeed(result.arm, result.seed, result, headline(truth),
                             _final_pass(run_dir), bank_disagreements(run_dir, truth, result)))
@@ -198,7 +205,10 @@ def replace_block(text: str, table: str) -> str:
               help="Add the predicted-vs-paper table (the paper's MBPP+ A1-A8 rolling gains).")
 def main(sweep: Path, doc: Path | None, vs_paper: bool) -> None:
     """Render SWEEP's sim ablation table, every arm-seed checked against its live bank."""
-    rows = sweep_rows(sweep)
+    left_out: list[str] = []
+    rows = sweep_rows(sweep, left_out)
+    for line in left_out:
+        click.echo(f"left out: {line}", err=True)
     if not rows:
         raise click.ClickException(f"no complete sim run under {sweep}: pass the --out of a "
                                    "finished `python -m jobs.ablations sim` sweep")

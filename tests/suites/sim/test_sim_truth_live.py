@@ -127,3 +127,26 @@ def test_sim_report_marks_the_arms_without_effect(arm_runs, tmp_path):
     assert "| A7 (not modelled in sim) |" in text and "| A8 (not modelled in sim) |" in text
     assert "- A7: not modelled in the sim world" in text
     assert "| default |" in text and "rolled back" in text
+
+
+def test_a_damaged_or_unfinished_run_is_named_not_silently_dropped(arm_runs, tmp_path):
+    """A sweep holding a good run, one whose config.yaml was garbled and one whose loop.json
+    plans more rounds than it ran: the table rests on the good run alone, and the other two
+    are each named on stderr with why (they were silently left out before)."""
+    run_dir = arm_runs["default"]
+    good, garbled, unfinished = (tmp_path / "sweep" / name for name in ("good", "garbled", "short"))
+    for copy in (good, garbled, unfinished):
+        shutil.copytree(run_dir, copy)
+    (garbled / "config.yaml").write_bytes(b"suite: [sim\n")
+    loop = json.loads((unfinished / "loop.json").read_text())
+    loop["rounds_planned"] = len(loop["rounds"]) + 3
+    (unfinished / "loop.json").write_text(json.dumps(loop))
+    left_out: list[str] = []
+    assert [r.result.run_dir for r in sweep_rows(tmp_path / "sweep", left_out)] == [str(good)]
+    assert len(left_out) == 2 and any(line.startswith(f"{garbled}: ") and "config.yaml" in line
+                                      for line in left_out), left_out
+    assert f"{unfinished}: incomplete ({len(loop['rounds'])} of {loop['rounds_planned']} rounds)" \
+        in left_out, left_out
+    outcome = CliRunner().invoke(main, [str(tmp_path / "sweep")])
+    assert outcome.exit_code == 0, outcome.output
+    assert f"left out: {garbled}: " in outcome.stderr and f"left out: {unfinished}: " in outcome.stderr
