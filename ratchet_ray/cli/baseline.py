@@ -11,7 +11,8 @@ Contracts:
   own settings), so the hard subset is chosen under the conditions it is used in;
   ``--temperature`` sets them all (``suites.hooks.sampling_overrides``).
 - SUITE is any registered suite, plugins included; grading is its grader; SWE-bench logs and
-  trajectories go to ``<out stem>_workdir/logs/<suite>/``. Config layers as every job's.
+  trajectories go to ``<out stem>_workdir/logs/<suite>/`` (under ``infra.artifact_uri`` when
+  set, as a run's do). Config layers as every job's.
 - Infrastructure failures are retried as the loop retries them, at most ``INFRA_ATTEMPTS`` in
   all per probe (a failed grade regrades the same answer, a failed solve solves again); the
   row's ``infra_retries`` counts them and the job's last line sums them.
@@ -196,8 +197,8 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
         # job leaves none behind, so the rerun retries those probes instead of skipping them.
         breaker = rt.breaker("baseline", -1, len(todo), retry="rerun the same command")
         # The job's artifacts (trajectories, grader logs) reach the workdir on this node
-        # through a service actor, whichever node the actors run on.
-        artifacts = rt.artifacts(workdir)
+        # through a service actor, whichever node the actors run on (or infra.artifact_uri).
+        artifacts = rt.artifacts(workdir, config.infra.artifact_uri)
         solvers = rt.pool("solver", make_solver_factory(
             config, workdir, rt.models, solver_cache=False, artifacts=artifacts),
             config.workers.solvers)

@@ -115,8 +115,8 @@ def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,
             size, capped = grader_count(workers, config.workers.graders, 2 * len(pairs) * repeat)
             if capped:
                 note(capped)
-            pool = rt.pool("grader", make_grader_factory(config, out_dir, rt.artifacts(out_dir)),
-                           size)
+            artifacts = rt.artifacts(out_dir, config.infra.artifact_uri)
+            pool = rt.pool("grader", make_grader_factory(config, out_dir, artifacts), size)
             nodes: list[str] = []
             result = validate(partial(grade_all, pool, nodes=nodes), pairs, repeat)
             for outcome, node in zip(result.outcomes, nodes):

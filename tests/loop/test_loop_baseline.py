@@ -87,3 +87,17 @@ def test_ctrl_c_in_a_baseline_keeps_its_rows_and_says_to_rerun(tmp_path, monkeyp
     assert result.exit_code == 130, result.output
     assert f"interrupted: 1 probe(s) kept in {out}; rerun the same command" in result.output
     assert done_probes(out) == {("t1", 0)}
+
+
+def test_a_baseline_writes_its_artifacts_under_infra_artifact_uri(ray_local, tmp_path):
+    """With ``infra.artifact_uri`` set, what the graders write (the sim world here, SWE-bench's
+    logs on a cluster) goes to ``<uri>/<out stem>_workdir``, as a run's goes to ``<uri>/<run>``;
+    it went to the local workdir whatever the setting said."""
+    from ratchet_ray.suites.sim.grader import WORLD_FILE
+
+    config = load_config([], ["suite=sim", "llm.backend=sim", "workers.solvers=1",
+                              "workers.graders=1", f"infra.artifact_uri=file://{tmp_path}/store"])
+    ran, _ = run_baseline(config, tmp_path / "sim.jsonl", probes=1, limit=2)
+    assert ran == 2
+    assert (tmp_path / "store" / "sim_workdir" / WORLD_FILE).is_file()
+    assert not (tmp_path / "sim_workdir" / WORLD_FILE).exists()
