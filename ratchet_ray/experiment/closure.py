@@ -11,7 +11,6 @@ Contracts:
   suite's package (dataset loader, grader, sandbox); the skill loop under test is no entry.
 - ``builtin_inputs(suite, dataset_path)``: the existing config layers and dataset file the
   built-in evaluator reads.
-- ``module_name(root, path)``: the dotted module of a ``.py`` file under ``root``, else None.
 """
 
 from __future__ import annotations

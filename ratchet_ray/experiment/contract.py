@@ -104,7 +104,6 @@ def parse_contract(text: str) -> EvalResult:
 
 
 def noise_margin(baseline: EvalResult, candidate: EvalResult) -> float:
-    """Standard error of ``candidate - baseline`` from the per-seed scalars (0.0 without them)."""
     b, c = baseline.per_seed(), candidate.per_seed()
     if len(b) < 2 or len(c) < 2:
         return 0.0

@@ -13,8 +13,7 @@ Contracts of ``ExperimentEngine(settings, proposer).run()``:
   (``EvaluatorChanged``); other reported hashes veto the candidate. Between iterations the
   worktree equals HEAD, the last ``keep``'s commit; a rejected attempt is reset to its base and
   its new untracked files deleted.
-- One evaluation runs at most ``eval_timeout_s`` (default ``budget_s * DEFAULT_EVAL_SHARE``);
-  ``metrics["cost_usd"]`` over ``eval_cost_usd`` is a veto.
+- One evaluation's time and cost limits: ``ExperimentSettings.eval_timeout_s``, ``eval_cost_usd``.
 - Noise margin: ``noise_margin`` as given, else ``contract.noise_margin`` of the per-seed
   scalars, else ``contract.repeat_noise`` of ``noise_repeats`` extra baseline evaluations
   (``RATCHET_EVAL_REPEAT=k``), pinned in ``_engine.noise``; a measured margin is widened by
@@ -52,7 +51,6 @@ ENGINE_KEY = "_engine"
 REPORTED_PINS = ("evaluator_sha", "evaluator_config_sha256", "manifest_sha256")
 """Hashes an evaluator reports of itself in its metrics; the baseline's are pinned."""
 DEFAULT_EVAL_SHARE = 0.25
-"""Without ``eval_timeout_s`` one evaluation may take this share of ``budget_s`` at most."""
 DEFAULT_EVAL_COST_USD = 10.0
 
 

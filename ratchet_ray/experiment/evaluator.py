@@ -13,8 +13,7 @@ Contracts (the user-facing rules: docs/experiment-loop.md):
   they import), the data it reads and its config layers are frozen too: in the repo as
   ``closure`` (protected, so editing one is a ``policy_violation`` even under a broad editable
   glob), outside in ``outside``.
-- ``digest()`` hashes every file's path and bytes; ``file_digests()`` is one sha256 per file by
-  name (repo-relative inside, absolute outside); ``changed(pinned)`` names those that differ.
+- ``digest()`` hashes every file's path and bytes; a file's name: repo-relative or absolute.
 - ``run_evaluator`` runs ``command`` through the shell in its own process group, output to
   ``log_path`` (never memory), kills the group after ``timeout_s`` and parses the contract line
   from the log's last ``TAIL_BYTES``. ``ok`` needs status 0 and a valid line; else ``crash`` or

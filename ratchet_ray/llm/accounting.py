@@ -61,8 +61,7 @@ class PriceTable:
 
 
 def price_table(settings: "LLMSettings") -> PriceTable:
-    """Default prices overlaid with the run's ``llm.prices`` (whose default is the file
-    ``$RATCHET_PRICE_TABLE`` named when the config was built)."""
+    """``DEFAULT_PRICES`` overlaid with the run's ``llm.prices`` (module contracts)."""
     prices = dict(DEFAULT_PRICES)
     prices.update({pattern: (entry.input, entry.output)
                    for pattern, entry in settings.prices.items()})

@@ -1,15 +1,13 @@
 """Amazon Bedrock: Converse for generation (primary + fallback model), Cohere embed-v4 embeddings.
 
 Contracts:
-- Configuration (``BedrockConfig.from_settings``): ``llm.model`` or ``llm.bedrock.model_id`` and
-  the rest of ``llm.bedrock``; credentials come from the boto3 chain, never the config.
+- Configuration: ``BedrockConfig.from_settings``; credentials: the boto3 chain, never the config.
 - Retries: only botocore's ``standard`` mode; ``Reply.retries`` sums its ``RetryAttempts`` over
   the models tried.
 - Fallback: a primary that is unavailable (not found, no access, not ready, overloaded after
   retries) hands the same request to the fallback model; a permanent refusal (not found, access
   denied, invalid model id) makes this client skip the primary from then on.
-- Every call first books its budget's limiter from the ``limiters`` factory (default:
-  in-process ``ratelimit.make_limiter``; the loop passes the cluster's).
+- Every call first books its budget's limiter (``ratelimit.HostedClient``).
 - Embeddings: at most 96 texts per ``invoke_model`` call, ``input_type`` passed through.
 """
 

@@ -53,8 +53,7 @@ class CacheEntry:
 
 
 class SolverCache:
-    """One JSON object per key, ``<key[:2]>/<key>.json`` in ``store`` (an ``Artifacts``, e.g. the
-    run's store seen from ``solver_cache/``, which actors on any node reach; or a folder)."""
+    """``<key[:2]>/<key>.json`` in ``store`` (e.g. the run's, seen from ``solver_cache/``)."""
 
     def __init__(self, store: Artifacts | str | Path):
         self.store = as_artifacts(store)
@@ -95,9 +94,7 @@ class CachedLLM:
         self.backend = client.backend
         self.model = client.model
         self.supports_prefill = bool(getattr(client, "supports_prefill", False))
-        # Always take the seed: it is the call's identity in the key (module contract), whether
-        # or not the client can sample with it.
-        self.supports_seed = True
+        self.supports_seed = True  # the call's identity in the key (module contracts)
         self.client_takes_seed = bool(getattr(client, "supports_seed", False))
 
     def complete(

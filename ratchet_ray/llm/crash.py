@@ -39,10 +39,7 @@ _handler_refs: list = []  # the ctypes callback must outlive the process' last s
 
 
 class Diagnosed(Exception):
-    """A failure that knows its cause: ``detail`` (what happened, where its log is) and
-    ``hint`` (the fix)."""
-
-    detail: str
+    detail: str  # what happened, where its log is (module contracts)
     hint: str
 
 

@@ -176,8 +176,7 @@ def check_embedder_client(embedder) -> str:
 
 def run_checks(settings: LLMSettings,
                environment: Callable[[], list[Check]] | None = None) -> list[Check]:
-    """Ray, the backend's credentials (bedrock), the model, the embedder, then ``environment()``
-    (the suite's checks, ``suites.environment_checks``), in that order; never raises."""
+    """The checks of the module doc, in order; never raises."""
     from ratchet_ray.llm.registry import make_embedder
 
     started = time.perf_counter()

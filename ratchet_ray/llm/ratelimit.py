@@ -8,11 +8,11 @@ Contracts:
 - A limit of 0 is unlimited. A request larger than the per-minute token budget books the whole
   budget, so it waits at most a minute instead of forever.
 - ``estimate_tokens``: prompt characters / 4 plus ``max_tokens`` (as Bedrock reserves quota).
-- A client is handed a ``LimiterFactory`` (``key, rpm, tpm -> Limiter``): ``make_limiter`` (the
-  default) gives each client its own; the loop passes the cluster-wide
+- A client is handed a ``LimiterFactory``; the loop passes the cluster-wide
   ``actors.rate_limiter.cluster_limiter`` (``llm.registry.LLMServices``).
-- ``HostedClient`` (openai, bedrock): the SDK client and limiter, made per process on first use
-  and never pickled (the factory is, so a shared budget stays shared where the client lands).
+- ``HostedClient`` (openai, bedrock; every call books its limiter first): the SDK client and
+  limiter, made per process on first use and never pickled (the factory is, so a shared budget
+  stays shared where the client lands).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from ratchet_ray.llm.base import Message
 
 
 class Limiter(Protocol):
-    """A rate-limit handle: ``acquire`` books a request and returns once it may be sent (the
-    seconds it waited); ``settle`` corrects the booking with the real token count."""
+    """``acquire`` books a request and returns once it may be sent (the seconds it waited);
+    ``settle`` corrects the booking with the real token count."""
 
     def acquire(self, tokens: int) -> float: ...
 
@@ -104,8 +104,7 @@ def estimate_tokens(messages: Sequence[Message], max_tokens: int) -> int:
 
 
 def make_limiter(key: str, requests_per_minute: int, tokens_per_minute: int) -> Limiter:
-    """An in-process limiter of its own for one client (``key`` is not needed: nothing is shared);
-    a no-op limiter when both limits are 0. The default ``LimiterFactory``."""
+    """The default ``LimiterFactory``: an in-process limiter of the client's own (``key`` unused)."""
     return LocalLimiter(requests_per_minute, tokens_per_minute)
 
 

@@ -6,7 +6,6 @@ Contracts:
 - A backend's module is imported only when it is built (``bedrock`` needs no llama.cpp).
 - ``services`` (``LLMServices``, default ``IN_PROCESS``) is the only source of shared state, so
   the same arguments always give the same kind of client, whatever runs in the process.
-- ``LazyEmbedder`` builds the embedder on first use: a worker that never embeds never loads one.
 """
 
 from __future__ import annotations
@@ -33,9 +32,8 @@ WORLD_BACKENDS = ("sim",)
 class LLMServices:
     """Where a client gets what is shared beyond its process: its budget's rate limiter
     (``limiters``) and, for ``local``, the model (``local_llm`` / ``local_embedder``:
-    ``LocalConfig -> client``; None loads it in this process). ``IN_PROCESS`` shares nothing,
-    whether or not Ray runs in the process: the library never looks. The cluster's services are
-    ``actors.llm_server.cluster_services()``. Every field must pickle (clients travel to actors)."""
+    ``LocalConfig -> client``; None loads it in this process). ``IN_PROCESS`` shares nothing;
+    the cluster's: ``actors.llm_server.cluster_services()``. Every field must pickle."""
 
     limiters: LimiterFactory = make_limiter
     local_llm: Callable[["LocalConfig"], LLMClient] | None = None

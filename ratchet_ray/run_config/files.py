@@ -9,7 +9,6 @@ Contracts:
   layers Default -> suite file -> ``--config`` / arm files -> flags and ``--set``
   (``layered_files``), so a suite's paper values (20 SWE-bench rounds) hold under every arm,
   the baseline and the subset selection.
-- ``dump_config`` writes the resolved config so that ``load_config([that file])`` reproduces it.
 """
 
 from __future__ import annotations

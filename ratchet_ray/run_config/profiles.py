@@ -10,8 +10,6 @@ Contracts:
 - ``PAPER`` (``paper``) is the paper's setting: Bedrock Claude Opus 4.7 + Cohere embed-v4, the
   hard subset, the paper's rounds and Default; ``PAPER_SEEDS`` its sweep's seeds. ``HARDENED``
   (``hardened``) turns on the rules beyond the paper (tampering rule, cheat probe).
-- Which setting a result came from is ``settings.setting_label.setting_line``, which every
-  table and report title carries.
 """
 
 from __future__ import annotations

@@ -11,8 +11,6 @@ Contracts:
 - Each backend has this one settings model; its client's config (``LocalConfig``,
   ``BedrockConfig``, ``OpenAIConfig``) extends it with what only a client holds (timeouts,
   seeds, secrets, rate budgets), never a copy of its fields.
-- ``read_price_overlay(path)`` is the ``{pattern: (input, output)}`` of a YAML/JSON price file
-  (``$RATCHET_PRICE_TABLE`` is the default of ``llm.prices``).
 
 A leaf module: it imports nothing of ``ratchet_ray`` (config and llm both import it).
 """

@@ -13,9 +13,7 @@ Contracts:
   or malformed placeholder, a missing required one, an empty directory or any other file.
 - ``render(template, values)`` fills the placeholders; a paragraph that is only one placeholder
   whose value is empty is dropped with its blank line, so an absent part leaves no gap.
-- ``PromptSettings``: ``dir`` (absolutised, dumped so a resumed run reads the same directory),
-  ``digest`` (of the files read; a resumed run whose files changed is refused) and ``texts``
-  (the overrides, never dumped; they travel inside the config to every actor).
+- ``PromptSettings``: ``dir`` is absolutised; ``texts`` travel inside the config to every actor.
 """
 
 from __future__ import annotations

@@ -69,8 +69,7 @@ def default_suite() -> str:
     """The suite the Default runs: ``suite:`` of ``configs/default.yaml`` (the schema names no
     suite). ``ValueError`` naming the file and the fix when it names none."""
     path = configs_dir() / "default.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    suite = data.get("suite") if isinstance(data, dict) else None
+    suite = read_config_file(path).get("suite")
     if not isinstance(suite, str) or not suite:
         raise ValueError(f"{path} names no suite; add a line `suite: <a registered suite>` "
                          "(the Default's suite, which a config without one runs)")

@@ -16,8 +16,6 @@ Contracts:
   root cause from ``stopped.json``; STOPPED: returncode None).
 - Leaving ``run_ray_jobs`` by an exception (Ctrl-C, SIGTERM) stops every job it follows, waits
   (bounded), reports them and re-raises: nothing is left running, and a rerun resumes them.
-- ``stop_recorded_jobs`` / ``recorded_status``: ``--stop`` / ``--status`` for the jobs
-  ``jobs.json`` names.
 """
 
 from __future__ import annotations
@@ -244,16 +242,15 @@ class _Followed:
             return JobOutcome(self.job.name, self.action, 0, wall, str(self.job.log),
                               job_id=self.job_id)
         stopped = _stopped_record(self.job, self.started_at) or {}
-        budget = stopped.get("kind") == "BudgetExhausted"
         if status == "STOPPED":
-            return JobOutcome(self.job.name, self.action, None, wall, str(self.job.log),
-                              f"stopped (log: {self.job.log})", stopped.get("cause", "stopped"),
-                              self.job_id, budget)
-        code = getattr(client.get_job_info(self.job_id), "driver_exit_code", None)
-        return JobOutcome(self.job.name, self.action, 1 if code is None else code, wall,
-                          str(self.job.log), f"exit {code}: {self.last_line()} "
-                          f"(log: {self.job.log})", stopped.get("cause", self.last_line()),
-                          self.job_id, budget)
+            returncode, said, cause = None, "stopped", "stopped"
+        else:
+            code = getattr(client.get_job_info(self.job_id), "driver_exit_code", None)
+            returncode, said = 1 if code is None else code, f"exit {code}: {self.last_line()}"
+            cause = self.last_line()
+        return JobOutcome(self.job.name, self.action, returncode, wall, str(self.job.log),
+                          f"{said} (log: {self.job.log})", stopped.get("cause", cause),
+                          self.job_id, stopped.get("kind") == "BudgetExhausted")
 
 
 def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[str, str],

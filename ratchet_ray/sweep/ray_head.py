@@ -99,81 +99,6 @@ def _tail(path: Path, lines: int = 20) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
-def _wait_ready(address: str, head: subprocess.Popen, log: Path, env: Mapping[str, str],
-                timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if head.poll() is not None:
-            raise RayHeadError(f"the local Ray head exited with {head.returncode}; its log "
-                               f"{log} ends with:\n{_tail(log)}")
-        try:
-            probe = subprocess.run([ray_executable(), "status", f"--address={address}"],
-                                   env=dict(env), capture_output=True, text=True, timeout=60)
-        except subprocess.TimeoutExpired as hung:  # a GCS not answering yet: asked again
-            probe = subprocess.CompletedProcess(hung.cmd, -1, "", f"no answer within {hung.timeout}s")
-        if probe.returncode == 0:
-            return
-        if time.monotonic() > deadline:
-            said = (probe.stderr.strip().splitlines() or ["(nothing)"])[-1][:500]
-            raise RayHeadError(f"the local Ray head at {address} did not answer `ray status` "
-                               f"within {timeout_s:.0f}s (last answer: {said}); its log {log} "
-                               f"ends with:\n{_tail(log)}")
-        time.sleep(1.0)
-
-
-def _wait_started(head: subprocess.Popen, log: Path, offset: int, temp: Path,
-                  timeout_s: float) -> None:
-    """Until ``ray start`` (whose output is ``log`` from byte ``offset``) says its runtime
-    started. ``DashboardPortTaken`` as soon as the dashboard's own log (in the session folder
-    under ``temp``) says its port was taken; ``RayHeadError`` when the head exits first or
-    ``timeout_s`` passes."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if STARTED in _said_since(log, offset):
-            return
-        if _dashboard_port_taken(log, offset, temp):
-            raise DashboardPortTaken(f"the local Ray head's dashboard found its port taken; its "
-                                     f"log {log} ends with:\n{_tail(log, 5)}")
-        if head.poll() is not None or time.monotonic() > deadline:
-            why = (f"exited with {head.returncode}" if head.poll() is not None
-                   else f"did not finish starting within {timeout_s:.0f}s")
-            raise RayHeadError(f"the local Ray head {why}; its log {log} ends with:\n{_tail(log)}")
-        time.sleep(0.5)
-
-
-def _said_since(log: Path, offset: int) -> str:
-    with open(log, "rb") as handle:
-        handle.seek(offset)
-        return handle.read().decode(errors="replace")
-
-
-def _dashboard_port_taken(log: Path, offset: int, temp: Path) -> bool:
-    """Whether this start's output (``log`` from ``offset``) or its dashboard's own log (in the
-    session folder under ``temp``) says the dashboard's port was taken."""
-    dashboard_log = temp / "session_latest" / "logs" / "dashboard.log"
-    said = _said_since(log, offset) + (dashboard_log.read_text(errors="replace")
-                                       if dashboard_log.is_file() else "")
-    return any(words in said for words in DASHBOARD_PORT_TAKEN)
-
-
-def _stop(head: subprocess.Popen, graceful: bool = True) -> None:
-    """SIGTERM and a wait (``--block`` stops what it started), else or after that SIGKILL to the
-    head's group; ``graceful=False`` (a head that failed to start) SIGKILLs at once."""
-    if head.poll() is not None or not graceful:
-        try:  # ``ray start`` died or failed: what it had started may live on in its group
-            os.killpg(head.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        head.wait(timeout=30)
-        return
-    head.send_signal(signal.SIGTERM)
-    try:
-        head.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-        os.killpg(head.pid, signal.SIGKILL)  # its own group: only what this head started
-        head.wait(timeout=30)
-
-
 def own_port_flags() -> list[str]:
     """``ray start`` flags giving every service of a head a free port of its own: the defaults of
     the dashboard agent and metrics exporter are fixed, so a second runtime on this machine
@@ -201,16 +126,15 @@ def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
     env.setdefault("RAY_worker_niceness", "0")  # workers at the driver's priority (the same)
     log.parent.mkdir(parents=True, exist_ok=True)
     for attempt in range(1, START_ATTEMPTS + 1):
-        head = _start_head(num_cpus, log, env)
+        head = _Head.start(num_cpus, log, env)
         try:
             # `ray start` first says it started (a dashboard that failed never lets it), then
             # the GCS must answer
-            _wait_started(head.process, log, head.log_offset, head.temp, ready_timeout_s)
-            _wait_ready(head.address, head.process, log, env, ready_timeout_s)
+            head.wait_started(ready_timeout_s)
+            head.wait_ready(env, ready_timeout_s)
             break
         except BaseException as exc:
-            taken = isinstance(exc, RayHeadError) and _dashboard_port_taken(
-                log, head.log_offset, head.temp)
+            taken = isinstance(exc, RayHeadError) and head.port_taken()
             head.stop(graceful=False)
             if not taken or attempt == START_ATTEMPTS:
                 raise
@@ -223,32 +147,105 @@ def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
 
 @dataclass
 class _Head:
+    """One ``ray start --head --block``: its output goes to ``log`` from byte ``log_offset``."""
+
     process: subprocess.Popen
     address: str  # the GCS's
     dashboard_port: int
     temp: Path  # Ray's session files; the logs we keep are ours
-    log_offset: int  # where this start's output begins in the log
+    log: Path
+    log_offset: int
+
+    @classmethod
+    def start(cls, num_cpus: int, log: Path, env: Mapping[str, str]) -> "_Head":
+        """``ray start --head --block`` on fresh ports, its output appended to ``log``."""
+        # Ray's socket paths must stay short, hence a fresh folder directly under /tmp.
+        temp = Path(tempfile.mkdtemp(prefix="rh", dir="/tmp"))
+        port, dashboard_port = free_ports(2)
+        with open(log, "a") as handle:
+            offset = handle.tell()
+            head = subprocess.Popen(
+                [ray_executable(), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+                 f"--port={port}", *own_port_flags(), "--include-dashboard=true",
+                 "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard_port}",
+                 "--disable-usage-stats",
+                 # `docker`: this machine, as a local run's Ray offers it (runtime.actor_options)
+                 f"--resources={{\"docker\": {num_cpus}}}",
+                 f"--num-cpus={num_cpus}", f"--temp-dir={temp}"],
+                cwd=temp, env=dict(env), stdout=handle, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        return cls(head, f"127.0.0.1:{port}", dashboard_port, temp, log, offset)
+
+    def said(self) -> str:
+        """What this start has written to the log so far."""
+        with open(self.log, "rb") as handle:
+            handle.seek(self.log_offset)
+            return handle.read().decode(errors="replace")
+
+    def port_taken(self) -> bool:
+        """Whether this start's output or its dashboard's own log (in the session folder under
+        ``temp``) says the dashboard's port was taken."""
+        dashboard_log = self.temp / "session_latest" / "logs" / "dashboard.log"
+        said = self.said() + (dashboard_log.read_text(errors="replace")
+                              if dashboard_log.is_file() else "")
+        return any(words in said for words in DASHBOARD_PORT_TAKEN)
+
+    def wait_started(self, timeout_s: float) -> None:
+        """Until ``ray start`` says its runtime started. ``DashboardPortTaken`` as soon as
+        ``port_taken``; ``RayHeadError`` when the head exits first or ``timeout_s`` passes."""
+        deadline, log = time.monotonic() + timeout_s, self.log
+        while True:
+            if STARTED in self.said():
+                return
+            if self.port_taken():
+                raise DashboardPortTaken(f"the local Ray head's dashboard found its port taken; "
+                                         f"its log {log} ends with:\n{_tail(log, 5)}")
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                why = (f"exited with {self.process.returncode}" if self.process.poll() is not None
+                       else f"did not finish starting within {timeout_s:.0f}s")
+                raise RayHeadError(f"the local Ray head {why}; its log {log} ends with:\n"
+                                   f"{_tail(log)}")
+            time.sleep(0.5)
+
+    def wait_ready(self, env: Mapping[str, str], timeout_s: float) -> None:
+        """Until the GCS answers ``ray status``; ``RayHeadError`` when the head exits first or
+        ``timeout_s`` passes."""
+        deadline, log = time.monotonic() + timeout_s, self.log
+        while True:
+            if self.process.poll() is not None:
+                raise RayHeadError(f"the local Ray head exited with {self.process.returncode}; "
+                                   f"its log {log} ends with:\n{_tail(log)}")
+            try:
+                probe = subprocess.run([ray_executable(), "status", f"--address={self.address}"],
+                                       env=dict(env), capture_output=True, text=True, timeout=60)
+            except subprocess.TimeoutExpired as hung:  # a GCS not answering yet: asked again
+                probe = subprocess.CompletedProcess(hung.cmd, -1, "",
+                                                    f"no answer within {hung.timeout}s")
+            if probe.returncode == 0:
+                return
+            if time.monotonic() > deadline:
+                said = (probe.stderr.strip().splitlines() or ["(nothing)"])[-1][:500]
+                raise RayHeadError(f"the local Ray head at {self.address} did not answer `ray "
+                                   f"status` within {timeout_s:.0f}s (last answer: {said}); its "
+                                   f"log {log} ends with:\n{_tail(log)}")
+            time.sleep(1.0)
 
     def stop(self, graceful: bool = True) -> None:
-        _stop(self.process, graceful)
+        """SIGTERM and a wait (``--block`` stops what it started), else or after that SIGKILL to
+        the head's group (``graceful=False``, a head that failed to start: at once); then Ray's
+        session files go."""
+        head = self.process
+        if head.poll() is not None or not graceful:
+            try:  # ``ray start`` died or failed: what it had started may live on in its group
+                os.killpg(head.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            head.wait(timeout=30)
+        else:
+            head.send_signal(signal.SIGTERM)
+            try:
+                head.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(head.pid, signal.SIGKILL)  # its own group: only what this head started
+                head.wait(timeout=30)
         shutil.rmtree(self.temp, ignore_errors=True)
-
-
-def _start_head(num_cpus: int, log: Path, env: Mapping[str, str]) -> _Head:
-    """``ray start --head --block`` on fresh ports, its output appended to ``log``."""
-    # Ray's socket paths must stay short, hence a fresh folder directly under /tmp.
-    temp = Path(tempfile.mkdtemp(prefix="rh", dir="/tmp"))
-    port, dashboard_port = free_ports(2)
-    with open(log, "a") as handle:
-        offset = handle.tell()
-        head = subprocess.Popen(
-            [ray_executable(), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
-             f"--port={port}", *own_port_flags(), "--include-dashboard=true",
-             "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard_port}",
-             "--disable-usage-stats",
-             # `docker`: this machine, as a local run's Ray offers it (runtime.actor_options)
-             f"--resources={{\"docker\": {num_cpus}}}",
-             f"--num-cpus={num_cpus}", f"--temp-dir={temp}"],
-            cwd=temp, env=dict(env), stdout=handle, stderr=subprocess.STDOUT,
-            start_new_session=True)
-    return _Head(head, f"127.0.0.1:{port}", dashboard_port, temp, offset)

@@ -23,9 +23,8 @@ Contracts:
 - Budget: ``--set budget.max_tokens`` / ``budget.max_cost_usd`` bound the sum over all
   arm-seeds; recorded in ``sweep.json``, kept by a rerun that gives none, replaced by one that
   gives one (raise it to continue).
-- ``check_sweep_file``: a later invocation with other shared flags (budget aside) is refused
-  (the runs would not be comparable) and told how to proceed.
-- ``lock_sweep``: one sweep per ``--out`` at a time (``<out>/.lock`` until the process exits).
+- ``check_sweep_file`` refuses other shared flags (the runs would not be comparable);
+  ``lock_sweep``: one sweep per ``--out`` at a time.
 """
 
 from __future__ import annotations
