@@ -68,7 +68,10 @@ from ratchet_ray.types import GradeResult, Task
 LOG_SUBDIR = Path("logs") / "swebench"
 GOLD_SUBDIR = "gold/swebench"
 REPORT_FILE = "report.json"
-EVAL_SCRIPT = "/var/lib/ratchet/eval.sh"
+# Root's alone, down to its size: the folder is 0700 (the script holds the test patch, whose
+# size, seen by ``stat``, gave away a mutant that changes the graded file's size)
+EVAL_FOLDER = "/var/lib/ratchet/root"
+EVAL_SCRIPT = f"{EVAL_FOLDER}/eval.sh"
 logger = logging.getLogger(__name__)
 
 
@@ -291,7 +294,8 @@ class SwebenchGrader:
             deadline.check("running the eval script")
             (log_dir / "eval.sh").write_text(script)
             # One put: the graded files' stage, the sentinel, the script (root only: the markers).
-            box.put_files({**layers.files, EVAL_SCRIPT: (script, 0o700)})
+            box.put_files({**layers.files, EVAL_SCRIPT: (script, 0o700)},
+                          folders={EVAL_FOLDER: 0o700, **layers.folders})
             timeout = min(self.limits.timeout_s, deadline.remaining())
             # The instance deadline is the host's alone: ``timeout``'s argument is in every
             # process list of the container, and the real session's deadline started before the

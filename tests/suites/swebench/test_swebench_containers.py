@@ -277,14 +277,15 @@ def test_files_go_in_and_come_out_in_one_archive_each(docker_client, calc1_image
     ``read_folder``: the wanted files of a folder in one get, those over their limit only sized."""
     with instance_container(docker_client, calc1_image, "ratchet__calc-1", local_settings) as box:
         box.put_files({"/var/lib/ratchet/stage-t/0.tail": ("tail\n", 0o600),
-                       "/var/lib/ratchet/eval.sh": ("echo hi\n", 0o700),
-                       "/tmp/patch.diff": (b"\xffraw", 0o644)})
+                       "/var/lib/ratchet/own/eval.sh": ("echo hi\n", 0o700),
+                       "/tmp/patch.diff": (b"\xffraw", 0o644)}, folders={"/var/lib/ratchet/own": 0o700})
         listed = box.run("stat -c '%U %a %n' /var/lib/ratchet /var/lib/ratchet/stage-t "
-                         "/var/lib/ratchet/stage-t/0.tail /var/lib/ratchet/eval.sh /tmp/patch.diff "
+                         "/var/lib/ratchet/stage-t/0.tail /var/lib/ratchet/own "
+                         "/var/lib/ratchet/own/eval.sh /tmp/patch.diff "
                          "&& stat -c %a /tmp", 30, user="root").stdout.split("\n")
-        assert listed[:6] == ["root 755 /var/lib/ratchet", "root 755 /var/lib/ratchet/stage-t",
-                              "root 600 /var/lib/ratchet/stage-t/0.tail",
-                              "root 700 /var/lib/ratchet/eval.sh", "root 644 /tmp/patch.diff",
+        assert listed[:7] == ["root 755 /var/lib/ratchet", "root 755 /var/lib/ratchet/stage-t",
+                              "root 600 /var/lib/ratchet/stage-t/0.tail", "root 700 /var/lib/ratchet/own",
+                              "root 700 /var/lib/ratchet/own/eval.sh", "root 644 /tmp/patch.diff",
                               "1777"], listed
         with pytest.raises(ValueError, match="absolute"):
             box.put_files({"relative/x": ("", 0o644)})

@@ -11,7 +11,8 @@ import swebench_instances as fixture
 from forgeries import FORCE_PASS_HOOK
 from honest_patches import diff_of
 from ratchet_ray.suites.swebench.docker.container import instance_container
-from ratchet_ray.suites.swebench.grader import SwebenchGrader
+from ratchet_ray.suites.swebench.grader import EVAL_SCRIPT, SwebenchGrader
+from ratchet_ray.suites.swebench.integrity.session_layers import STAGE_ROOT
 from ratchet_ray.suites.swebench.docker.images import InstanceImages
 from ratchet_ray.suites.swebench.integrity.lockdown import (
     CONFTESTS_LISTED, conftest_paths, listed_conftests, lockdown_command, protected_folders)
@@ -35,13 +36,18 @@ def test_lockdown_keeps_graded_files_their_folders_and_conftests_roots():
 # The fix holds only when the tests' uid cannot touch what decides the verdict: graded test files
 # and their folders (no rewrite, rename, compiled copy or new conftest), tracked conftests' folders,
 # while it may still write its own files in the working directory (a test's output).
-ESCAPES = """import os
+ESCAPES = """import glob
+import os
 
 
 def _escapes():
     found = []
     attempts = {
         "rewrite the graded file": lambda: open("tests/test_ops.py", "a").close(),
+        # the script's size is the test patch's plus a constant: it told the real graded file's
+        # size, so a mutant that changes the file's size gave its session away (2026-12-07)
+        "stat the eval script": lambda: os.stat(EVAL_SCRIPT),
+        "list the graded files' stage": lambda: os.listdir(sorted(glob.glob(STAGES))[0]),
         "create tests/__pycache__": lambda: os.mkdir("tests/__pycache__"),
         "create tests/conftest.py": lambda: open("tests/conftest.py", "x").close(),
         "replace the graded file": lambda: os.rename("tests/test_ops.py", "tests/x.py"),
@@ -63,10 +69,10 @@ def _escapes():
 
 
 ESCAPES = _escapes()
-"""
+""".replace("EVAL_SCRIPT", repr(EVAL_SCRIPT)).replace("STAGES", repr(f"{STAGE_ROOT}/stage-*"))
 # The patch's setup.py, run by the eval script's install step, records whether it ran as root
 # (and could read the grader's script).
-INSTALL_PROBE = ("import os\n\ntry:\n    open('/var/lib/ratchet/eval.sh').read()\n    read = 'read'\n"
+INSTALL_PROBE = (f"import os\n\ntry:\n    open({EVAL_SCRIPT!r}).read()\n    read = 'read'\n"
                  "except OSError:\n    read = 'denied'\n"
                  "with open('/tmp/ratchet-install-probe', 'w') as out:\n"
                  "    out.write(f'{os.getuid()} {read}')\n")

@@ -323,24 +323,38 @@ class InstanceContainer:
         """Put ``content`` at absolute ``path`` inside the container (see ``put_files``)."""
         self.put_files({path: (content, mode)})
 
-    def put_files(self, files: Mapping[str, tuple[str | bytes, int]]) -> None:
+    def put_files(self, files: Mapping[str, tuple[str | bytes, int]],
+                  folders: Mapping[str, int] | None = None) -> None:
         """Put every ``{absolute path: (content, mode)}`` into the container in one archive (one
-        round trip to the daemon): each file owned by root with its mode; folders missing on
-        the way are created by the daemon, root-owned, mode 0755."""
+        round trip to the daemon): each file owned by root with its mode; ``folders`` (``{absolute
+        path: mode}``, made first, root-owned) where a folder's mode matters, e.g. 0700 so that
+        no other uid can even ``stat`` what is in it; other folders missing on the way are
+        created by the daemon, root-owned, mode 0755."""
         buf = io.BytesIO()
         now = int(time.time())
+
+        def entry(path: str) -> tarfile.TarInfo:
+            target = PurePosixPath(path)
+            if not target.is_absolute() or ".." in target.parts:
+                raise ValueError(f"put_files needs absolute paths without '..', got {path!r}")
+            info = tarfile.TarInfo(name=str(target.relative_to("/")))
+            info.mtime, info.uid, info.gid = now, 0, 0  # the archive's owner is kept on extraction
+            return info
+
         with tarfile.open(fileobj=buf, mode="w") as tar:
+            for path, mode in sorted((folders or {}).items()):
+                info = entry(path)
+                info.type, info.mode = tarfile.DIRTYPE, mode
+                tar.addfile(info)
             for path, (content, mode) in files.items():
-                target = PurePosixPath(path)
-                if not target.is_absolute() or ".." in target.parts:
-                    raise ValueError(f"put_files needs absolute paths without '..', got {path!r}")
                 data = content.encode() if isinstance(content, str) else content
-                info = tarfile.TarInfo(name=str(target.relative_to("/")))
-                info.size, info.mode, info.mtime = len(data), mode, now
-                info.uid = info.gid = 0  # the archive's owner is kept on extraction
+                info = entry(path)
+                info.size, info.mode = len(data), mode
                 tar.addfile(info, io.BytesIO(data))
-        if files and not _in_thread(lambda: self.container.put_archive("/", buf.getvalue()),
-                                    EXEC_GRACE_S, f"writing {len(files)} file(s) into {self.name}"):
+        if not (files or folders):
+            return
+        if not _in_thread(lambda: self.container.put_archive("/", buf.getvalue()),
+                          EXEC_GRACE_S, f"writing {len(files)} file(s) into {self.name}"):
             raise InfraFailure("docker_error", f"container {self.name}: could not write "
                                f"{', '.join(sorted(files)[:5])}")
 

@@ -7,9 +7,9 @@ Contracts:
   one exec, applies the test patch on the host (``texts``), and stages what root writes into
   each just before the tests, ``plant(texts)`` (default unchanged): every session writes the
   same files the same way, a canary session's with one test mutated. ``files`` (the staged
-  texts, 0600 under ``<root>/stage-<random>/``, and the sentinel's module) go in with the eval
-  script in one archive; ``extras`` is what ``verdict.instrument`` adds. The sentinel is
-  pytest's alone.
+  texts, 0600 under ``<root>/stage-<random>/``, a folder of mode ``folders`` names: 0700, and
+  the sentinel's module) go in with the eval script in one archive; ``extras`` is what
+  ``verdict.instrument`` adds. The sentinel is pytest's alone.
 - ``judge(result, statuses, exit_code, log, test_log)``: a sentinel finding is
   ``test_tampering`` whatever the tests said; a resolution the sentinel cannot vouch for is
   ``results_mismatch``, and so, for a log runner, is a test the log reports failed and then
@@ -140,6 +140,12 @@ class Protections:
         write that fails ends the script before the tests start."""
         return [f"cat {self.stage}/{i} > {shlex.quote(f'{self.workdir}/{path}')} || exit 97"
                 for i, path in enumerate(sorted(self.written))]
+
+    @property
+    def folders(self) -> dict[str, int]:
+        """The folders ``files`` go in whose mode matters: the stage, root's alone (0700), so
+        the tests' uid cannot list or ``stat`` what root writes from."""
+        return {self.stage: 0o700} if self.stage else {}
 
     @property
     def extras(self) -> RunExtras:
