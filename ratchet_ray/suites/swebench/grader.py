@@ -56,7 +56,7 @@ from ratchet_ray.suites.swebench.docker.infra import (
     InfraFailure, classify_exception, log_classifier_note, memory_verdict)
 from ratchet_ray.suites.swebench.settings import GradingLimits, SwebenchSettings
 from ratchet_ray.suites.swebench.proof.prover import (
-    Context, DifferentialProof, junit_failed, junit_graded)
+    Context, DifferentialProof, failures_of, junit_graded)
 from ratchet_ray.suites.swebench.integrity.session_layers import Protections
 from ratchet_ray.suites.swebench.integrity.screen import suspicion
 from ratchet_ray.suites.swebench.proof.twin import TwinGrading, grade_folder, real_instance
@@ -344,7 +344,7 @@ class SwebenchGrader:
         session.log = {t: logged.get(t, MISSING) for t in graded(instance)}
         session.junit = junit_graded(junit, graded(instance), options_form) \
             if runner == "pytest" else None
-        session.failures = junit_failed(junit, graded(instance), options_form)
+        session.failures = failures_of(runner, junit, swe_log, graded(instance), options_form)
         result = self._verdict(report, section)
         if runner is not None:
             result = self._judge(result, report, junit, layers, printed_exit_code(run.stdout, markers),

@@ -98,13 +98,20 @@ def _instance_log(run_dir, task) -> str:
 
 
 @pytest.mark.parametrize("instance_id", sorted(fixture.SPECS))
-def test_the_fix_resolves_proven_by_canary_sessions(grader, log_tasks, instance_id, tmp_path):
+def test_the_fix_resolves_proven_by_canary_sessions(docker_client, local_settings, limits,
+                                                   log_tasks, instance_id, tmp_path):
+    """The gold record is made in this grade: its FAIL_TO_PASS mutant is placed from a session of
+    the base code, whose log's tracebacks these runners print (no JUnit report)."""
+    local_settings.gold_records = str(tmp_path / "gold")
+    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
     task = log_tasks[instance_id]
     result = grader.grade(task, fixture.gold(instance_id))
     assert result.passed, result.trace
     assert 2 <= result.trace.count("FAILED as it must") <= 3, result.trace
     assert f"mutant {task.payload['FAIL_TO_PASS'][0]} (" in result.trace, "an F2P test mutated"
-    assert "graded files written by root before the tests" in _instance_log(tmp_path, task)
+    log = _instance_log(tmp_path, task)
+    assert "graded files written by root before the tests" in log
+    assert "[base code] " in log and "(made now in" in log, log
 
 
 @pytest.mark.parametrize("instance_id", sorted(fixture.SPECS))

@@ -17,6 +17,7 @@ from ratchet_ray.suites.swebench.proof.differential import (
     Session, compare_with_gold, draw, judge_canaries)
 from ratchet_ray.suites.swebench.proof.gold import GoldRecord, GoldStore, record_key
 from ratchet_ray.suites.swebench.proof.mutants import Mutant
+from ratchet_ray.suites.swebench.proof.prover import failures_of
 from ratchet_ray.suites.swebench.proof.real_expectations import argument_share
 from ratchet_ray.suites.swebench.proof.replacement_literal import mutate_literal
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
@@ -375,3 +376,48 @@ def test_a_fail_to_pass_mutant_sits_where_the_base_code_fails_not_at_the_last_ex
     raised = "tests/test_spared.py:2: in test_x\nsrc/lib.py:7: TypeError"
     assert {_placed(raised, seed) for seed in range(40)} == {3, 5, 7}
     assert {_placed(None, seed) for seed in range(20)} == {7}
+
+
+# The base code's test log under the runners read from their log (no JUnit report): django's
+# runtests.py and sympy's bin/test print Python's own traceback frames, here around another
+# test of the same file that failed too (its frames lie outside test_x's lines).
+DJANGO_LOG = '''test_x (test_spared.SparedTests.test_x) ... FAIL
+test_y (test_spared.SparedTests.test_y) ... FAIL
+
+======================================================================
+FAIL: test_y (test_spared.SparedTests.test_y)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/testbed/tests/test_spared.py", line 12, in test_y
+    self.assertEqual(other(), 1)
+AssertionError: 0 != 1
+
+======================================================================
+FAIL: test_x (test_spared.SparedTests.test_x)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/testbed/tests/test_spared.py", line 4, in test_x
+    assert (
+AssertionError
+'''
+SYMPY_LOG = '''________________________________________________________________________________
+_____________________ tests/test_spared.py:test_x ______________________________
+Traceback (most recent call last):
+  File "/testbed/tests/test_spared.py", line 4, in test_x
+    assert (
+AssertionError
+
+============= tests finished: 0 passed, 1 failed, in 0.01 seconds ==============
+'''
+
+
+def test_under_a_runner_read_from_its_log_the_mutant_sits_where_its_traceback_says():
+    """django's and sympy's runners have no JUnit report: their log's Python frames place the
+    FAIL_TO_PASS mutant as pytest's JUnit traceback does (it was drawn at random there), frames
+    of other tests of the file left out; a log without a traceback gives no failure at all."""
+    assert mutants.failing_lines(DJANGO_LOG, "tests/test_spared.py") == [12, 4]
+    for log in (DJANGO_LOG, SYMPY_LOG):
+        failures = failures_of("sympy", None, log, ["tests/test_spared.py::test_x"], False)
+        assert {_placed(failures["tests/test_spared.py::test_x"], seed) for seed in range(20)} == {5}
+    assert failures_of("unittest", None, "test_x ... ok\n", ["tests/test_spared.py::test_x"],
+                       False) == {}

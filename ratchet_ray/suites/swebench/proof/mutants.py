@@ -12,8 +12,9 @@ Contracts:
   a literal expectation of its body that can be changed (``assert <expr> == <literal>``,
   ``is True/False``, ``self.assertEqual(x, <literal>)`` and kin), by
   ``replacement_literal.replacement``: for a test in ``failures`` (a FAIL_TO_PASS test -> how
-  the base code fails it, pytest's traceback or ``""``) the one the base code failed at, else
-  one at random from the failing line on (``_ordered``); for any other, the last.
+  the base code fails it: pytest's traceback, the test log of a runner read from its log, or
+  ``""``) the one the base code failed at within the test's own lines, else one at random from
+  the failing line on (``_ordered``); for any other, the last.
   ``tried``: each test's mutants drawn before and dropped, never drawn again (a redraw).
 - ``failing_lines(failure, file)``: the lines of ``file`` a traceback's frames name.
 - ``draw_kept(located, texts, rng, judge, f2p, failures=None)`` -> ``(kept, dropped)``:
@@ -154,13 +155,15 @@ def _span(node: ast.AST) -> tuple[int, int]:
     return node.lineno, node.end_lineno or node.lineno
 
 
-_FRAME_LINE = re.compile(r"^(\S+?):(\d+): ", re.M)
+_FRAME_LINE = re.compile(r"^(\S+?):(\d+): |^\s*File \"([^\"]+)\", line (\d+)", re.M)
 
 
 def failing_lines(failure: str, file: str) -> list[int]:
-    """The lines of ``file`` that the frames of a failure's traceback (pytest's ``path:line:``
-    locations, as the JUnit report keeps them) name, outermost first."""
-    return [int(line) for path, line in _FRAME_LINE.findall(failure)
+    """The lines of ``file`` that the frames of a failure's traceback name, outermost first:
+    pytest's ``path:line:`` locations (as the JUnit report keeps them) and Python's
+    ``File "path", line N`` frames (django's and sympy's runners print those in their log)."""
+    frames = [(a or c, b or d) for a, b, c, d in _FRAME_LINE.findall(failure)]
+    return [int(line) for path, line in frames
             if path == file or path.endswith("/" + file) or file.endswith("/" + path)]
 
 

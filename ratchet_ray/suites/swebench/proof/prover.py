@@ -79,9 +79,17 @@ def junit_graded(junit: bytes | None, tests: list[str], options_form: bool) -> d
     return {t: resolve(t, statuses, options_form) or MISSING for t in tests}
 
 
-def junit_failed(junit: bytes | None, tests: list[str], options_form: bool) -> dict[str, str]:
-    """Each graded test's failure text in the JUnit report, for those that failed there (none
-    without a report, or for one that is not JUnit XML)."""
+def failures_of(runner: str | None, junit: bytes | None, test_log: str, tests: list[str],
+                options_form: bool) -> dict[str, str]:
+    """Each graded test -> its failure's text (``Session.failures``). Under pytest, its traceback
+    in the JUnit report, for the tests that failed there (none without a report, or for one
+    that is not JUnit XML). Under a runner read from its log alone (django's, sympy's), the
+    session's whole test log when it holds a Python traceback: the log names tests in the
+    runner's own spelling, not by graded id, and ``mutants.failing_lines`` keeps only the frames
+    within a test's own lines."""
+    if runner != "pytest":
+        return ({t: test_log for t in tests}
+                if "Traceback (most recent call last)" in test_log else {})
     try:
         failures = junit_failures(junit) if junit is not None else {}
     except Forgery:
@@ -418,11 +426,12 @@ class DifferentialProof:
 
     def _base_failures(self, ctx: Context, tests: list[str], folder: Path,
                        log: Callable[[str], None], seconds: dict[str, float]) -> dict[str, str]:
-        """Each FAIL_TO_PASS test of ``tests`` -> how the base code fails it (its traceback in
-        the JUnit report of one session of the base code, pytest runners; ``""`` where none
-        is read): where ``mutants.candidates`` puts its mutant, at the expectation the bug
-        breaks, which code that forces outcomes must force (docs/grading.md, threat model)."""
-        if not tests or ctx.runner != "pytest":
+        """Each FAIL_TO_PASS test of ``tests`` -> how the base code fails it in one session of
+        the base code (``Session.failures``: its traceback in the JUnit report under pytest, the
+        test log under a runner read from its log; ``""`` where none is read): where
+        ``mutants.candidates`` puts its mutant, at the expectation the bug breaks, which code
+        that forces outcomes must force (docs/grading.md, threat model)."""
+        if not tests or ctx.runner is None:
             return {t: "" for t in tests}
         base = self.side_session(ctx, BASE_PATCH, folder / "base-code", log, "base code")
         seconds["base"] = seconds.get("base", 0.0) + base.seconds
