@@ -62,29 +62,29 @@ def format_contract(result: EvalResult) -> str:
     return json.dumps(asdict(result))  # the keys in CONTRACT_KEYS' order
 
 
+_TYPES = {  # key -> (what it must be, its check), in the order a contract line is checked
+    "scalar": ("a finite number", lambda v: isinstance(v, (int, float))
+               and not isinstance(v, bool) and math.isfinite(v)),
+    "vetoes": ("a list of strings", lambda v: isinstance(v, list)
+               and all(isinstance(x, str) for x in v)),
+    "metrics": ("a JSON object", lambda v: isinstance(v, dict)),
+    "seeds": ("a list of ints", lambda v: isinstance(v, list)
+              and all(isinstance(x, int) and not isinstance(x, bool) for x in v)),
+    "lower_is_better": ("true or false", lambda v: isinstance(v, bool)),
+}
+
+
 def _validate(data: dict[str, Any]) -> EvalResult:
     missing = [k for k in CONTRACT_KEYS if k not in data]
     if missing:
         raise ContractError(f"contract line lacks {', '.join(missing)}; an evaluator prints "
                             '{"scalar": 0.5, "vetoes": [], "metrics": {}, "seeds": [42], '
                             '"lower_is_better": false}')
-    scalar = data["scalar"]
-    if isinstance(scalar, bool) or not isinstance(scalar, (int, float)) or not math.isfinite(scalar):
-        raise ContractError(f"contract scalar must be a finite number, got {scalar!r}")
-    vetoes = data["vetoes"]
-    if not isinstance(vetoes, list) or not all(isinstance(v, str) for v in vetoes):
-        raise ContractError(f"contract vetoes must be a list of strings, got {vetoes!r}")
-    if not isinstance(data["metrics"], dict):
-        raise ContractError(f"contract metrics must be a JSON object, got {data['metrics']!r}")
-    seeds = data["seeds"]
-    if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool)
-                                              for s in seeds):
-        raise ContractError(f"contract seeds must be a list of ints, got {seeds!r}")
-    if not isinstance(data["lower_is_better"], bool):
-        raise ContractError("contract lower_is_better must be true or false, got "
-                            f"{data['lower_is_better']!r}")
-    return EvalResult(float(scalar), list(vetoes), dict(data["metrics"]), list(seeds),
-                      data["lower_is_better"])
+    for key, (what, valid) in _TYPES.items():
+        if not valid(data[key]):
+            raise ContractError(f"contract {key} must be {what}, got {data[key]!r}")
+    return EvalResult(float(data["scalar"]), list(data["vetoes"]), dict(data["metrics"]),
+                      list(data["seeds"]), data["lower_is_better"])
 
 
 def parse_contract(text: str) -> EvalResult:

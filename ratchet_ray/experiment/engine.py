@@ -195,13 +195,12 @@ class ExperimentEngine(IterationSteps):
     # ---- the loop -----------------------------------------------------------------------------
     def run(self) -> ExperimentReport:
         self._prepare()
+        pinned = self._pinned()
         self.digest = self.evaluator.digest()
-        self.files = self.evaluator.file_digests()
-        pinned = self._pinned().get("evaluator_sha256")
-        if "evaluator_files" in self._pinned():
-            self.files = self._pinned()["evaluator_files"]
-            self._check_frozen()
-        elif pinned and pinned != self.digest:  # a ledger from before per-file digests
+        self.files = pinned.get("evaluator_files") or self.evaluator.file_digests()
+        self._check_frozen()  # against the pinned digests, when the baseline recorded them
+        legacy = "evaluator_files" not in pinned and pinned.get("evaluator_sha256")
+        if legacy and legacy != self.digest:  # a ledger from before per-file digests
             raise EvaluatorChanged(f"the evaluator's files ({', '.join(map(str, self.evaluator.files()))}"
                                    f") differ from those {self.branch} started with; restore them "
                                    "or start a new experiment (--name)")
@@ -261,8 +260,7 @@ class ExperimentEngine(IterationSteps):
         self.git.restore(head, before)
         if run.outcome != "ok":
             self._append(LedgerRow(0, "crash", base_commit=head, head_commit=head,
-                                   wall_s=run.wall_s, note=run.problem,
-                                   log=self.art.rel(run.log, self.repo)))
+                                   wall_s=run.wall_s, note=run.problem, log=self.art.rel(run.log)))
             self.art.end()
             # run.problem names the log already; the tail says why (e.g. 127: command not found)
             tail = run.tail().strip()[-600:]
@@ -286,7 +284,7 @@ class ExperimentEngine(IterationSteps):
                                head_commit=head, scalar=result.scalar, vetoes=result.vetoes,
                                metrics=metrics, seeds=result.seeds, wall_s=run.wall_s + wall,
                                noise_margin=None if noise is None else noise["margin"],
-                               note="baseline", log=self.art.rel(run.log, self.repo)))
+                               note="baseline", log=self.art.rel(run.log)))
         self.art.end()
 
     def _measure_noise(self, head: str, before: list[str], result: EvalResult
@@ -304,7 +302,7 @@ class ExperimentEngine(IterationSteps):
             if run.outcome != "ok":
                 self._append(LedgerRow(0, "crash", base_commit=head, head_commit=head,
                                        wall_s=run.wall_s, note=f"noise repeat {repeat}: "
-                                       f"{run.problem}", log=self.art.rel(run.log, self.repo)))
+                                       f"{run.problem}", log=self.art.rel(run.log)))
                 self.art.end()
                 raise ExperimentError(f"noise repeat {repeat} of the baseline failed: "
                                       f"{run.problem}; the evaluator must run again with "

@@ -72,7 +72,7 @@ class IterationSteps:
         iteration, before = attempt.iteration, attempt.untracked_before
         if self._candidate(proposal, attempt, row, try_no=1):
             run = self._evaluate(iteration, 1)
-            row.log = self.art.rel(run.log, self.repo)
+            row.log = self.art.rel(run.log)
             unasked = ""  # why the proposer gave no fix (recorded in the row's note)
             while run.outcome != "ok" and row.fix_attempts < self.settings.max_fix_attempts:
                 row.fix_attempts += 1
@@ -94,7 +94,7 @@ class IterationSteps:
                                     f"last fix {row.note}")
                     return
                 run = self._evaluate(iteration, row.fix_attempts + 1)
-                row.log = self.art.rel(run.log, self.repo)
+                row.log = self.art.rel(run.log)
             self._decide(run, attempt, row)
             if unasked:
                 row.note = f"{row.note}; {unasked}" if row.note else unasked
@@ -120,7 +120,7 @@ class IterationSteps:
         self.art.begin(attempt)
         patch = self.art.save_patch(attempt.iteration, try_no,
                                     self.git.diff(attempt.base, attempt.candidate))
-        row.candidate_commit, row.patch = attempt.candidate, self.art.rel(patch, self.repo)
+        row.candidate_commit, row.patch = attempt.candidate, self.art.rel(patch)
         return True
 
     def _decide(self, run: EvalRun, attempt: Attempt, row: LedgerRow) -> None:
@@ -160,7 +160,6 @@ class IterationSteps:
             row.status = "keep"
         kept = row.status == "keep"
         self.git.restore(attempt.candidate if kept else attempt.base, attempt.untracked_before)
-        row.head_commit = self.git.head()
 
     def _margin(self, best, result) -> float:
         """The noise margin a gain must beat (``engine`` contract: fixed, per-seed, baseline),

@@ -17,7 +17,6 @@ Contracts:
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Annotated, Literal, Sequence
 
 from pydantic import AfterValidator, BaseModel, Field, create_model
@@ -53,10 +52,8 @@ def line_choices(files: dict[str, str]) -> dict[str, tuple[str, str]]:
     """Label -> (path, line) for every non-blank line whose text occurs once in its file."""
     choices = {}
     for path, text in files.items():
-        lines = text.split("\n")
-        counts = Counter(lines)
-        for number, line in enumerate(lines, start=1):
-            if line.strip() and counts[line] == 1 and text.count(line) == 1:
+        for number, line in enumerate(text.split("\n"), start=1):
+            if line.strip() and text.count(line) == 1:  # once in the text: once as a line too
                 shown = line.replace('"', "'").replace("\\", "/")[:LABEL_CHARS]
                 choices[f"{path}:{number}: {shown}"] = (path, line)
     return choices

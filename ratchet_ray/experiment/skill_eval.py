@@ -23,6 +23,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
+from statistics import fmean
 from typing import Any, Literal, Sequence
 
 from ratchet_ray.experiment.contract import PER_SEED_KEY, REPEAT_ENV, EvalResult
@@ -85,7 +86,7 @@ def skill_loop_contract(runs: dict[int, list[dict[str, Any]]], *, scalar: Scalar
     metrics: dict[str, Any] = {PER_SEED_KEY: per_seed, "scalar_kind": scalar,
                                "cost_usd": round(cost, 6)}
     if round0:
-        p0, final_mean = _mean(round0), _mean(final)
+        p0, final_mean = fmean(round0), fmean(final)
         bound = floor.floor(p0)
         metrics.update({"round0_pass_at_1": p0, "final_pass_at_1": final_mean,
                         "prop1_floor": bound, "prop1_epsilon": floor.epsilon()})
@@ -94,7 +95,7 @@ def skill_loop_contract(runs: dict[int, list[dict[str, Any]]], *, scalar: Scalar
                           f"{bound:.3f}")
     if cost_budget_usd is not None and cost > cost_budget_usd:
         vetoes.append(f"cost ${cost:.4f} is over the budget ${cost_budget_usd:.4f}")
-    return EvalResult(_mean(per_seed) if per_seed else 0.0, vetoes, metrics,
+    return EvalResult(fmean(per_seed) if per_seed else 0.0, vetoes, metrics,
                       sorted(runs), lower_is_better=False)
 
 
@@ -132,7 +133,3 @@ def governance_gaps(config: Any) -> list[str]:
                     f"most {most} routed attempts ({per_round} a round after the one it is "
                     f"written in), fewer than curator.min_trials={config.curator.min_trials}")
     return gaps
-
-
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values)

@@ -34,7 +34,8 @@ class Attempt:
 
 class RunArtifacts:
     def __init__(self, repo: Path, name: str):
-        self.root = Path(repo) / ARTIFACTS_DIR / name
+        self.repo = Path(repo)
+        self.root = self.repo / ARTIFACTS_DIR / name
         self.patches = self.root / "patches"
         self.logs = self.root / "logs"
         self.marker = self.root / "attempt.json"
@@ -67,5 +68,5 @@ class RunArtifacts:
         path.write_text(diff)
         return path
 
-    def rel(self, path: Path, repo: Path) -> str:
-        return Path(path).relative_to(repo).as_posix()
+    def rel(self, path: Path) -> str:
+        return Path(path).relative_to(self.repo).as_posix()

@@ -26,8 +26,6 @@ from ratchet_ray.llm.registry import BACKENDS, WORLD_BACKENDS
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 USER_BACKENDS = tuple(name for name in BACKENDS if name not in WORLD_BACKENDS)
-"""The backends ``--llm`` offers: every registered one but those that answer from a suite's
-world."""
 
 
 def llm_option(help: str = "LLM backend.", *, dest: str = "llm", default: str | None = None,
