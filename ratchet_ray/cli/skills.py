@@ -19,13 +19,11 @@ Bad files or config are one readable message, never a traceback.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from ratchet_ray.bank.skill_bank import BankError, SkillBank
-from ratchet_ray.bank.pack_format import IMPORTS_DIR
 from ratchet_ray.governance.probation import probation_floor
 from ratchet_ray.bank.skill_io import dump_skill
 from ratchet_ray.cli import audit_hygiene
@@ -39,6 +37,7 @@ from ratchet_ray.evidence.queries import (EMPTY_STATS, failed_llm_calls, recent_
 from ratchet_ray.evidence.tampering import grader_finding, suspicion
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance import bypass, curator
+from ratchet_ray.report.provenance import import_record
 
 
 def open_bank(ctx: click.Context, *, writer: bool = False) -> SkillBank:
@@ -83,8 +82,7 @@ def pack_origins(bank: SkillBank) -> dict[str, str]:
     """``{skill id: 'pack:<hash> <source run>'}`` of the skills imported from a skill pack."""
     out = {}
     for skill_id, digest in bank.imported().items():
-        record = bank.run_dir / IMPORTS_DIR / f"{digest}.json"
-        source = (json.loads(record.read_text()).get("source") or {}) if record.is_file() else {}
+        source = import_record(bank.run_dir, digest).get("source") or {}
         out[skill_id] = f"pack:{digest} {source.get('run_id', '?')}".rstrip()
     return out
 

@@ -1,19 +1,18 @@
 """The capsule browser's rows: every capsule of a run with its Critic verdict, texts truncated.
 
 Contracts:
-- ``capsule_table(run_dir, text_limit)`` reads the ``capsule`` parts present now, each with its
-  verdict, into a ``CapsuleTable``: one row per capsule in (round, split, task, attempt,
+- ``capsule_rows(run_dir, text_limit, strings)`` reads the ``capsule`` parts present now, each
+  with its verdict: one row (``COLUMNS``' values) per capsule in (round, split, task, attempt,
   capsule id) order, each naming its part (relative to the run dir) and row number there, so
   ``ratchet query`` / pyarrow can read the full text.
 - Texts over ``text_limit`` characters are cut and end with ``TRUNCATED``; ``text_limit_for(n)``
   keeps ``n`` capsules under about ``TEXT_BUDGET`` characters.
-- Repeated strings are interned into ``strings`` (rows hold indices; 100 rounds x 100 tasks
-  stay a few MB); a given ``strings`` list is appended to, so runs share one table.
+- The ``INTERNED`` columns' strings are interned into ``strings`` (rows hold indices; 100 rounds
+  x 100 tasks stay a few MB), which is appended to, so runs share one table.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,30 +42,12 @@ def truncate(text: str | None, limit: int) -> str | None:
     return text[:limit] + TRUNCATED
 
 
-@dataclass
-class CapsuleTable:
-    columns: tuple[str, ...]
-    rows: list[list[Any]]
-    strings: list[str]
-    text_limit: int
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def value(self, i: int, column: str) -> Any:
-        """Row ``i``'s ``column`` with interned strings resolved (tests, notebook)."""
-        v = self.rows[i][self.columns.index(column)]
-        return self.strings[v] if column in INTERNED and v is not None else v
-
-
-def capsule_table(run_dir: str | Path, text_limit: int = MAX_TEXT,
-                  strings: list[str] | None = None) -> CapsuleTable:
+def capsule_rows(run_dir: str | Path, text_limit: int, strings: list[str]) -> list[list[Any]]:
     """Every capsule of the run, with its verdict (module contracts)."""
-    strings = [] if strings is None else strings
     store = EvidenceStore(Path(run_dir))
     parts = store.part_paths("capsule")
     if not parts:
-        return CapsuleTable(COLUMNS, [], strings, text_limit)
+        return []
     files = [str(p.resolve()) for p in parts]
     root = str(Path(run_dir).resolve()) + "/"
     index = {s: i for i, s in enumerate(strings)}
@@ -92,4 +73,4 @@ def capsule_table(run_dir: str | Path, text_limit: int = MAX_TEXT,
         if rec["cost_usd"] is not None:
             rec["cost_usd"] = round(float(rec["cost_usd"]), 6)
         rows.append([rec[n] for n in COLUMNS])
-    return CapsuleTable(COLUMNS, rows, strings, text_limit)
+    return rows

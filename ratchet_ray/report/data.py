@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ratchet_ray.evidence import named_queries as nq
-from ratchet_ray.evidence.comparisons import Headline, outcomes_from
-from ratchet_ray.evidence.comparisons import wilson
+from ratchet_ray.evidence.comparisons import Headline, outcomes_from, wilson
 from ratchet_ray.evidence.comparisons import headline as headline_with_intervals
 from ratchet_ray.evidence.queries import skill_stats, tampering_by_skill
 from ratchet_ray.evidence.store import EvidenceStore
@@ -36,6 +37,7 @@ from ratchet_ray.types import NONE_SKILL
 
 STOPPED_FILE = "stopped.json"
 LOOP_FILE = "loop.json"
+_LOADER = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
 CHARS_PER_TOKEN = 4
 """Injection cost estimate: a skill's guidance costs about one token per 4 characters."""
 
@@ -222,7 +224,7 @@ def skill_events(con) -> list[dict[str, Any]]:
     return nq.fetch_dicts(con, "skill_events")
 
 
-def _skill_files(run_dir: Path) -> dict[str, tuple[str, Any]]:
+def skill_texts(run_dir: Path) -> dict[str, tuple[str, Any]]:
     """``{id: (yaml text, parsed Skill or None)}`` of ``skills/*.yaml`` (a bad file keeps its
     text, so the report still shows what is there)."""
     from ratchet_ray.bank.skill_io import parse_skill, skill_files
@@ -242,6 +244,17 @@ def _skill_files(run_dir: Path) -> dict[str, tuple[str, Any]]:
     return out
 
 
+def guidance_yaml(text: str) -> str:
+    """The guidance of a skill file's ``text`` as YAML, the text a Solver is shown ("" when it
+    has none or is no YAML)."""
+    try:
+        data = yaml.load(text, Loader=_LOADER) if text else None
+    except yaml.YAMLError:
+        return ""
+    guidance = data.get("guidance") if isinstance(data, dict) else None
+    return yaml.safe_dump(guidance, sort_keys=False, width=100) if guidance else ""
+
+
 def _guidance_chars(skill: Any) -> int:
     g = skill.guidance.model_dump(mode="json")
     return sum(len(v) if isinstance(v, str) else sum(len(x) for x in v) for v in g.values()
@@ -255,7 +268,7 @@ def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None) -
     from ratchet_ray.governance.counterfactual import counterfactual_stats
 
     events = skill_events(con) if events is None else events
-    files = _skill_files(run_dir)
+    files = skill_texts(run_dir)
     dead = bypass.dead_weight(con, [s for _t, s in files.values() if s is not None],
                               curator_settings(run_dir).dead_weight_rounds)
     ignored = bypass.ignored_skills(con)

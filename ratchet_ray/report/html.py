@@ -17,14 +17,12 @@ from html import escape
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
-
 from ratchet_ray.report.assets import CSS, JS
 from ratchet_ray.report.compare_section import compare_section
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.storage.fsutil import atomic_write_text
-from ratchet_ray.report.capsules import COLUMNS, capsule_table, text_limit_for
-from ratchet_ray.report.data import RunData, load_run
+from ratchet_ray.report.capsules import COLUMNS, capsule_rows, text_limit_for
+from ratchet_ray.report.data import RunData, guidance_yaml, load_run
 from ratchet_ray.report.inspect_export import task_statements
 from ratchet_ray.report.sections import (bank_section, curves_section, headline_section,
                                          life_text, skills_section, sweep_section,
@@ -32,7 +30,6 @@ from ratchet_ray.report.sections import (bank_section, curves_section, headline_
 from ratchet_ray.report.sweep import SweepTable, expand, suite_columns, sweep_table
 
 MAX_CAPSULES = 60_000
-_LOADER = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
 
 
 def _skill_json(runs: list[RunData]) -> dict[str, dict[str, Any]]:
@@ -41,14 +38,8 @@ def _skill_json(runs: list[RunData]) -> dict[str, dict[str, Any]]:
     for run in runs:
         per = out.setdefault(run.label, {})
         for s in run.skills:
-            guidance = s.yaml
-            try:
-                parsed = yaml.load(s.yaml, Loader=_LOADER) if s.yaml else None
-                if isinstance(parsed, dict) and parsed.get("guidance"):
-                    guidance = yaml.safe_dump(parsed["guidance"], sort_keys=False, width=100)
-            except yaml.YAMLError:
-                pass
-            per[s.skill_id] = {"yaml": s.yaml, "guidance": guidance, "life": life_text(s)}
+            per[s.skill_id] = {"yaml": s.yaml, "guidance": guidance_yaml(s.yaml) or s.yaml,
+                               "life": life_text(s)}
     return out
 
 
@@ -69,9 +60,9 @@ def capsule_payload(runs: list[RunData], max_capsules: int = MAX_CAPSULES,
     strings: list[str] = []  # interned by every run's table: one for the page
     rows_per_run, tasks = [], []
     for run in kept:
-        table = capsule_table(run.run_dir, limit, strings=strings)
-        rows_per_run.append(table.rows)
-        ids = {table.strings[r[table.columns.index("task_id")]] for r in table.rows}
+        rows = capsule_rows(run.run_dir, limit, strings)
+        rows_per_run.append(rows)
+        ids = {strings[r[COLUMNS.index("task_id")]] for r in rows}
         # Statements cut to 1,500 characters; none (the browser shows the task id) when the
         # suite's tasks do not load offline.
         tasks.append(task_statements(run.run_dir, ids, limit=1500) if with_tasks else {})

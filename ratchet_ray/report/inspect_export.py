@@ -21,9 +21,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
-
-from ratchet_ray.report.data import check_run_dir, exported_capsules, identity
+from ratchet_ray.report.data import (check_run_dir, exported_capsules, guidance_yaml, identity,
+                                     skill_texts)
 from ratchet_ray.types import NONE_SKILL
 
 SCORER = "ratchet_grader"
@@ -50,24 +49,6 @@ def task_statements(run_dir: Path, ids: set[str], limit: int | None = None) -> d
         logger.info("task statements not loaded for %s (%s: %s)", run_dir, type(exc).__name__, exc)
         return {}
     return {t.task_id: t.prompt[:limit] if limit else t.prompt for t in tasks if t.task_id in ids}
-
-
-def _skill_guidance(run_dir: Path) -> dict[str, str]:
-    """``{skill id: guidance as YAML}`` of the run's bank files (the text a Solver was shown)."""
-    from ratchet_ray.bank.skill_io import skill_files
-
-    out = {}
-    folder = run_dir / "skills"
-    for path in skill_files(folder) if folder.is_dir() else []:  # the files the bank reads
-        try:
-            data = yaml.safe_load(path.read_text())
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            continue
-        if isinstance(data, dict) and data.get("id"):
-            guidance = data.get("guidance")
-            out[str(data["id"])] = (yaml.safe_dump(guidance, sort_keys=False, width=100)
-                                    if guidance else "")
-    return out
 
 
 def _iso(seconds: float | None) -> str:
@@ -117,7 +98,8 @@ def export_inspect(run_dir: str | Path, out_dir: str | Path,
     who = identity(run)
     rows, model = exported_capsules(run, who, list(splits))
     statements = task_statements(run, {r["task_id"] for r in rows})
-    guidance = _skill_guidance(run)
+    # {skill id: guidance as YAML} of the run's bank files (the text a Solver was shown).
+    guidance = {i: guidance_yaml(text) for i, (text, _) in skill_texts(run).items()}
     groups: dict[tuple[int, str], list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault((int(row["round"]), row["split"]), []).append(row)

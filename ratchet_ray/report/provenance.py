@@ -79,7 +79,11 @@ def curator_settings(run_dir: Path) -> CuratorSettings:
     return CuratorSettings.model_validate(raw.get("curator") or {})
 
 
-def _manifest(run_dir: Path, digest: str, cache: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def import_record(run_dir: Path, digest: str,
+                  cache: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The record of the pack import ``digest`` in ``<run>/packs/`` ({} when absent), read once
+    per ``cache``."""
+    cache = {} if cache is None else cache
     if digest not in cache:
         path = run_dir / IMPORTS_DIR / f"{digest}.json"
         cache[digest] = json.loads(path.read_text()) if path.is_file() else {}
@@ -129,7 +133,7 @@ def skill_provenance(con, run_dir: Path, events: list[dict[str, Any]],
     manifests: dict[str, dict[str, Any]] = {}
     out = {}
     for skill_id, (digest, on_probation, round_) in imports.items():
-        manifest = _manifest(run_dir, digest, manifests)
+        manifest = import_record(run_dir, digest, manifests)
         source = manifest.get("source") or {}
         as_pack = {new: old for old, new in (manifest.get("imported_as") or {}).items()}
         k = (cf if by_cf else stats).get(skill_id, EMPTY_STATS).trials

@@ -15,7 +15,7 @@ from ratchet_ray.report import svg
 from ratchet_ray.report.ablation_report import report_markdown
 from ratchet_ray.evidence.comparisons import Headline, Proportion
 from ratchet_ray.report.data import RunData, SkillRow
-from ratchet_ray.report.sweep import SweepTable, arm_curves, arm_headlines
+from ratchet_ray.report.sweep import SweepTable, arm_curves, arm_headlines, pass_series
 
 LIFE_COLORS = {"active": "#009E73", "retired": "#D55E00", "evicted": "#999999",
                "candidate": "#E69F00", "deprecated": "#CC79A7", "restored": "#CC79A7",
@@ -141,9 +141,7 @@ def pass_chart(runs: list[RunData]) -> str:
     """Eval and train pass@1 per round: one run's lines, or per seed plus the mean band."""
     if len(runs) == 1:
         run = runs[0]
-        series = [svg.Series(f"{s} pass@1", [(r["round"], r[f"{s}_pass_at_1"]) for r in run.rounds
-                                             if r.get(f"{s}_pass_at_1") is not None],
-                             color=c, dash=d)
+        series = [svg.Series(f"{s} pass@1", list(pass_series(run, s).items()), color=c, dash=d)
                   for s, c, d in (("eval", svg.PALETTE[0], None), ("train", svg.PALETTE[1], "5 3"))]
         return svg.line_chart(series, title=f"pass@1 per round · {run.label}", y_label="pass@1",
                               y_range=(0.0, 1.0), vlines=_markers(run), kind="pass")

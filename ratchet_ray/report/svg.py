@@ -109,8 +109,8 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
 
 
-def _axes(f: Frame, xticks: Sequence[float], yticks: Sequence[float], x_label: str,
-          y_label: str, title: str, yfmt=_fmt) -> None:
+def _axes(f: Frame, xticks: Sequence[float], yticks: Sequence[float], y_label: str, title: str,
+          yfmt=_fmt) -> None:
     out = f.lines
     out.append(f'<text x="{ML}" y="16" class="ct">{escape(title)}</text>')
     for y in yticks:
@@ -124,7 +124,7 @@ def _axes(f: Frame, xticks: Sequence[float], yticks: Sequence[float], x_label: s
         out.append(f'<text x="{px:.1f}" y="{base + 16}" class="xt">{escape(_fmt(x))}</text>')
     out.append(f'<line x1="{ML}" x2="{f.width - MR}" y1="{base}" y2="{base}" class="ax"/>')
     out.append(f'<text x="{(ML + f.width - MR) / 2:.0f}" y="{f.height - 4}" class="xl">'
-               f'{escape(x_label)}</text>')
+               'round</text>')
     out.append(f'<text transform="translate(12,{(f.top + base) / 2:.0f}) rotate(-90)" '
                f'class="yl">{escape(y_label)}</text>')
 
@@ -194,10 +194,9 @@ def _path(f: Frame, pts: list[tuple[float, float]], step: bool) -> str:
     return "".join(out)
 
 
-def line_chart(series: list[Series], *, title: str, y_label: str, x_label: str = "round",
+def line_chart(series: list[Series], *, title: str, y_label: str,
                y_range: tuple[float, float] | None = None, bands: Sequence[Band] = (),
-               vlines: Sequence[VLine] = (), kind: str = "line", percent: bool = False,
-               height: int = H) -> str:
+               vlines: Sequence[VLine] = (), kind: str = "line", height: int = H) -> str:
     """Lines over integer rounds; ``y_range`` None = counts from 0 (``count_ticks``)."""
     xs = [x for s in series for x, _ in s.points] + [x for b in bands for x, _, _ in b.points]
     x0, x1 = (int(min(xs)), int(max(xs))) if xs else (0, 1)
@@ -214,8 +213,7 @@ def line_chart(series: list[Series], *, title: str, y_label: str, x_label: str =
     rows = legend_rows(legend, title)  # many runs: rows under the title, never over it
     extra = LEGEND_ROW * len(rows)
     f = Frame(x0, x1, y_range[0], y_range[1], height=height + extra, top=MT + extra)
-    _axes(f, int_ticks(x0, x1), yticks, x_label, y_label, title,
-          (lambda v: f"{v:.1f}") if percent else _fmt)
+    _axes(f, int_ticks(x0, x1), yticks, y_label, title)
     for b in bands:
         if not b.points:
             continue
@@ -260,7 +258,7 @@ def stacked_bars(rounds: list[int], stacks: dict[str, list[float]], *, title: st
     f = Frame(min(rounds) - 0.5, max(rounds) + 0.5, 0.0, yticks[-1])
     fmt = (lambda v: f"${v:.3g}") if money else (lambda v: f"{v / 1000:.0f}k" if v >= 1000
                                                  else _fmt(v))
-    _axes(f, int_ticks(min(rounds), max(rounds)), yticks, "round", y_label, title, fmt)
+    _axes(f, int_ticks(min(rounds), max(rounds)), yticks, y_label, title, fmt)
     bw = max(1.0, (f.sx(1) - f.sx(0)) * 0.8)
     base = [0.0] * len(rounds)
     colors = {}

@@ -49,7 +49,9 @@ def expand(paths: Iterable[str | Path]) -> Expanded:
     return Expanded(runs, sweeps)
 
 
-def _pass_series(run: RunData, key: str) -> dict[int, float]:
+def pass_series(run: RunData, split: str) -> dict[int, float]:
+    """``{round: pass@1}`` of ``split`` (eval, train) over the run's rounds that have one."""
+    key = f"{split}_pass_at_1"
     return {r["round"]: r[key] for r in run.rounds if r.get(key) is not None}
 
 
@@ -65,7 +67,7 @@ def arm_curves(runs: list[RunData]) -> dict[str, dict[str, Any]]:
     """``{arm: {"seeds": {label: {split: {round: p}}}, "mean": {split: [(round, mean, std)]}}}``."""
     out: dict[str, dict[str, Any]] = {}
     for arm, group in _by_arm(runs):
-        seeds = {run.label: {s: _pass_series(run, f"{s}_pass_at_1") for s in ("eval", "train")}
+        seeds = {run.label: {s: pass_series(run, s) for s in ("eval", "train")}
                  for run in group}
         mean: dict[str, list[tuple[int, float, float]]] = {}
         for split in ("eval", "train"):
