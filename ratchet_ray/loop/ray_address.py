@@ -13,14 +13,20 @@ Contracts:
   address file the last ``ray start --head`` wrote; one a dead head left is ignored), else None.
 - ``ray_problem(address)``: what a driver given ``address`` (else ``RAY_ADDRESS``, else a local
   Ray) would meet, one line with the fix, else None: nothing listening, an address of none of
-  the forms a driver takes (``garbage``, a host without its port), a leftover head.
+  the forms a driver takes (``garbage``, a host without its port), a head that refuses this
+  driver's credentials (``refused_credentials``), a leftover head.
   ``RAY_ADDRESS=local`` asks for a local Ray of its own even beside a leftover head.
+- ``refused_credentials(address)``: why the head at a ``HOST:PORT`` address refuses this
+  driver (Ray's token authentication: no token here, or another), else None, within the
+  timeout; ``ray.init`` met it after 20 s of retries with an error naming only an interface
+  address it failed to connect to.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import threading
 from urllib.parse import urlsplit
 
 LOCAL = "local"
@@ -90,7 +96,7 @@ def ray_problem(address: str | None = None) -> str | None:
     if given is not None:
         why = unreachable(given) or _malformed(given)
         if why is None:
-            return None
+            return refused_credentials(given)
         source, drop = ("--address", "drop --address") if address else \
             ("RAY_ADDRESS", "unset RAY_ADDRESS")
         return (f"cannot reach the Ray cluster at {given} ({source}): {why}; start the head there "
@@ -103,3 +109,38 @@ def ray_problem(address: str | None = None) -> str | None:
             f"running?), and a plain local run would join it; run on it with "
             f"RAY_ADDRESS={head}, start a Ray of this run's own beside it with "
             "RAY_ADDRESS=local, or stop that head (docs/cluster.md, \"A local head\")")
+
+
+def refused_credentials(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+    """Why the head at ``address`` refused this driver's credentials (module contract)."""
+    if address.strip().startswith(("http://", "https://")) or _host_port(address.strip()) is None:
+        return None
+    refused: list[str] = []
+
+    def ask() -> None:  # a head that checks tokens answers at once; anything else may hang
+        try:
+            from ray._raylet import GcsClient
+            from ray.exceptions import AuthenticationError
+        except ImportError:  # Ray moved its client: Ray's own error stands
+            return
+        try:
+            GcsClient(address=address.strip()).check_alive([], timeout=timeout_s)
+        except AuthenticationError as exc:
+            refused.append(str(exc))
+        except Exception:  # noqa: BLE001 - any other failure: Ray's own error stands
+            return
+
+    asking = threading.Thread(target=ask, daemon=True)
+    asking.start()
+    asking.join(timeout_s)
+    if not refused:
+        return None
+    mode = os.environ.get("RAY_AUTH_MODE") or "unset"
+    where = ("RAY_AUTH_TOKEN, or the token file the head made, ~/.ray/auth_token there, copied "
+             "here or named by RAY_AUTH_TOKEN_PATH")
+    if mode.lower() != "token":
+        return (f"the Ray cluster at {address} uses token authentication and this driver does "
+                f"not (RAY_AUTH_MODE is {mode}): set RAY_AUTH_MODE=token and give it the "
+                f"cluster's token ({where})")
+    return (f"the Ray cluster at {address} refuses this driver's auth token: give it the "
+            f"cluster's token ({where})")

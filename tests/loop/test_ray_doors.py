@@ -78,14 +78,17 @@ def test_the_status_of_a_sweep_on_a_dead_dashboard_is_one_line(tmp_path):
                    "http://HOST:8265")
 
 
-@pytest.fixture
-def leftover_head():
+@pytest.fixture(params=["disabled"])
+def leftover_head(request):
     """A ``ray start --head`` left running, as docs/cluster.md's recipe leaves one, isolated from
     every other test: its own Ray temp folder (``RAY_TMPDIR``: where ``ray start`` records the
-    address a plain ``ray.init()`` then joins) and free ports for every service. Yields that
-    RAY_TMPDIR; the head is stopped (``--block``: SIGTERM stops what it started) afterwards."""
+    address a plain ``ray.init()`` then joins) and free ports for every service; its
+    ``RAY_AUTH_MODE`` the fixture's param (``token``: a token of its own in ``RAY_AUTH_TOKEN``).
+    Yields that RAY_TMPDIR; the head is stopped (``--block``: SIGTERM stops what it started)
+    afterwards."""
     temp = Path(tempfile.mkdtemp(prefix="rh", dir="/tmp"))  # short: Ray's socket paths
-    env = _env(RAY_TMPDIR=str(temp), RAY_AUTH_MODE="disabled")
+    token = {"RAY_AUTH_TOKEN": os.urandom(16).hex()} if request.param == "token" else {}
+    env = _env(RAY_TMPDIR=str(temp), RAY_AUTH_MODE=request.param, **token)
     log = open(temp / "head.log", "w")
     services = own_port_flags()
     taken = {flag.split("=")[1] for flag in services}  # ports chosen apart can repeat
@@ -122,6 +125,25 @@ def test_a_plain_local_run_beside_a_leftover_head_is_one_line_naming_it(tmp_path
     refused_within(["-m", "jobs.skill_loop", "sim", "--rounds", "1", "--set",
                     f"results_dir={tmp_path / 'results'}"], ROOT, _env(RAY_TMPDIR=str(temp)),
                    address, f"RAY_ADDRESS={address}", "RAY_ADDRESS=local", "docs/cluster.md")
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.slow  # a Ray head of its own starts (10-30 s); the refusal itself is BOUND_S
+@pytest.mark.parametrize("leftover_head", ["token"], indirect=True)
+def test_joining_a_head_that_checks_tokens_without_one_names_the_token(tmp_path, leftover_head):
+    """Before: 20 s of Ray's retries, then "Failed to connect to Ray cluster at <the machine's
+    interface address>", naming neither the address given nor the token; a run dir was made
+    first. Now one line, before anything is made, naming RAY_AUTH_MODE and where the token goes;
+    with a wrong token, that the token is refused."""
+    _temp, address = leftover_head
+    results = ["--set", f"results_dir={tmp_path / 'results'}"]
+    env = {k: v for k, v in _env(RAY_ADDRESS=address).items()
+           if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
+    refused_within(["-m", "jobs.skill_loop", "sim", "--rounds", "1", *results], ROOT, env,
+                   address, "token authentication", "RAY_AUTH_MODE=token", "RAY_AUTH_TOKEN")
+    refused_within(["-m", "jobs.skill_loop", "sim", "--rounds", "1", *results], ROOT,
+                   {**env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "0" * 32}, address,
+                   "refuses this driver's auth token")
     assert not (tmp_path / "results").exists()
 
 
