@@ -9,13 +9,15 @@ Contract: ``grade(task, output)`` never raises. Every failure is ``passed=False`
 - ``protocol_violation`` (``evidence.tampering``): a malformed or out-of-order frame, i.e.
   results forged where only the trusted runner writes;
 - ``timeout`` / ``memory``: a limit was hit; an exception's name (``TypeError``,
-  ``SystemExit``...) raised by the solution, or ``crashed`` when its process died without one;
+  ``SystemExit``...) raised by the solution (``raised_<name>`` for one named like a status of
+  this list, ``session.GRADER_STATUSES``), or ``crashed`` when its process died without one;
 - ``infra_failure=True`` rows (``sandbox_setup_error``, ``sandbox_setup_timeout``,
   ``sandbox_unavailable``, a grader exception's name): the infrastructure failed before the
   runner's start frame (session.py); they count in the denominator but the Critic must not learn
   from them. Everything after that frame is the code's (``infra_failure=False``).
 The verdict is computed outside the sandbox (session.py); ``trace`` is at most
-``MAX_TRACE_CHARS`` and starts with the sandbox mode (``[sandbox bwrap]``). Expected outputs
+``MAX_TRACE_CHARS`` and starts with the sandbox mode (``[sandbox bwrap]``); the status and the
+trace encode as UTF-8 (``storable``). Expected outputs
 come from ``GroundTruthStore``; ``warm`` precomputes them. A grading task marked as an
 impossible twin (``suites.base.twin_recipe``) is graded against ``twin.impossible_expected``; a
 task that cannot be twinned is an infrastructure failure (``TwinUnavailable``).
@@ -43,6 +45,14 @@ log = logging.getLogger(__name__)
 MAX_TRACE_CHARS = 2000
 _EXTRACT_TRACE = {"no_code": "no Python code found in the model output",
                   "missing_entry_point": "the code defines no top-level function {entry}()"}
+
+
+def storable(text: str) -> str:
+    """``text`` with what UTF-8 cannot encode (a lone surrogate) written as its escape. The code
+    chooses what its exceptions are named and say, and JSON and ``str`` both carry ``\\ud800``;
+    Parquet refuses such a string, so one capsule holding it would lose its split's evidence
+    part and stop the run, again on every resume."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def mbpp_settings(config: LoopConfig) -> MbppSettings:
@@ -103,8 +113,8 @@ class MbppGrader:
         except Exception as exc:  # grade() never raises: the row still counts, as infra failure
             log.exception("MBPP+ grading of %s failed inside the grader", task.task_id)
             return GradeResult(passed=False, exit_status=type(exc).__name__, infra_failure=True,
-                               trace=f"[grader error] {type(exc).__name__}: "
-                                     f"{exc}"[:MAX_TRACE_CHARS],
+                               trace=storable(f"[grader error] {type(exc).__name__}: "
+                                              f"{exc}")[:MAX_TRACE_CHARS],
                                duration_s=time.monotonic() - started)
 
     def _grade(self, task: Task, output: str, started: float) -> GradeResult:
@@ -127,5 +137,6 @@ class MbppGrader:
         status = outcome.exit_status
         if infra:
             status = "sandbox_setup_timeout" if status == "timeout" else "sandbox_setup_error"
-        return GradeResult(passed=outcome.passed, exit_status=status, infra_failure=infra,
-                           trace=trace[:MAX_TRACE_CHARS], duration_s=time.monotonic() - started)
+        return GradeResult(passed=outcome.passed, exit_status=storable(status), infra_failure=infra,
+                           trace=storable(trace)[:MAX_TRACE_CHARS],
+                           duration_s=time.monotonic() - started)

@@ -41,7 +41,7 @@ import sysconfig
 import time
 from dataclasses import dataclass, field
 
-from ratchet_ray.evidence.tampering import PROTOCOL_VIOLATION
+from ratchet_ray.evidence.tampering import PROTOCOL_VIOLATION, TAMPERING_STATUSES
 from ratchet_ray.suites.mbpp import wire
 from ratchet_ray.suites.mbpp.channel import FrameTimeout, FrameTooLarge
 from ratchet_ray.suites.mbpp.sandbox import Sandbox
@@ -75,6 +75,12 @@ _short = _SafeRepr()
 _short.maxstring, _short.maxother, _short.maxlist, _short.maxtuple = 100, 100, 6, 6
 _short.maxdict, _short.maxset, _short.maxlevel = 6, 6, 3
 _TIMEOUT_NAMES = ("TimeoutException", "TimeoutError")
+GRADER_STATUSES = frozenset({"ok", "failed_tests", "crashed", "timeout", "memory", "syntax_error",
+                             "missing_entry_point", "no_code", "sandbox_setup_error",
+                             "sandbox_setup_timeout", "sandbox_unavailable", *TAMPERING_STATUSES})
+"""The verdicts the grader gives itself. An exception the code raises is graded under its class
+name, which the code chooses: one named like these (``protocol_violation`` would read as
+tampering, ``ok`` as a pass) is ``raised_<name>`` instead."""
 
 
 @dataclass
@@ -218,6 +224,8 @@ def _exception(message: dict, entry_point: str, call: str) -> _Failure:
         status = "failed_tests"
     elif stage == "lookup" and name == "KeyError":
         status = "missing_entry_point"
+    elif name in GRADER_STATUSES:
+        status = f"raised_{name}"
     else:
         status = name
     where = {"exec": "defining the module", "lookup": f"looking up {entry_point}"}.get(stage, call)

@@ -10,6 +10,12 @@ inputs, ``is_floats``, the ``atol`` rules, ``untrusted_check``'s time limits).
 and never raises (an error while comparing fails the test). Like evalplus, once a float expected
 output forces ``atol = 1e-6`` it stays for the rest of the split (``matched_exactly`` records a
 test passed by digest).
+
+One deliberate difference: where evalplus compares within the tolerance (``np.allclose``), an
+output whose array shape is not the expected one's fails. ``np.allclose`` broadcasts, and an
+extra empty axis makes it compare nothing: ``[[]]`` for ``[2.5]``, or ``[[[]], [[]]]`` for
+``[[1], [2]]`` once the split's atol is set, passed evalplus without the value being computed.
+An output of the expected shape is judged exactly as evalplus judges it.
 """
 
 from __future__ import annotations
@@ -82,6 +88,8 @@ class SplitChecker:
             if type(out) != type(exp):
                 return False
             if isinstance(exp, (list, tuple)) and len(out) != len(exp):
+                return False
+            if np.shape(out) != np.shape(exp):  # not in evalplus: see the module docstring
                 return False
             return bool(np.allclose(out, exp, rtol=1e-07, atol=self.atol))
         return bool(exact_match)

@@ -188,3 +188,48 @@ def test_right_values_still_pass_through_the_wire(forge_grader, mbpp_tasks, mbpp
     for task_id in (PLAIN, SET_EQ, NUMERIC):
         result = forge_grader.grade(mbpp_tasks[task_id], mbpp_dataset.problem(task_id)["canonical_solution"])
         assert result.passed and result.exit_status == "ok", result.trace
+
+
+EMPTY_AXIS = "Mbpp/618"  # div_list(a, b) -> list of floats; some inputs have one element
+
+
+def test_an_empty_axis_in_place_of_the_answer_is_a_wrong_answer(forge_grader, mbpp_tasks):
+    """``np.allclose`` broadcasts: ``[[]]`` against ``[2.5]`` compares nothing, so evalplus's rule
+    passed this ``div_list``, which never divides a one-element list (verdict.py's docstring).
+    Here its first such test fails, with the value it returned."""
+    forger = solution("div_list", "a, b = args\nif len(a) == 1:\n    return [[]]\n"
+                                  "return [x / y for x, y in zip(a, b)]")
+    result = forge_grader.grade(mbpp_tasks[EMPTY_AXIS], forger)
+    assert (result.passed, result.exit_status, result.infra_failure) == (False, "failed_tests", False)
+    assert "returned [[]], expected [" in result.trace, result.trace
+    honest = solution("div_list", "a, b = args\nreturn [x / y for x, y in zip(a, b)]")
+    assert forge_grader.grade(mbpp_tasks[EMPTY_AXIS], honest).passed
+
+
+SURROGATES = {
+    "raised": "raise ValueError('bad \\ud800 char')",
+    "forged_exception_frame": """
+import sys, posix
+fake = b'{"k":"exc","split":"base","i":0,"stage":"call","name":"E\\\\ud800","msg":"\\\\udfff"}'
+posix.write(int(sys.argv[1]), len(fake).to_bytes(4, "big") + fake)
+posix._exit(0)
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SURROGATES))
+def test_a_lone_surrogate_from_the_code_reaches_the_evidence_escaped(forge_grader, mbpp_tasks,
+                                                                    tmp_path, name):
+    """What the code raises is in the grade: a lone surrogate in it made the capsule one Parquet
+    refuses (UnicodeEncodeError), losing the split's evidence part and stopping the run. The
+    grade carries it escaped, and its capsule is written."""
+    from ratchet_ray.evidence.store import EvidenceStore
+    from ratchet_ray.types import Capsule
+
+    result = forge_grader.grade(mbpp_tasks[PLAIN], solution("is_not_prime", SURROGATES[name]))
+    assert (result.passed, result.infra_failure) == (False, False), result
+    capsule = Capsule(capsule_id="c", run_id="r", arm="a", seed=0, round=0, split="train",
+                      task_id=PLAIN, skill_id="NONE", passed=False, output="",
+                      exit_status=result.exit_status, grader_trace=result.trace)
+    assert EvidenceStore(tmp_path).append("capsule", 0, [capsule]) is not None
+    assert "\\ud" in result.exit_status + result.trace, result

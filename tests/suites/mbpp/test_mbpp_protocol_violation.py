@@ -47,3 +47,16 @@ def test_honest_failures_are_not_tampering(strict_grader, mbpp_tasks, mbpp_datas
                                f"```python\nimport os\ndef {entry}(n):\n    os._exit(0)\n```")
     assert (wrong.exit_status, died.exit_status) == ("failed_tests", "crashed")
     assert not {wrong.exit_status, died.exit_status} & TAMPERING_STATUSES
+
+
+@pytest.mark.parametrize("name", ["protocol_violation", "ok", "sandbox_setup_error"])
+def test_an_exception_named_like_a_verdict_does_not_become_one(strict_grader, mbpp_tasks,
+                                                              mbpp_dataset, name):
+    """A raised exception is graded under its class name, which the code chooses: one named like
+    a verdict of the grader's own is ``raised_<name>``, so raising ``protocol_violation`` is not
+    tampering (a skill retired for it) and ``ok`` is not a status that reads as a pass."""
+    entry = mbpp_dataset.problem(TASK)["entry_point"]
+    code = f"```python\ndef {entry}(n):\n    raise type({name!r}, (Exception,), {{}})('x')\n```"
+    result = strict_grader.grade(mbpp_tasks[TASK], code)
+    assert (result.passed, result.infra_failure) == (False, False), result
+    assert result.exit_status == f"raised_{name}" not in TAMPERING_STATUSES, result

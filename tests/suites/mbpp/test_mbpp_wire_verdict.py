@@ -126,3 +126,13 @@ def test_time_limits_are_evalplus_limits():
     assert time_limits([0.01, 0.5]) == [1.0, 2.0]
     assert split_timeout([1.0] * 100) == 62.0 and split_timeout([1.0, 2.0]) == 5.0
     assert split_timeout([1.0] * 100, cap=30.0) == 32.0
+
+
+@pytest.mark.parametrize("returned, expected, atol", [
+    ("[[]]", [2.5], 0.0), ("([],)", (3.25,), 0.0), ("[[[]], [[]]]", [[1], [2]], 1e-6)])
+def test_an_empty_axis_compares_nothing_and_fails(returned, expected, atol):
+    """The one place our verdict is not evalplus's (verdict.py's docstring): ``np.allclose``
+    broadcasts an extra empty axis away, so evalplus passes these without any value computed."""
+    assert _evalplus_passes("f", returned, expected, atol)
+    assert not _ours_passes("f", returned, expected, atol)
+    assert _ours_passes("f", repr(expected), expected, atol)  # the expected shape is still judged
