@@ -141,3 +141,20 @@ def test_every_graded_answer_is_what_the_world_drew(clear_run):
     assert all(g[1] and g[3] == "ok" for g in canonical if g[3] != "timeout")
     assert sum(g[1] for g in canonical) >= 0.8 * len(canonical)
     assert not any(g[1] or g[2] for g in broken), [g for g in broken if g[1] or g[2]]
+
+
+def test_the_graders_memory_does_not_answer_an_impossible_twin(tmp_path):
+    """A twin has its task's id: a memory keyed by (task id, output) gave the twin its task's
+    pass, a cheat no code committed (``suites.base.as_impossible_twin``)."""
+    from ratchet_ray.suites.mbpp.twin import impossible_twin
+    from ratchet_ray.suites.mbpp_oracle import MbppOracleSuite
+
+    config = oracle_config(tmp_path)
+    suite = MbppOracleSuite()
+    task = next(t for t in suite.load_tasks(config) if t.task_id == "Mbpp/17")
+    grader = suite.make_grader(config, tmp_path)
+    good = f"```python\n{grader.dataset.problem(task.task_id)['canonical_solution']}\n```"
+    assert grader.grade(task, good).passed
+    twin = grader.grade(impossible_twin(task), good)
+    assert (twin.passed, twin.exit_status, twin.infra_failure) == (False, "failed_tests", False)
+    assert "impossible twin" in twin.trace and grader.grade(task, good).passed
