@@ -30,7 +30,7 @@ class IterationSteps:
 
     def _context(self, iteration: int) -> ProposalContext:
         files = {path: (self.repo / path).read_text(errors="replace")[:MAX_FILE_CHARS]
-                 for path in self.policy.editable_files(self.git.tracked())}
+                 for path in sorted(self.git.tracked()) if self.policy.allows(path)}
         spec = (self.repo / self.spec_path).read_text() if self.spec_path else ""
         best = self._best()
         return ProposalContext(iteration, spec, files, self._rows()[-self.settings.recent_rows:],

@@ -90,6 +90,3 @@ class PathPolicy:
     def violations(self, paths: Iterable[str]) -> list[str]:
         return [f"{path}: protected" if matches_any(path, self.protected)
                 else f"{path}: not editable" for path in sorted(set(paths)) if not self.allows(path)]
-
-    def editable_files(self, tracked: Iterable[str]) -> list[str]:
-        return sorted(p for p in tracked if self.allows(p))

@@ -37,10 +37,6 @@ class TemplateSpec:
     optional: frozenset[str] = frozenset()
     role: str = ""
 
-    @property
-    def allowed(self) -> frozenset[str]:
-        return self.required | self.optional
-
 
 TEMPLATES: dict[str, TemplateSpec] = {
     "solver": TemplateSpec(frozenset({"task", "guidance"}), frozenset({"entry_point_rule"}),
@@ -86,12 +82,12 @@ def check_template(name: str, text: str, where: str) -> None:
     if spec is None:
         raise PromptTemplateError(f"{where}: {name!r} is no prompt template; name the file after "
                                   f"one of: {', '.join(f'{n}{SUFFIX}' for n in TEMPLATES)}")
-    used = _placeholders(text, where)
-    unknown = sorted(used - spec.allowed)
+    used, allowed = _placeholders(text, where), spec.required | spec.optional
+    unknown = sorted(used - allowed)
     if unknown:
         raise PromptTemplateError(
             f"{where}: unknown placeholder(s) {', '.join('{' + u + '}' for u in unknown)}; "
-            f"{name} accepts {', '.join('{' + a + '}' for a in sorted(spec.allowed))} (a literal "
+            f"{name} accepts {', '.join('{' + a + '}' for a in sorted(allowed))} (a literal "
             "brace is written '{{' or '}}')")
     missing = sorted(spec.required - used)
     if missing:
