@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import re
 import secrets
 import shutil
 import socket
@@ -86,6 +87,14 @@ if posix.fork() == 0:
         time.sleep(600)
     posix._exit(0)
 return "left segment=" + str(segment)
+"""
+KEYRING = """
+import ctypes, platform
+libc = ctypes.CDLL(None, use_errno=True)
+add_key, request_key = {"x86_64": (248, 249), "aarch64": (217, 218)}[platform.machine()]
+found = libc.syscall(request_key, b"user", TAG.encode(), None, 0)  # every keyring it holds
+added = [libc.syscall(add_key, b"user", TAG.encode(), b"v", 1, ring) > 0 for ring in (-3, -4, -5)]
+return "keyring found=%d added=%d errno=%d" % (found, sum(added), ctypes.get_errno())
 """
 FORK_HOG = """
 import time
@@ -223,6 +232,8 @@ def test_hostile_code_is_contained_when_the_grader_is_not_root(nonroot_env, mbpp
         {"task_id": TASK, "output": hostile(LEFTOVERS, KEY=0x5EC0000 + secrets.randbelow(1 << 16),
                                             SHM_NAME=f"ratchet-{tag}")},
         {"task_id": TASK, "output": hostile(FORK_HOG)},
+        {"task_id": TASK, "output": hostile(KEYRING, TAG=f"ratchet-{tag}")},
+        {"task_id": TASK, "output": hostile(KEYRING, TAG=f"ratchet-{tag}")},
         {"task_id": TASK, "output": canonical},
         {"task_id": "Mbpp/3", "output": mbpp_dataset.problem("Mbpp/3")["canonical_solution"]},
         {"task_id": TASK, "output": hostile("class Liar:\n    def __eq__(self, o): return True\nreturn Liar()")},
@@ -235,8 +246,8 @@ def test_hostile_code_is_contained_when_the_grader_is_not_root(nonroot_env, mbpp
         for thread in threads:
             thread.join(timeout=5)
         server.close()
-    hunt, writes, connect, leftovers, hog, good, good3, liar = results
-    for result in (hunt, writes, connect, leftovers, hog, liar):
+    hunt, writes, connect, leftovers, hog, keys, keys_again, good, good3, liar = results
+    for result in (hunt, writes, connect, leftovers, hog, keys, keys_again, liar):
         assert not result["passed"] and not result["infra_failure"], result
     assert "NOLEAK" in hunt["trace"] and secret not in hunt["trace"], hunt
     # /tmp and /dev/shm inside are the sandbox's private scratch: writes land there, not here
@@ -248,6 +259,11 @@ def test_hostile_code_is_contained_when_the_grader_is_not_root(nonroot_env, mbpp
     assert "tcp:" in connect["trace"] and "CONNECTED" not in connect["trace"] and received == []
     assert "left segment=" in leftovers["trace"] and "segment=-1" not in leftovers["trace"], leftovers
     assert hog["exit_status"] == "timeout", hog
+    # the kernel's keyrings (session, user, user-session) are the grade's own: a key one grade
+    # of this uid adds is not there for the next, so no grade leaves a note for a later one
+    # (a seccomp profile that refuses the calls, as Docker's default does, leaves none to find)
+    assert re.search(r"keyring found=-1 added=(3|0 errno=(1|38)\b)", keys["trace"]), keys
+    assert "keyring found=-1 " in keys_again["trace"], keys_again
     assert good["passed"] and good3["passed"], (good, good3)
     # nothing of the uid survives its grader: no process, no SysV segment, no /dev/shm file
     assert _processes(uid) == {}
