@@ -47,11 +47,11 @@ class LLMServerActor(LocalModelServer):
 
     @ray.method(concurrency_group="generate")
     def complete(self, messages: Sequence[Message], **kwargs: Any) -> Reply:
-        return super().complete(messages, **kwargs)
+        return self.llm.complete(messages, **kwargs)
 
     @ray.method(concurrency_group="embed")
     def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray:
-        return super().embed(texts, input_type)
+        return self.embedder.embed(texts, input_type)
 
 
 def server_name(node_id: str, config: LocalConfig, scope: str = DEFAULT_SCOPE) -> str:

@@ -266,12 +266,6 @@ class LocalModelServer:
         self.llm = LocalLLM(config)
         self.embedder = MiniLMEmbedder(config)
 
-    def complete(self, messages: Sequence[Message], **kwargs: Any) -> Reply:
-        return self.llm.complete(messages, **kwargs)
-
-    def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray:
-        return self.embedder.embed(texts, input_type)
-
     def info(self) -> dict:
         return {"pid": os.getpid(), "llm_loaded": self.llm._llama is not None,
                 "embedder_loaded": self.embedder._model is not None, "model": self.llm.model}
