@@ -1,8 +1,6 @@
-"""``ratchet report RUN_DIR [RUN_DIR ...]``: one self-contained HTML report
-(``ratchet_ray/report``). ``ratchet compare RUN_A RUN_B [RUN_C ...]``: each later run against
-RUN_A, task by task (``ratchet_ray/evidence/run_pairs.py``): per round and on rolling gain, the
-paired difference with its bootstrap interval and McNemar's exact test (the report of RUN_A
-RUN_B shows the same table). Runs that do not share eval tasks and seed are refused in one line.
+"""``ratchet report RUN_DIR [RUN_DIR ...]`` (``ratchet_ray/report``) and ``ratchet compare RUN_A
+RUN_B [RUN_C ...]`` (``ratchet_ray/evidence/run_pairs.py``; the report of RUN_A RUN_B shows the
+same table): what each does is its command's help; runs that do not pair are refused in one line.
 """
 
 from __future__ import annotations

@@ -132,13 +132,11 @@ def report_json(summaries: list[ArmSummary], runs: list[RunResult],
     }
 
 
-def write_report(sweep_dir: str | Path, runs: list[RunResult] | None = None,
-                 failures: dict[str, str] | None = None,
-                 window: int = ROLLING_WINDOW) -> tuple[Path, Path, list[ArmSummary]]:
+def write_report(sweep_dir: str | Path, failures: dict[str, str] | None = None
+                 ) -> tuple[Path, Path, list[ArmSummary]]:
     """Write ``ablations.md`` and ``ablations.json`` into ``sweep_dir`` from the runs below it."""
-    root = Path(sweep_dir)
-    if runs is None:
-        runs = [run_result(d, window) for d in find_run_dirs(root)]
+    root, window = Path(sweep_dir), ROLLING_WINDOW
+    runs = [run_result(d, window) for d in find_run_dirs(root)]
     summaries = summarize(runs, window)
     md, js = root / REPORT_MD, root / REPORT_JSON
     md.write_text(report_markdown(summaries, runs, root, failures, window))

@@ -32,7 +32,8 @@ from ratchet_ray.evidence.comparisons import headline as headline_with_intervals
 from ratchet_ray.evidence.queries import skill_stats, tampering_by_skill
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.metrics import ROLLING_WINDOW, LoopMetrics, load_loop, loop_metrics, read_loop_file
-from ratchet_ray.report.provenance import Provenance, curator_settings, skill_provenance
+from ratchet_ray.report.provenance import (Provenance, curator_settings, raw_config,
+                                           skill_provenance)
 from ratchet_ray.types import NONE_SKILL
 
 STOPPED_FILE = "stopped.json"
@@ -100,11 +101,8 @@ def identity(run_dir: Path) -> dict[str, Any]:
         data = read_loop_file(loop)
         out.update({k: data.get(k, out[k]) for k in ("run_id", "suite", "arm", "seed",
                                                      "rounds_planned")})
-    config = run_dir / "config.yaml"
-    if config.is_file():
-        from ratchet_ray.settings.schema import read_config_file
-
-        raw = read_config_file(config)  # ValueError naming the file when garbled
+    if (run_dir / "config.yaml").is_file():
+        raw = raw_config(run_dir)  # ValueError naming the file when garbled
         llm = raw.get("llm") or {}
         if not loop.is_file():  # loop.json names the run as the ablation report reads it
             out.update(suite=raw.get("suite"), arm=raw.get("arm") or "default",

@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 from ratchet_ray.bank.pack_format import IMPORTS_DIR
 from ratchet_ray.governance.probation import PACK_REASON_PREFIX, TRUSTED_REASON_PREFIX, probation_floor
-from ratchet_ray.settings.schema import CuratorSettings
+from ratchet_ray.settings.schema import CuratorSettings, read_config_file
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import EMPTY_STATS, SkillStats
 from ratchet_ray.types import NONE_SKILL
@@ -70,13 +70,15 @@ class Provenance:
         return "no probation (bank.probation false)"
 
 
+def raw_config(run_dir: Path) -> dict[str, Any]:
+    """The run's ``config.yaml`` as written ({} without one; ``ValueError`` naming a garbled one)."""
+    config = run_dir / "config.yaml"
+    return read_config_file(config) if config.is_file() else {}
+
+
 def curator_settings(run_dir: Path) -> CuratorSettings:
     """The run's ``curator`` settings from ``config.yaml`` (the Default without one)."""
-    from ratchet_ray.settings.schema import read_config_file
-
-    config = run_dir / "config.yaml"
-    raw = read_config_file(config) if config.is_file() else {}
-    return CuratorSettings.model_validate(raw.get("curator") or {})
+    return CuratorSettings.model_validate(raw_config(run_dir).get("curator") or {})
 
 
 def import_record(run_dir: Path, digest: str,

@@ -22,6 +22,7 @@ from typing import Any, Iterable
 from ratchet_ray.arm_summary import (DEFAULT_ARM, ArmSummary, RunResult, arm_sort_key,
                                      find_run_dirs, mean_std, run_result, summarize)
 from ratchet_ray.report.data import NotARunDir, RunData, check_run_dir
+from ratchet_ray.report.provenance import raw_config
 
 
 @dataclass
@@ -115,7 +116,7 @@ def suite_columns(run_dirs: list[Path]) -> tuple[str, list[dict[str, Any]] | Non
     rows, columns, error, title = None, (), None, ""
     by_suite: dict[str, list[Path]] = {}
     for run_dir in run_dirs:
-        by_suite.setdefault(_suite(run_dir) or "", []).append(run_dir)
+        by_suite.setdefault(raw_config(run_dir).get("suite") or "", []).append(run_dir)
     for suite, dirs in sorted(by_suite.items()):
         try:
             extra = sweep_report(suite, dirs) if suite else None
@@ -125,12 +126,3 @@ def suite_columns(run_dirs: list[Path]) -> tuple[str, list[dict[str, Any]] | Non
         if extra is not None:
             title, rows, columns = extra
     return title, rows, tuple(columns), error
-
-
-def _suite(run_dir: Path) -> str | None:
-    from ratchet_ray.settings.schema import read_config_file
-
-    config = run_dir / "config.yaml"
-    if not config.is_file():
-        return None
-    return read_config_file(config).get("suite")
