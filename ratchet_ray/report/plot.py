@@ -85,9 +85,10 @@ def _draw(rows: list[dict[str, Any]], m: LoopMetrics, title: str, out: Path) -> 
     top.set_ylim(-0.02, 1.02)
     top.legend(loc="best", fontsize=8)
     top.set_title(title, fontsize=10)
-    bottom.step(rounds, [r.get("active_skills") or 0 for r in rows], where="mid", label="ACTIVE")
-    bottom.step(rounds, [r.get("deprecated_skills") or 0 for r in rows], where="mid",
-                label="deprecated", linestyle="--")
+    active = [r.get("active_skills") or 0 for r in rows]
+    deprecated = [r.get("deprecated_skills") or 0 for r in rows]
+    bottom.step(rounds, active, where="mid", label="ACTIVE")
+    bottom.step(rounds, deprecated, where="mid", label="deprecated", linestyle="--")
     bottom.set_ylabel("skills")
     bottom.set_xlabel("round")
     # Rounds are whole numbers; bank sizes are counts: no 2.5 round, no negative skill.
@@ -95,9 +96,7 @@ def _draw(rows: list[dict[str, Any]], m: LoopMetrics, title: str, out: Path) -> 
 
     bottom.xaxis.set_major_locator(MaxNLocator(integer=True))
     bottom.yaxis.set_major_locator(MaxNLocator(integer=True))
-    top_count = max([r.get("active_skills") or 0 for r in rows]
-                    + [r.get("deprecated_skills") or 0 for r in rows] + [1])
-    bottom.set_ylim(0, top_count * 1.1 + 0.5)
+    bottom.set_ylim(0, max(active + deprecated + [1]) * 1.1 + 0.5)
     bottom.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(out, dpi=120)

@@ -172,14 +172,11 @@ def bank_chart(runs: list[RunData]) -> str:
         name = "" if len(runs) == 1 else f"{run.label} "
         # Steps over two rounds draw one riser at the last round: points say it better.
         steps = len(run.rounds) > 2
-        series.append(svg.Series(f"{name}active", [(r["round"], r["active_skills"] or 0)
-                                                   for r in run.rounds], color=color, step=True,
-                                 markers=len(run.rounds) <= 40, path=steps))
-        series.append(svg.Series(f"{name}deprecated", [(r["round"], r["deprecated_skills"] or 0)
-                                                       for r in run.rounds],
-                                 color=svg.PALETTE[(k + 3) % len(svg.PALETTE)]
-                                 if len(runs) == 1 else color, dash="5 3", step=True,
-                                 markers=len(run.rounds) <= 40, path=steps))
+        other = svg.PALETTE[(k + 3) % len(svg.PALETTE)] if len(runs) == 1 else color
+        for status, c, dash in (("active", color, None), ("deprecated", other, "5 3")):
+            series.append(svg.Series(f"{name}{status}", [(r["round"], r[f"{status}_skills"] or 0)
+                                                         for r in run.rounds], color=c, dash=dash,
+                                     step=True, markers=len(run.rounds) <= 40, path=steps))
     return svg.line_chart(series, title="bank size per round (after the round)", y_label="skills",
                           kind="bank", vlines=_markers(runs[0]) if len(runs) == 1 else ())
 
