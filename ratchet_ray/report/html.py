@@ -18,15 +18,14 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ratchet_ray.report.assets import CSS, JS
-from ratchet_ray.report.compare_section import compare_section
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.storage.fsutil import atomic_write_text
 from ratchet_ray.report.capsules import COLUMNS, capsule_rows, text_limit_for
 from ratchet_ray.report.data import RunData, guidance_yaml, load_run
 from ratchet_ray.report.inspect_export import task_statements
-from ratchet_ray.report.sections import (bank_section, curves_section, headline_section,
-                                         life_text, skills_section, sweep_section,
-                                         truth_section)
+from ratchet_ray.report.sections import (bank_section, compare_section, curves_section,
+                                         headline_section, life_text, skills_section,
+                                         sweep_section, truth_section)
 from ratchet_ray.report.sweep import SweepTable, expand, suite_columns, sweep_table
 
 MAX_CAPSULES = 60_000

@@ -1,4 +1,5 @@
-"""The report's sections as HTML strings (headline, curves, bank's life, skills, sweeps).
+"""The report's sections as HTML strings (headline, curves, bank's life, skills, sweeps,
+comparison).
 
 Contracts: every function takes the loaded data (``data.RunData``, ``sweep.SweepTable``) and
 returns escaped HTML; charts come from ``svg``. Nothing here reads files.
@@ -14,6 +15,7 @@ from ratchet_ray.arm_summary import DEFAULT_ARM, Stat, fmt_number as _f, fmt_sta
 from ratchet_ray.report import svg
 from ratchet_ray.report.ablation_report import report_markdown
 from ratchet_ray.evidence.comparisons import Headline, Proportion
+from ratchet_ray.evidence.run_pairs import PAIR_HEAD, NotPaired, pair_rows, paired_runs
 from ratchet_ray.report.data import RunData, SkillRow
 from ratchet_ray.report.sweep import SweepTable, arm_curves, arm_headlines, pass_series
 
@@ -442,4 +444,31 @@ def sweep_section(sweeps: list[SweepTable], runs: list[RunData]) -> str:
                                          "over seeds)", y_label="pass@1", y_range=(0.0, 1.0),
                                          bands=bands, kind="sweep-arm", height=220))
         parts.append('<div class="grid2">' + "".join(charts) + "</div>")
+    return "".join(parts) + "</section>"
+
+
+# ---- comparison --------------------------------------------------------------------------------
+def compare_section(runs: list[RunData]) -> str:
+    """With two runs or more outside a sweep, each later run against the first, task by task
+    (``evidence.run_pairs``: paired Δ per round and on rolling gain, its bootstrap interval and
+    McNemar's p), the same table ``ratchet compare`` prints; runs that do not pair (other seed
+    or eval tasks) are named with the reason instead. Empty with fewer than two runs."""
+    if len(runs) < 2:
+        return ""
+    parts = ['<section id="compare"><h2>Comparison</h2><p class="note">Each run against '
+             f"{escape(runs[0].run_dir.name)}, paired by task (the same seed and eval tasks): "
+             "Δ = other - reference with a 95% bootstrap interval over tasks, +/- the tasks only "
+             "one of them passed, and McNemar's exact p.</p>"]
+    for other in runs[1:]:
+        try:
+            pair = paired_runs(runs[0].run_dir, other.run_dir)
+        except NotPaired as exc:
+            parts.append(f'<p class="note">{escape(str(exc))}</p>')
+            continue
+        parts.append(f"<h3>{escape(pair.other)} vs {escape(pair.reference)} (seed "
+                     f"{pair.seed})</h3>")
+        parts.append('<div class="scroll">' + _table(
+            [escape(h) for h in PAIR_HEAD],
+            [[escape(c) for c in row] for row in pair_rows(pair)], num=set(range(1, 8)))
+            + "</div>")
     return "".join(parts) + "</section>"
