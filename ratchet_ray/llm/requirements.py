@@ -29,7 +29,7 @@ from ratchet_ray.settings.schema import LLMSettings
 _EXTRA_FIX = "pip install 'ratchet-ray[{extra}]'"
 
 
-def _installed(module: str) -> bool:
+def installed(module: str) -> bool:
     """Whether ``module`` (top-level) can be imported, without importing it."""
     try:
         return importlib.util.find_spec(module) is not None
@@ -38,7 +38,7 @@ def _installed(module: str) -> bool:
 
 
 def _missing(backend: str, role: str, module: str, package: str, fix: str = "") -> str | None:
-    if _installed(module):
+    if installed(module):
         return None
     return (f"llm backend {backend!r} ({role}) needs the package {package}, which is not "
             f"installed; fix: {fix or _EXTRA_FIX.format(extra=backend)}")

@@ -22,7 +22,6 @@ Contracts:
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
@@ -32,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
+
+from ratchet_ray.llm.requirements import installed  # without importing it (MLflow takes seconds)
 
 log = logging.getLogger(__name__)
 ENV_URI = "RATCHET_MLFLOW_URI"
@@ -90,14 +91,6 @@ def tracking_problems(config: Any, env: Mapping[str, str] | None = None) -> list
             return [f"{source}={shown}: the folder {folder} of the database file does not "
                     f"exist; fix: create it (mkdir -p {folder}), or {off}"]
     return []
-
-
-def installed(module: str) -> bool:
-    """Whether ``module`` can be imported, without importing it (MLflow takes seconds)."""
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # a None entry in sys.modules, a broken parent package
-        return False
 
 
 def _server_problems(uri: str, shown: str, source: str, off: str, timeout_s: float) -> list[str]:
