@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
+from ratchet_ray.experiment.manifest import flatten as dotted_keys
 from ratchet_ray.llm.requirements import installed  # without importing it (MLflow takes seconds)
 
 log = logging.getLogger(__name__)
@@ -113,16 +114,10 @@ def _server_problems(uri: str, shown: str, source: str, off: str, timeout_s: flo
                 f"correct the URI, or {off}"]
 
 
-def flatten(data: Any, prefix: str = "") -> dict[str, str]:
+def flatten(data: dict[str, Any]) -> dict[str, str]:
     """Dotted keys -> string values (lists and empty dicts as JSON), each cut to PARAM_LIMIT."""
-    out: dict[str, str] = {}
-    if isinstance(data, dict) and data:
-        for key, value in data.items():
-            out.update(flatten(value, f"{prefix}{key}."))
-        return out
-    text = data if isinstance(data, str) else json.dumps(data, default=str)
-    out[prefix.rstrip(".")] = text[:PARAM_LIMIT]
-    return out
+    return {key: (value if isinstance(value, str) else json.dumps(value, default=str))[:PARAM_LIMIT]
+            for key, value in dotted_keys(data).items()}
 
 
 def sweep_dir_of(run_dir: Path) -> Path | None:
