@@ -21,7 +21,9 @@ table) and docs/running.md ("When the infrastructure breaks", "Budget"). Contrac
   the run. Then, on a fresh run, the suite's ``before_rounds`` hook grades on the Grader pool; a
   message it returns stops the run (``PreflightFailed``).
 - ``RunStopped`` (preflight, breaker, actor start, ``BudgetExhausted``) leaves the round
-  unrecorded and its cause in ``stopped.json`` until a later run of it finishes.
+  unrecorded and its cause in ``stopped.json`` until a later run of it finishes. A full disk,
+  met by the driver or an actor, stops the run as ``DiskFull`` (``record_stop``), whose message
+  names the folder and the ``--resume`` command.
 - Ctrl-C (SIGINT, also a stopped Ray job; inside a DuckDB query too: ``query_interrupted``) is
   recorded like a stop (``stopped.json`` kind ``Interrupted``, ``loop.json``); ``run_loop`` then
   raises ``RunInterrupted`` carrying the round reached, which the CLI turns into one line with
@@ -31,6 +33,7 @@ table) and docs/running.md ("When the infrastructure breaks", "Budget"). Contrac
 from __future__ import annotations
 
 import logging
+import shlex
 import shutil
 import time
 from dataclasses import dataclass
@@ -49,7 +52,7 @@ from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.schema import to_records
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.storage.fsutil import atomic_write_json, disk_full
+from ratchet_ray.storage.fsutil import atomic_write_json, disk_full, disk_full_error
 from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.loop import phases
 from ratchet_ray.loop.breaker import PreflightFailed, RunStopped
@@ -263,6 +266,36 @@ def record_interrupt(run: RunDir, config: LoopConfig) -> RunInterrupted:
     return RunInterrupted(run.path, round_, len(finished), config.rounds)
 
 
+class DiskFull(RunStopped):
+    """The run's disk (or quota) is full: nothing more can be written; free space and resume."""
+
+
+def record_stop(run: RunDir, config: LoopConfig, exc: BaseException) -> RunStopped:
+    """Record why the run stopped in ``stopped.json`` and ``loop.json`` and return what to
+    raise: ``exc`` itself when it is a ``RunStopped``, else a ``RunStopped`` naming it; a full
+    disk anywhere in its chain is a ``DiskFull`` naming the folder and the ``--resume``
+    command. Recording never hides the cause: on a full disk it fails, and that is logged."""
+    full = disk_full_error(exc)
+    if full is not None:
+        where = Path(full.filename).parent if full.filename else run.path
+        stop: RunStopped = DiskFull(
+            f"no room to write in {where} ({full.strerror or full}): free space on that disk "
+            f"(df -h {shlex.quote(str(where))}), then continue with --resume "
+            f"{shlex.quote(str(run.path))}")
+    else:
+        stop = exc if isinstance(exc, RunStopped) else RunStopped(str(exc))
+    stopped = {"cause": str(stop), "kind": type(stop).__name__, "at": time.time()}
+    if isinstance(exc, BudgetExhausted):
+        stopped["budget"] = exc.details
+    try:
+        atomic_write_json(run.path / STOPPED_FILE, stopped)
+        run.write_loop_json(config, run.summaries(), stopped=stopped)
+    except (OSError, ValueError) as err:  # the cause is raised and logged either way
+        log.error("could not record the stop in stopped.json / loop.json: %s", err)
+    log.error("run stopped: %s; continue it with --resume %s", stop, run.path)
+    return stop
+
+
 def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: Models = Models(),
              show_progress: bool = True, announce: Callable[[Path], None] | None = None,
              resume_sets: Sequence[str] = ()) -> Path:
@@ -319,18 +352,10 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
             (run.path / STOPPED_FILE).unlink(missing_ok=True)
             return run.path
     except (RunStopped, PoolError) as exc:
-        stopped = {"cause": str(exc), "kind": type(exc).__name__, "at": time.time()}
-        if isinstance(exc, BudgetExhausted):
-            stopped["budget"] = exc.details
-        atomic_write_json(run.path / STOPPED_FILE, stopped)
-        try:
-            run.write_loop_json(config, run.summaries(), stopped=stopped)
-        except (OSError, ValueError) as err:  # stopped.json holds the cause either way
-            log.error("could not record the stop in loop.json: %s", err)
-        log.error("run stopped: %s; continue it with --resume %s", exc, run.path)
-        if isinstance(exc, RunStopped):
+        stop = record_stop(run, config, exc)
+        if stop is exc:
             raise
-        raise RunStopped(str(exc)) from exc
+        raise stop from exc
     except RayStartError:
         discard = resume is None and not run.summaries()  # a new run that never reached Ray
         raise
@@ -339,6 +364,8 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
     except BaseException as exc:
         if query_interrupted(exc):  # Ctrl-C that came while DuckDB ran a query
             raise record_interrupt(run, config) from exc
+        if disk_full(exc):  # wherever it came from: the driver's files, an actor's, a part
+            raise record_stop(run, config, exc) from exc
         log.exception("run stopped; continue it with --resume %s", run.path)
         raise
     finally:

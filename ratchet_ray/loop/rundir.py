@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -26,10 +27,20 @@ from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.run_config.files import dump_config, load_config
 from ratchet_ray.evidence.integrity import require_readable
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.storage.fsutil import atomic_write_json, unwritable
+from ratchet_ray.storage.fsutil import atomic_write_json, disk_full, unwritable
 from ratchet_ray.suites.hooks import setting_line
 from ratchet_ray.storage.runlock import RunLock
 from ratchet_ray.types import BenchResult, RoundSummary
+
+class _RunLogHandler(logging.FileHandler):
+    """``run.log``'s handler: on a full disk logging's own report of each record it could not
+    write (``--- Logging error ---`` and a traceback on stderr, for every line) would bury the
+    run's one line saying the disk is full; those records are dropped."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if not disk_full(sys.exc_info()[1]):
+            super().handleError(record)
+
 
 CONFIG_FILE = "config.yaml"
 TRAIN_IDS_FILE = "train_ids.json"
@@ -212,8 +223,9 @@ class RunDir:
 
     # ---- logging ---------------------------------------------------------------------------
     def attach_log(self) -> logging.Handler:
-        """Send this process's ``ratchet_ray``/``actors``/``jobs`` log records to ``run.log``."""
-        handler = logging.FileHandler(self.path / RUN_LOG_FILE)
+        """Send this process's ``ratchet_ray``/``actors``/``jobs`` log records to ``run.log``;
+        a record a full disk keeps out is dropped quietly (the run stops on that disk anyway)."""
+        handler = _RunLogHandler(self.path / RUN_LOG_FILE)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         for name in ("ratchet_ray", "actors", "jobs"):
             logger = logging.getLogger(name)

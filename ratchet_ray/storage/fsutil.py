@@ -10,9 +10,9 @@ Contracts:
   replace a file (append-only data). A target that exists and is no regular file (a device
   such as ``/dev/null``, a fifo, a folder, or a link to one) is refused with an ``OSError``
   naming it, never replaced.
-- ``fsync_dir``, ``disk_full``, ``unwritable`` and ``swap_dir`` / ``recover_dir`` (a folder
-  swapped in so a crash leaves a complete one at ``target`` or ``<target>.prev``): see their
-  docstrings.
+- ``fsync_dir``, ``disk_full`` / ``disk_full_error``, ``unwritable`` and ``swap_dir`` /
+  ``recover_dir`` (a folder swapped in so a crash leaves a complete one at ``target`` or
+  ``<target>.prev``): see their docstrings.
 """
 
 from __future__ import annotations
@@ -33,13 +33,26 @@ PREV_SUFFIX = ".prev"
 def disk_full(exc: BaseException) -> bool:
     """Whether ``exc`` (or what it wraps) is a full disk or quota: a run must stop there, not
     go on with evidence missing; free space and resume."""
+    return disk_full_error(exc) is not None
+
+
+def disk_full_error(exc: BaseException | None) -> OSError | None:
+    """The full disk or quota error ``exc`` is or wraps (its ``__cause__`` / ``__context__``
+    chain, and the ``cause`` an error raised in another process carries, as Ray's task errors
+    do: their own ``errno`` is empty), else None."""
     seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            return True
+    todo = [exc]
+    while todo:
+        exc = todo.pop()
+        if exc is None or id(exc) in seen:
+            continue
         seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return exc
+        wrapped = getattr(exc, "cause", None)
+        todo += [exc.__context__, exc.__cause__,
+                 wrapped if isinstance(wrapped, BaseException) else None]
+    return None
 
 
 def unwritable(folder: str | Path) -> str | None:
