@@ -201,6 +201,7 @@ def _open_run(config: LoopConfig | None, resume: Path | None, resume_sets: Seque
     if resume is not None:
         run = RunDir.open(resume)
         run.check_writable()
+        run.check_bank()
         config = resume_config(run.path / CONFIG_FILE, resume_sets)
         tasks = suite_for(config).load_tasks(config)
         train = _pick(tasks, run.train_ids(), str(run.path / "train_ids.json"))

@@ -4,7 +4,8 @@ docs/architecture.md, "The run dir".
 Contracts:
 - ``RunDir.create`` refuses to reuse an existing folder and a results folder it cannot write
   (naming ``--set results_dir``); ``RunDir.open`` refuses a folder without ``config.yaml`` and
-  says how to start a fresh run instead; ``check_writable`` refuses a read-only run dir.
+  says how to start a fresh run instead; ``check_writable`` refuses a read-only run dir;
+  ``check_bank`` a bank folder deleted while a checkpoint holds it.
 - Every JSON file is written atomically and durably (``fsutil``), so a killed driver never leaves
   a half-written summary behind; a phase's output file doubles as its "done" marker on resume.
 - ``acquire`` makes this process the run's only writer (see its docstring); ``release`` ends it.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shlex
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,11 +25,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ratchet_ray.bank.checkpoints import available_rounds, checkpoint_dir
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.run_config.files import dump_config, load_config
 from ratchet_ray.evidence.integrity import require_readable
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.storage.fsutil import atomic_write_json, disk_full, unwritable
+from ratchet_ray.storage.fsutil import PREV_SUFFIX, atomic_write_json, disk_full, unwritable
 from ratchet_ray.suites.hooks import setting_line
 from ratchet_ray.storage.runlock import RunLock
 from ratchet_ray.types import BenchResult, RoundSummary
@@ -160,6 +163,26 @@ class RunDir:
         if why is not None:
             raise ValueError(f"cannot write to the run dir {self.path}: {why}; copy it to a "
                              "writable place (cp -a RUN /a/writable/path/) and --resume the copy")
+
+    def check_bank(self) -> None:
+        """``ValueError`` naming the fix when the bank's folder (``skills/`` or
+        ``meta-skills/``) is gone while the latest bank checkpoint holds files of it: the
+        SkillBank would start empty and the resumed run go on without what it learned."""
+        rounds = available_rounds(self.path)
+        if not rounds:
+            return
+        latest = checkpoint_dir(self.path, rounds[-1])
+        if not latest.is_dir():  # a crash cut its swap: the complete copy is the .prev
+            latest = latest.with_name(latest.name + PREV_SUFFIX)
+        for name in ("skills", "meta-skills"):
+            kept = [f for f in (latest / name).glob("*") if not f.name.startswith(".")] \
+                if (latest / name).is_dir() else []
+            if kept and not (self.path / name).is_dir():
+                raise ValueError(
+                    f"the skill bank's folder {self.path / name} is missing, while the checkpoint "
+                    f"{latest / name} holds {len(kept)} file(s): a resume would start from an "
+                    f"empty bank; restore it (cp -a {shlex.quote(str(latest / name))} "
+                    f"{shlex.quote(str(self.path / name))}) and --resume again")
 
     def config(self) -> LoopConfig:
         return load_config([self.path / CONFIG_FILE])

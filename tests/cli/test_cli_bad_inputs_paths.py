@@ -122,6 +122,25 @@ def test_resume_of_a_run_of_another_suite_gives_the_fix(results, tmp_path):
             "--resume alone", "without --resume")
 
 
+@pytest.mark.parametrize("folder, file", [("skills", "s1.yaml"), ("meta-skills", "m.md")])
+def test_resume_of_a_run_whose_bank_folder_was_deleted_names_its_checkpoint(results, tmp_path,
+                                                                            folder, file):
+    """A resume used to start the SkillBank empty and go on: the skills the run learned (still
+    in the checkpoint, and ``added`` in its evidence) were gone from every later round."""
+    run_dir = a_run_dir(tmp_path / "mbpp_r1_run")
+    checkpoint = run_dir / "checkpoints" / "round_01" / folder
+    checkpoint.mkdir(parents=True)
+    (checkpoint / file).write_text("kept\n")
+    line = refused(ratchet("run", "--resume", str(run_dir)),
+                   f"the skill bank's folder {run_dir / folder} is missing",
+                   f"cp -a {checkpoint} {run_dir / folder}", "--resume again")
+    assert "1 file(s)" in line and not (run_dir / folder).exists()
+    from ratchet_ray.loop.rundir import RunDir
+
+    (run_dir / folder).mkdir()  # present, even empty (as a run with no skill yet has it): no stop
+    RunDir.open(run_dir).check_bank()
+
+
 # ---- an arm file of the user's -------------------------------------------------------------------
 def test_ablations_take_the_path_of_an_arm_file(results, tmp_path):
     arm = tmp_path / "arms" / "my_arm.yaml"
