@@ -321,10 +321,9 @@ def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None) -
     return rows
 
 
-def metaskill_versions(con, run_dir: Path,
-                       events: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """Each meta-skill the run used: id, round added, retired round, and its text."""
-    events = skill_events(con) if events is None else events
+def metaskill_versions(run_dir: Path, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each meta-skill the run used (``events``: its ``skill_events``): id, round added, retired
+    round, and its text."""
     metas: dict[str, dict[str, Any]] = {}
     for ev in events:
         if ev["event"] == "meta_added":
@@ -371,7 +370,7 @@ def load_run(run_dir: str | Path, window: int = ROLLING_WINDOW) -> RunData:
                 else _evidence_rounds(path, con))
         events = skill_events(con)
         skills = skill_rows(con, path, events)
-        metas = metaskill_versions(con, path, events)
+        metas = metaskill_versions(path, events)
         # Per (round, role): calls, tokens in and out, cost in USD, failed calls.
         usage, models = nq.fetch_dicts(con, "usage_by_round_role"), models_used(con)
         stats = headline_with_intervals(outcomes_from(con), window)
