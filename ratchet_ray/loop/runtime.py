@@ -3,7 +3,8 @@
 Contracts:
 - ``connect_ray`` is the library's one ``ray.init`` in a driver; a Ray that cannot be started
   or joined is ``RayStartError``, one line with the fix (``check_ray`` finds the quick cases
-  first).
+  first: an address from ``ray_address.ray_problem``, a ``RAY_TMPDIR`` a local Ray cannot
+  write, ``temp_dir_problem``).
 - ``start_runtime`` launches the SkillBank (pinned to the driver's node, where the run dir
   lives), the Solver / Grader / Critic pools and the Synthesizer (a healing pool of one).
   ``Models`` is the one injection point for the LLM and the embedder: ``Models()`` (production)
@@ -45,6 +46,7 @@ from actors.skill_bank import actor_name, launch_skill_bank
 from actors.solver import SolverActor
 from actors.synthesizer import SynthesizerActor
 from ratchet_ray.storage.artifacts import Artifacts, ArtifactStore
+from ratchet_ray.storage.fsutil import unwritable
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.llm.base import Embedder, LLMClient
 from ratchet_ray.llm.cache import CACHE_DIRNAME
@@ -126,9 +128,21 @@ def connect_ray(address: str | None = None) -> bool:
     try:
         ray.init(address=address if joined else LOCAL, configure_logging=False,
                  log_to_driver=joined and not address, **local)
-    except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
+    except (ConnectionError, TimeoutError, RuntimeError, ValueError, OSError) as exc:
+        # OSError: a local Ray that cannot make its session folder (its temp dir unwritable)
         raise RayStartError(target if joined else None, exc) from exc
     return True
+
+
+def temp_dir_problem() -> str | None:
+    """Why a local Ray started here cannot make its session folder under ``RAY_TMPDIR`` (one
+    line with the fix), else None; Ray met it with a traceback after the run dir was made."""
+    folder = os.environ.get("RAY_TMPDIR")
+    why = unwritable(folder) if folder else None
+    if why is None:
+        return None
+    return (f"a local Ray cannot make its session folder under RAY_TMPDIR={folder} ({why}); "
+            "point RAY_TMPDIR at a writable folder, or unset it (Ray then uses /tmp)")
 
 
 def check_ray(address: str | None = None) -> None:
@@ -138,6 +152,8 @@ def check_ray(address: str | None = None) -> None:
     if ray.is_initialized():
         return
     problem = ray_problem(address)
+    if problem is None and (address or os.environ.get("RAY_ADDRESS") or LOCAL) == LOCAL:
+        problem = temp_dir_problem()  # only a Ray started here makes its folders here
     if problem is not None:
         raise RayStartError(address or os.environ.get("RAY_ADDRESS"), problem=problem)
 

@@ -60,6 +60,20 @@ def test_ray_address_where_nothing_listens_is_one_line_and_no_run_dir(tmp_path, 
     assert not (tmp_path / "results").exists()  # no run dir, no baseline output folder
 
 
+@pytest.mark.parametrize("job", [["jobs.skill_loop", "sim", "--rounds", "1"],
+                                 ["jobs.baseline", "sim", "--limit", "2", "--probes", "1"]],
+                         ids=["skill-loop", "baseline"])
+def test_a_ray_tmpdir_a_local_ray_cannot_write_is_one_line_and_no_run_dir(tmp_path, job):
+    """Ray raised a FileNotFoundError traceback from ``ray.init`` and each try left an empty run
+    dir behind."""
+    (tmp_path / "a_file").write_text("")
+    tmpdir = tmp_path / "a_file" / "ray"
+    refused_within(["-m", *job, "--set", f"results_dir={tmp_path / 'results'}"], ROOT,
+                   _env(RAY_TMPDIR=str(tmpdir)), f"RAY_TMPDIR={tmpdir}", "is not a folder",
+                   "point RAY_TMPDIR at a writable folder")
+    assert not (tmp_path / "results").exists()
+
+
 @pytest.mark.parametrize("scheme", ["", "http://"], ids=["gcs-address", "dashboard-url"])
 def test_a_sweep_address_where_nothing_listens_is_one_line_and_no_sweep_folder(tmp_path, scheme):
     address = f"{scheme}127.0.0.1:{closed_port()}"
