@@ -24,7 +24,8 @@ table) and docs/running.md ("When the infrastructure breaks", "Budget"). Contrac
   unrecorded and its cause in ``stopped.json`` until a later run of it finishes. A full disk,
   met by the driver or an actor, stops the run as ``DiskFull`` (``record_stop``), whose message
   names the folder and the ``--resume`` command.
-- Ctrl-C (SIGINT, also a stopped Ray job; inside a DuckDB query too: ``query_interrupted``) is
+- Ctrl-C (SIGINT, also a stopped Ray job; inside a DuckDB query too: ``query_interrupted``;
+  SIGTERM too, through ``session.ray_session``) is
   recorded like a stop (``stopped.json`` kind ``Interrupted``, ``loop.json``); ``run_loop`` then
   raises ``RunInterrupted`` carrying the round reached, which the CLI turns into one line with
   the exact ``--resume`` command.
@@ -248,15 +249,17 @@ class RunInterrupted(KeyboardInterrupt):
         self.run_dir, self.round, self.finished, self.rounds = run_dir, round_, finished, rounds
 
 
-def record_interrupt(run: RunDir, config: LoopConfig) -> RunInterrupted:
+def record_interrupt(run: RunDir, config: LoopConfig, by: str = "") -> RunInterrupted:
     """Record an interrupt in ``stopped.json`` (and ``loop.json``): the round it came in is the
-    first without a summary. Returns the exception to raise; recording never hides it."""
+    first without a summary; ``by`` names the signal when it was not Ctrl-C (``SIGTERM``).
+    Returns the exception to raise; recording never hides it."""
     try:
         finished = run.summaries()
     except (OSError, ValueError):
         finished = []
     round_ = finished[-1].round + 1 if finished else 0
-    stopped = {"cause": f"interrupted (Ctrl-C / SIGINT) in round {round_} of {config.rounds}",
+    stopped = {"cause": f"interrupted ({by or 'Ctrl-C / SIGINT'}) in round {round_} of "
+                        f"{config.rounds}",
                "kind": "Interrupted", "at": time.time(), "round": round_}
     try:
         atomic_write_json(run.path / STOPPED_FILE, stopped)
@@ -360,8 +363,8 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
     except RayStartError:
         discard = resume is None and not run.summaries()  # a new run that never reached Ray
         raise
-    except KeyboardInterrupt as exc:  # Ctrl-C, or a Ray job stopped (its SIGINT)
-        raise record_interrupt(run, config) from exc
+    except KeyboardInterrupt as exc:  # Ctrl-C, a Ray job stopped (its SIGINT), or SIGTERM
+        raise record_interrupt(run, config, str(exc)) from exc
     except BaseException as exc:
         if query_interrupted(exc):  # Ctrl-C that came while DuckDB ran a query
             raise record_interrupt(run, config) from exc

@@ -4,6 +4,8 @@ baseline job, the sweep and the experiment evaluator start and stop Ray the same
 Contracts:
 - ``ray_session(address=None)``: Ray connected for the block (``runtime.connect_ray``); shut
   down on leaving, however the block ends, only when this block connected it (it yields True).
+  When it connects, SIGTERM in the main thread raises ``KeyboardInterrupt("SIGTERM")``, so a
+  terminated driver unwinds (and records its stop) as on Ctrl-C.
 - ``RunRuntime(config, scope, models)`` owns one run's (or job's) Ray resources under the name
   ``scope`` (a run id, ``baseline_<hex>``). Entering connects Ray, takes the scope's lease
   (``actors.run_lease``: its detached servers leave by themselves if this process dies), runs
@@ -18,6 +20,8 @@ Contracts:
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -38,12 +42,20 @@ from ratchet_ray.types import Task
 log = logging.getLogger(__name__)
 
 
+def _interrupt(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 @contextmanager
 def ray_session(address: str | None = None) -> Iterator[bool]:
     """Ray connected for the block; shut down after it only if this block connected it."""
     if not connect_ray(address):
         yield False
         return
+    # ray.init's handler dumps a stack and aborts on SIGTERM: nothing recorded, no way to resume
+    # named, actors left to their lease. In the main thread SIGTERM unwinds as Ctrl-C instead.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         yield True
     finally:

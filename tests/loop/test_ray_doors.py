@@ -162,7 +162,11 @@ def test_joining_a_head_that_checks_tokens_without_one_names_the_token(tmp_path,
 
 
 @pytest.mark.slow  # a real sim run on a local Ray, interrupted after its first round
-def test_ctrl_c_names_the_round_reached_and_the_exact_resume_command(tmp_path):
+@pytest.mark.parametrize("signum, by", [(signal.SIGINT, "Ctrl-C / SIGINT"),
+                                        (signal.SIGTERM, "SIGTERM")], ids=["sigint", "sigterm"])
+def test_ctrl_c_names_the_round_reached_and_the_exact_resume_command(tmp_path, signum, by):
+    """SIGTERM (``kill PID``, a scheduler's stop) hit ray.init's handler, which dumped a stack
+    and aborted: nothing recorded, no resume named. It unwinds as Ctrl-C now."""
     results = tmp_path / "results"
     run = subprocess.Popen(
         [sys.executable, "-m", "jobs.skill_loop", "sim", "--rounds", "30", "--n-train", "10",
@@ -174,7 +178,7 @@ def test_ctrl_c_names_the_round_reached_and_the_exact_resume_command(tmp_path):
             assert run.poll() is None, run.communicate()
             assert time.monotonic() < deadline, "round 0 did not finish within 300 s"
             time.sleep(0.5)
-        run.send_signal(signal.SIGINT)
+        run.send_signal(signum)
         _, err = run.communicate(timeout=120)
     finally:
         if run.poll() is None:
@@ -185,6 +189,8 @@ def test_ctrl_c_names_the_round_reached_and_the_exact_resume_command(tmp_path):
     stopped = json.loads((run_dir / "stopped.json").read_text())
     finished = len(list(run_dir.glob("round_*/summary.json")))
     assert stopped["kind"] == "Interrupted" and stopped["round"] == finished >= 1
+    assert stopped["cause"] == f"interrupted ({by}) in round {finished} of 30"
+    assert "SIGTERM received" not in err, err[-3000:]
     last = err.strip().splitlines()[-1]
     assert last == (f"interrupted in round {finished} of 30 ({finished} round(s) finished; "
                     f"recorded in {run_dir / 'stopped.json'}); continue with: "
