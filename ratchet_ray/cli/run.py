@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import one_line, suite_config
+from ratchet_ray.cli.options import cannot_write, one_line, suite_config
 from ratchet_ray.run_config.options import (bank_option, config_option, dataset_path_option,
                                             llm_option, profile_option, seed_option, set_option,
                                             slice_options, workers_option)
@@ -157,7 +157,9 @@ def plot(ctx: click.Context, run_dir: Path | None, out_dir: Path | None) -> None
     if why is not None:  # a read-only run dir (a mounted copy): refused before any drawing
         raise click.ClickException(f"cannot write the plot into {folder}: {why}; pass a "
                                    "writable folder with -o DIR")
-    with one_line(FileNotFoundError, ValueError):
+    # A full disk met while writing (the folder's check above passed) is one line too.
+    with cannot_write("the plot", "free space there, or pass another folder with -o DIR",
+                      folder), one_line(FileNotFoundError, ValueError):
         png, md, metrics = plot_run(target, out_dir=out_dir)
     click.echo(f"{png}\n{md}")
     if metrics.round0 is not None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ratchet_ray.metrics import ROLLING_WINDOW, LoopMetrics, load_loop, loop_metrics
+from ratchet_ray.storage.fsutil import atomic_write_text, atomic_write_with
 
 CURVE_FILE = "loop_curve.png"
 SUMMARY_MD_FILE = "loop_summary.md"
@@ -99,8 +100,10 @@ def _draw(rows: list[dict[str, Any]], m: LoopMetrics, title: str, out: Path) -> 
     bottom.set_ylim(0, max(active + deprecated + [1]) * 1.1 + 0.5)
     bottom.legend(loc="best", fontsize=8)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    try:  # atomic: a full disk leaves the previous curve (or none), never a torn or empty PNG
+        atomic_write_with(out, lambda handle: fig.savefig(handle, dpi=120, format="png"))
+    finally:
+        plt.close(fig)
 
 
 def plot_run(path: str | Path, window: int = ROLLING_WINDOW,
@@ -119,6 +122,6 @@ def plot_run(path: str | Path, window: int = ROLLING_WINDOW,
     png = folder / CURVE_FILE
     md = folder / SUMMARY_MD_FILE
     _draw(rows, metrics, data.get("run_id", loop_file.parent.name), png)
-    md.write_text(_summary_markdown({**data, "run_dir": str(loop_file.parent)}, rows, metrics,
-                                    window))
+    atomic_write_text(md, _summary_markdown({**data, "run_dir": str(loop_file.parent)}, rows,
+                                            metrics, window))
     return png, md, metrics

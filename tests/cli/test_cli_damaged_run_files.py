@@ -241,3 +241,25 @@ def test_an_evidence_that_is_a_file_is_named_not_read_as_no_evidence(run):
                 "restore it from a copy of the run")
     assert _files(run) == before
 
+
+
+def test_plot_on_a_disk_that_fills_keeps_the_previous_files_and_is_one_line(run, monkeypatch):
+    """``ratchet plot`` drew straight into loop_curve.png and loop_summary.md: a disk filling
+    mid-write left a torn PNG over the good one and a traceback."""
+    import errno
+
+    from matplotlib.figure import Figure
+
+    assert ratchet("plot", str(run)).exit_code == 0
+    before = _files(run)
+
+    def fills(self, target, **_kwargs):  # a path or a handle, as savefig takes
+        handle = open(target, "wb") if isinstance(target, (str, Path)) else target
+        handle.write(b"\x89PNG\r\n\x1a\n")  # some bytes land, then the disk is full
+        handle.flush()
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", fills)
+    refused(ratchet("plot", str(run)), "cannot write the plot: No space left on device",
+            "free space there, or pass another folder with -o DIR")
+    assert _files(run) == before
