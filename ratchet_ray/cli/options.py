@@ -87,12 +87,14 @@ def suite_config(suite: str, files: Iterable[Any] = (), overrides: Iterable[str]
 @contextmanager
 def cannot_write(what: str, fix: str, target: Any) -> Iterator[None]:
     """An ``OSError`` inside (a folder that cannot be made, a read-only place, the disk full) is
-    ``cannot write WHAT: <reason> (<its file, else target>); FIX``."""
+    ``cannot write WHAT: <reason> (<its file, else target>); FIX``; with neither (a write to
+    an open file that met a full disk, a default target) the parentheses are left out."""
     try:
         yield
     except OSError as exc:
-        raise click.ClickException(f"cannot write {what}: {exc.strerror or exc} "
-                                   f"({exc.filename or target}); {fix}") from exc
+        where = exc.filename or target
+        raise click.ClickException(f"cannot write {what}: {exc.strerror or exc}"
+                                   f"{f' ({where})' if where else ''}; {fix}") from exc
 
 
 def exit_on_signal(signum: int, _frame: Any) -> None:

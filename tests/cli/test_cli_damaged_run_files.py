@@ -263,3 +263,19 @@ def test_plot_on_a_disk_that_fills_keeps_the_previous_files_and_is_one_line(run,
     refused(ratchet("plot", str(run)), "cannot write the plot: No space left on device",
             "free space there, or pass another folder with -o DIR")
     assert _files(run) == before
+
+
+def test_a_report_the_disk_fills_under_is_one_line_without_a_none(run, monkeypatch):
+    """A write to an open file that meets a full disk names no file; with no ``-o`` either the
+    line read ``No space left on device (None)``."""
+    import errno
+
+    from ratchet_ray.storage import fsutil
+
+    def full(path, _data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fsutil, "atomic_write_bytes", full)
+    line = refused(ratchet("report", str(run)), "cannot write the report: No space left on "
+                   "device; pass a writable file with -o")
+    assert "None" not in line and not (run / "report.html").exists()
