@@ -18,7 +18,8 @@ Contracts:
   row's ``infra_retries`` counts them and the job's last line sums them.
 - Fails loudly as ``ratchet run``: preflight checks first; a share of probes still failing on
   infrastructure over ``infra.max_failure_rate`` stops the job with the root cause (non-zero
-  exit), and their rows are not written, so a rerun retries them.
+  exit), and their rows are not written, so a rerun retries them. A full disk (met here or by
+  an actor) stops it with one line naming the folder; a rerun goes on.
 """
 
 from __future__ import annotations
@@ -264,11 +265,21 @@ def main(suite: str, out: Path | None, probes: int, limit: int | None, temperatu
     out.parent.mkdir(parents=True, exist_ok=True)
     from actors.pools import PoolError
     from ratchet_ray.loop.breaker import RunStopped
+    from ratchet_ray.storage.fsutil import disk_full_error
 
     try:
         ran, passed = run_baseline(config, out, probes, limit)
-    except (RunStopped, PoolError) as exc:  # the cause and its fix; lost probes are redone
-        raise click.ClickException(f"baseline stopped: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - a full disk anywhere (driver, actor), named
+        full = disk_full_error(exc)
+        if full is not None:
+            where = Path(full.filename).parent if full.filename else out.parent
+            raise click.ClickException(
+                f"baseline stopped: no room to write in {where} ({full.strerror or full}): "
+                f"free space on that disk, then rerun the same command (it keeps the probes "
+                f"written to {out} and runs the rest)") from exc
+        if isinstance(exc, (RunStopped, PoolError)):  # the cause and its fix; lost probes redone
+            raise click.ClickException(f"baseline stopped: {exc}") from exc
+        raise
     except KeyboardInterrupt:  # Ctrl-C: every probe written is kept; a rerun runs the rest
         click.echo(f"interrupted: {len(done_probes(out))} probe(s) kept in {out}; rerun the "
                    "same command to run the rest", err=True)

@@ -151,3 +151,31 @@ def test_a_stop_on_a_disk_that_stays_full_is_raised_not_hidden(tmp_path, monkeyp
         assert not (run.path / "stopped.json").exists()
     finally:
         run.release()
+
+
+def test_a_baseline_whose_disk_fills_is_one_line_naming_the_rerun(tmp_path, monkeypatch):
+    """The baseline's rows file filling (the driver), or a grader that cannot start on a full
+    workdir (an actor, through the pool): a traceback, or ``an actor cannot start: OSError``
+    with no fix."""
+    from click.testing import CliRunner
+
+    from actors.pools import PoolError
+    from ratchet_ray.cli import baseline
+
+    out = tmp_path / "baselines" / "sim.jsonl"
+    full = OSError(errno.ENOSPC, "No space left on device", str(out))
+    for raised in (full, PoolError("pool 'grader': an actor cannot start: OSError: [Errno 28]")):
+        if raised is not full:
+            raised.__cause__ = full
+
+        def run_baseline(*_args, _raised=raised, **_kwargs):
+            raise _raised
+
+        monkeypatch.setattr(baseline, "run_baseline", run_baseline)
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+        result = CliRunner().invoke(baseline.main, ["sim", "--limit", "2", "--out", str(out)])
+        assert result.exit_code == 1 and result.exception.__class__ is SystemExit, result.output
+        assert result.output.strip().splitlines()[-1] == (
+            f"Error: baseline stopped: no room to write in {out.parent} (No space left on "
+            f"device): free space on that disk, then rerun the same command (it keeps the "
+            f"probes written to {out} and runs the rest)")
