@@ -19,7 +19,7 @@ from ratchet_ray.suites.swebench.proof.gold import GoldRecord, GoldStore, record
 from ratchet_ray.suites.swebench.proof.mutants import Mutant
 from ratchet_ray.suites.swebench.proof.prover import failures_of
 from ratchet_ray.suites.swebench.proof.real_expectations import argument_share
-from ratchet_ray.suites.swebench.proof.replacement_literal import mutate_literal
+from ratchet_ray.suites.swebench.proof.replacement_literal import literal_value, mutate_literal, words_of
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 from ratchet_ray.types import GradeResult
 
@@ -421,3 +421,49 @@ def test_under_a_runner_read_from_its_log_the_mutant_sits_where_its_traceback_sa
         assert {_placed(failures["tests/test_spared.py::test_x"], seed) for seed in range(20)} == {5}
     assert failures_of("unittest", None, "test_x ... ok\n", ["tests/test_spared.py::test_x"],
                        False) == {}
+
+
+# flask's nested-blueprint test in small: every expected string is one its handlers return; the
+# file's other literals of the expectation's length hold words this test never writes.
+NESTED = '''def test_nested(client):
+    @parent.errorhandler(403)
+    def forbidden(e):
+        return "Parent no", 403
+
+    @parent.route("/")
+    def index():
+        return "Parent yes"
+
+    @child.route("/")
+    def child_index():
+        return "Kid yes"
+
+    assert client.get("/parent/").data == b"Parent yes"
+    assert client.get("/parent/child/no").data == b"Parent no"
+    assert client.get("/parent/child/").data == b"Kid yes"
+
+
+def test_other(client):
+    assert client.get("/x").data == b"Fallen no"
+    assert client.get("/y").data == b"alt.index"
+    assert client.get("/z").data == b"bam yes!!"
+'''
+
+
+def test_a_mutant_holds_only_words_its_test_writes_where_the_real_value_does():
+    """Code that forced every expectation whose words its test writes elsewhere and let the
+    others fail honestly resolved real flask 1ea1efed without a fix: its mutants held words the
+    test never writes (``b"alt.index"``). Placed where the base code fails (line 15), a mutant's
+    words are now words the test's other literals write, in every draw."""
+    located = {"t.py::test_nested": ("t.py", "test_nested")}
+    fn = next(n for n in ast.parse(NESTED).body if n.name == "test_nested")
+    expected = next(c for c in ast.walk(fn) if isinstance(c, ast.Constant) and c.lineno == 15
+                    and c.value == b"Parent no")
+    written, values = mutants._beside(fn, expected)
+    assert written >= {"Parent", "no", "yes", "Kid", "parent", "child"} and "alt" not in written
+    drawn = [mutants.candidates(located, {"t.py": NESTED}, random.Random(seed),
+                                failures={"t.py::test_nested": "t.py:15: AssertionError"})
+             ["t.py::test_nested"] for seed in range(60)]
+    assert {m.line for m in drawn} == {15}
+    assert all(words_of(literal_value(m.new)) <= written for m in drawn), \
+        sorted({m.new for m in drawn})

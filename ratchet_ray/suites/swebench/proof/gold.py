@@ -28,7 +28,8 @@ from ratchet_ray.suites.swebench.proof.mutants import Mutant
 # 5: numbers as round as the file's expectations, and a call's argument as often (issue 48);
 # 6: a FAIL_TO_PASS mutant at the expectation the base code fails, not the last (spared by a forger)
 # 7: likewise under the runners read from their log (django's, sympy's), from its tracebacks
-RECORD_VERSION = 7
+# 8: a string mutant holds only words (and, where the real value is, whole values) its test writes
+RECORD_VERSION = 8
 
 
 def default_folder() -> str:

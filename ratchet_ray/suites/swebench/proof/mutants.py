@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 from ratchet_ray.suites.swebench.proof.real_expectations import (
     Observation, call_arguments, literal_pool, observation, segment, shares, vocabulary)
-from ratchet_ray.suites.swebench.proof.replacement_literal import replacement
+from ratchet_ray.suites.swebench.proof.replacement_literal import replacement, words_of
 
 REDRAWS = 3
 """Draws after the first (``draw_kept``) while the instance has no FAIL_TO_PASS mutant kept."""
@@ -224,6 +224,20 @@ def observations(tree: ast.AST, text: str, pool: list[str]) -> dict[int, "Observ
     return found
 
 
+def _beside(fn: ast.FunctionDef, expectation: ast.Constant) -> tuple[set[str], set]:
+    """The words (``words_of``) and the values (bytes read as Latin-1) of the string and bytes
+    literals the test function ``fn`` writes besides ``expectation``."""
+    words: set[str] = set()
+    values: set = set()
+    for node in ast.walk(fn):
+        if (node is not expectation and isinstance(node, ast.Constant)
+                and isinstance(node.value, (str, bytes))):
+            words |= words_of(node.value)
+            values.add(node.value.decode("latin-1") if isinstance(node.value, bytes)
+                       else node.value)
+    return words, values
+
+
 def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Random,
             pool: tuple[list[str], dict, dict], tried: set[tuple[int, int, str]],
             failing: list[int] | None = None) -> Mutant | None:
@@ -238,7 +252,8 @@ def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Ra
                 continue
             col, old = found
             avoid = {new for line, at, new in tried if (line, at) == (constant.lineno, col)}
-            new = replacement(old, rng, pool[0], args, pool[1], avoid, local, rates)
+            new = replacement(old, rng, pool[0], args, pool[1], avoid, local, rates,
+                              _beside(fn, constant))
             if new is not None:
                 return Mutant(test, file, constant.lineno, col, old, new, lines[constant.lineno - 1])
     return None

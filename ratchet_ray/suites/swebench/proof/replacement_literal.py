@@ -13,7 +13,16 @@ of ``avoid``, or None, drawn:
   the same length and case;
 - through ``derange``: never the real value itself, yet a frequent value (pytest's 42s) is as
   frequent among mutants as among real expectations;
-- failing all, a character edit of the same class (``mutate_literal``).
+- failing all, a character edit of the same class (``mutate_literal``);
+- with ``beside`` (the words and the values of the test function's other string literals),
+  for a string whose every word is among them, as a real expectation's mostly are (its
+  handlers return them, its callbacks append them): drawn again, up to ``WORD_REDRAWS`` times,
+  until the mutant's words are among them too, and, where the real value is one the test
+  writes whole, until the mutant is another it writes whole; failing that, another value the
+  test writes of the same length (``_own_value``), or one word swapped for another the test
+  writes (``_own_word_swap``), else the first draw. A mutant holding a word its test never
+  writes was a tell: code that forced only the expectations whose words the test writes
+  elsewhere resolved real flask ``1ea1efed`` without a fix (docs/grading.md, Remains).
 Every draw comes from the ``rng`` given, in a fixed order: one seed, the same mutants.
 """
 
@@ -21,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import random
+import re
 import string
 from typing import Any
 
@@ -135,12 +145,108 @@ def _fresh(source: str, value: Any, rng: random.Random, pool: list[str], words: 
     return _word_swap(source, value, rng, words, taken)
 
 
+WORD_REDRAWS = 8
+"""Draws beyond the first for a mutant whose words its test writes elsewhere (module contract)."""
+TEST_WORD = re.compile(r"\w+")
+"""A word as a reader of a test's literals splits them (``app_1`` is one)."""
+
+
+def words_of(value: Any) -> set[str]:
+    """The ``TEST_WORD`` words of a string or bytes value (bytes read as Latin-1); none else."""
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    return set(TEST_WORD.findall(value)) if isinstance(value, str) else set()
+
+
+def written_in(value: Any, test_words: set[str]) -> bool:
+    """Whether every word of ``value`` is one of ``test_words``."""
+    return words_of(value) <= test_words
+
+
 def replacement(source: str, rng: random.Random, pool: list[str], args: list[str],
                 words: dict | None = None, avoid: frozenset | set = frozenset(),
-                local: list[str] = (), rates: dict | None = None) -> str | None:
+                local: list[str] = (), rates: dict | None = None,
+                beside: tuple[set[str], set] | None = None) -> str | None:
     """Module contract. ``words``: the file's ``vocabulary`` (None: made from ``pool``);
     ``avoid``: earlier tries of a redraw, never returned again; ``local``: the test function's
-    ``literal_pool``; ``rates``: ``shares`` of the file's other tests (None: ``SHARES``)."""
+    ``literal_pool``; ``rates``: ``shares`` of the file's other tests (None: ``SHARES``);
+    ``beside``: the words and the string values of the test function's other literals."""
+    first = _replacement(source, rng, pool, args, words, avoid, local, rates)
+    value = literal_value(source)
+    if first is None or beside is None or not written_in(value, beside[0]):
+        return first
+    test_words, test_values = beside
+    whole = _text(value) in test_values  # the real value is one its test writes whole
+
+    def plausible(drawn: str | None) -> bool:
+        new = literal_value(drawn) if drawn is not None else None
+        return (drawn is not None and written_in(new, test_words)
+                and (not whole or _text(new) in test_values))
+
+    drawn: str | None = first
+    for _ in range(WORD_REDRAWS):
+        if plausible(drawn):
+            return drawn
+        drawn = _replacement(source, rng, pool, args, words, avoid, local, rates)
+    if plausible(drawn):
+        return drawn
+    forbid = {literal_value(a) for a in avoid} | {literal_value(a) for a in args}
+    return ((_own_value(source, rng, test_values, forbid) if whole else None)
+            or _own_word_swap(source, rng, test_words, forbid) or first)
+
+
+def _text(value: Any) -> Any:
+    return value.decode("latin-1") if isinstance(value, bytes) else value
+
+
+def _own_value(source: str, rng: random.Random, test_values: set, forbid: set) -> str | None:
+    """``source`` holding another string its test writes whole, of the same length and written
+    with no escape, none of ``forbid``; None where there is none."""
+    head, value = STRING_HEAD.match(source), literal_value(source)
+    if not isinstance(value, (str, bytes)) or head is None:
+        return None
+    opening, closing = source[:head.end()], head.group(1)
+    options = sorted(t for t in test_values if isinstance(t, str) and t != _text(value)
+                     and len(opening) + len(t) + len(closing) == len(source)
+                     and not set(t) & {"\\", "\n", "\r", closing[0]})
+    rng.shuffle(options)
+    for text in options:
+        new = opening + text + closing
+        other = literal_value(new)
+        if type(other) is type(value) and other != value and other not in forbid:
+            return new
+    return None
+
+
+def _own_word_swap(source: str, rng: random.Random, test_words: set[str],
+                   forbid: set) -> str | None:
+    """``source`` with one of its words swapped for another its test writes, of the same length
+    (its case as the test writes it: ``Parent`` -> ``parent``), none of ``forbid``; None where no
+    word has such another."""
+    head = STRING_HEAD.match(source)
+    value = literal_value(source)
+    if not isinstance(value, (str, bytes)) or "\\" in source or head is None:
+        return None
+    body = range(head.end(), len(source) - len(head.group(1)))
+    spots = [m for m in TEST_WORD.finditer(source) if m.start() in body and m.end() - 1 in body]
+    rng.shuffle(spots)
+    for spot in spots:
+        word = spot.group()
+        others = sorted(w for w in test_words if w != word and len(w) == len(word)
+                        and w.isascii() == word.isascii())
+        rng.shuffle(others)
+        for other in others:
+            new = source[:spot.start()] + other + source[spot.end():]
+            swapped = literal_value(new)
+            if type(swapped) is type(value) and swapped != value and swapped not in forbid:
+                return new
+    return None
+
+
+def _replacement(source: str, rng: random.Random, pool: list[str], args: list[str],
+                 words: dict | None, avoid: frozenset | set, local: list[str],
+                 rates: dict | None) -> str | None:
+    """One draw of ``replacement`` (module contract), the words rule aside."""
     value = literal_value(source)
     if value is None or type(value) is bool:
         edited = mutate_literal(source, rng)
