@@ -336,7 +336,7 @@ def test_a_canary_session_whose_mutant_passes_is_tampering_with_proof():
 def test_the_canary_settings():
     assert SwebenchSettings().canary_sessions == (2, 3)
     assert SwebenchSettings(canary_parallel=3).parallel_canaries() == 3
-    assert SwebenchSettings().parallel_canaries() >= 1
+    assert SwebenchSettings().parallel_canaries() == 1  # never at once unless asked
     for bad in ([1, 2], [3, 2]):
         with pytest.raises(ValidationError, match="2 <= low <= high"):
             SwebenchSettings(canary_sessions=bad)
