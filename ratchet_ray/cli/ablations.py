@@ -30,7 +30,7 @@ from pathlib import Path
 import click
 
 from ratchet_ray.report.ablation_report import write_report
-from ratchet_ray.cli.options import exit_on_signal, one_line
+from ratchet_ray.cli.options import cannot_write, exit_on_signal, one_line
 from ratchet_ray.run_config.options import (bank_option, csv_list, dataset_path_option,
                                             llm_option, profile_option, seeds_option, set_option,
                                             slice_options, workers_option)
@@ -126,7 +126,9 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
             held = lock_sweep(out_dir)  # noqa: F841 (one sweep per --out until this exits)
             spec = with_recorded_budget(spec)
             jobs, skipped = plan_jobs(spec, arms, seeds)
-            check_sweep_file(spec)
+            with cannot_write(f"the sweep's files into {out_dir}", "free space there (or pass "
+                              "another --out), then rerun the same command", out_dir):
+                check_sweep_file(spec)
         outcomes += skipped
         for outcome in skipped:
             click.echo(f"skip   {outcome.name}: {outcome.message}", err=True)
@@ -146,7 +148,9 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
     failures = {o.name: o.cause or o.message for o in outcomes if not o.ok}
     from ratchet_ray.evidence.store import UnreadableEvidence
 
-    with one_line(UnreadableEvidence):  # `python -m jobs.ablations` is not under `ratchet`
+    with one_line(UnreadableEvidence), cannot_write(  # `python -m jobs.ablations`: no `ratchet`
+            "the sweep's report", "free space there, then rerun the same command (the runs "
+            "finished are kept)", out_dir):
         md, js, summaries = write_report(out_dir, failures=failures)
     for s in summaries:
         gain = s.rolling_gain

@@ -16,6 +16,7 @@ from ratchet_ray.arm_summary import (DEFAULT_ARM, ArmSummary, RunResult, arm_sor
                                      run_result, summarize)
 from ratchet_ray.evidence.comparisons import PairedComparison
 from ratchet_ray.metrics import ROLLING_WINDOW
+from ratchet_ray.storage.fsutil import atomic_write_text
 
 REPORT_MD = "ablations.md"
 REPORT_JSON = "ablations.json"
@@ -139,6 +140,8 @@ def write_report(sweep_dir: str | Path, failures: dict[str, str] | None = None
     runs = [run_result(d, window) for d in find_run_dirs(root)]
     summaries = summarize(runs, window)
     md, js = root / REPORT_MD, root / REPORT_JSON
-    md.write_text(report_markdown(summaries, runs, root, failures, window))
-    js.write_text(json.dumps(report_json(summaries, runs, failures, window), indent=2) + "\n")
+    # Atomic: a disk that fills leaves the previous report, never a torn one.
+    atomic_write_text(md, report_markdown(summaries, runs, root, failures, window))
+    atomic_write_text(js, json.dumps(report_json(summaries, runs, failures, window), indent=2)
+                      + "\n")
     return md, js, summaries

@@ -179,3 +179,33 @@ def test_a_baseline_whose_disk_fills_is_one_line_naming_the_rerun(tmp_path, monk
             f"Error: baseline stopped: no room to write in {out.parent} (No space left on "
             f"device): free space on that disk, then rerun the same command (it keeps the "
             f"probes written to {out} and runs the rest)")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--report-only"], ["cannot write the sweep's report: No space left on device",
+                         "then rerun the same command (the runs finished are kept)"]),
+    ([], ["cannot write the sweep's files into", "(or pass another --out)"]),
+], ids=["report", "sweep-file"])
+def test_a_sweep_whose_disk_is_full_is_one_line(tmp_path, monkeypatch, args, words):
+    """``jobs.ablations`` writing sweep.json before its jobs, or ablations.md after them, on a
+    full disk: OSError's traceback (after every arm-seed had run, for the report)."""
+    from pathlib import Path as PathType
+
+    from click.testing import CliRunner
+
+    from ratchet_ray.cli import ablations
+    from ratchet_ray.storage import fsutil
+
+    def full(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fsutil, "atomic_write_bytes", full)
+    monkeypatch.setattr(PathType, "write_text", full)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    out = tmp_path / "sweep"
+    out.mkdir()
+    result = CliRunner().invoke(ablations.main, ["sim", "--arms", "default", "--seeds", "1",
+                                                 "--rounds", "1", "--out", str(out), *args])
+    assert result.exit_code == 1 and result.exception.__class__ is SystemExit, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("Error: ") and all(w in line for w in words), line
