@@ -17,7 +17,8 @@ Per ``grade(task, patch)`` (a finished report is reused per instance, patch and 
    report (else ``results_mismatch``), then ``integrity.session_layers`` judges;
 7. a resolution is proven against the gold record by canary sessions (``proof.prover``);
 8. an impossible twin's task gets steps 2-6 with a mutant planted, beside decoys (``proof.twin``).
-Before every session the page cache and dentries are cleared (``proof.host_marks``); a
+No two sessions of an image overlap on a host (``_alone``, unless ``canary_parallel`` > 1);
+before every session the page cache and dentries are cleared (``proof.host_marks``); a
 suspicious patch (``screen``) only gets a note. Infrastructure faults (trusted signals only,
 ``infra``) return ``infra_failure=True`` with the reason as ``exit_status``; a kernel OOM kill is
 ``out_of_memory``, the patch's failure. All containers are gone before the grade ends
@@ -33,9 +34,10 @@ import shutil
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ratchet_ray.storage.artifacts import Artifacts, as_artifacts
 from ratchet_ray.suites.base import twin_recipe
@@ -49,7 +51,7 @@ from ratchet_ray.suites.swebench.grading_support import (
     publish_folder, read_report, report_bytes, tail)
 from ratchet_ray.suites.swebench.integrity.guard import HarnessGuard
 from ratchet_ray.suites.swebench.integrity.lockdown import lockdown_command
-from ratchet_ray.suites.swebench.docker.images import InstanceImages
+from ratchet_ray.suites.swebench.docker.images import ImageLock, InstanceImages
 from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.integrity.harness_paths import patch_paths, unsafe_paths
 from ratchet_ray.suites.swebench.docker.infra import (
@@ -72,6 +74,8 @@ REPORT_FILE = "report.json"
 # size, seen by ``stat``, gave away a mutant that changes the graded file's size)
 EVAL_FOLDER = "/var/lib/ratchet/root"
 EVAL_SCRIPT = f"{EVAL_FOLDER}/eval.sh"
+SESSION_POLL_S = 0.2
+"""How often a session waiting for another grade's session of its image asks again."""
 logger = logging.getLogger(__name__)
 
 
@@ -241,15 +245,42 @@ class SwebenchGrader:
         files written by root (``plant``: what they become; default unchanged), the eval run
         and judged (``Session.result``: the session's own verdict)."""
         started = time.monotonic()
-        if self.settings.clear_page_cache:  # no mark in the page cache from an earlier session
-            log(self._page_cache(ctx.images.client).evict(ctx.image).describe())
-        if self.settings.clear_dentry_cache:  # nor in the dentries of names looked up
-            log(drop_dentries().describe())
         session = Session(label, fail("tests_errored", "the session did not run"))
-        session.result, session.report = self._run_session(ctx, patch, log_dir, log, deadline,
-                                                            plant, session)
+        with self._alone(ctx, deadline, log):
+            if self.settings.clear_page_cache:  # no mark in the page cache from an earlier one
+                log(self._page_cache(ctx.images.client).evict(ctx.image).describe())
+            if self.settings.clear_dentry_cache:  # nor in the dentries of names looked up
+                log(drop_dentries().describe())
+            session.result, session.report = self._run_session(ctx, patch, log_dir, log,
+                                                                deadline, plant, session)
         session.seconds = time.monotonic() - started
         return session
+
+    @contextmanager
+    def _alone(self, ctx: Context, deadline: Deadline,
+               log: Callable[[str], None]) -> Iterator[None]:
+        """Held while a session runs: no other session of this image runs on this host meanwhile
+        (``ImageLock`` in the node's ``lock_dir``, across processes), within the deadline. A
+        grade's own sessions run one at a time (``canary_parallel`` unset); grades of the same
+        instance (attempts of one task, arms of a sweep) would otherwise overlap, and sessions
+        that overlap can compare their graded files live (docs/grading.md, Remains). With
+        ``canary_parallel`` > 1 the user chose overlap: nothing is held."""
+        if self.settings.parallel_canaries() > 1:
+            yield
+            return
+        lock = ImageLock(ctx.images.settings.lock_dir, f"sessions of {ctx.image}")
+        began = time.monotonic()
+        while True:
+            with lock.exclusive(wait=False) as held:
+                if held:
+                    waited = time.monotonic() - began
+                    if waited >= 1.0:
+                        log(f"waited {waited:.1f}s for another grade's session of {ctx.image} on "
+                            "this host (one session of an image at a time)")
+                    yield
+                    return
+            deadline.check("another grade's session of this image ended on this host")
+            time.sleep(SESSION_POLL_S)
 
     def _run_session(self, ctx: Context, patch: str, log_dir: Path, log: Callable[[str], None],
                      deadline: Deadline, plant: Callable[[dict[str, str]], dict[str, str]] | None,

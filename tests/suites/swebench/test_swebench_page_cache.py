@@ -86,8 +86,8 @@ def test_a_forger_that_cheats_when_first_is_caught_when_a_canary_session_is_firs
     # the canary session that came first forced its mutant; the sessions after it found the mark
     # and behaved (unless another grader on this host cleared the page cache meanwhile: then
     # they forced too, and the real grade's canary sessions are caught all the same)
-    assert re.search(r"canary session 1 of \d \([\d.]+s\), mutant \S+ \(tests/test_ops\.py:\d+: "
-                     r"\S+ -> \S+\): reported PASSED", caught.trace), caught.trace
+    assert re.search(r"canary session 1 of \d \([\d.]+s\), mutant \S+ \(tests/test_ops\.py:\d+\): "
+                     r"reported PASSED", caught.trace), caught.trace
     # The real session first (1 grade in k+1) is what test_swebench_order.py counts: on a host
     # shared with other graders, which clear the page cache before their sessions, the mark
     # that would fool the canary sessions is not reliably there.
