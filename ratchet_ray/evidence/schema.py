@@ -6,7 +6,9 @@ Contracts:
 - ``to_records`` turns dicts or pydantic models into dicts with exactly the schema's columns:
   unknown or missing required columns raise ``EvidenceSchemaError`` naming kind, column and the
   valid ones; other missing columns are null, ``created_at`` defaults to now. Every text value
-  passes through ``redact.redact``: no credential reaches the evidence (nor a critic prompt).
+  passes through ``redact.redact``: no credential reaches the evidence (nor a critic prompt);
+  and a lone surrogate in it (what a solution raised, a model's reply, a test log) is written
+  as its ``\\udXXX`` escape, which Parquet takes: one such text stopped the whole run.
 - A ``RoundSummary`` is flattened into ``eval_*`` / ``train_*`` columns for the ``round`` kind.
 """
 
@@ -116,14 +118,28 @@ def _flatten_round(summary: RoundSummary) -> dict[str, Any]:
     return data
 
 
+def storable(text: str) -> str:
+    """``text`` with what UTF-8 cannot encode (a lone surrogate) written as its escape: JSON and
+    ``str`` carry ``\\ud800``, Parquet and llama.cpp refuse it (module contract)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _text(value: str) -> str:
+    return redact(storable(value))
+
+
 def _plain(value: Any) -> Any:
-    """Enums as their values; every text (and list of texts) without credentials."""
+    """Enums as their values; every text (and list of texts) storable, without credentials."""
     if isinstance(value, enum.Enum):
         value = value.value
     if isinstance(value, str):
-        return redact(value)
+        return _text(value)
     if isinstance(value, list):
-        return [redact(v) if isinstance(v, str) else v for v in value]
+        return [_text(v) if isinstance(v, str) else v for v in value]
     return value
 
 

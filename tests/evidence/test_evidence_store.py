@@ -66,6 +66,19 @@ def test_round_summaries_are_flattened(store):
     assert row == (40, 0.25, None, ["a", "b"], True)
 
 
+def test_a_lone_surrogate_in_any_text_is_stored_escaped_not_a_stopped_run(store):
+    """A solution that raises ``ValueError('\\ud800')``, or a model reply or test log holding a
+    lone surrogate: Parquet refused the capsule (``UnicodeEncodeError``) and the run stopped,
+    again on every resume. Every text column stores it as its escape."""
+    capsule = routed_capsules("run1", "s1", 1, 0, 1)[0].model_copy(update={
+        "output": "def f():\n    raise ValueError('\ud800')", "grader_trace": "ValueError: \udcff",
+        "exit_status": "raised_ValueError"})
+    store.append("capsule", 1, [capsule])
+    output, trace = store.connect().execute(
+        "select output, grader_trace from capsule").fetchone()
+    assert output == "def f():\n    raise ValueError('\\ud800')" and trace == "ValueError: \\udcff"
+
+
 def test_queries_over_capsules_and_verdicts(store):
     from ratchet_ray.evidence import named_queries as nq
     from ratchet_ray.evidence.queries import recent_verdicts, skill_stats

@@ -17,7 +17,7 @@ Contract: ``grade(task, output)`` never raises. Every failure is ``passed=False`
   from them. Everything after that frame is the code's (``infra_failure=False``).
 The verdict is computed outside the sandbox (session.py); ``trace`` is at most
 ``MAX_TRACE_CHARS`` and starts with the sandbox mode (``[sandbox bwrap]``); the status and the
-trace encode as UTF-8 (``storable``). Expected outputs
+trace encode as UTF-8 (``evidence.schema.storable``). Expected outputs
 come from ``GroundTruthStore``; ``warm`` precomputes them. A grading task marked as an
 impossible twin (``suites.base.twin_recipe``) is graded against ``twin.impossible_expected``; a
 task that cannot be twinned is an infrastructure failure (``TwinUnavailable``).
@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
+from ratchet_ray.evidence.schema import storable
 from ratchet_ray.settings.schema import GraderSettings, LoopConfig
 from ratchet_ray.suites.mbpp.dataset import MbppDataset, load_mbpp_plus
 from ratchet_ray.suites.mbpp.extract import extract_code
@@ -45,14 +46,6 @@ log = logging.getLogger(__name__)
 MAX_TRACE_CHARS = 2000
 _EXTRACT_TRACE = {"no_code": "no Python code found in the model output",
                   "missing_entry_point": "the code defines no top-level function {entry}()"}
-
-
-def storable(text: str) -> str:
-    """``text`` with what UTF-8 cannot encode (a lone surrogate) written as its escape. The code
-    chooses what its exceptions are named and say, and JSON and ``str`` both carry ``\\ud800``;
-    Parquet refuses such a string, so one capsule holding it would lose its split's evidence
-    part and stop the run, again on every resume."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def mbpp_settings(config: LoopConfig) -> MbppSettings:
