@@ -16,12 +16,14 @@ Contracts:
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterable
 
 from ratchet_ray.arm_summary import Stat, arm_sort_key, find_run_dirs, fmt_stat, mean_std
 from ratchet_ray.metrics import ROLLING_WINDOW, loop_metrics
+from ratchet_ray.storage.fsutil import atomic_write_text, atomic_write_with
 from ratchet_ray.suites.sim.truth import DEFAULT_DELTA, NotASimRun, RunTruth, analyze_run
 
 REPORT_DIR = "sim_report"
@@ -91,12 +93,14 @@ def _fmt(mean: float | None, std: float | None, signed: bool = False) -> str:
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    with path.open("w", newline="") as handle:
-        if not rows:
-            return
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+    """``rows`` as CSV (empty without rows), all or nothing (``atomic_write_text``): a full disk
+    leaves the previous file, never a torn or empty one."""
+    text = io.StringIO(newline="")
+    if rows:
+        writer = csv.DictWriter(text, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+    atomic_write_text(path, text.getvalue())
 
 
 def _plot(truth: RunTruth, path: Path) -> None:
@@ -117,8 +121,10 @@ def _plot(truth: RunTruth, path: Path) -> None:
     ax.set_title(f"sim {truth.arm} seed {truth.seed}")
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    try:  # all or nothing, as the CSVs
+        atomic_write_with(path, lambda handle: fig.savefig(handle, dpi=90, format="png"))
+    finally:
+        plt.close(fig)
 
 
 def _markdown(truths: list[RunTruth], heads: list[dict[str, Any]],
@@ -210,7 +216,7 @@ def write_sim_report(path: str | Path, delta: float = DEFAULT_DELTA,
                "harmful": s.harmful, "helpful": s.helpful} for t in truths for s in t.skills]
     written = [out_dir / "sim_report.md", out_dir / "rounds.csv", out_dir / "skills.csv",
                out_dir / "arms.csv"]
-    written[0].write_text(_markdown(truths, heads, table))
+    atomic_write_text(written[0], _markdown(truths, heads, table))
     _write_csv(written[1], rounds)
     _write_csv(written[2], skills)
     _write_csv(written[3], table)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import errno
 import json
 
 import pytest
@@ -69,7 +71,7 @@ def test_probe_selection_is_seeded_and_follows_the_fraction():
     assert not any(probe_selected(42, 3, f"sim/{i:03d}", 0.0) for i in range(100))
 
 
-def test_analysis_against_the_truth(run_dir):
+def test_analysis_against_the_truth(run_dir, monkeypatch):
     path, world, token = run_dir
     t0, t1 = world.tasks[0], world.tasks[1]
     truth = analyze_run(path)
@@ -87,3 +89,15 @@ def test_analysis_against_the_truth(run_dir):
     assert stats["retired"] == 1 and stats["retired_harmful"] == int(skill.harmful)
     written = write_sim_report(path, out=path / "report")
     assert (path / "report" / "sim_report.md").is_file() and len(written) == 5
+    # A disk that fills while the report is written again leaves the previous files whole (the
+    # CSVs were written in place: a full disk left a torn or empty rounds.csv)
+    before = {f.name: f.read_bytes() for f in written}
+
+    def full(self, rows):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(csv.DictWriter, "writerows", full)
+    with pytest.raises(OSError, match="No space left"):
+        write_sim_report(path, out=path / "report")
+    assert {f.name: f.read_bytes() for f in written} == before
+    assert not [f for f in (path / "report").iterdir() if f.name not in before]
