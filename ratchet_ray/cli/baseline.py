@@ -265,18 +265,17 @@ def main(suite: str, out: Path | None, probes: int, limit: int | None, temperatu
     out.parent.mkdir(parents=True, exist_ok=True)
     from actors.pools import PoolError
     from ratchet_ray.loop.breaker import RunStopped
-    from ratchet_ray.storage.fsutil import disk_full_error
+    from ratchet_ray.storage.fsutil import disk_full_error, no_room
 
     try:
         ran, passed = run_baseline(config, out, probes, limit)
     except Exception as exc:  # noqa: BLE001 - a full disk anywhere (driver, actor), named
         full = disk_full_error(exc)
         if full is not None:
-            where = Path(full.filename).parent if full.filename else out.parent
             raise click.ClickException(
-                f"baseline stopped: no room to write in {where} ({full.strerror or full}): "
-                f"free space on that disk, then rerun the same command (it keeps the probes "
-                f"written to {out} and runs the rest)") from exc
+                f"baseline stopped: {no_room(full, out.parent)[1]}: free space on that disk, "
+                f"then rerun the same command (it keeps the probes written to {out} and runs "
+                "the rest)") from exc
         if isinstance(exc, (RunStopped, PoolError)):  # the cause and its fix; lost probes redone
             raise click.ClickException(f"baseline stopped: {exc}") from exc
         raise

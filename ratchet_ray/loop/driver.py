@@ -53,7 +53,7 @@ from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.schema import to_records
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.storage.fsutil import atomic_write_json, disk_full, disk_full_error
+from ratchet_ray.storage.fsutil import atomic_write_json, disk_full, disk_full_error, no_room
 from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.loop import phases
 from ratchet_ray.loop.breaker import PreflightFailed, RunStopped
@@ -281,11 +281,10 @@ def record_stop(run: RunDir, config: LoopConfig, exc: BaseException) -> RunStopp
     command. Recording never hides the cause: on a full disk it fails, and that is logged."""
     full = disk_full_error(exc)
     if full is not None:
-        where = Path(full.filename).parent if full.filename else run.path
+        where, line = no_room(full, run.path)
         stop: RunStopped = DiskFull(
-            f"no room to write in {where} ({full.strerror or full}): free space on that disk "
-            f"(df -h {shlex.quote(str(where))}), then continue with --resume "
-            f"{shlex.quote(str(run.path))}")
+            f"{line}: free space on that disk (df -h {shlex.quote(str(where))}), then continue "
+            f"with --resume {shlex.quote(str(run.path))}")
     else:
         stop = exc if isinstance(exc, RunStopped) else RunStopped(str(exc))
     stopped = {"cause": str(stop), "kind": type(stop).__name__, "at": time.time()}

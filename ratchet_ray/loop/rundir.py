@@ -35,6 +35,7 @@ from ratchet_ray.suites.hooks import setting_line
 from ratchet_ray.storage.runlock import RunLock
 from ratchet_ray.types import BenchResult, RoundSummary
 
+
 class _RunLogHandler(logging.FileHandler):
     """``run.log``'s handler: on a full disk logging's own report of each record it could not
     write (``--- Logging error ---`` and a traceback on stderr, for every line) would bury the

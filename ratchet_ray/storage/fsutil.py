@@ -10,9 +10,9 @@ Contracts:
   replace a file (append-only data). A target that exists and is no regular file (a device
   such as ``/dev/null``, a fifo, a folder, or a link to one) is refused with an ``OSError``
   naming it, never replaced.
-- ``fsync_dir``, ``disk_full`` / ``disk_full_error``, ``unwritable`` and ``swap_dir`` /
-  ``recover_dir`` (a folder swapped in so a crash leaves a complete one at ``target`` or
-  ``<target>.prev``): see their docstrings.
+- ``fsync_dir``, ``disk_full`` / ``disk_full_error`` / ``no_room``, ``unwritable`` and
+  ``swap_dir`` / ``recover_dir`` (a folder swapped in so a crash leaves a complete one at
+  ``target`` or ``<target>.prev``): see their docstrings.
 """
 
 from __future__ import annotations
@@ -53,6 +53,14 @@ def disk_full_error(exc: BaseException | None) -> OSError | None:
         todo += [exc.__context__, exc.__cause__,
                  wrapped if isinstance(wrapped, BaseException) else None]
     return None
+
+
+def no_room(full: OSError, default: Path) -> tuple[Path, str]:
+    """The folder a full disk ``full`` (``disk_full_error``) kept a file out of (``default`` when
+    it names none) and ``no room to write in <folder> (<reason>)``, the words every stop on a
+    full disk starts with."""
+    where = Path(full.filename).parent if full.filename else default
+    return where, f"no room to write in {where} ({full.strerror or full})"
 
 
 def unwritable(folder: str | Path) -> str | None:
