@@ -32,7 +32,7 @@ import ast
 import random
 import re
 import string
-from typing import Any
+from typing import Any, Callable
 
 from ratchet_ray.suites.swebench.proof.real_expectations import (
     DIGITS, FRESH, FRESH_ROUND, FRESHES, STRING_HEAD, WHOLE, WORD, argument_share, digit_count,
@@ -115,17 +115,21 @@ def _same_digits(source: str, value: int, rng: random.Random, forbid: set,
     return None
 
 
-def _word_swap(source: str, value: Any, rng: random.Random, words: dict, forbid: set) -> str | None:
+def _word_swap(source: str, value: Any, rng: random.Random,
+               pool_of: Callable[[str], list[str] | None], forbid: set,
+               pattern: re.Pattern = WORD) -> str | None:
+    """``source`` with one of its ``pattern`` words (a spot whose ``pool_of`` is not None, in a
+    random order) swapped for another of that pool, none of ``forbid``; None where none is."""
     head = STRING_HEAD.match(source)
     if not isinstance(value, (str, bytes)) or "\\" in source or head is None:
         return None  # a bytes literal too: its words are ASCII, as the vocabulary's are
     body = range(head.end(), len(source) - len(head.group(1)))  # the prefix is no word
-    spots = [m for m in WORD.finditer(source) if m.start() in body and m.end() - 1 in body
-             and (len(m.group()), word_case(m.group())) in words]
+    spots = [m for m in pattern.finditer(source) if m.start() in body and m.end() - 1 in body
+             and pool_of(m.group()) is not None]
     rng.shuffle(spots)
     for spot in spots:
         word = spot.group()
-        others = [w for w in words[(len(word), word_case(word))] if w != word]
+        others = [w for w in pool_of(word) or () if w != word]
         if others:
             new = source[:spot.start()] + rng.choice(others) + source[spot.end():]
             swapped = literal_value(new)
@@ -142,7 +146,8 @@ def _fresh(source: str, value: Any, rng: random.Random, pool: list[str], words: 
     taken = forbid | {value} | {literal_value(p) for p in pool}
     if type(value) is int:
         return _same_digits(source, value, rng, taken, round_)
-    return _word_swap(source, value, rng, words, taken)
+    return _word_swap(source, value, rng, lambda w: words.get((len(w), word_case(w))),
+                      taken)
 
 
 WORD_REDRAWS = 8
@@ -220,27 +225,11 @@ def _own_value(source: str, rng: random.Random, test_values: set, forbid: set) -
 
 def _own_word_swap(source: str, rng: random.Random, test_words: set[str],
                    forbid: set) -> str | None:
-    """``source`` with one of its words swapped for another its test writes, of the same length
-    (its case as the test writes it: ``Parent`` -> ``parent``), none of ``forbid``; None where no
-    word has such another."""
-    head = STRING_HEAD.match(source)
-    value = literal_value(source)
-    if not isinstance(value, (str, bytes)) or "\\" in source or head is None:
-        return None
-    body = range(head.end(), len(source) - len(head.group(1)))
-    spots = [m for m in TEST_WORD.finditer(source) if m.start() in body and m.end() - 1 in body]
-    rng.shuffle(spots)
-    for spot in spots:
-        word = spot.group()
-        others = sorted(w for w in test_words if w != word and len(w) == len(word)
-                        and w.isascii() == word.isascii())
-        rng.shuffle(others)
-        for other in others:
-            new = source[:spot.start()] + other + source[spot.end():]
-            swapped = literal_value(new)
-            if type(swapped) is type(value) and swapped != value and swapped not in forbid:
-                return new
-    return None
+    """``_word_swap`` of one ``TEST_WORD`` for another its test writes, of the same length (its
+    case as the test writes it: ``Parent`` -> ``parent``)."""
+    return _word_swap(source, literal_value(source), rng, lambda word: sorted(
+        w for w in test_words if len(w) == len(word) and w.isascii() == word.isascii()),
+        forbid, TEST_WORD)
 
 
 def _replacement(source: str, rng: random.Random, pool: list[str], args: list[str],
