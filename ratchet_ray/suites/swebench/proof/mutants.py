@@ -40,7 +40,8 @@ from typing import Any, Callable
 
 from ratchet_ray.suites.swebench.proof.real_expectations import (
     Observation, call_arguments, literal_pool, observation, segment, shares, vocabulary)
-from ratchet_ray.suites.swebench.proof.replacement_literal import replacement, words_of
+from ratchet_ray.suites.swebench.proof.replacement_literal import (
+    as_text, replacement, words_of)
 
 REDRAWS = 3
 """Draws after the first (``draw_kept``) while the instance has no FAIL_TO_PASS mutant kept."""
@@ -225,7 +226,7 @@ def observations(tree: ast.AST, text: str, pool: list[str]) -> dict[int, "Observ
 
 
 def _beside(fn: ast.FunctionDef, expectation: ast.Constant) -> tuple[set[str], set]:
-    """The words (``words_of``) and the values (bytes read as Latin-1) of the string and bytes
+    """The words (``words_of``) and the values (``as_text``) of the string and bytes
     literals the test function ``fn`` writes besides ``expectation``."""
     words: set[str] = set()
     values: set = set()
@@ -233,8 +234,7 @@ def _beside(fn: ast.FunctionDef, expectation: ast.Constant) -> tuple[set[str], s
         if (node is not expectation and isinstance(node, ast.Constant)
                 and isinstance(node.value, (str, bytes))):
             words |= words_of(node.value)
-            values.add(node.value.decode("latin-1") if isinstance(node.value, bytes)
-                       else node.value)
+            values.add(as_text(node.value))
     return words, values
 
 

@@ -156,10 +156,14 @@ TEST_WORD = re.compile(r"\w+")
 """A word as a reader of a test's literals splits them (``app_1`` is one)."""
 
 
+def as_text(value: Any) -> Any:
+    """A bytes value read as Latin-1 (each byte one character); any other value as it is."""
+    return value.decode("latin-1") if isinstance(value, bytes) else value
+
+
 def words_of(value: Any) -> set[str]:
-    """The ``TEST_WORD`` words of a string or bytes value (bytes read as Latin-1); none else."""
-    if isinstance(value, bytes):
-        value = value.decode("latin-1")
+    """The ``TEST_WORD`` words of a string or bytes value (``as_text``); none of any other."""
+    value = as_text(value)
     return set(TEST_WORD.findall(value)) if isinstance(value, str) else set()
 
 
@@ -181,12 +185,12 @@ def replacement(source: str, rng: random.Random, pool: list[str], args: list[str
     if first is None or beside is None or not written_in(value, beside[0]):
         return first
     test_words, test_values = beside
-    whole = _text(value) in test_values  # the real value is one its test writes whole
+    whole = as_text(value) in test_values  # the real value is one its test writes whole
 
     def plausible(drawn: str | None) -> bool:
         new = literal_value(drawn) if drawn is not None else None
         return (drawn is not None and written_in(new, test_words)
-                and (not whole or _text(new) in test_values))
+                and (not whole or as_text(new) in test_values))
 
     drawn: str | None = first
     for _ in range(WORD_REDRAWS):
@@ -200,10 +204,6 @@ def replacement(source: str, rng: random.Random, pool: list[str], args: list[str
             or _own_word_swap(source, rng, test_words, forbid) or first)
 
 
-def _text(value: Any) -> Any:
-    return value.decode("latin-1") if isinstance(value, bytes) else value
-
-
 def _own_value(source: str, rng: random.Random, test_values: set, forbid: set) -> str | None:
     """``source`` holding another string its test writes whole, of the same length and written
     with no escape, none of ``forbid``; None where there is none."""
@@ -211,7 +211,7 @@ def _own_value(source: str, rng: random.Random, test_values: set, forbid: set) -
     if not isinstance(value, (str, bytes)) or head is None:
         return None
     opening, closing = source[:head.end()], head.group(1)
-    options = sorted(t for t in test_values if isinstance(t, str) and t != _text(value)
+    options = sorted(t for t in test_values if isinstance(t, str) and t != as_text(value)
                      and len(opening) + len(t) + len(closing) == len(source)
                      and not set(t) & {"\\", "\n", "\r", closing[0]})
     rng.shuffle(options)
