@@ -12,7 +12,7 @@ import threading
 from ratchet_ray.suites.swebench.proof.differential import Session, draw, judge_grade
 from ratchet_ray.suites.swebench.proof.order import Plan, primary_blocked, run_in_order, shuffled
 from ratchet_ray.types import GradeResult
-from test_swebench_mutants import F2P, INSTANCE, P2P, _record
+from test_swebench_judgement import F2P, INSTANCE, P2P, _record
 
 GRADED = [*F2P, *P2P]
 TEXT = "def test(): assert f() == 5\n"
