@@ -63,7 +63,7 @@ from ratchet_ray.loop.phases import CriticIncomplete, LoopContext
 from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir
 from ratchet_ray.loop.runtime import Models, RayStartError, check_ray
-from ratchet_ray.loop.session import RunRuntime
+from ratchet_ray.loop.session import RunRuntime, interrupting_signal
 from ratchet_ray.suites import before_rounds, hooks, split_tasks, suite_for
 from ratchet_ray.report.otel import start_tracing
 from ratchet_ray.report.tracking import Trackers, start_tracking
@@ -363,10 +363,10 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
         discard = resume is None and not run.summaries()  # a new run that never reached Ray
         raise
     except KeyboardInterrupt as exc:  # Ctrl-C, a Ray job stopped (its SIGINT), or SIGTERM
-        raise record_interrupt(run, config, str(exc)) from exc
+        raise record_interrupt(run, config, interrupting_signal() or str(exc)) from exc
     except BaseException as exc:
-        if query_interrupted(exc):  # Ctrl-C that came while DuckDB ran a query
-            raise record_interrupt(run, config) from exc
+        if query_interrupted(exc):  # Ctrl-C (or SIGTERM) that came while DuckDB ran a query
+            raise record_interrupt(run, config, interrupting_signal()) from exc
         if disk_full(exc):  # wherever it came from: the driver's files, an actor's, a part
             raise record_stop(run, config, exc) from exc
         log.exception("run stopped; continue it with --resume %s", run.path)

@@ -6,6 +6,10 @@ Contracts:
   down on leaving, however the block ends, only when this block connected it (it yields True).
   When it connects, SIGTERM in the main thread raises ``KeyboardInterrupt("SIGTERM")``, so a
   terminated driver unwinds (and records its stop) as on Ctrl-C.
+- ``interrupting_signal()``: the signal (``"SIGTERM"``) that unwound the current session as
+  Ctrl-C, or "" (none, or Ctrl-C itself). The interrupt's own words can be lost on the way up
+  (DuckDB turns it into its ``InterruptException``, a library re-raises a bare one), so the
+  driver asks here rather than trusting the exception's text.
 - ``RunRuntime(config, scope, models)`` owns one run's (or job's) Ray resources under the name
   ``scope`` (a run id, ``baseline_<hex>``). Entering connects Ray, takes the scope's lease
   (``actors.run_lease``: its detached servers leave by themselves if this process dies), runs
@@ -42,8 +46,17 @@ from ratchet_ray.types import Task
 log = logging.getLogger(__name__)
 
 
+_signalled: list[str] = []  # the signals that interrupted this session, newest last
+
+
 def _interrupt(signum: int, _frame: Any) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
+    _signalled.append(signal.Signals(signum).name)
+    raise KeyboardInterrupt(_signalled[-1])
+
+
+def interrupting_signal() -> str:
+    """The signal that last unwound this session as Ctrl-C (``"SIGTERM"``), else ""."""
+    return _signalled[-1] if _signalled else ""
 
 
 @contextmanager
@@ -54,6 +67,7 @@ def ray_session(address: str | None = None) -> Iterator[bool]:
         return
     # ray.init's handler dumps a stack and aborts on SIGTERM: nothing recorded, no way to resume
     # named, actors left to their lease. In the main thread SIGTERM unwinds as Ctrl-C instead.
+    _signalled.clear()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _interrupt)
     try:

@@ -67,6 +67,36 @@ def test_a_run_that_raises_releases_its_actors(ray_local, tmp_path, monkeypatch,
         release_llm_actors("another-run")
 
 
+def test_a_sigterm_whose_interrupt_lost_its_words_is_still_recorded_as_sigterm(
+        ray_local, tmp_path, monkeypatch):
+    """On the way up, the interrupt SIGTERM raises can lose its words: DuckDB answers it with its
+    own exception, and a library may re-raise a bare ``KeyboardInterrupt``. CI once recorded a
+    SIGTERM as "Ctrl-C / SIGINT" that way; the record asks the session which signal came."""
+    import json
+    import os
+    import signal
+    import time
+
+    def preflight_then_sigterm(config, models, scope=None, log_dir=None):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)  # the handler raises before this ends
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt() from None  # the words lost, as a library may
+
+    monkeypatch.setattr(session, "preflight", preflight_then_sigterm)
+    previous = signal.signal(signal.SIGTERM, session._interrupt)  # as ray_session installs it
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_loop(scenario_config(tmp_path, 1), models=scenario_models(), show_progress=False)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert session.interrupting_signal() == "SIGTERM"
+    (run_dir,) = (tmp_path / "results" / "mbpp").iterdir()
+    stopped = json.loads((run_dir / "stopped.json").read_text())
+    assert stopped["cause"] == "interrupted (SIGTERM) in round 0 of 1", stopped
+
+
 def lease_alive(scope: str) -> bool:
     from actors.run_lease import NAMESPACE as LEASES, lease_name
 
