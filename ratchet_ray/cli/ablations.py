@@ -36,10 +36,10 @@ from ratchet_ray.run_config.options import (bank_option, csv_list, dataset_path_
                                             slice_options, workers_option)
 from ratchet_ray.loop.entry import DRY_RUN, SUITE, print_config, version_option
 from ratchet_ray.sweep.ray_head import RayHeadError, ray_cluster
-from ratchet_ray.sweep.spec import (ARMS, JobOutcome, SweepError, SweepSpec, check_sweep_file,
-                                    child_config, cpus_per_run, job_name, lock_sweep, plan_jobs,
-                                    recorded_spend, split_sets, with_recorded_budget,
-                                    write_status)
+from ratchet_ray.sweep.spec import (ARMS, SWEEP_FILE, JobOutcome, SweepError, SweepSpec,
+                                    check_sweep_file, child_config, cpus_per_run, job_name,
+                                    lock_sweep, plan_jobs, recorded_spend, split_sets,
+                                    sweep_command, with_recorded_budget, write_status)
 
 
 def _check_runs(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
@@ -106,6 +106,10 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
                      profiles=flags.pop("profiles"), **flags)
     if show_status or stop:
         return _manage(out_dir, address, stop)
+    # What continues this sweep, named wherever an arm-seed did not finish (never the single
+    # run's --resume: a run resumed alone leaves the sweep's lock, budget, status and report).
+    rerun = sweep_command(click.get_current_context().command_path, spec, arms, seeds, parallel,
+                          address)
     outcomes: list[JobOutcome] = []
     if dry_run:
         with one_line(SweepError, error=click.UsageError):
@@ -120,6 +124,11 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
     if report_only and not out_dir.is_dir():
         raise click.UsageError(f"--report-only: {out_dir} does not exist; pass the --out (or "
                                "--tag) of a sweep that has run")
+    if report_only and not (out_dir / SWEEP_FILE).is_file() and \
+            next(out_dir.rglob("loop.json"), None) is None:  # no run the report could show
+        raise click.UsageError(f"--report-only: {out_dir} is not a sweep folder (no {SWEEP_FILE}, "
+                               "no run dir below it); pass the --out (or --tag) of a sweep that "
+                               "has run")
     if not report_only:
         with one_line(SweepError, error=click.UsageError):
             _check_runs(spec, arms, seeds)  # before --out is written
@@ -128,23 +137,28 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
             jobs, skipped = plan_jobs(spec, arms, seeds)
             with cannot_write(f"the sweep's files into {out_dir}", "free space there (or pass "
                               "another --out), then rerun the same command", out_dir):
-                check_sweep_file(spec)
+                check_sweep_file(spec, rerun)
         outcomes += skipped
         for outcome in skipped:
             click.echo(f"skip   {outcome.name}: {outcome.message}", err=True)
         interrupted = None
         try:
             if jobs:
-                _run(spec, jobs, parallel, arms, seeds, address, outcomes)
+                _run(spec, jobs, parallel, arms, seeds, address, outcomes, rerun)
         except (KeyboardInterrupt, SystemExit) as exc:  # its jobs are stopped by now
             interrupted = exc.code if isinstance(exc, SystemExit) else 130
-        finally:
-            write_status(out_dir, outcomes)
+        except BaseException:
+            _save_status(out_dir, outcomes)  # the error on its way says what went wrong
+            raise
+        unsaved = _save_status(out_dir, outcomes)
         if interrupted is not None:
-            click.echo(f"interrupted: the sweep's jobs were stopped (status in "
-                       f"{out_dir / 'status.json'}); rerun the same command to resume them",
-                       err=True)
+            where = f"status in {out_dir / 'status.json'}" if unsaved is None else unsaved
+            click.echo(f"interrupted: the sweep's jobs were stopped ({where}); rerun the same "
+                       f"command to resume them: `{rerun}`", err=True)
             raise SystemExit(interrupted)
+        if unsaved is not None:
+            raise click.ClickException(f"{unsaved}; make {out_dir} writable, then rerun the "
+                                       f"same command (the runs finished are kept): `{rerun}`")
     failures = {o.name: o.cause or o.message for o in outcomes if not o.ok}
     from ratchet_ray.evidence.store import UnreadableEvidence
 
@@ -164,8 +178,19 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
                        f"spent; {', '.join(spent)} stopped cleanly. Rerun the same command with "
                        "a higher --set budget.<limit>=... to continue them", err=True)
         click.echo(f"{len(failures)} arm-seed(s) did not finish: {', '.join(sorted(failures))}; "
-                   "fix the cause and rerun the same command to resume them", err=True)
+                   f"fix the cause and rerun the same command to resume them: `{rerun}`",
+                   err=True)
         raise SystemExit(1)
+
+
+def _save_status(out_dir: Path, outcomes: list[JobOutcome]) -> str | None:
+    """Write ``status.json``; what kept it from being written, or None."""
+    try:
+        write_status(out_dir, outcomes)
+    except OSError as exc:
+        return (f"cannot write the sweep's status: {exc.strerror or exc} "
+                f"({exc.filename or out_dir})")
+    return None
 
 
 def _dry_run(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
@@ -182,8 +207,16 @@ def _dry_run(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
 
 
 def _manage(out_dir: Path, address: str | None, stop: bool) -> None:
-    from ratchet_ray.sweep.jobs import job_client, recorded_status, stop_recorded_jobs
+    """``--status`` / ``--stop`` of the sweep in ``out_dir``: each recorded job's state on the
+    cluster (an unfinished one with the cause its sweep recorded), or stop the running ones;
+    both name the command that continues the sweep."""
+    from ratchet_ray.sweep.jobs import job_client, read_jobs, recorded_status, stop_recorded_jobs
+    from ratchet_ray.sweep.spec import read_status, read_sweep_file
 
+    with one_line(SweepError, error=click.UsageError):  # checked before any cluster is asked
+        rerun = read_sweep_file(out_dir).get("command")
+    again = (f"rerun the sweep's command to resume them: `{rerun}`" if rerun else
+             "rerun the sweep's command (the flags it was started with) to resume them")
     if not address:
         raise click.UsageError("--status / --stop act on the cluster the sweep runs on: give its "
                                "--address (or RAY_ADDRESS); a sweep on a head it started itself "
@@ -192,15 +225,22 @@ def _manage(out_dir: Path, address: str | None, stop: bool) -> None:
         client = job_client(address)
         if stop:
             stopped = stop_recorded_jobs(client, out_dir)
-            click.echo(f"stopped {', '.join(stopped)}" if stopped else "no job of this sweep runs")
+            click.echo(f"stopped {', '.join(stopped)}; {again}" if stopped
+                       else "no job of this sweep runs")
             return
+        ended, jobs = read_status(out_dir), read_jobs(out_dir)
         for name, status in recorded_status(client, out_dir).items():
-            click.echo(f"{status:<10} {name:<14} log {out_dir / 'logs' / (name + '.log')}")
+            said = ended.get(name, {})  # what the sweep recorded of this very job, if it ended
+            cause = said.get("cause") if status in ("FAILED", "STOPPED") and \
+                said.get("job_id") == jobs[name].get("job_id") else ""
+            click.echo(f"{status:<10} {name:<14} log {out_dir / 'logs' / (name + '.log')}"
+                       + (f": {cause}" if cause else ""))
 
 
 def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int],
-         address: str | None, outcomes: list[JobOutcome]) -> None:
-    """Run ``jobs`` on the cluster, appending each outcome to ``outcomes`` as it ends."""
+         address: str | None, outcomes: list[JobOutcome], rerun: str) -> None:
+    """Run ``jobs`` on the cluster, appending each outcome to ``outcomes`` as it ends; ``rerun``:
+    the command that continues the sweep."""
     if not address:
         # The head started below uses token auth (ray_head); this process's Ray keeps the auth
         # mode it first sees, so the mode must be set before Ray is imported here.
@@ -249,7 +289,8 @@ def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int]
                     click.echo(f"ray cluster {where}; {len(jobs)} job(s), "
                                f"{parallel} at a time; logs in {spec.out_dir / 'logs'}", err=True)
                     run_ray_jobs(client, jobs, parallel, os.environ, spec.out_dir, scope=spec.scope,
-                                 attach=live_jobs(client, spec.out_dir), on_done=report,
+                                 rerun=rerun, attach=live_jobs(client, spec.out_dir),
+                                 on_done=report,
                                  on_start=lambda line: click.echo(line, err=True))
                 finally:
                     release_llm_actors(spec.scope)  # the rate limiter every arm shared

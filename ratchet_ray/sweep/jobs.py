@@ -13,7 +13,10 @@ Contracts:
   earlier invocation's, never submitted twice); driver logs are copied into ``Job.log`` every
   ``log_every_s`` and at the end; ``jobs.json`` records each submission id as made;
   ``on_done`` gets each ``JobOutcome`` in finishing order (FAILED carries the exit code and the
-  root cause from ``stopped.json``; STOPPED: returncode None).
+  root cause from ``stopped.json``; STOPPED: returncode None). An unfinished job's cause and
+  message name ``rerun`` (the sweep's command, ``spec.sweep_command``) as the way on, never the
+  single run's ``--resume RUN`` its driver advised (``sweep_cause``): a run resumed alone would
+  leave the sweep, its lock, budget ledger, status and report.
 - Leaving ``run_ray_jobs`` by an exception (Ctrl-C, SIGTERM) stops every job it follows, waits
   (bounded), reports them and re-raises: nothing is left running, and a rerun resumes them.
 """
@@ -25,8 +28,9 @@ import re
 import shlex
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ratchet_ray.storage.fsutil import atomic_write_json
 from ratchet_ray.sweep.spec import Job, JobOutcome, SweepError
@@ -197,6 +201,24 @@ def _wait_ended(client: Any, job_ids: Sequence[str], wait_s: float,
         time.sleep(poll_s)
 
 
+RESUME_ADVICE = re.compile(
+    r"(?:(?:\S+ -m )?jobs\.skill_loop |(?:\S*/)?ratchet run )?--resume"
+    r"(?: (?:'/[^']*'|/[^\s'\"]*[^\s'\".,;:)]))?")
+"""A single run's resume advice in its driver's words: ``--resume``, the run dir after it when
+named (quoted or not), and the command before it when named (``python -m jobs.skill_loop``,
+``ratchet run``)."""
+
+
+def sweep_cause(text: str, rerun: str, *, append: bool = True) -> str:
+    """``text`` (an arm-seed's cause) as the sweep's user must read it: every single-run resume
+    advice (``RESUME_ADVICE``) names ``rerun`` in backticks instead; ``append``: a text naming no
+    way on ends with it."""
+    said = RESUME_ADVICE.sub(lambda _: f"`{rerun}`", text)
+    if not append or f"`{rerun}`" in said:
+        return said
+    return f"{said}; rerun the sweep to resume it: `{rerun}`"
+
+
 def _stopped_record(job: Job, since: float) -> dict[str, Any] | None:
     """The ``stopped.json`` the job's run wrote after ``since`` (epoch seconds), if any."""
     if job.results_dir is None:
@@ -210,12 +232,29 @@ def _stopped_record(job: Job, since: float) -> dict[str, Any] | None:
     return None
 
 
+@contextmanager
+def _sweep_files(out_dir: Path, rerun: str) -> Iterator[None]:
+    """A sweep file that cannot be written mid-sweep (a log, ``jobs.json``) stops the sweep:
+    ``SweepError`` naming the folder, the reason and the rerun (its jobs are stopped on the way
+    out, so nothing runs on unrecorded)."""
+    try:
+        yield
+    except OSError as exc:
+        raise SweepError(
+            f"cannot write the sweep's files in {out_dir} ({exc.strerror or exc}: "
+            f"{exc.filename or out_dir}): the folder was deleted or made read-only while the "
+            "sweep ran, and its jobs were stopped; restore it or make it writable, then rerun "
+            f"the sweep (it resumes what the folder holds): `{rerun}`") from exc
+
+
 class _Followed:
     """One job being followed: its submission id and where its log goes."""
 
-    def __init__(self, job: Job, job_id: str, action: str):
-        self.job, self.job_id, self.action = job, job_id, action
+    def __init__(self, job: Job, job_id: str, action: str, rerun: str):
+        self.job, self.job_id, self.action, self.rerun = job, job_id, action, rerun
         self.started, self.started_at = time.monotonic(), time.time()
+        self.submitted = action == "attach"
+        """Whether the cluster has it: an interrupt may cut its submission short."""
         job.log.parent.mkdir(parents=True, exist_ok=True)
         with open(job.log, "a") as handle:
             handle.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {action} (Ray job "
@@ -232,8 +271,11 @@ class _Followed:
         self.logged_at = time.monotonic()
 
     def last_line(self) -> str:
-        lines = [line for line in self.job.log.read_text(errors="replace")[self.offset:]
-                 .splitlines() if line.strip()]
+        try:
+            text = self.job.log.read_text(errors="replace")[self.offset:]
+        except OSError as exc:  # its folder is gone: the outcome is still reported
+            return f"(its log {self.job.log} is unreadable: {exc.strerror or exc})"
+        lines = [line for line in text.splitlines() if line.strip()]
         return lines[-1][:300] if lines else "(empty log)"
 
     def outcome(self, client: Any, status: str) -> JobOutcome:
@@ -249,24 +291,32 @@ class _Followed:
             returncode, said = 1 if code is None else code, f"exit {code}: {self.last_line()}"
             cause = self.last_line()
         return JobOutcome(self.job.name, self.action, returncode, wall, str(self.job.log),
-                          f"{said} (log: {self.job.log})", stopped.get("cause", cause),
+                          f"{sweep_cause(said, self.rerun, append=False)} (log: {self.job.log})",
+                          sweep_cause(stopped.get("cause", cause), self.rerun),
                           self.job_id, stopped.get("kind") == "BudgetExhausted")
 
 
 def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[str, str],
-                 out_dir: Path, *, scope: str, attach: Mapping[str, str] | None = None,
+                 out_dir: Path, *, scope: str, rerun: str,
+                 attach: Mapping[str, str] | None = None,
                  on_done: Callable[[JobOutcome], None] | None = None,
                  on_start: Callable[[str], None] | None = None, poll_s: float = 1.0,
                  log_every_s: float = 5.0, stop_wait_s: float = STOP_WAIT_S + 30
                  ) -> list[JobOutcome]:
-    """Run ``jobs`` as Ray jobs, at most ``parallel`` at once (see module contracts)."""
+    """Run ``jobs`` as Ray jobs, at most ``parallel`` at once (see module contracts); ``rerun``:
+    the command that continues the sweep, named by every unfinished job's cause."""
     if parallel < 1:
         raise SweepError(f"parallel must be >= 1, got {parallel}")
     attach = dict(attach or {})
     pending, running, outcomes = list(jobs), [], []
 
-    def finish(followed: _Followed, status: str) -> None:
-        followed.copy_log(client)
+    def finish(followed: _Followed, status: str, unwinding: bool = False) -> None:
+        try:
+            with _sweep_files(out_dir, rerun):
+                followed.copy_log(client)
+        except SweepError:
+            if not unwinding:  # on the way out the outcome still counts, without its log
+                raise
         outcome = followed.outcome(client, status)
         outcomes.append(outcome)
         if on_done is not None:
@@ -276,17 +326,21 @@ def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[s
         while pending or running:
             while pending and len(running) < parallel:
                 job = pending.pop(0)
-                if job.name in attach:
-                    followed = _Followed(job, attach[job.name], "attach")
-                else:
-                    job_id = f"ratchet-{scope}-{job.name}-{time.time_ns() // 1_000_000}"
-                    followed = _Followed(job, job_id, job.action)
-                    submit_when_ready(client, submission_id=job_id,
+                job_id = attach.get(job.name) or \
+                    f"ratchet-{scope}-{job.name}-{time.time_ns() // 1_000_000}"
+                with _sweep_files(out_dir, rerun):
+                    followed = _Followed(job, job_id, "attach" if job.name in attach
+                                         else job.action, rerun)
+                running.append(followed)  # from here on, stopped however this is left
+                if not followed.submitted:
+                    submit_when_ready(client, submission_id=followed.job_id,
                                       metadata={"sweep": scope, "arm_seed": job.name},
                                       **submission(job, env))
-                    _record(out_dir, job.name, {"job_id": job_id, "action": job.action,
-                                                "submitted_at": time.time()})
-                running.append(followed)
+                    followed.submitted = True
+                    with _sweep_files(out_dir, rerun):
+                        _record(out_dir, job.name, {"job_id": followed.job_id,
+                                                    "action": job.action,
+                                                    "submitted_at": time.time()})
                 if on_start is not None:
                     on_start(f"{followed.action:<6} {job.name}: Ray job {followed.job_id}, "
                              f"log {job.log}")
@@ -297,12 +351,26 @@ def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[s
                     running.remove(followed)
                     finish(followed, status)
                 elif time.monotonic() - followed.logged_at > log_every_s:
-                    followed.copy_log(client)
+                    with _sweep_files(out_dir, rerun):
+                        followed.copy_log(client)
     finally:
-        if running:  # interrupted: stop what this sweep still follows, then report it
-            for followed in running:
-                client.stop_job(followed.job_id)
+        # Interrupted: stop what this sweep still follows, then report it. A submission an
+        # interrupt cut short may never have reached the cluster: unknown there, it is dropped.
+        running = [f for f in running if _stop(client, f)]
+        if running:
             _wait_ended(client, [f.job_id for f in running], stop_wait_s)
             for followed in running:
-                finish(followed, _status(client, followed.job_id))
+                finish(followed, _status(client, followed.job_id), unwinding=True)
     return outcomes
+
+
+def _stop(client: Any, followed: _Followed) -> bool:
+    """Ask the cluster to stop ``followed``; False when it never had it (a submission cut short:
+    the cluster does not know its id)."""
+    try:
+        client.stop_job(followed.job_id)
+    except RuntimeError:
+        if followed.submitted:
+            raise
+        return False
+    return True

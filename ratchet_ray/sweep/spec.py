@@ -23,7 +23,8 @@ Contracts:
 - Budget: ``--set budget.max_tokens`` / ``budget.max_cost_usd`` bound the sum over all
   arm-seeds; recorded in ``sweep.json``, kept by a rerun that gives none, replaced by one that
   gives one (raise it to continue).
-- ``check_sweep_file`` refuses other shared flags (the runs would not be comparable);
+- ``check_sweep_file`` refuses other shared flags (the runs would not be comparable) and records
+  ``sweep_command``, the command that continues the sweep (``--status`` / ``--stop`` name it);
   ``lock_sweep``: one sweep per ``--out`` at a time.
 """
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -227,25 +229,61 @@ def child_config(spec: SweepSpec, arm: str, seed: int) -> LoopConfig:
 
 def with_recorded_budget(spec: SweepSpec) -> SweepSpec:
     """``spec`` as given when it names a budget, else with the budget ``sweep.json`` recorded."""
-    path = spec.out_dir / SWEEP_FILE
-    if spec.budget or not path.is_file():
+    if spec.budget or not (spec.out_dir / SWEEP_FILE).is_file():
         return spec
-    return replace(spec, budget=tuple(json.loads(path.read_text()).get("budget", ())))
+    return replace(spec, budget=tuple(read_sweep_file(spec.out_dir).get("budget") or ()))
 
 
-def check_sweep_file(spec: SweepSpec) -> None:
+def sweep_command(prog: str, spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int],
+                  parallel: int = 1, address: str | None = None) -> str:
+    """The command that continues the sweep ``spec`` of ``arms`` x ``seeds``: ``prog`` (as it
+    was started: ``python -m jobs.ablations``, ``ratchet ablations``) with its arms, seeds,
+    shared flags, ``--parallel``, ``--address`` and ``--out`` (absolute, as an arm file's path).
+    Rerunning it skips the finished arm-seeds and resumes the others (``plan_jobs``) under the
+    budget ``sweep.json`` recorded (``with_recorded_budget``)."""
+    arm_list = ",".join(str(Path(arm).expanduser().resolve()) if is_arm_file(arm) else arm
+                        for arm in arms)
+    argv = [*shlex.split(prog), spec.suite, "--arms", arm_list,
+            "--seeds", ",".join(map(str, seeds)), *spec.shared_flags()]
+    argv += ["--parallel", str(parallel)] if parallel != 1 else []
+    argv += ["--address", address] if address else []
+    return shlex.join([*argv, "--out", str(spec.out_dir)])
+
+
+def read_sweep_file(out_dir: Path) -> dict[str, Any]:
+    """``out_dir``'s ``sweep.json``; ``SweepError`` naming the fix when ``out_dir`` is no sweep
+    folder (or its file is unreadable)."""
+    path = out_dir / SWEEP_FILE
+    if not path.is_file():
+        raise SweepError(f"{out_dir} is not a sweep folder (no {SWEEP_FILE}); pass the --out (or "
+                         "--tag) a sweep was started with")
+    try:
+        recorded = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise SweepError(f"{path} is unreadable ({exc}); move it away and rerun the sweep's "
+                         "command with the flags it was started with (it is written again)"
+                         ) from exc
+    if not isinstance(recorded, dict):
+        raise SweepError(f"{path} holds no sweep record; move it away and rerun the sweep's "
+                         "command with the flags it was started with (it is written again)")
+    return recorded
+
+
+def check_sweep_file(spec: SweepSpec, command: str | None = None) -> None:
     """Record the shared flags and the budget on the first invocation; refuse different flags
-    later (the budget may change: it is recorded again)."""
+    later (the budget may change: it is recorded again). ``command``: the invocation's
+    ``sweep_command``, recorded as the latest way to continue the sweep."""
     path = spec.out_dir / SWEEP_FILE
     current = {"suite": spec.suite, "flags": spec.shared_flags()}
     if path.is_file():
-        recorded = json.loads(path.read_text())
+        recorded = read_sweep_file(spec.out_dir)
         if {k: recorded.get(k) for k in current} != current:
             raise SweepError(
-                f"{spec.out_dir} was started with {recorded['suite']} {' '.join(recorded['flags'])}"
-                f"; rerun with those flags to resume it (only --set budget.* may change), or "
-                "give a new --out for a new sweep")
-    atomic_write_json(path, {**current, "budget": list(spec.budget)})
+                f"{spec.out_dir} was started with {recorded.get('suite')} "
+                f"{' '.join(recorded.get('flags') or [])}; rerun with those flags to resume it "
+                "(only --set budget.* may change), or give a new --out for a new sweep")
+    command_entry = {"command": command} if command else {}
+    atomic_write_json(path, {**current, "budget": list(spec.budget), **command_entry})
 
 
 def find_run(results_dir: Path, suite: str) -> Path | None:
@@ -266,6 +304,12 @@ def plan_jobs(spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int],
               python: str = sys.executable) -> tuple[list[Job], list[JobOutcome]]:
     """Jobs to run and arm-seeds to skip (see module contracts)."""
     split_sets([*spec.sets, *spec.budget])  # refuses a reserved key before anything runs
+    names: dict[str, str] = {}
+    for arm in arms:  # two arms of one name would share (and fight over) every run folder
+        other = names.setdefault(arm_name(arm), arm)
+        if other != arm:
+            raise SweepError(f"--arms {other} and {arm} both name their runs {arm_name(arm)!r}; "
+                             "rename the arm file (its name names its runs) or drop one")
     jobs, skipped = [], []
     for arm in arms:
         for seed in seeds:
@@ -296,12 +340,17 @@ def plan_jobs(spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int],
 
 def lock_sweep(out_dir: Path) -> RunLock:
     """The sweep folder's writer lock (held until released or this process exits): a second
-    sweep with the same ``--out`` is refused with a ``SweepError`` naming the holder."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    sweep with the same ``--out`` is refused with a ``SweepError`` naming the holder, and a
+    folder that cannot be made or written (read-only) with one naming it."""
     try:
+        out_dir.mkdir(parents=True, exist_ok=True)
         return RunLock(out_dir, "python -m jobs.ablations").acquire()
     except RunDirBusy as exc:
         raise SweepError(f"another sweep writes to this --out: {exc}") from exc
+    except OSError as exc:
+        raise SweepError(f"cannot write the sweep folder: {exc.strerror or exc} "
+                         f"({exc.filename or out_dir}); pass an --out where you can write (or "
+                         "make that one writable)") from exc
 
 
 def write_status(out_dir: Path, outcomes: Sequence[JobOutcome]) -> Path:
@@ -309,6 +358,17 @@ def write_status(out_dir: Path, outcomes: Sequence[JobOutcome]) -> Path:
     path = out_dir / STATUS_FILE
     atomic_write_json(path, {o.name: asdict(o) | {"ok": o.ok} for o in outcomes})
     return path
+
+
+def read_status(out_dir: Path) -> dict[str, dict[str, Any]]:
+    """``status.json`` (``write_status``): arm-seed -> its outcome; empty when there is none or
+    it is unreadable (it only adds the recorded causes to ``--status``)."""
+    try:
+        found = json.loads((out_dir / STATUS_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in found.items() if isinstance(v, dict)} if isinstance(found, dict) \
+        else {}
 
 
 def cpus_per_run(config: LoopConfig) -> float:

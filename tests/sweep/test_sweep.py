@@ -186,6 +186,10 @@ if sys.argv[2] != "0":
 """
 
 
+RERUN = "python -m jobs.ablations mbpp --arms A1 --seeds 42 --out /sweep"
+"""The command that continues the sweep, as the runner is told it."""
+
+
 def _job(tmp_path: Path, name: str, sleep: float, code: int = 0) -> Job:
     return Job(name, "new", [sys.executable, "-c", CHILD, str(sleep), str(code)],
                tmp_path / "logs" / f"{name}.log", tmp_path / "runs" / name)
@@ -196,13 +200,14 @@ def test_ray_jobs_keep_the_parallel_limit_survive_a_failure_and_copy_the_logs(tm
     jobs = [_job(tmp_path, f"j{i}", 0.6, 3 if i == 1 else 0) for i in range(4)]
     seen, started = [], []
     outcomes = run_ray_jobs(client, jobs, 2, {"RATCHET_OPENAI_MODEL": "m", "OPENAI_API_KEY": "s"},
-                            tmp_path, scope="sweep_t", on_done=seen.append,
+                            tmp_path, scope="sweep_t", rerun=RERUN, on_done=seen.append,
                             on_start=started.append, poll_s=0.05)
     assert sorted(o.name for o in outcomes) == ["j0", "j1", "j2", "j3"] and seen == outcomes
     failed = [o for o in outcomes if not o.ok]
     assert [(o.name, o.returncode) for o in failed] == [("j1", 3)]
     assert "exit 3: boom: bad input" in failed[0].message and "j1.log" in failed[0].message
-    assert failed[0].cause == "boom: bad input"  # no stopped.json: the log's last line
+    # No stopped.json: the log's last line, and the command that continues the sweep.
+    assert failed[0].cause == f"boom: bad input; rerun the sweep to resume it: `{RERUN}`"
     spans = []
     for job in jobs:
         lines = dict(line.split() for line in job.log.read_text().splitlines()
@@ -239,7 +244,7 @@ def test_an_interrupt_stops_every_job_cleanly_and_a_rerun_follows_live_ones(tmp_
 
     seen = []
     with pytest.raises(KeyboardInterrupt):
-        run_ray_jobs(client, jobs, 2, {}, tmp_path, scope="s", on_done=seen.append,
+        run_ray_jobs(client, jobs, 2, {}, tmp_path, scope="s", rerun=RERUN, on_done=seen.append,
                      on_start=interrupt, poll_s=0.05)
     assert [(o.name, o.returncode, o.ok) for o in sorted(seen, key=lambda o: o.name)] == [
         ("j0", None, False), ("j1", None, False)]  # j2 was never submitted
@@ -252,7 +257,7 @@ def test_an_interrupt_stops_every_job_cleanly_and_a_rerun_follows_live_ones(tmp_
     client.submit_job(submission_id="old-j2", **submission(live, {}))
     (tmp_path / "jobs.json").write_text('{"j2": {"job_id": "old-j2", "action": "new"}}')
     assert live_jobs(client, tmp_path) == {"j2": "old-j2"}
-    (outcome,) = run_ray_jobs(client, [live], 1, {}, tmp_path, scope="s",
+    (outcome,) = run_ray_jobs(client, [live], 1, {}, tmp_path, scope="s", rerun=RERUN,
                               attach=live_jobs(client, tmp_path), poll_s=0.05)
     assert (outcome.action, outcome.job_id, outcome.ok) == ("attach", "old-j2", True)
     assert len(client.submitted) == 3 and stop_recorded_jobs(client, tmp_path) == []
@@ -334,7 +339,140 @@ def test_a_failed_arm_is_marked_failed_in_status_with_its_cause(tmp_path):
     from fake_jobs import FakeJobClient
     from ratchet_ray.sweep.jobs import run_ray_jobs
 
-    (outcome,) = run_ray_jobs(FakeJobClient(), [job], 1, {}, tmp_path, scope="s", poll_s=0.05)
+    (outcome,) = run_ray_jobs(FakeJobClient(), [job], 1, {}, tmp_path, scope="s", rerun=RERUN,
+                              poll_s=0.05)
     status = json.loads(write_status(tmp_path, [outcome]).read_text())["A1_s42"]
     assert status["ok"] is False and status["returncode"] == 1
     assert status["cause"].startswith("round 0 eval: 4 of 4 tasks failed on infrastructure")
+
+
+def test_a_failed_arms_cause_names_the_sweeps_command_not_the_single_runs_resume(tmp_path):
+    """The driver advises ``--resume RUN`` (here its full-disk stop, in its own words); the
+    sweep's user must rerun the sweep instead: its outcome, ``status.json`` and the report's
+    failures all name the sweep's command."""
+    from ratchet_ray.loop.driver import record_stop
+    from ratchet_ray.report.ablation_report import write_report
+    from ratchet_ray.sweep.spec import write_status
+
+    spec = SweepSpec(suite="mbpp", out_dir=tmp_path, rounds=2)
+    run_dir = leave_run(spec, "A1_s42", 0)
+    full = OSError(28, "No space left on device", str(run_dir / "evidence"))
+    stop = record_stop(RunDir.open(run_dir), RunDir.open(run_dir).config(), full)
+    assert f"--resume {run_dir}" in str(stop)  # what a single run's user is told
+    stopped = run_dir / "stopped.json"
+    recorded = stopped.read_text()
+    results = tmp_path / "runs" / "A1_s42"
+    child = (f"import pathlib; pathlib.Path({str(stopped)!r}).write_text({recorded!r}); "
+             f"print('continue with: python -m jobs.skill_loop --resume {run_dir}'); "
+             "raise SystemExit(1)")
+    job = Job("A1_s42", "resume", [sys.executable, "-c", child], tmp_path / "logs" / "A1.log",
+              results, run_dir)
+    (outcome,) = run_ray_jobs(FakeJobClient(), [job], 1, {}, tmp_path, scope="s", rerun=RERUN,
+                              poll_s=0.05)
+    for said in (outcome.cause, outcome.message):
+        assert "--resume" not in said and f"`{RERUN}`" in said
+    assert outcome.cause.startswith(f"no room to write in ") and "df -h" in outcome.cause
+    assert outcome.cause.endswith(f"then continue with `{RERUN}`")
+    status = json.loads(write_status(tmp_path, [outcome]).read_text())["A1_s42"]
+    assert status["cause"] == outcome.cause
+    md, js, _ = write_report(tmp_path, failures={outcome.name: outcome.cause})
+    assert f"- A1_s42: {outcome.cause}" in md.read_text() and "--resume" not in md.read_text()
+
+
+@pytest.mark.parametrize("text, said", [
+    ("round 0 eval: ... Fix: start it; then continue with --resume",
+     "round 0 eval: ... Fix: start it; then continue with `{R}`"),
+    ("round 1 critic: failed 3 time(s); --resume redoes only what it left undone",
+     "round 1 critic: failed 3 time(s); `{R}` redoes only what it left undone"),
+    ("interrupted in round 0 of 2; continue with: python -m jobs.skill_loop --resume "
+     "'/s/runs/A1 s42/mbpp/r1'", "interrupted in round 0 of 2; continue with: `{R}`"),
+    ("ValueError: bad", "ValueError: bad; rerun the sweep to resume it: `{R}`"),
+    ("stopped", "stopped; rerun the sweep to resume it: `{R}`"),
+])
+def test_sweep_cause_turns_every_single_run_resume_into_the_sweeps_command(text, said):
+    from ratchet_ray.sweep.jobs import sweep_cause
+
+    assert sweep_cause(text, RERUN) == said.format(R=RERUN)
+
+
+def test_the_sweep_command_is_the_invocation_that_continues_the_sweep(tmp_path, monkeypatch):
+    """Parsed by the command itself, it gives the same arms, seeds, shared flags and --out (so
+    ``check_sweep_file`` accepts the rerun), from any folder."""
+    from ratchet_ray.cli.ablations import main
+    from ratchet_ray.sweep.spec import sweep_command
+
+    arm = tmp_path / "my_arm.yaml"
+    arm.write_text("curator:\n  active_cap: 9\n")
+    monkeypatch.chdir(tmp_path)
+    spec = SweepSpec(suite="mbpp", out_dir=tmp_path / "sweep", rounds=3, n_train=4,
+                     profiles=("hardened",), sets=("curator.active_cap=7",),
+                     budget=("budget.max_tokens=9",))
+    command = sweep_command("python -m jobs.ablations", spec, ["A1", "my_arm.yaml"], [42, 7], 2,
+                            "http://h:8265")
+    argv = shlex.split(command)
+    assert argv[:3] == ["python", "-m", "jobs.ablations"]
+    params = main.make_context("ablations", argv[3:]).params
+    assert (params["arms"], params["seeds"]) == (["A1", str(arm)], [42, 7])
+    assert (params["parallel"], params["address"], params["out_dir"]) == (2, "http://h:8265",
+                                                                          spec.out_dir)
+    again = SweepSpec(suite=params["suite"], out_dir=params["out_dir"], sets=params["sets"],
+                      profiles=params["profiles"], **{k: params[k] for k in (
+                          "rounds", "n_train", "n_eval", "subset", "llm", "dataset_path",
+                          "workers", "bank")})
+    assert again.shared_flags() == spec.shared_flags()  # the rerun's flags match sweep.json
+    assert "budget.max_tokens" not in command  # sweep.json's budget is kept by the rerun
+
+
+def test_a_sweep_folder_deleted_mid_sweep_stops_its_jobs_in_one_line(tmp_path):
+    """The folder goes while a job runs: the next log copy cannot be written, and the sweep
+    stops every job it follows (none runs on unrecorded) and names the folder and the rerun;
+    it was a FileNotFoundError traceback."""
+    import shutil
+
+    out = tmp_path / "sweep"
+    client = FakeJobClient()
+    jobs = [_job(out, "j0", 60)]
+    started = []
+
+    def delete(line: str) -> None:
+        started.append(line)
+        shutil.rmtree(out)
+
+    with pytest.raises(SweepError) as raised:
+        run_ray_jobs(client, jobs, 1, {}, out, scope="s", rerun=RERUN, on_start=delete,
+                     poll_s=0.05, log_every_s=0.0)
+    said = str(raised.value)
+    assert said.startswith(f"cannot write the sweep's files in {out} (No such file or directory")
+    assert "deleted or made read-only while the sweep ran" in said and said.endswith(f"`{RERUN}`")
+    (job_id,) = client.procs
+    assert client.get_job_status(job_id) == "STOPPED"
+
+
+def test_a_job_whose_submission_cannot_be_recorded_is_stopped_not_left_running(tmp_path):
+    """``jobs.json`` cannot be written once a job is submitted (here a folder is in its way): the
+    job was left running, unrecorded, and a rerun would have submitted it a second time."""
+    client = FakeJobClient()
+    (tmp_path / "jobs.json").mkdir()
+    with pytest.raises(SweepError, match=r"cannot write the sweep's files in .*jobs\.json"):
+        run_ray_jobs(client, [_job(tmp_path, "j0", 60)], 1, {}, tmp_path, scope="s",
+                     rerun=RERUN, poll_s=0.05)
+    assert [client.get_job_status(j) for j in client.procs] == ["STOPPED"]
+
+
+@pytest.mark.parametrize("reached", [True, False], ids=["submitted", "not-submitted"])
+def test_ctrl_c_while_a_job_is_submitted_leaves_nothing_running(tmp_path, reached):
+    """Ctrl-C while the job server answers a submission: a job the cluster took is stopped (it
+    was left running, unrecorded); one it never took is passed over, and the interrupt is what
+    the caller sees."""
+    class CutShort(FakeJobClient):
+        def submit_job(self, **kwargs):
+            if reached:
+                super().submit_job(**kwargs)
+            raise KeyboardInterrupt
+
+    client, seen = CutShort(), []
+    with pytest.raises(KeyboardInterrupt):
+        run_ray_jobs(client, [_job(tmp_path, "j0", 60), _job(tmp_path, "j1", 60)], 2, {},
+                     tmp_path, scope="s", rerun=RERUN, on_done=seen.append, poll_s=0.05)
+    assert [client.get_job_status(j) for j in client.procs] == (["STOPPED"] if reached else [])
+    assert [(o.name, o.ok) for o in seen] == ([("j0", False)] if reached else [])

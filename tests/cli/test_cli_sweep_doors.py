@@ -1,0 +1,110 @@
+"""The sweep's doors a user knocks on without a sweep behind them, each one ``Error:`` line naming
+the problem and the fix (no Ray: ``refusals``): ``--status`` / ``--stop`` / ``--report-only`` on a
+folder that is no sweep, two arms naming the same runs, a read-only ``--out`` (a real read-only
+mount made with bubblewrap, which root's permissions do not override); and ``--status`` /
+``--stop`` of a sweep naming the command that continues it (its job server a
+``fake_jobs.FakeJobClient``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fake_jobs import FakeJobClient
+from one_line import process_error_line
+from refusals import no_ray, ratchet, refused  # noqa: F401 (no_ray: a fixture)
+from waiting import wait_for
+
+pytestmark = pytest.mark.usefixtures("no_ray")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("flags", [["--status"], ["--stop"],
+                                   ["--status", "--address", "http://127.0.0.1:9"],
+                                   ["--stop", "--address", "http://127.0.0.1:9"]],
+                         ids=["status", "stop", "status-address", "stop-address"])
+@pytest.mark.parametrize("folder", ["empty", "missing"])
+def test_status_and_stop_of_a_folder_that_is_no_sweep(tmp_path, flags, folder):
+    """It was 'give its --address', or with one, 'no job of this sweep runs' (or the address's
+    refusal): words about a sweep that is not there."""
+    out = tmp_path / "not_a_sweep"
+    if folder == "empty":
+        out.mkdir()
+    refused(ratchet("ablations", "sim", "--out", str(out), *flags),
+            f"{out} is not a sweep folder (no sweep.json)", "pass the --out (or --tag)")
+    assert out.exists() == (folder == "empty")
+
+
+def test_report_only_of_a_folder_that_is_no_sweep(tmp_path):
+    """It wrote an empty table ('setting unknown') there and exited 0."""
+    out = tmp_path / "somewhere"
+    out.mkdir()
+    refused(ratchet("ablations", "sim", "--out", str(out), "--report-only"),
+            f"{out} is not a sweep folder (no sweep.json, no run dir below it)", "--out")
+    assert not any(out.iterdir())
+
+
+def test_two_arms_naming_the_same_runs_are_refused(tmp_path):
+    """A shipped arm and an arm file of the same name: both jobs wrote runs/A1_s5 at once."""
+    mine = tmp_path / "A1.yaml"
+    mine.write_text("curator:\n  active_cap: 9\n")
+    refused(ratchet("ablations", "sim", "--arms", f"A1,{mine}", "--seeds", "5", "--rounds", "1",
+                    "--out", str(tmp_path / "sweep"), "--dry-run"),
+            f"--arms A1 and {mine} both name their runs 'A1'", "rename the arm file")
+    assert not (tmp_path / "sweep").exists()
+
+
+@pytest.mark.parametrize("made", [False, True], ids=["new", "existing"])
+def test_a_read_only_out_is_refused_in_one_line(tmp_path, made):
+    """It was an OSError traceback (mkdir, or the lock file)."""
+    mount = tmp_path / "mount"
+    mount.mkdir()
+    out = mount / "sweep"
+    if made:
+        out.mkdir()
+    argv = ["bwrap", "--bind", "/", "/", "--ro-bind", str(mount), str(mount), "--dev", "/dev",
+            "--proc", "/proc", sys.executable, "-m", "jobs.ablations", "sim", "--arms",
+            "default", "--seeds", "5", "--rounds", "1", "--out", str(out)]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    process_error_line(done, "cannot write the sweep folder: Read-only file system",
+                       str(out), "pass an --out where you can write")
+
+
+def test_status_and_stop_name_the_cause_and_the_command_that_continues_the_sweep(
+        tmp_path, monkeypatch):
+    from ratchet_ray.sweep import jobs
+
+    client = FakeJobClient()
+    monkeypatch.setattr(jobs, "job_client", lambda address: client)
+    out = tmp_path / "sweep"
+    out.mkdir()
+    rerun = f"ratchet ablations sim --arms A1,A4 --seeds 5 --out {out}"
+    (out / "sweep.json").write_text(json.dumps({"suite": "sim", "flags": [], "command": rerun}))
+    client.submit_job(submission_id="j-a1", entrypoint="exit 1")
+    client.submit_job(submission_id="j-a4", entrypoint="sleep 60")
+    client.submit_job(submission_id="j-old", entrypoint="exit 1")
+    (out / "jobs.json").write_text(json.dumps({"A1_s5": {"job_id": "j-a1"},
+                                               "A4_s5": {"job_id": "j-a4"},
+                                               "A9_s5": {"job_id": "j-old"}}))
+    cause = f"round 0 eval: ...; then continue with `{rerun}`"
+    (out / "status.json").write_text(json.dumps({
+        "A1_s5": {"job_id": "j-a1", "cause": cause, "ok": False},
+        "A9_s5": {"job_id": "an-earlier-job", "cause": "not this job's", "ok": False}}))
+    wait_for(lambda: client.get_job_status("j-a1") == "FAILED", 30, "job j-a1 to fail")
+    wait_for(lambda: client.get_job_status("j-old") == "FAILED", 30, "job j-old to fail")
+
+    status = ratchet("ablations", "sim", "--out", str(out), "--status", "--address", "auto")
+    assert status.exit_code == 0, status.output
+    lines = {line.split()[1]: line for line in status.output.splitlines()}
+    assert lines["A1_s5"].startswith("FAILED") and lines["A1_s5"].endswith(f": {cause}")
+    assert lines["A4_s5"].startswith("RUNNING") and lines["A4_s5"].endswith("A4_s5.log")
+    assert lines["A9_s5"].endswith("A9_s5.log")  # status.json speaks of another job of it
+
+    stop = ratchet("ablations", "sim", "--out", str(out), "--stop", "--address", "auto")
+    assert stop.exit_code == 0, stop.output
+    assert stop.output.strip() == (f"stopped A4_s5; rerun the sweep's command to resume them: "
+                                   f"`{rerun}`")
