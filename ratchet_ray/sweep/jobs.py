@@ -18,7 +18,8 @@ Contracts:
   single run's ``--resume RUN`` its driver advised (``sweep_cause``): a run resumed alone would
   leave the sweep, its lock, budget ledger, status and report.
 - Leaving ``run_ray_jobs`` by an exception (Ctrl-C, SIGTERM) stops every job it follows, waits
-  (bounded), reports them and re-raises: nothing is left running, and a rerun resumes them.
+  (bounded; a second Ctrl-C ends the wait), reports them and re-raises: nothing is left
+  running, and a rerun resumes them.
 """
 
 from __future__ import annotations
@@ -358,9 +359,14 @@ def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[s
         # interrupt cut short may never have reached the cluster: unknown there, it is dropped.
         running = [f for f in running if _stop(client, f)]
         if running:
-            _wait_ended(client, [f.job_id for f in running], stop_wait_s)
+            try:
+                _wait_ended(client, [f.job_id for f in running], stop_wait_s)
+            except KeyboardInterrupt:  # a second Ctrl-C: wait no more, but report every job
+                pass
             for followed in running:
-                finish(followed, _status(client, followed.job_id), unwinding=True)
+                status = _status(client, followed.job_id)
+                # One still winding down was asked to stop: it is reported stopped.
+                finish(followed, status if status in TERMINAL else "STOPPED", unwinding=True)
     return outcomes
 
 

@@ -278,10 +278,11 @@ def check_sweep_file(spec: SweepSpec, command: str | None = None) -> None:
     if path.is_file():
         recorded = read_sweep_file(spec.out_dir)
         if {k: recorded.get(k) for k in current} != current:
+            last = f" (it last ran as `{recorded['command']}`)" if recorded.get("command") else ""
             raise SweepError(
                 f"{spec.out_dir} was started with {recorded.get('suite')} "
-                f"{' '.join(recorded.get('flags') or [])}; rerun with those flags to resume it "
-                "(only --set budget.* may change), or give a new --out for a new sweep")
+                f"{' '.join(recorded.get('flags') or [])}; rerun with those flags to resume it"
+                f"{last} (only --set budget.* may change), or give a new --out for a new sweep")
     command_entry = {"command": command} if command else {}
     atomic_write_json(path, {**current, "budget": list(spec.budget), **command_entry})
 

@@ -80,6 +80,20 @@ def test_rerun_with_other_flags_is_refused(tmp_path: Path):
         check_sweep_file(SweepSpec(suite="mbpp", out_dir=tmp_path, rounds=5))
 
 
+def test_sweep_json_records_the_command_that_continues_the_sweep_and_a_rerun_is_told_it(tmp_path):
+    check_sweep_file(SweepSpec(suite="mbpp", out_dir=tmp_path, rounds=3), RERUN)
+    assert json.loads((tmp_path / "sweep.json").read_text())["command"] == RERUN
+    with pytest.raises(SweepError) as raised:
+        check_sweep_file(SweepSpec(suite="mbpp", out_dir=tmp_path, rounds=5), RERUN)
+    assert f"rerun with those flags to resume it (it last ran as `{RERUN}`)" in str(raised.value)
+    (tmp_path / "sweep.json").write_text("[1, 2")  # a hand edit gone wrong
+    for call in (lambda: check_sweep_file(SweepSpec(suite="mbpp", out_dir=tmp_path)),
+                 lambda: with_recorded_budget(SweepSpec(suite="mbpp", out_dir=tmp_path))):
+        with pytest.raises(SweepError, match=r"sweep\.json is unreadable .*; move it away and "
+                                             r"rerun the sweep's command"):
+            call()
+
+
 def test_cpus_per_run_follows_the_worker_counts():
     assert cpus_per_run(load_config()) == pytest.approx(0.25 + 2 * 0.25 + 2 * 0.5 + 0.25)
     assert cpus_per_run(load_config([], ["workers.solvers=4", "workers.graders=1"])) == \
@@ -476,3 +490,35 @@ def test_ctrl_c_while_a_job_is_submitted_leaves_nothing_running(tmp_path, reache
                      tmp_path, scope="s", rerun=RERUN, on_done=seen.append, poll_s=0.05)
     assert [client.get_job_status(j) for j in client.procs] == (["STOPPED"] if reached else [])
     assert [(o.name, o.ok) for o in seen] == ([("j0", False)] if reached else [])
+
+
+def test_a_second_ctrl_c_while_the_jobs_wind_down_still_reports_them(tmp_path):
+    """The user presses Ctrl-C again during the wait for the stopped jobs: the wait ends, and
+    every job is still reported (stopped); it ended with no outcome, and status.json empty."""
+    class Impatient(FakeJobClient):
+        pressed = False
+
+        def get_job_status(self, job_id: str) -> str:
+            if self.stopped and not self.pressed:
+                self.pressed = True
+                raise KeyboardInterrupt
+            return super().get_job_status(job_id)
+
+    client, seen = Impatient(), []
+    stubborn = [sys.executable, "-c", "import signal, time; "
+                "signal.signal(signal.SIGINT, signal.SIG_IGN); print('start', flush=True); "
+                "time.sleep(60)"]
+    job = Job("a", "new", stubborn, tmp_path / "logs" / "a.log", tmp_path / "runs" / "a")
+
+    def interrupt(line: str) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_ray_jobs(client, [job], 1, {}, tmp_path, scope="s", rerun=RERUN,
+                         on_done=seen.append, on_start=interrupt, poll_s=0.05)
+        assert [(o.name, o.returncode, o.ok) for o in seen] == [("a", None, False)]
+        assert seen[0].cause == f"stopped; rerun the sweep to resume it: `{RERUN}`"
+    finally:
+        for proc in client.procs.values():
+            os.killpg(proc.pid, signal.SIGKILL)
