@@ -221,6 +221,11 @@ def _manage(out_dir: Path, address: str | None, stop: bool) -> None:
         raise click.UsageError("--status / --stop act on the cluster the sweep runs on: give its "
                                "--address (or RAY_ADDRESS); a sweep on a head it started itself "
                                "is stopped with Ctrl-C in its own shell")
+    from ratchet_ray.loop.ray_address import ray_problem
+
+    problem = ray_problem(address)  # nothing there, or a token it asks for: one line, not Ray's
+    if problem is not None:
+        raise click.ClickException(problem)
     with one_line(SweepError):
         client = job_client(address)
         if stop:

@@ -3,7 +3,8 @@ the problem and the fix (no Ray: ``refusals``): ``--status`` / ``--stop`` / ``--
 folder that is no sweep, two arms naming the same runs, a read-only ``--out`` (a real read-only
 mount made with bubblewrap, which root's permissions do not override); and ``--status`` /
 ``--stop`` of a sweep naming the command that continues it (its job server a
-``fake_jobs.FakeJobClient``)."""
+``fake_jobs.FakeJobClient``), or, on the token-auth head a sweep starts, asked without its token
+mode: the one line of the sweep's own start."""
 
 from __future__ import annotations
 
@@ -108,3 +109,25 @@ def test_status_and_stop_name_the_cause_and_the_command_that_continues_the_sweep
     assert stop.exit_code == 0, stop.output
     assert stop.output.strip() == (f"stopped A4_s5; rerun the sweep's command to resume them: "
                                    f"`{rerun}`")
+
+
+@pytest.mark.slow  # a real Ray head: about 20 s
+def test_status_of_a_sweeps_own_head_without_its_token_mode_is_one_line(tmp_path):
+    """A sweep's own head uses token auth; ``--status`` / ``--stop`` from another shell with
+    the address it printed, without ``RAY_AUTH_MODE=token``, was Ray's AuthenticationError
+    traceback."""
+    import os
+
+    from ratchet_ray.sweep.ray_head import ray_cluster
+
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    out = tmp_path / "sweep"
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"suite": "sim", "flags": []}))
+    with ray_cluster(1, tmp_path / "head.log", {**env, "RAY_AUTH_MODE": "token"}) as cluster:
+        for flag in ("--status", "--stop"):
+            done = subprocess.run([sys.executable, "-m", "jobs.ablations", "sim", "--out",
+                                   str(out), flag, "--address", cluster["RAY_ADDRESS"]],
+                                  cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+            process_error_line(done, "uses token authentication", "set RAY_AUTH_MODE=token")
