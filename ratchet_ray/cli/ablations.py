@@ -25,18 +25,20 @@ import math
 import os
 import shlex
 import signal
+import time
 from pathlib import Path
 
 import click
 
 from ratchet_ray.report.ablation_report import write_report
+from ratchet_ray.storage.fsutil import atomic_write_json
 from ratchet_ray.cli.options import cannot_write, exit_on_signal, one_line
 from ratchet_ray.run_config.options import (bank_option, csv_list, dataset_path_option,
                                             llm_option, profile_option, seeds_option, set_option,
                                             slice_options, workers_option)
 from ratchet_ray.loop.entry import DRY_RUN, SUITE, print_config, version_option
 from ratchet_ray.sweep.ray_head import RayHeadError, ray_cluster
-from ratchet_ray.sweep.spec import (ARMS, SWEEP_FILE, JobOutcome, SweepError, SweepSpec,
+from ratchet_ray.sweep.spec import (ARMS, STOP_FILE, SWEEP_FILE, JobOutcome, SweepError, SweepSpec,
                                     check_sweep_file, child_config, cpus_per_run, job_name,
                                     lock_sweep, plan_jobs, recorded_spend, split_sets,
                                     sweep_command, with_recorded_budget, write_status)
@@ -229,9 +231,16 @@ def _manage(out_dir: Path, address: str | None, stop: bool) -> None:
     with one_line(SweepError):
         client = job_client(address)
         if stop:
+            # First: the sweep's own process, wherever it runs, then starts no further job.
+            try:
+                atomic_write_json(out_dir / STOP_FILE, {"at": time.time(), "pid": os.getpid()})
+                unasked = ""
+            except OSError as exc:
+                unasked = (f" (but {out_dir / STOP_FILE} cannot be written, {exc.strerror or exc}:"
+                           " the sweep's own process may start its next jobs; Ctrl-C it there)")
             stopped = stop_recorded_jobs(client, out_dir)
-            click.echo(f"stopped {', '.join(stopped)}; {again}" if stopped
-                       else "no job of this sweep runs")
+            click.echo((f"stopped {', '.join(stopped)}; {again}" if stopped
+                        else "no job of this sweep runs") + unasked)
             return
         ended, jobs = read_status(out_dir), read_jobs(out_dir)
         for name, status in recorded_status(client, out_dir).items():

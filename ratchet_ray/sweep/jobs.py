@@ -17,6 +17,8 @@ Contracts:
   message name ``rerun`` (the sweep's command, ``spec.sweep_command``) as the way on, never the
   single run's ``--resume RUN`` its driver advised (``sweep_cause``): a run resumed alone would
   leave the sweep, its lock, budget ledger, status and report.
+- ``--stop`` from another shell (``spec.STOP_FILE`` in ``out_dir``, written before it stops the
+  running jobs): no job is submitted after it; each one not yet started is reported, not run.
 - Leaving ``run_ray_jobs`` by an exception (Ctrl-C, SIGTERM) stops every job it follows, waits
   (bounded; a second Ctrl-C ends the wait), reports them and re-raises: nothing is left
   running, and a rerun resumes them.
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ratchet_ray.storage.fsutil import atomic_write_json
-from ratchet_ray.sweep.spec import Job, JobOutcome, SweepError
+from ratchet_ray.sweep.spec import STOP_FILE, Job, JobOutcome, SweepError
 from ratchet_ray.suites.hooks import forwarded_env_vars
 
 JOBS_FILE = "jobs.json"
@@ -323,8 +325,20 @@ def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[s
         if on_done is not None:
             on_done(outcome)
 
+    def finish_unstarted(job: Job) -> None:
+        said = "not started: --stop stopped the sweep"
+        outcome = JobOutcome(job.name, job.action, None, 0.0, str(job.log), said,
+                             sweep_cause(said, rerun))
+        outcomes.append(outcome)
+        if on_done is not None:
+            on_done(outcome)
+
     try:
         while pending or running:
+            if pending and (out_dir / STOP_FILE).is_file():  # `--stop` from another shell
+                for job in pending:
+                    finish_unstarted(job)
+                pending.clear()
             while pending and len(running) < parallel:
                 job = pending.pop(0)
                 job_id = attach.get(job.name) or \

@@ -9,6 +9,7 @@ Layout of a sweep folder (``python -m jobs.ablations --out``)::
     logs/ray_head.log                       the local Ray head, when the sweep started one
     jobs.json                               the Ray job of every submitted arm-seed
     status.json                             what the last invocation did per arm-seed
+    stop_requested.json                     --stop asked the running invocation to start no more
     ablations.md  ablations.json            the report (ratchet_ray/report/ablation_report.py)
 
 Contracts:
@@ -49,6 +50,9 @@ from ratchet_ray.storage.runlock import RunDirBusy, RunLock
 ARMS = ("default", "A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8")
 SWEEP_FILE = "sweep.json"
 STATUS_FILE = "status.json"
+STOP_FILE = "stop_requested.json"
+"""Written by ``--stop`` (from another shell): the sweep running there submits no further job
+(``jobs.run_ray_jobs``); the next invocation removes it (``lock_sweep``)."""
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,40}$")
 # Config keys the sweep sets per child; a --set of one of them would break the layout.
 RESERVED_KEYS = ("suite", "arm", "seed", "tag", "results_dir", "budget.scope",
@@ -342,10 +346,13 @@ def plan_jobs(spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int],
 def lock_sweep(out_dir: Path) -> RunLock:
     """The sweep folder's writer lock (held until released or this process exits): a second
     sweep with the same ``--out`` is refused with a ``SweepError`` naming the holder, and a
-    folder that cannot be made or written (read-only) with one naming it."""
+    folder that cannot be made or written (read-only) with one naming it. An earlier ``--stop``
+    (``STOP_FILE``) is cleared: the new invocation runs."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        return RunLock(out_dir, "python -m jobs.ablations").acquire()
+        lock = RunLock(out_dir, "python -m jobs.ablations").acquire()
+        (out_dir / STOP_FILE).unlink(missing_ok=True)  # an earlier --stop: this one runs on
+        return lock
     except RunDirBusy as exc:
         raise SweepError(f"another sweep writes to this --out: {exc}") from exc
     except OSError as exc:

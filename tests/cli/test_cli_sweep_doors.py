@@ -109,6 +109,7 @@ def test_status_and_stop_name_the_cause_and_the_command_that_continues_the_sweep
     assert stop.exit_code == 0, stop.output
     assert stop.output.strip() == (f"stopped A4_s5; rerun the sweep's command to resume them: "
                                    f"`{rerun}`")
+    assert (out / "stop_requested.json").is_file()  # the sweep's own process starts no more
 
 
 @pytest.mark.slow  # a real Ray head: about 20 s

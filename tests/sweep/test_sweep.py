@@ -522,3 +522,29 @@ def test_a_second_ctrl_c_while_the_jobs_wind_down_still_reports_them(tmp_path):
     finally:
         for proc in client.procs.values():
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_stop_from_another_shell_ends_the_sweep_not_only_its_running_jobs(tmp_path):
+    """``--stop`` stops the running jobs; the sweep's own process then submitted the next
+    pending ones, so the sweep went on. Now it submits none after the request, reports each as
+    not started, and the next invocation (``lock_sweep``) runs again."""
+    from ratchet_ray.sweep.spec import STOP_FILE, lock_sweep
+
+    client, seen = FakeJobClient(), []
+    jobs = [_job(tmp_path, f"j{i}", 60) for i in range(3)]
+
+    def stop_from_another_shell(line: str) -> None:  # what `--stop` does, in its order
+        job_id = client.submitted[0]["submission_id"]  # stopped once its SIGINT handler is in
+        wait_for(lambda: "start" in client.get_job_logs(job_id), 60, "job j0 to start")
+        (tmp_path / STOP_FILE).write_text("{}")
+        stop_recorded_jobs(client, tmp_path, wait_s=30)
+
+    outcomes = run_ray_jobs(client, jobs, 1, {}, tmp_path, scope="s", rerun=RERUN,
+                            on_done=seen.append, on_start=stop_from_another_shell, poll_s=0.05)
+    assert len(client.submitted) == 1 and outcomes == seen
+    by_name = {o.name: o for o in outcomes}
+    assert sorted(by_name) == ["j0", "j1", "j2"] and not any(o.ok for o in outcomes)
+    assert by_name["j1"].cause == ("not started: --stop stopped the sweep; rerun the sweep to "
+                                   f"resume it: `{RERUN}`")
+    lock_sweep(tmp_path).release()
+    assert not (tmp_path / STOP_FILE).exists()
