@@ -155,8 +155,10 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
         unsaved = _save_status(out_dir, outcomes)
         if interrupted is not None:
             where = f"status in {out_dir / 'status.json'}" if unsaved is None else unsaved
-            click.echo(f"interrupted: the sweep's jobs were stopped ({where}); rerun the same "
-                       f"command to resume them: `{rerun}`", err=True)
+            what = "the sweep's jobs were stopped" if any(o.action != "skipped" for o in outcomes) \
+                else "no job of the sweep had started"
+            click.echo(f"interrupted: {what} ({where}); rerun the same command to resume them: "
+                       f"`{rerun}`", err=True)
             raise SystemExit(interrupted)
         if unsaved is not None:
             raise click.ClickException(f"{unsaved}; make {out_dir} writable, then rerun the "

@@ -132,3 +132,23 @@ def test_status_of_a_sweeps_own_head_without_its_token_mode_is_one_line(tmp_path
                                    str(out), flag, "--address", cluster["RAY_ADDRESS"]],
                                   cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
             process_error_line(done, "uses token authentication", "set RAY_AUTH_MODE=token")
+
+
+def test_ctrl_c_before_any_job_started_says_so(tmp_path, monkeypatch):
+    """Ctrl-C while the head starts: it said 'the sweep's jobs were stopped' of jobs never
+    started; the rerun command and status.json as ever."""
+    from ratchet_ray.cli import ablations
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ablations, "_run", interrupted)
+    out = tmp_path / "sweep"
+    done = ratchet("ablations", "sim", "--arms", "default", "--seeds", "5", "--rounds", "1",
+                   "--out", str(out))
+    assert done.exit_code == 130, done.output
+    (line,) = [line for line in done.output.splitlines() if line.startswith("interrupted")]
+    assert line.startswith(f"interrupted: no job of the sweep had started (status in {out}")
+    assert line.endswith(f"rerun the same command to resume them: "
+                         f"`ratchet ablations sim --arms default --seeds 5 --rounds 1 --out {out}`")
+    assert json.loads((out / "status.json").read_text()) == {}
