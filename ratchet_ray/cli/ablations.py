@@ -187,6 +187,15 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
         raise SystemExit(1)
 
 
+def outcome_state(outcome: JobOutcome) -> str:
+    """The word an arm-seed's line starts with: ``done``, ``BUDGET`` (the sweep's budget ran
+    out), ``STOPPED`` (stopped, or never started: Ctrl-C, ``--stop``; no exit code) or
+    ``FAILED``."""
+    if outcome.ok:
+        return "done  "
+    return "BUDGET" if outcome.budget else "STOPPED" if outcome.returncode is None else "FAILED"
+
+
 def _save_status(out_dir: Path, outcomes: list[JobOutcome]) -> str | None:
     """Write ``status.json``; what kept it from being written, or None."""
     try:
@@ -269,8 +278,7 @@ def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int]
 
     def report(outcome: JobOutcome) -> None:
         outcomes.append(outcome)
-        state = "done  " if outcome.ok else ("BUDGET" if outcome.budget else "FAILED")
-        click.echo(f"{state} {outcome.name} ({outcome.action}, {outcome.wall_s:.0f}s) "
+        click.echo(f"{outcome_state(outcome)} {outcome.name} ({outcome.action}, {outcome.wall_s:.0f}s) "
                    f"{outcome.cause or outcome.message}", err=True)
 
     from actors.budget_ledger import SharedBudget, release_budget_ledger

@@ -152,3 +152,18 @@ def test_ctrl_c_before_any_job_started_says_so(tmp_path, monkeypatch):
     assert line.endswith(f"rerun the same command to resume them: "
                          f"`ratchet ablations sim --arms default --seeds 5 --rounds 1 --out {out}`")
     assert json.loads((out / "status.json").read_text()) == {}
+
+
+def test_an_arm_seed_stopped_by_the_user_is_not_called_failed():
+    """Ctrl-C or ``--stop``: its line said FAILED, as if the run had broken."""
+    from ratchet_ray.cli.ablations import outcome_state
+    from ratchet_ray.sweep.spec import JobOutcome
+
+    def state(**kwargs) -> str:
+        return outcome_state(JobOutcome("A1_s5", kwargs.pop("action", "new"), wall_s=1.0,
+                                        log="l", **kwargs))
+
+    assert state(returncode=None) == "STOPPED"
+    assert state(returncode=None, budget=True) == "BUDGET"
+    assert state(returncode=1) == "FAILED"
+    assert state(returncode=0) == "done  " and state(action="skipped", returncode=None) == "done  "
