@@ -143,8 +143,22 @@ def submission(job: Job, env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def read_jobs(out_dir: Path) -> dict[str, dict[str, Any]]:
+    """Arm-seed -> its latest job (``jobs.json``; empty when there is none). ``SweepError``
+    naming the file and the fix when it is no such record (a hand edit, a damaged disk)."""
     path = out_dir / JOBS_FILE
-    return json.loads(path.read_text()) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    try:
+        jobs = json.loads(path.read_text())
+        if isinstance(jobs, dict) and all(isinstance(e, dict) and "job_id" in e
+                                          for e in jobs.values()):
+            return jobs
+        why = "not a record of the sweep's jobs"
+    except (OSError, ValueError) as exc:
+        why = str(exc)
+    raise SweepError(f"{path} is unreadable ({why}); move it away and rerun (the jobs it named "
+                     "are then neither followed nor stopped: `ray job list` on the cluster shows "
+                     "any still running, `ray job stop <id>` stops one)")
 
 
 def _record(out_dir: Path, name: str, entry: dict[str, Any]) -> None:

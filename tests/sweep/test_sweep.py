@@ -521,7 +521,10 @@ def test_a_second_ctrl_c_while_the_jobs_wind_down_still_reports_them(tmp_path):
         assert seen[0].cause == f"stopped; rerun the sweep to resume it: `{RERUN}`"
     finally:
         for proc in client.procs.values():
-            os.killpg(proc.pid, signal.SIGKILL)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:  # a SIGINT before its handler was set ended it already
+                pass
 
 
 def test_stop_from_another_shell_ends_the_sweep_not_only_its_running_jobs(tmp_path):
@@ -548,3 +551,11 @@ def test_stop_from_another_shell_ends_the_sweep_not_only_its_running_jobs(tmp_pa
                                    f"resume it: `{RERUN}`")
     lock_sweep(tmp_path).release()
     assert not (tmp_path / STOP_FILE).exists()
+
+
+@pytest.mark.parametrize("text", ["{not json", '["j0"]', '{"j0": {"id": "x"}}'])
+def test_an_unreadable_jobs_json_is_one_line_naming_it(tmp_path, text):
+    """It was a JSONDecodeError / TypeError / KeyError traceback at the sweep's start."""
+    (tmp_path / "jobs.json").write_text(text)
+    with pytest.raises(SweepError, match=r"jobs\.json is unreadable .*; move it away and rerun"):
+        live_jobs(FakeJobClient(), tmp_path)
