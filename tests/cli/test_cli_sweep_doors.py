@@ -4,7 +4,8 @@ folder that is no sweep, two arms naming the same runs, a read-only ``--out`` (a
 mount made with bubblewrap, which root's permissions do not override); and ``--status`` /
 ``--stop`` of a sweep naming the command that continues it (its job server a
 ``fake_jobs.FakeJobClient``), or, on the token-auth head a sweep starts, asked without its token
-mode: the one line of the sweep's own start."""
+mode: the one line of the sweep's own start; a real sweep whose driver is killed names the
+sweep's command, not the run's ``--resume``."""
 
 from __future__ import annotations
 
@@ -167,3 +168,47 @@ def test_an_arm_seed_stopped_by_the_user_is_not_called_failed():
     assert state(returncode=None, budget=True) == "BUDGET"
     assert state(returncode=1) == "FAILED"
     assert state(returncode=0) == "done  " and state(action="skipped", returncode=None) == "done  "
+
+
+@pytest.mark.slow  # a real sweep on its own Ray head: about 40 s
+def test_an_arm_seed_whose_driver_died_names_the_sweeps_command(tmp_path):
+    """A real sweep (``sim``: no model) whose one driver is killed (as by the OOM killer): its
+    line, ``status.json`` and the report's failures name the command that continues the sweep
+    (the one ``sweep.json`` records), never a single run's ``--resume``."""
+    import os
+    import signal as signals
+
+    import psutil
+
+    out = tmp_path / "sweep"
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+    env.update(HF_HUB_OFFLINE="1", RAY_USAGE_STATS_ENABLED="0")
+    argv = [sys.executable, "-m", "jobs.ablations", "sim", "--arms", "default", "--seeds", "5",
+            "--rounds", "30", "--n-train", "4", "--n-eval", "4", "--set", "sim.n_tasks=8",
+            "--out", str(out)]
+    sweep = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+
+    def driver() -> psutil.Process | None:
+        mine = f"results_dir={out / 'runs' / 'default_s5'}"
+        return next((p for p in psutil.process_iter(["cmdline"])
+                     if mine in " ".join(p.info["cmdline"] or [])
+                     and "jobs.skill_loop" in " ".join(p.info["cmdline"] or [])), None)
+
+    try:
+        wait_for(lambda: driver() is not None and list(out.glob("runs/*/sim/*/round_00")),
+                 240, "the arm-seed's driver to finish a round")
+        os.kill(driver().pid, signals.SIGKILL)
+        _, err = sweep.communicate(timeout=240)
+    finally:
+        if sweep.poll() is None:
+            sweep.send_signal(signals.SIGINT)  # stops its job and its head
+            sweep.wait(timeout=240)
+    rerun = f"python -m jobs.ablations {' '.join(argv[3:])}"
+    (line,) = [line for line in err.splitlines() if line.startswith("FAILED default_s5")]
+    assert sweep.returncode == 1 and line.endswith(f"rerun the sweep to resume it: `{rerun}`")
+    assert "--resume" not in err and "Traceback" not in err, err[-3000:]
+    cause = json.loads((out / "status.json").read_text())["default_s5"]["cause"]
+    assert cause.endswith(f"`{rerun}`") and f"- default_s5: {cause}" in \
+        (out / "ablations.md").read_text()
+    assert json.loads((out / "sweep.json").read_text())["command"] == rerun
