@@ -16,7 +16,8 @@ Contracts:
   root cause from ``stopped.json``; STOPPED: returncode None). An unfinished job's cause and
   message name ``rerun`` (the sweep's command, ``spec.sweep_command``) as the way on, never the
   single run's ``--resume RUN`` its driver advised (``sweep_cause``): a run resumed alone would
-  leave the sweep, its lock, budget ledger, status and report.
+  leave the sweep, its lock, budget ledger, status and report. A cause naming no way on ends
+  with ``rerun``, but a spent budget's, which names its own (the rerun with a higher limit).
 - ``--stop`` from another shell (``spec.STOP_FILE`` in ``out_dir``, written before it stops the
   running jobs): no job is submitted after it; each one not yet started is reported, not run.
 - Leaving ``run_ray_jobs`` by an exception (Ctrl-C, SIGTERM) stops every job it follows, waits
@@ -307,10 +308,12 @@ class _Followed:
             code = getattr(client.get_job_info(self.job_id), "driver_exit_code", None)
             returncode, said = 1 if code is None else code, f"exit {code}: {self.last_line()}"
             cause = self.last_line()
+        budget = stopped.get("kind") == "BudgetExhausted"  # its words name the way on: a
+        # higher limit given to the sweep's command; a plain rerun would stop at once again
         return JobOutcome(self.job.name, self.action, returncode, wall, str(self.job.log),
                           f"{sweep_cause(said, self.rerun, append=False)} (log: {self.job.log})",
-                          sweep_cause(stopped.get("cause", cause), self.rerun),
-                          self.job_id, stopped.get("kind") == "BudgetExhausted")
+                          sweep_cause(stopped.get("cause", cause), self.rerun, append=not budget),
+                          self.job_id, budget)
 
 
 def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[str, str],

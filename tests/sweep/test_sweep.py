@@ -559,3 +559,22 @@ def test_an_unreadable_jobs_json_is_one_line_naming_it(tmp_path, text):
     (tmp_path / "jobs.json").write_text(text)
     with pytest.raises(SweepError, match=r"jobs\.json is unreadable .*; move it away and rerun"):
         live_jobs(FakeJobClient(), tmp_path)
+
+
+def test_a_budget_stop_keeps_its_own_way_on_and_gets_no_plain_rerun(tmp_path):
+    """A sweep's spent budget says to rerun the sweep with a higher limit; the plain rerun
+    appended to other causes would stop at once again."""
+    said = ("budget exhausted before round 1 train: the runs of budget scope 's' (this sweep) "
+            "spent 10 tokens of budget.max_tokens 10 (...). Continue with: rerun the sweep's "
+            "command with --set budget.max_tokens=<a higher limit> (it resumes every stopped "
+            "arm-seed)")
+    results = tmp_path / "runs" / "A1_s42"
+    record = json.dumps({"cause": said, "kind": "BudgetExhausted"})
+    child = (f"import pathlib; d = pathlib.Path({str(results)!r}) / 'mbpp' / 'r1'; "
+             f"d.mkdir(parents=True); (d / 'stopped.json').write_text({record!r}); "
+             "raise SystemExit(1)")
+    job = Job("A1_s42", "new", [sys.executable, "-c", child], tmp_path / "logs" / "A1.log",
+              results)
+    (outcome,) = run_ray_jobs(FakeJobClient(), [job], 1, {}, tmp_path, scope="s", rerun=RERUN,
+                              poll_s=0.05)
+    assert outcome.budget and outcome.cause == said
