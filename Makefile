@@ -110,6 +110,7 @@ bench: setup
 	$(BIN)/python bench/round_scaling.py
 	$(BIN)/python bench/sim_speed.py
 	$(BIN)/python bench/grader_agreement.py --workers 2
+	$(BIN)/python bench/mbpp_extract.py
 
 # The generated reference pages (tests/docs fails when they differ from what the code renders).
 docs: setup  ## regenerate docs/configuration.md, cli.md, evidence-schema.md and architecture-map.md from the code (tools/docs_gen.py)

@@ -30,6 +30,7 @@ BENCHES = {
     "evidence_query.py": "test_evidence_query",
     "embedder_paths.py": "test_embedder_paths",
     "mbpp_frame_memory.py": "test_mbpp_frame_memory",
+    "mbpp_extract.py": "test_mbpp_extract",
     "grader_agreement.py": "test_grader_agreement",
     "sim_speed.py": "test_sim_speed",
     "round_scaling.py": "test_round_scaling",  # delay_server.py is its LLM server
@@ -46,6 +47,8 @@ BENCHES = {
     "swe_scale.py": "test_swe_throughput",
     "swe_harness_agreement.py": "test_swe_harness_agreement",
     "mutant_detector.py": "test_mutant_detector",
+    "mutant_rules.py": "tests/suites/swebench/test_swebench_mutants.py::"
+                       "test_the_rules_bench_runs_on_a_cached_sdist",
     "swe_realcode.py": "test_swe_realcode",
     # On the same one-instance set, after swe_realcode made its gold record:
     "swe_realcode_reach.py": "test_swe_realcode",
@@ -112,6 +115,16 @@ def test_mbpp_frame_memory():
     out = run_bench("mbpp_frame_memory.py", "--frame-mb", "1", "--cap-mb", "8")
     for kind in ("string", "forged_lists"):
         assert lines_matching(out, rf"^\s*{kind}: frame {NUMBER} MiB, grader .* ratio {NUMBER};"), out
+
+
+def test_mbpp_extract():
+    out = run_bench("mbpp_extract.py", "--kb", "2", "--repeats", "1")
+    assert re.search(rf"^2 KB: normal reply {NUMBER} ms$", out, re.MULTILINE), out
+    rows = lines_matching(out, rf"^  \w+\s+2 KB\s+{NUMBER} ms  \w+\s+ratio to normal\s+{NUMBER}  "
+                               rf"to typical\s+{NUMBER}$")
+    assert len(rows) == 9, out
+    assert re.search(rf"worst ratio to a normal reply of the same size {NUMBER}; "
+                     rf"target <= {NUMBER}: (met|NOT met)", out), out
 
 
 def test_grader_agreement():

@@ -3,7 +3,9 @@
 Contract: ``grade(task, output)`` never raises. Every failure is ``passed=False`` with
 ``exit_status`` naming the reason:
 - ``no_code`` / ``missing_entry_point``: nothing gradable was extracted (nothing ran), or the
-  module defines no such function; ``syntax_error``: it does not compile;
+  module defines no such function; ``extraction_cap``: finding the code needed more parse work
+  than ``extract.py`` allows for the output's length (nothing ran); ``syntax_error``: it does
+  not compile;
 - ``failed_tests``: a wrong value (the trace shows input, got and expected), or a value that is
   not plain builtin data (a subclass of one included);
 - ``protocol_violation`` (``evidence.tampering``): a malformed or out-of-order frame, i.e.
@@ -33,7 +35,8 @@ from typing import Iterable
 from ratchet_ray.evidence.schema import storable
 from ratchet_ray.settings.schema import GraderSettings, LoopConfig
 from ratchet_ray.suites.mbpp.dataset import MbppDataset, load_mbpp_plus
-from ratchet_ray.suites.mbpp.extract import extract_code
+from ratchet_ray.suites.mbpp.extract import (CAP_REASON, MAX_BLOCKS, PARSE_WORK_FLOOR,
+                                             PARSE_WORK_PER_CHAR, extract_code)
 from ratchet_ray.suites.mbpp.groundtruth import GroundTruthStore
 from ratchet_ray.suites.mbpp.sandbox import Sandbox, SandboxLimits, SandboxUnavailable
 from ratchet_ray.suites.base import twin_recipe
@@ -45,7 +48,10 @@ from ratchet_ray.types import GradeResult, Task
 log = logging.getLogger(__name__)
 MAX_TRACE_CHARS = 2000
 _EXTRACT_TRACE = {"no_code": "no Python code found in the model output",
-                  "missing_entry_point": "the code defines no top-level function {entry}()"}
+                  "missing_entry_point": "the code defines no top-level function {entry}()",
+                  CAP_REASON: (f"extraction stopped at its cap: more than {MAX_BLOCKS} fenced "
+                               f"blocks, or parse work over {PARSE_WORK_PER_CHAR}x the output's "
+                               f"length + {PARSE_WORK_FLOOR} characters; nothing was run")}
 
 
 def mbpp_settings(config: LoopConfig) -> MbppSettings:

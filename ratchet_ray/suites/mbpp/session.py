@@ -76,7 +76,8 @@ _short.maxstring, _short.maxother, _short.maxlist, _short.maxtuple = 100, 100, 6
 _short.maxdict, _short.maxset, _short.maxlevel = 6, 6, 3
 _TIMEOUT_NAMES = ("TimeoutException", "TimeoutError")
 GRADER_STATUSES = frozenset({"ok", "failed_tests", "crashed", "timeout", "memory", "syntax_error",
-                             "missing_entry_point", "no_code", "sandbox_setup_error",
+                             "missing_entry_point", "no_code", "extraction_cap",
+                             "sandbox_setup_error",
                              "sandbox_setup_timeout", "sandbox_unavailable", *TAMPERING_STATUSES})
 """The verdicts the grader gives itself. An exception the code raises is graded under its class
 name, which the code chooses: one named like these (``protocol_violation`` would read as
