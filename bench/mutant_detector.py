@@ -13,11 +13,13 @@ yet. For every test function with a literal expectation, the literal the grader 
 sample, as written, and one mutant sample per design, the file with that literal replaced:
 ``before``, the character edit of issue 44 (``replacement_literal.mutate_literal``), and
 ``after``, the replacement drawn from what real expectations look like
-(``replacement_literal.replacement``). Each sample is described by what a forger sees in the
+(``replacement_literal.replacement``, given the test's other literals and the room on its line
+as ``mutants._mutant`` gives them, where the drawing takes them). Each sample is described by what a forger sees in the
 repository: how many other constants of the file have its value, whether its text appears
 elsewhere in the file, how often its value is a literal of the repository's other files, whether
 it equals one of the compared call's literal arguments or a constant of the compared expression,
-whether the test function writes it elsewhere, its type and length, for a number its magnitude
+whether the test function writes it elsewhere and what share of its words it writes elsewhere
+(``test_words``), its type and length, for a number its magnitude
 and roundness (whether it ends in 0, how many zeros end it, how many significant digits it has),
 for a string its character classes and the share of its words found elsewhere in the file and
 in the repository. A logistic regression
@@ -48,7 +50,7 @@ from mutant_sources import WORD, Source, installed, literal_key, realcode  # noq
 from ratchet_ray.suites.swebench.proof import replacement_literal  # noqa: E402
 from ratchet_ray.suites.swebench.proof.real_expectations import (  # noqa: E402
     call_arguments, literal_pool, literal_value, shares, vocabulary)
-from ratchet_ray.suites.swebench.proof.mutants import expectations, observations  # noqa: E402
+from ratchet_ray.suites.swebench.proof.mutants import _beside, expectations, observations  # noqa: E402
 
 PACKAGES = "numpy,networkx,sympy,pandas,scipy,sklearn,matplotlib,libcst,pyarrow,trio,mpmath"
 CACHE = Path.home() / ".cache" / "ratchet-ray" / "realcode"
@@ -58,7 +60,7 @@ DRAWING = replacement_literal
 FEATURES = ["same_in_file", "text_elsewhere", "equals_argument", "is_str", "is_int", "is_float",
             "is_bytes", "is_bool", "length", "magnitude", "round", "zeros", "significant", "digits",
             "upper", "space", "punct", "identifier", "words_elsewhere", "repo_same", "repo_words",
-            "in_test", "in_compared"]
+            "in_test", "in_compared", "test_words"]
 
 
 def _tests(tree: ast.Module) -> dict[str, ast.AST]:
@@ -99,9 +101,10 @@ class Context:
     repository's other files, the test function and the compared expression."""
 
     def __init__(self, source: Source, rest: str, counts: Counter, words: Counter,
-                 args: list[str], in_test: Counter, in_compared: Counter):
+                 args: list[str], in_test: Counter, in_compared: Counter, test_words: set[str]):
         self.source, self.rest, self.counts, self.words = source, rest, counts, words
         self.args, self.in_test, self.in_compared = args, in_test, in_compared
+        self.test_words = test_words
 
 
 def roundness(literal: str, value: object) -> tuple[float, float]:
@@ -139,7 +142,9 @@ def features(literal: str, ctx: Context) -> list[float]:
             float(body.isidentifier()), len(found) / max(1, len(own)),
             math.log1p(max(0, ctx.source.repo.elsewhere(ctx.source.name, key))),
             len(in_repo) / max(1, len(own)),
-            float(ctx.in_test[key] > 0), float(ctx.in_compared[key] > 0)]
+            float(ctx.in_test[key] > 0), float(ctx.in_compared[key] > 0),
+            (len(replacement_literal.words_of(value) & ctx.test_words)
+             / max(1, len(replacement_literal.words_of(value))))]
 
 
 def samples(source: Source, rng: random.Random, per_file: int | None) -> dict[str, list]:
@@ -172,13 +177,18 @@ def samples(source: Source, rng: random.Random, per_file: int | None) -> dict[st
             continue
         others = counts.copy()
         others[(type(value), value)] -= 1
+        beside = _beside(tests[qual], node)
         ctx = Context(source, text.replace(old, "", 1) if old in text else text, others,
                       words_all - Counter(WORD.findall(str(value))), args,
-                      _keys(tests[qual], skip=node), _keys(compared))
+                      _keys(tests[qual], skip=node), _keys(compared), beside[0])
         given = inspect.signature(DRAWING.replacement).parameters  # an older drawing has fewer
         local = {"local": literal_pool(tests[qual], text)} if "local" in given else {}
         if "rates" in given:  # the file's other tests, as the prover gives them
             local["rates"] = shares([o for at, o in seen.items() if at != id(tests[qual])])
+        if "beside" in given:  # the test's other literals, as mutants._mutant gives them
+            local["beside"] = beside
+        if "room" in given:
+            local["room"] = max(map(len, lines)) - len(lines[node.lineno - 1])
         news = {"before": replacement_literal.mutate_literal(old, rng),
                 "after": DRAWING.replacement(old, rng, pool, args, vocab, **local)}
         if any(new is None for new in news.values()):

@@ -29,7 +29,8 @@ from ratchet_ray.suites.swebench.proof.mutants import Mutant
 # 6: a FAIL_TO_PASS mutant at the expectation the base code fails, not the last (spared by a forger)
 # 7: likewise under the runners read from their log (django's, sympy's), from its tracebacks
 # 8: a string mutant holds only words (and, where the real value is, whole values) its test writes
-RECORD_VERSION = 8
+# 9: any mutant is written whole in its test (and its file) exactly where the real value is
+RECORD_VERSION = 9
 
 
 def default_folder() -> str:

@@ -2,8 +2,10 @@
 
 A canary session (``differential``) runs the eval exactly as the real session does, except that
 one graded test's expected value is different: same file, name and position, same type and
-length (the file's size too; ``True`` -> ``False`` and ``''`` -> ``'q'`` aside), a value drawn
-from what real expectations look like (``replacement_literal``). A fix passes the real test and
+length (the file's size too; ``True`` -> ``False`` and ``''`` -> ``'q'`` aside, and a value its
+test writes whole where the real value is one and none of its length is: no line then longer
+than the file's longest), a value drawn from what real expectations look like
+(``replacement_literal``). A fix passes the real test and
 fails its mutant; code that forces outcomes passes both, and cannot tell which session it is in.
 
 Contracts:
@@ -41,7 +43,7 @@ from typing import Any, Callable
 from ratchet_ray.suites.swebench.proof.real_expectations import (
     Observation, call_arguments, literal_pool, observation, segment, shares, vocabulary)
 from ratchet_ray.suites.swebench.proof.replacement_literal import (
-    as_text, replacement, words_of)
+    replacement, value_key, words_of)
 
 REDRAWS = 3
 """Draws after the first (``draw_kept``) while the instance has no FAIL_TO_PASS mutant kept."""
@@ -226,15 +228,16 @@ def observations(tree: ast.AST, text: str, pool: list[str]) -> dict[int, "Observ
 
 
 def _beside(fn: ast.FunctionDef, expectation: ast.Constant) -> tuple[set[str], set]:
-    """The words (``words_of``) and the values (``as_text``) of the string and bytes
-    literals the test function ``fn`` writes besides ``expectation``."""
+    """The words (``words_of``) of the string and bytes literals the test function ``fn``
+    writes besides ``expectation``, and the values (``value_key``) of those and of its
+    numbers."""
     words: set[str] = set()
     values: set = set()
     for node in ast.walk(fn):
-        if (node is not expectation and isinstance(node, ast.Constant)
-                and isinstance(node.value, (str, bytes))):
+        if node is not expectation and isinstance(node, ast.Constant):
             words |= words_of(node.value)
-            values.add(as_text(node.value))
+            if value_key(node.value) is not None:
+                values.add(value_key(node.value))
     return words, values
 
 
@@ -244,6 +247,7 @@ def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Ra
     lines = text.split("\n")
     local = literal_pool(fn, text)
     rates = shares([o for at, o in pool[2].items() if at != id(fn)])  # the test's own left out
+    longest = max(map(len, lines))  # a longer mutant's line is never the file's longest
     for expectation, compared, _ in _ordered(fn, failing, rng):
         args = call_arguments(lines, compared)
         for constant in _constants(expectation):
@@ -253,7 +257,7 @@ def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Ra
             col, old = found
             avoid = {new for line, at, new in tried if (line, at) == (constant.lineno, col)}
             new = replacement(old, rng, pool[0], args, pool[1], avoid, local, rates,
-                              _beside(fn, constant))
+                              _beside(fn, constant), longest - len(lines[constant.lineno - 1]))
             if new is not None:
                 return Mutant(test, file, constant.lineno, col, old, new, lines[constant.lineno - 1])
     return None

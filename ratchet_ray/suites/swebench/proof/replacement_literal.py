@@ -4,8 +4,8 @@ but its value, and its value must not give it away either (a randomly edited str
 found nowhere else; a test that expects one of the call's own arguments is not expecting a
 random digit).
 
-``replacement(...)``: another literal of ``source``'s shape (``True`` <-> ``False`` aside), none
-of ``avoid``, or None, drawn:
+``replacement(...)``: another literal of ``source``'s shape (``True`` <-> ``False`` aside, and
+``_own_value``'s other length below), none of ``avoid``, or None, drawn:
 - where the real value is one of the compared call's literal arguments, another argument of it;
   where it is not, one of them by ``argument_share`` (as often as real expectations are one);
 - else from ``distribution``, its roundness first (``round_share``, whatever the real value); a
@@ -14,15 +14,23 @@ of ``avoid``, or None, drawn:
 - through ``derange``: never the real value itself, yet a frequent value (pytest's 42s) is as
   frequent among mutants as among real expectations;
 - failing all, a character edit of the same class (``mutate_literal``);
-- with ``beside`` (the words and the values of the test function's other string literals),
-  for a string whose every word is among them, as a real expectation's mostly are (its
-  handlers return them, its callbacks append them): drawn again, up to ``WORD_REDRAWS`` times,
-  until the mutant's words are among them too, and, where the real value is one the test
-  writes whole, until the mutant is another it writes whole; failing that, another value the
-  test writes of the same length (``_own_value``), or one word swapped for another the test
-  writes (``_own_word_swap``), else the first draw. A mutant holding a word its test never
-  writes was a tell: code that forced only the expectations whose words the test writes
-  elsewhere resolved real flask ``1ea1efed`` without a fix (docs/grading.md, Remains).
+- with ``beside`` (the words and the values of the test function's other literals): standing
+  where the real value does (``place``): written whole elsewhere in its test where the real
+  value is and nowhere in it where the real value is not, its words all ones the test writes
+  where the real value's are (its handlers return them, its callbacks append them), written
+  elsewhere in its file exactly where the real value is, an identifier where it is one.
+  Drawn again, up to ``WORD_REDRAWS`` times, until a draw keeps all four; failing that, where the real value is one its test
+  writes whole, another value the test writes (``_own_value``) of the same length, else of
+  another length up to ``room`` characters longer (the file's size then changes: the only
+  other way left is a mutant the rule tells), then one word swapped for another the test
+  writes (``_own_word_swap``, where the real value's words are all ones it writes); where the
+  real value is not, that swap, then one of the file's values its test does not write where
+  the real value is one of the file's (``_file_value``), then a fresh value (``_fresh``);
+  whichever keeps the most, in
+  ``_FALLBACK``'s order, the earliest of equals. A mutant holding a word its test never writes was a tell
+  (code that forced only the expectations whose words the test writes elsewhere resolved real
+  flask ``1ea1efed`` without a fix), and so was one that was not written whole in its test
+  where the real value was (docs/grading.md, Remains).
 Every draw comes from the ``rng`` given, in a fixed order: one seed, the same mutants.
 """
 
@@ -32,6 +40,7 @@ import ast
 import random
 import re
 import string
+from collections import Counter
 from typing import Any, Callable
 
 from ratchet_ray.suites.swebench.proof.real_expectations import (
@@ -151,7 +160,11 @@ def _fresh(source: str, value: Any, rng: random.Random, pool: list[str], words: 
 
 
 WORD_REDRAWS = 8
-"""Draws beyond the first for a mutant whose words its test writes elsewhere (module contract)."""
+"""Draws beyond the first for a mutant that stands where the real value does (module contract)."""
+_FALLBACK = (0, 1, 2, 3)
+"""The parts of ``place`` a mutant keeps, most telling first: where no draw keeps all, the one
+that keeps its test's whole values, then its test's words, then its file's values, then
+whether it is an identifier."""
 TEST_WORD = re.compile(r"\w+")
 """A word as a reader of a test's literals splits them (``app_1`` is one)."""
 
@@ -172,55 +185,131 @@ def written_in(value: Any, test_words: set[str]) -> bool:
     return words_of(value) <= test_words
 
 
+def value_key(value: Any) -> Any:
+    """What two literals written as the same value share (``as_text``; a number without its
+    sign: a mutant's text has none where its expectation is ``-3``), or None for a bool, None or
+    any other value (a bool's mutant is its opposite, whatever else)."""
+    if isinstance(value, (str, bytes)):
+        return as_text(value)
+    return abs(value) if type(value) in (int, float) else None
+
+
+def place(value: Any, test_words: set[str], test_values: set, file_counts: Counter,
+          own: int = 0) -> tuple[bool, bool, bool, bool]:
+    """Where a test's expected ``value`` stands among its literals, as a reader of the test
+    file sees it: ``(written whole elsewhere in its test, its words all ones its test writes
+    elsewhere, written whole elsewhere in its file, an identifier)``; ``file_counts``: the
+    file's literals by ``value_key``, ``own`` of them the value's own occurrence (the real
+    one's: 1)."""
+    key = value_key(value)
+    return (key in test_values, written_in(value, test_words),
+            key is not None and file_counts[key] - own > 0, _identifier(value))
+
+
+def _identifier(value: Any) -> bool:
+    """Whether a string or bytes value (``as_text``) is an identifier (``index``, not ``/a``)."""
+    return isinstance(as_text(value), str) and as_text(value).isidentifier()
+
+
 def replacement(source: str, rng: random.Random, pool: list[str], args: list[str],
                 words: dict | None = None, avoid: frozenset | set = frozenset(),
                 local: list[str] = (), rates: dict | None = None,
-                beside: tuple[set[str], set] | None = None) -> str | None:
-    """Module contract. ``words``: the file's ``vocabulary`` (None: made from ``pool``);
-    ``avoid``: earlier tries of a redraw, never returned again; ``local``: the test function's
-    ``literal_pool``; ``rates``: ``shares`` of the file's other tests (None: ``SHARES``);
-    ``beside``: the words and the string values of the test function's other literals."""
+                beside: tuple[set[str], set] | None = None, room: int = 0) -> str | None:
+    """Module contract. ``pool``: the file's literals (the real one among them); ``words``: the
+    file's ``vocabulary`` (None: made from ``pool``); ``avoid``: earlier tries of a redraw, never
+    returned again; ``local``: the test function's ``literal_pool``; ``rates``: ``shares`` of
+    the file's other tests (None: ``SHARES``); ``beside``: the words and the values
+    (``value_key``) of the test function's other literals; ``room``: how many characters longer
+    than ``source`` a value its test writes whole may be (its line then no longer than the
+    file's longest)."""
     first = _replacement(source, rng, pool, args, words, avoid, local, rates)
     value = literal_value(source)
-    if first is None or beside is None or not written_in(value, beside[0]):
+    if first is None or beside is None or value_key(value) is None:
         return first
     test_words, test_values = beside
-    whole = as_text(value) in test_values  # the real value is one its test writes whole
+    counts = Counter(value_key(literal_value(p)) for p in pool)
+    want = place(value, test_words, test_values, counts, own=1)
 
-    def plausible(drawn: str | None) -> bool:
-        new = literal_value(drawn) if drawn is not None else None
-        return (drawn is not None and written_in(new, test_words)
-                and (not whole or as_text(new) in test_values))
+    def score(drawn: str | None) -> tuple[bool, ...]:
+        """Which of ``want`` a draw keeps, most telling first: its test's whole values, then its
+        test's words, then its file's whole values (``_FALLBACK``)."""
+        if drawn is None:
+            return (False,) * len(_FALLBACK)
+        got = place(literal_value(drawn), test_words, test_values, counts)
+        return tuple(got[i] == want[i] for i in _FALLBACK)
 
-    drawn: str | None = first
+    best, drawn = first, first
     for _ in range(WORD_REDRAWS):
-        if plausible(drawn):
-            return drawn
+        if all(score(best)):
+            return best
         drawn = _replacement(source, rng, pool, args, words, avoid, local, rates)
-    if plausible(drawn):
-        return drawn
+        best = drawn if score(drawn) > score(best) else best
+    if all(score(best)):
+        return best
     forbid = {literal_value(a) for a in avoid} | {literal_value(a) for a in args}
-    return ((_own_value(source, rng, test_values, forbid) if whole else None)
-            or _own_word_swap(source, rng, test_words, forbid) or first)
+    vocab = words if words is not None else vocabulary(" ".join(pool))
+    makers = ([lambda: _own_value(source, rng, test_values, forbid),
+               lambda: _own_value(source, rng, test_values, forbid, room)] if want[0]
+              else ([lambda: _file_value(source, rng, pool, test_values, forbid)] if want[2]
+                    else []) + [lambda: _fresh(source, value, rng, pool, vocab, forbid)] * WORD_REDRAWS)
+    if want[1]:
+        makers.insert(len(makers) if want[0] else 0,
+                      lambda: _own_word_swap(source, rng, test_words, forbid))
+    for make in makers:
+        if all(score(best)):
+            break
+        made = make()
+        best = made if score(made) > score(best) else best
+    return best
 
 
-def _own_value(source: str, rng: random.Random, test_values: set, forbid: set) -> str | None:
-    """``source`` holding another string its test writes whole, of the same length and written
-    with no escape, none of ``forbid``; None where there is none."""
+def _own_value(source: str, rng: random.Random, test_values: set, forbid: set,
+               room: int | None = None) -> str | None:
+    """``source`` holding another string its test writes whole, written with no escape, or
+    another integer it writes (``source``'s sign kept), none of ``forbid``: of ``source``'s
+    length, or with ``room``, of any other length up to ``room`` characters longer; None where
+    there is none."""
     head, value = STRING_HEAD.match(source), literal_value(source)
+
+    def fits(new: str) -> bool:
+        return (len(new) == len(source) if room is None
+                else len(new) != len(source) and len(new) <= len(source) + room)
+
+    if type(value) is int and source.lstrip("-").isdigit():
+        sign = source[:len(source) - len(source.lstrip("-"))]
+        numbers = sorted(f"{sign}{t}" for t in test_values if type(t) is int
+                         and fits(f"{sign}{t}") and int(f"{sign}{t}") != value
+                         and int(f"{sign}{t}") not in forbid)
+        return rng.choice(numbers) if numbers else None
     if not isinstance(value, (str, bytes)) or head is None:
         return None
     opening, closing = source[:head.end()], head.group(1)
     options = sorted(t for t in test_values if isinstance(t, str) and t != as_text(value)
-                     and len(opening) + len(t) + len(closing) == len(source)
+                     and fits(opening + t + closing)
                      and not set(t) & {"\\", "\n", "\r", closing[0]})
     rng.shuffle(options)
+    # an identifier for an identifier first (``index`` is no mutant of ``/``, nor ``/a`` of ``a``)
+    options.sort(key=lambda t: t.isidentifier() != _identifier(value))
     for text in options:
         new = opening + text + closing
         other = literal_value(new)
         if type(other) is type(value) and other != value and other not in forbid:
             return new
     return None
+
+
+def _file_value(source: str, rng: random.Random, pool: list[str], test_values: set,
+                forbid: set) -> str | None:
+    """One of the file's literals of ``source``'s kind and length (a number's sign too) that
+    its test writes nowhere else (``test_values``), none of ``forbid``; None where none is."""
+    value = literal_value(source)
+    kind = literal_kind(source, value)
+    options = sorted({p for p in pool if len(p) == len(source)
+                      and p.startswith("-") == source.startswith("-")
+                      and literal_kind(p, literal_value(p)) == kind
+                      and value_key(literal_value(p)) not in test_values | {value_key(value)}
+                      and literal_value(p) not in forbid})
+    return rng.choice(options) if options else None
 
 
 def _own_word_swap(source: str, rng: random.Random, test_words: set[str],
