@@ -120,7 +120,7 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
     if address and not report_only:  # nothing listening there: refused before --out is made
         from ratchet_ray.loop.ray_address import ray_problem
 
-        problem = ray_problem(address)
+        problem = ray_problem(address, client=False)
         if problem is not None:
             raise click.ClickException(problem)
     if report_only and not out_dir.is_dir():
@@ -131,6 +131,8 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
         raise click.UsageError(f"--report-only: {out_dir} is not a sweep folder (no {SWEEP_FILE}, "
                                "no run dir below it); pass the --out (or --tag) of a sweep that "
                                "has run")
+    if report_only:
+        _refuse_while_running(out_dir)
     if not report_only:
         with one_line(SweepError, error=click.UsageError):
             _check_runs(spec, arms, seeds)  # before --out is written
@@ -187,6 +189,22 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
         raise SystemExit(1)
 
 
+def _refuse_while_running(out_dir: Path) -> None:
+    """``--report-only`` while the sweep in ``out_dir`` runs (its writer lock held): refused in
+    one line naming ``--status``. Its runs are mid-round and it rewrites the report when it ends,
+    so a report now would be a partial table standing in the folder as if final."""
+    from ratchet_ray.storage.runlock import holder
+
+    running = holder(out_dir)
+    if running is None:
+        return
+    who = (f"pid {running.get('pid')} on host {running.get('host')}" if running.get("pid")
+           else "its holder unknown")
+    raise click.UsageError(f"--report-only: the sweep in {out_dir} still runs ({who}) and writes "
+                           "its report when it ends; wait for it, or list its jobs with --status "
+                           "(with its --address)")
+
+
 def outcome_state(outcome: JobOutcome) -> str:
     """The word an arm-seed's line starts with: ``done``, ``BUDGET`` (the sweep's budget ran
     out), ``STOPPED`` (stopped, or never started: Ctrl-C, ``--stop``; no exit code) or
@@ -236,7 +254,8 @@ def _manage(out_dir: Path, address: str | None, stop: bool) -> None:
                                "is stopped with Ctrl-C in its own shell")
     from ratchet_ray.loop.ray_address import ray_problem
 
-    problem = ray_problem(address)  # nothing there, or a token it asks for: one line, not Ray's
+    # nothing there, or a token it asks for: one line, not Ray's (and no local Ray advised)
+    problem = ray_problem(address, client=False, local=False)
     if problem is not None:
         raise click.ClickException(problem)
     with one_line(SweepError):

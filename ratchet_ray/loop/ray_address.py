@@ -14,7 +14,9 @@ Contracts:
 - ``ray_problem(address)``: what a driver given ``address`` (else ``RAY_ADDRESS``, else a local
   Ray) would meet, one line with the fix, else None: nothing listening, an address of none of
   the forms a driver takes (``garbage``, a host without its port), a head that refuses this
-  driver's credentials (``refused_credentials``), a leftover head.
+  driver's credentials (``refused_credentials``), a leftover head. ``client=False`` (a sweep,
+  which takes no ``ray://`` address): the forms it names leave ``ray://`` out; ``local=False``
+  (a sweep's ``--status`` / ``--stop``, which need its cluster): no local Ray is advised.
   ``RAY_ADDRESS=local`` asks for a local Ray of its own even beside a leftover head.
 - ``refused_credentials(address)``: why the head at a ``HOST:PORT`` address refuses this
   driver (Ray's token authentication: no token here, or another), else None, within the
@@ -62,14 +64,16 @@ def unreachable(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
     return None
 
 
-def _malformed(address: str) -> str | None:
+def _malformed(address: str, client: bool = True) -> str | None:
     """Why ``address`` is none of the forms a driver can be given (``HOST:PORT``, a dashboard
-    URL, a ``scheme://`` address such as ``ray://``, ``auto``), else None."""
+    URL, a ``scheme://`` address such as ``ray://``, ``auto``), else None. The forms it advises
+    leave out ``ray://`` when the caller takes no Ray Client address (``client=False``)."""
     text = address.strip()
     if "://" in text or text == "auto" or _host_port(text) is not None:
         return None
     return ("it is no Ray address: give HOST:PORT (the head's GCS, e.g. 127.0.0.1:6379), "
-            "http://HOST:8265 (its dashboard), ray://HOST:10001 or auto")
+            "http://HOST:8265 (its dashboard), " + ("ray://HOST:10001 or auto" if client
+                                                      else "or auto on the head"))
 
 
 def leftover_head() -> str | None:
@@ -88,20 +92,24 @@ def leftover_head() -> str | None:
     return found
 
 
-def ray_problem(address: str | None = None) -> str | None:
-    """What reaching Ray would meet, in one line with the fix (module contract), else None."""
+def ray_problem(address: str | None = None, client: bool = True,
+                local: bool = True) -> str | None:
+    """What reaching Ray would meet, in one line with the fix (module contract), else None.
+    ``client=False``: the caller (a sweep) refuses Ray Client addresses, so none is advised;
+    ``local=False``: it acts on a cluster only (a sweep's ``--status``), so dropping the address
+    for a local Ray is not advised."""
     given = address or os.environ.get("RAY_ADDRESS") or None
     if given == LOCAL:
         return None
     if given is not None:
-        why = unreachable(given) or _malformed(given)
+        why = unreachable(given) or _malformed(given, client)
         if why is None:
             return refused_credentials(given)
         source, drop = ("--address", "drop --address") if address else \
             ("RAY_ADDRESS", "unset RAY_ADDRESS")
         return (f"cannot reach the Ray cluster at {given} ({source}): {why}; start the head there "
-                "(`ray start --head`), give its address (`ray status` on the head prints it), "
-                f"or {drop} for a local Ray")
+                "(`ray start --head`)" + (", " if local else " or ") + "give its address (`ray "
+                "status` on the head prints it)" + (f", or {drop} for a local Ray" if local else ""))
     head = leftover_head()
     if head is None:
         return None

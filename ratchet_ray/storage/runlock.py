@@ -7,7 +7,8 @@ Contracts:
   cleanup; the next writer overwrites the stale text. ``flock`` works locally and, on Linux,
   on NFS; the descriptor is close-on-exec, so children never inherit it.
 - A second writer (this process or another, on any host sharing the filesystem) gets
-  ``RunDirBusy`` naming the holder and what to do; it never waits.
+  ``RunDirBusy`` naming the holder and what to do; it never waits. What works meanwhile is the
+  lock's ``meanwhile`` (default: a run dir's read-only commands; a sweep folder names its own).
 - ``release()`` is idempotent; ``RunLock`` is a context manager. Readers never lock:
   ``holder(folder)`` reports the current holder (or None).
 """
@@ -24,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 LOCK_FILE = ".lock"
+RUN_MEANWHILE = ("stop it (kill {pid} on that host) and run this again; read-only commands "
+                 "(ratchet query, skill list, audit) work meanwhile")
+"""What a second writer of a run dir is told to do: ``{pid}`` is the holder's."""
 
 
 class RunDirBusy(ValueError):
@@ -49,8 +53,11 @@ def _read_info(path: Path) -> dict[str, Any] | None:
 class RunLock:
     """Exclusive writer lock of one folder (see module contracts)."""
 
-    def __init__(self, folder: str | Path, purpose: str = ""):
+    def __init__(self, folder: str | Path, purpose: str = "", meanwhile: str = RUN_MEANWHILE):
+        """``meanwhile``: how to stop the holder and what works while it holds the folder, as
+        told to a second writer (``{pid}`` is replaced with the holder's pid)."""
         self.folder = Path(folder)
+        self.meanwhile = meanwhile
         self.path = self.folder / LOCK_FILE
         self.purpose = purpose or " ".join(sys.argv[:3])
         self._fd: int | None = None
@@ -72,9 +79,8 @@ class RunLock:
             info = _read_info(self.path)
             raise RunDirBusy(
                 f"{_describe(self.folder, info)}: only one writer at a time (two would record "
-                "the same work twice). Wait for it to finish, or stop it "
-                f"(kill {info.get('pid') if info else '<pid>'} on that host) and run this again; "
-                "read-only commands (ratchet query, skill list, audit) work meanwhile") from None
+                "the same work twice). Wait for it to finish, or "
+                + self.meanwhile.format(pid=info.get("pid") if info else "<pid>")) from None
         except OSError:
             os.close(fd)
             raise

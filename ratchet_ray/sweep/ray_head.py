@@ -10,7 +10,10 @@ Contracts:
 - The head is ready when the block starts (``ray status`` answers, the runtime has started). A
   dashboard port taken between choosing and binding it is retried on fresh ports up to
   ``START_ATTEMPTS`` times; any other death, or no readiness within ``ready_timeout_s``, raises
-  ``RayHeadError`` quoting its log.
+  ``RayHeadError``: one line naming what failed (a port in use, another head at its address, a
+  full or unwritable /tmp, its auth token, else the last error line its log holds), the fix,
+  and where the details are: the head's log, and Ray's own logs of that start, copied beside it
+  (``session_logs(log)``) before its session folder goes.
 - Leaving the block: SIGTERM to the head it started, SIGKILL to its group if it lingers (or if
   ``ray start`` died); nothing else is touched.
 """
@@ -18,6 +21,7 @@ Contracts:
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -33,13 +37,16 @@ from typing import Iterator, Mapping
 
 START_ATTEMPTS = 3
 STARTED = "Ray runtime started."  # what ``ray start`` prints once every process is up
+SLOW_FIX = ("this machine may be too busy: rerun when it is less so, or start a head yourself "
+            "(`ray start --head`) and give the sweep its address with --address")
 # Ray's words for the dashboard's port taken: by ``ray start``'s check before it starts the
 # dashboard, and by the dashboard itself when the port went between that check and its bind.
 DASHBOARD_PORT_TAKEN = ("because it's already occupied", "Failed to find a valid port for dashboard")
 
 
 class RayHeadError(RuntimeError):
-    """The local Ray head could not start; the message quotes its log."""
+    """The local Ray head could not start; the message is one line: the cause, the fix, and
+    where its log is."""
 
 
 class DashboardPortTaken(RayHeadError):
@@ -79,7 +86,7 @@ def ensure_auth_token(env: Mapping[str, str]) -> None:
     if done.returncode != 0:
         raise RayHeadError(f"no Ray auth token could be made for RAY_AUTH_MODE=token "
                            f"(`ray get-auth-token --generate` exited with {done.returncode}: "
-                           f"{done.stderr.strip()[-500:]}); set RAY_AUTH_TOKEN or "
+                           f"{_last_line(done.stderr)}); set RAY_AUTH_TOKEN or "
                            f"RAY_AUTH_TOKEN_PATH, or RAY_AUTH_MODE=disabled for a loopback head")
 
 
@@ -93,10 +100,53 @@ def _has_auth_token(env: Mapping[str, str]) -> bool:
     return Path(path).is_file()
 
 
-def _tail(path: Path, lines: int = 20) -> str:
-    if not path.is_file():
-        return "(no log)"
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+def _last_line(text: str, limit: int = 300) -> str:
+    """The last non-blank line of ``text``, cut to ``limit`` characters ("nothing" if none)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:limit] if lines else "nothing"
+
+
+def session_logs(log: Path) -> Path:
+    """Where Ray's own logs of a head start that failed are kept: beside the head's ``log``."""
+    return log.parent / f"{log.stem}_session_logs"
+
+
+# What a failed start's output says, as (pattern, cause, fix), the first match winning; the
+# pattern's first group fills ``{0}``. Ray's own words (its sources, Ray 2.x), else Python's.
+_HEAD_FAILURES: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"already running at (\S+?)\.?\s"), "another Ray head already runs at {0}",
+     "stop it (`ray stop`), or run on it with --address {0} (RAY_ADDRESS)"),
+    (re.compile(r"The specified port is (\d+)"), "port {0} is in use by another process",
+     "rerun (each start chooses fresh ports), or free it (`lsof -i :{0}`; a head left "
+     "running: `ray stop`)"),
+    (re.compile(r"([Aa]ddress already in use)"), "a port it was given is in use by another "
+     "process", "rerun (each start chooses fresh ports), or stop what holds it (a head left "
+     "running: `ray stop`)"),
+    (re.compile("(" + "|".join(map(re.escape, DASHBOARD_PORT_TAKEN)) + ")"),
+     "its dashboard's port was taken by another process on every start",
+     "rerun (each start chooses fresh ports)"),
+    (re.compile(r"(No space left on device)"), "the disk of its session folder under /tmp is "
+     "full", "free space in /tmp, then rerun"),
+    (re.compile(r"Permission denied: '([^']+)'"), "it may not write {0}",
+     "make that path writable (or free /tmp of another user's files), then rerun"),
+    (re.compile(r"(?i)(no authentication token (?:was )?found|invalid authentication token)"),
+     "it found no usable auth token (RAY_AUTH_MODE=token)", "set RAY_AUTH_TOKEN or "
+     "RAY_AUTH_TOKEN_PATH, or RAY_AUTH_MODE=disabled for a loopback head"),
+)
+# An error line of Python (``RuntimeError: ...``) or of Ray's C++ processes (`` E ...``).
+_ERROR_LINE = re.compile(r"^\w*(Error|Exception)\b.*|.*\b(Check failed|ERROR)\b.*", re.M)
+
+
+def _cause_and_fix(said: str) -> tuple[str, str]:
+    """What a failed start's output ``said`` names as its cause, and the fix (module contract)."""
+    for pattern, cause, fix in _HEAD_FAILURES:
+        found = pattern.search(said)
+        if found:
+            return cause.format(found.group(1)), fix.format(found.group(1))
+    errors = [found.group(0) for found in _ERROR_LINE.finditer(said)]
+    last = _last_line(errors[-1] if errors else said)
+    return (f"its last words: {last}", "fix what they name and rerun, or run the sweep on a "
+            "running cluster with --address (RAY_ADDRESS)")
 
 
 def own_port_flags() -> list[str]:
@@ -160,7 +210,13 @@ class _Head:
     def start(cls, num_cpus: int, log: Path, env: Mapping[str, str]) -> "_Head":
         """``ray start --head --block`` on fresh ports, its output appended to ``log``."""
         # Ray's socket paths must stay short, hence a fresh folder directly under /tmp.
-        temp = Path(tempfile.mkdtemp(prefix="rh", dir="/tmp"))
+        try:
+            temp = Path(tempfile.mkdtemp(prefix="rh", dir="/tmp"))
+        except OSError as exc:
+            raise RayHeadError(f"the local Ray head could not start: cannot make its session "
+                               f"folder under /tmp ({exc.strerror or exc}); free space in /tmp "
+                               "or make it writable, or run the sweep on a running cluster with "
+                               "--address (RAY_ADDRESS)") from exc
         port, dashboard_port = free_ports(2)
         with open(log, "a") as handle:
             offset = handle.tell()
@@ -182,39 +238,61 @@ class _Head:
             handle.seek(self.log_offset)
             return handle.read().decode(errors="replace")
 
-    def port_taken(self) -> bool:
-        """Whether this start's output or its dashboard's own log (in the session folder under
-        ``temp``) says the dashboard's port was taken."""
+    def said_all(self) -> str:
+        """This start's output, then its dashboard's own log (in the session folder under
+        ``temp``), where a port taken from the dashboard is told."""
         dashboard_log = self.temp / "session_latest" / "logs" / "dashboard.log"
-        said = self.said() + (dashboard_log.read_text(errors="replace")
+        return self.said() + (dashboard_log.read_text(errors="replace")
                               if dashboard_log.is_file() else "")
+
+    def port_taken(self) -> bool:
+        """Whether ``said_all`` says the dashboard's port was taken."""
+        said = self.said_all()
         return any(words in said for words in DASHBOARD_PORT_TAKEN)
+
+    def failure(self, what: str, error: type[RayHeadError] = RayHeadError,
+                slow: str = "") -> RayHeadError:
+        """``error`` in one line: ``what`` failed, the cause and fix this start's output names
+        (``slow``, when given, the fix if it names none: the head was only slow), and where
+        the details are. Ray's own logs are copied beside the head's log first: its session
+        folder goes when the head is stopped."""
+        kept = session_logs(self.log)
+        try:
+            shutil.copytree(self.temp / "session_latest" / "logs", kept, dirs_exist_ok=True)
+            where = f"{self.log}, Ray's logs in {kept}"
+        except (OSError, shutil.Error):  # no session yet (Ray died first), or a file that went
+            where = str(self.log)
+        said = self.said_all()
+        cause, fix = _cause_and_fix(said)
+        if slow and not any(pattern.search(said) for pattern, _, _ in _HEAD_FAILURES):
+            fix = slow
+        return error(" ".join(f"{what}: {cause}; {fix} (details: {where})".split()))
 
     def wait_started(self, timeout_s: float) -> None:
         """Until ``ray start`` says its runtime started. ``DashboardPortTaken`` as soon as
         ``port_taken``; ``RayHeadError`` when the head exits first or ``timeout_s`` passes."""
-        deadline, log = time.monotonic() + timeout_s, self.log
+        deadline = time.monotonic() + timeout_s
         while True:
             if STARTED in self.said():
                 return
             if self.port_taken():
-                raise DashboardPortTaken(f"the local Ray head's dashboard found its port taken; "
-                                         f"its log {log} ends with:\n{_tail(log, 5)}")
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                why = (f"exited with {self.process.returncode}" if self.process.poll() is not None
-                       else f"did not finish starting within {timeout_s:.0f}s")
-                raise RayHeadError(f"the local Ray head {why}; its log {log} ends with:\n"
-                                   f"{_tail(log)}")
+                raise self.failure("the local Ray head could not start", DashboardPortTaken)
+            if self.process.poll() is not None:
+                raise self.failure(f"the local Ray head exited with {self.process.returncode} "
+                                   "while starting")
+            if time.monotonic() > deadline:
+                raise self.failure(f"the local Ray head did not finish starting within "
+                                   f"{timeout_s:.0f}s", slow=SLOW_FIX)
             time.sleep(0.5)
 
     def wait_ready(self, env: Mapping[str, str], timeout_s: float) -> None:
         """Until the GCS answers ``ray status``; ``RayHeadError`` when the head exits first or
         ``timeout_s`` passes."""
-        deadline, log = time.monotonic() + timeout_s, self.log
+        deadline = time.monotonic() + timeout_s
         while True:
             if self.process.poll() is not None:
-                raise RayHeadError(f"the local Ray head exited with {self.process.returncode}; "
-                                   f"its log {log} ends with:\n{_tail(log)}")
+                raise self.failure(f"the local Ray head exited with {self.process.returncode} "
+                                   "after starting")
             try:
                 probe = subprocess.run([ray_executable(), "status", f"--address={self.address}"],
                                        env=dict(env), capture_output=True, text=True, timeout=60)
@@ -224,10 +302,9 @@ class _Head:
             if probe.returncode == 0:
                 return
             if time.monotonic() > deadline:
-                said = (probe.stderr.strip().splitlines() or ["(nothing)"])[-1][:500]
-                raise RayHeadError(f"the local Ray head at {self.address} did not answer `ray "
-                                   f"status` within {timeout_s:.0f}s (last answer: {said}); its "
-                                   f"log {log} ends with:\n{_tail(log)}")
+                raise self.failure(f"the local Ray head at {self.address} did not answer `ray "
+                                   f"status` within {timeout_s:.0f}s (last answer: "
+                                   f"{_last_line(probe.stderr)})", slow=SLOW_FIX)
             time.sleep(1.0)
 
     def stop(self, graceful: bool = True) -> None:

@@ -174,6 +174,7 @@ def arm_config_file(arm: str) -> Path:
             raise SweepError(f"arm file {arm}: its name {path.stem!r} names the arm's runs; "
                              "rename the file to letters, digits, '_', '.' or '-' (not "
                              "'default')")
+        _check_arm_keys(arm, path)
         return path
     configs = configs_dir()
     path = configs / ("default.yaml" if arm == "default" else f"ablations/{arm}.yaml")
@@ -182,6 +183,29 @@ def arm_config_file(arm: str) -> Path:
         known = ["default", *sorted((p.stem for p in files), key=lambda s: (len(s), s))]
         raise SweepError(f"arm {arm!r} has no config file {path}; known arms: {', '.join(known)}")
     return path
+
+
+def _check_arm_keys(arm: str, path: Path) -> None:
+    """``SweepError`` naming the arm file, what its top level holds and what it should hold,
+    when that is no mapping of config keys (a list, a single value) or nothing at all (an arm
+    that changes nothing would rerun the Default under another name, at the Default's cost).
+    A file that cannot be read or parsed is left to ``load_config``, whose line names that."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return
+    if isinstance(data, dict) and data:
+        return
+    empty = data is None or data == {}
+    holds = ("nothing (it is empty, or comments only)" if empty else
+             f"a list of {len(data)} item(s)" if isinstance(data, list) else
+             f"a single {type(data).__name__} ({str(data)[:40]!r})")
+    raise SweepError(f"arm file {arm} holds {holds} at its top level, not the config keys the arm "
+                     "changes; write them as a mapping, e.g. `curator: {min_trials: 20}` (as "
+                     "configs/ablations/A4.yaml does)"
+                     + (", or give the arm 'default' to run the Default itself" if empty else ""))
 
 
 def arm_files(arm: str) -> list[Path]:
@@ -343,6 +367,12 @@ def plan_jobs(spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int],
     return jobs, skipped
 
 
+SWEEP_MEANWHILE = ("stop it (--stop with this --out and the sweep's --address; a sweep on a head "
+                   "it started: Ctrl-C in its shell, or kill {pid} on that host) and run this "
+                   "again; --status (with --address) lists its jobs meanwhile")
+"""What a second sweep on a busy ``--out`` is told: a sweep's own doors, not a run's commands."""
+
+
 def lock_sweep(out_dir: Path) -> RunLock:
     """The sweep folder's writer lock (held until released or this process exits): a second
     sweep with the same ``--out`` is refused with a ``SweepError`` naming the holder, and a
@@ -350,7 +380,7 @@ def lock_sweep(out_dir: Path) -> RunLock:
     (``STOP_FILE``) is cleared: the new invocation runs."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        lock = RunLock(out_dir, "python -m jobs.ablations").acquire()
+        lock = RunLock(out_dir, "python -m jobs.ablations", SWEEP_MEANWHILE).acquire()
         (out_dir / STOP_FILE).unlink(missing_ok=True)  # an earlier --stop: this one runs on
         return lock
     except RunDirBusy as exc:

@@ -159,6 +159,21 @@ def test_ablations_take_the_path_of_an_arm_file(results, tmp_path):
     no_run_folder(results)
 
 
+@pytest.mark.parametrize("text, holds", [("- curator\n- router\n", "holds a list of 2 item(s)"),
+                                         ("3\n", "holds a single int ('3')"),
+                                         ("# nothing yet\n", "holds nothing (it is empty")],
+                         ids=["list", "scalar", "empty"])
+def test_an_arm_file_holding_no_config_keys_is_one_line(results, tmp_path, text, holds):
+    """A list or a single value was 'expected a mapping of config keys' with no fix; an empty
+    file ran the Default's config again, at its cost, under the file's name."""
+    arm = tmp_path / "my_arm.yaml"
+    arm.write_text(text)
+    refused(ratchet("ablations", "sim", "--arms", f"default,{arm}", "--rounds", "1",
+                    "--dry-run"), f"arm file {arm} {holds}", "write them as a mapping",
+            "curator: {min_trials: 20}")
+    no_run_folder(results)
+
+
 def test_a_missing_arm_file_is_one_line(results, tmp_path):
     refused(ratchet("ablations", "sim", "--arms", "default,no/such_arm.yaml", "--rounds", "1",
                     "--dry-run"), "arm file no/such_arm.yaml does not exist",

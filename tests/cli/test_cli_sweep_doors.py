@@ -50,6 +50,35 @@ def test_report_only_of_a_folder_that_is_no_sweep(tmp_path):
     assert not any(out.iterdir())
 
 
+@pytest.mark.parametrize("flags", [[], ["--status"]], ids=["run", "status"])
+def test_a_malformed_address_is_not_told_a_form_the_sweep_refuses(tmp_path, flags):
+    """The address's refusal advised ``ray://HOST:10001``, a form the sweep refuses next."""
+    out = tmp_path / "sweep"
+    if flags:
+        out.mkdir()
+        (out / "sweep.json").write_text(json.dumps({"command": "python -m jobs.ablations sim"}))
+    line = refused(ratchet("ablations", "sim", "--out", str(out), "--address", "garbage", *flags),
+                   "garbage (--address)", "no Ray address", "http://HOST:8265")
+    assert "ray://" not in line
+
+
+def test_report_only_while_the_sweep_runs_is_refused_naming_status(tmp_path):
+    """It wrote a partial table (runs mid-round) as the folder's ablations.md while the sweep ran,
+    which the sweep then overwrote at its end, or left standing if it died."""
+    from ratchet_ray.sweep.spec import lock_sweep
+
+    out = tmp_path / "sweep"
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"command": "python -m jobs.ablations sim"}))
+    held = lock_sweep(out)  # the running sweep's lock, as it holds it until it exits
+    try:
+        refused(ratchet("ablations", "sim", "--out", str(out), "--report-only"),
+                f"the sweep in {out} still runs", "--status")
+    finally:
+        held.release()
+    assert not (out / "ablations.md").exists() and not (out / "ablations.json").exists()
+
+
 def test_two_arms_naming_the_same_runs_are_refused(tmp_path):
     """A shipped arm and an arm file of the same name: both jobs wrote runs/A1_s5 at once."""
     mine = tmp_path / "A1.yaml"

@@ -85,11 +85,16 @@ def test_a_sweep_address_where_nothing_listens_is_one_line_and_no_sweep_folder(t
 
 
 def test_the_status_of_a_sweep_on_a_dead_dashboard_is_one_line(tmp_path):
-    """The job client alone retried a refused dashboard for two minutes."""
+    """The job client alone retried a refused dashboard for two minutes. It is told to reach
+    the cluster, not to drop --address for a local Ray: --status without one is refused."""
     address = f"http://127.0.0.1:{closed_port()}"
-    refused_within(["-m", "jobs.ablations", "sim", "--address", address, "--status", "--out",
-                    str(tmp_path / "sweep")], ROOT, _env(), address, "Connection refused",
-                   "http://HOST:8265")
+    sweep = tmp_path / "sweep"  # a sweep's folder: a folder that is no sweep is refused first
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text(json.dumps({"command": "python -m jobs.ablations sim"}))
+    line = refused_within(["-m", "jobs.ablations", "sim", "--address", address, "--status",
+                           "--out", str(sweep)], ROOT, _env(), address, "Connection refused",
+                          "give its address")
+    assert "drop --address" not in line and "local Ray" not in line
 
 
 @pytest.fixture(params=["disabled"])
@@ -236,3 +241,14 @@ def test_the_address_forms_ray_takes_are_left_to_ray(monkeypatch):
     for address in ("auto", "local", "ray://127.0.0.1:10001"):  # Ray's: reached by Ray itself
         assert ray_problem(address) is None, address
     assert "no Ray address" in ray_problem("127.0.0.1")  # no port: Ray refuses it too
+
+
+def test_the_forms_advised_are_those_the_caller_takes(monkeypatch):
+    """A single run takes ``ray://`` (Ray Client) and is told so; a sweep refuses it, so its
+    refusal of a malformed address must not advise it (it did: the same words for both)."""
+    from ratchet_ray.loop.ray_address import ray_problem
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    run, sweep = ray_problem("garbage"), ray_problem("garbage", client=False)
+    assert "ray://HOST:10001" in run and "http://HOST:8265" in run
+    assert "ray://" not in sweep and "http://HOST:8265" in sweep and "HOST:PORT" in sweep

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from ratchet_ray.sweep.ray_head import ensure_auth_token, ray_cluster
 
 
@@ -78,3 +80,86 @@ def test_a_dashboard_port_taken_meanwhile_starts_the_head_again_on_fresh_ports(t
         taken.close()
     starts = [ports for ports in chosen if len(ports) == 2]
     assert len(starts) == 2, "one start on the taken port, one on fresh ports"
+
+
+def _fake_ray(tmp_path, monkeypatch, said: str, sleep_s: float = 0.0) -> None:
+    """``ray`` that prints ``said`` and exits 1 (after ``sleep_s``), never starting a head."""
+    import sys
+
+    from ratchet_ray.sweep import ray_head
+
+    script = tmp_path / "fake_ray"
+    script.write_text(f"#!{sys.executable}\nimport sys, time\nprint({said!r}, flush=True)\n"
+                      f"time.sleep({sleep_s})\nsys.exit(1)\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(ray_head, "ray_executable", lambda: str(script))
+
+
+GCS_PORT_TAKEN = (
+    "Usage stats collection is disabled.\n\nLocal node IP: 127.0.0.1\nTraceback (most recent "
+    "call last):\n  File \"node.py\", line 1025, in _init_gcs_client\nRuntimeError: Failed to "
+    "start GCS.  Last 1 lines of error files:\n[2026-12-07 09:38:38,210 C 12791 12791] "
+    "(gcs_server) grpc_server.cc:134:  Check failed: server_ Failed to start the grpc server. "
+    "The specified port is 57477. If the server startup error message is `Address already in "
+    "use`, ...\n.Please check /tmp/rh1/session_x/logs/gcs_server.out for details.\n")
+
+
+@pytest.mark.parametrize("said, sleep_s, words", [
+    (GCS_PORT_TAKEN, 0, ["exited with 1 while starting: port 57477 is in use by another process",
+                         "lsof -i :57477"]),
+    ("Ray is trying to start at 127.0.0.1:6379, but is already running at 127.0.0.1:6379. "
+     "Please specify a different port", 0,
+     ["another Ray head already runs at 127.0.0.1:6379", "`ray stop`", "--address 127.0.0.1:6379"]),
+    ("Local node IP: 127.0.0.1\nValueError: bad --resources\nsome trailing info line", 0,
+     ["its last words: ValueError: bad --resources", "--address"]),
+    ("Local node IP: 127.0.0.1", 5, ["did not finish starting within 1s", "too busy"]),
+], ids=["gcs-port", "another-head", "other", "slow"])
+def test_a_head_that_cannot_start_is_one_line_with_its_cause_fix_and_log(tmp_path, monkeypatch,
+                                                                          said, sleep_s, words):
+    """It was several lines: the head's log quoted, no fix named."""
+    from ratchet_ray.sweep.ray_head import RayHeadError
+
+    _fake_ray(tmp_path, monkeypatch, said, sleep_s)
+    log = tmp_path / "logs" / "ray_head.log"
+    with pytest.raises(RayHeadError) as failed:
+        with ray_cluster(1, log, env=_fresh_home(tmp_path, mode="disabled"), ready_timeout_s=1):
+            pass
+    message = str(failed.value)
+    assert "\n" not in message and message.startswith("the local Ray head ")
+    for word in words:
+        assert word in message, (word, message)
+    assert f"(details: {log}" in message and said.splitlines()[0] in log.read_text()
+
+
+@pytest.mark.slow  # a real `ray start` that fails after its retries: about 40 s
+def test_a_gcs_port_taken_is_named_by_a_real_head_and_its_ray_logs_are_kept(tmp_path,
+                                                                             monkeypatch):
+    """Ray's session folder, which its error points to, was removed with the failed head."""
+    import socket
+
+    from ratchet_ray.sweep import ray_head
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port, real = taken.getsockname()[1], ray_head.free_ports
+
+    def gcs_port_taken(count: int) -> list[int]:
+        ports = real(count)
+        if count == 2:  # the GCS and dashboard ports of a start
+            ports[0] = port
+        return ports
+
+    monkeypatch.setattr(ray_head, "free_ports", gcs_port_taken)
+    log = tmp_path / "ray_head.log"
+    try:
+        with pytest.raises(ray_head.RayHeadError) as failed:
+            with ray_cluster(1, log, env=_fresh_home(tmp_path, mode="disabled")):
+                pass
+    finally:
+        taken.close()
+    message = str(failed.value)
+    assert "\n" not in message, message
+    assert f"port {port} is in use by another process" in message, message
+    kept = ray_head.session_logs(log)
+    assert f"Ray's logs in {kept}" in message and (kept / "gcs_server.out").is_file()

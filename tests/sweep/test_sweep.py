@@ -578,3 +578,21 @@ def test_a_budget_stop_keeps_its_own_way_on_and_gets_no_plain_rerun(tmp_path):
     (outcome,) = run_ray_jobs(FakeJobClient(), [job], 1, {}, tmp_path, scope="s", rerun=RERUN,
                               poll_s=0.05)
     assert outcome.budget and outcome.cause == said
+
+
+def test_a_busy_sweep_folder_names_the_sweeps_doors_not_a_runs_commands(tmp_path):
+    """A second sweep on a busy ``--out`` was told the per-run commands (``ratchet query``,
+    ``skill list``, ``audit``), which act on no sweep folder; a run dir still names them."""
+    from ratchet_ray.storage.runlock import RunDirBusy, RunLock
+    from ratchet_ray.sweep.spec import lock_sweep
+
+    held = lock_sweep(tmp_path / "sweep")
+    with pytest.raises(SweepError) as busy:
+        lock_sweep(tmp_path / "sweep")
+    said = str(busy.value)
+    assert "\n" not in said and f"pid {os.getpid()}" in said and f"kill {os.getpid()}" in said
+    assert "--status" in said and "--stop" in said and "ratchet query" not in said
+    held.release()
+    (tmp_path / "run").mkdir()
+    with RunLock(tmp_path / "run"), pytest.raises(RunDirBusy, match="ratchet query, skill list"):
+        RunLock(tmp_path / "run").acquire()
