@@ -25,7 +25,8 @@ random digit).
   other way left is a mutant the rule tells), then one word swapped for another the test
   writes (``_own_word_swap``, where the real value's words are all ones it writes); where the
   real value is not, that swap, then one of the file's values its test does not write where
-  the real value is one of the file's (``_file_value``), then a fresh value (``_fresh``);
+  the real value is one of the file's (``_file_value``), then a fresh value (``_fresh``), then
+  (no fresh one) a value of the file its test does not write;
   whichever keeps the most, in
   ``_FALLBACK``'s order, the earliest of equals. A mutant holding a word its test never writes was a tell
   (code that forced only the expectations whose words the test writes elsewhere resolved real
@@ -251,7 +252,10 @@ def replacement(source: str, rng: random.Random, pool: list[str], args: list[str
     makers = ([lambda: _own_value(source, rng, test_values, forbid),
                lambda: _own_value(source, rng, test_values, forbid, room)] if want[0]
               else ([lambda: _file_value(source, rng, pool, test_values, forbid)] if want[2]
-                    else []) + [lambda: _fresh(source, value, rng, pool, vocab, forbid)] * WORD_REDRAWS)
+                    else []) + [lambda: _fresh(source, value, rng, pool, vocab, forbid)] * WORD_REDRAWS
+              # no fresh value (no file word of its length and case): one of the file's, which
+              # at least its test does not write
+              + ([] if want[2] else [lambda: _file_value(source, rng, pool, test_values, forbid)]))
     if want[1]:
         makers.insert(len(makers) if want[0] else 0,
                       lambda: _own_word_swap(source, rng, test_words, forbid))
