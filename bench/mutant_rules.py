@@ -37,6 +37,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from mutant_sources import realcode  # noqa: E402
 from ratchet_ray.suites.swebench.proof import mutants, replacement_literal  # noqa: E402
+from ratchet_ray.suites.swebench.proof.expectations import spanned  # noqa: E402
 from ratchet_ray.suites.swebench.proof.real_expectations import (  # noqa: E402
     call_arguments, literal_pool, literal_value, segment, shares, vocabulary)
 
@@ -102,7 +103,7 @@ def measure(sources, drawing, seeds: int) -> dict:
         for fn in _tests(tree):
             local = literal_pool(fn, source.text)
             rates = shares([o for at, o in seen.items() if at != id(fn)])
-            for expectation, compared, _ in mutants._spanned(fn):
+            for expectation, compared, _ in spanned(fn):
                 for const in mutants._constants(expectation):
                     found = segment(lines, const)
                     if found is None:

@@ -30,7 +30,8 @@ from ratchet_ray.suites.swebench.proof.mutants import Mutant
 # 7: likewise under the runners read from their log (django's, sympy's), from its tracebacks
 # 8: a string mutant holds only words (and, where the real value is, whole values) its test writes
 # 9: any mutant is written whole in its test (and its file) exactly where the real value is
-RECORD_VERSION = 9
+# 10: where the check the base code fails writes no literal, at a literal that reaches it
+RECORD_VERSION = 10
 
 
 def default_folder() -> str:

@@ -15,8 +15,10 @@ Contracts:
   ``is True/False``, ``self.assertEqual(x, <literal>)`` and kin), by
   ``replacement_literal.replacement``: for a test in ``failures`` (a FAIL_TO_PASS test -> how
   the base code fails it: pytest's traceback, the test log of a runner read from its log, or
-  ``""``) the one the base code failed at within the test's own lines, else one at random from
-  the failing line on (``_ordered``); for any other, the last.
+  ``""``) the one the base code failed at within the test's own lines, or where that check
+  writes no literal, one of the literals that reach it (``expectations.reaching``: the named
+  ``expected = [...]``, a ``subTest`` table's rows, the compared calls' arguments), else one at
+  random from the failing line on (``_ordered``); for any other, the last.
   ``tried``: each test's mutants drawn before and dropped, never drawn again (a redraw).
 - ``failing_lines(failure, file)``: the lines of ``file`` a traceback's frames name.
 - ``draw_kept(located, texts, rng, judge, f2p, failures=None)`` -> ``(kept, dropped)``:
@@ -40,6 +42,7 @@ import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable
 
+from ratchet_ray.suites.swebench.proof.expectations import Spanned, reaching, spanned
 from ratchet_ray.suites.swebench.proof.real_expectations import (
     Observation, call_arguments, literal_pool, observation, segment, shares, vocabulary)
 from ratchet_ray.suites.swebench.proof.replacement_literal import (
@@ -49,11 +52,6 @@ REDRAWS = 3
 """Draws after the first (``draw_kept``) while the instance has no FAIL_TO_PASS mutant kept."""
 
 # unittest assertions whose expected value is one of their first two arguments
-EQUAL_CALLS = ("assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
-               "assertDictEqual", "assertSetEqual", "assertSequenceEqual", "assertIs",
-               "assertMultiLineEqual", "assertCountEqual", "assertAlmostEqual")
-
-
 @dataclass(frozen=True)
 class Mutant:
     test: str
@@ -107,55 +105,10 @@ def _function(tree: ast.Module, qual: str) -> ast.FunctionDef | None:
                  and n.name == parts[-1]), None)
 
 
-def _literal(node: ast.expr | None) -> bool:
-    """A literal an expectation is written as: a constant other than None/Ellipsis (a negative
-    number too), or a container of literals."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        node = node.operand
-    if isinstance(node, ast.Constant):
-        return node.value is not None and node.value is not Ellipsis
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        return bool(node.elts) and all(_literal(e) for e in node.elts)
-    if isinstance(node, ast.Dict):
-        return bool(node.values) and all(k is not None for k in node.keys) and all(
-            _literal(v) for v in node.values)
-    return False
-
-
 def _expectations(fn: ast.FunctionDef) -> list[tuple[ast.expr, ast.expr]]:
     """The literal expectations in ``fn``'s body, in source order, each with the expression it
     is compared with."""
-    return [(expected, compared) for expected, compared, _ in _spanned(fn)]
-
-
-def _spanned(fn: ast.FunctionDef) -> list[tuple[ast.expr, ast.expr, tuple[int, int]]]:
-    """``_expectations`` with the first and last line of the statement or call holding each."""
-    found = []
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare):
-            cmp = node.test
-            if len(cmp.ops) == 1 and isinstance(cmp.ops[0], (ast.Eq, ast.Is)):
-                right, left = cmp.comparators[0], cmp.left
-                if isinstance(cmp.ops[0], ast.Is):
-                    if isinstance(right, ast.Constant) and type(right.value) is bool:
-                        found.append((right, left, _span(node)))
-                elif _literal(right):
-                    found.append((right, left, _span(node)))
-                elif _literal(left):
-                    found.append((left, right, _span(node)))
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"
-              and node.func.attr in EQUAL_CALLS and len(node.args) >= 2):
-            first, second = node.args[:2]
-            if _literal(second):
-                found.append((second, first, _span(node)))
-            elif _literal(first):
-                found.append((first, second, _span(node)))
-    return sorted(found, key=lambda found: (found[0].lineno, found[0].col_offset))
-
-
-def _span(node: ast.AST) -> tuple[int, int]:
-    return node.lineno, node.end_lineno or node.lineno
+    return [(expected, compared) for expected, compared, _ in spanned(fn)]
 
 
 _FRAME_LINE = re.compile(r"^(\S+?):(\d+): |^\s*File \"([^\"]+)\", line (\d+)", re.M)
@@ -171,23 +124,27 @@ def failing_lines(failure: str, file: str) -> list[int]:
 
 
 def _ordered(fn: ast.FunctionDef, failing: list[int] | None,
-             rng: random.Random) -> list[tuple[ast.expr, ast.expr, tuple[int, int]]]:
+             rng: random.Random) -> list[Spanned]:
     """The expectations to try, in order. Without ``failing`` (no base failure known) the last
     first. With it (the lines of the test's file where the base code failed it): the expectation
-    the base code failed, innermost frame first, then those the failure kept from running, then
-    the rest, each group in a random order: a mutant at a fixed place (the last expectation)
-    is spared by code that forces every other expectation and lets that one run honestly, which
-    passes wherever the bug does not reach it (why: docs/grading.md, threat model)."""
-    spanned = _spanned(fn)
+    the base code failed, innermost frame first, or where that check writes none, the literals
+    that reach it (``expectations.reaching``) in a random order; then those the failure kept
+    from running, then the rest, each group in a random order. A mutant anywhere else is spared
+    by code that forces only the failing check and lets every other run honestly, which
+    passes wherever the bug does not reach them (why: docs/grading.md, threat model)."""
+    found = spanned(fn)
     if failing is None:
-        return list(reversed(spanned))
+        return list(reversed(found))
     inside = [line for line in failing if fn.lineno <= line <= (fn.end_lineno or fn.lineno)]
-    hit: list[tuple[ast.expr, ast.expr, tuple[int, int]]] = []
+    hit: list[Spanned] = []
     for line in reversed(inside):
-        hit += [x for x in spanned if x[2][0] <= line <= x[2][1] and x not in hit]
+        hit += [x for x in found if x[2][0] <= line <= x[2][1] and x not in hit]
+    if not hit:
+        hit = reaching(fn, inside)
+        rng.shuffle(hit)
     first = min(inside) if inside else fn.lineno
-    after = [x for x in spanned if x[2][0] >= first and x not in hit]
-    rest = [x for x in spanned if x not in hit and x not in after]
+    after = [x for x in found if x[2][0] >= first and x not in hit]
+    rest = [x for x in found if x not in hit and x not in after]
     rng.shuffle(after)
     rng.shuffle(rest)
     return hit + after + rest
