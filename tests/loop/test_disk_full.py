@@ -199,11 +199,13 @@ def test_a_sweep_whose_disk_is_full_is_one_line(tmp_path, monkeypatch, args, wor
     def full(*_args, **_kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
+    out = tmp_path / "sweep"
+    out.mkdir()
+    if "--report-only" in args:  # a sweep folder (a folder that is none is refused first)
+        (out / "sweep.json").write_text("{}")
     monkeypatch.setattr(fsutil, "atomic_write_bytes", full)
     monkeypatch.setattr(PathType, "write_text", full)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    out = tmp_path / "sweep"
-    out.mkdir()
     result = CliRunner().invoke(ablations.main, ["sim", "--arms", "default", "--seeds", "1",
                                                  "--rounds", "1", "--out", str(out), *args])
     assert result.exit_code == 1 and result.exception.__class__ is SystemExit, result.output
