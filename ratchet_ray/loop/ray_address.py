@@ -18,6 +18,8 @@ Contracts:
   which takes no ``ray://`` address): the forms it names leave ``ray://`` out; ``local=False``
   (a sweep's ``--status`` / ``--stop``, which need its cluster): no local Ray is advised.
   ``RAY_ADDRESS=local`` asks for a local Ray of its own even beside a leftover head.
+- ``ask_gcs(address, timeout_s)`` / ``gcs_answers``: the GCS's ``check_alive``, bounded even
+  where Ray's own call would block for good (a GCS that died).
 - ``refused_credentials(address)``: why the head at a ``HOST:PORT`` address refuses this
   driver (Ray's token authentication: no token here, or another), else None, within the
   timeout; ``ray.init`` met it after 20 s of retries with an error naming only an interface
@@ -119,29 +121,44 @@ def ray_problem(address: str | None = None, client: bool = True,
             "RAY_ADDRESS=local, or stop that head (docs/cluster.md, \"A local head\")")
 
 
-def refused_credentials(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
-    """Why the head at ``address`` refused this driver's credentials (module contract)."""
-    if address.strip().startswith(("http://", "https://")) or _host_port(address.strip()) is None:
-        return None
-    refused: list[str] = []
+def ask_gcs(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> tuple[bool, Exception | None]:
+    """``check_alive`` on the GCS at ``HOST:PORT``, bounded by ``timeout_s`` even where Ray's
+    call blocks (a GCS that died leaves it waiting for good): ``(answered, error)``, where
+    ``answered`` is whether it came back in time, and ``error`` what it raised (None: alive)."""
+    outcome: list[Exception | None] = []
 
-    def ask() -> None:  # a head that checks tokens answers at once; anything else may hang
+    def ask() -> None:
         try:
             from ray._raylet import GcsClient
-            from ray.exceptions import AuthenticationError
-        except ImportError:  # Ray moved its client: Ray's own error stands
-            return
-        try:
-            GcsClient(address=address.strip()).check_alive([], timeout=timeout_s)
-        except AuthenticationError as exc:
-            refused.append(str(exc))
-        except Exception:  # noqa: BLE001 - any other failure: Ray's own error stands
-            return
+
+            GcsClient(address=address).check_alive([], timeout=timeout_s)
+            outcome.append(None)
+        except Exception as exc:  # noqa: BLE001 - the caller reads the class it cares about
+            outcome.append(exc)
 
     asking = threading.Thread(target=ask, daemon=True)
     asking.start()
     asking.join(timeout_s)
-    if not refused:
+    return (True, outcome[0]) if outcome else (False, None)
+
+
+def gcs_answers(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
+    """Whether the GCS at ``address`` says it is alive within ``timeout_s``."""
+    answered, error = ask_gcs(address, timeout_s)
+    return answered and error is None
+
+
+def refused_credentials(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+    """Why the head at ``address`` refused this driver's credentials (module contract)."""
+    if address.strip().startswith(("http://", "https://")) or _host_port(address.strip()) is None:
+        return None
+    try:
+        from ray.exceptions import AuthenticationError
+    except ImportError:  # Ray moved it: Ray's own error stands
+        return None
+    # A head that checks tokens answers at once; any other failure: Ray's own error stands.
+    _, error = ask_gcs(address.strip(), timeout_s)
+    if not isinstance(error, AuthenticationError):
         return None
     mode = os.environ.get("RAY_AUTH_MODE") or "unset"
     where = ("RAY_AUTH_TOKEN, or the token file the head made, ~/.ray/auth_token there, copied "

@@ -17,8 +17,9 @@ Contracts:
   ``checks=False`` (a job that asks no LLM) skips the last two. ``pool``, ``artifacts``,
   ``start_run_actors`` and ``own`` start actors it releases on exit; ``breaker`` is one split's
   circuit breaker. Leaving, by return, exception or Ctrl-C, releases in reverse order: pools and
-  owned actors, every named actor of the scope (``runtime.release_run``), the lease, then Ray
-  when it started it; each release runs even when an earlier one failed.
+  owned actors, every named actor of the scope (``runtime.release_run``; skipped, with a
+  warning, when Ray's GCS does not answer within 3 s: a local Ray stopped with the driver), the
+  lease, then Ray when it started it; each release runs even when an earlier one failed.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from ratchet_ray.storage.artifacts import Artifacts
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.loop.breaker import InfraBreaker
 from ratchet_ray.loop.preflight import preflight
+from ratchet_ray.loop.ray_address import gcs_answers
 from ratchet_ray.loop.runtime import Models, Runtime, connect_ray, make_pool, release_run, \
     start_runtime
 from ratchet_ray.types import Task
@@ -103,6 +105,14 @@ class RunRuntime:
             stack.close()
 
     def _release_scope(self) -> None:
+        # A signal to the whole process group (`timeout`, `kill -- -PGID`, a scheduler's stop)
+        # stops the local Ray with the driver, and listing a dead GCS's actors blocks for good:
+        # the stop would never be recorded. Its actors went with it.
+        address = ray.get_runtime_context().gcs_address
+        if not gcs_answers(address):
+            log.warning("Ray's GCS at %s does not answer (the local Ray stopped with this "
+                        "process?): the actors of %s are not released", address, self.scope)
+            return
         released = release_run(self.scope)
         log.debug("released the actors of %s: %s", self.scope, released)
 

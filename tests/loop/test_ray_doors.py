@@ -167,27 +167,34 @@ def test_joining_a_head_that_checks_tokens_without_one_names_the_token(tmp_path,
 
 
 @pytest.mark.slow  # a real sim run on a local Ray, interrupted after its first round
-@pytest.mark.parametrize("signum, by", [(signal.SIGINT, "Ctrl-C / SIGINT"),
-                                        (signal.SIGTERM, "SIGTERM")], ids=["sigint", "sigterm"])
-def test_ctrl_c_names_the_round_reached_and_the_exact_resume_command(tmp_path, signum, by):
+@pytest.mark.parametrize("signum, by, group", [
+    (signal.SIGINT, "Ctrl-C / SIGINT", False), (signal.SIGTERM, "SIGTERM", False),
+    (signal.SIGTERM, "SIGTERM", True)], ids=["sigint", "sigterm", "sigterm-to-the-group"])
+def test_ctrl_c_names_the_round_reached_and_the_exact_resume_command(tmp_path, signum, by, group):
     """SIGTERM (``kill PID``, a scheduler's stop) hit ray.init's handler, which dumped a stack
-    and aborted: nothing recorded, no resume named. It unwinds as Ctrl-C now."""
+    and aborted: nothing recorded, no resume named. It unwinds as Ctrl-C now. Sent to the whole
+    process group (``timeout``, ``kill -- -PGID``), it stops the local Ray too, and the run's
+    release then blocked for good on the dead GCS: nothing recorded, the process never ended."""
     results = tmp_path / "results"
     run = subprocess.Popen(
         [sys.executable, "-m", "jobs.skill_loop", "sim", "--rounds", "30", "--n-train", "10",
          "--n-eval", "10", "--quiet", "--set", f"results_dir={results}"],
-        cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=group)
     try:
         deadline = time.monotonic() + 300
         while not list(results.glob("sim/*/round_00/summary.json")):
             assert run.poll() is None, run.communicate()
             assert time.monotonic() < deadline, "round 0 did not finish within 300 s"
             time.sleep(0.5)
-        run.send_signal(signum)
+        if group:
+            os.killpg(run.pid, signum)
+        else:
+            run.send_signal(signum)
         _, err = run.communicate(timeout=120)
     finally:
         if run.poll() is None:
-            run.kill()
+            os.killpg(run.pid, signal.SIGKILL) if group else run.kill()
     (run_dir,) = results.glob("sim/*")
     assert run.returncode == 130, err[-3000:]
     assert "Traceback" not in err and "Aborted!" not in err, err[-3000:]
