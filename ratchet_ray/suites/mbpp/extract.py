@@ -16,9 +16,10 @@ a skill could teach it to pad them): the output is cut at ``MAX_OUTPUT_CHARS``, 
 pattern and the line scans are linear, and every text handed to ``ast.parse`` while searching
 is charged its length plus ``PARSE_CALL_CHARS`` against ``parse_budget(len(output))``; the search
 stops with ``extraction_cap`` once a parse would overdraw it. Each candidate's trailing lines are
-trimmed at most ``MAX_TRIM_STEPS`` times from each of its first ``MAX_CODE_STARTS`` code-like
-lines, and a failed parse skips the shorter spans that provably fail too (those that still hold
-the line its error names), so a reply with a long prose tail costs a few parses, not one per line.
+trimmed at most ``MAX_TRIM_STEPS`` times (parses) from each of its first ``MAX_CODE_STARTS``
+code-like lines, and a failed parse skips the shorter spans that provably fail too (those that
+still hold the line its error names), so a reply with a long prose tail costs a few parses, not
+one per line, however long the tail.
 """
 
 from __future__ import annotations
@@ -112,8 +113,9 @@ def _largest_parsable(text: str, parser: _Parser) -> tuple[str, ast.Module] | No
     lines = text.split("\n")
     starts = [i for i, line in enumerate(lines) if _CODE_START.match(line)][:MAX_CODE_STARTS]
     for start in starts:
-        end, floor = len(lines), max(start, len(lines) - MAX_TRIM_STEPS)
-        while end > floor:
+        end, steps = len(lines), 0
+        while end > start and steps < MAX_TRIM_STEPS:
+            steps += 1
             candidate = "\n".join(lines[start:end])
             # lines[0:len] is the whole text, parsed above
             tree, failed_at = (whole if whole is not None and (start, end) == (0, len(lines))

@@ -101,8 +101,8 @@ def parsed(monkeypatch):
 
 
 def _reference_largest_parsable(text: str) -> str | None:
-    """The search before its bound: every span from each of the first 8 code-like lines, its end
-    lowered one line at a time (at most 120 times), the longest that parses."""
+    """The search without its bounds: every span from each of the first 8 code-like lines, its end
+    lowered one line at a time, the longest that parses."""
     def parses(t):
         try:
             ast.parse(t)
@@ -115,14 +115,10 @@ def _reference_largest_parsable(text: str) -> str | None:
     lines = text.split("\n")
     starts = [i for i, line in enumerate(lines) if extract._CODE_START.match(line)][:8]
     for start in starts:
-        end = len(lines)
-        for _ in range(120):
-            if end <= start:
-                break
+        for end in range(len(lines), start, -1):
             candidate = "\n".join(lines[start:end])
             if parses(candidate):
                 return candidate
-            end -= 1
     return None
 
 
@@ -191,6 +187,16 @@ def test_reference_solutions_in_reply_shapes_extract_as_before(monkeypatch):
 def test_a_long_prose_tail_costs_a_few_parses(parsed):
     """Trailing prose used to be trimmed one line per parse, each parse as long as the reply."""
     out = ADD + "\n".join(f"The function above works because of step {i}." for i in range(100))
+    assert extract_code(out, "add").code == ADD
+    assert len(parsed) <= 5, len(parsed)
+
+
+@pytest.mark.parametrize("tail_lines", [121, 2000])
+def test_code_followed_by_more_prose_than_the_trim_limit_is_found(parsed, tail_lines):
+    """The trim limit counts parses, not lines: a prose tail longer than ``MAX_TRIM_STEPS`` lines
+    (a model that explains at length) no longer hides the code above it."""
+    out = ADD + "\n".join(f"Step {i}: the function adds the two numbers." for i in range(tail_lines))
+    assert tail_lines > extract.MAX_TRIM_STEPS
     assert extract_code(out, "add").code == ADD
     assert len(parsed) <= 5, len(parsed)
 
