@@ -38,8 +38,8 @@ class _Section(BaseModel):
 def read_config_file(path: Path) -> dict[str, Any]:
     """The mapping a config YAML file holds (``{}`` for an empty one), as data: nothing resolved
     or validated. ``ValueError`` naming the file, the problem (unreadable, not UTF-8, not YAML
-    with its line and column, not a mapping) and the fix; every reader of a run's config.yaml
-    goes through here, so a garbled one is one line wherever it is met."""
+    with its line and column, not a mapping: what it holds) and the fix; every reader of a
+    config file goes through here, so a garbled one is one line wherever it is met."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -51,8 +51,16 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path}: not valid YAML ({yaml_problem(exc)}); fix the file "
                          "there") from exc
     if data is not None and not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping of config keys at the top level")
+        holds = (f"a list of {len(data)} item(s)" if isinstance(data, list) else
+                 f"a single {type(data).__name__} ({str(data)[:40]!r})")
+        raise ValueError(f"{path} holds {holds} at its top level, expected a mapping of config "
+                         f"keys; {WRITE_AS_MAPPING}")
     return data or {}
+
+
+#: The fix of a config file that holds no mapping of config keys, said alike for each such file.
+WRITE_AS_MAPPING = ("write them as a mapping, e.g. `curator: {min_trials: 20}` (as "
+                    "configs/ablations/A4.yaml does)")
 
 
 def yaml_problem(exc: yaml.YAMLError) -> str:

@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
-from ratchet_ray.settings.schema import LoopConfig
+from ratchet_ray.settings.schema import WRITE_AS_MAPPING, LoopConfig, read_config_file
 from ratchet_ray.run_config.files import ConfigError, load_config
 from ratchet_ray.loop.rundir import RunDir
 from ratchet_ray.storage.fsutil import atomic_write_json
@@ -186,26 +186,17 @@ def arm_config_file(arm: str) -> Path:
 
 
 def _check_arm_keys(arm: str, path: Path) -> None:
-    """``SweepError`` naming the arm file, what its top level holds and what it should hold,
-    when that is no mapping of config keys (a list, a single value) or nothing at all (an arm
-    that changes nothing would rerun the Default under another name, at the Default's cost).
-    A file that cannot be read or parsed is left to ``load_config``, whose line names that."""
-    import yaml
-
+    """``SweepError`` naming the arm file when it holds nothing at all (an arm that changes
+    nothing would rerun the Default under another name, at the Default's cost), or cannot be
+    read or is no mapping of config keys (``read_config_file``'s line)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return
-    if isinstance(data, dict) and data:
-        return
-    empty = data is None or data == {}
-    holds = ("nothing (it is empty, or comments only)" if empty else
-             f"a list of {len(data)} item(s)" if isinstance(data, list) else
-             f"a single {type(data).__name__} ({str(data)[:40]!r})")
-    raise SweepError(f"arm file {arm} holds {holds} at its top level, not the config keys the arm "
-                     "changes; write them as a mapping, e.g. `curator: {min_trials: 20}` (as "
-                     "configs/ablations/A4.yaml does)"
-                     + (", or give the arm 'default' to run the Default itself" if empty else ""))
+        data = read_config_file(path)
+    except ValueError as exc:
+        raise SweepError(f"arm file {exc}") from exc
+    if not data:
+        raise SweepError(f"arm file {arm} holds nothing (it is empty, or comments only) at its "
+                         f"top level, not the config keys the arm changes; {WRITE_AS_MAPPING}, "
+                         "or give the arm 'default' to run the Default itself")
 
 
 def arm_files(arm: str) -> list[Path]:

@@ -111,6 +111,18 @@ def test_a_yaml_error_names_the_file_and_line(results, tmp_path):
     assert "<unicode string>" not in line
 
 
+@pytest.mark.parametrize("text, holds", [("- curator\n- router\n", "holds a list of 2 item(s)"),
+                                         ("3\n", "holds a single int ('3')")],
+                         ids=["list", "scalar"])
+def test_a_config_file_holding_no_mapping_says_what_it_holds_and_the_fix(results, tmp_path,
+                                                                         text, holds):
+    """It was 'expected a mapping of config keys' with no fix, where an arm file had one."""
+    config = tmp_path / "mine.yaml"
+    config.write_text(text)
+    refused(run(results, "--config", str(config), "--dry-run"), f"{config} {holds}",
+            "write them as a mapping", "curator: {min_trials: 20}")
+
+
 def test_a_set_value_that_is_not_yaml_is_one_line(results):
     refused(run(results, "--set", "curator.active_cap=[", "--dry-run"),
             "override 'curator.active_cap=['", "not valid YAML", "quote it")

@@ -64,7 +64,8 @@ def _files(run_dir: Path) -> dict[str, bytes]:
     (b"\xff\xfe\x00seed: 42\n", ["not UTF-8 text (byte 0xff at offset 0)",
                                  "restore the file, or save it as UTF-8"]),
     (b"seed: 42\nllm:\n  backend: [sim\n", ["not valid YAML (line 4", "fix the file there"]),
-    (b"- seed\n- 42\n", ["expected a mapping of config keys at the top level"]),
+    (b"- seed\n- 42\n", ["holds a list of 2 item(s)", "expected a mapping of config keys",
+                         "write them as a mapping"]),
 ], ids=["not-utf8", "not-yaml", "a-list"])
 @pytest.mark.parametrize("command", ["skill-list", "solver-cache", "plot", "report", "export",
                                      "sim-report"])
