@@ -105,6 +105,22 @@ class Suicidal:
         os._exit(1)
 
 
+class DiesUnderTheFirstGrade:
+    """A grader whose process dies under the first grade any of its kind gets (``marker``, a
+    file, remembers it across the replacement), then grades every answer as a pass."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def grade(self, task, output, *shared):
+        from ratchet_ray.types import GradeResult
+
+        if not os.path.exists(self.marker):
+            Path(self.marker).touch()
+            os._exit(1)
+        return GradeResult(passed=True, exit_status="ok", trace="graded")
+
+
 class BadBaseUrl:
     """Its constructor raises, as a client built for an unreachable model would."""
 

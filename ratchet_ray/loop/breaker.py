@@ -42,14 +42,18 @@ class PreflightFailed(RunStopped):
     """A preflight check failed before any round ran."""
 
 
+LOST_GRADE = "[grade lost"
+"""How a capsule's note of a grade lost with its actor starts (``execute.lost_grade_note``)."""
+
+
 class InfraFailureStop(RunStopped):
     """Too many infrastructure failures in one split: the round is not recorded."""
 
 
 def _cause_of(capsule: Capsule) -> str:
     """The underlying message of one infra-failure capsule, without the pool's wrapping."""
-    lines = [ln.strip() for ln in (capsule.grader_trace or "").splitlines()
-             if ln.strip() and not ln.startswith("[router]")]  # the router's note is not the cause
+    lines = [ln.strip() for ln in (capsule.grader_trace or "").splitlines()  # notes: not it
+             if ln.strip() and not ln.startswith(("[router]", LOST_GRADE))]
     if not lines:
         return capsule.exit_status
     if re.match(r"^\[(solver|grader) actor\]", lines[0]) and len(lines) > 1:

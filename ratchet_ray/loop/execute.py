@@ -10,6 +10,9 @@ Contracts:
   Several tasks may share one call (``infra.tasks_per_call``); each still gets its own result,
   capsule and progress step. ``shared_inputs`` (from ``share_precomputed``) go with each task's
   grade call, so no grader computes them again.
+- A grade that ran again because its grader actor died under an earlier attempt says so on
+  the first line of its capsule's trace after the router's note (``lost_grade_note``): graders
+  make no LLM call, so no ``llm_call`` row books that loss (a lost Solver attempt's way).
 - Every task yields a capsule: a failed solve (``exit_status`` not ``"ok"``) or a pool job that
   died ``max_attempts`` times is recorded ungraded, ``exit_status`` the exception's name, its
   message in ``grader_trace``, ``infra_failure=True`` (counts in pass@1, never critiqued).
@@ -41,7 +44,7 @@ from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance.counterfactual import PROBE_ATTEMPT, probe_selected
 from ratchet_ray.llm.accounting import llm_call_row
 from ratchet_ray.seeding import seeded_order
-from ratchet_ray.loop.breaker import InfraBreaker
+from ratchet_ray.loop.breaker import LOST_GRADE, InfraBreaker
 from ratchet_ray.loop.budget import RunBudget
 from ratchet_ray.types import (BenchResult, Capsule, GradeResult, NONE_SKILL, Task, Verdict,
                                capsule_id)
@@ -118,6 +121,16 @@ def call_rows(outcome: Any, *, run_id: str, round_: int) -> list[dict[str, Any]]
     return rows
 
 
+def lost_grade_note(result: PoolResult) -> str:
+    """The line that leads a capsule's trace when its grade ran again because its grader actor
+    died under an earlier attempt (the pool counts them in ``attempts``), else "". In brackets
+    on one line: the Critic's failure summary leaves such a line out, and the breaker names no
+    cause from it."""
+    lost = result.attempts - 1
+    return (f"{LOST_GRADE}: its grader actor died under {lost} earlier attempt(s) (run.log "
+            "names each death); graded again]\n" if lost > 0 else "")
+
+
 def _route_note(outcome: Any) -> str:
     """The router's failure, first in the capsule's trace (the task was solved without a skill
     because the router's LLM call failed, not because none applied)."""
@@ -157,9 +170,10 @@ class SplitRunner:
 
     def capsule(self, task: Task, split: str, round_: int, *, outcome: Any = None,
                 grade: GradeResult | None = None, failure: str = "",
-                failure_trace: str = "", attempt: int = 0) -> Capsule:
+                failure_trace: str = "", attempt: int = 0, note: str = "") -> Capsule:
         """The task's capsule: graded (``grade``) or, with ``failure``, an ungraded
-        infrastructure failure whose ``failure_trace`` says what broke."""
+        infrastructure failure whose ``failure_trace`` says what broke; ``note`` leads the
+        grade's trace, after the router's."""
         replies = [*outcome.router_replies, *outcome.solver_replies] if outcome is not None else []
         passed = bool(grade and grade.passed and not failure)
         if failure:
@@ -173,7 +187,7 @@ class SplitRunner:
             skill_id=outcome.skill_id if outcome is not None else NONE_SKILL, passed=passed,
             exit_status=exit_status, infra_failure=infra,
             output=outcome.output if outcome is not None else "",
-            grader_trace=(_route_note(outcome)
+            grader_trace=(_route_note(outcome) + note
                           + (grade.trace if grade else failure_trace))[:20000],
             input_tokens=sum(r.input_tokens for r in replies),
             output_tokens=sum(r.output_tokens for r in replies),
@@ -261,7 +275,8 @@ class SplitRound:
         task = result.item
         outcome = self.awaiting_grade.pop(task.task_id)
         if result.ok:
-            capsule = self._capsule(task, outcome=outcome, grade=result.value)
+            capsule = self._capsule(task, outcome=outcome, grade=result.value,
+                                    note=lost_grade_note(result))
         else:
             capsule = self._capsule(task, outcome=outcome, failure=result.exit_status,
                                     failure_trace=f"[grader actor] {failure_text(result.error)}")
@@ -284,16 +299,17 @@ class SplitRound:
         task = result.item
         outcome = self.probes_awaiting_grade.pop(task.task_id)
         if result.ok:
-            self._record_probe(task, outcome, grade=result.value)
+            self._record_probe(task, outcome, grade=result.value, note=lost_grade_note(result))
         else:
             self._record_probe(task, outcome, failure=result.exit_status, error=result.error)
 
     def _record_probe(self, task: Task, outcome: Any, *, grade: GradeResult | None = None,
-                      failure: str = "", error: Any = None) -> None:
+                      failure: str = "", error: Any = None, note: str = "") -> None:
         calls = [{**row, "role": PROBE_KEY}
                  for row in (self._calls(outcome) if outcome is not None else [])]
         if grade is not None:
-            capsule = self._capsule(task, outcome=outcome, grade=grade, attempt=PROBE_ATTEMPT)
+            capsule = self._capsule(task, outcome=outcome, grade=grade, attempt=PROBE_ATTEMPT,
+                                    note=note)
         else:
             capsule = self._capsule(task, outcome=outcome, failure=failure,
                                     failure_trace=f"[probe] {failure}: {error or ''}",

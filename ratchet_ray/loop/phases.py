@@ -87,7 +87,7 @@ def _run_split(ctx: LoopContext, tasks: list[Task], split: str, round_: int) -> 
         bench = runner.run(tasks, split, round_)
     finally:
         record_lost_attempts(ctx, round_, ctx.actors.solvers)
-        ctx.actors.graders.take_lost()  # grading makes no LLM calls: nothing to account
+        ctx.actors.graders.take_lost()  # no LLM call to book: each capsule notes its lost grades
     ctx.run.write_round_json(round_, f"{split}.json", bench_json(bench))
     return bench
 

@@ -26,18 +26,20 @@ from actors.pools import PoolResult, ResilientPool
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.governance.cheat_probe import TWIN_ATTEMPT, TWIN_KEY, twins_of_round
 from ratchet_ray.loop.context import LoopContext
+from ratchet_ray.loop.execute import lost_grade_note
 from ratchet_ray.suites import hooks
 from ratchet_ray.types import NONE_SKILL, Capsule, GradeResult, capsule_id
 
 
 def _twin_capsule(real: dict[str, Any], grade: GradeResult | None, failure: str = "",
                   trace: str = "") -> Capsule:
-    """The twin's capsule: the real attempt's identity and output, the twin's grade."""
+    """The twin's capsule: the real attempt's identity and output, the twin's grade (``trace``
+    leading its trace: a lost grade's note) or ``failure`` (``trace`` what broke)."""
     fields = {k: real[k] for k in ("run_id", "arm", "seed", "round", "split", "task_id",
                                    "skill_id", "output")}
     if grade is not None:
         outcome = {"passed": grade.passed, "exit_status": grade.exit_status,
-                   "infra_failure": grade.infra_failure, "grader_trace": grade.trace[:20000],
+                   "infra_failure": grade.infra_failure, "grader_trace": (trace + grade.trace)[:20000],
                    "latency_s": grade.duration_s}
     else:
         outcome = {"passed": False, "exit_status": failure, "infra_failure": True,
@@ -71,7 +73,8 @@ def grade_twins(ctx: LoopContext, round_: int) -> int:
     def handle(_pool: ResilientPool, result: PoolResult) -> None:
         task_id = result.key[1]
         if result.ok:
-            capsules.append(_twin_capsule(real[task_id], result.value))
+            capsules.append(_twin_capsule(real[task_id], result.value,
+                                          trace=lost_grade_note(result)))
         else:
             capsules.append(_twin_capsule(real[task_id], None, result.exit_status,
                                           f"[grader actor] {failure_text(result.error)}"))

@@ -7,7 +7,7 @@ import ray
 from actors.pools import ResilientPool
 from actors.solver import SolverActor
 from fakes import HashEmbedder, ScriptedLLM
-from loop_helpers import SlowCanonical, running_actors
+from loop_helpers import DiesUnderTheFirstGrade, SlowCanonical, running_actors
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.execute import SplitRunner
@@ -79,5 +79,37 @@ def test_killing_a_solver_and_a_grader_mid_round_loses_nothing(ray_local, tmp_pa
     rows = store.connect().execute(
         "SELECT task_id, count(*), bool_and(passed) FROM capsule GROUP BY task_id").fetchall()
     assert sorted(rows) == sorted((t, 1, True) for t in TASK_IDS)
+    solvers.shutdown()
+    graders.shutdown()
+
+
+def test_a_grade_lost_with_its_grader_says_so_in_its_capsule_and_counts_once(ray_local, tmp_path):
+    """A lost grade was only in run.log (graders book no llm_call row, as a lost Solver attempt
+    is booked): the capsules and the report showed nothing of it."""
+    config = LoopConfig()
+    by_id = {t.task_id: t for t in get_suite("mbpp").load_tasks(config)}
+    tasks = [by_id[t] for t in TASK_IDS[:2]]
+    dataset = load_mbpp_plus(None)
+    solutions = {t.payload["entry_point"]: dataset.problem(t.task_id)["canonical_solution"]
+                 for t in tasks}
+    solvers = ResilientPool(lambda: SolverActor.options(num_cpus=0).remote(
+        config, llm=ScriptedLLM(SlowCanonical(solutions, delay=0.0)), embedder=HashEmbedder(),
+        output_kind="code"), 1, name="solver")
+    dies = ray.remote(num_cpus=0)(DiesUnderTheFirstGrade)
+    graders = ResilientPool(lambda: dies.remote(str(tmp_path / "died")), 1, name="grader")
+    graders.heal()  # started: the death costs its job an attempt
+    store = EvidenceStore(tmp_path / "run")
+    runner = SplitRunner(run_id="lost-grade", arm="default", seed=42, store=store,
+                         solvers=solvers, graders=graders)
+    bench = runner.run(tasks, "eval", 0)
+    assert (bench.total, bench.resolved, bench.infra_failures) == (2, 2, 0)
+    con = store.connect()
+    traces = dict(con.execute("SELECT task_id, grader_trace FROM capsule").fetchall())
+    first = seeded_order(tasks, lambda t: t.task_id, 42, 0, "eval", "tasks")[0].task_id
+    assert traces.pop(first) == ("[grade lost: its grader actor died under 1 earlier "
+                                 "attempt(s) (run.log names each death); graded again]\ngraded")
+    assert list(traces.values()) == ["graded"]
+    assert con.execute("SELECT count(*) FROM llm_call WHERE role = 'grader'").fetchone() == (0,)
+    assert [lost.attempt for lost in graders.take_lost()] == [1]
     solvers.shutdown()
     graders.shutdown()

@@ -75,6 +75,21 @@ def test_the_breaker_names_the_first_cause_and_the_commonest_with_its_count():
                                                                              RunStopped)
 
 
+def test_the_breaker_names_no_cause_from_a_lost_grades_note():
+    from actors.pools import PoolResult
+    from ratchet_ray.loop.execute import lost_grade_note
+
+    note = lost_grade_note(PoolResult(item=None, attempts=2))
+    breaker = InfraBreaker("eval", 0, total=1, max_rate=0.0)
+    with pytest.raises(InfraFailureStop, match=r"Root cause \(first, on Mbpp/2\): "
+                                               r"SandboxError: bwrap: no user namespaces\."):
+        breaker.observe(Capsule(capsule_id="c", run_id="r", round=0, split="eval",
+                                task_id="Mbpp/2", passed=False, exit_status="SandboxError",
+                                infra_failure=True,
+                                grader_trace=f"{note}bwrap: no user namespaces."))
+    assert lost_grade_note(PoolResult(item=None, attempts=1)) == ""
+
+
 def test_the_baseline_stops_on_infra_failures_and_writes_none_of_them(ray_local, tmp_path):
     from ratchet_ray.cli.baseline import done_probes, run_baseline
     from ratchet_ray.loop.runtime import Models
