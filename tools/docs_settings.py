@@ -45,6 +45,9 @@ ENV_NOTES = {
     "RATCHET_EVAL_REPEAT": "Set by `ratchet experiment run` (1, 2, ...) on the baseline's noise "
                            "repeats, never by hand: an evaluator that takes seeds runs other "
                            "ones (the built-in `eval-skill-loop` runs seed + 1000 x k).",
+    "RATCHET_SWEEP_COMMAND": "Set by `jobs.ablations` in each of its jobs, never by hand: the "
+                             "command that continues the sweep, which the job's driver names "
+                             "wherever a single run says `--resume RUN`.",
 }
 # Variables that are not settings but that the code reads (secrets and addresses).
 OTHER_VARS = {

@@ -14,7 +14,6 @@ higher limit for a run that stopped at its budget).
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
 import click
@@ -125,10 +124,15 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
     except RunStopped as exc:  # the cause and its fix, on one line, and a non-zero exit
         raise click.ClickException(f"run stopped: {exc}") from exc
     except RunInterrupted as exc:  # Ctrl-C: where it stopped and the command that goes on
-        resume_command = (f"{click.get_current_context().command_path} --resume "
-                          f"{shlex.quote(str(exc.run_dir))}")
-        click.echo(f"interrupted in round {exc.round} of {exc.rounds} ({exc.finished} round(s) "
-                   f"finished; recorded in {exc.run_dir / 'stopped.json'}); continue with: "
+        from ratchet_ray.loop.rundir import resume_advice
+
+        said = f"interrupted in round {exc.round} of {exc.rounds} ({exc.finished} round(s) finished"
+        if not exc.recorded:  # its folder was deleted meanwhile: nothing is left to resume
+            click.echo(f"{said}); its run dir {exc.run_dir} is gone (deleted while the run ran), "
+                       "so nothing was recorded", err=True)
+            raise SystemExit(130) from exc
+        resume_command = resume_advice(exc.run_dir, click.get_current_context().command_path)
+        click.echo(f"{said}; recorded in {exc.run_dir / 'stopped.json'}); continue with: "
                    f"{resume_command}", err=True)
         raise SystemExit(130) from exc
     from ratchet_ray.report.learned import story

@@ -18,6 +18,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ratchet_ray.loop.rundir import resume_advice
 from ratchet_ray.suites.hooks import fix_hint, task_id_patterns
 from ratchet_ray.types import Capsule
 
@@ -94,8 +95,8 @@ class InfraBreaker:
     round: int
     total: int
     max_rate: float
-    retry: str = "continue with --resume"
-    """How the user retries once the cause is fixed."""
+    retry: str = field(default_factory=lambda: f"continue with {resume_advice()}")
+    """How the user retries once the cause is fixed (a sweep's job: the sweep's command)."""
     suite: str | None = None
     """The run's suite, whose fix hints apply (None: every registered suite's)."""
     failures: list[tuple[str, str]] = field(default_factory=list)

@@ -28,7 +28,10 @@ table) and docs/running.md ("When the infrastructure breaks", "Budget"). Contrac
   SIGTERM too, through ``session.ray_session``) is
   recorded like a stop (``stopped.json`` kind ``Interrupted``, ``loop.json``); ``run_loop`` then
   raises ``RunInterrupted`` carrying the round reached, which the CLI turns into one line with
-  the exact ``--resume`` command.
+  the exact ``--resume`` command. A run dir deleted while the run ran is not made again to
+  record a stop or interrupt (the log says it is gone).
+- The way on every stop names is ``rundir.resume_advice``: ``--resume RUN``, or in a sweep's job
+  the sweep's command (``rundir.SWEEP_COMMAND_ENV``).
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ from ratchet_ray.loop.grade_pool import grade_all, reap_after_round
 from ratchet_ray.loop.budget import BudgetExhausted, RunBudget, resume_config
 from ratchet_ray.loop.phases import CriticIncomplete, LoopContext
 from ratchet_ray.loop.progress import LoopProgress
-from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir
+from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir, resume_advice
 from ratchet_ray.loop.runtime import Models, RayStartError, check_ray
 from ratchet_ray.loop.session import RunRuntime, interrupting_signal
 from ratchet_ray.suites import before_rounds, hooks, split_tasks, suite_for
@@ -145,7 +148,7 @@ def run_phase(ctx: LoopContext, phase: Phase, round_: int, summary: RoundSummary
             if attempt == attempts:
                 raise RunStopped(
                     f"round {round_} {phase.name}: failed {attempt} time(s), last: "
-                    f"{cause[:1500]}; --resume redoes only what it left undone") from exc
+                    f"{cause[:1500]}; {resume_advice()} redoes only what it left undone") from exc
             log.warning("round %d: phase %s attempt %d of %d failed (%s); running it again",
                         round_, phase.name, attempt, attempts, cause[:500])
             time.sleep(RETRY_PAUSE_S * attempt)
@@ -241,12 +244,26 @@ def query_interrupted(exc: BaseException) -> bool:
 
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C (SIGINT) stopped the run in ``round`` (``finished`` rounds were done); the stop is
-    recorded in the run dir's ``stopped.json`` and ``loop.json``. Still a ``KeyboardInterrupt``,
-    so a caller that does not know it unwinds as from Ctrl-C."""
+    recorded in the run dir's ``stopped.json`` and ``loop.json`` unless the run dir is gone
+    (``recorded`` False). Still a ``KeyboardInterrupt``, so a caller that does not know it
+    unwinds as from Ctrl-C."""
 
-    def __init__(self, run_dir: Path, round_: int, finished: int, rounds: int):
+    def __init__(self, run_dir: Path, round_: int, finished: int, rounds: int,
+                 recorded: bool = True):
         super().__init__(f"interrupted in round {round_} of {rounds} ({finished} finished)")
         self.run_dir, self.round, self.finished, self.rounds = run_dir, round_, finished, rounds
+        self.recorded = recorded
+
+
+def _gone(run: RunDir, what: str) -> bool:
+    """Whether the run dir was deleted while the run ran (its sweep folder removed): then
+    ``what`` is not recorded, since writing it would make a bare run dir again, which a report
+    would list as an unfinished run; the log says so."""
+    if run.path.is_dir():
+        return False
+    log.error("the run dir %s is gone (deleted while the run ran): %s is not recorded", run.path,
+              what)
+    return True
 
 
 def record_interrupt(run: RunDir, config: LoopConfig, by: str = "") -> RunInterrupted:
@@ -261,12 +278,15 @@ def record_interrupt(run: RunDir, config: LoopConfig, by: str = "") -> RunInterr
     stopped = {"cause": f"interrupted ({by or 'Ctrl-C / SIGINT'}) in round {round_} of "
                         f"{config.rounds}",
                "kind": "Interrupted", "at": time.time(), "round": round_}
+    if _gone(run, "the interrupt"):
+        return RunInterrupted(run.path, round_, len(finished), config.rounds, recorded=False)
     try:
         atomic_write_json(run.path / STOPPED_FILE, stopped)
         run.write_loop_json(config, finished, stopped=stopped)
     except OSError as err:
         log.error("could not record the interrupt: %s", err)
-    log.warning("run interrupted in round %d; continue it with --resume %s", round_, run.path)
+    log.warning("run interrupted in round %d; continue it with %s", round_,
+                resume_advice(run.path))
     return RunInterrupted(run.path, round_, len(finished), config.rounds)
 
 
@@ -284,18 +304,20 @@ def record_stop(run: RunDir, config: LoopConfig, exc: BaseException) -> RunStopp
         where, line = no_room(full, run.path)
         stop: RunStopped = DiskFull(
             f"{line}: free space on that disk (df -h {shlex.quote(str(where))}), then continue "
-            f"with --resume {shlex.quote(str(run.path))}")
+            f"with {resume_advice(run.path)}")
     else:
         stop = exc if isinstance(exc, RunStopped) else RunStopped(str(exc))
     stopped = {"cause": str(stop), "kind": type(stop).__name__, "at": time.time()}
     if isinstance(exc, BudgetExhausted):
         stopped["budget"] = exc.details
+    if _gone(run, f"its stop ({stop})"):
+        return stop
     try:
         atomic_write_json(run.path / STOPPED_FILE, stopped)
         run.write_loop_json(config, run.summaries(), stopped=stopped)
     except (OSError, ValueError) as err:  # the cause is raised and logged either way
         log.error("could not record the stop in stopped.json / loop.json: %s", err)
-    log.error("run stopped: %s; continue it with --resume %s", stop, run.path)
+    log.error("run stopped: %s; continue it with %s", stop, resume_advice(run.path))
     return stop
 
 
@@ -369,7 +391,7 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
             raise record_interrupt(run, config, interrupting_signal()) from exc
         if disk_full(exc):  # wherever it came from: the driver's files, an actor's, a part
             raise record_stop(run, config, exc) from exc
-        log.exception("run stopped; continue it with --resume %s", run.path)
+        log.exception("run stopped; continue it with %s", resume_advice(run.path))
         raise
     finally:
         if tracker is not None:  # bounded wait (tracking.timeout_s), never raises

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import shlex
 import sys
@@ -55,6 +56,19 @@ SUMMARY_FILE = "summary.json"
 _IDS_FIX = ("the file is written once when the run starts; restore it from a copy of the run "
             "dir (it lists the task ids of the split)")
 _TAG_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+SWEEP_COMMAND_ENV = "RATCHET_SWEEP_COMMAND"
+"""Set by a sweep in each of its jobs' environment (``sweep.jobs.submission``): the command that
+continues the sweep, which its runs name wherever a run names ``--resume RUN``."""
+
+
+def resume_advice(path: Path | None = None, prog: str = "") -> str:
+    """How a stopped run goes on: ``[PROG ]--resume[ PATH]``, or in a sweep's job
+    (``SWEEP_COMMAND_ENV``) the sweep's command in backticks: a run resumed alone would leave
+    the sweep, its lock, budget, status and report."""
+    sweep = os.environ.get(SWEEP_COMMAND_ENV, "").strip()
+    if sweep:
+        return f"`{sweep}`"
+    return " ".join(w for w in (prog, "--resume", shlex.quote(str(path)) if path else "") if w)
 
 
 def run_name(config: LoopConfig, n_train: int, n_eval: int) -> str:
@@ -183,7 +197,7 @@ class RunDir:
                     f"the skill bank's folder {self.path / name} is missing, while the checkpoint "
                     f"{latest / name} holds {len(kept)} file(s): a resume would start from an "
                     f"empty bank; restore it (cp -a {shlex.quote(str(latest / name))} "
-                    f"{shlex.quote(str(self.path / name))}) and --resume again")
+                    f"{shlex.quote(str(self.path / name))}) and {resume_advice()} again")
 
     def config(self) -> LoopConfig:
         return load_config([self.path / CONFIG_FILE])
@@ -206,8 +220,8 @@ class RunDir:
         path = self.round_file(round_, name)
         if not path.is_file():
             return None
-        return _read_json(path, f"move it out of {path.parent} and resume with --resume "
-                                f"{self.path}: the phase that wrote it runs again")
+        return _read_json(path, f"move it out of {path.parent} and resume with "
+                                f"{resume_advice(self.path)}: the phase that wrote it runs again")
 
     def write_summary(self, summary: RoundSummary) -> None:
         self.write_round_json(summary.round, SUMMARY_FILE, summary.model_dump(mode="json"))
@@ -224,9 +238,9 @@ class RunDir:
                     first = str(exc).splitlines()[0][:200]
                     raise RunFileError(
                         f"{path} is not a valid round summary ({first}); move it out of "
-                        f"{folder} and resume with --resume {self.path}: the round's work is in "
-                        "the evidence, so the resumed run rewrites the summary without redoing "
-                        "or double-counting anything; when a later round has finished too, "
+                        f"{folder} and resume with {resume_advice(self.path)}: the round's work "
+                        "is in the evidence, so the resumed run rewrites the summary without "
+                        "redoing or double-counting anything; when a later round has finished too, "
                         "rebuild it from a copy instead (the `round` view of `ratchet query` "
                         "holds its numbers)") from exc
         return sorted(found, key=lambda s: s.round)

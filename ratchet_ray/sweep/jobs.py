@@ -5,19 +5,20 @@ Contracts:
   ``timeout_s`` passes (then ``SweepError`` naming the address; at once when nothing accepts a
   connection). ``address`` is a GCS address (``HOST:6379``, ``auto``) or the dashboard URL
   (``is_dashboard_url``), whose GCS address ``gcs_address`` learns.
-- ``submission(job, scope)``: the entrypoint runs ``argv`` (this venv's Python first) from
+- ``submission(job, env, rerun)``: the entrypoint runs ``argv`` (this venv's Python first) from
   ``job.cwd``; the ``runtime_env`` carries ``forwarded_env`` (``RATCHET_*``, the suites'
   ``forward`` variables, HF offline switches, AWS region / profile, Ray auth mode; never a
-  secret-named one) and makes a stop a SIGINT with ``STOP_WAIT_S`` before Ray kills it.
+  secret-named one) and ``rerun`` as ``loop.rundir.SWEEP_COMMAND_ENV`` (the driver then names
+  the sweep's command wherever a run names ``--resume RUN``), and makes a stop a SIGINT with
+  ``STOP_WAIT_S`` before Ray kills it.
 - ``run_ray_jobs`` keeps at most ``parallel`` jobs running and follows the ``attach`` ones (an
   earlier invocation's, never submitted twice); driver logs are copied into ``Job.log`` every
   ``log_every_s`` and at the end; ``jobs.json`` records each submission id as made;
   ``on_done`` gets each ``JobOutcome`` in finishing order (FAILED carries the exit code and the
-  root cause from ``stopped.json``; STOPPED: returncode None). An unfinished job's cause and
-  message name ``rerun`` (the sweep's command, ``spec.sweep_command``) as the way on, never the
-  single run's ``--resume RUN`` its driver advised (``sweep_cause``): a run resumed alone would
-  leave the sweep, its lock, budget ledger, status and report. A cause naming no way on ends
-  with ``rerun``, but a spent budget's, which names its own (the rerun with a higher limit).
+  root cause from ``stopped.json``; STOPPED: returncode None). An unfinished job's cause names
+  ``rerun`` (the sweep's command, ``spec.sweep_command``) as the way on: its driver says it
+  (``submission``), and a cause naming no way on (an interrupt, a crash's last line) ends with
+  it (``sweep_cause``), but a spent budget's, which names its own (a higher limit).
 - ``--stop`` from another shell (``spec.STOP_FILE`` in ``out_dir``, written before it stops the
   running jobs): no job is submitted after it; each one not yet started is reported, not run.
 - Leaving ``run_ray_jobs`` by an exception (Ctrl-C, SIGTERM) stops every job it follows, waits
@@ -36,6 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from ratchet_ray.loop.rundir import SWEEP_COMMAND_ENV
 from ratchet_ray.storage.fsutil import atomic_write_json
 from ratchet_ray.sweep.spec import STOP_FILE, Job, JobOutcome, SweepError
 from ratchet_ray.suites.hooks import forwarded_env_vars
@@ -135,10 +137,10 @@ def forwarded_env(env: Mapping[str, str]) -> dict[str, str]:
             if (k.startswith("RATCHET_") or k in names) and not SECRET_NAME.search(k)}
 
 
-def submission(job: Job, env: Mapping[str, str]) -> dict[str, Any]:
+def submission(job: Job, env: Mapping[str, str], rerun: str) -> dict[str, Any]:
     """``submit_job`` keyword arguments of ``job`` (entrypoint and runtime_env)."""
     entrypoint = f"cd {shlex.quote(str(job.cwd))} && exec {shlex.join(job.argv)}"
-    env_vars = {**forwarded_env(env), "RAY_JOB_STOP_SIGNAL": "SIGINT",
+    env_vars = {**forwarded_env(env), SWEEP_COMMAND_ENV: rerun, "RAY_JOB_STOP_SIGNAL": "SIGINT",
                 "RAY_JOB_STOP_WAIT_TIME_S": str(STOP_WAIT_S)}
     return {"entrypoint": entrypoint, "runtime_env": {"env_vars": env_vars}}
 
@@ -219,22 +221,12 @@ def _wait_ended(client: Any, job_ids: Sequence[str], wait_s: float,
         time.sleep(poll_s)
 
 
-RESUME_ADVICE = re.compile(
-    r"(?:(?:\S+ -m )?jobs\.skill_loop |(?:\S*/)?ratchet run )?--resume"
-    r"(?: (?:'/[^']*'|/[^\s'\"]*[^\s'\".,;:)]))?")
-"""A single run's resume advice in its driver's words: ``--resume``, the run dir after it when
-named (quoted or not), and the command before it when named (``python -m jobs.skill_loop``,
-``ratchet run``)."""
-
-
-def sweep_cause(text: str, rerun: str, *, append: bool = True) -> str:
-    """``text`` (an arm-seed's cause) as the sweep's user must read it: every single-run resume
-    advice (``RESUME_ADVICE``) names ``rerun`` in backticks instead; ``append``: a text naming no
-    way on ends with it."""
-    said = RESUME_ADVICE.sub(lambda _: f"`{rerun}`", text)
-    if not append or f"`{rerun}`" in said:
-        return said
-    return f"{said}; rerun the sweep to resume it: `{rerun}`"
+def sweep_cause(text: str, rerun: str) -> str:
+    """``text`` (an arm-seed's cause), ending with ``rerun`` in backticks unless it names it
+    already (its driver does, ``submission``)."""
+    if f"`{rerun}`" in text:
+        return text
+    return f"{text}; rerun the sweep to resume it: `{rerun}`"
 
 
 def _stopped_record(job: Job, since: float) -> dict[str, Any] | None:
@@ -310,10 +302,10 @@ class _Followed:
             cause = self.last_line()
         budget = stopped.get("kind") == "BudgetExhausted"  # its words name the way on: a
         # higher limit given to the sweep's command; a plain rerun would stop at once again
+        cause = stopped.get("cause", cause)
         return JobOutcome(self.job.name, self.action, returncode, wall, str(self.job.log),
-                          f"{sweep_cause(said, self.rerun, append=False)} (log: {self.job.log})",
-                          sweep_cause(stopped.get("cause", cause), self.rerun, append=not budget),
-                          self.job_id, budget)
+                          f"{said} (log: {self.job.log})",
+                          cause if budget else sweep_cause(cause, self.rerun), self.job_id, budget)
 
 
 def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[str, str],
@@ -367,7 +359,7 @@ def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[s
                 if not followed.submitted:
                     submit_when_ready(client, submission_id=followed.job_id,
                                       metadata={"sweep": scope, "arm_seed": job.name},
-                                      **submission(job, env))
+                                      **submission(job, env, rerun))
                     followed.submitted = True
                     with _sweep_files(out_dir, rerun):
                         _record(out_dir, job.name, {"job_id": followed.job_id,
