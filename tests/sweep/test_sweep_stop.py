@@ -1,0 +1,74 @@
+"""``--stop`` from another shell: the recorded jobs still running are stopped and waited for (one
+that outlives the wait is named), and the sweep's own process submits no further job."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from fake_jobs import FakeJobClient
+from ratchet_ray.sweep.jobs import (recorded_status, run_ray_jobs, stop_recorded_jobs,
+                                    submission)
+from ratchet_ray.sweep.spec import Job, SweepError
+from sweep_helpers import RERUN, sleeper
+from waiting import wait_for
+
+
+def test_stop_recorded_jobs_stops_what_still_runs(tmp_path: Path):
+    client = FakeJobClient()
+    client.submit_job(submission_id="a", **submission(sleeper(tmp_path, "a", 60), {}, RERUN))
+    client.submit_job(submission_id="b", **submission(sleeper(tmp_path, "b", 0), {}, RERUN))
+    (tmp_path / "jobs.json").write_text('{"a": {"job_id": "a"}, "b": {"job_id": "b"}, '
+                                        '"c": {"job_id": "gone"}}')
+    # Stopped once its SIGINT handler is in place (the "start" line comes after it) and b ended.
+    wait_for(lambda: "start" in client.get_job_logs("a")
+             and client.get_job_status("b") == "SUCCEEDED", 60, "job a to start, b to end")
+    assert stop_recorded_jobs(client, tmp_path, wait_s=30) == ["a"]
+    assert recorded_status(client, tmp_path) == {"a": "STOPPED", "b": "SUCCEEDED",
+                                                 "c": "UNKNOWN"}
+    assert "interrupted: released the run" in client.get_job_logs("a")  # unwound, not killed
+
+
+def test_stop_recorded_jobs_names_a_job_that_outlives_the_wait(tmp_path: Path):
+    client = FakeJobClient()
+    stubborn = [sys.executable, "-c", "import signal, time; "
+                "signal.signal(signal.SIGINT, signal.SIG_IGN); print('start', flush=True); "
+                "time.sleep(60)"]
+    job = Job("a", "new", stubborn, tmp_path / "logs" / "a.log", tmp_path / "runs" / "a")
+    client.submit_job(submission_id="a", **submission(job, {}, RERUN))
+    (tmp_path / "jobs.json").write_text('{"a": {"job_id": "a"}}')
+    wait_for(lambda: "start" in client.get_job_logs("a"), 60, "job a to start")
+    with pytest.raises(SweepError, match=r"asked a to stop, still running 1s later.*ray job"):
+        stop_recorded_jobs(client, tmp_path, wait_s=1)
+    assert client.get_job_status("a") == "RUNNING"
+    os.killpg(client.procs["a"].pid, signal.SIGKILL)
+
+
+def test_stop_from_another_shell_ends_the_sweep_not_only_its_running_jobs(tmp_path):
+    """``--stop`` stops the running jobs; the sweep's own process then submitted the next
+    pending ones, so the sweep went on. Now it submits none after the request, reports each as
+    not started, and the next invocation (``lock_sweep``) runs again."""
+    from ratchet_ray.sweep.spec import STOP_FILE, lock_sweep
+
+    client, seen = FakeJobClient(), []
+    jobs = [sleeper(tmp_path, f"j{i}", 60) for i in range(3)]
+
+    def stop_from_another_shell(line: str) -> None:  # what `--stop` does, in its order
+        job_id = client.submitted[0]["submission_id"]  # stopped once its SIGINT handler is in
+        wait_for(lambda: "start" in client.get_job_logs(job_id), 60, "job j0 to start")
+        (tmp_path / STOP_FILE).write_text("{}")
+        stop_recorded_jobs(client, tmp_path, wait_s=30)
+
+    outcomes = run_ray_jobs(client, jobs, 1, {}, tmp_path, scope="s", rerun=RERUN,
+                            on_done=seen.append, on_start=stop_from_another_shell, poll_s=0.05)
+    assert len(client.submitted) == 1 and outcomes == seen
+    by_name = {o.name: o for o in outcomes}
+    assert sorted(by_name) == ["j0", "j1", "j2"] and not any(o.ok for o in outcomes)
+    assert by_name["j1"].cause == ("not started: --stop stopped the sweep; rerun the sweep to "
+                                   f"resume it: `{RERUN}`")
+    lock_sweep(tmp_path).release()
+    assert not (tmp_path / STOP_FILE).exists()
