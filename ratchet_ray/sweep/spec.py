@@ -254,19 +254,22 @@ def with_recorded_budget(spec: SweepSpec) -> SweepSpec:
 
 
 def sweep_command(prog: str, spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int],
-                  parallel: int = 1, address: str | None = None) -> str:
-    """The command that continues the sweep ``spec`` of ``arms`` x ``seeds``: ``prog`` (as it
-    was started: ``python -m jobs.ablations``, ``ratchet ablations``) with its arms, seeds,
-    shared flags, ``--parallel``, ``--address`` and ``--out`` (absolute, as an arm file's path).
-    Rerunning it skips the finished arm-seeds and resumes the others (``plan_jobs``) under the
-    budget ``sweep.json`` recorded (``with_recorded_budget``)."""
+                  parallel: int = 1, address: str | None = None, cwd: Path | None = None) -> str:
+    """The command that continues the sweep ``spec`` of ``arms`` x ``seeds``, from any folder:
+    ``cd`` to ``cwd`` (default: this process's), the folder the sweep was started in, where its
+    jobs run and relative paths in ``--set`` values and ``$RATCHET_*`` variables mean what they
+    meant, then ``prog`` (as it was started: ``python -m jobs.ablations``, ``ratchet
+    ablations``) with its arms, seeds, shared flags, ``--parallel``, ``--address`` and ``--out``
+    (absolute, as an arm file's path). Rerunning it skips the finished arm-seeds and resumes the
+    others (``plan_jobs``) under the budget ``sweep.json`` recorded (``with_recorded_budget``)."""
     arm_list = ",".join(str(Path(arm).expanduser().resolve()) if is_arm_file(arm) else arm
                         for arm in arms)
     argv = [*shlex.split(prog), spec.suite, "--arms", arm_list,
             "--seeds", ",".join(map(str, seeds)), *spec.shared_flags()]
     argv += ["--parallel", str(parallel)] if parallel != 1 else []
     argv += ["--address", address] if address else []
-    return shlex.join([*argv, "--out", str(spec.out_dir)])
+    where = shlex.quote(str(cwd or Path.cwd()))
+    return f"cd {where} && {shlex.join([*argv, '--out', str(spec.out_dir)])}"
 
 
 def read_sweep_file(out_dir: Path) -> dict[str, Any]:

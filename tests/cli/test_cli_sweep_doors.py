@@ -179,8 +179,8 @@ def test_ctrl_c_before_any_job_started_says_so(tmp_path, monkeypatch):
     assert done.exit_code == 130, done.output
     (line,) = [line for line in done.output.splitlines() if line.startswith("interrupted")]
     assert line.startswith(f"interrupted: no job of the sweep had started (status in {out}")
-    assert line.endswith(f"rerun the same command to resume them: "
-                         f"`ratchet ablations sim --arms default --seeds 5 --rounds 1 --out {out}`")
+    assert line.endswith(f"rerun the same command to resume them: `cd {Path.cwd()} && "
+                         f"ratchet ablations sim --arms default --seeds 5 --rounds 1 --out {out}`")
     assert json.loads((out / "status.json").read_text()) == {}
 
 
@@ -233,7 +233,7 @@ def test_an_arm_seed_whose_driver_died_names_the_sweeps_command(tmp_path):
         if sweep.poll() is None:
             sweep.send_signal(signals.SIGINT)  # stops its job and its head
             sweep.wait(timeout=240)
-    rerun = f"python -m jobs.ablations {' '.join(argv[3:])}"
+    rerun = f"cd {ROOT} && python -m jobs.ablations {' '.join(argv[3:])}"
     (line,) = [line for line in err.splitlines() if line.startswith("FAILED default_s5")]
     assert sweep.returncode == 1 and line.endswith(f"rerun the sweep to resume it: `{rerun}`")
     assert "--resume" not in err and "Traceback" not in err, err[-3000:]

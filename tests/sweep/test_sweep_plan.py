@@ -73,8 +73,8 @@ def test_the_sweep_command_is_the_invocation_that_continues_the_sweep(tmp_path, 
     command = sweep_command("python -m jobs.ablations", spec, ["A1", "my_arm.yaml"], [42, 7], 2,
                             "http://h:8265")
     argv = shlex.split(command)
-    assert argv[:3] == ["python", "-m", "jobs.ablations"]
-    params = main.make_context("ablations", argv[3:]).params
+    assert argv[:6] == ["cd", str(tmp_path), "&&", "python", "-m", "jobs.ablations"]
+    params = main.make_context("ablations", argv[6:]).params
     assert (params["arms"], params["seeds"]) == (["A1", str(arm)], [42, 7])
     assert (params["parallel"], params["address"], params["out_dir"]) == (2, "http://h:8265",
                                                                           spec.out_dir)
@@ -84,3 +84,28 @@ def test_the_sweep_command_is_the_invocation_that_continues_the_sweep(tmp_path, 
                           "workers", "bank")})
     assert again.shared_flags() == spec.shared_flags()  # the rerun's flags match sweep.json
     assert "budget.max_tokens" not in command  # sweep.json's budget is kept by the rerun
+
+
+def test_the_sweep_command_means_the_same_from_any_folder(tmp_path, monkeypatch):
+    """A relative ``--set`` path means the sweep's folder (its jobs run there); the command
+    sweep.json records kept it as given, so pasted in another folder it named another file."""
+    import subprocess
+    import sys
+
+    from ratchet_ray.sweep.spec import sweep_command
+
+    started = tmp_path / "started_here"
+    (started / "plugins").mkdir(parents=True)
+    (started / "plugins" / "mine.py").write_text("")
+    monkeypatch.chdir(started)
+    spec = SweepSpec(suite="mbpp", out_dir=started / "sweep",
+                     sets=("suite_plugins=[plugins/mine.py]",))
+    # ``prog`` stands in for the sweep: it says whether the --set path is there, where it runs.
+    probe = (f"{shlex.quote(sys.executable)} -c 'import os, sys; "
+             "print(os.path.isfile(sys.argv[sys.argv.index(\"--set\") + 1][15:-1]))'")
+    command = sweep_command(probe, spec, ["A1"], [42])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run(["bash", "-c", command], cwd=elsewhere, capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "True"), (command, done.stderr)
