@@ -8,12 +8,13 @@ Contracts:
   (``ensure_auth_token`` makes ``~/.ray/auth_token``), so ``RAY_AUTH_MODE=token`` is set and
   yielded unless the caller's environment names a mode.
 - The head is ready when the block starts (``ray status`` answers, the runtime has started). A
-  dashboard port taken between choosing and binding it is retried on fresh ports up to
-  ``START_ATTEMPTS`` times; any other death, or no readiness within ``ready_timeout_s``, raises
-  ``RayHeadError``: one line naming what failed (a port in use, another head at its address, a
-  full or unwritable /tmp, its auth token, else the last error line its log holds), the fix,
-  and where the details are: the head's log, and Ray's own logs of that start, copied beside it
-  (``session_logs(log)``) before its session folder goes.
+  port of its own taken between choosing and binding it (the dashboard's, the GCS's:
+  ``PORT_TAKEN``) is retried on fresh ports up to ``START_ATTEMPTS`` times; any other death,
+  or no readiness within ``ready_timeout_s``, raises ``RayHeadError``: one line naming what
+  failed (a port in use, another head at its address, a full or unwritable /tmp, its auth
+  token, else the last error line its log holds), the fix, and where the details are: the
+  head's log, and Ray's own logs of that start, copied beside it (``session_logs(log)``) before
+  its session folder goes.
 - Leaving the block: SIGTERM to the head it started, SIGKILL to its group if it lingers (or if
   ``ray start`` died); nothing else is touched.
 """
@@ -42,6 +43,8 @@ SLOW_FIX = ("this machine may be too busy: rerun when it is less so, or start a 
 # Ray's words for the dashboard's port taken: by ``ray start``'s check before it starts the
 # dashboard, and by the dashboard itself when the port went between that check and its bind.
 DASHBOARD_PORT_TAKEN = ("because it's already occupied", "Failed to find a valid port for dashboard")
+# ... and for a gRPC server's port taken (the GCS's, given by ``--port``): ``ray start`` exits.
+PORT_TAKEN = (*DASHBOARD_PORT_TAKEN, "Failed to start the grpc server. The specified port is")
 
 
 class RayHeadError(RuntimeError):
@@ -184,7 +187,7 @@ def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
             head.wait_ready(env, ready_timeout_s)
             break
         except BaseException as exc:
-            taken = isinstance(exc, RayHeadError) and head.port_taken()
+            taken = isinstance(exc, RayHeadError) and head.port_taken(PORT_TAKEN)
             head.stop(graceful=False)
             if not taken or attempt == START_ATTEMPTS:
                 raise
@@ -245,10 +248,10 @@ class _Head:
         return self.said() + (dashboard_log.read_text(errors="replace")
                               if dashboard_log.is_file() else "")
 
-    def port_taken(self) -> bool:
-        """Whether ``said_all`` says the dashboard's port was taken."""
+    def port_taken(self, words: tuple[str, ...] = DASHBOARD_PORT_TAKEN) -> bool:
+        """Whether ``said_all`` says a port was taken (by default the dashboard's)."""
         said = self.said_all()
-        return any(words in said for words in DASHBOARD_PORT_TAKEN)
+        return any(taken in said for taken in words)
 
     def failure(self, what: str, error: type[RayHeadError] = RayHeadError,
                 slow: str = "") -> RayHeadError:

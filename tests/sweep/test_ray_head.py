@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -129,6 +130,25 @@ def test_a_head_that_cannot_start_is_one_line_with_its_cause_fix_and_log(tmp_pat
     for word in words:
         assert word in message, (word, message)
     assert f"(details: {log}" in message and said.splitlines()[0] in log.read_text()
+
+
+def test_a_gcs_port_taken_starts_the_head_again_on_fresh_ports(tmp_path, monkeypatch):
+    """Ports are chosen free and released; the GCS's may be taken before Ray binds it. That was
+    no retry (the dashboard's was): the sweep stopped at its first start."""
+    from ratchet_ray.sweep import ray_head
+
+    starts = tmp_path / "starts"
+    script = tmp_path / "fake_ray"  # `ray start` whose GCS finds its port taken, every time
+    script.write_text(f"#!{sys.executable}\nimport sys\n"
+                      f"open({str(starts)!r}, 'a').write(' '.join(sys.argv[1:3]) + '\\n')\n"
+                      f"print({GCS_PORT_TAKEN!r}, flush=True)\nsys.exit(1)\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(ray_head, "ray_executable", lambda: str(script))
+    with pytest.raises(ray_head.RayHeadError) as failed:
+        with ray_cluster(1, tmp_path / "head.log", env=_fresh_home(tmp_path, mode="disabled")):
+            pass
+    assert starts.read_text().splitlines() == ["start --head"] * ray_head.START_ATTEMPTS
+    assert "port 57477 is in use by another process" in str(failed.value)
 
 
 @pytest.mark.slow  # a real `ray start` that fails after its retries: about 40 s
