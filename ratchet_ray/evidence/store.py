@@ -17,7 +17,9 @@ Contracts:
   on disk before ``append`` returns.
 - A read that fails on an unreadable part (a crash's or a full disk's leftovers) raises
   ``UnreadableEvidence`` (a ``ValueError``) naming the part and the commands that list and move
-  such parts (``ratchet --db RUN evidence verify`` / ``evidence repair``) on one line;
+  such parts (``ratchet --db RUN evidence verify`` / ``evidence repair``) on one line; an
+  evidence folder or part this user may not read is ``UnreadableEvidence`` naming it and the
+  access it needs (never a part to set aside: it is not damaged);
   ``read_error(exc)`` does the same for a later query's DuckDB error (``exc`` itself when no part
   is unreadable: a mistake in the SQL stays the SQL's).
 - ``prune_parts`` is the only code that deletes evidence: whole parts older than the cutoff.
@@ -105,6 +107,13 @@ def _select_list(kind: str, present: set[str]) -> str:
 
 def _sql_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def duckdb_path(path: str | Path) -> str:
+    """``path`` as DuckDB's file readers take it literally: each glob character (``*``, ``?``,
+    ``[``) in brackets. DuckDB globs every path it reads, so a run dir named ``run[1]`` matched
+    nothing and ``run?`` matched its siblings' parts too."""
+    return re.sub(r"([*?\[])", r"[\1]", str(path))
 
 
 class EvidenceStore:
@@ -196,15 +205,34 @@ class EvidenceStore:
 
     # ------------------------------------------------------------------ reading
     def part_paths(self, kind: str) -> list[Path]:
+        """The kind's parts, sorted; a folder or part this user may not read is
+        ``UnreadableEvidence`` naming it (module contracts): a glob skips a folder it may not
+        list without a word, and a round went missing from every view."""
         check_kind(kind)
-        return sorted((self.root / kind).glob(PART_GLOB))
+        folder = self.root / kind
+        self._require_access(self.root, folder)
+        rounds = sorted(r for r in folder.glob("round=*") if r.is_dir())
+        self._require_access(*rounds)
+        parts = [p for r in rounds for p in sorted(r.glob("part-*.parquet"))]
+        self._require_access(*parts)
+        return parts
+
+    def _require_access(self, *paths: Path) -> None:
+        for path in paths:
+            mode = os.R_OK if path.suffix == ".parquet" else os.R_OK | os.X_OK  # a folder: list
+            if os.path.exists(path) and not os.access(path, mode):
+                raise UnreadableEvidence(
+                    f"{path} may not be read by this user (permission denied), so the evidence "
+                    f"of {self.run_dir} cannot be read whole; fix: give this user read access "
+                    f"(e.g. `chmod -R u+rX {self.root}`, or run as its owner); nothing there is "
+                    "damaged, so `evidence repair` would not help")
 
     def view_sql(self, kind: str) -> str:
         """The SELECT behind the ``kind`` view (typed and empty when the kind has no parts)."""
         parts = self.part_paths(kind)
         if not parts:
             return f"SELECT {_select_list(kind, set())} WHERE false"
-        pattern = _sql_literal(str(self.root.resolve() / kind / PART_GLOB))
+        pattern = _sql_literal(f"{duckdb_path(self.root.resolve() / kind)}/{PART_GLOB}")
         columns = _select_list(kind, _columns_present(parts, SCHEMAS[kind].names))
         return (f"SELECT {columns} FROM read_parquet({pattern}, "
                 "hive_partitioning=true, hive_types={'round': INTEGER}, union_by_name=true)")
@@ -338,7 +366,7 @@ class _PartCache:
                 self.loaded[kind].update(new)
 
     def _load(self, kind: str, paths: list[Path]) -> None:
-        files = "[" + ", ".join(_sql_literal(str(p.resolve())) for p in paths) + "]"
+        files = "[" + ", ".join(_sql_literal(duckdb_path(p.resolve())) for p in paths) + "]"
         source = (f"read_parquet({files}, hive_partitioning=true, "
                   "hive_types={'round': INTEGER}, union_by_name=true)")
         present = {row[0] for row in self.con.execute(f"DESCRIBE SELECT * FROM {source}")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ratchet_ray.evidence import named_queries as nq
-from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.evidence.store import EvidenceStore, duckdb_path
 
 TRUNCATED = " […truncated]"
 TEXT_BUDGET = 6_000_000
@@ -48,7 +48,7 @@ def capsule_rows(run_dir: str | Path, text_limit: int, strings: list[str]) -> li
     parts = store.part_paths("capsule")
     if not parts:
         return []
-    files = [str(p.resolve()) for p in parts]
+    files = [duckdb_path(p.resolve()) for p in parts]
     root = str(Path(run_dir).resolve()) + "/"
     index = {s: i for i, s in enumerate(strings)}
 

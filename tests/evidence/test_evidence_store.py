@@ -206,3 +206,19 @@ def test_sandboxed_connection_reads_views_but_no_other_files(store):
     with pytest.raises(duckdb.Error):
         con.execute("SET enable_external_access=true")
     assert os.path.exists(store.root)
+
+
+@pytest.mark.parametrize("name", ["run[1]", "run?", "run*"])
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_run_dir_named_with_glob_characters_reads_its_own_parts_only(tmp_path, name, cached):
+    """DuckDB globs every path it reads: ``run[1]`` found no part (a traceback) and ``run?`` or
+    ``run*`` read a sibling run's parts as their own."""
+    from ratchet_ray.report.capsules import capsule_rows
+
+    sibling = EvidenceStore(tmp_path / "runX")
+    sibling.append("capsule", 0, routed_capsules("runX", "s", 0, 3, 0))
+    own = EvidenceStore(tmp_path / name, cached=cached)
+    own.append("capsule", 0, routed_capsules(name, "s", 0, 1, 1))
+    with own.connect() as con:
+        assert con.execute("select count(*) from capsule").fetchone() == (2,)
+    assert len(capsule_rows(own.run_dir, 100, [])) == 2  # the report's browser reads them too
