@@ -206,6 +206,7 @@ def _open_run(config: LoopConfig | None, resume: Path | None, resume_sets: Seque
         run = RunDir.open(resume)
         run.check_writable()
         run.check_bank()
+        run.check_name()
         config = resume_config(run.path / CONFIG_FILE, resume_sets)
         tasks = suite_for(config).load_tasks(config)
         train = _pick(tasks, run.train_ids(), str(run.path / "train_ids.json"))
@@ -374,6 +375,7 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
                     tracker.round_done(run_round(ctx, round_))  # after the round is durable
             log.info("run %s finished %d rounds", run.path, config.rounds)
             finished = True
+            run.write_loop_json(config, run.summaries())  # mended even when no round was left
             (run.path / STOPPED_FILE).unlink(missing_ok=True)
             return run.path
     except (RunStopped, PoolError) as exc:

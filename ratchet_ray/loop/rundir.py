@@ -5,7 +5,8 @@ Contracts:
 - ``RunDir.create`` refuses to reuse an existing folder and a results folder it cannot write
   (naming ``--set results_dir``); ``RunDir.open`` refuses a folder without ``config.yaml`` and
   says how to start a fresh run instead; ``check_writable`` refuses a read-only run dir;
-  ``check_bank`` a bank folder deleted while a checkpoint holds it.
+  ``check_bank`` a bank folder deleted while a checkpoint holds it; ``check_name`` a run dir
+  renamed since its evidence was written (its name is the run's id).
 - Every JSON file is written atomically and durably (``fsutil``), so a killed driver never leaves
   a half-written summary behind; a phase's output file doubles as its "done" marker on resume.
 - ``acquire`` makes this process the run's only writer (see its docstring); ``release`` ends it.
@@ -198,6 +199,27 @@ class RunDir:
                     f"{latest / name} holds {len(kept)} file(s): a resume would start from an "
                     f"empty bank; restore it (cp -a {shlex.quote(str(latest / name))} "
                     f"{shlex.quote(str(self.path / name))}) and {resume_advice()} again")
+
+    def check_name(self) -> None:
+        """``ValueError`` naming the fix when the evidence was written under another run id: the
+        run dir was renamed, or copied under another name. Its name is the run's id, which keys
+        every capsule, so a resume would redo an unfinished round's tasks beside those recorded
+        (and stop on a split holding them twice). An unreadable part is left to ``acquire``."""
+        import pyarrow.parquet as pq
+
+        parts = EvidenceStore(self.path).part_paths("capsule")
+        try:
+            ids = pq.ParquetFile(parts[0]).read(columns=["run_id"]).column(0) if parts else []
+        except (OSError, ValueError):
+            return
+        recorded = str(ids[0]) if len(ids) else self.run_id
+        if recorded != self.run_id:
+            raise ValueError(
+                f"{self.path} holds the evidence of run {recorded}: the folder was renamed or "
+                "copied under another name, and its name is the run's id, so a resume would redo "
+                f"its unfinished round beside what it holds; give it its name back (mv "
+                f"{shlex.quote(str(self.path))} {shlex.quote(str(self.path.parent / recorded))}) "
+                "or copy it keeping the name (cp -a RUN /a/path/), and resume that")
 
     def config(self) -> LoopConfig:
         return load_config([self.path / CONFIG_FILE])

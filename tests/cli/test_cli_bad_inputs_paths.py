@@ -153,6 +153,23 @@ def test_resume_of_a_run_whose_bank_folder_was_deleted_names_its_checkpoint(resu
     RunDir.open(run_dir).check_bank()
 
 
+def test_resume_of_a_renamed_run_dir_names_its_name(results, tmp_path):
+    """Its name is the run's id, which keys every capsule: the resume redid the unfinished
+    round's tasks under new ids beside those recorded, then stopped on a traceback (the split
+    held each task twice), leaving the duplicates in the evidence."""
+    from ratchet_ray.evidence.store import EvidenceStore
+    from ratchet_ray.types import Capsule
+
+    run_dir = a_run_dir(tmp_path / "mbpp_r1_renamed")
+    EvidenceStore(run_dir).append("capsule", 0, [Capsule(
+        capsule_id="c", run_id="mbpp_r1_run", round=0, split="eval", task_id="Mbpp/3",
+        passed=True)])
+    before = sorted(str(p) for p in run_dir.rglob("*"))
+    refused(ratchet("run", "--resume", str(run_dir)), "holds the evidence of run mbpp_r1_run",
+            f"mv {run_dir} {tmp_path / 'mbpp_r1_run'}", "cp -a RUN /a/path/")
+    assert sorted(str(p) for p in run_dir.rglob("*")) == before
+
+
 # ---- an arm file of the user's -------------------------------------------------------------------
 def test_ablations_take_the_path_of_an_arm_file(results, tmp_path):
     arm = tmp_path / "arms" / "my_arm.yaml"

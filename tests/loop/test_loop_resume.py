@@ -84,3 +84,18 @@ def test_driver_killed_mid_round_then_resumed_matches_an_uninterrupted_run(ray_l
     assert resumed == run_dir
     assert totals(run_dir) == reference
     assert "resuming with the rest" in (run_dir / "run.log").read_text()
+
+
+@pytest.mark.slow  # two sim runs on the local Ray (about 25 s)
+def test_resuming_a_finished_run_mends_a_cut_loop_json(ray_local, tmp_path):
+    """A resume with no round left ran nothing and wrote nothing: a loop.json cut short (a copy
+    cut off, a full disk) stayed cut, and plot, report and export refused the run."""
+    from ratchet_ray.run_config.files import layered_files, load_config
+
+    config = load_config(layered_files("sim"), [f"results_dir={tmp_path}", "rounds=1",
+                                                "n_train=4", "n_eval=2"])
+    run_dir = run_loop(config, show_progress=False)
+    whole = (run_dir / "loop.json").read_text()
+    (run_dir / "loop.json").write_text(whole[:100])
+    assert run_loop(None, resume=run_dir, show_progress=False) == run_dir
+    assert (run_dir / "loop.json").read_text() == whole
