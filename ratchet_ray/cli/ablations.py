@@ -15,7 +15,7 @@ finished arm-seeds are skipped, unfinished ones ``--resume``, running ones follo
 limiter. A failing arm-seed does not stop the others: it is listed at the end and the exit
 status is 1. ``ablations.md`` / ``ablations.json`` in ``--out`` are written after the runs
 (``--report-only``: without running); ``--dry-run`` checks and prints each plan, starting
-nothing. Layout: ``sweep/spec.py``; jobs: ``sweep/jobs.py``; metrics:
+nothing. Plan: ``sweep/spec.py``; folder: ``sweep/folder.py``; jobs: ``sweep/jobs.py``; metrics:
 ``ratchet_ray/arm_summary.py``; the report: ``ratchet_ray/report/ablation_report.py``.
 """
 
@@ -31,17 +31,17 @@ from pathlib import Path
 import click
 
 from ratchet_ray.report.ablation_report import write_report
-from ratchet_ray.storage.fsutil import atomic_write_json
+from ratchet_ray.storage import fsutil
 from ratchet_ray.cli.options import cannot_write, exit_on_signal, one_line
 from ratchet_ray.run_config.options import (bank_option, csv_list, dataset_path_option,
                                             llm_option, profile_option, seeds_option, set_option,
                                             slice_options, workers_option)
 from ratchet_ray.loop.entry import DRY_RUN, SUITE, print_config, version_option
 from ratchet_ray.sweep.ray_head import RayHeadError, ray_cluster
-from ratchet_ray.sweep.spec import (ARMS, STOP_FILE, SWEEP_FILE, JobOutcome, SweepError, SweepSpec,
-                                    check_sweep_file, child_config, cpus_per_run, job_name,
-                                    lock_sweep, plan_jobs, recorded_spend, split_sets,
-                                    sweep_command, with_recorded_budget, write_status)
+from ratchet_ray.sweep.folder import (STOP_FILE, SWEEP_FILE, check_sweep_file, lock_sweep,
+                                      recorded_spend, with_recorded_budget, write_status)
+from ratchet_ray.sweep.spec import (ARMS, JobOutcome, SweepError, SweepSpec, child_config,
+                                    cpus_per_run, job_name, plan_jobs, split_sets, sweep_command)
 
 
 def _check_runs(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
@@ -219,8 +219,7 @@ def _save_status(out_dir: Path, outcomes: list[JobOutcome]) -> str | None:
     try:
         write_status(out_dir, outcomes)
     except OSError as exc:
-        return (f"cannot write the sweep's status: {exc.strerror or exc} "
-                f"({exc.filename or out_dir})")
+        return fsutil.cannot_write("the sweep's status", exc, target=out_dir)
     return None
 
 
@@ -242,7 +241,7 @@ def _manage(out_dir: Path, address: str | None, stop: bool) -> None:
     cluster (an unfinished one with the cause its sweep recorded), or stop the running ones;
     both name the command that continues the sweep."""
     from ratchet_ray.sweep.jobs import job_client, read_jobs, recorded_status, stop_recorded_jobs
-    from ratchet_ray.sweep.spec import read_status, read_sweep_file
+    from ratchet_ray.sweep.folder import read_status, read_sweep_file
 
     with one_line(SweepError, error=click.UsageError):  # checked before any cluster is asked
         rerun = read_sweep_file(out_dir).get("command")
@@ -263,7 +262,8 @@ def _manage(out_dir: Path, address: str | None, stop: bool) -> None:
         if stop:
             # First: the sweep's own process, wherever it runs, then starts no further job.
             try:
-                atomic_write_json(out_dir / STOP_FILE, {"at": time.time(), "pid": os.getpid()})
+                fsutil.atomic_write_json(out_dir / STOP_FILE,
+                                         {"at": time.time(), "pid": os.getpid()})
                 unasked = ""
             except OSError as exc:
                 unasked = (f" (but {out_dir / STOP_FILE} cannot be written, {exc.strerror or exc}:"

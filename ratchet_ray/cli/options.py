@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, ContextManager, Iterable, Iterator
 
 import click
 
+from ratchet_ray.storage.fsutil import refusing_writes
 from ratchet_ray.types import SkillStatus
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -84,17 +85,12 @@ def suite_config(suite: str, files: Iterable[Any] = (), overrides: Iterable[str]
                            list(overrides))
 
 
-@contextmanager
-def cannot_write(what: str, fix: str, target: Any) -> Iterator[None]:
+def cannot_write(what: str, fix: str, target: Any) -> ContextManager[None]:
     """An ``OSError`` inside (a folder that cannot be made, a read-only place, the disk full) is
-    ``cannot write WHAT: <reason> (<its file, else target>); FIX``; with neither (a write to
-    an open file that met a full disk, a default target) the parentheses are left out."""
-    try:
-        yield
-    except OSError as exc:
-        where = exc.filename or target
-        raise click.ClickException(f"cannot write {what}: {exc.strerror or exc}"
-                                   f"{f' ({where})' if where else ''}; {fix}") from exc
+    ``cannot write WHAT: <reason> (<its file, else target>); FIX`` (``fsutil.cannot_write``: the
+    sweep's refusals say it alike); with neither (a write to an open file that met a full disk,
+    a default target) the parentheses are left out."""
+    return refusing_writes(what, fix, target, click.ClickException)
 
 
 def exit_on_signal(signum: int, _frame: Any) -> None:

@@ -10,6 +10,8 @@ Contracts:
   replace a file (append-only data). A target that exists and is no regular file (a device
   such as ``/dev/null``, a fifo, a folder, or a link to one) is refused with an ``OSError``
   naming it, never replaced.
+- ``cannot_write`` / ``refusing_writes``: the one wording of a write an ``OSError`` refused
+  (the CLI's and the sweep's alike).
 - ``fsync_dir``, ``disk_full`` / ``disk_full_error`` / ``no_room``, ``unwritable`` and
   ``swap_dir`` / ``recover_dir`` (a folder swapped in so a crash leaves a complete one at
   ``target`` or ``<target>.prev``): see their docstrings.
@@ -23,8 +25,9 @@ import os
 import shutil
 import tempfile
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO, Callable, Iterator
 
 _NO_HARDLINKS = {errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP}
 PREV_SUFFIX = ".prev"
@@ -61,6 +64,25 @@ def no_room(full: OSError, default: Path) -> tuple[Path, str]:
     full disk starts with."""
     where = Path(full.filename).parent if full.filename else default
     return where, f"no room to write in {where} ({full.strerror or full})"
+
+
+def cannot_write(what: str, exc: OSError, fix: str = "", target: Any = None) -> str:
+    """``cannot write WHAT: <reason> (<its file, else target>); FIX``: what a write refused by
+    ``exc`` (a folder that cannot be made, a read-only place, the disk full) is told; with
+    neither file nor target the parentheses are left out, with no ``fix`` its clause."""
+    where = exc.filename or target
+    return (f"cannot write {what}: {exc.strerror or exc}{f' ({where})' if where else ''}"
+            f"{f'; {fix}' if fix else ''}")
+
+
+@contextmanager
+def refusing_writes(what: str, fix: str, target: Any,
+                    error: Callable[[str], Exception]) -> Iterator[None]:
+    """An ``OSError`` inside is raised as ``error`` of its ``cannot_write`` line."""
+    try:
+        yield
+    except OSError as exc:
+        raise error(cannot_write(what, exc, fix, target)) from exc
 
 
 def unwritable(folder: str | Path) -> str | None:

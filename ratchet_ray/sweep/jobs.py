@@ -19,7 +19,7 @@ Contracts:
   ``rerun`` (the sweep's command, ``spec.sweep_command``) as the way on: its driver says it
   (``submission``), and a cause naming no way on (an interrupt, a crash's last line) ends with
   it (``sweep_cause``), but a spent budget's, which names its own (a higher limit).
-- ``--stop`` from another shell (``spec.STOP_FILE`` in ``out_dir``, written before it stops the
+- ``--stop`` from another shell (``folder.STOP_FILE`` in ``out_dir``, written before it stops the
   running jobs): no job is submitted after it; each one not yet started is reported, not run.
 - Leaving ``run_ray_jobs`` by an exception (Ctrl-C, SIGTERM) stops every job it follows, waits
   (bounded; a second Ctrl-C ends the wait), reports them and re-raises: nothing is left
@@ -33,13 +33,13 @@ import re
 import shlex
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, ContextManager, Mapping, Sequence
 
 from ratchet_ray.loop.rundir import SWEEP_COMMAND_ENV
-from ratchet_ray.storage.fsutil import atomic_write_json
-from ratchet_ray.sweep.spec import STOP_FILE, Job, JobOutcome, SweepError
+from ratchet_ray.storage.fsutil import atomic_write_json, refusing_writes
+from ratchet_ray.sweep.folder import STOP_FILE
+from ratchet_ray.sweep.spec import Job, JobOutcome, SweepError
 from ratchet_ray.suites.hooks import forwarded_env_vars
 
 JOBS_FILE = "jobs.json"
@@ -242,19 +242,14 @@ def _stopped_record(job: Job, since: float) -> dict[str, Any] | None:
     return None
 
 
-@contextmanager
-def _sweep_files(out_dir: Path, rerun: str) -> Iterator[None]:
+def _sweep_files(out_dir: Path, rerun: str) -> ContextManager[None]:
     """A sweep file that cannot be written mid-sweep (a log, ``jobs.json``) stops the sweep:
     ``SweepError`` naming the folder, the reason and the rerun (its jobs are stopped on the way
     out, so nothing runs on unrecorded)."""
-    try:
-        yield
-    except OSError as exc:
-        raise SweepError(
-            f"cannot write the sweep's files in {out_dir} ({exc.strerror or exc}: "
-            f"{exc.filename or out_dir}): the folder was deleted or made read-only while the "
-            "sweep ran, and its jobs were stopped; restore it or make it writable, then rerun "
-            f"the sweep (it resumes what the folder holds): `{rerun}`") from exc
+    return refusing_writes(
+        f"the sweep's files in {out_dir}", "the folder was deleted or made read-only while the "
+        "sweep ran, and its jobs were stopped; restore it or make it writable, then rerun the "
+        f"sweep (it resumes what the folder holds): `{rerun}`", out_dir, SweepError)
 
 
 class _Followed:

@@ -65,7 +65,7 @@ def test_a_malformed_address_is_not_told_a_form_the_sweep_refuses(tmp_path, flag
 def test_report_only_while_the_sweep_runs_is_refused_naming_status(tmp_path):
     """It wrote a partial table (runs mid-round) as the folder's ablations.md while the sweep ran,
     which the sweep then overwrote at its end, or left standing if it died."""
-    from ratchet_ray.sweep.spec import lock_sweep
+    from ratchet_ray.sweep.folder import lock_sweep
 
     out = tmp_path / "sweep"
     out.mkdir()

@@ -27,7 +27,8 @@ from ratchet_ray.evidence.store import EvidenceStore, UnreadableEvidence
 from ratchet_ray.loop import replay
 from ratchet_ray.loop.execute import EvidenceSink
 from ratchet_ray.loop.rundir import RunDir, RunFileError
-from ratchet_ray.sweep.spec import SweepError, lock_sweep
+from ratchet_ray.sweep.folder import lock_sweep
+from ratchet_ray.sweep.spec import SweepError
 from ratchet_ray.storage.runlock import RunDirBusy, RunLock, holder
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ import pytest
 
 from fake_jobs import FakeJobClient
 from ratchet_ray.sweep.jobs import run_ray_jobs
-from ratchet_ray.sweep.spec import (Job, SweepError, SweepSpec, check_sweep_file, plan_jobs,
-                                    split_sets, with_recorded_budget)
+from ratchet_ray.sweep.folder import check_sweep_file, with_recorded_budget
+from ratchet_ray.sweep.spec import Job, SweepError, SweepSpec, plan_jobs, split_sets
 from sweep_helpers import RERUN, leave_run
 
 

@@ -28,7 +28,7 @@ def test_a_failed_arms_cause_names_the_sweeps_command_not_the_single_runs_resume
     ``status.json`` and the report's failures name that, never ``--resume``."""
     from ratchet_ray.loop.driver import record_stop
     from ratchet_ray.report.ablation_report import write_report
-    from ratchet_ray.sweep.spec import write_status
+    from ratchet_ray.sweep.folder import write_status
 
     spec = SweepSpec(suite="mbpp", out_dir=tmp_path, rounds=2)
     run_dir = leave_run(spec, "A1_s42", 0)

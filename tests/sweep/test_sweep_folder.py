@@ -13,8 +13,8 @@ import pytest
 
 from fake_jobs import FakeJobClient
 from ratchet_ray.sweep.jobs import live_jobs, run_ray_jobs
-from ratchet_ray.sweep.spec import (Job, SweepError, SweepSpec, check_sweep_file,
-                                    with_recorded_budget)
+from ratchet_ray.sweep.folder import check_sweep_file, with_recorded_budget
+from ratchet_ray.sweep.spec import Job, SweepError, SweepSpec
 from sweep_helpers import RERUN, sleeper
 
 
@@ -41,7 +41,7 @@ def test_sweep_json_records_the_command_that_continues_the_sweep_and_a_rerun_is_
 
 
 def test_a_failed_arm_is_marked_failed_in_status_with_its_cause(tmp_path):
-    from ratchet_ray.sweep.spec import write_status
+    from ratchet_ray.sweep.folder import write_status
 
     results = tmp_path / "runs" / "A1_s42"
     child = ("import json, pathlib, sys; d = pathlib.Path(sys.argv[1]) / 'mbpp' / 'run1'; "
@@ -79,7 +79,7 @@ def test_a_sweep_folder_deleted_mid_sweep_stops_its_jobs_in_one_line(tmp_path):
         run_ray_jobs(client, jobs, 1, {}, out, scope="s", rerun=RERUN, on_start=delete,
                      poll_s=0.05, log_every_s=0.0)
     said = str(raised.value)
-    assert said.startswith(f"cannot write the sweep's files in {out} (No such file or directory")
+    assert said.startswith(f"cannot write the sweep's files in {out}: No such file or directory")
     assert "deleted or made read-only while the sweep ran" in said and said.endswith(f"`{RERUN}`")
     (job_id,) = client.procs
     assert client.get_job_status(job_id) == "STOPPED"
@@ -108,7 +108,7 @@ def test_a_busy_sweep_folder_names_the_sweeps_doors_not_a_runs_commands(tmp_path
     """A second sweep on a busy ``--out`` was told the per-run commands (``ratchet query``,
     ``skill list``, ``audit``), which act on no sweep folder; a run dir still names them."""
     from ratchet_ray.storage.runlock import RunDirBusy, RunLock
-    from ratchet_ray.sweep.spec import lock_sweep
+    from ratchet_ray.sweep.folder import lock_sweep
 
     held = lock_sweep(tmp_path / "sweep")
     with pytest.raises(SweepError) as busy:

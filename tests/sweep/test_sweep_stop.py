@@ -52,7 +52,7 @@ def test_stop_from_another_shell_ends_the_sweep_not_only_its_running_jobs(tmp_pa
     """``--stop`` stops the running jobs; the sweep's own process then submitted the next
     pending ones, so the sweep went on. Now it submits none after the request, reports each as
     not started, and the next invocation (``lock_sweep``) runs again."""
-    from ratchet_ray.sweep.spec import STOP_FILE, lock_sweep
+    from ratchet_ray.sweep.folder import STOP_FILE, lock_sweep
 
     client, seen = FakeJobClient(), []
     jobs = [sleeper(tmp_path, f"j{i}", 60) for i in range(3)]
