@@ -13,6 +13,7 @@ Contracts:
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -123,12 +124,16 @@ def cache_list(ctx: click.Context, cache_dir: Path | None) -> None:
 @yes_option()
 @click.pass_context
 def cache_clear(ctx: click.Context, cache_dir: Path | None, yes: bool) -> None:
-    """Delete every cached generation."""
+    """Delete every cached generation (a run's: not while a run writes there)."""
+    from ratchet_ray.cli.evidence import writer_lock
+
     cache = _cache(ctx, cache_dir)
     folder = cache.store.locate()
     if not yes:
         click.confirm(f"Delete every entry of {folder}?", abort=True)
-    click.echo(f"removed {cache.clear()} entries from {folder}")
+    run_dir = None if cache_dir is not None else ctx.obj["run_dir"]
+    with writer_lock(run_dir, "ratchet solver-cache clear") if run_dir else nullcontext():
+        click.echo(f"removed {cache.clear()} entries from {folder}")
 
 
 COMMANDS: list[click.Command] = [doctor, solver_cache]

@@ -49,8 +49,8 @@ def verify(store: EvidenceStore, *, full: bool = True) -> list[BadPart]:
     for kind in KINDS:
         for path in store.part_paths(kind):
             reason = part_problem(path, kind, full=full)
-            if reason is not None:
-                bad.append(BadPart(kind, _round_of(path), path, path.stat().st_size, reason))
+            if reason is not None:  # lstat: a link to nowhere (or to itself) is a bad part too
+                bad.append(BadPart(kind, _round_of(path), path, path.lstat().st_size, reason))
     return bad
 
 

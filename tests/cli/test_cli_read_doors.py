@@ -1,10 +1,11 @@
-"""A run dir this user may not read in part (a copy made by another user, a ``chmod`` gone
-wrong), met by the read-side commands: one ``Error:`` line naming what may not be read and the
-access it needs, never a traceback, a round missing without a word, or a read blamed on a
-write; and nothing is set aside (the parts are not damaged).
+"""Doors of the read-side and maintenance commands not met elsewhere: a run dir this user may
+not read in part (a copy made by another user, a ``chmod`` gone wrong), a part that is a link
+to nowhere, a maintenance command while a run writes. Each is one ``Error:`` line naming the
+cause and the fix, never a traceback or a round missing without a word, and nothing of the run
+is set aside or removed that is not broken.
 
-Root reads whatever the mode bits say, so as root each command runs without the capabilities
-that let it (``setpriv``); as another user ``chmod`` alone does it."""
+Root reads whatever the mode bits say, so as root a command meeting them runs without the
+capabilities that let it (``setpriv``); as another user ``chmod`` alone does it."""
 
 from __future__ import annotations
 
@@ -18,10 +19,13 @@ from skill_builders import TOPICS, make_skill, routed_capsules
 from fakes import HashEmbedder
 
 from one_line import process_error_line
+from refusals import ratchet, refused
 from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.llm.cache import SolverCache
 from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.settings.schema import LoopConfig
+from ratchet_ray.storage.runlock import RunLock
 
 ROOT = Path(__file__).resolve().parents[2]
 _AS_OWNER_ONLY = (["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
@@ -80,3 +84,29 @@ def test_repair_sets_no_part_aside_that_only_this_user_may_not_read(run, deny):
     done = ratchet_denied("--db", str(run), "evidence", "repair")
     process_error_line(done, f"{part} may not be read by this user")
     assert part.exists() and not (run / "quarantine").exists()
+
+
+@pytest.mark.parametrize("target", ["nowhere.parquet", "part-itself.parquet"])
+def test_a_part_that_is_a_link_to_nowhere_is_listed_and_set_aside(run, target):
+    """A part linked to a missing file or to itself: `evidence verify` was a traceback (the
+    part's size read through the link)."""
+    link = run / "evidence" / "capsule" / "round=1" / "part-itself.parquet"
+    link.symlink_to(link.parent / target)
+    verify = ratchet("--db", str(run), "evidence", "verify")
+    assert verify.exit_code == 1 and f"BAD  {link}" in verify.output, verify.output
+    repair = ratchet("--db", str(run), "evidence", "repair")
+    assert repair.exit_code == 0 and "1 part(s) quarantined" in repair.output, repair.output
+    assert "\n6\n" in ratchet("--db", str(run), "query", "select count(*) from capsule").output
+
+
+def test_solver_cache_clear_waits_until_no_run_writes_there(run):
+    """It emptied the cache of a run that was writing there (the other writers of a run dir
+    take its lock)."""
+    cache = SolverCache(run / "solver_cache")
+    cache.put("ab" * 8, {"reply": {"model": "m", "text": "x"}, "created_at": 1.0})
+    with RunLock(run, "ratchet run"):
+        refused(ratchet("--db", str(run), "solver-cache", "clear", "--yes"),
+                f"pid {os.getpid()}", "read-only commands")
+    assert len(list(cache.entries())) == 1
+    done = ratchet("--db", str(run), "solver-cache", "clear", "--yes")
+    assert done.exit_code == 0 and not list(cache.entries()), done.output
