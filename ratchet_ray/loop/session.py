@@ -4,8 +4,9 @@ baseline job, the sweep and the experiment evaluator start and stop Ray the same
 Contracts:
 - ``ray_session(address=None)``: Ray connected for the block (``runtime.connect_ray``); shut
   down on leaving, however the block ends, only when this block connected it (it yields True).
-  When it connects, SIGTERM in the main thread raises ``KeyboardInterrupt("SIGTERM")``, so a
-  terminated driver unwinds (and records its stop) as on Ctrl-C.
+  When it connects, SIGTERM in the main thread raises ``KeyboardInterrupt("SIGTERM")``
+  (``unwind_on_sigterm``), so a terminated driver unwinds (and records its stop) as on Ctrl-C;
+  so does one terminated while ``ray.init`` starts Ray (whose own handler exits the process).
 - ``interrupting_signal()``: the signal (``"SIGTERM"``) that unwound the current session as
   Ctrl-C, or "" (none, or Ctrl-C itself). The interrupt's own words can be lost on the way up
   (DuckDB turns it into its ``InterruptException``, a library re-raises a bare one), so the
@@ -61,17 +62,29 @@ def interrupting_signal() -> str:
     return _signalled[-1] if _signalled else ""
 
 
+def unwind_on_sigterm() -> None:
+    """From now on SIGTERM in the main thread raises ``KeyboardInterrupt("SIGTERM")``: ray.init's
+    handler dumps a stack and exits (nothing recorded, no way to resume named, actors left to
+    their lease), Python's ends the process at once."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
 @contextmanager
 def ray_session(address: str | None = None) -> Iterator[bool]:
     """Ray connected for the block; shut down after it only if this block connected it."""
-    if not connect_ray(address):
+    _signalled.clear()
+    try:
+        connected = connect_ray(address)
+    except SystemExit as exc:  # ray.init's own SIGTERM handler, set while it starts Ray
+        if exc.code != signal.SIGTERM:
+            raise
+        _signalled.append("SIGTERM")
+        raise KeyboardInterrupt("SIGTERM") from exc
+    if not connected:
         yield False
         return
-    # ray.init's handler dumps a stack and aborts on SIGTERM: nothing recorded, no way to resume
-    # named, actors left to their lease. In the main thread SIGTERM unwinds as Ctrl-C instead.
-    _signalled.clear()
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _interrupt)
+    unwind_on_sigterm()
     try:
         yield True
     finally:

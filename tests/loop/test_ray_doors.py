@@ -210,6 +210,32 @@ def test_ctrl_c_names_the_round_reached_and_the_exact_resume_command(tmp_path, s
     assert json.loads((run_dir / "loop.json").read_text())["stopped"]["kind"] == "Interrupted"
 
 
+def test_sigterm_while_the_run_starts_is_recorded_as_an_interrupt(tmp_path):
+    """SIGTERM while ray.init started Ray met Ray's own handler (exit 15): no line on stderr,
+    nothing recorded, no resume named; before it, Python's default ended the process."""
+    results = tmp_path / "results"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "jobs.skill_loop", "sim", "--rounds", "2", "--n-train", "4",
+         "--n-eval", "2", "--quiet", "--set", f"results_dir={results}"],
+        cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + BOUND_S
+        while not list(results.glob("sim/*/run.log")):  # the run dir is made, Ray not yet up
+            assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+            time.sleep(0.01)
+        run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    (run_dir,) = results.glob("sim/*")
+    assert run.returncode == 130 and "Traceback" not in err, err[-3000:]
+    stopped = json.loads((run_dir / "stopped.json").read_text())
+    assert stopped["cause"] == "interrupted (SIGTERM) in round 0 of 2"
+    assert err.strip().splitlines()[-1].endswith(
+        f"continue with: python -m jobs.skill_loop --resume {run_dir}"), err[-3000:]
+
+
 def test_an_interrupt_is_recorded_with_the_round_it_came_in(tmp_path):
     """The record the Ctrl-C test above reads, without a run: rounds 0 and 1 finished, so the
     interrupt came in round 2."""
