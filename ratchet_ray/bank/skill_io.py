@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from ratchet_ray.storage.fsutil import cannot_read
 from ratchet_ray.types import LINEAGE_FIELDS, Guidance, Skill, SkillStatus
 
 SKILL_SUFFIXES = (".yaml", ".yml")
@@ -108,7 +109,9 @@ def load_skill(path: str | Path) -> Skill:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise SkillFileError(str(path), [cannot_read(path, exc)]) from exc
+    except UnicodeDecodeError as exc:
         raise SkillFileError(str(path), [f"cannot read file: {exc}"]) from exc
     return parse_skill(text, str(path))
 
@@ -128,7 +131,11 @@ def load_skill_folder(folder: str | Path, *, require_id_filenames: bool = False)
     if not folder.is_dir():
         raise SkillFileError(str(folder), ["not a folder of skill YAML files"])
     skills, problems, seen = [], [], {}
-    for path in skill_files(folder):
+    try:
+        paths = skill_files(folder)
+    except OSError as exc:  # listed on the way: a glob would skip a folder it may not list
+        raise SkillFileError(str(folder), [cannot_read(folder, exc)]) from exc
+    for path in paths:
         try:
             skill = load_skill(path)
         except SkillFileError as exc:

@@ -50,7 +50,7 @@ from pydantic import BaseModel
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.schema import (KINDS, SCHEMAS, EvidenceSchemaError, check_kind,
                                          duckdb_type, to_records)
-from ratchet_ray.storage.fsutil import atomic_write_with, fsync_dir
+from ratchet_ray.storage.fsutil import atomic_write_with, fsync_dir, may_read, read_access
 
 EVIDENCE_DIR = "evidence"
 PART_GLOB = "round=*/part-*.parquet"
@@ -219,13 +219,11 @@ class EvidenceStore:
 
     def _require_access(self, *paths: Path) -> None:
         for path in paths:
-            mode = os.R_OK if path.suffix == ".parquet" else os.R_OK | os.X_OK  # a folder: list
-            if os.path.exists(path) and not os.access(path, mode):
+            if not may_read(path):
                 raise UnreadableEvidence(
                     f"{path} may not be read by this user (permission denied), so the evidence "
-                    f"of {self.run_dir} cannot be read whole; fix: give this user read access "
-                    f"(e.g. `chmod -R u+rX {self.root}`, or run as its owner); nothing there is "
-                    "damaged, so `evidence repair` would not help")
+                    f"of {self.run_dir} cannot be read whole; fix: {read_access(self.root)}; "
+                    "nothing there is damaged, so `evidence repair` would not help")
 
     def view_sql(self, kind: str) -> str:
         """The SELECT behind the ``kind`` view (typed and empty when the kind has no parts)."""

@@ -11,7 +11,8 @@ Contracts:
   such as ``/dev/null``, a fifo, a folder, or a link to one) is refused with an ``OSError``
   naming it, never replaced.
 - ``cannot_write`` / ``refusing_writes``: the one wording of a write an ``OSError`` refused
-  (the CLI's and the sweep's alike).
+  (the CLI's and the sweep's alike); ``may_read`` / ``read_access`` / ``cannot_read``: of a path
+  this user may not read, its fix, and the two in words.
 - ``fsync_dir``, ``disk_full`` / ``disk_full_error`` / ``no_room``, ``unwritable`` and
   ``swap_dir`` / ``recover_dir`` (a folder swapped in so a crash leaves a complete one at
   ``target`` or ``<target>.prev``): see their docstrings.
@@ -66,10 +67,31 @@ def no_room(full: OSError, default: Path) -> tuple[Path, str]:
     return where, f"no room to write in {where} ({full.strerror or full})"
 
 
+def may_read(path: str | Path) -> bool:
+    """Whether this user may read ``path`` (a folder: list it), or it is not there at all."""
+    mode = os.R_OK | (os.X_OK if os.path.isdir(path) else 0)
+    return not os.path.exists(path) or os.access(path, mode)
+
+
+def read_access(path: str | Path) -> str:
+    """The fix of a ``path`` this user may not read (``may_read``)."""
+    return f"give this user read access (e.g. `chmod -R u+rX {path}`), or run as its owner"
+
+
+def cannot_read(path: str | Path, exc: OSError) -> str:
+    """``cannot read it: <reason>``, and ``; fix: <read_access>`` when this user may not."""
+    fix = "" if may_read(path) else f"; fix: {read_access(path)}"
+    return f"cannot read it: {exc.strerror or exc}{fix}"
+
+
 def cannot_write(what: str, exc: OSError, fix: str = "", target: Any = None) -> str:
     """``cannot write WHAT: <reason> (<its file, else target>); FIX``: what a write refused by
     ``exc`` (a folder that cannot be made, a read-only place, the disk full) is told; with
-    neither file nor target the parentheses are left out, with no ``fix`` its clause."""
+    neither file nor target the parentheses are left out, with no ``fix`` its clause. A read
+    refused on the way (``exc`` names a file or folder this user may not read) is told as
+    ``<it>: cannot_read`` instead: no other place to write would help."""
+    if isinstance(exc, PermissionError) and exc.filename and not may_read(exc.filename):
+        return f"{exc.filename}: {cannot_read(exc.filename, exc)}"
     where = exc.filename or target
     return (f"cannot write {what}: {exc.strerror or exc}{f' ({where})' if where else ''}"
             f"{f'; {fix}' if fix else ''}")

@@ -9,6 +9,7 @@ capabilities that let it (``setpriv``); as another user ``chmod`` alone does it.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -49,6 +50,9 @@ def run(run_dir) -> Path:
     store = EvidenceStore(run_dir)
     for round_ in (0, 1):
         store.append("capsule", round_, routed_capsules(run_dir.name, "one", round_, 2, 1))
+    (run_dir / "loop.json").write_text(json.dumps({
+        "run_id": run_dir.name, "suite": "mbpp", "seed": 42, "rounds_planned": 2,
+        "rounds": [{"round": r, "eval_pass_at_1": 0.5, "active_skills": 1} for r in (0, 1)]}))
     return run_dir
 
 
@@ -74,6 +78,21 @@ def test_evidence_this_user_may_not_read_is_named_not_skipped(run, deny, what):
         done = ratchet_denied("--db", str(run), *args)
         process_error_line(done, f"{folder} may not be read by this user", "read access",
                            "`evidence repair` would not help")
+
+
+@pytest.mark.parametrize("name, command", [
+    ("skills", ["--db", "RUN", "skill", "list"]),
+    ("loop.json", ["report", "RUN", "-o", "OUT/report.html"]),
+    ("loop.json", ["plot", "RUN", "-o", "OUT"]),
+], ids=["skill-list", "report", "plot"])
+def test_a_run_file_this_user_may_not_read_is_named_as_a_read(run, deny, tmp_path, name,
+                                                               command):
+    """The skills folder was a traceback (listed for the bank); an unreadable loop.json was
+    'cannot write the report ... pass a writable file with -o', a fix that cannot help."""
+    deny(run / name)
+    done = ratchet_denied(*[a.replace("RUN", str(run)).replace("OUT", str(tmp_path / "out"))
+                            for a in command])
+    process_error_line(done, f"{run / name}: cannot read it: Permission denied", "read access")
 
 
 def test_repair_sets_no_part_aside_that_only_this_user_may_not_read(run, deny):
