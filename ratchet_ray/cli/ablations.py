@@ -123,17 +123,16 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
         problem = ray_problem(address, client=False)
         if problem is not None:
             raise click.ClickException(problem)
-    if report_only and not out_dir.is_dir():
-        raise click.UsageError(f"--report-only: {out_dir} does not exist; pass the --out (or "
-                               "--tag) of a sweep that has run")
-    if report_only and not (out_dir / SWEEP_FILE).is_file() and \
-            next(out_dir.rglob("loop.json"), None) is None:  # no run the report could show
-        raise click.UsageError(f"--report-only: {out_dir} is not a sweep folder (no {SWEEP_FILE}, "
-                               "no run dir below it); pass the --out (or --tag) of a sweep that "
-                               "has run")
     if report_only:
+        if not out_dir.is_dir():
+            raise click.UsageError(f"--report-only: {out_dir} does not exist; pass the --out (or "
+                                   "--tag) of a sweep that has run")
+        if not (out_dir / SWEEP_FILE).is_file() and next(out_dir.rglob("loop.json"), None) is None:
+            raise click.UsageError(f"--report-only: {out_dir} is not a sweep folder (no "
+                                   f"{SWEEP_FILE}, no run dir below it); pass the --out (or "
+                                   "--tag) of a sweep that has run")
         _refuse_while_running(out_dir)
-    if not report_only:
+    else:
         with one_line(SweepError, error=click.UsageError):
             _check_runs(spec, arms, seeds)  # before --out is written
             held = lock_sweep(out_dir)  # noqa: F841 (one sweep per --out until this exits)

@@ -127,13 +127,11 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
         from ratchet_ray.loop.rundir import resume_advice
 
         said = f"interrupted in round {exc.round} of {exc.rounds} ({exc.finished} round(s) finished"
-        if not exc.recorded:  # its folder was deleted meanwhile: nothing is left to resume
-            click.echo(f"{said}); its run dir {exc.run_dir} is gone (deleted while the run ran), "
-                       "so nothing was recorded", err=True)
-            raise SystemExit(130) from exc
-        resume_command = resume_advice(exc.run_dir, click.get_current_context().command_path)
         click.echo(f"{said}; recorded in {exc.run_dir / 'stopped.json'}); continue with: "
-                   f"{resume_command}", err=True)
+                   f"{resume_advice(exc.run_dir, click.get_current_context().command_path)}"
+                   if exc.run_dir.is_dir() else  # deleted meanwhile: nothing left to resume
+                   f"{said}); its run dir {exc.run_dir} is gone (deleted while the run ran), so "
+                   "nothing was recorded", err=True)
         raise SystemExit(130) from exc
     from ratchet_ray.report.learned import story
 

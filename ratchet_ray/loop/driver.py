@@ -245,25 +245,27 @@ def query_interrupted(exc: BaseException) -> bool:
 
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C (SIGINT) stopped the run in ``round`` (``finished`` rounds were done); the stop is
-    recorded in the run dir's ``stopped.json`` and ``loop.json`` unless the run dir is gone
-    (``recorded`` False). Still a ``KeyboardInterrupt``, so a caller that does not know it
-    unwinds as from Ctrl-C."""
+    recorded in the run dir's ``stopped.json`` and ``loop.json`` unless the run dir is gone.
+    Still a ``KeyboardInterrupt``, so a caller that does not know it unwinds as from Ctrl-C."""
 
-    def __init__(self, run_dir: Path, round_: int, finished: int, rounds: int,
-                 recorded: bool = True):
+    def __init__(self, run_dir: Path, round_: int, finished: int, rounds: int):
         super().__init__(f"interrupted in round {round_} of {rounds} ({finished} finished)")
         self.run_dir, self.round, self.finished, self.rounds = run_dir, round_, finished, rounds
-        self.recorded = recorded
 
 
-def _gone(run: RunDir, what: str) -> bool:
-    """Whether the run dir was deleted while the run ran (its sweep folder removed): then
-    ``what`` is not recorded, since writing it would make a bare run dir again, which a report
-    would list as an unfinished run; the log says so."""
-    if run.path.is_dir():
+def _record(run: RunDir, config: LoopConfig, stopped: dict, what: str) -> bool:
+    """Write ``stopped`` (``what``: the stop, the interrupt) into ``stopped.json`` and
+    ``loop.json``, a failure logged. False, logged, when the run dir was deleted while the run
+    ran (its sweep folder removed): writing would make a bare run dir a report lists as a run."""
+    if not run.path.is_dir():
+        log.error("the run dir %s is gone (deleted while the run ran): %s is not recorded",
+                  run.path, what)
         return False
-    log.error("the run dir %s is gone (deleted while the run ran): %s is not recorded", run.path,
-              what)
+    try:
+        atomic_write_json(run.path / STOPPED_FILE, stopped)
+        run.write_loop_json(config, run.summaries(), stopped=stopped)
+    except (OSError, ValueError) as err:  # the cause is raised and logged either way
+        log.error("could not record %s in stopped.json / loop.json: %s", what, err)
     return True
 
 
@@ -279,15 +281,9 @@ def record_interrupt(run: RunDir, config: LoopConfig, by: str = "") -> RunInterr
     stopped = {"cause": f"interrupted ({by or 'Ctrl-C / SIGINT'}) in round {round_} of "
                         f"{config.rounds}",
                "kind": "Interrupted", "at": time.time(), "round": round_}
-    if _gone(run, "the interrupt"):
-        return RunInterrupted(run.path, round_, len(finished), config.rounds, recorded=False)
-    try:
-        atomic_write_json(run.path / STOPPED_FILE, stopped)
-        run.write_loop_json(config, finished, stopped=stopped)
-    except OSError as err:
-        log.error("could not record the interrupt: %s", err)
-    log.warning("run interrupted in round %d; continue it with %s", round_,
-                resume_advice(run.path))
+    if _record(run, config, stopped, "the interrupt"):
+        log.warning("run interrupted in round %d; continue it with %s", round_,
+                    resume_advice(run.path))
     return RunInterrupted(run.path, round_, len(finished), config.rounds)
 
 
@@ -311,14 +307,8 @@ def record_stop(run: RunDir, config: LoopConfig, exc: BaseException) -> RunStopp
     stopped = {"cause": str(stop), "kind": type(stop).__name__, "at": time.time()}
     if isinstance(exc, BudgetExhausted):
         stopped["budget"] = exc.details
-    if _gone(run, f"its stop ({stop})"):
-        return stop
-    try:
-        atomic_write_json(run.path / STOPPED_FILE, stopped)
-        run.write_loop_json(config, run.summaries(), stopped=stopped)
-    except (OSError, ValueError) as err:  # the cause is raised and logged either way
-        log.error("could not record the stop in stopped.json / loop.json: %s", err)
-    log.error("run stopped: %s; continue it with %s", stop, resume_advice(run.path))
+    if _record(run, config, stopped, f"its stop ({stop})"):
+        log.error("run stopped: %s; continue it with %s", stop, resume_advice(run.path))
     return stop
 
 

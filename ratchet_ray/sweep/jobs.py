@@ -57,23 +57,21 @@ def job_client(address: str, timeout_s: float = 120.0) -> Any:
 
     from ratchet_ray.loop.ray_address import unreachable
 
+    fix = ("start the head there with its dashboard (`ray start --head` does by default), or give "
+           "the cluster's dashboard URL (http://HOST:8265) or GCS address (HOST:6379) with "
+           "--address / RAY_ADDRESS")
     why = unreachable(address)  # a refused connection is not retried for two minutes
     if why is not None:
-        raise SweepError(f"no Ray job server at {address}: {why}; start the head there (`ray "
-                         "start --head` starts its dashboard), or give the cluster's dashboard "
-                         "URL (http://HOST:8265) or GCS address (HOST:6379) with --address / "
-                         "RAY_ADDRESS")
+        raise SweepError(f"no Ray job server at {address}: {why}; {fix}")
     deadline = time.monotonic() + timeout_s
     while True:
         try:
             return JobSubmissionClient(address)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             if time.monotonic() > deadline:
-                raise SweepError(
-                    f"the Ray job server of {address} did not answer within {timeout_s:.0f}s "
-                    f"({type(exc).__name__}: {str(exc)[:300]}); start the head with its "
-                    "dashboard (`ray start --head` does by default) or give the cluster's "
-                    "address with --address / RAY_ADDRESS") from exc
+                raise SweepError(f"the Ray job server of {address} did not answer within "
+                                 f"{timeout_s:.0f}s ({type(exc).__name__}: {str(exc)[:300]}); "
+                                 f"{fix}") from exc
             time.sleep(1.0)
 
 
@@ -314,8 +312,12 @@ def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[s
     the command that continues the sweep, named by every unfinished job's cause."""
     if parallel < 1:
         raise SweepError(f"parallel must be >= 1, got {parallel}")
-    attach = dict(attach or {})
+    attach, report = dict(attach or {}), on_done or (lambda _: None)
     pending, running, outcomes = list(jobs), [], []
+
+    def done(outcome: JobOutcome) -> None:
+        outcomes.append(outcome)
+        report(outcome)
 
     def finish(followed: _Followed, status: str, unwinding: bool = False) -> None:
         try:
@@ -324,24 +326,15 @@ def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[s
         except SweepError:
             if not unwinding:  # on the way out the outcome still counts, without its log
                 raise
-        outcome = followed.outcome(client, status)
-        outcomes.append(outcome)
-        if on_done is not None:
-            on_done(outcome)
-
-    def finish_unstarted(job: Job) -> None:
-        said = "not started: --stop stopped the sweep"
-        outcome = JobOutcome(job.name, job.action, None, 0.0, str(job.log), said,
-                             sweep_cause(said, rerun))
-        outcomes.append(outcome)
-        if on_done is not None:
-            on_done(outcome)
+        done(followed.outcome(client, status))
 
     try:
         while pending or running:
             if pending and (out_dir / STOP_FILE).is_file():  # `--stop` from another shell
+                said = "not started: --stop stopped the sweep"
                 for job in pending:
-                    finish_unstarted(job)
+                    done(JobOutcome(job.name, job.action, None, 0.0, str(job.log), said,
+                                    sweep_cause(said, rerun)))
                 pending.clear()
             while pending and len(running) < parallel:
                 job = pending.pop(0)

@@ -252,11 +252,6 @@ def find_run(results_dir: Path, suite: str) -> Path | None:
     return found[0] if found else None
 
 
-def is_finished(run_dir: Path) -> bool:
-    run = RunDir.open(run_dir)
-    return len(run.summaries()) >= run.config().rounds
-
-
 def plan_jobs(spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int],
               python: str = sys.executable) -> tuple[list[Job], list[JobOutcome]]:
     """Jobs to run and arm-seeds to skip (see module contracts)."""
@@ -274,8 +269,9 @@ def plan_jobs(spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int],
             results_dir = spec.out_dir / "runs" / name
             log = spec.out_dir / "logs" / f"{name}.log"
             existing = find_run(results_dir, spec.suite)
+            run = RunDir.open(existing) if existing is not None else None
             base = [python, "-m", "jobs.skill_loop"]
-            if existing is not None and is_finished(existing):
+            if run is not None and len(run.summaries()) >= run.config().rounds:  # finished
                 skipped.append(JobOutcome(name, "skipped", None, 0.0, str(log),
                                           f"finished: {existing}"))
             elif existing is not None:

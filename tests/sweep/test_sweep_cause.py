@@ -155,10 +155,10 @@ def test_a_driver_whose_run_dir_was_deleted_makes_no_bare_one_again(tmp_path, ca
     config = run.config()
     shutil.rmtree(tmp_path / "runs")
     with caplog.at_level(logging.ERROR, logger="ratchet_ray"):
-        interrupted = record_interrupt(run, config)
+        assert isinstance(record_interrupt(run, config), RunInterrupted)
         stop = RunStopped("round 1 eval: ...")
         assert record_stop(run, config, stop) is stop
-    assert not interrupted.recorded and not (tmp_path / "runs").exists()
+    assert not (tmp_path / "runs").exists()
     gone = [r.getMessage() for r in caplog.records if "is gone" in r.getMessage()]
     assert len(gone) == 2 and all(str(run_dir) in line for line in gone), gone
 
@@ -168,7 +168,7 @@ def test_a_driver_whose_run_dir_was_deleted_makes_no_bare_one_again(tmp_path, ca
     from ratchet_ray.loop import driver
 
     def interrupt(*_, **__):
-        raise RunInterrupted(run_dir, 1, 1, 2, recorded=False)
+        raise RunInterrupted(run_dir, 1, 1, 2)
 
     spare = leave_run(spec, "A1_s7", 0)  # a run dir the command line can name
     with pytest.MonkeyPatch.context() as patch:
