@@ -15,6 +15,7 @@ Contracts:
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +27,12 @@ from ratchet_ray.settings.backends import (BedrockBackendSettings, LocalBackendS
                                       prices_from_env)
 from ratchet_ray.settings.prompt_templates import PromptSettings
 from ratchet_ray.settings.resources import configs_dir
+
+
+def _home(value: str | None) -> str | None:
+    """A path setting with ``~`` as the user's home wherever it was written (a YAML file, a quoted
+    ``--set``, a job's argument no shell expanded): it made a folder named ``~`` here."""
+    return os.path.expanduser(value) if value else value
 
 
 class _Section(BaseModel):
@@ -432,6 +439,7 @@ class BankSettings(_Section):
     probation: bool = True
     """False imports ``pack`` without probation: its skills count as native ones at once (the
     transfer measurement's control arm; docs/skill-packs.md)."""
+    _pack_home = field_validator("pack")(_home)
 
 
 class LoopConfig(_Section):
@@ -474,6 +482,7 @@ class LoopConfig(_Section):
     on a cluster, where a job's working dir is a temporary copy."""
     tag: str | None = None
     """Suffix of the run dir's name (``..._<tag>``)."""
+    _paths_home = field_validator("subset", "dataset_path", "results_dir")(_home)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     router: RouterSettings = Field(default_factory=RouterSettings)
     synth: SynthSettings = Field(default_factory=SynthSettings)

@@ -151,6 +151,18 @@ def test_overrides_apply_last_and_are_validated():
         load_config([], ["curator.active_cap=0"])
 
 
+def test_a_path_setting_takes_a_tilde_as_the_home_folder(tmp_path):
+    """``results_dir: ~/runs`` in a YAML file (or a quoted ``--set``) made a folder named ``~``
+    in the working directory."""
+    config_file = tmp_path / "mine.yaml"
+    config_file.write_text("results_dir: ~/runs\nsubset: ~/s.json\n")
+    config = load_config([config_file], ["dataset_path=~/d.jsonl", "bank.pack=~/pack"])
+    home = str(Path.home())
+    assert (config.results_dir, config.subset, config.dataset_path, config.bank.pack) == (
+        f"{home}/runs", f"{home}/s.json", f"{home}/d.jsonl", f"{home}/pack")
+    assert LoopConfig(results_dir="a/~b").results_dir == "a/~b"  # only a leading ~ is home
+
+
 def test_resolved_config_round_trips(tmp_path):
     config = load_config([DEFAULT, CONFIGS / "ablations" / "A4.yaml"], ["seed=7"])
     dump_config(config, tmp_path / "config.yaml")
