@@ -148,3 +148,98 @@ def test_the_default_is_the_papers_and_the_extra_rules_are_a_named_profile():
         profile_files([PAPER], "sim")
     with pytest.raises(Exception, match="valid: hardened, paper"):
         profile_files(["nope"], "mbpp")
+
+
+# The numbers the paper states (Sec. 3 and 4, and its reference README's reported
+# configuration), written out here rather than read from LoopConfig(): a default that drifts
+# in the schema or configs/default.yaml must not move `--profile paper` with it.
+PAPER_GOVERNANCE = {
+    "curator.retire_tau": 0.10, "curator.min_trials": 100, "curator.active_cap": 50,
+    "curator.retire_rule": "threshold", "curator.retire_on_tampering": False,
+    "curator.evict_dead_weight_first": False, "curator.counterfactual.fraction": 0.0,
+    "rollback.enabled": True, "rollback.threshold": 0.10, "rollback.consecutive": 5,
+    "meta.enabled": True, "meta.refresh_every_rounds": 1_000_000,
+    "meta.refresh_every_tasks": 1_000_000,
+    "router.inject": True, "router.mode": "llm", "router.full_bank_max": 20,
+    "router.shortlist_k": 10, "router.bootstrap_rounds": 0,
+    "synth.enabled": True, "synth.window_rounds": 6, "synth.min_cluster_size": 3,
+    "synth.canonicalize": True, "synth.canon_threshold": 0.85, "synth.cover_guard": True,
+    "synth.cover_threshold": 0.85, "synth.dedup_threshold": 0.85,
+    "synth.leakage_guard": False, "synth.refine": False, "cheat_probe.enabled": False,
+}
+PAPER_SPLITS = {"mbpp": {"rounds": 100, "n_train": 60, "n_eval": 40,
+                         "subset": "results/subsets/mbpp_hard100_t60_e40_seed42.json"},
+                "swebench": {"rounds": 20, "n_train": 90, "n_eval": 60,
+                             "subset": "results/subsets/swebench_hard150_t90_e60_seed42.json"}}
+# What each of the paper's arms turns off or changes (its Table 2 / 3), nothing else.
+PAPER_ARMS = {
+    "A1": {"router.inject": False}, "A2": {"router.mode": "retrieval_only"},
+    "A3": {"meta.enabled": False},
+    "A4": {"curator.min_trials": 20, "curator.retire_tau": 0.0},
+    "A5": {"synth.canonicalize": False}, "A6": {"synth.cover_guard": False},
+    "A7": {"curator.active_cap": 100}, "A8": {"meta.refresh_every_rounds": 10},
+}
+
+
+def _flat(tree: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+@pytest.mark.parametrize("suite", sorted(PAPER_SPLITS))
+def test_the_profile_holds_the_papers_numbers_whatever_the_default_drifts_to(suite, tmp_path):
+    """The profile pins every number the paper states: a Default whose router, synth, curator,
+    rollback or meta values drifted (a layer below the profile) still resolves to the paper's."""
+    drift = {key: (not value if isinstance(value, bool) else "retrieval_only"
+                   if key == "router.mode" else "wilson_ucb" if key == "curator.retire_rule"
+                   else "c_cf" if key.endswith("retire_on") else value / 2
+                   if isinstance(value, float) and value else 7 if isinstance(value, int)
+                   else 0.5)
+             for key, value in PAPER_GOVERNANCE.items()}
+    tree: dict = {}
+    for key, value in drift.items():
+        *sections, leaf = key.split(".")
+        node = tree
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[leaf] = value
+    drifted = tmp_path / "drifted_default.yaml"
+    drifted.write_text(yaml.safe_dump(tree))
+    files = layered_files(suite, profile_files([PAPER], suite))
+    resolved = _flat(load_config([drifted, *files], []).model_dump(mode="json"))
+    wrong = {k: resolved[k] for k, v in {**PAPER_GOVERNANCE, **PAPER_SPLITS[suite]}.items()
+             if resolved[k] != v}
+    assert not wrong, f"--profile paper does not pin these to the paper's values: {wrong}"
+    assert resolved["seed"] == 42 and PAPER_SEEDS == (42, 7, 13)
+    assert resolved["llm.bedrock.model_id"] == PAPER_MODEL == "global.anthropic.claude-opus-4-7"
+
+
+@pytest.mark.parametrize("arm", sorted(PAPER_ARMS))
+def test_each_paper_arm_under_the_profile_changes_only_its_knob(arm):
+    from ratchet_ray.sweep.spec import arm_files
+
+    def resolved(name: str) -> dict:
+        files = layered_files("mbpp", [*profile_files([PAPER], "mbpp"), *arm_files(name)])
+        return _flat(load_config(files, []).model_dump(mode="json"))
+
+    default, changed = resolved("default"), resolved(arm)
+    diff = {k: v for k, v in changed.items() if default[k] != v}
+    assert diff == {"arm": arm, **PAPER_ARMS[arm]}
+
+
+def test_the_headline_metric_and_the_baseline_are_the_papers():
+    """Rolling gain averages a ten-round window (Sec. 4.5) and the baseline probes each task
+    five times (the reference's 5 calls/task)."""
+    from ratchet_ray.cli.baseline import main as baseline
+    from ratchet_ray.metrics import ROLLING_WINDOW, loop_metrics
+
+    assert ROLLING_WINDOW == 10
+    rows = [{"round": r, "eval_pass_at_1": 0.2 if r < 10 else 0.6} for r in range(20)]
+    assert loop_metrics(rows).rolling_gain == pytest.approx(0.4)
+    probes = next(p for p in baseline.params if p.name == "probes")
+    assert probes.default == 5
