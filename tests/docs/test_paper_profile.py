@@ -63,6 +63,15 @@ def test_the_reproduction_commands_are_the_papers_pipeline_each_with_the_profile
     for args in ablations:
         if "--seeds" in args:
             assert args[args.index("--seeds") + 1] == ",".join(map(str, PAPER_SEEDS))
+    # Both of the paper's settings: MBPP+ (the table) and the SWE-bench pilot, each from its
+    # baseline and subset to its runs.
+    for suite in PAPER_SPLITS:
+        assert {job for job, args in COMMANDS if _suite(job, args) == suite} >= (
+            JOBS - {"jobs.skill_loop"}), suite
+
+
+def _suite(job: str, args: list[str]) -> str:
+    return args[args.index("--suite") + 1] if job == "jobs.select_subset" else args[0]
 
 
 def _dry_run(job: str, args: list[str], fixtures: Fixtures) -> str:
@@ -91,8 +100,10 @@ def _check_resolved(config: dict, suite: str, *, subset: bool) -> None:
     assert config["llm"]["bedrock"]["embed_model_id"] == "global.cohere.embed-v4:0"
     assert config["rounds"] == expected.rounds and config["seed"] in PAPER_SEEDS
     if subset:
-        assert config["subset"] == expected.subset
-        assert Path(config["subset"]).name == f"{suite}_hard100_t60_e40_seed42.json"
+        assert config["subset"] == expected.subset == PAPER_SPLITS[suite]["subset"]
+        assert (config["n_train"], config["n_eval"]) == (PAPER_SPLITS[suite]["n_train"],
+                                                         PAPER_SPLITS[suite]["n_eval"])
+    assert config["rounds"] == PAPER_SPLITS[suite]["rounds"]
     assert extra_rules(config) == []  # no retirement rule beyond the paper's, on any arm
     if config["arm"] == "default":  # the paper's Default: its governance values
         for section in ("curator", "rollback", "meta", "router", "synth", "cheat_probe"):
@@ -105,19 +116,22 @@ def test_each_reproduction_command_resolves_to_the_papers_setting(job, args, fix
                                                                   monkeypatch):
     monkeypatch.setenv("MBPP_OVERRIDE_PATH", os.environ.get("MBPP_OVERRIDE_PATH", ""))
     out = _dry_run(job, args, fixtures)
+    suite = _suite(job, args)
     if job == "jobs.select_subset":  # it prints the file it would write: the profile's subset
-        assert out.strip() == str(Path("results/subsets/mbpp_hard100_t60_e40_seed42.json"))
+        assert out.strip() == str(Path(PAPER_SPLITS[suite]["subset"]))
         return
     docs = [d for d in yaml.safe_load_all(out) if isinstance(d, dict)]
     assert docs, out[-2000:]
     for config in docs:
-        _check_resolved(config, "mbpp", subset=job != "jobs.baseline")
+        assert config["suite"] == suite
+        _check_resolved(config, suite, subset=job != "jobs.baseline")
         if job != "jobs.baseline":  # the baseline probes the whole suite, before any subset
             assert "not the paper's setting" not in setting_line(config)
     if job == "jobs.ablations":  # every arm-seed, on the paper's seeds
         names = [line.split(":")[0][2:] for line in out.splitlines() if line.startswith("# ")]
         assert {n.rsplit("_s", 1)[1] for n in names} == {str(s) for s in PAPER_SEEDS}
-        assert len(docs) == 9 * len(PAPER_SEEDS)
+        arms = args[args.index("--arms") + 1].split(",") if "--arms" in args else range(9)
+        assert len(docs) == len(arms) * len(PAPER_SEEDS)
 
 
 def test_without_credentials_the_profile_is_refused_in_one_line(fixtures, monkeypatch):
