@@ -175,3 +175,21 @@ def test_the_renamed_environment_variables_exist():
 def test_the_page_is_linked_from_the_readme_and_the_docs_index():
     for index in ("README.md", "docs/README.md"):
         assert "reference-mapping.md" in (ROOT / index).read_text(), index
+
+
+def test_a_brought_skill_needs_intent_and_description_and_nothing_else_the_page_lists():
+    from ratchet_ray.bank.skill_io import SkillFileError, parse_skill
+
+    guidance = {"applies_when": "a fixed-size span", "key_insight": "keep a running window",
+                "common_pitfalls": ["off by one"], "verify_before_returning": "length constant"}
+    whole = {"id": "sliding_window", "name": "sliding_window", "intent": "Sum a window",
+             "description": "Tasks over a fixed-size contiguous span", "guidance": guidance}
+    import yaml
+
+    skill = parse_skill(yaml.safe_dump(whole), "s.yaml")
+    assert skill.signals_match == skill.tags == skill.preconditions == []
+    assert not skill.do_not_retire
+    for field in ("intent", "description"):
+        with pytest.raises(SkillFileError, match=f"'{field}'"):
+            parse_skill(yaml.safe_dump({k: v for k, v in whole.items() if k != field}), "s.yaml")
+    assert parse_skill(yaml.safe_dump({**whole, "do_not_retire": True}), "s.yaml").do_not_retire
