@@ -162,6 +162,10 @@ def read_subset(path: str | Path) -> tuple[list[str], list[str]]:
     for key, value in zip(SUBSET_KEYS, ids):
         if not isinstance(value, list) or not all(isinstance(i, str) for i in value):
             raise ValueError(f"subset file {path}: {key} must be a list of task id strings")
+        twice = sorted({i for i in value if value.count(i) > 1})
+        if twice:  # the run dir's name counted it twice, its task was solved twice, once kept
+            raise ValueError(f"subset file {path}: {key} lists {len(twice)} task id(s) more than "
+                             f"once, e.g. {twice[:3]}; fix: list each once")
     shared = sorted(set(ids[0]) & set(ids[1]))
     if shared:  # a task learned from on train would then count as held-out eval
         raise ValueError(f"subset file {path}: {len(shared)} task id(s) are in both train_ids "

@@ -98,6 +98,16 @@ def test_a_subset_whose_train_and_eval_share_a_task(results, tmp_path):
     no_run_folder(results)
 
 
+def test_a_subset_listing_a_task_twice(results, tmp_path):
+    """The run dir's name counted it twice (t2), its task was solved twice and one kept."""
+    subset = tmp_path / "subset.json"
+    subset.write_text(json.dumps({"train_ids": ["Mbpp/2", "Mbpp/2"], "eval_ids": ["Mbpp/3"]}))
+    refused(run(results, "--subset", str(subset), "--dry-run"),
+            f"subset file {subset}: train_ids lists 1 task id(s) more than once", "'Mbpp/2'",
+            "list each once")
+    no_run_folder(results)
+
+
 @pytest.mark.parametrize("args, words", [
     (["--rounds", "0"], ["rounds=0 runs no round", "--rounds 1 or more"]),
     (["--set", "rounds=0"], ["rounds=0 runs no round", "--rounds 1 or more"]),
