@@ -2,16 +2,30 @@
 ``ratchet plot``, ``ratchet report``, the ablation table, ``sim-report`` and the experiment
 evaluator share. Rolling gain = mean eval pass@1 of the last ``window`` (``ROLLING_WINDOW``)
 rounds minus round 0's; with fewer rounds the window is every round after round 0.
+Proposition 1's floor on expected eval pass@1 (``prop1_floor``, which the ``sim`` truth and the
+experiment evaluator's veto share) is E[p0] - (tau + eps) - C * delta, with the Hoeffding
+tolerance eps = sqrt(ln(2 / delta) / (2 N_min)) (``hoeffding_eps``; about 0.20 at the paper's
+N_min 100, delta 1e-3).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROLLING_WINDOW = 10
+
+
+def hoeffding_eps(n_min: int, delta: float) -> float:
+    return math.sqrt(math.log(2.0 / delta) / (2.0 * n_min))
+
+
+def prop1_floor(e_p0: float, tau: float, n_min: int, cap: int, delta: float) -> float:
+    """Proposition 1's lower bound on expected eval pass@1 (see the module's docstring)."""
+    return e_p0 - (tau + hoeffding_eps(n_min, delta)) - cap * delta
 
 
 @dataclass(frozen=True)

@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass
 from statistics import fmean
 from typing import Any, Literal, Sequence
 
 from ratchet_ray.experiment.contract import PER_SEED_KEY, REPEAT_ENV, EvalResult
-from ratchet_ray.metrics import loop_metrics
+from ratchet_ray.metrics import hoeffding_eps, loop_metrics, prop1_floor
 
 REPEAT_STRIDE = 1000
 
@@ -55,11 +54,11 @@ class FloorParams:
     delta: float = 1e-3
 
     def epsilon(self) -> float:
-        return math.sqrt(math.log(2.0 / self.delta) / (2.0 * self.n_min))
+        return hoeffding_eps(self.n_min, self.delta)
 
     def floor(self, p0: float) -> float:
         """Proposition 1's lower bound on expected eval pass@1 given the no-skill rate ``p0``."""
-        return p0 - (self.tau + self.epsilon()) - self.cap * self.delta
+        return prop1_floor(p0, self.tau, self.n_min, self.cap, self.delta)
 
 
 def skill_loop_contract(runs: dict[int, list[dict[str, Any]]], *, scalar: ScalarKind,

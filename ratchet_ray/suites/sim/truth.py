@@ -17,15 +17,14 @@ Contracts:
 - Refinement (A10): every version is its own row (own trials, c-hat, truth) with its lineage and
   the round a ``refined`` event deprecated it; ``RunTruth.refinement`` compares revisions with
   their parents.
-- ``prop1_floor(e_p0, tau, n_min, cap, delta)`` = E[p0] - (tau + eps) - C * delta with
-  eps = sqrt(ln(2 / delta) / (2 N_min)) (Proposition 1 with its Hoeffding tolerance).
+- ``RunTruth.floor``: Proposition 1's floor (``metrics.prop1_floor``) at the run's own tau,
+  N_min and cap.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
-import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,18 +37,10 @@ from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.suites.sim.settings import SimWorld
 from ratchet_ray.suites.resolve import resolve_config
 from ratchet_ray.suites.sim.world import World, parse_token
+from ratchet_ray.metrics import hoeffding_eps, prop1_floor
 from ratchet_ray.types import NONE_SKILL
 
 DEFAULT_DELTA = 1e-3
-
-
-def hoeffding_eps(n_min: int, delta: float) -> float:
-    return math.sqrt(math.log(2.0 / delta) / (2.0 * n_min))
-
-
-def prop1_floor(e_p0: float, tau: float, n_min: int, cap: int, delta: float) -> float:
-    """Proposition 1's lower bound on expected eval pass@1 (see module contract)."""
-    return e_p0 - (tau + hoeffding_eps(n_min, delta)) - cap * delta
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import csv
 
 from ratchet_ray.suites.sim.report import write_sim_report
-from ratchet_ray.suites.sim.truth import analyze_run, hoeffding_eps, prop1_floor
+from ratchet_ray.metrics import hoeffding_eps, prop1_floor
+from ratchet_ray.suites.sim.truth import analyze_run
 
 from sim_helpers import rows, run_sim, sim_config
 
