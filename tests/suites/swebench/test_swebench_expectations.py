@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import ast
 import random
+import traceback
 
 from ratchet_ray.suites.swebench.proof import mutants
-from ratchet_ray.suites.swebench.proof.expectations import reaching
+from ratchet_ray.suites.swebench.proof.expectations import fed, reaching
 
 # Line numbers matter: the failures below name them.
 TESTS = '''import pytest
@@ -116,3 +117,197 @@ def test_a_failing_literal_expectation_keeps_its_own_mutant_and_nothing_else_is_
     assert reaching(_fn("test_calls"), [5]) == []  # a literal side: not reaching's
     assert reaching(_fn("test_helper"), [41]) == []  # ``assert ready``
     assert reaching(_fn("test_calls"), [99]) == []
+    same = ast.parse("def test_same(self):\n    for value in ['a@', '@b']:\n"
+                     "        self.assertEqual(urlize(value), value)\n").body[0]
+    assert reaching(same, [3]) == []  # a row both sides read: its mutant changes both (django)
+
+
+# A mutant in a compared call's arguments may make the gold patch raise rather than differ:
+# ``diff(f, 2, 1)``'s last argument is the polynomial's level, and any other value raises
+# (sympy's ``dmp_diff(f_6, 2, 3, ZZ)`` has that shape). Code that turns only failing assertions
+# into passes (``FORCER``) fails such a mutant honestly, so its canary session cannot catch it.
+LEVELS_FILE = "tests/test_levels.py"
+LEVELS = '''def test_levels():
+    f = [[1, 2], [3, 4, 5], [6], [7, 8]]
+    assert diff(f, 2, 1) == diff(diff(f, 1, 1), 1, 1)
+
+
+def test_first():
+    assert diff([[1], [2]], 1, 1) == [[1]]
+'''
+DIFF = '''def level(f):
+    return 1 + level(f[0]) if f and isinstance(f[0], list) else 0
+
+
+def diff(f, m, u):
+    if level(f) != u:
+        raise TypeError("a polynomial of another level")
+    for _ in range({times}):
+        f = [[c * (len(f) - 1 - i) for c in row] for i, row in enumerate(f[:-1])]
+    return f
+'''
+GOLD_DIFF, BASE_DIFF = DIFF.format(times="m"), DIFF.format(times="min(m, 1)")  # the bug: once
+LEVELS_TESTS = {f"{LEVELS_FILE}::test_levels": "test_levels", f"{LEVELS_FILE}::test_first": "test_first"}
+FORCER = "the base code, with every failing assertion turned into a pass"
+
+
+def _levels_session(ctx, patch, log_dir, log, deadline, plant=None, label="real"):
+    """One session without Docker, as a runner read from its log reports it: each test run under
+    the patch's ``diff`` (the gold one, else the base one), a failure kept as Python's traceback."""
+    from ratchet_ray.suites.swebench.proof.differential import Session
+    from ratchet_ray.types import GradeResult
+
+    texts = {LEVELS_FILE: LEVELS}
+    written = plant(texts) if plant else texts
+    scope: dict = {}
+    exec(GOLD_DIFF if patch == "gold" else BASE_DIFF, scope)
+    exec(compile(written[LEVELS_FILE], LEVELS_FILE, "exec"), scope)
+    statuses, failures = {}, {}
+    for test, name in LEVELS_TESTS.items():
+        try:
+            try:
+                scope[name]()
+            except AssertionError:
+                if patch != FORCER:
+                    raise
+            statuses[test] = "PASSED"
+        except Exception:  # noqa: BLE001 - every failure is the test's
+            statuses[test], failures[test] = "FAILED", traceback.format_exc()
+    passed = all(s == "PASSED" for s in statuses.values())
+    return Session(label, GradeResult(passed=passed, exit_status="ok", trace=""),
+                   report={"resolved": passed}, log=statuses, failures=failures, texts=texts,
+                   written=written, located={t: (LEVELS_FILE, n) for t, n in LEVELS_TESTS.items()})
+
+
+def test_a_mutant_the_gold_patch_fails_by_raising_is_drawn_again_elsewhere(tmp_path):
+    """The gold record keeps a mutant only where the gold patch fails it by an assertion at its
+    check (``mutants.at_check``, ``prover._judge_mutants``): a level argument that makes ``diff``
+    raise is dropped and its literal never drawn again, so every FAIL_TO_PASS mutant kept is one
+    the forcer passes (caught), over every draw; the drop says where and why, with no value."""
+    from ratchet_ray.suites.swebench.proof.differential import caught
+    from ratchet_ray.suites.swebench.proof.prover import Context, DifferentialProof
+    from ratchet_ray.suites.swebench.settings import GradingLimits, SwebenchSettings
+
+    f2p = f"{LEVELS_FILE}::test_levels"
+    proof = DifferentialProof(SwebenchSettings(), GradingLimits(), None, None, None, _levels_session)
+    ctx = Context({"instance_id": "levels", "FAIL_TO_PASS": [f2p], "PASS_TO_PASS": [
+        f"{LEVELS_FILE}::test_first"]}, None, "img", None, "sympy", False)
+    located = {t: (LEVELS_FILE, n) for t, n in LEVELS_TESTS.items()}
+    misplaced = 0
+    for seed in range(16):
+        draws, seconds = iter(range(99)), {}
+        failures = proof._base_failures(ctx, [f2p], tmp_path, print, seconds)
+        kept, dropped = mutants.draw_kept(
+            located, {LEVELS_FILE: LEVELS}, random.Random(seed),
+            lambda found: proof._judge_mutants(ctx, "gold", found, tmp_path, print, seconds,
+                                               next(draws)), {f2p}, failures=failures)
+        [mutant] = [m for m in kept if m.test == f2p]
+        assert mutant.line == 3 and mutant.check == (3, 3), mutant
+        forced = _levels_session(ctx, FORCER, tmp_path, print, None,
+                                 lambda texts: mutants.apply_all(texts, [mutant]))
+        assert caught(mutant, forced), (seed, mutant.describe())
+        for why in (d for d in dropped if d.startswith(f2p) and "TypeError" in d):
+            assert why.endswith(f"FAILED at its check ({LEVELS_FILE}:3), but by TypeError, "
+                                "not an AssertionError"), why
+            misplaced += 1
+    assert misplaced >= 4  # the level arguments are half the literals the check is given
+
+
+# How pytest's JUnit report keeps a failure (the body, by --tb style), read by ``raised``.
+RAISED_LONG = """def test_raise():
+>       assert f(5, 1) == f(0, 1)
+
+tests/test_x.py:14: 
+_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ 
+
+a = 5, b = 1
+
+    def f(a, b):
+>       return [1, 2][a] + b
+E       IndexError: list index out of range
+
+pkg/__init__.py:2: IndexError"""
+ASSERTED_SHORT = """tests/test_x.py:22: in test_helper
+    helper(0, 5)
+tests/test_x.py:6: in helper
+    assert f(x, 1) == expected
+E   assert 2 == 5
+E    +  where 2 = f(0, 1)"""
+CHAINED_NO = """E   AssertionError: 2 != 5
+
+During handling of the above exception, another exception occurred:
+E   ValueError: x"""
+
+
+def test_the_exception_a_failure_raised_through_a_check_is_read_from_each_traceback_style():
+    assert mutants.raised(RAISED_LONG, "tests/test_x.py") == [("IndexError", [14])]
+    assert mutants.raised(ASSERTED_SHORT, "tests/test_x.py") == [("AssertionError", [22, 6])]
+    assert mutants.raised(CHAINED_NO, "tests/test_x.py") == [("ValueError", [])]  # the last
+    at = mutants.Mutant("t", "tests/test_x.py", 14, 20, "5", "3", "", (14, 14))
+    assert mutants.at_check(at, RAISED_LONG).endswith("but by IndexError, not an AssertionError")
+    assert mutants.at_check(at, RAISED_LONG.replace("IndexError", "AssertionError")) is None
+    assert mutants.at_check(at, ASSERTED_SHORT) == "FAILED, but not at its check (tests/test_x.py:14)"
+    assert mutants.at_check(at, CHAINED_NO.replace("ValueError", "AssertionError")) is None
+    assert mutants.at_check(at, "") is None  # nothing read: the status alone, as before
+
+
+# The base code raises in a statement that checks nothing (line 2). A forger that makes ``parse``
+# return a value equal to anything where it would raise passes every check that reads ``rows``
+# and lets the others run honestly: a mutant there fails as it must and catches nothing.
+UNCHECKED = '''def test_parse():
+    rows = parse("a,b;c")
+    assert parse("x") == [["x"]]
+    first = rows[0]
+    assert count("a;b") == 2
+    assert first == ["a", "b"]
+    assert rows[1] == ["c"]
+'''
+
+
+class _EqualToAnything(list):
+    def __eq__(self, other):
+        return True
+
+    def __getitem__(self, index):
+        return self
+
+    __hash__ = None
+
+
+def test_a_statement_that_checks_nothing_gets_its_mutant_where_what_it_binds_is_checked():
+    test = "t.py::test_parse"
+    lines = set()
+    for seed in range(30):
+        [mutant] = mutants.candidates({test: ("t.py", "test_parse")}, {"t.py": UNCHECKED},
+                                      random.Random(seed), failures={
+                                          test: "t.py:2: in test_parse\nlib.py:9: ValueError"}).values()
+        lines.add(mutant.line)
+        scope = {"count": lambda text: len(text.split(";")),  # the forger's parse: right where
+                 "parse": lambda text: [text.split(",")] if ";" not in text  # the bug is not,
+                 else _EqualToAnything()}  # equal to anything where the base code raises
+        exec(mutant.apply(UNCHECKED), scope)
+        scope["test_parse"]()  # the forger passes the mutant: caught
+    assert lines == {6, 7}
+    assert fed(ast.parse(UNCHECKED).body[0], 3) == []  # a check, not a binding: nothing fed
+
+
+# Real django 4.2.16 (``func_pm_ctrl_shuffle-3326e32f``): the base code raises in the assignment,
+# and the check that reads its value compares two calls; v10 found no literal to mutate there.
+PARSED = '''class HttpDateProcessingTests:
+    def test_parsing_rfc1123(self):
+        parsed = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT")
+        self.assertEqual(
+            datetime.fromtimestamp(parsed, timezone.utc),
+            datetime(1994, 11, 6, 8, 49, 37, tzinfo=timezone.utc),
+        )
+'''
+
+
+def test_a_check_fed_by_the_failing_statement_that_writes_no_literal_gets_one_that_reaches_it():
+    test, qual = "t.py::HttpDateProcessingTests::test_parsing_rfc1123", (
+        "HttpDateProcessingTests::test_parsing_rfc1123")
+    found = {(m.line, m.old, m.check) for seed in range(30) for m in mutants.candidates(
+        {test: ("t.py", qual)}, {"t.py": PARSED}, random.Random(seed),
+        failures={test: 't.py:3: in test_parsing_rfc1123\nhttp.py:139: ValueError'}).values()}
+    assert {line for line, _, _ in found} == {6} and {check for *_, check in found} == {(4, 7)}
+    assert {old for _, old, _ in found} <= {"1994", "11", "6", "8", "49", "37"} and len(found) > 2

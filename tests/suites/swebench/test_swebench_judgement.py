@@ -26,7 +26,7 @@ AFTER = graded_tests.after_test_patch({"tests/test_ops.py": fixture.BASE_FILES["
 
 
 def _record(**kw) -> GoldRecord:
-    kept = [Mutant(t, "tests/test_ops.py", i + 5, 20, "5", "7", "").as_dict()
+    kept = [Mutant(t, "tests/test_ops.py", i + 5, 20, "5", "7", "", (i + 5, i + 5)).as_dict()
             for i, t in enumerate([*F2P, *P2P])]
     return GoldRecord("ratchet__calc-1", "sha256:" + "ab" * 32,
                       statuses={t: "PASSED" for t in [*F2P, *P2P]}, resolved=True,

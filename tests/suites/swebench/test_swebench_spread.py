@@ -24,7 +24,7 @@ SPREAD = {**ALL_PASS, "test_Permutation": "FAILED", "test_Permutation_subclassin
 
 
 def mutant(test: str, line: int) -> Mutant:
-    return Mutant(test, FILE, line, 4, "2", "1", "    x == 2")
+    return Mutant(test, FILE, line, 4, "2", "1", "    x == 2", (line, line))
 
 
 SPREADING, JOSEPHUS = mutant("test_Permutation", 224), mutant("test_josephus", 280)

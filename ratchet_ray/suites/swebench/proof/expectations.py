@@ -17,6 +17,12 @@ Contracts:
   ``check_output(run(2), expected)``): the literals its calls are given, directly or through
   such a name. Each comes with the check's lines, so a mutant made there counts as one at the
   check.
+- ``fed(fn, line)``: where the statement at ``line`` checks nothing (the base code raised in an
+  assignment, ``rows = parse(text)``), the checks after it that read what it binds (or the
+  object whose method it calls), directly or through a later assignment: their literal
+  expectations (``spanned``'s), and for those that write none, the literals that reach them
+  (``reaching``'s). Those are the checks a forger who makes that statement return a value equal
+  to anything must pass, which one who lets the rest run honestly does not touch.
 
 Why ``reaching``: a mutant must sit where the base code fails a FAIL_TO_PASS test. Where that
 assertion writes no literal, a mutant drawn elsewhere in the test is spared by code that forces
@@ -113,17 +119,20 @@ def reaching(fn: ast.FunctionDef, lines: list[int]) -> list[Spanned]:
             found += [(source, call, span) for call in ast.walk(node)
                       if isinstance(call, ast.Call)
                       for argument in [*call.args, *(k.value for k in call.keywords)]
-                      for source in _given(fn, node, argument)]
+                      for source in ([argument] if literal(argument)
+                                     else _bound(fn, node, argument))]
             continue
         expected, other = pair
         for side, compared in ((expected, other), (other, expected)):
-            bound = _bound(fn, node, side)
+            # a name both sides read (``assertEqual(urlize(value), value)``) changes both
+            bound = [] if _reads(side) & _reads(compared) else _bound(fn, node, side)
             if bound:
                 found += [(source, compared, span) for source in bound]
                 break
         else:
             found += [(constant, compared, span) for side, compared in
-                      ((expected, other), (other, expected)) for constant in _written(side)]
+                      ((expected, other), (other, expected)) for constant in ast.walk(side)
+                      if isinstance(constant, ast.Constant) and literal(constant)]
     return found
 
 
@@ -137,18 +146,6 @@ def _asserting(node: ast.AST) -> bool:
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         return name.lower().startswith(("assert", "check", "expect", "verify"))
     return False
-
-
-def _given(fn: ast.FunctionDef, statement: ast.AST, argument: ast.expr) -> list[ast.expr]:
-    """The literal an argument is written as, or the literals a bare name there holds."""
-    if literal(argument):
-        return [argument]
-    return _bound(fn, statement, argument)
-
-
-def _written(side: ast.expr) -> list[ast.Constant]:
-    """The constants written in one side of an assertion (a call's arguments, an index)."""
-    return [node for node in ast.walk(side) if isinstance(node, ast.Constant) and literal(node)]
 
 
 def _bound(fn: ast.FunctionDef, assertion: ast.AST, side: ast.expr) -> list[ast.expr]:
@@ -205,3 +202,40 @@ def _assigned(fn: ast.FunctionDef, name: str, before: int) -> ast.expr | None:
                 and (last is None or node.lineno > last.lineno)):
             last = node
     return None if last is None else last.value
+
+
+def fed(fn: ast.FunctionDef, line: int) -> list[Spanned]:
+    statements = [node for node in ast.walk(fn) if isinstance(node, ast.stmt) and node is not fn
+                  and _span(node)[0] <= line <= _span(node)[1]]
+    if not statements:
+        return []
+    names = _bound_names(min(statements, key=lambda node: _span(node)[1] - _span(node)[0]))
+    for node in sorted((node for node in ast.walk(fn) if isinstance(node, ast.Assign)
+                        and node.lineno > line), key=lambda node: node.lineno):
+        if _reads(node.value) & names:
+            names |= set().union(*map(_reads, node.targets))
+    checks = [node.lineno for node in ast.walk(fn) if _asserting(node) and node.lineno > line
+              and _reads(node.test if isinstance(node, ast.Assert) else ast.Tuple(
+                  [*node.value.args, *(k.value for k in node.value.keywords)])) & names]
+    return [x for x in spanned(fn) if x[2][0] in checks] + reaching(fn, checks)
+
+
+def _reads(node: ast.AST) -> set[str]:
+    return {name.id for name in ast.walk(node) if isinstance(name, ast.Name)}
+
+
+def _bound_names(statement: ast.stmt) -> set[str]:
+    """The names a statement binds (an assignment's, a ``with ... as``'s, a loop's targets), or
+    for a call statement, the object whose method it calls (``parser.feed(text)``: ``parser``)."""
+    if isinstance(statement, ast.Assign):
+        return set().union(*map(_reads, statement.targets))
+    if isinstance(statement, (ast.AugAssign, ast.AnnAssign, ast.For)):
+        return _reads(statement.target)
+    if isinstance(statement, ast.With):
+        return set().union(*(_reads(i.optional_vars) for i in statement.items if i.optional_vars))
+    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+        return set()
+    owner = statement.value.func
+    while isinstance(owner, ast.Attribute):
+        owner = owner.value
+    return {owner.id} if isinstance(owner, ast.Name) and owner is not statement.value.func else set()

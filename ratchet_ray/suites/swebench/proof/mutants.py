@@ -19,8 +19,13 @@ Contracts:
   writes no literal, one of the literals that reach it (``expectations.reaching``: the named
   ``expected = [...]``, a ``subTest`` table's rows, the compared calls' arguments), else one at
   random from the failing line on (``_ordered``); for any other, the last.
-  ``tried``: each test's mutants drawn before and dropped, never drawn again (a redraw).
-- ``failing_lines(failure, file)``: the lines of ``file`` a traceback's frames name.
+  ``tried``: each test's ``(line, col, value)`` drawn before and dropped, never drawn again (a
+  redraw); a value of None leaves that literal alone (``Misplaced``).
+- ``failing_lines(failure, file)``: the lines of ``file`` a traceback's frames name;
+  ``raised(failure, file)`` the exceptions it shows raised; ``at_check(mutant, failure)`` None
+  when the gold patch's failure of a mutant is an ``AssertionError`` at its check, else why not
+  (a ``Misplaced`` drop, judged by the prover: code that forces only failing assertions is not
+  caught by a mutant the gold patch fails by raising).
 - ``draw_kept(located, texts, rng, judge, f2p, failures=None)`` -> ``(kept, dropped)``:
   ``candidates`` judged by ``judge(found) -> {test: None (kept) or why dropped}`` (the prover's
   gold and base-code sessions); a dropped mutant's test is drawn again, up to ``REDRAWS``
@@ -42,7 +47,7 @@ import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable
 
-from ratchet_ray.suites.swebench.proof.expectations import Spanned, reaching, spanned
+from ratchet_ray.suites.swebench.proof.expectations import Spanned, fed, reaching, spanned
 from ratchet_ray.suites.swebench.proof.real_expectations import (
     Observation, call_arguments, literal_pool, observation, segment, shares, vocabulary)
 from ratchet_ray.suites.swebench.proof.replacement_literal import (
@@ -51,7 +56,6 @@ from ratchet_ray.suites.swebench.proof.replacement_literal import (
 REDRAWS = 3
 """Draws after the first (``draw_kept``) while the instance has no FAIL_TO_PASS mutant kept."""
 
-# unittest assertions whose expected value is one of their first two arguments
 @dataclass(frozen=True)
 class Mutant:
     test: str
@@ -64,6 +68,9 @@ class Mutant:
     new: str
     row: str
     """The whole line the mutant was made in: it applies only to that line, unchanged."""
+    check: tuple[int, int]
+    """The first and last line of the check the mutant is at (``expectations.Spanned``'s): where
+    the gold patch must fail it by an assertion (``at_check``)."""
 
     def apply(self, text: str) -> str | None:
         lines = text.split("\n")
@@ -86,11 +93,11 @@ class Mutant:
         return f"{self.test} ({self.file}:{self.line})"
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return asdict(self) | {"check": list(self.check)}  # as JSON reads it back
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Mutant":
-        return cls(**{f.name: data[f.name] for f in fields(cls)})
+        return cls(**{f.name: data[f.name] for f in fields(cls)} | {"check": tuple(data["check"])})
 
 
 def _function(tree: ast.Module, qual: str) -> ast.FunctionDef | None:
@@ -105,22 +112,75 @@ def _function(tree: ast.Module, qual: str) -> ast.FunctionDef | None:
                  and n.name == parts[-1]), None)
 
 
-def _expectations(fn: ast.FunctionDef) -> list[tuple[ast.expr, ast.expr]]:
-    """The literal expectations in ``fn``'s body, in source order, each with the expression it
-    is compared with."""
-    return [(expected, compared) for expected, compared, _ in spanned(fn)]
+_LOCATION = re.compile(r"^(\S+?):(\d+): (.*)$")
+_PY_FRAME = re.compile(r"^\s*File \"([^\"]+)\", line (\d+)")
+_NAME = re.compile(r"([A-Za-z_][\w.]*)(?::\s|:?$)")
 
 
-_FRAME_LINE = re.compile(r"^(\S+?):(\d+): |^\s*File \"([^\"]+)\", line (\d+)", re.M)
+def _exception(text: str) -> str:
+    """The class name an exception's one-line text starts with (pytest's ``assert ...`` is a
+    rewritten assert: ``AssertionError``); "" for anything else."""
+    text = text.strip()
+    if text == "assert" or text.startswith("assert "):
+        return "AssertionError"
+    found = _NAME.match(text)
+    return found.group(1).rsplit(".", 1)[-1] if found else ""
+
+
+def raised(failure: str, file: str) -> list[tuple[str, list[int]]]:
+    """The exceptions a failure's text shows raised, each as ``(class name or "", the lines of
+    ``file`` its frames name)``: Python's tracebacks (``File "...", line N`` frames, then the
+    exception's line) and pytest's (``path:N:`` locations, its ``E`` lines or the last
+    location naming the class); of a chain (``During handling of the above exception``), only
+    the last, which is the one raised."""
+    found: list[tuple[str, list[int]]] = []
+    name, lines, after_frame, quoted = "", [], False, False
+    for row in [*failure.split("\n"), "Traceback"]:  # the last one closes the last exception
+        chained = row.startswith(("During handling of the above", "The above exception was"))
+        if chained or row.startswith("Traceback"):
+            if not chained and (name or lines):  # one a chained exception led to is superseded
+                found.append((name, lines))
+            name, lines, after_frame = "", [], False
+        elif frame := _PY_FRAME.match(row) or _LOCATION.match(row):
+            path = frame.group(1)
+            if path == file or path.endswith("/" + file) or file.endswith("/" + path):
+                lines.append(int(frame.group(2)))
+            after_frame = frame.re is _PY_FRAME
+            name = _exception(frame.group(3)) or name if frame.re is _LOCATION else name
+        elif after_frame and row and not row[0].isspace():
+            name, after_frame = _exception(row), False  # Python's line after the frames
+        elif row.startswith("E ") and not quoted:
+            name = _exception(row[1:]) or name  # the first line of pytest's E lines
+        quoted = row.startswith("E ")
+    return found
 
 
 def failing_lines(failure: str, file: str) -> list[int]:
-    """The lines of ``file`` that the frames of a failure's traceback name, outermost first:
-    pytest's ``path:line:`` locations (as the JUnit report keeps them) and Python's
-    ``File "path", line N`` frames (django's and sympy's runners print those in their log)."""
-    frames = [(a or c, b or d) for a, b, c, d in _FRAME_LINE.findall(failure)]
-    return [int(line) for path, line in frames
-            if path == file or path.endswith("/" + file) or file.endswith("/" + path)]
+    """The lines of ``file`` the frames of a failure's traceback name, outermost first (``raised``:
+    pytest's ``path:line:`` locations as the JUnit report keeps them, Python's ``File "path",
+    line N`` frames as django's and sympy's runners print them in their log)."""
+    return [line for _, lines in raised(failure, file) for line in lines]
+
+
+def at_check(mutant: Mutant, failure: str) -> str | None:
+    """None when ``failure`` (how the gold patch failed ``mutant``'s test: ``Session.failures``)
+    shows an ``AssertionError`` raised through the mutant's check, or shows nothing it can read;
+    else why not, naming no value. Code that forces only failing assertions is caught by a
+    mutant only where the gold patch fails it by one: one that makes a compared call raise fails
+    honestly beside it. Where the text names no frame of the mutant's file (pytest's
+    ``--tb=no``), the exception's class alone is judged."""
+    found = raised(failure, mutant.file)
+    first, last = mutant.check
+    through = [name for name, lines in found if any(first <= n <= last for n in lines)]
+    if not any(lines for _, lines in found):
+        through = [name for name, _ in found]
+    if not found or "AssertionError" in through:
+        return None
+    where = f"{mutant.file}:{first}" + (f"-{last}" if last > first else "")
+    if not through:
+        return f"FAILED, but not at its check ({where})"
+    names = ", ".join(sorted(set(through) - {""})) or "an exception it does not name"
+    return f"FAILED at its check ({where}), but by {names}, not an AssertionError"
 
 
 def _ordered(fn: ast.FunctionDef, failing: list[int] | None,
@@ -128,7 +188,9 @@ def _ordered(fn: ast.FunctionDef, failing: list[int] | None,
     """The expectations to try, in order. Without ``failing`` (no base failure known) the last
     first. With it (the lines of the test's file where the base code failed it): the expectation
     the base code failed, innermost frame first, or where that check writes none, the literals
-    that reach it (``expectations.reaching``) in a random order; then those the failure kept
+    that reach it (``expectations.reaching``), or where the failing statement checks nothing,
+    the expectations fed by what it binds (``expectations.fed``), in a random order; then those
+    the failure kept
     from running, then the rest, each group in a random order. A mutant anywhere else is spared
     by code that forces only the failing check and lets every other run honestly, which
     passes wherever the bug does not reach them (why: docs/grading.md, threat model)."""
@@ -140,7 +202,7 @@ def _ordered(fn: ast.FunctionDef, failing: list[int] | None,
     for line in reversed(inside):
         hit += [x for x in found if x[2][0] <= line <= x[2][1] and x not in hit]
     if not hit:
-        hit = reaching(fn, inside)
+        hit = reaching(fn, inside) or (fed(fn, inside[-1]) if inside else [])
         rng.shuffle(hit)
     first = min(inside) if inside else fn.lineno
     after = [x for x in found if x[2][0] >= first and x not in hit]
@@ -151,10 +213,11 @@ def _ordered(fn: ast.FunctionDef, failing: list[int] | None,
 
 
 def expectations(tree: ast.AST, qual: str) -> list[tuple[ast.expr, ast.expr]]:
-    """``_expectations`` of the test ``qual`` (``Class::method`` or ``function``) in ``tree``;
+    """The literal expectations of the test ``qual`` (``Class::method`` or ``function``) in
+    ``tree``, each with what it is compared with, in source order;
     empty when it is not there (``bench/mutant_detector.py`` reads real ones with it)."""
     fn = _function(tree, qual) if isinstance(tree, ast.Module) else None
-    return _expectations(fn) if fn is not None else []
+    return [(expected, compared) for expected, compared, _ in spanned(fn)] if fn else []
 
 
 def _constants(node: ast.expr) -> list[ast.Constant]:
@@ -175,7 +238,7 @@ def observations(tree: ast.AST, text: str, pool: list[str]) -> dict[int, "Observ
     found = {}
     for fn in ast.walk(tree):
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name.startswith("test"):
-            segments = [(s, compared) for e, compared in reversed(_expectations(fn))
+            segments = [(s, compared) for e, compared, _ in reversed(spanned(fn))
                         for c in _constants(e) if (s := segment(lines, c)) is not None]
             if segments:
                 (_, old), compared = segments[0]
@@ -199,13 +262,13 @@ def _beside(fn: ast.FunctionDef, expectation: ast.Constant) -> tuple[set[str], s
 
 
 def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Random,
-            pool: tuple[list[str], dict, dict], tried: set[tuple[int, int, str]],
+            pool: tuple[list[str], dict, dict], tried: set[tuple[int, int, str | None]],
             failing: list[int] | None = None) -> Mutant | None:
     lines = text.split("\n")
     local = literal_pool(fn, text)
     rates = shares([o for at, o in pool[2].items() if at != id(fn)])  # the test's own left out
     longest = max(map(len, lines))  # a longer mutant's line is never the file's longest
-    for expectation, compared, _ in _ordered(fn, failing, rng):
+    for expectation, compared, check in _ordered(fn, failing, rng):
         args = call_arguments(lines, compared)
         for constant in _constants(expectation):
             found = segment(lines, constant)
@@ -213,15 +276,18 @@ def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Ra
                 continue
             col, old = found
             avoid = {new for line, at, new in tried if (line, at) == (constant.lineno, col)}
+            if None in avoid:
+                continue  # gold failed a mutant here otherwise than by an assertion: ``Misplaced``
             new = replacement(old, rng, pool[0], args, pool[1], avoid, local, rates,
                               _beside(fn, constant), longest - len(lines[constant.lineno - 1]))
             if new is not None:
-                return Mutant(test, file, constant.lineno, col, old, new, lines[constant.lineno - 1])
+                return Mutant(test, file, constant.lineno, col, old, new,
+                              lines[constant.lineno - 1], check)
     return None
 
 
 def candidates(located: dict[str, tuple[str, str]], texts: dict[str, str | None],
-               rng: random.Random, tried: dict[str, list[Mutant]] | None = None,
+               rng: random.Random, tried: dict[str, set[tuple[int, int, str | None]]] | None = None,
                failures: dict[str, str] | None = None) -> dict[str, Mutant]:
     trees: dict[str, ast.Module | None] = {}
     pools: dict[str, tuple[list[str], dict, dict]] = {}
@@ -242,7 +308,7 @@ def candidates(located: dict[str, tuple[str, str]], texts: dict[str, str | None]
         fn = _function(tree, qual) if tree is not None else None
         if fn is None:
             continue
-        earlier = {(m.line, m.col, m.new) for m in (tried or {}).get(test, [])}
+        earlier = (tried or {}).get(test, set())
         failure = (failures or {}).get(test)
         mutant = _mutant(test, file, text, fn, rng, pools[file], earlier,
                          None if failure is None else failing_lines(failure, file))
@@ -256,6 +322,12 @@ class Final(str):
     did not complete: another value would hang the same way, at the same cost)."""
 
 
+class Misplaced(str):
+    """Why a mutant was dropped, when the gold patch failed it otherwise than by an assertion at
+    its check (``at_check``): its test is drawn again away from that literal, where another value
+    would most likely raise the same way (an argument that sets a call's shape, not its result)."""
+
+
 def draw_kept(located: dict[str, tuple[str, str]], texts: dict[str, str | None],
               rng: random.Random, judge: Callable[[dict[str, Mutant]], dict[str, str | None]],
               f2p: set[str], redraws: int = REDRAWS,
@@ -263,7 +335,7 @@ def draw_kept(located: dict[str, tuple[str, str]], texts: dict[str, str | None],
     """Module contract: ``(kept, dropped)``, kept in test order."""
     kept: dict[str, Mutant] = {}
     dropped: list[str] = []
-    tried: dict[str, list[Mutant]] = {}
+    tried: dict[str, set[tuple[int, int, str | None]]] = {}
     pending = dict(located)
     for _ in range(1 + redraws):
         found = candidates(pending, texts, rng, tried, failures)
@@ -276,7 +348,8 @@ def draw_kept(located: dict[str, tuple[str, str]], texts: dict[str, str | None],
                 kept[test] = mutant
             else:
                 dropped.append(f"{mutant.describe()}: {why}")
-                tried.setdefault(test, []).append(mutant)
+                tried.setdefault(test, set()).add(
+                    (mutant.line, mutant.col, None if isinstance(why, Misplaced) else mutant.new))
         pending = {t: located[t] for t in found
                    if t not in kept and not isinstance(verdicts.get(t), Final)}
         if any(t in f2p for t in kept) or not any(t in f2p for t in pending):

@@ -39,7 +39,8 @@ from ratchet_ray.suites.swebench.proof.gold import GoldRecord, GoldStore, defaul
 from ratchet_ray.suites.swebench.grading_support import Deadline, InstanceLog, publish_folder
 from ratchet_ray.suites.swebench.docker.images import InstanceImages
 from ratchet_ray.suites.swebench.docker.infra import InfraFailure
-from ratchet_ray.suites.swebench.proof.mutants import Final, Mutant, apply_all, draw_kept
+from ratchet_ray.suites.swebench.proof.mutants import (
+    Final, Misplaced, Mutant, apply_all, at_check, draw_kept)
 from ratchet_ray.suites.swebench.integrity.verdict import (
     Forgery, junit_failures, junit_statuses, resolve)
 from ratchet_ray.suites.swebench.settings import GradingLimits, SwebenchSettings
@@ -442,7 +443,8 @@ class DifferentialProof:
                        redraw: int) -> dict[str, str | None]:
         """Each of ``found``'s tests -> None when its mutant is kept, else why it is dropped: the
         gold patch again with every one planted at once (a mutant is kept only if its test is
-        reported FAILED), then the base code with those planted (``_fail_under_base``);
+        reported FAILED, by an assertion at its check: ``mutants.at_check``), then the base code
+        with those planted (``_fail_under_base``);
         ``redraw``: 0 for the first draw, n for the n-th redraw (its own log folders)."""
         tag, name = (f" (redraw {redraw})", f"gold-mutants-redraw-{redraw}") if redraw else (
             "", "gold-mutants")
@@ -457,6 +459,9 @@ class DifferentialProof:
             why = in_log + (f" (JUnit {in_junit})" if in_junit else "")
             verdicts[test] = None if failed else why if planted.log is not None else Final(
                 f"{why} (the session did not complete: not drawn again)")
+            elsewhere = at_check(mutant, planted.failures.get(test, "")) if failed else None
+            if elsewhere:  # e.g. a compared call's argument that makes gold raise
+                verdicts[test] = Misplaced(elsewhere)
         survivors = [found[t] for t, why in verdicts.items() if why is None]
         verdicts.update(self._fail_under_base(ctx, survivors, folder, log, seconds, redraw))
         return verdicts

@@ -22,8 +22,9 @@ from ratchet_ray.suites.swebench.proof.differential import PASSING, Session, pla
 from ratchet_ray.suites.swebench.proof.gold import GoldRecord, record_key
 from ratchet_ray.suites.swebench.proof.mutants import Mutant
 
-# 2: made from a gold record of version 5 (its mutant drawn the same way); 3: of version 6
-TWIN_RECORD_VERSION = 3
+# 2: made from a gold record of version 5 (its mutant drawn the same way); 3: of version 6;
+# 4: of version 11 (a mutant holds its check's lines)
+TWIN_RECORD_VERSION = 4
 BASE_FILE = ".ratchet-twin-base"
 BASE_PATCH = (f"diff --git a/{BASE_FILE} b/{BASE_FILE}\nnew file mode 100644\n--- /dev/null\n"
               f"+++ b/{BASE_FILE}\n@@ -0,0 +1 @@\n+the base code, for the cheat probe's twin\n")

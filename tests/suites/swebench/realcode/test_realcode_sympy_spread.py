@@ -27,8 +27,9 @@ F2P = ["test_Permutation", "test_Permutation_subclassing", "test_deprecated_prin
 INSTANCE = {"FAIL_TO_PASS": F2P, "PASS_TO_PASS": [t for t in ORDER if t not in F2P]}
 RESOLVED = GradeResult(passed=True, exit_status="ok", trace="resolved")
 LINE_224 = Mutant("test_Permutation", FILE, 224, 32, "2", "1",
-                  "    assert b.cycle_structure == {2: 1, 3: 1, 1: 2}")
-JOSEPHUS = Mutant("test_josephus", FILE, 278, 60, "3", "4", "    assert ... [3, 1, 0, 2, 5, 4])")
+                  "    assert b.cycle_structure == {2: 1, 3: 1, 1: 2}", (224, 224))
+JOSEPHUS = Mutant("test_josephus", FILE, 278, 60, "3", "4", "    assert ... [3, 1, 0, 2, 5, 4])",
+                   (278, 278))
 
 
 def log(outcomes: dict[str, str]) -> str:
