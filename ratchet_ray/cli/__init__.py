@@ -6,7 +6,7 @@ Modules import lazily-heavy dependencies (Ray, llama.cpp) inside the command bod
 ``ratchet --help`` stays fast. ``--db`` must name a run dir (``cli.evidence.check_run_dir``);
 ``--version`` prints the installed version. An unreadable evidence part met by any command
 (``evidence.store.UnreadableEvidence``) is one ``Error:`` line naming ``ratchet evidence
-verify``, never DuckDB's traceback.
+verify``, never DuckDB's traceback; a Ctrl-C during a query is click's ``Aborted!``, as anywhere.
 """
 
 from __future__ import annotations
@@ -34,17 +34,20 @@ _COMMAND_MODULES = (
 
 
 class _Ratchet(click.Group):
-    """The group: an unreadable evidence part met by any command is its one-line error."""
+    """The group: an unreadable evidence part met by any command is its one-line error, and a
+    Ctrl-C that DuckDB turned into an error is the abort it was."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except ValueError as exc:
+        except (ValueError, RuntimeError) as exc:
             # Only a command that read the evidence can have loaded the store: a cheap test
             # that keeps DuckDB out of `ratchet --help`.
             store = sys.modules.get("ratchet_ray.evidence.store")
             if store is not None and isinstance(exc, store.UnreadableEvidence):
                 raise click.ClickException(str(exc)) from exc
+            if store is not None and store.query_interrupted(exc):
+                raise click.Abort() from exc  # as click tells any other Ctrl-C
             raise
 
 

@@ -97,6 +97,14 @@ _SQL_ERRORS = (duckdb.ParserException, duckdb.SyntaxException, duckdb.BinderExce
                duckdb.NotImplementedException, duckdb.InterruptException)
 
 
+def query_interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is how DuckDB reports a SIGINT that arrived during one of its queries: its
+    own ``InterruptException``, or a ``RuntimeError`` "Query interrupted", never Python's
+    ``KeyboardInterrupt``; a run and a command treat it as Ctrl-C."""
+    return (isinstance(exc, duckdb.InterruptException)
+            or (isinstance(exc, RuntimeError) and str(exc).startswith("Query interrupted")))
+
+
 def _select_list(kind: str, present: set[str]) -> str:
     """The kind's columns in schema order; one no part holds yet (written before the column
     existed) reads as a typed null."""

@@ -55,7 +55,7 @@ from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.schema import to_records
-from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.evidence.store import EvidenceStore, query_interrupted
 from ratchet_ray.storage.fsutil import atomic_write_json, disk_full, disk_full_error, no_room
 from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.loop import phases
@@ -231,16 +231,6 @@ def resume_point(run: RunDir, config: LoopConfig) -> tuple[int, RollbackGate]:
     gate = RollbackGate.from_history(history, config.rollback.threshold,
                                      config.rollback.consecutive, config.rollback.enabled)
     return (done[-1].round + 1 if done else 0), gate
-
-
-def query_interrupted(exc: BaseException) -> bool:
-    """Whether ``exc`` is how DuckDB reports a SIGINT that arrived during one of its queries: its
-    own ``InterruptException``, or a ``RuntimeError`` "Query interrupted", never Python's
-    ``KeyboardInterrupt``; the run treats it as Ctrl-C."""
-    import duckdb
-
-    return (isinstance(exc, getattr(duckdb, "InterruptException", ()))
-            or (isinstance(exc, RuntimeError) and str(exc).startswith("Query interrupted")))
 
 
 class RunInterrupted(KeyboardInterrupt):

@@ -129,3 +129,21 @@ def test_solver_cache_clear_waits_until_no_run_writes_there(run):
     assert len(list(cache.entries())) == 1
     done = ratchet("--db", str(run), "solver-cache", "clear", "--yes")
     assert done.exit_code == 0 and not list(cache.entries()), done.output
+
+
+
+def test_ctrl_c_during_a_query_is_an_abort_not_a_traceback(run, monkeypatch):
+    """DuckDB answers a SIGINT during a query with RuntimeError('Query interrupted'), not
+    KeyboardInterrupt, and it went out as a traceback. (Raised here: a real SIGINT lands on
+    whichever thread the kernel picks, and DuckDB sees it only sometimes.)"""
+    class Interrupted:
+        def execute(self, sql):
+            raise RuntimeError("Query interrupted")
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(EvidenceStore, "connect", lambda self, **kwargs: Interrupted())
+    done = ratchet("--db", str(run), "query", "select 1")
+    assert done.exit_code == 1 and isinstance(done.exception, SystemExit), repr(done.exception)
+    assert done.output.strip() == "Aborted!", done.output

@@ -1,6 +1,6 @@
 """A Ctrl-C that lands while DuckDB runs a query is still Ctrl-C: DuckDB answers the signal
 with its own exception, not ``KeyboardInterrupt``, and ``run_loop`` must record the stop and print
-the resume command for it as for any other (``driver.query_interrupted``)."""
+the resume command for it as for any other (``evidence.store.query_interrupted``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 import duckdb
 import pytest
 
-from ratchet_ray.loop.driver import query_interrupted
+from ratchet_ray.evidence.store import query_interrupted
 
 
 def test_a_real_interrupted_query_is_recognised_and_other_errors_are_not():
