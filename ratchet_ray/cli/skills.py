@@ -19,6 +19,7 @@ Bad files or config are one readable message, never a traceback.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -185,7 +186,7 @@ def audit(ctx: click.Context, limit: int, fmt: str, only_tampering: bool, leakag
         hygiene_audit(ctx, fmt, leakage, threshold, embed, bypass_, near, cost)
         return
     with EvidenceStore(require_run_dir(ctx)).connect() as con:
-        rows = recent_skill_events(con, limit)
+        rows = recent_skill_events(con, min(limit, sys.maxsize))  # more than there are: all
         failures = failed_llm_calls(con)
         # Graded as tampering (any split, any route), with the grader's finding; suspected by
         # the static screen (recorded, not a verdict), with its first quoted line.

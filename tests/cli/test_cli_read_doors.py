@@ -147,3 +147,9 @@ def test_ctrl_c_during_a_query_is_an_abort_not_a_traceback(run, monkeypatch):
     done = ratchet("--db", str(run), "query", "select 1")
     assert done.exit_code == 1 and isinstance(done.exception, SystemExit), repr(done.exception)
     assert done.output.strip() == "Aborted!", done.output
+
+
+def test_an_audit_limit_past_what_a_query_can_take_shows_every_event(run):
+    """A --limit past 64 bits was DuckDB's conversion traceback."""
+    done = ratchet("--db", str(run), "audit", "--limit", "99999999999999999999")
+    assert done.exit_code == 0 and "one" in done.output and "(1 row)" in done.output, done.output
