@@ -30,8 +30,7 @@ from ratchet_ray.settings.resources import configs_dir
 
 
 def _home(value: str | None) -> str | None:
-    """A path setting with ``~`` as the user's home wherever it was written (a YAML file, a quoted
-    ``--set``, a job's argument no shell expanded): it made a folder named ``~`` here."""
+    """A path setting, ``~`` the home wherever it was written (not a folder named ``~``)."""
     return os.path.expanduser(value) if value else value
 
 
@@ -153,6 +152,14 @@ class LLMSettings(_Section):
     prices: dict[str, PriceEntry] = Field(default_factory=prices_from_env)
     """Prices overlaid on the built-in table, ``{model pattern: {input, output}}`` in USD per
     million tokens (default: the file ``$RATCHET_PRICE_TABLE`` names)."""
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _prices_not_a_file(cls, value: Any) -> Any:
+        if isinstance(value, str):  # a price file's path: Pydantic said 'a valid dictionary'
+            raise ValueError(f"give the table itself, e.g. llm.prices={{'my-model*': {{input: 3, "
+                             f"output: 15}}}}, not {value!r}; a price file: $RATCHET_PRICE_TABLE")
+        return value
 
 
 class RouterSettings(_Section):

@@ -163,6 +163,16 @@ def test_a_path_setting_takes_a_tilde_as_the_home_folder(tmp_path):
     assert LoopConfig(results_dir="a/~b").results_dir == "a/~b"  # only a leading ~ is home
 
 
+def test_a_price_file_given_as_llm_prices_names_the_table_and_the_variable():
+    """It was Pydantic's 'Input should be a valid dictionary'; the file goes in an env var."""
+    with pytest.raises(ConfigError, match=r"llm.prices: give the table itself, e.g. "
+                                          r"llm.prices=\{'my-model\*'.*not '/p.yaml'; a price "
+                                          r"file: \$RATCHET_PRICE_TABLE"):
+        load_config([], ["llm.prices=/p.yaml"])
+    example = "llm.prices={'my-model*': {input: 3, output: 15}}"  # the one the line gives
+    assert load_config([], [example]).llm.prices["my-model*"].output == 15
+
+
 def test_resolved_config_round_trips(tmp_path):
     config = load_config([DEFAULT, CONFIGS / "ablations" / "A4.yaml"], ["seed=7"])
     dump_config(config, tmp_path / "config.yaml")
