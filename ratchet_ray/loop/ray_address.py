@@ -12,7 +12,8 @@ Contracts:
 - ``leftover_head()``: the address of a live cluster a plain ``ray.init()`` here would join (the
   address file the last ``ray start --head`` wrote; one a dead head left is ignored), else None.
 - ``ray_problem(address)``: what a driver given ``address`` (else ``RAY_ADDRESS``, else a local
-  Ray) would meet, one line with the fix, else None: nothing listening, an address of none of
+  Ray) would meet, one line with the fix, else None: nothing listening (for ``auto``, at the
+  address Ray resolves it to here, or no cluster to find), an address of none of
   the forms a driver takes (``garbage``, a host without its port), a head that refuses this
   driver's credentials (``refused_credentials``), a leftover head. ``client=False`` (a sweep,
   which takes no ``ray://`` address): the forms it names leave ``ray://`` out; ``local=False``
@@ -104,9 +105,13 @@ def ray_problem(address: str | None = None, client: bool = True,
     if given == LOCAL:
         return None
     if given is not None:
-        why = unreachable(given) or _malformed(given, client)
+        target, why = (_auto_target() if given.strip() == "auto"
+                       else (given, _malformed(given, client)))
+        why = why or (unreachable(target) if target else None)
         if why is None:
-            return refused_credentials(given)
+            return refused_credentials(target) if target else None
+        if target and target != given:
+            why = f"auto means {target} here (the cluster Ray finds on this machine), and {why}"
         source, drop = ("--address", "drop --address") if address else \
             ("RAY_ADDRESS", "unset RAY_ADDRESS")
         return (f"cannot reach the Ray cluster at {given} ({source}): {why}; start the head there "
@@ -119,6 +124,20 @@ def ray_problem(address: str | None = None, client: bool = True,
             f"running?), and a plain local run would join it; run on it with "
             f"RAY_ADDRESS={head}, start a Ray of this run's own beside it with "
             "RAY_ADDRESS=local, or stop that head (docs/cluster.md, \"A local head\")")
+
+
+def _auto_target() -> tuple[str | None, str | None]:
+    """``(address, None)``: what ``auto`` means to Ray here (the address the last ``ray start
+    --head`` recorded, else a GCS running on this machine); ``(None, why)`` when there is none;
+    ``(None, None)`` when this Ray cannot say (its own error then stands)."""
+    try:
+        from ray._private.services import get_ray_address_from_environment
+    except ImportError:
+        return None, None
+    try:
+        return get_ray_address_from_environment("auto", None), None
+    except ConnectionError:
+        return None, "no Ray cluster runs on this machine for auto to find"
 
 
 def ask_gcs(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> tuple[bool, Exception | None]:

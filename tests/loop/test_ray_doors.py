@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -271,9 +272,38 @@ def test_the_address_forms_ray_takes_are_left_to_ray(monkeypatch):
     from ratchet_ray.loop.ray_address import ray_problem
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    for address in ("auto", "local", "ray://127.0.0.1:10001"):  # Ray's: reached by Ray itself
+    for address in ("local", "ray://127.0.0.1:10001"):  # Ray's: reached by Ray itself
         assert ray_problem(address) is None, address
     assert "no Ray address" in ray_problem("127.0.0.1")  # no port: Ray refuses it too
+
+
+def test_auto_is_checked_where_ray_resolves_it(monkeypatch, tmp_path):
+    """``RAY_ADDRESS=auto`` joins the address the last ``ray start --head`` recorded: one left by
+    a head that is gone made ``ray.init`` retry it for minutes after the run dir was made (seen
+    with a stale record naming another host). Now one line naming what auto meant; with no
+    cluster to find, one line too (Ray's own error came after the run dir)."""
+    from ray._private import services
+
+    from ratchet_ray.loop.ray_address import ray_problem
+
+    monkeypatch.setattr(services, "find_gcs_addresses", lambda: [])  # no other GCS of this host
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    monkeypatch.setenv("RAY_ADDRESS", "auto")
+    none = ray_problem()
+    assert "at auto (RAY_ADDRESS)" in none and "no Ray cluster runs on this machine" in none
+    dead = f"127.0.0.1:{free_ports(1)[0]}"
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "ray_current_cluster").write_text(dead + "\n")
+    stale = ray_problem()
+    assert f"auto means {dead} here" in stale and "nothing answers" in stale, stale
+    assert "unset RAY_ADDRESS" in stale
+    with socket.socket() as live:  # something answers there: Ray's own checks go on
+        live.bind(("127.0.0.1", 0))
+        live.listen()
+        host, port = live.getsockname()
+        (tmp_path / "ray" / "ray_current_cluster").write_text(f"{host}:{port}\n")
+        monkeypatch.setattr("ratchet_ray.loop.ray_address.refused_credentials", lambda a: None)
+        assert ray_problem() is None
 
 
 def test_the_forms_advised_are_those_the_caller_takes(monkeypatch):
