@@ -262,6 +262,14 @@ class CounterfactualSettings(_Section):
 class CuratorSettings(_Section):
     retire_tau: float = Field(default=0.10, ge=0.0, le=1.0)
     """Retire when contribution <= -tau ..."""
+
+    @field_validator("retire_tau", mode="before")
+    @classmethod
+    def _tau_is_a_magnitude(cls, value: Any) -> Any:
+        if isinstance(value, (int, float)) and value < 0:  # the reference's flag is signed
+            raise ValueError(f"{value} is below 0: tau is a magnitude (a skill retires when c <= "
+                             f"-tau), so a threshold of {value} is retire_tau={-value}")
+        return value
     min_trials: int = Field(default=100, ge=1)
     """... and at least this many routed train trials have accumulated (N_min)."""
     active_cap: int = Field(default=50, ge=1)

@@ -151,6 +151,13 @@ def test_overrides_apply_last_and_are_validated():
         load_config([], ["curator.active_cap=0"])
 
 
+def test_a_negative_retire_tau_names_the_sign_convention():
+    """The reference's flag is signed (--skill-retire-contribution-threshold -0.10); here tau is
+    its magnitude. 'greater than or equal to 0' left a user guessing which one to give."""
+    with pytest.raises(ConfigError, match=r"tau is a magnitude .* is retire_tau=0.1"):
+        load_config([DEFAULT], ["curator.retire_tau=-0.1"])
+
+
 def test_a_path_setting_takes_a_tilde_as_the_home_folder(tmp_path):
     """``results_dir: ~/runs`` in a YAML file (or a quoted ``--set``) made a folder named ``~``
     in the working directory."""
