@@ -122,12 +122,17 @@ def _flatten(data: dict, prefix: tuple[str, ...] = (),
             yield list(path), value
 
 
-def _explain(err: ValidationError, origin: str) -> ConfigError:
+def _explain(err: ValidationError, origin: str, set_by: dict[str, str] | None = None
+             ) -> ConfigError:
+    """One line per error; ``set_by`` (key -> the file or override that gave its value last)
+    names where a bad value came from, as a user with layered files and ``--set`` needs."""
     lines = []
     for item in err.errors():
         loc = ".".join(str(p) for p in item["loc"])
         expected = item.get("ctx", {}).get("expected")
         hint = f" (valid: {expected})" if expected else ""
+        source = (set_by or {}).get(loc.removeprefix("suite_settings."))
+        hint += f" (from {source})" if source else ""
         msg = item["msg"].removeprefix("Value error, ")  # pydantic's label, not the problem
         lines.append(f"{origin}: {loc + ': ' if loc else ''}{msg}{hint}")
     return ConfigError("\n".join(lines))
@@ -143,6 +148,7 @@ def load_config(files: Iterable[str | Path] = (), overrides: Iterable[str] = ())
 
 def _load_config(files: Iterable[str | Path], overrides: Iterable[str]) -> LoopConfig:
     tree: dict[str, Any] = {}
+    set_by: dict[str, str] = {}
     for file in files:
         path = Path(file)
         try:
@@ -151,13 +157,15 @@ def _load_config(files: Iterable[str | Path], overrides: Iterable[str]) -> LoopC
             raise ConfigError(str(exc)) from exc
         for key_path, value in _flatten(data):
             _set_path(tree, key_path, value, str(path))
+            set_by[".".join(key_path)] = str(path)
     for text in overrides:
         key_path, value = _parse_override(text)
         _set_path(tree, key_path, value, f"override {text!r}")
+        set_by[".".join(key_path)] = f"--set {text}"
     try:
         return resolve_config(tree)
     except ValidationError as exc:
-        raise _explain(exc, "config") from exc
+        raise _explain(exc, "config", set_by) from exc
     except ValueError as exc:  # a suite's rule, or an environment default (each names itself)
         raise ConfigError(f"config: {exc}") from exc
 

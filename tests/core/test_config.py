@@ -151,6 +151,17 @@ def test_overrides_apply_last_and_are_validated():
         load_config([], ["curator.active_cap=0"])
 
 
+def test_a_bad_value_names_the_file_or_override_that_gave_it(tmp_path):
+    """With layered files and --set, 'config: rounds: Input should be a valid integer' left the
+    user to find which one gave the value (an empty --set rounds= among them)."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("curator:\n  active_cap: -3\n")
+    with pytest.raises(ConfigError, match=rf"curator.active_cap: .* \(from {bad}\)"):
+        load_config([DEFAULT, bad])
+    with pytest.raises(ConfigError, match=r"rounds: .* \(from --set rounds=\)"):
+        load_config([DEFAULT, bad], ["curator.active_cap=3", "rounds="])
+
+
 def test_a_negative_retire_tau_names_the_sign_convention():
     """The reference's flag is signed (--skill-retire-contribution-threshold -0.10); here tau is
     its magnitude. 'greater than or equal to 0' left a user guessing which one to give."""
