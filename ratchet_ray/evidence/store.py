@@ -77,12 +77,14 @@ def _columns_present(paths: list[Path], names: list[str]) -> set[str]:
 
 def part_problem(path: Path, kind: str, *, full: bool = True) -> str | None:
     """Why ``path`` is not a readable part of ``kind`` (its footer, its columns and, ``full``,
-    every row), or None when it is (``integrity.verify`` and the readers' errors use it)."""
+    every row), or None when it is (``integrity.verify`` and the readers' errors use it). A part
+    holding every column of the kind and more (a newer ratchet-ray's) is readable: the views
+    take the kind's columns."""
     try:
         parquet = pq.ParquetFile(path)
-        names = set(parquet.schema_arrow.names)
-        if not names <= set(SCHEMAS[kind].names):
-            return f"unexpected columns {sorted(names - set(SCHEMAS[kind].names))}"
+        names, known = set(parquet.schema_arrow.names), set(SCHEMAS[kind].names)
+        if not names <= known and not known <= names:
+            return f"unexpected columns {sorted(names - known)}"
         if full:
             parquet.read()
     except (OSError, pa.ArrowException, ValueError) as exc:

@@ -153,3 +153,19 @@ def test_an_audit_limit_past_what_a_query_can_take_shows_every_event(run):
     """A --limit past 64 bits was DuckDB's conversion traceback."""
     done = ratchet("--db", str(run), "audit", "--limit", "99999999999999999999")
     assert done.exit_code == 0 and "one" in done.output and "(1 row)" in done.output, done.output
+
+
+def test_a_part_a_newer_version_wrote_is_read_and_never_set_aside(run):
+    """A part holding every column of its kind and one more (a newer ratchet-ray's) was 'BAD:
+    unexpected columns' to verify, and repair moved its capsules out of every view, though the
+    views read it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    part = next((run / "evidence" / "capsule" / "round=1").glob("*.parquet"))
+    table = pq.read_table(part)
+    pq.write_table(table.append_column("newer", pa.array(["x"] * table.num_rows)), part)
+    assert ratchet("--db", str(run), "evidence", "verify").exit_code == 0
+    repair = ratchet("--db", str(run), "evidence", "repair")
+    assert repair.exit_code == 0 and "0 part(s) quarantined" in repair.output, repair.output
+    assert "\n6\n" in ratchet("--db", str(run), "query", "select count(*) from capsule").output
