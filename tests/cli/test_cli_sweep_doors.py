@@ -111,6 +111,8 @@ def test_status_and_stop_name_the_cause_and_the_command_that_continues_the_sweep
 
     client = FakeJobClient()
     monkeypatch.setattr(jobs, "job_client", lambda address: client)
+    # the fake client stands for the cluster: no head for the address check to find
+    monkeypatch.setattr("ratchet_ray.loop.ray_address.ray_problem", lambda *a, **k: None)
     out = tmp_path / "sweep"
     out.mkdir()
     rerun = f"ratchet ablations sim --arms A1,A4 --seeds 5 --out {out}"
