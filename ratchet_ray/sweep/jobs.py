@@ -243,11 +243,12 @@ def _stopped_record(job: Job, since: float) -> dict[str, Any] | None:
 def _sweep_files(out_dir: Path, rerun: str) -> ContextManager[None]:
     """A sweep file that cannot be written mid-sweep (a log, ``jobs.json``) stops the sweep:
     ``SweepError`` naming the folder, the reason and the rerun (its jobs are stopped on the way
-    out, so nothing runs on unrecorded)."""
+    out, so nothing runs on unrecorded); one it may not read (``fsutil.cannot_write``) too."""
     return refusing_writes(
         f"the sweep's files in {out_dir}", "the folder was deleted or made read-only while the "
-        "sweep ran, and its jobs were stopped; restore it or make it writable, then rerun the "
-        f"sweep (it resumes what the folder holds): `{rerun}`", out_dir, SweepError)
+        "sweep ran; restore it or make it writable", out_dir,
+        lambda said: SweepError(f"{said}; its jobs were stopped, so rerun the sweep once that is "
+                                f"fixed (it resumes what the folder holds): `{rerun}`"))
 
 
 class _Followed:

@@ -301,5 +301,3 @@ def cpus_per_run(config: LoopConfig) -> float:
     w = config.workers
     return (cpus("bank") + cpus("synthesizer") + w.solvers * cpus("solver")
             + w.graders * cpus("grader") + w.critics * cpus("critic"))
-
-

@@ -96,6 +96,25 @@ def test_a_job_whose_submission_cannot_be_recorded_is_stopped_not_left_running(t
     assert [client.get_job_status(j) for j in client.procs] == ["STOPPED"]
 
 
+def test_a_sweep_file_it_may_not_read_mid_sweep_still_names_the_rerun(tmp_path, monkeypatch):
+    """A job's log this user may not read (its copy opens it to read and write) is told as a
+    read refused, as every such file is (``fsutil.cannot_write``): that line dropped the rerun
+    and that the jobs were stopped, which the sweep's refusal said of any other cause."""
+    from ratchet_ray.storage import fsutil
+    from ratchet_ray.sweep.jobs import _sweep_files
+
+    log = tmp_path / "logs" / "j0.log"
+    log.parent.mkdir()
+    log.write_text("")
+    monkeypatch.setattr(fsutil, "may_read", lambda path: Path(path) != log)  # root reads all
+    with pytest.raises(SweepError) as raised, _sweep_files(tmp_path, RERUN):
+        raise PermissionError(13, "Permission denied", str(log))
+    said = str(raised.value)
+    assert said.startswith(f"{log}: cannot read it: Permission denied; fix: give this user read "
+                           "access"), said
+    assert "its jobs were stopped" in said and said.endswith(f"`{RERUN}`"), said
+
+
 @pytest.mark.parametrize("text", ["{not json", '["j0"]', '{"j0": {"id": "x"}}'])
 def test_an_unreadable_jobs_json_is_one_line_naming_it(tmp_path, text):
     """It was a JSONDecodeError / TypeError / KeyError traceback at the sweep's start."""
