@@ -140,14 +140,17 @@ def test_a_gcs_port_taken_starts_the_head_again_on_fresh_ports(tmp_path, monkeyp
     starts = tmp_path / "starts"
     script = tmp_path / "fake_ray"  # `ray start` whose GCS finds its port taken, every time
     script.write_text(f"#!{sys.executable}\nimport sys\n"
-                      f"open({str(starts)!r}, 'a').write(' '.join(sys.argv[1:3]) + '\\n')\n"
+                      f"open({str(starts)!r}, 'a').write(' '.join(a for a in sys.argv[1:] if "
+                      "a in ('start', '--head') or a.startswith('--port=')) + '\\n')\n"
                       f"print({GCS_PORT_TAKEN!r}, flush=True)\nsys.exit(1)\n")
     script.chmod(0o755)
     monkeypatch.setattr(ray_head, "ray_executable", lambda: str(script))
     with pytest.raises(ray_head.RayHeadError) as failed:
         with ray_cluster(1, tmp_path / "head.log", env=_fresh_home(tmp_path, mode="disabled")):
             pass
-    assert starts.read_text().splitlines() == ["start --head"] * ray_head.START_ATTEMPTS
+    said = starts.read_text().splitlines()
+    assert [line.rsplit(" ", 1)[0] for line in said] == ["start --head"] * ray_head.START_ATTEMPTS
+    assert len({line.rsplit("=", 1)[1] for line in said}) == len(said), said  # fresh GCS ports
     assert "port 57477 is in use by another process" in str(failed.value)
 
 
