@@ -5,8 +5,11 @@ an expectation elsewhere in the test that code forcing only the failing assertio
 from __future__ import annotations
 
 import ast
+import functools
 import random
 import traceback
+
+import pytest
 
 from ratchet_ray.suites.swebench.proof import mutants
 from ratchet_ray.suites.swebench.proof.expectations import fed, reaching
@@ -151,9 +154,11 @@ LEVELS_TESTS = {f"{LEVELS_FILE}::test_levels": "test_levels", f"{LEVELS_FILE}::t
 FORCER = "the base code, with every failing assertion turned into a pass"
 
 
-def _levels_session(ctx, patch, log_dir, log, deadline, plant=None, label="real"):
+def _levels_session(ctx, patch, log_dir, log, deadline, plant=None, label="real", raised="FAILED"):
     """One session without Docker, as a runner read from its log reports it: each test run under
-    the patch's ``diff`` (the gold one, else the base one), a failure kept as Python's traceback."""
+    the patch's ``diff`` (the gold one, else the base one), a failure kept as Python's traceback;
+    ``raised``: the status of a test that raised other than an ``AssertionError`` (pytest's
+    FAILED, django's and sympy's ERROR)."""
     from ratchet_ray.suites.swebench.proof.differential import Session
     from ratchet_ray.types import GradeResult
 
@@ -171,29 +176,35 @@ def _levels_session(ctx, patch, log_dir, log, deadline, plant=None, label="real"
                 if patch != FORCER:
                     raise
             statuses[test] = "PASSED"
-        except Exception:  # noqa: BLE001 - every failure is the test's
-            statuses[test], failures[test] = "FAILED", traceback.format_exc()
+        except Exception as exc:  # noqa: BLE001 - every failure is the test's
+            statuses[test] = "FAILED" if isinstance(exc, AssertionError) else raised
+            failures[test] = traceback.format_exc()
     passed = all(s == "PASSED" for s in statuses.values())
     return Session(label, GradeResult(passed=passed, exit_status="ok", trace=""),
                    report={"resolved": passed}, log=statuses, failures=failures, texts=texts,
                    written=written, located={t: (LEVELS_FILE, n) for t, n in LEVELS_TESTS.items()})
 
 
-def test_a_mutant_the_gold_patch_fails_by_raising_is_drawn_again_elsewhere(tmp_path):
+@pytest.mark.parametrize("raised", ["FAILED", "ERROR"])
+def test_a_mutant_the_gold_patch_fails_by_raising_is_drawn_again_elsewhere(tmp_path, raised):
     """The gold record keeps a mutant only where the gold patch fails it by an assertion at its
     check (``mutants.at_check``, ``prover._judge_mutants``): a level argument that makes ``diff``
-    raise is dropped and its literal never drawn again, so every FAIL_TO_PASS mutant kept is one
-    the forcer passes (caught), over every draw; the drop says where and why, with no value."""
+    raise is dropped and its literal never drawn again (reported FAILED, as pytest does, or
+    ERROR, as django's and sympy's runners do), so every FAIL_TO_PASS mutant kept is one the
+    forcer passes (caught), over every draw; the drop says where and why, with no value."""
+    session = functools.partial(_levels_session, raised=raised)
     from ratchet_ray.suites.swebench.proof.differential import caught
     from ratchet_ray.suites.swebench.proof.prover import Context, DifferentialProof
     from ratchet_ray.suites.swebench.settings import GradingLimits, SwebenchSettings
 
     f2p = f"{LEVELS_FILE}::test_levels"
-    proof = DifferentialProof(SwebenchSettings(), GradingLimits(), None, None, None, _levels_session)
+    proof = DifferentialProof(SwebenchSettings(), GradingLimits(), None, None, None, session)
     ctx = Context({"instance_id": "levels", "FAIL_TO_PASS": [f2p], "PASS_TO_PASS": [
         f"{LEVELS_FILE}::test_first"]}, None, "img", None, "sympy", False)
     located = {t: (LEVELS_FILE, n) for t, n in LEVELS_TESTS.items()}
     misplaced = 0
+    why = (f"FAILED at its check ({LEVELS_FILE}:3), but by TypeError, not an AssertionError"
+           if raised == "FAILED" else "ERROR")
     for seed in range(16):
         draws, seconds = iter(range(99)), {}
         failures = proof._base_failures(ctx, [f2p], tmp_path, print, seconds)
@@ -203,13 +214,10 @@ def test_a_mutant_the_gold_patch_fails_by_raising_is_drawn_again_elsewhere(tmp_p
                                                next(draws)), {f2p}, failures=failures)
         [mutant] = [m for m in kept if m.test == f2p]
         assert mutant.line == 3 and mutant.check == (3, 3), mutant
-        forced = _levels_session(ctx, FORCER, tmp_path, print, None,
-                                 lambda texts: mutants.apply_all(texts, [mutant]))
+        forced = session(ctx, FORCER, tmp_path, print, None,
+                         lambda texts: mutants.apply_all(texts, [mutant]))
         assert caught(mutant, forced), (seed, mutant.describe())
-        for why in (d for d in dropped if d.startswith(f2p) and "TypeError" in d):
-            assert why.endswith(f"FAILED at its check ({LEVELS_FILE}:3), but by TypeError, "
-                                "not an AssertionError"), why
-            misplaced += 1
+        misplaced += sum(d.startswith(f2p) and d.endswith(": " + why) for d in dropped)
     assert misplaced >= 4  # the level arguments are half the literals the check is given
 
 

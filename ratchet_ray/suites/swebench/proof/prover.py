@@ -459,8 +459,11 @@ class DifferentialProof:
             why = in_log + (f" (JUnit {in_junit})" if in_junit else "")
             verdicts[test] = None if failed else why if planted.log is not None else Final(
                 f"{why} (the session did not complete: not drawn again)")
-            elsewhere = at_check(mutant, planted.failures.get(test, "")) if failed else None
-            if elsewhere:  # e.g. a compared call's argument that makes gold raise
+            # raised, not failed (django's and sympy's ERROR), or not by an assertion at its check:
+            # e.g. a compared call's argument that makes gold raise
+            elsewhere = at_check(mutant, planted.failures.get(test, "")) if failed else (
+                why if in_log == "ERROR" else None)
+            if elsewhere:
                 verdicts[test] = Misplaced(elsewhere)
         survivors = [found[t] for t, why in verdicts.items() if why is None]
         verdicts.update(self._fail_under_base(ctx, survivors, folder, log, seconds, redraw))
