@@ -57,12 +57,9 @@ def _export_predictions(run_dir: Path, out: Path, round_: int | None,
                         splits: tuple[str, ...]) -> None:
     from ratchet_ray.report.predictions import PredictionsError, export_predictions
 
-    try:
-        with one_line(PredictionsError):
-            done = export_predictions(run_dir, out, round_=round_, splits=splits)
-    except OSError as exc:
-        raise click.ClickException(f"cannot write {out}: {exc.strerror or exc}; pass a writable "
-                                   "path with -o (nothing was written)") from exc
+    with cannot_write(f"the predictions to {out}", "pass a writable path with -o (nothing was "
+                      "written)", out), one_line(PredictionsError):
+        done = export_predictions(run_dir, out, round_=round_, splits=splits)
     click.echo(f"wrote {done.lines} prediction(s) to {out} (grade them with: python -m "
                f"swebench.harness.run_evaluation -p {out} -d DATASET -id RUN_ID)")
     if done.repeated_ids:

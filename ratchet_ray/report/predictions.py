@@ -81,7 +81,9 @@ def export_predictions(run_dir: str | Path, out: str | Path, *, round_: int | No
     text = "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines)
     try:
         atomic_write_with(out, lambda handle: handle.write(text.encode("utf-8")), replace=False)
-    except FileExistsError as exc:  # created between the check and the write
+    except FileExistsError as exc:  # created between the check and the write, else a file
+        if not out.exists():  # where -o's folder would be made: a write refused, as it is
+            raise
         raise PredictionsError(f"{out} already exists; pass a new file to -o") from exc
     seen = Counter(line["instance_id"] for line in lines)
     return Exported(out, len(lines), sorted(i for i, n in seen.items() if n > 1))

@@ -91,3 +91,34 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
     assert out.read_text() == "keep\n"
     both = runner.invoke(main, ["export", "--predictions", "--inspect", str(run), "-o", str(out)])
     assert both.exit_code == 2 and "name one format" in both.output
+
+
+def test_a_refused_write_and_a_refused_read_are_each_told_as_what_they_are(tmp_path,
+                                                                          monkeypatch):
+    """Any OSError was 'cannot write OUT: <reason>; pass a writable path with -o', one met
+    reading the run too (a file of it this user may not read), where -o cannot help; the one
+    wording of the other commands (``cli.options.cannot_write``) tells each as it is."""
+    from ratchet_ray.report import predictions
+    from ratchet_ray.storage import fsutil
+
+    run = _swe_run(tmp_path)
+    blocked = tmp_path / "a-file"  # a file under a file cannot be made (it 'already existed')
+    blocked.write_text("")
+    wrote = CliRunner().invoke(main, ["export", "--predictions", str(run), "-o",
+                                      str(blocked / "p.jsonl")])
+    assert wrote.exit_code == 1, wrote.output
+    assert wrote.output.startswith(f"Error: cannot write the predictions to {blocked / 'p.jsonl'}"
+                                   ": File exists"), wrote.output
+    assert wrote.output.rstrip().endswith("pass a writable path with -o (nothing was written)")
+    config = run / "config.yaml"
+
+    def unreadable(*_args, **_kwargs):
+        raise PermissionError(13, "Permission denied", str(config))
+
+    monkeypatch.setattr(predictions, "prediction_lines", unreadable)
+    monkeypatch.setattr(fsutil, "may_read", lambda path: Path(path) != config)  # root reads all
+    read = CliRunner().invoke(main, ["export", "--predictions", str(run), "-o",
+                                     str(tmp_path / "p.jsonl")])
+    assert read.exit_code == 1 and read.output.strip() == (
+        f"Error: {config}: cannot read it: Permission denied; fix: give this user read access "
+        f"(e.g. `chmod -R u+rX {config}`), or run as its owner"), read.output
