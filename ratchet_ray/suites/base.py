@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
 
 from ratchet_ray.storage.artifacts import Artifacts
+from ratchet_ray.storage.fsutil import cannot_read
 from ratchet_ray.types import GradeResult, Skill, Task
 
 log = logging.getLogger(__name__)
@@ -152,7 +153,7 @@ def read_subset(path: str | Path) -> tuple[list[str], list[str]]:
     try:
         data = json.loads(Path(path).read_text())
     except OSError as exc:
-        raise ValueError(f"subset file {path}: cannot read it ({exc.strerror or exc})") from exc
+        raise ValueError(f"subset file {path}: {cannot_read(path, exc)}") from exc
     except ValueError as exc:
         raise ValueError(f"subset file {path} is not JSON: {exc}; {expected}") from exc
     if not isinstance(data, dict) or any(k not in data for k in SUBSET_KEYS):

@@ -108,6 +108,27 @@ def test_a_subset_listing_a_task_twice(results, tmp_path):
     no_run_folder(results)
 
 
+def test_a_subset_this_user_may_not_read_names_the_access_it_needs(tmp_path, monkeypatch):
+    """'cannot read it (Permission denied)' named no fix; the one read wording names it
+    (``fsutil.cannot_read``), as for a run's files."""
+    from ratchet_ray.storage import fsutil
+    from ratchet_ray.suites.base import read_subset
+
+    subset = tmp_path / "subset.json"
+    subset.write_text(json.dumps({"train_ids": ["Mbpp/2"], "eval_ids": ["Mbpp/3"]}))
+
+    def denied(self, *_args, **_kwargs):  # as a mode of 000 would, which root reads past
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "read_text", denied)
+    monkeypatch.setattr(fsutil, "may_read", lambda path: Path(path) != subset)
+    with pytest.raises(ValueError) as refused_read:
+        read_subset(subset)
+    assert str(refused_read.value) == (
+        f"subset file {subset}: cannot read it: Permission denied; fix: give this user read "
+        f"access (e.g. `chmod -R u+rX {subset}`), or run as its owner")
+
+
 @pytest.mark.parametrize("args, words", [
     (["--rounds", "0"], ["rounds=0 runs no round", "--rounds 1 or more"]),
     (["--set", "rounds=0"], ["rounds=0 runs no round", "--rounds 1 or more"]),
