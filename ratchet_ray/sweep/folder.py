@@ -54,14 +54,12 @@ def read_sweep_file(out_dir: Path) -> dict[str, Any]:
         raise SweepError(f"{out_dir} is not a sweep folder (no {SWEEP_FILE}); pass the --out (or "
                          "--tag) a sweep was started with")
     try:
-        recorded = json.loads(path.read_text())
+        recorded, why = json.loads(path.read_text()), "holds no sweep record"
     except (OSError, ValueError) as exc:
-        raise SweepError(f"{path} is unreadable ({exc}); move it away and rerun the sweep's "
-                         "command with the flags it was started with (it is written again)"
-                         ) from exc
+        recorded, why = None, f"is unreadable ({exc})"
     if not isinstance(recorded, dict):
-        raise SweepError(f"{path} holds no sweep record; move it away and rerun the sweep's "
-                         "command with the flags it was started with (it is written again)")
+        raise SweepError(f"{path} {why}; move it away and rerun the sweep's command with the "
+                         "flags it was started with (it is written again)")
     return recorded
 
 

@@ -222,9 +222,7 @@ def _wait_ended(client: Any, job_ids: Sequence[str], wait_s: float,
 def sweep_cause(text: str, rerun: str) -> str:
     """``text`` (an arm-seed's cause), ending with ``rerun`` in backticks unless it names it
     already (its driver does, ``submission``)."""
-    if f"`{rerun}`" in text:
-        return text
-    return f"{text}; rerun the sweep to resume it: `{rerun}`"
+    return text if f"`{rerun}`" in text else f"{text}; rerun the sweep to resume it: `{rerun}`"
 
 
 def _stopped_record(job: Job, since: float) -> dict[str, Any] | None:

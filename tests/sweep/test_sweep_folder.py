@@ -38,6 +38,11 @@ def test_sweep_json_records_the_command_that_continues_the_sweep_and_a_rerun_is_
         with pytest.raises(SweepError, match=r"sweep\.json is unreadable .*; move it away and "
                                              r"rerun the sweep's command"):
             call()
+    (tmp_path / "sweep.json").write_text("[1, 2]")  # JSON, but no record
+    with pytest.raises(SweepError, match=r"sweep\.json holds no sweep record; move it away and "
+                                         r"rerun the sweep's command with the flags it was "
+                                         r"started with \(it is written again\)$"):
+        with_recorded_budget(SweepSpec(suite="mbpp", out_dir=tmp_path))
 
 
 def test_a_failed_arm_is_marked_failed_in_status_with_its_cause(tmp_path):
