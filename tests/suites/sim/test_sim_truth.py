@@ -14,7 +14,8 @@ from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance.counterfactual import counterfactual_stats, probe_selected
 from ratchet_ray.suites.sim import world_spec
 from ratchet_ray.suites.sim.report import write_sim_report
-from ratchet_ray.suites.sim.truth import analyze_run, hoeffding_eps
+from ratchet_ray.metrics import hoeffding_eps
+from ratchet_ray.suites.sim.truth import analyze_run
 from ratchet_ray.suites.sim.world import World
 from ratchet_ray.types import Capsule, Guidance, Skill
 
