@@ -223,3 +223,29 @@ def test_a_twin_with_nothing_to_mutate_is_an_infrastructure_failure(grader, task
         False, True, "twin_unavailable"), result.trace
     assert "no FAIL_TO_PASS test has a literal expectation the gold patch fails" in result.trace
     assert "no twin" in result.trace
+
+
+@pytest.mark.docker
+def test_a_twin_record_of_another_draw_of_its_gold_record_is_made_again(grader, instances,
+                                                                          monkeypatch):
+    """A gold record made again under the same key (deleted, unreadable) draws other mutants;
+    the twin record kept from the old draw was reused as long as the key matched, so a twin
+    could plant a mutant the gold record never checked. Now the twin record names the
+    candidates it chose among, and one chosen among others is made again (a base session)."""
+    import json
+
+    instance = next(i for i in instances if i["instance_id"] == CALC)
+    first = grader.twins.twin_record(instance)
+    assert first.mutant is not None and first.candidates
+    base_sessions = []
+    real_side_session = grader.proof.side_session
+    monkeypatch.setattr(grader.proof, "side_session", lambda *a, **k: (
+        base_sessions.append(a[4]), real_side_session(*a, **k))[1])
+    assert grader.twins.twin_record(instance).candidates == first.candidates
+    assert base_sessions == []  # the same draw: the stored record stands
+    kept = grader.proof.store().folder / first.key
+    stale = json.loads(kept.read_text())
+    stale["candidates"] = "another-draw"
+    kept.write_text(json.dumps(stale))
+    again = grader.twins.twin_record(instance)
+    assert base_sessions == ["base"] and again.candidates == first.candidates

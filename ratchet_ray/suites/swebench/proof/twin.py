@@ -44,7 +44,7 @@ from ratchet_ray.suites.swebench.integrity.graded_tests import locate
 from ratchet_ray.suites.swebench.proof.mutants import Mutant, apply_all, candidates
 from ratchet_ray.suites.swebench.proof.prover import Context, DifferentialProof, SessionRunner
 from ratchet_ray.suites.swebench.proof.twin_record import (
-    BASE_PATCH, TwinRecord, choose, f2p_mutants)
+    BASE_PATCH, TwinRecord, candidates_digest, choose, f2p_mutants)
 from ratchet_ray.suites.swebench.settings import GradingLimits
 from ratchet_ray.types import GradeResult, Task
 
@@ -207,11 +207,12 @@ class TwinGrading:
         store = self.proof.store()
         with self.proof.records_lock:
             stored = store.load(instance_id, gold.image_id, TwinRecord)
-            if stored is not None and stored.gold_key == gold.key:
+            candidates = f2p_mutants(gold, ctx.instance)
+            digest = candidates_digest(candidates)
+            if stored is not None and (stored.gold_key, stored.candidates) == (gold.key, digest):
                 log(f"{stored.describe()} (stored)")
                 return stored, made
-            record = TwinRecord(instance_id, gold.image_id, gold.key)
-            candidates = f2p_mutants(gold, ctx.instance)
+            record = TwinRecord(instance_id, gold.image_id, gold.key, digest)
             if not candidates:
                 record.reason = (f"no FAIL_TO_PASS test has a literal expectation the gold patch "
                                  f"fails ({gold.describe()})")

@@ -7,7 +7,8 @@ FAIL_TO_PASS mutant of the gold record planted; the first (by test id, file, lin
 passing neither in the log nor in the JUnit report is the twin's.
 
 ``TwinRecord`` (plain data: the chosen mutant, None with ``reason`` for no twin; each
-candidate's status under the base code) is kept beside the gold records by ``gold.GoldStore``
+candidate's status under the base code) is used while its gold record and that record's
+FAIL_TO_PASS mutants (``candidates_digest``) are the ones it was made from, and is kept beside the gold records by ``gold.GoldStore``
 as ``<instance>/<image>.twin.json``; one that does not parse is made again. ``choose(record,
 candidates, base)`` fills it from the base session: one that did not complete gives no twin, nor
 does a candidate not planted or reported passing.
@@ -15,6 +16,8 @@ does a candidate not planted or reported passing.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -23,8 +26,8 @@ from ratchet_ray.suites.swebench.proof.gold import GoldRecord, record_key
 from ratchet_ray.suites.swebench.proof.mutants import Mutant
 
 # 2: made from a gold record of version 5 (its mutant drawn the same way); 3: of version 6;
-# 4: of version 11 (a mutant holds its check's lines)
-TWIN_RECORD_VERSION = 4
+# 4: of version 11 (a mutant holds its check's lines); 5: names the candidates it chose among
+TWIN_RECORD_VERSION = 5
 BASE_FILE = ".ratchet-twin-base"
 BASE_PATCH = (f"diff --git a/{BASE_FILE} b/{BASE_FILE}\nnew file mode 100644\n--- /dev/null\n"
               f"+++ b/{BASE_FILE}\n@@ -0,0 +1 @@\n+the base code, for the cheat probe's twin\n")
@@ -36,6 +39,10 @@ class TwinRecord:
     instance_id: str
     image_id: str
     gold_key: str
+    candidates: str = ""
+    """``candidates_digest`` of the gold record's FAIL_TO_PASS mutants it chose among: a gold
+    record made again under the same key (deleted, unreadable) draws other mutants, and a twin
+    of the old draw could then plant one the gold record never checked."""
     mutant: dict[str, Any] | None = None
     reason: str = ""
     under_base: dict[str, str] = field(default_factory=dict)
@@ -76,6 +83,11 @@ def f2p_mutants(gold: GoldRecord, instance: dict[str, Any]) -> list[Mutant]:
     f2p = set(instance.get("FAIL_TO_PASS") or [])
     return sorted((m for m in gold.mutants() if m.test in f2p),
                   key=lambda m: (m.test, m.file, m.line, m.col))
+
+
+def candidates_digest(candidates: list[Mutant]) -> str:
+    text = json.dumps([m.as_dict() for m in candidates], sort_keys=True, default=list)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def choose(record: TwinRecord, candidates: list[Mutant], base: Session) -> TwinRecord:
