@@ -86,10 +86,9 @@ def suite_config(suite: str, files: Iterable[Any] = (), overrides: Iterable[str]
 
 
 def cannot_write(what: str, fix: str, target: Any) -> ContextManager[None]:
-    """An ``OSError`` inside (a folder that cannot be made, a read-only place, the disk full) is
-    ``cannot write WHAT: <reason> (<its file, else target>); FIX`` (``fsutil.cannot_write``: the
-    sweep's refusals say it alike); with neither (a write to an open file that met a full disk,
-    a default target) the parentheses are left out."""
+    """An ``OSError`` inside is click's one line of ``fsutil.cannot_write`` (the sweep's
+    refusals say it alike): ``cannot write WHAT: <reason> (<its file, else target>); FIX``, or
+    the read refused on the way (a file this user may not read), where no FIX would help."""
     return refusing_writes(what, fix, target, click.ClickException)
 
 
