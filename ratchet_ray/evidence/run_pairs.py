@@ -66,7 +66,9 @@ def _identity(run_dir: Path) -> tuple[int, list[str]]:
         seed = read_config_file(run_dir / "config.yaml")["seed"]
         ids = json.loads((run_dir / "eval_ids.json").read_text())
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise NotPaired(f"{run_dir}: its seed or eval task ids cannot be read ({exc!r}); compare "
+        why = (f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.strerror
+               else f"no {exc} in its config.yaml" if isinstance(exc, KeyError) else str(exc))
+        raise NotPaired(f"{run_dir}: its seed or eval task ids cannot be read ({why}); compare "
                         "run dirs that `ratchet run` wrote") from exc
     return int(seed), [str(i) for i in ids]
 

@@ -100,3 +100,13 @@ def test_runs_of_other_eval_tasks_are_refused_in_one_line(tmp_path):
 def test_one_run_is_refused_in_one_line(tmp_path):
     a = tiny_run(tmp_path / "run_a", {0: "0000"})
     refused(ratchet("compare", str(a)), "two run dirs")
+
+
+def test_a_run_whose_identity_cannot_be_read_names_the_file_not_a_python_repr(tmp_path):
+    """It read "(FileNotFoundError(2, 'No such file or directory'))": a repr, not a sentence."""
+    a = tiny_run(tmp_path / "run_a", {0: "0000"})
+    b = tiny_run(tmp_path / "run_b", {0: "1111"})
+    (b / "eval_ids.json").unlink()
+    line = refused(ratchet("compare", str(a), str(b)),
+                   f"(No such file or directory: {b / 'eval_ids.json'})", "`ratchet run`")
+    assert "Error(" not in line
