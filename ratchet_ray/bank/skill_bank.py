@@ -67,6 +67,7 @@ class SkillBank:
         self.run_dir = Path(run_dir)
         self.skills_dir = self.run_dir / "skills"
         self.meta_dir = self.run_dir / "meta-skills"
+        self._root = self.run_dir if self.run_dir.is_dir() else None  # never made again once found
         self.embedder, self.config, self.run_id = embedder, config, run_id
         self.log = EventLog(self.run_dir, run_id)
         self.batch_recovery = self._finish_batch() if recover else ""
@@ -150,7 +151,7 @@ class SkillBank:
         if self._batch is not None:  # an open batch commits it later, with its events
             self._batch[skill.id] = skill
         else:
-            atomic_write_text(self.skills_dir / f"{skill.id}.yaml", dump_skill(skill))
+            atomic_write_text(self.skills_dir / f"{skill.id}.yaml", dump_skill(skill), self._root)
         self._skills[skill.id] = skill
 
     def _set_status(self, skill_id: str, status: SkillStatus) -> None:
@@ -308,8 +309,8 @@ class SkillBank:
         if folder.exists():
             shutil.rmtree(folder)
         for skill in staged.values():
-            atomic_write_text(folder / f"{skill.id}.yaml", dump_skill(skill))
-        atomic_write_json(folder / BATCH_MANIFEST, {"events": events})
+            atomic_write_text(folder / f"{skill.id}.yaml", dump_skill(skill), self._root)
+        atomic_write_json(folder / BATCH_MANIFEST, {"events": events}, self._root)
         self.log.flush()  # the commit point: every event of the batch in one part
         self._move_in(folder)
         return sorted(staged)
@@ -405,7 +406,7 @@ class SkillBank:
 
     # ------------------------------------------------------------------ meta-skills
     def _write_meta(self, meta: MetaSkill) -> None:
-        atomic_write_text(self.meta_dir / f"{meta.id}.md", dump_metaskill(meta))
+        atomic_write_text(self.meta_dir / f"{meta.id}.md", dump_metaskill(meta), self._root)
         self._metas[meta.id] = meta
 
     def metaskills(self) -> list[MetaSkill]:

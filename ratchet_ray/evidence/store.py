@@ -134,6 +134,7 @@ class EvidenceStore:
     def __init__(self, run_dir: str | Path, *, cached: bool = False):
         self.run_dir = Path(run_dir)
         self.root = self.run_dir / EVIDENCE_DIR
+        self._root = self.run_dir if self.run_dir.is_dir() else None  # never made again once found
         self.cached = cached
         self._cache: _PartCache | None = None
         self._lock = threading.Lock()
@@ -188,7 +189,12 @@ class EvidenceStore:
         # Temp file, fsync, link (never replaces a part), folder fsync: see fsutil.
         return atomic_write_with(
             final, lambda handle: pq.write_table(table, handle, compression="zstd"),
-            replace=False)
+            replace=False, root=self._root)
+
+    def vanished(self) -> list[Path]:
+        """The parts this cached store has read that are gone since (deleted under it)."""
+        loaded = self._cache.loaded.values() if self._cache is not None else ()
+        return sorted(p for paths in loaded for p in paths if not p.exists())
 
     def migrate_partitions(self) -> list[Path]:
         """Rename padded partition folders (``round=03``) to ``round=3``; returns those renamed.

@@ -56,7 +56,8 @@ from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.schema import to_records
 from ratchet_ray.evidence.store import EvidenceStore, query_interrupted
-from ratchet_ray.storage.fsutil import atomic_write_json, disk_full, disk_full_error, no_room
+from ratchet_ray.storage.fsutil import (WRITE_REFUSED, atomic_write_json, cannot_write, disk_full,
+                                        disk_full_error, no_room)
 from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.loop import phases
 from ratchet_ray.loop.breaker import PreflightFailed, RunStopped
@@ -64,7 +65,7 @@ from ratchet_ray.loop.grade_pool import grade_all, reap_after_round
 from ratchet_ray.loop.budget import BudgetExhausted, RunBudget, resume_config
 from ratchet_ray.loop.phases import CriticIncomplete, LoopContext
 from ratchet_ray.loop.progress import LoopProgress
-from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir, resume_advice
+from ratchet_ray.loop.rundir import CONFIG_FILE, SUMMARY_FILE, RunDir, resume_advice
 from ratchet_ray.loop.runtime import Models, RayStartError, check_ray
 from ratchet_ray.loop.session import RunRuntime, interrupting_signal, unwind_on_sigterm
 from ratchet_ray.suites import before_rounds, hooks, split_tasks, suite_for
@@ -112,6 +113,9 @@ def run_round(ctx: LoopContext, round_: int) -> RoundSummary:
     summary = RoundSummary(round=round_)
     report_start = hooks.round_report(ctx.config, None)  # the suite's readings at the start
     for phase in ROUND_PHASES:
+        gone = ctx.run.lost() or _deleted(ctx, round_)  # under the running run: stop here
+        if gone is not None:
+            raise RunStopped(gone)
         if phase.spends and ctx.budget is not None:
             ctx.budget.check(f"before round {round_} {phase.name}")
         ctx.progress.phase(round_, phase.name)
@@ -132,6 +136,17 @@ def run_round(ctx: LoopContext, round_: int) -> RoundSummary:
         summary.suite_report = hooks.round_report(ctx.config, report_start) or {}
     finish_round(ctx, summary, time.monotonic() - started)
     return summary
+
+
+def _deleted(ctx: LoopContext, round_: int) -> str | None:
+    """What of the run's record was deleted while it ran (an earlier round's folder, evidence
+    parts it read), as a stop's cause and its fix: going on would record the run without it."""
+    gone = [*(ctx.run.round_file(k, SUMMARY_FILE) for k in range(round_)
+              if not ctx.run.round_file(k, SUMMARY_FILE).is_file()), *ctx.store.vanished()]
+    return None if not gone else (
+        f"{len(gone)} file(s) of the run dir were deleted while the run ran (e.g. {gone[0]}): "
+        f"going on would record the run without them; restore them from a copy of the run dir "
+        f"and continue with {resume_advice(ctx.run.path)}, or start the run anew")
 
 
 def run_phase(ctx: LoopContext, phase: Phase, round_: int, summary: RoundSummary) -> str:
@@ -246,8 +261,9 @@ class RunInterrupted(KeyboardInterrupt):
 def _record(run: RunDir, config: LoopConfig, stopped: dict, what: str) -> bool:
     """Write ``stopped`` (``what``: the stop, the interrupt) into ``stopped.json`` and
     ``loop.json``, a failure logged. False, logged, when the run dir was deleted while the run
-    ran (its sweep folder removed): writing would make a bare run dir a report lists as a run."""
-    if not run.path.is_dir():
+    ran (its sweep folder removed), or moved or replaced (``RunDir.lost``): writing would make
+    a bare run dir a report lists as a run, or write into another folder."""
+    if run.lost() is not None or not run.path.is_dir():
         log.error("the run dir %s is gone (deleted while the run ran): %s is not recorded",
                   run.path, what)
         return False
@@ -281,15 +297,30 @@ class DiskFull(RunStopped):
     """The run's disk (or quota) is full: nothing more can be written; free space and resume."""
 
 
+def _refused_write(run: RunDir, exc: BaseException) -> OSError | None:
+    """The write refused for good in the run dir that ``exc`` is or wraps (``WRITE_REFUSED``)."""
+    refused = disk_full_error(exc, WRITE_REFUSED)
+    inside = refused is not None and str(refused.filename or "").startswith(f"{run.path}/")
+    return refused if inside else None
+
+
 def record_stop(run: RunDir, config: LoopConfig, exc: BaseException) -> RunStopped:
     """Record why the run stopped in ``stopped.json`` and ``loop.json`` and return what to
     raise: ``exc`` itself when it is a ``RunStopped``, else a ``RunStopped`` naming it; a full
     disk anywhere in its chain is a ``DiskFull`` naming the folder and the ``--resume``
-    command. Recording never hides the cause: on a full disk it fails, and that is logged."""
-    full = disk_full_error(exc)
-    if full is not None:
+    command; the run dir deleted, moved or replaced (``RunDir.lost``), or a write refused in it
+    (read-only, a file where a folder was), is a ``RunStopped`` saying so and the fix. Recording
+    never hides the cause: on a full disk it fails, and that is logged."""
+    full, lost, refused = disk_full_error(exc), run.lost(), _refused_write(run, exc)
+    if lost is not None:
+        stop: RunStopped = RunStopped(lost)
+    elif refused is not None:
+        stop = RunStopped(cannot_write(
+            "into the run dir", refused, f"make {run.path} writable and whole again, then "
+            f"continue with {resume_advice(run.path)}"))
+    elif full is not None:
         where, line = no_room(full, run.path)
-        stop: RunStopped = DiskFull(
+        stop = DiskFull(
             f"{line}: free space on that disk (df -h {shlex.quote(str(where))}), then continue "
             f"with {resume_advice(run.path)}")
     else:
@@ -372,7 +403,9 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
     except BaseException as exc:
         if query_interrupted(exc):  # Ctrl-C (or SIGTERM) that came while DuckDB ran a query
             raise record_interrupt(run, config, interrupting_signal()) from exc
-        if disk_full(exc):  # wherever it came from: the driver's files, an actor's, a part
+        # A full disk wherever it came from (the driver's files, an actor's, a part), the run dir
+        # gone or a write refused in it
+        if disk_full(exc) or run.lost() is not None or _refused_write(run, exc) is not None:
             raise record_stop(run, config, exc) from exc
         log.exception("run stopped; continue it with %s", resume_advice(run.path))
         raise

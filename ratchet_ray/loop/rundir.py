@@ -141,6 +141,25 @@ class RunDir:
             self._lock = None
 
     @property
+    def _root(self) -> Path | None:
+        """The root of this process's writes while it holds the run dir: never made again."""
+        return self.path if self._lock is not None else None
+
+    def lost(self) -> str | None:
+        """What became of the run dir while this process held it (deleted, moved, replaced by a
+        link or a copy: ``RunLock.moved``), as a stop's cause and its fix; None while it is
+        there, or when not held."""
+        moved = self._lock.moved() if self._lock is not None else None
+        if moved is None:
+            return None
+        if not moved:
+            return (f"the run dir {self.path} was deleted while the run ran: nothing more is "
+                    "recorded, nor the folder made again; start the run anew")
+        return (f"the run dir {self.path} was moved to {moved} while the run ran: nothing more is "
+                f"recorded; move it back (its name is the run's id) and continue with "
+                f"{resume_advice(self.path)}")
+
+    @property
     def run_id(self) -> str:
         return self.path.name
 
@@ -235,7 +254,7 @@ class RunDir:
         return self.path / f"round_{round_:02d}" / name
 
     def write_round_json(self, round_: int, name: str, data: Any) -> None:
-        atomic_write_json(self.round_file(round_, name), data)
+        atomic_write_json(self.round_file(round_, name), data, root=self._root)
 
     def read_round_json(self, round_: int, name: str) -> Any | None:
         """The phase output ``name`` of ``round_``, or None when that phase has not finished."""
@@ -279,7 +298,7 @@ class RunDir:
         atomic_write_json(self.path / LOOP_FILE, {
             "run_id": self.run_id, "suite": config.suite, "arm": config.arm, "seed": config.seed,
             "rounds_planned": config.rounds, "setting": setting_line(config), "rounds": rows,
-            **({"stopped": stopped} if stopped else {})})
+            **({"stopped": stopped} if stopped else {})}, root=self._root)
 
     # ---- logging ---------------------------------------------------------------------------
     def attach_log(self) -> logging.Handler:

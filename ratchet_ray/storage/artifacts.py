@@ -140,6 +140,8 @@ class ArtifactStore(Artifacts):
             raise ValueError("ArtifactStore: empty location; give a folder or a URI such as "
                              "s3://bucket/prefix")
         self.location = text if _is_uri(text) else str(Path(text).resolve())
+        # A folder that exists (a run dir) is never made again by a put once deleted or moved.
+        self._root = Path(self.location) if Path(self.location).is_dir() else None
         self._fs: Any = None
         self._base = ""
 
@@ -180,7 +182,7 @@ class ArtifactStore(Artifacts):
         fs, _ = self._open()
         path = self._path(key)
         if self.local:
-            atomic_write_bytes(path, data)
+            atomic_write_bytes(path, data, self._root)
             return
         parent = posixpath.dirname(path)
         if parent and fs.type_name not in OBJECT_STORES:

@@ -40,10 +40,15 @@ def disk_full(exc: BaseException) -> bool:
     return disk_full_error(exc) is not None
 
 
-def disk_full_error(exc: BaseException | None) -> OSError | None:
-    """The full disk or quota error ``exc`` is or wraps (its ``__cause__`` / ``__context__``
-    chain, and the ``cause`` an error raised in another process carries, as Ray's task errors
-    do: their own ``errno`` is empty), else None."""
+WRITE_REFUSED = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR)
+"""A write refused for good: a read-only mount, no permission, a file where a folder was."""
+
+
+def disk_full_error(exc: BaseException | None,
+                    numbers: tuple[int, ...] = (errno.ENOSPC, errno.EDQUOT)) -> OSError | None:
+    """The full disk or quota error (or another of ``numbers``, e.g. ``WRITE_REFUSED``) ``exc``
+    is or wraps (its ``__cause__`` / ``__context__`` chain, and the ``cause`` an error raised in
+    another process carries, as Ray's task errors do: their own ``errno`` is empty), else None."""
     seen: set[int] = set()
     todo = [exc]
     while todo:
@@ -51,7 +56,7 @@ def disk_full_error(exc: BaseException | None) -> OSError | None:
         if exc is None or id(exc) in seen:
             continue
         seen.add(id(exc))
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        if isinstance(exc, OSError) and exc.errno in numbers:
             return exc
         wrapped = getattr(exc, "cause", None)
         todo += [exc.__context__, exc.__cause__,
@@ -140,15 +145,24 @@ def temp_path(path: Path) -> Path:
 
 
 def atomic_write_with(path: str | Path, write: Callable[[BinaryIO], None], *,
-                      replace: bool = True) -> Path:
-    """Create ``path`` from what ``write(handle)`` writes, atomically and durably (module doc)."""
+                      replace: bool = True, root: Path | None = None) -> Path:
+    """Create ``path`` from what ``write(handle)`` writes, atomically and durably (module doc).
+    Missing folders on the way are made; with ``root`` (a run dir) only those below it, one at a
+    time, so a ``root`` deleted or moved meanwhile is never made again: ``FileNotFoundError``."""
     path = Path(path)
     if path.exists() and not path.is_file():
         # The rename would put a file where the device or folder was (-o /dev/null, run as
         # root, would leave every program a regular file at /dev/null).
         raise OSError(errno.EINVAL, "not a regular file: a write would replace it", str(path))
     if not path.parent.is_dir():
-        path.parent.mkdir(parents=True, exist_ok=True)
+        below = () if root is None else path.parent.relative_to(root).parts
+        for n in range(1, len(below) + 1):  # one level at a time: none makes ``root`` again
+            folder = Path(root, *below[:n])
+            if folder.exists() and not folder.is_dir():  # a file where the folder should be
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder))
+            folder.mkdir(exist_ok=True)
+        if root is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
         fsync_dir(path.parent.parent)  # the new folder's own entry must survive a power cut too
     temp = temp_path(path)
     try:
@@ -179,18 +193,18 @@ def _link_new(temp: Path, final: Path) -> None:
         os.rename(temp, final)
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    return atomic_write_with(path, lambda handle: handle.write(data))
+def atomic_write_bytes(path: str | Path, data: bytes, root: Path | None = None) -> Path:
+    return atomic_write_with(path, lambda handle: handle.write(data), root=root)
 
 
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    return atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: str | Path, text: str, root: Path | None = None) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"), root)
 
 
-def atomic_write_json(path: str | Path, data: Any) -> Path:
+def atomic_write_json(path: str | Path, data: Any, root: Path | None = None) -> Path:
     """JSON with sorted keys and a trailing newline (values it cannot encode become ``str``)."""
     text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
-    return atomic_write_text(path, text)
+    return atomic_write_text(path, text, root)
 
 
 def swap_dir(new: Path, target: Path) -> None:

@@ -9,6 +9,7 @@ Contracts:
 - A second writer (this process or another, on any host sharing the filesystem) gets
   ``RunDirBusy`` naming the holder and what to do; it never waits. What works meanwhile is the
   lock's ``meanwhile`` (default: a run dir's read-only commands; a sweep folder names its own).
+- ``moved()`` tells a held folder deleted, moved or replaced since (None while it is there).
 - ``release()`` is idempotent; ``RunLock`` is a context manager. Readers never lock:
   ``holder(folder)`` reports the current holder (or None).
 """
@@ -92,6 +93,21 @@ class RunLock:
         os.fsync(fd)
         self._fd = fd
         return self
+
+    def moved(self) -> str | None:
+        """Where the locked folder is now when it is no longer at ``folder`` (deleted, moved,
+        or replaced by a link or a copy while held): its new path (Linux tells it, following
+        renames), ``""`` when deleted or unknown; None while it is still there (or not held)."""
+        if self._fd is None:
+            return None
+        held = os.fstat(self._fd)
+        if self.path.exists() and os.path.samestat(held, os.stat(self.path)):
+            return None
+        try:  # Linux names the file where it is now, following renames
+            now = os.readlink(f"/proc/self/fd/{self._fd}")
+        except OSError:
+            now = ""
+        return str(Path(now).parent) if held.st_nlink and now.startswith("/") else ""
 
     def release(self) -> None:
         if self._fd is None:

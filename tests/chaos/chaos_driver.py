@@ -39,16 +39,16 @@ def fill_disk_after(allowed: int) -> None:
     real = store_module.atomic_write_with
     state = {"left": allowed}
 
-    def writer(path, write, *, replace=True):
+    def writer(path, write, *, replace=True, root=None):
         if state["left"] > 0:
             state["left"] -= 1
-            return real(path, write, replace=replace)
+            return real(path, write, replace=replace, root=root)
 
         def half_then_full(handle):
             handle.write(b"PAR1" + b"\0" * 64)  # some bytes land, then the disk is full
             raise OSError(errno.ENOSPC, "No space left on device (chaos)", str(path))
 
-        return real(path, half_then_full, replace=replace)
+        return real(path, half_then_full, replace=replace, root=root)
 
     store_module.atomic_write_with = writer
 

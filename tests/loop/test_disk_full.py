@@ -33,12 +33,12 @@ from ratchet_ray.storage import fsutil
 
 real, full = fsutil.atomic_write_with, []
 
-def writer(path, write, *, replace=True):
+def writer(path, write, *, replace=True, root=None):
     if Path(path).name == "curate.json":
         full.append(path)
     if full:
         raise OSError(errno.ENOSPC, "No space left on device", str(fsutil.temp_path(Path(path))))
-    return real(path, write, replace=replace)
+    return real(path, write, replace=replace, root=root)
 
 fsutil.atomic_write_with = writer
 from ratchet_ray.cli.run import run

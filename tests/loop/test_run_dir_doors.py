@@ -1,0 +1,139 @@
+"""The run dir changed under a running run: deleted (``rm -rf``, a cleanup job), moved, replaced
+by a link, made unwritable (a read-only mount, a file where a folder was), or a finished round's
+folder and the evidence deleted. The run stops on one line naming what happened and the fix,
+and nothing makes the run dir again.
+
+Found by trying each on a sim run: deleted before round 0's train, the run went on and finished
+with exit 0, every writer (evidence parts, round files, the bank's skills and checkpoints,
+loop.json) making a bare run dir again (no config.yaml, round 0 without eval.json) that the next
+report listed; moved, the same at the old path; a file where ``evidence/`` was, a traceback;
+round_00/ and evidence/ deleted before round 1, a run that finished recording round 1 without
+what round 0 had found (no verdicts to learn from) and a loop.json without round 0."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from one_line import process_error_line
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A sim run whose run dir meets DOOR just before round 0's train (round 1's for "records").
+DOOR_BEFORE_TRAIN = """
+import shutil, sys
+from ratchet_ray.loop import driver
+
+door = sys.argv.pop(1)
+
+def at_train(ctx, round_, summary, _train=driver.phases.train):
+    run = ctx.run.path
+    if door == "deleted":
+        shutil.rmtree(run)
+    elif door == "records" and round_ == 1:  # a finished round's folder and the evidence
+        shutil.rmtree(run / "round_00")
+        shutil.rmtree(run / "evidence")
+    elif door == "refused":  # a file where the evidence folder was: a write refused for good
+        shutil.rmtree(run / "evidence")
+        (run / "evidence").write_text("not a folder")
+    return _train(ctx, round_, summary)
+
+driver.ROUND_PHASES = tuple(driver.Phase(p.name, at_train, p.critical, p.spends, p.rerunnable)
+                            if p.name == "train" else p for p in driver.ROUND_PHASES)
+from ratchet_ray.cli.run import run
+run(sys.argv[1:], prog_name="python -m jobs.skill_loop")
+"""
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_TMPDIR")}
+
+
+@pytest.mark.slow  # three real sim runs on a local Ray of their own (about 15 s each)
+def test_a_run_dir_deleted_or_made_unwritable_mid_round_stops_on_one_line(tmp_path):
+    for door in ("deleted", "refused", "records"):
+        results = tmp_path / door
+        done = subprocess.run(
+            [sys.executable, "-c", DOOR_BEFORE_TRAIN, door, "sim", "--rounds", "2", "--n-train",
+             "10", "--n-eval", "10", "--quiet", "--set", f"results_dir={results}"],
+            cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+        if door == "deleted":
+            run_dir = Path(done.stderr.split("run dir: ", 1)[1].split("\n", 1)[0])
+            process_error_line(done, f"run stopped: the run dir {run_dir} was deleted while the "
+                                     "run ran", "start the run anew")
+            assert list((results / "sim").iterdir()) == []  # nothing made again
+        elif door == "records":  # the run went on, recording rounds without what they read
+            (run_dir,) = (results / "sim").iterdir()
+            process_error_line(done, "file(s) of the run dir were deleted while the run ran",
+                               "restore them from a copy of the run dir and continue with "
+                               f"--resume {run_dir}")
+            assert not (run_dir / "round_01" / "summary.json").exists()
+        else:
+            (run_dir,) = (results / "sim").iterdir()
+            process_error_line(done, "run stopped: cannot write into the run dir: Not a directory",
+                               str(run_dir / "evidence"), f"make {run_dir} writable and whole "
+                               f"again, then continue with --resume {run_dir}")
+            assert not (run_dir / "round_00" / "summary.json").exists()
+
+
+def _held(tmp_path: Path):
+    from ratchet_ray.loop.rundir import RunDir
+    from ratchet_ray.settings.schema import LoopConfig
+
+    run = RunDir.create(LoopConfig(rounds=1, results_dir=str(tmp_path)), ["t1"], ["e1"])
+    run.acquire("test")
+    return run
+
+
+def test_a_run_dir_moved_deleted_or_replaced_is_told_while_held(tmp_path):
+    run = _held(tmp_path)
+    try:
+        assert run.lost() is None
+        moved = run.path.with_name("elsewhere")
+        run.path.rename(moved)
+        assert run.lost() == (
+            f"the run dir {run.path} was moved to {moved} while the run ran: nothing more is "
+            f"recorded; move it back (its name is the run's id) and continue with --resume "
+            f"{run.path}")
+        run.path.symlink_to(moved)  # a link to where it went is the same folder
+        assert run.lost() is None
+        run.path.unlink()
+        other = tmp_path / "other"
+        shutil.copytree(moved, other)
+        run.path.symlink_to(other)  # a copy is another folder (and another lock)
+        assert "was moved to" in run.lost()
+        shutil.rmtree(moved)
+        assert run.lost() == (f"the run dir {run.path} was deleted while the run ran: nothing "
+                              "more is recorded, nor the folder made again; start the run anew")
+    finally:
+        run.release()
+
+
+def test_the_run_dirs_writers_never_make_it_again(tmp_path):
+    """Each writer of a run dir (its round files and loop.json, an evidence part, an artifact, a
+    file of the bank's) raises rather than make a deleted run dir again."""
+    from ratchet_ray.evidence.store import EvidenceStore
+    from ratchet_ray.storage.artifacts import ArtifactStore
+    from ratchet_ray.storage.fsutil import atomic_write_json
+
+    run = _held(tmp_path)
+    store, artifacts = EvidenceStore(run.path), ArtifactStore(run.path)
+    config = run.config()
+    shutil.rmtree(run.path)
+    writes = [lambda: run.write_round_json(0, "eval.json", {}),
+              lambda: run.write_loop_json(config, []),
+              lambda: store.append("round", 0, [{"round": 0, "run_id": run.run_id}]),
+              lambda: artifacts.put("logs/sim/x.log", b"x"),
+              lambda: atomic_write_json(run.path / "skills" / "s.yaml", {}, root=run.path)]
+    for write in writes:
+        with pytest.raises(FileNotFoundError):
+            write()
+        assert not run.path.exists()
+    run.release()
+    fresh = tmp_path / "fresh" / "a" / "b.json"  # without a root, folders are made as before
+    atomic_write_json(fresh, {})
+    assert fresh.is_file()
