@@ -43,6 +43,18 @@ def latest_round(run_dir: Path) -> int:
         return last_round(con) or 0
 
 
+def recording_round(run_dir: Path, round_: int | None) -> int:
+    """The round a command records its bank change at: ``--round`` (at most the round after the
+    latest, where a paused run meets the change first), else the latest round. A later one
+    dated events in rounds the run never ran, which per-round queries then read as history."""
+    latest = latest_round(run_dir)
+    if round_ is not None and round_ > latest + 1:
+        raise click.UsageError(f"--round {round_} is past this run, whose latest round is "
+                               f"{latest}: give --round {latest} (or {latest + 1}, the next "
+                               "round), or leave --round out for the latest")
+    return latest if round_ is None else round_
+
+
 @click.command("export")
 @click.argument("run", required=False, type=click.Path(path_type=Path))
 @click.option("-o", "--out", "out", required=True, type=click.Path(path_type=Path),
@@ -114,7 +126,7 @@ def import_cmd(ctx: click.Context, pack: Path, into: Path | None, allow_other_su
 
     agent_skills = not (pack / MANIFEST).is_file() and bool(skill_files(pack))
     with one_line(*_ERRORS, AgentSkillsError):
-        at = latest_round(run_dir) if round_ is None else round_
+        at = recording_round(run_dir, round_)
         with writer_lock(run_dir, "ratchet skill import"):
             bank = SkillBank(run_dir, embedder=None, config=run_config(run_dir),
                              run_id=run_dir.name)

@@ -28,7 +28,7 @@ from ratchet_ray.bank.skill_bank import BankError, SkillBank
 from ratchet_ray.governance.probation import probation_floor
 from ratchet_ray.bank.skill_io import dump_skill
 from ratchet_ray.cli import audit_hygiene
-from ratchet_ray.cli.skill_packs import (USER_ERRORS, export_cmd, import_cmd, latest_round,
+from ratchet_ray.cli.skill_packs import (USER_ERRORS, export_cmd, import_cmd, recording_round,
                                          transfer_cmd)
 from ratchet_ray.cli.evidence import emit_rows, require_run_dir, run_config, writer_lock
 from ratchet_ray.cli.options import (NumberRange, format_option, one_line, round_option,
@@ -115,7 +115,7 @@ def skill_load(ctx: click.Context, folder: Path | None, round_: int | None) -> N
             "dropped into this run's skills/")
     bank = open_bank(ctx)
     folder = folder or bank.skills_dir
-    at = latest_round(bank.run_dir) if round_ is None else round_
+    at = recording_round(bank.run_dir, round_)
     with one_line(*USER_ERRORS), writer_lock(bank.run_dir, "ratchet skill load"):
         bank = open_bank(ctx, writer=True)  # reread under the lock: files may have changed
         results = bank.load_results(folder, round_=at)
@@ -253,7 +253,7 @@ def hygiene_audit(ctx: click.Context, fmt: str, leakage: bool, threshold: float 
 def curate(ctx: click.Context, round_: int | None, dry_run: bool, fmt: str) -> None:
     """Re-run retirement over the current evidence (do_not_retire skills are reported, kept)."""
     bank = open_bank(ctx)
-    at = latest_round(bank.run_dir) if round_ is None else round_
+    at = recording_round(bank.run_dir, round_)
     with one_line(*USER_ERRORS):
         if dry_run:
             decisions = curator.curate(bank.all(), bank.stats(), bank.config.curator,

@@ -146,3 +146,16 @@ def test_audit_shows_an_outage_of_the_router(run):
     assert "(solver)" not in audit.output  # its one call succeeded
     as_json = json.loads(ratchet(run, "audit", "--format", "json").output)
     assert all("skill_id" in row for row in as_json), "machine formats stay pure rows"
+
+
+@pytest.mark.parametrize("command", [["curate"], ["skill", "load"]])
+def test_a_round_past_the_run_is_refused_before_anything_is_recorded(run, command):
+    """``--round 999`` on a two-round run dated the retirements (or loads) in a round the run
+    never ran, which every per-round query then read as its history."""
+    events = "select count(*) from skill_event"
+    before = ratchet(run, "query", events, "--format", "json").output
+    out = ratchet(run, *command, "--round", "999")
+    assert out.exit_code == 2 and "--round 999 is past this run" in out.output, out.output
+    assert "latest round is 2: give --round 2 (or 3, the next round)" in out.output
+    assert ratchet(run, "query", events, "--format", "json").output == before
+    assert ratchet(run, *command, "--round", "3").exit_code == 0  # the next round is fine
