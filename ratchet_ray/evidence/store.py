@@ -193,8 +193,9 @@ class EvidenceStore:
 
     def vanished(self) -> list[Path]:
         """The parts this cached store has read that are gone since (deleted under it)."""
-        loaded = self._cache.loaded.values() if self._cache is not None else ()
-        return sorted(p for paths in loaded for p in paths if not p.exists())
+        cache = self._cache  # its rebuild after a part went forgets the part, ``gone`` keeps it
+        return [] if cache is None else sorted(cache.gone | {
+            p for paths in cache.loaded.values() for p in paths if not p.exists()})
 
     def migrate_partitions(self) -> list[Path]:
         """Rename padded partition folders (``round=03``) to ``round=3``; returns those renamed.
@@ -354,6 +355,7 @@ class _PartCache:
         self.store = store
         self.con = duckdb.connect(":memory:")
         self.loaded: dict[str, set[Path]] = {kind: set() for kind in KINDS}
+        self.gone: set[Path] = set()  # parts loaded once and gone since
         for kind in KINDS:
             self._create(kind)
 
@@ -366,6 +368,7 @@ class _PartCache:
         for kind in KINDS:
             present = set(self.store.part_paths(kind))
             if not self.loaded[kind] <= present:  # pruned: rebuild from what is left
+                self.gone |= self.loaded[kind] - present
                 self._create(kind)
                 self.loaded[kind] = set()
             new = sorted(present - self.loaded[kind])

@@ -300,8 +300,8 @@ class DiskFull(RunStopped):
 def _refused_write(run: RunDir, exc: BaseException) -> OSError | None:
     """The write refused for good in the run dir that ``exc`` is or wraps (``WRITE_REFUSED``)."""
     refused = disk_full_error(exc, WRITE_REFUSED)
-    inside = refused is not None and str(refused.filename or "").startswith(f"{run.path}/")
-    return refused if inside else None
+    where = Path(refused.filename or "/") if refused is not None else None
+    return refused if where and where.absolute().is_relative_to(run.path.absolute()) else None
 
 
 def record_stop(run: RunDir, config: LoopConfig, exc: BaseException) -> RunStopped:

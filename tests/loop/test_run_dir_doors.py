@@ -137,3 +137,37 @@ def test_the_run_dirs_writers_never_make_it_again(tmp_path):
     fresh = tmp_path / "fresh" / "a" / "b.json"  # without a root, folders are made as before
     atomic_write_json(fresh, {})
     assert fresh.is_file()
+
+
+def test_a_write_refused_in_a_run_dir_given_relatively_is_the_run_dirs(tmp_path, monkeypatch):
+    """``--resume results/sim/RUN`` keeps the path as given; a refused write names it in full."""
+    import errno
+
+    from ratchet_ray.loop.driver import _refused_write
+    from ratchet_ray.loop.rundir import RunDir
+
+    monkeypatch.chdir(tmp_path)
+    run = RunDir(Path("results/sim/run"))
+    inside = OSError(errno.EROFS, "Read-only file system", str(tmp_path / run.path / "loop.json"))
+    elsewhere = OSError(errno.EACCES, "Permission denied", str(tmp_path / "sandbox" / "x"))
+    try:
+        raise RuntimeError("a phase failed") from inside
+    except RuntimeError as exc:
+        assert _refused_write(run, exc) is inside
+    assert _refused_write(run, elsewhere) is None
+    assert _refused_write(run, OSError(errno.EROFS, "Read-only file system")) is None
+
+
+def test_evidence_parts_deleted_under_a_cached_store_stay_told_after_a_rebuild(tmp_path):
+    """The driver's long-lived store rebuilds its cache from what is left when parts go (the
+    critic's query after ``rm -rf evidence/capsule`` did): the run then went on without them."""
+    from ratchet_ray.evidence.store import EvidenceStore
+
+    store = EvidenceStore(tmp_path, cached=True)
+    assert store.vanished() == []
+    part = store.append("round", 0, [{"round": 0, "run_id": "r"}])
+    store.connect().execute("select count(*) from round").fetchall()
+    assert store.vanished() == []
+    part.unlink()
+    assert store.connect().execute("select count(*) from round").fetchone() == (0,)
+    assert store.vanished() == [part]
