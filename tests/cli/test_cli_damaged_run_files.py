@@ -273,7 +273,7 @@ def test_a_report_the_disk_fills_under_is_one_line_without_a_none(run, monkeypat
 
     from ratchet_ray.storage import fsutil
 
-    def full(path, _data):
+    def full(path, _data, root=None):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(fsutil, "atomic_write_bytes", full)
