@@ -154,7 +154,7 @@ def test_a_gcs_port_taken_starts_the_head_again_on_fresh_ports(tmp_path, monkeyp
     assert "port 57477 is in use by another process" in str(failed.value)
 
 
-@pytest.mark.slow  # a real `ray start` that fails after its retries: about 40 s
+@pytest.mark.slow  # two real `ray start`s that fail (a start and one retry): about 80 s
 def test_a_gcs_port_taken_is_named_by_a_real_head_and_its_ray_logs_are_kept(tmp_path,
                                                                              monkeypatch):
     """Ray's session folder, which its error points to, was removed with the failed head."""
@@ -174,6 +174,7 @@ def test_a_gcs_port_taken_is_named_by_a_real_head_and_its_ray_logs_are_kept(tmp_
         return ports
 
     monkeypatch.setattr(ray_head, "free_ports", gcs_port_taken)
+    monkeypatch.setattr(ray_head, "START_ATTEMPTS", 2)  # one retry on a real head (each ~40 s)
     log = tmp_path / "ray_head.log"
     try:
         with pytest.raises(ray_head.RayHeadError) as failed:
