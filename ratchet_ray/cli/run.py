@@ -127,11 +127,15 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
         from ratchet_ray.loop.rundir import resume_advice
 
         said = f"interrupted in round {exc.round} of {exc.rounds} ({exc.finished} round(s) finished"
-        click.echo(f"{said}; recorded in {exc.run_dir / 'stopped.json'}); continue with: "
-                   f"{resume_advice(exc.run_dir, click.get_current_context().command_path)}"
-                   if exc.run_dir.is_dir() else  # deleted meanwhile: nothing left to resume
-                   f"{said}); its run dir {exc.run_dir} is gone (deleted while the run ran), so "
-                   "nothing was recorded", err=True)
+        go_on = resume_advice(exc.run_dir, click.get_current_context().command_path)
+        gone = exc.unrecorded or (f"its run dir {exc.run_dir} is gone (deleted while the run "
+                                  "ran), so nothing was recorded")
+        click.echo(f"{said}); {gone}"
+                   if not exc.run_dir.is_dir() else  # deleted or moved: its own words
+                   f"{said}; not recorded: {exc.unrecorded}); continue with: {go_on}"
+                   if exc.unrecorded else
+                   f"{said}; recorded in {exc.run_dir / 'stopped.json'}); continue with: {go_on}",
+                   err=True)
         raise SystemExit(130) from exc
     from ratchet_ray.report.learned import story
 

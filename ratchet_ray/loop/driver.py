@@ -253,26 +253,32 @@ class RunInterrupted(KeyboardInterrupt):
     recorded in the run dir's ``stopped.json`` and ``loop.json`` unless the run dir is gone.
     Still a ``KeyboardInterrupt``, so a caller that does not know it unwinds as from Ctrl-C."""
 
-    def __init__(self, run_dir: Path, round_: int, finished: int, rounds: int):
+    def __init__(self, run_dir: Path, round_: int, finished: int, rounds: int,
+                 unrecorded: str = ""):
         super().__init__(f"interrupted in round {round_} of {rounds} ({finished} finished)")
         self.run_dir, self.round, self.finished, self.rounds = run_dir, round_, finished, rounds
+        self.unrecorded = unrecorded
+        """Why the interrupt is not in ``stopped.json`` ('' when it is)."""
 
 
-def _record(run: RunDir, config: LoopConfig, stopped: dict, what: str) -> bool:
+def _record(run: RunDir, config: LoopConfig, stopped: dict, what: str) -> tuple[bool, str]:
     """Write ``stopped`` (``what``: the stop, the interrupt) into ``stopped.json`` and
-    ``loop.json``, a failure logged. False, logged, when the run dir was deleted while the run
-    ran (its sweep folder removed), or moved or replaced (``RunDir.lost``): writing would make
-    a bare run dir a report lists as a run, or write into another folder."""
-    if run.lost() is not None or not run.path.is_dir():
-        log.error("the run dir %s is gone (deleted while the run ran): %s is not recorded",
-                  run.path, what)
-        return False
+    ``loop.json``: ``(whether the run dir is still there, '' or why nothing was recorded)``, a
+    failure logged. Nothing is written when the run dir was deleted while the run ran (its
+    sweep folder removed), or moved or replaced (``RunDir.lost``): writing would make a bare
+    run dir a report lists as a run, or write into another folder."""
+    gone = run.lost() or (None if run.path.is_dir() else f"its run dir {run.path} is gone "
+                          "(deleted while the run ran), so nothing was recorded")
+    if gone is not None:
+        log.error("%s (%s is not recorded)", gone, what)
+        return False, gone
     try:
         atomic_write_json(run.path / STOPPED_FILE, stopped)
         run.write_loop_json(config, run.summaries(), stopped=stopped)
     except (OSError, ValueError) as err:  # the cause is raised and logged either way
         log.error("could not record %s in stopped.json / loop.json: %s", what, err)
-    return True
+        return True, f"writing {run.path / STOPPED_FILE} failed: {err}"
+    return True, ""
 
 
 def record_interrupt(run: RunDir, config: LoopConfig, by: str = "") -> RunInterrupted:
@@ -287,10 +293,11 @@ def record_interrupt(run: RunDir, config: LoopConfig, by: str = "") -> RunInterr
     stopped = {"cause": f"interrupted ({by or 'Ctrl-C / SIGINT'}) in round {round_} of "
                         f"{config.rounds}",
                "kind": "Interrupted", "at": time.time(), "round": round_}
-    if _record(run, config, stopped, "the interrupt"):
+    there, unrecorded = _record(run, config, stopped, "the interrupt")
+    if there:
         log.warning("run interrupted in round %d; continue it with %s", round_,
                     resume_advice(run.path))
-    return RunInterrupted(run.path, round_, len(finished), config.rounds)
+    return RunInterrupted(run.path, round_, len(finished), config.rounds, unrecorded)
 
 
 class DiskFull(RunStopped):
@@ -328,7 +335,7 @@ def record_stop(run: RunDir, config: LoopConfig, exc: BaseException) -> RunStopp
     stopped = {"cause": str(stop), "kind": type(stop).__name__, "at": time.time()}
     if isinstance(exc, BudgetExhausted):
         stopped["budget"] = exc.details
-    if _record(run, config, stopped, f"its stop ({stop})"):
+    if _record(run, config, stopped, f"its stop ({stop})")[0]:
         log.error("run stopped: %s; continue it with %s", stop, resume_advice(run.path))
     return stop
 

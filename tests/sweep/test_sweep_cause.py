@@ -178,3 +178,29 @@ def test_a_driver_whose_run_dir_was_deleted_makes_no_bare_one_again(tmp_path, ca
     assert done.output.strip().splitlines()[-1] == (
         f"interrupted in round 1 of 2 (1 round(s) finished); its run dir {run_dir} is gone "
         "(deleted while the run ran), so nothing was recorded")
+
+
+def test_an_interrupt_whose_record_failed_does_not_say_it_was_recorded(tmp_path, monkeypatch):
+    """The exit line said "recorded in .../stopped.json" even when that write had failed (only
+    the log said so); now it says what failed, and still how to continue."""
+    from click.testing import CliRunner
+
+    from ratchet_ray.cli.run import run as run_command
+    from ratchet_ray.loop import driver
+
+    spec = SweepSpec(suite="mbpp", out_dir=tmp_path, rounds=2)
+    run_dir = leave_run(spec, "A1_s42", 1)
+    run = RunDir.open(run_dir)
+
+    def refused(path, _data, root=None):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(driver, "atomic_write_json", refused)
+    interrupt = driver.record_interrupt(run, run.config())
+    assert interrupt.unrecorded.startswith(f"writing {run_dir / 'stopped.json'} failed")
+    monkeypatch.setattr(driver, "run_loop", lambda *_, **__: (_ for _ in ()).throw(interrupt))
+    done = CliRunner().invoke(run_command, ["--resume", str(run_dir)])
+    line = done.output.strip().splitlines()[-1]
+    assert done.exit_code == 130 and "recorded in" not in line, line
+    assert f"not recorded: writing {run_dir / 'stopped.json'} failed" in line
+    assert f"--resume {run_dir}" in line.split("; continue with: ")[1], line
