@@ -56,8 +56,8 @@ from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.schema import to_records
 from ratchet_ray.evidence.store import EvidenceStore, query_interrupted
-from ratchet_ray.storage.fsutil import (WRITE_REFUSED, atomic_write_json, cannot_write, disk_full,
-                                        disk_full_error, no_room)
+from ratchet_ray.storage.fsutil import (atomic_write_json, cannot_write, disk_full,
+                                        disk_full_error, no_room, refused_write_error)
 from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.loop import phases
 from ratchet_ray.loop.breaker import PreflightFailed, RunStopped
@@ -306,7 +306,7 @@ class DiskFull(RunStopped):
 
 def _refused_write(run: RunDir, exc: BaseException) -> OSError | None:
     """The write refused for good in the run dir that ``exc`` is or wraps (``WRITE_REFUSED``)."""
-    refused = disk_full_error(exc, WRITE_REFUSED)
+    refused = refused_write_error(exc)
     where = Path(refused.filename or "/") if refused is not None else None
     return refused if where and where.absolute().is_relative_to(run.path.absolute()) else None
 

@@ -44,11 +44,20 @@ WRITE_REFUSED = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR)
 """A write refused for good: a read-only mount, no permission, a file where a folder was."""
 
 
-def disk_full_error(exc: BaseException | None,
-                    numbers: tuple[int, ...] = (errno.ENOSPC, errno.EDQUOT)) -> OSError | None:
-    """The full disk or quota error (or another of ``numbers``, e.g. ``WRITE_REFUSED``) ``exc``
-    is or wraps (its ``__cause__`` / ``__context__`` chain, and the ``cause`` an error raised in
-    another process carries, as Ray's task errors do: their own ``errno`` is empty), else None."""
+def disk_full_error(exc: BaseException | None) -> OSError | None:
+    """The full disk or quota error ``exc`` is or wraps (``os_error_in``), else None."""
+    return os_error_in(exc, (errno.ENOSPC, errno.EDQUOT))
+
+
+def refused_write_error(exc: BaseException | None) -> OSError | None:
+    """The write refused for good (``WRITE_REFUSED``) ``exc`` is or wraps, else None."""
+    return os_error_in(exc, WRITE_REFUSED)
+
+
+def os_error_in(exc: BaseException | None, numbers: tuple[int, ...]) -> OSError | None:
+    """The ``OSError`` with an errno of ``numbers`` that ``exc`` is or wraps (its ``__cause__`` /
+    ``__context__`` chain, and the ``cause`` an error raised in another process carries, as
+    Ray's task errors do: their own ``errno`` is empty), else None."""
     seen: set[int] = set()
     todo = [exc]
     while todo:
