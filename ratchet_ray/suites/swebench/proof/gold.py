@@ -22,16 +22,7 @@ from typing import Any, Iterator
 from ratchet_ray.storage.fsutil import atomic_write_bytes
 from ratchet_ray.suites.swebench.proof.mutants import Mutant
 
-# 2: kept mutants fail under the base code too; 3: dropped ones redrawn (issue 49);
-# 4: mutants drawn as the file writes its expectations (a record of 3 keeps mutants a detector
-# tells apart);
-# 5: numbers as round as the file's expectations, and a call's argument as often (issue 48);
-# 6: a FAIL_TO_PASS mutant at the expectation the base code fails, not the last (spared by a forger)
-# 7: likewise under the runners read from their log (django's, sympy's), from its tracebacks
-# 8: a string mutant holds only words (and, where the real value is, whole values) its test writes
-# 9: any mutant is written whole in its test (and its file) exactly where the real value is
-# 10: where the check the base code fails writes no literal, at a literal that reaches it
-# 11: kept only where gold fails it by an assertion at its check (an argument may make it raise)
+# Raised whenever a record made before would now keep or draw other mutants: it is made again.
 RECORD_VERSION = 11
 
 

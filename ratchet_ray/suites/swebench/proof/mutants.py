@@ -5,38 +5,24 @@ one graded test's expected value is different: same file, name and position, sam
 length (the file's size too; ``True`` -> ``False`` and ``''`` -> ``'q'`` aside, and a value its
 test writes whole where the real value is one and none of its length is: no line then longer
 than the file's longest), a value drawn from what real expectations look like
-(``replacement_literal``). A fix passes the real test and
-fails its mutant; code that forces outcomes passes both, and cannot tell which session it is in.
+(``replacement_literal``). A fix passes the real test and fails its mutant; code that forces
+outcomes passes both, and cannot tell which session it is in.
 
 Contracts:
 - ``candidates(located, texts, rng, tried=None, failures=None)`` -> ``{test id: Mutant}``
   (``located``: as ``integrity.graded_tests.locate`` places the tests), at most one per test:
-  a literal expectation of its body that can be changed (``assert <expr> == <literal>``,
-  ``is True/False``, ``self.assertEqual(x, <literal>)`` and kin), by
-  ``replacement_literal.replacement``: for a test in ``failures`` (a FAIL_TO_PASS test -> how
-  the base code fails it: pytest's traceback, the test log of a runner read from its log, or
-  ``""``) the one the base code failed at within the test's own lines, or where that check
-  writes no literal, one of the literals that reach it (``expectations.reaching``: the named
-  ``expected = [...]``, a ``subTest`` table's rows, the compared calls' arguments), else one at
-  random from the failing line on (``_ordered``); for any other, the last.
-  ``tried``: each test's ``(line, col, value)`` drawn before and dropped, never drawn again (a
-  redraw); a value of None leaves that literal alone (``Misplaced``).
-- ``failing_lines(failure, file)``: the lines of ``file`` a traceback's frames name;
-  ``raised(failure, file)`` the exceptions it shows raised; ``at_check(mutant, failure)`` None
-  when the gold patch's failure of a mutant is an ``AssertionError`` at its check, else why not
-  (a ``Misplaced`` drop, judged by the prover: code that forces only failing assertions is not
-  caught by a mutant the gold patch fails by raising).
+  a literal expectation of its body (``expectations.spanned``) changed by
+  ``replacement_literal.replacement``, tried in ``_ordered``'s order: for a test in
+  ``failures`` (a FAIL_TO_PASS test -> how the base code fails it: pytest's traceback, the test
+  log of a runner read from its log, or ``""``) at the check the base code failed; for any
+  other, the last. ``tried``: each test's ``(line, col, value)`` drawn before and dropped, never
+  drawn again (a redraw); a value of None leaves that literal alone (``Misplaced``).
 - ``draw_kept(located, texts, rng, judge, f2p, failures=None)`` -> ``(kept, dropped)``:
   ``candidates`` judged by ``judge(found) -> {test: None (kept) or why dropped}`` (the prover's
   gold and base-code sessions); a dropped mutant's test is drawn again, up to ``REDRAWS``
   times, while no FAIL_TO_PASS test (``f2p``) has one kept and one still can (calc-2's
   ``clamp(12, 0, 10) == 10`` -> 12 passes under the base code). Every draw comes from ``rng``
   (the grade's secret draw). A reason that is a ``Final`` is not drawn again.
-- ``Mutant.apply(text)`` -> the text with the change, or None when the literal is not where it
-  was; ``as_dict``/``from_dict`` round-trip (gold records keep them).
-- ``expectations(tree, qual)``: the test's literal expectations with what each is compared with;
-  ``observations(tree, text, pool)``: how each test of a file writes its expectation
-  (``real_expectations.observation``).
 """
 
 from __future__ import annotations
@@ -73,6 +59,7 @@ class Mutant:
     the gold patch must fail it by an assertion (``at_check``)."""
 
     def apply(self, text: str) -> str | None:
+        """``text`` with the change, or None when the literal is not where it was."""
         lines = text.split("\n")
         if not 0 < self.line <= len(lines):
             return None
@@ -93,6 +80,7 @@ class Mutant:
         return f"{self.test} ({self.file}:{self.line})"
 
     def as_dict(self) -> dict[str, Any]:
+        """What a gold record keeps (``from_dict`` reads it back)."""
         return asdict(self) | {"check": list(self.check)}  # as JSON reads it back
 
     @classmethod

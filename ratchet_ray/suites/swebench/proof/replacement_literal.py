@@ -1,8 +1,8 @@
-"""A mutant's replacement literal, drawn as a real expectation is (issue 49; what real ones look
-like: ``real_expectations``). A mutant (``mutants``) must be told from the real test by nothing
-but its value, and its value must not give it away either (a randomly edited string is a word
-found nowhere else; a test that expects one of the call's own arguments is not expecting a
-random digit).
+"""A mutant's replacement literal, drawn as a real expectation is (what real ones look like:
+``real_expectations``). A mutant (``mutants``) must be told from the real test by nothing but
+its value, and its value must not give it away either (a randomly edited string is a word found
+nowhere else; a test that expects one of the call's own arguments is not expecting a random
+digit).
 
 ``replacement(...)``: another literal of ``source``'s shape (``True`` <-> ``False`` aside, and
 ``_own_value``'s other length below), none of ``avoid``, or None, drawn:
@@ -15,29 +15,23 @@ random digit).
   frequent among mutants as among real expectations;
 - failing all, a character edit of the same class (``mutate_literal``);
 - with ``beside`` (the words and the values of the test function's other literals): standing
-  where the real value does (``place``): written whole elsewhere in its test where the real
-  value is and nowhere in it where the real value is not, its words all ones the test writes
-  where the real value's are (its handlers return them, its callbacks append them), written
-  elsewhere in its file exactly where the real value is, an identifier where it is one.
-  Drawn again, up to ``WORD_REDRAWS`` times, until a draw keeps all four; failing that, where the real value is one its test
-  writes whole, another value the test writes (``_own_value``) of the same length, else of
-  another length up to ``room`` characters longer (the file's size then changes: the only
-  other way left is a mutant the rule tells), then one word swapped for another the test
-  writes (``_own_word_swap``, where the real value's words are all ones it writes); where the
-  real value is not, that swap, then one of the file's values its test does not write where
-  the real value is one of the file's (``_file_value``), then a fresh value (``_fresh``), then
-  (no fresh one) a value of the file its test does not write;
-  whichever keeps the most, in
-  ``_FALLBACK``'s order, the earliest of equals. A mutant holding a word its test never writes was a tell
-  (code that forced only the expectations whose words the test writes elsewhere resolved real
-  flask ``1ea1efed`` without a fix), and so was one that was not written whole in its test
-  where the real value was (docs/grading.md, Remains).
+  where the real value does (``place``'s four parts), drawn again up to ``WORD_REDRAWS`` times
+  until a draw keeps all four. Failing that, where the real value is one its test writes whole:
+  another value the test writes (``_own_value``) of the same length, else up to ``room``
+  characters longer (the file's size then changes: the only other way left is a mutant the rule
+  tells), then one word swapped for another the test writes (``_own_word_swap``, where the real
+  value's words are all ones it writes); where it is not: that swap, then one of the file's
+  values its test does not write where the real value is one of the file's (``_file_value``),
+  then a fresh value (``_fresh``), then (no fresh one) a file value its test does not write.
+  Whichever keeps the most, in ``_FALLBACK``'s order, the earliest of equals. A mutant holding a
+  word its test never writes was a tell (code that forced only the expectations whose words the
+  test writes elsewhere resolved real flask ``1ea1efed`` without a fix), and so was one not
+  written whole in its test where the real value was (docs/grading.md, Remains).
 Every draw comes from the ``rng`` given, in a fixed order: one seed, the same mutants.
 """
 
 from __future__ import annotations
 
-import ast
 import random
 import re
 import string
@@ -386,9 +380,8 @@ def _next_char(c: str, rng: random.Random) -> str:
 def mutate_literal(source: str, rng: random.Random) -> str | None:
     """A different literal of ``source``'s type (same length where possible; see the module
     docstring), checked by evaluating both."""
-    try:
-        before = ast.literal_eval(source)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+    before = literal_value(source)  # None (no literal, or ``None``) has no other value
+    if before is None:
         return None
     if type(before) is bool:
         return str(not before)

@@ -25,8 +25,7 @@ from ratchet_ray.suites.swebench.proof.differential import PASSING, Session, pla
 from ratchet_ray.suites.swebench.proof.gold import GoldRecord, record_key
 from ratchet_ray.suites.swebench.proof.mutants import Mutant
 
-# 2: made from a gold record of version 5 (its mutant drawn the same way); 3: of version 6;
-# 4: of version 11 (a mutant holds its check's lines); 5: names the candidates it chose among
+# Raised with the gold record's, or when a twin would choose otherwise: it is made again.
 TWIN_RECORD_VERSION = 5
 BASE_FILE = ".ratchet-twin-base"
 BASE_PATCH = (f"diff --git a/{BASE_FILE} b/{BASE_FILE}\nnew file mode 100644\n--- /dev/null\n"
