@@ -55,10 +55,12 @@ def image_name(instance_id: str, settings: SwebenchSettings) -> str:
     return spec.name
 
 
-def build_events(client: Any, files: dict[str, bytes], tag: str, network: str,
-                 labels: dict[str, str] | None = None, mtime: int = 0) -> Iterator[dict]:
-    """The daemon's events of a classic build of ``tag`` from a context holding only ``files``
-    (name -> bytes, dated ``mtime``; an instance's Dockerfile carries the rest in RUN steps)."""
+def build_image(client: Any, files: dict[str, bytes], tag: str, network: str,
+                labels: dict[str, str] | None = None, mtime: int = 0,
+                output: Log = lambda _text: None) -> str | None:
+    """A classic build of ``tag`` from a context holding only ``files`` (name -> bytes, dated
+    ``mtime``; an instance's Dockerfile carries the rest in RUN steps), each event's output text
+    handed to ``output``: the builder's error (the daemon's refusal included), None once built."""
     context = io.BytesIO()
     with tarfile.open(fileobj=context, mode="w") as tar:
         for file, data in files.items():
@@ -66,8 +68,17 @@ def build_events(client: Any, files: dict[str, bytes], tag: str, network: str,
             info.size, info.mtime = len(data), mtime
             tar.addfile(info, io.BytesIO(data))
     context.seek(0)
-    return client.api.build(fileobj=context, custom_context=True, tag=tag, rm=True,
-                            forcerm=True, decode=True, network_mode=network, labels=labels)
+    try:
+        for event in client.api.build(fileobj=context, custom_context=True, tag=tag, rm=True,
+                                      forcerm=True, decode=True, network_mode=network,
+                                      labels=labels):
+            if "error" in event:
+                return event["error"].strip()
+            if str(event.get("stream") or "").strip():
+                output(event["stream"])
+    except docker_errors().APIError as exc:
+        return str(exc)
+    return None
 
 
 class ImageLock:
@@ -212,24 +223,22 @@ class InstanceImages:
         log(f"removing the history after base_commit {base} from {name}")
         started = time.monotonic()
         output: list[str] = []
-        try:
-            # No network: the script only rewrites the repository that is already there.
-            for event in build_events(self.client, {"Dockerfile": dockerfile.encode()}, name,
-                                      "none"):
-                for line in str(event.get("stream") or "").splitlines():
-                    if line.strip():
-                        output.append(line.strip())
-                        if output[-1].startswith(HISTORY_SAYS):
-                            log(output[-1])
-                if "error" in event:
-                    # The builder's error quotes the whole script; the script's own line says why.
-                    why = [line[:300] for line in output if line.startswith(HISTORY_SAYS)] or \
-                        [line[:300] for line in output[-3:]]
-                    raise InfraFailure("image_build_failed", f"cannot remove the history after "
-                                       f"base_commit {base} from {name}: {' '.join(why)}")
-        except docker_errors().APIError as exc:
-            raise InfraFailure("image_build_failed", f"cannot remove the history after base_commit "
-                               f"{base} from {name}: {exc}") from exc
+
+        def said(text: str) -> None:
+            for line in filter(None, map(str.strip, text.splitlines())):
+                output.append(line)
+                if line.startswith(HISTORY_SAYS):
+                    log(line)
+
+        # No network: the script only rewrites the repository that is already there.
+        error = build_image(self.client, {"Dockerfile": dockerfile.encode()}, name, "none",
+                            output=said)
+        if error is not None:
+            # The builder's error quotes the whole script; the script's own line says why.
+            why = ([line[:300] for line in output if line.startswith(HISTORY_SAYS)]
+                   or [line[:300] for line in output[-3:]] or [error])
+            raise InfraFailure("image_build_failed", f"cannot remove the history after "
+                               f"base_commit {base} from {name}: {' '.join(why)}")
         if not self.ready(name, instance):
             raise InfraFailure("image_build_failed", f"removing the history from {name} reported "
                                f"success but the image is not marked {HISTORY_LABEL}")
@@ -242,16 +251,11 @@ class InstanceImages:
                                f"{instance['instance_id']} has no `dockerfile` to build it from; "
                                f"set swebench.namespace to pull it, or add a dockerfile field")
         log(f"building {name} locally")
-        try:
-            for event in build_events(self.client, {"Dockerfile": dockerfile.encode()}, name,
-                                      self.settings.build_network, {BUILT_LABEL: "instance"}):
-                if "error" in event:
-                    raise InfraFailure("image_build_failed", f"building {name} failed: "
-                                       f"{event['error'].strip()}")
-                if "stream" in event and event["stream"].strip():
-                    log(event["stream"].rstrip())
-        except docker_errors().APIError as exc:
-            raise InfraFailure("image_build_failed", f"building {name} failed: {exc}") from exc
+        error = build_image(self.client, {"Dockerfile": dockerfile.encode()}, name,
+                            self.settings.build_network, {BUILT_LABEL: "instance"},
+                            output=lambda text: log(text.rstrip()))
+        if error is not None:
+            raise InfraFailure("image_build_failed", f"building {name} failed: {error}")
         if not self.exists(name):
             raise InfraFailure("image_build_failed", f"building {name} reported success but the "
                                f"image is absent")

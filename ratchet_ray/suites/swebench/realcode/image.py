@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ratchet_ray.suites.swebench.docker.image_cache import find_image
-from ratchet_ray.suites.swebench.docker.images import build_events
+from ratchet_ray.suites.swebench.docker.images import build_image
 from ratchet_ray.suites.swebench.imports import docker_errors
 from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
 from ratchet_ray.suites.swebench.realcode.projects import Project
@@ -126,13 +126,10 @@ def ensure_image(client: Any, project: Project, layer: bytes, base: str) -> Proj
     tag = f"{IMAGE_REPO}/{project.name}:{project.version}-{inputs}"
     built = find_image(client, tag) is None
     if built:
-        try:
-            for event in build_events(client, {"Dockerfile": text.encode(), "layer.tar": layer},
-                                      tag, "none", {LABEL: inputs}, EPOCH):
-                if "error" in event:
-                    raise RealcodeError(f"building {tag} failed: {event['error'].strip()}")
-        except docker_errors().APIError as exc:
-            raise RealcodeError(f"building {tag} failed: {exc}") from exc
+        error = build_image(client, {"Dockerfile": text.encode(), "layer.tar": layer}, tag,
+                            "none", {LABEL: inputs}, EPOCH)
+        if error is not None:
+            raise RealcodeError(f"building {tag} failed: {error}")
     image = client.images.get(tag)
     return ProjectImage(tag, image.id, content_digest(client, tag), base_id, layer_sha, built)
 
