@@ -1,11 +1,5 @@
-"""The LLM roles of the loop: one module per role, its prompt builders in ``<role>_prompt.py``.
-
-``router`` (``Router``: one ACTIVE skill or NONE per task, from a ``retrieval.SkillIndex``
-shortlist), ``solver`` (``solve``: one attempt; ``SolverWorker``), ``critic`` (``critique``: one
-Verdict per train-failure capsule; ``CriticWorker``), ``synthesizer`` (``Synthesizer``: verdict
-clusters -> new skills, drafts and re-prompts in ``drafts``; ``SynthesizerWorker``),
-``refiner`` (``Reviser``: an ACTIVE skill's revision, A10), ``metasynth`` (``refresh``: a new
-MetaSkill). The workers are plain classes; ``actors/<role>.py`` applies ``ray.remote``.
+"""The LLM roles of the loop: one module per role, holding its logic and its worker (a plain
+class; ``actors/<role>.py`` applies ``ray.remote``), its prompt builders in ``<role>_prompt.py``.
 
 A role's built-in template, which a run's ``prompts.dir`` may replace, is its prompt module's
 ``*_TEMPLATE`` (``settings.prompt_templates.TEMPLATES``); every prompt builder takes

@@ -37,9 +37,8 @@ class RouteDecision:
     replies: list[Reply] = field(default_factory=list)
     reason: str = ""
     error: str = ""
-    """Why the router fell back to NONE because its LLM call failed or its reply was unusable
-    ("" when it chose normally); the caller records it (a failed ``llm_call`` row, the capsule's
-    trace) so an outage is visible in the evidence."""
+    """Why a failed or unusable LLM reply fell back to NONE ("" when the router chose); the
+    caller records it (a failed ``llm_call`` row, the capsule's trace)."""
 
 
 class Router:

@@ -189,20 +189,15 @@ class SolverWorker:
         self.index = SkillIndex.build(self.skills, self.embedder) if needs_index else None
         return len(self.skills)
 
-    def use_bank(self, bank: BankSnapshot) -> None:
-        """Route to ``bank`` from now on (a no-op when it is the snapshot already in use)."""
-        if bank.snapshot_id != self.snapshot_id:
-            self.set_bank(bank.skills)
-            self.snapshot_id = bank.snapshot_id
-
     def run(self, task: Task, split: str, round_: int, *, probe: bool = False,
             bank: BankSnapshot | None = None) -> SolveOutcome:
         """Route and solve ``task`` against ``bank`` (default: ``set_bank``'s); ``probe`` (a
         counterfactual probe, ``curator.counterfactual``) solves it with NONE, no router call,
         under its own sampling seed."""
         started = time.perf_counter()
-        if bank is not None:
-            self.use_bank(bank)
+        if bank is not None and bank.snapshot_id != self.snapshot_id:
+            self.set_bank(bank.skills)
+            self.snapshot_id = bank.snapshot_id
         llm = self.eval_llm if split == "eval" else self.llm
         seed = self.config.seed
         if probe:
