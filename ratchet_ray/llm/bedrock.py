@@ -7,7 +7,6 @@ Contracts:
 - Fallback: a primary that is unavailable (not found, no access, not ready, overloaded after
   retries) hands the same request to the fallback model; a permanent refusal (not found, access
   denied, invalid model id) makes this client skip the primary from then on.
-- Every call first books its budget's limiter (``ratelimit.HostedClient``).
 - Embeddings: at most 96 texts per ``invoke_model`` call, ``input_type`` passed through.
 """
 

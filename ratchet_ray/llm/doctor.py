@@ -5,11 +5,7 @@
 ``environment()``'s (a suite's own, ``suites.environment_checks``; this layer knows no suite).
 No check raises. The ``local`` model is loaded and called in a child process (``local_probe``):
 a crash inside llama.cpp is a FAIL naming the signal, function, fix and log, never the doctor's
-death; a ``crash.Diagnosed`` failure brings its own fix instead of the install hint. Ray starts
-in a subprocess first and the model check runs in a thread beside the embedder's, so the
-start-ups overlap and the whole run stays well under 30 s. The run's preflight
-(``loop.preflight``) and the suites reuse ``check_llm_client``, ``check_embedder_client``,
-``few_retries``, ``in_thread`` and ``timed``.
+death. Ray, the model and the embedder start at once, so the whole run stays well under 30 s.
 """
 
 from __future__ import annotations
@@ -102,16 +98,15 @@ def _finish_ray_probe(proc: subprocess.Popen, started: float,
     hint = "pip install 'ray[default]'; free ports 6379/8265 or stop a stale cluster with `ray stop`"
     try:
         output, _ = proc.communicate(timeout=max(1.0, timeout - (time.perf_counter() - started)))
+        ok = proc.returncode == 0
+        detail = ("local Ray started and ran a task" if ok
+                  else last_line(output, f"exit {proc.returncode}"))
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
-        return Check("ray", False, f"local Ray did not start within {timeout:.0f}s (a busy "
-                     "machine, or a hang: run `ratchet doctor` alone)", hint,
-                     time.perf_counter() - started)
-    if proc.returncode != 0:
-        return Check("ray", False, last_line(output, f"exit {proc.returncode}"), hint,
-                     time.perf_counter() - started)
-    return Check("ray", True, "local Ray started and ran a task", "", time.perf_counter() - started)
+        ok, detail = False, (f"local Ray did not start within {timeout:.0f}s (a busy machine, or "
+                             "a hang: run `ratchet doctor` alone)")
+    return Check("ray", ok, detail, "" if ok else hint, time.perf_counter() - started)
 
 
 def backend_hint(backend: str) -> str:

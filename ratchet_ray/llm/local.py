@@ -14,9 +14,7 @@ Contracts:
 - A prompt too long for the context shrinks ``max_tokens`` to what fits; one that does not fit
   at all raises ``LLMError``.
 - llama.cpp's extra weight buffer types are off unless ``llm.local.extra_buffer_types`` (whose
-  docstring says why) turns them on; ``load_llama`` sets and checks the parameter;
-  ``local_probe`` calls the model in a child process, so ``ratchet doctor`` and a run's
-  preflight report a crash instead of dying of it.
+  docstring says why) turns them on (``load_llama``).
 """
 
 from __future__ import annotations
@@ -118,7 +116,7 @@ def llama_model_defaults(extra_buffer_types: bool) -> Iterator[None]:
     """Within the block, every ``llama_cpp.Llama`` built in this process loads with
     ``use_extra_bufts=extra_buffer_types``: ``Llama.__init__`` takes no keyword for it but reads the
     binding's ``llama_model_default_params()``, which returns the field set meanwhile (under a lock,
-    so two loads never see each other's value; ``tests/llm/llm_servers.py`` uses it too)."""
+    so two loads never see each other's value)."""
     import llama_cpp
     from llama_cpp import llama as llama_module
 

@@ -12,7 +12,6 @@ Contracts:
   ``{"type": "json_object", "schema": ...}``, then with only an instruction in the prompt; the
   first mode that worked is remembered (``llm.openai.schema_mode`` pins one).
 - Embeddings: a server answering one vector per token gets last-token pooling (``_pooled``).
-- Every call first books its budget's limiter (``ratelimit.HostedClient``).
 """
 
 from __future__ import annotations
