@@ -19,8 +19,7 @@ Memory: judging a frame holds at most about twice its size. A frame the runner n
 refused before anything is built: not ASCII, more than ``MAX_MESSAGE_VALUES`` values, an escape
 beyond Latin-1 in a frame over ``WIDE_CHECK_BYTES`` (only an output's frame is that large, and
 its wire text holds none), or a wire text past ``MAX_WIRE_VALUES``. So an honest verdict is
-unchanged, and a forged frame cannot make the grader build tens of bytes per byte it sent
-(nested empty lists did: 22 times the frame, issue 44; ``bench/mbpp_frame_memory.py``).
+unchanged, and a forged frame cannot make the grader build tens of bytes per byte it sent.
 
 Attribution: until the runner's start frame (runner.py) any failure (bubblewrap or the
 interpreter not starting, a start-up past the deadline, a runner fault) is the infrastructure's:
@@ -101,11 +100,6 @@ def _evalplus_utils() -> str:
     return os.path.realpath(spec.origin) if spec and spec.origin else ""
 
 
-def _site_packages() -> str:
-    """The venv's site-packages by its real path (bound there by sandbox.bwrap_argv)."""
-    return os.path.realpath(sysconfig.get_paths()["purelib"])
-
-
 def _call(entry_point: str, args) -> str:
     return f"{entry_point}({', '.join(_short.repr(a) for a in list(args)[:8])})"
 
@@ -126,13 +120,13 @@ def grade_in_sandbox(sandbox: Sandbox, problem: dict, expected: dict, code: str,
     budget = max(budget_floor_s, sum(caps.values())) + sandbox.limits.grace_s
     job = {"code": code, "entry_point": entry_point, "max_nodes": MAX_NODES,
            "max_depth": MAX_DEPTH, "evalplus_utils": _evalplus_utils(),
-           "site_packages": _site_packages(), "cpu_s": budget,
+           "site_packages": os.path.realpath(sysconfig.get_paths()["purelib"]),  # real, as bound
+           "cpu_s": budget,
            "splits": [{"name": s, "inputs": problem[f"{s}_input"], "limits": limits[s]}
                       for s in SPLITS]}
     started = time.monotonic()
     process = sandbox.start(job)
     outcome = Outcome(passed=False, exit_status="failed_tests", reached_untrusted=False)
-    returncode = None
     try:
         reader = _Reader(process, started + sandbox.limits.startup_s, sandbox.limits.io_slack_s)
         _await_start(reader, started + sandbox.limits.startup_s, outcome)
