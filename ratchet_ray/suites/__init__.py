@@ -5,14 +5,6 @@ suites), the one plugin contract and the suite protocol.
     register(SuitePlugin("records", RecordsSuite, settings=RecordsSettings))  # in a plugin module
     suite = suite_for(config)          # loads config.suite_plugins, then config.suite
     config = resolve_config(data)      # a run's LoopConfig, checked against the suites
-
-``contract.py`` is what a suite gives the generic code (``SuitePlugin``: what it must provide
-and what it may, with defaults); ``base.py`` what the suite object itself provides (tasks, a
-grader, a Solver turn); ``registry.py`` holds the plugins and finds them (entry points,
-``$RATCHET_SUITES``, ``suite_plugins``); ``plugins.py`` imports plugin modules; ``resolve.py``
-checks a run's config against the registered suites; ``hooks.py`` is how the generic code asks
-for a plugin's fields. Each built-in suite registers itself in its folder's
-``registration.py`` (listed in ``registry.BUILTIN_PLUGINS``).
 """
 
 from __future__ import annotations

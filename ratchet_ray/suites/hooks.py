@@ -5,9 +5,8 @@ field of the suite's ``SuitePlugin`` (``contract.py``). Contracts:
 - A suite that declared nothing for a field gets the generic behaviour (the defaults in
   docs/suites.md; no impossible twins: the cheat probe skips the suite; without a ``Cluster``:
   no custom resources, no locality, no check before round 0, no round report).
-- The questions over every suite (``fix_hint`` without a suite, ``task_id_patterns``,
-  ``local_resources``, ``cluster_node_types``, ``env_vars``, ``forwarded_env_vars``,
-  ``moved_keys``) answer for the suites registered in this process.
+- The questions over every suite (``fix_hint`` without a suite, ``task_id_patterns``...) answer
+  for the suites registered in this process.
 - Looking up a suite not registered in this process raises ``SuiteRegistryError`` naming the
   valid suites, except ``critic_prompt``, ``sweep_report`` and ``skill_truth`` (see there);
   callers that know the run's config load its ``suite_plugins`` first, as

@@ -1,11 +1,5 @@
-"""MBPP+ (evalplus v0.2.0, 378 tasks): tasks for the loop and sandboxed evalplus grading.
-
-``MbppSuite`` implements ``suites.base.Suite``: ``load_tasks`` (one ``Task`` per problem,
-dataset.py), ``make_grader`` (``MbppGrader``: grader.py for exit statuses, session.py /
-verdict.py / wire.py for the verdict computed outside the sandbox, sandbox.py / runner.py /
-confine.py for the isolation, groundtruth.py for expected outputs) and ``leak_sources``
-(leaks.py).
-"""
+"""MBPP+ (evalplus v0.2.0, 378 tasks): tasks for the loop and sandboxed evalplus grading
+(``MbppSuite``, the ``suites.base.Suite`` protocol)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ once the sandbox side closed; ``FrameTimeout`` past the deadline; ``FrameTooLarg
 the sandbox's session and returns only once ``reap_sandbox`` saw its pid namespace gone.
 
 Memory: a frame is read straight into one ``bytearray`` of its announced size (``os.readv``),
-handed to the caller: never a growing buffer plus slices and copies (issue 44).
+handed to the caller: never a growing buffer plus slices and copies.
 """
 
 from __future__ import annotations

@@ -15,8 +15,7 @@ Contract: ``grade(task, output)`` never raises. Every failure is ``passed=False`
   this list, ``session.GRADER_STATUSES``), or ``crashed`` when its process died without one;
 - ``infra_failure=True`` rows (``sandbox_setup_error``, ``sandbox_setup_timeout``,
   ``sandbox_unavailable``, a grader exception's name): the infrastructure failed before the
-  runner's start frame (session.py); they count in the denominator but the Critic must not learn
-  from them. Everything after that frame is the code's (``infra_failure=False``).
+  runner's start frame (session.py); they count in the denominator, never for the Critic.
 The verdict is computed outside the sandbox (session.py); ``trace`` is at most
 ``MAX_TRACE_CHARS`` and starts with the sandbox mode (``[sandbox bwrap]``); the status and the
 trace encode as UTF-8 (``evidence.schema.storable``). Expected outputs

@@ -2,9 +2,7 @@
 
 ``SimSuite`` loads the world's tasks and grades the sim Solver's drawn outcome; the LLM and the
 embedder are the ``sim`` backends of ``llm.registry`` (``llm.py``, ``embedder.py``, selected by
-``configs/sim.yaml``). Modules: ``settings``, ``lexicon`` (themes and words), ``world`` (tasks
-and skill truth), ``grader``, ``truth`` (a run against the truth), ``report`` (``ratchet
-sim-report``).
+``configs/sim.yaml``).
 """
 
 from __future__ import annotations
