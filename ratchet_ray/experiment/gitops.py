@@ -14,6 +14,7 @@ Contracts:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -96,14 +97,12 @@ class Git:
         created = sorted(self.untracked() - set(keep_untracked))
         for start in range(0, len(created), 200):
             self.run("clean", "-q", "-f", "--", *created[start:start + 200])
-        # git clean by path leaves the folders the created files lived in: drop the empty ones.
-        for folder in sorted({p.parent for c in created for p in [Path(c)]
-                              if p.parent != Path(".")}, key=lambda f: -len(f.parts)):
-            for parent in (folder, *folder.parents):
-                target = self.repo / parent
-                if parent == Path(".") or not target.is_dir() or any(target.iterdir()):
-                    break
-                target.rmdir()
+        # git clean by path leaves the folders the created files lived in: drop the empty ones,
+        # deepest first, each with its parents that it leaves empty (never the repo: .git).
+        for folder in sorted({(self.repo / c).parent for c in created} - {self.repo},
+                             key=lambda f: -len(f.parts)):
+            with contextlib.suppress(OSError):  # not empty, or gone with a deeper one's chain
+                os.removedirs(folder)
 
     def exclude(self, paths: Sequence[str]) -> None:
         info = Path(self.run("rev-parse", "--git-path", "info/exclude").stdout.strip())
