@@ -78,10 +78,8 @@ def _parse(name: str, text: str) -> Any:
         return [int(s) for s in text.split(",") if s]
     if name in ("iteration", "fix_attempts"):
         return int(text)
-    if name in ("scalar", "best_scalar", "noise_margin"):
-        return float(text) if text else None
-    if name == "wall_s":
-        return float(text) if text else 0.0
+    if name in ("scalar", "best_scalar", "noise_margin", "wall_s"):
+        return float(text) if text else (0.0 if name == "wall_s" else None)
     return text
 
 
@@ -99,14 +97,9 @@ class Ledger:
     def rows(self) -> list[LedgerRow]:
         if not self.path.exists():
             return []
-        out = []
-        lines = self.path.read_text().split("\n")
-        for line in lines[1:-1]:  # the part after the last "\n" is empty or a torn write
-            cells = line.split("\t")
-            if len(cells) != len(COLUMNS):
-                continue
-            out.append(LedgerRow(**{n: _parse(n, c) for n, c in zip(COLUMNS, cells)}))
-        return out
+        lines = self.path.read_text().split("\n")[1:-1]  # after the last "\n": "" or a torn write
+        return [LedgerRow(**{n: _parse(n, c) for n, c in zip(COLUMNS, cells)})
+                for cells in (line.split("\t") for line in lines) if len(cells) == len(COLUMNS)]
 
     def append(self, row: LedgerRow) -> None:
         row.time = row.time or datetime.now(timezone.utc).isoformat(timespec="seconds")
