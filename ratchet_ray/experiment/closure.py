@@ -64,8 +64,7 @@ def _imported(tree: ast.AST, package: str) -> Iterable[str]:
 
 def import_closure(root: Path, entries: Iterable[str],
                    stop: Callable[[Path], bool] | None = None) -> dict[str, Path]:
-    """Module name -> source file of ``entries`` and all they import under ``root`` (contract);
-    a module whose file ``stop`` accepts is neither included nor followed."""
+    """Module name -> source file of ``entries`` and all they import under ``root`` (contract)."""
     root = Path(root)
     found: dict[str, Path] = {}
     stopped: set[str] = set()

@@ -1,10 +1,6 @@
 """A new skill's and a revision's way into the bank (``Synthesizer._author``,
 ``Reviser._revise``): draft -> validate -> hand to the bank, re-prompting on what it refuses.
 
-``slugify`` returns a valid, non-empty skill id; ``draft_to_skill`` validates a draft into an
-ACTIVE synthesized ``Skill`` with a fresh id (``bank.skill_contract.unique_id``; tags gain
-``auto`` and the suite) or raises pydantic's ``ValidationError``.
-
 Contract of ``reprompt_until_added``:
 - Up to ``1 + max_reprompts`` attempts, each ``draft(i, feedback)`` (the notes so far, oldest
   first). A ``DraftError`` ends the loop: its replies go to ``outcome.replies`` and
@@ -52,7 +48,9 @@ class DraftError(Exception):
 
 
 def draft_to_skill(draft: SkillDraft, taken: Collection[str], suite: str) -> Skill:
-    """Validate an LLM draft into an ACTIVE synthesized ``Skill`` with a fresh unique id."""
+    """Validate an LLM draft into an ACTIVE synthesized ``Skill`` with a fresh id
+    (``bank.skill_contract.unique_id``; tags gain ``auto`` and the suite); raises pydantic's
+    ``ValidationError``."""
     skill_id = unique_id(slugify(draft.id or draft.name), taken)
     tags = list(dict.fromkeys([*(t.strip() for t in draft.tags if t.strip()), "auto", suite]))
     g = draft.guidance
