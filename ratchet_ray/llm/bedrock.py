@@ -119,12 +119,6 @@ class BedrockLLM(_BedrockBase):
         self.prices = prices or PriceTable()
         self.primary_disabled = False
 
-    def _converse(self, model_id: str, system, turns, inference: dict) -> dict:
-        kwargs: dict[str, Any] = {"modelId": model_id, "messages": turns, "inferenceConfig": inference}
-        if system:
-            kwargs["system"] = system
-        return self.client.converse(**kwargs)
-
     def complete(self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0,
                  stop: Sequence[str] | None = None, json_schema: dict[str, Any] | None = None) -> Reply:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -133,6 +127,9 @@ class BedrockLLM(_BedrockBase):
         inference: dict[str, Any] = {"maxTokens": max_tokens, "temperature": temperature}
         if stop:
             inference["stopSequences"] = list(stop)
+        request: dict[str, Any] = {"messages": turns, "inferenceConfig": inference}
+        if system:
+            request["system"] = system
         estimate = estimate_tokens(messages, max_tokens)
         self.limiter.acquire(estimate)
         models = [self.config.model_id] if not self.primary_disabled else []
@@ -141,7 +138,7 @@ class BedrockLLM(_BedrockBase):
         started, retries, errors, last_error = time.perf_counter(), 0, [], None
         for model_id in models:
             try:
-                response = self._converse(model_id, system, turns, inference)
+                response = self.client.converse(modelId=model_id, **request)
             except ClientError as exc:
                 last_error = exc
                 retries += _retries(exc) + 1

@@ -146,10 +146,6 @@ class OpenAICompatLLM(_OpenAIBase):
 
     model = property(_OpenAIBase._model_id)
 
-    def _create(self, request: dict[str, Any]):
-        raw = self.client.chat.completions.with_raw_response.create(**request)
-        return raw.parse(), raw.retries_taken
-
     def complete(self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0,
                  stop: Sequence[str] | None = None, json_schema: dict[str, Any] | None = None,
                  seed: int | None = None) -> Reply:
@@ -169,7 +165,9 @@ class OpenAICompatLLM(_OpenAIBase):
             while True:
                 mode = self.schema_modes[0] if json_schema is not None else "none"
                 try:
-                    response, retries = self._create(_with_format(request, chat, json_schema, mode))
+                    raw = self.client.chat.completions.with_raw_response.create(
+                        **_with_format(request, chat, json_schema, mode))
+                    response = raw.parse()
                     break
                 except openai.APIStatusError as exc:
                     # 400/422, or 500 from llama.cpp's server, naming the response_format.
@@ -190,7 +188,7 @@ class OpenAICompatLLM(_OpenAIBase):
             input_tokens=tokens_in, output_tokens=tokens_out,
             latency_s=time.perf_counter() - started,
             cost_usd=self.prices.cost(response.model or self.model, tokens_in, tokens_out),
-            model=response.model or self.model, backend=self.backend, retries=retries,
+            model=response.model or self.model, backend=self.backend, retries=raw.retries_taken,
             extra={"finish_reason": choice.finish_reason if choice else ""},
         )
 
