@@ -131,6 +131,16 @@ def printed_exit_code(stdout: str, markers: Markers) -> int | None:
 INSTALL_STEP = re.compile(r"\b(?:pip[\d.]*|python[\d.]*\s+-m\s+pip)\s+install\b|\bsetup\.py\b|"
                           r"\bconda\s+develop\b|\bpython[\d.]*\s+-m\s+build\b|^\s*make\b")
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+_UID_ENV = "HOME=/tmp/ratchet-home USER=ratchet LOGNAME=ratchet"
+
+
+def _as_uid(uid: int) -> str:
+    return f"setpriv --reuid={uid} --regid={uid} --clear-groups --"
+
+
+def _reap(uid: int) -> str:
+    """Kill every process of ``uid`` (``kill -1`` as that uid reaches only its own)."""
+    return f"{_as_uid(uid)} /bin/bash -c 'kill -KILL -1' 2>/dev/null"
 
 
 def _untrusted_installs(lines: list[str], uid: int) -> list[str]:
@@ -140,7 +150,6 @@ def _untrusted_installs(lines: list[str], uid: int) -> list[str]:
     inside a here-document (the test patch) are left as they are."""
     out: list[str] = []
     ending: str | None = None
-    drop = f"setpriv --reuid={uid} --regid={uid} --clear-groups --"
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -157,9 +166,8 @@ def _untrusted_installs(lines: list[str], uid: int) -> list[str]:
             while line.endswith("\\") and i < len(lines):  # a command continued on the next line
                 line = line[:-1] + " " + lines[i]
                 i += 1
-            out.append(f"env HOME=/tmp/ratchet-home USER=ratchet LOGNAME=ratchet {drop} "
-                       f"/bin/bash -c {shlex.quote(line)}")
-            out.append(f"{drop} /bin/bash -c 'kill -KILL -1' 2>/dev/null || true")
+            out.append(f"env {_UID_ENV} {_as_uid(uid)} /bin/bash -c {shlex.quote(line)}")
+            out.append(f"{_reap(uid)} || true")
         else:
             out.append(line)
     return out
@@ -167,9 +175,7 @@ def _untrusted_installs(lines: list[str], uid: int) -> list[str]:
 
 def instrument(script: str, markers: Markers, uid: int | None,
                extras: RunExtras = RunExtras()) -> str:
-    """The eval script with secret markers, the JUnit report, (``uid``) the privilege drop (the
-    test block and any install step before it, ``INSTALL_STEP``) and the grader's ``extras``
-    (the graded files written by root, the sentinel plugin)."""
+    """The eval script instrumented (module contract); ``uid`` None: no privilege drop."""
     _, _, exit_mark, exit_var = _constants()
     lines = script.split("\n")
     begin, stop = _test_block(lines)
@@ -182,15 +188,11 @@ def instrument(script: str, markers: Markers, uid: int | None,
     if extras.pythonpath:
         env += f' PYTHONPATH="{extras.pythonpath}${{PYTHONPATH:+:$PYTHONPATH}}"'
     if uid is not None:
-        env += " HOME=/tmp/ratchet-home USER=ratchet LOGNAME=ratchet"
-        drop = f"setpriv --reuid={uid} --regid={uid} --clear-groups --"
-        run = f"env {env} {drop} /bin/bash -c {shlex.quote(tests)} 2>&1"
-        # Whatever the tests left running (holding the output open, or writing the report
-        # late) dies before the end marker; `kill -1` as that uid reaches only its processes.
-        reap = f"{drop} /bin/bash -c 'kill -KILL -1' 2>/dev/null"
-    else:
-        run = f"env {env} /bin/bash -c {shlex.quote(tests)} 2>&1"
-        reap = ":"
+        env += f" {_UID_ENV} {_as_uid(uid)}"
+    run = f"env {env} /bin/bash -c {shlex.quote(tests)} 2>&1"
+    # Whatever the tests left running (holding the output open, or writing the report late)
+    # dies before the end marker.
+    reap = ":" if uid is None else _reap(uid)
     # No xtrace from here: traced lines go to stderr, which interleaves with stdout in any order,
     # so a traced marker or exit-code echo could land inside the test section.
     block = ["{ set +x; } 2>/dev/null", f"mkdir -p -m 0733 {markers.junit_dir}", *plant,
@@ -204,9 +206,8 @@ def instrument(script: str, markers: Markers, uid: int | None,
 
 
 def split_log(stdout: str, output: str, markers: Markers) -> tuple[str, str]:
-    """``(log for swebench, test section)``: the standard output between the real markers (the
-    test block writes its stderr there too, in order), wrapped in swebench's markers; ``output``
-    (stdout and stderr) is only searched for imitations (see the module contract)."""
+    """``(log for swebench, test section)`` (module contract; the test block writes its stderr
+    into stdout, in order); ``output`` (stdout and stderr) is only searched for imitations."""
     start_mark, end_mark, exit_mark, _ = _constants()
     lines = stdout.split("\n")
     starts = [i for i, line in enumerate(lines) if line.strip() == markers.start]

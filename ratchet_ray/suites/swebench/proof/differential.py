@@ -50,9 +50,7 @@ class Session:
     junit: dict[str, str] | None = None
     """Graded test id -> status in the JUnit report (pytest runners)."""
     failures: dict[str, str] = field(default_factory=dict)
-    """Graded test id -> its failure's text: in the JUnit report (pytest's traceback) for the
-    tests that failed there; under a runner read from its log, the test log
-    (``prover.failures_of``)."""
+    """Graded test id -> its failure's text (``prover.failures_of``)."""
     texts: dict[str, str] = field(default_factory=dict)
     written: dict[str, str] = field(default_factory=dict)
     located: dict[str, tuple[str, str]] = field(default_factory=dict)

@@ -24,12 +24,9 @@ Contracts:
   (``reaching``'s). Those are the checks a forger who makes that statement return a value equal
   to anything must pass, which one who lets the rest run honestly does not touch.
 
-Why ``reaching``: a mutant must sit where the base code fails a FAIL_TO_PASS test. Where that
-assertion writes no literal, a mutant drawn elsewhere in the test is spared by code that forces
-only the failing assertions that compare two expressions and lets the literal ones fail: the
-real session passes, every canary session fails as it must (seen on real sympy 1.12, where the
-base code failed ``assert dmp_diff(f_6, 2, 3, ZZ) == dmp_diff(dmp_diff(f_6, 1, 3, ZZ), 1, 3, ZZ)``
-and the mutant sat eight lines above it).
+Why a mutant sits where the base code fails a FAIL_TO_PASS test, and at a literal reaching that
+check where it writes none: docs/grading.md, "Where a FAIL_TO_PASS mutant sits" (a mutant
+elsewhere is spared by code that forces only the failing check).
 """
 
 from __future__ import annotations

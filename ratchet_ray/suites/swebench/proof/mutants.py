@@ -144,9 +144,8 @@ def raised(failure: str, file: str) -> list[tuple[str, list[int]]]:
 
 
 def failing_lines(failure: str, file: str) -> list[int]:
-    """The lines of ``file`` the frames of a failure's traceback name, outermost first (``raised``:
-    pytest's ``path:line:`` locations as the JUnit report keeps them, Python's ``File "path",
-    line N`` frames as django's and sympy's runners print them in their log)."""
+    """The lines of ``file`` the frames of a failure's traceback name, outermost first (those of
+    every exception ``raised`` shows)."""
     return [line for _, lines in raised(failure, file) for line in lines]
 
 

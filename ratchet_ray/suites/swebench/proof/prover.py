@@ -428,8 +428,7 @@ class DifferentialProof:
     def _base_failures(self, ctx: Context, tests: list[str], folder: Path,
                        log: Callable[[str], None], seconds: dict[str, float]) -> dict[str, str]:
         """Each FAIL_TO_PASS test of ``tests`` -> how the base code fails it in one session of
-        the base code (``Session.failures``: its traceback in the JUnit report under pytest, the
-        test log under a runner read from its log; ``""`` where none is read): where
+        the base code (``Session.failures``; ``""`` where none is read): where
         ``mutants.candidates`` puts its mutant, at the expectation the bug breaks, which code
         that forces outcomes must force (docs/grading.md, threat model)."""
         if not tests or ctx.runner is None:
