@@ -209,12 +209,14 @@ class SolverWorker:
                 task, self.skills, self.index,
                 seed=derive_seed(seed, round_, split, task.task_id, "router"))
         skill = next((s for s in self.skills if s.id == decision.skill_id), None)
+        trajectories = (None if self.trajectory_root is None
+                        else self.trajectory_root.sub(f"{task.task_id}/{split}_{round_:02d}"))
         result = solve(llm, task, skill, output_kind=self.output_kind,
                        max_tokens=self.config.llm.max_tokens,
                        temperature=self.config.llm.temperature,
                        agent_settings=self.agent_settings, turn=self.turn,
                        templates=self.config.prompts.texts,
-                       log_dir=self._trajectory_dir(task, split, round_),
+                       log_dir=trajectories,
                        seed=derive_seed(seed, round_, split, task.task_id,
                                         "probe" if probe else "solver"))
         return SolveOutcome(task_id=task.task_id, split=split, round=round_,
@@ -224,8 +226,3 @@ class SolverWorker:
                             error=result.error, router_replies=decision.replies,
                             solver_replies=result.replies,
                             latency_s=time.perf_counter() - started)
-
-    def _trajectory_dir(self, task: Task, split: str, round_: int) -> Artifacts | None:
-        if self.trajectory_root is None:
-            return None
-        return self.trajectory_root.sub(f"{task.task_id}/{split}_{round_:02d}")
