@@ -1,7 +1,6 @@
 """The keep/revert experiment loop against a frozen evaluator (``ratchet experiment run``).
 
-One iteration (propose, apply, vet the paths, commit, evaluate with bounded fixes, decide, the
-ledger row) is ``iteration.IterationSteps``'; the user-facing rules: docs/experiment-loop.md.
+One iteration is ``iteration.IterationSteps``'; the user-facing rules: docs/experiment-loop.md.
 
 Contracts of ``ExperimentEngine(settings, proposer).run()``:
 - Works in ``settings.repo`` on the branch ``experiment/<name>`` (created from HEAD when

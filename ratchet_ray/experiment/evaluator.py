@@ -122,10 +122,7 @@ class FrozenEvaluator:
                     self.outside.add(installed)
                 if (self.repo / rel).is_file():  # a ratchet-ray checkout: `python -m` uses it
                     self.in_repo.add(rel)
-        self.closure: set[str] = set()
-        """Repo files the evaluation path imports or reads (``closure``): protected and hashed,
-        and, unlike ``in_repo``, allowed under a broad editable glob (a candidate's edit of one
-        is a policy violation)."""
+        self.closure: set[str] = set()  # module contracts
         self._freeze_closure(tokens)
 
     def _freeze_closure(self, tokens: list[str]) -> None:

@@ -110,8 +110,7 @@ class CachedLLM:
         params = {"max_tokens": max_tokens, "temperature": temperature,
                   "stop": list(stop) if stop else None, "json_schema": json_schema}
         forwarded = {"seed": seed} if seed is not None and self.client_takes_seed else {}
-        if seed is None and temperature > 0:
-            # A draw with no identity: replaying it would freeze one sample for every later call.
+        if seed is None and temperature > 0:  # no identity to replay (module contracts)
             return self.client.complete(messages, max_tokens=max_tokens, temperature=temperature,
                                         stop=stop, json_schema=json_schema, **forwarded)
         if seed is not None:  # absent when unseeded (greedy), so earlier cache keys stay valid

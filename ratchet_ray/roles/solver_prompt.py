@@ -39,10 +39,8 @@ SOLVER_TEMPLATE = (
 
 def code_messages(task: Task, skill: Skill | None, *, prefill: str = "",
                   templates: Mapping[str, str] | None = None) -> list[Message]:
-    """A Python-function prompt; the answer is expected in one ```python block. A non-empty
-    ``prefill`` becomes a trailing assistant message the model continues (base models write far
-    better code when the function header is already written). ``templates``: the run's
-    overrides (``prompts.texts``)."""
+    """The prompt (module docstring); the prefill because base models write far better code when
+    the function header is already written."""
     name = entry_point(task)
     text = render(template("solver", SOLVER_TEMPLATE, templates), {
         "guidance": skill.guidance_text() if skill is not None else "",
