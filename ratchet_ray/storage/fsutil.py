@@ -14,8 +14,8 @@ Contracts:
   (the CLI's and the sweep's alike); ``may_read`` / ``read_access`` / ``cannot_read``: of a path
   this user may not read, its fix, and the two in words.
 - ``fsync_dir``, ``disk_full`` / ``disk_full_error`` / ``no_room``, ``unwritable`` and
-  ``swap_dir`` / ``recover_dir`` (a folder swapped in so a crash leaves a complete one at
-  ``target`` or ``<target>.prev``): see their docstrings.
+  ``swap_dir`` (a folder swapped in so a crash leaves a complete one at ``target`` or
+  ``<target>.prev``): see their docstrings.
 """
 
 from __future__ import annotations
@@ -220,9 +220,11 @@ def swap_dir(new: Path, target: Path) -> None:
     """Put the complete folder ``new`` at ``target`` (same parent), crash-safe at every step:
     rename ``target`` to ``target.prev``, ``new`` to ``target``, delete ``target.prev``. After a
     crash one complete copy exists, at ``target`` or (between the renames) at ``target.prev``,
-    which ``recover_dir`` renames back; a stale ``.prev`` beside a ``target`` is removed first."""
+    which the next call renames back first; a stale ``.prev`` beside a ``target`` is removed."""
     prev = target.with_name(target.name + PREV_SUFFIX)
-    recover_dir(target)
+    if not target.exists() and prev.is_dir():  # a swap cut between its renames
+        os.rename(prev, target)
+        fsync_dir(target.parent)
     if prev.exists():
         shutil.rmtree(prev)
     if target.exists():
@@ -232,17 +234,6 @@ def swap_dir(new: Path, target: Path) -> None:
     fsync_dir(target.parent)
     if prev.exists():
         shutil.rmtree(prev)
-
-
-def recover_dir(target: Path) -> bool:
-    """Finish a ``swap_dir`` cut between its renames: move ``target.prev`` back to ``target``
-    (True when it did). Safe to call at any time (a no-op when ``target`` exists)."""
-    prev = target.with_name(target.name + PREV_SUFFIX)
-    if target.exists() or not prev.is_dir():
-        return False
-    os.rename(prev, target)
-    fsync_dir(target.parent)
-    return True
 
 
 def write_tree(root: Path, files: dict[str, bytes]) -> None:
