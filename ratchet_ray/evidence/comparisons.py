@@ -63,14 +63,15 @@ def window_rounds(rounds: list[int], window: int = ROLLING_WINDOW) -> list[int]:
     return later[-window:]
 
 
-def _matrix(outcomes: Outcomes, rounds: list[int],
-            tasks: list[str] | None) -> tuple[np.ndarray, list[str]]:
-    """``rounds x tasks`` 0/1 matrix (tasks: those in every round, unless given)."""
-    if tasks is None:
-        per_round = [{t for r, t in outcomes if r == rnd} for rnd in rounds]
-        tasks = sorted(set.intersection(*per_round)) if per_round else []
+def _tasks_in_all(outcomes: Outcomes, rounds: list[int]) -> set[str]:
+    """The tasks graded in every one of ``rounds``."""
+    return set.intersection(*[{t for r, t in outcomes if r == rnd} for rnd in rounds])
+
+
+def _matrix(outcomes: Outcomes, rounds: list[int], tasks: list[str]) -> np.ndarray:
+    """``rounds x tasks`` 0/1 matrix."""
     data = np.array([[1.0 if outcomes.get((r, t)) else 0.0 for t in tasks] for r in rounds])
-    return data.reshape(len(rounds), len(tasks)), tasks
+    return data.reshape(len(rounds), len(tasks))
 
 
 def _gain(matrix: np.ndarray, window: list[int], rounds: list[int],
@@ -141,14 +142,10 @@ def paired_comparison(arm: str, runs: Mapping[int, Outcomes], default: Mapping[i
         rounds = sorted(set(_rounds(runs[s])) & set(_rounds(default[s])))
         if len(rounds) < 2:  # a rolling gain needs a round after round 0
             continue
-        a, tasks = _matrix(runs[s], rounds, None)
-        d, tasks_d = _matrix(default[s], rounds, None)
-        shared = sorted(set(tasks) & set(tasks_d))
-        if not shared:
-            continue
-        a, _ = _matrix(runs[s], rounds, shared)
-        d, _ = _matrix(default[s], rounds, shared)
-        pairs.append((s, a, d, window_rounds(rounds, window), rounds))
+        shared = sorted(_tasks_in_all(runs[s], rounds) & _tasks_in_all(default[s], rounds))
+        if shared:
+            pairs.append((s, _matrix(runs[s], rounds, shared), _matrix(default[s], rounds, shared),
+                          window_rounds(rounds, window), rounds))
     if not pairs:
         return None
     diffs = np.array([_gain(a, w, r) - _gain(d, w, r) for _, a, d, w, r in pairs])
@@ -222,7 +219,8 @@ def headline(outcomes: Outcomes, window: int = ROLLING_WINDOW, samples: int = BO
 
     per_round = {r: proportion(r) for r in rounds}
     peak_round = max(rounds, key=lambda r: (per_round[r].value, -r))
-    matrix, tasks = _matrix(outcomes, rounds, None)
+    tasks = sorted(_tasks_in_all(outcomes, rounds))
+    matrix = _matrix(outcomes, rounds, tasks)
     gain = interval = None
     if len(rounds) > 1 and tasks:
         w = window_rounds(rounds, window)
