@@ -42,6 +42,16 @@ _PROBE_PAIRS = """
           AND coalesce(n.attempt, 0) >= 1 AND n.skill_id = $none
           AND NOT coalesce(s.infra_failure, false) AND NOT coalesce(n.infra_failure, false)"""
 
+# A capsule graded as tampering (``$statuses``), neither an infrastructure failure nor a twin.
+_TAMPERED = """list_contains($statuses, exit_status) AND NOT coalesce(infra_failure, false)
+          AND NOT coalesce(impossible, false)"""
+
+# How the audit lists a flagged capsule: its route and the grader's trace.
+_FLAGGED = """
+        SELECT round, split, task_id, skill_id, exit_status, coalesce(attempt, 0) AS attempt,
+               capsule_id, grader_trace
+        FROM capsule"""
+
 _QUERIES = (
     # ---- spend and usage ----------------------------------------------------------------------
     NamedQuery("llm_spend_total", """
@@ -226,10 +236,9 @@ _QUERIES = (
                  row_number() OVER (PARTITION BY skill_id
                                     ORDER BY round, created_at, capsule_id) AS nth
           FROM capsule
-          WHERE split = $split AND skill_id <> $none AND list_contains($statuses, exit_status)
-            AND NOT coalesce(infra_failure, false)
-            AND NOT coalesce(impossible, false)
-            AND NOT contains(coalesce(grader_trace, ''), $screen_only))
+          WHERE split = $split AND skill_id <> $none
+          AND """ + _TAMPERED + """
+          AND NOT contains(coalesce(grader_trace, ''), $screen_only))
         SELECT skill_id, count(*) AS capsules, min(round) AS first_round,
                max(round) AS last_round,
                max(capsule_id) FILTER (WHERE nth = 1) AS first_capsule,
@@ -238,25 +247,17 @@ _QUERIES = (
         GROUP BY skill_id""",
         "(skill, capsules, first and last round, first capsule and status) of its routed "
         "``$split`` capsules graded as tampering."),
-    NamedQuery("tampering_capsules", """
-        SELECT round, split, task_id, skill_id, exit_status, coalesce(attempt, 0) AS attempt,
-               capsule_id, grader_trace
-        FROM capsule
-        WHERE list_contains($statuses, exit_status) AND NOT coalesce(infra_failure, false)
-          AND NOT coalesce(impossible, false)
+    NamedQuery("tampering_capsules", _FLAGGED + """
+        WHERE """ + _TAMPERED + """
         ORDER BY round, split, task_id, capsule_id""",
         "Every capsule graded as tampering, with its route and the grader's trace."),
     NamedQuery("tampering_totals", """
         SELECT count(*) FILTER (WHERE split = 'train') AS train_tampering,
                count(*) FILTER (WHERE split = 'eval') AS eval_tampering
         FROM capsule
-        WHERE list_contains($statuses, exit_status) AND NOT coalesce(infra_failure, false)
-          AND NOT coalesce(impossible, false)""",
+        WHERE """ + _TAMPERED,
         "(train, eval) capsules graded as tampering."),
-    NamedQuery("suspicious_capsules", """
-        SELECT round, split, task_id, skill_id, exit_status, coalesce(attempt, 0) AS attempt,
-               capsule_id, grader_trace
-        FROM capsule
+    NamedQuery("suspicious_capsules", _FLAGGED + """
         WHERE grader_trace LIKE $pattern AND NOT coalesce(impossible, false)
         ORDER BY round, split, task_id, capsule_id""",
         "Every capsule whose trace matches ``$pattern`` (a screen's suspicion)."),
