@@ -21,7 +21,9 @@ Contracts:
   evidence folder or part this user may not read is ``UnreadableEvidence`` naming it and the
   access it needs (never a part to set aside: it is not damaged);
   ``read_error(exc)`` does the same for a later query's DuckDB error (``exc`` itself when no part
-  is unreadable: a mistake in the SQL stays the SQL's).
+  is unreadable: a mistake in the SQL stays the SQL's); it checks every footer, and decodes in
+  full the parts ``exc`` names (all of them when it names none), as a page past a good footer
+  can fail.
 - ``prune_parts`` is the only code that deletes evidence: whole parts older than the cutoff.
 
 Example::
@@ -169,7 +171,7 @@ class EvidenceStore:
         return self.append_table(kind, round_, table)
 
     def append_table(self, kind: str, round_: int, table: pa.Table) -> Path | None:
-        """Bulk path: write an Arrow table that already has the kind's columns (cast if needed)."""
+        """``append`` of an Arrow table with exactly the kind's columns (cast to its types)."""
         check_kind(kind)
         schema = SCHEMAS[kind]
         if table.num_rows == 0:
@@ -186,7 +188,6 @@ class EvidenceStore:
 
     def _write_part(self, folder: Path, table: pa.Table) -> Path:
         final = folder / f"part-{uuid.uuid4().hex}.parquet"
-        # Temp file, fsync, link (never replaces a part), folder fsync: see fsutil.
         return atomic_write_with(
             final, lambda handle: pq.write_table(table, handle, compression="zstd"),
             replace=False, root=self._root)
@@ -199,8 +200,8 @@ class EvidenceStore:
 
     def migrate_partitions(self) -> list[Path]:
         """Rename padded partition folders (``round=03``) to ``round=3``; returns those renamed.
-        Writers call it on taking the run dir: mixed padded and unpadded values make DuckDB type the
-        partition as VARCHAR."""
+        Writers call it on taking the run dir: mixed padded and unpadded values make DuckDB type
+        the partition as VARCHAR."""
         moved: list[Path] = []
         for kind in KINDS:
             before = len(moved)
@@ -222,9 +223,8 @@ class EvidenceStore:
 
     # ------------------------------------------------------------------ reading
     def part_paths(self, kind: str) -> list[Path]:
-        """The kind's parts, sorted; a folder or part this user may not read is
-        ``UnreadableEvidence`` naming it (module contracts): a glob skips a folder it may not
-        list without a word, and a round went missing from every view."""
+        """The kind's parts, sorted; one this user may not read (or a folder it may not list,
+        which a glob would skip silently) is ``UnreadableEvidence`` (module contracts)."""
         check_kind(kind)
         folder = self.root / kind
         self._require_access(self.root, folder)
@@ -281,13 +281,10 @@ class EvidenceStore:
         return con
 
     def read_error(self, exc: BaseException) -> BaseException:
-        """``UnreadableEvidence`` when this run has an unreadable part (every footer checked;
-        the parts ``exc`` names also decoded in full, as a query's error can come from a page
-        past a good footer), else ``exc`` itself (module contracts)."""
+        """``UnreadableEvidence`` naming an unreadable part of this run, else ``exc`` itself
+        (module contracts)."""
         if isinstance(exc, _SQL_ERRORS):  # the statement's own mistake: no part to blame
             return exc
-        # Footers first; then the parts the error names decoded in full, or every part when it
-        # names none (DuckDB's page errors do not): slower, but only on the way to an error.
         named = {Path(p).resolve() for p in re.findall(r"[^'\"\s]+\.parquet", str(exc))}
         bad: list[tuple[Path, str]] = []
         for full in (False, True):
