@@ -202,7 +202,6 @@ class SkillRow:
     """Impossible twins graded on its routed train attempts (``governance.cheat_probe``)."""
     twin_passes: int = 0
     """... of which passed: cheating by construction (the Curator retires for any)."""
-    guidance_chars: int | None = None
     injection_tokens: int | None = None
     rounds_unrouted: int | None = None
     """Set when the skill is dead weight: ACTIVE and never routed for that many rounds."""
@@ -212,7 +211,6 @@ class SkillRow:
     provenance: Provenance | None = None
     """Imported from a skill pack: which pack, source run and model, probation state (None:
     native; ``report.provenance``)."""
-    description: str = ""
     yaml: str = ""
     events: list[dict[str, Any]] = field(default_factory=list)
 
@@ -309,15 +307,12 @@ def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None) -
             tampering_eval=getattr(tamper["eval"].get(skill_id), "capsules", 0),
             twins=getattr(cheats.get(skill_id), "twins", 0),
             twin_passes=getattr(cheats.get(skill_id), "passes", 0),
-            guidance_chars=chars,
             injection_tokens=None if chars is None else math.ceil(chars / CHARS_PER_TOKEN),
             rounds_unrouted=dead[skill_id].rounds_unrouted if skill_id in dead else None,
             probe_similarity=(ignored[skill_id].mean_similarity if skill_id in ignored
                               else None),
             ignored=skill_id in ignored and ignored[skill_id].ignored,
-            provenance=origins.get(skill_id),
-            description=skill.description if skill is not None else "",
-            yaml=text, events=evs))
+            provenance=origins.get(skill_id), yaml=text, events=evs))
     return rows
 
 

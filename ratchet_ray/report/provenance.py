@@ -39,8 +39,6 @@ class Provenance:
     """Its id in the pack when the import renamed it (the id was taken here), else None."""
     source_run: str | None
     source_model: str | None
-    source_suite: str | None
-    imported_round: int | None
     state: str
     trials: int
     floor: int | None
@@ -92,9 +90,9 @@ def import_record(run_dir: Path, digest: str,
     return cache[digest]
 
 
-def _imports(events: list[dict[str, Any]]) -> dict[str, tuple[str, bool, int]]:
-    """``{skill id: (pack hash prefix, on probation?, round)}`` from the latest ``loaded``
-    event of each skill a pack brought in."""
+def _imports(events: list[dict[str, Any]]) -> dict[str, tuple[str, bool]]:
+    """``{skill id: (pack hash prefix, on probation?)}`` from the latest ``loaded`` event of each
+    skill a pack brought in."""
     out = {}
     for ev in events:
         reason = str(ev.get("reason") or "")
@@ -102,18 +100,14 @@ def _imports(events: list[dict[str, Any]]) -> dict[str, tuple[str, bool, int]]:
             continue
         for prefix, probation in ((PACK_REASON_PREFIX, True), (TRUSTED_REASON_PREFIX, False)):
             if reason.startswith(prefix):
-                out[ev["skill_id"]] = (reason[len(prefix):].split(" ", 1)[0], probation,
-                                       ev.get("round"))
+                out[ev["skill_id"]] = (reason[len(prefix):].split(" ", 1)[0], probation)
     return out
 
 
 def _ended(events: list[dict[str, Any]], skill_id: str) -> dict[str, Any] | None:
     """The skill's retirement or eviction, when that is its last status change."""
-    last = None
-    for ev in events:
-        if ev["skill_id"] == skill_id and ev["event"] in ("retired", "evicted", "restored",
-                                                          "reinstated", "loaded"):
-            last = ev
+    last = next((ev for ev in reversed(events) if ev["skill_id"] == skill_id and ev["event"]
+                 in ("retired", "evicted", "restored", "reinstated", "loaded")), None)
     return last if last is not None and last["event"] in ("retired", "evicted") else None
 
 
@@ -134,19 +128,18 @@ def skill_provenance(con, run_dir: Path, events: list[dict[str, Any]],
                                            floor=floor) if r is not None}
     manifests: dict[str, dict[str, Any]] = {}
     out = {}
-    for skill_id, (digest, on_probation, round_) in imports.items():
+    for skill_id, (digest, on_probation) in imports.items():
         manifest = import_record(run_dir, digest, manifests)
         source = manifest.get("source") or {}
         as_pack = {new: old for old, new in (manifest.get("imported_as") or {}).items()}
         k = (cf if by_cf else stats).get(skill_id, EMPTY_STATS).trials
         ended = _ended(events, skill_id)
-        end_trials = None if ended is None or ended.get("trials") is None else int(ended["trials"])
+        k_end = k if ended is None or ended.get("trials") is None else int(ended["trials"])
         promoted_round, ended_round = promoted.get(skill_id), None
         if not on_probation:
             state = "no probation"
-        elif ended is not None and (end_trials if end_trials is not None else k) < floor:
-            state, ended_round = f"{ended['event']} on probation", ended["round"]
-            k = end_trials if end_trials is not None else k
+        elif ended is not None and k_end < floor:
+            state, ended_round, k = f"{ended['event']} on probation", ended["round"], k_end
         elif k >= floor:
             state = "promoted" if promoted_round is not None else "left probation"
         else:
@@ -154,8 +147,7 @@ def skill_provenance(con, run_dir: Path, events: list[dict[str, Any]],
         out[skill_id] = Provenance(
             pack=digest, renamed_from=(as_pack[skill_id] if as_pack.get(skill_id, skill_id)
                                         != skill_id else None),
-            source_run=source.get("run_id"), source_model=source.get("model"),
-            source_suite=source.get("suite"), imported_round=round_, state=state, trials=k,
-            floor=floor if on_probation else None, promoted_round=promoted_round,
+            source_run=source.get("run_id"), source_model=source.get("model"), state=state,
+            trials=k, floor=floor if on_probation else None, promoted_round=promoted_round,
             ended_round=ended_round)
     return out
