@@ -14,7 +14,6 @@ from typing import Any
 from ratchet_ray.arm_summary import (DEFAULT_ARM, ArmSummary, RunResult, arm_sort_key,
                                      find_run_dirs, fmt_number, fmt_stat, paired_cells,
                                      run_result, summarize)
-from ratchet_ray.evidence.comparisons import PairedComparison
 from ratchet_ray.metrics import ROLLING_WINDOW
 from ratchet_ray.storage.fsutil import atomic_write_text
 
@@ -31,11 +30,6 @@ def _refined(count: float | None) -> str:
     """The A10 share of a deprecation count, after the three causes every arm has: only where
     a refinement deprecated something, so the other arms' cells read as before."""
     return f" / {fmt_number(count, 1)} refined" if count else ""
-
-
-def _fmt_paired(paired: PairedComparison | None, unpaired: float | None) -> tuple[str, str]:
-    """``paired_cells``; without pairs (no shared seed or task) the plain difference of means."""
-    return (fmt_number(unpaired, signed=True), "n/a") if paired is None else paired_cells(paired)
 
 
 def _relative(path: str, root: Path) -> str:
@@ -77,9 +71,12 @@ def report_markdown(summaries: list[ArmSummary], runs: list[RunResult], root: Pa
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summaries:
-        delta, p_value = _fmt_paired(s.vs_default, s.gain_vs_default)
         if s.arm == DEFAULT_ARM:
             delta = p_value = "—"
+        elif s.vs_default is None:  # no shared seed or task: the plain difference of means
+            delta, p_value = fmt_number(s.gain_vs_default, signed=True), "n/a"
+        else:
+            delta, p_value = paired_cells(s.vs_default)
         lines.append(
             f"| {s.arm} | {s.label} | {', '.join(str(x) for x in s.seeds)} "
             f"| {fmt_stat(s.round0)} | {fmt_stat(s.peak)} "

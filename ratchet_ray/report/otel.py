@@ -86,9 +86,6 @@ class OtelTracer(Tracker):
         self.totals = {"input": 0, "output": 0, "cost": 0.0}
         self.failed = False
 
-    def _context(self, span):
-        return self.trace.set_span_in_context(span)
-
     def round_done(self, summary: Any) -> None:
         if self.failed:
             return
@@ -119,9 +116,9 @@ class OtelTracer(Tracker):
             bench = getattr(summary, split)
             if bench is not None:
                 attrs[f"ratchet.{split}.pass_at_1"] = bench.pass_at_1
-        round_span = self.tracer.start_span(f"ratchet.round {summary.round}",
-                                            context=self._context(self.run_span),
-                                            start_time=_ns(begin), attributes=attrs)
+        round_span = self.tracer.start_span(
+            f"ratchet.round {summary.round}", context=self.trace.set_span_in_context(self.run_span),
+            start_time=_ns(begin), attributes=attrs)
         by_role: dict[str, list[dict]] = {}
         for call in calls:
             by_role.setdefault(call["role"], []).append(call)
@@ -139,7 +136,8 @@ class OtelTracer(Tracker):
         self.totals["output"] += tokens_out
         self.totals["cost"] += cost
         span = self.tracer.start_span(
-            f"invoke_agent {role}", context=self._context(round_span), start_time=_ns(min(starts)),
+            f"invoke_agent {role}", context=self.trace.set_span_in_context(round_span),
+            start_time=_ns(min(starts)),
             attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": role,
                         "gen_ai.usage.input_tokens": tokens_in,
                         "gen_ai.usage.output_tokens": tokens_out, "ratchet.cost_usd": cost,
@@ -158,7 +156,8 @@ class OtelTracer(Tracker):
                  "ratchet.cached": bool(call["cached"]), "ratchet.retries": call["retries"] or 0}
         if call["ok"] is False:
             attrs["error.type"] = (call["error"] or "error")[:200]
-        span = self.tracer.start_span(f"chat {model}", context=self._context(parent),
+        span = self.tracer.start_span(f"chat {model}",
+                                      context=self.trace.set_span_in_context(parent),
                                       start_time=_ns(start), attributes=attrs)
         if call["ok"] is False:
             span.set_status(self.trace.Status(self.trace.StatusCode.ERROR, attrs["error.type"]))
