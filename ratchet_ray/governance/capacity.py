@@ -28,12 +28,6 @@ PROBATION_Z = 1.959963984540054
 """z of the 95 % Wilson lower bound an import on probation is ranked by under cap pressure."""
 
 
-def wilson_lower_contribution(stats: SkillStats, z: float = PROBATION_Z) -> float:
-    """Lower Wilson bound on p = (c + 1) / 2 at ``z``, mapped back to c = 2p - 1 (-1 without
-    trials): the least a skill's record shows it contributes."""
-    return wilson_bounds(stats, z)[0] if stats.trials > 0 else -1.0
-
-
 def eviction_order(skills: Iterable[Skill], stats: Mapping[str, SkillStats],
                    dead_weight: Collection[str] = (), probation: Collection[str] = ()
                    ) -> list[str]:
@@ -45,7 +39,8 @@ def eviction_order(skills: Iterable[Skill], stats: Mapping[str, SkillStats],
         if skill.id in dead_weight:
             return (0, Fraction(0), 0, 0, skill.id)
         if skill.id in probation:
-            return (1, exact(wilson_lower_contribution(s)), 0, -s.trials, skill.id)
+            lower = wilson_bounds(s, PROBATION_Z)[0] if s.trials else -1.0
+            return (1, exact(lower), 0, -s.trials, skill.id)
         score = Fraction(s.successes - s.failures, s.trials) if s.trials else Fraction(0)
         return (1, score, 1, -s.trials, skill.id)
 

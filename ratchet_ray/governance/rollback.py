@@ -29,7 +29,7 @@ from typing import Iterable, Mapping
 from ratchet_ray.evidence.queries import TamperingStats
 from ratchet_ray.governance.cheat_probe import CheatStats
 from ratchet_ray.governance.curator import cheat_retires, tampering_retires
-from ratchet_ray.settings.schema import CuratorSettings, RollbackSettings
+from ratchet_ray.settings.schema import CuratorSettings
 from ratchet_ray.types import Skill, SkillStatus
 
 TOLERANCE = 1e-9
@@ -60,10 +60,6 @@ class RollbackGate:
         self.best_pass_at_1: float | None = None
         self.streak = 0
         self.last_round: int | None = None
-
-    @classmethod
-    def from_settings(cls, settings: RollbackSettings) -> "RollbackGate":
-        return cls(settings.threshold, settings.consecutive, settings.enabled)
 
     @classmethod
     def from_history(cls, history: Iterable[tuple[int, float]], threshold: float,

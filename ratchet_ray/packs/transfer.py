@@ -150,18 +150,14 @@ def summary_rows(rows: list[dict[str, Any]], label: str = HARMFUL) -> list[dict[
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault((row["condition"], row["arm"]), []).append(row)
-    out = []
-    for (condition, arm), group in groups.items():
-        out.append({
-            "condition": condition, "arm": arm, "n": len(group),
-            "round0": _mean_std([r["round0"] for r in group]),
-            "rolling_mean": _mean_std([r["rolling_mean"] for r in group]),
-            "rolling_gain": _mean_std([r["rolling_gain"] for r in group], signed=True),
-            "imported_kept": f"{statistics.fmean(r['imported_kept'] for r in group):.1f}",
-            f"imported_{label} (kept)": (f"{sum(r[f'imported_{label}'] for r in group)} "
-                                         f"({sum(r[f'imported_{label}_kept'] for r in group)})"),
-            f"{label}_kept": sum(r[f"{label}_kept"] for r in group),
-            "settled_round": ", ".join(_cell("settled_round", r["settled_round"])
-                                       for r in group),
-        })
-    return out
+    return [{
+        "condition": condition, "arm": arm, "n": len(group),
+        "round0": _mean_std([r["round0"] for r in group]),
+        "rolling_mean": _mean_std([r["rolling_mean"] for r in group]),
+        "rolling_gain": _mean_std([r["rolling_gain"] for r in group], signed=True),
+        "imported_kept": f"{statistics.fmean(r['imported_kept'] for r in group):.1f}",
+        f"imported_{label} (kept)": (f"{sum(r[f'imported_{label}'] for r in group)} "
+                                     f"({sum(r[f'imported_{label}_kept'] for r in group)})"),
+        f"{label}_kept": sum(r[f"{label}_kept"] for r in group),
+        "settled_round": ", ".join(_cell("settled_round", r["settled_round"]) for r in group),
+    } for (condition, arm), group in groups.items()]

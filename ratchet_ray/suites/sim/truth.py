@@ -243,8 +243,8 @@ def analyze_run(run_dir: str | Path, delta: float = DEFAULT_DELTA) -> RunTruth:
             by_round.setdefault(int(c[0]), []).append(c)
     rounds = []
     for round_, rows in sorted(by_round.items()):
-        written = [tok for sid, tok in tokens.items()
-                   if tok is not None and _before(first(sid, "added"), round_)]
+        written = [tok for sid, tok in tokens.items() if tok is not None
+                   and (added := first(sid, "added")) is not None and added < round_]
         oracle = statistics.fmean(max([world.p(t, None), *(world.p(t, tok) for tok in written)])
                                   for t in eval_ids)
         rounds.append(RoundTruth(
@@ -287,10 +287,6 @@ def analyze_run(run_dir: str | Path, delta: float = DEFAULT_DELTA) -> RunTruth:
     return RunTruth(run_dir=path, arm=config.arm, seed=config.seed, rounds=rounds,
                     skills=skills, e_p0=e_p0, tau=config.curator.retire_tau,
                     n_min=config.curator.min_trials, cap=config.curator.active_cap, delta=delta)
-
-
-def _before(round_: int | None, limit: int) -> bool:
-    return round_ is not None and round_ < limit
 
 
 def _attach_probes(skills: list[SkillRow], capsules: list[tuple]) -> None:
