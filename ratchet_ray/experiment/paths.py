@@ -23,34 +23,20 @@ class PolicyError(ValueError):
     """A path is outside the repo or outside the editable set."""
 
 
+_WILDCARDS = {"**/": "(?:.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}
+
+
 @lru_cache(maxsize=256)
 def _compile(pattern: str) -> re.Pattern[str]:
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[":
-            end = pattern.find("]", i + 1)
-            if end == -1:
-                out.append(re.escape("["))
-                i += 1
-            else:
-                body = pattern[i + 1:end].replace("\\", "\\\\")
-                out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
-                i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
+    out = []
+    for token in re.split(r"(\*\*/|\*\*|\*|\?|\[[^\]]*\])", pattern):
+        if token in _WILDCARDS:
+            out.append(_WILDCARDS[token])
+        elif token.startswith("[") and token.endswith("]") and len(token) > 1:  # a closed class
+            body = token[1:-1].replace("\\", "\\\\")
+            out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
+        else:  # literal text, an unclosed '[' included
+            out.append(re.escape(token))
     return re.compile("".join(out) + r"\Z")
 
 
