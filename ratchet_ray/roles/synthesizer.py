@@ -290,18 +290,16 @@ class SynthesizerWorker:
             capsules: Mapping[str, Capsule] | None = None,
             known_ids: Sequence[str] = ()) -> SynthOutcome:
         prior = metaskill if self.config.meta.enabled else None
-        add = bank_adder(bank, round_)
-        guard = self.config.synth.leakage_guard
 
-        def refine(skill: Skill, parent_id: str) -> Any:
-            def put(revision: Skill) -> Any:
-                return bank.refine(revision, parent_id, round_=round_)
-            if guard:  # a revision passes the same leakage guard as a new skill
-                put = guarded_adder(put, self._leak_index(), self.config.synth.leakage_threshold)
-            return put(skill)
+        def guarded(submit: Callable[..., Any]) -> Callable[..., Any]:
+            if not self.config.synth.leakage_guard:
+                return submit
+            return guarded_adder(submit, self._leak_index(), self.config.synth.leakage_threshold)
 
-        if guard:
-            add = guarded_adder(add, self._leak_index(), self.config.synth.leakage_threshold)
+        def refine(skill: Skill, parent_id: str) -> Any:  # a revision passes the guard too
+            return guarded(lambda revision: bank.refine(revision, parent_id, round_=round_))(skill)
+
+        add = guarded(bank_adder(bank, round_))
         return self.synthesizer.run(verdicts, active_skills, prior, add,
                                     round_, capsules=capsules, known_ids=known_ids,
                                     refine_skill=refine if self.config.synth.refine else None)
