@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
-from ratchet_ray.suites.swebench.realcode.projects import Project
+from ratchet_ray.suites.swebench.realcode.projects import Project, RealcodeError
 
 MAX_DIFF = 90_000  # bytes: base64 makes 120,000 of them, under the kernel's 131,072 per argument
 

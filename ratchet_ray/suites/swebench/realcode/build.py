@@ -33,8 +33,8 @@ from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.realcode import bugs as bug_gen
 from ratchet_ray.suites.swebench.realcode import image as images
 from ratchet_ray.suites.swebench.realcode import sources as fetching
-from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
-from ratchet_ray.suites.swebench.realcode.projects import Project, index_tests, test_file
+from ratchet_ray.suites.swebench.realcode.projects import (Project, RealcodeError, index_tests,
+                                                           test_file)
 from ratchet_ray.suites.swebench.realcode.records import instance_id, instance_record, test_files
 from ratchet_ray.suites.swebench.realcode.runner import passed, run_suite
 

@@ -30,8 +30,7 @@ from typing import Any
 from ratchet_ray.suites.swebench.docker.image_cache import find_image
 from ratchet_ray.suites.swebench.docker.images import build_image
 from ratchet_ray.suites.swebench.imports import docker_errors
-from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
-from ratchet_ray.suites.swebench.realcode.projects import Project
+from ratchet_ray.suites.swebench.realcode.projects import Project, RealcodeError
 from ratchet_ray.suites.swebench.realcode.sources import Sources
 
 EPOCH = 1704067200  # 2024-01-01T00:00:00Z: every file of the layer carries this date

@@ -4,7 +4,9 @@ A ``Project`` is everything the build needs besides the network-free image: the 
 version of the sdist (its sha256 pinned, so the same name gives the same bytes), the wheels of
 its runtime and test dependencies (each pinned ``name==version``, fetched for CPython 3.11 on
 manylinux), the folders whose code is mutated, the test command and its swebench log parser, and
-the tests deselected with the reason. ``PROJECTS`` lists them by short name.
+the tests deselected with the reason. ``PROJECTS`` lists them by short name;
+``resolve_project("flask==2.3.3")`` is the recipe for that version (another version keeps the
+recipe's pins but not its sdist digest), an unknown project a ``RealcodeError``.
 
 Test ids are the project's log parser's: pytest's ``path::name``, django's unittest lines
 ``test_x (app.module.Class.test_x)`` or sympy's bare function name ``test_x``.
@@ -22,6 +24,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+
+class RealcodeError(RuntimeError):
+    """A bad input or a failed step of ``make-instances``; the message is the line the CLI
+    prints, naming the problem and the fix."""
 
 
 @dataclass(frozen=True)
@@ -196,6 +203,19 @@ SYMPY = Project(
 )
 
 PROJECTS: dict[str, Project] = {p.name: p for p in (FLASK, DJANGO, PYTEST, SYMPY)}
+
+
+def resolve_project(spec: str) -> Project:
+    """The recipe of ``PROJECT[==VERSION]`` (module docstring)."""
+    name, _, version = spec.partition("==")
+    recipe = PROJECTS.get(name.strip().lower())
+    if recipe is None:
+        raise RealcodeError(f"no recipe for project {name.strip()!r}; known: "
+                            f"{', '.join(sorted(PROJECTS))}")
+    version = version.strip()
+    if not version or version == recipe.version:
+        return recipe
+    return replace(recipe, version=version, sdist_sha256=None)
 
 _DJANGO_ID = re.compile(r"^\w+ \(([\w.]+)\)$")
 

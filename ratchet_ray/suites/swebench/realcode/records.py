@@ -26,8 +26,7 @@ import tempfile
 from pathlib import Path
 
 from ratchet_ray.suites.swebench.realcode.bugs import Bug
-from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
-from ratchet_ray.suites.swebench.realcode.projects import Project, test_file
+from ratchet_ray.suites.swebench.realcode.projects import Project, RealcodeError, test_file
 from ratchet_ray.suites.swebench.realcode.runner import END, START, test_args
 
 GIT_ENV = {"GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",

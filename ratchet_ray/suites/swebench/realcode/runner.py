@@ -23,8 +23,7 @@ from typing import Any
 from ratchet_ray.suites.swebench.docker.container import LABELS, OWNER_KEY, owner_label
 from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.integrity.verdict import PASSING
-from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
-from ratchet_ray.suites.swebench.realcode.projects import Project, test_label
+from ratchet_ray.suites.swebench.realcode.projects import Project, RealcodeError, test_label
 
 START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
 

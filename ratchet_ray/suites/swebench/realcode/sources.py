@@ -25,8 +25,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ratchet_ray.suites.swebench.realcode.errors import RealcodeError
-from ratchet_ray.suites.swebench.realcode.projects import Project
+from ratchet_ray.suites.swebench.realcode.projects import Project, RealcodeError
 
 WHEEL_TARGET = ("--only-binary", ":all:", "--python-version", "3.11", "--implementation", "cp",
                 "--abi", "cp311", "--platform", "manylinux2014_x86_64")
@@ -110,10 +109,6 @@ def _cached_sdist(sdist_dir: Path, project: Project) -> Path | None:
     return None
 
 
-def _wheel_key(name: str) -> str:
-    return name.split("==")[0].lower().replace("-", "_")
-
-
 def fetch_wheels(project: Project, cache: Path) -> list[Path]:
     """Every pinned wheel of ``project`` (module contract), fetched into ``cache`` if absent."""
     wheel_dir = cache / f"{project.name}-{project.version}" / "wheels"
@@ -125,7 +120,8 @@ def fetch_wheels(project: Project, cache: Path) -> list[Path]:
             found[f"{name.lower()}=={version}"] = path
         return found
 
-    wanted = {f"{_wheel_key(w)}=={w.split('==')[1]}": w for w in project.wheels}
+    wanted = {f"{w.split('==')[0].lower().replace('-', '_')}=={w.split('==')[1]}": w
+              for w in project.wheels}
     missing = [w for key, w in wanted.items() if key not in present()]
     if missing:
         with tempfile.TemporaryDirectory(dir=_made(cache)) as tmp:
