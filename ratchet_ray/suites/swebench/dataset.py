@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -140,9 +141,8 @@ def normalize_instance(raw: dict[str, Any]) -> dict[str, Any]:
 
 def normalize_all(rows: Iterable[dict[str, Any]], source: str) -> list[dict[str, Any]]:
     instances = [normalize_instance(dict(r)) for r in rows]
-    seen: set[str] = set()
-    dupes = sorted({i["instance_id"] for i in instances if i["instance_id"] in seen
-                    or seen.add(i["instance_id"])})
+    counts = Counter(i["instance_id"] for i in instances)
+    dupes = sorted(i for i, n in counts.items() if n > 1)
     if dupes:
         raise DatasetError(f"{source}: duplicate instance ids {dupes[:5]}; ids must be unique")
     if not instances:

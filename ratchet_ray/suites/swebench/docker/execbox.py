@@ -256,8 +256,7 @@ class InstanceContainer:
         duration = time.monotonic() - started
         if (exc := state["error"]) is not None:
             raise docker_failure(exc, f"container {self.name}: exec failed") from exc
-        exit_code = _in_thread(lambda: api.exec_inspect(state["exec_id"]).get("ExitCode"),
-                               EXEC_GRACE_S, f"inspecting an exec in {self.name}")
+        exit_code = self._inspect(state["exec_id"]).get("ExitCode")
         exit_code = -1 if exit_code is None else int(exit_code)
         output = _clip_bytes(state["chunks"], limit_bytes).decode(errors="replace")
         stdout = _clip_bytes(state["stdout"], limit_bytes).decode(errors="replace")
@@ -269,7 +268,6 @@ class InstanceContainer:
                limit: int, hidden: float | None = None) -> str | None:
         """Wait for the exec's output to close; kill what keeps it open, or everything at the
         ``hidden`` limit. Why it killed, or None."""
-        api = self.container.client.api
         killed_at: float | None = None
         why: str | None = None
         exited_at: float | None = None
@@ -288,9 +286,8 @@ class InstanceContainer:
                 continue
             if now - started >= cutoff:
                 why = "timeout"  # timeout(1) killed its group, something outside it holds on
-            elif "exec_id" in state and exited_at is None and not _in_thread(
-                    lambda: api.exec_inspect(state["exec_id"]).get("Running"), EXEC_GRACE_S,
-                    f"inspecting an exec in {self.name}"):
+            elif ("exec_id" in state and exited_at is None
+                  and not self._inspect(state["exec_id"]).get("Running")):
                 exited_at = now
             elif exited_at is not None and now - exited_at >= LINGER_S:
                 why = "lingering"
@@ -301,6 +298,11 @@ class InstanceContainer:
             if why is not None:
                 self.kill_all()
                 killed_at = time.monotonic()
+
+    def _inspect(self, exec_id: str) -> dict[str, Any]:
+        """The daemon's view of an exec (``Running``, ``ExitCode``)."""
+        return _in_thread(lambda: self.container.client.api.exec_inspect(exec_id), EXEC_GRACE_S,
+                          f"inspecting an exec in {self.name}")
 
     def writable_bytes(self) -> int:
         """Size of the container's writable layer (what its processes wrote), in bytes."""

@@ -146,13 +146,8 @@ class ImageCache:
 
     def make_room(self, name: str, log: Log) -> None:
         """Evict for the budget and the disk guard before building or pulling ``name``."""
-        refusal = self._make_room(name, log)
-        if refusal:  # raised once the index (and its refusal count) is written
-            raise InfraFailure("disk_guard", refusal)
-
-    def _make_room(self, name: str, log: Log) -> str:
-        """``make_room``'s work under the index lock; the refusal message, or ``""``."""
         settings = self.settings
+        refusal = ""
         with _index(settings.lock_dir) as state:
             images = state["images"]
             need = max((e.get("size", 0) for e in images.values()), default=0)
@@ -170,7 +165,7 @@ class ImageCache:
             free, root = self._free_bytes()
             if free is None:
                 log(f"disk guard off: cannot measure {root} from here (remote daemon?)")
-                return ""
+                return
 
             def short() -> bool:
                 return (self._free_bytes()[0] or 0) < need + floor
@@ -179,13 +174,15 @@ class ImageCache:
             free = self._free_bytes()[0] or 0
             if free < need + floor:
                 state["counters"]["refusals"] += 1
-                return (f"refusing to build or pull {name}: {free / GB:.1f} GB free "
-                    f"under {root}, need {need / GB:.1f} GB for the image (the largest one "
-                    f"cached here) plus swebench.build_min_free_gb={settings.build_min_free_gb:g} "
-                    f"GB kept free, and no image of this project can be removed (all in use or "
-                    f"none left); free disk (docker image prune), lower swebench.image_cache_gb "
-                    f"or swebench.build_min_free_gb, or give Docker a bigger disk")
-        return ""
+                refusal = (
+                    f"refusing to build or pull {name}: {free / GB:.1f} GB free under {root}, "
+                    f"need {need / GB:.1f} GB for the image (the largest one cached here) plus "
+                    f"swebench.build_min_free_gb={settings.build_min_free_gb:g} GB kept free, and "
+                    f"no image of this project can be removed (all in use or none left); free "
+                    f"disk (docker image prune), lower swebench.image_cache_gb or "
+                    f"swebench.build_min_free_gb, or give Docker a bigger disk")
+        if refusal:  # raised once the index (and its refusal count) is written
+            raise InfraFailure("disk_guard", refusal)
 
     def _evict(self, state: dict[str, Any], keep: str, until_ok: Callable[[], bool],
                log: Log, why: str) -> bool:
