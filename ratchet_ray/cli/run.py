@@ -114,7 +114,7 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
                        "--set results_dir=/an/absolute/path on the head node to keep it", err=True)
 
     from ratchet_ray.loop.breaker import RunStopped
-    from ratchet_ray.loop.driver import RunInterrupted
+    from ratchet_ray.loop.stops import RunInterrupted
 
     try:
         path = run_loop(config, resume=resume, show_progress=not quiet, announce=announce,

@@ -20,24 +20,16 @@ table) and docs/running.md ("When the infrastructure breaks", "Budget"). Contrac
   outputs) are computed once and shared (``actors.grader.share_precomputed``); a failure stops
   the run. Then, on a fresh run, the suite's ``before_rounds`` hook grades on the Grader pool; a
   message it returns stops the run (``PreflightFailed``).
-- ``RunStopped`` (preflight, breaker, actor start, ``BudgetExhausted``) leaves the round
-  unrecorded and its cause in ``stopped.json`` until a later run of it finishes. A full disk,
-  met by the driver or an actor, stops the run as ``DiskFull`` (``record_stop``), whose message
-  names the folder and the ``--resume`` command.
-- Ctrl-C (SIGINT, also a stopped Ray job; inside a DuckDB query too: ``query_interrupted``;
-  SIGTERM too, through ``session.ray_session``) is
-  recorded like a stop (``stopped.json`` kind ``Interrupted``, ``loop.json``); ``run_loop`` then
-  raises ``RunInterrupted`` carrying the round reached, which the CLI turns into one line with
-  the exact ``--resume`` command. A run dir deleted while the run ran is not made again to
-  record a stop or interrupt (the log says it is gone).
-- The way on every stop names is ``rundir.resume_advice``: ``--resume RUN``, or in a sweep's job
-  the sweep's command (``rundir.SWEEP_COMMAND_ENV``).
+- ``RunStopped`` (preflight, breaker, actor start, ``BudgetExhausted``), a full disk met by the
+  driver or an actor (``DiskFull``), and Ctrl-C (SIGINT, a stopped Ray job; SIGTERM through
+  ``session.ray_session``; inside a DuckDB query too) leave the round unrecorded and are
+  recorded by ``loop.stops``; an interrupt is raised as ``RunInterrupted`` carrying the round
+  reached, which the CLI turns into one line with the exact ``--resume`` command.
 """
 
 from __future__ import annotations
 
 import logging
-import shlex
 import shutil
 import time
 from dataclasses import dataclass
@@ -56,25 +48,24 @@ from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.schema import to_records
 from ratchet_ray.evidence.store import EvidenceStore, query_interrupted
-from ratchet_ray.storage.fsutil import (atomic_write_json, cannot_write, disk_full,
-                                        disk_full_error, no_room, refused_write_error)
+from ratchet_ray.storage.fsutil import disk_full
 from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.loop import phases
 from ratchet_ray.loop.breaker import PreflightFailed, RunStopped
 from ratchet_ray.loop.grade_pool import grade_all, reap_after_round
-from ratchet_ray.loop.budget import BudgetExhausted, RunBudget, resume_config
+from ratchet_ray.loop.budget import RunBudget, resume_config
 from ratchet_ray.loop.phases import CriticIncomplete, LoopContext
 from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.rundir import CONFIG_FILE, SUMMARY_FILE, RunDir, resume_advice
 from ratchet_ray.loop.runtime import Models, RayStartError, check_ray
 from ratchet_ray.loop.session import RunRuntime, interrupting_signal, unwind_on_sigterm
+from ratchet_ray.loop.stops import STOPPED_FILE, record_interrupt, record_stop, refused_in_run_dir
 from ratchet_ray.suites import before_rounds, hooks, split_tasks, suite_for
 from ratchet_ray.report.otel import start_tracing
 from ratchet_ray.report.tracking import Trackers, start_tracking
 from ratchet_ray.types import RoundSummary, Task
 
 log = logging.getLogger(__name__)
-STOPPED_FILE = "stopped.json"
 
 
 @dataclass(frozen=True)
@@ -248,98 +239,6 @@ def resume_point(run: RunDir, config: LoopConfig) -> tuple[int, RollbackGate]:
     return (done[-1].round + 1 if done else 0), gate
 
 
-class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C (SIGINT) stopped the run in ``round`` (``finished`` rounds were done); the stop is
-    recorded in the run dir's ``stopped.json`` and ``loop.json`` unless the run dir is gone.
-    Still a ``KeyboardInterrupt``, so a caller that does not know it unwinds as from Ctrl-C."""
-
-    def __init__(self, run_dir: Path, round_: int, finished: int, rounds: int,
-                 unrecorded: str = ""):
-        super().__init__(f"interrupted in round {round_} of {rounds} ({finished} finished)")
-        self.run_dir, self.round, self.finished, self.rounds = run_dir, round_, finished, rounds
-        self.unrecorded = unrecorded
-        """Why the interrupt is not in ``stopped.json`` ('' when it is)."""
-
-
-def _record(run: RunDir, config: LoopConfig, stopped: dict, what: str) -> tuple[bool, str]:
-    """Write ``stopped`` (``what``: the stop, the interrupt) into ``stopped.json`` and
-    ``loop.json``: ``(whether the run dir is still there, '' or why nothing was recorded)``, a
-    failure logged. Nothing is written when the run dir was deleted while the run ran (its
-    sweep folder removed), or moved or replaced (``RunDir.lost``): writing would make a bare
-    run dir a report lists as a run, or write into another folder."""
-    gone = run.lost() or (None if run.path.is_dir() else f"its run dir {run.path} is gone "
-                          "(deleted while the run ran), so nothing was recorded")
-    if gone is not None:
-        log.error("%s (%s is not recorded)", gone, what)
-        return False, gone
-    try:
-        atomic_write_json(run.path / STOPPED_FILE, stopped)
-        run.write_loop_json(config, run.summaries(), stopped=stopped)
-    except (OSError, ValueError) as err:  # the cause is raised and logged either way
-        log.error("could not record %s in stopped.json / loop.json: %s", what, err)
-        return True, f"writing {run.path / STOPPED_FILE} failed: {err}"
-    return True, ""
-
-
-def record_interrupt(run: RunDir, config: LoopConfig, by: str = "") -> RunInterrupted:
-    """Record an interrupt in ``stopped.json`` (and ``loop.json``): the round it came in is the
-    first without a summary; ``by`` names the signal when it was not Ctrl-C (``SIGTERM``).
-    Returns the exception to raise; recording never hides it."""
-    try:
-        finished = run.summaries()
-    except (OSError, ValueError):
-        finished = []
-    round_ = finished[-1].round + 1 if finished else 0
-    stopped = {"cause": f"interrupted ({by or 'Ctrl-C / SIGINT'}) in round {round_} of "
-                        f"{config.rounds}",
-               "kind": "Interrupted", "at": time.time(), "round": round_}
-    there, unrecorded = _record(run, config, stopped, "the interrupt")
-    if there:
-        log.warning("run interrupted in round %d; continue it with %s", round_,
-                    resume_advice(run.path))
-    return RunInterrupted(run.path, round_, len(finished), config.rounds, unrecorded)
-
-
-class DiskFull(RunStopped):
-    """The run's disk (or quota) is full: nothing more can be written; free space and resume."""
-
-
-def _refused_write(run: RunDir, exc: BaseException) -> OSError | None:
-    """The write refused for good in the run dir that ``exc`` is or wraps (``WRITE_REFUSED``)."""
-    refused = refused_write_error(exc)
-    where = Path(refused.filename or "/") if refused is not None else None
-    return refused if where and where.absolute().is_relative_to(run.path.absolute()) else None
-
-
-def record_stop(run: RunDir, config: LoopConfig, exc: BaseException) -> RunStopped:
-    """Record why the run stopped in ``stopped.json`` and ``loop.json`` and return what to
-    raise: ``exc`` itself when it is a ``RunStopped``, else a ``RunStopped`` naming it; a full
-    disk anywhere in its chain is a ``DiskFull`` naming the folder and the ``--resume``
-    command; the run dir deleted, moved or replaced (``RunDir.lost``), or a write refused in it
-    (read-only, a file where a folder was), is a ``RunStopped`` saying so and the fix. Recording
-    never hides the cause: on a full disk it fails, and that is logged."""
-    full, lost, refused = disk_full_error(exc), run.lost(), _refused_write(run, exc)
-    if lost is not None:
-        stop: RunStopped = RunStopped(lost)
-    elif refused is not None:
-        stop = RunStopped(cannot_write(
-            "into the run dir", refused, f"make {run.path} writable and whole again, then "
-            f"continue with {resume_advice(run.path)}"))
-    elif full is not None:
-        where, line = no_room(full, run.path)
-        stop = DiskFull(
-            f"{line}: free space on that disk (df -h {shlex.quote(str(where))}), then continue "
-            f"with {resume_advice(run.path)}")
-    else:
-        stop = exc if isinstance(exc, RunStopped) else RunStopped(str(exc))
-    stopped = {"cause": str(stop), "kind": type(stop).__name__, "at": time.time()}
-    if isinstance(exc, BudgetExhausted):
-        stopped["budget"] = exc.details
-    if _record(run, config, stopped, f"its stop ({stop})")[0]:
-        log.error("run stopped: %s; continue it with %s", stop, resume_advice(run.path))
-    return stop
-
-
 def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: Models = Models(),
              show_progress: bool = True, announce: Callable[[Path], None] | None = None,
              resume_sets: Sequence[str] = ()) -> Path:
@@ -412,7 +311,7 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
             raise record_interrupt(run, config, interrupting_signal()) from exc
         # A full disk wherever it came from (the driver's files, an actor's, a part), the run dir
         # gone or a write refused in it
-        if disk_full(exc) or run.lost() is not None or _refused_write(run, exc) is not None:
+        if disk_full(exc) or run.lost() is not None or refused_in_run_dir(run, exc) is not None:
             raise record_stop(run, config, exc) from exc
         log.exception("run stopped; continue it with %s", resume_advice(run.path))
         raise

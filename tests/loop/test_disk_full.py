@@ -126,7 +126,7 @@ def test_a_record_the_full_disk_keeps_out_of_run_log_is_dropped_quietly(tmp_path
 def test_a_stop_on_a_disk_that_stays_full_is_raised_not_hidden(tmp_path, monkeypatch):
     """``record_stop`` cannot write ``stopped.json`` on a full disk; it returns the stop to
     raise (the cause, the folder and the resume command) instead of an ``OSError``."""
-    from ratchet_ray.loop import driver
+    from ratchet_ray.loop import stops
     from ratchet_ray.loop.rundir import RunDir
     from ratchet_ray.settings.schema import LoopConfig
 
@@ -136,15 +136,15 @@ def test_a_stop_on_a_disk_that_stays_full_is_raised_not_hidden(tmp_path, monkeyp
         def full(path, _data):
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
-        monkeypatch.setattr(driver, "atomic_write_json", full)
+        monkeypatch.setattr(stops, "atomic_write_json", full)
         cause = OSError(errno.ENOSPC, "No space left on device", str(run.path / "skills" / "x"))
-        stop = driver.record_stop(run, config, RuntimeError("pool 'grader' cannot start"))
-        assert type(stop) is driver.RunStopped and str(stop) == "pool 'grader' cannot start"
+        stop = stops.record_stop(run, config, RuntimeError("pool 'grader' cannot start"))
+        assert type(stop) is stops.RunStopped and str(stop) == "pool 'grader' cannot start"
         try:
             raise RuntimeError("pool 'grader': an actor cannot start") from cause
         except RuntimeError as exc:
-            stop = driver.record_stop(run, config, exc)
-        assert isinstance(stop, driver.DiskFull) and str(stop) == (
+            stop = stops.record_stop(run, config, exc)
+        assert isinstance(stop, stops.DiskFull) and str(stop) == (
             f"no room to write in {run.path / 'skills'} (No space left on device): free space "
             f"on that disk (df -h {run.path / 'skills'}), then continue with --resume "
             f"{run.path}")

@@ -14,7 +14,8 @@ from ratchet_ray.settings.schema import BudgetSettings
 from ratchet_ray.run_config.files import ConfigError, dump_config, load_config
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop.budget import BudgetExhausted, RunBudget, resume_config
-from ratchet_ray.loop.driver import STOPPED_FILE, run_loop
+from ratchet_ray.loop.driver import run_loop
+from ratchet_ray.loop.stops import STOPPED_FILE
 from ratchet_ray.loop.progress import LoopProgress
 from test_loop_resume import totals
 

@@ -240,7 +240,7 @@ def test_sigterm_while_the_run_starts_is_recorded_as_an_interrupt(tmp_path):
 def test_an_interrupt_is_recorded_with_the_round_it_came_in(tmp_path):
     """The record the Ctrl-C test above reads, without a run: rounds 0 and 1 finished, so the
     interrupt came in round 2."""
-    from ratchet_ray.loop.driver import record_interrupt
+    from ratchet_ray.loop.stops import record_interrupt
     from ratchet_ray.loop.rundir import RunDir
     from ratchet_ray.settings.schema import LoopConfig
     from ratchet_ray.types import RoundSummary

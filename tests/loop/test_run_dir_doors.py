@@ -143,7 +143,7 @@ def test_a_write_refused_in_a_run_dir_given_relatively_is_the_run_dirs(tmp_path,
     """``--resume results/sim/RUN`` keeps the path as given; a refused write names it in full."""
     import errno
 
-    from ratchet_ray.loop.driver import _refused_write
+    from ratchet_ray.loop.stops import refused_in_run_dir
     from ratchet_ray.loop.rundir import RunDir
 
     monkeypatch.chdir(tmp_path)
@@ -153,9 +153,9 @@ def test_a_write_refused_in_a_run_dir_given_relatively_is_the_run_dirs(tmp_path,
     try:
         raise RuntimeError("a phase failed") from inside
     except RuntimeError as exc:
-        assert _refused_write(run, exc) is inside
-    assert _refused_write(run, elsewhere) is None
-    assert _refused_write(run, OSError(errno.EROFS, "Read-only file system")) is None
+        assert refused_in_run_dir(run, exc) is inside
+    assert refused_in_run_dir(run, elsewhere) is None
+    assert refused_in_run_dir(run, OSError(errno.EROFS, "Read-only file system")) is None
 
 
 def test_evidence_parts_deleted_under_a_cached_store_stay_told_after_a_rebuild(tmp_path):

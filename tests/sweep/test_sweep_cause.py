@@ -26,7 +26,7 @@ def test_a_failed_arms_cause_names_the_sweeps_command_not_the_single_runs_resume
     """The driver advises ``--resume RUN`` to a single run's user (here its full-disk stop); as a
     sweep's job it names the sweep's command, which the sweep handed it: the outcome,
     ``status.json`` and the report's failures name that, never ``--resume``."""
-    from ratchet_ray.loop.driver import record_stop
+    from ratchet_ray.loop.stops import record_stop
     from ratchet_ray.report.ablation_report import write_report
     from ratchet_ray.sweep.folder import write_status
 
@@ -36,7 +36,7 @@ def test_a_failed_arms_cause_names_the_sweeps_command_not_the_single_runs_resume
     stop = record_stop(RunDir.open(run_dir), RunDir.open(run_dir).config(), full)
     assert f"--resume {run_dir}" in str(stop)  # what a single run's user is told
     # The job: the driver's own stop and exit line, in the environment the sweep gives it.
-    child = ("from ratchet_ray.loop.driver import record_stop\n"
+    child = ("from ratchet_ray.loop.stops import record_stop\n"
              "from ratchet_ray.loop.rundir import RunDir\n"
              f"run = RunDir.open({str(run_dir)!r})\n"
              f"stop = record_stop(run, run.config(), OSError(*{DISK_FULL!r}, "
@@ -82,7 +82,7 @@ def _phase_stop(run_dir: Path) -> str:
 
 
 def _disk_full_stop(run_dir: Path) -> str:
-    from ratchet_ray.loop.driver import record_stop
+    from ratchet_ray.loop.stops import record_stop
 
     run = RunDir.open(run_dir)
     return str(record_stop(run, run.config(), OSError(*DISK_FULL, str(run_dir / "evidence"))))
@@ -102,9 +102,10 @@ def _interrupt_line(run_dir: Path) -> str:
 
     from ratchet_ray.cli.run import run
     from ratchet_ray.loop import driver
+    from ratchet_ray.loop.stops import RunInterrupted
 
     def interrupted(*_, **__):
-        raise driver.RunInterrupted(run_dir, 1, 1, 2)
+        raise RunInterrupted(run_dir, 1, 1, 2)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(driver, "run_loop", interrupted)
@@ -147,7 +148,7 @@ def test_a_driver_whose_run_dir_was_deleted_makes_no_bare_one_again(tmp_path, ca
     ``loop.json`` into a run dir made again, which the next report listed as an unfinished run.
     Now nothing is made, the log says the folder is gone, and so does the exit line."""
     from ratchet_ray.loop.breaker import RunStopped
-    from ratchet_ray.loop.driver import RunInterrupted, record_interrupt, record_stop
+    from ratchet_ray.loop.stops import RunInterrupted, record_interrupt, record_stop
 
     spec = SweepSpec(suite="mbpp", out_dir=tmp_path, rounds=2)
     run_dir = leave_run(spec, "A1_s42", 1)
@@ -186,7 +187,7 @@ def test_an_interrupt_whose_record_failed_does_not_say_it_was_recorded(tmp_path,
     from click.testing import CliRunner
 
     from ratchet_ray.cli.run import run as run_command
-    from ratchet_ray.loop import driver
+    from ratchet_ray.loop import driver, stops
 
     spec = SweepSpec(suite="mbpp", out_dir=tmp_path, rounds=2)
     run_dir = leave_run(spec, "A1_s42", 1)
@@ -195,8 +196,8 @@ def test_an_interrupt_whose_record_failed_does_not_say_it_was_recorded(tmp_path,
     def refused(path, _data, root=None):
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(driver, "atomic_write_json", refused)
-    interrupt = driver.record_interrupt(run, run.config())
+    monkeypatch.setattr(stops, "atomic_write_json", refused)
+    interrupt = stops.record_interrupt(run, run.config())
     assert interrupt.unrecorded.startswith(f"writing {run_dir / 'stopped.json'} failed")
     monkeypatch.setattr(driver, "run_loop", lambda *_, **__: (_ for _ in ()).throw(interrupt))
     done = CliRunner().invoke(run_command, ["--resume", str(run_dir)])
