@@ -3,7 +3,7 @@
 ``complete_structured`` asks for JSON matching the model's schema (constrained decoding where the
 backend can) and validates it; a reply that does not validate is asked once more with the bad
 reply and the error appended. ``seed`` is the first call's sampling seed, the repair's derived
-from it (only for backends that take one). Returns ``Structured(value, replies)`` with every
+from it (only for backends that take one). Returns ``Answer(value, replies)`` with every
 generation made (1 or 2), else raises ``StructuredOutputError`` with the last raw text and all
 replies; an ``LLMError`` on the repair also becomes one, on the first attempt it propagates.
 
@@ -31,15 +31,9 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
-@dataclass
-class Structured(Generic[ModelT]):
-    value: ModelT
-    replies: list[Reply]
-
-
 @dataclass(frozen=True)
 class Answer(Generic[ModelT]):
-    """A structured call's outcome, failures included (``ask_structured``)."""
+    """A structured call's outcome (``complete_structured``'s always has a ``value``)."""
 
     value: ModelT | None
     replies: list[Reply]
@@ -96,13 +90,13 @@ def complete_structured(
     max_tokens: int,
     temperature: float = 0.0,
     seed: int | None = None,
-) -> Structured[ModelT]:
+) -> Answer[ModelT]:
     schema = _json_schema(schema_model)
     first = llm.complete(messages, max_tokens=max_tokens, temperature=temperature, json_schema=schema,
                          **sampling_kwargs(llm, seed))
     replies = [first]
     try:
-        return Structured(parse_reply(first.text, schema_model), replies)
+        return Answer(parse_reply(first.text, schema_model), replies)
     except (ValidationError, ValueError) as exc:
         problem = _describe(exc)
     repair = [
@@ -121,7 +115,7 @@ def complete_structured(
         ) from exc
     replies.append(second)
     try:
-        return Structured(parse_reply(second.text, schema_model), replies)
+        return Answer(parse_reply(second.text, schema_model), replies)
     except (ValidationError, ValueError) as exc:
         raise StructuredOutputError(
             f"{schema_model.__name__}: reply invalid after one repair attempt: {_describe(exc)}",
@@ -134,11 +128,10 @@ def ask_structured(llm: LLMClient, messages: Sequence[Message], schema_model: ty
                    seed: int | None = None) -> Answer[ModelT]:
     """``complete_structured`` with its two failures as values (module contract)."""
     try:
-        result = complete_structured(llm, messages, schema_model, max_tokens=max_tokens,
-                                     temperature=temperature, seed=seed)
+        return complete_structured(llm, messages, schema_model, max_tokens=max_tokens,
+                                   temperature=temperature, seed=seed)
     except StructuredOutputError as exc:
         return Answer(None, list(exc.replies), f"StructuredOutputError: {exc}", exception=exc)
     except LLMError as exc:
         return Answer(None, [], f"{type(exc).__name__}: {exc}", backend_failed=True,
                       exception=exc)
-    return Answer(result.value, result.replies)
