@@ -9,7 +9,8 @@ Contracts:
   passes through ``redact.redact``: no credential reaches the evidence (nor a critic prompt);
   and a lone surrogate in it (what a solution raised, a model's reply, a test log) is written
   as its ``\\udXXX`` escape, which Parquet takes: one such text stopped the whole run.
-- A ``RoundSummary`` is flattened into ``eval_*`` / ``train_*`` columns for the ``round`` kind.
+- ``round_record(summary)``: a ``RoundSummary`` as a flat row, its splits as ``eval_*`` /
+  ``train_*`` columns (how the ``round`` kind stores it).
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ def duckdb_type(arrow_type: pa.DataType) -> str:
     return _DUCKDB_TYPES[arrow_type]
 
 
-def _flatten_round(summary: RoundSummary) -> dict[str, Any]:
+def round_record(summary: RoundSummary) -> dict[str, Any]:
+    """``summary`` as a flat row (module contracts)."""
     data = summary.model_dump(mode="python", exclude={"eval", "train", "suite_report"})
     for split in ("eval", "train"):
         result = getattr(summary, split)
@@ -152,7 +154,7 @@ def to_records(kind: str, rows: Iterable[dict | BaseModel]) -> list[dict[str, An
     records = []
     for index, row in enumerate(rows):
         if isinstance(row, RoundSummary):
-            data = _flatten_round(row)
+            data = round_record(row)
         elif isinstance(row, BaseModel):
             data = row.model_dump(mode="python")
         elif isinstance(row, dict):

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
+from ratchet_ray.evidence.schema import round_record
 from ratchet_ray.experiment.manifest import flatten as dotted_keys
 from ratchet_ray.llm.requirements import installed  # without importing it (MLflow takes seconds)
 
@@ -294,9 +295,7 @@ class MlflowTracker(Tracker):
 
     # ---- the driver's side ---------------------------------------------------------------
     def round_done(self, summary: Any) -> None:
-        row = summary.model_dump(mode="json")
-        row["eval_pass_at_1"] = summary.eval.pass_at_1 if summary.eval else None
-        row["train_pass_at_1"] = summary.train.pass_at_1 if summary.train else None
+        row = round_record(summary)
         self._submit(lambda: self._log_round(row))
 
     def close(self, finished: bool) -> None:
