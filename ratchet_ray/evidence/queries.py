@@ -6,15 +6,10 @@ Contracts:
   failures (they still count in pass@1) and impossible twins (``governance.cheat_probe``) say
   nothing about the skill and are excluded. The writer keeps one row per capsule id, so rows are
   counted as they are.
-- ``recent_verdicts`` returns the verdicts of the last ``window`` rounds up to
-  ``current_round``, ordered by round, created_at, capsule.
-- Tampering (``evidence.tampering``; never infrastructure failures, nor impossible twins, whose
-  attempt has its own capsule): ``tampering_by_skill`` over the capsules of ``split`` routed to a
-  skill; ``tampering_capsules`` every such capsule in (round, split, task, capsule) order;
-  ``tampering_totals`` per split, with the skills the Curator retired for it. Suspicion is not
-  proof: ``tampering_by_skill`` (what the Curator retires on) leaves out older runs' capsules
-  whose only finding was the static screen (``tampering.SCREEN_ONLY_TRACE``);
-  ``suspicious_capsules`` lists those whose trace records a screen's suspicion.
+- Tampering (``evidence.tampering``) never counts infrastructure failures, nor impossible twins
+  (whose attempt has its own capsule); ``tampering_by_skill``, what the Curator retires on, also
+  leaves out older runs' capsules whose only finding was the static screen
+  (``tampering.SCREEN_ONLY_TRACE``): suspicion is not proof.
 - ``skill_fates`` gives each skill's status changes from the bank's own ``skill_event`` rows, in
   the order it logged them: a skill's last change IS its live status.
 """
@@ -77,7 +72,7 @@ _STATUSES = sorted(TAMPERING_STATUSES)  # a DuckDB list parameter
 
 def tampering_by_skill(con: duckdb.DuckDBPyConnection, split: str = "train"
                        ) -> dict[str, TamperingStats]:
-    """Per skill, its routed ``split`` capsules graded as tampering (see module contracts)."""
+    """Per skill, its routed ``split`` capsules graded as tampering (module contracts)."""
     rows = nq.fetch_all(con, "tampering_by_skill", split=split, none=NONE_SKILL,
                         statuses=_STATUSES, screen_only=SCREEN_ONLY_TRACE)
     return {skill_id: TamperingStats(capsules=int(n), first_round=int(first), last_round=int(last),
@@ -86,7 +81,8 @@ def tampering_by_skill(con: duckdb.DuckDBPyConnection, split: str = "train"
 
 
 def tampering_capsules(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """Every capsule graded as tampering, with its route and the grader's trace."""
+    """Every capsule graded as tampering, with its route and the grader's trace, in (round,
+    split, task, capsule) order."""
     return nq.fetch_dicts(con, "tampering_capsules", statuses=_STATUSES)
 
 
@@ -109,7 +105,8 @@ def skills_retired_with(con: duckdb.DuckDBPyConnection, prefix: str) -> int:
 
 
 def recent_verdicts(con: duckdb.DuckDBPyConnection, current_round: int, window: int) -> list[Verdict]:
-    """Verdicts of the last ``window`` rounds up to and including ``current_round``."""
+    """Verdicts of the last ``window`` rounds up to and including ``current_round``, ordered by
+    round, created_at, capsule."""
     if window <= 0:
         raise ValueError(f"window must be a positive number of rounds, got {window}")
     rows = nq.fetch_dicts(con, "verdicts_between", after=current_round - window,

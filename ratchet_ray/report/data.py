@@ -7,7 +7,6 @@ Contracts:
 - ``round_rows(run_dir)``: one dict per finished round, in order, with the ``round`` evidence
   kind's columns; a folder holding only ``loop.json`` falls back to its rows (the same numbers).
   A round recorded twice keeps its latest row.
-- ``headline`` is ``metrics.loop_metrics``: round 0, peak, rolling gain (the paper's numbers).
 - ``skill_rows``: per skill of the bank (every file in ``skills/`` and id in the events): status,
   birth / end, c-hat and c_cf with 95% Wilson intervals, routings and tampering per split, the
   cheat rate of impossible twins, the guidance's size (characters, tokens ~ characters / 4),
