@@ -67,9 +67,7 @@ class Reviser:
             messages = refine_messages(self.suite, metaskill, parent, examples, list(feedback),
                                        failures=len(target.verdicts))
             seed = derive_seed(self.seed, round_, parent.id, attempt, "refine")
-            result = self._structured(messages, SkillDraft, self.limits.max_tokens, seed)
-            outcome.replies.extend(result.replies)
-            return result.value
+            return self._structured(messages, SkillDraft, self.limits.max_tokens, seed, outcome)
 
         def to_skill(drafted: SkillDraft) -> Skill:
             skill = draft_to_skill(drafted, taken, self.suite)

@@ -200,9 +200,7 @@ class Synthesizer(Reviser):
         if not self.fieldwise:
             messages = synth_messages(self.suite, metaskill, label, examples, existing,
                                       feedback, prefill=self.prefill, templates=self.templates)
-            result = self._structured(messages, SkillDraft, limits.max_tokens, seed)
-            outcome.replies.extend(result.replies)
-            return result.value
+            return self._structured(messages, SkillDraft, limits.max_tokens, seed, outcome)
         fields: dict[str, Any] = {}
         for name in FIELD_ORDER:
             messages = field_messages(self.suite, metaskill, label, examples, existing,
@@ -217,7 +215,8 @@ class Synthesizer(Reviser):
                                               label)
                 continue
             try:
-                result = self._structured(messages, field_model(name), cap, field_seed)
+                fields[name] = getattr(self._structured(messages, field_model(name), cap,
+                                                        field_seed, outcome), name)
             except DraftError as exc:
                 if name != "id":
                     raise
@@ -225,9 +224,6 @@ class Synthesizer(Reviser):
                 # wrote 'id_1' or ran it into its token cap), the cluster's pattern names it.
                 outcome.replies.extend(exc.replies)
                 fields[name] = _pattern_id(label)
-                continue
-            outcome.replies.extend(result.replies)
-            fields[name] = getattr(result.value, name)
         try:
             return assemble_draft(fields)
         except ValidationError as exc:
@@ -260,12 +256,16 @@ class Synthesizer(Reviser):
         except ValidationError as exc:
             raise DraftError(f"field {name}: {exc.errors()[:1]}", []) from exc
 
-    def _structured(self, messages: list, model: type, max_tokens: int, seed: int) -> Any:
+    def _structured(self, messages: list, model: type, max_tokens: int, seed: int,
+                    outcome: SynthOutcome) -> Any:
+        """The validated reply, its generations recorded in ``outcome``; ``DraftError`` (holding
+        them) when there is none."""
         answer = ask_structured(self.llm, messages, model, max_tokens=max_tokens,
                                 temperature=self.limits.temperature, seed=seed)
         if answer.value is None:
             raise DraftError(answer.error, answer.replies) from answer.exception
-        return answer
+        outcome.replies.extend(answer.replies)
+        return answer.value
 
 
 def bank_adder(bank: Any, round_: int) -> Callable[..., Any]:
