@@ -160,12 +160,8 @@ def _used_names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def prune_to_entry_point(code: str, entry_point: str) -> str:
-    """Keep imports and the definitions/assignments the entry point reaches, in source order."""
-    return _prune(code, ast.parse(code), entry_point)
-
-
 def _prune(code: str, tree: ast.Module, entry_point: str) -> str:
+    """Keep imports and the definitions/assignments the entry point reaches, in source order."""
     defined: dict[str, list[ast.stmt]] = {}
     for node in tree.body:
         if isinstance(node, _DEFINITIONS):

@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ratchet_ray.suites.mbpp.extract import extract_code, prune_to_entry_point
+from ratchet_ray.suites.mbpp.extract import _prune, extract_code
+
+
+def prune_to_entry_point(code: str, entry_point: str) -> str:
+    return _prune(code, ast.parse(code), entry_point)
+
 
 SOLUTION = "def add(a, b):\n    return helper(a) + b\n\ndef helper(x):\n    return x\n"
 
