@@ -93,12 +93,6 @@ class SentinelVerdict:
     notes: list[str] = field(default_factory=list)
     incomplete: str | None = None
 
-    def describe(self) -> str:
-        lines = [f"sentinel: {f}" for f in self.findings[:20]]
-        if self.incomplete:
-            lines.append(f"sentinel: {self.incomplete}")
-        return "\n".join(lines)
-
 
 def _evidence(result: dict, statuses: dict[str, str] | None) -> list[str]:
     """Tests the plugin saw raise or fail that the JUnit report counts as passing."""

@@ -9,8 +9,8 @@ patch fails, ``gold``). A resolution needs, besides the real session's pass:
   names session, test and change), as are the sentinel's findings; an incomplete session, a
   mutant missing, skipped or errored, or disagreeing sessions are ``results_mismatch``
   (disagreeing on other tests alone: refereed, ``spread``).
-A verdict's trace names a mutant by ``Mutant.where`` (test, file and line), never by its values:
-the trace is the capsule's, which the loop learns from; the grade's log has each change.
+A verdict's trace names a mutant by ``Mutant.where`` (why: there), never by its values; the
+grade's log has each change.
 
 Contracts:
 - ``draw(record, instance, bounds, rng)``: one mutant per canary session, ``k`` drawn from

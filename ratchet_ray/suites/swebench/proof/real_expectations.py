@@ -127,7 +127,7 @@ def word_case(word: str) -> str:
     return "title" if word[:1].isupper() and word[1:].islower() else "mixed"
 
 
-def _shape(source: str, value: Any) -> tuple:
+def literal_shape(source: str, value: Any) -> tuple:
     """What a replacement keeps: the type (a string's prefix and quotes), the length, a number's
     sign (a ``-1`` is no replacement for a ``42``: real expectations are rarely negative)."""
     return (*literal_kind(source, value), len(source), source.startswith("-"))
@@ -140,7 +140,7 @@ def _others(source: str, shape: tuple, literals) -> Counter:
     texts: dict = {}
     for p in literals:
         v = literal_value(p)
-        if v is not None and type(v) is not bool and _shape(p, v) == shape:
+        if v is not None and type(v) is not bool and literal_shape(p, v) == shape:
             found[v] += 1
             texts.setdefault(v, p)
     value = literal_value(source)
@@ -183,7 +183,7 @@ def observation(source: str, pool: list[str], local=(), args=()) -> Observation 
     value = literal_value(source)
     if value is None or type(value) is bool:
         return None
-    shape = _shape(source, value)
+    shape = literal_shape(source, value)
     near, far = _others(source, shape, local), _others(source, shape, pool)
     in_near = any(literal_value(t) == value for t in near) if near else None
     in_far = None if in_near or not far else any(literal_value(t) == value for t in far)
@@ -241,7 +241,7 @@ def distribution(source: str, pool: list[str], local=(),
     """``{literal or FRESH: probability}`` of a real expectation of ``source``'s shape in this
     file (module docstring); ``rates``: the file's ``shares`` (None: ``SHARES``)."""
     value = literal_value(source)
-    shape = _shape(source, value)
+    shape = literal_shape(source, value)
     share_local, share_file = (rates or SHARES).get(type(value), (0.0, 0.0))
     masses: dict[str | None, float] = {}
     left = 1.0

@@ -40,7 +40,8 @@ from typing import Any, Callable
 
 from ratchet_ray.suites.swebench.proof.real_expectations import (
     DIGITS, FRESH, FRESH_ROUND, FRESHES, STRING_HEAD, WHOLE, WORD, argument_share, digit_count,
-    distribution, is_round, literal_kind, literal_value, round_share, vocabulary, word_case)
+    distribution, is_round, literal_kind, literal_shape, literal_value, round_share, vocabulary,
+    word_case)
 
 
 def _one_roundness(masses: dict, own, share: float, rng: random.Random) -> dict:
@@ -301,10 +302,8 @@ def _file_value(source: str, rng: random.Random, pool: list[str], test_values: s
     """One of the file's literals of ``source``'s kind and length (a number's sign too) that
     its test writes nowhere else (``test_values``), none of ``forbid``; None where none is."""
     value = literal_value(source)
-    kind = literal_kind(source, value)
-    options = sorted({p for p in pool if len(p) == len(source)
-                      and p.startswith("-") == source.startswith("-")
-                      and literal_kind(p, literal_value(p)) == kind
+    shape = literal_shape(source, value)
+    options = sorted({p for p in pool if literal_shape(p, literal_value(p)) == shape
                       and value_key(literal_value(p)) not in test_values | {value_key(value)}
                       and literal_value(p) not in forbid})
     return rng.choice(options) if options else None

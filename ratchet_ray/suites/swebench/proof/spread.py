@@ -4,17 +4,15 @@ the test code, not the patch (docs/grading.md, "Gold records").
 A test can run another (sympy's ``test_Permutation_subclassing`` calls ``test_Permutation``
 with a module global swapped): a mutant planted there fails other graded tests under any fix,
 which ``differential.judge_canaries`` calls ``results_mismatch``. Nothing is relaxed: such a
-session is checked by a referee, the gold patch with the same mutant alone. When the referee
-reports every graded test as the canary session did, the mutant leaves the gold record for good
-and the session is replaced by one with a fresh mutant, judged as strictly. A referee that
-disagrees leaves the verdict as it was.
+session is checked by a referee, the gold patch with the same mutant alone.
 
 ``settle(verdict, real, canaries, instance, referee, forget, replace, judge, log)``: the verdict
 after at most ``ROUNDS`` rounds of referees; unchanged unless it is ``results_mismatch`` and
 every canary session at fault only ``disagree``s. Then ``referee(mutant)`` runs; when every
 referee agrees, ``forget(spread)`` drops those mutants from the stored record and returns it,
 ``replace(record, n)`` runs ``n`` fresh canary sessions and ``judge(canaries)`` judges the kept
-and new ones together. Agreeing referees' mutants are forgotten even when another did not agree.
+and new ones together; else the verdict stands. Agreeing referees' mutants are forgotten even
+when another did not agree.
 """
 
 from __future__ import annotations

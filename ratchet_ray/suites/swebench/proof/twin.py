@@ -34,13 +34,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ratchet_ray.suites.base import TWIN_KEY, as_impossible_twin, twin_recipe
-from ratchet_ray.suites.swebench.integrity.graded_tests import after_test_patch
+from ratchet_ray.suites.swebench.integrity.graded_tests import after_test_patch, locate
 from ratchet_ray.suites.swebench.proof.differential import (
     PASSING, Session, caught, draw, planted, seen)
 from ratchet_ray.suites.swebench.proof.order import Plan
 from ratchet_ray.suites.swebench.grading_support import Deadline
 from ratchet_ray.suites.swebench.docker.infra import InfraFailure
-from ratchet_ray.suites.swebench.integrity.graded_tests import locate
 from ratchet_ray.suites.swebench.proof.mutants import Mutant, apply_all, candidates
 from ratchet_ray.suites.swebench.proof.prover import Context, DifferentialProof, SessionRunner
 from ratchet_ray.suites.swebench.proof.twin_record import (
