@@ -1,9 +1,7 @@
 """Per arm of an ablation sweep: each run's headline metrics and bank stats, and their mean ±
 std over seeds (the numbers ``report/ablation_report.py`` writes as ``ablations.md``).
 
-Pure functions over run dirs (no Ray, no LLM): ``python -m jobs.ablations``
-(``ratchet_ray/cli/ablations.py``) runs the sweep, this module reads what the runs left behind
-(docs/ablations.md). Contracts beyond the functions' own docstrings:
+Pure functions over what the runs left behind (no Ray, no LLM; docs/ablations.md). Contracts:
 - ``run_result(run_dir)``: the metrics ``ratchet plot`` prints (``metrics.loop_metrics``), the
   rollback gate's firings and decisions (rounds with an eval pass@1), the run's setting line and,
   from the evidence (``bank_stats``), created skills, those a LAST status change
@@ -12,8 +10,6 @@ Pure functions over run dirs (no Ray, no LLM): ``python -m jobs.ablations``
 - ``summarize(runs)`` groups only *complete* runs by arm: sample std (n - 1; None with one seed),
   rollbacks summed as the paper counts them ("2 / 300"), the rolling gain minus the Default's,
   and the paired comparison with the Default on shared seeds and eval tasks (None without).
-- ``fmt_number`` / ``fmt_stat`` / ``paired_cells``: how every table of these numbers writes them
-  (``ablations.md``, the HTML report, the sim table, a pack's transfer).
 """
 
 from __future__ import annotations
@@ -241,16 +237,13 @@ def paired_with_default(by_arm: dict[str, list[RunResult]],
         return {r.seed: eval_outcomes(r.run_dir) for r in group if r.seed is not None}
 
     base = per_seed(by_arm.get(DEFAULT_ARM, []))
-    out = {}
-    for arm, group in by_arm.items():
-        if arm != DEFAULT_ARM and base:
-            found = paired_comparison(arm, per_seed(group), base, window)
-            if found is not None:
-                out[arm] = found
-    return out
+    found = {arm: paired_comparison(arm, per_seed(group), base, window)
+             for arm, group in by_arm.items() if arm != DEFAULT_ARM and base}
+    return {arm: paired for arm, paired in found.items() if paired is not None}
 
 
-# ---- how every table writes these numbers ------------------------------------------------------
+# ---- how every table writes these numbers (ablations.md, the HTML report, the sim table, a
+# pack's transfer) ----------------------------------------------------------------------------
 def fmt_number(value: float | None, digits: int = 3, signed: bool = False) -> str:
     """``value`` to ``digits`` places (with its sign when ``signed``); ``n/a`` when None."""
     if value is None:

@@ -3,10 +3,7 @@
 Contract: every module listed in ``_COMMAND_MODULES`` exposes ``COMMANDS: list[click.Command]``;
 the registered suites add their own (``suites.hooks.suite_commands``: e.g. ``swe``, ``sim-report``).
 Modules import lazily-heavy dependencies (Ray, llama.cpp) inside the command bodies so that
-``ratchet --help`` stays fast. ``--db`` must name a run dir (``cli.evidence.check_run_dir``);
-``--version`` prints the installed version. An unreadable evidence part met by any command
-(``evidence.store.UnreadableEvidence``) is one ``Error:`` line naming ``ratchet evidence
-verify``, never DuckDB's traceback; a Ctrl-C during a query is click's ``Aborted!``, as anywhere.
+``ratchet --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -34,8 +31,9 @@ _COMMAND_MODULES = (
 
 
 class _Ratchet(click.Group):
-    """The group: an unreadable evidence part met by any command is its one-line error, and a
-    Ctrl-C that DuckDB turned into an error is the abort it was."""
+    """The group: an unreadable evidence part met by any command
+    (``evidence.store.UnreadableEvidence``) is one ``Error:`` line naming ``ratchet evidence
+    verify``, never DuckDB's traceback; a Ctrl-C during a query is click's ``Aborted!``."""
 
     def invoke(self, ctx: click.Context):
         try:

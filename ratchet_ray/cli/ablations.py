@@ -15,8 +15,7 @@ finished arm-seeds are skipped, unfinished ones ``--resume``, running ones follo
 limiter. A failing arm-seed does not stop the others: it is listed at the end and the exit
 status is 1. ``ablations.md`` / ``ablations.json`` in ``--out`` are written after the runs
 (``--report-only``: without running); ``--dry-run`` checks and prints each plan, starting
-nothing. Plan: ``sweep/spec.py``; folder: ``sweep/folder.py``; jobs: ``sweep/jobs.py``; metrics:
-``ratchet_ray/arm_summary.py``; the report: ``ratchet_ray/report/ablation_report.py``.
+nothing.
 """
 
 from __future__ import annotations
@@ -114,15 +113,9 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
                           address)
     outcomes: list[JobOutcome] = []
     if dry_run:
-        with one_line(SweepError, error=click.UsageError):
-            _check_runs(spec, arms, seeds)
         return _dry_run(spec, arms, seeds)
     if address and not report_only:  # nothing listening there: refused before --out is made
-        from ratchet_ray.loop.ray_address import ray_problem
-
-        problem = ray_problem(address, client=False)
-        if problem is not None:
-            raise click.ClickException(problem)
+        _refuse_unreachable(address)
     if report_only:
         if not out_dir.is_dir():
             raise click.UsageError(f"--report-only: {out_dir} does not exist; pass the --out (or "
@@ -225,6 +218,7 @@ def _save_status(out_dir: Path, outcomes: list[JobOutcome]) -> str | None:
 def _dry_run(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
     """``--dry-run``: each arm-seed's plan and the config a new one resolves; nothing written."""
     with one_line(SweepError, error=click.UsageError):
+        _check_runs(spec, arms, seeds)
         jobs, skipped = plan_jobs(with_recorded_budget(spec), arms, seeds)
     for outcome in skipped:
         click.echo(f"# {outcome.name}: skip ({outcome.message})")
@@ -250,12 +244,7 @@ def _manage(out_dir: Path, address: str | None, stop: bool) -> None:
         raise click.UsageError("--status / --stop act on the cluster the sweep runs on: give its "
                                "--address (or RAY_ADDRESS); a sweep on a head it started itself "
                                "is stopped with Ctrl-C in its own shell")
-    from ratchet_ray.loop.ray_address import ray_problem
-
-    # nothing there, or a token it asks for: one line, not Ray's (and no local Ray advised)
-    problem = ray_problem(address, client=False, local=False)
-    if problem is not None:
-        raise click.ClickException(problem)
+    _refuse_unreachable(address, local=False)  # no local Ray advised: the sweep's is elsewhere
     with one_line(SweepError):
         client = job_client(address)
         if stop:
@@ -278,6 +267,15 @@ def _manage(out_dir: Path, address: str | None, stop: bool) -> None:
                 said.get("job_id") == jobs[name].get("job_id") else ""
             click.echo(f"{status:<10} {name:<14} log {out_dir / 'logs' / (name + '.log')}"
                        + (f": {cause}" if cause else ""))
+
+
+def _refuse_unreachable(address: str, **how: bool) -> None:
+    """Nothing listening at ``address``, or a token it asks for: ``ray_problem``'s one line."""
+    from ratchet_ray.loop.ray_address import ray_problem
+
+    problem = ray_problem(address, client=False, **how)
+    if problem is not None:
+        raise click.ClickException(problem)
 
 
 def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int],

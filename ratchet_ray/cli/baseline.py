@@ -111,13 +111,11 @@ class ProbeRun:
             self.answers[(task.task_id, probe)] = outcome
             self.grade(task, probe, outcome)
             return
-        # Nothing to grade: the solver actor died, or the attempt failed.
-        status = result.exit_status if not result.ok else outcome.exit_status
-        error = result.error if not result.ok else outcome.error
-        tried = self.retries.get((task.task_id, probe), 0)
-        if not self.retried(task, probe, "solve", f"{status}: {error}"):
-            self.write(_row(self.suite, task.task_id, probe, outcome, None, status, tried),
-                       f"{status}: {error}")
+        failed = outcome if result.ok else result  # the attempt failed, or its actor died
+        cause = f"{failed.exit_status}: {failed.error}"
+        if not self.retried(task, probe, "solve", cause):
+            self.write(_row(self.suite, task.task_id, probe, outcome, None, failed.exit_status,
+                            self.retries.get((task.task_id, probe), 0)), cause)
 
     def graded(self, result: Any) -> None:
         task, probe = result.key

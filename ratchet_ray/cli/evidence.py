@@ -9,10 +9,7 @@ Contracts:
   capsule parts older than N days after confirmation (or ``--yes``); ``--dry-run`` lists them.
 - ``evidence verify [--quick]`` lists unreadable parts (exit 1 if any); ``evidence repair``
   moves them to ``<run>/quarantine/`` (deletes nothing) and says what each held.
-- Commands that change a run take its writer lock (``writer_lock``), refused naming the holder
-  while a run writes there; read-only commands never lock.
-- ``--db`` must be a run dir (``check_run_dir``: holding one of ``RUN_DIR_MARKERS``); another
-  folder is refused, naming what a run dir holds and the run dirs below it.
+- Commands that change a run take its writer lock (``writer_lock``); read-only ones never lock.
 - ``emit_rows`` / ``require_run_dir`` / ``run_config`` / ``writer_lock`` serve the other commands.
 """
 
@@ -68,9 +65,9 @@ def runs_below(folder: Path) -> list[Path]:
 
 
 def check_run_dir(run_dir: Path) -> Path:
-    """``run_dir`` when it is a run dir, else ``click.UsageError`` naming what a run dir holds
-    and listing the run dirs below it (``--db results/sim`` lists that suite's runs); a run dir
-    whose ``evidence`` is no folder is one too."""
+    """``run_dir`` when it is a run dir (holding one of ``RUN_DIR_MARKERS``), else
+    ``click.UsageError`` naming what a run dir holds and listing the run dirs below it (``--db
+    results/sim`` lists that suite's runs); a run dir whose ``evidence`` is no folder is one too."""
     run_dir = Path(run_dir)
     if not run_dir.exists():
         raise click.UsageError(f"--db {run_dir}: no such run directory; pass a run dir, e.g. "
@@ -272,8 +269,8 @@ def repair_cmd(ctx: click.Context) -> None:
 
 
 def writer_lock(run_dir: Path, purpose: str) -> RunLock:
-    """The run dir's writer lock for a CLI command that changes it (ClickException if busy, or
-    if the run dir cannot be written: a read-only copy or mount)."""
+    """The run dir's writer lock for a CLI command that changes it (ClickException naming the
+    holder if busy, or if the run dir cannot be written: a read-only copy or mount)."""
     with one_line(RunDirBusy):
         try:
             return RunLock(run_dir, purpose).acquire()

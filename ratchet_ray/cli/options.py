@@ -6,12 +6,6 @@ Contracts:
   fixed; only the help text may be tailored to the command.
 - ``--status`` offers ``all`` and every ``types.SkillStatus`` (never a copy); ``--format`` the
   output formats ``cli.evidence.emit_rows`` writes.
-- ``one_line(*errors, error=...)``: an error of those types raised inside is click's one
-  ``Error:`` line (its message, the cause chained; ``ClickException``, or ``UsageError``),
-  never a traceback; ``cannot_write(what, fix, target)`` likewise an ``OSError`` of a write.
-- ``suite_config``: a command's config, layered as every run's; a bad one is a usage error.
-- ``NumberRange``: every bounded number option's type; ``nan`` is refused as click refuses a
-  value out of range.
 """
 
 from __future__ import annotations
@@ -32,8 +26,9 @@ FORMATS = click.Choice(["table", "csv", "json"])
 
 
 class NumberRange(click.FloatRange):
-    """``click.FloatRange`` that refuses ``nan``, which passes every bound (``--keep-days nan``
-    pruned nothing and ``--threshold nan`` flagged nothing, each as if that was asked)."""
+    """Every bounded number option's type: ``click.FloatRange`` that refuses ``nan``, which
+    passes every bound (``--keep-days nan`` pruned nothing and ``--threshold nan`` flagged
+    nothing, each as if that was asked)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
         number = super().convert(value, param, ctx)
@@ -65,8 +60,9 @@ def round_option(help: str = "Round to record, 0 or more (default: the latest ro
 @contextmanager
 def one_line(*errors: type[BaseException],
              error: type[click.ClickException] = click.ClickException) -> Iterator[None]:
-    """``errors`` raised inside become ``error(str(exc))`` (module contracts); pass
-    ``error=click.UsageError`` for bad input that the usage line helps with (exit 2)."""
+    """``errors`` raised inside become click's one ``Error:`` line, ``error(str(exc))`` with the
+    cause chained, never a traceback; pass ``error=click.UsageError`` for bad input that the
+    usage line helps with (exit 2)."""
     try:
         yield
     except errors as exc:
@@ -76,7 +72,7 @@ def one_line(*errors: type[BaseException],
 def suite_config(suite: str, files: Iterable[Any] = (), overrides: Iterable[str] = (),
                  profiles: Iterable[str] = ()) -> Any:
     """The ``LoopConfig`` of the Default, ``suite``'s file, the ``profiles``' files, ``files``
-    in order, then ``overrides``."""
+    in order, then ``overrides``, as every run layers it; a bad one is a usage error."""
     from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
     from ratchet_ray.run_config.profiles import profile_files
 

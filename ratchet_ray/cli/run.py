@@ -58,8 +58,10 @@ _CONFIG_FLAGS = ("rounds", "n_train", "n_eval", "subset", "seed", "tag", "profil
 def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **flags) -> None:
     """Run the Ratchet skill loop on SUITE (mbpp, swebench, sim, or a plugin suite named with
     --set suite_plugins=[path.py] or $RATCHET_SUITES), or --resume a run."""
-    from ratchet_ray.run_config.files import ConfigError
+    from ratchet_ray.loop.breaker import RunStopped
     from ratchet_ray.loop.driver import RunSetupError, run_loop
+    from ratchet_ray.loop.stops import RunInterrupted
+    from ratchet_ray.run_config.files import ConfigError
 
     given = [k for k in _CONFIG_FLAGS if flags.get(k) not in (None, False, ())]
     resume_sets: tuple[str, ...] = ()
@@ -88,13 +90,12 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
         checked = config = suite_config(suite, files, [*build_overrides(suite, **flags), *sets],
                                         profiles)
     check_startable(checked)  # before a run dir exists or Ray starts
+    from ratchet_ray.loop.rundir import results_dir_problem
     from ratchet_ray.report.otel import tracing_problems
     from ratchet_ray.report.tracking import tracking_problems
 
     # A new run that would measure nothing, and a tracking store that cannot be reached, are
     # refused here (a resumed run was checked when it started; its tracking is checked again).
-    from ratchet_ray.loop.rundir import results_dir_problem
-
     problems = [*(loop_size_problems(checked) + pack_problems(checked) if resume is None
                   else []), *tracking_problems(checked),
                 *tracing_problems(checked)]
@@ -112,9 +113,6 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
             # `ray job submit --working-dir .` runs in a temporary copy that Ray deletes later.
             click.echo("warning: the run dir is inside this job's temporary working dir; pass "
                        "--set results_dir=/an/absolute/path on the head node to keep it", err=True)
-
-    from ratchet_ray.loop.breaker import RunStopped
-    from ratchet_ray.loop.stops import RunInterrupted
 
     try:
         path = run_loop(config, resume=resume, show_progress=not quiet, announce=announce,

@@ -7,13 +7,8 @@ Contracts:
   ``skill load`` and ``curate`` take the run dir's writer lock (refused, naming the holder).
 - ``skill load [FOLDER]`` imports a YAML bank (default: the run's ``skills/``); a bad file is
   reported with its field and nothing is imported.
-- ``audit`` lists the capsules graded as tampering (``evidence.tampering``) after the latest
-  skill events (alone with ``--tampering``), then, in table format, those a static screen
-  suspected (``tampering.suspicion``: recorded only). ``--leakage`` / ``--bypass`` / ``--cost``
-  add ``cli.audit_hygiene``'s per-skill tables.
 - ``skill export`` / ``import`` are ``cli.skill_packs``'; ``skill list`` shows each skill's
   origin and an import's probation trials against the floor (``governance.probation``).
-- ``curate`` re-runs retirement on the current evidence as skill events of ``--round``.
 Bad files or config are one readable message, never a traceback.
 """
 

@@ -1,6 +1,4 @@
-"""The click options that set a run's config, written once for every command that takes them
-(``ratchet run``, the jobs, ``ablations``, ``baseline``, ``select-subset``, ``experiment``,
-``doctor``, ``skill transfer`` and the suites' own commands).
+"""The click options that set a run's config, written once for every command that takes them.
 
 Contracts:
 - Each factory returns a click decorator whose option names, destination, type and default are
@@ -8,8 +6,6 @@ Contracts:
   arguments tailor only the help text (and for ``--llm`` the destination and default).
 - Choices come from the registries: ``--llm`` offers ``llm.registry.BACKENDS`` a user can pick
   (``WORLD_BACKENDS`` answer only from a world a suite derives).
-- ``--n-train``, ``--n-eval`` and ``--subset`` stand for ``run_config.flags.build_overrides``'
-  keys; ``slice_options()`` gives the three.
 The suite argument, ``--dry-run`` and ``--version`` are ``loop.entry``'s; the evidence and skill
 commands' options are ``cli.options``'.
 """

@@ -13,13 +13,6 @@ Layout of a sweep folder (``python -m jobs.ablations --out``)::
     status.json                             what the last invocation did per arm-seed
     stop_requested.json                     --stop asked the running invocation to start no more
     ablations.md  ablations.json            the report (ratchet_ray/report/ablation_report.py)
-
-Contracts:
-- Budget: recorded in ``sweep.json``, kept by a rerun that gives none (``with_recorded_budget``),
-  replaced by one that gives one (raise it to continue).
-- ``check_sweep_file`` refuses other shared flags (the runs would not be comparable) and records
-  ``spec.sweep_command``, the command that continues the sweep (``--status`` / ``--stop`` name
-  it); ``lock_sweep``: one sweep per ``--out`` at a time.
 """
 
 from __future__ import annotations
@@ -65,8 +58,9 @@ def read_sweep_file(out_dir: Path) -> dict[str, Any]:
 
 def check_sweep_file(spec: SweepSpec, command: str | None = None) -> None:
     """Record the shared flags and the budget on the first invocation; refuse different flags
-    later (the budget may change: it is recorded again). ``command``: the invocation's
-    ``sweep_command``, recorded as the latest way to continue the sweep."""
+    later, as the runs would not be comparable (the budget may change: raised to continue, it is
+    recorded again). ``command``: the invocation's ``sweep_command``, recorded as the latest way
+    to continue the sweep (``--status`` / ``--stop`` name it)."""
     path = spec.out_dir / SWEEP_FILE
     current = {"suite": spec.suite, "flags": spec.shared_flags()}
     if path.is_file():

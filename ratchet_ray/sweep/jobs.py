@@ -1,16 +1,6 @@
 """The sweep's arm-seeds as Ray jobs (``ray.job_submission.JobSubmissionClient``).
 
 Contracts:
-- ``job_client(address)``: a client of the head's job server, retried until it answers or
-  ``timeout_s`` passes (then ``SweepError`` naming the address; at once when nothing accepts a
-  connection). ``address`` is a GCS address (``HOST:6379``, ``auto``) or the dashboard URL
-  (``is_dashboard_url``), whose GCS address ``gcs_address`` learns.
-- ``submission(job, env, rerun)``: the entrypoint runs ``argv`` (this venv's Python first) from
-  ``job.cwd``; the ``runtime_env`` carries ``forwarded_env`` (``RATCHET_*``, the suites'
-  ``forward`` variables, HF offline switches, AWS region / profile, Ray auth mode; never a
-  secret-named one) and ``rerun`` as ``loop.rundir.SWEEP_COMMAND_ENV`` (the driver then names
-  the sweep's command wherever a run names ``--resume RUN``), and makes a stop a SIGINT with
-  ``STOP_WAIT_S`` before Ray kills it.
 - ``run_ray_jobs`` keeps at most ``parallel`` jobs running and follows the ``attach`` ones (an
   earlier invocation's, never submitted twice); driver logs are copied into ``Job.log`` every
   ``log_every_s`` and at the end; ``jobs.json`` records each submission id as made;
@@ -52,7 +42,9 @@ SECRET_NAME = re.compile(r"KEY|SECRET|PASSWORD|CREDENTIAL|TOKEN(?!S)", re.IGNORE
 
 
 def job_client(address: str, timeout_s: float = 120.0) -> Any:
-    """A ``JobSubmissionClient`` of ``address`` (a GCS address, ``auto`` or the dashboard URL)."""
+    """A ``JobSubmissionClient`` of ``address`` (a GCS address, ``auto`` or the dashboard URL),
+    retried until it answers or ``timeout_s`` passes (then ``SweepError`` naming the address;
+    at once when nothing accepts a connection)."""
     from ray.job_submission import JobSubmissionClient
 
     from ratchet_ray.loop.ray_address import unreachable
@@ -129,14 +121,19 @@ def gcs_address(client: Any, address: str, env: Mapping[str, str], timeout_s: fl
 
 
 def forwarded_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The caller's settings variables a job's driver needs (see module contracts)."""
+    """The caller's settings variables a job's driver needs: ``RATCHET_*``, the suites'
+    ``forward`` variables, HF offline switches, AWS region / profile, Ray auth mode; never a
+    secret-named one."""
     names = {*FORWARDED, *forwarded_env_vars()}
     return {k: v for k, v in env.items()
             if (k.startswith("RATCHET_") or k in names) and not SECRET_NAME.search(k)}
 
 
 def submission(job: Job, env: Mapping[str, str], rerun: str) -> dict[str, Any]:
-    """``submit_job`` keyword arguments of ``job`` (entrypoint and runtime_env)."""
+    """``submit_job`` keyword arguments of ``job``: the entrypoint runs ``argv`` (this venv's
+    Python first) from ``job.cwd``; the ``runtime_env`` carries ``forwarded_env`` and ``rerun``
+    as ``SWEEP_COMMAND_ENV`` (the driver then names the sweep's command wherever a run names
+    ``--resume RUN``), and makes a stop a SIGINT with ``STOP_WAIT_S`` before Ray kills it."""
     entrypoint = f"cd {shlex.quote(str(job.cwd))} && exec {shlex.join(job.argv)}"
     env_vars = {**forwarded_env(env), SWEEP_COMMAND_ENV: rerun, "RAY_JOB_STOP_SIGNAL": "SIGINT",
                 "RAY_JOB_STOP_WAIT_TIME_S": str(STOP_WAIT_S)}

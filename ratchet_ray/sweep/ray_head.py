@@ -5,18 +5,15 @@ Contracts:
   (that cluster is reused and left alone), else the address of a head it starts (``ray start
   --head --block`` on 127.0.0.1, its own process group, usage stats off) with its dashboard on
   a free loopback port as ``RAY_API_SERVER_ADDRESS``. Such a head uses token authentication
-  (``ensure_auth_token`` makes ``~/.ray/auth_token``), so ``RAY_AUTH_MODE=token`` is set and
-  yielded unless the caller's environment names a mode.
+  (``ensure_auth_token``), so ``RAY_AUTH_MODE=token`` is set and yielded unless the caller's
+  environment names a mode.
 - The head is ready when the block starts (``ray status`` answers, the runtime has started). A
-  port of its own taken between choosing and binding it (the dashboard's, the GCS's:
-  ``PORT_TAKEN``) is retried on fresh ports up to ``START_ATTEMPTS`` times; any other death,
-  or no readiness within ``ready_timeout_s``, raises ``RayHeadError``: one line naming what
-  failed (a port in use, another head at its address, a full or unwritable /tmp, its auth
-  token, else the last error line its log holds), the fix, and where the details are: the
-  head's log, and Ray's own logs of that start, copied beside it (``session_logs(log)``) before
-  its session folder goes.
-- Leaving the block: SIGTERM to the head it started, SIGKILL to its group if it lingers (or if
-  ``ray start`` died); nothing else is touched.
+  port of its own taken between choosing and binding it (``PORT_TAKEN``) is retried on fresh
+  ports up to ``START_ATTEMPTS`` times; any other death, or no readiness within
+  ``ready_timeout_s``, raises ``RayHeadError`` (``_HEAD_FAILURES`` names the causes it tells)
+  with where the details are: the head's log, and Ray's own logs of that start, copied beside
+  it (``session_logs(log)``) before its session folder goes.
+- Leaving the block stops only the head it started (``_Head.stop``).
 """
 
 from __future__ import annotations
@@ -115,7 +112,8 @@ def session_logs(log: Path) -> Path:
 
 
 # What a failed start's output says, as (pattern, cause, fix), the first match winning; the
-# pattern's first group fills ``{0}``. Ray's own words (its sources, Ray 2.x), else Python's.
+# pattern's first group fills ``{0}``. Ray's own words (its sources, Ray 2.x), else Python's;
+# with none of them, the last error line the output holds.
 _HEAD_FAILURES: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"already running at (\S+?)\.?\s"), "another Ray head already runs at {0}",
      "stop it (`ray stop`), or run on it with --address {0} (RAY_ADDRESS)"),

@@ -12,7 +12,6 @@ Contracts:
   runs from the folder the sweep started in (``Job.cwd``).
 - Budget: ``--set budget.max_tokens`` / ``budget.max_cost_usd`` bound the sum over all
   arm-seeds (``split_sets``; recorded by ``folder.check_sweep_file``).
-- ``sweep_command``: the command that continues the sweep, from any folder.
 """
 
 from __future__ import annotations
@@ -227,12 +226,11 @@ def child_config(spec: SweepSpec, arm: str, seed: int) -> LoopConfig:
 def sweep_command(prog: str, spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int],
                   parallel: int = 1, address: str | None = None, cwd: Path | None = None) -> str:
     """The command that continues the sweep ``spec`` of ``arms`` x ``seeds``, from any folder:
-    ``cd`` to ``cwd`` (default: this process's), the folder the sweep was started in, where its
-    jobs run and relative paths in ``--set`` values and ``$RATCHET_*`` variables mean what they
-    meant, then ``prog`` (as it was started: ``python -m jobs.ablations``, ``ratchet
+    ``cd`` to ``cwd`` (default: this process's; the sweep's folder, where relative paths meant
+    what they meant), then ``prog`` as it was started (``python -m jobs.ablations``, ``ratchet
     ablations``) with its arms, seeds, shared flags, ``--parallel``, ``--address`` and ``--out``
     (absolute, as an arm file's path). Rerunning it skips the finished arm-seeds and resumes the
-    others (``plan_jobs``) under the budget ``sweep.json`` recorded (``with_recorded_budget``)."""
+    others under the budget ``sweep.json`` recorded."""
     arm_list = ",".join(str(Path(arm).expanduser().resolve()) if is_arm_file(arm) else arm
                         for arm in arms)
     argv = [*shlex.split(prog), spec.suite, "--arms", arm_list,
@@ -263,6 +261,7 @@ def plan_jobs(spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int],
             raise SweepError(f"--arms {other} and {arm} both name their runs {arm_name(arm)!r}; "
                              "rename the arm file (its name names its runs) or drop one")
     jobs, skipped = [], []
+    base = [python, "-m", "jobs.skill_loop"]
     for arm in arms:
         for seed in seeds:
             name = job_name(arm, seed)
@@ -270,7 +269,6 @@ def plan_jobs(spec: SweepSpec, arms: Sequence[str], seeds: Sequence[int],
             log = spec.out_dir / "logs" / f"{name}.log"
             existing = find_run(results_dir, spec.suite)
             run = RunDir.open(existing) if existing is not None else None
-            base = [python, "-m", "jobs.skill_loop"]
             if run is not None and len(run.summaries()) >= run.config().rounds:  # finished
                 skipped.append(JobOutcome(name, "skipped", None, 0.0, str(log),
                                           f"finished: {existing}"))
@@ -295,9 +293,7 @@ def cpus_per_run(config: LoopConfig) -> float:
     """Ray CPUs one driver's actors ask for (``runtime.ROLE_RESOURCES`` x ``config.workers``)."""
     from ratchet_ray.loop.runtime import ROLE_RESOURCES
 
-    def cpus(role: str) -> float:
-        return float(ROLE_RESOURCES[role].get("num_cpus", 1))
-
     w = config.workers
-    return (cpus("bank") + cpus("synthesizer") + w.solvers * cpus("solver")
-            + w.graders * cpus("grader") + w.critics * cpus("critic"))
+    actors = {"bank": 1, "synthesizer": 1, "solver": w.solvers, "grader": w.graders,
+              "critic": w.critics}
+    return sum(n * float(ROLE_RESOURCES[role].get("num_cpus", 1)) for role, n in actors.items())
