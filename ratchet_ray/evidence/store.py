@@ -310,10 +310,8 @@ class EvidenceStore:
     def capsule_ids(self, round_: int | None = None) -> set[str]:
         """Capsule ids already recorded (all rounds, or one): a resumed run skips them."""
         with self.connect() as con:
-            if round_ is None:
-                rows = nq.fetch_all(con, "capsule_ids")
-            else:
-                rows = nq.fetch_all(con, "capsule_ids_of_round", round=round_)
+            rows = (nq.fetch_all(con, "capsule_ids") if round_ is None
+                    else nq.fetch_all(con, "capsule_ids_of_round", round=round_))
         return {row[0] for row in rows}
 
     def row_count(self, kind: str) -> int:

@@ -111,11 +111,9 @@ class OtelTracer(Tracker):
                  "gen_ai.usage.input_tokens": summary.input_tokens,
                  "gen_ai.usage.output_tokens": summary.output_tokens,
                  "ratchet.cost_usd": summary.cost_usd, "ratchet.rollback_fired": summary.rollback_fired,
-                 "ratchet.active_skills": summary.active_skills}
-        for split in ("eval", "train"):
-            bench = getattr(summary, split)
-            if bench is not None:
-                attrs[f"ratchet.{split}.pass_at_1"] = bench.pass_at_1
+                 "ratchet.active_skills": summary.active_skills,
+                 **{f"ratchet.{split}.pass_at_1": getattr(summary, split).pass_at_1
+                    for split in ("eval", "train") if getattr(summary, split) is not None}}
         round_span = self.tracer.start_span(
             f"ratchet.round {summary.round}", context=self.trace.set_span_in_context(self.run_span),
             start_time=_ns(begin), attributes=attrs)

@@ -75,9 +75,8 @@ def _gain_ci(stats: Headline | None) -> str:
 def headline_section(runs: list[RunData]) -> str:
     parts = ['<section id="headline"><h2>Headline</h2>']
     if len(runs) == 1:
-        run, m = runs[0], runs[0].metrics
-        ident = run.identity
-        st = run.stats
+        run = runs[0]
+        m, ident, st = run.metrics, run.identity, run.stats
         parts.append('<div class="cards">' + "".join([
             _card("round-0 eval pass@1", _f(m.round0),
                   note_html=_n_ci(st.round0 if st else None)),
@@ -96,22 +95,19 @@ def headline_section(runs: list[RunData]) -> str:
                      f' · models {escape(_models(run))} · <span class="mute">stop: '
                      f'{escape(run.stop["state"])}: {escape(str(run.stop["cause"]))}</span></p>')
     else:
-        rows = []
-        for a in arm_headlines(runs):
-            rows.append([escape(a["arm"]), escape(", ".join(str(s) for s in a["seeds"])),
-                         escape(", ".join(str(r) for r in a["rounds"])), _stat(a["round0"]),
-                         _stat(a["peak"]), _stat(a["rolling_gain"], signed=True)])
+        rows = [[escape(a["arm"]), escape(", ".join(str(s) for s in a["seeds"])),
+                 escape(", ".join(str(r) for r in a["rounds"])), _stat(a["round0"]),
+                 _stat(a["peak"]), _stat(a["rolling_gain"], signed=True)]
+                for a in arm_headlines(runs)]
         parts.append("<h3>Per arm (mean ± sample std over seeds)</h3>" + _table(
             ["arm", "seeds", "rounds done", "round-0 pass@1", "peak", "rolling gain"], rows,
             {3, 4, 5}))
-    rows = []
-    for run in runs:
-        m, i = run.metrics, run.identity
-        rows.append([escape(run.label), escape(str(i.get("suite"))),
-                     f"{m.rounds} / {i.get('rounds_planned')}", _f(m.round0), _f(m.peak),
-                     _f(m.rolling_gain, signed=True), str(len(m.rollbacks)),
-                     escape(_models(run)), escape(f"{run.stop['state']}: {run.stop['cause']}"),
-                     f'<span class="mute">{escape(str(run.run_dir))}</span>'])
+    rows = [[escape(run.label), escape(str(run.identity.get("suite"))),
+             f"{run.metrics.rounds} / {run.identity.get('rounds_planned')}",
+             _f(run.metrics.round0), _f(run.metrics.peak),
+             _f(run.metrics.rolling_gain, signed=True), str(len(run.metrics.rollbacks)),
+             escape(_models(run)), escape(f"{run.stop['state']}: {run.stop['cause']}"),
+             f'<span class="mute">{escape(str(run.run_dir))}</span>'] for run in runs]
     parts.append("<h3>Runs</h3>" + _table(
         ["run", "suite", "rounds", "round 0", "peak", "rolling gain", "rollbacks", "models",
          "stop", "run dir"], rows, {3, 4, 5, 6}))
