@@ -114,17 +114,13 @@ def render(runs: list[RunData], sweeps: list[SweepTable], payload: dict[str, Any
     settings = [str(r.identity.get("setting") or "") for r in runs]
     title = f"{title}: {combined(settings)}" if any(settings) else title  # model, tasks, rules
     shows_truth = truth is not None and truth[1] is not None and not sweeps
-    compared = compare_section(runs) if not sweeps else ""
-    nav = (["headline", "curves", "bank", "skills", "capsules"] + (["sweeps"] if sweeps else [])
-           + (["truth"] if shows_truth else []) + (["compare"] if compared else []))
+    sections = {"headline": headline_section(runs), "curves": curves_section(runs),
+                "bank": bank_section(runs), "skills": skills_section(runs),
+                "capsules": capsules_section(payload, left_out),
+                "sweeps": sweep_section(sweeps, runs) if sweeps else "",
+                "truth": truth_section(*truth) if shows_truth else "",
+                "compare": compare_section(runs) if not sweeps else ""}
     labels = {"bank": "bank's life"}
-    body = [headline_section(runs), curves_section(runs), bank_section(runs),
-            skills_section(runs), capsules_section(payload, left_out)]
-    if sweeps:
-        body.append(sweep_section(sweeps, runs))
-    if shows_truth:
-        body.append(truth_section(truth[0], truth[1], truth[2]))
-    body.append(compared)
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
             f'content="width=device-width,initial-scale=1"><title>Ratchet report: '
@@ -132,8 +128,9 @@ def render(runs: list[RunData], sweeps: list[SweepTable], payload: dict[str, Any
             f"<header><h1>Ratchet report: {escape(str(title))}</h1><div class=sub>generated "
             f"{stamp} from the run's evidence (a run in progress shows the rounds finished so "
             f"far)</div></header><nav>"
-            + "".join(f'<a href="#{n}">{labels.get(n, n).capitalize()}</a>' for n in nav)
-            + "</nav><main>" + "".join(body) + "</main>"
+            + "".join(f'<a href="#{n}">{labels.get(n, n).capitalize()}</a>'
+                      for n, text in sections.items() if text)
+            + "</nav><main>" + "".join(sections.values()) + "</main>"
             + _json_block("skill-data", _skill_json(runs)) + _json_block("capsule-data", payload)
             + f"<script>{JS}</script></body></html>")
 
@@ -146,10 +143,8 @@ def build_report(paths: Iterable[str | Path], out: str | Path | None = None, *,
     runs = [load_run(d) for d in found.run_dirs]
     sweeps = [sweep_table(s) for s in found.sweeps]
     payload, left_out = capsule_payload(runs, max_capsules, with_tasks)
-    truth = None
-    if not sweeps:  # a sweep's table carries them; single runs get their own section
-        title, rows, columns, _ = suite_columns([r.run_dir for r in runs])
-        truth = (title, rows, columns)
+    # A sweep's table carries the suite's extra columns; single runs get their own section.
+    truth = None if sweeps else suite_columns([r.run_dir for r in runs])[:3]
     page = render(runs, sweeps, payload, left_out, truth)
     target = Path(out) if out is not None else (
         (found.sweeps[0] if found.sweeps else found.run_dirs[0]) / "report.html")

@@ -23,15 +23,12 @@ SUMMARY_MD_FILE = "loop_summary.md"
 
 
 def _summary_markdown(data: dict[str, Any], rows: list[dict[str, Any]], m: LoopMetrics,
-                      window: int) -> str:
+                      window: int, setting: str | None) -> str:
     from ratchet_ray.arm_summary import fmt_number as fmt
 
     note = "" if len(m.window_rounds) >= window else (
         f" (only {len(m.window_rounds)} round(s) after round 0; the window is shorter "
         f"than {window})")
-    from ratchet_ray.report.data import identity
-
-    setting = identity(Path(data["run_dir"])).get("setting") if data.get("run_dir") else None
     lines = [
         f"# {data.get('run_id', 'run')}" + (f": {setting}" if setting else ""),
         "",
@@ -110,7 +107,7 @@ def plot_run(path: str | Path, window: int = ROLLING_WINDOW,
              out_dir: str | Path | None = None) -> tuple[Path, Path, LoopMetrics]:
     """Write ``loop_curve.png`` and ``loop_summary.md`` next to the run's ``loop.json``, or into
     ``out_dir`` (created) when given."""
-    from ratchet_ray.report.data import round_rows
+    from ratchet_ray.report.data import identity, round_rows
 
     loop_file, data = load_loop(Path(path))
     rows = round_rows(loop_file.parent)
@@ -122,6 +119,6 @@ def plot_run(path: str | Path, window: int = ROLLING_WINDOW,
     png = folder / CURVE_FILE
     md = folder / SUMMARY_MD_FILE
     _draw(rows, metrics, data.get("run_id", loop_file.parent.name), png)
-    atomic_write_text(md, _summary_markdown({**data, "run_dir": str(loop_file.parent)}, rows,
-                                            metrics, window))
+    atomic_write_text(md, _summary_markdown(data, rows, metrics, window,
+                                            identity(loop_file.parent).get("setting")))
     return png, md, metrics
