@@ -1,15 +1,6 @@
 """Pieces of the SWE-bench grader that hold no grading logic: the instance log, the instance
-deadline, report files and the patch-apply fallbacks.
-
-Contracts:
-- A report is one object, put atomically (a reader sees the old report, the new one, or none);
-  ``read_report(store, key)`` returns the ``grade`` dict of a finished one, or None when it is
-  absent, truncated or not a report (a broken one is deleted so the instance is graded again).
-- ``apply_steps(patch_file, timeout_s, patch)`` are the shell steps (``run_steps``) of the
-  harness's apply chain: the patch written to ``patch_file`` (a here-document, when ``patch``
-  is given), each fallback of ``git_apply_commands`` from a clean tree until one applies (each
-  under ``timeout_s``), then the reverse check; a step that is not needed exits
-  ``SKIPPED_STEP``.
+deadline, report files and the patch-apply fallbacks. A report is one object, put atomically (a
+reader sees the old report, the new one, or none).
 """
 
 from __future__ import annotations
@@ -51,8 +42,11 @@ def inline_patch(patch: str) -> bool:
 
 
 def apply_steps(patch_file: str, timeout_s: float, patch: str | None = None) -> list[str]:
-    """The apply chain as ``run_steps`` steps (see the module contract): ``[write,]`` one per
-    fallback, then the reverse check. An applied attempt leaves ``$STEPS_DIR/applied``."""
+    """The shell steps (``run_steps``) of the harness's apply chain: the patch written to
+    ``patch_file`` (a here-document, when ``patch`` is given), each fallback of
+    ``git_apply_commands`` from a clean tree until one applies (each under ``timeout_s``), then
+    the reverse check; a step that is not needed exits ``SKIPPED_STEP``, an applied attempt
+    leaves ``$STEPS_DIR/applied``."""
     limit = max(1, int(timeout_s + 0.999))
     quoted = shlex.quote(patch_file)
     steps = []
@@ -129,6 +123,8 @@ def report_bytes(data: dict) -> bytes:
 
 
 def read_report(store: Artifacts, key: str) -> dict | None:
+    """The ``grade`` dict of a finished report, or None when it is absent, truncated or not a
+    report (a broken one is deleted so the instance is graded again)."""
     data = store.get(key)
     if data is None:
         return None
@@ -138,8 +134,7 @@ def read_report(store: Artifacts, key: str) -> dict | None:
             raise ValueError("no grade in it")
         return grade
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        # A torn write from before reports were atomic, or a damaged file: grade again.
-        store.delete(key)
+        store.delete(key)  # a torn write from before reports were atomic, or a damaged file
         return None
 
 

@@ -383,8 +383,7 @@ class InstanceContainer:
                 if member.size > limit:
                     too_big[parts[1]] = member.size
                     continue
-                handle = tar.extractfile(member)
-                found[parts[1]] = handle.read() if handle is not None else b""
+                found[parts[1]] = tar.extractfile(member).read()  # a regular file: never None
         return found, too_big
 
 

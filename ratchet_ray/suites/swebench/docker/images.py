@@ -160,8 +160,7 @@ class InstanceImages:
                     yield name
                     return
             # Absent or not stripped yet: build, pull or strip it under the exclusive lock, then
-            # take the shared one again
-            # (flock cannot convert atomically, so a remover may win in between: loop).
+            # take the shared one again (flock cannot convert atomically: a remover may win).
             self.ensure(instance, log)
 
     def ensure(self, instance: dict[str, Any], log: Log) -> str:
@@ -185,8 +184,6 @@ class InstanceImages:
                 self._strip_history(name, instance, log)
                 self.cache.record(name, event, owned=event != "strip")
                 return name
-            except InfraFailure:
-                raise
             except errors.ImageNotFound as exc:
                 raise InfraFailure("image_missing", f"image {name} not found in registry "
                                    f"namespace {self.settings.namespace!r}: {exc}") from exc
@@ -244,7 +241,7 @@ class InstanceImages:
                                f"success but the image is not marked {HISTORY_LABEL}")
         log(f"history after base_commit removed from {name} in {time.monotonic() - started:.1f}s")
 
-    def _build(self, name: str, instance: dict[str, Any], log: Log) -> str:
+    def _build(self, name: str, instance: dict[str, Any], log: Log) -> None:
         dockerfile = instance.get("dockerfile")
         if not dockerfile:
             raise InfraFailure("image_missing", f"image {name} is not present and instance "
@@ -259,7 +256,6 @@ class InstanceImages:
         if not self.exists(name):
             raise InfraFailure("image_build_failed", f"building {name} reported success but the "
                                f"image is absent")
-        return name
 
     def release(self, name: str, log: Log) -> bool:
         """Apply the cache level to ``name``; True when the image was removed."""
