@@ -466,10 +466,7 @@ class SkillBank:
                 meta_targets.append(target)
                 self.log.emit(at, meta_id, "meta_restored", target.status, None,
                               f"{reason}: meta-skills of round {round_}")
-        # Events first (one part), then the files: a crash in between is finished by
-        # _finish_logged_flips on the next open, and a rerun of the same restore finds the
-        # files already equal and logs nothing twice.
-        self.log.flush()
+        self.log.flush()  # events first, then the files (module contracts)
         for target in targets:
             self._write(target)
         for target in meta_targets:

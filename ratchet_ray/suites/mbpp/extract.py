@@ -93,8 +93,7 @@ class _Parser:
             # up to there; the tokenizer's errors (an unclosed bracket, an unterminated string,
             # a bad indent) come from the text up to that line; a specific message names a
             # construct invalid wherever it stands whole, and a span that cuts a multi-line one
-            # leaves a bracket, a string or a continuation open. test_mbpp_extract.py checks
-            # this against the line-by-line search.
+            # leaves a bracket, a string or a continuation open.
             line = exc.lineno
             return None, line - 1 if isinstance(line, int) and line >= 1 else None
         except UnicodeEncodeError as exc:  # a lone surrogate: no span holding it encodes

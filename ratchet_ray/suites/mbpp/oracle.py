@@ -101,27 +101,26 @@ def main(job_path: str, out_dir: str, workers: int) -> int:
         import evalplus.eval._special_oracle  # noqa: F401
         import evalplus.gen.util  # noqa: F401
     task_ids = list(_job["problems"])
-    workers = max(1, min(workers, len(task_ids)))
     failures = 0
+    for task_id, result in _computed(task_ids, max(1, min(workers, len(task_ids)))):
+        try:
+            _report(result())
+        except Exception as exc:  # a canonical solution raised, or a worker died (OOM): the
+            _failed(task_id, exc)  # other tasks are still computed
+            failures += 1
+    return 1 if failures else 0
+
+
+def _computed(task_ids: list[str], workers: int):
+    """``(task id, a call giving its manifest row or raising)`` per task, as each one ends."""
     if workers == 1:
-        for task_id in task_ids:
-            try:
-                _report(compute_task(task_id))
-            except Exception as exc:  # reported; the other tasks are still computed
-                _failed(task_id, exc)
-                failures += 1
-        return 1 if failures else 0
+        yield from ((task_id, lambda t=task_id: compute_task(t)) for task_id in task_ids)
+        return
     # fork: the workers inherit the job instead of receiving it pickled, on every Python version
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
         futures = {pool.submit(compute_task, task_id): task_id for task_id in task_ids}
-        for future in as_completed(futures):
-            try:
-                _report(future.result())
-            except Exception as exc:  # a canonical solution raised, or a worker died (OOM)
-                _failed(futures[future], exc)
-                failures += 1
-    return 1 if failures else 0
+        yield from ((futures[future], future.result) for future in as_completed(futures))
 
 
 if __name__ == "__main__":

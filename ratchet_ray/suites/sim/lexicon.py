@@ -6,6 +6,8 @@ independent of any seed, so the embedder needs no world to be built.
 
 from __future__ import annotations
 
+from collections import Counter
+
 THEMES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("boundary", ("range", "bound", "index", "offset", "endpoint", "inclusive")),
     ("emptiness", ("empty", "blank", "vacant", "absent", "hollow", "void")),
@@ -44,9 +46,4 @@ THEME_OF_WORD: dict[str, int] = {w: k for k, (_, words) in enumerate(THEMES) for
 
 def theme_votes(words: list[str]) -> dict[int, int]:
     """How many of ``words`` belong to each theme (themes without a word are absent)."""
-    votes: dict[int, int] = {}
-    for word in words:
-        theme = THEME_OF_WORD.get(word)
-        if theme is not None:
-            votes[theme] = votes.get(theme, 0) + 1
-    return votes
+    return dict(Counter(THEME_OF_WORD[w] for w in words if w in THEME_OF_WORD))
