@@ -12,11 +12,6 @@ Contracts:
   path or a dotted module name); a missing file, a failing import or a module that registers
   nothing raises ``SuitePluginError`` naming the spec and the fix. ``resolve_config`` and, in
   each Ray worker, ``suite_for(config)`` load a config's ``suite_plugins`` through it.
-- ``registration(name)`` is a suite's plugin (an unknown name lists the registered ones and how
-  to add one), ``registered(name)`` the same or None; ``get_suite(name)`` /
-  ``suite_for(config)`` instantiate a suite and check its shape.
-- ``settings_for(config)`` is the run suite's ``suite_settings`` section validated by its
-  settings model.
 - Everything else the generic code asks of a suite goes through ``hooks.py``. Registrations,
   loaded plugins and discovery are per-process module state.
 """
@@ -141,6 +136,7 @@ def registered_so_far() -> list[SuitePlugin]:
 
 
 def registration(name: str) -> SuitePlugin:
+    """A suite's plugin; an unknown name lists the registered ones and how to add one."""
     discover()
     if name not in _REGISTRY:
         raise SuiteRegistryError(
@@ -165,7 +161,8 @@ def resolve(target: Callable[..., Any] | str) -> Callable[..., Any]:
 
 
 def get_suite(name: str) -> Any:
-    """Instantiate the suite called ``name``; unknown names list the valid ones."""
+    """Instantiate the suite called ``name`` and check its shape; unknown names list the valid
+    ones."""
     suite = resolve(registration(name).factory)()
     check_shape(name, suite)
     return suite

@@ -13,8 +13,8 @@ Contracts:
   grader (trusted) process only: evalplus's ``{"base", "base_time", "plus", "plus_time"}`` plus
   ``<split>_digest`` / ``<split>_bytes``. A mismatch raises ``GroundTruthError`` naming the file
   and the fix. No sandbox ever sees these files.
-- ``blob(task_id) -> (bytes, sha256)`` and ``add_blob(task_id, data, sha256)`` move verified
-  entries between stores (through Ray's object store) without recomputing; ``has(task_id)``.
+- ``blob`` / ``add_blob`` move verified entries between stores (through Ray's object store)
+  without recomputing.
 - ``timings``: seconds per task this store computed; ``batches``: one
   ``{"tasks", "workers", "seconds"}`` per child run.
 - evalplus's own cache is never touched: the child runs with a private ``XDG_CACHE_HOME``.
