@@ -18,8 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ratchet_ray.evidence.schema import KINDS
-from ratchet_ray.evidence.store import EvidenceStore, part_problem
+from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.storage.fsutil import fsync_dir
 
 QUARANTINE_DIR = "quarantine"
@@ -45,13 +44,9 @@ def _round_of(path: Path) -> int | None:
 
 def verify(store: EvidenceStore, *, full: bool = True) -> list[BadPart]:
     """Every unreadable part of every kind (see module contracts)."""
-    bad = []
-    for kind in KINDS:
-        for path in store.part_paths(kind):
-            reason = part_problem(path, kind, full=full)
-            if reason is not None:  # lstat: a link to nowhere (or to itself) is a bad part too
-                bad.append(BadPart(kind, _round_of(path), path, path.lstat().st_size, reason))
-    return bad
+    # lstat: a link to nowhere (or to itself) is a bad part too.
+    return [BadPart(kind, _round_of(path), path, path.lstat().st_size, reason)
+            for kind, path, reason in store.bad_parts(full=full)]
 
 
 def leftover_temp_files(store: EvidenceStore) -> list[Path]:

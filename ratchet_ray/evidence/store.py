@@ -79,9 +79,8 @@ def _columns_present(paths: list[Path], names: list[str]) -> set[str]:
 
 def part_problem(path: Path, kind: str, *, full: bool = True) -> str | None:
     """Why ``path`` is not a readable part of ``kind`` (its footer, its columns and, ``full``,
-    every row), or None when it is (``integrity.verify`` and the readers' errors use it). A part
-    holding every column of the kind and more (a newer ratchet-ray's) is readable: the views
-    take the kind's columns."""
+    every row), or None when it is. A part holding every column of the kind and more (a newer
+    ratchet-ray's) is readable: the views take the kind's columns."""
     try:
         parquet = pq.ParquetFile(path)
         names, known = set(parquet.schema_arrow.names), set(SCHEMAS[kind].names)
@@ -280,26 +279,24 @@ class EvidenceStore:
             con.execute("SET lock_configuration=true")
         return con
 
+    def bad_parts(self, *, full: bool = True, only: set[Path] = frozenset()
+                  ) -> list[tuple[str, Path, str]]:
+        """``(kind, part, why)`` of every part ``part_problem`` finds unreadable (``full``: every
+        row decoded too), or of the parts in ``only`` (resolved paths) when it names some."""
+        return [(kind, path, reason) for kind in KINDS for path in self.part_paths(kind)
+                if not only or path.resolve() in only
+                if (reason := part_problem(path, kind, full=full)) is not None]
+
     def read_error(self, exc: BaseException) -> BaseException:
         """``UnreadableEvidence`` naming an unreadable part of this run, else ``exc`` itself
         (module contracts)."""
         if isinstance(exc, _SQL_ERRORS):  # the statement's own mistake: no part to blame
             return exc
         named = {Path(p).resolve() for p in re.findall(r"[^'\"\s]+\.parquet", str(exc))}
-        bad: list[tuple[Path, str]] = []
-        for full in (False, True):
-            for kind in KINDS:
-                for path in self.part_paths(kind):
-                    if full and named and path.resolve() not in named:
-                        continue
-                    reason = part_problem(path, kind, full=full)
-                    if reason is not None:
-                        bad.append((path, reason))
-            if bad:
-                break
+        bad = self.bad_parts(full=False) or self.bad_parts(only=named)
         if not bad:
             return exc
-        path, reason = bad[0]
+        _, path, reason = bad[0]
         what = (f"evidence part {path}" if len(bad) == 1
                 else f"{len(bad)} evidence parts, e.g. {path},")
         return UnreadableEvidence(
