@@ -23,8 +23,6 @@ Contracts:
 - Status flips (evict, retire, reinstate, curate, restore) write their events first, as one
   part, then the files; opening with ``recover=True`` (the writer) applies a logged flip a
   crash cut short (``recovered``), so events and files agree and nothing is logged twice.
-- Pack imports (``import_pack``) are on probation (``governance.probation``).
-- ``refine`` (A10) replaces an ACTIVE, retirable skill by its lineage's next version; see there.
 """
 
 from __future__ import annotations

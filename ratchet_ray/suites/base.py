@@ -5,11 +5,6 @@ A ``Suite`` gives its dataset (``load_tasks(config)``: every task, in a determin
 ``SuitePlugin`` (``contract.py``). ``split_tasks`` picks train/eval ids deterministically from
 the seed (or from a subset file).
 
-``Grader.grade`` never raises for what the solver produced: a failure is a ``GradeResult`` with
-``passed=False`` and ``exit_status`` naming the reason; an output caught attacking the grader
-gets a status of ``evidence.tampering.TAMPERING_STATUSES`` (``infra_failure=False``, the finding
-in its trace). Model-written code runs in ``suites.mbpp.sandbox``.
-
 Solvers: ``"code"`` is built in; a suite with another output kind brings a ``SolverTurn`` (one
 completion call) or an ``AgentTurn`` (a multi-step agent, e.g. SWE-bench's ``"patch"``).
 """
@@ -35,10 +30,12 @@ if TYPE_CHECKING:  # config imports the suite registry, which lives under this p
 
 
 class Grader(Protocol):
-    """``grade`` never raises for what the graded output does. Optional attribute
-    ``precomputed``: a ``PrecomputedInputs`` store of per-task inputs the grader computes before
-    it can grade (MBPP+: the expected outputs), which the loop computes once per run and shares
-    between the graders of every node."""
+    """``grade`` never raises for what the graded output does: a failure is a ``GradeResult``
+    with ``passed=False`` and ``exit_status`` naming the reason; an output caught attacking the
+    grader gets a status of ``evidence.tampering.TAMPERING_STATUSES`` (``infra_failure=False``,
+    the finding in its trace). Optional attribute ``precomputed``: a ``PrecomputedInputs`` store
+    of per-task inputs the grader computes before it can grade (MBPP+: the expected outputs),
+    which the loop computes once per run and shares between the graders of every node."""
 
     def grade(self, task: Task, output: str) -> GradeResult: ...
 
