@@ -156,17 +156,13 @@ def _imported_views(run_dir: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _target(out: Path) -> None:
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise AgentSkillsError(f"{out} exists and is not an empty folder; pass a new folder to "
-                               "-o (nothing was written)")
-
-
 def export_agent_skills(run_dir: str | Path, out: str | Path, *, status: str = "active",
                         license: str | None = None) -> list[dict[str, str]]:
     """Write ``out`` (module contract); returns each skill's metadata, in name order."""
     run_dir, out = Path(run_dir), Path(out)
-    _target(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise AgentSkillsError(f"{out} exists and is not an empty folder; pass a new folder to "
+                               "-o (nothing was written)")
     manifest, texts = build_pack(run_dir, status=status)
     imported = _imported_views(run_dir)
     files: dict[str, bytes] = {}
@@ -175,8 +171,7 @@ def export_agent_skills(run_dir: str | Path, out: str | Path, *, status: str = "
         skill = parse_skill(texts[entry["id"]], entry["file"])
         view = {**entry, "source": manifest["source"]}
         if not entry["record"]["trials"] and entry["id"] in imported:
-            theirs = imported[entry["id"]]
-            view = {**theirs, "status": entry["status"]}
+            view = {**imported[entry["id"]], "status": entry["status"]}
         meta = metadata(skill, view, manifest["pack_sha256"], entry["sha256"])
         name = folder_name(skill.id)
         if f"{name}/{SKILL_FILE}" in files:
