@@ -1,15 +1,9 @@
 """What a ``ResilientPool`` raises when it cannot work at all, and how an actor's death is read.
 
-Contracts:
-- ``ActorStartError`` (a constructor raised) and ``ActorStartTimeout`` (not started in time;
-  ``not_started_text``, with ``who_offers`` naming the cluster.yaml node type offering each
-  custom resource asked for) are ``PoolError``s.
-- ``init_failure(err)``: the constructor's exception inside a Ray error, else None;
-  ``raise_if_init_failed(pool, err)`` raises it as ``ActorStartError``.
-- ``describe_death(err)``: a dead worker named for a person (class, pid, actor name, the signal
-  and llama.cpp function its Ray ``.err`` log names when that log is on this machine, Ray's exit
-  type and detail, the log's path) and the fix for that cause (never an install hint);
-  ``failure_text`` is that as one line; ``ActorDied`` raises it.
+Contract of ``describe_death(err)``: a dead worker named for a person (class, pid, actor name,
+the signal and llama.cpp function its Ray ``.err`` log names when that log is on this machine,
+Ray's exit type and detail, the log's path) and the fix for that cause (never an install hint);
+``failure_text`` is that as one line; ``ActorDied`` raises it.
 """
 
 from __future__ import annotations

@@ -227,17 +227,38 @@ class ResilientPool:
 
     def heal(self) -> int:
         """Replace the actors that died while idle (unnoticed until a call reached them);
-        returns how many. Call it between phases (no jobs in flight)."""
+        returns how many. Call it between phases (no jobs in flight). Bounded: start-up
+        problems raise through ``check_started``; once every actor is up, ``setup_timeout_s``
+        bounds the wait."""
         if self._inflight:
             raise RuntimeError(f"pool {self.name!r}: heal while jobs are in flight")
         replaced = 0
         pending = {slot.actor.__ray_ready__.remote(): slot for slot in self._slots}
-        for _ref, slot, err in self._wait_all(pending, "__ray_ready__"):
-            if err is not None:
-                log.warning("pool %s: idle actor found dead (%s); replacing", self.name,
-                            failure_text(err))
-                self._replace(slot)
-                replaced += 1
+        up_since: float | None = None
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=1.0)
+            for ref in ready:
+                slot = pending.pop(ref)
+                try:
+                    ray.get(ref)  # ready already: this only surfaces the outcome
+                except RayActorError as err:
+                    raise_if_init_failed(self.name, err)
+                    log.warning("pool %s: idle actor found dead (%s); replacing", self.name,
+                                failure_text(err))
+                    self._replace(slot)
+                    replaced += 1
+                except RayTaskError as err:
+                    raise_if_init_failed(self.name, err)
+                    raise  # the ready call itself failed: a bug to see, not to heal
+            if not pending:
+                break
+            self.check_started()
+            if all(slot.ready is None for slot in pending.values()):
+                up_since = up_since if up_since is not None else time.monotonic()
+                if time.monotonic() - up_since > self.setup_timeout_s:
+                    raise PoolError(f"pool {self.name!r}: __ray_ready__ did not return within "
+                                    f"{self.setup_timeout_s:.0f}s on {len(pending)} started "
+                                    "actor(s); see run.log and the Ray worker logs")
         return replaced
 
     def check_started(self) -> None:
@@ -263,37 +284,6 @@ class ResilientPool:
         if late:
             raise ActorStartTimeout(not_started_text(self.name, len(late), self.start_timeout_s,
                                                         self.resources))
-
-    def _wait_all(self, pending: dict[Any, _Slot], what: str, tick_s: float = 1.0):
-        """Wait for every ref of ``pending``; yields (ref, slot, RayActorError or None).
-
-        Bounded: start-up problems raise through ``check_started``; once every actor is up,
-        ``setup_timeout_s`` bounds the calls themselves."""
-        pending = dict(pending)
-        up_since: float | None = None
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=tick_s)
-            for ref in ready:
-                slot = pending.pop(ref)
-                try:
-                    ray.get(ref)  # ready already: this only surfaces the outcome
-                except RayActorError as err:
-                    raise_if_init_failed(self.name, err)
-                    yield ref, slot, err
-                    continue
-                except RayTaskError as err:
-                    raise_if_init_failed(self.name, err)
-                    raise  # the setup call itself failed: a bug to see, not to heal
-                yield ref, slot, None
-            if not pending:
-                return
-            self.check_started()
-            if all(slot.ready is None for slot in pending.values()):
-                up_since = up_since if up_since is not None else time.monotonic()
-                if time.monotonic() - up_since > self.setup_timeout_s:
-                    raise PoolError(f"pool {self.name!r}: {what} did not return within "
-                                    f"{self.setup_timeout_s:.0f}s on {len(pending)} started "
-                                    "actor(s); see run.log and the Ray worker logs")
 
     def complete(self, ref: Any) -> list[PoolResult]:
         """Resolve a finished ref: one result per job of its call, in the call's order. An
@@ -327,8 +317,7 @@ class ResilientPool:
                 for job, (ok, out) in zip(jobs, outcomes)]
 
     def _died_under(self, slot: _Slot, jobs: list[_Job], err: RayActorError) -> list[PoolResult]:
-        """The call's actor died: replace it and send its jobs back to the front of the queue,
-        each with one attempt spent (one ``LostAttempt``), unless the actor never started
+        """The call's actor died: replace it and send its jobs back to the front of the queue
         (module contracts); the jobs out of attempts come back as failed results."""
         never_started = not self._had_started(slot)
         death = failure_text(err)  # class, pid, signal, worker log: not Ray's boilerplate
@@ -379,14 +368,8 @@ class ResilientPool:
         """Drop the jobs no actor has started yet, except those whose key ``keep(key)`` holds,
         and return their items; jobs in flight run on and yield their results as usual. How a
         run that must stop (its budget spent) finishes only the work in flight."""
-        kept: deque[_Job] = deque()
-        dropped: list[Any] = []
-        for job in self._queue:
-            if keep(job.key):
-                kept.append(job)
-            else:
-                dropped.append(job.item)
-        self._queue = kept
+        dropped = [job.item for job in self._queue if not keep(job.key)]
+        self._queue = deque(job for job in self._queue if keep(job.key))
         return dropped
 
     def shutdown(self) -> None:
