@@ -6,5 +6,6 @@
 - ``runtime``: Ray connection, the run's actors and their resources; ``Models`` (the LLM/embedder
   injection point); ``session``: ``RunRuntime``, the one context that starts and releases them
   (used by the loop, the baseline job, the sweep and the experiment evaluator).
-- ``rundir``: the run directory's files; ``progress``: the terminal display.
+- ``rundir``: the run directory's files; ``stops``: a stop or interrupt recorded in it;
+  ``progress``: the terminal display.
 """

@@ -102,10 +102,6 @@ class InfraBreaker:
     failures: list[tuple[str, str]] = field(default_factory=list)
     """(task_id, underlying message) per infra failure, in the order they were recorded."""
 
-    @property
-    def tripped(self) -> bool:
-        return len(self.failures) > self.max_rate * self.total
-
     def observe(self, capsule: Capsule) -> None:
         """Count ``capsule``; raise ``InfraFailureStop`` once the split must end above the rate."""
         if capsule.infra_failure:
@@ -114,7 +110,7 @@ class InfraBreaker:
     def observe_failure(self, task_id: str, message: str) -> None:
         """Count one infra failure of ``task_id`` (``message``: its underlying error)."""
         self.failures.append((task_id, message[:500]))
-        if self.tripped:
+        if len(self.failures) > self.max_rate * self.total:
             raise InfraFailureStop(self.message())
 
     def message(self) -> str:

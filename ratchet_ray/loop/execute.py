@@ -24,8 +24,7 @@ Contracts:
   dropped, those in flight recorded, and the split raises ``BudgetExhausted`` (resume runs
   exactly the dropped tasks).
 - Capsules and their ``llm_call`` rows are written every ``flush_every`` capsules or
-  ``FLUSH_AFTER_S`` seconds, so a killed driver loses at most one part; ``EvidenceSink`` drops a
-  capsule id already written and clears a kind's buffer only once its part is published.
+  ``FLUSH_AFTER_S`` seconds, so a killed driver loses at most one part (``EvidenceSink``).
 """
 
 from __future__ import annotations
@@ -95,10 +94,9 @@ class EvidenceSink:
         exactly the unwritten rows and a retry never doubles one. Capsules (verdicts) go first:
         they are the unit of resume; a crash before the llm_call part only under-counts tokens."""
         if self._rows:
-            rows = self._rows
-            self.store.append(self.kind, self.round, rows)
+            self.store.append(self.kind, self.round, self._rows)
+            self.written += len(self._rows)
             self._rows = []
-            self.written += len(rows)
         if self._calls:
             self.store.append("llm_call", self.round, self._calls)
             self._calls = []
@@ -218,11 +216,6 @@ class SplitRunner:
                                     f"{len(tasks)} tasks not started)")
         return bench_from_evidence(self.store, round_, split, [t.task_id for t in tasks])
 
-    def wants_probe(self, task: Task, split: str, round_: int, outcome: Any) -> bool:
-        """Whether this routed train attempt also gets a counterfactual NONE attempt."""
-        return (split == "train" and outcome.skill_id != NONE_SKILL
-                and probe_selected(self.seed, round_, task.task_id, self.probe_fraction))
-
 
 class SplitRound:
     """The state of one split of one round while its results arrive, one method per event
@@ -259,7 +252,8 @@ class SplitRound:
             trace = f"[solver actor] {failure_text(result.error)}"  # signal, log, fix
             self.record(self._capsule(task, failure=result.exit_status, failure_trace=trace), [])
             return
-        if outcome.exit_status == "ok" and runner.wants_probe(task, self.split, self.round, outcome):
+        if (outcome.exit_status == "ok" and self.split == "train" and outcome.skill_id != NONE_SKILL
+                and probe_selected(runner.seed, self.round, task.task_id, runner.probe_fraction)):
             runner.solvers.submit(SolverWorker.run, task, self.split, self.round, probe=True,
                                   key=(PROBE_KEY, task.task_id), **runner.bank_kwargs)
         if outcome.exit_status != "ok":  # a failed attempt has nothing to grade

@@ -3,26 +3,18 @@
 Contracts:
 - ``connect_ray`` is the library's one ``ray.init`` in a driver; a Ray that cannot be started
   or joined is ``RayStartError``, one line with the fix (``check_ray`` finds the quick cases
-  first: an address from ``ray_address.ray_problem``, a ``RAY_TMPDIR`` a local Ray cannot
-  write, ``temp_dir_problem``).
+  first).
 - ``start_runtime`` launches the SkillBank (pinned to the driver's node, where the run dir
   lives), the Solver / Grader / Critic pools and the Synthesizer (a healing pool of one).
   ``Models`` is the one injection point for the LLM and the embedder: ``Models()`` (production)
-  is filled on the driver with ``config.llm``'s clients over the run's shared services
-  (``Models.filled``: per-node model servers and rate limiters named by the run id); tests pass
-  picklable doubles.
+  is filled on the driver with ``config.llm``'s clients over the run's shared services; tests
+  pass picklable doubles.
 - Artifacts (trajectories, grader logs, the eval solver cache, the sim world) go through the
-  run's ``storage.artifacts.Artifacts`` (``actors.artifacts.run_artifacts_access``): a service
-  pinned to the driver's node writing into the run dir, or the ``infra.artifact_uri`` store. No
-  actor gets a run-dir path, so every node's artifacts land in the head's run dir.
-- ``release_run(run_id)`` kills every named actor of the run; the driver calls it however the
-  run ends. Another run in the same cluster keeps its own.
+  run's ``storage.artifacts.Artifacts`` (``actors.artifacts.run_artifacts_access``), so no actor
+  gets a run-dir path and every node's artifacts land in the head's run dir.
 - Every actor gets the run's resolved config, so a worker on another node runs with the driver's
   settings, not its environment's. No actor gets a ``runtime_env`` (Ray would start it through a
   setup process: about 1 s of CPU per actor).
-- Every actor asks for its role's ``ROLE_RESOURCES`` plus the custom resources its suite
-  declares for the role (``actor_options``, ``Cluster.resources``), which a local Ray started
-  here offers as ``Cluster.local_resources`` says.
 """
 
 from __future__ import annotations
