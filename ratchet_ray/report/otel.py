@@ -4,8 +4,7 @@ semantic conventions' attributes: one trace per run, spans ``ratchet.run`` > ``r
 traces").
 
 Why the driver makes the spans after each round from the ``llm_call`` evidence, not a tracer in
-each worker: docs/report.md, "Where the spans are made" (real start/end times, exactly the calls
-counted in the cost; the price: spans leave when the round ends, a role's span groups its calls).
+each worker: docs/report.md, "Where the spans are made".
 
 Contracts:
 - Off by default, and then nothing of OpenTelemetry is imported: ``start_tracing(config,
