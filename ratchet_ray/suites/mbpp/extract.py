@@ -150,15 +150,6 @@ def _defines(tree: ast.Module, name: str) -> bool:
                for n in tree.body)
 
 
-def _assigned_names(node: ast.stmt) -> list[str]:
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    return [t.id for t in targets if isinstance(t, ast.Name)]
-
-
-def _used_names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-
-
 def _prune(code: str, tree: ast.Module, entry_point: str) -> str:
     """Keep imports and the definitions/assignments the entry point reaches, in source order."""
     defined: dict[str, list[ast.stmt]] = {}
@@ -166,7 +157,8 @@ def _prune(code: str, tree: ast.Module, entry_point: str) -> str:
         if isinstance(node, _DEFINITIONS):
             names = [node.name]
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            names = _assigned_names(node)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
         else:
             names = []
         for name in names:
@@ -179,7 +171,7 @@ def _prune(code: str, tree: ast.Module, entry_point: str) -> str:
             continue
         reachable.add(name)
         for node in defined[name]:
-            frontier.extend(_used_names(node) - reachable)
+            frontier.extend({n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - reachable)
     keep_ids = {id(node) for name in reachable for node in defined[name]}
     kept = [node for node in tree.body
             if isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in keep_ids]

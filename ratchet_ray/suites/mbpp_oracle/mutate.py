@@ -55,16 +55,13 @@ def _sites(tree: ast.AST) -> list[tuple[int, str]]:
             sites.append((index, "arith"))
         elif isinstance(node, ast.BoolOp) and type(node.op) in _BOOL_SWAP:
             sites.append((index, "bool"))
-        elif isinstance(node, (ast.Name, ast.Attribute)) and _called_name(node) in _NAME_SWAP:
+        elif isinstance(node, ast.Name) and node.id in _NAME_SWAP or (
+                isinstance(node, ast.Attribute) and node.attr in _NAME_SWAP):
             sites.append((index, "call"))
         elif (isinstance(node, ast.Constant) and type(node.value) is int
               and 0 <= node.value < 1000):
             sites.append((index, "constant"))
     return sites
-
-
-def _called_name(node: ast.AST) -> str | None:
-    return node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
 
 
 def _mutate(tree: ast.AST, index: int, kind: str) -> tuple[ast.AST, str, int]:
