@@ -9,12 +9,6 @@ Contracts:
   for the run dir, or (``infra.artifact_uri`` set) the URI store every node opens itself.
 - ``RemoteArtifacts(handle, location)`` is an ``Artifacts`` whose calls go to that actor and wait:
   once ``put`` returns, the object is in the head's run dir. It pickles with its handle.
-
-Example::
-
-    service = launch_artifact_service(run_dir)
-    artifacts = RemoteArtifacts(service, str(run_dir))
-    GraderActor.remote(config, artifacts)          # writes logs/swebench/... on the head
 """
 
 from __future__ import annotations

@@ -10,11 +10,6 @@ Contracts:
 - Calls run one at a time (the bank is a single writer). All state lives on disk, so a restarted
   actor (``max_restarts``) re-reads it; a call in flight when it died is not retried (an add
   must not be applied twice).
-
-Example::
-
-    bank = launch_skill_bank(run_dir, embedder=lambda: make_embedder(cfg.llm), config=cfg, run_id=rid)
-    result = ray.get(bank.add.remote(skill, round_=3))
 """
 
 from __future__ import annotations
