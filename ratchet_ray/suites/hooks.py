@@ -16,6 +16,7 @@ field of the suite's ``SuitePlugin`` (``contract.py``). Contracts:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -84,10 +85,8 @@ def suite_commands() -> list[Any]:
     """The click commands the registered suites add to ``ratchet`` (in suite-name order). A
     plugin that fails to load adds none here: ``ratchet`` still starts, and the failure is
     reported by the first command that looks a suite up (discovery is retried then)."""
-    try:
+    with contextlib.suppress(registry.SuitePluginError):
         registry.discover()
-    except registry.SuitePluginError:
-        pass
     return [command for reg in registry.registered_so_far() if reg.commands is not None
             for command in registry.resolve(reg.commands)]
 

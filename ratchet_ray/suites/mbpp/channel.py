@@ -12,6 +12,7 @@ handed to the caller: never a growing buffer plus slices and copies.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -163,10 +164,8 @@ class SandboxProcess:
 
     def close(self) -> int | None:
         """SIGKILL the sandbox (its whole session; bwrap's pid namespace dies with it); reap."""
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -155,10 +155,8 @@ def run_split(fd: int, job: dict, split: dict, evalplus) -> None:
 
 def _sweep() -> None:
     """Kill every other process of the sandbox (not its init): a split leaves nothing behind."""
-    try:
+    with contextlib.suppress(OSError):
         os.kill(-1, signal.SIGKILL)
-    except OSError:
-        pass
     while True:
         try:
             if os.waitpid(-1, os.WNOHANG)[0] == 0:
