@@ -5,10 +5,8 @@ Its shape is Inspect's (``Task(dataset, solver, scorer)``): a core every suite f
 extensions, each with a default giving the generic behaviour (a function field also takes a lazy
 ``"module:attr"`` string, imported on first use); ``cluster`` is the extension of a suite whose
 actors need a node's own service. Each field's meaning: docs/suites.md, "What the plugin may
-declare" (``doctor``'s checks never raise). ``registry.register(plugin)`` adds one; the registry
-holds plugins and nothing else, and the loop, the config, the jobs and the reports ask
-``suites.hooks`` for a plugin's fields, never for a suite by name
-(``tests/architecture/test_suite_names.py``).
+declare" (``doctor``'s checks never raise). ``registry.register(plugin)`` adds one; the generic
+code asks ``suites.hooks`` for a plugin's fields, never for a suite by name.
 
 A bad field raises ``SuiteRegistryError`` naming the suite, the field and the fix when the
 plugin is built. ``origin`` says who registered it (in "name taken" errors).

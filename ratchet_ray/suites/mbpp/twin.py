@@ -2,9 +2,6 @@
 changed in its own type, so that no correct solution passes.
 
 Contracts:
-- ``impossible_twin(task)`` (the suite's hook) -> the twin's grading task
-  (``suites.base.as_impossible_twin``), or None for an ``UNTWINNABLE`` entry point, whose
-  evalplus rule does not compare the output with the expected one.
 - ``impossible_expected(problem, expected)`` -> ``(twin_expected, where)``: a copy of the
   expected outputs (never mutated) with ONE test's output replaced by ``perturb`` of it, the
   first usable test of the hidden ``plus`` split (then ``base``), and its digest dropped, so
@@ -46,7 +43,8 @@ class TwinUnavailable(RuntimeError):
 
 
 def impossible_twin(task: Task) -> Task | None:
-    """The MBPP+ twin's grading task, or None for an ``UNTWINNABLE`` entry point."""
+    """The MBPP+ twin's grading task (the suite's hook), or None for an ``UNTWINNABLE`` entry
+    point."""
     if task.payload.get("entry_point") in UNTWINNABLE:
         return None
     return as_impossible_twin(task, {"change": "one expected output"})
