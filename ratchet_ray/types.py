@@ -9,9 +9,7 @@ Contracts:
 - ``NONE_SKILL`` is the skill id recorded when the Router injects nothing.
 - The field descriptions of ``Skill`` and ``Guidance`` are the one skill contract: the
   Synthesizer's structured-output schema and the meta-skill's schema lock are both generated
-  from them (``ratchet_ray.bank.skill_contract``). ``AUTHORED_FIELDS`` are what an author writes;
-  ``SYSTEM_FIELDS`` are set by the loop (version, status, author, do_not_retire);
-  ``LINEAGE_FIELDS`` (lineage, lineage_version) by the bank when it refines a skill.
+  from them (``ratchet_ray.bank.skill_contract``).
 """
 
 from __future__ import annotations
@@ -112,13 +110,13 @@ class Skill(BaseModel):
         return "\n".join(lines)
 
 
-# What a skill's author writes, and what the loop sets itself (see the module contract).
+# What a skill's author writes, and what the loop sets itself.
 AUTHORED_FIELDS = ("id", "name", "description", "intent", "signals_match", "tags",
                    "preconditions", "guidance")
 SYSTEM_FIELDS = ("version", "status", "author", "do_not_retire")
 LINEAGE_FIELDS = ("lineage", "lineage_version")
 """Set by the bank when it refines a skill (``SkillBank.refine``); written to a skill file only
-when not the default, so a bank without refinements reads and writes exactly as before."""
+when not the default, so a bank without refinements has no such field in its files."""
 
 
 class MetaSkill(BaseModel):

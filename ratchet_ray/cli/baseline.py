@@ -192,8 +192,6 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     # by themselves if this process is killed (the runtime's lease).
     scope = f"baseline_{uuid.uuid4().hex[:12]}"
     with RunRuntime(config, scope, models or Models()) as rt:
-        # Infra-failure rows wait until the job ends below the breaker's threshold; a tripped
-        # job leaves none behind, so the rerun retries those probes instead of skipping them.
         breaker = rt.breaker("baseline", -1, len(todo), retry="rerun the same command")
         # The job's artifacts (trajectories, grader logs) reach the workdir on this node
         # through a service actor, whichever node the actors run on (or infra.artifact_uri).

@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import os
 import tempfile
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import click
 
 from ratchet_ray.cli.options import NumberRange, one_line
 from ratchet_ray.run_config.options import dataset_path_option, llm_option, subset_option
-from ratchet_ray.loop.entry import SUITE
+from ratchet_ray.loop.entry import SUITE, check_startable
 from ratchet_ray.settings.schema import default_suite
 
 
@@ -162,13 +164,12 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, pr
     """Run the skill loop per seed with the candidate's config overlay, meta-skill and role
     prompts; print the contract line. An overlay key the manifest does not allow is a veto
     (printed at once, nothing runs); a safety-critical one marks the result needs_review."""
-    import os
-
     from ratchet_ray.run_config.files import ConfigError
     from ratchet_ray.experiment.contract import REVIEW_KEY, EvalResult, format_contract
     from ratchet_ray.experiment.manifest import EvaluatorManifest, ManifestError
-    from ratchet_ray.experiment.skill_eval import (REPEAT_ENV, FloorParams, repeat_seeds,
-                                                   skill_loop_contract)
+    from ratchet_ray.experiment.skill_eval import (REPEAT_ENV, FloorParams, governance_gaps,
+                                                   repeat_seeds, skill_loop_contract,
+                                                   yardstick_sha)
 
     try:
         seed_list = [int(s) for s in seeds.split(",") if s.strip()]
@@ -195,9 +196,6 @@ def eval_skill_loop(suite, subset, seeds, rounds, config_overlay, meta_skill, pr
             load_prompt_dir(prompts_dir)
         except PromptTemplateError as exc:
             raise click.UsageError(f"--prompts-dir: {exc}") from exc
-    from ratchet_ray.experiment.skill_eval import governance_gaps, yardstick_sha
-    from ratchet_ray.loop.entry import check_startable
-
     try:  # every seed's config, its backend and subset too, before Ray starts
         configs = []
         for seed in seed_list:
@@ -262,8 +260,6 @@ def _seed_config(suite, subset, seed, rounds, overlay, prompts_dir, dataset_path
                  pins=()):
     """The LoopConfig of one seed's run (``ConfigError`` when it is invalid): the candidate's
     overlay, then the evaluator's own settings (``pins``: the manifest's and the cost share)."""
-    import json
-
     from ratchet_ray.run_config.files import load_config
     from ratchet_ray.run_config.flags import build_overrides
 
@@ -279,8 +275,6 @@ def _seed_config(suite, subset, seed, rounds, overlay, prompts_dir, dataset_path
 def _run_seed(config, meta_skill) -> tuple[list, str]:
     """The ``loop.json`` rounds of one seed's run of ``config`` (``_seed_config``), and why its
     cost budget stopped it ('' when it did not)."""
-    import json
-
     from ratchet_ray.bank.metaskills import default_metaskill, dump_metaskill
     from ratchet_ray.loop.budget import BudgetExhausted
     from ratchet_ray.loop.driver import open_run, run_loop

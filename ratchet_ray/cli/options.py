@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from typing import Any, Callable, ContextManager, Iterable, Iterator
+from typing import Any, ContextManager, Iterable, Iterator
 
 import click
 
+from ratchet_ray.run_config.options import Decorator
 from ratchet_ray.storage.fsutil import refusing_writes
 from ratchet_ray.types import SkillStatus
-
-Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 SKILL_STATUSES = ("all", *(status.value for status in SkillStatus))
 FORMATS = click.Choice(["table", "csv", "json"])

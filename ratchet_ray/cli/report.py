@@ -5,6 +5,8 @@ same table): what each does is its command's help; runs that do not pair are ref
 
 from __future__ import annotations
 
+import time
+from contextlib import closing, suppress
 from pathlib import Path
 
 import click
@@ -37,12 +39,10 @@ def report(paths: tuple[Path, ...], out: Path | None, max_capsules: int, no_task
     if watch:
         _watch(paths, port, interval, max_capsules=max_capsules, with_tasks=not no_tasks)
         return
-    import time
+    import duckdb
 
     from ratchet_ray.report.data import NotARunDir
     from ratchet_ray.report.html import build_report
-
-    import duckdb
 
     started = time.perf_counter()
     # OSError: the disk filled, or the folder became read-only meanwhile; ValueError: an
@@ -88,12 +88,8 @@ def _watch(paths: tuple[Path, ...], port: int, interval: float, **options) -> No
                                    "pass another --port (0: any free one)") from exc
     click.echo(f"live report of {', '.join(str(p) for p in paths)} at {live.url} "
                "(rebuilt as rounds finish; Ctrl-C stops)")
-    try:
+    with closing(live), suppress(KeyboardInterrupt):  # Ctrl-C stops serving
         live.serve()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        live.close()
 
 
 def human_size(size: int) -> str:

@@ -157,8 +157,7 @@ def select_subset(rows: list[dict[str, Any]], *, suite: str, n_hard: int, n_trai
     train_ids = [t for ids in chosen.values() for t in ids if t not in set(eval_ids)]
     doc: dict[str, Any] = {
         "suite": suite, "seed": seed, "probes": probes, "min_solved": min_solved,
-        "n_hard": n_hard,
-        "n_train": n_train, "n_eval": n_eval, "hard_available": len(hard),
+        "n_hard": n_hard, "n_train": n_train, "n_eval": n_eval, "hard_available": len(hard),
         "strata": {f"solved_{k}_of_{probes}": len(v) for k, v in chosen.items()},
         "train_ids": sorted(train_ids), "eval_ids": sorted(eval_ids),
     }

@@ -8,7 +8,6 @@ Contracts:
 - ``import`` takes RUN's writer lock, verifies the pack (a tampered skill is refused, named),
   refuses another suite's pack unless ``--allow-other-suite`` and prints one line per pack
   skill (``bank.pack_import``); imports go on probation (``governance.probation``).
-- Errors (``PackError``, the bank's and config's) are one readable line.
 """
 
 from __future__ import annotations
@@ -34,20 +33,15 @@ __all__ = ["USER_ERRORS", "export_cmd", "import_cmd", "transfer_cmd"]
 USER_ERRORS = (SkillFileError, MetaSkillFileError, BankError, ConfigError, EvidenceSchemaError,
                FileNotFoundError)
 """Bad files or config a skill command meets: each is its one-line error (``one_line``)."""
-_ERRORS = (PackError, *USER_ERRORS)
-
-
-def latest_round(run_dir: Path) -> int:
-    """The last round with a capsule or a skill event (0 for an empty run)."""
-    with EvidenceStore(run_dir).connect() as con:
-        return last_round(con) or 0
+_ERRORS = (PackError, *USER_ERRORS)  # and a bad pack, for export and import
 
 
 def recording_round(run_dir: Path, round_: int | None) -> int:
     """The round a command records its bank change at: ``--round`` (at most the round after the
     latest, where a paused run meets the change first), else the latest round. A later one
     dated events in rounds the run never ran, which per-round queries then read as history."""
-    latest = latest_round(run_dir)
+    with EvidenceStore(run_dir).connect() as con:
+        latest = last_round(con) or 0  # with a capsule or a skill event; 0 for an empty run
     if round_ is not None and round_ > latest + 1:
         raise click.UsageError(f"--round {round_} is past this run, whose latest round is "
                                f"{latest}: give --round {latest} (or {latest + 1}, the next "

@@ -23,6 +23,7 @@ import re
 import shlex
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Mapping, Sequence
 
@@ -157,12 +158,6 @@ def read_jobs(out_dir: Path) -> dict[str, dict[str, Any]]:
     raise SweepError(f"{path} is unreadable ({why}); move it away and rerun (the jobs it named "
                      "are then neither followed nor stopped: `ray job list` on the cluster shows "
                      "any still running, `ray job stop <id>` stops one)")
-
-
-def _record(out_dir: Path, name: str, entry: dict[str, Any]) -> None:
-    jobs = read_jobs(out_dir)
-    jobs[name] = entry
-    atomic_write_json(out_dir / JOBS_FILE, jobs)
 
 
 def _status(client: Any, job_id: str) -> str:
@@ -345,10 +340,11 @@ def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[s
                                       metadata={"sweep": scope, "arm_seed": job.name},
                                       **submission(job, env, rerun))
                     followed.submitted = True
+                    entry = {"job_id": followed.job_id, "action": job.action,
+                             "submitted_at": time.time()}
                     with _sweep_files(out_dir, rerun):
-                        _record(out_dir, job.name, {"job_id": followed.job_id,
-                                                    "action": job.action,
-                                                    "submitted_at": time.time()})
+                        atomic_write_json(out_dir / JOBS_FILE, {**read_jobs(out_dir),
+                                                                job.name: entry})
                 if on_start is not None:
                     on_start(f"{followed.action:<6} {job.name}: Ray job {followed.job_id}, "
                              f"log {job.log}")
@@ -366,10 +362,8 @@ def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[s
         # interrupt cut short may never have reached the cluster: unknown there, it is dropped.
         running = [f for f in running if _stop(client, f)]
         if running:
-            try:
+            with suppress(KeyboardInterrupt):  # a second Ctrl-C: wait no more, but report all
                 _wait_ended(client, [f.job_id for f in running], stop_wait_s)
-            except KeyboardInterrupt:  # a second Ctrl-C: wait no more, but report every job
-                pass
             for followed in running:
                 status = _status(client, followed.job_id)
                 # One still winding down was asked to stop: it is reported stopped.

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
@@ -314,10 +314,9 @@ class _Head:
         session files go."""
         head = self.process
         if head.poll() is not None or not graceful:
-            try:  # ``ray start`` died or failed: what it had started may live on in its group
+            # ``ray start`` died or failed: what it had started may live on in its group
+            with suppress(ProcessLookupError, PermissionError):
                 os.killpg(head.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
             head.wait(timeout=30)
         else:
             head.send_signal(signal.SIGTERM)
