@@ -70,19 +70,24 @@ def quarantine(store: EvidenceStore, bad: list[BadPart]) -> list[tuple[BadPart, 
     return moved
 
 
+LOSSES = {
+    "capsule": "solved-and-graded tasks (a resumed run redoes those of an unfinished round; "
+               "a finished round keeps its summary.json but loses these capsules)",
+    "verdict": "critic verdicts (a resumed run re-critiques the train failures of an "
+               "unfinished round)",
+    "skill_event": "skill events (the bank files still hold the skills' state)",
+    "llm_call": "LLM call accounting rows (tokens and cost are under-counted)",
+    "round": "the round's summary row (round_NN/summary.json still holds it)",
+    "validation": "SWE-bench validation grades (swebench_validation.json still holds the "
+                  "result; `ratchet swe validate` grades those instances again)",
+}
+"""What a part of each evidence kind held, for ``describe_loss`` (one entry per ``KINDS``)."""
+
+
 def describe_loss(part: BadPart) -> str:
     """What the part held, in words (its rows cannot be read, so the kind and round say it)."""
     where = f"round {part.round}" if part.round is not None else "an unknown round"
-    what = {
-        "capsule": "solved-and-graded tasks (a resumed run redoes those of an unfinished round; "
-                   "a finished round keeps its summary.json but loses these capsules)",
-        "verdict": "critic verdicts (a resumed run re-critiques the train failures of an "
-                   "unfinished round)",
-        "skill_event": "skill events (the bank files still hold the skills' state)",
-        "llm_call": "LLM call accounting rows (tokens and cost are under-counted)",
-        "round": "the round's summary row (round_NN/summary.json still holds it)",
-    }[part.kind]
-    return f"{part.kind} part of {where}, {part.size} bytes: {what}"
+    return f"{part.kind} part of {where}, {part.size} bytes: {LOSSES[part.kind]}"
 
 
 def require_readable(store: EvidenceStore, run_dir: Path) -> None:

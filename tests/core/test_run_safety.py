@@ -194,6 +194,23 @@ def test_verify_lists_bad_parts_and_repair_quarantines_them(run_dir, store):
     RunDir(run_dir).acquire("resume")  # accepted now
 
 
+def test_repair_names_what_a_damaged_part_of_every_kind_held(run_dir, store):
+    """``evidence repair`` over a damaged ``validation`` part (``ratchet swe validate``'s rows)
+    ended in a KeyError: the loss table lacked that kind. Every kind has its words."""
+    from ratchet_ray.evidence.schema import KINDS
+
+    assert sorted(integrity.LOSSES) == sorted(KINDS)
+    bad = store.append("validation", 0, [{
+        "run_id": "v1", "round": 0, "instance_id": "calc-1", "patch": "gold", "repeat": 0,
+        "passed": True, "valid": True}])
+    _truncate(bad)
+    repair = CliRunner().invoke(ratchet, ["--db", str(run_dir), "evidence", "repair"])
+    assert repair.exit_code == 0, repair.output
+    assert "lost: validation part of round 0" in repair.output
+    assert "swebench_validation.json still holds" in repair.output
+    assert not bad.exists() and len(list((run_dir / "quarantine").rglob(bad.name))) == 1
+
+
 def test_raw_duckdb_reads_give_an_integer_round_and_old_padded_dirs_are_migrated(run_dir, store):
     for r in (0, 2, 10):
         store.append("capsule", r, routed_capsules("run1", "s1", r, 1, 0))
