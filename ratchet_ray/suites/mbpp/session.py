@@ -73,7 +73,9 @@ class _SafeRepr(reprlib.Repr):
 _short = _SafeRepr()
 _short.maxstring, _short.maxother, _short.maxlist, _short.maxtuple = 100, 100, 6, 6
 _short.maxdict, _short.maxset, _short.maxlevel = 6, 6, 3
-_TIMEOUT_NAMES = ("TimeoutException", "TimeoutError")
+# An Unencodable value is too big or too deep to send: a wrong answer.
+_STATUS_OF_EXCEPTION = {"TimeoutException": "timeout", "TimeoutError": "timeout",
+                        "MemoryError": "memory", "Unencodable": "failed_tests"}
 GRADER_STATUSES = frozenset({"ok", "failed_tests", "crashed", "timeout", "memory", "syntax_error",
                              "missing_entry_point", "no_code", "extraction_cap",
                              "sandbox_setup_error",
@@ -211,18 +213,11 @@ def _exception(message: dict, entry_point: str, call: str) -> _Failure:
     name = str(message.get("name", "BaseException"))[:80]
     text = str(message.get("msg", ""))[:200]
     stage = message.get("stage")
-    if name in _TIMEOUT_NAMES:
-        status = "timeout"
-    elif name == "MemoryError":
-        status = "memory"
-    elif name == "Unencodable":  # the value is too big or too deep to send: a wrong answer
-        status = "failed_tests"
-    elif stage == "lookup" and name == "KeyError":
+    if stage == "lookup" and name == "KeyError":
         status = "missing_entry_point"
-    elif name in GRADER_STATUSES:
-        status = f"raised_{name}"
     else:
-        status = name
+        status = _STATUS_OF_EXCEPTION.get(name) or (
+            f"raised_{name}" if name in GRADER_STATUSES else name)
     where = {"exec": "defining the module", "lookup": f"looking up {entry_point}"}.get(stage, call)
     return _Failure(status, f"{where} raised {name}: {text}")
 
