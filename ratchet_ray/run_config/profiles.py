@@ -5,8 +5,6 @@ Contracts:
   ``configs/profiles/<name>/`` of ``all.yaml`` and one ``<suite>.yaml`` per suite it covers.
   ``profile_files(names, suite)`` lists the files of ``names`` in order; an unknown name, or a
   suite a profile does not cover, raises ``ConfigError`` naming the valid choices.
-- Entry points layer them after the suite's file and before ``--config`` / an arm's file, flags
-  and ``--set``, so a flag still wins over a profile.
 - ``PAPER`` (``paper``) is the paper's setting: Bedrock Claude Opus 4.7 + Cohere embed-v4, the
   hard subset, the paper's rounds and Default; ``PAPER_SEEDS`` its sweep's seeds. ``HARDENED``
   (``hardened``) turns on the rules beyond the paper (tampering rule, cheat probe).
