@@ -128,9 +128,7 @@ class SimSettings(BaseModel):
             return data
         world = data.get("world", cls.default_world)
         data = {**data, "world": world}
-        if world == "legacy":
-            return {**LEGACY_WORLD, **data}
-        return data
+        return {**LEGACY_WORLD, **data} if world == "legacy" else data
 
     @model_validator(mode="after")
     def _prior_has_mass(self) -> "SimSettings":
