@@ -6,8 +6,7 @@ Contracts:
   config (``load_config``), ``--suite swebench`` adds the suite's Docker checks (daemon, free
   disk, leftover containers, images of the config's local dataset) and git. An ``openai``
   backend without a server URL (or with one that is not http(s)) is refused before Ray starts.
-- ``solver-cache`` works on the run's ``solver_cache/`` (``ratchet --db RUN_DIR solver-cache ...``:
-  in the run dir, or under the ``infra.artifact_uri`` of its config.yaml) or on ``--cache-dir``.
+- ``solver-cache`` works on the run's cache or on ``--cache-dir`` (``_cache``).
 """
 
 from __future__ import annotations
