@@ -55,8 +55,6 @@ class IgnoredStats:
 def similarity(a: str, b: str) -> float:
     """difflib ratio of the two texts, whitespace runs collapsed (module contract)."""
     x, y = (re.sub(r"\s+", " ", t or "").strip() for t in (a, b))
-    if not x and not y:
-        return 1.0
     return difflib.SequenceMatcher(None, x, y, autojunk=False).ratio()
 
 

@@ -95,6 +95,4 @@ def cheats_for_curation(con: duckdb.DuckDBPyConnection,
                         settings: Any) -> dict[str, CheatStats]:
     """What the Curator's cheat rule reads: ``cheat_by_skill`` when ``settings``
     (``cheat_probe``) is enabled with ``retire``, else nothing (the rule is off)."""
-    if not (settings.enabled and settings.retire):
-        return {}
-    return cheat_by_skill(con)
+    return cheat_by_skill(con) if settings.enabled and settings.retire else {}

@@ -22,9 +22,8 @@ PROBE_ATTEMPT = 1
 
 
 def probe_selected(seed: int, round_: int, task_id: str, fraction: float) -> bool:
-    if fraction <= 0.0:
-        return False
-    return derive_seed(seed, round_, task_id, "counterfactual-probe") < fraction * 2**31
+    return fraction > 0.0 and (
+        derive_seed(seed, round_, task_id, "counterfactual-probe") < fraction * 2**31)
 
 
 def counterfactual_stats(con: duckdb.DuckDBPyConnection) -> dict[str, SkillStats]:

@@ -121,17 +121,15 @@ def tampering_reason(record: TamperingStats) -> str:
 def _proof_retires(skill: Skill, settings: CuratorSettings) -> bool:
     """Whether proof of misconduct retires ``skill``: a routable one (ACTIVE or CANDIDATE); a
     ``do_not_retire`` one only with ``curator.tampering_overrides_do_not_retire``."""
-    if skill.status not in (SkillStatus.ACTIVE, SkillStatus.CANDIDATE):
-        return False
-    return not skill.do_not_retire or settings.tampering_overrides_do_not_retire
+    return skill.status in (SkillStatus.ACTIVE, SkillStatus.CANDIDATE) and (
+        not skill.do_not_retire or settings.tampering_overrides_do_not_retire)
 
 
 def tampering_retires(skill: Skill, record: TamperingStats | None,
                       settings: CuratorSettings) -> bool:
     """Whether the tampering rule retires ``skill`` now (see module contract)."""
-    if not settings.retire_on_tampering or record is None or record.capsules <= 0:
-        return False
-    return _proof_retires(skill, settings)
+    return (settings.retire_on_tampering and record is not None and record.capsules > 0
+            and _proof_retires(skill, settings))
 
 
 def _proven_misconduct(skill: Skill, retires: bool, finding: str,
