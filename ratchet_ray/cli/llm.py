@@ -18,9 +18,9 @@ from pathlib import Path
 
 import click
 
-from ratchet_ray.cli.options import suite_config, yes_option
+from ratchet_ray.cli.options import one_line, suite_config, yes_option
 from ratchet_ray.run_config.options import config_option, llm_option
-from ratchet_ray.llm.cache import CACHE_DIRNAME, SolverCache
+from ratchet_ray.llm.cache import CACHE_DIRNAME, SolverCache, SolverCacheError
 from ratchet_ray.loop.entry import SUITE
 from ratchet_ray.settings.schema import default_suite
 
@@ -111,7 +111,8 @@ def cache_list(ctx: click.Context, cache_dir: Path | None) -> None:
     """List cached generations (key, model, age, size)."""
     cache = _cache(ctx, cache_dir)
     folder = cache.store.locate()
-    entries = list(cache.entries())
+    with one_line(SolverCacheError):  # unreadable, or a file where the folder should be
+        entries = list(cache.entries())
     for entry in entries:
         created = datetime.fromtimestamp(entry.created_at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
         click.echo(f"{entry.key[:16]}  {entry.model:<40} {created}  {entry.output_chars} chars")
@@ -131,7 +132,8 @@ def cache_clear(ctx: click.Context, cache_dir: Path | None, yes: bool) -> None:
     if not yes:
         click.confirm(f"Delete every entry of {folder}?", abort=True)
     run_dir = None if cache_dir is not None else ctx.obj["run_dir"]
-    with writer_lock(run_dir, "ratchet solver-cache clear") if run_dir else nullcontext():
+    with writer_lock(run_dir, "ratchet solver-cache clear") if run_dir else nullcontext(), \
+            one_line(SolverCacheError):
         click.echo(f"removed {cache.clear()} entries from {folder}")
 
 

@@ -5,10 +5,14 @@ Contracts:
 - ``cache_key`` is a sha256 over a canonical JSON of backend, model, messages and params: any
   change of prompt, skill, temperature, max_tokens, stop, schema or seed changes it.
 - ``SolverCache`` stores one JSON object per key in an ``Artifacts`` store (or a folder), each
-  put atomic; a corrupt entry reads as a miss.
+  put atomic; a corrupt entry (not JSON, or no reply text) reads as a miss, and ``entries``
+  lists it as ``DAMAGED`` beside the others. A folder or entry this user may not read, and a
+  file where the cache folder should be, are ``SolverCacheError``: one line naming the path and
+  the fix.
 - ``CachedLLM`` is an ``LLMClient``: a hit returns the stored text with ``cached=True``, zero
   tokens and cost (the original accounting in ``extra["original"]``); a miss calls the client
-  and stores the reply.
+  and stores the reply. A reply the store refuses (a full disk, a read-only place) is still
+  returned, with a warning naming the folder and the fix: an unstored reply costs only a replay.
 - ``CachedLLM`` declares ``supports_seed`` whatever its client, so a caller always hands it the
   call's seed (derived from run seed, round, split, task and role) and the seed is in the key:
   a sampled eval call is a new draw each round, and only the same call is replayed (a resumed
@@ -18,17 +22,29 @@ Contracts:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import logging
+import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from ratchet_ray.storage.artifacts import Artifacts, as_artifacts
+from ratchet_ray.storage.fsutil import cannot_write, disk_full_error, no_room, read_access
 from ratchet_ray.llm.base import LLMClient, Message, Reply
 
 CACHE_DIRNAME = "solver_cache"
+DAMAGED = "DAMAGED (a run asks the model again)"
+"""The model ``entries`` lists for an entry that is not one (torn, garbage bytes, no reply)."""
+
+log = logging.getLogger(__name__)
+
+
+class SolverCacheError(ValueError):
+    """The cache cannot be read or listed; the message names the path and the fix."""
 
 
 def cache_key(backend: str, model: str, messages: Sequence[Message], params: dict[str, Any]) -> str:
@@ -63,22 +79,51 @@ class SolverCache:
         return f"{key[:2]}/{key}.json"
 
     def get(self, key: str) -> dict | None:
-        record = self.store.get_json(self._key(key))
-        return record if isinstance(record, dict) else None
+        try:
+            record = self.store.get_json(self._key(key))
+        except OSError as exc:
+            raise self._unreadable(self._key(key), exc) from exc
+        reply = record.get("reply") if isinstance(record, dict) else None
+        return record if isinstance(reply, dict) and isinstance(reply.get("text"), str) else None
+
+    def _unreadable(self, name: str, exc: OSError) -> SolverCacheError:
+        """The one line of a read of ``name`` (an entry, or "" for the folder) ``exc`` refused.
+        pyarrow's errors name no file and bury the reason in their text: both are said here."""
+        where, root = self.store.locate(name), self.store.locate()
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            return SolverCacheError(f"{where} may not be read by this user ({reason}), so the "
+                                    f"solver cache cannot be read; fix: {read_access(root)}")
+        return SolverCacheError(f"solver cache {where}: cannot read it ({reason}); fix: move it "
+                                f"aside (`mv {where} {where}.bad`): a run asks the model again")
 
     def put(self, key: str, record: dict) -> None:
         self.store.put_text(self._key(key), json.dumps(record))
 
     def entries(self) -> Iterator[CacheEntry]:
-        for name in self.store.keys():
+        """Every entry, a damaged one too (``DAMAGED``); ``SolverCacheError`` for a cache this
+        user may not read, or a file where its folder should be (listed, it would seem empty)."""
+        root = self.store.locate()
+        if "://" not in root and os.path.lexists(root) and not os.path.isdir(root):
+            raise SolverCacheError(f"{root} is a file, not the solver cache folder; fix: move it "
+                                   f"aside (`mv {root} {root}.bak`): a run makes the folder anew")
+        try:
+            names = self.store.keys()
+        except OSError as exc:
+            raise self._unreadable("", exc) from exc
+        for name in names:
             parts = name.split("/")
             if len(parts) != 2 or not parts[1].endswith(".json"):
                 continue
             key = parts[1][:-len(".json")]
-            record = self.get(key) or {}
-            reply = record.get("reply", {})
-            yield CacheEntry(key, reply.get("model", "?"), float(record.get("created_at", 0)),
-                             len(reply.get("text", "")), self.store.locate(name))
+            record = self.get(key)
+            if record is None:
+                yield CacheEntry(key, DAMAGED, 0.0, 0, self.store.locate(name))
+                continue
+            reply, created = record["reply"], record.get("created_at")
+            yield CacheEntry(key, str(reply.get("model", "?")),
+                             float(created) if isinstance(created, (int, float)) else 0.0,
+                             len(reply["text"]), self.store.locate(name))
 
     def clear(self) -> int:
         """Delete every entry; returns how many were removed."""
@@ -126,5 +171,19 @@ class CachedLLM:
         reply = self.client.complete(messages, max_tokens=max_tokens, temperature=temperature,
                                      stop=stop, json_schema=json_schema, **forwarded)
         stored = {k: v for k, v in asdict(reply).items() if k != "extra"}
-        self.cache.put(key, {"created_at": time.time(), "params": params, "reply": stored})
+        try:
+            self.cache.put(key, {"created_at": time.time(), "params": params, "reply": stored})
+        except OSError as exc:  # the reply is paid for: used and booked, only not replayable
+            log.warning("solver cache: %s", _refused_put(self.cache.store.locate(), exc))
         return reply
+
+
+def _refused_put(folder: str, exc: OSError) -> str:
+    """What a put ``exc`` refused is told: a full disk as every stop on one starts
+    (``fsutil.no_room``), any other refusal as ``fsutil.cannot_write``; each with the fix."""
+    full = disk_full_error(exc)
+    if full is not None:
+        return (f"{no_room(full, Path(folder))[1]}; the reply is used but not cached: free "
+                "space on that disk")
+    return cannot_write("a solver cache entry", exc, f"the reply is used but not cached; make "
+                        f"{folder} a writable folder", folder)
