@@ -206,13 +206,11 @@ class LeakIndex:
                                        coverage, name, text[start:end], _clip(item.text, 200))
         report.overlaps = sorted(best.values(), key=lambda o: (-o.coverage, o.split != "eval",
                                                                o.task_id, o.kind, o.span))
-        for o in report.overlaps:
-            if o.split == "eval":
-                report.eval_score = max(report.eval_score, o.coverage)
-            else:
-                report.train_score = max(report.train_score, o.coverage)
-                if o.answer:
-                    report.train_answer_score = max(report.train_answer_score, o.coverage)
+        train = [o for o in report.overlaps if o.split != "eval"]
+        report.eval_score = max((o.coverage for o in report.overlaps if o.split == "eval"),
+                                default=0.0)
+        report.train_score = max((o.coverage for o in train), default=0.0)
+        report.train_answer_score = max((o.coverage for o in train if o.answer), default=0.0)
         return report
 
     def audit(self, skills: Iterable[Skill]) -> list[LeakageReport]:
