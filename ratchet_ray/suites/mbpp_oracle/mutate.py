@@ -41,10 +41,8 @@ class Variant:
 
 def _sites(tree: ast.AST) -> list[tuple[int, str]]:
     """``(node index in ast.walk order, kind)`` of every mutable site outside ``while``."""
-    banned: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.While):
-            banned.update(id(n) for n in ast.walk(node))
+    banned = {id(n) for loop in ast.walk(tree) if isinstance(loop, ast.While)
+              for n in ast.walk(loop)}
     sites = []
     for index, node in enumerate(ast.walk(tree)):
         if id(node) in banned:

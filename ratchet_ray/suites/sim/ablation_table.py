@@ -59,14 +59,12 @@ class ArmSeed:
 
 def bank_disagreements(run_dir: Path, truth: RunTruth, result: RunResult) -> list[str]:
     """What the truth / ablation numbers say about the bank that its files do not (contract)."""
-    found: list[str] = []
     folder = run_dir / "skills"
     live = {s.id: s.status.value for s in load_skill_folder(folder)} if folder.is_dir() else {}
     told = {s.skill_id: s.status for s in truth.skills}
-    for skill_id in sorted(set(live) | set(told)):
-        if live.get(skill_id) != told.get(skill_id):
-            found.append(f"skill {skill_id}: truth says {told.get(skill_id)}, "
-                         f"bank file says {live.get(skill_id)}")
+    found = [f"skill {skill_id}: truth says {told.get(skill_id)}, bank file says "
+             f"{live.get(skill_id)}" for skill_id in sorted(set(live) | set(told))
+             if live.get(skill_id) != told.get(skill_id)]
     _, loop = load_loop(run_dir)
     rounds = loop.get("rounds") or [{}]
     counts = {"bank files": sum(1 for s in live.values() if s == "active"),
