@@ -39,24 +39,16 @@ def report(paths: tuple[Path, ...], out: Path | None, max_capsules: int, no_task
     if watch:
         _watch(paths, port, interval, max_capsules=max_capsules, with_tasks=not no_tasks)
         return
-    import duckdb
-
     from ratchet_ray.report.data import NotARunDir
     from ratchet_ray.report.html import build_report
 
     started = time.perf_counter()
     # OSError: the disk filled, or the folder became read-only meanwhile; ValueError: an
-    # unreadable part met when a view is made too.
-    try:
-        with cannot_write("the report", "pass a writable file with -o", out), \
-                one_line(NotARunDir, ValueError):
-            _check_writable(paths, out)
-            written = build_report(paths, out, max_capsules=max_capsules, with_tasks=not no_tasks)
-    except duckdb.Error as exc:  # met by a query, past the part's footer
-        cause = _unreadable(paths, exc)
-        if cause is None:
-            raise
-        raise cause from exc
+    # unreadable evidence part (``UnreadableEvidence``).
+    with cannot_write("the report", "pass a writable file with -o", out), \
+            one_line(NotARunDir, ValueError):
+        _check_writable(paths, out)
+        written = build_report(paths, out, max_capsules=max_capsules, with_tasks=not no_tasks)
     size = written.stat().st_size
     click.echo(f"{written} ({human_size(size)}, {time.perf_counter() - started:.1f} s)")
 
@@ -99,19 +91,6 @@ def human_size(size: int) -> str:
     if size < 1_000_000:
         return f"{size / 1e3:.1f} kB"
     return f"{size / 1e6:.1f} MB"
-
-
-def _unreadable(paths: tuple[Path, ...], exc: Exception) -> click.ClickException | None:
-    """The error naming the first unreadable evidence part of the runs under ``paths`` (and
-    ``ratchet evidence verify``), or None when ``exc`` came from no part."""
-    from ratchet_ray.evidence.store import EvidenceStore
-    from ratchet_ray.report.sweep import expand
-
-    for run_dir in expand(paths).run_dirs:
-        cause = EvidenceStore(run_dir).read_error(exc)
-        if cause is not exc:
-            return click.ClickException(str(cause))
-    return None
 
 
 @click.command("compare")

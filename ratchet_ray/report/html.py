@@ -17,6 +17,8 @@ from html import escape
 from pathlib import Path
 from typing import Any, Iterable
 
+import duckdb
+
 from ratchet_ray.report.assets import CSS, JS
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.storage.fsutil import atomic_write_text
@@ -138,11 +140,19 @@ def render(runs: list[RunData], sweeps: list[SweepTable], payload: dict[str, Any
 def build_report(paths: Iterable[str | Path], out: str | Path | None = None, *,
                  max_capsules: int = MAX_CAPSULES, with_tasks: bool = True) -> Path:
     """Write the report of ``paths`` (run dirs and sweep folders) to ``out`` (default
-    ``<first run dir or sweep>/report.html``); returns the file written."""
+    ``<first run dir or sweep>/report.html``); returns the file written. An evidence part that
+    DuckDB cannot read is ``UnreadableEvidence`` naming it and ``ratchet evidence verify``."""
     found = expand(paths)
-    runs = [load_run(d) for d in found.run_dirs]
-    sweeps = [sweep_table(s) for s in found.sweeps]
-    payload, left_out = capsule_payload(runs, max_capsules, with_tasks)
+    try:
+        runs = [load_run(d) for d in found.run_dirs]
+        sweeps = [sweep_table(s) for s in found.sweeps]
+        payload, left_out = capsule_payload(runs, max_capsules, with_tasks)
+    except duckdb.Error as exc:  # met by a query, past the part's footer
+        for run_dir in found.run_dirs:
+            cause = EvidenceStore(run_dir).read_error(exc)
+            if cause is not exc:
+                raise cause from exc
+        raise
     # A sweep's table carries the suite's extra columns; single runs get their own section.
     truth = None if sweeps else suite_columns([r.run_dir for r in runs])[:3]
     page = render(runs, sweeps, payload, left_out, truth)
