@@ -8,6 +8,8 @@ Contracts:
 - Free text has tabs and newlines folded to spaces; ``vetoes`` and ``metrics`` are compact
   JSON; ``seeds`` is comma-separated.
 - ``rows()`` skips a torn last line (a kill mid-write); the next ``append`` starts a fresh line.
+  A whole line that does not parse (an edit gone wrong: a cell, a status, bytes not UTF-8), and
+  a ledger this user may not read, raise ``LedgerError`` naming the file, the line and the fix.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from ratchet_ray.storage.fsutil import cannot_read
 
 LEDGER_FILE = "results.tsv"
 STATUSES = ("keep", "revert", "veto", "crash", "policy_violation", "discard", "needs_review")
@@ -83,23 +87,52 @@ def _parse(name: str, text: str) -> Any:
     return text
 
 
+def _row(cells: list[str]) -> LedgerRow:
+    """The row of one line's ``cells``; ``ValueError`` naming the column that does not parse."""
+    values = {}
+    for name, cell in zip(COLUMNS, cells):
+        try:
+            values[name] = _parse(name, cell)
+        except ValueError as exc:
+            raise ValueError(f"column {name} holds {cell[:40]!r} ({exc})") from exc
+    return LedgerRow(**values)
+
+
 class Ledger:
     def __init__(self, path: Path):
         self.path = Path(path)
         if self.path.exists() and self.path.stat().st_size:
-            with self.path.open() as fh:
-                header = fh.readline().rstrip("\n").split("\t")
+            header = self._lines()[0].decode("utf-8", "replace").split("\t")
             if tuple(header) != COLUMNS:
                 raise LedgerError(f"{self.path} has the header {header[:6]}..., not this engine's "
                                   f"({', '.join(COLUMNS[:6])}, ...); move it away or pass another "
                                   "--repo: a ledger is never rewritten")
 
+    def _lines(self) -> list[bytes]:
+        """The file's lines, undecoded: a line torn mid-character by a kill is skipped, never
+        read as text."""
+        try:
+            return self.path.read_bytes().split(b"\n")
+        except OSError as exc:
+            raise LedgerError(f"{self.path}: {cannot_read(self.path, exc)}") from exc
+
     def rows(self) -> list[LedgerRow]:
         if not self.path.exists():
             return []
-        lines = self.path.read_text().split("\n")[1:-1]  # after the last "\n": "" or a torn write
-        return [LedgerRow(**{n: _parse(n, c) for n, c in zip(COLUMNS, cells)})
-                for cells in (line.split("\t") for line in lines) if len(cells) == len(COLUMNS)]
+        rows = []
+        # After the last "\n": "" or a torn write.
+        for number, line in enumerate(self._lines()[1:-1], start=2):
+            cells = line.split(b"\t")
+            if len(cells) != len(COLUMNS):  # torn by a kill mid-write (module contracts)
+                continue
+            try:
+                rows.append(_row([cell.decode("utf-8") for cell in cells]))
+            except ValueError as exc:  # UnicodeDecodeError is one
+                raise LedgerError(
+                    f"{self.path} line {number} is not a ledger row: {exc}; fix: correct that "
+                    "line (tab-separated, in the header's order), or move the file away to "
+                    "start the experiment afresh: the engine never rewrites a ledger") from exc
+        return rows
 
     def append(self, row: LedgerRow) -> None:
         row.time = row.time or datetime.now(timezone.utc).isoformat(timespec="seconds")

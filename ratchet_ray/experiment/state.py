@@ -6,7 +6,8 @@ Contracts:
 - ``attempt.json`` exists exactly while an attempt may have changed the worktree (written
   atomically before the proposal is applied, removed after its ledger row): the iteration, base
   commit, untracked files then and the evaluator's process group, all a resume needs to stop
-  a stray evaluator and undo the attempt.
+  a stray evaluator and undo the attempt. One that is not (damaged, edited, unreadable) is
+  ``AttemptMarkerError``, naming it and the fix, never a guess at what to undo.
 """
 
 from __future__ import annotations
@@ -16,9 +17,14 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ratchet_ray.storage.fsutil import atomic_write_text
+from ratchet_ray.storage.fsutil import atomic_write_text, cannot_read
 
 ARTIFACTS_DIR = ".ratchet-experiment"
+
+
+class AttemptMarkerError(ValueError):
+    """``attempt.json`` cannot be read as this engine wrote it; the message names it and the
+    fix."""
 
 
 @dataclass
@@ -48,7 +54,16 @@ class RunArtifacts:
     def in_flight(self) -> Attempt | None:
         if not self.marker.exists():
             return None
-        return Attempt(**json.loads(self.marker.read_text()))
+        try:
+            return Attempt(**json.loads(self.marker.read_text(encoding="utf-8")))
+        except OSError as exc:
+            raise AttemptMarkerError(f"{self.marker}: {cannot_read(self.marker, exc)}") from exc
+        except (ValueError, TypeError) as exc:  # not JSON, not UTF-8, not an attempt's fields
+            raise AttemptMarkerError(
+                f"{self.marker} is not an attempt marker this engine wrote ({exc}), so what the "
+                "interrupted attempt changed is unknown; fix: delete it, and the next run names "
+                "what is left to undo (uncommitted changes, or the branch past its last keep)"
+            ) from exc
 
     def record_evaluator(self, pgid: int) -> None:
         attempt = self.in_flight()
