@@ -28,8 +28,8 @@ from ratchet_ray.cli.skill_packs import (USER_ERRORS, export_cmd, import_cmd, re
 from ratchet_ray.cli.evidence import emit_rows, require_run_dir, run_config, writer_lock
 from ratchet_ray.cli.options import (NumberRange, format_option, one_line, round_option,
                                      status_option)
-from ratchet_ray.evidence.queries import (EMPTY_STATS, failed_llm_calls, recent_skill_events,
-                                          suspicious_capsules, tampering_capsules)
+from ratchet_ray.evidence import named_queries as nq
+from ratchet_ray.evidence.queries import EMPTY_STATS, suspicious_capsules, tampering_capsules
 from ratchet_ray.evidence.tampering import grader_finding, suspicion
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance import bypass, curator
@@ -181,8 +181,9 @@ def audit(ctx: click.Context, limit: int, fmt: str, only_tampering: bool, leakag
         hygiene_audit(ctx, fmt, leakage, threshold, embed, bypass_, near, cost)
         return
     with EvidenceStore(require_run_dir(ctx)).connect() as con:
-        rows = recent_skill_events(con, min(limit, sys.maxsize))  # more than there are: all
-        failures = failed_llm_calls(con)
+        # more than there are: all
+        rows = nq.fetch_dicts(con, "recent_skill_events", limit=min(limit, sys.maxsize))
+        failures = nq.fetch_dicts(con, "failed_llm_calls")  # a router outage is no silent NONE
         # Graded as tampering (any split, any route), with the grader's finding; suspected by
         # the static screen (recorded, not a verdict), with its first quoted line.
         tampered = _capsule_rows(tampering_capsules(con), lambda row: grader_finding(

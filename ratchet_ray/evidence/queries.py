@@ -114,17 +114,6 @@ def recent_verdicts(con: duckdb.DuckDBPyConnection, current_round: int, window: 
     return [Verdict(**{k: v for k, v in row.items() if v is not None}) for row in rows]
 
 
-def recent_skill_events(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[dict[str, Any]]:
-    """The latest ``limit`` skill events, newest first (the ``audit`` command)."""
-    return nq.fetch_dicts(con, "recent_skill_events", limit=limit)
-
-
-def failed_llm_calls(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """Failed LLM calls per role (the ``audit`` command's outage summary): how many, over which
-    rounds, and the latest error. A router outage shows here, not as a silent NONE route."""
-    return nq.fetch_dicts(con, "failed_llm_calls")
-
-
 def registered_skill_ids(con: duckdb.DuckDBPyConnection) -> set[str]:
     """Ids that entered the bank through the SkillBank (any skill event except a rejection)."""
     return {row[0] for row in nq.fetch_all(con, "registered_skill_ids")}
