@@ -50,7 +50,7 @@ from ratchet_ray.suites.swebench.grading_support import (
     SKIPPED_STEP, Deadline, InstanceLog, apply_steps, git_apply_commands, inline_patch, patch_key,
     publish_folder, read_report, report_bytes, tail)
 from ratchet_ray.suites.swebench.integrity.guard import HarnessGuard
-from ratchet_ray.suites.swebench.integrity.lockdown import lockdown_command
+from ratchet_ray.suites.swebench.integrity.lockdown import listed_conftests, lockdown_command
 from ratchet_ray.suites.swebench.docker.images import ImageLock, InstanceImages
 from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.integrity.harness_paths import patch_paths, unsafe_paths
@@ -427,7 +427,8 @@ class SwebenchGrader:
             log("the image has no setpriv: the tests run as root")
         layers = Protections.prepare(box, instance, eval_script, markers, runner, log,
                                      read=results[-1].stdout if reading is not None else None,
-                                     plant=plant)
+                                     plant=plant, tracked_conftests=(
+                                         listed_conftests(results[0].stdout) if setup else None))
         return (self.settings.untrusted_uid if untrusted else None), layers
 
     def _apply(self, box: InstanceContainer, patch_file: str, patch: str, instance: dict,

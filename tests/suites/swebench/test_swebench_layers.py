@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import pytest
 
 import swebench_instances as fixture
-from forgeries import FORGERIES, IN_PROCESS, MID_RUN
+from forgeries import FORGERIES, IN_PROCESS, MID_RUN, SWALLOWING_CONFTEST, new_file
 from ratchet_ray.suites.swebench.proof.differential import (
     MISSING, Session, compare_with_gold, judge_canaries)
 from ratchet_ray.suites.swebench.proof.gold import GoldRecord
@@ -99,17 +99,20 @@ def _log_statuses(section: str) -> dict[str, str]:
     return statuses
 
 
-def session_locally(tmp_path: Path, patch: str, plant=None) -> Session:
+def session_locally(tmp_path: Path, patch: str, plant=None,
+                    tracked_conftests: list[str] | None = None) -> Session:
     """One calc-1 session of ``patch`` on this machine: the instrumented eval (the graded file
     written by root's step: ``plant`` of its text, unchanged by default; the sentinel loaded
-    first) and the session's own verdict by the grader's ``_judge``."""
+    first) and the session's own verdict by the grader's ``_judge``; ``tracked_conftests``: the
+    lockdown's listing (None: the conftests are not checked)."""
     repo, commit = _repo(tmp_path)
     instance = {"repo": fixture.REPO, "base_commit": commit, "FAIL_TO_PASS": F2P,
                 "PASS_TO_PASS": P2P, "test_patch": fixture.TEST_PATCH["ratchet__calc-1"]}
     _git(repo, "apply", "-", stdin=patch)
     script, markers, box, log = _eval_script(repo, commit), Markers.fresh(), LocalBox(repo), []
     layers = Protections.prepare(box, instance, script, markers, "pytest", log.append,
-                                 root=str(tmp_path / "lib"), **({"plant": plant} if plant else {}))
+                                 root=str(tmp_path / "lib"), tracked_conftests=tracked_conftests,
+                                 **({"plant": plant} if plant else {}))
     box.put_files(layers.files)
     run = subprocess.run(["bash", "-c", instrument(script, markers, None, layers.extras)],
                          capture_output=True, text=True, timeout=300)
@@ -220,3 +223,33 @@ def test_a_hook_on_an_object_that_claims_to_be_a_conftest_is_seen(tmp_path):
     result = session_locally(tmp_path, patch).result
     assert result.exit_status == "test_tampering" and layer_of(result) == "sentinel", result.trace
     assert "a pytest_pyfunc_call implementation was registered by tests.conftest" in result.trace
+
+
+def _added(body: str) -> str:
+    return "".join(f"+{line}\n" for line in body.splitlines())
+
+
+def test_a_conftest_the_tree_does_not_track_is_refused_by_the_host(tmp_path):
+    """A conftest.py pytest loads though the tree does not track it (here the patch adds it, as
+    the patch's build code may write one into a sticky folder) swallows failed assertions: the
+    sentinel trusts a conftest pytest loaded, the conftests pytest loaded checked against the
+    lockdown's listing refuse it. Unchecked, the same session resolves."""
+    forgery = new_file("conftest.py", _added(SWALLOWING_CONFTEST))
+    checked = session_locally(tmp_path / "checked", forgery, tracked_conftests=[]).result
+    assert (checked.passed, checked.exit_status) == (False, "test_tampering"), checked.trace
+    assert ("pytest loaded a conftest.py that the tree does not track and the test patch does "
+            "not add (the grader's pytest plugin listed what pytest loaded): conftest.py"
+            in checked.trace), checked.trace
+    assert session_locally(tmp_path / "unchecked", forgery).result.passed
+
+
+def test_the_tree_s_own_conftests_still_resolve(tmp_path):
+    """The gold patch beside a nested conftest the lockdown lists as tracked (with a hook the
+    sentinel watches) resolves as it did unchecked."""
+    honest = new_file("tests/conftest.py", _added(
+        "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
+        "def pytest_runtest_makereport(item, call):\n    yield\n"))
+    for tracked in (["tests/conftest.py", "docs/conftest.py"], None):
+        result = session_locally(tmp_path / str(bool(tracked)), GOLD + honest,
+                                 tracked_conftests=tracked).result
+        assert result.passed and "conftest" not in result.trace, result.trace

@@ -5,17 +5,22 @@ code as that uid (on the local image; the commands themselves without Docker).""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import swebench_instances as fixture
-from forgeries import FORCE_PASS_HOOK
+from forgeries import CONFTEST_FROM_INSTALL, FORCE_PASS_HOOK, new_file
 from honest_patches import diff_of
 from ratchet_ray.suites.swebench.docker.container import instance_container
 from ratchet_ray.suites.swebench.grader import EVAL_SCRIPT, SwebenchGrader
 from ratchet_ray.suites.swebench.integrity.session_layers import STAGE_ROOT
-from ratchet_ray.suites.swebench.docker.images import InstanceImages
+from ratchet_ray.suites.swebench.dataset import normalize_all, to_task
+from ratchet_ray.suites.swebench.docker.images import InstanceImages, image_name
+from ratchet_ray.suites.swebench.settings import SwebenchSettings
 from ratchet_ray.suites.swebench.integrity.lockdown import (
-    CONFTESTS_LISTED, conftest_paths, listed_conftests, lockdown_command, protected_folders)
+    CONFTESTS_LISTED, conftest_paths, listed_conftests, lockdown_command, protected_folders,
+    unexpected_conftests)
 
 
 def test_lockdown_keeps_graded_files_their_folders_and_conftests_roots():
@@ -30,7 +35,13 @@ def test_lockdown_keeps_graded_files_their_folders_and_conftests_roots():
         "conftest.py", "t/conftest.py"}
     printed = f"chown noise\n{CONFTESTS_LISTED}tests/conftest.py\0conftest.py\0"
     assert listed_conftests(printed) == ["conftest.py", "tests/conftest.py"]
-    assert listed_conftests("failed before the listing") == []
+    assert listed_conftests(f"{CONFTESTS_LISTED}") == []
+    assert listed_conftests("failed before the listing") is None, "no listing is not no conftest"
+    legitimate = {"conftest.py", "tests/conftest.py"}
+    loaded = ["/testbed/conftest.py", "/testbed/tests/./conftest.py", "/testbed/tests/x/conftest.py",
+              "/conftest.py", "/testbed2/conftest.py"]
+    assert unexpected_conftests(loaded, legitimate, "/testbed/") == [
+        "/conftest.py", "/testbed2/conftest.py", "tests/x/conftest.py"]
 
 
 # The fix holds only when the tests' uid cannot touch what decides the verdict: graded test files
@@ -91,14 +102,79 @@ def test_the_test_uid_cannot_touch_what_decides_the_verdict(docker_client, local
     """Graded as an eval script with an install step before the tests (as swebench's per-repo
     ``install`` command): the patch's setup.py runs there as the untrusted uid, not root, and
     the tests' uid cannot touch what decides the verdict."""
-    task = tasks["ratchet__calc-1"]
+    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
+    result = grader.grade(_with_install_step(tasks["ratchet__calc-1"]), LOCKED_ONLY)
+    assert result.passed, result.trace
+
+
+def _with_install_step(task):
+    """``task`` with an install step before the tests (as swebench's per-repo ``install``
+    command), which runs the patch's setup.py as the tests' uid."""
     script = task.payload["eval_script"].replace("cd /testbed\n", "cd /testbed\n"
                                                  "python3 setup.py develop || true\n", 1)
     assert "setup.py develop" in script
-    task = task.model_copy(update={"payload": {**task.payload, "eval_script": script}})
-    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
-    result = grader.grade(task, LOCKED_ONLY)
-    assert result.passed, result.trace
+    return task.model_copy(update={"payload": {**task.payload, "eval_script": script}})
+
+
+@pytest.mark.docker
+def test_a_conftest_the_patch_writes_into_a_sticky_folder_is_refused(
+        docker_client, local_settings, limits, tmp_path, tasks, monkeypatch):
+    """The patch's setup.py (the install step, as the tests' uid) writes a conftest.py into the
+    tree's root, sticky so the uid may add files there; pytest loads it as a real conftest and
+    its ``pytest_pyfunc_call`` swallows failed assertions. The sentinel trusts a conftest pytest
+    loaded: the real session is refused by the host's check of the conftests pytest loaded
+    against the tracked ones. Without that check only the differential refuses it."""
+    task = _with_install_step(tasks["ratchet__calc-1"])
+    grader = SwebenchGrader(local_settings, limits, tmp_path / "on", client=docker_client)
+    result = grader.grade(task, CONFTEST_FROM_INSTALL)
+    assert (result.passed, result.exit_status) == (False, "test_tampering"), result.trace
+    assert ("pytest loaded a conftest.py that the tree does not track and the test patch does "
+            "not add (the grader's pytest plugin listed what pytest loaded): conftest.py"
+            in result.trace), result.trace
+    monkeypatch.setattr(
+        "ratchet_ray.suites.swebench.integrity.session_layers.unexpected_conftests",
+        lambda loaded, legitimate, tree: [])
+    grader = SwebenchGrader(local_settings, limits, tmp_path / "off", client=docker_client)
+    unchecked = grader.grade(task, CONFTEST_FROM_INSTALL)
+    assert (unchecked.passed, unchecked.exit_status) == (False, "test_tampering"), unchecked.trace
+    assert unchecked.trace.startswith("test_tampering: differential:"), unchecked.trace
+    assert "pytest loaded a conftest.py" not in unchecked.trace, unchecked.trace
+
+
+# A conftest the repository tracks (nested, with a report hook the sentinel watches) and one the
+# test patch adds at the root: both are the tree's own.
+TRACKED_CONFTEST = ("import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
+                    "def pytest_runtest_makereport(item, call):\n    yield\n")
+
+
+@pytest.mark.docker
+def test_the_tree_s_own_conftests_still_grade_as_before(docker_client, instances, local_settings,
+                                                        limits, tmp_path):
+    """calc-1 with ``tests/conftest.py`` tracked and a root ``conftest.py`` added by its test
+    patch: the gold patch resolves with every canary session, the add-subtracting base does not."""
+    base = next(i for i in instances if i["instance_id"] == "ratchet__calc-1")
+    files = {**fixture.BASE_FILES, "tests/conftest.py": TRACKED_CONFTEST}
+    commit = fixture.base_commit(files)
+    test_patch = base["test_patch"] + new_file("conftest.py", "+import os\n")
+    instance = {**base, "instance_id": "ratchet__calc-conftests", "base_commit": commit,
+                "environment_setup_commit": commit, "test_patch": test_patch,
+                "dockerfile": fixture.dockerfile(commit, files),
+                "eval_script": base["eval_script"].replace(base["base_commit"], commit).replace(
+                    base["test_patch"].rstrip("\n"), test_patch.rstrip("\n"))}
+    dataset = tmp_path / "dataset.jsonl"
+    dataset.write_text(json.dumps(instance) + "\n")
+    settings = local_settings.model_copy(update={"dataset_name": str(dataset)})
+    task = to_task(normalize_all([instance], "local")[0])
+    try:
+        grader = SwebenchGrader(settings, limits, tmp_path / "grades", client=docker_client)
+        gold = grader.grade(task, base["patch"])
+        assert gold.passed and gold.trace.count("FAILED as it must") >= 2, gold.trace
+        assert "pytest loaded a conftest.py" not in gold.trace, gold.trace
+        unfixed = grader.grade(task, diff_of({"README.md": "calc, unfixed.\n"}))
+        assert (unfixed.passed, unfixed.exit_status) == (False, "unresolved"), unfixed.trace
+    finally:
+        docker_client.images.remove(image_name(instance["instance_id"], SwebenchSettings(namespace=None)),
+                                    force=True)
 
 
 @pytest.mark.docker

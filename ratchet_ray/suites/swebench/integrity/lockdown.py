@@ -10,11 +10,14 @@ Contracts:
   every tracked ``conftest.py``, which it prints last (``listed_conftests`` reads them).
 - ``conftest_paths(tracked, test_patch)``: the conftests pytest may legitimately load (tracked
   at the base commit, or added by the test patch), recognised by their path in the tree, never
-  by an object's ``__file__``.
+  by an object's ``__file__``; ``unexpected_conftests(loaded, legitimate, tree)``: the host's
+  check of the conftests pytest loaded (as the sentinel plugin read them from pytest's plugin
+  manager) against them.
 """
 
 from __future__ import annotations
 
+import posixpath
 import shlex
 from pathlib import PurePosixPath
 from typing import Iterable
@@ -75,11 +78,11 @@ def lockdown_command(files: Iterable[str], workdir: str) -> str:
     return " && ".join(steps)
 
 
-def listed_conftests(stdout: str) -> list[str]:
-    """The tracked conftest paths ``lockdown_command`` printed last (``[]`` when it printed
-    none, e.g. a setup step that failed before)."""
+def listed_conftests(stdout: str) -> list[str] | None:
+    """The tracked conftest paths ``lockdown_command`` printed last (None when it printed no
+    listing, e.g. a setup step that failed before: no listing is not an empty tree)."""
     if CONFTESTS_LISTED not in stdout:
-        return []
+        return None
     listed = stdout.rsplit(CONFTESTS_LISTED, 1)[1]
     return sorted(p for p in listed.split("\0") if p and PurePosixPath(p).name == "conftest.py")
 
@@ -88,3 +91,17 @@ def conftest_paths(tracked: Iterable[str], test_patch: str = "") -> set[str]:
     """The conftest files pytest may load, relative to the tree (see the module contract)."""
     named = set(tracked) | patch_paths(test_patch)
     return {p for p in named if PurePosixPath(p).name == "conftest.py" and not unsafe_paths([p])}
+
+
+def unexpected_conftests(loaded: Iterable[str], legitimate: set[str], tree: str) -> list[str]:
+    """The conftests of ``loaded`` (absolute paths, as pytest recorded them) that are not in
+    ``legitimate`` (``conftest_paths``), sorted: each relative to ``tree``, or absolute where it
+    lies outside the tree (pytest loads conftests from the folders above it too)."""
+    root = posixpath.normpath(tree)
+    found = set()
+    for path in loaded:
+        path = posixpath.normpath(path)
+        relative = path[len(root) + 1:] if path.startswith(root + "/") else path
+        if relative not in legitimate:
+            found.add(relative)
+    return sorted(found)

@@ -9,7 +9,9 @@ Contracts:
 - ``judge(results, statuses, exit_code)`` -> ``SentinelVerdict``: ``findings`` (the plugin's
   own; a test it saw raise or fail that the JUnit report passes; exit 0 while pytest's session
   ended otherwise; a garbled result) and ``incomplete`` (no result of the outermost session, or
-  one that never reached its end). Nested sessions (a test that runs pytest) only give ``notes``.
+  one that never reached its end), ``conftests`` (the paths of the conftests pytest loaded, as
+  the outermost session's result lists them; None where one lists none). Nested sessions (a test
+  that runs pytest) only give ``notes``.
 - ``HARNESS_REPOS``: repositories whose code under test is pytest itself; the sentinel and the
   static screen stay off there.
 """
@@ -92,6 +94,7 @@ class SentinelVerdict:
     findings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     incomplete: str | None = None
+    conftests: list[str] | None = None
 
 
 def _evidence(result: dict, statuses: dict[str, str] | None) -> list[str]:
@@ -119,6 +122,9 @@ def judge(results: list[dict], statuses: dict[str, str] | None,
             verdict.notes.append(f"nested pytest session {result.get('pid')}: "
                                  f"{len(result.get('findings') or [])} finding(s)")
     outer = [r for r in results if not r.get("nested") and "garbled" not in r]
+    listed = [r.get("conftests") for r in outer]
+    if outer and all(isinstance(c, list) for c in listed):
+        verdict.conftests = sorted({str(p) for c in listed for p in c})
     for result in outer:
         verdict.findings.extend(str(f) for f in result.get("findings") or [])
         verdict.notes.extend(str(n) for n in (result.get("notes") or [])[:10])

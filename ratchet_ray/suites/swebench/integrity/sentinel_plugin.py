@@ -14,6 +14,9 @@ What it records (``<RESULT_STEM>.<pid>.json``, written at session start and at u
   code from the tree; a watched hook's implementation (``WATCHED_HOOKS``) added by anything but
   a conftest module, or removed; a report that is not pytest's ``TestReport``; a test whose call
   raised reported passed; exit status 0 with failing reports. Each names what and where from.
+- ``conftests``: the paths of the conftests pytest loaded in the outermost session, as its plugin
+  manager keeps them (``_loaded_conftests``; None where this pytest keeps them otherwise): the
+  grader compares them with the tree's own (``lockdown.unexpected_conftests``).
 - ``notes``: start-up changes by code outside the tree, and the sentinel's own start-up errors.
 - ``raised``/``failed``: node ids whose call raised (not a skip/xfail) / whose report failed;
   ``exitstatus``: pytest's; ``checks``: how many full and quick comparisons, and their seconds.
@@ -71,7 +74,8 @@ _MISSING = object()
 STATE = {"findings": [], "notes": [], "raised": {}, "failed": [], "session": None,
          "pending": {}, "reported": set(), "snapshot": None,
          "checks": {"full": 0, "quick": 0, "full_s": 0.0, "quick_s": 0.0},
-         "baseline": None, "hooks": None, "nested": False, "exitstatus": None}
+         "baseline": None, "hooks": None, "nested": False, "exitstatus": None,
+         "manager": None, "conftests": []}
 
 
 def _members(owner):
@@ -183,6 +187,37 @@ def _is_conftest(plugin, manager=None):
         return False
     known = getattr(manager, "_conftest_plugins", None)
     return known is None or any(k is plugin for k in list(known))
+
+
+def _loaded_conftests(manager):
+    """The paths of the conftests ``manager`` loaded, as pytest itself recorded them: the keys of
+    its path-to-module table where this pytest has one (pytest < 8), else the name it registered
+    each module of its conftest set under (pytest 8: the path it loaded it from, fixed before the
+    module ran). Never a module's ``__file__``, which the module's own code can set. None where
+    this pytest keeps neither."""
+    by_path = getattr(manager, "_conftestpath2mod", None)
+    if isinstance(by_path, dict):
+        return [str(path) for path in list(by_path)]
+    known = getattr(manager, "_conftest_plugins", None)
+    if known is None:
+        return None
+    return [str(manager.get_name(module) or "an unregistered conftest module "
+                + getattr(module, "__name__", "?")) for module in list(known)]
+
+
+def _note_conftests():
+    """Add the conftests the outermost session's plugin manager loaded so far to ``STATE``."""
+    if STATE["manager"] is None or STATE["conftests"] is None:
+        return
+    try:
+        loaded = _loaded_conftests(STATE["manager"])
+    except Exception as exc:  # noqa: BLE001 - an unexpected pytest: say so, list nothing
+        loaded = None
+        STATE["notes"].append("sentinel conftests: %s: %s" % (type(exc).__name__, exc))
+    if loaded is None:
+        STATE["conftests"] = None
+        return
+    STATE["conftests"].extend(p for p in loaded if p not in STATE["conftests"])
 
 
 def _find(text, key=None):
@@ -329,10 +364,11 @@ def _compare(when, modules):
 def _write():
     if not RESULT_STEM:
         return
+    _note_conftests()
     data = {"pid": os.getpid(), "nested": STATE["nested"], "findings": STATE["findings"],
             "notes": STATE["notes"], "raised": STATE["raised"], "failed": STATE["failed"],
             "exitstatus": STATE["exitstatus"], "finished": STATE["exitstatus"] is not None,
-            "checks": STATE["checks"]}
+            "checks": STATE["checks"], "conftests": STATE["conftests"]}
     path = "%s.%d.json" % (RESULT_STEM, os.getpid())
     with open(path, "w") as handle:
         json.dump(data, handle)
@@ -358,6 +394,8 @@ _start()
 def pytest_sessionstart(session):
     """Start-up changes by repository code are findings; the baseline for later checks."""
     STATE["session"] = session
+    if STATE["manager"] is None:  # the outermost session's (a test's in-process pytest comes later)
+        STATE["manager"] = session.config.pluginmanager
     try:
         STATE["hooks"] = _hook_impls(session.config)
     except Exception as exc:  # a pluggy without get_hookimpls: no hook checks

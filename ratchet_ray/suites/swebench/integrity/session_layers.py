@@ -9,9 +9,12 @@ Contracts:
   same files the same way, a canary session's with one test mutated. ``files`` (the staged
   texts, 0600 under ``<root>/stage-<random>/``, a folder of mode ``folders`` names: 0700, and
   the sentinel's module) go in with the eval script in one archive; ``extras`` is what
-  ``verdict.instrument`` adds. The sentinel is pytest's alone.
+  ``verdict.instrument`` adds. The sentinel is pytest's alone. ``tracked_conftests``: the
+  tracked conftests the lockdown listed (``lockdown.listed_conftests``; None: no listing, no
+  check), which with the test patch's make ``conftests``, the legitimate ones.
 - ``judge(result, statuses, exit_code, log, test_log)``: a sentinel finding is
-  ``test_tampering`` whatever the tests said; a resolution the sentinel cannot vouch for is
+  ``test_tampering`` whatever the tests said, and so is a conftest pytest loaded that is not
+  in ``conftests`` (checked here, on the host); a resolution the sentinel cannot vouch for is
   ``results_mismatch``, and so, for a log runner, is a test the log reports failed and then
   passed (``log_canaries.contradictions``). The trace names what was detected, by which layer.
 """
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ratchet_ray.suites.swebench.integrity import graded_tests, log_canaries
+from ratchet_ray.suites.swebench.integrity.lockdown import conftest_paths, unexpected_conftests
 from ratchet_ray.suites.swebench.integrity.sentinel import (
     HARNESS_REPOS, MAX_RESULT_BYTES, Sentinel, judge as sentinel_judge)
 from ratchet_ray.suites.swebench.integrity.verdict import MAX_JUNIT_BYTES, RunExtras, command_words
@@ -96,6 +100,9 @@ class Protections:
     files: dict[str, tuple[str, int]] = field(default_factory=dict)
     """What ``prepare`` planned to stage: ``{absolute path: (text, mode)}``, root-owned."""
     results: list[dict] = field(default_factory=list)
+    conftests: set[str] | None = None
+    """The conftests pytest may load, relative to the tree (``lockdown.conftest_paths``; None:
+    not checked)."""
 
     @staticmethod
     def read_step(instance: dict[str, Any], eval_script: str, runner: str | None) -> str | None:
@@ -109,8 +116,11 @@ class Protections:
     def prepare(cls, box: Any, instance: dict[str, Any], eval_script: str, markers: Any,
                 runner: str | None, log: Callable[[str], None],
                 root: str = STAGE_ROOT, read: str | None = None,
-                plant: Callable[[dict[str, str]], dict[str, str]] | None = None) -> "Protections":
+                plant: Callable[[dict[str, str]], dict[str, str]] | None = None,
+                tracked_conftests: list[str] | None = None) -> "Protections":
         found = cls(workdir=box.workdir, junit_path=markers.junit_path, runner=runner)
+        if tracked_conftests is not None:
+            found.conftests = conftest_paths(tracked_conftests, instance.get("test_patch") or "")
         if runner is None:
             return found
         located = _located(instance, eval_script, runner)
@@ -186,6 +196,13 @@ class Protections:
                                  "machinery tampered with:\n  " + "\n  ".join(seen.findings[:15])))
             elif result.passed and seen.incomplete:
                 problems.append(("results_mismatch", seen.incomplete))
+            strangers = (unexpected_conftests(seen.conftests, self.conftests, self.workdir)
+                         if self.conftests is not None and seen.conftests is not None else [])
+            if strangers:
+                problems.append(("test_tampering", "pytest loaded a conftest.py that the tree "
+                                 "does not track and the test patch does not add (the grader's "
+                                 "pytest plugin listed what pytest loaded): "
+                                 + ", ".join(strangers[:10])))
         if not problems:
             return result
         status = "test_tampering" if any(s == "test_tampering" for s, _ in problems) else problems[0][0]
