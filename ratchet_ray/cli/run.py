@@ -4,7 +4,9 @@
 Before a run dir or Ray exists, the config is checked on this machine
 (``loop.entry.check_startable``), a new run's size (``run_config.flags.loop_size_problems``)
 and the MLflow store when tracking is on (``report.tracking.tracking_problems``): one line per
-problem naming the setting and the fix. ``--dry-run`` stops there and prints the config.
+problem naming the setting and the fix. A new run's results folder is checked too, and
+``--dry-run`` then checks what the run refuses once it has its tasks (``_check_new_run``: the
+split, the ``--tag``), in the run's words, and prints the config.
 
 Config precedence, lowest first: the Default, the suite's file, ``--profile`` files,
 ``--config`` files in order, this command's flags, ``--set`` overrides. ``--resume RUN_DIR``
@@ -15,6 +17,7 @@ higher limit for a run that stopped at its budget).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -99,11 +102,13 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
     problems = [*(loop_size_problems(checked) + pack_problems(checked) if resume is None
                   else []), *tracking_problems(checked),
                 *tracing_problems(checked)]
-    if resume is None and not dry_run:  # a read-only results folder, before any work
+    if resume is None:  # a read-only results folder, before any work (a dry run's too)
         problems += [p for p in [results_dir_problem(checked)] if p]
     if problems:
         raise click.ClickException("; ".join(problems))  # one line
     if dry_run:
+        if resume is None:
+            _check_new_run(checked)
         print_config(checked)
         return
 
@@ -141,6 +146,28 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
     for line in story(path):
         click.echo(line, err=True)
     click.echo(str(path))
+
+
+def _check_new_run(config: Any) -> None:
+    """``--dry-run``: what a new run refuses once it has its tasks, by the run's own checks in
+    its words (``UsageError``, as ``run_loop``'s ``RunSetupError``): the split (a subset's
+    unknown task ids, more tasks asked than the suite holds) and the run dir's name (``--tag``).
+    Tasks this machine cannot load (a dataset only the cluster holds) are a warning naming why,
+    not a refusal: a dry run is often made away from where the run runs."""
+    from ratchet_ray.loop.rundir import run_name
+    from ratchet_ray.suites.base import split_tasks
+    from ratchet_ray.suites.registry import suite_for
+
+    with one_line(ValueError, error=click.UsageError):
+        run_name(config, 0, 0)
+    try:
+        tasks = suite_for(config).load_tasks(config)
+    except (OSError, ValueError, KeyError) as exc:
+        click.echo(f"warning: the split was not checked (the suite's tasks did not load here: "
+                   f"{' '.join(str(exc).split())}); the run loads them when it starts", err=True)
+        return
+    with one_line(ValueError, error=click.UsageError):
+        split_tasks(tasks, config)
 
 
 @click.command("plot")

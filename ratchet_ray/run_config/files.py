@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from ratchet_ray.settings import resources
 from ratchet_ray.settings.schema import LoopConfig, read_config_file, yaml_problem
+from ratchet_ray.storage.fsutil import cannot_read
 from ratchet_ray.suites.hooks import moved_keys
 from ratchet_ray.suites.plugins import SuitePluginError
 from ratchet_ray.suites.resolve import (did_you_mean, resolve_config, suite_sections,
@@ -154,6 +155,8 @@ def _load_config(files: Iterable[str | Path], overrides: Iterable[str]) -> LoopC
         try:
             data = read_config_file(path)
         except ValueError as exc:  # names the file and the fix
+            if isinstance(exc.__cause__, OSError):  # the read doors' words, with their fix
+                raise ConfigError(f"{path}: {cannot_read(path, exc.__cause__)}") from exc
             raise ConfigError(str(exc)) from exc
         for key_path, value in _flatten(data):
             _set_path(tree, key_path, value, str(path))

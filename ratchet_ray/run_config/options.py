@@ -33,9 +33,12 @@ def llm_option(help: str = "LLM backend.", *, dest: str = "llm", default: str | 
 
 def config_option(help: str = "YAML config file(s), applied in order over the suite's "
                               "file.") -> Decorator:
-    """``--config FILE`` (repeatable, in order): existing files, as ``config_files`` paths."""
+    """``--config FILE`` (repeatable, in order): existing files, as ``config_files`` paths. One
+    this user may not read is left to ``load_config``, whose line names the fix (click's says
+    only "is not readable")."""
     return click.option("--config", "config_files", multiple=True,
-                        type=click.Path(exists=True, dir_okay=False, path_type=Path), help=help)
+                        type=click.Path(exists=True, dir_okay=False, readable=False,
+                                        path_type=Path), help=help)
 
 
 def profile_option(help: str = "Named settings (configs/profiles/): paper = the paper's model, "

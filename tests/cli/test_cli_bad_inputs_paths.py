@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from offline_data import mbpp_plus_path
 from one_line import process_error_line
 from refusals import no_ray, no_run_folder, ratchet, refused  # noqa: F401 (no_ray: a fixture)
 from ratchet_ray.bank.pack_format import MANIFEST
@@ -87,6 +88,37 @@ def test_dry_run_refuses_a_corrupt_skill_pack(results, tmp_path):
     pack.mkdir()
     (pack / MANIFEST).write_text("{ not json")
     refused(run(results, "--bank", str(pack), "--dry-run"), str(pack))
+    no_run_folder(results)
+
+
+@pytest.mark.parametrize("case", ["subset-id", "too-many", "tag", "results-file"])
+def test_dry_run_refuses_what_the_run_refuses_at_start_in_its_words(results, tmp_path, case):
+    """Each was a dry run that printed the config and exited 0, then a real run that refused."""
+    mbpp_plus_path()
+    subset = tmp_path / "subset.json"
+    subset.write_text(json.dumps({"train_ids": ["Mbpp/2", "Mbpp/99999"], "eval_ids": ["Mbpp/3"]}))
+    (tmp_path / "a_file").write_text("")
+    small = ["--n-train", "2", "--n-eval", "1"]
+    args, words = {
+        "subset-id": (["--subset", str(subset)], ["1 task ids not in the suite", "Mbpp/99999"]),
+        "too-many": (["--n-train", "5000", "--n-eval", "1"], ["exceeds the", "--n-train"]),
+        "tag": ([*small, "--tag", "bad tag!"], ["tag 'bad tag!'", "--tag smoke"]),
+        "results-file": ([*small, "--set", f"results_dir={tmp_path / 'a_file'}"],
+                         ["is not a folder", "--set results_dir="]),
+    }[case]
+    real = refused(run(results, *args), *words)
+    assert refused(run(results, *args, "--dry-run"), *words) == real
+    no_run_folder(results)
+
+
+def test_dry_run_warns_when_the_tasks_do_not_load_here(results, tmp_path):
+    """A dataset only the cluster holds: the split is unchecked, said on one line, not refused."""
+    out = run(results, "--set", f"dataset_path={tmp_path / 'elsewhere.jsonl'}", "--dry-run")
+    assert out.exit_code == 0, out.output
+    warned = [line for line in out.output.splitlines() if line.startswith("warning:")]
+    assert len(warned) == 1 and "the split was not checked" in warned[0], out.output
+    assert str(tmp_path / "elsewhere.jsonl") in warned[0]
+    assert "dataset_path:" in out.output  # the config is still printed
     no_run_folder(results)
 
 

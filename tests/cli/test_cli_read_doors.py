@@ -95,6 +95,17 @@ def test_a_run_file_this_user_may_not_read_is_named_as_a_read(run, deny, tmp_pat
     process_error_line(done, f"{run / name}: cannot read it: Permission denied", "read access")
 
 
+@pytest.mark.parametrize("command", [["run", "--resume", "RUN"],
+                                     ["run", "mbpp", "--config", "RUN/config.yaml"]],
+                         ids=["resume", "config"])
+def test_a_config_file_this_user_may_not_read_names_the_fix(run, deny, command):
+    """It was 'RUN/config.yaml: cannot read it: Permission denied', naming no fix."""
+    deny(run / "config.yaml")
+    done = ratchet_denied(*[a.replace("RUN", str(run)) for a in command])
+    process_error_line(done, f"{run / 'config.yaml'}: cannot read it: Permission denied",
+                       "give this user read access", "or run as its owner")
+
+
 def test_repair_sets_no_part_aside_that_only_this_user_may_not_read(run, deny):
     """`evidence repair` moved a good part this user may not read into quarantine/, so its
     capsules left every view."""
