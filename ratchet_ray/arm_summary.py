@@ -180,7 +180,7 @@ def run_result(run_dir: str | Path, window: int = ROLLING_WINDOW) -> RunResult:
         seed=data.get("seed"), rounds_done=len(rows), rounds_planned=data.get("rounds_planned"),
         round0=metrics.round0, peak=metrics.peak, rolling_gain=metrics.rolling_gain,
         active_at_end=metrics.final_active, rollbacks_fired=len(metrics.rollbacks),
-        rollback_decisions=sum(r.get("eval_pass_at_1") is not None for r in rows),
+        rollback_decisions=metrics.rollback_decisions,
         setting=run_setting(loop_file.parent, data), **bank_stats(loop_file.parent))
 
 

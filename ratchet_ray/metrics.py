@@ -40,6 +40,8 @@ class LoopMetrics:
     rollbacks: list[int]
     final_active: int
     final_deprecated: int
+    rollback_decisions: int
+    """Rounds with an eval pass@1: the rollback gate decided in each (``rollbacks`` fired)."""
 
 
 def load_loop(path: Path) -> tuple[Path, dict[str, Any]]:
@@ -74,7 +76,7 @@ def loop_metrics(rows: list[dict[str, Any]], window: int = ROLLING_WINDOW) -> Lo
     last = rows[-1] if rows else {}
     if not evals:
         return LoopMetrics(len(rows), None, None, None, None, None, [], rollbacks,
-                           last.get("active_skills", 0), last.get("deprecated_skills", 0))
+                           last.get("active_skills", 0), last.get("deprecated_skills", 0), 0)
     round0 = dict(evals).get(0, evals[0][1])
     peak_round, peak = max(evals, key=lambda e: (e[1], -e[0]))
     later = [e for e in evals if e[0] != evals[0][0]] or evals
@@ -82,4 +84,4 @@ def loop_metrics(rows: list[dict[str, Any]], window: int = ROLLING_WINDOW) -> Lo
     rolling = sum(v for _, v in tail) / len(tail)
     return LoopMetrics(len(rows), round0, peak, peak_round, rolling, rolling - round0,
                        [r for r, _ in tail], rollbacks,
-                       last.get("active_skills", 0), last.get("deprecated_skills", 0))
+                       last.get("active_skills", 0), last.get("deprecated_skills", 0), len(evals))

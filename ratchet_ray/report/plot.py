@@ -41,8 +41,7 @@ def _summary_markdown(data: dict[str, Any], rows: list[dict[str, Any]], m: LoopM
         f"| peak eval pass@1 | {fmt(m.peak)} (round {m.peak_round}) |",
         f"| mean eval pass@1, last {window} rounds | {fmt(m.rolling_mean)} |",
         f"| rolling gain | {fmt(m.rolling_gain)}{note} |",
-        f"| rollbacks (fired / decisions) | {len(m.rollbacks)} / "
-        f"{sum(r.get('eval_pass_at_1') is not None for r in rows)} "
+        f"| rollbacks (fired / decisions) | {len(m.rollbacks)} / {m.rollback_decisions} "
         f"{m.rollbacks if m.rollbacks else ''} |",
         f"| final bank | {m.final_active} active, {m.final_deprecated} deprecated |",
         "",

@@ -85,8 +85,7 @@ def headline_section(runs: list[RunData]) -> str:
             _card(f"rolling gain (last {len(m.window_rounds)})", _f(m.rolling_gain, signed=True),
                   note_html=_gain_ci(st)),
             _card("rounds done", f"{m.rounds} / {ident.get('rounds_planned')}"),
-            _card("rollbacks fired / decisions", f"{len(m.rollbacks)} / "
-                  f"{sum(r.get('eval_pass_at_1') is not None for r in run.rounds)}"),
+            _card("rollbacks fired / decisions", f"{len(m.rollbacks)} / {m.rollback_decisions}"),
             _card("bank at end", f"{m.final_active} active / {m.final_deprecated} deprecated",
                   small=True),
         ]) + "</div>")
