@@ -154,7 +154,12 @@ def read_price_overlay(path: str | Path) -> dict[str, tuple[float, float]]:
         if not isinstance(entry, dict) or "input" not in entry:
             raise ValueError(f"price table {file}: entry {pattern!r} needs keys input and output "
                              "(USD per million tokens)")
-        prices[str(pattern)] = (float(entry["input"]), float(entry.get("output", 0.0)))
+        try:
+            price = PriceEntry(input=entry["input"], output=entry.get("output", 0.0))
+        except ValueError as exc:  # pydantic's ValidationError: not a number, or below 0
+            raise ValueError(f"price table {file}: entry {pattern!r} needs input and output as "
+                             f"numbers >= 0 (USD per million tokens), not {entry!r}") from exc
+        prices[str(pattern)] = (price.input, price.output)
     return prices
 
 

@@ -53,6 +53,19 @@ def test_bad_price_file_names_the_problem(tmp_path):
         read_price_overlay(path)
 
 
+@pytest.mark.parametrize("entry", ["{input: x}", "{input: -3, output: 1}",
+                                   "{input: 1, output: [2]}"],
+                         ids=["not-a-number", "negative", "a-list"])
+def test_a_price_file_entry_that_is_no_price_names_the_file_and_the_entry(tmp_path, entry):
+    """It was "could not convert string to float: 'x'" (or, negative, "input: Input should be
+    greater than or equal to 0"), naming neither the file nor the entry."""
+    path = tmp_path / "prices.yaml"
+    path.write_text(f"good: {{input: 1, output: 2}}\nbad-model: {entry}\n")
+    with pytest.raises(ValueError, match=rf"price table {path}: entry 'bad-model' needs input "
+                                         r"and output as numbers >= 0 \(USD per million"):
+        read_price_overlay(path)
+
+
 def test_llm_call_row_has_exactly_the_evidence_columns():
     reply = Reply(text="x", input_tokens=10, output_tokens=5, latency_s=0.5, cost_usd=0.01,
                   model="m", backend="bedrock", cached=True, retries=2)
