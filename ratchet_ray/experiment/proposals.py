@@ -163,7 +163,7 @@ def load_script(path: Path) -> list[dict[str, Any]]:
     try:
         text = Path(path).read_text()
         data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
-    except (OSError, json.JSONDecodeError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError) as exc:
         raise ProposalError(f"cannot read the proposal script {path}: {exc}") from exc
     if isinstance(data, dict):
         data = data.get("proposals")

@@ -78,3 +78,16 @@ def test_an_attempt_marker_not_this_engine_wrote_is_named_with_the_fix(ran, tmp_
                        "wrote .*; fix: delete it, and the next run names what is left to undo"):
         run(ran, write_script(tmp_path, [params(3)], "more.yaml"))
     assert path.exists() and [r.iteration for r in rows(ran)] == [0, 1]
+
+
+def test_a_proposal_script_not_utf8_is_one_usage_line(tmp_path):
+    """It was a UnicodeDecodeError traceback from `ratchet experiment run`."""
+    repo = make_repo(tmp_path)
+    script = tmp_path / "proposals.yaml"
+    script.write_bytes(b"\xff\xfe- reasoning: x")
+    done = CliRunner().invoke(main, [
+        "experiment", "run", "--repo", str(repo), "--editable", "params.txt", "--evaluator",
+        f"{sys.executable} evaluate.py", "--proposer", f"script:{script}", "--name", "t"])
+    assert done.exit_code == 2 and isinstance(done.exception, SystemExit), done.output
+    assert (f"Error: cannot read the proposal script {script}: 'utf-8' codec can't decode "
+            "byte 0xff") in done.output, done.output
