@@ -14,7 +14,7 @@ Contracts:
   (``actors.budget_ledger``) at start and with every charge; ``exhausted`` / ``describe`` use
   the scope's total, and the message names the sweep as what to rerun.
 - ``resume_config(config_file, sets)`` applies ``--set budget.*=...`` to a resumed run's
-  config; any other key is refused.
+  config; any other key is refused, and so is a config.yaml holding no settings (truncated).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from ratchet_ray.settings.schema import BudgetSettings, LoopConfig
+from ratchet_ray.settings.schema import BudgetSettings, LoopConfig, read_config_file
 from ratchet_ray.run_config.files import ConfigError, load_config
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.loop.breaker import RunStopped
@@ -163,4 +163,9 @@ def resume_config(config_file: Path, sets: Sequence[str]) -> LoopConfig:
         raise ConfigError(f"--resume keeps the settings the run started with ({config_file}); "
                           f"only budget.max_tokens / budget.max_cost_usd may change, not "
                           f"{', '.join(other)}")
-    return load_config([config_file], sets)
+    config = load_config([config_file], sets)
+    if not read_config_file(config_file):  # truncated: it would resume with the Default's settings
+        raise ConfigError(f"{config_file} holds no settings (an empty file), where a run's "
+                          "config.yaml holds those it started with; restore it from a copy of "
+                          "the run dir, or start a new run without --resume")
+    return config

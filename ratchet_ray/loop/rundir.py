@@ -32,7 +32,8 @@ from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.run_config.files import dump_config, load_config
 from ratchet_ray.evidence.integrity import require_readable
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.storage.fsutil import PREV_SUFFIX, atomic_write_json, disk_full, unwritable
+from ratchet_ray.storage.fsutil import (PREV_SUFFIX, atomic_write_json, cannot_read, disk_full,
+                                        unwritable)
 from ratchet_ray.suites.hooks import setting_line
 from ratchet_ray.storage.runlock import RunLock
 from ratchet_ray.types import BenchResult, RoundSummary
@@ -109,6 +110,17 @@ def _read_json(path: Path, fix: str) -> Any:
         return json.loads(path.read_text())
     except (ValueError, UnicodeDecodeError) as exc:
         raise RunFileError(f"{path} is not valid JSON ({exc}); {fix}") from exc
+
+
+def _read_ids(path: Path) -> Any:
+    """A split's ids file; ``RunFileError`` naming it and the fix when it is missing or this
+    user may not read it (was ``[Errno 2] ...`` on ``--resume``)."""
+    try:
+        return _read_json(path, _IDS_FIX)
+    except FileNotFoundError as exc:
+        raise RunFileError(f"{path} is missing; {_IDS_FIX}") from exc
+    except OSError as exc:
+        raise RunFileError(f"{path}: {cannot_read(path, exc)}") from exc
 
 
 class RunDir:
@@ -244,10 +256,10 @@ class RunDir:
         return load_config([self.path / CONFIG_FILE])
 
     def train_ids(self) -> list[str]:
-        return _read_json(self.path / TRAIN_IDS_FILE, _IDS_FIX)
+        return _read_ids(self.path / TRAIN_IDS_FILE)
 
     def eval_ids(self) -> list[str]:
-        return _read_json(self.path / EVAL_IDS_FILE, _IDS_FIX)
+        return _read_ids(self.path / EVAL_IDS_FILE)
 
     # ---- per-round files -------------------------------------------------------------------
     def round_file(self, round_: int, name: str) -> Path:

@@ -77,6 +77,27 @@ def test_a_garbled_config_yaml_is_one_line_naming_it(run, tmp_path, garble, word
     assert _files(run) == before
 
 
+@pytest.mark.parametrize("args", [[], ["--dry-run"]], ids=["run", "dry-run"])
+def test_resuming_an_empty_config_yaml_is_refused_not_run_with_the_default(run, monkeypatch, args):
+    """A config.yaml cut to nothing resumed the run with the Default's settings, not its own."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    (run / "config.yaml").write_text("")
+    refused(ratchet("run", "--resume", str(run), *args), f"{run / 'config.yaml'} holds no settings",
+            "restore it from a copy of the run dir")
+
+
+@pytest.mark.parametrize("name", ["train_ids.json", "eval_ids.json"])
+def test_resuming_a_run_without_its_split_file_names_it_and_the_fix(run, monkeypatch, name):
+    """It was "Error: [Errno 2] No such file or directory: 'RUN/train_ids.json" (a quote lost)."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    (run / "train_ids.json").write_text(json.dumps(["sim/000"]))
+    (run / "eval_ids.json").write_text(json.dumps(["sim/001"]))
+    (run / name).unlink()
+    line = refused(ratchet("run", "--resume", str(run)), f"{run / name} is missing",
+                   "restore it from a copy of the run dir")
+    assert "Errno" not in line
+
+
 @pytest.mark.parametrize("text", ["", '{"rounds": [', "[1, 2]"], ids=["empty", "cut", "a-list"])
 def test_export_of_a_run_with_a_garbled_loop_json_is_one_line(run, tmp_path, text):
     (run / "loop.json").write_text(text)

@@ -19,6 +19,7 @@ import pytest
 from skill_builders import TOPICS, make_skill, routed_capsules
 from fakes import HashEmbedder
 
+from offline_data import mbpp_plus_path
 from one_line import process_error_line
 from refusals import ratchet, refused
 from ratchet_ray.bank.skill_bank import SkillBank
@@ -104,6 +105,17 @@ def test_a_config_file_this_user_may_not_read_names_the_fix(run, deny, command):
     done = ratchet_denied(*[a.replace("RUN", str(run)) for a in command])
     process_error_line(done, f"{run / 'config.yaml'}: cannot read it: Permission denied",
                        "give this user read access", "or run as its owner")
+
+
+def test_a_split_file_this_user_may_not_read_names_the_fix(run, deny):
+    """It was a PermissionError's traceback on ``run --resume``."""
+    mbpp_plus_path()  # the run's tasks load before its split files are read
+    for name, ids in (("train_ids.json", ["Mbpp/2"]), ("eval_ids.json", ["Mbpp/3"])):
+        (run / name).write_text(json.dumps(ids))
+    deny(run / "eval_ids.json")
+    done = ratchet_denied("run", "--resume", str(run))
+    process_error_line(done, f"{run / 'eval_ids.json'}: cannot read it: Permission denied",
+                       "give this user read access")
 
 
 def test_repair_sets_no_part_aside_that_only_this_user_may_not_read(run, deny):
