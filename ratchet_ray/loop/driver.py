@@ -267,7 +267,10 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
             # to the graders of every node through the object store.
             shared_inputs = share_precomputed(runtime.graders,
                                               [t.task_id for t in (*train_tasks, *eval_tasks)])
-            if not available_rounds(run.path):  # the bank round 0 starts from
+            # The bank round 0 starts from, made once: snapshots a resumed run finds deleted
+            # are not made again from its later bank (a rollback would restore that instead);
+            # a rollback that needs one missing stops on a line saying so.
+            if next_round == 0 and not available_rounds(run.path):
                 # The suite's own checks on the run's Grader pool (``before_rounds``)
                 problem = before_rounds(config, lambda items: grade_all(runtime.graders, items),
                                         [*train_tasks, *eval_tasks], run.path)

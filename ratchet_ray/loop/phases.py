@@ -8,7 +8,8 @@ Contracts:
   that round's checkpoint.
 - Rollback reads this round's eval pass@1, so it runs right after eval; on firing it restores
   the best round's bank, which train then uses, and skips this round's metasynth, synth and
-  curate. Its decision is a pure function of the eval history.
+  curate. Its decision is a pure function of the eval history. Only that snapshot is ever read:
+  others may be pruned; firing with it missing is a ``RunStopped`` naming it and the fix.
 - Resume: metasynth, synth and curate (not idempotent) write their output file last and are
   skipped, the summary refilled from it, when it exists; metasynth and synth mark their start
   first, so a crashed attempt is replayed from the bank's events (``replay``), never rerun.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import ray
@@ -30,6 +32,7 @@ import ray
 from actors.draining import call_one, drain
 from actors.pools import PoolResult, ResilientPool
 from actors.synthesizer import SynthesizerProcess
+from ratchet_ray.bank.checkpoints import available_rounds, checkpoint_dir
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import recent_verdicts
@@ -39,7 +42,8 @@ from ratchet_ray.llm.accounting import llm_call_row
 from ratchet_ray.loop.context import LoopContext
 from ratchet_ray.loop import replay
 from ratchet_ray.loop.execute import EvidenceSink, SplitRunner
-from ratchet_ray.loop.rundir import bench_json
+from ratchet_ray.loop.breaker import RunStopped
+from ratchet_ray.loop.rundir import bench_json, resume_advice
 from ratchet_ray.loop.twins import grade_twins
 from ratchet_ray.roles.critic import CriticWorker, is_critiquable
 from ratchet_ray.roles.solver import BankSnapshot
@@ -125,8 +129,14 @@ def rollback_check(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
     decision = ctx.gate.observe(round_, summary.eval.pass_at_1 if summary.eval else 0.0)
     record: dict[str, Any] = asdict(decision)
     if decision.fire:
-        record["changed"] = ray.get(ctx.actors.bank.restore.remote(
-            decision.restore_round, current_round=round_, reason="rollback"))
+        try:
+            record["changed"] = ray.get(ctx.actors.bank.restore.remote(
+                decision.restore_round, current_round=round_, reason="rollback"))
+        except FileNotFoundError as exc:  # Ray's error is also the cause's class
+            if decision.restore_round in available_rounds(ctx.run.path):
+                raise  # something else went missing (the run dir itself: RunDir.lost says)
+            raise RunStopped(missing_snapshot(ctx.run.path, round_, decision.restore_round)
+                             ) from exc
         summary.rollback_fired, summary.restored_round = True, decision.restore_round
         log.warning("round %d: rollback fired; restored the bank of round %d",
                     round_, decision.restore_round)
@@ -134,6 +144,17 @@ def rollback_check(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
     if decision.fire:
         return f"FIRED: restored round {decision.restore_round}"
     return f"regressed streak {decision.regressed_streak}"
+
+
+def missing_snapshot(run: Path, round_: int, restore_round: int) -> str:
+    """Why the rollback gate of ``round_`` cannot restore ``restore_round``'s bank, and the fix.
+    Only the best round's snapshot is ever restored, so pruning the others is harmless."""
+    return (f"round {round_}: the rollback gate fired and must restore the bank of round "
+            f"{restore_round} (the best round), but its snapshot "
+            f"{checkpoint_dir(run, restore_round)} is missing (snapshots left: rounds "
+            f"{available_rounds(run) or 'none'}); put it back from a copy of the run dir and "
+            f"continue with {resume_advice(run)} (other rounds' snapshots may be pruned: only "
+            "the best round's is restored)")
 
 
 def train(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:

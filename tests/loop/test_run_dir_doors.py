@@ -12,6 +12,7 @@ what round 0 had found (no verdicts to learn from) and a loop.json without round
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -78,6 +79,58 @@ def test_a_run_dir_deleted_or_made_unwritable_mid_round_stops_on_one_line(tmp_pa
                                str(run_dir / "evidence"), f"make {run_dir} writable and whole "
                                f"again, then continue with --resume {run_dir}")
             assert not (run_dir / "round_00" / "summary.json").exists()
+
+
+# A sim run whose rollback gate fires in round 1 (any drop below round 0 fires it: threshold 0,
+# one round), stopped there by a door, its bank snapshots then pruned and the run resumed.
+STOP_AT_ROUND_1_ROLLBACK = """
+import sys
+from ratchet_ray.loop import driver
+from ratchet_ray.loop.breaker import RunStopped
+
+def at_rollback(ctx, round_, summary, _rollback=driver.phases.rollback_check):
+    if round_ == 1:
+        raise RunStopped("stopped before round 1's rollback")
+    return _rollback(ctx, round_, summary)
+
+driver.ROUND_PHASES = tuple(driver.Phase(p.name, at_rollback, p.critical, p.spends, p.rerunnable)
+                            if p.name == "rollback" else p for p in driver.ROUND_PHASES)
+from ratchet_ray.cli.run import run
+run(sys.argv[1:], prog_name="python -m jobs.skill_loop")
+"""
+
+
+@pytest.mark.slow  # a real sim run and two resumes on a local Ray of their own (about 40 s each)
+def test_a_rollback_whose_snapshot_was_pruned_stops_on_one_line_and_others_may_go(tmp_path):
+    """Found on a sim run: with ``checkpoints/`` deleted before ``--resume``, the resume made
+    round 0's snapshot again from its later bank, and the rollback "restored" that, silently; a
+    needed snapshot deleted mid-run was a traceback (``read_snapshot``'s, through Ray)."""
+    def sim(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, *args], cwd=ROOT, env=_env(), capture_output=True,
+                              text=True, timeout=300)
+
+    results = tmp_path / "results"
+    done = sim("-c", STOP_AT_ROUND_1_ROLLBACK, "sim", "--rounds", "2", "--n-train", "10",
+               "--n-eval", "10", "--quiet", "--set", f"results_dir={results}",
+               "--set", "rollback.threshold=0", "--set", "rollback.consecutive=1")
+    process_error_line(done, "stopped before round 1's rollback")
+    (run_dir,) = (results / "sim").iterdir()
+    kept = tmp_path / "kept"
+    shutil.move(run_dir / "checkpoints", kept)  # every snapshot pruned
+    done = sim("-m", "jobs.skill_loop", "--resume", str(run_dir), "--quiet")
+    process_error_line(done, "round 1: the rollback gate fired and must restore the bank of "
+                             "round 0", str(run_dir / "checkpoints" / "round_00"),
+                       "is missing (snapshots left: rounds none); put it back from a copy of "
+                       f"the run dir and continue with --resume {run_dir}")
+    assert not (run_dir / "round_01" / "summary.json").exists()
+    # Round 0's snapshot back, round 1's (never restored) left pruned: the run goes on.
+    (run_dir / "checkpoints").mkdir(exist_ok=True)
+    shutil.move(kept / "round_00", run_dir / "checkpoints" / "round_00")
+    done = sim("-m", "jobs.skill_loop", "--resume", str(run_dir), "--quiet")
+    assert done.returncode == 0, done.stderr[-3000:]
+    rollback = json.loads((run_dir / "round_01" / "rollback.json").read_text())
+    assert rollback["fire"] and rollback["restore_round"] == 0
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["round_00", "round_02"]
 
 
 def _held(tmp_path: Path):
