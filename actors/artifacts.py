@@ -5,6 +5,7 @@ Contracts:
 - ``launch_artifact_service(location)`` starts an ``ArtifactService`` pinned to the driver's
   node, with no CPU, serving ``ArtifactStore(location)`` several calls at once (puts of distinct
   keys are independent atomic writes), restarted if it dies; it ends with the driver's runtime.
+  A folder that existed at launch is never made again by a put, after a restart too.
 - ``run_artifacts_access(run_dir, uri)`` is what a driver hands its actors: the service's client
   for the run dir, or (``infra.artifact_uri`` set) the URI store every node opens itself.
 - ``RemoteArtifacts(handle, location)`` is an ``Artifacts`` whose calls go to that actor and wait:
@@ -25,7 +26,14 @@ SERVICE_CONCURRENCY = 16
 
 
 class ArtifactService(ArtifactStore):
-    """The store as the service's actor class (its own name, which Ray's state shows)."""
+    """The store as the service's actor class (its own name, which Ray's state shows).
+    ``guard``: the folder existed at launch, so its puts make folders only below it, even
+    after a restart that finds it gone (the store alone reads that off the disk at start)."""
+
+    def __init__(self, location: str | Path, guard: bool = False):
+        super().__init__(location)
+        if guard:
+            self._root = Path(self.location)
 
 
 ArtifactServiceActor = ray.remote(ArtifactService)
@@ -38,7 +46,7 @@ def launch_artifact_service(location: str | Path) -> Any:
         # Stateless (everything is on disk) and every call idempotent: a crashed service is
         # restarted and the calls it held are retried, instead of failing every artifact write.
         max_restarts=3, max_task_retries=3,
-    ).remote(str(location))
+    ).remote(str(location), guard=Path(location).is_dir())
 
 
 class RemoteArtifacts(Artifacts):

@@ -10,6 +10,10 @@ Contracts:
 - Calls run one at a time (the bank is a single writer). All state lives on disk, so a restarted
   actor (``max_restarts``) re-reads it; a call in flight when it died is not retried (an add
   must not be applied twice).
+- A run dir that existed at launch (``guard``, a constructor argument, so Ray's restart gets it
+  too) and is gone when the actor restarts is not made again: the restart fails
+  (``FileNotFoundError``) and the bank's calls raise ``RayActorError``. A bank that starts keeps
+  its writers' ``root=`` guard (``SkillBank``), which is read off the disk at start.
 """
 
 from __future__ import annotations
@@ -30,7 +34,11 @@ class SkillBankProcess(SkillBank):
     """``SkillBank`` that may build its embedder in-process from a factory."""
 
     def __init__(self, run_dir: str | Path, *, embedder: EmbedderOrFactory, config: LoopConfig,
-                 run_id: str):
+                 run_id: str, guard: bool = False):
+        if guard and not Path(run_dir).is_dir():  # see module contracts: a restart's guard
+            raise FileNotFoundError(
+                f"the run dir {run_dir} is gone (deleted or moved while the run ran): the "
+                "restarted SkillBank does not start, so nothing makes it again")
         # A class also "has" name/embed, so it counts as a factory, like any non-Embedder callable.
         if embedder is not None and (isinstance(embedder, type) or not isinstance(embedder, Embedder)):
             embedder = embedder()
@@ -51,4 +59,5 @@ def launch_skill_bank(run_dir: str | Path, *, embedder: EmbedderOrFactory, confi
     return ray.remote(SkillBankProcess).options(
         name=actor_name(run_id), get_if_exists=True, max_concurrency=1, max_restarts=3,
         max_task_retries=0, **placement,
-    ).remote(str(run_dir), embedder=embedder, config=config, run_id=run_id)
+    ).remote(str(run_dir), embedder=embedder, config=config, run_id=run_id,
+             guard=Path(run_dir).is_dir())
