@@ -6,7 +6,8 @@ Before a run dir or Ray exists, the config is checked on this machine
 and the MLflow store when tracking is on (``report.tracking.tracking_problems``): one line per
 problem naming the setting and the fix. A new run's results folder is checked too, and
 ``--dry-run`` then checks what the run refuses once it has its tasks (``_check_new_run``: the
-split, the ``--tag``), in the run's words, and prints the config.
+split, the ``--tag``; a resumed run's dir: ``_check_resume``), in the run's words, and prints
+the config.
 
 Config precedence, lowest first: the Default, the suite's file, ``--profile`` files,
 ``--config`` files in order, this command's flags, ``--set`` overrides. ``--resume RUN_DIR``
@@ -109,6 +110,8 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
     if dry_run:
         if resume is None:
             _check_new_run(checked)
+        else:
+            _check_resume(resume)
         print_config(checked)
         return
 
@@ -168,6 +171,19 @@ def _check_new_run(config: Any) -> None:
         return
     with one_line(ValueError, error=click.UsageError):
         split_tasks(tasks, config)
+
+
+def _check_resume(resume: Path) -> None:
+    """``--dry-run --resume``: the run dir's checks the resumed run makes before it starts
+    (``RunDir``'s own: writable, its bank, its name, its split files), in its words."""
+    from ratchet_ray.loop.rundir import RunDir
+
+    run_dir = RunDir(resume)  # config.yaml was read already
+    with one_line(ValueError, error=click.UsageError):
+        run_dir.check_writable()
+        run_dir.check_bank()
+        run_dir.check_name()
+        run_dir.train_ids(), run_dir.eval_ids()
 
 
 @click.command("plot")

@@ -74,7 +74,9 @@ def test_a_read_only_results_folder_names_results_dir(tmp_path):
     (["plot"], ["cannot write the plot", "Read-only file system", "-o DIR"]),
     (["run", "--resume"], ["cannot write to the run dir", "Read-only file system",
                            "--resume the copy"]),
-], ids=["report", "plot", "resume"])
+    (["run", "--dry-run", "--resume"], ["cannot write to the run dir", "Read-only file system",
+                                        "--resume the copy"]),
+], ids=["report", "plot", "resume", "resume-dry-run"])
 def test_a_read_only_run_dir_names_the_flag_that_writes_elsewhere(tmp_path, command, words):
     run_dir = a_run_dir(tmp_path / "mbpp_r1_run")
     before = sorted(p.name for p in run_dir.iterdir())

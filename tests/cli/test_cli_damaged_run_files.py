@@ -86,14 +86,17 @@ def test_resuming_an_empty_config_yaml_is_refused_not_run_with_the_default(run, 
             "restore it from a copy of the run dir")
 
 
+@pytest.mark.parametrize("args", [[], ["--dry-run"]], ids=["run", "dry-run"])
 @pytest.mark.parametrize("name", ["train_ids.json", "eval_ids.json"])
-def test_resuming_a_run_without_its_split_file_names_it_and_the_fix(run, monkeypatch, name):
-    """It was "Error: [Errno 2] No such file or directory: 'RUN/train_ids.json" (a quote lost)."""
+def test_resuming_a_run_without_its_split_file_names_it_and_the_fix(run, monkeypatch, name,
+                                                                     args):
+    """It was "Error: [Errno 2] No such file or directory: 'RUN/train_ids.json" (a quote lost),
+    and a dry run that printed the config."""
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     (run / "train_ids.json").write_text(json.dumps(["sim/000"]))
     (run / "eval_ids.json").write_text(json.dumps(["sim/001"]))
     (run / name).unlink()
-    line = refused(ratchet("run", "--resume", str(run)), f"{run / name} is missing",
+    line = refused(ratchet("run", "--resume", str(run), *args), f"{run / name} is missing",
                    "restore it from a copy of the run dir")
     assert "Errno" not in line
 
