@@ -8,6 +8,8 @@ Contracts:
   commit, untracked files then and the evaluator's process group, all a resume needs to stop
   a stray evaluator and undo the attempt. One that is not (damaged, edited, unreadable) is
   ``AttemptMarkerError``, naming it and the fix, never a guess at what to undo.
+- A folder that cannot be made there (a file in its way, no permission) is
+  ``ArtifactsDirError``: the ``fsutil.cannot_write`` line with the fix.
 """
 
 from __future__ import annotations
@@ -17,9 +19,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ratchet_ray.storage.fsutil import atomic_write_text, cannot_read
+from ratchet_ray.storage.fsutil import atomic_write_text, cannot_read, cannot_write
 
 ARTIFACTS_DIR = ".ratchet-experiment"
+
+
+class ArtifactsDirError(ValueError):
+    """The run's artifact folder cannot be made; the message names the place and the fix."""
 
 
 class AttemptMarkerError(ValueError):
@@ -46,7 +52,13 @@ class RunArtifacts:
         self.logs = self.root / "logs"
         self.marker = self.root / "attempt.json"
         for folder in (self.patches, self.logs):
-            folder.mkdir(parents=True, exist_ok=True)
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ArtifactsDirError(cannot_write(
+                    f"the experiment's artifacts into {self.root}", exc, "move aside what is in "
+                    f"the way (a file where a folder should be), or make {self.root.parent} a "
+                    "writable folder")) from exc
 
     def begin(self, attempt: Attempt) -> None:
         atomic_write_text(self.marker, json.dumps(asdict(attempt)))

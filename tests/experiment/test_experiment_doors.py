@@ -91,3 +91,18 @@ def test_a_proposal_script_not_utf8_is_one_usage_line(tmp_path):
     assert done.exit_code == 2 and isinstance(done.exception, SystemExit), done.output
     assert (f"Error: cannot read the proposal script {script}: 'utf-8' codec can't decode "
             "byte 0xff") in done.output, done.output
+
+
+def test_a_file_where_the_artifact_folder_should_be_is_one_line(tmp_path):
+    """It was a NotADirectoryError traceback from `ratchet experiment run`."""
+    repo = make_repo(tmp_path)
+    (repo / ".git" / "info" / "exclude").write_text(f"/{ARTIFACTS_DIR}\n")
+    (repo / ARTIFACTS_DIR).write_text("in the way")
+    done = CliRunner().invoke(main, [
+        "experiment", "run", "--repo", str(repo), "--editable", "params.txt", "--evaluator",
+        f"{sys.executable} evaluate.py", "--proposer",
+        f"script:{write_script(tmp_path, [params(2)])}", "--name", "t"])
+    assert done.exit_code == 1 and isinstance(done.exception, SystemExit), done.output
+    assert (f"Error: cannot write the experiment's artifacts into {repo / ARTIFACTS_DIR / 't'}: "
+            "Not a directory") in done.output and "move aside what is in the way" in done.output
+    assert (repo / ARTIFACTS_DIR).read_text() == "in the way"
