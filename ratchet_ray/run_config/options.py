@@ -102,7 +102,8 @@ def bank_option(help: str) -> Decorator:
 def subset_option(help: str = "Hard-subset file from jobs.select_subset (overrides "
                               "--n-train/--n-eval).", *, required: bool = False) -> Decorator:
     """``--subset FILE``: an existing hard-subset file (the config's ``subset``)."""
-    return click.option("--subset", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    return click.option("--subset", type=click.Path(exists=True, dir_okay=False, readable=False,
+                                                   path_type=Path),  # read_subset names the fix
                         required=required, help=help)
 
 

@@ -107,6 +107,17 @@ def test_a_config_file_this_user_may_not_read_names_the_fix(run, deny, command):
                        "give this user read access", "or run as its owner")
 
 
+def test_a_subset_file_this_user_may_not_read_names_the_fix(tmp_path, deny):
+    """It was click's "Invalid value for '--subset': File ... is not readable.", naming no fix."""
+    subset = tmp_path / "subset.json"
+    subset.write_text(json.dumps({"train_ids": ["Mbpp/2"], "eval_ids": ["Mbpp/3"]}))
+    deny(subset)
+    done = ratchet_denied("run", "mbpp", "--rounds", "1", "--subset", str(subset), "--set",
+                          f"results_dir={tmp_path / 'results'}", "--dry-run")
+    process_error_line(done, f"subset file {subset}: cannot read it: Permission denied",
+                       "give this user read access")
+
+
 def test_a_split_file_this_user_may_not_read_names_the_fix(run, deny):
     """It was a PermissionError's traceback on ``run --resume``."""
     mbpp_plus_path()  # the run's tasks load before its split files are read
