@@ -87,7 +87,16 @@ def round_rows(run_dir: str | Path, con=None) -> list[dict[str, Any]]:
         return rows
     _, data = load_loop(path)
     by_round = {r["round"]: r for r in data.get("rounds", [])}
-    return [{k: by_round[r].get(k) for k in ROUND_KEYS} for r in sorted(by_round)]
+    return [{k: _loop_value(by_round[r], k) for k in ROUND_KEYS} for r in sorted(by_round)]
+
+
+def _loop_value(row: dict[str, Any], key: str) -> Any:
+    """``key`` of a ``loop.json`` round row, whose splits are nested (``eval.total``) where the
+    evidence's ``round`` view is flat (``eval_total``)."""
+    split, _, name = key.partition("_")
+    if key not in row and split in ("eval", "train") and isinstance(row.get(split), dict):
+        return row[split].get(name)
+    return row.get(key)
 
 
 def identity(run_dir: Path) -> dict[str, Any]:

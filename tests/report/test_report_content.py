@@ -57,6 +57,22 @@ def test_curves_are_the_evidence_per_round_pass_at_1(scenario_run, tmp_path):
     assert chart(html, "tokens").count("<rect") > 0
 
 
+def test_a_folder_holding_only_loop_json_gives_the_evidences_round_numbers(scenario_run, tmp_path):
+    """``round_rows`` falls back to ``loop.json`` where there is no evidence: the same numbers,
+    its nested splits (``eval.total``) read as the flat columns (``eval_total``) too."""
+    from ratchet_ray.report.data import round_rows
+
+    copy = tmp_path / "copied"
+    copy.mkdir()
+    (copy / "loop.json").write_bytes((scenario_run / "loop.json").read_bytes())
+    from_evidence, from_loop = round_rows(scenario_run), round_rows(copy)
+    assert [r["round"] for r in from_loop] == [0, 1, 2, 3]
+    assert all(r["eval_total"] == 4 and r["train_total"] for r in from_loop)
+    for key in ("eval_pass_at_1", "train_pass_at_1", "eval_total", "eval_resolved",
+                "train_total", "train_resolved", "active_skills", "rollback_fired"):
+        assert [r[key] for r in from_loop] == [r[key] for r in from_evidence], key
+
+
 def test_retired_skill_row_says_retired_and_when(scenario_run, tmp_path):
     html = page(build_report([scenario_run], tmp_path / "report.html"))
     bad = skill_row(html, BAD_ID)
