@@ -117,7 +117,10 @@ def make_run_dir(root: Path) -> Path:
 def _substitute(words: list[str], fixtures: Fixtures) -> list[str]:
     out = []
     for word in words:
-        if word.startswith("--") and "=" in word:
+        if word.startswith("results_dir=/"):
+            # a cluster head's folder (/home/ubuntu/...): a dry run checks it is writable here
+            out.append(f"results_dir={fixtures.scratch / 'head_results'}")
+        elif word.startswith("--") and "=" in word:
             flag, value = word.split("=", 1)
             out.append(f"{flag}={fixtures.path_for(value)}")
         else:
