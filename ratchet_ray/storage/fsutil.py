@@ -93,8 +93,12 @@ def read_access(path: str | Path) -> str:
 
 
 def cannot_read(path: str | Path, exc: OSError) -> str:
-    """``cannot read it: <reason>``, and ``; fix: <read_access>`` when this user may not."""
-    fix = "" if may_read(path) else f"; fix: {read_access(path)}"
+    """``cannot read it: <reason>``, and ``; fix: <read_access>`` when this user may not, or
+    ``; fix: name a file ...`` when ``path`` is a folder."""
+    if isinstance(exc, IsADirectoryError):
+        fix = "; fix: name a file, not a folder"
+    else:
+        fix = "" if may_read(path) else f"; fix: {read_access(path)}"
     return f"cannot read it: {exc.strerror or exc}{fix}"
 
 

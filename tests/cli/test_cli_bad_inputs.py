@@ -129,6 +129,16 @@ def test_a_subset_this_user_may_not_read_names_the_access_it_needs(tmp_path, mon
         f"access (e.g. `chmod -R u+rX {subset}`), or run as its owner")
 
 
+def test_a_subset_path_that_is_a_folder_names_the_fix(tmp_path):
+    """A folder given as the subset file said 'cannot read it: Is a directory' and no fix."""
+    from ratchet_ray.suites.base import read_subset
+
+    with pytest.raises(ValueError) as refused:
+        read_subset(tmp_path)
+    assert str(refused.value) == (f"subset file {tmp_path}: cannot read it: Is a directory; "
+                                  "fix: name a file, not a folder")
+
+
 @pytest.mark.parametrize("args, words", [
     (["--rounds", "0"], ["rounds=0 runs no round", "--rounds 1 or more"]),
     (["--set", "rounds=0"], ["rounds=0 runs no round", "--rounds 1 or more"]),
