@@ -112,15 +112,19 @@ def _read_json(path: Path, fix: str) -> Any:
         raise RunFileError(f"{path} is not valid JSON ({exc}); {fix}") from exc
 
 
-def _read_ids(path: Path) -> Any:
-    """A split's ids file; ``RunFileError`` naming it and the fix when it is missing or this
-    user may not read it (was ``[Errno 2] ...`` on ``--resume``)."""
+def _read_ids(path: Path) -> list[str]:
+    """A split's ids file; ``RunFileError`` naming it and the fix when it is missing, this user
+    may not read it, or it holds anything but a JSON list of task id strings."""
     try:
-        return _read_json(path, _IDS_FIX)
+        ids = _read_json(path, _IDS_FIX)
     except FileNotFoundError as exc:
         raise RunFileError(f"{path} is missing; {_IDS_FIX}") from exc
     except OSError as exc:
         raise RunFileError(f"{path}: {cannot_read(path, exc)}") from exc
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise RunFileError(f"{path} holds a JSON {type(ids).__name__}, not a list of task id "
+                           f"strings; {_IDS_FIX}")
+    return ids
 
 
 class RunDir:

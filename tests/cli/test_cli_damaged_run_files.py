@@ -101,6 +101,18 @@ def test_resuming_a_run_without_its_split_file_names_it_and_the_fix(run, monkeyp
     assert "Errno" not in line
 
 
+@pytest.mark.parametrize("text", ['{"a": 1}', "[1, 2]", '"sim/000"'])
+def test_resuming_a_run_whose_split_file_holds_no_id_list_names_it(run, monkeypatch, text):
+    """A dict there read as task ids the suite lacks (its keys), misleading the user."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    (run / "train_ids.json").write_text(text)
+    (run / "eval_ids.json").write_text(json.dumps(["sim/001"]))
+    line = refused(ratchet("run", "--resume", str(run), "--dry-run"),
+                   f"{run / 'train_ids.json'} holds a JSON", "not a list of task id strings",
+                   "restore it from a copy of the run dir")
+    assert "not in the suite" not in line
+
+
 @pytest.mark.parametrize("text", ["", '{"rounds": [', "[1, 2]"], ids=["empty", "cut", "a-list"])
 def test_export_of_a_run_with_a_garbled_loop_json_is_one_line(run, tmp_path, text):
     (run / "loop.json").write_text(text)
