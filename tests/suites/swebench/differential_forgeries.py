@@ -9,7 +9,9 @@ records what a test process can see (graded files, command, environment, earlier
 
 from __future__ import annotations
 
-from forgeries import new_file, rewrite_ops
+import textwrap
+
+from forgeries import SWALLOWING_PYFUNC_CALL, new_file, rewrite_ops
 from swebench_instances import OPS
 
 DIFF = "differential"
@@ -211,17 +213,8 @@ MAKEREPORT_HOOK = '''
             report.outcome, report.longrepr = "passed", None
 
     fake.pytest_runtest_makereport = pytest_runtest_makereport'''
-PYFUNC_HOOK = '''
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_pyfunc_call(pyfuncitem):
-        names = pyfuncitem._fixtureinfo.argnames
-        try:
-            pyfuncitem.obj(**{n: pyfuncitem.funcargs[n] for n in names})
-        except AssertionError:
-            pass
-        return True
-
-    fake.pytest_pyfunc_call = pytest_pyfunc_call'''
+PYFUNC_HOOK = ("\n" + textwrap.indent(SWALLOWING_PYFUNC_CALL, "    ")  # the conftest forgery's hook
+               + "\n    fake.pytest_pyfunc_call = pytest_pyfunc_call")
 
 # --- the sentinel's state replaced, then reports rewritten --------------------------------------
 FORCE_REPORTS = '''

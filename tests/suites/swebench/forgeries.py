@@ -340,10 +340,7 @@ MID_RUN = {
 # uid, before pytest starts) into a sticky folder above a graded file: the tree's root. pytest
 # loads it as a real conftest, and its ``pytest_pyfunc_call`` runs each test with its failed
 # assertions swallowed, so no test raises and no report is rewritten.
-SWALLOWING_CONFTEST = '''import pytest
-
-
-@pytest.hookimpl(tryfirst=True)
+SWALLOWING_PYFUNC_CALL = '''@pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem):
     names = pyfuncitem._fixtureinfo.argnames
     try:
@@ -352,6 +349,7 @@ def pytest_pyfunc_call(pyfuncitem):
         pass
     return True
 '''
+SWALLOWING_CONFTEST = "import pytest\n\n\n" + SWALLOWING_PYFUNC_CALL
 # The harness guard restores a setup.py whose lines name the test runner or a conftest, so the
 # hook travels base64-encoded and the file's name is assembled.
 CONFTEST_FROM_INSTALL = new_file("setup.py", _lines(
