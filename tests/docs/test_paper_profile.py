@@ -257,3 +257,36 @@ def test_the_headline_metric_and_the_baseline_are_the_papers():
     assert loop_metrics(rows).rolling_gain == pytest.approx(0.4)
     probes = next(p for p in baseline.params if p.name == "probes")
     assert probes.default == 5
+
+
+CLAUDE_CHARS_PER_TOKEN = 3.0
+"""A low bound of English prose per Claude token (JSON keys and quotes make it lower still)."""
+
+
+@pytest.mark.parametrize("suite", sorted(PAPER_SPLITS))
+def test_the_synthesizers_reply_cap_admits_a_skill_of_the_longest_allowed_size(suite):
+    """The skill's length is capped in characters (``synth.max_skill_chars``); the reply that
+    carries it (the draft as JSON) must fit the Synthesizer's token cap, or the paper's model
+    writing a long skill is cut mid-reply and its draft dropped as garbled."""
+    import json
+
+    from ratchet_ray.bank.skill_io import dump_skill
+    from ratchet_ray.types import Guidance, Skill
+
+    config = paper_config(suite)
+    prose = ("Before returning, re-read the task's examples and check each boundary: an empty "
+             "input, a single element, negative numbers, ties, and the last index of a range. ")
+    words = (prose * 40).split()
+
+    def skill(n: int) -> Skill:
+        text = " ".join(words[:n])
+        return Skill(id="check-boundaries", name="Check the boundaries", description=text,
+                     intent=text, signals_match=["off by one"], tags=["edge-cases"],
+                     guidance=Guidance(applies_when=text, key_insight=text,
+                                       common_pitfalls=[text], verify_before_returning=text))
+
+    n = max(n for n in range(1, len(words)) if len(dump_skill(skill(n))) <= (
+        config.synth.max_skill_chars))
+    reply = json.dumps(json.loads(skill(n).model_dump_json()), indent=2)
+    assert len(reply) / CLAUDE_CHARS_PER_TOKEN <= config.llm.roles.synth.max_tokens, (
+        f"a {len(dump_skill(skill(n)))}-character skill is a {len(reply)}-character reply")
