@@ -154,15 +154,16 @@ LEVELS_TESTS = {f"{LEVELS_FILE}::test_levels": "test_levels", f"{LEVELS_FILE}::t
 FORCER = "the base code, with every failing assertion turned into a pass"
 
 
-def _levels_session(ctx, patch, log_dir, log, deadline, plant=None, label="real", raised="FAILED"):
+def _levels_session(ctx, patch, log_dir, log, deadline, plant=None, label="real", raised="FAILED",
+                    text=LEVELS):
     """One session without Docker, as a runner read from its log reports it: each test run under
     the patch's ``diff`` (the gold one, else the base one), a failure kept as Python's traceback;
     ``raised``: the status of a test that raised other than an ``AssertionError`` (pytest's
-    FAILED, django's and sympy's ERROR)."""
+    FAILED, django's and sympy's ERROR); ``text``: the graded file as the session finds it."""
     from ratchet_ray.suites.swebench.proof.differential import Session
     from ratchet_ray.types import GradeResult
 
-    texts = {LEVELS_FILE: LEVELS}
+    texts = {LEVELS_FILE: text}
     written = plant(texts) if plant else texts
     scope: dict = {}
     exec(GOLD_DIFF if patch == "gold" else BASE_DIFF, scope)
@@ -319,3 +320,42 @@ def test_a_check_fed_by_the_failing_statement_that_writes_no_literal_gets_one_th
         failures={test: 't.py:3: in test_parsing_rfc1123\nhttp.py:139: ValueError'}).values()}
     assert {line for line, _, _ in found} == {6} and {check for *_, check in found} == {(4, 7)}
     assert {old for _, old, _ in found} <= {"1994", "11", "6", "8", "49", "37"} and len(found) > 2
+
+
+def test_a_mutant_not_planted_under_the_base_code_is_dropped(tmp_path):
+    """``prover._fail_under_base`` keeps a mutant only where the base code's session failed it
+    with the mutant planted: where root could not plant it there (the graded file was not the
+    text it was made from), its test ran unmutated, and a FAIL_TO_PASS test fails unmutated
+    under the base code, so that failure says nothing of the mutant (twin_record.choose asks
+    the same). The drop is not final: the session completed, so the test is drawn again."""
+    from ratchet_ray.suites.swebench.proof.differential import planted
+    from ratchet_ray.suites.swebench.proof.prover import Context, DifferentialProof
+    from ratchet_ray.suites.swebench.proof.twin_record import BASE_PATCH
+    from ratchet_ray.suites.swebench.settings import GradingLimits, SwebenchSettings
+
+    f2p = f"{LEVELS_FILE}::test_levels"
+    ctx = Context({"instance_id": "levels", "FAIL_TO_PASS": [f2p], "PASS_TO_PASS": [
+        f"{LEVELS_FILE}::test_first"]}, None, "img", None, "sympy", False)
+    failures = DifferentialProof(SwebenchSettings(), GradingLimits(), None, None, None,
+                                 _levels_session)._base_failures(ctx, [f2p], tmp_path, print, {})
+    mutant = mutants.candidates({f2p: (LEVELS_FILE, "test_levels")}, {LEVELS_FILE: LEVELS},
+                                random.Random(0), failures=failures)[f2p]
+    moved = "# the base tree's file holds a line more\n" + LEVELS
+
+    def session(ctx, patch, *args, **kwargs):
+        return _levels_session(ctx, patch, *args, **kwargs,
+                               text=moved if patch == BASE_PATCH else LEVELS)
+
+    for runner, expect_kept in ((_levels_session, True), (session, False)):
+        proof = DifferentialProof(SwebenchSettings(), GradingLimits(), None, None, None, runner)
+        base = runner(ctx, BASE_PATCH, tmp_path, print, None,
+                      lambda texts: mutants.apply_all(texts, [mutant]))
+        assert planted(mutant, base) is expect_kept
+        assert base.log[f2p] == "FAILED"  # unmutated or not, the base code fails it
+        verdicts = proof._fail_under_base(ctx, [mutant], tmp_path, print, {})
+        if expect_kept:
+            assert verdicts == {f2p: None}
+            continue
+        why = verdicts[f2p]
+        assert why and "not planted under the base code" in why, why
+        assert not isinstance(why, (mutants.Final, mutants.Misplaced)), "drawn again"

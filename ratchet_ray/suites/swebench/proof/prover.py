@@ -31,7 +31,8 @@ from typing import Any, Callable, Iterator, Protocol
 from ratchet_ray.storage.artifacts import Artifacts
 from ratchet_ray.suites.swebench.dataset import load_instances, normalize_instance
 from ratchet_ray.suites.swebench.proof.differential import (
-    MISSING, PASSING, Session, compare_with_gold, draw, graded, judge_canaries, judge_grade, seen)
+    MISSING, PASSING, Session, compare_with_gold, draw, graded, judge_canaries, judge_grade,
+    planted, seen)
 from ratchet_ray.suites.swebench.proof.order import Plan, primary_blocked, run_in_order, shuffled
 from ratchet_ray.suites.swebench.proof.spread import settle
 from ratchet_ray.suites.swebench.proof.twin_record import BASE_PATCH
@@ -474,8 +475,10 @@ class DifferentialProof:
         """Each of ``kept``'s tests -> None when the base code fails its mutant too (one session
         of the base code with all planted), else why it is dropped: a FAIL_TO_PASS mutant may
         expect exactly what the bug returns, which a patch that fixes nothing would pass (why:
-        docs/grading.md, "Gold records"). Where the base session does not complete, only the
-        PASS_TO_PASS mutants stay."""
+        docs/grading.md, "Gold records"). A mutant root could not plant in the base session
+        (``differential.planted``: the graded file was not the text it was made from) is
+        dropped: its test ran unmutated there, so its failure says nothing of the mutant. Where
+        the base session does not complete, only the PASS_TO_PASS mutants stay."""
         if not kept:
             return {}
         tag, name = (f" (redraw {redraw})", f"base-mutants-redraw-{redraw}") if redraw else (
@@ -485,6 +488,11 @@ class DifferentialProof:
         f2p = set(ctx.instance.get("FAIL_TO_PASS") or [])
         verdicts: dict[str, str | None] = {}
         for mutant in kept:
+            if base.log is not None and not planted(mutant, base):
+                verdicts[mutant.test] = ("not planted under the base code (the graded file was "
+                                         "not the text it was made from): its failure there "
+                                         "proves nothing")
+                continue
             in_log, in_junit, _ = seen(mutant, base)
             failed = base.log is not None and in_log not in PASSING and in_junit not in PASSING
             keep = failed or (base.log is None and mutant.test not in f2p)
