@@ -149,6 +149,7 @@ def make_instances(spec: str, out: Path, source: Path | None, count: int, max_ca
     downloads, bugs from SWE-smith's modifiers kept when the project's own tests catch them.
     Grade it with `ratchet swe validate --dataset OUT/instances.jsonl`."""
     from ratchet_ray.suites.swebench.realcode import RealcodeError, Request, make_instances as make
+    from ratchet_ray.suites.swebench.docker.infra import START_DOCKER
     from ratchet_ray.suites.swebench.imports import serial_imports
     from ratchet_ray.suites.swebench.realcode import resolve_project
 
@@ -167,9 +168,8 @@ def make_instances(spec: str, out: Path, source: Path | None, count: int, max_ca
         raise click.ClickException(str(exc)) from exc
     except DockerException as exc:  # no daemon, or it went away mid-build (the set is removed)
         raise click.ClickException(
-            f"Docker: {exc}; start the Docker daemon (from a checkout: bash .ci/docker_setup.sh) "
-            "or set DOCKER_HOST, check it with `ratchet doctor --suite swebench`, then run "
-            "make-instances again") from exc
+            f"Docker: {exc}; {START_DOCKER} or set DOCKER_HOST, check it with "
+            "`ratchet doctor --suite swebench`, then run make-instances again") from exc
 
 
 COMMANDS = [swe]

@@ -26,7 +26,7 @@ from ratchet_ray.llm.doctor import Check
 from ratchet_ray.suites.swebench.docker.container import docker_client, orphaned_containers
 from ratchet_ray.suites.swebench.docker.image_cache import format_report, node_report
 from ratchet_ray.suites.swebench.docker.images import image_name
-from ratchet_ray.suites.swebench.docker.infra import InfraFailure
+from ratchet_ray.suites.swebench.docker.infra import START_DOCKER, InfraFailure
 from ratchet_ray.suites.swebench.settings import SwebenchSettings, settings_from_config
 
 
@@ -89,9 +89,8 @@ def _image_cache_check(settings: SwebenchSettings, root: str, free_gb: float | N
 WARNINGS = ("free disk", "leftover containers", "image cache", "instance images")
 # Fix hints of the environment checks, by check name.
 HINTS = {
-    "docker daemon": "start the daemon (`sudo systemctl start docker`; from a checkout: bash "
-                     ".ci/docker_setup.sh) and check DOCKER_HOST or "
-                     "swebench.docker_host / permissions on /var/run/docker.sock",
+    "docker daemon": f"{START_DOCKER} and check DOCKER_HOST or swebench.docker_host / "
+                     "permissions on /var/run/docker.sock",
     "free disk": "free space under the Docker data root (docker image prune) or lower "
                  "swebench.cache_level so fewer instance images are kept",
     "image cache": "free disk under Docker's data root, set swebench.image_cache_gb so the "

@@ -11,6 +11,7 @@ import os
 
 from ratchet_ray.suites.contract import Cluster, EnvVar, FixHint
 from ratchet_ray.suites.registry import BUILTIN_ORIGIN, register
+from ratchet_ray.suites.swebench.docker.infra import START_DOCKER
 from ratchet_ray.suites.swebench.settings import MOVED_KEYS, SwebenchSettings, adopt_old_keys
 
 NAME = "swebench"
@@ -19,10 +20,8 @@ NAME = "swebench"
 # checks: it offers one unit per CPU.
 DOCKER = {"docker": 1}
 LOCAL_DOCKER_SLOTS = max(1, os.cpu_count() or 1)
-DOCKER_FIX = FixHint(("docker", "containerd"),
-                     "start the Docker daemon (`sudo systemctl start docker`; from a checkout: "
-                     "bash .ci/docker_setup.sh), check DOCKER_HOST / swebench.docker_host, then "
-                     f"`ratchet doctor --suite {NAME}`")
+DOCKER_FIX = FixHint(("docker", "containerd"), f"{START_DOCKER}, check DOCKER_HOST / "
+                     f"swebench.docker_host, then `ratchet doctor --suite {NAME}`")
 ENV_VARS = (EnvVar("DOCKER_HOST", "The Docker daemon SWE-bench's containers run on when "
                    "`swebench.docker_host` is unset (Docker's own variable)"),)
 TASK_ID_PATTERN = r"[\w.-]+__[\w.-]+-\d+"

@@ -49,5 +49,5 @@ def test_doctor_names_the_fix_when_the_daemon_is_unreachable(tmp_path, monkeypat
     result = CliRunner().invoke(doctor, ["--suite", "swebench", "--config", str(config),
                                          "--llm", "openai", "--base-url", "http://127.0.0.1:9/v1"])
     assert _lines(result.output)["docker daemon"] == "FAIL"
-    assert "fix: start the daemon (`sudo systemctl start docker`; from a checkout: bash " \
+    assert "fix: start the Docker daemon (`sudo systemctl start docker`; from a checkout: bash " \
            ".ci/docker_setup.sh)" in result.output

@@ -40,10 +40,10 @@ from ratchet_ray.seeding import derive_seed, sampling_kwargs
 from ratchet_ray.suites.swebench.agent.prompts import (
     ACTION_SCHEMA, AgentAction, Step, agent_messages, clip_middle, extract_diff, single_call_messages)
 from ratchet_ray.suites.swebench.docker.container import (
-    START_DAEMON, InstanceContainer, daemon_address, docker_client, instance_container)
+    InstanceContainer, daemon_address, docker_client, instance_container)
 from ratchet_ray.suites.swebench.docker.images import InstanceImages
 from ratchet_ray.suites.swebench.imports import serial_imports
-from ratchet_ray.suites.swebench.docker.infra import InfraFailure, classify_exception
+from ratchet_ray.suites.swebench.docker.infra import START_DOCKER, InfraFailure, classify_exception
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 from ratchet_ray.types import Skill, Task
 
@@ -135,7 +135,7 @@ def _daemon_lost(exc: BaseException, settings: SwebenchSettings) -> InfraFailure
         return None
     return InfraFailure("daemon_unreachable",
                         f"the Docker daemon at {daemon_address(settings)} went away mid-attempt "
-                        f"({type(exc).__name__}: {exc}); {START_DAEMON}")
+                        f"({type(exc).__name__}: {exc}); {START_DOCKER}")
 
 
 def _loop(llm: LLMClient, task: Task, skill: Skill | None, settings: SwebenchSettings,

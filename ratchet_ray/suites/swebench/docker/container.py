@@ -26,7 +26,7 @@ from typing import Any, Iterator, Sequence
 
 from ratchet_ray.suites.swebench.docker.execbox import InstanceContainer, container_workdir
 from ratchet_ray.suites.swebench.imports import docker_errors, serial_imports
-from ratchet_ray.suites.swebench.docker.infra import InfraFailure, docker_failure
+from ratchet_ray.suites.swebench.docker.infra import START_DOCKER, InfraFailure, docker_failure
 from ratchet_ray.suites.swebench.settings import SwebenchSettings
 
 LABEL_KEY = "ratchet-ray.suite"
@@ -39,8 +39,6 @@ INSTANCE_KEY = "ratchet-ray.instance"
 # SETUID/SETGID (setpriv and docker exec drop to that uid), KILL (end processes it left behind).
 HARNESS_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "KILL")
 _NO_STORAGE_OPT = "--storage-opt is supported only"
-START_DAEMON = ("start one (`sudo systemctl start docker`, or from a checkout "
-                "`bash .ci/docker_setup.sh`)")
 
 
 def owner_label() -> str:
@@ -71,7 +69,7 @@ def docker_client(settings: SwebenchSettings) -> Any:
     except Exception as exc:  # noqa: BLE001 - every way of failing to connect is the same infra fault
         raise InfraFailure("daemon_unreachable",
                            f"no Docker daemon at {daemon_address(settings)} "
-                           f"({type(exc).__name__}: {exc}); {START_DAEMON}") from exc
+                           f"({type(exc).__name__}: {exc}); {START_DOCKER}") from exc
 
 
 def _create(client: Any, settings: SwebenchSettings, **kwargs: Any) -> Any:

@@ -38,6 +38,11 @@ REASONS = (
     "twin_unavailable",     # an impossible twin the grader cannot build: no FAIL_TO_PASS mutant
                             # the gold patch fails (twin.py); never a pass
 )
+
+# How to start a daemon: the one wording of every message that finds none (a failed connection,
+# the doctor's and the preflight's fix, `swe make-instances`).
+START_DOCKER = ("start the Docker daemon (`sudo systemctl start docker`; from a checkout: "
+                "bash .ci/docker_setup.sh)")
 OUT_OF_MEMORY = "out_of_memory"
 
 
