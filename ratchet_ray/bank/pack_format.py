@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ratchet_ray.storage.fsutil import atomic_write_text
+from ratchet_ray.storage.fsutil import atomic_write_text, cannot_read, may_read, read_access
 
 FORMAT = "ratchet-skill-pack"
 FORMAT_VERSION = 1
@@ -63,11 +63,17 @@ def write_pack(folder: Path, manifest: dict[str, Any], texts: dict[str, str]) ->
 def read_manifest(folder: Path) -> dict[str, Any]:
     """``pack.json`` of ``folder``, checked for a known format and version."""
     path = folder / MANIFEST
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except OSError as exc:  # a pack folder this user may not list: its fix, not re-export
+        raise PackError(f"{folder}: {cannot_read(folder, exc)}") from exc
+    if not found:
         raise PackError(f"{folder}: no {MANIFEST}; pass a folder written by `ratchet skill export`")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        if isinstance(exc, OSError) and not may_read(path):  # intact: this user may not read it
+            raise PackError(f"{path}: {cannot_read(path, exc)}") from exc
         raise PackError(f"{path}: unreadable manifest ({exc}); re-export the pack") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise PackError(f"{path}: not a skill pack (format is not {FORMAT!r}); pass a folder "
@@ -89,12 +95,17 @@ def read_pack(folder: str | Path) -> tuple[dict[str, Any], dict[str, str]]:
     for entry in manifest["skills"]:
         skill_id = entry.get("id")
         path = folder / SKILLS_DIR / f"{skill_id}.yaml"
+        if not may_read(path.parent):  # its folder this user may not list: is_file would raise
+            raise PackError(f"{path.parent}: cannot read it: Permission denied; fix: "
+                            f"{read_access(folder)}")
         if not path.is_file():
             raise PackError(f"{folder}: skill {skill_id!r}: {path.name} is missing; re-export "
                             "the pack")
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:  # garbled since export: as a changed text
+            if isinstance(exc, OSError) and not may_read(path):  # not garbled: not this user's
+                raise PackError(f"{path}: {cannot_read(path, exc)}") from exc
             raise PackError(f"{folder}: skill {skill_id!r}: {path.name} cannot be read "
                             f"({exc}); the pack is refused; re-export it from the source "
                             "run") from exc

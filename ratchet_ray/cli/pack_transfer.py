@@ -64,7 +64,8 @@ def _report(header: str, rows: list[dict[str, Any]], records: list[dict[str, Any
 @config_option()
 @set_option("Config override of every run, e.g. --set curator.active_cap=2 (repeatable).")
 @llm_option()
-@click.option("--pack", type=click.Path(exists=True, file_okay=False, path_type=Path),
+@click.option("--pack", type=click.Path(exists=True, file_okay=False, readable=False,
+                                        path_type=Path),  # check_pack names the fix
               help="Measure this pack (ratchet skill export) instead of running A.")
 @click.option("--allow-other-suite", is_flag=True,
               help="Let --pack come from a run of another suite.")

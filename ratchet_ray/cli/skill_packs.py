@@ -27,6 +27,7 @@ from ratchet_ray.governance.bypass import last_round
 from ratchet_ray.evidence.store import EvidenceSchemaError, EvidenceStore
 from ratchet_ray.packs.export import export_pack
 from ratchet_ray.bank.pack_format import MANIFEST, PackError
+from ratchet_ray.storage.fsutil import cannot_read
 
 __all__ = ["USER_ERRORS", "export_cmd", "import_cmd", "transfer_cmd"]
 
@@ -98,8 +99,24 @@ def _export_agent_skills(run_dir: Path, out: Path, status: str, license_: str | 
                "per skill, each with its SKILL.md)")
 
 
+def neither_pack_nor_agent_skills(folder: Path, run_dir: Path) -> str:
+    """The refusal of a folder ``skill import`` reads as neither format, naming both (and
+    ``skill load`` when it holds skill YAML files, which that command reads)."""
+    from ratchet_ray.bank.skill_io import skill_files as yaml_files
+    from ratchet_ray.packs.agent_skills import SKILL_FILE
+
+    line = (f"skill import: {folder} is neither a skill pack (no {MANIFEST}) nor a folder of "
+            f"Agent Skills (no {SKILL_FILE} in it or in a folder of it); pass a pack written by "
+            "`ratchet skill export -o PACK`, or Agent Skills (`ratchet skill export --as "
+            f"agent-skills`, or <name>/{SKILL_FILE} written by hand)")
+    if yaml_files(folder):
+        line += (f"; it holds skill YAML files: load those with `ratchet --db {run_dir} skill "
+                 f"load {folder}`")
+    return line
+
+
 @click.command("import")
-@click.argument("pack", type=click.Path(path_type=Path))
+@click.argument("pack", type=click.Path(readable=False, path_type=Path))  # named with its fix
 @click.option("--into", "into", type=click.Path(path_type=Path), default=None,
               help="Run dir to import into (default: --db).")
 @click.option("--allow-other-suite", is_flag=True,
@@ -118,7 +135,12 @@ def import_cmd(ctx: click.Context, pack: Path, into: Path | None, allow_other_su
     from ratchet_ray.packs.agent_skills import AgentSkillsError
     from ratchet_ray.packs.agent_skills_import import import_agent_skills, skill_files
 
-    agent_skills = not (pack / MANIFEST).is_file() and bool(skill_files(pack))
+    try:
+        agent_skills = not (pack / MANIFEST).is_file() and bool(skill_files(pack))
+    except OSError as exc:  # a folder this user may not list: named with its fix
+        raise click.ClickException(f"{pack}: {cannot_read(pack, exc)}") from exc
+    if not agent_skills and not (pack / MANIFEST).exists():
+        raise click.UsageError(neither_pack_nor_agent_skills(pack, run_dir))
     with one_line(*_ERRORS, AgentSkillsError):
         at = recording_round(run_dir, round_)
         with writer_lock(run_dir, "ratchet skill import"):

@@ -12,6 +12,8 @@ commands' options are ``cli.options``'.
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -94,9 +96,22 @@ def seed_option(help: str) -> Decorator:
 
 
 def bank_option(help: str) -> Decorator:
-    """``--bank PACK``: an existing skill-pack folder (``bank.pack``)."""
-    return click.option("--bank", type=click.Path(exists=True, file_okay=False, path_type=Path),
+    """``--bank PACK``: an existing skill-pack folder (``bank.pack``). One this user may not
+    read is refused with ``fsutil.cannot_read``'s line and its fix (click's says only "is not
+    readable"), as ``--config`` and ``--subset`` are."""
+    return click.option("--bank", type=click.Path(exists=True, file_okay=False, readable=False,
+                                                  path_type=Path), callback=_readable_folder,
                         help=help)
+
+
+def _readable_folder(ctx: click.Context, param: click.Parameter, value: Path | None
+                     ) -> Path | None:
+    from ratchet_ray.storage.fsutil import cannot_read, may_read
+
+    if value is not None and not may_read(value):
+        denied = PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(value))
+        raise click.UsageError(f"--{param.name} {value}: {cannot_read(value, denied)}", ctx)
+    return value
 
 
 def subset_option(help: str = "Hard-subset file from jobs.select_subset (overrides "

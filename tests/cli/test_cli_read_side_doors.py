@@ -1,0 +1,118 @@
+"""Doors of the read side met as a hostile user meets them: a pack or skill file this user may not
+read, a folder that is neither format, an ``-o`` that is a symbolic link (or a loop of them), a
+skill file that is no UTF-8 or huge, an evidence part that is a folder, SQL that is two
+statements or no SQL. Each is one ``Error:`` line naming the cause and the fix (or a warning
+naming the file, where the command still has something true to show), never a traceback, click's
+bare "is not readable", or output silently wrong.
+
+As root the mode bits bind only a process without the capabilities that let root past them
+(``setpriv``), as in ``test_cli_read_doors.py``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fakes import HashEmbedder
+from skill_builders import TOPICS, make_skill, routed_capsules
+
+from one_line import process_error_line
+from refusals import ratchet, refused
+from ratchet_ray.bank.skill_bank import SkillBank
+from ratchet_ray.evidence.store import EvidenceStore
+from ratchet_ray.run_config.files import dump_config
+from ratchet_ray.settings.schema import LoopConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+_AS_OWNER_ONLY = (["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+                  if os.geteuid() == 0 else [])
+
+
+def ratchet_denied(*args: str) -> subprocess.CompletedProcess:
+    """``ratchet ARGS`` in a process the mode bits bind (module docstring)."""
+    return subprocess.run([*_AS_OWNER_ONLY, sys.executable, "-m", "ratchet_ray.cli", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def run(run_dir) -> Path:
+    """A two-round run: config.yaml, skills 'one' and 'two', capsules of rounds 0 and 1."""
+    run_dir.mkdir(parents=True)
+    config = LoopConfig()
+    dump_config(config, run_dir / "config.yaml")
+    bank = SkillBank(run_dir, embedder=HashEmbedder(), config=config, run_id=run_dir.name)
+    for i, skill_id in enumerate(("one", "two")):
+        bank.add(make_skill(skill_id, TOPICS[i]), round_=0)
+    store = EvidenceStore(run_dir)
+    for round_ in (0, 1):
+        store.append("capsule", round_, routed_capsules(run_dir.name, "one", round_, 2, 1))
+    (run_dir / "loop.json").write_text(json.dumps({
+        "run_id": run_dir.name, "suite": "mbpp", "seed": 42, "rounds_planned": 2,
+        "rounds": [{"round": r, "eval_pass_at_1": 0.5, "active_skills": 2} for r in (0, 1)]}))
+    return run_dir
+
+
+@pytest.fixture
+def deny():
+    """``deny(path)`` takes every permission from ``path`` until the test ends."""
+    denied: list[Path] = []
+    yield lambda path: (denied.append(path), path.chmod(0))
+    for path in denied:
+        if path.exists():
+            path.chmod(0o755)
+
+
+@pytest.fixture
+def pack(run, tmp_path) -> Path:
+    out = tmp_path / "pack"
+    assert ratchet("skill", "export", str(run), "-o", str(out)).exit_code == 0
+    return out
+
+
+# ---- packs ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("command", [
+    ["run", "mbpp", "--rounds", "1", "--bank", "PACK", "--set", "results_dir=OUT", "--dry-run"],
+    ["ablations", "mbpp", "--bank", "PACK", "--out", "OUT", "--dry-run"],
+], ids=["run", "ablations"])
+def test_a_bank_pack_this_user_may_not_read_names_the_fix(pack, deny, tmp_path, command):
+    """It was click's "Invalid value for '--bank': Directory ... is not readable.", no fix."""
+    deny(pack)
+    done = ratchet_denied(*[a.replace("PACK", str(pack)).replace("OUT", str(tmp_path / "o"))
+                            for a in command])
+    process_error_line(done, f"--bank {pack}: cannot read it: Permission denied",
+                       "give this user read access", "or run as its owner")
+
+
+@pytest.mark.parametrize("part", ["", "pack.json", "skills", "skills/one.yaml"],
+                         ids=["folder", "manifest", "skills-folder", "skill-file"])
+def test_a_pack_part_this_user_may_not_read_is_named_with_the_fix_not_re_export(
+        run, pack, deny, part):
+    """``skill import`` said click's "Path ... is not readable." for the folder; a manifest or
+    skill file it may not read was 'unreadable manifest ([Errno 13] ...); re-export the pack', a
+    fix that cannot help; a skills folder it may not list was a traceback."""
+    deny(pack / part if part else pack)
+    done = ratchet_denied("skill", "import", str(pack), "--into", str(run))
+    line = process_error_line(done, "cannot read it: Permission denied",
+                              "give this user read access")
+    assert "re-export" not in line and str(pack / part if part else pack) in line
+
+
+def test_a_folder_of_neither_format_names_both_and_skill_load(run, tmp_path):
+    """It was 'no pack.json; pass a folder written by `ratchet skill export`', though
+    `skill import` takes Agent Skills too; a folder of skill YAML files got no word of
+    `skill load`, the command that reads them."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    line = refused(ratchet("skill", "import", str(empty), "--into", str(run)),
+                   "neither a skill pack (no pack.json)", "nor a folder of Agent Skills (no "
+                   "SKILL.md", "ratchet skill export -o PACK", "--as agent-skills")
+    assert "skill load" not in line
+    yamls = tmp_path / "yamls"
+    yamls.mkdir()
+    (yamls / "one.yaml").write_text((run / "skills" / "one.yaml").read_text())
+    refused(ratchet("skill", "import", str(yamls), "--into", str(run)),
+            "neither a skill pack", f"`ratchet --db {run} skill load {yamls}`")
