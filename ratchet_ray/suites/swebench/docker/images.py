@@ -26,7 +26,6 @@ import hashlib
 import io
 import os
 import tarfile
-import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -122,18 +121,12 @@ class InstanceImages:
     def __init__(self, client: Any, settings: SwebenchSettings):
         self.client = client
         self.settings = on_this_node(settings)  # this node's lock_dir (and image index)
-        self._lock = threading.Lock()
-        self._image_locks: dict[str, threading.Lock] = {}
         # Images present before this worker touched anything are never removed by it.
         self.prior: set[str] = {tag for image in client.images.list() for tag in image.tags}
         self.cache = ImageCache(client, self.settings, self.lock)
 
     def name(self, instance: dict[str, Any]) -> str:
         return image_name(instance["instance_id"], self.settings)
-
-    def _image_lock(self, name: str) -> threading.Lock:
-        with self._lock:
-            return self._image_locks.setdefault(name, threading.Lock())
 
     def exists(self, name: str) -> bool:
         return find_image(self.client, name) is not None
@@ -168,7 +161,7 @@ class InstanceImages:
         history after ``base_commit`` (module contract)."""
         errors = docker_errors()
         name = self.name(instance)
-        with self._image_lock(name), self.lock(name).exclusive():
+        with self.lock(name).exclusive():
             try:
                 if self.ready(name, instance):
                     self.cache.record(name, "hit")
@@ -262,7 +255,7 @@ class InstanceImages:
         errors = docker_errors()
         if self.settings.cache_level == "instance" or name in self.prior:
             return False
-        with self._image_lock(name), self.lock(name).exclusive(wait=False) as free:
+        with self.lock(name).exclusive(wait=False) as free:
             if not free:
                 log(f"kept image {name}: another grader or agent on this machine uses it")
                 return False
