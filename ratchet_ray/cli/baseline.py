@@ -111,6 +111,10 @@ class ProbeRun:
             self.answers[(task.task_id, probe)] = outcome
             self.grade(task, probe, outcome)
             return
+        if not result.ok:  # a full disk a Solver met stops the job (main: no_room), no retry
+            from ratchet_ray.loop.execute import stop_on_full_disk
+
+            stop_on_full_disk(result.error)
         failed = outcome if result.ok else result  # the attempt failed, or its actor died
         cause = f"{failed.exit_status}: {failed.error}"
         if not self.retried(task, probe, "solve", cause):

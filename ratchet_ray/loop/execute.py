@@ -15,7 +15,8 @@ Contracts:
   make no LLM call, so no ``llm_call`` row books that loss (a lost Solver attempt's way).
 - Every task yields a capsule: a failed solve (``exit_status`` not ``"ok"``) or a pool job that
   died ``max_attempts`` times is recorded ungraded, ``exit_status`` the exception's name, its
-  message in ``grader_trace``, ``infra_failure=True`` (counts in pass@1, never critiqued).
+  message in ``grader_trace``, ``infra_failure=True`` (counts in pass@1, never critiqued). A
+  full disk a Solver met is no attempt: it stops the run (``stop_on_full_disk``).
 - Counterfactual probes (``probe_fraction`` > 0, train only): a routed task picked by
   ``governance.counterfactual.probe_selected`` is solved once more with NONE (``attempt`` 1,
   calls of role ``probe``); probes never count in pass@1, never trip the breaker, and one lost
@@ -43,6 +44,7 @@ from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.governance.counterfactual import PROBE_ATTEMPT, probe_selected
 from ratchet_ray.llm.accounting import llm_call_row
 from ratchet_ray.seeding import seeded_order
+from ratchet_ray.storage.fsutil import disk_full_error
 from ratchet_ray.loop.breaker import LOST_GRADE, InfraBreaker
 from ratchet_ray.loop.budget import RunBudget
 from ratchet_ray.types import (BenchResult, Capsule, GradeResult, NONE_SKILL, Task, Verdict,
@@ -217,6 +219,15 @@ class SplitRunner:
         return bench_from_evidence(self.store, round_, split, [t.task_id for t in tasks])
 
 
+def stop_on_full_disk(error: BaseException | None) -> None:
+    """Raise the full disk ``error`` is or wraps: a Solver raises it (``roles.solver.solve``)
+    rather than fail the attempt, and the run stops on it (the driver's ``record_stop``: no
+    room to write in <folder>, free space, ``--resume``), never counting it an attempt."""
+    full = disk_full_error(error)
+    if full is not None:
+        raise full
+
+
 class SplitRound:
     """The state of one split of one round while its results arrive, one method per event
     (``on_result`` dispatches to ``solved`` / ``graded`` or, for the counterfactual NONE attempt,
@@ -249,6 +260,7 @@ class SplitRound:
     def solved(self, result: PoolResult) -> None:
         runner, task, outcome = self.runner, result.item, result.value
         if not result.ok:  # the solver actor died max_attempts times on this task
+            stop_on_full_disk(result.error)
             trace = f"[solver actor] {failure_text(result.error)}"  # signal, log, fix
             self.record(self._capsule(task, failure=result.exit_status, failure_trace=trace), [])
             return
@@ -286,6 +298,8 @@ class SplitRound:
             self.runner.graders.submit(GraderWorker.grade, task, result.value.output,
                                        *self.runner.grade_args(task), key=(PROBE_KEY, task.task_id))
             return
+        if not result.ok:
+            stop_on_full_disk(result.error)
         status = result.exit_status if not result.ok else result.value.exit_status
         self._record_probe(task, result.value, failure=status, error=result.error)
 

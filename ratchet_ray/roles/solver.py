@@ -9,7 +9,10 @@
   signature takes them; else ONE call with ``turn.solver_messages`` parsed by
   ``turn.parse_output`` (``SolverTurn``).
 - Never raises for a failing backend or agent: ``exit_status`` is the exception's class name,
-  ``error`` its message, ``output`` empty (the attempt is still graded and recorded).
+  ``error`` its message, ``output`` empty (the attempt is still graded and recorded). A full
+  disk or quota (``fsutil.disk_full``, anywhere in the exception's chain) is raised instead: it
+  is no attempt of the task, and the run must stop on it (the loop and the baseline say
+  ``fsutil.no_room``'s words and the fix) rather than count it an infrastructure failure.
 
 ``SolverWorker`` (behind the Solver actor) routes and solves. ``set_bank(skills)`` keeps what a
 split may route to (ACTIVE, plus CANDIDATE on a bootstrap train pass) and builds the
@@ -41,6 +44,7 @@ from ratchet_ray.roles.solver_prompt import CODE_STOP, code_messages, code_prefi
 from ratchet_ray.seeding import derive_seed, sampling_kwargs
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.storage.artifacts import Artifacts, as_artifacts
+from ratchet_ray.storage.fsutil import disk_full
 from ratchet_ray.types import NONE_SKILL, Skill, Task
 
 OUTPUT_KINDS = ("code",)
@@ -116,6 +120,8 @@ def solve(llm: LLMClient, task: Task, skill: Skill | None, *, output_kind: str,
         return SolveResult(turn.parse_output(reply.text), [reply])
     # Every attempt must become a graded capsule; the failure is recorded, not swallowed.
     except Exception as exc:  # noqa: BLE001
+        if disk_full(exc):  # the run's disk, not the task: stops the run (module contracts)
+            raise
         replies = list(getattr(exc, "replies", []) or [])
         return SolveResult("", replies, type(exc).__name__, str(exc)[:2000])
 
