@@ -2,9 +2,9 @@
 
 Contracts:
 - ``BatchCalls`` is a mixin for worker classes: ``call_batch(method, calls, **kwargs)`` runs
-  ``self.<method>(item, *args, **kwargs)`` (or a plain function as ``method(self, item, ...)``)
-  for each ``(item, args)`` of ``calls`` in order and returns ``([(ok, value_or_exception),
-  ...], seconds)``; one item's exception is that item's result only. Keyword arguments are
+  the instance's own ``method``, given by reference (``SolverWorker.run``: ``self.run(item,
+  *args, **kwargs)``; a plain function as ``method(self, item, ...)``) for each ``(item, args)``
+  of ``calls`` in order and returns ``([(ok, value_or_exception), ...], seconds)``; one item's exception is that item's result only. Keyword arguments are
   shared by the call's jobs; object refs among them are resolved by Ray (how the round's bank
   snapshot reaches a Solver: ``ray.put`` once, then a ref per call).
 - ``BatchSizer(fixed)``: how many queued jobs one call carries. ``fixed`` N: at most N; None
@@ -29,12 +29,24 @@ EWMA_WEIGHT = 0.5
 """Weight of the latest call in the per-job estimate (the first calls include warm-up)."""
 
 
+def method_name(method: Callable[..., Any]) -> str | None:
+    """The actor method ``method`` is (a function defined in a class: ``SolverWorker.run`` ->
+    ``"run"``), or None for a plain function (module-level or local), which runs through Ray's
+    ``__ray_call__``. A string raises ``TypeError``: calls go by reference."""
+    if isinstance(method, str) or not callable(method):
+        raise TypeError(f"pool jobs take the method itself (e.g. SolverWorker.run), not "
+                        f"{method!r}")
+    parts = getattr(method, "__qualname__", getattr(method, "__name__", "")).split(".")
+    return parts[-1] if len(parts) > 1 and parts[-2] != "<locals>" else None
+
+
 class BatchCalls:
     """Mixin: ``call_batch`` (module contracts)."""
 
-    def call_batch(self, method: str | Callable[..., Any], calls: Sequence[tuple[Any, tuple]],
+    def call_batch(self, method: Callable[..., Any], calls: Sequence[tuple[Any, tuple]],
                    **kwargs: Any) -> tuple[list[tuple[bool, Any]], float]:
-        run = getattr(self, method) if isinstance(method, str) else partial(method, self)
+        name = method_name(method)  # the instance's own: a subclass's override runs
+        run = getattr(self, name) if name is not None else partial(method, self)
         started = time.perf_counter()
         results: list[tuple[bool, Any]] = []
         for item, args in calls:

@@ -61,7 +61,7 @@ class SharedBudget(NamedActorClient):
 
     def seed(self, spends: dict[str, tuple[int, float]]) -> tuple[int, float]:
         """Record several runs' absolute spends at once; returns the total."""
-        tokens_total, cost_total = self._call("seed", spends)
+        tokens_total, cost_total = self._call(BudgetLedgerProcess.seed, spends)
         return int(tokens_total), float(cost_total)
 
 

@@ -90,7 +90,7 @@ class _NodeClient(NamedActorClient):
         return get_node_server(self.config, self.scope)
 
     def server_info(self) -> dict:
-        return self._call("info")
+        return self._call(LLMServerActor.info)
 
 
 class NodeLLMClient(_NodeClient):
@@ -106,8 +106,9 @@ class NodeLLMClient(_NodeClient):
                  stop: Sequence[str] | None = None, json_schema: dict[str, Any] | None = None,
                  seed: int | None = None) -> Reply:
         started = time.perf_counter()
-        reply = self._call("complete", list(messages), max_tokens=max_tokens, temperature=temperature,
-                           stop=list(stop) if stop else None, json_schema=json_schema, seed=seed)
+        reply = self._call(LLMServerActor.complete, list(messages), max_tokens=max_tokens,
+                           temperature=temperature, stop=list(stop) if stop else None,
+                           json_schema=json_schema, seed=seed)
         reply.extra["wall_s"] = time.perf_counter() - started
         return reply
 
@@ -118,7 +119,7 @@ class NodeEmbedderClient(_NodeClient):
         self.name = MiniLMEmbedder(config).name
 
     def embed(self, texts: Sequence[str], input_type: InputType = "search_document") -> np.ndarray:
-        return self._call("embed", list(texts), input_type)
+        return self._call(LLMServerActor.embed, list(texts), input_type)
 
 
 def cluster_services(scope: str = DEFAULT_SCOPE, limiter_scope: str | None = None

@@ -5,14 +5,16 @@ Contracts:
 - Subclasses of ``NamedActorClient`` implement ``_create()`` (``ActorClass.options(name=...,
   namespace=..., get_if_exists=True, lifetime="detached").remote(...)``); ``_actor()`` resolves
   the handle once per process, and the client pickles without it.
-- ``_call(method, ...)`` blocks; when the actor is gone (released while this client lived on),
-  the call is made once more on a new actor of the same name; a second failure raises.
+- ``_call(method, ...)`` calls the actor's ``method``, named by reference (e.g.
+  ``RateLimiterProcess.reserve``: a rename fails at import), and blocks; when the actor is gone
+  (released while this client lived on), the call is made once more on a new actor of the same
+  name; a second failure raises.
 - ``NAMESPACE`` is every such actor's namespace; ``kill_named(name)`` kills one (False: none).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import ray
 from ray.exceptions import RayActorError
@@ -47,8 +49,9 @@ class NamedActorClient:
             self._handle = self._create()
         return self._handle
 
-    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+    def _call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        name = method.__name__
         try:
-            return ray.get(getattr(self._actor(), method).remote(*args, **kwargs))
+            return ray.get(getattr(self._actor(), name).remote(*args, **kwargs))
         except RayActorError:  # released while this client lived on: a new one takes the name
-            return ray.get(getattr(self._actor(fresh=True), method).remote(*args, **kwargs))
+            return ray.get(getattr(self._actor(fresh=True), name).remote(*args, **kwargs))

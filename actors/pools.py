@@ -42,7 +42,7 @@ from typing import Any, Callable
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
-from actors.batching import BatchSizer
+from actors.batching import BatchSizer, method_name
 from actors.placement import Locality, Placement
 from actors.pool_errors import (ActorStartError, ActorStartTimeout, LostAttempt, PoolError,
                                 failure_text, not_started_text, raise_if_init_failed)
@@ -80,17 +80,6 @@ class PoolResult:
     def exit_status(self) -> str:
         """``"ok"`` or the name of the exception that ended the job (its cause, not a wrapper)."""
         return "ok" if self.error is None else type(self.error).__name__
-
-
-def method_name(method: Callable[..., Any]) -> str | None:
-    """The actor method ``method`` is (a function defined in a class: ``SolverWorker.run`` ->
-    ``"run"``), or None for a plain function (module-level or local), which runs through Ray's
-    ``__ray_call__``. A string raises ``TypeError``: calls go by reference."""
-    if isinstance(method, str) or not callable(method):
-        raise TypeError(f"pool jobs take the method itself (e.g. SolverWorker.run), not "
-                        f"{method!r}")
-    parts = getattr(method, "__qualname__", getattr(method, "__name__", "")).split(".")
-    return parts[-1] if len(parts) > 1 and parts[-2] != "<locals>" else None
 
 
 @dataclass
@@ -431,8 +420,8 @@ class ResilientPool:
     def _start_call(self, slot: _Slot, head: _Job, queued: int) -> None:
         """Start ``head`` on ``slot``'s idle actor: a plain call, or a batch with companions."""
         slot.jobs = [head]
-        name = method_name(head.method)
         if self._sizer is None:
+            name = method_name(head.method)
             args = (head.item, *head.args)
             ref = (getattr(slot.actor, name).remote(*args, **head.kwargs) if name is not None
                    else slot.actor.__ray_call__.remote(head.method, *args, **head.kwargs))
@@ -441,7 +430,7 @@ class ResilientPool:
             slot.jobs += self._companions(slot, head, size - 1)
             slot.batched = True
             ref = slot.actor.call_batch.remote(
-                name or head.method, [(job.item, job.args) for job in slot.jobs], **head.kwargs)
+                head.method, [(job.item, job.args) for job in slot.jobs], **head.kwargs)
         self._inflight[ref] = slot
 
     def _companions(self, slot: _Slot, head: _Job, room: int) -> list[_Job]:

@@ -61,7 +61,7 @@ class SharedLimiter(NamedActorClient):
         ).remote(self.rpm, self.tpm, self.scope)
 
     def acquire(self, tokens: int) -> float:
-        wait = self._call("reserve", tokens)
+        wait = self._call(RateLimiterProcess.reserve, tokens)
         if wait > 0:
             time.sleep(wait)
         return wait
@@ -71,7 +71,7 @@ class SharedLimiter(NamedActorClient):
             self._actor().settle.remote(delta_tokens)
 
     def limits(self) -> tuple[int, int]:
-        return tuple(self._call("limits"))
+        return tuple(self._call(RateLimiterProcess.limits))
 
 
 def cluster_limiter(key: str, requests_per_minute: int, tokens_per_minute: int,

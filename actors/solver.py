@@ -9,8 +9,8 @@ snapshot's index::
     solver = SolverActor.remote(config)            # builds its LLM from config.llm
     bank = ray.put(BankSnapshot.of(active_skills))  # once per split, on the driver
     outcome = ray.get(solver.run.remote(task, "train", round_, bank=bank))
-    outcomes, seconds = ray.get(solver.call_batch.remote("run", [(task, ("train", round_))],
-                                                         bank=bank))
+    outcomes, seconds = ray.get(solver.call_batch.remote(SolverWorker.run,
+                                                         [(task, ("train", round_))], bank=bank))
 """
 
 from __future__ import annotations

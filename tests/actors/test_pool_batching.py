@@ -30,9 +30,11 @@ def test_the_sizer_sends_one_job_until_it_knows_then_fills_the_target_within_a_f
 
 
 def test_batch_calls_keep_each_items_outcome_and_share_keyword_arguments():
-    results, seconds = BatchWorker().call_batch("work", [(2, (0.0,)), ("boom", ()), (3, (0.0,))])
+    results, seconds = BatchWorker().call_batch(BatchWorker.work, [(2, (0.0,)), ("boom", ()), (3, (0.0,))])
     assert [ok for ok, _ in results] == [True, False, True] and seconds >= 0
     assert results[0][1][0] == 4 and isinstance(results[1][1], KeyError)
+    with pytest.raises(TypeError, match=r"the method itself \(e\.g\. SolverWorker\.run\)"):
+        BatchWorker().call_batch("work", [(2, (0.0,))])  # by reference, never by name
 
 
 def test_batched_pool_gives_one_result_per_job_in_fewer_calls(ray_local):

@@ -80,6 +80,21 @@ def test_cluster_wide_limiter_is_shared_by_all_workers(ray_local):
     assert cluster_limiter("shared-test", 3, 0).acquire(1) == 0.0  # a fresh budget after release
 
 
+def test_a_client_whose_actor_was_released_calls_a_new_one_of_the_same_name(ray_local):
+    from actors.named_client import kill_named
+    from actors.rate_limiter import SharedLimiter, limiter_name
+
+    limiter = SharedLimiter("reconnect-test", 3, 0)
+    try:
+        assert limiter.acquire(1) == 0.0
+        first = limiter._actor()
+        assert kill_named(limiter_name("reconnect-test", 3, 0))
+        assert limiter.limits() == (3, 0)  # the same client: a new actor took the name
+        assert limiter._actor() is not first and limiter.acquire(1) == 0.0  # a fresh budget
+    finally:
+        kill_named(limiter_name("reconnect-test", 3, 0))
+
+
 def test_running_ray_changes_nothing_the_services_decide(ray_local):
     """``make_llm`` never peeks at the process: inside Ray the default is still in-process, and
     the cluster's limiter is used only when handed in (and travels with the pickled client)."""
