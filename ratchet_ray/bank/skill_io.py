@@ -112,7 +112,8 @@ def load_skill(path: str | Path) -> Skill:
     except OSError as exc:
         raise SkillFileError(str(path), [cannot_read(path, exc)]) from exc
     except UnicodeDecodeError as exc:
-        raise SkillFileError(str(path), [f"cannot read file: {exc}"]) from exc
+        raise SkillFileError(str(path), [f"cannot read file: not UTF-8 text (byte {exc.start} "
+                                         "cannot be decoded); fix: save it as UTF-8"]) from exc
     return parse_skill(text, str(path))
 
 

@@ -48,7 +48,8 @@ def report(paths: tuple[Path, ...], out: Path | None, max_capsules: int, no_task
     with cannot_write("the report", "pass a writable file with -o", out), \
             one_line(NotARunDir, ValueError):
         _check_writable(paths, out)
-        written = build_report(paths, out, max_capsules=max_capsules, with_tasks=not no_tasks)
+        written = build_report(paths, out, max_capsules=max_capsules, with_tasks=not no_tasks,
+                               warn=lambda line: click.echo(f"warning: {line}", err=True))
     size = written.stat().st_size
     click.echo(f"{written} ({human_size(size)}, {time.perf_counter() - started:.1f} s)")
 

@@ -46,7 +46,7 @@ pre-wrap;word-break:break-word;max-height:360px;overflow:auto;font-size:12px;mar
 .filters select,.filters input{font:inherit;padding:3px 4px;min-width:90px}
 .pager{margin:8px 0;display:flex;gap:8px;align-items:center}
 button{font:inherit;padding:3px 10px;cursor:pointer}
-.mute{color:var(--mute)}.note{color:var(--mute);font-size:12px}
+.mute{color:var(--mute)}.note{color:var(--mute);font-size:12px}.note.warn{color:#8a6100;background:#fff4d6;padding:4px 8px}
 .ci{display:block;color:var(--mute);font-size:11px;font-weight:normal}.ci .noise{color:#D55E00}
 .ci .real{color:#009E73}
 .detail{border-left:3px solid var(--acc);padding:4px 12px;margin:8px 0;background:#fbfcfe}

@@ -228,23 +228,54 @@ def skill_events(con) -> list[dict[str, Any]]:
     return nq.fetch_dicts(con, "skill_events")
 
 
-def skill_texts(run_dir: Path) -> dict[str, tuple[str, Any]]:
-    """``{id: (yaml text, parsed Skill or None)}`` of ``skills/*.yaml`` (a bad file keeps its
-    text, so the report still shows what is there)."""
-    from ratchet_ray.bank.skill_io import parse_skill, skill_files
+MAX_SKILL_FILE_BYTES = 1_000_000
+"""A skill file past this many bytes is shown cut and not parsed: a skill is a few kB
+(``synth.max_skill_chars``), and the page embeds each file's text."""
 
+
+def skill_texts(run_dir: Path, problems: list[str] | None = None
+                ) -> dict[str, tuple[str, Any]]:
+    """``{id: (yaml text, parsed Skill or None)}`` of ``skills/*.yaml``. A file that cannot be
+    read, is not UTF-8, is past ``MAX_SKILL_FILE_BYTES`` or is no valid skill keeps what text
+    it has (the report still shows what is there) and, given ``problems``, adds one line there
+    naming the file, what is wrong and the fix: the report says so instead of showing the skill
+    as if whole."""
+    from ratchet_ray.bank.skill_io import SkillFileError, parse_skill, skill_files
+    from ratchet_ray.storage.fsutil import cannot_read
+
+    found: list[str] = [] if problems is None else problems
     out: dict[str, tuple[str, Any]] = {}
     folder = run_dir / "skills"
     for path in skill_files(folder) if folder.is_dir() else []:  # the files the bank reads
         try:
-            text = path.read_text(errors="replace")
+            with path.open("rb") as handle:
+                data = handle.read(MAX_SKILL_FILE_BYTES + 1)
         except OSError as exc:  # unreadable (a permission): shown as such, like a broken file
             out[path.stem] = (f"# cannot read {path}: {exc.strerror or exc}", None)
+            found.append(f"{path}: {cannot_read(path, exc)}; its skill is shown without "
+                         "its text")
+            continue
+        text = data[:MAX_SKILL_FILE_BYTES].decode("utf-8", errors="replace")
+        if len(data) > MAX_SKILL_FILE_BYTES:
+            out[path.stem] = (text + f"\n# [cut: {path} is larger than "
+                              f"{MAX_SKILL_FILE_BYTES:,} bytes]", None)
+            found.append(f"{path}: larger than {MAX_SKILL_FILE_BYTES:,} bytes (a skill is a few "
+                         "kB), shown cut and not read as a skill; fix: check what wrote it, "
+                         "and restore the skill from a checkpoint or remove the file")
+            continue
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            out[path.stem] = (text, None)
+            found.append(f"{path}: not UTF-8 text (byte {exc.start} cannot be decoded), so "
+                         "the bank cannot read it; fix: save it as UTF-8")
             continue
         try:
             out[path.stem] = (text, parse_skill(text, str(path)))
-        except Exception:  # noqa: BLE001 - a report shows a broken file rather than failing
+        except Exception as exc:  # noqa: BLE001 - a report shows a broken file, not fails
             out[path.stem] = (text, None)
+            found.append(f"{path}: {exc.problems[0]}" if isinstance(exc, SkillFileError) else
+                         f"{path}: not a valid skill ({type(exc).__name__}); fix the file")
     return out
 
 
@@ -265,14 +296,16 @@ def _guidance_chars(skill: Any) -> int:
                if isinstance(v, (str, list)))
 
 
-def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None) -> list[SkillRow]:
-    """Every skill of the run (module contracts), in birth order."""
+def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None,
+               problems: list[str] | None = None) -> list[SkillRow]:
+    """Every skill of the run (module contracts), in birth order; ``problems`` gets a line per
+    skill file the report cannot show whole (``skill_texts``)."""
     from ratchet_ray.governance import bypass
     from ratchet_ray.governance.cheat_probe import cheat_by_skill
     from ratchet_ray.governance.counterfactual import counterfactual_stats
 
     events = skill_events(con) if events is None else events
-    files = skill_texts(run_dir)
+    files = skill_texts(run_dir, problems)
     dead = bypass.dead_weight(con, [s for _t, s in files.values() if s is not None],
                               curator_settings(run_dir).dead_weight_rounds)
     ignored = bypass.ignored_skills(con)
@@ -324,9 +357,13 @@ def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None) -
     return rows
 
 
-def metaskill_versions(run_dir: Path, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def metaskill_versions(run_dir: Path, events: list[dict[str, Any]],
+                       problems: list[str] | None = None) -> list[dict[str, Any]]:
     """Each meta-skill the run used (``events``: its ``skill_events``): id, round added, retired
-    round, and its text."""
+    round, and its text; a file that cannot be read is shown as such and, given ``problems``,
+    named there with its fix."""
+    from ratchet_ray.storage.fsutil import cannot_read
+
     metas: dict[str, dict[str, Any]] = {}
     for ev in events:
         if ev["event"] == "meta_added":
@@ -337,7 +374,12 @@ def metaskill_versions(run_dir: Path, events: list[dict[str, Any]]) -> list[dict
     folder = run_dir / "meta-skills"
     for meta in metas.values():
         path = folder / f"{meta['id']}.md"
-        meta["text"] = path.read_text(errors="replace") if path.is_file() else ""
+        try:
+            meta["text"] = path.read_text(errors="replace") if path.is_file() else ""
+        except OSError as exc:
+            meta["text"] = f"(cannot read {path}: {exc.strerror or exc})"
+            if problems is not None:
+                problems.append(f"{path}: {cannot_read(path, exc)}; its text is not shown")
     return list(metas.values())
 
 
@@ -357,6 +399,9 @@ class RunData:
     events: list[dict[str, Any]]
     metaskills: list[dict[str, Any]]
     stats: Headline | None = None
+    problems: list[str] = field(default_factory=list)
+    """One line per bank file the report cannot show whole (``skill_texts``): named on the page
+    and by ``ratchet report`` on stderr, never left out silently."""
     """The headline with its n and 95 % intervals, from the eval capsules (``comparisons``)."""
 
     @property
@@ -371,12 +416,13 @@ def load_run(run_dir: str | Path, window: int = ROLLING_WINDOW) -> RunData:
     with EvidenceStore(path).connect() as con:
         rows = (round_rows(path, con) if (path / LOOP_FILE).is_file()
                 else _evidence_rounds(path, con))
-        events = skill_events(con)
-        skills = skill_rows(con, path, events)
-        metas = metaskill_versions(path, events)
+        events, problems = skill_events(con), []
+        skills = skill_rows(con, path, events, problems)
+        metas = metaskill_versions(path, events, problems)
         # Per (round, role): calls, tokens in and out, cost in USD, failed calls.
         usage, models = nq.fetch_dicts(con, "usage_by_round_role"), models_used(con)
         stats = headline_with_intervals(outcomes_from(con), window)
     return RunData(run_dir=path, identity=ident, rounds=rows, metrics=headline(rows, window),
                    stop=stop_reason(path, rows, ident.get("rounds_planned")), usage=usage,
-                   models=models, skills=skills, events=events, metaskills=metas, stats=stats)
+                   models=models, skills=skills, events=events, metaskills=metas, stats=stats,
+                   problems=problems)

@@ -15,7 +15,7 @@ import json
 import time
 from html import escape
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import duckdb
 
@@ -138,10 +138,13 @@ def render(runs: list[RunData], sweeps: list[SweepTable], payload: dict[str, Any
 
 
 def build_report(paths: Iterable[str | Path], out: str | Path | None = None, *,
-                 max_capsules: int = MAX_CAPSULES, with_tasks: bool = True) -> Path:
+                 max_capsules: int = MAX_CAPSULES, with_tasks: bool = True,
+                 warn: Callable[[str], None] | None = None) -> Path:
     """Write the report of ``paths`` (run dirs and sweep folders) to ``out`` (default
     ``<first run dir or sweep>/report.html``); returns the file written. An evidence part that
-    DuckDB cannot read is ``UnreadableEvidence`` naming it and ``ratchet evidence verify``."""
+    DuckDB cannot read is ``UnreadableEvidence`` naming it and ``ratchet evidence verify``.
+    Each bank file the page cannot show whole (``RunData.problems``) is named on the page and
+    passed to ``warn``."""
     found = expand(paths)
     try:
         runs = [load_run(d) for d in found.run_dirs]
@@ -153,6 +156,9 @@ def build_report(paths: Iterable[str | Path], out: str | Path | None = None, *,
             if cause is not exc:
                 raise cause from exc
         raise
+    for run in runs:
+        for line in run.problems if warn is not None else ():
+            warn(line)
     # A sweep's table carries the suite's extra columns; single runs get their own section.
     truth = None if sweeps else suite_columns([r.run_dir for r in runs])[:3]
     page = render(runs, sweeps, payload, left_out, truth)

@@ -352,8 +352,16 @@ def skills_section(runs: list[RunData]) -> str:
                                          OPTIONAL_SKILL_COLUMNS)
     table = _table(head, rows, numeric, attrs) if rows else \
         '<p class="mute">No skill yet.</p>'
-    return (f'<section id="skills"><h2>Skills</h2>{note}<div id="skill-detail" class="detail" '
-            f"hidden></div>{table}</section>")
+    return (f'<section id="skills"><h2>Skills</h2>{note}{_problems_note(runs)}<div '
+            f'id="skill-detail" class="detail" hidden></div>{table}</section>')
+
+
+def _problems_note(runs: list[RunData]) -> str:
+    """The bank files this page cannot show whole (``RunData.problems``), each with its fix."""
+    lines = [f"<li>{escape(run.label)}: {escape(line)}</li>" for run in runs
+             for line in run.problems]
+    return ("" if not lines else '<div class="note warn"><b>Bank files not shown whole</b>'
+            f"<ul>{''.join(lines)}</ul></div>")
 
 
 # ---- sweeps ------------------------------------------------------------------------------------

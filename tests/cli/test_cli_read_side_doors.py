@@ -116,3 +116,56 @@ def test_a_folder_of_neither_format_names_both_and_skill_load(run, tmp_path):
     (yamls / "one.yaml").write_text((run / "skills" / "one.yaml").read_text())
     refused(ratchet("skill", "import", str(yamls), "--into", str(run)),
             "neither a skill pack", f"`ratchet --db {run} skill load {yamls}`")
+
+
+# ---- the report's bank files ---------------------------------------------------------------------
+def _page_note(page: Path) -> str:
+    text = page.read_text()
+    assert "Bank files not shown whole" in text, "the page does not name the file"
+    return text.split("Bank files not shown whole", 1)[1].split("</ul>", 1)[0]
+
+
+def test_a_skill_file_this_user_may_not_read_is_named_by_the_report(run, deny, tmp_path):
+    """The report was written with exit 0 and not a word: the skill's row looked whole, its YAML
+    a comment only a click on the row showed."""
+    skill = run / "skills" / "two.yaml"
+    deny(skill)
+    page = tmp_path / "out" / "report.html"
+    done = ratchet_denied("report", "--no-tasks", str(run), "-o", str(page))
+    assert done.returncode == 0, done.stderr[-3000:]
+    warning = f"warning: {skill}: cannot read it: Permission denied; fix: give this user read"
+    assert warning in done.stderr, done.stderr
+    assert f"{skill}: cannot read it: Permission denied" in _page_note(page)
+
+
+@pytest.mark.parametrize("damage", ["not-utf8", "huge", "not-a-skill"])
+def test_a_skill_file_the_bank_cannot_read_is_named_not_shown_as_whole(run, tmp_path, damage):
+    """A file that is not UTF-8 was shown as a whole skill (its bytes replaced), though the bank
+    refuses it; one of 50 MB went into the page twice, whole; a file that is no skill was shown
+    without a word (status from its events)."""
+    skill = run / "skills" / "two.yaml"
+    if damage == "not-utf8":
+        skill.write_bytes(skill.read_bytes() + b"\n# \xff\xfe\n")
+        words = ["not UTF-8 text", "fix: save it as UTF-8"]
+    elif damage == "huge":
+        skill.write_bytes(skill.read_bytes() + b"#" + b"x" * 50_000_000 + b"\n")
+        words = ["larger than 1,000,000 bytes", "shown cut and not read as a skill"]
+    else:
+        skill.write_text("id: two\nintent: [unclosed\n")
+        words = ["malformed YAML at line 3"]
+    page = tmp_path / "report.html"
+    done = ratchet("report", "--no-tasks", str(run), "-o", str(page))
+    assert done.exit_code == 0, done.output
+    warnings = [ln for ln in done.stderr.splitlines() if ln.startswith(f"warning: {skill}: ")]
+    assert len(warnings) == 1 and all(w in warnings[0] for w in words), done.stderr
+    assert all(w in _page_note(page) for w in words)
+    assert page.stat().st_size < 3_000_000  # the huge file is cut, not embedded whole
+
+
+def test_skill_list_names_a_skill_file_that_is_not_utf8_with_the_fix(run):
+    """It was "cannot read file: 'utf-8' codec can't decode byte 0xff in position 514: invalid
+    start byte", naming no fix."""
+    skill = run / "skills" / "two.yaml"
+    skill.write_bytes(skill.read_bytes() + b"\n# \xff\n")
+    refused(ratchet("--db", str(run), "skill", "list"), f"{skill}: cannot read file: not UTF-8 "
+            "text (byte", "fix: save it as UTF-8")
