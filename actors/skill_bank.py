@@ -26,6 +26,7 @@ import ray
 from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.llm.base import Embedder
+from ratchet_ray.storage.fsutil import run_dir_gone
 
 EmbedderOrFactory = Embedder | Callable[[], Embedder] | None
 
@@ -36,9 +37,8 @@ class SkillBankProcess(SkillBank):
     def __init__(self, run_dir: str | Path, *, embedder: EmbedderOrFactory, config: LoopConfig,
                  run_id: str, guard: bool = False):
         if guard and not Path(run_dir).is_dir():  # see module contracts: a restart's guard
-            raise FileNotFoundError(
-                f"the run dir {run_dir} is gone (deleted or moved while the run ran): the "
-                "restarted SkillBank does not start, so nothing makes it again")
+            raise FileNotFoundError(run_dir_gone(run_dir, "the restarted SkillBank does not "
+                                                          "start"))
         # A class also "has" name/embed, so it counts as a factory, like any non-Embedder callable.
         if embedder is not None and (isinstance(embedder, type) or not isinstance(embedder, Embedder)):
             embedder = embedder()

@@ -437,14 +437,14 @@ class SkillBank:
     # ------------------------------------------------------------------ snapshots
     def snapshot(self, round_: int) -> Path:
         return checkpoints.write_snapshot(self.run_dir, round_, self.all(),
-                                          self._metas.values(), self.run_id)
+                                          self._metas.values(), self.run_id, root=self._root)
 
     def restore(self, round_: int, *, current_round: int | None = None, reason: str = "rollback"
                 ) -> list[str]:
         """Bring back round ``round_``'s bank; skills born later become deprecated. Events are
         recorded in ``current_round`` (default ``round_``). Returns the ids whose status changed."""
         at = round_ if current_round is None else current_round
-        skills, metas = checkpoints.read_snapshot(self.run_dir, round_)
+        skills, metas = checkpoints.read_snapshot(self.run_dir, round_, self.run_id)
         changed, targets = [], []
         for skill_id, target in rollback.restored(self._skills, skills, self.tampering(),
                                                   self.cheats(), self.config.curator).items():

@@ -14,7 +14,9 @@ Contracts:
   (``actors.budget_ledger``) at start and with every charge; ``exhausted`` / ``describe`` use
   the scope's total, and the message names the sweep as what to rerun.
 - ``resume_config(config_file, sets)`` applies ``--set budget.*=...`` to a resumed run's
-  config; any other key is refused, and so is a config.yaml holding no settings (truncated).
+  config; any other key is refused, and so is a config.yaml holding no settings (truncated)
+  or edited, since the run last ran, in a key that changes what its rounds measure
+  (``resume_settings``, ``run_config.resumed``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import Any, Iterable, Sequence
 
 from ratchet_ray.settings.schema import BudgetSettings, LoopConfig, read_config_file
 from ratchet_ray.run_config.files import ConfigError, load_config
+from ratchet_ray.run_config.resumed import (RECORD_FILE, ResumeEditError, refusal,
+                                            setting_edits, warning)
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.loop.breaker import RunStopped
 
@@ -157,7 +161,35 @@ class RunBudget:
 
 def resume_config(config_file: Path, sets: Sequence[str]) -> LoopConfig:
     """The resumed run's config: ``config_file`` (its config.yaml) with the ``budget.*``
-    overrides ``sets`` applied; any other key is refused."""
+    overrides ``sets`` applied; any other key is refused, and so is an edit of config.yaml
+    that ``resume_settings`` refuses."""
+    return resume_settings(config_file, sets)[0]
+
+
+def resume_settings(config_file: Path, sets: Sequence[str]) -> tuple[LoopConfig, list[str]]:
+    """``resume_config``'s config and the warnings its edits call for: ``config_file``
+    compared with the run's record of the settings it ran with (``run_config.resumed``, beside
+    it; a run started before the record existed has none, and its config.yaml is taken as it
+    is): a key that changes what the rounds measure is refused (``ResumeEditError``, one line
+    naming each edit and the fix), an operational one is one warning line."""
+    config = _resume_config(config_file, sets)
+    record = Path(config_file).with_name(RECORD_FILE)
+    if not record.exists():
+        return config, []
+    try:
+        recorded = read_config_file(record)
+    except ValueError as exc:
+        raise ConfigError(f"{' '.join(str(exc).split())}; it is the run's own copy of the "
+                          "settings it ran with: restore it from a copy of the run dir") from exc
+    as_file = load_config([config_file]) if sets else config  # --set budget.* is no edit
+    finished = sum(1 for _ in Path(config_file).parent.glob("round_*/summary.json"))
+    warned, refused = setting_edits(recorded, as_file, finished)
+    if refused:
+        raise ResumeEditError(refusal(config_file, refused, finished))
+    return config, [warning(config_file, warned)] if warned else []
+
+
+def _resume_config(config_file: Path, sets: Sequence[str]) -> LoopConfig:
     other = [s for s in sets if not s.strip().startswith(BUDGET_PREFIX)]
     if other:
         raise ConfigError(f"--resume keeps the settings the run started with ({config_file}); "

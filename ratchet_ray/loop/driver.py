@@ -9,7 +9,9 @@ table) and docs/running.md ("When the infrastructure breaks", "Budget"). Contrac
 - ``run_loop(config)`` creates ``results/<suite>/<run-id>/`` and runs ``config.rounds`` rounds;
   ``run_loop(None, resume=RUN_DIR)`` reloads that run's ``config.yaml`` and task ids, rebuilds
   the rollback gate from the finished rounds' eval pass@1, and continues from the first round
-  without a ``summary.json``; ``resume_sets`` may only raise ``budget.*`` limits. An
+  without a ``summary.json``; ``resume_sets`` may only raise ``budget.*`` limits, and a
+  ``config.yaml`` edited since the run last ran is compared with the run's record of its
+  settings (``run_config.resumed``): refused, or warned in run.log and on stderr. An
   uninterrupted run and a killed-and-resumed one end with the same capsules.
 - A critical phase that fails stops the run; a soft one is listed in the round's
   ``failed_steps``. ``RayActorError`` or ``CriticIncomplete`` reruns a phase, up to
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +48,7 @@ from actors.pools import PoolError
 from ratchet_ray.bank.checkpoints import available_rounds
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.run_config.files import dump_config
+from ratchet_ray.run_config.resumed import RECORD_FILE
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.schema import to_records
 from ratchet_ray.evidence.store import EvidenceStore, query_interrupted
@@ -53,7 +57,7 @@ from ratchet_ray.governance.rollback import RollbackGate
 from ratchet_ray.loop import phases
 from ratchet_ray.loop.breaker import PreflightFailed, RunStopped
 from ratchet_ray.loop.grade_pool import grade_all, reap_after_round
-from ratchet_ray.loop.budget import RunBudget, resume_config
+from ratchet_ray.loop.budget import RunBudget, resume_settings
 from ratchet_ray.loop.phases import CriticIncomplete, LoopContext
 from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.rundir import CONFIG_FILE, SUMMARY_FILE, RunDir, resume_advice
@@ -201,6 +205,8 @@ def open_run(config: LoopConfig | None, resume: Path | None,
         opened[0].acquire("ratchet run --resume" if resume else "ratchet run")  # the one writer
         if resume is not None and resume_sets:
             dump_config(opened[1], opened[0].path / CONFIG_FILE)  # later resumes keep it
+        if resume is not None:  # what the resumed rounds run with: the next resume compares
+            dump_config(opened[1], opened[0].path / RECORD_FILE)
         return opened
     except (FileNotFoundError, FileExistsError, ValueError, KeyError) as exc:
         raise RunSetupError(str(exc).strip("'\"")) from exc
@@ -213,7 +219,7 @@ def _open_run(config: LoopConfig | None, resume: Path | None, resume_sets: Seque
         run.check_writable()
         run.check_bank()
         run.check_name()
-        config = resume_config(run.path / CONFIG_FILE, resume_sets)
+        config, run.setting_edits = resume_settings(run.path / CONFIG_FILE, resume_sets)
         tasks = suite_for(config).load_tasks(config)
         train = _pick(tasks, run.train_ids(), str(run.path / "train_ids.json"))
         eval_ = _pick(tasks, run.eval_ids(), str(run.path / "eval_ids.json"))
@@ -252,6 +258,9 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
     handler = run.attach_log()
     log.info("%s run %s: %d train / %d eval tasks, %d rounds", "resuming" if resume else "starting",
              run.path, len(train_tasks), len(eval_tasks), config.rounds)
+    for line in run.setting_edits:  # config.yaml's operational keys edited: said, and kept
+        log.warning(line)
+        print(f"warning: {line}", file=sys.stderr)
     tracker = None
     finished = discard = False
     try:

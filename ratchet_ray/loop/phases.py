@@ -9,7 +9,9 @@ Contracts:
 - Rollback reads this round's eval pass@1, so it runs right after eval; on firing it restores
   the best round's bank, which train then uses, and skips this round's metasynth, synth and
   curate. Its decision is a pure function of the eval history. Only that snapshot is ever read:
-  others may be pruned; firing with it missing is a ``RunStopped`` naming it and the fix.
+  others may be pruned; firing with it missing, or damaged (``checkpoints.snapshot_problem``:
+  files its manifest lists missing, the manifest garbled or another run's, a file where it
+  belongs), is a ``RunStopped`` naming it and the fix.
 - Resume: metasynth, synth and curate (not idempotent) write their output file last and are
   skipped, the summary refilled from it, when it exists; metasynth and synth mark their start
   first, so a crashed attempt is replayed from the bank's events (``replay``), never rerun.
@@ -32,7 +34,8 @@ import ray
 from actors.draining import call_one, drain
 from actors.pools import PoolResult, ResilientPool
 from actors.synthesizer import SynthesizerProcess
-from ratchet_ray.bank.checkpoints import available_rounds, checkpoint_dir
+from ratchet_ray.bank.checkpoints import (CheckpointError, available_rounds, checkpoint_dir,
+                                          snapshot_problem)
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.evidence.queries import recent_verdicts
@@ -137,6 +140,9 @@ def rollback_check(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:
                 raise  # something else went missing (the run dir itself: RunDir.lost says)
             raise RunStopped(missing_snapshot(ctx.run.path, round_, decision.restore_round)
                              ) from exc
+        except CheckpointError as exc:  # files missing, a manifest garbled or another run's
+            raise RunStopped(damaged_snapshot(ctx.run.path, round_, decision.restore_round,
+                                              getattr(exc, "cause", None) or exc)) from exc
         summary.rollback_fired, summary.restored_round = True, decision.restore_round
         log.warning("round %d: rollback fired; restored the bank of round %d",
                     round_, decision.restore_round)
@@ -155,6 +161,16 @@ def missing_snapshot(run: Path, round_: int, restore_round: int) -> str:
             f"{available_rounds(run) or 'none'}); put it back from a copy of the run dir and "
             f"continue with {resume_advice(run)} (other rounds' snapshots may be pruned: only "
             "the best round's is restored)")
+
+
+def damaged_snapshot(run: Path, round_: int, restore_round: int, error: BaseException) -> str:
+    """Why the rollback gate of ``round_`` cannot restore ``restore_round``'s damaged snapshot
+    (``error``: the ``CheckpointError``, as raised in the bank), and the fix, on one line."""
+    problem = snapshot_problem(run, restore_round, run.name) or " ".join(str(error).split())
+    return (f"round {round_}: the rollback gate fired and must restore the bank of round "
+            f"{restore_round} (the best round), but {problem}; a restore from it would bring "
+            f"back another bank than that round's, so put the snapshot back from a copy of the "
+            f"run dir and continue with {resume_advice(run)}")
 
 
 def train(ctx: LoopContext, round_: int, summary: RoundSummary) -> str:

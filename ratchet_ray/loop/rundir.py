@@ -5,7 +5,8 @@ Contracts:
 - ``RunDir.create`` refuses to reuse an existing folder and a results folder it cannot write
   (naming ``--set results_dir``); ``RunDir.open`` refuses a folder without ``config.yaml`` and
   says how to start a fresh run instead; ``check_writable`` refuses a read-only run dir;
-  ``check_bank`` a bank folder deleted while a checkpoint holds it; ``check_name`` a run dir
+  ``check_bank`` a bank folder deleted while a checkpoint holds it, a damaged bank snapshot and
+  a round-0 snapshot gone once the bank moved on; ``check_name`` a run dir
   renamed since its evidence was written (its name is the run's id).
 - Every JSON file is written atomically and durably (``fsutil``), so a killed driver never leaves
   a half-written summary behind; a phase's output file doubles as its "done" marker on resume.
@@ -27,9 +28,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ratchet_ray.bank.checkpoints import available_rounds, checkpoint_dir
+from ratchet_ray.bank.checkpoints import (CHECKPOINTS_DIR, available_rounds, checkpoint_dir,
+                                          snapshot_problem)
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.run_config.files import dump_config, load_config
+from ratchet_ray.run_config.resumed import RECORD_FILE
 from ratchet_ray.evidence.integrity import require_readable
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.storage.fsutil import (PREV_SUFFIX, atomic_write_json, cannot_read, disk_full,
@@ -127,12 +130,36 @@ def _read_ids(path: Path) -> list[str]:
     return ids
 
 
+def _times(run_dir: Path, kind: str) -> list[float]:
+    """``created_at`` of every row of ``kind`` in the evidence (unreadable parts are left to
+    ``RunDir.acquire``, which names the repair)."""
+    import pyarrow.parquet as pq
+
+    found: list[float] = []
+    for part in EvidenceStore(run_dir).part_paths(kind):
+        try:
+            found.extend(pq.ParquetFile(part).read(columns=["created_at"]).column(0).to_pylist())
+        except (OSError, ValueError):
+            continue
+    return [t for t in found if t is not None]
+
+
+def _first_time(run_dir: Path, kind: str) -> float | None:
+    return min(_times(run_dir, kind), default=None)
+
+
+def _last_time(run_dir: Path, kind: str) -> float | None:
+    return max(_times(run_dir, kind), default=None)
+
+
 class RunDir:
     """Paths and small files of one run; the evidence and the bank live in their own stores."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self._lock: RunLock | None = None
+        self.setting_edits: list[str] = []
+        """A resume's warnings: the operational keys of config.yaml edited since it last ran."""
 
     # ---- the single writer -----------------------------------------------------------------
     def acquire(self, purpose: str) -> None:
@@ -193,6 +220,7 @@ class RunDir:
         path.mkdir(parents=True)
         run = cls(path)
         dump_config(config, path / CONFIG_FILE)
+        dump_config(config, path / RECORD_FILE)  # the settings it ran with: resume compares
         atomic_write_json(path / TRAIN_IDS_FILE, list(train_ids))
         atomic_write_json(path / EVAL_IDS_FILE, list(eval_ids))
         return run
@@ -218,11 +246,34 @@ class RunDir:
     def check_bank(self) -> None:
         """``ValueError`` naming the fix when the bank's folder (``skills/`` or
         ``meta-skills/``) is gone while the latest bank checkpoint holds files of it: the
-        SkillBank would start empty and the resumed run go on without what it learned."""
+        SkillBank would start empty and the resumed run go on without what it learned; when a
+        bank snapshot is damaged (``checkpoints.snapshot_problem``: files its manifest lists
+        missing, a manifest garbled or another run's, a file where it belongs), which a
+        rollback would restore as fewer skills; and when round 0's snapshot is gone while no
+        round has finished and the bank has changed since round 0 began (its synth or curate
+        ran): the resume would make that snapshot again from the later bank."""
         rounds = available_rounds(self.path)
-        if not rounds:
-            return
-        latest = checkpoint_dir(self.path, rounds[-1])
+        if rounds:
+            self._check_bank_folders(rounds[-1])
+        recorded = self._recorded_run_id() or self.run_id
+        folder = self.path / CHECKPOINTS_DIR
+        numbered = sorted(folder.glob("round_*")) if folder.is_dir() else []
+        for path in numbered:
+            number = path.name.split("_", 1)[1].removesuffix(PREV_SUFFIX)
+            problem = snapshot_problem(self.path, int(number), recorded) if number.isdigit() \
+                else None
+            if problem is not None:
+                raise ValueError(
+                    f"{problem}; a rollback to that round would restore another bank than "
+                    f"the one it ran with: put it back from a copy of the run dir, or move it "
+                    f"out of {folder} (only the best round's snapshot is ever restored, and a "
+                    f"rollback that needs a missing one stops naming it), then "
+                    f"{resume_advice()} again")
+        self._check_start_bank()
+
+    def _check_bank_folders(self, latest_round: int) -> None:
+        """``check_bank``'s first clause: the bank's folders against the latest checkpoint."""
+        latest = checkpoint_dir(self.path, latest_round)
         if not latest.is_dir():  # a crash cut its swap: the complete copy is the .prev
             latest = latest.with_name(latest.name + PREV_SUFFIX)
         for name in ("skills", "meta-skills"):
@@ -235,19 +286,43 @@ class RunDir:
                     f"empty bank; restore it (cp -a {shlex.quote(str(latest / name))} "
                     f"{shlex.quote(str(self.path / name))}) and {resume_advice()} again")
 
-    def check_name(self) -> None:
-        """``ValueError`` naming the fix when the evidence was written under another run id: the
-        run dir was renamed, or copied under another name. Its name is the run's id, which keys
-        every capsule, so a resume would redo an unfinished round's tasks beside those recorded
-        (and stop on a split holding them twice). An unreadable part is left to ``acquire``."""
+    def _check_start_bank(self) -> None:
+        """``check_bank``'s round-0 clause: the driver makes ``checkpoints/round_00`` again when
+        none is left and no round has finished, which is exact only while the bank is the one
+        round 0 started from. Round 0 changes the bank only after its eval, train and critic
+        (metasynth, synth, curate), so a ``skill_event`` written after the run's first capsule
+        means it has moved on."""
+        if available_rounds(self.path) or any(self.path.glob(f"round_*/{SUMMARY_FILE}")):
+            return
+        first = _first_time(self.path, "capsule")
+        changed = _last_time(self.path, "skill_event")
+        if first is None or changed is None or changed <= first:
+            return
+        snapshot = checkpoint_dir(self.path, 0)
+        raise ValueError(
+            f"the bank snapshot round 0 started from ({snapshot}) is missing, and the bank has "
+            "changed since round 0 began (its metasynth, synth or curate ran): a resume would "
+            "make that snapshot again from the later bank, which a rollback to round 0 would "
+            f"restore; put {snapshot} back from a copy of the run dir and {resume_advice()} "
+            "again, or start the run anew")
+
+    def _recorded_run_id(self) -> str | None:
+        """The run id the evidence's first capsule part holds (None: no readable part)."""
         import pyarrow.parquet as pq
 
         parts = EvidenceStore(self.path).part_paths("capsule")
         try:
             ids = pq.ParquetFile(parts[0]).read(columns=["run_id"]).column(0) if parts else []
         except (OSError, ValueError):
-            return
-        recorded = str(ids[0]) if len(ids) else self.run_id
+            return None
+        return str(ids[0]) if len(ids) else None
+
+    def check_name(self) -> None:
+        """``ValueError`` naming the fix when the evidence was written under another run id: the
+        run dir was renamed, or copied under another name. Its name is the run's id, which keys
+        every capsule, so a resume would redo an unfinished round's tasks beside those recorded
+        (and stop on a split holding them twice). An unreadable part is left to ``acquire``."""
+        recorded = self._recorded_run_id() or self.run_id
         if recorded != self.run_id:
             raise ValueError(
                 f"{self.path} holds the evidence of run {recorded}: the folder was renamed or "

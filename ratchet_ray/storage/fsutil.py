@@ -152,6 +152,13 @@ def fsync_dir(folder: str | Path) -> None:
         os.close(fd)
 
 
+def run_dir_gone(run_dir: str | Path, not_done: str) -> str:
+    """The one wording of a run dir's writer refusing to make it again (a SkillBank or artifact
+    service Ray restarted, a bank snapshot): ``not_done`` says what the writer leaves undone."""
+    return (f"the run dir {run_dir} is gone (deleted or moved while the run ran): {not_done}, "
+            "so nothing makes it again")
+
+
 def temp_path(path: Path) -> Path:
     """A hidden temp name next to ``path`` (same filesystem, so the rename is atomic)."""
     return path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"

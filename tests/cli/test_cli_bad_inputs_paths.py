@@ -173,10 +173,15 @@ def test_resume_of_a_run_whose_bank_folder_was_deleted_names_its_checkpoint(resu
                                                                             folder, file):
     """A resume used to start the SkillBank empty and go on: the skills the run learned (still
     in the checkpoint, and ``added`` in its evidence) were gone from every later round."""
+    from skill_builders import TOPICS, make_skill
+
+    from ratchet_ray.bank.checkpoints import write_snapshot
+    from ratchet_ray.types import MetaSkill
+
     run_dir = a_run_dir(tmp_path / "mbpp_r1_run")
-    checkpoint = run_dir / "checkpoints" / "round_01" / folder
-    checkpoint.mkdir(parents=True)
-    (checkpoint / file).write_text("kept\n")
+    kept = ([make_skill(file.removesuffix(".yaml"), TOPICS[0])], []) if folder == "skills" else \
+        ([], [MetaSkill(id=file.removesuffix(".md"), suite="mbpp", body="# m")])
+    checkpoint = write_snapshot(run_dir, 1, *kept, run_id=run_dir.name) / folder  # the run's
     line = refused(ratchet("run", "--resume", str(run_dir)),
                    f"the skill bank's folder {run_dir / folder} is missing",
                    f"cp -a {checkpoint} {run_dir / folder}", "--resume again")

@@ -1,0 +1,114 @@
+"""A resumed run's settings against those its recorded rounds ran with.
+
+A resumed run is the same experiment: its ``config.yaml`` edited since the run last ran must
+not change, silently, what its rounds measure. The run keeps its own copy of the settings it
+ran with, ``RECORD_FILE`` beside ``config.yaml`` (written when the run starts and whenever a
+resume changes them); ``setting_edits`` compares the two, key by key.
+
+Contracts:
+- ``OPERATIONAL`` keys (and ``rounds``, raised or kept at least at the rounds finished) say how
+  a run runs, not what it measures: an edit of one is a warning naming each key with its old
+  and new value, and the run goes on with the new value. Every other key (the model and its
+  sampling, the suite and its settings, the arm, seed, split sizes and subset, the router,
+  synthesis, the Curator's cap and rules, rollback, the grader, prompts, the bank's pack) is
+  refused: ``ResumeEditError`` naming each, old -> new, the copy and the fix. A key a newer
+  schema added (absent from the copy) or dropped is not an edit.
+- ``setting_edits`` reads nothing but the two configs; the caller owns the files.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, NamedTuple
+
+import yaml
+
+from ratchet_ray.run_config.files import ConfigError, config_text
+from ratchet_ray.settings.schema import LoopConfig
+
+RECORD_FILE = "config.ran.yaml"
+"""The settings the run's recorded rounds ran with, written by the run only."""
+
+OPERATIONAL = (
+    "budget", "infra", "workers", "tracking", "tracing", "results_dir", "tag", "dataset_path",
+    "llm.base_url", "llm.requests_per_minute", "llm.tokens_per_minute", "llm.limiter_scope",
+    "llm.prices", "llm.local.n_threads", "llm.local.extra_buffer_types",
+    "llm.openai.max_retries", "llm.openai.embed_batch", "llm.bedrock.region",
+    "llm.bedrock.endpoint_url", "llm.bedrock.max_attempts",
+)
+"""Keys (and sections) a resume takes with a warning: where and how fast the run runs, what it
+may spend, where it reports; none changes what a round measures."""
+
+
+class Edit(NamedTuple):
+    key: str
+    old: Any
+    new: Any
+
+    def said(self) -> str:
+        return f"{self.key} {_value(self.old)} -> {_value(self.new)}"
+
+
+class ResumeEditError(ConfigError):
+    """``config.yaml`` was edited in a key a resumed run must keep; the message names each."""
+
+
+def _value(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(data, dict) or (prefix and not data):
+        return {prefix: data}
+    found: dict[str, Any] = {}
+    for key, value in data.items():
+        found.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
+    return found
+
+
+def _operational(key: str) -> bool:
+    return any(key == k or key.startswith(f"{k}.") for k in OPERATIONAL)
+
+
+def settings_of(config: LoopConfig) -> dict[str, Any]:
+    """``config`` as ``config.yaml`` and the record hold it (credentials left out)."""
+    return yaml.safe_load(config_text(config))
+
+
+def setting_edits(recorded: dict[str, Any], config: LoopConfig, finished_rounds: int
+                  ) -> tuple[list[Edit], list[Edit]]:
+    """``(warned, refused)``: the keys whose value in ``config`` differs from ``recorded`` (the
+    record's settings), split by the module's rule; ``rounds`` is refused below
+    ``finished_rounds``."""
+    old, new = _flat(recorded), _flat(settings_of(config))
+    warned, refused = [], []
+    for key in sorted(old.keys() & new.keys()):
+        if old[key] == new[key]:
+            continue
+        edit = Edit(key, old[key], new[key])
+        if key == "rounds":
+            fewer = isinstance(new[key], int) and new[key] < finished_rounds
+            (refused if fewer else warned).append(edit)
+        else:
+            (warned if _operational(key) else refused).append(edit)
+    return warned, refused
+
+
+def refusal(config_file: Path, refused: Iterable[Edit], finished_rounds: int) -> str:
+    """The one line a resume refusing ``refused`` says: each edit, why, the copy and the fix."""
+    record = Path(config_file).with_name(RECORD_FILE)
+    edits = list(refused)
+    fewer = [e for e in edits if e.key == "rounds"]
+    why = (f" (rounds below the {finished_rounds} the run has finished)" if fewer else "")
+    return (f"{config_file} was edited since the run last ran: {', '.join(e.said() for e in edits)}"
+            f"{why}; a resumed run is the same experiment, and these settings change what its "
+            f"rounds measure: put them back (the settings the run ran with are in {record}), "
+            "or start a new run with them (without --resume)")
+
+
+def warning(config_file: Path, warned: Iterable[Edit]) -> str:
+    """The one line a resume taking ``warned`` says."""
+    return (f"{config_file} was edited since the run last ran: "
+            f"{', '.join(e.said() for e in warned)}; the resumed run goes on with the new "
+            f"value(s) (they change how the run runs, not what its rounds measure)")
