@@ -2,7 +2,7 @@
 
 Contracts:
 - ``PriceTable.cost``: USD from per-million-token prices of the entry whose pattern is the
-  longest substring of the model id; an unknown model costs 0.0 (``unpriced`` reports them).
+  longest substring of the model id; an unknown model costs 0.0.
 - ``PriceTable()`` is ``DEFAULT_PRICES``; ``price_table(llm)`` overlays the run's ``llm.prices``
   (default: the ``$RATCHET_PRICE_TABLE`` YAML/JSON file, read once when the config is built, so
   a resumed run keeps its prices).
@@ -49,9 +49,6 @@ class PriceTable:
         model_l = model.lower()
         hits = [p for p in self.prices if p.lower() in model_l]
         return self.prices[max(hits, key=len)] if hits else None
-
-    def unpriced(self, model: str) -> bool:
-        return self._match(model) is None
 
     def cost(self, model: str, input_tokens: int, output_tokens: int) -> float:
         price = self._match(model)

@@ -15,8 +15,8 @@ Contracts:
   ``scope`` (a run id, ``baseline_<hex>``). Entering connects Ray, takes the scope's lease
   (``actors.run_lease``: its detached servers leave by themselves if this process dies), runs
   the preflight (``PreflightFailed`` leaves nothing behind) and fills ``models``;
-  ``checks=False`` (a job that asks no LLM) skips the last two. ``pool``, ``artifacts``,
-  ``start_run_actors`` and ``own`` start actors it releases on exit; ``breaker`` is one split's
+  ``checks=False`` (a job that asks no LLM) skips the last two. ``pool``, ``artifacts`` and
+  ``start_run_actors`` start actors it releases on exit; ``breaker`` is one split's
   circuit breaker. Leaving, by return, exception or Ctrl-C, releases in reverse order: pools and
   owned actors, every named actor of the scope (``runtime.release_run``; skipped, with a
   warning, when Ray's GCS does not answer within 3 s: a local Ray stopped with the driver), the
@@ -134,11 +134,6 @@ class RunRuntime:
         if self._stack is None:
             raise RuntimeError("RunRuntime is not entered: use it as `with RunRuntime(...) as rt`")
         return self._stack
-
-    def own(self, handle: Any) -> Any:
-        """Kill the actor ``handle`` when the runtime closes; returns it."""
-        self._open.callback(ray.kill, handle)
-        return handle
 
     def pool(self, role: str, make_actor: Callable[[], Any], size: int,
              **kwargs: Any) -> ResilientPool:

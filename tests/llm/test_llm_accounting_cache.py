@@ -23,7 +23,7 @@ def test_price_table_longest_pattern_wins_and_unknown_is_free():
     assert table.cost("global.anthropic.claude-opus-4-7", 1_000_000, 0) == pytest.approx(5.0)
     assert table.cost("anthropic.claude-opus-4-20250514-v1:0", 0, 1_000_000) == pytest.approx(75.0)
     assert table.cost("gemma-3-270m-q4_k_m", 10**6, 10**6) == 0.0
-    assert table.unpriced("some-new-model") and table.cost("some-new-model", 10, 10) == 0.0
+    assert table.cost("some-new-model", 10, 10) == 0.0
 
 
 def test_price_table_file_overlays_defaults(tmp_path, monkeypatch):
