@@ -6,25 +6,32 @@ a plain ``ray.init()``, which then refuses a local run's settings. These checks 
 one line naming the address and the fix.
 
 Contracts:
-- ``unreachable(address, timeout_s)``: for a ``HOST:PORT`` address or an ``http(s)://HOST:PORT``
-  dashboard URL, the one-line reason nothing accepts a TCP connection there within
-  ``timeout_s``, else None; other forms (``auto``, ``local``, ``ray://...``) are Ray's (None).
+- ``unreachable(address, timeout_s)``: for a ``HOST:PORT`` address, an ``http(s)://HOST:PORT``
+  dashboard URL or a ``ray://HOST:PORT`` Ray Client address (``URL_PORTS``: the default
+  ports), the one-line reason nothing accepts a TCP connection there within ``timeout_s``, else
+  None; other forms (``auto``, ``local``) are Ray's (None). Ray Client retried a ``ray://``
+  where nothing listens for 30 s, after the run dir was made.
 - ``leftover_head()``: the address of a live cluster a plain ``ray.init()`` here would join (the
   address file the last ``ray start --head`` wrote; one a dead head left is ignored), else None.
 - ``ray_problem(address)``: what a driver given ``address`` (else ``RAY_ADDRESS``, else a local
   Ray) would meet, one line with the fix, else None: nothing listening (for ``auto``, at the
   address Ray resolves it to here, or no cluster to find), an address of none of
-  the forms a driver takes (``garbage``, a host without its port), a head that refuses this
-  driver's credentials (``refused_credentials``), a leftover head. ``client=False`` (a sweep,
+  the forms a driver takes (``garbage``, a host without its port, a URL whose host or port
+  cannot be read), a head that refuses this driver's credentials or a port that is no Ray GCS
+  (``gcs_problem``), a leftover head. ``client=False`` (a sweep,
   which takes no ``ray://`` address): the forms it names leave ``ray://`` out; ``local=False``
   (a sweep's ``--status`` / ``--stop``, which need its cluster): no local Ray is advised.
   ``RAY_ADDRESS=local`` asks for a local Ray of its own even beside a leftover head.
 - ``ask_gcs(address, timeout_s)`` / ``gcs_answers``: the GCS's ``check_alive``, bounded even
   where Ray's own call would block for good (a GCS that died).
-- ``refused_credentials(address)``: why the head at a ``HOST:PORT`` address refuses this
-  driver (Ray's token authentication: no token here, or another), else None, within the
-  timeout; ``ray.init`` met it after 20 s of retries with an error naming only an interface
-  address it failed to connect to.
+- ``gcs_problem(address)``: within seconds, why the service at a ``HOST:PORT`` address that
+  accepts connections will not take this driver, else None: its head refuses this driver's
+  credentials (``refused_credentials``: Ray's token authentication, no token here or another;
+  ``ray.init`` met it after 20 s of retries with an error naming only an interface address it
+  failed to connect to), or it is no Ray GCS (``not_a_gcs``: an HTTP server such as the
+  dashboard's port, another Ray service's gRPC port, another program; ``ray.init`` waited on
+  it for minutes). A service that stays silent, or speaks gRPC yet answers slowly, is left to
+  Ray.
 """
 
 from __future__ import annotations
@@ -39,11 +46,16 @@ LOCAL = "local"
 PROBE_TIMEOUT_S = 3.0
 
 
+URL_PORTS = {"http": 80, "https": 443, "ray": 10001}
+"""The schemes whose ``scheme://HOST[:PORT]`` addresses are probed, with Ray's default ports."""
+
+
 def _host_port(address: str) -> tuple[str, int] | None:
-    if address.startswith(("http://", "https://")):
-        parts = urlsplit(address)
-        try:
-            port = parts.port or (443 if parts.scheme == "https" else 80)
+    scheme = address.partition("://")[0] if "://" in address else None
+    if scheme in URL_PORTS:
+        try:  # urlsplit refuses a broken IPv6 host ("http://[::1") with a ValueError too
+            parts = urlsplit(address)
+            port = parts.port or URL_PORTS[scheme]
         except ValueError:
             return None
         return parts.hostname or "127.0.0.1", port
@@ -72,7 +84,8 @@ def _malformed(address: str, client: bool = True) -> str | None:
     URL, a ``scheme://`` address such as ``ray://``, ``auto``), else None. The forms it advises
     leave out ``ray://`` when the caller takes no Ray Client address (``client=False``)."""
     text = address.strip()
-    if "://" in text or text == "auto" or _host_port(text) is not None:
+    if _host_port(text) is not None or text == "auto" or (
+            "://" in text and text.partition("://")[0] not in URL_PORTS):
         return None
     return ("it is no Ray address: give HOST:PORT (the head's GCS, e.g. 127.0.0.1:6379), "
             "http://HOST:8265 (its dashboard), " + ("ray://HOST:10001 or auto" if client
@@ -108,12 +121,12 @@ def ray_problem(address: str | None = None, client: bool = True,
         target, why = (_auto_target() if given.strip() == "auto"
                        else (given, _malformed(given, client)))
         why = why or (unreachable(target) if target else None)
-        if why is None:
-            return refused_credentials(target) if target else None
-        if target and target != given:
-            why = f"auto means {target} here (the cluster Ray finds on this machine), and {why}"
         source, drop = ("--address", "drop --address") if address else \
             ("RAY_ADDRESS", "unset RAY_ADDRESS")
+        if why is None:
+            return gcs_problem(target, source=source) if target else None
+        if target and target != given:
+            why = f"auto means {target} here (the cluster Ray finds on this machine), and {why}"
         return (f"cannot reach the Ray cluster at {given} ({source}): {why}; start the head there "
                 "(`ray start --head`)" + (", " if local else " or ") + "give its address (`ray "
                 "status` on the head prints it)" + (f", or {drop} for a local Ray" if local else ""))
@@ -167,18 +180,29 @@ def gcs_answers(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
     return answered and error is None
 
 
-def refused_credentials(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
-    """Why the head at ``address`` refused this driver's credentials (module contract)."""
-    if address.strip().startswith(("http://", "https://")) or _host_port(address.strip()) is None:
+def gcs_problem(address: str, timeout_s: float = PROBE_TIMEOUT_S,
+                source: str = "") -> str | None:
+    """What the service at a ``HOST:PORT`` address that accepts connections says to this
+    driver, one line (module contract): it refuses its credentials (``refused_credentials``'s
+    words), or it is no Ray GCS (``not_a_gcs``, naming ``source``: where the address came
+    from), else None."""
+    text = address.strip()
+    if "://" in text or _host_port(text) is None:
         return None
     try:
         from ray.exceptions import AuthenticationError
     except ImportError:  # Ray moved it: Ray's own error stands
         return None
-    # A head that checks tokens answers at once; any other failure: Ray's own error stands.
-    _, error = ask_gcs(address.strip(), timeout_s)
-    if not isinstance(error, AuthenticationError):
-        return None
+    # A head answers at once (a token it checks too); what did not answer may only be slow
+    answered, error = ask_gcs(text, timeout_s)
+    if answered and isinstance(error, AuthenticationError):
+        return refused_credentials(text)
+    return not_a_gcs(text, answered, error, source)
+
+
+def refused_credentials(address: str) -> str:
+    """Why the head at ``address``, which refused this driver's token, refused it (module
+    contract): no token mode here, or another token."""
     mode = os.environ.get("RAY_AUTH_MODE") or "unset"
     where = ("RAY_AUTH_TOKEN, or the token file the head made, ~/.ray/auth_token there, copied "
              "here or named by RAY_AUTH_TOKEN_PATH")
@@ -188,3 +212,50 @@ def refused_credentials(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> str
                 f"cluster's token ({where})")
     return (f"the Ray cluster at {address} refuses this driver's auth token: give it the "
             f"cluster's token ({where})")
+
+
+GRPC_UNIMPLEMENTED = 12
+"""gRPC's status for a method the server does not have: a Ray service that is not the GCS."""
+FIX_GCS = ("give the head's GCS address (HOST:6379 by default; `ray status` on the head prints "
+           "it)")
+
+
+def not_a_gcs(address: str, answered: bool, error: Exception | None,
+              source: str = "") -> str | None:
+    """Why the service at ``address`` (which accepts connections) is no Ray GCS, given what it
+    answered ``ask_gcs`` (``answered``, ``error``), else None (a GCS, or one only slow to
+    answer: Ray's own error stands). Ray's driver waited on such a port for minutes, after the
+    run dir was made."""
+    named = f"{address} ({source})" if source else address
+    if answered and getattr(error, "rpc_code", None) == GRPC_UNIMPLEMENTED:
+        return (f"something at {named} answers gRPC but is not Ray's GCS (a raylet's, an "
+                f"object manager's or the Ray Client server's port?): {FIX_GCS}")
+    if answered:
+        return None
+    first = _first_reply(address)
+    if first.startswith(b"HTTP/"):
+        return (f"{named} is an HTTP server, not Ray's GCS (the dashboard's port, 8265 by "
+                f"default? its URL http://{address} is for `ray job submit` and a sweep's "
+                f"--address): {FIX_GCS}")
+    if first and not first.startswith(HTTP2_SETTINGS):
+        return (f"the service at {named} answers, but not as Ray's GCS (another program's "
+                f"port?): {FIX_GCS}")
+    return None  # silent, or gRPC yet slow: Ray decides
+
+
+HTTP2_SETTINGS = b"\x00\x00"
+"""How a gRPC server's first frame (HTTP/2 SETTINGS, a short length) starts."""
+
+
+def _first_reply(address: str, timeout_s: float = 2.0) -> bytes:
+    """The first bytes the service at ``HOST:PORT`` sends back to an HTTP/1.0 request (empty
+    when it says nothing within ``timeout_s`` or closes)."""
+    target = _host_port(address)
+    if target is None:
+        return b""
+    try:
+        with socket.create_connection(target, timeout=timeout_s) as conn:
+            conn.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            return conn.recv(16)
+    except OSError:
+        return b""

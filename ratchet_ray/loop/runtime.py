@@ -143,11 +143,26 @@ def check_ray(address: str | None = None) -> None:
     three seconds at most, so entry points call it before they create anything."""
     if ray.is_initialized():
         return
-    problem = ray_problem(address)
+    problem = dashboard_url_problem(address) or ray_problem(address)
     if problem is None and (address or os.environ.get("RAY_ADDRESS") or LOCAL) == LOCAL:
         problem = temp_dir_problem()  # only a Ray started here makes its folders here
     if problem is not None:
         raise RayStartError(address or os.environ.get("RAY_ADDRESS"), problem=problem)
+
+
+def dashboard_url_problem(address: str | None = None) -> str | None:
+    """Why ``address`` (else ``RAY_ADDRESS``) cannot be joined by a driver when it is a
+    dashboard (job server) URL, one line with the fix, else None: ``ray.init`` refuses
+    ``http(s)://`` addresses, and met one only after the run dir was made (Ray's docs export
+    ``RAY_ADDRESS=http://HOST:8265`` for its job CLI, so a shell may well hold one)."""
+    given = (address or os.environ.get("RAY_ADDRESS") or "").strip()
+    if not given.startswith(("http://", "https://")):
+        return None
+    source = "--address" if address else "RAY_ADDRESS"
+    return (f"{given} ({source}) is a Ray dashboard (job server) URL, and this command joins a "
+            "cluster by its GCS address: give HOST:6379 (`ray status` on the head prints it), "
+            f"or submit the command to that job server (`ray job submit --address {given} "
+            "--working-dir . -- python -m jobs.skill_loop SUITE ...`)")
 
 
 class RayStartError(click.ClickException):

@@ -272,9 +272,38 @@ def test_the_address_forms_ray_takes_are_left_to_ray(monkeypatch):
     from ratchet_ray.loop.ray_address import ray_problem
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    for address in ("local", "ray://127.0.0.1:10001"):  # Ray's: reached by Ray itself
-        assert ray_problem(address) is None, address
+    with socket.socket() as live:  # a Ray Client address something listens at: Ray's to reach
+        live.bind(("127.0.0.1", 0))
+        live.listen()
+        for address in ("local", f"ray://127.0.0.1:{live.getsockname()[1]}"):
+            assert ray_problem(address) is None, address
     assert "no Ray address" in ray_problem("127.0.0.1")  # no port: Ray refuses it too
+
+
+def test_a_ray_client_address_where_nothing_listens_is_refused_at_once(monkeypatch):
+    """Ray Client retried it for 30 s (a UserWarning, then "ray client connection timeout"),
+    after the run dir was made; now the probe every HOST:PORT gets, ray://'s default port
+    10001 when none is given."""
+    from ratchet_ray.loop import ray_address
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    address = f"ray://127.0.0.1:{closed_port()}"
+    line = ray_address.ray_problem(address)
+    assert f"cannot reach the Ray cluster at {address} (--address)" in line
+    assert "nothing answers" in line and "Connection refused" in line, line
+    assert ray_address._host_port("ray://head") == ("head", 10001)
+
+
+@pytest.mark.parametrize("address", ["http://[::1", "http://127.0.0.1:port", "https://h:x"])
+def test_a_url_whose_host_or_port_cannot_be_read_is_no_ray_address(monkeypatch, address):
+    """urlsplit's ValueError ("Invalid IPv6 URL", "Port could not be cast") was a traceback of
+    every command given such an address (a run, a sweep); now the malformed-address line."""
+    from ratchet_ray.loop.ray_address import ray_problem
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    for client in (True, False):  # a run's words and a sweep's
+        line = ray_problem(address, client=client)
+        assert f"at {address} (--address): it is no Ray address" in line, line
 
 
 def test_auto_is_checked_where_ray_resolves_it(monkeypatch, tmp_path):
@@ -302,7 +331,7 @@ def test_auto_is_checked_where_ray_resolves_it(monkeypatch, tmp_path):
         live.listen()
         host, port = live.getsockname()
         (tmp_path / "ray" / "ray_current_cluster").write_text(f"{host}:{port}\n")
-        monkeypatch.setattr("ratchet_ray.loop.ray_address.refused_credentials", lambda a: None)
+        monkeypatch.setattr("ratchet_ray.loop.ray_address.gcs_problem", lambda a, **_: None)
         assert ray_problem() is None
 
 
@@ -315,3 +344,86 @@ def test_the_forms_advised_are_those_the_caller_takes(monkeypatch):
     run, sweep = ray_problem("garbage"), ray_problem("garbage", client=False)
     assert "ray://HOST:10001" in run and "http://HOST:8265" in run
     assert "ray://" not in sweep and "http://HOST:8265" in sweep and "HOST:PORT" in sweep
+
+
+@pytest.fixture
+def http_port():
+    """A loopback HTTP server's port (as a dashboard's is), served from a thread."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_dashboard_port_given_as_a_gcs_address_is_one_line_and_no_run_dir(tmp_path, http_port):
+    """``RAY_ADDRESS=HOST:8265`` (the dashboard's port without http://): ray.init waited on it
+    for minutes ("Failed to connect to GCS ... Timed out while waiting for GCS") after the run
+    dir was made; now one line naming an HTTP server and the GCS address to give."""
+    address = f"127.0.0.1:{http_port}"
+    refused_within(["-m", "jobs.skill_loop", "sim", "--rounds", "1", "--set",
+                    f"results_dir={tmp_path / 'results'}"], ROOT, _env(RAY_ADDRESS=address),
+                   f"{address} (RAY_ADDRESS) is an HTTP server, not Ray's GCS",
+                   f"http://{address} is for `ray job submit`", "HOST:6379")
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_dashboard_url_given_to_a_run_is_one_line_and_no_run_dir(tmp_path):
+    """``RAY_ADDRESS=http://HOST:8265`` (what Ray's docs export for its job CLI): ray.init
+    refused it with "Invalid Ray address" only after the run dir was made; now before, naming
+    the GCS address and ``ray job submit`` with that URL."""
+    address = f"http://127.0.0.1:{closed_port()}"
+    refused_within(["-m", "jobs.skill_loop", "sim", "--rounds", "1", "--set",
+                    f"results_dir={tmp_path / 'results'}"], ROOT, _env(RAY_ADDRESS=address),
+                   f"{address} (RAY_ADDRESS) is a Ray dashboard (job server) URL", "HOST:6379",
+                   f"ray job submit --address {address}")
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_port_that_speaks_grpc_or_another_protocol_is_no_gcs(monkeypatch):
+    """A raylet's or Ray Client's port (gRPC, UNIMPLEMENTED for the GCS's call) and another
+    program's (a banner) were joined by ray.init for minutes; a silent listener is left to Ray
+    (a GCS may be slow), and so is a real GCS (``test_cluster``'s runs join one)."""
+    import threading
+    from concurrent import futures
+
+    import grpc
+
+    from ratchet_ray.loop.ray_address import not_a_gcs, ray_problem
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))  # no service: every call
+    port = server.add_insecure_port("127.0.0.1:0")                   # is UNIMPLEMENTED
+    server.start()
+    try:
+        line = ray_problem(f"127.0.0.1:{port}")
+    finally:
+        server.stop(0)
+    assert f"127.0.0.1:{port} (--address) answers gRPC but is not Ray's GCS" in line, line
+    with socket.socket() as other, socket.socket() as silent:
+        for sock in (other, silent):
+            sock.bind(("127.0.0.1", 0))
+            sock.listen()
+
+        def banner() -> None:
+            conn, _ = other.accept()
+            conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+            conn.close()
+
+        threading.Thread(target=banner, daemon=True).start()
+        address = "127.0.0.1:%d" % other.getsockname()[1]
+        assert "answers, but not as Ray's GCS" in not_a_gcs(address, False, None, "RAY_ADDRESS")
+        assert not_a_gcs("127.0.0.1:%d" % silent.getsockname()[1], False, None) is None
