@@ -80,10 +80,15 @@ def _normalise(message: str) -> str:
 
 def fix_for(message: str, suite: str | None = None) -> str:
     """The fix of ``message``'s kind of failure: a suite's hint (``suite``'s, or any registered
-    suite's when None) first, then the generic ones, else where to read the traces."""
+    suite's when None) first, then the fix the message names itself (its ``; fix: ...`` clause,
+    e.g. a solver cache this user may not read: the cache's path and the chmod), then the
+    generic ones, else where to read the traces."""
     hint = fix_hint(message, suite)
     if hint is not None:
         return hint
+    own = re.search(r";\s*fix:\s*(\S.*)$", message, flags=re.S | re.I)
+    if own is not None:
+        return " ".join(own.group(1).split()).rstrip(".")
     low = message.lower()
     return next((fix for keys, fix in FIXES if any(k in low for k in keys)),
                 "read run.log for the full traces")
