@@ -89,9 +89,6 @@ class _NodeClient(NamedActorClient):
     def _create(self) -> Any:
         return get_node_server(self.config, self.scope)
 
-    def server_info(self) -> dict:
-        return self._call(LLMServerActor.info)
-
 
 class NodeLLMClient(_NodeClient):
     backend = "local"

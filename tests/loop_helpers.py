@@ -28,6 +28,18 @@ class Worker:
         return x * x, os.getpid(), bank
 
 
+def server_pid(client) -> int:
+    """The pid of the model server behind ``client`` (an ``actors.llm_server`` node client),
+    started on first use."""
+    import ray
+
+    return ray.get(client._actor().__ray_call__.remote(_own_pid))
+
+
+def _own_pid(_instance) -> int:
+    return os.getpid()
+
+
 def cube_on(worker, x, delay=0.0):
     """A plain function a pool runs on a ``Worker`` (``__ray_call__``): the worker comes first."""
     return worker.work(x, delay)[0] * x

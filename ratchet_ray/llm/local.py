@@ -282,7 +282,3 @@ class LocalModelServer:
         self.config = config
         self.llm = LocalLLM(config)
         self.embedder = MiniLMEmbedder(config)
-
-    def info(self) -> dict:
-        return {"pid": os.getpid(), "llm_loaded": self.llm._llama is not None,
-                "embedder_loaded": self.embedder._model is not None, "model": self.llm.model}

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from pydantic import BaseModel
 
+from loop_helpers import server_pid
 from ratchet_ray.settings.schema import LLMSettings
 from ratchet_ray.llm.base import LLMError, Message, cosine_matrix
 from ratchet_ray.llm.local import LocalConfig, LocalLLM, MiniLMEmbedder
@@ -143,7 +144,7 @@ def test_one_model_copy_per_node_under_ray(ray_local):
         def work(self):
             reply = self.llm.complete([Message("user", "Name a colour.")], max_tokens=6)
             vectors = self.embedder.embed(["a red apple", "a crimson apple"])
-            return os.getpid(), self.llm.server_info()["pid"], reply.output_tokens, vectors.shape
+            return os.getpid(), server_pid(self.llm), reply.output_tokens, vectors.shape
 
     workers = [RoleWorker.remote() for _ in range(2)]
     results = ray_local.get([w.work.remote() for w in workers])
@@ -155,5 +156,5 @@ def test_one_model_copy_per_node_under_ray(ray_local):
 
     driver_client = make_llm(LLMSettings(), services=cluster_services())  # the same server
     assert isinstance(driver_client, NodeLLMClient)
-    assert driver_client.server_info()["pid"] in server_pids
+    assert server_pid(driver_client) in server_pids
     assert any(name.startswith("ratchet-llm-") for name in release_llm_actors())

@@ -9,7 +9,7 @@ import ray
 
 from actors.llm_server import NodeLLMClient, release_llm_actors
 from actors.rate_limiter import NAMESPACE, cluster_limiter, scope_token
-from loop_helpers import scenario_config, scenario_models
+from loop_helpers import scenario_config, scenario_models, server_pid
 from ratchet_ray.llm.local import LocalConfig
 from ratchet_ray.loop import session
 from ratchet_ray.loop.driver import run_loop
@@ -25,9 +25,9 @@ def test_two_runs_in_one_ray_never_share_or_release_each_others_servers(ray_loca
     try:
         a1, a2 = NodeLLMClient(config, scope="run-a"), NodeLLMClient(config, scope="run-a")
         b = NodeLLMClient(config, scope="run-b")
-        pid_a = a1.server_info()["pid"]
-        assert a2.server_info()["pid"] == pid_a  # one model copy per node within a run
-        pid_b = b.server_info()["pid"]
+        pid_a = server_pid(a1)
+        assert server_pid(a2) == pid_a  # one model copy per node within a run
+        pid_b = server_pid(b)
         assert pid_b != pid_a
         cluster_limiter("k", 5, 0, scope="run-a").limits()
         before = named("run-a")
@@ -35,7 +35,7 @@ def test_two_runs_in_one_ray_never_share_or_release_each_others_servers(ray_loca
 
         assert sorted(release_llm_actors("run-a")) == before
         assert named("run-a") == []
-        assert b.server_info()["pid"] == pid_b  # run b's server was not touched
+        assert server_pid(b) == pid_b  # run b's server was not touched
     finally:
         release_llm_actors("run-a")
         release_llm_actors("run-b")
@@ -44,13 +44,13 @@ def test_two_runs_in_one_ray_never_share_or_release_each_others_servers(ray_loca
 @pytest.mark.parametrize("interrupt", [KeyboardInterrupt, RuntimeError])
 def test_a_run_that_raises_releases_its_actors(ray_local, tmp_path, monkeypatch, interrupt):
     other = NodeLLMClient(LocalConfig(), scope="another-run")
-    other_pid = other.server_info()["pid"]
+    other_pid = server_pid(other)
     seen: dict[str, list[str]] = {}
 
     def preflight_then_interrupt(config, models, scope=None, log_dir=None):
         # What a run's actors create on first use: its node's model server and its limiter.
         run_id = next((tmp_path / "results" / "mbpp").iterdir()).name
-        NodeLLMClient(LocalConfig(), scope=run_id).server_info()
+        server_pid(NodeLLMClient(LocalConfig(), scope=run_id))
         cluster_limiter("k", 5, 0, scope=run_id).limits()
         seen[run_id] = named(run_id)
         raise interrupt("stopped by the test")
@@ -62,7 +62,7 @@ def test_a_run_that_raises_releases_its_actors(ray_local, tmp_path, monkeypatch,
         (run_id, before), = seen.items()
         assert len(before) == 2
         assert named(run_id) == []  # released on the way out
-        assert other.server_info()["pid"] == other_pid  # another run's server lives on
+        assert server_pid(other) == other_pid  # another run's server lives on
     finally:
         release_llm_actors("another-run")
 
@@ -119,7 +119,7 @@ def test_run_runtime_releases_everything_it_started_and_leaves_a_ray_it_found(
             pool = rt.pool("solver", lambda: remote_worker.remote(), 2)
             pool.heal()
             actors = pool.actors
-            NodeLLMClient(LocalConfig(), scope=scope).server_info()  # a scope's detached server
+            server_pid(NodeLLMClient(LocalConfig(), scope=scope))  # a scope's detached server
             assert len(named(scope)) == 1
             breaker = rt.breaker("eval", 0, 4)
             assert breaker.max_rate == LoopConfig().infra.max_failure_rate
