@@ -2,8 +2,9 @@
 
 Contracts:
 - The ledger keeps each run's latest absolute spend (tokens, USD) under its key (the run dir's
-  resolved path); ``report`` replaces that entry and returns the sum over every run, so a
-  repeated report (a resumed run, a sweep re-seeding its finished arms) counts once.
+  resolved path); ``seed`` (``SharedBudget.report``: one run's) replaces those entries and
+  returns the sum over every run, so a repeated report (a resumed run, a sweep re-seeding its
+  finished arms) counts once.
 - The detached actor ``ratchet-budget-<scope>`` (namespace ``ratchet``) is created by the first
   caller; ``release_budget_ledger(scope)`` removes it (the sweep does, when it ends); one left
   by a killed sweep is reused and re-seeded by its next invocation.
@@ -24,9 +25,6 @@ class BudgetLedgerProcess:
 
     def __init__(self) -> None:
         self.spend: dict[str, tuple[int, float]] = {}
-
-    def report(self, key: str, tokens: int, cost_usd: float) -> tuple[int, float]:
-        return self.seed({key: (tokens, cost_usd)})
 
     def seed(self, spends: dict[str, tuple[int, float]]) -> tuple[int, float]:
         for key, (tokens, cost) in spends.items():
