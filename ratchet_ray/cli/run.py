@@ -69,6 +69,7 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
 
     given = [k for k in _CONFIG_FLAGS if flags.get(k) not in (None, False, ())]
     resume_sets: tuple[str, ...] = ()
+    edits: list[str] = []  # a resume's warnings: config.yaml's operational keys edited
     if resume is not None:
         if given == ["sets"] and all(s.strip().startswith("budget.") for s in flags["sets"]):
             resume_sets, given = flags["sets"], []  # a higher budget for a stopped run
@@ -76,11 +77,11 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
             raise click.UsageError(f"--resume continues {resume} with its own config.yaml; drop "
                                    f"{', '.join('--' + k.replace('_', '-') for k in given)}"
                                    " (only --set budget.*=... may change)")
-        from ratchet_ray.loop.budget import resume_config
+        from ratchet_ray.loop.budget import resume_settings
         from ratchet_ray.loop.rundir import CONFIG_FILE, RunDir
 
         with one_line(FileNotFoundError, ConfigError, error=click.UsageError):
-            checked = resume_config(RunDir.open(resume).path / CONFIG_FILE, resume_sets)
+            checked, edits = resume_settings(RunDir.open(resume).path / CONFIG_FILE, resume_sets)
         config = None
         if suite is not None and checked.suite != suite:
             raise click.UsageError(f"{resume} is a {checked.suite} run, not {suite}; continue "
@@ -112,6 +113,8 @@ def run(suite: str | None, resume: Path | None, quiet: bool, dry_run: bool, **fl
             _check_new_run(checked)
         else:
             _check_resume(resume)
+            for line in edits:  # the run says them itself (run.log too)
+                click.echo(f"warning: {line}", err=True)
         print_config(checked)
         return
 
@@ -194,20 +197,27 @@ def _check_resume(resume: Path) -> None:
 def plot(ctx: click.Context, run_dir: Path | None, out_dir: Path | None) -> None:
     """Write loop_curve.png and loop_summary.md for RUN_DIR (or --db)."""
     from ratchet_ray.report.plot import plot_run
-    from ratchet_ray.storage.fsutil import unwritable
+    from ratchet_ray.storage.fsutil import cannot_write as fsutil_cannot_write
+    from ratchet_ray.storage.fsutil import disk_full, unwritable, write_target
 
     target = run_dir or (ctx.obj or {}).get("run_dir")
     if target is None:
         raise click.UsageError("give RUN_DIR (a run dir or its loop.json) or --db RUN_DIR")
     folder = out_dir or (Path(target).parent if Path(target).is_file() else Path(target))
-    why = unwritable(folder)
+    try:
+        why = unwritable(write_target(folder))  # through a link to a folder, as the files go
+    except OSError as exc:  # a loop of links: no folder to write in, whatever the free space
+        why = f"{exc.strerror} ({folder})"
     if why is not None:  # a read-only run dir (a mounted copy): refused before any drawing
         raise click.ClickException(f"cannot write the plot into {folder}: {why}; pass a "
                                    "writable folder with -o DIR")
-    # A full disk met while writing (the folder's check above passed) is one line too.
-    with cannot_write("the plot", "free space there, or pass another folder with -o DIR",
-                      folder), one_line(FileNotFoundError, ValueError):
-        png, md, metrics = plot_run(target, out_dir=out_dir)
+    try:
+        with one_line(FileNotFoundError, ValueError):
+            png, md, metrics = plot_run(target, out_dir=out_dir)
+    except OSError as exc:  # met while writing (the folder's check above passed): one line
+        fix = ("free space there, or pass another folder with -o DIR" if disk_full(exc)
+               else "pass another folder with -o DIR")  # a link loop among the files
+        raise click.ClickException(fsutil_cannot_write("the plot", exc, fix, folder)) from exc
     click.echo(f"{png}\n{md}")
     if metrics.round0 is not None:
         click.echo(f"round 0 {metrics.round0:.3f}, peak {metrics.peak:.3f} (round "

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Sequence
 from ratchet_ray.settings.schema import BudgetSettings, LoopConfig, read_config_file
 from ratchet_ray.run_config.files import ConfigError, load_config
 from ratchet_ray.run_config.resumed import (RECORD_FILE, ResumeEditError, refusal,
-                                            setting_edits, warning)
+                                            setting_edits, settings_of, warning)
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.loop.breaker import RunStopped
 
@@ -176,8 +176,10 @@ def resume_settings(config_file: Path, sets: Sequence[str]) -> tuple[LoopConfig,
     record = Path(config_file).with_name(RECORD_FILE)
     if not record.exists():
         return config, []
-    try:
-        recorded = read_config_file(record)
+    try:  # resolved as config.yaml is, so what the environment fills in is no edit
+        if not read_config_file(record):  # truncated: it would compare with the Default
+            raise ConfigError(f"{record} holds no settings (an empty file)")
+        recorded = settings_of(load_config([record]))
     except ValueError as exc:
         raise ConfigError(f"{' '.join(str(exc).split())}; it is the run's own copy of the "
                           "settings it ran with: restore it from a copy of the run dir") from exc

@@ -91,13 +91,22 @@ def test_a_run_without_a_record_takes_config_yaml_as_it_is(tmp_path):
     assert resume_settings(run_dir / "config.yaml", [])[1] == []
 
 
-def test_a_garbled_record_is_named(tmp_path):
+def test_a_garbled_or_empty_record_is_named(tmp_path):
     run_dir = _run(tmp_path)
-    (run_dir / RECORD_FILE).write_text("llm: [\n")
-    with pytest.raises(ConfigError, match=rf"{RECORD_FILE}.*it is the run's own copy of the "
-                                          "settings it ran with: restore it from a copy of the "
-                                          "run dir"):
-        resume_config(run_dir / "config.yaml", [])
+    for text in ("llm: [\n", ""):
+        (run_dir / RECORD_FILE).write_text(text)
+        with pytest.raises(ConfigError, match=rf"{RECORD_FILE}.*; it is the run's own copy of "
+                                              "the settings it ran with: restore it from a copy "
+                                              "of the run dir"):
+            resume_config(run_dir / "config.yaml", [])
+
+
+def test_the_files_as_the_run_wrote_them_are_no_edit_nor_is_a_budget_set(tmp_path):
+    """Both are resolved alike (``load_config``), and ``--set budget.*`` is no edit of the file."""
+    run_dir = _run(tmp_path)
+    record = yaml.safe_load((run_dir / RECORD_FILE).read_text())
+    assert setting_edits(record, RunDir(run_dir).config(), 0) == ([], [])
+    assert resume_settings(run_dir / "config.yaml", ["budget.max_tokens=5"])[1] == []
 
 
 def test_the_rule_keeps_model_and_governance_and_lets_operations_go():
@@ -132,6 +141,16 @@ def test_the_cli_refuses_before_anything_starts_and_so_does_its_dry_run(tmp_path
         assert len(errors) == 1 and "llm.max_tokens 512 -> 64" in errors[0], result.output
     assert sorted(p.name for p in run_dir.iterdir()) == sorted(
         ["config.yaml", RECORD_FILE, "train_ids.json", "eval_ids.json"])
+
+
+def test_a_dry_run_says_the_warning_too(tmp_path):
+    run_dir = _run(tmp_path)
+    _edit(run_dir, workers__graders=3)
+    result = CliRunner().invoke(main, ["run", "--resume", str(run_dir), "--dry-run"],
+                                prog_name="ratchet")
+    assert result.exit_code == 0, result.output
+    assert (f"warning: {run_dir / 'config.yaml'} was edited since the run last ran: "
+            "workers.graders 1 -> 3; the resumed run goes on") in result.stderr
 
 
 @pytest.mark.slow  # a one-round sim run and its resume on the local Ray (about 20 s)
