@@ -50,7 +50,8 @@ from ratchet_ray.suites.swebench.grading_support import (
     SKIPPED_STEP, Deadline, InstanceLog, apply_steps, git_apply_commands, inline_patch, patch_key,
     publish_folder, read_report, report_bytes, tail)
 from ratchet_ray.suites.swebench.integrity.guard import HarnessGuard
-from ratchet_ray.suites.swebench.integrity.lockdown import listed_conftests, lockdown_command
+from ratchet_ray.suites.swebench.integrity.lockdown import (
+    conftest_paths, listed_conftests, lockdown_command)
 from ratchet_ray.suites.swebench.docker.images import ImageLock, InstanceImages
 from ratchet_ray.suites.swebench.imports import serial_imports
 from ratchet_ray.suites.swebench.integrity.harness_paths import patch_paths, unsafe_paths
@@ -417,8 +418,11 @@ class SwebenchGrader:
         files read at the base commit; then ``Protections.prepare`` (``plant``: what root
         writes into them). ``(uid, layers)``, uid None where the image has no ``setpriv``."""
         locked = HarnessGuard.locked_files(instance, eval_script)
+        # pytest runners: no conftest.py can be added above a graded file (lockdown's contract)
+        keep_out = conftest_paths([], instance.get("test_patch") or "") if (
+            runner == "pytest") else None
         setup = box.untrusted_setup(whole_repo=False,
-                                    lockdown=lockdown_command(locked, box.workdir))
+                                    lockdown=lockdown_command(locked, box.workdir, keep_out))
         reading = Protections.read_step(instance, eval_script, runner)
         steps = [step for step in (setup, reading) if step is not None]
         results = box.run_steps(steps, 600)

@@ -10,7 +10,9 @@ import json
 import pytest
 
 import swebench_instances as fixture
-from forgeries import CONFTEST_FROM_INSTALL, FORCE_PASS_HOOK, new_file
+from forgeries import (
+    CONFTEST_AT_COLLECTION, CONFTEST_FROM_INSTALL, FORCE_PASS_HOOK, UNLISTED_CONFTEST_FROM_INSTALL,
+    new_file)
 from honest_patches import diff_of
 from ratchet_ray.suites.swebench.docker.container import instance_container
 from ratchet_ray.suites.swebench.grader import EVAL_SCRIPT, SwebenchGrader
@@ -30,6 +32,14 @@ def test_lockdown_keeps_graded_files_their_folders_and_conftests_roots():
     command = lockdown_command(["tests/unit/test_x.py"], "/testbed")
     assert "chmod 1777" in command and "chmod 0755" in command and "__pycache__" in command
     assert "conftest.py" in lockdown_command([], "/testbed"), "tracked conftests always"
+    assert "mkdir" not in command, "no placeholder without keep_out (a runner other than pytest)"
+    def placeholders(keep_out):
+        command = lockdown_command(["tests/unit/test_x.py"], "/testbed", keep_out)
+        before = command[:command.index('mkdir -m 0755 "$d/conftest.py"')]
+        return before[before.rindex("for d in "):].split(";")[0]
+
+    assert placeholders(set()) == "for d in . tests"  # the sticky folders above the graded file
+    assert placeholders({"conftest.py"}) == "for d in tests", "the test patch's conftest's place"
     patch = "diff --git a/t/conftest.py b/t/conftest.py\n--- /dev/null\n+++ b/t/conftest.py\n"
     assert conftest_paths(["conftest.py", "a/b.py", "a/myconftest.py"], patch) == {
         "conftest.py", "t/conftest.py"}
@@ -117,28 +127,41 @@ def _with_install_step(task):
 
 
 @pytest.mark.docker
+@pytest.mark.parametrize("forgery", ["listed", "unlisted"])
 def test_a_conftest_the_patch_writes_into_a_sticky_folder_is_refused(
-        docker_client, local_settings, limits, tmp_path, tasks, monkeypatch):
+        docker_client, local_settings, limits, tmp_path, tasks, forgery):
     """The patch's setup.py (the install step, as the tests' uid) writes a conftest.py into the
-    tree's root, sticky so the uid may add files there; pytest loads it as a real conftest and
-    its ``pytest_pyfunc_call`` swallows failed assertions. The sentinel trusts a conftest pytest
-    loaded: the real session is refused by the host's check of the conftests pytest loaded
-    against the tracked ones. Without that check only the differential refuses it."""
+    tree's root, sticky so the uid may add files there, whose ``pytest_pyfunc_call`` swallows
+    failed assertions. Until 2026-12-07 pytest loaded it as a real conftest, whose hooks the
+    sentinel trusts: the host's check of the conftests pytest loaded refused it, but one that
+    takes itself out of pytest's record when pytest configures (``unlisted``) resolved the real
+    session, refused by the differential alone. The lockdown now keeps the name: a root folder
+    named conftest.py in each sticky folder above a graded file, so the write fails and the
+    grade is the failing tests'."""
     task = _with_install_step(tasks["ratchet__calc-1"])
-    grader = SwebenchGrader(local_settings, limits, tmp_path / "on", client=docker_client)
-    result = grader.grade(task, CONFTEST_FROM_INSTALL)
-    assert (result.passed, result.exit_status) == (False, "test_tampering"), result.trace
-    assert ("pytest loaded a conftest.py that the tree does not track and the test patch does "
-            "not add (the grader's pytest plugin listed what pytest loaded): conftest.py"
-            in result.trace), result.trace
-    monkeypatch.setattr(
-        "ratchet_ray.suites.swebench.integrity.session_layers.unexpected_conftests",
-        lambda loaded, legitimate, tree: [])
-    grader = SwebenchGrader(local_settings, limits, tmp_path / "off", client=docker_client)
-    unchecked = grader.grade(task, CONFTEST_FROM_INSTALL)
-    assert (unchecked.passed, unchecked.exit_status) == (False, "test_tampering"), unchecked.trace
-    assert unchecked.trace.startswith("test_tampering: differential:"), unchecked.trace
-    assert "pytest loaded a conftest.py" not in unchecked.trace, unchecked.trace
+    patch = {"listed": CONFTEST_FROM_INSTALL, "unlisted": UNLISTED_CONFTEST_FROM_INSTALL}[forgery]
+    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
+    result = grader.grade(task, patch)
+    assert (result.passed, result.exit_status) == (False, "unresolved"), result.trace
+    logs = "\n".join(p.read_text(errors="replace") for p in tmp_path.rglob("*.txt"))
+    assert "IsADirectoryError" in logs, logs[-3000:]
+
+
+@pytest.mark.docker
+def test_a_conftest_the_patch_writes_while_pytest_collects_cannot_be_written(
+        docker_client, local_settings, limits, tmp_path, tasks):
+    """The patch's code, imported by the graded test module while pytest collects, writes the
+    swallowing conftest into the tree's root (sticky). Before the lockdown kept the name the
+    write succeeded, and pytest 7.2.1 never loaded the file: it loads the conftests of the named
+    test files' folders and those above them before it imports any test module, and looks each
+    folder up once (2026-12-07; a directory argument, not SWE-bench's shape, can make it visit a
+    folder later). Now the write fails (the failing test's output says why), and the grade is
+    the failing tests' (``unresolved``)."""
+    grader = SwebenchGrader(local_settings, limits, tmp_path, client=docker_client)
+    result = grader.grade(tasks["ratchet__calc-1"], CONFTEST_AT_COLLECTION)
+    assert (result.passed, result.exit_status) == (False, "unresolved"), result.trace
+    log = "\n".join(p.read_text(errors="replace") for p in tmp_path.rglob("test_output.txt"))
+    assert "collection-time conftest not written: [Errno 21] Is a directory" in log, log[-3000:]
 
 
 # A conftest the repository tracks (nested, with a report hook the sentinel watches) and one the
@@ -205,8 +228,8 @@ def test_the_hand_over_locks_a_tracked_conftest_and_lists_it(docker_client, inst
         commit = ("mkdir -p tests/deep && echo 'x = 1' > tests/deep/conftest.py && "
                   "git add tests/deep/conftest.py && git -c user.name=t -c user.email=t@t "
                   "commit -qm c")
-        setup = box.untrusted_setup(whole_repo=False,
-                                    lockdown=lockdown_command(["tests/test_ops.py"], box.workdir))
+        setup = box.untrusted_setup(whole_repo=False, lockdown=lockdown_command(
+            ["tests/test_ops.py"], box.workdir, keep_out=set()))
         done = box.run_steps([commit, setup], 120)
         assert done[0].exit_code == 0 and done[1].exit_code == 0, done
         assert listed_conftests(done[1].stdout) == ["tests/deep/conftest.py"]
@@ -221,3 +244,8 @@ def test_the_hand_over_locks_a_tracked_conftest_and_lists_it(docker_client, inst
             assert box.run(f"{as_uid} {attempt!r}", 30).exit_code != 0, attempt
         assert box.run(f"{as_uid} 'touch tests/deep/out.txt calc/new.py out.txt'",
                        30).exit_code == 0
+        # no conftest.py of the uid's above a graded file: the name is a root folder there
+        assert box.run("stat -c '%F %u %a' conftest.py", 30).stdout.strip() == "directory 0 755"
+        for attempt in ("echo x > conftest.py", "rmdir conftest.py", "mv conftest.py c2",
+                        "touch conftest.py/x", "ln -s calc/ops.py conftest.py/conftest.py"):
+            assert box.run(f"{as_uid} {attempt!r}", 30).exit_code != 0, attempt

@@ -7,7 +7,12 @@ Contracts:
   read-only to the uid (0755, with their ``__pycache__``), the folders above them up to the tree
   sticky (1777: the uid adds its own files but cannot rename or delete root's, so no path to a
   graded file can be redirected), the files root's and not writable by others; the same for
-  every tracked ``conftest.py``, which it prints last (``listed_conftests`` reads them).
+  every tracked ``conftest.py``, which it prints last (``listed_conftests`` reads them). With
+  ``keep_out`` (pytest runners), each sticky folder above a graded file where no conftest.py
+  exists gets an empty root folder named conftest.py (0755), except where a path of ``keep_out``
+  (the test patch's conftests, ``conftest_paths``) is to be written: the uid cannot create a
+  conftest there (a sticky folder keeps root's entries), and pytest loads only a conftest.py that
+  is a file.
 - ``conftest_paths(tracked, test_patch)``: the conftests pytest may legitimately load (tracked
   at the base commit, or added by the test patch), recognised by their path in the tree, never
   by an object's ``__file__``; ``unexpected_conftests(loaded, legitimate, tree)``: the host's
@@ -43,10 +48,12 @@ def protected_folders(files: Iterable[str]) -> tuple[list[str], list[str]]:
     return sorted(read_only), sorted(sticky - read_only)
 
 
-def lockdown_command(files: Iterable[str], workdir: str) -> str:
+def lockdown_command(files: Iterable[str], workdir: str,
+                     keep_out: Iterable[str] | None = None) -> str:
     """The root step of the module contract (a ``__pycache__`` too: pytest would load its
     compiled tests). Folders the test patch creates later are root's 0755 already; a symbolic
-    link is never changed (``chmod`` would follow it out of the tree)."""
+    link is never changed (``chmod`` would follow it out of the tree). ``keep_out``: None for no
+    conftest placeholders (a runner other than pytest)."""
     files = sorted(f for f in files if repo_relative_file(f) is not None)
     read_only, sticky = protected_folders(files)
     quote = shlex.quote
@@ -64,6 +71,17 @@ def lockdown_command(files: Iterable[str], workdir: str) -> str:
         steps.append(f"for f in {' '.join(map(quote, files))}; do if [ -f \"$f\" ] && "
                      f"[ ! -L \"$f\" ]; then chown root:root \"$f\" && chmod go-w \"$f\" "
                      f"|| exit 1; fi; done")
+    # A sticky folder takes new files: code of the patch run as the uid before pytest starts
+    # (the install step) could add a conftest.py there, which pytest loads as the tree's own
+    # (its hooks the sentinel trusts), and which can take itself out of the record the sentinel
+    # lists (docs/grading.md). A root folder of that name keeps the name: the uid may neither
+    # remove it nor write a file in its place, and pytest loads a conftest.py only as a file.
+    holes = sorted(d for d in sticky if posixpath.normpath(f"{d}/conftest.py")
+                   not in set(keep_out or ())) if keep_out is not None else []
+    if holes:
+        steps.append(f"for d in {' '.join(map(quote, holes))}; do if {real_dir} && "
+                     f"[ ! -e \"$d/conftest.py\" ] && [ ! -L \"$d/conftest.py\" ]; then "
+                     f"mkdir -m 0755 \"$d/conftest.py\" || exit 1; fi; done")
     # Each tracked conftest (the restore left no other) and the folders above it, root's:
     # sticky where they are not read-only already, so none can be swapped for another.
     steps.append("git ls-files -z -- conftest.py '*/conftest.py' | while IFS= read -r -d '' f; do "
