@@ -58,12 +58,18 @@ def _check_writable(paths: tuple[Path, ...], out: Path | None) -> None:
     """``ClickException`` before any work when the report's folder cannot be written (a
     read-only run dir: ``-o`` writes elsewhere)."""
     from ratchet_ray.report.sweep import expand
-    from ratchet_ray.storage.fsutil import unwritable
+    from ratchet_ray.storage.fsutil import unwritable, write_target
 
     if out is None:
         found = expand(paths)
         out = (found.sweeps[0] if found.sweeps else found.run_dirs[0]) / "report.html"
-    why = unwritable(out.parent)
+    try:
+        target = write_target(out)  # a link is written through (kept), as plot's and export's
+    except OSError as exc:  # a loop of links: nothing to write through
+        raise click.ClickException(f"cannot write the report to {out}: {exc.strerror}; point "
+                                   "the link at a file or remove it, or pass another file "
+                                   "with -o") from exc
+    why = unwritable(target.parent)
     if why is not None:
         raise click.ClickException(f"cannot write the report to {out}: {why}; pass a writable "
                                    "file with -o /a/writable/report.html")

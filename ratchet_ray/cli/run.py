@@ -197,20 +197,27 @@ def _check_resume(resume: Path) -> None:
 def plot(ctx: click.Context, run_dir: Path | None, out_dir: Path | None) -> None:
     """Write loop_curve.png and loop_summary.md for RUN_DIR (or --db)."""
     from ratchet_ray.report.plot import plot_run
-    from ratchet_ray.storage.fsutil import unwritable
+    from ratchet_ray.storage.fsutil import cannot_write as fsutil_cannot_write
+    from ratchet_ray.storage.fsutil import disk_full, unwritable, write_target
 
     target = run_dir or (ctx.obj or {}).get("run_dir")
     if target is None:
         raise click.UsageError("give RUN_DIR (a run dir or its loop.json) or --db RUN_DIR")
     folder = out_dir or (Path(target).parent if Path(target).is_file() else Path(target))
-    why = unwritable(folder)
+    try:
+        why = unwritable(write_target(folder))  # through a link to a folder, as the files go
+    except OSError as exc:  # a loop of links: no folder to write in, whatever the free space
+        why = f"{exc.strerror} ({folder})"
     if why is not None:  # a read-only run dir (a mounted copy): refused before any drawing
         raise click.ClickException(f"cannot write the plot into {folder}: {why}; pass a "
                                    "writable folder with -o DIR")
-    # A full disk met while writing (the folder's check above passed) is one line too.
-    with cannot_write("the plot", "free space there, or pass another folder with -o DIR",
-                      folder), one_line(FileNotFoundError, ValueError):
-        png, md, metrics = plot_run(target, out_dir=out_dir)
+    try:
+        with one_line(FileNotFoundError, ValueError):
+            png, md, metrics = plot_run(target, out_dir=out_dir)
+    except OSError as exc:  # met while writing (the folder's check above passed): one line
+        fix = ("free space there, or pass another folder with -o DIR" if disk_full(exc)
+               else "pass another folder with -o DIR")  # a link loop among the files
+        raise click.ClickException(fsutil_cannot_write("the plot", exc, fix, folder)) from exc
     click.echo(f"{png}\n{md}")
     if metrics.round0 is not None:
         click.echo(f"round 0 {metrics.round0:.3f}, peak {metrics.peak:.3f} (round "

@@ -4,7 +4,8 @@ Contracts:
 - It needs nothing but a browser: inline SVG (``svg``), embedded style and script
   (``assets``), data in ``<script type="application/json">`` blocks; no URL is fetched.
   Sections: Headline, Curves, The bank's life, Skills, Capsules, and Sweeps for a sweep folder.
-- Inputs are only read; the page is written to a temp file next to ``out`` and renamed over it.
+- Inputs are only read; the page is written to a temp file next to ``out`` and renamed over it
+  (over what a symbolic link at ``out`` names: the link is kept, ``fsutil.write_target``).
 - Capsule texts are cut to fit ``capsules.TEXT_BUDGET`` over all runs; past ``max_capsules``
   the browser keeps whole runs in order and the page names those left out and the option.
 """
@@ -21,7 +22,7 @@ import duckdb
 
 from ratchet_ray.report.assets import CSS, JS
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.storage.fsutil import atomic_write_text
+from ratchet_ray.storage.fsutil import atomic_write_text, write_target
 from ratchet_ray.report.capsules import COLUMNS, capsule_rows, text_limit_for
 from ratchet_ray.report.data import RunData, guidance_yaml, load_run
 from ratchet_ray.report.inspect_export import task_statements
@@ -164,4 +165,4 @@ def build_report(paths: Iterable[str | Path], out: str | Path | None = None, *,
     page = render(runs, sweeps, payload, left_out, truth)
     target = Path(out) if out is not None else (
         (found.sweeps[0] if found.sweeps else found.run_dirs[0]) / "report.html")
-    return atomic_write_text(target, page)
+    return atomic_write_text(write_target(target), page)  # through a link, never over it

@@ -23,6 +23,7 @@ from typing import Any, Iterable
 
 from ratchet_ray.report.data import (check_run_dir, exported_capsules, guidance_yaml, identity,
                                      skill_texts)
+from ratchet_ray.storage.fsutil import write_target
 from ratchet_ray.types import NONE_SKILL
 
 SCORER = "ratchet_grader"
@@ -103,7 +104,7 @@ def export_inspect(run_dir: str | Path, out_dir: str | Path,
     groups: dict[tuple[int, str], list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault((int(row["round"]), row["split"]), []).append(row)
-    out = Path(out_dir)
+    out = write_target(out_dir)  # through a link to a folder (kept); a loop of them: ELOOP
     out.mkdir(parents=True, exist_ok=True)
     written = []
     suite = str(who.get("suite") or "unknown")

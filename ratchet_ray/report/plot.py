@@ -3,7 +3,8 @@
 Contracts:
 - Input: a run dir or its ``loop.json``. Output, beside ``loop.json``: ``loop_curve.png`` (eval
   and train pass@1 per round, ACTIVE and deprecated bank size, rollback markers) and
-  ``loop_summary.md`` (round 0, peak, rolling gain).
+  ``loop_summary.md`` (round 0, peak, rolling gain); a symbolic link there (or as the folder)
+  is written through and kept, a loop of them is ``OSError(ELOOP)`` (``fsutil.write_target``).
 - The metrics are ``ratchet_ray.metrics``' and the points ``report.data.round_rows``, as in
   ``ratchet report``; integer round ticks, the skill axis from 0.
 - Rolling gain: mean eval pass@1 of the last ``window`` (10) rounds minus round 0's; with fewer
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ratchet_ray.metrics import ROLLING_WINDOW, LoopMetrics, load_loop, loop_metrics
-from ratchet_ray.storage.fsutil import atomic_write_text, atomic_write_with
+from ratchet_ray.storage.fsutil import atomic_write_text, atomic_write_with, write_target
 
 CURVE_FILE = "loop_curve.png"
 SUMMARY_MD_FILE = "loop_summary.md"
@@ -113,10 +114,11 @@ def plot_run(path: str | Path, window: int = ROLLING_WINDOW,
     if not rows:
         raise ValueError(f"{loop_file} has no finished rounds yet; plot again after round 0")
     metrics = loop_metrics(rows, window)
-    folder = Path(out_dir) if out_dir is not None else loop_file.parent
+    # Through symbolic links (the folder's, the files'), never over them (fsutil.write_target).
+    folder = write_target(Path(out_dir) if out_dir is not None else loop_file.parent)
     folder.mkdir(parents=True, exist_ok=True)
-    png = folder / CURVE_FILE
-    md = folder / SUMMARY_MD_FILE
+    png = write_target(folder / CURVE_FILE)
+    md = write_target(folder / SUMMARY_MD_FILE)
     _draw(rows, metrics, data.get("run_id", loop_file.parent.name), png)
     atomic_write_text(md, _summary_markdown(data, rows, metrics, window,
                                             identity(loop_file.parent).get("setting")))

@@ -13,6 +13,8 @@ Contracts:
 - ``cannot_write`` / ``refusing_writes``: the one wording of a write an ``OSError`` refused
   (the CLI's and the sweep's alike); ``may_read`` / ``read_access`` / ``cannot_read``: of a path
   this user may not read, its fix, and the two in words.
+- ``write_target(path)``: where a write to a user's path lands, through a symbolic link (kept)
+  and never replacing it; a loop of links is ``OSError(ELOOP)``.
 - ``fsync_dir``, ``disk_full`` / ``disk_full_error`` / ``no_room``, ``unwritable`` and
   ``swap_dir`` (a folder swapped in so a crash leaves a complete one at ``target`` or
   ``<target>.prev``): see their docstrings.
@@ -141,6 +143,24 @@ def unwritable(folder: str | Path) -> str | None:
     except OSError as exc:
         return f"{exc.strerror or exc} ({here})"
     return None
+
+
+def write_target(path: str | Path) -> Path:
+    """Where a write to ``path`` (a user's ``-o`` file or folder, or a file in an ``-o`` folder)
+    lands: ``path`` itself, or where the symbolic link(s) at ``path`` lead (made when missing), so
+    the link is kept and names the new file; replacing a link by a regular file left what it
+    names stale. A loop of links is ``OSError(ELOOP)`` naming ``path``: nothing can be written
+    through it."""
+    path = Path(path)
+    if not path.is_symlink():
+        return path
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "a loop of symbolic links, leading nowhere",
+                          str(path)) from exc
+    return Path(os.path.realpath(path))
 
 
 def fsync_dir(folder: str | Path) -> None:

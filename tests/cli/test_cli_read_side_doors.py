@@ -169,3 +169,53 @@ def test_skill_list_names_a_skill_file_that_is_not_utf8_with_the_fix(run):
     skill.write_bytes(skill.read_bytes() + b"\n# \xff\n")
     refused(ratchet("--db", str(run), "skill", "list"), f"{skill}: cannot read file: not UTF-8 "
             "text (byte", "fix: save it as UTF-8")
+
+
+# ---- -o through symbolic links -------------------------------------------------------------------
+@pytest.mark.parametrize("target_exists", [True, False], ids=["to-a-file", "to-a-new-file"])
+def test_report_o_a_link_writes_through_it_and_keeps_it(run, tmp_path, target_exists):
+    """The link was replaced by a regular file (what it named left stale), where `plot -o` and
+    `export --inspect -o` write through a link to a folder."""
+    target = tmp_path / "published" / "latest.html"
+    target.parent.mkdir()
+    if target_exists:
+        target.write_text("old report")
+    link = tmp_path / "report.html"
+    link.symlink_to(target)
+    done = ratchet("report", "--no-tasks", str(run), "-o", str(link))
+    assert done.exit_code == 0, done.output
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text().startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("command", [
+    ["report", "--no-tasks", "RUN", "-o", "LOOP"],
+    ["plot", "RUN", "-o", "LOOP"],
+    ["plot", "RUN", "-o", "FOLDER"],  # the loop is the curve's file inside the folder
+    ["export", "--inspect", "RUN", "-o", "LOOP"],
+], ids=["report", "plot", "plot-file", "export-inspect"])
+def test_an_o_that_is_a_loop_of_links_is_named_as_one(run, tmp_path, command):
+    """`plot -o LOOP` said 'File exists; free space there, or pass another folder'; `report -o
+    LOOP` replaced the loop by the page; `export --inspect` said 'File exists'."""
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "loop_curve.png").symlink_to(folder / "loop_curve.png")
+    line = refused(ratchet(*[{"RUN": str(run), "LOOP": str(loop), "FOLDER": str(folder)}.get(a, a)
+                             for a in command]), "a loop of symbolic links")
+    assert "free space" not in line and "File exists" not in line
+    assert loop.is_symlink() and os.readlink(loop) == str(loop)
+
+
+def test_plot_o_a_link_to_a_folder_writes_through_links_and_keeps_them(run, tmp_path):
+    folder = tmp_path / "figures"
+    folder.mkdir()
+    link = tmp_path / "latest"
+    link.symlink_to(folder)
+    curve = tmp_path / "paper_curve.png"
+    (folder / "loop_curve.png").symlink_to(curve)
+    done = ratchet("plot", str(run), "-o", str(link))
+    assert done.exit_code == 0, done.output
+    assert (folder / "loop_curve.png").is_symlink() and curve.read_bytes()[:4] == b"\x89PNG"
+    assert (folder / "loop_summary.md").is_file()
