@@ -27,8 +27,8 @@ from typing import Any, Iterable, Sequence
 
 from ratchet_ray.settings.schema import BudgetSettings, LoopConfig, read_config_file
 from ratchet_ray.run_config.files import ConfigError, load_config
-from ratchet_ray.run_config.resumed import (RECORD_FILE, ResumeEditError, refusal,
-                                            setting_edits, settings_of, warning)
+from ratchet_ray.run_config.resumed import (RECORD_FILE, ResumeEditError, loop_record,
+                                            refusal, setting_edits, settings_of, warning)
 from ratchet_ray.evidence import named_queries as nq
 from ratchet_ray.loop.breaker import RunStopped
 
@@ -169,26 +169,35 @@ def resume_config(config_file: Path, sets: Sequence[str]) -> LoopConfig:
 def resume_settings(config_file: Path, sets: Sequence[str]) -> tuple[LoopConfig, list[str]]:
     """``resume_config``'s config and the warnings its edits call for: ``config_file``
     compared with the run's record of the settings it ran with (``run_config.resumed``, beside
-    it; a run started before the record existed has none, and its config.yaml is taken as it
-    is): a key that changes what the rounds measure is refused (``ResumeEditError``, one line
-    naming each edit and the fix), an operational one is one warning line."""
+    it; for a run started before the record existed, the settings its loop.json names:
+    ``resumed.loop_record``): a key that changes what the rounds measure is refused
+    (``ResumeEditError``, one line naming each edit and the fix), an operational one is one
+    warning line."""
     config = _resume_config(config_file, sets)
     record = Path(config_file).with_name(RECORD_FILE)
-    if not record.exists():
-        return config, []
-    try:  # resolved as config.yaml is, so what the environment fills in is no edit
-        if not read_config_file(record):  # truncated: it would compare with the Default
-            raise ConfigError(f"{record} holds no settings (an empty file)")
-        recorded = settings_of(load_config([record]))
-    except ValueError as exc:
-        raise ConfigError(f"{' '.join(str(exc).split())}; it is the run's own copy of the "
-                          "settings it ran with: restore it from a copy of the run dir") from exc
+    if not record.exists():  # an older run: what its loop.json recorded, if anything
+        record = Path(config_file).with_name("loop.json")
+        recorded = loop_record(record)
+        if not recorded:
+            return config, []
+    else:
+        recorded = _read_record(record)
     as_file = load_config([config_file]) if sets else config  # --set budget.* is no edit
     finished = sum(1 for _ in Path(config_file).parent.glob("round_*/summary.json"))
     warned, refused = setting_edits(recorded, as_file, finished)
     if refused:
-        raise ResumeEditError(refusal(config_file, refused, finished))
+        raise ResumeEditError(refusal(config_file, refused, finished, record))
     return config, [warning(config_file, warned)] if warned else []
+
+
+def _read_record(record: Path) -> dict[str, Any]:
+    try:  # resolved as config.yaml is, so what the environment fills in is no edit
+        if not read_config_file(record):  # truncated: it would compare with the Default
+            raise ConfigError(f"{record} holds no settings (an empty file)")
+        return settings_of(load_config([record]))
+    except ValueError as exc:
+        raise ConfigError(f"{' '.join(str(exc).split())}; it is the run's own copy of the "
+                          "settings it ran with: restore it from a copy of the run dir") from exc
 
 
 def _resume_config(config_file: Path, sets: Sequence[str]) -> LoopConfig:

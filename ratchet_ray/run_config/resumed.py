@@ -12,7 +12,8 @@ Contracts:
   sampling, the suite and its settings, the arm, seed, split sizes and subset, the router,
   synthesis, the Curator's cap and rules, rollback, the grader, prompts, the bank's pack) is
   refused: ``ResumeEditError`` naming each, old -> new, the copy and the fix. A key a newer
-  schema added (absent from the copy) or dropped is not an edit.
+  schema added (absent from the copy) or dropped is not an edit. A run started before the
+  copy existed is compared on what its ``loop.json`` names (``loop_record``).
 - ``setting_edits`` reads nothing but the two configs; the caller owns the files.
 """
 
@@ -95,15 +96,32 @@ def setting_edits(recorded: dict[str, Any], config: LoopConfig, finished_rounds:
     return warned, refused
 
 
-def refusal(config_file: Path, refused: Iterable[Edit], finished_rounds: int) -> str:
-    """The one line a resume refusing ``refused`` says: each edit, why, the copy and the fix."""
-    record = Path(config_file).with_name(RECORD_FILE)
+def loop_record(loop_file: Path) -> dict[str, Any]:
+    """What a run started before ``RECORD_FILE`` existed recorded of its settings in its
+    ``loop.json`` (suite, arm, seed, rounds planned), as a partial record ``setting_edits``
+    compares key by key; {} when it has none (not written yet, unreadable: nothing to say)."""
+    try:
+        loop = json.loads(Path(loop_file).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(loop, dict):
+        return {}
+    named = {"suite": loop.get("suite"), "arm": loop.get("arm"), "seed": loop.get("seed"),
+             "rounds": loop.get("rounds_planned")}
+    return {k: v for k, v in named.items() if v is not None}
+
+
+def refusal(config_file: Path, refused: Iterable[Edit], finished_rounds: int,
+            record: Path | None = None) -> str:
+    """The one line a resume refusing ``refused`` says: each edit, why, the run's record of
+    its settings (``record``; default ``RECORD_FILE`` beside ``config_file``) and the fix."""
+    record = record or Path(config_file).with_name(RECORD_FILE)
     edits = list(refused)
     fewer = [e for e in edits if e.key == "rounds"]
     why = (f" (rounds below the {finished_rounds} the run has finished)" if fewer else "")
     return (f"{config_file} was edited since the run last ran: {', '.join(e.said() for e in edits)}"
             f"{why}; a resumed run is the same experiment, and these settings change what its "
-            f"rounds measure: put them back (the settings the run ran with are in {record}), "
+            f"rounds measure: put them back (the run's record of its settings: {record}), "
             "or start a new run with them (without --resume)")
 
 

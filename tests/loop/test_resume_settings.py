@@ -56,8 +56,8 @@ def test_an_edit_that_changes_what_rounds_measure_is_refused_naming_each(tmp_pat
     assert str(raised.value) == (
         f"{config_file} was edited since the run last ran: curator.active_cap 50 -> 100, "
         "llm.temperature 1.0 -> 0.2, n_train 60 -> 50; a resumed run is the same experiment, "
-        "and these settings change what its rounds measure: put them back (the settings the "
-        f"run ran with are in {run_dir / RECORD_FILE}), or start a new run with them (without "
+        "and these settings change what its rounds measure: put them back (the run's record "
+        f"of its settings: {run_dir / RECORD_FILE}), or start a new run with them (without "
         "--resume)")
 
 
@@ -83,12 +83,20 @@ def test_rounds_below_those_finished_are_refused(tmp_path):
         resume_config(run_dir / "config.yaml", [])
 
 
-def test_a_run_without_a_record_takes_config_yaml_as_it_is(tmp_path):
-    """A run dir started before the record existed: nothing to compare with."""
+def test_a_run_without_a_record_is_compared_on_what_its_loop_json_names(tmp_path):
+    """A run dir started before the record existed: its loop.json's suite, arm, seed and
+    rounds planned (nothing more) before any round; config.yaml as it is without one."""
     run_dir = _run(tmp_path)
     (run_dir / RECORD_FILE).unlink()
     _edit(run_dir, curator__active_cap=100)
     assert resume_settings(run_dir / "config.yaml", [])[1] == []
+    RunDir(run_dir).write_loop_json(RunDir(run_dir).config(), [])
+    _edit(run_dir, rounds=4)
+    assert "rounds 3 -> 4" in resume_settings(run_dir / "config.yaml", [])[1][0]
+    _edit(run_dir, seed=7)
+    with pytest.raises(ConfigError, match=r"edited since the run last ran: seed 42 -> 7; a .*"
+                                          r"the run's record of its settings: .*loop\.json\)"):
+        resume_config(run_dir / "config.yaml", [])
 
 
 def test_a_garbled_or_empty_record_is_named(tmp_path):
