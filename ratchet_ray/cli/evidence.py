@@ -153,14 +153,19 @@ def query(ctx: click.Context, sql: str, fmt: str) -> None:
     store = EvidenceStore(require_run_dir(ctx))
     try:
         statements = duckdb.extract_statements(sql)
-    except duckdb.Error as exc:
-        raise click.ClickException(f"cannot parse SQL: {exc}") from exc
+    except duckdb.Error as exc:  # one line: the statement is on the user's screen already
+        raise click.ClickException(f"cannot parse SQL: {_one_line(exc)}; fix the statement, e.g. "
+                                   "ratchet --db RUN query \"select count(*) from capsule\"") from exc
     if not statements:
         raise click.UsageError("empty SQL; e.g. ratchet --db RUN query \"select count(*) from capsule\"")
     for statement in statements:
         if statement.type not in _READ_ONLY:
             raise click.UsageError(f"query is read-only: {statement.type.name} statements are not "
                                    "allowed; use SELECT over the evidence views")
+    if len(statements) > 1:  # only the last one's rows would be shown: the others' lost
+        raise click.UsageError(f"{len(statements)} statements given; query runs one and prints "
+                               "its rows: give one per `ratchet query` (or join them with UNION "
+                               "ALL)")
     con = store.connect(sandboxed=True)
     try:
         cursor = None

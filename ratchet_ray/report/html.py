@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import duckdb
+import pyarrow as pa
 
 from ratchet_ray.report.assets import CSS, JS
 from ratchet_ray.evidence.store import EvidenceStore
@@ -151,7 +152,9 @@ def build_report(paths: Iterable[str | Path], out: str | Path | None = None, *,
         runs = [load_run(d) for d in found.run_dirs]
         sweeps = [sweep_table(s) for s in found.sweeps]
         payload, left_out = capsule_payload(runs, max_capsules, with_tasks)
-    except duckdb.Error as exc:  # met by a query, past the part's footer
+    # Met by a query past the part's footer, or by pyarrow reading a part's footer (a folder
+    # where a part should be: DuckDB's glob skips it, the row count does not).
+    except (duckdb.Error, OSError, pa.ArrowException) as exc:
         for run_dir in found.run_dirs:
             cause = EvidenceStore(run_dir).read_error(exc)
             if cause is not exc:

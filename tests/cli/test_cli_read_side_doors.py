@@ -219,3 +219,26 @@ def test_plot_o_a_link_to_a_folder_writes_through_links_and_keeps_them(run, tmp_
     assert done.exit_code == 0, done.output
     assert (folder / "loop_curve.png").is_symlink() and curve.read_bytes()[:4] == b"\x89PNG"
     assert (folder / "loop_summary.md").is_file()
+
+
+# ---- evidence ----------------------------------------------------------------------------------
+def test_report_names_a_folder_where_an_evidence_part_should_be(run, tmp_path):
+    """It was 'cannot write the report: Cannot open for reading: ... is a directory; pass a
+    writable file with -o', a fix that cannot help; `evidence repair` sets the folder aside."""
+    part = run / "evidence" / "capsule" / "round=1" / "part-folder.parquet"
+    part.mkdir()
+    line = refused(ratchet("report", "--no-tasks", str(run), "-o", str(tmp_path / "r.html")),
+                   f"evidence part {part} cannot be read", "is a directory",
+                   f"ratchet --db {run} evidence verify", "evidence repair")
+    assert "cannot write" not in line and "pass a writable file" not in line
+
+
+@pytest.mark.parametrize("sql, words", [
+    ("select 1; select count(*) from capsule", ["2 statements given", "one per `ratchet query`"]),
+    ("selec 1", ["cannot parse SQL: Parser Error: syntax error at or near \"selec\"",
+                 "fix the statement"]),
+], ids=["two-statements", "bad-sql"])
+def test_query_refuses_in_one_line_what_it_cannot_answer_whole(run, sql, words):
+    """Two statements printed the last one's rows only, the first's lost without a word; SQL
+    that does not parse was three lines (DuckDB's excerpt and caret) naming no fix."""
+    refused(ratchet("--db", str(run), "query", sql), *words)
