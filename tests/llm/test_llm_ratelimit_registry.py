@@ -83,12 +83,14 @@ def test_cluster_wide_limiter_is_shared_by_all_workers(ray_local):
 def test_a_client_whose_actor_was_released_calls_a_new_one_of_the_same_name(ray_local):
     from actors.named_client import kill_named
     from actors.rate_limiter import SharedLimiter, limiter_name
+    from waiting import actor_gone, wait_for
 
     limiter = SharedLimiter("reconnect-test", 3, 0)
     try:
         assert limiter.acquire(1) == 0.0
         first = limiter._actor()
         assert kill_named(limiter_name("reconnect-test", 3, 0))
+        wait_for(lambda: actor_gone(first), 30, "the released limiter to die")  # ray.kill is async
         assert limiter.limits() == (3, 0)  # the same client: a new actor took the name
         assert limiter._actor() is not first and limiter.acquire(1) == 0.0  # a fresh budget
     finally:
