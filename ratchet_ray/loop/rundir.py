@@ -247,6 +247,7 @@ class RunDir:
         """``ValueError`` naming the fix when the bank's folder (``skills/`` or
         ``meta-skills/``) is gone while the latest bank checkpoint holds files of it: the
         SkillBank would start empty and the resumed run go on without what it learned; when a
+        file stands where ``checkpoints/`` belongs (each round's snapshot would fail); when a
         bank snapshot is damaged (``checkpoints.snapshot_problem``: files its manifest lists
         missing, a manifest garbled or another run's, a file where it belongs), which a
         rollback would restore as fewer skills; and when round 0's snapshot is gone while no
@@ -257,6 +258,9 @@ class RunDir:
             self._check_bank_folders(rounds[-1])
         recorded = self._recorded_run_id() or self.run_id
         folder = self.path / CHECKPOINTS_DIR
+        if folder.exists() and not folder.is_dir():  # every round's snapshot write would fail
+            raise ValueError(f"{folder} is a file where the bank snapshots' folder belongs: "
+                             f"move it out of the run dir and {resume_advice()} again")
         numbered = sorted(folder.glob("round_*")) if folder.is_dir() else []
         for path in numbered:
             number = path.name.split("_", 1)[1].removesuffix(PREV_SUFFIX)

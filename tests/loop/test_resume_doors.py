@@ -61,6 +61,17 @@ def test_a_resume_refuses_a_damaged_snapshot_naming_it_and_a_pruned_one_is_fine(
     run.check_bank()
 
 
+def test_a_file_where_the_snapshots_folder_belongs_is_refused(tmp_path):
+    """Was: the resume ran its round, then stopped at the round's snapshot."""
+    run, _bank = _run(tmp_path)
+    (run.path / "checkpoints").write_text("mine")
+    with pytest.raises(ValueError) as raised:
+        run.check_bank()
+    assert str(raised.value) == (
+        f"{run.path / 'checkpoints'} is a file where the bank snapshots' folder belongs: move "
+        "it out of the run dir and --resume again")
+
+
 def test_a_snapshot_copied_from_another_run_is_refused(tmp_path):
     run, bank = _run(tmp_path)
     bank.snapshot(0)
