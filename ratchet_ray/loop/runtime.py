@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -126,15 +127,36 @@ def connect_ray(address: str | None = None) -> bool:
     return True
 
 
+RAY_TEMP_ROOM_BYTES = 64 * 2**20
+"""Free space a local Ray's temp folder needs: its session's sockets, address files and logs
+(a short run writes a few MB, a long one tens). With less, Ray's processes failed to write
+their address files and ``ray.init`` gave up after 30 s blaming a slow start."""
+
+
 def temp_dir_problem() -> str | None:
-    """Why a local Ray started here cannot make its session folder under ``RAY_TMPDIR`` (one
-    line with the fix), else None; Ray met it with a traceback after the run dir was made."""
+    """Why a local Ray started here cannot make its session folder under ``RAY_TMPDIR`` (else
+    Ray's default, ``/tmp``), one line with the fix, else None: a folder that cannot be written
+    (Ray met it with a traceback after the run dir was made) or with less than
+    ``RAY_TEMP_ROOM_BYTES`` free."""
     folder = os.environ.get("RAY_TMPDIR")
     why = unwritable(folder) if folder else None
-    if why is None:
+    if why is not None:
+        return (f"a local Ray cannot make its session folder under RAY_TMPDIR={folder} ({why}); "
+                "point RAY_TMPDIR at a writable folder, or unset it (Ray then uses /tmp)")
+    where = Path(folder or "/tmp").absolute()
+    while not where.exists() and where != where.parent:  # where the folder would be made
+        where = where.parent
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        return None  # not measurable here: Ray's own error stands
+    if free >= RAY_TEMP_ROOM_BYTES:
         return None
-    return (f"a local Ray cannot make its session folder under RAY_TMPDIR={folder} ({why}); "
-            "point RAY_TMPDIR at a writable folder, or unset it (Ray then uses /tmp)")
+    named = f"RAY_TMPDIR={folder}" if folder else "/tmp (Ray's temp folder)"
+    return (f"a local Ray has no room for its session folder under {named}: "
+            f"{free / 2**20:.1f} MiB free on that disk, it needs "
+            f"{RAY_TEMP_ROOM_BYTES // 2**20} MiB; free space there (df -h {where}), or point "
+            "RAY_TMPDIR at a disk with room")
 
 
 def check_ray(address: str | None = None) -> None:

@@ -96,3 +96,42 @@ def test_an_unreachable_cluster_names_the_address_it_tried(calls, monkeypatch):
     text = caught.value.format_message()
     assert text.startswith("cannot join the Ray cluster at 10.0.0.9:6379") and "\n" not in text
     assert [name for name, _ in calls] == []  # nothing started, so nothing to shut down
+
+
+@pytest.mark.parametrize("tmpdir", [True, False], ids=["RAY_TMPDIR", "default-tmp"])
+def test_a_local_ray_whose_temp_disk_is_full_is_refused_before_ray_init(calls, monkeypatch,
+                                                                       tmp_path, tmpdir):
+    """A full RAY_TMPDIR (or /tmp): Ray's processes could not write their address files and
+    ``ray.init`` gave up after 30 s, after the run dir was made, with "Timed out waiting for
+    file .../gcs_server_port_..." and advice about a loaded machine. Now refused first, naming
+    the folder, what is free and the fix."""
+    import shutil
+    from collections import namedtuple
+
+    if tmpdir:
+        monkeypatch.setenv("RAY_TMPDIR", str(tmp_path / "ray_tmp"))  # made by Ray: its parent
+    else:
+        monkeypatch.delenv("RAY_TMPDIR", raising=False)
+    usage = namedtuple("usage", "total used free")
+    measured: list = []
+
+    def full(path):
+        measured.append(str(path))
+        return usage(2**30, 2**30 - 2**20, 2**20)  # 1 MiB free
+
+    monkeypatch.setattr(shutil, "disk_usage", full)
+    with pytest.raises(runtime.RayStartError) as caught:
+        runtime.connect_ray()
+    text = caught.value.format_message()
+    where = str(tmp_path) if tmpdir else "/tmp"
+    assert measured == [where] and calls == []  # measured where it would be made; no ray.init
+    named = f"RAY_TMPDIR={tmp_path / 'ray_tmp'}" if tmpdir else "/tmp (Ray's temp folder)"
+    assert text.startswith(f"a local Ray has no room for its session folder under {named}")
+    assert "1.0 MiB free" in text and f"df -h {where}" in text and "\n" not in text
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(2**40, 0, 2**40))
+    runtime.connect_ray()  # room: Ray is started
+    assert [name for name, _ in calls] == ["init"]
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.9:6379")  # a cluster's Ray: not this disk's
+    monkeypatch.setattr(shutil, "disk_usage", full)
+    runtime.connect_ray()
+    assert [name for name, _ in calls] == ["init", "init"]
