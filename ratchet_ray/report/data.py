@@ -123,13 +123,25 @@ def identity(run_dir: Path) -> dict[str, Any]:
     return out
 
 
-def stop_reason(run_dir: Path, rows: list[dict[str, Any]],
-                rounds_planned: int | None) -> dict[str, Any]:
+def stop_reason(run_dir: Path, rows: list[dict[str, Any]], rounds_planned: int | None,
+                problems: list[str] | None = None) -> dict[str, Any]:
     """Why the run is where it is: ``stopped.json`` (or loop.json's ``stopped``), else finished
-    or in progress."""
+    or in progress. A ``stopped.json`` that cannot be read or holds no stop (garbled, not UTF-8,
+    not an object) is a stop of unknown cause saying so, and a line in ``problems``."""
     stopped = None
-    if (run_dir / STOPPED_FILE).is_file():
-        stopped = json.loads((run_dir / STOPPED_FILE).read_text())
+    path = run_dir / STOPPED_FILE
+    if path.is_file():
+        try:
+            stopped = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:  # ValueError: not JSON, not UTF-8
+            stopped = str(exc.strerror if isinstance(exc, OSError) else exc)
+        if not isinstance(stopped, dict):
+            why = stopped if isinstance(stopped, str) else "not a JSON object"
+            stopped = {"kind": "unknown", "cause": f"{path} cannot be read ({why})"}
+            if problems is not None:
+                problems.append(f"{path}: no stop can be read from it ({why}); the headline "
+                                "says the run stopped, cause unknown; fix: read run.log for "
+                                "why it stopped")
     elif (run_dir / LOOP_FILE).is_file():
         stopped = read_loop_file(run_dir / LOOP_FILE).get("stopped")
     if stopped:
@@ -400,8 +412,9 @@ class RunData:
     metaskills: list[dict[str, Any]]
     stats: Headline | None = None
     problems: list[str] = field(default_factory=list)
-    """One line per bank file the report cannot show whole (``skill_texts``): named on the page
-    and by ``ratchet report`` on stderr, never left out silently."""
+    """One line per file of the run the report cannot show whole (a skill or meta-skill file:
+    ``skill_texts``; ``stopped.json``: ``stop_reason``): named on the page and by ``ratchet
+    report`` on stderr, never left out silently."""
     """The headline with its n and 95 % intervals, from the eval capsules (``comparisons``)."""
 
     @property
@@ -423,6 +436,7 @@ def load_run(run_dir: str | Path, window: int = ROLLING_WINDOW) -> RunData:
         usage, models = nq.fetch_dicts(con, "usage_by_round_role"), models_used(con)
         stats = headline_with_intervals(outcomes_from(con), window)
     return RunData(run_dir=path, identity=ident, rounds=rows, metrics=headline(rows, window),
-                   stop=stop_reason(path, rows, ident.get("rounds_planned")), usage=usage,
+                   stop=stop_reason(path, rows, ident.get("rounds_planned"), problems),
+                   usage=usage,
                    models=models, skills=skills, events=events, metaskills=metas, stats=stats,
                    problems=problems)

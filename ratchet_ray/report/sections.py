@@ -357,10 +357,10 @@ def skills_section(runs: list[RunData]) -> str:
 
 
 def _problems_note(runs: list[RunData]) -> str:
-    """The bank files this page cannot show whole (``RunData.problems``), each with its fix."""
+    """The run's files this page cannot show whole (``RunData.problems``), each with its fix."""
     lines = [f"<li>{escape(run.label)}: {escape(line)}</li>" for run in runs
              for line in run.problems]
-    return ("" if not lines else '<div class="note warn"><b>Bank files not shown whole</b>'
+    return ("" if not lines else '<div class="note warn"><b>Files of the run not shown whole</b>'
             f"<ul>{''.join(lines)}</ul></div>")
 
 

@@ -121,8 +121,8 @@ def test_a_folder_of_neither_format_names_both_and_skill_load(run, tmp_path):
 # ---- the report's bank files ---------------------------------------------------------------------
 def _page_note(page: Path) -> str:
     text = page.read_text()
-    assert "Bank files not shown whole" in text, "the page does not name the file"
-    return text.split("Bank files not shown whole", 1)[1].split("</ul>", 1)[0]
+    assert "Files of the run not shown whole" in text, "the page does not name the file"
+    return text.split("Files of the run not shown whole", 1)[1].split("</ul>", 1)[0]
 
 
 def test_a_skill_file_this_user_may_not_read_is_named_by_the_report(run, deny, tmp_path):
@@ -242,3 +242,18 @@ def test_query_refuses_in_one_line_what_it_cannot_answer_whole(run, sql, words):
     """Two statements printed the last one's rows only, the first's lost without a word; SQL
     that does not parse was three lines (DuckDB's excerpt and caret) naming no fix."""
     refused(ratchet("--db", str(run), "query", sql), *words)
+
+
+@pytest.mark.parametrize("content", [b"garbage{", b"[1, 2]", b"\xff\xfe"],
+                         ids=["not-json", "not-an-object", "not-utf8"])
+def test_a_damaged_stopped_json_is_a_stop_of_unknown_cause_named_not_a_crash(run, tmp_path,
+                                                                            content):
+    """It was 'Error: Expecting value: line 1 column 1 (char 0)' naming no file, the codec's
+    error likewise, or an AttributeError traceback for a list."""
+    stopped = run / "stopped.json"
+    stopped.write_bytes(content)
+    page = tmp_path / "report.html"
+    done = ratchet("report", "--no-tasks", str(run), "-o", str(page))
+    assert done.exit_code == 0, done.output
+    assert f"warning: {stopped}: no stop can be read from it" in done.stderr, done.stderr
+    assert "read run.log" in _page_note(page)
