@@ -257,3 +257,16 @@ def test_a_damaged_stopped_json_is_a_stop_of_unknown_cause_named_not_a_crash(run
     assert done.exit_code == 0, done.output
     assert f"warning: {stopped}: no stop can be read from it" in done.stderr, done.stderr
     assert "read run.log" in _page_note(page)
+
+
+def test_a_meta_skill_file_this_user_may_not_read_is_named_by_the_report(run, deny, tmp_path):
+    """It stopped the report: 'cannot read it: Permission denied', no page for the rest."""
+    bank = SkillBank(run, embedder=HashEmbedder(), config=LoopConfig(), run_id=run.name)
+    bank.ensure_default_metaskill("mbpp")
+    meta = run / "meta-skills" / "default_mbpp.md"
+    deny(meta)
+    page = tmp_path / "out" / "report.html"
+    done = ratchet_denied("report", "--no-tasks", str(run), "-o", str(page))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"warning: {meta}: cannot read it: Permission denied" in done.stderr, done.stderr
+    assert f"{meta}: cannot read it" in _page_note(page)
