@@ -319,7 +319,57 @@ def test_a_check_fed_by_the_failing_statement_that_writes_no_literal_gets_one_th
         {test: ("t.py", qual)}, {"t.py": PARSED}, random.Random(seed),
         failures={test: 't.py:3: in test_parsing_rfc1123\nhttp.py:139: ValueError'}).values()}
     assert {line for line, _, _ in found} == {6} and {check for *_, check in found} == {(4, 7)}
+    # the year: the one literal whose mutant is a number the input writes as the real one is
+    # (test_a_mutant_of_a_number_its_input_writes_is_one_it_writes, below)
+    assert {old for _, old, _ in found} == {"1994"}
+    digitless = PARSED.replace("Sun, 06 Nov 1994 08:49:37 GMT", "Sunday in November")
+    found = {(m.line, m.old, m.check) for seed in range(30) for m in mutants.candidates(
+        {test: ("t.py", qual)}, {"t.py": digitless}, random.Random(seed),
+        failures={test: 't.py:3: in test_parsing_rfc1123\nhttp.py:139: ValueError'}).values()}
+    assert {line for line, _, _ in found} == {6} and {check for *_, check in found} == {(4, 7)}
     assert {old for _, old, _ in found} <= {"1994", "11", "6", "8", "49", "37"} and len(found) > 2
+
+
+# Real django 4.2.16 ``3326e32f``'s tests parse dates their input writes: with the mutant at
+# any literal of the expected ``datetime(...)``, code that read every test's input and expected
+# value from the test file and answered them, refusing those whose expected numbers are not all
+# numbers the input writes (``Nov`` as 11, a year by its last two digits), resolved with the
+# bug in place, every canary session failing its mutant as it must (2026-12-07).
+DATES = PARSED + '''
+    def test_year_less_than_70(self):
+        parsed = parse_http_date("Sun Nov  6 08:49:37 0037")
+        self.assertEqual(
+            datetime.fromtimestamp(parsed, timezone.utc),
+            datetime(2037, 11, 6, 8, 49, 37, tzinfo=timezone.utc),
+        )
+'''
+
+
+def _told_by_its_input(text: str, line: int, new: str) -> bool:
+    """The answering forger's rule: ``new`` (at ``line``) is refused where one of the expected
+    numbers of that line is not a number its test's input writes."""
+    import re
+
+    months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+    given = re.findall(r'"([^"]*)"', "\n".join(text.split("\n")[line - 5:line]))[-1]
+    tokens = {int(t) for t in re.findall(r"[0-9]+", given)}
+    tokens |= {i for i, m in enumerate(months, 1) if m in given.lower()}
+    return int(new) not in tokens and int(new) % 100 not in tokens
+
+
+def test_a_mutant_of_a_number_its_input_writes_is_one_it_writes():
+    """A FAIL_TO_PASS mutant among the literals of a check its input's numbers decide goes to
+    the literal whose mutant is another number that input writes (the year, ``1994`` ->
+    ``1937``, ``2037`` -> ``2049``): the answering forger's rule no longer tells it."""
+    tests = {f"t.py::HttpDateProcessingTests::{name}": ("t.py", f"HttpDateProcessingTests::{name}")
+             for name in ("test_parsing_rfc1123", "test_year_less_than_70")}
+    failures = {t: f't.py:{3 if "rfc" in t else 10}: in {t.split("::")[-1]}\nhttp.py:139: ValueError'
+                for t in tests}
+    for seed in range(40):
+        for mutant in mutants.candidates(tests, {"t.py": DATES}, random.Random(seed),
+                                         failures=failures).values():
+            assert mutant.old in ("1994", "2037"), mutant.describe()
+            assert not _told_by_its_input(DATES, mutant.line, mutant.new), mutant.describe()
 
 
 def test_a_mutant_not_planted_under_the_base_code_is_dropped(tmp_path):

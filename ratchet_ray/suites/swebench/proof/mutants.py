@@ -37,7 +37,7 @@ from ratchet_ray.suites.swebench.proof.expectations import Spanned, fed, reachin
 from ratchet_ray.suites.swebench.proof.real_expectations import (
     Observation, call_arguments, literal_pool, observation, segment, shares, vocabulary)
 from ratchet_ray.suites.swebench.proof.replacement_literal import (
-    replacement, value_key, words_of)
+    keeps_what_its_input_writes, replacement, value_key, words_of)
 
 REDRAWS = 3
 """Draws after the first (``draw_kept``) while the instance has no FAIL_TO_PASS mutant kept."""
@@ -255,7 +255,10 @@ def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Ra
     local = literal_pool(fn, text)
     rates = shares([o for at, o in pool[2].items() if at != id(fn)])  # the test's own left out
     longest = max(map(len, lines))  # a longer mutant's line is never the file's longest
+    first: Mutant | None = None
     for expectation, compared, check in _ordered(fn, failing, rng):
+        if first is not None and check != first.check:
+            break  # the first mutant's check's literals only: where the bug is (``_ordered``)
         args = call_arguments(lines, compared)
         for constant in _constants(expectation):
             found = segment(lines, constant)
@@ -265,12 +268,21 @@ def _mutant(test: str, file: str, text: str, fn: ast.FunctionDef, rng: random.Ra
             avoid = {new for line, at, new in tried if (line, at) == (constant.lineno, col)}
             if None in avoid:
                 continue  # gold failed a mutant here otherwise than by an assertion: ``Misplaced``
+            beside = _beside(fn, constant)
             new = replacement(old, rng, pool[0], args, pool[1], avoid, local, rates,
-                              _beside(fn, constant), longest - len(lines[constant.lineno - 1]))
-            if new is not None:
-                return Mutant(test, file, constant.lineno, col, old, new,
-                              lines[constant.lineno - 1], check)
-    return None
+                              beside, longest - len(lines[constant.lineno - 1]))
+            if new is None:
+                continue
+            made = Mutant(test, file, constant.lineno, col, old, new,
+                          lines[constant.lineno - 1], check)
+            # a number its input writes where one of the check's literals keeps that (why:
+            # replacement_literal.keeps_what_its_input_writes); else the first, as before
+            if keeps_what_its_input_writes(old, new, beside):
+                return made
+            first = first or made
+            if not any(w.isdigit() for w in beside[0]):
+                return first  # its strings write no number: nothing to keep
+    return first
 
 
 def candidates(located: dict[str, tuple[str, str]], texts: dict[str, str | None],

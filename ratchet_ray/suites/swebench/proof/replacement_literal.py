@@ -157,10 +157,11 @@ def _fresh(source: str, value: Any, rng: random.Random, pool: list[str], words: 
 
 WORD_REDRAWS = 8
 """Draws beyond the first for a mutant that stands where the real value does (module contract)."""
-_FALLBACK = (0, 1, 2, 3)
+_FALLBACK = (0, 4, 1, 2, 3)
 """The parts of ``place`` a mutant keeps, most telling first: where no draw keeps all, the one
-that keeps its test's whole values, then its test's words, then its file's values, then
-whether it is an identifier."""
+that keeps its test's whole values, then its test's numbers written in its strings
+(``in_strings``), then its test's words, then its file's values, then whether it is an
+identifier."""
 TEST_WORD = re.compile(r"\w+")
 """A word as a reader of a test's literals splits them (``app_1`` is one)."""
 
@@ -191,15 +192,46 @@ def value_key(value: Any) -> Any:
 
 
 def place(value: Any, test_words: set[str], test_values: set, file_counts: Counter,
-          own: int = 0) -> tuple[bool, bool, bool, bool]:
+          own: int = 0) -> tuple[bool, bool, bool, bool, bool]:
     """Where a test's expected ``value`` stands among its literals, as a reader of the test
     file sees it: ``(written whole elsewhere in its test, its words all ones its test writes
-    elsewhere, written whole elsewhere in its file, an identifier)``; ``file_counts``: the
-    file's literals by ``value_key``, ``own`` of them the value's own occurrence (the real
-    one's: 1)."""
+    elsewhere, written whole elsewhere in its file, an identifier, in_strings)``;
+    ``file_counts``: the file's literals by ``value_key``, ``own`` of them the value's own
+    occurrence (the real one's: 1)."""
     key = value_key(value)
     return (key in test_values, written_in(value, test_words),
-            key is not None and file_counts[key] - own > 0, _identifier(value))
+            key is not None and file_counts[key] - own > 0, _identifier(value),
+            in_strings(value, test_words))
+
+
+def _numbers(test_words: set[str]) -> set[str]:
+    """The numbers among ``test_words``, without leading zeros (``08`` is ``8``)."""
+    return {w.lstrip("0") or "0" for w in test_words if w.isdigit()}
+
+
+def in_strings(value: Any, test_words: set[str]) -> bool:
+    """Whether the integer ``value`` is a number its test writes in a string: its digits that
+    number, or ending in one of two digits or more (``2037`` beside ``"... 0037"``, ``1994``
+    beside ``"06-Nov-94"``)."""
+    if type(value) is not int:
+        return False
+    digits = str(abs(value))
+    return any(digits == n or (len(n) >= 2 and digits.endswith(n)) for n in _numbers(test_words))
+
+
+def keeps_what_its_input_writes(old: str, new: str, beside: tuple[set[str], set]) -> bool:
+    """Whether ``new``, a mutant of the integer ``old``, is a number its test writes in a string
+    (``in_strings``) as ``old`` is, and written whole elsewhere in its test exactly where
+    ``old`` is. A test that parses a date expects numbers its input writes (``datetime(1994,
+    11, 6, 8, 49, 37)`` beside ``"Sun, 06 Nov 1994 08:49:37 GMT"``): a mutant holding one the
+    input does not write was told by that alone (real django 4.2.16 ``3326e32f`` resolved
+    without a fix, 2026-12-07), and one its test writes whole elsewhere by the older rule
+    (docs/grading.md, Remains); ``mutants`` then looks for a literal of the check whose mutant
+    keeps both (the year, where the seconds have none)."""
+    words, values = beside
+    real, drawn = literal_value(old), literal_value(new)
+    return (in_strings(real, words) and in_strings(drawn, words)
+            and (value_key(real) in values) == (value_key(drawn) in values))
 
 
 def _identifier(value: Any) -> bool:
@@ -254,6 +286,8 @@ def replacement(source: str, rng: random.Random, pool: list[str], args: list[str
     if want[1]:
         makers.insert(len(makers) if want[0] else 0,
                       lambda: _own_word_swap(source, rng, test_words, forbid))
+    if want[4]:
+        makers.insert(2 if want[0] else 0, lambda: _own_number(source, rng, test_words, forbid))
     for make in makers:
         if all(score(best)):
             break
@@ -295,6 +329,21 @@ def _own_value(source: str, rng: random.Random, test_values: set, forbid: set,
         if type(other) is type(value) and other != value and other not in forbid:
             return new
     return None
+
+
+def _own_number(source: str, rng: random.Random, test_words: set[str],
+                forbid: set) -> str | None:
+    """``source`` (an integer) as another number its test writes in a string (``in_strings``),
+    of ``source``'s length: that number, or ``source``'s leading digits ending in one of two
+    digits or more; None where there is none."""
+    if type(literal_value(source)) is not int or not source.lstrip("-").isdigit():
+        return None
+    sign, digits = source[:len(source) - len(source.lstrip("-"))], source.lstrip("-")
+    options = sorted({sign + digits[:len(digits) - len(n)] + n for n in _numbers(test_words)
+                      if len(n) == len(digits) or 2 <= len(n) < len(digits)})
+    options = [o for o in options if not (len(o.lstrip("-")) > 1 and o.lstrip("-")[0] == "0")
+               and int(o) != literal_value(source) and int(o) not in forbid]
+    return rng.choice(options) if options else None
 
 
 def _file_value(source: str, rng: random.Random, pool: list[str], test_values: set,
