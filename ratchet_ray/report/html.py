@@ -144,17 +144,18 @@ def build_report(paths: Iterable[str | Path], out: str | Path | None = None, *,
                  warn: Callable[[str], None] | None = None) -> Path:
     """Write the report of ``paths`` (run dirs and sweep folders) to ``out`` (default
     ``<first run dir or sweep>/report.html``); returns the file written. An evidence part that
-    DuckDB cannot read is ``UnreadableEvidence`` naming it and ``ratchet evidence verify``.
-    Each bank file the page cannot show whole (``RunData.problems``) is named on the page and
+    DuckDB cannot read (or that holds another kind's columns) and that the build meets is
+    ``UnreadableEvidence`` naming it and ``ratchet evidence verify``. Each file the page cannot show whole (``RunData.problems``) is named on the page and
     passed to ``warn``."""
     found = expand(paths)
     try:
         runs = [load_run(d) for d in found.run_dirs]
         sweeps = [sweep_table(s) for s in found.sweeps]
         payload, left_out = capsule_payload(runs, max_capsules, with_tasks)
-    # Met by a query past the part's footer, or by pyarrow reading a part's footer (a folder
-    # where a part should be: DuckDB's glob skips it, the row count does not).
-    except (duckdb.Error, OSError, pa.ArrowException) as exc:
+    # Met by a query past the part's footer, by pyarrow reading a part's footer (a folder
+    # where a part should be: DuckDB's glob skips it, the row count does not), or as a row the
+    # code cannot take (another kind's part among the capsules: its rows are all null).
+    except (duckdb.Error, OSError, pa.ArrowException, LookupError, TypeError) as exc:
         for run_dir in found.run_dirs:
             cause = EvidenceStore(run_dir).read_error(exc)
             if cause is not exc:

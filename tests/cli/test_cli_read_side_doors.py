@@ -270,3 +270,14 @@ def test_a_meta_skill_file_this_user_may_not_read_is_named_by_the_report(run, de
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"warning: {meta}: cannot read it: Permission denied" in done.stderr, done.stderr
     assert f"{meta}: cannot read it" in _page_note(page)
+
+
+def test_report_names_another_kinds_part_among_the_capsules(run, tmp_path):
+    """A skill_event part copied into the capsule folder was a TypeError traceback (its rows, all
+    null in the capsule view, reached the browser); `evidence verify` lists it."""
+    stray = next((run / "evidence" / "skill_event").glob("round=*/part-*.parquet"))
+    part = run / "evidence" / "capsule" / "round=1" / "part-stray.parquet"
+    part.write_bytes(stray.read_bytes())
+    refused(ratchet("report", "--no-tasks", str(run), "-o", str(tmp_path / "r.html")),
+            f"evidence part {part} cannot be read (unexpected columns",
+            f"ratchet --db {run} evidence verify")
