@@ -27,7 +27,7 @@ import yaml
 from ratchet_ray.bank.pack_format import IMPORTS_DIR
 from ratchet_ray.bank.skill_io import parse_skill
 from ratchet_ray.packs.export import build_pack
-from ratchet_ray.storage.fsutil import fsync_dir, temp_path, write_tree
+from ratchet_ray.storage.fsutil import fsync_dir, temp_path, write_target, write_tree
 from ratchet_ray.types import Skill
 
 SKILL_FILE = "SKILL.md"
@@ -159,7 +159,8 @@ def _imported_views(run_dir: Path) -> dict[str, dict[str, Any]]:
 def export_agent_skills(run_dir: str | Path, out: str | Path, *, status: str = "active",
                         license: str | None = None) -> list[dict[str, str]]:
     """Write ``out`` (module contract); returns each skill's metadata, in name order."""
-    run_dir, out = Path(run_dir), Path(out)
+    # Through a symbolic link at ``out`` (kept), as every -o is; a loop of them: ELOOP.
+    run_dir, out = Path(run_dir), write_target(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise AgentSkillsError(f"{out} exists and is not an empty folder; pass a new folder to "
                                "-o (nothing was written)")

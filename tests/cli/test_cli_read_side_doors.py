@@ -281,3 +281,19 @@ def test_report_names_another_kinds_part_among_the_capsules(run, tmp_path):
     refused(ratchet("report", "--no-tasks", str(run), "-o", str(tmp_path / "r.html")),
             f"evidence part {part} cannot be read (unexpected columns",
             f"ratchet --db {run} evidence verify")
+
+
+def test_skill_export_as_agent_skills_writes_through_a_link_and_names_a_loop(run, tmp_path):
+    """-o a link to an empty folder was a NotADirectoryError line ('Not a directory' on the
+    link's rmdir); -o a loop of links said 'Not a directory (<a temp folder>)'."""
+    real = tmp_path / "skills_out"
+    real.mkdir()
+    link = tmp_path / "latest"
+    link.symlink_to(real)
+    done = ratchet("skill", "export", str(run), "--as", "agent-skills", "-o", str(link))
+    assert done.exit_code == 0, done.output
+    assert link.is_symlink() and (real / "one" / "SKILL.md").is_file()
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    refused(ratchet("skill", "export", str(run), "--as", "agent-skills", "-o", str(loop)),
+            "a loop of symbolic links", str(loop))
