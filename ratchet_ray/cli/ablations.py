@@ -7,10 +7,11 @@ Each run's config layers: Default -> suite file -> ``--profile`` files -> the ar
 ``configs/ablations/<arm>.yaml`` -> flags and ``--set``. Every (arm, seed) is its own Ray job
 (``python -m jobs.skill_loop`` with this Python, from this folder) on the cluster at
 ``--address`` / ``RAY_ADDRESS`` (dashboard ``http://HOST:8265`` or GCS ``HOST:6379`` / ``auto``),
-else on a head this command starts on 127.0.0.1 and stops at the end; at most ``--parallel`` at
-once, followed until they end (logs copied to ``<out>/logs/<arm>_s<seed>.log``). Ctrl-C or
-SIGTERM stops them all; ``--stop`` / ``--status`` act from another shell. Rerunning resumes:
-finished arm-seeds are skipped, unfinished ones ``--resume``, running ones followed again.
+else (``local`` too) on a head this command starts on 127.0.0.1 and stops at the end; at most
+``--parallel`` at once, followed until they end (logs copied to
+``<out>/logs/<arm>_s<seed>.log``). Ctrl-C or SIGTERM stops them all; ``--stop`` / ``--status``
+act from another shell. Rerunning resumes: finished arm-seeds are skipped, unfinished ones
+``--resume``, running ones followed again.
 ``budget.max_tokens`` / ``budget.max_cost_usd`` bound the whole sweep; all jobs share one rate
 limiter. A failing arm-seed does not stop the others: it is listed at the end and the exit
 status is 1. ``ablations.md`` / ``ablations.json`` in ``--out`` are written after the runs
@@ -36,6 +37,7 @@ from ratchet_ray.run_config.options import (bank_option, csv_list, dataset_path_
                                             llm_option, profile_option, seeds_option, set_option,
                                             slice_options, workers_option)
 from ratchet_ray.loop.entry import DRY_RUN, SUITE, print_config, version_option
+from ratchet_ray.loop.ray_address import LOCAL
 from ratchet_ray.sweep.ray_head import RayHeadError, ray_cluster
 from ratchet_ray.sweep.folder import (STOP_FILE, SWEEP_FILE, check_sweep_file, lock_sweep,
                                       recorded_spend, with_recorded_budget, write_status)
@@ -96,6 +98,8 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
          show_status: bool, stop: bool, dry_run: bool, **flags) -> None:
     """Run the ablation arms x seeds of SUITE as Ray jobs and report mean ± std per arm."""
     out_dir = (out_dir or Path("results") / suite / f"ablations_{tag}").resolve()
+    if address == LOCAL:  # a Ray of this command's own (as for a run): the head it starts
+        address = None
     if address and address.startswith("ray://"):
         raise click.UsageError(f"--address {address}: Ray Client addresses are not supported; "
                                "give the dashboard URL (http://HOST:8265) or the GCS address "

@@ -2,9 +2,10 @@
 
 Contracts:
 - ``ray_cluster(...)`` yields the variables children need to join: ``RAY_ADDRESS`` when set
-  (that cluster is reused and left alone), else the address of a head it starts (``ray start
-  --head --block`` on 127.0.0.1, its own process group, usage stats off) with its dashboard on
-  a free loopback port as ``RAY_API_SERVER_ADDRESS``. Such a head uses token authentication
+  (that cluster is reused and left alone), else (``local`` too: a Ray of the caller's own) the
+  address of a head it starts (``ray start --head --block`` on 127.0.0.1, its own process
+  group, usage stats off) with its dashboard on a free loopback port as
+  ``RAY_API_SERVER_ADDRESS``. Such a head uses token authentication
   (``ensure_auth_token``), so ``RAY_AUTH_MODE=token`` is set and yielded unless the caller's
   environment names a mode.
 - The head is ready when the block starts (``ray status`` answers, the runtime has started). A
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
 
+from ratchet_ray.loop.ray_address import LOCAL
 
 START_ATTEMPTS = 3
 STARTED = "Ray runtime started."  # what ``ray start`` prints once every process is up
@@ -166,6 +168,8 @@ def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
     """``RAY_ADDRESS`` (and ``RAY_AUTH_MODE``) of the given cluster or of a local head started
     here (see module contracts)."""
     env = dict(os.environ if env is None else env)
+    if env.get("RAY_ADDRESS") == LOCAL:  # "a Ray of one's own": this head, not a cluster's
+        del env["RAY_ADDRESS"]
     if env.get("RAY_ADDRESS"):
         yield {"RAY_ADDRESS": env["RAY_ADDRESS"]}
         return

@@ -243,3 +243,15 @@ def test_an_arm_seed_whose_driver_died_names_the_sweeps_command(tmp_path):
     assert cause.endswith(f"`{rerun}`") and f"- default_s5: {cause}" in \
         (out / "ablations.md").read_text()
     assert json.loads((out / "sweep.json").read_text())["command"] == rerun
+
+
+def test_ray_address_local_is_a_sweep_of_its_own_head_not_a_cluster(tmp_path):
+    """``RAY_ADDRESS=local`` (a run's way to a Ray of its own, docs/cluster.md) was taken for a
+    cluster's address: ``--status`` asked a job server "local" for 2 minutes, a sweep made its
+    folder and then did the same. It is a sweep on a head of its own (``ray_cluster``'s test
+    starts it), so ``--status`` names what it needs."""
+    out = tmp_path / "sweep"
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"command": "python -m jobs.ablations sim"}))
+    refused(ratchet("ablations", "sim", "--out", str(out), "--status", env={"RAY_ADDRESS": "local"}),
+            "--status / --stop act on the cluster the sweep runs on: give its --address")

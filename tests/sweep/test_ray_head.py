@@ -187,3 +187,24 @@ def test_a_gcs_port_taken_is_named_by_a_real_head_and_its_ray_logs_are_kept(tmp_
     assert f"port {port} is in use by another process" in message, message
     kept = ray_head.session_logs(log)
     assert f"Ray's logs in {kept}" in message and (kept / "gcs_server.out").is_file()
+
+
+def test_ray_address_local_starts_the_sweeps_own_head(tmp_path, monkeypatch):
+    """``RAY_ADDRESS=local`` (docs/cluster.md's way to a Ray of a run's own beside a leftover
+    head) was taken for a cluster's address: the sweep made its folder, asked a job server
+    "local" for 2 minutes and stopped on Ray's "Found multiple active Ray instances". It means a
+    Ray of the caller's own: the head this block starts, which never sees that value."""
+    from ratchet_ray.sweep import ray_head
+
+    seen = tmp_path / "seen"
+    script = tmp_path / "fake_ray"  # `ray start` recording what it was given, then failing
+    script.write_text(f"#!{sys.executable}\nimport os, sys\nopen({str(seen)!r}, 'w').write("
+                      "repr((sys.argv[1:3], os.environ.get('RAY_ADDRESS'))))\n"
+                      "print('ValueError: no head here', flush=True)\nsys.exit(1)\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(ray_head, "ray_executable", lambda: str(script))
+    env = {**_fresh_home(tmp_path, mode="disabled"), "RAY_ADDRESS": "local"}
+    with pytest.raises(ray_head.RayHeadError, match="its last words: ValueError: no head here"):
+        with ray_cluster(1, tmp_path / "head.log", env=env):
+            pass
+    assert seen.read_text() == repr((["start", "--head"], None))
