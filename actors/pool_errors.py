@@ -55,7 +55,9 @@ def not_started_text(pool: str, count: int, timeout_s: float, resources: dict[st
     asked = resources or {"(default)": "1 CPU"}
     have = {k: v for k, v in sorted(ray.cluster_resources().items())
             if not k.startswith(("node:", "memory", "object_store_memory"))}
-    free = {k: round(v, 2) for k, v in sorted(ray.available_resources().items()) if k in have}
+    # Ray leaves a resource fully in use out of what is available: it is 0 free, not unknown.
+    available = ray.available_resources()
+    free = {k: round(available.get(k, 0.0), 2) for k in have}
     missing = {name for name in resources.get("resources", {}) if not have.get(name)}
     return (f"pool {pool!r}: {count} actor(s) did not start within {timeout_s:.0f}s; each asks "
             f"for {asked}, the cluster has {have} ({free} free). Add a node that offers these "

@@ -158,3 +158,19 @@ def test_actors_that_never_start_hold_a_job_a_bounded_number_of_times(ray_local)
     assert pool.stats.actors_replaced == NEVER_STARTED_RETRIES + 2
     assert [lost.attempt for lost in pool.take_lost()] == [1, 2]
     pool.shutdown()
+
+
+def test_the_start_timeout_names_a_resource_in_full_use_as_zero_free(monkeypatch):
+    """Ray leaves a resource in full use out of ``available_resources``: the text read "the
+    cluster has {'CPU': 2.0, 'docker': 2.0} ({'docker': 2.0} free)", hiding that no CPU was
+    free, the one thing the actors waited for."""
+    from actors import pool_errors
+
+    monkeypatch.setattr(pool_errors.ray, "cluster_resources",
+                        lambda: {"CPU": 2.0, "docker": 2.0, "memory": 1e9, "node:127.0.0.1": 1.0})
+    monkeypatch.setattr(pool_errors.ray, "available_resources",
+                        lambda: {"docker": 2.0, "memory": 1e9})
+    text = pool_errors.not_started_text("grader", 17, 15, {"num_cpus": 0.5})
+    assert ("pool 'grader': 17 actor(s) did not start within 15s; each asks for "
+            "{'num_cpus': 0.5}, the cluster has {'CPU': 2.0, 'docker': 2.0} "
+            "({'CPU': 0.0, 'docker': 2.0} free)") in text, text
