@@ -175,6 +175,11 @@ def query(ctx: click.Context, sql: str, fmt: str) -> None:
         rows = [dict(zip(columns, row)) for row in cursor.fetchall()]
     except duckdb.CatalogException as exc:
         raise click.ClickException(f"query failed: {_catalog_error(exc)}") from exc
+    except duckdb.OutOfMemoryException as exc:  # its own hints are SET statements, refused here
+        raise click.ClickException(
+            f"query failed: DuckDB ran out of memory ({str(exc).strip().splitlines()[0]}); fix: "
+            "ask for less at once: aggregate in the SQL (count, avg ... group by), select fewer "
+            "columns or add a LIMIT") from exc
     except duckdb.Error as exc:
         cause = store.read_error(exc)  # an unreadable part, or the SQL's own mistake
         raise click.ClickException(str(cause) if cause is not exc

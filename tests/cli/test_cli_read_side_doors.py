@@ -297,3 +297,18 @@ def test_skill_export_as_agent_skills_writes_through_a_link_and_names_a_loop(run
     loop.symlink_to(loop)
     refused(ratchet("skill", "export", str(run), "--as", "agent-skills", "-o", str(loop)),
             "a loop of symbolic links", str(loop))
+
+
+def test_a_query_past_duckdbs_memory_is_one_line_with_a_fix_query_allows(run, monkeypatch):
+    """It was DuckDB's text whose fixes are SET statements, which `query` refuses, after a
+    decode of every part in search of a damaged one."""
+    import duckdb
+
+    real = duckdb.connect
+    monkeypatch.setattr(duckdb, "connect",
+                        lambda database=":memory:", **kw: real(database,
+                                                               config={"memory_limit": "20MB"}))
+    line = refused(ratchet("--db", str(run), "query", "select list(range) from range(50000000)"),
+                   "query failed: DuckDB ran out of memory (Out of Memory Error:",
+                   "fix: ask for less at once")
+    assert "SET" not in line
