@@ -197,7 +197,7 @@ class RayStartError(click.ClickException):
         if problem is not None:
             fix = problem
         else:
-            why = " ".join(f"{type(cause).__name__}: {cause}".split())[:300]
+            why = " ".join(f"{type(cause).__name__}: {_said(cause)}".split())[:300]
             if address:
                 fix = (f"cannot join the Ray cluster at {address} ({why}); check --address / "
                        "RAY_ADDRESS (`ray status --address ADDRESS`), or drop both for a local "
@@ -209,6 +209,20 @@ class RayStartError(click.ClickException):
                        "RAY_ADDRESS")
         super().__init__(fix)
         self.cause = cause
+
+
+TRACEBACK = "Traceback (most recent call last)"
+
+
+def _said(cause: BaseException) -> str:
+    """What ``cause`` says, with a traceback it carries (Ray Client's server sends its own)
+    cut to that traceback's last line, where the error is named."""
+    text = str(cause)
+    if TRACEBACK not in text:
+        return text
+    before, _, trace = text.partition(TRACEBACK)
+    lines = [line.strip() for line in trace.splitlines() if line.strip()]
+    return " ".join(part for part in (before.strip(), lines[-1] if lines else "") if part)
 
 
 def make_grader_factory(config: LoopConfig, run_dir: Path,

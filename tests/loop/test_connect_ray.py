@@ -135,3 +135,26 @@ def test_a_local_ray_whose_temp_disk_is_full_is_refused_before_ray_init(calls, m
     monkeypatch.setattr(shutil, "disk_usage", full)
     runtime.connect_ray()
     assert [name for name, _ in calls] == ["init", "init"]
+
+
+def test_a_traceback_ray_sends_back_is_cut_to_its_last_line(calls, monkeypatch):
+    """Ray Client's server answers a failed start with its own traceback: the line quoted it
+    ("... Traceback (most recent call last): File ".../proxier.py", line 772, in Datapath ...")
+    and the 300 characters kept could end before the error it names."""
+    said = ("Initialization failure from server:\nTraceback (most recent call last):\n  File "
+            "\"/x/ray/util/client/server/proxier.py\", line 772, in Datapath\n    raise "
+            "RuntimeError(\nRuntimeError: Starting Ray client server failed. See "
+            "ray_client_server_23000.err for detailed logs.\n")
+
+    def fail(**_):
+        raise ConnectionAbortedError(said)
+
+    monkeypatch.setattr(runtime.ray, "init", fail)
+    monkeypatch.setenv("RAY_ADDRESS", "ray://127.0.0.1:10001")
+    with pytest.raises(runtime.RayStartError) as caught:
+        runtime.connect_ray()
+    text = caught.value.format_message()
+    assert "Traceback" not in text and "proxier.py" not in text and "\n" not in text
+    assert ("cannot join the Ray cluster at ray://127.0.0.1:10001 (ConnectionAbortedError: "
+            "Initialization failure from server: RuntimeError: Starting Ray client server "
+            "failed. See ray_client_server_23000.err for detailed logs.)") in text, text
