@@ -18,7 +18,6 @@ Contracts:
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,8 +37,6 @@ from ratchet_ray.types import NONE_SKILL
 STOPPED_FILE = "stopped.json"
 LOOP_FILE = "loop.json"
 _LOADER = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
-CHARS_PER_TOKEN = 4
-"""Injection cost estimate: a skill's guidance costs about one token per 4 characters."""
 
 ROUND_KEYS = ("round", "eval_pass_at_1", "train_pass_at_1", "eval_total", "eval_resolved",
               "train_total", "train_resolved", "active_skills", "deprecated_skills",
@@ -223,6 +220,8 @@ class SkillRow:
     twin_passes: int = 0
     """... of which passed: cheating by construction (the Curator retires for any)."""
     injection_tokens: int | None = None
+    """Tokens its guidance adds to one Solver prompt (``governance.bypass.guidance_tokens``,
+    the estimate a pack's record carries too); None: its file is not readable."""
     rounds_unrouted: int | None = None
     """Set when the skill is dead weight: ACTIVE and never routed for that many rounds."""
     probe_similarity: float | None = None
@@ -302,12 +301,6 @@ def guidance_yaml(text: str) -> str:
     return yaml.safe_dump(guidance, sort_keys=False, width=100) if guidance else ""
 
 
-def _guidance_chars(skill: Any) -> int:
-    g = skill.guidance.model_dump(mode="json")
-    return sum(len(v) if isinstance(v, str) else sum(len(x) for x in v) for v in g.values()
-               if isinstance(v, (str, list)))
-
-
 def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None,
                problems: list[str] | None = None) -> list[SkillRow]:
     """Every skill of the run (module contracts), in birth order; ``problems`` gets a line per
@@ -345,7 +338,6 @@ def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None,
         ended = last is not None and (last["event"] in ("retired", "evicted") or str(
             last.get("status_after") or "").lower() == "deprecated")
         st, pair = stats.get(skill_id), cf.get(skill_id)
-        chars = _guidance_chars(skill) if skill is not None else None
         rows.append(SkillRow(
             skill_id=skill_id, status=str(status).lower(), born_round=born,
             end_round=last["round"] if ended else None, end_event=last["event"] if ended else None,
@@ -360,7 +352,7 @@ def skill_rows(con, run_dir: Path, events: list[dict[str, Any]] | None = None,
             tampering_eval=getattr(tamper["eval"].get(skill_id), "capsules", 0),
             twins=getattr(cheats.get(skill_id), "twins", 0),
             twin_passes=getattr(cheats.get(skill_id), "passes", 0),
-            injection_tokens=None if chars is None else math.ceil(chars / CHARS_PER_TOKEN),
+            injection_tokens=None if skill is None else bypass.guidance_tokens(skill),
             rounds_unrouted=dead[skill_id].rounds_unrouted if skill_id in dead else None,
             probe_similarity=(ignored[skill_id].mean_similarity if skill_id in ignored
                               else None),

@@ -12,8 +12,9 @@ from skill_builders import TOPICS, make_skill, new_run, routed_capsules
 
 from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.cli import main as cli
+from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.packs.export import export_pack
-from ratchet_ray.report.data import skill_events
+from ratchet_ray.report.data import skill_events, skill_rows
 from ratchet_ray.bank.pack_format import PackError, read_pack
 from ratchet_ray.types import SkillStatus
 
@@ -48,6 +49,9 @@ def test_round_trip_keeps_the_pack_hash_and_carries_the_record(tmp_path):
     assert (helps["trials"], helps["c_hat"], helps["routed_train"]) == (20, 1.0, 20)
     assert helps["c_hat_ci95"][0] < 1.0 <= helps["c_hat_ci95"][1] + 1e-9
     assert helps["injection_tokens"] > 0 and helps["injection_tokens_per_routing"] > 0
+    with EvidenceStore(a.run_dir).connect() as con:  # the report's table: the pack's estimate
+        row = next(r for r in skill_rows(con, a.run_dir) if r.skill_id == "helps")
+    assert row.injection_tokens == helps["injection_tokens_per_routing"]
     assert refined["lineage"]["refines"] == "gone" and refined["lineage"]["version"] == 2
     assert [h["event"] for h in by_id["hurts"]["status_history"]] == ["added"]
     assert first["source"]["run_id"] == "runA" and first["source"]["suite"] == "mbpp"
