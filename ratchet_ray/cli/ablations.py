@@ -303,6 +303,9 @@ def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int]
 
     from actors.budget_ledger import SharedBudget, release_budget_ledger
     from actors.llm_server import release_llm_actors
+    import ray
+
+    from ratchet_ray.loop.ray_address import gcs_answers
     from ratchet_ray.loop.session import ray_session
     from ratchet_ray.sweep.jobs import (gcs_address, is_dashboard_url, job_client,
                                         live_jobs, run_ray_jobs)
@@ -337,8 +340,11 @@ def _run(spec: SweepSpec, jobs, parallel: int, arms: list[str], seeds: list[int]
                                  on_done=report,
                                  on_start=lambda line: click.echo(line, err=True))
                 finally:
-                    release_llm_actors(spec.scope)  # the rate limiter every arm shared
-                    release_budget_ledger(spec.scope)
+                    # A head that died took these actors with it, and asking its GCS for them
+                    # blocked until Ray ended this process, the sweep's last line unsaid.
+                    if gcs_answers(ray.get_runtime_context().gcs_address):
+                        release_llm_actors(spec.scope)  # the rate limiter every arm shared
+                        release_budget_ledger(spec.scope)
 
 
 COMMANDS = [main]

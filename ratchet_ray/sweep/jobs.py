@@ -13,7 +13,8 @@ Contracts:
   running jobs): no job is submitted after it; each one not yet started is reported, not run.
 - Leaving ``run_ray_jobs`` by an exception (Ctrl-C, SIGTERM) stops every job it follows, waits
   (bounded; a second Ctrl-C ends the wait), reports them and re-raises: nothing is left
-  running, and a rerun resumes them.
+  running, and a rerun resumes them. A job server that stops answering (its head died) is
+  ``JobServerGone``, one line naming it and ``rerun``; nothing is left to stop then.
 """
 
 from __future__ import annotations
@@ -292,6 +293,34 @@ class _Followed:
                           cause if budget else sweep_cause(cause, self.rerun), self.job_id, budget)
 
 
+class JobServerGone(SweepError):
+    """The job server stopped answering mid-sweep (its head died or cannot be reached)."""
+
+
+class _Answering:
+    """``client`` whose calls that cannot reach the job server (``OSError``: requests'
+    ``ConnectionError`` is one) raise ``JobServerGone`` naming it and ``rerun``: they were a
+    traceback the sweep's own exit then never printed, Ray ending the process a minute later."""
+
+    def __init__(self, client: Any, rerun: str):
+        self._client, self._rerun = client, rerun
+
+    def __getattr__(self, name: str) -> Any:
+        call = getattr(self._client, name)
+
+        def asked(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return call(*args, **kwargs)
+            except OSError as exc:
+                where = getattr(self._client, "_address", None) or "the cluster"
+                raise JobServerGone(
+                    f"the Ray job server at {where} stopped answering ({type(exc).__name__}: "
+                    f"{' '.join(str(exc).split())[:200]}): its head is down or out of reach; "
+                    "the runs keep every round they finished: start the head again (or reach "
+                    f"it) and rerun the sweep: `{self._rerun}`") from exc
+        return asked
+
+
 def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[str, str],
                  out_dir: Path, *, scope: str, rerun: str,
                  attach: Mapping[str, str] | None = None,
@@ -303,6 +332,7 @@ def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[s
     the command that continues the sweep, named by every unfinished job's cause."""
     if parallel < 1:
         raise SweepError(f"parallel must be >= 1, got {parallel}")
+    client = _Answering(client, rerun)
     attach, report = dict(attach or {}), on_done or (lambda _: None)
     pending, running, outcomes = list(jobs), [], []
 
@@ -360,7 +390,10 @@ def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[s
     finally:
         # Interrupted: stop what this sweep still follows, then report it. A submission an
         # interrupt cut short may never have reached the cluster: unknown there, it is dropped.
-        running = [f for f in running if _stop(client, f)]
+        try:
+            running = [f for f in running if _stop(client, f)]
+        except JobServerGone:  # the head is gone, and its jobs with it: nothing to stop
+            running = []
         if running:
             with suppress(KeyboardInterrupt):  # a second Ctrl-C: wait no more, but report all
                 _wait_ended(client, [f.job_id for f in running], stop_wait_s)

@@ -72,3 +72,44 @@ def test_stop_from_another_shell_ends_the_sweep_not_only_its_running_jobs(tmp_pa
                                    f"resume it: `{RERUN}`")
     lock_sweep(tmp_path).release()
     assert not (tmp_path / STOP_FILE).exists()
+
+
+def test_a_job_server_that_stops_answering_is_one_line_naming_the_rerun(tmp_path):
+    """The head died mid-sweep: the job client's ``requests`` ConnectionError was a traceback,
+    raised again by the stop on the way out, and the sweep's exit then blocked on the dead GCS
+    until Ray ended the process a minute later (100% CPU, no line of the sweep's own)."""
+    from requests.exceptions import ConnectionError as RequestsConnectionError
+
+    class HeadDies(FakeJobClient):
+        _address = "http://127.0.0.1:8265"
+        dead = False
+
+        def get_job_status(self, job_id):
+            if self.dead:
+                raise RequestsConnectionError("('Connection aborted.', ConnectionResetError(104"
+                                              ", 'Connection reset by peer'))")
+            return super().get_job_status(job_id)
+
+        def stop_job(self, job_id):
+            if self.dead:
+                raise RequestsConnectionError("Connection refused")
+            return super().stop_job(job_id)
+
+    client = HeadDies()
+    job = sleeper(tmp_path, "a", 60)
+
+    def head_dies(line: str) -> None:
+        client.dead = True
+
+    try:
+        with pytest.raises(SweepError) as gone:  # one line: what the sweep prints
+            run_ray_jobs(client, [job], 1, {}, tmp_path, scope="s", rerun=RERUN,
+                         on_start=head_dies, poll_s=0.05)
+    finally:
+        for proc in client.procs.values():
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = str(gone.value)
+    assert text.startswith("the Ray job server at http://127.0.0.1:8265 stopped answering "
+                           "(ConnectionError: ('Connection aborted.'"), text
+    assert text.endswith(f"start the head again (or reach it) and rerun the sweep: `{RERUN}`")
+    assert "\n" not in text
