@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +18,7 @@ from skill_builders import TOPICS, make_skill, routed_capsules
 from fakes import HashEmbedder
 
 from offline_data import mbpp_plus_path
-from one_line import process_error_line
+from one_line import process_error_line, ratchet_denied
 from refusals import ratchet, refused
 from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.evidence.store import EvidenceStore
@@ -29,15 +27,6 @@ from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.storage.runlock import RunLock
 
-ROOT = Path(__file__).resolve().parents[2]
-_AS_OWNER_ONLY = (["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
-                  if os.geteuid() == 0 else [])
-
-
-def ratchet_denied(*args: str) -> subprocess.CompletedProcess:
-    """``ratchet ARGS`` in a process the mode bits bind (see the module docstring)."""
-    return subprocess.run([*_AS_OWNER_ONLY, sys.executable, "-m", "ratchet_ray.cli", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture

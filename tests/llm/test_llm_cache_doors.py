@@ -11,30 +11,19 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from fakes import ScriptedLLM
-from one_line import process_error_line
+from one_line import process_error_line, ratchet_denied
 
 from ratchet_ray.llm.base import Message
 from ratchet_ray.llm.cache import DAMAGED, CachedLLM, SolverCache, cache_key
 from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.settings.schema import LoopConfig
 
-ROOT = Path(__file__).resolve().parents[2]
-_AS_OWNER_ONLY = (["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
-                  if os.geteuid() == 0 else [])
 PROMPT = [Message("system", "Solve."), Message("user", "Write add(a, b).")]
-
-
-def _ratchet_denied(*args: str) -> subprocess.CompletedProcess:
-    """``ratchet ARGS`` in a process the mode bits bind (see the module docstring)."""
-    return subprocess.run([*_AS_OWNER_ONLY, sys.executable, "-m", "ratchet_ray.cli", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 def _run_dir(tmp_path: Path) -> Path:
@@ -73,7 +62,7 @@ def test_a_cache_this_user_may_not_read_is_one_line_naming_it_and_the_fix(tmp_pa
     denied = folder if what == "folder" else folder / cache._key(good)
     deny(denied)
     for command in ("list", "clear"):
-        done = _ratchet_denied("--db", str(run_dir), "solver-cache", command,
+        done = ratchet_denied("--db", str(run_dir), "solver-cache", command,
                                *(["--yes"] if command == "clear" else []))
         process_error_line(done, f"{denied} may not be read by this user",
                            f"chmod -R u+rX {folder}")

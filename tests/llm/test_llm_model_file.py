@@ -4,12 +4,12 @@ the setting that fixes it, before llama.cpp is handed it; the packaged model sti
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from one_line import AS_OWNER_ONLY
 
 from ratchet_ray.llm import doctor
 from ratchet_ray.llm.local import LocalConfig, LocalLLM, ModelFileError, gemma_model_path
@@ -71,9 +71,7 @@ def test_a_model_this_user_may_not_read_is_named_as_such(tmp_path):
     path = tmp_path / "model.gguf"
     path.write_bytes(b"GGUF rest")
     path.chmod(0)
-    as_owner = (["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
-                if os.geteuid() == 0 else [])
-    done = subprocess.run([*as_owner, sys.executable, "-c",
+    done = subprocess.run([*AS_OWNER_ONLY, sys.executable, "-c",
                            "import sys; from ratchet_ray.llm.requirements import "
                            "model_file_problem; print(model_file_problem(sys.argv[1]))",
                            str(path)], capture_output=True, text=True, timeout=60, cwd=ROOT)
