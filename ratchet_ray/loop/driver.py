@@ -62,7 +62,8 @@ from ratchet_ray.loop.phases import CriticIncomplete, LoopContext
 from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.rundir import CONFIG_FILE, SUMMARY_FILE, RunDir, resume_advice
 from ratchet_ray.loop.runtime import Models, RayStartError, check_ray
-from ratchet_ray.loop.session import RunRuntime, interrupting_signal, unwind_on_sigterm
+from ratchet_ray.loop.session import (RunRuntime, hold_sigterm, interrupting_signal,
+                                      unwind_on_sigterm)
 from ratchet_ray.loop.stops import STOPPED_FILE, record_interrupt, record_stop, refused_in_run_dir
 from ratchet_ray.suites import before_rounds, hooks, split_tasks, suite_for
 from ratchet_ray.report.otel import start_tracing
@@ -251,20 +252,27 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
     """Run (or resume) a skill loop; returns the run dir (module contracts). ``models``
     replaces every actor's LLM and embedder (tests inject doubles there); ``announce`` gets the
     run dir as soon as it exists."""
-    check_ray()  # an unreachable address or a leftover head: refused before the run dir exists
-    run, config, train_tasks, eval_tasks = open_run(config, resume, resume_sets)
-    if announce is not None:
-        announce(run.path)
-    handler = run.attach_log()
-    log.info("%s run %s: %d train / %d eval tasks, %d rounds", "resuming" if resume else "starting",
-             run.path, len(train_tasks), len(eval_tasks), config.rounds)
-    for line in run.setting_edits:  # config.yaml's operational keys edited: said, and kept
-        log.warning(line)
-        print(f"warning: {line}", file=sys.stderr)
+    unwind_on_sigterm()
+    release_sigterm = hold_sigterm()  # a SIGTERM until the try below is taken there, recorded
+    try:
+        check_ray()  # an unreachable address or a leftover head: refused before the run dir
+        run, config, train_tasks, eval_tasks = open_run(config, resume, resume_sets)
+        if announce is not None:
+            announce(run.path)
+        handler = run.attach_log()
+        log.info("%s run %s: %d train / %d eval tasks, %d rounds",
+                 "resuming" if resume else "starting", run.path, len(train_tasks),
+                 len(eval_tasks), config.rounds)
+        for line in run.setting_edits:  # config.yaml's operational keys edited: said, and kept
+            log.warning(line)
+            print(f"warning: {line}", file=sys.stderr)
+    except BaseException:
+        release_sigterm()
+        raise
     tracker = None
     finished = discard = False
     try:
-        unwind_on_sigterm()  # a stop while the run starts is recorded as one mid-round is
+        release_sigterm()  # a stop while the run starts is recorded as one mid-round is
         # The finished rounds' summaries are read (and a damaged one refused, naming the file
         # and the fix) before any actor starts.
         next_round, gate = resume_point(run, config)

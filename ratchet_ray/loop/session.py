@@ -7,6 +7,7 @@ Contracts:
   When it connects, SIGTERM in the main thread raises ``KeyboardInterrupt("SIGTERM")``
   (``unwind_on_sigterm``), so a terminated driver unwinds (and records its stop) as on Ctrl-C;
   so does one terminated while ``ray.init`` starts Ray (whose own handler exits the process).
+  ``hold_sigterm`` defers SIGTERM while a run dir is made, until the stop can be recorded.
 - ``interrupting_signal()``: the signal (``"SIGTERM"``) that unwound the current session as
   Ctrl-C, or "" (none, or Ctrl-C itself). The interrupt's own words can be lost on the way up
   (DuckDB turns it into its ``InterruptException``, a library re-raises a bare one), so the
@@ -68,6 +69,24 @@ def unwind_on_sigterm() -> None:
     their lease), Python's ends the process at once."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _interrupt)
+
+
+def hold_sigterm() -> Callable[[], None]:
+    """Hold SIGTERM back in the main thread until the returned ``release`` is called (once is
+    enough; later calls do nothing): a SIGTERM sent meanwhile is delivered then, to the handler
+    set at that time. The driver holds it while the run dir is made, so a stop in that window is
+    recorded (it was the default action: the process gone, nothing written, no resume named)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    released: list[bool] = []
+
+    def release() -> None:
+        if not released:
+            released.append(True)
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+    return release
 
 
 @contextmanager

@@ -237,6 +237,37 @@ def test_sigterm_while_the_run_starts_is_recorded_as_an_interrupt(tmp_path):
         f"continue with: python -m jobs.skill_loop --resume {run_dir}"), err[-3000:]
 
 
+_SIGTERM_AS_THE_RUN_DIR_IS_MADE = """
+import os, signal, sys
+from ratchet_ray.loop.driver import run_loop
+from ratchet_ray.loop.stops import RunInterrupted
+from ratchet_ray.run_config.files import layered_files, load_config
+config = load_config(layered_files("sim"), ["rounds=2", "n_train=4", "n_eval=2",
+                                            "results_dir=" + sys.argv[1]])
+try:
+    run_loop(config, show_progress=False,
+             announce=lambda path: os.kill(os.getpid(), signal.SIGTERM))
+except RunInterrupted as exc:
+    print(exc)
+    sys.exit(130)
+"""
+
+
+def test_sigterm_as_the_run_dir_is_made_is_recorded_as_an_interrupt(tmp_path):
+    """A SIGTERM between the run dir's making and the run's own handling of it (announced at
+    once, before Ray): held back, then recorded as a stop in round 0, which a resume continues.
+    Before, the default action ended the process there: nothing recorded (the race the test
+    above met on a loaded machine when its signal came in that window)."""
+    results = tmp_path / "results"
+    done = subprocess.run([sys.executable, "-c", _SIGTERM_AS_THE_RUN_DIR_IS_MADE, str(results)],
+                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130, (done.returncode, done.stderr[-3000:])
+    (run_dir,) = results.glob("sim/*")
+    stopped = json.loads((run_dir / "stopped.json").read_text())
+    assert stopped["cause"] == "interrupted (SIGTERM) in round 0 of 2"
+    assert done.stdout.startswith("interrupted in round 0 of 2 (0 finished)"), done.stdout
+
+
 def test_an_interrupt_is_recorded_with_the_round_it_came_in(tmp_path):
     """The record the Ctrl-C test above reads, without a run: rounds 0 and 1 finished, so the
     interrupt came in round 2."""
