@@ -27,6 +27,7 @@ Contracts:
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from contextlib import ExitStack, contextmanager
@@ -73,18 +74,26 @@ def unwind_on_sigterm() -> None:
 
 def hold_sigterm() -> Callable[[], None]:
     """Hold SIGTERM back in the main thread until the returned ``release`` is called (once is
-    enough; later calls do nothing): a SIGTERM sent meanwhile is delivered then, to the handler
-    set at that time. The driver holds it while the run dir is made, so a stop in that window is
-    recorded (it was the default action: the process gone, nothing written, no resume named)."""
+    enough; later calls do nothing): a SIGTERM that comes meanwhile is only noted, and handed
+    to the handler set before the hold when ``release`` runs. The driver holds it while the run
+    dir is made, so a stop in that window is recorded (it was the default action: the process
+    gone, nothing written, no resume named). A handler, not a signal mask: any thread may be
+    the one the kernel hands a process's signal to."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    came: list[int] = []
+    before = signal.signal(signal.SIGTERM, lambda signum, _frame: came.append(signum))
     released: list[bool] = []
 
     def release() -> None:
-        if not released:
-            released.append(True)
-            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        if released:
+            return
+        released.append(True)
+        signal.signal(signal.SIGTERM, before)
+        if came and callable(before):
+            before(signal.SIGTERM, None)
+        elif came and before != signal.SIG_IGN:  # the default action, now it can be taken
+            os.kill(os.getpid(), signal.SIGTERM)
 
     return release
 
