@@ -14,46 +14,20 @@ import os
 from pathlib import Path
 
 import pytest
-from skill_builders import TOPICS, make_skill, routed_capsules
-from fakes import HashEmbedder
 
 from offline_data import mbpp_plus_path
+from library_fixtures import two_round_run
 from one_line import process_error_line, ratchet_denied
 from refusals import ratchet, refused
-from ratchet_ray.bank.skill_bank import SkillBank
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.llm.cache import SolverCache
-from ratchet_ray.run_config.files import dump_config
-from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.storage.runlock import RunLock
-
 
 
 @pytest.fixture
 def run(run_dir) -> Path:
     """A two-round run: config.yaml, a skill, capsules of rounds 0 and 1."""
-    run_dir.mkdir(parents=True)
-    config = LoopConfig()
-    dump_config(config, run_dir / "config.yaml")
-    SkillBank(run_dir, embedder=HashEmbedder(), config=config,
-              run_id=run_dir.name).add(make_skill("one", TOPICS[0]), round_=0)
-    store = EvidenceStore(run_dir)
-    for round_ in (0, 1):
-        store.append("capsule", round_, routed_capsules(run_dir.name, "one", round_, 2, 1))
-    (run_dir / "loop.json").write_text(json.dumps({
-        "run_id": run_dir.name, "suite": "mbpp", "seed": 42, "rounds_planned": 2,
-        "rounds": [{"round": r, "eval_pass_at_1": 0.5, "active_skills": 1} for r in (0, 1)]}))
-    return run_dir
-
-
-@pytest.fixture
-def deny():
-    """``deny(path)`` takes every permission from ``path`` until the test ends."""
-    denied: list[Path] = []
-    yield lambda path: (denied.append(path), path.chmod(0))
-    for path in denied:
-        if path.exists():
-            path.chmod(0o755)
+    return two_round_run(run_dir, ("one",))
 
 
 @pytest.mark.parametrize("what", ["round folder", "evidence folder"])
@@ -152,7 +126,6 @@ def test_solver_cache_clear_waits_until_no_run_writes_there(run):
     assert len(list(cache.entries())) == 1
     done = ratchet("--db", str(run), "solver-cache", "clear", "--yes")
     assert done.exit_code == 0 and not list(cache.entries()), done.output
-
 
 
 def test_ctrl_c_during_a_query_is_an_abort_not_a_traceback(run, monkeypatch):

@@ -10,49 +10,23 @@ As root the mode bits bind only a process without the capabilities that let root
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 from fakes import HashEmbedder
-from skill_builders import TOPICS, make_skill, routed_capsules
 
+from library_fixtures import two_round_run
 from one_line import process_error_line, ratchet_denied
 from refusals import ratchet, refused
 from ratchet_ray.bank.skill_bank import SkillBank
-from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.run_config.files import dump_config
 from ratchet_ray.settings.schema import LoopConfig
-
 
 
 @pytest.fixture
 def run(run_dir) -> Path:
     """A two-round run: config.yaml, skills 'one' and 'two', capsules of rounds 0 and 1."""
-    run_dir.mkdir(parents=True)
-    config = LoopConfig()
-    dump_config(config, run_dir / "config.yaml")
-    bank = SkillBank(run_dir, embedder=HashEmbedder(), config=config, run_id=run_dir.name)
-    for i, skill_id in enumerate(("one", "two")):
-        bank.add(make_skill(skill_id, TOPICS[i]), round_=0)
-    store = EvidenceStore(run_dir)
-    for round_ in (0, 1):
-        store.append("capsule", round_, routed_capsules(run_dir.name, "one", round_, 2, 1))
-    (run_dir / "loop.json").write_text(json.dumps({
-        "run_id": run_dir.name, "suite": "mbpp", "seed": 42, "rounds_planned": 2,
-        "rounds": [{"round": r, "eval_pass_at_1": 0.5, "active_skills": 2} for r in (0, 1)]}))
-    return run_dir
-
-
-@pytest.fixture
-def deny():
-    """``deny(path)`` takes every permission from ``path`` until the test ends."""
-    denied: list[Path] = []
-    yield lambda path: (denied.append(path), path.chmod(0))
-    for path in denied:
-        if path.exists():
-            path.chmod(0o755)
+    return two_round_run(run_dir, ("one", "two"))
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fakes import ScriptedLLM
+from library_fixtures import deny  # noqa: F401 (a fixture)
 from one_line import process_error_line, ratchet_denied
 
 from ratchet_ray.llm.base import Message
@@ -40,15 +41,6 @@ def _cache_with_two(folder: Path) -> tuple[SolverCache, str, str]:
     cache.put(good, {"reply": {"model": "m", "text": "kept"}, "created_at": 2.0})
     cache.put(other, {"reply": {"model": "m", "text": "also kept"}, "created_at": 3.0})
     return cache, good, other
-
-
-@pytest.fixture
-def deny():
-    """``deny(path)`` takes every permission from ``path`` until the test ends."""
-    denied: list[Path] = []
-    yield lambda path: (denied.append(path), path.chmod(0))
-    for path in denied:
-        path.chmod(0o755)
 
 
 @pytest.mark.parametrize("what", ["folder", "entry"])
