@@ -13,10 +13,10 @@ Contracts:
   the sum of the scope's runs. Each run reports its absolute spend to the scope's ledger
   (``actors.budget_ledger``) at start and with every charge; ``exhausted`` / ``describe`` use
   the scope's total, and the message names the sweep as what to rerun.
-- ``resume_config(config_file, sets)`` applies ``--set budget.*=...`` to a resumed run's
+- ``resume_settings(config_file, sets)`` applies ``--set budget.*=...`` to a resumed run's
   config; any other key is refused, and so is a config.yaml holding no settings (truncated)
   or edited, since the run last ran, in a key that changes what its rounds measure
-  (``resume_settings``, ``run_config.resumed``).
+  (``run_config.resumed``).
 """
 
 from __future__ import annotations
@@ -159,18 +159,12 @@ class RunBudget:
             raise self.error(where)
 
 
-def resume_config(config_file: Path, sets: Sequence[str]) -> LoopConfig:
-    """The resumed run's config: ``config_file`` (its config.yaml) with the ``budget.*``
-    overrides ``sets`` applied; any other key is refused, and so is an edit of config.yaml
-    that ``resume_settings`` refuses."""
-    return resume_settings(config_file, sets)[0]
-
-
 def resume_settings(config_file: Path, sets: Sequence[str]) -> tuple[LoopConfig, list[str]]:
-    """``resume_config``'s config and the warnings its edits call for: ``config_file``
-    compared with the run's record of the settings it ran with (``run_config.resumed``, beside
-    it; for a run started before the record existed, the settings its loop.json names:
-    ``resumed.loop_record``): a key that changes what the rounds measure is refused
+    """The resumed run's config (``config_file``, its config.yaml, with the ``budget.*``
+    overrides ``sets`` applied; any other key refused) and the warnings its edits call for:
+    ``config_file`` compared with the run's record of the settings it ran with
+    (``run_config.resumed``, beside it; for a run started before the record existed, the
+    settings its loop.json names: ``resumed.loop_record``): a key that changes what the rounds measure is refused
     (``ResumeEditError``, one line naming each edit and the fix), an operational one is one
     warning line."""
     config = _resume_config(config_file, sets)

@@ -13,7 +13,7 @@ from loop_helpers import scenario_config, scenario_models
 from ratchet_ray.settings.schema import BudgetSettings
 from ratchet_ray.run_config.files import ConfigError, dump_config, load_config
 from ratchet_ray.evidence.store import EvidenceStore
-from ratchet_ray.loop.budget import BudgetExhausted, RunBudget, resume_config
+from ratchet_ray.loop.budget import BudgetExhausted, RunBudget, resume_settings
 from ratchet_ray.loop.driver import run_loop
 from ratchet_ray.loop.stops import STOPPED_FILE
 from ratchet_ray.loop.progress import LoopProgress
@@ -61,10 +61,10 @@ def test_budget_settings_validate_and_progress_shows_the_limits(tmp_path):
 def test_resume_may_raise_the_budget_and_nothing_else(tmp_path):
     path = tmp_path / "config.yaml"
     dump_config(load_config([], ["budget.max_tokens=10", "rounds=3"]), path)
-    raised = resume_config(path, ["budget.max_tokens=500"])
+    raised = resume_settings(path, ["budget.max_tokens=500"])[0]
     assert (raised.budget.max_tokens, raised.rounds) == (500, 3)
     with pytest.raises(ConfigError, match="only budget"):
-        resume_config(path, ["rounds=5"])
+        resume_settings(path, ["rounds=5"])[0]
 
 
 def test_cli_resume_accepts_only_budget_overrides(tmp_path):

@@ -13,7 +13,7 @@ import yaml
 from click.testing import CliRunner
 
 from ratchet_ray.cli import main
-from ratchet_ray.loop.budget import resume_config, resume_settings
+from ratchet_ray.loop.budget import resume_settings
 from ratchet_ray.loop.rundir import RunDir
 from ratchet_ray.run_config.files import ConfigError, layered_files, load_config
 from ratchet_ray.run_config.resumed import OPERATIONAL, RECORD_FILE, setting_edits
@@ -51,7 +51,7 @@ def test_an_edit_that_changes_what_rounds_measure_is_refused_naming_each(tmp_pat
     run_dir = _run(tmp_path)
     _edit(run_dir, curator__active_cap=100, n_train=50, llm__temperature=0.2, workers__solvers=8)
     with pytest.raises(ConfigError) as raised:
-        resume_config(run_dir / "config.yaml", [])
+        resume_settings(run_dir / "config.yaml", [])[0]
     config_file = run_dir / "config.yaml"
     assert str(raised.value) == (
         f"{config_file} was edited since the run last ran: curator.active_cap 50 -> 100, "
@@ -80,7 +80,7 @@ def test_rounds_below_those_finished_are_refused(tmp_path):
     _edit(run_dir, rounds=2)
     with pytest.raises(ConfigError, match=r"rounds 3 -> 2 \(rounds below the 3 the run has "
                                           r"finished\); a resumed run is the same experiment"):
-        resume_config(run_dir / "config.yaml", [])
+        resume_settings(run_dir / "config.yaml", [])[0]
 
 
 def test_a_run_without_a_record_is_compared_on_what_its_loop_json_names(tmp_path):
@@ -96,7 +96,7 @@ def test_a_run_without_a_record_is_compared_on_what_its_loop_json_names(tmp_path
     _edit(run_dir, seed=7)
     with pytest.raises(ConfigError, match=r"edited since the run last ran: seed 42 -> 7; a .*"
                                           r"the run's record of its settings: .*loop\.json\)"):
-        resume_config(run_dir / "config.yaml", [])
+        resume_settings(run_dir / "config.yaml", [])[0]
 
 
 def test_a_garbled_or_empty_record_is_named(tmp_path):
@@ -106,7 +106,7 @@ def test_a_garbled_or_empty_record_is_named(tmp_path):
         with pytest.raises(ConfigError, match=rf"{RECORD_FILE}.*; it is the run's own copy of "
                                               "the settings it ran with: restore it from a copy "
                                               "of the run dir"):
-            resume_config(run_dir / "config.yaml", [])
+            resume_settings(run_dir / "config.yaml", [])[0]
 
 
 def test_the_files_as_the_run_wrote_them_are_no_edit_nor_is_a_budget_set(tmp_path):
