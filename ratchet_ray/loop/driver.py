@@ -63,7 +63,7 @@ from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.rundir import CONFIG_FILE, SUMMARY_FILE, RunDir, resume_advice
 from ratchet_ray.loop.runtime import Models, RayStartError, check_ray
 from ratchet_ray.loop.session import (RunRuntime, hold_sigterm, interrupting_signal,
-                                      unwind_on_sigterm)
+                                      raise_if_signalled, unwind_on_sigterm)
 from ratchet_ray.loop.stops import STOPPED_FILE, record_interrupt, record_stop, refused_in_run_dir
 from ratchet_ray.suites import before_rounds, hooks, split_tasks, suite_for
 from ratchet_ray.report.otel import start_tracing
@@ -109,6 +109,7 @@ def run_round(ctx: LoopContext, round_: int) -> RoundSummary:
     summary = RoundSummary(round=round_)
     report_start = hooks.round_report(ctx.config, None)  # the suite's readings at the start
     for phase in ROUND_PHASES:
+        raise_if_signalled()  # a SIGTERM whose KeyboardInterrupt Python swallowed stops here
         gone = ctx.run.lost() or _deleted(ctx, round_)  # under the running run: stop here
         if gone is not None:
             raise RunStopped(gone)

@@ -7,7 +7,11 @@ Contracts:
   When it connects, SIGTERM in the main thread raises ``KeyboardInterrupt("SIGTERM")``
   (``unwind_on_sigterm``), so a terminated driver unwinds (and records its stop) as on Ctrl-C;
   so does one terminated while ``ray.init`` starts Ray (whose own handler exits the process).
+  A SIGTERM during ``ray.init`` whose exception Python swallowed is still seen (a wakeup pipe
+  notes it below Python) and unwinds as Ctrl-C once Ray is up.
   ``hold_sigterm`` defers SIGTERM while a run dir is made, until the stop can be recorded.
+- ``raise_if_signalled()``: the ``KeyboardInterrupt`` a signal of this session raised, again,
+  when it was swallowed; the driver asks between phases.
 - ``interrupting_signal()``: the signal (``"SIGTERM"``) that unwound the current session as
   Ctrl-C, or "" (none, or Ctrl-C itself). The interrupt's own words can be lost on the way up
   (DuckDB turns it into its ``InterruptException``, a library re-raises a bare one), so the
@@ -64,6 +68,46 @@ def interrupting_signal() -> str:
     return _signalled[-1] if _signalled else ""
 
 
+def raise_if_signalled() -> None:
+    """Raise ``KeyboardInterrupt`` again when a signal has interrupted this session and the code
+    asking is still running: a handler runs at the next bytecode of the main thread, which may
+    be in an at-fork hook or a ``__del__``, where Python prints "Exception ignored" and goes on
+    (a SIGTERM was lost so, and the run finished as if none had come)."""
+    if _signalled:
+        raise KeyboardInterrupt(_signalled[-1])
+
+
+@contextmanager
+def _noting_signals() -> Iterator[Callable[[int], bool]]:
+    """For the block, every signal Python handles is also noted below Python: its C handler
+    writes the number to a wakeup pipe before any Python handler runs, so a signal is seen even
+    when the handler's exception was swallowed (``raise_if_signalled``), or the handler was
+    another library's (``ray.init`` sets its own). Yields ``came(signum)``; main thread only
+    (elsewhere it notes nothing)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda _signum: False
+        return
+    read_end, write_end = os.pipe()
+    for end in (read_end, write_end):
+        os.set_blocking(end, False)
+    before = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    noted = bytearray()
+
+    def came(signum: int) -> bool:
+        try:
+            noted.extend(os.read(read_end, 4096))
+        except BlockingIOError:
+            pass
+        return signum in noted
+
+    try:
+        yield came
+    finally:
+        signal.set_wakeup_fd(before)
+        os.close(read_end)
+        os.close(write_end)
+
+
 def unwind_on_sigterm() -> None:
     """From now on SIGTERM in the main thread raises ``KeyboardInterrupt("SIGTERM")``: ray.init's
     handler dumps a stack and exits (nothing recorded, no way to resume named, actors left to
@@ -102,18 +146,24 @@ def hold_sigterm() -> Callable[[], None]:
 def ray_session(address: str | None = None) -> Iterator[bool]:
     """Ray connected for the block; shut down after it only if this block connected it."""
     _signalled.clear()
-    try:
-        connected = connect_ray(address)
-    except SystemExit as exc:  # ray.init's own SIGTERM handler, set while it starts Ray
-        if exc.code != signal.SIGTERM:
-            raise
-        _signalled.append("SIGTERM")
-        raise KeyboardInterrupt("SIGTERM") from exc
+    with _noting_signals() as came:
+        try:
+            connected = connect_ray(address)
+        except SystemExit as exc:  # ray.init's own SIGTERM handler, set while it starts Ray
+            if exc.code != signal.SIGTERM:
+                raise
+            _signalled.append("SIGTERM")
+            raise KeyboardInterrupt("SIGTERM") from exc
+        if connected:
+            unwind_on_sigterm()
+        if came(signal.SIGTERM) and not _signalled:  # its SystemExit swallowed: Ray went on
+            _signalled.append("SIGTERM")
     if not connected:
+        raise_if_signalled()
         yield False
         return
-    unwind_on_sigterm()
     try:
+        raise_if_signalled()
         yield True
     finally:
         ray.shutdown()

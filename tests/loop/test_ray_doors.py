@@ -268,6 +268,93 @@ def test_sigterm_as_the_run_dir_is_made_is_recorded_as_an_interrupt(tmp_path):
     assert done.stdout.startswith("interrupted in round 0 of 2 (0 finished)"), done.stdout
 
 
+_SIGTERM_SWALLOWED_IN_RAY_INIT = """
+import signal, sys
+import ray
+from ratchet_ray.loop.session import ray_session
+
+real_init = ray.init
+
+
+class SignalledInDel:  # a signal handler run in __del__ (or an at-fork hook): its raise is lost
+    def __del__(self):
+        signal.raise_signal(signal.SIGTERM)
+
+
+def init(*args, **kwargs):
+    connected = real_init(*args, **kwargs)
+    SignalledInDel()  # Ray's handler's SystemExit: "Exception ignored", and ray.init goes on
+    return connected
+
+
+ray.init = init
+try:
+    with ray_session():
+        print("went on")
+except KeyboardInterrupt as exc:
+    print("interrupted", exc, ray.is_initialized())
+"""
+
+
+def test_a_sigterm_swallowed_while_ray_starts_still_interrupts():
+    """CI met it: SIGTERM during ray.init ran Ray's handler inside logging's at-fork hook, where
+    Python ignores the handler's SystemExit; the run went on and finished (exit 0, nothing
+    recorded). The wakeup pipe notes the signal below Python, so the session unwinds as Ctrl-C
+    once Ray is up, and Ray is shut down."""
+    done = subprocess.run([sys.executable, "-c", _SIGTERM_SWALLOWED_IN_RAY_INIT], cwd=ROOT,
+                          env=_env(), capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "interrupted SIGTERM False", (done.stdout, done.stderr[-3000:])
+    assert "Exception ignored" in done.stderr  # the swallowing is real, not a raise that got out
+
+
+_SIGTERM_SWALLOWED_IN_A_PHASE = """
+import dataclasses, signal, sys
+from ratchet_ray.loop import driver
+from ratchet_ray.loop.stops import RunInterrupted
+from ratchet_ray.run_config.files import layered_files, load_config
+
+
+class SignalledInDel:  # a signal handler run in __del__ (or an at-fork hook): its raise is lost
+    def __del__(self):
+        signal.raise_signal(signal.SIGTERM)
+
+
+def swallowing(phase):
+    def run(ctx, round_, summary):
+        note = phase.run(ctx, round_, summary)
+        if round_ == 1:
+            SignalledInDel()
+        return note
+    return dataclasses.replace(phase, run=run)
+
+
+driver.ROUND_PHASES = tuple(swallowing(p) if p.name == "train" else p
+                            for p in driver.ROUND_PHASES)
+config = load_config(layered_files("sim"), ["rounds=3", "n_train=4", "n_eval=2",
+                                            "results_dir=" + sys.argv[1]])
+try:
+    driver.run_loop(config, show_progress=False)
+except RunInterrupted as exc:
+    print(exc)
+    sys.exit(130)
+"""
+
+
+def test_a_sigterm_swallowed_in_a_phase_stops_the_run_at_the_next_phase(tmp_path):
+    """The run's own SIGTERM handler's KeyboardInterrupt, lost the same way mid-round: the next
+    phase does not start; the stop is recorded in that round, and a resume is named."""
+    results = tmp_path / "results"
+    done = subprocess.run([sys.executable, "-c", _SIGTERM_SWALLOWED_IN_A_PHASE, str(results)],
+                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=180)
+    assert done.returncode == 130, (done.returncode, done.stderr[-3000:])
+    assert "Exception ignored" in done.stderr, done.stderr[-3000:]
+    (run_dir,) = results.glob("sim/*")
+    stopped = json.loads((run_dir / "stopped.json").read_text())
+    assert stopped["cause"] == "interrupted (SIGTERM) in round 1 of 3", stopped
+    assert [p.parent.name for p in run_dir.glob("round_*/summary.json")] == ["round_00"]
+    assert done.stdout.startswith("interrupted in round 1 of 3 (1 finished)"), done.stdout
+
+
 def test_an_interrupt_is_recorded_with_the_round_it_came_in(tmp_path):
     """The record the Ctrl-C test above reads, without a run: rounds 0 and 1 finished, so the
     interrupt came in round 2."""
