@@ -123,17 +123,6 @@ class _Slot:
     """The ref that will tell what that node held as the actor started (``Locality``)."""
 
 
-@dataclass
-class PoolStats:
-    submitted: int = 0
-    completed: int = 0
-    failed: int = 0
-    actors_replaced: int = 0
-    resubmitted: int = 0
-    never_started: int = 0
-    """Jobs sent back because their actor died before it started (no attempt spent)."""
-
-
 class ResilientPool:
     """N interchangeable actors; dead ones are replaced and their job resubmitted."""
 
@@ -157,7 +146,6 @@ class ResilientPool:
         self._slots = [self._start(_Slot(None)) for _ in range(size)]
         self._queue: deque[_Job] = deque()
         self._inflight: dict[Any, _Slot] = {}
-        self.stats = PoolStats()
         self.lost: list[LostAttempt] = []
 
     # ---- state -------------------------------------------------------------------------------
@@ -199,7 +187,6 @@ class ResilientPool:
         if self.locality is not None:
             job.place = self.locality.key(job.name, item)
         self._queue.append(job)
-        self.stats.submitted += 1
         self._dispatch()
 
     @contextmanager
@@ -316,7 +303,6 @@ class ResilientPool:
         for job in jobs:
             if never_started and job.never_started < NEVER_STARTED_RETRIES:
                 job.never_started += 1
-                self.stats.never_started += 1
                 retry.append(job)
                 continue
             job.attempts += 1
@@ -333,7 +319,6 @@ class ResilientPool:
         else:
             log.warning("pool %s: actor died running %s on %d job(s) (attempt %d): %s",
                         self.name, jobs[0].name, len(jobs), jobs[0].attempts, death)
-        self.stats.resubmitted += len(retry)
         self._queue.extendleft(reversed(retry))  # first again, in their order
         self._dispatch()
         return failed
@@ -371,9 +356,7 @@ class ResilientPool:
     # ---- internals -----------------------------------------------------------------------------
     def _finish(self, job: _Job, node: str | None, error: BaseException | None,
                 value: Any = None) -> PoolResult:
-        """The job's one result (counted in ``stats``)."""
-        self.stats.completed += 1
-        self.stats.failed += 0 if error is None else 1
+        """The job's one result."""
         return PoolResult(job.item, value=value, error=error, attempts=job.attempts,
                           key=job.key, node=node)
 
@@ -394,7 +377,6 @@ class ResilientPool:
     def _replace(self, slot: _Slot) -> None:
         ray.kill(slot.actor)  # a no-op for a dead actor; stops a half-alive one from lingering
         self._start(slot)
-        self.stats.actors_replaced += 1
 
     def _dispatch(self) -> None:
         if self._held and (self._sizer is not None or self.locality is not None):

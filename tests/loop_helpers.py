@@ -14,6 +14,18 @@ def running_actors(pool) -> list:
     return [slot.actor for slot in pool._slots if slot.jobs]
 
 
+class Made:
+    """A ``ResilientPool`` actor factory that counts the actors it made: the pool's size at
+    start, then one per actor replaced."""
+
+    def __init__(self, make):
+        self.make, self.count = make, 0
+
+    def __call__(self):
+        self.count += 1
+        return self.make()
+
+
 class Worker:
     """A stateless worker: ``work`` sleeps a little and returns (x*x, pid, None); ``work_on``
     returns (x*x, pid, what it was given to work on)."""

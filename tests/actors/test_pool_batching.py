@@ -9,7 +9,7 @@ import ray
 from actors.batching import CALL_TARGET_S, BatchSizer
 from actors.draining import drain, map_unordered
 from actors.pools import ResilientPool
-from loop_helpers import BatchWorker, GatedBatchWorker, running_actors
+from loop_helpers import BatchWorker, GatedBatchWorker, Made, running_actors
 from waiting import wait_for
 
 RemoteBatchWorker = ray.remote(num_cpus=0)(BatchWorker)
@@ -56,7 +56,8 @@ def test_batched_pool_gives_one_result_per_job_in_fewer_calls(ray_local):
 def test_an_actor_killed_mid_call_loses_its_call_and_every_job_still_yields_once(ray_local,
                                                                                 tmp_path):
     gated = ray.remote(num_cpus=0)(GatedBatchWorker)
-    pool = ResilientPool(lambda: gated.remote(str(tmp_path)), 2, name="batched", batch=4)
+    made = Made(lambda: gated.remote(str(tmp_path)))
+    pool = ResilientPool(made, 2, name="batched", batch=4)
     with pool.held():
         for x in range(8):
             pool.submit(BatchWorker.work, x, 0.0)  # two calls of four, each stopped at its first job
@@ -73,7 +74,7 @@ def test_an_actor_killed_mid_call_loses_its_call_and_every_job_still_yields_once
     assert all(r.ok for r in results)
     lost = pool.take_lost()
     assert len(lost) == 4 and all(a.attempt == 1 for a in lost)
-    assert pool.stats.resubmitted == 4 and pool.stats.actors_replaced == 1
-    assert sorted(r.attempts for r in results) == [1] * 4 + [2] * 4
+    assert made.count == 3, "one actor replaced"
+    assert sorted(r.attempts for r in results) == [1] * 4 + [2] * 4, "four jobs resubmitted"
     assert victim not in pool.actors
     pool.shutdown()

@@ -10,13 +10,13 @@ import pytest
 import ray
 from ray.exceptions import RayActorError
 
-from actors.draining import call_one, map_unordered
+from actors.draining import call_one, drain, map_unordered
 from actors.pools import (NEVER_STARTED_RETRIES, ActorStartError, ActorStartTimeout,
                           LostAttempt, ResilientPool)
 from actors.solver import SolverActor, SolverWorker
 from fakes import HashEmbedder, ScriptedLLM
-from loop_helpers import (BadBaseUrl, DiesWhileStarting, SlowCanonical, SlowToStart, Worker,
-                          running_actors)
+from loop_helpers import (BadBaseUrl, DiesWhileStarting, Made, SlowCanonical, SlowToStart,
+                          Worker, running_actors)
 from waiting import actor_gone, wait_for
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence.store import EvidenceStore
@@ -35,15 +35,17 @@ def _tasks(ids):
 
 def test_a_constructor_error_surfaces_as_itself_and_is_not_retried(ray_local):
     broken = ray.remote(num_cpus=0)(BadBaseUrl)
-    pool = ResilientPool(lambda: broken.remote(), 2, name="solver")
+    made = Made(lambda: broken.remote())
+    pool = ResilientPool(made, 2, name="solver")
     for x in range(4):
         pool.submit(Worker.work, x)
+    results: list = []
     with pytest.raises(ActorStartError) as caught:
-        map_unordered(pool, Worker.work, [])  # drains the four jobs submitted above
+        drain([pool], lambda _pool, result: results.append(result))
     assert isinstance(caught.value.cause, ConnectionError)
     assert "pool 'solver': an actor cannot start: ConnectionError: http://127.0.0.1:9/v1: " \
            "connection refused (constructor)" in str(caught.value)
-    assert pool.stats.actors_replaced == 0 and pool.stats.completed == 0, \
+    assert made.count == 2 and results == [], \
         "no replacement loop, no per-task ActorDiedError results"
     pool.shutdown()
 
@@ -63,14 +65,15 @@ def test_an_actor_no_node_can_place_fails_with_the_missing_resource(ray_local):
 
 
 def test_a_pool_of_one_heals_between_calls_and_reports_a_death_mid_call(ray_local):
-    pool = ResilientPool(lambda: RemoteWorker.remote(), 1, name="synthesizer", max_attempts=1)
+    made = Made(lambda: RemoteWorker.remote())
+    pool = ResilientPool(made, 1, name="synthesizer", max_attempts=1)
     assert call_one(pool, Worker.work, 3, 0.0)[0] == 9
     dead = pool.actors[0]
     ray.kill(dead)  # dies idle, between two synth phases
     # ray.kill is asynchronous: a call sent at once may still reach it alive
     wait_for(lambda: actor_gone(dead), 30, "the killed actor to be dead")
     assert call_one(pool, Worker.work, 4, 0.0)[0] == 16, "replaced, state rebuilt by the constructor"
-    assert pool.stats.actors_replaced == 1
+    assert made.count == 2, "one actor replaced"
     pool.submit(Worker.work, 5, 5.0)
     ray.kill(pool.actors[0])  # dies mid-call: one attempt only (synthesis is not idempotent)
     (result,) = map_unordered(pool, Worker.work, [])
@@ -93,7 +96,8 @@ def test_an_attempt_lost_with_its_actor_is_recorded_in_llm_call(ray_local, tmp_p
         solvers.submit(SolverWorker.run, task, "eval", 0)
     ray.kill(running_actors(solvers)[0])  # dies mid-attempt: its spend is lost with the process
     results = map_unordered(solvers, SolverWorker.run, [])
-    assert all(r.ok for r in results) and solvers.stats.resubmitted == 1
+    assert all(r.ok for r in results) and sorted(r.attempts for r in results) == [1, 2], \
+        "the killed attempt's job was resubmitted once"
     store = EvidenceStore(tmp_path / "run")
     ctx = SimpleNamespace(config=config, run=SimpleNamespace(run_id="lost"), store=store)
     record_lost_attempts(ctx, 0, solvers)
@@ -138,24 +142,27 @@ def test_the_critic_phase_records_the_attempts_its_pool_lost(ray_local, tmp_path
 
 def test_an_actor_killed_before_it_started_costs_its_job_no_attempt(ray_local):
     slow = ray.remote(num_cpus=0)(SlowToStart)
-    pool = ResilientPool(lambda: slow.remote(1.5), 1, name="solver", max_attempts=1)
+    made = Made(lambda: slow.remote(1.5))
+    pool = ResilientPool(made, 1, name="solver", max_attempts=1)
     pool.submit(Worker.work, 6)
     ray.kill(pool.actors[0])  # still in its constructor: the job has not run anywhere
     (result,) = map_unordered(pool, Worker.work, [])
     assert result.ok and result.value[0] == 36 and result.attempts == 1, result
-    assert pool.stats.never_started == 1 and pool.stats.actors_replaced == 1
-    assert pool.take_lost() == [], "nothing ran, so nothing was lost"
+    assert made.count == 2, "its actor replaced once"
+    assert pool.take_lost() == [], "nothing ran, so nothing was lost: the job was sent back"
     pool.shutdown()
 
 
 def test_actors_that_never_start_hold_a_job_a_bounded_number_of_times(ray_local):
     doomed = ray.remote(num_cpus=0)(DiesWhileStarting)
-    pool = ResilientPool(lambda: doomed.remote(), 1, name="solver", max_attempts=2)
+    made = Made(lambda: doomed.remote())
+    pool = ResilientPool(made, 1, name="solver", max_attempts=2)
     pool.submit(Worker.work, 6)
     (result,) = map_unordered(pool, Worker.work, [])
     assert isinstance(result.error, RayActorError) and result.attempts == 2, result
-    assert pool.stats.never_started == NEVER_STARTED_RETRIES
-    assert pool.stats.actors_replaced == NEVER_STARTED_RETRIES + 2
+    # Each death replaced its actor: NEVER_STARTED_RETRIES sent the job back with no attempt
+    # spent, the two after them are the attempts lost.
+    assert made.count == 1 + NEVER_STARTED_RETRIES + 2
     assert [lost.attempt for lost in pool.take_lost()] == [1, 2]
     pool.shutdown()
 

@@ -7,7 +7,7 @@ import ray
 
 from actors.draining import drain, map_unordered
 from actors.pools import ResilientPool
-from loop_helpers import BatchWorker, GatedWorker, Suicidal, Worker, cube_on
+from loop_helpers import BatchWorker, GatedWorker, Made, Suicidal, Worker, cube_on
 from waiting import wait_for
 
 
@@ -32,7 +32,8 @@ def test_every_item_yields_one_result_and_in_method_errors_are_results(ray_local
 def test_killed_actor_is_replaced_and_its_job_resubmitted_with_what_it_works_on(ray_local,
                                                                                 tmp_path):
     gated = ray.remote(num_cpus=0)(GatedWorker)
-    pool = ResilientPool(lambda: gated.remote(str(tmp_path)), 2, name="test")
+    made = Made(lambda: gated.remote(str(tmp_path)))
+    pool = ResilientPool(made, 2, name="test")
     bank = ray.put("bank-v1")  # what the loop does with a split's bank snapshot
     for x in range(8):
         pool.submit(GatedWorker.work_on, x, bank)
@@ -50,7 +51,8 @@ def test_killed_actor_is_replaced_and_its_job_resubmitted_with_what_it_works_on(
     assert sorted(r.item for r in results) == list(range(8))  # each item exactly once
     assert all(r.ok for r in results)
     assert {r.value[2] for r in results} == {"bank-v1"}  # the replacement needed no setup call
-    assert pool.stats.actors_replaced == 1 and pool.stats.resubmitted == 1
+    assert made.count == 3, "one actor replaced"
+    assert sorted(r.attempts for r in results) == [1] * 7 + [2], "its job resubmitted once"
     assert victim not in pool.actors and pool.size == 2
     pool.shutdown()
 
