@@ -17,6 +17,7 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from ratchet_ray.llm.crash import Diagnosed, crash_signal, crashing_function, last_line
+from ratchet_ray.storage.fsutil import read_tail
 
 
 class PoolError(RuntimeError):
@@ -146,12 +147,6 @@ def worker_log(pid: int, logs_dir: Path | None = None) -> Path | None:
     return found[-1] if found else None
 
 
-def _tail(path: Path, size: int = 256 * 1024) -> str:
-    with open(path, "rb") as handle:
-        handle.seek(max(0, path.stat().st_size - size))
-        return handle.read().decode(errors="replace")
-
-
 def describe_death(err: BaseException, logs_dir: Path | None = None) -> tuple[str, str]:
     """``(detail, hint)`` of an actor's death (module contracts)."""
     cause = init_failure(err)
@@ -169,7 +164,7 @@ def describe_death(err: BaseException, logs_dir: Path | None = None) -> tuple[st
     log = worker_log(int(pid), logs_dir) if pid else None
     signame = function = None
     if log is not None:
-        tail = _tail(log)
+        tail = read_tail(log, 256 * 1024)
         signame, function = crash_signal(tail), crashing_function(tail)
     how = (f": {signame} in {function}" if signame and function else
            f": {signame}" if signame else "")

@@ -37,6 +37,7 @@ from ratchet_ray.experiment.closure import (builtin_entries, builtin_inputs, imp
                                             module_name)
 from ratchet_ray.experiment.contract import ContractError, EvalResult, parse_contract
 from ratchet_ray.experiment.paths import glob_match
+from ratchet_ray.storage.fsutil import read_tail
 
 TAIL_BYTES = 64 * 1024
 BUILTIN_TOKEN = "eval-skill-loop"
@@ -198,13 +199,6 @@ class EvalRun:
         return read_tail(self.log, limit)
 
 
-def read_tail(path: Path, limit: int = TAIL_BYTES) -> str:
-    with Path(path).open("rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, fh.tell() - limit))
-        return fh.read().decode(errors="replace")
-
-
 def _kill_group(proc: subprocess.Popen) -> None:
     for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 10.0)):
         try:
@@ -252,7 +246,7 @@ def run_evaluator(command: str, cwd: Path, log_path: Path, timeout_s: float,
         return EvalRun("crash", None, code, wall, log_path,
                        f"the evaluator exited with status {code} (log: {log_path})")
     try:
-        result = parse_contract(read_tail(log_path))
+        result = parse_contract(read_tail(log_path, TAIL_BYTES))
     except ContractError as exc:
         return EvalRun("crash", None, code, wall, log_path, str(exc))
     return EvalRun("ok", result, code, wall, log_path)

@@ -13,6 +13,8 @@ Contracts:
 - ``cannot_write`` / ``refusing_writes``: the one wording of a write an ``OSError`` refused
   (the CLI's and the sweep's alike); ``may_read`` / ``read_access`` / ``cannot_read``: of a path
   this user may not read, its fix, and the two in words.
+- ``read_tail(path, limit)``: a file's last ``limit`` bytes as text (bad bytes replaced), for
+  the end of a log too big to read whole.
 - ``write_target(path)``: where a write to a user's path lands, through a symbolic link (kept)
   and never replacing it; a loop of links is ``OSError(ELOOP)``.
 - ``fsync_dir``, ``disk_full`` / ``disk_full_error`` / ``no_room``, ``unwritable`` and
@@ -87,6 +89,13 @@ def may_read(path: str | Path) -> bool:
     """Whether this user may read ``path`` (a folder: list it), or it is not there at all."""
     mode = os.R_OK | (os.X_OK if os.path.isdir(path) else 0)
     return not os.path.exists(path) or os.access(path, mode)
+
+
+def read_tail(path: str | Path, limit: int) -> str:
+    with Path(path).open("rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, handle.tell() - limit))
+        return handle.read().decode(errors="replace")
 
 
 def read_access(path: str | Path) -> str:
