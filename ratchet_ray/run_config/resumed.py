@@ -9,12 +9,17 @@ Contracts:
 - ``OPERATIONAL`` keys (and ``rounds``, raised or kept at least at the rounds finished) say how
   a run runs, not what it measures: an edit of one is a warning naming each key with its old
   and new value, and the run goes on with the new value. Every other key (the model and its
-  sampling, the suite and its settings, the arm, seed, split sizes and subset, the router,
-  synthesis, the Curator's cap and rules, rollback, the grader, prompts, the bank's pack) is
+  sampling, the suite (its own settings: below), the arm, seed, split sizes and subset, the
+  router, synthesis, the Curator's cap and rules, rollback, the grader, prompts, the bank's pack) is
   refused: ``ResumeEditError`` naming each, old -> new, the copy and the fix. A key a newer
   schema added (absent from the copy) or dropped is not an edit. A run started before the
   copy existed is compared on what its ``loop.json`` names (``loop_record``).
-- ``setting_edits`` reads nothing but the two configs; the caller owns the files.
+- A suite's own settings (``suite_settings.<suite>.<key>``, ``<suite>.<key>`` in a config
+  file) are classified key by key: a key its suite declares operational
+  (``SuitePlugin.operational_keys``: a container's resource limit, a grade's time limit, where
+  images and locks live) is warned with the suite's reason and taken; any other (which tasks,
+  the images they run in, how a grade is proved, the Solver's limits, the sim world, a key of a
+  suite not registered here) is refused, saying it may change the tasks or grading.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import yaml
 
 from ratchet_ray.run_config.files import ConfigError, config_text
 from ratchet_ray.settings.schema import LoopConfig
+from ratchet_ray.suites.hooks import operational_keys
 
 RECORD_FILE = "config.ran.yaml"
 """The settings the run's recorded rounds ran with, written by the run only."""
@@ -42,13 +48,19 @@ OPERATIONAL = (
 may spend, where it reports; none changes what a round measures."""
 
 
+UNCLASSIFIED = "a {suite} setting not declared operational: it may change the tasks or grading"
+"""Why an edit of a suite key its suite does not declare operational is refused."""
+
+
 class Edit(NamedTuple):
     key: str
     old: Any
     new: Any
 
     def said(self) -> str:
-        return f"{self.key} {_value(self.old)} -> {_value(self.new)}"
+        why = _suite_key(self.key)
+        return (f"{self.key} {_value(self.old)} -> {_value(self.new)}"
+                + (f" ({why[1]})" if why else ""))
 
 
 class ResumeEditError(ConfigError):
@@ -68,8 +80,29 @@ def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
     return found
 
 
+def _under(key: str, name: str) -> bool:
+    return key == name or key.startswith(f"{name}.")
+
+
+def _suite_key(key: str) -> tuple[bool, str] | None:
+    """``(operational, why)`` of a ``suite_settings.<suite>.<key>`` key: the reason its suite
+    declares (``SuitePlugin.operational_keys``, for the key or a section above it), else
+    measuring (``UNCLASSIFIED``); None for a key outside ``suite_settings``."""
+    suite, _, rest = key.removeprefix("suite_settings.").partition(".")
+    if not key.startswith("suite_settings.") or not rest:
+        return None
+    declared = operational_keys(suite)
+    names = [name for name in declared if _under(rest, name)]
+    if names:
+        return True, declared[max(names, key=len)]
+    return False, UNCLASSIFIED.format(suite=suite)
+
+
 def _operational(key: str) -> bool:
-    return any(key == k or key.startswith(f"{k}.") for k in OPERATIONAL)
+    suite = _suite_key(key)
+    if suite is not None:
+        return suite[0]
+    return any(_under(key, k) for k in OPERATIONAL)
 
 
 def settings_of(config: LoopConfig) -> dict[str, Any]:

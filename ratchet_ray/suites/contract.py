@@ -100,6 +100,7 @@ class SuitePlugin:
     origin: str = "register()"
     configure: Callable[[Any, Any], None] | None = None
     moved_keys: Mapping[str, str] = field(default_factory=dict)
+    operational_keys: Mapping[str, str] = field(default_factory=dict)  # --resume
     critic: Callable[..., list] | str = "code"
     doctor: Callable[[Any, bool], list] | str | None = None  # its environment
     fix_hints: tuple[FixHint, ...] = ()
@@ -117,6 +118,7 @@ class SuitePlugin:
         # Stored normalised: a copy of the caller's mappings, the prior as an absolute path.
         set_ = object.__setattr__
         set_(self, "moved_keys", dict(self.moved_keys))
+        set_(self, "operational_keys", dict(self.operational_keys))
         set_(self, "fix_hints", tuple(self.fix_hints))
         set_(self, "env_vars", tuple(self.env_vars))
         if self.metaskill is not None:
@@ -222,6 +224,27 @@ def _check_declarations(p: SuitePlugin) -> None:
         raise SuiteRegistryError(f"suite {name!r}: moved_keys must map an old config key "
                                  "(section.key, e.g. grader.x) to the suite-section key it moved "
                                  f"to (suite.key, e.g. {name}.x); got {p.moved_keys!r}")
+    _check_operational(p)
+
+
+def _check_operational(p: SuitePlugin) -> None:
+    """``operational_keys``: each a field path of the suite's settings, with a reason."""
+    name, keys = p.name, p.operational_keys
+    if not (isinstance(keys, Mapping) and all(
+            isinstance(k, str) and k and isinstance(v, str) and v.strip()
+            for k, v in keys.items())):
+        raise SuiteRegistryError(f"suite {name!r}: operational_keys must map a key of its "
+                                 "settings (e.g. 'memory_mb', 'agent.max_time_s') to why an edit "
+                                 f"of it changes how a run runs, not what it measures; got {keys!r}")
+    for key in keys:
+        model = p.settings
+        for part in key.split("."):
+            fields = getattr(model, "model_fields", {})
+            if part not in fields:
+                raise SuiteRegistryError(f"suite {name!r}: operational_keys names {key!r}, which "
+                                         f"is not a key of its settings ({name}.*); name one of "
+                                         f"{', '.join(sorted(fields)) or 'its settings (none)'}")
+            model = fields[part].annotation
 
 
 def _check_factory(name: str, factory: Any) -> None:

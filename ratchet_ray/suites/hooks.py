@@ -206,6 +206,14 @@ def forwarded_env_vars() -> list[str]:
     return [v.name for v in env_vars() if v.forward]
 
 
+def operational_keys(suite: str) -> dict[str, str]:
+    """The keys of ``suite``'s settings section a resumed run takes edited, each with why
+    (``SuitePlugin.operational_keys``); {} for a suite not registered in this process (every
+    key of its section then counts as measuring)."""
+    plugin = registry.registered(suite)
+    return dict(plugin.operational_keys) if plugin is not None else {}
+
+
 def moved_keys() -> dict[str, dict[str, str]]:
     """Old config key -> {suite: the suite-section key it moved to}, over the registered
     suites' ``SuitePlugin.moved_keys``."""

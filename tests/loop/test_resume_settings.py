@@ -179,3 +179,52 @@ def test_a_resume_warns_in_run_log_and_on_stderr_and_records_the_change(ray_loca
     assert yaml.safe_load((run_dir / RECORD_FILE).read_text())["workers"]["critics"] == 2
     run_loop(None, resume=run_dir, show_progress=False)  # told once: the record has it now
     assert "was edited" not in capfd.readouterr().err
+
+
+def _suite_run(tmp_path: Path) -> Path:
+    """A sim run whose config also pins a SWE-bench and an MBPP+ section (the suites' keys)."""
+    config = _sim(f"results_dir={tmp_path}", "rounds=3", "swebench.memory_mb=4096",
+                  "mbpp.min_time_limit_s=1.0")
+    return RunDir.create(config, ["t1"], ["e1"]).path
+
+
+def test_an_operational_suite_key_is_warned_with_why_and_taken(tmp_path):
+    """Was: every ``swebench.*`` edit refused as measuring (a container's memory limit too)."""
+    run_dir = _suite_run(tmp_path)
+    _edit(run_dir, suite_settings__swebench__memory_mb=8192,
+          suite_settings__swebench__grade_command_timeout_s=3600.0)
+    config, lines = resume_settings(run_dir / "config.yaml", [])
+    assert config.suite_settings["swebench"]["memory_mb"] == 8192
+    assert lines == [
+        f"{run_dir / 'config.yaml'} was edited since the run last ran: "
+        "suite_settings.swebench.grade_command_timeout_s 1800.0 -> 3600.0 (how long a grade's "
+        "Docker command may take), suite_settings.swebench.memory_mb 4096 -> 8192 (a "
+        "container's resource limit); the resumed run goes on with the new value(s) (they "
+        "change how the run runs, not what its rounds measure)"]
+
+
+MEASURING = "setting not declared operational: it may change the tasks or grading"
+
+
+@pytest.mark.parametrize("key, value", [
+    ("swebench__dataset_name", "other/set"), ("swebench__agent__max_steps", 5),
+    ("swebench__canary_sessions", [3, 4]), ("mbpp__min_time_limit_s", 3.0),
+    ("sim__route_accuracy", 0.5),
+])
+def test_a_measuring_suite_key_is_refused_with_why(tmp_path, key, value):
+    run_dir = _suite_run(tmp_path)
+    _edit(run_dir, **{f"suite_settings__{key}": value})
+    suite = key.split("__")[0]
+    with pytest.raises(ConfigError, match=rf"suite_settings\.{key.replace('__', '.')} .* -> "
+                                          rf".* \(a {suite} {MEASURING}\); a resumed run is "
+                                          "the same experiment"):
+        resume_settings(run_dir / "config.yaml", [])
+
+
+def test_a_key_of_a_suite_that_declares_none_is_measuring():
+    recorded = {"suite_settings": {"plugin_suite": {"timeout_s": 1}}}
+    config = _sim()
+    config.suite_settings = {**config.suite_settings, "plugin_suite": {"timeout_s": 2}}
+    warned, refused = setting_edits(recorded, config, 0)
+    assert warned == [] and [e.said() for e in refused] == [
+        f"suite_settings.plugin_suite.timeout_s 1 -> 2 (a plugin_suite {MEASURING})"]

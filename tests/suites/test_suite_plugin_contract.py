@@ -123,6 +123,33 @@ def test_plugin_fields_are_checked_when_the_plugin_is_built():
         registry.register(SuitePlugin("ok", suite_class()), origin="x")
 
 
+def test_operational_keys_name_keys_of_the_suites_settings_with_a_reason():
+    """``--resume`` takes an edit of these keys (``run_config.resumed``): a misspelt one would
+    classify nothing, silently."""
+    from pydantic import BaseModel
+
+    class Inner(BaseModel):
+        max_time_s: float = 1.0
+
+    class Settings(BaseModel):
+        memory_mb: int = 1
+        agent: Inner = Inner()
+
+    suite = type("S", (), {"name": "ok", "output_kind": "code", "load_tasks": None,
+                           "make_grader": None})
+    plugin = SuitePlugin("ok", suite, settings=Settings,
+                         operational_keys={"memory_mb": "a limit", "agent.max_time_s": "a limit"})
+    assert plugin.operational_keys == {"memory_mb": "a limit", "agent.max_time_s": "a limit"}
+    with pytest.raises(registry.SuiteRegistryError,
+                       match=r"operational_keys names 'agent.max_steps', which is not a key of its "
+                             r"settings \(ok\.\*\); name one of max_time_s"):
+        SuitePlugin("ok", suite, settings=Settings, operational_keys={"agent.max_steps": "x"})
+    with pytest.raises(registry.SuiteRegistryError, match="to why an edit of it changes how"):
+        SuitePlugin("ok", suite, settings=Settings, operational_keys={"memory_mb": ""})
+    with pytest.raises(registry.SuiteRegistryError, match="not a key of its settings"):
+        SuitePlugin("ok", suite, operational_keys={"memory_mb": "a limit"})
+
+
 def test_keys_a_suite_moved_into_its_section_keep_working(caplog, tmp_path):
     """MBPP+'s grading keys moved from ``grader.*`` to the ``mbpp`` section: an old config (a
     user's file, an old run dir's config.yaml) still loads, its values where they now live; a run

@@ -24,6 +24,8 @@ ENV_VARS = (DATASET_VAR,
 SANDBOX_FIX = FixHint(("sandbox",), "the MBPP+ sandbox cannot run code here; see `ratchet "
                                     "doctor` (sandbox) for the mode and its fix")
 TASK_ID_PATTERN = r"Mbpp/\d+"
+OPERATIONAL_KEYS = {"evalplus_timeout_per_task_s": "the cap on one test split's process"}
+"""What ``--resume`` takes edited (the sandbox and a test's time limits decide a grade)."""
 
 
 def configure_mbpp(config: Any, settings: Any) -> None:
@@ -37,4 +39,4 @@ register(NAME, "ratchet_ray.suites.mbpp:MbppSuite", origin=BUILTIN_ORIGIN,
          configure=configure_mbpp, doctor="ratchet_ray.suites.mbpp.doctor:environment_checks",
          offline_tasks=True, impossible_twin="ratchet_ray.suites.mbpp.twin:impossible_twin",
          env_vars=ENV_VARS, fix_hints=(SANDBOX_FIX,), task_id_pattern=TASK_ID_PATTERN,
-         settings=MbppSettings, moved_keys=MOVED_KEYS)
+         settings=MbppSettings, moved_keys=MOVED_KEYS, operational_keys=OPERATIONAL_KEYS)

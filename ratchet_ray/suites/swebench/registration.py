@@ -26,6 +26,21 @@ ENV_VARS = (EnvVar("DOCKER_HOST", "The Docker daemon SWE-bench's containers run 
                    "`swebench.docker_host` is unset (Docker's own variable)"),)
 TASK_ID_PATTERN = r"[\w.-]+__[\w.-]+-\d+"
 """SWE-bench instance ids: ``<owner>__<repo>-<number>``."""
+_LIMIT = "a container's resource limit"
+OPERATIONAL_KEYS = {
+    "memory_mb": _LIMIT, "cpus": _LIMIT, "pids_limit": _LIMIT, "disk_mb": _LIMIT,
+    "grade_command_timeout_s": "how long a grade's Docker command may take",
+    "instance_deadline_s": "how long a whole grade may take",
+    "cache_level": "which images stay on disk after an instance",
+    "docker_host": "which Docker daemon runs the containers",
+    "build_network": "the network local image builds download through",
+    "lock_dir": "where a node's image locks and cache index live",
+    "image_cache_gb": "the disk a node's image cache may use",
+    "build_min_free_gb": "the disk a node's image cache may use",
+    "validate_gold": "a check before round 0, not what a round measures",
+}
+"""What ``--resume`` takes edited; every other key (the tasks, their images, the Solver's
+limits, how a grade is proved and parsed) changes what the rounds measure."""
 
 
 CLUSTER = Cluster(resources={"grader": DOCKER, "solver": DOCKER},
@@ -42,4 +57,4 @@ register(NAME, "ratchet_ray.suites.swebench:SwebenchSuite", settings=SwebenchSet
          env_vars=ENV_VARS, task_id_pattern=TASK_ID_PATTERN,
          commands="ratchet_ray.cli.swebench:COMMANDS",
          impossible_twin="ratchet_ray.suites.swebench.proof.twin:impossible_twin",
-         cluster=CLUSTER)
+         operational_keys=OPERATIONAL_KEYS, cluster=CLUSTER)
