@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ratchet_ray.storage.fsutil import cannot_read
+from ratchet_ray.storage.fsutil import cannot_read, read_tail
 
 LEDGER_FILE = "results.tsv"
 STATUSES = ("keep", "revert", "veto", "crash", "policy_violation", "discard", "needs_review")
@@ -139,11 +139,7 @@ class Ledger:
         values = asdict(row)
         line = "\t".join(_cell(n, values[n]) for n in COLUMNS) + "\n"
         new = not self.path.exists() or self.path.stat().st_size == 0
-        torn = False
-        if not new:
-            with self.path.open("rb") as fh:
-                fh.seek(-1, os.SEEK_END)
-                torn = fh.read(1) != b"\n"
+        torn = not new and read_tail(self.path, 1) != "\n"
         with self.path.open("a") as fh:
             fh.write(("\t".join(COLUMNS) + "\n" if new else "\n" if torn else "") + line)
             fh.flush()
