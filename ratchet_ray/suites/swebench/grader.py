@@ -64,7 +64,7 @@ from ratchet_ray.suites.swebench.integrity.session_layers import Protections
 from ratchet_ray.suites.swebench.integrity.screen import suspicion
 from ratchet_ray.suites.swebench.proof.twin import TwinGrading, grade_folder, real_instance
 from ratchet_ray.suites.swebench.integrity.verdict import (
-    Forgery, Markers, MarkersMissing, ScriptShapeError, cross_check, instrument,
+    Forgery, Markers, MarkersMissing, ScriptShapeError, command_words, cross_check, instrument,
     junit_statuses, split_log, printed_exit_code, test_runner)
 from ratchet_ray.types import GradeResult, Task
 
@@ -421,8 +421,8 @@ class SwebenchGrader:
         # pytest runners: no conftest.py can be added above a graded file (lockdown's contract)
         keep_out = conftest_paths([], instance.get("test_patch") or "") if (
             runner == "pytest") else None
-        setup = box.untrusted_setup(whole_repo=False,
-                                    lockdown=lockdown_command(locked, box.workdir, keep_out))
+        setup = box.untrusted_setup(whole_repo=False, lockdown=lockdown_command(
+            locked, box.workdir, keep_out, collected=command_words(eval_script)))
         reading = Protections.read_step(instance, eval_script, runner)
         steps = [step for step in (setup, reading) if step is not None]
         results = box.run_steps(steps, 600)

@@ -409,3 +409,74 @@ def test_a_mutant_not_planted_under_the_base_code_is_dropped(tmp_path):
         why = verdicts[f2p]
         assert why and "not planted under the base code" in why, why
         assert not isinstance(why, (mutants.Final, mutants.Misplaced)), "drawn again"
+
+
+# Real django 4.2.16 ``58b20d6f`` (``Urlizer.__call__`` removed): both FAIL_TO_PASS tests check
+# ``urlize`` over a table. The base code's log was cut before ``test_urlize``'s traceback (a
+# subTest value a million characters long filled it), so no frame of it was read.
+URLIZE = '''class TestUtilsHtml:
+    def test_urlize(self):
+        tests = (
+            ("Search for google.com/?q=! and see.",
+             'Search for <a href="http://google.com/?q=">google.com/?q=</a>! and see.'),
+            ("foo@example.com", '<a href="mailto:foo@example.com">foo@example.com</a>'),
+            ("test@" + "x." * 15, '<a href="mailto:test@' + "x." * 15 + '">'),
+        )
+        for value, output in tests:
+            with self.subTest(value=value):
+                self.assertEqual(urlize(value), output)
+
+    def test_urlize_unchanged_inputs(self):
+        tests = ("a" + "." * 1000000, "foo@", "@foo.com")
+        for value in tests:
+            with self.subTest(value=value):
+                self.assertEqual(urlize(value), value)
+'''
+CUT_LOG = ("test_urlize_unchanged_inputs (utils_tests.test_html.TestUtilsHtml."
+           "test_urlize_unchanged_inputs) (value='a.......') ... ERROR\n"
+           "Traceback (most recent call last):\n  File \"/usr/lib/python3.11/unittest/case.py\", "
+           "line 57, in testPartExecutor\n")
+
+
+def test_a_failing_test_whose_frame_the_log_cut_off_gets_its_mutant_in_its_table():
+    """No frame of ``test_urlize`` read (its failure ``""``, or a log that names only another
+    test's frames): its only check writes no literal, so before 2026-12-07 it kept no mutant and
+    the instance none at a FAIL_TO_PASS test; now a row's expected output, drawn at random. The
+    test that reads one name on both sides still gets none (``unproven`` says so)."""
+    for failure in ("", CUT_LOG):
+        placed = set()
+        for seed in range(20):
+            drawn = mutants.candidates(
+                {"u": ("t.py", "TestUtilsHtml::test_urlize"),
+                 "same": ("t.py", "TestUtilsHtml::test_urlize_unchanged_inputs")},
+                {"t.py": URLIZE}, random.Random(seed), failures={"u": failure, "same": failure})
+            assert "same" not in drawn
+            assert drawn["u"].apply(URLIZE) is not None and drawn["u"].check == (11, 11)
+            placed.add((drawn["u"].line, drawn["u"].old))
+        assert {line for line, _ in placed} == {5, 6}, placed  # the two literal outputs
+        assert len(placed) == 2
+
+
+def test_a_resolution_says_which_fail_to_pass_tests_no_mutant_covers():
+    """A record that keeps no mutant of some FAIL_TO_PASS test proves less: the resolution's trace
+    says how many, the grade's log which (the trace, which the loop reads, never names them)."""
+    from ratchet_ray.suites.swebench.proof.differential import unproven, with_unproven
+    from ratchet_ray.suites.swebench.proof.gold import GoldRecord
+    from ratchet_ray.types import GradeResult
+
+    covered = mutants.Mutant("u", "t.py", 6, 33, '"x"', '"y"', "row", (11, 11))
+    record = GoldRecord("i", "sha256:0", {}, resolved=True, kept=[covered.as_dict()])
+    instance = {"FAIL_TO_PASS": ["u", "same"], "PASS_TO_PASS": ["p"]}
+    assert unproven(record, instance) == ["same"]
+    logged: list[str] = []
+    result = with_unproven(GradeResult(passed=True, exit_status="ok", trace="resolved"), record,
+                           instance, logged.append)
+    assert result.passed and "1 of 2 FAIL_TO_PASS test(s) keep no mutant" in result.trace
+    assert "same" not in result.trace.split("\n")[-1] and logged[0].endswith(": same")
+    failed = GradeResult(passed=False, exit_status="unresolved", trace="unresolved")
+    assert with_unproven(failed, record, instance, logged.append) is failed
+    record.kept = []
+    assert unproven(record, instance) == ["u", "same"]
+    record.kept = [covered.as_dict(), {**covered.as_dict(), "test": "same"}]
+    done = GradeResult(passed=True, exit_status="ok", trace="resolved")
+    assert unproven(record, instance) == [] and with_unproven(done, record, instance, print) is done

@@ -249,3 +249,49 @@ def test_the_hand_over_locks_a_tracked_conftest_and_lists_it(docker_client, inst
         for attempt in ("echo x > conftest.py", "rmdir conftest.py", "mv conftest.py c2",
                         "touch conftest.py/x", "ln -s calc/ops.py conftest.py/conftest.py"):
             assert box.run(f"{as_uid} {attempt!r}", 30).exit_code != 0, attempt
+
+
+@pytest.mark.docker
+def test_a_folder_pytest_is_given_takes_no_conftest_from_the_uid(docker_client, instances,
+                                                                 local_settings):
+    """A test command that gives pytest a folder (``pytest tests``) collects every folder under
+    it, each the uid's after the hand-over: a conftest.py written into one (by the install step,
+    or while pytest collects, before it reaches that folder) was loaded as the tree's own, and
+    could take itself out of pytest's record (then only the differential was left). Now that
+    folder and every folder under it are root's and read-only to the uid, so it can neither
+    write a conftest.py there nor make a folder to hold one; the folders above keep the root
+    placeholder, and the rest of the tree stays the uid's."""
+    image = InstanceImages(docker_client, local_settings).ensure(
+        next(i for i in instances if i["instance_id"] == "ratchet__calc-1"), lambda _m: None)
+    uid = local_settings.untrusted_uid
+    with instance_container(docker_client, image, "ratchet__calc-1", local_settings) as box:
+        setup = box.untrusted_setup(whole_repo=False, lockdown=lockdown_command(
+            ["tests/test_ops.py"], box.workdir, keep_out=set(),
+            collected=["tests", "pytest", "calc/ops.py"]))
+        done = box.run_steps(["mkdir -p tests/deep/deeper", setup], 120)
+        assert done[0].exit_code == 0 and done[1].exit_code == 0, done
+        modes = box.run("stat -c '%n %u %a' tests tests/deep tests/deep/deeper calc",
+                        30).stdout.split("\n")
+        assert modes[:4] == ["tests 0 755", "tests/deep 0 755", "tests/deep/deeper 0 755",
+                             f"calc {uid} 755"], modes
+        as_uid = f"setpriv --reuid={uid} --regid={uid} --clear-groups -- /bin/bash -c"
+        for attempt in ("echo x > tests/deep/conftest.py", "echo x > tests/deep/deeper/conftest.py",
+                        "mkdir tests/deep/new", "mkdir tests/new", "rmdir tests/deep/deeper",
+                        "echo x > conftest.py"):
+            assert box.run(f"{as_uid} {attempt!r}", 30).exit_code != 0, attempt
+        assert box.run(f"{as_uid} 'touch out.txt calc/new.py && mkdir calc/sub'",
+                       30).exit_code == 0, "the rest of the tree stays the uid's"
+
+
+def test_only_words_that_may_name_a_collected_folder_are_locked_and_never_the_tree():
+    """The test command's words that may be a folder pytest collects (the container decides which
+    are); the tree itself never (its root must stay writable: docs/grading.md)."""
+    from ratchet_ray.suites.swebench.integrity.lockdown import collected_folders
+    assert collected_folders(["pytest", "-rA", "tests/unit", "tests/test_x.py", ".", "./",
+                              "./tests", "t.py::test_a", "/abs", "../up"]) == [
+        "pytest", "tests", "tests/unit"]
+    assert "find ./tests " not in lockdown_command(["tests/test_x.py"], "/testbed", None, ["tests"])
+    command = lockdown_command(["tests/test_x.py"], "/testbed", {"a/conftest.py"}, ["a/b/c"])
+    assert "find ./a/b/c -type d" in command
+    assert "for d in . a a/b; do if [ ! -L" in command  # sticky above it
+    assert "for d in . a/b; do if [ ! -L" in command  # placeholders, not where the patch writes

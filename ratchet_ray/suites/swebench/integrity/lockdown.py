@@ -12,7 +12,11 @@ Contracts:
   exists gets an empty root folder named conftest.py (0755), except where a path of ``keep_out``
   (the test patch's conftests, ``conftest_paths``) is to be written: the uid cannot create a
   conftest there (a sticky folder keeps root's entries), and pytest loads only a conftest.py that
-  is a file.
+  is a file. ``collected`` (pytest runners: the test command's words, ``collected_folders``):
+  each that names a real folder of the tree other than the tree itself, with every folder under
+  it, root's and read-only (0755) to the uid, the folders above it sticky with the same
+  placeholders: pytest collects every folder under a folder it is given, so the uid can neither
+  write a conftest.py there nor make a folder to hold one.
 - ``conftest_paths(tracked, test_patch)``: the conftests pytest may legitimately load (tracked
   at the base commit, or added by the test patch), recognised by their path in the tree, never
   by an object's ``__file__``; ``unexpected_conftests(loaded, legitimate, tree)``: the host's
@@ -48,12 +52,45 @@ def protected_folders(files: Iterable[str]) -> tuple[list[str], list[str]]:
     return sorted(read_only), sorted(sticky - read_only)
 
 
+def collected_folders(words: Iterable[str]) -> list[str]:
+    """The words of a test command that may name a folder pytest collects (plain relative paths
+    not ending in ``.py``, never the tree itself), sorted; which are folders is decided in the
+    container (``lockdown_command``'s ``collected``)."""
+    return sorted({path for word in words if (path := repo_relative_file(word)) is not None
+                   and not path.endswith(".py") and posixpath.normpath(path) != "."})
+
+
+def _collected_step(folder: str, keep_out: set[str]) -> str:
+    """For one word that names a real folder in the container: it and every folder under it
+    root's and read-only (0755), the folders above it root's and sticky (where not read-only
+    already), each of those with a root folder named conftest.py where none exists and the test
+    patch writes none."""
+    quote = shlex.quote
+    parts = PurePosixPath(posixpath.normpath(folder)).parts
+    above = ["."] + ["/".join(parts[:k]) for k in range(1, len(parts))]
+    holes = [d for d in above if posixpath.normpath(f"{d}/conftest.py") not in keep_out]
+    path = quote(f"./{posixpath.normpath(folder)}")
+    step = (f"if [ -d {path} ] && [ ! -L {path} ]; then "
+            f"find {path} -type d -exec chown -h root:root {{}} + -exec chmod 0755 {{}} + "
+            f"|| exit 1; for d in {' '.join(map(quote, above))}; do if [ ! -L \"$d\" ] && "
+            f"[ \"$(stat -c %U:%a \"$d\")\" != root:755 ]; then chown -h root:root \"$d\" && "
+            f"chmod 1777 \"$d\" || exit 1; fi; done")
+    if holes:
+        step += (f"; for d in {' '.join(map(quote, holes))}; do if [ ! -L \"$d\" ] && "
+                 f"[ ! -e \"$d/conftest.py\" ] && [ ! -L \"$d/conftest.py\" ]; then "
+                 f"mkdir -m 0755 \"$d/conftest.py\" || exit 1; fi; done")
+    return step + "; fi"
+
+
 def lockdown_command(files: Iterable[str], workdir: str,
-                     keep_out: Iterable[str] | None = None) -> str:
+                     keep_out: Iterable[str] | None = None,
+                     collected: Iterable[str] = ()) -> str:
     """The root step of the module contract (a ``__pycache__`` too: pytest would load its
     compiled tests). Folders the test patch creates later are root's 0755 already; a symbolic
     link is never changed (``chmod`` would follow it out of the tree). ``keep_out``: None for no
-    conftest placeholders (a runner other than pytest)."""
+    conftest placeholders (a runner other than pytest). ``collected`` (``collected_folders``,
+    pytest runners, with ``keep_out``): each that is a real folder in the container is read-only
+    to the uid with every folder under it."""
     files = sorted(f for f in files if repo_relative_file(f) is not None)
     read_only, sticky = protected_folders(files)
     quote = shlex.quote
@@ -82,6 +119,14 @@ def lockdown_command(files: Iterable[str], workdir: str,
         steps.append(f"for d in {' '.join(map(quote, holes))}; do if {real_dir} && "
                      f"[ ! -e \"$d/conftest.py\" ] && [ ! -L \"$d/conftest.py\" ]; then "
                      f"mkdir -m 0755 \"$d/conftest.py\" || exit 1; fi; done")
+    # A folder pytest is given collects every folder under it, which the uid owns (or may make
+    # under a sticky one): a conftest.py written there by the install step, or by collection
+    # before pytest reaches the folder, is loaded as the tree's own, and can take itself out of
+    # pytest's record. Read-only to the uid, none can be written or made there; the cost is a
+    # test that writes under such a folder (docs/grading.md). After the sticky step: read-only
+    # wins where a folder is both.
+    if keep_out is not None:
+        steps += [_collected_step(folder, set(keep_out)) for folder in collected_folders(collected)]
     # Each tracked conftest (the restore left no other) and the folders above it, root's:
     # sticky where they are not read-only already, so none can be swapped for another.
     steps.append("git ls-files -z -- conftest.py '*/conftest.py' | while IFS= read -r -d '' f; do "

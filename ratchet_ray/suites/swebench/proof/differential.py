@@ -21,6 +21,12 @@ Contracts:
   session, or ``test_tampering`` when a canary session beside it is ``caught``.
 - ``judge_grade(real, canaries, record, instance, parallel)``: ``caught_beside`` when the real
   session did not resolve; otherwise ``compare_with_gold``, then ``judge_canaries``.
+- ``unproven(record, instance)``: the FAIL_TO_PASS tests ``record`` keeps no mutant of (a check
+  that reads the same name on both sides, no literal to change); ``with_unproven(result,
+  record, instance, log)``: a resolution with a line saying how many there are, so a proof
+  that covers fewer FAIL_TO_PASS tests is never silently weaker (their names go to ``log``,
+  the grade's log, not the trace, which the loop reads: it would learn which tests no canary
+  mutates).
 """
 
 from __future__ import annotations
@@ -198,6 +204,27 @@ def caught_beside(result: GradeResult, canaries: list[tuple[Mutant, Session]]) -
     return fail("test_tampering", "test_tampering: differential: the grade did not resolve "
                  f"({result.exit_status}), and a canary session run beside it (the sessions in a "
                  "random order) did:\n  " + "\n  ".join(found) + f"\n{result.trace}")
+
+
+def unproven(record: GoldRecord, instance: dict[str, Any]) -> list[str]:
+    """Module contract."""
+    kept = {m.test for m in record.mutants()}
+    return [t for t in instance.get("FAIL_TO_PASS", []) if t not in kept]
+
+
+def with_unproven(result: GradeResult, record: GoldRecord, instance: dict[str, Any],
+                  log: Any) -> GradeResult:
+    """Module contract."""
+    missing = unproven(record, instance)
+    if not result.passed or not missing:
+        return result
+    total = len(instance.get("FAIL_TO_PASS", []))
+    head = (f"differential, weaker: {len(missing)} of {total} FAIL_TO_PASS test(s) keep no "
+            "mutant the gold patch fails, so code that forces only those is caught by no canary "
+            "session, only by the comparison with gold")
+    log(f"{head}: {', '.join(missing)}")
+    return GradeResult(passed=True, exit_status=result.exit_status,
+                       trace=f"{result.trace}\n{head} (named in the grade's log)")
 
 
 def judge_grade(real: Session, canaries: list[tuple[Mutant, Session]], record: GoldRecord,

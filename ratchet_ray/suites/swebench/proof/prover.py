@@ -32,7 +32,7 @@ from ratchet_ray.storage.artifacts import Artifacts
 from ratchet_ray.suites.swebench.dataset import load_instances, normalize_instance
 from ratchet_ray.suites.swebench.proof.differential import (
     MISSING, PASSING, Session, compare_with_gold, draw, graded, judge_canaries, judge_grade,
-    planted, seen)
+    planted, seen, with_unproven)
 from ratchet_ray.suites.swebench.proof.order import Plan, primary_blocked, run_in_order, shuffled
 from ratchet_ray.suites.swebench.proof.spread import settle
 from ratchet_ray.suites.swebench.proof.twin_record import BASE_PATCH
@@ -175,6 +175,7 @@ class DifferentialProof:
                 ctx, patch, log_dir, log, real, canaries, record, verdict,
                 lambda c: judge_grade(real, c, record, ctx.instance, parallel))
             cost += _settle_cost(settled)
+        verdict = with_unproven(verdict, record, ctx.instance, log)
         log(cost)
         verdict.trace = f"{verdict.trace}\n{cost}"
         return verdict, real, True
@@ -306,6 +307,7 @@ class DifferentialProof:
         verdict, settled = self._settle(
             ctx, patch, log_dir, log, real, canaries, record, verdict,
             lambda c: judge_canaries(result, real, c, ctx.instance, parallel))
+        verdict = with_unproven(verdict, record, ctx.instance, log)
         cost = (f"cost: real session {real.seconds:.1f}s; {len(chosen)} canary session(s) "
                 f"{time.monotonic() - began:.1f}s wall ({sum(x.seconds for _, x in canaries):.1f}s "
                 f"summed, {parallel} at once, after the real one: the gold patch is trusted); "
