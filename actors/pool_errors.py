@@ -137,17 +137,17 @@ def ray_logs_dir() -> Path | None:
         return None
 
 
-def worker_log(pid: int, logs_dir: Path | None = None) -> Path | None:
+def worker_log(pid: int) -> Path | None:
     """The ``.err`` log of the Ray worker with ``pid`` (``worker-<id>-<job>-<pid>.err``), when it
     is on this machine."""
-    folder = logs_dir or ray_logs_dir()
+    folder = ray_logs_dir()
     if folder is None:
         return None
     found = sorted(folder.glob(f"worker-*-{pid}.err"), key=lambda p: p.stat().st_mtime)
     return found[-1] if found else None
 
 
-def describe_death(err: BaseException, logs_dir: Path | None = None) -> tuple[str, str]:
+def describe_death(err: BaseException) -> tuple[str, str]:
     """``(detail, hint)`` of an actor's death (module contracts)."""
     cause = init_failure(err)
     if cause is not None:
@@ -161,7 +161,7 @@ def describe_death(err: BaseException, logs_dir: Path | None = None) -> tuple[st
                            r"causes|\n|$)", text, re.DOTALL)
     ray_says = (f"{exit_match.group(1)}: {exit_match.group(2).strip()}" if exit_match
                 else last_line(text, "no detail")).rstrip(". ")
-    log = worker_log(int(pid), logs_dir) if pid else None
+    log = worker_log(int(pid)) if pid else None
     signame = function = None
     if log is not None:
         tail = read_tail(log, 256 * 1024)
