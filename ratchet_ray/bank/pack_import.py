@@ -57,22 +57,22 @@ def content_key(skill: Skill) -> str:
 
 def check_pack(pack: str | Path, suite: str, allow_other_suite: bool = False
                ) -> tuple[dict, dict[str, str]]:
-    """The verified pack (``pack_format.read_pack``), refused with ``PackError`` when it comes from
-    another suite than ``suite`` and ``allow_other_suite`` is false."""
+    """The verified pack (``pack_format.read_pack``) whose every skill parses, as
+    ``import_pack`` reads it (so a dry run refuses what the import would); refused with
+    ``PackError`` when it comes from another suite than ``suite`` and ``allow_other_suite`` is
+    false."""
     manifest, texts = read_pack(pack)
     source = manifest.get("source") or {}
     if source.get("suite") != suite and not allow_other_suite:
         raise PackError(f"{pack}: exported from a {source.get('suite')!r} run, this run's suite is "
                         f"{suite!r}; pass --allow-other-suite (bank.allow_other_suite) to import "
                         "it anyway")
+    _parsed(pack, texts)
     return manifest, texts
 
 
-def import_pack(bank, pack: Path, *, round_: int = 0, allow_other_suite: bool = False,
-                probation: bool = True) -> list[ImportLine]:
-    """Import ``pack`` into ``bank`` (module contract): one line per pack skill."""
-    manifest, texts = check_pack(pack, bank.config.suite, allow_other_suite)
-    source = manifest.get("source") or {}
+def _parsed(pack: str | Path, texts: dict[str, str]) -> dict[str, Skill]:
+    """Each pack skill parsed; the first that does not: ``PackError`` naming it and the fix."""
     incoming = {}
     for skill_id, text in texts.items():
         try:
@@ -80,6 +80,15 @@ def import_pack(bank, pack: Path, *, round_: int = 0, allow_other_suite: bool = 
         except SkillFileError as exc:
             raise PackError(f"{pack}: skill {skill_id!r} is not a valid skill: "
                             f"{exc.problems[0]}; re-export the pack") from exc
+    return incoming
+
+
+def import_pack(bank, pack: Path, *, round_: int = 0, allow_other_suite: bool = False,
+                probation: bool = True) -> list[ImportLine]:
+    """Import ``pack`` into ``bank`` (module contract): one line per pack skill."""
+    manifest, texts = check_pack(pack, bank.config.suite, allow_other_suite)
+    source = manifest.get("source") or {}
+    incoming = _parsed(pack, texts)
     digest = str(manifest["pack_sha256"])[:16]
     floor = probation_floor(bank.config.curator)
     by_content = {content_key(s): s for s in bank.all()}

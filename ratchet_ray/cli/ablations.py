@@ -46,13 +46,17 @@ from ratchet_ray.sweep.spec import (ARMS, JobOutcome, SweepError, SweepSpec, chi
 
 
 def _check_runs(spec: SweepSpec, arms: list[str], seeds: list[int]) -> None:
-    """Every arm's config (backend, subset), the runs' size and the tracking store, before
-    anything is written or started (``SweepError`` / ``click.UsageError`` naming the fix)."""
+    """Every arm's config (backend, subset), the runs' size, the skill pack a new run imports
+    (read as the import reads it: manifest, hashes, every skill parsed) and the tracking store,
+    before anything is written or started (``SweepError`` / ``click.UsageError`` naming the
+    fix); ``--dry-run`` runs the same checks."""
+    from ratchet_ray.loop.entry import pack_problems
     from ratchet_ray.run_config.flags import loop_size_problems
     from ratchet_ray.report.tracking import tracking_problems
 
     configs = [child_config(spec, arm, seeds[0]) for arm in arms]
     problems = list(dict.fromkeys(p for c in configs for p in loop_size_problems(c)))
+    problems += dict.fromkeys(p for c in configs for p in pack_problems(c))
     problems += tracking_problems(configs[0])  # one store for the sweep: checked once
     if problems:
         raise click.UsageError("; ".join(problems))  # one line

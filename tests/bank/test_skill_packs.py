@@ -272,3 +272,59 @@ def test_cli_refusals_name_the_fix(tmp_path):
     (tmp_path / "t").mkdir()
     busy = runner.invoke(cli, ["sim-transfer", "--out", str(tmp_path / "t")])
     assert busy.exit_code == 2 and "exists; pass a new folder" in busy.output
+
+
+def _unparsable_pack(tmp_path):
+    """A pack whose manifest and hashes are intact but one skill's text is not a skill (written
+    so, e.g. by hand with the hashes recomputed): only parsing it tells."""
+    from ratchet_ray.bank.pack_format import pack_sha256, skill_sha256, write_pack
+
+    a = new_run(tmp_path, "runA")
+    assert a.add(make_skill("helps", TOPICS[0]), round_=0).ok
+    manifest, texts = read_pack(export_pack(a.run_dir, tmp_path / "good") and tmp_path / "good")
+    texts = {**texts, "helps": "id: helps\nname: [unclosed\n"}
+    manifest["skills"] = [{**e, "sha256": skill_sha256(texts[e["id"]])} for e in manifest["skills"]]
+    manifest["pack_sha256"] = pack_sha256(manifest["skills"])
+    return write_pack(tmp_path / "bad", manifest, texts)
+
+
+def test_check_pack_parses_every_skill_as_the_import_does(tmp_path):
+    """Was: ``check_pack`` (the run's and ``--dry-run``'s check) read the hashes only; a skill
+    that does not parse passed and the run failed at the import."""
+    from ratchet_ray.bank.pack_import import check_pack
+
+    pack = _unparsable_pack(tmp_path)
+    with pytest.raises(PackError, match=r"bad: skill 'helps' is not a valid skill: .*; "
+                                        "re-export the pack"):
+        check_pack(pack, "mbpp")
+
+
+@pytest.mark.parametrize("damage", ["manifest", "skill_text", "unparsable"])
+def test_ablations_dry_run_reads_the_pack_as_the_runs_would(tmp_path, damage):
+    """Was: ``ablations --dry-run --bank PACK`` printed the plans whatever PACK held; each run
+    then failed at its import. Now the dry run (and the sweep before --out is written) refuses
+    it on one line naming the pack and the fix."""
+    from ratchet_ray.cli.ablations import main as ablations
+
+    if damage == "unparsable":
+        pack = _unparsable_pack(tmp_path)
+        said = "skill 'helps' is not a valid skill"
+    else:
+        a = new_run(tmp_path, "runA")
+        assert a.add(make_skill("helps", TOPICS[0]), round_=0).ok
+        pack = export_pack(a.run_dir, tmp_path / "pack") and tmp_path / "pack"
+        if damage == "manifest":
+            (pack / "pack.json").write_text("{")
+            said = "pack.json: unreadable manifest"
+        else:
+            (pack / "skills" / "helps.yaml").write_text("changed\n")
+            said = "skill 'helps': its text changed since export"
+    out_dir = tmp_path / "sweep"
+    out = CliRunner().invoke(ablations, ["sim", "--arms", "default,A1", "--seeds", "3",
+                                         "--rounds", "1", "--bank", str(pack), "--set",
+                                         "bank.allow_other_suite=true", "--out",
+                                         str(out_dir), "--dry-run"])
+    assert out.exit_code == 2, out.output
+    error = [line for line in out.output.splitlines() if line.startswith("Error:")]
+    assert len(error) == 1 and said in error[0] and "re-export" in error[0], out.output
+    assert not out_dir.exists()
