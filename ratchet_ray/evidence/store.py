@@ -24,6 +24,10 @@ Contracts:
   is unreadable: a mistake in the SQL stays the SQL's); it checks every footer, and decodes in
   full the parts ``exc`` names (all of them when it names none), as a page past a good footer
   can fail.
+- A part of another kind among a kind's parts (a file copied into the wrong folder: columns of
+  another kind, not this one's) is unreadable as this kind: every read of that kind (a view at
+  ``connect``, the cache's load) raises ``UnreadableEvidence`` naming it, the kind it holds and
+  both commands, instead of counting its rows as this kind's with nulls.
 - ``prune_parts`` is the only code that deletes evidence: whole parts older than the cutoff.
 
 Example::
@@ -77,13 +81,33 @@ def _columns_present(paths: list[Path], names: list[str]) -> set[str]:
     return present
 
 
+def _holds(names: set[str], kind: str) -> str | None:
+    """The other kind whose columns ``names`` are (every column a subset of its schema, some
+    not of ``kind``'s), or None."""
+    known = set(SCHEMAS[kind].names)
+    return next((other for other in KINDS if other != kind and names - known
+                 and names <= set(SCHEMAS[other].names) | {"round"}), None)
+
+
+def _foreign(present: set[str], kind: str) -> bool:
+    """Whether the columns ``present`` over a kind's parts include one of another kind's
+    schema: then a part of that kind may be among them (the parts are checked one by one: a
+    newer ratchet-ray's column of the same name is no sign); a column no kind has is not."""
+    others = {name for other in KINDS if other != kind for name in SCHEMAS[other].names}
+    return bool((present - set(SCHEMAS[kind].names)) & others)
+
+
 def part_problem(path: Path, kind: str, *, full: bool = True) -> str | None:
     """Why ``path`` is not a readable part of ``kind`` (its footer, its columns and, ``full``,
     every row), or None when it is. A part holding every column of the kind and more (a newer
-    ratchet-ray's) is readable: the views take the kind's columns."""
+    ratchet-ray's) is readable: the views take the kind's columns. A part with another kind's
+    columns says so (``a verdict part, not a capsule one``)."""
     try:
         parquet = pq.ParquetFile(path)
         names, known = set(parquet.schema_arrow.names), set(SCHEMAS[kind].names)
+        other = _holds(names, kind)
+        if other is not None:
+            return f"unexpected columns {sorted(names - known)}: a {other} part, not a {kind} one"
         if not names <= known and not known <= names:
             return f"unexpected columns {sorted(names - known)}"
         if full:
@@ -91,6 +115,8 @@ def part_problem(path: Path, kind: str, *, full: bool = True) -> str | None:
     except (OSError, pa.ArrowException, ValueError) as exc:
         return f"{type(exc).__name__}: {exc}"[:300]
     return None
+
+
 
 
 # DuckDB errors that a statement makes by itself (a user's SQL in `ratchet query`), never a part.
@@ -266,12 +292,23 @@ class EvidenceStore:
         try:
             for kind in kinds:  # DuckDB reads every part's footer here (union_by_name)
                 con.execute(f'CREATE VIEW "{kind}" AS {self.view_sql(kind)}')
+                parts = self.part_paths(kind)
+                if parts:  # the columns over every part: another kind's part shows here
+                    pattern = _sql_literal(f"{duckdb_path(self.root.resolve() / kind)}/"
+                                           f"{PART_GLOB}")
+                    present = {row[0] for row in con.execute(
+                        f"DESCRIBE SELECT * FROM read_parquet({pattern}, union_by_name=true)")
+                        .fetchall()}
+                    self.refuse_misplaced(kind, present, parts)
         except duckdb.Error as exc:
             con.close()
             error = self.read_error(exc)
             if error is exc:
                 raise
             raise error from exc
+        except UnreadableEvidence:
+            con.close()
+            raise
         if sandboxed:
             allowed = _sql_literal(str(self.root.resolve()) + os.sep)
             con.execute(f"SET allowed_directories=[{allowed}]")
@@ -296,6 +333,10 @@ class EvidenceStore:
         bad = self.bad_parts(full=False) or self.bad_parts(only=named)
         if not bad:
             return exc
+        return self._unreadable(bad)
+
+    def _unreadable(self, bad: list[tuple[str, Path, str]]) -> UnreadableEvidence:
+        """The one line naming the first of ``bad`` (``bad_parts``' items) and both commands."""
         _, path, reason = bad[0]
         what = (f"evidence part {path}" if len(bad) == 1
                 else f"{len(bad)} evidence parts, e.g. {path},")
@@ -303,6 +344,17 @@ class EvidenceStore:
             f"{what} cannot be read ({' '.join(reason.split())}); fix: `ratchet --db "
             f"{self.run_dir} evidence verify` lists every unreadable part, then `ratchet --db "
             f"{self.run_dir} evidence repair` moves them to quarantine/ (nothing is deleted)")
+
+    def refuse_misplaced(self, kind: str, present: set[str], paths: Sequence[Path]) -> None:
+        """``UnreadableEvidence`` (``_unreadable``'s line) when ``present``, the columns over
+        ``paths`` (parts of ``kind``), shows another kind's and a part of ``paths`` holds
+        another kind's columns (module contracts); nothing when none does."""
+        if not _foreign(present, kind):
+            return
+        bad = [(kind, path, reason) for path in paths
+               if (reason := part_problem(path, kind, full=False)) is not None]
+        if bad:
+            raise self._unreadable(bad)
 
     def capsule_ids(self, round_: int | None = None) -> set[str]:
         """Capsule ids already recorded (all rounds, or one): a resumed run skips them."""
@@ -380,4 +432,5 @@ class _PartCache:
                   "hive_types={'round': INTEGER}, union_by_name=true)")
         present = {row[0] for row in self.con.execute(f"DESCRIBE SELECT * FROM {source}")
                    .fetchall()}
+        self.store.refuse_misplaced(kind, present, paths)
         self.con.execute(f'INSERT INTO "{kind}" SELECT {_select_list(kind, present)} FROM {source}')

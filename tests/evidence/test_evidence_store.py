@@ -222,3 +222,29 @@ def test_a_run_dir_named_with_glob_characters_reads_its_own_parts_only(tmp_path,
     with own.connect() as con:
         assert con.execute("select count(*) from capsule").fetchone() == (2,)
     assert len(capsule_rows(own.run_dir, 100, [])) == 2  # the report's browser reads them too
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_another_kinds_part_among_a_kinds_parts_is_named_not_read_as_nulls(run_dir, cached):
+    """Was: a verdict part copied into the capsule folder was read as capsules with nulls
+    (``ratchet query`` counted its rows: 'passed' null); now every read names the part, the kind
+    it holds and both commands, and ``evidence verify`` lists it."""
+    from ratchet_ray.evidence.integrity import verify
+    from ratchet_ray.evidence.store import UnreadableEvidence
+
+    store = EvidenceStore(run_dir, cached=cached)
+    store.append("capsule", 1, routed_capsules("run1", "s1", 1, 2, 1))
+    verdict = store.append("verdict", 1, [Verdict(capsule_id="c1", run_id="run1", round=1,
+                                                  task_id="t", attribution="hurt", pattern="p",
+                                                  confidence=0.5)])
+    assert store.connect().execute("select count(*) from capsule").fetchone() == (3,)
+    stray = store.partition_dir("capsule", 1) / "part-stray.parquet"
+    stray.write_bytes(verdict.read_bytes())
+    with pytest.raises(UnreadableEvidence) as raised:
+        store.connect().execute("select count(*) from capsule").fetchone()
+    assert str(raised.value) == (
+        f"evidence part {stray} cannot be read (unexpected columns ['attribution', 'confidence', "
+        "'pattern', 'rationale']: a verdict part, not a capsule one); fix: `ratchet --db "
+        f"{run_dir} evidence verify` lists every unreadable part, then `ratchet --db {run_dir} "
+        "evidence repair` moves them to quarantine/ (nothing is deleted)")
+    assert [(b.kind, b.path) for b in verify(EvidenceStore(run_dir))] == [("capsule", stray)]
