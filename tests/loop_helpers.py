@@ -43,13 +43,18 @@ class Worker:
 def server_pid(client) -> int:
     """The pid of the model server behind ``client`` (an ``actors.llm_server`` node client),
     started on first use."""
-    import ray
-
-    return ray.get(client._actor().__ray_call__.remote(_own_pid))
+    return actor_pid(client._actor())
 
 
 def _own_pid(_instance) -> int:
     return os.getpid()
+
+
+def actor_pid(actor) -> int:
+    """The pid of the Ray actor ``actor``'s process (it must be free to answer)."""
+    import ray
+
+    return ray.get(actor.__ray_call__.remote(_own_pid))
 
 
 def cube_on(worker, x, delay=0.0):

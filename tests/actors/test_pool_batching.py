@@ -9,8 +9,8 @@ import ray
 from actors.batching import CALL_TARGET_S, BatchSizer
 from actors.draining import drain, map_unordered
 from actors.pools import ResilientPool
-from loop_helpers import BatchWorker, GatedBatchWorker, Made, running_actors
-from waiting import wait_for
+from loop_helpers import BatchWorker, GatedBatchWorker, Made, actor_pid, running_actors
+from waiting import process_gone, wait_for
 
 RemoteBatchWorker = ray.remote(num_cpus=0)(BatchWorker)
 
@@ -58,6 +58,7 @@ def test_an_actor_killed_mid_call_loses_its_call_and_every_job_still_yields_once
     gated = ray.remote(num_cpus=0)(GatedBatchWorker)
     made = Made(lambda: gated.remote(str(tmp_path)))
     pool = ResilientPool(made, 2, name="batched", batch=4)
+    pids = {actor: actor_pid(actor) for actor in pool.actors}
     with pool.held():
         for x in range(8):
             pool.submit(BatchWorker.work, x, 0.0)  # two calls of four, each stopped at its first job
@@ -66,6 +67,9 @@ def test_an_actor_killed_mid_call_loses_its_call_and_every_job_still_yields_once
         wait_for(lambda: len(list(tmp_path.glob("started-*"))) == 2, 60,
                  "both calls to start their first job")
         ray.kill(victim)  # mid-call: its four jobs are lost with it
+        # The gate opens once its process is gone: a gate opened at once let the victim finish
+        # its call before the kill reached it.
+        wait_for(lambda: process_gone(pids[victim]), 60, "the killed actor's process to end")
     finally:
         (tmp_path / "open").touch()
     results: list = []

@@ -16,8 +16,8 @@ from actors.pools import (NEVER_STARTED_RETRIES, ActorStartError, ActorStartTime
 from actors.solver import SolverActor, SolverWorker
 from fakes import HashEmbedder, ScriptedLLM
 from loop_helpers import (BadBaseUrl, DiesWhileStarting, Made, SlowCanonical, SlowToStart,
-                          Worker, running_actors)
-from waiting import actor_gone, wait_for
+                          Worker, actor_pid, running_actors)
+from waiting import actor_gone, process_gone, wait_for
 from ratchet_ray.settings.schema import LoopConfig
 from ratchet_ray.evidence.store import EvidenceStore
 from ratchet_ray.loop import phases
@@ -88,13 +88,22 @@ def test_an_attempt_lost_with_its_actor_is_recorded_in_llm_call(ray_local, tmp_p
     dataset = load_mbpp_plus(None)
     solutions = {t.payload["entry_point"]: dataset.problem(t.task_id)["canonical_solution"]
                  for t in tasks}
+    gate = tmp_path / "open"  # each attempt waits here: the kill lands mid-attempt, not after
     solvers = ResilientPool(lambda: SolverActor.options(num_cpus=0).remote(
-        config, llm=ScriptedLLM(SlowCanonical(solutions, delay=2.0)), embedder=HashEmbedder(),
-        output_kind="code"), 2, name="solver")
+        config, llm=ScriptedLLM(SlowCanonical(solutions, delay=2.0, gate=str(gate))),
+        embedder=HashEmbedder(), output_kind="code"), 2, name="solver")
     solvers.heal()  # every actor up: a kill now lands on an attempt, not on a constructor
+    pids = {actor: actor_pid(actor) for actor in solvers.actors}
     for task in tasks:
         solvers.submit(SolverWorker.run, task, "eval", 0)
-    ray.kill(running_actors(solvers)[0])  # dies mid-attempt: its spend is lost with the process
+    victim = running_actors(solvers)[0]
+    try:
+        ray.kill(victim)  # dies mid-attempt: its spend is lost with the process
+        # ray.kill returns before the actor's process hears of it (up to 1.4 s later on a loaded
+        # machine, measured): the gate opens once the process is gone, never before.
+        wait_for(lambda: process_gone(pids[victim]), 60, "the killed solver's process to end")
+    finally:
+        gate.touch()
     results = map_unordered(solvers, SolverWorker.run, [])
     assert all(r.ok for r in results) and sorted(r.attempts for r in results) == [1, 2], \
         "the killed attempt's job was resubmitted once"

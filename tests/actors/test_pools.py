@@ -7,8 +7,8 @@ import ray
 
 from actors.draining import drain, map_unordered
 from actors.pools import ResilientPool
-from loop_helpers import BatchWorker, GatedWorker, Made, Suicidal, Worker, cube_on
-from waiting import wait_for
+from loop_helpers import BatchWorker, GatedWorker, Made, Suicidal, Worker, actor_pid, cube_on
+from waiting import process_gone, wait_for
 
 
 RemoteWorker = ray.remote(num_cpus=0)(Worker)
@@ -34,17 +34,20 @@ def test_killed_actor_is_replaced_and_its_job_resubmitted_with_what_it_works_on(
     gated = ray.remote(num_cpus=0)(GatedWorker)
     made = Made(lambda: gated.remote(str(tmp_path)))
     pool = ResilientPool(made, 2, name="test")
+    victim = pool.actors[0]
+    victim_pid = actor_pid(victim)
     bank = ray.put("bank-v1")  # what the loop does with a split's bank snapshot
     for x in range(8):
         pool.submit(GatedWorker.work_on, x, bank)
-    victim = pool.actors[0]
     results: list = []
     try:
         # Kill one actor while its first job runs (both first jobs wait at the gate); the pool
-        # must notice, replace it and resubmit.
+        # must notice, replace it and resubmit. The gate opens once its process is gone: a gate
+        # opened at once let the victim finish its job before the kill reached it.
         wait_for(lambda: len(list(tmp_path.glob("started-*"))) == 2, 60,
                  "both actors to start their first job")
         ray.kill(victim)
+        wait_for(lambda: process_gone(victim_pid), 60, "the killed actor's process to end")
     finally:
         (tmp_path / "open").touch()
     drain([pool], lambda _pool, result: results.append(result))
