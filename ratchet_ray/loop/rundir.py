@@ -11,6 +11,9 @@ Contracts:
 - Every JSON file is written atomically and durably (``fsutil``), so a killed driver never leaves
   a half-written summary behind; a phase's output file doubles as its "done" marker on resume.
 - ``acquire`` makes this process the run's only writer (see its docstring); ``release`` ends it.
+  Holding the lock, it removes the hidden temp files and folders of writes a kill cut short
+  (``.<name>.<32 hex>.tmp``, ``fsutil.temp_path``'s names, anywhere in the run dir) that no
+  write touched for ``STALE_TEMP_S``: no reader looks at them, and each kill would leave one more.
 - A file that cannot be parsed raises ``RunFileError`` naming the file and the fix.
 """
 
@@ -21,7 +24,9 @@ import logging
 import os
 import re
 import shlex
+import shutil
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -40,6 +45,42 @@ from ratchet_ray.storage.fsutil import (PREV_SUFFIX, atomic_write_json, cannot_r
 from ratchet_ray.suites.hooks import setting_line
 from ratchet_ray.storage.runlock import RunLock
 from ratchet_ray.types import BenchResult, RoundSummary
+
+
+log = logging.getLogger(__name__)
+
+TEMP_NAME = re.compile(r"\..+\.(?:[0-9a-f]){32}\.tmp")
+"""The name ``fsutil.temp_path`` gives a write's temp file or folder (``.summary.json.<hex>.tmp``,
+``checkpoints/.round_03.<hex>.tmp``)."""
+STALE_TEMP_S = 60.0
+"""A temp untouched this long is a cut write's leftover, never one a write still fills."""
+
+
+def remove_leftover_temps(run_dir: Path, now: float | None = None) -> list[Path]:
+    """Remove the temps of cut writes in ``run_dir`` (``TEMP_NAME``, unmodified for
+    ``STALE_TEMP_S``); the caller holds the run's writer lock. Returns what it removed; one it
+    cannot remove stays (readers ignore it) and is logged."""
+    now = time.time() if now is None else now
+    removed = []
+    for folder, dirs, files in os.walk(run_dir):
+        for name in [*dirs, *files]:
+            path = Path(folder, name)
+            if not TEMP_NAME.fullmatch(name):
+                continue
+            try:
+                if now - path.lstat().st_mtime < STALE_TEMP_S:
+                    continue
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+            except OSError as exc:
+                log.warning("leftover temp %s of a cut write not removed (%s); readers ignore it",
+                            path, exc)
+                continue
+            removed.append(path)
+        dirs[:] = [d for d in dirs if not TEMP_NAME.fullmatch(d)]  # removed, or left: not walked
+    return removed
 
 
 class _RunLogHandler(logging.FileHandler):
@@ -165,13 +206,18 @@ class RunDir:
     def acquire(self, purpose: str) -> None:
         """Become the run's only writer: take its lock (``RunDirBusy`` naming the holder when
         another process has it), refuse evidence with an unreadable part (``CorruptEvidence``
-        naming ``evidence verify`` / ``evidence repair``) and rename old zero-padded evidence
-        partitions. Both errors are ``ValueError``s raised before anything is written."""
+        naming ``evidence verify`` / ``evidence repair``), rename old zero-padded evidence
+        partitions and remove the temps of cut writes (``remove_leftover_temps``). Both errors
+        are ``ValueError``s raised before anything is written."""
         lock = RunLock(self.path, purpose).acquire()
         try:
             store = EvidenceStore(self.path)
             require_readable(store, self.path)
             store.migrate_partitions()
+            removed = remove_leftover_temps(self.path)
+            if removed:
+                log.info("removed %d leftover temp file(s) of writes a kill cut short, e.g. %s",
+                         len(removed), removed[0])
         except BaseException:
             lock.release()
             raise

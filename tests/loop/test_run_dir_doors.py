@@ -224,3 +224,41 @@ def test_evidence_parts_deleted_under_a_cached_store_stay_told_after_a_rebuild(t
     part.unlink()
     assert store.connect().execute("select count(*) from round").fetchone() == (0,)
     assert store.vanished() == [part]
+
+
+def test_a_resume_removes_the_temps_of_writes_a_kill_cut_short(tmp_path):
+    """Was: each kill mid-write left a ``.<name>.<hex>.tmp`` (a round file, loop.json, a bank
+    snapshot folder under checkpoints/, an evidence part) that no resume removed: they piled up.
+    Now the writer that takes the run's lock removes those no write touched for a minute; a
+    fresh one (a straggler's write in flight) and every other file stay."""
+    from ratchet_ray.loop.rundir import STALE_TEMP_S, RunDir
+    from ratchet_ray.settings.schema import LoopConfig
+    from ratchet_ray.storage.fsutil import temp_path
+
+    run = RunDir.create(LoopConfig(rounds=1, results_dir=str(tmp_path)), ["t1"], ["e1"])
+    (run.path / "round_00").mkdir()
+    (run.path / "checkpoints").mkdir()
+    (run.path / "evidence" / "capsule" / "round=0").mkdir(parents=True)
+    stale = [temp_path(run.path / "loop.json"), temp_path(run.path / "round_00" / "summary.json"),
+             temp_path(run.path / "evidence" / "capsule" / "round=0" / "part-x.parquet")]
+    for path in stale:
+        path.write_text("half")
+    snapshot = temp_path(run.path / "checkpoints" / "round_00")  # write_snapshot's temp folder
+    (snapshot / "skills").mkdir(parents=True)
+    (snapshot / "skills" / "s.yaml").write_text("id: s\n")
+    stale.append(snapshot)
+    fresh = temp_path(run.path / "round_00" / "eval.json")
+    fresh.write_text("in flight")
+    mine = run.path / ".notes.tmp"  # not a write's temp name: never touched
+    mine.write_text("a user's")
+    old = os.stat(run.path).st_mtime - STALE_TEMP_S - 5
+    for path in [*stale, snapshot / "skills", snapshot / "skills" / "s.yaml", mine]:
+        os.utime(path, (old, old))
+    before = sorted(p for p in run.path.rglob("*") if p not in stale and snapshot not in p.parents)
+    run.acquire("test")
+    try:
+        assert not any(p.exists() for p in stale)
+        assert sorted(p for p in run.path.rglob("*") if p.name != ".lock") == before
+        assert fresh.read_text() == "in flight" and mine.read_text() == "a user's"
+    finally:
+        run.release()
