@@ -34,7 +34,8 @@ print("evaluating", params, file=sys.stderr)
 if mode == "crash":
     raise SystemExit("boom: the candidate crashed the evaluator")
 if mode == "sleep" or (mode == "hang" and Path({flag!r}).exists()):
-    Path({pidfile!r}).write_text(str(os.getpid()))
+    Path({pidfile!r} + ".tmp").write_text(str(os.getpid()))
+    os.replace({pidfile!r} + ".tmp", {pidfile!r})  # whole once there: a test acts on it
     time.sleep(60)
 value, spread = float(params["value"]), float(params.get("spread", "0"))
 per_seed = [value - spread, value, value + spread]
