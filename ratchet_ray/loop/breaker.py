@@ -10,6 +10,8 @@ Contracts:
   hint (``SuitePlugin.fix_hints``) before the generic ones; task ids are blurred by the suites'
   ``task_id_pattern``. Every ``RunStopped`` stops the run with a non-zero exit; the round is not
   recorded and ``--resume`` retries.
+- Each failure's message is kept to ``MESSAGE_CHARS`` by cutting its middle (``clip``): its
+  start (what failed) and its end (the ``; fix: ...`` clause a message names its fix in) stay.
 """
 
 from __future__ import annotations
@@ -51,6 +53,21 @@ class InfraFailureStop(RunStopped):
     """Too many infrastructure failures in one split: the round is not recorded."""
 
 
+MESSAGE_CHARS = 500
+"""The most of one failure's message the breaker keeps and shows."""
+
+
+def clip(text: str, limit: int = MESSAGE_CHARS) -> str:
+    """``text`` within ``limit`` characters: its middle cut (`` ... ``), keeping its start and
+    its end, the whole ``; fix: ...`` clause when it names one that fits in half the limit."""
+    if len(text) <= limit:
+        return text
+    own = re.search(r";\s*fix:\s*\S.*$", text, flags=re.S | re.I)
+    tail = len(own.group(0)) if own is not None and len(own.group(0)) <= limit // 2 else limit // 2
+    head = limit - tail - len(" ... ")
+    return f"{text[:head]} ... {text[-tail:]}"
+
+
 def _cause_of(capsule: Capsule) -> str:
     """The underlying message of one infra-failure capsule, without the pool's wrapping."""
     lines = [ln.strip() for ln in (capsule.grader_trace or "").splitlines()  # notes: not it
@@ -66,7 +83,7 @@ def _cause_of(capsule: Capsule) -> str:
             text = f"{text} {lines[1]}" + (f" ... {lines[-1]}" if len(lines) > 2 else "")
     if not text.lower().startswith(capsule.exit_status.lower()):
         text = f"{capsule.exit_status}: {text}"
-    return text[:500]
+    return clip(text)
 
 
 def _normalise(message: str) -> str:
@@ -114,7 +131,7 @@ class InfraBreaker:
 
     def observe_failure(self, task_id: str, message: str) -> None:
         """Count one infra failure of ``task_id`` (``message``: its underlying error)."""
-        self.failures.append((task_id, message[:500]))
+        self.failures.append((task_id, clip(message)))
         if len(self.failures) > self.max_rate * self.total:
             raise InfraFailureStop(self.message())
 

@@ -47,3 +47,28 @@ def test_a_message_without_its_own_fix_keeps_the_generic_ones():
     assert fix_for("LLMError: http://h:1/v1: Connection error.").startswith(
         "check that the model server answers")
     assert fix_for("ValueError: something odd") == "read run.log for the full traces"
+
+
+@pytest.mark.parametrize("via", ["capsule", "failure"])
+def test_a_long_failure_keeps_the_fix_it_names_at_its_end(via):
+    """Was: each failure's message was cut at 500 characters, so a long one (a path deep in a
+    cluster's scratch, a long error text) lost its '; fix: ...' clause: the breaker said 'read
+    run.log', and the message shown ended mid-word before the fix."""
+    own = "give this user read access (e.g. `chmod -R u+rX /scratch/cache`), or run as its owner"
+    error = ("SolverCacheError: /scratch/" + "deep/" * 120 + "entry.json: cannot read it: "
+             f"Permission denied; fix: {own}")
+    assert len(error) > 700
+    breaker = InfraBreaker("eval", 0, total=1, max_rate=0.0)
+    with pytest.raises(InfraFailureStop) as caught:
+        if via == "capsule":
+            breaker.observe(Capsule(
+                capsule_id="c", run_id="r", round=0, split="eval", task_id="Mbpp/3",
+                skill_id="NONE", passed=False, exit_status="SolverCacheError",
+                infra_failure=True, grader_trace=f"[solver] {error}"))
+        else:
+            breaker.observe_failure("Mbpp/3", error)
+    text = str(caught.value)
+    assert text.split("Fix: ", 1)[1].startswith(f"{own}; then"), text
+    kept = breaker.failures[0][1]
+    assert kept.startswith("SolverCacheError: /scratch/deep/") and kept.endswith(f"fix: {own}")
+    assert " ... " in kept and len(kept) <= 500, kept
