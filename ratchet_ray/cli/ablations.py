@@ -134,6 +134,12 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
                                    "--tag) of a sweep that has run")
         _refuse_while_running(out_dir)
     else:
+        from ratchet_ray.loop.signals import hold_sigterm
+
+        # SIGTERM unwinds as Ctrl-C does, held while --out is made and raised in the try below,
+        # where the stop is told (it was the default action until _run: exit -15, not a word)
+        signal.signal(signal.SIGTERM, exit_on_signal)
+        release_sigterm = hold_sigterm()
         with one_line(SweepError, error=click.UsageError):
             _check_runs(spec, arms, seeds)  # before --out is written
             held = lock_sweep(out_dir)  # noqa: F841 (one sweep per --out until this exits)
@@ -147,6 +153,7 @@ def main(suite: str, arms: list[str], seeds: list[int], parallel: int, tag: str,
             click.echo(f"skip   {outcome.name}: {outcome.message}", err=True)
         interrupted = None
         try:
+            release_sigterm()
             if jobs:
                 _run(spec, jobs, parallel, arms, seeds, address, outcomes, rerun)
         except (KeyboardInterrupt, SystemExit) as exc:  # its jobs are stopped by now

@@ -20,6 +20,9 @@ Contracts:
   infrastructure over ``infra.max_failure_rate`` stops the job with the root cause (non-zero
   exit), and their rows are not written, so a rerun retries them. A full disk (met here or by
   an actor) stops it with one line naming the folder; a rerun goes on.
+- Ctrl-C or SIGTERM, from before the output folder is made to the end (one whose exception
+  Python swallowed too, ``loop.signals.watching_signals``): exit 130 and one line naming the probes
+  kept and the rerun; the job's actors are released on the way out.
 """
 
 from __future__ import annotations
@@ -183,6 +186,7 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     from actors.draining import drain
     from ratchet_ray.loop.runtime import Models, make_grader_factory, make_solver_factory
     from ratchet_ray.loop.session import RunRuntime
+    from ratchet_ray.loop.signals import watching_signals
     from ratchet_ray.suites import suite_for
 
     tasks = suite_for(config).load_tasks(config)[:limit]
@@ -195,7 +199,10 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
     # The job's model servers and rate limiters are its own (scope), released when it ends, and
     # by themselves if this process is killed (the runtime's lease).
     scope = f"baseline_{uuid.uuid4().hex[:12]}"
-    with RunRuntime(config, scope, models or Models()) as rt:
+    # A stop whose exception Python swallowed (its handler run in an at-fork hook or a
+    # ``__del__``) is raised again between waits: the job went on and ended with exit 0.
+    with watching_signals() as again, RunRuntime(config, scope, models or Models()) as rt:
+        again()
         breaker = rt.breaker("baseline", -1, len(todo), retry="rerun the same command")
         # The job's artifacts (trajectories, grader logs) reach the workdir on this node
         # through a service actor, whichever node the actors run on (or infra.artifact_uri).
@@ -208,11 +215,12 @@ def run_baseline(config: Any, out: Path, probes: int, limit: int | None,
         # Expected outputs (MBPP+) of every task, computed once and shared with every grader.
         shared = share_precomputed(graders, [task.task_id for task, _probe in todo])
         solvers.heal()  # up before the first task (bounded: a Solver that cannot start says why)
+        again()
         with out.open("a") as sink:
             probing = ProbeRun(config.suite, solvers, graders, shared, sink, breaker)
             for task, probe in todo:
                 solvers.submit(SolverWorker.run, task, "baseline", probe, key=(task, probe))
-            drain([solvers, graders], probing.on_result)
+            drain([solvers, graders], probing.on_result, tick=again)
             probing.release_held()
     return probing.written, probing.passed
 
@@ -259,15 +267,18 @@ def main(suite: str, out: Path | None, probes: int, limit: int | None, temperatu
         click.echo(f"# output: {out}")
         print_config(config)
         return
-    from ratchet_ray.loop.runtime import check_ray
-
-    check_ray()  # an unreachable RAY_ADDRESS or a leftover head: before the output folder
-    out.parent.mkdir(parents=True, exist_ok=True)
     from actors.pools import PoolError
     from ratchet_ray.loop.breaker import RunStopped
+    from ratchet_ray.loop.runtime import check_ray
+    from ratchet_ray.loop.signals import unwind_on_sigterm
     from ratchet_ray.storage.fsutil import disk_full_error, no_room
 
+    # From here SIGTERM is Ctrl-C: the stop is told and the rerun named (until ray.init it was
+    # the default action, the process gone with -15 and nothing said).
+    unwind_on_sigterm()
     try:
+        check_ray()  # an unreachable RAY_ADDRESS or a leftover head: before the output folder
+        out.parent.mkdir(parents=True, exist_ok=True)
         ran, passed = run_baseline(config, out, probes, limit)
     except Exception as exc:  # noqa: BLE001 - a full disk anywhere (driver, actor), named
         full = disk_full_error(exc)

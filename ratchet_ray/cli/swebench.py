@@ -87,9 +87,21 @@ def validate(dataset: str, subset: Path | None, instances: tuple, repeat: int,
             load_quarantine(target)
         except ValueError as exc:
             raise click.UsageError(f"{exc}; or pass --quarantine NEW_FILE") from exc
-    # Unknown ids, an unreadable dataset, no graders:
-    with one_line(ValueError, ValidateError):
-        result = validate_dataset(config, ids, out, workers, repeat, address, note=click.echo)
+    from ratchet_ray.loop.signals import unwind_on_sigterm
+
+    # SIGTERM is Ctrl-C from here: the stop is told and the rerun named (it was the default
+    # action until ray.init, then click's "Aborted!" with exit 1; nothing said either way).
+    unwind_on_sigterm()
+    try:
+        # Unknown ids, an unreadable dataset, no graders:
+        with one_line(ValueError, ValidateError):
+            result = validate_dataset(config, ids, out, workers, repeat, address,
+                                      note=click.echo)
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: nothing recorded in {out} (its evidence, report and the "
+                   "quarantine file are written once every grade is in); rerun the same "
+                   "command to validate again", err=True)
+        raise SystemExit(130) from None
     for line in result.lines():
         click.echo(line)
     for instance_id, mutants in sorted(result.mutants.items()):

@@ -4,7 +4,8 @@ Contracts:
 - ``grade_all(graders, items)`` submits every item in one burst (``held``: a placing pool places
   them knowing all of them), waits, and returns in the order of ``items`` each ``GradeResult``
   or, for a job that failed in the pool itself, a string naming why; ``nodes``, when given, gets
-  the node that graded each item ("" where the pool does not say). Suite hooks
+  the node that graded each item ("" where the pool does not say); ``tick``, when given, runs
+  between waits (``drain``'s: ``swe validate`` raises a stop there). Suite hooks
   (``before_rounds``) and ``swe validate`` receive it, so the plain library never touches Ray.
 - ``reap_after_round(graders, timeout_s)`` calls every grader's ``reap()`` between rounds (a
   suite's grader removes what killed actors left on its node, e.g. this run's containers) and
@@ -15,7 +16,7 @@ Contracts:
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import ray
 from ray.exceptions import RayError
@@ -27,8 +28,8 @@ from ratchet_ray.types import GradeResult, Task
 log = logging.getLogger(__name__)
 
 
-def grade_all(graders: Any, items: Sequence[tuple[Task, str]],
-              nodes: list[str] | None = None) -> list[GradeResult | str]:
+def grade_all(graders: Any, items: Sequence[tuple[Task, str]], nodes: list[str] | None = None,
+              tick: Callable[[], None] | None = None) -> list[GradeResult | str]:
     results: list[GradeResult | str] = [""] * len(items)
     where = [""] * len(items)
     with graders.held():
@@ -40,7 +41,7 @@ def grade_all(graders: Any, items: Sequence[tuple[Task, str]],
                                else f"{result.exit_status}: {result.error}"[:500])
         where[result.key] = result.node or ""
 
-    drain([graders], handle)
+    drain([graders], handle, tick=tick)
     if nodes is not None:
         nodes[:] = where
     return results

@@ -176,15 +176,20 @@ def dashboard_url_problem(address: str | None = None) -> str | None:
     """Why ``address`` (else ``RAY_ADDRESS``) cannot be joined by a driver when it is a
     dashboard (job server) URL, one line with the fix, else None: ``ray.init`` refuses
     ``http(s)://`` addresses, and met one only after the run dir was made (Ray's docs export
-    ``RAY_ADDRESS=http://HOST:8265`` for its job CLI, so a shell may well hold one)."""
+    ``RAY_ADDRESS=http://HOST:8265`` for its job CLI, so a shell may well hold one). The
+    ``ray job submit`` it advises runs the command being run (click's command path; outside a
+    command, ``python -m jobs.skill_loop``)."""
     given = (address or os.environ.get("RAY_ADDRESS") or "").strip()
     if not given.startswith(("http://", "https://")):
         return None
     source = "--address" if address else "RAY_ADDRESS"
+    here = click.get_current_context(silent=True)  # the command the user ran, e.g. swe validate
+    command = f"{here.command_path} ..." if here is not None else \
+        "python -m jobs.skill_loop SUITE ..."
     return (f"{given} ({source}) is a Ray dashboard (job server) URL, and this command joins a "
             "cluster by its GCS address: give HOST:6379 (`ray status` on the head prints it), "
             f"or submit the command to that job server (`ray job submit --address {given} "
-            "--working-dir . -- python -m jobs.skill_loop SUITE ...`)")
+            f"--working-dir . -- {command}`)")
 
 
 class RayStartError(click.ClickException):

@@ -10,12 +10,11 @@ Contracts:
   A SIGTERM during ``ray.init`` whose exception Python swallowed is still seen (a wakeup pipe
   notes it below Python) and unwinds as Ctrl-C once Ray is up.
   ``hold_sigterm`` defers SIGTERM while a run dir is made, until the stop can be recorded.
-- ``raise_if_signalled()``: the ``KeyboardInterrupt`` a signal of this session raised, again,
-  when it was swallowed; the driver asks between phases.
-- ``interrupting_signal()``: the signal (``"SIGTERM"``) that unwound the current session as
-  Ctrl-C, or "" (none, or Ctrl-C itself). The interrupt's own words can be lost on the way up
-  (DuckDB turns it into its ``InterruptException``, a library re-raises a bare one), so the
-  driver asks here rather than trusting the exception's text.
+- ``raise_if_signalled``, ``watching_signals``, ``interrupting_signal``, ``hold_sigterm`` and
+  ``unwind_on_sigterm`` are ``loop.signals``' (their contracts there), imported from here too.
+  The interrupt's own words can be lost on the way up (DuckDB turns it into its
+  ``InterruptException``, a library re-raises a bare one), so the driver asks
+  ``interrupting_signal()`` rather than trusting the exception's text.
 - ``RunRuntime(config, scope, models)`` owns one run's (or job's) Ray resources under the name
   ``scope`` (a run id, ``baseline_<hex>``). Entering connects Ray, takes the scope's lease
   (``actors.run_lease``: its detached servers leave by themselves if this process dies), runs
@@ -31,9 +30,7 @@ Contracts:
 from __future__ import annotations
 
 import logging
-import os
 import signal
-import threading
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -50,96 +47,13 @@ from ratchet_ray.loop.preflight import preflight
 from ratchet_ray.loop.ray_address import gcs_answers
 from ratchet_ray.loop.runtime import Models, Runtime, connect_ray, make_pool, release_run, \
     start_runtime
+# The signal handling lives apart (no Ray import there); the driver and the jobs import it here
+from ratchet_ray.loop.signals import (_interrupt, _noting_signals, _signalled,  # noqa: F401
+                                      hold_sigterm, interrupting_signal, raise_if_signalled,
+                                      unwind_on_sigterm, watching_signals)
 from ratchet_ray.types import Task
 
 log = logging.getLogger(__name__)
-
-
-_signalled: list[str] = []  # the signals that interrupted this session, newest last
-
-
-def _interrupt(signum: int, _frame: Any) -> None:
-    _signalled.append(signal.Signals(signum).name)
-    raise KeyboardInterrupt(_signalled[-1])
-
-
-def interrupting_signal() -> str:
-    """The signal that last unwound this session as Ctrl-C (``"SIGTERM"``), else ""."""
-    return _signalled[-1] if _signalled else ""
-
-
-def raise_if_signalled() -> None:
-    """Raise ``KeyboardInterrupt`` again when a signal has interrupted this session and the code
-    asking is still running: a handler runs at the next bytecode of the main thread, which may
-    be in an at-fork hook or a ``__del__``, where Python prints "Exception ignored" and goes on
-    (a SIGTERM was lost so, and the run finished as if none had come)."""
-    if _signalled:
-        raise KeyboardInterrupt(_signalled[-1])
-
-
-@contextmanager
-def _noting_signals() -> Iterator[Callable[[int], bool]]:
-    """For the block, every signal Python handles is also noted below Python: its C handler
-    writes the number to a wakeup pipe before any Python handler runs, so a signal is seen even
-    when the handler's exception was swallowed (``raise_if_signalled``), or the handler was
-    another library's (``ray.init`` sets its own). Yields ``came(signum)``; main thread only
-    (elsewhere it notes nothing)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield lambda _signum: False
-        return
-    read_end, write_end = os.pipe()
-    for end in (read_end, write_end):
-        os.set_blocking(end, False)
-    before = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-    noted = bytearray()
-
-    def came(signum: int) -> bool:
-        try:
-            noted.extend(os.read(read_end, 4096))
-        except BlockingIOError:
-            pass
-        return signum in noted
-
-    try:
-        yield came
-    finally:
-        signal.set_wakeup_fd(before)
-        os.close(read_end)
-        os.close(write_end)
-
-
-def unwind_on_sigterm() -> None:
-    """From now on SIGTERM in the main thread raises ``KeyboardInterrupt("SIGTERM")``: ray.init's
-    handler dumps a stack and exits (nothing recorded, no way to resume named, actors left to
-    their lease), Python's ends the process at once."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _interrupt)
-
-
-def hold_sigterm() -> Callable[[], None]:
-    """Hold SIGTERM back in the main thread until the returned ``release`` is called (once is
-    enough; later calls do nothing): a SIGTERM that comes meanwhile is only noted, and handed
-    to the handler set before the hold when ``release`` runs. The driver holds it while the run
-    dir is made, so a stop in that window is recorded (it was the default action: the process
-    gone, nothing written, no resume named). A handler, not a signal mask: any thread may be
-    the one the kernel hands a process's signal to."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    came: list[int] = []
-    before = signal.signal(signal.SIGTERM, lambda signum, _frame: came.append(signum))
-    released: list[bool] = []
-
-    def release() -> None:
-        if released:
-            return
-        released.append(True)
-        signal.signal(signal.SIGTERM, before)
-        if came and callable(before):
-            before(signal.SIGTERM, None)
-        elif came and before != signal.SIG_IGN:  # the default action, now it can be taken
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return release
 
 
 @contextmanager

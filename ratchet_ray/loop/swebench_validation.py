@@ -18,11 +18,16 @@ Contracts of ``validate_dataset``:
 - Gold records: for each instance whose gold patch resolved on every repeat, the record is
   ensured on a grader and its mutants validated to fail under gold counted
   (``Validation.mutants``); with ``cheat_probe.enabled`` its twin record too (``twin``).
+- Ctrl-C or SIGTERM (one whose exception Python swallowed too: ``loop.signals.watching_signals``,
+  asked between waits) leaves by ``KeyboardInterrupt`` with nothing recorded (the evidence and
+  the report are written once every grade is in), the graders released and, on a local Ray,
+  the containers of this validation removed (a killed grader leaves its container running).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import uuid
 from functools import partial
@@ -48,6 +53,23 @@ def check_docker(settings: Any) -> None:
         docker_client(settings).close()
     except InfraFailure as exc:
         raise ValidateError(str(exc)) from exc
+
+
+def _remove_containers(settings: Any, run_label: str) -> None:
+    """Remove this machine's containers of ``run_label`` (``container.reap_containers``), with
+    a warning, never an error, when the daemon refuses: the next grader's start reaps them."""
+    from ratchet_ray.suites.swebench.docker.container import docker_client, reap_containers
+
+    try:
+        client = docker_client(settings)
+        try:
+            reap_containers(client, run_label)
+        finally:
+            client.close()
+    except Exception as exc:  # noqa: BLE001 - on the way out of an interrupt: said, not raised
+        logging.getLogger(__name__).warning(
+            "the containers of %s were not removed (%s); the next grader on this machine "
+            "removes them", run_label, exc)
 
 
 def grader_count(wanted: int | None, default: int, jobs: int) -> tuple[int, str]:
@@ -95,6 +117,7 @@ def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,
     from ratchet_ray.loop.grade_pool import grade_all
     from ratchet_ray.loop.runtime import check_ray, make_grader_factory
     from ratchet_ray.loop.session import RunRuntime, ray_session
+    from ratchet_ray.loop.signals import watching_signals
     from ratchet_ray.suites.swebench.dataset import load_instances
     from ratchet_ray.suites.swebench.docker.images import image_name
     from ratchet_ray.suites.swebench.settings import settings_from_config
@@ -103,22 +126,28 @@ def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,
 
     settings = settings_from_config(config)
     pairs = gold_pairs(settings, ids)
-    address = address or os.environ.get("RAY_ADDRESS") or None
+    given, address = address, address or os.environ.get("RAY_ADDRESS") or None
     if not address:
         check_docker(settings)  # a local Ray grades with this machine's daemon
     else:
-        check_ray(address)  # before anything is written: one line naming the fix
+        check_ray(given)  # before anything is written: one line naming the fix (and where from)
     out_dir.mkdir(parents=True, exist_ok=True)
     scope = f"swe_validate_{uuid.uuid4().hex[:12]}"
+    run_label: list[str] = []  # the graders' containers' label (``RUN_KEY``), on a local Ray
     try:
-        with ray_session(address), RunRuntime(config, scope, checks=False) as rt:
+        with watching_signals() as again, ray_session(address), \
+                RunRuntime(config, scope, checks=False) as rt:
             size, capped = grader_count(workers, config.workers.graders, 2 * len(pairs) * repeat)
             if capped:
                 note(capped)
             artifacts = rt.artifacts(out_dir, config.infra.artifact_uri)
+            if not address:
+                run_label.append(artifacts.locate())
             pool = rt.pool("grader", make_grader_factory(config, out_dir, artifacts), size)
             nodes: list[str] = []
-            result = validate(partial(grade_all, pool, nodes=nodes), pairs, repeat)
+            again()
+            result = validate(partial(grade_all, pool, nodes=nodes, tick=again), pairs, repeat)
+            again()
             for outcome, node in zip(result.outcomes, nodes):
                 outcome.node = node
             stable = {task.task_id for task, _gold in pairs} - set(result.failed_instances)
@@ -133,6 +162,10 @@ def validate_dataset(config: Any, ids: Sequence[str] | None, out_dir: Path,
                 for outcome in result.outcomes:
                     outcome.node = here
             result.nodes = image_reports(settings)
+    except KeyboardInterrupt:
+        for label in run_label:  # the graders were killed mid-grade: their containers go too
+            _remove_containers(settings, label)
+        raise
     except PoolError as exc:
         raise ValidateError(" ".join(str(exc).split())) from exc
     except (ConnectionError, TimeoutError, ray.exceptions.RaySystemError) as exc:

@@ -14,7 +14,10 @@ Contracts:
 - Leaving ``run_ray_jobs`` by an exception (Ctrl-C, SIGTERM) stops every job it follows, waits
   (bounded; a second Ctrl-C ends the wait), reports them and re-raises: nothing is left
   running, and a rerun resumes them. A job server that stops answering (its head died) is
-  ``JobServerGone``, one line naming it and ``rerun``; nothing is left to stop then.
+  ``JobServerGone``, one line naming it and ``rerun``; nothing is left to stop then. A SIGTERM
+  or Ctrl-C whose exception Python swallowed (its handler run in an at-fork hook or a
+  ``__del__``) is raised again at the next poll (``loop.signals.watching_signals``): the sweep went
+  on, its jobs running to the end.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Mapping, Sequence
 
 from ratchet_ray.loop.rundir import SWEEP_COMMAND_ENV
+from ratchet_ray.loop.signals import watching_signals
 from ratchet_ray.storage.fsutil import atomic_write_json, refusing_writes
 from ratchet_ray.sweep.folder import STOP_FILE
 from ratchet_ray.sweep.spec import Job, JobOutcome, SweepError
@@ -57,15 +61,27 @@ def job_client(address: str, timeout_s: float = 120.0) -> Any:
     why = unreachable(address)  # a refused connection is not retried for two minutes
     if why is not None:
         raise SweepError(f"no Ray job server at {address}: {why}; {fix}")
+    try:
+        return _asked_until(lambda: JobSubmissionClient(address), timeout_s,
+                            (ConnectionError, RuntimeError, ValueError))
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise SweepError(f"the Ray job server of {address} did not answer within "
+                         f"{timeout_s:.0f}s ({type(exc).__name__}: {str(exc)[:300]}); "
+                         f"{fix}") from exc
+
+
+def _asked_until(call: Callable[[], Any], timeout_s: float, errors: tuple[type[Exception], ...],
+                 again: Callable[[Exception], bool] = lambda _exc: True) -> Any:
+    """``call()``, asked again every second while it raises one of ``errors`` that ``again``
+    accepts, for at most ``timeout_s`` seconds; past them, or refused by ``again``, the error
+    is raised as it came."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            return JobSubmissionClient(address)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            if time.monotonic() > deadline:
-                raise SweepError(f"the Ray job server of {address} did not answer within "
-                                 f"{timeout_s:.0f}s ({type(exc).__name__}: {str(exc)[:300]}); "
-                                 f"{fix}") from exc
+            return call()
+        except errors as exc:
+            if not again(exc) or time.monotonic() > deadline:
+                raise
             time.sleep(1.0)
 
 
@@ -78,14 +94,8 @@ def submit_when_ready(client: Any, timeout_s: float = 120.0, **submission_kwargs
     """``client.submit_job(**submission_kwargs)``, asked again while the job server says no
     agent is ready yet (``AGENT_NOT_READY``), at most ``timeout_s`` seconds; any other refusal,
     or that one past the deadline, is raised as it came."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            return client.submit_job(**submission_kwargs)
-        except RuntimeError as exc:
-            if AGENT_NOT_READY not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(1.0)
+    return _asked_until(lambda: client.submit_job(**submission_kwargs), timeout_s,
+                        (RuntimeError,), lambda exc: AGENT_NOT_READY in str(exc))
 
 
 _GCS_PROBE = ("import ray; ray.init(log_to_driver=False); "
@@ -350,43 +360,45 @@ def run_ray_jobs(client: Any, jobs: Sequence[Job], parallel: int, env: Mapping[s
         done(followed.outcome(client, status))
 
     try:
-        while pending or running:
-            if pending and (out_dir / STOP_FILE).is_file():  # `--stop` from another shell
-                said = "not started: --stop stopped the sweep"
-                for job in pending:
-                    done(JobOutcome(job.name, job.action, None, 0.0, str(job.log), said,
-                                    sweep_cause(said, rerun)))
-                pending.clear()
-            while pending and len(running) < parallel:
-                job = pending.pop(0)
-                job_id = attach.get(job.name) or \
-                    f"ratchet-{scope}-{job.name}-{time.time_ns() // 1_000_000}"
-                with _sweep_files(out_dir, rerun):
-                    followed = _Followed(job, job_id, "attach" if job.name in attach
-                                         else job.action, rerun)
-                running.append(followed)  # from here on, stopped however this is left
-                if not followed.submitted:
-                    submit_when_ready(client, submission_id=followed.job_id,
-                                      metadata={"sweep": scope, "arm_seed": job.name},
-                                      **submission(job, env, rerun))
-                    followed.submitted = True
-                    entry = {"job_id": followed.job_id, "action": job.action,
-                             "submitted_at": time.time()}
+        with watching_signals() as again:
+            while pending or running:
+                again()  # a stop whose exception Python swallowed ends the sweep here
+                if pending and (out_dir / STOP_FILE).is_file():  # `--stop` from another shell
+                    said = "not started: --stop stopped the sweep"
+                    for job in pending:
+                        done(JobOutcome(job.name, job.action, None, 0.0, str(job.log), said,
+                                        sweep_cause(said, rerun)))
+                    pending.clear()
+                while pending and len(running) < parallel:
+                    job = pending.pop(0)
+                    job_id = attach.get(job.name) or \
+                        f"ratchet-{scope}-{job.name}-{time.time_ns() // 1_000_000}"
                     with _sweep_files(out_dir, rerun):
-                        atomic_write_json(out_dir / JOBS_FILE, {**read_jobs(out_dir),
-                                                                job.name: entry})
-                if on_start is not None:
-                    on_start(f"{followed.action:<6} {job.name}: Ray job {followed.job_id}, "
-                             f"log {job.log}")
-            time.sleep(poll_s)
-            for followed in list(running):
-                status = _status(client, followed.job_id)
-                if status in TERMINAL:
-                    running.remove(followed)
-                    finish(followed, status)
-                elif time.monotonic() - followed.logged_at > log_every_s:
-                    with _sweep_files(out_dir, rerun):
-                        followed.copy_log(client)
+                        followed = _Followed(job, job_id, "attach" if job.name in attach
+                                             else job.action, rerun)
+                    running.append(followed)  # from here on, stopped however this is left
+                    if not followed.submitted:
+                        submit_when_ready(client, submission_id=followed.job_id,
+                                          metadata={"sweep": scope, "arm_seed": job.name},
+                                          **submission(job, env, rerun))
+                        followed.submitted = True
+                        entry = {"job_id": followed.job_id, "action": job.action,
+                                 "submitted_at": time.time()}
+                        with _sweep_files(out_dir, rerun):
+                            atomic_write_json(out_dir / JOBS_FILE, {**read_jobs(out_dir),
+                                                                    job.name: entry})
+                    if on_start is not None:
+                        on_start(f"{followed.action:<6} {job.name}: Ray job {followed.job_id}, "
+                                 f"log {job.log}")
+                time.sleep(poll_s)
+                for followed in list(running):
+                    status = _status(client, followed.job_id)
+                    if status in TERMINAL:
+                        running.remove(followed)
+                        finish(followed, status)
+                    elif time.monotonic() - followed.logged_at > log_every_s:
+                        with _sweep_files(out_dir, rerun):
+                            followed.copy_log(client)
     finally:
         # Interrupted: stop what this sweep still follows, then report it. A submission an
         # interrupt cut short may never have reached the cluster: unknown there, it is dropped.

@@ -14,7 +14,9 @@ Contracts:
   ``ready_timeout_s``, raises ``RayHeadError`` (``_HEAD_FAILURES`` names the causes it tells)
   with where the details are: the head's log, and Ray's own logs of that start, copied beside
   it (``session_logs(log)``) before its session folder goes.
-- Leaving the block stops only the head it started (``_Head.stop``).
+- Leaving the block stops only the head it started (``_Head.stop``). A SIGTERM or Ctrl-C
+  whose exception Python swallowed while the head started is raised again once it is up
+  (``loop.signals.watching_signals``), the head stopped on the way out.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from ratchet_ray.loop.ray_address import LOCAL
+from ratchet_ray.loop.signals import watching_signals
 
 START_ATTEMPTS = 3
 STARTED = "Ray runtime started."  # what ``ray start`` prints once every process is up
@@ -180,19 +183,21 @@ def ray_cluster(num_cpus: int, log: Path, env: Mapping[str, str] | None = None,
     env.setdefault("RAY_prestart_worker_first_driver", "0")
     env.setdefault("RAY_worker_niceness", "0")  # workers at the driver's priority (the same)
     log.parent.mkdir(parents=True, exist_ok=True)
-    for attempt in range(1, START_ATTEMPTS + 1):
-        head = _Head.start(num_cpus, log, env)
-        try:
-            # `ray start` first says it started (a dashboard that failed never lets it), then
-            # the GCS must answer
-            head.wait_started(ready_timeout_s)
-            head.wait_ready(env, ready_timeout_s)
-            break
-        except BaseException as exc:
-            taken = isinstance(exc, RayHeadError) and head.port_taken(PORT_TAKEN)
-            head.stop(graceful=False)
-            if not taken or attempt == START_ATTEMPTS:
-                raise
+    with watching_signals() as again:
+        for attempt in range(1, START_ATTEMPTS + 1):
+            head = _Head.start(num_cpus, log, env)
+            try:
+                # `ray start` first says it started (a dashboard that failed never lets it),
+                # then the GCS must answer
+                head.wait_started(ready_timeout_s)
+                head.wait_ready(env, ready_timeout_s)
+                again()  # stopped as if the signal's exception had got out, the head with it
+                break
+            except BaseException as exc:
+                taken = isinstance(exc, RayHeadError) and head.port_taken(PORT_TAKEN)
+                head.stop(graceful=False)
+                if not taken or attempt == START_ATTEMPTS:
+                    raise
     try:
         yield {"RAY_ADDRESS": head.address, "RAY_AUTH_MODE": env["RAY_AUTH_MODE"],
                "RAY_API_SERVER_ADDRESS": f"http://127.0.0.1:{head.dashboard_port}"}

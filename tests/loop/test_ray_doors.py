@@ -355,6 +355,143 @@ def test_a_sigterm_swallowed_in_a_phase_stops_the_run_at_the_next_phase(tmp_path
     assert done.stdout.startswith("interrupted in round 1 of 3 (1 finished)"), done.stdout
 
 
+_SIGTERM_AS_THE_BASELINE_FOLDER_IS_MADE = """
+import os, pathlib, signal, sys
+from ratchet_ray.cli import baseline
+
+out = pathlib.Path(sys.argv[1])
+real_mkdir = pathlib.Path.mkdir
+
+
+def mkdir(self, *args, **kwargs):
+    real_mkdir(self, *args, **kwargs)
+    if self == out.parent:  # the output folder is made, Ray not started yet
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+pathlib.Path.mkdir = mkdir
+baseline.main(["sim", "--limit", "2", "--probes", "1", "--out", str(out)],
+              prog_name="python -m jobs.baseline")
+"""
+
+
+def test_sigterm_as_the_baseline_output_folder_is_made_is_told_with_the_rerun(tmp_path):
+    """``python -m jobs.baseline``: a SIGTERM between its output folder and ray.init met
+    Python's default action (exit -15, not a word); now Ctrl-C's way out: exit 130 and the line
+    naming the probes kept and the rerun."""
+    out = tmp_path / "baselines" / "sim.jsonl"
+    done = subprocess.run([sys.executable, "-c", _SIGTERM_AS_THE_BASELINE_FOLDER_IS_MADE,
+                           str(out)], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 130, (done.returncode, done.stderr[-3000:])
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"interrupted: 0 probe(s) kept in {out}; rerun the same command to run the rest")
+
+
+_SIGTERM_SWALLOWED_IN_THE_BASELINE = """
+import signal, sys
+from ratchet_ray.cli import baseline
+
+real_write = baseline.ProbeRun.write
+
+
+class SignalledInDel:  # a signal handler run in __del__ (or an at-fork hook): its raise is lost
+    def __del__(self):
+        signal.raise_signal(signal.SIGTERM)
+
+
+def write(self, row, cause=""):
+    real_write(self, row, cause)
+    if self.written == 1:
+        SignalledInDel()
+
+
+baseline.ProbeRun.write = write
+baseline.main(["sim", "--limit", "6", "--probes", "1", "--out", sys.argv[1]],
+              prog_name="python -m jobs.baseline")
+"""
+
+
+def test_a_sigterm_swallowed_in_the_baseline_stops_it(tmp_path):
+    """The baseline's SIGTERM handler's KeyboardInterrupt, lost as CI's was (Python printed
+    "Exception ignored"): the job ran every probe and ended with exit 0. Now the stop is raised
+    again between waits: exit 130, the probes written kept and the rerun named."""
+    out = tmp_path / "sim.jsonl"
+    done = subprocess.run([sys.executable, "-c", _SIGTERM_SWALLOWED_IN_THE_BASELINE, str(out)],
+                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=180)
+    assert done.returncode == 130, (done.returncode, done.stderr[-3000:])
+    assert "Exception ignored" in done.stderr, done.stderr[-3000:]
+    kept = len(out.read_text().splitlines())
+    assert 1 <= kept < 6
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"interrupted: {kept} probe(s) kept in {out}; rerun the same command to run the rest")
+
+
+_SIGTERM_AS_THE_SWEEP_FOLDER_IS_MADE = """
+import os, signal, sys
+from ratchet_ray.cli import ablations
+
+real_lock = ablations.lock_sweep
+
+
+def lock_sweep(out_dir):
+    held = real_lock(out_dir)  # --out is made, no head started yet
+    os.kill(os.getpid(), signal.SIGTERM)
+    return held
+
+
+ablations.lock_sweep = lock_sweep
+ablations.main(["sim", "--arms", "default", "--seeds", "1", "--rounds", "1", "--out",
+                sys.argv[1]], prog_name="python -m jobs.ablations")
+"""
+
+
+def test_sigterm_as_the_sweep_folder_is_made_is_told_with_the_rerun(tmp_path):
+    """``python -m jobs.ablations``: a SIGTERM between its --out folder and the sweep's own
+    handler met Python's default action (exit -15, not a word). Now it is held until the sweep
+    can tell it: exit 143 (its SIGTERM's), the status saved and the rerun named, no head."""
+    out = tmp_path / "sweep"
+    done = subprocess.run([sys.executable, "-c", _SIGTERM_AS_THE_SWEEP_FOLDER_IS_MADE,
+                           str(out)], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 128 + signal.SIGTERM, (done.returncode, done.stderr[-3000:])
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"interrupted: no job of the sweep had started (status in "
+                           f"{out / 'status.json'}); rerun the same command to resume them: `")
+    assert not (out / "logs").exists()  # no head was started
+
+
+def test_watching_signals_raises_a_swallowed_stop_through_the_handler_now_set():
+    """``again()`` runs the handler of a signal that came in the block (here the sweep's
+    ``exit_on_signal``, so its exit code is the one an unswallowed SIGTERM gets); nothing when
+    none came."""
+    script = """
+import signal
+from ratchet_ray.cli.options import exit_on_signal
+from ratchet_ray.loop.signals import watching_signals
+
+signal.signal(signal.SIGTERM, exit_on_signal)
+
+
+class SignalledInDel:
+    def __del__(self):
+        signal.raise_signal(signal.SIGTERM)
+
+
+with watching_signals() as again:
+    again()
+    print("nothing came")
+    SignalledInDel()
+    print("went on")
+    again()
+    print("not reached")
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=_env(),
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["nothing", "came", "went", "on"], done.stderr[-3000:]
+    assert done.returncode == 128 + signal.SIGTERM and "Exception ignored" in done.stderr
+
+
 def test_an_interrupt_is_recorded_with_the_round_it_came_in(tmp_path):
     """The record the Ctrl-C test above reads, without a run: rounds 0 and 1 finished, so the
     interrupt came in round 2."""
@@ -508,6 +645,30 @@ def test_a_dashboard_url_given_to_a_run_is_one_line_and_no_run_dir(tmp_path):
                     f"results_dir={tmp_path / 'results'}"], ROOT, _env(RAY_ADDRESS=address),
                    f"{address} (RAY_ADDRESS) is a Ray dashboard (job server) URL", "HOST:6379",
                    f"ray job submit --address {address}")
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("argv, command", [
+    (["-m", "jobs.baseline", "sim", "--limit", "1"], "python -m jobs.baseline"),
+    ([str(Path(sys.executable).with_name("ratchet")), "swe", "validate", "--dataset",
+      "instances.jsonl"], "ratchet swe validate")], ids=["baseline", "swe-validate"])
+def test_a_dashboard_url_names_the_command_run_for_ray_job_submit(tmp_path, argv, command):
+    """The advice to submit the command to that job server named ``python -m jobs.skill_loop``
+    whatever was run (``swe validate`` also said --address for RAY_ADDRESS)."""
+    import importlib.util
+
+    fixture = ROOT / "tests" / "suites" / "swebench" / "swebench_instances.py"
+    spec = importlib.util.spec_from_file_location("swebench_instances", fixture)
+    instances = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(instances)  # the local SWE-bench instances (no Docker needed here)
+    (tmp_path / "instances.jsonl").write_text(
+        "".join(json.dumps(i) + "\n" for i in instances.make_instances()))
+    address = f"http://127.0.0.1:{closed_port()}"
+    line = refused_within([*argv, "--set", f"results_dir={tmp_path / 'results'}"], tmp_path,
+                          _env(RAY_ADDRESS=address, PYTHONPATH=str(ROOT)),
+                          f"{address} (RAY_ADDRESS) is a Ray dashboard (job server) URL",
+                          f"-- {command} ...`)")
+    assert "jobs.skill_loop" not in line, line
     assert not (tmp_path / "results").exists()
 
 

@@ -113,3 +113,39 @@ def test_a_job_server_that_stops_answering_is_one_line_naming_the_rerun(tmp_path
                            "(ConnectionError: ('Connection aborted.'"), text
     assert text.endswith(f"start the head again (or reach it) and rerun the sweep: `{RERUN}`")
     assert "\n" not in text
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowing
+def test_a_sigterm_whose_exception_was_swallowed_stops_the_sweep_and_its_jobs(tmp_path):
+    """The sweep's SIGTERM handler run where Python swallows its exception (an at-fork hook, a
+    ``__del__``: "Exception ignored", as CI met during ray.init): the sweep went on, following
+    its jobs to their end. Now the next poll raises it again: the job is stopped and reported,
+    and the sweep leaves with the handler's exit code."""
+    from ratchet_ray.cli.options import exit_on_signal
+
+    class SignalledInDel:
+        def __del__(self):
+            signal.raise_signal(signal.SIGTERM)
+
+    client, seen = FakeJobClient(), []
+    job = sleeper(tmp_path, "a", 30)
+
+    def swallowed(line: str) -> None:  # once the job runs (its SIGINT handler in place)
+        wait_for(lambda: "start" in client.get_job_logs(client.submitted[0]["submission_id"]),
+                 60, "job a to start")
+        SignalledInDel()
+
+    previous = signal.signal(signal.SIGTERM, exit_on_signal)  # the sweep's own (cli.ablations)
+    try:
+        with pytest.raises(SystemExit) as left:
+            run_ray_jobs(client, [job], 1, {}, tmp_path, scope="s", rerun=RERUN,
+                         on_done=seen.append, on_start=swallowed, poll_s=0.05)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        for proc in client.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    assert left.value.code == 128 + signal.SIGTERM
+    [outcome] = seen
+    assert outcome.returncode is None and outcome.message.startswith("stopped"), outcome
+    assert "interrupted: released the run" in client.get_job_logs(outcome.job_id)

@@ -425,3 +425,43 @@ def test_the_registry_hook_grades_through_the_callable_it_is_given(instances, tm
     assert "FAIL ratchet__calc-2 [gold] unresolved" in message
     assert "FAIL ratchet__calc-2 [noop] grader_died: ActorDied: gone" in message
     assert json.loads((tmp_path / REPORT_FILE).read_text())["checked"] == 2
+
+
+@pytest.mark.docker
+def test_sigterm_mid_validation_names_the_rerun_and_leaves_no_container(docker_session, instances,
+                                                                         tmp_path):
+    """SIGTERM while a grade runs: click's "Aborted!" with exit 1, nothing said of what was
+    kept, and the killed grader's container left running (until some later grader's reap).
+    Now exit 130, one line saying nothing was recorded and naming the rerun, and this
+    validation's containers removed before the command exits."""
+    import signal
+    import time
+
+    instance = _tagged(instances[0], "stop", uuid.uuid4().hex[:8])
+    dataset = tmp_path / "instances.jsonl"
+    dataset.write_text(json.dumps(instance) + "\n")
+    out = tmp_path / "validate"
+    base = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PYTEST_CURRENT_TEST")}
+    run = subprocess.Popen(
+        [RATCHET, "swe", "validate", "--dataset", str(dataset), "--out", str(out), "--repeat",
+         "3", *SETS, "--set", f"swebench.lock_dir={tmp_path / 'locks'}",
+         "--set", f"swebench.gold_records={tmp_path / 'gold'}"],
+        cwd=tmp_path, env=base, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 600
+        while not docker_session.containers.list(all=True, ignore_removed=True,
+                                                 filters={"label": f"{RUN_KEY}={out}"}):
+            assert run.poll() is None, run.communicate()  # a grade runs in one: not over yet
+            assert time.monotonic() < deadline, "no grading container within 600 s"
+            time.sleep(0.2)
+        run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+        _cleanup(docker_session, [instance], out)  # no container of this validation is left
+    assert run.returncode == 130 and "Traceback" not in err, err[-3000:]
+    assert err.strip().splitlines()[-1] == (
+        f"interrupted: nothing recorded in {out} (its evidence, report and the quarantine file "
+        "are written once every grade is in); rerun the same command to validate again")
+    assert not (out / "swebench_validation.json").exists()
