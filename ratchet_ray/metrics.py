@@ -11,6 +11,7 @@ N_min 100, delta 1e-3).
 from __future__ import annotations
 
 import json
+import os
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,9 +47,18 @@ class LoopMetrics:
 
 def load_loop(path: Path) -> tuple[Path, dict[str, Any]]:
     """``(loop.json path, its content)`` for a run dir or a ``loop.json`` path;
-    ``FileNotFoundError`` naming the fix when there is none."""
+    ``FileNotFoundError`` naming the fix when there is none, ``ValueError`` naming what stands
+    there instead (a folder, a link to nowhere, a device) and the fix."""
     loop_file = path / "loop.json" if path.is_dir() else path
     if not loop_file.is_file():
+        if loop_file.is_symlink() or loop_file.exists():
+            what = ("a folder" if loop_file.is_dir() else
+                    f"a link to {os.readlink(loop_file)}, which is missing"
+                    if not loop_file.exists() else "not a regular file")
+            raise ValueError(f"{loop_file} is {what}, not the file `ratchet run` writes: move it "
+                             "aside; `ratchet run --resume` of the run writes loop.json again "
+                             "from its rounds' summaries, and `ratchet report` reads the rounds "
+                             "from the run's evidence/")
         raise FileNotFoundError(f"{loop_file} not found: pass a run dir written by `ratchet run` "
                                 "(it holds loop.json once a round has finished)")
     return loop_file, read_loop_file(loop_file)

@@ -316,3 +316,20 @@ def test_a_report_the_disk_fills_under_is_one_line_without_a_none(run, monkeypat
     line = refused(ratchet("report", str(run)), "cannot write the report: No space left on "
                    "device; pass a writable file with -o")
     assert "None" not in line and not (run / "report.html").exists()
+
+
+@pytest.mark.parametrize("stands", ["folder", "dangling link"])
+def test_plot_names_what_stands_where_loop_json_belongs(run, stands):
+    """loop.json a folder (or a link to nowhere) was 'loop.json not found: pass a run dir
+    written by `ratchet run`', though the run dir was one and something stood there."""
+    loop = run / "loop.json"
+    loop.unlink()
+    if stands == "folder":
+        loop.mkdir()
+        what = "is a folder"
+    else:
+        loop.symlink_to(run / "gone.json")
+        what = f"is a link to {run / 'gone.json'}, which is missing"
+    refused(ratchet("plot", str(run)),
+            f"{loop} {what}, not the file `ratchet run` writes: move it aside; `ratchet run "
+            "--resume` of the run writes loop.json again from its rounds' summaries")
