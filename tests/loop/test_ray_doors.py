@@ -407,7 +407,7 @@ def write(self, row, cause=""):
 
 
 baseline.ProbeRun.write = write
-baseline.main(["sim", "--limit", "6", "--probes", "1", "--out", sys.argv[1]],
+baseline.main(["sim", "--limit", "20", "--probes", "1", "--out", sys.argv[1]],
               prog_name="python -m jobs.baseline")
 """
 
@@ -422,7 +422,7 @@ def test_a_sigterm_swallowed_in_the_baseline_stops_it(tmp_path):
     assert done.returncode == 130, (done.returncode, done.stderr[-3000:])
     assert "Exception ignored" in done.stderr, done.stderr[-3000:]
     kept = len(out.read_text().splitlines())
-    assert 1 <= kept < 6
+    assert 1 <= kept < 20  # the results of the wait that wrote the first are written too
     assert done.stderr.strip().splitlines()[-1] == (
         f"interrupted: {kept} probe(s) kept in {out}; rerun the same command to run the rest")
 
