@@ -14,7 +14,8 @@ literals) are its mutant samples. Rules, per kind: a string's or bytes' value wr
 elsewhere in its test function (``whole_test``) or in its file (``whole_file``), its words
 all ones its test writes elsewhere (``words_test``), one of the compared call's arguments
 (``in_args``), a part of another literal of its test (``sub_of_test``) or holding one
-(``has_test_sub``), empty, an identifier; a number's the same three ``whole``/``in_args``
+(``has_test_sub``), empty, an identifier, well formed for the syntax it shows (``well_formed``:
+HTML entities and tags, brackets, JSON, numbers); a number's the same three ``whole``/``in_args``
 ones, round (ends in 0), small (at most 10); a bool's True. Printed per project and kind:
 how often each rule holds for real values and for mutants, how often a mutant differs from
 its real value on it (``disagree``: 0 is a rule that tells nothing), and how often it holds
@@ -70,7 +71,8 @@ def rules(value, test: dict, file: dict, args: set, test_words: set[str]) -> dic
                 "words_test": bool(words) and words <= test_words, "in_args": value in args,
                 "sub_of_test": bool(text) and any(text in o and text != o for o in test["s"]),
                 "has_test_sub": any(len(o) >= 3 and o in text and o != text for o in test["s"]),
-                "empty": not text, "identifier": text.isidentifier()}
+                "empty": not text, "identifier": text.isidentifier(),
+                "well_formed": replacement_literal.well_formed(text)}
     if kind in ("int", "float"):
         return {"whole_test": value in test["n"], "whole_file": value in file["n"],
                 "in_args": value in args, "round": value != 0 and value % 10 == 0,

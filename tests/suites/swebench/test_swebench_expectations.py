@@ -480,3 +480,68 @@ def test_a_resolution_says_which_fail_to_pass_tests_no_mutant_covers():
     record.kept = [covered.as_dict(), {**covered.as_dict(), "test": "same"}]
     done = GradeResult(passed=True, exit_status="ok", trace="resolved")
     assert unproven(record, instance) == [] and with_unproven(done, record, instance, print) is done
+
+
+URLIZE_ID = "test_urlize (utils_tests.test_html.TestUtilsHtml.test_urlize)"
+# django 4.2.16's runner (Python 3.11, verbosity 2) on a subTest table: the test's own line holds
+# no status, each failed subtest its own (taken from the real 58b20d6f's logs).
+SUBTEST_LOG = (f"{URLIZE_ID} ... \n  {URLIZE_ID} (value='foo@example.com') ... FAIL\n"
+               f"  {URLIZE_ID} (value='x') ... ERROR\n"
+               "test_urlize_unchanged_inputs (utils_tests.test_html.TestUtilsHtml."
+               "test_urlize_unchanged_inputs) ... ok\n\n"
+               f"FAIL: {URLIZE_ID} (value='foo@example.com')\nTraceback (most recent call last):\n"
+               "  File \"/testbed/tests/utils_tests/test_html.py\", line 349, in test_urlize\n"
+               "    self.assertEqual(urlize(value), output)\nAssertionError: 'a' != 'b'\n")
+
+
+def test_a_mutant_in_a_subtest_table_is_read_as_its_subtests_report_it():
+    """swebench's parser reads no status for a django test whose subtest failed (its own line
+    ends ``... `` and each subtest has one): a mutant in ``test_urlize``'s table was dropped as
+    ``MISSING`` under gold in all four draws on real django (2026-12-07), so none was kept. The
+    subtests' lines now say it FAILED (an ``AssertionError`` at its check: kept), and a canary
+    session that reports it so agrees; a status swebench read stays as it was (a forced pass is
+    ``PASSED``, and caught)."""
+    from ratchet_ray.suites.swebench.proof.differential import (
+        Session, finding, seen, subtests_failed)
+    from ratchet_ray.types import GradeResult
+
+    mutant = mutants.Mutant(URLIZE_ID, "tests/utils_tests/test_html.py", 330, 33, '"x"', '"y"',
+                            "row", (349, 349))
+    assert subtests_failed(URLIZE_ID, SUBTEST_LOG) == "FAILED"
+    assert subtests_failed(URLIZE_ID, SUBTEST_LOG.replace("... FAIL\n", "... ok\n")) == "ERROR"
+    assert subtests_failed(URLIZE_ID, f"{URLIZE_ID} ... ok\n") is None
+    assert subtests_failed("test_url (a.B.test_url)", SUBTEST_LOG) is None
+    ok = GradeResult(passed=True, exit_status="ok", trace="resolved")
+    canary = Session("canary 1", ok, log={}, failures={URLIZE_ID: SUBTEST_LOG},
+                     texts={mutant.file: "a"}, written={mutant.file: "b"})
+    assert seen(mutant, canary)[0] == "FAILED" and mutants.at_check(mutant, SUBTEST_LOG) is None
+    real = Session("real", ok, log={URLIZE_ID: "PASSED"})
+    assert finding(mutant, canary, real, {"FAIL_TO_PASS": [URLIZE_ID]}) == (
+        "ok", "FAILED as it must")
+    forced = Session("canary 1", ok, log={URLIZE_ID: "PASSED"},
+                     failures={URLIZE_ID: SUBTEST_LOG}, texts=canary.texts, written=canary.written)
+    assert finding(mutant, forced, real, {"FAIL_TO_PASS": [URLIZE_ID]})[0] == "tampering"
+    unread = Session("canary 1", ok, log=None, failures={URLIZE_ID: SUBTEST_LOG})
+    assert seen(mutant, unread)[0] == "MISSING", "a session whose log was not read says nothing"
+
+
+def test_a_mutant_of_well_formed_html_stays_well_formed():
+    """Real django ``58b20d6f``'s ``test_urlize`` expects HTML links: 18% of its table's mutants
+    broke the HTML (``<a`` -> ``<1``, ``</a>`` -> ``</q>``), every real output being well formed,
+    so code that forced only well-formed expectations passed the real session and failed those
+    canary sessions honestly (measured 2026-12-07, docs/grading.md). A mutant now stands where
+    its real value does on that too (``replacement_literal.well_formed``)."""
+    from ratchet_ray.suites.swebench.proof.real_expectations import literal_value
+    from ratchet_ray.suites.swebench.proof.replacement_literal import well_formed
+
+    assert well_formed('<a href="x">y</a>') and not well_formed('<1 href="x">y</a>')
+    assert not well_formed('<a href="x">y</q>') and not well_formed("&lt;b&gtt;")
+    assert well_formed("&lt; a &amp; b") and not well_formed('{"a": 1') and well_formed("(a)")
+    assert not well_formed("1.5.2") and well_formed(b"<b>x</b>") and well_formed(12)
+    seen = set()
+    for seed in range(150):
+        drawn = mutants.candidates({"u": ("t.py", "TestUtilsHtml::test_urlize")},
+                                   {"t.py": URLIZE}, random.Random(seed), failures={"u": ""})
+        seen.add(drawn["u"].new)
+        assert well_formed(literal_value(drawn["u"].new)), drawn["u"].new
+    assert len(seen) > 5  # still drawn at random

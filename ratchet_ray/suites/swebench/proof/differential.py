@@ -32,6 +32,7 @@ Contracts:
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,10 +164,27 @@ def judge_canaries(result: GradeResult, real: Session, canaries: list[tuple[Muta
                              + "\n  ".join(lines))
 
 
+def subtests_failed(test: str, text: str) -> str | None:
+    """How the subtests of ``test`` ended in a log runner's output (``text``): unittest's
+    verbose runner (django's) reports a test whose ``subTest`` failed on the subtest's own line
+    only, ``<test id> (<its parameters>) ... FAIL`` (or ``ERROR``), which swebench's parser does
+    not read: the test has no status there (``MISSING``). ``FAILED`` where such a line says
+    FAIL, else ``ERROR`` where one says ERROR, else None. A mutant in a ``subTest`` table (real
+    django ``58b20d6f``'s ``test_urlize``) fails that way, under gold as in a canary session."""
+    if test not in text:
+        return None
+    found = set(re.findall(rf"^[ \t]*{re.escape(test)} \(.*\) \.\.\. (FAIL|ERROR)[ \t]*$",
+                           text, re.M))
+    return "FAILED" if "FAIL" in found else "ERROR" if found else None
+
+
 def seen(mutant: Mutant, session: Session) -> tuple[str, str | None, str]:
-    """How the session reported the mutant's test: in the log, in the JUnit report (None without
-    one), and both in words."""
+    """How the session reported the mutant's test: in the log (a test the log names nowhere but
+    on its failed subtests' lines, as those say: ``subtests_failed``), in the JUnit report (None
+    without one), and both in words."""
     in_log = (session.log or {}).get(mutant.test, MISSING)
+    if in_log == MISSING and session.log is not None:
+        in_log = subtests_failed(mutant.test, session.failures.get(mutant.test, "")) or MISSING
     in_junit = session.junit.get(mutant.test, MISSING) if session.junit is not None else None
     return in_log, in_junit, f"{in_log} in the log" + (f", {in_junit} in the JUnit report"
                                                        if in_junit else "")

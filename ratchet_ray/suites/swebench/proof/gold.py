@@ -23,7 +23,7 @@ from ratchet_ray.storage.fsutil import atomic_write_bytes
 from ratchet_ray.suites.swebench.proof.mutants import Mutant
 
 # Raised whenever a record made before would now keep or draw other mutants: it is made again.
-RECORD_VERSION = 13
+RECORD_VERSION = 14
 
 
 def default_folder() -> str:

@@ -455,7 +455,7 @@ class DifferentialProof:
         seconds["mutants"] = seconds.get("mutants", 0.0) + planted.seconds
         verdicts: dict[str, str | None] = {}
         for test, mutant in sorted(found.items()):
-            in_log = (planted.log or {}).get(test, MISSING)
+            in_log = seen(mutant, planted)[0]
             in_junit = (planted.junit or {}).get(test) if planted.junit is not None else None
             failed = in_log == "FAILED" and in_junit in (None, "FAILED")
             why = in_log + (f" (JUnit {in_junit})" if in_junit else "")

@@ -26,12 +26,16 @@ digit).
   Whichever keeps the most, in ``_FALLBACK``'s order, the earliest of equals. A mutant holding a
   word its test never writes was a tell (code that forced only the expectations whose words the
   test writes elsewhere resolved real flask ``1ea1efed`` without a fix), and so was one not
-  written whole in its test where the real value was (docs/grading.md, Remains).
+  written whole in its test where the real value was (docs/grading.md, Remains), and so was
+  HTML a mutant broke where the real value's was well formed (``well_formed``, a sixth part).
 Every draw comes from the ``rng`` given, in a fixed order: one seed, the same mutants.
 """
 
 from __future__ import annotations
 
+import ast
+import html.entities
+import json
 import random
 import re
 import string
@@ -157,11 +161,11 @@ def _fresh(source: str, value: Any, rng: random.Random, pool: list[str], words: 
 
 WORD_REDRAWS = 8
 """Draws beyond the first for a mutant that stands where the real value does (module contract)."""
-_FALLBACK = (0, 4, 1, 2, 3)
+_FALLBACK = (0, 5, 4, 1, 2, 3)
 """The parts of ``place`` a mutant keeps, most telling first: where no draw keeps all, the one
-that keeps its test's whole values, then its test's numbers written in its strings
-(``in_strings``), then its test's words, then its file's values, then whether it is an
-identifier."""
+that keeps its test's whole values, then whether it is well formed (``well_formed``), then its
+test's numbers written in its strings (``in_strings``), then its test's words, then its file's
+values, then whether it is an identifier."""
 TEST_WORD = re.compile(r"\w+")
 """A word as a reader of a test's literals splits them (``app_1`` is one)."""
 
@@ -192,16 +196,73 @@ def value_key(value: Any) -> Any:
 
 
 def place(value: Any, test_words: set[str], test_values: set, file_counts: Counter,
-          own: int = 0) -> tuple[bool, bool, bool, bool, bool]:
+          own: int = 0) -> tuple[bool, bool, bool, bool, bool, bool]:
     """Where a test's expected ``value`` stands among its literals, as a reader of the test
     file sees it: ``(written whole elsewhere in its test, its words all ones its test writes
-    elsewhere, written whole elsewhere in its file, an identifier, in_strings)``;
+    elsewhere, written whole elsewhere in its file, an identifier, in_strings, well_formed)``;
     ``file_counts``: the file's literals by ``value_key``, ``own`` of them the value's own
     occurrence (the real one's: 1)."""
     key = value_key(value)
     return (key in test_values, written_in(value, test_words),
             key is not None and file_counts[key] - own > 0, _identifier(value),
-            in_strings(value, test_words))
+            in_strings(value, test_words), well_formed(value))
+
+
+_ENTITY = re.compile(r"&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)[^<>]*?(/?)>")
+_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+         "track", "wbr"}
+_PAIRS = {")": "(", "]": "[", "}": "{"}
+
+
+def well_formed(value: Any) -> bool:
+    """Whether a string or bytes value (``as_text``) is well formed for the syntax it shows: each
+    ``&name;`` a known HTML entity (or a numeric one), its tags closed in the order they open
+    (void elements aside), its brackets balanced, and where it is a JSON object or array, or a
+    number, one that parses. A value that shows none holds trivially, as does any other type.
+    A mutant of django's ``test_urlize`` table (HTML links) broke its HTML in 18% of draws
+    (``<a href=...>`` -> ``<1 href=...>``, ``</a>`` -> ``</q>``), every real output being
+    well formed: code that forced only the well-formed expectations passed the real session and
+    failed those canary sessions honestly (docs/grading.md, Remains)."""
+    text = as_text(value)
+    if not isinstance(text, str):
+        return True
+    if any(not m.group(1).startswith("#") and m.group(1) + ";" not in html.entities.html5
+           for m in _ENTITY.finditer(text)):
+        return False
+    tags: list[str] = []
+    for m in _TAG.finditer(text):
+        closing, name, empty = m.group(1), m.group(2).lower(), m.group(3)
+        if closing:
+            if not tags or tags.pop() != name:
+                return False
+        elif not empty and name not in _VOID:
+            tags.append(name)
+    if tags and text.lstrip().startswith("<") and text.rstrip().endswith(">"):
+        return False  # a whole fragment leaves a tag open
+    brackets: list[str] = []
+    for ch in text:
+        if ch in "([{":
+            brackets.append(ch)
+        elif ch in _PAIRS and (not brackets or brackets.pop() != _PAIRS[ch]):
+            return False
+    if brackets:
+        return False
+    stripped = text.strip()
+    if stripped[:1] in ("[", "{") and stripped[-1:] in ("]", "}"):
+        try:
+            json.loads(stripped)
+        except ValueError:
+            try:
+                ast.literal_eval(stripped)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                return False
+    if re.fullmatch(r"[-+]?[0-9][0-9_.,eE+-]*", stripped):
+        try:
+            float(stripped.replace("_", "").replace(",", ""))
+        except ValueError:
+            return False
+    return True
 
 
 def _numbers(test_words: set[str]) -> set[str]:

@@ -26,7 +26,7 @@ from ratchet_ray.suites.swebench.proof.gold import GoldRecord, record_key
 from ratchet_ray.suites.swebench.proof.mutants import Mutant
 
 # Raised with the gold record's, or when a twin would choose otherwise: it is made again.
-TWIN_RECORD_VERSION = 7
+TWIN_RECORD_VERSION = 8
 BASE_FILE = ".ratchet-twin-base"
 BASE_PATCH = (f"diff --git a/{BASE_FILE} b/{BASE_FILE}\nnew file mode 100644\n--- /dev/null\n"
               f"+++ b/{BASE_FILE}\n@@ -0,0 +1 @@\n+the base code, for the cheat probe's twin\n")
