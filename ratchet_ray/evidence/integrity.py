@@ -6,7 +6,9 @@ Contracts:
   catches a crash's truncated part), ``full=True`` also decodes every row. Leftover ``.tmp``
   files are harmless and reported by ``leftover_temp_files``.
 - ``quarantine`` moves bad parts to ``<run_dir>/quarantine/<UTCts>/evidence/<kind>/round=<R>/``
-  (never deletes), so the views work again; ``describe_loss`` says what they held, as known.
+  (never deletes), so the views work again; ``describe_loss`` says what they held, as known:
+  of a folder (or a link to nowhere, a device) where a part belongs, which no writer makes,
+  only that, not a kind's rows; of another kind's part, that kind's rows, not this one's.
 - ``CorruptEvidence`` (a ``ValueError``): a writer will not resume over a bad part; its message
   names both commands.
 """
@@ -14,6 +16,7 @@ Contracts:
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +38,14 @@ class BadPart:
     path: Path
     size: int
     reason: str
+    form: str = "file"
+    """What stood at ``path``: ``file``, ``folder``, ``link`` (to nowhere) or ``other``."""
+
+
+def _form(path: Path) -> str:
+    if path.is_symlink() and not path.exists():
+        return "link"
+    return "folder" if path.is_dir() else "file" if path.is_file() else "other"
 
 
 def _round_of(path: Path) -> int | None:
@@ -45,7 +56,7 @@ def _round_of(path: Path) -> int | None:
 def verify(store: EvidenceStore, *, full: bool = True) -> list[BadPart]:
     """Every unreadable part of every kind (see module contracts)."""
     # lstat: a link to nowhere (or to itself) is a bad part too.
-    return [BadPart(kind, _round_of(path), path, path.lstat().st_size, reason)
+    return [BadPart(kind, _round_of(path), path, path.lstat().st_size, reason, _form(path))
             for kind, path, reason in store.bad_parts(full=full)]
 
 
@@ -84,9 +95,22 @@ LOSSES = {
 """What a part of each evidence kind held, for ``describe_loss`` (one entry per ``KINDS``)."""
 
 
+_FORMS = {"folder": "a folder", "link": "a link to nowhere", "other": "not a regular file"}
+
+
 def describe_loss(part: BadPart) -> str:
-    """What the part held, in words (its rows cannot be read, so the kind and round say it)."""
+    """What the part held, in words, as far as it can be known (module contracts): its rows
+    cannot be read, so the kind and round say it; what was no part, or another kind's, says so."""
     where = f"round {part.round}" if part.round is not None else "an unknown round"
+    if part.form in _FORMS:
+        return (f"{_FORMS[part.form]} where a {part.kind} part of {where} belongs, not a part "
+                "(the run writes each part as one file, never this): what it held is not known, "
+                "and no rows the views read are lost; look inside it in quarantine/")
+    other = re.search(r"a (\w+) part, not a \w+ one", part.reason)
+    if other is not None and other.group(1) in LOSSES:
+        return (f"a {other.group(1)} part among the {part.kind} parts of {where}, {part.size} "
+                f"bytes: {other.group(1)} rows, not {part.kind} ones (a copy or a misplaced "
+                f"part: compare it with evidence/{other.group(1)}/ before putting it there)")
     return f"{part.kind} part of {where}, {part.size} bytes: {LOSSES[part.kind]}"
 
 

@@ -333,3 +333,29 @@ def test_plot_names_what_stands_where_loop_json_belongs(run, stands):
     refused(ratchet("plot", str(run)),
             f"{loop} {what}, not the file `ratchet run` writes: move it aside; `ratchet run "
             "--resume` of the run writes loop.json again from its rounds' summaries")
+
+
+def test_repair_says_what_it_can_know_of_a_folder_or_another_kinds_part(run):
+    """A folder where a part belongs was 'lost: capsule part of round 1, 4096 bytes: solved-and-
+    graded tasks ...' (the folder's own size, capsules it never held); a verdict part among the
+    capsules was told as lost capsules too."""
+    folder = run / "evidence" / "capsule" / "round=1" / "part-folder.parquet"
+    folder.mkdir()
+    (folder / "inner").write_text("x")
+    store = EvidenceStore(run)
+    verdict = store.append("verdict", 0, [{"capsule_id": "c", "run_id": run.name, "round": 0,
+                                           "task_id": "sim/000", "attribution": "hurt",
+                                           "pattern": "p", "confidence": 0.5}])
+    stray = run / "evidence" / "capsule" / "round=0" / "part-stray.parquet"
+    stray.write_bytes(verdict.read_bytes())
+    done = ratchet("--db", str(run), "evidence", "repair")
+    assert done.exit_code == 0, done.output
+    lost = [line.strip() for line in done.output.splitlines() if line.strip().startswith("lost:")]
+    assert lost == [
+        f"lost: a verdict part among the capsule parts of round 0, {len(verdict.read_bytes())} "
+        "bytes: verdict rows, not capsule ones (a copy or a misplaced part: compare it with "
+        "evidence/verdict/ before putting it there)",
+        "lost: a folder where a capsule part of round 1 belongs, not a part (the run writes each "
+        "part as one file, never this): what it held is not known, and no rows the views read "
+        "are lost; look inside it in quarantine/"], done.output
+    assert "solved-and-graded" not in done.output
