@@ -64,6 +64,7 @@ from ratchet_ray.loop.rundir import CONFIG_FILE, SUMMARY_FILE, RunDir, resume_ad
 from ratchet_ray.loop.runtime import Models, RayStartError, check_ray
 from ratchet_ray.loop.session import (RunRuntime, hold_sigterm, interrupting_signal,
                                       raise_if_signalled, unwind_on_sigterm)
+from ratchet_ray.loop.signals import note_ctrl_c
 from ratchet_ray.loop.stops import STOPPED_FILE, record_interrupt, record_stop, refused_in_run_dir
 from ratchet_ray.suites import before_rounds, hooks, split_tasks, suite_for
 from ratchet_ray.report.otel import start_tracing
@@ -109,7 +110,7 @@ def run_round(ctx: LoopContext, round_: int) -> RoundSummary:
     summary = RoundSummary(round=round_)
     report_start = hooks.round_report(ctx.config, None)  # the suite's readings at the start
     for phase in ROUND_PHASES:
-        raise_if_signalled()  # a SIGTERM whose KeyboardInterrupt Python swallowed stops here
+        raise_if_signalled()  # a stop whose KeyboardInterrupt was lost (Python, DuckDB) stops here
         gone = ctx.run.lost() or _deleted(ctx, round_)  # under the running run: stop here
         if gone is not None:
             raise RunStopped(gone)
@@ -120,7 +121,8 @@ def run_round(ctx: LoopContext, round_: int) -> RoundSummary:
         try:
             note = run_phase(ctx, phase, round_, summary)
         except Exception as exc:  # a soft phase's failure is recorded and the round goes on
-            if phase.critical or isinstance(exc, (RunStopped, PoolError)) or disk_full(exc):
+            if phase.critical or isinstance(exc, (RunStopped, PoolError)) or disk_full(exc) \
+                    or query_interrupted(exc):  # Ctrl-C during one of its queries: DuckDB's words
                 raise  # ... unless the run itself cannot go on (actors that cannot start)
             log.exception("round %d: phase %s failed", round_, phase.name)
             summary.failed_steps.append(f"{phase.name}: {type(exc).__name__}: {exc}"[:500])
@@ -254,6 +256,7 @@ def run_loop(config: LoopConfig | None, *, resume: Path | None = None, models: M
     replaces every actor's LLM and embedder (tests inject doubles there); ``announce`` gets the
     run dir as soon as it exists."""
     unwind_on_sigterm()
+    note_ctrl_c()
     release_sigterm = hold_sigterm()  # a SIGTERM until the try below is taken there, recorded
     try:
         check_ray()  # an unreachable address or a leftover head: refused before the run dir

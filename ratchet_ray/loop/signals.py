@@ -6,6 +6,8 @@ installs them before Ray may be imported (it keeps the auth mode it first sees).
 Contracts:
 - ``unwind_on_sigterm()``: from then on SIGTERM in the main thread raises
   ``KeyboardInterrupt("SIGTERM")``, noted for ``interrupting_signal``.
+- ``note_ctrl_c()``: from then on Ctrl-C (SIGINT) raises ``KeyboardInterrupt`` as Python's own
+  handler does, and is noted too (``interrupting_signal`` says "" for it).
 - ``hold_sigterm()``: SIGTERM held back until the returned ``release`` is called.
 - ``raise_if_signalled()``: the ``KeyboardInterrupt`` a signal of this session raised, again,
   when it was swallowed; the driver asks between phases.
@@ -30,7 +32,7 @@ _signalled: list[str] = []  # the signals that interrupted this session, newest 
 
 
 def _interrupt(signum: int, _frame: Any) -> None:
-    _signalled.append(signal.Signals(signum).name)
+    _signalled.append("" if signum == signal.SIGINT else signal.Signals(signum).name)
     raise KeyboardInterrupt(_signalled[-1])
 
 
@@ -106,6 +108,17 @@ def unwind_on_sigterm() -> None:
     their lease), Python's ends the process at once."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _interrupt)
+
+
+def note_ctrl_c() -> None:
+    """From now on Ctrl-C (SIGINT) in the main thread raises a bare ``KeyboardInterrupt``, as
+    Python's handler does, and is noted, so ``raise_if_signalled`` raises it again where it was
+    lost: DuckDB turns one that comes during a query into its own "Query interrupted" error,
+    which a soft phase recorded as its failure while the run went on to its last round. Left
+    alone when SIGINT's handler is not Python's (ignored in a background job, or another's)."""
+    if threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupt)
 
 
 def hold_sigterm() -> Callable[[], None]:
