@@ -314,6 +314,8 @@ from ratchet_ray.loop.stops import RunInterrupted
 from ratchet_ray.run_config.files import layered_files, load_config
 
 how = sys.argv[2]
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as jobs.skill_loop: a test worker's
+# children may start with SIGINT ignored, and the run leaves an ignored Ctrl-C alone
 
 
 class SignalledInDel:  # a signal handler run in __del__ (or an at-fork hook): its raise is lost
