@@ -62,9 +62,9 @@ from ratchet_ray.loop.phases import CriticIncomplete, LoopContext
 from ratchet_ray.loop.progress import LoopProgress
 from ratchet_ray.loop.rundir import CONFIG_FILE, SUMMARY_FILE, RunDir, resume_advice
 from ratchet_ray.loop.runtime import Models, RayStartError, check_ray
-from ratchet_ray.loop.session import (RunRuntime, hold_sigterm, interrupting_signal,
+from ratchet_ray.loop.session import RunRuntime
+from ratchet_ray.loop.signals import (hold_sigterm, interrupting_signal, note_ctrl_c,
                                       raise_if_signalled, unwind_on_sigterm)
-from ratchet_ray.loop.signals import note_ctrl_c
 from ratchet_ray.loop.stops import STOPPED_FILE, record_interrupt, record_stop, refused_in_run_dir
 from ratchet_ray.suites import before_rounds, hooks, split_tasks, suite_for
 from ratchet_ray.report.otel import start_tracing
